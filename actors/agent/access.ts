@@ -1,0 +1,307 @@
+/**
+ * What an agent key may do: scopes, tiers, the feature-tier table and the route access table for
+ * `/api/v1/agent/*`. Pure data and functions; the gateway's auth plugin calls `checkAccess` once per request
+ * after the key is looked up. docs/access.md is the human-readable copy of these tables.
+ */
+import { fail } from "../runtime/errors.ts";
+
+// ---------------------------------------------------------------------------------------------- scopes
+
+export const SCOPES = [
+  "search",
+  "compare",
+  "cart",
+  "checkout",
+  "checkout:delegate",
+  "orders:read",
+  "merchants:read",
+  "protocols:discover",
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export const DEFAULT_SCOPES: readonly Scope[] = ["search", "compare", "cart", "merchants:read"];
+
+/** Names from an older listing of the spec. Refused like any unknown value, with a hint in the message. */
+export const LEGACY_SCOPES: readonly string[] = ["agent:read", "agent:cart", "agent:checkout"];
+
+export function isScope(value: unknown): value is Scope {
+  return typeof value === "string" && (SCOPES as readonly string[]).includes(value);
+}
+
+/**
+ * Validates the `scopes` of a key-creation request.
+ * - omitted (undefined/null): the default scopes;
+ * - otherwise: exactly the requested set (deduplicated, in canonical order), so a developer can mint a narrower
+ *   key than the default; an empty list is refused because such a key could call nothing.
+ * Any value outside SCOPES gives 400 validation_error naming it.
+ */
+export function validateScopes(input: unknown): Scope[] {
+  if (input === undefined || input === null) return [...DEFAULT_SCOPES];
+  if (!Array.isArray(input)) {
+    throw fail("validation_error", "scopes must be an array of scope names", { field: "scopes", allowed: [...SCOPES] });
+  }
+  if (input.length === 0) {
+    throw fail("validation_error", "scopes must name at least one scope (omit it for the defaults)", {
+      field: "scopes",
+      allowed: [...SCOPES],
+    });
+  }
+  for (const value of input) {
+    if (!isScope(value)) {
+      const shown = typeof value === "string" ? value : JSON.stringify(value);
+      const legacy = typeof value === "string" && LEGACY_SCOPES.includes(value);
+      throw fail(
+        "validation_error",
+        legacy
+          ? `unknown scope "${shown}": the agent:* scope names are retired, use ${SCOPES.join(", ")}`
+          : `unknown scope "${shown}"`,
+        { field: "scopes", scope: value, allowed: [...SCOPES] },
+      );
+    }
+  }
+  const requested = new Set<string>(input as string[]);
+  return SCOPES.filter((s) => requested.has(s));
+}
+
+// ----------------------------------------------------------------------------------------------- tiers
+
+export const TIERS = ["STARTER", "GROWTH", "PRO", "ENTERPRISE", "SANDBOX"] as const;
+export type Tier = (typeof TIERS)[number];
+/** The paid/plan tiers in ascending order; SANDBOX sits outside the ladder. */
+export const PLAN_TIERS: readonly Tier[] = ["STARTER", "GROWTH", "PRO", "ENTERPRISE"];
+export const DEFAULT_TIER: Tier = "STARTER";
+export const SANDBOX_LIFETIME_MS = 24 * 60 * 60 * 1000;
+
+export function isTier(value: unknown): value is Tier {
+  return typeof value === "string" && (TIERS as readonly string[]).includes(value);
+}
+
+/** Accepts a tier name in any case; FREE is the spec's alias of STARTER. Omitted → STARTER. */
+export function normalizeTier(input: unknown): Tier {
+  if (input === undefined || input === null) return DEFAULT_TIER;
+  if (typeof input === "string") {
+    const upper = input.trim().toUpperCase();
+    if (upper === "FREE") return "STARTER";
+    if (isTier(upper)) return upper;
+  }
+  throw fail("validation_error", `unknown tier ${JSON.stringify(input)}`, {
+    field: "tier",
+    tier: input,
+    allowed: [...TIERS, "FREE"],
+  });
+}
+
+/** When a key of this tier stops working: SANDBOX keys 24 h after creation, the others never (null). */
+export function keyExpiresAt(tier: Tier, createdAt: Date): Date | null {
+  return tier === "SANDBOX" ? new Date(createdAt.getTime() + SANDBOX_LIFETIME_MS) : null;
+}
+
+// -------------------------------------------------------------------------------------- feature tiers
+
+export const FEATURES = [
+  "price_history",
+  "sustainability",
+  "recommendations",
+  "negotiate",
+  "shipping_estimate",
+  "search_by_image",
+  "apply_coupon",
+  "return_policy",
+] as const;
+export type Feature = (typeof FEATURES)[number];
+
+/**
+ * Which key tiers include which feature. Principles:
+ * - facts an agent needs to buy responsibly (shipping cost, return policy) and coupons are in every plan;
+ * - analytical enrichments (price history, sustainability, recommendations) start at GROWTH;
+ * - negotiate (BETA, sends bids to merchants) and search_by_image (reserved, compute-heavy) start at PRO;
+ * - ENTERPRISE has everything;
+ * - SANDBOX is for evaluation: every read-only feature, nothing that writes (no coupon, no negotiation) and not
+ *   the reserved image search.
+ */
+export const FEATURE_TIERS: Readonly<Record<Feature, readonly Tier[]>> = {
+  shipping_estimate: ["STARTER", "GROWTH", "PRO", "ENTERPRISE", "SANDBOX"],
+  return_policy: ["STARTER", "GROWTH", "PRO", "ENTERPRISE", "SANDBOX"],
+  apply_coupon: ["STARTER", "GROWTH", "PRO", "ENTERPRISE"],
+  price_history: ["GROWTH", "PRO", "ENTERPRISE", "SANDBOX"],
+  sustainability: ["GROWTH", "PRO", "ENTERPRISE", "SANDBOX"],
+  recommendations: ["GROWTH", "PRO", "ENTERPRISE", "SANDBOX"],
+  negotiate: ["PRO", "ENTERPRISE"],
+  search_by_image: ["PRO", "ENTERPRISE"],
+};
+
+export function tierHasFeature(tier: Tier, feature: Feature): boolean {
+  return FEATURE_TIERS[feature].includes(tier);
+}
+
+export function featuresOfTier(tier: Tier): Feature[] {
+  return FEATURES.filter((f) => tierHasFeature(tier, f));
+}
+
+/** The cheapest plan tier that includes a feature (for "upgrade to X" messages). */
+export function lowestTierWith(feature: Feature): Tier {
+  return PLAN_TIERS.find((t) => tierHasFeature(t, feature)) ?? "ENTERPRISE";
+}
+
+// ------------------------------------------------------------------------------------ route access table
+
+export type HttpMethod = "GET" | "POST";
+
+export interface RouteRule {
+  method: HttpMethod;
+  /** Path below `/api/v1/agent`, with `:param` segments. */
+  path: string;
+  /** The key needs at least ONE of these scopes. The first is the one named in errors. */
+  scopes: readonly Scope[];
+  /** Used instead of `scopes` when the request is a delegated (protocol-bridge) checkout. */
+  delegatedScopes?: readonly Scope[];
+  feature?: Feature;
+  /** SANDBOX keys get 403 sandbox_not_allowed whatever their scopes. */
+  sandboxRefused: boolean;
+}
+
+export const AGENT_API_BASE = "/api/v1/agent";
+
+const r = (
+  method: HttpMethod,
+  path: string,
+  scopes: readonly Scope[],
+  opts: { feature?: Feature; sandboxRefused?: boolean; delegatedScopes?: readonly Scope[] } = {},
+): RouteRule => ({
+  method,
+  path,
+  scopes,
+  ...(opts.feature ? { feature: opts.feature } : {}),
+  ...(opts.delegatedScopes ? { delegatedScopes: opts.delegatedScopes } : {}),
+  sandboxRefused: opts.sandboxRefused ?? false,
+});
+
+/**
+ * Every keyed route under /api/v1/agent. Catalog reads need `search`; everything that creates or touches a cart
+ * needs `cart`; anything that moves money or holds a payment instrument (checkout, refund, wallet) needs
+ * `checkout`; those transactional routes are refused for SANDBOX keys. Reading an order is `orders:read`, but a key
+ * with `checkout` may also read the orders it placed (an agent that can buy must be able to follow up).
+ */
+export const ROUTE_RULES: readonly RouteRule[] = [
+  r("POST", "/search", ["search"]),
+  r("GET", "/products/:id", ["search"]),
+  r("GET", "/availability/:id", ["search"]),
+  r("GET", "/products/:id/price-history", ["search"], { feature: "price_history" }),
+  r("GET", "/products/:id/sustainability", ["search"], { feature: "sustainability" }),
+  r("POST", "/compare", ["compare"]),
+  r("POST", "/recommendations", ["search"], { feature: "recommendations" }),
+  r("POST", "/negotiate", ["cart"], { feature: "negotiate", sandboxRefused: true }),
+  r("POST", "/shipping-estimate", ["search"], { feature: "shipping_estimate" }),
+  r("POST", "/search-by-image", ["search"], { feature: "search_by_image" }),
+  r("POST", "/cart", ["cart"], { sandboxRefused: true }),
+  r("GET", "/cart/:id", ["cart"], { sandboxRefused: true }),
+  r("POST", "/apply-coupon", ["cart"], { feature: "apply_coupon", sandboxRefused: true }),
+  r("POST", "/cart/apply-coupon", ["cart"], { feature: "apply_coupon", sandboxRefused: true }),
+  r("POST", "/checkout", ["checkout"], { sandboxRefused: true, delegatedScopes: ["checkout:delegate", "checkout"] }),
+  r("GET", "/orders/:id", ["orders:read", "checkout"], { sandboxRefused: true }),
+  r("POST", "/orders/:orderId/refund", ["checkout"], { sandboxRefused: true }),
+  r("POST", "/wallet/provision", ["checkout"], { sandboxRefused: true }),
+  r("GET", "/wallet", ["checkout"], { sandboxRefused: true }),
+  r("GET", "/merchants/:slug", ["merchants:read"]),
+  r("GET", "/merchants/:slug/protocols", ["protocols:discover"]),
+  r("GET", "/merchants/:slug/return-policy", ["merchants:read"], { feature: "return_policy" }),
+  r("GET", "/merchants/:slug/trust-explanation", ["merchants:read"]),
+];
+
+/** Routes under /api/v1/agent that need no key at all. */
+export const PUBLIC_AGENT_ROUTES: readonly { method: HttpMethod; path: string }[] = [{ method: "GET", path: "/docs" }];
+
+function splitPath(path: string): string[] {
+  return path.split("/").filter((s) => s.length > 0);
+}
+
+function stripToAgentPath(path: string): string {
+  let p = path.split(/[?#]/, 1)[0] ?? "";
+  if (p.startsWith(AGENT_API_BASE + "/") || p === AGENT_API_BASE) p = p.slice(AGENT_API_BASE.length);
+  return p;
+}
+
+function matches(pattern: string, path: string): boolean {
+  const want = splitPath(pattern);
+  const got = splitPath(path);
+  if (want.length !== got.length) return false;
+  return want.every((seg, i) => (seg.startsWith(":") ? got[i]!.length > 0 : seg === got[i]));
+}
+
+/**
+ * The rule for a request, or undefined. `path` may be the full path (`/api/v1/agent/cart/…`) or the part below
+ * the base; a query string is ignored. Literal segments win over parameters (`/cart/apply-coupon` is not
+ * `GET /cart/:id` anyway because the methods differ, but the order of ROUTE_RULES does not matter).
+ */
+export function findRouteRule(method: string, path: string): RouteRule | undefined {
+  const m = method.toUpperCase();
+  const p = stripToAgentPath(path);
+  const candidates = ROUTE_RULES.filter((rule) => rule.method === m && matches(rule.path, p));
+  // Prefer the rule with the most literal segments.
+  const literalCount = (rule: RouteRule) => splitPath(rule.path).filter((s) => !s.startsWith(":")).length;
+  return candidates.sort((a, b) => literalCount(b) - literalCount(a))[0];
+}
+
+// ------------------------------------------------------------------------------------------------ checks
+
+export interface KeyAccess {
+  scopes: readonly string[];
+  tier: Tier;
+}
+
+export interface RouteRequest {
+  method: string;
+  path: string;
+  /** The request is a delegated checkout through the protocol bridge (x-protocol header or body shape). */
+  delegated?: boolean;
+}
+
+/**
+ * Throws unless the key may call the route. Order of checks, most permanent first:
+ * 1. unknown route → route_not_found (fail closed: a route missing from the table is never open);
+ * 2. SANDBOX on a transactional route → sandbox_not_allowed (no scope can fix that);
+ * 3. missing scope → forbidden with details.scope (and acceptedScopes);
+ * 4. tier lacks the feature → feature_not_in_tier with details.feature and the cheapest tier that has it.
+ */
+export function checkAccess(key: KeyAccess, route: RouteRequest | RouteRule): RouteRule {
+  const rule = "scopes" in route ? route : findRouteRule(route.method, route.path);
+  if (!rule) {
+    const shown = "scopes" in route ? route.path : `${route.method} ${route.path}`;
+    throw fail("route_not_found", `no agent route ${shown}`);
+  }
+  const where = `${rule.method} ${AGENT_API_BASE}${rule.path}`;
+  if (rule.sandboxRefused && key.tier === "SANDBOX") {
+    throw fail("sandbox_not_allowed", `SANDBOX keys cannot call ${where}`, { tier: key.tier });
+  }
+  const delegated = !("scopes" in route) && route.delegated === true;
+  const accepted = delegated && rule.delegatedScopes ? rule.delegatedScopes : rule.scopes;
+  if (!accepted.some((s) => key.scopes.includes(s))) {
+    throw fail("forbidden", `the key lacks the "${accepted[0]}" scope needed for ${where}`, {
+      scope: accepted[0],
+      acceptedScopes: [...accepted],
+    });
+  }
+  if (rule.feature && !tierHasFeature(key.tier, rule.feature)) {
+    throw fail("feature_not_in_tier", `the ${key.tier} tier does not include ${rule.feature}`, {
+      feature: rule.feature,
+      tier: key.tier,
+      requiredTier: lowestTierWith(rule.feature),
+    });
+  }
+  return rule;
+}
+
+export interface KeyLifecycle {
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+/** A revoked or expired key is as good as no key: 401 unauthorized (the message says which, for the developer). */
+export function assertKeyActive(key: KeyLifecycle, now: Date): void {
+  if (key.revokedAt && key.revokedAt.getTime() <= now.getTime()) {
+    throw fail("unauthorized", "the API key has been revoked", { reason: "revoked" });
+  }
+  if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) {
+    throw fail("unauthorized", "the API key has expired", { reason: "expired" });
+  }
+}
