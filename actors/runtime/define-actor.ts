@@ -1,0 +1,84 @@
+/**
+ * An actor kind is a plain definition object (RivetKit style): its messages are TypeBox schemas keyed by type,
+ * its handlers are functions of (ctx, body). The runtime guarantees turn-based execution (Orleans style): one
+ * message at a time per activation, never interleaved at an `await`, and durable state committed before the
+ * reply.
+ */
+import type { Static, TSchema } from "@sinclair/typebox";
+import type { Logger } from "../../infra/log.ts";
+import type { Sql } from "../../infra/db.ts";
+
+export type MessageSchemas = Record<string, TSchema>;
+
+export interface CallOptions {
+  timeoutMs?: number;
+  msgId?: string;
+}
+
+/** Calls another actor. Never call back into an actor that is waiting on you (that deadlocks until timeout). */
+export interface ActorCaller {
+  ask<D extends AnyActorDefinition, T extends MessageType<D>>(
+    def: D,
+    id: string,
+    type: T,
+    body: MessageBody<D, T>,
+    opts?: CallOptions,
+  ): Promise<ReplyOf<D, T>>;
+}
+
+export interface ActorContext<S> extends ActorCaller {
+  readonly kind: string;
+  readonly id: string;
+  /** The activation's state. Mutate it or replace it; the runtime persists it at the end of the turn if it changed. */
+  state: S;
+  /** Pool for reads that need not be part of the turn's transaction. */
+  readonly sql: Sql;
+  readonly log: Logger;
+  readonly msgId: string;
+  now(): number;
+  /**
+   * The turn's transaction, opened on first use. Everything written through it commits atomically with the
+   * state row (fenced by version) before the reply is sent, or not at all.
+   */
+  tx(): Promise<Sql>;
+  /** Commits what the turn has written so far (e.g. a payment intent before calling the processor). */
+  checkpoint(): Promise<void>;
+  /** Durable reminder: fires `reminders[name]` at `at` (epoch ms), even after a restart. Same name replaces. */
+  schedule(name: string, at: number, payload?: unknown): Promise<void>;
+  cancelReminder(name: string): Promise<void>;
+  /** Fire-and-forget event to subscribers (search indexer, metrics). Sent after the turn commits. */
+  publish(topic: string, event: unknown): void;
+}
+
+export type Handler<S, B, R> = (ctx: ActorContext<S>, body: B) => Promise<R>;
+
+export interface ActorDefinition<S, M extends MessageSchemas, H extends { [K in keyof M]: Handler<S, Static<M[K]>, unknown> }> {
+  kind: string;
+  initialState: (id: string) => S;
+  /** `durable` (default) keeps state in Postgres; `memory` never touches the database (rate-limit buckets). */
+  persistence?: "durable" | "memory";
+  messages: M;
+  handlers: H;
+  /** Read-only handlers that may run while another message of the same activation is in its turn. */
+  reentrant?: readonly (keyof M & string)[];
+  reminders?: Record<string, (ctx: ActorContext<S>, payload: unknown) => Promise<void>>;
+  /** Called once when an activation loads its state (e.g. to re-arm something or migrate old state). */
+  onActivate?: (ctx: ActorContext<S>) => Promise<void>;
+  idleMs?: number;
+}
+
+// biome-ignore lint: the widest actor definition, used only as a constraint
+export type AnyActorDefinition = ActorDefinition<any, MessageSchemas, any>;
+export type MessageType<D extends AnyActorDefinition> = keyof D["messages"] & string;
+export type MessageBody<D extends AnyActorDefinition, T extends MessageType<D>> = Static<D["messages"][T]>;
+export type ReplyOf<D extends AnyActorDefinition, T extends MessageType<D>> = Awaited<ReturnType<D["handlers"][T]>>;
+
+export function defineActor<S, M extends MessageSchemas, H extends { [K in keyof M]: Handler<S, Static<M[K]>, unknown> }>(
+  def: ActorDefinition<S, M, H>,
+): ActorDefinition<S, M, H> {
+  if (!/^[a-z][a-z0-9-]*$/.test(def.kind)) throw new Error(`actor kind "${def.kind}" must be lowercase letters, digits, dashes`);
+  for (const type of Object.keys(def.messages)) {
+    if (!(type in def.handlers)) throw new Error(`actor ${def.kind}: message ${type} has no handler`);
+  }
+  return def;
+}

@@ -1,0 +1,479 @@
+/**
+ * An actor host: activates actors on their first message, runs one turn at a time per activation (a mailbox
+ * that never interleaves two messages at an `await`), commits each turn's durable writes and state (fenced by
+ * version) before replying, deduplicates retried writes by message id, passivates idle activations and fires
+ * durable reminders.
+ */
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import type { TSchema } from "@sinclair/typebox";
+import type { Sql } from "../../infra/db.ts";
+import { log as rootLog, type Logger } from "../../infra/log.ts";
+import { actorFencingConflicts, actorMessages, actorTurnDuration, registerActorStats } from "../../infra/metrics.ts";
+import type { Transport } from "../transport/transport.ts";
+import { systemClock, type Clock } from "./clock.ts";
+import type { ActorCaller, ActorContext, AnyActorDefinition } from "./define-actor.ts";
+import { REMINDER_PREFIX, type ReplyEnvelope, type RequestEnvelope } from "./envelope.ts";
+import { ActorError } from "./errors.ts";
+
+/** How many replies of state-changing messages an actor keeps for deduplicating retries. */
+const RECENT_REPLIES = 32;
+/** A claimed reminder is pushed this far into the future so no other host fires it while it runs. */
+const REMINDER_LEASE_MS = 60_000;
+
+interface RecentReply {
+  m: string;
+  r: ReplyEnvelope;
+}
+
+interface Pending {
+  env: RequestEnvelope;
+  resolve: (r: ReplyEnvelope | Promise<ReplyEnvelope>) => void;
+}
+
+class Activation {
+  state: unknown;
+  version = 0;
+  recent: RecentReply[] = [];
+  queue: Pending[] = [];
+  running = false;
+  stale = false;
+  lastUsed = Date.now();
+  ready!: Promise<void>;
+  constructor(
+    readonly def: AnyActorDefinition,
+    readonly id: string,
+  ) {}
+}
+
+class StaleVersion extends Error {}
+
+export interface HostOptions {
+  transport: Transport;
+  sql: Sql;
+  definitions: AnyActorDefinition[];
+  caller: ActorCaller;
+  clock?: Clock;
+  log?: Logger;
+  idleMs?: number;
+  reminderPollMs?: number;
+}
+
+export class ActorHost {
+  private readonly defs = new Map<string, AnyActorDefinition>();
+  private readonly checks = new Map<string, Map<string, TypeCheck<TSchema>>>();
+  private readonly activations = new Map<string, Activation>();
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private sweepTimer?: ReturnType<typeof setInterval>;
+  private reminderTimer?: ReturnType<typeof setTimeout>;
+  private unregisterStats?: () => void;
+  private stopping = false;
+  private polling?: Promise<number>;
+
+  constructor(private readonly opts: HostOptions) {
+    this.clock = opts.clock ?? systemClock;
+    this.log = opts.log ?? rootLog.child({ component: "actor-host" });
+    for (const def of opts.definitions) {
+      this.defs.set(def.kind, def);
+      const m = new Map<string, TypeCheck<TSchema>>();
+      for (const [type, schema] of Object.entries(def.messages)) m.set(type, TypeCompiler.Compile(schema as TSchema));
+      this.checks.set(def.kind, m);
+    }
+  }
+
+  async start(): Promise<void> {
+    for (const kind of this.defs.keys()) await this.opts.transport.serve(kind, (env) => this.dispatch(env));
+    const idle = this.opts.idleMs ?? 5 * 60_000;
+    this.sweepTimer = setInterval(() => this.passivateIdle(idle), Math.max(50, Math.floor(idle / 2)));
+    this.unregisterStats = registerActorStats({
+      activationCounts: () => this.countBy(() => 1),
+      mailboxDepths: () => this.countBy((a) => a.queue.length),
+    });
+    const pollMs = this.opts.reminderPollMs ?? 1000;
+    if (pollMs > 0) this.scheduleReminderPoll(pollMs);
+  }
+
+  /** Finishes queued turns, then drops every activation (their state is already durable). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.sweepTimer);
+    clearTimeout(this.reminderTimer);
+    await this.polling;
+    const deadline = Date.now() + 5000;
+    while ([...this.activations.values()].some((a) => a.running || a.queue.length) && Date.now() < deadline) {
+      await Bun.sleep(5);
+    }
+    this.activations.clear();
+    this.unregisterStats?.();
+  }
+
+  /** Drops activations matching `pred` (the NATS transport calls this when partitions move away). */
+  deactivate(pred: (kind: string, id: string) => boolean): void {
+    for (const [key, a] of this.activations) {
+      if (!a.running && a.queue.length === 0 && pred(a.def.kind, a.id)) this.activations.delete(key);
+      else if (pred(a.def.kind, a.id)) a.stale = true;
+    }
+  }
+
+  activationCount(kind?: string): number {
+    let n = 0;
+    for (const a of this.activations.values()) if (!kind || a.def.kind === kind) n++;
+    return n;
+  }
+
+  private countBy(f: (a: Activation) => number): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const kind of this.defs.keys()) out[kind] = 0;
+    for (const a of this.activations.values()) out[a.def.kind] = (out[a.def.kind] ?? 0) + f(a);
+    return out;
+  }
+
+  dispatch(env: RequestEnvelope): Promise<ReplyEnvelope> {
+    const def = this.defs.get(env.kind);
+    if (!def) return Promise.resolve(errorReply(new ActorError("actor_unavailable", `unknown actor kind ${env.kind}`)));
+    const isReminder = env.type.startsWith(REMINDER_PREFIX);
+    if (!isReminder) {
+      const check = this.checks.get(env.kind)!.get(env.type);
+      if (!check) return Promise.resolve(errorReply(new ActorError("INVALID_ARGUMENT", `actor ${env.kind} has no message ${env.type}`)));
+      if (!check.Check(env.body)) {
+        const first = check.Errors(env.body).First();
+        return Promise.resolve(
+          errorReply(new ActorError("INVALID_ARGUMENT", `invalid ${env.kind}.${env.type} message: ${first?.message ?? "schema"}`, { field: first?.path })),
+        );
+      }
+    }
+    const key = `${env.kind}/${env.id}`;
+    let act = this.activations.get(key);
+    if (!act || act.stale) {
+      act = new Activation(def, env.id);
+      act.ready = this.load(act);
+      this.activations.set(key, act);
+    }
+    const reentrant = !isReminder && def.reentrant?.includes(env.type);
+    if (reentrant && !act.running && act.queue.length === 0) {
+      // nothing to overtake: take the normal path so the turn is still exclusive
+    } else if (reentrant) {
+      const a = act;
+      return a.ready.then(() => this.runReadOnly(a, env));
+    }
+    return new Promise((resolve) => {
+      act!.queue.push({ env, resolve });
+      if (!act!.running) void this.drain(act!);
+    });
+  }
+
+  private async drain(act: Activation): Promise<void> {
+    act.running = true;
+    try {
+      try {
+        await act.ready;
+      } catch (err) {
+        this.activations.delete(`${act.def.kind}/${act.id}`);
+        const reply = errorReply(new ActorError("actor_unavailable", `could not activate ${act.def.kind}/${act.id}: ${(err as Error).message}`));
+        for (const p of act.queue.splice(0)) p.resolve(reply);
+        return;
+      }
+      while (act.queue.length) {
+        const p = act.queue.shift()!;
+        if (act.stale) {
+          // ownership moved or a fencing conflict: hand the message to a fresh activation that reloads state
+          p.resolve(this.dispatch(p.env));
+          continue;
+        }
+        p.resolve(await this.runTurn(act, p.env));
+      }
+    } finally {
+      act.running = false;
+      act.lastUsed = Date.now();
+    }
+  }
+
+  private async load(act: Activation): Promise<void> {
+    act.state = act.def.initialState(act.id);
+    if ((act.def.persistence ?? "durable") === "durable") {
+      const rows = await this.opts.sql<{ version: number; state: unknown; recent: RecentReply[] }[]>`
+        SELECT version, state, recent FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`;
+      if (rows.length) {
+        act.version = Number(rows[0].version);
+        act.state = rows[0].state;
+        act.recent = rows[0].recent ?? [];
+      }
+    }
+    if (act.def.onActivate) {
+      const turn = new Turn(this, act, `activate-${act.def.kind}-${act.id}`);
+      await act.def.onActivate(turn.ctx);
+      await turn.finish(true);
+    }
+  }
+
+  private async runReadOnly(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
+    const turn = new Turn(this, act, env.msgId, true);
+    try {
+      const value = await act.def.handlers[env.type](turn.ctx, env.body);
+      return { ok: true, value };
+    } catch (err) {
+      return this.errorFor(act, err);
+    }
+  }
+
+  private async runTurn(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
+    const hit = act.recent.find((r) => r.m === env.msgId);
+    if (hit) return hit.r;
+    if (env.deadline < Date.now()) return errorReply(new ActorError("actor_unavailable", "caller deadline passed before the turn started"));
+    const started = performance.now();
+    const turn = new Turn(this, act, env.msgId);
+    let reply: ReplyEnvelope;
+    try {
+      let value: unknown;
+      if (env.type.startsWith(REMINDER_PREFIX)) {
+        const name = env.type.slice(REMINDER_PREFIX.length);
+        const fn = act.def.reminders?.[name];
+        const body = env.body as { payload: unknown; due: string };
+        if (fn) await fn(turn.ctx, body.payload);
+        if (!turn.rescheduled.has(name)) {
+          const tx = await turn.ctx.tx();
+          await tx`DELETE FROM actor_reminders WHERE kind = ${act.def.kind} AND id = ${act.id} AND name = ${name} AND due_at = ${body.due}`;
+        }
+      } else {
+        value = await act.def.handlers[env.type](turn.ctx, env.body);
+      }
+      reply = { ok: true, value: value === undefined ? null : value };
+      await turn.finish(true, reply);
+    } catch (err) {
+      reply = this.errorFor(act, err);
+      try {
+        await turn.finish(false);
+      } catch (finishErr) {
+        reply = this.errorFor(act, finishErr);
+      }
+    }
+    actorTurnDuration.observe({ kind: act.def.kind }, (performance.now() - started) / 1000);
+    actorMessages.inc({ kind: act.def.kind, outcome: reply.ok ? "ok" : reply.error.code });
+    return reply;
+  }
+
+  private errorFor(act: Activation, err: unknown): ReplyEnvelope {
+    if (err instanceof StaleVersion) {
+      act.stale = true;
+      actorFencingConflicts.inc({ kind: act.def.kind });
+      return errorReply(new ActorError("actor_unavailable", "actor moved to another host; retry"));
+    }
+    if (err instanceof ActorError) return errorReply(err);
+    this.log.error("actor turn failed", { kind: act.def.kind, id: act.id, error: err as Error, stack: (err as Error)?.stack });
+    return errorReply(new ActorError("internal_error", "internal error"));
+  }
+
+  private passivateIdle(idleMs: number): void {
+    const cutoff = Date.now() - idleMs;
+    for (const [key, a] of this.activations) {
+      if (!a.running && a.queue.length === 0 && a.lastUsed < cutoff) this.activations.delete(key);
+    }
+  }
+
+  private scheduleReminderPoll(pollMs: number): void {
+    if (this.stopping) return;
+    this.reminderTimer = setTimeout(async () => {
+      try {
+        this.polling = this.pollReminders();
+        await this.polling;
+      } catch (err) {
+        this.log.warn("reminder poll failed", { error: err as Error });
+      }
+      this.scheduleReminderPoll(pollMs);
+    }, pollMs);
+  }
+
+  /**
+   * Claims due reminders (lease so no other host fires them meanwhile) and delivers each as a message through
+   * the transport, so it reaches whichever host owns the actor. Returns how many fired. Tests call it directly.
+   */
+  async pollReminders(limit = 100): Promise<number> {
+    const kinds = [...this.defs.keys()];
+    const now = new Date(this.clock.now());
+    const lease = new Date(this.clock.now() + REMINDER_LEASE_MS);
+    const due = await this.opts.sql<{ kind: string; id: string; name: string; payload: unknown; due_at: Date }[]>`
+      UPDATE actor_reminders r SET due_at = ${lease}
+      FROM (SELECT kind, id, name FROM actor_reminders
+            WHERE due_at <= ${now} AND kind IN ${this.opts.sql(kinds)}
+            ORDER BY due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED) d
+      WHERE r.kind = d.kind AND r.id = d.id AND r.name = d.name
+      RETURNING r.kind, r.id, r.name, r.payload, r.due_at`;
+    await Promise.all(
+      due.map(async (r) => {
+        const env: RequestEnvelope = {
+          msgId: `reminder:${r.kind}/${r.id}/${r.name}/${r.due_at.toISOString()}`,
+          kind: r.kind,
+          id: r.id,
+          type: REMINDER_PREFIX + r.name,
+          body: { payload: r.payload, due: r.due_at.toISOString() },
+          deadline: Date.now() + 30_000,
+          attempt: 1,
+        };
+        try {
+          const reply = await this.opts.transport.request(env, 30_000);
+          if (!reply.ok) this.log.warn("reminder failed; it fires again after its lease", { kind: r.kind, id: r.id, name: r.name, code: reply.error.code });
+        } catch (err) {
+          this.log.warn("reminder not delivered; it fires again after its lease", { kind: r.kind, id: r.id, name: r.name, error: err as Error });
+        }
+      }),
+    );
+    return due.length;
+  }
+
+  /** @internal used by Turn */
+  get internals() {
+    return { sql: this.opts.sql, clock: this.clock, log: this.log, caller: this.opts.caller, transport: this.opts.transport };
+  }
+}
+
+/** One turn of one activation: its context, its lazily opened transaction and what to publish after commit. */
+class Turn {
+  readonly ctx: ActorContext<unknown>;
+  readonly rescheduled = new Set<string>();
+  private conn?: Awaited<ReturnType<Sql["reserve"]>>;
+  private connPromise?: Promise<Sql>;
+  private snapshot: string;
+  private events: { topic: string; event: unknown }[] = [];
+
+  constructor(
+    private readonly host: ActorHost,
+    private readonly act: Activation,
+    msgId: string,
+    private readonly readOnly = false,
+  ) {
+    const { sql, clock, log, caller } = host.internals;
+    const durable = (act.def.persistence ?? "durable") === "durable";
+    this.snapshot = durable ? JSON.stringify(act.state) : "";
+    const self = this;
+    this.ctx = {
+      kind: act.def.kind,
+      id: act.id,
+      get state() {
+        return act.state;
+      },
+      set state(v) {
+        act.state = v;
+      },
+      sql,
+      log: log.child({ actor: `${act.def.kind}/${act.id}` }),
+      msgId,
+      now: () => clock.now(),
+      ask: (def, id, type, body, opts) => caller.ask(def, id, type, body, opts),
+      tx: () => self.tx(),
+      checkpoint: () => self.checkpoint(),
+      async schedule(name, at, payload) {
+        if (!act.def.reminders?.[name]) throw new Error(`actor ${act.def.kind} has no reminder ${name}`);
+        self.rescheduled.add(name);
+        const tx = await self.tx();
+        await tx`INSERT INTO actor_reminders (kind, id, name, due_at, payload)
+                 VALUES (${act.def.kind}, ${act.id}, ${name}, ${new Date(at)}, ${tx.json((payload ?? null) as never)})
+                 ON CONFLICT (kind, id, name) DO UPDATE SET due_at = EXCLUDED.due_at, payload = EXCLUDED.payload`;
+      },
+      async cancelReminder(name) {
+        self.rescheduled.add(name);
+        const tx = await self.tx();
+        await tx`DELETE FROM actor_reminders WHERE kind = ${act.def.kind} AND id = ${act.id} AND name = ${name}`;
+      },
+      publish(topic, event) {
+        self.events.push({ topic, event });
+      },
+    };
+  }
+
+  private tx(): Promise<Sql> {
+    if (this.readOnly) return Promise.reject(new Error(`reentrant handler of ${this.act.def.kind} tried to write`));
+    if ((this.act.def.persistence ?? "durable") === "memory") return Promise.reject(new Error(`memory actor ${this.act.def.kind} has no database`));
+    if (!this.connPromise) {
+      this.connPromise = (async () => {
+        const conn = await this.host.internals.sql.reserve();
+        this.conn = conn;
+        await conn`BEGIN`;
+        return conn as unknown as Sql;
+      })();
+    }
+    return this.connPromise;
+  }
+
+  private async checkpoint(): Promise<void> {
+    await this.persist();
+    await this.commit();
+  }
+
+  /** Writes the state row (fenced) inside the turn's transaction if the state changed or anything was written. */
+  private async persist(reply?: ReplyEnvelope): Promise<void> {
+    const act = this.act;
+    const current = JSON.stringify(act.state);
+    const changed = current !== this.snapshot;
+    if (!changed && !this.connPromise) return;
+    const tx = await this.tx();
+    const recent = reply ? [{ m: this.ctx.msgId, r: reply }, ...act.recent].slice(0, RECENT_REPLIES) : act.recent;
+    let count: number;
+    if (act.version === 0) {
+      const res = await tx`INSERT INTO actor_state (kind, id, version, state, recent)
+        VALUES (${act.def.kind}, ${act.id}, 1, ${current}::text::jsonb, ${JSON.stringify(recent)}::text::jsonb)
+        ON CONFLICT (kind, id) DO NOTHING`;
+      count = res.count;
+    } else {
+      const res = await tx`UPDATE actor_state SET version = version + 1, state = ${current}::text::jsonb,
+          recent = ${JSON.stringify(recent)}::text::jsonb, updated_at = now()
+        WHERE kind = ${act.def.kind} AND id = ${act.id} AND version = ${act.version}`;
+      count = res.count;
+    }
+    if (count !== 1) throw new StaleVersion();
+    act.version += 1;
+    act.recent = recent;
+    this.snapshot = current;
+  }
+
+  private async commit(): Promise<void> {
+    if (!this.conn) return;
+    const conn = this.conn;
+    this.conn = undefined;
+    this.connPromise = undefined;
+    try {
+      await conn`COMMIT`;
+    } finally {
+      conn.release();
+    }
+    const { transport } = this.host.internals;
+    for (const e of this.events.splice(0)) void transport.publish(e.topic, e.event).catch(() => {});
+  }
+
+  private async rollback(): Promise<void> {
+    if (!this.conn) return;
+    const conn = this.conn;
+    this.conn = undefined;
+    this.connPromise = undefined;
+    try {
+      await conn`ROLLBACK`;
+    } finally {
+      conn.release();
+    }
+  }
+
+  /** Ends the turn: commit state + writes (ok) or roll them back and restore the last committed state (error). */
+  async finish(ok: boolean, reply?: ReplyEnvelope): Promise<void> {
+    if (this.readOnly || (this.act.def.persistence ?? "durable") === "memory") {
+      if (ok) for (const e of this.events.splice(0)) void this.host.internals.transport.publish(e.topic, e.event).catch(() => {});
+      return;
+    }
+    if (ok) {
+      try {
+        await this.persist(reply);
+        await this.commit();
+      } catch (err) {
+        await this.rollback().catch(() => {});
+        this.act.state = JSON.parse(this.snapshot);
+        throw err;
+      }
+    } else {
+      await this.rollback();
+      this.act.state = JSON.parse(this.snapshot);
+      this.events = [];
+    }
+  }
+}
+
+function errorReply(err: ActorError): ReplyEnvelope {
+  return { ok: false, error: err.toData() };
+}

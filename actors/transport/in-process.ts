@@ -1,0 +1,56 @@
+/**
+ * The embedded default's bus. Envelopes are structured-cloned both ways so an actor can never share a mutable
+ * object with its caller: code that works here behaves the same over NATS.
+ */
+import { ActorError } from "../runtime/errors.ts";
+import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
+import type { EventHandler, ServeHandler, Transport } from "./transport.ts";
+
+export class InProcessTransport implements Transport {
+  readonly name = "in-process";
+  private readonly servers = new Map<string, ServeHandler>();
+  private readonly topics = new Map<string, Set<EventHandler>>();
+  private closed = false;
+
+  async request(env: RequestEnvelope, timeoutMs: number): Promise<ReplyEnvelope> {
+    const handler = this.servers.get(env.kind);
+    if (!handler || this.closed) throw new ActorError("actor_unavailable", `no host serves actor kind ${env.kind}`);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ActorError("actor_unavailable", `actor ${env.kind}/${env.id} did not answer in ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      const reply = await Promise.race([handler(structuredClone(env)), timeout]);
+      return structuredClone(reply);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async serve(kind: string, handler: ServeHandler): Promise<void> {
+    this.servers.set(kind, handler);
+  }
+
+  async publish(topic: string, event: unknown): Promise<void> {
+    const handlers = this.topics.get(topic);
+    if (!handlers) return;
+    for (const h of handlers) {
+      queueMicrotask(() => {
+        Promise.resolve(h(structuredClone(event))).catch(() => {});
+      });
+    }
+  }
+
+  subscribe(topic: string, handler: EventHandler): () => void {
+    let set = this.topics.get(topic);
+    if (!set) this.topics.set(topic, (set = new Set()));
+    set.add(handler);
+    return () => set!.delete(handler);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.servers.clear();
+    this.topics.clear();
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * The wire between callers (gateways) and actor hosts. Two implementations pass one contract suite
+ * (test/actors/transport-contract.ts): in-process (embedded default) and NATS (distributed).
+ */
+import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
+
+export type ServeHandler = (env: RequestEnvelope) => Promise<ReplyEnvelope>;
+export type EventHandler = (event: unknown) => void | Promise<void>;
+
+export interface Transport {
+  readonly name: string;
+  /**
+   * Delivers `env` to whichever host serves `env.kind`/`env.id` and resolves with its reply.
+   * Rejects with ActorError("actor_unavailable") when nobody answers before `timeoutMs`
+   * (the caller may retry with the same msgId).
+   */
+  request(env: RequestEnvelope, timeoutMs: number): Promise<ReplyEnvelope>;
+  /** Host side: handle every message for `kind` placed on this host. */
+  serve(kind: string, handler: ServeHandler): Promise<void>;
+  /** Best-effort event fan-out (durable consumers are the NATS transport's business). */
+  publish(topic: string, event: unknown): Promise<void>;
+  subscribe(topic: string, handler: EventHandler): () => void;
+  close(): Promise<void>;
+}

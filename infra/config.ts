@@ -1,0 +1,126 @@
+/**
+ * The one configuration object, read from the environment and validated with TypeBox.
+ * A bad value stops start-up with one line naming the variable and what it allows (ConfigError).
+ * Every variable is listed in README.md; keep the two in step (test/unit/config.test.ts checks it).
+ */
+import { Type as T, type Static, type TSchema } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+
+const Bool = T.Boolean();
+const Port = T.Integer({ minimum: 0, maximum: 65535 });
+
+/** Each entry: schema, default, one-line description (also rendered in the README table). */
+export const CONFIG_VARS = {
+  HOST: { schema: T.String({ minLength: 1 }), default: "127.0.0.1", doc: "Interface the HTTP gateway binds to." },
+  PORT: { schema: Port, default: 3000, doc: "HTTP port of the gateway (0 picks a free port)." },
+  SITE_URL: {
+    schema: T.String({ pattern: "^https?://" }),
+    default: "",
+    doc: "Public origin serving MCP endpoints and well-known files ({site_url}); default http://HOST:PORT.",
+  },
+  DATA_DIR: { schema: T.String({ minLength: 1 }), default: "./data", doc: "Where the embedded Postgres and generated keys live." },
+  DATABASE_URL: {
+    schema: T.String({ pattern: "^postgres(ql)?://" }),
+    default: "",
+    doc: "External Postgres (>= 15). Unset: an embedded Postgres is started in DATA_DIR/pg.",
+  },
+  NATS_URL: {
+    schema: T.String({ pattern: "^(nats|tls|ws|wss)://" }),
+    default: "",
+    doc: "NATS servers (comma-separated). Unset: actors talk over the in-process bus.",
+  },
+  MEILISEARCH_URL: { schema: T.String({ pattern: "^https?://" }), default: "", doc: "Meilisearch server. Unset: the embedded search engine." },
+  MEILISEARCH_KEY: { schema: T.String(), default: "", doc: "Meilisearch API key." },
+  ADMIN_EMAIL: { schema: T.String({ pattern: "^[^@\\s]+@[^@\\s]+$" }), default: "admin@example.com", doc: "Seeded operator account (dev-only default)." },
+  ADMIN_PASSWORD: { schema: T.String({ minLength: 8 }), default: "admin-password", doc: "Password of the seeded operator (dev-only default)." },
+  ALLOW_PRIVATE_URLS: {
+    schema: Bool,
+    default: true,
+    doc: "Allow webhook/facilitator URLs on private or loopback addresses (true on the embedded default; refused in production).",
+  },
+  NODE_ENV: { schema: T.Union([T.Literal("development"), T.Literal("test"), T.Literal("production")]), default: "development", doc: "development, test or production." },
+  LOG_LEVEL: {
+    schema: T.Union([T.Literal("debug"), T.Literal("info"), T.Literal("warn"), T.Literal("error"), T.Literal("silent")]),
+    default: "info",
+    doc: "Structured log level.",
+  },
+  SEED_DEMO: { schema: Bool, default: true, doc: "Seed the demo store and merchants on an empty database." },
+  RATE_LIMITS_ENABLED: { schema: Bool, default: true, doc: "Turn rate limits off for benchmarks (headers still sent; refused in production)." },
+  TRUST_SCORE_PUBLIC_V41_ENABLED: { schema: Bool, default: true, doc: "Overall trust number from the v4.1 engine when it produces one." },
+  TRUST_SCORE_PUBLIC_COHERENT_ENGINE_ENABLED: { schema: Bool, default: true, doc: "Component breakdown from v4.1 (needs the V41 flag too)." },
+  TRUST_REFRESH_INTERVAL_MS: { schema: T.Integer({ minimum: 1000 }), default: 6 * 60 * 60 * 1000, doc: "Trust recompute interval (spec: 6 hours)." },
+  SPEC005_KYAI_GATE_MODE: { schema: T.Union([T.Literal("observe"), T.Literal("enforce")]), default: "observe", doc: "Risk gate before settlement: observe or enforce." },
+  SPEC005_X402_CONFIG_ENFORCED: { schema: Bool, default: false, doc: "Refuse a mismatched x402 merchant_wallet_address instead of overriding it." },
+  X402_FACILITATOR_ALLOWLIST: { schema: T.String(), default: "", doc: "Comma-separated facilitator origins callers may name." },
+  SECRET_KEY: {
+    schema: T.String(),
+    default: "",
+    doc: "Key-encryption key (64 hex chars) for secrets at rest. Unset: generated into DATA_DIR/secret.key with a warning.",
+  },
+  ACTOR_IDLE_MS: { schema: T.Integer({ minimum: 100 }), default: 5 * 60 * 1000, doc: "Idle time before an actor activation is passivated." },
+  ACTOR_PARTITIONS: { schema: T.Integer({ minimum: 1, maximum: 4096 }), default: 64, doc: "Partitions per actor kind for NATS placement." },
+} as const satisfies Record<string, { schema: TSchema; default: unknown; doc: string }>;
+
+type Vars = typeof CONFIG_VARS;
+export type Config = { -readonly [K in keyof Vars]: Static<Vars[K]["schema"]> };
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, allowed: string, got: string) {
+    super(`config: ${variable}=${JSON.stringify(got)} is invalid; allowed: ${allowed}`);
+    this.name = "ConfigError";
+  }
+}
+
+function describe(schema: TSchema): string {
+  if (schema.anyOf) return (schema.anyOf as TSchema[]).map((s) => String(s.const)).join(" | ");
+  if (schema.type === "boolean") return "true | false";
+  if (schema.type === "integer") {
+    const lo = schema.minimum ?? "-inf";
+    const hi = schema.maximum ?? "inf";
+    return `an integer from ${lo} to ${hi}`;
+  }
+  if (schema.pattern) return `a string matching ${schema.pattern}`;
+  if (schema.minLength) return `a string of at least ${schema.minLength} characters`;
+  return "a string";
+}
+
+function coerce(schema: TSchema, raw: string): unknown {
+  if (schema.type === "boolean") {
+    const v = raw.trim().toLowerCase();
+    if (["true", "1", "yes", "on"].includes(v)) return true;
+    if (["false", "0", "no", "off"].includes(v)) return false;
+    return raw;
+  }
+  if (schema.type === "integer") return /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+  return raw;
+}
+
+/** Reads and validates the configuration. `env` defaults to process.env; tests pass their own. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const out: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(CONFIG_VARS) as [string, { schema: TSchema; default: unknown }][]) {
+    const raw = env[name];
+    if (raw === undefined || raw === "") {
+      out[name] = spec.default;
+      continue;
+    }
+    const value = coerce(spec.schema, raw);
+    if (!Value.Check(spec.schema, value)) throw new ConfigError(name, describe(spec.schema), raw);
+    out[name] = value;
+  }
+  const config = out as Config;
+  if (config.NODE_ENV === "production") {
+    if (!config.RATE_LIMITS_ENABLED) throw new ConfigError("RATE_LIMITS_ENABLED", "true when NODE_ENV=production", "false");
+    if (env.ALLOW_PRIVATE_URLS === undefined) config.ALLOW_PRIVATE_URLS = false;
+    else if (config.ALLOW_PRIVATE_URLS) throw new ConfigError("ALLOW_PRIVATE_URLS", "false when NODE_ENV=production", "true");
+  }
+  if (config.SECRET_KEY && !/^[0-9a-fA-F]{64}$/.test(config.SECRET_KEY)) {
+    throw new ConfigError("SECRET_KEY", "64 hexadecimal characters (32 bytes)", "<redacted>");
+  }
+  return config;
+}
+
+/** True when the dev-only admin credentials are in use (start-up warns about it in production). */
+export function usesDefaultAdminCredentials(config: Config): boolean {
+  return config.ADMIN_EMAIL === CONFIG_VARS.ADMIN_EMAIL.default || config.ADMIN_PASSWORD === CONFIG_VARS.ADMIN_PASSWORD.default;
+}

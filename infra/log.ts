@@ -1,0 +1,62 @@
+/**
+ * Structured logs: one JSON object per line on stderr. Secrets never reach a log line: fields whose name looks
+ * secret (key, password, token, secret, authorization) are replaced before serialisation, so a careless call
+ * site cannot leak them (test/unit/log.test.ts captures the output to prove it).
+ */
+export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
+const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+const SECRET_FIELD = /(pass(word)?|secret|token|api[-_]?key|authorization|private[-_]?key|^key$|cookie)/i;
+const SECRET_VALUE = /\b(agnt_|whsec_)[A-Za-z0-9_-]+/g;
+
+export type LogFields = Record<string, unknown>;
+
+export interface Logger {
+  debug(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+  child(fields: LogFields): Logger;
+}
+
+let level: LogLevel = (process.env.LOG_LEVEL as LogLevel) || "info";
+let sink: (line: string) => void = (line) => process.stderr.write(line + "\n");
+
+export function setLogLevel(l: LogLevel): void {
+  level = l;
+}
+
+/** Tests capture log output through this. Returns a function restoring the previous sink. */
+export function setLogSink(fn: (line: string) => void): () => void {
+  const prev = sink;
+  sink = fn;
+  return () => {
+    sink = prev;
+  };
+}
+
+export function redact(value: unknown, depth = 0): unknown {
+  if (typeof value === "string") return value.replace(SECRET_VALUE, "$1[redacted]");
+  if (value instanceof Error) return { name: value.name, message: redact(value.message) };
+  if (value === null || typeof value !== "object" || depth > 4) return value;
+  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_FIELD.test(k) ? "[redacted]" : redact(v, depth + 1);
+  return out;
+}
+
+function make(base: LogFields): Logger {
+  const emit = (l: LogLevel, msg: string, fields?: LogFields) => {
+    if (ORDER[l] < ORDER[level]) return;
+    const record = { level: l, time: new Date().toISOString(), msg: redact(msg), ...(redact({ ...base, ...fields }) as LogFields) };
+    sink(JSON.stringify(record));
+  };
+  return {
+    debug: (m, f) => emit("debug", m, f),
+    info: (m, f) => emit("info", m, f),
+    warn: (m, f) => emit("warn", m, f),
+    error: (m, f) => emit("error", m, f),
+    child: (f) => make({ ...base, ...f }),
+  };
+}
+
+export const log: Logger = make({});

@@ -1,0 +1,189 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Type as T } from "@sinclair/typebox";
+import { defineActor } from "../../actors/runtime/define-actor.ts";
+import { ActorHost } from "../../actors/runtime/host.ts";
+import { ActorClient } from "../../actors/runtime/client.ts";
+import { ManualClock } from "../../actors/runtime/clock.ts";
+import { fail, ActorError } from "../../actors/runtime/errors.ts";
+import { InProcessTransport } from "../../actors/transport/in-process.ts";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+
+const fired: string[] = [];
+
+const counter = defineActor({
+  kind: "counter",
+  initialState: () => ({ n: 0, log: [] as string[] }),
+  messages: {
+    inc: T.Object({ by: T.Integer() }),
+    slowAppend: T.Object({ tag: T.String(), waitMs: T.Integer() }),
+    get: T.Object({}),
+    writeRow: T.Object({ note: T.String(), thenFail: T.Boolean() }),
+    remind: T.Object({ at: T.Number() }),
+  },
+  handlers: {
+    async inc(ctx, body) {
+      const before = ctx.state.n;
+      await Bun.sleep(0); // an await inside the turn: another message must not slip in here
+      ctx.state.n = before + body.by;
+      return ctx.state.n;
+    },
+    async slowAppend(ctx, body) {
+      ctx.state.log.push(`${body.tag}:start`);
+      await Bun.sleep(body.waitMs);
+      ctx.state.log.push(`${body.tag}:end`);
+      return ctx.state.log.length;
+    },
+    async get(ctx) {
+      return ctx.state;
+    },
+    async writeRow(ctx, body) {
+      const tx = await ctx.tx();
+      await tx`INSERT INTO runtime_notes (actor, note) VALUES (${ctx.id}, ${body.note})`;
+      ctx.state.n += 100;
+      if (body.thenFail) throw fail("conflict", "refused after writing");
+      return "written";
+    },
+    async remind(ctx, body) {
+      await ctx.schedule("ping", body.at, { who: ctx.id });
+      return "scheduled";
+    },
+  },
+  reminders: {
+    async ping(ctx, payload) {
+      fired.push(`${ctx.id}:${(payload as { who: string }).who}`);
+      ctx.state.n += 1;
+    },
+  },
+});
+
+let db: TestDatabase;
+
+function startHost(opts: { idleMs?: number; clock?: ManualClock } = {}) {
+  const transport = new InProcessTransport();
+  const client = new ActorClient(transport);
+  const host = new ActorHost({ transport, sql: db.sql, definitions: [counter], caller: client, reminderPollMs: 0, ...opts });
+  return { transport, client, host };
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.sql`CREATE TABLE runtime_notes (actor text, note text)`;
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+describe("the actor mailbox", () => {
+  test("1,000 concurrent increments to one actor give exactly 1,000", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    await Promise.all(Array.from({ length: 1000 }, () => client.ask(counter, "c1", "inc", { by: 1 })));
+    const state = await client.ask(counter, "c1", "get", {});
+    expect(state.n).toBe(1000);
+    const [row] = await db.sql<{ state: { n: number } }[]>`SELECT state FROM actor_state WHERE kind = 'counter' AND id = 'c1'`;
+    expect(row.state.n).toBe(1000);
+    await host.stop();
+  });
+
+  test("two messages never interleave across an await", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    await Promise.all([
+      client.ask(counter, "c2", "slowAppend", { tag: "a", waitMs: 30 }),
+      client.ask(counter, "c2", "slowAppend", { tag: "b", waitMs: 1 }),
+    ]);
+    const state = await client.ask(counter, "c2", "get", {});
+    expect(state.log).toEqual(["a:start", "a:end", "b:start", "b:end"]);
+    await host.stop();
+  });
+
+  test("a message whose body breaks the schema is refused with INVALID_ARGUMENT", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    const err = await client.ask(counter, "c3", "inc", { by: "x" as unknown as number }).catch((e) => e);
+    expect(err).toBeInstanceOf(ActorError);
+    expect(err.code).toBe("INVALID_ARGUMENT");
+    await host.stop();
+  });
+});
+
+describe("durable state", () => {
+  test("a failed turn rolls back its writes and its state", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    const err = await client.ask(counter, "c4", "writeRow", { note: "x", thenFail: true }).catch((e) => e);
+    expect(err.code).toBe("conflict");
+    expect((await db.sql`SELECT * FROM runtime_notes WHERE actor = 'c4'`).length).toBe(0);
+    expect((await client.ask(counter, "c4", "get", {})).n).toBe(0);
+    expect(await client.ask(counter, "c4", "writeRow", { note: "y", thenFail: false })).toBe("written");
+    expect((await db.sql`SELECT * FROM runtime_notes WHERE actor = 'c4'`).length).toBe(1);
+    await host.stop();
+  });
+
+  test("a stale-version write is refused (fencing) and the caller sees the newer state after a retry", async () => {
+    const a = startHost();
+    await a.host.start();
+    await a.client.ask(counter, "c5", "inc", { by: 1 });
+    // another host takes the actor over and writes version 2
+    const b = startHost();
+    await b.host.start();
+    await b.client.ask(counter, "c5", "inc", { by: 10 });
+    // host a still has version 1 in memory: its write must be refused, and after the refusal it reloads
+    const reply = await a.transport.request(
+      { msgId: crypto.randomUUID(), kind: "counter", id: "c5", type: "inc", body: { by: 5 }, deadline: Date.now() + 1000, attempt: 1 },
+      1000,
+    );
+    expect(reply.ok).toBe(false);
+    if (!reply.ok) expect(reply.error.code).toBe("actor_unavailable");
+    expect(await a.client.ask(counter, "c5", "inc", { by: 5 })).toBe(16);
+    const [row] = await db.sql<{ version: number; state: { n: number } }[]>`SELECT version, state FROM actor_state WHERE id = 'c5'`;
+    expect(row.state.n).toBe(16);
+    expect(Number(row.version)).toBe(3);
+    await a.host.stop();
+    await b.host.stop();
+  });
+
+  test("a retried message with the same id is applied once", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    const msgId = crypto.randomUUID();
+    const first = await client.ask(counter, "c6", "inc", { by: 7 }, { msgId });
+    const again = await client.ask(counter, "c6", "inc", { by: 7 }, { msgId });
+    expect(first).toBe(7);
+    expect(again).toBe(7);
+    expect((await client.ask(counter, "c6", "get", {})).n).toBe(7);
+    await host.stop();
+  });
+
+  test("an idle activation is passivated and its state reloads from Postgres", async () => {
+    const { client, host } = startHost({ idleMs: 100 });
+    await host.start();
+    await client.ask(counter, "c7", "inc", { by: 3 });
+    expect(host.activationCount("counter")).toBe(1);
+    await Bun.sleep(300);
+    expect(host.activationCount("counter")).toBe(0);
+    expect((await client.ask(counter, "c7", "get", {})).n).toBe(3);
+    await host.stop();
+  });
+});
+
+describe("durable reminders", () => {
+  test("a reminder scheduled before a restart fires after it", async () => {
+    const clock = new ManualClock(Date.parse("2026-01-01T00:00:00Z"));
+    const first = startHost({ clock });
+    await first.host.start();
+    await first.client.ask(counter, "r1", "remind", { at: clock.now() + 60_000 });
+    expect(await first.host.pollReminders()).toBe(0);
+    await first.host.stop(); // the process "restarts": nothing in memory survives
+
+    const second = startHost({ clock });
+    await second.host.start();
+    clock.advance(61_000);
+    expect(await second.host.pollReminders()).toBe(1);
+    expect(fired).toContain("r1:r1");
+    expect((await second.client.ask(counter, "r1", "get", {})).n).toBe(1);
+    // a one-shot reminder is deleted after it ran
+    expect((await db.sql`SELECT * FROM actor_reminders WHERE id = 'r1'`).length).toBe(0);
+    await second.host.stop();
+  });
+});
