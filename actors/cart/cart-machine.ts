@@ -1,0 +1,124 @@
+/**
+ * Cart status machine. `CART_TRANSITIONS` is the only way a cart's status changes; every applied event bumps
+ * `revision`, so a caller that read revision n and writes with `expectedRevision: n` after someone else wrote
+ * gets `CART_NOT_MUTABLE` instead of silently overwriting (optimistic concurrency at the domain level, on top
+ * of the fenced durable write).
+ *
+ * Statuses:
+ * - OPEN       items and coupon can change.
+ * - CHECKOUT   a checkout session exists; the cart is frozen so the preview's state hash keeps meaning what the
+ *              agent approved. To change items, cancel the session (or let it expire): the cart returns to OPEN.
+ * - COMPLETED  every store of the cart was paid; terminal.
+ * - EXPIRED    idle for CART_TTL_MS while OPEN; terminal (the spec's CART_NOT_FOUND "or expired").
+ * - ABANDONED  discarded by its owner; terminal. (The `checkout.abandoned` webhook is about sessions, not this.)
+ */
+import { fail } from "../runtime/errors.ts";
+
+export const CART_STATUSES = ["OPEN", "CHECKOUT", "COMPLETED", "EXPIRED", "ABANDONED"] as const;
+export type CartStatus = (typeof CART_STATUSES)[number];
+
+export const CART_EVENTS = [
+  "mutate", // add/remove/change an item, apply or remove a coupon
+  "start_checkout", // preview_checkout created (or refreshed) the cart's checkout session
+  "end_checkout", // the session was canceled, expired or failed without any payment
+  "complete", // every store's payment captured
+  "expire", // idle past expiresAt
+  "discard", // owner threw the cart away
+] as const;
+export type CartEvent = (typeof CART_EVENTS)[number];
+
+/**
+ * Cart idle lifetime, sliding from the last applied event. 24 h because an agent builds a cart across a
+ * conversation and a human confirmation may take hours; a cart holds no stock (stock is reserved only when a
+ * payment starts, see inventory.ts), so a long-lived cart costs nothing but a row. It matches the 24 h life of a
+ * SANDBOX key, so no cart outlives the shortest-lived key that could make one.
+ */
+export const CART_TTL_MS = 24 * 60 * 60 * 1000;
+
+export const TERMINAL_CART_STATUSES: ReadonlySet<CartStatus> = new Set(["COMPLETED", "EXPIRED", "ABANDONED"]);
+
+/** status × event → next status. A missing cell is an illegal move. */
+export const CART_TRANSITIONS: Readonly<Record<CartStatus, Readonly<Partial<Record<CartEvent, CartStatus>>>>> = {
+  OPEN: { mutate: "OPEN", start_checkout: "CHECKOUT", expire: "EXPIRED", discard: "ABANDONED" },
+  // A live checkout session governs the cart: it never expires under a payment; the session's own expiry
+  // sends `end_checkout` first, and the cart may then expire from OPEN.
+  CHECKOUT: { start_checkout: "CHECKOUT", end_checkout: "OPEN", complete: "COMPLETED" },
+  COMPLETED: {},
+  EXPIRED: {},
+  ABANDONED: {},
+};
+
+export interface CartHeader {
+  status: CartStatus;
+  revision: number;
+  updatedAt: number;
+  expiresAt: number;
+}
+
+export function newCartHeader(now: number): CartHeader {
+  return { status: "OPEN", revision: 1, updatedAt: now, expiresAt: now + CART_TTL_MS };
+}
+
+export function nextCartStatus(status: CartStatus, event: CartEvent): CartStatus | undefined {
+  return CART_TRANSITIONS[status][event];
+}
+
+export function isCartExpired(cart: Pick<CartHeader, "status" | "expiresAt">, now: number): boolean {
+  return cart.status === "EXPIRED" || (cart.status === "OPEN" && now >= cart.expiresAt);
+}
+
+/**
+ * Guard for a cart write. Throws CART_NOT_MUTABLE when the caller's revision is stale, or the cart is
+ * completed/expired/abandoned/frozen by a checkout, or idle past its expiry.
+ */
+export function assertCartMutable(cart: CartHeader, now: number, expectedRevision?: number): void {
+  const details = (reason: string): Record<string, unknown> => ({
+    reason,
+    status: cart.status,
+    revision: cart.revision,
+    ...(expectedRevision === undefined ? {} : { expected_revision: expectedRevision }),
+  });
+  if (expectedRevision !== undefined && expectedRevision !== cart.revision) {
+    throw fail("CART_NOT_MUTABLE", "The cart was modified since it was read.", details("stale_revision"));
+  }
+  if (isCartExpired(cart, now)) {
+    throw fail("CART_NOT_MUTABLE", "The cart has expired.", details("expired"));
+  }
+  if (cart.status !== "OPEN") {
+    const reason = cart.status === "CHECKOUT" ? "checkout_in_progress" : cart.status.toLowerCase();
+    throw fail("CART_NOT_MUTABLE", `The cart is ${cart.status} and accepts no changes.`, details(reason));
+  }
+}
+
+/**
+ * Apply one event. `mutate` is guarded by `assertCartMutable`; other illegal moves are CART_NOT_MUTABLE too
+ * (409, refresh state) because for a caller they mean the same thing: the cart is not where you thought.
+ */
+export function applyCartEvent<C extends CartHeader>(cart: C, event: CartEvent, now: number, expectedRevision?: number): C {
+  if (event === "mutate") assertCartMutable(cart, now, expectedRevision);
+  else if (expectedRevision !== undefined && expectedRevision !== cart.revision) {
+    throw fail("CART_NOT_MUTABLE", "The cart was modified since it was read.", {
+      reason: "stale_revision",
+      status: cart.status,
+      revision: cart.revision,
+      expected_revision: expectedRevision,
+    });
+  }
+  if (event === "start_checkout" && isCartExpired(cart, now)) {
+    throw fail("CART_NOT_MUTABLE", "The cart has expired.", { reason: "expired", status: cart.status, revision: cart.revision });
+  }
+  if (event === "expire" && cart.status === "OPEN" && now < cart.expiresAt) {
+    // A reminder armed for an older expiresAt must not expire a cart that was touched since.
+    throw fail("conflict", "The cart is not due to expire yet.", { reason: "not_due", status: cart.status, expires_at: cart.expiresAt });
+  }
+  const to = nextCartStatus(cart.status, event);
+  if (to === undefined) {
+    throw fail("CART_NOT_MUTABLE", `Event ${event} is not allowed on a ${cart.status} cart.`, {
+      reason: "illegal_transition",
+      status: cart.status,
+      event,
+      revision: cart.revision,
+    });
+  }
+  return { ...cart, status: to, revision: cart.revision + 1, updatedAt: now, expiresAt: now + CART_TTL_MS };
+}

@@ -1,0 +1,253 @@
+/**
+ * The built-in sandbox card processor. No money moves; outcomes are chosen by test payment tokens:
+ *
+ * | token                | charge result                                                                  |
+ * |----------------------|--------------------------------------------------------------------------------|
+ * | `tok_approve`        | captured                                                                       |
+ * | `tok_decline`        | declined (PAYMENT_DECLINED), nothing captured                                  |
+ * | `tok_fail`           | failed (PAYMENT_FAILED_ROLLED_BACK), nothing captured                          |
+ * | `tok_needs_approval` | needs_buyer_approval with a link; after `approve(intentId)` the same call captures, after `reject(intentId)` it is not_approved |
+ * | `tok_not_approved`   | not_approved (PAYMENT_NOT_APPROVED): the payer refused at once                 |
+ * | `tok_lost_response`  | captures, then the first call throws UPSTREAM_UNAVAILABLE as if the answer was lost; a later charge/lookup of the same intent returns the capture |
+ * | `MOCK`               | captured at once with `simulated: true`, only on mock stores (default `demo-store`); elsewhere PAYMENT_METHOD_NOT_CONFIGURED |
+ * | anything else        | declined with reason `invalid_test_token`                                      |
+ *
+ * Idempotency per intent id is kept in a ledger behind `SandboxLedgerStore` (memory here; a Postgres store can
+ * implement the same four-ish methods with INSERT … ON CONFLICT DO NOTHING).
+ */
+import { createHash } from "node:crypto";
+import { fail } from "../runtime/errors.ts";
+import type { ChargeIntent, ChargeResult, LookupResult, PaymentRail, RefundRequest, RefundResult } from "./rail.ts";
+
+export const SANDBOX_TOKENS = {
+  approve: "tok_approve",
+  decline: "tok_decline",
+  fail: "tok_fail",
+  needsApproval: "tok_needs_approval",
+  notApproved: "tok_not_approved",
+  lostResponse: "tok_lost_response",
+  mock: "MOCK",
+} as const;
+
+export type SandboxIntentState =
+  | "captured"
+  | "declined"
+  | "failed"
+  | "not_approved"
+  | "awaiting_approval"
+  | "approved" // buyer approved, capture happens on the next charge call
+  | "rejected"; // buyer refused, the next charge call answers not_approved
+
+export interface SandboxIntentRecord {
+  intentId: string;
+  storeId: string;
+  amountMinor: number;
+  currency: string;
+  token: string;
+  state: SandboxIntentState;
+  captureRef: string | null;
+  refundedMinor: number;
+  simulated: boolean;
+  /** tok_lost_response: the answer of the first call is "lost" once. */
+  responseLost: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface SandboxRefundRecord {
+  refundId: string;
+  captureRef: string;
+  result: RefundResult;
+}
+
+export interface SandboxLedgerStore {
+  getIntent(intentId: string): Promise<SandboxIntentRecord | undefined>;
+  /** Insert unless a record with that intent id exists; returns the stored record (the existing one wins). */
+  insertIntent(record: SandboxIntentRecord): Promise<SandboxIntentRecord>;
+  updateIntent(record: SandboxIntentRecord): Promise<void>;
+  findIntentByCapture(captureRef: string): Promise<SandboxIntentRecord | undefined>;
+  getRefund(refundId: string): Promise<SandboxRefundRecord | undefined>;
+  insertRefund(record: SandboxRefundRecord): Promise<SandboxRefundRecord>;
+}
+
+export class InMemorySandboxLedger implements SandboxLedgerStore {
+  private readonly intents = new Map<string, SandboxIntentRecord>();
+  private readonly refunds = new Map<string, SandboxRefundRecord>();
+
+  async getIntent(intentId: string): Promise<SandboxIntentRecord | undefined> {
+    const r = this.intents.get(intentId);
+    return r && { ...r };
+  }
+  async insertIntent(record: SandboxIntentRecord): Promise<SandboxIntentRecord> {
+    const existing = this.intents.get(record.intentId);
+    if (existing) return { ...existing };
+    this.intents.set(record.intentId, { ...record });
+    return { ...record };
+  }
+  async updateIntent(record: SandboxIntentRecord): Promise<void> {
+    this.intents.set(record.intentId, { ...record });
+  }
+  async findIntentByCapture(captureRef: string): Promise<SandboxIntentRecord | undefined> {
+    for (const r of this.intents.values()) if (r.captureRef === captureRef) return { ...r };
+    return undefined;
+  }
+  async getRefund(refundId: string): Promise<SandboxRefundRecord | undefined> {
+    return this.refunds.get(refundId);
+  }
+  async insertRefund(record: SandboxRefundRecord): Promise<SandboxRefundRecord> {
+    const existing = this.refunds.get(record.refundId);
+    if (existing) return existing;
+    this.refunds.set(record.refundId, record);
+    return record;
+  }
+}
+
+export interface CardSandboxOptions {
+  ledger?: SandboxLedgerStore;
+  /** Stores where `MOCK` completes at once. */
+  mockStores?: readonly string[];
+  approvalBaseUrl?: string;
+  now?: () => number;
+}
+
+const ref = (prefix: string, seed: string): string => `${prefix}_${createHash("sha256").update(seed).digest("hex").slice(0, 24)}`;
+
+export class CardSandboxRail implements PaymentRail {
+  readonly name = "card";
+  private readonly ledger: SandboxLedgerStore;
+  private readonly mockStores: ReadonlySet<string>;
+  private readonly approvalBaseUrl: string;
+  private readonly now: () => number;
+  /** Concurrent calls for one intent in this process share one promise. */
+  private readonly inflight = new Map<string, Promise<ChargeResult>>();
+
+  constructor(options: CardSandboxOptions = {}) {
+    this.ledger = options.ledger ?? new InMemorySandboxLedger();
+    this.mockStores = new Set(options.mockStores ?? ["demo-store"]);
+    this.approvalBaseUrl = (options.approvalBaseUrl ?? "https://sandbox-pay.invalid/approve").replace(/\/$/, "");
+    this.now = options.now ?? Date.now;
+  }
+
+  charge(intent: ChargeIntent): Promise<ChargeResult> {
+    const running = this.inflight.get(intent.intentId);
+    if (running) return running;
+    const p = this.chargeOnce(intent).finally(() => this.inflight.delete(intent.intentId));
+    this.inflight.set(intent.intentId, p);
+    return p;
+  }
+
+  private async chargeOnce(intent: ChargeIntent): Promise<ChargeResult> {
+    if (!Number.isInteger(intent.amountMinor) || intent.amountMinor <= 0) {
+      throw fail("INVALID_ARGUMENT", "amountMinor must be a positive integer.", { field: "amountMinor" });
+    }
+    if (intent.paymentToken === SANDBOX_TOKENS.mock && !this.mockStores.has(intent.storeId)) {
+      throw fail("PAYMENT_METHOD_NOT_CONFIGURED", "MOCK payments are accepted only on the demo store.", { store: intent.storeId });
+    }
+    const now = this.now();
+    const fresh: SandboxIntentRecord = {
+      intentId: intent.intentId,
+      storeId: intent.storeId,
+      amountMinor: intent.amountMinor,
+      currency: intent.currency,
+      token: intent.paymentToken,
+      state: initialState(intent.paymentToken),
+      captureRef: null,
+      refundedMinor: 0,
+      simulated: intent.paymentToken === SANDBOX_TOKENS.mock,
+      responseLost: intent.paymentToken === SANDBOX_TOKENS.lostResponse,
+      createdAt: now,
+      updatedAt: now,
+    };
+    if (fresh.state === "captured") fresh.captureRef = ref("cap", intent.intentId);
+    // The first record for an intent id wins: a repeat (even with other amount or token) replays it.
+    let record = await this.ledger.insertIntent(fresh);
+    if (record.state === "approved") {
+      record = { ...record, state: "captured", captureRef: ref("cap", record.intentId), updatedAt: now };
+      await this.ledger.updateIntent(record);
+    } else if (record.state === "captured" && record.responseLost) {
+      await this.ledger.updateIntent({ ...record, responseLost: false, updatedAt: now });
+      throw fail("UPSTREAM_UNAVAILABLE", "The sandbox processor's answer was lost (simulated).", { intent_id: record.intentId });
+    }
+    return this.resultOf(record);
+  }
+
+  async lookup(intentId: string): Promise<LookupResult> {
+    const record = await this.ledger.getIntent(intentId);
+    if (!record) return { status: "unknown", intentId };
+    // `approved` is not captured yet: it answers as still waiting until the next charge captures it.
+    return this.resultOf(record);
+  }
+
+  /** Buyer approval simulation: the next charge of this intent captures. */
+  async approve(intentId: string): Promise<void> {
+    await this.decide(intentId, "approved");
+  }
+
+  /** Buyer refusal simulation: the next charge of this intent answers not_approved. */
+  async reject(intentId: string): Promise<void> {
+    await this.decide(intentId, "rejected");
+  }
+
+  private async decide(intentId: string, state: "approved" | "rejected"): Promise<void> {
+    const record = await this.ledger.getIntent(intentId);
+    if (!record) throw fail("not_found", "No sandbox payment with that intent id.", { intent_id: intentId });
+    if (record.state !== "awaiting_approval") {
+      if (record.state === state || (state === "approved" && record.state === "captured")) return;
+      throw fail("conflict", `The payment is ${record.state}; it is not waiting for approval.`, { intent_id: intentId, state: record.state });
+    }
+    await this.ledger.updateIntent({ ...record, state, updatedAt: this.now() });
+  }
+
+  async refund(request: RefundRequest): Promise<RefundResult> {
+    const existing = await this.ledger.getRefund(request.refundId);
+    if (existing) return existing.result;
+    const result = await this.computeRefund(request);
+    const stored = await this.ledger.insertRefund({ refundId: request.refundId, captureRef: request.captureRef, result });
+    return stored.result;
+  }
+
+  private async computeRefund(request: RefundRequest): Promise<RefundResult> {
+    const { refundId } = request;
+    if (!Number.isInteger(request.amountMinor) || request.amountMinor <= 0) return { status: "failed", refundId, reason: "invalid_amount" };
+    const record = await this.ledger.findIntentByCapture(request.captureRef);
+    if (!record || record.state !== "captured") return { status: "failed", refundId, reason: "unknown_capture" };
+    if (record.refundedMinor + request.amountMinor > record.amountMinor) return { status: "failed", refundId, reason: "exceeds_captured" };
+    await this.ledger.updateIntent({ ...record, refundedMinor: record.refundedMinor + request.amountMinor, updatedAt: this.now() });
+    return { status: "refunded", refundId, refundRef: ref("re", refundId), amountMinor: request.amountMinor };
+  }
+
+  private resultOf(r: SandboxIntentRecord): ChargeResult {
+    const intentId = r.intentId;
+    switch (r.state) {
+      case "captured":
+        return { status: "captured", intentId, captureRef: r.captureRef as string, amountMinor: r.amountMinor, currency: r.currency, simulated: r.simulated };
+      case "declined":
+        return { status: "declined", intentId, code: "PAYMENT_DECLINED", reason: r.token === SANDBOX_TOKENS.decline ? "card_declined" : "invalid_test_token" };
+      case "failed":
+        return { status: "failed", intentId, code: "PAYMENT_FAILED_ROLLED_BACK", reason: "processor_error" };
+      case "awaiting_approval":
+      case "approved":
+        return { status: "needs_buyer_approval", intentId, approvalUrl: `${this.approvalBaseUrl}/${encodeURIComponent(intentId)}` };
+      case "not_approved":
+      case "rejected":
+        return { status: "not_approved", intentId, code: "PAYMENT_NOT_APPROVED" };
+    }
+  }
+}
+
+function initialState(token: string): SandboxIntentState {
+  switch (token) {
+    case SANDBOX_TOKENS.approve:
+    case SANDBOX_TOKENS.mock:
+    case SANDBOX_TOKENS.lostResponse:
+      return "captured";
+    case SANDBOX_TOKENS.fail:
+      return "failed";
+    case SANDBOX_TOKENS.needsApproval:
+      return "awaiting_approval";
+    case SANDBOX_TOKENS.notApproved:
+      return "not_approved";
+    default:
+      return "declined";
+  }
+}
