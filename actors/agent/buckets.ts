@@ -1,0 +1,227 @@
+/**
+ * Rate-limit bucket math: fixed-window counters, pure, with the clock passed in.
+ *
+ * Why a fixed window: the spec's headers speak of a window that resets at a Unix time (`X-RateLimit-Reset`), which
+ * a fixed window gives exactly; it counts exactly (N requests against a fresh limit-N bucket admit exactly N) and
+ * needs two numbers per bucket. The window starts at the first request after the previous one ended (not at a
+ * wall-clock minute), so clients are not synchronised into a burst at :00. The known cost: up to 2 × limit can
+ * pass across one window boundary; the per-tool and global layers bound that in practice.
+ *
+ * The owning actor runs `admit` inside one mailbox turn, so checking and consuming are one atomic step.
+ */
+
+export interface BucketSpec {
+  /** Stable id, e.g. `key:<keyId>:mcp` or `ip:<addr>:global`. */
+  id: string;
+  /** Requests allowed per window. */
+  limit: number;
+  windowMs: number;
+}
+
+export interface BucketState {
+  /** Epoch ms at which the current window started. */
+  windowStart: number;
+  /** Units consumed in the current window. */
+  count: number;
+}
+
+export interface Bucket extends BucketSpec {
+  /** Absent for a bucket that has never been used (or was swept). */
+  state?: BucketState;
+}
+
+/** What one bucket looks like to the client, in header units. */
+export interface BucketView {
+  id: string;
+  limit: number;
+  remaining: number;
+  /** Unix seconds at which the current window ends (rounded up, so waiting until then is always enough). */
+  reset: number;
+}
+
+export interface Admitted {
+  allowed: true;
+  /** The bucket with the fewest remaining requests after this one; it drives the X-RateLimit-* headers. */
+  tightest: BucketView;
+  views: BucketView[];
+  /** New state of every input bucket, in input order. */
+  states: BucketState[];
+}
+
+export interface Refused {
+  allowed: false;
+  /** The refusing bucket that frees up last; it drives the headers. */
+  tightest: BucketView;
+  views: BucketView[];
+  /** Seconds until every refusing bucket has capacity again (>= 1). */
+  retryAfter: number;
+  refusedBy: string[];
+  /** Unchanged states (expired windows rolled over, nothing consumed), in input order. */
+  states: BucketState[];
+}
+
+export type AdmitResult = Admitted | Refused;
+
+const windowEnd = (s: BucketState, windowMs: number) => s.windowStart + windowMs;
+
+/** The bucket's state as of `now`: a finished window is replaced by an empty one starting now. */
+export function currentState(bucket: Bucket, now: number): BucketState {
+  const s = bucket.state;
+  if (!s || now >= windowEnd(s, bucket.windowMs) || now < s.windowStart) return { windowStart: now, count: 0 };
+  return s;
+}
+
+function view(bucket: BucketSpec, state: BucketState): BucketView {
+  return {
+    id: bucket.id,
+    limit: bucket.limit,
+    remaining: Math.max(0, bucket.limit - state.count),
+    reset: Math.ceil(windowEnd(state, bucket.windowMs) / 1000),
+  };
+}
+
+function secondsUntil(state: BucketState, windowMs: number, now: number): number {
+  return Math.max(1, Math.ceil((windowEnd(state, windowMs) - now) / 1000));
+}
+
+/** Fewest remaining wins; on a tie the one that resets later, then the smaller limit. */
+export function tightestOf(views: readonly BucketView[]): BucketView {
+  if (views.length === 0) throw new Error("tightestOf needs at least one bucket");
+  return views.reduce((best, v) => {
+    if (v.remaining !== best.remaining) return v.remaining < best.remaining ? v : best;
+    if (v.reset !== best.reset) return v.reset > best.reset ? v : best;
+    return v.limit < best.limit ? v : best;
+  });
+}
+
+/**
+ * Admits a request of `cost` units only if EVERY bucket has room for it, and then consumes from all of them;
+ * if any bucket refuses, none is consumed.
+ */
+export function admit(buckets: readonly Bucket[], now: number, cost = 1): AdmitResult {
+  if (buckets.length === 0) throw new Error("admit needs at least one bucket");
+  if (!(cost > 0)) throw new Error("cost must be positive");
+  const current = buckets.map((b) => currentState(b, now));
+  const refusing = buckets.map((b, i) => current[i]!.count + cost > b.limit);
+
+  if (refusing.some(Boolean)) {
+    const views = buckets.map((b, i) => view(b, current[i]!));
+    const refusedViews = views.filter((_, i) => refusing[i]);
+    const retryAfter = Math.max(
+      ...buckets.map((b, i) => (refusing[i] ? secondsUntil(current[i]!, b.windowMs, now) : 0)),
+    );
+    const tightest = refusedViews.reduce((a, v) => (v.reset > a.reset ? v : a));
+    return {
+      allowed: false,
+      tightest: { ...tightest, remaining: 0 },
+      views,
+      retryAfter,
+      refusedBy: refusedViews.map((v) => v.id),
+      states: current,
+    };
+  }
+
+  const states = current.map((s) => ({ windowStart: s.windowStart, count: s.count + cost }));
+  const views = buckets.map((b, i) => view(b, states[i]!));
+  return { allowed: true, tightest: tightestOf(views), views, states };
+}
+
+/**
+ * Gives back units consumed by an earlier `admit` when a later step refused (e.g. a second owner actor's
+ * buckets were full). Only the window the units were taken from is credited; a window that has since rolled
+ * over is already fresh.
+ */
+export function release(bucket: Bucket, consumedInWindowStart: number, now: number, cost = 1): BucketState {
+  const s = currentState(bucket, now);
+  if (s.windowStart !== consumedInWindowStart) return s;
+  return { windowStart: s.windowStart, count: Math.max(0, s.count - cost) };
+}
+
+/**
+ * Combines the outcomes of admissions done on several owners (e.g. `agent/<id>` and `ip/<addr>`) into one for
+ * the headers: refused if any refused (Retry-After is the longest wait), otherwise the overall tightest bucket.
+ */
+export function combineResults(results: readonly AdmitResult[]): AdmitResult {
+  if (results.length === 0) throw new Error("combineResults needs at least one result");
+  const views = results.flatMap((r) => r.views);
+  const states = results.flatMap((r) => r.states);
+  const refused = results.filter((r): r is Refused => !r.allowed);
+  if (refused.length > 0) {
+    return {
+      allowed: false,
+      tightest: refused.map((r) => r.tightest).reduce((a, v) => (v.reset > a.reset ? v : a)),
+      views,
+      retryAfter: Math.max(...refused.map((r) => r.retryAfter)),
+      refusedBy: refused.flatMap((r) => r.refusedBy),
+      states,
+    };
+  }
+  return { allowed: true, tightest: tightestOf(views), views, states };
+}
+
+/** The spec's response headers. Retry-After only on refusal. */
+export function rateLimitHeaders(result: AdmitResult): Record<string, string> {
+  const h: Record<string, string> = {
+    "X-RateLimit-Limit": String(result.tightest.limit),
+    "X-RateLimit-Remaining": String(result.allowed ? result.tightest.remaining : 0),
+    "X-RateLimit-Reset": String(result.tightest.reset),
+  };
+  if (!result.allowed) h["Retry-After"] = String(result.retryAfter);
+  return h;
+}
+
+/**
+ * In-memory bucket table for one owner actor. Buckets live only in memory (the documented exception to
+ * persistence: a failover may refill them). The clock is injected for tests.
+ */
+export class BucketTable {
+  private readonly states = new Map<string, BucketState & { windowMs: number }>();
+
+  constructor(private readonly clock: () => number = Date.now) {}
+
+  admit(specs: readonly BucketSpec[], cost = 1): AdmitResult {
+    const now = this.clock();
+    const buckets: Bucket[] = specs.map((s) => {
+      const st = this.states.get(s.id);
+      return st ? { ...s, state: { windowStart: st.windowStart, count: st.count } } : { ...s };
+    });
+    const result = admit(buckets, now, cost);
+    if (result.allowed) {
+      specs.forEach((s, i) => this.states.set(s.id, { ...result.states[i]!, windowMs: s.windowMs }));
+    }
+    return result;
+  }
+
+  release(specs: readonly BucketSpec[], consumedAt: number, cost = 1): void {
+    const now = this.clock();
+    for (const s of specs) {
+      const st = this.states.get(s.id);
+      // Units taken in a window that has since rolled over are not credited to the new one.
+      if (!st || consumedAt < st.windowStart) continue;
+      const next = release({ ...s, state: st }, st.windowStart, now, cost);
+      this.states.set(s.id, { ...next, windowMs: s.windowMs });
+    }
+  }
+
+  peek(spec: BucketSpec): BucketView {
+    const st = this.states.get(spec.id);
+    return view(spec, currentState(st ? { ...spec, state: st } : spec, this.clock()));
+  }
+
+  /** Drops buckets whose window has ended (they would start fresh anyway). Returns how many were dropped. */
+  sweep(): number {
+    const now = this.clock();
+    let dropped = 0;
+    for (const [id, st] of this.states) {
+      if (now >= st.windowStart + st.windowMs) {
+        this.states.delete(id);
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  get size(): number {
+    return this.states.size;
+  }
+}
