@@ -1,0 +1,96 @@
+/**
+ * The search engine contract. An engine is a text index with filter push-down; it knows nothing about trust,
+ * merchants' eligibility or paging. `search/ranking.ts` turns its candidates into ranked results.
+ *
+ * Two implementations pass the same contract suite (`test/search/contract.ts`): `search/embedded.ts`
+ * (in-process, MiniSearch) and `search/meilisearch.ts` (Meilisearch server, official client).
+ */
+import type { SearchSettings } from "./settings.ts";
+
+/** What is indexed per product. Money in integer minor units of `currency`. */
+export interface SearchDoc {
+  id: string;
+  storeSlug: string;
+  title: string;
+  description: string;
+  category: string | null;
+  brand: string | null;
+  tags: string[];
+  priceMinor: number;
+  currency: string;
+  inStock: boolean;
+  /** ISO 8601 date-time. */
+  createdAt: string;
+  /** ISO 8601 date-time. */
+  updatedAt: string;
+}
+
+/**
+ * A text query plus the filters an engine must apply inside its own query, so ineligible or filtered-out
+ * products never use up the candidate window.
+ */
+export interface EngineQuery {
+  /** Free text; empty or "*" lists every document that passes the filters, with textScore 0. */
+  text: string;
+  /** Inclusive lower bound on `priceMinor`. */
+  minPriceMinor?: number;
+  /** Inclusive upper bound on `priceMinor`. */
+  maxPriceMinor?: number;
+  /** Exact category, compared case-insensitively. */
+  category?: string;
+  /** When set, only documents whose `inStock` equals it. */
+  inStock?: boolean;
+  /** Allow-list of store slugs; an empty list matches nothing, `undefined` means no store filter. */
+  storeSlugs?: string[];
+  /** Maximum number of candidates returned (best first). */
+  window: number;
+}
+
+/**
+ * One match. `textScore` is in 0..1 and is meant to be comparable across queries: 1 means every query word
+ * matched exactly in the most important field. How each engine gets there is documented in docs/search.md.
+ */
+export interface Candidate {
+  id: string;
+  textScore: number;
+}
+
+export interface SearchEngine {
+  readonly name: string;
+  /** Insert or fully replace documents by id. */
+  upsert(docs: SearchDoc[]): Promise<void>;
+  /** Remove documents by id; unknown ids are ignored. */
+  remove(ids: string[]): Promise<void>;
+  /** Candidates best first, at most `q.window` of them, all passing the filters. */
+  query(q: EngineQuery): Promise<Candidate[]>;
+  applySettings(s: SearchSettings): Promise<void>;
+  count(): Promise<number>;
+  clear(): Promise<void>;
+}
+
+/** Words of a text as both engines see them: lower-case, accents folded, split on anything not a letter or digit. */
+export function tokenize(text: string): string[] {
+  return text
+    .normalize("NFKD")
+    .replace(/\p{M}+/gu, "")
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w.length > 0);
+}
+
+/** The key a category filter compares against (case- and accent-insensitive). */
+export function categoryKey(category: string | null | undefined): string | null {
+  if (category == null) return null;
+  const k = tokenize(category).join(" ");
+  return k.length > 0 ? k : null;
+}
+
+export function isWildcardText(text: string): boolean {
+  const t = text.trim();
+  return t === "" || t === "*";
+}
+
+export function clamp01(x: number): number {
+  if (!Number.isFinite(x)) return 0;
+  return x < 0 ? 0 : x > 1 ? 1 : x;
+}

@@ -1,0 +1,123 @@
+/**
+ * The absolute text score shared by the embedded engine: how much of the query a document covers, and how well.
+ *
+ * For every query word (a "group": the word plus its synonyms) take the best document word that matches it,
+ * scored as match quality × field factor:
+ *   - quality: exact 1; prefix 0.7 + 0.3 × (query length / word length); n typos 1 − 0.2 n; a synonym × 0.9
+ *   - field factor: sqrt(field weight / top field weight), e.g. title 1, brand 0.89, category 0.77, tags 0.63,
+ *     description 0.45 with the default weights
+ * coverage = mean over groups (a group nobody matched counts 0).
+ * textScore = 0.9 × coverage + 0.1 × (engine score / best engine score in the result set).
+ * So 1 needs every word matched exactly in the title; a lone weak match stays low even when it is the only hit,
+ * and the small relative part only orders documents of equal coverage (term frequency, field length).
+ */
+import { allowedTypos, SEARCHABLE_FIELDS, type SearchableField, type SearchSettings } from "./settings.ts";
+
+export interface QueryGroup {
+  /** The query word as typed (processed). */
+  word: string;
+  /** Alternatives: the word itself first, then synonyms (each possibly several words). */
+  alternatives: string[][];
+  /** Prefix matching allowed for the word itself (last word of the query). */
+  prefix: boolean;
+}
+
+export const SYNONYM_FACTOR = 0.9;
+export const COVERAGE_SHARE = 0.9;
+
+export function fieldFactors(s: SearchSettings): Record<SearchableField, number> {
+  const top = Math.max(...SEARCHABLE_FIELDS.map((f) => s.fieldWeights[f]));
+  const out = {} as Record<SearchableField, number>;
+  for (const f of SEARCHABLE_FIELDS) out[f] = Math.sqrt(s.fieldWeights[f] / top);
+  return out;
+}
+
+/** Levenshtein distance, giving up (returning max + 1) once it must exceed `max`. */
+export function boundedEditDistance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const v = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      cur.push(v);
+      if (v < rowMin) rowMin = v;
+    }
+    if (rowMin > max) return max + 1;
+    prev = cur;
+  }
+  return prev[b.length];
+}
+
+/** Quality (0..1) of document word `docWord` for query word `q`; 0 when it does not match. */
+export function wordQuality(q: string, docWord: string, prefix: boolean, s: SearchSettings): number {
+  if (q === docWord) return 1;
+  if (prefix && docWord.startsWith(q)) return 0.7 + (0.3 * q.length) / docWord.length;
+  const typos = allowedTypos(q, s);
+  if (typos > 0) {
+    const d = boundedEditDistance(q, docWord, typos);
+    if (d <= typos) return 1 - 0.2 * d;
+  }
+  return 0;
+}
+
+/**
+ * Coverage (0..1) of the query groups by one document, given the engine's match info
+ * (document word → fields it occurs in).
+ */
+export function coverage(
+  groups: QueryGroup[],
+  match: Record<string, string[]>,
+  s: SearchSettings,
+  factors: Record<SearchableField, number>,
+  cache: Map<string, number> = new Map(),
+): number {
+  if (groups.length === 0) return 0;
+  const entries = Object.entries(match).map(([w, fields]) => [w, Math.max(0, ...fields.map((f) => factors[f as SearchableField] ?? 0))] as const);
+  const bestFor = (q: string, prefix: boolean): number => {
+    let best = 0;
+    for (const [w, factor] of entries) {
+      const key = `${prefix ? 1 : 0}\u0000${q}\u0000${w}`;
+      let quality = cache.get(key);
+      if (quality === undefined) {
+        quality = wordQuality(q, w, prefix, s);
+        cache.set(key, quality);
+      }
+      const v = quality * factor;
+      if (v > best) best = v;
+    }
+    return best;
+  };
+  let sum = 0;
+  for (const g of groups) {
+    let best = 0;
+    g.alternatives.forEach((alt, i) => {
+      // a multi-word synonym counts only as well as its weakest word
+      const v = Math.min(...alt.map((w) => bestFor(w, i === 0 && g.prefix))) * (i === 0 ? 1 : SYNONYM_FACTOR);
+      if (v > best) best = v;
+    });
+    sum += best;
+  }
+  return sum / groups.length;
+}
+
+export function combineTextScore(cov: number, engineScore: number, bestEngineScore: number): number {
+  const rel = bestEngineScore > 0 ? engineScore / bestEngineScore : 0;
+  const v = COVERAGE_SHARE * cov + (1 - COVERAGE_SHARE) * rel;
+  return Math.min(1, Math.max(0, v));
+}
+
+/**
+ * Query words after stop-word removal, each with its synonyms (one-way lookup on the single word, as in
+ * Meilisearch). Only the last word may match as a prefix (search-as-you-type; Meilisearch does the same).
+ */
+export function queryGroups(words: string[], s: SearchSettings, synonymsOf: (word: string) => string[][]): QueryGroup[] {
+  const stop = new Set(s.stopWords.map((w) => w.toLowerCase()));
+  const kept = words.filter((w) => !stop.has(w));
+  return kept.map((word, i) => ({
+    word,
+    alternatives: [[word], ...synonymsOf(word).filter((alt) => alt.length > 0 && !(alt.length === 1 && alt[0] === word))],
+    prefix: i === kept.length - 1,
+  }));
+}
