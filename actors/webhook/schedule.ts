@@ -1,0 +1,133 @@
+/**
+ * When to retry a webhook delivery, and when to stop trying an endpoint for a while. Pure; time and randomness
+ * are passed in.
+ *
+ * Retries: exponential ceilings 1 min, 5 min, 30 min, 2 h, 6 h, 12 h, then 24 h, with FULL jitter: retry n
+ * waits a uniformly random time in [0, ceiling(n)] (at least MIN_RETRY_DELAY_MS). Full jitter spreads the herd
+ * when a receiver comes back after an outage: thousands of queued deliveries do not all land in the same second.
+ * Retries continue until 3 days after the first attempt (or MAX_ATTEMPTS), then the delivery is dead-lettered
+ * and stays visible in the dashboard for manual replay.
+ *
+ * Circuit breaker per endpoint: CLOSED → OPEN after `failureThreshold` consecutive failed attempts; while OPEN
+ * nothing is sent (due deliveries are pushed to the reopen time, their attempt count unchanged); after the
+ * cool-down one probe is allowed (HALF_OPEN): success closes the breaker, failure reopens it with a doubled
+ * cool-down (capped).
+ */
+
+/** Per-attempt timeout: connect + send + response headers. A slow receiver counts as a failure. */
+export const WEBHOOK_ATTEMPT_TIMEOUT_MS = 10_000;
+
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+
+/** Upper bound of the wait before retry n (1-based); the last value repeats. */
+export const RETRY_CEILINGS_MS: readonly number[] = [1 * MIN, 5 * MIN, 30 * MIN, 2 * HOUR, 6 * HOUR, 12 * HOUR, 24 * HOUR];
+/** Nothing is retried later than this after the first attempt. */
+export const RETRY_HORIZON_MS = 72 * HOUR;
+/** Hard cap on attempts (first attempt included), whatever the jitter draws. */
+export const MAX_ATTEMPTS = 15;
+export const MIN_RETRY_DELAY_MS = 5_000;
+
+export function retryCeilingMs(retryNumber: number): number {
+  if (!Number.isInteger(retryNumber) || retryNumber < 1) throw new Error("retryNumber starts at 1");
+  return RETRY_CEILINGS_MS[Math.min(retryNumber, RETRY_CEILINGS_MS.length) - 1]!;
+}
+
+/** Full jitter: uniform in [0, ceiling], floored at MIN_RETRY_DELAY_MS. `random` returns [0, 1). */
+export function retryDelayMs(retryNumber: number, random: () => number = Math.random): number {
+  const ceiling = retryCeilingMs(retryNumber);
+  const r = Math.min(1, Math.max(0, random()));
+  return Math.max(MIN_RETRY_DELAY_MS, Math.floor(r * ceiling));
+}
+
+/** Only a 2xx answer is a delivery; anything else (including redirects, which are never followed) is retried. */
+export function isDelivered(status: number): boolean {
+  return status >= 200 && status < 300;
+}
+
+export type NextStep =
+  | { kind: "retry"; at: number; delayMs: number; attempt: number }
+  | { kind: "dead_letter"; reason: "horizon" | "max_attempts" };
+
+export interface RetryInput {
+  /** Attempts already made (>= 1: this is called after a failed attempt). */
+  attemptsMade: number;
+  /** Epoch ms of the first attempt. */
+  firstAttemptAt: number;
+  /** Epoch ms of the failure just observed. */
+  now: number;
+  random?: () => number;
+}
+
+export function nextAttempt(input: RetryInput): NextStep {
+  if (input.attemptsMade >= MAX_ATTEMPTS) return { kind: "dead_letter", reason: "max_attempts" };
+  const delayMs = retryDelayMs(input.attemptsMade, input.random);
+  const at = input.now + delayMs;
+  if (at > input.firstAttemptAt + RETRY_HORIZON_MS) return { kind: "dead_letter", reason: "horizon" };
+  return { kind: "retry", at, delayMs, attempt: input.attemptsMade + 1 };
+}
+
+// ----------------------------------------------------------------------------------------- circuit breaker
+
+export interface BreakerConfig {
+  failureThreshold: number;
+  cooldownMs: number;
+  maxCooldownMs: number;
+}
+
+export const DEFAULT_BREAKER: BreakerConfig = { failureThreshold: 5, cooldownMs: 5 * MIN, maxCooldownMs: HOUR };
+
+export type BreakerState =
+  | { status: "closed"; consecutiveFailures: number }
+  | { status: "open"; openedAt: number; cooldownMs: number }
+  | { status: "half_open"; probeStartedAt: number; cooldownMs: number };
+
+export const CLOSED_BREAKER: BreakerState = { status: "closed", consecutiveFailures: 0 };
+
+export interface BreakerDecision {
+  allowed: boolean;
+  state: BreakerState;
+  /** When refused: the earliest time a delivery may be tried again. */
+  retryAt?: number;
+}
+
+/**
+ * May a delivery to this endpoint be attempted now? Moving OPEN → HALF_OPEN is part of the answer (the caller
+ * stores `state`); in HALF_OPEN only the one probe is allowed until it reports, or until it is presumed lost
+ * after another cool-down.
+ */
+export function breakerAllows(state: BreakerState, now: number, cfg: BreakerConfig = DEFAULT_BREAKER): BreakerDecision {
+  switch (state.status) {
+    case "closed":
+      return { allowed: true, state };
+    case "open": {
+      const reopenAt = state.openedAt + state.cooldownMs;
+      if (now < reopenAt) return { allowed: false, state, retryAt: reopenAt };
+      return { allowed: true, state: { status: "half_open", probeStartedAt: now, cooldownMs: state.cooldownMs } };
+    }
+    case "half_open": {
+      const probeLostAt = state.probeStartedAt + Math.min(state.cooldownMs, cfg.maxCooldownMs);
+      if (now < probeLostAt) return { allowed: false, state, retryAt: probeLostAt };
+      return { allowed: true, state: { ...state, probeStartedAt: now } };
+    }
+  }
+}
+
+export function breakerOnSuccess(_state: BreakerState): BreakerState {
+  return CLOSED_BREAKER;
+}
+
+export function breakerOnFailure(state: BreakerState, now: number, cfg: BreakerConfig = DEFAULT_BREAKER): BreakerState {
+  switch (state.status) {
+    case "closed": {
+      const failures = state.consecutiveFailures + 1;
+      if (failures >= cfg.failureThreshold) return { status: "open", openedAt: now, cooldownMs: cfg.cooldownMs };
+      return { status: "closed", consecutiveFailures: failures };
+    }
+    case "half_open":
+      return { status: "open", openedAt: now, cooldownMs: Math.min(state.cooldownMs * 2, cfg.maxCooldownMs) };
+    case "open":
+      // A late result of an attempt started before the breaker opened: keep it open, restart the clock.
+      return { status: "open", openedAt: now, cooldownMs: state.cooldownMs };
+  }
+}
