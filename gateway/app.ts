@@ -1,0 +1,48 @@
+/**
+ * The gateway: cross-cutting plugins first (request id, transparency headers, errors, metrics), then every
+ * feature module, then the OpenAPI document and its UI. No business rule lives here.
+ */
+import { Elysia } from "elysia";
+import { openapi } from "@elysiajs/openapi";
+import { errors } from "./plugins/errors.ts";
+import { metrics } from "./plugins/metrics.ts";
+import { requestId } from "./plugins/request-id.ts";
+import { transparency } from "./plugins/transparency.ts";
+import { gatewayModules } from "./rest/index.ts";
+import type { Services } from "./services.ts";
+
+export const OPENAPI_DESCRIPTION = [
+  "Commerce API for AI agents: search a multi-merchant catalog, compare products, read signed merchant trust",
+  "data, build carts and pay. Every `/agent/*` route needs `X-Agent-Api-Key: agnt_…`.",
+  "",
+  "Errors use the envelope `{success:false, error, code, details}`; unlike the spec's minimum, `code` is",
+  "present on every error of this implementation (see /docs/errors).",
+].join("\n");
+
+export function createApp(svc: Services) {
+  let app = new Elysia({ name: "gateway" })
+    .use(requestId)
+    .use(transparency)
+    .use(errors)
+    .use(metrics)
+    .use(
+      openapi({
+        path: "/api/docs",
+        openapiVersion: "3.1.0",
+        specPath: "/api/v1/openapi.json",
+        documentation: {
+          openapi: "3.1.0",
+          info: { title: "Agent Commerce Service", version: "1.2.0", description: OPENAPI_DESCRIPTION },
+          components: {
+            securitySchemes: {
+              agentApiKey: { type: "apiKey", in: "header", name: "X-Agent-Api-Key" },
+              bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
+            },
+          },
+        },
+        exclude: { paths: ["/metrics", "/health"] },
+      }),
+    ) as unknown as Elysia;
+  for (const mod of gatewayModules) app = app.use(mod(svc)) as unknown as Elysia;
+  return app;
+}

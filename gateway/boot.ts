@@ -1,0 +1,172 @@
+/**
+ * Starts a process in one of three roles from one code path:
+ *  - start:   gateway + every actor kind, in-process bus, embedded Postgres unless DATABASE_URL (the default);
+ *  - gateway: HTTP only, talks to actor hosts over NATS;
+ *  - actors:  actor host only, no HTTP.
+ * Tests boot the real thing through this function too (test/helpers/server.ts).
+ */
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { actorDefinitions } from "../actors/index.ts";
+import { ActorClient } from "../actors/runtime/client.ts";
+import { systemClock, type Clock } from "../actors/runtime/clock.ts";
+import { ActorHost } from "../actors/runtime/host.ts";
+import { InProcessTransport } from "../actors/transport/in-process.ts";
+import type { Transport } from "../actors/transport/transport.ts";
+import { bootHooks, type Role } from "../infra/boot-hooks.ts";
+import { loadConfig, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
+import { openDatabase, type Database } from "../infra/db.ts";
+import { log, setLogLevel } from "../infra/log.ts";
+import { createApp } from "./app.ts";
+import type { Services } from "./services.ts";
+
+export interface BootOptions {
+  role?: Role;
+  env?: Record<string, string | undefined>;
+  /** Overrides applied after the environment (tests). */
+  config?: Partial<Config>;
+  clock?: Clock;
+  reminderPollMs?: number;
+}
+
+export interface Running {
+  role: Role;
+  config: Config;
+  url: string;
+  port: number;
+  services: Services;
+  host?: ActorHost;
+  transport: Transport;
+  db: Database;
+  stop(): Promise<void>;
+}
+
+async function makeTransport(config: Config, role: Role): Promise<Transport> {
+  if (!config.NATS_URL) {
+    if (role !== "start") throw new Error(`role ${role} needs NATS_URL (the in-process bus only works inside one process)`);
+    return new InProcessTransport();
+  }
+  // The NATS factory lives with the transport; imported lazily so the embedded default never loads nats.js.
+  const modulePath = "../actors/transport/index.ts";
+  const mod = (await import(modulePath)) as { createTransport(config: Config, role: Role): Promise<Transport> };
+  return mod.createTransport(config, role);
+}
+
+/** The key-encryption key for secrets at rest: SECRET_KEY, else generated once into DATA_DIR (with a warning). */
+async function loadSecretKey(config: Config): Promise<Uint8Array> {
+  if (config.SECRET_KEY) return Buffer.from(config.SECRET_KEY, "hex");
+  const file = join(config.DATA_DIR, "secret.key");
+  try {
+    return Buffer.from((await readFile(file, "utf8")).trim(), "hex");
+  } catch {
+    await mkdir(config.DATA_DIR, { recursive: true });
+    const key = crypto.getRandomValues(new Uint8Array(32));
+    await writeFile(file, Buffer.from(key).toString("hex"), { mode: 0o600 });
+    log.warn("SECRET_KEY is not set: generated a key-encryption key in DATA_DIR; set SECRET_KEY in production", { file });
+    return key;
+  }
+}
+
+export async function boot(opts: BootOptions = {}): Promise<Running> {
+  const role = opts.role ?? "start";
+  const config = { ...loadConfig(opts.env ?? process.env), ...opts.config } as Config;
+  setLogLevel(config.LOG_LEVEL);
+  if (config.NODE_ENV === "production" && usesDefaultAdminCredentials(config)) {
+    log.warn("ADMIN_EMAIL/ADMIN_PASSWORD are the dev-only defaults; change them in production");
+  }
+  if (role !== "start" && !config.DATABASE_URL) throw new Error(`role ${role} needs DATABASE_URL`);
+
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL || undefined, dataDir: config.DATA_DIR });
+  const clock = opts.clock ?? systemClock;
+  const stops: (() => Promise<void>)[] = [];
+  let transport: Transport | undefined;
+  try {
+    transport = await makeTransport(config, role);
+    const client = new ActorClient(transport);
+    const secretKey = await loadSecretKey(config);
+    const services: Services = {
+      config,
+      actors: client,
+      sql: db.sql,
+      clock,
+      log,
+      siteUrl: config.SITE_URL || `http://${config.HOST}:${config.PORT}`,
+      readiness: {},
+      extras: new Map<string, unknown>([["secretKey", secretKey]]),
+    };
+
+    let host: ActorHost | undefined;
+    if (role !== "gateway") {
+      host = new ActorHost({
+        transport,
+        sql: db.sql,
+        definitions: actorDefinitions,
+        caller: client,
+        clock,
+        idleMs: config.ACTOR_IDLE_MS,
+        reminderPollMs: opts.reminderPollMs,
+      });
+      const maybeAttach = transport as Transport & { attachHost?: (h: ActorHost) => Promise<void> | void };
+      if (maybeAttach.attachHost) await maybeAttach.attachHost(host);
+      await host.start();
+      stops.push(() => host!.stop());
+    }
+
+    if (role === "start" && config.SEED_DEMO) {
+      const seedPath = "../infra/seed/demo.ts";
+      const seed = (await import(seedPath).catch(() => undefined)) as
+        | { seedDemo(sql: Database["sql"], o: { adminEmail: string; adminPassword: string }): Promise<unknown> }
+        | undefined;
+      if (seed) await seed.seedDemo(db.sql, { adminEmail: config.ADMIN_EMAIL, adminPassword: config.ADMIN_PASSWORD });
+    }
+
+    for (const hook of bootHooks) {
+      if (!hook.roles.includes(role)) continue;
+      const undo = await hook.run({ role, services, transport, host });
+      if (undo) stops.push(undo);
+    }
+
+    let url = "";
+    let port = 0;
+    if (role !== "actors") {
+      const app = createApp(services);
+      app.listen({ hostname: config.HOST, port: config.PORT });
+      port = app.server!.port!;
+      url = `http://${config.HOST}:${port}`;
+      if (!config.SITE_URL) services.siteUrl = url;
+      stops.push(async () => {
+        // stop accepting, let in-flight requests finish
+        await app.server?.stop(false);
+      });
+      log.info("gateway listening", { url, role });
+    } else {
+      log.info("actor host started", { kinds: actorDefinitions.map((d) => d.kind) });
+    }
+
+    const t = transport;
+    let stopped = false;
+    return {
+      role,
+      config,
+      url,
+      port,
+      services,
+      host,
+      transport: t,
+      db,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        // reverse order: HTTP first (no new work), then hooks, then actors
+        for (const s of stops.reverse()) await s().catch((err) => log.warn("shutdown step failed", { error: err as Error }));
+        await t.close().catch(() => {});
+        await db.close().catch(() => {});
+      },
+    };
+  } catch (err) {
+    for (const s of stops.reverse()) await s().catch(() => {});
+    await transport?.close().catch(() => {});
+    await db.close().catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * Every REST/feature module of the gateway, in mount order. A module is `(svc: Services) => Elysia plugin`.
+ * Adding a feature = one file under gateway/ plus one line here.
+ */
+import type { AnyElysia } from "elysia";
+import type { Services } from "../services.ts";
+import { docsRoutes } from "./docs.ts";
+import { healthRoutes } from "./health.ts";
+
+export type GatewayModule = (svc: Services) => AnyElysia;
+
+export const gatewayModules: GatewayModule[] = [
+  healthRoutes,
+  docsRoutes,
+];

@@ -1,0 +1,24 @@
+/**
+ * Start-up work of feature modules (load the search index, load signing keys, subscribe the indexer…), in
+ * order. A hook runs in the roles it names and may return a function that undoes it on shutdown.
+ */
+import type { ActorHost } from "../actors/runtime/host.ts";
+import type { Transport } from "../actors/transport/transport.ts";
+import type { Services } from "../gateway/services.ts";
+
+export type Role = "start" | "gateway" | "actors";
+
+export interface BootContext {
+  role: Role;
+  services: Services;
+  transport: Transport;
+  host?: ActorHost;
+}
+
+export interface BootHook {
+  name: string;
+  roles: Role[];
+  run(ctx: BootContext): Promise<void | (() => Promise<void>)>;
+}
+
+export const bootHooks: BootHook[] = [];
