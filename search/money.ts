@@ -1,0 +1,21 @@
+/** ISO 4217 minor-unit exponents, for converting the API's decimal prices at the edge. Default 2. */
+const EXPONENT: Readonly<Record<string, number>> = {
+  BIF: 0, CLP: 0, DJF: 0, GNF: 0, ISK: 0, JPY: 0, KMF: 0, KRW: 0, PYG: 0, RWF: 0, UGX: 0, UYI: 0, VND: 0, VUV: 0,
+  XAF: 0, XOF: 0, XPF: 0,
+  BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
+};
+
+export function minorUnitExponent(currency: string): number {
+  return EXPONENT[currency.toUpperCase()] ?? 2;
+}
+
+/** Decimal amount → integer minor units (rounded to the nearest unit, so 19.99 → 1999). */
+export function toMinor(major: number, currency: string): number {
+  return Math.round(major * 10 ** minorUnitExponent(currency));
+}
+
+/** Integer minor units → decimal amount for the API. */
+export function toMajor(minor: number, currency: string): number {
+  const e = minorUnitExponent(currency);
+  return Number((minor / 10 ** e).toFixed(e));
+}

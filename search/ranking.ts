@@ -1,0 +1,477 @@
+/**
+ * Search ranking (pure): eligibility, request filters, the spec's score, why_ranked, confidences, dedupe,
+ * sorting and paging over the engine's candidate window. No I/O; `now` is passed in.
+ *
+ * score = text × 0.55 + trust × 0.25 + freshness × 0.10 + inStock × 0.10   (weights from SearchSettings)
+ * then × (1 − deprioritizedPenalty) for stores whose operational status is deprioritized.
+ * Formula, tiers and rules are written up in docs/search.md.
+ */
+import { categoryKey, clamp01, tokenize, type Candidate, type EngineQuery } from "./engine.ts";
+import { minorUnitExponent, toMajor, toMinor } from "./money.ts";
+import { DEFAULT_SEARCH_SETTINGS, DEFAULT_STOP_WORDS, type SearchSettings } from "./settings.ts";
+
+// ---------- stores and eligibility ----------
+
+export const VERIFICATION_LEVELS = ["UNVERIFIED", "BASIC", "STANDARD", "PREMIUM", "QUALIFIED"] as const;
+export type VerificationLevel = (typeof VERIFICATION_LEVELS)[number];
+export type StoreStatus = "active" | "deprioritized" | "hidden" | "suspended";
+
+export interface StoreSnapshot {
+  slug: string;
+  name: string;
+  /** 0..1, null when no score exists yet. */
+  trustScore: number | null;
+  verificationLevel: VerificationLevel;
+  /** Operational status from the trust score thresholds. */
+  storeStatus: StoreStatus;
+  /** ISO date-time of the last successful catalog sync. */
+  lastSyncAt: string | null;
+  euQualified: boolean;
+  /** 0..1 trust components, when known. */
+  priceAccuracy?: number | null;
+  availabilityAccuracy?: number | null;
+}
+
+export const MIN_ELIGIBLE_TRUST = 0.3;
+export const MIN_ELIGIBLE_VERIFICATION: VerificationLevel = "BASIC";
+
+/** Rank of a verification level; QUALIFIED is the highest. Unknown levels rank below UNVERIFIED. */
+export function verificationRank(level: string): number {
+  return VERIFICATION_LEVELS.indexOf(level as VerificationLevel);
+}
+
+/**
+ * Spec eligibility for search and merchant reads: verification BASIC or higher, trustScore >= 0.3 (a store
+ * without a score is not eligible), and neither suspended nor hidden. Deprioritized stores stay eligible.
+ */
+export function isStoreEligible(store: Pick<StoreSnapshot, "trustScore" | "verificationLevel" | "storeStatus">): boolean {
+  return (
+    verificationRank(store.verificationLevel) >= verificationRank(MIN_ELIGIBLE_VERIFICATION) &&
+    store.trustScore !== null &&
+    Number.isFinite(store.trustScore) &&
+    store.trustScore >= MIN_ELIGIBLE_TRUST &&
+    store.storeStatus !== "suspended" &&
+    store.storeStatus !== "hidden"
+  );
+}
+
+// ---------- freshness and confidences ----------
+
+export type FreshnessTier = "fresh" | "good" | "stale" | "very_stale" | "unknown";
+export type Confidence = "high" | "medium" | "low";
+
+/** Upper bounds (exclusive, hours since last sync) and the value each tier contributes to the score. */
+export const FRESHNESS_TIERS: ReadonlyArray<{ tier: Exclude<FreshnessTier, "unknown">; maxAgeHours: number; value: number }> = [
+  { tier: "fresh", maxAgeHours: 6, value: 1 },
+  { tier: "good", maxAgeHours: 24, value: 0.7 },
+  { tier: "stale", maxAgeHours: 72, value: 0.3 },
+  { tier: "very_stale", maxAgeHours: Infinity, value: 0 },
+];
+
+/** Hours since `lastSyncAt` (0 for a sync in the future), null when missing or unparseable. */
+export function syncAgeHours(lastSyncAt: string | Date | null | undefined, now: Date): number | null {
+  if (lastSyncAt == null) return null;
+  const t = lastSyncAt instanceof Date ? lastSyncAt.getTime() : Date.parse(lastSyncAt);
+  if (!Number.isFinite(t)) return null;
+  return Math.max(0, (now.getTime() - t) / 3_600_000);
+}
+
+/** fresh < 6 h <= good < 24 h <= stale < 72 h <= very_stale; unknown when never synced. */
+export function freshnessTier(lastSyncAt: string | Date | null | undefined, now: Date): FreshnessTier {
+  const age = syncAgeHours(lastSyncAt, now);
+  if (age === null) return "unknown";
+  for (const t of FRESHNESS_TIERS) if (age < t.maxAgeHours) return t.tier;
+  return "very_stale";
+}
+
+/** The 0..1 freshness input of the ranking score; unknown counts as 0. */
+export function freshnessValue(tier: FreshnessTier): number {
+  return FRESHNESS_TIERS.find((t) => t.tier === tier)?.value ?? 0;
+}
+
+const CONFIDENCE_ORDER: Confidence[] = ["low", "medium", "high"];
+const minConfidence = (a: Confidence, b: Confidence): Confidence =>
+  CONFIDENCE_ORDER[Math.min(CONFIDENCE_ORDER.indexOf(a), CONFIDENCE_ORDER.indexOf(b))];
+
+/** The ceiling a store's measured accuracy allows: unknown → medium, < 0.8 → low, < 0.95 → medium, else high. */
+export function accuracyCeiling(accuracy: number | null | undefined): Confidence {
+  if (accuracy == null || !Number.isFinite(accuracy)) return "medium";
+  if (accuracy < 0.8) return "low";
+  if (accuracy < 0.95) return "medium";
+  return "high";
+}
+
+/** Stock moves fast: high only when fresh (< 6 h), medium when good (< 24 h), else low; capped by availabilityAccuracy. */
+export function stockConfidence(
+  input: { lastSyncAt: string | Date | null | undefined; availabilityAccuracy?: number | null },
+  now: Date,
+): Confidence {
+  const tier = freshnessTier(input.lastSyncAt, now);
+  const byAge: Confidence = tier === "fresh" ? "high" : tier === "good" ? "medium" : "low";
+  return minConfidence(byAge, accuracyCeiling(input.availabilityAccuracy));
+}
+
+/** Prices move slower: high when synced < 24 h, medium < 72 h, else low; capped by priceAccuracy. */
+export function priceConfidence(
+  input: { lastSyncAt: string | Date | null | undefined; priceAccuracy?: number | null },
+  now: Date,
+): Confidence {
+  const tier = freshnessTier(input.lastSyncAt, now);
+  const byAge: Confidence = tier === "fresh" || tier === "good" ? "high" : tier === "stale" ? "medium" : "low";
+  return minConfidence(byAge, accuracyCeiling(input.priceAccuracy));
+}
+
+// ---------- request ----------
+
+export type SortOrder = "relevance" | "price_asc" | "price_desc" | "trust_score" | "newest";
+export const MAX_LIMIT = 100;
+export const DEFAULT_LIMIT = 20;
+
+export interface SearchFilters {
+  /** Decimal amount in the product's currency. */
+  minPrice?: number;
+  maxPrice?: number;
+  category?: string;
+  /** Default true: only in-stock products. false: stock state is not filtered (out-of-stock ranks lower). */
+  inStock?: boolean;
+  minTrustScore?: number;
+  /** Minimum verification level. */
+  verificationLevel?: VerificationLevel;
+}
+
+export interface RankRequest {
+  filters?: SearchFilters;
+  sort?: SortOrder;
+  page?: number;
+  limit?: number;
+  deduplicate?: boolean;
+}
+
+/** What ranking needs from a product record; money in minor units. */
+export interface RankableProduct {
+  id: string;
+  storeSlug: string;
+  title: string;
+  description: string;
+  priceMinor: number;
+  compareAtPriceMinor: number | null;
+  currency: string;
+  inStock: boolean;
+  imageUrl: string | null;
+  category: string | null;
+  /** ISO date-time, used by sort=newest. */
+  createdAt: string;
+}
+
+export interface MerchantSummary {
+  slug: string;
+  name: string;
+  trustScore: number | null;
+  verificationLevel: VerificationLevel;
+  storeStatus: "active" | "deprioritized";
+  lastSyncAt: string | null;
+}
+
+export interface ScoreBreakdown {
+  text: number;
+  trust: number;
+  freshness: number;
+  inStock: number;
+  /** Weighted sum before the deprioritized penalty. */
+  base: number;
+  /** 1, or 1 − penalty for a deprioritized store. */
+  multiplier: number;
+  /** Unrounded final score, used for ordering. */
+  final: number;
+}
+
+export interface RankedProduct {
+  id: string;
+  title: string;
+  description: string;
+  priceMinor: number;
+  compareAtPriceMinor: number | null;
+  currency: string;
+  inStock: boolean;
+  imageUrl: string | null;
+  category: string | null;
+  createdAt: string;
+  merchant: MerchantSummary;
+  relevanceScore: number;
+  freshnessTier: FreshnessTier;
+  stockConfidence: Confidence;
+  priceConfidence: Confidence;
+  why_ranked: string;
+  euQualified: boolean;
+  score: ScoreBreakdown;
+}
+
+export interface RankResult<T = RankedProduct> {
+  items: T[];
+  total: number;
+  page: number;
+  limit: number;
+  totalPages: number;
+}
+
+export interface NormalizedRequest {
+  filters: SearchFilters & { inStock: boolean };
+  sort: SortOrder;
+  page: number;
+  limit: number;
+  deduplicate: boolean;
+}
+
+/** Defaults and caps: page >= 1 (default 1), limit 1..100 (default 20, anything larger is served as 100). */
+export function normalizeRequest(req: RankRequest = {}): NormalizedRequest {
+  const page = Number.isFinite(req.page) ? Math.max(1, Math.floor(req.page as number)) : 1;
+  const rawLimit = Number.isFinite(req.limit) ? Math.floor(req.limit as number) : DEFAULT_LIMIT;
+  return {
+    filters: { ...req.filters, inStock: req.filters?.inStock ?? true },
+    sort: req.sort ?? "relevance",
+    page,
+    limit: Math.min(MAX_LIMIT, Math.max(1, rawLimit)),
+    deduplicate: req.deduplicate === true,
+  };
+}
+
+function storePassesFilters(store: StoreSnapshot, f: SearchFilters): boolean {
+  if (!isStoreEligible(store)) return false;
+  if (f.minTrustScore !== undefined && (store.trustScore ?? 0) < f.minTrustScore) return false;
+  if (f.verificationLevel !== undefined && verificationRank(store.verificationLevel) < verificationRank(f.verificationLevel)) return false;
+  return true;
+}
+
+/** Slugs of the stores a request may return: eligible and passing the store-level filters. */
+export function allowedStoreSlugs(stores: Iterable<StoreSnapshot>, req: RankRequest = {}): string[] {
+  const f = normalizeRequest(req).filters;
+  const out: string[] = [];
+  for (const s of stores) if (storePassesFilters(s, f)) out.push(s.slug);
+  return out.sort();
+}
+
+/**
+ * The engine query for a request: store allow-list (eligibility + trust/verification filters), stock, category
+ * and a price range pushed down in minor units. Decimal bounds map to minor units differently per currency, so
+ * the pushed range is widened to hold for every exponent in `currencies` (exact when they share one exponent);
+ * ranking re-applies the exact per-currency bounds.
+ */
+export function engineQueryFromRequest(
+  text: string,
+  req: RankRequest,
+  stores: Iterable<StoreSnapshot>,
+  settings: SearchSettings = DEFAULT_SEARCH_SETTINGS,
+  currencies: readonly string[] = ["EUR"],
+): EngineQuery {
+  const n = normalizeRequest(req);
+  const exps = currencies.length > 0 ? currencies.map(minorUnitExponent) : [2];
+  const q: EngineQuery = { text, window: settings.candidateWindow, storeSlugs: allowedStoreSlugs(stores, req) };
+  if (n.filters.inStock) q.inStock = true;
+  if (n.filters.category !== undefined) q.category = n.filters.category;
+  if (n.filters.minPrice !== undefined) q.minPriceMinor = Math.floor(n.filters.minPrice * 10 ** Math.min(...exps) + 1e-9);
+  if (n.filters.maxPrice !== undefined) q.maxPriceMinor = Math.ceil(n.filters.maxPrice * 10 ** Math.max(...exps) - 1e-9);
+  return q;
+}
+
+// ---------- scoring ----------
+
+const r2 = (x: number) => x.toFixed(2);
+
+/** Final score rounded to 3 decimals for the API (ordering uses the unrounded value). */
+export function roundScore(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+export function formatAge(hours: number): string {
+  if (hours < 1) return `${Math.max(0, Math.round(hours * 60))} min ago`;
+  if (hours < 48) return `${Math.round(hours)} h ago`;
+  return `${Math.round(hours / 24)} d ago`;
+}
+
+export function scoreProduct(
+  textScore: number,
+  product: Pick<RankableProduct, "inStock">,
+  store: StoreSnapshot,
+  now: Date,
+  settings: SearchSettings = DEFAULT_SEARCH_SETTINGS,
+): { score: ScoreBreakdown; why: string; tier: FreshnessTier } {
+  const w = settings.rankingWeights;
+  const tier = freshnessTier(store.lastSyncAt, now);
+  const text = clamp01(textScore);
+  const trust = clamp01(store.trustScore ?? 0);
+  const freshness = freshnessValue(tier);
+  const stock = product.inStock ? 1 : 0;
+  const base = text * w.text + trust * w.trust + freshness * w.freshness + stock * w.inStock;
+  const multiplier = store.storeStatus === "deprioritized" ? 1 - settings.deprioritizedPenalty : 1;
+  const final = base * multiplier;
+
+  const age = syncAgeHours(store.lastSyncAt, now);
+  const parts = [
+    `text match ${r2(text)}×${r2(w.text)}=${r2(text * w.text)}`,
+    `trust ${r2(trust)}×${r2(w.trust)}=${r2(trust * w.trust)}`,
+    age === null
+      ? `sync time unknown +${r2(0)}`
+      : `${tier.replace("_", " ")} (synced ${formatAge(age)}) +${r2(freshness * w.freshness)}`,
+    product.inStock ? `in stock +${r2(w.inStock)}` : `out of stock +${r2(0)}`,
+  ];
+  if (multiplier !== 1) parts.push(`deprioritized store ×${r2(multiplier)}`);
+  const why = `${parts.join("; ")}; score ${roundScore(final).toFixed(3)}`;
+  return { score: { text, trust, freshness, inStock: stock, base, multiplier, final }, why, tier };
+}
+
+// ---------- dedupe ----------
+
+/**
+ * Near-duplicate key of a title: case, accents and punctuation folded, stop words dropped, words de-duplicated
+ * and sorted (so word order does not matter). Empty when nothing is left (such titles are never merged).
+ */
+export function dedupeKey(title: string, stopWords: readonly string[] = DEFAULT_STOP_WORDS): string {
+  const stop = new Set([...DEFAULT_STOP_WORDS, ...stopWords].map((w) => w.toLowerCase()));
+  return [...new Set(tokenize(title).filter((w) => !stop.has(w)))].sort().join(" ");
+}
+
+// ---------- sorting ----------
+
+const byId = (a: RankedProduct, b: RankedProduct) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byRelevance = (a: RankedProduct, b: RankedProduct) =>
+  b.score.final - a.score.final || b.score.trust - a.score.trust || byId(a, b);
+const majorPrice = (p: RankedProduct) => p.priceMinor / 10 ** minorUnitExponent(p.currency);
+
+/** Comparators; every non-relevance sort breaks ties by relevance, then id, so pages are stable. */
+export const SORTS: Record<SortOrder, (a: RankedProduct, b: RankedProduct) => number> = {
+  relevance: byRelevance,
+  price_asc: (a, b) => majorPrice(a) - majorPrice(b) || byRelevance(a, b),
+  price_desc: (a, b) => majorPrice(b) - majorPrice(a) || byRelevance(a, b),
+  trust_score: (a, b) => b.score.trust - a.score.trust || byRelevance(a, b),
+  newest: (a, b) => (Date.parse(b.createdAt) || 0) - (Date.parse(a.createdAt) || 0) || byRelevance(a, b),
+};
+
+// ---------- the pipeline ----------
+
+export interface RankInput {
+  candidates: Candidate[];
+  products: ReadonlyMap<string, RankableProduct>;
+  stores: ReadonlyMap<string, StoreSnapshot>;
+  request?: RankRequest;
+  now: Date;
+  settings?: SearchSettings;
+}
+
+function productPassesFilters(p: RankableProduct, f: NormalizedRequest["filters"]): boolean {
+  if (f.inStock && !p.inStock) return false;
+  if (f.category !== undefined && categoryKey(p.category) !== categoryKey(f.category)) return false;
+  if (f.minPrice !== undefined && p.priceMinor < toMinor(f.minPrice, p.currency)) return false;
+  if (f.maxPrice !== undefined && p.priceMinor > toMinor(f.maxPrice, p.currency)) return false;
+  return true;
+}
+
+/**
+ * Candidates → one page of ranked products. Candidates whose product or store is unknown, whose store is not
+ * eligible, or that fail a filter are dropped (filters are re-checked even when the engine applied them).
+ */
+export function rankProducts(input: RankInput): RankResult {
+  const settings = input.settings ?? DEFAULT_SEARCH_SETTINGS;
+  const req = normalizeRequest(input.request);
+  const best = new Map<string, number>();
+  for (const c of input.candidates) best.set(c.id, Math.max(best.get(c.id) ?? -Infinity, c.textScore));
+
+  let ranked: RankedProduct[] = [];
+  for (const [id, textScore] of best) {
+    const p = input.products.get(id);
+    if (!p) continue;
+    const store = input.stores.get(p.storeSlug);
+    if (!store || !storePassesFilters(store, req.filters) || !productPassesFilters(p, req.filters)) continue;
+    const { score, why, tier } = scoreProduct(textScore, p, store, input.now, settings);
+    ranked.push({
+      id: p.id,
+      title: p.title,
+      description: p.description,
+      priceMinor: p.priceMinor,
+      compareAtPriceMinor: p.compareAtPriceMinor,
+      currency: p.currency,
+      inStock: p.inStock,
+      imageUrl: p.imageUrl,
+      category: p.category,
+      createdAt: p.createdAt,
+      merchant: {
+        slug: store.slug,
+        name: store.name,
+        trustScore: store.trustScore,
+        verificationLevel: store.verificationLevel,
+        storeStatus: store.storeStatus === "deprioritized" ? "deprioritized" : "active",
+        lastSyncAt: store.lastSyncAt,
+      },
+      relevanceScore: roundScore(score.final),
+      freshnessTier: tier,
+      stockConfidence: stockConfidence(store, input.now),
+      priceConfidence: priceConfidence(store, input.now),
+      why_ranked: why,
+      euQualified: store.euQualified,
+      score,
+    });
+  }
+
+  if (req.deduplicate) ranked = dedupe(ranked, settings.stopWords);
+  ranked.sort(SORTS[req.sort]);
+  const total = ranked.length;
+  const start = (req.page - 1) * req.limit;
+  return {
+    items: ranked.slice(start, start + req.limit),
+    total,
+    page: req.page,
+    limit: req.limit,
+    totalPages: Math.ceil(total / req.limit),
+  };
+}
+
+/** Keeps the highest-scoring product of each near-duplicate title group (ties: higher trust, then lower id). */
+export function dedupe(items: RankedProduct[], stopWords: readonly string[] = DEFAULT_STOP_WORDS): RankedProduct[] {
+  const keep = new Map<string, RankedProduct>();
+  for (const it of items) {
+    const key = dedupeKey(it.title, stopWords) || `\u0000${it.id}`;
+    const cur = keep.get(key);
+    if (!cur || byRelevance(it, cur) < 0) keep.set(key, it);
+  }
+  return [...keep.values()];
+}
+
+/** The spec's ProductSummary (decimal prices) from a ranked product. */
+export interface ProductSummary {
+  id: string;
+  title: string;
+  description: string;
+  price: number;
+  compareAtPrice: number | null;
+  currency: string;
+  inStock: boolean;
+  imageUrl: string | null;
+  category: string | null;
+  merchant: MerchantSummary;
+  relevanceScore: number;
+  freshnessTier: FreshnessTier;
+  stockConfidence: Confidence;
+  priceConfidence: Confidence;
+  why_ranked: string;
+  euQualified: boolean;
+}
+
+export function toProductSummary(p: RankedProduct): ProductSummary {
+  return {
+    id: p.id,
+    title: p.title,
+    description: p.description,
+    price: toMajor(p.priceMinor, p.currency),
+    compareAtPrice: p.compareAtPriceMinor === null ? null : toMajor(p.compareAtPriceMinor, p.currency),
+    currency: p.currency,
+    inStock: p.inStock,
+    imageUrl: p.imageUrl,
+    category: p.category,
+    merchant: p.merchant,
+    relevanceScore: p.relevanceScore,
+    freshnessTier: p.freshnessTier,
+    stockConfidence: p.stockConfidence,
+    priceConfidence: p.priceConfidence,
+    why_ranked: p.why_ranked,
+    euQualified: p.euQualified,
+  };
+}
