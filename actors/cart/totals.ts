@@ -1,0 +1,207 @@
+/**
+ * Cart totals in integer minor units, per store and for the cart. Rules (also in docs/checkout.md):
+ * - one currency per cart: lines in two currencies → CURRENCY_MISMATCH;
+ * - unit price = a negotiated price when present, in the line's currency and not expired (valid strictly before
+ *   `expiresAt`), but never above the list price; else the list price;
+ * - discount: one coupon (coupons.ts); percent discounts round half to even; a cart-wide coupon is split across
+ *   stores by largest remainder; a discount never exceeds the subtotal it applies to, so no total is negative;
+ * - shipping per store: base + per item, free when the store's subtotal AFTER discount reaches `freeOverMinor`
+ *   (what the merchant actually receives decides, so a coupon cannot be stacked on a free-shipping threshold);
+ * - tax: none unless a `TaxHook` is given; `flatRateTax` rounds half to even;
+ * - total per store = subtotal − discount + shipping + tax; the cart total is the sum of the store totals.
+ */
+import { fail } from "../runtime/errors.ts";
+import { allocateProportionally, divRoundHalfEven, evaluateCoupon, type Coupon, type CouponEvaluation } from "./coupons.ts";
+
+export interface NegotiatedPrice {
+  unitPriceMinor: number;
+  currency?: string;
+  expiresAt: number;
+}
+
+export interface PricedLine {
+  storeId: string;
+  productId: string;
+  variantId?: string | null;
+  quantity: number;
+  listPriceMinor: number;
+  currency: string;
+  negotiated?: NegotiatedPrice | null;
+}
+
+export interface ShippingRule {
+  baseMinor: number;
+  perItemMinor: number;
+  /** Free shipping when the discounted store subtotal is >= this; null/undefined = never free. */
+  freeOverMinor?: number | null;
+}
+
+export interface TaxContext {
+  storeId: string;
+  currency: string;
+  /** Store subtotal after discount. */
+  itemsMinor: number;
+  shippingMinor: number;
+}
+export type TaxHook = (ctx: TaxContext) => number;
+
+export interface TotalsInput {
+  lines: readonly PricedLine[];
+  /** Per store; a store without a rule has no shipping quote yet (`shippingQuoted: false`, shipping 0). */
+  shipping?: Readonly<Record<string, ShippingRule>>;
+  coupon?: { code: string; coupon: Coupon | undefined } | null;
+  tax?: TaxHook;
+  now: number;
+}
+
+export interface LineTotal {
+  storeId: string;
+  productId: string;
+  variantId: string | null;
+  quantity: number;
+  listPriceMinor: number;
+  unitPriceMinor: number;
+  priceSource: "list" | "negotiated";
+  lineTotalMinor: number;
+}
+
+export interface StoreTotals {
+  storeId: string;
+  currency: string;
+  lines: LineTotal[];
+  itemCount: number;
+  subtotalMinor: number;
+  discountMinor: number;
+  shippingMinor: number;
+  shippingQuoted: boolean;
+  taxMinor: number;
+  totalMinor: number;
+}
+
+export interface CartTotals {
+  currency: string;
+  stores: StoreTotals[];
+  subtotalMinor: number;
+  discountMinor: number;
+  shippingMinor: number;
+  taxMinor: number;
+  totalMinor: number;
+  coupon: CouponEvaluation | null;
+}
+
+const isNonNegInt = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 0;
+
+export function unitPriceOf(line: PricedLine, now: number): { unitPriceMinor: number; priceSource: "list" | "negotiated" } {
+  const n = line.negotiated;
+  if (
+    n &&
+    isNonNegInt(n.unitPriceMinor) &&
+    now < n.expiresAt &&
+    (n.currency === undefined || n.currency.toUpperCase() === line.currency.toUpperCase()) &&
+    n.unitPriceMinor <= line.listPriceMinor
+  ) {
+    return { unitPriceMinor: n.unitPriceMinor, priceSource: "negotiated" };
+  }
+  return { unitPriceMinor: line.listPriceMinor, priceSource: "list" };
+}
+
+export function shippingFor(rule: ShippingRule, itemCount: number, discountedSubtotalMinor: number): number {
+  if (rule.freeOverMinor != null && discountedSubtotalMinor >= rule.freeOverMinor) return 0;
+  return rule.baseMinor + rule.perItemMinor * itemCount;
+}
+
+/** A flat tax rate in basis points over items after discount (and shipping, if `includeShipping`). */
+export function flatRateTax(rateBps: number, options: { includeShipping?: boolean } = {}): TaxHook {
+  if (!Number.isInteger(rateBps) || rateBps < 0) throw new RangeError("rateBps must be a non-negative integer");
+  return ({ itemsMinor, shippingMinor }) => divRoundHalfEven((itemsMinor + (options.includeShipping ? shippingMinor : 0)) * rateBps, 10_000);
+}
+
+/** The single currency of a set of lines, or CURRENCY_MISMATCH. */
+export function cartCurrency(lines: readonly Pick<PricedLine, "currency">[]): string {
+  const currencies = [...new Set(lines.map((l) => l.currency.toUpperCase()))];
+  if (currencies.length === 0) throw fail("INSUFFICIENT_INPUT", "A cart needs at least one item.", { field: "items" });
+  if (currencies.length > 1) throw fail("CURRENCY_MISMATCH", "Items do not share one currency; use one cart per currency.", { currencies });
+  return currencies[0];
+}
+
+export function computeTotals(input: TotalsInput): CartTotals {
+  const currency = cartCurrency(input.lines);
+  input.lines.forEach((line, i) => {
+    if (!Number.isInteger(line.quantity) || line.quantity < 1) {
+      throw fail("INVALID_ARGUMENT", "quantity must be an integer >= 1.", { field: `items[${i}].quantity` });
+    }
+    if (!isNonNegInt(line.listPriceMinor)) throw fail("INVALID_ARGUMENT", "price must be integer minor units >= 0.", { field: `items[${i}].price` });
+  });
+
+  const byStore = new Map<string, LineTotal[]>();
+  for (const line of input.lines) {
+    const { unitPriceMinor, priceSource } = unitPriceOf(line, input.now);
+    const lt: LineTotal = {
+      storeId: line.storeId,
+      productId: line.productId,
+      variantId: line.variantId ?? null,
+      quantity: line.quantity,
+      listPriceMinor: line.listPriceMinor,
+      unitPriceMinor,
+      priceSource,
+      lineTotalMinor: unitPriceMinor * line.quantity,
+    };
+    const list = byStore.get(line.storeId) ?? [];
+    list.push(lt);
+    byStore.set(line.storeId, list);
+  }
+  const storeIds = [...byStore.keys()];
+  const subtotals = storeIds.map((id) => (byStore.get(id) as LineTotal[]).reduce((a, l) => a + l.lineTotalMinor, 0));
+
+  // Discount per store.
+  let couponEval: CouponEvaluation | null = null;
+  let discounts = storeIds.map(() => 0);
+  if (input.coupon) {
+    const { coupon, code } = input.coupon;
+    const storeIdx = coupon?.storeId ? storeIds.indexOf(coupon.storeId) : -1;
+    const eligible = coupon?.storeId ? (storeIdx >= 0 ? subtotals[storeIdx] : 0) : subtotals.reduce((a, b) => a + b, 0);
+    couponEval = evaluateCoupon(coupon, code, { eligibleSubtotalMinor: eligible, currency, now: input.now });
+    if (couponEval.applied) {
+      const discountMinor = couponEval.discountMinor;
+      discounts = coupon?.storeId
+        ? storeIds.map((_, i) => (i === storeIdx ? discountMinor : 0))
+        : allocateProportionally(discountMinor, subtotals);
+    }
+  }
+
+  const stores: StoreTotals[] = storeIds.map((storeId, i) => {
+    const lines = byStore.get(storeId) as LineTotal[];
+    const itemCount = lines.reduce((a, l) => a + l.quantity, 0);
+    const subtotalMinor = subtotals[i];
+    const discountMinor = Math.min(discounts[i], subtotalMinor);
+    const itemsMinor = subtotalMinor - discountMinor;
+    const rule = input.shipping?.[storeId];
+    const shippingMinor = rule ? shippingFor(rule, itemCount, itemsMinor) : 0;
+    const taxMinor = input.tax ? input.tax({ storeId, currency, itemsMinor, shippingMinor }) : 0;
+    if (!isNonNegInt(taxMinor)) throw fail("internal_error", "The tax hook returned a non-integer or negative amount.", { store_id: storeId });
+    return {
+      storeId,
+      currency,
+      lines,
+      itemCount,
+      subtotalMinor,
+      discountMinor,
+      shippingMinor,
+      shippingQuoted: rule !== undefined,
+      taxMinor,
+      totalMinor: itemsMinor + shippingMinor + taxMinor,
+    };
+  });
+
+  const sum = (f: (s: StoreTotals) => number): number => stores.reduce((a, s) => a + f(s), 0);
+  return {
+    currency,
+    stores,
+    subtotalMinor: sum((s) => s.subtotalMinor),
+    discountMinor: sum((s) => s.discountMinor),
+    shippingMinor: sum((s) => s.shippingMinor),
+    taxMinor: sum((s) => s.taxMinor),
+    totalMinor: sum((s) => s.totalMinor),
+    coupon: couponEval,
+  };
+}

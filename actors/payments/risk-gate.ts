@@ -1,0 +1,137 @@
+/**
+ * The risk gate before settlement (spec: InitiateCheckoutRequest, behaviour 3). Pure: the caller gathers the
+ * signals; `evaluateRisk` returns every rule that fired and one decision.
+ *
+ * Rules (amounts per currency, see RISK_AMOUNT_LIMITS; no FX conversion):
+ * | rule_code              | fires when                                                        | decision |
+ * |------------------------|-------------------------------------------------------------------|----------|
+ * | AMOUNT_STEP_UP         | amount > step-up limit (1,000.00 in 2-decimal currencies)          | step_up  |
+ * | AMOUNT_BLOCK           | amount > block limit (10,000.00)                                   | block    |
+ * | VELOCITY_STEP_UP       | this key already started >= 10 checkouts in the last hour         | step_up  |
+ * | VELOCITY_BLOCK         | >= 30 in the last hour                                             | block    |
+ * | NEW_KEY_HIGH_AMOUNT    | key younger than 1 h and amount > new-key limit (250.00)           | step_up  |
+ * | CURRENCY_COUNTRY_MISMATCH | cart currency is not the store country's currency               | signal   |
+ * | SHIP_COUNTRY_MISMATCH  | shipping country differs from the instrument's (billing) country   | signal   |
+ * | MISMATCH_COMBINED      | two or more mismatch signals together                              | step_up  |
+ * The decision is the strongest rule (block > step_up > allow). Mode `enforce` applies it (step_up → 202
+ * user_action_required, block → 403 policy_blocked); mode `observe` always allows and reports what it would
+ * have done.
+ */
+import { fail, type ActorError } from "../runtime/errors.ts";
+
+export type RiskMode = "observe" | "enforce";
+export type RiskDecision = "allow" | "step_up" | "block";
+
+export interface RiskAmountLimits {
+  stepUpOverMinor: number;
+  blockOverMinor: number;
+  newKeyStepUpOverMinor: number;
+}
+
+const twoDecimals: RiskAmountLimits = { stepUpOverMinor: 100_000, blockOverMinor: 1_000_000, newKeyStepUpOverMinor: 25_000 };
+/** Zero-decimal currencies need their own numbers, or ¥1,001 (about 7 USD) would need a step-up. */
+export const RISK_AMOUNT_LIMITS: Readonly<Record<string, RiskAmountLimits>> = {
+  DEFAULT: twoDecimals,
+  JPY: { stepUpOverMinor: 150_000, blockOverMinor: 1_500_000, newKeyStepUpOverMinor: 40_000 },
+  KRW: { stepUpOverMinor: 1_300_000, blockOverMinor: 13_000_000, newKeyStepUpOverMinor: 330_000 },
+};
+
+export const VELOCITY_WINDOW_MS = 60 * 60 * 1000;
+export const VELOCITY_STEP_UP_COUNT = 10;
+export const VELOCITY_BLOCK_COUNT = 30;
+export const NEW_KEY_AGE_MS = 60 * 60 * 1000;
+
+/** Currency of a store's country, for the mismatch signal (ISO 3166-1 alpha-2 → ISO 4217). */
+const COUNTRY_CURRENCY: Readonly<Record<string, string>> = {
+  US: "USD", CA: "CAD", GB: "GBP", AU: "AUD", NZ: "NZD", JP: "JPY", KR: "KRW", CH: "CHF", SE: "SEK", NO: "NOK",
+  DK: "DKK", PL: "PLN", CZ: "CZK", IN: "INR", BR: "BRL", MX: "MXN", SG: "SGD", HK: "HKD", CN: "CNY", ZA: "ZAR",
+  DE: "EUR", FR: "EUR", IT: "EUR", ES: "EUR", NL: "EUR", BE: "EUR", AT: "EUR", IE: "EUR", PT: "EUR", FI: "EUR",
+  GR: "EUR", LU: "EUR", SK: "EUR", SI: "EUR", EE: "EUR", LV: "EUR", LT: "EUR", HR: "EUR", MT: "EUR", CY: "EUR",
+};
+
+export interface RiskInput {
+  amountMinor: number;
+  currency: string;
+  now: number;
+  keyCreatedAt: number;
+  /** Start times of this key's earlier checkouts (any window; only the last hour counts). */
+  recentCheckoutTimes: readonly number[];
+  storeCountry?: string | null;
+  shippingCountry?: string | null;
+  /** Country of the payment instrument or billing address, when the rail tells us. */
+  billingCountry?: string | null;
+}
+
+export interface RiskSignal {
+  rule_code: string;
+  decision: RiskDecision | "signal";
+  message: string;
+}
+
+export interface RiskResult {
+  mode: RiskMode;
+  /** What the rules say. */
+  decision: RiskDecision;
+  /** What the caller must do: `decision` in enforce mode, always `allow` in observe mode. */
+  effective: RiskDecision;
+  signals: RiskSignal[];
+}
+
+export function parseRiskMode(value: string | undefined): RiskMode {
+  if (value === undefined || value === "") return "observe";
+  if (value === "observe" || value === "enforce") return value;
+  throw new Error(`SPEC005_KYAI_GATE_MODE must be observe or enforce, got ${JSON.stringify(value)}`);
+}
+
+export function countWithin(times: readonly number[], now: number, windowMs: number): number {
+  return times.filter((t) => t <= now && now - t < windowMs).length;
+}
+
+const rank: Record<RiskDecision, number> = { allow: 0, step_up: 1, block: 2 };
+
+export function evaluateRisk(input: RiskInput, mode: RiskMode, limitsTable: Readonly<Record<string, RiskAmountLimits>> = RISK_AMOUNT_LIMITS): RiskResult {
+  const currency = input.currency.toUpperCase();
+  const limits = limitsTable[currency] ?? limitsTable.DEFAULT ?? twoDecimals;
+  const signals: RiskSignal[] = [];
+  const add = (rule_code: string, decision: RiskSignal["decision"], message: string): void => {
+    signals.push({ rule_code, decision, message });
+  };
+
+  if (input.amountMinor > limits.blockOverMinor) add("AMOUNT_BLOCK", "block", `amount above ${limits.blockOverMinor} minor units`);
+  else if (input.amountMinor > limits.stepUpOverMinor) add("AMOUNT_STEP_UP", "step_up", `amount above ${limits.stepUpOverMinor} minor units`);
+
+  const recent = countWithin(input.recentCheckoutTimes, input.now, VELOCITY_WINDOW_MS);
+  if (recent >= VELOCITY_BLOCK_COUNT) add("VELOCITY_BLOCK", "block", `${recent} checkouts by this key in the last hour`);
+  else if (recent >= VELOCITY_STEP_UP_COUNT) add("VELOCITY_STEP_UP", "step_up", `${recent} checkouts by this key in the last hour`);
+
+  if (input.now - input.keyCreatedAt < NEW_KEY_AGE_MS && input.amountMinor > limits.newKeyStepUpOverMinor) {
+    add("NEW_KEY_HIGH_AMOUNT", "step_up", "key younger than one hour with a high amount");
+  }
+
+  let mismatches = 0;
+  const storeCurrency = input.storeCountry ? COUNTRY_CURRENCY[input.storeCountry.toUpperCase()] : undefined;
+  if (storeCurrency && storeCurrency !== currency) {
+    mismatches++;
+    add("CURRENCY_COUNTRY_MISMATCH", "signal", `currency ${currency} differs from the store country's ${storeCurrency}`);
+  }
+  if (input.shippingCountry && input.billingCountry && input.shippingCountry.toUpperCase() !== input.billingCountry.toUpperCase()) {
+    mismatches++;
+    add("SHIP_COUNTRY_MISMATCH", "signal", "shipping country differs from the payment instrument's country");
+  }
+  if (mismatches >= 2) add("MISMATCH_COMBINED", "step_up", "several mismatch signals together");
+
+  const decision = signals.reduce<RiskDecision>((d, s) => (s.decision !== "signal" && rank[s.decision] > rank[d] ? s.decision : d), "allow");
+  return { mode, decision, effective: mode === "enforce" ? decision : "allow", signals };
+}
+
+/** The error to return for an effective step-up or block; undefined when the checkout may proceed. */
+export function riskGateError(result: RiskResult): ActorError | undefined {
+  const ruleCodes = result.signals.filter((s) => s.decision === result.effective).map((s) => s.rule_code);
+  if (result.effective === "block") {
+    return fail("policy_blocked", "The risk gate blocked this checkout.", { rule_code: ruleCodes[0], rule_codes: ruleCodes, mode: result.mode });
+  }
+  if (result.effective === "step_up") {
+    return fail("user_action_required", "A human step-up is needed before settlement.", { rule_codes: ruleCodes, mode: result.mode });
+  }
+  return undefined;
+}

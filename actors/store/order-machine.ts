@@ -1,0 +1,95 @@
+/**
+ * Order status machine: one table of moves, each move naming who may make it.
+ *
+ * An order is written `pending` when its store's payment leg starts (so the `order.created` webhook shows
+ * `pending`, as the spec's example does) and moves to `paid` in the same write that records the capture.
+ * The agent may only cancel, and only before fulfilment; the merchant moves fulfilment forward and may cancel
+ * until the parcel ships; the system records payment and refunds. Refunds of a canceled order are recorded in
+ * refund records while the order stays canceled.
+ */
+import { fail } from "../runtime/errors.ts";
+
+export const ORDER_STATUSES = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "partially_refunded", "refunded"] as const;
+export type OrderStatus = (typeof ORDER_STATUSES)[number];
+
+export const ORDER_EVENTS = ["mark_paid", "fulfill", "ship", "deliver", "cancel", "refund_partial", "refund_full"] as const;
+export type OrderEvent = (typeof ORDER_EVENTS)[number];
+
+export type OrderActor = "agent" | "merchant" | "system";
+
+interface Move {
+  readonly to: OrderStatus;
+  readonly by: readonly OrderActor[];
+}
+const m = (to: OrderStatus, ...by: OrderActor[]): Move => ({ to, by });
+
+const REFUNDABLE = { refund_partial: m("partially_refunded", "system"), refund_full: m("refunded", "system") } as const;
+
+/** status × event → next status and the actors allowed to make that move. */
+export const ORDER_TRANSITIONS: Readonly<Record<OrderStatus, Readonly<Partial<Record<OrderEvent, Move>>>>> = {
+  pending: { mark_paid: m("paid", "system"), cancel: m("canceled", "agent", "merchant", "system") },
+  paid: {
+    fulfill: m("fulfilled", "merchant"),
+    ship: m("shipped", "merchant"), // fulfil and ship in one step
+    cancel: m("canceled", "agent", "merchant"),
+    ...REFUNDABLE,
+  },
+  fulfilled: { ship: m("shipped", "merchant"), cancel: m("canceled", "merchant"), ...REFUNDABLE },
+  shipped: { deliver: m("delivered", "merchant", "system"), ...REFUNDABLE },
+  delivered: { ...REFUNDABLE },
+  partially_refunded: { ...REFUNDABLE },
+  canceled: { refund_partial: m("canceled", "system"), refund_full: m("canceled", "system") },
+  refunded: {},
+};
+
+/** Statuses an agent may still cancel from. */
+export const AGENT_CANCELLABLE: ReadonlySet<OrderStatus> = new Set(
+  ORDER_STATUSES.filter((s) => ORDER_TRANSITIONS[s].cancel?.by.includes("agent")),
+);
+
+export interface OrderEventRecord {
+  at: number;
+  event: OrderEvent;
+  actor: OrderActor;
+  from: OrderStatus;
+  to: OrderStatus;
+  note?: string;
+}
+
+export interface OrderHeader {
+  status: OrderStatus;
+  createdAt: number;
+  deliveredAt: number | null;
+  history: OrderEventRecord[];
+}
+
+export function newOrderHeader(now: number): OrderHeader {
+  return { status: "pending", createdAt: now, deliveredAt: null, history: [] };
+}
+
+export function nextOrderStatus(status: OrderStatus, event: OrderEvent, actor: OrderActor): OrderStatus | undefined {
+  const move = ORDER_TRANSITIONS[status][event];
+  return move && move.by.includes(actor) ? move.to : undefined;
+}
+
+/**
+ * Apply one move. Errors: an agent cancel past the point of no return → ORDER_NOT_CANCELLABLE (details.status);
+ * any other agent move → forbidden; any other illegal move → conflict (details.status, event).
+ */
+export function applyOrderEvent<O extends OrderHeader>(order: O, event: OrderEvent, actor: OrderActor, now: number, note?: string): O {
+  const to = nextOrderStatus(order.status, event, actor);
+  if (to === undefined) {
+    if (actor === "agent" && event === "cancel") {
+      throw fail("ORDER_NOT_CANCELLABLE", `An order that is ${order.status} can no longer be canceled by an agent.`, { status: order.status });
+    }
+    if (actor === "agent") throw fail("forbidden", `An agent may not ${event} an order.`, { status: order.status, event });
+    throw fail("conflict", `${event} is not allowed on a ${order.status} order.`, { status: order.status, event, actor });
+  }
+  const record: OrderEventRecord = { at: now, event, actor, from: order.status, to, ...(note === undefined ? {} : { note }) };
+  return {
+    ...order,
+    status: to,
+    deliveredAt: event === "deliver" ? now : order.deliveredAt,
+    history: [...order.history, record],
+  };
+}

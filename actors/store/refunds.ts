@@ -1,0 +1,116 @@
+/**
+ * Refund requests. An agent proposes (PENDING_APPROVAL); a human merchant approves or rejects; the system runs
+ * the rail refund (REFUNDED or FAILED); a FAILED refund may be retried by the merchant (back to APPROVED).
+ *
+ * Bounds: refundable = order total − refunded − in flight (PENDING_APPROVAL and APPROVED), so two proposals can
+ * never together exceed what was paid. An omitted amount means the full remaining refundable amount. Amount:
+ * integer minor units > 0 and <= refundable. Reason: at most 255 characters (Unicode code points).
+ * Return window: `returnWindowDays` days from delivery (or from creation when never delivered), inclusive of the
+ * last instant; a store that declares no window gets DEFAULT_RETURN_WINDOW_DAYS.
+ */
+import { fail } from "../runtime/errors.ts";
+import type { OrderStatus } from "./order-machine.ts";
+
+export const REFUND_STATUSES = ["PENDING_APPROVAL", "APPROVED", "REJECTED", "REFUNDED", "FAILED"] as const;
+export type RefundStatus = (typeof REFUND_STATUSES)[number];
+
+export const REFUND_EVENTS = ["approve", "reject", "settle", "fail", "retry"] as const;
+export type RefundEvent = (typeof REFUND_EVENTS)[number];
+export type RefundActor = "merchant" | "system";
+
+export const REFUND_TRANSITIONS: Readonly<Record<RefundStatus, Readonly<Partial<Record<RefundEvent, { to: RefundStatus; by: RefundActor }>>>>> = {
+  PENDING_APPROVAL: { approve: { to: "APPROVED", by: "merchant" }, reject: { to: "REJECTED", by: "merchant" } },
+  APPROVED: { settle: { to: "REFUNDED", by: "system" }, fail: { to: "FAILED", by: "system" } },
+  FAILED: { retry: { to: "APPROVED", by: "merchant" }, reject: { to: "REJECTED", by: "merchant" } },
+  REJECTED: {},
+  REFUNDED: {},
+};
+
+export const REFUND_REASON_MAX_CHARS = 255;
+export const DEFAULT_RETURN_WINDOW_DAYS = 30;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Order statuses a refund may be requested from: money was captured and not all of it returned. */
+export const REFUNDABLE_ORDER_STATUSES: ReadonlySet<OrderStatus> = new Set(["paid", "fulfilled", "shipped", "delivered", "partially_refunded"]);
+
+export interface RefundRecordLike {
+  status: RefundStatus;
+  amountMinor: number;
+}
+
+export function applyRefundEvent<R extends RefundRecordLike>(refund: R, event: RefundEvent, actor: RefundActor): R {
+  const move = REFUND_TRANSITIONS[refund.status][event];
+  if (!move || move.by !== actor) {
+    throw fail("conflict", `${event} is not allowed on a ${refund.status} refund by ${actor}.`, { status: refund.status, event });
+  }
+  return { ...refund, status: move.to };
+}
+
+export function refundedMinor(refunds: readonly RefundRecordLike[]): number {
+  return refunds.filter((r) => r.status === "REFUNDED").reduce((a, r) => a + r.amountMinor, 0);
+}
+
+export function inFlightMinor(refunds: readonly RefundRecordLike[]): number {
+  return refunds.filter((r) => r.status === "PENDING_APPROVAL" || r.status === "APPROVED").reduce((a, r) => a + r.amountMinor, 0);
+}
+
+export function refundableMinor(orderTotalMinor: number, refunds: readonly RefundRecordLike[]): number {
+  return Math.max(0, orderTotalMinor - refundedMinor(refunds) - inFlightMinor(refunds));
+}
+
+/** The instant after which a return is refused. */
+export function returnWindowEndsAt(order: { createdAt: number; deliveredAt: number | null }, returnWindowDays: number | null | undefined): number {
+  const days = returnWindowDays ?? DEFAULT_RETURN_WINDOW_DAYS;
+  return (order.deliveredAt ?? order.createdAt) + days * DAY_MS;
+}
+
+export interface RefundRequestInput {
+  order: { status: OrderStatus; totalMinor: number; createdAt: number; deliveredAt: number | null };
+  refunds: readonly RefundRecordLike[];
+  policy: { returnWindowDays?: number | null };
+  amount?: unknown;
+  reason?: unknown;
+  now: number;
+}
+
+/** Validate a refund proposal; returns the amount to request (the remainder when omitted) and the reason. */
+export function validateRefundRequest(input: RefundRequestInput): { amountMinor: number; reason: string | null } {
+  const { order, amount, reason } = input;
+  let reasonOut: string | null = null;
+  if (reason !== undefined && reason !== null) {
+    if (typeof reason !== "string") throw fail("INVALID_ARGUMENT", "reason must be a string.", { field: "reason" });
+    const chars = [...reason].length;
+    if (chars > REFUND_REASON_MAX_CHARS) {
+      throw fail("INVALID_ARGUMENT", `reason is at most ${REFUND_REASON_MAX_CHARS} characters.`, { field: "reason", length: chars });
+    }
+    reasonOut = reason;
+  }
+  if (amount !== undefined && amount !== null && (typeof amount !== "number" || !Number.isInteger(amount) || amount <= 0)) {
+    throw fail("INVALID_ARGUMENT", "amount must be an integer number of cents > 0.", { field: "amount" });
+  }
+  if (!REFUNDABLE_ORDER_STATUSES.has(order.status)) {
+    throw fail("conflict", `A ${order.status} order cannot be refunded.`, { status: order.status });
+  }
+  const endsAt = returnWindowEndsAt(order, input.policy.returnWindowDays);
+  if (input.now > endsAt) {
+    throw fail("RETURN_WINDOW_EXPIRED", "The return window has closed; only the merchant can override.", {
+      return_window_days: input.policy.returnWindowDays ?? DEFAULT_RETURN_WINDOW_DAYS,
+      window_ended_at: new Date(endsAt).toISOString(),
+    });
+  }
+  const refundable = refundableMinor(order.totalMinor, input.refunds);
+  if (refundable <= 0) throw fail("conflict", "Nothing is left to refund on this order.", { refundable_minor: 0 });
+  const requested = typeof amount === "number" ? amount : refundable;
+  if (requested > refundable) {
+    throw fail("INVALID_ARGUMENT", "amount exceeds the refundable amount.", { field: "amount", refundable_minor: refundable });
+  }
+  return { amountMinor: requested, reason: reasonOut };
+}
+
+/**
+ * The order event a settled refund implies: full when refunds now cover the total, else partial.
+ * (The order machine keeps a canceled order canceled either way.)
+ */
+export function orderEventAfterRefund(orderTotalMinor: number, refunds: readonly RefundRecordLike[]): "refund_full" | "refund_partial" {
+  return refundedMinor(refunds) >= orderTotalMinor ? "refund_full" : "refund_partial";
+}
