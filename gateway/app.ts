@@ -8,7 +8,7 @@ import { errors } from "./plugins/errors.ts";
 import { metrics } from "./plugins/metrics.ts";
 import { requestId } from "./plugins/request-id.ts";
 import { transparency } from "./plugins/transparency.ts";
-import { gatewayModules } from "./rest/index.ts";
+import { gatewayModules, type GatewayModule } from "./rest/index.ts";
 import type { Services } from "./services.ts";
 
 export const OPENAPI_DESCRIPTION = [
@@ -19,7 +19,7 @@ export const OPENAPI_DESCRIPTION = [
   "present on every error of this implementation (see /docs/errors).",
 ].join("\n");
 
-export function createApp(svc: Services) {
+export function createApp(svc: Services, extraModules: GatewayModule[] = []) {
   let app = new Elysia({ name: "gateway" })
     .use(requestId)
     .use(transparency)
@@ -43,6 +43,6 @@ export function createApp(svc: Services) {
         exclude: { paths: ["/metrics", "/health"] },
       }),
     ) as unknown as Elysia;
-  for (const mod of gatewayModules) app = app.use(mod(svc)) as unknown as Elysia;
+  for (const mod of [...gatewayModules, ...extraModules]) app = app.use(mod(svc)) as unknown as Elysia;
   return app;
 }

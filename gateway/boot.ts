@@ -19,6 +19,7 @@ import { openDatabase, type Database } from "../infra/db.ts";
 import { log, setLogLevel } from "../infra/log.ts";
 import { createApp } from "./app.ts";
 import type { Services } from "./services.ts";
+import type { GatewayModule } from "./rest/index.ts";
 
 export interface BootOptions {
   role?: Role;
@@ -27,6 +28,8 @@ export interface BootOptions {
   config?: Partial<Config>;
   clock?: Clock;
   reminderPollMs?: number;
+  /** Extra gateway modules (tests mount probe routes through the real plugin chain). */
+  extraModules?: GatewayModule[];
 }
 
 export interface Running {
@@ -129,7 +132,7 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
     let url = "";
     let port = 0;
     if (role !== "actors") {
-      const app = createApp(services);
+      const app = createApp(services, opts.extraModules);
       app.listen({ hostname: config.HOST, port: config.PORT });
       port = app.server!.port!;
       url = `http://${config.HOST}:${port}`;

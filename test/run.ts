@@ -1,0 +1,42 @@
+/**
+ * The test command (`bun run test`): runs bun's test runner over the whole suite (or the paths given) and
+ * ends with the line CI reads: `N passed, N failed, N skipped`. Exit code is non-zero when anything failed.
+ */
+const args = process.argv.slice(2);
+const proc = Bun.spawn(["bun", "test", ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env } });
+
+let pass = 0;
+let fail = 0;
+let skip = 0;
+let todo = 0;
+let sawSummary = false;
+
+async function pump(stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream) {
+  const decoder = new TextDecoder();
+  let buf = "";
+  for await (const chunk of stream) {
+    const text = decoder.decode(chunk, { stream: true });
+    out.write(text);
+    buf += text;
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      const m = /^\s*(\d+) (pass|fail|skip|todo)\s*$/.exec(line);
+      if (m) {
+        sawSummary = true;
+        const n = Number(m[1]);
+        if (m[2] === "pass") pass = n;
+        else if (m[2] === "fail") fail = n;
+        else if (m[2] === "skip") skip = n;
+        else todo = n;
+      }
+    }
+  }
+}
+
+await Promise.all([pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr)]);
+const code = await proc.exited;
+if (!sawSummary || (code !== 0 && fail === 0)) fail = Math.max(fail, 1);
+console.log(`${pass} passed, ${fail} failed, ${skip + todo} skipped`);
+process.exit(code !== 0 || fail > 0 ? 1 : 0);
