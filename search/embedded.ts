@@ -104,7 +104,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     });
     if (results.length === 0) return [];
     const factors = fieldFactors(s);
-    const cache = new Map<string, number>();
+    const cache = new Map<string, Map<string, number>>();
     const best = results[0].score; // MiniSearch returns best first
     const scored = results.map((r) => ({
       id: String(r.id),

@@ -71,20 +71,30 @@ export function coverage(
   match: Record<string, string[]>,
   s: SearchSettings,
   factors: Record<SearchableField, number>,
-  cache: Map<string, number> = new Map(),
+  cache: Map<string, Map<string, number>> = new Map(),
 ): number {
   if (groups.length === 0) return 0;
-  const entries = Object.entries(match).map(([w, fields]) => [w, Math.max(0, ...fields.map((f) => factors[f as SearchableField] ?? 0))] as const);
+  const words: string[] = [];
+  const wordFactors: number[] = [];
+  for (const w in match) {
+    let f = 0;
+    for (const field of match[w]) f = Math.max(f, factors[field as SearchableField] ?? 0);
+    words.push(w);
+    wordFactors.push(f);
+  }
+  // quality depends only on (query word, prefix, document word): cached across the documents of one query
   const bestFor = (q: string, prefix: boolean): number => {
+    const cacheKey = prefix ? `p:${q}` : `x:${q}`;
+    let perWord = cache.get(cacheKey);
+    if (!perWord) cache.set(cacheKey, (perWord = new Map()));
     let best = 0;
-    for (const [w, factor] of entries) {
-      const key = `${prefix ? 1 : 0}\u0000${q}\u0000${w}`;
-      let quality = cache.get(key);
+    for (let i = 0; i < words.length; i++) {
+      let quality = perWord.get(words[i]);
       if (quality === undefined) {
-        quality = wordQuality(q, w, prefix, s);
-        cache.set(key, quality);
+        quality = wordQuality(q, words[i], prefix, s);
+        perWord.set(words[i], quality);
       }
-      const v = quality * factor;
+      const v = quality * wordFactors[i];
       if (v > best) best = v;
     }
     return best;
@@ -92,11 +102,14 @@ export function coverage(
   let sum = 0;
   for (const g of groups) {
     let best = 0;
-    g.alternatives.forEach((alt, i) => {
+    for (let i = 0; i < g.alternatives.length; i++) {
+      const alt = g.alternatives[i];
       // a multi-word synonym counts only as well as its weakest word
-      const v = Math.min(...alt.map((w) => bestFor(w, i === 0 && g.prefix))) * (i === 0 ? 1 : SYNONYM_FACTOR);
+      let v = Infinity;
+      for (const w of alt) v = Math.min(v, bestFor(w, i === 0 && g.prefix));
+      v *= i === 0 ? 1 : SYNONYM_FACTOR;
       if (v > best) best = v;
-    });
+    }
     sum += best;
   }
   return sum / groups.length;
