@@ -1,0 +1,428 @@
+/**
+ * The distributed bus: actor messages as NATS request/reply on `actor.<kind>.<partition>`, events on
+ * `events.<topic>`, placement of partitions on hosts by rendezvous hashing over a JetStream KV membership bucket
+ * (see placement.ts). JSON envelopes, the same ones the in-process transport carries.
+ *
+ * Wiring the process roles (gateway/main.ts):
+ *
+ *   // gateway: caller side only, never serves, never joins the membership bucket
+ *   const transport = await createTransport(config);                 // actors/transport/index.ts
+ *   const client = new ActorClient(transport);
+ *
+ *   // actor host
+ *   const transport = await createTransport(config, { hostId });     // hostId optional (hostname-pid-random)
+ *   const host = new ActorHost({ transport, sql, definitions, caller: new ActorClient(transport) });
+ *   attachHost(transport, host);   // from index.ts; no-op in-process. Lets placement deactivate moved actors
+ *                                  // and publish activation counts in the heartbeat. Call before host.start().
+ *   await host.start();            // ActorHost calls transport.serve(kind, …) per kind: this joins the cluster
+ *   …
+ *   await host.stop(); await transport.close();   // close() leaves the bucket so others take over at once
+ *
+ * Or directly: `await NatsTransport.connect({ servers: config.NATS_URL, partitions: config.ACTOR_PARTITIONS })`.
+ *
+ * Failure model: a request that finds no responder, times out, or hits a closed connection rejects with
+ * ActorError("actor_unavailable"); ActorClient retries it with the same msgId until its deadline, and ActorHost
+ * applies a retried write once. During a partition move a message may find nobody (or, briefly, two hosts);
+ * durable writes are fenced by version, so the loser's write is refused and state never goes backwards.
+ */
+import { connect, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
+import { hostname } from "node:os";
+import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
+import { ActorError } from "../runtime/errors.ts";
+import { log as rootLog, type Logger } from "../../infra/log.ts";
+import { DEFAULT_BUCKET, Membership, computeOwnership, partitionOf, partitionSubject } from "./placement.ts";
+import type { EventHandler, ServeHandler, Transport } from "./transport.ts";
+
+/** What placement needs from the ActorHost (structural, so tests can pass a stub). */
+export interface PlacementHost {
+  deactivate(pred: (kind: string, id: string) => boolean): void;
+  activationCount(kind?: string): number;
+}
+
+export interface NatsTransportOptions {
+  /** Comma-separated or list of server URLs (config.NATS_URL). */
+  servers: string | string[];
+  /** Partitions per kind (config.ACTOR_PARTITIONS); every process of a deployment must agree. */
+  partitions?: number;
+  /** Host identity in the membership bucket; only used once `serve` is called. */
+  hostId?: string;
+  /** Membership bucket (default `actor_hosts`); tests use their own. */
+  bucket?: string;
+  heartbeatMs?: number;
+  /** A host whose last heartbeat is this much older than the newest one is dead (default 3000). */
+  ttlMs?: number;
+  /** Replicas for the KV bucket and the durable events stream (3, falling back to 1 on a single server). */
+  replicas?: number;
+  /** JetStream stream that captures `events.>` for durable subscribers (default `ACTOR_EVENTS`). */
+  eventsStream?: string;
+  /** Connection name shown by the server (monitoring). */
+  name?: string;
+  /** Keep the server order (tests pin processes to nodes); default randomised like the NATS client. */
+  noRandomize?: boolean;
+  log?: Logger;
+}
+
+export const EVENTS_PREFIX = "events.";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export function defaultHostId(): string {
+  const h = hostname().replace(/[^-_a-zA-Z0-9]/g, "-").slice(0, 60) || "host";
+  return `${h}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+export class NatsTransport implements Transport {
+  readonly name = "nats";
+  readonly partitions: number;
+  readonly hostId: string;
+  private readonly handlers = new Map<string, ServeHandler>();
+  /** kind → partition → subscription, for the partitions this host owns right now. */
+  private readonly subs = new Map<string, Map<number, Subscription>>();
+  private readonly eventSubs = new Set<Subscription>();
+  private readonly durables = new Set<ConsumerMessages>();
+  private membership?: Membership;
+  private joining?: Promise<void>;
+  private host?: PlacementHost;
+  private closed = false;
+  private readonly log: Logger;
+  // pause detection: a process frozen longer than this may have been declared dead and replaced
+  private readonly pauseMs: number;
+  private lastTick = performance.now();
+  private ticker?: ReturnType<typeof setInterval>;
+  /** Set after a detected pause: serve nothing until the view is current again. */
+  private suspect = false;
+  private recovering?: Promise<void>;
+  private eventsStreamReady?: Promise<void>;
+
+  private constructor(
+    readonly nc: NatsConnection,
+    private readonly opts: NatsTransportOptions,
+  ) {
+    this.partitions = opts.partitions ?? 64;
+    this.hostId = opts.hostId ?? defaultHostId();
+    this.log = opts.log ?? rootLog.child({ component: "nats-transport" });
+    const hb = opts.heartbeatMs ?? 1000;
+    const ttl = opts.ttlMs ?? 3000;
+    this.pauseMs = Math.max(300, ttl - hb - 500);
+  }
+
+  /** Connects (retrying forever on later disconnects). Does not join the cluster: `serve` does that. */
+  static async connect(opts: NatsTransportOptions): Promise<NatsTransport> {
+    const servers = (Array.isArray(opts.servers) ? opts.servers : opts.servers.split(","))
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const nc = await connect({
+      servers,
+      name: opts.name ?? `acs-${process.pid}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      reconnectJitter: 100,
+      pingInterval: 5000,
+      noRandomize: opts.noRandomize ?? false,
+      waitOnFirstConnect: true,
+      timeout: 5000,
+    });
+    return new NatsTransport(nc, opts);
+  }
+
+  /** Connected server (for diagnostics and tests). */
+  get server(): string {
+    return this.nc.getServer();
+  }
+
+  /** Host side: the ActorHost whose activations move with partitions. Call before `host.start()`. */
+  attachHost(host: PlacementHost): void {
+    this.host = host;
+  }
+
+  // ------------------------------------------------------------------------------------------------ requests
+
+  async request(env: RequestEnvelope, timeoutMs: number): Promise<ReplyEnvelope> {
+    if (this.closed) throw new ActorError("actor_unavailable", "transport closed");
+    const subject = partitionSubject(env.kind, partitionOf(env.id, this.partitions));
+    let msg: Msg;
+    try {
+      msg = await this.nc.request(subject, JSON.stringify(env), { timeout: Math.max(1, Math.floor(timeoutMs)) });
+    } catch (err) {
+      // no responders (nobody owns the partition right now), timeout, disconnect: all retryable by the caller
+      const why = (err as Error)?.name === "NoRespondersError" || /no responders/i.test(String((err as Error)?.message)) ? "no host owns" : "no reply from";
+      throw new ActorError("actor_unavailable", `${why} actor ${env.kind}/${env.id} (${subject}) within ${timeoutMs} ms`);
+    }
+    try {
+      return JSON.parse(dec.decode(msg.data)) as ReplyEnvelope;
+    } catch {
+      throw new ActorError("internal_error", `unreadable reply from ${subject}`);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------------ serving
+
+  /** Registers `kind` and joins placement (first call); resolves once this host serves its partitions. */
+  async serve(kind: string, handler: ServeHandler): Promise<void> {
+    if (this.closed) throw new Error("transport closed");
+    this.handlers.set(kind, handler);
+    if (!this.subs.has(kind)) this.subs.set(kind, new Map());
+    if (!this.joining) this.joining = this.join();
+    await this.joining;
+    // announce the new kind and wait until our own view includes it, so we own partitions before returning
+    const rev = await this.membership!.beatNow();
+    await this.membership!.seen(rev, 10_000);
+    this.rebalance();
+  }
+
+  private async join(): Promise<void> {
+    this.membership = new Membership({
+      nc: this.nc,
+      hostId: this.hostId,
+      bucket: this.opts.bucket ?? DEFAULT_BUCKET,
+      heartbeatMs: this.opts.heartbeatMs,
+      ttlMs: this.opts.ttlMs,
+      replicas: this.opts.replicas,
+      onChange: () => this.rebalance(),
+      beat: () => this.beat(),
+      onError: (what, err) => this.log.warn(`${what} failed`, { error: err as Error }),
+    });
+    this.ticker = setInterval(() => this.checkPause(), 100);
+    await this.membership.start();
+  }
+
+  private beat() {
+    const activations: Record<string, number> = {};
+    const owned: Record<string, number> = {};
+    for (const kind of this.handlers.keys()) {
+      activations[kind] = this.host?.activationCount(kind) ?? 0;
+      owned[kind] = this.subs.get(kind)?.size ?? 0;
+    }
+    return {
+      kinds: [...this.handlers.keys()],
+      partitions: this.partitions,
+      activations,
+      owned,
+      startedAt: Date.now() - (this.membership?.uptimeMs ?? 0),
+      pid: process.pid,
+      hostname: hostname(),
+    };
+  }
+
+  /** Partitions this host serves now, per kind. */
+  ownership(): Record<string, number[]> {
+    const out: Record<string, number[]> = {};
+    for (const [kind, m] of this.subs) out[kind] = [...m.keys()].sort((a, b) => a - b);
+    return out;
+  }
+
+  /** Live host ids as this host sees them (empty on a gateway). */
+  liveHosts(kind?: string): string[] {
+    return this.membership?.view.live(kind) ?? [];
+  }
+
+  /**
+   * Ticks every 100 ms; a gap far longer than that means the process was frozen (SIGSTOP, VM pause, a huge GC)
+   * long enough that the others may have taken our partitions over. Then we stop serving, drop every
+   * activation (their in-memory state may be stale) and rejoin once a fresh heartbeat has gone round the bucket.
+   */
+  private checkPause(): boolean {
+    const now = performance.now();
+    const gap = now - this.lastTick;
+    this.lastTick = now;
+    if (gap > this.pauseMs && this.membership && !this.closed) {
+      this.log.warn("process was paused; re-checking placement before serving again", { pausedMs: Math.round(gap) });
+      this.suspect = true;
+      this.host?.deactivate(() => true);
+      this.recover();
+    }
+    return this.suspect;
+  }
+
+  private recover(): void {
+    if (this.recovering) return;
+    this.recovering = (async () => {
+      for (;;) {
+        if (this.closed) return;
+        try {
+          const rev = await this.membership!.beatNow();
+          await this.membership!.seen(rev, 5000);
+          break;
+        } catch (err) {
+          this.log.warn("rejoin after pause failed; retrying", { error: err as Error });
+          await Bun.sleep(200);
+        }
+      }
+      this.suspect = false;
+      this.recovering = undefined;
+      this.rebalance();
+    })();
+  }
+
+  /** Recomputes ownership from the current view and (un)subscribes partitions that moved. */
+  private rebalance(): void {
+    if (this.closed || !this.membership) return;
+    const view = this.membership.view;
+    const selfLive = !this.suspect && view.isLive(this.hostId);
+    const ownership = computeOwnership(view, [...this.handlers.keys()], this.partitions);
+    const lost = new Map<string, Set<number>>();
+    for (const [kind, handler] of this.handlers) {
+      const current = this.subs.get(kind)!;
+      const owners = ownership.get(kind)!;
+      for (let p = 0; p < this.partitions; p++) {
+        const mine = selfLive && owners.get(p) === this.hostId;
+        const sub = current.get(p);
+        if (mine && !sub) current.set(p, this.subscribePartition(kind, p, handler));
+        else if (!mine && sub) {
+          sub.unsubscribe();
+          current.delete(p);
+          let s = lost.get(kind);
+          if (!s) lost.set(kind, (s = new Set()));
+          s.add(p);
+        }
+      }
+    }
+    if (lost.size) {
+      const n = [...lost.values()].reduce((a, s) => a + s.size, 0);
+      this.log.info("partitions moved away", { hostId: this.hostId, lost: n, liveHosts: view.live().length });
+      this.host?.deactivate((kind, id) => lost.get(kind)?.has(partitionOf(id, this.partitions)) ?? false);
+    }
+  }
+
+  private subscribePartition(kind: string, p: number, handler: ServeHandler): Subscription {
+    const subject = partitionSubject(kind, p);
+    return this.nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err || !msg.reply) return;
+        // after a pause our view may be stale: stay silent so the current owner (or a retry) answers
+        if (this.checkPause()) return;
+        let env: RequestEnvelope;
+        try {
+          env = JSON.parse(dec.decode(msg.data)) as RequestEnvelope;
+        } catch {
+          msg.respond(enc.encode(JSON.stringify({ ok: false, error: { code: "INVALID_ARGUMENT", message: "unreadable envelope" } })));
+          return;
+        }
+        handler(env).then(
+          (reply) => msg.respond(enc.encode(JSON.stringify(reply))),
+          (e) => {
+            this.log.error("serve handler threw", { subject, error: e as Error });
+            msg.respond(enc.encode(JSON.stringify({ ok: false, error: { code: "internal_error", message: "internal error" } })));
+          },
+        );
+      },
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------------ events
+
+  async publish(topic: string, event: unknown): Promise<void> {
+    if (this.closed) return;
+    this.nc.publish(EVENTS_PREFIX + topic, JSON.stringify(event));
+  }
+
+  subscribe(topic: string, handler: EventHandler): () => void {
+    const sub = this.nc.subscribe(EVENTS_PREFIX + topic, {
+      callback: (err, msg) => {
+        if (err) return;
+        let event: unknown;
+        try {
+          event = JSON.parse(dec.decode(msg.data));
+        } catch {
+          return;
+        }
+        Promise.resolve()
+          .then(() => handler(event))
+          .catch((e) => this.log.warn("event handler failed", { topic, error: e as Error }));
+      },
+    });
+    this.eventSubs.add(sub);
+    return () => {
+      this.eventSubs.delete(sub);
+      sub.unsubscribe();
+    };
+  }
+
+  private ensureEventsStream(): Promise<void> {
+    this.eventsStreamReady ??= (async () => {
+      const jsm = await jetstreamManager(this.nc);
+      const name = this.opts.eventsStream ?? "ACTOR_EVENTS";
+      const cfg = { name, subjects: [`${EVENTS_PREFIX}>`], max_age: 7 * 24 * 3600 * 1_000_000_000, num_replicas: this.opts.replicas ?? 3 };
+      try {
+        await jsm.streams.info(name);
+        return;
+      } catch {
+        // not there yet
+      }
+      try {
+        await jsm.streams.add(cfg);
+      } catch (err) {
+        if (cfg.num_replicas > 1 && /replica|clustered|insufficient resources/i.test(String((err as Error)?.message))) {
+          await jsm.streams.add({ ...cfg, num_replicas: 1 });
+        } else {
+          await jsm.streams.info(name); // someone else created it meanwhile; anything else rethrows
+        }
+      }
+    })().catch((err) => {
+      this.eventsStreamReady = undefined;
+      throw err;
+    });
+    return this.eventsStreamReady;
+  }
+
+  /**
+   * At-least-once events for a named consumer (the search indexer): a JetStream stream captures `events.>`
+   * (created on first use), and `durableName` remembers what was acknowledged, so an event published while
+   * the subscriber was down is delivered when it comes back. The handler must be idempotent; a handler that
+   * throws gets the event again after a short delay. Resolves with a function that stops consuming (the
+   * durable position is kept). Events published before the stream first existed are not captured.
+   */
+  async subscribeDurable(topic: string, durableName: string, handler: EventHandler): Promise<() => Promise<void>> {
+    await this.ensureEventsStream();
+    const stream = this.opts.eventsStream ?? "ACTOR_EVENTS";
+    const jsm = await jetstreamManager(this.nc);
+    try {
+      await jsm.consumers.info(stream, durableName);
+    } catch {
+      await jsm.consumers.add(stream, {
+        durable_name: durableName,
+        filter_subject: EVENTS_PREFIX + topic,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ack_wait: 30_000_000_000,
+      });
+    }
+    const consumer = await jetstream(this.nc).consumers.get(stream, durableName);
+    const messages = await consumer.consume({ max_messages: 256 });
+    this.durables.add(messages);
+    const done = (async () => {
+      for await (const m of messages) {
+        try {
+          await handler(m.json());
+          m.ack();
+        } catch (err) {
+          this.log.warn("durable event handler failed; redelivering", { topic, durableName, error: err as Error });
+          m.nak(1000);
+        }
+      }
+    })();
+    return async () => {
+      this.durables.delete(messages);
+      await messages.close().catch(() => {});
+      await done.catch(() => {});
+    };
+  }
+
+  // ------------------------------------------------------------------------------------------------ lifecycle
+
+  /** Leaves the membership bucket (others take our partitions at once), then drains the connection. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.ticker);
+    for (const m of this.subs.values()) for (const s of m.values()) s.unsubscribe();
+    this.subs.clear();
+    for (const s of this.eventSubs) s.unsubscribe();
+    for (const d of this.durables) await d.close().catch(() => {});
+    await this.joining?.catch(() => {});
+    await this.membership?.stop(true);
+    await this.nc.drain().catch(() => this.nc.close());
+  }
+}

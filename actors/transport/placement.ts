@@ -1,0 +1,352 @@
+/**
+ * Placement of actor partitions on hosts, with no coordinator.
+ *
+ * - An actor `kind/id` lives in partition `fnv1a(id) mod P`; a partition is a NATS subject `actor.<kind>.<p>`.
+ * - Hosts heartbeat into a JetStream KV bucket. Each host watches the bucket and derives the same live set, then
+ *   picks the owner of every partition by rendezvous (highest-random-weight) hashing over the live hosts that
+ *   serve that kind. When a host joins or dies only the partitions it wins or held move.
+ * - Liveness is judged on the bucket's own (server-assigned) timestamps, relative to the newest heartbeat seen:
+ *   a host is dead when the freshest heartbeat in the bucket is more than `ttlMs` newer than its own last one.
+ *   So a stalled bucket (a JetStream leader election, a reconnect) declares nobody dead, and a host that was
+ *   frozen (SIGSTOP, a VM pause) sees on waking that others moved on without it and drops out by itself until
+ *   its next heartbeat lands. Durable writes stay fenced by version in any case (ActorHost), so a brief double
+ *   owner can never overwrite newer state; placement only keeps such overlaps rare and short.
+ *
+ * The pure parts (hashes, rendezvous, MemberView) are unit-tested in test/actors/transport-placement.test.ts;
+ * `Membership` is the I/O around them (heartbeat loop + KV watch).
+ */
+import type { NatsConnection } from "@nats-io/transport-node";
+import { Kvm, type KV } from "@nats-io/kv";
+
+// ---------------------------------------------------------------------------------------------------------------
+// pure parts
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+const utf8 = new TextEncoder();
+
+/** 32-bit FNV-1a over the UTF-8 bytes of `s` (stable across processes, runtimes and versions). */
+export function fnv1a32(s: string): number {
+  let h = FNV_OFFSET;
+  const bytes = utf8.encode(s);
+  for (let i = 0; i < bytes.length; i++) {
+    h ^= bytes[i];
+    h = Math.imul(h, FNV_PRIME);
+  }
+  return h >>> 0;
+}
+
+/** murmur3's finaliser: FNV-1a alone mixes its last bytes poorly, which would bias rendezvous weights. */
+function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+export function partitionOf(id: string, partitions: number): number {
+  return fnv1a32(id) % partitions;
+}
+
+export function partitionSubject(kind: string, partition: number): string {
+  return `actor.${kind}.${partition}`;
+}
+
+export function rendezvousWeight(hostId: string, kind: string, partition: number): number {
+  return fmix32(fnv1a32(`${hostId}\u0000${kind}\u0000${partition}`));
+}
+
+/** The one owner of `kind` partition `partition` among `hostIds` (undefined when there is none). */
+export function rendezvousOwner(kind: string, partition: number, hostIds: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestW = -1;
+  for (const h of hostIds) {
+    const w = rendezvousWeight(h, kind, partition);
+    if (w > bestW || (w === bestW && best !== undefined && h < best)) {
+      best = h;
+      bestW = w;
+    }
+  }
+  return best;
+}
+
+/** Partitions of `kind` that `self` owns when `hostIds` (which should include self) are the live hosts. */
+export function ownedPartitions(self: string, kind: string, partitions: number, hostIds: readonly string[]): number[] {
+  const out: number[] = [];
+  for (let p = 0; p < partitions; p++) if (rendezvousOwner(kind, p, hostIds) === self) out.push(p);
+  return out;
+}
+
+/** What a host writes into the membership bucket on every heartbeat (also read by `cluster status`). */
+export interface HostBeat {
+  hostId: string;
+  /** Actor kinds this host serves. */
+  kinds: string[];
+  partitions: number;
+  ttlMs: number;
+  /** Active activations per kind at the time of the beat. */
+  activations: Record<string, number>;
+  /** How many partitions of each kind the host owned at the time of the beat. */
+  owned: Record<string, number>;
+  startedAt: number;
+  pid: number;
+  hostname: string;
+}
+
+interface Member {
+  created: number;
+  beat: HostBeat;
+}
+
+/** The live-host set as one watcher of the membership bucket sees it. Pure: fed entries, asked questions. */
+export class MemberView {
+  private readonly members = new Map<string, Member>();
+  private frontier = 0;
+
+  constructor(readonly ttlMs: number) {}
+
+  /** A PUT seen on the bucket; `created` is the entry's server timestamp in epoch ms. */
+  put(key: string, created: number, beat: HostBeat): void {
+    const prev = this.members.get(key);
+    if (!prev || prev.created <= created) this.members.set(key, { created, beat });
+    if (created > this.frontier) this.frontier = created;
+  }
+
+  /** A DEL/PURGE seen on the bucket (a host that left cleanly). */
+  remove(key: string, created?: number): void {
+    this.members.delete(key);
+    if (created !== undefined && created > this.frontier) this.frontier = created;
+  }
+
+  /** Epoch ms of the newest heartbeat seen (server clock). */
+  get newest(): number {
+    return this.frontier;
+  }
+
+  isLive(hostId: string): boolean {
+    const m = this.members.get(hostId);
+    return !!m && this.frontier - m.created <= this.ttlMs;
+  }
+
+  /** Live host ids, sorted; only those serving `kind` when given. */
+  live(kind?: string): string[] {
+    const out: string[] = [];
+    for (const [id, m] of this.members) {
+      if (this.frontier - m.created > this.ttlMs) continue;
+      if (kind !== undefined && !m.beat.kinds.includes(kind)) continue;
+      out.push(id);
+    }
+    return out.sort();
+  }
+
+  all(): { hostId: string; created: number; live: boolean; beat: HostBeat }[] {
+    return [...this.members.entries()]
+      .map(([hostId, m]) => ({ hostId, created: m.created, live: this.frontier - m.created <= this.ttlMs, beat: m.beat }))
+      .sort((a, b) => a.hostId.localeCompare(b.hostId));
+  }
+}
+
+/** Ownership per kind, as every host with the same view computes it. */
+export function computeOwnership(view: MemberView, kinds: readonly string[], partitions: number): Map<string, Map<number, string>> {
+  const out = new Map<string, Map<number, string>>();
+  for (const kind of kinds) {
+    const hosts = view.live(kind);
+    const m = new Map<number, string>();
+    for (let p = 0; p < partitions; p++) {
+      const o = rendezvousOwner(kind, p, hosts);
+      if (o) m.set(p, o);
+    }
+    out.set(kind, m);
+  }
+  return out;
+}
+
+/** KV keys allow `[-/_=.a-zA-Z0-9]`; host ids are made of those (see `defaultHostId`). */
+export function validHostId(id: string): boolean {
+  return /^[-_=a-zA-Z0-9]+$/.test(id) && id.length <= 200;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// I/O: heartbeat + watch
+
+export const DEFAULT_BUCKET = "actor_hosts";
+
+export interface MembershipOptions {
+  nc: NatsConnection;
+  hostId: string;
+  bucket?: string;
+  heartbeatMs?: number;
+  ttlMs?: number;
+  /** Replicas of the KV stream: 3 on a cluster (survives one node), falls back to 1 on a single server. */
+  replicas?: number;
+  /** Called (coalesced) whenever the live set may have changed. */
+  onChange: () => void;
+  /** The heartbeat payload, minus the fields Membership fills in. */
+  beat: () => Omit<HostBeat, "hostId" | "ttlMs">;
+  onError?: (what: string, err: unknown) => void;
+}
+
+/** Opens (creating if needed) the membership bucket. Shared by hosts and `cluster status`. */
+export async function openHostsBucket(nc: NatsConnection, bucket: string, ttlMs: number, replicas = 3): Promise<KV> {
+  const kvm = new Kvm(nc);
+  // entries outlive the liveness window so a late watcher still sees who died recently; beyond that they go
+  const opts = { history: 1, ttl: Math.max(30_000, ttlMs * 5) };
+  try {
+    return await kvm.create(bucket, { ...opts, replicas });
+  } catch (err) {
+    const msg = String((err as Error)?.message ?? err);
+    if (replicas > 1 && /replica|clustered|insufficient resources/i.test(msg)) return openHostsBucket(nc, bucket, ttlMs, 1);
+    // exists with another configuration (e.g. other replicas): use it as it is
+    return kvm.open(bucket);
+  }
+}
+
+export class Membership {
+  readonly view: MemberView;
+  readonly hostId: string;
+  readonly bucket: string;
+  readonly heartbeatMs: number;
+  readonly ttlMs: number;
+  private kv?: KV;
+  private hbTimer?: ReturnType<typeof setTimeout>;
+  private watchdog?: ReturnType<typeof setInterval>;
+  private stopped = false;
+  private changePending = false;
+  private lastRevisionSeen = 0;
+  private lastSelfSeenAt = performance.now();
+  private lastPutOkAt = performance.now();
+  private waiters: { revision: number; resolve: () => void }[] = [];
+  private watcher?: { stop(): void };
+  private watchGeneration = 0;
+  private readonly startedAt = Date.now();
+
+  constructor(private readonly opts: MembershipOptions) {
+    if (!validHostId(opts.hostId)) throw new Error(`host id "${opts.hostId}" may only contain letters, digits, - _ =`);
+    this.hostId = opts.hostId;
+    this.bucket = opts.bucket ?? DEFAULT_BUCKET;
+    this.heartbeatMs = opts.heartbeatMs ?? 1000;
+    this.ttlMs = opts.ttlMs ?? 3000;
+    this.view = new MemberView(this.ttlMs);
+  }
+
+  /** Creates/opens the bucket, starts watching, writes a first heartbeat and waits until the watch has seen it. */
+  async start(): Promise<void> {
+    this.kv = await openHostsBucket(this.opts.nc, this.bucket, this.ttlMs, this.opts.replicas ?? 3);
+    await this.startWatch();
+    const rev = await this.beatNow();
+    await this.seen(rev, 10_000);
+    this.scheduleBeat();
+    // an ordered push consumer normally survives reconnects; if our own beats stop showing up, rebuild it
+    this.watchdog = setInterval(() => {
+      const now = performance.now();
+      if (now - this.lastPutOkAt < this.heartbeatMs * 2 && now - this.lastSelfSeenAt > this.heartbeatMs * 4) {
+        this.lastSelfSeenAt = now;
+        void this.startWatch().catch((e) => this.opts.onError?.("membership watch restart", e));
+      }
+    }, this.heartbeatMs);
+  }
+
+  /** True when the view includes everything up to at least this bucket revision. */
+  hasSeen(revision: number): boolean {
+    return this.lastRevisionSeen >= revision;
+  }
+
+  /** Resolves once the watch has delivered `revision` (rejects after `timeoutMs`). */
+  seen(revision: number, timeoutMs: number): Promise<void> {
+    if (this.hasSeen(revision)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const w = { revision, resolve: () => (clearTimeout(t), resolve()) };
+      const t = setTimeout(() => {
+        this.waiters = this.waiters.filter((x) => x !== w);
+        reject(new Error(`membership watch did not deliver revision ${revision} in ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.waiters.push(w);
+    });
+  }
+
+  /** Writes a heartbeat now; resolves with its bucket revision. */
+  async beatNow(): Promise<number> {
+    const beat: HostBeat = { ...this.opts.beat(), hostId: this.hostId, ttlMs: this.ttlMs };
+    const rev = await this.kv!.put(this.hostId, JSON.stringify(beat), { timeout: Math.max(500, this.heartbeatMs) });
+    this.lastPutOkAt = performance.now();
+    return rev;
+  }
+
+  private scheduleBeat(delay = this.heartbeatMs): void {
+    if (this.stopped) return;
+    this.hbTimer = setTimeout(async () => {
+      let next = this.heartbeatMs;
+      try {
+        await this.beatNow();
+      } catch (err) {
+        // a leader election or reconnect: try again soon so our beat lands among the first after the stall
+        next = Math.min(200, this.heartbeatMs);
+        this.opts.onError?.("heartbeat", err);
+      }
+      this.scheduleBeat(next);
+    }, delay);
+  }
+
+  private async startWatch(): Promise<void> {
+    const gen = ++this.watchGeneration;
+    this.watcher?.stop();
+    const iter = await this.kv!.watch({ key: ">" });
+    this.watcher = iter;
+    void (async () => {
+      try {
+        for await (const e of iter) {
+          if (gen !== this.watchGeneration) break;
+          const created = e.created.getTime();
+          if (e.operation === "PUT") {
+            try {
+              this.view.put(e.key, created, e.json<HostBeat>());
+            } catch {
+              // not a heartbeat we understand: ignore
+            }
+            if (e.key === this.hostId) this.lastSelfSeenAt = performance.now();
+          } else {
+            this.view.remove(e.key, created);
+          }
+          if (e.revision > this.lastRevisionSeen) this.lastRevisionSeen = e.revision;
+          this.changed();
+        }
+      } catch (err) {
+        this.opts.onError?.("membership watch", err);
+      }
+      if (!this.stopped && gen === this.watchGeneration) {
+        await Bun.sleep(200);
+        if (!this.stopped && gen === this.watchGeneration) void this.startWatch().catch((e) => this.opts.onError?.("membership watch restart", e));
+      }
+    })();
+  }
+
+  private changed(): void {
+    if (this.waiters.length) {
+      const ready = this.waiters.filter((w) => this.hasSeen(w.revision));
+      this.waiters = this.waiters.filter((w) => !this.hasSeen(w.revision));
+      for (const w of ready) w.resolve();
+    }
+    if (this.changePending) return;
+    this.changePending = true;
+    queueMicrotask(() => {
+      this.changePending = false;
+      if (!this.stopped) this.opts.onChange();
+    });
+  }
+
+  get uptimeMs(): number {
+    return Date.now() - this.startedAt;
+  }
+
+  /** Stops heartbeating and removes our entry so the others take over at once instead of after the TTL. */
+  async stop(leave = true): Promise<void> {
+    this.stopped = true;
+    this.watchGeneration++;
+    clearTimeout(this.hbTimer);
+    clearInterval(this.watchdog);
+    this.watcher?.stop();
+    if (leave && this.kv) await this.kv.delete(this.hostId).catch(() => {});
+  }
+}
