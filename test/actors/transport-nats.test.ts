@@ -1,0 +1,159 @@
+/**
+ * The NATS transport against the shared single-node server (NATS_URL or 127.0.0.1:4222): the transport contract,
+ * placement on one node, durable event consumers and the createTransport factory. Every test uses its own
+ * membership bucket, kinds, topics and stream, and removes them afterwards.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { NatsTransport, type NatsTransportOptions } from "../../actors/transport/nats.ts";
+import { attachHost, createTransport } from "../../actors/transport/index.ts";
+import { InProcessTransport } from "../../actors/transport/in-process.ts";
+import { partitionOf } from "../../actors/transport/placement.ts";
+import { ActorError } from "../../actors/runtime/errors.ts";
+import { transportContract } from "./transport-contract.ts";
+
+const NATS = process.env.TEST_NATS_URL ?? "nats://127.0.0.1:4222";
+const run = Math.random().toString(36).slice(2, 8);
+const buckets = new Set<string>();
+const streams = new Set<string>();
+
+function opts(extra: Partial<NatsTransportOptions> = {}): NatsTransportOptions {
+  const bucket = `actor_hosts_test_${run}`;
+  buckets.add(bucket);
+  return { servers: NATS, bucket, partitions: 16, replicas: 1, ...extra };
+}
+
+afterAll(async () => {
+  const t = await NatsTransport.connect({ servers: NATS });
+  const kvm = new Kvm(t.nc);
+  for (const b of buckets) await (await kvm.open(b)).destroy().catch(() => {});
+  const jsm = await jetstreamManager(t.nc);
+  for (const s of streams) await jsm.streams.delete(s).catch(() => {});
+  await t.close();
+});
+
+transportContract("nats (single node)", async () => {
+  // one process both serves and calls, through two connections, as a gateway and a host would
+  const server = await NatsTransport.connect(opts({ hostId: `contract-${run}` }));
+  const caller = await NatsTransport.connect(opts());
+  const both = {
+    name: "nats",
+    nc: server.nc,
+    request: caller.request.bind(caller),
+    serve: server.serve.bind(server),
+    publish: caller.publish.bind(caller),
+    subscribe: server.subscribe.bind(server),
+    close: async () => {
+      await caller.close();
+      await server.close();
+    },
+  };
+  return { transport: both, cleanup: () => both.close() };
+});
+
+describe("NATS placement on one server", () => {
+  test("a lone host owns every partition of the kinds it serves, and a gateway owns none", async () => {
+    const host = await NatsTransport.connect(opts({ hostId: `solo-${run}` }));
+    const gateway = await NatsTransport.connect(opts());
+    await host.serve(`solo-kind-${run}`, async (env) => ({ ok: true, value: env.id }));
+    expect(host.ownership()[`solo-kind-${run}`]).toEqual(Array.from({ length: 16 }, (_, i) => i));
+    expect(gateway.ownership()).toEqual({});
+    const reply = await gateway.request({ msgId: "m", kind: `solo-kind-${run}`, id: "abc", type: "x", body: {}, deadline: Date.now() + 1000, attempt: 1 }, 1000);
+    expect(reply).toEqual({ ok: true, value: "abc" });
+    await gateway.close();
+    await host.close();
+  });
+
+  test("two hosts split the partitions, and when one leaves the other takes them all and the moved actors are deactivated", async () => {
+    const kind = `pair-${run}`;
+    const deactivated: string[] = [];
+    const a = await NatsTransport.connect(opts({ hostId: `pair-a-${run}` }));
+    const b = await NatsTransport.connect(opts({ hostId: `pair-b-${run}` }));
+    const served = (who: string) => async () => ({ ok: true as const, value: who });
+    a.attachHost({ deactivate: (pred) => { for (let i = 0; i < 200; i++) if (pred(kind, `id${i}`)) deactivated.push(`id${i}`); }, activationCount: () => 0 });
+    await a.serve(kind, served("a"));
+    expect(a.ownership()[kind]!.length).toBe(16);
+    await b.serve(kind, served("b"));
+    // a learns about b through the bucket watch
+    const end = Date.now() + 3000;
+    while (Date.now() < end && a.ownership()[kind]!.length + b.ownership()[kind]!.length !== 16) await Bun.sleep(20);
+    const pa = a.ownership()[kind]!;
+    const pb = b.ownership()[kind]!;
+    expect(pa.length + pb.length).toBe(16);
+    expect(pa.filter((p) => pb.includes(p))).toEqual([]);
+    expect(pa.length).toBeGreaterThan(0);
+    expect(pb.length).toBeGreaterThan(0);
+    // a deactivated exactly the ids that live in partitions b took
+    const expected = Array.from({ length: 200 }, (_, i) => `id${i}`).filter((id) => pb.includes(partitionOf(id, 16)));
+    expect(deactivated.sort()).toEqual(expected.sort());
+    await b.close(); // a clean leave deletes b's key: a takes over without waiting for the TTL
+    const end2 = Date.now() + 2000;
+    while (Date.now() < end2 && a.ownership()[kind]!.length !== 16) await Bun.sleep(20);
+    expect(a.ownership()[kind]!.length).toBe(16);
+    await a.close();
+  });
+});
+
+describe("durable event consumers", () => {
+  test("an event published while the durable subscriber was down is delivered when it comes back", async () => {
+    const stream = `ACTOR_EVENTS_TEST_${run}`;
+    streams.add(stream);
+    const topic = `durable-${run}`;
+    const t = await NatsTransport.connect(opts({ eventsStream: stream }));
+    const got: unknown[] = [];
+    const stop = await t.subscribeDurable(topic, `indexer-${run}`, (e) => void got.push(e));
+    await t.publish(topic, { n: 1 });
+    for (let i = 0; i < 100 && got.length < 1; i++) await Bun.sleep(20);
+    expect(got).toEqual([{ n: 1 }]);
+    await stop();
+    await t.publish(topic, { n: 2 }); // nobody listening: the stream keeps it
+    await t.publish(topic, { n: 3 });
+    await t.nc.flush();
+    await Bun.sleep(100);
+    expect(got).toEqual([{ n: 1 }]);
+    const stop2 = await t.subscribeDurable(topic, `indexer-${run}`, (e) => void got.push(e));
+    for (let i = 0; i < 100 && got.length < 3; i++) await Bun.sleep(20);
+    expect(got).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    await stop2();
+    await t.close();
+  });
+
+  test("an event whose handler throws is delivered again", async () => {
+    const stream = `ACTOR_EVENTS_TEST_${run}`;
+    streams.add(stream);
+    const topic = `retry-${run}`;
+    const t = await NatsTransport.connect(opts({ eventsStream: stream }));
+    let calls = 0;
+    const stop = await t.subscribeDurable(topic, `flaky-${run}`, () => {
+      calls++;
+      if (calls === 1) throw new Error("index not ready");
+    });
+    await t.publish(topic, { n: 1 });
+    for (let i = 0; i < 150 && calls < 2; i++) await Bun.sleep(20);
+    expect(calls).toBe(2);
+    await stop();
+    await t.close();
+  });
+});
+
+describe("createTransport", () => {
+  test("without NATS_URL it is the in-process bus", async () => {
+    const t = await createTransport({ NATS_URL: "", ACTOR_PARTITIONS: 64 });
+    expect(t).toBeInstanceOf(InProcessTransport);
+    attachHost(t, { deactivate: () => {}, activationCount: () => 0 }); // a no-op, not an error
+    await t.close();
+  });
+
+  test("with NATS_URL it is a connected NATS transport using ACTOR_PARTITIONS", async () => {
+    const t = await createTransport({ NATS_URL: NATS, ACTOR_PARTITIONS: 8 });
+    expect(t).toBeInstanceOf(NatsTransport);
+    expect((t as NatsTransport).partitions).toBe(8);
+    const err = await t
+      .request({ msgId: "m", kind: `none-${run}`, id: "x", type: "t", body: {}, deadline: Date.now() + 500, attempt: 1 }, 500)
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(ActorError);
+    expect(err.code).toBe("actor_unavailable");
+    await t.close();
+  });
+});
