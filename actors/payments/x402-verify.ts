@@ -94,7 +94,9 @@ export function nonceKey(chainId: number, asset: string, from: string, nonce: st
 const refuse = (reason: X402VerifyReason, message: string, payer?: Address): X402VerifyResult =>
   payer === undefined ? { ok: false, reason, message } : { ok: false, reason, message, payer };
 
-const sameAddress = (a: string, b: string): boolean => isAddress(a) && isAddress(b) && getAddress(a) === getAddress(b);
+// Non-strict: a lower-case address is as good as a checksummed one; the comparison is on the bytes.
+const sameAddress = (a: string, b: string): boolean =>
+  isAddress(a, { strict: false }) && isAddress(b, { strict: false }) && a.toLowerCase() === b.toLowerCase();
 
 /**
  * Checks `payload` (an x402 v2 payment payload, as received) against `expected` (the requirements we issued
@@ -116,7 +118,8 @@ export async function verifyX402PaymentLocally(
   const inner = parseExactEip3009Payload(parsed.value.payload);
   if (!inner.ok) return refuse("malformed", `${inner.error} (only EIP-3009 authorizations are accepted)`);
   const { authorization, signature } = inner.value;
-  const payer = getAddress(authorization.from);
+  // Lower-case first: getAddress throws on a mixed-case address with a bad checksum; bytes are what count.
+  const payer = getAddress(authorization.from.toLowerCase());
   const expectedChainId = evmChainIdOf(expected.network);
   if (expectedChainId === undefined) return refuse("malformed", `expected network ${expected.network} is not an EVM chain`);
   const name = expected.extra?.name;
@@ -149,12 +152,12 @@ export async function verifyX402PaymentLocally(
   let signer: Address;
   try {
     signer = await recoverTypedDataAddress({
-      domain: { name, version, chainId: expectedChainId, verifyingContract: getAddress(expected.asset) },
+      domain: { name, version, chainId: expectedChainId, verifyingContract: getAddress(expected.asset.toLowerCase()) },
       types: EIP3009_TYPES,
       primaryType: "TransferWithAuthorization",
       message: {
         from: payer,
-        to: getAddress(authorization.to),
+        to: getAddress(authorization.to.toLowerCase()),
         value,
         validAfter: BigInt(authorization.validAfter),
         validBefore: BigInt(authorization.validBefore),
