@@ -3,6 +3,7 @@
  * OS picks (`--port 0`; the bound port is read from anvil's "Listening on" line, so two parallel starts never
  * race for a port). Chain id 84532 by default so networks read `eip155:84532`, the spec's test network.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { privateKeyToAddress } from "viem/accounts";
 import type { Address, Hex } from "viem";
@@ -34,7 +35,22 @@ export interface LocalChain {
   stop(): Promise<void>;
 }
 
-const ANVIL_BIN = join(import.meta.dir, "../../node_modules/.bin/anvil");
+/**
+ * The real anvil binary inside `@foundry-rs/anvil`'s platform package. Not `node_modules/.bin/anvil`: that is
+ * a node wrapper which adds ~200 ms per start and leaves the binary orphaned if the wrapper is SIGKILLed.
+ * `X402_ANVIL_BIN` overrides.
+ */
+function anvilBinary(): string {
+  if (process.env.X402_ANVIL_BIN) return process.env.X402_ANVIL_BIN;
+  const os = ({ linux: "linux", darwin: "darwin", win32: "win32" } as Record<string, string>)[process.platform];
+  const arch = ({ x64: "amd64", arm64: "arm64" } as Record<string, string>)[process.arch];
+  const exe = process.platform === "win32" ? "anvil.exe" : "anvil";
+  if (os && arch) {
+    const direct = join(import.meta.dir, `../../node_modules/@foundry-rs/anvil-${os}-${arch}/bin/${exe}`);
+    if (existsSync(direct)) return direct;
+  }
+  return join(import.meta.dir, "../../node_modules/.bin/anvil");
+}
 
 /**
  * The first ten keys of that mnemonic (m/44'/60'/0'/0/i), as anvil prints them. Hard-coded because deriving
@@ -67,7 +83,7 @@ export async function startChain(options: StartChainOptions = {}): Promise<Local
 
   const proc = Bun.spawn(
     [
-      ANVIL_BIN,
+      anvilBinary(),
       "--host", "127.0.0.1",
       "--port", "0",
       "--chain-id", String(chainId),
@@ -78,7 +94,12 @@ export async function startChain(options: StartChainOptions = {}): Promise<Local
     { stdout: "pipe", stderr: "pipe", stdin: "ignore" },
   );
 
+  // If the parent exits without calling stop() (a crashed test run), take anvil down with it.
+  const killOnExit = () => proc.kill("SIGKILL");
+  process.once("exit", killOnExit);
+
   const stop = async (): Promise<void> => {
+    process.removeListener("exit", killOnExit);
     if (proc.exitCode !== null || proc.signalCode !== null) return;
     proc.kill("SIGTERM");
     const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(2_000).then(() => false)]);
