@@ -1,4 +1,6 @@
 /** The registry: every actor kind this service hosts, in one list. A host serves all of them. */
 import type { AnyActorDefinition } from "./runtime/define-actor.ts";
+import { agentActor } from "./agent/index.ts";
+import { ipActor } from "./ip/index.ts";
 
-export const actorDefinitions: AnyActorDefinition[] = [];
+export const actorDefinitions: AnyActorDefinition[] = [agentActor, ipActor];

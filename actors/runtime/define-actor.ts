@@ -31,6 +31,11 @@ export interface ActorContext<S> extends ActorCaller {
   readonly id: string;
   /** The activation's state. Mutate it or replace it; the runtime persists it at the end of the turn if it changed. */
   state: S;
+  /**
+   * Per-activation memory that is never persisted (rate-limit buckets): lost on passivation or failover,
+   * which is the documented exception to durability.
+   */
+  readonly memory: Map<string, unknown>;
   /** Pool for reads that need not be part of the turn's transaction. */
   readonly sql: Sql;
   readonly log: Logger;
@@ -68,7 +73,7 @@ export interface ActorDefinition<S, M extends MessageSchemas, H extends { [K in 
 }
 
 // biome-ignore lint: the widest actor definition, used only as a constraint
-export type AnyActorDefinition = ActorDefinition<any, MessageSchemas, any>;
+export type AnyActorDefinition = ActorDefinition<any, any, any>;
 export type MessageType<D extends AnyActorDefinition> = keyof D["messages"] & string;
 export type MessageBody<D extends AnyActorDefinition, T extends MessageType<D>> = Static<D["messages"][T]>;
 export type ReplyOf<D extends AnyActorDefinition, T extends MessageType<D>> = Awaited<ReturnType<D["handlers"][T]>>;

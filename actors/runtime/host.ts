@@ -34,6 +34,7 @@ class Activation {
   state: unknown;
   version = 0;
   recent: RecentReply[] = [];
+  readonly memory = new Map<string, unknown>();
   queue: Pending[] = [];
   running = false;
   stale = false;
@@ -354,6 +355,7 @@ class Turn {
       set state(v) {
         act.state = v;
       },
+      memory: act.memory,
       sql,
       log: log.child({ actor: `${act.def.kind}/${act.id}` }),
       msgId,
@@ -405,7 +407,8 @@ class Turn {
     const current = JSON.stringify(act.state);
     const changed = current !== this.snapshot;
     if (!changed && !this.connPromise) return;
-    const tx = await this.tx();
+    // A turn that only changed its state needs no explicit transaction: one autocommit statement is atomic.
+    const tx = this.connPromise ? await this.tx() : this.host.internals.sql;
     const recent = reply ? [{ m: this.ctx.msgId, r: reply }, ...act.recent].slice(0, RECENT_REPLIES) : act.recent;
     let count: number;
     if (act.version === 0) {

@@ -6,10 +6,14 @@ import type { AnyElysia } from "elysia";
 import type { Services } from "../services.ts";
 import { docsRoutes } from "./docs.ts";
 import { healthRoutes } from "./health.ts";
+import { authRoutes } from "./auth.ts";
+import { agentKeyRoutes } from "./agent-keys.ts";
 
 export type GatewayModule = (svc: Services) => AnyElysia;
 
 export const gatewayModules: GatewayModule[] = [
   healthRoutes,
   docsRoutes,
+  authRoutes,
+  agentKeyRoutes,
 ];

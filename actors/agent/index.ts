@@ -1,0 +1,161 @@
+/**
+ * `agent/<keyPrefix>`: one activation per agent API key, addressed by the key's non-secret lookup prefix so a
+ * request can reach it before anything else is known. It owns the key record (revocation is seen at once by
+ * every gateway, because there is exactly one owner), the key's rate-limit buckets (in memory only: a failover
+ * may refill them, documented in docs/decisions.md) and, later, the key's wallet.
+ */
+import { timingSafeEqual } from "node:crypto";
+import { defineActor } from "../runtime/define-actor.ts";
+import { fail } from "../runtime/errors.ts";
+import { assertKeyActive, checkAccess, normalizeTier, type Tier } from "./access.ts";
+import { BucketTable, type AdmitResult } from "./buckets.ts";
+import { bucketsFor, type BucketDescriptor, type Surface } from "./limits.ts";
+import { Admit, Authorize, CreateKey, type KeyView, type RateView } from "./messages.ts";
+import { Type as T } from "@sinclair/typebox";
+
+interface KeyRecord extends KeyView {
+  hash: string;
+}
+
+interface AgentState {
+  loaded: boolean;
+  key: KeyRecord | null;
+}
+
+function buckets(memory: Map<string, unknown>): BucketTable {
+  let table = memory.get("buckets") as BucketTable | undefined;
+  if (!table) memory.set("buckets", (table = new BucketTable()));
+  return table;
+}
+
+export function rateView(r: AdmitResult): RateView {
+  return r.allowed
+    ? { limit: r.tightest.limit, remaining: r.tightest.remaining, reset: r.tightest.reset }
+    : { limit: r.tightest.limit, remaining: 0, reset: r.tightest.reset, retryAfter: r.retryAfter };
+}
+
+function view(k: KeyRecord): KeyView {
+  const { hash: _hash, ...rest } = k;
+  return rest;
+}
+
+function sameHash(a: string, b: string): boolean {
+  const x = Buffer.from(a.padEnd(64, "0").slice(0, 64), "utf8");
+  const y = Buffer.from(b.padEnd(64, "0").slice(0, 64), "utf8");
+  return timingSafeEqual(x, y) && a.length === b.length;
+}
+
+export const agentActor = defineActor({
+  kind: "agent",
+  initialState: (): AgentState => ({ loaded: false, key: null }),
+  async onActivate(ctx) {
+    if (ctx.state.loaded) return;
+    const rows = await ctx.sql<
+      { id: string; user_id: string; name: string; key_hash: string; scopes: string[]; tier: string; created_at: Date; expires_at: Date | null; revoked_at: Date | null }[]
+    >`SELECT id, user_id, name, key_hash, scopes, tier, created_at, expires_at, revoked_at FROM agent_keys WHERE prefix = ${ctx.id}`;
+    const r = rows[0];
+    ctx.state = {
+      loaded: true,
+      key: r
+        ? {
+            id: r.id,
+            prefix: ctx.id,
+            userId: r.user_id,
+            name: r.name,
+            hash: r.key_hash,
+            scopes: r.scopes,
+            tier: r.tier,
+            createdAt: r.created_at.toISOString(),
+            expiresAt: r.expires_at?.toISOString() ?? null,
+            revokedAt: r.revoked_at?.toISOString() ?? null,
+          }
+        : null,
+    };
+  },
+  messages: {
+    create: CreateKey,
+    authorize: Authorize,
+    admit: Admit,
+    get: T.Object({}),
+    revoke: T.Object({ userId: T.String() }),
+  },
+  handlers: {
+    async create(ctx, m) {
+      if (ctx.state.key) throw fail("conflict", "key prefix collision; retry");
+      const tx = await ctx.tx();
+      const [row] = await tx<{ created_at: Date }[]>`
+        INSERT INTO agent_keys (id, user_id, name, prefix, key_hash, scopes, tier, expires_at)
+        VALUES (${m.id}, ${m.userId}, ${m.name}, ${ctx.id}, ${m.hash}, ${m.scopes}, ${m.tier}, ${m.expiresAt})
+        RETURNING created_at`;
+      ctx.state.key = {
+        id: m.id,
+        prefix: ctx.id,
+        userId: m.userId,
+        name: m.name,
+        hash: m.hash,
+        scopes: m.scopes,
+        tier: m.tier,
+        createdAt: row.created_at.toISOString(),
+        expiresAt: m.expiresAt,
+        revokedAt: null,
+      };
+      return view(ctx.state.key);
+    },
+
+    /** Authenticates, checks the route's scope/tier rules and admits this key's buckets, in one turn. */
+    async authorize(ctx, m) {
+      const key = ctx.state.key;
+      // Compare even when there is no key, so timing does not reveal which prefixes exist.
+      const matches = sameHash(m.hash, key?.hash ?? "0".repeat(64));
+      if (!key || !matches) throw fail("unauthorized", "Missing or invalid API key (header X-Agent-Api-Key, format agnt_...).");
+      assertKeyActive(
+        { expiresAt: key.expiresAt ? new Date(key.expiresAt) : null, revokedAt: key.revokedAt ? new Date(key.revokedAt) : null },
+        new Date(ctx.now()),
+      );
+      const tier = normalizeTier(key.tier) as Tier;
+      if (m.checkRoute) checkAccess({ scopes: key.scopes, tier }, { method: m.method, path: m.path, delegated: m.delegated });
+      let rate: RateView | null = null;
+      let others: BucketDescriptor[] = [];
+      if (m.limits) {
+        const all = bucketsFor({
+          surface: m.limits.surface as Surface,
+          keyId: ctx.id,
+          tier,
+          ip: m.limits.ip,
+          toolName: m.limits.toolName ?? null,
+          customerId: m.limits.customerId ?? null,
+        });
+        const mine = all.filter((b) => b.owner === `agent/${ctx.id}`);
+        others = all.filter((b) => b.owner !== `agent/${ctx.id}`);
+        if (mine.length) {
+          const result = buckets(ctx.memory).admit(mine);
+          rate = rateView(result);
+          if (!result.allowed) throw fail("rate_limit_exceeded", "Rate limit exceeded; wait until X-RateLimit-Reset.", { ...rate });
+        }
+      }
+      return { key: view(key), rate, otherBuckets: others };
+    },
+
+    /** Admission only (buckets this key owns), for callers already authenticated. */
+    async admit(ctx, m) {
+      const result = buckets(ctx.memory).admit(m.buckets);
+      return { allowed: result.allowed, rate: rateView(result) };
+    },
+
+    async get(ctx) {
+      if (!ctx.state.key) throw fail("not_found", "no such key");
+      return view(ctx.state.key);
+    },
+
+    async revoke(ctx, m) {
+      const key = ctx.state.key;
+      if (!key || key.userId !== m.userId) throw fail("not_found", "no such key");
+      if (key.revokedAt) return view(key);
+      const tx = await ctx.tx();
+      const [row] = await tx<{ revoked_at: Date }[]>`UPDATE agent_keys SET revoked_at = now() WHERE id = ${key.id} RETURNING revoked_at`;
+      key.revokedAt = row.revoked_at.toISOString();
+      return view(key);
+    },
+  },
+  reentrant: ["get"],
+});

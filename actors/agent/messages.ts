@@ -1,0 +1,50 @@
+/** Message contracts of the `agent/<keyPrefix>` actor (TypeBox: validated at the host, typed at the caller). */
+import { Type as T, type Static } from "@sinclair/typebox";
+
+export const BucketSpecSchema = T.Object({ id: T.String(), limit: T.Integer({ minimum: 1 }), windowMs: T.Integer({ minimum: 1 }) });
+
+export const CreateKey = T.Object({
+  id: T.String({ format: "uuid" }),
+  userId: T.String(),
+  name: T.String({ minLength: 1, maxLength: 200 }),
+  hash: T.String({ pattern: "^[0-9a-f]{64}$" }),
+  scopes: T.Array(T.String()),
+  tier: T.String(),
+  expiresAt: T.Union([T.String(), T.Null()]),
+});
+
+export const Authorize = T.Object({
+  /** HMAC of the presented key (the plaintext never leaves the gateway). */
+  hash: T.String(),
+  method: T.String(),
+  path: T.String(),
+  /** Check the REST route access table (false on MCP, which checks tool auth itself). */
+  checkRoute: T.Boolean(),
+  delegated: T.Optional(T.Boolean()),
+  /** Rate-limit context; absent when limits are off. The actor derives the buckets (it knows the tier). */
+  limits: T.Optional(
+    T.Object({ surface: T.String(), ip: T.String(), toolName: T.Optional(T.String()), customerId: T.Optional(T.String()) }),
+  ),
+});
+
+export const Admit = T.Object({ buckets: T.Array(BucketSpecSchema) });
+
+export const KeyView = T.Object({
+  id: T.String(),
+  prefix: T.String(),
+  userId: T.String(),
+  name: T.String(),
+  scopes: T.Array(T.String()),
+  tier: T.String(),
+  createdAt: T.String(),
+  expiresAt: T.Union([T.String(), T.Null()]),
+  revokedAt: T.Union([T.String(), T.Null()]),
+});
+export type KeyView = Static<typeof KeyView>;
+
+export interface RateView {
+  limit: number;
+  remaining: number;
+  reset: number;
+  retryAfter?: number;
+}

@@ -1,0 +1,38 @@
+/**
+ * POST /api/v1/auth/login → a session JWT. Wrong credentials give the same 401 whether or not the email exists,
+ * and take about as long (a hash is verified either way). Credential checks are stateless reads, so they run at
+ * the edge rather than in an actor (docs/decisions.md).
+ */
+import { Elysia, t } from "elysia";
+import { fail } from "../../actors/runtime/errors.ts";
+import { verifyLoginTimingSafe } from "../../infra/passwords.ts";
+import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
+import { SESSION_AUDIENCE, SESSION_TTL_SECONDS, tokenService } from "../identity.ts";
+import type { Services } from "../services.ts";
+
+export function authRoutes(svc: Services) {
+  return new Elysia({ name: "auth-routes" }).post(
+    "/api/v1/auth/login",
+    async ({ body }) => {
+      const email = body.email.trim().toLowerCase();
+      const rows = await svc.sql<{ id: string; email: string; password_hash: string; role: string }[]>`
+        SELECT id, email, password_hash, role FROM users WHERE lower(email) = ${email}`;
+      const user = rows[0];
+      const valid = await verifyLoginTimingSafe(user?.password_hash ?? null, body.password);
+      if (!user || !valid) throw fail("unauthorized", "Invalid email or password.");
+      const tokens = await tokenService(svc);
+      const token = await tokens.issueToken({
+        sub: user.id,
+        aud: SESSION_AUDIENCE,
+        ttlSeconds: SESSION_TTL_SECONDS,
+        extra: { email: user.email, role: user.role },
+      });
+      return ok({ token, expiresAt: new Date(svc.clock.now() + SESSION_TTL_SECONDS * 1000).toISOString() });
+    },
+    {
+      body: t.Object({ email: t.String({ minLength: 3, maxLength: 320 }), password: t.String({ minLength: 1, maxLength: 1024 }) }),
+      response: { 200: SuccessEnvelope(t.Object({ token: t.String(), expiresAt: t.String({ format: "date-time" }) })), ...errorResponses(400, 401) },
+      detail: { tags: ["accounts"], summary: "Log in and get a session JWT" },
+    },
+  );
+}

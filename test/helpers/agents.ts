@@ -1,0 +1,34 @@
+/** Test helpers for the identity flows: log in as a seeded user and mint agent keys through the real API. */
+import type { TestServer } from "./server.ts";
+
+export const ADMIN = { email: "admin@example.com", password: "admin-password" };
+export const merchantLogin = (slug: string) => ({ email: `owner@${slug}.example`, password: "merchant-password" });
+
+export async function login(srv: TestServer, who: { email: string; password: string } = ADMIN): Promise<string> {
+  const r = await srv.json("/api/v1/auth/login", { method: "POST", body: who });
+  if (r.status !== 200) throw new Error(`login failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.data.token as string;
+}
+
+export interface TestKey {
+  id: string;
+  key: string;
+  headers: Record<string, string>;
+}
+
+/** Creates an agent key (as the admin by default) with the given scopes/tier. */
+export async function createKey(
+  srv: TestServer,
+  opts: { scopes?: string[]; tier?: string; name?: string; token?: string } = {},
+): Promise<TestKey> {
+  const token = opts.token ?? (await login(srv));
+  const r = await srv.json("/api/v1/agent-keys", {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+    body: { name: opts.name ?? "test key", ...(opts.scopes ? { scopes: opts.scopes } : {}), ...(opts.tier ? { tier: opts.tier } : {}) },
+  });
+  if (r.status !== 201) throw new Error(`key creation failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return { id: r.body.data.id, key: r.body.data.key, headers: { "x-agent-api-key": r.body.data.key } };
+}
+
+export const ALL_SCOPES = ["search", "compare", "cart", "checkout", "checkout:delegate", "orders:read", "merchants:read", "protocols:discover"];
