@@ -159,8 +159,11 @@ describe("x402 payment through the devnet", () => {
   });
 
   test("the same payload replayed is refused by our local nonce check and by the facilitator", async () => {
+    // pay once (self-contained: does not lean on the previous test)
+    const paid = await wrapFetchWithPayment(fetch, officialClient(payer))(`http://127.0.0.1:${shop.port}/report`);
+    expect(paid.status).toBe(200);
     const header = received.at(-1);
-    if (!header) throw new Error("no payment received yet");
+    if (!header) throw new Error("the shop saw no payment header");
     const payload = decodePaymentSignature(header);
     const payeeBefore = await devnet.balanceOf(payee);
 
