@@ -488,7 +488,7 @@ export async function insertJsonRows(
   const batchSize = opts.batchSize ?? 1000;
   const cols = columns.map((c) => `"${c}"`).join(", ");
   const text =
-    `INSERT INTO "${table}" (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::"${table}", $1::jsonb)` +
+    `INSERT INTO "${table}" (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::"${table}", $1::text::jsonb)` +
     (opts.onConflict ? ` ${opts.onConflict}` : "");
   for (let i = 0; i < rows.length; i += batchSize) {
     await sql.unsafe(text, [JSON.stringify(rows.slice(i, i + batchSize))]);
