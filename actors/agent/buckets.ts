@@ -67,7 +67,8 @@ const windowEnd = (s: BucketState, windowMs: number) => s.windowStart + windowMs
 /** The bucket's state as of `now`: a finished window is replaced by an empty one starting now. */
 export function currentState(bucket: Bucket, now: number): BucketState {
   const s = bucket.state;
-  if (!s || now >= windowEnd(s, bucket.windowMs) || now < s.windowStart) return { windowStart: now, count: 0 };
+  // A clock that steps backwards keeps the current window (fail closed) rather than refilling it.
+  if (!s || now >= windowEnd(s, bucket.windowMs)) return { windowStart: now, count: 0 };
   return s;
 }
 
