@@ -235,7 +235,18 @@ export class Membership {
   async start(): Promise<void> {
     this.kv = await openHostsBucket(this.opts.nc, this.bucket, this.ttlMs, this.opts.replicas ?? 3);
     await this.startWatch();
-    const rev = await this.beatNow();
+    // a freshly created replicated bucket answers only once its stream has elected a leader
+    const end = Date.now() + 15_000;
+    let rev: number;
+    for (;;) {
+      try {
+        rev = await this.beatNow();
+        break;
+      } catch (err) {
+        if (Date.now() > end) throw err;
+        await Bun.sleep(100);
+      }
+    }
     await this.seen(rev, 10_000);
     this.scheduleBeat();
     // an ordered push consumer normally survives reconnects; if our own beats stop showing up, rebuild it
