@@ -1,0 +1,23 @@
+/**
+ * Writing side of the webhook outbox. Call inside the transaction that makes the state change
+ * (`const tx = await ctx.tx()`), so the event commits with it or not at all. Payload shapes: docs/webhooks.md.
+ */
+import type { Sql } from "../../infra/db.ts";
+
+export type WebhookEventKind = "order.created" | "order.status_changed" | "checkout.abandoned";
+
+export interface OutboxEvent {
+  storeSlug: string;
+  kind: WebhookEventKind;
+  /** The JSON body receivers get (without transport fields; `event` and `timestamp` are part of it). */
+  payload: Record<string, unknown>;
+}
+
+export const WEBHOOK_OUTBOX_TOPIC = "webhook.outbox";
+
+export async function enqueueWebhookEvent(tx: Sql, e: OutboxEvent): Promise<string> {
+  const [row] = await tx<{ id: string }[]>`
+    INSERT INTO webhook_events (store_slug, kind, payload) VALUES (${e.storeSlug}, ${e.kind}, ${tx.json(e.payload as never)})
+    RETURNING id`;
+  return row.id;
+}
