@@ -65,6 +65,9 @@ export interface NatsTransportOptions {
 
 export const EVENTS_PREFIX = "events.";
 
+/** On the wire a request envelope also says how long the caller waits for this attempt. */
+type WireRequest = RequestEnvelope & { waitMs?: number };
+
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -144,7 +147,9 @@ export class NatsTransport implements Transport {
     const subject = partitionSubject(env.kind, partitionOf(env.id, this.partitions));
     let msg: Msg;
     try {
-      msg = await this.nc.request(subject, JSON.stringify(env), { timeout: Math.max(1, Math.floor(timeoutMs)) });
+      const wait = Math.max(1, Math.floor(timeoutMs));
+      const wire: WireRequest = { ...env, waitMs: wait };
+      msg = await this.nc.request(subject, JSON.stringify(wire), { timeout: wait });
     } catch (err) {
       // no responders (nobody owns the partition right now), timeout, disconnect: all retryable by the caller
       const why = (err as Error)?.name === "NoRespondersError" || /no responders/i.test(String((err as Error)?.message)) ? "no host owns" : "no reply from";
@@ -295,7 +300,14 @@ export class NatsTransport implements Transport {
         if (this.checkPause()) return;
         let env: RequestEnvelope;
         try {
-          env = JSON.parse(dec.decode(msg.data)) as RequestEnvelope;
+          const wire = JSON.parse(dec.decode(msg.data)) as WireRequest;
+          // Nobody waits for this attempt's reply after `waitMs` (the caller has retried by then), so a turn that
+          // has not started by then is refused rather than run late: measured on our own clock from receipt,
+          // this is what keeps a message that sat in a frozen or overloaded host from being applied long after
+          // the write moved on (and outside the actor's dedupe window).
+          if (typeof wire.waitMs === "number") wire.deadline = Math.min(wire.deadline, Date.now() + wire.waitMs);
+          delete wire.waitMs;
+          env = wire;
         } catch {
           msg.respond(enc.encode(JSON.stringify({ ok: false, error: { code: "INVALID_ARGUMENT", message: "unreadable envelope" } })));
           return;
