@@ -40,3 +40,5 @@ const code = await proc.exited;
 if (!sawSummary || (code !== 0 && fail === 0)) fail = Math.max(fail, 1);
 console.log(`${pass} passed, ${fail} failed, ${skip + todo} skipped`);
 process.exit(code !== 0 || fail > 0 ? 1 : 0);
+
+export {};

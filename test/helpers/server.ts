@@ -9,6 +9,9 @@ import { boot, type BootOptions, type Running } from "../../gateway/boot.ts";
 import type { Config } from "../../infra/config.ts";
 import { createTestDatabase, type TestDatabase } from "./db.ts";
 
+/** Like RequestInit, but `body` may be any JSON value (serialised for you). */
+export type JsonInit = Omit<RequestInit, "body"> & { body?: unknown };
+
 export interface TestServer {
   url: string;
   running: Running;
@@ -16,7 +19,7 @@ export interface TestServer {
   /** fetch relative to the server: `api("/api/v1/health")`. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
   /** JSON helper: returns status, headers and parsed body. */
-  json<T = any>(path: string, init?: RequestInit & { body?: any }): Promise<{ status: number; headers: Headers; body: T }>;
+  json<T = any>(path: string, init?: JsonInit): Promise<{ status: number; headers: Headers; body: T }>;
   stop(): Promise<void>;
 }
 
@@ -48,9 +51,9 @@ export async function startServer(opts: { config?: Partial<Config>; seed?: boole
     fetch: doFetch,
     async json(path, init = {}) {
       const headers = new Headers(init.headers);
-      let body = init.body;
-      if (body !== undefined && typeof body !== "string") {
-        body = JSON.stringify(body);
+      let body: BodyInit | undefined = init.body as BodyInit | undefined;
+      if (init.body !== undefined && typeof init.body !== "string") {
+        body = JSON.stringify(init.body);
         if (!headers.has("content-type")) headers.set("content-type", "application/json");
       }
       const res = await doFetch(path, { ...init, headers, body });
