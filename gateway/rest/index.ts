@@ -5,6 +5,7 @@
 import type { AnyElysia } from "elysia";
 import type { Services } from "../services.ts";
 import { docsRoutes } from "./docs.ts";
+import { errorDocsRoutes } from "./error-docs.ts";
 import { healthRoutes } from "./health.ts";
 import { authRoutes } from "./auth.ts";
 import { agentKeyRoutes } from "./agent-keys.ts";
@@ -14,6 +15,7 @@ export type GatewayModule = (svc: Services) => AnyElysia;
 export const gatewayModules: GatewayModule[] = [
   healthRoutes,
   docsRoutes,
+  errorDocsRoutes,
   authRoutes,
   agentKeyRoutes,
 ];

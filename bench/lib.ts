@@ -1,0 +1,92 @@
+/**
+ * Shared benchmark helpers: a bare `Bun.serve` baseline measured in the same run, wrk as the load generator
+ * (Debian's `wrk`, a separate process so the client does not share the server's event loop), and a report that
+ * states every figure as a ratio to the baseline.
+ */
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface LoadResult {
+  label: string;
+  rps: number;
+  p50ms: number;
+  p99ms: number;
+  errors: number;
+}
+
+export interface WrkOptions {
+  connections?: number;
+  threads?: number;
+  durationSec?: number;
+  method?: string;
+  body?: string;
+  headers?: Record<string, string>;
+  /** A Lua script to use instead of the generated one (for varying bodies). */
+  script?: string;
+}
+
+function toMs(v: string, unit: string): number {
+  const n = Number(v);
+  if (unit === "us") return n / 1000;
+  if (unit === "s") return n * 1000;
+  if (unit === "m") return n * 60_000;
+  return n;
+}
+
+export async function wrk(label: string, url: string, opts: WrkOptions = {}): Promise<LoadResult> {
+  const args = ["wrk", `-t${opts.threads ?? 2}`, `-c${opts.connections ?? 64}`, `-d${opts.durationSec ?? 10}s`, "--latency"];
+  let script = opts.script;
+  if (!script && (opts.method || opts.body || opts.headers)) {
+    const lines = [`wrk.method = ${JSON.stringify(opts.method ?? "GET")}`];
+    if (opts.body !== undefined) lines.push(`wrk.body = ${JSON.stringify(opts.body)}`);
+    for (const [k, v] of Object.entries(opts.headers ?? {})) lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
+    script = lines.join("\n");
+  }
+  if (script) {
+    const dir = await mkdtemp(join(tmpdir(), "acs-bench-"));
+    const file = join(dir, "script.lua");
+    await writeFile(file, script);
+    args.push("-s", file);
+  }
+  args.push(url);
+  const proc = Bun.spawn(args, { stdout: "pipe", stderr: "pipe" });
+  const out = await new Response(proc.stdout).text();
+  const code = await proc.exited;
+  if (code !== 0) throw new Error(`wrk failed (${code}): ${await new Response(proc.stderr).text()}`);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+  const pct = (p: string) => {
+    const m = new RegExp(`\\s${p}%\\s+([\\d.]+)(us|ms|s|m)`).exec(out);
+    return m ? toMs(m[1], m[2]) : NaN;
+  };
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  const sockErr = /Socket errors:.*?connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const errors = non2xx + (sockErr ? sockErr.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
+  return { label, rps, p50ms: pct("50"), p99ms: pct("99"), errors };
+}
+
+/** The bare baseline: Bun.serve answering a small JSON body, nothing else. */
+export function startBareBaseline(): { url: string; stop(): void } {
+  const body = JSON.stringify({ success: true, data: { status: "ok" } });
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: () => new Response(body, { headers: { "content-type": "application/json" } }),
+  });
+  return { url: `http://127.0.0.1:${server.port}`, stop: () => server.stop(true) };
+}
+
+export function report(title: string, baseline: LoadResult, results: LoadResult[]): string {
+  const rows = [baseline, ...results].map((r) => {
+    const ratio = r === baseline ? "1.00" : (r.rps / baseline.rps).toFixed(2);
+    return `| ${r.label} | ${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50ms.toFixed(2)} | ${r.p99ms.toFixed(2)} | ${ratio} | ${r.errors} |`;
+  });
+  const text = [`### ${title}`, "", "| target | req/s | p50 ms | p99 ms | ratio to bare Bun.serve | errors |", "|---|---|---|---|---|---|", ...rows].join("\n");
+  console.log(text);
+  return text;
+}
+
+export function machineLine(): string {
+  const cpus = navigator.hardwareConcurrency;
+  return `bun ${Bun.version}, ${cpus} cores, ${new Date().toISOString().slice(0, 10)}`;
+}
