@@ -65,6 +65,8 @@ export interface NatsTransportOptions {
 
 export const EVENTS_PREFIX = "events.";
 
+const MAX_REMEMBERED_REPLIES = 200_000;
+
 /** On the wire a request envelope also says how long the caller waits for this attempt. */
 type WireRequest = RequestEnvelope & { waitMs?: number };
 
@@ -98,6 +100,9 @@ export class NatsTransport implements Transport {
   private suspect = false;
   private recovering?: Promise<void>;
   private eventsStreamReady?: Promise<void>;
+  /** Replies sent (or being computed) by msgId, kept until the caller's deadline: see handleOnce. */
+  private readonly replies = new Map<string, { reply: Promise<ReplyEnvelope>; expires: number }>();
+  private lastSweep = 0;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -230,6 +235,10 @@ export class NatsTransport implements Transport {
    */
   private checkPause(): boolean {
     const now = performance.now();
+    if (now - this.lastSweep > 1000) {
+      this.lastSweep = now;
+      this.sweepReplies();
+    }
     const gap = now - this.lastTick;
     this.lastTick = now;
     if (gap > this.pauseMs && this.membership && !this.closed) {
@@ -299,12 +308,14 @@ export class NatsTransport implements Transport {
         // after a pause our view may be stale: stay silent so the current owner (or a retry) answers
         if (this.checkPause()) return;
         let env: RequestEnvelope;
+        let expires: number;
         try {
           const wire = JSON.parse(dec.decode(msg.data)) as WireRequest;
           // Nobody waits for this attempt's reply after `waitMs` (the caller has retried by then), so a turn that
           // has not started by then is refused rather than run late: measured on our own clock from receipt,
           // this is what keeps a message that sat in a frozen or overloaded host from being applied long after
           // the write moved on (and outside the actor's dedupe window).
+          expires = wire.deadline + 1000;
           if (typeof wire.waitMs === "number") wire.deadline = Math.min(wire.deadline, Date.now() + wire.waitMs);
           delete wire.waitMs;
           env = wire;
@@ -312,7 +323,7 @@ export class NatsTransport implements Transport {
           msg.respond(enc.encode(JSON.stringify({ ok: false, error: { code: "INVALID_ARGUMENT", message: "unreadable envelope" } })));
           return;
         }
-        handler(env).then(
+        this.handleOnce(env, expires, handler).then(
           (reply) => msg.respond(enc.encode(JSON.stringify(reply))),
           (e) => {
             this.log.error("serve handler threw", { subject, error: e as Error });
@@ -321,6 +332,39 @@ export class NatsTransport implements Transport {
         );
       },
     });
+  }
+
+  /**
+   * A reply lost on the way back (our NATS node died, a reconnect, a reply later than the caller's attempt
+   * timeout) makes the caller retry the same msgId, usually to this same host. The actor's own dedupe keeps only
+   * its last 32 replies, which a busy actor cycles through in well under a second; so each host also remembers
+   * the replies it sent, by msgId, until the caller's deadline has passed, and answers a retry from here (or
+   * joins the attempt still running). `actor_unavailable` replies are not kept: those must run again.
+   */
+  private handleOnce(env: RequestEnvelope, expires: number, handler: ServeHandler): Promise<ReplyEnvelope> {
+    const hit = this.replies.get(env.msgId);
+    if (hit) return hit.reply;
+    const reply = handler(env);
+    const entry = { reply, expires };
+    this.replies.set(env.msgId, entry);
+    reply.then(
+      (r) => {
+        if (!r.ok && r.error.code === "actor_unavailable" && this.replies.get(env.msgId) === entry) this.replies.delete(env.msgId);
+      },
+      () => this.replies.delete(env.msgId),
+    );
+    return reply;
+  }
+
+  private sweepReplies(): void {
+    const now = Date.now();
+    let over = this.replies.size - MAX_REMEMBERED_REPLIES;
+    for (const [id, e] of this.replies) {
+      if (over > 0) {
+        this.replies.delete(id);
+        over--;
+      } else if (e.expires < now) this.replies.delete(id);
+    }
   }
 
   // ------------------------------------------------------------------------------------------------ events

@@ -3,7 +3,7 @@
  * Bun.spawn), a fresh test database, and a gateway-side ActorClient over NatsTransport in the test process.
  * Everything started here is killed by `teardown()` (and on process exit, should a test crash).
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -11,6 +11,7 @@ import { ActorClient } from "../../actors/runtime/client.ts";
 import { NatsTransport } from "../../actors/transport/nats.ts";
 import { partitionOf, rendezvousOwner } from "../../actors/transport/placement.ts";
 import { startLocalCluster, type LocalCluster } from "../../infra/nats/local-cluster.ts";
+import { applyMigrations } from "../../infra/db.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 import { ledger } from "./fixtures/ledger.ts";
 
@@ -48,7 +49,7 @@ export class Env {
     const env = new Env();
     process.once("exit", env.onExit);
     env.dir = await mkdtemp(join(tmpdir(), "acs-dist-"));
-    const [cluster, db] = await Promise.all([startLocalCluster({ dir: join(env.dir, "nats") }), createTestDatabase({ poolSize: 4 })]);
+    const [cluster, db] = await Promise.all([startLocalCluster({ dir: join(env.dir, "nats") }), runtimeDatabase(join(env.dir, "migrations"))]);
     env.cluster = cluster;
     env.db = db;
     await Promise.all(opts.hosts.map((id, i) => env.spawnHost(id, opts.hostServers?.(cluster.urls, i) ?? cluster.urls)));
@@ -177,6 +178,16 @@ export class Env {
   dump(): string {
     return [...this.hosts.values()].map((h) => `--- ${h.id}\n${h.output.slice(-60).join("\n")}`).join("\n");
   }
+}
+
+/** A fresh database with only the actor runtime's migrations (0001–0009): these tests need nothing else. */
+async function runtimeDatabase(dir: string): Promise<TestDatabase> {
+  const db = await createTestDatabase({ migrate: false, poolSize: 4 });
+  const src = join(import.meta.dir, "..", "..", "infra", "migrations");
+  await mkdir(dir, { recursive: true });
+  for (const f of await readdir(src)) if (/^000\d_.+\.sql$/.test(f)) await copyFile(join(src, f), join(dir, f));
+  await applyMigrations(db.sql, dir);
+  return db;
 }
 
 export interface Outcome {
