@@ -180,6 +180,7 @@ export class NatsTransport implements Transport {
     const rev = await this.membership!.beatNow();
     await this.membership!.seen(rev, 10_000);
     this.rebalance();
+    await this.nc.flush(); // our subscriptions are known to the server once serve() resolves
   }
 
   private async join(): Promise<void> {
