@@ -3,7 +3,8 @@
  * applied twice, and the dead host's actors answer again within a few seconds (printed).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { Env, TTL_MS, checkLedgers, runLoad } from "./harness.ts";
+import { clusterStatus, formatClusterStatus } from "../../infra/cluster-status.ts";
+import { Env, PARTITIONS, TTL_MS, checkLedgers, runLoad } from "./harness.ts";
 
 let env: Env;
 beforeAll(async () => {
@@ -22,6 +23,10 @@ test("a killed host's actors come back on the other host within seconds, with ev
   const load = runLoad(env, { accounts, workers: 48, tag: "k", stop: () => Date.now() > stopAt });
 
   await Bun.sleep(2000);
+  const before = await clusterStatus(env.cluster.url);
+  expect(before.hosts.filter((h) => h.live).map((h) => h.hostId)).toEqual(["host-a", "host-b"]);
+  expect(before.hosts.reduce((n, h) => n + (h.partitions.ledger ?? 0), 0)).toBe(PARTITIONS);
+  expect(before.activations.ledger).toBeGreaterThan(0);
   killAt = Date.now();
   env.signal("host-a", "SIGKILL");
   // keep the load on well past the takeover
@@ -47,5 +52,10 @@ test("a killed host's actors come back on the other host within seconds, with ev
   expect(failed).toBe(0);
   expect(recoveryMs).toBeLessThan(8000); // goal < 5 s; the bound leaves room for a loaded 2-core machine
   const b = await env.stats("host-b");
-  expect(b.owned.length).toBe(16);
+  expect(b.owned.length).toBe(PARTITIONS);
+  const after = await clusterStatus(env.cluster.url);
+  console.log(formatClusterStatus(after));
+  expect(after.hosts.map((h) => [h.hostId, h.live])).toEqual([["host-b", true], ["host-a", false]]);
+  expect(after.hosts[0].partitions.ledger).toBe(PARTITIONS);
+  expect(after.unowned).toEqual({});
 }, 40_000);
