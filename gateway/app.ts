@@ -6,6 +6,7 @@ import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import { errors } from "./plugins/errors.ts";
 import { metrics } from "./plugins/metrics.ts";
+import { rateLimit } from "./plugins/rate-limit.ts";
 import { requestId } from "./plugins/request-id.ts";
 import { transparency } from "./plugins/transparency.ts";
 import { gatewayModules, type GatewayModule } from "./rest/index.ts";
@@ -25,6 +26,7 @@ export function createApp(svc: Services, extraModules: GatewayModule[] = []) {
     .use(transparency)
     .use(errors)
     .use(metrics)
+    .use(rateLimit(svc))
     .use(
       openapi({
         path: "/api/docs",

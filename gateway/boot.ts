@@ -17,6 +17,7 @@ import { bootHooks, type Role } from "../infra/boot-hooks.ts";
 import { loadConfig, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
 import { openDatabase, type Database } from "../infra/db.ts";
 import { log, setLogLevel } from "../infra/log.ts";
+import { primeLoginTiming } from "../infra/passwords.ts";
 import { createApp } from "./app.ts";
 import type { Services } from "./services.ts";
 import type { GatewayModule } from "./rest/index.ts";
@@ -132,6 +133,8 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
     let url = "";
     let port = 0;
     if (role !== "actors") {
+      // the dummy argon2id hash exists before the first login, so an unknown e-mail is not answered faster
+      await primeLoginTiming();
       const app = createApp(services, opts.extraModules);
       app.listen({ hostname: config.HOST, port: config.PORT });
       port = app.server!.port!;

@@ -6,11 +6,11 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import { defineActor } from "../runtime/define-actor.ts";
-import { fail } from "../runtime/errors.ts";
+import { ActorError, fail, type ErrorData } from "../runtime/errors.ts";
 import { assertKeyActive, checkAccess, normalizeTier, type Tier } from "./access.ts";
-import { BucketTable, type AdmitResult } from "./buckets.ts";
+import { BucketTable, type AdmitResult, type BucketSpec } from "./buckets.ts";
 import { bucketsFor, type BucketDescriptor, type Surface } from "./limits.ts";
-import { Admit, Authorize, CreateKey, type KeyView, type RateView } from "./messages.ts";
+import { Admit, Authorize, CreateKey, Release, type KeyView, type RateView } from "./messages.ts";
 import { Type as T } from "@sinclair/typebox";
 
 interface KeyRecord extends KeyView {
@@ -76,6 +76,7 @@ export const agentActor = defineActor({
     create: CreateKey,
     authorize: Authorize,
     admit: Admit,
+    release: Release,
     get: T.Object({}),
     revoke: T.Object({ userId: T.String() }),
   },
@@ -102,7 +103,11 @@ export const agentActor = defineActor({
       return view(ctx.state.key);
     },
 
-    /** Authenticates, checks the route's scope/tier rules and admits this key's buckets, in one turn. */
+    /**
+     * Authenticates, admits this key's buckets and checks the route's scope/tier rules, in one turn. Admission
+     * comes before the route check so a refused call (403) still counts against the key's limits and carries
+     * rate headers; the refusal is returned as `denied` (not thrown) so the gateway can still set them.
+     */
     async authorize(ctx, m) {
       const key = ctx.state.key;
       // Compare even when there is no key, so timing does not reveal which prefixes exist.
@@ -113,9 +118,10 @@ export const agentActor = defineActor({
         new Date(ctx.now()),
       );
       const tier = normalizeTier(key.tier) as Tier;
-      if (m.checkRoute) checkAccess({ scopes: key.scopes, tier }, { method: m.method, path: m.path, delegated: m.delegated });
       let rate: RateView | null = null;
       let others: BucketDescriptor[] = [];
+      let admitted: BucketSpec[] = [];
+      let consumedAt = 0;
       if (m.limits) {
         const all = bucketsFor({
           surface: m.limits.surface as Surface,
@@ -128,12 +134,29 @@ export const agentActor = defineActor({
         const mine = all.filter((b) => b.owner === `agent/${ctx.id}`);
         others = all.filter((b) => b.owner !== `agent/${ctx.id}`);
         if (mine.length) {
-          const result = buckets(ctx.memory).admit(mine);
+          admitted = mine.map(({ id, limit, windowMs }) => ({ id, limit, windowMs }));
+          consumedAt = Date.now();
+          const result = buckets(ctx.memory).admit(admitted);
           rate = rateView(result);
           if (!result.allowed) throw fail("rate_limit_exceeded", "Rate limit exceeded; wait until X-RateLimit-Reset.", { ...rate });
         }
       }
-      return { key: view(key), rate, otherBuckets: others };
+      let denied: ErrorData | null = null;
+      if (m.checkRoute) {
+        try {
+          checkAccess({ scopes: key.scopes, tier }, { method: m.method, path: m.path, delegated: m.delegated });
+        } catch (err) {
+          if (!(err instanceof ActorError)) throw err;
+          denied = err.toData();
+        }
+      }
+      return { key: view(key), rate, otherBuckets: others, denied, admitted, consumedAt };
+    },
+
+    /** Gives back units taken by `authorize`/`admit` when a later owner refused the same request. */
+    async release(ctx, m) {
+      buckets(ctx.memory).release(m.buckets, m.consumedAt);
+      return null;
     },
 
     /** Admission only (buckets this key owns), for callers already authenticated. */

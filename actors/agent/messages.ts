@@ -29,6 +29,9 @@ export const Authorize = T.Object({
 
 export const Admit = T.Object({ buckets: T.Array(BucketSpecSchema) });
 
+/** Undo of an admission (a later owner refused the same request); `consumedAt` is the admission's epoch ms. */
+export const Release = T.Object({ buckets: T.Array(BucketSpecSchema), consumedAt: T.Number() });
+
 export const KeyView = T.Object({
   id: T.String(),
   prefix: T.String(),

@@ -2,20 +2,25 @@
  * Authentication and admission for the gateway.
  *
  * `agentAuth(svc)`: every route mounted after it needs `X-Agent-Api-Key`. One message to the key's actor
- * (`agent/<prefix>`) authenticates the key (constant-time hash compare), checks the route access table
- * (scope, SANDBOX, feature tier) and admits the key's rate-limit buckets; buckets owned by others (per IP)
- * are admitted next. Routes receive `agent: AgentPrincipal`.
+ * (`agent/<prefix>`) authenticates the key (constant-time hash compare), admits the key's rate-limit buckets and
+ * checks the route access table (scope, SANDBOX, feature tier); buckets owned by others (per IP) are admitted
+ * next. Routes receive `agent: AgentPrincipal`. A request without a valid key is counted per IP, so guessing keys
+ * is bounded and even a 401 carries rate headers.
  *
  * `userAuth(svc)`: `Authorization: Bearer <JWT>` from POST /auth/login; routes receive `user: UserPrincipal`.
+ *
+ * Several admission steps may touch one request (the global plugin in rate-limit.ts, then a route's own layer):
+ * the global bucket is consumed once per request (`markGlobalAdmitted`), and the headers always describe the
+ * tightest bucket seen so far.
  */
 import { Elysia } from "elysia";
 import { agentActor } from "../../actors/agent/index.ts";
 import { ipActor } from "../../actors/ip/index.ts";
 import { hashAgentKey, parseAgentKey } from "../../actors/agent/keys.ts";
-import { bucketsFor, type BucketDescriptor, type Surface } from "../../actors/agent/limits.ts";
+import { bucketsFor, type BucketDescriptor, type LimitContext, type Surface } from "../../actors/agent/limits.ts";
 import type { RateView } from "../../actors/agent/messages.ts";
 import type { Scope, Tier } from "../../actors/agent/access.ts";
-import { fail } from "../../actors/runtime/errors.ts";
+import { ActorError, fail, type ErrorCode } from "../../actors/runtime/errors.ts";
 import { pepper, SESSION_AUDIENCE, tokenService } from "../identity.ts";
 import type { Services } from "../services.ts";
 
@@ -35,6 +40,8 @@ export interface UserPrincipal {
 
 type Headers = Record<string, string | number>;
 
+const UNAUTHORIZED_KEY = "Missing or invalid API key (header X-Agent-Api-Key, format agnt_...).";
+
 export function setRateHeaders(headers: Headers, rate: RateView | null | undefined): void {
   if (!rate) return;
   headers["x-ratelimit-limit"] = String(rate.limit);
@@ -43,28 +50,64 @@ export function setRateHeaders(headers: Headers, rate: RateView | null | undefin
   if (rate.retryAfter !== undefined) headers["retry-after"] = String(rate.retryAfter);
 }
 
-/** The tighter of two bucket views (fewer remaining wins). */
-function tighter(a: RateView | null, b: RateView | null): RateView | null {
+/**
+ * With RATE_LIMITS_ENABLED=false nothing is counted, but clients still get the headers: the tightest bucket that
+ * would apply, full, resetting one window from now. Pure arithmetic, no actor call.
+ */
+export function setStaticRateHeaders(headers: Headers, ctx: LimitContext): void {
+  const list = bucketsFor(ctx);
+  let b = list[0]!;
+  for (const x of list) if (x.limit < b.limit) b = x;
+  setRateHeaders(headers, { limit: b.limit, remaining: b.limit, reset: Math.ceil((Date.now() + b.windowMs) / 1000) });
+}
+
+/** The tighter of two bucket views (fewer remaining wins; on a tie the one resetting later). */
+export function tighter(a: RateView | null, b: RateView | null): RateView | null {
   if (!a) return b;
   if (!b) return a;
-  return b.remaining < a.remaining ? b : a;
+  if (b.remaining !== a.remaining) return b.remaining < a.remaining ? b : a;
+  return b.reset > a.reset ? b : a;
 }
 
 export function clientIp(request: Request, server: { requestIP(r: Request): { address: string } | null } | null): string {
   return server?.requestIP(request)?.address ?? "unknown";
 }
 
-/** Admits buckets held by ip/user/customer actors; throws rate_limit_exceeded (headers set) on refusal. */
+/** Per request (keyed by its response-headers object): the global bucket is already admitted, with this view. */
+const globalAdmitted = new WeakMap<object, RateView>();
+
+export function markGlobalAdmitted(headers: Headers, rate: RateView | null): void {
+  if (rate) globalAdmitted.set(headers, rate);
+}
+
+/**
+ * Admits buckets held by ip/user/customer/oauth actors, owner by owner; if one refuses, the units taken from the
+ * earlier owners are given back, and rate_limit_exceeded is thrown with the headers set. Buckets of the global
+ * layer already admitted for this request are skipped.
+ */
 export async function admitOthers(svc: Services, buckets: BucketDescriptor[], headers: Headers, prior: RateView | null = null): Promise<RateView | null> {
   let rate = prior;
+  const already = globalAdmitted.get(headers);
+  if (already) {
+    buckets = buckets.filter((b) => b.layer !== "global");
+    rate = tighter(rate, already);
+  }
   const byOwner = new Map<string, BucketDescriptor[]>();
-  for (const b of buckets) byOwner.set(b.owner, [...(byOwner.get(b.owner) ?? []), b]);
+  for (const b of buckets) {
+    const list = byOwner.get(b.owner);
+    if (list) list.push(b);
+    else byOwner.set(b.owner, [b]);
+  }
+  const taken: { owner: string; specs: { id: string; limit: number; windowMs: number }[]; consumedAt: number }[] = [];
   for (const [owner, list] of byOwner) {
-    const res = await svc.actors.ask(ipActor, owner, "admit", { buckets: list.map(({ id, limit, windowMs }) => ({ id, limit, windowMs })) });
+    const specs = list.map(({ id, limit, windowMs }) => ({ id, limit, windowMs }));
+    const res = await svc.actors.ask(ipActor, owner, "admit", { buckets: specs });
     if (!res.allowed) {
+      await Promise.all(taken.map((t) => svc.actors.ask(ipActor, t.owner, "release", { buckets: t.specs, consumedAt: t.consumedAt }).catch(() => null)));
       setRateHeaders(headers, res.rate);
       throw fail("rate_limit_exceeded", "Rate limit exceeded; wait until X-RateLimit-Reset.", { ...res.rate });
     }
+    taken.push({ owner, specs, consumedAt: res.consumedAt });
     rate = tighter(rate, res.rate);
   }
   return rate;
@@ -72,38 +115,60 @@ export async function admitOthers(svc: Services, buckets: BucketDescriptor[], he
 
 /** Per-IP (or per-user) admission for routes without an agent key: surface decides which layer applies. */
 export async function admitAnonymous(svc: Services, surface: Surface, ip: string, headers: Headers, userId?: string): Promise<void> {
-  if (!svc.config.RATE_LIMITS_ENABLED) return;
+  if (!svc.config.RATE_LIMITS_ENABLED) return setStaticRateHeaders(headers, { surface, ip, userId: userId ?? null });
   const rate = await admitOthers(svc, bucketsFor({ surface, ip, userId: userId ?? null }), headers);
   setRateHeaders(headers, rate);
 }
 
+function isCode(err: unknown, code: ErrorCode): boolean {
+  return err instanceof ActorError && err.code === code;
+}
+
 export async function authenticateAgent(
   svc: Services,
-  req: { request: Request; ip: string; headers: Headers; surface: Surface; checkRoute: boolean; toolName?: string; delegated?: boolean },
+  req: { request: Request; ip: string; headers: Headers; surface: Surface; checkRoute: boolean; toolName?: string; delegated?: boolean; customerId?: string },
 ): Promise<AgentPrincipal> {
   const raw = req.request.headers.get("x-agent-api-key");
   const prefix = parseAgentKey(raw);
   const limits = svc.config.RATE_LIMITS_ENABLED;
+  // A request without a usable key is counted like anonymous traffic on its surface (bounds key guessing).
+  const countAnonymous = async () => {
+    if (!limits) return setStaticRateHeaders(req.headers, { surface: req.surface, ip: req.ip, toolName: req.toolName ?? null });
+    setRateHeaders(req.headers, await admitOthers(svc, bucketsFor({ surface: req.surface, ip: req.ip, toolName: req.toolName ?? null }), req.headers));
+  };
   if (!prefix || !raw) {
-    // key-guessing traffic is bounded per IP
-    if (limits) await admitOthers(svc, bucketsFor({ surface: req.surface, ip: req.ip }), req.headers);
-    throw fail("unauthorized", "Missing or invalid API key (header X-Agent-Api-Key, format agnt_...).");
+    await countAnonymous();
+    throw fail("unauthorized", UNAUTHORIZED_KEY);
   }
   const url = new URL(req.request.url);
-  const result = await svc.actors.ask(agentActor, prefix, "authorize", {
-    hash: hashAgentKey(raw.trim(), pepper(svc)),
-    method: req.request.method,
-    path: url.pathname,
-    checkRoute: req.checkRoute,
-    delegated: req.delegated,
-    limits: limits ? { surface: req.surface, ip: req.ip, toolName: req.toolName } : undefined,
-  }).catch((err) => {
+  let result;
+  try {
+    result = await svc.actors.ask(agentActor, prefix, "authorize", {
+      hash: hashAgentKey(raw.trim(), pepper(svc)),
+      method: req.request.method,
+      path: url.pathname,
+      checkRoute: req.checkRoute,
+      delegated: req.delegated,
+      limits: limits ? { surface: req.surface, ip: req.ip, toolName: req.toolName, customerId: req.customerId } : undefined,
+    });
+  } catch (err) {
     const details = (err as { details?: RateView }).details;
-    if ((err as { code?: string }).code === "rate_limit_exceeded" && details) setRateHeaders(req.headers, details);
+    if (isCode(err, "rate_limit_exceeded") && details) setRateHeaders(req.headers, details);
+    if (isCode(err, "unauthorized")) await countAnonymous();
     throw err;
-  });
-  const rate = await admitOthers(svc, result.otherBuckets, req.headers, result.rate);
-  setRateHeaders(req.headers, rate);
+  }
+  let rate: RateView | null;
+  try {
+    rate = await admitOthers(svc, result.otherBuckets, req.headers, result.rate);
+  } catch (err) {
+    if (result.admitted.length) {
+      await svc.actors.ask(agentActor, prefix, "release", { buckets: result.admitted, consumedAt: result.consumedAt }).catch(() => null);
+    }
+    throw err;
+  }
+  if (limits) setRateHeaders(req.headers, rate);
+  else setStaticRateHeaders(req.headers, { surface: req.surface, ip: req.ip, keyId: result.key.id, tier: result.key.tier as Tier, toolName: req.toolName ?? null });
+  if (result.denied) throw ActorError.fromData(result.denied);
   return {
     keyId: result.key.id,
     prefix,
@@ -130,16 +195,29 @@ export async function verifyUserToken(svc: Services, authorization: string | nul
   const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? "");
   if (!m) throw fail("unauthorized", "Missing bearer token (Authorization: Bearer <JWT> from POST /api/v1/auth/login).");
   const tokens = await tokenService(svc);
-  const verified = await tokens.verifyToken(m[1], { audience: SESSION_AUDIENCE });
+  const verified = await tokens.verifyToken(m[1], { audience: SESSION_AUDIENCE, typ: "JWT" });
   const role = verified.claims.role;
   const email = verified.claims.email;
   if ((role !== "operator" && role !== "merchant") || typeof email !== "string") throw fail("unauthorized", "Token is not a user session.");
   return { id: verified.sub, email, role };
 }
 
+/** One verification per request, shared by the global rate-limit plugin (per-user bucket) and `userAuth`. */
+const sessionOf = new WeakMap<Request, Promise<UserPrincipal>>();
+
+export function userFromRequest(svc: Services, request: Request): Promise<UserPrincipal> {
+  let p = sessionOf.get(request);
+  if (!p) {
+    p = verifyUserToken(svc, request.headers.get("authorization"));
+    p.catch(() => {});
+    sessionOf.set(request, p);
+  }
+  return p;
+}
+
 export function userAuth(svc: Services) {
   return new Elysia({ name: "user-auth", seed: "rest" }).resolve({ as: "scoped" }, async ({ request }) => ({
-    user: await verifyUserToken(svc, request.headers.get("authorization")),
+    user: await userFromRequest(svc, request),
   }));
 }
 

@@ -1,0 +1,64 @@
+/**
+ * The global layer (spec Limits §3: 500 requests per 15 minutes per IP, or per user for a JWT caller) on every
+ * route that has no layer of its own, so every response carries X-RateLimit-* headers.
+ *
+ * Routes with their own layers are skipped here, so nothing is counted twice:
+ * - keyed agentic REST (`/api/v1/agent/*` routes in ROUTE_RULES): the agent actor admits the key's tier bucket,
+ *   and a request without a valid key is counted per IP by `authenticateAgent`;
+ * - the store MCP endpoints (`/{slug}/mcp`, `/{slug}/mcp/discovery|customer|checkout`): `verifyMcpAccess` /
+ *   `authenticateAgent(surface "mcp…")` / `admitAnonymous` apply the MCP layers (which include the global one
+ *   where the spec wants it);
+ * - `/metrics` (operators' scraper, not an API surface);
+ * - paths registered with `registerOwnLayer` (benchmarks, probes).
+ * Public REST routes (trust score, directory) call `admitAnonymous(svc, "public-rest", …)` themselves: the global
+ * bucket admitted here is not admitted again there (auth.ts `markGlobalAdmitted`), only their 30/min bucket.
+ *
+ * Admission runs in onRequest, before routing, so unknown paths (404) and refused requests carry headers too.
+ */
+import { Elysia } from "elysia";
+import { findRouteRule, AGENT_API_BASE } from "../../actors/agent/access.ts";
+import { bucketsFor } from "../../actors/agent/limits.ts";
+import { admitOthers, clientIp, markGlobalAdmitted, setRateHeaders, setStaticRateHeaders, userFromRequest } from "./auth.ts";
+import type { Services } from "../services.ts";
+
+type Headers = Record<string, string | number>;
+
+const MCP_PATH = /^\/[a-z0-9][a-z0-9-]{0,62}\/mcp(?:\/(?:discovery|customer|checkout))?\/?$/;
+const extraOwnLayers: RegExp[] = [];
+
+/** Declares paths whose routes apply their own rate-limit layer (so the global plugin leaves them alone). */
+export function registerOwnLayer(pattern: RegExp): void {
+  extraOwnLayers.push(pattern);
+}
+
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
+  const q = url.indexOf("?", start);
+  return q < 0 ? url.slice(start) : url.slice(start, q);
+}
+
+/** True when a route other than this plugin does the rate admission for the request (or none applies). */
+export function hasOwnLayer(method: string, path: string): boolean {
+  if (path === "/metrics") return true;
+  if (path.startsWith(AGENT_API_BASE + "/") && findRouteRule(method, path)) return true;
+  if (MCP_PATH.test(path)) return true;
+  for (const re of extraOwnLayers) if (re.test(path)) return true;
+  return false;
+}
+
+export function rateLimit(svc: Services) {
+  const enabled = svc.config.RATE_LIMITS_ENABLED;
+  return new Elysia({ name: "rate-limit" }).onRequest(async ({ request, set, server }) => {
+    const path = pathOf(request.url);
+    if (hasOwnLayer(request.method, path)) return;
+    const headers = set.headers as Headers;
+    const ip = clientIp(request, server);
+    if (!enabled) return setStaticRateHeaders(headers, { surface: "other", ip });
+    let userId: string | null = null;
+    if (request.headers.has("authorization")) userId = (await userFromRequest(svc, request).catch(() => null))?.id ?? null;
+    const rate = await admitOthers(svc, bucketsFor({ surface: "other", ip, userId }), headers);
+    setRateHeaders(headers, rate);
+    markGlobalAdmitted(headers, rate);
+  });
+}
