@@ -2,5 +2,7 @@
 import type { AnyActorDefinition } from "./runtime/define-actor.ts";
 import { agentActor } from "./agent/index.ts";
 import { ipActor } from "./ip/index.ts";
+import { webhookActor } from "./webhook/index.ts";
+import { storeActor } from "./store/index.ts";
 
-export const actorDefinitions: AnyActorDefinition[] = [agentActor, ipActor];
+export const actorDefinitions: AnyActorDefinition[] = [agentActor, ipActor, storeActor, webhookActor];

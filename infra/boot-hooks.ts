@@ -5,6 +5,8 @@
 import type { ActorHost } from "../actors/runtime/host.ts";
 import type { Transport } from "../actors/transport/transport.ts";
 import type { Services } from "../gateway/services.ts";
+import { webhookBootHook } from "../actors/webhook/dispatcher.ts";
+import { searchBootHook } from "../search/indexer.ts";
 
 export type Role = "start" | "gateway" | "actors";
 
@@ -21,4 +23,4 @@ export interface BootHook {
   run(ctx: BootContext): Promise<void | (() => Promise<void>)>;
 }
 
-export const bootHooks: BootHook[] = [];
+export const bootHooks: BootHook[] = [searchBootHook, webhookBootHook];

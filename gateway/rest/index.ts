@@ -9,6 +9,13 @@ import { errorDocsRoutes } from "./error-docs.ts";
 import { healthRoutes } from "./health.ts";
 import { authRoutes } from "./auth.ts";
 import { agentKeyRoutes } from "./agent-keys.ts";
+import { searchRoutes } from "./search.ts";
+import { productRoutes } from "./products.ts";
+import { compareRoutes } from "./compare.ts";
+import { merchantRoutes } from "./merchants.ts";
+import { merchantApiRoutes } from "./merchant-api.ts";
+import { adminSearchRoutes } from "./admin-search.ts";
+import { webhookRoutes } from "./webhooks.ts";
 
 export type GatewayModule = (svc: Services) => AnyElysia;
 
@@ -18,4 +25,11 @@ export const gatewayModules: GatewayModule[] = [
   errorDocsRoutes,
   authRoutes,
   agentKeyRoutes,
+  searchRoutes,
+  productRoutes,
+  compareRoutes,
+  merchantRoutes,
+  merchantApiRoutes,
+  adminSearchRoutes,
+  webhookRoutes,
 ];

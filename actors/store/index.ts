@@ -1,0 +1,325 @@
+/**
+ * The `store/<slug>` actor: the single writer of a merchant's catalog, inventory, policies, shipping zones, the
+ * human orders it pushes and its negotiation offers. Every handler writes inside the turn's transaction (one
+ * batch = one transaction) and publishes `catalog.changed` after commit, which the search indexer follows.
+ * Reads of the same data go to the read model (`actors/store/reads.ts`), not through this actor.
+ */
+import { createHash } from "node:crypto";
+import { Value } from "@sinclair/typebox/value";
+import type { Sql } from "../../infra/db.ts";
+import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
+import { fail } from "../runtime/errors.ts";
+import {
+  effectiveInStock,
+  HumanOrderInput,
+  orderFromInput,
+  policiesFromInput,
+  rollUpVariants,
+  validateCatalogItems,
+  zonesFromInput,
+  type ItemError,
+  type RejectedItem,
+} from "./ingest.ts";
+import { CATALOG_CHANGED, STORE_CHANGED, STORE_ORDERS_RECORDED, StoreMessages, type CatalogChangedEvent } from "./messages.ts";
+import { decideBid, OFFER_TTL_MS } from "./negotiation.ts";
+import type { NegotiationRules, Policies, ProductFields, Variant } from "./schemas.ts";
+
+export interface StoreActorState {
+  /** Completed catalog batches (a cheap activity counter; the catalog itself lives in its tables). */
+  batches: number;
+  lastIngestAt: string | null;
+}
+
+interface StoreHead {
+  slug: string;
+  currency: string;
+  policies: Policies;
+  negotiation_rules: NegotiationRules | null;
+}
+
+async function loadStore(db: Sql, slug: string, lock = false): Promise<StoreHead> {
+  const rows = lock
+    ? await db<StoreHead[]>`SELECT slug, currency, policies, negotiation_rules FROM stores WHERE slug = ${slug} FOR UPDATE`
+    : await db<StoreHead[]>`SELECT slug, currency, policies, negotiation_rules FROM stores WHERE slug = ${slug}`;
+  if (!rows[0]) throw fail("store_not_found", `No store ${slug}.`);
+  return rows[0];
+}
+
+function publishChanged(ctx: ActorContext<StoreActorState>, upserted: string[], removed: string[]): void {
+  if (upserted.length === 0 && removed.length === 0) return;
+  const ev: CatalogChangedEvent = { storeSlug: ctx.id, upserted, removed };
+  ctx.publish(CATALOG_CHANGED, ev);
+}
+
+/** Variants keep their id across syncs: the caller's id, else the id of the stored variant with the same sku or title. */
+function assignVariantIds(incoming: ProductFields["variants"], existing: Variant[]): Variant[] {
+  const bySku = new Map(existing.filter((v) => v.sku).map((v) => [v.sku!, v.id]));
+  const byTitle = new Map(existing.map((v) => [v.title, v.id]));
+  return incoming.map((v) => ({ ...v, id: v.id ?? (v.sku && bySku.get(v.sku)) ?? byTitle.get(v.title) ?? crypto.randomUUID() }));
+}
+
+interface ExistingRow {
+  id: string;
+  external_id: string;
+  price_minor: number;
+  currency: string;
+  variants: Variant[];
+}
+
+export const storeActor = defineActor({
+  kind: "store",
+  initialState: (): StoreActorState => ({ batches: 0, lastIngestAt: null }),
+  messages: StoreMessages,
+  handlers: {
+    async ingestCatalog(ctx, body) {
+      const { valid, rejected } = validateCatalogItems(body.items);
+      const tx = await ctx.tx();
+      await loadStore(tx, ctx.id, true);
+      const externalIds = valid.map((v) => v.fields.externalId);
+      const existing = externalIds.length
+        ? await tx<ExistingRow[]>`SELECT id, external_id, price_minor, currency, variants FROM products
+            WHERE store_slug = ${ctx.id} AND external_id = ANY(${externalIds})`
+        : [];
+      const byExt = new Map(existing.map((r) => [r.external_id, r]));
+      const rows = valid.map(({ fields }) => {
+        const prev = byExt.get(fields.externalId);
+        return {
+          id: prev?.id ?? crypto.randomUUID(),
+          store_slug: ctx.id,
+          external_id: fields.externalId,
+          title: fields.title,
+          description: fields.description,
+          brand: fields.brand,
+          category: fields.category,
+          tags: fields.tags,
+          gtin: fields.gtin,
+          price_minor: fields.priceMinor,
+          compare_at_price_minor: fields.compareAtPriceMinor,
+          currency: fields.currency,
+          stock_quantity: fields.stockQuantity,
+          in_stock: fields.inStock,
+          images: fields.images,
+          variants: assignVariantIds(fields.variants, prev?.variants ?? []),
+          attributes: fields.attributes,
+          active: fields.active,
+        };
+      });
+      const upserted: string[] = [];
+      for (let i = 0; i < rows.length; i += 250) {
+        const chunk = rows.slice(i, i + 250);
+        const out = await tx.unsafe<{ id: string }[]>(
+          `INSERT INTO products (id, store_slug, external_id, title, description, brand, category, tags, gtin, price_minor,
+             compare_at_price_minor, currency, stock_quantity, in_stock, images, variants, attributes, active)
+           SELECT id, store_slug, external_id, title, description, brand, category, tags, gtin, price_minor,
+             compare_at_price_minor, currency, stock_quantity, in_stock, images, variants, attributes, active
+           FROM jsonb_populate_recordset(NULL::products, $1::text::jsonb)
+           ON CONFLICT (store_slug, external_id) DO UPDATE SET
+             title = EXCLUDED.title, description = EXCLUDED.description, brand = EXCLUDED.brand,
+             category = EXCLUDED.category, tags = EXCLUDED.tags, gtin = EXCLUDED.gtin,
+             price_minor = EXCLUDED.price_minor, compare_at_price_minor = EXCLUDED.compare_at_price_minor,
+             currency = EXCLUDED.currency, stock_quantity = EXCLUDED.stock_quantity, in_stock = EXCLUDED.in_stock,
+             images = EXCLUDED.images, variants = EXCLUDED.variants, attributes = EXCLUDED.attributes,
+             active = EXCLUDED.active, updated_at = now(), synced_at = now()
+           RETURNING id`,
+          [JSON.stringify(chunk)],
+        );
+        for (const r of out) upserted.push(r.id);
+      }
+      // A price observation per new product and per price (or currency) change.
+      const points = rows
+        .filter((r) => {
+          const prev = byExt.get(r.external_id);
+          return !prev || Number(prev.price_minor) !== r.price_minor || prev.currency !== r.currency;
+        })
+        .map((r) => ({ product_id: r.id, price_minor: r.price_minor, currency: r.currency }));
+      if (points.length) {
+        await tx.unsafe(
+          `INSERT INTO product_price_history (product_id, price_minor, currency)
+           SELECT product_id, price_minor, currency FROM jsonb_populate_recordset(NULL::product_price_history, $1::text::jsonb)`,
+          [JSON.stringify(points)],
+        );
+      }
+      let removed: string[] = [];
+      const removeIds = [...new Set(body.remove ?? [])];
+      if (removeIds.length) {
+        const gone = await tx<{ id: string }[]>`UPDATE products SET active = false, updated_at = now()
+          WHERE store_slug = ${ctx.id} AND external_id = ANY(${removeIds}) AND active RETURNING id`;
+        removed = gone.map((r) => r.id);
+      }
+      await tx`UPDATE stores SET last_sync_at = now(), updated_at = now() WHERE slug = ${ctx.id}`;
+      const now = new Date(ctx.now()).toISOString();
+      ctx.state = { batches: ctx.state.batches + 1, lastIngestAt: now };
+      const inactive = new Set(rows.filter((r) => !r.active).map((r) => r.id));
+      publishChanged(ctx, upserted.filter((id) => !inactive.has(id)), [...removed, ...inactive]);
+      return {
+        accepted: valid.length,
+        rejected: rejected as RejectedItem[],
+        upserted: rows.map((r, i) => ({ index: valid[i]!.index, externalId: r.external_id, id: r.id })),
+        removed: removed.length,
+        syncedAt: now,
+      };
+    },
+
+    async setInventory(ctx, body) {
+      const tx = await ctx.tx();
+      await loadStore(tx, ctx.id, true);
+      const ids = body.items.flatMap((i) => (i.productId ? [i.productId] : []));
+      const exts = body.items.flatMap((i) => (i.externalId ? [i.externalId] : []));
+      const products = await tx<{ id: string; external_id: string; variants: Variant[]; stock_quantity: number | null; in_stock: boolean }[]>`
+        SELECT id, external_id, variants, stock_quantity, in_stock FROM products
+        WHERE store_slug = ${ctx.id} AND (id::text = ANY(${ids}) OR external_id = ANY(${exts})) FOR UPDATE`;
+      const byId = new Map(products.map((p) => [p.id, p]));
+      const byExt = new Map(products.map((p) => [p.external_id, p]));
+      const rejected: RejectedItem[] = [];
+      const touched = new Map<string, (typeof products)[number]>();
+      body.items.forEach((item, index) => {
+        const errors: ItemError[] = [];
+        if (!item.productId && !item.externalId) errors.push({ field: "productId", message: "productId or externalId is required" });
+        const p = item.productId ? byId.get(item.productId) : item.externalId ? byExt.get(item.externalId) : undefined;
+        if ((item.productId || item.externalId) && !p) errors.push({ field: item.productId ? "productId" : "externalId", message: "no such product in this store" });
+        if (p && item.productId && item.externalId && p.external_id !== item.externalId) errors.push({ field: "externalId", message: "does not match productId" });
+        if (p && item.variantId && !p.variants.some((v) => v.id === item.variantId)) errors.push({ field: "variantId", message: "no such variant of this product" });
+        if (errors.length || !p) {
+          rejected.push({ index, externalId: item.externalId ?? p?.external_id ?? null, errors });
+          return;
+        }
+        const cur = touched.get(p.id) ?? { ...p, variants: p.variants.map((v) => ({ ...v })) };
+        if (item.variantId) {
+          const v = cur.variants.find((x) => x.id === item.variantId)!;
+          v.stockQuantity = item.stockQuantity;
+          v.inStock = effectiveInStock(item.stockQuantity, item.inStock);
+          const roll = rollUpVariants(cur.variants);
+          cur.stock_quantity = roll.stockQuantity;
+          cur.in_stock = roll.inStock;
+        } else {
+          cur.stock_quantity = item.stockQuantity;
+          cur.in_stock = effectiveInStock(item.stockQuantity, item.inStock);
+        }
+        touched.set(p.id, cur);
+      });
+      for (const p of touched.values()) {
+        await tx`UPDATE products SET stock_quantity = ${p.stock_quantity}, in_stock = ${p.in_stock},
+          variants = ${tx.json(p.variants as never)}, updated_at = now(), synced_at = now() WHERE id = ${p.id}`;
+      }
+      if (touched.size) await tx`UPDATE stores SET last_sync_at = now(), updated_at = now() WHERE slug = ${ctx.id}`;
+      publishChanged(ctx, [...touched.keys()], []);
+      return { updated: body.items.length - rejected.length, products: touched.size, rejected };
+    },
+
+    async recordOrders(ctx, body) {
+      const tx = await ctx.tx();
+      await loadStore(tx, ctx.id);
+      const rejected: RejectedItem[] = [];
+      const recorded: { index: number; externalId: string; orderId: string; duplicate: boolean }[] = [];
+      const hash = (b: string) => createHash("sha256").update(`buyer:${ctx.id}:${b}`).digest("hex");
+      for (const [index, raw] of body.orders.entries()) {
+        if (!Value.Check(HumanOrderInput, raw)) {
+          const errors = [...Value.Errors(HumanOrderInput, raw)].slice(0, 10).map((e) => ({ field: e.path.replace(/^\//, "").replace(/\//g, ".") || "(order)", message: e.message }));
+          rejected.push({ index, externalId: (raw as { externalId?: string })?.externalId ?? null, errors });
+          continue;
+        }
+        const { order, errors } = orderFromInput(raw, hash);
+        if (!order) {
+          rejected.push({ index, externalId: raw.externalId, errors });
+          continue;
+        }
+        const dup = await tx<{ order_id: string }[]>`SELECT order_id FROM merchant_order_refs WHERE store_slug = ${ctx.id} AND external_id = ${order.externalId}`;
+        if (dup[0]) {
+          recorded.push({ index, externalId: order.externalId, orderId: dup[0].order_id, duplicate: true });
+          continue;
+        }
+        // Items name products by id or external id; unknown ones are kept as title snapshots only.
+        const refs = await tx<{ id: string; external_id: string; title: string }[]>`SELECT id, external_id, title FROM products
+          WHERE store_slug = ${ctx.id} AND (id::text = ANY(${order.items.flatMap((i) => (i.productId ? [i.productId] : []))})
+            OR external_id = ANY(${order.items.flatMap((i) => (i.externalId ? [i.externalId] : []))}))`;
+        const created = order.createdAt ?? new Date(ctx.now()).toISOString();
+        const [row] = await tx<{ id: string }[]>`INSERT INTO orders (store_slug, channel, buyer_ref, status, total_minor, currency,
+            payment_rail, fulfilled_on_time, disputed, refunded_minor, created_at, updated_at)
+          VALUES (${ctx.id}, 'human', ${order.buyerRef}, ${order.status}, ${order.totalMinor}, ${order.currency}, 'merchant',
+            ${order.fulfilledOnTime}, ${order.disputed}, ${order.refundedMinor}, ${created}, ${created}) RETURNING id`;
+        for (const it of order.items) {
+          const p = refs.find((r) => r.id === it.productId || r.external_id === it.externalId);
+          await tx`INSERT INTO order_items (order_id, product_id, title, quantity, unit_price_minor)
+            VALUES (${row!.id}, ${p?.id ?? null}, ${it.title ?? p?.title ?? it.externalId ?? "item"}, ${it.quantity}, ${it.unitPriceMinor})`;
+        }
+        await tx`INSERT INTO order_events (order_id, at, type, to_status, data)
+          VALUES (${row!.id}, ${created}, 'imported', ${order.status}, ${tx.json({ externalId: order.externalId, source: "merchant_api" })})`;
+        await tx`INSERT INTO merchant_order_refs (store_slug, external_id, order_id) VALUES (${ctx.id}, ${order.externalId}, ${row!.id})`;
+        recorded.push({ index, externalId: order.externalId, orderId: row!.id, duplicate: false });
+      }
+      const fresh = recorded.filter((r) => !r.duplicate).map((r) => r.orderId);
+      if (fresh.length) ctx.publish(STORE_ORDERS_RECORDED, { storeSlug: ctx.id, orderIds: fresh });
+      return { accepted: recorded.length, rejected, orders: recorded };
+    },
+
+    async setPolicies(ctx, body) {
+      const tx = await ctx.tx();
+      const store = await loadStore(tx, ctx.id, true);
+      const policies = policiesFromInput(body.policies, store.currency);
+      const negotiation = body.policies.negotiation;
+      if (negotiation && negotiation.floorPercent > negotiation.autoAcceptPercent) {
+        throw fail("validation_error", "negotiation.floorPercent must not exceed autoAcceptPercent", { field: "negotiation.floorPercent" });
+      }
+      const [row] =
+        negotiation === undefined
+          ? await tx<{ policy_version: number }[]>`UPDATE stores SET policies = ${tx.json(policies as never)}, policy_version = policy_version + 1,
+              updated_at = now() WHERE slug = ${ctx.id} RETURNING policy_version`
+          : await tx<{ policy_version: number }[]>`UPDATE stores SET policies = ${tx.json(policies as never)},
+              negotiation_rules = ${negotiation === null ? null : tx.json(negotiation as never)},
+              policy_version = policy_version + 1, updated_at = now() WHERE slug = ${ctx.id} RETURNING policy_version`;
+      ctx.publish(STORE_CHANGED, { storeSlug: ctx.id, what: "policies" });
+      return { policies, policyVersion: row!.policy_version, negotiation: negotiation === undefined ? store.negotiation_rules : negotiation };
+    },
+
+    async setShippingZones(ctx, body) {
+      const { zones, errors } = zonesFromInput(body.zones);
+      if (errors.length) throw fail("validation_error", `Invalid ${errors[0]!.field}: ${errors[0]!.message}`, { field: errors[0]!.field, errors });
+      const tx = await ctx.tx();
+      await loadStore(tx, ctx.id, true);
+      await tx`DELETE FROM shipping_zones WHERE store_slug = ${ctx.id}`;
+      for (const z of zones) {
+        await tx`INSERT INTO shipping_zones (store_slug, name, countries, postal_prefixes, currency, base_minor, per_item_minor,
+            free_over_minor, min_days, max_days)
+          VALUES (${ctx.id}, ${z.name}, ${z.countries}, ${z.postalPrefixes}, ${z.currency}, ${z.baseMinor}, ${z.perItemMinor},
+            ${z.freeOverMinor}, ${z.minDays}, ${z.maxDays})`;
+      }
+      ctx.publish(STORE_CHANGED, { storeSlug: ctx.id, what: "shipping_zones" });
+      return { zones: zones.length };
+    },
+
+    async negotiate(ctx, body) {
+      const tx = await ctx.tx();
+      const store = await loadStore(tx, ctx.id);
+      const [p] = await tx<{ id: string; price_minor: number; currency: string; category: string | null }[]>`
+        SELECT id, price_minor, currency, category FROM products WHERE id = ${body.productId} AND store_slug = ${ctx.id} AND active`;
+      if (!p) throw fail("not_found", "No such product at this merchant.");
+      if (p.currency !== body.currency) {
+        throw fail("validation_error", `currency must be the product's currency (${p.currency})`, { field: "currency", expected: p.currency });
+      }
+      const counted = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM negotiation_offers
+        WHERE agent_key_id = ${body.agentKeyId} AND product_id = ${p.id}`;
+      const n = counted[0]?.n ?? 0;
+      const decision = decideBid({
+        rules: store.negotiation_rules,
+        listPriceMinor: Number(p.price_minor),
+        bidMinor: body.bidMinor,
+        category: p.category,
+        priorRounds: n,
+      });
+      const expiresAt = decision.status === "accepted" ? new Date(ctx.now() + OFFER_TTL_MS).toISOString() : null;
+      const [row] = await tx<{ id: string }[]>`INSERT INTO negotiation_offers (store_slug, product_id, agent_key_id, round, status,
+          bid_minor, list_price_minor, counter_minor, negotiated_price_minor, currency, expires_at)
+        VALUES (${ctx.id}, ${p.id}, ${body.agentKeyId}, ${n + 1}, ${decision.status}, ${body.bidMinor}, ${Number(p.price_minor)},
+          ${decision.counterPriceMinor}, ${decision.negotiatedPriceMinor}, ${p.currency}, ${expiresAt}) RETURNING id`;
+      return {
+        offerId: row!.id,
+        round: n + 1,
+        maxRounds: store.negotiation_rules?.maxRounds ?? null,
+        listPriceMinor: Number(p.price_minor),
+        currency: p.currency,
+        expiresAt,
+        ...decision,
+      };
+    },
+  },
+});

@@ -1,0 +1,317 @@
+/**
+ * Merchant ingestion, pure: per-item validation of PUT /catalog batches, and the API ↔ record conversions of
+ * policies, shipping zones, inventory updates and human orders. No I/O; the store actor writes what these return.
+ *
+ * An item is either accepted whole or rejected whole (with every reason), so a rejected item never leaves a
+ * partial write behind.
+ */
+import { Type as T, type Static } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import {
+  currencyExponent,
+  NegotiationRules,
+  ProductInput,
+  productInputToFields,
+  toMajor,
+  toMinor,
+  type Policies,
+  type ProductFields,
+} from "./schemas.ts";
+
+export const MAX_CATALOG_BATCH = 1000;
+
+export interface ItemError {
+  field: string;
+  message: string;
+}
+
+export interface RejectedItem {
+  index: number;
+  externalId: string | null;
+  errors: ItemError[];
+}
+
+export interface ValidatedItem {
+  index: number;
+  fields: ProductFields;
+}
+
+const pointer = (path: string) => path.replace(/^\//, "").replace(/\//g, ".") || "(item)";
+
+/** True when `major` has no more decimals than the currency allows (19.99 USD yes, 19.999 USD no, 10.5 JPY no). */
+export function fitsCurrency(major: number, currency: string): boolean {
+  const factor = 10 ** currencyExponent(currency);
+  return Math.abs(major * factor - Math.round(major * factor)) < 1e-6;
+}
+
+/**
+ * Splits a raw batch into valid items (converted to record fields, minor units) and rejected ones with every
+ * reason. Rules beyond the schema: prices fit the currency's decimals, compareAtPrice is not below price, a
+ * variant price fits too, and an externalId repeated inside one batch is rejected after its first occurrence.
+ */
+export function validateCatalogItems(items: readonly unknown[]): { valid: ValidatedItem[]; rejected: RejectedItem[] } {
+  const valid: ValidatedItem[] = [];
+  const rejected: RejectedItem[] = [];
+  const seen = new Set<string>();
+  items.forEach((raw, index) => {
+    const externalId =
+      raw && typeof raw === "object" && typeof (raw as { externalId?: unknown }).externalId === "string"
+        ? (raw as { externalId: string }).externalId
+        : null;
+    const errors: ItemError[] = [];
+    if (!raw || typeof raw !== "object" || Array.isArray(raw)) {
+      rejected.push({ index, externalId: null, errors: [{ field: "(item)", message: "must be an object" }] });
+      return;
+    }
+    for (const e of Value.Errors(ProductInput, raw)) {
+      errors.push({ field: pointer(e.path), message: e.message });
+      if (errors.length >= 20) break;
+    }
+    if (errors.length === 0) {
+      const item = raw as ProductInput;
+      if (!fitsCurrency(item.price, item.currency)) {
+        errors.push({ field: "price", message: `more decimals than ${item.currency} has (${currencyExponent(item.currency)})` });
+      }
+      if (item.compareAtPrice != null) {
+        if (!fitsCurrency(item.compareAtPrice, item.currency)) {
+          errors.push({ field: "compareAtPrice", message: `more decimals than ${item.currency} has` });
+        } else if (item.compareAtPrice < item.price) {
+          errors.push({ field: "compareAtPrice", message: "must not be below price" });
+        }
+      }
+      (item.variants ?? []).forEach((v, i) => {
+        if (v.price !== undefined && !fitsCurrency(v.price, item.currency)) {
+          errors.push({ field: `variants.${i}.price`, message: `more decimals than ${item.currency} has` });
+        }
+      });
+      if (seen.has(item.externalId)) errors.push({ field: "externalId", message: "repeated in this batch" });
+    }
+    if (errors.length > 0) {
+      rejected.push({ index, externalId, errors });
+      return;
+    }
+    const item = raw as ProductInput;
+    seen.add(item.externalId);
+    valid.push({ index, fields: productInputToFields(item) });
+  });
+  return { valid, rejected };
+}
+
+// ------------------------------------------------------------------------------------------------ policies
+
+/** PUT /policies body: the spec's `policies` object (decimal threshold) plus the optional negotiation rules. */
+export const PoliciesInput = T.Object(
+  {
+    acceptsReturns: T.Boolean(),
+    returnWindowDays: T.Optional(T.Integer({ minimum: 0, maximum: 3650 })),
+    freeShippingThreshold: T.Optional(T.Number({ minimum: 0 })),
+    restockingFeePercent: T.Optional(T.Number({ minimum: 0, maximum: 100 })),
+    shippingEstimateDays: T.Optional(T.String({ minLength: 1, maxLength: 50 })),
+    supportResponseTimeSla: T.Optional(T.String({ minLength: 1, maxLength: 50 })),
+    negotiation: T.Optional(T.Union([NegotiationRules, T.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type PoliciesInput = Static<typeof PoliciesInput>;
+
+export function policiesFromInput(input: PoliciesInput, storeCurrency: string): Policies {
+  const p: Policies = { acceptsReturns: input.acceptsReturns };
+  if (input.returnWindowDays !== undefined) p.returnWindowDays = input.returnWindowDays;
+  if (input.freeShippingThreshold !== undefined) p.freeShippingThresholdMinor = toMinor(input.freeShippingThreshold, storeCurrency);
+  if (input.restockingFeePercent !== undefined) p.restockingFeePercent = input.restockingFeePercent;
+  if (input.shippingEstimateDays !== undefined) p.shippingEstimateDays = input.shippingEstimateDays;
+  if (input.supportResponseTimeSla !== undefined) p.supportResponseTimeSla = input.supportResponseTimeSla;
+  return p;
+}
+
+/** The spec's `policies` shape (decimal freeShippingThreshold) from the stored one. */
+export interface PoliciesView {
+  acceptsReturns: boolean;
+  returnWindowDays?: number;
+  freeShippingThreshold?: number;
+  restockingFeePercent?: number;
+  shippingEstimateDays?: string;
+  supportResponseTimeSla?: string;
+}
+
+export function policiesView(p: Policies, storeCurrency: string): PoliciesView {
+  const v: PoliciesView = { acceptsReturns: p.acceptsReturns };
+  if (p.returnWindowDays !== undefined) v.returnWindowDays = p.returnWindowDays;
+  if (p.freeShippingThresholdMinor !== undefined) v.freeShippingThreshold = toMajor(p.freeShippingThresholdMinor, storeCurrency);
+  if (p.restockingFeePercent !== undefined) v.restockingFeePercent = p.restockingFeePercent;
+  if (p.shippingEstimateDays !== undefined) v.shippingEstimateDays = p.shippingEstimateDays;
+  if (p.supportResponseTimeSla !== undefined) v.supportResponseTimeSla = p.supportResponseTimeSla;
+  return v;
+}
+
+// ------------------------------------------------------------------------------------------ shipping zones
+
+const Country = T.String({ pattern: "^[A-Z]{2}$" });
+const Currency = T.String({ pattern: "^[A-Z]{3}$" });
+
+export const ShippingZoneInput = T.Object(
+  {
+    name: T.String({ minLength: 1, maxLength: 100 }),
+    countries: T.Array(Country, { minItems: 1, maxItems: 250 }),
+    postalPrefixes: T.Optional(T.Array(T.String({ minLength: 1, maxLength: 20 }), { maxItems: 500 })),
+    currency: Currency,
+    base: T.Number({ minimum: 0 }),
+    perItem: T.Optional(T.Number({ minimum: 0 })),
+    freeOver: T.Optional(T.Union([T.Number({ minimum: 0 }), T.Null()])),
+    minDays: T.Integer({ minimum: 0, maximum: 365 }),
+    maxDays: T.Integer({ minimum: 0, maximum: 365 }),
+  },
+  { additionalProperties: false },
+);
+export type ShippingZoneInput = Static<typeof ShippingZoneInput>;
+
+export interface ShippingZoneFields {
+  name: string;
+  countries: string[];
+  postalPrefixes: string[];
+  currency: string;
+  baseMinor: number;
+  perItemMinor: number;
+  freeOverMinor: number | null;
+  minDays: number;
+  maxDays: number;
+}
+
+/** Validates the semantic rules the schema cannot state; throws a message naming the zone on the first problem. */
+export function zonesFromInput(zones: readonly ShippingZoneInput[]): { zones: ShippingZoneFields[]; errors: ItemError[] } {
+  const errors: ItemError[] = [];
+  const names = new Set<string>();
+  const out = zones.map((z, i) => {
+    if (z.maxDays < z.minDays) errors.push({ field: `zones.${i}.maxDays`, message: "must be >= minDays" });
+    if (names.has(z.name)) errors.push({ field: `zones.${i}.name`, message: "repeated zone name" });
+    names.add(z.name);
+    for (const [k, v] of [["base", z.base], ["perItem", z.perItem], ["freeOver", z.freeOver]] as const) {
+      if (typeof v === "number" && !fitsCurrency(v, z.currency)) errors.push({ field: `zones.${i}.${k}`, message: `more decimals than ${z.currency} has` });
+    }
+    return {
+      name: z.name,
+      countries: [...new Set(z.countries)],
+      postalPrefixes: (z.postalPrefixes ?? []).map((p) => p.toUpperCase().replace(/\s+/g, "")),
+      currency: z.currency,
+      baseMinor: toMinor(z.base, z.currency),
+      perItemMinor: toMinor(z.perItem ?? 0, z.currency),
+      freeOverMinor: z.freeOver == null ? null : toMinor(z.freeOver, z.currency),
+      minDays: z.minDays,
+      maxDays: z.maxDays,
+    };
+  });
+  return { zones: out, errors };
+}
+
+// ------------------------------------------------------------------------------------------------ inventory
+
+export const InventoryItemInput = T.Object(
+  {
+    productId: T.Optional(T.String({ format: "uuid" })),
+    externalId: T.Optional(T.String({ minLength: 1, maxLength: 255 })),
+    variantId: T.Optional(T.String({ format: "uuid" })),
+    stockQuantity: T.Union([T.Integer({ minimum: 0 }), T.Null()]),
+    inStock: T.Optional(T.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type InventoryItemInput = Static<typeof InventoryItemInput>;
+
+/** inStock when not given: tracked stock > 0, or true for untracked (null) stock. */
+export function effectiveInStock(stockQuantity: number | null, inStock?: boolean): boolean {
+  return inStock ?? (stockQuantity === null ? true : stockQuantity > 0);
+}
+
+export interface VariantStock {
+  id: string;
+  stockQuantity: number | null;
+  inStock: boolean;
+}
+
+/** A product's totals after its variants changed: the sum of tracked variant stock, in stock if any variant is. */
+export function rollUpVariants(variants: readonly VariantStock[]): { stockQuantity: number | null; inStock: boolean } {
+  if (variants.length === 0) return { stockQuantity: null, inStock: true };
+  const tracked = variants.every((v) => v.stockQuantity !== null);
+  return {
+    stockQuantity: tracked ? variants.reduce((s, v) => s + (v.stockQuantity ?? 0), 0) : null,
+    inStock: variants.some((v) => v.inStock),
+  };
+}
+
+// ------------------------------------------------------------------------------------------------- orders
+
+export const ORDER_STATUSES = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "refunded"] as const;
+
+export const HumanOrderInput = T.Object(
+  {
+    externalId: T.String({ minLength: 1, maxLength: 255 }),
+    /** Buyer e-mail or the merchant's customer id; only a hash is stored (unique-buyer counts). */
+    buyer: T.String({ minLength: 1, maxLength: 320 }),
+    status: T.Union(ORDER_STATUSES.map((s) => T.Literal(s))),
+    currency: Currency,
+    items: T.Array(
+      T.Object(
+        {
+          externalId: T.Optional(T.String({ minLength: 1, maxLength: 255 })),
+          productId: T.Optional(T.String({ format: "uuid" })),
+          title: T.Optional(T.String({ minLength: 1, maxLength: 500 })),
+          quantity: T.Integer({ minimum: 1 }),
+          unitPrice: T.Number({ minimum: 0 }),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: 500 },
+    ),
+    /** Defaults to the sum of the items. */
+    total: T.Optional(T.Number({ minimum: 0 })),
+    createdAt: T.Optional(T.String({ format: "date-time" })),
+    fulfilledOnTime: T.Optional(T.Union([T.Boolean(), T.Null()])),
+    disputed: T.Optional(T.Boolean()),
+    refunded: T.Optional(T.Number({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+export type HumanOrderInput = Static<typeof HumanOrderInput>;
+
+export interface HumanOrderFields {
+  externalId: string;
+  buyerRef: string;
+  status: (typeof ORDER_STATUSES)[number];
+  currency: string;
+  totalMinor: number;
+  refundedMinor: number;
+  createdAt: string | null;
+  fulfilledOnTime: boolean | null;
+  disputed: boolean;
+  items: { externalId?: string; productId?: string; title?: string; quantity: number; unitPriceMinor: number }[];
+}
+
+/** Converts one order (major → minor units, buyer → hash); returns errors instead when the numbers do not add up. */
+export function orderFromInput(o: HumanOrderInput, hashBuyer: (b: string) => string): { order?: HumanOrderFields; errors: ItemError[] } {
+  const errors: ItemError[] = [];
+  const items = o.items.map((it, i) => {
+    if (!it.externalId && !it.productId && !it.title) errors.push({ field: `items.${i}`, message: "needs externalId, productId or title" });
+    if (!fitsCurrency(it.unitPrice, o.currency)) errors.push({ field: `items.${i}.unitPrice`, message: `more decimals than ${o.currency} has` });
+    return { externalId: it.externalId, productId: it.productId, title: it.title, quantity: it.quantity, unitPriceMinor: toMinor(it.unitPrice, o.currency) };
+  });
+  const sum = items.reduce((s, it) => s + it.quantity * it.unitPriceMinor, 0);
+  const totalMinor = o.total === undefined ? sum : toMinor(o.total, o.currency);
+  const refundedMinor = o.refunded === undefined ? 0 : toMinor(o.refunded, o.currency);
+  if (refundedMinor > totalMinor) errors.push({ field: "refunded", message: "must not exceed total" });
+  if (errors.length > 0) return { errors };
+  return {
+    errors,
+    order: {
+      externalId: o.externalId,
+      buyerRef: hashBuyer(o.buyer.trim().toLowerCase()),
+      status: o.status,
+      currency: o.currency,
+      totalMinor,
+      refundedMinor,
+      createdAt: o.createdAt ?? null,
+      fulfilledOnTime: o.fulfilledOnTime ?? null,
+      disputed: o.disputed ?? false,
+      items,
+    },
+  };
+}

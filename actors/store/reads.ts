@@ -1,0 +1,196 @@
+/**
+ * The catalog read model: query functions over the pool (never through the store actor) that return records,
+ * the spec's MerchantSummary and ProductDetail, with eligibility applied. Writes go through `store/<slug>`;
+ * reads come from here (docs/decisions.md, "Catalog: writes through the store actor, reads from a read model").
+ *
+ * Eligibility is `isStoreEligible` from search/ranking.ts (BASIC or higher, trust >= 0.3, not suspended or
+ * hidden) for every product and merchant read, so search and reads can never disagree. An ineligible store or a
+ * product of one reads exactly like an unknown one (404).
+ */
+import type { Sql } from "../../infra/db.ts";
+import { fail } from "../runtime/errors.ts";
+import { freshnessTier, isStoreEligible, type FreshnessTier, type MerchantSummary, type StoreSnapshot } from "../../search/ranking.ts";
+import { policiesView, type PoliciesView } from "./ingest.ts";
+import {
+  productFromRow,
+  shippingZoneFromRow,
+  storeFromRow,
+  toMajor,
+  type ProductRecord,
+  type ProductRow,
+  type ShippingZone,
+  type ShippingZoneRow,
+  type StoreRecord,
+  type StoreRow,
+} from "./schemas.ts";
+
+export type { MerchantSummary } from "../../search/ranking.ts";
+
+/** The spec's MerchantSummary lists UNVERIFIED..PREMIUM; QUALIFIED (registry-checked) is shown as PREMIUM there. */
+export function displayVerificationLevel(level: StoreRecord["verificationLevel"]): "UNVERIFIED" | "BASIC" | "STANDARD" | "PREMIUM" {
+  return level === "QUALIFIED" ? "PREMIUM" : level;
+}
+
+export function isEligibleStore(store: Pick<StoreRecord, "trustScore" | "verificationLevel" | "operationalStatus">): boolean {
+  return isStoreEligible({ trustScore: store.trustScore, verificationLevel: store.verificationLevel, storeStatus: store.operationalStatus });
+}
+
+/** EU-qualified: registry-checked (QUALIFIED) and established in the EU. */
+export function isEuQualified(store: Pick<StoreRecord, "verificationLevel" | "euBased">): boolean {
+  return store.verificationLevel === "QUALIFIED" && store.euBased;
+}
+
+export function merchantSummary(store: StoreRecord): MerchantSummary {
+  return {
+    slug: store.slug,
+    name: store.name,
+    trustScore: store.trustScore,
+    verificationLevel: displayVerificationLevel(store.verificationLevel),
+    storeStatus: store.operationalStatus === "deprioritized" ? "deprioritized" : "active",
+    lastSyncAt: store.lastSyncAt,
+  };
+}
+
+/** What search ranking needs of a store (accuracies unknown until the trust engine publishes components). */
+export function storeSnapshot(store: StoreRecord): StoreSnapshot {
+  return {
+    slug: store.slug,
+    name: store.name,
+    trustScore: store.trustScore,
+    verificationLevel: store.verificationLevel,
+    storeStatus: store.operationalStatus,
+    lastSyncAt: store.lastSyncAt,
+    euQualified: isEuQualified(store),
+    priceAccuracy: null,
+    availabilityAccuracy: null,
+  };
+}
+
+export async function findStore(sql: Sql, slug: string): Promise<StoreRecord | null> {
+  const rows = await sql<StoreRow[]>`SELECT * FROM stores WHERE slug = ${slug}`;
+  return rows[0] ? storeFromRow(rows[0]) : null;
+}
+
+export async function listStores(sql: Sql): Promise<StoreRecord[]> {
+  return (await sql<StoreRow[]>`SELECT * FROM stores ORDER BY slug`).map(storeFromRow);
+}
+
+/** The store when it exists and is eligible; otherwise 404 store_not_found (ineligible reads like unknown). */
+export async function getEligibleStore(sql: Sql, slug: string): Promise<StoreRecord> {
+  const store = await findStore(sql, slug);
+  if (!store || !isEligibleStore(store)) throw fail("store_not_found", `No eligible merchant ${slug}.`);
+  return store;
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface EligibleProduct {
+  product: ProductRecord;
+  store: StoreRecord;
+}
+
+/** Active products of eligible stores, by id; unknown, inactive and ineligible ids are simply absent. */
+export async function findEligibleProducts(sql: Sql, ids: readonly string[]): Promise<Map<string, EligibleProduct>> {
+  const wanted = [...new Set(ids.filter((id) => UUID_RE.test(id)).map((id) => id.toLowerCase()))];
+  const out = new Map<string, EligibleProduct>();
+  if (wanted.length === 0) return out;
+  const rows = await sql<(ProductRow & { s: StoreRow })[]>`
+    SELECT p.*, to_jsonb(s.*) AS s FROM products p JOIN stores s ON s.slug = p.store_slug
+    WHERE p.id = ANY(${wanted}::uuid[]) AND p.active`;
+  for (const row of rows) {
+    const store = storeFromRow(row.s);
+    if (!isEligibleStore(store)) continue;
+    out.set(row.id, { product: productFromRow(row), store });
+  }
+  return out;
+}
+
+/** One eligible product, else 404 not_found. */
+export async function getEligibleProduct(sql: Sql, id: string): Promise<EligibleProduct> {
+  const found = (await findEligibleProducts(sql, [id.toLowerCase()])).get(id.toLowerCase());
+  if (!found) throw fail("not_found", "Product not found or not available.", { productId: id });
+  return found;
+}
+
+export interface ProductDetail {
+  id: string;
+  title: string;
+  description: string;
+  price: number;
+  compareAtPrice: number | null;
+  currency: string;
+  inStock: boolean;
+  stockQuantity: number | null;
+  images: string[];
+  variants: Record<string, unknown>[];
+  attributes: Record<string, unknown>;
+  category: string | null;
+  merchant: MerchantSummary;
+  policies: PoliciesView;
+  freshnessTier: FreshnessTier;
+}
+
+export function toProductDetail(product: ProductRecord, store: StoreRecord, now: Date): ProductDetail {
+  return {
+    id: product.id,
+    title: product.title,
+    description: product.description,
+    price: toMajor(product.priceMinor, product.currency),
+    compareAtPrice: product.compareAtPriceMinor === null ? null : toMajor(product.compareAtPriceMinor, product.currency),
+    currency: product.currency,
+    inStock: product.inStock,
+    stockQuantity: product.stockQuantity,
+    images: product.images,
+    variants: product.variants.map(({ priceMinor, ...v }) => ({
+      ...v,
+      price: priceMinor === null ? toMajor(product.priceMinor, product.currency) : toMajor(priceMinor, product.currency),
+    })),
+    attributes: { ...product.attributes, ...(product.brand ? { brand: product.brand } : {}), ...(product.gtin ? { gtin: product.gtin } : {}) },
+    category: product.category,
+    merchant: merchantSummary(store),
+    policies: policiesView(store.policies, store.currency),
+    freshnessTier: freshnessTier(store.lastSyncAt, now),
+  };
+}
+
+export interface PricePoint {
+  priceMinor: number;
+  currency: string;
+  recordedAt: string;
+}
+
+/** Observations inside the last `days`, plus the last one before the window (the price the window opened at). */
+export async function priceHistory(sql: Sql, productId: string, days: number, now: Date): Promise<{ opening: PricePoint | null; points: PricePoint[] }> {
+  const since = new Date(now.getTime() - days * 86_400_000);
+  const rows = await sql<{ price_minor: number; currency: string; recorded_at: Date }[]>`
+    SELECT price_minor, currency, recorded_at FROM product_price_history
+    WHERE product_id = ${productId} AND recorded_at >= ${since} AND recorded_at <= ${now} ORDER BY recorded_at, id`;
+  const before = await sql<{ price_minor: number; currency: string; recorded_at: Date }[]>`
+    SELECT price_minor, currency, recorded_at FROM product_price_history
+    WHERE product_id = ${productId} AND recorded_at < ${since} ORDER BY recorded_at DESC, id DESC LIMIT 1`;
+  const map = (r: { price_minor: number; currency: string; recorded_at: Date }): PricePoint => ({
+    priceMinor: Number(r.price_minor),
+    currency: r.currency,
+    recordedAt: new Date(r.recorded_at).toISOString(),
+  });
+  return { opening: before[0] ? map(before[0]) : null, points: rows.map(map) };
+}
+
+export async function shippingZonesOf(sql: Sql, slug: string): Promise<ShippingZone[]> {
+  return (await sql<ShippingZoneRow[]>`SELECT * FROM shipping_zones WHERE store_slug = ${slug} ORDER BY name`).map(shippingZoneFromRow);
+}
+
+export async function activeProductCount(sql: Sql, slug: string): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM products WHERE store_slug = ${slug} AND active`;
+  return row?.n ?? 0;
+}
+
+/**
+ * Merchant write routes: the caller must own the store or be an operator. Anything else, including a store that
+ * does not exist, is 404 store_not_found so other merchants' slugs are not revealed.
+ */
+export async function assertStoreWriter(sql: Sql, slug: string, user: { id: string; role: string }): Promise<StoreRecord> {
+  const store = await findStore(sql, slug);
+  if (!store || (user.role !== "operator" && store.ownerUserId !== user.id)) throw fail("store_not_found", `No store ${slug} of yours.`);
+  return store;
+}

@@ -1,0 +1,95 @@
+/**
+ * Merchant ingestion under /api/v1/merchant/stores/{slug} (Bearer JWT of a user that owns the store, or an
+ * operator; anyone else gets 404 store_not_found so other stores are not revealed). Each route validates the
+ * envelope of the request, then sends one message to `store/<slug>`, which validates item by item and writes the
+ * batch in one transaction.
+ *
+ * PUT /catalog answers 200 with `{accepted, rejected: [{index, externalId, errors}], upserted, removed}` even when
+ * some (or all) items are rejected: the batch was processed, the per-item outcome is in the body
+ * (docs/decisions.md). A malformed envelope (not an array, more than 1,000 items) is 400.
+ */
+import { Elysia, t } from "elysia";
+import { storeActor } from "../../actors/store/index.ts";
+import { HumanOrderInput, InventoryItemInput, MAX_CATALOG_BATCH, PoliciesInput, policiesView, ShippingZoneInput } from "../../actors/store/ingest.ts";
+import { assertStoreWriter } from "../../actors/store/reads.ts";
+import { toMajor } from "../../actors/store/schemas.ts";
+import { errorResponses, ok } from "../envelope.ts";
+import { userAuth } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+
+const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63 }) });
+const sec = [{ bearer: [] }];
+const errs = errorResponses(400, 401, 404);
+
+export function merchantApiRoutes(svc: Services) {
+  return new Elysia({ name: "merchant-api-routes" })
+    .use(userAuth(svc))
+    .put(
+      "/api/v1/merchant/stores/:slug/catalog",
+      async ({ params, body, user }) => {
+        await assertStoreWriter(svc.sql, params.slug, user);
+        const r = await svc.actors.ask(storeActor, params.slug, "ingestCatalog", { items: body.products, remove: body.remove }, { timeoutMs: 60_000 });
+        return ok(r);
+      },
+      {
+        params: Slug,
+        body: t.Object({
+          products: t.Array(t.Unknown(), { maxItems: MAX_CATALOG_BATCH, description: "ProductInput items (validated one by one)" }),
+          remove: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255 }), { maxItems: MAX_CATALOG_BATCH, description: "externalIds to take out of the catalog" })),
+        }),
+        response: errs,
+        detail: { tags: ["merchant"], summary: "Batch upsert up to 1,000 products (per-item errors)", security: sec },
+      },
+    )
+    .patch(
+      "/api/v1/merchant/stores/:slug/inventory",
+      async ({ params, body, user }) => {
+        await assertStoreWriter(svc.sql, params.slug, user);
+        return ok(await svc.actors.ask(storeActor, params.slug, "setInventory", { items: body.items }));
+      },
+      {
+        params: Slug,
+        body: t.Object({ items: t.Array(InventoryItemInput, { minItems: 1, maxItems: MAX_CATALOG_BATCH }) }),
+        response: errs,
+        detail: { tags: ["merchant"], summary: "Set stock by product or variant", security: sec },
+      },
+    )
+    .post(
+      "/api/v1/merchant/stores/:slug/orders",
+      async ({ params, body, user, set }) => {
+        await assertStoreWriter(svc.sql, params.slug, user);
+        const r = await svc.actors.ask(storeActor, params.slug, "recordOrders", { orders: body.orders });
+        set.status = 201;
+        return ok(r);
+      },
+      {
+        params: Slug,
+        body: t.Object({ orders: t.Array(HumanOrderInput, { minItems: 1, maxItems: 500 }) }),
+        response: { 201: t.Any(), ...errs },
+        detail: { tags: ["merchant"], summary: "Record human orders (idempotent per externalId; the trust engine's input)", security: sec },
+      },
+    )
+    .put(
+      "/api/v1/merchant/stores/:slug/policies",
+      async ({ params, body, user }) => {
+        const store = await assertStoreWriter(svc.sql, params.slug, user);
+        const r = await svc.actors.ask(storeActor, params.slug, "setPolicies", { policies: body });
+        return ok({ policies: policiesView(r.policies, store.currency), policyVersion: r.policyVersion, negotiation: r.negotiation });
+      },
+      { params: Slug, body: PoliciesInput, response: errs, detail: { tags: ["merchant"], summary: "Replace the store's policies (and negotiation rules)", security: sec } },
+    )
+    .put(
+      "/api/v1/merchant/stores/:slug/shipping-zones",
+      async ({ params, body, user }) => {
+        await assertStoreWriter(svc.sql, params.slug, user);
+        const r = await svc.actors.ask(storeActor, params.slug, "setShippingZones", { zones: body.zones });
+        return ok({ zones: r.zones, currencyNote: "amounts are decimals in each zone's currency", example: body.zones[0] ? toMajor(0, body.zones[0].currency) : null });
+      },
+      {
+        params: Slug,
+        body: t.Object({ zones: t.Array(ShippingZoneInput, { maxItems: 100 }) }),
+        response: errs,
+        detail: { tags: ["merchant"], summary: "Replace the store's shipping zones", security: sec },
+      },
+    );
+}

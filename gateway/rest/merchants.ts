@@ -1,0 +1,84 @@
+/**
+ * Agent merchant reads from the read model. Only eligible merchants exist here (BASIC+, trust >= 0.3, not
+ * suspended or hidden); any other slug is 404 store_not_found. /trust-explanation belongs to the trust module.
+ */
+import { Elysia, t } from "elysia";
+import { activeProductCount, getEligibleStore, isEuQualified, merchantSummary } from "../../actors/store/reads.ts";
+import { policiesView } from "../../actors/store/ingest.ts";
+import { freshnessTier } from "../../search/ranking.ts";
+import { errorResponses, ok } from "../envelope.ts";
+import { agentAuth } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+
+const Slug = t.Object({ slug: t.String({ minLength: 1 }) });
+const sec = [{ agentApiKey: [] }];
+
+const PROTOCOLS: Record<string, { name: string; description: string }> = {
+  card: { name: "Card checkout", description: "Card-processor checkout (the default)." },
+  x402: { name: "x402", description: "Stablecoin settlement over x402 v2 (USDC on Base)." },
+  MOCK: { name: "Mock payments", description: "Simulated payment: no money moves (demo store)." },
+};
+
+export function merchantRoutes(svc: Services) {
+  return new Elysia({ name: "merchant-routes" })
+    .use(agentAuth(svc))
+    .get(
+      "/api/v1/agent/merchants/:slug",
+      async ({ params }) => {
+        const store = await getEligibleStore(svc.sql, params.slug);
+        return ok({
+          ...merchantSummary(store),
+          verificationLevelDetail: store.verificationLevel,
+          euQualified: isEuQualified(store),
+          country: store.country,
+          currency: store.currency,
+          platform: store.platform,
+          freshnessTier: freshnessTier(store.lastSyncAt, new Date(svc.clock.now())),
+          policies: policiesView(store.policies, store.currency),
+          paymentProtocols: store.paymentMethods,
+          negotiation: store.negotiationRules?.enabled === true,
+          reviews: store.reviewRatingAvg === null ? null : { average: store.reviewRatingAvg, count: store.reviewCount },
+          productCount: await activeProductCount(svc.sql, store.slug),
+          memberSince: store.createdAt,
+        });
+      },
+      { params: Slug, response: errorResponses(401, 403, 404), detail: { tags: ["merchants"], summary: "Merchant profile", security: sec } },
+    )
+    .get(
+      "/api/v1/agent/merchants/:slug/protocols",
+      async ({ params }) => {
+        const store = await getEligibleStore(svc.sql, params.slug);
+        const list = store.paymentMethods.map((id) => ({ id, ...(PROTOCOLS[id] ?? { name: id, description: "" }) }));
+        const preferred = store.paymentMethods.includes("card") ? "card" : (store.paymentMethods[0] ?? null);
+        return ok({
+          slug: store.slug,
+          protocols: list,
+          preferred,
+          bridge: ["acp", "ap2", "ucp"],
+          mcp: { endpoint: `${svc.siteUrl}/${store.slug}/mcp` },
+        });
+      },
+      { params: Slug, response: errorResponses(401, 403, 404), detail: { tags: ["merchants"], summary: "Supported payment protocols and the preferred one", security: sec } },
+    )
+    .get(
+      "/api/v1/agent/merchants/:slug/return-policy",
+      async ({ params }) => {
+        const store = await getEligibleStore(svc.sql, params.slug);
+        const p = policiesView(store.policies, store.currency);
+        return ok({
+          slug: store.slug,
+          acceptsReturns: p.acceptsReturns,
+          returnWindowDays: p.acceptsReturns ? (p.returnWindowDays ?? null) : 0,
+          restockingFeePercent: p.restockingFeePercent ?? 0,
+          refundMethod: "original_payment_method",
+          refundRequest: { endpoint: "POST /api/v1/agent/orders/{orderId}/refund", approval: "merchant" },
+          supportResponseTimeSla: p.supportResponseTimeSla ?? null,
+          policyVersion: store.policyVersion,
+          summary: p.acceptsReturns
+            ? `Returns accepted within ${p.returnWindowDays ?? "an unspecified number of"} days${p.restockingFeePercent ? `, ${p.restockingFeePercent}% restocking fee` : ", no restocking fee"}.`
+            : "This merchant does not accept returns.",
+        });
+      },
+      { params: Slug, response: errorResponses(401, 403, 404), detail: { tags: ["merchants"], summary: "Structured return and refund policy (feature tier: return_policy)", security: sec } },
+    );
+}

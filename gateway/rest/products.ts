@@ -1,0 +1,207 @@
+/**
+ * Agent product reads (from the catalog read model, eligibility applied: an ineligible store's product is 404)
+ * and the product-level actions: recommendations, negotiate (store actor), shipping estimate, search by image
+ * (reserved: always 501).
+ */
+import { Elysia, t } from "elysia";
+import { storeActor } from "../../actors/store/index.ts";
+import { fitsCurrency } from "../../actors/store/ingest.ts";
+import { agentHint, matchZone, priceTrend, shippingCostMinor, sustainabilityScore } from "../../actors/store/insights.ts";
+import { getEligibleProduct, getEligibleStore, priceHistory, shippingZonesOf, toProductDetail } from "../../actors/store/reads.ts";
+import { toMajor, toMinor } from "../../actors/store/schemas.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import { freshnessTier, stockConfidence } from "../../search/ranking.ts";
+import { getSearchService } from "../../search/service.ts";
+import { errorResponses, ok } from "../envelope.ts";
+import { agentAuth } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+
+const Uuid = t.String({ format: "uuid" });
+const sec = [{ agentApiKey: [] }];
+export const PRICE_HISTORY_DAYS = [30, 60, 90] as const;
+export const RECOMMENDATIONS_MAX = 20;
+export const RECOMMENDATIONS_DEFAULT = 5;
+
+export function productRoutes(svc: Services) {
+  const now = () => new Date(svc.clock.now());
+  return new Elysia({ name: "product-routes" })
+    .use(agentAuth(svc))
+    .get(
+      "/api/v1/agent/products/:id",
+      async ({ params }) => {
+        const { product, store } = await getEligibleProduct(svc.sql, params.id);
+        return ok(toProductDetail(product, store, now()));
+      },
+      { params: t.Object({ id: Uuid }), response: errorResponses(400, 401, 403, 404), detail: { tags: ["catalog"], summary: "Product detail (ProductDetail)", security: sec } },
+    )
+    .get(
+      "/api/v1/agent/availability/:id",
+      async ({ params }) => {
+        const { product, store } = await getEligibleProduct(svc.sql, params.id);
+        const n = now();
+        const tier = freshnessTier(store.lastSyncAt, n);
+        const confidence = stockConfidence({ lastSyncAt: store.lastSyncAt }, n);
+        return ok({
+          productId: product.id,
+          inStock: product.inStock,
+          stockQuantity: product.stockQuantity,
+          stockTracked: product.stockQuantity !== null,
+          variants: product.variants.map((v) => ({ id: v.id, title: v.title, inStock: v.inStock, stockQuantity: v.stockQuantity })),
+          lastSyncAt: store.lastSyncAt,
+          productSyncedAt: product.syncedAt,
+          freshnessTier: tier,
+          stockConfidence: confidence,
+          agentHint: agentHint({ inStock: product.inStock, stockQuantity: product.stockQuantity, tier, confidence }),
+        });
+      },
+      { params: t.Object({ id: t.String({ minLength: 1 }) }), response: errorResponses(401, 403, 404), detail: { tags: ["catalog"], summary: "Stock and data freshness with an agentHint", security: sec } },
+    )
+    .get(
+      "/api/v1/agent/products/:id/price-history",
+      async ({ params, query }) => {
+        const days = query.days === undefined ? 30 : Number(query.days);
+        if (!(PRICE_HISTORY_DAYS as readonly number[]).includes(days) || !/^\d+$/.test(query.days ?? "30")) {
+          throw fail("validation_error", "Invalid query field 'days': must be 30, 60 or 90", { location: "query", field: "days", allowed: [...PRICE_HISTORY_DAYS] });
+        }
+        const { product } = await getEligibleProduct(svc.sql, params.id);
+        const n = now();
+        const { opening, points } = await priceHistory(svc.sql, product.id, days, n);
+        const cur = product.currency;
+        const series = points.filter((p) => p.currency === cur);
+        const start = opening?.currency === cur ? opening.priceMinor : (series[0]?.priceMinor ?? product.priceMinor);
+        const all = [start, ...series.map((p) => p.priceMinor), product.priceMinor];
+        const { trend, changePercent } = priceTrend(start, product.priceMinor);
+        return ok({
+          productId: product.id,
+          currency: cur,
+          days,
+          currentPrice: toMajor(product.priceMinor, cur),
+          openingPrice: toMajor(start, cur),
+          lowestPrice: toMajor(Math.min(...all), cur),
+          highestPrice: toMajor(Math.max(...all), cur),
+          trend,
+          changePercent,
+          points: series.map((p) => ({ price: toMajor(p.priceMinor, cur), recordedAt: p.recordedAt })),
+        });
+      },
+      {
+        params: t.Object({ id: Uuid }),
+        query: t.Object({ days: t.Optional(t.String({ description: "30, 60 or 90 (default 30)" })) }),
+        response: errorResponses(400, 401, 403, 404),
+        detail: { tags: ["catalog"], summary: "Price history and trend (feature tier: price_history)", security: sec },
+      },
+    )
+    .get(
+      "/api/v1/agent/products/:id/sustainability",
+      async ({ params }) => {
+        const { product, store } = await getEligibleProduct(svc.sql, params.id);
+        const s = sustainabilityScore({ attributes: product.attributes, tags: product.tags, description: product.description, storeCountry: store.country });
+        return ok({ productId: product.id, ...s });
+      },
+      { params: t.Object({ id: Uuid }), response: errorResponses(400, 401, 403, 404), detail: { tags: ["catalog"], summary: "ESG sustainability score (feature tier: sustainability)", security: sec } },
+    )
+    .post(
+      "/api/v1/agent/recommendations",
+      async ({ body }) => {
+        const { product } = await getEligibleProduct(svc.sql, body.productId);
+        const limit = Math.min(RECOMMENDATIONS_MAX, Math.floor(body.limit ?? RECOMMENDATIONS_DEFAULT));
+        if (limit < 1) throw fail("validation_error", "Invalid body field 'limit': must be > 0", { location: "body", field: "limit" });
+        const products = await getSearchService(svc).related(product, limit, now());
+        return ok({ productId: product.id, limit, products });
+      },
+      {
+        body: t.Object({ productId: Uuid, limit: t.Optional(t.Number({ exclusiveMinimum: 0, description: "> 0, default 5, capped at 20" })) }),
+        response: errorResponses(400, 401, 403, 404),
+        detail: { tags: ["catalog"], summary: "Cross-merchant related products (feature tier: recommendations)", security: sec },
+      },
+    )
+    .post(
+      "/api/v1/agent/negotiate",
+      async ({ body, agent }) => {
+        if (!fitsCurrency(body.bidPrice, body.currency)) {
+          throw fail("validation_error", `Invalid body field 'bidPrice': more decimals than ${body.currency} has`, { location: "body", field: "bidPrice" });
+        }
+        const { product, store } = await getEligibleProduct(svc.sql, body.productId);
+        if (store.slug !== body.merchantSlug) throw fail("not_found", "Product not found at this merchant or not available.", { productId: body.productId });
+        const r = await svc.actors.ask(storeActor, store.slug, "negotiate", {
+          productId: product.id,
+          agentKeyId: agent.keyId,
+          bidMinor: toMinor(body.bidPrice, body.currency),
+          currency: body.currency,
+        });
+        const m = (v: number | null) => (v === null ? null : toMajor(v, r.currency));
+        return ok({
+          offerId: r.offerId,
+          status: r.status,
+          productId: product.id,
+          merchantSlug: store.slug,
+          currency: r.currency,
+          listPrice: m(r.listPriceMinor),
+          bidPrice: body.bidPrice,
+          counterPrice: m(r.counterPriceMinor),
+          negotiatedPrice: m(r.negotiatedPriceMinor),
+          expiresAt: r.expiresAt,
+          usableInCart: r.status === "accepted",
+          round: r.round,
+          maxRounds: r.maxRounds,
+          reason: r.reason,
+          message: r.message,
+          beta: true,
+        });
+      },
+      {
+        body: t.Object({
+          productId: Uuid,
+          merchantSlug: t.String({ minLength: 1 }),
+          bidPrice: t.Number({ exclusiveMinimum: 0 }),
+          currency: t.String({ pattern: "^[A-Z]{3}$" }),
+        }),
+        response: errorResponses(400, 401, 403, 404),
+        detail: { tags: ["catalog"], summary: "Negotiate a price (BETA; feature tier: negotiate)", security: sec },
+      },
+    )
+    .post(
+      "/api/v1/agent/shipping-estimate",
+      async ({ body }) => {
+        const { product, store } = await getEligibleProduct(svc.sql, body.productId);
+        const zones = await shippingZonesOf(svc.sql, store.slug);
+        const zone = matchZone(zones, body.countryCode, body.postalCode);
+        const quantity = body.quantity ?? 1;
+        const base = { productId: product.id, merchantSlug: store.slug, countryCode: body.countryCode.toUpperCase(), postalCode: body.postalCode, quantity };
+        if (!zone) {
+          return ok({ ...base, shippable: false, reason: `${store.name} does not ship to ${body.countryCode.toUpperCase()} ${body.postalCode}.`, zone: null, cost: null, currency: null, freeShipping: false, minDays: null, maxDays: null, estimatedDelivery: null });
+        }
+        const { costMinor, free } = shippingCostMinor(zone, product.priceMinor, quantity, zone.currency === store.currency ? store.policies.freeShippingThresholdMinor : undefined);
+        const day = (d: number) => new Date(svc.clock.now() + d * 86_400_000).toISOString().slice(0, 10);
+        return ok({
+          ...base,
+          shippable: true,
+          zone: zone.name,
+          cost: toMajor(costMinor, zone.currency),
+          currency: zone.currency,
+          freeShipping: free,
+          freeShippingOver: zone.freeOverMinor === null ? null : toMajor(zone.freeOverMinor, zone.currency),
+          minDays: zone.minDays,
+          maxDays: zone.maxDays,
+          estimatedDelivery: { earliest: day(zone.minDays), latest: day(zone.maxDays) },
+        });
+      },
+      {
+        body: t.Object({
+          productId: Uuid,
+          postalCode: t.String({ minLength: 1, maxLength: 20 }),
+          countryCode: t.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2" }),
+          quantity: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })),
+        }),
+        response: errorResponses(400, 401, 403, 404),
+        detail: { tags: ["catalog"], summary: "Shipping cost and delivery time from the merchant's zones (feature tier: shipping_estimate)", security: sec },
+      },
+    )
+    .post(
+      "/api/v1/agent/search-by-image",
+      () => {
+        throw fail("not_implemented", "Search by image is reserved and not implemented.", { feature: "search_by_image" });
+      },
+      { response: errorResponses(401, 403, 501), detail: { tags: ["catalog"], summary: "Reserved: always 501", security: sec } },
+    );
+}

@@ -1,0 +1,120 @@
+/**
+ * The indexer: keeps a gateway's SearchService in step with the catalog and trust data.
+ *
+ * - Boot: load every store and active product (SearchService.loadAll).
+ * - Live: `catalog.changed` {storeSlug, upserted, removed} re-reads those products; `trust.score` updates the
+ *   store snapshot in place; `store.changed` re-reads the store row.
+ * - Durable: events are best-effort (a node that was down or disconnected misses them), so a catch-up re-reads
+ *   products with updated_at past the watermark, every store row and the settings version, every
+ *   CATCH_UP_INTERVAL_MS and right after boot. An update made while a node was down is applied when it returns
+ *   (at boot) or within one interval (after a network split). Documented in docs/decisions.md.
+ */
+import type { BootHook } from "../infra/boot-hooks.ts";
+import type { Sql } from "../infra/db.ts";
+import { log } from "../infra/log.ts";
+import { CATALOG_CHANGED, STORE_CHANGED, type CatalogChangedEvent } from "../actors/store/messages.ts";
+import type { Transport } from "../actors/transport/transport.ts";
+import { createEmbeddedEngine } from "./embedded.ts";
+import type { SearchEngine } from "./engine.ts";
+import { SearchService, setSearchService, type TrustScoreEvent } from "./service.ts";
+
+export const TRUST_SCORE_TOPIC = "trust.score";
+export const CATCH_UP_INTERVAL_MS = 30_000;
+
+/** Serializes index mutations (events, catch-ups) so they never interleave inside the engine. */
+export class Indexer {
+  private chain: Promise<void> = Promise.resolve();
+  private unsubs: (() => void)[] = [];
+  private timer: ReturnType<typeof setInterval> | null = null;
+  applied = 0;
+
+  constructor(
+    readonly service: SearchService,
+    private readonly sql: Sql,
+  ) {}
+
+  private enqueue(what: string, fn: () => Promise<unknown>): Promise<void> {
+    this.chain = this.chain.then(fn).then(
+      () => {
+        this.applied++;
+      },
+      (err) => log.warn("search indexer step failed", { what, error: err as Error }),
+    );
+    return this.chain;
+  }
+
+  onCatalogChanged(ev: CatalogChangedEvent): Promise<void> {
+    return this.enqueue(CATALOG_CHANGED, () => this.service.refreshProducts(this.sql, [...ev.upserted, ...ev.removed]));
+  }
+
+  onTrustScore(ev: TrustScoreEvent): Promise<void> {
+    return this.enqueue(TRUST_SCORE_TOPIC, async () => this.service.applyTrustScore(ev));
+  }
+
+  onStoreChanged(ev: { storeSlug: string }): Promise<void> {
+    return this.enqueue(STORE_CHANGED, () => this.service.refreshStore(this.sql, ev.storeSlug));
+  }
+
+  catchUp(): Promise<void> {
+    return this.enqueue("catch-up", () => this.service.catchUp(this.sql));
+  }
+
+  /** Resolves when everything queued so far has been applied (tests, benchmarks). */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
+  attach(transport: Transport, intervalMs = CATCH_UP_INTERVAL_MS): void {
+    this.unsubs.push(
+      transport.subscribe(CATALOG_CHANGED, (e) => void this.onCatalogChanged(e as CatalogChangedEvent)),
+      transport.subscribe(TRUST_SCORE_TOPIC, (e) => void this.onTrustScore(e as TrustScoreEvent)),
+      transport.subscribe(STORE_CHANGED, (e) => void this.onStoreChanged(e as { storeSlug: string })),
+    );
+    if (intervalMs > 0) {
+      this.timer = setInterval(() => void this.catchUp(), intervalMs);
+      (this.timer as { unref?: () => void }).unref?.();
+    }
+  }
+
+  async detach(): Promise<void> {
+    for (const u of this.unsubs.splice(0)) u();
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.chain;
+  }
+}
+
+export const INDEXER_KEY = "searchIndexer";
+
+export function getIndexer(svc: { extras: Map<string, unknown> }): Indexer | undefined {
+  return svc.extras.get(INDEXER_KEY) as Indexer | undefined;
+}
+
+async function makeEngine(config: { MEILISEARCH_URL: string; MEILISEARCH_KEY: string }): Promise<SearchEngine> {
+  if (config.MEILISEARCH_URL) {
+    const { createMeilisearchEngine } = await import("./meilisearch.ts");
+    return createMeilisearchEngine({ url: config.MEILISEARCH_URL, apiKey: config.MEILISEARCH_KEY || undefined });
+  }
+  return createEmbeddedEngine();
+}
+
+/** Start-up: build the engine, load the catalog, follow events, catch up periodically. Gateways only. */
+export const searchBootHook: BootHook = {
+  name: "search",
+  roles: ["start", "gateway"],
+  async run({ services, transport }) {
+    const engine = await makeEngine(services.config);
+    const service = new SearchService(engine);
+    const indexer = new Indexer(service, services.sql);
+    // Subscribe before loading so nothing published during the load is lost (a re-read is idempotent).
+    indexer.attach(transport);
+    const loaded = await service.loadAll(services.sql);
+    log.info("search index loaded", { engine: engine.name, ...loaded });
+    // anything that changed while the pages were read is re-read once
+    void indexer.catchUp();
+    setSearchService(services, service);
+    services.extras.set(INDEXER_KEY, indexer);
+    services.readiness.search = () => true;
+    return () => indexer.detach();
+  },
+};

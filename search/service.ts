@@ -1,0 +1,347 @@
+/**
+ * The search service a gateway holds: one SearchEngine (embedded by default, Meilisearch when MEILISEARCH_URL is
+ * set, the Postgres baseline for benchmarks), a snapshot of every store (trust, level, status, lastSyncAt,
+ * euQualified) and of every active product's rankable fields, and the operator's settings.
+ *
+ * Every product of every store is indexed; eligibility is applied per query through the engine's store
+ * allow-list (search/ranking.ts), so a trust change never needs a re-index. The indexer (search/indexer.ts) keeps
+ * the snapshots and the index in step with the catalog.
+ */
+import type { Sql } from "../infra/db.ts";
+import { fail } from "../actors/runtime/errors.ts";
+import { listStores, storeSnapshot } from "../actors/store/reads.ts";
+import { storeFromRow, type StoreRow } from "../actors/store/schemas.ts";
+import type { SearchDoc, SearchEngine } from "./engine.ts";
+import {
+  engineQueryFromRequest,
+  normalizeRequest,
+  rankProducts,
+  toProductSummary,
+  type NormalizedRequest,
+  type ProductSummary,
+  type RankableProduct,
+  type RankRequest,
+  type StoreSnapshot,
+} from "./ranking.ts";
+import { DEFAULT_SEARCH_SETTINGS, resolveSearchSettings, type SearchSettings, type SearchSettingsPatch } from "./settings.ts";
+
+export const SEARCH_SERVICE_KEY = "searchService";
+
+/** Typed accessor over `svc.extras` (the service is registered by the search boot hook). */
+export function getSearchService(svc: { extras: Map<string, unknown> }): SearchService {
+  const s = svc.extras.get(SEARCH_SERVICE_KEY) as SearchService | undefined;
+  if (!s) throw fail("service_unavailable", "Search is not ready yet.");
+  return s;
+}
+
+export function setSearchService(svc: { extras: Map<string, unknown> }, s: SearchService): void {
+  svc.extras.set(SEARCH_SERVICE_KEY, s);
+}
+
+/** The payload the trust engine publishes on `trust.score` after updating stores.trust_score/operational_status. */
+export interface TrustScoreEvent {
+  slug: string;
+  trustScore: number;
+  operationalStatus: StoreSnapshot["storeStatus"];
+  computedAt: string;
+}
+
+export interface SearchQuery extends RankRequest {
+  query: string;
+}
+
+export interface SearchResponse {
+  products: ProductSummary[];
+  meta: { total: number; page: number; limit: number; totalPages: number };
+  queryMeta: Record<string, unknown>;
+}
+
+interface ProductLoadRow {
+  id: string;
+  store_slug: string;
+  title: string;
+  description: string;
+  brand: string | null;
+  category: string | null;
+  tags: string[];
+  price_minor: number;
+  compare_at_price_minor: number | null;
+  currency: string;
+  in_stock: boolean;
+  images: string[];
+  active: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const PRODUCT_FIELDS = `id, store_slug, title, description, brand, category, tags, price_minor, compare_at_price_minor,
+  currency, in_stock, images, active, created_at, updated_at`;
+
+/** Spec: the MerchantSummary lists UNVERIFIED..PREMIUM; QUALIFIED is shown as PREMIUM (euQualified carries the rest). */
+function displaySummary(p: ProductSummary): ProductSummary {
+  return p.merchant.verificationLevel === "QUALIFIED" ? { ...p, merchant: { ...p.merchant, verificationLevel: "PREMIUM" } } : p;
+}
+
+export class SearchService {
+  readonly stores = new Map<string, StoreSnapshot>();
+  readonly products = new Map<string, RankableProduct>();
+  private currencyCounts = new Map<string, number>();
+  settings: SearchSettings;
+  settingsVersion = 0;
+  /** Highest products.updated_at applied (ISO); the catch-up re-reads from a little before it. */
+  watermark: string | null = null;
+  private lastCatchUp = 0;
+
+  constructor(
+    readonly engine: SearchEngine,
+    settings: SearchSettings = DEFAULT_SEARCH_SETTINGS,
+  ) {
+    this.settings = settings;
+  }
+
+  get currencies(): string[] {
+    return [...this.currencyCounts.keys()];
+  }
+
+  // ------------------------------------------------------------------------------------------ loading
+
+  /** Boot: settings, every store, then every product in keyset pages (bounded memory per page). */
+  async loadAll(sql: Sql, opts: { pageSize?: number } = {}): Promise<{ products: number; stores: number; ms: number }> {
+    const started = performance.now();
+    await this.loadSettings(sql, true);
+    for (const s of await listStores(sql)) this.stores.set(s.slug, storeSnapshot(s));
+    // A shared Meilisearch index stays up while a gateway (re)loads: upserts are idempotent, removals come from
+    // inactive rows. The embedded index is this process's own, so it starts empty.
+    if (this.engine.name !== "meilisearch") await this.engine.clear();
+    this.products.clear();
+    this.currencyCounts.clear();
+    const pageSize = opts.pageSize ?? 5000;
+    let after = "00000000-0000-0000-0000-000000000000";
+    let total = 0;
+    for (;;) {
+      const rows = await sql.unsafe<ProductLoadRow[]>(
+        `SELECT ${PRODUCT_FIELDS} FROM products WHERE active AND id > $1 ORDER BY id LIMIT ${pageSize}`,
+        [after],
+      );
+      if (rows.length === 0) break;
+      await this.applyRows(rows);
+      total += rows.length;
+      after = rows[rows.length - 1]!.id;
+      if (rows.length < pageSize) break;
+    }
+    const [w] = await sql<{ w: Date | null }[]>`SELECT max(updated_at) AS w FROM products`;
+    this.watermark = w?.w ? new Date(w.w).toISOString() : null;
+    this.lastCatchUp = Date.now();
+    return { products: total, stores: this.stores.size, ms: Math.round(performance.now() - started) };
+  }
+
+  private track(p: RankableProduct | undefined, delta: 1 | -1): void {
+    if (!p) return;
+    const n = (this.currencyCounts.get(p.currency) ?? 0) + delta;
+    if (n <= 0) this.currencyCounts.delete(p.currency);
+    else this.currencyCounts.set(p.currency, n);
+  }
+
+  /** Upserts active rows and removes inactive ones, in the engine and the product snapshot. */
+  async applyRows(rows: readonly ProductLoadRow[]): Promise<void> {
+    const docs: SearchDoc[] = [];
+    const gone: string[] = [];
+    for (const r of rows) {
+      const updatedAt = new Date(r.updated_at).toISOString();
+      if (!this.watermark || updatedAt > this.watermark) this.watermark = updatedAt;
+      if (!r.active) {
+        if (this.products.has(r.id)) {
+          this.track(this.products.get(r.id), -1);
+          this.products.delete(r.id);
+        }
+        gone.push(r.id);
+        continue;
+      }
+      const createdAt = new Date(r.created_at).toISOString();
+      const rp: RankableProduct = {
+        id: r.id,
+        storeSlug: r.store_slug,
+        title: r.title,
+        description: r.description,
+        priceMinor: Number(r.price_minor),
+        compareAtPriceMinor: r.compare_at_price_minor === null ? null : Number(r.compare_at_price_minor),
+        currency: r.currency,
+        inStock: r.in_stock,
+        imageUrl: r.images?.[0] ?? null,
+        category: r.category,
+        createdAt,
+      };
+      this.track(this.products.get(r.id), -1);
+      this.products.set(r.id, rp);
+      this.track(rp, 1);
+      docs.push({
+        id: r.id,
+        storeSlug: r.store_slug,
+        title: r.title,
+        description: r.description,
+        category: r.category,
+        brand: r.brand,
+        tags: r.tags ?? [],
+        priceMinor: rp.priceMinor,
+        currency: r.currency,
+        inStock: r.in_stock,
+        createdAt,
+        updatedAt,
+      });
+    }
+    if (docs.length) await this.engine.upsert(docs);
+    if (gone.length) await this.engine.remove(gone);
+  }
+
+  /** Re-reads the named products (a `catalog.changed` event); ids no longer in the table are removed. */
+  async refreshProducts(sql: Sql, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const rows = await sql.unsafe<ProductLoadRow[]>(`SELECT ${PRODUCT_FIELDS} FROM products WHERE id = ANY($1::uuid[])`, [ids as string[]]);
+    const found = new Set(rows.map((r) => r.id));
+    const missing = ids.filter((id) => !found.has(id));
+    await this.applyRows(rows);
+    if (missing.length) {
+      for (const id of missing) {
+        this.track(this.products.get(id), -1);
+        this.products.delete(id);
+      }
+      await this.engine.remove(missing);
+    }
+  }
+
+  async refreshStore(sql: Sql, slug: string): Promise<void> {
+    const rows = await sql<StoreRow[]>`SELECT * FROM stores WHERE slug = ${slug}`;
+    if (rows[0]) this.stores.set(slug, storeSnapshot(storeFromRow(rows[0])));
+    else this.stores.delete(slug);
+  }
+
+  applyTrustScore(ev: TrustScoreEvent): void {
+    const cur = this.stores.get(ev.slug);
+    if (!cur) return;
+    this.stores.set(ev.slug, { ...cur, trustScore: ev.trustScore, storeStatus: ev.operationalStatus });
+  }
+
+  /**
+   * Durable catch-up: products changed since the watermark (minus a margin for commits that were in flight),
+   * every store row, and the settings. Applies what events missed while this node was down or disconnected.
+   */
+  async catchUp(sql: Sql, marginMs = 5_000): Promise<{ products: number }> {
+    const since = this.watermark ? new Date(Date.parse(this.watermark) - marginMs) : new Date(0);
+    const rows = await sql.unsafe<ProductLoadRow[]>(`SELECT ${PRODUCT_FIELDS} FROM products WHERE updated_at > $1 ORDER BY updated_at`, [since]);
+    await this.applyRows(rows);
+    const fresh = await listStores(sql);
+    const seen = new Set<string>();
+    for (const s of fresh) {
+      this.stores.set(s.slug, storeSnapshot(s));
+      seen.add(s.slug);
+    }
+    for (const slug of [...this.stores.keys()]) if (!seen.has(slug)) this.stores.delete(slug);
+    await this.loadSettings(sql, false);
+    this.lastCatchUp = Date.now();
+    return { products: rows.length };
+  }
+
+  // ------------------------------------------------------------------------------------------ settings
+
+  private async loadSettings(sql: Sql, force: boolean): Promise<void> {
+    const rows = await sql<{ patch: SearchSettingsPatch; version: number }[]>`SELECT patch, version FROM search_settings WHERE id = 1`;
+    const version = rows[0]?.version ?? 0;
+    if (!force && version === this.settingsVersion) return;
+    const settings = resolveSearchSettings(rows[0]?.patch ?? {});
+    await this.engine.applySettings(settings);
+    this.settings = settings;
+    this.settingsVersion = version;
+  }
+
+  /**
+   * Operator change: overlays `patch` on the stored patch, validates, stores it (version + 1) and applies it.
+   * Returns whether the engine had to re-index (only a Meilisearch settings task re-indexes; the embedded engine
+   * applies everything at query time).
+   */
+  async updateSettings(sql: Sql, patch: SearchSettingsPatch, userId: string | null): Promise<{ settings: SearchSettings; version: number; reindexed: boolean }> {
+    const rows = await sql<{ patch: SearchSettingsPatch }[]>`SELECT patch FROM search_settings WHERE id = 1`;
+    const prev = rows[0]?.patch ?? {};
+    const merged: SearchSettingsPatch = {
+      ...prev,
+      ...patch,
+      typoTolerance: { ...prev.typoTolerance, ...patch.typoTolerance },
+      fieldWeights: { ...prev.fieldWeights, ...patch.fieldWeights },
+      rankingWeights: { ...prev.rankingWeights, ...patch.rankingWeights },
+    };
+    const settings = resolveSearchSettings(merged); // throws validation_error
+    const [row] = await sql<{ version: number }[]>`INSERT INTO search_settings (id, patch, version, updated_by) VALUES (1, ${sql.json(merged as never)}, 1, ${userId})
+      ON CONFLICT (id) DO UPDATE SET patch = EXCLUDED.patch, version = search_settings.version + 1, updated_at = now(), updated_by = EXCLUDED.updated_by
+      RETURNING version`;
+    await this.engine.applySettings(settings);
+    this.settings = settings;
+    this.settingsVersion = row!.version;
+    return { settings, version: row!.version, reindexed: this.engine.name === "meilisearch" };
+  }
+
+  /** Full rebuild from the database (operator action, or after a settings change an engine cannot apply live). */
+  async reindex(sql: Sql): Promise<{ products: number; ms: number }> {
+    const r = await this.loadAll(sql);
+    return { products: r.products, ms: r.ms };
+  }
+
+  // -------------------------------------------------------------------------------------------- query
+
+  async search(q: SearchQuery, now: Date): Promise<SearchResponse> {
+    const started = performance.now();
+    const norm: NormalizedRequest = normalizeRequest(q);
+    const stores = this.stores.values();
+    const engineQuery = engineQueryFromRequest(q.query, q, stores, this.settings, this.currencies);
+    const candidates = await this.engine.query(engineQuery);
+    const result = rankProducts({ candidates, products: this.products, stores: this.stores, request: q, now, settings: this.settings });
+    const tookMs = Math.round((performance.now() - started) * 100) / 100;
+    return {
+      products: result.items.map((p) => displaySummary(toProductSummary(p))),
+      meta: { total: result.total, page: result.page, limit: result.limit, totalPages: result.totalPages },
+      queryMeta: {
+        query: q.query,
+        filters: norm.filters,
+        sort: norm.sort,
+        page: norm.page,
+        limit: norm.limit,
+        ...(q.limit !== undefined && q.limit !== norm.limit ? { requestedLimit: q.limit } : {}),
+        deduplicate: norm.deduplicate,
+        engine: this.engine.name,
+        tookMs,
+        candidates: candidates.length,
+        candidateWindow: this.settings.candidateWindow,
+        eligibleStores: engineQuery.storeSlugs?.length ?? null,
+        rankingWeights: this.settings.rankingWeights,
+      },
+    };
+  }
+
+  /**
+   * Cross-merchant related products: the source title as the query, same category, other merchants only,
+   * ranked by the same formula.
+   */
+  async related(source: { id: string; title: string; category: string | null; storeSlug: string }, limit: number, now: Date): Promise<ProductSummary[]> {
+    const others = [...this.stores.values()].filter((s) => s.slug !== source.storeSlug);
+    const req: RankRequest = { filters: { inStock: false, ...(source.category ? { category: source.category } : {}) }, limit };
+    const eq = engineQueryFromRequest(source.title, req, others, this.settings, this.currencies);
+    let candidates = await this.engine.query(eq);
+    if (candidates.length === 0 && source.category) {
+      // nothing shares a word with the title: fall back to the category alone
+      candidates = await this.engine.query({ ...eq, text: "" });
+    }
+    const othersMap = new Map(others.map((s) => [s.slug, s]));
+    const ranked = rankProducts({
+      candidates: candidates.filter((c) => c.id !== source.id),
+      products: this.products,
+      stores: othersMap,
+      request: req,
+      now,
+      settings: this.settings,
+    });
+    return ranked.items.map((p) => displaySummary(toProductSummary(p)));
+  }
+
+  /** Milliseconds since the last catch-up (for /health-style readiness). */
+  sinceCatchUpMs(): number {
+    return Date.now() - this.lastCatchUp;
+  }
+}
