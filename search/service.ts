@@ -48,6 +48,8 @@ export interface TrustScoreEvent {
 
 export interface SearchQuery extends RankRequest {
   query: string;
+  /** Only this store's products (a store's own MCP endpoint searches its catalog). */
+  storeSlug?: string;
 }
 
 export interface SearchResponse {
@@ -289,7 +291,8 @@ export class SearchService {
   async search(q: SearchQuery, now: Date): Promise<SearchResponse> {
     const started = performance.now();
     const norm: NormalizedRequest = normalizeRequest(q);
-    const stores = this.stores.values();
+    const only = q.storeSlug === undefined ? undefined : this.stores.get(q.storeSlug);
+    const stores = q.storeSlug === undefined ? this.stores.values() : only ? [only] : [];
     const engineQuery = engineQueryFromRequest(q.query, q, stores, this.settings, this.currencies);
     const candidates = await this.engine.query(engineQuery);
     const result = rankProducts({ candidates, products: this.products, stores: this.stores, request: q, now, settings: this.settings });
