@@ -316,7 +316,7 @@ export class NatsTransport implements Transport {
           // has not started by then is refused rather than run late: measured on our own clock from receipt,
           // this is what keeps a message that sat in a frozen or overloaded host from being applied long after
           // the write moved on (and outside the actor's dedupe window).
-          expires = wire.deadline + 1000;
+          expires = Math.min(wire.deadline, Date.now() + 60_000) + 1000;
           if (typeof wire.waitMs === "number") wire.deadline = Math.min(wire.deadline, Date.now() + wire.waitMs);
           delete wire.waitMs;
           env = wire;
@@ -357,14 +357,14 @@ export class NatsTransport implements Transport {
     return reply;
   }
 
+  /** Oldest first (insertion order); stops at the first entry still needed, so a sweep costs what it frees. */
   private sweepReplies(): void {
     const now = Date.now();
     let over = this.replies.size - MAX_REMEMBERED_REPLIES;
     for (const [id, e] of this.replies) {
-      if (over > 0) {
-        this.replies.delete(id);
-        over--;
-      } else if (e.expires < now) this.replies.delete(id);
+      if (over <= 0 && e.expires >= now) break;
+      this.replies.delete(id);
+      over--;
     }
   }
 
