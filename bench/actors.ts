@@ -88,7 +88,7 @@ const mode = process.argv[2];
 if (mode === "--serve-raw") {
   // child: raw responder
   const nc = await connect({ servers: NATS });
-  nc.subscribe(process.argv[3], { callback: (_e, m) => m.respond(m.data) });
+  nc.subscribe(process.argv[3], { callback: (_e, m) => void m.respond(m.data) });
   await nc.flush();
   console.log("READY");
   await new Promise(() => {});
