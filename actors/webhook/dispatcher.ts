@@ -1,0 +1,171 @@
+/**
+ * The outbox fan-out and the webhook boot hook.
+ *
+ * `fanOutOutbox` turns undispatched `webhook_events` rows into one delivery per subscribed endpoint, marks the
+ * events dispatched and arms each endpoint actor's durable `deliverDue` reminder, all in ONE statement. It is
+ * driven by `dispatched_at IS NULL`, so an event committed by an order change is fanned out even if the process
+ * died right after the commit: the next process picks it up. `FOR UPDATE SKIP LOCKED` lets every actor host run
+ * it at once without double work (and the (event, endpoint) unique key makes a double impossible anyway).
+ *
+ * The boot hook (roles start and actors) installs the webhook runtime, runs the fan-out every 200 ms and at once
+ * when the outbox topic is published, kicks the endpoints it fanned out to, and sweeps for overdue deliveries
+ * whose reminder was lost (belt and braces for "never lost").
+ */
+import type { ActorCaller } from "../runtime/define-actor.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Sql } from "../../infra/db.ts";
+import type { BootHook } from "../../infra/boot-hooks.ts";
+import type { Resolver } from "../../infra/ssrf.ts";
+import { installWebhookRuntime, webhookSecretsKey } from "./deliver.ts";
+import { webhookActor } from "./index.ts";
+import { WEBHOOK_OUTBOX_TOPIC } from "./outbox.ts";
+import { WEBHOOK_ATTEMPT_TIMEOUT_MS } from "./schedule.ts";
+
+export const FAN_OUT_INTERVAL_MS = 200;
+const FAN_OUT_BATCH = 1000;
+const SWEEP_INTERVAL_MS = 5_000;
+/** A delivery due longer than this with nobody working on it gets its endpoint's reminder re-armed. */
+const OVERDUE_MS = 30_000;
+
+/** Keys of `Services.extras` read on every use, so a running server can be tuned (tests, benches). */
+export const EXTRAS_ATTEMPT_TIMEOUT_MS = "webhook.attemptTimeoutMs";
+export const EXTRAS_RESOLVER = "webhook.resolve";
+
+/** Private/loopback destinations: only when configured, and never in production. */
+export function privateUrlsAllowed(config: { ALLOW_PRIVATE_URLS: boolean; NODE_ENV: string }): boolean {
+  return config.ALLOW_PRIVATE_URLS && config.NODE_ENV !== "production";
+}
+
+export interface FanOutResult {
+  events: number;
+  endpoints: string[];
+}
+
+export async function fanOutOutbox(sql: Sql, now: number, limit = FAN_OUT_BATCH): Promise<FanOutResult> {
+  const at = new Date(now);
+  const [row] = await sql<{ events: number; endpoints: string[] }[]>`
+    WITH ev AS (
+      SELECT id, store_slug, kind FROM webhook_events
+      WHERE dispatched_at IS NULL ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    ), ins AS (
+      INSERT INTO webhook_deliveries (event_id, endpoint_id, store_slug, next_attempt_at)
+      SELECT ev.id, ep.id, ev.store_slug, ${at}::timestamptz FROM ev
+      JOIN webhook_endpoints ep ON ep.store_slug = ev.store_slug AND ep.deleted_at IS NULL AND ev.kind = ANY (ep.events)
+      ON CONFLICT (event_id, endpoint_id) DO NOTHING
+      RETURNING endpoint_id
+    ), upd AS (
+      UPDATE webhook_events w SET dispatched_at = ${at}::timestamptz FROM ev WHERE w.id = ev.id RETURNING w.id
+    ), rem AS (
+      INSERT INTO actor_reminders (kind, id, name, due_at, payload)
+      SELECT DISTINCT 'webhook', endpoint_id::text, 'deliverDue', ${at}::timestamptz, 'null'::jsonb FROM ins
+      ON CONFLICT (kind, id, name) DO UPDATE SET due_at = LEAST(actor_reminders.due_at, EXCLUDED.due_at)
+      RETURNING id
+    )
+    SELECT (SELECT count(*)::int FROM upd) AS events, ARRAY(SELECT id FROM rem) AS endpoints`;
+  return { events: row?.events ?? 0, endpoints: row?.endpoints ?? [] };
+}
+
+/** Re-arms the reminder of endpoints whose due deliveries have waited longer than OVERDUE_MS. */
+export async function sweepOverdue(sql: Sql, now: number): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`
+    INSERT INTO actor_reminders (kind, id, name, due_at, payload)
+    SELECT DISTINCT 'webhook', d.endpoint_id::text, 'deliverDue', ${new Date(now)}::timestamptz, 'null'::jsonb
+    FROM webhook_deliveries d
+    WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ${new Date(now - OVERDUE_MS)}::timestamptz
+    ON CONFLICT (kind, id, name) DO UPDATE SET due_at = LEAST(actor_reminders.due_at, EXCLUDED.due_at)
+    RETURNING id`;
+  return rows.map((r) => r.id);
+}
+
+/** Keeps at most one "deliver until nothing is due" loop per endpoint in this process. */
+export class Kicker {
+  private readonly active = new Set<string>();
+  private readonly again = new Set<string>();
+  constructor(private readonly actors: ActorCaller) {}
+
+  kick(endpointId: string): void {
+    if (this.active.has(endpointId)) {
+      this.again.add(endpointId);
+      return;
+    }
+    this.active.add(endpointId);
+    void (async () => {
+      try {
+        for (let rounds = 0; rounds < 1000; rounds++) {
+          this.again.delete(endpointId);
+          const r = await this.actors.ask(webhookActor, endpointId, "deliverDue", {}, { timeoutMs: 60_000 });
+          if (!r.more && !this.again.has(endpointId)) break;
+        }
+      } catch {
+        // The durable reminder delivers it anyway; a kick only saves latency.
+      } finally {
+        this.active.delete(endpointId);
+      }
+    })();
+  }
+
+  get busy(): number {
+    return this.active.size;
+  }
+}
+
+export const webhookBootHook: BootHook = {
+  name: "webhooks",
+  roles: ["start", "actors"],
+  async run({ services, transport }) {
+    const kek = services.extras.get("secretKey") as Uint8Array;
+    const secretsKey = webhookSecretsKey(kek);
+    const uninstall = installWebhookRuntime(() => ({
+      secretsKey,
+      allowPrivate: privateUrlsAllowed(services.config),
+      attemptTimeoutMs: (services.extras.get(EXTRAS_ATTEMPT_TIMEOUT_MS) as number | undefined) ?? WEBHOOK_ATTEMPT_TIMEOUT_MS,
+      resolve: services.extras.get(EXTRAS_RESOLVER) as Resolver | undefined,
+    }));
+    const kicker = new Kicker(services.actors);
+    const clock: Clock = services.clock;
+    let stopped = false;
+    let running: Promise<void> | undefined;
+    let rerun = false;
+    let lastSweep = 0;
+
+    const tick = async () => {
+      if (running) {
+        rerun = true;
+        return running;
+      }
+      running = (async () => {
+        do {
+          rerun = false;
+          try {
+            let r: FanOutResult;
+            do {
+              r = await fanOutOutbox(services.sql, clock.now());
+              for (const id of r.endpoints) kicker.kick(id);
+            } while (r.events >= FAN_OUT_BATCH && !stopped);
+            if (Date.now() - lastSweep >= SWEEP_INTERVAL_MS) {
+              lastSweep = Date.now();
+              await sweepOverdue(services.sql, clock.now());
+            }
+          } catch (err) {
+            if (!stopped) services.log.warn("webhook fan-out failed; retrying", { error: err as Error });
+          }
+        } while (rerun && !stopped);
+      })().finally(() => {
+        running = undefined;
+      });
+      return running;
+    };
+
+    const timer = setInterval(() => void tick(), FAN_OUT_INTERVAL_MS);
+    const unsubscribe = transport.subscribe(WEBHOOK_OUTBOX_TOPIC, () => void tick());
+    services.extras.set("webhook.fanOutNow", tick);
+    void tick();
+    return async () => {
+      stopped = true;
+      clearInterval(timer);
+      unsubscribe();
+      await running;
+      uninstall();
+    };
+  },
+};

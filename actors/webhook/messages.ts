@@ -1,0 +1,61 @@
+/** Message contracts of the `webhook/<endpointId>` actor (TypeBox: validation, docs and types from one source). */
+import { Type as T, type Static } from "@sinclair/typebox";
+
+export const WEBHOOK_EVENT_KINDS = ["order.created", "order.status_changed", "checkout.abandoned"] as const;
+export const WebhookEventKindSchema = T.Union(WEBHOOK_EVENT_KINDS.map((k) => T.Literal(k)));
+
+export const RegisterEndpoint = T.Object({
+  storeSlug: T.String({ minLength: 1 }),
+  url: T.String({ minLength: 1 }),
+  events: T.Array(WebhookEventKindSchema, { minItems: 1 }),
+  /** Sealed by the gateway (the plaintext never travels on the bus nor lands in an actor's reply log). */
+  secretSealed: T.String({ minLength: 1 }),
+  createdBy: T.Union([T.String(), T.Null()]),
+});
+
+export const RotateSecret = T.Object({
+  secretSealed: T.String({ minLength: 1 }),
+  /** How long the retiring secret keeps signing alongside the new one. */
+  overlapMs: T.Integer({ minimum: 0, maximum: 7 * 24 * 3600_000 }),
+});
+
+export const Redeliver = T.Object({ deliveryId: T.String({ format: "uuid" }) });
+
+export const DeliverDue = T.Object({});
+export const RemoveEndpoint = T.Object({});
+
+export type RegisterEndpointMsg = Static<typeof RegisterEndpoint>;
+
+export interface EndpointView {
+  id: string;
+  storeSlug: string;
+  url: string;
+  events: string[];
+  createdAt: string;
+  /** When the previous secret stops signing (null when no rotation is in progress). */
+  previousSecretExpiresAt: string | null;
+  breaker: "closed" | "open" | "half_open";
+}
+
+export interface DeliveryView {
+  id: string;
+  eventId: string;
+  event: string;
+  status: "pending" | "delivered" | "failed" | "dead";
+  attempts: number;
+  nextAttemptAt: string | null;
+  lastAttemptAt: string | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  deliveredAt: string | null;
+  createdAt: string;
+}
+
+export interface DeliverDueResult {
+  attempted: number;
+  delivered: number;
+  failed: number;
+  deadLettered: number;
+  /** More deliveries were already due when the turn ended (the caller may kick again at once). */
+  more: boolean;
+}

@@ -1,0 +1,206 @@
+/**
+ * Webhook endpoints of a store (Bearer JWT of the store's owner; operators may act on any store, anybody else
+ * gets 404 store_not_found). The signing secret is generated and sealed here, so its plaintext is returned once
+ * by POST (and by rotate-secret) and never travels on the bus nor lands in an actor's reply log.
+ * URLs are SSRF-vetted at registration (https only and public addresses only in production) and again at every
+ * delivery attempt, after DNS resolution (actors/webhook/deliver.ts). Docs: docs/webhooks.md.
+ */
+import { Elysia, t } from "elysia";
+import { deliveryView, DELIVERY_COLUMNS, endpointView, webhookActor } from "../../actors/webhook/index.ts";
+import { sealWebhookSecret, SECRET_ROTATION_OVERLAP_MS, webhookSecretsKey } from "../../actors/webhook/deliver.ts";
+import { EXTRAS_RESOLVER, privateUrlsAllowed } from "../../actors/webhook/dispatcher.ts";
+import { WEBHOOK_EVENT_KINDS } from "../../actors/webhook/messages.ts";
+import { generateWebhookSecret } from "../../actors/webhook/signature.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import { assertPublicUrl, type Resolver } from "../../infra/ssrf.ts";
+import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
+import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+
+const MAX_ENDPOINTS_PER_STORE = 20;
+const BASE = "/api/v1/merchant/stores/:slug/webhooks";
+
+const EventKind = t.Union(WEBHOOK_EVENT_KINDS.map((k) => t.Literal(k)));
+
+const EndpointOut = t.Object({
+  id: t.String({ format: "uuid" }),
+  storeSlug: t.String(),
+  url: t.String(),
+  events: t.Array(t.String()),
+  createdAt: t.String({ format: "date-time" }),
+  previousSecretExpiresAt: t.Union([t.String({ format: "date-time" }), t.Null()], {
+    description: "Until then the previous secret still signs (a second v1 in X-Webhook-Signature).",
+  }),
+  breaker: t.String({ description: "Circuit breaker of the endpoint: closed, open or half_open." }),
+});
+const WithSecret = t.Composite([EndpointOut, t.Object({ secret: t.String({ description: "whsec_… signing secret, shown once." }) })]);
+
+const DeliveryOut = t.Object({
+  id: t.String({ format: "uuid" }),
+  eventId: t.String({ format: "uuid", description: "Sent as X-Webhook-Id; stable across retries and redeliveries." }),
+  event: t.String(),
+  status: t.String({ description: "pending, failed (retry scheduled), delivered or dead (dead letter)." }),
+  attempts: t.Integer(),
+  nextAttemptAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
+  lastAttemptAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
+  lastStatusCode: t.Union([t.Integer(), t.Null()]),
+  lastError: t.Union([t.String(), t.Null()]),
+  deliveredAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
+  createdAt: t.String({ format: "date-time" }),
+});
+
+const SlugParams = t.Object({ slug: t.String({ maxLength: 63 }) });
+const EndpointParams = t.Object({ slug: t.String({ maxLength: 63 }), id: t.String({ format: "uuid" }) });
+const DeliveryParams = t.Object({ slug: t.String({ maxLength: 63 }), id: t.String({ format: "uuid" }), deliveryId: t.String({ format: "uuid" }) });
+const security = [{ bearer: [] }];
+
+async function assertStoreAccess(svc: Services, user: UserPrincipal, slug: string): Promise<void> {
+  const rows = await svc.sql<{ owner_user_id: string | null }[]>`SELECT owner_user_id FROM stores WHERE slug = ${slug}`;
+  const store = rows[0];
+  if (!store || (user.role !== "operator" && store.owner_user_id !== user.id)) {
+    throw fail("store_not_found", "Store does not exist or is not yours.");
+  }
+}
+
+async function assertEndpoint(svc: Services, slug: string, id: string): Promise<void> {
+  const rows = await svc.sql`SELECT 1 FROM webhook_endpoints WHERE id = ${id} AND store_slug = ${slug} AND deleted_at IS NULL`;
+  if (!rows.length) throw fail("not_found", "No such webhook endpoint.");
+}
+
+function secretsKey(svc: Services): Uint8Array {
+  return webhookSecretsKey(svc.extras.get("secretKey") as Uint8Array);
+}
+
+export function webhookRoutes(svc: Services) {
+  return new Elysia({ name: "webhook-routes" })
+    .use(userAuth(svc))
+    .post(
+      BASE,
+      async ({ params, body, user, set }) => {
+        await assertStoreAccess(svc, user, params.slug);
+        const vetted = await assertPublicUrl(body.url, {
+          allowPrivate: privateUrlsAllowed(svc.config),
+          resolve: svc.extras.get(EXTRAS_RESOLVER) as Resolver | undefined,
+        });
+        const [{ n }] = await svc.sql<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM webhook_endpoints WHERE store_slug = ${params.slug} AND deleted_at IS NULL`;
+        if (n >= MAX_ENDPOINTS_PER_STORE) throw fail("conflict", `A store may have at most ${MAX_ENDPOINTS_PER_STORE} webhook endpoints.`);
+        const id = crypto.randomUUID();
+        const secret = generateWebhookSecret();
+        const view = await svc.actors.ask(webhookActor, id, "register", {
+          storeSlug: params.slug,
+          url: vetted.url.href,
+          events: [...new Set(body.events)],
+          secretSealed: sealWebhookSecret(secretsKey(svc), id, secret),
+          createdBy: user.id,
+        });
+        set.status = 201;
+        return ok({ ...view, secret });
+      },
+      {
+        params: SlugParams,
+        body: t.Object({
+          url: t.String({ minLength: 1, maxLength: 2048, description: "https URL (http and private addresses only when ALLOW_PRIVATE_URLS)." }),
+          events: t.Array(EventKind, { minItems: 1, maxItems: 3 }),
+        }),
+        response: { 201: SuccessEnvelope(WithSecret), ...errorResponses(400, 401, 404, 409) },
+        detail: { tags: ["webhooks"], summary: "Register a webhook endpoint (the secret is shown once)", security },
+      },
+    )
+    .get(
+      BASE,
+      async ({ params, user }) => {
+        await assertStoreAccess(svc, user, params.slug);
+        const rows = await svc.sql<Parameters<typeof endpointView>[0][]>`
+          SELECT id, store_slug, url, events, secret_sealed, previous_secret_sealed, previous_secret_expires_at, breaker, created_at, deleted_at
+          FROM webhook_endpoints WHERE store_slug = ${params.slug} AND deleted_at IS NULL ORDER BY created_at, id`;
+        return ok(rows.map(endpointView));
+      },
+      {
+        params: SlugParams,
+        response: { 200: SuccessEnvelope(t.Array(EndpointOut)), ...errorResponses(401, 404) },
+        detail: { tags: ["webhooks"], summary: "List the store's webhook endpoints (never the secrets)", security },
+      },
+    )
+    .delete(
+      `${BASE}/:id`,
+      async ({ params, user }) => {
+        await assertStoreAccess(svc, user, params.slug);
+        await assertEndpoint(svc, params.slug, params.id);
+        return ok(await svc.actors.ask(webhookActor, params.id, "remove", {}, { timeoutMs: 30_000 }));
+      },
+      {
+        params: EndpointParams,
+        response: { 200: SuccessEnvelope(EndpointOut), ...errorResponses(400, 401, 404) },
+        detail: { tags: ["webhooks"], summary: "Delete a webhook endpoint (its open deliveries are dead-lettered)", security },
+      },
+    )
+    .post(
+      `${BASE}/:id/rotate-secret`,
+      async ({ params, body, user }) => {
+        await assertStoreAccess(svc, user, params.slug);
+        await assertEndpoint(svc, params.slug, params.id);
+        const secret = generateWebhookSecret();
+        const overlapMs = body?.overlapSeconds !== undefined ? body.overlapSeconds * 1000 : SECRET_ROTATION_OVERLAP_MS;
+        const view = await svc.actors.ask(
+          webhookActor,
+          params.id,
+          "rotateSecret",
+          { secretSealed: sealWebhookSecret(secretsKey(svc), params.id, secret), overlapMs },
+          { timeoutMs: 30_000 },
+        );
+        return ok({ ...view, secret });
+      },
+      {
+        params: EndpointParams,
+        body: t.Optional(
+          t.Object({
+            overlapSeconds: t.Optional(
+              t.Integer({ minimum: 0, maximum: 7 * 86400, description: "How long the old secret keeps signing too (default 86400 = 24 h)." }),
+            ),
+          }),
+        ),
+        response: { 200: SuccessEnvelope(WithSecret), ...errorResponses(400, 401, 404) },
+        detail: { tags: ["webhooks"], summary: "Rotate the signing secret (old and new both sign during the overlap)", security },
+      },
+    )
+    .get(
+      `${BASE}/:id/deliveries`,
+      async ({ params, query, user }) => {
+        await assertStoreAccess(svc, user, params.slug);
+        await assertEndpoint(svc, params.slug, params.id);
+        const limit = query.limit ?? 50;
+        const rows = await svc.sql<Parameters<typeof deliveryView>[0][]>`
+          SELECT ${svc.sql.unsafe(DELIVERY_COLUMNS)} FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+          WHERE d.endpoint_id = ${params.id} ${query.status ? svc.sql`AND d.status = ${query.status}` : svc.sql``}
+          ORDER BY d.created_at DESC, d.id LIMIT ${limit}`;
+        return ok(rows.map(deliveryView));
+      },
+      {
+        params: EndpointParams,
+        query: t.Object({
+          status: t.Optional(t.Union([t.Literal("pending"), t.Literal("failed"), t.Literal("delivered"), t.Literal("dead")])),
+          limit: t.Optional(t.Integer({ minimum: 1, maximum: 500 })),
+        }),
+        response: { 200: SuccessEnvelope(t.Array(DeliveryOut)), ...errorResponses(400, 401, 404) },
+        detail: { tags: ["webhooks"], summary: "Deliveries of an endpoint, newest first", security },
+      },
+    )
+    .post(
+      `${BASE}/:id/deliveries/:deliveryId/redeliver`,
+      async ({ params, user, set }) => {
+        await assertStoreAccess(svc, user, params.slug);
+        await assertEndpoint(svc, params.slug, params.id);
+        const view = await svc.actors.ask(webhookActor, params.id, "redeliver", { deliveryId: params.deliveryId }, { timeoutMs: 30_000 });
+        // The durable reminder is armed; this only makes it go out now rather than at the next reminder poll.
+        void svc.actors.ask(webhookActor, params.id, "deliverDue", {}, { timeoutMs: 60_000 }).catch(() => {});
+        set.status = 202;
+        return ok(view);
+      },
+      {
+        params: DeliveryParams,
+        response: { 202: SuccessEnvelope(DeliveryOut), ...errorResponses(400, 401, 404) },
+        detail: { tags: ["webhooks"], summary: "Send a delivery again (same event id, fresh retry cycle)", security },
+      },
+    );
+}
