@@ -60,8 +60,10 @@ test("a frozen host's late write is refused by fencing and no state goes backwar
     }
   })();
 
+  // background load on every other account; x only gets the writes below, so the slow turn is certainly
+  // running (not queued behind others) when host-a freezes
   let stopLoad = false;
-  const load = runLoad(env, { accounts, workers: 24, tag: "f", stop: () => stopLoad });
+  const load = runLoad(env, { accounts: accounts.filter((a) => a !== x), workers: 24, tag: "f", stop: () => stopLoad });
 
   // a slow deposit: host-a reads the state, then is frozen before it writes. The delay stays below the
   // caller's per-attempt timeout (1 s) so its retry through host-b is acknowledged; a turn longer than the
@@ -91,6 +93,20 @@ test("a frozen host's late write is refused by fencing and no state goes backwar
   }
   expect(takeoverMs).toBeGreaterThan(0);
   const viaB = await env.client.ask(ledger, x, "deposit", { ref: "via-b", amount: 1 }, { timeoutMs: 10_000 });
+  // keep writing to x, one at a time: through host-b now, through host-a again after it rejoins
+  const xWrites: Outcome[] = [];
+  const xWriter = (async () => {
+    for (let i = 0; !stopLoad; i++) {
+      const ref = `x-${i}`;
+      const start = Date.now();
+      try {
+        await env.client.ask(ledger, x, "deposit", { ref, amount: 1 }, { timeoutMs: 20_000 });
+        xWrites.push({ ref, account: x, start, end: Date.now(), ok: true });
+      } catch (e) {
+        xWrites.push({ ref, account: x, start, end: Date.now(), ok: false, error: String(e) });
+      }
+    }
+  })();
   await Bun.sleep(1500);
 
   env.signal("host-a", "SIGCONT");
@@ -100,7 +116,8 @@ test("a frozen host's late write is refused by fencing and no state goes backwar
   const rejoinMs = Date.now() - contAt;
   await Bun.sleep(1500); // writes keep flowing to x, now back on host-a
   stopLoad = true;
-  const outcomes = [...(await load), await slow];
+  await xWriter;
+  const outcomes = [...(await load), await slow, ...xWrites];
   watching = false;
   await Promise.all([watcher, reader]);
 
@@ -121,4 +138,5 @@ test("a frozen host's late write is refused by fencing and no state goes backwar
   expect(failed).toBe(0);
   expect(final.refs.filter((r) => r === "slow").length).toBe(1);
   expect(final.refs).toContain("via-b");
+  expect(xWrites.filter((o) => o.ok).length).toBeGreaterThan(10);
 }, 45_000);
