@@ -9,6 +9,7 @@ import { errorDocsRoutes } from "./error-docs.ts";
 import { healthRoutes } from "./health.ts";
 import { authRoutes } from "./auth.ts";
 import { agentKeyRoutes } from "./agent-keys.ts";
+import { oauthRoutes } from "../oauth/index.ts";
 import { searchRoutes } from "./search.ts";
 import { productRoutes } from "./products.ts";
 import { compareRoutes } from "./compare.ts";
@@ -25,6 +26,7 @@ export const gatewayModules: GatewayModule[] = [
   errorDocsRoutes,
   authRoutes,
   agentKeyRoutes,
+  oauthRoutes,
   searchRoutes,
   productRoutes,
   compareRoutes,

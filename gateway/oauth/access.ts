@@ -1,0 +1,130 @@
+/**
+ * `verifyMcpAccess`: who is calling a store's MCP endpoint. An MCP endpoint accepts either an agent key
+ * (`X-Agent-Api-Key`) or an OAuth access token (`Authorization: Bearer`, an EdDSA JWT with typ at+jwt whose
+ * audience is this store's MCP resource). Every 401 carries
+ * `WWW-Authenticate: Bearer resource_metadata="{site_url}/.well-known/oauth-protected-resource/{slug}/mcp"`, which
+ * is how an MCP client discovers the authorization server (MCP authorization, revision 2025-11-25).
+ *
+ * When `limits` is given it also does the request's rate admission for the MCP layers (and sets the headers):
+ * a key is admitted on its agent actor; an OAuth caller gets the same per-key layers, held per (client, user) by
+ * `oauth/<clientId>:<userId>`; an anonymous caller is counted per IP. Do not call authenticateAgent/admitAnonymous
+ * again for the same request.
+ */
+import type { Scope } from "../../actors/agent/access.ts";
+import { bucketsFor, type BucketDescriptor, type BucketOwner, type Surface } from "../../actors/agent/limits.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
+import { tokenService } from "../identity.ts";
+import {
+  admitAnonymous,
+  admitOthers,
+  authenticateAgent,
+  setRateHeaders,
+  setStaticRateHeaders,
+  type AgentPrincipal,
+} from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+import { ACCESS_TOKEN_TYP, MCP_SUB_ENDPOINTS, mcpResource, resourceMetadataUrl } from "./common.ts";
+
+export type McpAccess =
+  | { kind: "key"; agent: AgentPrincipal }
+  | { kind: "oauth"; sub: string; clientId: string; scopes: Scope[] }
+  | { kind: "anonymous" };
+
+export interface VerifyMcpAccessInput {
+  slug: string;
+  request: Request;
+  /** The response headers (Elysia `set.headers`): WWW-Authenticate and X-RateLimit-* are written here. */
+  headers: Record<string, string | number>;
+  /** Return `{kind: "anonymous"}` instead of 401 when the request carries no credential (public discovery tools). */
+  allowAnonymous?: boolean;
+  /** Rate admission for this request; omit it to admit yourself. `ip` from `clientIp(request, server)`. */
+  limits?: { ip: string; surface: Surface; toolName?: string; customerId?: string };
+}
+
+/** The challenge every 401 from a store's MCP endpoint carries. */
+export function mcpChallenge(svc: Services, slug: string, error?: { code: "invalid_token" | "insufficient_scope"; description: string; scope?: string }): string {
+  let h = `Bearer resource_metadata="${resourceMetadataUrl(svc, slug)}"`;
+  if (error) {
+    h += `, error="${error.code}", error_description="${error.description.replace(/["\\]/g, "")}"`;
+    if (error.scope) h += `, scope="${error.scope}"`;
+  }
+  return h;
+}
+
+/** For a tool that needs credentials when the caller is anonymous: 401 with the discovery challenge. */
+export function requireMcpCredentials(svc: Services, slug: string, headers: Record<string, string | number>): never {
+  headers["www-authenticate"] = mcpChallenge(svc, slug);
+  throw fail("unauthorized", "This tool needs an agent key (X-Agent-Api-Key) or an OAuth access token (Authorization: Bearer).");
+}
+
+function oauthBuckets(ctx: { surface: Surface; ip: string; toolName?: string; customerId?: string }, clientId: string, sub: string): BucketDescriptor[] {
+  const id = `oauth:${clientId}:${sub}`;
+  return bucketsFor({ surface: ctx.surface, ip: ctx.ip, keyId: id, tier: null, toolName: ctx.toolName ?? null, customerId: ctx.customerId ?? null }).map((b) =>
+    b.owner === `agent/${id}` ? { ...b, owner: `oauth/${clientId}:${sub}` as unknown as BucketOwner } : b,
+  );
+}
+
+export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput): Promise<McpAccess> {
+  const { request, headers, slug, limits } = input;
+  const limitsOn = svc.config.RATE_LIMITS_ENABLED;
+  const withChallenge = async <T>(p: Promise<T>): Promise<T> => {
+    try {
+      return await p;
+    } catch (err) {
+      if (err instanceof ActorError && (err.code === "unauthorized" || err.code === "token_expired")) {
+        headers["www-authenticate"] = mcpChallenge(svc, slug, request.headers.has("authorization") && !request.headers.has("x-agent-api-key")
+          ? { code: "invalid_token", description: err.code === "token_expired" ? "the access token expired" : "the access token is invalid for this resource" }
+          : undefined);
+      }
+      throw err;
+    }
+  };
+
+  if (request.headers.has("x-agent-api-key")) {
+    if (!limits) {
+      // Authentication only: the caller admits. surface "other" with limits off never touches a bucket.
+      const agent = await withChallenge(
+        authenticateAgent({ ...svc, config: { ...svc.config, RATE_LIMITS_ENABLED: false } }, { request, ip: "unknown", headers: {}, surface: "mcp", checkRoute: false }),
+      );
+      return { kind: "key", agent };
+    }
+    const agent = await withChallenge(
+      authenticateAgent(svc, { request, ip: limits.ip, headers, surface: limits.surface, checkRoute: false, toolName: limits.toolName, customerId: limits.customerId }),
+    );
+    return { kind: "key", agent };
+  }
+
+  const auth = request.headers.get("authorization");
+  const bearer = /^Bearer\s+(\S+)$/i.exec(auth ?? "")?.[1];
+  if (bearer) {
+    const tokens = await tokenService(svc);
+    const audiences = [mcpResource(svc, slug), ...MCP_SUB_ENDPOINTS.map((s) => mcpResource(svc, slug, s))];
+    const verified = await withChallenge(
+      tokens.verifyToken(bearer, { audience: audiences, typ: ACCESS_TOKEN_TYP }).catch(async (err) => {
+        // failed tokens are counted like anonymous traffic, so token guessing is bounded per IP
+        if (limits) await admitAnonymous(svc, limits.surface, limits.ip, headers).catch(() => null);
+        throw err;
+      }),
+    );
+    const clientId = typeof verified.claims.client_id === "string" ? verified.claims.client_id : "";
+    if (!clientId) {
+      headers["www-authenticate"] = mcpChallenge(svc, slug, { code: "invalid_token", description: "the access token has no client_id" });
+      throw fail("unauthorized", "invalid token", { reason: "client_id" });
+    }
+    if (limits) {
+      const list = oauthBuckets(limits, clientId, verified.sub);
+      if (limitsOn) setRateHeaders(headers, await admitOthers(svc, list, headers));
+      else setStaticRateHeaders(headers, { surface: limits.surface, ip: limits.ip, keyId: "oauth", toolName: limits.toolName ?? null });
+    }
+    return { kind: "oauth", sub: verified.sub, clientId, scopes: verified.scope as Scope[] };
+  }
+
+  if (auth) {
+    headers["www-authenticate"] = mcpChallenge(svc, slug, { code: "invalid_token", description: "unsupported authorization scheme" });
+    if (limits) await admitAnonymous(svc, limits.surface, limits.ip, headers);
+    throw fail("unauthorized", "Use X-Agent-Api-Key or Authorization: Bearer <access token>.");
+  }
+  if (limits) await admitAnonymous(svc, limits.surface, limits.ip, headers);
+  if (input.allowAnonymous) return { kind: "anonymous" };
+  return requireMcpCredentials(svc, slug, headers);
+}

@@ -1,0 +1,107 @@
+/**
+ * Shared pieces of the OAuth 2.1 authorization server that protects the per-store MCP endpoints: lifetimes,
+ * resource identifiers (RFC 8707), opaque secrets and their digests, and the RFC 6749 error response.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { toBase62 } from "../../actors/agent/keys.ts";
+import type { Services } from "../services.ts";
+
+export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
+export const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60;
+export const CODE_TTL_SECONDS = 60;
+export const ACCESS_TOKEN_TYP = "at+jwt";
+
+export const OAUTH_BASE = "/api/v1/oauth";
+/** The dedicated MCP endpoints of a store are the same protected resource family as its main endpoint. */
+export const MCP_SUB_ENDPOINTS = ["discovery", "customer", "checkout"] as const;
+
+const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+export function issuer(svc: Services): string {
+  return svc.siteUrl.replace(/\/+$/, "");
+}
+
+/** The MCP resource of a store: the audience of its access tokens. */
+export function mcpResource(svc: Services, slug: string, sub?: string): string {
+  return `${issuer(svc)}/${slug}/mcp${sub ? `/${sub}` : ""}`;
+}
+
+export function resourceMetadataUrl(svc: Services, slug: string, sub?: string): string {
+  return `${issuer(svc)}/.well-known/oauth-protected-resource/${slug}/mcp${sub ? `/${sub}` : ""}`;
+}
+
+/** `{site_url}/{slug}/mcp[/discovery|customer|checkout]` → slug; anything else → null. */
+export function slugFromResource(svc: Services, resource: string): string | null {
+  const base = issuer(svc) + "/";
+  if (!resource.startsWith(base)) return null;
+  const parts = resource.slice(base.length).split("/");
+  if (parts.length < 2 || parts.length > 3 || parts[1] !== "mcp" || !SLUG.test(parts[0]!)) return null;
+  if (parts.length === 3 && !(MCP_SUB_ENDPOINTS as readonly string[]).includes(parts[2]!)) return null;
+  return parts[0]!;
+}
+
+export async function storeExists(svc: Services, slug: string): Promise<boolean> {
+  if (!SLUG.test(slug)) return false;
+  const rows = await svc.sql<{ slug: string }[]>`SELECT slug FROM stores WHERE slug = ${slug}`;
+  return rows.length > 0;
+}
+
+/** 256 random bits as a prefixed base62 string (`mcpc_…` client ids, `rt_…` refresh tokens). */
+export function randomSecret(prefix: string): string {
+  return prefix + toBase62(randomBytes(32), 43);
+}
+
+export function sha256hex(value: string): string {
+  return createHash("sha256").update(value, "utf8").digest("hex");
+}
+
+export function sha256b64url(value: string): string {
+  return createHash("sha256").update(value, "ascii").digest("base64url");
+}
+
+export type OAuthErrorCode =
+  | "invalid_request"
+  | "invalid_client"
+  | "invalid_grant"
+  | "unauthorized_client"
+  | "unsupported_grant_type"
+  | "invalid_scope"
+  | "invalid_target"
+  | "invalid_redirect_uri"
+  | "invalid_client_metadata"
+  | "unsupported_token_type"
+  | "access_denied"
+  | "unsupported_response_type";
+
+/** Thrown inside the OAuth endpoints; turned into an RFC 6749 §5.2 body by `oauthErrorBody`. */
+export class OAuthError extends Error {
+  constructor(
+    readonly error: OAuthErrorCode,
+    readonly description: string,
+    readonly status = error === "invalid_client" ? 401 : 400,
+  ) {
+    super(description);
+  }
+}
+
+/**
+ * RFC 6749 error body. `error` carries the OAuth code (what OAuth client libraries read); `code` repeats it so the
+ * service-wide rule "every error has a code" still holds; `success: false` keeps it an error envelope.
+ */
+export function oauthErrorBody(err: OAuthError): { success: false; error: string; error_description: string; code: string } {
+  return { success: false, error: err.error, error_description: err.description, code: err.error };
+}
+
+export function noStore(headers: Record<string, string | number>): void {
+  headers["cache-control"] = "no-store";
+  headers["pragma"] = "no-cache";
+}
+
+/** Form or JSON body as a flat string record (repeated or non-string values are dropped). */
+export function stringFields(body: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (body && typeof body === "object") {
+    for (const [k, v] of Object.entries(body as Record<string, unknown>)) if (typeof v === "string") out[k] = v;
+  }
+  return out;
+}

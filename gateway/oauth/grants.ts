@@ -1,0 +1,136 @@
+/**
+ * The token side of the authorization server: issuing EdDSA access tokens (RFC 9068, audience = the store's MCP
+ * resource), opaque refresh tokens rotated on every use with reuse detection, and single-use authorization codes.
+ * Every state change is one conditional SQL statement (`... WHERE used_at IS NULL RETURNING`), so two gateways
+ * racing on the same code or refresh token cannot both win.
+ */
+import { tokenService } from "../identity.ts";
+import type { Services } from "../services.ts";
+import {
+  ACCESS_TOKEN_TTL_SECONDS,
+  ACCESS_TOKEN_TYP,
+  CODE_TTL_SECONDS,
+  OAuthError,
+  randomSecret,
+  REFRESH_TOKEN_TTL_SECONDS,
+  sha256hex,
+} from "./common.ts";
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+}
+
+export interface Grant {
+  clientId: string;
+  userId: string;
+  scopes: string[];
+  resource: string;
+}
+
+export async function issueAccessToken(svc: Services, g: Grant): Promise<string> {
+  const tokens = await tokenService(svc);
+  return tokens.issueToken({
+    sub: g.userId,
+    aud: g.resource,
+    scope: g.scopes,
+    ttlSeconds: ACCESS_TOKEN_TTL_SECONDS,
+    typ: ACCESS_TOKEN_TYP,
+    extra: { client_id: g.clientId },
+  });
+}
+
+async function newRefreshToken(svc: Services, g: Grant, familyId: string): Promise<string> {
+  const token = randomSecret("rt_");
+  const expires = new Date(svc.clock.now() + REFRESH_TOKEN_TTL_SECONDS * 1000);
+  await svc.sql`INSERT INTO oauth_refresh_tokens (token_hash, family_id, client_id, user_id, scopes, resource, expires_at)
+                VALUES (${sha256hex(token)}, ${familyId}, ${g.clientId}, ${g.userId}, ${g.scopes}, ${g.resource}, ${expires})`;
+  return token;
+}
+
+export async function tokenResponse(svc: Services, g: Grant, refresh: { familyId: string } | null): Promise<TokenResponse> {
+  const access = await issueAccessToken(svc, g);
+  const out: TokenResponse = { access_token: access, token_type: "Bearer", expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: g.scopes.join(" ") };
+  if (refresh) out.refresh_token = await newRefreshToken(svc, g, refresh.familyId);
+  return out;
+}
+
+export async function revokeFamily(svc: Services, familyId: string): Promise<void> {
+  await svc.sql`UPDATE oauth_refresh_tokens SET revoked_at = now() WHERE family_id = ${familyId} AND revoked_at IS NULL`;
+}
+
+export async function createCode(svc: Services, g: Grant & { redirectUri: string; codeChallenge: string }): Promise<string> {
+  const code = randomSecret("ac_");
+  const expires = new Date(svc.clock.now() + CODE_TTL_SECONDS * 1000);
+  await svc.sql`INSERT INTO oauth_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scopes, resource, family_id, expires_at)
+                VALUES (${sha256hex(code)}, ${g.clientId}, ${g.userId}, ${g.redirectUri}, ${g.codeChallenge}, ${g.scopes},
+                        ${g.resource}, ${crypto.randomUUID()}, ${expires})`;
+  return code;
+}
+
+export interface RedeemedCode extends Grant {
+  redirectUri: string;
+  codeChallenge: string;
+  familyId: string;
+}
+
+/**
+ * Marks the code used and returns it. A code presented a second time is refused and the tokens it already
+ * produced are revoked (OAuth 2.1 §4.1.3: a replayed code means it leaked).
+ */
+export async function redeemCode(svc: Services, code: string): Promise<RedeemedCode> {
+  const hash = sha256hex(code);
+  const now = new Date(svc.clock.now());
+  const rows = await svc.sql<
+    { client_id: string; user_id: string; redirect_uri: string; code_challenge: string; scopes: string[]; resource: string; family_id: string; expires_at: Date }[]
+  >`UPDATE oauth_codes SET used_at = ${now} WHERE code_hash = ${hash} AND used_at IS NULL
+    RETURNING client_id, user_id, redirect_uri, code_challenge, scopes, resource, family_id, expires_at`;
+  const r = rows[0];
+  if (!r) {
+    const used = await svc.sql<{ family_id: string }[]>`SELECT family_id FROM oauth_codes WHERE code_hash = ${hash}`;
+    if (used[0]) await revokeFamily(svc, used[0].family_id);
+    throw new OAuthError("invalid_grant", "authorization code is invalid, expired or already used");
+  }
+  if (r.expires_at.getTime() <= now.getTime()) throw new OAuthError("invalid_grant", "authorization code is invalid, expired or already used");
+  return {
+    clientId: r.client_id,
+    userId: r.user_id,
+    redirectUri: r.redirect_uri,
+    codeChallenge: r.code_challenge,
+    scopes: r.scopes,
+    resource: r.resource,
+    familyId: r.family_id,
+  };
+}
+
+/**
+ * Rotates a refresh token: the presented one is spent and a new one of the same family is issued. A token that
+ * was already spent (or belongs to a revoked family) revokes the whole family: either the client or an attacker
+ * holds a stale copy, and the server cannot tell which.
+ */
+export async function rotateRefreshToken(svc: Services, token: string, clientId: string): Promise<Grant & { familyId: string }> {
+  const hash = sha256hex(token);
+  const now = new Date(svc.clock.now());
+  const rows = await svc.sql<{ family_id: string; client_id: string; user_id: string; scopes: string[]; resource: string; expires_at: Date }[]>`
+    UPDATE oauth_refresh_tokens SET used_at = ${now}
+    WHERE token_hash = ${hash} AND used_at IS NULL AND revoked_at IS NULL AND client_id = ${clientId}
+    RETURNING family_id, client_id, user_id, scopes, resource, expires_at`;
+  const r = rows[0];
+  if (!r) {
+    const seen = await svc.sql<{ family_id: string; client_id: string }[]>`SELECT family_id, client_id FROM oauth_refresh_tokens WHERE token_hash = ${hash}`;
+    if (seen[0] && seen[0].client_id === clientId) await revokeFamily(svc, seen[0].family_id);
+    throw new OAuthError("invalid_grant", "refresh token is invalid, expired, revoked or already used");
+  }
+  if (r.expires_at.getTime() <= now.getTime()) throw new OAuthError("invalid_grant", "refresh token is invalid, expired, revoked or already used");
+  return { familyId: r.family_id, clientId: r.client_id, userId: r.user_id, scopes: r.scopes, resource: r.resource };
+}
+
+/** RFC 7009: revoking a refresh token revokes its family. Unknown tokens are not an error. */
+export async function revokeRefreshToken(svc: Services, token: string, clientId: string): Promise<void> {
+  const rows = await svc.sql<{ family_id: string }[]>`
+    SELECT family_id FROM oauth_refresh_tokens WHERE token_hash = ${sha256hex(token)} AND client_id = ${clientId}`;
+  if (rows[0]) await revokeFamily(svc, rows[0].family_id);
+}

@@ -1,0 +1,124 @@
+/**
+ * POST /api/v1/oauth/token (grants: authorization_code with PKCE S256, refresh_token with rotation,
+ * client_credentials for machine to machine) and POST /api/v1/oauth/revoke (RFC 7009).
+ * Bodies are application/x-www-form-urlencoded (RFC 6749); responses follow RFC 6749 §5, not the REST envelope,
+ * so every OAuth client library can read them.
+ */
+import { Elysia, t } from "elysia";
+import type { Services } from "../services.ts";
+import { authenticateClient } from "./clients.ts";
+import { noStore, OAUTH_BASE, OAuthError, oauthErrorBody, sha256b64url, slugFromResource, storeExists, stringFields } from "./common.ts";
+import { redeemCode, revokeRefreshToken, rotateRefreshToken, tokenResponse } from "./grants.ts";
+import { grantScopes } from "./scopes.ts";
+
+const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
+
+async function checkResource(svc: Services, resource: string | undefined, required: boolean): Promise<string | undefined> {
+  if (resource === undefined) {
+    if (required) throw new OAuthError("invalid_target", "resource is required: the store's MCP endpoint, e.g. {site_url}/{slug}/mcp (RFC 8707)");
+    return undefined;
+  }
+  const slug = slugFromResource(svc, resource);
+  if (!slug || !(await storeExists(svc, slug))) throw new OAuthError("invalid_target", `unknown resource ${resource}`);
+  return resource;
+}
+
+export function tokenRoutes(svc: Services) {
+  return new Elysia({ name: "oauth-token" })
+    .post(
+      `${OAUTH_BASE}/token`,
+      async ({ body, request, set }) => {
+        const headers = set.headers as Record<string, string>;
+        noStore(headers);
+        try {
+          const form = stringFields(body);
+          const client = await authenticateClient(svc, request.headers.get("authorization"), form);
+          const grant = form.grant_type;
+          if (!grant) throw new OAuthError("invalid_request", "grant_type is required");
+          if (!["authorization_code", "refresh_token", "client_credentials"].includes(grant)) {
+            throw new OAuthError("unsupported_grant_type", `unsupported grant_type "${grant}"`);
+          }
+          if (!client.grantTypes.includes(grant as never)) throw new OAuthError("unauthorized_client", `the client is not registered for ${grant}`);
+
+          if (grant === "authorization_code") {
+            if (!form.code) throw new OAuthError("invalid_request", "code is required");
+            if (!form.code_verifier) throw new OAuthError("invalid_request", "code_verifier is required (PKCE)");
+            const code = await redeemCode(svc, form.code);
+            if (code.clientId !== client.clientId) throw new OAuthError("invalid_grant", "the code was issued to another client");
+            if (form.redirect_uri !== undefined && form.redirect_uri !== code.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
+            if (!VERIFIER.test(form.code_verifier) || sha256b64url(form.code_verifier) !== code.codeChallenge) {
+              throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match the code_challenge");
+            }
+            const resource = await checkResource(svc, form.resource, false);
+            if (resource !== undefined && resource !== code.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+            const wantsRefresh = client.grantTypes.includes("refresh_token");
+            return await tokenResponse(svc, code, wantsRefresh ? { familyId: code.familyId } : null);
+          }
+
+          if (grant === "refresh_token") {
+            if (!form.refresh_token) throw new OAuthError("invalid_request", "refresh_token is required");
+            const prior = await rotateRefreshToken(svc, form.refresh_token, client.clientId);
+            const scopes = form.scope ? grantScopes(form.scope, prior.scopes) : prior.scopes;
+            const resource = await checkResource(svc, form.resource, false);
+            if (resource !== undefined && resource !== prior.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+            return await tokenResponse(svc, { ...prior, scopes }, { familyId: prior.familyId });
+          }
+
+          // client_credentials: a confidential client acting for the user who registered it
+          if (!client.ownerUserId || client.authMethod === "none") throw new OAuthError("unauthorized_client", "client_credentials needs a confidential client with an owner");
+          const resource = (await checkResource(svc, form.resource, true))!;
+          const scopes = grantScopes(form.scope, client.scopes);
+          return await tokenResponse(svc, { clientId: client.clientId, userId: client.ownerUserId, scopes, resource }, null);
+        } catch (err) {
+          if (!(err instanceof OAuthError)) throw err;
+          set.status = err.status;
+          if (err.error === "invalid_client" && request.headers.get("authorization")?.toLowerCase().startsWith("basic")) {
+            headers["www-authenticate"] = 'Basic realm="oauth"';
+          }
+          return oauthErrorBody(err);
+        }
+      },
+      {
+        body: t.Unknown(),
+        detail: {
+          tags: ["oauth"],
+          summary: "OAuth 2.1 token endpoint",
+          description:
+            "application/x-www-form-urlencoded. grant_type=authorization_code (code, redirect_uri, code_verifier; PKCE S256 only), refresh_token (refresh_token; the token is rotated, a reused one revokes its family), client_credentials (confidential clients registered with a user session; resource required). Access tokens are EdDSA JWTs (typ at+jwt) for 15 minutes whose audience is the store's MCP endpoint; refresh tokens last 30 days. Use it after a 401 token_expired. Errors follow RFC 6749 §5.2 (`error` is the OAuth code, repeated in `code`).",
+          responses: {
+            200: { description: "Token response (RFC 6749 §5.1)" },
+            400: { description: "invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope, invalid_target" },
+            401: { description: "invalid_client" },
+            429: { description: "rate_limit_exceeded" },
+          },
+        },
+      },
+    )
+    .post(
+      `${OAUTH_BASE}/revoke`,
+      async ({ body, request, set }) => {
+        noStore(set.headers as Record<string, string>);
+        try {
+          const form = stringFields(body);
+          const client = await authenticateClient(svc, request.headers.get("authorization"), form);
+          if (!form.token) throw new OAuthError("invalid_request", "token is required");
+          // Access tokens are short-lived JWTs and are not revoked individually; refresh tokens revoke their family.
+          await revokeRefreshToken(svc, form.token, client.clientId);
+          return {};
+        } catch (err) {
+          if (!(err instanceof OAuthError)) throw err;
+          set.status = err.status;
+          return oauthErrorBody(err);
+        }
+      },
+      {
+        body: t.Unknown(),
+        detail: {
+          tags: ["oauth"],
+          summary: "Token revocation (RFC 7009)",
+          description: "Revokes a refresh token and every token rotated from the same authorization. 200 {} also for unknown tokens.",
+          responses: { 200: { description: "Revoked (or unknown)" }, 400: { description: "invalid_request" }, 401: { description: "invalid_client" }, 429: { description: "rate_limit_exceeded" } },
+        },
+      },
+    );
+}
