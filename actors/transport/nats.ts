@@ -67,6 +67,14 @@ export const EVENTS_PREFIX = "events.";
 
 const MAX_REMEMBERED_REPLIES = 200_000;
 
+interface RememberedReply {
+  expires: number;
+  /** The encoded reply, once the turn has finished. */
+  json?: string;
+  /** The turn still running: a retry that arrives meanwhile waits for the same reply. */
+  pending?: Promise<string>;
+}
+
 /** On the wire a request envelope also says how long the caller waits for this attempt. */
 type WireRequest = RequestEnvelope & { waitMs?: number };
 
@@ -101,7 +109,9 @@ export class NatsTransport implements Transport {
   private recovering?: Promise<void>;
   private eventsStreamReady?: Promise<void>;
   /** Replies sent (or being computed) by msgId, kept until the caller's deadline: see handleOnce. */
-  private readonly replies = new Map<string, { reply: Promise<ReplyEnvelope>; expires: number }>();
+  private readonly replies = new Map<string, RememberedReply>();
+  private readonly replyOrder: [string, RememberedReply][] = [];
+  private replyHead = 0;
   private lastSweep = 0;
 
   private constructor(
@@ -325,7 +335,7 @@ export class NatsTransport implements Transport {
           return;
         }
         this.handleOnce(env, expires, handler).then(
-          (reply) => msg.respond(enc.encode(JSON.stringify(reply))),
+          (json) => msg.respond(json),
           (e) => {
             this.log.error("serve handler threw", { subject, error: e as Error });
             msg.respond(enc.encode(JSON.stringify({ ok: false, error: { code: "internal_error", message: "internal error" } })));
@@ -342,30 +352,49 @@ export class NatsTransport implements Transport {
    * the replies it sent, by msgId, until the caller's deadline has passed, and answers a retry from here (or
    * joins the attempt still running). `actor_unavailable` replies are not kept: those must run again.
    */
-  private handleOnce(env: RequestEnvelope, expires: number, handler: ServeHandler): Promise<ReplyEnvelope> {
+  private handleOnce(env: RequestEnvelope, expires: number, handler: ServeHandler): Promise<string> {
     const hit = this.replies.get(env.msgId);
-    if (hit) return hit.reply;
-    const reply = handler(env);
-    const entry = { reply, expires };
-    this.replies.set(env.msgId, entry);
-    reply.then(
+    if (hit) return hit.json !== undefined ? Promise.resolve(hit.json) : hit.pending!;
+    // kept as the encoded reply once known: one string per entry is cheap for the GC at tens of thousands/s
+    const entry: RememberedReply = { expires };
+    const pending = handler(env).then(
       (r) => {
-        if (!r.ok && r.error.code === "actor_unavailable" && this.replies.get(env.msgId) === entry) this.replies.delete(env.msgId);
+        const json = JSON.stringify(r);
+        if (!r.ok && r.error.code === "actor_unavailable") {
+          if (this.replies.get(env.msgId) === entry) this.replies.delete(env.msgId);
+        } else {
+          entry.json = json;
+          entry.pending = undefined;
+        }
+        return json;
       },
-      () => this.replies.delete(env.msgId),
+      (err) => {
+        if (this.replies.get(env.msgId) === entry) this.replies.delete(env.msgId);
+        throw err;
+      },
     );
-    return reply;
+    entry.pending = pending;
+    this.replies.set(env.msgId, entry);
+    this.replyOrder.push([env.msgId, entry]);
+    return pending;
   }
 
-  /** Oldest first (insertion order); stops at the first entry still needed, so a sweep costs what it frees. */
+  /** Oldest first (arrival order), stopping at the first entry still needed: a sweep costs what it frees. */
   private sweepReplies(): void {
     const now = Date.now();
-    let over = this.replies.size - MAX_REMEMBERED_REPLIES;
-    for (const [id, e] of this.replies) {
-      if (over <= 0 && e.expires >= now) break;
-      this.replies.delete(id);
-      over--;
+    const order = this.replyOrder;
+    let head = this.replyHead;
+    while (head < order.length) {
+      const [id, e] = order[head];
+      if (e.expires >= now && this.replies.size <= MAX_REMEMBERED_REPLIES) break;
+      if (this.replies.get(id) === e) this.replies.delete(id);
+      head++;
     }
+    if (head > 4096 && head * 2 > order.length) {
+      order.splice(0, head);
+      head = 0;
+    }
+    this.replyHead = head;
   }
 
   // ------------------------------------------------------------------------------------------------ events
