@@ -95,6 +95,32 @@ describe("NATS placement on one server", () => {
   });
 });
 
+describe("retries reaching the same host", () => {
+  test("a retried msgId gets the remembered reply without running again; an actor_unavailable reply is not remembered", async () => {
+    const kind = `once-${run}`;
+    const host = await NatsTransport.connect(opts({ hostId: `once-${run}` }));
+    const gateway = await NatsTransport.connect(opts());
+    const calls = new Map<string, number>();
+    await host.serve(kind, async (env) => {
+      calls.set(env.id, (calls.get(env.id) ?? 0) + 1);
+      if (env.id === "busy") return { ok: false, error: { code: "actor_unavailable", message: "moved" } };
+      await Bun.sleep(50);
+      return { ok: true, value: calls.get(env.id) };
+    });
+    const env = (id: string) => ({ msgId: `m-${id}`, kind, id, type: "x", body: {}, deadline: Date.now() + 5000, attempt: 1 });
+    // two attempts while the first is still running join it, a later one is answered from memory
+    const [r1, r2] = await Promise.all([gateway.request(env("w"), 1000), gateway.request({ ...env("w"), attempt: 2 }, 1000)]);
+    const r3 = await gateway.request({ ...env("w"), attempt: 3 }, 1000);
+    expect([r1, r2, r3]).toEqual([{ ok: true, value: 1 }, { ok: true, value: 1 }, { ok: true, value: 1 }]);
+    expect(calls.get("w")).toBe(1);
+    await gateway.request(env("busy"), 1000);
+    await gateway.request(env("busy"), 1000);
+    expect(calls.get("busy")).toBe(2);
+    await gateway.close();
+    await host.close();
+  });
+});
+
 describe("durable event consumers", () => {
   test("an event published while the durable subscriber was down is delivered when it comes back", async () => {
     const stream = `ACTOR_EVENTS_TEST_${run}`;
