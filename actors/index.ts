@@ -2,7 +2,8 @@
 import type { AnyActorDefinition } from "./runtime/define-actor.ts";
 import { agentActor } from "./agent/index.ts";
 import { ipActor } from "./ip/index.ts";
+import { trustActor } from "./trust/index.ts";
 import { webhookActor } from "./webhook/index.ts";
 import { storeActor } from "./store/index.ts";
 
-export const actorDefinitions: AnyActorDefinition[] = [agentActor, ipActor, storeActor, webhookActor];
+export const actorDefinitions: AnyActorDefinition[] = [agentActor, ipActor, storeActor, webhookActor, trustActor];

@@ -5,6 +5,7 @@
 import type { ActorHost } from "../actors/runtime/host.ts";
 import type { Transport } from "../actors/transport/transport.ts";
 import type { Services } from "../gateway/services.ts";
+import { trustBootHook } from "../actors/trust/index.ts";
 import { webhookBootHook } from "../actors/webhook/dispatcher.ts";
 import { searchBootHook } from "../search/indexer.ts";
 
@@ -23,4 +24,4 @@ export interface BootHook {
   run(ctx: BootContext): Promise<void | (() => Promise<void>)>;
 }
 
-export const bootHooks: BootHook[] = [searchBootHook, webhookBootHook];
+export const bootHooks: BootHook[] = [searchBootHook, webhookBootHook, trustBootHook];

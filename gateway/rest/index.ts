@@ -9,6 +9,8 @@ import { errorDocsRoutes } from "./error-docs.ts";
 import { healthRoutes } from "./health.ts";
 import { authRoutes } from "./auth.ts";
 import { agentKeyRoutes } from "./agent-keys.ts";
+import { trustAgentRoutes, trustPublicRoutes, trustUserRoutes } from "./trust.ts";
+import { wellKnownRoutes } from "./well-known.ts";
 import { oauthRoutes } from "../oauth/index.ts";
 import { searchRoutes } from "./search.ts";
 import { productRoutes } from "./products.ts";
@@ -26,6 +28,10 @@ export const gatewayModules: GatewayModule[] = [
   errorDocsRoutes,
   authRoutes,
   agentKeyRoutes,
+  trustPublicRoutes,
+  trustAgentRoutes,
+  trustUserRoutes,
+  wellKnownRoutes,
   oauthRoutes,
   searchRoutes,
   productRoutes,

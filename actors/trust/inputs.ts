@@ -1,0 +1,323 @@
+/**
+ * Database facts → engine inputs. `loadStoreFacts` reads a batch of stores with four aggregate queries (stores,
+ * products, orders, nothing per row); `toEngineInputs` is pure and turns one store's facts into the v4.1
+ * `TrustInputs` and the v2 `V2RawData`. Every mapping rule and constant is listed in docs/trust.md
+ * ("Operations: inputs").
+ *
+ * Data the platform does not collect yet is never invented: price/stock checks at checkout, agent checkout
+ * events (cart created / checkout started / completed), response latency, merchant-side request signing and
+ * signed receipts are passed as "no observation" (v2: the engine's neutral default; v4.1: not_applicable, so
+ * their weight is redistributed).
+ */
+import type { Sql } from "../../infra/db.ts";
+import { catalogCompleteness, catalogFreshness, type V2RawData } from "./engine-v2.ts";
+import type { Signal, TrustInputs } from "./engine-v41.ts";
+import { clamp01, round } from "./types.ts";
+
+const DAY_MS = 86_400_000;
+
+export const INPUT_RULES = {
+  /** Trailing window of the reliability rates, GMV and unique buyers (spec: 90 days). */
+  windowDays: 90,
+  /** Agent evidence is sparse: its rates use a longer window. */
+  agentWindowDays: 180,
+  /** On-time share at or below which fulfilment scores 0, and at or above which it scores 1. */
+  fulfilmentZeroAt: 0.6,
+  fulfilmentFullAt: 0.95,
+  /** Dispute rate that scores 0 (same constant as v2: card networks treat ~1 % as excessive). */
+  disputeRateZero: 0.05,
+  /** Share of orders with any refund that scores 0. */
+  refundRateZero: 0.25,
+  /** Weight of disputes vs refunds inside disputeRefundHealth. */
+  disputeShare: 0.6,
+  /** Successful human orders in the window that count as full volume (log scale below it). */
+  humanVolumeFull: 100,
+  /** Store age that counts as fully established. */
+  storeAgeFullDays: 365,
+  verificationScore: { UNVERIFIED: 0, BASIC: 0.5, STANDARD: 0.75, PREMIUM: 0.9, QUALIFIED: 1 } as Record<string, number>,
+  /** The policy fields a merchant is expected to declare (actors/store/schemas.ts `Policies`). */
+  policyFields: [
+    "acceptsReturns",
+    "returnWindowDays",
+    "freeShippingThresholdMinor",
+    "restockingFeePercent",
+    "shippingEstimateDays",
+    "supportResponseTimeSla",
+  ],
+} as const;
+
+export interface ProductFacts {
+  count: number;
+  withTitle: number;
+  withPrice: number;
+  withImages: number;
+  withGtin: number;
+  /** GTINs failing the GS1 check digit. */
+  gtinInvalid: number;
+  /** GTINs that repeat inside the store's catalog (count − distinct). */
+  gtinDuplicates: number;
+  /** Products priced in another currency than the store's, or at zero. */
+  priceCurrencyBad: number;
+  stockTracked: number;
+  /** Tracked products whose in_stock flag contradicts their quantity. */
+  stockInconsistent: number;
+}
+
+export interface OrderFacts {
+  /** All-time, not canceled (the tier counts). */
+  human: number;
+  agent: number;
+  /** Trailing window, not canceled. */
+  gmvMinor: number;
+  uniqueBuyers: number;
+  orders: number;
+  /** Trailing window, orders whose fulfilment is decided (fulfilled_on_time not null). */
+  decided: number;
+  onTime: number;
+  disputes: number;
+  refunds: number;
+  /** Human orders in the window fulfilled on time without dispute or refund. */
+  humanGood: number;
+  /** Agent window (longer): all agent orders incl. canceled, those completed without refund or dispute, decided ones. */
+  agentAll: number;
+  agentCompleted: number;
+  agentDecided: number;
+  agentOnTime: number;
+  agentDisputes: number;
+}
+
+export interface StoreFacts {
+  slug: string;
+  verificationLevel: string;
+  /** epoch ms */
+  createdAt: number;
+  lastSyncAt: number | null;
+  policies: Record<string, unknown>;
+  reviewAvg: number | null;
+  reviewCount: number;
+  products: ProductFacts;
+  orders: OrderFacts;
+}
+
+const EMPTY_PRODUCTS: ProductFacts = {
+  count: 0, withTitle: 0, withPrice: 0, withImages: 0, withGtin: 0, gtinInvalid: 0, gtinDuplicates: 0, priceCurrencyBad: 0, stockTracked: 0, stockInconsistent: 0,
+};
+const EMPTY_ORDERS: OrderFacts = {
+  human: 0, agent: 0, gmvMinor: 0, uniqueBuyers: 0, orders: 0, decided: 0, onTime: 0, disputes: 0, refunds: 0, humanGood: 0,
+  agentAll: 0, agentCompleted: 0, agentDecided: 0, agentOnTime: 0, agentDisputes: 0,
+};
+
+const n = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
+
+/** Reads the facts of `slugs` (unknown slugs are simply absent from the result). */
+export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: number): Promise<Map<string, StoreFacts>> {
+  const out = new Map<string, StoreFacts>();
+  if (slugs.length === 0) return out;
+  const list = [...slugs];
+  const since = new Date(nowMs - INPUT_RULES.windowDays * DAY_MS);
+  const agentSince = new Date(nowMs - INPUT_RULES.agentWindowDays * DAY_MS);
+
+  const [stores, products, orders] = await Promise.all([
+    sql<{ slug: string; verification_level: string; created_at: Date; last_sync_at: Date | null; policies: Record<string, unknown>; review_rating_avg: string | null; review_count: number }[]>`
+      SELECT slug, verification_level, created_at, last_sync_at, policies, review_rating_avg, review_count
+      FROM stores WHERE slug = ANY(${list})`,
+    sql<Record<string, string | number>[]>`
+      SELECT p.store_slug,
+        count(*) AS count,
+        count(*) FILTER (WHERE length(btrim(p.title)) > 0) AS with_title,
+        count(*) FILTER (WHERE p.price_minor > 0) AS with_price,
+        count(*) FILTER (WHERE cardinality(p.images) > 0) AS with_images,
+        count(p.gtin) AS with_gtin,
+        count(*) FILTER (WHERE p.gtin IS NOT NULL AND NOT gtin_check_digit_ok(p.gtin)) AS gtin_invalid,
+        count(p.gtin) - count(DISTINCT p.gtin) AS gtin_duplicates,
+        count(*) FILTER (WHERE p.currency <> s.currency OR p.price_minor <= 0) AS price_currency_bad,
+        count(*) FILTER (WHERE p.stock_quantity IS NOT NULL) AS stock_tracked,
+        count(*) FILTER (WHERE p.stock_quantity IS NOT NULL AND p.in_stock <> (p.stock_quantity > 0)) AS stock_inconsistent
+      FROM products p JOIN stores s ON s.slug = p.store_slug
+      WHERE p.store_slug = ANY(${list}) AND p.active
+      GROUP BY p.store_slug`,
+    sql<Record<string, string | number>[]>`
+      SELECT store_slug,
+        count(*) FILTER (WHERE channel = 'human' AND status <> 'canceled') AS human,
+        count(*) FILTER (WHERE channel = 'agent' AND status <> 'canceled') AS agent,
+        coalesce(sum(total_minor) FILTER (WHERE created_at >= ${since} AND status <> 'canceled'), 0) AS gmv_minor,
+        count(DISTINCT buyer_ref) FILTER (WHERE created_at >= ${since} AND status <> 'canceled') AS unique_buyers,
+        count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled') AS orders,
+        count(*) FILTER (WHERE created_at >= ${since} AND fulfilled_on_time IS NOT NULL) AS decided,
+        count(*) FILTER (WHERE created_at >= ${since} AND fulfilled_on_time) AS on_time,
+        count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled' AND disputed) AS disputes,
+        count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled' AND refunded_minor > 0) AS refunds,
+        count(*) FILTER (WHERE created_at >= ${since} AND channel = 'human' AND fulfilled_on_time AND NOT disputed AND refunded_minor = 0) AS human_good,
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince}) AS agent_all,
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND status <> 'canceled' AND refunded_minor = 0 AND NOT disputed) AS agent_completed,
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time IS NOT NULL) AS agent_decided,
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time) AS agent_on_time,
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time IS NOT NULL AND disputed) AS agent_disputes
+      FROM orders WHERE store_slug = ANY(${list})
+      GROUP BY store_slug`,
+  ]);
+
+  const productsBy = new Map(products.map((r) => [String(r.store_slug), r]));
+  const ordersBy = new Map(orders.map((r) => [String(r.store_slug), r]));
+  for (const s of stores) {
+    const p = productsBy.get(s.slug);
+    const o = ordersBy.get(s.slug);
+    out.set(s.slug, {
+      slug: s.slug,
+      verificationLevel: s.verification_level,
+      createdAt: s.created_at.getTime(),
+      lastSyncAt: s.last_sync_at ? s.last_sync_at.getTime() : null,
+      policies: s.policies ?? {},
+      reviewAvg: s.review_rating_avg === null ? null : Number(s.review_rating_avg),
+      reviewCount: s.review_count,
+      products: p
+        ? {
+            count: n(p.count),
+            withTitle: n(p.with_title),
+            withPrice: n(p.with_price),
+            withImages: n(p.with_images),
+            withGtin: n(p.with_gtin),
+            gtinInvalid: n(p.gtin_invalid),
+            gtinDuplicates: n(p.gtin_duplicates),
+            priceCurrencyBad: n(p.price_currency_bad),
+            stockTracked: n(p.stock_tracked),
+            stockInconsistent: n(p.stock_inconsistent),
+          }
+        : { ...EMPTY_PRODUCTS },
+      orders: o
+        ? {
+            human: n(o.human),
+            agent: n(o.agent),
+            gmvMinor: n(o.gmv_minor),
+            uniqueBuyers: n(o.unique_buyers),
+            orders: n(o.orders),
+            decided: n(o.decided),
+            onTime: n(o.on_time),
+            disputes: n(o.disputes),
+            refunds: n(o.refunds),
+            humanGood: n(o.human_good),
+            agentAll: n(o.agent_all),
+            agentCompleted: n(o.agent_completed),
+            agentDecided: n(o.agent_decided),
+            agentOnTime: n(o.agent_on_time),
+            agentDisputes: n(o.agent_disputes),
+          }
+        : { ...EMPTY_ORDERS },
+    });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Pure mapping
+
+const R = INPUT_RULES;
+const measured = (value: number): Signal => ({ value: round(clamp01(value), 6), quality: "measured" });
+const NOT_APPLICABLE: Signal = { value: 0, quality: "not_applicable" };
+
+export const fulfilmentScore = (onTimeRate: number): number =>
+  clamp01((onTimeRate - R.fulfilmentZeroAt) / (R.fulfilmentFullAt - R.fulfilmentZeroAt));
+export const disputeScore = (disputeRate: number): number => clamp01(1 - disputeRate / R.disputeRateZero);
+export const refundScore = (refundRate: number): number => clamp01(1 - refundRate / R.refundRateZero);
+
+export function policyFieldsOf(policies: Record<string, unknown>): { filled: number; required: number } {
+  const filled = R.policyFields.filter((f) => policies[f] !== undefined && policies[f] !== null && policies[f] !== "").length;
+  return { filled, required: R.policyFields.length };
+}
+
+/** Checks behind data_consistency: price/currency, stock/quantity, GTIN check digit, GTIN uniqueness. */
+export function consistencyChecks(p: ProductFacts): { total: number; passed: number } {
+  const total = p.count + p.stockTracked + p.withGtin * 2;
+  const failed = p.priceCurrencyBad + p.stockInconsistent + p.gtinInvalid + p.gtinDuplicates;
+  return { total, passed: Math.max(0, total - failed) };
+}
+
+export function toV2Raw(f: StoreFacts): V2RawData {
+  const p = f.products;
+  const o = f.orders;
+  return {
+    products: { count: p.count, withTitle: p.withTitle, withPrice: p.withPrice, withImages: p.withImages, withGtin: p.withGtin },
+    lastSuccessfulSyncAt: f.lastSyncAt,
+    // Not collected yet (no live price/stock checks at checkout): no observation, the engine's neutral value.
+    priceChecks: { total: 0, passed: 0 },
+    stockChecks: { total: 0, passed: 0 },
+    policyFields: policyFieldsOf(f.policies),
+    // Agent checkout events are not recorded yet: neutral.
+    agentEvents: { cartCreated: 0, checkoutStart: 0, checkoutComplete: 0 },
+    orders90d: { total: o.decided, fulfilledOnTime: o.onTime, disputes: Math.min(o.disputes, o.decided) },
+    latencyP95Ms: null,
+    ratings: { count: f.reviewCount, average0to5: f.reviewAvg },
+    consistencyChecks: consistencyChecks(p),
+  };
+}
+
+export function toV41Inputs(f: StoreFacts, nowMs: number): TrustInputs {
+  const p = f.products;
+  const o = f.orders;
+  const completeness = catalogCompleteness(toV2Raw(f).products);
+  const checks = consistencyChecks(p);
+  const consistency = checks.total === 0 ? 0 : checks.passed / checks.total;
+  const disputeRate = o.orders === 0 ? null : o.disputes / o.orders;
+  const refundRate = o.orders === 0 ? null : o.refunds / o.orders;
+  const policy = policyFieldsOf(f.policies);
+
+  return {
+    merchantReliabilityBase: {
+      fulfillment: o.decided === 0 ? NOT_APPLICABLE : measured(fulfilmentScore(o.onTime / o.decided)),
+      disputeRefundHealth:
+        disputeRate === null || refundRate === null
+          ? NOT_APPLICABLE
+          : measured(R.disputeShare * disputeScore(disputeRate) + (1 - R.disputeShare) * refundScore(refundRate)),
+      // Multiplied, not averaged: a complete catalog full of contradictory data is not a good catalog.
+      catalogQuality: measured(p.count === 0 ? 0 : completeness * consistency),
+      storeAge: measured(Math.max(0, nowMs - f.createdAt) / DAY_MS / R.storeAgeFullDays),
+      humanOrderVolume: measured(Math.log10(1 + o.humanGood) / Math.log10(1 + R.humanVolumeFull)),
+    },
+    agenticReadiness: {
+      // The merchant's own declaration of its policies.
+      setupQuality: { value: round(policy.required === 0 ? 0 : policy.filled / policy.required, 6), quality: "self_declared" },
+      // Merchant-side Ed25519 request/response signing is not integrated yet.
+      protocolSecurity: NOT_APPLICABLE,
+      // Identity verification level, held back by a dispute rate card networks would flag.
+      complianceHealth: measured((R.verificationScore[f.verificationLevel] ?? 0) * (disputeRate === null ? 1 : disputeScore(disputeRate))),
+      integrationFreshness: measured(catalogFreshness(f.lastSyncAt, nowMs)),
+    },
+    agenticEvidence:
+      o.agentAll === 0
+        ? { agentCheckout: NOT_APPLICABLE, agentFulfillmentDispute: NOT_APPLICABLE, receiptIntegrity: NOT_APPLICABLE }
+        : {
+            // Orders are a proxy for checkout health until checkout events are recorded.
+            agentCheckout: { value: round(o.agentCompleted / o.agentAll, 6), quality: "proxy" },
+            agentFulfillmentDispute:
+              o.agentDecided === 0
+                ? NOT_APPLICABLE
+                : // The weaker of the two: shipping on time does not make up for disputes, nor the reverse.
+                  measured(Math.min(fulfilmentScore(o.agentOnTime / o.agentDecided), disputeScore(o.agentDisputes / o.agentDecided))),
+            // Signed receipts are not issued yet.
+            receiptIntegrity: NOT_APPLICABLE,
+          },
+    humanOrders: o.human,
+    agentOrders: o.agent,
+    gmv90dMinor: o.gmvMinor,
+    uniqueBuyers90d: o.uniqueBuyers,
+    certifications: [],
+  };
+}
+
+/** Signals backed by measured or verified data (the anomaly rule's evidence count). */
+export function verifiedEvidenceCount(inputs: TrustInputs): number {
+  let count = 0;
+  for (const dim of [inputs.merchantReliabilityBase, inputs.agenticReadiness, inputs.agenticEvidence]) {
+    for (const s of Object.values(dim) as (Signal | undefined)[]) if (s && (s.quality === "measured" || s.quality === "verified")) count++;
+  }
+  return count;
+}
+
+export interface EngineInputs {
+  v41: TrustInputs;
+  v2: V2RawData;
+}
+
+export function toEngineInputs(f: StoreFacts, nowMs: number): EngineInputs {
+  return { v41: toV41Inputs(f, nowMs), v2: toV2Raw(f) };
+}

@@ -1,0 +1,392 @@
+/**
+ * Trust endpoints.
+ *
+ * Public (30 requests/min/IP, "public-rest" layer): GET /trust/methodology, GET /stores/{slug}/trust-score.
+ * Agent key: GET /agent/merchants/{slug}/trust-explanation (404 for unknown or ineligible merchants).
+ * Store owner (Bearer JWT): POST /trust/appeal. Operator (Bearer JWT, role operator): /admin/trust/*.
+ *
+ * Engine selection is per request: the latest score's inputs are stored with one signature per engine, the pure
+ * engines are re-run over those inputs at their computation time (same numbers every time) and the flags in force
+ * for this request pick the overall number and the breakdown. Writes go through the trust actor; reads of its
+ * committed rows (latest score, history, alerts, appeals) do not need its turn.
+ */
+import { Elysia, t } from "elysia";
+import {
+  ALERT_COLUMNS,
+  APPEAL_COLUMNS,
+  alertView,
+  appealView,
+  scoreFromInputs,
+  trustActor,
+  TRUST_ACTOR_ID,
+  type StoreScore,
+} from "../../actors/trust/index.ts";
+import { AGENT_THRESHOLD, SUSPENSION_THRESHOLD, displayBand, legacyLevel, agentCheckoutAllowed } from "../../actors/trust/bands.ts";
+import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../actors/trust/explain.ts";
+import type { EngineInputs } from "../../actors/trust/inputs.ts";
+import { methodologyDocument } from "../../actors/trust/methodology.ts";
+import type { TrustFlags } from "../../actors/trust/select.ts";
+import { METHODOLOGY_VERSION } from "../../actors/trust/types.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import { isStoreEligible, type VerificationLevel } from "../../search/ranking.ts";
+import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
+import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+
+const Slug = t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+const bearer = [{ bearer: [] }];
+const RECOMPUTE_TIMEOUT_MS = 10 * 60_000;
+
+type Headers = Record<string, string | number>;
+
+function flagsOf(svc: Services): TrustFlags {
+  return {
+    TRUST_SCORE_PUBLIC_V41_ENABLED: svc.config.TRUST_SCORE_PUBLIC_V41_ENABLED,
+    TRUST_SCORE_PUBLIC_COHERENT_ENGINE_ENABLED: svc.config.TRUST_SCORE_PUBLIC_COHERENT_ENGINE_ENABLED,
+  };
+}
+
+interface CurrentRow {
+  computed_at: Date;
+  inputs: EngineInputs;
+  jws_v41: string | null;
+  jws_v2: string;
+  signed_at: Date;
+  expires_at: Date;
+}
+
+interface Current {
+  row: CurrentRow;
+  score: StoreScore;
+}
+
+async function readCurrent(svc: Services, slug: string): Promise<CurrentRow | null> {
+  const [row] = await svc.sql<CurrentRow[]>`
+    SELECT computed_at, inputs, jws_v41, jws_v2, signed_at, expires_at FROM trust_current WHERE store_slug = ${slug}`;
+  return row ?? null;
+}
+
+/**
+ * The store's latest score with the flags of this request. A store never scored (or whose signatures have all
+ * expired because refreshes kept failing) is scored once on demand, so a number is always returned.
+ */
+async function currentScore(svc: Services, slug: string): Promise<Current> {
+  let row = await readCurrent(svc, slug);
+  if (!row || row.expires_at.getTime() <= svc.clock.now()) {
+    await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "recompute", { slug, trigger: "on_demand" }, { timeoutMs: 30_000 });
+    row = await readCurrent(svc, slug);
+    if (!row) throw fail("store_not_found", `No store ${slug}.`);
+  }
+  return { row, score: scoreFromInputs(row.inputs, row.computed_at.getTime(), flagsOf(svc)) };
+}
+
+async function nextRefreshAt(svc: Services, computedAt: Date): Promise<string> {
+  const [r] = await svc.sql<{ due_at: Date }[]>`
+    SELECT due_at FROM actor_reminders WHERE kind = ${trustActor.kind} AND id = ${TRUST_ACTOR_ID} AND name = 'refreshAll'`;
+  return (r?.due_at ?? new Date(computedAt.getTime() + svc.config.TRUST_REFRESH_INTERVAL_MS)).toISOString();
+}
+
+function kidOf(jws: string): string | null {
+  try {
+    const header = JSON.parse(Buffer.from(jws.split(".")[0] ?? "", "base64url").toString("utf8")) as { kid?: unknown };
+    return typeof header.kid === "string" ? header.kid : null;
+  } catch {
+    return null;
+  }
+}
+
+async function publicLimit(svc: Services, request: Request, server: Parameters<typeof clientIp>[1], headers: Headers): Promise<void> {
+  await admitAnonymous(svc, "public-rest", clientIp(request, server), headers);
+}
+
+const TrustScoreData = t.Object({
+  store_slug: t.String(),
+  score: t.Number({ description: "The published number on the 0..100 scale (a v2 number is its 0..1 value × 100)." }),
+  scale: t.Object({ min: t.Literal(0), max: t.Literal(100) }),
+  score_0to1: t.Number({ description: "The same number on the 0..1 scale used by thresholds, bands and statuses." }),
+  engines: t.Object({ overall: t.Union([t.Literal("v41"), t.Literal("v2")]), breakdown: t.Union([t.Literal("v41"), t.Literal("v2")]) }),
+  confidence_level: t.String(),
+  tier: t.String(),
+  model_version: t.String({ description: "4.1.0 for a v4.1 number, 2.0 for the v2 fallback." }),
+  methodology_version: t.String(),
+  display_band: t.String(),
+  operational_status: t.String(),
+  legacy_level: t.String({ description: "Deprecated ladder; use display_band and operational_status." }),
+  agent_checkout_allowed: t.Boolean(),
+  thresholds: t.Object({ agent_threshold: t.Number(), suspension_threshold: t.Number() }),
+  components: t.Unknown({ description: "v4.1 dimensions and signals, or the 12 v2 components (engines.breakdown says which)." }),
+  jws: t.String({ description: "Compact JWS (EdDSA/Ed25519) over the score; keys at /.well-known/jwks.json." }),
+  kid: t.Union([t.String(), t.Null()]),
+  signed_at: t.String({ format: "date-time", description: "Asserted by the issuer only (qtsp.enabled = false)." }),
+  expires_at: t.String({ format: "date-time" }),
+  computed_at: t.String({ format: "date-time" }),
+  next_refresh_at: t.String({ format: "date-time" }),
+  jwks_url: t.String(),
+});
+
+/** Public, unauthenticated reads. */
+export function trustPublicRoutes(svc: Services) {
+  return new Elysia({ name: "trust-public-routes" })
+    .get(
+      "/api/v1/trust/methodology",
+      async ({ request, server, set }) => {
+        await publicLimit(svc, request, server, set.headers as Headers);
+        return ok(methodologyDocument(), {
+          deprecated: { v41_methodology: "alias of the top-level fields, kept for older clients; read the top-level fields" },
+        });
+      },
+      {
+        response: { 200: SuccessEnvelope(t.Record(t.String(), t.Unknown())), ...errorResponses(429) },
+        detail: {
+          tags: ["trust"],
+          summary: "Trust score methodology (version 4.1.0)",
+          description:
+            "Top-level: version, scale, suspension_threshold 0.2, agent_threshold 0.7, tiers, dimensions and signal weights, v2 components, display bands, operational statuses, interval rule and the deprecated legacy ladder. `v41_methodology` is a deprecated alias of the top-level fields.",
+        },
+      },
+    )
+    .get(
+      "/api/v1/stores/:slug/trust-score",
+      async ({ params, request, server, set }) => {
+        await publicLimit(svc, request, server, set.headers as Headers);
+        const [store] = await svc.sql`SELECT slug FROM stores WHERE slug = ${params.slug}`;
+        if (!store) throw fail("store_not_found", `No store ${params.slug}.`);
+        const { row, score } = await currentScore(svc, params.slug);
+        const sel = score.selected;
+        const jws = sel.engines.overall === "v41" && row.jws_v41 ? row.jws_v41 : row.jws_v2;
+        return ok({
+          store_slug: params.slug,
+          score: sel.score0to100,
+          scale: { min: 0 as const, max: 100 as const },
+          score_0to1: sel.score0to1,
+          engines: sel.engines,
+          confidence_level: sel.confidence_level,
+          tier: score.v41.tier,
+          model_version: sel.modelVersion,
+          methodology_version: METHODOLOGY_VERSION,
+          display_band: displayBand(sel.score0to1),
+          operational_status: score.status,
+          legacy_level: legacyLevel(sel.score0to1),
+          agent_checkout_allowed: agentCheckoutAllowed(sel.score0to1) && score.status === "active",
+          thresholds: { agent_threshold: AGENT_THRESHOLD, suspension_threshold: SUSPENSION_THRESHOLD },
+          components: sel.breakdown,
+          jws,
+          kid: kidOf(jws),
+          signed_at: row.signed_at.toISOString(),
+          expires_at: row.expires_at.toISOString(),
+          computed_at: row.computed_at.toISOString(),
+          next_refresh_at: await nextRefreshAt(svc, row.computed_at),
+          jwks_url: `${svc.siteUrl}/.well-known/jwks.json`,
+        });
+      },
+      {
+        params: t.Object({ slug: Slug }),
+        response: { 200: SuccessEnvelope(TrustScoreData), ...errorResponses(400, 404, 429) },
+        detail: {
+          tags: ["trust"],
+          summary: "A merchant's signed trust score",
+          description:
+            "The number comes from v4.1 when TRUST_SCORE_PUBLIC_V41_ENABLED is on and v4.1 produced one, else from v2; the breakdown is v4.1 only when TRUST_SCORE_PUBLIC_COHERENT_ENGINE_ENABLED is also on. `engines` says which. Public: 30 requests per minute per IP.",
+        },
+      },
+    );
+}
+
+/** Agent-key reads. */
+export function trustAgentRoutes(svc: Services) {
+  return new Elysia({ name: "trust-agent-routes" }).use(agentAuth(svc)).get(
+    "/api/v1/agent/merchants/:slug/trust-explanation",
+    async ({ params }) => {
+      const eligible = async (): Promise<boolean> => {
+        const [s] = await svc.sql<{ trust_score: string | null; verification_level: VerificationLevel; operational_status: "active" | "deprioritized" | "hidden" | "suspended" }[]>`
+          SELECT trust_score, verification_level, operational_status FROM stores WHERE slug = ${params.slug}`;
+        return (
+          !!s &&
+          isStoreEligible({
+            trustScore: s.trust_score === null ? null : Number(s.trust_score),
+            verificationLevel: s.verification_level,
+            storeStatus: s.operational_status,
+          })
+        );
+      };
+      const notFound = () => fail("store_not_found", "Merchant not found or not eligible.");
+      if (!(await eligible())) throw notFound();
+      const { row, score } = await currentScore(svc, params.slug);
+      // An on-demand first score may have moved the store below eligibility.
+      if (!(await eligible())) throw notFound();
+      const now = svc.clock.now();
+      const history = await svc.sql<{ computed_at: Date; score_0to1: string; engine: "v41" | "v2"; verified_evidence: number }[]>`
+        SELECT computed_at, score_0to1, engine, verified_evidence FROM trust_score_history
+        WHERE store_slug = ${params.slug} AND computed_at >= ${new Date(now - TREND_WINDOW_DAYS * 86_400_000)}
+        ORDER BY computed_at`;
+      const points: HistoryPoint[] = history.map((h) => ({
+        at: h.computed_at.getTime(),
+        score0to1: Number(h.score_0to1),
+        engine: h.engine,
+        verifiedEvidence: h.verified_evidence,
+      }));
+      const sel = score.selected;
+      const ex = explainTrust(sel, points, now);
+      return ok({
+        merchant: params.slug,
+        trust_score: sel.score0to1,
+        score: sel.score0to100,
+        engines: sel.engines,
+        confidence_level: sel.confidence_level,
+        display_band: displayBand(sel.score0to1),
+        operational_status: score.status,
+        strengths: ex.strengths,
+        weaknesses: ex.weaknesses,
+        trend: ex.trend,
+        trend_delta_0to1: ex.trendDelta0to1,
+        trend_window_days: TREND_WINDOW_DAYS,
+        recommendation: ex.recommendation,
+        recommendation_code: ex.recommendationCode,
+        computed_at: row.computed_at.toISOString(),
+      });
+    },
+    {
+      params: t.Object({ slug: t.String({ minLength: 1 }) }),
+      response: errorResponses(401, 403, 404, 429),
+      detail: {
+        tags: ["trust"],
+        summary: "Why a merchant has its trust score",
+        description: "Strengths, weaknesses, trend over 30 days of history and a recommendation, derived from the published components. 404 for unknown or ineligible merchants.",
+        security: [{ agentApiKey: [] }],
+      },
+    },
+  );
+}
+
+const AppealBody = t.Object({
+  storeSlug: Slug,
+  reason: t.String({ minLength: 10, maxLength: 2000 }),
+  evidenceUrls: t.Optional(t.Array(t.String({ format: "uri", maxLength: 2048 }), { maxItems: 10 })),
+});
+
+/** Merchant appeals and operator tools (Bearer JWT). */
+export function trustUserRoutes(svc: Services) {
+  const statusQuery = t.Object({ status: t.Optional(t.Union([t.Literal("open"), t.Literal("resolved"), t.Literal("all")])) });
+  return new Elysia({ name: "trust-user-routes" })
+    .use(userAuth(svc))
+    .post(
+      "/api/v1/trust/appeal",
+      async ({ body, user, set }) => {
+        const [store] = await svc.sql<{ owner_user_id: string | null }[]>`SELECT owner_user_id FROM stores WHERE slug = ${body.storeSlug}`;
+        if (!store) throw fail("store_not_found", `No store ${body.storeSlug}.`);
+        if (user.role !== "operator" && store.owner_user_id !== user.id) throw fail("forbidden", "Only the store's owner can appeal its trust score.");
+        const appeal = await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "fileAppeal", {
+          storeSlug: body.storeSlug,
+          userId: user.id,
+          reason: body.reason,
+          evidenceUrls: body.evidenceUrls ?? [],
+        });
+        set.status = 201;
+        return ok(appeal);
+      },
+      {
+        body: AppealBody,
+        response: errorResponses(400, 401, 403, 404, 409),
+        detail: {
+          tags: ["trust"],
+          summary: "Dispute your store's trust score",
+          description: "Recorded with a review due date 72 hours later; an operator resolves it. One open appeal per store at a time (409 otherwise).",
+          security: bearer,
+        },
+      },
+    )
+    .post(
+      "/api/v1/admin/trust/recompute",
+      async ({ body, user }) => {
+        requireOperator(user);
+        const slug = body?.slug;
+        const summary = slug
+          ? await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "recompute", { slug, trigger: "operator" }, { timeoutMs: RECOMPUTE_TIMEOUT_MS })
+          : await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "recomputeAll", { trigger: "operator" }, { timeoutMs: RECOMPUTE_TIMEOUT_MS });
+        return ok(summary);
+      },
+      {
+        body: t.Optional(t.Object({ slug: t.Optional(Slug) })),
+        response: errorResponses(400, 401, 403, 404),
+        detail: { tags: ["admin"], summary: "Recompute every store's trust score now (or one store's)", security: bearer },
+      },
+    )
+    .post(
+      "/api/v1/admin/trust/keys/rotate",
+      async ({ user }) => {
+        requireOperator(user);
+        return ok(await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "rotateKey", {}));
+      },
+      {
+        response: errorResponses(401, 403),
+        detail: { tags: ["admin"], summary: "Rotate the trust signing key (the old key stays published until its signatures expire)", security: bearer },
+      },
+    )
+    .get(
+      "/api/v1/admin/trust/alerts",
+      async ({ query, user }) => {
+        requireOperator(user);
+        const status = query.status ?? "open";
+        const rows = await svc.sql.unsafe<Parameters<typeof alertView>[0][]>(
+          `SELECT ${ALERT_COLUMNS} FROM trust_anomaly_alerts ${status === "all" ? "" : "WHERE status = $1"} ORDER BY detected_at DESC LIMIT 500`,
+          status === "all" ? [] : [status],
+        );
+        return ok(rows.map(alertView), { total: rows.length });
+      },
+      { query: statusQuery, response: errorResponses(400, 401, 403), detail: { tags: ["admin"], summary: "Trust anomaly alerts (default: open)", security: bearer } },
+    )
+    .post(
+      "/api/v1/admin/trust/alerts/:id/resolve",
+      async ({ params, body, user }) => {
+        requireOperator(user);
+        return ok(await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "resolveAlert", { id: params.id, userId: user.id, resolution: body.resolution, note: body.note }));
+      },
+      {
+        params: t.Object({ id: t.String({ format: "uuid" }) }),
+        body: t.Object({
+          resolution: t.Union([t.Literal("confirmed_legitimate"), t.Literal("confirmed_manipulation"), t.Literal("dismissed")]),
+          note: t.String({ minLength: 1, maxLength: 2000 }),
+        }),
+        response: errorResponses(400, 401, 403, 404, 409),
+        detail: { tags: ["admin"], summary: "Resolve a trust anomaly alert", security: bearer },
+      },
+    )
+    .get(
+      "/api/v1/admin/trust/appeals",
+      async ({ query, user }) => {
+        requireOperator(user);
+        const status = query.status ?? "open";
+        const rows = await svc.sql.unsafe<Parameters<typeof appealView>[0][]>(
+          `SELECT ${APPEAL_COLUMNS} FROM trust_appeals ${status === "all" ? "" : "WHERE status = $1"} ORDER BY review_due_at LIMIT 500`,
+          status === "all" ? [] : [status],
+        );
+        return ok(rows.map(appealView), { total: rows.length });
+      },
+      { query: statusQuery, response: errorResponses(400, 401, 403), detail: { tags: ["admin"], summary: "Trust appeals, oldest due first (default: open)", security: bearer } },
+    )
+    .post(
+      "/api/v1/admin/trust/appeals/:id/resolve",
+      async ({ params, body, user }) => {
+        requireOperator(user);
+        return ok(
+          await svc.actors.ask(
+            trustActor,
+            TRUST_ACTOR_ID,
+            "resolveAppeal",
+            { id: params.id, userId: user.id, decision: body.decision, note: body.note, recompute: body.recompute ?? false },
+            { timeoutMs: 30_000 },
+          ),
+        );
+      },
+      {
+        params: t.Object({ id: t.String({ format: "uuid" }) }),
+        body: t.Object({
+          decision: t.Union([t.Literal("upheld"), t.Literal("rejected")]),
+          note: t.String({ minLength: 1, maxLength: 2000 }),
+          recompute: t.Optional(t.Boolean({ description: "Recompute the store's score right after the decision." })),
+        }),
+        response: errorResponses(400, 401, 403, 404, 409),
+        detail: { tags: ["admin"], summary: "Resolve a trust appeal", security: bearer },
+      },
+    );
+}
