@@ -1,0 +1,905 @@
+/**
+ * `cart/<cartId>`: one activation per cart. It owns the items, the coupon, the cart status and the cart's one
+ * live checkout session (state hash, idempotency binding, payment legs). The store side (stock holds, orders)
+ * is asked through `store/<slug>` messages (actors/store/commerce.ts); money moves through a `PaymentRail`.
+ *
+ * Crash safety of a payment: the leg's intent ids are committed (`ctx.checkpoint()`) before the rail is called.
+ * A turn that dies after that leaves the session IN_PROGRESS in its state row; the next activation sees it
+ * (`onActivate`), marks it SETTLEMENT_UNKNOWN and reconciles by intent id (lookup, or the idempotent charge),
+ * so a capture made before the crash is found, never repeated.
+ *
+ * The rules are the pure modules beside this file (cart-machine, checkout-machine, state-hash, coupons, totals);
+ * docs/checkout.md has them as tables.
+ */
+import { createHash } from "node:crypto";
+import { toMajor } from "../../search/money.ts";
+import { bootHooks } from "../../infra/boot-hooks.ts";
+import type { Config } from "../../infra/config.ts";
+import type { Sql } from "../../infra/db.ts";
+import { railFor, type RailName } from "../payments/card-rails.ts";
+import { assertCapturedAmount, type ChargeResult, type PaymentRail } from "../payments/rail.ts";
+import { evaluateRisk, parseRiskMode, riskGateError, type RiskResult } from "../payments/risk-gate.ts";
+import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
+import { ActorError, fail } from "../runtime/errors.ts";
+import { commerceMessages, findCoupons, outboxCheckoutAbandoned, readCatalog, storeCommerce, type CatalogLine } from "../store/commerce.ts";
+import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
+import { applyCartEvent, assertCartMutable, isCartExpired, newCartHeader, type CartHeader } from "./cart-machine.ts";
+import {
+  applyCheckoutEvent,
+  bindIdempotencyKey,
+  decideComplete,
+  newCheckoutSession,
+  newLeg,
+  prepareLegsForCharge,
+  settleLegs,
+  STALE_IN_PROGRESS_MS,
+  TERMINAL_CHECKOUT_STATUSES,
+  type CheckoutSessionHeader,
+  type LegResult,
+  type PaymentLeg,
+} from "./checkout-machine.ts";
+import { type Coupon } from "./coupons.ts";
+import {
+  CartMessages,
+  type CartLineView,
+  type CartView,
+  type CheckoutBody,
+  type CompleteReply,
+  type CompletedView,
+  type CreateBody,
+  type MerchantTotalsView,
+  type MoneyView,
+  type PendingView,
+  type PreviewView,
+} from "./messages.ts";
+import { assertStateExecutable, checkoutStateFromTotals, stateHash, type CheckoutState } from "./state-hash.ts";
+import { computeTotals, type CartTotals, type PricedLine, type ShippingRule } from "./totals.ts";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Configuration reaches actors through a boot hook, keyed by the host's pool (tests run several servers per process).
+
+interface CheckoutConfig {
+  riskMode: "observe" | "enforce";
+  crashAfterCapture: boolean;
+}
+const configs = new WeakMap<Sql, CheckoutConfig>();
+
+function configOf(sql: Sql): CheckoutConfig {
+  return configs.get(sql) ?? { riskMode: parseRiskMode(process.env.SPEC005_KYAI_GATE_MODE), crashAfterCapture: false };
+}
+
+export function setCheckoutConfig(sql: Sql, config: Pick<Config, "SPEC005_KYAI_GATE_MODE" | "NODE_ENV">): void {
+  configs.set(sql, {
+    riskMode: config.SPEC005_KYAI_GATE_MODE,
+    // Test-only fault injection for test/crash: die right after the processor captured, before the order write.
+    crashAfterCapture: config.NODE_ENV === "test" && process.env.NODE_ENV === "test" && process.env.CHECKOUT_CRASH_AFTER_CAPTURE === "1",
+  });
+}
+
+bootHooks.push({
+  name: "checkout-config",
+  roles: ["start", "actors"],
+  async run({ services }) {
+    setCheckoutConfig(services.sql, services.config);
+  },
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// State
+
+interface CartItem {
+  productId: string;
+  variantId: string | null;
+  storeSlug: string;
+  title: string;
+  quantity: number;
+}
+
+interface CartRecord extends CartHeader {
+  id: string;
+  keyId: string;
+  createdAt: number;
+  currency: string;
+  items: CartItem[];
+  couponCode: string | null;
+}
+
+interface SessionState extends CheckoutSessionHeader {
+  previewed: CheckoutState;
+  stateHash: string;
+  totals: CartTotals;
+  legs: PaymentLeg[];
+  /** merchant slug → order id (deterministic per session and store). */
+  orderIds: Record<string, string>;
+  /** merchant slug → token of the last attempt (reconciliation charges with the same one). */
+  tokens: Record<string, string>;
+  rail: RailName;
+  risk: RiskResult | null;
+  createdAt: number;
+}
+
+interface CartState {
+  cart: CartRecord | null;
+  session: SessionState | null;
+  sessionSeq: number;
+}
+
+type Ctx = ActorContext<CartState>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Ids
+
+/** `cs_<cart uuid hex>_<n>`: the cart is recoverable from the session id, so MCP calls need no lookup table. */
+export function checkoutSessionId(cartId: string, seq: number): string {
+  return `cs_${cartId.replace(/-/g, "")}_${seq}`;
+}
+
+export function cartIdOfSession(sessionId: string): string | null {
+  const m = /^cs_([0-9a-f]{32})_\d+$/.exec(sessionId);
+  if (!m) return null;
+  const h = m[1];
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** A UUID v4-shaped id derived from a seed (stable order ids and default idempotency keys). */
+function derivedUuid(...parts: string[]): string {
+  const h = createHash("sha256").update(JSON.stringify(parts)).digest("hex");
+  const v = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${v}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Pricing: the cart's items against the live catalog
+
+interface Priced {
+  catalog: Map<string, CatalogLine>;
+  lines: PricedLine[];
+  totals: CartTotals;
+  state: CheckoutState;
+}
+
+function variantOf(line: CatalogLine, variantId: string | null) {
+  return variantId ? line.variants.find((v) => v.id === variantId) : undefined;
+}
+
+/** Units that can be held for a line: the product's availability, capped by a tracked variant's stock. */
+function availableFor(line: CatalogLine, variantId: string | null): number | null {
+  const v = variantOf(line, variantId);
+  if (variantId && !v) return 0;
+  let a = line.available;
+  if (v) {
+    if (!v.inStock) return 0;
+    if (v.stockQuantity !== null && v.stockQuantity !== undefined) a = a === null ? v.stockQuantity : Math.min(a, v.stockQuantity);
+  }
+  return a;
+}
+
+function toCoupon(row: Awaited<ReturnType<typeof findCoupons>>[number]): Coupon {
+  return {
+    code: row.code,
+    kind: row.kind,
+    ...(row.kind === "percent" ? { percentBps: Number(row.value) * 100 } : { amountMinor: Number(row.value) }),
+    currency: row.currency,
+    storeId: row.store_slug,
+    minSpendMinor: Number(row.min_spend_minor),
+    expiresAt: row.expires_at ? row.expires_at.getTime() : null,
+    maxUses: row.usage_limit,
+    usedCount: row.used_count,
+    active: row.active,
+  };
+}
+
+async function price(ctx: Ctx, cart: Pick<CartRecord, "items" | "couponCode" | "keyId">, couponCode = cart.couponCode): Promise<Priced> {
+  const catalog = await readCatalog(ctx.sql, cart.items.map((i) => i.productId), cart.keyId);
+  const lines: PricedLine[] = [];
+  const shipping: Record<string, ShippingRule> = {};
+  for (const [i, item] of cart.items.entries()) {
+    const c = catalog.get(item.productId);
+    if (!c) throw fail("PRODUCT_NOT_FOUND", "A product of the cart left the catalog.", { product_id: item.productId, field: `items[${i}]` });
+    const v = variantOf(c, item.variantId);
+    lines.push({
+      storeId: c.storeSlug,
+      productId: item.productId,
+      variantId: item.variantId,
+      quantity: item.quantity,
+      listPriceMinor: v && v.priceMinor !== null && v.priceMinor !== undefined ? v.priceMinor : c.priceMinor,
+      currency: c.currency,
+      negotiated: c.negotiated && !item.variantId ? c.negotiated : null,
+    });
+    // A store without a domestic zone ships free (carts carry no destination yet; docs/checkout.md).
+    shipping[c.storeSlug] = c.store.shipping ?? { baseMinor: 0, perItemMinor: 0, freeOverMinor: null };
+  }
+  let coupon: { code: string; coupon: Coupon | undefined } | null = null;
+  if (couponCode) {
+    const rows = await findCoupons(ctx.sql, [...new Set(lines.map((l) => l.storeId))], couponCode);
+    coupon = { code: couponCode, coupon: rows[0] ? toCoupon(rows[0]) : undefined };
+  }
+  const totals = computeTotals({ lines, shipping, coupon, now: ctx.now() });
+  const state = checkoutStateFromTotals(totals, {
+    policyVersion: (slug) => String([...catalog.values()].find((c) => c.storeSlug === slug)?.store.policyVersion ?? 0),
+    available: (_slug, productId, variantId) => {
+      const c = catalog.get(productId);
+      return c ? availableFor(c, variantId) : 0;
+    },
+  });
+  return { catalog, lines, totals, state };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Views
+
+const isoOf = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+function money(t: { subtotalMinor: number; discountMinor: number; shippingMinor: number; taxMinor: number; totalMinor: number }, currency: string): MoneyView {
+  return {
+    subtotal: toMajor(t.subtotalMinor, currency),
+    discount: toMajor(t.discountMinor, currency),
+    shipping: toMajor(t.shippingMinor, currency),
+    tax: toMajor(t.taxMinor, currency),
+    total: toMajor(t.totalMinor, currency),
+    subtotal_minor: t.subtotalMinor,
+    discount_minor: t.discountMinor,
+    shipping_minor: t.shippingMinor,
+    tax_minor: t.taxMinor,
+    total_minor: t.totalMinor,
+  };
+}
+
+function lineViews(cart: CartRecord, totals: CartTotals): CartLineView[] {
+  const byKey = new Map(totals.stores.flatMap((s) => s.lines).map((l) => [`${l.productId}:${l.variantId ?? ""}`, l]));
+  return cart.items.map((item) => {
+    const l = byKey.get(`${item.productId}:${item.variantId ?? ""}`);
+    const unit = l?.unitPriceMinor ?? 0;
+    return {
+      product_id: item.productId,
+      variant_id: item.variantId,
+      merchant_slug: item.storeSlug,
+      title: item.title,
+      quantity: item.quantity,
+      unit_price: toMajor(unit, totals.currency),
+      unit_price_minor: unit,
+      list_price_minor: l?.listPriceMinor ?? unit,
+      price_source: l?.priceSource ?? "list",
+      line_total: toMajor(unit * item.quantity, totals.currency),
+      line_total_minor: unit * item.quantity,
+    };
+  });
+}
+
+function couponView(cart: CartRecord, totals: CartTotals): CartView["coupon"] {
+  if (!cart.couponCode) return null;
+  const c = totals.coupon;
+  if (!c) return null;
+  return c.applied
+    ? { code: c.code, applied: true, discount_minor: c.discountMinor }
+    : { code: c.code, applied: false, reason: c.reason, discount_minor: 0 };
+}
+
+function cartView(state: CartState, totals: CartTotals): CartView {
+  const cart = state.cart as CartRecord;
+  return {
+    id: cart.id,
+    cart_id: cart.id,
+    status: cart.status,
+    revision: cart.revision,
+    currency: totals.currency,
+    items: lineViews(cart, totals),
+    coupon: couponView(cart, totals),
+    totals: money(totals, totals.currency),
+    merchants: totals.stores.map((s) => s.storeId),
+    checkout_session_id: state.session && !TERMINAL_CHECKOUT_STATUSES.has(state.session.status) ? state.session.id : (state.session?.status === "COMPLETED" ? state.session.id : null),
+    created_at: new Date(cart.createdAt).toISOString(),
+    updated_at: new Date(cart.updatedAt).toISOString(),
+    expires_at: new Date(cart.expiresAt).toISOString(),
+  };
+}
+
+function previewView(state: CartState, priced: Priced): PreviewView {
+  const s = state.session as SessionState;
+  const cart = state.cart as CartRecord;
+  const t = priced.totals;
+  const merchants: MerchantTotalsView[] = t.stores.map((st) => ({ merchant_slug: st.storeId, shipping_quoted: st.shippingQuoted, ...money(st, t.currency) }));
+  return {
+    checkout_session_id: s.id,
+    cart_id: cart.id,
+    status: s.status,
+    state_hash: s.stateHash,
+    currency: t.currency,
+    totals: money(t, t.currency),
+    merchants,
+    items: lineViews(cart, t),
+    coupon: couponView(cart, t),
+    expires_at: isoOf(s.expiresAt),
+    stock_warnings: priced.state.stores.flatMap((st) =>
+      st.lines.filter((l) => l.available !== null && l.available < l.quantity).map((l) => ({ product_id: l.productId, requested: l.quantity, available: l.available })),
+    ),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Guards
+
+function ownCart(ctx: Ctx, keyId: string): CartRecord {
+  const cart = ctx.state.cart;
+  // Another tenant's cart reads exactly like a missing one.
+  if (!cart || cart.keyId !== keyId) throw fail("CART_NOT_FOUND", "No cart with that id.", { cart_id: ctx.id });
+  return cart;
+}
+
+function ownSession(ctx: Ctx, sessionId: string): SessionState {
+  const s = ctx.state.session;
+  if (!s || s.id !== sessionId) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session for this cart.", { checkout_session_id: sessionId });
+  return s;
+}
+
+const LIVE_WAITING = new Set(["OPEN", "READY_FOR_PAYMENT", "PENDING_EXTERNAL_CONFIRMATION"]);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Preview
+
+async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number): Promise<{ view: PreviewView; priced: Priced }> {
+  const cart = ownCart(ctx, keyId);
+  const now = ctx.now();
+  if (expectedRevision !== undefined && expectedRevision !== cart.revision) assertCartMutable(cart, now, expectedRevision);
+  const live = ctx.state.session && !TERMINAL_CHECKOUT_STATUSES.has(ctx.state.session.status) ? ctx.state.session : null;
+  if (live && live.status !== "OPEN" && live.status !== "READY_FOR_PAYMENT") applyCheckoutEvent(live, "preview", now); // throws CHECKOUT_STATUS_INVALID
+  if (cart.status === "OPEN" && isCartExpired(cart, now)) throw fail("CART_NOT_MUTABLE", "The cart has expired.", { reason: "expired", status: "EXPIRED" });
+  const priced = await price(ctx, cart);
+  const ready = priced.totals.stores.every((s) => s.shippingQuoted);
+  const hash = stateHash(priced.state);
+  let session: SessionState;
+  if (live) {
+    const moved = applyCheckoutEvent(live, "preview", now);
+    session = { ...moved, status: ready ? moved.status : "OPEN", previewed: priced.state, stateHash: hash, totals: priced.totals };
+  } else {
+    const seq = ctx.state.sessionSeq + 1;
+    ctx.state.sessionSeq = seq;
+    const id = checkoutSessionId(cart.id, seq);
+    session = {
+      ...newCheckoutSession(id, now, ready),
+      previewed: priced.state,
+      stateHash: hash,
+      totals: priced.totals,
+      legs: priced.totals.stores.map((s) => newLeg(s.storeId, s.totalMinor, priced.totals.currency)),
+      orderIds: {},
+      tokens: {},
+      rail: "card",
+      risk: null,
+      createdAt: now,
+    };
+  }
+  // Unpaid legs follow the latest preview; a captured leg keeps what was paid.
+  session.legs = session.legs.map((leg) => {
+    if (leg.status !== "unpaid") return leg;
+    const st = priced.totals.stores.find((s) => s.storeId === leg.storeId);
+    return st ? { ...leg, amountMinor: st.totalMinor, currency: priced.totals.currency } : leg;
+  });
+  ctx.state.cart = applyCartEvent(cart, "start_checkout", now);
+  ctx.state.session = session;
+  if (session.expiresAt !== null) await ctx.schedule("session", session.expiresAt, { sessionId: session.id });
+  return { view: previewView(ctx.state, priced), priced };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Complete
+
+function tokenFor(body: CheckoutBody, leg: PaymentLeg, store: CatalogLine["store"] | undefined): string {
+  const explicit = body.paymentMethods?.[leg.storeId] ?? body.paymentMethod;
+  if (explicit) return explicit;
+  return store?.paymentMethods.includes("MOCK") ? "MOCK" : "tok_approve";
+}
+
+function storesOf(priced: Priced): Map<string, CatalogLine["store"]> {
+  const m = new Map<string, CatalogLine["store"]>();
+  for (const c of priced.catalog.values()) m.set(c.storeSlug, c.store);
+  return m;
+}
+
+/** Store-level preconditions for paying each unpaid leg on this rail. */
+function assertStoresPayable(session: SessionState, stores: Map<string, CatalogLine["store"]>, body: CheckoutBody, rail: RailName): Record<string, string> {
+  const tokens: Record<string, string> = {};
+  for (const leg of session.legs) {
+    if (leg.status === "captured") continue;
+    const store = stores.get(leg.storeId);
+    if (!store || !store.eligible) throw fail("NOT_ELIGIBLE", `Merchant ${leg.storeId} is not available to agents.`, { merchant_slug: leg.storeId, reason: "merchant_not_eligible" });
+    if (store.trustScore === null || !agentCheckoutAllowed(store.trustScore)) {
+      throw fail("NOT_ELIGIBLE", `Merchant ${leg.storeId} is below the agent checkout threshold.`, {
+        merchant_slug: leg.storeId,
+        reason: "trust_below_agent_threshold",
+        trust_score: store.trustScore,
+        threshold: AGENT_THRESHOLD,
+      });
+    }
+    if (store.hostedStorefront && rail !== "card") {
+      throw fail("NATIVE_CHECKOUT_REQUIRED", `Merchant ${leg.storeId} sells through its hosted storefront; pay on its native rail.`, {
+        merchant_slug: leg.storeId,
+        rail,
+        native_rails: store.paymentMethods.filter((m) => m !== "x402"),
+      });
+    }
+    if (rail === "x402") {
+      if (!store.paymentMethods.includes("x402")) throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `Merchant ${leg.storeId} does not accept x402.`, { merchant_slug: leg.storeId, rail });
+      continue;
+    }
+    const token = tokenFor(body, leg, store);
+    if (token === "MOCK" ? !store.paymentMethods.includes("MOCK") : !store.paymentMethods.includes("card")) {
+      throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `Merchant ${leg.storeId} does not accept ${token === "MOCK" ? "MOCK payments" : "cards"}.`, {
+        merchant_slug: leg.storeId,
+        payment_method: token,
+        accepted: store.paymentMethods,
+      });
+    }
+    tokens[leg.storeId] = token;
+  }
+  return tokens;
+}
+
+async function riskInputs(ctx: Ctx, keyId: string): Promise<{ keyCreatedAt: number; recent: number[] }> {
+  const [row] = await ctx.sql<{ key_created: Date | null; recent: number[] }[]>`
+    SELECT (SELECT created_at FROM agent_keys WHERE id = ${keyId}) AS key_created,
+      ARRAY(SELECT (extract(epoch FROM min(created_at)) * 1000)::float8 FROM orders
+            WHERE agent_key_id = ${keyId} AND checkout_session_id IS NOT NULL AND created_at > now() - interval '1 hour'
+            GROUP BY checkout_session_id) AS recent`;
+  return { keyCreatedAt: row?.key_created?.getTime() ?? 0, recent: (row?.recent ?? []).map(Number) };
+}
+
+function orderIdFor(sessionId: string, slug: string): string {
+  return derivedUuid("order.v1", sessionId, slug);
+}
+
+function completedView(ctx: Ctx, s: SessionState): CompletedView {
+  const currency = s.totals.currency;
+  const orders = s.legs.map((l) => ({
+    order_id: s.orderIds[l.storeId],
+    merchant_slug: l.storeId,
+    status: "paid",
+    total: toMajor(l.amountMinor, currency),
+    total_minor: l.amountMinor,
+    currency,
+    capture_reference: l.captureRef ?? null,
+  }));
+  const total = s.legs.reduce((a, l) => a + l.amountMinor, 0);
+  return {
+    status: "COMPLETED",
+    checkout_session_id: s.id,
+    cart_id: ctx.id,
+    order_id: orders[0].order_id,
+    order_ids: orders.map((o) => o.order_id),
+    orders,
+    total: toMajor(total, currency),
+    total_minor: total,
+    currency,
+    payment_rail: s.rail,
+    simulated: Object.values(s.tokens).every((t) => t === "MOCK"),
+    state_hash: s.stateHash,
+    risk: s.risk
+      ? { mode: s.risk.mode, decision: s.risk.decision, signals: s.risk.signals.map((x) => ({ rule_code: x.rule_code, decision: x.decision })) }
+      : { mode: "observe", decision: "allow", signals: [] },
+  };
+}
+
+function capturedOrderIds(s: SessionState): string[] {
+  return s.legs.filter((l) => l.status === "captured").map((l) => s.orderIds[l.storeId]).filter(Boolean);
+}
+
+/** Calls the rail for one leg. A thrown call (answer lost) is asked again by lookup; still unknown → unknown. */
+async function chargeLeg(rail: PaymentRail, leg: PaymentLeg, token: string, mode: "charge" | "reconcile"): Promise<LegResult & { result?: ChargeResult }> {
+  const intent = { intentId: leg.intentId as string, storeId: leg.storeId, amountMinor: leg.amountMinor, currency: leg.currency, paymentToken: token };
+  try {
+    if (mode === "reconcile") {
+      const found = await rail.lookup(intent.intentId);
+      // Never seen by the processor: nothing was captured, so charging under the same intent id is the first charge.
+      const r = found.status === "unknown" ? await rail.charge(intent) : found;
+      return { outcome: r.status, captureRef: r.status === "captured" ? r.captureRef : undefined, approvalUrl: r.status === "needs_buyer_approval" ? r.approvalUrl : undefined, result: r };
+    }
+    const r = await rail.charge(intent);
+    return { outcome: r.status, captureRef: r.status === "captured" ? r.captureRef : undefined, approvalUrl: r.status === "needs_buyer_approval" ? r.approvalUrl : undefined, result: r };
+  } catch (err) {
+    if (err instanceof ActorError && err.code !== "UPSTREAM_UNAVAILABLE" && err.code !== "UPSTREAM_ERROR") throw err;
+    try {
+      const found = await rail.lookup(intent.intentId);
+      if (found.status !== "unknown") {
+        return { outcome: found.status, captureRef: found.status === "captured" ? found.captureRef : undefined, approvalUrl: found.status === "needs_buyer_approval" ? found.approvalUrl : undefined, result: found };
+      }
+    } catch {
+      /* still unknown */
+    }
+    return { outcome: "unknown" };
+  }
+}
+
+/**
+ * Runs the rail for every leg now in `processing`, records the store side, and applies the one session event
+ * `settleLegs` decides. Returns the reply, or throws the rollback error after committing the new state.
+ */
+async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<CompleteReply> {
+  const s = ctx.state.session as SessionState;
+  const rail = railFor(ctx.sql, s.rail);
+  if (!rail) throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `The ${s.rail} rail is not available.`, { rail: s.rail });
+  const pending = s.legs.filter((l) => l.status === "processing" || (mode === "reconcile" && (l.status === "unknown" || l.status === "needs_buyer_approval")));
+  const results: Record<string, LegResult> = {};
+  await Promise.all(
+    pending.map(async (leg) => {
+      results[leg.storeId] = await chargeLeg(rail, leg, s.tokens[leg.storeId] ?? "tok_approve", mode);
+    }),
+  );
+  if (configOf(ctx.sql).crashAfterCapture && Object.values(results).some((r) => r.outcome === "captured")) {
+    // The processor has the money; our order write has not happened. Die like a killed process would.
+    process.kill(process.pid, "SIGKILL");
+    await Bun.sleep(10_000);
+  }
+  // Record each leg on its store: captured → stock committed, order paid; rolled back → stock released.
+  await Promise.all(
+    pending.map(async (leg) => {
+      const r = results[leg.storeId];
+      const orderId = s.orderIds[leg.storeId];
+      const reservationId = leg.intentId as string;
+      if (r.outcome === "captured") {
+        const res = (r as { result?: ChargeResult }).result;
+        if (res) assertCapturedAmount(res, { amountMinor: leg.amountMinor, currency: leg.currency });
+        try {
+          await ctx.ask(storeCommerce, leg.storeId, "settleLeg", {
+            orderId,
+            reservationId,
+            outcome: "captured",
+            intentId: reservationId,
+            captureRef: r.captureRef,
+            simulated: res?.status === "captured" ? res.simulated : false,
+          });
+        } catch {
+          // Captured but not recorded: keep the leg unknown so reconciliation records it (never charges again).
+          results[leg.storeId] = { outcome: "unknown" };
+        }
+      } else if (r.outcome === "declined" || r.outcome === "failed" || r.outcome === "not_approved") {
+        await ctx.ask(storeCommerce, leg.storeId, "settleLeg", { orderId, reservationId, outcome: "released", note: r.outcome });
+      }
+    }),
+  );
+  const settled = settleLegs(s.legs, results);
+  const now = ctx.now();
+  const moved = applyCheckoutEvent(s, settled.event, now);
+  const next: SessionState = { ...s, ...moved, legs: settled.legs };
+  ctx.state.session = next;
+  switch (settled.event) {
+    case "payment_captured": {
+      ctx.state.cart = applyCartEvent(ctx.state.cart as CartRecord, "complete", now);
+      await ctx.cancelReminder("reconcile");
+      await ctx.cancelReminder("session");
+      return completedView(ctx, next);
+    }
+    case "buyer_approval_required": {
+      await ctx.cancelReminder("reconcile");
+      if (next.expiresAt !== null) await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
+      const view: PendingView = {
+        status: "PENDING_EXTERNAL_CONFIRMATION",
+        checkout_session_id: next.id,
+        cart_id: ctx.id,
+        approval_urls: settled.approvalUrls.map((a) => ({ merchant_slug: a.storeId, url: a.url })),
+        completed_store_ids: settled.completedStoreIds,
+        expires_at: isoOf(next.expiresAt),
+      };
+      return view;
+    }
+    case "settlement_unknown": {
+      await ctx.schedule("reconcile", now + 5_000, { sessionId: next.id });
+      await ctx.checkpoint();
+      throw fail("UPSTREAM_UNAVAILABLE", "The payment processor's answer was lost; the checkout is being reconciled. Call again with the same idempotency_key.", {
+        status: next.status,
+        checkout_session_id: next.id,
+      });
+    }
+    default: {
+      // Rolled back to READY_FOR_PAYMENT: nothing captured on the failed legs, their stock is back.
+      await ctx.cancelReminder("reconcile");
+      if (next.expiresAt !== null) await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
+      await ctx.checkpoint();
+      const err = settled.error as { code: Parameters<typeof fail>[0]; details: Record<string, unknown> };
+      throw fail(err.code, rollbackMessage(err.code), { ...err.details, checkout_session_id: next.id, order_ids: capturedOrderIds(next) });
+    }
+  }
+}
+
+function rollbackMessage(code: string): string {
+  if (code === "PAYMENT_DECLINED") return "The processor declined the payment instrument; nothing was captured.";
+  if (code === "PAYMENT_NOT_APPROVED") return "The payer did not approve; nothing was captured. The session is ready for a new attempt.";
+  return "The payment failed and was rolled back; nothing was captured. Retry with a fresh payment token.";
+}
+
+async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked" | "expire" | "cancel"): Promise<SessionState> {
+  const now = ctx.now();
+  const moved = { ...s, ...applyCheckoutEvent(s, event, now) };
+  ctx.state.session = moved;
+  // Unpaid orders of the session are canceled and their stock released.
+  await Promise.all(
+    Object.entries(s.orderIds).map(async ([slug, orderId]) => {
+      const leg = s.legs.find((l) => l.storeId === slug);
+      if (leg?.status === "captured") return;
+      await ctx.ask(storeCommerce, slug, "cancelOrder", { orderId, reason: `checkout_${moved.status.toLowerCase()}` }).catch((err: unknown) => {
+        if (!(err instanceof ActorError && err.code === "ORDER_NOT_FOUND")) throw err;
+      });
+    }),
+  );
+  const cart = ctx.state.cart as CartRecord;
+  if (cart.status === "CHECKOUT" && !s.legs.some((l) => l.status === "captured")) ctx.state.cart = applyCartEvent(cart, "end_checkout", now);
+  await ctx.cancelReminder("session");
+  await ctx.cancelReminder("reconcile");
+  return moved;
+}
+
+async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh: Priced | null): Promise<CompleteReply> {
+  ownCart(ctx, body.keyId);
+  let s = ownSession(ctx, sessionId);
+  const now = ctx.now();
+  const rail: RailName = body.rail ?? "card";
+  const key = body.idempotencyKey ?? s.idempotencyKey ?? derivedUuid("idempotency.v1", s.id);
+  if (LIVE_WAITING.has(s.status) && s.expiresAt !== null && now >= s.expiresAt) {
+    throw fail("CHECKOUT_SESSION_NOT_FOUND", "The checkout session has expired; preview the cart again.", { checkout_session_id: s.id, status: "EXPIRED" });
+  }
+  const decision = decideComplete(s, key, capturedOrderIds(s));
+  if (decision.action === "resume") {
+    s = { ...s, ...applyCheckoutEvent(s, "resume_payment", now) };
+    s.legs = s.legs.map((l) => (l.status === "needs_buyer_approval" ? { ...l, status: "processing" } : l));
+    ctx.state.session = s;
+    await ctx.schedule("reconcile", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
+    await ctx.checkpoint();
+    return runPayment(ctx, "charge");
+  }
+  if (decision.action === "reconcile") return runPayment(ctx, "reconcile");
+
+  // start: the merchant state must still be what was approved
+  const priced = fresh ?? (await price(ctx, ctx.state.cart as CartRecord));
+  if (!fresh) {
+    try {
+      const ok = assertStateExecutable(s.previewed, priced.state, body.reconfirmedStateHash ?? null);
+      if (ok.reconfirmed) s = { ...s, previewed: priced.state, stateHash: ok.currentHash, totals: priced.totals };
+    } catch (err) {
+      if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED") {
+        await endSessionUnpaid(ctx, s, "state_blocked");
+        await ctx.checkpoint();
+      }
+      throw err;
+    }
+    s.legs = s.legs.map((leg) => {
+      if (leg.status !== "unpaid") return leg;
+      const st = s.totals.stores.find((x) => x.storeId === leg.storeId);
+      return st ? { ...leg, amountMinor: st.totalMinor } : leg;
+    });
+  }
+  const stores = storesOf(priced);
+  const tokens = assertStoresPayable(s, stores, body, rail);
+  const unpaid = s.legs.filter((l) => l.status === "unpaid");
+  const amountMinor = unpaid.reduce((a, l) => a + l.amountMinor, 0);
+  const currency = s.totals.currency;
+
+  if (rail === "x402" && !railFor(ctx.sql, "x402")) {
+    return {
+      status: "X402_PAYMENT_REQUIRED",
+      checkout_session_id: s.id,
+      cart_id: ctx.id,
+      currency,
+      total_minor: amountMinor,
+      legs: unpaid.map((l) => ({ merchant_slug: l.storeId, amount_minor: l.amountMinor })),
+    };
+  }
+
+  // Risk gate before settlement; a step-up or block leaves the session untouched.
+  const { keyCreatedAt, recent } = await riskInputs(ctx, body.keyId);
+  const firstStore = stores.get(unpaid[0]?.storeId ?? "");
+  const risk = evaluateRisk({ amountMinor, currency, now, keyCreatedAt, recentCheckoutTimes: recent, storeCountry: firstStore?.country ?? null }, configOf(ctx.sql).riskMode);
+  const gate = riskGateError(risk);
+  if (gate) throw fail(gate.code, gate.message, { ...gate.details, checkout_session_id: s.id, signals: risk.signals });
+
+  // Hold the stock and write the pending orders, still READY_FOR_PAYMENT: a shortage is a blocked state.
+  s = bindIdempotencyKey(s, key);
+  const prepared = prepareLegsForCharge(s.id, key, s.legs);
+  const orderIds = { ...s.orderIds };
+  for (const leg of prepared) orderIds[leg.storeId] ??= orderIdFor(s.id, leg.storeId);
+  const byStore = new Map(s.totals.stores.map((st) => [st.storeId, st]));
+  const cart = ctx.state.cart as CartRecord;
+  try {
+    await Promise.all(
+      prepared
+        .filter((leg) => leg.status === "processing")
+        .map((leg) => {
+          const st = byStore.get(leg.storeId)!;
+          return ctx.ask(storeCommerce, leg.storeId, "beginLeg", {
+            orderId: orderIds[leg.storeId],
+            checkoutSessionId: s.id,
+            cartId: cart.id,
+            reservationId: leg.intentId as string,
+            agentKeyId: body.keyId,
+            currency,
+            paymentRail: rail,
+            paymentMethod: tokens[leg.storeId] ?? rail,
+            couponCode: st.discountMinor > 0 ? cart.couponCode : null,
+            subtotalMinor: st.subtotalMinor,
+            discountMinor: st.discountMinor,
+            shippingMinor: st.shippingMinor,
+            taxMinor: st.taxMinor,
+            totalMinor: leg.amountMinor,
+            lines: st.lines.map((l) => ({
+              productId: l.productId,
+              variantId: l.variantId,
+              title: cart.items.find((i) => i.productId === l.productId && i.variantId === l.variantId)?.title ?? "",
+              quantity: l.quantity,
+              unitPriceMinor: l.unitPriceMinor,
+            })),
+          });
+        }),
+    );
+  } catch (err) {
+    if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED") {
+      // Give back what the other stores held for this attempt, then fail the session.
+      await Promise.all(
+        prepared
+          .filter((leg) => leg.status === "processing")
+          .map((leg) => ctx.ask(storeCommerce, leg.storeId, "settleLeg", { orderId: orderIds[leg.storeId], reservationId: leg.intentId as string, outcome: "released", note: "blocked" }).catch(() => undefined)),
+      );
+      await endSessionUnpaid(ctx, { ...s, orderIds }, "state_blocked");
+      await ctx.checkpoint();
+    }
+    throw err;
+  }
+  // The intent ids are durable before the processor is called.
+  const started = applyCheckoutEvent(s, "begin_payment", now);
+  ctx.state.session = { ...s, ...started, legs: prepared, orderIds, tokens: { ...s.tokens, ...tokens }, rail, risk };
+  await ctx.schedule("reconcile", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
+  await ctx.checkpoint();
+  return runPayment(ctx, "charge");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The actor
+
+export const cartActor = defineActor({
+  kind: "cart",
+  initialState: (): CartState => ({ cart: null, session: null, sessionSeq: 0 }),
+  messages: CartMessages,
+  async onActivate(ctx) {
+    // A session loaded IN_PROGRESS had its turn die mid-payment (a live turn is never observed by a new
+    // activation). Money may have moved: reconcile by intent id, never charge anew.
+    const s = ctx.state.session;
+    if (s && s.status === "IN_PROGRESS") {
+      ctx.state.session = { ...s, ...applyCheckoutEvent(s, "settlement_unknown", ctx.now()) };
+      await ctx.schedule("reconcile", ctx.now(), { sessionId: s.id });
+    }
+  },
+  handlers: {
+    async create(ctx, body: CreateBody): Promise<CartView> {
+      if (ctx.state.cart) throw fail("conflict", "A cart with this id exists.", { cart_id: ctx.id });
+      const now = ctx.now();
+      // One line per product/variant: repeated items add up.
+      const merged = new Map<string, { productId: string; variantId: string | null; quantity: number }>();
+      for (const it of body.items) {
+        const k = `${it.productId.toLowerCase()}:${it.variantId?.toLowerCase() ?? ""}`;
+        const prev = merged.get(k);
+        merged.set(k, { productId: it.productId.toLowerCase(), variantId: it.variantId?.toLowerCase() ?? null, quantity: (prev?.quantity ?? 0) + it.quantity });
+      }
+      const catalog = await readCatalog(ctx.sql, [...merged.values()].map((m) => m.productId), body.keyId);
+      const items: CartItem[] = [];
+      [...merged.values()].forEach((m, i) => {
+        const c = catalog.get(m.productId);
+        if (!c || !c.active || !c.store.eligible) {
+          throw fail("PRODUCT_NOT_FOUND", "No such product, or its merchant is not available.", { product_id: m.productId, field: `items[${i}].product_id` });
+        }
+        if (m.variantId && !variantOf(c, m.variantId)) {
+          throw fail("PRODUCT_NOT_FOUND", "No such variant of this product.", { product_id: m.productId, variant_id: m.variantId, field: `items[${i}].variant_id` });
+        }
+        const available = availableFor(c, m.variantId);
+        if (available !== null && available < m.quantity) {
+          throw fail("INVALID_ARGUMENT", available === 0 ? "The product is out of stock." : "Not enough stock for this quantity.", {
+            field: `items[${i}].quantity`,
+            reason: available === 0 ? "out_of_stock" : "stock_insufficient",
+            product_id: m.productId,
+            requested: m.quantity,
+            available,
+          });
+        }
+        const v = variantOf(c, m.variantId);
+        items.push({ productId: m.productId, variantId: m.variantId, storeSlug: c.storeSlug, title: v?.title ? `${c.title} (${v.title})` : c.title, quantity: m.quantity });
+      });
+      const header = newCartHeader(now);
+      const draft: CartRecord = { ...header, id: ctx.id, keyId: body.keyId, createdAt: now, currency: "", items, couponCode: null };
+      const priced = await price(ctx, draft); // CURRENCY_MISMATCH here
+      draft.currency = priced.totals.currency;
+      ctx.state.cart = draft;
+      return cartView(ctx.state, priced.totals);
+    },
+
+    async get(ctx, body): Promise<CartView> {
+      const cart = ownCart(ctx, body.keyId);
+      if (isCartExpired(cart, ctx.now())) throw fail("CART_NOT_FOUND", "The cart has expired; create a new cart.", { cart_id: ctx.id, reason: "expired" });
+      const priced = await price(ctx, cart);
+      return cartView(ctx.state, priced.totals);
+    },
+
+    async applyCoupon(ctx, body): Promise<{ applied: boolean; code: string; reason?: string; details?: Record<string, unknown>; discount_minor: number; cart: CartView }> {
+      const cart = ownCart(ctx, body.keyId);
+      const now = ctx.now();
+      assertCartMutable(cart, now, body.expectedRevision);
+      const code = body.code.trim().toUpperCase();
+      const priced = await price(ctx, cart, code);
+      const ev = priced.totals.coupon;
+      if (!ev || !ev.applied) {
+        const current = await price(ctx, cart);
+        return {
+          applied: false,
+          code,
+          reason: ev && !ev.applied ? ev.reason : "invalid",
+          ...(ev && !ev.applied && ev.details ? { details: ev.details } : {}),
+          discount_minor: 0,
+          cart: cartView(ctx.state, current.totals),
+        };
+      }
+      ctx.state.cart = { ...applyCartEvent(cart, "mutate", now, body.expectedRevision), couponCode: code };
+      return { applied: true, code: ev.code, discount_minor: ev.discountMinor, cart: cartView(ctx.state, priced.totals) };
+    },
+
+    async preview(ctx, body): Promise<PreviewView> {
+      return (await doPreview(ctx, body.keyId, body.expectedRevision)).view;
+    },
+
+    async complete(ctx, body): Promise<CompleteReply> {
+      return doComplete(ctx, body, body.sessionId, null);
+    },
+
+    async checkout(ctx, body): Promise<CompleteReply> {
+      ownCart(ctx, body.keyId);
+      const s = ctx.state.session;
+      // A session that is running, waiting or done answers for itself (idempotency); otherwise the caller
+      // approves the current state: preview and complete in one turn.
+      if (s && (!TERMINAL_CHECKOUT_STATUSES.has(s.status) || s.status === "COMPLETED") && s.status !== "OPEN" && s.status !== "READY_FOR_PAYMENT") {
+        return doComplete(ctx, body, s.id, null);
+      }
+      const { priced } = await doPreview(ctx, body.keyId);
+      return doComplete(ctx, body, (ctx.state.session as SessionState).id, priced);
+    },
+
+    async cancel(ctx, body): Promise<{ checkout_session_id: string; status: string }> {
+      ownCart(ctx, body.keyId);
+      const s = ownSession(ctx, body.sessionId);
+      const moved = await endSessionUnpaid(ctx, s, "cancel");
+      return { checkout_session_id: moved.id, status: moved.status };
+    },
+  },
+  reminders: {
+    /** Session expiry: an unfinished session past its time is EXPIRED, its holds released, `checkout.abandoned` sent. */
+    async session(ctx, payload) {
+      const s = ctx.state.session;
+      const id = (payload as { sessionId?: string } | null)?.sessionId;
+      if (!s || s.id !== id || !LIVE_WAITING.has(s.status) || s.expiresAt === null) return;
+      const now = ctx.now();
+      if (now < s.expiresAt) {
+        await ctx.schedule("session", s.expiresAt, { sessionId: s.id });
+        return;
+      }
+      const moved = await endSessionUnpaid(ctx, s, "expire");
+      const tx = await ctx.tx();
+      await outboxCheckoutAbandoned(tx, {
+        checkoutSessionId: s.id,
+        cartId: ctx.id,
+        merchantSlugs: s.legs.map((l) => l.storeId),
+        totalMinor: s.legs.reduce((a, l) => a + l.amountMinor, 0),
+        currency: s.totals.currency,
+        status: moved.status,
+        now,
+      });
+    },
+    /** A payment whose answer was lost (or whose turn died): ask the rail by the same intent ids. */
+    async reconcile(ctx, payload) {
+      const s = ctx.state.session;
+      const id = (payload as { sessionId?: string } | null)?.sessionId;
+      if (!s || s.id !== id) return;
+      if (s.status === "IN_PROGRESS") ctx.state.session = { ...s, ...applyCheckoutEvent(s, "settlement_unknown", ctx.now()) };
+      if (ctx.state.session?.status !== "SETTLEMENT_UNKNOWN") return;
+      try {
+        await runPayment(ctx, "reconcile");
+      } catch (err) {
+        // A rollback or a still-unknown answer was committed by runPayment; the reminder's job is done.
+        if (!(err instanceof ActorError)) throw err;
+      }
+    },
+  },
+});
+
+export { commerceMessages };

@@ -1,0 +1,166 @@
+/**
+ * Messages of the `cart/<cartId>` actor (TypeBox; the runtime validates bodies). REST (gateway/rest/cart.ts,
+ * checkout.ts) and MCP (create_cart, apply_coupon, preview_checkout, complete_checkout) send exactly these.
+ * Every message carries the caller's `keyId`: a cart answers only its owner (others get CART_NOT_FOUND).
+ */
+import { Type as T, type Static } from "@sinclair/typebox";
+
+const Uuid = T.String({ format: "uuid" });
+
+/** Our bounds beyond the spec's (items >= 1, quantity >= 1): a cart is a basket, not a bulk order. */
+export const MAX_CART_LINES = 100;
+export const MAX_LINE_QUANTITY = 10_000;
+
+export const CartItemInput = T.Object({
+  productId: Uuid,
+  variantId: T.Optional(T.Union([Uuid, T.Null()])),
+  quantity: T.Integer({ minimum: 1, maximum: MAX_LINE_QUANTITY }),
+});
+export type CartItemInput = Static<typeof CartItemInput>;
+
+export const RailName = T.Union([T.Literal("card"), T.Literal("x402")]);
+
+const CompleteFields = {
+  keyId: Uuid,
+  /** UUID v4. Omitted: the key already bound to the session, else one derived from the session id. */
+  idempotencyKey: T.Optional(T.String()),
+  /** A sandbox test token (`tok_approve`, …) or `MOCK`; omitted: MOCK where the store takes it, else the card on file (`tok_approve`). */
+  paymentMethod: T.Optional(T.String({ minLength: 1, maxLength: 100 })),
+  /** Per-store override of `paymentMethod` (merchant slug → token), for multi-store carts. */
+  paymentMethods: T.Optional(T.Record(T.String(), T.String({ minLength: 1, maxLength: 100 }))),
+  reconfirmedStateHash: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$" })),
+  rail: T.Optional(RailName),
+};
+
+export const CartMessages = {
+  create: T.Object({ keyId: Uuid, items: T.Array(CartItemInput, { minItems: 1, maxItems: MAX_CART_LINES }) }),
+  get: T.Object({ keyId: Uuid }),
+  applyCoupon: T.Object({
+    keyId: Uuid,
+    code: T.String({ minLength: 1, maxLength: 64 }),
+    /** The revision the caller read; a newer cart answers CART_NOT_MUTABLE (stale_revision). */
+    expectedRevision: T.Optional(T.Integer({ minimum: 1 })),
+  }),
+  /** preview_checkout: create or refresh the cart's checkout session; returns totals and the state hash. */
+  preview: T.Object({ keyId: Uuid, expectedRevision: T.Optional(T.Integer({ minimum: 1 })) }),
+  /** complete_checkout on a previewed session. */
+  complete: T.Object({ ...CompleteFields, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),
+  /** The one-call flow: complete the live session, or preview (approving the current state) and complete now. */
+  checkout: T.Object(CompleteFields),
+  cancel: T.Object({ keyId: Uuid, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),
+};
+
+export type CreateBody = Static<(typeof CartMessages)["create"]>;
+export type CompleteBody = Static<(typeof CartMessages)["complete"]>;
+export type CheckoutBody = Static<(typeof CartMessages)["checkout"]>;
+
+export interface MoneyView {
+  subtotal: number;
+  discount: number;
+  shipping: number;
+  tax: number;
+  total: number;
+  subtotal_minor: number;
+  discount_minor: number;
+  shipping_minor: number;
+  tax_minor: number;
+  total_minor: number;
+}
+
+export interface CartLineView {
+  product_id: string;
+  variant_id: string | null;
+  merchant_slug: string;
+  title: string;
+  quantity: number;
+  unit_price: number;
+  unit_price_minor: number;
+  list_price_minor: number;
+  price_source: "list" | "negotiated";
+  line_total: number;
+  line_total_minor: number;
+}
+
+export interface CartView {
+  id: string;
+  cart_id: string;
+  status: string;
+  revision: number;
+  currency: string;
+  items: CartLineView[];
+  coupon: { code: string; applied: boolean; reason?: string; discount_minor: number } | null;
+  totals: MoneyView;
+  merchants: string[];
+  checkout_session_id: string | null;
+  created_at: string;
+  updated_at: string;
+  expires_at: string;
+}
+
+export interface MerchantTotalsView extends MoneyView {
+  merchant_slug: string;
+  shipping_quoted: boolean;
+}
+
+export interface PreviewView {
+  checkout_session_id: string;
+  cart_id: string;
+  status: string;
+  state_hash: string;
+  currency: string;
+  totals: MoneyView;
+  merchants: MerchantTotalsView[];
+  items: CartLineView[];
+  coupon: CartView["coupon"];
+  expires_at: string | null;
+  /** Lines the merchant's stock no longer covers (completion would be blocked). */
+  stock_warnings: { product_id: string; requested: number; available: number | null }[];
+}
+
+export interface OrderRef {
+  order_id: string;
+  merchant_slug: string;
+  status: string;
+  total: number;
+  total_minor: number;
+  currency: string;
+  capture_reference: string | null;
+}
+
+export interface CompletedView {
+  status: "COMPLETED";
+  checkout_session_id: string;
+  cart_id: string;
+  order_id: string;
+  order_ids: string[];
+  orders: OrderRef[];
+  total: number;
+  total_minor: number;
+  currency: string;
+  payment_rail: string;
+  simulated: boolean;
+  state_hash: string;
+  risk: { mode: string; decision: string; signals: { rule_code: string; decision: string }[] };
+}
+
+export interface PendingView {
+  status: "PENDING_EXTERNAL_CONFIRMATION";
+  checkout_session_id: string;
+  cart_id: string;
+  /** Relative links of the sandbox processor; the gateway makes them absolute. */
+  approval_urls: { merchant_slug: string; url: string }[];
+  completed_store_ids: string[];
+  expires_at: string | null;
+}
+
+/** x402 settlement is not wired yet: the gateway answers the spec's 402 challenge with these amounts. */
+export interface X402RequiredView {
+  status: "X402_PAYMENT_REQUIRED";
+  checkout_session_id: string;
+  cart_id: string;
+  currency: string;
+  total_minor: number;
+  legs: { merchant_slug: string; amount_minor: number }[];
+}
+
+export type CompleteReply = CompletedView | PendingView | X402RequiredView;

@@ -1,0 +1,593 @@
+/**
+ * The commerce side of the `store/<slug>` actor: stock holds, orders, refunds and the agent allowlist. The
+ * catalog engineer's actor (actors/store/index.ts) spreads `commerceMessages`/`commerceHandlers` into its
+ * definition, so there is one writer per store for catalog and commerce alike.
+ *
+ * Commerce state is rows, not the actor's jsonb state: stock holds are conditional updates of
+ * `products.reserved_quantity` (a CHECK and the WHERE clause make overselling impossible even if two hosts
+ * briefly both own a store), orders/events/refunds are rows, and every order state change writes its webhook
+ * outbox row in the same transaction. Rules live in the pure modules beside this file (order-machine.ts,
+ * refunds.ts, inventory.ts); this file is the I/O around them.
+ *
+ * Messages (bodies below), all addressed to `store/<slug>`:
+ * - `beginLeg`     hold the stock of one store's payment leg and write its order `pending` (once per session and
+ *                  store; a retried attempt reuses the order). Shortage → STATE_EXECUTION_BLOCKED.
+ * - `settleLeg`    `captured`: commit the stock, order `paid`; `released`: give the stock back, order stays pending.
+ * - `cancelOrder`  a pending order whose session ended unpaid: canceled, stock released.
+ * - `setOrderStatus` merchant moves (fulfilled, shipped, delivered, canceled).
+ * - `proposeRefund`, `decideRefund`, `setAllowlist`.
+ */
+import { Type as T, type Static } from "@sinclair/typebox";
+import type { Sql } from "../../infra/db.ts";
+import { toMajor } from "../../search/money.ts";
+import { isStoreEligible } from "../../search/ranking.ts";
+import { railFor } from "../payments/card-rails.ts";
+import type { ActorContext } from "../runtime/define-actor.ts";
+import { defineActor } from "../runtime/define-actor.ts";
+import { fail } from "../runtime/errors.ts";
+import { enqueueWebhookEvent } from "../webhook/outbox.ts";
+import { applyOrderEvent, type OrderEvent, type OrderHeader, type OrderStatus } from "./order-machine.ts";
+import { applyRefundEvent, orderEventAfterRefund, validateRefundRequest, type RefundStatus } from "./refunds.ts";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Catalog reads for carts (until the read model offers stock holds and negotiated prices, one query here)
+
+export interface CatalogLine {
+  productId: string;
+  storeSlug: string;
+  title: string;
+  priceMinor: number;
+  currency: string;
+  /** Units that can still be held: stock − held, or null when stock is not tracked; 0 when not in stock. */
+  available: number | null;
+  active: boolean;
+  variants: { id: string; title?: string; priceMinor: number | null; stockQuantity: number | null; inStock: boolean }[];
+  negotiated: { unitPriceMinor: number; expiresAt: number; currency: string } | null;
+  store: {
+    slug: string;
+    eligible: boolean;
+    trustScore: number | null;
+    hostedStorefront: boolean;
+    paymentMethods: string[];
+    policyVersion: number;
+    returnWindowDays: number | null;
+    country: string;
+    shipping: { baseMinor: number; perItemMinor: number; freeOverMinor: number | null } | null;
+  };
+}
+
+let negotiationTable: Promise<boolean> | undefined;
+/** The negotiation table comes from the catalog area's migrations; the cart works without it. */
+function hasNegotiationTable(sql: Sql): Promise<boolean> {
+  negotiationTable ??= sql<{ t: string | null }[]>`SELECT to_regclass('negotiation_offers')::text AS t`.then((r) => r[0]?.t != null);
+  return negotiationTable;
+}
+
+interface CatalogRow {
+  id: string;
+  store_slug: string;
+  title: string;
+  price_minor: number;
+  currency: string;
+  stock_quantity: number | null;
+  reserved_quantity: number;
+  in_stock: boolean;
+  active: boolean;
+  variants: CatalogLine["variants"];
+  verification_level: string;
+  trust_score: string | null;
+  operational_status: string;
+  hosted_storefront: boolean;
+  payment_methods: string[];
+  policy_version: number;
+  policies: { returnWindowDays?: number };
+  country: string;
+  ship_base: number | null;
+  ship_per_item: number | null;
+  ship_free_over: number | null;
+  neg_price: number | null;
+  neg_expires: Date | null;
+  neg_currency: string | null;
+}
+
+/**
+ * Products with their store, live availability, the domestic shipping rule and the key's accepted negotiated
+ * price, in one round trip. Shipping: the store's country-wide zone for its own country (carts carry no
+ * destination yet, see docs/checkout.md "Implementation").
+ */
+export async function readCatalog(sql: Sql, productIds: readonly string[], agentKeyId: string): Promise<Map<string, CatalogLine>> {
+  const ids = [...new Set(productIds.map((id) => id.toLowerCase()))];
+  const out = new Map<string, CatalogLine>();
+  if (ids.length === 0) return out;
+  const negotiation = await hasNegotiationTable(sql);
+  const rows = negotiation
+    ? await sql<CatalogRow[]>`
+      SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
+        p.variants, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
+        s.policy_version, s.policies, s.country, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
+        z.free_over_minor AS ship_free_over, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency
+      FROM products p JOIN stores s ON s.slug = p.store_slug
+      LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor FROM shipping_zones z
+        WHERE z.store_slug = p.store_slug AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
+        ORDER BY base_minor LIMIT 1) z ON true
+      LEFT JOIN LATERAL (SELECT negotiated_price_minor, expires_at, currency FROM negotiation_offers o
+        WHERE o.agent_key_id = ${agentKeyId} AND o.product_id = p.id AND o.status = 'accepted' AND o.used_at IS NULL
+        ORDER BY o.created_at DESC LIMIT 1) n ON true
+      WHERE p.id = ANY(${ids}::uuid[])`
+    : await sql<CatalogRow[]>`
+      SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
+        p.variants, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
+        s.policy_version, s.policies, s.country, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
+        z.free_over_minor AS ship_free_over, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency
+      FROM products p JOIN stores s ON s.slug = p.store_slug
+      LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor FROM shipping_zones z
+        WHERE z.store_slug = p.store_slug AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
+        ORDER BY base_minor LIMIT 1) z ON true
+      WHERE p.id = ANY(${ids}::uuid[])`;
+  for (const r of rows) {
+    const trust = r.trust_score === null ? null : Number(r.trust_score);
+    out.set(r.id, {
+      productId: r.id,
+      storeSlug: r.store_slug,
+      title: r.title,
+      priceMinor: Number(r.price_minor),
+      currency: r.currency,
+      available: !r.in_stock ? 0 : r.stock_quantity === null ? null : Math.max(0, r.stock_quantity - r.reserved_quantity),
+      active: r.active,
+      variants: r.variants ?? [],
+      negotiated:
+        r.neg_price !== null && r.neg_expires
+          ? { unitPriceMinor: Number(r.neg_price), expiresAt: r.neg_expires.getTime(), currency: r.neg_currency ?? r.currency }
+          : null,
+      store: {
+        slug: r.store_slug,
+        eligible: isStoreEligible({ trustScore: trust, verificationLevel: r.verification_level as never, storeStatus: r.operational_status as never }),
+        trustScore: trust,
+        hostedStorefront: r.hosted_storefront,
+        paymentMethods: r.payment_methods,
+        policyVersion: r.policy_version,
+        returnWindowDays: r.policies?.returnWindowDays ?? null,
+        country: r.country,
+        shipping: r.ship_base === null ? null : { baseMinor: Number(r.ship_base), perItemMinor: Number(r.ship_per_item ?? 0), freeOverMinor: r.ship_free_over === null ? null : Number(r.ship_free_over) },
+      },
+    });
+  }
+  return out;
+}
+
+export interface CouponRow {
+  store_slug: string;
+  code: string;
+  kind: "percent" | "fixed";
+  value: number;
+  min_spend_minor: number;
+  currency: string | null;
+  expires_at: Date | null;
+  usage_limit: number | null;
+  used_count: number;
+  active: boolean;
+}
+
+export async function findCoupons(sql: Sql, storeSlugs: readonly string[], code: string): Promise<CouponRow[]> {
+  return sql<CouponRow[]>`SELECT store_slug, code, kind, value, min_spend_minor, currency, expires_at, usage_limit, used_count, active
+    FROM coupons WHERE store_slug = ANY(${[...storeSlugs]}) AND code = ${code.trim().toUpperCase()} ORDER BY store_slug`;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Webhook payloads (shapes documented by the webhook engineer: docs/webhooks.md)
+
+export interface OrderRowLite {
+  id: string;
+  store_slug: string;
+  status: OrderStatus;
+  total_minor: number;
+  currency: string;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+async function outboxCreated(tx: Sql, o: OrderRowLite, now: number): Promise<void> {
+  await enqueueWebhookEvent(tx, {
+    storeSlug: o.store_slug,
+    kind: "order.created",
+    payload: {
+      event: "order.created",
+      timestamp: iso(now),
+      orderId: o.id,
+      merchantSlug: o.store_slug,
+      totalAmount: toMajor(Number(o.total_minor), o.currency),
+      currency: o.currency,
+      status: o.status,
+    },
+  });
+}
+
+async function outboxStatusChanged(tx: Sql, o: OrderRowLite, from: OrderStatus, to: OrderStatus, now: number): Promise<void> {
+  await enqueueWebhookEvent(tx, {
+    storeSlug: o.store_slug,
+    kind: "order.status_changed",
+    payload: {
+      event: "order.status_changed",
+      timestamp: iso(now),
+      orderId: o.id,
+      merchantSlug: o.store_slug,
+      fromStatus: from,
+      toStatus: to,
+      totalAmount: toMajor(Number(o.total_minor), o.currency),
+      currency: o.currency,
+    },
+  });
+}
+
+/** `checkout.abandoned`: one outbox row per store of the session (each store's endpoints get it). */
+export async function outboxCheckoutAbandoned(
+  tx: Sql,
+  e: { checkoutSessionId: string; cartId: string; merchantSlugs: string[]; totalMinor: number; currency: string; status: string; now: number },
+): Promise<void> {
+  for (const slug of e.merchantSlugs) {
+    await enqueueWebhookEvent(tx, {
+      storeSlug: slug,
+      kind: "checkout.abandoned",
+      payload: {
+        event: "checkout.abandoned",
+        timestamp: iso(e.now),
+        checkoutSessionId: e.checkoutSessionId,
+        cartId: e.cartId,
+        merchantSlugs: e.merchantSlugs,
+        totalAmount: toMajor(e.totalMinor, e.currency),
+        currency: e.currency,
+        status: e.status,
+      },
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Messages
+
+const Uuid = T.String({ format: "uuid" });
+const Minor = T.Integer({ minimum: 0 });
+
+export const LegLine = T.Object({
+  productId: Uuid,
+  variantId: T.Union([Uuid, T.Null()]),
+  title: T.String(),
+  quantity: T.Integer({ minimum: 1 }),
+  unitPriceMinor: Minor,
+});
+
+export const commerceMessages = {
+  beginLeg: T.Object({
+    orderId: Uuid,
+    checkoutSessionId: T.String({ minLength: 1 }),
+    cartId: Uuid,
+    reservationId: T.String({ minLength: 1 }),
+    agentKeyId: Uuid,
+    currency: T.String({ pattern: "^[A-Z]{3}$" }),
+    paymentRail: T.String(),
+    paymentMethod: T.String(),
+    couponCode: T.Union([T.String(), T.Null()]),
+    subtotalMinor: Minor,
+    discountMinor: Minor,
+    shippingMinor: Minor,
+    taxMinor: Minor,
+    totalMinor: Minor,
+    lines: T.Array(LegLine, { minItems: 1 }),
+  }),
+  settleLeg: T.Object({
+    orderId: Uuid,
+    reservationId: T.String({ minLength: 1 }),
+    outcome: T.Union([T.Literal("captured"), T.Literal("released")]),
+    intentId: T.Optional(T.String()),
+    captureRef: T.Optional(T.String()),
+    simulated: T.Optional(T.Boolean()),
+    note: T.Optional(T.String()),
+  }),
+  cancelOrder: T.Object({ orderId: Uuid, reason: T.String() }),
+  setOrderStatus: T.Object({
+    orderId: Uuid,
+    status: T.Union(["fulfilled", "shipped", "delivered", "canceled"].map((s) => T.Literal(s))),
+    userId: T.Optional(T.String()),
+    note: T.Optional(T.String({ maxLength: 500 })),
+  }),
+  proposeRefund: T.Object({ orderId: Uuid, agentKeyId: Uuid, amount: T.Optional(T.Unknown()), reason: T.Optional(T.Unknown()) }),
+  decideRefund: T.Object({ refundId: Uuid, decision: T.Union([T.Literal("approve"), T.Literal("reject")]), userId: T.String() }),
+  setAllowlist: T.Object({ agentKeyId: Uuid, status: T.Union([T.Literal("allowed"), T.Literal("blocked")]) }),
+};
+
+export type BeginLegBody = Static<(typeof commerceMessages)["beginLeg"]>;
+
+const STATUS_EVENT: Record<string, OrderEvent> = { fulfilled: "fulfill", shipped: "ship", delivered: "deliver", canceled: "cancel" };
+
+interface OrderRow extends OrderRowLite {
+  agent_key_id: string | null;
+  created_at: Date;
+  delivered_at: Date | null;
+  capture_ref: string | null;
+  refunded_minor: number;
+  payment_rail: string;
+}
+
+async function loadOrder(db: Sql, slug: string, orderId: string): Promise<OrderRow> {
+  const rows = await db<OrderRow[]>`SELECT id, store_slug, status, total_minor, currency, agent_key_id, created_at, delivered_at, capture_ref,
+      refunded_minor, payment_rail FROM orders WHERE id = ${orderId} AND store_slug = ${slug}`;
+  if (!rows[0]) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
+  return rows[0];
+}
+
+/** Moves an order through the machine and writes the row, its history event and its outbox row together. */
+async function moveOrder(tx: Sql, o: OrderRow, event: OrderEvent, actor: "agent" | "merchant" | "system", now: number, data: Record<string, unknown> = {}): Promise<OrderStatus> {
+  const header: OrderHeader = { status: o.status, createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null, history: [] };
+  const next = applyOrderEvent(header, event, actor, now);
+  const from = o.status;
+  const to = next.status;
+  await tx`UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1,
+      delivered_at = CASE WHEN ${event === "deliver"} THEN now() ELSE delivered_at END,
+      paid_at = CASE WHEN ${event === "mark_paid"} THEN now() ELSE paid_at END
+    WHERE id = ${o.id}`;
+  await tx`INSERT INTO order_events (order_id, type, from_status, to_status, data) VALUES (${o.id}, ${event}, ${from}, ${to}, ${tx.json({ actor, ...data } as never)})`;
+  if (from !== to) await outboxStatusChanged(tx, o, from, to, now);
+  return to;
+}
+
+interface ReservationRow {
+  id: string;
+  order_id: string;
+  status: "held" | "committed" | "released";
+  lines: { productId: string; quantity: number }[];
+}
+
+async function settleReservation(tx: Sql, slug: string, id: string, to: "committed" | "released"): Promise<string[]> {
+  const rows = await tx<ReservationRow[]>`SELECT id, order_id, status, lines FROM stock_reservations WHERE id = ${id} AND store_slug = ${slug}`;
+  const r = rows[0];
+  if (!r || r.status !== "held") return []; // idempotent: already settled (or nothing was held)
+  const ids = r.lines.map((l) => l.productId);
+  const qs = r.lines.map((l) => l.quantity);
+  if (to === "committed") {
+    await tx`UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
+        stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE GREATEST(0, p.stock_quantity - w.q) END,
+        in_stock = CASE WHEN p.stock_quantity IS NULL THEN p.in_stock ELSE p.stock_quantity - w.q > 0 END,
+        updated_at = now()
+      FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q) w WHERE p.id = w.id`;
+  } else {
+    await tx`UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q)
+      FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q) w WHERE p.id = w.id`;
+  }
+  await tx`UPDATE stock_reservations SET status = ${to}, updated_at = now() WHERE id = ${id}`;
+  return ids;
+}
+
+export interface RefundView {
+  refund_id: string;
+  order_id: string;
+  merchant_slug: string;
+  status: RefundStatus;
+  amount: number;
+  amount_minor: number;
+  currency: string;
+  reason: string | null;
+  refund_reference: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface RefundRow {
+  id: string;
+  order_id: string;
+  store_slug: string;
+  status: RefundStatus;
+  amount_minor: number;
+  currency: string;
+  reason: string | null;
+  refund_ref: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function refundView(r: RefundRow): RefundView {
+  return {
+    refund_id: r.id,
+    order_id: r.order_id,
+    merchant_slug: r.store_slug,
+    status: r.status,
+    amount: toMajor(Number(r.amount_minor), r.currency),
+    amount_minor: Number(r.amount_minor),
+    currency: r.currency,
+    reason: r.reason,
+    refund_reference: r.refund_ref,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+}
+
+async function loadRefund(db: Sql, slug: string, id: string): Promise<RefundRow> {
+  const rows = await db<RefundRow[]>`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
+    FROM order_refunds WHERE id = ${id} AND store_slug = ${slug}`;
+  if (!rows[0]) throw fail("not_found", "No such refund request for this store.", { refund_id: id });
+  return rows[0];
+}
+
+type Ctx = ActorContext<unknown>;
+
+export const commerceHandlers = {
+  async beginLeg(ctx: Ctx, b: BeginLegBody): Promise<{ orderId: string; created: boolean }> {
+    const slug = ctx.id;
+    const tx = await ctx.tx();
+    const now = ctx.now();
+    const held = await tx<{ status: string; order_id: string }[]>`SELECT status, order_id FROM stock_reservations WHERE id = ${b.reservationId}`;
+    if (held[0]) {
+      if (held[0].status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
+      return { orderId: held[0].order_id, created: false };
+    }
+    // Sum per product (two variant lines of one product hold the product's stock together).
+    const want = new Map<string, number>();
+    for (const l of b.lines) want.set(l.productId, (want.get(l.productId) ?? 0) + l.quantity);
+    const ids = [...want.keys()];
+    const qs = [...want.values()];
+    const got = await tx<{ id: string }[]>`
+      UPDATE products p SET reserved_quantity = p.reserved_quantity + w.q
+      FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q) w
+      WHERE p.id = w.id AND p.store_slug = ${slug} AND p.active AND p.in_stock
+        AND (p.stock_quantity IS NULL OR p.stock_quantity - p.reserved_quantity >= w.q)
+      RETURNING p.id`;
+    if (got.length !== ids.length) {
+      const okIds = new Set(got.map((r) => r.id));
+      const levels = await tx<{ id: string; available: number | null }[]>`
+        SELECT id, CASE WHEN NOT in_stock OR NOT active THEN 0 WHEN stock_quantity IS NULL THEN NULL
+          ELSE GREATEST(0, stock_quantity - reserved_quantity) END AS available
+        FROM products WHERE id = ANY(${ids}::uuid[])`;
+      const avail = new Map(levels.map((l) => [l.id, l.available]));
+      const reasons = ids
+        .filter((id) => !okIds.has(id))
+        .map((id) => {
+          const a = avail.get(id) ?? 0;
+          return { code: a === 0 ? "out_of_stock" : "stock_insufficient", store_id: slug, product_id: id, requested: want.get(id), available: a };
+        });
+      // The turn rolls back, so the holds taken above for other products vanish with it.
+      throw fail("STATE_EXECUTION_BLOCKED", "Stock no longer covers the cart.", { reasons });
+    }
+    await tx`INSERT INTO stock_reservations (id, store_slug, order_id, lines)
+      VALUES (${b.reservationId}, ${slug}, ${b.orderId}, ${tx.json(ids.map((id, i) => ({ productId: id, quantity: qs[i] })) as never)})`;
+    const railLabel = b.paymentMethod === "MOCK" ? "MOCK" : b.paymentRail;
+    const inserted = await tx<{ id: string }[]>`
+      INSERT INTO orders (id, store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id,
+        cart_id, subtotal_minor, discount_minor, shipping_minor, tax_minor, coupon_code, payment_method, intent_id)
+      VALUES (${b.orderId}, ${slug}, 'agent', ${b.agentKeyId}, ${`agent:${b.agentKeyId}`}, 'pending', ${b.totalMinor}, ${b.currency}, ${railLabel},
+        ${b.checkoutSessionId}, ${b.cartId}, ${b.subtotalMinor}, ${b.discountMinor}, ${b.shippingMinor}, ${b.taxMinor}, ${b.couponCode},
+        ${b.paymentMethod}, ${b.reservationId})
+      ON CONFLICT DO NOTHING RETURNING id`;
+    if (inserted.length === 0) {
+      // Another attempt of the same session: the order exists and stays pending; it now waits for this attempt.
+      await tx`UPDATE orders SET intent_id = ${b.reservationId}, payment_method = ${b.paymentMethod}, payment_rail = ${railLabel}, updated_at = now()
+        WHERE id = ${b.orderId}`;
+      await tx`INSERT INTO order_events (order_id, type, data) VALUES (${b.orderId}, 'payment_attempt', ${tx.json({ intent_id: b.reservationId } as never)})`;
+      return { orderId: b.orderId, created: false };
+    }
+    await tx`INSERT INTO order_items (order_id, product_id, variant_id, title, quantity, unit_price_minor)
+      SELECT ${b.orderId}, * FROM unnest(${b.lines.map((l) => l.productId)}::uuid[], ${b.lines.map((l) => l.variantId)}::uuid[],
+        ${b.lines.map((l) => l.title)}::text[], ${b.lines.map((l) => l.quantity)}::int[], ${b.lines.map((l) => l.unitPriceMinor)}::bigint[])`;
+    await tx`INSERT INTO order_events (order_id, type, to_status, data)
+      VALUES (${b.orderId}, 'created', 'pending', ${tx.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId } as never)})`;
+    await outboxCreated(tx, { id: b.orderId, store_slug: slug, status: "pending", total_minor: b.totalMinor, currency: b.currency }, now);
+    // The key's first order with this store creates its allowlist binding (refund requests need it).
+    await tx`INSERT INTO store_agent_allowlist (store_slug, agent_key_id) VALUES (${slug}, ${b.agentKeyId}) ON CONFLICT DO NOTHING`;
+    return { orderId: b.orderId, created: true };
+  },
+
+  async settleLeg(ctx: Ctx, b: Static<(typeof commerceMessages)["settleLeg"]>): Promise<{ status: OrderStatus }> {
+    const slug = ctx.id;
+    const tx = await ctx.tx();
+    const now = ctx.now();
+    const order = await loadOrder(tx, slug, b.orderId);
+    if (b.outcome === "released") {
+      await settleReservation(tx, slug, b.reservationId, "released");
+      await tx`INSERT INTO order_events (order_id, type, data) VALUES (${b.orderId}, 'payment_rolled_back', ${tx.json({ intent_id: b.reservationId, note: b.note ?? null } as never)})`;
+      return { status: order.status };
+    }
+    const changed = await settleReservation(tx, slug, b.reservationId, "committed");
+    if (order.status !== "pending") return { status: order.status }; // already recorded: idempotent
+    await tx`UPDATE orders SET capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId}, simulated = ${b.simulated ?? false}
+      WHERE id = ${b.orderId}`;
+    const to = await moveOrder(tx, order, "mark_paid", "system", now, { capture_ref: b.captureRef ?? null, intent_id: b.intentId ?? null });
+    await tx`UPDATE coupons SET used_count = used_count + 1
+      WHERE store_slug = ${slug} AND code = (SELECT coupon_code FROM orders WHERE id = ${b.orderId})`;
+    if (changed.length) ctx.publish("catalog.changed", { storeSlug: slug, upserted: changed, removed: [] });
+    return { status: to };
+  },
+
+  async cancelOrder(ctx: Ctx, b: Static<(typeof commerceMessages)["cancelOrder"]>): Promise<{ status: OrderStatus }> {
+    const slug = ctx.id;
+    const tx = await ctx.tx();
+    const order = await loadOrder(tx, slug, b.orderId);
+    const holds = await tx<{ id: string }[]>`SELECT id FROM stock_reservations WHERE order_id = ${b.orderId} AND status = 'held'`;
+    for (const h of holds) await settleReservation(tx, slug, h.id, "released");
+    if (order.status !== "pending") return { status: order.status };
+    return { status: await moveOrder(tx, order, "cancel", "system", ctx.now(), { reason: b.reason }) };
+  },
+
+  async setOrderStatus(ctx: Ctx, b: Static<(typeof commerceMessages)["setOrderStatus"]>): Promise<{ order_id: string; status: OrderStatus }> {
+    const tx = await ctx.tx();
+    const order = await loadOrder(tx, ctx.id, b.orderId);
+    const to = await moveOrder(tx, order, STATUS_EVENT[b.status], "merchant", ctx.now(), { user_id: b.userId ?? null, note: b.note ?? null });
+    return { order_id: order.id, status: to };
+  },
+
+  async proposeRefund(ctx: Ctx, b: Static<(typeof commerceMessages)["proposeRefund"]>): Promise<RefundView> {
+    const slug = ctx.id;
+    const tx = await ctx.tx();
+    const rows = await tx<(OrderRow & { return_window_days: number | null; binding: string | null })[]>`
+      SELECT o.id, o.store_slug, o.status, o.total_minor, o.currency, o.agent_key_id, o.created_at, o.delivered_at, o.capture_ref,
+        o.refunded_minor, o.payment_rail, (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
+      FROM orders o JOIN stores s ON s.slug = o.store_slug
+      LEFT JOIN store_agent_allowlist a ON a.store_slug = o.store_slug AND a.agent_key_id = ${b.agentKeyId}
+      WHERE o.id = ${b.orderId} AND o.store_slug = ${slug}`;
+    const o = rows[0];
+    // Not the key's order, or no allowed binding with this store: the same 404 (no oracle for other tenants).
+    if (!o || o.agent_key_id !== b.agentKeyId || o.binding !== "allowed") throw fail("ORDER_NOT_FOUND", "No such order for this key.");
+    const refunds = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${o.id}`;
+    const { amountMinor, reason } = validateRefundRequest({
+      order: { status: o.status, totalMinor: Number(o.total_minor), createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
+      refunds: refunds.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })),
+      policy: { returnWindowDays: o.return_window_days },
+      amount: b.amount,
+      reason: b.reason,
+      now: ctx.now(),
+    });
+    const [r] = await tx<RefundRow[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason)
+      VALUES (${o.id}, ${slug}, ${b.agentKeyId}, ${amountMinor}, ${o.currency}, ${reason})
+      RETURNING id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at`;
+    await tx`INSERT INTO order_events (order_id, type, data) VALUES (${o.id}, 'refund_requested', ${tx.json({ refund_id: r.id, amount_minor: amountMinor } as never)})`;
+    return refundView(r);
+  },
+
+  async decideRefund(ctx: Ctx, b: Static<(typeof commerceMessages)["decideRefund"]>): Promise<RefundView> {
+    const slug = ctx.id;
+    const tx = await ctx.tx();
+    const refund = await loadRefund(tx, slug, b.refundId);
+    if (b.decision === "reject") {
+      const next = applyRefundEvent({ status: refund.status, amountMinor: Number(refund.amount_minor) }, "reject", "merchant");
+      await tx`UPDATE order_refunds SET status = ${next.status}, decided_by = ${b.userId}, updated_at = now() WHERE id = ${refund.id}`;
+      await tx`INSERT INTO order_events (order_id, type, data) VALUES (${refund.order_id}, 'refund_rejected', ${tx.json({ refund_id: refund.id } as never)})`;
+      return refundView(await loadRefund(tx, slug, refund.id));
+    }
+    const approved = applyRefundEvent({ status: refund.status, amountMinor: Number(refund.amount_minor) }, refund.status === "FAILED" ? "retry" : "approve", "merchant");
+    await tx`UPDATE order_refunds SET status = ${approved.status}, decided_by = ${b.userId}, updated_at = now() WHERE id = ${refund.id}`;
+    const order = await loadOrder(tx, slug, refund.order_id);
+    // APPROVED is durable before the processor is called: a crash here leaves a refund to retry, never a
+    // refund the processor made that we forgot (the rail is idempotent per refund id).
+    await ctx.checkpoint();
+    const rail = railFor(ctx.sql, "card");
+    const result = order.capture_ref && rail
+      ? await rail.refund({ refundId: refund.id, captureRef: order.capture_ref, amountMinor: Number(refund.amount_minor) })
+      : { status: "failed" as const, refundId: refund.id, reason: "no_capture" };
+    const tx2 = await ctx.tx();
+    if (result.status === "refunded") {
+      await tx2`UPDATE order_refunds SET status = 'REFUNDED', refund_ref = ${result.refundRef}, updated_at = now() WHERE id = ${refund.id}`;
+      await tx2`UPDATE orders SET refunded_minor = refunded_minor + ${Number(refund.amount_minor)} WHERE id = ${order.id}`;
+      const all = await tx2<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${order.id}`;
+      const event = orderEventAfterRefund(Number(order.total_minor), all.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
+      await moveOrder(tx2, order, event, "system", ctx.now(), { refund_id: refund.id, amount_minor: Number(refund.amount_minor) });
+    } else {
+      await tx2`UPDATE order_refunds SET status = 'FAILED', failure = ${result.reason}, updated_at = now() WHERE id = ${refund.id}`;
+    }
+    return refundView(await loadRefund(tx2, slug, refund.id));
+  },
+
+  async setAllowlist(ctx: Ctx, b: Static<(typeof commerceMessages)["setAllowlist"]>): Promise<{ merchant_slug: string; key_id: string; status: string }> {
+    const tx = await ctx.tx();
+    await tx`INSERT INTO store_agent_allowlist (store_slug, agent_key_id, status) VALUES (${ctx.id}, ${b.agentKeyId}, ${b.status})
+      ON CONFLICT (store_slug, agent_key_id) DO UPDATE SET status = EXCLUDED.status, updated_at = now()`;
+    return { merchant_slug: ctx.id, key_id: b.agentKeyId, status: b.status };
+  },
+};
+
+/**
+ * A typing handle for callers (`ctx.ask(storeCommerce, slug, "beginLeg", …)`): the transport routes by kind, so
+ * this reaches the registered `store` actor, which carries these messages. Never registered itself.
+ */
+export const storeCommerce = defineActor({
+  kind: "store",
+  initialState: (): unknown => ({}),
+  messages: commerceMessages,
+  handlers: commerceHandlers,
+});

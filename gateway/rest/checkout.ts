@@ -1,0 +1,161 @@
+/**
+ * Checkout: POST /agent/checkout/preview and POST /agent/checkout (InitiateCheckoutRequest). A one-call agent
+ * sends `{cartId}` and gets the order; a careful agent previews, shows the totals and state hash to its human,
+ * then completes with `checkout_session_id` (+ `reconfirmed_state_hash` when asked). Also the sandbox
+ * processor's buyer-approval page (the link a 202 answer carries).
+ */
+import { Elysia, t } from "elysia";
+import { cartActor, cartIdOfSession } from "../../actors/cart/index.ts";
+import type { CompleteReply } from "../../actors/cart/messages.ts";
+import { absoluteApprovalUrl, cardRail, SANDBOX_APPROVAL_PATH } from "../../actors/payments/card-rails.ts";
+import { buildPaymentRequired, paymentRequiredHeaders, parsePaymentPayload, toAssetAmount } from "../../actors/payments/x402-challenge.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import { minorUnitExponent } from "../../search/money.ts";
+import { errorBody, errorResponses, ok } from "../envelope.ts";
+import { agentAuth } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+
+const X402Config = t.Object({
+  merchant_wallet_address: t.String({ minLength: 1 }),
+  network: t.String({ minLength: 1 }),
+  facilitator_url: t.String({ format: "uri" }),
+  asset_address: t.Optional(t.String()),
+  facilitator_version: t.Optional(t.Union([t.Literal("v1"), t.Literal("v2")])),
+});
+
+const CheckoutRequest = t.Object({
+  cartId: t.String({ format: "uuid" }),
+  payment_rail: t.Optional(t.Union([t.Literal("card"), t.Literal("x402")], { description: "card (default, the card-processor rail) or x402" })),
+  payment_method: t.Optional(t.String({ minLength: 1, maxLength: 100, description: "Sandbox test token (tok_approve, tok_decline, …) or MOCK (demo store)." })),
+  payment_methods: t.Optional(t.Record(t.String(), t.String({ minLength: 1, maxLength: 100 }), { description: "Per-merchant tokens for multi-store carts." })),
+  idempotency_key: t.Optional(t.String({ description: "UUID v4; or the Idempotency-Key header." })),
+  checkout_session_id: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
+  reconfirmed_state_hash: t.Optional(t.String({ pattern: "^[0-9a-f]{64}$" })),
+  x402_payload: t.Optional(t.Unknown()),
+  x402_config: t.Optional(t.Unknown()),
+});
+
+/** Base Sepolia USDC, the default asset when x402_config names none (docs/x402.md). */
+const DEFAULT_X402_ASSET = { address: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", name: "USDC", version: "2", decimals: 6 };
+
+function validateX402(body: typeof CheckoutRequest.static): typeof X402Config.static {
+  if (body.x402_payload === undefined || body.x402_payload === null) throw fail("MISSING_REQUIRED_ARGUMENT", "x402_payload is required when payment_rail is x402.", { field: "x402_payload" });
+  if (body.x402_config === undefined || body.x402_config === null) throw fail("MISSING_REQUIRED_ARGUMENT", "x402_config is required when payment_rail is x402.", { field: "x402_config" });
+  const payload = parsePaymentPayload(body.x402_payload);
+  if (!payload.ok) throw fail("INVALID_ARGUMENT", `x402_payload is not an x402 v2 payment payload: ${payload.error}`, { field: "x402_payload" });
+  const c = body.x402_config as Record<string, unknown>;
+  const str = (k: string) => typeof c?.[k] === "string" && (c[k] as string).length > 0;
+  for (const k of ["merchant_wallet_address", "network", "facilitator_url"]) {
+    if (typeof c !== "object" || c === null || !(k in c)) throw fail("MISSING_REQUIRED_ARGUMENT", `x402_config.${k} is required.`, { field: `x402_config.${k}` });
+    if (!str(k)) throw fail("INVALID_ARGUMENT", `x402_config.${k} must be a non-empty string.`, { field: `x402_config.${k}` });
+  }
+  try {
+    new URL(c.facilitator_url as string);
+  } catch {
+    throw fail("INVALID_ARGUMENT", "x402_config.facilitator_url must be a URI.", { field: "x402_config.facilitator_url" });
+  }
+  if (c.asset_address !== undefined && typeof c.asset_address !== "string") throw fail("INVALID_ARGUMENT", "x402_config.asset_address must be a string.", { field: "x402_config.asset_address" });
+  if (c.facilitator_version !== undefined && c.facilitator_version !== "v1" && c.facilitator_version !== "v2") {
+    throw fail("INVALID_ARGUMENT", "x402_config.facilitator_version must be v1 or v2.", { field: "x402_config.facilitator_version" });
+  }
+  return c as unknown as typeof X402Config.static;
+}
+
+export function checkoutRoutes(svc: Services) {
+  return new Elysia({ name: "checkout-routes" })
+    .post(
+      `${SANDBOX_APPROVAL_PATH}/:intentId/:decision`,
+      async ({ params }) => {
+        // The sandbox processor's buyer page: approving or refusing here is what a human does at the link.
+        const rail = cardRail(svc.sql);
+        if (params.decision === "approve") await rail.approve(params.intentId);
+        else await rail.reject(params.intentId);
+        const state = await rail.lookup(params.intentId);
+        return ok({ intent_id: params.intentId, decision: params.decision, status: state.status });
+      },
+      {
+        params: t.Object({ intentId: t.String({ pattern: "^pi_[0-9a-f]{40}$" }), decision: t.Union([t.Literal("approve"), t.Literal("reject")]) }),
+        response: errorResponses(400, 404, 409),
+        detail: { tags: ["checkout"], summary: "Sandbox processor: the buyer approves or refuses a payment (test rail only)" },
+      },
+    )
+    .use(agentAuth(svc))
+    .post(
+      "/api/v1/agent/checkout/preview",
+      async ({ body, agent }) =>
+        ok(await svc.actors.ask(cartActor, body.cartId.toLowerCase(), "preview", { keyId: agent.keyId, ...(body.expected_revision ? { expectedRevision: body.expected_revision } : {}) })),
+      {
+        body: t.Object({ cartId: t.String({ format: "uuid" }), expected_revision: t.Optional(t.Integer({ minimum: 1 })) }),
+        response: errorResponses(400, 401, 403, 404, 409),
+        detail: { tags: ["checkout"], summary: "Preview checkout: session id, totals and the state hash to approve", security: [{ agentApiKey: [] }] },
+      },
+    )
+    .post(
+      "/api/v1/agent/checkout",
+      async ({ body, agent, set, request }) => {
+        const header = request.headers.get("idempotency-key") ?? undefined;
+        if (header && body.idempotency_key && header !== body.idempotency_key) {
+          throw fail("INVALID_ARGUMENT", "The Idempotency-Key header and idempotency_key differ.", { field: "idempotency_key" });
+        }
+        const key = body.idempotency_key ?? header;
+        if (key !== undefined && !/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i.test(key)) {
+          throw fail("INVALID_ARGUMENT", "idempotency_key must be a UUID v4.", { field: "idempotency_key" });
+        }
+        const rail = body.payment_rail ?? "card";
+        const x402 = rail === "x402" ? validateX402(body) : null;
+        const cartId = body.cartId.toLowerCase();
+        const common = {
+          keyId: agent.keyId,
+          rail,
+          ...(key ? { idempotencyKey: key.toLowerCase() } : {}),
+          ...(body.payment_method ? { paymentMethod: body.payment_method } : {}),
+          ...(body.payment_methods ? { paymentMethods: body.payment_methods } : {}),
+          ...(body.reconfirmed_state_hash ? { reconfirmedStateHash: body.reconfirmed_state_hash } : {}),
+        };
+        let reply: CompleteReply;
+        if (body.checkout_session_id) {
+          if (cartIdOfSession(body.checkout_session_id) !== cartId) {
+            throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session for this cart.", { checkout_session_id: body.checkout_session_id });
+          }
+          reply = await svc.actors.ask(cartActor, cartId, "complete", { ...common, sessionId: body.checkout_session_id });
+        } else {
+          reply = await svc.actors.ask(cartActor, cartId, "checkout", common);
+        }
+        if (reply.status === "COMPLETED") return ok(reply);
+        if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
+          const urls = reply.approval_urls.map((a) => ({ merchant_slug: a.merchant_slug, url: absoluteApprovalUrl(svc.siteUrl, a.url) }));
+          set.status = 202;
+          return errorBody("user_action_required", "The buyer must approve the payment at the link; then call again with the same checkout_session_id and idempotency_key.", {
+            status: reply.status,
+            checkout_session_id: reply.checkout_session_id,
+            approval_url: urls[0]?.url,
+            approval_urls: urls,
+            completed_store_ids: reply.completed_store_ids,
+            expires_at: reply.expires_at,
+          });
+        }
+        // x402: settlement is not wired yet; answer the spec's 402 challenge for the amount due.
+        const cfg = x402 as typeof X402Config.static;
+        const asset = cfg.asset_address ? { ...DEFAULT_X402_ASSET, address: cfg.asset_address } : DEFAULT_X402_ASSET;
+        const challenge = buildPaymentRequired({
+          network: cfg.network,
+          asset,
+          amount: toAssetAmount(reply.total_minor, minorUnitExponent(reply.currency), asset.decimals),
+          payTo: cfg.merchant_wallet_address,
+          resource: { url: `${svc.siteUrl}/api/v1/agent/checkout`, description: `checkout ${reply.checkout_session_id}`, mimeType: "application/json" },
+        });
+        set.status = 402;
+        Object.assign(set.headers, paymentRequiredHeaders(challenge));
+        return errorBody("payment_required", "x402 payment required.", { checkout_session_id: reply.checkout_session_id, x402: challenge, legs: reply.legs });
+      },
+      {
+        body: CheckoutRequest,
+        response: errorResponses(400, 401, 402, 403, 404, 409, 503),
+        detail: {
+          tags: ["checkout"],
+          summary: "Complete a checkout (card rail by default; 202 when a human must act; 402 x402 challenge)",
+          security: [{ agentApiKey: [] }],
+        },
+      },
+    );
+}

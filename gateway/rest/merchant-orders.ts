@@ -1,0 +1,105 @@
+/**
+ * Merchant side of orders and refunds (Bearer JWT of the store's owner, or an operator): order status moves,
+ * refund review (approve refunds through the rail, reject), and the per-store allowlist of agent keys.
+ * A store that is not the caller's reads as 404 store_not_found.
+ */
+import { Elysia, t } from "elysia";
+import { refundView, storeCommerce } from "../../actors/store/commerce.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import { errorResponses, ok } from "../envelope.ts";
+import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+async function assertOwner(svc: Services, slug: string, user: UserPrincipal): Promise<void> {
+  const rows = await svc.sql<{ owner_user_id: string | null }[]>`SELECT owner_user_id FROM stores WHERE slug = ${slug}`;
+  if (!rows[0] || (user.role !== "operator" && rows[0].owner_user_id !== user.id)) throw fail("store_not_found", `No store ${slug} of yours.`);
+}
+
+const Slug = t.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+const sec = { security: [{ bearer: [] }] };
+
+export function merchantOrderRoutes(svc: Services) {
+  return new Elysia({ name: "merchant-order-routes" })
+    .use(userAuth(svc))
+    .post(
+      "/api/v1/merchant/stores/:slug/orders/:id/status",
+      async ({ params, body, user }) => {
+        await assertOwner(svc, params.slug, user);
+        return ok(
+          await svc.actors.ask(storeCommerce, params.slug, "setOrderStatus", {
+            orderId: params.id.toLowerCase(),
+            status: body.status,
+            userId: user.id,
+            ...(body.note ? { note: body.note } : {}),
+          }),
+        );
+      },
+      {
+        params: t.Object({ slug: Slug, id: t.String({ format: "uuid" }) }),
+        body: t.Object({
+          status: t.Union([t.Literal("fulfilled"), t.Literal("shipped"), t.Literal("delivered"), t.Literal("canceled")]),
+          note: t.Optional(t.String({ maxLength: 500 })),
+        }),
+        response: errorResponses(400, 401, 404, 409),
+        detail: { tags: ["merchant"], summary: "Move an order (fulfilled, shipped, delivered, canceled)", ...sec },
+      },
+    )
+    .get(
+      "/api/v1/merchant/stores/:slug/refunds",
+      async ({ params, query, user }) => {
+        await assertOwner(svc, params.slug, user);
+        const rows = query.status
+          ? await svc.sql`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
+              FROM order_refunds WHERE store_slug = ${params.slug} AND status = ${query.status} ORDER BY created_at DESC LIMIT 500`
+          : await svc.sql`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
+              FROM order_refunds WHERE store_slug = ${params.slug} ORDER BY created_at DESC LIMIT 500`;
+        return ok(rows.map((r) => refundView(r as never)));
+      },
+      {
+        params: t.Object({ slug: Slug }),
+        query: t.Object({
+          status: t.Optional(t.Union(["PENDING_APPROVAL", "APPROVED", "REJECTED", "REFUNDED", "FAILED"].map((s) => t.Literal(s)))),
+        }),
+        response: errorResponses(400, 401, 404),
+        detail: { tags: ["merchant"], summary: "Refund requests of the store (newest first, 500 max)", ...sec },
+      },
+    )
+    .post(
+      "/api/v1/merchant/stores/:slug/refunds/:id/:decision",
+      async ({ params, user }) => {
+        await assertOwner(svc, params.slug, user);
+        return ok(await svc.actors.ask(storeCommerce, params.slug, "decideRefund", { refundId: params.id.toLowerCase(), decision: params.decision, userId: user.id }));
+      },
+      {
+        params: t.Object({ slug: Slug, id: t.String({ format: "uuid" }), decision: t.Union([t.Literal("approve"), t.Literal("reject")]) }),
+        response: errorResponses(400, 401, 404, 409),
+        detail: { tags: ["merchant"], summary: "Approve (refund through the rail) or reject a refund request", ...sec },
+      },
+    )
+    .get(
+      "/api/v1/merchant/stores/:slug/allowlist",
+      async ({ params, user }) => {
+        await assertOwner(svc, params.slug, user);
+        const rows = await svc.sql<{ agent_key_id: string; status: string; created_at: Date; updated_at: Date }[]>`
+          SELECT agent_key_id, status, created_at, updated_at FROM store_agent_allowlist WHERE store_slug = ${params.slug} ORDER BY created_at`;
+        return ok(rows.map((r) => ({ key_id: r.agent_key_id, status: r.status, created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString() })));
+      },
+      { params: t.Object({ slug: Slug }), response: errorResponses(401, 404), detail: { tags: ["merchant"], summary: "Agent keys bound to the store", ...sec } },
+    )
+    .post(
+      "/api/v1/merchant/stores/:slug/allowlist/:keyId",
+      async ({ params, body, user }) => {
+        await assertOwner(svc, params.slug, user);
+        if (!UUID.test(params.keyId)) throw fail("INVALID_ARGUMENT", "keyId must be a uuid.", { field: "keyId" });
+        return ok(await svc.actors.ask(storeCommerce, params.slug, "setAllowlist", { agentKeyId: params.keyId.toLowerCase(), status: body.status }));
+      },
+      {
+        params: t.Object({ slug: Slug, keyId: t.String() }),
+        body: t.Object({ status: t.Union([t.Literal("allowed"), t.Literal("blocked")]) }),
+        response: errorResponses(400, 401, 404),
+        detail: { tags: ["merchant"], summary: "Allow or block an agent key for refund requests to this store", ...sec },
+      },
+    );
+}

@@ -1,0 +1,129 @@
+/**
+ * Orders of the calling key: GET /agent/orders/{id} (status, items, append-only event history, refunds) and
+ * POST /agent/orders/{orderId}/refund. Another key's order is 404, like a missing one. Reads are row reads
+ * (orders are rows the store actor writes); the refund proposal is a `store/<slug>` message.
+ */
+import { Elysia, t } from "elysia";
+import { storeCommerce, refundView } from "../../actors/store/commerce.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import { toMajor } from "../../search/money.ts";
+import { errorResponses, ok } from "../envelope.ts";
+import { agentAuth } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+interface OrderRow {
+  id: string;
+  store_slug: string;
+  status: string;
+  total_minor: number;
+  subtotal_minor: number | null;
+  discount_minor: number;
+  shipping_minor: number;
+  tax_minor: number;
+  currency: string;
+  payment_rail: string;
+  payment_method: string | null;
+  coupon_code: string | null;
+  capture_ref: string | null;
+  simulated: boolean;
+  refunded_minor: number;
+  checkout_session_id: string | null;
+  cart_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+  paid_at: Date | null;
+  delivered_at: Date | null;
+}
+
+export async function orderView(svc: Services, id: string, keyId: string) {
+  if (!UUID.test(id)) throw fail("ORDER_NOT_FOUND", "No such order.");
+  const rows = await svc.sql<OrderRow[]>`SELECT id, store_slug, status, total_minor, subtotal_minor, discount_minor, shipping_minor, tax_minor, currency,
+      payment_rail, payment_method, coupon_code, capture_ref, simulated, refunded_minor, checkout_session_id, cart_id, created_at, updated_at, paid_at, delivered_at
+    FROM orders WHERE id = ${id} AND agent_key_id = ${keyId}`;
+  const o = rows[0];
+  if (!o) throw fail("ORDER_NOT_FOUND", "No such order.");
+  const [items, events, refunds] = await Promise.all([
+    svc.sql<{ product_id: string | null; variant_id: string | null; title: string; quantity: number; unit_price_minor: number }[]>`
+      SELECT product_id, variant_id, title, quantity, unit_price_minor FROM order_items WHERE order_id = ${id} ORDER BY id`,
+    svc.sql<{ id: number; at: Date; type: string; from_status: string | null; to_status: string | null }[]>`
+      SELECT id, at, type, from_status, to_status FROM order_events WHERE order_id = ${id} ORDER BY id`,
+    svc.sql`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
+      FROM order_refunds WHERE order_id = ${id} ORDER BY created_at`,
+  ]);
+  const c = o.currency;
+  return {
+    id: o.id,
+    order_id: o.id,
+    status: o.status,
+    merchant_slug: o.store_slug,
+    currency: c,
+    total: toMajor(Number(o.total_minor), c),
+    total_minor: Number(o.total_minor),
+    subtotal_minor: o.subtotal_minor === null ? null : Number(o.subtotal_minor),
+    discount_minor: Number(o.discount_minor),
+    shipping_minor: Number(o.shipping_minor),
+    tax_minor: Number(o.tax_minor),
+    refunded_minor: Number(o.refunded_minor),
+    coupon_code: o.coupon_code,
+    payment_rail: o.payment_rail,
+    payment_method: o.payment_method,
+    capture_reference: o.capture_ref,
+    simulated: o.simulated,
+    checkout_session_id: o.checkout_session_id,
+    cart_id: o.cart_id,
+    items: items.map((i) => ({
+      product_id: i.product_id,
+      variant_id: i.variant_id,
+      title: i.title,
+      quantity: i.quantity,
+      unit_price: toMajor(Number(i.unit_price_minor), c),
+      unit_price_minor: Number(i.unit_price_minor),
+    })),
+    events: events.map((e) => ({ type: e.type, from_status: e.from_status, to_status: e.to_status, at: e.at.toISOString() })),
+    refunds: refunds.map((r) => refundView(r as never)),
+    created_at: o.created_at.toISOString(),
+    updated_at: o.updated_at.toISOString(),
+    paid_at: o.paid_at?.toISOString() ?? null,
+    delivered_at: o.delivered_at?.toISOString() ?? null,
+  };
+}
+
+export function orderRoutes(svc: Services) {
+  return new Elysia({ name: "order-routes" })
+    .use(agentAuth(svc))
+    .get("/api/v1/agent/orders/:id", async ({ params, agent }) => ok(await orderView(svc, params.id, agent.keyId)), {
+      params: t.Object({ id: t.String({ format: "uuid" }) }),
+      response: errorResponses(400, 401, 403, 404),
+      detail: { tags: ["orders"], summary: "Your order: status and append-only event history", security: [{ agentApiKey: [] }] },
+    })
+    .post(
+      "/api/v1/agent/orders/:orderId/refund",
+      async ({ params, body, agent, set }) => {
+        const id = params.orderId;
+        const rows = UUID.test(id) ? await svc.sql<{ store_slug: string }[]>`SELECT store_slug FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}` : [];
+        if (!rows[0]) throw fail("ORDER_NOT_FOUND", "No such order.");
+        const refund = await svc.actors.ask(storeCommerce, rows[0].store_slug, "proposeRefund", {
+          orderId: id.toLowerCase(),
+          agentKeyId: agent.keyId,
+          ...(body?.amount === undefined ? {} : { amount: body.amount }),
+          ...(body?.reason === undefined ? {} : { reason: body.reason }),
+        });
+        set.status = 201;
+        return ok(refund);
+      },
+      {
+        params: t.Object({ orderId: t.String({ minLength: 1 }) }),
+        body: t.Optional(
+          t.Object({
+            amount: t.Optional(t.Integer({ minimum: 1, description: "Integer cents > 0; omit for the full remaining amount." })),
+            // Counted in Unicode code points by the store actor (255 max), so no UTF-16 maxLength here.
+            reason: t.Optional(t.String({ description: "At most 255 characters." })),
+          }),
+        ),
+        response: errorResponses(400, 401, 403, 404, 409),
+        detail: { tags: ["orders"], summary: "Request a refund (201 PENDING_APPROVAL; a human merchant decides)", security: [{ agentApiKey: [] }] },
+      },
+    );
+}
