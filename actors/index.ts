@@ -2,8 +2,9 @@
 import type { AnyActorDefinition } from "./runtime/define-actor.ts";
 import { agentActor } from "./agent/index.ts";
 import { ipActor } from "./ip/index.ts";
+import { cartActor } from "./cart/index.ts";
 import { trustActor } from "./trust/index.ts";
 import { webhookActor } from "./webhook/index.ts";
 import { storeActor } from "./store/index.ts";
 
-export const actorDefinitions: AnyActorDefinition[] = [agentActor, ipActor, storeActor, webhookActor, trustActor];
+export const actorDefinitions: AnyActorDefinition[] = [agentActor, ipActor, storeActor, webhookActor, trustActor, cartActor];

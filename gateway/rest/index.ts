@@ -9,6 +9,10 @@ import { errorDocsRoutes } from "./error-docs.ts";
 import { healthRoutes } from "./health.ts";
 import { authRoutes } from "./auth.ts";
 import { agentKeyRoutes } from "./agent-keys.ts";
+import { cartRoutes } from "./cart.ts";
+import { checkoutRoutes } from "./checkout.ts";
+import { orderRoutes } from "./orders.ts";
+import { merchantOrderRoutes } from "./merchant-orders.ts";
 import { trustAgentRoutes, trustPublicRoutes, trustUserRoutes } from "./trust.ts";
 import { wellKnownRoutes } from "./well-known.ts";
 import { oauthRoutes } from "../oauth/index.ts";
@@ -40,4 +44,8 @@ export const gatewayModules: GatewayModule[] = [
   merchantApiRoutes,
   adminSearchRoutes,
   webhookRoutes,
+  cartRoutes,
+  checkoutRoutes,
+  orderRoutes,
+  merchantOrderRoutes,
 ];
