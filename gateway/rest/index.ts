@@ -23,6 +23,7 @@ import { merchantRoutes } from "./merchants.ts";
 import { merchantApiRoutes } from "./merchant-api.ts";
 import { adminSearchRoutes } from "./admin-search.ts";
 import { webhookRoutes } from "./webhooks.ts";
+import { mcpRoutes } from "../mcp/server.ts";
 
 export type GatewayModule = (svc: Services) => AnyElysia;
 
@@ -44,6 +45,7 @@ export const gatewayModules: GatewayModule[] = [
   merchantApiRoutes,
   adminSearchRoutes,
   webhookRoutes,
+  mcpRoutes,
   cartRoutes,
   checkoutRoutes,
   orderRoutes,

@@ -1,0 +1,95 @@
+/**
+ * Human confirmation for write tools, through MCP elicitation.
+ *
+ * - A session whose client declared `elicitation` (form mode, or the older empty object) is asked with
+ *   `elicitation/create` on the same response stream as the tool call: accept → the tool proceeds; decline or
+ *   cancel → HUMAN_CONFIRMATION_DECLINED (nothing changed).
+ * - Anything else (no capability, or a sessionless JSON-RPC call where the client's capabilities are unknown)
+ *   → HUMAN_CONFIRMATION_REQUIRED with `details.approver`.
+ * - URL mode (`openUrl`) shows the buyer a link, used for PENDING_EXTERNAL_CONFIRMATION when supported.
+ */
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { ElicitResultSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { fail } from "../../actors/runtime/errors.ts";
+import type { ConfirmRequest } from "./registry.ts";
+
+/** Who must approve: the human behind the credential (the key owner's end user). */
+export const APPROVER = {
+  approver: "human_user",
+  who: "the person the agent acts for (owner of the agent key or OAuth grant)",
+  how: "call again from an MCP client that declared the `elicitation` capability in a session, so the server can ask them",
+};
+
+/** How long a human gets to answer before the call ends as declined. */
+export const CONFIRM_TIMEOUT_MS = 5 * 60_000;
+
+export interface Confirmer {
+  confirm(req: ConfirmRequest): Promise<void>;
+  openUrl(url: string, message: string): Promise<boolean>;
+}
+
+/** The path that cannot ask anyone (sessionless, or a client without the capability). */
+export const cannotAsk: Confirmer = {
+  async confirm(req) {
+    throw fail("HUMAN_CONFIRMATION_REQUIRED", `Human approval needed: ${req.summary}`, { ...APPROVER, summary: req.summary, ...(req.facts ? { facts: req.facts } : {}) });
+  },
+  async openUrl() {
+    return false;
+  },
+};
+
+function renderMessage(req: ConfirmRequest): string {
+  const facts = Object.entries(req.facts ?? {}).map(([k, v]) => `- ${k}: ${v}`);
+  return [req.summary, ...facts, "", "Approve this action?"].join("\n");
+}
+
+export function elicitingConfirmer(server: Server, relatedRequestId: RequestId): Confirmer {
+  const caps = server.getClientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
+  if (!caps) return cannotAsk;
+  // An empty capability object is the pre-2025-11-25 form-only declaration.
+  const form = caps.form !== undefined || caps.url === undefined;
+  const url = caps.url !== undefined;
+  return {
+    async confirm(req) {
+      if (!form) return cannotAsk.confirm(req);
+      const result = await server.request(
+        {
+          method: "elicitation/create",
+          params: {
+            mode: "form",
+            message: renderMessage(req),
+            requestedSchema: {
+              type: "object",
+              properties: {
+                approve: { type: "boolean", title: "Approve", description: req.summary, default: true },
+              },
+              required: [],
+            },
+          },
+        },
+        ElicitResultSchema,
+        { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS },
+      ).catch((err: unknown) => {
+        // no answer in time, or the client failed the request: treat as not approved
+        throw fail("HUMAN_CONFIRMATION_DECLINED", `The confirmation request did not complete: ${(err as Error).message}`, { action: "cancel" });
+      });
+      const approved = result.action === "accept" && (result.content as { approve?: unknown } | undefined)?.approve !== false;
+      if (!approved) {
+        throw fail("HUMAN_CONFIRMATION_DECLINED", "The human declined; nothing changed.", { action: result.action, summary: req.summary });
+      }
+    },
+    async openUrl(link, message) {
+      if (!url) return false;
+      try {
+        const res = await server.request(
+          { method: "elicitation/create", params: { mode: "url", message, url: link, elicitationId: crypto.randomUUID() } },
+          ElicitResultSchema,
+          { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS },
+        );
+        return res.action === "accept";
+      } catch {
+        return false;
+      }
+    },
+  };
+}

@@ -1,0 +1,159 @@
+/**
+ * The shared, pre-built tool table and `tools/call` dispatch. Built once per process; every store, endpoint,
+ * session and sessionless request uses the same compiled validators and the same `tools/list` entries.
+ *
+ * One call: find the tool in the endpoint's set (TOOL_NOT_FOUND), validate arguments
+ * (MISSING_REQUIRED_ARGUMENT / INVALID_ARGUMENT with details.field), check scopes/tier/SANDBOX, ask the human for
+ * write tools, run the handler, and shape a result (success or structured error). Never throws.
+ */
+import type { TObject } from "@sinclair/typebox";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { ValueErrorType } from "@sinclair/typebox/errors";
+import { lowestTierWith, tierHasFeature } from "../../actors/agent/access.ts";
+import { ActorError, fail, isErrorCode, type ErrorCode } from "../../actors/runtime/errors.ts";
+import { log } from "../../infra/log.ts";
+import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
+import { ENDPOINT_GROUPS, type AnyTool, type Endpoint, type ToolContext } from "./registry.ts";
+
+export interface CompiledTool {
+  def: AnyTool;
+  check: TypeCheck<TObject>;
+  /** The `tools/list` entry, as advertised. */
+  entry: Record<string, unknown>;
+}
+
+export interface ToolTable {
+  byName: Map<string, CompiledTool>;
+  all: CompiledTool[];
+  /** tools/list result per (endpoint, enabled set), built on first use. */
+  listFor(endpoint: Endpoint, enabled: readonly string[] | null): Record<string, unknown>[];
+  /** The tool if the store serves it on this endpoint. */
+  served(name: string, endpoint: Endpoint, enabled: readonly string[] | null): CompiledTool | undefined;
+}
+
+/** Plain JSON of a TypeBox schema (symbols dropped), as MCP advertises it. */
+function json(schema: unknown): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+}
+
+export function buildToolTable(tools: readonly AnyTool[]): ToolTable {
+  const all: CompiledTool[] = tools.map((def) => ({
+    def,
+    check: TypeCompiler.Compile(def.input),
+    entry: {
+      name: def.name,
+      title: def.title,
+      description: def.description,
+      inputSchema: json(def.input),
+      outputSchema: json(outputSchemaOf(def.output)),
+      annotations: { title: def.title, ...def.annotations },
+    },
+  }));
+  for (const t of all) if (t.def.confirmation && !t.def.summarize) throw new Error(`write tool ${t.def.name} has no confirmation summary`);
+  const byName = new Map(all.map((t) => [t.def.name, t]));
+  if (byName.size !== all.length) throw new Error("duplicate MCP tool name in the registry");
+  const lists = new Map<string, Record<string, unknown>[]>();
+  const isServed = (t: CompiledTool, endpoint: Endpoint, enabled: readonly string[] | null) =>
+    ENDPOINT_GROUPS[endpoint].includes(t.def.group) && (enabled === null || enabled.includes(t.def.name));
+  return {
+    byName,
+    all,
+    listFor(endpoint, enabled) {
+      const key = `${endpoint}|${enabled === null ? "*" : enabled.join(",")}`;
+      let list = lists.get(key);
+      if (!list) {
+        list = all.filter((t) => isServed(t, endpoint, enabled)).map((t) => t.entry);
+        if (lists.size > 1000) lists.clear();
+        lists.set(key, list);
+      }
+      return list;
+    },
+    served(name, endpoint, enabled) {
+      const t = byName.get(name);
+      return t && isServed(t, endpoint, enabled) ? t : undefined;
+    },
+  };
+}
+
+/** First validation failure as the spec's argument error, with `details.field` as a dotted path. */
+export function argumentError(t: CompiledTool, args: unknown): ActorError | null {
+  if (t.check.Check(args)) return null;
+  const first = t.check.Errors(args).First();
+  if (!first) return fail("INVALID_ARGUMENT", "Arguments do not match the tool's input schema.");
+  const field = first.path.replace(/^\//, "").replace(/\//g, ".");
+  if (first.type === ValueErrorType.ObjectRequiredProperty) {
+    return fail("MISSING_REQUIRED_ARGUMENT", `Missing required argument '${field}'.`, { field });
+  }
+  if (first.type === ValueErrorType.ObjectAdditionalProperties) {
+    const extra = Object.keys((args ?? {}) as object).find((k) => !(k in (t.def.input.properties ?? {})));
+    return fail("INVALID_ARGUMENT", `Unknown argument '${extra ?? field}'.`, { field: extra ?? field, allowed: Object.keys(t.def.input.properties) });
+  }
+  return fail("INVALID_ARGUMENT", `Invalid argument '${field || "arguments"}': ${first.message}.`, { field: field || "arguments", value: first.value });
+}
+
+/** REST-style codes thrown by reused application functions, mapped onto the MCP table when the tool says nothing. */
+const GENERIC: Partial<Record<ErrorCode, ErrorCode>> = {
+  validation_error: "INVALID_ARGUMENT",
+  internal_error: "INTERNAL_ERROR",
+  service_unavailable: "UPSTREAM_UNAVAILABLE",
+  actor_unavailable: "UPSTREAM_UNAVAILABLE",
+  store_not_found: "STORE_NOT_CONFIGURED",
+};
+
+function translate(def: AnyTool, err: unknown): unknown {
+  if (!(err instanceof ActorError)) {
+    const code = (err as { code?: unknown })?.code;
+    if (typeof code === "string" && isErrorCode(code)) err = new ActorError(code, (err as Error).message, (err as { details?: Record<string, unknown> }).details);
+    else return err;
+  }
+  const e = err as ActorError;
+  const to = def.translate?.[e.code] ?? GENERIC[e.code];
+  return to ? new ActorError(to, e.message, e.details) : e;
+}
+
+/** Scope, SANDBOX and feature-tier checks for a credentialed caller (same tables as REST). */
+function checkAccess(def: AnyTool, ctx: ToolContext): void {
+  const caller = ctx.caller;
+  if (!caller) {
+    if (def.auth === "key") throw fail("unauthorized", `${def.name} needs an X-Agent-Api-Key or an OAuth bearer token.`);
+    return;
+  }
+  if (def.sandboxRefused && caller.tier === "SANDBOX") throw fail("sandbox_not_allowed", `SANDBOX keys cannot call ${def.name}.`, { tier: caller.tier });
+  if (def.auth === "key" && def.scopes && def.scopes.length > 0 && !def.scopes.some((s) => caller.scopes.includes(s))) {
+    throw fail("forbidden", `The credential lacks the "${def.scopes[0]}" scope needed for ${def.name}.`, { scope: def.scopes[0], acceptedScopes: [...def.scopes] });
+  }
+  if (def.feature && !tierHasFeature(caller.tier, def.feature)) {
+    throw fail("feature_not_in_tier", `The ${caller.tier} tier does not include ${def.feature}.`, {
+      feature: def.feature,
+      tier: caller.tier,
+      requiredTier: lowestTierWith(def.feature),
+    });
+  }
+}
+
+export async function runTool(t: CompiledTool | undefined, name: string, args: unknown, ctx: ToolContext): Promise<ToolCallResult> {
+  const site = ctx.svc.siteUrl;
+  if (!t) {
+    return errorResult(site, "TOOL_NOT_FOUND", `No tool '${name}' on this endpoint of store ${ctx.store.slug}; the tool set is fixed for the session (call tools/list).`, {
+      tool: name,
+      store: ctx.store.slug,
+      endpoint: ctx.endpoint,
+    });
+  }
+  const def = t.def;
+  const input = args ?? {};
+  const bad = argumentError(t, input);
+  if (bad) return resultFromThrown(site, bad);
+  try {
+    checkAccess(def, ctx);
+    if (def.confirmation) {
+      await ctx.confirm(await def.summarize!(input, ctx));
+    }
+    const out = (await def.handler(input, ctx)) as Record<string, unknown>;
+    return successResult(out);
+  } catch (err) {
+    const e = translate(def, err);
+    if (!(e instanceof ActorError)) log.error("mcp tool failed", { tool: name, store: ctx.store.slug, error: e as Error, stack: (e as Error)?.stack });
+    return resultFromThrown(site, e);
+  }
+}

@@ -1,0 +1,431 @@
+/**
+ * The per-store MCP endpoints, mounted in Elysia:
+ *   POST|GET|DELETE {site_url}/{slug}/mcp                       every tool the store enables
+ *   …/{slug}/mcp/discovery | /customer | /checkout               dedicated buckets (spec Limits §3)
+ *   …/mcp/{slug}                                                 the older path, same as /{slug}/mcp
+ *
+ * Two ways through, both protocol-correct (docs/decisions.md, "MCP: fast path beside the SDK transport"):
+ *
+ * 1. SDK path. `initialize` creates a session: one low-level SDK `Server` + `WebStandardStreamableHTTPServerTransport`
+ *    (stateful, SSE responses) per session, never per request. Every message of a session that is not a fast-path
+ *    call goes to its transport: notifications, GET (server stream), DELETE, the client's answers to
+ *    `elicitation/create`, and write-tool calls (which may need to ask the human on the call's SSE stream).
+ * 2. Fast path. A single JSON-RPC request `tools/call` (read-only tool, or any tool without a session),
+ *    `tools/list` or `ping`, from a client that accepts JSON, is answered here as one `application/json`
+ *    JSON-RPC response, from the shared pre-built tool table (dispatch.ts). Sessions stay correct: the session id
+ *    must exist and belong to this store/endpoint, and the protocol-version header must be one the SDK supports.
+ *
+ * Admission (auth + the spec's rate layers) happens per `tools/call` before either path, so a 429/401 is an HTTP
+ * status with headers, and `initialize`, `tools/list`, `ping` and notifications are never counted: a 429 never
+ * breaks the handshake.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import {
+  CallToolRequestSchema,
+  LATEST_PROTOCOL_VERSION,
+  ListToolsRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/sdk/types.js";
+import { Elysia } from "elysia";
+import { bucketsFor, type Surface } from "../../actors/agent/limits.ts";
+import { ActorError, ERROR_TABLE, fail, type ErrorCode } from "../../actors/runtime/errors.ts";
+import { findStore, isEligibleStore } from "../../actors/store/reads.ts";
+import type { StoreRecord } from "../../actors/store/schemas.ts";
+import { log } from "../../infra/log.ts";
+import { errorBody } from "../envelope.ts";
+import { mcpChallenge, verifyMcpAccess } from "../oauth/access.ts";
+import { admitOthers, clientIp, setRateHeaders, setStaticRateHeaders } from "../plugins/auth.ts";
+import { registerOwnLayer } from "../plugins/rate-limit.ts";
+import type { Services } from "../services.ts";
+import { cannotAsk, elicitingConfirmer, type Confirmer } from "./confirm.ts";
+import { buildToolTable, runTool, type ToolTable } from "./dispatch.ts";
+import { CUSTOMER_HEADER, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
+import type { Caller, Customer, Endpoint, ToolContext } from "./registry.ts";
+import { ALL_TOOLS } from "./tools/index.ts";
+
+export const DEMO_STORE = "demo-store";
+export const SERVER_INFO = { name: "agent-commerce-service", version: "1.2.0" };
+const SESSION_IDLE_MS = 30 * 60_000;
+const MAX_SESSIONS = 10_000;
+const STORE_CACHE_MS = 1_000;
+
+type Headers = Record<string, string | number>;
+
+/** What admission resolved for one tools/call; handed to the SDK path through `authInfo.extra`. */
+export interface CallPrincipal {
+  caller: Caller | null;
+  customer: Customer | null;
+  customerError: ToolContext["customerError"];
+}
+
+interface Session {
+  id: string;
+  slug: string;
+  endpoint: Endpoint;
+  server: Server;
+  transport: WebStandardStreamableHTTPServerTransport;
+  /** The tool set is fixed for the session (TOOL_NOT_FOUND says so). */
+  enabled: readonly string[] | null;
+  lastSeen: number;
+}
+
+interface JsonRpcRequest {
+  jsonrpc: "2.0";
+  id?: string | number | null;
+  method?: string;
+  params?: Record<string, unknown>;
+}
+
+/** Errors answered at the HTTP level (before any tool runs). */
+class HttpRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+function surfaceOf(endpoint: Endpoint, slug: string, credentialed: boolean): Surface {
+  switch (endpoint) {
+    case "discovery":
+      return "mcp-discovery";
+    case "customer":
+      return "mcp-customer";
+    case "checkout":
+      return "mcp-checkout";
+    default:
+      return slug === DEMO_STORE && !credentialed ? "demo-mcp" : "mcp";
+  }
+}
+
+function rpcError(id: JsonRpcRequest["id"], code: number, message: string, data?: unknown): string {
+  return JSON.stringify({ jsonrpc: "2.0", id: id ?? null, error: data === undefined ? { code, message } : { code, message, data } });
+}
+
+function acceptsJson(request: Request): boolean {
+  const accept = request.headers.get("accept");
+  return !accept || accept.includes("application/json") || accept.includes("*/*");
+}
+
+export class McpGateway {
+  readonly table: ToolTable;
+  private sessions = new Map<string, Session>();
+  private stores = new Map<string, { store: StoreRecord | null; at: number }>();
+  private sweeper: ReturnType<typeof setInterval>;
+
+  constructor(readonly svc: Services) {
+    this.table = buildToolTable(ALL_TOOLS);
+    this.sweeper = setInterval(() => this.sweep(), 60_000);
+    (this.sweeper as { unref?: () => void }).unref?.();
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  // ------------------------------------------------------------------------------------------- stores
+
+  private async store(slug: string): Promise<StoreRecord | null> {
+    const now = Date.now();
+    const hit = this.stores.get(slug);
+    if (hit && now - hit.at < STORE_CACHE_MS) return hit.store;
+    const found = /^[a-z0-9][a-z0-9-]{0,62}$/.test(slug) ? await findStore(this.svc.sql, slug) : null;
+    const store = found && isEligibleStore(found) ? found : null;
+    if (this.stores.size > 10_000) this.stores.clear();
+    this.stores.set(slug, { store, at: now });
+    return store;
+  }
+
+  // ------------------------------------------------------------------------------------------ sessions
+
+  private sweep(): void {
+    const cutoff = Date.now() - SESSION_IDLE_MS;
+    for (const s of this.sessions.values()) if (s.lastSeen < cutoff) this.closeSession(s);
+  }
+
+  private closeSession(s: Session): void {
+    this.sessions.delete(s.id);
+    void s.transport.close().catch(() => undefined);
+  }
+
+  private newSession(store: StoreRecord, endpoint: Endpoint): { server: Server; transport: WebStandardStreamableHTTPServerTransport } {
+    if (this.sessions.size >= MAX_SESSIONS) {
+      // evict the least recently used session
+      let oldest: Session | undefined;
+      for (const s of this.sessions.values()) if (!oldest || s.lastSeen < oldest.lastSeen) oldest = s;
+      if (oldest) this.closeSession(oldest);
+    }
+    const enabled = store.enabledMcpTools ?? null;
+    const server = new Server(SERVER_INFO, {
+      capabilities: { tools: { listChanged: false } },
+      instructions:
+        `Commerce tools for ${store.name} (${store.slug}). Discovery tools are public; cart, checkout and order tools need ` +
+        "an X-Agent-Api-Key or an OAuth bearer token. Write tools ask the human through elicitation. Errors carry " +
+        "structuredContent.error {code, remedy, retryable, scope, details, reference}.",
+    });
+    const slug = store.slug;
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.table.listFor(endpoint, enabled) as never[] }));
+    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+      const principal = (extra.authInfo?.extra?.principal as CallPrincipal | undefined) ?? { caller: null, customer: null, customerError: null };
+      const current = (await this.store(slug)) ?? store;
+      const t = this.table.served(req.params.name, endpoint, enabled);
+      const confirmer = elicitingConfirmer(server, extra.requestId);
+      return (await runTool(t, req.params.name, req.params.arguments, this.context(current, endpoint, principal, confirmer))) as never;
+    });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => crypto.randomUUID(),
+      onsessioninitialized: (id) => {
+        this.sessions.set(id, { id, slug, endpoint, server, transport, enabled, lastSeen: Date.now() });
+      },
+      onsessionclosed: (id) => {
+        this.sessions.delete(id);
+      },
+    });
+    return { server, transport };
+  }
+
+  private context(store: StoreRecord, endpoint: Endpoint, p: CallPrincipal, confirmer: Confirmer): ToolContext {
+    return {
+      svc: this.svc,
+      store,
+      endpoint,
+      caller: p.caller,
+      customer: p.customer,
+      customerError: p.customerError,
+      now: new Date(this.svc.clock.now()),
+      confirm: (r) => confirmer.confirm(r),
+      openUrl: (u, m) => confirmer.openUrl(u, m),
+    };
+  }
+
+  // ----------------------------------------------------------------------------------------- admission
+
+  /**
+   * Authenticates the caller (API key; OAuth bearer once the OAuth module lands) and admits the spec's layers for
+   * one tools/call: per key + per tool on /mcp, the dedicated bucket on /mcp/{discovery,customer,checkout}, the
+   * demo bucket for keyless demo-store calls, per IP for anonymous callers.
+   */
+  private async admit(request: Request, ip: string, headers: Headers, store: StoreRecord, endpoint: Endpoint, toolName: string, needsKey: boolean): Promise<CallPrincipal> {
+    const svc = this.svc;
+    let customer: Customer | null = null;
+    let customerError: CallPrincipal["customerError"] = null;
+    if (endpoint === "customer" || endpoint === "main") {
+      const token = request.headers.get(CUSTOMER_HEADER);
+      if (token) {
+        try {
+          customer = await verifyCustomerToken(svc, token.trim(), store.slug);
+        } catch (err) {
+          const e = err as ActorError;
+          customerError = { code: e.code, message: e.message, details: e.details };
+        }
+      }
+    }
+    const hasKey = request.headers.has("x-agent-api-key");
+    const hasAuthz = request.headers.has("authorization");
+    const surface = surfaceOf(endpoint, store.slug, hasKey || hasAuthz);
+    const customerId = customer ? `${store.slug}:${customer.id}` : undefined;
+    const toolBucket = this.table.byName.has(toolName) ? toolName : undefined;
+
+    if (hasKey || hasAuthz) {
+      try {
+        const access = await verifyMcpAccess(svc, { slug: store.slug, request, headers, limits: { ip, surface, toolName: toolBucket, customerId } });
+        if (access.kind === "key") {
+          if (endpoint === "checkout" && store.slug !== DEMO_STORE) {
+            headers["www-authenticate"] = mcpChallenge(svc, store.slug, { code: "invalid_token", description: "the checkout endpoint needs an OAuth access token" });
+            throw new HttpRefusal(401, "unauthorized", "The checkout endpoint of a merchant store needs an OAuth 2.0 access token, not an API key.", { endpoint });
+          }
+          const a = access.agent;
+          return { caller: { kind: "agent-key", keyId: a.keyId, userId: a.userId, scopes: a.scopes, tier: a.tier }, customer, customerError };
+        }
+        if (access.kind === "oauth") {
+          return {
+            caller: { kind: "oauth", keyId: `oauth:${access.clientId}:${access.sub}`, userId: access.sub, scopes: access.scopes, tier: "STARTER", clientId: access.clientId },
+            customer,
+            customerError,
+          };
+        }
+      } catch (err) {
+        throw this.refusal(err);
+      }
+    }
+    try {
+      const ctx = { surface, ip, toolName: toolBucket ?? null, customerId: customerId ?? null };
+      if (!svc.config.RATE_LIMITS_ENABLED) setStaticRateHeaders(headers, ctx);
+      else setRateHeaders(headers, await admitOthers(svc, bucketsFor(ctx), headers));
+    } catch (err) {
+      throw this.refusal(err);
+    }
+    if (needsKey) {
+      headers["www-authenticate"] = mcpChallenge(svc, store.slug);
+      throw new HttpRefusal(401, "unauthorized", `${toolName} needs an agent key (X-Agent-Api-Key) or an OAuth access token (Authorization: Bearer).`, { tool: toolName });
+    }
+    return { caller: null, customer, customerError };
+  }
+
+  private refusal(err: unknown): HttpRefusal {
+    if (err instanceof HttpRefusal) return err;
+    if (err instanceof ActorError) return new HttpRefusal(ERROR_TABLE[err.code].http, err.code, err.message, err.details);
+    throw err;
+  }
+
+  private refusalResponse(r: HttpRefusal, id: JsonRpcRequest["id"], headers: Headers, slug: string): Response {
+    if (r.status === 401 && !headers["www-authenticate"]) headers["www-authenticate"] = mcpChallenge(this.svc, slug);
+    const rpcCode = r.status === 429 ? -32029 : r.status === 401 ? -32001 : -32003;
+    return this.respond(rpcError(id, rpcCode, r.message, { code: r.code, ...(r.details ?? {}) }), r.status, headers);
+  }
+
+  private respond(body: string | null, status: number, headers: Headers, base?: Record<string, string>): Response {
+    const h = new globalThis.Headers(base);
+    for (const [k, v] of Object.entries(headers)) h.set(k, String(v));
+    if (body !== null && !h.has("content-type")) h.set("content-type", "application/json");
+    return new Response(body, { status, headers: h });
+  }
+
+  // -------------------------------------------------------------------------------------------- entry
+
+  async handle(request: Request, slug: string, endpoint: Endpoint, ip: string, headers: Headers): Promise<Response> {
+    const store = await this.store(slug);
+    if (!store) return this.respond(JSON.stringify(errorBody("store_not_found", `No MCP endpoint for store ${slug}: it does not exist or is inactive.`)), 404, headers);
+
+    const sessionId = request.headers.get("mcp-session-id");
+    let session: Session | undefined;
+    if (sessionId) {
+      session = this.sessions.get(sessionId);
+      if (!session || session.slug !== store.slug || session.endpoint !== endpoint) {
+        return this.respond(rpcError(null, -32001, "Session not found"), 404, headers);
+      }
+      session.lastSeen = Date.now();
+    }
+
+    if (request.method === "GET" || request.method === "DELETE") {
+      if (!session) {
+        headers["allow"] = "POST";
+        return this.respond(rpcError(null, -32000, `${request.method} needs an Mcp-Session-Id (initialize first).`), request.method === "GET" ? 405 : 400, headers);
+      }
+      return this.viaTransport(session.transport, request, undefined, headers);
+    }
+    if (request.method !== "POST") {
+      headers["allow"] = "GET, POST, DELETE";
+      return this.respond(rpcError(null, -32000, "Method not allowed."), 405, headers);
+    }
+
+    let body: unknown;
+    try {
+      body = JSON.parse(await request.text());
+    } catch {
+      return this.respond(rpcError(null, -32700, "Parse error: the body is not JSON."), 400, headers);
+    }
+    const version = request.headers.get("mcp-protocol-version");
+    if (version && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+      return this.respond(rpcError(null, -32000, `Unsupported protocol version ${version} (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}).`), 400, headers);
+    }
+    if (Array.isArray(body)) {
+      if (session) return this.viaTransport(session.transport, request, body, headers);
+      return this.respond(rpcError(null, -32600, "JSON-RPC batches are not supported; send one message per request."), 400, headers);
+    }
+    const msg = body as JsonRpcRequest;
+    if (!msg || typeof msg !== "object" || msg.jsonrpc !== "2.0") {
+      return this.respond(rpcError(null, -32600, "Invalid Request: not a JSON-RPC 2.0 message."), 400, headers);
+    }
+    const isRequest = typeof msg.method === "string" && msg.id !== undefined && msg.id !== null;
+
+    if (isRequest && msg.method === "tools/call") return this.toolsCall(request, msg, store, endpoint, session, ip, headers);
+
+    if (session) return this.viaTransport(session.transport, request, body, headers);
+
+    // ---- no session
+    if (isRequest && msg.method === "initialize") {
+      const { server, transport } = this.newSession(store, endpoint);
+      await server.connect(transport);
+      const res = await this.viaTransport(transport, request, body, headers);
+      if (!transport.sessionId || !this.sessions.has(transport.sessionId)) void transport.close().catch(() => undefined);
+      return res;
+    }
+    if (!isRequest) return this.respond(null, 202, headers); // notifications and stray responses
+    if (!acceptsJson(request)) return this.respond(rpcError(msg.id, -32000, "Not Acceptable: the client must accept application/json."), 406, headers);
+    if (msg.method === "ping") return this.respond(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: {} }), 200, headers);
+    if (msg.method === "tools/list") {
+      const tools = this.table.listFor(endpoint, store.enabledMcpTools ?? null);
+      return this.respond(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: { tools } }), 200, headers);
+    }
+    return this.respond(rpcError(msg.id, -32601, `Method not found: ${msg.method} (initialize a session for the full protocol).`), 200, headers);
+  }
+
+  private async toolsCall(request: Request, msg: JsonRpcRequest, store: StoreRecord, endpoint: Endpoint, session: Session | undefined, ip: string, headers: Headers): Promise<Response> {
+    const name = msg.params?.name;
+    if (typeof name !== "string") return this.respond(rpcError(msg.id, -32602, "Invalid params: tools/call needs params.name."), 200, headers);
+    const enabled = session ? session.enabled : (store.enabledMcpTools ?? null);
+    const t = this.table.served(name, endpoint, enabled);
+    let principal: CallPrincipal;
+    try {
+      principal = await this.admit(request, ip, headers, store, endpoint, name, t?.def.auth === "key");
+    } catch (err) {
+      if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, headers, store.slug);
+      throw err;
+    }
+    if (session && t?.def.confirmation) {
+      // a write tool in a session: through the SDK so the human can be asked on this call's stream
+      return this.viaTransport(session.transport, request, msg, headers, principal);
+    }
+    if (!acceptsJson(request)) return this.respond(rpcError(msg.id, -32000, "Not Acceptable: the client must accept application/json."), 406, headers);
+    const result = await runTool(t, name, msg.params?.arguments, this.context(store, endpoint, principal, cannotAsk));
+    return this.respond(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }), 200, headers);
+  }
+
+  private async viaTransport(
+    transport: WebStandardStreamableHTTPServerTransport,
+    request: Request,
+    parsedBody: unknown,
+    headers: Headers,
+    principal?: CallPrincipal,
+  ): Promise<Response> {
+    const res = await transport.handleRequest(request, {
+      ...(parsedBody !== undefined ? { parsedBody } : {}),
+      ...(principal ? { authInfo: { token: "", clientId: principal.caller?.keyId ?? "anonymous", scopes: [...(principal.caller?.scopes ?? [])], extra: { principal } } } : {}),
+    });
+    const h = new globalThis.Headers(res.headers);
+    for (const [k, v] of Object.entries(headers)) if (!h.has(k)) h.set(k, String(v));
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
+  }
+}
+
+const ENDPOINTS: Record<string, Endpoint> = { discovery: "discovery", customer: "customer", checkout: "checkout" };
+
+export function mcpRoutes(svc: Services) {
+  const gw = new McpGateway(svc);
+  svc.extras.set("mcpGateway", gw);
+  // the older path has its own layers too (the global plugin must not count it a second time)
+  registerOwnLayer(/^\/mcp\/[a-z0-9][a-z0-9-]{0,62}\/?$/);
+  type Ctx = { request: Request; params: Record<string, string>; set: { headers: unknown }; server: { requestIP(r: Request): { address: string } | null } | null };
+  const go = (endpointOf: (p: Record<string, string>) => Endpoint | undefined) => async (c: Ctx) => {
+    const headers = c.set.headers as Headers;
+    const endpoint = endpointOf(c.params);
+    if (!endpoint) {
+      headers["content-type"] = "application/json";
+      return new Response(JSON.stringify(errorBody("route_not_found", `No MCP endpoint ${new URL(c.request.url).pathname}.`)), { status: 404, headers: headers as Record<string, string> });
+    }
+    try {
+      return await gw.handle(c.request, c.params.slug!, endpoint, clientIp(c.request, c.server), headers);
+    } catch (err) {
+      log.error("mcp request failed", { error: err as Error, stack: (err as Error)?.stack });
+      throw err instanceof ActorError ? err : fail("internal_error", "Internal server error.");
+    }
+  };
+  const main = go(() => "main");
+  const dedicated = go((p) => ENDPOINTS[p.endpoint ?? ""]);
+  const opts = { parse: "none" as const, detail: { hide: true } };
+  const app = new Elysia({ name: "mcp" }).use(customerTokenRoutes(svc));
+  for (const path of ["/:slug/mcp", "/mcp/:slug"]) {
+    app.post(path, main as never, opts).get(path, main as never, opts).delete(path, main as never, opts);
+  }
+  app.post("/:slug/mcp/:endpoint", dedicated as never, opts).get("/:slug/mcp/:endpoint", dedicated as never, opts).delete("/:slug/mcp/:endpoint", dedicated as never, opts);
+  return app;
+}
+
+export { LATEST_PROTOCOL_VERSION };

@@ -1,0 +1,454 @@
+/**
+ * Discovery tools (public: no credential needed): catalog search and reads of THIS store, merchant facts.
+ * Thin: each calls the catalog read model / search service the REST routes use and shapes the result.
+ */
+import { Type as T } from "@sinclair/typebox";
+import { fail } from "../../../actors/runtime/errors.ts";
+import { policiesView } from "../../../actors/store/ingest.ts";
+import { agentHint, compareProducts, priceTrend, type CompareItem } from "../../../actors/store/insights.ts";
+import { activeProductCount, findEligibleProducts, getEligibleProduct, isEuQualified, merchantSummary, priceHistory, toProductDetail } from "../../../actors/store/reads.ts";
+import { toMajor } from "../../../actors/store/schemas.ts";
+import { freshnessTier, stockConfidence, type SortOrder } from "../../../search/ranking.ts";
+import { getSearchService } from "../../../search/service.ts";
+import { defineTool, type ToolContext } from "../registry.ts";
+import { parseAsk } from "./nlweb.ts";
+import { AnyObject, Open, ProductDetail, ProductSummary, SearchOutput, Strict, Uuid } from "./schemas.ts";
+
+const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
+
+const Sort = T.Union(["relevance", "price_asc", "price_desc", "trust_score", "newest"].map((s) => T.Literal(s)), { description: "Default relevance." });
+
+/** A product of THIS store, else PRODUCT_NOT_FOUND (another store's product is not served here). */
+export async function storeProduct(ctx: ToolContext, id: string) {
+  const found = await getEligibleProduct(ctx.svc.sql, id).catch(() => null);
+  if (!found || found.store.slug !== ctx.store.slug) {
+    throw fail("PRODUCT_NOT_FOUND", `No product ${id} in store ${ctx.store.slug}; re-run search_products.`, { product_id: id, store: ctx.store.slug });
+  }
+  return found;
+}
+
+export async function searchStore(
+  ctx: ToolContext,
+  a: { query: string; min_price?: number; max_price?: number; category?: string; in_stock_only?: boolean; sort?: string; page?: number; limit?: number },
+) {
+  if (a.min_price !== undefined && a.max_price !== undefined && a.min_price > a.max_price) {
+    throw fail("INVALID_ARGUMENT", "max_price must be >= min_price.", { field: "max_price" });
+  }
+  const filters = {
+    ...(a.min_price !== undefined ? { minPrice: a.min_price } : {}),
+    ...(a.max_price !== undefined ? { maxPrice: a.max_price } : {}),
+    ...(a.category !== undefined ? { category: a.category } : {}),
+    inStock: a.in_stock_only ?? true,
+  };
+  return getSearchService(ctx.svc).search(
+    { query: a.query, storeSlug: ctx.store.slug, filters, sort: a.sort as SortOrder | undefined, page: a.page, limit: a.limit ?? 10 },
+    ctx.now,
+  );
+}
+
+const SearchArgs = {
+  query: T.String({ minLength: 1, maxLength: 500, description: "What the shopper wants, in a few words (e.g. 'wireless headphones')." }),
+  max_price: T.Optional(T.Number({ minimum: 0, description: "Highest price, in the product's currency (decimal)." })),
+  min_price: T.Optional(T.Number({ minimum: 0, description: "Lowest price (decimal)." })),
+  category: T.Optional(T.String({ minLength: 1, maxLength: 200, description: "Category name as shown by browse_categories." })),
+  in_stock_only: T.Optional(T.Boolean({ description: "Default true: only products in stock." })),
+  sort: T.Optional(Sort),
+  page: T.Optional(T.Integer({ minimum: 1, description: "Default 1." })),
+  limit: T.Optional(T.Integer({ minimum: 1, maximum: 100, description: "1 to 100, default 10." })),
+};
+
+export const searchProducts = defineTool({
+  name: "search_products",
+  title: "Search products",
+  description:
+    "Search this store's catalog. Returns ranked products (price as a decimal with its currency, stock, merchant trust, " +
+    "freshness and a why_ranked explanation). Use it first to find product ids, then get_product_details for one product " +
+    "or compare_products for several. Only in-stock products unless in_stock_only is false.",
+  group: "discovery",
+  input: T.Object(SearchArgs, Strict),
+  output: SearchOutput,
+  annotations: READ,
+  auth: "public",
+  scopes: ["search"],
+  confirmation: false,
+  rateBucket: "search_products",
+  errors: { INVALID_ARGUMENT: "max_price below min_price, limit outside 1..100, empty query" },
+  async handler(a, ctx) {
+    return searchStore(ctx, a);
+  },
+});
+
+export const searchProductsEnriched = defineTool({
+  name: "search_products_enriched",
+  title: "Search products (enriched)",
+  description:
+    "Like search_products, but each result also carries what an agent checks before buying: stock quantity and an " +
+    "agentHint about stock reliability, the return policy summary and the shipping estimate of the merchant. Slower; " +
+    "use it when you will pick a product directly from the results.",
+  group: "discovery",
+  input: T.Object(SearchArgs, Strict),
+  output: T.Object({ products: T.Array(T.Intersect([ProductSummary, T.Object({ enrichment: AnyObject })])), meta: AnyObject, queryMeta: AnyObject }, Open),
+  annotations: READ,
+  auth: "public",
+  scopes: ["search"],
+  confirmation: false,
+  rateBucket: "search_products_enriched",
+  async handler(a, ctx) {
+    const res = await searchStore(ctx, a);
+    const found = await findEligibleProducts(ctx.svc.sql, res.products.map((p) => p.id));
+    const policies = policiesView(ctx.store.policies, ctx.store.currency);
+    return {
+      ...res,
+      products: res.products.map((p) => {
+        const rec = found.get(p.id)?.product;
+        const stockQuantity = rec?.stockQuantity ?? null;
+        return {
+          ...p,
+          enrichment: {
+            stockQuantity,
+            agentHint: agentHint({ inStock: p.inStock, stockQuantity, tier: p.freshnessTier, confidence: p.stockConfidence }),
+            returns: policies.acceptsReturns ? `returns within ${policies.returnWindowDays ?? "?"} days` : "no returns",
+            shippingEstimateDays: policies.shippingEstimateDays ?? null,
+            freeShippingThreshold: policies.freeShippingThreshold ?? null,
+          },
+        };
+      }),
+    };
+  },
+});
+
+export const getProductDetails = defineTool({
+  name: "get_product_details",
+  title: "Get product details",
+  description:
+    "Full record of one product of this store by id (from search results): description, images, variants with their " +
+    "ids and prices, attributes, stock quantity, the merchant's return/shipping policies and data freshness. Use the " +
+    "variant ids when adding a specific variant to a cart.",
+  group: "discovery",
+  input: T.Object({ product_id: Uuid }, Strict),
+  output: ProductDetail,
+  annotations: READ,
+  auth: "public",
+  scopes: ["search"],
+  confirmation: false,
+  errors: { PRODUCT_NOT_FOUND: "an id that is not an active product of this store", INVALID_ARGUMENT: "product_id is not a UUID" },
+  async handler(a, ctx) {
+    const { product, store } = await storeProduct(ctx, a.product_id);
+    return toProductDetail(product, store, ctx.now);
+  },
+});
+
+export const browseCategories = defineTool({
+  name: "browse_categories",
+  title: "Browse categories",
+  description:
+    "List this store's product categories with how many active products (and how many in stock) each holds. Use a " +
+    "category name as the `category` argument of search_products.",
+  group: "discovery",
+  input: T.Object({}, Strict),
+  output: T.Object({ store: T.String(), categories: T.Array(T.Object({ name: T.String(), productCount: T.Integer(), inStockCount: T.Integer() }, Open)) }, Open),
+  annotations: READ,
+  auth: "public",
+  scopes: ["search"],
+  confirmation: false,
+  async handler(_a, ctx) {
+    // A grouped read of the store's own catalog (no REST twin): the read model has no per-category function.
+    const rows = await ctx.svc.sql<{ name: string | null; n: number; in_stock: number }[]>`
+      SELECT category AS name, count(*)::int AS n, count(*) FILTER (WHERE in_stock)::int AS in_stock
+      FROM products WHERE store_slug = ${ctx.store.slug} AND active GROUP BY category ORDER BY category NULLS LAST`;
+    return {
+      store: ctx.store.slug,
+      categories: rows.map((r) => ({ name: r.name ?? "Uncategorized", productCount: r.n, inStockCount: r.in_stock })),
+    };
+  },
+});
+
+export const compareProductsTool = defineTool({
+  name: "compare_products",
+  title: "Compare products",
+  description:
+    "Compare 2 to 10 products of this store side by side: price range, best value, best return policy, best shipping, " +
+    "and a recommendation with reasons. Needs at least two ids that resolve to products here (else INSUFFICIENT_INPUT).",
+  group: "discovery",
+  input: T.Object({ product_ids: T.Array(Uuid, { minItems: 1, maxItems: 10, description: "2 to 10 product ids from search results." }) }, Strict),
+  output: T.Object({ products: T.Array(AnyObject), recommendation: AnyObject, notFound: T.Array(T.String()) }, Open),
+  annotations: READ,
+  auth: "public",
+  scopes: ["compare"],
+  confirmation: false,
+  errors: { INSUFFICIENT_INPUT: "fewer than two of the ids resolve to products of this store" },
+  async handler(a, ctx) {
+    const ids = [...new Set(a.product_ids.map((id) => id.toLowerCase()))];
+    const all = await findEligibleProducts(ctx.svc.sql, ids);
+    const resolved = ids.flatMap((id) => {
+      const f = all.get(id);
+      return f && f.store.slug === ctx.store.slug ? [f] : [];
+    });
+    const notFound = ids.filter((id) => !resolved.some((r) => r.product.id === id));
+    if (resolved.length < 2) {
+      throw fail("INSUFFICIENT_INPUT", "A comparison needs at least two products of this store.", { resolved: resolved.length, notFound });
+    }
+    const items: CompareItem[] = resolved.map(({ product, store }) => ({
+      id: product.id,
+      title: product.title,
+      priceMinor: product.priceMinor,
+      currency: product.currency,
+      inStock: product.inStock,
+      trustScore: store.trustScore,
+      merchantSlug: store.slug,
+      policies: policiesView(store.policies, store.currency),
+      freeShippingThresholdMinor: store.policies.freeShippingThresholdMinor ?? null,
+    }));
+    const comparison = compareProducts(items, toMajor);
+    return {
+      products: resolved.map(({ product, store }) => {
+        const d = toProductDetail(product, store, ctx.now);
+        return { id: d.id, title: d.title, price: d.price, currency: d.currency, inStock: d.inStock, category: d.category, policies: d.policies };
+      }),
+      ...comparison,
+      notFound,
+    };
+  },
+});
+
+export const nlwebAsk = defineTool({
+  name: "nlweb_ask",
+  title: "Ask in natural language",
+  description:
+    "Ask for products in plain language, e.g. 'waterproof jacket under 80 euros in stock'. The question is turned into " +
+    "a structured search (query words, price bounds, stock filter, sort) which is returned as `interpreted`, together " +
+    "with the results. Served only on stores that enable it; needs a STANDARD-or-higher verified merchant.",
+  group: "discovery",
+  input: T.Object({ question: T.String({ minLength: 1, maxLength: 500, description: "The shopper's request in their words." }), limit: T.Optional(T.Integer({ minimum: 1, maximum: 50 })) }, Strict),
+  output: T.Object({ interpreted: AnyObject, products: T.Array(ProductSummary), meta: AnyObject }, Open),
+  annotations: READ,
+  auth: "public",
+  scopes: ["search"],
+  confirmation: false,
+  errors: {
+    PLAN_UPGRADE_REQUIRED: "the store's verification plan is BASIC (semantic search is part of STANDARD and above)",
+    INSUFFICIENT_INPUT: "the question holds no searchable words (only stop words, prices or filters)",
+  },
+  async handler(a, ctx) {
+    if (ctx.store.verificationLevel === "BASIC" || ctx.store.verificationLevel === "UNVERIFIED") {
+      throw fail("PLAN_UPGRADE_REQUIRED", `${ctx.store.name}'s plan does not include natural-language search; use search_products.`, { store: ctx.store.slug, plan: ctx.store.verificationLevel, requiredPlan: "STANDARD" });
+    }
+    const parsed = parseAsk(a.question);
+    if (!parsed.query) throw fail("INSUFFICIENT_INPUT", "The question names nothing to search for.", { interpreted: parsed });
+    const res = await searchStore(ctx, {
+      query: parsed.query,
+      ...(parsed.maxPrice !== undefined ? { max_price: parsed.maxPrice } : {}),
+      ...(parsed.minPrice !== undefined ? { min_price: parsed.minPrice } : {}),
+      in_stock_only: parsed.inStockOnly,
+      ...(parsed.sort ? { sort: parsed.sort } : {}),
+      limit: a.limit ?? 10,
+    });
+    const currencyNote = parsed.currency && parsed.currency !== ctx.store.currency ? `prices are in ${ctx.store.currency}; the ${parsed.currency} bound was applied as a number` : undefined;
+    return { interpreted: { ...parsed, ...(currencyNote ? { note: currencyNote } : {}) }, products: res.products, meta: res.meta };
+  },
+});
+
+export const getMerchantProfile = defineTool({
+  name: "get_merchant_profile",
+  title: "Get merchant profile",
+  description:
+    "Who sells here: trust score (0 to 1), verification level, store status, country, currency, policies (returns, " +
+    "shipping, support SLA), accepted payment protocols, reviews and catalog size. Check it before buying.",
+  group: "discovery",
+  input: T.Object({}, Strict),
+  output: T.Object({ slug: T.String(), name: T.String(), trustScore: T.Union([T.Number(), T.Null()]), verificationLevel: T.String(), policies: AnyObject }, Open),
+  annotations: READ,
+  auth: "public",
+  scopes: ["merchants:read"],
+  confirmation: false,
+  async handler(_a, ctx) {
+    const s = ctx.store;
+    return {
+      ...merchantSummary(s),
+      verificationLevelDetail: s.verificationLevel,
+      euQualified: isEuQualified(s),
+      country: s.country,
+      currency: s.currency,
+      platform: s.platform,
+      freshnessTier: freshnessTier(s.lastSyncAt, ctx.now),
+      policies: policiesView(s.policies, s.currency),
+      paymentProtocols: s.paymentMethods,
+      negotiation: s.negotiationRules?.enabled === true,
+      reviews: s.reviewRatingAvg === null ? null : { average: s.reviewRatingAvg, count: s.reviewCount },
+      productCount: await activeProductCount(ctx.svc.sql, s.slug),
+    };
+  },
+});
+
+export const getAvailability = defineTool({
+  name: "get_availability",
+  title: "Get availability",
+  description:
+    "Live-as-we-know-it stock of one product: inStock, stockQuantity, per-variant stock, when the merchant last synced, " +
+    "a freshness tier and an agentHint telling how far to trust the stock figure. Call it right before create_cart.",
+  group: "discovery",
+  input: T.Object({ product_id: Uuid }, Strict),
+  output: T.Object({ productId: T.String(), inStock: T.Boolean(), freshnessTier: T.String(), agentHint: T.String() }, Open),
+  annotations: READ,
+  auth: "public",
+  scopes: ["search"],
+  confirmation: false,
+  async handler(a, ctx) {
+    const { product, store } = await storeProduct(ctx, a.product_id);
+    const tier = freshnessTier(store.lastSyncAt, ctx.now);
+    const confidence = stockConfidence({ lastSyncAt: store.lastSyncAt }, ctx.now);
+    return {
+      productId: product.id,
+      inStock: product.inStock,
+      stockQuantity: product.stockQuantity,
+      variants: product.variants.map((v) => ({ id: v.id, title: v.title, inStock: v.inStock, stockQuantity: v.stockQuantity })),
+      lastSyncAt: store.lastSyncAt,
+      freshnessTier: tier,
+      stockConfidence: confidence,
+      agentHint: agentHint({ inStock: product.inStock, stockQuantity: product.stockQuantity, tier, confidence }),
+    };
+  },
+});
+
+export const getPriceHistory = defineTool({
+  name: "get_price_history",
+  title: "Get price history",
+  description:
+    "Price observations of one product over the last 30, 60 or 90 days, with lowest/highest, opening price and a trend " +
+    "(rising, falling, stable). Use it to tell the shopper whether now is a good price. Needs a key whose tier includes " +
+    "price_history (GROWTH and above).",
+  group: "discovery",
+  input: T.Object({ product_id: Uuid, days: T.Optional(T.Union([T.Literal(30), T.Literal(60), T.Literal(90)], { description: "30, 60 or 90; default 30." })) }, Strict),
+  output: T.Object({ productId: T.String(), currency: T.String(), trend: T.String(), points: T.Array(AnyObject) }, Open),
+  annotations: READ,
+  auth: "key",
+  scopes: ["search"],
+  feature: "price_history",
+  confirmation: false,
+  async handler(a, ctx) {
+    const { product } = await storeProduct(ctx, a.product_id);
+    const days = a.days ?? 30;
+    const { opening, points } = await priceHistory(ctx.svc.sql, product.id, days, ctx.now);
+    const cur = product.currency;
+    const series = points.filter((p) => p.currency === cur);
+    const start = opening?.currency === cur ? opening.priceMinor : (series[0]?.priceMinor ?? product.priceMinor);
+    const all = [start, ...series.map((p) => p.priceMinor), product.priceMinor];
+    const { trend, changePercent } = priceTrend(start, product.priceMinor);
+    return {
+      productId: product.id,
+      currency: cur,
+      days,
+      currentPrice: toMajor(product.priceMinor, cur),
+      openingPrice: toMajor(start, cur),
+      lowestPrice: toMajor(Math.min(...all), cur),
+      highestPrice: toMajor(Math.max(...all), cur),
+      trend,
+      changePercent,
+      points: series.map((p) => ({ price: toMajor(p.priceMinor, cur), recordedAt: p.recordedAt })),
+    };
+  },
+});
+
+export const getRecommendations = defineTool({
+  name: "get_recommendations",
+  title: "Get recommendations",
+  description:
+    "Related products at OTHER merchants for one product of this store (same category, similar title), ranked by the " +
+    "search formula. Use it to offer alternatives. Needs a key whose tier includes recommendations.",
+  group: "discovery",
+  input: T.Object({ product_id: Uuid, limit: T.Optional(T.Integer({ minimum: 1, maximum: 20, description: "Default 5, at most 20." })) }, Strict),
+  output: T.Object({ productId: T.String(), products: T.Array(ProductSummary) }, Open),
+  annotations: READ,
+  auth: "key",
+  scopes: ["search"],
+  feature: "recommendations",
+  confirmation: false,
+  async handler(a, ctx) {
+    const { product } = await storeProduct(ctx, a.product_id);
+    const limit = a.limit ?? 5;
+    const products = await getSearchService(ctx.svc).related(product, limit, ctx.now);
+    return { productId: product.id, limit, products };
+  },
+});
+
+export const getReturnPolicy = defineTool({
+  name: "get_return_policy",
+  title: "Get return policy",
+  description:
+    "This merchant's structured return and refund policy: whether returns are accepted, the window in days, restocking " +
+    "fee, refund method and who approves refunds. Read it before onx_create_return.",
+  group: "discovery",
+  input: T.Object({}, Strict),
+  output: T.Object({ slug: T.String(), acceptsReturns: T.Boolean(), summary: T.String() }, Open),
+  annotations: READ,
+  auth: "public",
+  scopes: ["merchants:read"],
+  confirmation: false,
+  async handler(_a, ctx) {
+    const s = ctx.store;
+    const p = policiesView(s.policies, s.currency);
+    return {
+      slug: s.slug,
+      acceptsReturns: p.acceptsReturns,
+      returnWindowDays: p.acceptsReturns ? (p.returnWindowDays ?? null) : 0,
+      restockingFeePercent: p.restockingFeePercent ?? 0,
+      refundMethod: "original_payment_method",
+      refundRequest: { tool: "onx_create_return", approval: "merchant" },
+      supportResponseTimeSla: p.supportResponseTimeSla ?? null,
+      policyVersion: s.policyVersion,
+      summary: p.acceptsReturns
+        ? `Returns accepted within ${p.returnWindowDays ?? "an unspecified number of"} days${p.restockingFeePercent ? `, ${p.restockingFeePercent}% restocking fee` : ", no restocking fee"}.`
+        : "This merchant does not accept returns.",
+    };
+  },
+});
+
+const PROTOCOL_NAMES: Record<string, string> = { card: "Card checkout (default)", x402: "x402 stablecoin settlement", MOCK: "Mock payments (demo: no money moves)" };
+
+export const getSupportedProtocols = defineTool({
+  name: "get_supported_protocols",
+  title: "Get supported protocols",
+  description:
+    "Payment and agent-commerce protocols this store accepts (card, x402, MOCK on the demo store), the preferred one, " +
+    "the bridged request shapes (ACP, AP2, UCP) and this store's MCP endpoints.",
+  group: "discovery",
+  input: T.Object({}, Strict),
+  output: T.Object({ slug: T.String(), protocols: T.Array(AnyObject), preferred: T.Union([T.String(), T.Null()]) }, Open),
+  annotations: READ,
+  auth: "public",
+  scopes: ["protocols:discover"],
+  confirmation: false,
+  async handler(_a, ctx) {
+    const s = ctx.store;
+    const base = `${ctx.svc.siteUrl}/${s.slug}/mcp`;
+    return {
+      slug: s.slug,
+      protocols: s.paymentMethods.map((id) => ({ id, name: PROTOCOL_NAMES[id] ?? id })),
+      preferred: s.paymentMethods.includes("card") ? "card" : (s.paymentMethods[0] ?? null),
+      bridge: ["acp", "ap2", "ucp"],
+      mcp: { endpoint: base, discovery: `${base}/discovery`, customer: `${base}/customer`, checkout: `${base}/checkout`, protocolVersion: "2025-11-25" },
+    };
+  },
+});
+
+export const getPaymentMethods = defineTool({
+  name: "get_payment_methods",
+  title: "Get payment methods",
+  description:
+    "The payment_method values complete_checkout accepts on this store (e.g. MOCK on the demo store, card test tokens, " +
+    "x402). Call it when complete_checkout answers PAYMENT_METHOD_NOT_CONFIGURED.",
+  group: "discovery",
+  input: T.Object({}, Strict),
+  output: T.Object({ store: T.String(), methods: T.Array(T.Object({ id: T.String(), description: T.String() }, Open)) }, Open),
+  annotations: READ,
+  auth: "public",
+  confirmation: false,
+  async handler(_a, ctx) {
+    const describe: Record<string, string> = {
+      MOCK: "Simulated payment, no money moves. Pass payment_method 'MOCK'.",
+      card: "Card processor. Pass a card payment token as payment_method (sandbox: tok_visa approves; see docs/checkout.md for the decline/approval/failure tokens).",
+      x402: "x402 stablecoin settlement through REST POST /api/v1/agent/checkout with payment_rail x402.",
+    };
+    return { store: ctx.store.slug, methods: ctx.store.paymentMethods.map((id) => ({ id, description: describe[id] ?? id })) };
+  },
+});
