@@ -132,7 +132,7 @@ const gwT = await NatsTransport.connect({ servers: NATS, bucket });
 const gwClient = new ActorClient(gwT);
 const raws: Result[] = [];
 const nats: Result[] = [];
-const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 for (let r = 0; r < rounds; r++) {
   raws.push(await measure("raw NATS request/reply", () => caller.request(rawSubject, payload, { timeout: 3000 })));
   nats.push(await measure("actor over NATS", actorPhase(gwClient)));
