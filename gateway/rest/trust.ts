@@ -70,7 +70,7 @@ async function readCurrent(svc: Services, slug: string): Promise<CurrentRow | nu
  * The store's latest score with the flags of this request. A store never scored (or whose signatures have all
  * expired because refreshes kept failing) is scored once on demand, so a number is always returned.
  */
-async function currentScore(svc: Services, slug: string): Promise<Current> {
+export async function currentScore(svc: Services, slug: string): Promise<Current> {
   let row = await readCurrent(svc, slug);
   if (!row || row.expires_at.getTime() <= svc.clock.now()) {
     await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "recompute", { slug, trigger: "on_demand" }, { timeoutMs: 30_000 });
