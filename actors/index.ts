@@ -6,5 +6,6 @@ import { cartActor } from "./cart/index.ts";
 import { trustActor } from "./trust/index.ts";
 import { webhookActor } from "./webhook/index.ts";
 import { storeActor } from "./store/index.ts";
+import { walletActor } from "./wallet/index.ts";
 
-export const actorDefinitions: AnyActorDefinition[] = [agentActor, ipActor, storeActor, webhookActor, trustActor, cartActor];
+export const actorDefinitions: AnyActorDefinition[] = [agentActor, ipActor, storeActor, webhookActor, trustActor, cartActor, walletActor];

@@ -8,6 +8,7 @@ import type { Services } from "../gateway/services.ts";
 import { trustBootHook } from "../actors/trust/index.ts";
 import { webhookBootHook } from "../actors/webhook/dispatcher.ts";
 import { searchBootHook } from "../search/indexer.ts";
+import { x402BootHook } from "../actors/payments/x402-rail.ts";
 
 export type Role = "start" | "gateway" | "actors";
 
@@ -24,4 +25,4 @@ export interface BootHook {
   run(ctx: BootContext): Promise<void | (() => Promise<void>)>;
 }
 
-export const bootHooks: BootHook[] = [searchBootHook, webhookBootHook, trustBootHook];
+export const bootHooks: BootHook[] = [searchBootHook, webhookBootHook, trustBootHook, x402BootHook];

@@ -1,0 +1,221 @@
+/**
+ * Where an x402 payment goes and who settles it. The merchant's server-side configuration (`store_x402_config`)
+ * is the source of truth: it overrides the caller's `x402_config` (spec, InitiateCheckoutRequest behaviour 5).
+ *
+ * - payTo: the merchant's configured wallet. A caller naming another `merchant_wallet_address` is refused
+ *   (INVALID_ARGUMENT, reason merchant_wallet_mismatch) when SPEC005_X402_CONFIG_ENFORCED is true, otherwise
+ *   logged and overridden. A store without a server-side configuration cannot be paid over x402
+ *   (PAYMENT_METHOD_NOT_CONFIGURED): we never complete a merchant's order against an address only the caller
+ *   named (docs/decisions.md).
+ * - network / asset: the merchant's; a different caller value is logged and overridden.
+ * - facilitator: the merchant's configured facilitator, else the caller's `facilitator_url` if it is on the
+ *   allowlist (X402_FACILITATOR_ALLOWLIST plus the merchant's own facilitator). Nothing else is ever fetched.
+ *   Outside the operator allowlist a URL also passes the SSRF guard unless ALLOW_PRIVATE_URLS.
+ */
+import type { PaymentRequirements } from "@x402/core/types";
+import type { Sql } from "../../infra/db.ts";
+import type { Logger } from "../../infra/log.ts";
+import { assertPublicUrl } from "../../infra/ssrf.ts";
+import { ActorError, fail } from "../runtime/errors.ts";
+import { buildPaymentRequirements, DEFAULT_MAX_TIMEOUT_SECONDS, toAssetAmount, type X402Asset } from "./x402-challenge.ts";
+
+export type FacilitatorVersion = "v1" | "v2";
+
+export interface StoreX402Config {
+  storeSlug: string;
+  payTo: string;
+  network: string;
+  asset: X402Asset;
+  facilitatorUrl: string | null;
+  facilitatorVersion: FacilitatorVersion;
+  maxTimeoutSeconds: number;
+  rpcUrl: string | null;
+}
+
+/** The request's `x402_config` (spec field names). */
+export interface CallerX402Config {
+  merchant_wallet_address?: string;
+  network?: string;
+  facilitator_url?: string;
+  asset_address?: string;
+  facilitator_version?: FacilitatorVersion;
+}
+
+export interface EffectiveX402Config extends StoreX402Config {
+  facilitatorUrl: string;
+  /** Caller fields the merchant's configuration replaced (observed, logged). */
+  overridden: string[];
+}
+
+export interface X402Policy {
+  /** SPEC005_X402_CONFIG_ENFORCED */
+  enforced: boolean;
+  /** X402_FACILITATOR_ALLOWLIST (comma-separated). */
+  allowlist: string;
+  /** ALLOW_PRIVATE_URLS */
+  allowPrivate: boolean;
+}
+
+interface Row {
+  store_slug: string;
+  pay_to: string;
+  network: string;
+  asset_address: string;
+  asset_name: string;
+  asset_version: string;
+  asset_decimals: number;
+  facilitator_url: string | null;
+  facilitator_version: string;
+  max_timeout_seconds: number;
+  rpc_url: string | null;
+}
+
+export async function loadStoreX402Configs(sql: Sql, slugs: readonly string[]): Promise<Map<string, StoreX402Config>> {
+  const out = new Map<string, StoreX402Config>();
+  if (slugs.length === 0) return out;
+  const rows = await sql<Row[]>`
+    SELECT store_slug, pay_to, network, asset_address, asset_name, asset_version, asset_decimals, facilitator_url,
+           facilitator_version, max_timeout_seconds, rpc_url
+    FROM store_x402_config WHERE store_slug IN ${sql([...slugs])}`;
+  for (const r of rows) {
+    out.set(r.store_slug, {
+      storeSlug: r.store_slug,
+      payTo: r.pay_to,
+      network: r.network,
+      asset: { address: r.asset_address, name: r.asset_name, version: r.asset_version, decimals: r.asset_decimals },
+      facilitatorUrl: r.facilitator_url,
+      facilitatorVersion: r.facilitator_version === "v1" ? "v1" : "v2",
+      maxTimeoutSeconds: r.max_timeout_seconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
+      rpcUrl: r.rpc_url,
+    });
+  }
+  return out;
+}
+
+/** `scheme://host[:port]/path` without a trailing slash, or null for anything that is not http(s). */
+export function normalizeFacilitatorUrl(input: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(input.trim());
+  } catch {
+    return null;
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") return null;
+  if (u.username || u.password || u.search || u.hash) return null;
+  return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
+}
+
+/** An allowlist entry naming only an origin admits every path under it; one with a path admits exactly that URL. */
+export function isAllowlisted(url: string, entries: readonly string[]): boolean {
+  const norm = normalizeFacilitatorUrl(url);
+  if (!norm) return false;
+  const origin = new URL(norm).origin;
+  return entries.some((raw) => {
+    const e = normalizeFacilitatorUrl(raw);
+    if (!e) return false;
+    return e === norm || (e === new URL(e).origin && e === origin);
+  });
+}
+
+export function parseAllowlist(csv: string): string[] {
+  return csv
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+/** The configuration an x402 payment to `store` uses, given the caller's `x402_config`. */
+export async function resolveX402Config(input: {
+  storeSlug: string;
+  store: StoreX402Config | undefined;
+  caller: CallerX402Config | undefined;
+  policy: X402Policy;
+  log?: Logger;
+}): Promise<EffectiveX402Config> {
+  const { store, caller, policy, storeSlug } = input;
+  if (!store) {
+    throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `Merchant ${storeSlug} has no server-side x402 wallet configured.`, {
+      merchant_slug: storeSlug,
+      rail: "x402",
+      reason: "x402_not_configured",
+    });
+  }
+  const overridden: string[] = [];
+  if (caller?.merchant_wallet_address !== undefined && !sameAddress(caller.merchant_wallet_address, store.payTo)) {
+    if (policy.enforced) {
+      throw fail("INVALID_ARGUMENT", "x402_config.merchant_wallet_address does not match the merchant's configured wallet.", {
+        field: "x402_config.merchant_wallet_address",
+        reason: "merchant_wallet_mismatch",
+        merchant_slug: storeSlug,
+      });
+    }
+    overridden.push("merchant_wallet_address");
+  }
+  if (caller?.network !== undefined && caller.network !== store.network) overridden.push("network");
+  if (caller?.asset_address !== undefined && !sameAddress(caller.asset_address, store.asset.address)) overridden.push("asset_address");
+  if (caller?.facilitator_version !== undefined && caller.facilitator_version !== store.facilitatorVersion && store.facilitatorUrl) {
+    overridden.push("facilitator_version");
+  }
+
+  const operatorList = parseAllowlist(policy.allowlist);
+  let facilitatorUrl: string;
+  let facilitatorVersion = store.facilitatorVersion;
+  if (store.facilitatorUrl) {
+    facilitatorUrl = store.facilitatorUrl;
+    if (caller?.facilitator_url !== undefined && normalizeFacilitatorUrl(caller.facilitator_url) !== normalizeFacilitatorUrl(store.facilitatorUrl)) {
+      overridden.push("facilitator_url");
+    }
+  } else {
+    const asked = caller?.facilitator_url;
+    if (!asked) {
+      throw fail("MISSING_REQUIRED_ARGUMENT", "x402_config.facilitator_url is required for this merchant.", { field: "x402_config.facilitator_url" });
+    }
+    if (!isAllowlisted(asked, operatorList)) {
+      throw fail("INVALID_ARGUMENT", "x402_config.facilitator_url is not an allowed facilitator.", {
+        field: "x402_config.facilitator_url",
+        reason: "facilitator_not_allowed",
+      });
+    }
+    facilitatorUrl = normalizeFacilitatorUrl(asked) as string;
+    if (caller?.facilitator_version) facilitatorVersion = caller.facilitator_version;
+  }
+  // The operator's allowlist is trusted as written; a merchant-configured URL is vetted like any outside URL.
+  if (!policy.allowPrivate && !isAllowlisted(facilitatorUrl, operatorList)) {
+    try {
+      await assertPublicUrl(facilitatorUrl);
+    } catch (err) {
+      if (!(err instanceof ActorError)) throw err;
+      throw fail("STORE_NOT_CONFIGURED", `Merchant ${storeSlug}'s facilitator URL is not allowed.`, { merchant_slug: storeSlug, reason: "facilitator_not_public" });
+    }
+  }
+  if (overridden.length > 0) {
+    input.log?.warn("x402_config differs from the merchant's configuration; overridden", { merchantSlug: storeSlug, fields: overridden });
+  }
+  return { ...store, facilitatorUrl, facilitatorVersion, overridden };
+}
+
+/** Decimals of the currencies an x402 stablecoin leg may be priced in (USDC settles USD carts only). */
+const X402_CURRENCIES: Record<string, number> = { USD: 2 };
+
+/** The `PaymentRequirements` of one store's leg: the leg's total in the asset's atomic units, paid to the merchant. */
+export function legRequirements(cfg: EffectiveX402Config, leg: { storeId: string; amountMinor: number; currency: string }): PaymentRequirements {
+  const decimals = X402_CURRENCIES[leg.currency];
+  if (decimals === undefined) {
+    throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `x402 settles ${Object.keys(X402_CURRENCIES).join(", ")} carts only.`, {
+      merchant_slug: leg.storeId,
+      rail: "x402",
+      currency: leg.currency,
+      reason: "currency_not_supported",
+    });
+  }
+  return buildPaymentRequirements({
+    network: cfg.network,
+    asset: cfg.asset,
+    amount: toAssetAmount(leg.amountMinor, decimals, cfg.asset.decimals),
+    payTo: cfg.payTo,
+    maxTimeoutSeconds: cfg.maxTimeoutSeconds,
+    extra: { merchantSlug: leg.storeId },
+  });
+}

@@ -1,0 +1,403 @@
+/**
+ * The x402 rail: settles one store's leg of a checkout with an EIP-3009 authorization through an allowlisted
+ * facilitator, behind the same `PaymentRail` contract as the card rail, so the cart actor's crash-safe flow
+ * (intent id committed before the rail is called, idempotent charge, lookup for reconciliation) applies as is.
+ *
+ * Two halves:
+ * - `prepareX402Authorizations` (gateway side, before any cart state moves): the merchant's configuration
+ *   (x402-config.ts), the local checks (x402-verify.ts: amount, asset, payTo, network, signature, validity
+ *   window, nonce never used) and the facilitator's /verify. Each passing payload is stored as a prepared
+ *   authorization (`x402_authorizations`) whose id is the leg's `paymentToken` ("x402:<token id>").
+ * - `X402Rail.charge(intent)`: records the intent (`x402_intents`, state recorded) BEFORE the facilitator is
+ *   called, claims the nonce atomically for that intent (`x402_nonces`), then /settle. A settle that times out is
+ *   not a failure: the intent becomes `unknown` and the call throws UPSTREAM_UNAVAILABLE, which the cart turns
+ *   into SETTLEMENT_UNKNOWN. `lookup` (and a repeated charge) reconciles: on chain, `authorizationState(from,
+ *   nonce)` and the `AuthorizationUsed` log; without an RPC URL, by re-sending the SAME authorization to the
+ *   facilitator, which can complete this intent's single transfer but never make a second one (the token
+ *   refuses a used nonce). So the agent is never charged twice.
+ */
+import { Type as T } from "@sinclair/typebox";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import { createPublicClient, http, parseAbi, parseAbiItem, type Address, type Hex } from "viem";
+import type { Sql } from "../../infra/db.ts";
+import type { BootHook } from "../../infra/boot-hooks.ts";
+import type { Logger } from "../../infra/log.ts";
+import { createFacilitatorClient } from "../../infra/x402/facilitator-client.ts";
+import { registerRail } from "./card-rails.ts";
+import type { ChargeIntent, ChargeResult, LookupResult, PaymentRail, RefundRequest, RefundResult } from "./rail.ts";
+import { ActorError, fail } from "../runtime/errors.ts";
+import { installWalletRuntime } from "../wallet/index.ts";
+import { parseExactEip3009Payload } from "./x402-challenge.ts";
+import type { EffectiveX402Config, FacilitatorVersion } from "./x402-config.ts";
+import { PgNonceStore } from "./x402-nonces-pg.ts";
+import { evmChainIdOf, nonceKey, verifyX402PaymentLocally, type X402VerifyReason } from "./x402-verify.ts";
+
+export const X402_TOKEN_PREFIX = "x402:";
+
+/** Keys of `Services.extras` read on every use, so a running server can be tuned (tests). */
+export const EXTRAS_X402_SETTLE_TIMEOUT_MS = "x402.settleTimeoutMs";
+export const EXTRAS_X402_VERIFY_TIMEOUT_MS = "x402.verifyTimeoutMs";
+export const DEFAULT_SETTLE_TIMEOUT_MS = 15_000;
+export const DEFAULT_VERIFY_TIMEOUT_MS = 5_000;
+
+export interface X402Timeouts {
+  settleMs: number;
+  verifyMs: number;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Facilitator wire versions
+
+const V1_NETWORK_NAMES: Record<string, string> = { "eip155:8453": "base", "eip155:84532": "base-sepolia" };
+
+/**
+ * The bodies for the facilitator in its wire version. v1 carries the same EIP-3009 authorization (same
+ * signature, same EIP-712 domain) under v1 field names: a named network, `maxAmountRequired`, a resource URL.
+ */
+export function facilitatorBodies(
+  version: FacilitatorVersion,
+  payload: PaymentPayload,
+  requirements: PaymentRequirements,
+  resourceUrl: string,
+): { payload: PaymentPayload; requirements: PaymentRequirements } {
+  if (version === "v2") return { payload, requirements };
+  const network = V1_NETWORK_NAMES[requirements.network];
+  if (!network) throw fail("STORE_NOT_CONFIGURED", `facilitator v1 has no name for network ${requirements.network}`, { network: requirements.network });
+  const v1Requirements = {
+    scheme: requirements.scheme,
+    network,
+    maxAmountRequired: requirements.amount,
+    resource: resourceUrl,
+    description: "agent checkout",
+    mimeType: "application/json",
+    outputSchema: {},
+    payTo: requirements.payTo,
+    maxTimeoutSeconds: requirements.maxTimeoutSeconds,
+    asset: requirements.asset,
+    extra: requirements.extra,
+  };
+  const v1Payload = { x402Version: 1, scheme: requirements.scheme, network, payload: payload.payload };
+  // The HTTP client only serialises these; their v1 shapes are what a v1 facilitator reads.
+  return { payload: v1Payload as unknown as PaymentPayload, requirements: v1Requirements as unknown as PaymentRequirements };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Prepared authorizations (gateway side)
+
+export interface LegToPay {
+  storeId: string;
+  amountMinor: number;
+  currency: string;
+  requirements: PaymentRequirements;
+  config: EffectiveX402Config;
+  payload: PaymentPayload;
+}
+
+export type PrepareOutcome =
+  | { ok: true; tokenId: string; prepared: string[]; refused: { storeId: string; reason: string; message: string }[] }
+  | { ok: false; storeId: string; reason: X402VerifyReason | string; message: string; payer?: string };
+
+/**
+ * Local checks for every leg first (nothing is sent anywhere if one payload is wrong, replayed or forged), then
+ * the facilitator's /verify per leg. A leg the facilitator refuses (e.g. insufficient funds) is left out so the
+ * other stores can still settle (a 207); a transport failure throws (retryable, nothing written).
+ */
+export async function prepareX402Authorizations(
+  sql: Sql,
+  input: { cartId: string; agentKeyId: string; resourceUrl: string; legs: LegToPay[]; timeouts: X402Timeouts; nowSeconds?: number },
+): Promise<PrepareOutcome> {
+  const nonces = new PgNonceStore(sql);
+  const seenNonces = new Set<string>();
+  for (const leg of input.legs) {
+    const local = await verifyX402PaymentLocally(leg.payload, leg.requirements, { nonces, remember: false, nowSeconds: input.nowSeconds });
+    if (!local.ok) return { ok: false, storeId: leg.storeId, reason: local.reason, message: local.message, ...(local.payer ? { payer: local.payer } : {}) };
+    // One authorization cannot pay two legs.
+    if (seenNonces.has(local.nonceKey)) return { ok: false, storeId: leg.storeId, reason: "nonce_reused", message: "the same authorization was given for two stores" };
+    seenNonces.add(local.nonceKey);
+  }
+  const refused: { storeId: string; reason: string; message: string }[] = [];
+  const passed: LegToPay[] = [];
+  for (const leg of input.legs) {
+    const client = createFacilitatorClient({ url: leg.config.facilitatorUrl, timeoutMs: input.timeouts.verifyMs });
+    const wire = facilitatorBodies(leg.config.facilitatorVersion, leg.payload, leg.requirements, input.resourceUrl);
+    const verified = await client.verify(wire.payload, wire.requirements);
+    if (verified.isValid) passed.push(leg);
+    else refused.push({ storeId: leg.storeId, reason: verified.invalidReason ?? "verify_failed", message: verified.invalidMessage ?? "the facilitator refused the payment" });
+  }
+  if (passed.length === 0) {
+    const first = refused[0]!;
+    return { ok: false, storeId: first.storeId, reason: first.reason, message: first.message };
+  }
+  const tokenId = crypto.randomUUID();
+  for (const leg of passed) {
+    await sql`
+      INSERT INTO x402_authorizations (token_id, store_id, cart_id, agent_key_id, amount_minor, currency, payload, requirements,
+                                       facilitator_url, facilitator_version, rpc_url)
+      VALUES (${tokenId}, ${leg.storeId}, ${input.cartId}, ${input.agentKeyId}, ${leg.amountMinor}, ${leg.currency},
+              ${sql.json(leg.payload as never)}, ${sql.json(leg.requirements as never)}, ${leg.config.facilitatorUrl},
+              ${leg.config.facilitatorVersion}, ${leg.config.rpcUrl})`;
+  }
+  return { ok: true, tokenId, prepared: passed.map((l) => l.storeId), refused };
+}
+
+export interface IntentView {
+  intentId: string;
+  storeId: string;
+  state: string;
+  transaction: string | null;
+  errorReason: string | null;
+  network: string;
+  payer: string;
+}
+
+/** The rail's record of the intents made from one prepared authorization (for the checkout's answer). */
+export async function intentsOfToken(sql: Sql, tokenId: string): Promise<IntentView[]> {
+  const rows = await sql<{ intent_id: string; store_id: string; state: string; transaction_hash: string | null; error_reason: string | null; network: string; payer: string }[]>`
+    SELECT intent_id, store_id, state, transaction_hash, error_reason, network, payer FROM x402_intents WHERE token_id = ${tokenId}`;
+  return rows.map((r) => ({ intentId: r.intent_id, storeId: r.store_id, state: r.state, transaction: r.transaction_hash, errorReason: r.error_reason, network: r.network, payer: r.payer }));
+}
+
+/** The captured intents of a cart (a reconciled or repeated checkout reports its transactions too). */
+export async function capturedIntentsOfCart(sql: Sql, cartId: string): Promise<IntentView[]> {
+  const rows = await sql<{ intent_id: string; store_id: string; state: string; transaction_hash: string | null; error_reason: string | null; network: string; payer: string }[]>`
+    SELECT intent_id, store_id, state, transaction_hash, error_reason, network, payer FROM x402_intents
+    WHERE cart_id = ${cartId} AND state = 'captured' ORDER BY updated_at`;
+  return rows.map((r) => ({ intentId: r.intent_id, storeId: r.store_id, state: r.state, transaction: r.transaction_hash, errorReason: r.error_reason, network: r.network, payer: r.payer }));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The rail
+
+interface AuthorizationRow {
+  cart_id: string;
+  amount_minor: string;
+  currency: string;
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
+  facilitator_url: string;
+  facilitator_version: FacilitatorVersion;
+  rpc_url: string | null;
+}
+
+interface IntentRow {
+  intent_id: string;
+  store_id: string;
+  amount_minor: string;
+  currency: string;
+  network: string;
+  asset: string;
+  pay_to: string;
+  payer: string;
+  nonce: string;
+  valid_before: string;
+  facilitator_url: string;
+  facilitator_version: FacilitatorVersion;
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
+  rpc_url: string | null;
+  state: "recorded" | "settling" | "captured" | "failed" | "unknown";
+  transaction_hash: string | null;
+  error_reason: string | null;
+}
+
+const EIP3009_ABI = parseAbi(["function authorizationState(address authorizer, bytes32 nonce) view returns (bool)"]);
+const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
+
+export class X402Rail implements PaymentRail {
+  readonly name = "x402";
+  private readonly nonces: PgNonceStore;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly timeouts: () => X402Timeouts,
+    private readonly log?: Logger,
+    private readonly nowMs: () => number = Date.now,
+  ) {
+    this.nonces = new PgNonceStore(sql);
+  }
+
+  async charge(intent: ChargeIntent): Promise<ChargeResult> {
+    const existing = await this.load(intent.intentId);
+    if (existing) return this.resume(existing);
+    const failed = (reason: string): ChargeResult => ({ status: "failed", intentId: intent.intentId, code: "PAYMENT_FAILED_ROLLED_BACK", reason });
+    if (!intent.paymentToken.startsWith(X402_TOKEN_PREFIX)) return failed("no_x402_authorization");
+    const tokenId = intent.paymentToken.slice(X402_TOKEN_PREFIX.length);
+    const [auth] = await this.sql<AuthorizationRow[]>`
+      SELECT cart_id, amount_minor, currency, payload, requirements, facilitator_url, facilitator_version, rpc_url
+      FROM x402_authorizations WHERE token_id = ${tokenId} AND store_id = ${intent.storeId}`;
+    if (!auth) return failed("no_x402_authorization");
+    if (Number(auth.amount_minor) !== intent.amountMinor || auth.currency !== intent.currency) return failed("amount_changed_since_authorization");
+    const inner = parseExactEip3009Payload(auth.payload.payload);
+    const chainId = evmChainIdOf(auth.requirements.network);
+    if (!inner.ok || chainId === undefined) return failed("malformed");
+    const { authorization } = inner.value;
+    const inserted = await this.sql<{ intent_id: string }[]>`
+      INSERT INTO x402_intents (intent_id, store_id, amount_minor, currency, network, asset, pay_to, payer, nonce, valid_before,
+                                facilitator_url, facilitator_version, payload, requirements, rpc_url, cart_id, token_id, state)
+      VALUES (${intent.intentId}, ${intent.storeId}, ${intent.amountMinor}, ${intent.currency}, ${auth.requirements.network},
+              ${auth.requirements.asset}, ${auth.requirements.payTo}, ${authorization.from}, ${authorization.nonce},
+              ${authorization.validBefore}, ${auth.facilitator_url}, ${auth.facilitator_version}, ${this.sql.json(auth.payload as never)},
+              ${this.sql.json(auth.requirements as never)}, ${auth.rpc_url}, ${auth.cart_id}, ${tokenId}, 'recorded')
+      ON CONFLICT DO NOTHING RETURNING intent_id`;
+    if (inserted.length === 0) {
+      // Either this intent raced itself (then resume it) or the authorization already paid another intent.
+      const again = await this.load(intent.intentId);
+      if (again) return this.resume(again);
+      return failed("nonce_reused");
+    }
+    const key = nonceKey(chainId, auth.requirements.asset, authorization.from, authorization.nonce);
+    if (!(await this.nonces.claim(key, intent.intentId))) {
+      await this.finish(intent.intentId, "failed", null, "nonce_reused");
+      return failed("nonce_reused");
+    }
+    const row = (await this.load(intent.intentId)) as IntentRow;
+    return this.settle(row, key);
+  }
+
+  async lookup(intentId: string): Promise<LookupResult> {
+    const row = await this.load(intentId);
+    if (!row) return { status: "unknown", intentId };
+    return this.resume(row);
+  }
+
+  async refund(request: RefundRequest): Promise<RefundResult> {
+    // An on-chain transfer cannot be pulled back by the service; the merchant pays a refund from its wallet.
+    return { status: "failed", refundId: request.refundId, reason: "x402 refunds are paid by the merchant from its wallet" };
+  }
+
+  private async load(intentId: string): Promise<IntentRow | undefined> {
+    const [row] = await this.sql<IntentRow[]>`
+      SELECT intent_id, store_id, amount_minor, currency, network, asset, pay_to, payer, nonce, valid_before, facilitator_url,
+             facilitator_version, payload, requirements, rpc_url, state, transaction_hash, error_reason
+      FROM x402_intents WHERE intent_id = ${intentId}`;
+    return row;
+  }
+
+  private async finish(intentId: string, state: IntentRow["state"], tx: string | null, reason: string | null): Promise<void> {
+    await this.sql`UPDATE x402_intents SET state = ${state}, transaction_hash = COALESCE(${tx}, transaction_hash), error_reason = ${reason}, updated_at = now()
+                   WHERE intent_id = ${intentId} AND state NOT IN ('captured', 'failed')`;
+  }
+
+  private captured(row: IntentRow, tx: string): ChargeResult {
+    return { status: "captured", intentId: row.intent_id, captureRef: tx, amountMinor: Number(row.amount_minor), currency: row.currency, simulated: false };
+  }
+
+  /** An intent seen before: a final state answers at once; anything else is reconciled. */
+  private async resume(row: IntentRow): Promise<ChargeResult> {
+    if (row.state === "captured") return this.captured(row, row.transaction_hash ?? `x402:${row.nonce}`);
+    if (row.state === "failed") return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: row.error_reason ?? "failed" };
+    const onChain = await this.chainState(row);
+    if (onChain?.used) {
+      const tx = onChain.transaction ?? `x402:${row.nonce}`;
+      await this.finish(row.intent_id, "captured", tx, null);
+      this.log?.info("x402 settlement reconciled on chain", { intentId: row.intent_id, transaction: tx });
+      return this.captured(row, tx);
+    }
+    if (onChain && Math.floor(this.nowMs() / 1000) >= Number(row.valid_before)) {
+      // Never used and no longer usable: nothing moved, and nothing can move any more.
+      await this.finish(row.intent_id, "failed", null, "authorization_expired_unsettled");
+      return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: "authorization_expired_unsettled" };
+    }
+    const chainId = evmChainIdOf(row.network) as number;
+    return this.settle(row, nonceKey(chainId, row.asset, row.payer, row.nonce));
+  }
+
+  /** /settle with the intent's own authorization. Safe to repeat: the token accepts a nonce once. */
+  private async settle(row: IntentRow, key: string): Promise<ChargeResult> {
+    await this.sql`UPDATE x402_intents SET state = 'settling', updated_at = now() WHERE intent_id = ${row.intent_id} AND state IN ('recorded', 'unknown')`;
+    const client = createFacilitatorClient({ url: row.facilitator_url, timeoutMs: this.timeouts().settleMs });
+    const wire = facilitatorBodies(row.facilitator_version, row.payload, row.requirements, "");
+    let res: SettleResponse;
+    try {
+      res = await client.settle(wire.payload, wire.requirements);
+    } catch (err) {
+      const details = err instanceof ActorError ? err.details : undefined;
+      if (details?.settlement === "not_attempted") {
+        // Never reached the facilitator: nothing can have moved. Give the nonce back so the payer may retry.
+        await this.finish(row.intent_id, "failed", null, "facilitator_unreachable");
+        await this.nonces.release(key, row.intent_id);
+        return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: "facilitator_unreachable" };
+      }
+      await this.finish(row.intent_id, "unknown", null, "settle_outcome_unknown");
+      this.log?.warn("x402 settle outcome unknown; will reconcile", { intentId: row.intent_id, error: err as Error });
+      throw err instanceof ActorError ? err : fail("UPSTREAM_UNAVAILABLE", "x402 settlement outcome unknown", { settlement: "unknown" });
+    }
+    if (res.success) {
+      await this.finish(row.intent_id, "captured", res.transaction, null);
+      return this.captured(row, res.transaction);
+    }
+    if (/nonce_already_used/.test(res.errorReason ?? "")) {
+      // Used already: by our own earlier settle (the usual case after a timeout), or cancelled by the payer.
+      const onChain = await this.chainState(row);
+      if (onChain === null || onChain.used) {
+        const tx = onChain?.transaction ?? `x402:${row.nonce}`;
+        await this.finish(row.intent_id, "captured", tx, null);
+        return this.captured(row, tx);
+      }
+    }
+    await this.finish(row.intent_id, "failed", null, res.errorReason ?? "settle_failed");
+    return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: res.errorReason ?? "settle_failed" };
+  }
+
+  /**
+   * `authorizationState(from, nonce)` on the token, and the transaction that used it. null when there is no RPC
+   * URL or the chain cannot be read (the facilitator is then the only witness). `used` is false for a nonce the
+   * payer cancelled (AuthorizationCanceled has no AuthorizationUsed log).
+   */
+  private async chainState(row: IntentRow): Promise<{ used: boolean; transaction: string | null } | null> {
+    if (!row.rpc_url) return null;
+    try {
+      const client = createPublicClient({ transport: http(row.rpc_url, { retryCount: 0, timeout: 5_000 }) });
+      const stateUsed = await client.readContract({
+        address: row.asset as Address,
+        abi: EIP3009_ABI,
+        functionName: "authorizationState",
+        args: [row.payer as Address, row.nonce as Hex],
+      });
+      if (!stateUsed) return { used: false, transaction: null };
+      const logs = await client.getLogs({
+        address: row.asset as Address,
+        event: AUTHORIZATION_USED,
+        args: { authorizer: row.payer as Address, nonce: row.nonce as Hex },
+        fromBlock: 0n,
+      });
+      if (logs.length === 0) return { used: false, transaction: null };
+      return { used: true, transaction: logs[0]!.transactionHash ?? null };
+    } catch (err) {
+      this.log?.warn("x402 chain read failed during reconciliation", { intentId: row.intent_id, error: err as Error });
+      return null;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Start-up
+
+export const X402AuthorizationRef = T.String({ pattern: "^x402:[0-9a-f-]{36}$" });
+
+/**
+ * Every process hosting actors: the wallet actor's sealing key and the x402 rail in the rail registry (the cart
+ * actor finds it with `railFor(sql, "x402")`).
+ */
+export const x402BootHook: BootHook = {
+  name: "x402",
+  roles: ["start", "actors"],
+  async run({ services }) {
+    const kek = services.extras.get("secretKey");
+    if (!(kek instanceof Uint8Array)) throw new Error("x402 boot hook: secretKey missing from services");
+    const uninstallWallet = installWalletRuntime(kek);
+    registerRail(
+      services.sql,
+      "x402",
+      new X402Rail(services.sql, () => x402Timeouts(services.extras), services.log.child({ component: "x402-rail" }), () => services.clock.now()),
+    );
+    return async () => uninstallWallet();
+  },
+};
+
+export function x402Timeouts(extras: Map<string, unknown>): X402Timeouts {
+  return {
+    settleMs: (extras.get(EXTRAS_X402_SETTLE_TIMEOUT_MS) as number | undefined) ?? DEFAULT_SETTLE_TIMEOUT_MS,
+    verifyMs: (extras.get(EXTRAS_X402_VERIFY_TIMEOUT_MS) as number | undefined) ?? DEFAULT_VERIFY_TIMEOUT_MS,
+  };
+}

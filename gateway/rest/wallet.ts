@@ -1,0 +1,61 @@
+/**
+ * The agent's custodial x402 wallet: POST /api/v1/agent/wallet/provision, GET /api/v1/agent/wallet. One message to
+ * `wallet/<agentKeyId>` each; the actor owns the key and never returns it.
+ */
+import { Elysia, t } from "elysia";
+import { walletActor } from "../../actors/wallet/index.ts";
+import { DEFAULT_WALLET_NETWORK, isWalletNetwork, WALLET_NETWORKS } from "../../actors/wallet/keys.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
+import { agentAuth } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+
+const sec = [{ agentApiKey: [] }];
+
+const WalletSchema = t.Object({
+  address: t.String({ description: "EVM address (checksummed)." }),
+  network: t.String({ description: "CAIP-2 chain id: eip155:8453 or eip155:84532." }),
+  createdAt: t.String({ format: "date-time" }),
+});
+
+export function walletRoutes(svc: Services) {
+  return new Elysia({ name: "wallet-routes" })
+    .use(agentAuth(svc))
+    .post(
+      "/api/v1/agent/wallet/provision",
+      async ({ agent, body, set }) => {
+        // Validated here rather than by a schema enum so every wrong value, of any type, reads the same.
+        const network = body?.network === undefined ? DEFAULT_WALLET_NETWORK : body.network;
+        if (!isWalletNetwork(network)) {
+          throw fail("validation_error", `network must be one of ${WALLET_NETWORKS.join(", ")}`, {
+            field: "network",
+            allowed: [...WALLET_NETWORKS],
+          });
+        }
+        const w = await svc.actors.ask(walletActor, agent.keyId, "provision", { network });
+        set.status = 201;
+        return ok({ address: w.address, network: w.network, createdAt: w.createdAt });
+      },
+      {
+        body: t.Optional(t.Object({ network: t.Optional(t.Unknown()) }, { additionalProperties: true })),
+        response: { 201: SuccessEnvelope(WalletSchema, "WalletProvisioned"), ...errorResponses(400, 401, 403, 409) },
+        detail: {
+          tags: ["wallet"],
+          summary: "Provision the agent's custodial x402 wallet (one per agent identity)",
+          description: `network: ${WALLET_NETWORKS.join(" | ")}, default ${DEFAULT_WALLET_NETWORK}. The private key is generated with viem, stored sealed (AES-256-GCM) and never returned.`,
+          security: sec,
+        },
+      },
+    )
+    .get(
+      "/api/v1/agent/wallet",
+      async ({ agent }) => {
+        const w = await svc.actors.ask(walletActor, agent.keyId, "get", {});
+        return ok({ address: w.address, network: w.network, createdAt: w.createdAt });
+      },
+      {
+        response: { 200: SuccessEnvelope(WalletSchema, "Wallet"), ...errorResponses(401, 403, 404) },
+        detail: { tags: ["wallet"], summary: "The agent's wallet", security: sec },
+      },
+    );
+}
