@@ -23,6 +23,7 @@ import { merchantRoutes } from "./merchants.ts";
 import { merchantApiRoutes } from "./merchant-api.ts";
 import { adminSearchRoutes } from "./admin-search.ts";
 import { webhookRoutes } from "./webhooks.ts";
+import { walletRoutes } from "./wallet.ts";
 import { mcpRoutes } from "../mcp/server.ts";
 
 export type GatewayModule = (svc: Services) => AnyElysia;
@@ -50,4 +51,5 @@ export const gatewayModules: GatewayModule[] = [
   checkoutRoutes,
   orderRoutes,
   merchantOrderRoutes,
+  walletRoutes,
 ];
