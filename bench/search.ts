@@ -1,0 +1,201 @@
+/**
+ * bench/search.ts: REST search throughput and latency on a synthetic catalog, in one run, against
+ *  (1) the service with the embedded engine (the default),
+ *  (2) the same service with the Postgres full-text baseline engine (search/pg-baseline.ts) swapped in,
+ *  (3) a bare Bun.serve answering a canned JSON body (the ceiling of this machine and load generator).
+ *
+ *   RATE_LIMITS_ENABLED=false bun bench/search.ts [--sizes 10000,100000] [--merchants 1000] [--duration 10]
+ *                                                  [--connections 64] [--admin-url postgres://postgres@127.0.0.1:5432/postgres]
+ *
+ * Per size: a scratch database on the local Postgres, the demo seed (users, demo merchants) by booting the
+ * service once, then `bun run seed -- --products N --merchants M`, then a timed full index build, then wrk
+ * (64 connections, a Lua script rotating POST bodies: two/three-word queries, half of them filtered) against each
+ * target. Prints a Markdown table; the scratch database is dropped at the end.
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { boot, type Running } from "../gateway/boot.ts";
+import postgres from "postgres";
+import { PgBaselineEngine } from "../search/pg-baseline.ts";
+import { getSearchService, SearchService, setSearchService } from "../search/service.ts";
+
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: {
+    sizes: { type: "string", default: "10000,100000" },
+    merchants: { type: "string", default: "1000" },
+    duration: { type: "string", default: "10" },
+    connections: { type: "string", default: "64" },
+    "admin-url": { type: "string", default: process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" },
+  },
+});
+
+const QUERIES: Array<Record<string, unknown>> = [
+  { query: "wireless earbuds" },
+  { query: "merino wool sweater", filters: { maxPrice: 150 } },
+  { query: "yoga mat" },
+  { query: "cast iron skillet", filters: { minTrustScore: 0.7 } },
+  { query: "trail running shoes", sort: "price_asc" },
+  { query: "bluetooth speaker", filters: { category: "Electronics" } },
+  { query: "organic cotton t-shirt" },
+  { query: "dog bed", filters: { verificationLevel: "STANDARD" } },
+  { query: "coffee", filters: { minPrice: 20, maxPrice: 60 } },
+  { query: "mechanical keyboard", limit: 10 },
+  { query: "sunscreen spf" },
+  { query: "backpacking tent", filters: { inStock: false } },
+];
+
+function luaScript(key: string): string {
+  const bodies = QUERIES.map((q) => `  [[${JSON.stringify(q)}]]`).join(",\n");
+  return `local bodies = {\n${bodies}\n}
+local i = 0
+request = function()
+  i = (i % #bodies) + 1
+  return wrk.format("POST", "/api/v1/agent/search", { ["Content-Type"] = "application/json", ["X-Agent-Api-Key"] = "${key}" }, bodies[i])
+end
+`;
+}
+
+interface WrkResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+function toMs(v: string): number {
+  const m = /([\d.]+)(us|ms|s)/.exec(v);
+  if (!m) return NaN;
+  const n = Number(m[1]);
+  return m[2] === "us" ? n / 1000 : m[2] === "s" ? n * 1000 : n;
+}
+
+async function wrk(url: string, script: string, connections: number, duration: number): Promise<WrkResult> {
+  const p = Bun.spawn(["/usr/bin/wrk", "-t2", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, url], { stdout: "pipe", stderr: "pipe" });
+  const out = await new Response(p.stdout).text();
+  await p.exited;
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
+  const p50 = toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? "");
+  const p99 = toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? "");
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  const sockErr = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const errors = non2xx + (sockErr ? sockErr.slice(1).reduce((s, x) => s + Number(x), 0) : 0);
+  return { rps, p50, p99, errors };
+}
+
+async function json(url: string, init: Omit<RequestInit, "body"> & { body?: unknown } = {}) {
+  const res = await fetch(url, { ...init, headers: { "content-type": "application/json", ...(init.headers as Record<string, string>) }, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** An empty database on the local server; the service applies the migrations itself at boot. */
+async function emptyDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `bench_search_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const a = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}
+
+const rssMb = () => Math.round(process.memoryUsage().rss / 1048576);
+
+async function runSize(products: number, merchants: number, duration: number, connections: number) {
+  const db = await emptyDatabase(values["admin-url"]!);
+  const dataDir = await mkdtemp(join(tmpdir(), "bench-search-"));
+  let running: Running | undefined;
+  const rows: string[] = [];
+  try {
+    // 1. demo seed (admin user) through the real start-up, then the synthetic catalog through the seed CLI
+    const first = await boot({ role: "start", env: {}, config: { DATABASE_URL: db.url, PORT: 0, DATA_DIR: dataDir, SEED_DEMO: true, LOG_LEVEL: "error", RATE_LIMITS_ENABLED: false } });
+    await first.stop();
+    const seedStarted = performance.now();
+    const seed = Bun.spawn(["bun", "infra/seed/cli.ts", "--products", String(products), "--merchants", String(merchants), "--database-url", db.url], { stdout: "inherit", stderr: "inherit" });
+    if ((await seed.exited) !== 0) throw new Error("seed failed");
+    const seedSecs = (performance.now() - seedStarted) / 1000;
+
+    // 2. the service on that catalog; a timed full rebuild of the index
+    running = await boot({ role: "start", env: {}, config: { DATABASE_URL: db.url, PORT: 0, DATA_DIR: dataDir, SEED_DEMO: false, LOG_LEVEL: "error", RATE_LIMITS_ENABLED: false } });
+    const svc = running.services;
+    const embedded = getSearchService(svc);
+    Bun.gc(true);
+    const build = await embedded.reindex(svc.sql);
+    Bun.gc(true);
+    const rssAfterBuild = rssMb();
+
+    const token = (await json(`${running.url}/api/v1/auth/login`, { method: "POST", body: { email: "admin@example.com", password: "admin-password" } })).body.data.token;
+    const key = (await json(`${running.url}/api/v1/agent-keys`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: { name: "bench", tier: "ENTERPRISE" } })).body.data.key as string;
+    const script = join(dataDir, "search.lua");
+    await writeFile(script, luaScript(key));
+    const probe = await json(`${running.url}/api/v1/agent/search`, { method: "POST", headers: { "x-agent-api-key": key }, body: QUERIES[0] });
+    if (probe.status !== 200) throw new Error(`probe search failed: ${probe.status} ${JSON.stringify(probe.body)}`);
+
+    // warm-up, then the embedded engine
+    await wrk(running.url, script, connections, 2);
+    const emb = await wrk(running.url, script, connections, duration);
+    const rssAfterLoad = rssMb();
+
+    // 3. the Postgres full-text baseline behind the same route
+    const pgEngine = new PgBaselineEngine(svc.sql);
+    const idxStarted = performance.now();
+    await pgEngine.ensureIndex();
+    const pgIndexSecs = (performance.now() - idxStarted) / 1000;
+    const pgService = new SearchService(pgEngine, embedded.settings);
+    await pgService.loadAll(svc.sql);
+    setSearchService(svc, pgService);
+    await wrk(running.url, script, connections, 2);
+    const pg = await wrk(running.url, script, connections, duration);
+    setSearchService(svc, embedded);
+
+    // 4. bare Bun.serve with a canned search answer of the same size
+    const canned = JSON.stringify(probe.body);
+    const bare = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: async (req) => (await req.text(), new Response(canned, { headers: { "content-type": "application/json" } })) });
+    const base = await wrk(`http://127.0.0.1:${bare.port}`, script, connections, duration);
+    bare.stop(true);
+
+    const fmt = (name: string, r: WrkResult) =>
+      `| ${products.toLocaleString("en-US")} | ${name} | ${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} |`;
+    rows.push(fmt("REST search, embedded engine", emb), fmt("REST search, Postgres FTS baseline", pg), fmt("bare Bun.serve (canned body)", base));
+    return {
+      rows,
+      summary: {
+        products,
+        merchants,
+        seedSecs: Math.round(seedSecs * 10) / 10,
+        indexBuildMs: build.ms,
+        pgIndexSecs: Math.round(pgIndexSecs * 10) / 10,
+        rssAfterBuildMb: rssAfterBuild,
+        rssAfterLoadMb: rssAfterLoad,
+        embeddedVsPg: Math.round((emb.rps / pg.rps) * 10) / 10,
+        embeddedVsBare: Math.round((emb.rps / base.rps) * 100) / 100,
+      },
+    };
+  } finally {
+    await running?.stop().catch(() => {});
+    await db.drop().catch(() => {});
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+const sizes = values.sizes!.split(",").map((s) => Number(s.replace(/_/g, "")));
+const out: string[] = ["| products | target | req/s | p50 ms | p99 ms | errors |", "|---|---|---|---|---|---|"];
+const summaries: unknown[] = [];
+for (const n of sizes) {
+  const r = await runSize(n, Math.min(Number(values.merchants), Math.max(1, Math.floor(n / 10))), Number(values.duration), Number(values.connections));
+  out.push(...r.rows);
+  summaries.push(r.summary);
+  process.stderr.write(`${JSON.stringify(r.summary)}\n`);
+}
+console.log(out.join("\n"));
+console.log(JSON.stringify(summaries, null, 2));
+process.exit(0);
