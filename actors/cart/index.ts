@@ -419,6 +419,9 @@ function assertStoresPayable(session: SessionState, stores: Map<string, CatalogL
     }
     if (rail === "x402") {
       if (!store.paymentMethods.includes("x402")) throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `Merchant ${leg.storeId} does not accept x402.`, { merchant_slug: leg.storeId, rail });
+      // The leg's token is the reference of its prepared x402 authorization ("x402:<id>", actors/payments/x402-rail.ts).
+      const ref = body.paymentMethods?.[leg.storeId] ?? body.paymentMethod;
+      if (ref) tokens[leg.storeId] = ref;
       continue;
     }
     const token = tokenFor(body, leg, store);
@@ -671,7 +674,8 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   const amountMinor = unpaid.reduce((a, l) => a + l.amountMinor, 0);
   const currency = s.totals.currency;
 
-  if (rail === "x402" && !railFor(ctx.sql, "x402")) {
+  // x402 without a prepared authorization: the gateway answers the 402 challenge for these amounts.
+  if (rail === "x402" && (!railFor(ctx.sql, "x402") || !Object.values(tokens).some((t) => t.startsWith("x402:")))) {
     return {
       status: "X402_PAYMENT_REQUIRED",
       checkout_session_id: s.id,

@@ -1,0 +1,308 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+const P = {
+  earbuds: "8a3a9aee-ab77-5002-b694-85328b7ffec3", // DS-0003, 139.99, demo-store
+  skillet: "399d72f1-303c-5cf3-bc6a-5c82714b85d4", // DS-0005, 36.95, 12 in stock
+  board: "5befd987-79cd-540c-8a5d-2ba5a30aed41", // DS-0011, 26.95, untracked stock
+  green: "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a", // GL-0001, greenleaf-living (card only, trust 0.88)
+  northwind: "084e25eb-dd74-5988-a26a-6b62da9d9ef9", // NW-0001, hosted storefront
+  cozy: "c42cd9d0-6f16-5a10-b167-8feff446e3d1", // CP-0001, cozy-paws-supply (trust 0.66)
+};
+let srv: TestServer;
+let key: TestKey;
+let other: TestKey;
+
+beforeAll(async () => {
+  srv = await startServer({ seed: true });
+  key = await createKey(srv, { scopes: ALL_SCOPES });
+  other = await createKey(srv, { scopes: ALL_SCOPES });
+}, 120_000);
+afterAll(async () => {
+  await srv?.stop();
+});
+
+async function cart(items: { product_id: string; quantity: number }[], k: TestKey = key): Promise<string> {
+  const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: k.headers, body: { items } });
+  expect(r.status).toBe(201);
+  return r.body.data.id;
+}
+const checkout = (body: Record<string, unknown>, k: TestKey = key, headers: Record<string, string> = {}) =>
+  srv.json("/api/v1/agent/checkout", { method: "POST", headers: { ...k.headers, ...headers }, body });
+const preview = (cartId: string, k: TestKey = key) => srv.json("/api/v1/agent/checkout/preview", { method: "POST", headers: k.headers, body: { cartId } });
+const reserved = async (id: string) => (await srv.db.sql<{ r: number }[]>`SELECT reserved_quantity AS r FROM products WHERE id = ${id}`)[0].r;
+
+describe("the one-call flow", () => {
+  test("POST /agent/checkout {cartId} with MOCK on the demo store completes: 200 COMPLETED with the order, paid, stock taken", async () => {
+    const [before] = await srv.db.sql<{ s: number }[]>`SELECT stock_quantity AS s FROM products WHERE id = ${P.skillet}`;
+    const id = await cart([{ product_id: P.skillet, quantity: 2 }]);
+    const r = await checkout({ cartId: id, payment_method: "MOCK", idempotency_key: crypto.randomUUID() });
+    expect(r.status).toBe(200);
+    expect(r.body.success).toBe(true);
+    expect(r.body.data).toMatchObject({ status: "COMPLETED", cart_id: id, currency: "USD", total_minor: 2 * 3695, simulated: true });
+    expect(r.body.data.order_ids).toEqual([r.body.data.order_id]);
+    expect(r.headers.get("x-ai-act-transparency")).toBe("agent-initiated-transaction");
+    const o = await srv.json(`/api/v1/agent/orders/${r.body.data.order_id}`, { headers: key.headers });
+    expect(o.status).toBe(200);
+    expect(o.body.data).toMatchObject({ status: "paid", merchant_slug: "demo-store", total_minor: 7390, payment_method: "MOCK" });
+    expect(o.body.data.events.map((e: { type: string }) => e.type)).toEqual(["created", "mark_paid"]);
+    const [after] = await srv.db.sql<{ s: number; r: number }[]>`SELECT stock_quantity AS s, reserved_quantity AS r FROM products WHERE id = ${P.skillet}`;
+    expect(after).toEqual({ s: before.s - 2, r: 0 });
+    const c = await srv.json(`/api/v1/agent/cart/${id}`, { headers: key.headers });
+    expect(c.body.data.status).toBe("COMPLETED");
+  });
+
+  test("every order change writes its outbox row: order.created (pending) and order.status_changed (pending → paid) with the spec payload", async () => {
+    const id = await cart([{ product_id: P.board, quantity: 1 }]);
+    const r = await checkout({ cartId: id, payment_method: "MOCK" });
+    expect(r.status).toBe(200);
+    const orderId = r.body.data.order_id;
+    const rows = await srv.db.sql<{ kind: string; store_slug: string; payload: Record<string, unknown> }[]>`
+      SELECT kind, store_slug, payload FROM webhook_events WHERE payload->>'orderId' = ${orderId} ORDER BY created_at, kind`;
+    expect(rows.map((x) => x.kind)).toEqual(["order.created", "order.status_changed"]);
+    const created = rows[0].payload;
+    expect(Object.keys(created).sort()).toEqual(["currency", "event", "merchantSlug", "orderId", "status", "timestamp", "totalAmount"]);
+    expect(created).toMatchObject({ event: "order.created", orderId, merchantSlug: "demo-store", totalAmount: 33.94, currency: "USD", status: "pending" });
+    expect(created.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(rows[1].payload).toMatchObject({ event: "order.status_changed", orderId, fromStatus: "pending", toStatus: "paid", totalAmount: 33.94, currency: "USD" });
+  });
+
+  test("the same idempotency key again answers 409 CHECKOUT_ALREADY_IN_PROGRESS with the existing order; another key answers 409 IDEMPOTENCY_KEY_CONFLICT", async () => {
+    const id = await cart([{ product_id: P.board, quantity: 1 }]);
+    const k = crypto.randomUUID();
+    const first = await checkout({ cartId: id, payment_method: "MOCK", idempotency_key: k });
+    expect(first.status).toBe(200);
+    const again = await checkout({ cartId: id, payment_method: "MOCK", idempotency_key: k });
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe("CHECKOUT_ALREADY_IN_PROGRESS");
+    expect(again.body.details).toMatchObject({ status: "COMPLETED", order_ids: [first.body.data.order_id] });
+    const conflict = await checkout({ cartId: id, payment_method: "MOCK", idempotency_key: crypto.randomUUID() });
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.code).toBe("IDEMPOTENCY_KEY_CONFLICT");
+  });
+
+  test("the Idempotency-Key header binds like the body field; a header that differs from the body, or a non-UUID key, is 400 INVALID_ARGUMENT", async () => {
+    const id = await cart([{ product_id: P.board, quantity: 1 }]);
+    const k = crypto.randomUUID();
+    const bad = await checkout({ cartId: id, payment_method: "MOCK", idempotency_key: crypto.randomUUID() }, key, { "idempotency-key": k });
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe("INVALID_ARGUMENT");
+    const notUuid = await checkout({ cartId: id, idempotency_key: "abc" });
+    expect(notUuid.status).toBe(400);
+    expect(notUuid.body).toMatchObject({ code: "INVALID_ARGUMENT", details: { field: "idempotency_key" } });
+    const ok = await checkout({ cartId: id, payment_method: "MOCK" }, key, { "idempotency-key": k });
+    expect(ok.status).toBe(200);
+    const again = await checkout({ cartId: id, payment_method: "MOCK", idempotency_key: k });
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe("CHECKOUT_ALREADY_IN_PROGRESS");
+  });
+});
+
+describe("preview, then complete", () => {
+  test("preview returns a session id, totals and a state hash; completing that session with tok_approve captures for real (not simulated)", async () => {
+    const id = await cart([{ product_id: P.earbuds, quantity: 1 }]);
+    const p = await preview(id);
+    expect(p.status).toBe(200);
+    expect(p.body.data).toMatchObject({ cart_id: id, status: "READY_FOR_PAYMENT", currency: "USD" });
+    expect(p.body.data.checkout_session_id).toMatch(/^cs_[0-9a-f]{32}_1$/);
+    expect(p.body.data.state_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(p.body.data.totals).toMatchObject({ subtotal_minor: 13999, discount_minor: 0, shipping_minor: 0, tax_minor: 0, total_minor: 13999, total: 139.99 });
+    const r = await checkout({ cartId: id, checkout_session_id: p.body.data.checkout_session_id, payment_method: "tok_approve", idempotency_key: crypto.randomUUID() });
+    expect(r.status).toBe(200);
+    expect(r.body.data).toMatchObject({ status: "COMPLETED", checkout_session_id: p.body.data.checkout_session_id, simulated: false, state_hash: p.body.data.state_hash });
+  });
+
+  test("a session id of another cart is 404 CHECKOUT_SESSION_NOT_FOUND; another key's cart is 404 CART_NOT_FOUND; a non-uuid cart id is 400", async () => {
+    const a = await cart([{ product_id: P.board, quantity: 1 }]);
+    const b = await cart([{ product_id: P.board, quantity: 1 }]);
+    const pa = await preview(a);
+    const wrong = await checkout({ cartId: b, checkout_session_id: pa.body.data.checkout_session_id });
+    expect(wrong.status).toBe(404);
+    expect(wrong.body.code).toBe("CHECKOUT_SESSION_NOT_FOUND");
+    const theirs = await checkout({ cartId: a }, other);
+    expect(theirs.status).toBe(404);
+    expect(theirs.body.code).toBe("CART_NOT_FOUND");
+    const theirPreview = await preview(a, other);
+    expect(theirPreview.status).toBe(404);
+    const bad = await checkout({ cartId: "not-a-uuid" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe("validation_error");
+  });
+
+  test("a price rise within the cut is 409 STATE_RECONFIRMATION_REQUIRED; a stale hash is refused again; the fresh hash completes", async () => {
+    const id = await cart([{ product_id: P.green, quantity: 2 }]);
+    const p = await preview(id);
+    await srv.db.sql`UPDATE products SET price_minor = 3978 WHERE id = ${P.green}`; // +2 %
+    try {
+      const sid = p.body.data.checkout_session_id;
+      const r = await checkout({ cartId: id, checkout_session_id: sid, payment_method: "tok_approve" });
+      expect(r.status).toBe(409);
+      expect(r.body.code).toBe("STATE_RECONFIRMATION_REQUIRED");
+      const fresh = r.body.details.reconfirm_state_hash;
+      expect(fresh).toMatch(/^[0-9a-f]{64}$/);
+      expect(fresh).not.toBe(p.body.data.state_hash);
+      const stale = await checkout({ cartId: id, checkout_session_id: sid, payment_method: "tok_approve", reconfirmed_state_hash: p.body.data.state_hash });
+      expect(stale.status).toBe(409);
+      expect(stale.body.code).toBe("STATE_RECONFIRMATION_REQUIRED");
+      const done = await checkout({ cartId: id, checkout_session_id: sid, payment_method: "tok_approve", reconfirmed_state_hash: fresh });
+      expect(done.status).toBe(200);
+      expect(done.body.data.state_hash).toBe(fresh);
+      expect(done.body.data.total_minor).toBe(2 * 3978); // greenleaf ships free over $60
+    } finally {
+      await srv.db.sql`UPDATE products SET price_minor = 3900 WHERE id = ${P.green}`;
+    }
+  });
+
+  test("a move beyond the 10 % cut is 409 STATE_EXECUTION_BLOCKED with reasons, and the cart opens again", async () => {
+    const id = await cart([{ product_id: P.green, quantity: 1 }]);
+    const p = await preview(id);
+    await srv.db.sql`UPDATE products SET price_minor = 4900 WHERE id = ${P.green}`;
+    try {
+      const r = await checkout({ cartId: id, checkout_session_id: p.body.data.checkout_session_id, payment_method: "tok_approve" });
+      expect(r.status).toBe(409);
+      expect(r.body.code).toBe("STATE_EXECUTION_BLOCKED");
+      expect(r.body.details.reasons.map((x: { code: string }) => x.code)).toContain("price_beyond_cut");
+      const c = await srv.json(`/api/v1/agent/cart/${id}`, { headers: key.headers });
+      expect(c.body.data.status).toBe("OPEN");
+      const again = await checkout({ cartId: id, checkout_session_id: p.body.data.checkout_session_id, payment_method: "tok_approve" });
+      expect(again.status).toBe(409);
+      expect(again.body.code).toBe("SESSION_INACTIVE");
+    } finally {
+      await srv.db.sql`UPDATE products SET price_minor = 3900 WHERE id = ${P.green}`;
+    }
+  });
+});
+
+describe("sandbox test tokens", () => {
+  test("tok_decline is 402 PAYMENT_DECLINED, nothing held; the same key with tok_approve then completes", async () => {
+    const id = await cart([{ product_id: P.skillet, quantity: 1 }]);
+    const k = crypto.randomUUID();
+    const r = await checkout({ cartId: id, payment_method: "tok_decline", idempotency_key: k });
+    expect(r.status).toBe(402);
+    expect(r.body.code).toBe("PAYMENT_DECLINED");
+    expect(r.body.details).toMatchObject({ status: "READY_FOR_PAYMENT", completed_store_ids: [] });
+    expect(await reserved(P.skillet)).toBe(0);
+    const ok = await checkout({ cartId: id, payment_method: "tok_approve", idempotency_key: k });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.status).toBe("COMPLETED");
+    const o = await srv.json(`/api/v1/agent/orders/${ok.body.data.order_id}`, { headers: key.headers });
+    expect(o.body.data.events.map((e: { type: string }) => e.type)).toEqual(["created", "payment_rolled_back", "payment_attempt", "mark_paid"]);
+  });
+
+  test("tok_fail is 402 PAYMENT_FAILED_ROLLED_BACK and tok_not_approved is 402 PAYMENT_NOT_APPROVED, both back to READY_FOR_PAYMENT", async () => {
+    for (const [token, code] of [
+      ["tok_fail", "PAYMENT_FAILED_ROLLED_BACK"],
+      ["tok_not_approved", "PAYMENT_NOT_APPROVED"],
+    ]) {
+      const id = await cart([{ product_id: P.board, quantity: 1 }]);
+      const r = await checkout({ cartId: id, payment_method: token });
+      expect(r.status).toBe(402);
+      expect(r.body.code).toBe(code);
+      expect(r.body.details.status).toBe("READY_FOR_PAYMENT");
+    }
+  });
+
+  test("tok_needs_approval answers 202 user_action_required with a buyer link; after the buyer approves, the same call completes", async () => {
+    const id = await cart([{ product_id: P.skillet, quantity: 1 }]);
+    const k = crypto.randomUUID();
+    const r = await checkout({ cartId: id, payment_method: "tok_needs_approval", idempotency_key: k });
+    expect(r.status).toBe(202);
+    expect(r.body).toMatchObject({ success: false, code: "user_action_required", details: { status: "PENDING_EXTERNAL_CONFIRMATION" } });
+    const link: string = r.body.details.approval_url;
+    expect(link.startsWith(`${srv.url}/api/v1/sandbox/payments/pi_`)).toBe(true);
+    expect(await reserved(P.skillet)).toBe(1); // held while the buyer decides
+    const waiting = await checkout({ cartId: id, checkout_session_id: r.body.details.checkout_session_id, idempotency_key: k });
+    expect(waiting.status).toBe(202);
+    const approve = await fetch(`${link}/approve`, { method: "POST" });
+    expect(approve.status).toBe(200);
+    const done = await checkout({ cartId: id, checkout_session_id: r.body.details.checkout_session_id, idempotency_key: k });
+    expect(done.status).toBe(200);
+    expect(done.body.data.status).toBe("COMPLETED");
+    expect(await reserved(P.skillet)).toBe(0);
+  });
+
+  test("a buyer who refuses at the link makes the next call 402 PAYMENT_NOT_APPROVED and releases the stock", async () => {
+    const id = await cart([{ product_id: P.skillet, quantity: 1 }]);
+    const k = crypto.randomUUID();
+    const r = await checkout({ cartId: id, payment_method: "tok_needs_approval", idempotency_key: k });
+    expect(r.status).toBe(202);
+    expect((await fetch(`${r.body.details.approval_url}/reject`, { method: "POST" })).status).toBe(200);
+    const again = await checkout({ cartId: id, idempotency_key: k });
+    expect(again.status).toBe(402);
+    expect(again.body.code).toBe("PAYMENT_NOT_APPROVED");
+    expect(await reserved(P.skillet)).toBe(0);
+  });
+
+  test("tok_lost_response (the processor's answer is lost) is reconciled by intent id: one capture, 200 COMPLETED", async () => {
+    const id = await cart([{ product_id: P.board, quantity: 1 }]);
+    const r = await checkout({ cartId: id, payment_method: "tok_lost_response" });
+    expect(r.status).toBe(200);
+    const rows = await srv.db.sql`SELECT state FROM sandbox_ledger_intents WHERE intent_id = (SELECT intent_id FROM orders WHERE id = ${r.body.data.order_id})`;
+    expect(rows.map((x) => x.state)).toEqual(["captured"]);
+  });
+
+  test("MOCK on a store without MOCK payments is 400 PAYMENT_METHOD_NOT_CONFIGURED", async () => {
+    const id = await cart([{ product_id: P.green, quantity: 1 }]);
+    const r = await checkout({ cartId: id, payment_method: "MOCK" });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ code: "PAYMENT_METHOD_NOT_CONFIGURED", details: { merchant_slug: "greenleaf-living" } });
+  });
+});
+
+describe("merchant rules", () => {
+  test("a merchant below the 0.7 agent threshold is 403 NOT_ELIGIBLE", async () => {
+    const id = await cart([{ product_id: P.cozy, quantity: 1 }]);
+    const r = await checkout({ cartId: id, payment_method: "tok_approve" });
+    expect(r.status).toBe(403);
+    expect(r.body).toMatchObject({ code: "NOT_ELIGIBLE", details: { merchant_slug: "cozy-paws-supply", reason: "trust_below_agent_threshold" } });
+  });
+
+  test("a hosted-storefront merchant accepts the agent on its native card rail", async () => {
+    const id = await cart([{ product_id: P.northwind, quantity: 1 }]);
+    const card = await checkout({ cartId: id, payment_method: "tok_approve" });
+    expect(card.status).toBe(200);
+    expect(card.body.data.orders[0].merchant_slug).toBe("northwind-outfitters");
+  });
+});
+
+describe("multi-store carts", () => {
+  test("one order per store; a declined store rolls back alone, and the retry charges only that store", async () => {
+    const id = await cart([
+      { product_id: P.board, quantity: 1 },
+      { product_id: P.green, quantity: 1 },
+    ]);
+    const k = crypto.randomUUID();
+    const r = await checkout({ cartId: id, idempotency_key: k, payment_methods: { "demo-store": "MOCK", "greenleaf-living": "tok_decline" } });
+    expect(r.status).toBe(402);
+    expect(r.body.code).toBe("PAYMENT_DECLINED");
+    expect(r.body.details.completed_store_ids).toEqual(["demo-store"]);
+    const ok = await checkout({ cartId: id, idempotency_key: k, payment_methods: { "demo-store": "MOCK", "greenleaf-living": "tok_approve" } });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.orders.map((o: { merchant_slug: string }) => o.merchant_slug).sort()).toEqual(["demo-store", "greenleaf-living"]);
+    const demoOrder = ok.body.data.orders.find((o: { merchant_slug: string }) => o.merchant_slug === "demo-store");
+    const charges = await srv.db.sql`SELECT count(*)::int AS n FROM sandbox_ledger_intents WHERE store_id = 'demo-store' AND capture_ref = ${demoOrder.capture_reference}`;
+    expect(charges[0].n).toBe(1);
+    const orders = await srv.db.sql`SELECT store_slug, status FROM orders WHERE cart_id = ${id} ORDER BY store_slug`;
+    expect(orders).toEqual([
+      { store_slug: "demo-store", status: "paid" },
+      { store_slug: "greenleaf-living", status: "paid" },
+    ]);
+  });
+});
+
+describe("access", () => {
+  test("a SANDBOX key gets 403 on checkout and preview; a key without the checkout scope gets 403 forbidden", async () => {
+    const sandbox = await createKey(srv, { scopes: ALL_SCOPES, tier: "SANDBOX" });
+    const id = await cart([{ product_id: P.board, quantity: 1 }]);
+    for (const path of ["/api/v1/agent/checkout", "/api/v1/agent/checkout/preview"]) {
+      const r = await srv.json(path, { method: "POST", headers: sandbox.headers, body: { cartId: id } });
+      expect(r.status).toBe(403);
+      expect(r.body.code).toBe("sandbox_not_allowed");
+    }
+    const cartOnly = await createKey(srv, { scopes: ["cart"] });
+    const r = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: cartOnly.headers, body: { cartId: id } });
+    expect(r.status).toBe(403);
+    expect(r.body.code).toBe("forbidden");
+  });
+});
