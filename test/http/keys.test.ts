@@ -170,7 +170,7 @@ describe("authenticating agent requests", () => {
   test("a missing, malformed or unknown key is 401 unauthorized", async () => {
     const real = await createKey(srv);
     const forged = real.key.slice(0, 17) + (real.key[17] === "A" ? "B" : "A") + real.key.slice(18);
-    for (const headers of [{}, { "x-agent-api-key": "agnt_short" }, { "x-agent-api-key": "sk_" + "a".repeat(43) }, { "x-agent-api-key": forged }]) {
+    for (const headers of [{} as Record<string, string>, { "x-agent-api-key": "agnt_short" }, { "x-agent-api-key": "sk_" + "a".repeat(43) }, { "x-agent-api-key": forged }]) {
       const r = await srv.json("/api/v1/agent/search", { method: "POST", headers, body: { query: "mug" } });
       expect(r.status).toBe(401);
       expect(r.body).toMatchObject({ success: false, code: "unauthorized" });

@@ -237,7 +237,8 @@ describe("the authorization code flow", () => {
 
   test("PKCE plain and a missing challenge are refused at the authorization endpoint", async () => {
     const client = await publicClient();
-    for (const extra of [{ code_challenge: "a".repeat(43), code_challenge_method: "plain" }, {}]) {
+    const cases: Record<string, string>[] = [{ code_challenge: "a".repeat(43), code_challenge_method: "plain" }, {}];
+    for (const extra of cases) {
       const res = await fetch(authorizeUrl({ response_type: "code", client_id: client.client_id, redirect_uri: CALLBACK, state: "s1", resource: resourceA, ...extra }), { redirect: "manual" });
       expect(res.status).toBe(302);
       const back = new URL(res.headers.get("location")!);
