@@ -14,11 +14,12 @@
  * by `X-Webhook-Id` (the event id, stable across retries and redeliveries).
  */
 import type { Sql } from "../../infra/db.ts";
-import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
+import { defineActor, type ActorContext, type AnyActorDefinition } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
-import { attemptDelivery, openWebhookSecret, webhookRuntime, type AttemptResult } from "./deliver.ts";
+import { attemptDelivery, openWebhookSecret, webhookRuntime } from "./deliver.ts";
 import {
   DeliverDue,
+  RecordAttempts,
   Redeliver,
   RegisterEndpoint,
   RemoveEndpoint,
@@ -36,11 +37,12 @@ import {
   type BreakerState,
 } from "./schedule.ts";
 
-/** Deliveries read per turn, and how many attempts run at once within a turn. */
-export const DELIVERY_BATCH = 200;
+/** At most this many attempts to one endpoint are in flight at once. */
 export const DELIVERY_CONCURRENCY = 16;
-/** A turn starts no new chunk of attempts after this long, so other messages to the endpoint are not starved. */
-const TURN_BUDGET_MS = 15_000;
+const DELIVERY_BATCH = DELIVERY_CONCURRENCY;
+/** A claimed delivery is leased for the attempt timeout plus this; then it is due again (at-least-once). */
+const LEASE_MARGIN_MS = 30_000;
+const self: { def?: AnyActorDefinition } = {};
 
 type State = Record<string, never>;
 
@@ -146,8 +148,25 @@ interface Outcome {
   duration_ms: number;
 }
 
-async function deliverDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
-  const result: DeliverDueResult = { attempted: 0, delivered: 0, failed: 0, deadLettered: 0, more: false };
+/** What a worker reports back for one attempt. */
+interface AttemptReport {
+  id: string;
+  sentAt: number;
+  doneAt: number;
+  statusCode: number | null;
+  error: string | null;
+  delivered: boolean;
+  durationMs: number;
+}
+
+/**
+ * Claims what is due (breaker permitting), leases it so no other turn claims it again, and starts the HTTP
+ * attempts OUTSIDE the turn: a turn never waits for a receiver, so a hanging receiver can delay neither this
+ * actor's other messages nor the host's reminder poll. The worker reports with a `record` message; if the
+ * process dies first, the lease runs out and the deliveries are claimed again (at-least-once).
+ */
+async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
+  const result: DeliverDueResult = { claimed: 0, more: false };
   const rt = webhookRuntime();
   const now = ctx.now();
   const ep = await loadEndpoint(ctx.sql, ctx.id);
@@ -155,87 +174,122 @@ async function deliverDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
     await ctx.cancelReminder("deliverDue");
     return result;
   }
-  const due = await ctx.sql<(DeliveryRow & { body: string })[]>`
-    SELECT ${ctx.sql.unsafe(DELIVERY_COLUMNS)}, e.payload::text AS body
-    FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-    WHERE d.endpoint_id = ${ctx.id} AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ${new Date(now)}
-    ORDER BY d.next_attempt_at, d.created_at LIMIT ${DELIVERY_BATCH}`;
+  const inFlight = (ctx.memory.get("inFlight") as number | undefined) ?? 0;
+  const room = DELIVERY_CONCURRENCY - inFlight;
+  if (room <= 0) return result; // the running worker's `record` claims the next ones
+  let breaker: BreakerState = ep.breaker ?? CLOSED_BREAKER;
+  const decision = breakerAllows(breaker, now);
+  const tx = await ctx.tx();
+  if (!decision.allowed) {
+    // Breaker open (or a probe out): what is due waits for the reopen time without using up attempts.
+    await tx`UPDATE webhook_deliveries SET next_attempt_at = ${new Date(decision.retryAt!)}
+             WHERE endpoint_id = ${ctx.id} AND status IN ('pending', 'failed') AND next_attempt_at < ${new Date(decision.retryAt!)}`;
+    await rearm(ctx, now);
+    return result;
+  }
+  if (JSON.stringify(decision.state) !== JSON.stringify(breaker)) {
+    breaker = decision.state;
+    await tx`UPDATE webhook_endpoints SET breaker = ${tx.json(breaker as never)} WHERE id = ${ctx.id}`;
+  }
+  const limit = breaker.status === "half_open" ? 1 : Math.min(room, DELIVERY_BATCH);
+  const timeoutMs = rt.attemptTimeoutMs;
+  const leaseUntil = new Date(now + timeoutMs + LEASE_MARGIN_MS);
+  const due = await tx<(DeliveryRow & { body: string })[]>`
+    WITH c AS (
+      SELECT d.id FROM webhook_deliveries d
+      WHERE d.endpoint_id = ${ctx.id} AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ${new Date(now)}
+      ORDER BY d.next_attempt_at, d.created_at LIMIT ${limit}
+    ), u AS (
+      UPDATE webhook_deliveries w SET next_attempt_at = ${leaseUntil} FROM c WHERE w.id = c.id RETURNING w.*
+    )
+    SELECT d.id, d.event_id, d.endpoint_id, e.kind, d.status, d.attempts, d.first_attempt_at, e.payload::text AS body
+    FROM u d JOIN webhook_events e ON e.id = d.event_id
+    ORDER BY d.created_at`;
+  result.claimed = due.length;
+  await rearm(ctx, now);
+  if (due.length === 0) return result;
 
+  const secrets = [openWebhookSecret(rt.secretsKey, ep.id, ep.secret_sealed)];
+  if (ep.previous_secret_sealed && ep.previous_secret_expires_at && ep.previous_secret_expires_at.getTime() > now) {
+    secrets.push(openWebhookSecret(rt.secretsKey, ep.id, ep.previous_secret_sealed));
+  }
+  ctx.memory.set("inFlight", inFlight + due.length);
+  const clock = { now: () => ctx.now() };
+  const id = ctx.id;
+  const ask = ctx.ask.bind(ctx);
+  const memory = ctx.memory;
+  // Started now, reported later; not awaited by this turn.
+  void (async () => {
+    const sentAt = clock.now();
+    const reports: AttemptReport[] = await Promise.all(
+      due.map(async (d) => {
+        const r = await attemptDelivery({
+          url: ep.url,
+          eventId: d.event_id,
+          eventKind: d.kind,
+          body: d.body,
+          attempt: d.attempts + 1,
+          secrets,
+          timestampSec: Math.floor(sentAt / 1000),
+          timeoutMs,
+          allowPrivate: rt.allowPrivate,
+          resolve: rt.resolve,
+        });
+        return { id: d.id, sentAt, doneAt: clock.now(), ...r };
+      }),
+    );
+    try {
+      await ask(self.def!, id, "record", { reports }, { timeoutMs: 60_000 });
+    } catch {
+      // Not recorded: the lease expires and the deliveries are attempted again (same event id).
+    } finally {
+      memory.set("inFlight", Math.max(0, ((memory.get("inFlight") as number | undefined) ?? 0) - due.length));
+    }
+    // Whatever became due meanwhile (or was waiting for room) goes next.
+    void ask(self.def!, id, "deliverDue", {}, { timeoutMs: 60_000 }).catch(() => {});
+  })();
+  return result;
+}
+
+/** Applies a worker's attempt reports: delivered, retry at the next jittered time, or dead letter; breaker. */
+async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]): Promise<{ recorded: number }> {
+  const tx = await ctx.tx();
+  const ep = await loadEndpoint(tx, ctx.id);
+  if (!ep) return { recorded: 0 };
+  const ids = reports.map((r) => r.id);
+  const rows = await tx<{ id: string; attempts: number; first_attempt_at: Date | null }[]>`
+    SELECT id, attempts, first_attempt_at FROM webhook_deliveries
+    WHERE endpoint_id = ${ctx.id} AND id IN ${tx(ids)} AND status IN ('pending', 'failed') FOR UPDATE`;
+  const byId = new Map(rows.map((r) => [r.id, r]));
   let breaker: BreakerState = ep.breaker ?? CLOSED_BREAKER;
   const initialBreaker = JSON.stringify(breaker);
   const outcomes: Outcome[] = [];
-  let deferUntil: number | undefined;
-
-  if (due.length > 0) {
-    const secrets = [openWebhookSecret(rt.secretsKey, ep.id, ep.secret_sealed)];
-    if (ep.previous_secret_sealed && ep.previous_secret_expires_at && ep.previous_secret_expires_at.getTime() > now) {
-      secrets.push(openWebhookSecret(rt.secretsKey, ep.id, ep.previous_secret_sealed));
+  for (const r of [...reports].sort((a, b) => a.doneAt - b.doneAt)) {
+    const row = byId.get(r.id);
+    if (!row) continue; // deleted endpoint or redelivered meanwhile
+    const attempts = row.attempts + 1;
+    const first = row.first_attempt_at?.getTime() ?? r.sentAt;
+    const base = {
+      id: r.id,
+      attempts,
+      first_attempt_at: new Date(first).toISOString(),
+      last_attempt_at: new Date(r.sentAt).toISOString(),
+      last_status_code: r.statusCode,
+      duration_ms: r.durationMs,
+    };
+    if (r.delivered) {
+      breaker = breakerOnSuccess(breaker);
+      outcomes.push({ ...base, status: "delivered", next_attempt_at: null, last_error: null, delivered_at: new Date(r.doneAt).toISOString() });
+      continue;
     }
-    const started = Date.now();
-    let i = 0;
-    while (i < due.length && Date.now() - started < TURN_BUDGET_MS) {
-      const decision = breakerAllows(breaker, ctx.now());
-      breaker = decision.state;
-      if (!decision.allowed) {
-        deferUntil = decision.retryAt;
-        break;
-      }
-      // Half-open: exactly one probe; closed: a chunk in parallel.
-      const size = breaker.status === "half_open" ? 1 : DELIVERY_CONCURRENCY;
-      const chunk = due.slice(i, i + size);
-      i += chunk.length;
-      const sentAt = ctx.now();
-      const results: AttemptResult[] = await Promise.all(
-        chunk.map((d) =>
-          attemptDelivery({
-            url: ep.url,
-            eventId: d.event_id,
-            eventKind: d.kind,
-            body: d.body,
-            attempt: d.attempts + 1,
-            secrets,
-            timestampSec: Math.floor(sentAt / 1000),
-            timeoutMs: rt.attemptTimeoutMs,
-            allowPrivate: rt.allowPrivate,
-            resolve: rt.resolve,
-          }),
-        ),
-      );
-      const doneAt = ctx.now();
-      chunk.forEach((d, k) => {
-        const r = results[k]!;
-        const attempts = d.attempts + 1;
-        const first = d.first_attempt_at?.getTime() ?? sentAt;
-        const base = {
-          id: d.id,
-          attempts,
-          first_attempt_at: new Date(first).toISOString(),
-          last_attempt_at: new Date(sentAt).toISOString(),
-          last_status_code: r.statusCode,
-          duration_ms: r.durationMs,
-        };
-        result.attempted++;
-        if (r.delivered) {
-          breaker = breakerOnSuccess(breaker);
-          result.delivered++;
-          outcomes.push({ ...base, status: "delivered", next_attempt_at: null, last_error: null, delivered_at: new Date(doneAt).toISOString() });
-          return;
-        }
-        breaker = breakerOnFailure(breaker, doneAt);
-        const step = nextAttempt({ attemptsMade: attempts, firstAttemptAt: first, now: doneAt });
-        if (step.kind === "retry") {
-          result.failed++;
-          outcomes.push({ ...base, status: "failed", next_attempt_at: new Date(step.at).toISOString(), last_error: r.error, delivered_at: null });
-        } else {
-          result.deadLettered++;
-          outcomes.push({ ...base, status: "dead", next_attempt_at: null, last_error: `${r.error ?? "failed"}; dead-lettered (${step.reason})`, delivered_at: null });
-        }
-      });
+    breaker = breakerOnFailure(breaker, r.doneAt);
+    const step = nextAttempt({ attemptsMade: attempts, firstAttemptAt: first, now: r.doneAt });
+    if (step.kind === "retry") {
+      outcomes.push({ ...base, status: "failed", next_attempt_at: new Date(step.at).toISOString(), last_error: r.error, delivered_at: null });
+    } else {
+      outcomes.push({ ...base, status: "dead", next_attempt_at: null, last_error: `${r.error ?? "failed"}; dead-lettered (${step.reason})`, delivered_at: null });
     }
-    if (deferUntil === undefined && breaker.status === "open") deferUntil = breaker.openedAt + breaker.cooldownMs;
   }
-
-  const tx = await ctx.tx();
   if (outcomes.length) {
     await tx`
       UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
@@ -251,22 +305,18 @@ async function deliverDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
         last_status_code int, last_error text, duration_ms int)
       ON CONFLICT DO NOTHING`;
   }
-  if (deferUntil !== undefined) {
-    // Breaker open: what is due waits for the reopen time without using up attempts.
-    await tx`UPDATE webhook_deliveries SET next_attempt_at = ${new Date(deferUntil)}
-             WHERE endpoint_id = ${ctx.id} AND status IN ('pending', 'failed') AND next_attempt_at < ${new Date(deferUntil)}`;
-  }
   if (JSON.stringify(breaker) !== initialBreaker) {
     await tx`UPDATE webhook_endpoints SET breaker = ${tx.json(breaker as never)} WHERE id = ${ctx.id}`;
   }
-  result.more = await rearm(ctx, ctx.now());
-  return result;
+  await rearm(ctx, ctx.now());
+  return { recorded: outcomes.length };
 }
 
 export const webhookActor = defineActor({
   kind: "webhook",
   initialState: (): State => ({}),
   messages: {
+    record: RecordAttempts,
     register: RegisterEndpoint,
     rotateSecret: RotateSecret,
     remove: RemoveEndpoint,
@@ -331,11 +381,13 @@ export const webhookActor = defineActor({
       return deliveryView(row!);
     },
 
-    deliverDue: (ctx) => deliverDue(ctx),
+    deliverDue: (ctx) => claimDue(ctx),
+    record: (ctx, m) => recordAttempts(ctx, m.reports),
   },
   reminders: {
     async deliverDue(ctx) {
-      await deliverDue(ctx);
+      await claimDue(ctx);
     },
   },
 });
+self.def = webhookActor;

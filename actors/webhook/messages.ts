@@ -22,6 +22,22 @@ export const RotateSecret = T.Object({
 export const Redeliver = T.Object({ deliveryId: T.String({ format: "uuid" }) });
 
 export const DeliverDue = T.Object({});
+
+/** A worker's report of the attempts it made (sent by the actor's own worker after the HTTP calls). */
+export const RecordAttempts = T.Object({
+  reports: T.Array(
+    T.Object({
+      id: T.String(),
+      sentAt: T.Number(),
+      doneAt: T.Number(),
+      statusCode: T.Union([T.Integer(), T.Null()]),
+      error: T.Union([T.String(), T.Null()]),
+      delivered: T.Boolean(),
+      durationMs: T.Number(),
+    }),
+    { maxItems: 1000 },
+  ),
+});
 export const RemoveEndpoint = T.Object({});
 
 export type RegisterEndpointMsg = Static<typeof RegisterEndpoint>;
@@ -52,10 +68,7 @@ export interface DeliveryView {
 }
 
 export interface DeliverDueResult {
-  attempted: number;
-  delivered: number;
-  failed: number;
-  deadLettered: number;
-  /** More deliveries were already due when the turn ended (the caller may kick again at once). */
+  /** Deliveries handed to a worker by this turn (their outcome is recorded by a later `record` turn). */
+  claimed: number;
   more: boolean;
 }

@@ -92,7 +92,17 @@ async function enqueue(sql: Sql, storeSlug: string, kind: WebhookEventKind, payl
 
 const clock = new ManualClock(Date.now());
 let srv: TestServer;
-let admin: string;
+let adminToken = "";
+let adminTokenAt = 0;
+/** Session tokens expire on the (manual) clock: log in again once it has moved on. */
+let admin = "";
+async function freshAdmin(): Promise<string> {
+  if (!adminToken || Math.abs(clock.now() - adminTokenAt) > 10 * 60_000) {
+    adminToken = await login(srv);
+    adminTokenAt = clock.now();
+  }
+  return (admin = adminToken);
+}
 const receivers: Receiver[] = [];
 const receiver = () => {
   const r = new Receiver().start();
@@ -102,14 +112,15 @@ const receiver = () => {
 const auth = (token: string) => ({ authorization: `Bearer ${token}` });
 const clockSec = () => Math.floor(clock.now() / 1000);
 
-async function register(slug: string, url: string, events: string[] = ["order.created", "order.status_changed", "checkout.abandoned"], token = admin) {
+async function register(slug: string, url: string, events: string[] = ["order.created", "order.status_changed", "checkout.abandoned"], token?: string) {
+  token ??= await freshAdmin();
   const r = await srv.json(`/api/v1/merchant/stores/${slug}/webhooks`, { method: "POST", headers: auth(token), body: { url, events } });
   expect(r.status).toBe(201);
   return r.body.data as { id: string; secret: string; url: string; events: string[] };
 }
 
 async function deliveries(slug: string, endpointId: string) {
-  const r = await srv.json(`/api/v1/merchant/stores/${slug}/webhooks/${endpointId}/deliveries?limit=500`, { headers: auth(admin) });
+  const r = await srv.json(`/api/v1/merchant/stores/${slug}/webhooks/${endpointId}/deliveries?limit=500`, { headers: auth(await freshAdmin()) });
   expect(r.status).toBe(200);
   return r.body.data as {
     id: string;
@@ -124,7 +135,7 @@ async function deliveries(slug: string, endpointId: string) {
 
 beforeAll(async () => {
   srv = await startServer({ config: { SECRET_KEY, RATE_LIMITS_ENABLED: false }, boot: { clock } });
-  admin = await login(srv);
+  await freshAdmin();
 });
 
 afterAll(async () => {
@@ -313,7 +324,7 @@ describe("delivery", () => {
     expect(ds.filter((d) => d.status === "failed").length).toBeGreaterThanOrEqual(5);
     expect(ds.every((d) => d.lastError === null || d.lastError.length > 0)).toBe(true);
     // the breaker opened after 5 consecutive failures: the rest wait without using up attempts
-    const [ep1] = (await srv.json(`/api/v1/merchant/stores/greenleaf-living/webhooks`, { headers: auth(admin) })).body.data;
+    const [ep1] = (await srv.json(`/api/v1/merchant/stores/greenleaf-living/webhooks`, { headers: auth(await freshAdmin()) })).body.data;
     expect(ep1.breaker).toBe("open");
 
     rx.start(); // back on the same port
@@ -377,7 +388,7 @@ describe("delivery", () => {
 
     // redelivery: the receiver is fixed, the merchant replays the dead letter
     rx.mode = "ok";
-    const r = await srv.json(`/api/v1/merchant/stores/maple-pine-home/webhooks/${ep.id}/deliveries/${d.id}/redeliver`, { method: "POST", headers: auth(await login(srv)) });
+    const r = await srv.json(`/api/v1/merchant/stores/maple-pine-home/webhooks/${ep.id}/deliveries/${d.id}/redeliver`, { method: "POST", headers: auth(await freshAdmin()) });
     expect(r.status).toBe(202);
     expect(r.body.data).toMatchObject({ id: d.id, eventId, status: "pending", attempts: 0 });
     await waitFor("the redelivery", () => rx.received.length === d.attempts + 1);
@@ -393,7 +404,7 @@ describe("delivery", () => {
   });
 
   test("a receiver that hangs is timed out per attempt, retried and dead-lettered", async () => {
-    admin = await login(srv);
+    await freshAdmin();
     srv.running.services.extras.set(EXTRAS_ATTEMPT_TIMEOUT_MS, 200);
     try {
       const rx = receiver();
@@ -438,7 +449,11 @@ describe("delivery", () => {
   test("after a secret rotation both secrets sign until the overlap ends, then only the new one", async () => {
     const rx = receiver();
     const ep = await register("harbour-lane-uk", rx.url, ["order.created"]);
-    const rot = await srv.json(`/api/v1/merchant/stores/harbour-lane-uk/webhooks/${ep.id}/rotate-secret`, { method: "POST", headers: auth(admin), body: {} });
+    const rot = await srv.json(`/api/v1/merchant/stores/harbour-lane-uk/webhooks/${ep.id}/rotate-secret`, {
+      method: "POST",
+      headers: auth(await freshAdmin()),
+      body: {},
+    });
     expect(rot.status).toBe(200);
     const fresh = rot.body.data.secret as string;
     expect(fresh).toMatch(/^whsec_/);
@@ -461,13 +476,13 @@ describe("delivery", () => {
   });
 
   test("a deleted endpoint receives nothing more and its open deliveries are dead-lettered", async () => {
-    admin = await login(srv);
+    await freshAdmin();
     const rx = receiver();
     rx.mode = "fail";
     const ep = await register("brightside-electronics", rx.url, ["order.created"]);
     await enqueue(srv.db.sql, "brightside-electronics", "order.created", orderCreated("brightside-electronics", 1, new Date(clock.now())));
     await waitFor("the failed attempt", async () => (await deliveries("brightside-electronics", ep.id))[0]?.status === "failed");
-    const del = await srv.json(`/api/v1/merchant/stores/brightside-electronics/webhooks/${ep.id}`, { method: "DELETE", headers: auth(admin) });
+    const del = await srv.json(`/api/v1/merchant/stores/brightside-electronics/webhooks/${ep.id}`, { method: "DELETE", headers: auth(await freshAdmin()) });
     expect(del.status).toBe(200);
     const [row] = await srv.db.sql<{ status: string; last_error: string }[]>`SELECT status, last_error FROM webhook_deliveries WHERE endpoint_id = ${ep.id}`;
     expect(row).toEqual({ status: "dead", last_error: "endpoint deleted" });
@@ -476,7 +491,7 @@ describe("delivery", () => {
     await srv.running.host!.pollReminders();
     await Bun.sleep(500);
     expect(rx.received.length).toBe(1);
-    const listed = await srv.json(`/api/v1/merchant/stores/brightside-electronics/webhooks/${ep.id}/deliveries`, { headers: auth(admin) });
+    const listed = await srv.json(`/api/v1/merchant/stores/brightside-electronics/webhooks/${ep.id}/deliveries`, { headers: auth(await freshAdmin()) });
     expect(listed.status).toBe(404);
     expect(listed.body.code).toBe("not_found");
   });
@@ -523,8 +538,11 @@ describe("restarts", () => {
       for (const r of rx.received.filter((x) => x.headers["x-webhook-id"] !== retried || x.headers["x-webhook-attempt"] === "2")) {
         expect(verifyWebhook(r.headers["x-webhook-signature"], r.body, secret, { now: Math.floor(restartClock.now() / 1000) }).ok).toBe(true);
       }
-      const rows = await first.db.sql<{ event_id: string; status: string; attempts: number }[]>`
-        SELECT event_id, status, attempts FROM webhook_deliveries WHERE event_id IN ${first.db.sql([retried, orphan])}`;
+      const rows = await waitFor("both deliveries recorded", async () => {
+        const rs = await first.db.sql<{ event_id: string; status: string; attempts: number }[]>`
+          SELECT event_id, status, attempts FROM webhook_deliveries WHERE event_id IN ${first.db.sql([retried, orphan])}`;
+        return rs.every((r) => r.status === "delivered") ? rs : undefined;
+      });
       expect(Object.fromEntries(rows.map((r) => [r.event_id, [r.status, r.attempts]]))).toEqual({
         [retried]: ["delivered", 2],
         [orphan]: ["delivered", 1],
