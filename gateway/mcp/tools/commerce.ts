@@ -1,0 +1,559 @@
+/**
+ * Cart, checkout, order and refund tools: each is one message to the `cart/<id>` or `store/<slug>` actor (the same
+ * messages the REST routes send) or the REST module's exported read (`orderView`). Ownership is the actor's
+ * check: another caller's cart or order reads as not found.
+ */
+import { createHash } from "node:crypto";
+import { Type as T } from "@sinclair/typebox";
+import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
+import type { CompleteReply } from "../../../actors/cart/messages.ts";
+import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
+import { fail } from "../../../actors/runtime/errors.ts";
+import { storeCommerce } from "../../../actors/store/commerce.ts";
+import { toMajor } from "../../../search/money.ts";
+import { orderView } from "../../rest/orders.ts";
+import { defineTool, type ToolContext } from "../registry.ts";
+import { storeProduct } from "./discovery.ts";
+import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
+
+const UUID_V4 = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$";
+const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
+const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
+
+/** The owner id carts and orders are keyed by: the agent key id, or a stable UUID for an OAuth (client, user). */
+export function ownerId(ctx: ToolContext): string {
+  const c = ctx.caller;
+  if (!c) throw fail("unauthorized", "This tool needs a credential.");
+  if (c.kind === "agent-key") return c.keyId;
+  const h = createHash("sha256").update(c.keyId).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** Accepts the spec's `cart_<id>` form as well as the bare uuid. */
+export function cartIdArg(raw: string): string {
+  const id = raw.replace(/^cart_/, "").toLowerCase();
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) throw fail("INVALID_ARGUMENT", "cart_id must be a cart id (uuid or cart_<uuid>).", { field: "cart_id" });
+  return id;
+}
+
+export function sessionCart(sessionId: string): string {
+  const cartId = cartIdOfSession(sessionId);
+  if (!cartId) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session; start from create_cart and preview_checkout.", { checkout_session_id: sessionId });
+  return cartId;
+}
+
+export const money = (minor: number, currency: string) => `${toMajor(minor, currency).toFixed(Math.max(0, String(toMajor(1, currency)).split(".")[1]?.length ?? 2))} ${currency}`;
+
+const ItemArg = T.Object(
+  {
+    product_id: Uuid,
+    quantity: T.Integer({ minimum: 1, maximum: 10_000 }),
+    variant_id: T.Optional(Uuid),
+  },
+  Strict,
+);
+
+async function cartItemsOfThisStore(ctx: ToolContext, items: readonly { product_id: string; quantity: number; variant_id?: string }[]) {
+  const out = [];
+  let totalMinor = 0;
+  let currency = "";
+  const lines: string[] = [];
+  for (const i of items) {
+    const { product } = await storeProduct(ctx, i.product_id);
+    totalMinor += product.priceMinor * i.quantity;
+    currency ||= product.currency;
+    lines.push(`${i.quantity} × ${product.title} (${money(product.priceMinor, product.currency)})`);
+    out.push({ productId: product.id, quantity: i.quantity, ...(i.variant_id ? { variantId: i.variant_id.toLowerCase() } : {}) });
+  }
+  return { items: out, totalMinor, currency, lines };
+}
+
+const CartOut = T.Object({ cart_id: T.String(), status: T.String(), currency: T.String(), items: T.Array(AnyObject), totals: AnyObject }, Open);
+
+export const createCart = defineTool({
+  name: "create_cart",
+  title: "Create cart",
+  description:
+    "Create a cart in this store from items [{product_id, quantity, variant_id?}] (ids from search_products / " +
+    "get_product_details). Validates stock and prices; returns cart_id and totals. Asks the human to approve first. " +
+    "Next: preview_checkout with the cart_id.",
+  group: "cart",
+  input: T.Object({ items: T.Array(ItemArg, { minItems: 1, maxItems: 100 }) }, Strict),
+  output: CartOut,
+  annotations: WRITE,
+  auth: "key",
+  scopes: ["cart"],
+  sandboxRefused: true,
+  confirmation: true,
+  rateBucket: "create_cart",
+  errors: {
+    PRODUCT_NOT_FOUND: "an item that is not a product of this store",
+    CURRENCY_MISMATCH: "items priced in two currencies",
+    HUMAN_CONFIRMATION_DECLINED: "the human declines the cart",
+  },
+  async summarize(a, ctx) {
+    const c = await cartItemsOfThisStore(ctx, a.items);
+    return { summary: `Create a cart at ${ctx.store.name}: ${c.lines.join(", ")} — about ${money(c.totalMinor, c.currency)} before shipping and tax.`, facts: { amount: toMajor(c.totalMinor, c.currency), currency: c.currency } };
+  },
+  async handler(a, ctx) {
+    const c = await cartItemsOfThisStore(ctx, a.items);
+    return ctx.svc.actors.ask(cartActor, crypto.randomUUID(), "create", { keyId: ownerId(ctx), items: c.items });
+  },
+});
+
+export const getCart = defineTool({
+  name: "get_cart",
+  title: "Get cart",
+  description: "Read one of your carts: items, coupon, totals, status, revision and the live checkout_session_id if any.",
+  group: "cart",
+  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60, description: "cart id (uuid or cart_<uuid>)" }) }, Strict),
+  output: CartOut,
+  annotations: READ,
+  auth: "key",
+  scopes: ["cart"],
+  sandboxRefused: true,
+  confirmation: false,
+  errors: { CART_NOT_FOUND: "unknown, expired or another caller's cart" },
+  async handler(a, ctx) {
+    return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "get", { keyId: ownerId(ctx) });
+  },
+});
+
+/** Carts are immutable after creation except for coupons: an edit is a new cart with the edited items. */
+async function rebuildCart(ctx: ToolContext, cartId: string, edit: (items: { product_id: string; quantity: number; variant_id?: string }[]) => { product_id: string; quantity: number; variant_id?: string }[]) {
+  const cur = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
+  if (cur.status !== "OPEN" && cur.status !== "open") throw fail("CART_NOT_MUTABLE", `The cart is ${cur.status}; create a new cart.`, { status: cur.status });
+  const next = edit(cur.items.map((i) => ({ product_id: i.product_id, quantity: i.quantity, ...(i.variant_id ? { variant_id: i.variant_id } : {}) })));
+  if (next.length === 0) throw fail("INVALID_ARGUMENT", "A cart needs at least one item; abandon the cart instead.", { field: "product_id" });
+  const c = await cartItemsOfThisStore(ctx, next);
+  const created = await ctx.svc.actors.ask(cartActor, crypto.randomUUID(), "create", { keyId: ownerId(ctx), items: c.items });
+  return { ...created, replaces_cart_id: cartId };
+}
+
+export const updateCartItem = defineTool({
+  name: "update_cart_item",
+  title: "Update cart item quantity",
+  description:
+    "Change the quantity of a product in a cart (adds the product when absent). Carts are versioned: the answer is a " +
+    "NEW cart_id (replaces_cart_id names the old one); use the new id from now on. Asks the human to approve.",
+  group: "cart",
+  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), product_id: Uuid, quantity: T.Integer({ minimum: 1, maximum: 10_000 }), variant_id: T.Optional(Uuid) }, Strict),
+  output: CartOut,
+  annotations: WRITE,
+  auth: "key",
+  scopes: ["cart"],
+  sandboxRefused: true,
+  confirmation: true,
+  errors: { CART_NOT_MUTABLE: "the cart was already checked out or expired" },
+  async summarize(a, ctx) {
+    const { product } = await storeProduct(ctx, a.product_id);
+    return { summary: `Set ${product.title} to ${a.quantity} × ${money(product.priceMinor, product.currency)} in your cart at ${ctx.store.name}.`, facts: { amount: toMajor(product.priceMinor * a.quantity, product.currency), currency: product.currency } };
+  },
+  async handler(a, ctx) {
+    const id = a.product_id.toLowerCase();
+    return rebuildCart(ctx, cartIdArg(a.cart_id), (items) => {
+      const hit = items.find((i) => i.product_id === id && (i.variant_id ?? null) === (a.variant_id?.toLowerCase() ?? null));
+      if (hit) hit.quantity = a.quantity;
+      else items.push({ product_id: id, quantity: a.quantity, ...(a.variant_id ? { variant_id: a.variant_id } : {}) });
+      return items;
+    });
+  },
+});
+
+export const removeCartItem = defineTool({
+  name: "remove_cart_item",
+  title: "Remove cart item",
+  description: "Remove a product from a cart. Like update_cart_item, the answer is a NEW cart_id. Asks the human to approve.",
+  group: "cart",
+  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), product_id: Uuid }, Strict),
+  output: CartOut,
+  annotations: { ...WRITE, destructiveHint: true },
+  auth: "key",
+  scopes: ["cart"],
+  sandboxRefused: true,
+  confirmation: true,
+  async summarize(a, ctx) {
+    return { summary: `Remove product ${a.product_id} from your cart at ${ctx.store.name}.` };
+  },
+  async handler(a, ctx) {
+    const id = a.product_id.toLowerCase();
+    return rebuildCart(ctx, cartIdArg(a.cart_id), (items) => {
+      if (!items.some((i) => i.product_id === id)) throw fail("PRODUCT_NOT_FOUND", "That product is not in the cart.", { product_id: id });
+      return items.filter((i) => i.product_id !== id);
+    });
+  },
+});
+
+export const applyCoupon = defineTool({
+  name: "apply_coupon",
+  title: "Apply coupon",
+  description:
+    "Apply a coupon code to an open cart. The answer says whether it applied (and why not: expired, minimum spend, " +
+    "used up) with the new totals. Pass expected_revision (the revision you read) to refuse a cart changed since " +
+    "(CART_NOT_MUTABLE). Asks the human to approve.",
+  group: "cart",
+  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), code: T.String({ minLength: 1, maxLength: 64 }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
+  output: T.Object({}, Open),
+  annotations: WRITE,
+  auth: "key",
+  scopes: ["cart"],
+  feature: "apply_coupon",
+  sandboxRefused: true,
+  confirmation: true,
+  errors: { CART_NOT_MUTABLE: "expected_revision older than the cart's revision, or the cart is checked out" },
+  async summarize(a, ctx) {
+    return { summary: `Apply coupon ${a.code.toUpperCase()} to your cart at ${ctx.store.name}.` };
+  },
+  async handler(a, ctx) {
+    return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "applyCoupon", {
+      keyId: ownerId(ctx),
+      code: a.code,
+      ...(a.expected_revision === undefined ? {} : { expectedRevision: a.expected_revision }),
+    });
+  },
+});
+
+const PreviewOut = T.Object({ checkout_session_id: T.String(), state_hash: T.String(), currency: T.String(), totals: AnyObject }, Open);
+
+export const previewCheckout = defineTool({
+  name: "preview_checkout",
+  title: "Preview checkout",
+  description:
+    "Price a cart for payment: totals with shipping and tax, stock warnings, and a checkout_session_id plus state_hash " +
+    "that complete_checkout needs. Commits nothing and asks nobody; show the totals to the human before completing.",
+  group: "checkout",
+  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60, description: "from create_cart" }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
+  output: PreviewOut,
+  // Spec: preview never needs confirmation; it opens a session but moves no money and reserves nothing.
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  auth: "key",
+  scopes: ["checkout"],
+  sandboxRefused: true,
+  confirmation: false,
+  errors: { CART_NOT_FOUND: "unknown or another caller's cart", CART_NOT_MUTABLE: "stale expected_revision" },
+  async handler(a, ctx) {
+    return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "preview", {
+      keyId: ownerId(ctx),
+      ...(a.expected_revision ? { expectedRevision: a.expected_revision } : {}),
+    });
+  },
+});
+
+export const CompleteArgs = T.Object(
+  {
+    checkout_session_id: T.String({ minLength: 1, maxLength: 100, description: "From preview_checkout." }),
+    idempotency_key: T.String({ pattern: UUID_V4, description: "UUID v4, one per purchase attempt; repeat it to retry the SAME attempt." }),
+    payment_method: T.String({ minLength: 1, maxLength: 100, description: "MOCK on the demo store; a card payment token elsewhere (see get_payment_methods)." }),
+    reconfirmed_state_hash: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$", description: "Only after STATE_RECONFIRMATION_REQUIRED: its details.reconfirm_state_hash." })),
+    payment_mandate: T.Optional(T.String({ minLength: 10, maxLength: 4000, description: "A payment mandate from issue_payment_mandate (required on the dedicated checkout endpoint)." })),
+  },
+  Strict,
+);
+
+const CompleteOut = T.Object(
+  {
+    status: T.Union([T.Literal("COMPLETED"), T.Literal("PENDING_EXTERNAL_CONFIRMATION")]),
+    checkout_session_id: T.String(),
+    order_id: T.Optional(T.String()),
+    approval_url: T.Optional(T.String()),
+  },
+  Open,
+);
+
+export async function sessionSummary(ctx: ToolContext, sessionId: string) {
+  const cartId = sessionCart(sessionId);
+  const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
+  return { cartId, cart, amount: money(cart.totals.total_minor, cart.currency) };
+}
+
+/** complete (or resume) a previewed session; shared by complete_checkout and ucp_complete_checkout. */
+export async function completeSession(
+  ctx: ToolContext,
+  a: { checkout_session_id: string; idempotency_key: string; payment_method: string; reconfirmed_state_hash?: string; payment_mandate?: string },
+) {
+  const cartId = sessionCart(a.checkout_session_id);
+  const { verifyMandateFor } = await import("./integrations.ts");
+  await verifyMandateFor(ctx, cartId, a.payment_mandate);
+  const reply: CompleteReply = await ctx.svc.actors.ask(cartActor, cartId, "complete", {
+    keyId: ownerId(ctx),
+    sessionId: a.checkout_session_id,
+    idempotencyKey: a.idempotency_key.toLowerCase(),
+    paymentMethod: a.payment_method,
+    rail: "card",
+    ...(a.reconfirmed_state_hash ? { reconfirmedStateHash: a.reconfirmed_state_hash } : {}),
+  });
+  if (reply.status === "COMPLETED") return reply;
+  if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
+    const urls = reply.approval_urls.map((u) => ({ merchant_slug: u.merchant_slug, url: absoluteApprovalUrl(ctx.svc.siteUrl, u.url) }));
+    const link = urls[0]?.url;
+    const shown = link ? await ctx.openUrl(link, "Approve the payment with your payment provider, then tell the agent to finish the purchase.") : false;
+    return {
+      status: reply.status,
+      checkout_session_id: reply.checkout_session_id,
+      cart_id: reply.cart_id,
+      ...(link ? { approval_url: link } : {}),
+      approval_urls: urls,
+      shown_to_buyer: shown,
+      next: "After the buyer approves, call complete_checkout again with the SAME checkout_session_id and idempotency_key.",
+      expires_at: reply.expires_at,
+    };
+  }
+  throw fail("PAYMENT_METHOD_NOT_CONFIGURED", "x402 settles through REST POST /api/v1/agent/checkout (payment_rail x402), not over MCP.", { rail: "x402" });
+}
+
+export const completeCheckout = defineTool({
+  name: "complete_checkout",
+  title: "Complete checkout",
+  description:
+    "Pay for a previewed checkout session. Arguments: checkout_session_id (from preview_checkout), idempotency_key (a " +
+    "UUID v4 you generate once per purchase attempt and reuse on retries), payment_method (MOCK on the demo store), " +
+    "optional reconfirmed_state_hash (only after STATE_RECONFIRMATION_REQUIRED). Never call it without the human's " +
+    "approval: the server asks them. Returns status COMPLETED with order_id, or PENDING_EXTERNAL_CONFIRMATION with an " +
+    "approval_url for the buyer (then call again with the same session and key).",
+  group: "checkout",
+  input: CompleteArgs,
+  output: CompleteOut,
+  annotations: { ...WRITE, idempotentHint: true },
+  auth: "key",
+  scopes: ["checkout"],
+  sandboxRefused: true,
+  confirmation: true,
+  rateBucket: "complete_checkout",
+  errors: {
+    IDEMPOTENCY_KEY_CONFLICT: "a second idempotency_key for a session already bound to another",
+    CHECKOUT_ALREADY_IN_PROGRESS: "the same idempotency_key after the session completed (details carry the order)",
+    CHECKOUT_SESSION_NOT_FOUND: "a session id that does not exist",
+    STATE_RECONFIRMATION_REQUIRED: "the price moved within tolerance since preview",
+    STATE_EXECUTION_BLOCKED: "stock gone or price moved beyond the cut since preview",
+    PAYMENT_DECLINED: "payment_method tok_decline",
+    PAYMENT_FAILED_ROLLED_BACK: "payment_method tok_fail",
+    PAYMENT_NOT_APPROVED: "payment_method tok_not_approved",
+    PAYMENT_METHOD_NOT_CONFIGURED: "MOCK on a store other than the demo store",
+    NATIVE_CHECKOUT_REQUIRED: "a hosted-storefront merchant",
+    UPSTREAM_UNAVAILABLE: "payment_method tok_lost_response (the processor's answer is lost once)",
+  },
+  async summarize(a, ctx) {
+    const s = await sessionSummary(ctx, a.checkout_session_id);
+    return {
+      summary: `Pay ${s.amount} to ${ctx.store.name} for ${s.cart.items.length} item(s) with ${a.payment_method}.`,
+      facts: { amount: s.cart.totals.total, currency: s.cart.currency, merchant: ctx.store.name, payment_method: a.payment_method },
+    };
+  },
+  async handler(a, ctx) {
+    return completeSession(ctx, a);
+  },
+});
+
+export const cancelCheckout = defineTool({
+  name: "cancel_checkout",
+  title: "Cancel checkout",
+  description: "Abandon a checkout session before payment (releases what it holds). Asks the human to approve.",
+  group: "checkout",
+  input: T.Object({ checkout_session_id: T.String({ minLength: 1, maxLength: 100 }) }, Strict),
+  output: T.Object({}, Open),
+  annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
+  auth: "key",
+  scopes: ["checkout"],
+  sandboxRefused: true,
+  confirmation: true,
+  errors: { SESSION_INACTIVE: "cancel a session that already ended", CHECKOUT_STATUS_INVALID: "cancel a completed session" },
+  async summarize(a, ctx) {
+    const s = await sessionSummary(ctx, a.checkout_session_id);
+    return { summary: `Cancel the checkout of ${s.amount} at ${ctx.store.name}.`, facts: { amount: s.cart.totals.total, currency: s.cart.currency } };
+  },
+  async handler(a, ctx) {
+    return ctx.svc.actors.ask(cartActor, sessionCart(a.checkout_session_id), "cancel", { keyId: ownerId(ctx), sessionId: a.checkout_session_id });
+  },
+});
+
+export const getCheckoutStatus = defineTool({
+  name: "get_checkout_status",
+  title: "Get checkout status",
+  description: "Where a checkout session stands (via its cart): cart status, live session id and totals. Use it after PENDING_EXTERNAL_CONFIRMATION.",
+  group: "checkout",
+  input: T.Object({ checkout_session_id: T.String({ minLength: 1, maxLength: 100 }) }, Strict),
+  output: CartOut,
+  annotations: READ,
+  auth: "key",
+  scopes: ["checkout"],
+  sandboxRefused: true,
+  confirmation: false,
+  async handler(a, ctx) {
+    const cart = await ctx.svc.actors.ask(cartActor, sessionCart(a.checkout_session_id), "get", { keyId: ownerId(ctx) });
+    return { ...cart, requested_session_id: a.checkout_session_id, session_is_live: cart.checkout_session_id === a.checkout_session_id };
+  },
+  translate: { CART_NOT_FOUND: "CHECKOUT_SESSION_NOT_FOUND" },
+});
+
+export const getShippingRates = defineTool({
+  name: "get_shipping_rates",
+  title: "Get shipping rates",
+  description:
+    "Shipping cost and delivery window for a product (and quantity) to a destination, from this merchant's shipping " +
+    "zones. Answers shippable:false when the merchant does not ship there.",
+  group: "cart",
+  input: T.Object(
+    {
+      product_id: Uuid,
+      country_code: T.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2" }),
+      postal_code: T.String({ minLength: 1, maxLength: 20 }),
+      quantity: T.Optional(T.Integer({ minimum: 1, maximum: 1000 })),
+    },
+    Strict,
+  ),
+  output: T.Object({ shippable: T.Boolean() }, Open),
+  annotations: READ,
+  auth: "key",
+  scopes: ["search", "cart"],
+  feature: "shipping_estimate",
+  confirmation: false,
+  errors: { STORE_NOT_CONFIGURED: "the store has no shipping zones at all" },
+  async handler(a, ctx) {
+    const { shippingZonesOf } = await import("../../../actors/store/reads.ts");
+    const { matchZone, shippingCostMinor } = await import("../../../actors/store/insights.ts");
+    const { product, store } = await storeProduct(ctx, a.product_id);
+    const zones = await shippingZonesOf(ctx.svc.sql, store.slug);
+    if (zones.length === 0) throw fail("STORE_NOT_CONFIGURED", `${store.name} has no shipping zones configured.`, { store: store.slug, missing: "shipping_zones" });
+    const zone = matchZone(zones, a.country_code, a.postal_code);
+    const quantity = a.quantity ?? 1;
+    if (!zone) return { productId: product.id, shippable: false, reason: `${store.name} does not ship to ${a.country_code.toUpperCase()} ${a.postal_code}.` };
+    const { costMinor, free } = shippingCostMinor(zone, product.priceMinor, quantity, zone.currency === store.currency ? store.policies.freeShippingThresholdMinor : undefined);
+    return { productId: product.id, shippable: true, zone: zone.name, cost: toMajor(costMinor, zone.currency), currency: zone.currency, freeShipping: free, minDays: zone.minDays, maxDays: zone.maxDays, quantity };
+  },
+});
+
+// ------------------------------------------------------------------------------------------------ orders
+
+async function callerOrder(ctx: ToolContext, orderId: string) {
+  if (ctx.endpoint === "customer" || ctx.customer || ctx.customerError) {
+    const { customerOrder } = await import("./integrations.ts");
+    return customerOrder(ctx, orderId);
+  }
+  const view = await orderView(ctx.svc, orderId.toLowerCase(), ownerId(ctx));
+  if (view.merchant_slug !== ctx.store.slug) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
+  return view;
+}
+
+export const onxGetOrders = defineTool({
+  name: "onx_get_orders",
+  title: "Get orders",
+  description:
+    "Your orders at this store, newest first, with status (pending, paid, fulfilled, shipped, delivered, canceled, " +
+    "refunded) and totals. Filter with status (e.g. 'fulfilled'). On the customer endpoint: the identified " +
+    "customer's orders. Pass order_id for one order with items and its event history.",
+  group: "account",
+  input: T.Object(
+    {
+      order_id: T.Optional(Uuid),
+      status: T.Optional(T.Union(["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "refunded"].map((s) => T.Literal(s)))),
+      limit: T.Optional(T.Integer({ minimum: 1, maximum: 100 })),
+    },
+    Strict,
+  ),
+  output: T.Object({ orders: T.Array(T.Object({ order_id: T.String(), status: T.String(), total: T.Number(), currency: T.String() }, Open)) }, Open),
+  annotations: READ,
+  auth: "key",
+  scopes: ["orders:read", "checkout"],
+  confirmation: false,
+  errors: { ORDER_NOT_FOUND: "order_id of another caller or store", ORDER_OWNERSHIP_FAILED: "customer endpoint, order of another customer" },
+  async handler(a, ctx) {
+    if (a.order_id) return { orders: [await callerOrder(ctx, a.order_id)] };
+    const { listOrders } = await import("./integrations.ts");
+    return { orders: await listOrders(ctx, a.status, a.limit ?? 20) };
+  },
+});
+
+export const getOrder = defineTool({
+  name: "get_order",
+  title: "Get order",
+  description: "One of your orders at this store: status, items, totals, payment, refunds and the append-only event history.",
+  group: "account",
+  input: T.Object({ order_id: Uuid }, Strict),
+  output: T.Object({ order_id: T.String(), status: T.String(), events: T.Array(AnyObject) }, Open),
+  annotations: READ,
+  auth: "key",
+  scopes: ["orders:read", "checkout"],
+  confirmation: false,
+  errors: { ORDER_NOT_FOUND: "unknown order, or another caller's", ORDER_OWNERSHIP_FAILED: "customer endpoint, another customer's order" },
+  async handler(a, ctx) {
+    return callerOrder(ctx, a.order_id);
+  },
+});
+
+export const cancelOrder = defineTool({
+  name: "cancel_order",
+  title: "Cancel order",
+  description:
+    "Cancel one of your orders while it is still pending (not paid). A paid, fulfilled or shipped order answers " +
+    "ORDER_NOT_CANCELLABLE (details.status): then the human asks the merchant, or you use onx_create_return once " +
+    "delivered. Asks the human to approve.",
+  group: "account",
+  input: T.Object({ order_id: Uuid, reason: T.Optional(T.String({ maxLength: 255 })) }, Strict),
+  output: T.Object({ order_id: T.String(), status: T.String() }, Open),
+  annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
+  auth: "key",
+  scopes: ["checkout"],
+  sandboxRefused: true,
+  confirmation: true,
+  errors: { ORDER_NOT_CANCELLABLE: "an order past pending (paid, fulfilled, shipped…)" },
+  async summarize(a, ctx) {
+    const o = await callerOrder(ctx, a.order_id);
+    return { summary: `Cancel order ${o.order_id} of ${money(o.total_minor, o.currency)} at ${ctx.store.name}.`, facts: { amount: o.total, currency: o.currency } };
+  },
+  async handler(a, ctx) {
+    const o = await callerOrder(ctx, a.order_id);
+    if (o.status !== "pending") {
+      throw fail("ORDER_NOT_CANCELLABLE", `The order is ${o.status}; an agent may cancel only pending orders.`, { status: o.status, order_id: o.order_id });
+    }
+    const r = await ctx.svc.actors.ask(storeCommerce, ctx.store.slug, "cancelOrder", { orderId: o.order_id, reason: a.reason ?? "canceled by the agent at the buyer's request" });
+    return { order_id: o.order_id, status: r.status };
+  },
+});
+
+export const onxCreateReturn = defineTool({
+  name: "onx_create_return",
+  title: "Create return",
+  description:
+    "Ask for a refund (return) of one of your orders: amount in cents (omit for the full amount) and a reason. Creates " +
+    "a refund request in PENDING_APPROVAL that the merchant approves. Read get_return_policy first. Asks the human.",
+  group: "account",
+  input: T.Object({ order_id: Uuid, amount: T.Optional(T.Integer({ minimum: 1, description: "cents; omit for a full refund" })), reason: T.Optional(T.String({ maxLength: 255 })) }, Strict),
+  output: T.Object({ status: T.String() }, Open),
+  annotations: WRITE,
+  auth: "key",
+  scopes: ["checkout"],
+  sandboxRefused: true,
+  confirmation: true,
+  errors: { RETURN_WINDOW_EXPIRED: "the order was delivered longer ago than the return window", ORDER_NOT_FOUND: "another caller's order" },
+  async summarize(a, ctx) {
+    const o = await callerOrder(ctx, a.order_id);
+    const amount = a.amount ?? o.total_minor - o.refunded_minor;
+    return { summary: `Request a refund of ${money(amount, o.currency)} for order ${o.order_id} at ${ctx.store.name}.`, facts: { amount: toMajor(amount, o.currency), currency: o.currency } };
+  },
+  async handler(a, ctx) {
+    const o = await callerOrder(ctx, a.order_id);
+    return ctx.svc.actors.ask(storeCommerce, ctx.store.slug, "proposeRefund", {
+      orderId: o.order_id,
+      agentKeyId: ownerId(ctx),
+      ...(a.amount === undefined ? {} : { amount: a.amount }),
+      ...(a.reason === undefined ? {} : { reason: a.reason }),
+    });
+  },
+});
+
+export const getRefundStatus = defineTool({
+  name: "get_refund_status",
+  title: "Get refund status",
+  description: "Refund requests of one of your orders and their status (PENDING_APPROVAL, then the merchant's decision).",
+  group: "account",
+  input: T.Object({ order_id: Uuid }, Strict),
+  output: T.Object({ order_id: T.String(), refunds: T.Array(AnyObject) }, Open),
+  annotations: READ,
+  auth: "key",
+  scopes: ["orders:read", "checkout"],
+  confirmation: false,
+  async handler(a, ctx) {
+    const o = await callerOrder(ctx, a.order_id);
+    return { order_id: o.order_id, refunded: toMajor(o.refunded_minor, o.currency), currency: o.currency, refunds: o.refunds };
+  },
+});

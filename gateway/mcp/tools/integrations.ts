@@ -1,0 +1,395 @@
+/**
+ * Tools for the integration edges: payment mandates (AGENT_TOKEN_INVALID, MANDATE_LIMIT_EXCEEDED), end-customer
+ * identity (IDENTITY_TOKEN_*, ORDER_OWNERSHIP_FAILED), the merchant platform (UPSTREAM_*), attribute
+ * verification (CART_ATTRIBUTE_WRITE_FAILED, VERIFICATION_NOT_FOUND), trust reads and negotiation.
+ *
+ * Merchant platform hook: a product may carry `attributes.platform_endpoint`, an https URL of the merchant
+ * platform's item resource (loopback/private allowed only where ALLOW_PRIVATE_URLS is on). GET answers live stock
+ * `{in_stock: boolean, quantity?: integer}`; POST `{attribute, value, cart_id}` writes a cart attribute.
+ */
+import { Type as T } from "@sinclair/typebox";
+import { cartActor } from "../../../actors/cart/index.ts";
+import { ActorError, fail } from "../../../actors/runtime/errors.ts";
+import { storeActor } from "../../../actors/store/index.ts";
+import { fitsCurrency } from "../../../actors/store/ingest.ts";
+import { toMinor } from "../../../actors/store/schemas.ts";
+import { displayBand } from "../../../actors/trust/bands.ts";
+import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../../actors/trust/explain.ts";
+import { assertPublicUrl } from "../../../infra/ssrf.ts";
+import { toMajor } from "../../../search/money.ts";
+import { tokenService } from "../../identity.ts";
+import { currentScore } from "../../rest/trust.ts";
+import { customerBuyerRef } from "../identity.ts";
+import { defineTool, type ToolContext } from "../registry.ts";
+import { cartIdArg, money, ownerId } from "./commerce.ts";
+import { storeProduct } from "./discovery.ts";
+import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
+
+const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
+const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
+
+// ---------------------------------------------------------------------------------------- mandates
+
+export const MANDATE_AUDIENCE = "payment-mandate";
+export const MANDATE_TYP = "mandate+jwt";
+
+/** Checks a presented mandate against the cart; the checkout endpoint of a real merchant requires one. */
+export async function verifyMandateFor(ctx: ToolContext, cartId: string, token: string | undefined): Promise<void> {
+  if (!token) {
+    if (ctx.endpoint === "checkout" && ctx.store.slug !== "demo-store") {
+      throw fail("MISSING_REQUIRED_ARGUMENT", "The checkout endpoint needs a payment_mandate (issue_payment_mandate).", { field: "payment_mandate" });
+    }
+    return;
+  }
+  const tokens = await tokenService(ctx.svc);
+  let claims;
+  try {
+    claims = (await tokens.verifyToken(token, { audience: MANDATE_AUDIENCE, typ: MANDATE_TYP })).claims;
+  } catch (err) {
+    const reason = err instanceof ActorError && err.code === "token_expired" ? "expired" : "signature_or_claims";
+    throw fail("AGENT_TOKEN_INVALID", "The payment mandate failed verification; issue a new one.", { reason });
+  }
+  if (claims.sub !== ownerId(ctx)) throw fail("AGENT_TOKEN_INVALID", "The payment mandate was issued to another agent.", { reason: "subject" });
+  const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
+  const limit = Number(claims.max_amount_minor);
+  const details = { mandate: { max_amount_minor: limit, currency: claims.currency, store: claims.store, expires_at: new Date(Number(claims.exp) * 1000).toISOString() }, cart_total_minor: cart.totals.total_minor, cart_currency: cart.currency };
+  if (claims.store !== ctx.store.slug) throw fail("MANDATE_LIMIT_EXCEEDED", "The mandate is for another merchant (audience).", { ...details, violated: "audience" });
+  if (claims.currency !== cart.currency) throw fail("MANDATE_LIMIT_EXCEEDED", "The mandate is in another currency.", { ...details, violated: "currency" });
+  if (cart.totals.total_minor > limit) throw fail("MANDATE_LIMIT_EXCEEDED", `The order total ${money(cart.totals.total_minor, cart.currency)} exceeds the mandate.`, { ...details, violated: "amount" });
+}
+
+export const issuePaymentMandate = defineTool({
+  name: "issue_payment_mandate",
+  title: "Issue payment mandate",
+  description:
+    "Ask the human for a spending mandate: the most you may pay at this store, in one currency, for a limited time. " +
+    "Returns a signed mandate to pass as complete_checkout's payment_mandate (required on the dedicated checkout " +
+    "endpoint). A checkout above it answers MANDATE_LIMIT_EXCEEDED; a tampered or expired one AGENT_TOKEN_INVALID.",
+  group: "checkout",
+  input: T.Object({ max_amount: T.Number({ exclusiveMinimum: 0 }), currency: T.String({ pattern: "^[A-Z]{3}$" }), expires_in_minutes: T.Optional(T.Integer({ minimum: 1, maximum: 1440 })) }, Strict),
+  output: T.Object({ payment_mandate: T.String(), max_amount: T.Number(), currency: T.String(), expires_at: T.String() }, Open),
+  annotations: WRITE,
+  auth: "key",
+  scopes: ["checkout"],
+  sandboxRefused: true,
+  confirmation: true,
+  async summarize(a, ctx) {
+    return { summary: `Allow the agent to spend up to ${a.max_amount} ${a.currency} at ${ctx.store.name} for ${a.expires_in_minutes ?? 60} minutes.`, facts: { amount: a.max_amount, currency: a.currency } };
+  },
+  async handler(a, ctx) {
+    if (!fitsCurrency(a.max_amount, a.currency)) throw fail("INVALID_ARGUMENT", `max_amount has more decimals than ${a.currency} allows.`, { field: "max_amount" });
+    const ttl = (a.expires_in_minutes ?? 60) * 60;
+    const tokens = await tokenService(ctx.svc);
+    const jwt = await tokens.issueToken({
+      sub: ownerId(ctx),
+      aud: MANDATE_AUDIENCE,
+      ttlSeconds: ttl,
+      typ: MANDATE_TYP,
+      extra: { store: ctx.store.slug, currency: a.currency, max_amount_minor: toMinor(a.max_amount, a.currency) },
+    });
+    return { payment_mandate: jwt, max_amount: a.max_amount, currency: a.currency, store: ctx.store.slug, expires_at: new Date(ctx.now.getTime() + ttl * 1000).toISOString() };
+  },
+});
+
+// ---------------------------------------------------------------------------------------- customers
+
+function requireCustomer(ctx: ToolContext) {
+  if (ctx.customerError) throw fail(ctx.customerError.code, ctx.customerError.message, ctx.customerError.details);
+  if (!ctx.customer) throw fail("IDENTITY_TOKEN_REJECTED", "The customer endpoint needs an X-Customer-Identity token from the merchant.", { reason: "missing" });
+  return ctx.customer;
+}
+
+interface OrderRow {
+  id: string;
+  status: string;
+  total_minor: number;
+  refunded_minor: number;
+  currency: string;
+  buyer_ref: string;
+  created_at: Date;
+}
+
+const orderOut = (o: OrderRow) => ({
+  order_id: o.id,
+  status: o.status,
+  total: toMajor(Number(o.total_minor), o.currency),
+  total_minor: Number(o.total_minor),
+  refunded_minor: Number(o.refunded_minor),
+  currency: o.currency,
+  created_at: o.created_at.toISOString(),
+  refunds: [] as unknown[],
+});
+
+/** An order of this store seen by the identified customer: another customer's is ORDER_OWNERSHIP_FAILED. */
+export async function customerOrder(ctx: ToolContext, orderId: string) {
+  const customer = requireCustomer(ctx);
+  const [o] = await ctx.svc.sql<OrderRow[]>`
+    SELECT id, status, total_minor, refunded_minor, currency, buyer_ref, created_at FROM orders WHERE id = ${orderId.toLowerCase()} AND store_slug = ${ctx.store.slug}`;
+  if (!o) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
+  if (o.buyer_ref !== customer.buyerRef) {
+    ctx.svc.log.warn("mcp order ownership check failed", { store: ctx.store.slug, order: o.id });
+    throw fail("ORDER_OWNERSHIP_FAILED", "This order is not associated with the authenticated customer; the attempt is recorded.", { order_id: o.id });
+  }
+  return orderOut(o);
+}
+
+export async function listOrders(ctx: ToolContext, status: string | undefined, limit: number) {
+  const sql = ctx.svc.sql;
+  const rows =
+    ctx.endpoint === "customer" || ctx.customer || ctx.customerError
+      ? await sql<OrderRow[]>`SELECT id, status, total_minor, refunded_minor, currency, buyer_ref, created_at FROM orders
+          WHERE store_slug = ${ctx.store.slug} AND buyer_ref = ${requireCustomer(ctx).buyerRef} AND (${status ?? null}::text IS NULL OR status = ${status ?? null})
+          ORDER BY created_at DESC LIMIT ${limit}`
+      : await sql<OrderRow[]>`SELECT id, status, total_minor, refunded_minor, currency, buyer_ref, created_at FROM orders
+          WHERE store_slug = ${ctx.store.slug} AND agent_key_id = ${ownerId(ctx)} AND (${status ?? null}::text IS NULL OR status = ${status ?? null})
+          ORDER BY created_at DESC LIMIT ${limit}`;
+  return rows.map(orderOut);
+}
+
+export const verifyCustomerIdentity = defineTool({
+  name: "verify_customer_identity",
+  title: "Verify customer identity",
+  description:
+    "Check the end customer's identity token (header X-Customer-Identity, issued by the merchant) on this store: " +
+    "returns the customer reference the customer tools act for. IDENTITY_TOKEN_REJECTED (details.reason) or " +
+    "IDENTITY_TOKEN_STORE_MISMATCH when it cannot be used here.",
+  group: "customer",
+  input: T.Object({}, Strict),
+  output: T.Object({ store: T.String(), customer_id: T.String(), buyer_ref: T.String() }, Open),
+  annotations: READ,
+  auth: "key",
+  confirmation: false,
+  errors: { IDENTITY_TOKEN_REJECTED: "a forged, expired or missing X-Customer-Identity", IDENTITY_TOKEN_STORE_MISMATCH: "a token minted for another store" },
+  async handler(_a, ctx) {
+    const c = requireCustomer(ctx);
+    return { store: ctx.store.slug, customer_id: c.id, buyer_ref: customerBuyerRef(ctx.store.slug, c.id) };
+  },
+});
+
+// ---------------------------------------------------------------------------------- merchant platform
+
+const PLATFORM_TIMEOUT_MS = 3_000;
+
+function platformEndpoint(ctx: ToolContext, attributes: Record<string, unknown>): string {
+  const url = attributes.platform_endpoint;
+  if (typeof url !== "string" || url.length === 0) {
+    throw fail("STORE_NOT_CONFIGURED", `${ctx.store.name} has no platform integration for this product (attributes.platform_endpoint).`, { missing: "platform_endpoint" });
+  }
+  return url;
+}
+
+async function callPlatform(ctx: ToolContext, url: string, init: RequestInit): Promise<Response> {
+  const allowPrivate = ctx.svc.config.ALLOW_PRIVATE_URLS;
+  try {
+    await assertPublicUrl(url, { allowPrivate, field: "platform_endpoint" });
+  } catch {
+    throw fail("STORE_NOT_CONFIGURED", "The product's platform endpoint is not an allowed URL.", { missing: "platform_endpoint" });
+  }
+  try {
+    return await fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(PLATFORM_TIMEOUT_MS) });
+  } catch (err) {
+    throw fail("UPSTREAM_UNAVAILABLE", "The merchant platform did not answer.", { reason: (err as Error).name === "TimeoutError" ? "timeout" : "unreachable" });
+  }
+}
+
+export const checkLiveAvailability = defineTool({
+  name: "check_live_availability",
+  title: "Check live availability",
+  description:
+    "Ask the merchant's platform right now whether a product is in stock (for products whose merchant integrates a " +
+    "live stock endpoint). Use it for scarce items before create_cart. UPSTREAM_* errors mean the platform failed: " +
+    "fall back to get_availability.",
+  group: "discovery",
+  input: T.Object({ product_id: Uuid }, Strict),
+  output: T.Object({ productId: T.String(), inStock: T.Boolean(), quantity: T.Union([T.Integer(), T.Null()]), source: T.String() }, Open),
+  annotations: { ...READ, openWorldHint: true },
+  auth: "public",
+  scopes: ["search"],
+  confirmation: false,
+  errors: {
+    STORE_NOT_CONFIGURED: "the product has no platform_endpoint",
+    UPSTREAM_UNAVAILABLE: "the platform is unreachable or slower than 3 s",
+    UPSTREAM_ERROR: "the platform answers a non-2xx status",
+    UPSTREAM_RESPONSE_INVALID: "the platform's body is not {in_stock: boolean, quantity?: integer}",
+  },
+  async handler(a, ctx) {
+    const { product } = await storeProduct(ctx, a.product_id);
+    const res = await callPlatform(ctx, platformEndpoint(ctx, product.attributes), { headers: { accept: "application/json" } });
+    if (!res.ok) throw fail("UPSTREAM_ERROR", `The merchant platform answered ${res.status}.`, { status: res.status });
+    const body = (await res.json().catch(() => null)) as { in_stock?: unknown; quantity?: unknown } | null;
+    if (!body || typeof body.in_stock !== "boolean" || (body.quantity !== undefined && !Number.isInteger(body.quantity))) {
+      throw fail("UPSTREAM_RESPONSE_INVALID", "The merchant platform's answer does not match {in_stock, quantity?}.", { received: typeof body });
+    }
+    return { productId: product.id, inStock: body.in_stock, quantity: (body.quantity as number | undefined) ?? null, source: "merchant_platform", checkedAt: ctx.now.toISOString() };
+  },
+});
+
+// ------------------------------------------------------------------------------ attribute verification
+
+export const VERIFICATION_AUDIENCE = "attribute-verification";
+
+export const startAttributeVerification = defineTool({
+  name: "start_attribute_verification",
+  title: "Start attribute verification",
+  description:
+    "Record a buyer attribute the merchant's enforcement layer needs (e.g. age_over_18 for restricted goods) on the " +
+    "merchant platform's cart, for every line of the cart whose product integrates a platform. Returns a " +
+    "verification_reference to poll with get_attribute_verification. Asks the human to approve sharing the attribute.",
+  group: "cart",
+  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), attribute: T.Union(["age_over_18", "age_over_21", "business_buyer", "shipping_country"].map((s) => T.Literal(s))), value: T.Union([T.Boolean(), T.String({ maxLength: 64 })]) }, Strict),
+  output: T.Object({ verification_reference: T.String(), status: T.String(), lines: T.Integer() }, Open),
+  annotations: WRITE,
+  auth: "key",
+  scopes: ["cart"],
+  sandboxRefused: true,
+  confirmation: true,
+  errors: { CART_ATTRIBUTE_WRITE_FAILED: "the platform refuses or cannot take the attribute write", STORE_NOT_CONFIGURED: "no line of the cart has a platform integration" },
+  async summarize(a, ctx) {
+    return { summary: `Share '${a.attribute} = ${String(a.value)}' with ${ctx.store.name} for your cart.` };
+  },
+  async handler(a, ctx) {
+    const cartId = cartIdArg(a.cart_id);
+    const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
+    let written = 0;
+    for (const line of cart.items) {
+      const { product } = await storeProduct(ctx, line.product_id);
+      const url = (product.attributes as Record<string, unknown>).platform_endpoint;
+      if (typeof url !== "string") continue;
+      const res = await callPlatform(ctx, url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ attribute: a.attribute, value: a.value, cart_id: cartId }) }).catch((err) => {
+        throw fail("CART_ATTRIBUTE_WRITE_FAILED", "The attribute could not be written to the merchant platform's cart.", { product_id: product.id, cause: (err as ActorError).code });
+      });
+      if (!res.ok) throw fail("CART_ATTRIBUTE_WRITE_FAILED", `The merchant platform refused the attribute write (${res.status}).`, { product_id: product.id, status: res.status });
+      written++;
+    }
+    if (written === 0) throw fail("STORE_NOT_CONFIGURED", "No product in this cart integrates a merchant platform; nothing needs verifying.", { missing: "platform_endpoint" });
+    const tokens = await tokenService(ctx.svc);
+    const ref = await tokens.issueToken({ sub: ownerId(ctx), aud: VERIFICATION_AUDIENCE, ttlSeconds: 15 * 60, typ: "verification+jwt", extra: { store: ctx.store.slug, cart: cartId, attribute: a.attribute, lines: written } });
+    return { verification_reference: ref, status: "VERIFIED", attribute: a.attribute, lines: written, expires_in: 900 };
+  },
+});
+
+export const getAttributeVerification = defineTool({
+  name: "get_attribute_verification",
+  title: "Get attribute verification",
+  description: "Poll an attribute verification by its verification_reference. VERIFICATION_NOT_FOUND when unknown or expired (15 minutes): start again.",
+  group: "cart",
+  input: T.Object({ verification_reference: T.String({ minLength: 1, maxLength: 4000 }) }, Strict),
+  output: T.Object({ status: T.String(), attribute: T.String(), cart_id: T.String() }, Open),
+  annotations: READ,
+  auth: "key",
+  scopes: ["cart"],
+  confirmation: false,
+  errors: { VERIFICATION_NOT_FOUND: "an unknown, tampered or expired reference" },
+  async handler(a, ctx) {
+    const tokens = await tokenService(ctx.svc);
+    const v = await tokens.verifyToken(a.verification_reference, { audience: VERIFICATION_AUDIENCE, typ: "verification+jwt" }).catch(() => null);
+    if (!v || v.sub !== ownerId(ctx) || v.claims.store !== ctx.store.slug) {
+      throw fail("VERIFICATION_NOT_FOUND", "No attribute verification for that reference (or it expired).", {});
+    }
+    return { status: "VERIFIED", attribute: String(v.claims.attribute), cart_id: String(v.claims.cart), lines: Number(v.claims.lines), expires_at: new Date(v.exp * 1000).toISOString() };
+  },
+});
+
+// -------------------------------------------------------------------------------------------- trust
+
+export const getTrustScore = defineTool({
+  name: "get_trust_score",
+  title: "Get trust score",
+  description:
+    "This merchant's signed trust score (0 to 100 and 0 to 1), its display band, confidence, engines, operational " +
+    "status, whether agent checkout is allowed, and the JWS with the JWKS URL to verify it offline.",
+  group: "discovery",
+  input: T.Object({}, Strict),
+  output: T.Object({ store_slug: T.String(), score: T.Number(), score_0to1: T.Number(), display_band: T.String() }, Open),
+  annotations: READ,
+  auth: "public",
+  scopes: ["merchants:read"],
+  confirmation: false,
+  async handler(_a, ctx) {
+    const { row, score } = await currentScore(ctx.svc, ctx.store.slug);
+    const sel = score.selected;
+    return {
+      store_slug: ctx.store.slug,
+      score: sel.score0to100,
+      score_0to1: sel.score0to1,
+      engines: sel.engines,
+      confidence_level: sel.confidence_level,
+      display_band: displayBand(sel.score0to1),
+      operational_status: score.status,
+      jws: sel.engines.overall === "v41" && row.jws_v41 ? row.jws_v41 : row.jws_v2,
+      jwks_url: `${ctx.svc.siteUrl}/.well-known/jwks.json`,
+      computed_at: row.computed_at.toISOString(),
+    };
+  },
+});
+
+export const getTrustExplanation = defineTool({
+  name: "get_trust_explanation",
+  title: "Get trust explanation",
+  description: "Why this merchant has its trust score: strengths, weaknesses, 30-day trend and a recommendation for the shopper.",
+  group: "discovery",
+  input: T.Object({}, Strict),
+  output: T.Object({ merchant: T.String(), strengths: T.Array(T.Unknown()), weaknesses: T.Array(T.Unknown()), recommendation: T.Unknown() }, Open),
+  annotations: READ,
+  auth: "public",
+  scopes: ["merchants:read"],
+  confirmation: false,
+  async handler(_a, ctx) {
+    const slug = ctx.store.slug;
+    const { row, score } = await currentScore(ctx.svc, slug);
+    const now = ctx.svc.clock.now();
+    const history = await ctx.svc.sql<{ computed_at: Date; score_0to1: string; engine: "v41" | "v2"; verified_evidence: number }[]>`
+      SELECT computed_at, score_0to1, engine, verified_evidence FROM trust_score_history
+      WHERE store_slug = ${slug} AND computed_at >= ${new Date(now - TREND_WINDOW_DAYS * 86_400_000)} ORDER BY computed_at`;
+    const points: HistoryPoint[] = history.map((h) => ({ at: h.computed_at.getTime(), score0to1: Number(h.score_0to1), engine: h.engine, verifiedEvidence: h.verified_evidence }));
+    const ex = explainTrust(score.selected, points, now);
+    return {
+      merchant: slug,
+      trust_score: score.selected.score0to1,
+      display_band: displayBand(score.selected.score0to1),
+      strengths: ex.strengths,
+      weaknesses: ex.weaknesses,
+      trend: ex.trend,
+      recommendation: ex.recommendation,
+      computed_at: row.computed_at.toISOString(),
+    };
+  },
+});
+
+// -------------------------------------------------------------------------------------------- negotiate
+
+export const negotiatePrice = defineTool({
+  name: "negotiate_price",
+  title: "Negotiate price (beta)",
+  description:
+    "Bid a price for a product of this store (BETA). The merchant's rules accept it, counter it (counter_price) or " +
+    "reject it; an accepted price holds 15 minutes and create_cart uses it. Stores without negotiation answer " +
+    "FEATURE_NOT_ENABLED. Asks the human to approve the bid.",
+  group: "cart",
+  input: T.Object({ product_id: Uuid, bid_price: T.Number({ exclusiveMinimum: 0 }), currency: T.String({ pattern: "^[A-Z]{3}$" }) }, Strict),
+  output: T.Object({ status: T.String(), productId: T.String() }, Open),
+  annotations: WRITE,
+  auth: "key",
+  scopes: ["cart"],
+  feature: "negotiate",
+  sandboxRefused: true,
+  confirmation: true,
+  errors: { FEATURE_NOT_ENABLED: "the store has no negotiation rules", NOT_ELIGIBLE: "the product's category is excluded from negotiation" },
+  async summarize(a, ctx) {
+    const { product } = await storeProduct(ctx, a.product_id);
+    return { summary: `Offer ${a.bid_price} ${a.currency} for ${product.title} (list ${money(product.priceMinor, product.currency)}) at ${ctx.store.name}.`, facts: { amount: a.bid_price, currency: a.currency } };
+  },
+  async handler(a, ctx) {
+    if (ctx.store.negotiationRules?.enabled !== true) throw fail("FEATURE_NOT_ENABLED", `${ctx.store.name} does not negotiate prices.`, { capability: "negotiation" });
+    if (!fitsCurrency(a.bid_price, a.currency)) throw fail("INVALID_ARGUMENT", `bid_price has more decimals than ${a.currency} allows.`, { field: "bid_price" });
+    const { product } = await storeProduct(ctx, a.product_id);
+    if (product.category && ctx.store.negotiationRules.excludedCategories?.includes(product.category)) {
+      throw fail("NOT_ELIGIBLE", `Products in ${product.category} are not negotiable here.`, { category: product.category });
+    }
+    const r = await ctx.svc.actors.ask(storeActor, ctx.store.slug, "negotiate", { productId: product.id, agentKeyId: ownerId(ctx), bidMinor: toMinor(a.bid_price, a.currency), currency: a.currency });
+    const m = (v: number | null) => (v === null ? null : toMajor(v, r.currency));
+    return { offerId: r.offerId, status: r.status, productId: product.id, currency: r.currency, listPrice: m(r.listPriceMinor), bidPrice: a.bid_price, counterPrice: m(r.counterPriceMinor), negotiatedPrice: m(r.negotiatedPriceMinor), expiresAt: r.expiresAt, round: r.round, maxRounds: r.maxRounds, reason: r.reason, message: r.message };
+  },
+});
+
+export { AnyObject };
