@@ -8,11 +8,10 @@ import { Elysia, t } from "elysia";
 import { cartActor, cartIdOfSession } from "../../actors/cart/index.ts";
 import type { CompleteReply } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail, SANDBOX_APPROVAL_PATH } from "../../actors/payments/card-rails.ts";
-import { buildPaymentRequired, paymentRequiredHeaders, parsePaymentPayload, toAssetAmount } from "../../actors/payments/x402-challenge.ts";
 import { fail } from "../../actors/runtime/errors.ts";
-import { minorUnitExponent } from "../../search/money.ts";
 import { errorBody, errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
+import { runX402Checkout, x402Deps } from "../bridge/x402-checkout.ts";
 import type { Services } from "../services.ts";
 
 const X402Config = t.Object({
@@ -33,16 +32,11 @@ const CheckoutRequest = t.Object({
   reconfirmed_state_hash: t.Optional(t.String({ pattern: "^[0-9a-f]{64}$" })),
   x402_payload: t.Optional(t.Unknown()),
   x402_config: t.Optional(t.Unknown()),
+  pay_with_wallet: t.Optional(t.Boolean({ description: "x402: pay from the agent's custodial wallet (POST /agent/wallet/provision)." })),
 });
 
-/** Base Sepolia USDC, the default asset when x402_config names none (docs/x402.md). */
-const DEFAULT_X402_ASSET = { address: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", name: "USDC", version: "2", decimals: 6 };
-
 function validateX402(body: typeof CheckoutRequest.static): typeof X402Config.static {
-  if (body.x402_payload === undefined || body.x402_payload === null) throw fail("MISSING_REQUIRED_ARGUMENT", "x402_payload is required when payment_rail is x402.", { field: "x402_payload" });
   if (body.x402_config === undefined || body.x402_config === null) throw fail("MISSING_REQUIRED_ARGUMENT", "x402_config is required when payment_rail is x402.", { field: "x402_config" });
-  const payload = parsePaymentPayload(body.x402_payload);
-  if (!payload.ok) throw fail("INVALID_ARGUMENT", `x402_payload is not an x402 v2 payment payload: ${payload.error}`, { field: "x402_payload" });
   const c = body.x402_config as Record<string, unknown>;
   const str = (k: string) => typeof c?.[k] === "string" && (c[k] as string).length > 0;
   for (const k of ["merchant_wallet_address", "network", "facilitator_url"]) {
@@ -104,6 +98,23 @@ export function checkoutRoutes(svc: Services) {
         const rail = body.payment_rail ?? "card";
         const x402 = rail === "x402" ? validateX402(body) : null;
         const cartId = body.cartId.toLowerCase();
+        if (x402) {
+          // x402 v2: challenge, local checks, facilitator, per-store settlement (gateway/bridge/x402-checkout.ts).
+          const answer = await runX402Checkout(x402Deps(svc), {
+            keyId: agent.keyId,
+            cartId,
+            ...(body.checkout_session_id ? { sessionId: body.checkout_session_id } : {}),
+            ...(key ? { idempotencyKey: key.toLowerCase() } : {}),
+            ...(body.reconfirmed_state_hash ? { reconfirmedStateHash: body.reconfirmed_state_hash } : {}),
+            payload: body.x402_payload,
+            config: x402,
+            payWithWallet: body.pay_with_wallet === true,
+            headers: request.headers,
+          });
+          set.status = answer.status;
+          Object.assign(set.headers, answer.headers);
+          return answer.body;
+        }
         const common = {
           keyId: agent.keyId,
           rail,
@@ -134,19 +145,8 @@ export function checkoutRoutes(svc: Services) {
             expires_at: reply.expires_at,
           });
         }
-        // x402: settlement is not wired yet; answer the spec's 402 challenge for the amount due.
-        const cfg = x402 as typeof X402Config.static;
-        const asset = cfg.asset_address ? { ...DEFAULT_X402_ASSET, address: cfg.asset_address } : DEFAULT_X402_ASSET;
-        const challenge = buildPaymentRequired({
-          network: cfg.network,
-          asset,
-          amount: toAssetAmount(reply.total_minor, minorUnitExponent(reply.currency), asset.decimals),
-          payTo: cfg.merchant_wallet_address,
-          resource: { url: `${svc.siteUrl}/api/v1/agent/checkout`, description: `checkout ${reply.checkout_session_id}`, mimeType: "application/json" },
-        });
-        set.status = 402;
-        Object.assign(set.headers, paymentRequiredHeaders(challenge));
-        return errorBody("payment_required", "x402 payment required.", { checkout_session_id: reply.checkout_session_id, x402: challenge, legs: reply.legs });
+        // Only the x402 flow (handled above) answers X402_PAYMENT_REQUIRED.
+        throw fail("INTERNAL_ERROR", `unexpected checkout reply ${reply.status}`);
       },
       {
         body: CheckoutRequest,

@@ -1,0 +1,287 @@
+/**
+ * The x402 side of POST /api/v1/agent/checkout (x402 v2). The route hands over here when `payment_rail` is x402;
+ * the answer is returned as data (status, headers, body) for the route to send.
+ *
+ * 1. Ask the cart for the amounts due (`checkout` without a payment): a session that is already done, waiting or
+ *    reconciling answers for itself here — a repeated call after a settle timeout reconciles and returns the order.
+ * 2. Per store: the merchant's x402 configuration (overrides `x402_config`), the requirements of its leg.
+ * 3. No payment → 402 with a v2 `PAYMENT-REQUIRED` challenge (one `accepts` entry per store).
+ * 4. A payment (`x402_payload`, the `PAYMENT-SIGNATURE`/`X-PAYMENT` header, or the agent's custodial wallet with
+ *    `pay_with_wallet: true`) → local checks and the facilitator's /verify (x402-rail.ts); a refusal is a 402
+ *    naming the reason, a facilitator that cannot be reached is a retryable 503; nothing has moved in either case.
+ * 5. The cart completes with the prepared authorizations as the legs' tokens; the rail settles each store.
+ *    200 + `PAYMENT-RESPONSE` when every store is paid; 207 with per-store results when some stores settled and
+ *    others did not (those roll back and may be paid again with the same idempotency key).
+ */
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { cartActor } from "../../actors/cart/index.ts";
+import type { CompleteReply } from "../../actors/cart/messages.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
+import type { ActorCaller } from "../../actors/runtime/define-actor.ts";
+import {
+  buildPaymentRequired,
+  encodePaymentResponse,
+  paymentRequiredHeaders,
+  parsePaymentPayload,
+  readPaymentHeader,
+} from "../../actors/payments/x402-challenge.ts";
+import {
+  legRequirements,
+  loadStoreX402Configs,
+  resolveX402Config,
+  type CallerX402Config,
+  type EffectiveX402Config,
+  type X402Policy,
+} from "../../actors/payments/x402-config.ts";
+import {
+  capturedIntentsOfCart,
+  intentsOfToken,
+  prepareX402Authorizations,
+  X402_TOKEN_PREFIX,
+  x402Timeouts,
+  type LegToPay,
+} from "../../actors/payments/x402-rail.ts";
+import { walletActor } from "../../actors/wallet/index.ts";
+import type { Sql } from "../../infra/db.ts";
+import type { Logger } from "../../infra/log.ts";
+import { errorBody, ok } from "../envelope.ts";
+
+export interface X402CheckoutRequest {
+  keyId: string;
+  cartId: string;
+  sessionId?: string;
+  idempotencyKey?: string;
+  reconfirmedStateHash?: string;
+  /** The body's `x402_payload`: one payload, an array (one per store), or an object keyed by merchant slug. */
+  payload?: unknown;
+  config?: CallerX402Config;
+  payWithWallet?: boolean;
+  headers: Headers;
+}
+
+export interface X402Deps {
+  sql: Sql;
+  actors: ActorCaller;
+  policy: X402Policy;
+  extras: Map<string, unknown>;
+  siteUrl: string;
+  log: Logger;
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+interface Leg {
+  storeId: string;
+  amountMinor: number;
+  currency: string;
+  config: EffectiveX402Config;
+  requirements: PaymentRequirements;
+}
+
+const slugOf = (r: PaymentRequirements): string | undefined => {
+  const v = r.extra?.merchantSlug;
+  return typeof v === "string" ? v : undefined;
+};
+
+/** Matches the offered payloads to the legs: by the merchant slug of `accepted`, else by payTo + amount. */
+function assignPayloads(raw: unknown, legs: Leg[]): Map<string, PaymentPayload> {
+  const out = new Map<string, PaymentPayload>();
+  const parse = (value: unknown, where: string): PaymentPayload => {
+    const p = parsePaymentPayload(value);
+    if (!p.ok) throw fail("INVALID_ARGUMENT", `${where} is not an x402 v2 payment payload: ${p.error}`, { field: where });
+    return p.value;
+  };
+  let list: { payload: PaymentPayload; slug?: string }[];
+  if (Array.isArray(raw)) list = raw.map((v, i) => ({ payload: parse(v, `x402_payload[${i}]`) }));
+  else if (raw && typeof raw === "object" && !("x402Version" in raw)) {
+    list = Object.entries(raw as Record<string, unknown>).map(([slug, v]) => ({ payload: parse(v, `x402_payload.${slug}`), slug }));
+  } else list = [{ payload: parse(raw, "x402_payload") }];
+  for (const item of list) {
+    const accepted = item.payload.accepted;
+    const leg =
+      legs.find((l) => l.storeId === (item.slug ?? slugOf(accepted))) ??
+      legs.find((l) => !out.has(l.storeId) && accepted.payTo.toLowerCase() === l.requirements.payTo.toLowerCase() && accepted.amount === l.requirements.amount) ??
+      (legs.length === 1 ? legs[0] : undefined);
+    if (!leg) throw fail("INVALID_ARGUMENT", "an x402 payload matches no store of this cart", { field: "x402_payload", pay_to: accepted.payTo });
+    if (out.has(leg.storeId)) throw fail("INVALID_ARGUMENT", `two x402 payloads for merchant ${leg.storeId}`, { field: "x402_payload", merchant_slug: leg.storeId });
+    out.set(leg.storeId, item.payload);
+  }
+  return out;
+}
+
+function challengeFor(deps: X402Deps, legs: Leg[], cartId: string, error: string) {
+  const base = buildPaymentRequired({
+    network: legs[0]!.requirements.network,
+    asset: legs[0]!.config.asset,
+    amount: legs[0]!.requirements.amount,
+    payTo: legs[0]!.requirements.payTo,
+    resource: { url: `${deps.siteUrl}/api/v1/agent/checkout`, description: `Checkout of cart ${cartId}`, mimeType: "application/json" },
+    error,
+  });
+  // One entry per store: the exact requirements each leg is checked against.
+  return { ...base, accepts: legs.map((l) => l.requirements) };
+}
+
+function paymentRequired(deps: X402Deps, legs: Leg[], cartId: string, sessionId: string, error: string, message: string, extra: Record<string, unknown> = {}): HttpAnswer {
+  const challenge = challengeFor(deps, legs, cartId, error);
+  return {
+    status: 402,
+    headers: paymentRequiredHeaders(challenge),
+    body: errorBody("payment_required", message, {
+      checkout_session_id: sessionId,
+      cart_id: cartId,
+      ...extra,
+      x402: challenge,
+      legs: legs.map((l) => ({ merchant_slug: l.storeId, amount_minor: l.amountMinor, currency: l.currency, amount: l.requirements.amount, pay_to: l.requirements.payTo })),
+    }),
+  };
+}
+
+async function completedAnswer(deps: X402Deps, reply: Extract<CompleteReply, { status: "COMPLETED" }>, tokenId?: string): Promise<HttpAnswer> {
+  const intents = tokenId ? (await intentsOfToken(deps.sql, tokenId)).filter((i) => i.state === "captured") : [];
+  const captured = intents.length > 0 ? intents : await capturedIntentsOfCart(deps.sql, reply.cart_id);
+  const headers: Record<string, string> = {};
+  const first = captured[0];
+  if (first?.transaction) {
+    headers["PAYMENT-RESPONSE"] = encodePaymentResponse({ success: true, transaction: first.transaction, network: first.network as PaymentRequirements["network"], payer: first.payer });
+  }
+  return {
+    status: 200,
+    headers,
+    body: ok({ ...reply, x402: { settlements: captured.map((i) => ({ merchant_slug: i.storeId, transaction: i.transaction, network: i.network, payer: i.payer })) } }),
+  };
+}
+
+export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest): Promise<HttpAnswer> {
+  const common = {
+    keyId: req.keyId,
+    rail: "x402" as const,
+    ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+    ...(req.reconfirmedStateHash ? { reconfirmedStateHash: req.reconfirmedStateHash } : {}),
+  };
+  const ask = (extra: { paymentMethod?: string; paymentMethods?: Record<string, string> }) =>
+    req.sessionId
+      ? deps.actors.ask(cartActor, req.cartId, "complete", { ...common, ...extra, sessionId: req.sessionId })
+      : deps.actors.ask(cartActor, req.cartId, "checkout", { ...common, ...extra });
+
+  // 1. what is due (or the session's own answer when it is already past that point)
+  const due = await ask({});
+  if (due.status === "COMPLETED") return completedAnswer(deps, due);
+  if (due.status !== "X402_PAYMENT_REQUIRED") {
+    throw fail("CHECKOUT_STATUS_INVALID", "This checkout is waiting for a buyer approval on another rail.", { status: due.status });
+  }
+
+  // 2. the merchants' configurations and each leg's requirements
+  const configs = await loadStoreX402Configs(deps.sql, due.legs.map((l) => l.merchant_slug));
+  const legs: Leg[] = [];
+  for (const l of due.legs) {
+    const config = await resolveX402Config({ storeSlug: l.merchant_slug, store: configs.get(l.merchant_slug), caller: req.config, policy: deps.policy, log: deps.log });
+    legs.push({ storeId: l.merchant_slug, amountMinor: l.amount_minor, currency: due.currency, config, requirements: legRequirements(config, { storeId: l.merchant_slug, amountMinor: l.amount_minor, currency: due.currency }) });
+  }
+
+  // 3. the payment, from the body, the header or the custodial wallet
+  let payloads: Map<string, PaymentPayload>;
+  const fromHeader = readPaymentHeader(req.headers);
+  if (req.payWithWallet) {
+    payloads = new Map();
+    for (const leg of legs) {
+      const signed = await deps.actors.ask(walletActor, req.keyId, "signX402", {
+        requirements: leg.requirements,
+        resource: { url: `${deps.siteUrl}/api/v1/agent/checkout`, description: `Checkout of cart ${req.cartId}`, mimeType: "application/json" },
+      });
+      payloads.set(leg.storeId, signed as PaymentPayload);
+    }
+  } else if (req.payload !== undefined && req.payload !== null) payloads = assignPayloads(req.payload, legs);
+  else if (fromHeader) payloads = assignPayloads(fromHeader, legs);
+  else return paymentRequired(deps, legs, req.cartId, due.checkout_session_id, "Payment required", "x402 payment required.");
+
+  // 4. local checks, then the facilitator's /verify
+  const toPay: LegToPay[] = legs.filter((l) => payloads.has(l.storeId)).map((l) => ({ ...l, payload: payloads.get(l.storeId) as PaymentPayload }));
+  const prepared = await prepareX402Authorizations(deps.sql, {
+    cartId: req.cartId,
+    agentKeyId: req.keyId,
+    resourceUrl: `${deps.siteUrl}/api/v1/agent/checkout`,
+    legs: toPay,
+    timeouts: x402Timeouts(deps.extras),
+  });
+  if (!prepared.ok) {
+    deps.log.info("x402 payment refused before settlement", { cartId: req.cartId, merchantSlug: prepared.storeId, reason: prepared.reason });
+    return paymentRequired(deps, legs, req.cartId, due.checkout_session_id, prepared.reason, `x402 payment refused: ${prepared.message}`, {
+      reason: prepared.reason,
+      merchant_slug: prepared.storeId,
+    });
+  }
+
+  // 5. settle through the cart: each store's leg on the x402 rail
+  const ref = `${X402_TOKEN_PREFIX}${prepared.tokenId}`;
+  const paymentMethods = Object.fromEntries(prepared.prepared.map((slug) => [slug, ref]));
+  let reply: CompleteReply;
+  try {
+    reply = await ask({ paymentMethods });
+  } catch (err) {
+    if (!(err instanceof ActorError) || err.code !== "PAYMENT_FAILED_ROLLED_BACK") throw err;
+    const completed = (err.details?.completed_store_ids as string[] | undefined) ?? [];
+    const intents = await intentsOfToken(deps.sql, prepared.tokenId);
+    const results = legs.map((l) => {
+      const intent = intents.find((i) => i.storeId === l.storeId);
+      const refusedAtVerify = prepared.refused.find((r) => r.storeId === l.storeId);
+      if (completed.includes(l.storeId)) {
+        return { merchant_slug: l.storeId, status: "captured", transaction: intent?.transaction ?? null };
+      }
+      return {
+        merchant_slug: l.storeId,
+        status: "failed",
+        reason: refusedAtVerify?.reason ?? intent?.errorReason ?? (payloads.has(l.storeId) ? "settle_failed" : "no_payment_for_store"),
+      };
+    });
+    if (completed.length === 0) {
+      const unpaid = legs;
+      const answer = paymentRequired(deps, unpaid, req.cartId, due.checkout_session_id, results[0] && "reason" in results[0] ? String(results[0].reason) : "settle_failed", err.message, {
+        code_detail: err.code,
+        results,
+      });
+      return answer;
+    }
+    const orderIds = (err.details?.order_ids as string[] | undefined) ?? [];
+    const unpaid = legs.filter((l) => !completed.includes(l.storeId));
+    const challenge = challengeFor(deps, unpaid, req.cartId, "partial_settlement");
+    const first = intents.find((i) => i.state === "captured" && i.transaction);
+    return {
+      status: 207,
+      headers: {
+        ...paymentRequiredHeaders(challenge),
+        ...(first?.transaction
+          ? { "PAYMENT-RESPONSE": encodePaymentResponse({ success: true, transaction: first.transaction, network: first.network as PaymentRequirements["network"], payer: first.payer }) }
+          : {}),
+      },
+      body: ok({
+        status: "PARTIALLY_COMPLETED",
+        checkout_session_id: due.checkout_session_id,
+        cart_id: req.cartId,
+        order_ids: orderIds,
+        completed_store_ids: completed,
+        results,
+        retry: "Pay the failed stores with the same idempotency_key; paid stores are not charged again.",
+        x402: challenge,
+      }),
+    };
+  }
+  if (reply.status === "COMPLETED") return completedAnswer(deps, reply, prepared.tokenId);
+  throw fail("INTERNAL_ERROR", `unexpected checkout state ${reply.status}`);
+}
+
+/** The dependencies of the flow from the gateway's services. */
+export function x402Deps(svc: { sql: Sql; actors: ActorCaller; config: { SPEC005_X402_CONFIG_ENFORCED: boolean; X402_FACILITATOR_ALLOWLIST: string; ALLOW_PRIVATE_URLS: boolean }; extras: Map<string, unknown>; siteUrl: string; log: Logger }): X402Deps {
+  return {
+    sql: svc.sql,
+    actors: svc.actors,
+    policy: { enforced: svc.config.SPEC005_X402_CONFIG_ENFORCED, allowlist: svc.config.X402_FACILITATOR_ALLOWLIST, allowPrivate: svc.config.ALLOW_PRIVATE_URLS },
+    extras: svc.extras,
+    siteUrl: svc.siteUrl,
+    log: svc.log,
+  };
+}
