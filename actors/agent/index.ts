@@ -28,6 +28,34 @@ function buckets(memory: Map<string, unknown>): BucketTable {
   return table;
 }
 
+/**
+ * Which buckets of a request this key holds and which belong to other owners, per (tier, surface, ip, tool,
+ * customer), memoised in the activation: the answer never changes for the same inputs, and working it out
+ * (IP normalisation included) costs more than the admission itself on the hot path.
+ */
+function bucketSplit(
+  memory: Map<string, unknown>,
+  keyId: string,
+  tier: Tier,
+  l: { surface: string; ip: string; toolName?: string; customerId?: string },
+): { mine: BucketSpec[]; others: BucketDescriptor[] } {
+  let cache = memory.get("bucketSplit") as Map<string, { mine: BucketSpec[]; others: BucketDescriptor[] }> | undefined;
+  if (!cache) memory.set("bucketSplit", (cache = new Map()));
+  const k = `${tier}|${l.surface}|${l.ip}|${l.toolName ?? ""}|${l.customerId ?? ""}`;
+  let hit = cache.get(k);
+  if (!hit) {
+    const all = bucketsFor({ surface: l.surface as Surface, keyId, tier, ip: l.ip, toolName: l.toolName ?? null, customerId: l.customerId ?? null });
+    const owner = `agent/${keyId}`;
+    hit = {
+      mine: all.filter((b) => b.owner === owner).map(({ id, limit, windowMs }) => ({ id, limit, windowMs })),
+      others: all.filter((b) => b.owner !== owner),
+    };
+    if (cache.size >= 256) cache.clear();
+    cache.set(k, hit);
+  }
+  return hit;
+}
+
 export function rateView(r: AdmitResult): RateView {
   return r.allowed
     ? { limit: r.tightest.limit, remaining: r.tightest.remaining, reset: r.tightest.reset }
@@ -123,18 +151,10 @@ export const agentActor = defineActor({
       let admitted: BucketSpec[] = [];
       let consumedAt = 0;
       if (m.limits) {
-        const all = bucketsFor({
-          surface: m.limits.surface as Surface,
-          keyId: ctx.id,
-          tier,
-          ip: m.limits.ip,
-          toolName: m.limits.toolName ?? null,
-          customerId: m.limits.customerId ?? null,
-        });
-        const mine = all.filter((b) => b.owner === `agent/${ctx.id}`);
-        others = all.filter((b) => b.owner !== `agent/${ctx.id}`);
-        if (mine.length) {
-          admitted = mine.map(({ id, limit, windowMs }) => ({ id, limit, windowMs }));
+        const split = bucketSplit(ctx.memory, ctx.id, tier, m.limits);
+        others = split.others;
+        if (split.mine.length) {
+          admitted = split.mine;
           consumedAt = Date.now();
           const result = buckets(ctx.memory).admit(admitted);
           rate = rateView(result);

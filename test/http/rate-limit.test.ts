@@ -37,7 +37,7 @@ describe("rate-limit headers on every response", () => {
   let srv: TestServer;
   beforeAll(async () => {
     srv = await startServer({ boot: { extraModules: [probes, publicProbe] } });
-  });
+  }, 60_000);
   afterAll(async () => {
     await srv.stop();
   });
@@ -120,7 +120,7 @@ describe("exact admission", () => {
   let srv: TestServer;
   beforeAll(async () => {
     srv = await startServer({ seed: true, boot: { extraModules: [probes] } });
-  });
+  }, 60_000);
   afterAll(async () => {
     await srv.stop();
   });
@@ -169,7 +169,7 @@ describe("exact admission", () => {
     } finally {
       await fresh.stop();
     }
-  });
+  }, 60_000);
 });
 
 describe("RATE_LIMITS_ENABLED=false", () => {
@@ -184,7 +184,7 @@ describe("RATE_LIMITS_ENABLED=false", () => {
     } finally {
       await srv.stop();
     }
-  });
+  }, 60_000);
 
   test("start-up refuses it when NODE_ENV=production", async () => {
     await expect(boot({ env: { NODE_ENV: "production", RATE_LIMITS_ENABLED: "false" } })).rejects.toThrow(/RATE_LIMITS_ENABLED/);
