@@ -21,7 +21,7 @@ import { AGENT_THRESHOLD, agentCheckoutAllowed, operationalStatus, type Operatio
 import { computeV2, type V2Result } from "./engine-v2.ts";
 import { computeV41, type V41Result } from "./engine-v41.ts";
 import type { HistoryPoint } from "./explain.ts";
-import { loadStoreFacts, toEngineInputs, verifiedEvidenceCount, type EngineInputs } from "./inputs.ts";
+import { loadStoreFacts, toEngineInputs, verifiedEvidenceCount, type EngineInputs, type StoreFacts } from "./inputs.ts";
 import { ensureTrustKey, loadTrustKeySet, retireDroppedKeys, saveTrustKeySet } from "./keys.ts";
 import {
   EnsureScheduled,
@@ -102,8 +102,12 @@ export interface StoreScore {
   verifiedEvidence: number;
 }
 
-/** Engines over stored inputs at their computation time: the same numbers every time (pure, clock as argument). */
-export function scoreFromInputs(inputs: EngineInputs, computedAtMs: number, flags: TrustFlags): StoreScore {
+/**
+ * Engines over a store's stored facts at their computation time: the same numbers every time (pure, clock as an
+ * argument), which is how the gateway re-selects engines per request without a second computation path.
+ */
+export function scoreFromFacts(facts: StoreFacts, computedAtMs: number, flags: TrustFlags): StoreScore {
+  const inputs = toEngineInputs(facts, computedAtMs);
   const v41 = computeV41(inputs.v41, { now: computedAtMs });
   const v2 = computeV2(inputs.v2, computedAtMs);
   const selected = selectTrustScore({ v41, v2, flags });
@@ -118,18 +122,48 @@ interface BatchResult {
   alerts: number;
 }
 
-async function recomputeBatch(ctx: Ctx, rt: TrustRuntime, keys: TrustKeySet, slugs: readonly string[], trigger: RecomputeTrigger): Promise<BatchResult> {
-  const nowMs = ctx.now();
+/** Milliseconds spent per phase over a run (reported by the recompute summary and the bench). */
+export interface RecomputeProfile {
+  readMs: number;
+  scoreMs: number;
+  signMs: number;
+  writeMs: number;
+  commitMs: number;
+}
+
+type HistoryRow = { store_slug: string; computed_at: Date; score_0to1: string; engine: "v41" | "v2"; verified_evidence: number };
+
+interface BatchData {
+  facts: Awaited<ReturnType<typeof loadStoreFacts>>;
+  recent: HistoryRow[];
+}
+
+/** Everything a batch reads, in parallel queries on the pool (committed rows; no need for the turn's transaction). */
+async function readBatch(ctx: Ctx, slugs: readonly string[], nowMs: number): Promise<BatchData> {
+  const [facts, recent] = await Promise.all([
+    loadStoreFacts(ctx.sql, slugs, nowMs),
+    ctx.sql<HistoryRow[]>`
+      SELECT store_slug, computed_at, score_0to1, engine, verified_evidence FROM trust_score_history
+      WHERE store_slug = ANY(${[...slugs]}) AND computed_at >= ${new Date(nowMs - 24 * HOUR_MS)} AND computed_at <= ${new Date(nowMs)}`,
+  ]);
+  return { facts, recent };
+}
+
+async function recomputeBatch(
+  ctx: Ctx,
+  rt: TrustRuntime,
+  keys: TrustKeySet,
+  data: BatchData,
+  nowMs: number,
+  trigger: RecomputeTrigger,
+  profile: RecomputeProfile,
+): Promise<BatchResult> {
   const computedAt = new Date(nowMs).toISOString();
   const nowSec = Math.floor(nowMs / 1000);
   const flags = rt.flags();
-  const facts = await loadStoreFacts(ctx.sql, slugs, nowMs);
+  const { facts, recent } = data;
   if (facts.size === 0) return { stores: 0, alerts: 0 };
   const present = [...facts.keys()];
-
-  const recent = await ctx.sql<{ store_slug: string; computed_at: Date; score_0to1: string; engine: "v41" | "v2"; verified_evidence: number }[]>`
-    SELECT store_slug, computed_at, score_0to1, engine, verified_evidence FROM trust_score_history
-    WHERE store_slug = ANY(${present}) AND computed_at >= ${new Date(nowMs - 24 * HOUR_MS)} AND computed_at <= ${new Date(nowMs)}`;
   const historyBy = new Map<string, HistoryPoint[]>();
   for (const r of recent) {
     const list = historyBy.get(r.store_slug) ?? [];
@@ -145,21 +179,27 @@ async function recomputeBatch(ctx: Ctx, rt: TrustRuntime, keys: TrustKeySet, slu
   const signedAt = new Date(nowSec * 1000).toISOString();
   const expiresAt = new Date((nowSec + DEFAULT_SIGNATURE_TTL_SECONDS) * 1000).toISOString();
 
+  const scoreStarted = performance.now();
+  const signing: Promise<[string | null, string]>[] = [];
   for (const slug of present) {
-    const s = scoreFromInputs(toEngineInputs(facts.get(slug)!, nowMs), nowMs, flags);
+    const f = facts.get(slug)!;
+    const s = scoreFromFacts(f, nowMs, flags);
     const sel = s.selected;
     const point: HistoryPoint = { at: nowMs, score0to1: sel.score0to1, engine: sel.engines.overall, verifiedEvidence: s.verifiedEvidence };
     for (const alert of detectAnomalies(slug, historyBy.get(slug) ?? [], point)) alerts.push({ slug, alert, engine: point.engine });
 
     // One signature per engine that produced a number: the gateway picks by the flags of each request.
     const v41Value = s.v41.value;
-    const jwsV41 =
-      v41Value === null
-        ? null
-        : await keys.signScore({ storeSlug: slug, score: round(v41Value, 2), scale: "0-100", engine: "v41", methodologyVersion: s.v41.methodologyVersion }, { now: nowSec });
-    const jwsV2 = await keys.signScore(
-      { storeSlug: slug, score: round(s.v2.score0to1 * 100, 2), scale: "0-100", engine: "v2", methodologyVersion: s.v2.modelVersion },
-      { now: nowSec },
+    signing.push(
+      Promise.all([
+        v41Value === null
+          ? null
+          : keys.signScore({ storeSlug: slug, score: round(v41Value, 2), scale: "0-100", engine: "v41", methodologyVersion: s.v41.methodologyVersion }, { now: nowSec }),
+        keys.signScore(
+          { storeSlug: slug, score: round(s.v2.score0to1 * 100, 2), scale: "0-100", engine: "v2", methodologyVersion: s.v2.modelVersion },
+          { now: nowSec },
+        ),
+      ]),
     );
 
     history.push({
@@ -175,10 +215,20 @@ async function recomputeBatch(ctx: Ctx, rt: TrustRuntime, keys: TrustKeySet, slu
       verified_evidence: s.verifiedEvidence,
       trigger,
     });
-    current.push({ store_slug: slug, computed_at: computedAt, inputs: s.inputs, jws_v41: jwsV41, jws_v2: jwsV2, signed_at: signedAt, expires_at: expiresAt });
+    current.push({ store_slug: slug, computed_at: computedAt, facts: f, signed_at: signedAt, expires_at: expiresAt });
     events.push({ slug, trustScore: sel.score0to1, operationalStatus: s.status, computedAt });
   }
 
+  const scoreEnded = performance.now();
+  // Signatures run concurrently (WebCrypto); awaited together once the batch is scored.
+  const signatures = await Promise.all(signing);
+  current.forEach((c, i) => {
+    c.jws_v41 = signatures[i][0];
+    c.jws_v2 = signatures[i][1];
+  });
+  profile.scoreMs += scoreEnded - scoreStarted;
+  profile.signMs += performance.now() - scoreEnded;
+  const writeStarted = performance.now();
   const tx = await ctx.tx();
   const ids = await tx<{ id: string; store_slug: string }[]>`
     INSERT INTO trust_score_history (store_slug, computed_at, score_0to1, score_0to100, engine, v41_score_0to100, v41_tier,
@@ -193,12 +243,12 @@ async function recomputeBatch(ctx: Ctx, rt: TrustRuntime, keys: TrustKeySet, slu
   for (const c of current) c.history_id = idBy.get(c.store_slug as string);
 
   await tx`
-    INSERT INTO trust_current (store_slug, history_id, computed_at, inputs, jws_v41, jws_v2, signed_at, expires_at)
-    SELECT store_slug, history_id, computed_at, inputs, jws_v41, jws_v2, signed_at, expires_at
+    INSERT INTO trust_current (store_slug, history_id, computed_at, facts, jws_v41, jws_v2, signed_at, expires_at)
+    SELECT store_slug, history_id, computed_at, facts, jws_v41, jws_v2, signed_at, expires_at
     FROM jsonb_to_recordset(${JSON.stringify(current)}::text::jsonb) AS x(
-      store_slug text, history_id bigint, computed_at timestamptz, inputs jsonb, jws_v41 text, jws_v2 text, signed_at timestamptz, expires_at timestamptz)
+      store_slug text, history_id bigint, computed_at timestamptz, facts jsonb, jws_v41 text, jws_v2 text, signed_at timestamptz, expires_at timestamptz)
     ON CONFLICT (store_slug) DO UPDATE SET history_id = EXCLUDED.history_id, computed_at = EXCLUDED.computed_at,
-      inputs = EXCLUDED.inputs, jws_v41 = EXCLUDED.jws_v41, jws_v2 = EXCLUDED.jws_v2, signed_at = EXCLUDED.signed_at,
+      facts = EXCLUDED.facts, jws_v41 = EXCLUDED.jws_v41, jws_v2 = EXCLUDED.jws_v2, signed_at = EXCLUDED.signed_at,
       expires_at = EXCLUDED.expires_at`;
 
   await tx`
@@ -233,6 +283,7 @@ async function recomputeBatch(ctx: Ctx, rt: TrustRuntime, keys: TrustKeySet, slu
   // The latest signature expiry of the active key, so a later rotation keeps it published long enough.
   await saveTrustKeySet(tx, rt.kek, keys);
   for (const e of events) ctx.publish(TRUST_SCORE_TOPIC, e);
+  profile.writeMs += performance.now() - writeStarted;
   return { stores: present.length, alerts: alerts.length };
 }
 
@@ -240,19 +291,46 @@ async function recomputeSlugs(ctx: Ctx, slugs: readonly string[], trigger: Recom
   const rt = runtimeOf(ctx);
   const started = performance.now();
   const keys = await keySet(ctx, rt);
+  const nowMs = ctx.now();
+  const profile: RecomputeProfile = { readMs: 0, scoreMs: 0, signMs: 0, writeMs: 0, commitMs: 0 };
+  const batches: string[][] = [];
+  for (let i = 0; i < slugs.length; i += BATCH_SIZE) batches.push(slugs.slice(i, i + BATCH_SIZE));
+  const timedRead = async (b: string[]): Promise<BatchData> => {
+    const t = performance.now();
+    const d = await readBatch(ctx, b, nowMs);
+    profile.readMs += performance.now() - t;
+    return d;
+  };
   let stores = 0;
   let alerts = 0;
-  let batches = 0;
-  const computedAt = new Date(ctx.now()).toISOString();
-  for (let i = 0; i < slugs.length; i += BATCH_SIZE) {
-    const r = await recomputeBatch(ctx, rt, keys, slugs.slice(i, i + BATCH_SIZE), trigger);
+  // The next batch's reads run while this one is scored, signed and written.
+  let next: Promise<BatchData> | undefined = batches.length ? timedRead(batches[0]) : undefined;
+  for (let i = 0; i < batches.length; i++) {
+    const data = await next!;
+    next = i + 1 < batches.length ? timedRead(batches[i + 1]) : undefined;
+    const r = await recomputeBatch(ctx, rt, keys, data, nowMs, trigger, profile);
     stores += r.stores;
     alerts += r.alerts;
-    batches++;
     // Each batch commits on its own (and its events go out): a long run never holds one huge transaction.
+    const t = performance.now();
     await ctx.checkpoint();
+    profile.commitMs += performance.now() - t;
   }
-  return { stores, alerts, batches, computedAt, durationMs: Math.round(performance.now() - started) };
+  const round0 = (n: number) => Math.round(n);
+  return {
+    stores,
+    alerts,
+    batches: batches.length,
+    computedAt: new Date(nowMs).toISOString(),
+    durationMs: round0(performance.now() - started),
+    profileMs: {
+      readMs: round0(profile.readMs),
+      scoreMs: round0(profile.scoreMs),
+      signMs: round0(profile.signMs),
+      writeMs: round0(profile.writeMs),
+      commitMs: round0(profile.commitMs),
+    },
+  };
 }
 
 async function recomputeAllStores(ctx: Ctx, trigger: RecomputeTrigger): Promise<RecomputeSummary> {

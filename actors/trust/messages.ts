@@ -54,6 +54,8 @@ export interface RecomputeSummary {
   batches: number;
   computedAt: string;
   durationMs: number;
+  /** Time per phase; reads overlap the previous batch's work, so the phases can add up to more than durationMs. */
+  profileMs: { readMs: number; scoreMs: number; signMs: number; writeMs: number; commitMs: number };
 }
 
 export interface AppealView {

@@ -5,8 +5,8 @@
  * Agent key: GET /agent/merchants/{slug}/trust-explanation (404 for unknown or ineligible merchants).
  * Store owner (Bearer JWT): POST /trust/appeal. Operator (Bearer JWT, role operator): /admin/trust/*.
  *
- * Engine selection is per request: the latest score's inputs are stored with one signature per engine, the pure
- * engines are re-run over those inputs at their computation time (same numbers every time) and the flags in force
+ * Engine selection is per request: the latest score's database facts are stored with one signature per engine, the
+ * pure engines are re-run over those facts at their computation time (same numbers every time) and the flags in force
  * for this request pick the overall number and the breakdown. Writes go through the trust actor; reads of its
  * committed rows (latest score, history, alerts, appeals) do not need its turn.
  */
@@ -16,14 +16,14 @@ import {
   APPEAL_COLUMNS,
   alertView,
   appealView,
-  scoreFromInputs,
+  scoreFromFacts,
   trustActor,
   TRUST_ACTOR_ID,
   type StoreScore,
 } from "../../actors/trust/index.ts";
 import { AGENT_THRESHOLD, SUSPENSION_THRESHOLD, displayBand, legacyLevel, agentCheckoutAllowed } from "../../actors/trust/bands.ts";
 import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../actors/trust/explain.ts";
-import type { EngineInputs } from "../../actors/trust/inputs.ts";
+import type { StoreFacts } from "../../actors/trust/inputs.ts";
 import { methodologyDocument } from "../../actors/trust/methodology.ts";
 import type { TrustFlags } from "../../actors/trust/select.ts";
 import { METHODOLOGY_VERSION } from "../../actors/trust/types.ts";
@@ -48,7 +48,7 @@ function flagsOf(svc: Services): TrustFlags {
 
 interface CurrentRow {
   computed_at: Date;
-  inputs: EngineInputs;
+  facts: StoreFacts;
   jws_v41: string | null;
   jws_v2: string;
   signed_at: Date;
@@ -62,7 +62,7 @@ interface Current {
 
 async function readCurrent(svc: Services, slug: string): Promise<CurrentRow | null> {
   const [row] = await svc.sql<CurrentRow[]>`
-    SELECT computed_at, inputs, jws_v41, jws_v2, signed_at, expires_at FROM trust_current WHERE store_slug = ${slug}`;
+    SELECT computed_at, facts, jws_v41, jws_v2, signed_at, expires_at FROM trust_current WHERE store_slug = ${slug}`;
   return row ?? null;
 }
 
@@ -77,7 +77,7 @@ export async function currentScore(svc: Services, slug: string): Promise<Current
     row = await readCurrent(svc, slug);
     if (!row) throw fail("store_not_found", `No store ${slug}.`);
   }
-  return { row, score: scoreFromInputs(row.inputs, row.computed_at.getTime(), flagsOf(svc)) };
+  return { row, score: scoreFromFacts(row.facts, row.computed_at.getTime(), flagsOf(svc)) };
 }
 
 async function nextRefreshAt(svc: Services, computedAt: Date): Promise<string> {
