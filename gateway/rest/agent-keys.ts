@@ -60,7 +60,7 @@ export function agentKeyRoutes(svc: Services) {
           scopes: t.Optional(t.Array(t.String(), { description: `Any of: ${SCOPES.join(", ")}. Default: ${DEFAULT_SCOPES.join(", ")}.` })),
           tier: t.Optional(t.String({ description: `${TIERS.join(", ")} (FREE is an alias of STARTER). SANDBOX keys expire after 24 h.` })),
         }),
-        response: { 201: SuccessEnvelope(t.Composite([KeyOut, t.Object({ key: t.String({ description: "The plaintext key, shown once." }) })])), ...errorResponses(400, 401) },
+        response: { 201: SuccessEnvelope(t.Composite([KeyOut, t.Object({ key: t.String({ description: "The plaintext key, shown once." }) })])), ...errorResponses(400, 401, 429) },
         detail: { tags: ["accounts"], summary: "Create an agent API key", security: [{ bearer: [] }] },
       },
     )
@@ -83,7 +83,7 @@ export function agentKeyRoutes(svc: Services) {
           })),
         );
       },
-      { response: { 200: SuccessEnvelope(t.Array(KeyOut)), ...errorResponses(401) }, detail: { tags: ["accounts"], summary: "List your agent keys (never the plaintext)", security: [{ bearer: [] }] } },
+      { response: { 200: SuccessEnvelope(t.Array(KeyOut)), ...errorResponses(401, 429) }, detail: { tags: ["accounts"], summary: "List your agent keys (never the plaintext)", security: [{ bearer: [] }] } },
     )
     .delete(
       "/api/v1/agent-keys/:id",
@@ -95,7 +95,7 @@ export function agentKeyRoutes(svc: Services) {
       },
       {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
-        response: { 200: SuccessEnvelope(KeyOut), ...errorResponses(400, 401, 404) },
+        response: { 200: SuccessEnvelope(KeyOut), ...errorResponses(400, 401, 404, 429) },
         detail: { tags: ["accounts"], summary: "Revoke an agent key (refused at once on every gateway)", security: [{ bearer: [] }] },
       },
     );

@@ -31,8 +31,12 @@ export function authRoutes(svc: Services) {
     },
     {
       body: t.Object({ email: t.String({ minLength: 3, maxLength: 320 }), password: t.String({ minLength: 1, maxLength: 1024 }) }),
-      response: { 200: SuccessEnvelope(t.Object({ token: t.String(), expiresAt: t.String({ format: "date-time" }) })), ...errorResponses(400, 401) },
-      detail: { tags: ["accounts"], summary: "Log in and get a session JWT" },
+      response: { 200: SuccessEnvelope(t.Object({ token: t.String(), expiresAt: t.String({ format: "date-time" }) })), ...errorResponses(400, 401, 429) },
+      detail: {
+        tags: ["accounts"],
+        summary: "Log in and get a session JWT",
+        description: "Wrong credentials: 401 unauthorized, the same answer and about the same time whether or not the e-mail exists. Counted in the global per-IP bucket (500 per 15 min).",
+      },
     },
   );
 }
