@@ -278,8 +278,8 @@ export async function completeSession(
     keyId: ownerId(ctx),
     sessionId: a.checkout_session_id,
     idempotencyKey: a.idempotency_key.toLowerCase(),
-    paymentMethod: a.payment_method,
-    rail: "card",
+    // `x402` selects the stablecoin rail (its settlement goes through REST); anything else is a card-rail method
+    ...(a.payment_method.toLowerCase() === "x402" ? { rail: "x402" as const } : { paymentMethod: a.payment_method, rail: "card" as const }),
     ...(a.reconfirmed_state_hash ? { reconfirmedStateHash: a.reconfirmed_state_hash } : {}),
   });
   if (reply.status === "COMPLETED") return reply;
