@@ -46,15 +46,25 @@ export async function clusterStatus(natsUrl: string, opts: { bucket?: string; nc
   try {
     const kv = await new Kvm(nc).open(bucket);
     const entries: { key: string; created: number; beat: HostBeat }[] = [];
-    for await (const key of await kv.keys()) {
-      const e = await kv.get(key);
-      if (!e || e.operation !== "PUT") continue;
-      try {
-        entries.push({ key, created: e.created.getTime(), beat: e.json<HostBeat>() });
-      } catch {
-        // not a heartbeat
+    const read = (async () => {
+      for await (const key of await kv.keys()) {
+        const e = await kv.get(key);
+        if (!e || e.operation !== "PUT") continue;
+        try {
+          entries.push({ key, created: e.created.getTime(), beat: e.json<HostBeat>() });
+        } catch {
+          // not a heartbeat
+        }
       }
-    }
+    })();
+    // an operator command must answer: a JetStream without a leader fails here instead of hanging
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      read,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`cluster status: bucket ${bucket} did not answer in 5 s`)), 5000);
+      }),
+    ]).finally(() => clearTimeout(timer));
     const ttlMs = Math.max(0, ...entries.map((e) => e.beat.ttlMs ?? 0)) || 3000;
     const partitions = Math.max(0, ...entries.map((e) => e.beat.partitions ?? 0)) || 64;
     const view = new MemberView(ttlMs);

@@ -128,6 +128,20 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     for (const n of nodes) n.proc?.kill("SIGKILL");
   };
   process.once("exit", killAll);
+  // The exit hook does not run when the parent is killed (or, under some test runners, at all): a guard shell
+  // holds the list of node pids on its stdin and kills them when that pipe closes, i.e. when we are gone.
+  const guard = Bun.spawn(
+    ["sh", "-c", 'pids=" "; while read l; do case "$l" in +*) pids="$pids${l#+} ";; -*) pids=$(echo "$pids" | sed "s/ ${l#-} / /");; esac; done; for p in $pids; do kill -9 "$p" 2>/dev/null; done'],
+    { stdin: "pipe", stdout: "ignore", stderr: "ignore" },
+  );
+  const tellGuard = (line: string) => {
+    try {
+      guard.stdin.write(line + "\n");
+      guard.stdin.flush();
+    } catch {
+      // guard gone: the exit hook still applies
+    }
+  };
 
   async function startNode(i: number): Promise<void> {
     const n = nodes[i];
@@ -136,6 +150,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       stdout: "ignore",
       stderr: opts.verbose ? "inherit" : Bun.file(join(dir, `${n.name}.log`)),
     });
+    tellGuard(`+${n.proc.pid}`);
     const end = Date.now() + 10_000;
     while (!(await portOpen(n.port))) {
       if (n.proc.exitCode !== null) throw new Error(`nats-server ${n.name} exited with ${n.proc.exitCode}; see ${join(dir, `${n.name}.log`)}`);
@@ -149,6 +164,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     if (!p) return;
     p.kill(signal);
     await p.exited;
+    tellGuard(`-${p.pid}`);
     nodes[i].proc = undefined;
   }
 
@@ -160,6 +176,8 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     );
   } catch (err) {
     killAll();
+    guard.stdin.end();
+    if (ownDir) await rm(dir, { recursive: true, force: true }).catch(() => {});
     throw err;
   }
 
@@ -174,6 +192,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     async stop() {
       process.removeListener("exit", killAll);
       await Promise.all(nodes.map((_, i) => stopNode(i)));
+      guard.stdin.end();
       if (ownDir) await rm(dir, { recursive: true, force: true }).catch(() => {});
     },
   };

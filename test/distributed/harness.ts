@@ -22,7 +22,7 @@ const FIXTURE = join(import.meta.dir, "fixtures", "host-process.ts");
 
 export interface HostProc {
   id: string;
-  proc: Subprocess<"ignore", "pipe", "pipe">;
+  proc: Subprocess<"pipe", "pipe", "pipe">;
   output: string[];
 }
 
@@ -48,16 +48,25 @@ export class Env {
   static async start(opts: { hosts: string[]; hostServers?: (urls: string[], i: number) => string[]; gatewayServers?: (urls: string[]) => string[] }): Promise<Env> {
     const env = new Env();
     process.once("exit", env.onExit);
-    env.dir = await mkdtemp(join(tmpdir(), "acs-dist-"));
-    const [cluster, db] = await Promise.all([startLocalCluster({ dir: join(env.dir, "nats") }), runtimeDatabase(join(env.dir, "migrations"))]);
-    env.cluster = cluster;
-    env.db = db;
-    await Promise.all(opts.hosts.map((id, i) => env.spawnHost(id, opts.hostServers?.(cluster.urls, i) ?? cluster.urls)));
-    const gwServers = opts.gatewayServers?.(cluster.urls) ?? cluster.urls;
-    env.gateway = await NatsTransport.connect({ servers: gwServers, partitions: PARTITIONS, noRandomize: !!opts.gatewayServers, name: "gateway" });
-    env.client = new ActorClient(env.gateway, { attemptTimeoutMs: 1000, defaultTimeoutMs: 20_000 });
-    await env.waitPlacement(opts.hosts);
-    return env;
+    try {
+      env.dir = await mkdtemp(join(tmpdir(), "acs-dist-"));
+      const [cluster, db] = await Promise.allSettled([startLocalCluster({ dir: join(env.dir, "nats") }), runtimeDatabase(join(env.dir, "migrations"))]);
+      if (cluster.status === "fulfilled") env.cluster = cluster.value;
+      if (db.status === "fulfilled") env.db = db.value;
+      if (cluster.status === "rejected") throw cluster.reason;
+      if (db.status === "rejected") throw db.reason;
+      const urls = env.cluster.urls;
+      await Promise.all(opts.hosts.map((id, i) => env.spawnHost(id, opts.hostServers?.(urls, i) ?? urls)));
+      const gwServers = opts.gatewayServers?.(urls) ?? urls;
+      env.gateway = await NatsTransport.connect({ servers: gwServers, partitions: PARTITIONS, noRandomize: !!opts.gatewayServers, name: "gateway" });
+      env.client = new ActorClient(env.gateway, { attemptTimeoutMs: 1000, defaultTimeoutMs: 20_000 });
+      await env.waitPlacement(opts.hosts);
+      return env;
+    } catch (err) {
+      // a failed start must not leave processes behind (afterAll never sees this env)
+      await env.teardown();
+      throw err;
+    }
   }
 
   async spawnHost(id: string, servers: string[]): Promise<HostProc> {
@@ -73,7 +82,7 @@ export class Env {
         NO_RANDOMIZE: "1",
         LOG_LEVEL: process.env.DIST_LOG_LEVEL ?? "warn",
       },
-      stdin: "ignore",
+      stdin: "pipe", // the host exits when this pipe closes, so it never outlives the test process
       stdout: "pipe",
       stderr: "pipe",
     });
@@ -169,7 +178,8 @@ export class Env {
     process.removeListener("exit", this.onExit);
     this.killAllSync();
     await Promise.all([...this.hosts.values()].map((h) => h.proc.exited));
-    await this.gateway?.close().catch(() => {});
+    // the cluster goes next anyway: do not let a drain wait on it
+    await Promise.race([this.gateway?.close().catch(() => {}), Bun.sleep(2000)]);
     await this.cluster?.stop().catch(() => {});
     await this.db?.drop().catch(() => {});
     if (this.dir) await rm(this.dir, { recursive: true, force: true }).catch(() => {});
@@ -214,7 +224,7 @@ export async function runLoad(env: Env, opts: { accounts: string[]; workers: num
         const ref = `${opts.tag}-${w}-${n++}`;
         const start = Date.now();
         try {
-          await env.client.ask(ledger, account, "deposit", { ref, amount: 1 }, { timeoutMs: 20_000 });
+          await env.client.ask(ledger, account, "deposit", { ref, amount: 1 }, { timeoutMs: 12_000 });
           out.push({ ref, account, start, end: Date.now(), ok: true });
         } catch (err) {
           out.push({ ref, account, start, end: Date.now(), ok: false, error: String((err as Error)?.message ?? err) });

@@ -12,7 +12,7 @@ beforeAll(async () => {
 }, 40_000);
 afterAll(async () => {
   await env?.teardown();
-});
+}, 30_000);
 
 test("a killed host's actors come back on the other host within seconds, with every acknowledged write applied once", async () => {
   const accounts = Array.from({ length: 24 }, (_, i) => `acct-${i}`);
@@ -23,7 +23,9 @@ test("a killed host's actors come back on the other host within seconds, with ev
   const load = runLoad(env, { accounts, workers: 48, tag: "k", stop: () => Date.now() > stopAt });
 
   await Bun.sleep(2000);
+  const t0 = Date.now();
   const before = await clusterStatus(env.cluster.url);
+  console.log(`[host-failure] cluster status read in ${Date.now() - t0} ms`);
   expect(before.hosts.filter((h) => h.live).map((h) => h.hostId)).toEqual(["host-a", "host-b"]);
   expect(before.hosts.reduce((n, h) => n + (h.partitions.ledger ?? 0), 0)).toBe(PARTITIONS);
   expect(before.activations.ledger).toBeGreaterThan(0);

@@ -19,7 +19,7 @@ afterAll(async () => {
     // gone
   }
   await env?.teardown();
-});
+}, 30_000);
 
 test("a frozen host's late write is refused by fencing and no state goes backwards", async () => {
   const accounts = Array.from({ length: 16 }, (_, i) => `acct-${i}`);

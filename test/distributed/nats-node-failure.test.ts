@@ -16,7 +16,7 @@ beforeAll(async () => {
 }, 40_000);
 afterAll(async () => {
   await env?.teardown();
-});
+}, 30_000);
 
 test("with one NATS node stopped under load the service goes on, every acknowledged write applied once", async () => {
   const accounts = Array.from({ length: 24 }, (_, i) => `acct-${i}`);
