@@ -3,7 +3,9 @@
  * ends with the line CI reads: `N passed, N failed, N skipped`. Exit code is non-zero when anything failed.
  */
 const args = process.argv.slice(2);
-const proc = Bun.spawn(["bun", "test", ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env } });
+// bunfig's [test] timeout covers tests but not beforeAll/afterAll hooks, which boot real servers; the flag covers both.
+const timeout = args.some((a) => a.startsWith("--timeout")) ? [] : ["--timeout", "60000"];
+const proc = Bun.spawn(["bun", "test", ...timeout, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env } });
 
 let pass = 0;
 let fail = 0;
