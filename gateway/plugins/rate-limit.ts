@@ -17,8 +17,8 @@
  */
 import { Elysia } from "elysia";
 import { findRouteRule, AGENT_API_BASE } from "../../actors/agent/access.ts";
-import { bucketsFor } from "../../actors/agent/limits.ts";
-import { admitOthers, clientIp, markGlobalAdmitted, setRateHeaders, setStaticRateHeaders, userFromRequest } from "./auth.ts";
+import { bucketsFor, GLOBAL_LIMIT } from "../../actors/agent/limits.ts";
+import { admitOthers, clientIp, markGlobalAdmitted, setRateHeaders, userFromRequest } from "./auth.ts";
 import type { Services } from "../services.ts";
 
 type Headers = Record<string, string | number>;
@@ -47,14 +47,26 @@ export function hasOwnLayer(method: string, path: string): boolean {
   return false;
 }
 
+const GLOBAL_LIMIT_TEXT = String(GLOBAL_LIMIT.limit);
+let staticReset = { sec: 0, text: "" };
+
+/** Limits off: the global bucket's shape, full, ending one window from now (no actor call, no allocation). */
+function staticGlobalHeaders(headers: Headers): void {
+  const sec = Math.floor(Date.now() / 1000);
+  if (sec !== staticReset.sec) staticReset = { sec, text: String(sec + Math.ceil(GLOBAL_LIMIT.windowMs / 1000)) };
+  headers["x-ratelimit-limit"] = GLOBAL_LIMIT_TEXT;
+  headers["x-ratelimit-remaining"] = GLOBAL_LIMIT_TEXT;
+  headers["x-ratelimit-reset"] = staticReset.text;
+}
+
 export function rateLimit(svc: Services) {
   const enabled = svc.config.RATE_LIMITS_ENABLED;
   return new Elysia({ name: "rate-limit" }).onRequest(async ({ request, set, server }) => {
     const path = pathOf(request.url);
     if (hasOwnLayer(request.method, path)) return;
     const headers = set.headers as Headers;
+    if (!enabled) return staticGlobalHeaders(headers);
     const ip = clientIp(request, server);
-    if (!enabled) return setStaticRateHeaders(headers, { surface: "other", ip });
     let userId: string | null = null;
     if (request.headers.has("authorization")) userId = (await userFromRequest(svc, request).catch(() => null))?.id ?? null;
     const rate = await admitOthers(svc, bucketsFor({ surface: "other", ip, userId }), headers);
