@@ -25,7 +25,7 @@ const STOP = new Set([
 ]);
 
 const NUM = String.raw`(\d+(?:[.,]\d{1,2})?)`;
-const CUR = String.raw`(€|\$|£|eur|euros?|usd|dollars?|bucks|gbp|pounds?)`;
+const CUR = String.raw`(€|\$|£|euros?\b|eur\b|dollars?\b|usd\b|bucks\b|pounds?\b|gbp\b)`;
 
 function num(s: string): number {
   return Number(s.replace(",", "."));
