@@ -85,6 +85,15 @@ async function startHost(transport: Transport): Promise<ActorHost> {
 }
 
 const mode = process.argv[2];
+if (mode) {
+  // a server child: exit when the bench process (which holds our stdin) is gone, however it ended
+  void (async () => {
+    for await (const _ of Bun.stdin.stream()) {
+      // nothing is sent
+    }
+    process.exit(0);
+  })();
+}
 if (mode === "--serve-raw") {
   // child: raw responder
   const nc = await connect({ servers: NATS });
@@ -105,7 +114,7 @@ if (mode === "--serve-raw") {
 
 /** Starts this file in a server mode as a separate process (the caller and the server each get a core). */
 async function child(args: string[]): Promise<{ kill(): void }> {
-  const proc = Bun.spawn(["bun", import.meta.path, ...args], { stdout: "pipe", stderr: "inherit", env: { ...process.env, LOG_LEVEL: "warn" } });
+  const proc = Bun.spawn(["bun", import.meta.path, ...args], { stdin: "pipe", stdout: "pipe", stderr: "inherit", env: { ...process.env, LOG_LEVEL: "warn" } });
   const reader = proc.stdout.getReader();
   let out = "";
   while (!out.includes("READY")) {
