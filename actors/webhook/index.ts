@@ -38,7 +38,7 @@ import {
 } from "./schedule.ts";
 
 /** At most this many attempts to one endpoint are in flight at once. */
-export const DELIVERY_CONCURRENCY = 16;
+export const DELIVERY_CONCURRENCY = 32;
 const DELIVERY_BATCH = DELIVERY_CONCURRENCY;
 /** A claimed delivery is leased for the attempt timeout plus this; then it is due again (at-least-once). */
 const LEASE_MARGIN_MS = 30_000;
@@ -239,20 +239,20 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
       }),
     );
     try {
+      // The record turn frees the room and claims what is due next, in the same turn.
       await ask(self.def!, id, "record", { reports }, { timeoutMs: 60_000 });
     } catch {
       // Not recorded: the lease expires and the deliveries are attempted again (same event id).
-    } finally {
       memory.set("inFlight", Math.max(0, ((memory.get("inFlight") as number | undefined) ?? 0) - due.length));
+      void ask(self.def!, id, "deliverDue", {}, { timeoutMs: 60_000 }).catch(() => {});
     }
-    // Whatever became due meanwhile (or was waiting for room) goes next.
-    void ask(self.def!, id, "deliverDue", {}, { timeoutMs: 60_000 }).catch(() => {});
   })();
   return result;
 }
 
 /** Applies a worker's attempt reports: delivered, retry at the next jittered time, or dead letter; breaker. */
 async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]): Promise<{ recorded: number }> {
+  ctx.memory.set("inFlight", Math.max(0, ((ctx.memory.get("inFlight") as number | undefined) ?? 0) - reports.length));
   const tx = await ctx.tx();
   const ep = await loadEndpoint(tx, ctx.id);
   if (!ep) return { recorded: 0 };
@@ -308,7 +308,7 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
   if (JSON.stringify(breaker) !== initialBreaker) {
     await tx`UPDATE webhook_endpoints SET breaker = ${tx.json(breaker as never)} WHERE id = ${ctx.id}`;
   }
-  await rearm(ctx, ctx.now());
+  await claimDue(ctx);
   return { recorded: outcomes.length };
 }
 

@@ -25,6 +25,8 @@ interface Received {
   headers: Record<string, string>;
   body: string;
   path: string;
+  /** The service clock (ManualClock) when the request arrived, in Unix seconds: what the tolerance is judged by. */
+  atSec: number;
 }
 
 /** A webhook receiver on loopback whose behaviour the test switches: answer 200, 500, a redirect, or hang. */
@@ -42,7 +44,7 @@ class Receiver {
       fetch: async (req) => {
         const body = await req.text();
         const path = new URL(req.url).pathname;
-        this.received.push({ headers: Object.fromEntries(req.headers), body, path });
+        this.received.push({ headers: Object.fromEntries(req.headers), body, path, atSec: Math.floor(clock.now() / 1000) });
         if (this.mode === "hang") return new Promise<Response>(() => {});
         if (this.mode === "fail") return new Response("boom", { status: 500 });
         if (this.mode === "redirect") return new Response(null, { status: 302, headers: { location: "/elsewhere" } });
@@ -341,7 +343,7 @@ describe("delivery", () => {
       const id = r.headers["x-webhook-id"]!;
       if (bodies.has(id)) expect(r.body).toBe(bodies.get(id)!);
       bodies.set(id, r.body);
-      expect(verifyWebhook(r.headers["x-webhook-signature"], r.body, ep.secret, { now: clockSec() }).ok).toBe(true);
+      expect(verifyWebhook(r.headers["x-webhook-signature"], r.body, ep.secret, { now: r.atSec }).ok).toBe(true);
     }
     ds = await deliveries("greenleaf-living", ep.id);
     expect(ds.every((d) => d.status === "delivered")).toBe(true);
