@@ -43,7 +43,7 @@ export class ActorClient implements ActorCaller {
       try {
         const reply = await this.transport.request(
           { msgId, kind: def.kind, id, type, body, deadline, attempt },
-          Math.max(1, Math.min(this.attemptTimeoutMs, remaining)),
+          Math.max(1, this.transport.lossless ? remaining : Math.min(this.attemptTimeoutMs, remaining)),
         );
         if (reply.ok) return reply.value as ReplyOf<D, T>;
         const err = ActorError.fromData(reply.error);

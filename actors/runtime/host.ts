@@ -202,7 +202,13 @@ export class ActorHost {
     }
     if (act.def.onActivate) {
       const turn = new Turn(this, act, `activate-${act.def.kind}-${act.id}`);
-      await act.def.onActivate(turn.ctx);
+      try {
+        await act.def.onActivate(turn.ctx);
+      } catch (err) {
+        // release the turn's connection and leave nothing half-written; the caller gets actor_unavailable
+        await turn.finish(false).catch(() => {});
+        throw err;
+      }
       await turn.finish(true);
     }
   }
@@ -368,7 +374,7 @@ class Turn {
         self.rescheduled.add(name);
         const tx = await self.tx();
         await tx`INSERT INTO actor_reminders (kind, id, name, due_at, payload)
-                 VALUES (${act.def.kind}, ${act.id}, ${name}, ${new Date(at)}, ${tx.json((payload ?? null) as never)})
+                 VALUES (${act.def.kind}, ${act.id}, ${name}, ${new Date(at)}, ${JSON.stringify(payload ?? null)}::text::jsonb)
                  ON CONFLICT (kind, id, name) DO UPDATE SET due_at = EXCLUDED.due_at, payload = EXCLUDED.payload`;
       },
       async cancelReminder(name) {

@@ -8,6 +8,7 @@ import type { EventHandler, ServeHandler, Transport } from "./transport.ts";
 
 export class InProcessTransport implements Transport {
   readonly name = "in-process";
+  readonly lossless = true;
   private readonly servers = new Map<string, ServeHandler>();
   private readonly topics = new Map<string, Set<EventHandler>>();
   private closed = false;

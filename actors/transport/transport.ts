@@ -10,6 +10,11 @@ export type EventHandler = (event: unknown) => void | Promise<void>;
 export interface Transport {
   readonly name: string;
   /**
+   * True when a request cannot be lost in transit (in-process): a slow reply then only means a busy mailbox,
+   * so callers wait for their whole deadline instead of retrying per attempt.
+   */
+  readonly lossless?: boolean;
+  /**
    * Delivers `env` to whichever host serves `env.kind`/`env.id` and resolves with its reply.
    * Rejects with ActorError("actor_unavailable") when nobody answers before `timeoutMs`
    * (the caller may retry with the same msgId).

@@ -77,7 +77,7 @@ describe("the actor mailbox", () => {
   test("1,000 concurrent increments to one actor give exactly 1,000", async () => {
     const { client, host } = startHost();
     await host.start();
-    await Promise.all(Array.from({ length: 1000 }, () => client.ask(counter, "c1", "inc", { by: 1 })));
+    await Promise.all(Array.from({ length: 1000 }, () => client.ask(counter, "c1", "inc", { by: 1 }, { timeoutMs: 30_000 })));
     const state = await client.ask(counter, "c1", "get", {});
     expect(state.n).toBe(1000);
     const [row] = await db.sql<{ state: { n: number } }[]>`SELECT state FROM actor_state WHERE kind = 'counter' AND id = 'c1'`;
@@ -185,5 +185,55 @@ describe("durable reminders", () => {
     // a one-shot reminder is deleted after it ran
     expect((await db.sql`SELECT * FROM actor_reminders WHERE id = 'r1'`).length).toBe(0);
     await second.host.stop();
+  });
+});
+
+describe("runtime edge cases", () => {
+  const flaky = defineActor({
+    kind: "flaky",
+    initialState: () => ({ tries: 0 }),
+    async onActivate(ctx) {
+      const tx = await ctx.tx();
+      await tx`INSERT INTO runtime_notes (actor, note) VALUES (${ctx.id}, 'activate')`;
+      if (ctx.id.startsWith("bad")) throw new Error("cannot load");
+    },
+    messages: { ping: T.Object({}), later: T.Object({}) },
+    handlers: {
+      async ping() {
+        return "pong";
+      },
+      async later(ctx) {
+        await ctx.schedule("tick", ctx.now() + 1000);
+        return "ok";
+      },
+    },
+    reminders: { async tick() {} },
+  });
+
+  test("an activation that fails to load answers actor_unavailable, writes nothing and keeps no connection", async () => {
+    const transport = new InProcessTransport();
+    const client = new ActorClient(transport, { defaultTimeoutMs: 300 });
+    const host = new ActorHost({ transport, sql: db.sql, definitions: [flaky], caller: client, reminderPollMs: 0 });
+    await host.start();
+    for (let i = 0; i < 15; i++) {
+      const err = await client.ask(flaky, "bad-1", "ping", {}).catch((e) => e);
+      expect(err.code).toBe("actor_unavailable");
+    }
+    expect((await db.sql`SELECT * FROM runtime_notes WHERE actor = 'bad-1'`).length).toBe(0);
+    // the pool (10 connections) is not exhausted by the failed activations
+    expect(await client.ask(flaky, "good-1", "ping", {})).toBe("pong");
+    await host.stop();
+  });
+
+  test("a reminder scheduled without a payload is stored", async () => {
+    const transport = new InProcessTransport();
+    const client = new ActorClient(transport);
+    const host = new ActorHost({ transport, sql: db.sql, definitions: [flaky], caller: client, reminderPollMs: 0 });
+    await host.start();
+    expect(await client.ask(flaky, "good-2", "later", {})).toBe("ok");
+    const rows = await db.sql<{ payload: unknown }[]>`SELECT payload FROM actor_reminders WHERE id = 'good-2'`;
+    expect(rows.length).toBe(1);
+    expect(rows[0].payload).toBeNull();
+    await host.stop();
   });
 });
