@@ -203,6 +203,13 @@ export const ROUTE_RULES: readonly RouteRule[] = [
   r("POST", "/orders/:orderId/refund", ["checkout"], { sandboxRefused: true }),
   r("POST", "/wallet/provision", ["checkout"], { sandboxRefused: true }),
   r("GET", "/wallet", ["checkout"], { sandboxRefused: true }),
+  // Protocol bridge (gateway/bridge): other protocols' checkouts, transactional like /checkout.
+  ...(["/acp/checkout_sessions", "/acp/checkout_sessions/:id", "/acp/checkout_sessions/:id/complete", "/acp/checkout_sessions/:id/cancel",
+    "/ucp/checkout-sessions", "/ucp/checkout-sessions/:id/complete", "/ucp/checkout-sessions/:id/cancel", "/ap2/payment-mandates"] as const).map((p) =>
+    r("POST", p, ["checkout"], { sandboxRefused: true, delegatedScopes: ["checkout:delegate", "checkout"] }),
+  ),
+  r("GET", "/acp/checkout_sessions/:id", ["checkout"], { sandboxRefused: true }),
+  r("GET", "/ucp/checkout-sessions/:id", ["checkout"], { sandboxRefused: true }),
   r("GET", "/merchants/:slug", ["merchants:read"]),
   r("GET", "/merchants/:slug/protocols", ["protocols:discover"]),
   r("GET", "/merchants/:slug/return-policy", ["merchants:read"], { feature: "return_policy" }),

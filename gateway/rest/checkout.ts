@@ -12,6 +12,8 @@ import { fail } from "../../actors/runtime/errors.ts";
 import { errorBody, errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import { runX402Checkout, x402Deps } from "../bridge/x402-checkout.ts";
+import { BRIDGED_PLACEHOLDER, bridgedRequest, setAsideBridged } from "../bridge/detect.ts";
+import { bridgeCheckout } from "../bridge/index.ts";
 import type { Services } from "../services.ts";
 
 const X402Config = t.Object({
@@ -87,6 +89,9 @@ export function checkoutRoutes(svc: Services) {
     .post(
       "/api/v1/agent/checkout",
       async ({ body, agent, set, request }) => {
+        // Another agent-payment protocol (x-protocol header or body shape): answered by the bridge in its own shape.
+        const other = bridgedRequest(request);
+        if (other) return bridgeCheckout(svc, agent, other.protocol, request, other.body, set as { headers: Record<string, string | number> });
         const header = request.headers.get("idempotency-key") ?? undefined;
         if (header && body.idempotency_key && header !== body.idempotency_key) {
           throw fail("INVALID_ARGUMENT", "The Idempotency-Key header and idempotency_key differ.", { field: "idempotency_key" });
@@ -150,6 +155,9 @@ export function checkoutRoutes(svc: Services) {
       },
       {
         body: CheckoutRequest,
+        transform(ctx) {
+          if (setAsideBridged(ctx.request, ctx.body)) ctx.body = { ...BRIDGED_PLACEHOLDER };
+        },
         response: errorResponses(400, 401, 402, 403, 404, 409, 503),
         detail: {
           tags: ["checkout"],

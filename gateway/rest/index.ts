@@ -24,6 +24,7 @@ import { merchantApiRoutes } from "./merchant-api.ts";
 import { adminSearchRoutes } from "./admin-search.ts";
 import { webhookRoutes } from "./webhooks.ts";
 import { walletRoutes } from "./wallet.ts";
+import { bridgeRoutes } from "../bridge/index.ts";
 import { mcpRoutes } from "../mcp/server.ts";
 
 export type GatewayModule = (svc: Services) => AnyElysia;
@@ -52,4 +53,5 @@ export const gatewayModules: GatewayModule[] = [
   orderRoutes,
   merchantOrderRoutes,
   walletRoutes,
+  bridgeRoutes,
 ];

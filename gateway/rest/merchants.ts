@@ -9,6 +9,14 @@ import { freshnessTier } from "../../search/ranking.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { loadStoreX402Configs } from "../../actors/payments/x402-config.ts";
+
+/** Other agent-payment protocols the bridge maps onto this store's checkout (gateway/bridge, docs/protocols.md). */
+const BRIDGED_PROTOCOLS = [
+  { id: "acp", name: "Agentic Commerce Protocol", endpoint: "/api/v1/agent/acp/checkout_sessions" },
+  { id: "ap2", name: "Agent Payments Protocol (payment mandates)", endpoint: "/api/v1/agent/ap2/payment-mandates" },
+  { id: "ucp", name: "Universal Commerce Protocol", endpoint: "/api/v1/agent/ucp/checkout-sessions" },
+];
 
 const Slug = t.Object({ slug: t.String({ minLength: 1 }) });
 const sec = [{ agentApiKey: [] }];
@@ -48,13 +56,19 @@ export function merchantRoutes(svc: Services) {
       "/api/v1/agent/merchants/:slug/protocols",
       async ({ params }) => {
         const store = await getEligibleStore(svc.sql, params.slug);
-        const list = store.paymentMethods.map((id) => ({ id, ...(PROTOCOLS[id] ?? { name: id, description: "" }) }));
+        const x402 = (await loadStoreX402Configs(svc.sql, [store.slug])).get(store.slug);
+        const list = store.paymentMethods.map((id) => ({
+          id,
+          ...(PROTOCOLS[id] ?? { name: id, description: "" }),
+          // x402 is payable only with the merchant's server-side wallet (actors/payments/x402-config.ts).
+          ...(id === "x402" ? { version: 2, scheme: "exact", configured: x402 !== undefined, network: x402?.network ?? null, asset: x402?.asset.address ?? null } : {}),
+        }));
         const preferred = store.paymentMethods.includes("card") ? "card" : (store.paymentMethods[0] ?? null);
         return ok({
           slug: store.slug,
           protocols: list,
           preferred,
-          bridge: ["acp", "ap2", "ucp"],
+          bridge: BRIDGED_PROTOCOLS,
           mcp: { endpoint: `${svc.siteUrl}/${store.slug}/mcp` },
         });
       },

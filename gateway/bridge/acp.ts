@@ -1,0 +1,110 @@
+/**
+ * Agentic Commerce Protocol (ACP) checkout sessions → our carts (docs/protocols.md has the field mapping).
+ *
+ *   POST /checkout_sessions               {items:[{id, quantity}], buyer?, fulfillment_address?}  → 201 session
+ *   POST /checkout_sessions/{id}          update: items (the session moves to a new cart), buyer, address, option
+ *   GET  /checkout_sessions/{id}
+ *   POST /checkout_sessions/{id}/complete {payment_data:{token, provider}, buyer?} → status completed + order
+ *   POST /checkout_sessions/{id}/cancel
+ *
+ * Statuses: not_ready_for_payment (our OPEN: a shipping quote missing), ready_for_payment (READY_FOR_PAYMENT),
+ * in_progress (IN_PROGRESS, PENDING_EXTERNAL_CONFIRMATION, SETTLEMENT_UNKNOWN), completed, canceled.
+ * Amounts are integer minor units and currencies lower-case, as ACP writes them. Errors are ACP's
+ * `{type, code, message, param?}` with our HTTP status and our code.
+ */
+import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
+import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
+import { asRecord, type BridgeSession, type ItemInput } from "./common.ts";
+
+export type AcpStatus = "not_ready_for_payment" | "ready_for_payment" | "in_progress" | "completed" | "canceled";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** ACP `items: [{id, quantity}]` → our cart items; a malformed list is INVALID_ARGUMENT naming the field. */
+export function acpItems(raw: unknown): ItemInput[] {
+  if (!Array.isArray(raw) || raw.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "items must list at least one item.", { field: "items" });
+  return raw.map((it, i) => {
+    const r = asRecord(it);
+    if (typeof r.id !== "string" || !UUID.test(r.id)) throw fail("INVALID_ARGUMENT", "items[].id must be a product id (uuid).", { field: `items[${i}].id` });
+    const q = r.quantity ?? 1;
+    if (typeof q !== "number" || !Number.isInteger(q) || q < 1) throw fail("INVALID_ARGUMENT", "items[].quantity must be an integer >= 1.", { field: `items[${i}].quantity` });
+    return { productId: r.id, quantity: q };
+  });
+}
+
+export function acpStatusOfSession(status: string): AcpStatus {
+  if (status === "OPEN") return "not_ready_for_payment";
+  if (status === "READY_FOR_PAYMENT") return "ready_for_payment";
+  if (status === "COMPLETED") return "completed";
+  if (status === "CANCELED" || status === "EXPIRED" || status === "FAILED") return "canceled";
+  return "in_progress";
+}
+
+interface Money {
+  subtotal_minor: number;
+  discount_minor: number;
+  shipping_minor: number;
+  tax_minor: number;
+  total_minor: number;
+}
+
+function totals(m: Money) {
+  return [
+    { type: "items_base_amount", display_text: "Item(s) total", amount: m.subtotal_minor },
+    { type: "discount", display_text: "Discount", amount: m.discount_minor },
+    { type: "subtotal", display_text: "Subtotal", amount: m.subtotal_minor - m.discount_minor },
+    { type: "fulfillment", display_text: "Shipping", amount: m.shipping_minor },
+    { type: "tax", display_text: "Tax", amount: m.tax_minor },
+    { type: "total", display_text: "Total", amount: m.total_minor },
+  ];
+}
+
+/** The ACP CheckoutSession object of a bridged session. */
+export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewView; status: AcpStatus; order?: { id: string; ids: string[] } | null }) {
+  const cart = view.cart;
+  return {
+    id: s.id,
+    buyer: s.meta.buyer ?? null,
+    payment_provider: { provider: "agent-commerce-sandbox", supported_payment_methods: ["card"] },
+    status: view.status,
+    currency: cart.currency.toLowerCase(),
+    line_items: cart.items.map((l) => ({
+      id: `li_${l.product_id}${l.variant_id ? `_${l.variant_id}` : ""}`,
+      item: { id: l.product_id, quantity: l.quantity },
+      base_amount: l.unit_price_minor * l.quantity,
+      discount: 0,
+      subtotal: l.line_total_minor,
+      tax: 0,
+      total: l.line_total_minor,
+    })),
+    fulfillment_address: s.meta.fulfillment_address ?? null,
+    fulfillment_options: [{ type: "shipping", id: "standard", title: "Standard shipping", subtotal: cart.totals.shipping_minor, tax: 0, total: cart.totals.shipping_minor }],
+    fulfillment_option_id: (s.meta.fulfillment_option_id as string | undefined) ?? "standard",
+    totals: totals(cart.totals),
+    messages: [] as unknown[],
+    links: [{ type: "terms_of_use", url: "/api/v1/agent/docs" }],
+    ...(view.order ? { order: { id: view.order.id, checkout_session_id: s.id, permalink_url: `/api/v1/agent/orders/${view.order.id}` } } : {}),
+  };
+}
+
+export function acpOrderOf(reply: CompleteReply): { id: string; ids: string[] } | null {
+  return reply.status === "COMPLETED" ? { id: reply.order_id, ids: reply.order_ids } : null;
+}
+
+/** ACP error object for one of our errors. */
+export function acpError(err: ActorError) {
+  const spec = ERROR_TABLE[err.code];
+  const type =
+    err.code === "IDEMPOTENCY_KEY_CONFLICT" || err.code === "CHECKOUT_ALREADY_IN_PROGRESS"
+      ? "request_not_idempotent"
+      : spec.http >= 500
+        ? "service_unavailable"
+        : spec.http === 402
+          ? "processing_error"
+          : "invalid_request";
+  const field = err.details?.field;
+  return {
+    status: spec.http,
+    body: { type, code: err.code, message: err.message, ...(typeof field === "string" ? { param: `$.${field}` } : {}), ...(err.details ? { details: err.details } : {}) },
+  };
+}

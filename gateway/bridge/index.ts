@@ -1,0 +1,275 @@
+/**
+ * The protocol bridge's routes: ACP checkout sessions, UCP checkout sessions and AP2 payment mandates, each in its
+ * own request and response shapes, all mapped onto the same cart/checkout actors (common.ts). POST
+ * /api/v1/agent/checkout hands a request detected as one of these protocols (detect.ts) to `bridgeCheckout`.
+ */
+import { Elysia, t } from "elysia";
+import { cartActor } from "../../actors/cart/index.ts";
+import type { CartView, CompleteReply } from "../../actors/cart/messages.ts";
+import { absoluteApprovalUrl } from "../../actors/payments/card-rails.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
+import { ok } from "../envelope.ts";
+import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+import { acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, type AcpStatus } from "./acp.ts";
+import { checkMandate, parseAp2 } from "./ap2.ts";
+import {
+  asRecord,
+  completeCart,
+  createCart,
+  derivedUuidV4,
+  getCart,
+  loadSession,
+  requestHash,
+  saveSession,
+  withIdempotency,
+  type Answer,
+  type BridgeProtocol,
+  type BridgeSession,
+} from "./common.ts";
+import { ucpCheckout, ucpError, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
+
+type SetLike = { status?: number | string; headers: Record<string, string | number> };
+
+async function respond(set: SetLike, protocol: BridgeProtocol, work: () => Promise<Answer>): Promise<unknown> {
+  try {
+    const a = await work();
+    set.status = a.status;
+    if (a.headers) Object.assign(set.headers, a.headers);
+    return a.body;
+  } catch (err) {
+    if (!(err instanceof ActorError) || protocol === "ap2") throw err; // AP2 has no HTTP error shape: our envelope
+    const e = protocol === "acp" ? acpError(err) : ucpError(err);
+    set.status = e.status;
+    return e.body;
+  }
+}
+
+const idemOf = (request: Request) => request.headers.get("idempotency-key");
+
+function scope(protocol: BridgeProtocol, agent: AgentPrincipal, request: Request, body: unknown) {
+  return { protocol, agentKeyId: agent.keyId, key: idemOf(request), hash: requestHash(request.method, new URL(request.url).pathname, body) };
+}
+
+/** What was paid, when the cart's checkout already finished (a repeated complete answers with the order). */
+async function alreadyCompleted(err: unknown): Promise<{ id: string; ids: string[] } | null> {
+  if (err instanceof ActorError && err.code === "CHECKOUT_ALREADY_IN_PROGRESS" && err.details?.status === "COMPLETED") {
+    const ids = (err.details.order_ids as string[] | undefined) ?? [];
+    return ids[0] ? { id: ids[0], ids } : null;
+  }
+  return null;
+}
+
+// ------------------------------------------------------------------------------------------------------- ACP
+
+async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
+  const b = asRecord(body);
+  const { cart, preview } = await createCart(svc, agent.keyId, acpItems(b.items));
+  const s: BridgeSession = {
+    id: `cs_${cart.id.replace(/-/g, "")}`,
+    protocol: "acp",
+    agentKeyId: agent.keyId,
+    cartId: cart.id,
+    meta: { buyer: b.buyer ?? null, fulfillment_address: b.fulfillment_address ?? null, status: acpStatusOfSession(preview.status) },
+    canceled: false,
+  };
+  await saveSession(svc, s);
+  return { status: 201, body: acpSession(s, { cart: preview, status: s.meta.status as AcpStatus }) };
+}
+
+async function acpView(svc: Services, s: BridgeSession, order: { id: string; ids: string[] } | null = null): Promise<unknown> {
+  const cart = await getCart(svc, s.agentKeyId, s.cartId);
+  const status: AcpStatus = s.canceled ? "canceled" : cart.status === "COMPLETED" ? "completed" : ((s.meta.status as AcpStatus) ?? "ready_for_payment");
+  return acpSession(s, { cart, status, order: order ?? (s.meta.order as { id: string; ids: string[] } | undefined) ?? null });
+}
+
+function assertActive(s: BridgeSession, cart?: CartView): void {
+  if (s.canceled) throw fail("SESSION_INACTIVE", "The checkout session was canceled.", { checkout_session_id: s.id, status: "canceled" });
+  if (cart?.status === "COMPLETED") throw fail("SESSION_INACTIVE", "The checkout session is completed.", { checkout_session_id: s.id, status: "completed" });
+}
+
+async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
+  const s = await loadSession(svc, "acp", id, agent.keyId);
+  const b = asRecord(body);
+  assertActive(s, await getCart(svc, agent.keyId, s.cartId));
+  if (b.buyer !== undefined) s.meta.buyer = b.buyer;
+  if (b.fulfillment_address !== undefined) s.meta.fulfillment_address = b.fulfillment_address;
+  if (typeof b.fulfillment_option_id === "string") s.meta.fulfillment_option_id = b.fulfillment_option_id;
+  if (b.items !== undefined) {
+    // Our carts do not change items; the session moves to a new cart with the new items (the old one expires).
+    const { cart, preview } = await createCart(svc, agent.keyId, acpItems(b.items));
+    s.cartId = cart.id;
+    s.meta.status = acpStatusOfSession(preview.status);
+  }
+  await saveSession(svc, s);
+  return { status: 200, body: await acpView(svc, s) };
+}
+
+async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
+  const s = await loadSession(svc, "acp", id, agent.keyId);
+  if (s.canceled) assertActive(s);
+  const b = asRecord(body);
+  const token = asRecord(b.payment_data).token;
+  if (typeof token !== "string" || token.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "payment_data.token is required.", { field: "payment_data.token" });
+  if (b.buyer !== undefined) s.meta.buyer = b.buyer;
+  let reply: CompleteReply;
+  try {
+    reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`) });
+  } catch (err) {
+    const done = await alreadyCompleted(err);
+    if (!done) throw err;
+    s.meta.order = done;
+    return { status: 200, body: await acpView(svc, s, done) };
+  }
+  if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
+    s.meta.status = "in_progress";
+    await saveSession(svc, s);
+    const view = asRecord(await acpView(svc, s));
+    const url = reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : null;
+    return { status: 200, body: { ...view, messages: [{ type: "info", content_type: "plain", content: "The buyer must approve the payment at the link, then complete again." }], links: url ? [{ type: "continue_url", url }] : [] } };
+  }
+  const order = acpOrderOf(reply);
+  s.meta.status = "completed";
+  s.meta.order = order;
+  await saveSession(svc, s);
+  return { status: 200, body: await acpView(svc, s, order) };
+}
+
+async function cancelCartSession(svc: Services, s: BridgeSession): Promise<void> {
+  const cart = await getCart(svc, s.agentKeyId, s.cartId);
+  if (cart.status === "COMPLETED") throw fail("CHECKOUT_STATUS_INVALID", "A completed checkout cannot be canceled.", { checkout_session_id: s.id, status: "COMPLETED" });
+  if (cart.checkout_session_id && cart.status === "CHECKOUT") {
+    await svc.actors.ask(cartActor, s.cartId, "cancel", { keyId: s.agentKeyId, sessionId: cart.checkout_session_id });
+  }
+  s.canceled = true;
+  await saveSession(svc, s);
+}
+
+async function acpCancel(svc: Services, agent: AgentPrincipal, id: string): Promise<Answer> {
+  const s = await loadSession(svc, "acp", id, agent.keyId);
+  if (!s.canceled) await cancelCartSession(svc, s);
+  s.meta.status = "canceled";
+  await saveSession(svc, s);
+  return { status: 200, body: await acpView(svc, s) };
+}
+
+// ------------------------------------------------------------------------------------------------------- UCP
+
+async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
+  const b = asRecord(body);
+  const { cart, preview } = await createCart(svc, agent.keyId, ucpItems(b.line_items));
+  const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: b.buyer ?? null, status: ucpStatusOfSession(preview.status) }, canceled: false };
+  await saveSession(svc, s);
+  return { status: 201, body: ucpCheckout(s, { cart: preview, status: s.meta.status as UcpStatus }) };
+}
+
+async function ucpView(svc: Services, s: BridgeSession, extra: { continueUrl?: string } = {}): Promise<unknown> {
+  const cart = await getCart(svc, s.agentKeyId, s.cartId);
+  const status: UcpStatus = s.canceled ? "canceled" : cart.status === "COMPLETED" ? "completed" : ((s.meta.status as UcpStatus) ?? "ready_for_complete");
+  return ucpCheckout(s, { cart, status, order: (s.meta.order as { id: string; ids: string[] } | undefined) ?? null, ...extra });
+}
+
+async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
+  const s = await loadSession(svc, "ucp", id, agent.keyId);
+  if (s.canceled) assertActive(s);
+  const token = ucpPaymentToken(body);
+  let reply: CompleteReply;
+  try {
+    reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`ucp:${s.id}`) });
+  } catch (err) {
+    const done = await alreadyCompleted(err);
+    if (!done) throw err;
+    s.meta.order = done;
+    return { status: 200, body: await ucpView(svc, s) };
+  }
+  if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
+    s.meta.status = "requires_escalation";
+    await saveSession(svc, s);
+    const url = reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : undefined;
+    return { status: 200, body: await ucpView(svc, s, url ? { continueUrl: url } : {}) };
+  }
+  if (reply.status === "COMPLETED") s.meta.order = { id: reply.order_id, ids: reply.order_ids };
+  s.meta.status = "completed";
+  await saveSession(svc, s);
+  return { status: 200, body: await ucpView(svc, s) };
+}
+
+async function ucpCancel(svc: Services, agent: AgentPrincipal, id: string): Promise<Answer> {
+  const s = await loadSession(svc, "ucp", id, agent.keyId);
+  if (!s.canceled) await cancelCartSession(svc, s);
+  s.meta.status = "canceled";
+  await saveSession(svc, s);
+  return { status: 200, body: await ucpView(svc, s) };
+}
+
+// ------------------------------------------------------------------------------------------------------- AP2
+
+async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
+  const b = asRecord(body);
+  const cartId = typeof b.cart_id === "string" ? b.cart_id : typeof b.cartId === "string" ? b.cartId : undefined;
+  if (!cartId || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(cartId)) {
+    throw fail("INVALID_ARGUMENT", "cart_id must be the uuid of one of your carts.", { field: "cart_id" });
+  }
+  const mandate = parseAp2(body);
+  const cart = await getCart(svc, agent.keyId, cartId.toLowerCase());
+  let reply: CompleteReply;
+  const idempotencyKey = derivedUuidV4(`ap2:${agent.keyId}:${mandate.paymentMandateId}`);
+  try {
+    // A finished cart answers for itself (the mandate was checked when it was paid).
+    if (cart.status !== "COMPLETED") checkMandate(mandate, cart, svc.clock.now());
+    reply = await completeCart(svc, agent.keyId, cart.id, { paymentMethod: mandate.token, idempotencyKey });
+  } catch (err) {
+    const done = await alreadyCompleted(err);
+    if (!done) throw err;
+    return { status: 200, body: ok(ap2Receipt(mandate.paymentMandateId, cart, done.ids, "SUCCESS")) };
+  }
+  if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
+    return { status: 202, body: ok({ ...ap2Receipt(mandate.paymentMandateId, cart, [], "PENDING"), approval_urls: reply.approval_urls.map((a) => absoluteApprovalUrl(svc.siteUrl, a.url)) }) };
+  }
+  if (reply.status !== "COMPLETED") throw fail("INTERNAL_ERROR", `unexpected checkout state ${reply.status}`);
+  return { status: 200, body: ok(ap2Receipt(mandate.paymentMandateId, cart, reply.order_ids, "SUCCESS")) };
+}
+
+/** AP2's PaymentReceipt, with our order ids. */
+function ap2Receipt(mandateId: string, cart: CartView, orderIds: string[], status: "SUCCESS" | "PENDING") {
+  return {
+    payment_mandate_id: mandateId,
+    timestamp: new Date().toISOString(),
+    payment_id: orderIds[0] ?? null,
+    amount: { currency: cart.currency, value: cart.totals.total },
+    payment_status: status === "SUCCESS" ? { merchant_confirmation_id: orderIds[0] ?? null, psp_confirmation_id: orderIds[0] ?? null } : { pending: true },
+    order_ids: orderIds,
+    cart_id: cart.id,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------- routes
+
+/** POST /api/v1/agent/checkout, detected as another protocol: create (ACP, UCP) or pay a mandate (AP2). */
+export async function bridgeCheckout(svc: Services, agent: AgentPrincipal, protocol: BridgeProtocol, request: Request, body: unknown, set: SetLike): Promise<unknown> {
+  set.headers["x-protocol"] = protocol;
+  const run = protocol === "acp" ? () => acpCreate(svc, agent, body) : protocol === "ucp" ? () => ucpCreate(svc, agent, body) : () => ap2Pay(svc, agent, body);
+  return respond(set, protocol, () => withIdempotency(svc, scope(protocol, agent, request, body), run));
+}
+
+const sec = [{ agentApiKey: [] }];
+const Id = t.Object({ id: t.String({ minLength: 1, maxLength: 100 }) });
+const AnyBody = t.Optional(t.Unknown());
+
+export function bridgeRoutes(svc: Services) {
+  const acp = "/api/v1/agent/acp/checkout_sessions";
+  const ucp = "/api/v1/agent/ucp/checkout-sessions";
+  const tagged = (summary: string, tag: string) => ({ detail: { tags: [tag], summary, security: sec } });
+  return new Elysia({ name: "bridge-routes" })
+    .use(agentAuth(svc))
+    .post(acp, ({ agent, body, request, set }) => respond(set, "acp", () => withIdempotency(svc, scope("acp", agent, request, body), () => acpCreate(svc, agent, body))), { body: AnyBody, ...tagged("ACP: create a checkout session", "bridge") })
+    .get(`${acp}/:id`, ({ agent, params, set }) => respond(set, "acp", async () => ({ status: 200, body: await acpView(svc, await loadSession(svc, "acp", params.id, agent.keyId)) })), { params: Id, ...tagged("ACP: get a checkout session", "bridge") })
+    .post(`${acp}/:id`, ({ agent, params, body, request, set }) => respond(set, "acp", () => withIdempotency(svc, scope("acp", agent, request, body), () => acpUpdate(svc, agent, params.id, body))), { params: Id, body: AnyBody, ...tagged("ACP: update a checkout session", "bridge") })
+    .post(`${acp}/:id/complete`, ({ agent, params, body, request, set }) => respond(set, "acp", () => withIdempotency(svc, scope("acp", agent, request, body), () => acpComplete(svc, agent, params.id, body))), { params: Id, body: AnyBody, ...tagged("ACP: complete a checkout session", "bridge") })
+    .post(`${acp}/:id/cancel`, ({ agent, params, body, request, set }) => respond(set, "acp", () => withIdempotency(svc, scope("acp", agent, request, body), () => acpCancel(svc, agent, params.id))), { params: Id, body: AnyBody, ...tagged("ACP: cancel a checkout session", "bridge") })
+    .post(ucp, ({ agent, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpCreate(svc, agent, body))), { body: AnyBody, ...tagged("UCP: create a checkout session", "bridge") })
+    .get(`${ucp}/:id`, ({ agent, params, set }) => respond(set, "ucp", async () => ({ status: 200, body: await ucpView(svc, await loadSession(svc, "ucp", params.id, agent.keyId)) })), { params: Id, ...tagged("UCP: get a checkout session", "bridge") })
+    .post(`${ucp}/:id/complete`, ({ agent, params, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpComplete(svc, agent, params.id, body))), { params: Id, body: AnyBody, ...tagged("UCP: complete a checkout session", "bridge") })
+    .post(`${ucp}/:id/cancel`, ({ agent, params, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpCancel(svc, agent, params.id))), { params: Id, body: AnyBody, ...tagged("UCP: cancel a checkout session", "bridge") })
+    .post("/api/v1/agent/ap2/payment-mandates", ({ agent, body, request, set }) => respond(set, "ap2", () => withIdempotency(svc, scope("ap2", agent, request, body), () => ap2Pay(svc, agent, body))), { body: AnyBody, ...tagged("AP2: pay a cart under a payment mandate", "bridge") });
+}

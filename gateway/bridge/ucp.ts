@@ -1,0 +1,94 @@
+/**
+ * Universal Commerce Protocol (UCP) checkout → our carts (docs/protocols.md has the mapping).
+ *
+ *   POST /checkout-sessions                {line_items:[{item:{id}, quantity}], buyer?} → 201 checkout
+ *   GET  /checkout-sessions/{id}
+ *   POST /checkout-sessions/{id}/complete  {payment:{instruments:[{handler_id, credential:{token}}]}}
+ *   POST /checkout-sessions/{id}/cancel
+ *
+ * Statuses: incomplete (OPEN), ready_for_complete (READY_FOR_PAYMENT), complete_in_progress (IN_PROGRESS,
+ * SETTLEMENT_UNKNOWN), requires_escalation (PENDING_EXTERNAL_CONFIRMATION: a human must act at continue_url),
+ * completed, canceled. Errors are UCP `messages` of type error with our code.
+ */
+import type { CartView, PreviewView } from "../../actors/cart/messages.ts";
+import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
+import { asRecord, type BridgeSession, type ItemInput } from "./common.ts";
+
+export const UCP_VERSION = "2026-01-11";
+export type UcpStatus = "incomplete" | "ready_for_complete" | "complete_in_progress" | "requires_escalation" | "completed" | "canceled";
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function ucpItems(raw: unknown): ItemInput[] {
+  if (!Array.isArray(raw) || raw.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "line_items must list at least one item.", { field: "line_items" });
+  return raw.map((li, i) => {
+    const r = asRecord(li);
+    const id = asRecord(r.item).id;
+    if (typeof id !== "string" || !UUID.test(id)) throw fail("INVALID_ARGUMENT", "line_items[].item.id must be a product id (uuid).", { field: `line_items[${i}].item.id` });
+    const q = r.quantity ?? 1;
+    if (typeof q !== "number" || !Number.isInteger(q) || q < 1) throw fail("INVALID_ARGUMENT", "line_items[].quantity must be an integer >= 1.", { field: `line_items[${i}].quantity` });
+    return { productId: id, quantity: q };
+  });
+}
+
+export function ucpStatusOfSession(status: string): UcpStatus {
+  if (status === "OPEN") return "incomplete";
+  if (status === "READY_FOR_PAYMENT") return "ready_for_complete";
+  if (status === "PENDING_EXTERNAL_CONFIRMATION") return "requires_escalation";
+  if (status === "COMPLETED") return "completed";
+  if (status === "CANCELED" || status === "EXPIRED" || status === "FAILED") return "canceled";
+  return "complete_in_progress";
+}
+
+/** The token of the first payment instrument (`payment.instruments[0].credential.token`). */
+export function ucpPaymentToken(body: unknown): string {
+  const instruments = asRecord(asRecord(body).payment).instruments;
+  const first = Array.isArray(instruments) ? asRecord(instruments[0]) : {};
+  const token = asRecord(first.credential).token;
+  if (typeof token !== "string" || token.length === 0) {
+    throw fail("MISSING_REQUIRED_ARGUMENT", "payment.instruments[0].credential.token is required.", { field: "payment.instruments[0].credential.token" });
+  }
+  return token;
+}
+
+export function ucpCheckout(s: BridgeSession, view: { cart: CartView | PreviewView; status: UcpStatus; order?: { id: string; ids: string[] } | null; continueUrl?: string }) {
+  const c = view.cart;
+  return {
+    ucp: { version: UCP_VERSION, capabilities: [{ name: "dev.ucp.shopping.checkout", version: UCP_VERSION }] },
+    id: s.id,
+    status: view.status,
+    currency: c.currency,
+    buyer: s.meta.buyer ?? null,
+    line_items: c.items.map((l) => ({
+      id: `li_${l.product_id}`,
+      item: { id: l.product_id, title: l.title, price: l.unit_price_minor },
+      quantity: l.quantity,
+      totals: [
+        { type: "subtotal", amount: l.line_total_minor },
+        { type: "total", amount: l.line_total_minor },
+      ],
+    })),
+    totals: [
+      { type: "subtotal", amount: c.totals.subtotal_minor },
+      { type: "discount", amount: c.totals.discount_minor },
+      { type: "fulfillment", amount: c.totals.shipping_minor },
+      { type: "tax", amount: c.totals.tax_minor },
+      { type: "total", amount: c.totals.total_minor },
+    ],
+    payment: { handlers: [{ id: "sandbox_card", name: "dev.agent-commerce.sandbox_card", version: UCP_VERSION }], instruments: [] as unknown[] },
+    links: [] as unknown[],
+    messages: [] as unknown[],
+    ...(view.continueUrl ? { continue_url: view.continueUrl } : {}),
+    ...(view.order ? { order: { id: view.order.id, order_ids: view.order.ids, permalink_url: `/api/v1/agent/orders/${view.order.id}` } } : {}),
+  };
+}
+
+export function ucpError(err: ActorError) {
+  const spec = ERROR_TABLE[err.code];
+  return {
+    status: spec.http,
+    body: {
+      ucp: { version: UCP_VERSION },
+      messages: [{ type: "error", code: err.code, content: err.message, severity: spec.retryable ? "recoverable" : "requires_buyer_input", ...(err.details ? { details: err.details } : {}) }],
+    },
+  };
+}
