@@ -331,6 +331,9 @@ export const completeCheckout = defineTool({
     PAYMENT_METHOD_NOT_CONFIGURED: "MOCK on a store other than the demo store",
     NATIVE_CHECKOUT_REQUIRED: "a hosted-storefront merchant",
     UPSTREAM_UNAVAILABLE: "payment_method tok_lost_response (the processor's answer is lost once)",
+    AGENT_TOKEN_INVALID: "a payment_mandate that is tampered, expired or issued to another agent (details.reason)",
+    MANDATE_LIMIT_EXCEEDED: "a cart total, currency or merchant outside the payment_mandate (details: mandate and cart total)",
+    PRECONDITION_NOT_MET: "a session that was never previewed (details.required_step)",
   },
   async summarize(a, ctx) {
     const s = await sessionSummary(ctx, a.checkout_session_id);

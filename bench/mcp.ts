@@ -1,0 +1,86 @@
+/**
+ * Scenario `mcp`: `tools/call search_products` on the store MCP endpoint (our fast path: shared tool table, own
+ * JSON-RPC dispatch, JSON response) against, in the same run and on the same catalog:
+ *  - REST search (POST /api/v1/agent/search) on the full gateway;
+ *  - a reference MCP server written like the SDK's stateless example: a new low-level Server + transport per
+ *    request, calling the same search service;
+ *  - a bare Bun.serve (the harness's baseline).
+ * Goals: >= 10x the reference and >= 50% of REST search throughput.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { boot } from "../gateway/boot.ts";
+import { getSearchService } from "../search/service.ts";
+import { createTestDatabase } from "../test/helpers/db.ts";
+import { machineLine, report, startBareBaseline, wrk } from "./lib.ts";
+
+const durationSec = Number(process.env.BENCH_SECONDS ?? 8);
+const db = process.env.DATABASE_URL ? undefined : await createTestDatabase({ migrate: false });
+const running = await boot({
+  role: "start",
+  env: {},
+  config: { DATABASE_URL: process.env.DATABASE_URL ?? db!.url, PORT: 0, DATA_DIR: "/tmp/acs-bench-data", SEED_DEMO: true, LOG_LEVEL: "error", RATE_LIMITS_ENABLED: false },
+});
+const svc = running.services;
+
+// an agent key through the real API
+const login = await (await fetch(`${running.url}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "admin@example.com", password: "admin-password" }) })).json();
+const created = await (
+  await fetch(`${running.url}/api/v1/agent-keys`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${login.data.token}` },
+    body: JSON.stringify({ name: "bench", tier: "ENTERPRISE", scopes: ["search", "compare", "cart", "checkout", "merchants:read"] }),
+  })
+).json();
+const apiKey: string = created.data.key;
+
+// the reference: the SDK's stateless pattern, a fresh Server + transport for every request
+const reference = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(req) {
+    const server = new Server({ name: "reference", version: "1.0.0" }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "search_products", inputSchema: { type: "object" } }] }));
+    server.setRequestHandler(CallToolRequestSchema, async (r) => {
+      const a = (r.params.arguments ?? {}) as { query: string; limit?: number };
+      const res = await getSearchService(svc).search({ query: a.query, storeSlug: "demo-store", limit: a.limit ?? 10, filters: { inStock: true } }, new Date());
+      return { content: [{ type: "text", text: JSON.stringify(res) }], structuredContent: res as unknown as Record<string, unknown> };
+    });
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    const res = await transport.handleRequest(req);
+    void server.close();
+    return res;
+  },
+});
+
+const bare = startBareBaseline();
+const call = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_products", arguments: { query: "wireless headphones", limit: 10 } } });
+const mcpHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream", "x-agent-api-key": apiKey };
+try {
+  // sanity: every target answers the same kind of thing
+  for (const url of [`${running.url}/demo-store/mcp`, `http://127.0.0.1:${reference.port}/`]) {
+    const r = await fetch(url, { method: "POST", headers: mcpHeaders, body: call });
+    const text = await r.text();
+    if (r.status !== 200 || !text.includes("why_ranked")) throw new Error(`${url} answered ${r.status}: ${text.slice(0, 200)}`);
+  }
+  await wrk("warm-up", `${running.url}/demo-store/mcp`, { durationSec: 2, method: "POST", body: call, headers: mcpHeaders });
+  const baseline = await wrk("bare Bun.serve", bare.url, { durationSec });
+  const ours = await wrk("MCP tools/call search_products (fast path)", `${running.url}/demo-store/mcp`, { durationSec, method: "POST", body: call, headers: mcpHeaders });
+  const rest = await wrk("REST POST /api/v1/agent/search", `${running.url}/api/v1/agent/search`, {
+    durationSec,
+    method: "POST",
+    body: JSON.stringify({ query: "wireless headphones", limit: 10 }),
+    headers: { "content-type": "application/json", "x-agent-api-key": apiKey },
+  });
+  const ref = await wrk("reference: SDK stateless (Server + transport per request)", `http://127.0.0.1:${reference.port}/`, { durationSec, method: "POST", body: call, headers: mcpHeaders });
+  console.log(machineLine());
+  report("mcp", baseline, [ours, rest, ref]);
+  console.log(`\nMCP / reference: ${(ours.rps / ref.rps).toFixed(1)}x (goal >= 10x); MCP / REST search: ${((ours.rps / rest.rps) * 100).toFixed(0)}% (goal >= 50%)`);
+} finally {
+  bare.stop();
+  reference.stop(true);
+  await running.stop();
+  await db?.drop();
+}
