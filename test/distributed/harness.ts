@@ -50,7 +50,7 @@ export class Env {
     process.once("exit", env.onExit);
     try {
       env.dir = await mkdtemp(join(tmpdir(), "acs-dist-"));
-      const [cluster, db] = await Promise.allSettled([startLocalCluster({ dir: join(env.dir, "nats") }), runtimeDatabase(join(env.dir, "migrations"))]);
+      const [cluster, db] = await Promise.allSettled([startClusterRetrying(join(env.dir, "nats")), runtimeDatabase(join(env.dir, "migrations"))]);
       if (cluster.status === "fulfilled") env.cluster = cluster.value;
       if (db.status === "fulfilled") env.db = db.value;
       if (cluster.status === "rejected") throw cluster.reason;
@@ -187,6 +187,18 @@ export class Env {
 
   dump(): string {
     return [...this.hosts.values()].map((h) => `--- ${h.id}\n${h.output.slice(-60).join("\n")}`).join("\n");
+  }
+}
+
+/** Free ports are picked before the servers bind them; on a busy machine another process can win one. */
+async function startClusterRetrying(dir: string): Promise<LocalCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startLocalCluster({ dir: `${dir}-${attempt}` });
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      console.warn(`local NATS cluster failed to start (attempt ${attempt}): ${(err as Error).message}`);
+    }
   }
 }
 
