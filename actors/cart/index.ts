@@ -700,6 +700,9 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   for (const leg of prepared) orderIds[leg.storeId] ??= orderIdFor(s.id, leg.storeId);
   const byStore = new Map(s.totals.stores.map((st) => [st.storeId, st]));
   const cart = ctx.state.cart as CartRecord;
+  // Never hold this turn's transaction (a pooled connection) while waiting on another actor: with many carts
+  // paying at once, the store actor would wait for a connection the waiting carts hold.
+  await ctx.checkpoint();
   try {
     await Promise.all(
       prepared
@@ -856,6 +859,9 @@ export const cartActor = defineActor({
         return doComplete(ctx, body, s.id, null);
       }
       const { priced } = await doPreview(ctx, body.keyId);
+      // Commit the preview now: the rest of the turn reads through the pool, and a turn must not hold its
+      // transaction's connection while it waits for another one (pool exhaustion under many carts at once).
+      await ctx.checkpoint();
       return doComplete(ctx, body, (ctx.state.session as SessionState).id, priced);
     },
 
