@@ -98,6 +98,8 @@ export interface ToolDef<I extends TObject = TObject, O extends TSchema = TSchem
   sandboxRefused?: boolean;
   /** Write tools: a human must approve each call. */
   confirmation: boolean;
+  /** Not confirmed as a whole, but may ask the human on some paths (so sessions route it through the SDK). */
+  mayAsk?: boolean;
   /** Write tools: what the human is asked to approve (amounts with currency). Required when `confirmation`. */
   summarize?: (args: Static<I>, ctx: ToolContext) => Promise<ConfirmRequest>;
   /** Per-tool rate bucket (actors/agent/limits.ts MCP_TOOL_LIMITS) when the tool has one. */

@@ -369,7 +369,7 @@ export class McpGateway {
       if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, headers, store.slug);
       throw err;
     }
-    if (session && t?.def.confirmation) {
+    if (session && (t?.def.confirmation || t?.def.mayAsk)) {
       // a write tool in a session: through the SDK so the human can be asked on this call's stream
       return this.viaTransport(session.transport, request, msg, headers, principal);
     }

@@ -73,6 +73,8 @@ export const ucpCreateCheckout = defineTool({
   scopes: ["checkout"],
   sandboxRefused: true,
   confirmation: false,
+  // creating the cart from line_items asks the human, as create_cart does
+  mayAsk: true,
   rateBucket: "ucp_create_checkout",
   errors: { MISSING_REQUIRED_ARGUMENT: "neither cart_id nor line_items", INVALID_ARGUMENT: "both cart_id and line_items" },
   async handler(a, ctx: ToolContext) {
