@@ -4,7 +4,8 @@
  * A store that is not the caller's reads as 404 store_not_found.
  */
 import { Elysia, t } from "elysia";
-import { refundView, storeCommerce } from "../../actors/store/commerce.ts";
+import { storeCommerce } from "../../actors/store/commerce.ts";
+import { listAllowlist, listRefunds } from "../../actors/store/merchant-reads.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
@@ -50,12 +51,7 @@ export function merchantOrderRoutes(svc: Services) {
       "/api/v1/merchant/stores/:slug/refunds",
       async ({ params, query, user }) => {
         await assertOwner(svc, params.slug, user);
-        const rows = query.status
-          ? await svc.sql`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
-              FROM order_refunds WHERE store_slug = ${params.slug} AND status = ${query.status} ORDER BY created_at DESC LIMIT 500`
-          : await svc.sql`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
-              FROM order_refunds WHERE store_slug = ${params.slug} ORDER BY created_at DESC LIMIT 500`;
-        return ok(rows.map((r) => refundView(r as never)));
+        return ok(await listRefunds(svc.sql, params.slug, { status: query.status }));
       },
       {
         params: t.Object({ slug: Slug }),
@@ -82,9 +78,7 @@ export function merchantOrderRoutes(svc: Services) {
       "/api/v1/merchant/stores/:slug/allowlist",
       async ({ params, user }) => {
         await assertOwner(svc, params.slug, user);
-        const rows = await svc.sql<{ agent_key_id: string; status: string; created_at: Date; updated_at: Date }[]>`
-          SELECT agent_key_id, status, created_at, updated_at FROM store_agent_allowlist WHERE store_slug = ${params.slug} ORDER BY created_at`;
-        return ok(rows.map((r) => ({ key_id: r.agent_key_id, status: r.status, created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString() })));
+        return ok(await listAllowlist(svc.sql, params.slug));
       },
       { params: t.Object({ slug: Slug }), response: errorResponses(401, 404), detail: { tags: ["merchant"], summary: "Agent keys bound to the store", ...sec } },
     )

@@ -1,0 +1,293 @@
+/**
+ * Merchant-side reads of a store's own data (the dashboard and the merchant REST routes): which stores a user may
+ * manage, the catalog with data-quality flags, orders with their history, refunds, the agent allowlist, coupons
+ * and order activity per day. Committed rows only, straight from the pool (no actor turn): writes still go through
+ * `store/<slug>`. Callers check ownership first (`assertStoreWriter`); these functions trust the slug they get.
+ */
+import type { Sql } from "../../infra/db.ts";
+import { freshnessTier, type FreshnessTier } from "../../search/ranking.ts";
+import { refundView, type RefundView } from "./commerce.ts";
+import { storeFromRow, type StoreRecord, type StoreRow } from "./schemas.ts";
+
+/** Stores a user may manage: the ones it owns, or every store for an operator. */
+export async function storesOfUser(sql: Sql, user: { id: string; role: string }): Promise<StoreRecord[]> {
+  const rows =
+    user.role === "operator"
+      ? await sql<StoreRow[]>`SELECT * FROM stores ORDER BY slug`
+      : await sql<StoreRow[]>`SELECT * FROM stores WHERE owner_user_id = ${user.id} ORDER BY slug`;
+  return rows.map(storeFromRow);
+}
+
+// ------------------------------------------------------------------------------------------------ catalog
+
+/** Product staleness: a row no merchant sync touched for this long is flagged in the dashboard. */
+export const PRODUCT_STALE_AFTER_DAYS = 7;
+
+export type CatalogFlag = "missing_gtin" | "missing_images" | "stale" | "out_of_stock" | "inactive";
+export const CATALOG_FLAGS: readonly CatalogFlag[] = ["missing_gtin", "missing_images", "stale", "out_of_stock", "inactive"];
+
+export interface CatalogProductRow {
+  id: string;
+  externalId: string;
+  title: string;
+  priceMinor: number;
+  currency: string;
+  stockQuantity: number | null;
+  inStock: boolean;
+  active: boolean;
+  gtin: string | null;
+  imageCount: number;
+  syncedAt: string;
+  flags: CatalogFlag[];
+}
+
+export interface CatalogQuality {
+  products: number;
+  active: number;
+  missingGtin: number;
+  missingImages: number;
+  stale: number;
+  outOfStock: number;
+  lastSyncAt: string | null;
+  freshness: FreshnessTier;
+  /** Required policy fields the store has not declared (returns, window, shipping estimate, support SLA). */
+  missingPolicies: string[];
+}
+
+const REQUIRED_POLICY_FIELDS = ["returnWindowDays", "shippingEstimateDays", "supportResponseTimeSla"] as const;
+
+/** Pure: the dashboard's flags of one product. */
+export function productFlags(p: { gtin: string | null; imageCount: number; syncedAt: Date; inStock: boolean; active: boolean }, now: Date): CatalogFlag[] {
+  const flags: CatalogFlag[] = [];
+  if (!p.gtin) flags.push("missing_gtin");
+  if (p.imageCount === 0) flags.push("missing_images");
+  if (now.getTime() - p.syncedAt.getTime() > PRODUCT_STALE_AFTER_DAYS * 86_400_000) flags.push("stale");
+  if (!p.inStock) flags.push("out_of_stock");
+  if (!p.active) flags.push("inactive");
+  return flags;
+}
+
+/** Pure: required policy fields that are missing (acceptsReturns is always declared; the window only matters when returns are accepted). */
+export function missingPolicyFields(p: Record<string, unknown>): string[] {
+  return REQUIRED_POLICY_FIELDS.filter((k) => (k === "returnWindowDays" && p.acceptsReturns === false ? false : p[k] === undefined || p[k] === null || p[k] === ""));
+}
+
+export async function catalogQuality(sql: Sql, store: StoreRecord, now: Date): Promise<CatalogQuality> {
+  const staleBefore = new Date(now.getTime() - PRODUCT_STALE_AFTER_DAYS * 86_400_000);
+  const [r] = await sql<{ products: number; active: number; missing_gtin: number; missing_images: number; stale: number; out_of_stock: number }[]>`
+    SELECT count(*)::int AS products,
+      count(*) FILTER (WHERE active)::int AS active,
+      count(*) FILTER (WHERE active AND (gtin IS NULL OR gtin = ''))::int AS missing_gtin,
+      count(*) FILTER (WHERE active AND cardinality(images) = 0)::int AS missing_images,
+      count(*) FILTER (WHERE active AND synced_at < ${staleBefore})::int AS stale,
+      count(*) FILTER (WHERE active AND NOT in_stock)::int AS out_of_stock
+    FROM products WHERE store_slug = ${store.slug}`;
+  return {
+    products: r?.products ?? 0,
+    active: r?.active ?? 0,
+    missingGtin: r?.missing_gtin ?? 0,
+    missingImages: r?.missing_images ?? 0,
+    stale: r?.stale ?? 0,
+    outOfStock: r?.out_of_stock ?? 0,
+    lastSyncAt: store.lastSyncAt,
+    freshness: freshnessTier(store.lastSyncAt, now),
+    missingPolicies: missingPolicyFields(store.policies as unknown as Record<string, unknown>),
+  };
+}
+
+/** One page of the store's products (newest sync first), optionally only those with a flag. */
+export async function listStoreProducts(
+  sql: Sql,
+  slug: string,
+  opts: { limit: number; offset: number; flag?: CatalogFlag; now: Date },
+): Promise<{ total: number; items: CatalogProductRow[] }> {
+  const staleBefore = new Date(opts.now.getTime() - PRODUCT_STALE_AFTER_DAYS * 86_400_000);
+  const where = {
+    missing_gtin: sql`AND active AND (gtin IS NULL OR gtin = '')`,
+    missing_images: sql`AND active AND cardinality(images) = 0`,
+    stale: sql`AND active AND synced_at < ${staleBefore}`,
+    out_of_stock: sql`AND active AND NOT in_stock`,
+    inactive: sql`AND NOT active`,
+  };
+  const filter = opts.flag ? where[opts.flag] : sql``;
+  const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM products WHERE store_slug = ${slug} ${filter}`;
+  const rows = await sql<{ id: string; external_id: string; title: string; price_minor: number; currency: string; stock_quantity: number | null; in_stock: boolean; active: boolean; gtin: string | null; image_count: number; synced_at: Date }[]>`
+    SELECT id, external_id, title, price_minor, currency, stock_quantity, in_stock, active, gtin, cardinality(images)::int AS image_count, synced_at
+    FROM products WHERE store_slug = ${slug} ${filter}
+    ORDER BY active DESC, synced_at DESC, external_id LIMIT ${opts.limit} OFFSET ${opts.offset}`;
+  return {
+    total: n,
+    items: rows.map((r) => ({
+      id: r.id,
+      externalId: r.external_id,
+      title: r.title,
+      priceMinor: Number(r.price_minor),
+      currency: r.currency,
+      stockQuantity: r.stock_quantity,
+      inStock: r.in_stock,
+      active: r.active,
+      gtin: r.gtin,
+      imageCount: r.image_count,
+      syncedAt: r.synced_at.toISOString(),
+      flags: productFlags({ gtin: r.gtin, imageCount: r.image_count, syncedAt: r.synced_at, inStock: r.in_stock, active: r.active }, opts.now),
+    })),
+  };
+}
+
+// ------------------------------------------------------------------------------------------------- orders
+
+export interface StoreOrderRow {
+  id: string;
+  channel: "agent" | "human";
+  status: string;
+  totalMinor: number;
+  refundedMinor: number;
+  currency: string;
+  paymentRail: string;
+  agentKeyId: string | null;
+  createdAt: string;
+}
+
+export interface StoreOrderDetail extends StoreOrderRow {
+  items: { title: string; quantity: number; unitPriceMinor: number; productId: string | null }[];
+  events: { at: string; type: string; fromStatus: string | null; toStatus: string | null; data: Record<string, unknown> }[];
+  refunds: RefundView[];
+}
+
+interface OrderDbRow {
+  id: string;
+  channel: "agent" | "human";
+  status: string;
+  total_minor: number;
+  refunded_minor: number;
+  currency: string;
+  payment_rail: string;
+  agent_key_id: string | null;
+  created_at: Date;
+}
+
+const orderRow = (r: OrderDbRow): StoreOrderRow => ({
+  id: r.id,
+  channel: r.channel,
+  status: r.status,
+  totalMinor: Number(r.total_minor),
+  refundedMinor: Number(r.refunded_minor),
+  currency: r.currency,
+  paymentRail: r.payment_rail,
+  agentKeyId: r.agent_key_id,
+  createdAt: r.created_at.toISOString(),
+});
+
+/** Newest first; optional status and channel filters. */
+export async function listStoreOrders(
+  sql: Sql,
+  slug: string,
+  opts: { limit: number; offset: number; status?: string; channel?: "agent" | "human" },
+): Promise<{ total: number; items: StoreOrderRow[] }> {
+  const status = opts.status ? sql`AND status = ${opts.status}` : sql``;
+  const channel = opts.channel ? sql`AND channel = ${opts.channel}` : sql``;
+  const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE store_slug = ${slug} ${status} ${channel}`;
+  const rows = await sql<OrderDbRow[]>`
+    SELECT id, channel, status, total_minor, refunded_minor, currency, payment_rail, agent_key_id, created_at
+    FROM orders WHERE store_slug = ${slug} ${status} ${channel}
+    ORDER BY created_at DESC, id LIMIT ${opts.limit} OFFSET ${opts.offset}`;
+  return { total: n, items: rows.map(orderRow) };
+}
+
+/** One order of the store with items, history (oldest first) and refund requests; null when not this store's. */
+export async function storeOrderDetail(sql: Sql, slug: string, orderId: string): Promise<StoreOrderDetail | null> {
+  const [o] = await sql<OrderDbRow[]>`
+    SELECT id, channel, status, total_minor, refunded_minor, currency, payment_rail, agent_key_id, created_at
+    FROM orders WHERE id = ${orderId} AND store_slug = ${slug}`;
+  if (!o) return null;
+  const items = await sql<{ title: string; quantity: number; unit_price_minor: number; product_id: string | null }[]>`
+    SELECT title, quantity, unit_price_minor, product_id FROM order_items WHERE order_id = ${orderId} ORDER BY id`;
+  const events = await sql<{ at: Date; type: string; from_status: string | null; to_status: string | null; data: Record<string, unknown> }[]>`
+    SELECT at, type, from_status, to_status, data FROM order_events WHERE order_id = ${orderId} ORDER BY at, id`;
+  return {
+    ...orderRow(o),
+    items: items.map((i) => ({ title: i.title, quantity: i.quantity, unitPriceMinor: Number(i.unit_price_minor), productId: i.product_id })),
+    events: events.map((e) => ({ at: e.at.toISOString(), type: e.type, fromStatus: e.from_status, toStatus: e.to_status, data: e.data ?? {} })),
+    refunds: await listRefunds(sql, slug, { orderId }),
+  };
+}
+
+export interface DayActivity {
+  day: string;
+  humanOrders: number;
+  agentOrders: number;
+}
+
+/** Orders per UTC day over the last `days` days (every day present, zero when quiet), oldest first. */
+export async function orderActivity(sql: Sql, slug: string, days: number, now: Date): Promise<DayActivity[]> {
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (days - 1) * 86_400_000);
+  const rows = await sql<{ day: string; human: number; agent: number }[]>`
+    SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day,
+      count(*) FILTER (WHERE channel = 'human')::int AS human, count(*) FILTER (WHERE channel = 'agent')::int AS agent
+    FROM orders WHERE store_slug = ${slug} AND created_at >= ${start} GROUP BY 1`;
+  const byDay = new Map(rows.map((r) => [r.day, r]));
+  const out: DayActivity[] = [];
+  for (let i = 0; i < days; i++) {
+    const day = new Date(start.getTime() + i * 86_400_000).toISOString().slice(0, 10);
+    const r = byDay.get(day);
+    out.push({ day, humanOrders: r?.human ?? 0, agentOrders: r?.agent ?? 0 });
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------ refunds, allowlist
+
+export type RefundStatusFilter = "PENDING_APPROVAL" | "APPROVED" | "REJECTED" | "REFUNDED" | "FAILED";
+
+/** Refund requests of the store, newest first (500 max), by status or order. */
+export async function listRefunds(sql: Sql, slug: string, opts: { status?: RefundStatusFilter; orderId?: string } = {}): Promise<RefundView[]> {
+  const status = opts.status ? sql`AND status = ${opts.status}` : sql``;
+  const order = opts.orderId ? sql`AND order_id = ${opts.orderId}` : sql``;
+  const rows = await sql`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
+    FROM order_refunds WHERE store_slug = ${slug} ${status} ${order} ORDER BY created_at DESC LIMIT 500`;
+  return rows.map((r) => refundView(r as never));
+}
+
+export interface AllowlistEntry {
+  key_id: string;
+  status: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Agent keys bound to the store (first order creates the binding), oldest first. */
+export async function listAllowlist(sql: Sql, slug: string): Promise<AllowlistEntry[]> {
+  const rows = await sql<{ agent_key_id: string; status: string; created_at: Date; updated_at: Date }[]>`
+    SELECT agent_key_id, status, created_at, updated_at FROM store_agent_allowlist WHERE store_slug = ${slug} ORDER BY created_at`;
+  return rows.map((r) => ({ key_id: r.agent_key_id, status: r.status, created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString() }));
+}
+
+// ------------------------------------------------------------------------------------------------ coupons
+
+export interface StoreCoupon {
+  code: string;
+  kind: "percent" | "fixed";
+  value: number;
+  minSpendMinor: number;
+  currency: string | null;
+  expiresAt: string | null;
+  usageLimit: number | null;
+  usedCount: number;
+  active: boolean;
+}
+
+export async function listCoupons(sql: Sql, slug: string): Promise<StoreCoupon[]> {
+  const rows = await sql<{ code: string; kind: "percent" | "fixed"; value: number; min_spend_minor: number; currency: string | null; expires_at: Date | null; usage_limit: number | null; used_count: number; active: boolean }[]>`
+    SELECT code, kind, value, min_spend_minor, currency, expires_at, usage_limit, used_count, active FROM coupons WHERE store_slug = ${slug} ORDER BY code`;
+  return rows.map((r) => ({
+    code: r.code,
+    kind: r.kind,
+    value: Number(r.value),
+    minSpendMinor: Number(r.min_spend_minor),
+    currency: r.currency,
+    expiresAt: r.expires_at ? r.expires_at.toISOString() : null,
+    usageLimit: r.usage_limit,
+    usedCount: r.used_count,
+    active: r.active,
+  }));
+}
