@@ -21,6 +21,7 @@ import {
   type RejectedItem,
 } from "./ingest.ts";
 import { commerceHandlers, commerceMessages } from "./commerce.ts";
+import { settingsHandlers, settingsMessages } from "./settings.ts";
 import { CATALOG_CHANGED, STORE_CHANGED, STORE_ORDERS_RECORDED, StoreMessages, type CatalogChangedEvent } from "./messages.ts";
 import { decideBid, OFFER_TTL_MS } from "./negotiation.ts";
 import type { NegotiationRules, Policies, ProductFields, Variant } from "./schemas.ts";
@@ -70,9 +71,10 @@ interface ExistingRow {
 export const storeActor = defineActor({
   kind: "store",
   initialState: (): StoreActorState => ({ batches: 0, lastIngestAt: null }),
-  messages: { ...StoreMessages, ...commerceMessages },
+  messages: { ...StoreMessages, ...commerceMessages, ...settingsMessages },
   handlers: {
     ...commerceHandlers,
+    ...settingsHandlers,
     async ingestCatalog(ctx, body) {
       const { valid, rejected } = validateCatalogItems(body.items);
       const tx = await ctx.tx();

@@ -1,0 +1,90 @@
+/**
+ * Store settings written by the merchant (dashboard settings page): which MCP tools the store serves, which
+ * payment rails it offers, and its coupons. Messages of the `store/<slug>` actor like the catalog ones, so these
+ * writes are serialised with every other write of the store and announced with `store.changed`.
+ *
+ * Rules that belong to the store, not to a form:
+ * - tool names are checked by the caller against the MCP registry (the actor does not import the gateway);
+ *   null means "all tools", an empty list means "none";
+ * - MOCK (the simulated rail) can be kept or dropped but never added: only the seeded demo store offers it;
+ * - coupon codes are stored upper case; a fixed coupon is in the store's currency.
+ */
+import { Type as T, type Static } from "@sinclair/typebox";
+import type { ActorContext } from "../runtime/define-actor.ts";
+import { fail } from "../runtime/errors.ts";
+import { STORE_CHANGED } from "./messages.ts";
+
+export const PAYMENT_RAILS = ["card", "x402", "MOCK"] as const;
+export type PaymentRail = (typeof PAYMENT_RAILS)[number];
+
+export const settingsMessages = {
+  setEnabledMcpTools: T.Object({ tools: T.Union([T.Array(T.String({ minLength: 1, maxLength: 100 }), { maxItems: 200 }), T.Null()]) }),
+  setPaymentMethods: T.Object({ methods: T.Array(T.Union(PAYMENT_RAILS.map((r) => T.Literal(r))), { maxItems: 3 }) }),
+  upsertCoupon: T.Object({
+    code: T.String({ pattern: "^[A-Za-z0-9_-]{2,64}$" }),
+    kind: T.Union([T.Literal("percent"), T.Literal("fixed")]),
+    /** percent: 1..100; fixed: minor units of the store's currency. */
+    value: T.Integer({ minimum: 1 }),
+    minSpendMinor: T.Integer({ minimum: 0 }),
+    expiresAt: T.Union([T.String({ format: "date-time" }), T.Null()]),
+    usageLimit: T.Union([T.Integer({ minimum: 0 }), T.Null()]),
+  }),
+  setCouponActive: T.Object({ code: T.String({ minLength: 1, maxLength: 64 }), active: T.Boolean() }),
+};
+
+type Ctx = ActorContext<unknown>;
+
+/** Pure: the rails a store may switch to from `current` (MOCK only when it already had it), deduplicated in a fixed order. */
+export function nextPaymentMethods(current: readonly string[], wanted: readonly PaymentRail[]): PaymentRail[] {
+  if (wanted.includes("MOCK") && !current.includes("MOCK")) {
+    throw fail("validation_error", "MOCK (simulated payments) is only available on the demo store.", { field: "methods" });
+  }
+  return PAYMENT_RAILS.filter((r) => wanted.includes(r));
+}
+
+export const settingsHandlers = {
+  async setEnabledMcpTools(ctx: Ctx, b: Static<(typeof settingsMessages)["setEnabledMcpTools"]>): Promise<{ enabledMcpTools: string[] | null }> {
+    const tx = await ctx.tx();
+    const tools = b.tools === null ? null : [...new Set(b.tools)].sort();
+    const rows = await tx`UPDATE stores SET enabled_mcp_tools = ${tools}::text[], updated_at = now() WHERE slug = ${ctx.id} RETURNING slug`;
+    if (!rows.length) throw fail("store_not_found", `No store ${ctx.id}.`);
+    ctx.publish(STORE_CHANGED, { storeSlug: ctx.id, what: "mcp_tools" });
+    return { enabledMcpTools: tools };
+  },
+
+  async setPaymentMethods(ctx: Ctx, b: Static<(typeof settingsMessages)["setPaymentMethods"]>): Promise<{ paymentMethods: PaymentRail[] }> {
+    const tx = await ctx.tx();
+    const [s] = await tx<{ payment_methods: string[] }[]>`SELECT payment_methods FROM stores WHERE slug = ${ctx.id} FOR UPDATE`;
+    if (!s) throw fail("store_not_found", `No store ${ctx.id}.`);
+    const methods = nextPaymentMethods(s.payment_methods ?? [], b.methods);
+    await tx`UPDATE stores SET payment_methods = ${methods}::text[], updated_at = now() WHERE slug = ${ctx.id}`;
+    ctx.publish(STORE_CHANGED, { storeSlug: ctx.id, what: "payment_methods" });
+    return { paymentMethods: methods };
+  },
+
+  async upsertCoupon(ctx: Ctx, b: Static<(typeof settingsMessages)["upsertCoupon"]>): Promise<{ code: string; created: boolean }> {
+    if (b.kind === "percent" && b.value > 100) throw fail("validation_error", "A percent coupon is 1..100.", { field: "value" });
+    const tx = await ctx.tx();
+    const [s] = await tx<{ currency: string }[]>`SELECT currency FROM stores WHERE slug = ${ctx.id}`;
+    if (!s) throw fail("store_not_found", `No store ${ctx.id}.`);
+    const code = b.code.toUpperCase();
+    const currency = b.kind === "fixed" ? s.currency : null;
+    const [row] = await tx<{ inserted: boolean }[]>`
+      INSERT INTO coupons (store_slug, code, kind, value, min_spend_minor, currency, expires_at, usage_limit)
+      VALUES (${ctx.id}, ${code}, ${b.kind}, ${b.value}, ${b.minSpendMinor}, ${currency}, ${b.expiresAt}, ${b.usageLimit})
+      ON CONFLICT (store_slug, code) DO UPDATE SET kind = EXCLUDED.kind, value = EXCLUDED.value, min_spend_minor = EXCLUDED.min_spend_minor,
+        currency = EXCLUDED.currency, expires_at = EXCLUDED.expires_at, usage_limit = EXCLUDED.usage_limit, active = true
+      RETURNING (xmax = 0) AS inserted`;
+    ctx.publish(STORE_CHANGED, { storeSlug: ctx.id, what: "coupons" });
+    return { code, created: !!row?.inserted };
+  },
+
+  async setCouponActive(ctx: Ctx, b: Static<(typeof settingsMessages)["setCouponActive"]>): Promise<{ code: string; active: boolean }> {
+    const tx = await ctx.tx();
+    const code = b.code.toUpperCase();
+    const rows = await tx`UPDATE coupons SET active = ${b.active} WHERE store_slug = ${ctx.id} AND code = ${code} RETURNING code`;
+    if (!rows.length) throw fail("not_found", "No such coupon in this store.", { code });
+    ctx.publish(STORE_CHANGED, { storeSlug: ctx.id, what: "coupons" });
+    return { code, active: b.active };
+  },
+};
