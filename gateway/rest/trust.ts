@@ -22,7 +22,8 @@ import {
   type StoreScore,
 } from "../../actors/trust/index.ts";
 import { AGENT_THRESHOLD, SUSPENSION_THRESHOLD, displayBand, legacyLevel, agentCheckoutAllowed } from "../../actors/trust/bands.ts";
-import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../actors/trust/explain.ts";
+import { explainTrust, TREND_WINDOW_DAYS } from "../../actors/trust/explain.ts";
+import { readTrustHistory } from "../../actors/trust/history.ts";
 import type { StoreFacts } from "../../actors/trust/inputs.ts";
 import { methodologyDocument } from "../../actors/trust/methodology.ts";
 import type { TrustFlags } from "../../actors/trust/select.ts";
@@ -215,16 +216,7 @@ export function trustAgentRoutes(svc: Services) {
       // An on-demand first score may have moved the store below eligibility.
       if (!(await eligible())) throw notFound();
       const now = svc.clock.now();
-      const history = await svc.sql<{ computed_at: Date; score_0to1: string; engine: "v41" | "v2"; verified_evidence: number }[]>`
-        SELECT computed_at, score_0to1, engine, verified_evidence FROM trust_score_history
-        WHERE store_slug = ${params.slug} AND computed_at >= ${new Date(now - TREND_WINDOW_DAYS * 86_400_000)}
-        ORDER BY computed_at`;
-      const points: HistoryPoint[] = history.map((h) => ({
-        at: h.computed_at.getTime(),
-        score0to1: Number(h.score_0to1),
-        engine: h.engine,
-        verifiedEvidence: h.verified_evidence,
-      }));
+      const points = await readTrustHistory(svc.sql, params.slug, new Date(now - TREND_WINDOW_DAYS * 86_400_000));
       const sel = score.selected;
       const ex = explainTrust(sel, points, now);
       return ok({
