@@ -71,31 +71,104 @@ function secretsKey(svc: Services): Uint8Array {
   return webhookSecretsKey(svc.extras.get("secretKey") as Uint8Array);
 }
 
+
+// ---------------------------------------------------------------------------------------------------------------
+// The operations behind the routes, shared with the merchant dashboard (gateway/dashboard) so both take the same
+// path: ownership check, SSRF vetting, secret generation and sealing, one webhook actor message.
+
+export type WebhookEndpointView = ReturnType<typeof endpointView>;
+export type WebhookDeliveryView = ReturnType<typeof deliveryView>;
+
+export async function createWebhookEndpoint(
+  svc: Services,
+  user: UserPrincipal,
+  slug: string,
+  body: { url: string; events: readonly (typeof WEBHOOK_EVENT_KINDS)[number][] },
+): Promise<WebhookEndpointView & { secret: string }> {
+  await assertStoreAccess(svc, user, slug);
+  const vetted = await assertPublicUrl(body.url, {
+    allowPrivate: privateUrlsAllowed(svc.config),
+    resolve: svc.extras.get(EXTRAS_RESOLVER) as Resolver | undefined,
+  });
+  const [{ n }] = await svc.sql<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM webhook_endpoints WHERE store_slug = ${slug} AND deleted_at IS NULL`;
+  if (n >= MAX_ENDPOINTS_PER_STORE) throw fail("conflict", `A store may have at most ${MAX_ENDPOINTS_PER_STORE} webhook endpoints.`);
+  const id = crypto.randomUUID();
+  const secret = generateWebhookSecret();
+  const view = await svc.actors.ask(webhookActor, id, "register", {
+    storeSlug: slug,
+    url: vetted.url.href,
+    events: [...new Set(body.events)],
+    secretSealed: sealWebhookSecret(secretsKey(svc), id, secret),
+    createdBy: user.id,
+  });
+  return { ...view, secret };
+}
+
+export async function listWebhookEndpoints(svc: Services, user: UserPrincipal, slug: string): Promise<WebhookEndpointView[]> {
+  await assertStoreAccess(svc, user, slug);
+  const rows = await svc.sql<Parameters<typeof endpointView>[0][]>`
+    SELECT id, store_slug, url, events, secret_sealed, previous_secret_sealed, previous_secret_expires_at, breaker, created_at, deleted_at
+    FROM webhook_endpoints WHERE store_slug = ${slug} AND deleted_at IS NULL ORDER BY created_at, id`;
+  return rows.map(endpointView);
+}
+
+export async function deleteWebhookEndpoint(svc: Services, user: UserPrincipal, slug: string, id: string) {
+  await assertStoreAccess(svc, user, slug);
+  await assertEndpoint(svc, slug, id);
+  return svc.actors.ask(webhookActor, id, "remove", {}, { timeoutMs: 30_000 });
+}
+
+export async function rotateWebhookSecret(svc: Services, user: UserPrincipal, slug: string, id: string, overlapSeconds?: number) {
+  await assertStoreAccess(svc, user, slug);
+  await assertEndpoint(svc, slug, id);
+  const secret = generateWebhookSecret();
+  const overlapMs = overlapSeconds !== undefined ? overlapSeconds * 1000 : SECRET_ROTATION_OVERLAP_MS;
+  const view = await svc.actors.ask(
+    webhookActor,
+    id,
+    "rotateSecret",
+    { secretSealed: sealWebhookSecret(secretsKey(svc), id, secret), overlapMs },
+    { timeoutMs: 30_000 },
+  );
+  return { ...view, secret };
+}
+
+export async function listWebhookDeliveries(
+  svc: Services,
+  user: UserPrincipal,
+  slug: string,
+  id: string,
+  query: { status?: "pending" | "failed" | "delivered" | "dead"; limit?: number } = {},
+): Promise<WebhookDeliveryView[]> {
+  await assertStoreAccess(svc, user, slug);
+  await assertEndpoint(svc, slug, id);
+  const limit = query.limit ?? 50;
+  const rows = await svc.sql<Parameters<typeof deliveryView>[0][]>`
+    SELECT ${svc.sql.unsafe(DELIVERY_COLUMNS)} FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+    WHERE d.endpoint_id = ${id} ${query.status ? svc.sql`AND d.status = ${query.status}` : svc.sql``}
+    ORDER BY d.created_at DESC, d.id LIMIT ${limit}`;
+  return rows.map(deliveryView);
+}
+
+export async function redeliverWebhook(svc: Services, user: UserPrincipal, slug: string, id: string, deliveryId: string) {
+  await assertStoreAccess(svc, user, slug);
+  await assertEndpoint(svc, slug, id);
+  const view = await svc.actors.ask(webhookActor, id, "redeliver", { deliveryId }, { timeoutMs: 30_000 });
+  // The durable reminder is armed; this only makes it go out now rather than at the next reminder poll.
+  void svc.actors.ask(webhookActor, id, "deliverDue", {}, { timeoutMs: 60_000 }).catch(() => {});
+  return view;
+}
+
 export function webhookRoutes(svc: Services) {
   return new Elysia({ name: "webhook-routes" })
     .use(userAuth(svc))
     .post(
       BASE,
       async ({ params, body, user, set }) => {
-        await assertStoreAccess(svc, user, params.slug);
-        const vetted = await assertPublicUrl(body.url, {
-          allowPrivate: privateUrlsAllowed(svc.config),
-          resolve: svc.extras.get(EXTRAS_RESOLVER) as Resolver | undefined,
-        });
-        const [{ n }] = await svc.sql<{ n: number }[]>`
-          SELECT count(*)::int AS n FROM webhook_endpoints WHERE store_slug = ${params.slug} AND deleted_at IS NULL`;
-        if (n >= MAX_ENDPOINTS_PER_STORE) throw fail("conflict", `A store may have at most ${MAX_ENDPOINTS_PER_STORE} webhook endpoints.`);
-        const id = crypto.randomUUID();
-        const secret = generateWebhookSecret();
-        const view = await svc.actors.ask(webhookActor, id, "register", {
-          storeSlug: params.slug,
-          url: vetted.url.href,
-          events: [...new Set(body.events)],
-          secretSealed: sealWebhookSecret(secretsKey(svc), id, secret),
-          createdBy: user.id,
-        });
+        const created = await createWebhookEndpoint(svc, user, params.slug, body);
         set.status = 201;
-        return ok({ ...view, secret });
+        return ok(created);
       },
       {
         params: SlugParams,
@@ -109,13 +182,7 @@ export function webhookRoutes(svc: Services) {
     )
     .get(
       BASE,
-      async ({ params, user }) => {
-        await assertStoreAccess(svc, user, params.slug);
-        const rows = await svc.sql<Parameters<typeof endpointView>[0][]>`
-          SELECT id, store_slug, url, events, secret_sealed, previous_secret_sealed, previous_secret_expires_at, breaker, created_at, deleted_at
-          FROM webhook_endpoints WHERE store_slug = ${params.slug} AND deleted_at IS NULL ORDER BY created_at, id`;
-        return ok(rows.map(endpointView));
-      },
+      async ({ params, user }) => ok(await listWebhookEndpoints(svc, user, params.slug)),
       {
         params: SlugParams,
         response: { 200: SuccessEnvelope(t.Array(EndpointOut)), ...errorResponses(401, 404) },
@@ -124,11 +191,7 @@ export function webhookRoutes(svc: Services) {
     )
     .delete(
       `${BASE}/:id`,
-      async ({ params, user }) => {
-        await assertStoreAccess(svc, user, params.slug);
-        await assertEndpoint(svc, params.slug, params.id);
-        return ok(await svc.actors.ask(webhookActor, params.id, "remove", {}, { timeoutMs: 30_000 }));
-      },
+      async ({ params, user }) => ok(await deleteWebhookEndpoint(svc, user, params.slug, params.id)),
       {
         params: EndpointParams,
         response: { 200: SuccessEnvelope(EndpointOut), ...errorResponses(400, 401, 404) },
@@ -137,20 +200,7 @@ export function webhookRoutes(svc: Services) {
     )
     .post(
       `${BASE}/:id/rotate-secret`,
-      async ({ params, body, user }) => {
-        await assertStoreAccess(svc, user, params.slug);
-        await assertEndpoint(svc, params.slug, params.id);
-        const secret = generateWebhookSecret();
-        const overlapMs = body?.overlapSeconds !== undefined ? body.overlapSeconds * 1000 : SECRET_ROTATION_OVERLAP_MS;
-        const view = await svc.actors.ask(
-          webhookActor,
-          params.id,
-          "rotateSecret",
-          { secretSealed: sealWebhookSecret(secretsKey(svc), params.id, secret), overlapMs },
-          { timeoutMs: 30_000 },
-        );
-        return ok({ ...view, secret });
-      },
+      async ({ params, body, user }) => ok(await rotateWebhookSecret(svc, user, params.slug, params.id, body?.overlapSeconds)),
       {
         params: EndpointParams,
         body: t.Optional(
@@ -166,16 +216,7 @@ export function webhookRoutes(svc: Services) {
     )
     .get(
       `${BASE}/:id/deliveries`,
-      async ({ params, query, user }) => {
-        await assertStoreAccess(svc, user, params.slug);
-        await assertEndpoint(svc, params.slug, params.id);
-        const limit = query.limit ?? 50;
-        const rows = await svc.sql<Parameters<typeof deliveryView>[0][]>`
-          SELECT ${svc.sql.unsafe(DELIVERY_COLUMNS)} FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-          WHERE d.endpoint_id = ${params.id} ${query.status ? svc.sql`AND d.status = ${query.status}` : svc.sql``}
-          ORDER BY d.created_at DESC, d.id LIMIT ${limit}`;
-        return ok(rows.map(deliveryView));
-      },
+      async ({ params, query, user }) => ok(await listWebhookDeliveries(svc, user, params.slug, params.id, query)),
       {
         params: EndpointParams,
         query: t.Object({
@@ -189,11 +230,7 @@ export function webhookRoutes(svc: Services) {
     .post(
       `${BASE}/:id/deliveries/:deliveryId/redeliver`,
       async ({ params, user, set }) => {
-        await assertStoreAccess(svc, user, params.slug);
-        await assertEndpoint(svc, params.slug, params.id);
-        const view = await svc.actors.ask(webhookActor, params.id, "redeliver", { deliveryId: params.deliveryId }, { timeoutMs: 30_000 });
-        // The durable reminder is armed; this only makes it go out now rather than at the next reminder poll.
-        void svc.actors.ask(webhookActor, params.id, "deliverDue", {}, { timeoutMs: 60_000 }).catch(() => {});
+        const view = await redeliverWebhook(svc, user, params.slug, params.id, params.deliveryId);
         set.status = 202;
         return ok(view);
       },
