@@ -133,8 +133,9 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
     let url = "";
     let port = 0;
     if (role !== "actors") {
-      // the dummy argon2id hash exists before the first login, so an unknown e-mail is not answered faster
-      await primeLoginTiming();
+      // Start the dummy argon2id hash now so an unknown e-mail is not answered faster; not awaited (it costs a few
+      // hundred ms): a login arriving earlier waits for the same promise.
+      void primeLoginTiming().catch((err) => log.warn("could not prime login timing", { error: err as Error }));
       const app = createApp(services, opts.extraModules);
       app.listen({ hostname: config.HOST, port: config.PORT });
       port = app.server!.port!;
