@@ -148,15 +148,13 @@ export const agentActor = defineActor({
       const tier = normalizeTier(key.tier) as Tier;
       let rate: RateView | null = null;
       let others: BucketDescriptor[] = [];
-      let admitted: BucketSpec[] = [];
       let consumedAt = 0;
       if (m.limits) {
         const split = bucketSplit(ctx.memory, ctx.id, tier, m.limits);
         others = split.others;
         if (split.mine.length) {
-          admitted = split.mine;
           consumedAt = Date.now();
-          const result = buckets(ctx.memory).admit(admitted);
+          const result = buckets(ctx.memory).admit(split.mine);
           rate = rateView(result);
           if (!result.allowed) throw fail("rate_limit_exceeded", "Rate limit exceeded; wait until X-RateLimit-Reset.", { ...rate });
         }
@@ -170,12 +168,18 @@ export const agentActor = defineActor({
           denied = err.toData();
         }
       }
-      return { key: view(key), rate, otherBuckets: others, denied, admitted, consumedAt };
+      // Only what the gateway needs: this reply crosses the bus on every agent request.
+      return { keyId: key.id, userId: key.userId, scopes: key.scopes, tier, rate, otherBuckets: others, denied, consumedAt };
     },
 
-    /** Gives back units taken by `authorize`/`admit` when a later owner refused the same request. */
+    /**
+     * Gives back units taken by `authorize` (when `buckets` is empty: the ones `authorize` admitted for `limits`)
+     * or by `admit` when a later owner refused the same request.
+     */
     async release(ctx, m) {
-      buckets(ctx.memory).release(m.buckets, m.consumedAt);
+      let specs = m.buckets;
+      if (!specs.length && m.limits && ctx.state.key) specs = bucketSplit(ctx.memory, ctx.id, normalizeTier(ctx.state.key.tier), m.limits).mine;
+      if (specs.length) buckets(ctx.memory).release(specs, m.consumedAt);
       return null;
     },
 

@@ -30,7 +30,12 @@ export const Authorize = T.Object({
 export const Admit = T.Object({ buckets: T.Array(BucketSpecSchema) });
 
 /** Undo of an admission (a later owner refused the same request); `consumedAt` is the admission's epoch ms. */
-export const Release = T.Object({ buckets: T.Array(BucketSpecSchema), consumedAt: T.Number() });
+export const Release = T.Object({
+  buckets: T.Array(BucketSpecSchema),
+  consumedAt: T.Number(),
+  /** Agent actor only: release what `authorize` admitted for this rate-limit context. */
+  limits: T.Optional(T.Object({ surface: T.String(), ip: T.String(), toolName: T.Optional(T.String()), customerId: T.Optional(T.String()) })),
+});
 
 export const KeyView = T.Object({
   id: T.String(),

@@ -157,25 +157,22 @@ export async function authenticateAgent(
     if (isCode(err, "unauthorized")) await countAnonymous();
     throw err;
   }
-  let rate: RateView | null;
-  try {
-    rate = await admitOthers(svc, result.otherBuckets, req.headers, result.rate);
-  } catch (err) {
-    if (result.admitted.length) {
-      await svc.actors.ask(agentActor, prefix, "release", { buckets: result.admitted, consumedAt: result.consumedAt }).catch(() => null);
+  let rate: RateView | null = result.rate;
+  if (result.otherBuckets.length) {
+    try {
+      rate = await admitOthers(svc, result.otherBuckets, req.headers, result.rate);
+    } catch (err) {
+      if (result.consumedAt) {
+        const l = { surface: req.surface, ip: req.ip, toolName: req.toolName, customerId: req.customerId };
+        await svc.actors.ask(agentActor, prefix, "release", { buckets: [], consumedAt: result.consumedAt, limits: l }).catch(() => null);
+      }
+      throw err;
     }
-    throw err;
-  }
+  } else if (globalAdmitted.has(req.headers)) rate = tighter(rate, globalAdmitted.get(req.headers)!);
   if (limits) setRateHeaders(req.headers, rate);
-  else setStaticRateHeaders(req.headers, { surface: req.surface, ip: req.ip, keyId: result.key.id, tier: result.key.tier as Tier, toolName: req.toolName ?? null });
+  else setStaticRateHeaders(req.headers, { surface: req.surface, ip: req.ip, keyId: result.keyId, tier: result.tier, toolName: req.toolName ?? null });
   if (result.denied) throw ActorError.fromData(result.denied);
-  return {
-    keyId: result.key.id,
-    prefix,
-    userId: result.key.userId,
-    scopes: result.key.scopes as Scope[],
-    tier: result.key.tier as Tier,
-  };
+  return { keyId: result.keyId, prefix, userId: result.userId, scopes: result.scopes as Scope[], tier: result.tier };
 }
 
 export function agentAuth(svc: Services) {
