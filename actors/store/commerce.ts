@@ -354,7 +354,10 @@ async function settleReservation(tx: Sql, slug: string, id: string, to: "committ
       FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q) w WHERE p.id = w.id`;
   }
   await tx`UPDATE stock_reservations SET status = ${to}, updated_at = now() WHERE id = ${id}`;
-  return ids;
+  if (to !== "committed") return [];
+  // Only tracked stock changed; untracked products need no reindex.
+  const tracked = await tx<{ id: string }[]>`SELECT id FROM products WHERE id = ANY(${ids}::uuid[]) AND stock_quantity IS NOT NULL`;
+  return tracked.map((r) => r.id);
 }
 
 export interface RefundView {

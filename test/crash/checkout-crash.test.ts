@@ -87,7 +87,7 @@ test("a process killed right after the capture recovers on restart: the order is
   expect(again.status).toBe(200);
   expect(again.body.data.status).toBe("COMPLETED");
   const orders = await db.sql`SELECT status, intent_id FROM orders WHERE cart_id = ${cartId}`;
-  expect(orders).toEqual([{ status: "paid", intent_id: mid.intent_id }]);
+  expect([...orders]).toEqual([{ status: "paid", intent_id: mid.intent_id }]);
   const intents = await db.sql`SELECT intent_id, state FROM sandbox_ledger_intents WHERE store_id = 'demo-store' AND intent_id = ${mid.intent_id}`;
   expect(intents).toHaveLength(1);
   const allForCart = await db.sql`SELECT count(*)::int AS n FROM sandbox_ledger_intents l JOIN orders o ON o.intent_id = l.intent_id WHERE o.cart_id = ${cartId}`;

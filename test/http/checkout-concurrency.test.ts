@@ -44,7 +44,7 @@ describe("concurrency", () => {
       expect(r.body.details.order_ids).toEqual([ok[0].body.data.order_id]);
     }
     const orders = await srv.db.sql`SELECT id, status FROM orders WHERE cart_id = ${cartId}`;
-    expect(orders).toEqual([{ id: ok[0].body.data.order_id, status: "paid" }]);
+    expect([...orders]).toEqual([{ id: ok[0].body.data.order_id, status: "paid" }]);
     const captures = await srv.db.sql`SELECT count(*)::int AS n FROM sandbox_ledger_intents WHERE intent_id LIKE 'pi_%' AND intent_id IN (SELECT intent_id FROM orders WHERE cart_id = ${cartId})`;
     expect(captures[0].n).toBe(1);
   }, 60_000);

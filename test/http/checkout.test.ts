@@ -284,7 +284,7 @@ describe("multi-store carts", () => {
     const charges = await srv.db.sql`SELECT count(*)::int AS n FROM sandbox_ledger_intents WHERE store_id = 'demo-store' AND capture_ref = ${demoOrder.capture_reference}`;
     expect(charges[0].n).toBe(1);
     const orders = await srv.db.sql`SELECT store_slug, status FROM orders WHERE cart_id = ${id} ORDER BY store_slug`;
-    expect(orders).toEqual([
+    expect([...orders]).toEqual([
       { store_slug: "demo-store", status: "paid" },
       { store_slug: "greenleaf-living", status: "paid" },
     ]);
