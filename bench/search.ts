@@ -9,8 +9,8 @@
  *
  * Per size: a scratch database on the local Postgres, the demo seed (users, demo merchants) by booting the
  * service once, then `bun run seed -- --products N --merchants M`, then a timed full index build, then wrk
- * (64 connections, a Lua script rotating POST bodies: two/three-word queries, half of them filtered) against each
- * target. Prints a Markdown table; the scratch database is dropped at the end.
+ * (64 connections, a Lua script rotating `--queries` distinct POST bodies from `queryMix`: item names, brands,
+ * typos, prefixes, intents; half filtered, some sorted/paged/deduplicated) against each target. Prints a Markdown table; the scratch database is dropped at the end.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -20,19 +20,23 @@ import { boot, type Running } from "../gateway/boot.ts";
 import postgres from "postgres";
 import { PgBaselineEngine } from "../search/pg-baseline.ts";
 import { getSearchService, SearchService, setSearchService } from "../search/service.ts";
+import { CATEGORIES } from "../infra/seed/catalog.ts";
+import { Rng } from "../infra/seed/prng.ts";
 
 const { values } = parseArgs({
-  args: process.argv.slice(2),
+  args: import.meta.main ? process.argv.slice(2) : [],
   options: {
     sizes: { type: "string", default: "10000,100000" },
     merchants: { type: "string", default: "1000" },
     duration: { type: "string", default: "10" },
     connections: { type: "string", default: "64" },
+    queries: { type: "string", default: "500" },
     "admin-url": { type: "string", default: process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" },
   },
 });
 
-const QUERIES: Array<Record<string, unknown>> = [
+/** The issue's original 12 bodies; kept inside the mix below. */
+const FIXED_QUERIES: Array<Record<string, unknown>> = [
   { query: "wireless earbuds" },
   { query: "merino wool sweater", filters: { maxPrice: 150 } },
   { query: "yoga mat" },
@@ -46,6 +50,76 @@ const QUERIES: Array<Record<string, unknown>> = [
   { query: "sunscreen spf" },
   { query: "backpacking tent", filters: { inStock: false } },
 ];
+
+const ADJECTIVES = ["classic", "everyday", "pro", "essential", "premium", "compact", "eco", "lightweight", "heritage", "signature"];
+const INTENT_WORDS = ["gift", "travel", "kids", "outdoor", "home", "office", "cheap", "durable", "waterproof", "organic"];
+
+/** One typo: a letter dropped, doubled or two swapped (in the middle of the word). */
+function typo(rng: Rng, word: string): string {
+  if (word.length < 5) return word;
+  const i = rng.int(1, word.length - 2);
+  const kind = rng.int(0, 2);
+  if (kind === 0) return word.slice(0, i) + word.slice(i + 1);
+  if (kind === 1) return word.slice(0, i) + word[i] + word.slice(i);
+  return word.slice(0, i) + word[i + 1] + word[i] + word.slice(i + 2);
+}
+
+/**
+ * A varied, deterministic mix of request bodies, as many agents would send: item names, brand + item,
+ * adjective + item, single words, one-typo words, typed prefixes, intent-like phrases and a few words the
+ * catalog does not have; half filtered (price ranges, category, trust, verification level, stock), some sorted,
+ * paged, with other limits or deduplicate. Distinct bodies, so a result cache cannot hide the engine's cost.
+ */
+export function queryMix(count = 500, seed = 7): Array<Record<string, unknown>> {
+  const rng = new Rng(seed).fork("search-bench-queries");
+  const nouns = CATEGORIES.flatMap((c) => c.items.map((i) => ({ noun: i.noun.replace(/\(.*?\)|["°]/g, "").trim().toLowerCase(), cat: c })));
+  const out: Array<Record<string, unknown>> = [...FIXED_QUERIES];
+  const seen = new Set(out.map((b) => JSON.stringify(b)));
+  while (out.length < count) {
+    const { noun, cat } = rng.pick(nouns);
+    const words = noun.split(/\s+/);
+    const kind = rng.weighted<string>([["noun", 3], ["brand", 2], ["adjective", 1], ["word", 1], ["typo", 1], ["prefix", 1], ["intent", 1], ["unknown", 0.3]]);
+    let query: string;
+    if (kind === "noun") query = noun;
+    else if (kind === "brand") query = `${rng.pick(cat.brands).toLowerCase()} ${noun}`;
+    else if (kind === "adjective") query = `${rng.pick(ADJECTIVES)} ${noun}`;
+    else if (kind === "word") query = rng.pick(words);
+    else if (kind === "typo") query = words.map((w) => (w.length >= 5 && rng.chance(0.6) ? typo(rng, w) : w)).join(" ");
+    else if (kind === "prefix") {
+      const last = words[words.length - 1]!;
+      query = [...words.slice(0, -1), last.slice(0, Math.max(2, Math.ceil(last.length * rng.range(0.4, 0.8))))].join(" ");
+    } else if (kind === "intent") query = `${words[words.length - 1]} for ${rng.pick(INTENT_WORDS)}`;
+    else query = rng.pick(["gaming laptop", "espresso grinder burr", "vinyl record player", "ski goggles", "baby stroller"]);
+
+    const body: Record<string, unknown> = { query };
+    if (rng.chance(0.5)) {
+      const f: Record<string, unknown> = {};
+      const which = rng.weighted<string>([["maxPrice", 2], ["range", 2], ["category", 2], ["trust", 1], ["level", 1], ["stock", 1], ["combo", 1]]);
+      if (which === "maxPrice" || which === "combo") f.maxPrice = rng.pick([25, 50, 100, 150, 300]);
+      if (which === "range") {
+        const lo = rng.pick([10, 20, 40, 80]);
+        f.minPrice = lo;
+        f.maxPrice = lo * rng.pick([2, 3, 5]);
+      }
+      if (which === "category" || which === "combo") f.category = rng.chance(0.85) ? cat.name : rng.pick(CATEGORIES).name;
+      if (which === "trust") f.minTrustScore = rng.pick([0.6, 0.7, 0.8, 0.9]);
+      if (which === "level" || (which === "combo" && rng.chance(0.5))) f.verificationLevel = rng.pick(["STANDARD", "PREMIUM", "QUALIFIED"]);
+      if (which === "stock") f.inStock = false;
+      body.filters = f;
+    }
+    if (rng.chance(0.25)) body.sort = rng.pick(["price_asc", "price_desc", "trust_score", "newest"]);
+    if (rng.chance(0.15)) body.limit = rng.pick([5, 10, 50, 100]);
+    if (rng.chance(0.1)) body.page = rng.int(2, 4);
+    if (rng.chance(0.1)) body.deduplicate = true;
+    const key = JSON.stringify(body);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(body);
+  }
+  return out;
+}
+
+const QUERIES = queryMix(Number(values.queries));
 
 function luaScript(key: string): string {
   const bodies = QUERIES.map((q) => `  [[${JSON.stringify(q)}]]`).join(",\n");
@@ -187,15 +261,17 @@ async function runSize(products: number, merchants: number, duration: number, co
   }
 }
 
-const sizes = values.sizes!.split(",").map((s) => Number(s.replace(/_/g, "")));
-const out: string[] = ["| products | target | req/s | p50 ms | p99 ms | errors |", "|---|---|---|---|---|---|"];
-const summaries: unknown[] = [];
-for (const n of sizes) {
-  const r = await runSize(n, Math.min(Number(values.merchants), Math.max(1, Math.floor(n / 10))), Number(values.duration), Number(values.connections));
-  out.push(...r.rows);
-  summaries.push(r.summary);
-  process.stderr.write(`${JSON.stringify(r.summary)}\n`);
+if (import.meta.main) {
+  const sizes = values.sizes!.split(",").map((s) => Number(s.replace(/_/g, "")));
+  const out: string[] = ["| products | target | req/s | p50 ms | p99 ms | errors |", "|---|---|---|---|---|---|"];
+  const summaries: unknown[] = [];
+  for (const n of sizes) {
+    const r = await runSize(n, Math.min(Number(values.merchants), Math.max(1, Math.floor(n / 10))), Number(values.duration), Number(values.connections));
+    out.push(...r.rows);
+    summaries.push(r.summary);
+    process.stderr.write(`${JSON.stringify(r.summary)}\n`);
+  }
+  console.log(out.join("\n"));
+  console.log(JSON.stringify(summaries, null, 2));
+  process.exit(0);
 }
-console.log(out.join("\n"));
-console.log(JSON.stringify(summaries, null, 2));
-process.exit(0);

@@ -1,24 +1,34 @@
 /**
- * In-process engine on MiniSearch (chosen by bench/search-engines.ts; figures and reasons in docs/search.md).
+ * In-process engine: a purpose-built inverted index (postings in typed arrays, one compact row of attributes per
+ * document) with MiniSearch's radix tree (`SearchableMap`) as the term dictionary for prefix and typo expansion.
+ *
+ * It computes exactly what the MiniSearch-based engine computed (docs/search.md, "Text score" and "Engine"):
+ * the same expansions (exact, prefix on the last word, Levenshtein typos by word length), the same BM25+ with
+ * MiniSearch's parameters and weights (k 1.2, b 0.7, d 0.5; prefix 0.375, fuzzy 0.45; field boosts from
+ * settings; score × number of distinct query words matched), the same expression tree (OR of words, OR of a word's
+ * synonyms, AND inside a multi-word synonym) and the same coverage score. What changed is the cost: no per-match
+ * result objects, match maps or filter callbacks; filters are checked once per document on typed arrays; the best
+ * `window` candidates are picked with a bounded heap instead of sorting every match.
+ *
  * Everything that settings change (synonyms, stop words, typos, field boosts) is applied at query time, so
- * `applySettings` never needs a re-index. Filters run inside MiniSearch's search call on stored fields.
+ * `applySettings` never needs a re-index.
  */
-import MiniSearch, { type Query, type SearchResult } from "minisearch";
+import SearchableMap from "minisearch/SearchableMap";
 import { fail } from "../actors/runtime/errors.ts";
 import { categoryKey, isWildcardText, tokenize, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine } from "./engine.ts";
 import { allowedTypos, assertSearchSettings, DEFAULT_SEARCH_SETTINGS, SEARCHABLE_FIELDS, type SearchSettings } from "./settings.ts";
-import { combineTextScore, coverage, fieldFactors, queryGroups, type QueryGroup } from "./text-score.ts";
+import { TopK } from "./ranking.ts";
+import { combineTextScore, fieldFactors, queryGroups, SYNONYM_FACTOR, wordQuality } from "./text-score.ts";
 
-interface Stored {
-  storeSlug: string;
-  priceMinor: number;
-  inStock: boolean;
-  categoryKey: string | null;
-}
-
-type IndexedDoc = SearchDoc & { categoryKey: string | null };
-
-const TEXT_FIELDS: ReadonlySet<string> = new Set(SEARCHABLE_FIELDS);
+const NF = SEARCHABLE_FIELDS.length;
+/** BM25+ parameters and expansion weights: MiniSearch's defaults, so scores match the former engine. */
+const BM25_K = 1.2;
+const BM25_B = 0.7;
+const BM25_D = 0.5;
+const PREFIX_WEIGHT = 0.375;
+const FUZZY_WEIGHT = 0.45;
+/** Expansion cache entries kept before the cache is dropped (it is rebuilt from the dictionary in microseconds). */
+const EXPANSION_CACHE_MAX = 20_000;
 
 export function validateSearchDoc(d: SearchDoc): void {
   if (typeof d.id !== "string" || d.id.length === 0) throw fail("validation_error", "search doc without id", {});
@@ -27,92 +37,528 @@ export function validateSearchDoc(d: SearchDoc): void {
   }
 }
 
+/** Documents (slots) holding one term in one field, with the term frequency; dead slots are skipped and vacuumed. */
+class PostingList {
+  docs = new Int32Array(4);
+  tfs = new Uint16Array(4);
+  length = 0;
+  /** Live documents in the list (the BM25 document frequency). */
+  live = 0;
+
+  push(slot: number, tf: number): void {
+    if (this.length === this.docs.length) {
+      const docs = new Int32Array(this.length * 2);
+      docs.set(this.docs);
+      this.docs = docs;
+      const tfs = new Uint16Array(this.length * 2);
+      tfs.set(this.tfs);
+      this.tfs = tfs;
+    }
+    this.docs[this.length] = slot;
+    this.tfs[this.length] = tf > 65_535 ? 65_535 : tf;
+    this.length++;
+    this.live++;
+  }
+
+  compact(alive: Uint8Array): void {
+    let w = 0;
+    for (let i = 0; i < this.length; i++) {
+      const d = this.docs[i]!;
+      if (alive[d] === 1) {
+        this.docs[w] = d;
+        this.tfs[w] = this.tfs[i]!;
+        w++;
+      }
+    }
+    this.length = w;
+    if (this.docs.length > 16 && w < this.docs.length / 4) {
+      this.docs = this.docs.slice(0, Math.max(4, w * 2));
+      this.tfs = this.tfs.slice(0, Math.max(4, w * 2));
+    }
+  }
+}
+
+/** One term of the dictionary: a posting list per searchable field (absent when no document has it there). */
+type TermLists = Array<PostingList | undefined>;
+
+/** A dictionary term a query word expands to, with MiniSearch's weight and our coverage quality. */
+interface Expansion {
+  term: number;
+  weight: number;
+  quality: number;
+}
+
+/** One word of the expression tree: group (query word) → alternative (word or synonym) → word. */
+interface Leaf {
+  group: number;
+  alt: number;
+  /** Index of the distinct word string (MiniSearch multiplies the score by the number of distinct words matched). */
+  source: number;
+  expansions: Expansion[];
+}
+
+function grow<T extends Int32Array | Uint8Array | Uint16Array | Float64Array>(a: T, min: number): T {
+  if (a.length >= min) return a;
+  const next = new (a.constructor as new (n: number) => T)(Math.max(min, a.length * 2, 1024));
+  next.set(a);
+  return next;
+}
+
 export class EmbeddedSearchEngine implements SearchEngine {
   readonly name = "embedded";
   private settings: SearchSettings;
-  private index: MiniSearch<IndexedDoc>;
+
+  // ---- dictionary and postings
+  private dict = new SearchableMap<number>();
+  private terms: TermLists[] = [];
+  private vocabVersion = 0;
+  private expansionCache = new Map<string, Expansion[]>();
+  private expansionCacheVersion = -1;
+
+  // ---- documents, by slot
+  private idToSlot = new Map<string, number>();
+  private ids: string[] = [];
+  private alive = new Uint8Array(0);
+  private storeOf = new Int32Array(0);
+  private priceOf = new Float64Array(0);
+  private inStockOf = new Uint8Array(0);
+  private categoryOf = new Int32Array(0);
+  /** Unique terms per (slot, field): MiniSearch's field length. */
+  private fieldLen = new Uint16Array(0);
+  /** (term × 8 + field) of every posting of a slot, so a removal can keep document frequencies exact. */
+  private docTerms: Array<Int32Array | null> = [];
+  private slots = 0;
+  private freeSlots: number[] = [];
+  private pendingFree: number[] = [];
+  private docCount = 0;
+  private fieldLenSum = new Float64Array(NF);
+  private totalPostings = 0;
+  private deadPostings = 0;
+  /** Slots sorted by id (wildcard listing), rebuilt lazily after a change. */
+  private byId: Int32Array | null = null;
+
+  private storeIndex = new Map<string, number>();
+  private categoryIndex = new Map<string, number>();
+
+  // ---- per-query scratch (reused: one query runs at a time, queries are synchronous)
+  private epoch = 0;
+  private stamp = new Int32Array(0);
+  private rowOf = new Int32Array(0);
+  private rowSlot = new Int32Array(1024);
+  private rowScore = new Float64Array(1024);
+  private rowQual = new Float64Array(1024);
 
   constructor(settings: SearchSettings = DEFAULT_SEARCH_SETTINGS) {
     assertSearchSettings(settings);
     this.settings = settings;
-    this.index = EmbeddedSearchEngine.newIndex();
   }
 
-  private static newIndex(): MiniSearch<IndexedDoc> {
-    return new MiniSearch<IndexedDoc>({
-      fields: [...SEARCHABLE_FIELDS],
-      storeFields: ["storeSlug", "priceMinor", "inStock", "categoryKey"],
-      tokenize,
-      // tokenize already lower-cases and folds accents; stop words stay indexed so changing them needs no re-index
-      processTerm: (t) => t,
-      // MiniSearch also uses this for stored fields: keep their types (numbers, booleans) intact
-      extractField: (doc, field) => {
-        const v = (doc as unknown as Record<string, unknown>)[field];
-        if (!TEXT_FIELDS.has(field)) return v as string;
-        if (Array.isArray(v)) return v.join(" ");
-        return v == null ? "" : String(v);
-      },
-    });
-  }
+  // ------------------------------------------------------------------------------------------ writes
 
   async upsert(docs: SearchDoc[]): Promise<void> {
     for (const d of docs) validateSearchDoc(d);
     for (const d of docs) {
-      const row: IndexedDoc = { ...d, tags: [...d.tags], categoryKey: categoryKey(d.category) };
-      if (this.index.has(d.id)) this.index.replace(row);
-      else this.index.add(row);
+      const old = this.idToSlot.get(d.id);
+      if (old !== undefined) this.removeSlot(old);
+      this.addDoc(d);
     }
+    this.maybeVacuum();
   }
 
   async remove(ids: string[]): Promise<void> {
-    for (const id of ids) if (this.index.has(id)) this.index.discard(id);
+    for (const id of ids) {
+      const slot = this.idToSlot.get(id);
+      if (slot !== undefined) this.removeSlot(slot);
+    }
+    this.maybeVacuum();
   }
 
   async applySettings(s: SearchSettings): Promise<void> {
     assertSearchSettings(s);
     this.settings = s;
+    this.expansionCache.clear();
   }
 
   async count(): Promise<number> {
-    return this.index.documentCount;
+    return this.docCount;
   }
 
   async clear(): Promise<void> {
-    this.index = EmbeddedSearchEngine.newIndex();
+    this.dict = new SearchableMap<number>();
+    this.terms = [];
+    this.vocabVersion++;
+    this.expansionCache.clear();
+    this.idToSlot = new Map();
+    this.ids = [];
+    this.alive = new Uint8Array(0);
+    this.storeOf = new Int32Array(0);
+    this.priceOf = new Float64Array(0);
+    this.inStockOf = new Uint8Array(0);
+    this.categoryOf = new Int32Array(0);
+    this.fieldLen = new Uint16Array(0);
+    this.docTerms = [];
+    this.slots = 0;
+    this.freeSlots = [];
+    this.pendingFree = [];
+    this.docCount = 0;
+    this.fieldLenSum = new Float64Array(NF);
+    this.totalPostings = 0;
+    this.deadPostings = 0;
+    this.byId = null;
+    this.stamp = new Int32Array(0);
+    this.rowOf = new Int32Array(0);
   }
+
+  private intern(map: Map<string, number>, key: string): number {
+    let i = map.get(key);
+    if (i === undefined) map.set(key, (i = map.size));
+    return i;
+  }
+
+  private allocSlot(): number {
+    const reused = this.freeSlots.pop();
+    if (reused !== undefined) return reused;
+    const slot = this.slots++;
+    if (slot >= this.alive.length) {
+      const n = Math.max(1024, this.alive.length * 2);
+      this.alive = grow(this.alive, n);
+      this.storeOf = grow(this.storeOf, n);
+      this.priceOf = grow(this.priceOf, n);
+      this.inStockOf = grow(this.inStockOf, n);
+      this.categoryOf = grow(this.categoryOf, n);
+      this.fieldLen = grow(this.fieldLen, n * NF);
+      this.stamp = grow(this.stamp, n);
+      this.rowOf = grow(this.rowOf, n);
+    }
+    return slot;
+  }
+
+  private termId(term: string): number {
+    const found = this.dict.get(term);
+    if (found !== undefined) return found;
+    const id = this.terms.length;
+    this.terms.push(new Array<PostingList | undefined>(NF));
+    this.dict.set(term, id);
+    this.vocabVersion++;
+    return id;
+  }
+
+  private addDoc(d: SearchDoc): void {
+    const slot = this.allocSlot();
+    this.idToSlot.set(d.id, slot);
+    this.ids[slot] = d.id;
+    this.alive[slot] = 1;
+    this.storeOf[slot] = this.intern(this.storeIndex, d.storeSlug);
+    this.priceOf[slot] = d.priceMinor;
+    this.inStockOf[slot] = d.inStock ? 1 : 0;
+    const cat = categoryKey(d.category);
+    this.categoryOf[slot] = cat === null ? -1 : this.intern(this.categoryIndex, cat);
+    const entries: number[] = [];
+    for (let f = 0; f < NF; f++) {
+      const field = SEARCHABLE_FIELDS[f]!;
+      const v = field === "tags" ? d.tags.join(" ") : (d[field] ?? "");
+      const counts = new Map<string, number>();
+      for (const t of tokenize(String(v))) counts.set(t, (counts.get(t) ?? 0) + 1);
+      const len = counts.size > 65_535 ? 65_535 : counts.size;
+      this.fieldLen[slot * NF + f] = len;
+      this.fieldLenSum[f] += len;
+      for (const [t, tf] of counts) {
+        const id = this.termId(t);
+        const lists = this.terms[id]!;
+        (lists[f] ??= new PostingList()).push(slot, tf);
+        entries.push(id * 8 + f);
+      }
+    }
+    this.totalPostings += entries.length;
+    this.docTerms[slot] = Int32Array.from(entries);
+    this.docCount++;
+    this.byId = null;
+  }
+
+  private removeSlot(slot: number): void {
+    const id = this.ids[slot]!;
+    this.idToSlot.delete(id);
+    this.ids[slot] = "";
+    this.alive[slot] = 0;
+    for (let f = 0; f < NF; f++) this.fieldLenSum[f] -= this.fieldLen[slot * NF + f]!;
+    const entries = this.docTerms[slot];
+    if (entries) {
+      for (let i = 0; i < entries.length; i++) {
+        const e = entries[i]!;
+        this.terms[e >> 3]![e & 7]!.live--;
+      }
+      this.deadPostings += entries.length;
+    }
+    this.docTerms[slot] = null;
+    this.pendingFree.push(slot);
+    this.docCount--;
+    this.byId = null;
+  }
+
+  /** Drops dead postings once they are a quarter of all postings; their slots become reusable only then. */
+  private maybeVacuum(): void {
+    if (this.deadPostings < 10_000 || this.deadPostings < this.totalPostings / 4) return;
+    for (const lists of this.terms) for (const l of lists) l?.compact(this.alive);
+    this.totalPostings -= this.deadPostings;
+    this.deadPostings = 0;
+    for (const s of this.pendingFree) this.freeSlots.push(s);
+    this.pendingFree = [];
+  }
+
+  // ------------------------------------------------------------------------------------------ query
 
   async query(q: EngineQuery): Promise<Candidate[]> {
     const window = Math.max(0, Math.floor(q.window));
     if (window === 0 || (q.storeSlugs !== undefined && q.storeSlugs.length === 0)) return [];
-    const filter = this.filterFor(q);
-    if (isWildcardText(q.text)) {
-      return this.index
-        .search(MiniSearch.wildcard, { filter })
-        .map((r) => String(r.id))
-        .sort()
-        .slice(0, window)
-        .map((id) => ({ id, textScore: 0 }));
-    }
+    const accept = this.acceptorFor(q);
+    if (accept === null) return [];
+    if (isWildcardText(q.text)) return this.wildcard(accept, window);
+
     const s = this.settings;
     const groups = queryGroups(tokenize(q.text), s, (w) => this.synonymsOf(w));
     if (groups.length === 0) return [];
-    const results = this.index.search(this.toMiniSearchQuery(groups), {
-      boost: { ...s.fieldWeights },
-      fuzzy: (term) => allowedTypos(term, s),
-      maxFuzzy: 2,
-      filter,
-    });
-    if (results.length === 0) return [];
+
+    // leaves of the expression tree, with their dictionary expansions
+    const leaves: Leaf[] = [];
+    const sources = new Map<string, number>();
+    groups.forEach((g, gi) =>
+      g.alternatives.forEach((alt, ai) => {
+        for (const word of alt) {
+          let source = sources.get(word);
+          if (source === undefined) sources.set(word, (source = sources.size));
+          leaves.push({ group: gi, alt: ai, source, expansions: this.expand(word, ai === 0 && g.prefix) });
+        }
+      }),
+    );
+    const L = leaves.length;
     const factors = fieldFactors(s);
-    const cache = new Map<string, Map<string, number>>();
-    const best = results[0].score; // MiniSearch returns best first
-    const scored = results.map((r) => ({
-      id: String(r.id),
-      raw: r.score,
-      textScore: combineTextScore(coverage(groups, r.match, s, factors, cache), r.score, best),
-    }));
-    scored.sort((a, b) => b.textScore - a.textScore || b.raw - a.raw || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    return scored.slice(0, window).map(({ id, textScore }) => ({ id, textScore }));
+    const factorOf = SEARCHABLE_FIELDS.map((f) => factors[f]);
+    const boostOf = SEARCHABLE_FIELDS.map((f) => s.fieldWeights[f] || 1);
+    const avgLen = Array.from(this.fieldLenSum, (sum) => (this.docCount > 0 ? sum / this.docCount : 0));
+
+    // accumulate per (document, leaf): BM25+ score and best quality × field factor
+    const epoch = this.nextEpoch();
+    const stamp = this.stamp;
+    const rowOf = this.rowOf;
+    const fieldLen = this.fieldLen;
+    const N = this.docCount;
+    let rows = 0;
+    let rowScore = this.rowScore;
+    let rowQual = this.rowQual;
+    let rowSlot = this.rowSlot;
+    for (let li = 0; li < L; li++) {
+      for (const ex of leaves[li]!.expansions) {
+        const lists = this.terms[ex.term]!;
+        for (let f = 0; f < NF; f++) {
+          const list = lists[f];
+          if (list === undefined || list.live === 0) continue;
+          const idf = Math.log(1 + (N - list.live + 0.5) / (list.live + 0.5));
+          const w = ex.weight * boostOf[f]! * idf;
+          const qf = ex.quality * factorOf[f]!;
+          const norm = BM25_K * (1 - BM25_B);
+          const lenCoef = (BM25_K * BM25_B) / (avgLen[f]! || 1);
+          const docs = list.docs;
+          const tfs = list.tfs;
+          for (let i = 0, n = list.length; i < n; i++) {
+            const slot = docs[i]!;
+            let r: number;
+            if (stamp[slot] === epoch) {
+              r = rowOf[slot]!;
+              if (r < 0) continue;
+            } else {
+              stamp[slot] = epoch;
+              if (!accept(slot)) {
+                rowOf[slot] = -1;
+                continue;
+              }
+              r = rows++;
+              rowOf[slot] = r;
+              if (rows > rowSlot.length || rows * L > rowScore.length) {
+                rowSlot = this.rowSlot = grow(rowSlot, rows * 2);
+                rowScore = this.rowScore = grow(rowScore, rows * 2 * L);
+                rowQual = this.rowQual = grow(rowQual, rows * 2 * L);
+              }
+              rowSlot[r] = slot;
+              rowScore.fill(0, r * L, r * L + L);
+              rowQual.fill(0, r * L, r * L + L);
+            }
+            const tf = tfs[i]!;
+            const k = r * L + li;
+            rowScore[k] += w * (BM25_D + (tf * (BM25_K + 1)) / (tf + norm + lenCoef * fieldLen[slot * NF + f]!));
+            if (qf > rowQual[k]!) rowQual[k] = qf;
+          }
+        }
+      }
+    }
+    if (rows === 0) return [];
+
+    // evaluate the tree per document: raw score (MiniSearch's) and coverage
+    const G = groups.length;
+    const raw = new Float64Array(rows);
+    const cov = new Float64Array(rows);
+    const altStart: number[] = []; // first leaf of each (group, alt) run, in leaf order
+    for (let li = 0; li < L; li++) if (li === 0 || leaves[li]!.alt !== leaves[li - 1]!.alt || leaves[li]!.group !== leaves[li - 1]!.group) altStart.push(li);
+    altStart.push(L);
+    const seenSource = new Uint8Array(sources.size);
+    const groupBest = new Float64Array(G);
+    let best = 0;
+    let matched = 0;
+    for (let r = 0; r < rows; r++) {
+      const base = r * L;
+      let score = 0;
+      let distinct = 0;
+      seenSource.fill(0);
+      groupBest.fill(0);
+      for (let a = 0; a + 1 < altStart.length; a++) {
+        const from = altStart[a]!;
+        const to = altStart[a + 1]!;
+        const leaf = leaves[from]!;
+        let all = true;
+        let sum = 0;
+        let minQ = Infinity;
+        for (let li = from; li < to; li++) {
+          const v = rowScore[base + li]!;
+          if (v === 0) all = false;
+          sum += v;
+          const qv = rowQual[base + li]!;
+          if (qv < minQ) minQ = qv;
+        }
+        // coverage: a multi-word synonym counts as well as its weakest word; synonyms × 0.9
+        const c = minQ * (leaf.alt === 0 ? 1 : SYNONYM_FACTOR);
+        if (c > groupBest[leaf.group]!) groupBest[leaf.group] = c;
+        if (!all) continue;
+        score += sum;
+        for (let li = from; li < to; li++) {
+          const src = leaves[li]!.source;
+          if (seenSource[src] === 0) {
+            seenSource[src] = 1;
+            distinct++;
+          }
+        }
+      }
+      if (distinct === 0) {
+        raw[r] = -1; // matched only part of a multi-word synonym: not a result
+        continue;
+      }
+      matched++;
+      raw[r] = score * distinct;
+      if (raw[r]! > best) best = raw[r]!;
+      let c = 0;
+      for (let g = 0; g < G; g++) c += groupBest[g]!;
+      cov[r] = c / G;
+    }
+    if (matched === 0) return [];
+
+    // best `window` by textScore, then raw score, then id
+    const ids = this.ids;
+    const text = new Float64Array(rows);
+    for (let r = 0; r < rows; r++) if (raw[r]! >= 0) text[r] = combineTextScore(cov[r]!, raw[r]!, best);
+    const top = new TopK<number>(window, (a, b) => {
+      const d = text[b]! - text[a]! || raw[b]! - raw[a]!;
+      if (d !== 0) return d;
+      const ia = ids[rowSlot[a]!]!;
+      const ib = ids[rowSlot[b]!]!;
+      return ia < ib ? -1 : ia > ib ? 1 : 0;
+    });
+    for (let r = 0; r < rows; r++) if (raw[r]! >= 0) top.push(r);
+    return top.sorted().map((r) => ({ id: ids[rowSlot[r]!]!, textScore: text[r]! }));
+  }
+
+  private nextEpoch(): number {
+    if (this.epoch >= 0x7fff_fff0) {
+      this.stamp.fill(0);
+      this.epoch = 0;
+    }
+    return ++this.epoch;
+  }
+
+  /** The filter of a query as a predicate on slots, or null when nothing can pass. */
+  private acceptorFor(q: EngineQuery): ((slot: number) => boolean) | null {
+    let storeOk: Uint8Array | null = null;
+    if (q.storeSlugs !== undefined) {
+      storeOk = new Uint8Array(this.storeIndex.size);
+      let any = false;
+      for (const slug of q.storeSlugs) {
+        const i = this.storeIndex.get(slug);
+        if (i !== undefined) {
+          storeOk[i] = 1;
+          any = true;
+        }
+      }
+      if (!any) return null;
+    }
+    let cat = -2; // no category filter
+    if (q.category !== undefined) {
+      const key = categoryKey(q.category);
+      const i = key === null ? undefined : this.categoryIndex.get(key);
+      if (i === undefined) return null;
+      cat = i;
+    }
+    const min = q.minPriceMinor ?? -Infinity;
+    const max = q.maxPriceMinor ?? Infinity;
+    const stock = q.inStock === undefined ? -1 : q.inStock ? 1 : 0;
+    const { alive, storeOf, priceOf, inStockOf, categoryOf } = this;
+    return (slot) =>
+      alive[slot] === 1 &&
+      (storeOk === null || storeOk[storeOf[slot]!] === 1) &&
+      (stock < 0 || inStockOf[slot] === stock) &&
+      priceOf[slot]! >= min &&
+      priceOf[slot]! <= max &&
+      (cat === -2 || categoryOf[slot] === cat);
+  }
+
+  private wildcard(accept: (slot: number) => boolean, window: number): Candidate[] {
+    if (this.byId === null) {
+      const live: number[] = [];
+      for (const [, slot] of this.idToSlot) live.push(slot);
+      const ids = this.ids;
+      live.sort((a, b) => (ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0));
+      this.byId = Int32Array.from(live);
+    }
+    const out: Candidate[] = [];
+    for (let i = 0; i < this.byId.length && out.length < window; i++) {
+      const slot = this.byId[i]!;
+      if (accept(slot)) out.push({ id: this.ids[slot]!, textScore: 0 });
+    }
+    return out;
+  }
+
+  /**
+   * Dictionary terms a query word matches, as MiniSearch expanded them: the word itself (weight 1), with prefix
+   * every longer term starting with it (0.375 × |t| / (|t| + 0.3 × extra letters)), and terms within the allowed
+   * typos (0.45 × |t| / (|t| + distance)) that are not prefix matches. Cached per word until the vocabulary or
+   * the settings change.
+   */
+  private expand(word: string, prefix: boolean): Expansion[] {
+    const s = this.settings;
+    const typos = allowedTypos(word, s);
+    if (this.expansionCacheVersion !== this.vocabVersion || this.expansionCache.size > EXPANSION_CACHE_MAX) {
+      this.expansionCache.clear();
+      this.expansionCacheVersion = this.vocabVersion;
+    }
+    const key = `${prefix ? "p" : "x"}${typos}:${word}`;
+    const cached = this.expansionCache.get(key);
+    if (cached) return cached;
+    const out: Expansion[] = [];
+    const exact = this.dict.get(word);
+    if (exact !== undefined) out.push({ term: exact, weight: 1, quality: 1 });
+    const prefixed = new Set<string>();
+    if (prefix) {
+      for (const [term, id] of this.dict.atPrefix(word)) {
+        const distance = term.length - word.length;
+        if (!distance) continue;
+        prefixed.add(term);
+        out.push({ term: id, weight: (PREFIX_WEIGHT * term.length) / (term.length + 0.3 * distance), quality: wordQuality(word, term, true, s) });
+      }
+    }
+    if (typos > 0) {
+      for (const [term, [id, distance]] of this.dict.fuzzyGet(word, typos)) {
+        if (!distance || prefixed.has(term)) continue;
+        out.push({ term: id, weight: (FUZZY_WEIGHT * term.length) / (term.length + distance), quality: wordQuality(word, term, prefix, s) });
+      }
+    }
+    this.expansionCache.set(key, out);
+    return out;
   }
 
   private synonymsOf(word: string): string[][] {
@@ -122,37 +568,6 @@ export class EmbeddedSearchEngine implements SearchEngine {
       for (const v of values) out.push(tokenize(v));
     }
     return out;
-  }
-
-  private toMiniSearchQuery(groups: QueryGroup[]): Query {
-    return {
-      combineWith: "OR",
-      queries: groups.map((g) => ({
-        combineWith: "OR",
-        queries: g.alternatives.map((alt, i) => ({
-          combineWith: "AND",
-          queries: alt,
-          prefix: i === 0 && g.prefix,
-        })),
-      })),
-    };
-  }
-
-  private filterFor(q: EngineQuery): ((r: SearchResult) => boolean) | undefined {
-    const allow = q.storeSlugs ? new Set(q.storeSlugs) : null;
-    const cat = q.category !== undefined ? categoryKey(q.category) : undefined;
-    const { minPriceMinor: min, maxPriceMinor: max, inStock } = q;
-    if (allow === null && cat === undefined && min === undefined && max === undefined && inStock === undefined) return undefined;
-    return (r) => {
-      const d = r as unknown as Stored;
-      return (
-        (allow === null || allow.has(d.storeSlug)) &&
-        (inStock === undefined || d.inStock === inStock) &&
-        (min === undefined || d.priceMinor >= min) &&
-        (max === undefined || d.priceMinor <= max) &&
-        (cat === undefined || d.categoryKey === cat)
-      );
-    };
   }
 }
 

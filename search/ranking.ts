@@ -346,6 +346,66 @@ export const SORTS: Record<SortOrder, (a: RankedProduct, b: RankedProduct) => nu
   newest: (a, b) => (Date.parse(b.createdAt) || 0) - (Date.parse(a.createdAt) || 0) || byRelevance(a, b),
 };
 
+// ---------- top-k selection ----------
+
+/**
+ * The k first items under `cmp` (negative = a comes first) without sorting everything: a bounded binary heap
+ * whose root is the worst item kept, O(n log k). `sorted()` returns the kept items in `cmp` order.
+ */
+export class TopK<T> {
+  private heap: T[] = [];
+
+  constructor(
+    readonly k: number,
+    private readonly cmp: (a: T, b: T) => number,
+  ) {}
+
+  get size(): number {
+    return this.heap.length;
+  }
+
+  push(x: T): void {
+    const h = this.heap;
+    if (this.k <= 0) return;
+    if (h.length < this.k) {
+      h.push(x);
+      let i = h.length - 1;
+      while (i > 0) {
+        const p = (i - 1) >> 1;
+        if (this.cmp(h[i]!, h[p]!) <= 0) break;
+        [h[i], h[p]] = [h[p]!, h[i]!];
+        i = p;
+      }
+      return;
+    }
+    if (this.cmp(x, h[0]!) >= 0) return;
+    h[0] = x;
+    const n = h.length;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < n && this.cmp(h[l]!, h[m]!) > 0) m = l;
+      if (r < n && this.cmp(h[r]!, h[m]!) > 0) m = r;
+      if (m === i) break;
+      [h[i], h[m]] = [h[m]!, h[i]!];
+      i = m;
+    }
+  }
+
+  sorted(): T[] {
+    return [...this.heap].sort(this.cmp);
+  }
+}
+
+/** The first `k` of `items` under `cmp`, in order (same as `[...items].sort(cmp).slice(0, k)` for a total order). */
+export function topK<T>(items: Iterable<T>, k: number, cmp: (a: T, b: T) => number): T[] {
+  const t = new TopK<T>(k, cmp);
+  for (const x of items) t.push(x);
+  return t.sorted();
+}
+
 // ---------- the pipeline ----------
 
 export interface RankInput {
