@@ -461,3 +461,44 @@ describe("client registration and metadata documents", () => {
     }
   });
 });
+
+describe("the real MCP endpoint", () => {
+  let real: TestServer;
+  beforeAll(async () => {
+    real = await startServer();
+  }, 60_000);
+  afterAll(async () => {
+    await real.stop();
+  });
+
+  const tools = (url: string, slug: string, headers: Record<string, string>, name: string, args: Record<string, unknown>) =>
+    fetch(`${url}/${slug}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+    });
+
+  test("accepts an OAuth access token for its store, refuses it at another store, and asks anonymous callers to authenticate", async () => {
+    const session = (await real.json("/api/v1/auth/login", { method: "POST", body: ADMIN })).body.data.token;
+    const reg = await real.json("/api/v1/oauth/register", { method: "POST", headers: { authorization: `Bearer ${session}` }, body: { grant_types: ["client_credentials"], token_endpoint_auth_method: "client_secret_post" } });
+    const tok = await real.json("/api/v1/oauth/token", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: reg.body.client_id, client_secret: reg.body.client_secret, resource: `${real.url}/demo-store/mcp` }).toString(),
+    });
+    const bearer = { authorization: `Bearer ${tok.body.access_token}` };
+    const ok = await tools(real.url, "demo-store", bearer, "search_products", { query: "mug" });
+    expect(ok.status).toBe(200);
+    expect((await ok.json()).result).toBeDefined();
+    expect(ok.headers.get("x-ratelimit-limit")).toBe("20");
+
+    const slugB = (await real.db.sql<{ slug: string }[]>`SELECT slug FROM stores WHERE slug <> 'demo-store' ORDER BY slug LIMIT 1`)[0]!.slug;
+    const other = await tools(real.url, slugB, bearer, "search_products", { query: "mug" });
+    expect(other.status).toBe(401);
+    expect(other.headers.get("www-authenticate")).toContain(`resource_metadata="${real.url}/.well-known/oauth-protected-resource/${slugB}/mcp"`);
+
+    const anon = await tools(real.url, slugB, {}, "create_cart", { items: [] });
+    expect(anon.status).toBe(401);
+    expect(anon.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${real.url}/.well-known/oauth-protected-resource/${slugB}/mcp"`);
+  });
+});
