@@ -11,7 +11,7 @@ import { actorDefinitions } from "../actors/index.ts";
 import { ActorClient } from "../actors/runtime/client.ts";
 import { systemClock, type Clock } from "../actors/runtime/clock.ts";
 import { ActorHost } from "../actors/runtime/host.ts";
-import { InProcessTransport } from "../actors/transport/in-process.ts";
+import { attachHost, createTransport } from "../actors/transport/index.ts";
 import type { Transport } from "../actors/transport/transport.ts";
 import { bootHooks, type Role } from "../infra/boot-hooks.ts";
 import { loadConfig, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
@@ -46,14 +46,8 @@ export interface Running {
 }
 
 async function makeTransport(config: Config, role: Role): Promise<Transport> {
-  if (!config.NATS_URL) {
-    if (role !== "start") throw new Error(`role ${role} needs NATS_URL (the in-process bus only works inside one process)`);
-    return new InProcessTransport();
-  }
-  // The NATS factory lives with the transport; imported lazily so the embedded default never loads nats.js.
-  const modulePath = "../actors/transport/index.ts";
-  const mod = (await import(modulePath)) as { createTransport(config: Config, role: Role): Promise<Transport> };
-  return mod.createTransport(config, role);
+  if (!config.NATS_URL && role !== "start") throw new Error(`role ${role} needs NATS_URL (the in-process bus only works inside one process)`);
+  return createTransport(config);
 }
 
 /** The key-encryption key for secrets at rest: SECRET_KEY, else generated once into DATA_DIR (with a warning). */
@@ -110,8 +104,7 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
         idleMs: config.ACTOR_IDLE_MS,
         reminderPollMs: opts.reminderPollMs,
       });
-      const maybeAttach = transport as Transport & { attachHost?: (h: ActorHost) => Promise<void> | void };
-      if (maybeAttach.attachHost) await maybeAttach.attachHost(host);
+      attachHost(transport, host);
       await host.start();
       stops.push(() => host!.stop());
     }

@@ -14,7 +14,9 @@ type Command = (args: string[]) => Promise<number>;
 
 const USAGE = `usage: bun run cli <command>
   import <slug> <catalog.jsonl> [--url URL] [--token JWT | --email E --password P] [--batch N]
-      push a JSON-lines catalog to the running service (env: ACS_URL, ACS_TOKEN, ACS_EMAIL, ACS_PASSWORD)`;
+      push a JSON-lines catalog to the running service (env: ACS_URL, ACS_TOKEN, ACS_EMAIL, ACS_PASSWORD)
+  cluster status
+      live actor hosts, partitions owned per host and activations per kind (env: NATS_URL)`;
 
 export function progressBar(done: number, total: number, width = 30): string {
   const ratio = total > 0 ? Math.min(1, done / total) : 1;
@@ -98,7 +100,23 @@ const importCatalog: Command = async (argv) => {
   return rejected.length + badJson > 0 ? 1 : 0;
 };
 
-const COMMANDS: Record<string, Command> = { import: importCatalog };
+/** `cluster status`: live actor hosts, partitions owned per host and activations per kind (needs NATS_URL). */
+const cluster: Command = async (argv) => {
+  if (argv[0] !== "status") {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  const natsUrl = process.env.NATS_URL;
+  if (!natsUrl) {
+    process.stderr.write("cli cluster status: set NATS_URL (the embedded default has no cluster: one process hosts every actor)\n");
+    return 2;
+  }
+  const { clusterStatus, formatClusterStatus } = await import("./cluster-status.ts");
+  process.stdout.write(`${formatClusterStatus(await clusterStatus(natsUrl))}\n`);
+  return 0;
+};
+
+const COMMANDS: Record<string, Command> = { import: importCatalog, cluster };
 
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;

@@ -37,7 +37,12 @@ export class InProcessTransport implements Transport {
     if (!handlers) return;
     for (const h of handlers) {
       queueMicrotask(() => {
-        Promise.resolve(h(structuredClone(event))).catch(() => {});
+        // a subscriber's failure, synchronous or not, must never escape into the publisher's process
+        try {
+          Promise.resolve(h(structuredClone(event))).catch(() => {});
+        } catch {
+          /* ignored: best-effort fan-out */
+        }
       });
     }
   }
