@@ -26,6 +26,7 @@ import { webhookRoutes } from "./webhooks.ts";
 import { walletRoutes } from "./wallet.ts";
 import { bridgeRoutes } from "../bridge/index.ts";
 import { mcpRoutes } from "../mcp/server.ts";
+import { dashboardRoutes } from "../dashboard/index.ts";
 
 export type GatewayModule = (svc: Services) => AnyElysia;
 
@@ -54,4 +55,5 @@ export const gatewayModules: GatewayModule[] = [
   merchantOrderRoutes,
   walletRoutes,
   bridgeRoutes,
+  dashboardRoutes,
 ];

@@ -1,0 +1,772 @@
+/**
+ * The merchant dashboard at {site_url}/dashboard: server-rendered HTML for store owners (operators may open any
+ * store). Pages: overview, catalog (with JSONL upload), orders and refunds, settings, settings → webhooks.
+ *
+ * - Session cookie + per-session CSRF token on every POST (session.ts); a store that is not the user's reads
+ *   as 404, exactly like the merchant REST API.
+ * - Every change goes through the same path as the REST API: the store actor's messages (ingestCatalog,
+ *   setPolicies, setOrderStatus, decideRefund, setAllowlist, settings messages) and the webhook operations
+ *   exported by gateway/rest/webhooks.ts. Reads come from the store/trust read functions.
+ * - Hidden from the OpenAPI document (HTML, not API). Rate limits: a bucket of its own per user (per IP before
+ *   log-in, plus a log-in bucket per IP), instead of the global API layer.
+ */
+import { Value } from "@sinclair/typebox/value";
+import { Elysia } from "elysia";
+import { storeCommerce } from "../../actors/store/commerce.ts";
+import { storeActor } from "../../actors/store/index.ts";
+import { PoliciesInput, policiesView } from "../../actors/store/ingest.ts";
+import {
+  CATALOG_FLAGS,
+  catalogQuality,
+  listAllowlist,
+  listCoupons,
+  listRefunds,
+  listStoreOrders,
+  listStoreProducts,
+  orderActivity,
+  storeOrderDetail,
+  storesOfUser,
+  type CatalogFlag,
+} from "../../actors/store/merchant-reads.ts";
+import { MAX_CATALOG_BATCH } from "../../actors/store/ingest.ts";
+import { assertStoreWriter } from "../../actors/store/reads.ts";
+import { toMinor, type StoreRecord } from "../../actors/store/schemas.ts";
+import { PAYMENT_RAILS, type PaymentRail } from "../../actors/store/settings.ts";
+import { agentCheckoutAllowed, displayBand } from "../../actors/trust/bands.ts";
+import { explainTrust, TREND_WINDOW_DAYS } from "../../actors/trust/explain.ts";
+import { readTrustHistory } from "../../actors/trust/history.ts";
+import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
+import { WEBHOOK_EVENT_KINDS } from "../../actors/webhook/messages.ts";
+import { ipBucketKey, type BucketDescriptor } from "../../actors/agent/limits.ts";
+import { verifyLoginTimingSafe } from "../../infra/passwords.ts";
+import { ALL_TOOLS } from "../mcp/tools/index.ts";
+import { admitOthers, clientIp, setRateHeaders } from "../plugins/auth.ts";
+import { registerOwnLayer } from "../plugins/rate-limit.ts";
+import { currentScore } from "../rest/trust.ts";
+import {
+  createWebhookEndpoint,
+  deleteWebhookEndpoint,
+  listWebhookDeliveries,
+  listWebhookEndpoints,
+  redeliverWebhook,
+  rotateWebhookSecret,
+} from "../rest/webhooks.ts";
+import type { Services } from "../services.ts";
+import { CSS, CSS_PATH, JS, JS_PATH } from "./assets.ts";
+import type { Html } from "./html.ts";
+import { storeBase } from "./layout.ts";
+import { errorPage, loginPage, pickerPage } from "./pages/basic.ts";
+import { catalogPage, type UploadOutcome } from "./pages/catalog.ts";
+import { overviewPage } from "./pages/overview.ts";
+import { MERCHANT_MOVES, ORDER_STATUSES, orderDetailPage, ordersPage, refundsPage } from "./pages/orders.ts";
+import { settingsPage, webhooksPage } from "./pages/settings.ts";
+import {
+  buildCookie,
+  createSession,
+  csrfValid,
+  destroySession,
+  loadSession,
+  loginCookie,
+  loginCsrfValid,
+  loginToken,
+  newLoginNonce,
+  rememberStore,
+  secureCookies,
+  SESSION_COOKIE,
+  SESSION_TTL_MS,
+  setFlash,
+  takeFlash,
+  type DashboardSession,
+  type Flash,
+} from "./session.ts";
+
+/** Per signed-in user, per minute: generous for a person clicking, tight for a script. */
+export const DASHBOARD_USER_LIMIT = { limit: 300, windowMs: 60_000 };
+/** Per IP before log-in (log-in page, redirects). */
+export const DASHBOARD_ANON_LIMIT = { limit: 120, windowMs: 60_000 };
+/** Log-in attempts per IP per 15 minutes (password guessing). */
+export const DASHBOARD_LOGIN_LIMIT = { limit: 30, windowMs: 15 * 60_000 };
+const PAGE_SIZE = 50;
+const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const HIDDEN = { hide: true } as const;
+
+type Headers = Record<string, string | number>;
+interface Ctx {
+  request: Request;
+  set: { status?: number | string; headers: Headers };
+  params: Record<string, string>;
+  query: Record<string, string | undefined>;
+  server: Parameters<typeof clientIp>[1];
+}
+type Handler = (c: Ctx) => Promise<string>;
+/** Elysia's context is structurally richer than Ctx; routes hand it over through this one cast. */
+const h = (fn: Handler) => (c: unknown) => fn(c as Ctx);
+
+class NotFound extends Error {}
+
+function htmlHeaders(headers: Headers): void {
+  headers["content-type"] = "text/html; charset=utf-8";
+  headers["cache-control"] = "no-store";
+  headers["x-frame-options"] = "DENY";
+  headers["x-content-type-options"] = "nosniff";
+  headers["referrer-policy"] = "same-origin";
+  headers["content-security-policy"] =
+    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+  // A person's browser, not an agent: the agent transparency headers do not describe these responses.
+  delete headers["x-agent-commerce"];
+  delete headers["x-initiated-by"];
+  delete headers["x-ai-act-transparency"];
+}
+
+function respond(c: Ctx, status: number, body: Html): string {
+  htmlHeaders(c.set.headers);
+  c.set.status = status;
+  return body.value;
+}
+
+function redirect(c: Ctx, location: string): string {
+  c.set.status = 303;
+  c.set.headers.location = location;
+  c.set.headers["cache-control"] = "no-store";
+  return "";
+}
+
+/** Only our own dashboard paths are accepted as a post-login target (no open redirect). */
+export function safeNext(next: string | null | undefined): string {
+  if (typeof next !== "string" || !next.startsWith("/dashboard")) return "/dashboard";
+  if (next.includes("//") || next.includes("\\") || /[\u0000-\u001f]/.test(next)) return "/dashboard";
+  return next;
+}
+
+function pathOf(request: Request): string {
+  const u = new URL(request.url);
+  return u.pathname + u.search;
+}
+
+const text = (form: FormData, name: string): string => {
+  const v = form.get(name);
+  return typeof v === "string" ? v.trim() : "";
+};
+const optNumber = (form: FormData, name: string): number | undefined => {
+  const v = text(form, name);
+  if (v === "") return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw fail("validation_error", `${name} must be a number.`, { field: name });
+  return n;
+};
+
+function actorMessage(err: unknown): string {
+  if (err instanceof ActorError) {
+    const field = (err.details as { field?: unknown } | undefined)?.field;
+    return typeof field === "string" && !err.message.includes(field) ? `${err.message} (${field})` : err.message;
+  }
+  return "Something went wrong; nothing was changed.";
+}
+
+export function dashboardRoutes(svc: Services) {
+  registerOwnLayer(/^\/dashboard(?:\/|$)/);
+
+  async function admit(c: Ctx, userId: string | null, login = false): Promise<void> {
+    if (!svc.config.RATE_LIMITS_ENABLED) return;
+    const ip = ipBucketKey(clientIp(c.request, c.server));
+    const buckets: BucketDescriptor[] = userId
+      ? [{ id: `user:${userId}:dashboard`, ...DASHBOARD_USER_LIMIT, owner: `user/${userId}`, layer: "public" }]
+      : [{ id: `ip:${ip}:dashboard`, ...DASHBOARD_ANON_LIMIT, owner: `ip/${ip}`, layer: "public" }];
+    if (login) buckets.push({ id: `ip:${ip}:dashboard-login`, ...DASHBOARD_LOGIN_LIMIT, owner: `ip/${ip}`, layer: "public" });
+    setRateHeaders(c.set.headers, await admitOthers(svc, buckets, c.set.headers));
+  }
+
+  function renderError(c: Ctx, session: DashboardSession | null, err: unknown): string {
+    if (err instanceof NotFound || (err instanceof ActorError && (err.code === "store_not_found" || err.code === "not_found" || err.code === "ORDER_NOT_FOUND"))) {
+      return respond(c, 404, errorPage(session, 404, "Not found", "There is no such page, or it belongs to a store that is not yours."));
+    }
+    if (err instanceof ActorError && err.code === "rate_limit_exceeded") {
+      return respond(c, 429, errorPage(session, 429, "Too many requests", "Please wait a minute and try again."));
+    }
+    if (err instanceof ActorError) {
+      const status = ERROR_TABLE[err.code].http;
+      return respond(c, status, errorPage(session, status, "Request refused", err.message));
+    }
+    svc.log.error("dashboard error", { path: new URL(c.request.url).pathname, error: err as Error, stack: (err as Error)?.stack });
+    return respond(c, 500, errorPage(session, 500, "Something went wrong", "The error was logged. Please try again."));
+  }
+
+  const csrfRefused = (c: Ctx, s: DashboardSession | null) =>
+    respond(c, 403, errorPage(s, 403, "Form expired", "This form did not come from your current session (missing or wrong CSRF token). Reload the page and try again."));
+
+  /** A page that needs a session (else: to the log-in page, coming back here afterwards). */
+  const page = (fn: (c: Ctx, s: DashboardSession) => Promise<string>): Handler =>
+    async (c) => {
+      let s: DashboardSession | null = null;
+      try {
+        s = await loadSession(svc, c.request);
+        await admit(c, s?.user.id ?? null);
+        if (!s) return redirect(c, `/dashboard/login?next=${encodeURIComponent(pathOf(c.request))}`);
+        return await fn(c, s);
+      } catch (err) {
+        return renderError(c, s, err);
+      }
+    };
+
+  async function ownedStore(c: Ctx, s: DashboardSession): Promise<StoreRecord> {
+    const slug = c.params.slug ?? "";
+    if (!SLUG.test(slug)) throw new NotFound();
+    const store = await assertStoreWriter(svc.sql, slug, s.user);
+    await rememberStore(svc, s, slug);
+    return store;
+  }
+
+  const storePage = (fn: (c: Ctx, s: DashboardSession, store: StoreRecord, flash: Flash | null) => Promise<Html>): Handler =>
+    page(async (c, s) => {
+      const store = await ownedStore(c, s);
+      return respond(c, 200, await fn(c, s, store, await takeFlash(svc, s)));
+    });
+
+  type ActionResult = { flash: Flash; to?: string } | { html: Html; status?: number };
+
+  /**
+   * A state change: session, then CSRF, then ownership, then the change. Refusals of the change itself (a bad
+   * value, an illegal move) come back as a notice on the page the form was on.
+   */
+  const storeAction = (back: (c: Ctx, slug: string, form: FormData) => string, fn: (c: Ctx, s: DashboardSession, store: StoreRecord, form: FormData) => Promise<ActionResult>): Handler =>
+    async (c) => {
+      let s: DashboardSession | null = null;
+      try {
+        s = await loadSession(svc, c.request);
+        await admit(c, s?.user.id ?? null);
+        if (!s) return redirect(c, "/dashboard/login");
+        const form = await c.request.formData().catch(() => new FormData());
+        if (!csrfValid(s, form.get("_csrf") as string | null)) return csrfRefused(c, s);
+        const store = await ownedStore(c, s);
+        const to = back(c, store.slug, form);
+        let result: ActionResult;
+        try {
+          result = await fn(c, s, store, form);
+        } catch (err) {
+          if (err instanceof NotFound || (err instanceof ActorError && ERROR_TABLE[err.code].http >= 500)) throw err;
+          if (!(err instanceof ActorError)) throw err;
+          result = { flash: { kind: "error", message: actorMessage(err) } };
+        }
+        if ("html" in result) return respond(c, result.status ?? 200, result.html);
+        await setFlash(svc, s, result.flash);
+        return redirect(c, result.to ?? to);
+      } catch (err) {
+        return renderError(c, s, err);
+      }
+    };
+
+  /** `back` form field when it is one of this store's dashboard pages, else the default. */
+  const backTo = (fallback: (slug: string) => string) => (_c: Ctx, slug: string, form: FormData) => {
+    const b = text(form, "back");
+    return b.startsWith(storeBase(slug)) && safeNext(b) === b ? b : fallback(slug);
+  };
+
+  // ------------------------------------------------------------------------------------------ data loaders
+
+  async function webhooksData(s: DashboardSession, store: StoreRecord) {
+    const endpoints = await listWebhookEndpoints(svc, s.user, store.slug);
+    return Promise.all(endpoints.map(async (e) => ({ ...e, deliveries: await listWebhookDeliveries(svc, s.user, store.slug, e.id, { limit: 10 }) })));
+  }
+
+  async function ingestJsonl(slug: string, name: string, body: string): Promise<UploadOutcome> {
+    const out: UploadOutcome = { fileName: name, lines: 0, accepted: 0, removed: 0, rejected: [] };
+    const batch: { line: number; value: unknown }[] = [];
+    const flush = async () => {
+      if (!batch.length) return;
+      // The same message PUT /catalog sends: per-item validation and one transaction per batch.
+      const r = await svc.actors.ask(storeActor, slug, "ingestCatalog", { items: batch.map((b) => b.value) }, { timeoutMs: 60_000 });
+      out.accepted += r.accepted;
+      out.removed += r.removed;
+      for (const rej of r.rejected) {
+        out.rejected.push({ line: batch[rej.index]!.line, externalId: rej.externalId ?? null, errors: rej.errors.map((e) => `${e.field}: ${e.message}`) });
+      }
+      batch.length = 0;
+    };
+    const lines = body.split(/\r?\n/);
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!.trim();
+      if (!line) continue;
+      out.lines++;
+      try {
+        batch.push({ line: i + 1, value: JSON.parse(line) });
+      } catch {
+        out.rejected.push({ line: i + 1, externalId: null, errors: ["not valid JSON"] });
+        continue;
+      }
+      if (batch.length >= MAX_CATALOG_BATCH) await flush();
+    }
+    await flush();
+    out.rejected.sort((a, b) => a.line - b.line);
+    return out;
+  }
+
+  const app = new Elysia({ name: "dashboard-routes" })
+    .get(
+      "/dashboard/assets/:file",
+      ({ params, set }) => {
+        const headers = set.headers as Headers;
+        const path = `/dashboard/assets/${params.file}`;
+        headers["cache-control"] = "public, max-age=31536000, immutable";
+        headers["x-content-type-options"] = "nosniff";
+        if (path === CSS_PATH) return new Response(CSS, { headers: { "content-type": "text/css; charset=utf-8", "cache-control": "public, max-age=31536000, immutable" } });
+        if (path === JS_PATH) return new Response(JS, { headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=31536000, immutable" } });
+        set.status = 404;
+        headers["content-type"] = "text/plain";
+        return "not found";
+      },
+      { detail: HIDDEN },
+    )
+    // ------------------------------------------------------------------------------------------- log-in
+    .get(
+      "/dashboard/login",
+      h(async (c) => {
+        try {
+          await admit(c, null);
+          const s = await loadSession(svc, c.request);
+          const next = safeNext(c.query.next);
+          if (s) return redirect(c, next);
+          const nonce = newLoginNonce();
+          c.set.headers["set-cookie"] = loginCookie(svc, nonce);
+          return respond(c, 200, loginPage({ token: loginToken(svc, nonce), next }));
+        } catch (err) {
+          return renderError(c, null, err);
+        }
+      }),
+      { detail: HIDDEN },
+    )
+    .post(
+      "/dashboard/login",
+      h(async (c) => {
+        try {
+          await admit(c, null, true);
+          const form = await c.request.formData().catch(() => new FormData());
+          if (!loginCsrfValid(svc, c.request, form.get("_csrf") as string | null)) return csrfRefused(c, null);
+          const email = text(form, "email").toLowerCase();
+          const password = typeof form.get("password") === "string" ? (form.get("password") as string) : "";
+          const next = safeNext(text(form, "next"));
+          const [user] = await svc.sql<{ id: string; password_hash: string; role: string }[]>`
+            SELECT id, password_hash, role FROM users WHERE lower(email) = ${email}`;
+          const valid = await verifyLoginTimingSafe(user?.password_hash ?? null, password);
+          if (!user || !valid) {
+            return respond(c, 401, loginPage({ token: text(form, "_csrf"), next, email, error: "Invalid e-mail or password." }));
+          }
+          const session = await createSession(svc, user.id);
+          c.set.headers["set-cookie"] = buildCookie(SESSION_COOKIE, session.id, { secure: secureCookies(svc), maxAgeSeconds: SESSION_TTL_MS / 1000 });
+          return redirect(c, next);
+        } catch (err) {
+          return renderError(c, null, err);
+        }
+      }),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/logout",
+      h(async (c) => {
+        let s: DashboardSession | null = null;
+        try {
+          s = await loadSession(svc, c.request);
+          await admit(c, s?.user.id ?? null);
+          if (!s) return redirect(c, "/dashboard/login");
+          const form = await c.request.formData().catch(() => new FormData());
+          if (!csrfValid(s, form.get("_csrf") as string | null)) return csrfRefused(c, s);
+          await destroySession(svc, s);
+          c.set.headers["set-cookie"] = buildCookie(SESSION_COOKIE, "", { secure: secureCookies(svc), maxAgeSeconds: 0 });
+          return redirect(c, "/dashboard/login");
+        } catch (err) {
+          return renderError(c, s, err);
+        }
+      }),
+      { detail: HIDDEN, parse: "none" },
+    )
+    // ------------------------------------------------------------------------------------- store picker
+    .get(
+      "/dashboard",
+      h(
+        page(async (c, s) => {
+          const stores = await storesOfUser(svc.sql, s.user);
+          if (!c.query.switch) {
+            if (s.storeSlug && stores.some((x) => x.slug === s.storeSlug)) return redirect(c, storeBase(s.storeSlug));
+            if (stores.length === 1) return redirect(c, storeBase(stores[0]!.slug));
+          }
+          return respond(c, 200, pickerPage(s, stores));
+        }),
+      ),
+      { detail: HIDDEN },
+    )
+    // ------------------------------------------------------------------------------------------ overview
+    .get(
+      "/dashboard/s/:slug",
+      h(
+        storePage(async (_c, s, store, flash) => {
+          const now = svc.clock.now();
+          let trust = null;
+          let trustError: string | null = null;
+          let explanation = null;
+          const historyFrom = now - 90 * 86_400_000;
+          const history = await readTrustHistory(svc.sql, store.slug, new Date(historyFrom));
+          try {
+            const { row, score } = await currentScore(svc, store.slug);
+            const sel = score.selected;
+            trust = {
+              score0to100: sel.score0to100,
+              score0to1: sel.score0to1,
+              band: displayBand(sel.score0to1),
+              operationalStatus: score.status,
+              confidence: sel.confidence_level,
+              engine: sel.engines.overall,
+              agentCheckoutAllowed: agentCheckoutAllowed(sel.score0to1) && score.status === "active",
+              computedAt: row.computed_at.toISOString(),
+            };
+            explanation = explainTrust(sel, history.filter((p) => p.at >= now - TREND_WINDOW_DAYS * 86_400_000), now);
+          } catch (err) {
+            trustError = err instanceof ActorError ? err.message : "The score could not be read right now.";
+          }
+          const [activity, quality, pending] = await Promise.all([
+            orderActivity(svc.sql, store.slug, 30, new Date(now)),
+            catalogQuality(svc.sql, store, new Date(now)),
+            listRefunds(svc.sql, store.slug, { status: "PENDING_APPROVAL" }),
+          ]);
+          return overviewPage(s, { store, trust, trustError, history, historyFrom, explanation, activity, quality, pendingRefunds: pending.length, now }, flash);
+        }),
+      ),
+      { detail: HIDDEN },
+    )
+    // ------------------------------------------------------------------------------------------- catalog
+    .get(
+      "/dashboard/s/:slug/catalog",
+      h(
+        storePage(async (c, s, store, flash) => {
+          const now = new Date(svc.clock.now());
+          const flag = CATALOG_FLAGS.includes(c.query.flag as CatalogFlag) ? (c.query.flag as CatalogFlag) : undefined;
+          const pageNo = Math.max(1, Math.min(10_000, Number.parseInt(c.query.page ?? "1", 10) || 1));
+          const [quality, products] = await Promise.all([
+            catalogQuality(svc.sql, store, now),
+            listStoreProducts(svc.sql, store.slug, { limit: PAGE_SIZE, offset: (pageNo - 1) * PAGE_SIZE, flag, now }),
+          ]);
+          return catalogPage(s, { store, quality, products, flag, page: pageNo, pageSize: PAGE_SIZE, now: now.getTime() }, flash);
+        }),
+      ),
+      { detail: HIDDEN },
+    )
+    .post(
+      "/dashboard/s/:slug/catalog/upload",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/catalog`,
+          async (_c, s, store, form) => {
+            const file = form.get("file");
+            if (!(file instanceof Blob) || file.size === 0) return { flash: { kind: "error", message: "Choose a non-empty JSONL file to upload." } };
+            if (file.size > MAX_UPLOAD_BYTES) return { flash: { kind: "error", message: "The file is larger than 20 MB; split it or use the CLI (bun run cli import)." } };
+            const name = file instanceof File && file.name ? file.name : "upload.jsonl";
+            const outcome = await ingestJsonl(store.slug, name, await file.text());
+            const now = new Date(svc.clock.now());
+            const fresh = (await assertStoreWriter(svc.sql, store.slug, s.user)) ?? store;
+            const [quality, products] = await Promise.all([
+              catalogQuality(svc.sql, fresh, now),
+              listStoreProducts(svc.sql, store.slug, { limit: PAGE_SIZE, offset: 0, now }),
+            ]);
+            return { html: catalogPage(s, { store: fresh, quality, products, page: 1, pageSize: PAGE_SIZE, upload: outcome, now: now.getTime() }, null) };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    // -------------------------------------------------------------------------------- orders and refunds
+    .get(
+      "/dashboard/s/:slug/orders",
+      h(
+        storePage(async (c, s, store, flash) => {
+          const status = (ORDER_STATUSES as readonly string[]).includes(c.query.status ?? "") ? c.query.status : undefined;
+          const channel = c.query.channel === "agent" || c.query.channel === "human" ? c.query.channel : undefined;
+          const pageNo = Math.max(1, Math.min(10_000, Number.parseInt(c.query.page ?? "1", 10) || 1));
+          const [orders, pending] = await Promise.all([
+            listStoreOrders(svc.sql, store.slug, { limit: PAGE_SIZE, offset: (pageNo - 1) * PAGE_SIZE, status, channel }),
+            listRefunds(svc.sql, store.slug, { status: "PENDING_APPROVAL" }),
+          ]);
+          return ordersPage(s, { store, orders, status, channel, page: pageNo, pageSize: PAGE_SIZE, pendingRefunds: pending.length }, flash);
+        }),
+      ),
+      { detail: HIDDEN },
+    )
+    .get(
+      "/dashboard/s/:slug/orders/:id",
+      h(
+        storePage(async (c, s, store, flash) => {
+          if (!UUID.test(c.params.id ?? "")) throw new NotFound();
+          const order = await storeOrderDetail(svc.sql, store.slug, c.params.id!.toLowerCase());
+          if (!order) throw new NotFound();
+          return orderDetailPage(s, store, order, flash);
+        }),
+      ),
+      { detail: HIDDEN },
+    )
+    .post(
+      "/dashboard/s/:slug/orders/:id/status",
+      h(
+        storeAction(
+          (c, slug) => `${storeBase(slug)}/orders/${UUID.test(c.params.id ?? "") ? c.params.id : ""}`,
+          async (c, s, store, form) => {
+            if (!UUID.test(c.params.id ?? "")) throw new NotFound();
+            const status = text(form, "status");
+            if (!(MERCHANT_MOVES as readonly string[]).includes(status)) return { flash: { kind: "error", message: "Choose one of fulfilled, shipped, delivered or canceled." } };
+            const note = text(form, "note").slice(0, 500);
+            const r = await svc.actors.ask(storeCommerce, store.slug, "setOrderStatus", {
+              orderId: c.params.id!.toLowerCase(),
+              status: status as (typeof MERCHANT_MOVES)[number],
+              userId: s.user.id,
+              ...(note ? { note } : {}),
+            });
+            return { flash: { kind: "ok", message: `Order is now ${r.status}.` } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .get(
+      "/dashboard/s/:slug/refunds",
+      h(
+        storePage(async (_c, s, store, flash) => {
+          const all = await listRefunds(svc.sql, store.slug);
+          const pending = all.filter((r) => r.status === "PENDING_APPROVAL");
+          const recent = all.filter((r) => r.status !== "PENDING_APPROVAL").slice(0, 50);
+          return refundsPage(s, store, pending, recent, flash);
+        }),
+      ),
+      { detail: HIDDEN },
+    )
+    .post(
+      "/dashboard/s/:slug/refunds/:id/:decision",
+      h(
+        storeAction(backTo((slug) => `${storeBase(slug)}/refunds`), async (c, s, store) => {
+          const decision = c.params.decision;
+          if (!UUID.test(c.params.id ?? "") || (decision !== "approve" && decision !== "reject")) throw new NotFound();
+          const r = await svc.actors.ask(storeCommerce, store.slug, "decideRefund", { refundId: c.params.id!.toLowerCase(), decision, userId: s.user.id });
+          const what = r.status === "REFUNDED" ? "approved and refunded" : r.status === "REJECTED" ? "rejected" : r.status === "FAILED" ? "approved, but the refund through the rail failed (retry later)" : r.status.toLowerCase();
+          return { flash: { kind: r.status === "FAILED" ? "error" : "ok", message: `Refund of order ${r.order_id.slice(0, 8)} ${what}.` } };
+        }),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    // ------------------------------------------------------------------------------------------ settings
+    .get(
+      "/dashboard/s/:slug/settings",
+      h(
+        storePage(async (_c, s, store, flash) => {
+          const [allowlist, coupons] = await Promise.all([listAllowlist(svc.sql, store.slug), listCoupons(svc.sql, store.slug)]);
+          const tools = ALL_TOOLS.map((t) => ({ name: t.name, title: t.title, group: t.group }));
+          return settingsPage(s, { store, tools, allowlist, coupons }, flash);
+        }),
+      ),
+      { detail: HIDDEN },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/policies",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings#policies`,
+          async (_c, _s, store, form) => {
+            const input: Record<string, unknown> = { acceptsReturns: form.get("acceptsReturns") === "1" };
+            const set = (k: string, v: unknown) => v !== undefined && v !== "" && (input[k] = v);
+            set("returnWindowDays", optNumber(form, "returnWindowDays"));
+            set("freeShippingThreshold", optNumber(form, "freeShippingThreshold"));
+            set("restockingFeePercent", optNumber(form, "restockingFeePercent"));
+            set("shippingEstimateDays", text(form, "shippingEstimateDays"));
+            set("supportResponseTimeSla", text(form, "supportResponseTimeSla"));
+            assertPolicies(input);
+            const r = await svc.actors.ask(storeActor, store.slug, "setPolicies", { policies: input as PoliciesInput });
+            return { flash: { kind: "ok", message: `Policies saved (version ${r.policyVersion}).` } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/negotiation",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings#negotiation`,
+          async (_c, _s, store, form) => {
+            const negotiation = {
+              enabled: form.get("enabled") === "1",
+              floorPercent: optNumber(form, "floorPercent") ?? 0,
+              autoAcceptPercent: optNumber(form, "autoAcceptPercent") ?? 100,
+              maxRounds: optNumber(form, "maxRounds") ?? 1,
+              excludedCategories: text(form, "excludedCategories").split(",").map((x) => x.trim()).filter(Boolean),
+            };
+            // PUT /policies replaces the policies: the current ones are sent back unchanged with the new rules.
+            const input = { ...policiesView(store.policies, store.currency), negotiation };
+            assertPolicies(input);
+            await svc.actors.ask(storeActor, store.slug, "setPolicies", { policies: input as PoliciesInput });
+            return { flash: { kind: "ok", message: `Negotiation rules saved (${negotiation.enabled ? "enabled" : "disabled"}).` } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/mcp-tools",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings#mcp`,
+          async (_c, _s, store, form) => {
+            const known = new Set(ALL_TOOLS.map((t) => t.name));
+            const picked = form.getAll("tools").filter((v): v is string => typeof v === "string");
+            const unknown = picked.filter((t) => !known.has(t));
+            if (unknown.length) return { flash: { kind: "error", message: `Unknown tool: ${unknown[0]}.` } };
+            const tools = text(form, "mode") === "all" ? null : picked;
+            const r = await svc.actors.ask(storeActor, store.slug, "setEnabledMcpTools", { tools });
+            return { flash: { kind: "ok", message: r.enabledMcpTools === null ? "All MCP tools are served." : `${r.enabledMcpTools.length} MCP tools are served.` } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/payment-methods",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings#rails`,
+          async (_c, _s, store, form) => {
+            const picked = form.getAll("methods").filter((v): v is PaymentRail => typeof v === "string" && (PAYMENT_RAILS as readonly string[]).includes(v));
+            const r = await svc.actors.ask(storeActor, store.slug, "setPaymentMethods", { methods: picked });
+            return { flash: { kind: "ok", message: r.paymentMethods.length ? `Payment rails: ${r.paymentMethods.join(", ")}.` : "No payment rail is offered: agents cannot check out." } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/allowlist/:keyId",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings#allow`,
+          async (c, _s, store, form) => {
+            if (!UUID.test(c.params.keyId ?? "")) throw new NotFound();
+            const status = text(form, "status");
+            if (status !== "allowed" && status !== "blocked") return { flash: { kind: "error", message: "Status must be allowed or blocked." } };
+            await svc.actors.ask(storeCommerce, store.slug, "setAllowlist", { agentKeyId: c.params.keyId!.toLowerCase(), status });
+            return { flash: { kind: "ok", message: `Agent key ${c.params.keyId!.slice(0, 8)}… is now ${status}.` } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/coupons",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings#coupons`,
+          async (_c, _s, store, form) => {
+            const kind = text(form, "kind") === "fixed" ? "fixed" : "percent";
+            const raw = optNumber(form, "value");
+            if (raw === undefined || raw <= 0) return { flash: { kind: "error", message: "A coupon needs a value above 0." } };
+            const value = kind === "percent" ? Math.round(raw) : toMinor(raw, store.currency);
+            const exp = text(form, "expiresAt");
+            const expires = exp ? new Date(/Z|[+-]\d\d:?\d\d$/.test(exp) ? exp : `${exp}Z`) : null;
+            if (expires && Number.isNaN(expires.getTime())) return { flash: { kind: "error", message: "The expiry date is not valid." } };
+            const limit = optNumber(form, "usageLimit");
+            const r = await svc.actors.ask(storeActor, store.slug, "upsertCoupon", {
+              code: text(form, "code"),
+              kind,
+              value,
+              minSpendMinor: toMinor(optNumber(form, "minSpend") ?? 0, store.currency),
+              expiresAt: expires ? expires.toISOString() : null,
+              usageLimit: limit === undefined ? null : Math.max(0, Math.floor(limit)),
+            });
+            return { flash: { kind: "ok", message: `Coupon ${r.code} ${r.created ? "added" : "updated"}.` } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/coupons/:code/active",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings#coupons`,
+          async (c, _s, store, form) => {
+            const r = await svc.actors.ask(storeActor, store.slug, "setCouponActive", { code: (c.params.code ?? "").slice(0, 64), active: text(form, "active") === "1" });
+            return { flash: { kind: "ok", message: `Coupon ${r.code} ${r.active ? "activated" : "deactivated"}.` } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    // ------------------------------------------------------------------------------ settings → webhooks
+    .get(
+      "/dashboard/s/:slug/settings/webhooks",
+      h(storePage(async (_c, s, store, flash) => webhooksPage(s, { store, endpoints: await webhooksData(s, store) }, flash))),
+      { detail: HIDDEN },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/webhooks",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings/webhooks`,
+          async (_c, s, store, form) => {
+            const url = text(form, "url");
+            const events = form.getAll("events").filter((v): v is (typeof WEBHOOK_EVENT_KINDS)[number] => typeof v === "string" && (WEBHOOK_EVENT_KINDS as readonly string[]).includes(v));
+            if (!url || url.length > 2048) return { flash: { kind: "error", message: "Enter the endpoint's URL." } };
+            if (!events.length) return { flash: { kind: "error", message: "Choose at least one event." } };
+            const created = await createWebhookEndpoint(svc, s.user, store.slug, { url, events });
+            const endpoints = await webhooksData(s, store);
+            return { html: webhooksPage(s, { store, endpoints, newSecret: { endpointId: created.id, url: created.url, secret: created.secret, rotated: false } }, { kind: "ok", message: "Endpoint added." }), status: 201 };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/webhooks/:id/rotate",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings/webhooks`,
+          async (c, s, store) => {
+            if (!UUID.test(c.params.id ?? "")) throw new NotFound();
+            const rotated = await rotateWebhookSecret(svc, s.user, store.slug, c.params.id!.toLowerCase());
+            const endpoints = await webhooksData(s, store);
+            return { html: webhooksPage(s, { store, endpoints, newSecret: { endpointId: rotated.id, url: rotated.url, secret: rotated.secret, rotated: true } }, null) };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/webhooks/:id/delete",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings/webhooks`,
+          async (c, s, store) => {
+            if (!UUID.test(c.params.id ?? "")) throw new NotFound();
+            const gone = await deleteWebhookEndpoint(svc, s.user, store.slug, c.params.id!.toLowerCase());
+            return { flash: { kind: "ok", message: `Endpoint ${gone.url} deleted.` } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/webhooks/:id/deliveries/:deliveryId/redeliver",
+      h(
+        storeAction(
+          (_c, slug) => `${storeBase(slug)}/settings/webhooks`,
+          async (c, s, store) => {
+            if (!UUID.test(c.params.id ?? "") || !UUID.test(c.params.deliveryId ?? "")) throw new NotFound();
+            const d = await redeliverWebhook(svc, s.user, store.slug, c.params.id!.toLowerCase(), c.params.deliveryId!.toLowerCase());
+            return { flash: { kind: "ok", message: `Delivery of ${d.event} queued again (same event id).` } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    );
+  return app;
+}
+
+function assertPolicies(input: unknown): asserts input is PoliciesInput {
+  if (Value.Check(PoliciesInput, input)) return;
+  const first = [...Value.Errors(PoliciesInput, input)][0];
+  const field = first?.path.replace(/^\//, "").replace(/\//g, ".") || "policies";
+  throw fail("validation_error", `Invalid ${field}: ${first?.message ?? "invalid value"}`, { field });
+}

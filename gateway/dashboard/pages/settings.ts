@@ -1,0 +1,181 @@
+/**
+ * Settings: policies, negotiation rules, enabled MCP tools, payment rails, agent allowlist, coupons; and
+ * settings → webhooks: endpoints (add, delete, rotate secret), recent deliveries, redeliver.
+ */
+import type { AllowlistEntry, StoreCoupon } from "../../../actors/store/merchant-reads.ts";
+import { toMajor, type StoreRecord } from "../../../actors/store/schemas.ts";
+import { PAYMENT_RAILS } from "../../../actors/store/settings.ts";
+import { WEBHOOK_EVENT_KINDS } from "../../../actors/webhook/messages.ts";
+import type { WebhookDeliveryView, WebhookEndpointView } from "../../rest/webhooks.ts";
+import { html, type Html } from "../html.ts";
+import { badge, money, page, postForm, storeBase, when } from "../layout.ts";
+import type { DashboardSession, Flash } from "../session.ts";
+
+export interface ToolInfo {
+  name: string;
+  title: string;
+  group: string;
+}
+
+export interface SettingsData {
+  store: StoreRecord;
+  tools: readonly ToolInfo[];
+  allowlist: readonly AllowlistEntry[];
+  coupons: readonly StoreCoupon[];
+}
+
+const RAIL_TEXT: Record<string, string> = {
+  card: "Card (sandbox processor tokens)",
+  x402: "x402 (USDC over HTTP 402)",
+  MOCK: "MOCK (simulated, demo store only)",
+};
+
+const checked = (on: boolean) => (on ? html` checked` : "");
+const num = (v: number | undefined | null) => (v === undefined || v === null ? "" : String(v));
+
+export function settingsPage(session: DashboardSession, d: SettingsData, flash: Flash | null): Html {
+  const s = d.store;
+  const base = `${storeBase(s.slug)}/settings`;
+  const csrf = session.csrfToken;
+  const p = s.policies;
+  const n = s.negotiationRules;
+  const all = s.enabledMcpTools === null;
+  const enabled = new Set(s.enabledMcpTools ?? []);
+  const groups = [...new Set(d.tools.map((t) => t.group))];
+  const threshold = p.freeShippingThresholdMinor === undefined ? "" : String(toMajor(p.freeShippingThresholdMinor, s.currency));
+  return page({
+    title: "Settings",
+    session,
+    store: s,
+    section: "settings",
+    flash,
+    body: html`<h1>Settings</h1>
+<p>Webhooks are under <a href="${base}/webhooks">Settings → Webhooks</a>.</p>
+<section class="card" aria-labelledby="policies"><h2 id="policies">Policies</h2>
+${postForm(`${base}/policies`, csrf, html`<label class="inline"><input type="checkbox" name="acceptsReturns" value="1"${checked(p.acceptsReturns)}> Accepts returns</label>
+<div class="row">
+<div><label for="rw">Return window (days)</label><input id="rw" type="number" name="returnWindowDays" min="0" max="3650" value="${num(p.returnWindowDays)}"></div>
+<div><label for="fst">Free shipping from (${s.currency})</label><input id="fst" type="number" name="freeShippingThreshold" min="0" step="0.01" value="${threshold}"></div>
+<div><label for="rf">Restocking fee (%)</label><input id="rf" type="number" name="restockingFeePercent" min="0" max="100" step="0.1" value="${num(p.restockingFeePercent)}"></div>
+</div><div class="row">
+<div><label for="sed">Shipping estimate (days)</label><input id="sed" type="text" name="shippingEstimateDays" maxlength="50" placeholder="3-5" value="${p.shippingEstimateDays ?? ""}"></div>
+<div><label for="sla">Support response time</label><input id="sla" type="text" name="supportResponseTimeSla" maxlength="50" placeholder="24h" value="${p.supportResponseTimeSla ?? ""}"></div>
+</div><p><button type="submit">Save policies</button></p>`, { label: "Policies" })}
+</section>
+<section class="card" aria-labelledby="negotiation"><h2 id="negotiation">Negotiation rules (beta)</h2>
+${postForm(`${base}/negotiation`, csrf, html`<label class="inline"><input type="checkbox" name="enabled" value="1"${checked(!!n?.enabled)}> Agents may negotiate prices</label>
+<div class="row">
+<div><label for="floor">Floor (% of list price)</label><input id="floor" type="number" name="floorPercent" min="0" max="100" step="0.1" value="${num(n?.floorPercent ?? 80)}"></div>
+<div><label for="auto">Auto-accept from (% of list price)</label><input id="auto" type="number" name="autoAcceptPercent" min="0" max="100" step="0.1" value="${num(n?.autoAcceptPercent ?? 95)}"></div>
+<div><label for="rounds">Max rounds</label><input id="rounds" type="number" name="maxRounds" min="1" max="100" value="${num(n?.maxRounds ?? 3)}"></div>
+</div><label for="excl">Excluded categories (comma-separated)</label><input id="excl" type="text" name="excludedCategories" value="${(n?.excludedCategories ?? []).join(", ")}">
+<p><button type="submit">Save negotiation rules</button></p>`, { label: "Negotiation rules" })}
+</section>
+<section class="card" aria-labelledby="mcp"><h2 id="mcp">MCP tools</h2>
+${postForm(`${base}/mcp-tools`, csrf, html`<fieldset><legend>Which tools your store's MCP endpoint serves</legend>
+<label><input type="radio" name="mode" value="all"${checked(all)}> All tools, including ones added later</label>
+<label><input type="radio" name="mode" value="selected"${checked(!all)}> Only the tools selected below</label></fieldset>
+${groups.map(
+  (g) => html`<fieldset><legend>${g}</legend>${d.tools
+    .filter((t) => t.group === g)
+    .map((t) => html`<label><input type="checkbox" name="tools" value="${t.name}"${checked(all || enabled.has(t.name))}> <code>${t.name}</code> <span class="muted">${t.title}</span></label>`)}</fieldset>`,
+)}
+<p><button type="submit">Save MCP tools</button></p>`, { label: "MCP tools" })}
+</section>
+<section class="card" aria-labelledby="rails"><h2 id="rails">Payment rails</h2>
+${postForm(`${base}/payment-methods`, csrf, html`<fieldset><legend>Rails agents may pay with</legend>
+${PAYMENT_RAILS.map((r) => {
+  const on = s.paymentMethods.includes(r);
+  const locked = r === "MOCK" && !on;
+  return html`<label><input type="checkbox" name="methods" value="${r}"${checked(on)}${locked ? html` disabled` : ""}> ${RAIL_TEXT[r] ?? r}</label>`;
+})}</fieldset><p><button type="submit">Save payment rails</button></p>`, { label: "Payment rails" })}
+</section>
+<section class="card" aria-labelledby="allow"><h2 id="allow">Agent allowlist</h2>
+<p class="hint">An agent key is bound to your store by its first order; a blocked key can no longer request refunds here.</p>
+<div class="table-wrap"><table class="stack"><thead><tr><th>Agent key id</th><th>Status</th><th>Since</th><th>Action</th></tr></thead><tbody>
+${d.allowlist.map(
+  (a) => html`<tr><td data-label="Key"><code>${a.key_id}</code></td><td data-label="Status">${badge(a.status)}</td><td data-label="Since">${when(a.created_at)}</td>
+<td data-label="Action">${postForm(`${base}/allowlist/${a.key_id}`, csrf, a.status === "allowed"
+    ? html`<input type="hidden" name="status" value="blocked"><button type="submit" class="danger" aria-label="Block key ${a.key_id}">Block</button>`
+    : html`<input type="hidden" name="status" value="allowed"><button type="submit" class="secondary" aria-label="Allow key ${a.key_id}">Allow</button>`)}</td></tr>`,
+)}
+${d.allowlist.length === 0 ? html`<tr><td colspan="4">No agent has ordered yet.</td></tr>` : ""}
+</tbody></table></div></section>
+<section class="card" aria-labelledby="coupons"><h2 id="coupons">Coupons</h2>
+<div class="table-wrap"><table class="stack"><thead><tr><th>Code</th><th>Discount</th><th>Minimum</th><th>Expires</th><th>Used</th><th>Status</th><th>Action</th></tr></thead><tbody>
+${d.coupons.map(
+  (c) => html`<tr><td data-label="Code"><code>${c.code}</code></td><td data-label="Discount">${c.kind === "percent" ? `${c.value} %` : money(c.value, c.currency ?? s.currency)}</td>
+<td data-label="Minimum">${c.minSpendMinor ? money(c.minSpendMinor, s.currency) : "–"}</td><td data-label="Expires">${c.expiresAt ? when(c.expiresAt) : "never"}</td>
+<td data-label="Used">${c.usedCount}${c.usageLimit !== null ? ` of ${c.usageLimit}` : ""}</td><td data-label="Status">${badge(c.active ? "active" : "inactive")}</td>
+<td data-label="Action">${postForm(`${base}/coupons/${c.code}/active`, csrf, c.active
+    ? html`<input type="hidden" name="active" value="0"><button type="submit" class="danger" aria-label="Deactivate ${c.code}">Deactivate</button>`
+    : html`<input type="hidden" name="active" value="1"><button type="submit" class="secondary" aria-label="Activate ${c.code}">Activate</button>`)}</td></tr>`,
+)}
+${d.coupons.length === 0 ? html`<tr><td colspan="7">No coupons.</td></tr>` : ""}
+</tbody></table></div>
+<h3>Add or replace a coupon</h3>
+${postForm(`${base}/coupons`, csrf, html`<div class="row">
+<div><label for="code">Code</label><input id="code" type="text" name="code" required pattern="[A-Za-z0-9_\\-]{2,64}" maxlength="64"></div>
+<div><label for="kind">Kind</label><select id="kind" name="kind"><option value="percent">Percent off</option><option value="fixed">Fixed amount off (${s.currency})</option></select></div>
+<div><label for="value">Value</label><input id="value" type="number" name="value" min="0.01" step="0.01" required></div>
+</div><div class="row">
+<div><label for="min">Minimum spend (${s.currency})</label><input id="min" type="number" name="minSpend" min="0" step="0.01"></div>
+<div><label for="exp">Expires (UTC, optional)</label><input id="exp" type="datetime-local" name="expiresAt"></div>
+<div><label for="limit">Usage limit (optional)</label><input id="limit" type="number" name="usageLimit" min="0"></div>
+</div><p><button type="submit">Save coupon</button></p>`, { label: "Add coupon" })}
+</section>`,
+  });
+}
+
+export interface WebhooksData {
+  store: StoreRecord;
+  endpoints: readonly (WebhookEndpointView & { deliveries: readonly WebhookDeliveryView[] })[];
+  /** Shown once, right after adding an endpoint or rotating its secret. */
+  newSecret?: { endpointId: string; url: string; secret: string; rotated: boolean };
+  formUrl?: string;
+}
+
+export function webhooksPage(session: DashboardSession, d: WebhooksData, flash: Flash | null): Html {
+  const s = d.store;
+  const base = `${storeBase(s.slug)}/settings/webhooks`;
+  const csrf = session.csrfToken;
+  const ns = d.newSecret;
+  return page({
+    title: "Webhooks",
+    session,
+    store: s,
+    section: "webhooks",
+    flash,
+    body: html`<p><a href="${storeBase(s.slug)}/settings">← Settings</a></p><h1>Settings → Webhooks</h1>
+${ns
+  ? html`<section class="secret" role="alert" aria-labelledby="secret-h"><h2 id="secret-h">${ns.rotated ? "New signing secret" : "Endpoint added"}: copy the secret now</h2>
+<p>This signing secret for <strong>${ns.url}</strong> is shown <strong>only once</strong>. Store it where your receiver can read it; we keep it encrypted and cannot show it again.</p>
+<code id="new-secret">${ns.secret}</code>
+<button type="button" class="secondary" data-copy="new-secret" hidden>Copy secret</button>
+${ns.rotated ? html`<p class="hint">The previous secret keeps signing alongside for 24 hours.</p>` : ""}</section>`
+  : ""}
+<section class="card" aria-labelledby="add-h"><h2 id="add-h">Add an endpoint</h2>
+${postForm(base, csrf, html`<label for="url">URL</label><input id="url" type="url" name="url" required maxlength="2048" placeholder="https://example.com/webhooks" value="${d.formUrl ?? ""}">
+<fieldset><legend>Events</legend>${WEBHOOK_EVENT_KINDS.map((k) => html`<label><input type="checkbox" name="events" value="${k}" checked> <code>${k}</code></label>`)}</fieldset>
+<p><button type="submit">Add endpoint</button></p>`, { label: "Add webhook endpoint" })}
+<p class="hint">Deliveries are signed (<code>X-Webhook-Signature</code>, Stripe-compatible) and retried for up to 72 hours.</p>
+</section>
+${d.endpoints.length === 0 ? html`<p>No endpoints yet.</p>` : ""}
+${d.endpoints.map(
+  (e) => html`<section class="card" aria-labelledby="ep-${e.id}"><h2 id="ep-${e.id}"><span class="visually-hidden">Endpoint </span>${e.url}</h2>
+<p>${e.events.map((k) => badge(k, ""))} · breaker ${badge(e.breaker)} · added ${when(e.createdAt)}${e.previousSecretExpiresAt ? html` · previous secret valid until ${when(e.previousSecretExpiresAt)}` : ""}</p>
+<div class="actions">
+${postForm(`${base}/${e.id}/rotate`, csrf, html`<button type="submit" class="secondary">Rotate secret</button>`, { confirm: "Create a new signing secret? The old one keeps working for 24 hours." })}
+${postForm(`${base}/${e.id}/delete`, csrf, html`<button type="submit" class="danger">Delete endpoint</button>`, { confirm: "Delete this endpoint? Pending deliveries are dropped." })}
+</div>
+<div class="table-wrap"><table class="stack"><caption>Recent deliveries</caption><thead><tr><th>Created</th><th>Event</th><th>Status</th><th class="num">Attempts</th><th>Last result</th><th>Action</th></tr></thead><tbody>
+${e.deliveries.map(
+  (x) => html`<tr><td data-label="Created">${when(x.createdAt)}</td><td data-label="Event"><code>${x.event}</code></td><td data-label="Status">${badge(x.status)}</td>
+<td data-label="Attempts" class="num">${x.attempts}</td><td data-label="Last result">${x.lastStatusCode !== null ? `HTTP ${x.lastStatusCode}` : ""}${x.lastError ? html` <span class="muted">${x.lastError}</span>` : ""}${x.deliveredAt ? ` delivered ${when(x.deliveredAt)}` : ""}</td>
+<td data-label="Action">${postForm(`${base}/${e.id}/deliveries/${x.id}/redeliver`, csrf, html`<button type="submit" class="secondary" aria-label="Redeliver ${x.event} from ${when(x.createdAt)}">Redeliver</button>`)}</td></tr>`,
+)}
+${e.deliveries.length === 0 ? html`<tr><td colspan="6">No deliveries yet.</td></tr>` : ""}
+</tbody></table></div></section>`,
+)}`,
+  });
+}
