@@ -21,6 +21,7 @@ import { bucketsFor, type BucketDescriptor, type LimitContext, type Surface } fr
 import type { RateView } from "../../actors/agent/messages.ts";
 import type { Scope, Tier } from "../../actors/agent/access.ts";
 import { ActorError, fail, type ErrorCode } from "../../actors/runtime/errors.ts";
+import type { MessageBody } from "../../actors/runtime/define-actor.ts";
 import { pepper, SESSION_AUDIENCE, tokenService } from "../identity.ts";
 import type { Services } from "../services.ts";
 
@@ -140,17 +141,23 @@ export async function authenticateAgent(
     await countAnonymous();
     throw fail("unauthorized", UNAUTHORIZED_KEY);
   }
-  const url = new URL(req.request.url);
+  // Only defined fields: this message crosses the bus on every agent request.
+  const body: MessageBody<typeof agentActor, "authorize"> = {
+    hash: hashAgentKey(raw.trim(), pepper(svc)),
+    method: req.request.method,
+    path: req.checkRoute ? new URL(req.request.url).pathname : "",
+    checkRoute: req.checkRoute,
+  };
+  if (req.delegated !== undefined) body.delegated = req.delegated;
+  if (limits) {
+    const l: NonNullable<typeof body.limits> = { surface: req.surface, ip: req.ip };
+    if (req.toolName !== undefined) l.toolName = req.toolName;
+    if (req.customerId !== undefined) l.customerId = req.customerId;
+    body.limits = l;
+  }
   let result;
   try {
-    result = await svc.actors.ask(agentActor, prefix, "authorize", {
-      hash: hashAgentKey(raw.trim(), pepper(svc)),
-      method: req.request.method,
-      path: url.pathname,
-      checkRoute: req.checkRoute,
-      delegated: req.delegated,
-      limits: limits ? { surface: req.surface, ip: req.ip, toolName: req.toolName, customerId: req.customerId } : undefined,
-    });
+    result = await svc.actors.ask(agentActor, prefix, "authorize", body);
   } catch (err) {
     const details = (err as { details?: RateView }).details;
     if (isCode(err, "rate_limit_exceeded") && details) setRateHeaders(req.headers, details);
