@@ -35,7 +35,9 @@ export class ActorClient implements ActorCaller {
     const msgId = opts.msgId ?? crypto.randomUUID();
     const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
     const deadline = Date.now() + timeoutMs;
-    let attempt = 0;
+    // A caller-supplied msgId may repeat an earlier send (e.g. after the caller itself restarted): mark every
+    // send as a possible resend so the actor checks its durable inbox, not only its memory.
+    let attempt = opts.msgId ? 1 : 0;
     let backoff = 20;
     for (;;) {
       attempt++;

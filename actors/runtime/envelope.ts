@@ -10,7 +10,7 @@ export interface RequestEnvelope {
   body: unknown;
   /** Epoch milliseconds after which the caller no longer waits. */
   deadline: number;
-  /** 1 for the first send, 2+ for retries. */
+  /** 1 for a first send; 2+ for a retry or any send that may repeat an earlier one (the actor then checks its inbox). */
   attempt: number;
 }
 

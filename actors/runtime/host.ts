@@ -15,15 +15,14 @@ import type { ActorCaller, ActorContext, AnyActorDefinition } from "./define-act
 import { REMINDER_PREFIX, type ReplyEnvelope, type RequestEnvelope } from "./envelope.ts";
 import { ActorError } from "./errors.ts";
 
-/** How many replies of state-changing messages an actor keeps for deduplicating retries. */
-const RECENT_REPLIES = 32;
+/** Replies an activation remembers in memory (resends to a live activation answer without a query). */
+const RECENT_REPLIES = 256;
+/** How long after the caller's deadline a reply stays in actor_inbox (clock skew between hosts). */
+const INBOX_MARGIN_MS = 120_000;
+/** How often a host deletes expired inbox rows. */
+const INBOX_SWEEP_MS = 60_000;
 /** A claimed reminder is pushed this far into the future so no other host fires it while it runs. */
 const REMINDER_LEASE_MS = 60_000;
-
-interface RecentReply {
-  m: string;
-  r: ReplyEnvelope;
-}
 
 interface Pending {
   env: RequestEnvelope;
@@ -33,7 +32,8 @@ interface Pending {
 class Activation {
   state: unknown;
   version = 0;
-  recent: RecentReply[] = [];
+  /** msgId → reply of recent state-changing turns (memory only; actor_inbox is the durable record). */
+  readonly recent = new Map<string, ReplyEnvelope>();
   readonly memory = new Map<string, unknown>();
   queue: Pending[] = [];
   running = false;
@@ -192,12 +192,11 @@ export class ActorHost {
   private async load(act: Activation): Promise<void> {
     act.state = act.def.initialState(act.id);
     if ((act.def.persistence ?? "durable") === "durable") {
-      const rows = await this.opts.sql<{ version: number; state: unknown; recent: RecentReply[] }[]>`
-        SELECT version, state, recent FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`;
+      const rows = await this.opts.sql<{ version: number; state: unknown }[]>`
+        SELECT version, state FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`;
       if (rows.length) {
         act.version = Number(rows[0].version);
         act.state = rows[0].state;
-        act.recent = rows[0].recent ?? [];
       }
     }
     if (act.def.onActivate) {
@@ -224,11 +223,17 @@ export class ActorHost {
   }
 
   private async runTurn(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
-    const hit = act.recent.find((r) => r.m === env.msgId);
-    if (hit) return hit.r;
+    const hit = act.recent.get(env.msgId);
+    if (hit) return hit;
+    if (env.attempt > 1 && (act.def.persistence ?? "durable") === "durable") {
+      // a resend: the first attempt may have committed on this or another host before its reply was lost
+      const rows = await this.opts.sql<{ reply: ReplyEnvelope }[]>`
+        SELECT reply FROM actor_inbox WHERE kind = ${act.def.kind} AND id = ${act.id} AND msg_id = ${env.msgId}`;
+      if (rows.length) return rows[0].reply;
+    }
     if (env.deadline < Date.now()) return errorReply(new ActorError("actor_unavailable", "caller deadline passed before the turn started"));
     const started = performance.now();
-    const turn = new Turn(this, act, env.msgId);
+    const turn = new Turn(this, act, env.msgId, false, env.deadline);
     let reply: ReplyEnvelope;
     try {
       let value: unknown;
@@ -283,6 +288,7 @@ export class ActorHost {
       try {
         this.polling = this.pollReminders();
         await this.polling;
+        await this.sweepInbox();
       } catch (err) {
         this.log.warn("reminder poll failed", { error: err as Error });
       }
@@ -294,6 +300,16 @@ export class ActorHost {
    * Claims due reminders (lease so no other host fires them meanwhile) and delivers each as a message through
    * the transport, so it reaches whichever host owns the actor. Returns how many fired. Tests call it directly.
    */
+  private lastInboxSweep = 0;
+
+  /** Deletes inbox rows no caller can still retry. Runs from the reminder loop, at most once a minute. */
+  async sweepInbox(force = false): Promise<number> {
+    if (!force && Date.now() - this.lastInboxSweep < INBOX_SWEEP_MS) return 0;
+    this.lastInboxSweep = Date.now();
+    const res = await this.opts.sql`DELETE FROM actor_inbox WHERE expires_at < now()`;
+    return res.count;
+  }
+
   async pollReminders(limit = 100): Promise<number> {
     const kinds = [...this.defs.keys()];
     const now = new Date(this.clock.now());
@@ -347,6 +363,7 @@ class Turn {
     private readonly act: Activation,
     msgId: string,
     private readonly readOnly = false,
+    private readonly deadline = Date.now(),
   ) {
     const { sql, clock, log, caller } = host.internals;
     const durable = (act.def.persistence ?? "durable") === "durable";
@@ -415,22 +432,34 @@ class Turn {
     if (!changed && !this.connPromise) return;
     // A turn that only changed its state needs no explicit transaction: one autocommit statement is atomic.
     const tx = this.connPromise ? await this.tx() : this.host.internals.sql;
-    const recent = reply ? [{ m: this.ctx.msgId, r: reply }, ...act.recent].slice(0, RECENT_REPLIES) : act.recent;
-    let count: number;
+    const { kind, id } = { kind: act.def.kind, id: act.id };
+    const msgId = this.ctx.msgId;
+    const replyJson = reply ? JSON.stringify(reply) : undefined;
+    const expires = new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS);
+    let res: { count: number };
     if (act.version === 0) {
-      const res = await tx`INSERT INTO actor_state (kind, id, version, state, recent)
-        VALUES (${act.def.kind}, ${act.id}, 1, ${current}::text::jsonb, ${JSON.stringify(recent)}::text::jsonb)
-        ON CONFLICT (kind, id) DO NOTHING`;
-      count = res.count;
+      res = replyJson
+        ? await tx`WITH s AS (INSERT INTO actor_state (kind, id, version, state) VALUES (${kind}, ${id}, 1, ${current}::text::jsonb)
+                     ON CONFLICT (kind, id) DO NOTHING RETURNING 1)
+                   INSERT INTO actor_inbox (kind, id, msg_id, reply, expires_at)
+                   SELECT ${kind}, ${id}, ${msgId}, ${replyJson}::text::jsonb, ${expires} FROM s`
+        : await tx`INSERT INTO actor_state (kind, id, version, state) VALUES (${kind}, ${id}, 1, ${current}::text::jsonb)
+                   ON CONFLICT (kind, id) DO NOTHING`;
     } else {
-      const res = await tx`UPDATE actor_state SET version = version + 1, state = ${current}::text::jsonb,
-          recent = ${JSON.stringify(recent)}::text::jsonb, updated_at = now()
-        WHERE kind = ${act.def.kind} AND id = ${act.id} AND version = ${act.version}`;
-      count = res.count;
+      res = replyJson
+        ? await tx`WITH s AS (UPDATE actor_state SET version = version + 1, state = ${current}::text::jsonb, updated_at = now()
+                     WHERE kind = ${kind} AND id = ${id} AND version = ${act.version} RETURNING 1)
+                   INSERT INTO actor_inbox (kind, id, msg_id, reply, expires_at)
+                   SELECT ${kind}, ${id}, ${msgId}, ${replyJson}::text::jsonb, ${expires} FROM s`
+        : await tx`UPDATE actor_state SET version = version + 1, state = ${current}::text::jsonb, updated_at = now()
+                   WHERE kind = ${kind} AND id = ${id} AND version = ${act.version}`;
     }
-    if (count !== 1) throw new StaleVersion();
+    if (res.count !== 1) throw new StaleVersion();
     act.version += 1;
-    act.recent = recent;
+    if (reply) {
+      act.recent.set(msgId, reply);
+      if (act.recent.size > RECENT_REPLIES) act.recent.delete(act.recent.keys().next().value as string);
+    }
     this.snapshot = current;
   }
 

@@ -155,6 +155,28 @@ describe("durable state", () => {
     await host.stop();
   });
 
+  test("a resend that reaches a new host after 300 other writes is still applied once", async () => {
+    const a = startHost();
+    await a.host.start();
+    const msgId = crypto.randomUUID();
+    expect(await a.client.ask(counter, "c8", "inc", { by: 1000 }, { msgId })).toBe(1000);
+    for (let i = 0; i < 300; i++) await a.client.ask(counter, "c8", "inc", { by: 1 });
+    await a.host.stop();
+    // the reply was "lost"; the caller resends the same message to the new owner
+    const b = startHost();
+    await b.host.start();
+    expect(await b.client.ask(counter, "c8", "inc", { by: 1000 }, { msgId })).toBe(1000);
+    expect((await b.client.ask(counter, "c8", "get", {})).n).toBe(1300);
+    await b.host.stop();
+  });
+
+  test("expired inbox rows are swept", async () => {
+    await db.sql`INSERT INTO actor_inbox (kind, id, msg_id, reply, expires_at) VALUES ('counter', 'old', 'm-old', '{"ok":true,"value":1}', now() - interval '1 minute')`;
+    const { host } = startHost();
+    expect(await host.sweepInbox(true)).toBeGreaterThanOrEqual(1);
+    expect((await db.sql`SELECT 1 FROM actor_inbox WHERE msg_id = 'm-old'`).length).toBe(0);
+  });
+
   test("an idle activation is passivated and its state reloads from Postgres", async () => {
     const { client, host } = startHost({ idleMs: 100 });
     await host.start();

@@ -167,7 +167,9 @@ describe("registration", () => {
     const [row] = await srv.db.sql<{ secret_sealed: string }[]>`SELECT secret_sealed FROM webhook_endpoints WHERE id = ${r.body.data.id}`;
     expect(row!.secret_sealed.startsWith("v1.")).toBe(true);
     expect(row!.secret_sealed).not.toContain(r.body.data.secret);
-    const leaked = await srv.db.sql`SELECT 1 FROM actor_state WHERE state::text LIKE ${"%" + r.body.data.secret + "%"} OR recent::text LIKE ${"%" + r.body.data.secret + "%"}`;
+    const like = "%" + r.body.data.secret + "%";
+    const leaked = await srv.db.sql`SELECT 1 FROM actor_state WHERE state::text LIKE ${like}
+                                    UNION ALL SELECT 1 FROM actor_inbox WHERE reply::text LIKE ${like}`;
     expect(leaked.length).toBe(0);
 
     const del = await srv.json(`/api/v1/merchant/stores/northwind-outfitters/webhooks/${r.body.data.id}`, { method: "DELETE", headers: auth(owner) });
