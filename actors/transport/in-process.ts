@@ -1,7 +1,11 @@
 /**
- * The embedded default's bus. Envelopes are structured-cloned both ways so an actor can never share a mutable
- * object with its caller: code that works here behaves the same over NATS.
+ * The embedded default's bus. Envelopes are copied through JSON both ways, exactly what the NATS transport does
+ * on the wire: an actor never shares a mutable object with its caller, and a value that would not survive NATS
+ * (a Date, undefined, a Map) does not survive here either, so code that works here behaves the same over NATS.
+ * JSON is also ~10x cheaper than structuredClone under Bun for these small envelopes (docs/performance.md).
  */
+
+const copy = <T>(v: T): T => (v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T));
 import { ActorError } from "../runtime/errors.ts";
 import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
 import type { EventHandler, ServeHandler, Transport } from "./transport.ts";
@@ -21,8 +25,8 @@ export class InProcessTransport implements Transport {
       timer = setTimeout(() => reject(new ActorError("actor_unavailable", `actor ${env.kind}/${env.id} did not answer in ${timeoutMs} ms`)), timeoutMs);
     });
     try {
-      const reply = await Promise.race([handler(structuredClone(env)), timeout]);
-      return structuredClone(reply);
+      const reply = await Promise.race([handler(copy(env)), timeout]);
+      return copy(reply);
     } finally {
       clearTimeout(timer);
     }
@@ -39,7 +43,7 @@ export class InProcessTransport implements Transport {
       queueMicrotask(() => {
         // a subscriber's failure, synchronous or not, must never escape into the publisher's process
         try {
-          Promise.resolve(h(structuredClone(event))).catch(() => {});
+          Promise.resolve(h(copy(event))).catch(() => {});
         } catch {
           /* ignored: best-effort fan-out */
         }
