@@ -24,7 +24,10 @@ nav.main{background:var(--card);border-bottom:1px solid var(--line);overflow-x:a
 nav.main ul{list-style:none;margin:0 auto;padding:0 1rem;display:flex;gap:.25rem;max-width:72rem}
 nav.main a{display:block;padding:.7rem .8rem;text-decoration:none;color:var(--fg);border-bottom:3px solid transparent;white-space:nowrap}
 nav.main a[aria-current=page]{border-bottom-color:var(--accent);font-weight:600}
-main{max-width:72rem;margin:0 auto;padding:1rem}
+main{max-width:72rem;margin:0 auto;padding:1rem;overflow-wrap:anywhere}
+.tools{columns:2 20rem;column-gap:1.5rem}
+.tools legend{column-span:all}
+.tools label{break-inside:avoid}
 h1{font-size:1.5rem;margin:.4rem 0 1rem}
 h2{font-size:1.15rem;margin:0 0 .6rem}
 h3{font-size:1rem;margin:.8rem 0 .4rem}
@@ -39,7 +42,7 @@ h3{font-size:1rem;margin:.8rem 0 .4rem}
 .table-wrap{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:.93rem}
 caption{text-align:left;font-weight:600;padding:.3rem 0}
-th,td{text-align:left;padding:.45rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
+th,td{text-align:left;padding:.45rem .5rem;border-bottom:1px solid var(--line);vertical-align:top;overflow-wrap:anywhere}
 th{font-size:.8rem;color:var(--muted);text-transform:uppercase;letter-spacing:.03em}
 td.num,th.num{text-align:right;white-space:nowrap}
 .badge{display:inline-block;padding:.05rem .45rem;border-radius:999px;font-size:.78rem;border:1px solid var(--line);background:#eef1f4;margin:0 .2rem .2rem 0;white-space:nowrap}
@@ -78,6 +81,8 @@ ol.history li{margin:.3rem 0}
 .visually-hidden{position:absolute!important;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 @media (max-width:40rem){
  main{padding:.6rem}
+ nav.main ul{flex-wrap:wrap;padding:0 .3rem}
+ nav.main a{padding:.55rem .6rem}
  h1{font-size:1.25rem}
  .card{padding:.7rem}
  table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}

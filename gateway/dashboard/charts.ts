@@ -25,14 +25,14 @@ export function scoreChart(points: readonly ScorePoint[], opts: { from: number; 
   const r = (n: number) => Math.round(n * 10) / 10;
   const grid = [0, 0.25, 0.5, 0.75, 1].map(
     (v) => html`<line x1="${PAD.l}" x2="${W - PAD.r}" y1="${r(y(v))}" y2="${r(y(v))}" stroke="#d8dde3" stroke-width="1"/>
-<text x="${PAD.l - 6}" y="${r(y(v)) + 4}" text-anchor="end" font-size="11" fill="#4a5561">${v.toFixed(2)}</text>`,
+<text x="${PAD.l - 6}" y="${r(y(v)) + 4}" text-anchor="end" font-size="12" fill="#4a5561">${v.toFixed(2)}</text>`,
   );
   const thresholds = [
     { v: 0.7, text: "agent checkout 0.70", colour: "#1b7f3b" },
     { v: 0.3, text: "discoverable 0.30", colour: "#b35c00" },
   ].map(
     (t) => html`<line x1="${PAD.l}" x2="${W - PAD.r}" y1="${r(y(t.v))}" y2="${r(y(t.v))}" stroke="${t.colour}" stroke-dasharray="4 3" stroke-width="1"/>
-<text x="${W - PAD.r - 4}" y="${r(y(t.v)) - 4}" text-anchor="end" font-size="11" fill="${t.colour}">${t.text}</text>`,
+<text x="${W - PAD.r - 4}" y="${r(y(t.v)) - 4}" text-anchor="end" font-size="12" fill="${t.colour}">${t.text}</text>`,
   );
   const sorted = [...points].sort((a, b) => a.at - b.at);
   const path = sorted.map((p, i) => `${i ? "L" : "M"}${r(x(p.at))},${r(y(p.score0to1))}`).join(" ");
@@ -42,8 +42,8 @@ export function scoreChart(points: readonly ScorePoint[], opts: { from: number; 
   return html`<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="${summary}" preserveAspectRatio="xMidYMid meet">
 <title>${summary}</title>${grid}${thresholds}
 ${sorted.length > 1 ? html`<path d="${path}" fill="none" stroke="#1f5fbf" stroke-width="2"/>` : ""}${dots}
-<text x="${PAD.l}" y="${H - 8}" font-size="11" fill="#4a5561">${fmtDay(opts.from)}</text>
-<text x="${W - PAD.r}" y="${H - 8}" text-anchor="end" font-size="11" fill="#4a5561">${fmtDay(opts.to)}</text>
+<text x="${PAD.l}" y="${H - 8}" font-size="12" fill="#4a5561">${fmtDay(opts.from)}</text>
+<text x="${W - PAD.r}" y="${H - 8}" text-anchor="end" font-size="12" fill="#4a5561">${fmtDay(opts.to)}</text>
 ${sorted.length === 0 ? html`<text x="${W / 2}" y="${H / 2}" text-anchor="middle" font-size="13" fill="#4a5561">No score computed yet</text>` : ""}
 </svg>`;
 }
@@ -65,7 +65,7 @@ export function activityChart(days: readonly DayBar[], label: string): Html {
   const y = (v: number) => PAD.t + ih - (v / niceMax) * ih;
   const ticks = [0, niceMax / 2, niceMax].map(
     (v) => html`<line x1="${PAD.l}" x2="${W - PAD.r}" y1="${r(y(v))}" y2="${r(y(v))}" stroke="#d8dde3"/>
-<text x="${PAD.l - 6}" y="${r(y(v)) + 4}" text-anchor="end" font-size="11" fill="#4a5561">${Number.isInteger(v) ? v : v.toFixed(1)}</text>`,
+<text x="${PAD.l - 6}" y="${r(y(v)) + 4}" text-anchor="end" font-size="12" fill="#4a5561">${Number.isInteger(v) ? v : v.toFixed(1)}</text>`,
   );
   const bars = days.map((d, i) => {
     const x0 = r(PAD.l + i * bw + bw * 0.15);
@@ -82,9 +82,9 @@ export function activityChart(days: readonly DayBar[], label: string): Html {
   const summary = `${label}: ${totalH} human orders and ${totalA} agent checkouts over ${days.length} days`;
   return html`<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="${summary}" preserveAspectRatio="xMidYMid meet">
 <title>${summary}</title>${ticks}${bars}
-<text x="${PAD.l}" y="${H - 8}" font-size="11" fill="#4a5561">${days[0]?.day.slice(5) ?? ""}</text>
-<text x="${W - PAD.r}" y="${H - 8}" text-anchor="end" font-size="11" fill="#4a5561">${days.at(-1)?.day.slice(5) ?? ""}</text>
-<rect x="${W / 2 - 110}" y="${H - 19}" width="10" height="10" fill="#9fb3c8"/><text x="${W / 2 - 96}" y="${H - 10}" font-size="11" fill="#1d2630">human orders</text>
-<rect x="${W / 2 + 4}" y="${H - 19}" width="10" height="10" fill="#1f5fbf"/><text x="${W / 2 + 18}" y="${H - 10}" font-size="11" fill="#1d2630">agent checkouts</text>
+<text x="${PAD.l}" y="${H - 8}" font-size="12" fill="#4a5561">${days[0]?.day.slice(5) ?? ""}</text>
+<text x="${W - PAD.r}" y="${H - 8}" text-anchor="end" font-size="12" fill="#4a5561">${days.at(-1)?.day.slice(5) ?? ""}</text>
+<rect x="${W / 2 - 110}" y="${H - 19}" width="10" height="10" fill="#9fb3c8"/><text x="${W / 2 - 96}" y="${H - 10}" font-size="12" fill="#1d2630">human orders</text>
+<rect x="${W / 2 + 4}" y="${H - 19}" width="10" height="10" fill="#1f5fbf"/><text x="${W / 2 + 18}" y="${H - 10}" font-size="12" fill="#1d2630">agent checkouts</text>
 </svg>`;
 }

@@ -137,7 +137,10 @@ function redirect(c: Ctx, location: string): string {
 export function safeNext(next: string | null | undefined): string {
   if (typeof next !== "string" || !next.startsWith("/dashboard")) return "/dashboard";
   if (next.includes("//") || next.includes("\\") || /[\u0000-\u001f]/.test(next)) return "/dashboard";
-  return next;
+  // Resolved the way a browser would, so "/dashboard/../x" cannot leave the dashboard.
+  const u = new URL(next, "http://dashboard.invalid");
+  if (u.origin !== "http://dashboard.invalid" || !(u.pathname === "/dashboard" || u.pathname.startsWith("/dashboard/"))) return "/dashboard";
+  return u.pathname + u.search;
 }
 
 function pathOf(request: Request): string {
@@ -556,7 +559,7 @@ export function dashboardRoutes(svc: Services) {
         storePage(async (_c, s, store, flash) => {
           const [allowlist, coupons] = await Promise.all([listAllowlist(svc.sql, store.slug), listCoupons(svc.sql, store.slug)]);
           const tools = ALL_TOOLS.map((t) => ({ name: t.name, title: t.title, group: t.group }));
-          return settingsPage(s, { store, tools, allowlist, coupons }, flash);
+          return settingsPage(s, { store, tools, allowlist, coupons }, flash, svc.clock.now());
         }),
       ),
       { detail: HIDDEN },

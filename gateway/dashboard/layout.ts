@@ -80,6 +80,7 @@ export function when(iso: string | Date | null | undefined): string {
 export function ago(iso: string | null | undefined, now: number): string {
   if (!iso) return "never";
   const s = Math.max(0, Math.round((now - new Date(iso).getTime()) / 1000));
+  if (s < 5) return "just now";
   if (s < 90) return `${s} s ago`;
   if (s < 5400) return `${Math.round(s / 60)} min ago`;
   if (s < 172_800) return `${Math.round(s / 3600)} h ago`;

@@ -198,8 +198,8 @@ suite("the merchant dashboard in headless Chromium", () => {
         ["14-phone-refunds", "/refunds"],
       ] as const) {
         await p.goto(`${srv.url}/dashboard/s/demo-store${path}`);
-        const overflow = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-        expect(overflow).toBeLessThanOrEqual(1);
+        // Nothing wider than the phone (a wide element would make the browser zoom the whole page out).
+        expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
         await shot(name, p);
       }
       await p.goto(`${srv.url}/dashboard/s/demo-store`);

@@ -85,7 +85,7 @@ export function refundsPage(session: DashboardSession, store: StoreRecord, pendi
 <p class="hint">Approving refunds the buyer through the order's payment rail at once; rejecting closes the request.</p>
 ${refundTable(session, store.slug, pending, "Pending refund requests", back, true)}</section>
 <section class="card" aria-labelledby="recent-h"><h2 id="recent-h">Recent decisions</h2>
-${refundTable(session, store.slug, recent, "Decided refund requests", back, true)}</section>`,
+${refundTable(session, store.slug, recent, "Decided refund requests", back, recent.some((r) => r.status === "FAILED"))}</section>`,
   });
 }
 

@@ -31,12 +31,19 @@ export interface OverviewData {
 
 const pct = (v: number) => `${Math.round(v * 100)} %`;
 
+/** "merchantReliabilityBase.disputeRefundHealth" → "Dispute refund health" (v2 names like "dispute_rate" too). */
+export function factorLabel(name: string): string {
+  const leaf = name.split(".").pop() ?? name;
+  const words = leaf.replace(/_/g, " ").replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase().trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
 export function overviewPage(session: DashboardSession, d: OverviewData, flash: Flash | null): Html {
   const s = d.store;
   const t = d.trust;
   const base = storeBase(s.slug);
   const factor = (f: { name: string; value: number; weight: number }) =>
-    html`<li><strong>${f.name.replace(/_/g, " ")}</strong>: ${pct(f.value)} <span class="muted">(weight ${pct(f.weight)})</span></li>`;
+    html`<li><strong>${factorLabel(f.name)}</strong>: ${pct(f.value)} <span class="muted">(weight ${pct(f.weight)})</span></li>`;
   const ex = d.explanation;
   const agentOrders = d.activity.reduce((n, x) => n + x.agentOrders, 0);
   const humanOrders = d.activity.reduce((n, x) => n + x.humanOrders, 0);
@@ -81,8 +88,8 @@ ${activityChart(d.activity, "Orders per day")}
 <p>${humanOrders} human orders and ${agentOrders} agent checkouts in 30 days. <a href="${base}/orders">All orders</a></p>
 </section>
 <section aria-labelledby="q-h" class="card"><h2 id="q-h">Catalog health</h2>
-<p>Freshness ${badge(d.quality.freshness)} · ${d.quality.missingGtin} without GTIN · ${d.quality.missingImages} without images · ${d.quality.stale} stale
-${d.quality.missingPolicies.length ? html` · missing policies: ${d.quality.missingPolicies.join(", ")}` : ""}. <a href="${base}/catalog">Open the catalog</a></p>
+<p>Freshness ${badge(d.quality.freshness)} · ${d.quality.missingGtin} without GTIN · ${d.quality.missingImages} without images · ${d.quality.stale} stale${d.quality.missingPolicies.length ? html` · missing policies: ${d.quality.missingPolicies.join(", ")}` : ""}.</p>
+<p><a href="${base}/catalog">Open the catalog</a></p>
 </section>`,
   });
 }

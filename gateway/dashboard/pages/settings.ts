@@ -33,7 +33,7 @@ const RAIL_TEXT: Record<string, string> = {
 const checked = (on: boolean) => (on ? html` checked` : "");
 const num = (v: number | undefined | null) => (v === undefined || v === null ? "" : String(v));
 
-export function settingsPage(session: DashboardSession, d: SettingsData, flash: Flash | null): Html {
+export function settingsPage(session: DashboardSession, d: SettingsData, flash: Flash | null, now: number): Html {
   const s = d.store;
   const base = `${storeBase(s.slug)}/settings`;
   const csrf = session.csrfToken;
@@ -76,7 +76,7 @@ ${postForm(`${base}/mcp-tools`, csrf, html`<fieldset><legend>Which tools your st
 <label><input type="radio" name="mode" value="all"${checked(all)}> All tools, including ones added later</label>
 <label><input type="radio" name="mode" value="selected"${checked(!all)}> Only the tools selected below</label></fieldset>
 ${groups.map(
-  (g) => html`<fieldset><legend>${g}</legend>${d.tools
+  (g) => html`<fieldset class="tools"><legend>${g}</legend>${d.tools
     .filter((t) => t.group === g)
     .map((t) => html`<label><input type="checkbox" name="tools" value="${t.name}"${checked(all || enabled.has(t.name))}> <code>${t.name}</code> <span class="muted">${t.title}</span></label>`)}</fieldset>`,
 )}
@@ -106,7 +106,7 @@ ${d.allowlist.length === 0 ? html`<tr><td colspan="4">No agent has ordered yet.<
 ${d.coupons.map(
   (c) => html`<tr><td data-label="Code"><code>${c.code}</code></td><td data-label="Discount">${c.kind === "percent" ? `${c.value} %` : money(c.value, c.currency ?? s.currency)}</td>
 <td data-label="Minimum">${c.minSpendMinor ? money(c.minSpendMinor, s.currency) : "–"}</td><td data-label="Expires">${c.expiresAt ? when(c.expiresAt) : "never"}</td>
-<td data-label="Used">${c.usedCount}${c.usageLimit !== null ? ` of ${c.usageLimit}` : ""}</td><td data-label="Status">${badge(c.active ? "active" : "inactive")}</td>
+<td data-label="Used">${c.usedCount}${c.usageLimit !== null ? ` of ${c.usageLimit}` : ""}</td><td data-label="Status">${badge(c.active ? "active" : "inactive")}${c.expiresAt && new Date(c.expiresAt).getTime() <= now ? badge("expired", "warn") : ""}${c.usageLimit !== null && c.usedCount >= c.usageLimit ? badge("used up", "warn") : ""}</td>
 <td data-label="Action">${postForm(`${base}/coupons/${c.code}/active`, csrf, c.active
     ? html`<input type="hidden" name="active" value="0"><button type="submit" class="danger" aria-label="Deactivate ${c.code}">Deactivate</button>`
     : html`<input type="hidden" name="active" value="1"><button type="submit" class="secondary" aria-label="Activate ${c.code}">Activate</button>`)}</td></tr>`,
