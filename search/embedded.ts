@@ -97,6 +97,19 @@ interface Leaf {
   expansions: Expansion[];
 }
 
+const NO_CATEGORY_FILTER = -2;
+
+/** A query's filters on slot attributes. */
+interface SlotFilter {
+  /** Allowed stores by store index; null = no store filter. */
+  storeOk: Uint8Array | null;
+  category: number;
+  min: number;
+  max: number;
+  /** -1 any, 0 out of stock, 1 in stock. */
+  stock: number;
+}
+
 function grow<T extends Int32Array | Uint8Array | Uint16Array | Float64Array>(a: T, min: number): T {
   if (a.length >= min) return a;
   const next = new (a.constructor as new (n: number) => T)(Math.max(min, a.length * 2, 1024));
@@ -110,6 +123,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
 
   // ---- dictionary and postings
   private dict = new SearchableMap<number>();
+  /** Exact lookups (the radix tree is only walked for prefix and typo expansion). */
+  private termIds = new Map<string, number>();
   private terms: TermLists[] = [];
   private vocabVersion = 0;
   private expansionCache = new Map<string, Expansion[]>();
@@ -138,6 +153,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
   private byId: Int32Array | null = null;
 
   private storeIndex = new Map<string, number>();
+  private storeMasks = new WeakMap<readonly string[], { stores: number; mask: Uint8Array | null }>();
   private categoryIndex = new Map<string, number>();
 
   // ---- per-query scratch (reused: one query runs at a time, queries are synchronous)
@@ -185,10 +201,14 @@ export class EmbeddedSearchEngine implements SearchEngine {
 
   async clear(): Promise<void> {
     this.dict = new SearchableMap<number>();
+    this.termIds = new Map();
     this.terms = [];
     this.vocabVersion++;
     this.expansionCache.clear();
     this.idToSlot = new Map();
+    this.storeIndex = new Map();
+    this.categoryIndex = new Map();
+    this.storeMasks = new WeakMap();
     this.ids = [];
     this.alive = new Uint8Array(0);
     this.storeOf = new Int32Array(0);
@@ -234,10 +254,11 @@ export class EmbeddedSearchEngine implements SearchEngine {
   }
 
   private termId(term: string): number {
-    const found = this.dict.get(term);
+    const found = this.termIds.get(term);
     if (found !== undefined) return found;
     const id = this.terms.length;
     this.terms.push(new Array<PostingList | undefined>(NF));
+    this.termIds.set(term, id);
     this.dict.set(term, id);
     this.vocabVersion++;
     return id;
@@ -310,9 +331,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
   async query(q: EngineQuery): Promise<Candidate[]> {
     const window = Math.max(0, Math.floor(q.window));
     if (window === 0 || (q.storeSlugs !== undefined && q.storeSlugs.length === 0)) return [];
-    const accept = this.acceptorFor(q);
-    if (accept === null) return [];
-    if (isWildcardText(q.text)) return this.wildcard(accept, window);
+    const filter = this.filterFor(q);
+    if (filter === null) return [];
+    if (isWildcardText(q.text)) return this.wildcard(filter, window);
 
     const s = this.settings;
     const groups = queryGroups(tokenize(q.text), s, (w) => this.synonymsOf(w));
@@ -342,6 +363,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const rowOf = this.rowOf;
     const fieldLen = this.fieldLen;
     const N = this.docCount;
+    // the filter, inlined below (checked once per document, on typed arrays)
+    const { alive, storeOf, priceOf, inStockOf, categoryOf } = this;
+    const { storeOk, category, min, max, stock } = filter;
     let rows = 0;
     let rowScore = this.rowScore;
     let rowQual = this.rowQual;
@@ -367,7 +391,14 @@ export class EmbeddedSearchEngine implements SearchEngine {
               if (r < 0) continue;
             } else {
               stamp[slot] = epoch;
-              if (!accept(slot)) {
+              if (
+                alive[slot] !== 1 ||
+                (storeOk !== null && storeOk[storeOf[slot]!] !== 1) ||
+                (stock >= 0 && inStockOf[slot] !== stock) ||
+                priceOf[slot]! < min ||
+                priceOf[slot]! > max ||
+                (category !== NO_CATEGORY_FILTER && categoryOf[slot] !== category)
+              ) {
                 rowOf[slot] = -1;
                 continue;
               }
@@ -379,8 +410,10 @@ export class EmbeddedSearchEngine implements SearchEngine {
                 rowQual = this.rowQual = grow(rowQual, rows * 2 * L);
               }
               rowSlot[r] = slot;
-              rowScore.fill(0, r * L, r * L + L);
-              rowQual.fill(0, r * L, r * L + L);
+              for (let j = r * L, end = j + L; j < end; j++) {
+                rowScore[j] = 0;
+                rowQual[j] = 0;
+              }
             }
             const tf = tfs[i]!;
             const k = r * L + li;
@@ -472,42 +505,62 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return ++this.epoch;
   }
 
-  /** The filter of a query as a predicate on slots, or null when nothing can pass. */
-  private acceptorFor(q: EngineQuery): ((slot: number) => boolean) | null {
+  /** The filter of a query on slot attributes, or null when nothing can pass. */
+  private filterFor(q: EngineQuery): SlotFilter | null {
     let storeOk: Uint8Array | null = null;
     if (q.storeSlugs !== undefined) {
-      storeOk = new Uint8Array(this.storeIndex.size);
-      let any = false;
-      for (const slug of q.storeSlugs) {
-        const i = this.storeIndex.get(slug);
-        if (i !== undefined) {
-          storeOk[i] = 1;
-          any = true;
-        }
-      }
-      if (!any) return null;
+      storeOk = this.storeMask(q.storeSlugs);
+      if (storeOk === null) return null;
     }
-    let cat = -2; // no category filter
+    let category = NO_CATEGORY_FILTER;
     if (q.category !== undefined) {
       const key = categoryKey(q.category);
       const i = key === null ? undefined : this.categoryIndex.get(key);
       if (i === undefined) return null;
-      cat = i;
+      category = i;
     }
-    const min = q.minPriceMinor ?? -Infinity;
-    const max = q.maxPriceMinor ?? Infinity;
-    const stock = q.inStock === undefined ? -1 : q.inStock ? 1 : 0;
-    const { alive, storeOf, priceOf, inStockOf, categoryOf } = this;
-    return (slot) =>
-      alive[slot] === 1 &&
-      (storeOk === null || storeOk[storeOf[slot]!] === 1) &&
-      (stock < 0 || inStockOf[slot] === stock) &&
-      priceOf[slot]! >= min &&
-      priceOf[slot]! <= max &&
-      (cat === -2 || categoryOf[slot] === cat);
+    return {
+      storeOk,
+      category,
+      min: q.minPriceMinor ?? -Infinity,
+      max: q.maxPriceMinor ?? Infinity,
+      stock: q.inStock === undefined ? -1 : q.inStock ? 1 : 0,
+    };
   }
 
-  private wildcard(accept: (slot: number) => boolean, window: number): Candidate[] {
+  /**
+   * The allow-list as a bitset by store index. Callers that keep the same list between changes (the search
+   * service caches it per filter shape) get the same bitset back without re-reading it.
+   */
+  private storeMask(slugs: readonly string[]): Uint8Array | null {
+    const hit = this.storeMasks.get(slugs);
+    if (hit && hit.stores === this.storeIndex.size) return hit.mask;
+    const mask = new Uint8Array(this.storeIndex.size);
+    let any = false;
+    for (const slug of slugs) {
+      const i = this.storeIndex.get(slug);
+      if (i !== undefined) {
+        mask[i] = 1;
+        any = true;
+      }
+    }
+    const out = any ? mask : null;
+    this.storeMasks.set(slugs, { stores: this.storeIndex.size, mask: out });
+    return out;
+  }
+
+  private passes(f: SlotFilter, slot: number): boolean {
+    return (
+      this.alive[slot] === 1 &&
+      (f.storeOk === null || f.storeOk[this.storeOf[slot]!] === 1) &&
+      (f.stock < 0 || this.inStockOf[slot] === f.stock) &&
+      this.priceOf[slot]! >= f.min &&
+      this.priceOf[slot]! <= f.max &&
+      (f.category === NO_CATEGORY_FILTER || this.categoryOf[slot] === f.category)
+    );
+  }
+
+  private wildcard(filter: SlotFilter, window: number): Candidate[] {
     if (this.byId === null) {
       const live: number[] = [];
       for (const [, slot] of this.idToSlot) live.push(slot);
@@ -518,7 +571,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const out: Candidate[] = [];
     for (let i = 0; i < this.byId.length && out.length < window; i++) {
       const slot = this.byId[i]!;
-      if (accept(slot)) out.push({ id: this.ids[slot]!, textScore: 0 });
+      if (this.passes(filter, slot)) out.push({ id: this.ids[slot]!, textScore: 0 });
     }
     return out;
   }
@@ -540,7 +593,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const cached = this.expansionCache.get(key);
     if (cached) return cached;
     const out: Expansion[] = [];
-    const exact = this.dict.get(word);
+    const exact = this.termIds.get(word);
     if (exact !== undefined) out.push({ term: exact, weight: 1, quality: 1 });
     const prefixed = new Set<string>();
     if (prefix) {

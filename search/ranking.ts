@@ -263,9 +263,20 @@ export function engineQueryFromRequest(
   settings: SearchSettings = DEFAULT_SEARCH_SETTINGS,
   currencies: readonly string[] = ["EUR"],
 ): EngineQuery {
+  return engineQueryFor(text, req, allowedStoreSlugs(stores, req), settings, currencies);
+}
+
+/** engineQueryFromRequest with the store allow-list already computed (callers may cache it per filter shape). */
+export function engineQueryFor(
+  text: string,
+  req: RankRequest,
+  storeSlugs: string[],
+  settings: SearchSettings = DEFAULT_SEARCH_SETTINGS,
+  currencies: readonly string[] = ["EUR"],
+): EngineQuery {
   const n = normalizeRequest(req);
   const exps = currencies.length > 0 ? currencies.map(minorUnitExponent) : [2];
-  const q: EngineQuery = { text, window: settings.candidateWindow, storeSlugs: allowedStoreSlugs(stores, req) };
+  const q: EngineQuery = { text, window: settings.candidateWindow, storeSlugs };
   if (n.filters.inStock) q.inStock = true;
   if (n.filters.category !== undefined) q.category = n.filters.category;
   if (n.filters.minPrice !== undefined) q.minPriceMinor = Math.floor(n.filters.minPrice * 10 ** Math.min(...exps) + 1e-9);
@@ -417,70 +428,203 @@ export interface RankInput {
   settings?: SearchSettings;
 }
 
-function productPassesFilters(p: RankableProduct, f: NormalizedRequest["filters"]): boolean {
-  if (f.inStock && !p.inStock) return false;
-  if (f.category !== undefined && categoryKey(p.category) !== categoryKey(f.category)) return false;
-  if (f.minPrice !== undefined && p.priceMinor < toMinor(f.minPrice, p.currency)) return false;
-  if (f.maxPrice !== undefined && p.priceMinor > toMinor(f.maxPrice, p.currency)) return false;
-  return true;
+/** Category keys by category string: few distinct values, asked for on every candidate of a filtered request. */
+const categoryKeys = new Map<string, string | null>();
+function cachedCategoryKey(category: string | null): string | null {
+  if (category === null) return null;
+  let k = categoryKeys.get(category);
+  if (k === undefined) {
+    if (categoryKeys.size > 10_000) categoryKeys.clear();
+    categoryKeys.set(category, (k = categoryKey(category)));
+  }
+  return k;
 }
+
+/** Parsed timestamps per record (snapshots are replaced, never mutated): Date.parse was a third of ranking. */
+const syncedAt = new WeakMap<StoreSnapshot, number>();
+function syncedAtMs(store: StoreSnapshot): number {
+  let t = syncedAt.get(store);
+  if (t === undefined) {
+    t = store.lastSyncAt == null ? NaN : Date.parse(store.lastSyncAt);
+    syncedAt.set(store, t);
+  }
+  return t;
+}
+const createdAt = new WeakMap<RankableProduct, number>();
+function createdAtMs(p: RankableProduct): number {
+  let t = createdAt.get(p);
+  if (t === undefined) createdAt.set(p, (t = Date.parse(p.createdAt) || 0));
+  return t;
+}
+
+/** freshnessTier from an already parsed sync time (NaN = unknown). */
+function freshnessTierAt(syncMs: number, now: Date): FreshnessTier {
+  if (!Number.isFinite(syncMs)) return "unknown";
+  const age = Math.max(0, (now.getTime() - syncMs) / 3_600_000);
+  for (const t of FRESHNESS_TIERS) if (age < t.maxAgeHours) return t.tier;
+  return "very_stale";
+}
+
+/** Dedupe keys per product record (records are replaced, never mutated, on change) and stop-word list. */
+const dedupeKeys = new WeakMap<RankableProduct, { stop: readonly string[]; key: string }>();
+function cachedDedupeKey(p: RankableProduct, stopWords: readonly string[]): string {
+  const hit = dedupeKeys.get(p);
+  if (hit && hit.stop === stopWords) return hit.key;
+  const key = dedupeKey(p.title, stopWords);
+  dedupeKeys.set(p, { stop: stopWords, key });
+  return key;
+}
+
+/** What ordering needs about one candidate, computed without strings (why_ranked is built for the page only). */
+interface Scored {
+  p: RankableProduct;
+  store: StoreSnapshot;
+  text: number;
+  final: number;
+  trust: number;
+  majorPrice: number;
+  createdMs: number;
+}
+
+/** Per-store part of the score, computed once per store and request. */
+interface StoreTerms {
+  store: StoreSnapshot;
+  trust: number;
+  /** trust × weight, freshness × weight as scoreProduct adds them. */
+  freshness: number;
+  multiplier: number;
+}
+
+const sId = (a: Scored, b: Scored) => (a.p.id < b.p.id ? -1 : a.p.id > b.p.id ? 1 : 0);
+const sRelevance = (a: Scored, b: Scored) => b.final - a.final || b.trust - a.trust || sId(a, b);
+/** The same orders as SORTS, on precomputed fields. */
+const SCORED_SORTS: Record<SortOrder, (a: Scored, b: Scored) => number> = {
+  relevance: sRelevance,
+  price_asc: (a, b) => a.majorPrice - b.majorPrice || sRelevance(a, b),
+  price_desc: (a, b) => b.majorPrice - a.majorPrice || sRelevance(a, b),
+  trust_score: (a, b) => b.trust - a.trust || sRelevance(a, b),
+  newest: (a, b) => b.createdMs - a.createdMs || sRelevance(a, b),
+};
 
 /**
  * Candidates → one page of ranked products. Candidates whose product or store is unknown, whose store is not
  * eligible, or that fail a filter are dropped (filters are re-checked even when the engine applied them).
+ *
+ * Cost: every candidate gets its numeric score (the same arithmetic as scoreProduct, so the order is the same);
+ * dedupe uses cached title keys; a bounded heap picks the page; only the page's items get why_ranked,
+ * confidences and merchant summaries.
  */
 export function rankProducts(input: RankInput): RankResult {
   const settings = input.settings ?? DEFAULT_SEARCH_SETTINGS;
   const req = normalizeRequest(input.request);
+  const f = req.filters;
+  const w = settings.rankingWeights;
   const best = new Map<string, number>();
   for (const c of input.candidates) best.set(c.id, Math.max(best.get(c.id) ?? -Infinity, c.textScore));
 
-  let ranked: RankedProduct[] = [];
+  const storeTerms = new Map<string, StoreTerms | null>();
+  const termsOf = (slug: string): StoreTerms | null => {
+    let t = storeTerms.get(slug);
+    if (t !== undefined) return t;
+    const store = input.stores.get(slug);
+    t = null;
+    if (store && storePassesFilters(store, f)) {
+      t = {
+        store,
+        trust: clamp01(store.trustScore ?? 0),
+        freshness: freshnessValue(freshnessTierAt(syncedAtMs(store), input.now)),
+        multiplier: store.storeStatus === "deprioritized" ? 1 - settings.deprioritizedPenalty : 1,
+      };
+    }
+    storeTerms.set(slug, t);
+    return t;
+  };
+  const wantCategory = f.category !== undefined ? categoryKey(f.category) : undefined;
+  const bounds = new Map<string, [number, number]>();
+  const boundsOf = (currency: string): [number, number] => {
+    let b = bounds.get(currency);
+    if (!b) {
+      b = [f.minPrice !== undefined ? toMinor(f.minPrice, currency) : -Infinity, f.maxPrice !== undefined ? toMinor(f.maxPrice, currency) : Infinity];
+      bounds.set(currency, b);
+    }
+    return b;
+  };
+
+  const byPrice = req.sort === "price_asc" || req.sort === "price_desc";
+  let scored: Scored[] = [];
   for (const [id, textScore] of best) {
     const p = input.products.get(id);
     if (!p) continue;
-    const store = input.stores.get(p.storeSlug);
-    if (!store || !storePassesFilters(store, req.filters) || !productPassesFilters(p, req.filters)) continue;
-    const { score, why, tier } = scoreProduct(textScore, p, store, input.now, settings);
-    ranked.push({
-      id: p.id,
-      title: p.title,
-      description: p.description,
-      priceMinor: p.priceMinor,
-      compareAtPriceMinor: p.compareAtPriceMinor,
-      currency: p.currency,
-      inStock: p.inStock,
-      imageUrl: p.imageUrl,
-      category: p.category,
-      createdAt: p.createdAt,
-      merchant: {
-        slug: store.slug,
-        name: store.name,
-        trustScore: store.trustScore,
-        verificationLevel: store.verificationLevel,
-        storeStatus: store.storeStatus === "deprioritized" ? "deprioritized" : "active",
-        lastSyncAt: store.lastSyncAt,
-      },
-      relevanceScore: roundScore(score.final),
-      freshnessTier: tier,
-      stockConfidence: stockConfidence(store, input.now),
-      priceConfidence: priceConfidence(store, input.now),
-      why_ranked: why,
-      euQualified: store.euQualified,
-      score,
+    const st = termsOf(p.storeSlug);
+    if (st === null) continue;
+    if (f.inStock && !p.inStock) continue;
+    if (wantCategory !== undefined && cachedCategoryKey(p.category) !== wantCategory) continue;
+    if (f.minPrice !== undefined || f.maxPrice !== undefined) {
+      const [lo, hi] = boundsOf(p.currency);
+      if (p.priceMinor < lo || p.priceMinor > hi) continue;
+    }
+    const text = clamp01(textScore);
+    const base = text * w.text + st.trust * w.trust + st.freshness * w.freshness + (p.inStock ? 1 : 0) * w.inStock;
+    scored.push({
+      p,
+      store: st.store,
+      text: textScore,
+      final: base * st.multiplier,
+      trust: st.trust,
+      majorPrice: byPrice ? p.priceMinor / 10 ** minorUnitExponent(p.currency) : 0,
+      createdMs: req.sort === "newest" ? createdAtMs(p) : 0,
     });
   }
 
-  if (req.deduplicate) ranked = dedupe(ranked, settings.stopWords);
-  ranked.sort(SORTS[req.sort]);
-  const total = ranked.length;
+  if (req.deduplicate) {
+    const keep = new Map<string, Scored>();
+    for (const it of scored) {
+      const key = cachedDedupeKey(it.p, settings.stopWords) || `\u0000${it.p.id}`;
+      const cur = keep.get(key);
+      if (!cur || sRelevance(it, cur) < 0) keep.set(key, it);
+    }
+    scored = [...keep.values()];
+  }
+  const total = scored.length;
   const start = (req.page - 1) * req.limit;
+  const page = start >= total ? [] : topK(scored, start + req.limit, SCORED_SORTS[req.sort]).slice(start);
   return {
-    items: ranked.slice(start, start + req.limit),
+    items: page.map((s) => rankedProduct(s.p, s.store, s.text, input.now, settings)),
     total,
     page: req.page,
     limit: req.limit,
     totalPages: Math.ceil(total / req.limit),
+  };
+}
+
+function rankedProduct(p: RankableProduct, store: StoreSnapshot, textScore: number, now: Date, settings: SearchSettings): RankedProduct {
+  const { score, why, tier } = scoreProduct(textScore, p, store, now, settings);
+  return {
+    id: p.id,
+    title: p.title,
+    description: p.description,
+    priceMinor: p.priceMinor,
+    compareAtPriceMinor: p.compareAtPriceMinor,
+    currency: p.currency,
+    inStock: p.inStock,
+    imageUrl: p.imageUrl,
+    category: p.category,
+    createdAt: p.createdAt,
+    merchant: {
+      slug: store.slug,
+      name: store.name,
+      trustScore: store.trustScore,
+      verificationLevel: store.verificationLevel,
+      storeStatus: store.storeStatus === "deprioritized" ? "deprioritized" : "active",
+      lastSyncAt: store.lastSyncAt,
+    },
+    relevanceScore: roundScore(score.final),
+    freshnessTier: tier,
+    stockConfidence: stockConfidence(store, now),
+    priceConfidence: priceConfidence(store, now),
+    why_ranked: why,
+    euQualified: store.euQualified,
+    score,
   };
 }
 

@@ -13,6 +13,8 @@ import { listStores, storeSnapshot } from "../actors/store/reads.ts";
 import { storeFromRow, type StoreRow } from "../actors/store/schemas.ts";
 import type { SearchDoc, SearchEngine } from "./engine.ts";
 import {
+  allowedStoreSlugs,
+  engineQueryFor,
   engineQueryFromRequest,
   normalizeRequest,
   rankProducts,
@@ -84,8 +86,28 @@ function displaySummary(p: ProductSummary): ProductSummary {
   return p.merchant.verificationLevel === "QUALIFIED" ? { ...p, merchant: { ...p.merchant, verificationLevel: "PREMIUM" } } : p;
 }
 
+/** A Map that counts its writes, so per-request derived data (the store allow-list) can be cached safely. */
+export class VersionedMap<K, V> extends Map<K, V> {
+  version = 0;
+  override set(key: K, value: V): this {
+    this.version++;
+    return super.set(key, value);
+  }
+  override delete(key: K): boolean {
+    this.version++;
+    return super.delete(key);
+  }
+  override clear(): void {
+    this.version++;
+    super.clear();
+  }
+}
+
 export class SearchService {
-  readonly stores = new Map<string, StoreSnapshot>();
+  readonly stores = new VersionedMap<string, StoreSnapshot>();
+  /** Store allow-lists by (trust, verification filter, store scope), valid for one stores version. */
+  private allowCache = new Map<string, string[]>();
+  private allowCacheVersion = -1;
   readonly products = new Map<string, RankableProduct>();
   private currencyCounts = new Map<string, number>();
   settings: SearchSettings;
@@ -291,9 +313,7 @@ export class SearchService {
   async search(q: SearchQuery, now: Date): Promise<SearchResponse> {
     const started = performance.now();
     const norm: NormalizedRequest = normalizeRequest(q);
-    const only = q.storeSlug === undefined ? undefined : this.stores.get(q.storeSlug);
-    const stores = q.storeSlug === undefined ? this.stores.values() : only ? [only] : [];
-    const engineQuery = engineQueryFromRequest(q.query, q, stores, this.settings, this.currencies);
+    const engineQuery = engineQueryFor(q.query, q, this.allowedSlugs(q), this.settings, this.currencies);
     const candidates = await this.engine.query(engineQuery);
     const result = rankProducts({ candidates, products: this.products, stores: this.stores, request: q, now, settings: this.settings });
     const tookMs = Math.round((performance.now() - started) * 100) / 100;
@@ -316,6 +336,28 @@ export class SearchService {
         rankingWeights: this.settings.rankingWeights,
       },
     };
+  }
+
+  /**
+   * The eligible stores passing the request's store filters: 1,000 stores are a few hundred microseconds per
+   * request to re-derive, so the list is cached per filter shape until a store snapshot changes.
+   */
+  private allowedSlugs(q: SearchQuery): string[] {
+    if (this.allowCacheVersion !== this.stores.version) {
+      this.allowCache.clear();
+      this.allowCacheVersion = this.stores.version;
+    }
+    const f = q.filters;
+    const key = `${f?.minTrustScore ?? ""}|${f?.verificationLevel ?? ""}|${q.storeSlug ?? ""}`;
+    let slugs = this.allowCache.get(key);
+    if (!slugs) {
+      const only = q.storeSlug === undefined ? undefined : this.stores.get(q.storeSlug);
+      const stores = q.storeSlug === undefined ? this.stores.values() : only ? [only] : [];
+      slugs = allowedStoreSlugs(stores, q);
+      if (this.allowCache.size > 1000) this.allowCache.clear();
+      this.allowCache.set(key, slugs);
+    }
+    return slugs;
   }
 
   /**
