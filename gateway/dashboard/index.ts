@@ -168,8 +168,11 @@ function actorMessage(err: unknown): string {
   return "Something went wrong; nothing was changed.";
 }
 
+let ownLayerRegistered = false;
+
 export function dashboardRoutes(svc: Services) {
-  registerOwnLayer(/^\/dashboard(?:\/|$)/);
+  if (!ownLayerRegistered) registerOwnLayer(/^\/dashboard(?:\/|$)/);
+  ownLayerRegistered = true;
 
   async function admit(c: Ctx, userId: string | null, login = false): Promise<void> {
     if (!svc.config.RATE_LIMITS_ENABLED) return;
