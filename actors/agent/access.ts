@@ -229,25 +229,48 @@ function stripToAgentPath(path: string): string {
   return p;
 }
 
-function matches(pattern: string, path: string): boolean {
-  const want = splitPath(pattern);
-  const got = splitPath(path);
+interface CompiledRule {
+  segments: readonly string[];
+  /** Literal (non-parameter) segments: more literal segments win when two rules match. */
+  literals: number;
+  rule: RouteRule;
+}
+
+/**
+ * ROUTE_RULES compiled once per method, most literal first, so a lookup splits the request path once and
+ * compares segments without allocating (this runs on every agent request).
+ */
+const COMPILED: ReadonlyMap<string, readonly CompiledRule[]> = (() => {
+  const byMethod = new Map<string, CompiledRule[]>();
+  for (const rule of ROUTE_RULES) {
+    const segments = splitPath(rule.path);
+    const list = byMethod.get(rule.method) ?? [];
+    list.push({ segments, literals: segments.filter((s) => !s.startsWith(":")).length, rule });
+    byMethod.set(rule.method, list);
+  }
+  for (const list of byMethod.values()) list.sort((a, b) => b.literals - a.literals);
+  return byMethod;
+})();
+
+function matchesSegments(want: readonly string[], got: readonly string[]): boolean {
   if (want.length !== got.length) return false;
-  return want.every((seg, i) => (seg.startsWith(":") ? got[i]!.length > 0 : seg === got[i]));
+  for (let i = 0; i < want.length; i++) {
+    const seg = want[i]!;
+    if (seg.charCodeAt(0) === 58 /* ":" */ ? got[i]!.length === 0 : seg !== got[i]) return false;
+  }
+  return true;
 }
 
 /**
  * The rule for a request, or undefined. `path` may be the full path (`/api/v1/agent/cart/…`) or the part below
- * the base; a query string is ignored. Literal segments win over parameters (`/cart/apply-coupon` is not
- * `GET /cart/:id` anyway because the methods differ, but the order of ROUTE_RULES does not matter).
+ * the base; a query string is ignored. Literal segments win over parameters, whatever the order of ROUTE_RULES.
  */
 export function findRouteRule(method: string, path: string): RouteRule | undefined {
-  const m = method.toUpperCase();
-  const p = stripToAgentPath(path);
-  const candidates = ROUTE_RULES.filter((rule) => rule.method === m && matches(rule.path, p));
-  // Prefer the rule with the most literal segments.
-  const literalCount = (rule: RouteRule) => splitPath(rule.path).filter((s) => !s.startsWith(":")).length;
-  return candidates.sort((a, b) => literalCount(b) - literalCount(a))[0];
+  const list = COMPILED.get(method.toUpperCase());
+  if (!list) return undefined;
+  const got = splitPath(stripToAgentPath(path));
+  for (const c of list) if (matchesSegments(c.segments, got)) return c.rule;
+  return undefined;
 }
 
 // ------------------------------------------------------------------------------------------------ checks

@@ -48,6 +48,25 @@ class Activation {
 
 class StaleVersion extends Error {}
 
+/** Metric children resolved once per (kind, outcome): label lookups per turn cost more than the turn's own work. */
+const metricChildren = new Map<string, { record(seconds: number): void }>();
+function turnMetrics(kind: string, outcome: string) {
+  const key = `${kind}\u0000${outcome}`;
+  let m = metricChildren.get(key);
+  if (!m) {
+    const duration = actorTurnDuration.labels(kind);
+    const count = actorMessages.labels(kind, outcome);
+    m = {
+      record(seconds: number) {
+        duration.observe(seconds);
+        count.inc();
+      },
+    };
+    metricChildren.set(key, m);
+  }
+  return m;
+}
+
 export interface HostOptions {
   transport: Transport;
   sql: Sql;
@@ -259,8 +278,7 @@ export class ActorHost {
         reply = this.errorFor(act, finishErr);
       }
     }
-    actorTurnDuration.observe({ kind: act.def.kind }, (performance.now() - started) / 1000);
-    actorMessages.inc({ kind: act.def.kind, outcome: reply.ok ? "ok" : reply.error.code });
+    turnMetrics(act.def.kind, reply.ok ? "ok" : reply.error.code).record((performance.now() - started) / 1000);
     return reply;
   }
 
@@ -357,6 +375,7 @@ class Turn {
   private connPromise?: Promise<Sql>;
   private snapshot: string;
   private events: { topic: string; event: unknown }[] = [];
+  private logger?: Logger;
 
   constructor(
     private readonly host: ActorHost,
@@ -380,7 +399,10 @@ class Turn {
       },
       memory: act.memory,
       sql,
-      log: log.child({ actor: `${act.def.kind}/${act.id}` }),
+      // built on first use: most turns never log
+      get log() {
+        return (self.logger ??= log.child({ actor: `${act.def.kind}/${act.id}` }));
+      },
       msgId,
       now: () => clock.now(),
       ask: (def, id, type, body, opts) => caller.ask(def, id, type, body, opts),
