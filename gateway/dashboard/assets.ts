@@ -68,7 +68,8 @@ button.secondary:hover{background:#eef3fb;color:var(--accent-dark)}
 button.danger{background:#fff;color:var(--bad);border-color:var(--bad)}
 button.danger:hover{background:#fde7ea}
 header.top button{background:transparent;border-color:#fff;color:#fff;min-height:2rem;padding:.25rem .7rem}
-.actions{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center}
+.actions{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;margin:.3rem 0 .8rem}
+td .actions{margin:0}
 .actions form{margin:0}
 .row{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end}
 .row>div{flex:1 1 12rem}
