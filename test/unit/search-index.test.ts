@@ -1,0 +1,229 @@
+/**
+ * The structures behind the fast search path: the bounded top-k heap, the embedded engine's postings under
+ * churn (tombstones, vacuum, slot reuse), its cached store bitsets, ranking that builds only the returned page,
+ * and the search service's cached store allow-list.
+ */
+import { describe, expect, test } from "bun:test";
+import type { Candidate, SearchDoc } from "../../search/engine.ts";
+import { createEmbeddedEngine, EmbeddedSearchEngine } from "../../search/embedded.ts";
+import {
+  dedupe,
+  rankProducts,
+  scoreProduct,
+  SORTS,
+  topK,
+  TopK,
+  type RankableProduct,
+  type RankedProduct,
+  type SortOrder,
+  type StoreSnapshot,
+} from "../../search/ranking.ts";
+import { SearchService } from "../../search/service.ts";
+import { resolveSearchSettings } from "../../search/settings.ts";
+
+/** Small deterministic PRNG so failures reproduce. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const uuid = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, "0")}`;
+
+describe("top-k selection", () => {
+  test("the k first items equal a full sort cut at k, ties included, for every k", () => {
+    const r = rng(1);
+    const items = Array.from({ length: 300 }, (_, i) => ({ v: Math.floor(r() * 20), id: i }));
+    const cmp = (a: { v: number; id: number }, b: { v: number; id: number }) => b.v - a.v || a.id - b.id;
+    const full = [...items].sort(cmp);
+    for (const k of [0, 1, 2, 7, 20, 299, 300, 301, 1000]) expect(topK(items, k, cmp)).toEqual(full.slice(0, k));
+  });
+
+  test("the heap keeps at most k items however many are pushed", () => {
+    const t = new TopK<number>(5, (a, b) => a - b);
+    for (let i = 1000; i > 0; i--) t.push(i);
+    expect(t.size).toBe(5);
+    expect(t.sorted()).toEqual([1, 2, 3, 4, 5]);
+  });
+});
+
+const WORDS = ["wireless", "earbuds", "speaker", "cotton", "shirt", "yoga", "mat", "skillet", "cast", "iron", "trail", "shoes", "lamp", "desk", "organic"];
+
+function randomDoc(r: () => number, n: number, stores: string[]): SearchDoc {
+  const pick = () => WORDS[Math.floor(r() * WORDS.length)]!;
+  return {
+    id: uuid(n),
+    storeSlug: stores[Math.floor(r() * stores.length)]!,
+    title: `${pick()} ${pick()} ${pick()}`,
+    description: Array.from({ length: 6 }, pick).join(" "),
+    category: r() < 0.5 ? "Electronics" : "Home & Kitchen",
+    brand: r() < 0.3 ? null : pick(),
+    tags: r() < 0.5 ? [pick()] : [],
+    priceMinor: Math.floor(r() * 10_000),
+    currency: "EUR",
+    inStock: r() < 0.8,
+    createdAt: "2025-01-01T00:00:00.000Z",
+    updatedAt: "2025-01-01T00:00:00.000Z",
+  };
+}
+
+describe("embedded engine index", () => {
+  const QUERIES = ["wireless earbuds", "cast iron skillet", "yoga", "cottn shirt", "tra", "organic lamp desk", "*"];
+
+  test("after replacements and removals past the vacuum threshold, results and scores equal a fresh build", async () => {
+    const r = rng(7);
+    const stores = ["a", "b", "c", "d"];
+    let docs = Array.from({ length: 6000 }, (_, i) => randomDoc(r, i, stores));
+    const churned = createEmbeddedEngine();
+    await churned.upsert(docs);
+    // replace a third with new content, remove a third (well over a quarter of all postings), re-add some
+    const replaced = docs.slice(0, 2000).map((d, i) => randomDoc(r, i, stores));
+    await churned.upsert(replaced);
+    await churned.remove(docs.slice(2000, 4000).map((d) => d.id));
+    const readded = docs.slice(2000, 2500).map((d, i) => randomDoc(r, 2000 + i, stores));
+    await churned.upsert(readded);
+    docs = [...replaced, ...readded, ...docs.slice(4000)];
+
+    const fresh = createEmbeddedEngine();
+    await fresh.upsert(docs);
+    expect(await churned.count()).toBe(docs.length);
+    for (const text of QUERIES) {
+      for (const filters of [{}, { inStock: true, storeSlugs: ["a", "c"] }, { category: "electronics", minPriceMinor: 1000, maxPriceMinor: 5000 }]) {
+        const q = { text, window: 200, ...filters };
+        const a = await churned.query(q);
+        const b = await fresh.query(q);
+        expect(a.map((c) => c.id)).toEqual(b.map((c) => c.id));
+        a.forEach((c, i) => expect(c.textScore).toBeCloseTo(b[i]!.textScore, 12));
+      }
+    }
+  });
+
+  test("a removed document is never returned, also once new documents are added after it", async () => {
+    const engine = new EmbeddedSearchEngine();
+    const doc = (n: number, title: string): SearchDoc => ({ ...randomDoc(rng(n), n, ["a"]), title, description: "", brand: null, tags: [] });
+    await engine.upsert([doc(1, "alpha lamp"), doc(2, "beta lamp")]);
+    await engine.remove([uuid(1)]);
+    await engine.upsert([doc(3, "gamma desk")]);
+    expect((await engine.query({ text: "alpha", window: 10 })).map((c) => c.id)).toEqual([]);
+    expect((await engine.query({ text: "lamp", window: 10 })).map((c) => c.id)).toEqual([uuid(2)]);
+    expect((await engine.query({ text: "gamma", window: 10 })).map((c) => c.id)).toEqual([uuid(3)]);
+  });
+
+  test("a reused store allow-list still admits a store indexed after it was first used", async () => {
+    const engine = createEmbeddedEngine();
+    const allow = ["a", "late"];
+    await engine.upsert([{ ...randomDoc(rng(1), 1, ["a"]), title: "lamp" }]);
+    expect(await engine.query({ text: "lamp", window: 10, storeSlugs: allow })).toHaveLength(1);
+    await engine.upsert([{ ...randomDoc(rng(2), 2, ["late"]), title: "lamp" }]);
+    expect(await engine.query({ text: "lamp", window: 10, storeSlugs: allow })).toHaveLength(2);
+  });
+
+  test("after clear, store bitsets are rebuilt even when the same stores come back in another order", async () => {
+    const engine = createEmbeddedEngine();
+    const onlyB = ["b"];
+    await engine.upsert([{ ...randomDoc(rng(1), 1, ["a"]), title: "lamp" }, { ...randomDoc(rng(2), 2, ["b"]), title: "lamp" }]);
+    expect((await engine.query({ text: "lamp", window: 10, storeSlugs: onlyB })).map((c) => c.id)).toEqual([uuid(2)]);
+    await engine.clear();
+    await engine.upsert([{ ...randomDoc(rng(2), 2, ["b"]), title: "lamp" }, { ...randomDoc(rng(1), 1, ["a"]), title: "lamp" }]);
+    expect((await engine.query({ text: "lamp", window: 10, storeSlugs: onlyB })).map((c) => c.id)).toEqual([uuid(2)]);
+  });
+});
+
+describe("ranking builds only the returned page", () => {
+  const NOW = new Date("2025-06-01T12:00:00.000Z");
+  const stores: StoreSnapshot[] = ["s1", "s2", "s3", "s4"].map((slug, i) => ({
+    slug,
+    name: slug,
+    trustScore: [0.9, 0.6, 0.4, 0.75][i]!,
+    verificationLevel: "STANDARD",
+    storeStatus: i === 2 ? "deprioritized" : "active",
+    lastSyncAt: new Date(NOW.getTime() - [2, 30, 8, 100][i]! * 3_600_000).toISOString(),
+    euQualified: false,
+  }));
+  const storeMap = new Map(stores.map((s) => [s.slug, s]));
+  const r = rng(3);
+  const titles = ["Lamp Pro", "pro lamp", "Desk Lamp", "Yoga Mat", "mat yoga", "Skillet"];
+  const products: RankableProduct[] = Array.from({ length: 400 }, (_, i) => ({
+    id: uuid(i + 1),
+    storeSlug: stores[i % 4]!.slug,
+    title: titles[Math.floor(r() * titles.length)]!,
+    description: "",
+    priceMinor: Math.floor(r() * 50) * 100,
+    compareAtPriceMinor: null,
+    currency: i % 5 === 0 ? "JPY" : "EUR",
+    inStock: r() < 0.7,
+    imageUrl: null,
+    category: null,
+    createdAt: new Date(Date.UTC(2025, 0, 1 + Math.floor(r() * 30))).toISOString(),
+  }));
+  const productMap = new Map(products.map((p) => [p.id, p]));
+  const candidates: Candidate[] = products.map((p) => ({ id: p.id, textScore: Math.round(r() * 10) / 10 }));
+
+  /** The former pipeline: every candidate fully built, deduped, sorted, then sliced. */
+  function reference(sort: SortOrder, page: number, limit: number, deduplicate: boolean) {
+    let all: RankedProduct[] = candidates.map((c) => {
+      const p = productMap.get(c.id)!;
+      const store = storeMap.get(p.storeSlug)!;
+      const { score, why } = scoreProduct(c.textScore, p, store, NOW);
+      return { ...p, score, why_ranked: why } as unknown as RankedProduct;
+    });
+    if (deduplicate) all = dedupe(all);
+    all.sort(SORTS[sort]);
+    return { ids: all.slice((page - 1) * limit, page * limit).map((x) => x.id), whys: all.slice((page - 1) * limit, page * limit).map((x) => x.why_ranked), total: all.length };
+  }
+
+  for (const sort of ["relevance", "price_asc", "price_desc", "trust_score", "newest"] as SortOrder[]) {
+    test(`pages of sort ${sort}, with and without dedupe, match a full sort of every candidate`, () => {
+      for (const deduplicate of [false, true]) {
+        for (const [page, limit] of [[1, 20], [2, 20], [3, 7], [1, 100], [40, 10]] as const) {
+          const got = rankProducts({ candidates, products: productMap, stores: storeMap, request: { sort, page, limit, deduplicate, filters: { inStock: false } }, now: NOW });
+          const want = reference(sort, page, limit, deduplicate);
+          expect(got.total).toBe(want.total);
+          expect(got.items.map((x) => x.id)).toEqual(want.ids);
+          expect(got.items.map((x) => x.why_ranked)).toEqual(want.whys);
+        }
+      }
+    });
+  }
+
+  test("changing the stop words changes the cached dedupe keys", () => {
+    const a = { ...products[0]!, id: uuid(9001), title: "Lamp Desk Walnut" };
+    const b = { ...products[1]!, id: uuid(9002), title: "Lamp Desk" };
+    const map = new Map([a, b].map((p) => [p.id, p]));
+    const cands = [{ id: a.id, textScore: 1 }, { id: b.id, textScore: 1 }];
+    const total = (settings = resolveSearchSettings()) =>
+      rankProducts({ candidates: cands, products: map, stores: storeMap, request: { deduplicate: true, filters: { inStock: false } }, now: NOW, settings }).total;
+    expect(total()).toBe(2);
+    expect(total(resolveSearchSettings({ stopWords: ["walnut"] }))).toBe(1);
+    expect(total()).toBe(2);
+  });
+});
+
+describe("search service allow-list cache", () => {
+  test("a trust change takes a store out of search and back in without a re-index", async () => {
+    const svc = new SearchService(createEmbeddedEngine());
+    const now = new Date();
+    for (const slug of ["good", "other"]) {
+      svc.stores.set(slug, { slug, name: slug, trustScore: 0.8, verificationLevel: "STANDARD", storeStatus: "active", lastSyncAt: now.toISOString(), euQualified: false });
+    }
+    const row = (n: number, store: string) => ({
+      id: uuid(n), store_slug: store, title: "Walnut Desk Lamp", description: "", brand: null, category: null, tags: [], price_minor: 1000,
+      compare_at_price_minor: null, currency: "EUR", in_stock: true, images: [], active: true, created_at: now, updated_at: now,
+    });
+    await svc.applyRows([row(1, "good"), row(2, "other")]);
+    const slugs = async () => (await svc.search({ query: "desk lamp" }, now)).products.map((p) => p.merchant.slug).sort();
+    expect(await slugs()).toEqual(["good", "other"]);
+    svc.applyTrustScore({ slug: "good", trustScore: 0.1, operationalStatus: "active", computedAt: now.toISOString() });
+    expect(await slugs()).toEqual(["other"]);
+    svc.applyTrustScore({ slug: "good", trustScore: 0.7, operationalStatus: "active", computedAt: now.toISOString() });
+    expect(await slugs()).toEqual(["good", "other"]);
+    const minTrust = async (v: number) => (await svc.search({ query: "desk lamp", filters: { minTrustScore: v } }, now)).products.length;
+    expect(await minTrust(0.75)).toBe(1);
+    expect(await minTrust(0.5)).toBe(2);
+  });
+});
