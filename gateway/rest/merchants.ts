@@ -5,6 +5,8 @@
 import { Elysia, t } from "elysia";
 import { activeProductCount, getEligibleStore, isEuQualified, merchantSummary } from "../../actors/store/reads.ts";
 import { policiesView } from "../../actors/store/ingest.ts";
+import type { StoreRecord } from "../../actors/store/schemas.ts";
+import type { Sql } from "../../infra/db.ts";
 import { freshnessTier } from "../../search/ranking.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
@@ -27,6 +29,46 @@ const PROTOCOLS: Record<string, { name: string; description: string }> = {
   MOCK: { name: "Mock payments", description: "Simulated payment: no money moves (demo store)." },
 };
 
+/** The merchant profile an agent reads before buying (REST merchant route and MCP get_merchant_profile). */
+export async function merchantProfile(sql: Sql, store: StoreRecord, now: Date) {
+  return {
+    ...merchantSummary(store),
+    verificationLevelDetail: store.verificationLevel,
+    euQualified: isEuQualified(store),
+    country: store.country,
+    currency: store.currency,
+    platform: store.platform,
+    freshnessTier: freshnessTier(store.lastSyncAt, now),
+    policies: policiesView(store.policies, store.currency),
+    paymentProtocols: store.paymentMethods,
+    negotiation: store.negotiationRules?.enabled === true,
+    reviews: store.reviewRatingAvg === null ? null : { average: store.reviewRatingAvg, count: store.reviewCount },
+    productCount: await activeProductCount(sql, store.slug),
+    memberSince: store.createdAt,
+  };
+}
+
+/**
+ * The structured return and refund policy; `refundRequest` says how this surface asks for a refund (a REST
+ * endpoint or an MCP tool). Shared by the REST route and MCP get_return_policy.
+ */
+export function returnPolicy<R extends { approval: "merchant" }>(store: StoreRecord, refundRequest: R) {
+  const p = policiesView(store.policies, store.currency);
+  return {
+    slug: store.slug,
+    acceptsReturns: p.acceptsReturns,
+    returnWindowDays: p.acceptsReturns ? (p.returnWindowDays ?? null) : 0,
+    restockingFeePercent: p.restockingFeePercent ?? 0,
+    refundMethod: "original_payment_method",
+    refundRequest,
+    supportResponseTimeSla: p.supportResponseTimeSla ?? null,
+    policyVersion: store.policyVersion,
+    summary: p.acceptsReturns
+      ? `Returns accepted within ${p.returnWindowDays ?? "an unspecified number of"} days${p.restockingFeePercent ? `, ${p.restockingFeePercent}% restocking fee` : ", no restocking fee"}.`
+      : "This merchant does not accept returns.",
+  };
+}
+
 export function merchantRoutes(svc: Services) {
   return new Elysia({ name: "merchant-routes" })
     .use(agentAuth(svc))
@@ -34,21 +76,7 @@ export function merchantRoutes(svc: Services) {
       "/api/v1/agent/merchants/:slug",
       async ({ params }) => {
         const store = await getEligibleStore(svc.sql, params.slug);
-        return ok({
-          ...merchantSummary(store),
-          verificationLevelDetail: store.verificationLevel,
-          euQualified: isEuQualified(store),
-          country: store.country,
-          currency: store.currency,
-          platform: store.platform,
-          freshnessTier: freshnessTier(store.lastSyncAt, new Date(svc.clock.now())),
-          policies: policiesView(store.policies, store.currency),
-          paymentProtocols: store.paymentMethods,
-          negotiation: store.negotiationRules?.enabled === true,
-          reviews: store.reviewRatingAvg === null ? null : { average: store.reviewRatingAvg, count: store.reviewCount },
-          productCount: await activeProductCount(svc.sql, store.slug),
-          memberSince: store.createdAt,
-        });
+        return ok(await merchantProfile(svc.sql, store, new Date(svc.clock.now())));
       },
       { params: Slug, response: errorResponses(401, 403, 404), detail: { tags: ["merchants"], summary: "Merchant profile", security: sec } },
     )
@@ -78,20 +106,7 @@ export function merchantRoutes(svc: Services) {
       "/api/v1/agent/merchants/:slug/return-policy",
       async ({ params }) => {
         const store = await getEligibleStore(svc.sql, params.slug);
-        const p = policiesView(store.policies, store.currency);
-        return ok({
-          slug: store.slug,
-          acceptsReturns: p.acceptsReturns,
-          returnWindowDays: p.acceptsReturns ? (p.returnWindowDays ?? null) : 0,
-          restockingFeePercent: p.restockingFeePercent ?? 0,
-          refundMethod: "original_payment_method",
-          refundRequest: { endpoint: "POST /api/v1/agent/orders/{orderId}/refund", approval: "merchant" },
-          supportResponseTimeSla: p.supportResponseTimeSla ?? null,
-          policyVersion: store.policyVersion,
-          summary: p.acceptsReturns
-            ? `Returns accepted within ${p.returnWindowDays ?? "an unspecified number of"} days${p.restockingFeePercent ? `, ${p.restockingFeePercent}% restocking fee` : ", no restocking fee"}.`
-            : "This merchant does not accept returns.",
-        });
+        return ok(returnPolicy(store, { endpoint: "POST /api/v1/agent/orders/{orderId}/refund", approval: "merchant" }));
       },
       { params: Slug, response: errorResponses(401, 403, 404), detail: { tags: ["merchants"], summary: "Structured return and refund policy (feature tier: return_policy)", security: sec } },
     );

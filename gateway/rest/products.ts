@@ -8,7 +8,8 @@ import { storeActor } from "../../actors/store/index.ts";
 import { fitsCurrency } from "../../actors/store/ingest.ts";
 import { agentHint, matchZone, priceTrend, shippingCostMinor, sustainabilityScore } from "../../actors/store/insights.ts";
 import { getEligibleProduct, getEligibleStore, priceHistory, shippingZonesOf, toProductDetail } from "../../actors/store/reads.ts";
-import { toMajor, toMinor } from "../../actors/store/schemas.ts";
+import { toMajor, toMinor, type ProductRecord, type ShippingZone, type StoreRecord } from "../../actors/store/schemas.ts";
+import type { Sql } from "../../infra/db.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { freshnessTier, stockConfidence } from "../../search/ranking.ts";
 import { getSearchService } from "../../search/service.ts";
@@ -21,6 +22,83 @@ const sec = [{ agentApiKey: [] }];
 export const PRICE_HISTORY_DAYS = [30, 60, 90] as const;
 export const RECOMMENDATIONS_MAX = 20;
 export const RECOMMENDATIONS_DEFAULT = 5;
+
+/** Stock as we know it, with data freshness and an agentHint on how far to trust it (REST and MCP get_availability). */
+export function productAvailability(product: ProductRecord, store: StoreRecord, now: Date) {
+  const tier = freshnessTier(store.lastSyncAt, now);
+  const confidence = stockConfidence({ lastSyncAt: store.lastSyncAt }, now);
+  return {
+    productId: product.id,
+    inStock: product.inStock,
+    stockQuantity: product.stockQuantity,
+    stockTracked: product.stockQuantity !== null,
+    variants: product.variants.map((v) => ({ id: v.id, title: v.title, inStock: v.inStock, stockQuantity: v.stockQuantity })),
+    lastSyncAt: store.lastSyncAt,
+    productSyncedAt: product.syncedAt,
+    freshnessTier: tier,
+    stockConfidence: confidence,
+    agentHint: agentHint({ inStock: product.inStock, stockQuantity: product.stockQuantity, tier, confidence }),
+  };
+}
+
+/**
+ * Price observations over the last `days` in the product's current currency, with the opening, lowest and highest
+ * price and a trend (REST price-history route and MCP get_price_history).
+ */
+export async function productPriceHistory(sql: Sql, product: ProductRecord, days: number, now: Date) {
+  const { opening, points } = await priceHistory(sql, product.id, days, now);
+  const cur = product.currency;
+  const series = points.filter((p) => p.currency === cur);
+  const start = opening?.currency === cur ? opening.priceMinor : (series[0]?.priceMinor ?? product.priceMinor);
+  const all = [start, ...series.map((p) => p.priceMinor), product.priceMinor];
+  const { trend, changePercent } = priceTrend(start, product.priceMinor);
+  return {
+    productId: product.id,
+    currency: cur,
+    days,
+    currentPrice: toMajor(product.priceMinor, cur),
+    openingPrice: toMajor(start, cur),
+    lowestPrice: toMajor(Math.min(...all), cur),
+    highestPrice: toMajor(Math.max(...all), cur),
+    trend,
+    changePercent,
+    points: series.map((p) => ({ price: toMajor(p.priceMinor, cur), recordedAt: p.recordedAt })),
+  };
+}
+
+/**
+ * Shipping cost and delivery window of `quantity` units to a destination from the merchant's zones; not shipping
+ * there is an answer (`shippable: false`), not an error (REST shipping-estimate and MCP get_shipping_rates).
+ */
+export function shippingEstimate(
+  zones: readonly ShippingZone[],
+  product: ProductRecord,
+  store: StoreRecord,
+  dest: { countryCode: string; postalCode: string; quantity?: number },
+  now: Date,
+) {
+  const zone = matchZone(zones, dest.countryCode, dest.postalCode);
+  const quantity = dest.quantity ?? 1;
+  const countryCode = dest.countryCode.toUpperCase();
+  const base = { productId: product.id, merchantSlug: store.slug, countryCode, postalCode: dest.postalCode, quantity };
+  if (!zone) {
+    return { ...base, shippable: false, reason: `${store.name} does not ship to ${countryCode} ${dest.postalCode}.`, zone: null, cost: null, currency: null, freeShipping: false, minDays: null, maxDays: null, estimatedDelivery: null };
+  }
+  const { costMinor, free } = shippingCostMinor(zone, product.priceMinor, quantity, zone.currency === store.currency ? store.policies.freeShippingThresholdMinor : undefined);
+  const day = (d: number) => new Date(now.getTime() + d * 86_400_000).toISOString().slice(0, 10);
+  return {
+    ...base,
+    shippable: true,
+    zone: zone.name,
+    cost: toMajor(costMinor, zone.currency),
+    currency: zone.currency,
+    freeShipping: free,
+    freeShippingOver: zone.freeOverMinor === null ? null : toMajor(zone.freeOverMinor, zone.currency),
+    minDays: zone.minDays,
+    maxDays: zone.maxDays,
+    estimatedDelivery: { earliest: day(zone.minDays), latest: day(zone.maxDays) },
+  };
+}
 
 export function productRoutes(svc: Services) {
   const now = () => new Date(svc.clock.now());
@@ -38,21 +116,7 @@ export function productRoutes(svc: Services) {
       "/api/v1/agent/availability/:id",
       async ({ params }) => {
         const { product, store } = await getEligibleProduct(svc.sql, params.id);
-        const n = now();
-        const tier = freshnessTier(store.lastSyncAt, n);
-        const confidence = stockConfidence({ lastSyncAt: store.lastSyncAt }, n);
-        return ok({
-          productId: product.id,
-          inStock: product.inStock,
-          stockQuantity: product.stockQuantity,
-          stockTracked: product.stockQuantity !== null,
-          variants: product.variants.map((v) => ({ id: v.id, title: v.title, inStock: v.inStock, stockQuantity: v.stockQuantity })),
-          lastSyncAt: store.lastSyncAt,
-          productSyncedAt: product.syncedAt,
-          freshnessTier: tier,
-          stockConfidence: confidence,
-          agentHint: agentHint({ inStock: product.inStock, stockQuantity: product.stockQuantity, tier, confidence }),
-        });
+        return ok(productAvailability(product, store, now()));
       },
       { params: t.Object({ id: t.String({ minLength: 1 }) }), response: errorResponses(401, 403, 404), detail: { tags: ["catalog"], summary: "Stock and data freshness with an agentHint", security: sec } },
     )
@@ -64,25 +128,7 @@ export function productRoutes(svc: Services) {
           throw fail("validation_error", "Invalid query field 'days': must be 30, 60 or 90", { location: "query", field: "days", allowed: [...PRICE_HISTORY_DAYS] });
         }
         const { product } = await getEligibleProduct(svc.sql, params.id);
-        const n = now();
-        const { opening, points } = await priceHistory(svc.sql, product.id, days, n);
-        const cur = product.currency;
-        const series = points.filter((p) => p.currency === cur);
-        const start = opening?.currency === cur ? opening.priceMinor : (series[0]?.priceMinor ?? product.priceMinor);
-        const all = [start, ...series.map((p) => p.priceMinor), product.priceMinor];
-        const { trend, changePercent } = priceTrend(start, product.priceMinor);
-        return ok({
-          productId: product.id,
-          currency: cur,
-          days,
-          currentPrice: toMajor(product.priceMinor, cur),
-          openingPrice: toMajor(start, cur),
-          lowestPrice: toMajor(Math.min(...all), cur),
-          highestPrice: toMajor(Math.max(...all), cur),
-          trend,
-          changePercent,
-          points: series.map((p) => ({ price: toMajor(p.priceMinor, cur), recordedAt: p.recordedAt })),
-        });
+        return ok(await productPriceHistory(svc.sql, product, days, now()));
       },
       {
         params: t.Object({ id: Uuid }),
@@ -164,27 +210,7 @@ export function productRoutes(svc: Services) {
       "/api/v1/agent/shipping-estimate",
       async ({ body }) => {
         const { product, store } = await getEligibleProduct(svc.sql, body.productId);
-        const zones = await shippingZonesOf(svc.sql, store.slug);
-        const zone = matchZone(zones, body.countryCode, body.postalCode);
-        const quantity = body.quantity ?? 1;
-        const base = { productId: product.id, merchantSlug: store.slug, countryCode: body.countryCode.toUpperCase(), postalCode: body.postalCode, quantity };
-        if (!zone) {
-          return ok({ ...base, shippable: false, reason: `${store.name} does not ship to ${body.countryCode.toUpperCase()} ${body.postalCode}.`, zone: null, cost: null, currency: null, freeShipping: false, minDays: null, maxDays: null, estimatedDelivery: null });
-        }
-        const { costMinor, free } = shippingCostMinor(zone, product.priceMinor, quantity, zone.currency === store.currency ? store.policies.freeShippingThresholdMinor : undefined);
-        const day = (d: number) => new Date(svc.clock.now() + d * 86_400_000).toISOString().slice(0, 10);
-        return ok({
-          ...base,
-          shippable: true,
-          zone: zone.name,
-          cost: toMajor(costMinor, zone.currency),
-          currency: zone.currency,
-          freeShipping: free,
-          freeShippingOver: zone.freeOverMinor === null ? null : toMajor(zone.freeOverMinor, zone.currency),
-          minDays: zone.minDays,
-          maxDays: zone.maxDays,
-          estimatedDelivery: { earliest: day(zone.minDays), latest: day(zone.maxDays) },
-        });
+        return ok(shippingEstimate(await shippingZonesOf(svc.sql, store.slug), product, store, body, now()));
       },
       {
         body: t.Object({

@@ -11,7 +11,9 @@ import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { fail } from "../../../actors/runtime/errors.ts";
 import { storeCommerce } from "../../../actors/store/commerce.ts";
 import { toMajor } from "../../../search/money.ts";
+import { shippingZonesOf } from "../../../actors/store/reads.ts";
 import { orderView } from "../../rest/orders.ts";
+import { shippingEstimate } from "../../rest/products.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
@@ -412,16 +414,10 @@ export const getShippingRates = defineTool({
   confirmation: false,
   errors: { STORE_NOT_CONFIGURED: "the store has no shipping zones at all" },
   async handler(a, ctx) {
-    const { shippingZonesOf } = await import("../../../actors/store/reads.ts");
-    const { matchZone, shippingCostMinor } = await import("../../../actors/store/insights.ts");
     const { product, store } = await storeProduct(ctx, a.product_id);
     const zones = await shippingZonesOf(ctx.svc.sql, store.slug);
     if (zones.length === 0) throw fail("STORE_NOT_CONFIGURED", `${store.name} has no shipping zones configured.`, { store: store.slug, missing: "shipping_zones" });
-    const zone = matchZone(zones, a.country_code, a.postal_code);
-    const quantity = a.quantity ?? 1;
-    if (!zone) return { productId: product.id, shippable: false, reason: `${store.name} does not ship to ${a.country_code.toUpperCase()} ${a.postal_code}.` };
-    const { costMinor, free } = shippingCostMinor(zone, product.priceMinor, quantity, zone.currency === store.currency ? store.policies.freeShippingThresholdMinor : undefined);
-    return { productId: product.id, shippable: true, zone: zone.name, cost: toMajor(costMinor, zone.currency), currency: zone.currency, freeShipping: free, minDays: zone.minDays, maxDays: zone.maxDays, quantity };
+    return shippingEstimate(zones, product, store, { countryCode: a.country_code, postalCode: a.postal_code, quantity: a.quantity }, ctx.now);
   },
 });
 

@@ -1,15 +1,18 @@
 /**
  * Discovery tools (public: no credential needed): catalog search and reads of THIS store, merchant facts.
- * Thin: each calls the catalog read model / search service the REST routes use and shapes the result.
+ * Thin: each calls the same application function as its REST twin (gateway/rest/{compare,merchants,products}.ts)
+ * or the catalog read model / search service, so a view is defined once.
  */
 import { Type as T } from "@sinclair/typebox";
 import { fail } from "../../../actors/runtime/errors.ts";
 import { policiesView } from "../../../actors/store/ingest.ts";
-import { agentHint, compareProducts, priceTrend, type CompareItem } from "../../../actors/store/insights.ts";
-import { activeProductCount, findEligibleProducts, getEligibleProduct, isEuQualified, merchantSummary, priceHistory, toProductDetail } from "../../../actors/store/reads.ts";
-import { toMajor } from "../../../actors/store/schemas.ts";
-import { freshnessTier, stockConfidence, type SortOrder } from "../../../search/ranking.ts";
+import { agentHint } from "../../../actors/store/insights.ts";
+import { findEligibleProducts, getEligibleProduct, toProductDetail } from "../../../actors/store/reads.ts";
+import type { SortOrder } from "../../../search/ranking.ts";
 import { getSearchService } from "../../../search/service.ts";
+import { productComparison, resolveComparable } from "../../rest/compare.ts";
+import { merchantProfile, returnPolicy } from "../../rest/merchants.ts";
+import { productAvailability, productPriceHistory } from "../../rest/products.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
 import { parseAsk } from "./nlweb.ts";
 import { AnyObject, Open, ProductDetail, ProductSummary, SearchOutput, Strict, Uuid } from "./schemas.ts";
@@ -178,36 +181,11 @@ export const compareProductsTool = defineTool({
   confirmation: false,
   errors: { INSUFFICIENT_INPUT: "fewer than two of the ids resolve to products of this store" },
   async handler(a, ctx) {
-    const ids = [...new Set(a.product_ids.map((id) => id.toLowerCase()))];
-    const all = await findEligibleProducts(ctx.svc.sql, ids);
-    const resolved = ids.flatMap((id) => {
-      const f = all.get(id);
-      return f && f.store.slug === ctx.store.slug ? [f] : [];
-    });
-    const notFound = ids.filter((id) => !resolved.some((r) => r.product.id === id));
+    const { resolved, notFound } = await resolveComparable(ctx.svc.sql, a.product_ids, ctx.store.slug);
     if (resolved.length < 2) {
       throw fail("INSUFFICIENT_INPUT", "A comparison needs at least two products of this store.", { resolved: resolved.length, notFound });
     }
-    const items: CompareItem[] = resolved.map(({ product, store }) => ({
-      id: product.id,
-      title: product.title,
-      priceMinor: product.priceMinor,
-      currency: product.currency,
-      inStock: product.inStock,
-      trustScore: store.trustScore,
-      merchantSlug: store.slug,
-      policies: policiesView(store.policies, store.currency),
-      freeShippingThresholdMinor: store.policies.freeShippingThresholdMinor ?? null,
-    }));
-    const comparison = compareProducts(items, toMajor);
-    return {
-      products: resolved.map(({ product, store }) => {
-        const d = toProductDetail(product, store, ctx.now);
-        return { id: d.id, title: d.title, price: d.price, currency: d.currency, inStock: d.inStock, category: d.category, policies: d.policies };
-      }),
-      ...comparison,
-      notFound,
-    };
+    return { ...productComparison(resolved, ctx.now), notFound };
   },
 });
 
@@ -262,21 +240,7 @@ export const getMerchantProfile = defineTool({
   scopes: ["merchants:read"],
   confirmation: false,
   async handler(_a, ctx) {
-    const s = ctx.store;
-    return {
-      ...merchantSummary(s),
-      verificationLevelDetail: s.verificationLevel,
-      euQualified: isEuQualified(s),
-      country: s.country,
-      currency: s.currency,
-      platform: s.platform,
-      freshnessTier: freshnessTier(s.lastSyncAt, ctx.now),
-      policies: policiesView(s.policies, s.currency),
-      paymentProtocols: s.paymentMethods,
-      negotiation: s.negotiationRules?.enabled === true,
-      reviews: s.reviewRatingAvg === null ? null : { average: s.reviewRatingAvg, count: s.reviewCount },
-      productCount: await activeProductCount(ctx.svc.sql, s.slug),
-    };
+    return merchantProfile(ctx.svc.sql, ctx.store, ctx.now);
   },
 });
 
@@ -295,18 +259,7 @@ export const getAvailability = defineTool({
   confirmation: false,
   async handler(a, ctx) {
     const { product, store } = await storeProduct(ctx, a.product_id);
-    const tier = freshnessTier(store.lastSyncAt, ctx.now);
-    const confidence = stockConfidence({ lastSyncAt: store.lastSyncAt }, ctx.now);
-    return {
-      productId: product.id,
-      inStock: product.inStock,
-      stockQuantity: product.stockQuantity,
-      variants: product.variants.map((v) => ({ id: v.id, title: v.title, inStock: v.inStock, stockQuantity: v.stockQuantity })),
-      lastSyncAt: store.lastSyncAt,
-      freshnessTier: tier,
-      stockConfidence: confidence,
-      agentHint: agentHint({ inStock: product.inStock, stockQuantity: product.stockQuantity, tier, confidence }),
-    };
+    return productAvailability(product, store, ctx.now);
   },
 });
 
@@ -327,25 +280,7 @@ export const getPriceHistory = defineTool({
   confirmation: false,
   async handler(a, ctx) {
     const { product } = await storeProduct(ctx, a.product_id);
-    const days = a.days ?? 30;
-    const { opening, points } = await priceHistory(ctx.svc.sql, product.id, days, ctx.now);
-    const cur = product.currency;
-    const series = points.filter((p) => p.currency === cur);
-    const start = opening?.currency === cur ? opening.priceMinor : (series[0]?.priceMinor ?? product.priceMinor);
-    const all = [start, ...series.map((p) => p.priceMinor), product.priceMinor];
-    const { trend, changePercent } = priceTrend(start, product.priceMinor);
-    return {
-      productId: product.id,
-      currency: cur,
-      days,
-      currentPrice: toMajor(product.priceMinor, cur),
-      openingPrice: toMajor(start, cur),
-      lowestPrice: toMajor(Math.min(...all), cur),
-      highestPrice: toMajor(Math.max(...all), cur),
-      trend,
-      changePercent,
-      points: series.map((p) => ({ price: toMajor(p.priceMinor, cur), recordedAt: p.recordedAt })),
-    };
+    return productPriceHistory(ctx.svc.sql, product, a.days ?? 30, ctx.now);
   },
 });
 
@@ -385,21 +320,7 @@ export const getReturnPolicy = defineTool({
   scopes: ["merchants:read"],
   confirmation: false,
   async handler(_a, ctx) {
-    const s = ctx.store;
-    const p = policiesView(s.policies, s.currency);
-    return {
-      slug: s.slug,
-      acceptsReturns: p.acceptsReturns,
-      returnWindowDays: p.acceptsReturns ? (p.returnWindowDays ?? null) : 0,
-      restockingFeePercent: p.restockingFeePercent ?? 0,
-      refundMethod: "original_payment_method",
-      refundRequest: { tool: "onx_create_return", approval: "merchant" },
-      supportResponseTimeSla: p.supportResponseTimeSla ?? null,
-      policyVersion: s.policyVersion,
-      summary: p.acceptsReturns
-        ? `Returns accepted within ${p.returnWindowDays ?? "an unspecified number of"} days${p.restockingFeePercent ? `, ${p.restockingFeePercent}% restocking fee` : ", no restocking fee"}.`
-        : "This merchant does not accept returns.",
-    };
+    return returnPolicy(ctx.store, { tool: "onx_create_return", approval: "merchant" });
   },
 });
 
