@@ -23,11 +23,17 @@ const BRIDGED_PROTOCOLS = [
 const Slug = t.Object({ slug: t.String({ minLength: 1 }) });
 const sec = [{ agentApiKey: [] }];
 
-const PROTOCOLS: Record<string, { name: string; description: string }> = {
+/** Names and descriptions of the payment protocols a store may list (REST protocols route and MCP get_supported_protocols). */
+export const PROTOCOLS: Record<string, { name: string; description: string }> = {
   card: { name: "Card checkout", description: "Card-processor checkout (the default)." },
   x402: { name: "x402", description: "Stablecoin settlement over x402 v2 (USDC on Base)." },
   MOCK: { name: "Mock payments", description: "Simulated payment: no money moves (demo store)." },
 };
+
+/** The protocol an agent should pick when it may choose: card when offered, else the store's first. */
+export function preferredProtocol(store: Pick<StoreRecord, "paymentMethods">): string | null {
+  return store.paymentMethods.includes("card") ? "card" : (store.paymentMethods[0] ?? null);
+}
 
 /** The merchant profile an agent reads before buying (REST merchant route and MCP get_merchant_profile). */
 export async function merchantProfile(sql: Sql, store: StoreRecord, now: Date) {
@@ -91,7 +97,7 @@ export function merchantRoutes(svc: Services) {
           // x402 is payable only with the merchant's server-side wallet (actors/payments/x402-config.ts).
           ...(id === "x402" ? { version: 2, scheme: "exact", configured: x402 !== undefined, network: x402?.network ?? null, asset: x402?.asset.address ?? null } : {}),
         }));
-        const preferred = store.paymentMethods.includes("card") ? "card" : (store.paymentMethods[0] ?? null);
+        const preferred = preferredProtocol(store);
         return ok({
           slug: store.slug,
           protocols: list,

@@ -11,7 +11,7 @@ import { findEligibleProducts, getEligibleProduct, toProductDetail } from "../..
 import type { SortOrder } from "../../../search/ranking.ts";
 import { getSearchService } from "../../../search/service.ts";
 import { productComparison, resolveComparable } from "../../rest/compare.ts";
-import { merchantProfile, returnPolicy } from "../../rest/merchants.ts";
+import { merchantProfile, preferredProtocol, PROTOCOLS, returnPolicy } from "../../rest/merchants.ts";
 import { productAvailability, productPriceHistory } from "../../rest/products.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
 import { parseAsk } from "./nlweb.ts";
@@ -324,8 +324,6 @@ export const getReturnPolicy = defineTool({
   },
 });
 
-const PROTOCOL_NAMES: Record<string, string> = { card: "Card checkout (default)", x402: "x402 stablecoin settlement", MOCK: "Mock payments (demo: no money moves)" };
-
 export const getSupportedProtocols = defineTool({
   name: "get_supported_protocols",
   title: "Get supported protocols",
@@ -344,8 +342,8 @@ export const getSupportedProtocols = defineTool({
     const base = `${ctx.svc.siteUrl}/${s.slug}/mcp`;
     return {
       slug: s.slug,
-      protocols: s.paymentMethods.map((id) => ({ id, name: PROTOCOL_NAMES[id] ?? id })),
-      preferred: s.paymentMethods.includes("card") ? "card" : (s.paymentMethods[0] ?? null),
+      protocols: s.paymentMethods.map((id) => ({ id, ...(PROTOCOLS[id] ?? { name: id, description: "" }) })),
+      preferred: preferredProtocol(s),
       bridge: ["acp", "ap2", "ucp"],
       mcp: { endpoint: base, discovery: `${base}/discovery`, customer: `${base}/customer`, checkout: `${base}/checkout`, protocolVersion: "2025-11-25" },
     };
