@@ -5,9 +5,9 @@
  * never apply one twice.
  */
 import postgres from "postgres";
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { createServer } from "node:net";
 import { log } from "./log.ts";
 
@@ -93,6 +93,16 @@ export async function startEmbeddedPostgres(dir: string): Promise<{ url: string;
   if (!existsSync(join(dataDir, "PG_VERSION"))) {
     await mkdir(dataDir, { recursive: true });
     await rm(dataDir, { recursive: true, force: true });
+    if (process.getuid?.() === 0) {
+      // As root, initdb runs as the `postgres` user, which must be able to traverse DATA_DIR (a private 0700
+      // directory such as one from mktemp would refuse it). Grant traverse-only (o+x), never read.
+      const parent = dirname(dataDir);
+      const mode = (await stat(parent)).mode & 0o777;
+      if (!(mode & 0o001)) {
+        await chmod(parent, mode | 0o001);
+        log.info("granted traverse permission on DATA_DIR for the embedded postgres user", { dir: parent });
+      }
+    }
     await pg.initialise();
   }
   await pg.start();

@@ -1,0 +1,75 @@
+/**
+ * The README's start command, as a user runs it: `bun gateway/main.ts start` with no DATABASE_URL (embedded
+ * Postgres in DATA_DIR), then SIGTERM. Proves the embedded default boots, seeds, answers health with the
+ * spec's headers, and shuts down gracefully (exit 0, embedded Postgres stopped).
+ */
+import { afterAll, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createServer } from "node:net";
+
+const root = new URL("../..", import.meta.url).pathname;
+let dataDir = "";
+let proc: ReturnType<typeof Bun.spawn> | undefined;
+
+afterAll(async () => {
+  proc?.kill("SIGKILL");
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address() as { port: number };
+      s.close(() => resolve(a.port));
+    });
+  });
+}
+
+test("the embedded default starts with no configuration, answers health, and stops cleanly on SIGTERM", async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "acs-e2e-start-"));
+  const port = await freePort();
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: "warn" };
+  proc = Bun.spawn(["bun", "gateway/main.ts", "start"], { cwd: root, env, stdout: "pipe", stderr: "pipe" });
+  // drain the child's output (an unread pipe can block it) and keep it for the failure message
+  let output = "";
+  const drain = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) output += new TextDecoder().decode(chunk);
+  };
+  void drain(proc.stdout as ReadableStream<Uint8Array>);
+  void drain(proc.stderr as ReadableStream<Uint8Array>);
+  const url = `http://127.0.0.1:${port}/api/v1/health`;
+  let res: Response | undefined;
+  for (let i = 0; i < 120 && !res; i++) {
+    await Bun.sleep(250);
+    res = await fetch(url).catch(() => undefined);
+  }
+  if (!res) console.error(`start output:\n${output}`);
+  expect(res).toBeDefined();
+  expect(res!.status).toBe(200);
+  expect(res!.headers.get("x-agent-commerce")).toBe("1");
+  expect(res!.headers.get("x-initiated-by")).toBe("ai-agent");
+  expect(res!.headers.get("x-request-id")).toBeTruthy();
+  const body = (await res!.json()) as { data: { database: { ok: boolean }; qtsp: { enabled: boolean } } };
+  expect(body.data.database.ok).toBe(true);
+  expect(body.data.qtsp.enabled).toBe(false);
+  // the demo store was seeded: its MCP discovery endpoint answers without a key
+  const mcp = await fetch(`http://127.0.0.1:${port}/demo-store/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_products", arguments: { query: "headphones" } } }),
+  });
+  expect(mcp.status).toBe(200);
+  expect(existsSync(join(dataDir, "pg", "PG_VERSION"))).toBe(true);
+
+  proc.kill("SIGTERM");
+  const code = await Promise.race([proc.exited, Bun.sleep(20_000).then(() => "timeout" as const)]);
+  expect(code).toBe(0);
+  // the embedded Postgres was stopped with the process: its pid file is gone
+  expect(existsSync(join(dataDir, "pg", "postmaster.pid"))).toBe(false);
+  expect(await fetch(url).catch(() => "refused")).toBe("refused");
+  proc = undefined;
+}, 90_000);
