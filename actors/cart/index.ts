@@ -21,7 +21,16 @@ import { assertCapturedAmount, type ChargeResult, type PaymentRail } from "../pa
 import { evaluateRisk, parseRiskMode, riskGateError, type RiskResult } from "../payments/risk-gate.ts";
 import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
 import { ActorError, fail } from "../runtime/errors.ts";
-import { commerceMessages, findCoupons, outboxCheckoutAbandoned, readCatalog, storeCommerce, type CatalogLine } from "../store/commerce.ts";
+import {
+  beginLegRows,
+  cancelPendingOrderRows,
+  commerceMessages,
+  findCoupons,
+  outboxCheckoutAbandoned,
+  readCatalog,
+  settleLegRows,
+  type CatalogLine,
+} from "../store/commerce.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
 import { applyCartEvent, assertCartMutable, isCartExpired, newCartHeader, type CartHeader } from "./cart-machine.ts";
 import {
@@ -189,8 +198,13 @@ function toCoupon(row: Awaited<ReturnType<typeof findCoupons>>[number]): Coupon 
   };
 }
 
-async function price(ctx: Ctx, cart: Pick<CartRecord, "items" | "couponCode" | "keyId">, couponCode = cart.couponCode): Promise<Priced> {
-  const catalog = await readCatalog(ctx.sql, cart.items.map((i) => i.productId), cart.keyId);
+async function price(
+  ctx: Ctx,
+  cart: Pick<CartRecord, "items" | "couponCode" | "keyId">,
+  couponCode = cart.couponCode,
+  loaded?: Map<string, CatalogLine>,
+): Promise<Priced> {
+  const catalog = loaded ?? (await readCatalog(ctx.sql, cart.items.map((i) => i.productId), cart.keyId));
   const lines: PricedLine[] = [];
   const shipping: Record<string, ShippingRule> = {};
   for (const [i, item] of cart.items.entries()) {
@@ -531,7 +545,11 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
     process.kill(process.pid, "SIGKILL");
     await Bun.sleep(10_000);
   }
-  // Record each leg on its store: captured → stock committed, order paid; rolled back → stock released.
+  // Record each leg: captured → stock committed, order paid; rolled back → stock released. These rows commit in
+  // this turn's transaction together with the session's new state.
+  const tx = await ctx.tx();
+  const now0 = ctx.now();
+  const changed: Record<string, string[]> = {};
   await Promise.all(
     pending.map(async (leg) => {
       const r = results[leg.storeId];
@@ -540,24 +558,28 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       if (r.outcome === "captured") {
         const res = (r as { result?: ChargeResult }).result;
         if (res) assertCapturedAmount(res, { amountMinor: leg.amountMinor, currency: leg.currency });
-        try {
-          await ctx.ask(storeCommerce, leg.storeId, "settleLeg", {
+        const done = await settleLegRows(
+          tx,
+          leg.storeId,
+          {
             orderId,
             reservationId,
             outcome: "captured",
             intentId: reservationId,
             captureRef: r.captureRef,
             simulated: res?.status === "captured" ? res.simulated : false,
-          });
-        } catch {
-          // Captured but not recorded: keep the leg unknown so reconciliation records it (never charges again).
-          results[leg.storeId] = { outcome: "unknown" };
-        }
+            totalMinor: leg.amountMinor,
+            currency: leg.currency,
+          },
+          now0,
+        );
+        if (done.changed.length) changed[leg.storeId] = done.changed;
       } else if (r.outcome === "declined" || r.outcome === "failed" || r.outcome === "not_approved") {
-        await ctx.ask(storeCommerce, leg.storeId, "settleLeg", { orderId, reservationId, outcome: "released", note: r.outcome });
+        await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: r.outcome }, now0);
       }
     }),
   );
+  for (const [storeSlug, upserted] of Object.entries(changed)) ctx.publish("catalog.changed", { storeSlug, upserted, removed: [] });
   const settled = settleLegs(s.legs, results);
   const now = ctx.now();
   const moved = applyCheckoutEvent(s, settled.event, now);
@@ -612,16 +634,17 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
   const now = ctx.now();
   const moved = { ...s, ...applyCheckoutEvent(s, event, now) };
   ctx.state.session = moved;
-  // Unpaid orders of the session are canceled and their stock released.
-  await Promise.all(
-    Object.entries(s.orderIds).map(async ([slug, orderId]) => {
-      const leg = s.legs.find((l) => l.storeId === slug);
-      if (leg?.status === "captured") return;
-      await ctx.ask(storeCommerce, slug, "cancelOrder", { orderId, reason: `checkout_${moved.status.toLowerCase()}` }).catch((err: unknown) => {
-        if (!(err instanceof ActorError && err.code === "ORDER_NOT_FOUND")) throw err;
-      });
-    }),
-  );
+  // Unpaid orders of the session are canceled and their stock released, in this turn's transaction.
+  const unpaid = Object.entries(s.orderIds).filter(([slug]) => s.legs.find((l) => l.storeId === slug)?.status !== "captured");
+  if (unpaid.length) {
+    const tx = await ctx.tx();
+    await Promise.all(
+      unpaid.map(([slug, orderId]) => {
+        const leg = s.legs.find((l) => l.storeId === slug);
+        return cancelPendingOrderRows(tx, slug, { orderId, totalMinor: leg?.amountMinor ?? 0, currency: leg?.currency ?? s.totals.currency, reason: `checkout_${moved.status.toLowerCase()}` }, now);
+      }),
+    );
+  }
   const cart = ctx.state.cart as CartRecord;
   if (cart.status === "CHECKOUT" && !s.legs.some((l) => l.status === "captured")) ctx.state.cart = applyCartEvent(cart, "end_checkout", now);
   await ctx.cancelReminder("session");
@@ -649,7 +672,9 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   }
   if (decision.action === "reconcile") return runPayment(ctx, "reconcile");
 
-  // start: the merchant state must still be what was approved
+  // start: the merchant state must still be what was approved. The risk inputs are read meanwhile.
+  const riskRead = riskInputs(ctx, body.keyId);
+  riskRead.catch(() => {}); // awaited below; a refusal before that must not leave an unhandled rejection
   const priced = fresh ?? (await price(ctx, ctx.state.cart as CartRecord));
   if (!fresh) {
     try {
@@ -687,29 +712,31 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   }
 
   // Risk gate before settlement; a step-up or block leaves the session untouched.
-  const { keyCreatedAt, recent } = await riskInputs(ctx, body.keyId);
+  const { keyCreatedAt, recent } = await riskRead;
   const firstStore = stores.get(unpaid[0]?.storeId ?? "");
   const risk = evaluateRisk({ amountMinor, currency, now, keyCreatedAt, recentCheckoutTimes: recent, storeCountry: firstStore?.country ?? null }, configOf(ctx.sql).riskMode);
   const gate = riskGateError(risk);
   if (gate) throw fail(gate.code, gate.message, { ...gate.details, checkout_session_id: s.id, signals: risk.signals });
 
-  // Hold the stock and write the pending orders, still READY_FOR_PAYMENT: a shortage is a blocked state.
+  // Hold the stock and write the pending orders (one statement per store) in this turn's transaction, which also
+  // commits the session IN_PROGRESS with its intent ids: both are durable before the processor is called, or
+  // neither is. A shortage is a blocked state.
   s = bindIdempotencyKey(s, key);
   const prepared = prepareLegsForCharge(s.id, key, s.legs);
   const orderIds = { ...s.orderIds };
   for (const leg of prepared) orderIds[leg.storeId] ??= orderIdFor(s.id, leg.storeId);
   const byStore = new Map(s.totals.stores.map((st) => [st.storeId, st]));
   const cart = ctx.state.cart as CartRecord;
-  // Never hold this turn's transaction (a pooled connection) while waiting on another actor: with many carts
-  // paying at once, the store actor would wait for a connection the waiting carts hold.
-  await ctx.checkpoint();
-  try {
-    await Promise.all(
-      prepared
-        .filter((leg) => leg.status === "processing")
-        .map((leg) => {
-          const st = byStore.get(leg.storeId)!;
-          return ctx.ask(storeCommerce, leg.storeId, "beginLeg", {
+  const tx = await ctx.tx();
+  const begun = await Promise.allSettled(
+    prepared
+      .filter((leg) => leg.status === "processing")
+      .map((leg) => {
+        const st = byStore.get(leg.storeId)!;
+        return beginLegRows(
+          tx,
+          leg.storeId,
+          {
             orderId: orderIds[leg.storeId],
             checkoutSessionId: s.id,
             cartId: cart.id,
@@ -731,23 +758,21 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
               quantity: l.quantity,
               unitPriceMinor: l.unitPriceMinor,
             })),
-          });
-        }),
-    );
-  } catch (err) {
+          },
+          now,
+        );
+      }),
+  );
+  const refused = begun.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (refused) {
+    const err = refused.reason;
     if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED") {
-      // Give back what the other stores held for this attempt, then fail the session.
-      await Promise.all(
-        prepared
-          .filter((leg) => leg.status === "processing")
-          .map((leg) => ctx.ask(storeCommerce, leg.storeId, "settleLeg", { orderId: orderIds[leg.storeId], reservationId: leg.intentId as string, outcome: "released", note: "blocked" }).catch(() => undefined)),
-      );
+      // The other stores' holds of this attempt go back with their orders; the session fails.
       await endSessionUnpaid(ctx, { ...s, orderIds }, "state_blocked");
       await ctx.checkpoint();
     }
     throw err;
   }
-  // The intent ids are durable before the processor is called.
   const started = applyCheckoutEvent(s, "begin_payment", now);
   ctx.state.session = { ...s, ...started, legs: prepared, orderIds, tokens: { ...s.tokens, ...tokens }, rail, risk };
   await ctx.schedule("reconcile", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
@@ -807,7 +832,7 @@ export const cartActor = defineActor({
       });
       const header = newCartHeader(now);
       const draft: CartRecord = { ...header, id: ctx.id, keyId: body.keyId, createdAt: now, currency: "", items, couponCode: null };
-      const priced = await price(ctx, draft); // CURRENCY_MISMATCH here
+      const priced = await price(ctx, draft, null, catalog); // CURRENCY_MISMATCH here
       draft.currency = priced.totals.currency;
       ctx.state.cart = draft;
       return cartView(ctx.state, priced.totals);

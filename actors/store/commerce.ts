@@ -321,10 +321,12 @@ async function moveOrder(tx: Sql, o: OrderRow, event: OrderEvent, actor: "agent"
   const next = applyOrderEvent(header, event, actor, now);
   const from = o.status;
   const to = next.status;
-  await tx`UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1,
+  // Conditional on the status read: a checkout's cart writes its own orders (pending → paid) concurrently.
+  const moved = await tx`UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1,
       delivered_at = CASE WHEN ${event === "deliver"} THEN now() ELSE delivered_at END,
       paid_at = CASE WHEN ${event === "mark_paid"} THEN now() ELSE paid_at END
-    WHERE id = ${o.id}`;
+    WHERE id = ${o.id} AND status = ${from}`;
+  if (moved.count !== 1) throw fail("conflict", "The order changed meanwhile; read it again.", { order_id: o.id });
   await tx`INSERT INTO order_events (order_id, type, from_status, to_status, data) VALUES (${o.id}, ${event}, ${from}, ${to}, ${tx.json({ actor, ...data } as never)})`;
   if (from !== to) await outboxStatusChanged(tx, o, from, to, now);
   return to;
@@ -358,6 +360,219 @@ async function settleReservation(tx: Sql, slug: string, id: string, to: "committ
   // Only tracked stock changed; untracked products need no reindex.
   const tracked = await tx<{ id: string }[]>`SELECT id FROM products WHERE id = ANY(${ids}::uuid[]) AND stock_quantity IS NOT NULL`;
   return tracked.map((r) => r.id);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Payment legs as rows. Each step is ONE statement (data-modifying CTEs), so a caller can run it inside its own
+// turn's transaction: the cart actor does (hold + pending order + items + event + outbox + allowlist) in the
+// transaction that also commits its IN_PROGRESS state, and (commit stock + paid + event + outbox + coupon) in
+// the one that commits COMPLETED. Stock is the only thing serialised per store, and a conditional UPDATE of the
+// product row does that (row lock, re-checked on the latest version), so no store actor turn is needed.
+
+export type SettleLegBody = Static<(typeof commerceMessages)["settleLeg"]>;
+
+/** The stock a leg asks for, summed per product (two variant lines of one product hold the product's stock together). */
+function wantedStock(lines: readonly { productId: string; quantity: number }[]): { ids: string[]; qs: number[] } {
+  const want = new Map<string, number>();
+  for (const l of lines) want.set(l.productId, (want.get(l.productId) ?? 0) + l.quantity);
+  return { ids: [...want.keys()], qs: [...want.values()] };
+}
+
+/**
+ * Starts one store's payment leg: holds tracked stock (untracked stock is unlimited and never locked), writes the
+ * reservation and the order `pending` with its items, `created` event, `order.created` outbox row and the key's
+ * allowlist binding. Idempotent per reservation id; a later attempt of the same session reuses the order.
+ * A shortage gives back what the statement held and throws STATE_EXECUTION_BLOCKED.
+ */
+export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number): Promise<{ orderId: string; created: boolean }> {
+  const { ids, qs } = wantedStock(b.lines);
+  const railLabel = b.paymentMethod === "MOCK" ? "MOCK" : b.paymentRail;
+  const created = {
+    event: "order.created",
+    timestamp: iso(now),
+    orderId: b.orderId,
+    merchantSlug: slug,
+    totalAmount: toMajor(b.totalMinor, b.currency),
+    currency: b.currency,
+    status: "pending",
+  };
+  const [r] = await db<{ prior_status: string | null; prior_order: string | null; go: boolean; held: string[]; inserted: number }[]>`
+    WITH want AS (SELECT * FROM unnest(${ids}::uuid[], ${qs}::int[]) AS w(id, q)),
+    prior AS (SELECT status, order_id FROM stock_reservations WHERE id = ${b.reservationId}),
+    held AS (
+      UPDATE products p SET reserved_quantity = p.reserved_quantity + w.q
+      FROM want w
+      WHERE p.id = w.id AND p.store_slug = ${slug} AND p.active AND p.in_stock AND p.stock_quantity IS NOT NULL
+        AND p.stock_quantity - p.reserved_quantity >= w.q AND NOT EXISTS (SELECT 1 FROM prior)
+      RETURNING p.id, w.q),
+    free AS (
+      SELECT p.id FROM products p JOIN want w ON w.id = p.id
+      WHERE p.store_slug = ${slug} AND p.active AND p.in_stock AND p.stock_quantity IS NULL),
+    ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM held) + (SELECT count(*) FROM free) = ${ids.length} AS go),
+    res AS (
+      INSERT INTO stock_reservations (id, store_slug, order_id, lines)
+      SELECT ${b.reservationId}, ${slug}, ${b.orderId},
+        COALESCE((SELECT jsonb_agg(jsonb_build_object('productId', id, 'quantity', q)) FROM held), '[]'::jsonb)
+      FROM ok WHERE go),
+    ins AS (
+      INSERT INTO orders (id, store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id,
+        cart_id, subtotal_minor, discount_minor, shipping_minor, tax_minor, coupon_code, payment_method, intent_id)
+      SELECT ${b.orderId}, ${slug}, 'agent', ${b.agentKeyId}, ${`agent:${b.agentKeyId}`}, 'pending', ${b.totalMinor}, ${b.currency}, ${railLabel},
+        ${b.checkoutSessionId}, ${b.cartId}, ${b.subtotalMinor}, ${b.discountMinor}, ${b.shippingMinor}, ${b.taxMinor}, ${b.couponCode},
+        ${b.paymentMethod}, ${b.reservationId}
+      FROM ok WHERE go
+      ON CONFLICT DO NOTHING RETURNING id),
+    reuse AS (
+      -- Another attempt of the same session: the order exists, stays pending and now waits for this attempt.
+      UPDATE orders SET intent_id = ${b.reservationId}, payment_method = ${b.paymentMethod}, payment_rail = ${railLabel}, updated_at = now()
+      WHERE id = ${b.orderId} AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),
+    items AS (
+      INSERT INTO order_items (order_id, product_id, variant_id, title, quantity, unit_price_minor)
+      SELECT ins.id, l.* FROM ins, unnest(${b.lines.map((l) => l.productId)}::uuid[], ${b.lines.map((l) => l.variantId)}::uuid[],
+        ${b.lines.map((l) => l.title)}::text[], ${b.lines.map((l) => l.quantity)}::int[], ${b.lines.map((l) => l.unitPriceMinor)}::bigint[]) AS l),
+    ev AS (
+      INSERT INTO order_events (order_id, type, to_status, data)
+      SELECT id, 'created', 'pending', ${db.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId } as never)}::jsonb FROM ins
+      UNION ALL
+      SELECT id, 'payment_attempt', NULL, ${db.json({ intent_id: b.reservationId } as never)}::jsonb FROM reuse),
+    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.created', ${db.json(created as never)}::jsonb FROM ins),
+    -- The key's first order with this store creates its allowlist binding (refund requests need it).
+    allow AS (INSERT INTO store_agent_allowlist (store_slug, agent_key_id) SELECT ${slug}, ${b.agentKeyId} FROM ins ON CONFLICT DO NOTHING)
+    SELECT (SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
+      ARRAY(SELECT id::text FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted`;
+  if (r.prior_status) {
+    if (r.prior_status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
+    return { orderId: r.prior_order as string, created: false };
+  }
+  if (!r.go) {
+    const heldQ = r.held.map((id) => qs[ids.indexOf(id)]);
+    if (r.held.length) {
+      // Give back the lines this statement held before it found another line short.
+      await db`UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q)
+        FROM unnest(${r.held}::uuid[], ${heldQ}::int[]) AS w(id, q) WHERE p.id = w.id`;
+    }
+    const levels = await db<{ id: string; available: number | null }[]>`
+      SELECT id, CASE WHEN NOT in_stock OR NOT active OR store_slug <> ${slug} THEN 0 WHEN stock_quantity IS NULL THEN NULL
+        ELSE GREATEST(0, stock_quantity - reserved_quantity) END AS available
+      FROM products WHERE id = ANY(${ids}::uuid[])`;
+    const avail = new Map(levels.map((l) => [l.id, l.available]));
+    const reasons = ids
+      .map((id, i) => ({ id, q: qs[i], a: avail.has(id) ? avail.get(id)! : 0 }))
+      .filter((x) => x.a !== null && x.a < x.q)
+      .map((x) => ({ code: x.a === 0 ? "out_of_stock" : "stock_insufficient", store_id: slug, product_id: x.id, requested: x.q, available: x.a }));
+    throw fail("STATE_EXECUTION_BLOCKED", "Stock no longer covers the cart.", { reasons });
+  }
+  return { orderId: b.orderId, created: r.inserted > 0 };
+}
+
+/**
+ * Settles one leg in one statement. `captured`: the held stock is committed, the order moves pending → paid with
+ * its capture reference, history event, `order.status_changed` outbox row and the coupon's use. `released`: the
+ * stock goes back and the order stays pending (history `payment_rolled_back`). Idempotent: a settled reservation
+ * and a non-pending order are left alone. Returns the order's status and the tracked products whose stock changed.
+ */
+export async function settleLegRows(
+  db: Sql,
+  slug: string,
+  b: SettleLegBody & { totalMinor?: number; currency?: string },
+  now: number,
+): Promise<{ status: OrderStatus; changed: string[] }> {
+  if (b.outcome === "released") {
+    const [r] = await db<{ status: OrderStatus | null }[]>`
+      WITH rsv AS (
+        UPDATE stock_reservations SET status = 'released', updated_at = now()
+        WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
+      w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
+      back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q) FROM w WHERE p.id = w.id),
+      ev AS (
+        INSERT INTO order_events (order_id, type, data)
+        SELECT id, 'payment_rolled_back', ${db.json({ intent_id: b.reservationId, note: b.note ?? null } as never)}::jsonb
+        FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug})
+      SELECT (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
+    if (!r?.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });
+    return { status: r.status, changed: [] };
+  }
+  let totalMinor = b.totalMinor;
+  let currency = b.currency;
+  if (totalMinor === undefined || currency === undefined) {
+    const o = await loadOrder(db, slug, b.orderId);
+    totalMinor = Number(o.total_minor);
+    currency = o.currency;
+  }
+  // The machine names the move (pending → paid by the system); the statement applies it only to a pending order.
+  const to = applyOrderEvent({ status: "pending" as OrderStatus, createdAt: now, deliveredAt: null, history: [] }, "mark_paid", "system", now).status;
+  const changedPayload = {
+    event: "order.status_changed",
+    timestamp: iso(now),
+    orderId: b.orderId,
+    merchantSlug: slug,
+    fromStatus: "pending",
+    toStatus: to,
+    totalAmount: toMajor(totalMinor, currency),
+    currency,
+  };
+  const [r] = await db<{ paid: number; changed: string[]; status: OrderStatus | null }[]>`
+    WITH rsv AS (
+      UPDATE stock_reservations SET status = 'committed', updated_at = now()
+      WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
+    w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
+    sold AS (
+      UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
+        stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE GREATEST(0, p.stock_quantity - w.q) END,
+        in_stock = CASE WHEN p.stock_quantity IS NULL THEN p.in_stock ELSE p.stock_quantity - w.q > 0 END,
+        updated_at = now()
+      FROM w WHERE p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL AS tracked),
+    o AS (
+      UPDATE orders SET status = ${to}, capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId},
+        simulated = ${b.simulated ?? false}, paid_at = now(), updated_at = now(), version = version + 1
+      WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id, coupon_code),
+    ev AS (
+      INSERT INTO order_events (order_id, type, from_status, to_status, data)
+      SELECT id, 'mark_paid', 'pending', ${to}, ${db.json({ actor: "system", capture_ref: b.captureRef ?? null, intent_id: b.intentId ?? null } as never)}::jsonb FROM o),
+    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(changedPayload as never)}::jsonb FROM o),
+    coupon AS (UPDATE coupons c SET used_count = c.used_count + 1 FROM o WHERE c.store_slug = ${slug} AND c.code = o.coupon_code)
+    SELECT (SELECT count(*) FROM o)::int AS paid, ARRAY(SELECT id::text FROM sold WHERE tracked) AS changed,
+      (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
+  if (!r.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });
+  return { status: r.paid ? to : r.status, changed: r.changed };
+}
+
+/**
+ * A pending order whose session ended unpaid: its held stock released and the order canceled with its event and
+ * `order.status_changed` outbox row, in one statement. Any other status is left as it is (and returned).
+ */
+export async function cancelPendingOrderRows(
+  db: Sql,
+  slug: string,
+  o: { orderId: string; totalMinor: number; currency: string; reason: string },
+  now: number,
+): Promise<{ status: OrderStatus | null }> {
+  const to = applyOrderEvent({ status: "pending" as OrderStatus, createdAt: now, deliveredAt: null, history: [] }, "cancel", "system", now).status;
+  const payload = {
+    event: "order.status_changed",
+    timestamp: iso(now),
+    orderId: o.orderId,
+    merchantSlug: slug,
+    fromStatus: "pending",
+    toStatus: to,
+    totalAmount: toMajor(o.totalMinor, o.currency),
+    currency: o.currency,
+  };
+  const [r] = await db<{ canceled: number; status: OrderStatus | null }[]>`
+    WITH rsv AS (
+      UPDATE stock_reservations SET status = 'released', updated_at = now()
+      WHERE order_id = ${o.orderId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
+    w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
+    back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q) FROM w WHERE p.id = w.id),
+    c AS (
+      UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1
+      WHERE id = ${o.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id),
+    ev AS (
+      INSERT INTO order_events (order_id, type, from_status, to_status, data)
+      SELECT id, 'cancel', 'pending', ${to}, ${db.json({ actor: "system", reason: o.reason } as never)}::jsonb FROM c),
+    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(payload as never)}::jsonb FROM c)
+    SELECT (SELECT count(*) FROM c)::int AS canceled, (SELECT status FROM orders WHERE id = ${o.orderId} AND store_slug = ${slug}) AS status`;
+  return { status: r.canceled ? to : r.status };
 }
 
 export interface RefundView {
@@ -414,88 +629,13 @@ type Ctx = ActorContext<unknown>;
 
 export const commerceHandlers = {
   async beginLeg(ctx: Ctx, b: BeginLegBody): Promise<{ orderId: string; created: boolean }> {
-    const slug = ctx.id;
-    const tx = await ctx.tx();
-    const now = ctx.now();
-    const held = await tx<{ status: string; order_id: string }[]>`SELECT status, order_id FROM stock_reservations WHERE id = ${b.reservationId}`;
-    if (held[0]) {
-      if (held[0].status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
-      return { orderId: held[0].order_id, created: false };
-    }
-    // Sum per product (two variant lines of one product hold the product's stock together).
-    const want = new Map<string, number>();
-    for (const l of b.lines) want.set(l.productId, (want.get(l.productId) ?? 0) + l.quantity);
-    const ids = [...want.keys()];
-    const qs = [...want.values()];
-    const got = await tx<{ id: string }[]>`
-      UPDATE products p SET reserved_quantity = p.reserved_quantity + w.q
-      FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q) w
-      WHERE p.id = w.id AND p.store_slug = ${slug} AND p.active AND p.in_stock
-        AND (p.stock_quantity IS NULL OR p.stock_quantity - p.reserved_quantity >= w.q)
-      RETURNING p.id`;
-    if (got.length !== ids.length) {
-      const okIds = new Set(got.map((r) => r.id));
-      const levels = await tx<{ id: string; available: number | null }[]>`
-        SELECT id, CASE WHEN NOT in_stock OR NOT active THEN 0 WHEN stock_quantity IS NULL THEN NULL
-          ELSE GREATEST(0, stock_quantity - reserved_quantity) END AS available
-        FROM products WHERE id = ANY(${ids}::uuid[])`;
-      const avail = new Map(levels.map((l) => [l.id, l.available]));
-      const reasons = ids
-        .filter((id) => !okIds.has(id))
-        .map((id) => {
-          const a = avail.get(id) ?? 0;
-          return { code: a === 0 ? "out_of_stock" : "stock_insufficient", store_id: slug, product_id: id, requested: want.get(id), available: a };
-        });
-      // The turn rolls back, so the holds taken above for other products vanish with it.
-      throw fail("STATE_EXECUTION_BLOCKED", "Stock no longer covers the cart.", { reasons });
-    }
-    await tx`INSERT INTO stock_reservations (id, store_slug, order_id, lines)
-      VALUES (${b.reservationId}, ${slug}, ${b.orderId}, ${tx.json(ids.map((id, i) => ({ productId: id, quantity: qs[i] })) as never)})`;
-    const railLabel = b.paymentMethod === "MOCK" ? "MOCK" : b.paymentRail;
-    const inserted = await tx<{ id: string }[]>`
-      INSERT INTO orders (id, store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id,
-        cart_id, subtotal_minor, discount_minor, shipping_minor, tax_minor, coupon_code, payment_method, intent_id)
-      VALUES (${b.orderId}, ${slug}, 'agent', ${b.agentKeyId}, ${`agent:${b.agentKeyId}`}, 'pending', ${b.totalMinor}, ${b.currency}, ${railLabel},
-        ${b.checkoutSessionId}, ${b.cartId}, ${b.subtotalMinor}, ${b.discountMinor}, ${b.shippingMinor}, ${b.taxMinor}, ${b.couponCode},
-        ${b.paymentMethod}, ${b.reservationId})
-      ON CONFLICT DO NOTHING RETURNING id`;
-    if (inserted.length === 0) {
-      // Another attempt of the same session: the order exists and stays pending; it now waits for this attempt.
-      await tx`UPDATE orders SET intent_id = ${b.reservationId}, payment_method = ${b.paymentMethod}, payment_rail = ${railLabel}, updated_at = now()
-        WHERE id = ${b.orderId}`;
-      await tx`INSERT INTO order_events (order_id, type, data) VALUES (${b.orderId}, 'payment_attempt', ${tx.json({ intent_id: b.reservationId } as never)})`;
-      return { orderId: b.orderId, created: false };
-    }
-    await tx`INSERT INTO order_items (order_id, product_id, variant_id, title, quantity, unit_price_minor)
-      SELECT ${b.orderId}, * FROM unnest(${b.lines.map((l) => l.productId)}::uuid[], ${b.lines.map((l) => l.variantId)}::uuid[],
-        ${b.lines.map((l) => l.title)}::text[], ${b.lines.map((l) => l.quantity)}::int[], ${b.lines.map((l) => l.unitPriceMinor)}::bigint[])`;
-    await tx`INSERT INTO order_events (order_id, type, to_status, data)
-      VALUES (${b.orderId}, 'created', 'pending', ${tx.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId } as never)})`;
-    await outboxCreated(tx, { id: b.orderId, store_slug: slug, status: "pending", total_minor: b.totalMinor, currency: b.currency }, now);
-    // The key's first order with this store creates its allowlist binding (refund requests need it).
-    await tx`INSERT INTO store_agent_allowlist (store_slug, agent_key_id) VALUES (${slug}, ${b.agentKeyId}) ON CONFLICT DO NOTHING`;
-    return { orderId: b.orderId, created: true };
+    return beginLegRows(await ctx.tx(), ctx.id, b, ctx.now());
   },
 
-  async settleLeg(ctx: Ctx, b: Static<(typeof commerceMessages)["settleLeg"]>): Promise<{ status: OrderStatus }> {
-    const slug = ctx.id;
-    const tx = await ctx.tx();
-    const now = ctx.now();
-    const order = await loadOrder(tx, slug, b.orderId);
-    if (b.outcome === "released") {
-      await settleReservation(tx, slug, b.reservationId, "released");
-      await tx`INSERT INTO order_events (order_id, type, data) VALUES (${b.orderId}, 'payment_rolled_back', ${tx.json({ intent_id: b.reservationId, note: b.note ?? null } as never)})`;
-      return { status: order.status };
-    }
-    const changed = await settleReservation(tx, slug, b.reservationId, "committed");
-    if (order.status !== "pending") return { status: order.status }; // already recorded: idempotent
-    await tx`UPDATE orders SET capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId}, simulated = ${b.simulated ?? false}
-      WHERE id = ${b.orderId}`;
-    const to = await moveOrder(tx, order, "mark_paid", "system", now, { capture_ref: b.captureRef ?? null, intent_id: b.intentId ?? null });
-    await tx`UPDATE coupons SET used_count = used_count + 1
-      WHERE store_slug = ${slug} AND code = (SELECT coupon_code FROM orders WHERE id = ${b.orderId})`;
-    if (changed.length) ctx.publish("catalog.changed", { storeSlug: slug, upserted: changed, removed: [] });
-    return { status: to };
+  async settleLeg(ctx: Ctx, b: SettleLegBody): Promise<{ status: OrderStatus }> {
+    const r = await settleLegRows(await ctx.tx(), ctx.id, b, ctx.now());
+    if (r.changed.length) ctx.publish("catalog.changed", { storeSlug: ctx.id, upserted: r.changed, removed: [] });
+    return { status: r.status };
   },
 
   async cancelOrder(ctx: Ctx, b: Static<(typeof commerceMessages)["cancelOrder"]>): Promise<{ status: OrderStatus }> {
