@@ -286,11 +286,16 @@ describe("carts and checkout sessions", () => {
       const pv = structured(await c.call("preview_checkout", { cart_id: cart.cart_id }));
       const e = errorOf(await c.call("complete_checkout", { checkout_session_id: pv.checkout_session_id, idempotency_key: crypto.randomUUID(), payment_method: "x402" }));
       expectShape(e, "NATIVE_CHECKOUT_REQUIRED");
-      expect(e.details.checkout_url ?? e.details.native_rails).toBeDefined();
+      expect(e.scope).toBe("merchant");
+      expect(e.details).toMatchObject({ merchant_slug: "northwind-outfitters", rail: "x402" });
+      expect(e.details.native_rails).toContain("card");
     } finally {
       await c.close();
     }
   }, 60_000);
+
+  // The spec's NATIVE_CHECKOUT_REQUIRED carries details.checkout_url; stores have no storefront URL to put there yet.
+  test.todo("NATIVE_CHECKOUT_REQUIRED carries the merchant's hosted checkout as details.checkout_url");
 });
 
 describe("mandates", () => {

@@ -149,3 +149,14 @@ describe("payment outcomes", () => {
     }, 60_000);
   }
 });
+
+describe("a lost processor answer", () => {
+  test("payment_method tok_lost_response is reconciled by intent id: COMPLETED with exactly one capture", async () => {
+    const { preview } = await cartAndPreview(agent);
+    const r = await agent.call("complete_checkout", { checkout_session_id: preview.checkout_session_id, idempotency_key: crypto.randomUUID(), payment_method: "tok_lost_response" });
+    const done = structured(r);
+    expect(done.status).toBe("COMPLETED");
+    const rows = await srv.db.sql<{ state: string }[]>`SELECT state FROM sandbox_ledger_intents WHERE intent_id = (SELECT intent_id FROM orders WHERE id = ${done.order_id})`;
+    expect(rows.map((x) => x.state)).toEqual(["captured"]);
+  }, 60_000);
+});

@@ -332,10 +332,9 @@ export const completeCheckout = defineTool({
     PAYMENT_NOT_APPROVED: "payment_method tok_not_approved",
     PAYMENT_METHOD_NOT_CONFIGURED: "MOCK on a store other than the demo store",
     NATIVE_CHECKOUT_REQUIRED: "a hosted-storefront merchant",
-    UPSTREAM_UNAVAILABLE: "payment_method tok_lost_response (the processor's answer is lost once)",
     AGENT_TOKEN_INVALID: "a payment_mandate that is tampered, expired or issued to another agent (details.reason)",
     MANDATE_LIMIT_EXCEEDED: "a cart total, currency or merchant outside the payment_mandate (details: mandate and cart total)",
-    PRECONDITION_NOT_MET: "a session that was never previewed (details.required_step)",
+    PRECONDITION_NOT_MET: "a session still OPEN, a store's shipping quote missing (details.required_step); not reachable while every store quotes shipping (free without a zone)",
   },
   async summarize(a, ctx) {
     const s = await sessionSummary(ctx, a.checkout_session_id);
@@ -361,7 +360,10 @@ export const cancelCheckout = defineTool({
   scopes: ["checkout"],
   sandboxRefused: true,
   confirmation: true,
-  errors: { SESSION_INACTIVE: "cancel a session that already ended", CHECKOUT_STATUS_INVALID: "cancel a completed session" },
+  errors: {
+    SESSION_INACTIVE: "cancel a session that already ended: completed, cancelled, failed or expired (details.status)",
+    CHECKOUT_STATUS_INVALID: "cancel while a payment runs or awaits settlement (IN_PROGRESS, SETTLEMENT_UNKNOWN; details.status)",
+  },
   async summarize(a, ctx) {
     const s = await sessionSummary(ctx, a.checkout_session_id);
     return { summary: `Cancel the checkout of ${s.amount} at ${ctx.store.name}.`, facts: { amount: s.cart.totals.total, currency: s.cart.currency } };
