@@ -1,7 +1,8 @@
 /**
  * Scenario `mcp`: `tools/call search_products` on the store MCP endpoint (our fast path: shared tool table, own
- * JSON-RPC dispatch, JSON response) against, in the same run and on the same catalog:
- *  - REST search (POST /api/v1/agent/search) on the full gateway;
+ * JSON-RPC dispatch, JSON response) against, in the same run and on the same catalog (the demo store's):
+ *  - REST search (POST /api/v1/agent/search) on the full gateway; REST searches every eligible store, so every other
+ *    store is hidden for the run and both endpoints rank exactly the demo store's products (checked before timing);
  *  - a reference MCP server written like the SDK's stateless example: a new low-level Server + transport per
  *    request, calling the same search service;
  *  - a bare Bun.serve (the harness's baseline).
@@ -23,6 +24,7 @@ const running = await boot({
   config: { DATABASE_URL: process.env.DATABASE_URL ?? db!.url, PORT: 0, DATA_DIR: "/tmp/acs-bench-data", SEED_DEMO: true, LOG_LEVEL: "error", RATE_LIMITS_ENABLED: false },
 });
 const svc = running.services;
+const STORE = "demo-store";
 
 // an agent key through the real API
 const login = await (await fetch(`${running.url}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "admin@example.com", password: "admin-password" }) })).json();
@@ -44,7 +46,7 @@ const reference = Bun.serve({
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "search_products", inputSchema: { type: "object" } }] }));
     server.setRequestHandler(CallToolRequestSchema, async (r) => {
       const a = (r.params.arguments ?? {}) as { query: string; limit?: number };
-      const res = await getSearchService(svc).search({ query: a.query, storeSlug: "demo-store", limit: a.limit ?? 10, filters: { inStock: true } }, new Date());
+      const res = await getSearchService(svc).search({ query: a.query, storeSlug: STORE, limit: a.limit ?? 10, filters: { inStock: true } }, new Date());
       return { content: [{ type: "text", text: JSON.stringify(res) }], structuredContent: res as unknown as Record<string, unknown> };
     });
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -55,23 +57,46 @@ const reference = Bun.serve({
   },
 });
 
+// Like for like: a store's MCP endpoint searches that store; REST searches all eligible stores. Hide the others
+// (the same path as a trust-status change: the row, then the search snapshot) so both rank the same catalog; the
+// statuses are put back at the end (DATABASE_URL may be a database that outlives the run).
+const statuses = await svc.sql<{ slug: string; operational_status: string }[]>`SELECT slug, operational_status FROM stores WHERE slug <> ${STORE}`;
+async function setStatuses(rows: readonly { slug: string; operational_status: string }[]) {
+  for (const r of rows) {
+    await svc.sql`UPDATE stores SET operational_status = ${r.operational_status} WHERE slug = ${r.slug}`;
+    await getSearchService(svc).refreshStore(svc.sql, r.slug);
+  }
+}
+await setStatuses(statuses.map((r) => ({ slug: r.slug, operational_status: "hidden" })));
+
 const bare = startBareBaseline();
+const restBody = JSON.stringify({ query: "wireless headphones", limit: 10 });
 const call = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_products", arguments: { query: "wireless headphones", limit: 10 } } });
 const mcpHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream", "x-agent-api-key": apiKey };
 try {
   // sanity: every target answers the same kind of thing
-  for (const url of [`${running.url}/demo-store/mcp`, `http://127.0.0.1:${reference.port}/`]) {
+  const totals: Record<string, number> = {};
+  for (const url of [`${running.url}/${STORE}/mcp`, `http://127.0.0.1:${reference.port}/`]) {
     const r = await fetch(url, { method: "POST", headers: mcpHeaders, body: call });
     const text = await r.text();
     if (r.status !== 200 || !text.includes("why_ranked")) throw new Error(`${url} answered ${r.status}: ${text.slice(0, 200)}`);
+    totals[url] = (JSON.parse(text) as { result: { structuredContent: { meta: { total: number } } } }).result.structuredContent.meta.total;
   }
-  await wrk("warm-up", `${running.url}/demo-store/mcp`, { durationSec: 2, method: "POST", body: call, headers: mcpHeaders });
+  const restProbe = (await (await fetch(`${running.url}/api/v1/agent/search`, { method: "POST", headers: { "content-type": "application/json", "x-agent-api-key": apiKey }, body: restBody })).json()) as {
+    data: { products: { merchant: { slug: string } }[]; meta: { total: number } };
+  };
+  const mcpTotal = totals[`${running.url}/${STORE}/mcp`];
+  if (restProbe.data.meta.total !== mcpTotal || restProbe.data.products.some((p) => p.merchant.slug !== STORE)) {
+    throw new Error(`REST and MCP do not search the same catalog: REST total ${restProbe.data.meta.total}, MCP total ${mcpTotal}`);
+  }
+  console.log(`same catalog: ${STORE} only, ${mcpTotal} matches for the query on MCP, REST and the reference`);
+  await wrk("warm-up", `${running.url}/${STORE}/mcp`, { durationSec: 2, method: "POST", body: call, headers: mcpHeaders });
   const baseline = await wrk("bare Bun.serve", bare.url, { durationSec });
-  const ours = await wrk("MCP tools/call search_products (fast path)", `${running.url}/demo-store/mcp`, { durationSec, method: "POST", body: call, headers: mcpHeaders });
+  const ours = await wrk("MCP tools/call search_products (fast path)", `${running.url}/${STORE}/mcp`, { durationSec, method: "POST", body: call, headers: mcpHeaders });
   const rest = await wrk("REST POST /api/v1/agent/search", `${running.url}/api/v1/agent/search`, {
     durationSec,
     method: "POST",
-    body: JSON.stringify({ query: "wireless headphones", limit: 10 }),
+    body: restBody,
     headers: { "content-type": "application/json", "x-agent-api-key": apiKey },
   });
   const ref = await wrk("reference: SDK stateless (Server + transport per request)", `http://127.0.0.1:${reference.port}/`, { durationSec, method: "POST", body: call, headers: mcpHeaders });
@@ -79,6 +104,7 @@ try {
   report("mcp", baseline, [ours, rest, ref]);
   console.log(`\nMCP / reference: ${(ours.rps / ref.rps).toFixed(1)}x (goal >= 10x); MCP / REST search: ${((ours.rps / rest.rps) * 100).toFixed(0)}% (goal >= 50%)`);
 } finally {
+  await setStatuses(statuses);
   bare.stop();
   reference.stop(true);
   await running.stop();
