@@ -17,7 +17,7 @@ import SearchableMap from "minisearch/SearchableMap";
 import { fail } from "../actors/runtime/errors.ts";
 import { categoryKey, isWildcardText, tokenize, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine } from "./engine.ts";
 import { allowedTypos, assertSearchSettings, DEFAULT_SEARCH_SETTINGS, SEARCHABLE_FIELDS, type SearchSettings } from "./settings.ts";
-import { TopK } from "./ranking.ts";
+import { kthLargest, TopK } from "./ranking.ts";
 import { combineTextScore, fieldFactors, queryGroups, SYNONYM_FACTOR, wordQuality } from "./text-score.ts";
 
 const NF = SEARCHABLE_FIELDS.length;
@@ -493,7 +493,14 @@ export class EmbeddedSearchEngine implements SearchEngine {
       const ib = ids[rowSlot[b]!]!;
       return ia < ib ? -1 : ia > ib ? 1 : 0;
     });
-    for (let r = 0; r < rows; r++) if (raw[r]! >= 0) top.push(r);
+    // nothing below the window-th best text score can make it: skip those rows before the comparator heap
+    let floor = -Infinity;
+    if (matched > window) {
+      const scratch = new Float64Array(matched);
+      for (let r = 0, j = 0; r < rows; r++) if (raw[r]! >= 0) scratch[j++] = text[r]!;
+      floor = kthLargest(scratch, matched, window);
+    }
+    for (let r = 0; r < rows; r++) if (raw[r]! >= 0 && text[r]! >= floor) top.push(r);
     return top.sorted().map((r) => ({ id: ids[rowSlot[r]!]!, textScore: text[r]! }));
   }
 

@@ -410,6 +410,47 @@ export class TopK<T> {
   }
 }
 
+/**
+ * The k-th largest value (k from 1) of `values[0..n)`, by quickselect: O(n), reorders `values` in place.
+ * Lets a caller drop everything strictly below it before the (costlier) comparator-based top-k.
+ */
+export function kthLargest(values: Float64Array, n: number, k: number): number {
+  if (n <= 0 || k <= 0) return Infinity;
+  if (k > n) return -Infinity;
+  let lo = 0;
+  let hi = n - 1;
+  const target = k - 1; // index in descending order
+  while (lo < hi) {
+    // median of three as the pivot, then a three-way partition (many equal values are the common case)
+    const mid = (lo + hi) >> 1;
+    const a = values[lo]!;
+    const b = values[mid]!;
+    const c = values[hi]!;
+    const pivot = a > b ? (b > c ? b : a > c ? c : a) : a > c ? a : b > c ? c : b;
+    let lt = lo;
+    let gt = hi;
+    let i = lo;
+    while (i <= gt) {
+      const v = values[i]!;
+      if (v > pivot) {
+        values[i] = values[lt]!;
+        values[lt] = v;
+        lt++;
+        i++;
+      } else if (v < pivot) {
+        values[i] = values[gt]!;
+        values[gt] = v;
+        gt--;
+      } else i++;
+    }
+    // [lo, lt) > pivot, [lt, gt] == pivot, (gt, hi] < pivot
+    if (target < lt) hi = lt - 1;
+    else if (target > gt) lo = gt + 1;
+    else return pivot;
+  }
+  return values[target]!;
+}
+
 /** The first `k` of `items` under `cmp`, in order (same as `[...items].sort(cmp).slice(0, k)` for a total order). */
 export function topK<T>(items: Iterable<T>, k: number, cmp: (a: T, b: T) => number): T[] {
   const t = new TopK<T>(k, cmp);

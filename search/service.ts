@@ -159,6 +159,14 @@ export class SearchService {
     return { products: total, stores: this.stores.size, ms: Math.round(performance.now() - started) };
   }
 
+  /** One string per store slug instead of one per product row: less memory, and Map lookups hit the same string. */
+  private slugs = new Map<string, string>();
+  private internSlug(slug: string): string {
+    let s = this.slugs.get(slug);
+    if (s === undefined) this.slugs.set(slug, (s = slug));
+    return s;
+  }
+
   private track(p: RankableProduct | undefined, delta: 1 | -1): void {
     if (!p) return;
     const n = (this.currencyCounts.get(p.currency) ?? 0) + delta;
@@ -184,7 +192,7 @@ export class SearchService {
       const createdAt = new Date(r.created_at).toISOString();
       const rp: RankableProduct = {
         id: r.id,
-        storeSlug: r.store_slug,
+        storeSlug: this.internSlug(r.store_slug),
         title: r.title,
         description: r.description,
         priceMinor: Number(r.price_minor),
@@ -200,7 +208,7 @@ export class SearchService {
       this.track(rp, 1);
       docs.push({
         id: r.id,
-        storeSlug: r.store_slug,
+        storeSlug: rp.storeSlug,
         title: r.title,
         description: r.description,
         category: r.category,

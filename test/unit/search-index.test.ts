@@ -8,6 +8,7 @@ import type { Candidate, SearchDoc } from "../../search/engine.ts";
 import { createEmbeddedEngine, EmbeddedSearchEngine } from "../../search/embedded.ts";
 import {
   dedupe,
+  kthLargest,
   rankProducts,
   scoreProduct,
   SORTS,
@@ -42,6 +43,16 @@ describe("top-k selection", () => {
     const cmp = (a: { v: number; id: number }, b: { v: number; id: number }) => b.v - a.v || a.id - b.id;
     const full = [...items].sort(cmp);
     for (const k of [0, 1, 2, 7, 20, 299, 300, 301, 1000]) expect(topK(items, k, cmp)).toEqual(full.slice(0, k));
+  });
+
+  test("kthLargest finds the k-th largest value, with many equal values, for every k", () => {
+    const r = rng(5);
+    for (const n of [1, 2, 10, 257]) {
+      const values = Array.from({ length: n }, () => Math.floor(r() * 6) / 5);
+      const desc = [...values].sort((a, b) => b - a);
+      for (let k = 1; k <= n; k++) expect(kthLargest(Float64Array.from(values), n, k)).toBe(desc[k - 1]!);
+      expect(kthLargest(Float64Array.from(values), n, n + 1)).toBe(-Infinity);
+    }
   });
 
   test("the heap keeps at most k items however many are pushed", () => {
