@@ -588,12 +588,10 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
   switch (settled.event) {
     case "payment_captured": {
       ctx.state.cart = applyCartEvent(ctx.state.cart as CartRecord, "complete", now);
-      await ctx.cancelReminder("reconcile");
       await ctx.cancelReminder("session");
       return completedView(ctx, next);
     }
     case "buyer_approval_required": {
-      await ctx.cancelReminder("reconcile");
       if (next.expiresAt !== null) await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
       const view: PendingView = {
         status: "PENDING_EXTERNAL_CONFIRMATION",
@@ -606,7 +604,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       return view;
     }
     case "settlement_unknown": {
-      await ctx.schedule("reconcile", now + 5_000, { sessionId: next.id });
+      await ctx.schedule("session", now + 5_000, { sessionId: next.id });
       await ctx.checkpoint();
       throw fail("UPSTREAM_UNAVAILABLE", "The payment processor's answer was lost; the checkout is being reconciled. Call again with the same idempotency_key.", {
         status: next.status,
@@ -615,7 +613,6 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
     }
     default: {
       // Rolled back to READY_FOR_PAYMENT: nothing captured on the failed legs, their stock is back.
-      await ctx.cancelReminder("reconcile");
       if (next.expiresAt !== null) await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
       await ctx.checkpoint();
       const err = settled.error as { code: Parameters<typeof fail>[0]; details: Record<string, unknown> };
@@ -666,7 +663,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
     s = { ...s, ...applyCheckoutEvent(s, "resume_payment", now) };
     s.legs = s.legs.map((l) => (l.status === "needs_buyer_approval" ? { ...l, status: "processing" } : l));
     ctx.state.session = s;
-    await ctx.schedule("reconcile", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
+    await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
     await ctx.checkpoint();
     return runPayment(ctx, "charge");
   }
@@ -775,9 +772,23 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   }
   const started = applyCheckoutEvent(s, "begin_payment", now);
   ctx.state.session = { ...s, ...started, legs: prepared, orderIds, tokens: { ...s.tokens, ...tokens }, rail, risk };
-  await ctx.schedule("reconcile", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
+  await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
   await ctx.checkpoint();
   return runPayment(ctx, "charge");
+}
+
+/** A payment whose answer was lost (or whose turn died): ask the rail by the same intent ids. */
+async function reconcileSession(ctx: Ctx, sessionId: string): Promise<void> {
+  const s = ctx.state.session;
+  if (!s || s.id !== sessionId) return;
+  if (s.status === "IN_PROGRESS") ctx.state.session = { ...s, ...applyCheckoutEvent(s, "settlement_unknown", ctx.now()) };
+  if (ctx.state.session?.status !== "SETTLEMENT_UNKNOWN") return;
+  try {
+    await runPayment(ctx, "reconcile");
+  } catch (err) {
+    // A rollback or a still-unknown answer was committed by runPayment; the timer's job is done.
+    if (!(err instanceof ActorError)) throw err;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -793,7 +804,7 @@ export const cartActor = defineActor({
     const s = ctx.state.session;
     if (s && s.status === "IN_PROGRESS") {
       ctx.state.session = { ...s, ...applyCheckoutEvent(s, "settlement_unknown", ctx.now()) };
-      await ctx.schedule("reconcile", ctx.now(), { sessionId: s.id });
+      await ctx.schedule("session", ctx.now(), { sessionId: s.id });
     }
   },
   handlers: {
@@ -898,10 +909,15 @@ export const cartActor = defineActor({
     },
   },
   reminders: {
-    /** Session expiry: an unfinished session past its time is EXPIRED, its holds released, `checkout.abandoned` sent. */
+    /**
+     * The session's one timer. While money may be moving (IN_PROGRESS, SETTLEMENT_UNKNOWN) it is the reconciler
+     * (one timer instead of two saves a statement per checkout); otherwise session expiry: an unfinished session
+     * past its time is EXPIRED, its holds released, `checkout.abandoned` sent.
+     */
     async session(ctx, payload) {
       const s = ctx.state.session;
       const id = (payload as { sessionId?: string } | null)?.sessionId;
+      if (s && s.id === id && (s.status === "IN_PROGRESS" || s.status === "SETTLEMENT_UNKNOWN")) return reconcileSession(ctx, s.id);
       if (!s || s.id !== id || !LIVE_WAITING.has(s.status) || s.expiresAt === null) return;
       const now = ctx.now();
       if (now < s.expiresAt) {
@@ -920,19 +936,10 @@ export const cartActor = defineActor({
         now,
       });
     },
-    /** A payment whose answer was lost (or whose turn died): ask the rail by the same intent ids. */
+    /** Timers named `reconcile` scheduled before the session timer took that job over. */
     async reconcile(ctx, payload) {
-      const s = ctx.state.session;
       const id = (payload as { sessionId?: string } | null)?.sessionId;
-      if (!s || s.id !== id) return;
-      if (s.status === "IN_PROGRESS") ctx.state.session = { ...s, ...applyCheckoutEvent(s, "settlement_unknown", ctx.now()) };
-      if (ctx.state.session?.status !== "SETTLEMENT_UNKNOWN") return;
-      try {
-        await runPayment(ctx, "reconcile");
-      } catch (err) {
-        // A rollback or a still-unknown answer was committed by runPayment; the reminder's job is done.
-        if (!(err instanceof ActorError)) throw err;
-      }
+      if (id) await reconcileSession(ctx, id);
     },
   },
 });
