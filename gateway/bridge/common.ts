@@ -27,6 +27,8 @@ export interface Answer {
 }
 
 export async function loadSession(svc: Services, protocol: BridgeProtocol, id: string, agentKeyId: string): Promise<BridgeSession> {
+  // Postgres text cannot hold NUL: such an id names no session (and must not reach the query as a 500).
+  if (id.includes("\u0000")) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session.", { checkout_session_id: id.replace(/\u0000/g, "") });
   const [r] = await svc.sql<{ id: string; protocol: BridgeProtocol; agent_key_id: string; cart_id: string; meta: Record<string, unknown>; canceled_at: Date | null }[]>`
     SELECT id, protocol, agent_key_id, cart_id, meta, canceled_at FROM bridge_sessions WHERE id = ${id} AND protocol = ${protocol}`;
   // Another tenant's session is as good as none.

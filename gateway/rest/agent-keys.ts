@@ -23,6 +23,9 @@ const KeyOut = t.Object({
   revokedAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
 });
 
+/** Postgres text cannot hold NUL; refusing it here keeps such input a 400 instead of a database error. */
+const NO_NUL = "^[^\\u0000]*$";
+
 export function agentKeyRoutes(svc: Services) {
   return new Elysia({ name: "agent-key-routes" })
     .use(userAuth(svc))
@@ -56,7 +59,7 @@ export function agentKeyRoutes(svc: Services) {
       },
       {
         body: t.Object({
-          name: t.String({ minLength: 1, maxLength: 200 }),
+          name: t.String({ minLength: 1, maxLength: 200, pattern: NO_NUL }),
           scopes: t.Optional(t.Array(t.String(), { description: `Any of: ${SCOPES.join(", ")}. Default: ${DEFAULT_SCOPES.join(", ")}.` })),
           tier: t.Optional(t.String({ description: `${TIERS.join(", ")} (FREE is an alias of STARTER). SANDBOX keys expire after 24 h.` })),
         }),

@@ -17,7 +17,8 @@ import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 
-const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63 }) });
+// the stores table's own format (stores_slug_format): anything else names no store and must not reach SQL as a 500
+const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
 const sec = [{ bearer: [] }];
 const errs = errorResponses(400, 401, 404);
 

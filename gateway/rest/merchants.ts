@@ -5,6 +5,7 @@
 import { Elysia, t } from "elysia";
 import { activeProductCount, getEligibleStore, isEuQualified, merchantSummary } from "../../actors/store/reads.ts";
 import { policiesView } from "../../actors/store/ingest.ts";
+import { fail } from "../../actors/runtime/errors.ts";
 import type { StoreRecord } from "../../actors/store/schemas.ts";
 import type { Sql } from "../../infra/db.ts";
 import { freshnessTier } from "../../search/ranking.ts";
@@ -21,6 +22,12 @@ const BRIDGED_PROTOCOLS = [
 ];
 
 const Slug = t.Object({ slug: t.String({ minLength: 1 }) });
+
+/** A slug outside the stores table's format names no store: 404 like an unknown one (a NUL byte would be a 500 in SQL). */
+function slugOrNotFound(slug: string): string {
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(slug)) throw fail("store_not_found", "Merchant not found or not eligible.");
+  return slug;
+}
 const sec = [{ agentApiKey: [] }];
 
 /** Names and descriptions of the payment protocols a store may list (REST protocols route and MCP get_supported_protocols). */
@@ -81,7 +88,7 @@ export function merchantRoutes(svc: Services) {
     .get(
       "/api/v1/agent/merchants/:slug",
       async ({ params }) => {
-        const store = await getEligibleStore(svc.sql, params.slug);
+        const store = await getEligibleStore(svc.sql, slugOrNotFound(params.slug));
         return ok(await merchantProfile(svc.sql, store, new Date(svc.clock.now())));
       },
       { params: Slug, response: errorResponses(401, 403, 404), detail: { tags: ["merchants"], summary: "Merchant profile", security: sec } },
@@ -89,7 +96,7 @@ export function merchantRoutes(svc: Services) {
     .get(
       "/api/v1/agent/merchants/:slug/protocols",
       async ({ params }) => {
-        const store = await getEligibleStore(svc.sql, params.slug);
+        const store = await getEligibleStore(svc.sql, slugOrNotFound(params.slug));
         const x402 = (await loadStoreX402Configs(svc.sql, [store.slug])).get(store.slug);
         const list = store.paymentMethods.map((id) => ({
           id,
@@ -111,7 +118,7 @@ export function merchantRoutes(svc: Services) {
     .get(
       "/api/v1/agent/merchants/:slug/return-policy",
       async ({ params }) => {
-        const store = await getEligibleStore(svc.sql, params.slug);
+        const store = await getEligibleStore(svc.sql, slugOrNotFound(params.slug));
         return ok(returnPolicy(store, { endpoint: "POST /api/v1/agent/orders/{orderId}/refund", approval: "merchant" }));
       },
       { params: Slug, response: errorResponses(401, 403, 404), detail: { tags: ["merchants"], summary: "Structured return and refund policy (feature tier: return_policy)", security: sec } },

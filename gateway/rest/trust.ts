@@ -35,7 +35,10 @@ import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth } from "
 import type { Services } from "../services.ts";
 
 const Slug = t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+const SLUG_FORMAT = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const bearer = [{ bearer: [] }];
+/** Postgres text cannot hold NUL; refusing it here keeps such input a 400 instead of a database error. */
+const NO_NUL = "^[^\\u0000]*$";
 const RECOMPUTE_TIMEOUT_MS = 10 * 60_000;
 
 type Headers = Record<string, string | number>;
@@ -211,6 +214,8 @@ export function trustAgentRoutes(svc: Services) {
         );
       };
       const notFound = () => fail("store_not_found", "Merchant not found or not eligible.");
+      // Not in the stores table's slug format: names no store (and a NUL byte must not reach SQL as a 500).
+      if (!SLUG_FORMAT.test(params.slug)) throw notFound();
       if (!(await eligible())) throw notFound();
       const { row, score } = await currentScore(svc, params.slug);
       // An on-demand first score may have moved the store below eligibility.
@@ -252,9 +257,22 @@ export function trustAgentRoutes(svc: Services) {
 
 const AppealBody = t.Object({
   storeSlug: Slug,
-  reason: t.String({ minLength: 10, maxLength: 2000 }),
+  reason: t.String({ minLength: 10, maxLength: 2000, pattern: NO_NUL }),
   evidenceUrls: t.Optional(t.Array(t.String({ format: "uri", maxLength: 2048 }), { maxItems: 10 })),
 });
+
+/**
+ * Parser for an optional JSON-object body. Elysia turns an unparsable optional body into "no body" and coerces
+ * `[]`/`42` to `{}`, so a truncated `{"slug": "a"` would silently mean "every store". Empty is no body; anything
+ * else must be a JSON object (a parse error here is the envelope's 400 validation_error).
+ */
+async function optionalObjectBody({ request }: { request: Request }): Promise<Record<string, unknown>> {
+  const text = await request.text();
+  if (!text.trim()) return {};
+  const v: unknown = JSON.parse(text);
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new SyntaxError("The request body must be a JSON object.");
+  return v as Record<string, unknown>;
+}
 
 /** Merchant appeals and operator tools (Bearer JWT). */
 export function trustUserRoutes(svc: Services) {
@@ -298,6 +316,7 @@ export function trustUserRoutes(svc: Services) {
         return ok(summary);
       },
       {
+        parse: optionalObjectBody,
         body: t.Optional(t.Object({ slug: t.Optional(Slug) })),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["admin"], summary: "Recompute every store's trust score now (or one store's)", security: bearer },
@@ -337,7 +356,7 @@ export function trustUserRoutes(svc: Services) {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
         body: t.Object({
           resolution: t.Union([t.Literal("confirmed_legitimate"), t.Literal("confirmed_manipulation"), t.Literal("dismissed")]),
-          note: t.String({ minLength: 1, maxLength: 2000 }),
+          note: t.String({ minLength: 1, maxLength: 2000, pattern: NO_NUL }),
         }),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: { tags: ["admin"], summary: "Resolve a trust anomaly alert", security: bearer },
@@ -374,7 +393,7 @@ export function trustUserRoutes(svc: Services) {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
         body: t.Object({
           decision: t.Union([t.Literal("upheld"), t.Literal("rejected")]),
-          note: t.String({ minLength: 1, maxLength: 2000 }),
+          note: t.String({ minLength: 1, maxLength: 2000, pattern: NO_NUL }),
           recompute: t.Optional(t.Boolean({ description: "Recompute the store's score right after the decision." })),
         }),
         response: errorResponses(400, 401, 403, 404, 409),

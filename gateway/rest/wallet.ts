@@ -18,6 +18,19 @@ const WalletSchema = t.Object({
   createdAt: t.String({ format: "date-time" }),
 });
 
+/**
+ * Parser for the optional JSON-object body. Elysia turns an unparsable optional body into "no body", so a truncated
+ * `{"network": "eip155:8453"` would provision a test-network wallet (and the identity's one wallet is then taken).
+ * Empty is no body; anything else must be a JSON object (a parse error is the envelope's 400 validation_error).
+ */
+async function optionalObjectBody({ request }: { request: Request }): Promise<Record<string, unknown>> {
+  const text = await request.text();
+  if (!text.trim()) return {};
+  const v: unknown = JSON.parse(text);
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new SyntaxError("The request body must be a JSON object.");
+  return v as Record<string, unknown>;
+}
+
 export function walletRoutes(svc: Services) {
   return new Elysia({ name: "wallet-routes" })
     .use(agentAuth(svc))
@@ -37,6 +50,7 @@ export function walletRoutes(svc: Services) {
         return ok({ address: w.address, network: w.network, createdAt: w.createdAt });
       },
       {
+        parse: optionalObjectBody,
         body: t.Optional(t.Object({ network: t.Optional(t.Unknown()) }, { additionalProperties: true })),
         response: { 201: SuccessEnvelope(WalletSchema, "WalletProvisioned"), ...errorResponses(400, 401, 403, 409) },
         detail: {

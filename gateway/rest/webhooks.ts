@@ -49,9 +49,11 @@ const DeliveryOut = t.Object({
   createdAt: t.String({ format: "date-time" }),
 });
 
-const SlugParams = t.Object({ slug: t.String({ maxLength: 63 }) });
-const EndpointParams = t.Object({ slug: t.String({ maxLength: 63 }), id: t.String({ format: "uuid" }) });
-const DeliveryParams = t.Object({ slug: t.String({ maxLength: 63 }), id: t.String({ format: "uuid" }), deliveryId: t.String({ format: "uuid" }) });
+/** The stores table's own slug format: anything else names no store and must not reach SQL (a NUL is a 500 there). */
+const SLUG_PATTERN = "^[a-z0-9][a-z0-9-]{0,62}$";
+const SlugParams = t.Object({ slug: t.String({ maxLength: 63, pattern: SLUG_PATTERN }) });
+const EndpointParams = t.Object({ slug: t.String({ maxLength: 63, pattern: SLUG_PATTERN }), id: t.String({ format: "uuid" }) });
+const DeliveryParams = t.Object({ slug: t.String({ maxLength: 63, pattern: SLUG_PATTERN }), id: t.String({ format: "uuid" }), deliveryId: t.String({ format: "uuid" }) });
 const security = [{ bearer: [] }];
 
 async function assertStoreAccess(svc: Services, user: UserPrincipal, slug: string): Promise<void> {
