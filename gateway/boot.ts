@@ -130,7 +130,7 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       // hundred ms): a login arriving earlier waits for the same promise.
       void primeLoginTiming().catch((err) => log.warn("could not prime login timing", { error: err as Error }));
       const app = createApp(services, opts.extraModules);
-      app.listen({ hostname: config.HOST, port: config.PORT });
+      app.listen({ hostname: config.HOST, port: config.PORT, maxRequestBodySize: 21 * 1024 * 1024 }); // Bun's default is 128 MB; the largest legitimate body is the dashboard's 20 MB JSONL upload
       port = app.server!.port!;
       url = `http://${config.HOST}:${port}`;
       if (!config.SITE_URL) services.siteUrl = url;
