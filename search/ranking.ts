@@ -498,14 +498,6 @@ function createdAtMs(p: RankableProduct): number {
   return t;
 }
 
-/** freshnessTier from an already parsed sync time (NaN = unknown). */
-function freshnessTierAt(syncMs: number, now: Date): FreshnessTier {
-  if (!Number.isFinite(syncMs)) return "unknown";
-  const age = Math.max(0, (now.getTime() - syncMs) / 3_600_000);
-  for (const t of FRESHNESS_TIERS) if (age < t.maxAgeHours) return t.tier;
-  return "very_stale";
-}
-
 /** Dedupe keys per product record (records are replaced, never mutated, on change) and stop-word list. */
 const dedupeKeys = new WeakMap<RankableProduct, { stop: readonly string[]; key: string }>();
 function cachedDedupeKey(p: RankableProduct, stopWords: readonly string[]): string {
@@ -527,13 +519,66 @@ interface Scored {
   createdMs: number;
 }
 
-/** Per-store part of the score, computed once per store and request. */
+/** Per-store part of the score; the freshness value holds while `now` is in [from, until). */
 interface StoreTerms {
   store: StoreSnapshot;
   trust: number;
-  /** trust × weight, freshness × weight as scoreProduct adds them. */
   freshness: number;
   multiplier: number;
+  from: number;
+  until: number;
+}
+
+/** A Map that counts its writes, so data derived from it (store terms, allow-lists) can be cached safely. */
+export class VersionedMap<K, V> extends Map<K, V> {
+  version = 0;
+  override set(key: K, value: V): this {
+    this.version++;
+    return super.set(key, value);
+  }
+  override delete(key: K): boolean {
+    this.version++;
+    return super.delete(key);
+  }
+  override clear(): void {
+    this.version++;
+    super.clear();
+  }
+}
+
+/**
+ * Store terms across requests, for store maps that count their writes (the search service's): per filter shape,
+ * valid for one version of the map. Plain maps get a fresh table per request.
+ */
+const storeTermsCache = new WeakMap<ReadonlyMap<string, StoreSnapshot>, { version: number; byShape: Map<string, Map<string, StoreTerms | null>> }>();
+function storeTermsTable(stores: ReadonlyMap<string, StoreSnapshot>, shape: string): Map<string, StoreTerms | null> {
+  if (!(stores instanceof VersionedMap)) return new Map();
+  let c = storeTermsCache.get(stores);
+  if (!c || c.version !== stores.version) storeTermsCache.set(stores, (c = { version: stores.version, byShape: new Map() }));
+  let table = c.byShape.get(shape);
+  if (!table) {
+    if (c.byShape.size > 200) c.byShape.clear();
+    c.byShape.set(shape, (table = new Map()));
+  }
+  return table;
+}
+
+/** The freshness tier at `nowMs` and the times between which it stays the same (1 ms inside each boundary). */
+function freshnessWindow(syncMs: number, nowMs: number): { tier: FreshnessTier; from: number; until: number } {
+  if (!Number.isFinite(syncMs)) return { tier: "unknown", from: -Infinity, until: Infinity };
+  const age = Math.max(0, (nowMs - syncMs) / 3_600_000);
+  let lower = 0;
+  for (const t of FRESHNESS_TIERS) {
+    if (age < t.maxAgeHours) {
+      return {
+        tier: t.tier,
+        from: lower === 0 ? -Infinity : syncMs + lower * 3_600_000 + 1,
+        until: t.maxAgeHours === Infinity ? Infinity : syncMs + t.maxAgeHours * 3_600_000 - 1,
+      };
+    }
+    lower = t.maxAgeHours;
+  }
+  return { tier: "very_stale", from: syncMs + lower * 3_600_000 + 1, until: Infinity };
 }
 
 const sId = (a: Scored, b: Scored) => (a.p.id < b.p.id ? -1 : a.p.id > b.p.id ? 1 : 0);
@@ -563,18 +608,22 @@ export function rankProducts(input: RankInput): RankResult {
   const best = new Map<string, number>();
   for (const c of input.candidates) best.set(c.id, Math.max(best.get(c.id) ?? -Infinity, c.textScore));
 
-  const storeTerms = new Map<string, StoreTerms | null>();
+  const nowMs = input.now.getTime();
+  const storeTerms = storeTermsTable(input.stores, `${f.minTrustScore ?? ""}|${f.verificationLevel ?? ""}|${settings.deprioritizedPenalty}`);
   const termsOf = (slug: string): StoreTerms | null => {
     let t = storeTerms.get(slug);
-    if (t !== undefined) return t;
+    if (t === null || (t !== undefined && nowMs >= t.from && nowMs < t.until)) return t;
     const store = input.stores.get(slug);
     t = null;
     if (store && storePassesFilters(store, f)) {
+      const fw = freshnessWindow(syncedAtMs(store), nowMs);
       t = {
         store,
         trust: clamp01(store.trustScore ?? 0),
-        freshness: freshnessValue(freshnessTierAt(syncedAtMs(store), input.now)),
+        freshness: freshnessValue(fw.tier),
         multiplier: store.storeStatus === "deprioritized" ? 1 - settings.deprioritizedPenalty : 1,
+        from: fw.from,
+        until: fw.until,
       };
     }
     storeTerms.set(slug, t);

@@ -24,6 +24,7 @@ import {
   type RankableProduct,
   type RankRequest,
   type StoreSnapshot,
+  VersionedMap,
 } from "./ranking.ts";
 import { DEFAULT_SEARCH_SETTINGS, resolveSearchSettings, type SearchSettings, type SearchSettingsPatch } from "./settings.ts";
 
@@ -84,23 +85,6 @@ const PRODUCT_FIELDS = `id, store_slug, title, description, brand, category, tag
 /** Spec: the MerchantSummary lists UNVERIFIED..PREMIUM; QUALIFIED is shown as PREMIUM (euQualified carries the rest). */
 function displaySummary(p: ProductSummary): ProductSummary {
   return p.merchant.verificationLevel === "QUALIFIED" ? { ...p, merchant: { ...p.merchant, verificationLevel: "PREMIUM" } } : p;
-}
-
-/** A Map that counts its writes, so per-request derived data (the store allow-list) can be cached safely. */
-export class VersionedMap<K, V> extends Map<K, V> {
-  version = 0;
-  override set(key: K, value: V): this {
-    this.version++;
-    return super.set(key, value);
-  }
-  override delete(key: K): boolean {
-    this.version++;
-    return super.delete(key);
-  }
-  override clear(): void {
-    this.version++;
-    super.clear();
-  }
 }
 
 export class SearchService {

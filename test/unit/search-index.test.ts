@@ -18,6 +18,7 @@ import {
   type RankedProduct,
   type SortOrder,
   type StoreSnapshot,
+  VersionedMap,
 } from "../../search/ranking.ts";
 import { SearchService } from "../../search/service.ts";
 import { resolveSearchSettings } from "../../search/settings.ts";
@@ -212,6 +213,43 @@ describe("ranking builds only the returned page", () => {
     expect(total()).toBe(2);
     expect(total(resolveSearchSettings({ stopWords: ["walnut"] }))).toBe(1);
     expect(total()).toBe(2);
+  });
+});
+
+describe("store terms cached across requests", () => {
+  const sync = Date.parse("2025-06-01T00:00:00.000Z");
+  const p: RankableProduct = {
+    id: uuid(1), storeSlug: "s", title: "Lamp", description: "", priceMinor: 100, compareAtPriceMinor: null, currency: "EUR",
+    inStock: true, imageUrl: null, category: null, createdAt: "2025-01-01T00:00:00.000Z",
+  };
+  const products = new Map([[p.id, p]]);
+  const snapshot = (over: Partial<StoreSnapshot> = {}): StoreSnapshot => ({
+    slug: "s", name: "S", trustScore: 0.8, verificationLevel: "STANDARD", storeStatus: "active", lastSyncAt: new Date(sync).toISOString(), euQualified: false, ...over,
+  });
+  const rank = (stores: ReadonlyMap<string, StoreSnapshot>, nowMs: number) =>
+    rankProducts({ candidates: [{ id: p.id, textScore: 0.5 }], products, stores, now: new Date(nowMs) }).items[0];
+
+  test("the freshness term follows the clock across tier boundaries, to the millisecond, like an uncached store map", () => {
+    const cached = new VersionedMap([["s", snapshot()]]);
+    const plain = new Map([["s", snapshot()]]);
+    const h = 3_600_000;
+    for (const t of [-h, 0, 6 * h - 1, 6 * h, 6 * h + 1, 3 * h, 24 * h - 1, 24 * h, 72 * h - 1, 72 * h, 1000 * h, 5 * h]) {
+      const a = rank(cached, sync + t);
+      expect(a?.freshnessTier).toBe(rank(plain, sync + t)!.freshnessTier);
+      expect(a?.relevanceScore).toBe(rank(plain, sync + t)!.relevanceScore);
+      expect(a?.why_ranked).toBe(rank(plain, sync + t)!.why_ranked);
+    }
+  });
+
+  test("a store written into the map (trust, status, eligibility) is re-read on the next request", () => {
+    const stores = new VersionedMap([["s", snapshot()]]);
+    const now = sync + 3_600_000;
+    expect(rank(stores, now)!.score.trust).toBe(0.8);
+    stores.set("s", snapshot({ trustScore: 0.6, storeStatus: "deprioritized" }));
+    expect(rank(stores, now)!.score.trust).toBe(0.6);
+    expect(rank(stores, now)!.score.multiplier).toBeCloseTo(0.8, 12);
+    stores.set("s", snapshot({ trustScore: 0.2 }));
+    expect(rank(stores, now)).toBeUndefined();
   });
 });
 
