@@ -5,6 +5,7 @@
  * so every OAuth client library can read them.
  */
 import { Elysia, t } from "elysia";
+import { timingSafeEqualStr } from "../../infra/crypto.ts";
 import type { Services } from "../services.ts";
 import { authenticateClient } from "./clients.ts";
 import { noStore, OAUTH_BASE, OAuthError, oauthErrorBody, sha256b64url, slugFromResource, storeExists, stringFields } from "./common.ts";
@@ -46,7 +47,7 @@ export function tokenRoutes(svc: Services) {
             const code = await redeemCode(svc, form.code);
             if (code.clientId !== client.clientId) throw new OAuthError("invalid_grant", "the code was issued to another client");
             if (form.redirect_uri !== undefined && form.redirect_uri !== code.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
-            if (!VERIFIER.test(form.code_verifier) || sha256b64url(form.code_verifier) !== code.codeChallenge) {
+            if (!VERIFIER.test(form.code_verifier) || !timingSafeEqualStr(sha256b64url(form.code_verifier), code.codeChallenge)) {
               throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match the code_challenge");
             }
             const resource = await checkResource(svc, form.resource, false);
