@@ -4,6 +4,7 @@
  */
 import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
+import { bodyLimit } from "./plugins/body-limit.ts";
 import { errors } from "./plugins/errors.ts";
 import { metrics } from "./plugins/metrics.ts";
 import { rateLimit } from "./plugins/rate-limit.ts";
@@ -24,6 +25,7 @@ export function createApp(svc: Services, extraModules: GatewayModule[] = []) {
   let app = new Elysia({ name: "gateway" })
     .use(requestId)
     .use(transparency)
+    .use(bodyLimit)
     .use(errors)
     .use(metrics)
     .use(rateLimit(svc))

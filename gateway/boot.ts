@@ -19,6 +19,7 @@ import { openDatabase, type Database } from "../infra/db.ts";
 import { log, setLogLevel } from "../infra/log.ts";
 import { primeLoginTiming } from "../infra/passwords.ts";
 import { createApp } from "./app.ts";
+import { SERVER_BODY_CAP } from "./plugins/body-limit.ts";
 import type { Services } from "./services.ts";
 import type { GatewayModule } from "./rest/index.ts";
 
@@ -130,7 +131,8 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       // hundred ms): a login arriving earlier waits for the same promise.
       void primeLoginTiming().catch((err) => log.warn("could not prime login timing", { error: err as Error }));
       const app = createApp(services, opts.extraModules);
-      app.listen({ hostname: config.HOST, port: config.PORT, maxRequestBodySize: 21 * 1024 * 1024 }); // Bun's default is 128 MB; the largest legitimate body is the dashboard's 20 MB JSONL upload
+      // Bun's default cap is 128 MB; per-surface limits are gateway/plugins/body-limit.ts
+      app.listen({ hostname: config.HOST, port: config.PORT, maxRequestBodySize: SERVER_BODY_CAP });
       port = app.server!.port!;
       url = `http://${config.HOST}:${port}`;
       if (!config.SITE_URL) services.siteUrl = url;
