@@ -234,12 +234,15 @@ function flexSearchLib(): Lib {
   };
 }
 
-/** Our engine wrapper (MiniSearch + absolute text score + synonyms), to show what the wrapper costs. */
+/**
+ * Our engine (own typed-array inverted index, MiniSearch's radix tree as the term dictionary, the same scores as
+ * the former MiniSearch wrapper + absolute text score + synonyms), to compare with the raw libraries.
+ */
 function ourEngineLib(): Lib {
   let engine = createEmbeddedEngine();
   return {
     name: "embedded (ours)",
-    notes: "search/embedded.ts: MiniSearch plus synonym expansion and the absolute textScore",
+    notes: "search/embedded.ts: own postings + MiniSearch radix-tree dictionary, synonyms, absolute textScore, top-k window",
     async build(docs) {
       engine = createEmbeddedEngine();
       await engine.upsert(docs);
