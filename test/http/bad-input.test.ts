@@ -449,12 +449,13 @@ describe("body size", () => {
     expect(after.status).toBe(200);
   }, 30_000);
 
-  // Known open finding (docs/review.md, gateway/plugins): the only limit is the 21 MB cap the dashboard's upload
-  // needs; JSON API routes need their own (about 1 MB, more for PUT /catalog). Passes while a 5 MB body is accepted.
-  test.failing("known open finding, still reproduces: a 5 MB JSON body to an API route is refused with 413", async () => {
+  test("a 5 MB JSON body to an API route is refused with 413 and the error envelope before it is read", async () => {
     const res = await postPadded(5 * 1024 * 1024);
-    if (res instanceof Error) return;
-    expect([400, 413]).toContain(res.status);
+    if (res instanceof Error) throw res;
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({ success: false, code: "payload_too_large", error: expect.any(String) });
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+    expect(res.headers.get("x-agent-commerce")).toBe("1");
   }, 30_000);
 
   test("a 5 MB body to a JWT route is refused without a 500", async () => {
