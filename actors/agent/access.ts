@@ -199,6 +199,8 @@ export const ROUTE_RULES: readonly RouteRule[] = [
   r("POST", "/cart/apply-coupon", ["cart"], { feature: "apply_coupon", sandboxRefused: true }),
   r("POST", "/checkout", ["checkout"], { sandboxRefused: true, delegatedScopes: ["checkout:delegate", "checkout"] }),
   r("POST", "/checkout/preview", ["checkout"], { sandboxRefused: true }),
+  r("POST", "/checkout/:sessionId/cancel", ["checkout"], { sandboxRefused: true }),
+  r("POST", "/orders/:orderId/cancel", ["checkout"], { sandboxRefused: true }),
   r("GET", "/orders/:id", ["orders:read", "checkout"], { sandboxRefused: true }),
   r("POST", "/orders/:orderId/refund", ["checkout"], { sandboxRefused: true }),
   r("POST", "/wallet/provision", ["checkout"], { sandboxRefused: true }),

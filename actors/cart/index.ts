@@ -346,6 +346,9 @@ function ownSession(ctx: Ctx, sessionId: string): SessionState {
   return s;
 }
 
+/** Sandbox test hook (docs/checkout.md): the processor captures, then our order write is made to fail. */
+const FINALIZATION_FAILS_TOKEN = "tok_finalization_fails";
+
 const LIVE_WAITING = new Set(["OPEN", "READY_FOR_PAYMENT", "PENDING_EXTERNAL_CONFIRMATION"]);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -429,8 +432,10 @@ function assertStoresPayable(session: SessionState, stores: Map<string, CatalogL
         merchant_slug: leg.storeId,
         rail,
         native_rails: store.paymentMethods.filter((m) => m !== "x402"),
+        checkout_url: store.checkoutUrl,
       });
     }
+    assertEnforcement(leg, store.enforcement);
     if (rail === "x402") {
       if (!store.paymentMethods.includes("x402")) throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `Merchant ${leg.storeId} does not accept x402.`, { merchant_slug: leg.storeId, rail });
       // The leg's token is the reference of its prepared x402 authorization ("x402:<id>", actors/payments/x402-rail.ts).
@@ -449,6 +454,29 @@ function assertStoresPayable(session: SessionState, stores: Map<string, CatalogL
     tokens[leg.storeId] = token;
   }
   return tokens;
+}
+
+/**
+ * Merchant enforcement rules (stores.checkout_enforcement, docs/checkout.md "Enforcement"). Rules that cannot be
+ * read refuse fail-closed: an order must never pass a merchant rule because the rule was unreadable.
+ */
+function assertEnforcement(leg: PaymentLeg, rules: unknown): void {
+  if (rules === null || rules === undefined) return;
+  const r = rules as { unavailable?: unknown; max_order_minor?: unknown };
+  const readable = typeof rules === "object" && !Array.isArray(rules) && r.unavailable !== true
+    && (r.max_order_minor === undefined || (Number.isInteger(r.max_order_minor) && (r.max_order_minor as number) >= 0));
+  if (!readable) {
+    throw fail("ENFORCEMENT_UNAVAILABLE", `The enforcement rules of ${leg.storeId} cannot be read; nothing was charged. Retry later.`, { merchant_slug: leg.storeId });
+  }
+  if (r.max_order_minor !== undefined && leg.amountMinor > (r.max_order_minor as number)) {
+    throw fail("CHECKOUT_BLOCKED_BY_POLICY", `Merchant ${leg.storeId} does not accept orders above its limit; a smaller order may pass.`, {
+      merchant_slug: leg.storeId,
+      rule_code: "MERCHANT_MAX_ORDER_AMOUNT",
+      limit_minor: r.max_order_minor,
+      amount_minor: leg.amountMinor,
+      currency: leg.currency,
+    });
+  }
 }
 
 async function riskInputs(ctx: Ctx, keyId: string): Promise<{ keyCreatedAt: number; recent: number[] }> {
@@ -545,10 +573,38 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
     process.kill(process.pid, "SIGKILL");
     await Bun.sleep(10_000);
   }
-  // Record each leg: captured → stock committed, order paid; rolled back → stock released. These rows commit in
-  // this turn's transaction together with the session's new state.
+  // A capture we cannot complete (a different amount than authorised, or the order write refused) is never
+  // recorded as paid: the order is flagged for a human to reconcile, the leg stays unknown (no timer: the rail
+  // answered, a person must decide), and the caller gets the code with the capture reference.
   const tx = await ctx.tx();
   const now0 = ctx.now();
+  let escalation: ActorError | null = null;
+  for (const leg of pending) {
+    const r = results[leg.storeId];
+    const res = (r as { result?: ChargeResult }).result;
+    if (r.outcome !== "captured") continue;
+    let problem: ActorError | null = null;
+    try {
+      if (res) assertCapturedAmount(res, { amountMinor: leg.amountMinor, currency: leg.currency });
+      if (s.tokens[leg.storeId] === FINALIZATION_FAILS_TOKEN) {
+        throw fail("PAYMENT_CAPTURED_FINALIZATION_FAILED", "The payment was captured but the order could not be completed; it is flagged for refund or reconciliation.", {
+          capture_reference: r.captureRef,
+        });
+      }
+    } catch (err) {
+      if (!(err instanceof ActorError)) throw err;
+      problem = err;
+    }
+    if (!problem) continue;
+    const orderId = s.orderIds[leg.storeId];
+    const flag = problem.code === "PAYMENT_AMOUNT_MISMATCH" ? "amount_mismatch" : "finalization_failed";
+    await tx`WITH o AS (UPDATE orders SET reconciliation = ${flag}, capture_ref = ${r.captureRef ?? null}, updated_at = now()
+        WHERE id = ${orderId} AND store_slug = ${leg.storeId} AND reconciliation IS DISTINCT FROM ${flag} RETURNING id)
+      INSERT INTO order_events (order_id, type, data)
+      SELECT id, 'reconciliation_required', ${tx.json({ actor: "system", reason: flag, capture_ref: r.captureRef ?? null, intent_id: leg.intentId } as never)}::jsonb FROM o`;
+    results[leg.storeId] = { outcome: "unknown" };
+    escalation ??= new ActorError(problem.code, problem.message, { ...problem.details, capture_reference: r.captureRef, merchant_slug: leg.storeId, order_id: orderId, checkout_session_id: s.id });
+  }
   const changed: Record<string, string[]> = {};
   await Promise.all(
     pending.map(async (leg) => {
@@ -557,7 +613,6 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       const reservationId = leg.intentId as string;
       if (r.outcome === "captured") {
         const res = (r as { result?: ChargeResult }).result;
-        if (res) assertCapturedAmount(res, { amountMinor: leg.amountMinor, currency: leg.currency });
         const done = await settleLegRows(
           tx,
           leg.storeId,
@@ -604,6 +659,12 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       return view;
     }
     case "settlement_unknown": {
+      if (escalation) {
+        // Nothing to ask the rail again: it answered. A person reconciles; the same key gets the same answer.
+        await ctx.cancelReminder("session");
+        await ctx.checkpoint();
+        throw escalation;
+      }
       await ctx.schedule("session", now + 5_000, { sessionId: next.id });
       await ctx.checkpoint();
       throw fail("UPSTREAM_UNAVAILABLE", "The payment processor's answer was lost; the checkout is being reconciled. Call again with the same idempotency_key.", {

@@ -9,6 +9,8 @@
  * | `tok_needs_approval` | needs_buyer_approval with a link; after `approve(intentId)` the same call captures, after `reject(intentId)` it is not_approved |
  * | `tok_not_approved`   | not_approved (PAYMENT_NOT_APPROVED): the payer refused at once                 |
  * | `tok_lost_response`  | captures, then the first call throws UPSTREAM_UNAVAILABLE as if the answer was lost; a later charge/lookup of the same intent returns the capture |
+ * | `tok_amount_mismatch`| captures one minor unit MORE than asked (the caller's amount check must catch it: PAYMENT_AMOUNT_MISMATCH) |
+ * | `tok_finalization_fails` | captured like tok_approve; the cart treats the order write as failed (PAYMENT_CAPTURED_FINALIZATION_FAILED) |
  * | `MOCK`               | captured at once with `simulated: true`, only on mock stores (default `demo-store`); elsewhere PAYMENT_METHOD_NOT_CONFIGURED |
  * | anything else        | declined with reason `invalid_test_token`                                      |
  *
@@ -26,6 +28,8 @@ export const SANDBOX_TOKENS = {
   needsApproval: "tok_needs_approval",
   notApproved: "tok_not_approved",
   lostResponse: "tok_lost_response",
+  amountMismatch: "tok_amount_mismatch",
+  finalizationFails: "tok_finalization_fails",
   mock: "MOCK",
 } as const;
 
@@ -147,7 +151,8 @@ export class CardSandboxRail implements PaymentRail {
     const fresh: SandboxIntentRecord = {
       intentId: intent.intentId,
       storeId: intent.storeId,
-      amountMinor: intent.amountMinor,
+      // tok_amount_mismatch: a processor that captured another amount than it was asked for.
+      amountMinor: intent.paymentToken === SANDBOX_TOKENS.amountMismatch ? intent.amountMinor + 1 : intent.amountMinor,
       currency: intent.currency,
       token: intent.paymentToken,
       state: initialState(intent.paymentToken),
@@ -240,6 +245,8 @@ function initialState(token: string): SandboxIntentState {
     case SANDBOX_TOKENS.approve:
     case SANDBOX_TOKENS.mock:
     case SANDBOX_TOKENS.lostResponse:
+    case SANDBOX_TOKENS.amountMismatch:
+    case SANDBOX_TOKENS.finalizationFails:
       return "captured";
     case SANDBOX_TOKENS.fail:
       return "failed";

@@ -53,6 +53,9 @@ export interface CatalogLine {
     returnWindowDays: number | null;
     country: string;
     shipping: { baseMinor: number; perItemMinor: number; freeOverMinor: number | null } | null;
+    /** Merchant enforcement rules (migration 0032): null = none; see docs/checkout.md "Enforcement". */
+    enforcement: unknown;
+    checkoutUrl: string | null;
   };
 }
 
@@ -88,6 +91,8 @@ interface CatalogRow {
   neg_price: number | null;
   neg_expires: Date | null;
   neg_currency: string | null;
+  checkout_enforcement: unknown;
+  hosted_checkout_url: string | null;
 }
 
 /**
@@ -104,7 +109,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
     ? await sql<CatalogRow[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
         p.variants, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
-        s.policy_version, s.policies, s.country, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
+        s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
         z.free_over_minor AS ship_free_over, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
       LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor FROM shipping_zones z
@@ -117,7 +122,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
     : await sql<CatalogRow[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
         p.variants, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
-        s.policy_version, s.policies, s.country, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
+        s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
         z.free_over_minor AS ship_free_over, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
       LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor FROM shipping_zones z
@@ -148,6 +153,8 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
         policyVersion: r.policy_version,
         returnWindowDays: r.policies?.returnWindowDays ?? null,
         country: r.country,
+        enforcement: r.checkout_enforcement ?? null,
+        checkoutUrl: r.hosted_checkout_url ?? null,
         shipping: r.ship_base === null ? null : { baseMinor: Number(r.ship_base), perItemMinor: Number(r.ship_per_item ?? 0), freeOverMinor: r.ship_free_over === null ? null : Number(r.ship_free_over) },
       },
     });
@@ -284,6 +291,8 @@ export const commerceMessages = {
     note: T.Optional(T.String()),
   }),
   cancelOrder: T.Object({ orderId: Uuid, reason: T.String() }),
+  /** The owning agent cancels a paid order: canceled, and the captured money refunded in full through the rail. */
+  agentCancelPaidOrder: T.Object({ orderId: Uuid, agentKeyId: Uuid, reason: T.Optional(T.String({ maxLength: 255 })) }),
   setOrderStatus: T.Object({
     orderId: Uuid,
     status: T.Union(["fulfilled", "shipped", "delivered", "canceled"].map((s) => T.Literal(s))),
@@ -646,6 +655,37 @@ export const commerceHandlers = {
     for (const h of holds) await settleReservation(tx, slug, h.id, "released");
     if (order.status !== "pending") return { status: order.status };
     return { status: await moveOrder(tx, order, "cancel", "system", ctx.now(), { reason: b.reason }) };
+  },
+
+  async agentCancelPaidOrder(ctx: Ctx, b: Static<(typeof commerceMessages)["agentCancelPaidOrder"]>): Promise<{ order_id: string; status: OrderStatus; refund: RefundView | null }> {
+    const slug = ctx.id;
+    const tx = await ctx.tx();
+    const order = await loadOrder(tx, slug, b.orderId);
+    if (order.agent_key_id !== b.agentKeyId) throw fail("ORDER_NOT_FOUND", "No such order.");
+    if (order.status !== "paid") {
+      // Only `paid` comes here; anything else is answered by the machine (ORDER_NOT_CANCELLABLE past the point).
+      applyOrderEvent({ status: order.status, createdAt: 0, deliveredAt: null, history: [] }, "cancel", "agent", ctx.now());
+      throw fail("ORDER_NOT_CANCELLABLE", `The order is ${order.status}.`, { status: order.status });
+    }
+    await moveOrder(tx, order, "cancel", "agent", ctx.now(), { reason: b.reason ?? null });
+    const amount = Number(order.total_minor) - Number(order.refunded_minor);
+    if (amount <= 0 || !order.capture_ref) return { order_id: order.id, status: "canceled", refund: null };
+    const [r] = await tx<RefundRow[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason, status)
+      VALUES (${order.id}, ${slug}, ${b.agentKeyId}, ${amount}, ${order.currency}, ${b.reason ?? "order canceled by the agent"}, 'APPROVED')
+      RETURNING id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at`;
+    // Canceled and APPROVED are durable before the processor is called (the rail is idempotent per refund id).
+    await ctx.checkpoint();
+    const rail = railFor(ctx.sql, "card");
+    const result = rail ? await rail.refund({ refundId: r.id, captureRef: order.capture_ref, amountMinor: amount }) : { status: "failed" as const, reason: "no_rail" };
+    const tx2 = await ctx.tx();
+    if (result.status === "refunded") {
+      await tx2`UPDATE order_refunds SET status = 'REFUNDED', refund_ref = ${result.refundRef}, updated_at = now() WHERE id = ${r.id}`;
+      await tx2`UPDATE orders SET refunded_minor = refunded_minor + ${amount} WHERE id = ${order.id}`;
+      await tx2`INSERT INTO order_events (order_id, type, data) VALUES (${order.id}, 'refund_full', ${tx2.json({ actor: "system", refund_id: r.id, amount_minor: amount } as never)})`;
+    } else {
+      await tx2`UPDATE order_refunds SET status = 'FAILED', failure = ${result.reason}, updated_at = now() WHERE id = ${r.id}`;
+    }
+    return { order_id: order.id, status: "canceled", refund: refundView(await loadRefund(tx2, slug, r.id)) };
   },
 
   async setOrderStatus(ctx: Ctx, b: Static<(typeof commerceMessages)["setOrderStatus"]>): Promise<{ order_id: string; status: OrderStatus }> {

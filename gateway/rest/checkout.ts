@@ -87,6 +87,23 @@ export function checkoutRoutes(svc: Services) {
       },
     )
     .post(
+      "/api/v1/agent/checkout/:sessionId/cancel",
+      async ({ params, agent }) => {
+        const cartId = cartIdOfSession(params.sessionId);
+        if (!cartId) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session.", { checkout_session_id: params.sessionId });
+        return ok(await svc.actors.ask(cartActor, cartId, "cancel", { keyId: agent.keyId, sessionId: params.sessionId }));
+      },
+      {
+        params: t.Object({ sessionId: t.String({ minLength: 1, maxLength: 100 }) }),
+        response: errorResponses(400, 401, 403, 404, 409),
+        detail: {
+          tags: ["checkout"],
+          summary: "Cancel a checkout session (its pending orders canceled, stock released, the cart open again)",
+          security: [{ agentApiKey: [] }],
+        },
+      },
+    )
+    .post(
       "/api/v1/agent/checkout",
       async ({ body, agent, set, request }) => {
         // Another agent-payment protocol (x-protocol header or body shape): answered by the bridge in its own shape.

@@ -4,8 +4,10 @@
  * (orders are rows the store actor writes); the refund proposal is a `store/<slug>` message.
  */
 import { Elysia, t } from "elysia";
+import { cartActor } from "../../actors/cart/index.ts";
 import { storeCommerce, refundView } from "../../actors/store/commerce.ts";
-import { fail } from "../../actors/runtime/errors.ts";
+import { applyOrderEvent, type OrderStatus } from "../../actors/store/order-machine.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { toMajor } from "../../search/money.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
@@ -98,6 +100,56 @@ export function orderRoutes(svc: Services) {
       response: errorResponses(400, 401, 403, 404),
       detail: { tags: ["orders"], summary: "Your order: status and append-only event history", security: [{ agentApiKey: [] }] },
     })
+    .post(
+      "/api/v1/agent/orders/:orderId/cancel",
+      async ({ params, body, agent }) => {
+        const id = params.orderId.toLowerCase();
+        const [o] = await svc.sql<{ store_slug: string; status: OrderStatus; checkout_session_id: string | null; cart_id: string | null }[]>`
+          SELECT store_slug, status, checkout_session_id, cart_id FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}`;
+        if (!o) throw fail("ORDER_NOT_FOUND", "No such order.");
+        const reason = body?.reason ?? "canceled by the agent";
+        if (o.status === "paid") {
+          const r = await svc.actors.ask(storeCommerce, o.store_slug, "agentCancelPaidOrder", { orderId: id, agentKeyId: agent.keyId, reason });
+          return ok(r);
+        }
+        if (o.status !== "pending") {
+          applyOrderEvent({ status: o.status, createdAt: 0, deliveredAt: null, history: [] }, "cancel", "agent", Date.now()); // ORDER_NOT_CANCELLABLE
+          throw fail("ORDER_NOT_CANCELLABLE", `The order is ${o.status}.`, { status: o.status });
+        }
+        // A pending order belongs to a checkout session: canceling the session cancels its unpaid orders and
+        // releases their stock in the cart's turn, so it cannot race the session's own payment.
+        let viaSession = false;
+        if (o.cart_id && o.checkout_session_id) {
+          try {
+            await svc.actors.ask(cartActor, o.cart_id, "cancel", { keyId: agent.keyId, sessionId: o.checkout_session_id });
+            viaSession = true;
+          } catch (err) {
+            if (!(err instanceof ActorError)) throw err;
+            if (err.code === "CHECKOUT_STATUS_INVALID") {
+              throw fail("ORDER_NOT_CANCELLABLE", "A payment for this order is running; ask again when it has finished.", {
+                status: "pending",
+                reason: "payment_in_progress",
+                checkout_session_id: o.checkout_session_id,
+              });
+            }
+            if (err.code !== "SESSION_INACTIVE" && err.code !== "CHECKOUT_SESSION_NOT_FOUND" && err.code !== "CART_NOT_FOUND") throw err;
+          }
+        }
+        if (!viaSession) await svc.actors.ask(storeCommerce, o.store_slug, "cancelOrder", { orderId: id, reason });
+        const [now] = await svc.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${id}`;
+        return ok({ order_id: id, status: now.status, refund: null });
+      },
+      {
+        params: t.Object({ orderId: t.String({ format: "uuid" }) }),
+        body: t.Optional(t.Object({ reason: t.Optional(t.String({ maxLength: 255 })) })),
+        response: errorResponses(400, 401, 403, 404, 409),
+        detail: {
+          tags: ["orders"],
+          summary: "Cancel your order (pending: canceled, stock released; paid: canceled and refunded in full; later: 409 ORDER_NOT_CANCELLABLE)",
+          security: [{ agentApiKey: [] }],
+        },
+      },
+    )
     .post(
       "/api/v1/agent/orders/:orderId/refund",
       async ({ params, body, agent, set }) => {

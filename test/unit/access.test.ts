@@ -173,6 +173,8 @@ describe("route access", () => {
     ["POST", "/wallet/provision", ["checkout"], null, true],
     ["GET", "/wallet", ["checkout"], null, true],
     ["POST", "/checkout/preview", ["checkout"], null, true],
+    ["POST", "/checkout/cs_1/cancel", ["checkout"], null, true],
+    ["POST", "/orders/9a1e/cancel", ["checkout"], null, true],
     ["POST", "/acp/checkout_sessions", ["checkout"], null, true],
     ["POST", "/acp/checkout_sessions/cs_1", ["checkout"], null, true],
     ["POST", "/acp/checkout_sessions/cs_1/complete", ["checkout"], null, true],
