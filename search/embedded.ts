@@ -17,7 +17,7 @@ import SearchableMap from "minisearch/SearchableMap";
 import { fail } from "../actors/runtime/errors.ts";
 import { categoryKey, isWildcardText, tokenize, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine } from "./engine.ts";
 import { allowedTypos, assertSearchSettings, DEFAULT_SEARCH_SETTINGS, SEARCHABLE_FIELDS, type SearchSettings } from "./settings.ts";
-import { kthLargest, TopK } from "./ranking.ts";
+import { kthLargest } from "./ranking.ts";
 import { combineTextScore, fieldFactors, queryGroups, SYNONYM_FACTOR, wordQuality } from "./text-score.ts";
 
 const NF = SEARCHABLE_FIELDS.length;
@@ -115,6 +115,50 @@ function grow<T extends Int32Array | Uint8Array | Uint16Array | Float64Array>(a:
   const next = new (a.constructor as new (n: number) => T)(Math.max(min, a.length * 2, 1024));
   next.set(a);
   return next;
+}
+
+/**
+ * The first `window` rows (those with `raw >= 0`) ordered by text desc, raw desc, id asc, without a comparator
+ * over every row: quickselect on text, then on raw among the rows tied at the text cut, then ids among the rows
+ * tied on both; only the kept rows are sorted with the comparator.
+ */
+export function selectWindow(rows: number, window: number, text: Float64Array, raw: Float64Array, idOf: (row: number) => string): number[] {
+  const byId = (a: number, b: number) => {
+    const ia = idOf(a);
+    const ib = idOf(b);
+    return ia < ib ? -1 : ia > ib ? 1 : 0;
+  };
+  const cmp = (a: number, b: number) => text[b]! - text[a]! || raw[b]! - raw[a]! || byId(a, b);
+  let kept: number[] = [];
+  for (let r = 0; r < rows; r++) if (raw[r]! >= 0) kept.push(r);
+  if (kept.length > window) {
+    const scratch = new Float64Array(kept.length);
+    for (let j = 0; j < kept.length; j++) scratch[j] = text[kept[j]!]!;
+    const textCut = kthLargest(scratch, kept.length, window);
+    const above: number[] = [];
+    let ties: number[] = [];
+    for (const r of kept) {
+      if (text[r]! > textCut) above.push(r);
+      else if (text[r] === textCut) ties.push(r);
+    }
+    let need = window - above.length;
+    if (ties.length > need) {
+      const rs = new Float64Array(ties.length);
+      for (let j = 0; j < ties.length; j++) rs[j] = raw[ties[j]!]!;
+      const rawCut = kthLargest(rs, ties.length, need);
+      const ties2: number[] = [];
+      for (const r of ties) {
+        if (raw[r]! > rawCut) above.push(r);
+        else if (raw[r] === rawCut) ties2.push(r);
+      }
+      need = window - above.length;
+      if (ties2.length > need) ties2.sort(byId).length = need;
+      ties = ties2;
+    }
+    for (const r of ties) above.push(r);
+    kept = above;
+  }
+  return kept.sort(cmp);
 }
 
 export class EmbeddedSearchEngine implements SearchEngine {
@@ -486,22 +530,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const ids = this.ids;
     const text = new Float64Array(rows);
     for (let r = 0; r < rows; r++) if (raw[r]! >= 0) text[r] = combineTextScore(cov[r]!, raw[r]!, best);
-    const top = new TopK<number>(window, (a, b) => {
-      const d = text[b]! - text[a]! || raw[b]! - raw[a]!;
-      if (d !== 0) return d;
-      const ia = ids[rowSlot[a]!]!;
-      const ib = ids[rowSlot[b]!]!;
-      return ia < ib ? -1 : ia > ib ? 1 : 0;
-    });
-    // nothing below the window-th best text score can make it: skip those rows before the comparator heap
-    let floor = -Infinity;
-    if (matched > window) {
-      const scratch = new Float64Array(matched);
-      for (let r = 0, j = 0; r < rows; r++) if (raw[r]! >= 0) scratch[j++] = text[r]!;
-      floor = kthLargest(scratch, matched, window);
-    }
-    for (let r = 0; r < rows; r++) if (raw[r]! >= 0 && text[r]! >= floor) top.push(r);
-    return top.sorted().map((r) => ({ id: ids[rowSlot[r]!]!, textScore: text[r]! }));
+    const picked = selectWindow(rows, window, text, raw, (r) => ids[rowSlot[r]!]!);
+    return picked.map((r) => ({ id: ids[rowSlot[r]!]!, textScore: text[r]! }));
   }
 
   private nextEpoch(): number {

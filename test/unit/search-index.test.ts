@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { Candidate, SearchDoc } from "../../search/engine.ts";
-import { createEmbeddedEngine, EmbeddedSearchEngine } from "../../search/embedded.ts";
+import { createEmbeddedEngine, EmbeddedSearchEngine, selectWindow } from "../../search/embedded.ts";
 import {
   dedupe,
   kthLargest,
@@ -54,6 +54,17 @@ describe("top-k selection", () => {
       for (let k = 1; k <= n; k++) expect(kthLargest(Float64Array.from(values), n, k)).toBe(desc[k - 1]!);
       expect(kthLargest(Float64Array.from(values), n, n + 1)).toBe(-Infinity);
     }
+  });
+
+  test("the engine's window selection equals a full sort by text, engine score and id, with heavy ties", () => {
+    const r = rng(11);
+    const n = 2000;
+    const text = Float64Array.from({ length: n }, () => Math.floor(r() * 4) / 4);
+    const raw = Float64Array.from({ length: n }, () => (r() < 0.05 ? -1 : Math.floor(r() * 3)));
+    const id = (i: number) => uuid((i * 7919) % 10007);
+    const cmp = (a: number, b: number) => text[b]! - text[a]! || raw[b]! - raw[a]! || (id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0);
+    const full = Array.from({ length: n }, (_, i) => i).filter((i) => raw[i]! >= 0).sort(cmp);
+    for (const window of [1, 5, 100, 499, 500, 501, 1000, 1899, 5000]) expect(selectWindow(n, window, text, raw, id)).toEqual(full.slice(0, window));
   });
 
   test("the heap keeps at most k items however many are pushed", () => {
