@@ -22,7 +22,10 @@ export const OPENAPI_DESCRIPTION = [
 ].join("\n");
 
 export function createApp(svc: Services, extraModules: GatewayModule[] = []) {
-  let app = new Elysia({ name: "gateway" })
+  // normalize "typebox": Elysia's default (exactMirror) turns a string, number, array or null sent where an object
+  // is expected into {} and answers 200; TypeBox cleaning refuses the wrong type (400) and still drops unknown
+  // properties. It applies to every module mounted below.
+  let app = new Elysia({ name: "gateway", normalize: "typebox" })
     .use(requestId)
     .use(transparency)
     .use(bodyLimit)

@@ -6,7 +6,13 @@
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 const SECRET_FIELD = /(pass(word)?|secret|token|api[-_]?key|authorization|private[-_]?key|^key$|cookie)/i;
-const SECRET_VALUE = /\b(agnt_|whsec_)[A-Za-z0-9_-]+/g;
+/** Secret-looking values inside free text: our key/secret/token prefixes, JWTs, bearer tokens, 32-byte hex keys. */
+const SECRET_VALUES: readonly [RegExp, string][] = [
+  [/\b(agnt_|whsec_|rt_|mcps_)[A-Za-z0-9_-]+/g, "$1[redacted]"],
+  [/\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, "[redacted-jwt]"],
+  [/(Bearer\s+)[A-Za-z0-9._~+/=-]+/gi, "$1[redacted]"],
+  [/\b0x[0-9a-fA-F]{64}\b/g, "0x[redacted]"],
+];
 
 export type LogFields = Record<string, unknown>;
 
@@ -35,7 +41,7 @@ export function setLogSink(fn: (line: string) => void): () => void {
 }
 
 export function redact(value: unknown, depth = 0): unknown {
-  if (typeof value === "string") return value.replace(SECRET_VALUE, "$1[redacted]");
+  if (typeof value === "string") return SECRET_VALUES.reduce((v, [re, to]) => v.replace(re, to), value);
   if (value instanceof Error) return { name: value.name, message: redact(value.message) };
   if (value === null || typeof value !== "object" || depth > 4) return value;
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));

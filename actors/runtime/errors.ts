@@ -149,3 +149,13 @@ export class ActorError extends Error {
 export function fail(code: ErrorCode, message?: string, details?: Record<string, unknown>): ActorError {
   return new ActorError(code, message, details);
 }
+
+/**
+ * Postgres class 22 ("data exception": a NUL byte in text, a numeric out of range, invalid text representation)
+ * can only come from a value a caller sent that validation let through: the gateway and the actor host answer
+ * it as a 400 validation_error, never a 500.
+ */
+export function isInputDataError(error: unknown): boolean {
+  const e = error as { code?: unknown; name?: unknown } | null;
+  return typeof e?.code === "string" && /^22[0-9A-Z]{3}$/.test(e.code) && e.name === "PostgresError";
+}

@@ -13,7 +13,7 @@ import type { Transport } from "../transport/transport.ts";
 import { systemClock, type Clock } from "./clock.ts";
 import type { ActorCaller, ActorContext, AnyActorDefinition } from "./define-actor.ts";
 import { REMINDER_PREFIX, type ReplyEnvelope, type RequestEnvelope } from "./envelope.ts";
-import { ActorError } from "./errors.ts";
+import { ActorError, isInputDataError } from "./errors.ts";
 
 /** Replies an activation remembers in memory (resends to a live activation answer without a query). */
 const RECENT_REPLIES = 256;
@@ -289,6 +289,7 @@ export class ActorHost {
       return errorReply(new ActorError("actor_unavailable", "actor moved to another host; retry"));
     }
     if (err instanceof ActorError) return errorReply(err);
+    if (isInputDataError(err)) return errorReply(new ActorError("validation_error", "A value in the request is not acceptable (for example a NUL byte or an out-of-range number)."));
     this.log.error("actor turn failed", { kind: act.def.kind, id: act.id, error: err as Error, stack: (err as Error)?.stack });
     return errorReply(new ActorError("internal_error", "internal error"));
   }

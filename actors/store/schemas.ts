@@ -58,7 +58,7 @@ export const NegotiationRules = T.Object(
     enabled: T.Boolean(),
     floorPercent: T.Number({ minimum: 0, maximum: 100 }),
     autoAcceptPercent: T.Number({ minimum: 0, maximum: 100 }),
-    maxRounds: T.Integer({ minimum: 1 }),
+    maxRounds: T.Integer({ minimum: 1, maximum: 100 }),
     excludedCategories: T.Array(T.String()),
   },
   { additionalProperties: false },

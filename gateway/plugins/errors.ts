@@ -5,7 +5,7 @@
  * `internal_error` without a stack trace (the trace goes to the log with the request id).
  */
 import { Elysia } from "elysia";
-import { ActorError, ERROR_TABLE } from "../../actors/runtime/errors.ts";
+import { ActorError, ERROR_TABLE, isInputDataError } from "../../actors/runtime/errors.ts";
 import { log } from "../../infra/log.ts";
 import { errorBody } from "../envelope.ts";
 
@@ -37,6 +37,10 @@ export const errors = new Elysia({ name: "errors" }).onError({ as: "global" }, (
   if (error instanceof ActorError) {
     set.status = ERROR_TABLE[error.code].http;
     return errorBody(error.code, error.message, error.details);
+  }
+  if (isInputDataError(error)) {
+    set.status = 400;
+    return errorBody("validation_error", "A value in the request is not acceptable (for example a NUL byte or an out-of-range number).");
   }
   switch (code) {
     case "VALIDATION": {
