@@ -18,13 +18,9 @@ const CROSS_CUTTING: Record<string, string> = {
   TOOL_NOT_FOUND: "any name the store does not serve on this endpoint (stores.enabled_mcp_tools, endpoint groups)",
   INTERNAL_ERROR: "any tool: an unexpected fault (no internals leak)",
   CART_NOT_FOUND: "cart tools: unknown, expired or another caller's cart",
-  CHECKOUT_STATUS_INVALID: "cancel_checkout on a completed session; complete_checkout from an illegal status",
-  SESSION_INACTIVE: "complete_checkout/cancel_checkout on a canceled, expired or failed session",
+  CHECKOUT_STATUS_INVALID: "cancel_checkout while a payment runs or awaits settlement; complete_checkout from an illegal status",
+  SESSION_INACTIVE: "complete_checkout/cancel_checkout on a completed, canceled, expired or failed session",
   PRECONDITION_NOT_MET: "complete_checkout on a session still OPEN (details.required_step = preview_checkout)",
-  PAYMENT_AMOUNT_MISMATCH: "card rail: the processor captured another amount than authorised (no sandbox token triggers it yet)",
-  PAYMENT_CAPTURED_FINALIZATION_FAILED: "not wired: the cart actor has no path that reports it yet",
-  CHECKOUT_BLOCKED_BY_POLICY: "not wired: the risk gate reports policy_blocked (REST 403) rather than this code",
-  ENFORCEMENT_UNAVAILABLE: "not wired: no enforcement snapshot service exists yet",
 };
 
 function esc(s: string): string {

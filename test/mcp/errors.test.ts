@@ -1,7 +1,9 @@
 /**
  * Every MCP error code reachable through a tool, driven by the SDK client with outputSchema validation on.
  * Codes covered elsewhere: purchase.test.ts (HUMAN_CONFIRMATION_*, IDEMPOTENCY_KEY_CONFLICT, CHECKOUT_ALREADY_IN_PROGRESS,
- * ORDER_NOT_CANCELLABLE, PAYMENT_DECLINED, PAYMENT_FAILED_ROLLED_BACK, PAYMENT_NOT_APPROVED).
+ * ORDER_NOT_CANCELLABLE, PAYMENT_DECLINED, PAYMENT_FAILED_ROLLED_BACK, PAYMENT_NOT_APPROVED), error-mapping.test.ts
+ * (INTERNAL_ERROR), oauth.test.ts (bearer tokens). Not reachable through a tool today: PRECONDITION_NOT_MET (every store
+ * quotes shipping, so no session stays OPEN) and CHECKOUT_STATUS_INVALID (only while a payment is running).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ERROR_TABLE } from "../../actors/runtime/errors.ts";
@@ -37,6 +39,11 @@ function expectShape(e: ReturnType<typeof errorOf>, code: keyof typeof ERROR_TAB
   expect(e.retryable).toBe(ERROR_TABLE[code].retryable);
   expect(e.scope).toBe(ERROR_TABLE[code].scope);
   expect(e.reference).toBe(`${srv.url}/docs/errors#${code}`);
+}
+
+/** The spec's table, written out (not read from our code table), for the codes whose row matters most. */
+function expectSpec(e: ReturnType<typeof errorOf>, remedy: string, retryable: boolean, scope: "call" | "merchant") {
+  expect({ remedy: e.remedy, retryable: e.retryable, scope: e.scope }).toEqual({ remedy, retryable, scope });
 }
 
 async function preview(c: Connected = agent) {
@@ -278,7 +285,8 @@ describe("carts and checkout sessions", () => {
     }
   }, 60_000);
 
-  test("x402 at a hosted-storefront merchant needs its native checkout", async () => {
+  test("x402 at a hosted-storefront merchant needs its native checkout, named in details.checkout_url", async () => {
+    await srv.db.sql`UPDATE stores SET hosted_checkout_url = 'https://northwind.example/checkout' WHERE slug = 'northwind-outfitters'`;
     const [p] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'northwind-outfitters' AND active AND in_stock LIMIT 1`;
     const c = await connect(srv, { path: "/northwind-outfitters/mcp", headers: key.headers, elicit: accept });
     try {
@@ -287,15 +295,69 @@ describe("carts and checkout sessions", () => {
       const e = errorOf(await c.call("complete_checkout", { checkout_session_id: pv.checkout_session_id, idempotency_key: crypto.randomUUID(), payment_method: "x402" }));
       expectShape(e, "NATIVE_CHECKOUT_REQUIRED");
       expect(e.scope).toBe("merchant");
-      expect(e.details).toMatchObject({ merchant_slug: "northwind-outfitters", rail: "x402" });
-      expect(e.details.native_rails).toContain("card");
+      expectSpec(e, "human_decides", false, "merchant");
+      expect(e.details).toMatchObject({ merchant_slug: "northwind-outfitters", rail: "x402", checkout_url: "https://northwind.example/checkout" });
     } finally {
       await c.close();
     }
   }, 60_000);
+});
 
-  // The spec's NATIVE_CHECKOUT_REQUIRED carries details.checkout_url; stores have no storefront URL to put there yet.
-  test.todo("NATIVE_CHECKOUT_REQUIRED carries the merchant's hosted checkout as details.checkout_url");
+describe("captured money that cannot complete, and merchant rules (docs/checkout.md sandbox triggers)", () => {
+  const pay = (sessionId: string, method: string, key1 = crypto.randomUUID()) =>
+    agent.call("complete_checkout", { checkout_session_id: sessionId, idempotency_key: key1, payment_method: method });
+
+  test("a capture of another amount than authorised is PAYMENT_AMOUNT_MISMATCH: stop, with the capture reference; the same call never captures twice", async () => {
+    const { preview: pv } = await preview();
+    const k = crypto.randomUUID();
+    const e = errorOf(await pay(pv.checkout_session_id, "tok_amount_mismatch", k));
+    expectShape(e, "PAYMENT_AMOUNT_MISMATCH");
+    expectSpec(e, "stop", false, "call");
+    expect(e.details.capture_reference).toMatch(/^cap_/);
+    expect(e.details.captured_minor).toBe(e.details.expected_minor + 1);
+    const again = errorOf(await pay(pv.checkout_session_id, "tok_amount_mismatch", k));
+    expect(again.code).toBe("PAYMENT_AMOUNT_MISMATCH");
+    expect(again.details.capture_reference).toBe(e.details.capture_reference);
+    const [n] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM sandbox_ledger_intents l JOIN orders o ON o.intent_id = l.intent_id WHERE o.cart_id = ${pv.cart_id}`;
+    expect(n!.n).toBe(1);
+  }, 60_000);
+
+  test("a capture whose order cannot be finalised is PAYMENT_CAPTURED_FINALIZATION_FAILED: stop, with the capture reference", async () => {
+    const { preview: pv } = await preview();
+    const e = errorOf(await pay(pv.checkout_session_id, "tok_finalization_fails"));
+    expectShape(e, "PAYMENT_CAPTURED_FINALIZATION_FAILED");
+    expectSpec(e, "stop", false, "call");
+    expect(e.details.capture_reference).toMatch(/^cap_/);
+  }, 60_000);
+
+  test("an order above the merchant's limit is CHECKOUT_BLOCKED_BY_POLICY with details.rule_code, and nothing is charged", async () => {
+    const { preview: pv } = await preview();
+    await srv.db.sql`UPDATE stores SET checkout_enforcement = '{"max_order_minor": 100}'::jsonb WHERE slug = ${DEMO}`;
+    try {
+      const e = errorOf(await pay(pv.checkout_session_id, "MOCK"));
+      expectShape(e, "CHECKOUT_BLOCKED_BY_POLICY");
+      expectSpec(e, "different_path", false, "call");
+      expect(e.details).toMatchObject({ rule_code: "MERCHANT_MAX_ORDER_AMOUNT", limit_minor: 100 });
+      expect(await srv.db.sql`SELECT id FROM orders WHERE cart_id = ${pv.cart_id}`).toHaveLength(0);
+    } finally {
+      await srv.db.sql`UPDATE stores SET checkout_enforcement = NULL WHERE slug = ${DEMO}`;
+    }
+  }, 60_000);
+
+  test("merchant rules that cannot be read are ENFORCEMENT_UNAVAILABLE: retry with backoff, and the same call passes once they can", async () => {
+    const { preview: pv } = await preview();
+    const k = crypto.randomUUID();
+    await srv.db.sql`UPDATE stores SET checkout_enforcement = '{"unavailable": true}'::jsonb WHERE slug = ${DEMO}`;
+    try {
+      const e = errorOf(await pay(pv.checkout_session_id, "MOCK", k));
+      expectShape(e, "ENFORCEMENT_UNAVAILABLE");
+      expectSpec(e, "retry_with_backoff", true, "call");
+      expect(await srv.db.sql`SELECT id FROM orders WHERE cart_id = ${pv.cart_id}`).toHaveLength(0);
+    } finally {
+      await srv.db.sql`UPDATE stores SET checkout_enforcement = NULL WHERE slug = ${DEMO}`;
+    }
+    expect(structured(await pay(pv.checkout_session_id, "MOCK", k)).status).toBe("COMPLETED");
+  }, 60_000);
 });
 
 describe("mandates", () => {

@@ -365,7 +365,7 @@ export const getPaymentMethods = defineTool({
   async handler(_a, ctx) {
     const describe: Record<string, string> = {
       MOCK: "Simulated payment, no money moves. Pass payment_method 'MOCK'.",
-      card: "Card processor. Pass a card payment token as payment_method (sandbox: tok_visa approves; see docs/checkout.md for the decline/approval/failure tokens).",
+      card: "Card processor. Pass a card payment token as payment_method (sandbox: tok_approve approves; see docs/checkout.md for the decline/approval/failure tokens).",
       x402: "x402 stablecoin settlement through REST POST /api/v1/agent/checkout with payment_rail x402.",
     };
     return { store: ctx.store.slug, methods: ctx.store.paymentMethods.map((id) => ({ id, description: describe[id] ?? id })) };
