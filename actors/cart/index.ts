@@ -171,14 +171,14 @@ function variantOf(line: CatalogLine, variantId: string | null) {
   return variantId ? line.variants.find((v) => v.id === variantId) : undefined;
 }
 
-/** Units that can be held for a line: the product's availability, capped by a tracked variant's stock. */
+/** Units that can be held for a line: the product's availability, capped by a tracked variant's own (stock − held). */
 function availableFor(line: CatalogLine, variantId: string | null): number | null {
   const v = variantOf(line, variantId);
   if (variantId && !v) return 0;
   let a = line.available;
   if (v) {
     if (!v.inStock) return 0;
-    if (v.stockQuantity !== null && v.stockQuantity !== undefined) a = a === null ? v.stockQuantity : Math.min(a, v.stockQuantity);
+    if (v.available !== null) a = a === null ? v.available : Math.min(a, v.available);
   }
   return a;
 }

@@ -41,7 +41,8 @@ export interface CatalogLine {
   /** Units that can still be held: stock − held, or null when stock is not tracked; 0 when not in stock. */
   available: number | null;
   active: boolean;
-  variants: { id: string; title?: string; priceMinor: number | null; stockQuantity: number | null; inStock: boolean }[];
+  /** `available`: the variant's own units that can still be held (stock − held), null when untracked. */
+  variants: { id: string; title?: string; priceMinor: number | null; stockQuantity: number | null; inStock: boolean; available: number | null }[];
   negotiated: { unitPriceMinor: number; expiresAt: number; currency: string } | null;
   store: {
     slug: string;
@@ -76,7 +77,8 @@ interface CatalogRow {
   reserved_quantity: number;
   in_stock: boolean;
   active: boolean;
-  variants: CatalogLine["variants"];
+  variants: Omit<CatalogLine["variants"][number], "available">[];
+  variant_reserved: Record<string, number> | null;
   verification_level: string;
   trust_score: string | null;
   operational_status: string;
@@ -108,7 +110,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
   const rows = negotiation
     ? await sql<CatalogRow[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
-        p.variants, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
+        p.variants, p.variant_reserved, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
         s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
         z.free_over_minor AS ship_free_over, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
@@ -121,7 +123,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
       WHERE p.id = ANY(${ids}::uuid[])`
     : await sql<CatalogRow[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
-        p.variants, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
+        p.variants, p.variant_reserved, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
         s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
         z.free_over_minor AS ship_free_over, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
@@ -139,7 +141,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
       currency: r.currency,
       available: !r.in_stock ? 0 : r.stock_quantity === null ? null : Math.max(0, r.stock_quantity - r.reserved_quantity),
       active: r.active,
-      variants: r.variants ?? [],
+      variants: (r.variants ?? []).map((v) => ({ ...v, available: variantAvailable(v, r.variant_reserved) })),
       negotiated:
         r.neg_price !== null && r.neg_expires
           ? { unitPriceMinor: Number(r.neg_price), expiresAt: r.neg_expires.getTime(), currency: r.neg_currency ?? r.currency }
@@ -345,7 +347,7 @@ interface ReservationRow {
   id: string;
   order_id: string;
   status: "held" | "committed" | "released";
-  lines: { productId: string; quantity: number }[];
+  lines: { productId: string; quantity: number; variants?: Record<string, number> }[];
 }
 
 async function settleReservation(tx: Sql, slug: string, id: string, to: "committed" | "released"): Promise<string[]> {
@@ -354,21 +356,25 @@ async function settleReservation(tx: Sql, slug: string, id: string, to: "committ
   if (!r || r.status !== "held") return []; // idempotent: already settled (or nothing was held)
   const ids = r.lines.map((l) => l.productId);
   const qs = r.lines.map((l) => l.quantity);
+  const vqs = r.lines.map((l) => JSON.stringify(l.variants ?? {}));
   if (to === "committed") {
     await tx`UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
         stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE GREATEST(0, p.stock_quantity - w.q) END,
         in_stock = CASE WHEN p.stock_quantity IS NULL THEN p.in_stock ELSE p.stock_quantity - w.q > 0 END,
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vt::jsonb, -1),
+        variants = variant_stock_sell(p.variants, w.vt::jsonb),
         updated_at = now()
-      FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q) w WHERE p.id = w.id`;
+      FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q, unnest(${vqs}::text[]) AS vt) w WHERE p.id = w.id`;
   } else {
-    await tx`UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q)
-      FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q) w WHERE p.id = w.id`;
+    await tx`UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vt::jsonb, -1)
+      FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q, unnest(${vqs}::text[]) AS vt) w WHERE p.id = w.id`;
   }
   await tx`UPDATE stock_reservations SET status = ${to}, updated_at = now() WHERE id = ${id}`;
   if (to !== "committed") return [];
   // Only tracked stock changed; untracked products need no reindex.
   const tracked = await tx<{ id: string }[]>`SELECT id FROM products WHERE id = ANY(${ids}::uuid[]) AND stock_quantity IS NOT NULL`;
-  return tracked.map((r) => r.id);
+  return [...new Set([...tracked.map((t) => t.id), ...r.lines.filter((l) => l.variants && Object.keys(l.variants).length).map((l) => l.productId)])];
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -380,11 +386,64 @@ async function settleReservation(tx: Sql, slug: string, id: string, to: "committ
 
 export type SettleLegBody = Static<(typeof commerceMessages)["settleLeg"]>;
 
-/** The stock a leg asks for, summed per product (two variant lines of one product hold the product's stock together). */
-function wantedStock(lines: readonly { productId: string; quantity: number }[]): { ids: string[]; qs: number[] } {
-  const want = new Map<string, number>();
-  for (const l of lines) want.set(l.productId, (want.get(l.productId) ?? 0) + l.quantity);
-  return { ids: [...want.keys()], qs: [...want.values()] };
+/**
+ * The stock a leg asks for, summed per product (two variant lines of one product hold the product's stock
+ * together), with each variant's own units beside it as a JSON object {variantId: units} (`vqs`, one per product).
+ */
+export function wantedStock(lines: readonly { productId: string; variantId?: string | null; quantity: number }[]): { ids: string[]; qs: number[]; vqs: string[] } {
+  const want = new Map<string, { q: number; v: Record<string, number> }>();
+  for (const l of lines) {
+    const w = want.get(l.productId) ?? { q: 0, v: {} };
+    w.q += l.quantity;
+    if (l.variantId) w.v[l.variantId] = (w.v[l.variantId] ?? 0) + l.quantity;
+    want.set(l.productId, w);
+  }
+  return { ids: [...want.keys()], qs: [...want.values()].map((w) => w.q), vqs: [...want.values()].map((w) => JSON.stringify(w.v)) };
+}
+
+type VariantStock = { id: string; stockQuantity?: number | null; inStock?: boolean };
+
+/** Units of a variant that can still be held: its stock − held, null when untracked, 0 when unknown or out of stock. */
+export function variantAvailable(v: VariantStock | undefined, held: Readonly<Record<string, number>> | null | undefined): number | null {
+  if (!v || v.inStock === false) return 0;
+  if (v.stockQuantity === null || v.stockQuantity === undefined) return null;
+  return Math.max(0, v.stockQuantity - (held?.[v.id] ?? 0));
+}
+
+export interface StockShortage {
+  code: "out_of_stock" | "stock_insufficient";
+  store_id: string;
+  product_id: string;
+  variant_id?: string;
+  requested: number;
+  available: number;
+}
+
+/**
+ * Why a leg's hold failed, from the levels read after it: each product whose own availability is short, and each
+ * variant whose own stock is short (reported with `variant_id`).
+ */
+export function stockShortages(
+  slug: string,
+  ids: readonly string[],
+  qs: readonly number[],
+  vqs: readonly string[],
+  levels: readonly { id: string; available: number | null; variants: readonly VariantStock[] | null; variant_reserved: Readonly<Record<string, number>> | null }[],
+): StockShortage[] {
+  const byId = new Map(levels.map((l) => [l.id, l]));
+  const out: StockShortage[] = [];
+  const push = (a: number, q: number, product_id: string, variant_id?: string) =>
+    out.push({ code: a === 0 ? "out_of_stock" : "stock_insufficient", store_id: slug, product_id, ...(variant_id ? { variant_id } : {}), requested: q, available: a });
+  ids.forEach((id, i) => {
+    const level = byId.get(id);
+    const a = level ? level.available : 0;
+    if (a !== null && a < qs[i]) return push(a, qs[i], id);
+    for (const [vid, q] of Object.entries(JSON.parse(vqs[i]) as Record<string, number>)) {
+      const va = variantAvailable(level?.variants?.find((v) => v.id === vid), level?.variant_reserved);
+      if (va !== null && va < q) push(va, q, id, vid);
+    }
+  });
+  return out;
 }
 
 /**
@@ -394,7 +453,7 @@ function wantedStock(lines: readonly { productId: string; quantity: number }[]):
  * A shortage gives back what the statement held and throws STATE_EXECUTION_BLOCKED.
  */
 export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number): Promise<{ orderId: string; created: boolean }> {
-  const { ids, qs } = wantedStock(b.lines);
+  const { ids, qs, vqs } = wantedStock(b.lines);
   const railLabel = b.paymentMethod === "MOCK" ? "MOCK" : b.paymentRail;
   const created = {
     event: "order.created",
@@ -405,23 +464,32 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
     currency: b.currency,
     status: "pending",
   };
-  const [r] = await db<{ prior_status: string | null; prior_order: string | null; go: boolean; held: string[]; inserted: number }[]>`
-    WITH want AS (SELECT * FROM unnest(${ids}::uuid[], ${qs}::int[]) AS w(id, q)),
+  type Held = { id: string; q: number; vq: Record<string, number> };
+  const [r] = await db<{ prior_status: string | null; prior_order: string | null; go: boolean; held: Held[] | null; inserted: number }[]>`
+    WITH want AS (SELECT w.id, w.q, w.vt::jsonb AS vq FROM unnest(${ids}::uuid[], ${qs}::int[], ${vqs}::text[]) AS w(id, q, vt)),
     prior AS (SELECT status, order_id FROM stock_reservations WHERE id = ${b.reservationId}),
+    -- Tracked stock (the product's, and each tracked variant's) is held by one conditional update of the product
+    -- row; untracked stock is unlimited and never locked.
     held AS (
-      UPDATE products p SET reserved_quantity = p.reserved_quantity + w.q
+      UPDATE products p SET
+        reserved_quantity = p.reserved_quantity + CASE WHEN p.stock_quantity IS NULL THEN 0 ELSE w.q END,
+        variant_reserved = stock_counts_add(p.variant_reserved, variant_holds_tracked(p.variants, w.vq), 1)
       FROM want w
-      WHERE p.id = w.id AND p.store_slug = ${slug} AND p.active AND p.in_stock AND p.stock_quantity IS NOT NULL
-        AND p.stock_quantity - p.reserved_quantity >= w.q AND NOT EXISTS (SELECT 1 FROM prior)
-      RETURNING p.id, w.q),
+      WHERE p.id = w.id AND p.store_slug = ${slug} AND p.active AND p.in_stock
+        AND (p.stock_quantity IS NOT NULL OR variant_holds_tracked(p.variants, w.vq) <> '{}'::jsonb)
+        AND (p.stock_quantity IS NULL OR p.stock_quantity - p.reserved_quantity >= w.q)
+        AND variant_stock_covers(p.variants, p.variant_reserved, w.vq)
+        AND NOT EXISTS (SELECT 1 FROM prior)
+      RETURNING p.id, CASE WHEN p.stock_quantity IS NULL THEN 0 ELSE w.q END AS q, variant_holds_tracked(p.variants, w.vq) AS vq),
     free AS (
       SELECT p.id FROM products p JOIN want w ON w.id = p.id
-      WHERE p.store_slug = ${slug} AND p.active AND p.in_stock AND p.stock_quantity IS NULL),
+      WHERE p.store_slug = ${slug} AND p.active AND p.in_stock AND p.stock_quantity IS NULL
+        AND variant_holds_tracked(p.variants, w.vq) = '{}'::jsonb AND variant_stock_covers(p.variants, p.variant_reserved, w.vq)),
     ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM held) + (SELECT count(*) FROM free) = ${ids.length} AS go),
     res AS (
       INSERT INTO stock_reservations (id, store_slug, order_id, lines)
       SELECT ${b.reservationId}, ${slug}, ${b.orderId},
-        COALESCE((SELECT jsonb_agg(jsonb_build_object('productId', id, 'quantity', q)) FROM held), '[]'::jsonb)
+        COALESCE((SELECT jsonb_agg(jsonb_build_object('productId', id, 'quantity', q, 'variants', vq)) FROM held), '[]'::jsonb)
       FROM ok WHERE go),
     ins AS (
       INSERT INTO orders (id, store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id,
@@ -448,28 +516,24 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
     -- The key's first order with this store creates its allowlist binding (refund requests need it).
     allow AS (INSERT INTO store_agent_allowlist (store_slug, agent_key_id) SELECT ${slug}, ${b.agentKeyId} FROM ins ON CONFLICT DO NOTHING)
     SELECT (SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
-      ARRAY(SELECT id::text FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted`;
+      (SELECT jsonb_agg(jsonb_build_object('id', id, 'q', q, 'vq', vq)) FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted`;
   if (r.prior_status) {
     if (r.prior_status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
     return { orderId: r.prior_order as string, created: false };
   }
   if (!r.go) {
-    const heldQ = r.held.map((id) => qs[ids.indexOf(id)]);
-    if (r.held.length) {
-      // Give back the lines this statement held before it found another line short.
-      await db`UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q)
-        FROM unnest(${r.held}::uuid[], ${heldQ}::int[]) AS w(id, q) WHERE p.id = w.id`;
+    const held = r.held ?? [];
+    if (held.length) {
+      // Give back what this statement held before it found another line short.
+      await db`UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
+          variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1)
+        FROM jsonb_to_recordset(${db.json(held as never)}::jsonb) AS w(id uuid, q int, vq jsonb) WHERE p.id = w.id`;
     }
-    const levels = await db<{ id: string; available: number | null }[]>`
+    const levels = await db<{ id: string; available: number | null; variants: VariantStock[] | null; variant_reserved: Record<string, number> | null }[]>`
       SELECT id, CASE WHEN NOT in_stock OR NOT active OR store_slug <> ${slug} THEN 0 WHEN stock_quantity IS NULL THEN NULL
-        ELSE GREATEST(0, stock_quantity - reserved_quantity) END AS available
+        ELSE GREATEST(0, stock_quantity - reserved_quantity) END AS available, variants, variant_reserved
       FROM products WHERE id = ANY(${ids}::uuid[])`;
-    const avail = new Map(levels.map((l) => [l.id, l.available]));
-    const reasons = ids
-      .map((id, i) => ({ id, q: qs[i], a: avail.has(id) ? avail.get(id)! : 0 }))
-      .filter((x) => x.a !== null && x.a < x.q)
-      .map((x) => ({ code: x.a === 0 ? "out_of_stock" : "stock_insufficient", store_id: slug, product_id: x.id, requested: x.q, available: x.a }));
-    throw fail("STATE_EXECUTION_BLOCKED", "Stock no longer covers the cart.", { reasons });
+    throw fail("STATE_EXECUTION_BLOCKED", "Stock no longer covers the cart.", { reasons: stockShortages(slug, ids, qs, vqs, levels) });
   }
   return { orderId: b.orderId, created: r.inserted > 0 };
 }
@@ -491,8 +555,10 @@ export async function settleLegRows(
       WITH rsv AS (
         UPDATE stock_reservations SET status = 'released', updated_at = now()
         WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
-      w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
-      back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q) FROM w WHERE p.id = w.id),
+      w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q, stock_counts_sum(array_agg(COALESCE(e->'variants', '{}'::jsonb))) AS vq
+        FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
+      back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = w.id),
       ev AS (
         INSERT INTO order_events (order_id, type, data)
         SELECT id, 'payment_rolled_back', ${db.json({ intent_id: b.reservationId, note: b.note ?? null } as never)}::jsonb
@@ -524,13 +590,16 @@ export async function settleLegRows(
     WITH rsv AS (
       UPDATE stock_reservations SET status = 'committed', updated_at = now()
       WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
-    w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
+    w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q, stock_counts_sum(array_agg(COALESCE(e->'variants', '{}'::jsonb))) AS vq
+        FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
     sold AS (
       UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
         stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE GREATEST(0, p.stock_quantity - w.q) END,
         in_stock = CASE WHEN p.stock_quantity IS NULL THEN p.in_stock ELSE p.stock_quantity - w.q > 0 END,
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1),
+        variants = variant_stock_sell(p.variants, w.vq),
         updated_at = now()
-      FROM w WHERE p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL AS tracked),
+      FROM w WHERE p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
     o AS (
       UPDATE orders SET status = ${to}, capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId},
         simulated = ${b.simulated ?? false}, paid_at = now(), updated_at = now(), version = version + 1
@@ -571,8 +640,10 @@ export async function cancelPendingOrderRows(
     WITH rsv AS (
       UPDATE stock_reservations SET status = 'released', updated_at = now()
       WHERE order_id = ${o.orderId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
-    w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
-    back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q) FROM w WHERE p.id = w.id),
+    w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q, stock_counts_sum(array_agg(COALESCE(e->'variants', '{}'::jsonb))) AS vq
+        FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
+    back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = w.id),
     c AS (
       UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1
       WHERE id = ${o.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id),
