@@ -320,9 +320,15 @@ describe("delivery", () => {
     rx.stop(); // connection refused from now on
     const ids: string[] = [];
     for (let i = 0; i < 25; i++) ids.push(await enqueue(srv.db.sql, "greenleaf-living", "order.created", orderCreated("greenleaf-living", i, new Date(clock.now()))));
-    await waitFor("every delivery to have been tried or deferred once", async () => {
+    // wait for the attempts themselves (at least 5 failures open the breaker), not only for deferred rows: the
+    // manual clock may lag the database clock, so a fresh delivery can look "deferred" before any attempt
+    await waitFor("the breaker's first failures, and every delivery tried or deferred", async () => {
       const ds = await deliveries("greenleaf-living", ep.id);
-      return ds.length === 25 && ds.every((d) => d.status === "failed" || (d.status === "pending" && d.nextAttemptAt! > new Date(clock.now()).toISOString()));
+      return (
+        ds.length === 25 &&
+        ds.filter((d) => d.status === "failed").length >= 5 &&
+        ds.every((d) => d.status === "failed" || (d.status === "pending" && d.nextAttemptAt! > new Date(clock.now()).toISOString()))
+      );
     });
     let ds = await deliveries("greenleaf-living", ep.id);
     expect(ds.filter((d) => d.status === "failed").length).toBeGreaterThanOrEqual(5);
