@@ -10,8 +10,8 @@
  * - payee:    `merchant_agent` must be the cart's merchant (a multi-store cart needs every merchant named in the
  *             intent mandate's `merchants`), and every cart merchant must be in `intent_mandate.merchants` if given;
  * - expiry:   `intent_mandate.intent_expiry` and `cart_mandate.contents.cart_expiry` must lie in the future.
- * The `user_authorization` (a verifiable credential over the mandate) must be present; verifying it needs the
- * issuer's keys, which this bridge does not hold (docs/protocols.md: what is left).
+ * The `user_authorization` must be present here and is verified by ap2-auth.ts (a JWS by the user's registered
+ * device key over the mandate's hashes) before the limits are checked.
  */
 import type { CartView } from "../../actors/cart/messages.ts";
 import { fail } from "../../actors/runtime/errors.ts";

@@ -12,6 +12,7 @@ import { ok } from "../envelope.ts";
 import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, type AcpStatus } from "./acp.ts";
+import { verifyUserAuthorization } from "./ap2-auth.ts";
 import { checkMandate, parseAp2 } from "./ap2.ts";
 import {
   asRecord,
@@ -211,6 +212,8 @@ async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Prom
     throw fail("INVALID_ARGUMENT", "cart_id must be the uuid of one of your carts.", { field: "cart_id" });
   }
   const mandate = parseAp2(body);
+  // The user's signature over this very mandate comes before its limits: an unsigned limit limits nothing.
+  await verifyUserAuthorization(svc.sql, agent.keyId, body, svc.clock.now());
   const cart = await getCart(svc, agent.keyId, cartId.toLowerCase());
   let reply: CompleteReply;
   const idempotencyKey = derivedUuidV4(`ap2:${agent.keyId}:${mandate.paymentMandateId}`);

@@ -25,6 +25,7 @@ import { adminSearchRoutes } from "./admin-search.ts";
 import { webhookRoutes } from "./webhooks.ts";
 import { walletRoutes } from "./wallet.ts";
 import { bridgeRoutes } from "../bridge/index.ts";
+import { ap2KeyRoutes } from "../bridge/ap2-keys.ts";
 import { mcpRoutes } from "../mcp/server.ts";
 import { dashboardRoutes } from "../dashboard/index.ts";
 
@@ -55,5 +56,6 @@ export const gatewayModules: GatewayModule[] = [
   merchantOrderRoutes,
   walletRoutes,
   bridgeRoutes,
+  ap2KeyRoutes,
   dashboardRoutes,
 ];

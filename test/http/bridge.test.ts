@@ -3,7 +3,9 @@
  * sessions, AP2 payment mandates; detection on POST /agent/checkout; Idempotency-Key replays.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { CompactSign, exportJWK, generateKeyPair, type CryptoKey } from "jose";
+import { mandateHash } from "../../gateway/bridge/ap2-auth.ts";
+import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, 26.95, untracked stock
@@ -12,15 +14,33 @@ const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // DS-0005, demo-store, 
 let srv: TestServer;
 let key: TestKey;
 let other: TestKey;
+let admin: string;
+/** The user's device key, registered for `key` as kid "phone". */
+let userKey: CryptoKey;
 
 beforeAll(async () => {
   srv = await startServer({ seed: true });
-  key = await createKey(srv, { scopes: ALL_SCOPES });
-  other = await createKey(srv, { scopes: ALL_SCOPES });
+  admin = await login(srv);
+  key = await createKey(srv, { scopes: ALL_SCOPES, token: admin });
+  other = await createKey(srv, { scopes: ALL_SCOPES, token: admin });
+  const pair = await generateKeyPair("ES256", { extractable: true });
+  userKey = pair.privateKey;
+  const r = await registerUserKey(key, "phone", await exportJWK(pair.publicKey));
+  if (r.status !== 200) throw new Error(`user key registration failed: ${r.status} ${JSON.stringify(r.body)}`);
 }, 120_000);
 afterAll(async () => {
   await srv?.stop();
 });
+
+const registerUserKey = (k: TestKey, kid: string, jwk: unknown, token = admin) =>
+  srv.json(`/api/v1/agent-keys/${k.id}/ap2-user-keys/${kid}`, { method: "PUT", headers: { authorization: `Bearer ${token}` }, body: { jwk } });
+
+/** AP2 user_authorization: a JWS by the user's device key over the hashes of the mandate's parts. */
+async function authorize(body: { payment_mandate: { payment_mandate_contents: unknown }; cart_mandate?: unknown }, signer: { key: CryptoKey; alg: string; kid: string } = { key: userKey, alg: "ES256", kid: "phone" }): Promise<string> {
+  const transaction_data = [mandateHash(body.payment_mandate.payment_mandate_contents), ...(body.cart_mandate ? [mandateHash(body.cart_mandate)] : [])];
+  const payload = new TextEncoder().encode(JSON.stringify({ iat: Math.floor(Date.now() / 1000), aud: "ap2", transaction_data }));
+  return new CompactSign(payload).setProtectedHeader({ alg: signer.alg, kid: signer.kid, typ: "kb+jwt" }).sign(signer.key);
+}
 
 const post = (path: string, body: unknown, k: TestKey = key, headers: Record<string, string> = {}) =>
   srv.json(`/api/v1/agent${path}`, { method: "POST", headers: { ...k.headers, ...headers }, body });
@@ -171,7 +191,16 @@ describe("UCP checkout sessions", () => {
   });
 });
 
-function mandate(cartId: string, over: { value?: number; currency?: string; merchant?: string; expiry?: string; id?: string; merchants?: string[] } = {}) {
+type MandateOver = { value?: number; currency?: string; merchant?: string; expiry?: string; id?: string; merchants?: string[] };
+
+/** A payment mandate for the cart, signed by the user's registered key. */
+async function mandate(cartId: string, over: MandateOver = {}) {
+  const body = unsignedMandate(cartId, over);
+  body.payment_mandate.user_authorization = await authorize(body);
+  return body;
+}
+
+function unsignedMandate(cartId: string, over: MandateOver = {}) {
   return {
     cart_id: cartId,
     intent_mandate: {
@@ -189,7 +218,7 @@ function mandate(cartId: string, over: { value?: number; currency?: string; merc
         merchant_agent: over.merchant ?? "demo-store",
         timestamp: new Date().toISOString(),
       },
-      user_authorization: "eyJhbGciOiJFUzI1NiJ9.stub.sig",
+      user_authorization: "",
     },
   };
 }
@@ -203,7 +232,7 @@ async function newCart(productId = BOARD, quantity = 1): Promise<string> {
 describe("AP2 payment mandates", () => {
   test("a cart inside the mandate's limits is paid: 200 receipt with the order; the same mandate again returns it", async () => {
     const cartId = await newCart();
-    const body = mandate(cartId);
+    const body = await mandate(cartId);
     const r = await post("/ap2/payment-mandates", body);
     expect(r.status).toBe(200);
     expect(r.body.data).toMatchObject({ payment_mandate_id: body.payment_mandate.payment_mandate_contents.payment_mandate_id, cart_id: cartId, amount: { currency: "USD" } });
@@ -216,7 +245,7 @@ describe("AP2 payment mandates", () => {
 
   test("a cart total above the mandate amount is MANDATE_LIMIT_EXCEEDED with the limit and the total", async () => {
     const cartId = await newCart(BOARD, 5); // 134.75 + shipping
-    const r = await post("/ap2/payment-mandates", mandate(cartId, { value: 50 }));
+    const r = await post("/ap2/payment-mandates", await mandate(cartId, { value: 50 }));
     expect(r.status).toBe(403);
     expect(r.body).toMatchObject({ success: false, code: "MANDATE_LIMIT_EXCEEDED", details: { violated: "amount", mandate: { max_amount_minor: 5000, currency: "USD" } } });
     expect(r.body.details.cart_total_minor).toBeGreaterThan(5000);
@@ -225,13 +254,13 @@ describe("AP2 payment mandates", () => {
 
   test("another currency, another payee or an expired mandate is MANDATE_LIMIT_EXCEEDED naming which", async () => {
     const cartId = await newCart();
-    const cases: [Parameters<typeof mandate>[1], string][] = [
+    const cases: [MandateOver, string][] = [
       [{ currency: "EUR" }, "currency"],
       [{ merchant: "greenleaf-living", merchants: ["greenleaf-living"] }, "payee"],
       [{ expiry: new Date(Date.now() - 1000).toISOString() }, "expiry"],
     ];
     for (const [over, violated] of cases) {
-      const r = await post("/ap2/payment-mandates", mandate(cartId, over));
+      const r = await post("/ap2/payment-mandates", await mandate(cartId, over));
       expect(r.status).toBe(403);
       expect(r.body.code).toBe("MANDATE_LIMIT_EXCEEDED");
       expect(r.body.details.violated).toBe(violated);
@@ -241,10 +270,88 @@ describe("AP2 payment mandates", () => {
 
   test("a mandate without the user's authorization is refused", async () => {
     const cartId = await newCart();
-    const body = mandate(cartId);
+    const body = await mandate(cartId);
     const r = await post("/ap2/payment-mandates", { ...body, payment_mandate: { ...body.payment_mandate, user_authorization: "" } });
     expect(r.status).toBe(400);
     expect(r.body).toMatchObject({ code: "MISSING_REQUIRED_ARGUMENT", details: { field: "payment_mandate.user_authorization" } });
+  });
+});
+
+describe("AP2 user authorization", () => {
+  const refusedWith = async (body: unknown, reason: string, k: TestKey = key) => {
+    const r = await post("/ap2/payment-mandates", body, k);
+    expect(r.status).toBe(401);
+    expect(r.body).toMatchObject({ success: false, code: "AGENT_TOKEN_INVALID", details: { reason, field: "payment_mandate.user_authorization" } });
+  };
+
+  test("a mandate signed by the user's registered Ed25519 key is accepted too, with its cart mandate signed", async () => {
+    const pair = await generateKeyPair("EdDSA", { extractable: true });
+    const reg = await registerUserKey(key, "laptop", await exportJWK(pair.publicKey));
+    expect(reg.status).toBe(200);
+    expect(reg.body.data).toMatchObject({ agent_key_id: key.id, kid: "laptop", alg: "EdDSA" });
+    const cartId = await newCart();
+    const body = { ...unsignedMandate(cartId), cart_mandate: { contents: { id: `cart_${cartId}`, cart_expiry: new Date(Date.now() + 600_000).toISOString() } } };
+    body.payment_mandate.user_authorization = await authorize(body, { key: pair.privateKey, alg: "EdDSA", kid: "laptop" });
+    const r = await post("/ap2/payment-mandates", body);
+    expect(r.status).toBe(200);
+    expect(r.body.data.order_ids).toHaveLength(1);
+  });
+
+  test("a mandate whose amount was raised after the user signed is 401 AGENT_TOKEN_INVALID (mandate_mismatch) and pays nothing", async () => {
+    const cartId = await newCart(BOARD, 5);
+    const body = await mandate(cartId, { value: 50 });
+    body.payment_mandate.payment_mandate_contents.payment_details_total.amount.value = 500;
+    await refusedWith(body, "mandate_mismatch");
+    expect(await ordersOfCart(cartId)).toEqual([]);
+  });
+
+  test("a changed cart mandate is 401 AGENT_TOKEN_INVALID (cart_mandate_mismatch)", async () => {
+    const cartId = await newCart();
+    const body = { ...unsignedMandate(cartId), cart_mandate: { contents: { id: "cart_1" } } };
+    body.payment_mandate.user_authorization = await authorize(body);
+    await refusedWith({ ...body, cart_mandate: { contents: { id: "cart_2" } } }, "cart_mandate_mismatch");
+  });
+
+  test("a signature by another key under the registered kid is 401 AGENT_TOKEN_INVALID (signature)", async () => {
+    const cartId = await newCart();
+    const body = unsignedMandate(cartId);
+    const stranger = await generateKeyPair("ES256");
+    body.payment_mandate.user_authorization = await authorize(body, { key: stranger.privateKey, alg: "ES256", kid: "phone" });
+    await refusedWith(body, "signature");
+    expect(await ordersOfCart(cartId)).toEqual([]);
+  });
+
+  test("a kid not registered for this agent key is 401 AGENT_TOKEN_INVALID (unknown_key), even if another agent key has it", async () => {
+    const cartId = await post("/cart", { items: [{ product_id: BOARD, quantity: 1 }] }, other);
+    const body = await mandate(cartId.body.data.id); // signed with key's "phone"
+    await refusedWith(body, "unknown_key", other);
+  });
+
+  test("a user_authorization that is not a compact JWS is 401 AGENT_TOKEN_INVALID (malformed)", async () => {
+    const cartId = await newCart();
+    const body = unsignedMandate(cartId);
+    body.payment_mandate.user_authorization = "eyJhbGciOiJFUzI1NiJ9.stub";
+    await refusedWith(body, "malformed");
+  });
+
+  test("registering a key: a private JWK is 400; another account's agent key is 404 not_found; a removed key no longer verifies", async () => {
+    const pair = await generateKeyPair("ES256", { extractable: true });
+    const priv = await registerUserKey(key, "bad", await exportJWK(pair.privateKey));
+    expect(priv.status).toBe(400);
+    expect(priv.body).toMatchObject({ success: false, code: "INVALID_ARGUMENT", details: { field: "jwk.d" } });
+    const merchant = await login(srv, merchantLogin("greenleaf-living"));
+    const foreign = await registerUserKey(key, "mine", await exportJWK(pair.publicKey), merchant);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.code).toBe("not_found");
+    expect((await registerUserKey(key, "temp", await exportJWK(pair.publicKey))).status).toBe(200);
+    const list = await srv.json(`/api/v1/agent-keys/${key.id}/ap2-user-keys`, { headers: { authorization: `Bearer ${admin}` } });
+    expect(list.body.data.map((k: { kid: string }) => k.kid)).toContain("temp");
+    const del = await srv.json(`/api/v1/agent-keys/${key.id}/ap2-user-keys/temp`, { method: "DELETE", headers: { authorization: `Bearer ${admin}` } });
+    expect(del.status).toBe(200);
+    const cartId = await newCart();
+    const body = unsignedMandate(cartId);
+    body.payment_mandate.user_authorization = await authorize(body, { key: pair.privateKey, alg: "ES256", kid: "temp" });
+    await refusedWith(body, "unknown_key");
   });
 });
 
@@ -266,10 +373,10 @@ describe("detection on POST /agent/checkout", () => {
 
   test("an AP2 payment mandate sent to /checkout pays the cart under the mandate's limits", async () => {
     const cartId = await newCart();
-    const over = await post("/checkout", mandate(cartId, { value: 1 }));
+    const over = await post("/checkout", await mandate(cartId, { value: 1 }));
     expect(over.status).toBe(403);
     expect(over.body.code).toBe("MANDATE_LIMIT_EXCEEDED");
-    const r = await post("/checkout", mandate(cartId));
+    const r = await post("/checkout", await mandate(cartId));
     expect(r.status).toBe(200);
     expect(r.body.data.order_ids).toHaveLength(1);
   });

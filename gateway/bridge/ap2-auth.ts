@@ -1,0 +1,88 @@
+/**
+ * AP2 `user_authorization`: proof that the human behind an agent key approved exactly this payment mandate.
+ *
+ * AP2 describes it as a verifiable presentation whose key-binding JWT, signed by the user's device key, carries
+ * `transaction_data`: the secure hashes of the CartMandate and the PaymentMandateContents. We verify that part
+ * with a key we can trust without a credential issuer: the device's public JWK is registered for the agent key by
+ * the account that owns the key (PUT /api/v1/agent-keys/{id}/ap2-user-keys/{kid}). The format:
+ *
+ *   compact JWS, protected header {alg: "ES256" | "EdDSA", kid, typ: "kb+jwt"},
+ *   payload {iat, aud?: "ap2", transaction_data: [b64url(sha256(canonical PaymentMandateContents)),
+ *            b64url(sha256(canonical CartMandate)) when a cart_mandate is sent]}
+ *
+ * Canonical JSON = keys sorted at every depth, no spaces (actors/cart/state-hash.ts `canonicalJson`), so a
+ * changed amount, token, payee or expiry changes the hash. Any failure is 401 AGENT_TOKEN_INVALID with
+ * `details.reason`: malformed | unknown_key | signature | not_yet_valid | expired | mandate_mismatch |
+ * cart_mandate_mismatch.
+ */
+import { createHash } from "node:crypto";
+import { compactVerify, decodeProtectedHeader, importJWK, type JWK } from "jose";
+import { canonicalJson } from "../../actors/cart/state-hash.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import type { Sql } from "../../infra/db.ts";
+import { asRecord } from "./common.ts";
+
+export const AP2_ALGS = ["ES256", "EdDSA"] as const;
+export type Ap2Alg = (typeof AP2_ALGS)[number];
+/** A clock skew we forgive on `iat`. */
+const SKEW_S = 60;
+
+/** base64url(sha256(canonical JSON)) of one mandate part, as it goes into `transaction_data`. */
+export function mandateHash(part: unknown): string {
+  return createHash("sha256").update(canonicalJson(part)).digest("base64url");
+}
+
+/** The algorithm a public JWK is used with, or an INVALID_ARGUMENT naming what is wrong with it. */
+export function algOfPublicJwk(jwk: unknown): Ap2Alg {
+  const k = asRecord(jwk);
+  if ("d" in k || "p" in k || "q" in k) throw fail("INVALID_ARGUMENT", "Register the public key only (no private members).", { field: "jwk.d" });
+  if (k.kty === "EC" && k.crv === "P-256" && typeof k.x === "string" && typeof k.y === "string") return "ES256";
+  if (k.kty === "OKP" && k.crv === "Ed25519" && typeof k.x === "string") return "EdDSA";
+  throw fail("INVALID_ARGUMENT", "jwk must be a public P-256 (ES256) or Ed25519 (EdDSA) key.", { field: "jwk" });
+}
+
+const invalid = (reason: string, message: string) => fail("AGENT_TOKEN_INVALID", message, { reason, field: "payment_mandate.user_authorization" });
+
+/**
+ * Verifies the mandate's `user_authorization` against the keys registered for this agent key. Throws
+ * AGENT_TOKEN_INVALID (details.reason) unless it is a valid signature by a registered key over this mandate.
+ */
+export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body: unknown, now: number): Promise<void> {
+  const b = asRecord(body);
+  const pm = asRecord(b.payment_mandate);
+  const jws = pm.user_authorization;
+  if (typeof jws !== "string" || !/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(jws) || jws.length > 16_384) {
+    throw invalid("malformed", "user_authorization must be a compact JWS signed by the user's registered key.");
+  }
+  let header: ReturnType<typeof decodeProtectedHeader>;
+  try {
+    header = decodeProtectedHeader(jws);
+  } catch {
+    throw invalid("malformed", "user_authorization has an unreadable header.");
+  }
+  if (typeof header.kid !== "string" || !AP2_ALGS.includes(header.alg as Ap2Alg)) {
+    throw invalid("malformed", "user_authorization needs a kid and alg ES256 or EdDSA.");
+  }
+  const [row] = await sql<{ alg: Ap2Alg; jwk: JWK }[]>`SELECT alg, jwk FROM ap2_user_keys WHERE agent_key_id = ${agentKeyId} AND kid = ${header.kid}`;
+  if (!row) throw invalid("unknown_key", "No user key with this kid is registered for your agent key.");
+  if (row.alg !== header.alg) throw invalid("signature", "user_authorization is not signed with the registered key's algorithm.");
+  let payload: Record<string, unknown>;
+  try {
+    const key = await importJWK(row.jwk, row.alg);
+    const { payload: raw } = await compactVerify(jws, key, { algorithms: [row.alg] });
+    payload = asRecord(JSON.parse(new TextDecoder().decode(raw)));
+  } catch {
+    throw invalid("signature", "user_authorization's signature does not verify with the registered key.");
+  }
+  const nowS = Math.floor(now / 1000);
+  if (typeof payload.iat !== "number") throw invalid("malformed", "user_authorization needs an iat.");
+  if (payload.iat > nowS + SKEW_S) throw invalid("not_yet_valid", "user_authorization is issued in the future.");
+  if (typeof payload.exp === "number" && nowS >= payload.exp) throw invalid("expired", "user_authorization has expired.");
+  const signed = Array.isArray(payload.transaction_data) ? payload.transaction_data.filter((x): x is string => typeof x === "string") : [];
+  if (!signed.includes(mandateHash(pm.payment_mandate_contents ?? null))) {
+    throw invalid("mandate_mismatch", "user_authorization does not sign this payment mandate (its contents changed after the user signed).");
+  }
+  if (b.cart_mandate !== undefined && !signed.includes(mandateHash(b.cart_mandate))) {
+    throw invalid("cart_mandate_mismatch", "user_authorization does not sign this cart mandate.");
+  }
+}
