@@ -5,12 +5,14 @@
  *  (3) a bare Bun.serve answering a canned JSON body (the ceiling of this machine and load generator).
  *
  *   RATE_LIMITS_ENABLED=false bun bench/search.ts [--sizes 10000,100000] [--merchants 1000] [--duration 10]
- *                                                  [--connections 64] [--admin-url postgres://postgres@127.0.0.1:5432/postgres]
+ *                                                  [--connections 64] [--queries 500]
+ *                                                  [--admin-url postgres://postgres@127.0.0.1:5432/postgres]
  *
  * Per size: a scratch database on the local Postgres, the demo seed (users, demo merchants) by booting the
  * service once, then `bun run seed -- --products N --merchants M`, then a timed full index build, then wrk
  * (64 connections, a Lua script rotating `--queries` distinct POST bodies from `queryMix`: item names, brands,
- * typos, prefixes, intents; half filtered, some sorted/paged/deduplicated) against each target. Prints a Markdown table; the scratch database is dropped at the end.
+ * typos, prefixes, intents; half filtered, some sorted/paged/deduplicated) against each target. Prints a Markdown
+ * table; the scratch database is dropped at the end.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
