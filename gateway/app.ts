@@ -4,12 +4,10 @@
  */
 import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
-import { bodyLimit } from "./plugins/body-limit.ts";
+import { edge } from "./plugins/edge.ts";
 import { errors } from "./plugins/errors.ts";
 import { metrics } from "./plugins/metrics.ts";
 import { rateLimit } from "./plugins/rate-limit.ts";
-import { requestId } from "./plugins/request-id.ts";
-import { transparency } from "./plugins/transparency.ts";
 import { gatewayModules, type GatewayModule } from "./rest/index.ts";
 import type { Services } from "./services.ts";
 
@@ -26,9 +24,7 @@ export function createApp(svc: Services, extraModules: GatewayModule[] = []) {
   // is expected into {} and answers 200; TypeBox cleaning refuses the wrong type (400) and still drops unknown
   // properties. It applies to every module mounted below.
   let app = new Elysia({ name: "gateway", normalize: "typebox" })
-    .use(requestId)
-    .use(transparency)
-    .use(bodyLimit)
+    .use(edge)
     .use(errors)
     .use(metrics)
     .use(rateLimit(svc))

@@ -4,9 +4,7 @@
  * dashboard's JSONL upload up to 20 MiB. Checked on Content-Length before the body is read; a chunked body with
  * no length is bounded by the server-wide cap (`maxRequestBodySize` in gateway/boot.ts).
  */
-import { Elysia } from "elysia";
 import { errorBody } from "../envelope.ts";
-import { applyTransparencyHeaders } from "./transparency.ts";
 
 const MiB = 1024 * 1024;
 export const BODY_LIMITS: readonly { prefix: string; bytes: number }[] = [
@@ -22,16 +20,14 @@ export function bodyLimitFor(pathname: string): number {
   return DEFAULT_BODY_LIMIT;
 }
 
-export const bodyLimit = new Elysia({ name: "body-limit" }).onRequest(({ request, set }) => {
+/** A 413 response when the declared body is larger than the path allows, else undefined. */
+export function refuseOversizedBody(request: Request, pathname: string, headers: Record<string, string | number>): Response | undefined {
   const length = request.headers.get("content-length");
-  if (!length) return;
-  const pathname = new URL(request.url).pathname;
+  if (!length) return undefined;
   const limit = bodyLimitFor(pathname);
-  if (Number(length) <= limit) return;
-  const headers = set.headers as Record<string, string>;
-  applyTransparencyHeaders(request.method, headers);
+  if (Number(length) <= limit) return undefined;
   return new Response(JSON.stringify(errorBody("payload_too_large", `Request body exceeds ${limit} bytes for ${pathname}.`, { limitBytes: limit })), {
     status: 413,
-    headers: { ...headers, "content-type": "application/json", connection: "close" },
+    headers: { ...(headers as Record<string, string>), "content-type": "application/json", connection: "close" },
   });
-});
+}

@@ -4,10 +4,12 @@ import { httpDuration, httpRequests, registry } from "../../infra/metrics.ts";
 
 const started = new WeakMap<Request, number>();
 
+/** Called by the edge hook when a request arrives. */
+export function markRequestStart(request: Request): void {
+  started.set(request, performance.now());
+}
+
 export const metrics = new Elysia({ name: "metrics" })
-  .onRequest(({ request }) => {
-    started.set(request, performance.now());
-  })
   .onAfterResponse({ as: "global" }, ({ request, route, set }) => {
     const t0 = started.get(request);
     const status = String(typeof set.status === "number" ? set.status : 200);

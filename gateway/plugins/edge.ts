@@ -1,0 +1,25 @@
+/**
+ * The one synchronous hook every request passes first: request id, transparency headers, the per-surface body
+ * limit and the metrics start stamp. One hook instead of four keeps the health route near bare Bun.serve
+ * (docs/performance.md); each concern still lives in its own module.
+ */
+import { Elysia } from "elysia";
+import { refuseOversizedBody } from "./body-limit.ts";
+import { markRequestStart } from "./metrics.ts";
+import { assignRequestId } from "./request-id.ts";
+import { applyTransparencyHeaders } from "./transparency.ts";
+
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
+  const q = url.indexOf("?", start);
+  return q < 0 ? url.slice(start) : url.slice(start, q);
+}
+
+export const edge = new Elysia({ name: "edge" }).onRequest(({ request, set }) => {
+  markRequestStart(request);
+  const headers = set.headers as Record<string, string | number>;
+  assignRequestId(request, headers);
+  applyTransparencyHeaders(request.method, headers);
+  if (request.method !== "GET" && request.method !== "HEAD") return refuseOversizedBody(request, pathOf(request.url), headers);
+});
