@@ -21,6 +21,7 @@ import { productRoutes } from "./products.ts";
 import { compareRoutes } from "./compare.ts";
 import { merchantRoutes } from "./merchants.ts";
 import { merchantApiRoutes } from "./merchant-api.ts";
+import { merchantSettingsRoutes } from "./merchant-settings.ts";
 import { adminSearchRoutes } from "./admin-search.ts";
 import { webhookRoutes } from "./webhooks.ts";
 import { walletRoutes } from "./wallet.ts";
@@ -47,6 +48,7 @@ export const gatewayModules: GatewayModule[] = [
   compareRoutes,
   merchantRoutes,
   merchantApiRoutes,
+  merchantSettingsRoutes,
   adminSearchRoutes,
   webhookRoutes,
   mcpRoutes,
