@@ -24,6 +24,14 @@ export interface NegotiationDecision {
   message: string;
 }
 
+/**
+ * `percent` % of `minor`, rounded up to a whole minor unit. Binary noise is cut before rounding up: 41000 × 99.9 / 100
+ * is 40959.00000000001 in floating point, and a plain ceil would put a bid of exactly 99.9 % one unit short.
+ */
+function percentOfMinor(minor: number, percent: number): number {
+  return Math.ceil(Number(((minor * percent) / 100).toFixed(6)));
+}
+
 export function decideBid(input: {
   rules: NegotiationRules | null;
   listPriceMinor: number;
@@ -48,8 +56,8 @@ export function decideBid(input: {
   if (input.priorRounds >= rules.maxRounds) {
     return reject("max_rounds_reached", `At most ${rules.maxRounds} bids per product; the last answer stands.`);
   }
-  const autoAccept = Math.ceil((list * rules.autoAcceptPercent) / 100);
-  const floor = Math.ceil((list * rules.floorPercent) / 100);
+  const autoAccept = percentOfMinor(list, rules.autoAcceptPercent);
+  const floor = percentOfMinor(list, rules.floorPercent);
   if (bid >= autoAccept) {
     return { status: "accepted", negotiatedPriceMinor: Math.min(bid, list), counterPriceMinor: null, reason: null, message: "Bid accepted." };
   }
