@@ -10,7 +10,7 @@ const decide = (over: Partial<Parameters<typeof decideBid>[0]> = {}): Negotiatio
   decideBid({ rules: RULES, listPriceMinor: LIST, bidMinor: LIST, category: "Kitchen", priorRounds: 0, ...over });
 
 describe("a bid against the merchant's price band", () => {
-  const cases: { name: string; bid: number; status: NegotiationDecision["status"]; price: number | null; counter: number | null; reason: string | null }[] = [
+  const cases: { name: string; bid: number; status: NegotiationDecision["status"]; price: number | null; counter: number | null; reason: NegotiationDecision["reason"] }[] = [
     { name: "a bid exactly at the auto-accept price is accepted at the bid", bid: 9000, status: "accepted", price: 9000, counter: null, reason: null },
     { name: "a bid one minor unit below the auto-accept price is countered", bid: 8999, status: "countered", price: null, counter: 9500, reason: null },
     { name: "a bid at the list price is accepted at the list price", bid: 10_000, status: "accepted", price: 10_000, counter: null, reason: null },
@@ -80,7 +80,7 @@ describe("percent prices that are not whole minor units", () => {
 });
 
 describe("bids the merchant does not take at all", () => {
-  const cases: { name: string; over: Partial<Parameters<typeof decideBid>[0]>; reason: string | null }[] = [
+  const cases: { name: string; over: Partial<Parameters<typeof decideBid>[0]>; reason: NegotiationDecision["reason"] }[] = [
     { name: "no rules means negotiation is not enabled", over: { rules: null }, reason: "negotiation_not_enabled" },
     { name: "disabled rules mean negotiation is not enabled", over: { rules: { ...RULES, enabled: false } }, reason: "negotiation_not_enabled" },
     { name: "an excluded category is rejected even for a full-price bid", over: { category: "Gift Cards" }, reason: "category_excluded" },
@@ -93,7 +93,7 @@ describe("bids the merchant does not take at all", () => {
   for (const c of cases) {
     test(c.name, () => {
       const d = decide(c.over);
-      expect(d.reason).toBe(c.reason as NegotiationDecision["reason"]);
+      expect(d.reason).toBe(c.reason);
       expect(d.status).toBe(c.reason === null ? "accepted" : "rejected");
       if (c.reason !== null) expect({ price: d.negotiatedPriceMinor, counter: d.counterPriceMinor }).toEqual({ price: null, counter: null });
     });

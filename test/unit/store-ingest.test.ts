@@ -1,0 +1,240 @@
+import { describe, expect, test } from "bun:test";
+import {
+  effectiveInStock,
+  fitsCurrency,
+  orderFromInput,
+  policiesFromInput,
+  policiesView,
+  rollUpVariants,
+  validateCatalogItems,
+  zonesFromInput,
+  type HumanOrderInput,
+  type ShippingZoneInput,
+  type VariantStock,
+} from "../../actors/store/ingest.ts";
+
+const good = (over: Record<string, unknown> = {}) => ({ externalId: "sku-1", title: "Kettle", price: 19.99, currency: "USD", ...over });
+const fieldsOf = (r: { errors: { field: string }[] }) => r.errors.map((e) => e.field);
+
+describe("fitsCurrency", () => {
+  const cases: [number, string, boolean][] = [
+    [19.99, "USD", true],
+    [19.999, "USD", false],
+    [0.29, "USD", true], // 0.29 × 100 is 28.999999999999996 in binary
+    [1500, "JPY", true],
+    [10.5, "JPY", false],
+    [1.234, "BHD", true],
+    [1.2345, "BHD", false],
+  ];
+  for (const [major, currency, fits] of cases) {
+    test(`${major} ${currency} ${fits ? "fits" : "has more decimals than"} the currency`, () => expect(fitsCurrency(major, currency)).toBe(fits));
+  }
+});
+
+describe("validating one catalog item", () => {
+  const rejectedCases: { name: string; item: unknown; fields: string[] }[] = [
+    { name: "null is rejected as not an object", item: null, fields: ["(item)"] },
+    { name: "an array is rejected as not an object", item: [good()], fields: ["(item)"] },
+    { name: "a string is rejected as not an object", item: "sku-1", fields: ["(item)"] },
+    { name: "a missing title is rejected on title", item: { externalId: "sku-1", price: 1, currency: "USD" }, fields: ["title", "title"] },
+    { name: "an empty externalId is rejected on externalId", item: good({ externalId: "" }), fields: ["externalId"] },
+    { name: "a negative price is rejected on price", item: good({ price: -1 }), fields: ["price"] },
+    { name: "a lower-case currency is rejected on currency", item: good({ currency: "usd" }), fields: ["currency"] },
+    { name: "an unknown property is rejected by its name", item: good({ colour: "red" }), fields: ["colour"] },
+    { name: "a USD price with three decimals is rejected on price", item: good({ price: 19.999 }), fields: ["price"] },
+    { name: "a JPY price with decimals is rejected on price", item: good({ price: 10.5, currency: "JPY" }), fields: ["price"] },
+    { name: "a compareAtPrice below the price is rejected on compareAtPrice", item: good({ compareAtPrice: 19.98 }), fields: ["compareAtPrice"] },
+    { name: "a compareAtPrice with too many decimals is rejected on compareAtPrice", item: good({ compareAtPrice: 25.001 }), fields: ["compareAtPrice"] },
+    { name: "a variant price with too many decimals is rejected on that variant", item: good({ variants: [{ title: "S" }, { title: "M", price: 1.001 }] }), fields: ["variants.1.price"] },
+    { name: "every broken rule of an item is reported, not just the first", item: good({ price: 10.001, compareAtPrice: 5, variants: [{ title: "S", price: 0.001 }] }), fields: ["price", "compareAtPrice", "variants.0.price"] },
+  ];
+  for (const c of rejectedCases) {
+    test(c.name, () => {
+      const { valid, rejected } = validateCatalogItems([c.item]);
+      expect(valid).toEqual([]);
+      expect(rejected).toHaveLength(1);
+      expect(rejected[0]!.index).toBe(0);
+      expect(fieldsOf(rejected[0]!)).toEqual(c.fields);
+    });
+  }
+
+  const acceptedCases: { name: string; item: Record<string, unknown>; priceMinor: number; compareAtPriceMinor: number | null }[] = [
+    { name: "a compareAtPrice equal to the price is accepted", item: good({ compareAtPrice: 19.99 }), priceMinor: 1999, compareAtPriceMinor: 1999 },
+    { name: "a null compareAtPrice is accepted as none", item: good({ compareAtPrice: null }), priceMinor: 1999, compareAtPriceMinor: null },
+    { name: "a whole JPY price is accepted in yen", item: good({ price: 1500, currency: "JPY" }), priceMinor: 1500, compareAtPriceMinor: null },
+    { name: "a BHD price with three decimals is accepted in fils", item: good({ price: 1.234, currency: "BHD" }), priceMinor: 1234, compareAtPriceMinor: null },
+    { name: "a price of zero is accepted", item: good({ price: 0 }), priceMinor: 0, compareAtPriceMinor: null },
+  ];
+  for (const c of acceptedCases) {
+    test(c.name, () => {
+      const { valid, rejected } = validateCatalogItems([c.item]);
+      expect(rejected).toEqual([]);
+      expect({ priceMinor: valid[0]!.fields.priceMinor, compareAtPriceMinor: valid[0]!.fields.compareAtPriceMinor }).toEqual({
+        priceMinor: c.priceMinor,
+        compareAtPriceMinor: c.compareAtPriceMinor,
+      });
+    });
+  }
+
+  test("an accepted item is converted to record fields with defaults", () => {
+    const { valid } = validateCatalogItems([good({ stockQuantity: 0, variants: [{ title: "S", price: 21.5, stockQuantity: 3 }, { title: "M" }] })]);
+    expect(valid[0]!.fields).toMatchObject({
+      externalId: "sku-1",
+      description: "",
+      category: null,
+      tags: [],
+      stockQuantity: 0,
+      inStock: false,
+      active: true,
+      variants: [
+        { title: "S", options: {}, priceMinor: 2150, stockQuantity: 3, inStock: true },
+        { title: "M", options: {}, priceMinor: null, stockQuantity: null, inStock: true },
+      ],
+    });
+  });
+});
+
+describe("validating a batch", () => {
+  test("rejected items keep their own index and externalId, accepted ones theirs", () => {
+    const { valid, rejected } = validateCatalogItems([good({ externalId: "a" }), good({ externalId: "b", price: -1 }), good({ externalId: "c" }), 42]);
+    expect(valid.map((v) => [v.index, v.fields.externalId])).toEqual([[0, "a"], [2, "c"]]);
+    expect(rejected.map((r) => [r.index, r.externalId])).toEqual([[1, "b"], [3, null]]);
+  });
+
+  test("an externalId repeated in one batch is rejected after its first occurrence, at the repeat's index", () => {
+    const { valid, rejected } = validateCatalogItems([good({ externalId: "a" }), good({ externalId: "b" }), good({ externalId: "a", title: "Again" })]);
+    expect(valid.map((v) => v.index)).toEqual([0, 1]);
+    expect(valid[0]!.fields.title).toBe("Kettle");
+    expect(rejected).toEqual([{ index: 2, externalId: "a", errors: [{ field: "externalId", message: "repeated in this batch" }] }]);
+  });
+
+  test("a repeat that is also invalid reports its schema errors", () => {
+    const { rejected } = validateCatalogItems([good({ externalId: "a" }), good({ externalId: "a", price: -1 })]);
+    expect(rejected.map((r) => [r.index, fieldsOf(r)])).toEqual([[1, ["price"]]]);
+  });
+
+  test("nothing of a rejected item is kept: its externalId does not block a later valid item", () => {
+    const { valid, rejected } = validateCatalogItems([good({ externalId: "a", price: 1.001 }), good({ externalId: "a", title: "Fixed" })]);
+    expect(rejected.map((r) => r.index)).toEqual([0]);
+    expect(valid.map((v) => [v.index, v.fields.title, v.fields.priceMinor])).toEqual([[1, "Fixed", 1999]]);
+  });
+
+  test("an empty batch accepts and rejects nothing", () => {
+    expect(validateCatalogItems([])).toEqual({ valid: [], rejected: [] });
+  });
+});
+
+describe("inStock when not given", () => {
+  const cases: [string, number | null, boolean | undefined, boolean][] = [
+    ["tracked stock above zero is in stock", 1, undefined, true],
+    ["tracked stock of zero is out of stock", 0, undefined, false],
+    ["untracked stock is in stock", null, undefined, true],
+    ["an explicit false wins over positive stock", 5, false, false],
+    ["an explicit true wins over zero stock", 0, true, true],
+  ];
+  for (const [name, qty, flag, expected] of cases) test(name, () => expect(effectiveInStock(qty, flag)).toBe(expected));
+});
+
+describe("rolling variant stock up into the product", () => {
+  const v = (stockQuantity: number | null, inStock: boolean): VariantStock => ({ id: crypto.randomUUID(), stockQuantity, inStock });
+  const cases: { name: string; variants: VariantStock[]; stockQuantity: number | null; inStock: boolean }[] = [
+    { name: "tracked variants sum their stock", variants: [v(3, true), v(4, true)], stockQuantity: 7, inStock: true },
+    { name: "the product is in stock when any variant is", variants: [v(0, false), v(2, true)], stockQuantity: 2, inStock: true },
+    { name: "the product is out of stock when no variant is", variants: [v(0, false), v(0, false)], stockQuantity: 0, inStock: false },
+    { name: "a variant flagged out of stock still counts its units", variants: [v(5, false), v(1, true)], stockQuantity: 6, inStock: true },
+    { name: "one untracked variant makes the product untracked", variants: [v(3, true), v(null, true)], stockQuantity: null, inStock: true },
+    { name: "no variants leaves the product untracked and in stock", variants: [], stockQuantity: null, inStock: true },
+  ];
+  for (const c of cases) {
+    test(c.name, () => expect(rollUpVariants(c.variants)).toEqual({ stockQuantity: c.stockQuantity, inStock: c.inStock }));
+  }
+});
+
+describe("policies between the API and the record", () => {
+  test("a decimal free-shipping threshold is stored in minor units and shown back as a decimal", () => {
+    const p = policiesFromInput({ acceptsReturns: true, returnWindowDays: 30, freeShippingThreshold: 49.99, restockingFeePercent: 10 }, "EUR");
+    expect(p).toEqual({ acceptsReturns: true, returnWindowDays: 30, freeShippingThresholdMinor: 4999, restockingFeePercent: 10 });
+    expect(policiesView(p, "EUR")).toEqual({ acceptsReturns: true, returnWindowDays: 30, freeShippingThreshold: 49.99, restockingFeePercent: 10 });
+  });
+
+  test("a threshold in a zero-decimal currency is stored as is", () => {
+    expect(policiesFromInput({ acceptsReturns: false, freeShippingThreshold: 5000 }, "JPY").freeShippingThresholdMinor).toBe(5000);
+  });
+
+  test("fields not given are absent, not zero", () => {
+    expect(policiesFromInput({ acceptsReturns: false }, "EUR")).toEqual({ acceptsReturns: false });
+  });
+});
+
+describe("shipping zones from the API", () => {
+  const z = (over: Partial<ShippingZoneInput> = {}): ShippingZoneInput => ({ name: "DE", countries: ["DE"], currency: "EUR", base: 4.9, minDays: 1, maxDays: 3, ...over });
+  const errorCases: { name: string; zones: ShippingZoneInput[]; fields: string[] }[] = [
+    { name: "maxDays below minDays is an error on that zone", zones: [z(), z({ name: "AT", minDays: 4, maxDays: 3 })], fields: ["zones.1.maxDays"] },
+    { name: "maxDays equal to minDays is fine", zones: [z({ minDays: 3, maxDays: 3 })], fields: [] },
+    { name: "a repeated zone name is an error on the repeat", zones: [z(), z()], fields: ["zones.1.name"] },
+    { name: "money with too many decimals is an error per field", zones: [z({ base: 4.999, perItem: 0.001, freeOver: 50.5 })], fields: ["zones.0.base", "zones.0.perItem"] },
+    { name: "a JPY base with decimals is an error", zones: [z({ currency: "JPY", base: 500.5 })], fields: ["zones.0.base"] },
+  ];
+  for (const c of errorCases) test(c.name, () => expect(zonesFromInput(c.zones).errors.map((e) => e.field)).toEqual(c.fields));
+
+  test("amounts become minor units, prefixes are normalised and countries de-duplicated", () => {
+    const { zones } = zonesFromInput([z({ countries: ["DE", "DE", "AT"], postalPrefixes: ["sw1 a", "10"], perItem: 1, freeOver: 50 })]);
+    expect(zones[0]).toEqual({
+      name: "DE",
+      countries: ["DE", "AT"],
+      postalPrefixes: ["SW1A", "10"],
+      currency: "EUR",
+      baseMinor: 490,
+      perItemMinor: 100,
+      freeOverMinor: 5000,
+      minDays: 1,
+      maxDays: 3,
+    });
+  });
+
+  test("no per-item price is zero and no free-over is never free", () => {
+    expect(zonesFromInput([z({ freeOver: null })]).zones[0]).toMatchObject({ perItemMinor: 0, freeOverMinor: null });
+  });
+});
+
+describe("human orders from the API", () => {
+  const hash = (b: string) => `h(${b})`;
+  const o = (over: Partial<HumanOrderInput> = {}): HumanOrderInput => ({
+    externalId: "o-1",
+    buyer: "  Ann@Example.COM ",
+    status: "paid",
+    currency: "USD",
+    items: [{ externalId: "sku-1", quantity: 2, unitPrice: 19.99 }, { title: "Gift wrap", quantity: 1, unitPrice: 0.5 }],
+    ...over,
+  });
+
+  test("the total defaults to the sum of the items", () => {
+    expect(orderFromInput(o(), hash).order?.totalMinor).toBe(4048);
+  });
+
+  test("a given total is kept even when it differs from the items (shipping, discounts)", () => {
+    expect(orderFromInput(o({ total: 45 }), hash).order?.totalMinor).toBe(4500);
+  });
+
+  test("the buyer is stored only as the hash of the trimmed, lower-cased value", () => {
+    expect(orderFromInput(o(), hash).order?.buyerRef).toBe("h(ann@example.com)");
+  });
+
+  test("defaults: nothing refunded, not disputed, on-time unknown, no creation time", () => {
+    expect(orderFromInput(o(), hash).order).toMatchObject({ refundedMinor: 0, disputed: false, fulfilledOnTime: null, createdAt: null });
+  });
+
+  const errorCases: { name: string; order: HumanOrderInput; fields: string[] }[] = [
+    { name: "a refund equal to the total is fine", order: o({ total: 10, refunded: 10 }), fields: [] },
+    { name: "a refund above the total is an error", order: o({ total: 10, refunded: 10.01 }), fields: ["refunded"] },
+    { name: "an item with no externalId, productId or title is an error at its index", order: o({ items: [{ title: "x", quantity: 1, unitPrice: 1 }, { quantity: 1, unitPrice: 1 }] }), fields: ["items.1"] },
+    { name: "a unit price with too many decimals is an error at its index", order: o({ items: [{ title: "x", quantity: 1, unitPrice: 1.005 }] }), fields: ["items.0.unitPrice"] },
+  ];
+  for (const c of errorCases) {
+    test(c.name, () => {
+      const r = orderFromInput(c.order, hash);
+      expect(r.errors.map((e) => e.field)).toEqual(c.fields);
+      expect(r.order === undefined).toBe(c.fields.length > 0);
+    });
+  }
+});
