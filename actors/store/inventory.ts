@@ -2,8 +2,8 @@
  * A store's stock reservation ledger, pure (every function returns a new ledger).
  *
  * available = onHand − reserved, never below 0; onHand null = stock not tracked = unlimited.
- * reserve: all-or-nothing over the lines of one reservation, idempotent per reservation id (a retried message
- * does not hold twice); release: gives the held units back; commit: the sale happened, onHand drops.
+ * reserve: all-or-nothing over the lines of one reservation and, for a variant line, over both the variant's and the
+ * tracked product's units, idempotent per reservation id (a retried message does not hold twice); release: gives the held units back; commit: the sale happened, onHand drops.
  * Stock is reserved when a payment leg starts, committed on capture, released on rollback or expiry.
  */
 import { fail } from "../runtime/errors.ts";
@@ -87,6 +87,10 @@ export function reserve(ledger: InventoryLedger, reservationId: string, lines: r
     }
     const key = stockKey(l.productId, l.variantId);
     wanted.set(key, (wanted.get(key) ?? 0) + l.quantity);
+    // A variant's units are also the product's (its stock is the total of its variants): when the product tracks
+    // stock, the same reservation holds both levels, as the database does in one conditional update.
+    const product = ledger.stock[l.productId];
+    if (l.variantId && product && product.onHand !== null) wanted.set(l.productId, (wanted.get(l.productId) ?? 0) + l.quantity);
   }
   const shortages: Shortage[] = [];
   for (const [key, qty] of wanted) {

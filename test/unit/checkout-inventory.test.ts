@@ -127,3 +127,45 @@ describe("release and commit", () => {
     expect(errorOf(() => setStock(ledger(), "p1", null, -1))?.code).toBe("INVALID_ARGUMENT");
   });
 });
+
+describe("variant holds", () => {
+  // Product p4 tracks 3 units in total; its variant red tracks 2, blue 5 (more than the product: a stale sync).
+  const variants = (): InventoryLedger => {
+    let l = emptyLedger();
+    l = setStock(l, "p4", null, 3);
+    l = setStock(l, "p4", "red", 2);
+    l = setStock(l, "p4", "blue", 5);
+    l = setStock(l, "p4", "green", null);
+    return l;
+  };
+
+  test("a variant line holds the variant's units and the product's", () => {
+    const l = ok(reserve(variants(), "r1", [{ productId: "p4", variantId: "red", quantity: 2 }]));
+    expect([availableOf(l, "p4", "red"), availableOf(l, "p4")]).toEqual([0, 1]);
+  });
+
+  test("a variant line short at the product level holds nothing at either level", () => {
+    const before = variants();
+    const r = reserve(before, "r1", [{ productId: "p4", variantId: "blue", quantity: 4 }]);
+    expect(r.ok ? null : r.shortages).toEqual([{ productId: "p4", variantId: null, requested: 4, available: 3, reason: "insufficient" }]);
+    expect([availableOf(before, "p4", "blue"), availableOf(before, "p4")]).toEqual([5, 3]);
+  });
+
+  test("lines of different variants add up at the product level", () => {
+    expect(reserve(variants(), "r1", [{ productId: "p4", variantId: "red", quantity: 2 }, { productId: "p4", variantId: "blue", quantity: 2 }]).ok).toBe(false);
+    expect(reserve(variants(), "r1", [{ productId: "p4", variantId: "red", quantity: 1 }, { productId: "p4", variantId: "blue", quantity: 2 }]).ok).toBe(true);
+  });
+
+  test("an untracked variant of a tracked product still holds the product's units", () => {
+    const l = ok(reserve(variants(), "r1", [{ productId: "p4", variantId: "green", quantity: 3 }]));
+    expect([availableOf(l, "p4", "green"), availableOf(l, "p4")]).toEqual([null, 0]);
+  });
+
+  test("release gives both levels back and commit takes both off the shelf", () => {
+    const held = ok(reserve(variants(), "r1", [{ productId: "p4", variantId: "red", quantity: 1 }]));
+    const released = release(held, "r1");
+    expect([availableOf(released, "p4", "red"), availableOf(released, "p4")]).toEqual([2, 3]);
+    const committed = commit(held, "r1");
+    expect([committed.stock["p4:red"], committed.stock.p4]).toEqual([{ onHand: 1, reserved: 0 }, { onHand: 2, reserved: 0 }]);
+  });
+});
