@@ -8,7 +8,7 @@
  * - the store MCP endpoints (`/{slug}/mcp`, `/{slug}/mcp/discovery|customer|checkout`): `verifyMcpAccess` /
  *   `authenticateAgent(surface "mcp…")` / `admitAnonymous` apply the MCP layers (which include the global one
  *   where the spec wants it);
- * - `/metrics` (operators' scraper, not an API surface);
+ * - `/metrics` and the health probes `/health`, `/api/v1/health` (operators' endpoints, not an API surface);
  * - paths registered with `registerOwnLayer` (benchmarks, probes).
  * Public REST routes (trust score, directory) call `admitAnonymous(svc, "public-rest", …)` themselves: the global
  * bucket admitted here is not admitted again there (auth.ts `markGlobalAdmitted`), only their 30/min bucket.
@@ -40,7 +40,9 @@ function pathOf(url: string): string {
 
 /** True when a route other than this plugin does the rate admission for the request (or none applies). */
 export function hasOwnLayer(method: string, path: string): boolean {
-  if (path === "/metrics") return true;
+  // Operators' endpoints are not an API surface: a load balancer probing health every second would use up the
+  // global 500 / 15 min in eight minutes and take the service out of rotation.
+  if (path === "/metrics" || path === "/health" || path === "/api/v1/health") return true;
   if (path.startsWith(AGENT_API_BASE + "/") && findRouteRule(method, path)) return true;
   if (MCP_PATH.test(path)) return true;
   for (const re of extraOwnLayers) if (re.test(path)) return true;

@@ -42,8 +42,8 @@ describe("rate-limit headers on every response", () => {
     await srv.stop();
   });
 
-  test("health, an unknown path and the OpenAPI document carry the global per-IP bucket (500 per 15 min)", async () => {
-    for (const path of ["/api/v1/health", "/api/v1/nowhere", "/api/v1/openapi.json"]) {
+  test("an unknown path and the OpenAPI document carry the global per-IP bucket (500 per 15 min)", async () => {
+    for (const path of ["/api/v1/nowhere", "/api/v1/openapi.json"]) {
       const res = await srv.fetch(path);
       expectRateHeaders(res.headers, 500, 900);
       expect(res.headers.get("retry-after")).toBeNull();
@@ -51,26 +51,32 @@ describe("rate-limit headers on every response", () => {
   });
 
   test("each request without its own layer takes exactly one unit from the global bucket", async () => {
-    const a = Number((await srv.fetch("/api/v1/health")).headers.get("x-ratelimit-remaining"));
-    const b = Number((await srv.fetch("/api/v1/nowhere")).headers.get("x-ratelimit-remaining"));
+    const a = Number((await srv.fetch("/api/v1/nowhere")).headers.get("x-ratelimit-remaining"));
+    const b = Number((await srv.fetch("/api/v1/also-nowhere")).headers.get("x-ratelimit-remaining"));
     expect(b).toBe(a - 1);
   });
 
-  test("metrics are not rate limited", async () => {
-    const res = await srv.fetch("/metrics");
-    expect(res.status).toBe(200);
-    expect(res.headers.get("x-ratelimit-limit")).toBeNull();
+  test("metrics and the health probes are not rate limited (a load balancer must never see a 429)", async () => {
+    for (const path of ["/metrics", "/api/v1/health", "/health"]) {
+      const res = await srv.fetch(path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-ratelimit-limit")).toBeNull();
+    }
+    const before = Number((await srv.fetch("/api/v1/nowhere")).headers.get("x-ratelimit-remaining"));
+    for (let i = 0; i < 5; i++) await srv.fetch("/api/v1/health");
+    const after = Number((await srv.fetch("/api/v1/nowhere")).headers.get("x-ratelimit-remaining"));
+    expect(after).toBe(before - 1);
   });
 
   test("a JWT caller is counted in its own per-user global bucket, not the IP's", async () => {
     const token = await login(srv);
-    const ipBefore = Number((await srv.fetch("/api/v1/health")).headers.get("x-ratelimit-remaining"));
+    const ipBefore = Number((await srv.fetch("/api/v1/nowhere")).headers.get("x-ratelimit-remaining"));
     const first = await srv.fetch("/api/v1/agent-keys", { headers: { authorization: `Bearer ${token}` } });
     const second = await srv.fetch("/api/v1/agent-keys", { headers: { authorization: `Bearer ${token}` } });
     expect(first.status).toBe(200);
     expectRateHeaders(first.headers, 500, 900);
     expect(Number(second.headers.get("x-ratelimit-remaining"))).toBe(Number(first.headers.get("x-ratelimit-remaining")) - 1);
-    const ipAfter = Number((await srv.fetch("/api/v1/health")).headers.get("x-ratelimit-remaining"));
+    const ipAfter = Number((await srv.fetch("/api/v1/nowhere")).headers.get("x-ratelimit-remaining"));
     expect(ipAfter).toBe(ipBefore - 1);
   });
 
@@ -78,7 +84,7 @@ describe("rate-limit headers on every response", () => {
     const starter = await createKey(srv);
     const growth = await createKey(srv, { tier: "GROWTH" });
     const sandbox = await createKey(srv, { tier: "SANDBOX" });
-    const ipBefore = Number((await srv.fetch("/api/v1/health")).headers.get("x-ratelimit-remaining"));
+    const ipBefore = Number((await srv.fetch("/api/v1/nowhere")).headers.get("x-ratelimit-remaining"));
     const s = await srv.fetch("/api/v1/agent/search", { method: "POST", headers: starter.headers });
     expect(s.status).toBe(200);
     expectRateHeaders(s.headers, 100, 60);
@@ -87,7 +93,7 @@ describe("rate-limit headers on every response", () => {
     expectRateHeaders(g.headers, 500, 60);
     const x = await srv.fetch("/api/v1/agent/search", { method: "POST", headers: sandbox.headers });
     expectRateHeaders(x.headers, 60, 60);
-    const ipAfter = Number((await srv.fetch("/api/v1/health")).headers.get("x-ratelimit-remaining"));
+    const ipAfter = Number((await srv.fetch("/api/v1/nowhere")).headers.get("x-ratelimit-remaining"));
     expect(ipAfter).toBe(ipBefore - 1);
   });
 
@@ -106,12 +112,12 @@ describe("rate-limit headers on every response", () => {
   });
 
   test("a public REST route shows its 30/min bucket and the global bucket is taken once, not twice", async () => {
-    const before = Number((await srv.fetch("/api/v1/health")).headers.get("x-ratelimit-remaining"));
+    const before = Number((await srv.fetch("/api/v1/nowhere")).headers.get("x-ratelimit-remaining"));
     const p = await srv.fetch("/api/v1/test/public");
     expect(p.status).toBe(200);
     expectRateHeaders(p.headers, 30, 60);
     expect(p.headers.get("x-ratelimit-remaining")).toBe("29");
-    const after = Number((await srv.fetch("/api/v1/health")).headers.get("x-ratelimit-remaining"));
+    const after = Number((await srv.fetch("/api/v1/nowhere")).headers.get("x-ratelimit-remaining"));
     expect(after).toBe(before - 2);
   });
 });
@@ -180,7 +186,7 @@ describe("RATE_LIMITS_ENABLED=false", () => {
       const results = await Promise.all(Array.from({ length: 150 }, () => srv.fetch("/api/v1/agent/search", { method: "POST", headers: key.headers })));
       expect(results.every((r) => r.status === 200)).toBe(true);
       expectRateHeaders(results[0]!.headers, 100, 60);
-      expectRateHeaders((await srv.fetch("/api/v1/health")).headers, 500, 900);
+      expectRateHeaders((await srv.fetch("/api/v1/nowhere")).headers, 500, 900);
     } finally {
       await srv.stop();
     }
