@@ -5,9 +5,9 @@
  */
 import { boot } from "../gateway/boot.ts";
 import { createTestDatabase } from "../test/helpers/db.ts";
-import { machineLine, report, startBareBaseline, wrk } from "./lib.ts";
+import { interleaved, machineLine, report, startBareBaseline, wrk } from "./lib.ts";
 
-const durationSec = Number(process.env.BENCH_SECONDS ?? 8);
+const durationSec = Number(process.env.BENCH_SECONDS ?? 5);
 const db = process.env.DATABASE_URL ? undefined : await createTestDatabase({ migrate: false });
 const running = await boot({
   role: "start",
@@ -17,10 +17,12 @@ const running = await boot({
 const bare = startBareBaseline();
 try {
   await wrk("warm-up", `${running.url}/api/v1/health`, { durationSec: 2 });
-  const baseline = await wrk("bare Bun.serve", bare.url, { durationSec });
-  const health = await wrk("GET /api/v1/health (full gateway)", `${running.url}/api/v1/health`, { durationSec });
+  const [baseline, health] = await interleaved(Number(process.env.BENCH_ROUNDS ?? 3), [
+    { label: "bare Bun.serve", run: () => wrk("bare Bun.serve", bare.url, { durationSec }) },
+    { label: "health", run: () => wrk("GET /api/v1/health (full gateway)", `${running.url}/api/v1/health`, { durationSec }) },
+  ]);
   console.log(machineLine());
-  report("health", baseline, [health]);
+  report("health (median of interleaved rounds)", baseline!, [health!]);
 } finally {
   bare.stop();
   await running.stop();

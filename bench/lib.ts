@@ -90,3 +90,20 @@ export function machineLine(): string {
   const cpus = navigator.hardwareConcurrency;
   return `bun ${Bun.version}, ${cpus} cores, ${new Date().toISOString().slice(0, 10)}`;
 }
+
+/**
+ * Runs baseline and targets interleaved for `rounds` rounds and keeps, per target, the round with the median
+ * throughput: on a shared 2-core machine the load drifts by tens of percent between runs, and measuring the
+ * baseline once, first, would let that drift decide the ratio.
+ */
+export async function interleaved(
+  rounds: number,
+  runs: { label: string; run: () => Promise<LoadResult> }[],
+): Promise<LoadResult[]> {
+  const results = runs.map(() => [] as LoadResult[]);
+  for (let r = 0; r < rounds; r++) for (let i = 0; i < runs.length; i++) results[i]!.push(await runs[i]!.run());
+  return results.map((list) => {
+    const sorted = [...list].sort((a, b) => a.rps - b.rps);
+    return sorted[Math.floor(sorted.length / 2)]!;
+  });
+}

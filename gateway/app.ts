@@ -9,6 +9,7 @@ import { errors } from "./plugins/errors.ts";
 import { metrics } from "./plugins/metrics.ts";
 import { rateLimit } from "./plugins/rate-limit.ts";
 import { gatewayModules, type GatewayModule } from "./rest/index.ts";
+import { nativeHealthRoute } from "./rest/health.ts";
 import type { Services } from "./services.ts";
 
 export const OPENAPI_DESCRIPTION = [
@@ -23,7 +24,20 @@ export function createApp(svc: Services, extraModules: GatewayModule[] = []) {
   // normalize "typebox": Elysia's default (exactMirror) turns a string, number, array or null sent where an object
   // is expected into {} and answers 200; TypeBox cleaning refuses the wrong type (400) and still drops unknown
   // properties. It applies to every module mounted below.
-  let app = new Elysia({ name: "gateway", normalize: "typebox" })
+  let app = new Elysia({
+    name: "gateway",
+    normalize: "typebox",
+    // health probes as native Bun routes, ahead of the plugin pipeline (gateway/rest/health.ts)
+    serve: {
+      // Bun's development mode (Elysia turns it on unless NODE_ENV=production) adds per-request work for error
+      // pages we never show: every error here is our own envelope.
+      development: false,
+      routes: {
+        "/api/v1/health": { GET: nativeHealthRoute(svc, "/api/v1/health") },
+        "/health": { GET: nativeHealthRoute(svc, "/health") },
+      },
+    },
+  })
     .use(edge)
     .use(errors)
     .use(metrics)

@@ -1,10 +1,29 @@
 /**
- * Every response carries X-Request-Id: the caller's own (when it is a sane token) or a fresh one.
- * Applied by the edge hook (gateway/plugins/edge.ts) so 404s and early refusals carry it too.
+ * Every response carries X-Request-Id: the caller's own (when it is a sane token) or a fresh one. Applied by
+ * the edge hook (gateway/plugins/edge.ts) so 404s and early refusals carry it too.
+ *
+ * Fresh ids need to be unique, not secret: a random 80-bit prefix per process plus a 48-bit counter, shaped like
+ * a UUID (8-4-4-4-12 hex) so log tooling treats them alike, at a fraction of crypto.randomUUID's cost per request.
  */
 const SANE = /^[A-Za-z0-9._:-]{8,128}$/;
 
-export function assignRequestId(request: Request, headers: Record<string, string | number>): void {
+const prefix = (() => {
+  const hex = Array.from(crypto.getRandomValues(new Uint8Array(10)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-`;
+})();
+let counter = 0;
+
+export function newRequestId(): string {
+  counter = (counter + 1) % 0x1000000000000;
+  return prefix + counter.toString(16).padStart(12, "0");
+}
+
+/** The caller's id when it is a sane token, else a fresh one. */
+export function requestIdFor(request: Request): string {
   const incoming = request.headers.get("x-request-id");
-  headers["x-request-id"] = incoming && SANE.test(incoming) ? incoming : crypto.randomUUID();
+  return incoming && SANE.test(incoming) ? incoming : newRequestId();
+}
+
+export function assignRequestId(request: Request, headers: Record<string, string | number>): void {
+  headers["x-request-id"] = requestIdFor(request);
 }
