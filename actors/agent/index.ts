@@ -204,5 +204,6 @@ export const agentActor = defineActor({
       return view(key);
     },
   },
-  reentrant: ["get"],
+  // authorize/admit only touch the in-memory buckets, synchronously: safe to run without queueing (hot path)
+  reentrant: ["get", "authorize", "admit"],
 });

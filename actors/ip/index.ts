@@ -32,4 +32,6 @@ export const ipActor = defineActor({
       return null;
     },
   },
+  // both change only the in-memory buckets, synchronously: no need to queue behind each other
+  reentrant: ["admit", "release"],
 });

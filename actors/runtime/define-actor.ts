@@ -64,7 +64,11 @@ export interface ActorDefinition<S, M extends MessageSchemas, H extends { [K in 
   persistence?: "durable" | "memory";
   messages: M;
   handlers: H;
-  /** Read-only handlers that may run while another message of the same activation is in its turn. */
+  /**
+   * Read-only handlers: they never change durable state (a write through ctx.tx() is refused), so they run at once
+   * without waiting behind the mailbox and without snapshotting or persisting state. They may change `ctx.memory`
+   * only synchronously (no await between reading and writing it), which keeps such changes atomic.
+   */
   reentrant?: readonly (keyof M & string)[];
   reminders?: Record<string, (ctx: ActorContext<S>, payload: unknown) => Promise<void>>;
   /** Called once when an activation loads its state (e.g. to re-arm something or migrate old state). */

@@ -169,10 +169,8 @@ export class ActorHost {
       act.ready = this.load(act);
       this.activations.set(key, act);
     }
-    const reentrant = !isReminder && def.reentrant?.includes(env.type);
-    if (reentrant && !act.running && act.queue.length === 0) {
-      // nothing to overtake: take the normal path so the turn is still exclusive
-    } else if (reentrant) {
+    if (!isReminder && def.reentrant?.includes(env.type)) {
+      // read-only: no snapshot, no write, no wait behind the mailbox (see ActorDefinition.reentrant)
       const a = act;
       return a.ready.then(() => this.runReadOnly(a, env));
     }
@@ -232,13 +230,18 @@ export class ActorHost {
   }
 
   private async runReadOnly(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
+    const started = performance.now();
     const turn = new Turn(this, act, env.msgId, true);
+    let reply: ReplyEnvelope;
     try {
       const value = await act.def.handlers[env.type](turn.ctx, env.body);
-      return { ok: true, value };
+      reply = { ok: true, value: value === undefined ? null : value };
     } catch (err) {
-      return this.errorFor(act, err);
+      reply = this.errorFor(act, err);
     }
+    act.lastUsed = Date.now();
+    turnMetrics(act.def.kind, reply.ok ? "ok" : reply.error.code).record((performance.now() - started) / 1000);
+    return reply;
   }
 
   private async runTurn(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
@@ -387,7 +390,7 @@ class Turn {
   ) {
     const { sql, clock, log, caller } = host.internals;
     const durable = (act.def.persistence ?? "durable") === "durable";
-    this.snapshot = durable ? JSON.stringify(act.state) : "";
+    this.snapshot = durable && !readOnly ? JSON.stringify(act.state) : "";
     const self = this;
     this.ctx = {
       kind: act.def.kind,
