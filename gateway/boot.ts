@@ -17,6 +17,7 @@ import { bootHooks, type Role } from "../infra/boot-hooks.ts";
 import { loadConfig, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
 import { openDatabase, type Database } from "../infra/db.ts";
 import { log, setLogLevel } from "../infra/log.ts";
+import { registerPartitionSource, registry } from "../infra/metrics.ts";
 import { primeLoginTiming } from "../infra/passwords.ts";
 import { createApp } from "./app.ts";
 import { SERVER_BODY_CAP } from "./plugins/body-limit.ts";
@@ -142,7 +143,30 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       });
       log.info("gateway listening", { url, role });
     } else {
-      log.info("actor host started", { kinds: actorDefinitions.map((d) => d.kind) });
+      // an actor host has no API port, but operators still scrape it: /metrics and a liveness /health
+      const metricsServer = Bun.serve({
+        hostname: config.HOST,
+        port: config.METRICS_PORT,
+        async fetch(req) {
+          const path = new URL(req.url).pathname;
+          if (path === "/metrics") return new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } });
+          if (path === "/health") return Response.json({ success: true, data: { role: "actors", status: "ok" } });
+          return Response.json({ success: false, error: "not found", code: "route_not_found" }, { status: 404 });
+        },
+      });
+      port = metricsServer.port ?? 0;
+      url = `http://${config.HOST}:${port}`;
+      stops.push(async () => {
+        await metricsServer.stop(true);
+      });
+      log.info("actor host started", { kinds: actorDefinitions.map((d) => d.kind), metrics: `${url}/metrics` });
+    }
+    const partitions = transport as Transport & { ownedPartitions?: () => Record<string, number> };
+    if (partitions.ownedPartitions) {
+      const unregister = registerPartitionSource(() => partitions.ownedPartitions!());
+      stops.push(async () => {
+        unregister();
+      });
     }
 
     const t = transport;

@@ -57,6 +57,11 @@ export const CONFIG_VARS = {
     default: "",
     doc: "Key-encryption key (64 hex chars) for secrets at rest. Unset: generated into DATA_DIR/secret.key with a warning.",
   },
+  METRICS_PORT: {
+    schema: Port,
+    default: 0,
+    doc: "Role `actors` only (it has no API port): port of its /metrics and /health listener (0 picks a free port, logged).",
+  },
   ACTOR_IDLE_MS: { schema: T.Integer({ minimum: 100 }), default: 5 * 60 * 1000, doc: "Idle time before an actor activation is passivated." },
   ACTOR_PARTITIONS: { schema: T.Integer({ minimum: 1, maximum: 4096 }), default: 64, doc: "Partitions per actor kind for NATS placement." },
 } as const satisfies Record<string, { schema: TSchema; default: unknown; doc: string }>;

@@ -82,3 +82,23 @@ new Gauge({
     for (const [kind, n] of sum((s) => s.mailboxDepths())) this.set({ kind }, n);
   },
 });
+
+const partitionSources = new Set<() => Record<string, number>>();
+/** Distributed hosts report how many partitions of each kind they own (placement moves them). */
+export function registerPartitionSource(src: () => Record<string, number>): () => void {
+  partitionSources.add(src);
+  return () => partitionSources.delete(src);
+}
+
+new Gauge({
+  name: "actor_partitions_owned",
+  help: "Partitions of each actor kind owned by this host (distributed mode).",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    const total = new Map<string, number>();
+    for (const src of partitionSources) for (const [k, v] of Object.entries(src())) total.set(k, (total.get(k) ?? 0) + v);
+    for (const [kind, n] of total) this.set({ kind }, n);
+  },
+});

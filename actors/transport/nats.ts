@@ -91,6 +91,13 @@ export class NatsTransport implements Transport {
   readonly partitions: number;
   readonly hostId: string;
   private readonly handlers = new Map<string, ServeHandler>();
+
+  /** How many partitions of each kind this host owns right now (operators' view, /metrics). */
+  ownedPartitions(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [kind, parts] of this.subs) out[kind] = parts.size;
+    return out;
+  }
   /** kind → partition → subscription, for the partitions this host owns right now. */
   private readonly subs = new Map<string, Map<number, Subscription>>();
   private readonly eventSubs = new Set<Subscription>();
