@@ -437,7 +437,11 @@ describe("delivery", () => {
         }))[0]!;
       }
       expect(d.status).toBe("dead");
-      expect(rx.received.length).toBe(d.attempts);
+      // at least once: every recorded attempt reached the receiver. A jump of the manual clock can expire a lease
+      // while the previous 200 ms attempt is still in flight, so an attempt may arrive twice (never with real
+      // time: the lease outlasts the attempt timeout) — duplicates carry the same event id.
+      expect(rx.received.length).toBeGreaterThanOrEqual(d.attempts);
+      expect(new Set(rx.received.map((r) => r.headers["x-webhook-id"])).size).toBe(1);
     } finally {
       srv.running.services.extras.delete(EXTRAS_ATTEMPT_TIMEOUT_MS);
     }
