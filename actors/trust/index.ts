@@ -13,7 +13,7 @@
  * (tests) never share them.
  */
 import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
-import { fail } from "../runtime/errors.ts";
+import { fail, type ActorError } from "../runtime/errors.ts";
 import type { Sql } from "../../infra/db.ts";
 import type { BootHook } from "../../infra/boot-hooks.ts";
 import { detectAnomalies } from "./anomaly.ts";
@@ -463,6 +463,12 @@ export const ALERT_COLUMNS =
 
 // ---------------------------------------------------------------------------------------------------------------
 
+/** Why an "UPDATE … WHERE status = 'open'" resolved nothing: the row is missing (404) or already resolved (409). */
+async function whyNotResolvable(sql: Sql, table: "trust_appeals" | "trust_anomaly_alerts", id: string, noun: string): Promise<ActorError> {
+  const [exists] = await sql.unsafe(`SELECT status FROM ${table} WHERE id = $1`, [id]);
+  return exists ? fail("conflict", `The ${noun} is already resolved.`) : fail("not_found", `No such ${noun}.`);
+}
+
 export const trustActor = defineActor({
   kind: "trust",
   initialState: (): TrustState => ({ lastRefreshAt: null, lastRefreshStores: 0, refreshRuns: 0 }),
@@ -533,11 +539,7 @@ export const trustActor = defineActor({
          WHERE id = $1 AND status = 'open' RETURNING ${APPEAL_COLUMNS}`,
         [m.id, m.decision, m.note, m.userId, new Date(ctx.now())],
       );
-      if (!row) {
-        const [exists] = await ctx.sql`SELECT status FROM trust_appeals WHERE id = ${m.id}`;
-        if (!exists) throw fail("not_found", "No such appeal.");
-        throw fail("conflict", "The appeal is already resolved.");
-      }
+      if (!row) throw await whyNotResolvable(ctx.sql, "trust_appeals", m.id, "appeal");
       if (m.recompute) {
         await ctx.checkpoint();
         await recomputeSlugs(ctx, [row.store_slug], "operator");
@@ -552,11 +554,7 @@ export const trustActor = defineActor({
          WHERE id = $1 AND status = 'open' RETURNING ${ALERT_COLUMNS}`,
         [m.id, m.resolution, m.note, m.userId, new Date(ctx.now())],
       );
-      if (!row) {
-        const [exists] = await ctx.sql`SELECT status FROM trust_anomaly_alerts WHERE id = ${m.id}`;
-        if (!exists) throw fail("not_found", "No such alert.");
-        throw fail("conflict", "The alert is already resolved.");
-      }
+      if (!row) throw await whyNotResolvable(ctx.sql, "trust_anomaly_alerts", m.id, "alert");
       return alertView(row);
     },
   },

@@ -8,13 +8,8 @@ import { refuseOversizedBody } from "./body-limit.ts";
 import { markRequestStart } from "./metrics.ts";
 import { assignRequestId } from "./request-id.ts";
 import { applyTransparencyHeaders } from "./transparency.ts";
+import { pathOf } from "../url-path.ts";
 
-function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start < 0) return "/";
-  const q = url.indexOf("?", start);
-  return q < 0 ? url.slice(start) : url.slice(start, q);
-}
 
 export const edge = new Elysia({ name: "edge" }).onRequest(({ request, set }) => {
   markRequestStart(request);

@@ -20,6 +20,7 @@ import { findRouteRule, AGENT_API_BASE } from "../../actors/agent/access.ts";
 import { bucketsFor, GLOBAL_LIMIT } from "../../actors/agent/limits.ts";
 import { admitOthers, clientIp, markGlobalAdmitted, setRateHeaders, userFromRequest } from "./auth.ts";
 import type { Services } from "../services.ts";
+import { pathOf } from "../url-path.ts";
 
 type Headers = Record<string, string | number>;
 
@@ -31,12 +32,6 @@ export function registerOwnLayer(pattern: RegExp): void {
   extraOwnLayers.push(pattern);
 }
 
-function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start < 0) return "/";
-  const q = url.indexOf("?", start);
-  return q < 0 ? url.slice(start) : url.slice(start, q);
-}
 
 /** True when a route other than this plugin does the rate admission for the request (or none applies). */
 export function hasOwnLayer(method: string, path: string): boolean {

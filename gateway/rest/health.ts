@@ -24,8 +24,21 @@ const Health = t.Object({
   }),
 });
 
-/** The health report and its status, shared by the Elysia route (documented in OpenAPI) and the native fast path. */
-export function healthReporter(svc: Services) {
+type Reporter = ReturnType<typeof makeReporter>;
+
+/**
+ * The health report and its status, shared by the Elysia route (documented in OpenAPI) and the native fast
+ * path: one reporter per service, so one database probe a second however many paths serve it.
+ */
+export function healthReporter(svc: Services): Reporter {
+  const existing = svc.extras.get("healthReporter") as Reporter | undefined;
+  if (existing) return existing;
+  const reporter = makeReporter(svc);
+  svc.extras.set("healthReporter", reporter);
+  return reporter;
+}
+
+function makeReporter(svc: Services) {
   let last = { at: 0, ok: false };
   let inflight: Promise<boolean> | undefined;
   const dbOk = async (): Promise<boolean> => {

@@ -32,3 +32,12 @@ export async function createKey(
 }
 
 export const ALL_SCOPES = ["search", "compare", "cart", "checkout", "checkout:delegate", "orders:read", "merchants:read", "protocols:discover"];
+
+/** Places a one-line order through the real API (cart, then a one-call checkout) and returns its order id. */
+export async function placeOrder(srv: TestServer, key: TestKey, productId: string, paymentMethod = "MOCK"): Promise<string> {
+  const cart = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: productId, quantity: 1 }] } });
+  if (cart.status !== 201) throw new Error(`cart failed: ${cart.status} ${JSON.stringify(cart.body)}`);
+  const r = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId: cart.body.data.id, payment_method: paymentMethod } });
+  if (r.status !== 200) throw new Error(`checkout failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.data.order_id as string;
+}

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
+import { ALL_SCOPES, createKey, login, merchantLogin, placeOrder, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store (owned by the admin)
@@ -19,12 +19,7 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-async function order(k: TestKey = key): Promise<string> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: k.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
-  const r = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: k.headers, body: { cartId: c.body.data.id, payment_method: "MOCK" } });
-  expect(r.status).toBe(200);
-  return r.body.data.order_id;
-}
+const order = (k: TestKey = key) => placeOrder(srv, k, BOARD);
 const setStatus = (id: string, status: string, token = admin, slug = "demo-store") =>
   srv.json(`/api/v1/merchant/stores/${slug}/orders/${id}/status`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: { status } });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
+import { ALL_SCOPES, createKey, login, merchantLogin, placeOrder, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, 26.95 + 6.99 shipping = 33.94
@@ -19,12 +19,7 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-async function order(k: TestKey = key, token = "MOCK"): Promise<string> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: k.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
-  const r = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: k.headers, body: { cartId: c.body.data.id, payment_method: token } });
-  expect(r.status).toBe(200);
-  return r.body.data.order_id;
-}
+const order = (k: TestKey = key, token = "MOCK") => placeOrder(srv, k, BOARD, token);
 const refund = (id: string, body: unknown = {}, k: TestKey = key) => srv.json(`/api/v1/agent/orders/${id}/refund`, { method: "POST", headers: k.headers, body });
 const merchant = (path: string, init: { method?: string; body?: unknown; token?: string } = {}) =>
   srv.json(`/api/v1/merchant/stores/demo-store${path}`, { method: init.method ?? "GET", headers: { authorization: `Bearer ${init.token ?? admin}` }, body: init.body });
