@@ -3,14 +3,14 @@
  * JSON-RPC dispatch, JSON response) against, in the same run and on the same catalog (the demo store's):
  *  - REST search (POST /api/v1/agent/search) on the full gateway; REST searches every eligible store, so every other
  *    store is hidden for the run and both endpoints rank exactly the demo store's products (checked before timing);
- *  - a reference MCP server written like the SDK's stateless example: a new low-level Server + transport per
- *    request, calling the same search service;
+ *  - a reference MCP server written like the SDK's stateless example: a new McpServer (tools registered with zod
+ *    schemas) + transport per request, calling the same search service;
  *  - a bare Bun.serve (the harness's baseline).
  * Goals: >= 10x the reference and >= 50% of REST search throughput.
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import * as z from "zod/v4";
 import { boot } from "../gateway/boot.ts";
 import { getSearchService } from "../search/service.ts";
 import { createTestDatabase } from "../test/helpers/db.ts";
@@ -37,21 +37,40 @@ const created = await (
 ).json();
 const apiKey: string = created.data.key;
 
-// the reference: the SDK's stateless pattern, a fresh Server + transport for every request
+// The reference, written the way the SDK's stateless example (examples/server/simpleStatelessStreamableHttp.ts)
+// does it: per request a new McpServer whose tools are registered with zod input schemas, a new stateless
+// transport, connect, handle, close. The Web-standard transport replaces the example's Express one (Bun), as in
+// the SDK's Hono example. The tool runs the same search service as our endpoint.
+function referenceServer(): McpServer {
+  const server = new McpServer({ name: "reference", version: "1.0.0" }, { capabilities: { logging: {} } });
+  server.registerTool(
+    "search_products",
+    {
+      description: "Search the store's catalog",
+      inputSchema: {
+        query: z.string().min(1).max(500).describe("What the shopper is looking for"),
+        limit: z.number().int().min(1).max(100).optional().describe("Results per page"),
+        max_price: z.number().nonnegative().optional().describe("Highest price"),
+        in_stock_only: z.boolean().optional().describe("Only products in stock"),
+        category: z.string().optional().describe("Category filter"),
+      },
+    },
+    async ({ query, limit }) => {
+      const res = await getSearchService(svc).search({ query, storeSlug: STORE, limit: limit ?? 10, filters: { inStock: true } }, new Date());
+      return { content: [{ type: "text", text: JSON.stringify(res) }], structuredContent: res as unknown as Record<string, unknown> };
+    },
+  );
+  return server;
+}
 const reference = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
   async fetch(req) {
-    const server = new Server({ name: "reference", version: "1.0.0" }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "search_products", inputSchema: { type: "object" } }] }));
-    server.setRequestHandler(CallToolRequestSchema, async (r) => {
-      const a = (r.params.arguments ?? {}) as { query: string; limit?: number };
-      const res = await getSearchService(svc).search({ query: a.query, storeSlug: STORE, limit: a.limit ?? 10, filters: { inStock: true } }, new Date());
-      return { content: [{ type: "text", text: JSON.stringify(res) }], structuredContent: res as unknown as Record<string, unknown> };
-    });
+    const server = referenceServer();
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     const res = await transport.handleRequest(req);
+    void transport.close();
     void server.close();
     return res;
   },
@@ -99,7 +118,7 @@ try {
     body: restBody,
     headers: { "content-type": "application/json", "x-agent-api-key": apiKey },
   });
-  const ref = await wrk("reference: SDK stateless (Server + transport per request)", `http://127.0.0.1:${reference.port}/`, { durationSec, method: "POST", body: call, headers: mcpHeaders });
+  const ref = await wrk("reference: SDK stateless example (McpServer + zod tools + transport per request)", `http://127.0.0.1:${reference.port}/`, { durationSec, method: "POST", body: call, headers: mcpHeaders });
   console.log(machineLine());
   report("mcp", baseline, [ours, rest, ref]);
   console.log(`\nMCP / reference: ${(ours.rps / ref.rps).toFixed(1)}x (goal >= 10x); MCP / REST search: ${((ours.rps / rest.rps) * 100).toFixed(0)}% (goal >= 50%)`);

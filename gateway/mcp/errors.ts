@@ -86,6 +86,16 @@ export function resultFromThrown(siteUrl: string, err: unknown): ToolCallResult 
   return errorResult(siteUrl, "INTERNAL_ERROR", "Unexpected fault.");
 }
 
+/** Results whose one text block is exactly `JSON.stringify(structuredContent)` (see toolsCallResponse). */
+const textIsStructuredJson = new WeakSet<ToolCallResult>();
+
 export function successResult(data: Record<string, unknown>): ToolCallResult {
-  return { content: [{ type: "text", text: JSON.stringify(data) }], structuredContent: data };
+  const result: ToolCallResult = { content: [{ type: "text", text: JSON.stringify(data) }], structuredContent: data };
+  textIsStructuredJson.add(result);
+  return result;
+}
+
+/** The serialised `structuredContent` of a success result, when it is already at hand as its text block. */
+export function serialisedStructuredContent(result: ToolCallResult): string | undefined {
+  return textIsStructuredJson.has(result) && result.content.length === 1 && !result.isError ? result.content[0]!.text : undefined;
 }

@@ -40,6 +40,7 @@ import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import type { Services } from "../services.ts";
 import { cannotAsk, elicitingConfirmer, type Confirmer } from "./confirm.ts";
 import { buildToolTable, runTool, type ToolTable } from "./dispatch.ts";
+import { serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
 import { CUSTOMER_HEADER, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
 import type { Caller, Customer, Endpoint, ToolContext } from "./registry.ts";
 import { ALL_TOOLS } from "./tools/index.ts";
@@ -375,7 +376,7 @@ export class McpGateway {
     }
     if (!acceptsJson(request)) return this.respond(rpcError(msg.id, -32000, "Not Acceptable: the client must accept application/json."), 406, headers);
     const result = await runTool(t, name, msg.params?.arguments, this.context(store, endpoint, principal, cannotAsk));
-    return this.respond(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }), 200, headers);
+    return this.respond(toolsCallResponse(msg.id, result), 200, headers);
   }
 
   private async viaTransport(
@@ -393,6 +394,20 @@ export class McpGateway {
     for (const [k, v] of Object.entries(headers)) if (!h.has(k)) h.set(k, String(v));
     return new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
   }
+}
+
+/**
+ * The JSON-RPC response of a fast-path `tools/call`. A success carries its data twice: `structuredContent` and, for
+ * clients without structured output, the same JSON as its text block (successResult). That text IS the
+ * serialisation of `structuredContent`, so it is spliced in instead of serialising the data a second time (search
+ * results are most of the body: this halves the JSON work of a search call). Same bytes as JSON.stringify would give.
+ */
+export function toolsCallResponse(id: JsonRpcRequest["id"], result: ToolCallResult): string {
+  const structured = serialisedStructuredContent(result);
+  if (structured !== undefined && Object.keys(result).length === 2) {
+    return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":${JSON.stringify(result.content)},"structuredContent":${structured}}}`;
+  }
+  return JSON.stringify({ jsonrpc: "2.0", id, result });
 }
 
 const ENDPOINTS: Record<string, Endpoint> = { discovery: "discovery", customer: "customer", checkout: "checkout" };
