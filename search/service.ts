@@ -61,7 +61,7 @@ export interface SearchResponse {
   queryMeta: Record<string, unknown>;
 }
 
-interface ProductLoadRow {
+export interface ProductLoadRow {
   id: string;
   store_slug: string;
   title: string;
@@ -334,7 +334,7 @@ export class SearchService {
    * The eligible stores passing the request's store filters: 1,000 stores are a few hundred microseconds per
    * request to re-derive, so the list is cached per filter shape until a store snapshot changes.
    */
-  private allowedSlugs(q: SearchQuery): string[] {
+  allowedSlugs(q: SearchQuery): string[] {
     if (this.allowCacheVersion !== this.stores.version) {
       this.allowCache.clear();
       this.allowCacheVersion = this.stores.version;
