@@ -5,9 +5,11 @@
  * of the fenced durable write).
  *
  * Statuses:
- * - OPEN       items and coupon can change.
- * - CHECKOUT   a checkout session exists; the cart is frozen so the preview's state hash keeps meaning what the
- *              agent approved. To change items, cancel the session (or let it expire): the cart returns to OPEN.
+ * - OPEN       items, coupon and shipping choice can change.
+ * - CHECKOUT   a checkout session exists; items and coupon are frozen so the preview's state hash keeps meaning what
+ *              the agent approved. To change items, cancel the session (or let it expire): the cart returns to OPEN.
+ *              The shipping choice may still change while nothing is being paid: the session then needs a new
+ *              preview (checkout-machine `shipping_changed`), so no approval ever covers a quote it did not show.
  * - COMPLETED  every store of the cart was paid; terminal.
  * - EXPIRED    idle for CART_TTL_MS while OPEN; terminal (the spec's CART_NOT_FOUND "or expired").
  * - ABANDONED  discarded by its owner; terminal. (The `checkout.abandoned` webhook is about sessions, not this.)
@@ -19,6 +21,7 @@ export type CartStatus = (typeof CART_STATUSES)[number];
 
 export const CART_EVENTS = [
   "mutate", // add/remove/change an item, apply or remove a coupon
+  "change_shipping", // get_shipping_rates with the cart: destination and chosen shipping option per store
   "start_checkout", // preview_checkout created (or refreshed) the cart's checkout session
   "end_checkout", // the session was canceled, expired or failed without any payment
   "complete", // every store's payment captured
@@ -39,10 +42,11 @@ export const TERMINAL_CART_STATUSES: ReadonlySet<CartStatus> = new Set(["COMPLET
 
 /** status × event → next status. A missing cell is an illegal move. */
 export const CART_TRANSITIONS: Readonly<Record<CartStatus, Readonly<Partial<Record<CartEvent, CartStatus>>>>> = {
-  OPEN: { mutate: "OPEN", start_checkout: "CHECKOUT", expire: "EXPIRED", discard: "ABANDONED" },
+  OPEN: { mutate: "OPEN", change_shipping: "OPEN", start_checkout: "CHECKOUT", expire: "EXPIRED", discard: "ABANDONED" },
   // A live checkout session governs the cart: it never expires under a payment; the session's own expiry
-  // sends `end_checkout` first, and the cart may then expire from OPEN.
-  CHECKOUT: { start_checkout: "CHECKOUT", end_checkout: "OPEN", complete: "COMPLETED" },
+  // sends `end_checkout` first, and the cart may then expire from OPEN. Whether a shipping change is allowed
+  // in CHECKOUT is the session's call (only while it is OPEN or READY_FOR_PAYMENT).
+  CHECKOUT: { change_shipping: "CHECKOUT", start_checkout: "CHECKOUT", end_checkout: "OPEN", complete: "COMPLETED" },
   COMPLETED: {},
   EXPIRED: {},
   ABANDONED: {},
@@ -104,7 +108,7 @@ export function applyCartEvent<C extends CartHeader>(cart: C, event: CartEvent, 
       expected_revision: expectedRevision,
     });
   }
-  if (event === "start_checkout" && isCartExpired(cart, now)) {
+  if ((event === "start_checkout" || event === "change_shipping") && isCartExpired(cart, now)) {
     throw fail("CART_NOT_MUTABLE", "The cart has expired.", { reason: "expired", status: cart.status, revision: cart.revision });
   }
   if (event === "expire" && cart.status === "OPEN" && now < cart.expiresAt) {

@@ -10,7 +10,7 @@ import { fail, type ErrorCode } from "../runtime/errors.ts";
 import { deriveIntentId, type ChargeStatus } from "../payments/rail.ts";
 
 export const CHECKOUT_STATUSES = [
-  "OPEN", // created by preview_checkout, a prerequisite (e.g. a shipping quote) is still missing
+  "OPEN", // the preview no longer stands (the shipping choice changed after it): preview again before paying
   "READY_FOR_PAYMENT", // previewed, state hash bound, waiting for complete_checkout
   "IN_PROGRESS", // a payment attempt is running (intents recorded before the rail is called)
   "PENDING_EXTERNAL_CONFIRMATION", // a buyer must approve or pay at a link
@@ -33,6 +33,7 @@ export const CHECKOUT_EVENTS = [
   "buyer_approval_required", // a leg waits for the buyer
   "settlement_unknown", // a leg's outcome is unknown
   "state_blocked", // compareStates said blocked
+  "shipping_changed", // the cart's shipping choice changed after the preview: its totals and hash are stale
   "cancel",
   "expire",
 ] as const;
@@ -77,12 +78,15 @@ export const CHECKOUT_TRANSITIONS: Readonly<Record<CheckoutStatus, Readonly<Part
   OPEN: {
     preview: to("READY_FOR_PAYMENT"),
     begin_payment: no("PRECONDITION_NOT_MET"),
+    shipping_changed: to("OPEN"),
     cancel: to("CANCELED"),
     expire: to("EXPIRED"),
   },
   READY_FOR_PAYMENT: {
     preview: to("READY_FOR_PAYMENT"),
     begin_payment: to("IN_PROGRESS"),
+    // The approved preview showed another shipping quote; paying it would charge what nobody approved.
+    shipping_changed: to("OPEN"),
     state_blocked: to("FAILED", "STATE_EXECUTION_BLOCKED"),
     cancel: to("CANCELED"),
     expire: to("EXPIRED"),

@@ -31,6 +31,8 @@ import {
   settleLegRows,
   type CatalogLine,
 } from "../store/commerce.ts";
+import { shippingZonesOfStores } from "../store/reads.ts";
+import type { ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
 import { applyCartEvent, assertCartMutable, isCartExpired, newCartHeader, type CartHeader } from "./cart-machine.ts";
 import {
@@ -60,9 +62,12 @@ import {
   type MoneyView,
   type PendingView,
   type PreviewView,
+  type ShippingChoiceInput,
+  type ShippingRatesView,
 } from "./messages.ts";
+import { chooseShipping, ruleOf, shippingOptions, storeShipping, type CartShipping, type StoreShipping } from "./shipping.ts";
 import { assertStateExecutable, checkoutStateFromTotals, stateHash, type CheckoutState } from "./state-hash.ts";
-import { computeTotals, type CartTotals, type PricedLine, type ShippingRule } from "./totals.ts";
+import { computeTotals, shippingFor, type CartTotals, type PricedLine, type ShippingRule } from "./totals.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Configuration reaches actors through a boot hook, keyed by the host's pool (tests run several servers per process).
@@ -111,6 +116,8 @@ interface CartRecord extends CartHeader {
   currency: string;
   items: CartItem[];
   couponCode: string | null;
+  /** Destination and chosen option per store (get_shipping_rates); absent on carts stored before it existed. */
+  shipping?: CartShipping | null;
 }
 
 interface SessionState extends CheckoutSessionHeader {
@@ -165,6 +172,8 @@ interface Priced {
   lines: PricedLine[];
   totals: CartTotals;
   state: CheckoutState;
+  /** Store slug → its shipping quote (or why it has none). */
+  shipping: Map<string, StoreShipping>;
 }
 
 function variantOf(line: CatalogLine, variantId: string | null) {
@@ -200,13 +209,20 @@ function toCoupon(row: Awaited<ReturnType<typeof findCoupons>>[number]): Coupon 
 
 async function price(
   ctx: Ctx,
-  cart: Pick<CartRecord, "items" | "couponCode" | "keyId">,
+  cart: Pick<CartRecord, "items" | "couponCode" | "keyId" | "shipping">,
   couponCode = cart.couponCode,
   loaded?: Map<string, CatalogLine>,
+  loadedZones?: Map<string, ShippingZone[]>,
 ): Promise<Priced> {
-  const catalog = loaded ?? (await readCatalog(ctx.sql, cart.items.map((i) => i.productId), cart.keyId));
+  const destination = cart.shipping ?? null;
+  // The zones are read only for a cart with a destination; a cart without one is quoted from readCatalog's row.
+  const [catalog, zones] = await Promise.all([
+    loaded ?? readCatalog(ctx.sql, cart.items.map((i) => i.productId), cart.keyId),
+    destination ? (loadedZones ?? shippingZonesOfStores(ctx.sql, [...new Set(cart.items.map((i) => i.storeSlug))])) : null,
+  ]);
   const lines: PricedLine[] = [];
   const shipping: Record<string, ShippingRule> = {};
+  const quotes = new Map<string, StoreShipping>();
   for (const [i, item] of cart.items.entries()) {
     const c = catalog.get(item.productId);
     if (!c) throw fail("PRODUCT_NOT_FOUND", "A product of the cart left the catalog.", { product_id: item.productId, field: `items[${i}]` });
@@ -220,8 +236,18 @@ async function price(
       currency: c.currency,
       negotiated: c.negotiated && !item.variantId ? c.negotiated : null,
     });
-    // A store without a domestic zone ships free (carts carry no destination yet; docs/checkout.md).
-    shipping[c.storeSlug] = c.store.shipping ?? { baseMinor: 0, perItemMinor: 0, freeOverMinor: null };
+    if (!quotes.has(c.storeSlug)) {
+      const q = storeShipping({
+        domestic: { rule: c.store.shipping, options: c.store.domesticShippingOptions },
+        destination,
+        zones: zones?.get(c.storeSlug) ?? [],
+        choice: destination?.choices[c.storeSlug],
+        currency: c.currency,
+      });
+      quotes.set(c.storeSlug, q);
+      // A store without a quote has no rule: its totals say `shippingQuoted: false` and preview refuses.
+      if (q.status === "quoted") shipping[c.storeSlug] = q.rule;
+    }
   }
   let coupon: { code: string; coupon: Coupon | undefined } | null = null;
   if (couponCode) {
@@ -236,7 +262,51 @@ async function price(
       return c ? availableFor(c, variantId) : 0;
     },
   });
-  return { catalog, lines, totals, state };
+  return { catalog, lines, totals, state, shipping: quotes };
+}
+
+/**
+ * A preview or a payment needs every store quoted. A store that does not ship to the cart's destination is
+ * NOT_ELIGIBLE (another destination or other items); a store waiting for the buyer's destination or pick is
+ * PRECONDITION_NOT_MET naming get_shipping_rates, with the options when the destination is known.
+ */
+function assertShippingQuoted(cart: CartRecord, priced: Priced): void {
+  const unquoted = [...priced.shipping].filter(([, q]) => q.status !== "quoted");
+  if (unquoted.length === 0) return;
+  const dest = cart.shipping ?? null;
+  const nowhere = unquoted.filter(([, q]) => q.status === "not_shippable").map(([slug]) => slug);
+  if (nowhere.length) {
+    throw fail("NOT_ELIGIBLE", `${nowhere.join(", ")} does not ship to ${dest?.countryCode} ${dest?.postalCode}; remove its items or use another destination.`, {
+      reason: "destination_not_served",
+      merchant_slugs: nowhere,
+      destination: { country_code: dest?.countryCode, postal_code: dest?.postalCode },
+    });
+  }
+  const slugs = unquoted.map(([slug]) => slug);
+  throw fail(
+    "PRECONDITION_NOT_MET",
+    dest
+      ? `Pick a shipping option for ${slugs.join(", ")}: call get_shipping_rates with this cart_id, the destination and option_id, then preview again.`
+      : `${slugs.join(", ")} quotes shipping by destination and method: call get_shipping_rates with this cart_id and the buyer's destination (REST: \`shipping\` on POST /api/v1/agent/checkout/preview), then preview again.`,
+    {
+      required_step: "get_shipping_rates",
+      reason: dest ? "shipping_option_required" : "shipping_destination_required",
+      cart_id: cart.id,
+      merchant_slugs: slugs,
+      ...(dest
+        ? {
+            options: unquoted.flatMap(([slug, q]) => {
+              const st = priced.totals.stores.find((x) => x.storeId === slug);
+              if (q.status !== "selection_required" || !st) return [];
+              return q.options.map((z) => {
+                const cost = shippingFor(ruleOf(z), st.itemCount, st.subtotalMinor - st.discountMinor);
+                return { merchant_slug: slug, option_id: z.id, name: z.name, cost: toMajor(cost, st.currency), cost_minor: cost, min_days: z.minDays, max_days: z.maxDays };
+              });
+            }),
+          }
+        : {}),
+    },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -289,6 +359,11 @@ function couponView(cart: CartRecord, totals: CartTotals): CartView["coupon"] {
     : { code: c.code, applied: false, reason: c.reason, discount_minor: 0 };
 }
 
+function liveOrCompletedSession(state: CartState): SessionState | null {
+  const s = state.session;
+  return s && (!TERMINAL_CHECKOUT_STATUSES.has(s.status) || s.status === "COMPLETED") ? s : null;
+}
+
 function cartView(state: CartState, totals: CartTotals): CartView {
   const cart = state.cart as CartRecord;
   return {
@@ -301,7 +376,9 @@ function cartView(state: CartState, totals: CartTotals): CartView {
     coupon: couponView(cart, totals),
     totals: money(totals, totals.currency),
     merchants: totals.stores.map((s) => s.storeId),
-    checkout_session_id: state.session && !TERMINAL_CHECKOUT_STATUSES.has(state.session.status) ? state.session.id : (state.session?.status === "COMPLETED" ? state.session.id : null),
+    shipping: cart.shipping ? { country_code: cart.shipping.countryCode, postal_code: cart.shipping.postalCode, selected_options: { ...cart.shipping.choices } } : null,
+    checkout_session_id: liveOrCompletedSession(state)?.id ?? null,
+    checkout_status: liveOrCompletedSession(state)?.status ?? null,
     created_at: new Date(cart.createdAt).toISOString(),
     updated_at: new Date(cart.updatedAt).toISOString(),
     expires_at: new Date(cart.expiresAt).toISOString(),
@@ -312,7 +389,16 @@ function previewView(state: CartState, priced: Priced): PreviewView {
   const s = state.session as SessionState;
   const cart = state.cart as CartRecord;
   const t = priced.totals;
-  const merchants: MerchantTotalsView[] = t.stores.map((st) => ({ merchant_slug: st.storeId, shipping_quoted: st.shippingQuoted, ...money(st, t.currency) }));
+  const merchants: MerchantTotalsView[] = t.stores.map((st) => {
+    const q = priced.shipping.get(st.storeId);
+    const zone = q?.status === "quoted" ? q.zone : null;
+    return {
+      merchant_slug: st.storeId,
+      shipping_quoted: st.shippingQuoted,
+      shipping_option: zone ? { option_id: zone.id, name: zone.name, min_days: zone.minDays, max_days: zone.maxDays } : null,
+      ...money(st, t.currency),
+    };
+  });
   return {
     checkout_session_id: s.id,
     cart_id: cart.id,
@@ -352,9 +438,88 @@ const FINALIZATION_FAILS_TOKEN = "tok_finalization_fails";
 const LIVE_WAITING = new Set(["OPEN", "READY_FOR_PAYMENT", "PENDING_EXTERNAL_CONFIRMATION"]);
 
 // ---------------------------------------------------------------------------------------------------------------
+// Shipping choice (get_shipping_rates with a cart)
+
+function shippingRatesView(state: CartState, priced: Priced, zones: Map<string, ShippingZone[]>): ShippingRatesView {
+  const cart = state.cart as CartRecord;
+  const dest = cart.shipping as CartShipping;
+  const t = priced.totals;
+  const merchants = t.stores.map((st) => {
+    const options = shippingOptions(zones.get(st.storeId) ?? [], dest, t.currency);
+    const q = priced.shipping.get(st.storeId);
+    const itemsMinor = st.subtotalMinor - st.discountMinor;
+    return {
+      merchant_slug: st.storeId,
+      // A store with no zones at all ships free anywhere (one implicit option).
+      shippable: q?.status !== "not_shippable",
+      selected_option_id: q?.status === "quoted" ? (q.zone?.id ?? null) : null,
+      options: options.map((z) => {
+        const cost = shippingFor(ruleOf(z), st.itemCount, itemsMinor);
+        return { option_id: z.id, name: z.name, cost: toMajor(cost, t.currency), cost_minor: cost, free: cost === 0, min_days: z.minDays, max_days: z.maxDays };
+      }),
+    };
+  });
+  const ready = [...priced.shipping.values()].every((q) => q.status === "quoted");
+  const session = liveOrCompletedSession(state);
+  return {
+    cart_id: cart.id,
+    revision: cart.revision,
+    currency: t.currency,
+    destination: { country_code: dest.countryCode, postal_code: dest.postalCode },
+    merchants,
+    totals: money(t, t.currency),
+    ready_for_preview: ready,
+    checkout_session_id: session?.id ?? null,
+    checkout_status: session?.status ?? null,
+    next: ready
+      ? session?.status === "READY_FOR_PAYMENT"
+        ? "complete_checkout with the checkout_session_id"
+        : "preview_checkout with this cart_id"
+      : merchants.some((m) => !m.shippable)
+        ? "a merchant does not ship to this destination: remove its items or use another destination"
+        : "call get_shipping_rates again with option_id (one of options) for each merchant whose selected_option_id is null",
+  };
+}
+
+/**
+ * Records the destination (and a picked option) on the cart. Only a change is a write: the cart's revision goes up
+ * and a previewed session goes back to OPEN (its totals no longer hold); the same choice again changes nothing.
+ * While money may be moving or the buyer is approving, a change is CHECKOUT_STATUS_INVALID (details.status).
+ */
+async function chooseCartShipping(ctx: Ctx, keyId: string, input: ShippingChoiceInput, expectedRevision?: number): Promise<{ priced: Priced; zones: Map<string, ShippingZone[]> }> {
+  const cart = ownCart(ctx, keyId);
+  const now = ctx.now();
+  const slugs = [...new Set(cart.items.map((i) => i.storeSlug))];
+  const zones = await shippingZonesOfStores(ctx.sql, slugs);
+  const dest = { countryCode: input.countryCode, postalCode: input.postalCode };
+  const { shipping, unknownOption } = chooseShipping(slugs.map((slug) => ({ slug, zones: zones.get(slug) ?? [] })), dest, cart.currency, cart.shipping ?? null, input.optionId?.toLowerCase());
+  if (unknownOption) {
+    throw fail("INVALID_ARGUMENT", "option_id is not a shipping option of this cart's merchants for that destination.", { field: "option_id", value: input.optionId });
+  }
+  const prev = cart.shipping ?? null;
+  const changed =
+    !prev || prev.countryCode !== shipping.countryCode || prev.postalCode !== shipping.postalCode || JSON.stringify(prev.choices) !== JSON.stringify(shipping.choices);
+  let next = cart;
+  if (changed) {
+    next = { ...applyCartEvent(cart, "change_shipping", now, expectedRevision), shipping };
+    const live = ctx.state.session && !TERMINAL_CHECKOUT_STATUSES.has(ctx.state.session.status) ? ctx.state.session : null;
+    if (live) ctx.state.session = { ...live, ...applyCheckoutEvent(live, "shipping_changed", now) };
+  } else if (expectedRevision !== undefined && expectedRevision !== cart.revision) {
+    assertCartMutable(cart, now, expectedRevision); // a stale revision is refused even when nothing would change
+  }
+  const priced = await price(ctx, next, next.couponCode, undefined, zones);
+  ctx.state.cart = next;
+  return { priced, zones };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Preview
 
-async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number): Promise<{ view: PreviewView; priced: Priced }> {
+async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shippingChoice?: ShippingChoiceInput): Promise<{ view: PreviewView; priced: Priced }> {
+  if (shippingChoice) {
+    await chooseCartShipping(ctx, keyId, shippingChoice, expectedRevision);
+    expectedRevision = undefined; // checked by the choice; the choice itself may have moved the revision on
+  }
   const cart = ownCart(ctx, keyId);
   const now = ctx.now();
   if (expectedRevision !== undefined && expectedRevision !== cart.revision) assertCartMutable(cart, now, expectedRevision);
@@ -362,6 +527,8 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number): Pr
   if (live && live.status !== "OPEN" && live.status !== "READY_FOR_PAYMENT") applyCheckoutEvent(live, "preview", now); // throws CHECKOUT_STATUS_INVALID
   if (cart.status === "OPEN" && isCartExpired(cart, now)) throw fail("CART_NOT_MUTABLE", "The cart has expired.", { reason: "expired", status: "EXPIRED" });
   const priced = await price(ctx, cart);
+  // No session is opened on a quote nobody can approve yet: the agent gets the missing step instead.
+  assertShippingQuoted(cart, priced);
   const ready = priced.totals.stores.every((s) => s.shippingQuoted);
   const hash = stateHash(priced.state);
   let session: SessionState;
@@ -734,6 +901,8 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   const riskRead = riskInputs(ctx, body.keyId);
   riskRead.catch(() => {}); // awaited below; a refusal before that must not leave an unhandled rejection
   const priced = fresh ?? (await price(ctx, ctx.state.cart as CartRecord));
+  // The quote previewed may have gone since (the merchant replaced its zones): never pay a leg without one.
+  assertShippingQuoted(ctx.state.cart as CartRecord, priced);
   if (!fresh) {
     try {
       const ok = assertStateExecutable(s.previewed, priced.state, body.reconfirmedStateHash ?? null);
@@ -939,8 +1108,13 @@ export const cartActor = defineActor({
       return { applied: true, code: ev.code, discount_minor: ev.discountMinor, cart: cartView(ctx.state, priced.totals) };
     },
 
+    async selectShipping(ctx, body): Promise<ShippingRatesView> {
+      const { priced, zones } = await chooseCartShipping(ctx, body.keyId, body.shipping, body.expectedRevision);
+      return shippingRatesView(ctx.state, priced, zones);
+    },
+
     async preview(ctx, body): Promise<PreviewView> {
-      return (await doPreview(ctx, body.keyId, body.expectedRevision)).view;
+      return (await doPreview(ctx, body.keyId, body.expectedRevision, body.shipping)).view;
     },
 
     async complete(ctx, body): Promise<CompleteReply> {
@@ -955,7 +1129,7 @@ export const cartActor = defineActor({
       if (s && (!TERMINAL_CHECKOUT_STATUSES.has(s.status) || s.status === "COMPLETED") && s.status !== "OPEN" && s.status !== "READY_FOR_PAYMENT") {
         return doComplete(ctx, body, s.id, null);
       }
-      const { priced } = await doPreview(ctx, body.keyId);
+      const { priced } = await doPreview(ctx, body.keyId, undefined, body.shipping);
       // Commit the preview now: the rest of the turn reads through the pool, and a turn must not hold its
       // transaction's connection while it waits for another one (pool exhaustion under many carts at once).
       await ctx.checkpoint();

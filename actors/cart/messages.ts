@@ -20,6 +20,14 @@ export type CartItemInput = Static<typeof CartItemInput>;
 
 export const RailName = T.Union([T.Literal("card"), T.Literal("x402")]);
 
+/** The buyer's destination and, optionally, the shipping option picked for the store it belongs to (actors/cart/shipping.ts). */
+export const ShippingChoiceInput = T.Object({
+  countryCode: T.String({ pattern: "^[A-Za-z]{2}$" }),
+  postalCode: T.String({ minLength: 1, maxLength: 20 }),
+  optionId: T.Optional(Uuid),
+});
+export type ShippingChoiceInput = Static<typeof ShippingChoiceInput>;
+
 const CompleteFields = {
   keyId: Uuid,
   /** UUID v4. Omitted: the key already bound to the session, else one derived from the session id. */
@@ -41,12 +49,17 @@ export const CartMessages = {
     /** The revision the caller read; a newer cart answers CART_NOT_MUTABLE (stale_revision). */
     expectedRevision: T.Optional(T.Integer({ minimum: 1 })),
   }),
+  /**
+   * get_shipping_rates with a cart: record the destination (and a picked option) and answer every store's options.
+   * Allowed while nothing is being paid; a live preview then needs redoing (the session goes back to OPEN).
+   */
+  selectShipping: T.Object({ keyId: Uuid, shipping: ShippingChoiceInput, expectedRevision: T.Optional(T.Integer({ minimum: 1 })) }),
   /** preview_checkout: create or refresh the cart's checkout session; returns totals and the state hash. */
-  preview: T.Object({ keyId: Uuid, expectedRevision: T.Optional(T.Integer({ minimum: 1 })) }),
+  preview: T.Object({ keyId: Uuid, expectedRevision: T.Optional(T.Integer({ minimum: 1 })), shipping: T.Optional(ShippingChoiceInput) }),
   /** complete_checkout on a previewed session. */
   complete: T.Object({ ...CompleteFields, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),
   /** The one-call flow: complete the live session, or preview (approving the current state) and complete now. */
-  checkout: T.Object(CompleteFields),
+  checkout: T.Object({ ...CompleteFields, shipping: T.Optional(ShippingChoiceInput) }),
   cancel: T.Object({ keyId: Uuid, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),
 };
 
@@ -91,7 +104,11 @@ export interface CartView {
   coupon: { code: string; applied: boolean; reason?: string; discount_minor: number } | null;
   totals: MoneyView;
   merchants: string[];
+  /** The buyer's destination and the option chosen per store; null until get_shipping_rates was called with the cart. */
+  shipping: { country_code: string; postal_code: string; selected_options: Record<string, string> } | null;
   checkout_session_id: string | null;
+  /** Status of that session (OPEN means: preview again before paying). */
+  checkout_status: string | null;
   created_at: string;
   updated_at: string;
   expires_at: string;
@@ -100,6 +117,38 @@ export interface CartView {
 export interface MerchantTotalsView extends MoneyView {
   merchant_slug: string;
   shipping_quoted: boolean;
+  /** The zone the shipping was quoted from when the cart has a destination (else the store's domestic default). */
+  shipping_option: { option_id: string; name: string; min_days: number; max_days: number } | null;
+}
+
+export interface ShippingOptionView {
+  option_id: string;
+  name: string;
+  cost: number;
+  cost_minor: number;
+  free: boolean;
+  min_days: number;
+  max_days: number;
+}
+
+export interface ShippingRatesView {
+  cart_id: string;
+  revision: number;
+  currency: string;
+  destination: { country_code: string; postal_code: string };
+  merchants: {
+    merchant_slug: string;
+    shippable: boolean;
+    /** null while the buyer still has to pick one of `options` (call again with option_id). */
+    selected_option_id: string | null;
+    options: ShippingOptionView[];
+  }[];
+  totals: MoneyView;
+  /** Every store has a quote: preview_checkout will succeed on shipping. */
+  ready_for_preview: boolean;
+  checkout_session_id: string | null;
+  checkout_status: string | null;
+  next: string;
 }
 
 export interface PreviewView {

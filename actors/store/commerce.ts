@@ -54,6 +54,8 @@ export interface CatalogLine {
     returnWindowDays: number | null;
     country: string;
     shipping: { baseMinor: number; perItemMinor: number; freeOverMinor: number | null } | null;
+    /** Country-wide zones for its own country: more than one is a choice of methods the buyer makes (actors/cart/shipping.ts). */
+    domesticShippingOptions: number;
     /** Merchant enforcement rules (migration 0032): null = none; see docs/checkout.md "Enforcement". */
     enforcement: unknown;
     checkoutUrl: string | null;
@@ -90,6 +92,7 @@ interface CatalogRow {
   ship_base: number | null;
   ship_per_item: number | null;
   ship_free_over: number | null;
+  ship_options: string | number | null;
   neg_price: number | null;
   neg_expires: Date | null;
   neg_currency: string | null;
@@ -99,8 +102,8 @@ interface CatalogRow {
 
 /**
  * Products with their store, live availability, the domestic shipping rule and the key's accepted negotiated
- * price, in one round trip. Shipping: the store's country-wide zone for its own country (carts carry no
- * destination yet, see docs/checkout.md "Implementation").
+ * price, in one round trip. Shipping: the store's cheapest country-wide zone for its own country and how many
+ * such zones it has (the quote of a cart without a destination, actors/cart/shipping.ts).
  */
 export async function readCatalog(sql: Sql, productIds: readonly string[], agentKeyId: string): Promise<Map<string, CatalogLine>> {
   const ids = [...new Set(productIds.map((id) => id.toLowerCase()))];
@@ -112,9 +115,9 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
         p.variants, p.variant_reserved, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
         s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
-        z.free_over_minor AS ship_free_over, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency
+        z.free_over_minor AS ship_free_over, z.n AS ship_options, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
-      LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor FROM shipping_zones z
+      LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor, count(*) OVER () AS n FROM shipping_zones z
         WHERE z.store_slug = p.store_slug AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
         ORDER BY base_minor LIMIT 1) z ON true
       LEFT JOIN LATERAL (SELECT negotiated_price_minor, expires_at, currency FROM negotiation_offers o
@@ -125,9 +128,9 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
         p.variants, p.variant_reserved, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
         s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
-        z.free_over_minor AS ship_free_over, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency
+        z.free_over_minor AS ship_free_over, z.n AS ship_options, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
-      LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor FROM shipping_zones z
+      LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor, count(*) OVER () AS n FROM shipping_zones z
         WHERE z.store_slug = p.store_slug AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
         ORDER BY base_minor LIMIT 1) z ON true
       WHERE p.id = ANY(${ids}::uuid[])`;
@@ -158,6 +161,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
         enforcement: r.checkout_enforcement ?? null,
         checkoutUrl: r.hosted_checkout_url ?? null,
         shipping: r.ship_base === null ? null : { baseMinor: Number(r.ship_base), perItemMinor: Number(r.ship_per_item ?? 0), freeOverMinor: r.ship_free_over === null ? null : Number(r.ship_free_over) },
+        domesticShippingOptions: Number(r.ship_options ?? 0),
       },
     });
   }

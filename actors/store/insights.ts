@@ -116,19 +116,24 @@ export function sustainabilityScore(input: SustainabilityInput): SustainabilityS
 
 const normPostal = (p: string) => p.toUpperCase().replace(/\s+/g, "");
 
+/**
+ * How specifically a zone serves a destination: null when it does not (country not listed, or none of its postal
+ * prefixes match), 0 for a country-wide zone, 1 + the matched prefix length otherwise (longer prefix = more specific).
+ */
+export function zoneSpecificity(zone: ShippingZone, countryCode: string, postalCode: string): number | null {
+  if (!zone.countries.includes(countryCode.toUpperCase())) return null;
+  if (zone.postalPrefixes.length === 0) return 0;
+  const pc = normPostal(postalCode);
+  const hit = zone.postalPrefixes.map(normPostal).filter((p) => pc.startsWith(p)).sort((a, b) => b.length - a.length)[0];
+  return hit === undefined ? null : 1 + hit.length;
+}
+
 /** The zone serving a destination: the country must be listed; a zone whose postal prefix matches beats a country-wide one (longest prefix wins). */
 export function matchZone(zones: readonly ShippingZone[], countryCode: string, postalCode: string): ShippingZone | null {
-  const cc = countryCode.toUpperCase();
-  const pc = normPostal(postalCode);
   let best: { zone: ShippingZone; specificity: number } | null = null;
   for (const z of zones) {
-    if (!z.countries.includes(cc)) continue;
-    let specificity = 0;
-    if (z.postalPrefixes.length > 0) {
-      const hit = z.postalPrefixes.map(normPostal).filter((p) => pc.startsWith(p)).sort((a, b) => b.length - a.length)[0];
-      if (hit === undefined) continue;
-      specificity = 1 + hit.length;
-    }
+    const specificity = zoneSpecificity(z, countryCode, postalCode);
+    if (specificity === null) continue;
     if (!best || specificity > best.specificity) best = { zone: z, specificity };
   }
   return best?.zone ?? null;

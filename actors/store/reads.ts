@@ -180,6 +180,15 @@ export async function shippingZonesOf(sql: Sql, slug: string): Promise<ShippingZ
   return (await sql<ShippingZoneRow[]>`SELECT * FROM shipping_zones WHERE store_slug = ${slug} ORDER BY name`).map(shippingZoneFromRow);
 }
 
+/** Every zone of these stores, by store slug (a cart with a destination is quoted from them). */
+export async function shippingZonesOfStores(sql: Sql, slugs: readonly string[]): Promise<Map<string, ShippingZone[]>> {
+  const out = new Map<string, ShippingZone[]>(slugs.map((s) => [s, []]));
+  if (slugs.length === 0) return out;
+  const rows = await sql<ShippingZoneRow[]>`SELECT * FROM shipping_zones WHERE store_slug = ANY(${[...slugs]}::text[]) ORDER BY store_slug, name`;
+  for (const r of rows) out.get(r.store_slug)?.push(shippingZoneFromRow(r));
+  return out;
+}
+
 export async function activeProductCount(sql: Sql, slug: string): Promise<number> {
   const [row] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM products WHERE store_slug = ${slug} AND active`;
   return row?.n ?? 0;

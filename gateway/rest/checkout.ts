@@ -24,6 +24,24 @@ const X402Config = t.Object({
   facilitator_version: t.Optional(t.Union([t.Literal("v1"), t.Literal("v2")])),
 });
 
+/**
+ * The buyer's destination (and picked option) for the cart: what MCP's get_shipping_rates records. A merchant
+ * offering more than one shipping method answers 409 PRECONDITION_NOT_MET until it is given
+ * (details.required_step, details.options with option ids and costs); docs/checkout.md "Shipping".
+ */
+const ShippingChoice = t.Object(
+  {
+    country_code: t.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2 of the buyer's address" }),
+    postal_code: t.String({ minLength: 1, maxLength: 20 }),
+    option_id: t.Optional(t.String({ format: "uuid", description: "The shipping option to use for its merchant (details.options[].option_id of a 409)." })),
+  },
+  { description: "Ship to this destination; required before checkout when a merchant of the cart offers several shipping methods." },
+);
+
+function shippingChoice(s: typeof ShippingChoice.static | undefined) {
+  return s ? { shipping: { countryCode: s.country_code, postalCode: s.postal_code, ...(s.option_id ? { optionId: s.option_id.toLowerCase() } : {}) } } : {};
+}
+
 const CheckoutRequest = t.Object({
   cartId: t.String({ format: "uuid" }),
   payment_rail: t.Optional(t.Union([t.Literal("card"), t.Literal("x402")], { description: "card (default, the card-processor rail) or x402" })),
@@ -35,6 +53,7 @@ const CheckoutRequest = t.Object({
   x402_payload: t.Optional(t.Unknown()),
   x402_config: t.Optional(t.Unknown()),
   pay_with_wallet: t.Optional(t.Boolean({ description: "x402: pay from the agent's custodial wallet (POST /agent/wallet/provision)." })),
+  shipping: t.Optional(ShippingChoice),
 });
 
 function validateX402(body: typeof CheckoutRequest.static): typeof X402Config.static {
@@ -79,11 +98,26 @@ export function checkoutRoutes(svc: Services) {
     .post(
       "/api/v1/agent/checkout/preview",
       async ({ body, agent }) =>
-        ok(await svc.actors.ask(cartActor, body.cartId.toLowerCase(), "preview", { keyId: agent.keyId, ...(body.expected_revision ? { expectedRevision: body.expected_revision } : {}) })),
+        ok(
+          await svc.actors.ask(cartActor, body.cartId.toLowerCase(), "preview", {
+            keyId: agent.keyId,
+            ...(body.expected_revision ? { expectedRevision: body.expected_revision } : {}),
+            ...shippingChoice(body.shipping),
+          }),
+        ),
       {
-        body: t.Object({ cartId: t.String({ format: "uuid" }), expected_revision: t.Optional(t.Integer({ minimum: 1 })) }),
+        body: t.Object({ cartId: t.String({ format: "uuid" }), expected_revision: t.Optional(t.Integer({ minimum: 1 })), shipping: t.Optional(ShippingChoice) }),
         response: errorResponses(400, 401, 403, 404, 409),
-        detail: { tags: ["checkout"], summary: "Preview checkout: session id, totals and the state hash to approve", security: [{ agentApiKey: [] }] },
+        detail: {
+          tags: ["checkout"],
+          summary: "Preview checkout: session id, totals and the state hash to approve",
+          description:
+            "`shipping` records the buyer's destination (and a picked `option_id`) on the cart first. A merchant offering more than one " +
+            "shipping method answers 409 PRECONDITION_NOT_MET (details.required_step, details.options) until the destination and an option " +
+            "are given; a merchant that does not ship there answers 403 NOT_ELIGIBLE (details.reason destination_not_served). A session " +
+            "awaiting the buyer's approval or a running payment answers 409 CHECKOUT_STATUS_INVALID (details.status).",
+          security: [{ agentApiKey: [] }],
+        },
       },
     )
     .post(
@@ -147,12 +181,15 @@ export function checkoutRoutes(svc: Services) {
         };
         let reply: CompleteReply;
         if (body.checkout_session_id) {
+          if (body.shipping) {
+            throw fail("INVALID_ARGUMENT", "A previewed session pays what was previewed; send shipping with the preview (or without checkout_session_id).", { field: "shipping" });
+          }
           if (cartIdOfSession(body.checkout_session_id) !== cartId) {
             throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session for this cart.", { checkout_session_id: body.checkout_session_id });
           }
           reply = await svc.actors.ask(cartActor, cartId, "complete", { ...common, sessionId: body.checkout_session_id });
         } else {
-          reply = await svc.actors.ask(cartActor, cartId, "checkout", common);
+          reply = await svc.actors.ask(cartActor, cartId, "checkout", { ...common, ...shippingChoice(body.shipping) });
         }
         if (reply.status === "COMPLETED") return ok(reply);
         if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
@@ -179,6 +216,12 @@ export function checkoutRoutes(svc: Services) {
         detail: {
           tags: ["checkout"],
           summary: "Complete a checkout (card rail by default; 202 when a human must act; 402 x402 challenge)",
+          description:
+            "Without checkout_session_id the current state is previewed and paid in one call; `shipping` (destination and option_id) " +
+            "is recorded on the cart first. 409 PRECONDITION_NOT_MET (details.required_step): a merchant offering several shipping " +
+            "methods has no destination or picked option yet (send `shipping`, see details.options), or a session whose shipping " +
+            "changed after its preview (preview again). 409 CHECKOUT_STATUS_INVALID (details.status): an operation the session's " +
+            "current status does not allow.",
           security: [{ agentApiKey: [] }],
         },
       },

@@ -319,7 +319,8 @@ function zonesFor(spec: MerchantSpec, ids: string): ShippingZone[] {
       z("Europe", ["DE", "FR", "IE", "NL", "BE", "ES", "IT"], [], 1295, 150, null, 4, 8),
     ],
   };
-  return byRegion[spec.zones];
+  const zones = byRegion[spec.zones];
+  return spec.expressShipping ? [...zones, z("Express", [spec.country], [], 1999, 300, null, 1, 2)] : zones;
 }
 
 function couponsFor(spec: MerchantSpec, ids: string, now: Date): Coupon[] {

@@ -60,6 +60,8 @@ export interface MerchantSpec {
   ageDays: number;
   orders: OrderProfile;
   zones: ZoneRegion;
+  /** A second country-wide method for its own country: carts must pick one (get_shipping_rates) before checkout. */
+  expressShipping?: true;
   coupons: CouponSpec[];
 }
 
@@ -181,7 +183,7 @@ export const MERCHANTS: readonly MerchantSpec[] = [
   },
   {
     slug: "summit-sports-co", name: "Summit Sports Co", prefix: "SS",
-    purpose: "STANDARD at the bottom of ACCEPTABLE (0.71); thin agent history.",
+    purpose: "STANDARD at the bottom of ACCEPTABLE (0.71); thin agent history; Standard or Express shipping (the buyer picks).",
     level: "STANDARD", trust: 0.71, status: "active", country: "US", euBased: false, currency: "USD",
     platform: "magento-like", hosted: false, products: 40, categories: ["Sports & Outdoors"], quality: q({ missingGtinRate: 0.1 }),
     paymentMethods: ["card"],
@@ -190,6 +192,7 @@ export const MERCHANTS: readonly MerchantSpec[] = [
     review: [4.1, 150], syncAgeMinutes: 360, ageDays: 500,
     orders: { ...healthy(50, 8, 40, 7), onTime: 0.9, dispute: 0.02 },
     zones: "US",
+    expressShipping: true,
     coupons: [],
   },
   {

@@ -28,9 +28,11 @@ const cartIn = (status: CartStatus): CartHeader => ({ ...newCartHeader(T0), stat
 
 const LEGAL: Record<string, CartStatus> = {
   "OPEN/mutate": "OPEN",
+  "OPEN/change_shipping": "OPEN",
   "OPEN/start_checkout": "CHECKOUT",
   "OPEN/expire": "EXPIRED",
   "OPEN/discard": "ABANDONED",
+  "CHECKOUT/change_shipping": "CHECKOUT",
   "CHECKOUT/start_checkout": "CHECKOUT",
   "CHECKOUT/end_checkout": "OPEN",
   "CHECKOUT/complete": "COMPLETED",
@@ -112,6 +114,18 @@ describe("cart mutability", () => {
     expect(err?.code).toBe("CART_NOT_MUTABLE");
     expect(err?.http).toBe(409);
     expect(err?.details?.reason).toBe("checkout_in_progress");
+  });
+
+  test("a cart in CHECKOUT may still change its shipping choice (the session decides whether now is allowed)", () => {
+    const c = applyCartEvent(newCartHeader(T0), "start_checkout", T0 + 1);
+    const next = applyCartEvent(c, "change_shipping", T0 + 2, c.revision);
+    expect(next.status).toBe("CHECKOUT");
+    expect(next.revision).toBe(c.revision + 1);
+  });
+
+  test("an expired OPEN cart refuses a shipping choice as expired, and a stale revision is refused", () => {
+    expect(errorOf(() => applyCartEvent(newCartHeader(T0), "change_shipping", T0 + CART_TTL_MS))?.details?.reason).toBe("expired");
+    expect(errorOf(() => applyCartEvent(newCartHeader(T0), "change_shipping", T0 + 1, 7))?.details?.reason).toBe("stale_revision");
   });
 
   test("a cart in CHECKOUT never expires under a payment", () => {

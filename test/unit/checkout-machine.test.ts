@@ -47,10 +47,12 @@ const sessionIn = (status: CheckoutStatus, extra: Partial<CheckoutSessionHeader>
 
 const LEGAL: Record<string, { to: CheckoutStatus; reports?: string }> = {
   "OPEN/preview": { to: "READY_FOR_PAYMENT" },
+  "OPEN/shipping_changed": { to: "OPEN" },
   "OPEN/cancel": { to: "CANCELED" },
   "OPEN/expire": { to: "EXPIRED" },
   "READY_FOR_PAYMENT/preview": { to: "READY_FOR_PAYMENT" },
   "READY_FOR_PAYMENT/begin_payment": { to: "IN_PROGRESS" },
+  "READY_FOR_PAYMENT/shipping_changed": { to: "OPEN" },
   "READY_FOR_PAYMENT/state_blocked": { to: "FAILED", reports: "STATE_EXECUTION_BLOCKED" },
   "READY_FOR_PAYMENT/cancel": { to: "CANCELED" },
   "READY_FOR_PAYMENT/expire": { to: "EXPIRED" },
@@ -109,6 +111,26 @@ describe("checkout-session transition table", () => {
   test("a PRECONDITION_NOT_MET refusal names preview_checkout as the required step", () => {
     expect(errorOf(() => applyCheckoutEvent(sessionIn("OPEN"), "begin_payment", T0))?.details?.required_step).toBe("preview_checkout");
   });
+});
+
+describe("a shipping change after the preview", () => {
+  test("sends a ready session back to OPEN, so completing it asks for a new preview first", () => {
+    const s = applyCheckoutEvent(sessionIn("READY_FOR_PAYMENT", { idempotencyKey: KEY }), "shipping_changed", T0);
+    expect(s.status).toBe("OPEN");
+    expect(s.expiresAt).toBe(T0 + SESSION_TTL_MS);
+    const err = errorOf(() => decideComplete(s, KEY));
+    expect(err?.code).toBe("PRECONDITION_NOT_MET");
+    expect(err?.details?.required_step).toBe("preview_checkout");
+    expect(applyCheckoutEvent(s, "preview", T0 + 1).status).toBe("READY_FOR_PAYMENT");
+  });
+
+  for (const status of ["IN_PROGRESS", "PENDING_EXTERNAL_CONFIRMATION", "SETTLEMENT_UNKNOWN"] as const) {
+    test(`is refused while the session is ${status}: money may be moving or the buyer is approving the old amount`, () => {
+      const err = errorOf(() => applyCheckoutEvent(sessionIn(status), "shipping_changed", T0));
+      expect(err?.code).toBe("CHECKOUT_STATUS_INVALID");
+      expect(err?.details?.status).toBe(status);
+    });
+  }
 });
 
 describe("checkout-session expiry", () => {

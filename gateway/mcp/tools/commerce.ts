@@ -232,7 +232,14 @@ export const previewCheckout = defineTool({
   scopes: ["checkout"],
   sandboxRefused: true,
   confirmation: false,
-  errors: { CART_NOT_FOUND: "unknown or another caller's cart", CART_NOT_MUTABLE: "stale expected_revision" },
+  errors: {
+    CART_NOT_FOUND: "unknown or another caller's cart",
+    CART_NOT_MUTABLE: "stale expected_revision",
+    PRECONDITION_NOT_MET:
+      "a merchant of the cart offers more than one shipping method (summit-sports-co: Standard and Express) and the cart has no destination or picked option yet (details.required_step = get_shipping_rates, details.reason, details.options)",
+    NOT_ELIGIBLE: "a merchant of the cart does not ship to the destination recorded with get_shipping_rates (details.reason = destination_not_served)",
+    CHECKOUT_STATUS_INVALID: "re-preview while the session awaits the buyer's approval (PENDING_EXTERNAL_CONFIRMATION after tok_needs_approval), or while a payment runs or awaits settlement (details.status)",
+  },
   async handler(a, ctx) {
     return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "preview", {
       keyId: ownerId(ctx),
@@ -266,6 +273,20 @@ export async function sessionSummary(ctx: ToolContext, sessionId: string) {
   const cartId = sessionCart(sessionId);
   const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
   return { cartId, cart, amount: money(cart.totals.total_minor, cart.currency) };
+}
+
+/**
+ * A session whose preview no longer stands cannot be paid: say so before a human is asked to approve an amount
+ * (the cart actor refuses it anyway; this only spares the human a pointless question).
+ */
+export function assertSessionPreviewed(cart: { checkout_session_id: string | null; checkout_status: string | null }, sessionId: string): void {
+  if (cart.checkout_session_id === sessionId && cart.checkout_status === "OPEN") {
+    throw fail("PRECONDITION_NOT_MET", "The cart's shipping changed after the preview; call preview_checkout again and show the new totals.", {
+      status: "OPEN",
+      required_step: "preview_checkout",
+      checkout_session_id: sessionId,
+    });
+  }
 }
 
 /** complete (or resume) a previewed session; shared by complete_checkout and ucp_complete_checkout. */
@@ -338,10 +359,12 @@ export const completeCheckout = defineTool({
     ENFORCEMENT_UNAVAILABLE: "the merchant's enforcement rules cannot be read (refused fail-closed)",
     AGENT_TOKEN_INVALID: "a payment_mandate that is tampered, expired or issued to another agent (details.reason)",
     MANDATE_LIMIT_EXCEEDED: "a cart total, currency or merchant outside the payment_mandate (details: mandate and cart total)",
-    PRECONDITION_NOT_MET: "a session still OPEN, a store's shipping quote missing (details.required_step); not reachable while every store quotes shipping (free without a zone)",
+    PRECONDITION_NOT_MET:
+      "the cart's shipping changed with get_shipping_rates after the preview, so the session is OPEN again (details.required_step = preview_checkout; refused before the human is asked), or the previewed shipping option is gone (details.required_step = get_shipping_rates)",
   },
   async summarize(a, ctx) {
     const s = await sessionSummary(ctx, a.checkout_session_id);
+    assertSessionPreviewed(s.cart, a.checkout_session_id);
     return {
       summary: `Pay ${s.amount} to ${ctx.store.name} for ${s.cart.items.length} item(s) with ${a.payment_method}.`,
       facts: { amount: s.cart.totals.total, currency: s.cart.currency, merchant: ctx.store.name, payment_method: a.payment_method },
@@ -396,30 +419,60 @@ export const getCheckoutStatus = defineTool({
   translate: { CART_NOT_FOUND: "CHECKOUT_SESSION_NOT_FOUND" },
 });
 
+const Destination = {
+  country_code: T.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2 of the buyer's address" }),
+  postal_code: T.String({ minLength: 1, maxLength: 20 }),
+};
+
 export const getShippingRates = defineTool({
   name: "get_shipping_rates",
   title: "Get shipping rates",
   description:
-    "Shipping cost and delivery window for a product (and quantity) to a destination, from this merchant's shipping " +
-    "zones. Answers shippable:false when the merchant does not ship there.",
+    "Shipping options, cost and delivery window to the buyer's destination, from this merchant's shipping zones. " +
+    "With cart_id (the step preview_checkout asks for with PRECONDITION_NOT_MET): records the destination on the " +
+    "cart and answers each merchant's options with the one selected; when a merchant offers several methods " +
+    "(selected_option_id null), call again with option_id to pick one, then preview_checkout. With product_id " +
+    "instead: an estimate for that product and quantity, nothing recorded. shippable:false = no shipping there.",
   group: "cart",
   input: T.Object(
     {
-      product_id: Uuid,
-      country_code: T.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2" }),
-      postal_code: T.String({ minLength: 1, maxLength: 20 }),
-      quantity: T.Optional(T.Integer({ minimum: 1, maximum: 1000 })),
+      ...Destination,
+      cart_id: T.Optional(T.String({ minLength: 1, maxLength: 60, description: "A cart of yours: record the destination (and option_id) on it." })),
+      option_id: T.Optional(T.String({ format: "uuid", description: "With cart_id: the shipping option (options[].option_id) to use for its merchant." })),
+      product_id: T.Optional(T.String({ format: "uuid", description: "Instead of cart_id: an estimate for one product." })),
+      quantity: T.Optional(T.Integer({ minimum: 1, maximum: 1000, description: "With product_id." })),
     },
     Strict,
   ),
-  output: T.Object({ shippable: T.Boolean() }, Open),
-  annotations: READ,
+  output: T.Union([
+    T.Object({ shippable: T.Boolean() }, Open),
+    T.Object({ cart_id: T.String(), ready_for_preview: T.Boolean(), merchants: T.Array(T.Object({ merchant_slug: T.String(), shippable: T.Boolean(), options: T.Array(AnyObject) }, Open)) }, Open),
+  ]),
+  // Spec: never confirmed. With a cart it records where to ship (no money moves; the human approves the total at
+  // complete_checkout), and the same arguments again change nothing.
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   auth: "key",
   scopes: ["search", "cart"],
   feature: "shipping_estimate",
   confirmation: false,
-  errors: { STORE_NOT_CONFIGURED: "the store has no shipping zones at all" },
+  errors: {
+    STORE_NOT_CONFIGURED: "product_id on a store with no shipping zones at all",
+    MISSING_REQUIRED_ARGUMENT: "neither cart_id nor product_id (details.field)",
+    INVALID_ARGUMENT: "an option_id that is not one of the cart's options for that destination (details.field)",
+    CART_NOT_MUTABLE: "a cart already paid or expired, or a stale expected revision",
+    CHECKOUT_STATUS_INVALID: "a new destination or option while the cart's payment runs, awaits the buyer's approval or settlement (details.status)",
+  },
   async handler(a, ctx) {
+    if (a.cart_id !== undefined && a.product_id !== undefined) throw fail("INVALID_ARGUMENT", "Pass cart_id or product_id, not both.", { field: "product_id" });
+    if (a.cart_id !== undefined) {
+      if (a.quantity !== undefined) throw fail("INVALID_ARGUMENT", "quantity goes with product_id; a cart has its own quantities.", { field: "quantity" });
+      return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "selectShipping", {
+        keyId: ownerId(ctx),
+        shipping: { countryCode: a.country_code, postalCode: a.postal_code, ...(a.option_id ? { optionId: a.option_id.toLowerCase() } : {}) },
+      });
+    }
+    if (a.product_id === undefined) throw fail("MISSING_REQUIRED_ARGUMENT", "Pass cart_id (to ship a cart) or product_id (an estimate).", { field: "cart_id" });
+    if (a.option_id !== undefined) throw fail("INVALID_ARGUMENT", "option_id picks a cart's shipping; pass it with cart_id.", { field: "option_id" });
     const { product, store } = await storeProduct(ctx, a.product_id);
     const zones = await shippingZonesOf(ctx.svc.sql, store.slug);
     if (zones.length === 0) throw fail("STORE_NOT_CONFIGURED", `${store.name} has no shipping zones configured.`, { store: store.slug, missing: "shipping_zones" });

@@ -1,0 +1,106 @@
+/**
+ * Which shipping quote each store of a cart carries, and the options a destination has. Pure; docs/checkout.md
+ * "Shipping" has the rules as a table.
+ *
+ * Without a destination on the cart a store is quoted as it always was: the cheapest zone covering its whole own
+ * country, or free when it has no such zone. A store whose own country has MORE than one country-wide zone (a
+ * choice of methods, e.g. Standard and Express) is not guessed: the buyer's destination and a picked option come
+ * first (`get_shipping_rates` with the cart; REST `shipping` on the preview), else PRECONDITION_NOT_MET.
+ *
+ * With a destination every store is quoted for it: the zones serving it most specifically (a matching postal prefix
+ * beats a country-wide zone, as for shipping estimates) are its options, cheapest first. The cart's choice is used
+ * while it is still one of them; a single option needs no choice; a store with zones but none serving the
+ * destination does not ship there. A store with no zones at all ships free anywhere (as before).
+ */
+import { zoneSpecificity } from "../store/insights.ts";
+import type { ShippingZone } from "../store/schemas.ts";
+import type { ShippingRule } from "./totals.ts";
+
+export interface ShippingDestination {
+  countryCode: string;
+  postalCode: string;
+}
+
+/** What a cart records: the destination and, per store slug, the chosen zone id. */
+export interface CartShipping extends ShippingDestination {
+  choices: Record<string, string>;
+}
+
+/** The destination-less quote `readCatalog` reads: the cheapest country-wide domestic zone and how many there are. */
+export interface DomesticQuote {
+  rule: ShippingRule | null;
+  options: number;
+}
+
+export type StoreShipping =
+  | { status: "quoted"; rule: ShippingRule; zone: ShippingZone | null }
+  /** `options` is empty when no destination is known yet (the options depend on it). */
+  | { status: "selection_required"; options: ShippingZone[] }
+  | { status: "not_shippable" };
+
+export const FREE_SHIPPING: ShippingRule = { baseMinor: 0, perItemMinor: 0, freeOverMinor: null };
+
+export const ruleOf = (z: ShippingZone): ShippingRule => ({ baseMinor: z.baseMinor, perItemMinor: z.perItemMinor, freeOverMinor: z.freeOverMinor });
+
+/** Zones serving the destination most specifically, in the cart's currency, cheapest first (then by name). */
+export function shippingOptions(zones: readonly ShippingZone[], dest: ShippingDestination, currency: string): ShippingZone[] {
+  let best = -1;
+  let out: ShippingZone[] = [];
+  for (const z of zones) {
+    if (z.currency.toUpperCase() !== currency.toUpperCase()) continue;
+    const s = zoneSpecificity(z, dest.countryCode, dest.postalCode);
+    if (s === null || s < best) continue;
+    if (s > best) {
+      best = s;
+      out = [];
+    }
+    out.push(z);
+  }
+  return out.sort((a, b) => a.baseMinor - b.baseMinor || a.perItemMinor - b.perItemMinor || a.name.localeCompare(b.name));
+}
+
+/** The quote of one store of the cart. `zones` (all the store's zones) is needed only with a destination. */
+export function storeShipping(input: {
+  domestic: DomesticQuote;
+  destination: ShippingDestination | null;
+  zones?: readonly ShippingZone[];
+  choice?: string;
+  currency: string;
+}): StoreShipping {
+  if (!input.destination) {
+    if (input.domestic.options > 1) return { status: "selection_required", options: [] };
+    return { status: "quoted", rule: input.domestic.rule ?? FREE_SHIPPING, zone: null };
+  }
+  const zones = input.zones ?? [];
+  if (zones.length === 0) return { status: "quoted", rule: FREE_SHIPPING, zone: null };
+  const options = shippingOptions(zones, input.destination, input.currency);
+  if (options.length === 0) return { status: "not_shippable" };
+  const chosen = options.find((z) => z.id === input.choice) ?? (options.length === 1 ? options[0] : undefined);
+  return chosen ? { status: "quoted", rule: ruleOf(chosen), zone: chosen } : { status: "selection_required", options };
+}
+
+/**
+ * The cart's new shipping record for a destination. `optionId` picks that zone for the store it belongs to (it must
+ * be one of that store's options for the destination, else `unknownOption`); other stores keep their earlier choice
+ * while it still serves the destination. A store with several options and no valid choice is left unchosen: the
+ * buyer picks, we do not.
+ */
+export function chooseShipping(
+  stores: readonly { slug: string; zones: readonly ShippingZone[] }[],
+  dest: ShippingDestination,
+  currency: string,
+  previous: CartShipping | null,
+  optionId?: string,
+): { shipping: CartShipping; unknownOption: boolean } {
+  const choices: Record<string, string> = {};
+  let matched = optionId === undefined;
+  for (const { slug, zones } of stores) {
+    const options = shippingOptions(zones, dest, currency);
+    const picked = optionId === undefined ? undefined : options.find((z) => z.id === optionId);
+    if (picked) matched = true;
+    const kept = options.find((z) => z.id === previous?.choices[slug]);
+    const chosen = picked ?? kept ?? (options.length === 1 ? options[0] : undefined);
+    if (chosen) choices[slug] = chosen.id;
+  }
+  return { shipping: { countryCode: dest.countryCode.toUpperCase(), postalCode: dest.postalCode.trim(), choices }, unknownOption: !matched };
+}
