@@ -18,9 +18,7 @@ const CROSS_CUTTING: Record<string, string> = {
   TOOL_NOT_FOUND: "any name the store does not serve on this endpoint (stores.enabled_mcp_tools, endpoint groups)",
   INTERNAL_ERROR: "any tool: an unexpected fault (no internals leak)",
   CART_NOT_FOUND: "cart tools: unknown, expired or another caller's cart",
-  CHECKOUT_STATUS_INVALID: "cancel_checkout while a payment runs or awaits settlement; complete_checkout from an illegal status",
   SESSION_INACTIVE: "complete_checkout/cancel_checkout on a completed, canceled, expired or failed session",
-  PRECONDITION_NOT_MET: "complete_checkout on a session still OPEN (details.required_step = preview_checkout)",
 };
 
 function esc(s: string): string {

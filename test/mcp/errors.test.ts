@@ -2,8 +2,9 @@
  * Every MCP error code reachable through a tool, driven by the SDK client with outputSchema validation on.
  * Codes covered elsewhere: purchase.test.ts (HUMAN_CONFIRMATION_*, IDEMPOTENCY_KEY_CONFLICT, CHECKOUT_ALREADY_IN_PROGRESS,
  * ORDER_NOT_CANCELLABLE, PAYMENT_DECLINED, PAYMENT_FAILED_ROLLED_BACK, PAYMENT_NOT_APPROVED), error-mapping.test.ts
- * (INTERNAL_ERROR), oauth.test.ts (bearer tokens). Not reachable through a tool today: PRECONDITION_NOT_MET (every store
- * quotes shipping, so no session stays OPEN) and CHECKOUT_STATUS_INVALID (only while a payment is running).
+ * (INTERNAL_ERROR), oauth.test.ts (bearer tokens), preconditions.test.ts (PRECONDITION_NOT_MET: shipping method not
+ * picked, or shipping changed after the preview; CHECKOUT_STATUS_INVALID: re-preview while the buyer approves, cancel
+ * while a capture awaits reconciliation).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ERROR_TABLE } from "../../actors/runtime/errors.ts";
@@ -206,7 +207,7 @@ describe("carts and checkout sessions", () => {
   }, 60_000);
 
   // COMPLETED is a finished status in the checkout machine (actors/cart/checkout-machine.ts): every event on it,
-  // cancel included, is SESSION_INACTIVE; CHECKOUT_STATUS_INVALID is for a live session (a payment running).
+  // cancel included, is SESSION_INACTIVE; CHECKOUT_STATUS_INVALID is for a live session (preconditions.test.ts).
   test("a completed session cannot be cancelled: SESSION_INACTIVE with details.status COMPLETED", async () => {
     const b = await preview();
     const paid = structured(await agent.call("complete_checkout", { checkout_session_id: b.preview.checkout_session_id, idempotency_key: crypto.randomUUID(), payment_method: "MOCK" }));

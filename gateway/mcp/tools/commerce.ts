@@ -222,7 +222,9 @@ export const previewCheckout = defineTool({
   title: "Preview checkout",
   description:
     "Price a cart for payment: totals with shipping and tax, stock warnings, and a checkout_session_id plus state_hash " +
-    "that complete_checkout needs. Commits nothing and asks nobody; show the totals to the human before completing.",
+    "that complete_checkout needs. Commits nothing and asks nobody; show the totals to the human before completing. " +
+    "PRECONDITION_NOT_MET names the step to call first (get_shipping_rates with the cart when a merchant offers " +
+    "several shipping methods).",
   group: "checkout",
   input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60, description: "from create_cart" }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
   output: PreviewOut,
@@ -389,7 +391,7 @@ export const cancelCheckout = defineTool({
   confirmation: true,
   errors: {
     SESSION_INACTIVE: "cancel a session that already ended: completed, cancelled, failed or expired (details.status)",
-    CHECKOUT_STATUS_INVALID: "cancel while a payment runs or awaits settlement (IN_PROGRESS, SETTLEMENT_UNKNOWN; details.status)",
+    CHECKOUT_STATUS_INVALID: "cancel while a capture awaits reconciliation (SETTLEMENT_UNKNOWN after tok_amount_mismatch) or a payment runs (IN_PROGRESS); details.status",
   },
   async summarize(a, ctx) {
     const s = await sessionSummary(ctx, a.checkout_session_id);

@@ -76,7 +76,11 @@ export const ucpCreateCheckout = defineTool({
   // creating the cart from line_items asks the human, as create_cart does
   mayAsk: true,
   rateBucket: "ucp_create_checkout",
-  errors: { MISSING_REQUIRED_ARGUMENT: "neither cart_id nor line_items", INVALID_ARGUMENT: "both cart_id and line_items" },
+  errors: {
+    MISSING_REQUIRED_ARGUMENT: "neither cart_id nor line_items",
+    INVALID_ARGUMENT: "both cart_id and line_items",
+    PRECONDITION_NOT_MET: "as preview_checkout: a merchant with more than one shipping method before get_shipping_rates (details.required_step)",
+  },
   async handler(a, ctx: ToolContext) {
     const { fail } = await import("../../../actors/runtime/errors.ts");
     if (!a.cart_id && !a.line_items) throw fail("MISSING_REQUIRED_ARGUMENT", "Pass cart_id or line_items.", { field: "cart_id" });
@@ -104,6 +108,10 @@ export const ucpUpdateCheckout = defineTool({
   scopes: ["checkout"],
   sandboxRefused: true,
   confirmation: false,
+  errors: {
+    PRECONDITION_NOT_MET: "as preview_checkout: a merchant with more than one shipping method before get_shipping_rates (details.required_step)",
+    CHECKOUT_STATUS_INVALID: "as preview_checkout: while the buyer approves, a payment runs or awaits settlement (details.status)",
+  },
   async handler(a, ctx) {
     return ctx.svc.actors.ask(cartActor, c.sessionCart(a.checkout_session_id), "preview", {
       keyId: c.ownerId(ctx),
