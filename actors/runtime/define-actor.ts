@@ -70,6 +70,15 @@ export interface ActorDefinition<S, M extends MessageSchemas, H extends { [K in 
    * only synchronously (no await between reading and writing it), which keeps such changes atomic.
    */
   reentrant?: readonly (keyof M & string)[];
+  /**
+   * Messages that create the actor under an id the caller has just generated (a random uuid): an activation
+   * started by the first send of one of them skips reading actor_state. It stays safe if the id exists after all:
+   * the turn's state write is an insert that must not find a row (the fence), and a turn that writes nothing is
+   * checked by a read before it replies; either way the caller's retry (a resend, which always reads) gets the
+   * real state. The handler may therefore run once against the initial state for nothing: list only messages
+   * whose handlers have no effects outside the turn's own writes.
+   */
+  createdBy?: readonly (keyof M & string)[];
   reminders?: Record<string, (ctx: ActorContext<S>, payload: unknown) => Promise<void>>;
   /** Called once when an activation loads its state (e.g. to re-arm something or migrate old state). */
   onActivate?: (ctx: ActorContext<S>) => Promise<void>;

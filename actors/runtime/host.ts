@@ -14,6 +14,7 @@ import { systemClock, type Clock } from "./clock.ts";
 import type { ActorCaller, ActorContext, AnyActorDefinition } from "./define-actor.ts";
 import { REMINDER_PREFIX, type ReplyEnvelope, type RequestEnvelope } from "./envelope.ts";
 import { ActorError, isInputDataError } from "./errors.ts";
+import { isFenceFailure, stateWriteStatement, type ReminderOp } from "./state-write.ts";
 
 /** Replies an activation remembers in memory (resends to a live activation answer without a query). */
 const RECENT_REPLIES = 256;
@@ -38,6 +39,11 @@ class Activation {
   queue: Pending[] = [];
   running = false;
   stale = false;
+  /**
+   * Activated by a message of `def.createdBy` without reading actor_state: the id is presumed new until a turn's
+   * fenced insert proves it (or, for a turn that writes nothing, a read before its reply).
+   */
+  presumedNew = false;
   lastUsed = Date.now();
   ready!: Promise<void>;
   constructor(
@@ -166,6 +172,8 @@ export class ActorHost {
     let act = this.activations.get(key);
     if (!act || act.stale) {
       act = new Activation(def, env.id);
+      // only a first send: a resend (attempt > 1), e.g. after a fencing conflict of a presumed-new id, reads
+      act.presumedNew = !isReminder && env.attempt === 1 && !!def.createdBy?.includes(env.type);
       act.ready = this.load(act);
       this.activations.set(key, act);
     }
@@ -208,7 +216,7 @@ export class ActorHost {
 
   private async load(act: Activation): Promise<void> {
     act.state = act.def.initialState(act.id);
-    if ((act.def.persistence ?? "durable") === "durable") {
+    if ((act.def.persistence ?? "durable") === "durable" && !act.presumedNew) {
       const rows = await this.opts.sql<{ version: number; state: unknown }[]>`
         SELECT version, state FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`;
       if (rows.length) {
@@ -229,7 +237,24 @@ export class ActorHost {
     }
   }
 
+  /**
+   * Settles a presumed-new id before a reply that no insert has vouched for: true when the id turned out to exist
+   * (the activation is then stale, and the caller's retry reads the row).
+   */
+  private async presumedNewWasWrong(act: Activation): Promise<boolean> {
+    let exists = true;
+    try {
+      exists = (await this.opts.sql`SELECT 1 FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`).length > 0;
+    } catch {
+      // unknown: treat as existing, the retry will read
+    }
+    if (exists) act.stale = true;
+    else act.presumedNew = false;
+    return exists;
+  }
+
   private async runReadOnly(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
+    if (act.presumedNew && (await this.presumedNewWasWrong(act))) return errorReply(new ActorError("actor_unavailable", "actor state not loaded yet; retry"));
     const started = performance.now();
     const turn = new Turn(this, act, env.msgId, true);
     let reply: ReplyEnvelope;
@@ -264,10 +289,8 @@ export class ActorHost {
         const fn = act.def.reminders?.[name];
         const body = env.body as { payload: unknown; due: string };
         if (fn) await fn(turn.ctx, body.payload);
-        if (!turn.rescheduled.has(name)) {
-          const tx = await turn.ctx.tx();
-          await tx`DELETE FROM actor_reminders WHERE kind = ${act.def.kind} AND id = ${act.id} AND name = ${name} AND due_at = ${body.due}`;
-        }
+        // a one-shot reminder is deleted with the turn's write, unless it was rescheduled or moved meanwhile
+        if (!turn.rescheduled.has(name)) turn.deleteFiredReminder(name, body.due);
       } else {
         value = await act.def.handlers[env.type](turn.ctx, env.body);
       }
@@ -280,6 +303,11 @@ export class ActorHost {
       } catch (finishErr) {
         reply = this.errorFor(act, finishErr);
       }
+    }
+    if (act.presumedNew && !act.stale) {
+      // the fenced insert vouches for a turn that wrote; one that did not must not answer from a guessed state
+      if (turn.wroteState) act.presumedNew = false;
+      else if (await this.presumedNewWasWrong(act)) reply = errorReply(new ActorError("actor_unavailable", "actor state not loaded yet; retry"));
     }
     turnMetrics(act.def.kind, reply.ok ? "ok" : reply.error.code).record((performance.now() - started) / 1000);
     return reply;
@@ -371,12 +399,21 @@ export class ActorHost {
   }
 }
 
-/** One turn of one activation: its context, its lazily opened transaction and what to publish after commit. */
+/**
+ * One turn of one activation: its context, its lazily opened transaction, the reminder changes and events it will
+ * commit. A turn's writes reach Postgres in as few round trips as the turn allows:
+ *  - nothing but state (and reminders, and the reply for retries): ONE autocommit statement (state-write.ts);
+ *  - with ctx.tx() writes: BEGIN goes out with the first of them, and the state statement with COMMIT.
+ */
 class Turn {
   readonly ctx: ActorContext<unknown>;
   readonly rescheduled = new Set<string>();
+  /** True once this turn's state row write committed. */
+  wroteState = false;
+  private readonly reminderOps = new Map<string, ReminderOp>();
   private conn?: Awaited<ReturnType<Sql["reserve"]>>;
   private connPromise?: Promise<Sql>;
+  private begin?: Promise<unknown>;
   private snapshot: string;
   private events: { topic: string; event: unknown }[] = [];
   private logger?: Logger;
@@ -411,19 +448,18 @@ class Turn {
       now: () => clock.now(),
       ask: (def, id, type, body, opts) => caller.ask(def, id, type, body, opts),
       tx: () => self.tx(),
-      checkpoint: () => self.checkpoint(),
+      checkpoint: () => self.persistAndCommit(),
+      // Reminder changes are kept until the turn's state write, which carries them (no statement of their own).
       async schedule(name, at, payload) {
         if (!act.def.reminders?.[name]) throw new Error(`actor ${act.def.kind} has no reminder ${name}`);
+        self.assertWritable();
         self.rescheduled.add(name);
-        const tx = await self.tx();
-        await tx`INSERT INTO actor_reminders (kind, id, name, due_at, payload)
-                 VALUES (${act.def.kind}, ${act.id}, ${name}, ${new Date(at)}, ${JSON.stringify(payload ?? null)}::text::jsonb)
-                 ON CONFLICT (kind, id, name) DO UPDATE SET due_at = EXCLUDED.due_at, payload = EXCLUDED.payload`;
+        self.reminderOps.set(name, { op: "set", dueAt: new Date(at).toISOString(), payload: payload ?? null });
       },
       async cancelReminder(name) {
+        self.assertWritable();
         self.rescheduled.add(name);
-        const tx = await self.tx();
-        await tx`DELETE FROM actor_reminders WHERE kind = ${act.def.kind} AND id = ${act.id} AND name = ${name}`;
+        self.reminderOps.set(name, { op: "delete" });
       },
       publish(topic, event) {
         self.events.push({ topic, event });
@@ -431,83 +467,103 @@ class Turn {
     };
   }
 
+  /** The reminder that started this turn goes with the turn's write, only if its row still has this due time. */
+  deleteFiredReminder(name: string, due: string): void {
+    this.reminderOps.set(name, { op: "delete", due });
+  }
+
+  private assertWritable(): void {
+    if (this.readOnly) throw new Error(`reentrant handler of ${this.act.def.kind} tried to write`);
+    if ((this.act.def.persistence ?? "durable") === "memory") throw new Error(`memory actor ${this.act.def.kind} has no database`);
+  }
+
   private tx(): Promise<Sql> {
-    if (this.readOnly) return Promise.reject(new Error(`reentrant handler of ${this.act.def.kind} tried to write`));
-    if ((this.act.def.persistence ?? "durable") === "memory") return Promise.reject(new Error(`memory actor ${this.act.def.kind} has no database`));
+    try {
+      this.assertWritable();
+    } catch (err) {
+      return Promise.reject(err);
+    }
     if (!this.connPromise) {
       this.connPromise = (async () => {
         const conn = await this.host.internals.sql.reserve();
         this.conn = conn;
-        await conn`BEGIN`;
+        // Not awaited: BEGIN is pipelined with the turn's first statement on this connection (one round trip).
+        // Statements on one connection run in order, and a BEGIN can only fail with the connection, which fails
+        // the statements queued behind it too; persistAndCommit still checks it before committing.
+        const begin = conn`BEGIN`.execute();
+        begin.catch(() => {});
+        this.begin = begin;
         return conn as unknown as Sql;
       })();
     }
     return this.connPromise;
   }
 
-  private async checkpoint(): Promise<void> {
-    await this.persist();
-    await this.commit();
-  }
-
-  /** Writes the state row (fenced) inside the turn's transaction if the state changed or anything was written. */
-  private async persist(reply?: ReplyEnvelope): Promise<void> {
+  /**
+   * Writes the state row (fenced), the reminder changes and the reply for retries, and commits the turn's
+   * transaction if it has one: the state statement and COMMIT travel together, and a failed fence raises inside
+   * the transaction so that COMMIT rolls everything back. Skipped when there is nothing to write.
+   */
+  private async persistAndCommit(reply?: ReplyEnvelope): Promise<void> {
     const act = this.act;
+    if (this.connPromise) await this.connPromise;
     const current = JSON.stringify(act.state);
     const changed = current !== this.snapshot;
-    if (!changed && !this.connPromise) return;
-    // A turn that only changed its state needs no explicit transaction: one autocommit statement is atomic.
-    const tx = this.connPromise ? await this.tx() : this.host.internals.sql;
-    const { kind, id } = { kind: act.def.kind, id: act.id };
-    const msgId = this.ctx.msgId;
-    const replyJson = reply ? JSON.stringify(reply) : undefined;
-    const expires = new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS);
-    let res: { count: number };
-    if (act.version === 0) {
-      res = replyJson
-        ? await tx`WITH s AS (INSERT INTO actor_state (kind, id, version, state) VALUES (${kind}, ${id}, 1, ${current}::text::jsonb)
-                     ON CONFLICT (kind, id) DO NOTHING RETURNING 1)
-                   INSERT INTO actor_inbox (kind, id, msg_id, reply, expires_at)
-                   SELECT ${kind}, ${id}, ${msgId}, ${replyJson}::text::jsonb, ${expires} FROM s`
-        : await tx`INSERT INTO actor_state (kind, id, version, state) VALUES (${kind}, ${id}, 1, ${current}::text::jsonb)
-                   ON CONFLICT (kind, id) DO NOTHING`;
-    } else {
-      res = replyJson
-        ? await tx`WITH s AS (UPDATE actor_state SET version = version + 1, state = ${current}::text::jsonb, updated_at = now()
-                     WHERE kind = ${kind} AND id = ${id} AND version = ${act.version} RETURNING 1)
-                   INSERT INTO actor_inbox (kind, id, msg_id, reply, expires_at)
-                   SELECT ${kind}, ${id}, ${msgId}, ${replyJson}::text::jsonb, ${expires} FROM s`
-        : await tx`UPDATE actor_state SET version = version + 1, state = ${current}::text::jsonb, updated_at = now()
-                   WHERE kind = ${kind} AND id = ${id} AND version = ${act.version}`;
+    if (!changed && !this.conn && this.reminderOps.size === 0) {
+      this.publishEvents();
+      return;
     }
-    if (res.count !== 1) throw new StaleVersion();
+    const replyJson = reply ? JSON.stringify(reply) : undefined;
+    const { text, params } = stateWriteStatement({
+      kind: act.def.kind,
+      id: act.id,
+      version: act.version,
+      stateJson: current,
+      reminders: this.reminderOps,
+      reply: replyJson ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS) } : undefined,
+    });
+    const conn = this.conn;
+    if (!conn) {
+      await this.host.internals.sql.unsafe(text, params).catch(rethrowFence);
+    } else {
+      const begin = this.begin;
+      this.conn = undefined;
+      this.connPromise = undefined;
+      this.begin = undefined;
+      let written: PromiseSettledResult<unknown>;
+      let committed: PromiseSettledResult<unknown>;
+      try {
+        [written, committed] = await Promise.allSettled([conn.unsafe(text, params), conn`COMMIT`]);
+      } finally {
+        conn.release();
+      }
+      await begin;
+      if (written.status === "rejected") rethrowFence(written.reason);
+      if (committed.status === "rejected") throw committed.reason;
+    }
+    this.wroteState = true;
     act.version += 1;
     if (reply) {
-      act.recent.set(msgId, reply);
+      act.recent.set(this.ctx.msgId, reply);
       if (act.recent.size > RECENT_REPLIES) act.recent.delete(act.recent.keys().next().value as string);
     }
     this.snapshot = current;
+    this.reminderOps.clear();
+    this.publishEvents();
   }
 
-  private async commit(): Promise<void> {
-    if (!this.conn) return;
-    const conn = this.conn;
-    this.conn = undefined;
-    this.connPromise = undefined;
-    try {
-      await conn`COMMIT`;
-    } finally {
-      conn.release();
-    }
+  private publishEvents(): void {
     const { transport } = this.host.internals;
     for (const e of this.events.splice(0)) void transport.publish(e.topic, e.event).catch(() => {});
   }
 
   private async rollback(): Promise<void> {
+    if (this.connPromise) await this.connPromise.catch(() => {});
     if (!this.conn) return;
     const conn = this.conn;
     this.conn = undefined;
     this.connPromise = undefined;
+    this.begin = undefined;
     try {
       await conn`ROLLBACK`;
     } finally {
@@ -518,13 +574,12 @@ class Turn {
   /** Ends the turn: commit state + writes (ok) or roll them back and restore the last committed state (error). */
   async finish(ok: boolean, reply?: ReplyEnvelope): Promise<void> {
     if (this.readOnly || (this.act.def.persistence ?? "durable") === "memory") {
-      if (ok) for (const e of this.events.splice(0)) void this.host.internals.transport.publish(e.topic, e.event).catch(() => {});
+      if (ok) this.publishEvents();
       return;
     }
     if (ok) {
       try {
-        await this.persist(reply);
-        await this.commit();
+        await this.persistAndCommit(reply);
       } catch (err) {
         await this.rollback().catch(() => {});
         this.act.state = JSON.parse(this.snapshot);
@@ -536,6 +591,11 @@ class Turn {
       this.events = [];
     }
   }
+}
+
+/** A failed version fence (SQLSTATE AF001) is a StaleVersion; anything else is rethrown as it is. */
+function rethrowFence(err: unknown): never {
+  throw isFenceFailure(err) ? new StaleVersion() : err;
 }
 
 function errorReply(err: ActorError): ReplyEnvelope {

@@ -1,0 +1,208 @@
+/**
+ * How a turn reaches Postgres: its state, reminder changes and retry reply in one fenced statement, BEGIN and
+ * COMMIT only around a turn's own writes, and no state read for an actor created under a fresh id — with the
+ * fence still refusing every stale or mistaken write.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Type as T } from "@sinclair/typebox";
+import { ActorClient } from "../../actors/runtime/client.ts";
+import { defineActor } from "../../actors/runtime/define-actor.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import { ActorHost } from "../../actors/runtime/host.ts";
+import { InProcessTransport } from "../../actors/transport/in-process.ts";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+
+const timer = defineActor({
+  kind: "timer",
+  initialState: () => ({ n: 0, created: false }),
+  createdBy: ["create"],
+  messages: {
+    create: T.Object({ dryRun: T.Boolean() }),
+    arm: T.Object({ at: T.Number() }),
+    disarm: T.Object({}),
+    armAndWrite: T.Object({ at: T.Number(), note: T.String() }),
+    get: T.Object({}),
+  },
+  handlers: {
+    async create(ctx, body) {
+      if (ctx.state.created) throw fail("conflict", "exists");
+      if (body.dryRun) return "would create";
+      ctx.state.created = true;
+      return "created";
+    },
+    async arm(ctx, body) {
+      ctx.state.n += 1;
+      await ctx.schedule("ring", body.at, { n: ctx.state.n });
+      return ctx.state.n;
+    },
+    async disarm(ctx) {
+      ctx.state.n += 1;
+      await ctx.cancelReminder("ring");
+      return ctx.state.n;
+    },
+    async armAndWrite(ctx, body) {
+      const tx = await ctx.tx();
+      await tx`INSERT INTO turn_notes (actor, note) VALUES (${ctx.id}, ${body.note})`;
+      ctx.state.n += 1;
+      await ctx.schedule("ring", body.at);
+      return ctx.state.n;
+    },
+    async get(ctx) {
+      return ctx.state;
+    },
+  },
+  reminders: { async ring() {} },
+});
+
+let db: TestDatabase;
+
+function startHost() {
+  const transport = new InProcessTransport();
+  const client = new ActorClient(transport, { defaultTimeoutMs: 5000 });
+  const host = new ActorHost({ transport, sql: db.sql, definitions: [timer], caller: client, reminderPollMs: 0 });
+  return { transport, client, host };
+}
+
+/** The statements the pool sends while `fn` runs. */
+async function statementsOf(fn: () => Promise<unknown>): Promise<string[]> {
+  const seen: string[] = [];
+  db.sql.options.debug = (_conn: number, text: string) => void seen.push(text.replace(/\s+/g, " ").trim());
+  try {
+    await fn();
+  } finally {
+    db.sql.options.debug = false;
+  }
+  return seen;
+}
+
+async function reminderOf(id: string) {
+  const rows = await db.sql<{ due_at: Date; payload: unknown }[]>`SELECT due_at, payload FROM actor_reminders WHERE kind = 'timer' AND id = ${id}`;
+  return rows[0];
+}
+
+async function rowOf(id: string) {
+  const rows = await db.sql<{ version: number; state: { n: number; created: boolean } }[]>`SELECT version, state FROM actor_state WHERE kind = 'timer' AND id = ${id}`;
+  return rows[0];
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.sql`CREATE TABLE turn_notes (actor text, note text)`;
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+describe("one statement per turn", () => {
+  test("a turn that changes its state and schedules a reminder writes both in one statement", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    await client.ask(timer, "t1", "get", {}); // activated: the next turn's only work is its write
+    const at = Date.parse("2030-01-01T00:00:00Z");
+    const sent = await statementsOf(() => client.ask(timer, "t1", "arm", { at }));
+    expect(sent.length).toBe(1);
+    expect(sent[0]).toContain("actor_reminders");
+    expect((await reminderOf("t1")).due_at.getTime()).toBe(at);
+    expect((await reminderOf("t1")).payload).toEqual({ n: 1 });
+    expect((await rowOf("t1")).state.n).toBe(1);
+    await host.stop();
+  });
+
+  test("a turn that cancels a reminder deletes it in the state's statement", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    await client.ask(timer, "t2", "arm", { at: Date.parse("2030-01-01T00:00:00Z") });
+    const sent = await statementsOf(() => client.ask(timer, "t2", "disarm", {}));
+    expect(sent.length).toBe(1);
+    expect(await reminderOf("t2")).toBeUndefined();
+    expect((await rowOf("t2")).state.n).toBe(2);
+    await host.stop();
+  });
+
+  test("a stale version writes neither the state nor the reminder nor the reply", async () => {
+    const a = startHost();
+    await a.host.start();
+    await a.client.ask(timer, "t3", "arm", { at: Date.parse("2030-01-01T00:00:00Z") });
+    // another host takes the actor over and writes version 2 (its reminder moves to 2031)
+    const b = startHost();
+    await b.host.start();
+    await b.client.ask(timer, "t3", "arm", { at: Date.parse("2031-01-01T00:00:00Z") });
+    const msgId = crypto.randomUUID();
+    const reply = await a.transport.request(
+      { msgId, kind: "timer", id: "t3", type: "arm", body: { at: Date.parse("2040-01-01T00:00:00Z") }, deadline: Date.now() + 1000, attempt: 1 },
+      1000,
+    );
+    expect(reply.ok ? "ok" : reply.error.code).toBe("actor_unavailable");
+    expect(Number((await rowOf("t3")).version)).toBe(2);
+    expect((await reminderOf("t3")).due_at.toISOString()).toBe("2031-01-01T00:00:00.000Z");
+    expect((await db.sql`SELECT 1 FROM actor_inbox WHERE msg_id = ${msgId}`).length).toBe(0);
+    await a.host.stop();
+    await b.host.stop();
+  });
+
+  test("a turn with its own writes commits them with its state and reminder, and a stale version rolls all back", async () => {
+    const a = startHost();
+    await a.host.start();
+    const sent = await statementsOf(() => a.client.ask(timer, "t4", "armAndWrite", { at: Date.parse("2030-01-01T00:00:00Z"), note: "first" }));
+    expect(sent.filter((s) => s === "BEGIN" || s === "COMMIT")).toEqual(["BEGIN", "COMMIT"]);
+    expect((await db.sql`SELECT note FROM turn_notes WHERE actor = 't4'`).map((r) => r.note)).toEqual(["first"]);
+    expect(await reminderOf("t4")).toBeDefined();
+
+    const b = startHost();
+    await b.host.start();
+    await b.client.ask(timer, "t4", "disarm", {});
+    const reply = await a.transport.request(
+      { msgId: crypto.randomUUID(), kind: "timer", id: "t4", type: "armAndWrite", body: { at: Date.parse("2040-01-01T00:00:00Z"), note: "stale" }, deadline: Date.now() + 1000, attempt: 1 },
+      1000,
+    );
+    expect(reply.ok ? "ok" : reply.error.code).toBe("actor_unavailable");
+    expect((await db.sql`SELECT note FROM turn_notes WHERE actor = 't4'`).map((r) => r.note)).toEqual(["first"]);
+    expect(await reminderOf("t4")).toBeUndefined();
+    // the pool got its connection back: the retry of the same work goes through on the reloaded state
+    expect(await a.client.ask(timer, "t4", "armAndWrite", { at: Date.parse("2040-01-01T00:00:00Z"), note: "again" })).toBe(3);
+    await a.host.stop();
+    await b.host.stop();
+  });
+});
+
+describe("actors created under a fresh id", () => {
+  test("creating one costs a single statement and no read", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    const sent = await statementsOf(() => client.ask(timer, "new-1", "create", { dryRun: false }));
+    expect(sent.length).toBe(1);
+    expect(sent[0]).toContain("INSERT INTO actor_state");
+    expect((await rowOf("new-1")).state.created).toBe(true);
+    await host.stop();
+  });
+
+  test("a create for an id that exists never overwrites it: the caller gets the answer from the real state", async () => {
+    await db.sql`INSERT INTO actor_state (kind, id, version, state) VALUES ('timer', 'taken-1', 5, ${JSON.stringify({ n: 42, created: true })}::text::jsonb)`;
+    const { client, host } = startHost();
+    await host.start();
+    const err = await client.ask(timer, "taken-1", "create", { dryRun: false }).catch((e) => e);
+    expect(err.code).toBe("conflict");
+    const row = await rowOf("taken-1");
+    expect(Number(row.version)).toBe(5);
+    expect(row.state).toEqual({ n: 42, created: true });
+    await host.stop();
+  });
+
+  test("a create that writes nothing for an id that exists answers from the real state too", async () => {
+    await db.sql`INSERT INTO actor_state (kind, id, version, state) VALUES ('timer', 'taken-2', 3, ${JSON.stringify({ n: 7, created: true })}::text::jsonb)`;
+    const { client, host } = startHost();
+    await host.start();
+    const err = await client.ask(timer, "taken-2", "create", { dryRun: true }).catch((e) => e);
+    expect(err.code).toBe("conflict");
+    expect(Number((await rowOf("taken-2")).version)).toBe(3);
+    await host.stop();
+  });
+
+  test("other messages to a new id still read its state first", async () => {
+    await db.sql`INSERT INTO actor_state (kind, id, version, state) VALUES ('timer', 'taken-3', 2, ${JSON.stringify({ n: 9, created: true })}::text::jsonb)`;
+    const { client, host } = startHost();
+    await host.start();
+    expect((await client.ask(timer, "taken-3", "get", {})).n).toBe(9);
+    await host.stop();
+  });
+});
