@@ -1028,6 +1028,8 @@ export const cartActor = defineActor({
   kind: "cart",
   initialState: (): CartState => ({ cart: null, session: null, sessionSeq: 0 }),
   messages: CartMessages,
+  // cart ids are fresh random uuids: creating one needs no read of actor_state (the insert is the fence)
+  createdBy: ["create"],
   async onActivate(ctx) {
     // A session loaded IN_PROGRESS had its turn die mid-payment (a live turn is never observed by a new
     // activation). Money may have moved: reconcile by intent id, never charge anew.
