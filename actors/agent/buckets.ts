@@ -98,33 +98,48 @@ export function tightestOf(views: readonly BucketView[]): BucketView {
 /**
  * Admits a request of `cost` units only if EVERY bucket has room for it, and then consumes from all of them;
  * if any bucket refuses, none is consumed.
+ *
+ * Plain loops rather than map/filter chains: this runs in every admitted request's actor turn (usually for one
+ * or two buckets), where the intermediate arrays cost more than the arithmetic.
  */
 export function admit(buckets: readonly Bucket[], now: number, cost = 1): AdmitResult {
-  if (buckets.length === 0) throw new Error("admit needs at least one bucket");
+  const n = buckets.length;
+  if (n === 0) throw new Error("admit needs at least one bucket");
   if (!(cost > 0)) throw new Error("cost must be positive");
-  const current = buckets.map((b) => currentState(b, now));
-  const refusing = buckets.map((b, i) => current[i]!.count + cost > b.limit);
-
-  if (refusing.some(Boolean)) {
-    const views = buckets.map((b, i) => view(b, current[i]!));
-    const refusedViews = views.filter((_, i) => refusing[i]);
-    const retryAfter = Math.max(
-      ...buckets.map((b, i) => (refusing[i] ? secondsUntil(current[i]!, b.windowMs, now) : 0)),
-    );
-    const tightest = refusedViews.reduce((a, v) => (v.reset > a.reset ? v : a));
-    return {
-      allowed: false,
-      tightest: { ...tightest, remaining: 0 },
-      views,
-      retryAfter,
-      refusedBy: refusedViews.map((v) => v.id),
-      states: current,
-    };
+  const current: BucketState[] = new Array(n);
+  let refusals = 0;
+  for (let i = 0; i < n; i++) {
+    const s = currentState(buckets[i]!, now);
+    current[i] = s;
+    if (s.count + cost > buckets[i]!.limit) refusals++;
   }
 
-  const states = current.map((s) => ({ windowStart: s.windowStart, count: s.count + cost }));
-  const views = buckets.map((b, i) => view(b, states[i]!));
-  return { allowed: true, tightest: tightestOf(views), views, states };
+  if (refusals > 0) {
+    const views: BucketView[] = new Array(n);
+    const refusedBy: string[] = [];
+    let tightest: BucketView | undefined;
+    let retryAfter = 0;
+    for (let i = 0; i < n; i++) {
+      const b = buckets[i]!;
+      const v = view(b, current[i]!);
+      views[i] = v;
+      if (current[i]!.count + cost > b.limit) {
+        refusedBy.push(v.id);
+        retryAfter = Math.max(retryAfter, secondsUntil(current[i]!, b.windowMs, now));
+        // the refusing bucket that frees up last; the first one on a tie
+        if (!tightest || v.reset > tightest.reset) tightest = v;
+      }
+    }
+    return { allowed: false, tightest: { ...tightest!, remaining: 0 }, views, retryAfter, refusedBy, states: current };
+  }
+
+  const states: BucketState[] = new Array(n);
+  const views: BucketView[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    states[i] = { windowStart: current[i]!.windowStart, count: current[i]!.count + cost };
+    views[i] = view(buckets[i]!, states[i]!);
+  }
+  return { allowed: true, tightest: n === 1 ? views[0]! : tightestOf(views), views, states };
 }
 
 /**
@@ -182,13 +197,18 @@ export class BucketTable {
 
   admit(specs: readonly BucketSpec[], cost = 1): AdmitResult {
     const now = this.clock();
-    const buckets: Bucket[] = specs.map((s) => {
+    const buckets: Bucket[] = new Array(specs.length);
+    for (let i = 0; i < specs.length; i++) {
+      const s = specs[i]!;
       const st = this.states.get(s.id);
-      return st ? { ...s, state: { windowStart: st.windowStart, count: st.count } } : { ...s };
-    });
+      buckets[i] = { id: s.id, limit: s.limit, windowMs: s.windowMs, state: st ? { windowStart: st.windowStart, count: st.count } : undefined };
+    }
     const result = admit(buckets, now, cost);
     if (result.allowed) {
-      specs.forEach((s, i) => this.states.set(s.id, { ...result.states[i]!, windowMs: s.windowMs }));
+      for (let i = 0; i < specs.length; i++) {
+        const st = result.states[i]!;
+        this.states.set(specs[i]!.id, { windowStart: st.windowStart, count: st.count, windowMs: specs[i]!.windowMs });
+      }
     }
     return result;
   }

@@ -22,10 +22,31 @@ interface AgentState {
   key: KeyRecord | null;
 }
 
-function buckets(memory: Map<string, unknown>): BucketTable {
-  let table = memory.get("buckets") as BucketTable | undefined;
-  if (!table) memory.set("buckets", (table = new BucketTable()));
-  return table;
+/** What an activation keeps in memory besides its state (one Map lookup per message instead of several). */
+interface AgentMemory {
+  /** The key's rate-limit buckets (memory only; see the top of this file). */
+  table: BucketTable;
+  splits: Map<string, BucketSplit>;
+  /** The split of the previous request: a key's traffic nearly always comes from one surface and address. */
+  lastSplit: BucketSplit | null;
+  /** The stored hash as the bytes `sameHash` compares, for the hash text it was made from. */
+  storedHash: { text: string; bytes: Buffer } | null;
+}
+
+interface BucketSplit {
+  tier: Tier;
+  surface: string;
+  ip: string;
+  toolName: string | undefined;
+  customerId: string | undefined;
+  mine: BucketSpec[];
+  others: BucketDescriptor[];
+}
+
+function agentMemory(memory: Map<string, unknown>): AgentMemory {
+  let m = memory.get("agent") as AgentMemory | undefined;
+  if (!m) memory.set("agent", (m = { table: new BucketTable(), splits: new Map(), lastSplit: null, storedHash: null }));
+  return m;
 }
 
 /**
@@ -34,25 +55,33 @@ function buckets(memory: Map<string, unknown>): BucketTable {
  * (IP normalisation included) costs more than the admission itself on the hot path.
  */
 function bucketSplit(
-  memory: Map<string, unknown>,
+  mem: AgentMemory,
   keyId: string,
   tier: Tier,
   l: { surface: string; ip: string; toolName?: string; customerId?: string },
-): { mine: BucketSpec[]; others: BucketDescriptor[] } {
-  let cache = memory.get("bucketSplit") as Map<string, { mine: BucketSpec[]; others: BucketDescriptor[] }> | undefined;
-  if (!cache) memory.set("bucketSplit", (cache = new Map()));
+): BucketSplit {
+  const last = mem.lastSplit;
+  if (last && last.tier === tier && last.surface === l.surface && last.ip === l.ip && last.toolName === l.toolName && last.customerId === l.customerId) {
+    return last;
+  }
   const k = `${tier}|${l.surface}|${l.ip}|${l.toolName ?? ""}|${l.customerId ?? ""}`;
-  let hit = cache.get(k);
+  let hit = mem.splits.get(k);
   if (!hit) {
     const all = bucketsFor({ surface: l.surface as Surface, keyId, tier, ip: l.ip, toolName: l.toolName ?? null, customerId: l.customerId ?? null });
     const owner = `agent/${keyId}`;
     hit = {
+      tier,
+      surface: l.surface,
+      ip: l.ip,
+      toolName: l.toolName,
+      customerId: l.customerId,
       mine: all.filter((b) => b.owner === owner).map(({ id, limit, windowMs }) => ({ id, limit, windowMs })),
       others: all.filter((b) => b.owner !== owner),
     };
-    if (cache.size >= 256) cache.clear();
-    cache.set(k, hit);
+    if (mem.splits.size >= 256) mem.splits.clear();
+    mem.splits.set(k, hit);
   }
+  mem.lastSplit = hit;
   return hit;
 }
 
@@ -67,10 +96,27 @@ function view(k: KeyRecord): KeyView {
   return rest;
 }
 
-function sameHash(a: string, b: string): boolean {
-  const x = Buffer.from(a.padEnd(64, "0").slice(0, 64), "utf8");
-  const y = Buffer.from(b.padEnd(64, "0").slice(0, 64), "utf8");
-  return timingSafeEqual(x, y) && a.length === b.length;
+const HASH_LENGTH = 64;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** Compared against when there is no key (or a malformed presented hash), so the timing is the same. */
+const NO_HASH = Buffer.alloc(HASH_LENGTH, "0");
+/** The presented hash's bytes; a handler runs synchronously up to the compare, so one buffer serves every turn. */
+const presented = Buffer.alloc(HASH_LENGTH);
+
+function storedHashBytes(mem: AgentMemory, hash: string): Buffer {
+  if (mem.storedHash?.text !== hash) {
+    // a malformed stored hash becomes bytes no well-formed presented hash can equal (still compared in full)
+    const bytes = SHA256_HEX.test(hash) ? Buffer.from(hash, "latin1") : Buffer.alloc(HASH_LENGTH, "x");
+    mem.storedHash = { text: hash, bytes };
+  }
+  return mem.storedHash.bytes;
+}
+
+/** Constant-time compare of the presented HMAC (hex) with the stored one; a malformed presented hash never matches. */
+function sameHash(presentedHex: string, stored: Buffer): boolean {
+  const wellFormed = SHA256_HEX.test(presentedHex);
+  presented.write(wellFormed ? presentedHex : "0".repeat(HASH_LENGTH), "latin1");
+  return timingSafeEqual(presented, stored) && wellFormed;
 }
 
 export const agentActor = defineActor({
@@ -138,23 +184,26 @@ export const agentActor = defineActor({
      */
     async authorize(ctx, m) {
       const key = ctx.state.key;
+      const mem = agentMemory(ctx.memory);
       // Compare even when there is no key, so timing does not reveal which prefixes exist.
-      const matches = sameHash(m.hash, key?.hash ?? "0".repeat(64));
+      const matches = sameHash(m.hash, key ? storedHashBytes(mem, key.hash) : NO_HASH);
       if (!key || !matches) throw fail("unauthorized", "Missing or invalid API key (header X-Agent-Api-Key, format agnt_...).");
-      assertKeyActive(
-        { expiresAt: key.expiresAt ? new Date(key.expiresAt) : null, revokedAt: key.revokedAt ? new Date(key.revokedAt) : null },
-        new Date(ctx.now()),
-      );
+      if (key.expiresAt || key.revokedAt) {
+        assertKeyActive(
+          { expiresAt: key.expiresAt ? new Date(key.expiresAt) : null, revokedAt: key.revokedAt ? new Date(key.revokedAt) : null },
+          new Date(ctx.now()),
+        );
+      }
       const tier = normalizeTier(key.tier) as Tier;
       let rate: RateView | null = null;
       let others: BucketDescriptor[] = [];
       let consumedAt = 0;
       if (m.limits) {
-        const split = bucketSplit(ctx.memory, ctx.id, tier, m.limits);
+        const split = bucketSplit(mem, ctx.id, tier, m.limits);
         others = split.others;
         if (split.mine.length) {
           consumedAt = Date.now();
-          const result = buckets(ctx.memory).admit(split.mine);
+          const result = mem.table.admit(split.mine);
           rate = rateView(result);
           if (!result.allowed) throw fail("rate_limit_exceeded", "Rate limit exceeded; wait until X-RateLimit-Reset.", { ...rate });
         }
@@ -178,14 +227,15 @@ export const agentActor = defineActor({
      */
     async release(ctx, m) {
       let specs = m.buckets;
-      if (!specs.length && m.limits && ctx.state.key) specs = bucketSplit(ctx.memory, ctx.id, normalizeTier(ctx.state.key.tier), m.limits).mine;
-      if (specs.length) buckets(ctx.memory).release(specs, m.consumedAt);
+      const mem = agentMemory(ctx.memory);
+      if (!specs.length && m.limits && ctx.state.key) specs = bucketSplit(mem, ctx.id, normalizeTier(ctx.state.key.tier), m.limits).mine;
+      if (specs.length) mem.table.release(specs, m.consumedAt);
       return null;
     },
 
     /** Admission only (buckets this key owns), for callers already authenticated. */
     async admit(ctx, m) {
-      const result = buckets(ctx.memory).admit(m.buckets);
+      const result = agentMemory(ctx.memory).table.admit(m.buckets);
       return { allowed: result.allowed, rate: rateView(result) };
     },
 

