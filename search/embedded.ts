@@ -41,11 +41,13 @@ export function validateSearchDoc(d: SearchDoc): void {
 class PostingList {
   docs = new Int32Array(4);
   tfs = new Uint16Array(4);
+  /** The document's field length (unique terms), beside the posting: read in order instead of by slot. */
+  lens = new Uint16Array(4);
   length = 0;
   /** Live documents in the list (the BM25 document frequency). */
   live = 0;
 
-  push(slot: number, tf: number): void {
+  push(slot: number, tf: number, len: number): void {
     if (this.length === this.docs.length) {
       const docs = new Int32Array(this.length * 2);
       docs.set(this.docs);
@@ -53,9 +55,13 @@ class PostingList {
       const tfs = new Uint16Array(this.length * 2);
       tfs.set(this.tfs);
       this.tfs = tfs;
+      const lens = new Uint16Array(this.length * 2);
+      lens.set(this.lens);
+      this.lens = lens;
     }
     this.docs[this.length] = slot;
     this.tfs[this.length] = tf > 65_535 ? 65_535 : tf;
+    this.lens[this.length] = len;
     this.length++;
     this.live++;
   }
@@ -67,6 +73,7 @@ class PostingList {
       if (alive[d] === 1) {
         this.docs[w] = d;
         this.tfs[w] = this.tfs[i]!;
+        this.lens[w] = this.lens[i]!;
         w++;
       }
     }
@@ -74,6 +81,7 @@ class PostingList {
     if (this.docs.length > 16 && w < this.docs.length / 4) {
       this.docs = this.docs.slice(0, Math.max(4, w * 2));
       this.tfs = this.tfs.slice(0, Math.max(4, w * 2));
+      this.lens = this.lens.slice(0, Math.max(4, w * 2));
     }
   }
 }
@@ -242,8 +250,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
   private categoryIndex = new Map<string, number>();
 
   // ---- per-query scratch (reused: one query runs at a time, queries are synchronous)
-  private epoch = 0;
-  private stamp = new Int32Array(0);
+  private rejected = new Int32Array(1024);
   private rowOf = new Int32Array(0);
   private rowSlot = new Int32Array(1024);
   private rowScore = new Float64Array(1024);
@@ -311,7 +318,6 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.totalPostings = 0;
     this.deadPostings = 0;
     this.byId = null;
-    this.stamp = new Int32Array(0);
     this.rowOf = new Int32Array(0);
   }
 
@@ -334,7 +340,6 @@ export class EmbeddedSearchEngine implements SearchEngine {
       this.inStockOf = grow(this.inStockOf, n);
       this.categoryOf = grow(this.categoryOf, n);
       this.fieldLen = grow(this.fieldLen, n * NF);
-      this.stamp = grow(this.stamp, n);
       this.rowOf = grow(this.rowOf, n);
     }
     return slot;
@@ -374,7 +379,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       for (const [t, tf] of counts) {
         const id = this.termId(t);
         const lists = this.terms[id]!;
-        (lists[f] ??= new PostingList()).push(slot, tf);
+        (lists[f] ??= new PostingList()).push(slot, tf, len);
         entries.push(id * 8 + f);
       }
     }
@@ -443,13 +448,15 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const factors = fieldFactors(s);
     const factorOf = SEARCHABLE_FIELDS.map((f) => factors[f]);
     const boostOf = SEARCHABLE_FIELDS.map((f) => s.fieldWeights[f] || 1);
-    const avgLen = Array.from(this.fieldLenSum, (sum) => (this.docCount > 0 ? sum / this.docCount : 0));
+    const avgLen: number[] = [];
+    for (let f = 0; f < NF; f++) avgLen.push(this.docCount > 0 ? this.fieldLenSum[f]! / this.docCount : 0);
 
     // accumulate per (document, leaf): BM25+ score and best quality × field factor
-    const epoch = this.nextEpoch();
-    const stamp = this.stamp;
+    // rowOf per slot: 0 not seen yet, -1 filtered out, row + 1; reset to 0 right after the pass (cheaper than an
+    // epoch stamp read on every posting)
     const rowOf = this.rowOf;
-    const fieldLen = this.fieldLen;
+    let rejected = this.rejected;
+    let nRejected = 0;
     const N = this.docCount;
     // the filter, inlined below (checked once per document, on typed arrays)
     const { alive, storeOf, priceOf, inStockOf, categoryOf } = this;
@@ -471,14 +478,12 @@ export class EmbeddedSearchEngine implements SearchEngine {
           const lenCoef = (BM25_K * BM25_B) / (avgLen[f]! || 1);
           const docs = list.docs;
           const tfs = list.tfs;
+          const lens = list.lens;
           for (let i = 0, n = list.length; i < n; i++) {
             const slot = docs[i]!;
-            let r: number;
-            if (stamp[slot] === epoch) {
-              r = rowOf[slot]!;
-              if (r < 0) continue;
-            } else {
-              stamp[slot] = epoch;
+            let r = rowOf[slot]! - 1;
+            if (r === -2) continue;
+            if (r === -1) {
               if (
                 alive[slot] !== 1 ||
                 (storeOk !== null && storeOk[storeOf[slot]!] !== 1) ||
@@ -488,10 +493,12 @@ export class EmbeddedSearchEngine implements SearchEngine {
                 (category !== NO_CATEGORY_FILTER && categoryOf[slot] !== category)
               ) {
                 rowOf[slot] = -1;
+                if (nRejected === rejected.length) rejected = this.rejected = grow(rejected, nRejected * 2);
+                rejected[nRejected++] = slot;
                 continue;
               }
               r = rows++;
-              rowOf[slot] = r;
+              rowOf[slot] = r + 1;
               if (rows > rowSlot.length || rows * L > rowScore.length) {
                 rowSlot = this.rowSlot = grow(rowSlot, rows * 2);
                 rowScore = this.rowScore = grow(rowScore, rows * 2 * L);
@@ -505,12 +512,14 @@ export class EmbeddedSearchEngine implements SearchEngine {
             }
             const tf = tfs[i]!;
             const k = r * L + li;
-            rowScore[k] += w * (BM25_D + (tf * (BM25_K + 1)) / (tf + norm + lenCoef * fieldLen[slot * NF + f]!));
+            rowScore[k] += w * (BM25_D + (tf * (BM25_K + 1)) / (tf + norm + lenCoef * lens[i]!));
             if (qf > rowQual[k]!) rowQual[k] = qf;
           }
         }
       }
     }
+    for (let r = 0; r < rows; r++) rowOf[rowSlot[r]!] = 0;
+    for (let j = 0; j < nRejected; j++) rowOf[rejected[j]!] = 0;
     if (rows === 0) return [];
 
     // evaluate the tree per document: raw score (MiniSearch's) and coverage
@@ -525,7 +534,32 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const groupBest = new Float64Array(G);
     let best = 0;
     let matched = 0;
-    for (let r = 0; r < rows; r++) {
+    // The usual query (no synonyms, no repeated word) has one leaf per group: the same arithmetic, in the same
+    // order, without the tree walk.
+    const oneLeafPerGroup = L === G && S === L;
+    for (let r = 0; oneLeafPerGroup && r < rows; r++) {
+      const base = r * L;
+      let score = 0;
+      let distinct = 0;
+      let c = 0;
+      for (let li = 0; li < L; li++) {
+        const v = rowScore[base + li]!;
+        if (v !== 0) {
+          score += v;
+          distinct++;
+        }
+        c += rowQual[base + li]!;
+      }
+      if (distinct === 0) {
+        raw[r] = -1;
+        continue;
+      }
+      matched++;
+      raw[r] = score * distinct;
+      if (raw[r]! > best) best = raw[r]!;
+      cov[r] = c / G;
+    }
+    for (let r = 0; !oneLeafPerGroup && r < rows; r++) {
       const base = r * L;
       let score = 0;
       let distinct = 0;
@@ -579,14 +613,6 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const idKey = this.idKey;
     const picked = selectWindow(rows, window, text, raw, (r) => ids[rowSlot[r]!]!, (r) => idKey[rowSlot[r]!]!);
     return picked.map((r) => ({ id: ids[rowSlot[r]!]!, textScore: text[r]! }));
-  }
-
-  private nextEpoch(): number {
-    if (this.epoch >= 0x7fff_fff0) {
-      this.stamp.fill(0);
-      this.epoch = 0;
-    }
-    return ++this.epoch;
   }
 
   /** The filter of a query on slot attributes, or null when nothing can pass. */
