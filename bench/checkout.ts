@@ -1,23 +1,39 @@
 /**
  * Full checkout journeys (create cart → preview → complete with MOCK on the demo store), 64 agents in flight,
- * each with its own key, against the real service: the embedded default (embedded Postgres) and an external
- * Postgres (BENCH_PG_URL, default the local server at 127.0.0.1:5432, a fresh database). Every write is durable
- * (synchronous commit). The client runs in the same process (fetch), so its cost is part of the figure.
+ * each with its own key, against the real service, every write durable (synchronous commit). Targets:
+ *  - embedded: role `start` on the embedded Postgres (the default);
+ *  - external: role `start` on an external Postgres (BENCH_PG_URL, default the local server, a fresh database);
+ *  - split:    the `gateway` role in this process and the `actors` role in a child process over a private
+ *              single-node NATS server, on the same external Postgres (the work spreads over both cores).
+ * The HTTP client runs in this process (fetch), so its cost is part of every figure, as is the gateway's.
  *
- *   bun bench/checkout.ts          # BENCH_SECONDS (default 10) measured per target after a 2 s warm-up
+ * Besides journeys/s and latency it reports, for the measured window: CPU per journey of this process, of the
+ * actor-host child (split) and of the Postgres backends serving the run's database (from /proc), and SQL
+ * statements per journey counted by postgres.js's `debug` hook (this process's pool only: in split mode the
+ * actor host's statements run in the child and are not counted).
+ *
+ *   bun bench/checkout.ts                  # BENCH_SECONDS (default 10) measured per target after a 2 s warm-up
+ *   BENCH_TARGETS=external,split bun bench/checkout.ts
  */
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boot, type Running } from "../gateway/boot.ts";
-import { connect } from "../infra/db.ts";
+import { boot } from "../gateway/boot.ts";
+import { connect, type Sql } from "../infra/db.ts";
 import { setLogLevel } from "../infra/log.ts";
+import { freePort } from "../infra/nats/local-cluster.ts";
 import { machineLine } from "./lib.ts";
 
 setLogLevel("error");
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 64);
 const PG = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const TARGETS = (process.env.BENCH_TARGETS ?? (process.env.BENCH_ONLY_EXTERNAL === "1" ? "external" : "embedded,external,split")).split(",");
+const ROOT = join(import.meta.dir, "..");
+const SECRET_KEY = "c0".repeat(32);
+/** Linux clock ticks per second (USER_HZ) for /proc/<pid>/stat times. */
+const TICKS_PER_SECOND = 100;
 
 interface Result {
   target: string;
@@ -26,6 +42,22 @@ interface Result {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU milliseconds per completed journey: this process, the actor-host child (split), Postgres backends. */
+  cpuSelf: number;
+  cpuChild: number | null;
+  cpuPostgres: number;
+  /** Statements per journey through this process's pool (null when the actor host runs elsewhere). */
+  statements: number | null;
+  load: string;
+}
+
+/** A running service under test: where to send requests, its pool, and processes whose CPU counts. */
+interface Service {
+  url: string;
+  sql: Sql;
+  childPid?: number;
+  actorsInProcess: boolean;
+  stop(): Promise<void>;
 }
 
 async function json(url: string, path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) {
@@ -37,8 +69,29 @@ async function json(url: string, path: string, init: { method?: string; headers?
   return { status: res.status, body: (await res.json()) as any };
 }
 
-async function run(target: string, running: Running): Promise<Result> {
-  const url = running.url;
+/** utime + stime of a process in milliseconds (0 when it is gone). */
+async function cpuMsOf(pid: number): Promise<number> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+async function backendCpu(sql: Sql, pids: number[]): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  for (const pid of pids) out.set(pid, await cpuMsOf(pid));
+  return out;
+}
+
+async function loadAverage(): Promise<string> {
+  return (await readFile("/proc/loadavg", "utf8")).split(" ").slice(0, 3).join(" ");
+}
+
+async function run(target: string, svc: Service): Promise<Result> {
+  const url = svc.url;
   const token = (await json(url, "/api/v1/auth/login", { method: "POST", body: { email: "admin@example.com", password: "admin-password" } })).body.data.token;
   const keys: string[] = [];
   for (let i = 0; i < AGENTS; i++) {
@@ -46,14 +99,18 @@ async function run(target: string, running: Running): Promise<Result> {
     keys.push(r.body.data.key);
   }
   // Untracked-stock demo-store products, so the bench measures checkout, not a sell-out.
-  const products = (await running.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'demo-store' AND active AND in_stock
+  const products = (await svc.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'demo-store' AND active AND in_stock
     AND stock_quantity IS NULL AND jsonb_array_length(variants) = 0 ORDER BY id LIMIT 20`).map((r) => r.id);
   let measuring = false;
   let stop = false;
   const lat: number[] = [];
   let errors = 0;
+  let statements = 0;
+  svc.sql.options.debug = () => {
+    if (measuring) statements++;
+  };
   const journey = async (w: number, i: number) => {
-    const headers = { "x-agent-api-key": keys[w] };
+    const headers = { "x-agent-api-key": keys[w]! };
     const t0 = performance.now();
     const c = await json(url, "/api/v1/agent/cart", { method: "POST", headers, body: { items: [{ product_id: products[(w + i) % products.length], quantity: 1 }] } });
     const p = await json(url, "/api/v1/agent/checkout/preview", { method: "POST", headers, body: { cartId: c.body.data?.id } });
@@ -69,52 +126,161 @@ async function run(target: string, running: Running): Promise<Result> {
   const workers = Array.from({ length: AGENTS }, async (_, w) => {
     for (let i = 0; !stop; i++) await journey(w, i).catch(() => measuring && errors++);
   });
-  await Bun.sleep(2000);
+  await Bun.sleep(WARMUP_SECONDS * 1000);
+  // the pool is warm by now: its backends are the ones that serve the measured window
+  const backends = (await svc.sql<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).map((r) => r.pid);
+  const pgBefore = await backendCpu(svc.sql, backends);
+  const childBefore = svc.childPid ? await cpuMsOf(svc.childPid) : 0;
+  const selfBefore = process.cpuUsage();
   measuring = true;
   const start = performance.now();
   await Bun.sleep(SECONDS * 1000);
   measuring = false;
   const elapsed = (performance.now() - start) / 1000;
+  const self = process.cpuUsage(selfBefore);
+  const childAfter = svc.childPid ? await cpuMsOf(svc.childPid) : 0;
+  const pgAfter = await backendCpu(svc.sql, backends);
+  const load = await loadAverage();
   stop = true;
   await Promise.all(workers);
+  svc.sql.options.debug = false;
   lat.sort((a, b) => a - b);
   const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] ?? NaN;
-  return { target, journeys: lat.length, perSec: lat.length / elapsed, p50: pct(50), p99: pct(99), errors };
+  const n = Math.max(1, lat.length);
+  let pgMs = 0;
+  for (const [pid, before] of pgBefore) pgMs += Math.max(0, (pgAfter.get(pid) ?? before) - before);
+  return {
+    target,
+    journeys: lat.length,
+    perSec: lat.length / elapsed,
+    p50: pct(50),
+    p99: pct(99),
+    errors,
+    cpuSelf: (self.user + self.system) / 1000 / n,
+    cpuChild: svc.childPid ? (childAfter - childBefore) / n : null,
+    cpuPostgres: pgMs / n,
+    statements: svc.actorsInProcess ? statements / n : null,
+    load,
+  };
 }
 
-const results: Result[] = [];
-const ONLY_EXTERNAL = process.env.BENCH_ONLY_EXTERNAL === "1";
-if (!ONLY_EXTERNAL) {
-  const dir = await mkdtemp(join(tmpdir(), "acs-bench-checkout-"));
-  await chmod(dir, 0o755); // embedded Postgres may run initdb as another user
-  const running = await boot({ role: "start", env: {}, config: { DATA_DIR: dir, DATABASE_URL: "", HOST: "127.0.0.1", PORT: 0, RATE_LIMITS_ENABLED: false, LOG_LEVEL: "error" } });
-  try {
-    results.push(await run("embedded default (embedded Postgres)", running));
-  } finally {
-    await running.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-{
+/** A fresh database on the external server; `drop` removes it. */
+async function scratchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const admin = connect(PG, 1);
   const name = `bench_checkout_${Date.now().toString(36)}`;
   await admin.unsafe(`CREATE DATABASE ${name}`);
   const u = new URL(PG);
   u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    async drop() {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+      await admin.end();
+    },
+  };
+}
+
+async function startInProcess(databaseUrl: string): Promise<Service> {
   const dir = await mkdtemp(join(tmpdir(), "acs-bench-checkout-"));
-  const running = await boot({ role: "start", env: {}, config: { DATA_DIR: dir, DATABASE_URL: u.toString(), HOST: "127.0.0.1", PORT: 0, RATE_LIMITS_ENABLED: false, LOG_LEVEL: "error" } });
+  await chmod(dir, 0o755); // embedded Postgres may run initdb as another user
+  const running = await boot({
+    role: "start",
+    env: {},
+    config: { DATA_DIR: dir, DATABASE_URL: databaseUrl, HOST: "127.0.0.1", PORT: 0, RATE_LIMITS_ENABLED: false, LOG_LEVEL: "error", SECRET_KEY },
+  });
+  return {
+    url: running.url,
+    sql: running.db.sql,
+    actorsInProcess: true,
+    async stop() {
+      await running.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** One JetStream-enabled nats-server of our own on a free port (placement lives in a KV bucket). */
+async function startNatsServer(storeDir: string): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
+  const port = await freePort();
+  const bin = Bun.which("nats-server") || "/usr/sbin/nats-server";
+  const proc = Bun.spawn([bin, "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdout: "ignore", stderr: "ignore" });
+  process.once("exit", () => proc.kill("SIGKILL"));
+  for (let i = 0; i < 100; i++) {
+    const open = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
+      (s) => (s.end(), true),
+      () => false,
+    );
+    if (open) return { url: `nats://127.0.0.1:${port}`, proc };
+    await Bun.sleep(50);
+  }
+  throw new Error("nats-server did not start");
+}
+
+/** Gateway role here, actors role in a child process, over a private NATS server (never the shared :4222). */
+async function startSplit(databaseUrl: string): Promise<Service> {
+  const seed = Bun.spawnSync(["bun", "infra/seed/cli.ts", "--database-url", databaseUrl, "--migrate"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  if (seed.exitCode !== 0) throw new Error(`seed failed: ${seed.stderr.toString()}`);
+  const dir = await mkdtemp(join(tmpdir(), "acs-bench-checkout-"));
+  const nats = await startNatsServer(join(dir, "nats"));
+  const env = { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, SECRET_KEY, LOG_LEVEL: "error", DATA_DIR: dir, RATE_LIMITS_ENABLED: "false", METRICS_PORT: "0" };
+  const actors = Bun.spawn(["bun", "gateway/main.ts", "actors"], { cwd: ROOT, env, stdout: "ignore", stderr: "inherit" });
+  const running = await boot({
+    role: "gateway",
+    env: {},
+    config: { DATA_DIR: dir, DATABASE_URL: databaseUrl, NATS_URL: nats.url, HOST: "127.0.0.1", PORT: 0, RATE_LIMITS_ENABLED: false, LOG_LEVEL: "error", SECRET_KEY },
+  });
+  // placement: the gateway's first requests wait until the host owns its partitions
+  for (let i = 0; i < 100; i++) {
+    const r = await fetch(`${running.url}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: "admin@example.com", password: "admin-password" }),
+    }).catch(() => undefined);
+    if (r?.status === 200) break;
+    await Bun.sleep(200);
+  }
+  return {
+    url: running.url,
+    sql: running.db.sql,
+    childPid: actors.pid,
+    actorsInProcess: false,
+    async stop() {
+      await running.stop();
+      actors.kill("SIGTERM");
+      await Promise.race([actors.exited, Bun.sleep(5000)]);
+      actors.kill("SIGKILL");
+      nats.proc.kill("SIGKILL");
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const LABELS: Record<string, string> = {
+  embedded: "embedded default (embedded Postgres)",
+  external: "external Postgres (DATABASE_URL)",
+  split: "split: gateway + actors processes over NATS, external Postgres",
+};
+
+const results: Result[] = [];
+for (const target of TARGETS) {
+  if (!(target in LABELS)) throw new Error(`unknown target ${target} (embedded, external, split)`);
+  const db = target === "embedded" ? undefined : await scratchDatabase();
+  const svc = target === "split" ? await startSplit(db!.url) : await startInProcess(db?.url ?? "");
   try {
-    results.push(await run("external Postgres (DATABASE_URL)", running));
+    results.push(await run(LABELS[target]!, svc));
   } finally {
-    await running.stop();
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    await admin.end();
-    await rm(dir, { recursive: true, force: true });
+    await svc.stop();
+    await db?.drop();
   }
 }
 
+const f = (x: number | null, digits = 1) => (x === null ? "—" : x.toFixed(digits));
 console.log(`### Checkout journeys (${AGENTS} agents, ${SECONDS} s each; ${machineLine()})\n`);
-console.log("| target | completed journeys/s | p50 ms | p99 ms | journeys | errors |");
-console.log("|---|---|---|---|---|---|");
-for (const r of results) console.log(`| ${r.target} | ${r.perSec.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.journeys} | ${r.errors} |`);
+console.log("| target | completed journeys/s | p50 ms | p99 ms | journeys | errors | CPU ms/journey: bench process | actor host | Postgres | statements/journey | load avg |");
+console.log("|---|---|---|---|---|---|---|---|---|---|---|");
+for (const r of results) {
+  console.log(
+    `| ${r.target} | ${r.perSec.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.journeys} | ${r.errors} | ${f(r.cpuSelf, 2)} | ${f(r.cpuChild, 2)} | ${f(r.cpuPostgres, 2)} | ${f(r.statements)} | ${r.load} |`,
+  );
+}
 process.exit(0);
