@@ -8,9 +8,13 @@ import { edge } from "./plugins/edge.ts";
 import { errors } from "./plugins/errors.ts";
 import { metrics } from "./plugins/metrics.ts";
 import { rateLimit } from "./plugins/rate-limit.ts";
+import { useCompiledFormats } from "./plugins/schema-formats.ts";
 import { gatewayModules, type GatewayModule } from "./rest/index.ts";
 import { nativeHealthRoute } from "./rest/health.ts";
 import type { Services } from "./services.ts";
+
+// after the openapi import above, which replaced the uuid format check with one that builds a zod schema per call
+useCompiledFormats();
 
 export const OPENAPI_DESCRIPTION = [
   "Commerce API for AI agents: search a multi-merchant catalog, compare products, read signed merchant trust",
