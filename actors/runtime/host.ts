@@ -524,7 +524,7 @@ class Turn {
     });
     const conn = this.conn;
     if (!conn) {
-      await this.host.internals.sql.unsafe(text, params).catch(rethrowFence);
+      await this.host.internals.sql.unsafe(text, params, { prepare: true }).catch(rethrowFence);
     } else {
       const begin = this.begin;
       this.conn = undefined;
@@ -533,7 +533,7 @@ class Turn {
       let written: PromiseSettledResult<unknown>;
       let committed: PromiseSettledResult<unknown>;
       try {
-        [written, committed] = await Promise.allSettled([conn.unsafe(text, params), conn`COMMIT`]);
+        [written, committed] = await Promise.allSettled([conn.unsafe(text, params, { prepare: true }), conn`COMMIT`]);
       } finally {
         conn.release();
       }
