@@ -90,7 +90,7 @@ async function pass(svc: SearchService, bodies: SearchQuery[], out?: string[]): 
     const eq = engineQueryFor(body.query, body, svc.allowedSlugs(body), svc.settings, svc.currencies);
     const candidates = await svc.engine.query(eq);
     const t1 = performance.now();
-    const result = rankProducts({ candidates, products: svc.products, stores: svc.stores, request: body, now: NOW, settings: svc.settings });
+    const result = rankProducts({ candidates, products: svc.products, productsByRef: svc.productsByRef, stores: svc.stores, request: body, now: NOW, settings: svc.settings });
     const t2 = performance.now();
     engineMs += t1 - t0;
     rankMs += t2 - t1;

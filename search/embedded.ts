@@ -35,6 +35,9 @@ export function validateSearchDoc(d: SearchDoc): void {
   if (!Number.isSafeInteger(d.priceMinor) || d.priceMinor < 0) {
     throw fail("validation_error", "priceMinor must be a non-negative integer (minor units)", { id: d.id, priceMinor: d.priceMinor });
   }
+  if (d.ref !== undefined && !(Number.isInteger(d.ref) && d.ref >= 0 && d.ref <= 0x7fff_ffff)) {
+    throw fail("validation_error", "ref must be a non-negative 31-bit integer", { id: d.id, ref: d.ref });
+  }
 }
 
 /** Documents (slots) holding one term in one field, with the term frequency; dead slots are skipped and vacuumed. */
@@ -126,13 +129,23 @@ function grow<T extends Int32Array | Uint8Array | Uint16Array | Float64Array>(a:
 }
 
 /**
- * A number that orders ids as their strings do, wherever it differs: the first 7 UTF-16 units, each clamped to
- * 127 (+1, with 0 for "past the end"), in base 129 (exact in a double). Equal keys say nothing; the caller then
- * compares the strings. Catalog ids are UUIDs, so 7 hex digits (28 bits) nearly always decide.
+ * A number that orders ids as their strings do, wherever it differs: the first 7 UTF-16 units as digits in base
+ * 129 (exact in a double), 0 past the end, an ASCII unit as its code + 1, and anything from 127 up as 128 with
+ * the rest cut off (two such units may differ, so nothing after them may count). Equal keys say nothing; the
+ * caller then compares the strings. Catalog ids are UUIDs, so 7 hex digits (28 bits) nearly always decide.
  */
 export function idOrderKey(id: string): number {
   let k = 0;
-  for (let i = 0; i < 7; i++) k = k * 129 + (i < id.length ? Math.min(id.charCodeAt(i), 127) + 1 : 0);
+  let cut = false;
+  for (let i = 0; i < 7; i++) {
+    let digit = 0;
+    if (!cut && i < id.length) {
+      const c = id.charCodeAt(i);
+      cut = c >= 127;
+      digit = cut ? 128 : c + 1;
+    }
+    k = k * 129 + digit;
+  }
   return k;
 }
 
@@ -226,6 +239,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
   private ids: string[] = [];
   /** idOrderKey of each slot's id, for the window's id tie-break without string compares. */
   private idKey = new Float64Array(0);
+  /** SearchDoc.ref of each slot, -1 when the document came without one. */
+  private refOf = new Int32Array(0);
   private alive = new Uint8Array(0);
   private storeOf = new Int32Array(0);
   private priceOf = new Float64Array(0);
@@ -303,6 +318,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.storeMasks = new WeakMap();
     this.ids = [];
     this.idKey = new Float64Array(0);
+    this.refOf = new Int32Array(0);
     this.alive = new Uint8Array(0);
     this.storeOf = new Int32Array(0);
     this.priceOf = new Float64Array(0);
@@ -335,6 +351,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       const n = Math.max(1024, this.alive.length * 2);
       this.alive = grow(this.alive, n);
       this.idKey = grow(this.idKey, n);
+      this.refOf = grow(this.refOf, n);
       this.storeOf = grow(this.storeOf, n);
       this.priceOf = grow(this.priceOf, n);
       this.inStockOf = grow(this.inStockOf, n);
@@ -361,6 +378,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.idToSlot.set(d.id, slot);
     this.ids[slot] = d.id;
     this.idKey[slot] = idOrderKey(d.id);
+    this.refOf[slot] = d.ref ?? -1;
     this.alive[slot] = 1;
     this.storeOf[slot] = this.intern(this.storeIndex, d.storeSlug);
     this.priceOf[slot] = d.priceMinor;
@@ -612,7 +630,12 @@ export class EmbeddedSearchEngine implements SearchEngine {
     for (let r = 0; r < rows; r++) if (raw[r]! >= 0) text[r] = combineTextScore(cov[r]!, raw[r]!, best);
     const idKey = this.idKey;
     const picked = selectWindow(rows, window, text, raw, (r) => ids[rowSlot[r]!]!, (r) => idKey[rowSlot[r]!]!);
-    return picked.map((r) => ({ id: ids[rowSlot[r]!]!, textScore: text[r]! }));
+    return picked.map((r) => this.candidate(rowSlot[r]!, text[r]!));
+  }
+
+  private candidate(slot: number, textScore: number): Candidate {
+    const ref = this.refOf[slot]!;
+    return ref >= 0 ? { id: this.ids[slot]!, textScore, ref } : { id: this.ids[slot]!, textScore };
   }
 
   /** The filter of a query on slot attributes, or null when nothing can pass. */
@@ -681,7 +704,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const out: Candidate[] = [];
     for (let i = 0; i < this.byId.length && out.length < window; i++) {
       const slot = this.byId[i]!;
-      if (this.passes(filter, slot)) out.push({ id: this.ids[slot]!, textScore: 0 });
+      if (this.passes(filter, slot)) out.push(this.candidate(slot, 0));
     }
     return out;
   }

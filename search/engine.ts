@@ -23,6 +23,12 @@ export interface SearchDoc {
   createdAt: string;
   /** ISO 8601 date-time. */
   updatedAt: string;
+  /**
+   * Optional: a small non-negative integer the caller attaches to the document (the search service's slot for
+   * the product record). An engine that can keep it returns it on the document's candidates, so ranking finds
+   * the record without a hash lookup by id; engines that cannot (Meilisearch) leave it out.
+   */
+  ref?: number;
 }
 
 /**
@@ -53,6 +59,8 @@ export interface EngineQuery {
 export interface Candidate {
   id: string;
   textScore: number;
+  /** The document's `SearchDoc.ref`, when it had one and the engine keeps them. A hint: ranking checks the id. */
+  ref?: number;
 }
 
 export interface SearchEngine {

@@ -463,6 +463,11 @@ export function topK<T>(items: Iterable<T>, k: number, cmp: (a: T, b: T) => numb
 export interface RankInput {
   candidates: Candidate[];
   products: ReadonlyMap<string, RankableProduct>;
+  /**
+   * Optional: the same records by `Candidate.ref` (see `SearchDoc.ref`). When every candidate's ref leads to a
+   * record with its id, no id is hashed; otherwise ranking looks every candidate up in `products`.
+   */
+  productsByRef?: ReadonlyArray<RankableProduct | undefined>;
   stores: ReadonlyMap<string, StoreSnapshot>;
   request?: RankRequest;
   now: Date;
@@ -506,6 +511,63 @@ function cachedDedupeKey(p: RankableProduct, stopWords: readonly string[]): stri
   const key = dedupeKey(p.title, stopWords);
   dedupeKeys.set(p, { stop: stopWords, key });
   return key;
+}
+
+/** Per-ref scratch for candidateRecords (ranking is synchronous, so one set serves every call). */
+let refStamp = new Int32Array(0);
+let refPos = new Int32Array(0);
+let refEpoch = 0;
+
+/**
+ * The known records among the candidates, each once with its best text score (engines return an id once; the
+ * rule only matters for callers that merge lists). Through `productsByRef` when every candidate's ref leads to
+ * its record, else through the id map, as before.
+ */
+function candidateRecords(input: RankInput): { records: RankableProduct[]; texts: number[] } {
+  const byRef = input.productsByRef;
+  if (byRef !== undefined) {
+    if (refStamp.length < byRef.length) {
+      refStamp = new Int32Array(Math.max(byRef.length, refStamp.length * 2));
+      refPos = new Int32Array(refStamp.length);
+      refEpoch = 0;
+    }
+    if (++refEpoch === 0x7fff_ffff) {
+      refStamp.fill(0);
+      refEpoch = 1;
+    }
+    const records: RankableProduct[] = [];
+    const texts: number[] = [];
+    let complete = true;
+    for (const c of input.candidates) {
+      const ref = c.ref;
+      const p = ref === undefined ? undefined : byRef[ref];
+      if (p === undefined || p.id !== c.id) {
+        complete = false;
+        break;
+      }
+      if (refStamp[ref!] === refEpoch) {
+        const at = refPos[ref!]!;
+        texts[at] = Math.max(texts[at]!, c.textScore);
+        continue;
+      }
+      refStamp[ref!] = refEpoch;
+      refPos[ref!] = records.length;
+      records.push(p);
+      texts.push(c.textScore);
+    }
+    if (complete) return { records, texts };
+  }
+  const best = new Map<string, number>();
+  for (const c of input.candidates) best.set(c.id, Math.max(best.get(c.id) ?? -Infinity, c.textScore));
+  const records: RankableProduct[] = [];
+  const texts: number[] = [];
+  for (const [id, textScore] of best) {
+    const p = input.products.get(id);
+    if (!p) continue;
+    records.push(p);
+    texts.push(textScore);
+  }
+  return { records, texts };
 }
 
 /** What ordering needs about one candidate, computed without strings (why_ranked is built for the page only). */
@@ -605,8 +667,7 @@ export function rankProducts(input: RankInput): RankResult {
   const req = normalizeRequest(input.request);
   const f = req.filters;
   const w = settings.rankingWeights;
-  const best = new Map<string, number>();
-  for (const c of input.candidates) best.set(c.id, Math.max(best.get(c.id) ?? -Infinity, c.textScore));
+  const { records, texts } = candidateRecords(input);
 
   const nowMs = input.now.getTime();
   const storeTerms = storeTermsTable(input.stores, `${f.minTrustScore ?? ""}|${f.verificationLevel ?? ""}|${settings.deprioritizedPenalty}`);
@@ -642,9 +703,9 @@ export function rankProducts(input: RankInput): RankResult {
 
   const byPrice = req.sort === "price_asc" || req.sort === "price_desc";
   let scored: Scored[] = [];
-  for (const [id, textScore] of best) {
-    const p = input.products.get(id);
-    if (!p) continue;
+  for (let i = 0; i < records.length; i++) {
+    const p = records[i]!;
+    const textScore = texts[i]!;
     const st = termsOf(p.storeSlug);
     if (st === null) continue;
     if (f.inStock && !p.inStock) continue;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { Candidate, SearchDoc } from "../../search/engine.ts";
-import { createEmbeddedEngine, EmbeddedSearchEngine, selectWindow } from "../../search/embedded.ts";
+import { createEmbeddedEngine, EmbeddedSearchEngine, idOrderKey, selectWindow } from "../../search/embedded.ts";
 import {
   dedupe,
   kthLargest,
@@ -65,6 +65,28 @@ describe("top-k selection", () => {
     const cmp = (a: number, b: number) => text[b]! - text[a]! || raw[b]! - raw[a]! || (id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0);
     const full = Array.from({ length: n }, (_, i) => i).filter((i) => raw[i]! >= 0).sort(cmp);
     for (const window of [1, 5, 100, 499, 500, 501, 1000, 1899, 5000]) expect(selectWindow(n, window, text, raw, id)).toEqual(full.slice(0, window));
+  });
+
+  test("an id's order key never contradicts the order of the id strings", () => {
+    const r = rng(5);
+    const alphabet = ["0", "1", "9", "a", "f", "-", "Z", "é", "\u0000", "\u007f", "\u0080", "😀"];
+    const word = () => Array.from({ length: Math.floor(r() * 10) }, () => alphabet[Math.floor(r() * alphabet.length)]!).join("");
+    for (let i = 0; i < 5000; i++) {
+      const a = r() < 0.5 ? uuid(Math.floor(r() * 1e6)) : word();
+      const b = r() < 0.5 ? uuid(Math.floor(r() * 1e6)) : word();
+      if (idOrderKey(a) < idOrderKey(b)) expect(a < b).toBe(true);
+      if (idOrderKey(a) > idOrderKey(b)) expect(a > b).toBe(true);
+    }
+  });
+
+  test("the window's id tie-break is exact when ids share their first characters", () => {
+    const n = 3000;
+    const text = new Float64Array(n).fill(0.5);
+    const raw = new Float64Array(n).fill(1);
+    // every id starts with the same 7 characters, so the order keys all tie and the strings decide
+    const id = (i: number) => `sameprefix-${((i * 7919) % 10007).toString().padStart(5, "0")}`;
+    const full = Array.from({ length: n }, (_, i) => i).sort((a, b) => (id(a) < id(b) ? -1 : 1));
+    for (const window of [1, 999, 1000, 2999]) expect(selectWindow(n, window, text, raw, id)).toEqual(full.slice(0, window));
   });
 
   test("the heap keeps at most k items however many are pushed", () => {
@@ -214,6 +236,28 @@ describe("ranking builds only the returned page", () => {
     });
   }
 
+  test("ranking through candidate refs equals ranking through the id map, with duplicates and stale refs", () => {
+    const byRef: Array<RankableProduct | undefined> = [];
+    products.forEach((p, i) => (byRef[i * 2 + 1] = p));
+    const withRefs: Candidate[] = candidates.map((c, i) => ({ ...c, ref: i * 2 + 1 }));
+    // the same id twice: its best text score counts
+    const dup = [...withRefs, { ...withRefs[7]!, textScore: 1 }, { ...withRefs[9]!, textScore: 0 }];
+    // one ref pointing at another product: every candidate goes through the id map instead
+    const stale = withRefs.map((c, i) => (i === 3 ? { ...c, ref: 1 } : c));
+    const missing = withRefs.map((c, i) => (i === 5 ? { id: c.id, textScore: c.textScore } : c));
+    for (const sort of ["relevance", "price_asc", "newest"] as SortOrder[]) {
+      for (const deduplicate of [false, true]) {
+        const request = { sort, page: 1, limit: 50, deduplicate, filters: { inStock: false } };
+        const rank = (cands: Candidate[], refs?: typeof byRef) =>
+          rankProducts({ candidates: cands, products: productMap, productsByRef: refs, stores: storeMap, request, now: NOW });
+        for (const cands of [withRefs, dup, stale, missing]) {
+          const want = rank(cands.map((c) => ({ id: c.id, textScore: c.textScore })));
+          expect(rank(cands, byRef)).toEqual(want);
+        }
+      }
+    }
+  });
+
   test("changing the stop words changes the cached dedupe keys", () => {
     const a = { ...products[0]!, id: uuid(9001), title: "Lamp Desk Walnut" };
     const b = { ...products[1]!, id: uuid(9002), title: "Lamp Desk" };
@@ -261,6 +305,37 @@ describe("store terms cached across requests", () => {
     expect(rank(stores, now)!.score.multiplier).toBeCloseTo(0.8, 12);
     stores.set("s", snapshot({ trustScore: 0.2 }));
     expect(rank(stores, now)).toBeUndefined();
+  });
+});
+
+describe("candidate refs", () => {
+  test("the embedded engine hands back a document's ref, and leaves it out for documents without one", async () => {
+    const engine = createEmbeddedEngine();
+    await engine.upsert([{ ...randomDoc(rng(1), 1, ["a"]), title: "lamp", ref: 42 }, { ...randomDoc(rng(2), 2, ["a"]), title: "lamp" }]);
+    const got = await engine.query({ text: "lamp", window: 10 });
+    expect(got.find((c) => c.id === uuid(1))?.ref).toBe(42);
+    expect(got.find((c) => c.id === uuid(2))).not.toHaveProperty("ref");
+    expect((await engine.query({ text: "*", window: 10 })).find((c) => c.id === uuid(1))?.ref).toBe(42);
+    await expect(engine.upsert([{ ...randomDoc(rng(3), 3, ["a"]), ref: -1 }])).rejects.toThrow(/ref/);
+    await expect(engine.upsert([{ ...randomDoc(rng(3), 3, ["a"]), ref: 1.5 }])).rejects.toThrow(/ref/);
+  });
+
+  test("the search service keeps a product's ref across updates and never lets a removed product's ref find another", async () => {
+    const svc = new SearchService(createEmbeddedEngine());
+    const now = new Date();
+    svc.stores.set("s", { slug: "s", name: "s", trustScore: 0.8, verificationLevel: "STANDARD", storeStatus: "active", lastSyncAt: now.toISOString(), euQualified: false });
+    const row = (n: number, title: string, active = true) => ({
+      id: uuid(n), store_slug: "s", title, description: "", brand: null, category: null, tags: [], price_minor: 1000,
+      compare_at_price_minor: null, currency: "EUR", in_stock: true, images: [], active, created_at: now, updated_at: now,
+    });
+    const titles = async (q: string) => (await svc.search({ query: q }, now)).products.map((p) => p.title).sort();
+    await svc.applyRows([row(1, "Walnut Lamp"), row(2, "Oak Lamp")]);
+    expect(await titles("lamp")).toEqual(["Oak Lamp", "Walnut Lamp"]);
+    await svc.applyRows([row(1, "Walnut Lamp Deluxe")]);
+    expect(await titles("lamp")).toEqual(["Oak Lamp", "Walnut Lamp Deluxe"]);
+    await svc.applyRows([row(2, "Oak Lamp", false), row(3, "Pine Lamp")]);
+    expect(await titles("lamp")).toEqual(["Pine Lamp", "Walnut Lamp Deluxe"]);
+    expect(svc.productsByRef.filter((p) => p !== undefined).map((p) => p!.id).sort()).toEqual([uuid(1), uuid(3)]);
   });
 });
 
