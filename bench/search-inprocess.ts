@@ -88,6 +88,7 @@ async function pass(svc: SearchService, bodies: SearchQuery[], out?: string[]): 
   for (const body of bodies) {
     const t0 = performance.now();
     const eq = engineQueryFor(body.query, body, svc.allowedSlugs(body), svc.settings, svc.currencies);
+    eq.unordered = true; // as SearchService.search asks
     const candidates = await svc.engine.query(eq);
     const t1 = performance.now();
     const result = rankProducts({ candidates, products: svc.products, productsByRef: svc.productsByRef, stores: svc.stores, request: body, now: NOW, settings: svc.settings });

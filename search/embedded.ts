@@ -162,6 +162,7 @@ export function selectWindow(
   raw: Float64Array,
   idOf: (row: number) => string,
   keyOf: (row: number) => number = (row) => idOrderKey(idOf(row)),
+  ordered = true,
 ): number[] {
   const byId = (a: number, b: number) => {
     const d = keyOf(a) - keyOf(b);
@@ -200,7 +201,7 @@ export function selectWindow(
     for (const r of ties) above.push(r);
     kept = above;
   }
-  return kept.sort(cmp);
+  return ordered ? kept.sort(cmp) : kept;
 }
 
 /** The `need` rows of `rows` with the smallest ids: quickselect on the order keys, strings only at the cut. */
@@ -629,7 +630,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const text = new Float64Array(rows);
     for (let r = 0; r < rows; r++) if (raw[r]! >= 0) text[r] = combineTextScore(cov[r]!, raw[r]!, best);
     const idKey = this.idKey;
-    const picked = selectWindow(rows, window, text, raw, (r) => ids[rowSlot[r]!]!, (r) => idKey[rowSlot[r]!]!);
+    const picked = selectWindow(rows, window, text, raw, (r) => ids[rowSlot[r]!]!, (r) => idKey[rowSlot[r]!]!, q.unordered !== true);
     return picked.map((r) => this.candidate(rowSlot[r]!, text[r]!));
   }
 

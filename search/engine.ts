@@ -50,6 +50,11 @@ export interface EngineQuery {
   storeSlugs?: string[];
   /** Maximum number of candidates returned (best first). */
   window: number;
+  /**
+   * The caller orders the window itself (ranking does): the engine may return the same candidates in any order
+   * instead of best first. Sorting 1,000 candidates that ranking re-orders anyway was a sixth of an embedded query.
+   */
+  unordered?: boolean;
 }
 
 /**

@@ -331,6 +331,7 @@ export class SearchService {
     const started = performance.now();
     const norm: NormalizedRequest = normalizeRequest(q);
     const engineQuery = engineQueryFor(q.query, q, this.allowedSlugs(q), this.settings, this.currencies);
+    engineQuery.unordered = true; // rankProducts orders the window
     const candidates = await this.engine.query(engineQuery);
     const result = rankProducts({ candidates, products: this.products, productsByRef: this.productsByRef, stores: this.stores, request: q, now, settings: this.settings });
     const tookMs = Math.round((performance.now() - started) * 100) / 100;
@@ -385,6 +386,7 @@ export class SearchService {
     const others = [...this.stores.values()].filter((s) => s.slug !== source.storeSlug);
     const req: RankRequest = { filters: { inStock: false, ...(source.category ? { category: source.category } : {}) }, limit };
     const eq = engineQueryFromRequest(source.title, req, others, this.settings, this.currencies);
+    eq.unordered = true;
     let candidates = await this.engine.query(eq);
     if (candidates.length === 0 && source.category) {
       // nothing shares a word with the title: fall back to the category alone

@@ -171,6 +171,16 @@ export function searchEngineContract(
       expect(await engine.query({ text: "widget", window: 0 })).toEqual([]);
     });
 
+    it("an unordered window holds the same candidates and scores as the ordered one", async () => {
+      await engine.upsert(Array.from({ length: 30 }, (_, i) => doc(200 + i, { title: `Gadget ${i % 2 ? "deluxe" : "basic"} ${i}`, description: i % 3 ? "gadget" : "" })));
+      const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+      for (const window of [5, 12, 100]) {
+        const ordered = await engine.query({ text: "gadget deluxe", window });
+        const unordered = await engine.query({ text: "gadget deluxe", window, unordered: true });
+        expect([...unordered].sort(byId)).toEqual([...ordered].sort(byId));
+      }
+    });
+
     it("clear empties the index", async () => {
       await engine.clear();
       expect(await engine.count()).toBe(0);
