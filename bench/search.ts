@@ -56,6 +56,12 @@ interface WrkResult {
   p50: number;
   p99: number;
   errors: number;
+  requests: number;
+  /**
+   * CPU of this process (the server under test: gateway or bare Bun.serve; wrk is a child process) per completed
+   * request: on a shared machine it moves far less than req/s, which follows whatever else the cores are doing.
+   */
+  cpuMsPerRequest: number;
 }
 
 function toMs(v: string): number {
@@ -66,16 +72,19 @@ function toMs(v: string): number {
 }
 
 async function wrk(url: string, script: string, connections: number, duration: number): Promise<WrkResult> {
+  const cpu0 = process.cpuUsage();
   const p = Bun.spawn(["/usr/bin/wrk", "-t2", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, url], { stdout: "pipe", stderr: "pipe" });
   const out = await new Response(p.stdout).text();
   await p.exited;
+  const cpu = process.cpuUsage(cpu0);
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
   const p50 = toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? "");
   const p99 = toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? "");
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
   const sockErr = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
   const errors = non2xx + (sockErr ? sockErr.slice(1).reduce((s, x) => s + Number(x), 0) : 0);
-  return { rps, p50, p99, errors };
+  return { rps, p50, p99, errors, requests, cpuMsPerRequest: requests > 0 ? (cpu.user + cpu.system) / 1000 / requests : NaN };
 }
 
 async function json(url: string, init: Omit<RequestInit, "body"> & { body?: unknown } = {}) {
@@ -137,6 +146,7 @@ async function runSize(products: number, merchants: number, duration: number, co
     await wrk(running.url, script, connections, 2);
     const emb = await wrk(running.url, script, connections, duration);
     const rssAfterLoad = rssMb();
+    const loadAverage = (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
 
     // 3. the Postgres full-text baseline behind the same route
     const pgEngine = new PgBaselineEngine(svc.sql);
@@ -157,7 +167,7 @@ async function runSize(products: number, merchants: number, duration: number, co
     bare.stop(true);
 
     const fmt = (name: string, r: WrkResult) =>
-      `| ${products.toLocaleString("en-US")} | ${name} | ${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} |`;
+      `| ${products.toLocaleString("en-US")} | ${name} | ${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} | ${r.cpuMsPerRequest.toFixed(3)} |`;
     rows.push(fmt("REST search, embedded engine", emb), fmt("REST search, Postgres FTS baseline", pg), fmt("bare Bun.serve (canned body)", base));
     return {
       rows,
@@ -171,6 +181,8 @@ async function runSize(products: number, merchants: number, duration: number, co
         rssAfterLoadMb: rssAfterLoad,
         embeddedVsPg: Math.round((emb.rps / pg.rps) * 10) / 10,
         embeddedVsBare: Math.round((emb.rps / base.rps) * 100) / 100,
+        embeddedCpuMsPerRequest: Math.round(emb.cpuMsPerRequest * 1000) / 1000,
+        loadAverageAfterEmbedded: loadAverage,
       },
     };
   } finally {
@@ -182,7 +194,7 @@ async function runSize(products: number, merchants: number, duration: number, co
 
 if (import.meta.main) {
   const sizes = values.sizes!.split(",").map((s) => Number(s.replace(/_/g, "")));
-  const out: string[] = ["| products | target | req/s | p50 ms | p99 ms | errors |", "|---|---|---|---|---|---|"];
+  const out: string[] = ["| products | target | req/s | p50 ms | p99 ms | errors | server CPU ms/req |", "|---|---|---|---|---|---|---|"];
   const summaries: unknown[] = [];
   for (const n of sizes) {
     const r = await runSize(n, Math.min(Number(values.merchants), Math.max(1, Math.floor(n / 10))), Number(values.duration), Number(values.connections));
