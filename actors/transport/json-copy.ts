@@ -70,7 +70,10 @@ function copyArray(a: readonly unknown[], depth: number): unknown[] {
 
 function copyObject(o: Record<string, unknown>, depth: number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const k of Object.keys(o)) {
+  // for-in visits own keys first, in Object.keys (and JSON.stringify) order, and is cheaper than allocating the
+  // key array; inherited enumerable keys are skipped as JSON skips them
+  for (const k in o) {
+    if (!Object.hasOwn(o, k)) continue;
     const x = copyValue(o[k], k, depth);
     if (x === SKIP) continue;
     // assigning "__proto__" would set the copy's prototype instead of creating an own property

@@ -33,6 +33,7 @@ const CASES: [string, unknown][] = [
   ["an object with its own toJSON, which gets its key", { f: { toJSON: (k: string) => `key=${k}` }, list: [{ toJSON: (k: string) => `index=${k}` }] }],
   ["a Map, a Set and a typed array", { m: new Map([[1, 2]]), s: new Set([1]), u: new Uint8Array([1, 2]) }],
   ["a class instance (own enumerable fields only)", new Point()],
+  ["an object with inherited enumerable keys (JSON copies own keys only)", Object.assign(Object.create({ inherited: 1 }) as object, { own: 2 })],
   ["an object without a prototype", Object.assign(Object.create(null) as object, { x: 1 })],
   ["boxed primitives", { n: new Number(3), s: new String("x"), b: new Boolean(false) }],
   ["integer-like keys (JSON's key order)", { b: 1, 2: "two", a: 2, 1: "one" }],
