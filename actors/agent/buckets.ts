@@ -197,20 +197,36 @@ export class BucketTable {
 
   admit(specs: readonly BucketSpec[], cost = 1): AdmitResult {
     const now = this.clock();
-    const buckets: Bucket[] = new Array(specs.length);
-    for (let i = 0; i < specs.length; i++) {
+    const n = specs.length;
+    if (n === 0 || !(cost > 0)) return admit(specs.map((x) => this.bucket(x)), now, cost); // it throws the error
+    // The common case, every bucket has room, without building Bucket objects: the same arithmetic as `admit`
+    // (window rolled over when ended, else counted on), consumed in place. A refusal takes the pure path.
+    const starts: number[] = new Array(n);
+    const counts: number[] = new Array(n);
+    for (let i = 0; i < n; i++) {
       const s = specs[i]!;
       const st = this.states.get(s.id);
-      buckets[i] = { id: s.id, limit: s.limit, windowMs: s.windowMs, state: st ? { windowStart: st.windowStart, count: st.count } : undefined };
+      const ended = !st || now >= st.windowStart + s.windowMs;
+      starts[i] = ended ? now : st.windowStart;
+      counts[i] = (ended ? 0 : st.count) + cost;
+      if (counts[i]! > s.limit) return admit(specs.map((x) => this.bucket(x)), now, cost);
     }
-    const result = admit(buckets, now, cost);
-    if (result.allowed) {
-      for (let i = 0; i < specs.length; i++) {
-        const st = result.states[i]!;
-        this.states.set(specs[i]!.id, { windowStart: st.windowStart, count: st.count, windowMs: specs[i]!.windowMs });
-      }
+    const states: BucketState[] = new Array(n);
+    const views: BucketView[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const s = specs[i]!;
+      const state = { windowStart: starts[i]!, count: counts[i]! };
+      states[i] = state;
+      views[i] = view(s, state);
+      this.states.set(s.id, { windowStart: state.windowStart, count: state.count, windowMs: s.windowMs });
     }
-    return result;
+    return { allowed: true, tightest: n === 1 ? views[0]! : tightestOf(views), views, states };
+  }
+
+  /** A spec with a copy of its stored state, as the pure functions take it. */
+  private bucket(spec: BucketSpec): Bucket {
+    const st = this.states.get(spec.id);
+    return { id: spec.id, limit: spec.limit, windowMs: spec.windowMs, state: st ? { windowStart: st.windowStart, count: st.count } : undefined };
   }
 
   release(specs: readonly BucketSpec[], consumedAt: number, cost = 1): void {

@@ -31,6 +31,8 @@ interface AgentMemory {
   lastSplit: BucketSplit | null;
   /** The stored hash as the bytes `sameHash` compares, for the hash text it was made from. */
   storedHash: { text: string; bytes: Buffer } | null;
+  /** The key's tier as stored and normalised (a string scan per request otherwise). */
+  tier: { text: string; tier: Tier } | null;
 }
 
 interface BucketSplit {
@@ -45,7 +47,7 @@ interface BucketSplit {
 
 function agentMemory(memory: Map<string, unknown>): AgentMemory {
   let m = memory.get("agent") as AgentMemory | undefined;
-  if (!m) memory.set("agent", (m = { table: new BucketTable(), splits: new Map(), lastSplit: null, storedHash: null }));
+  if (!m) memory.set("agent", (m = { table: new BucketTable(), splits: new Map(), lastSplit: null, storedHash: null, tier: null }));
   return m;
 }
 
@@ -102,6 +104,11 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 const NO_HASH = Buffer.alloc(HASH_LENGTH, "0");
 /** The presented hash's bytes; a handler runs synchronously up to the compare, so one buffer serves every turn. */
 const presented = Buffer.alloc(HASH_LENGTH);
+
+function keyTier(mem: AgentMemory, stored: string): Tier {
+  if (mem.tier?.text !== stored) mem.tier = { text: stored, tier: normalizeTier(stored) };
+  return mem.tier.tier;
+}
 
 function storedHashBytes(mem: AgentMemory, hash: string): Buffer {
   if (mem.storedHash?.text !== hash) {
@@ -194,7 +201,7 @@ export const agentActor = defineActor({
           new Date(ctx.now()),
         );
       }
-      const tier = normalizeTier(key.tier) as Tier;
+      const tier = keyTier(mem, key.tier);
       let rate: RateView | null = null;
       let others: BucketDescriptor[] = [];
       let consumedAt = 0;
@@ -228,7 +235,7 @@ export const agentActor = defineActor({
     async release(ctx, m) {
       let specs = m.buckets;
       const mem = agentMemory(ctx.memory);
-      if (!specs.length && m.limits && ctx.state.key) specs = bucketSplit(mem, ctx.id, normalizeTier(ctx.state.key.tier), m.limits).mine;
+      if (!specs.length && m.limits && ctx.state.key) specs = bucketSplit(mem, ctx.id, keyTier(mem, ctx.state.key.tier), m.limits).mine;
       if (specs.length) mem.table.release(specs, m.consumedAt);
       return null;
     },

@@ -349,3 +349,43 @@ describe("the spec's rate-limit layers", () => {
     expect(outcomes[30]).toBe(false);
   });
 });
+
+describe("the bucket table against the pure admission function", () => {
+  test("a random mix of admissions, releases and clock steps gives exactly what `admit`/`release` give", () => {
+    // A reference model: plain Bucket values driven through the pure functions, as the table once did.
+    let seed = 42;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    const specs: BucketSpec[] = [
+      { id: "a", limit: 3, windowMs: MIN },
+      { id: "b", limit: 5, windowMs: 2 * MIN },
+      { id: "c", limit: 1, windowMs: 10_000 },
+      { id: "d", limit: 4, windowMs: MIN },
+    ];
+    const clock = fakeClock();
+    const table = new BucketTable(clock.now);
+    const model = new Map<string, Bucket>(specs.map((s) => [s.id, { ...s }]));
+    for (let step = 0; step < 3000; step++) {
+      const op = rand(10);
+      if (op < 2) {
+        // whole seconds, so steps often land exactly on a window's end, where "ended" is decided
+        clock.advance(rand(31) * 1_000);
+        continue;
+      }
+      const chosen = specs.filter(() => rand(2) === 0);
+      if (chosen.length === 0) continue;
+      if (op < 3) {
+        const consumedAt = clock.now() - rand(21) * 1_000;
+        table.release(chosen, consumedAt);
+        for (const s of chosen) {
+          const b = model.get(s.id)!;
+          if (!b.state || consumedAt < b.state.windowStart) continue;
+          b.state = release(b, b.state.windowStart, clock.now());
+        }
+        continue;
+      }
+      const expected = admit(chosen.map((s) => ({ ...model.get(s.id)! })), clock.now());
+      if (expected.allowed) chosen.forEach((s, i) => (model.get(s.id)!.state = expected.states[i]));
+      expect(table.admit(chosen)).toEqual(expected);
+    }
+  });
+});
