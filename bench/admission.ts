@@ -8,17 +8,22 @@
  * Both paths are registered as having their own layer, so the global per-IP plugin does not refuse the plain
  * route after 500 requests. Load: wrk, 64 connections. Goal: admission costs <= 25% of throughput in-process.
  *
- * Run: `bun bench/admission.ts` (or `bun run bench admission`). BENCH_SECONDS (default 8).
+ * Baseline and both routes run interleaved for BENCH_ROUNDS rounds (default 3) and each keeps its median round
+ * (bench/lib.ts `interleaved`), so load drifting on a shared machine does not decide the ratio.
+ *
+ * Run: `bun bench/admission.ts` (or `bun run bench admission`). BENCH_SECONDS per run (default 5), BENCH_ROUNDS.
  */
+import { loadavg } from "node:os";
 import { Elysia } from "elysia";
 import { boot } from "../gateway/boot.ts";
 import { authenticateAgent, clientIp } from "../gateway/plugins/auth.ts";
 import { registerOwnLayer } from "../gateway/plugins/rate-limit.ts";
 import type { Services } from "../gateway/services.ts";
 import { createTestDatabase } from "../test/helpers/db.ts";
-import { machineLine, report, startBareBaseline, wrk } from "./lib.ts";
+import { interleaved, machineLine, report, startBareBaseline, wrk } from "./lib.ts";
 
-const durationSec = Number(process.env.BENCH_SECONDS ?? 8);
+const durationSec = Number(process.env.BENCH_SECONDS ?? 5);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const KEYS = 200;
 
 registerOwnLayer(/^\/bench\//);
@@ -72,12 +77,14 @@ try {
 
   await wrk("warm-up", `${running.url}/bench/plain`, { durationSec: 2 });
   await wrk("warm-up", `${running.url}/bench/admitted`, { durationSec: 2, script });
-  const baseline = await wrk("bare Bun.serve", bare.url, { durationSec });
-  const plain = await wrk("GET /bench/plain (gateway, no auth, no limits)", `${running.url}/bench/plain`, { durationSec });
-  const admitted = await wrk("GET /bench/admitted (agent key + rate admission)", `${running.url}/bench/admitted`, { durationSec, script });
-  console.log(machineLine());
-  report("admission", baseline, [plain, admitted]);
-  const cost = 1 - admitted.rps / plain.rps;
+  const [baseline, plain, admitted] = await interleaved(rounds, [
+    { label: "bare", run: () => wrk("bare Bun.serve", bare.url, { durationSec }) },
+    { label: "plain", run: () => wrk("GET /bench/plain (gateway, no auth, no limits)", `${running.url}/bench/plain`, { durationSec }) },
+    { label: "admitted", run: () => wrk("GET /bench/admitted (agent key + rate admission)", `${running.url}/bench/admitted`, { durationSec, script }) },
+  ]);
+  console.log(`${machineLine()}, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}, median of ${rounds} interleaved rounds of ${durationSec} s`);
+  report("admission", baseline!, [plain!, admitted!]);
+  const cost = 1 - admitted!.rps / plain!.rps;
   console.log(`\nadmission cost: ${(cost * 100).toFixed(1)}% of the no-auth route's throughput (goal <= 25%)`);
 } finally {
   bare.stop();
