@@ -245,7 +245,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
   private alive = new Uint8Array(0);
   private storeOf = new Int32Array(0);
   private priceOf = new Float64Array(0);
-  private inStockOf = new Uint8Array(0);
+  /** 0 removed, 1 live and out of stock, 2 live and in stock: the query's first check is one read. */
+  private liveStock = new Uint8Array(0);
   private categoryOf = new Int32Array(0);
   /** Unique terms per (slot, field): MiniSearch's field length. */
   private fieldLen = new Uint16Array(0);
@@ -267,6 +268,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
 
   // ---- per-query scratch (reused: one query runs at a time, queries are synchronous)
   private rejected = new Int32Array(1024);
+  private rawBuf = new Float64Array(1024);
+  private covBuf = new Float64Array(1024);
+  private textBuf = new Float64Array(1024);
   private rowOf = new Int32Array(0);
   private rowSlot = new Int32Array(1024);
   private rowScore = new Float64Array(1024);
@@ -323,7 +327,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.alive = new Uint8Array(0);
     this.storeOf = new Int32Array(0);
     this.priceOf = new Float64Array(0);
-    this.inStockOf = new Uint8Array(0);
+    this.liveStock = new Uint8Array(0);
     this.categoryOf = new Int32Array(0);
     this.fieldLen = new Uint16Array(0);
     this.docTerms = [];
@@ -355,7 +359,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       this.refOf = grow(this.refOf, n);
       this.storeOf = grow(this.storeOf, n);
       this.priceOf = grow(this.priceOf, n);
-      this.inStockOf = grow(this.inStockOf, n);
+      this.liveStock = grow(this.liveStock, n);
       this.categoryOf = grow(this.categoryOf, n);
       this.fieldLen = grow(this.fieldLen, n * NF);
       this.rowOf = grow(this.rowOf, n);
@@ -383,7 +387,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.alive[slot] = 1;
     this.storeOf[slot] = this.intern(this.storeIndex, d.storeSlug);
     this.priceOf[slot] = d.priceMinor;
-    this.inStockOf[slot] = d.inStock ? 1 : 0;
+    this.liveStock[slot] = d.inStock ? 2 : 1;
     const cat = categoryKey(d.category);
     this.categoryOf[slot] = cat === null ? -1 : this.intern(this.categoryIndex, cat);
     const entries: number[] = [];
@@ -413,6 +417,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.idToSlot.delete(id);
     this.ids[slot] = "";
     this.alive[slot] = 0;
+    this.liveStock[slot] = 0;
     for (let f = 0; f < NF; f++) this.fieldLenSum[f] -= this.fieldLen[slot * NF + f]!;
     const entries = this.docTerms[slot];
     if (entries) {
@@ -478,8 +483,10 @@ export class EmbeddedSearchEngine implements SearchEngine {
     let nRejected = 0;
     const N = this.docCount;
     // the filter, inlined below (checked once per document, on typed arrays)
-    const { alive, storeOf, priceOf, inStockOf, categoryOf } = this;
+    const { liveStock, storeOf, priceOf, categoryOf } = this;
     const { storeOk, category, min, max, stock } = filter;
+    const priceFiltered = min > -Infinity || max < Infinity;
+    const wantStock = stock + 1;
     let rows = 0;
     let rowScore = this.rowScore;
     let rowQual = this.rowQual;
@@ -504,11 +511,10 @@ export class EmbeddedSearchEngine implements SearchEngine {
             if (r === -2) continue;
             if (r === -1) {
               if (
-                alive[slot] !== 1 ||
+                liveStock[slot] === 0 ||
+                (stock >= 0 && liveStock[slot] !== wantStock) ||
                 (storeOk !== null && storeOk[storeOf[slot]!] !== 1) ||
-                (stock >= 0 && inStockOf[slot] !== stock) ||
-                priceOf[slot]! < min ||
-                priceOf[slot]! > max ||
+                (priceFiltered && (priceOf[slot]! < min || priceOf[slot]! > max)) ||
                 (category !== NO_CATEGORY_FILTER && categoryOf[slot] !== category)
               ) {
                 rowOf[slot] = -1;
@@ -543,8 +549,15 @@ export class EmbeddedSearchEngine implements SearchEngine {
 
     // evaluate the tree per document: raw score (MiniSearch's) and coverage
     const G = groups.length;
-    const raw = new Float64Array(rows);
-    const cov = new Float64Array(rows);
+    if (this.rawBuf.length < rows) {
+      this.rawBuf = new Float64Array(rows * 2);
+      this.covBuf = new Float64Array(rows * 2);
+      this.textBuf = new Float64Array(rows * 2);
+    }
+    // reused between queries (only the first `rows` entries are written and read): fresh arrays of up to 40k
+    // doubles per query were garbage the collector then had to clear
+    const raw = this.rawBuf;
+    const cov = this.covBuf;
     const altStart: number[] = []; // first leaf of each (group, alt) run, in leaf order
     for (let li = 0; li < L; li++) if (li === 0 || leaves[li]!.alt !== leaves[li - 1]!.alt || leaves[li]!.group !== leaves[li - 1]!.group) altStart.push(li);
     altStart.push(L);
@@ -627,7 +640,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
 
     // best `window` by textScore, then raw score, then id
     const ids = this.ids;
-    const text = new Float64Array(rows);
+    const text = this.textBuf;
     for (let r = 0; r < rows; r++) if (raw[r]! >= 0) text[r] = combineTextScore(cov[r]!, raw[r]!, best);
     const idKey = this.idKey;
     const picked = selectWindow(rows, window, text, raw, (r) => ids[rowSlot[r]!]!, (r) => idKey[rowSlot[r]!]!, q.unordered !== true);
@@ -687,7 +700,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return (
       this.alive[slot] === 1 &&
       (f.storeOk === null || f.storeOk[this.storeOf[slot]!] === 1) &&
-      (f.stock < 0 || this.inStockOf[slot] === f.stock) &&
+      (f.stock < 0 || this.liveStock[slot] === f.stock + 1) &&
       this.priceOf[slot]! >= f.min &&
       this.priceOf[slot]! <= f.max &&
       (f.category === NO_CATEGORY_FILTER || this.categoryOf[slot] === f.category)
