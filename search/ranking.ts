@@ -513,9 +513,11 @@ function cachedDedupeKey(p: RankableProduct, stopWords: readonly string[]): stri
   return key;
 }
 
-/** Per-ref scratch for candidateRecords (ranking is synchronous, so one set serves every call). */
-let refStamp = new Int32Array(0);
-let refPos = new Int32Array(0);
+/**
+ * Per-ref scratch for candidateRecords (ranking is synchronous, so one serves every call): at 2 × ref the call
+ * that last saw the ref, at 2 × ref + 1 where its record went; side by side so a lookup is one cache miss.
+ */
+let refSeen = new Int32Array(0);
 let refEpoch = 0;
 
 /**
@@ -526,13 +528,12 @@ let refEpoch = 0;
 function candidateRecords(input: RankInput): { records: RankableProduct[]; texts: number[] } {
   const byRef = input.productsByRef;
   if (byRef !== undefined) {
-    if (refStamp.length < byRef.length) {
-      refStamp = new Int32Array(Math.max(byRef.length, refStamp.length * 2));
-      refPos = new Int32Array(refStamp.length);
+    if (refSeen.length < 2 * byRef.length) {
+      refSeen = new Int32Array(Math.max(2 * byRef.length, refSeen.length * 2));
       refEpoch = 0;
     }
     if (++refEpoch === 0x7fff_ffff) {
-      refStamp.fill(0);
+      refSeen.fill(0);
       refEpoch = 1;
     }
     const records: RankableProduct[] = [];
@@ -545,13 +546,14 @@ function candidateRecords(input: RankInput): { records: RankableProduct[]; texts
         complete = false;
         break;
       }
-      if (refStamp[ref!] === refEpoch) {
-        const at = refPos[ref!]!;
+      const seen = 2 * ref!;
+      if (refSeen[seen] === refEpoch) {
+        const at = refSeen[seen + 1]!;
         texts[at] = Math.max(texts[at]!, c.textScore);
         continue;
       }
-      refStamp[ref!] = refEpoch;
-      refPos[ref!] = records.length;
+      refSeen[seen] = refEpoch;
+      refSeen[seen + 1] = records.length;
       records.push(p);
       texts.push(c.textScore);
     }
