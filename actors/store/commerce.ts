@@ -101,6 +101,20 @@ interface CatalogRow {
 }
 
 /**
+ * The ids padded (with the last id repeated) to the next power of two: `p.id IN (...)` then has one statement
+ * text per arity 1, 2, 4, … and each runs a generic plan whose row estimate is the arity. `p.id = ANY($1)` cannot:
+ * its generic plan assumes ten ids, costs the lateral joins ten times, so Postgres kept choosing a fresh custom plan
+ * (0.6–1.1 ms of planning, three reads per journey).
+ */
+export function listOfPlannedArity(ids: readonly string[]): string[] {
+  let arity = 1;
+  while (arity < ids.length) arity *= 2;
+  const out = ids.slice();
+  while (out.length < arity) out.push(ids[ids.length - 1]!);
+  return out;
+}
+
+/**
  * Products with their store, live availability, the domestic shipping rule and the key's accepted negotiated
  * price, in one round trip. Shipping: the store's cheapest country-wide zone for its own country and how many
  * such zones it has (the quote of a cart without a destination, actors/cart/shipping.ts).
@@ -110,6 +124,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
   const out = new Map<string, CatalogLine>();
   if (ids.length === 0) return out;
   const negotiation = await hasNegotiationTable(sql);
+  const idList = sql(listOfPlannedArity(ids));
   const rows = negotiation
     ? await sql<CatalogRow[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
@@ -123,7 +138,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
       LEFT JOIN LATERAL (SELECT negotiated_price_minor, expires_at, currency FROM negotiation_offers o
         WHERE o.agent_key_id = ${agentKeyId} AND o.product_id = p.id AND o.status = 'accepted' AND o.used_at IS NULL
         ORDER BY o.created_at DESC LIMIT 1) n ON true
-      WHERE p.id = ANY(${ids}::uuid[])`
+      WHERE p.id IN ${idList}`
     : await sql<CatalogRow[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
         p.variants, p.variant_reserved, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
@@ -133,7 +148,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
       LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor, count(*) OVER () AS n FROM shipping_zones z
         WHERE z.store_slug = p.store_slug AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
         ORDER BY base_minor LIMIT 1) z ON true
-      WHERE p.id = ANY(${ids}::uuid[])`;
+      WHERE p.id IN ${idList}`;
   for (const r of rows) {
     const trust = r.trust_score === null ? null : Number(r.trust_score);
     out.set(r.id, {
@@ -469,26 +484,36 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
     status: "pending",
   };
   type Held = { id: string; q: number; vq: Record<string, number> };
+  const idList = db(listOfPlannedArity(ids));
   const [r] = await db<{ prior_status: string | null; prior_order: string | null; go: boolean; held: Held[] | null; inserted: number }[]>`
-    WITH want AS (SELECT w.id, w.q, w.vt::jsonb AS vq FROM unnest(${ids}::uuid[], ${qs}::int[], ${vqs}::text[]) AS w(id, q, vt)),
+    WITH want AS MATERIALIZED (SELECT w.id, w.q, w.vt::jsonb AS vq, ${slug}::text AS slug FROM unnest(${ids}::uuid[], ${qs}::int[], ${vqs}::text[]) AS w(id, q, vt)),
     prior AS (SELECT status, order_id FROM stock_reservations WHERE id = ${b.reservationId}),
     -- Tracked stock (the product's, and each tracked variant's) is held by one conditional update of the product
     -- row; untracked stock is unlimited and never locked.
+    -- Plan, index-driven by construction: the only condition on products alone is p.id IN (ids), the primary key
+    -- (the list padded to a power of two, so the generic plan's estimate is the number of ids, see listOfPlannedArity).
+    -- The store is compared through the materialised want row (a join condition): a generic plan cannot see that
+    -- want holds one product, and given p.store_slug = $slug it read the whole store (~240 rows) by the store index.
+    -- The variant functions are SQL functions, planned anew by each statement that calls them: CASE keeps them off
+    -- lines without variants (for those they would answer {} / true anyway).
     held AS (
       UPDATE products p SET
         reserved_quantity = p.reserved_quantity + CASE WHEN p.stock_quantity IS NULL THEN 0 ELSE w.q END,
-        variant_reserved = stock_counts_add(p.variant_reserved, variant_holds_tracked(p.variants, w.vq), 1)
+        variant_reserved = CASE WHEN w.vq = '{}'::jsonb THEN p.variant_reserved
+          ELSE stock_counts_add(p.variant_reserved, variant_holds_tracked(p.variants, w.vq), 1) END
       FROM want w
-      WHERE p.id = w.id AND p.store_slug = ${slug} AND p.active AND p.in_stock
-        AND (p.stock_quantity IS NOT NULL OR variant_holds_tracked(p.variants, w.vq) <> '{}'::jsonb)
+      WHERE p.id IN ${idList} AND p.id = w.id AND p.store_slug = w.slug AND p.active AND p.in_stock
+        AND (p.stock_quantity IS NOT NULL OR CASE WHEN w.vq = '{}'::jsonb THEN false ELSE variant_holds_tracked(p.variants, w.vq) <> '{}'::jsonb END)
         AND (p.stock_quantity IS NULL OR p.stock_quantity - p.reserved_quantity >= w.q)
-        AND variant_stock_covers(p.variants, p.variant_reserved, w.vq)
+        AND CASE WHEN w.vq = '{}'::jsonb THEN true ELSE variant_stock_covers(p.variants, p.variant_reserved, w.vq) END
         AND NOT EXISTS (SELECT 1 FROM prior)
-      RETURNING p.id, CASE WHEN p.stock_quantity IS NULL THEN 0 ELSE w.q END AS q, variant_holds_tracked(p.variants, w.vq) AS vq),
+      RETURNING p.id, CASE WHEN p.stock_quantity IS NULL THEN 0 ELSE w.q END AS q,
+        CASE WHEN w.vq = '{}'::jsonb THEN '{}'::jsonb ELSE variant_holds_tracked(p.variants, w.vq) END AS vq),
     free AS (
       SELECT p.id FROM products p JOIN want w ON w.id = p.id
-      WHERE p.store_slug = ${slug} AND p.active AND p.in_stock AND p.stock_quantity IS NULL
-        AND variant_holds_tracked(p.variants, w.vq) = '{}'::jsonb AND variant_stock_covers(p.variants, p.variant_reserved, w.vq)),
+      WHERE p.id IN ${idList} AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL
+        AND CASE WHEN w.vq = '{}'::jsonb THEN true
+          ELSE variant_holds_tracked(p.variants, w.vq) = '{}'::jsonb AND variant_stock_covers(p.variants, p.variant_reserved, w.vq) END),
     ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM held) + (SELECT count(*) FROM free) = ${ids.length} AS go),
     res AS (
       INSERT INTO stock_reservations (id, store_slug, order_id, lines)
@@ -562,7 +587,7 @@ export async function settleLegRows(
       w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q, stock_counts_sum(array_agg(COALESCE(e->'variants', '{}'::jsonb))) AS vq
         FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
       back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
-        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = w.id),
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id),
       ev AS (
         INSERT INTO order_events (order_id, type, data)
         SELECT id, 'payment_rolled_back', ${db.json({ intent_id: b.reservationId, note: b.note ?? null } as never)}::jsonb
@@ -596,6 +621,8 @@ export async function settleLegRows(
       WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
     w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q, stock_counts_sum(array_agg(COALESCE(e->'variants', '{}'::jsonb))) AS vq
         FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
+    -- p.id = ANY(ARRAY(SELECT id FROM w)): the ids reach products as one InitPlan value, so the primary key is the
+    -- way in; joined on w alone the generic plan expects 100 lines (jsonb_array_elements) and reads every product.
     sold AS (
       UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
         stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE GREATEST(0, p.stock_quantity - w.q) END,
@@ -603,7 +630,7 @@ export async function settleLegRows(
         variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1),
         variants = variant_stock_sell(p.variants, w.vq),
         updated_at = now()
-      FROM w WHERE p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
+      FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
     o AS (
       UPDATE orders SET status = ${to}, capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId},
         simulated = ${b.simulated ?? false}, paid_at = now(), updated_at = now(), version = version + 1
@@ -647,7 +674,7 @@ export async function cancelPendingOrderRows(
     w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q, stock_counts_sum(array_agg(COALESCE(e->'variants', '{}'::jsonb))) AS vq
         FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
     back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
-        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = w.id),
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id),
     c AS (
       UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1
       WHERE id = ${o.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id),
