@@ -14,8 +14,11 @@ export function toMinor(major: number, currency: string): number {
   return Math.round(major * 10 ** minorUnitExponent(currency));
 }
 
-/** Integer minor units → decimal amount for the API. */
+/**
+ * Integer minor units → decimal amount for the API. IEEE division is correctly rounded, so for a safe integer
+ * `minor / 10^e` is already the double nearest the exact decimal (what parsing "19.99" gives); no string round trip
+ * (toFixed + Number) is needed. test/unit/money.test.ts checks the two agree.
+ */
 export function toMajor(minor: number, currency: string): number {
-  const e = minorUnitExponent(currency);
-  return Number((minor / 10 ** e).toFixed(e));
+  return minor / 10 ** minorUnitExponent(currency);
 }

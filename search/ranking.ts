@@ -287,6 +287,39 @@ export function engineQueryFor(
 // ---------- scoring ----------
 
 const r2 = (x: number) => x.toFixed(2);
+const R2_ZERO = r2(0);
+
+/**
+ * The parts of a why_ranked text that depend only on the store's trust and the settings, formatted once per store
+ * snapshot and weights instead of once per ranked product (toFixed was a seventh of a small store's search).
+ * Re-formatted when the store's trust or the settings object changes, so the text is always what formatting
+ * afresh would give.
+ */
+interface WhyFixedParts {
+  settings: SearchSettings;
+  trustValue: number;
+  textWeight: string;
+  trust: string;
+  inStock: string;
+  outOfStock: string;
+}
+const whyFixedCache = new WeakMap<StoreSnapshot, WhyFixedParts>();
+
+function whyFixedParts(store: StoreSnapshot, trust: number, settings: SearchSettings): WhyFixedParts {
+  const hit = whyFixedCache.get(store);
+  if (hit && hit.settings === settings && hit.trustValue === trust) return hit;
+  const w = settings.rankingWeights;
+  const parts: WhyFixedParts = {
+    settings,
+    trustValue: trust,
+    textWeight: r2(w.text),
+    trust: `trust ${r2(trust)}×${r2(w.trust)}=${r2(trust * w.trust)}`,
+    inStock: `in stock +${r2(w.inStock)}`,
+    outOfStock: `out of stock +${R2_ZERO}`,
+  };
+  whyFixedCache.set(store, parts);
+  return parts;
+}
 
 /** Final score rounded to 3 decimals for the API (ordering uses the unrounded value). */
 export function roundScore(x: number): number {
@@ -317,16 +350,12 @@ export function scoreProduct(
   const final = base * multiplier;
 
   const age = syncAgeHours(store.lastSyncAt, now);
-  const parts = [
-    `text match ${r2(text)}×${r2(w.text)}=${r2(text * w.text)}`,
-    `trust ${r2(trust)}×${r2(w.trust)}=${r2(trust * w.trust)}`,
-    age === null
-      ? `sync time unknown +${r2(0)}`
-      : `${tier.replace("_", " ")} (synced ${formatAge(age)}) +${r2(freshness * w.freshness)}`,
-    product.inStock ? `in stock +${r2(w.inStock)}` : `out of stock +${r2(0)}`,
-  ];
-  if (multiplier !== 1) parts.push(`deprioritized store ×${r2(multiplier)}`);
-  const why = `${parts.join("; ")}; score ${roundScore(final).toFixed(3)}`;
+  const fixed = whyFixedParts(store, trust, settings);
+  const freshnessPart =
+    age === null ? `sync time unknown +${R2_ZERO}` : `${tier.replace("_", " ")} (synced ${formatAge(age)}) +${r2(freshness * w.freshness)}`;
+  const why =
+    `text match ${r2(text)}×${fixed.textWeight}=${r2(text * w.text)}; ${fixed.trust}; ${freshnessPart}; ` +
+    `${product.inStock ? fixed.inStock : fixed.outOfStock}${multiplier !== 1 ? `; deprioritized store ×${r2(multiplier)}` : ""}; score ${roundScore(final).toFixed(3)}`;
   return { score: { text, trust, freshness, inStock: stock, base, multiplier, final }, why, tier };
 }
 
