@@ -11,16 +11,21 @@
  * Baseline and both routes run interleaved for BENCH_ROUNDS rounds (default 3) and each keeps its median round
  * (bench/lib.ts `interleaved`), so load drifting on a shared machine does not decide the ratio.
  *
+ * Then the same two routes in-process (`app.handle`, no sockets, no wrk): server CPU µs per request in batches of
+ * 64 concurrent requests per event-loop turn, interleaved rounds, median. On a shared machine this is the steadier
+ * figure: other processes slow it down but do not add to it.
+ *
  * Run: `bun bench/admission.ts` (or `bun run bench admission`). BENCH_SECONDS per run (default 5), BENCH_ROUNDS.
  */
 import { loadavg } from "node:os";
 import { Elysia } from "elysia";
+import { createApp } from "../gateway/app.ts";
 import { boot } from "../gateway/boot.ts";
 import { authenticateAgent, clientIp } from "../gateway/plugins/auth.ts";
 import { registerOwnLayer } from "../gateway/plugins/rate-limit.ts";
 import type { Services } from "../gateway/services.ts";
 import { createTestDatabase } from "../test/helpers/db.ts";
-import { interleaved, machineLine, report, startBareBaseline, wrk } from "./lib.ts";
+import { interleaved, machineLine, report, startBareBaseline, wrk, type LoadResult } from "./lib.ts";
 
 const durationSec = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -77,15 +82,66 @@ try {
 
   await wrk("warm-up", `${running.url}/bench/plain`, { durationSec: 2 });
   await wrk("warm-up", `${running.url}/bench/admitted`, { durationSec: 2, script });
+  // Server CPU per request beside req/s: wrk runs in its own process, so this process's CPU during a run is the
+  // server's work, which other load on a shared machine slows down but does not inflate.
+  const cpu = new Map<string, number[]>();
+  const measured = async (label: string, run: () => Promise<LoadResult>) => {
+    const c0 = process.cpuUsage();
+    const r = await run();
+    const c = process.cpuUsage(c0);
+    const perReq = (c.user + c.system) / Math.max(1, r.rps * durationSec);
+    cpu.set(label, [...(cpu.get(label) ?? []), perReq]);
+    return r;
+  };
   const [baseline, plain, admitted] = await interleaved(rounds, [
-    { label: "bare", run: () => wrk("bare Bun.serve", bare.url, { durationSec }) },
-    { label: "plain", run: () => wrk("GET /bench/plain (gateway, no auth, no limits)", `${running.url}/bench/plain`, { durationSec }) },
-    { label: "admitted", run: () => wrk("GET /bench/admitted (agent key + rate admission)", `${running.url}/bench/admitted`, { durationSec, script }) },
+    { label: "bare", run: () => measured("bare", () => wrk("bare Bun.serve", bare.url, { durationSec })) },
+    { label: "plain", run: () => measured("plain", () => wrk("GET /bench/plain (gateway, no auth, no limits)", `${running.url}/bench/plain`, { durationSec })) },
+    {
+      label: "admitted",
+      run: () => measured("admitted", () => wrk("GET /bench/admitted (agent key + rate admission)", `${running.url}/bench/admitted`, { durationSec, script })),
+    },
   ]);
   console.log(`${machineLine()}, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}, median of ${rounds} interleaved rounds of ${durationSec} s`);
   report("admission", baseline!, [plain!, admitted!]);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const cpuPlain = median(cpu.get("plain")!);
+  const cpuAdmitted = median(cpu.get("admitted")!);
+  console.log(`\nserver CPU per request (median round): bare ${median(cpu.get("bare")!).toFixed(1)} µs, plain ${cpuPlain.toFixed(1)} µs, admitted ${cpuAdmitted.toFixed(1)} µs`);
   const cost = 1 - admitted!.rps / plain!.rps;
-  console.log(`\nadmission cost: ${(cost * 100).toFixed(1)}% of the no-auth route's throughput (goal <= 25%)`);
+  console.log(`admission cost: ${(cost * 100).toFixed(1)}% of the no-auth route's throughput (goal <= 25%); by server CPU per request ${((1 - cpuPlain / cpuAdmitted) * 100).toFixed(1)}%`);
+
+  // In-process: the same app the server runs, called with app.handle (ip "unknown": there is no socket).
+  const app = createApp(running.services, [routes]);
+  const BATCH = 64;
+  const perRequestCpu = async (path: string, keyed: boolean, n: number): Promise<number> => {
+    const c0 = process.cpuUsage();
+    for (let done = 0; done < n; done += BATCH) {
+      await Promise.all(
+        Array.from({ length: BATCH }, async (_, j) => {
+          const headers: Record<string, string> = keyed ? { "x-agent-api-key": keys[(done + j) % KEYS]! } : {};
+          const res = await app.handle(new Request(`http://127.0.0.1${path}`, { headers }));
+          if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+          await res.arrayBuffer();
+        }),
+      );
+      // one event-loop turn per batch, as a server has between socket reads (Elysia's afterResponse runs there)
+      await new Promise<void>((r) => setImmediate(r));
+    }
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / n;
+  };
+  const IN_PROCESS_N = 12_800;
+  await perRequestCpu("/bench/plain", false, IN_PROCESS_N);
+  await perRequestCpu("/bench/admitted", true, IN_PROCESS_N);
+  const inPlain: number[] = [];
+  const inAdmitted: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    inPlain.push(await perRequestCpu("/bench/plain", false, IN_PROCESS_N));
+    inAdmitted.push(await perRequestCpu("/bench/admitted", true, IN_PROCESS_N));
+  }
+  const ip = median(inPlain);
+  const ia = median(inAdmitted);
+  console.log(`in-process (app.handle, batches of ${BATCH}), CPU per request, median of 5 rounds: plain ${ip.toFixed(1)} µs, admitted ${ia.toFixed(1)} µs; admission ${(ia - ip).toFixed(1)} µs = ${((1 - ip / ia) * 100).toFixed(1)}% of the admitted request`);
 } finally {
   bare.stop();
   await running.stop();

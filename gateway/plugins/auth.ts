@@ -126,6 +126,13 @@ function isCode(err: unknown, code: ErrorCode): boolean {
   return err instanceof ActorError && err.code === code;
 }
 
+/** A request without a usable key is counted like anonymous traffic on its surface (bounds key guessing). */
+async function countAnonymous(svc: Services, req: { ip: string; headers: Headers; surface: Surface; toolName?: string }): Promise<void> {
+  const ctx = { surface: req.surface, ip: req.ip, toolName: req.toolName ?? null };
+  if (!svc.config.RATE_LIMITS_ENABLED) return setStaticRateHeaders(req.headers, ctx);
+  setRateHeaders(req.headers, await admitOthers(svc, bucketsFor(ctx), req.headers));
+}
+
 export async function authenticateAgent(
   svc: Services,
   req: { request: Request; ip: string; headers: Headers; surface: Surface; checkRoute: boolean; toolName?: string; delegated?: boolean; customerId?: string },
@@ -133,13 +140,8 @@ export async function authenticateAgent(
   const raw = req.request.headers.get("x-agent-api-key");
   const prefix = parseAgentKey(raw);
   const limits = svc.config.RATE_LIMITS_ENABLED;
-  // A request without a usable key is counted like anonymous traffic on its surface (bounds key guessing).
-  const countAnonymous = async () => {
-    if (!limits) return setStaticRateHeaders(req.headers, { surface: req.surface, ip: req.ip, toolName: req.toolName ?? null });
-    setRateHeaders(req.headers, await admitOthers(svc, bucketsFor({ surface: req.surface, ip: req.ip, toolName: req.toolName ?? null }), req.headers));
-  };
   if (!prefix || !raw) {
-    await countAnonymous();
+    await countAnonymous(svc, req);
     throw fail("unauthorized", UNAUTHORIZED_KEY);
   }
   // Only defined fields: this message crosses the bus on every agent request.
@@ -162,7 +164,7 @@ export async function authenticateAgent(
   } catch (err) {
     const details = (err as { details?: RateView }).details;
     if (isCode(err, "rate_limit_exceeded") && details) setRateHeaders(req.headers, details);
-    if (isCode(err, "unauthorized")) await countAnonymous();
+    if (isCode(err, "unauthorized")) await countAnonymous(svc, req);
     throw err;
   }
   let rate: RateView | null = result.rate;
