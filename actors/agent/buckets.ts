@@ -218,7 +218,13 @@ export class BucketTable {
       const state = { windowStart: starts[i]!, count: counts[i]! };
       states[i] = state;
       views[i] = view(s, state);
-      this.states.set(s.id, { windowStart: state.windowStart, count: state.count, windowMs: s.windowMs });
+      // updated in place: a fresh object per request stored in a long-lived table is garbage-collector work
+      const stored = this.states.get(s.id);
+      if (stored) {
+        stored.windowStart = state.windowStart;
+        stored.count = state.count;
+        stored.windowMs = s.windowMs;
+      } else this.states.set(s.id, { windowStart: state.windowStart, count: state.count, windowMs: s.windowMs });
     }
     return { allowed: true, tightest: n === 1 ? views[0]! : tightestOf(views), views, states };
   }
