@@ -5,7 +5,7 @@ import { join } from "node:path";
 const scenario = process.argv[2];
 const dir = import.meta.dir;
 const available = readdirSync(dir)
-  .filter((f) => f.endsWith(".ts") && !["run.ts", "lib.ts"].includes(f))
+  .filter((f) => f.endsWith(".ts") && !["run.ts", "lib.ts", "search-queries.ts"].includes(f))
   .map((f) => f.replace(/\.ts$/, ""));
 if (!scenario || !existsSync(join(dir, `${scenario}.ts`))) {
   console.error(`usage: bun run bench <scenario>\nscenarios: ${available.join(", ")}`);
