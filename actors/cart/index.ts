@@ -481,6 +481,12 @@ function shippingRatesView(state: CartState, priced: Priced, zones: Map<string, 
   };
 }
 
+/** The same pick per merchant, whatever order the records list them in. */
+function sameChoices(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => b[k] === a[k]);
+}
+
 /**
  * Records the destination (and a picked option) on the cart. Only a change is a write: the cart's revision goes up
  * and a previewed session goes back to OPEN (its totals no longer hold); the same choice again changes nothing.
@@ -498,11 +504,21 @@ async function chooseCartShipping(ctx: Ctx, keyId: string, input: ShippingChoice
   }
   const prev = cart.shipping ?? null;
   const changed =
-    !prev || prev.countryCode !== shipping.countryCode || prev.postalCode !== shipping.postalCode || JSON.stringify(prev.choices) !== JSON.stringify(shipping.choices);
+    !prev || prev.countryCode !== shipping.countryCode || prev.postalCode !== shipping.postalCode || !sameChoices(prev.choices, shipping.choices);
   let next = cart;
   if (changed) {
-    next = { ...applyCartEvent(cart, "change_shipping", now, expectedRevision), shipping };
     const live = ctx.state.session && !TERMINAL_CHECKOUT_STATUSES.has(ctx.state.session.status) ? ctx.state.session : null;
+    // A merchant already paid (or being paid) shipped on the choice the buyer approved; the destination is shared by
+    // every merchant of the cart, so no change may reprice a leg whose money has moved.
+    const paid = live?.legs.filter((l) => l.status !== "unpaid").map((l) => l.storeId) ?? [];
+    if (live && paid.length > 0) {
+      throw fail("CHECKOUT_STATUS_INVALID", "A merchant of this checkout is already paid on the approved shipping; the shipping can no longer change.", {
+        status: live.status,
+        reason: "merchant_already_paid",
+        merchant_slugs: paid,
+      });
+    }
+    next = { ...applyCartEvent(cart, "change_shipping", now, expectedRevision), shipping };
     if (live) ctx.state.session = { ...live, ...applyCheckoutEvent(live, "shipping_changed", now) };
   } else if (expectedRevision !== undefined && expectedRevision !== cart.revision) {
     assertCartMutable(cart, now, expectedRevision); // a stale revision is refused even when nothing would change

@@ -111,3 +111,40 @@ describe("an operation the session's status forbids over REST", () => {
     expect(r.body).toMatchObject({ success: false, code: "CHECKOUT_STATUS_INVALID", details: { status: "PENDING_EXTERNAL_CONFIRMATION" } });
   });
 });
+
+describe("a shipping change after a merchant of the checkout is paid", () => {
+  test("is 409 CHECKOUT_STATUS_INVALID naming the paid merchant, and the same choice again is still accepted", async () => {
+    const r = await srv.json("/api/v1/agent/cart", {
+      method: "POST",
+      headers: key.headers,
+      body: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }, { product_id: summitProduct, quantity: 1 }] },
+    });
+    expect(r.status).toBe(201);
+    const id = r.body.data.id as string;
+    const listed = await preview({ cartId: id, shipping: SF });
+    const options = listed.body.details.options as { option_id: string; name: string }[];
+    const standard = options.find((o) => o.name === "Contiguous US")!;
+    const express = options.find((o) => o.name === "Express")!;
+    const pv = await preview({ cartId: id, shipping: { ...SF, option_id: standard.option_id } });
+    expect(pv.status).toBe(200);
+
+    // the demo store's leg is captured, summit's is declined: the session waits for a retry of the unpaid leg
+    const partial = await checkout({
+      cartId: id,
+      checkout_session_id: pv.body.data.checkout_session_id,
+      idempotency_key: crypto.randomUUID(),
+      payment_methods: { "demo-store": "MOCK", [SUMMIT]: "tok_decline" },
+    });
+    expect(partial.status).toBeGreaterThanOrEqual(400);
+    const read = await srv.json(`/api/v1/agent/cart/${id}`, { headers: key.headers });
+    expect(read.body.data.checkout_status).toBe("READY_FOR_PAYMENT");
+
+    const moved = await preview({ cartId: id, shipping: { ...SF, option_id: express.option_id } });
+    expect(moved.status).toBe(409);
+    expect(moved.body).toMatchObject({ success: false, code: "CHECKOUT_STATUS_INVALID", details: { status: "READY_FOR_PAYMENT", reason: "merchant_already_paid", merchant_slugs: ["demo-store"] } });
+
+    const same = await preview({ cartId: id, shipping: { ...SF, option_id: standard.option_id } });
+    expect(same.status).toBe(200);
+    expect(same.body.data.merchants.find((m: { merchant_slug: string }) => m.merchant_slug === SUMMIT)?.shipping_option.name).toBe("Contiguous US");
+  });
+});
