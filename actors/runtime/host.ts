@@ -157,6 +157,11 @@ export class ActorHost {
   dispatch(env: RequestEnvelope): Promise<ReplyEnvelope> {
     const def = this.defs.get(env.kind);
     if (!def) return Promise.resolve(errorReply(new ActorError("actor_unavailable", `unknown actor kind ${env.kind}`)));
+    // The envelope's own fields decide where a turn's reply is kept and for how long: refuse what is not a time and
+    // an attempt number (an envelope from NATS is only as well-formed as its sender) before any turn starts.
+    if (!Number.isFinite(env.deadline) || !Number.isSafeInteger(env.attempt) || env.attempt < 1 || typeof env.msgId !== "string" || env.msgId === "") {
+      return Promise.resolve(errorReply(new ActorError("INVALID_ARGUMENT", `malformed envelope for ${env.kind}.${env.type}: msgId, deadline and attempt are required`)));
+    }
     const isReminder = env.type.startsWith(REMINDER_PREFIX);
     if (!isReminder) {
       const check = this.checks.get(env.kind)!.get(env.type);
@@ -520,7 +525,8 @@ class Turn {
       version: act.version,
       stateJson: current,
       reminders: this.reminderOps,
-      reply: replyJson ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS) } : undefined,
+      // toISOString throws here, before anything is sent, if the deadline is not a time
+      reply: replyJson ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS).toISOString() } : undefined,
     });
     const conn = this.conn;
     if (!conn) {

@@ -19,7 +19,12 @@ export interface StateWrite {
   version: number;
   stateJson: string;
   reminders: Map<string, ReminderOp>;
-  reply?: { msgId: string; json: string; expiresAt: Date };
+  /**
+   * `expiresAt` as an ISO string made by the caller: every parameter is text or a number before the statement is
+   * sent, so postgres.js cannot fail to serialise one on the client after BEGIN went out — a statement refused
+   * locally is never sent, but the COMMIT pipelined behind it would be, committing the turn's writes unfenced.
+   */
+  reply?: { msgId: string; json: string; expiresAt: string };
 }
 
 /** The SQLSTATE of a failed version fence. */
@@ -55,7 +60,7 @@ function textFor(insert: boolean, reminders: boolean, reply: boolean): string {
   }
   if (reply) {
     parts.push(`ib AS (INSERT INTO actor_inbox (kind, id, msg_id, reply, expires_at)
-           SELECT $1, $2, ${msgId}, ${replyJson}::text::jsonb, ${expires} FROM s)`);
+           SELECT $1, $2, ${msgId}, ${replyJson}::text::jsonb, ${expires}::timestamptz FROM s)`);
   }
   text = `WITH ${parts.join(",\n")}
     SELECT CASE WHEN EXISTS (SELECT 1 FROM s) THEN 1 ELSE actor_fence_failed($1, $2) END AS ok`;
@@ -64,9 +69,10 @@ function textFor(insert: boolean, reminders: boolean, reply: boolean): string {
 }
 
 /** The statement text and its parameters for one turn's write. */
-export function stateWriteStatement(w: StateWrite): { text: string; params: (string | number | Date)[] } {
+export function stateWriteStatement(w: StateWrite): { text: string; params: (string | number)[] } {
   const insert = w.version === 0;
-  const params: (string | number | Date)[] = [w.kind, w.id, w.stateJson];
+  if (!Number.isSafeInteger(w.version) || w.version < 0) throw new Error(`actor ${w.kind}/${w.id}: invalid version ${w.version}`);
+  const params: (string | number)[] = [w.kind, w.id, w.stateJson];
   if (!insert) params.push(w.version);
   if (w.reminders.size) {
     const ops = [...w.reminders].map(([name, op]) =>

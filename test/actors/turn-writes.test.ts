@@ -206,3 +206,19 @@ describe("actors created under a fresh id", () => {
     await host.stop();
   });
 });
+
+describe("a malformed envelope", () => {
+  test("with a deadline that is not a time is refused before any turn runs, and nothing of the turn is written", async () => {
+    const { host } = startHost();
+    await host.start();
+    for (const bad of [{ deadline: Number.NaN, attempt: 1 }, { deadline: Date.now() + 5000, attempt: 0 }, { deadline: "soon" as unknown as number, attempt: 1 }]) {
+      const reply = await host.dispatch({ msgId: crypto.randomUUID(), kind: "timer", id: "malformed", type: "armAndWrite", body: { at: Date.now() + 60_000, note: "x" }, ...bad });
+      expect(reply.ok).toBe(false);
+      if (!reply.ok) expect(reply.error.code).toBe("INVALID_ARGUMENT");
+    }
+    expect(await rowOf("malformed")).toBeUndefined();
+    expect(await reminderOf("malformed")).toBeUndefined();
+    expect(await db.sql`SELECT 1 FROM turn_notes WHERE actor = 'malformed'`).toHaveLength(0);
+    await host.stop();
+  });
+});
