@@ -53,6 +53,8 @@ function copyValue(v: unknown, key: string | number, depth: number): unknown {
     case "bigint":
       throw NOT_PLAIN;
     default:
+      // a function with a toJSON is serialised through it by JSON (functions are objects there): rare, so JSON does it
+      if (typeof v === "function" && typeof (v as { toJSON?: unknown }).toJSON === "function") throw NOT_PLAIN;
       // undefined, function, symbol
       return SKIP;
   }

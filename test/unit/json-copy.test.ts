@@ -42,6 +42,7 @@ const CASES: [string, unknown][] = [
   ["a bigint (JSON refuses it)", { n: 1n }],
   ["a cyclic value (JSON refuses it)", cyclic],
   ["a top-level function (JSON has no text for it)", () => 1],
+  ["a function with a toJSON (JSON serialises it through toJSON)", { a: Object.assign(() => 1, { toJSON: () => "x" }), list: [Object.assign(() => 2, { toJSON: () => 2 })] }],
   ["null and plain primitives", null],
 ];
 
