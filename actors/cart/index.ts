@@ -29,6 +29,7 @@ import {
   outboxCheckoutAbandoned,
   readCatalog,
   settleLegRows,
+  type BeginLegBody,
   type CatalogLine,
 } from "../store/commerce.ts";
 import { shippingZonesOfStores } from "../store/reads.ts";
@@ -583,6 +584,18 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shi
 // ---------------------------------------------------------------------------------------------------------------
 // Complete
 
+/** The shipping a leg's order carries: the quoted option (the buyer's pick, or the store's one method) and destination. */
+function shippingOfLeg(priced: Priced, cart: CartRecord, storeId: string): BeginLegBody["shipping"] {
+  const q = priced.shipping.get(storeId);
+  const zone = q?.status === "quoted" ? q.zone : null;
+  return {
+    optionId: zone?.id ?? null,
+    name: zone?.name ?? null,
+    countryCode: cart.shipping?.countryCode ?? null,
+    postalCode: cart.shipping?.postalCode ?? null,
+  };
+}
+
 function tokenFor(body: CheckoutBody, leg: PaymentLeg, store: CatalogLine["store"] | undefined): string {
   const explicit = body.paymentMethods?.[leg.storeId] ?? body.paymentMethod;
   if (explicit) return explicit;
@@ -994,6 +1007,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
             shippingMinor: st.shippingMinor,
             taxMinor: st.taxMinor,
             totalMinor: leg.amountMinor,
+            shipping: shippingOfLeg(priced, cart, leg.storeId),
             lines: st.lines.map((l) => ({
               productId: l.productId,
               variantId: l.variantId,

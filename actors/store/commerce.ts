@@ -301,6 +301,15 @@ export const commerceMessages = {
     taxMinor: Minor,
     totalMinor: Minor,
     lines: T.Array(LegLine, { minItems: 1 }),
+    /** How the order ships, as the buyer approved it: kept in the order's `created` history for the merchant. */
+    shipping: T.Optional(
+      T.Object({
+        optionId: T.Union([T.String(), T.Null()]),
+        name: T.Union([T.String(), T.Null()]),
+        countryCode: T.Union([T.String(), T.Null()]),
+        postalCode: T.Union([T.String(), T.Null()]),
+      }),
+    ),
   }),
   settleLeg: T.Object({
     orderId: Uuid,
@@ -538,7 +547,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
         ${b.lines.map((l) => l.title)}::text[], ${b.lines.map((l) => l.quantity)}::int[], ${b.lines.map((l) => l.unitPriceMinor)}::bigint[]) AS l),
     ev AS (
       INSERT INTO order_events (order_id, type, to_status, data)
-      SELECT id, 'created', 'pending', ${db.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId } as never)}::jsonb FROM ins
+      SELECT id, 'created', 'pending', ${db.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId, ...(b.shipping ? { shipping: b.shipping } : {}) } as never)}::jsonb FROM ins
       UNION ALL
       SELECT id, 'payment_attempt', NULL, ${db.json({ intent_id: b.reservationId } as never)}::jsonb FROM reuse),
     outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.created', ${db.json(created as never)}::jsonb FROM ins),

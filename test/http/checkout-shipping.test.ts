@@ -73,8 +73,11 @@ describe("a merchant with more than one shipping method over REST", () => {
     const done = await checkout({ cartId: id, payment_method: "tok_approve", shipping: { ...SF, option_id: express.option_id } });
     expect(done.status).toBe(200);
     expect(done.body.data.status).toBe("COMPLETED");
-    const [o] = await srv.db.sql<{ shipping_minor: string }[]>`SELECT shipping_minor FROM orders WHERE cart_id = ${id}`;
+    const [o] = await srv.db.sql<{ id: string; shipping_minor: string }[]>`SELECT id, shipping_minor FROM orders WHERE cart_id = ${id}`;
     expect(Number(o!.shipping_minor)).toBe(express.cost_minor);
+    // the merchant learns how and where it ships: the order's created history carries the approved pick
+    const [created] = await srv.db.sql<{ data: { shipping: unknown } }[]>`SELECT data FROM order_events WHERE order_id = ${o!.id} AND type = 'created'`;
+    expect(created!.data.shipping).toEqual({ optionId: express.option_id, name: "Express", countryCode: "US", postalCode: "94107" });
   });
 
   test("shipping with a checkout_session_id is 400: a previewed session pays what was previewed", async () => {

@@ -89,6 +89,15 @@ ${refundTable(session, store.slug, recent, "Decided refund requests", back, rece
   });
 }
 
+/** "by Express to US 94107" from a created event's shipping record (docs/checkout.md "Shipping"), or null. */
+function shippingOf(v: unknown): string | null {
+  if (!v || typeof v !== "object") return null;
+  const s = v as { name?: unknown; countryCode?: unknown; postalCode?: unknown };
+  const by = typeof s.name === "string" ? `by ${s.name}` : "";
+  const to = typeof s.countryCode === "string" ? `to ${s.countryCode}${typeof s.postalCode === "string" ? ` ${s.postalCode}` : ""}` : "";
+  return by || to ? [by, to].filter(Boolean).join(" ") : null;
+}
+
 export function orderDetailPage(session: DashboardSession, store: StoreRecord, o: StoreOrderDetail, flash: Flash | null): Html {
   const base = storeBase(store.slug);
   const back = `${base}/orders/${o.id}`;
@@ -96,7 +105,8 @@ export function orderDetailPage(session: DashboardSession, store: StoreRecord, o
     const move = e.fromStatus || e.toStatus ? html` ${e.fromStatus ? badge(e.fromStatus) : ""}→ ${e.toStatus ? badge(e.toStatus) : ""}` : "";
     const who = typeof e.data.actor === "string" ? html` <span class="muted">by ${e.data.actor}</span>` : "";
     const note = typeof e.data.note === "string" && e.data.note ? html` <span class="muted">“${e.data.note}”</span>` : "";
-    return html`<li><time datetime="${e.at}">${when(e.at)}</time>: <strong>${e.type.replace(/_/g, " ")}</strong>${move}${who}${note}</li>`;
+    const ship = shippingOf(e.data.shipping);
+    return html`<li><time datetime="${e.at}">${when(e.at)}</time>: <strong>${e.type.replace(/_/g, " ")}</strong>${move}${who}${note}${ship ? html` <span class="muted">ships ${ship}</span>` : ""}</li>`;
   };
   return page({
     title: `Order ${o.id.slice(0, 8)}`,
