@@ -556,13 +556,17 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shi
     const seq = ctx.state.sessionSeq + 1;
     ctx.state.sessionSeq = seq;
     const id = checkoutSessionId(cart.id, seq);
+    // A merchant paid in an earlier session of this cart (one leg captured, the session then canceled or expired:
+    // the cart stays in CHECKOUT) stays paid: its captured leg and order carry over, so it is never charged twice.
+    const ended = ctx.state.session;
+    const paid = ended ? ended.legs.filter((l) => l.status === "captured" && ended.orderIds[l.storeId]) : [];
     session = {
       ...newCheckoutSession(id, now, ready),
       previewed: priced.state,
       stateHash: hash,
       totals: priced.totals,
-      legs: priced.totals.stores.map((s) => newLeg(s.storeId, s.totalMinor, priced.totals.currency)),
-      orderIds: {},
+      legs: priced.totals.stores.map((s) => paid.find((l) => l.storeId === s.storeId) ?? newLeg(s.storeId, s.totalMinor, priced.totals.currency)),
+      orderIds: Object.fromEntries(paid.map((l) => [l.storeId, ended!.orderIds[l.storeId]!])),
       tokens: {},
       rail: "card",
       risk: null,

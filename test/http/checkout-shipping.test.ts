@@ -151,3 +151,36 @@ describe("a shipping change after a merchant of the checkout is paid", () => {
     expect(same.body.data.merchants.find((m: { merchant_slug: string }) => m.merchant_slug === SUMMIT)?.shipping_option.name).toBe("Contiguous US");
   });
 });
+
+describe("a merchant paid in a session that then ended", () => {
+  test("is not charged again by the cart's next session: its captured leg and order carry over", async () => {
+    const r = await srv.json("/api/v1/agent/cart", {
+      method: "POST",
+      headers: key.headers,
+      body: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }, { product_id: summitProduct, quantity: 1 }] },
+    });
+    const id = r.body.data.id as string;
+    const listed = await preview({ cartId: id, shipping: SF });
+    const standard = (listed.body.details.options as { option_id: string; name: string }[]).find((o) => o.name === "Contiguous US")!;
+    const first = await preview({ cartId: id, shipping: { ...SF, option_id: standard.option_id } });
+    const firstSession = first.body.data.checkout_session_id as string;
+    await checkout({ cartId: id, checkout_session_id: firstSession, idempotency_key: crypto.randomUUID(), payment_methods: { "demo-store": "MOCK", [SUMMIT]: "tok_decline" } });
+    const canceled = await srv.json(`/api/v1/agent/checkout/${firstSession}/cancel`, { method: "POST", headers: key.headers, body: {} });
+    expect(canceled.status).toBe(200);
+    expect(canceled.body.data.status).toBe("CANCELED");
+
+    const second = await preview({ cartId: id });
+    expect(second.status).toBe(200);
+    expect(second.body.data.checkout_session_id).not.toBe(firstSession);
+    const done = await checkout({ cartId: id, checkout_session_id: second.body.data.checkout_session_id, idempotency_key: crypto.randomUUID(), payment_methods: { [SUMMIT]: "tok_approve" } });
+    expect(done.status).toBe(200);
+    expect(done.body.data.status).toBe("COMPLETED");
+
+    const orders = await srv.db.sql<{ store_slug: string; status: string }[]>`SELECT store_slug, status FROM orders WHERE cart_id = ${id} ORDER BY store_slug`;
+    expect(orders.filter((o) => o.store_slug === "demo-store")).toEqual([{ store_slug: "demo-store", status: "paid" }]);
+    expect(orders.filter((o) => o.store_slug === SUMMIT && o.status === "paid")).toHaveLength(1);
+    const captures = await srv.db.sql<{ store_id: string }[]>`SELECT store_id FROM sandbox_ledger_intents WHERE intent_id IN (
+      SELECT data->>'intent_id' FROM order_events WHERE order_id IN (SELECT id FROM orders WHERE cart_id = ${id})) AND capture_ref IS NOT NULL`;
+    expect(captures.filter((c) => c.store_id === "demo-store")).toHaveLength(1);
+  });
+});
