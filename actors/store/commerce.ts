@@ -133,7 +133,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
         z.free_over_minor AS ship_free_over, z.n AS ship_options, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
       LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor, count(*) OVER () AS n FROM shipping_zones z
-        WHERE z.store_slug = p.store_slug AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
+        WHERE z.store_slug = p.store_slug AND z.currency = p.currency AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
         ORDER BY base_minor LIMIT 1) z ON true
       LEFT JOIN LATERAL (SELECT negotiated_price_minor, expires_at, currency FROM negotiation_offers o
         WHERE o.agent_key_id = ${agentKeyId} AND o.product_id = p.id AND o.status = 'accepted' AND o.used_at IS NULL
@@ -146,7 +146,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
         z.free_over_minor AS ship_free_over, z.n AS ship_options, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
       LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor, count(*) OVER () AS n FROM shipping_zones z
-        WHERE z.store_slug = p.store_slug AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
+        WHERE z.store_slug = p.store_slug AND z.currency = p.currency AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
         ORDER BY base_minor LIMIT 1) z ON true
       WHERE p.id IN ${idList}`;
   for (const r of rows) {

@@ -184,3 +184,20 @@ describe("a merchant paid in a session that then ended", () => {
     expect(captures.filter((c) => c.store_id === "demo-store")).toHaveLength(1);
   });
 });
+
+describe("a store's zone in another currency", () => {
+  test("neither prices a cart nor makes the store ask for a shipping choice", async () => {
+    const before = await preview({ cartId: await cart(DEMO_PRODUCT) });
+    expect(before.status).toBe(200);
+    const [store] = await srv.db.sql<{ country: string }[]>`SELECT country FROM stores WHERE slug = 'demo-store'`;
+    await srv.db.sql`INSERT INTO shipping_zones (store_slug, name, countries, currency, base_minor, min_days, max_days)
+      VALUES ('demo-store', 'Cheap in another currency', ${[store!.country]}, 'JPY', 1, 1, 2)`;
+    try {
+      const after = await preview({ cartId: await cart(DEMO_PRODUCT) });
+      expect(after.status).toBe(200);
+      expect(after.body.data.totals.shipping_minor).toBe(before.body.data.totals.shipping_minor);
+    } finally {
+      await srv.db.sql`DELETE FROM shipping_zones WHERE store_slug = 'demo-store' AND name = 'Cheap in another currency'`;
+    }
+  });
+});
