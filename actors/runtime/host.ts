@@ -514,7 +514,9 @@ class Turn {
     if (this.connPromise) await this.connPromise;
     const current = JSON.stringify(act.state);
     const changed = current !== this.snapshot;
-    if (!changed && !this.conn && this.reminderOps.size === 0) {
+    // Nothing left to write — unless a checkpoint of this turn already committed its changes: then the retry
+    // reply must still be written, or a resend would find no reply and run the handler a second time.
+    if (!changed && !this.conn && this.reminderOps.size === 0 && !(reply && this.wroteState)) {
       this.publishEvents();
       return;
     }

@@ -22,8 +22,14 @@ const timer = defineActor({
     disarm: T.Object({}),
     armAndWrite: T.Object({ at: T.Number(), note: T.String() }),
     get: T.Object({}),
+    bumpThenCheckpoint: T.Object({}),
   },
   handlers: {
+    async bumpThenCheckpoint(ctx) {
+      ctx.state.n += 1;
+      await ctx.checkpoint(); // durable now; nothing changes after it
+      return ctx.state.n;
+    },
     async create(ctx, body) {
       if (ctx.state.created) throw fail("conflict", "exists");
       if (body.dryRun) return "would create";
@@ -220,5 +226,23 @@ describe("a malformed envelope", () => {
     expect(await reminderOf("malformed")).toBeUndefined();
     expect(await db.sql`SELECT 1 FROM turn_notes WHERE actor = 'malformed'`).toHaveLength(0);
     await host.stop();
+  });
+});
+
+describe("a turn whose changes were all committed by a checkpoint", () => {
+  test("still leaves its reply for a resend, which answers it without running the handler again", async () => {
+    const first = startHost();
+    await first.host.start();
+    const msgId = crypto.randomUUID();
+    const envelope = { msgId, kind: "timer", id: "ckpt", type: "bumpThenCheckpoint", body: {}, deadline: Date.now() + 5000 };
+    const reply = await first.host.dispatch({ ...envelope, attempt: 1 });
+    expect(reply).toEqual({ ok: true, value: 1 });
+    await first.host.stop();
+    // another host (no memory of the reply) gets the resend
+    const second = startHost();
+    await second.host.start();
+    expect(await second.host.dispatch({ ...envelope, attempt: 2 })).toEqual({ ok: true, value: 1 });
+    expect((await rowOf("ckpt")).state.n).toBe(1);
+    await second.host.stop();
   });
 });
