@@ -76,7 +76,8 @@ export interface ActorDefinition<S, M extends MessageSchemas, H extends { [K in 
    * the turn's state write is an insert that must not find a row (the fence), and a turn that writes nothing is
    * checked by a read before it replies; either way the caller's retry (a resend, which always reads) gets the
    * real state. The handler may therefore run once against the initial state for nothing: list only messages
-   * whose handlers have no effects outside the turn's own writes.
+   * whose handlers have no effects outside the turn's own writes — no `ctx.publish` either: a turn that writes
+   * nothing publishes its events before the existence check can refuse its reply.
    */
   createdBy?: readonly (keyof M & string)[];
   reminders?: Record<string, (ctx: ActorContext<S>, payload: unknown) => Promise<void>>;
