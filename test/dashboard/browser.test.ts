@@ -71,7 +71,14 @@ suite("the merchant dashboard in headless Chromium", () => {
     await shot("01-login");
     await pg.getByLabel("E-mail").fill(ADMIN.email);
     await pg.getByLabel("Password").fill("wrong-password");
-    await pg.getByRole("button", { name: "Log in" }).click();
+    // The POST's answer is awaited on its own, so a failure says whether the server answered and with what (one CI
+    // run saw no alert within 30 s and could not be reproduced).
+    const [refused] = await Promise.all([
+      pg.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname === "/dashboard/login", { timeout: 20_000 }),
+      pg.getByRole("button", { name: "Log in" }).click(),
+    ]);
+    if (refused.status() !== 401) console.error(`log-in POST answered ${refused.status()}: ${(await refused.text()).slice(0, 2000)}`);
+    expect(refused.status()).toBe(401);
     await expect(pg.getByRole("alert").textContent()).resolves.toContain("Invalid e-mail or password");
     await pg.getByLabel("Password").fill(ADMIN.password);
     await pg.getByRole("button", { name: "Log in" }).click();
