@@ -577,6 +577,24 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
 }
 
 /**
+ * `w`: the lines of the reservation just updated in `rsv`, summed per product (id, quantity, variant counts). Shared
+ * by settle, release and cancel, which all start from a reservation row.
+ */
+function reservedPerProduct(db: Sql) {
+  return db`w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q, stock_counts_sum(array_agg(COALESCE(e->'variants', '{}'::jsonb))) AS vq
+        FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1)`;
+}
+
+/**
+ * `back`: the quantities in `w` are no longer held by their products. The ids reach products as one InitPlan value
+ * (p.id = ANY(ARRAY(SELECT id FROM w))), so the primary key is the way in (see the settle statement).
+ */
+function givenBack(db: Sql) {
+  return db`back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id)`;
+}
+
+/**
  * Settles one leg in one statement. `captured`: the held stock is committed, the order moves pending → paid with
  * its capture reference, history event, `order.status_changed` outbox row and the coupon's use. `released`: the
  * stock goes back and the order stays pending (history `payment_rolled_back`). Idempotent: a settled reservation
@@ -593,10 +611,8 @@ export async function settleLegRows(
       WITH rsv AS (
         UPDATE stock_reservations SET status = 'released', updated_at = now()
         WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
-      w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q, stock_counts_sum(array_agg(COALESCE(e->'variants', '{}'::jsonb))) AS vq
-        FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
-      back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
-        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id),
+      ${reservedPerProduct(db)},
+      ${givenBack(db)},
       ev AS (
         INSERT INTO order_events (order_id, type, data)
         SELECT id, 'payment_rolled_back', ${db.json({ intent_id: b.reservationId, note: b.note ?? null } as never)}::jsonb
@@ -628,8 +644,7 @@ export async function settleLegRows(
     WITH rsv AS (
       UPDATE stock_reservations SET status = 'committed', updated_at = now()
       WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
-    w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q, stock_counts_sum(array_agg(COALESCE(e->'variants', '{}'::jsonb))) AS vq
-        FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
+    ${reservedPerProduct(db)},
     -- p.id = ANY(ARRAY(SELECT id FROM w)): the ids reach products as one InitPlan value, so the primary key is the
     -- way in; joined on w alone the generic plan expects 100 lines (jsonb_array_elements) and reads every product.
     sold AS (
@@ -680,10 +695,8 @@ export async function cancelPendingOrderRows(
     WITH rsv AS (
       UPDATE stock_reservations SET status = 'released', updated_at = now()
       WHERE order_id = ${o.orderId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
-    w AS (SELECT (e->>'productId')::uuid AS id, sum((e->>'quantity')::int)::int AS q, stock_counts_sum(array_agg(COALESCE(e->'variants', '{}'::jsonb))) AS vq
-        FROM rsv, jsonb_array_elements(rsv.lines) e GROUP BY 1),
-    back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
-        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id),
+    ${reservedPerProduct(db)},
+    ${givenBack(db)},
     c AS (
       UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1
       WHERE id = ${o.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id),
