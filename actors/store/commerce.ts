@@ -115,6 +115,16 @@ export function listOfPlannedArity(ids: readonly string[]): string[] {
 }
 
 /**
+ * `z`: the destination-less quote of a product's store — its cheapest country-wide domestic zone in the product's
+ * currency — and `n`, how many such zones it has (more than one is a choice the buyer makes: docs/checkout.md).
+ */
+function domesticShipping(sql: Sql) {
+  return sql`LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor, count(*) OVER () AS n FROM shipping_zones z
+        WHERE z.store_slug = p.store_slug AND z.currency = p.currency AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
+        ORDER BY base_minor LIMIT 1) z ON true`;
+}
+
+/**
  * Products with their store, live availability, the domestic shipping rule and the key's accepted negotiated
  * price, in one round trip. Shipping: the store's cheapest country-wide zone for its own country and how many
  * such zones it has (the quote of a cart without a destination, actors/cart/shipping.ts).
@@ -132,9 +142,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
         s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
         z.free_over_minor AS ship_free_over, z.n AS ship_options, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
-      LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor, count(*) OVER () AS n FROM shipping_zones z
-        WHERE z.store_slug = p.store_slug AND z.currency = p.currency AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
-        ORDER BY base_minor LIMIT 1) z ON true
+      ${domesticShipping(sql)}
       LEFT JOIN LATERAL (SELECT negotiated_price_minor, expires_at, currency FROM negotiation_offers o
         WHERE o.agent_key_id = ${agentKeyId} AND o.product_id = p.id AND o.status = 'accepted' AND o.used_at IS NULL
         ORDER BY o.created_at DESC LIMIT 1) n ON true
@@ -145,9 +153,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
         s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
         z.free_over_minor AS ship_free_over, z.n AS ship_options, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
-      LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor, count(*) OVER () AS n FROM shipping_zones z
-        WHERE z.store_slug = p.store_slug AND z.currency = p.currency AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
-        ORDER BY base_minor LIMIT 1) z ON true
+      ${domesticShipping(sql)}
       WHERE p.id IN ${idList}`;
   for (const r of rows) {
     const trust = r.trust_score === null ? null : Number(r.trust_score);
