@@ -86,6 +86,29 @@ async function backendCpu(sql: Sql, pids: number[]): Promise<Map<number, number>
   return out;
 }
 
+const TABLE_STATS = process.env.BENCH_TABLE_STATS === "1";
+type TableCounters = Map<string, number[]>;
+const COUNTERS = ["n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_tup_del"] as const;
+
+/** Row counters of every table of the run's database (BENCH_TABLE_STATS=1): which writes a journey makes. */
+async function tableStats(sql: Sql): Promise<TableCounters> {
+  const rows = await sql<{ relname: string; n_tup_ins: string; n_tup_upd: string; n_tup_hot_upd: string; n_tup_del: string }[]>`
+    SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables`;
+  return new Map(rows.map((r) => [r.relname, COUNTERS.map((c) => Number(r[c]))]));
+}
+
+/** Per journey (approximate: the counters lag by up to a second): inserts, updates (HOT among them), deletes. */
+function printTableStats(target: string, before: TableCounters, after: TableCounters, journeys: number): void {
+  const lines: string[] = [];
+  for (const [name, a] of after) {
+    const b = before.get(name) ?? [0, 0, 0, 0];
+    const d = a.map((x, i) => (x - b[i]!) / journeys);
+    if (d.every((x) => x < 0.005)) continue;
+    lines.push(`  ${name.padEnd(28)} ins ${d[0]!.toFixed(2)}  upd ${d[1]!.toFixed(2)} (hot ${d[2]!.toFixed(2)})  del ${d[3]!.toFixed(2)}`);
+  }
+  console.error(`table writes per journey, ${target}:\n${lines.sort().join("\n")}`);
+}
+
 async function loadAverage(): Promise<string> {
   return (await readFile("/proc/loadavg", "utf8")).split(" ").slice(0, 3).join(" ");
 }
@@ -106,6 +129,7 @@ async function run(target: string, svc: Service): Promise<Result> {
   const lat: number[] = [];
   let errors = 0;
   let statements = 0;
+  let finished = 0;
   svc.sql.options.debug = () => {
     if (measuring) statements++;
   };
@@ -119,6 +143,7 @@ async function run(target: string, svc: Service): Promise<Result> {
       headers,
       body: { cartId: c.body.data?.id, checkout_session_id: p.body.data?.checkout_session_id, payment_method: "MOCK", idempotency_key: crypto.randomUUID() },
     });
+    if (d.status === 200) finished++;
     if (!measuring) return;
     if (d.status === 200 && d.body.data.status === "COMPLETED") lat.push(performance.now() - t0);
     else errors++;
@@ -130,6 +155,8 @@ async function run(target: string, svc: Service): Promise<Result> {
   // the pool is warm by now: its backends are the ones that serve the measured window
   const backends = (await svc.sql<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).map((r) => r.pid);
   const pgBefore = await backendCpu(svc.sql, backends);
+  const tablesBefore = TABLE_STATS ? await tableStats(svc.sql) : null;
+  const finishedBefore = finished;
   const childBefore = svc.childPid ? await cpuMsOf(svc.childPid) : 0;
   const selfBefore = process.cpuUsage();
   measuring = true;
@@ -143,12 +170,15 @@ async function run(target: string, svc: Service): Promise<Result> {
   const load = await loadAverage();
   stop = true;
   await Promise.all(workers);
+  if (tablesBefore) await Bun.sleep(1200); // backends flush their table counters at most once a second
+  const tablesAfter = tablesBefore ? await tableStats(svc.sql) : null;
   svc.sql.options.debug = false;
   lat.sort((a, b) => a - b);
   const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] ?? NaN;
   const n = Math.max(1, lat.length);
   let pgMs = 0;
   for (const [pid, before] of pgBefore) pgMs += Math.max(0, (pgAfter.get(pid) ?? before) - before);
+  if (tablesBefore && tablesAfter) printTableStats(target, tablesBefore, tablesAfter, finished - finishedBefore);
   return {
     target,
     journeys: lat.length,

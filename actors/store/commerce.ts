@@ -502,7 +502,11 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
   const idList = db(listOfPlannedArity(ids));
   const [r] = await db<{ prior_status: string | null; prior_order: string | null; go: boolean; held: Held[] | null; inserted: number }[]>`
     WITH want AS MATERIALIZED (SELECT w.id, w.q, w.vt::jsonb AS vq, ${slug}::text AS slug FROM unnest(${ids}::uuid[], ${qs}::int[], ${vqs}::text[]) AS w(id, q, vt)),
-    prior AS (SELECT status, order_id FROM stock_reservations WHERE id = ${b.reservationId}),
+    -- This reservation id was begun before: its reservation row, or (nothing held, so no row) its order waiting on it.
+    prior AS (SELECT status, order_id FROM stock_reservations WHERE id = ${b.reservationId}
+      UNION ALL
+      SELECT 'held', id FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND intent_id = ${b.reservationId}
+      LIMIT 1),
     -- Tracked stock (the product's, and each tracked variant's) is held by one conditional update of the product
     -- row; untracked stock is unlimited and never locked.
     -- Plan, index-driven by construction: the only condition on products alone is p.id IN (ids), the primary key
@@ -530,11 +534,14 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
         AND CASE WHEN w.vq = '{}'::jsonb THEN true
           ELSE variant_holds_tracked(p.variants, w.vq) = '{}'::jsonb AND variant_stock_covers(p.variants, p.variant_reserved, w.vq) END),
     ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM held) + (SELECT count(*) FROM free) = ${ids.length} AS go),
+    -- A reservation row only when something is held: untracked stock holds nothing, and a row with no lines was
+    -- written here and updated again by the settle for nothing (two heap tuples, five index entries per order).
+    -- Settle, release and cancel start from the reservation row, so without one they give nothing back, which is
+    -- right; the order row carries the intent id either way.
     res AS (
       INSERT INTO stock_reservations (id, store_slug, order_id, lines)
-      SELECT ${b.reservationId}, ${slug}, ${b.orderId},
-        COALESCE((SELECT jsonb_agg(jsonb_build_object('productId', id, 'quantity', q, 'variants', vq)) FROM held), '[]'::jsonb)
-      FROM ok WHERE go),
+      SELECT ${b.reservationId}, ${slug}, ${b.orderId}, (SELECT jsonb_agg(jsonb_build_object('productId', id, 'quantity', q, 'variants', vq)) FROM held)
+      FROM ok WHERE go AND EXISTS (SELECT 1 FROM held)),
     ins AS (
       INSERT INTO orders (id, store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id,
         cart_id, subtotal_minor, discount_minor, shipping_minor, tax_minor, coupon_code, payment_method, intent_id)

@@ -99,6 +99,35 @@ describe("the one-call flow", () => {
   });
 });
 
+describe("rows per order", () => {
+  test("a leg of untracked stock holds nothing and writes no reservation row; beginning the same reservation again writes nothing twice", async () => {
+    const id = await cart([{ product_id: P.board, quantity: 2 }]);
+    const r = await checkout({ cartId: id, payment_method: "MOCK", idempotency_key: crypto.randomUUID() });
+    expect(r.status).toBe(200);
+    const orderId = r.body.data.order_id;
+    const [o] = await srv.db.sql<{ intent_id: string; status: string; session: string }[]>`
+      SELECT intent_id, status, checkout_session_id AS session FROM orders WHERE id = ${orderId}`;
+    expect(o.status).toBe("paid");
+    expect(await srv.db.sql`SELECT 1 FROM stock_reservations WHERE order_id = ${orderId}`).toHaveLength(0);
+    expect(await reserved(P.board)).toBe(0);
+
+    // The same reservation id begun again (a replayed leg) finds its order and writes nothing: no second hold,
+    // no second history event, the paid order untouched.
+    const { beginLegRows } = await import("../../actors/store/commerce.ts");
+    const events = async () => (await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_events WHERE order_id = ${orderId}`)[0].n;
+    const before = await events();
+    const again = await beginLegRows(srv.db.sql, "demo-store", {
+      orderId, checkoutSessionId: o.session, cartId: id, reservationId: o.intent_id, agentKeyId: key.id, currency: "USD",
+      paymentRail: "card", paymentMethod: "MOCK", couponCode: null, subtotalMinor: 5390, discountMinor: 0, shippingMinor: 0, taxMinor: 0,
+      totalMinor: 5390, lines: [{ productId: P.board, variantId: null, title: "board", quantity: 2, unitPriceMinor: 2695 }],
+    }, Date.now());
+    expect(again).toEqual({ orderId, created: false });
+    expect(await events()).toBe(before);
+    expect((await srv.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${orderId}`)[0].status).toBe("paid");
+    expect(await reserved(P.board)).toBe(0);
+  });
+});
+
 describe("preview, then complete", () => {
   test("preview returns a session id, totals and a state hash; completing that session with tok_approve captures for real (not simulated)", async () => {
     const id = await cart([{ product_id: P.earbuds, quantity: 1 }]);
