@@ -110,7 +110,7 @@ async function pass(svc: SearchService, bodies: SearchQuery[], out?: string[]): 
     eq.unordered = true; // as SearchService.search asks
     const candidates = await svc.engine.query(eq);
     const t1 = performance.now();
-    rankProducts({ candidates, products: svc.products, productsByRef: svc.productsByRef, stores: svc.stores, request: body, now: NOW, settings: svc.settings });
+    rankProducts({ candidates, products: svc.products, columns: svc.columns, stores: svc.stores, request: body, now: NOW, settings: svc.settings });
     engineMs += t1 - t0;
     rankMs += performance.now() - t1;
   }

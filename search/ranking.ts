@@ -7,6 +7,7 @@
  * Formula, tiers and rules are written up in docs/search.md.
  */
 import { categoryKey, clamp01, tokenize, type Candidate, type EngineQuery } from "./engine.ts";
+import type { ProductColumns } from "./columns.ts";
 import { minorUnitExponent, toMajor, toMinor } from "./money.ts";
 import { DEFAULT_SEARCH_SETTINGS, DEFAULT_STOP_WORDS, type SearchSettings } from "./settings.ts";
 
@@ -497,6 +498,12 @@ export interface RankInput {
    * record with its id, no id is hashed; otherwise ranking looks every candidate up in `products`.
    */
   productsByRef?: ReadonlyArray<RankableProduct | undefined>;
+  /**
+   * Optional: the records and their rankable fields as columns by `Candidate.ref` (the search service's). When
+   * every candidate's ref holds its id there, the window is ranked from the columns and records are read only
+   * for the page (and for dedupe keys); otherwise as without it.
+   */
+  columns?: ProductColumns;
   stores: ReadonlyMap<string, StoreSnapshot>;
   request?: RankRequest;
   now: Date;
@@ -643,15 +650,23 @@ export class VersionedMap<K, V> extends Map<K, V> {
  * Store terms across requests, for store maps that count their writes (the search service's): per filter shape,
  * valid for one version of the map. Plain maps get a fresh table per request.
  */
-const storeTermsCache = new WeakMap<ReadonlyMap<string, StoreSnapshot>, { version: number; byShape: Map<string, Map<string, StoreTerms | null>> }>();
-function storeTermsTable(stores: ReadonlyMap<string, StoreSnapshot>, shape: string): Map<string, StoreTerms | null> {
-  if (!(stores instanceof VersionedMap)) return new Map();
+/** Store terms of one filter shape, by slug and (for the columns' dense path) by the columns' store index. */
+interface StoreTermsTable {
+  bySlug: Map<string, StoreTerms | null>;
+  byIndex: Array<StoreTerms | null | undefined>;
+  /** The columns whose store indices `byIndex` uses. */
+  columns: ProductColumns | null;
+}
+const storeTermsCache = new WeakMap<ReadonlyMap<string, StoreSnapshot>, { version: number; byShape: Map<string, StoreTermsTable> }>();
+const newTermsTable = (): StoreTermsTable => ({ bySlug: new Map(), byIndex: [], columns: null });
+function storeTermsTable(stores: ReadonlyMap<string, StoreSnapshot>, shape: string): StoreTermsTable {
+  if (!(stores instanceof VersionedMap)) return newTermsTable();
   let c = storeTermsCache.get(stores);
   if (!c || c.version !== stores.version) storeTermsCache.set(stores, (c = { version: stores.version, byShape: new Map() }));
   let table = c.byShape.get(shape);
   if (!table) {
     if (c.byShape.size > 200) c.byShape.clear();
-    c.byShape.set(shape, (table = new Map()));
+    c.byShape.set(shape, (table = newTermsTable()));
   }
   return table;
 }
@@ -698,10 +713,10 @@ export function rankProducts(input: RankInput): RankResult {
   const req = normalizeRequest(input.request);
   const f = req.filters;
   const w = settings.rankingWeights;
-  const { records, texts } = candidateRecords(input);
 
   const nowMs = input.now.getTime();
-  const storeTerms = storeTermsTable(input.stores, `${f.minTrustScore ?? ""}|${f.verificationLevel ?? ""}|${settings.deprioritizedPenalty}`);
+  const table = storeTermsTable(input.stores, `${f.minTrustScore ?? ""}|${f.verificationLevel ?? ""}|${settings.deprioritizedPenalty}`);
+  const storeTerms = table.bySlug;
   const termsOf = (slug: string): StoreTerms | null => {
     let t = storeTerms.get(slug);
     if (t === null || (t !== undefined && nowMs >= t.from && nowMs < t.until)) return t;
@@ -721,6 +736,11 @@ export function rankProducts(input: RankInput): RankResult {
     storeTerms.set(slug, t);
     return t;
   };
+  if (input.columns !== undefined) {
+    const dense = rankFromColumns(input, input.columns, table, termsOf, req, settings);
+    if (dense !== null) return dense;
+  }
+  const { records, texts } = candidateRecords(input);
   const wantCategory = f.category !== undefined ? categoryKey(f.category) : undefined;
   const bounds = new Map<string, [number, number]>();
   const boundsOf = (currency: string): [number, number] => {
@@ -777,6 +797,169 @@ export function rankProducts(input: RankInput): RankResult {
     limit: req.limit,
     totalPages: Math.ceil(total / req.limit),
   };
+}
+
+/** Scratch of the dense path by candidate position (ranking is synchronous, so one set serves every call). */
+let dRef = new Int32Array(1024);
+let dText = new Float64Array(1024);
+let dFinal = new Float64Array(1024);
+let dTrust = new Float64Array(1024);
+let dKey = new Float64Array(1024);
+const dTerms: StoreTerms[] = [];
+
+/**
+ * rankProducts over the columns: the same filters, arithmetic, orders and page as the record path, reading
+ * typed arrays by ref instead of a record per candidate. Null when a candidate's ref does not hold its id (no
+ * ref, a ref from before a reload, a ref reused since): the caller then takes the record path.
+ */
+function rankFromColumns(
+  input: RankInput,
+  cols: ProductColumns,
+  table: StoreTermsTable,
+  termsOf: (slug: string) => StoreTerms | null,
+  req: NormalizedRequest,
+  settings: SearchSettings,
+): RankResult | null {
+  const cands = input.candidates;
+  const ids = cols.ids;
+  const nRefs = ids.length;
+  if (dRef.length < cands.length) {
+    const n = Math.max(cands.length, dRef.length * 2);
+    dRef = new Int32Array(n);
+    dText = new Float64Array(n);
+    dFinal = new Float64Array(n);
+    dTrust = new Float64Array(n);
+    dKey = new Float64Array(n);
+  }
+  if (refSeen.length < 2 * nRefs) {
+    refSeen = new Int32Array(Math.max(2 * nRefs, refSeen.length * 2));
+    refEpoch = 0;
+  }
+  if (++refEpoch === 0x7fff_ffff) {
+    refSeen.fill(0);
+    refEpoch = 1;
+  }
+  // each ref once, with its best text score (engines return an id once; the rule matters for merged lists)
+  let n = 0;
+  for (let i = 0; i < cands.length; i++) {
+    const c = cands[i]!;
+    const ref = c.ref;
+    if (ref === undefined || !(ref < nRefs) || ids[ref] !== c.id) return null;
+    const seen = 2 * ref;
+    if (refSeen[seen] === refEpoch) {
+      const at = refSeen[seen + 1]!;
+      dText[at] = Math.max(dText[at]!, c.textScore);
+      continue;
+    }
+    refSeen[seen] = refEpoch;
+    refSeen[seen + 1] = n;
+    dRef[n] = ref;
+    dText[n] = c.textScore;
+    n++;
+  }
+
+  const f = req.filters;
+  const w = settings.rankingWeights;
+  const nowMs = input.now.getTime();
+  if (table.columns !== cols) {
+    table.columns = cols;
+    table.byIndex = [];
+  }
+  const byIndex = table.byIndex;
+  const slugs = cols.storeSlugs;
+  let wantCategory = -3; // no category filter
+  if (f.category !== undefined) {
+    const key = categoryKey(f.category);
+    wantCategory = key === null ? -1 : (cols.categoryIndex.get(key) ?? -2); // -2: no product has it
+  }
+  const priceFiltered = f.minPrice !== undefined || f.maxPrice !== undefined;
+  const lo: number[] = [];
+  const hi: number[] = [];
+  if (priceFiltered) {
+    for (const cur of cols.currencies) {
+      lo.push(f.minPrice !== undefined ? toMinor(f.minPrice, cur) : -Infinity);
+      hi.push(f.maxPrice !== undefined ? toMinor(f.maxPrice, cur) : Infinity);
+    }
+  }
+  const byPrice = req.sort === "price_asc" || req.sort === "price_desc";
+  const newest = req.sort === "newest";
+  const { store: storeCol, inStock: stockCol, category: catCol, priceMinor, currency: curCol, createdMs, currencyScale } = cols;
+  // filter and score in place: positions [0, kept) are the ranked candidates
+  let kept = 0;
+  for (let i = 0; i < n; i++) {
+    const ref = dRef[i]!;
+    const si = storeCol[ref]!;
+    let st = byIndex[si];
+    if (st === undefined || (st !== null && !(nowMs >= st.from && nowMs < st.until))) byIndex[si] = st = termsOf(slugs[si]!);
+    if (st === null) continue;
+    const inStock = stockCol[ref] === 1;
+    if (f.inStock && !inStock) continue;
+    if (wantCategory !== -3 && catCol[ref] !== wantCategory) continue;
+    if (priceFiltered) {
+      const cur = curCol[ref]!;
+      const price = priceMinor[ref]!;
+      if (price < lo[cur]! || price > hi[cur]!) continue;
+    }
+    const textScore = dText[i]!;
+    const text = clamp01(textScore);
+    const base = text * w.text + st.trust * w.trust + st.freshness * w.freshness + (inStock ? 1 : 0) * w.inStock;
+    dRef[kept] = ref;
+    dText[kept] = textScore;
+    dFinal[kept] = base * st.multiplier;
+    dTrust[kept] = st.trust;
+    dKey[kept] = byPrice ? priceMinor[ref]! / currencyScale[curCol[ref]!]! : newest ? createdMs[ref]! : 0;
+    dTerms[kept] = st;
+    kept++;
+  }
+
+  const idKey = cols.idKey;
+  const ref = dRef;
+  const final = dFinal;
+  const trust = dTrust;
+  const key = dKey;
+  const byId = (a: number, b: number): number => {
+    const d = idKey[ref[a]!]! - idKey[ref[b]!]!;
+    if (d !== 0) return d;
+    const ia = ids[ref[a]!]!;
+    const ib = ids[ref[b]!]!;
+    return ia < ib ? -1 : ia > ib ? 1 : 0;
+  };
+  const relevance = (a: number, b: number): number => final[b]! - final[a]! || trust[b]! - trust[a]! || byId(a, b);
+  const cmp: (a: number, b: number) => number =
+    req.sort === "price_asc"
+      ? (a, b) => key[a]! - key[b]! || relevance(a, b)
+      : req.sort === "price_desc"
+        ? (a, b) => key[b]! - key[a]! || relevance(a, b)
+        : req.sort === "trust_score"
+          ? (a, b) => trust[b]! - trust[a]! || relevance(a, b)
+          : newest
+            ? (a, b) => key[b]! - key[a]! || relevance(a, b)
+            : relevance;
+
+  // dedupe: the best position per title key (relevance is a total order, so visiting order does not matter)
+  let survivors: number[] | null = null;
+  if (req.deduplicate) {
+    const keepBy = new Map<string, number>();
+    for (let i = 0; i < kept; i++) {
+      const p = cols.records[ref[i]!]!;
+      const k = cachedDedupeKey(p, settings.stopWords) || `\u0000${p.id}`;
+      const cur = keepBy.get(k);
+      if (cur === undefined || relevance(i, cur) < 0) keepBy.set(k, i);
+    }
+    survivors = [...keepBy.values()];
+  }
+  const total = survivors === null ? kept : survivors.length;
+  const start = (req.page - 1) * req.limit;
+  let page: number[] = [];
+  if (start < total) {
+    const top = new TopK<number>(start + req.limit, cmp);
+    if (survivors === null) for (let i = 0; i < kept; i++) top.push(i);
+    else for (const i of survivors) top.push(i);
+    page = top.sorted().slice(start);
+  }
+  const items = page.map((i) => rankedProduct(cols.records[ref[i]!]!, dTerms[i]!.store, dText[i]!, input.now, settings));
+  dTerms.length = 0;
+  return { items, total, page: req.page, limit: req.limit, totalPages: Math.ceil(total / req.limit) };
 }
 
 function rankedProduct(p: RankableProduct, store: StoreSnapshot, textScore: number, now: Date, settings: SearchSettings): RankedProduct {

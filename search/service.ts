@@ -11,6 +11,7 @@ import type { Sql } from "../infra/db.ts";
 import { fail } from "../actors/runtime/errors.ts";
 import { listStores, storeSnapshot } from "../actors/store/reads.ts";
 import { storeFromRow, type StoreRow } from "../actors/store/schemas.ts";
+import { ProductColumns } from "./columns.ts";
 import type { SearchDoc, SearchEngine } from "./engine.ts";
 import {
   allowedStoreSlugs,
@@ -94,13 +95,18 @@ export class SearchService {
   private allowCacheVersion = -1;
   readonly products = new Map<string, RankableProduct>();
   /**
-   * The same records by a dense ref given to the engine with each document (SearchDoc.ref) and handed back on its
-   * candidates: ranking 1,000 candidates by hashing their ids into a 100k-entry map was a third of ranking.
-   * A product keeps its ref while the service lives (refs of removed products are not reused, so a stale one can
-   * only miss, never point at another product); a full reload starts over.
+   * Ranking's inputs by a dense ref given to the engine with each document (SearchDoc.ref) and handed back on its
+   * candidates: the records and typed columns of their rankable fields (search/columns.ts), so ranking 1,000
+   * candidates neither hashes ids into a 100k-entry map nor reads a record per candidate.
+   * A removed product's ref is reused by a later product once the engine has dropped the document (so the
+   * columns stay as large as the live catalog under churn); ranking trusts a candidate's ref only when the
+   * columns hold the candidate's own id there, so a stale ref can only miss, never point at another product.
    */
-  readonly productsByRef: Array<RankableProduct | undefined> = [];
+  readonly columns = new ProductColumns();
   private refs = new Map<string, number>();
+  /** Refs free for reuse, and refs of products forgotten whose engine removal has not completed yet. */
+  private freeRefs: number[] = [];
+  private pendingRefs: number[] = [];
   private currencyCounts = new Map<string, number>();
   settings: SearchSettings;
   settingsVersion = 0;
@@ -113,6 +119,16 @@ export class SearchService {
     settings: SearchSettings = DEFAULT_SEARCH_SETTINGS,
   ) {
     this.settings = settings;
+  }
+
+  /** The product records by ref (undefined where the ref is free). */
+  get productsByRef(): ReadonlyArray<RankableProduct | undefined> {
+    return this.columns.records;
+  }
+
+  /** Refs handed out, live or free: bounded by the largest live catalog, not by every id ever seen. */
+  get refCapacity(): number {
+    return this.columns.size;
   }
 
   get currencies(): string[] {
@@ -130,8 +146,10 @@ export class SearchService {
     // inactive rows. The embedded index is this process's own, so it starts empty.
     if (this.engine.name !== "meilisearch") await this.engine.clear();
     this.products.clear();
-    this.productsByRef.length = 0;
+    this.columns.reset();
     this.refs.clear();
+    this.freeRefs = [];
+    this.pendingRefs = [];
     this.currencyCounts.clear();
     const pageSize = opts.pageSize ?? 5000;
     let after = "00000000-0000-0000-0000-000000000000";
@@ -163,14 +181,23 @@ export class SearchService {
 
   private refFor(id: string): number {
     let ref = this.refs.get(id);
-    if (ref === undefined) this.refs.set(id, (ref = this.refs.size));
+    if (ref === undefined) this.refs.set(id, (ref = this.freeRefs.pop() ?? this.columns.size));
     return ref;
   }
 
   private forget(id: string): void {
     this.products.delete(id);
     const ref = this.refs.get(id);
-    if (ref !== undefined) this.productsByRef[ref] = undefined;
+    if (ref === undefined) return;
+    this.refs.delete(id);
+    this.columns.unset(ref);
+    this.pendingRefs.push(ref);
+  }
+
+  /** After the engine has removed the forgotten documents: their refs may serve new products. */
+  private releaseRefs(): void {
+    for (const r of this.pendingRefs) this.freeRefs.push(r);
+    this.pendingRefs = [];
   }
 
   private track(p: RankableProduct | undefined, delta: 1 | -1): void {
@@ -212,7 +239,7 @@ export class SearchService {
       this.track(this.products.get(r.id), -1);
       this.products.set(r.id, rp);
       const ref = this.refFor(r.id);
-      this.productsByRef[ref] = rp;
+      this.columns.set(ref, rp);
       this.track(rp, 1);
       docs.push({
         id: r.id,
@@ -232,6 +259,7 @@ export class SearchService {
     }
     if (docs.length) await this.engine.upsert(docs);
     if (gone.length) await this.engine.remove(gone);
+    this.releaseRefs();
   }
 
   /** Re-reads the named products (a `catalog.changed` event); ids no longer in the table are removed. */
@@ -241,13 +269,18 @@ export class SearchService {
     const found = new Set(rows.map((r) => r.id));
     const missing = ids.filter((id) => !found.has(id));
     await this.applyRows(rows);
-    if (missing.length) {
-      for (const id of missing) {
-        this.track(this.products.get(id), -1);
-        this.forget(id);
-      }
-      await this.engine.remove(missing);
+    await this.removeProducts(missing);
+  }
+
+  /** Drops products that are no longer in the table, from the snapshot and the engine. */
+  async removeProducts(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    for (const id of ids) {
+      this.track(this.products.get(id), -1);
+      this.forget(id);
     }
+    await this.engine.remove([...ids]);
+    this.releaseRefs();
   }
 
   async refreshStore(sql: Sql, slug: string): Promise<void> {
@@ -333,7 +366,7 @@ export class SearchService {
     const engineQuery = engineQueryFor(q.query, q, this.allowedSlugs(q), this.settings, this.currencies);
     engineQuery.unordered = true; // rankProducts orders the window
     const candidates = await this.engine.query(engineQuery);
-    const result = rankProducts({ candidates, products: this.products, productsByRef: this.productsByRef, stores: this.stores, request: q, now, settings: this.settings });
+    const result = rankProducts({ candidates, products: this.products, columns: this.columns, stores: this.stores, request: q, now, settings: this.settings });
     const tookMs = Math.round((performance.now() - started) * 100) / 100;
     return {
       products: result.items.map((p) => displaySummary(toProductSummary(p))),
@@ -396,7 +429,7 @@ export class SearchService {
     const ranked = rankProducts({
       candidates: candidates.filter((c) => c.id !== source.id),
       products: this.products,
-      productsByRef: this.productsByRef,
+      columns: this.columns,
       stores: othersMap,
       request: req,
       now,

@@ -20,6 +20,7 @@ import {
   type StoreSnapshot,
   VersionedMap,
 } from "../../search/ranking.ts";
+import { ProductColumns } from "../../search/columns.ts";
 import { SearchService } from "../../search/service.ts";
 import { resolveSearchSettings } from "../../search/settings.ts";
 
@@ -336,6 +337,143 @@ describe("candidate refs", () => {
     await svc.applyRows([row(2, "Oak Lamp", false), row(3, "Pine Lamp")]);
     expect(await titles("lamp")).toEqual(["Pine Lamp", "Walnut Lamp Deluxe"]);
     expect(svc.productsByRef.filter((p) => p !== undefined).map((p) => p!.id).sort()).toEqual([uuid(1), uuid(3)]);
+  });
+});
+
+describe("ranking from the columns", () => {
+  const NOW = new Date("2025-06-01T12:00:00.000Z");
+  const stores: StoreSnapshot[] = ["s1", "s2", "s3", "s4", "s5"].map((slug, i) => ({
+    slug,
+    name: slug,
+    trustScore: [0.9, 0.6, 0.4, 0.75, 0.2][i]!, // s5 is not eligible
+    verificationLevel: i === 1 ? "PREMIUM" : "STANDARD",
+    storeStatus: i === 2 ? "deprioritized" : "active",
+    lastSyncAt: i === 3 ? null : new Date(NOW.getTime() - [2, 30, 8, 0, 100][i]! * 3_600_000).toISOString(),
+    euQualified: false,
+  }));
+  const r = rng(11);
+  const titles = ["Lamp Pro", "pro lamp", "Desk Lamp", "Yoga Mat", "mat yoga", "Skillet", "!!!"];
+  const hex = () => Math.floor(r() * 16).toString(16);
+  const categories = [null, "Home & Kitchen", "home kitchen", "Sports", "!!!"];
+  const products: RankableProduct[] = Array.from({ length: 600 }, (_, i) => ({
+    // random ids (the order key decides) and ids sharing their first characters (the strings decide)
+    id: i % 3 === 0 ? uuid(i + 1) : Array.from({ length: 32 }, hex).join(""),
+    storeSlug: stores[i % 5]!.slug,
+    title: titles[Math.floor(r() * titles.length)]!,
+    description: "",
+    priceMinor: Math.floor(r() * 50) * 100,
+    compareAtPriceMinor: null,
+    currency: i % 7 === 0 ? "JPY" : i % 11 === 0 ? "KWD" : "EUR",
+    inStock: r() < 0.7,
+    imageUrl: null,
+    category: categories[Math.floor(r() * categories.length)]!,
+    createdAt: new Date(Date.UTC(2025, 0, 1 + Math.floor(r() * 30))).toISOString(),
+  }));
+  const productMap = new Map(products.map((p) => [p.id, p]));
+  const columns = new ProductColumns();
+  products.forEach((p, i) => columns.set(i * 2 + 1, p));
+  // text scores with many ties, so the id tie-break decides often
+  const candidates: Candidate[] = products.map((p, i) => ({ id: p.id, textScore: Math.round(r() * 5) / 5, ref: i * 2 + 1 }));
+  const requests: Array<Record<string, unknown>> = [];
+  for (const sort of ["relevance", "price_asc", "price_desc", "trust_score", "newest"]) {
+    for (const filters of [
+      { inStock: false },
+      {},
+      { category: "home kitchen" },
+      { category: "!!!", inStock: false },
+      { category: "Garden" },
+      { minPrice: 10, maxPrice: 30, inStock: false },
+      { maxPrice: 2000 },
+      { minTrustScore: 0.7, verificationLevel: "PREMIUM" },
+    ]) {
+      for (const [page, limit, deduplicate] of [[1, 20, false], [2, 7, true], [1, 100, false], [30, 10, false]] as const) {
+        requests.push({ sort, filters, page, limit, deduplicate });
+      }
+    }
+  }
+
+  test("every request ranks the same from the columns as from the records, for versioned and plain store maps", () => {
+    for (const storeMap of [new VersionedMap(stores.map((s) => [s.slug, s])), new Map(stores.map((s) => [s.slug, s]))]) {
+      for (const request of requests) {
+        for (const now of [NOW, new Date(NOW.getTime() + 5 * 3_600_000)]) {
+          const want = rankProducts({ candidates: candidates.map((c) => ({ id: c.id, textScore: c.textScore })), products: productMap, stores: storeMap, request, now });
+          const got = rankProducts({ candidates, products: productMap, columns, stores: storeMap, request, now });
+          expect(got).toEqual(want);
+        }
+      }
+    }
+  });
+
+  test("duplicates keep their best text score; a ref that does not hold the candidate's id sends the request down the record path", () => {
+    const storeMap = new VersionedMap(stores.map((s) => [s.slug, s]));
+    const dup = [...candidates, { ...candidates[8]!, textScore: 1 }, { ...candidates[10]!, textScore: 0 }];
+    const stale = candidates.map((c, i) => (i === 3 ? { ...c, ref: 1 } : c));
+    const missing = candidates.map((c, i) => (i === 5 ? { id: c.id, textScore: c.textScore } : c));
+    const outOfRange = candidates.map((c, i) => (i === 6 ? { ...c, ref: 1_000_000 } : c));
+    for (const request of requests.filter((_, i) => i % 9 === 0)) {
+      for (const cands of [dup, stale, missing, outOfRange]) {
+        const want = rankProducts({ candidates: cands.map((c) => ({ id: c.id, textScore: c.textScore })), products: productMap, stores: storeMap, request, now: NOW });
+        expect(rankProducts({ candidates: cands, products: productMap, columns, stores: storeMap, request, now: NOW })).toEqual(want);
+      }
+    }
+  });
+
+  test("a store write or a freshness tier boundary is seen by the cached per-store terms", () => {
+    const storeMap = new VersionedMap(stores.map((s) => [s.slug, s]));
+    const request = { filters: { inStock: false }, limit: 100 };
+    const rank = (now: Date) => rankProducts({ candidates, products: productMap, columns, stores: storeMap, request, now });
+    const record = (now: Date) => rankProducts({ candidates: candidates.map((c) => ({ id: c.id, textScore: c.textScore })), products: productMap, stores: storeMap, request, now });
+    rank(NOW);
+    storeMap.set("s1", { ...stores[0]!, trustScore: 0.5, storeStatus: "deprioritized" });
+    expect(rank(NOW)).toEqual(record(NOW));
+    // s1 synced 2 h before NOW: fresh until 6 h, good after
+    const later = new Date(NOW.getTime() + 4 * 3_600_000 + 1000);
+    expect(rank(later)).toEqual(record(later));
+    expect(rank(later).items.find((p) => p.merchant.slug === "s1")?.freshnessTier).toBe("good");
+  });
+});
+
+describe("search service refs under churn", () => {
+  test("refs of removed products are reused, so memory follows the live catalog, and a reused ref never finds the old product", async () => {
+    const svc = new SearchService(createEmbeddedEngine());
+    const now = new Date();
+    svc.stores.set("s", { slug: "s", name: "s", trustScore: 0.8, verificationLevel: "STANDARD", storeStatus: "active", lastSyncAt: now.toISOString(), euQualified: false });
+    const row = (n: number, title: string, active = true) => ({
+      id: uuid(n), store_slug: "s", title, description: "", brand: null, category: null, tags: [], price_minor: 1000,
+      compare_at_price_minor: null, currency: "EUR", in_stock: true, images: [], active, created_at: now, updated_at: now,
+    });
+    await svc.applyRows(Array.from({ length: 100 }, (_, i) => row(i, `Lamp ${i}`)));
+    expect(svc.refCapacity).toBe(100);
+    // 30 rounds: 40 products deleted (inactive rows or gone from the table), 40 new ids added
+    let next = 100;
+    let live = Array.from({ length: 100 }, (_, i) => i);
+    for (let round = 0; round < 30; round++) {
+      const gone = live.slice(0, 40);
+      live = live.slice(40);
+      const added = Array.from({ length: 40 }, () => next++);
+      if (round % 2 === 0) await svc.applyRows([...gone.map((n) => row(n, `Lamp ${n}`, false)), ...added.map((n) => row(n, `Lamp ${n}`))]);
+      else {
+        // ids no longer in the table (refreshProducts)
+        await svc.applyRows(added.map((n) => row(n, `Lamp ${n}`)));
+        await svc.removeProducts(gone.map(uuid));
+      }
+      live.push(...added);
+    }
+    // without reuse: 100 + 30 × 40 = 1,300 refs
+    expect(svc.refCapacity).toBeLessThanOrEqual(140);
+    expect(svc.products.size).toBe(100);
+    const found = (await svc.search({ query: "lamp", limit: 100 }, now)).products.map((p) => p.id).sort();
+    expect(found).toEqual(live.map(uuid).sort());
+    // a candidate list taken before a removal, ranked after its ref went to another product: the old id is dropped
+    const before = await svc.engine.query({ text: "lamp", window: 1000 });
+    const victim = before.find((c) => c.id === uuid(live[0]!))!;
+    await svc.applyRows([row(live[0]!, "x", false)]);
+    await svc.applyRows([row(next, "Lamp new")]);
+    expect(svc.productsByRef[victim.ref!]?.id).toBe(uuid(next));
+    const ranked = rankProducts({ candidates: before, products: svc.products, columns: svc.columns, stores: svc.stores, request: { limit: 100 }, now });
+    expect(ranked.items.map((p) => p.id)).not.toContain(uuid(live[0]!));
+    expect(ranked.items.map((p) => p.id)).not.toContain(uuid(next));
+    expect(ranked.total).toBe(99);
   });
 });
 

@@ -1,0 +1,109 @@
+/**
+ * Ranking's per-product inputs as dense columns by the search service's product ref (SearchDoc.ref), kept per
+ * snapshot beside the product records. Ranking a 1,000-candidate window read one record object per candidate
+ * (a cache miss each, the largest part of ranking on a busy machine); from these columns it reads typed arrays
+ * and touches records only for the page's summaries and for dedupe keys.
+ *
+ * Refs are reused after their product is gone (so the columns stay as large as the catalog under churn, not as
+ * large as every id ever seen): a candidate is trusted to its ref only when `ids[ref]` is the candidate's own id
+ * string (the engine hands back the very string the service gave it, so the check is a pointer comparison).
+ */
+import { categoryKey } from "./engine.ts";
+import { idOrderKey } from "./embedded.ts";
+import { minorUnitExponent } from "./money.ts";
+import type { RankableProduct } from "./ranking.ts";
+
+function grown<T extends Int32Array | Uint8Array | Float64Array>(a: T, min: number): T {
+  if (a.length >= min) return a;
+  const next = new (a.constructor as new (n: number) => T)(Math.max(min, a.length * 2, 1024));
+  next.set(a);
+  return next;
+}
+
+export class ProductColumns {
+  /** The record per ref (undefined once its product is gone). */
+  readonly records: Array<RankableProduct | undefined> = [];
+  /** The product id per ref ("" once gone): the candidate check. */
+  readonly ids: string[] = [];
+  /** idOrderKey of the id: orders ids as their strings do wherever two keys differ. */
+  idKey = new Float64Array(0);
+  /** Index into `storeSlugs`. */
+  store = new Int32Array(0);
+  inStock = new Uint8Array(0);
+  /** Index into `categoryKeys` of the product's category key, -1 when it has none. */
+  category = new Int32Array(0);
+  priceMinor = new Float64Array(0);
+  /** Index into `currencies`. */
+  currency = new Int32Array(0);
+  /** Date.parse(createdAt) || 0, for sort=newest. */
+  createdMs = new Float64Array(0);
+
+  readonly storeSlugs: string[] = [];
+  readonly storeIndex = new Map<string, number>();
+  readonly categoryKeys: string[] = [];
+  readonly categoryIndex = new Map<string, number>();
+  readonly currencies: string[] = [];
+  /** 10 ** minorUnitExponent(currency), per currency index (major price = minor / this, as toMajor computes it). */
+  readonly currencyScale: number[] = [];
+  private readonly currencyIndex = new Map<string, number>();
+
+  private intern(map: Map<string, number>, list: string[], key: string): number {
+    let i = map.get(key);
+    if (i === undefined) {
+      map.set(key, (i = list.length));
+      list.push(key);
+    }
+    return i;
+  }
+
+  private ensure(n: number): void {
+    if (this.idKey.length >= n) return;
+    this.idKey = grown(this.idKey, n);
+    this.store = grown(this.store, n);
+    this.inStock = grown(this.inStock, n);
+    this.category = grown(this.category, n);
+    this.priceMinor = grown(this.priceMinor, n);
+    this.currency = grown(this.currency, n);
+    this.createdMs = grown(this.createdMs, n);
+  }
+
+  set(ref: number, p: RankableProduct): void {
+    this.ensure(ref + 1);
+    while (this.records.length <= ref) {
+      this.records.push(undefined);
+      this.ids.push("");
+    }
+    this.records[ref] = p;
+    this.ids[ref] = p.id;
+    this.idKey[ref] = idOrderKey(p.id);
+    this.store[ref] = this.intern(this.storeIndex, this.storeSlugs, p.storeSlug);
+    this.inStock[ref] = p.inStock ? 1 : 0;
+    const key = p.category === null ? null : categoryKey(p.category);
+    this.category[ref] = key === null ? -1 : this.intern(this.categoryIndex, this.categoryKeys, key);
+    this.priceMinor[ref] = p.priceMinor;
+    let c = this.currencyIndex.get(p.currency);
+    if (c === undefined) {
+      this.currencyIndex.set(p.currency, (c = this.currencies.length));
+      this.currencies.push(p.currency);
+      this.currencyScale.push(10 ** minorUnitExponent(p.currency));
+    }
+    this.currency[ref] = c;
+    this.createdMs[ref] = Date.parse(p.createdAt) || 0;
+  }
+
+  unset(ref: number): void {
+    if (ref >= this.records.length) return;
+    this.records[ref] = undefined;
+    this.ids[ref] = "";
+  }
+
+  reset(): void {
+    this.records.length = 0;
+    this.ids.length = 0;
+  }
+
+  /** Refs the columns cover (live or free). */
+  get size(): number {
+    return this.records.length;
+  }
+}
