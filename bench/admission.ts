@@ -16,6 +16,8 @@
  * figure: other processes slow it down but do not add to it.
  *
  * Run: `bun bench/admission.ts` (or `bun run bench admission`). BENCH_SECONDS per run (default 5), BENCH_ROUNDS.
+ * BENCH_WRK=0 skips the wrk runs (in-process figures only: quick before/after pairs on a shared machine);
+ * BENCH_IN_PROCESS_ROUNDS (default 5) sets how many in-process rounds the median is taken of.
  */
 import { loadavg } from "node:os";
 import { Elysia } from "elysia";
@@ -80,35 +82,37 @@ try {
     "end",
   ].join("\n");
 
-  await wrk("warm-up", `${running.url}/bench/plain`, { durationSec: 2 });
-  await wrk("warm-up", `${running.url}/bench/admitted`, { durationSec: 2, script });
-  // Server CPU per request beside req/s: wrk runs in its own process, so this process's CPU during a run is the
-  // server's work, which other load on a shared machine slows down but does not inflate.
-  const cpu = new Map<string, number[]>();
-  const measured = async (label: string, run: () => Promise<LoadResult>) => {
-    const c0 = process.cpuUsage();
-    const r = await run();
-    const c = process.cpuUsage(c0);
-    const perReq = (c.user + c.system) / Math.max(1, r.rps * durationSec);
-    cpu.set(label, [...(cpu.get(label) ?? []), perReq]);
-    return r;
-  };
-  const [baseline, plain, admitted] = await interleaved(rounds, [
-    { label: "bare", run: () => measured("bare", () => wrk("bare Bun.serve", bare.url, { durationSec })) },
-    { label: "plain", run: () => measured("plain", () => wrk("GET /bench/plain (gateway, no auth, no limits)", `${running.url}/bench/plain`, { durationSec })) },
-    {
-      label: "admitted",
-      run: () => measured("admitted", () => wrk("GET /bench/admitted (agent key + rate admission)", `${running.url}/bench/admitted`, { durationSec, script })),
-    },
-  ]);
-  console.log(`${machineLine()}, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}, median of ${rounds} interleaved rounds of ${durationSec} s`);
-  report("admission", baseline!, [plain!, admitted!]);
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const cpuPlain = median(cpu.get("plain")!);
-  const cpuAdmitted = median(cpu.get("admitted")!);
-  console.log(`\nserver CPU per request (median round): bare ${median(cpu.get("bare")!).toFixed(1)} µs, plain ${cpuPlain.toFixed(1)} µs, admitted ${cpuAdmitted.toFixed(1)} µs`);
-  const cost = 1 - admitted!.rps / plain!.rps;
-  console.log(`admission cost: ${(cost * 100).toFixed(1)}% of the no-auth route's throughput (goal <= 25%); by server CPU per request ${((1 - cpuPlain / cpuAdmitted) * 100).toFixed(1)}%`);
+  if (process.env.BENCH_WRK !== "0") {
+    await wrk("warm-up", `${running.url}/bench/plain`, { durationSec: 2 });
+    await wrk("warm-up", `${running.url}/bench/admitted`, { durationSec: 2, script });
+    // Server CPU per request beside req/s: wrk runs in its own process, so this process's CPU during a run is the
+    // server's work, which other load on a shared machine slows down but does not inflate.
+    const cpu = new Map<string, number[]>();
+    const measured = async (label: string, run: () => Promise<LoadResult>) => {
+      const c0 = process.cpuUsage();
+      const r = await run();
+      const c = process.cpuUsage(c0);
+      const perReq = (c.user + c.system) / Math.max(1, r.rps * durationSec);
+      cpu.set(label, [...(cpu.get(label) ?? []), perReq]);
+      return r;
+    };
+    const [baseline, plain, admitted] = await interleaved(rounds, [
+      { label: "bare", run: () => measured("bare", () => wrk("bare Bun.serve", bare.url, { durationSec })) },
+      { label: "plain", run: () => measured("plain", () => wrk("GET /bench/plain (gateway, no auth, no limits)", `${running.url}/bench/plain`, { durationSec })) },
+      {
+        label: "admitted",
+        run: () => measured("admitted", () => wrk("GET /bench/admitted (agent key + rate admission)", `${running.url}/bench/admitted`, { durationSec, script })),
+      },
+    ]);
+    console.log(`${machineLine()}, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}, median of ${rounds} interleaved rounds of ${durationSec} s`);
+    report("admission", baseline!, [plain!, admitted!]);
+    const cpuPlain = median(cpu.get("plain")!);
+    const cpuAdmitted = median(cpu.get("admitted")!);
+    console.log(`\nserver CPU per request (median round): bare ${median(cpu.get("bare")!).toFixed(1)} µs, plain ${cpuPlain.toFixed(1)} µs, admitted ${cpuAdmitted.toFixed(1)} µs`);
+    const cost = 1 - admitted!.rps / plain!.rps;
+    console.log(`admission cost: ${(cost * 100).toFixed(1)}% of the no-auth route's throughput (goal <= 25%); by server CPU per request ${((1 - cpuPlain / cpuAdmitted) * 100).toFixed(1)}%`);
+  }
 
   // In-process: the same app the server runs, called with app.handle (ip "unknown": there is no socket).
   const app = createApp(running.services, [routes]);
@@ -135,13 +139,14 @@ try {
   await perRequestCpu("/bench/admitted", true, IN_PROCESS_N);
   const inPlain: number[] = [];
   const inAdmitted: number[] = [];
-  for (let r = 0; r < 5; r++) {
+  const inRounds = Number(process.env.BENCH_IN_PROCESS_ROUNDS ?? 5);
+  for (let r = 0; r < inRounds; r++) {
     inPlain.push(await perRequestCpu("/bench/plain", false, IN_PROCESS_N));
     inAdmitted.push(await perRequestCpu("/bench/admitted", true, IN_PROCESS_N));
   }
   const ip = median(inPlain);
   const ia = median(inAdmitted);
-  console.log(`in-process (app.handle, batches of ${BATCH}), CPU per request, median of 5 rounds: plain ${ip.toFixed(1)} µs, admitted ${ia.toFixed(1)} µs; admission ${(ia - ip).toFixed(1)} µs = ${((1 - ip / ia) * 100).toFixed(1)}% of the admitted request`);
+  console.log(`in-process (app.handle, batches of ${BATCH}), CPU per request, median of ${inRounds} rounds: plain ${ip.toFixed(1)} µs, admitted ${ia.toFixed(1)} µs; admission ${(ia - ip).toFixed(1)} µs = ${((1 - ip / ia) * 100).toFixed(1)}% of the admitted request`);
 } finally {
   bare.stop();
   await running.stop();

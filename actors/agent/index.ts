@@ -189,7 +189,7 @@ export const agentActor = defineActor({
      * comes before the route check so a refused call (403) still counts against the key's limits and carries
      * rate headers; the refusal is returned as `denied` (not thrown) so the gateway can still set them.
      */
-    async authorize(ctx, m) {
+    authorize(ctx, m) {
       const key = ctx.state.key;
       const mem = agentMemory(ctx.memory);
       // Compare even when there is no key, so timing does not reveal which prefixes exist.
@@ -241,12 +241,12 @@ export const agentActor = defineActor({
     },
 
     /** Admission only (buckets this key owns), for callers already authenticated. */
-    async admit(ctx, m) {
+    admit(ctx, m) {
       const result = agentMemory(ctx.memory).table.admit(m.buckets);
       return { allowed: result.allowed, rate: rateView(result) };
     },
 
-    async get(ctx) {
+    get(ctx) {
       if (!ctx.state.key) throw fail("not_found", "no such key");
       return view(ctx.state.key);
     },

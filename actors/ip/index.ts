@@ -22,12 +22,12 @@ export const ipActor = defineActor({
   initialState: () => ({}),
   messages: { admit: T.Object({ buckets: T.Array(BucketSpecSchema) }), release: Release },
   handlers: {
-    async admit(ctx, m) {
+    admit(ctx, m) {
       const consumedAt = Date.now();
       const result = table(ctx.memory).admit(m.buckets);
       return { allowed: result.allowed, rate: rateView(result), consumedAt };
     },
-    async release(ctx, m) {
+    release(ctx, m) {
       table(ctx.memory).release(m.buckets, m.consumedAt);
       return null;
     },

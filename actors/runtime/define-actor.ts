@@ -55,7 +55,11 @@ export interface ActorContext<S> extends ActorCaller {
   publish(topic: string, event: unknown): void;
 }
 
-export type Handler<S, B, R> = (ctx: ActorContext<S>, body: B) => Promise<R>;
+/**
+ * A handler may return its reply directly: a read-only (reentrant) handler that does not await is then answered
+ * without a promise hop (the in-process bus hands the reply back at once).
+ */
+export type Handler<S, B, R> = (ctx: ActorContext<S>, body: B) => R | Promise<R>;
 
 export interface ActorDefinition<S, M extends MessageSchemas, H extends { [K in keyof M]: Handler<S, Static<M[K]>, unknown> }> {
   kind: string;

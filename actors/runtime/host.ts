@@ -8,7 +8,7 @@ import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import type { TSchema } from "@sinclair/typebox";
 import type { Sql } from "../../infra/db.ts";
 import { log as rootLog, type Logger } from "../../infra/log.ts";
-import { actorFencingConflicts, actorMessages, actorTurnDuration, registerActorStats } from "../../infra/metrics.ts";
+import { actorFencingConflicts, recordTurn, registerActorStats, turnStatsFor, type TurnStats } from "../../infra/metrics.ts";
 import type { Transport } from "../transport/transport.ts";
 import { systemClock, type Clock } from "./clock.ts";
 import type { ActorCaller, ActorContext, AnyActorDefinition } from "./define-actor.ts";
@@ -46,6 +46,11 @@ class Activation {
   presumedNew = false;
   lastUsed = Date.now();
   ready!: Promise<void>;
+  /** True once `ready` has resolved: read-only turns then run at once, without a promise hop. */
+  loaded = false;
+  /** The context read-only turns inherit from (built on the first one; each turn adds only its msgId). */
+  readOnlyCtx?: ActorContext<unknown>;
+  logger?: Logger;
   constructor(
     readonly def: AnyActorDefinition,
     readonly id: string,
@@ -54,23 +59,16 @@ class Activation {
 
 class StaleVersion extends Error {}
 
-/** Metric children resolved once per (kind, outcome): label lookups per turn cost more than the turn's own work. */
-const metricChildren = new Map<string, { record(seconds: number): void }>();
-function turnMetrics(kind: string, outcome: string) {
-  const key = `${kind}\u0000${outcome}`;
-  let m = metricChildren.get(key);
-  if (!m) {
-    const duration = actorTurnDuration.labels(kind);
-    const count = actorMessages.labels(kind, outcome);
-    m = {
-      record(seconds: number) {
-        duration.observe(seconds);
-        count.inc();
-      },
-    };
-    metricChildren.set(key, m);
-  }
-  return m;
+/** Per-kind turn counters (plain numbers, handed to prom-client at scrape time: infra/metrics.ts). */
+const statsByKind = new Map<string, TurnStats>();
+function recordTurnOf(kind: string, outcome: string, seconds: number): void {
+  let s = statsByKind.get(kind);
+  if (!s) statsByKind.set(kind, (s = turnStatsFor(kind)));
+  recordTurn(s, outcome, seconds);
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof v === "object" && v !== null && typeof (v as { then?: unknown }).then === "function";
 }
 
 export interface HostOptions {
@@ -87,6 +85,7 @@ export interface HostOptions {
 export class ActorHost {
   private readonly defs = new Map<string, AnyActorDefinition>();
   private readonly checks = new Map<string, Map<string, TypeCheck<TSchema>>>();
+  private readonly reentrant = new Map<string, ReadonlySet<string>>();
   private readonly activations = new Map<string, Activation>();
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -104,11 +103,12 @@ export class ActorHost {
       const m = new Map<string, TypeCheck<TSchema>>();
       for (const [type, schema] of Object.entries(def.messages)) m.set(type, TypeCompiler.Compile(schema as TSchema));
       this.checks.set(def.kind, m);
+      this.reentrant.set(def.kind, new Set<string>(def.reentrant ?? []));
     }
   }
 
   async start(): Promise<void> {
-    for (const kind of this.defs.keys()) await this.opts.transport.serve(kind, (env) => this.dispatch(env));
+    for (const kind of this.defs.keys()) await this.opts.transport.serve(kind, (env) => this.receive(env));
     const idle = this.opts.idleMs ?? 5 * 60_000;
     this.sweepTimer = setInterval(() => this.passivateIdle(idle), Math.max(50, Math.floor(idle / 2)));
     this.unregisterStats = registerActorStats({
@@ -155,22 +155,29 @@ export class ActorHost {
   }
 
   dispatch(env: RequestEnvelope): Promise<ReplyEnvelope> {
+    const r = this.receive(env);
+    return r instanceof Promise ? r : Promise.resolve(r);
+  }
+
+  /**
+   * `dispatch` as the transport calls it: a reply that is ready at once (a refused envelope, a read-only turn of a
+   * loaded activation whose handler returned without awaiting) comes back as a value, not a promise.
+   */
+  receive(env: RequestEnvelope): ReplyEnvelope | Promise<ReplyEnvelope> {
     const def = this.defs.get(env.kind);
-    if (!def) return Promise.resolve(errorReply(new ActorError("actor_unavailable", `unknown actor kind ${env.kind}`)));
+    if (!def) return errorReply(new ActorError("actor_unavailable", `unknown actor kind ${env.kind}`));
     // The envelope's own fields decide where a turn's reply is kept and for how long: refuse what is not a time and
     // an attempt number (an envelope from NATS is only as well-formed as its sender) before any turn starts.
     if (!Number.isFinite(env.deadline) || !Number.isSafeInteger(env.attempt) || env.attempt < 1 || typeof env.msgId !== "string" || env.msgId === "") {
-      return Promise.resolve(errorReply(new ActorError("INVALID_ARGUMENT", `malformed envelope for ${env.kind}.${env.type}: msgId, deadline and attempt are required`)));
+      return errorReply(new ActorError("INVALID_ARGUMENT", `malformed envelope for ${env.kind}.${env.type}: msgId, deadline and attempt are required`));
     }
     const isReminder = env.type.startsWith(REMINDER_PREFIX);
     if (!isReminder) {
       const check = this.checks.get(env.kind)!.get(env.type);
-      if (!check) return Promise.resolve(errorReply(new ActorError("INVALID_ARGUMENT", `actor ${env.kind} has no message ${env.type}`)));
+      if (!check) return errorReply(new ActorError("INVALID_ARGUMENT", `actor ${env.kind} has no message ${env.type}`));
       if (!check.Check(env.body)) {
         const first = check.Errors(env.body).First();
-        return Promise.resolve(
-          errorReply(new ActorError("INVALID_ARGUMENT", `invalid ${env.kind}.${env.type} message: ${first?.message ?? "schema"}`, { field: first?.path })),
-        );
+        return errorReply(new ActorError("INVALID_ARGUMENT", `invalid ${env.kind}.${env.type} message: ${first?.message ?? "schema"}`, { field: first?.path }));
       }
     }
     const key = `${env.kind}/${env.id}`;
@@ -179,13 +186,17 @@ export class ActorHost {
       act = new Activation(def, env.id);
       // only a first send: a resend (attempt > 1), e.g. after a fencing conflict of a presumed-new id, reads
       act.presumedNew = !isReminder && env.attempt === 1 && !!def.createdBy?.includes(env.type);
-      act.ready = this.load(act);
+      const a = act;
+      act.ready = this.load(act).then(() => {
+        a.loaded = true;
+      });
       this.activations.set(key, act);
     }
-    if (!isReminder && def.reentrant?.includes(env.type)) {
+    if (!isReminder && this.reentrant.get(env.kind)!.has(env.type)) {
       // read-only: no snapshot, no write, no wait behind the mailbox (see ActorDefinition.reentrant)
+      if (act.loaded && !act.presumedNew) return this.runReadOnly(act, env);
       const a = act;
-      return a.ready.then(() => this.runReadOnly(a, env));
+      return a.ready.then(() => this.runReadOnlyOnceSettled(a, env));
     }
     return new Promise((resolve) => {
       act!.queue.push({ env, resolve });
@@ -208,7 +219,7 @@ export class ActorHost {
         const p = act.queue.shift()!;
         if (act.stale) {
           // ownership moved or a fencing conflict: hand the message to a fresh activation that reloads state
-          p.resolve(this.dispatch(p.env));
+          p.resolve(this.receive(p.env));
           continue;
         }
         p.resolve(await this.runTurn(act, p.env));
@@ -258,20 +269,73 @@ export class ActorHost {
     return exists;
   }
 
-  private async runReadOnly(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
+  private async runReadOnlyOnceSettled(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
     if (act.presumedNew && (await this.presumedNewWasWrong(act))) return errorReply(new ActorError("actor_unavailable", "actor state not loaded yet; retry"));
+    return this.runReadOnly(act, env);
+  }
+
+  /**
+   * A read-only turn: the handler runs at once on a context shared by the activation's read-only turns (only the
+   * msgId is the turn's own); a handler that returns without awaiting gets its reply back synchronously.
+   */
+  private runReadOnly(act: Activation, env: RequestEnvelope): ReplyEnvelope | Promise<ReplyEnvelope> {
     const started = performance.now();
-    const turn = new Turn(this, act, env.msgId, true);
-    let reply: ReplyEnvelope;
+    const ctx = Object.create(act.readOnlyCtx ?? this.readOnlyContext(act)) as { msgId: string };
+    ctx.msgId = env.msgId;
+    let value: unknown;
     try {
-      const value = await act.def.handlers[env.type](turn.ctx, env.body);
-      reply = { ok: true, value: value === undefined ? null : value };
+      value = act.def.handlers[env.type](ctx, env.body);
     } catch (err) {
-      reply = this.errorFor(act, err);
+      return this.endReadOnly(act, this.errorFor(act, err), started);
     }
+    if (value instanceof Promise || isThenable(value)) {
+      return Promise.resolve(value).then(
+        (v) => this.endReadOnly(act, { ok: true, value: v === undefined ? null : v }, started),
+        (err) => this.endReadOnly(act, this.errorFor(act, err), started),
+      );
+    }
+    return this.endReadOnly(act, { ok: true, value: value === undefined ? null : value }, started);
+  }
+
+  private endReadOnly(act: Activation, reply: ReplyEnvelope, started: number): ReplyEnvelope {
     act.lastUsed = Date.now();
-    turnMetrics(act.def.kind, reply.ok ? "ok" : reply.error.code).record((performance.now() - started) / 1000);
+    recordTurnOf(act.def.kind, reply.ok ? "ok" : reply.error.code, (performance.now() - started) / 1000);
     return reply;
+  }
+
+  /**
+   * What a read-only turn's handler sees, built once per activation: the same members as a write turn's context,
+   * but every write (tx, checkpoint, reminders) is refused and events are not sent, as before this was shared.
+   */
+  private readOnlyContext(act: Activation): ActorContext<unknown> {
+    const { sql, clock, log, caller } = this.internals;
+    const refuse = () => Promise.reject(new Error(`reentrant handler of ${act.def.kind} tried to write`));
+    const ctx: ActorContext<unknown> = {
+      kind: act.def.kind,
+      id: act.id,
+      get state() {
+        return act.state;
+      },
+      set state(v) {
+        act.state = v;
+      },
+      memory: act.memory,
+      sql,
+      get log() {
+        return (act.logger ??= log.child({ actor: `${act.def.kind}/${act.id}` }));
+      },
+      msgId: "",
+      now: () => clock.now(),
+      ask: (def, id, type, body, opts) => caller.ask(def, id, type, body, opts),
+      tx: refuse,
+      checkpoint: refuse,
+      schedule: refuse,
+      cancelReminder: refuse,
+      // a read-only turn never ends in a commit, so its events were never sent
+      publish() {},
+    };
+    act.readOnlyCtx = ctx;
+    return ctx;
   }
 
   private async runTurn(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
@@ -314,7 +378,7 @@ export class ActorHost {
       if (turn.wroteState) act.presumedNew = false;
       else if (await this.presumedNewWasWrong(act)) reply = errorReply(new ActorError("actor_unavailable", "actor state not loaded yet; retry"));
     }
-    turnMetrics(act.def.kind, reply.ok ? "ok" : reply.error.code).record((performance.now() - started) / 1000);
+    recordTurnOf(act.def.kind, reply.ok ? "ok" : reply.error.code, (performance.now() - started) / 1000);
     return reply;
   }
 

@@ -32,26 +32,38 @@ export class InProcessTransport implements Transport {
   request(env: RequestEnvelope, timeoutMs: number): Promise<ReplyEnvelope> {
     const handler = this.servers.get(env.kind);
     if (!handler || this.closed) return Promise.reject(new ActorError("actor_unavailable", `no host serves actor kind ${env.kind}`));
+    let out: ReplyEnvelope | Promise<ReplyEnvelope>;
+    try {
+      out = handler(copy(env));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (!(out instanceof Promise) && typeof (out as { then?: unknown } | null)?.then !== "function") {
+      // answered at once (a read-only turn that did not await): no deadline left to watch
+      try {
+        return Promise.resolve(copy(out));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    const pending = Promise.resolve(out);
     return new Promise<ReplyEnvelope>((resolve, reject) => {
       const waiting: Waiting = { due: Date.now() + timeoutMs, env, timeoutMs, reject };
       this.watch(waiting);
-      const answered = (reply: ReplyEnvelope) => {
-        this.waiting.delete(waiting);
-        try {
-          resolve(copy(reply));
-        } catch (err) {
+      pending.then(
+        (reply) => {
+          this.waiting.delete(waiting);
+          try {
+            resolve(copy(reply));
+          } catch (err) {
+            reject(err);
+          }
+        },
+        (err: unknown) => {
+          this.waiting.delete(waiting);
           reject(err);
-        }
-      };
-      const failed = (err: unknown) => {
-        this.waiting.delete(waiting);
-        reject(err);
-      };
-      try {
-        handler(copy(env)).then(answered, failed);
-      } catch (err) {
-        failed(err);
-      }
+        },
+      );
     });
   }
 

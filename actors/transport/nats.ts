@@ -364,7 +364,7 @@ export class NatsTransport implements Transport {
     if (hit) return hit.json !== undefined ? Promise.resolve(hit.json) : hit.pending!;
     // kept as the encoded reply once known: one string per entry is cheap for the GC at tens of thousands/s
     const entry: RememberedReply = { expires };
-    const pending = handler(env).then(
+    const pending = Promise.resolve(handler(env)).then(
       (r) => {
         const json = JSON.stringify(r);
         if (!r.ok && r.error.code === "actor_unavailable") {

@@ -4,7 +4,8 @@
  */
 import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
 
-export type ServeHandler = (env: RequestEnvelope) => Promise<ReplyEnvelope>;
+/** May answer synchronously (a read-only turn that did not await): the transport then skips waiting for it. */
+export type ServeHandler = (env: RequestEnvelope) => ReplyEnvelope | Promise<ReplyEnvelope>;
 export type EventHandler = (event: unknown) => void | Promise<void>;
 
 export interface Transport {

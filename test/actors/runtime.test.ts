@@ -259,3 +259,93 @@ describe("runtime edge cases", () => {
     await host.stop();
   });
 });
+
+const reader = defineActor({
+  kind: "reader",
+  persistence: "memory",
+  initialState: () => ({}),
+  messages: {
+    peek: T.Object({}),
+    slowPeek: T.Object({ waitMs: T.Integer() }),
+    refuse: T.Object({}),
+    write: T.Object({ how: T.String() }),
+  },
+  handlers: {
+    // no async: answered without a promise hop
+    peek(ctx) {
+      const seen = ((ctx.memory.get("seen") as number | undefined) ?? 0) + 1;
+      ctx.memory.set("seen", seen);
+      return { seen, msgId: ctx.msgId, list: ctx.memory.get("list") ?? (ctx.memory.set("list", ["kept"]), ["kept"]) };
+    },
+    async slowPeek(ctx, body) {
+      const before = ctx.msgId;
+      await Bun.sleep(body.waitMs);
+      return { before, after: ctx.msgId };
+    },
+    refuse() {
+      throw fail("not_found", "nothing here");
+    },
+    async write(ctx, body) {
+      if (body.how === "tx") await ctx.tx();
+      else if (body.how === "checkpoint") await ctx.checkpoint();
+      else await ctx.schedule("x", Date.now());
+      return "wrote";
+    },
+  },
+  reentrant: ["peek", "slowPeek", "refuse", "write"],
+});
+
+describe("read-only turns", () => {
+  const env = (type: string, body: unknown, msgId = crypto.randomUUID()) => ({ msgId, kind: "reader", id: "r1", type, body, deadline: Date.now() + 5000, attempt: 1 });
+
+  test("a read-only handler that does not await is answered synchronously once the activation is loaded", async () => {
+    const transport = new InProcessTransport();
+    const host = new ActorHost({ transport, sql: db.sql, definitions: [reader], caller: new ActorClient(transport), reminderPollMs: 0 });
+    const first = host.receive(env("peek", {}));
+    expect(first).toBeInstanceOf(Promise); // the activation is still loading
+    expect(await first).toMatchObject({ ok: true, value: { seen: 1 } });
+    const second = host.receive(env("peek", {}, "m-2"));
+    expect(second).not.toBeInstanceOf(Promise);
+    expect(second).toEqual({ ok: true, value: { seen: 2, msgId: "m-2", list: ["kept"] } });
+    const refused = host.receive(env("refuse", {}));
+    expect(refused).not.toBeInstanceOf(Promise);
+    expect(refused).toMatchObject({ ok: false, error: { code: "not_found" } });
+    await host.stop();
+  });
+
+  test("a synchronous reply still reaches the caller as a copy (the actor's memory cannot be changed through it)", async () => {
+    const transport = new InProcessTransport();
+    const client = new ActorClient(transport);
+    const host = new ActorHost({ transport, sql: db.sql, definitions: [reader], caller: client, reminderPollMs: 0 });
+    await host.start();
+    const a = await client.ask(reader, "r2", "peek", {});
+    (a.list as string[]).push("injected");
+    const b = await client.ask(reader, "r2", "peek", {});
+    expect(b.list).toEqual(["kept"]);
+    expect(b.seen).toBe(2);
+    await expect(client.ask(reader, "r2", "refuse", {})).rejects.toMatchObject({ code: "not_found" });
+    await host.stop();
+  });
+
+  test("read-only turns running at once each keep their own msgId across an await", async () => {
+    const transport = new InProcessTransport();
+    const client = new ActorClient(transport);
+    const host = new ActorHost({ transport, sql: db.sql, definitions: [reader], caller: client, reminderPollMs: 0 });
+    await host.start();
+    const ids = Array.from({ length: 20 }, (_, i) => `slow-${i}`);
+    const replies = await Promise.all(ids.map((msgId, i) => client.ask(reader, "r3", "slowPeek", { waitMs: 20 - i }, { msgId })));
+    replies.forEach((r, i) => expect(r).toEqual({ before: ids[i]!, after: ids[i]! }));
+    await host.stop();
+  });
+
+  test("a read-only turn cannot write: a transaction, a checkpoint or a reminder is refused", async () => {
+    const transport = new InProcessTransport();
+    const client = new ActorClient(transport);
+    const host = new ActorHost({ transport, sql: db.sql, definitions: [reader], caller: client, reminderPollMs: 0 });
+    await host.start();
+    for (const how of ["tx", "checkpoint", "schedule"]) {
+      await expect(client.ask(reader, "r4", "write", { how })).rejects.toMatchObject({ code: "internal_error" });
+    }
+    await host.stop();
+  });
+});

@@ -1,0 +1,66 @@
+import { describe, expect, test } from "bun:test";
+import { Counter, Histogram, Registry } from "prom-client";
+import { recordTurn, registry, turnStatsFor } from "../../infra/metrics.ts";
+
+/** The two turn metrics as prom-client renders them when fed observation by observation (what the host did before). */
+function reference(observations: [kind: string, outcome: string, seconds: number][]) {
+  const reg = new Registry();
+  const messages = new Counter({
+    name: "actor_messages_total",
+    help: "Messages processed by actor kind and outcome (ok, error code).",
+    labelNames: ["kind", "outcome"] as const,
+    registers: [reg],
+  });
+  const duration = new Histogram({
+    name: "actor_turn_duration_seconds",
+    help: "Time an actor turn takes, including its durable write.",
+    labelNames: ["kind"] as const,
+    buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
+    registers: [reg],
+  });
+  for (const [kind, outcome, seconds] of observations) {
+    duration.labels(kind).observe(seconds);
+    messages.labels(kind, outcome).inc();
+  }
+  return reg;
+}
+
+describe("actor turn metrics", () => {
+  test("turns counted in plain numbers render the same /metrics text as prom-client's own counter and histogram", async () => {
+    const observations: [string, string, number][] = [];
+    const kinds = ["metrics-test-a", "metrics-test-b", "metrics-test-c"];
+    const outcomes = ["ok", "ok", "ok", "not_found", "rate_limit_exceeded"];
+    // every bucket, its bounds exactly, and past the last one (counted only in +Inf, sum and count)
+    const durations = [0.00005, 0.0001, 0.0003, 0.0005, 0.0009, 0.002, 0.004, 0.008, 0.02, 0.04, 0.09, 0.3, 0.9, 1, 2.5, 7];
+    for (let i = 0; i < 500; i++) {
+      observations.push([kinds[(i * 7) % 3]!, outcomes[(i * 3) % outcomes.length]!, durations[(i * 5) % durations.length]! * (1 + (i % 3) / 10)]);
+    }
+    for (const [kind, outcome, seconds] of observations) recordTurn(turnStatsFor(kind), outcome, seconds);
+
+    const ours = (await registry.getSingleMetricAsString("actor_messages_total")) + "\n" + (await registry.getSingleMetricAsString("actor_turn_duration_seconds"));
+    const ref = reference(observations);
+    const theirs = (await ref.getSingleMetricAsString("actor_messages_total")) + "\n" + (await ref.getSingleMetricAsString("actor_turn_duration_seconds"));
+    // other tests' kinds may share this process's registry: compare the lines of this test's kinds and the headers
+    const lines = (text: string) => text.split("\n").filter((l) => l.startsWith("#") || kinds.some((k) => l.includes(`kind="${k}"`)));
+    expect(lines(ours)).toEqual(lines(theirs));
+    const pairs = new Set(observations.map(([k, o]) => `${k}/${o}`)).size;
+    // one counter line per (kind, outcome); per kind 11 buckets, +Inf, sum and count
+    expect(lines(ours).filter((l) => !l.startsWith("#")).length).toBe(pairs + kinds.length * 14);
+  });
+
+  test("a second scrape after more turns shows the new totals", async () => {
+    const s = turnStatsFor("metrics-test-d");
+    recordTurn(s, "ok", 0.0002);
+    const first = await registry.getSingleMetricAsString("actor_messages_total");
+    expect(first).toContain('actor_messages_total{kind="metrics-test-d",outcome="ok"} 1');
+    recordTurn(s, "ok", 0.2);
+    recordTurn(s, "internal_error", 0.2);
+    const counter = await registry.getSingleMetricAsString("actor_messages_total");
+    expect(counter).toContain('actor_messages_total{kind="metrics-test-d",outcome="ok"} 2');
+    expect(counter).toContain('actor_messages_total{kind="metrics-test-d",outcome="internal_error"} 1');
+    const histogram = await registry.getSingleMetricAsString("actor_turn_duration_seconds");
+    expect(histogram).toContain('actor_turn_duration_seconds_bucket{le="0.0005",kind="metrics-test-d"} 1');
+    expect(histogram).toContain('actor_turn_duration_seconds_bucket{le="0.5",kind="metrics-test-d"} 3');
+    expect(histogram).toContain('actor_turn_duration_seconds_count{kind="metrics-test-d"} 3');
+  });
+});
