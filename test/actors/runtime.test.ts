@@ -296,7 +296,7 @@ const reader = defineActor({
 });
 
 describe("read-only turns", () => {
-  const env = (type: string, body: unknown, msgId = crypto.randomUUID()) => ({ msgId, kind: "reader", id: "r1", type, body, deadline: Date.now() + 5000, attempt: 1 });
+  const env = (type: string, body: unknown, msgId: string = crypto.randomUUID()) => ({ msgId, kind: "reader", id: "r1", type, body, deadline: Date.now() + 5000, attempt: 1 });
 
   test("a read-only handler that does not await is answered synchronously once the activation is loaded", async () => {
     const transport = new InProcessTransport();
