@@ -5,6 +5,7 @@
  *
  *   bun bench/search-inprocess.ts [--sizes 10000,100000] [--merchants 1000] [--queries 300] [--rounds 3]
  *                                 [--dump FILE] [--check FILE]
+ *   bun bench/search-inprocess.ts --demo [--queries 2000] [--rounds 3] [--dump FILE | --check FILE]
  *
  * Per size: the synthetic stores and products of `bun run seed -- --products N --merchants M` (same generator,
  * same seed), loaded into one SearchService with the embedded engine; then `rounds` passes over `queries` bodies of
@@ -13,12 +14,17 @@
  * a whole pass, so garbage collection is included), wall p50/p99 per query, and the engine / ranking split.
  * `--dump` writes every response (with a fixed clock, without tookMs) to FILE; `--check` compares against such a
  * file and exits 1 on the first difference, so a faster engine can be shown to answer exactly as before.
+ *
+ * `--demo`: the MCP bench's search instead (bench/mcp.ts): the demo seed's catalog in memory, `"wireless
+ * headphones"`, limit 10, in the 240-product demo store, plus a few other store-scoped bodies; where a small
+ * store's search spends its time is the page (summaries, why_ranked), not the engine.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { storeSnapshot } from "../actors/store/reads.ts";
 import { productToRow } from "../actors/store/schemas.ts";
 import { CATEGORIES, GOOD_QUALITY, generateProduct } from "../infra/seed/catalog.ts";
+import { buildDemoData, DEMO_STORE_SLUG } from "../infra/seed/demo.ts";
 import { Rng } from "../infra/seed/prng.ts";
 import { buildSyntheticStores, SYNTHETIC_SEED } from "../infra/seed/synthetic.ts";
 import { createEmbeddedEngine } from "../search/embedded.ts";
@@ -35,6 +41,7 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "3" },
     dump: { type: "string" },
     check: { type: "string" },
+    demo: { type: "boolean", default: false },
   },
 });
 
@@ -70,6 +77,29 @@ export async function loadSynthetic(svc: SearchService, products: number, mercha
   }
   if (batch.length) await svc.applyRows(batch);
   return performance.now() - started;
+}
+
+/** The demo seed's stores and products (what `bun run seed` writes), as the rows the service loads. */
+export async function loadDemo(svc: SearchService): Promise<void> {
+  const data = buildDemoData(undefined, { now: NOW });
+  for (const s of data.stores) svc.stores.set(s.slug, storeSnapshot(s));
+  const rows: ProductLoadRow[] = data.products.map((p) => {
+    const row = productToRow(p);
+    return { ...row, price_minor: Number(row.price_minor), compare_at_price_minor: row.compare_at_price_minor === null ? null : Number(row.compare_at_price_minor), created_at: new Date(row.created_at), updated_at: new Date(row.updated_at) };
+  });
+  await svc.applyRows(rows);
+}
+
+/** Store-scoped bodies: the MCP bench's one first (the MCP tool asks in-stock only), then a few others. */
+export function demoBodies(count: number): SearchQuery[] {
+  const base: SearchQuery[] = [
+    { query: "wireless headphones", storeSlug: DEMO_STORE_SLUG, limit: 10, filters: { inStock: true } },
+    { query: "headphones", storeSlug: DEMO_STORE_SLUG, limit: 10, filters: { inStock: true } },
+    { query: "usb charger", storeSlug: DEMO_STORE_SLUG, limit: 20 },
+    { query: "keyboard", storeSlug: DEMO_STORE_SLUG, limit: 10, sort: "price_asc", filters: { inStock: false } },
+    { query: "wireless headphones", limit: 10 },
+  ];
+  return Array.from({ length: count }, (_, i) => base[i % 10 < 6 ? 0 : i % base.length]!);
 }
 
 interface Pass {
@@ -125,22 +155,28 @@ const pct = (xs: number[], p: number) => {
 const f2 = (x: number) => x.toFixed(2);
 
 if (import.meta.main) {
-  const bodies = queryMix(Number(values.queries)) as unknown as SearchQuery[];
+  const demo = values.demo === true;
+  const bodies = demo ? demoBodies(values.queries === "300" ? 2000 : Number(values.queries)) : (queryMix(Number(values.queries)) as unknown as SearchQuery[]);
   const rounds = Number(values.rounds);
   const lines = ["| products | CPU ms/query | wall p50 ms | wall p99 ms | engine ms | ranking ms | JSON ms | load avg |", "|---|---|---|---|---|---|---|---|"];
   const dump: string[] = [];
-  for (const size of values.sizes!.split(",").map((s) => Number(s.replace(/_/g, "")))) {
+  for (const size of demo ? [0] : values.sizes!.split(",").map((s) => Number(s.replace(/_/g, "")))) {
     const svc = new SearchService(createEmbeddedEngine());
-    const merchants = Math.min(Number(values.merchants), Math.max(1, Math.floor(size / 10)));
-    const loadMs = await loadSynthetic(svc, size, merchants);
-    process.stderr.write(`${size} products / ${merchants} merchants loaded in ${(loadMs / 1000).toFixed(1)} s\n`);
+    if (demo) {
+      await loadDemo(svc);
+      process.stderr.write(`demo catalog: ${svc.products.size} products\n`);
+    } else {
+      const merchants = Math.min(Number(values.merchants), Math.max(1, Math.floor(size / 10)));
+      const loadMs = await loadSynthetic(svc, size, merchants);
+      process.stderr.write(`${size} products / ${merchants} merchants loaded in ${(loadMs / 1000).toFixed(1)} s\n`);
+    }
     await pass(svc, bodies); // warm-up: JIT, expansion cache, store terms
     const passes: Pass[] = [];
     for (let r = 0; r < rounds; r++) passes.push(await pass(svc, bodies));
     // the median pass by CPU, so one pass disturbed by a neighbour does not decide the figure
     const mid = [...passes].sort((a, b) => a.cpuMsPerQuery - b.cpuMsPerQuery)[Math.floor(passes.length / 2)]!;
     const load = (await readFile("/proc/loadavg", "utf8")).split(" ").slice(0, 3).join(" ");
-    lines.push(`| ${size.toLocaleString("en-US")} | ${f2(mid.cpuMsPerQuery)} | ${f2(pct(mid.wall, 50))} | ${f2(pct(mid.wall, 99))} | ${f2(mid.engineMs)} | ${f2(mid.rankMs)} | ${f2(mid.jsonMs)} | ${load} |`);
+    lines.push(`| ${demo ? "demo store" : size.toLocaleString("en-US")} | ${f2(mid.cpuMsPerQuery)} | ${f2(pct(mid.wall, 50))} | ${f2(pct(mid.wall, 99))} | ${f2(mid.engineMs)} | ${f2(mid.rankMs)} | ${f2(mid.jsonMs)} | ${load} |`);
     process.stderr.write(`${lines[lines.length - 1]}\n`);
     if (values.dump || values.check) {
       const out: string[] = [];

@@ -109,6 +109,7 @@ interface Leaf {
 }
 
 const NO_CATEGORY_FILTER = -2;
+const NO_SYNONYMS: string[][] = [];
 
 /** A query's filters on slot attributes. */
 interface SlotFilter {
@@ -305,6 +306,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
     assertSearchSettings(s);
     this.settings = s;
     this.expansionCache.clear();
+    this.synonymIndex = null;
+    this.fieldTermsCache = null;
   }
 
   async count(): Promise<number> {
@@ -469,9 +472,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       }),
     );
     const L = leaves.length;
-    const factors = fieldFactors(s);
-    const factorOf = SEARCHABLE_FIELDS.map((f) => factors[f]);
-    const boostOf = SEARCHABLE_FIELDS.map((f) => s.fieldWeights[f] || 1);
+    const { factorOf, boostOf } = this.fieldTerms(s);
     const avgLen: number[] = [];
     for (let f = 0; f < NF; f++) avgLen.push(this.docCount > 0 ? this.fieldLenSum[f]! / this.docCount : 0);
 
@@ -647,6 +648,17 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return picked.map((r) => this.candidate(rowSlot[r]!, text[r]!));
   }
 
+  /** Per-field coverage factors and BM25 boosts, per settings object. */
+  private fieldTermsCache: { settings: SearchSettings; factorOf: number[]; boostOf: number[] } | null = null;
+  private fieldTerms(s: SearchSettings): { factorOf: number[]; boostOf: number[] } {
+    const hit = this.fieldTermsCache;
+    if (hit !== null && hit.settings === s) return hit;
+    const factors = fieldFactors(s);
+    const terms = { settings: s, factorOf: SEARCHABLE_FIELDS.map((f) => factors[f]), boostOf: SEARCHABLE_FIELDS.map((f) => s.fieldWeights[f] || 1) };
+    this.fieldTermsCache = terms;
+    return terms;
+  }
+
   private candidate(slot: number, textScore: number): Candidate {
     const ref = this.refOf[slot]!;
     return ref >= 0 ? { id: this.ids[slot]!, textScore, ref } : { id: this.ids[slot]!, textScore };
@@ -761,13 +773,21 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return out;
   }
 
+  /** Synonyms by the tokenized key, built once per settings object (in the settings' entry order). */
+  private synonymIndex: { synonyms: SearchSettings["synonyms"]; byWord: Map<string, string[][]> } | null = null;
   private synonymsOf(word: string): string[][] {
-    const out: string[][] = [];
-    for (const [key, values] of Object.entries(this.settings.synonyms)) {
-      if (tokenize(key).join(" ") !== word) continue;
-      for (const v of values) out.push(tokenize(v));
+    const synonyms = this.settings.synonyms;
+    if (this.synonymIndex === null || this.synonymIndex.synonyms !== synonyms) {
+      const byWord = new Map<string, string[][]>();
+      for (const [key, values] of Object.entries(synonyms)) {
+        const k = tokenize(key).join(" ");
+        let list = byWord.get(k);
+        if (list === undefined) byWord.set(k, (list = []));
+        for (const v of values) list.push(tokenize(v));
+      }
+      this.synonymIndex = { synonyms, byWord };
     }
-    return out;
+    return this.synonymIndex.byWord.get(word) ?? NO_SYNONYMS;
   }
 }
 

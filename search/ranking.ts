@@ -333,6 +333,100 @@ export function formatAge(hours: number): string {
   return `${Math.round(hours / 24)} d ago`;
 }
 
+/**
+ * What a page item's why_ranked, tier, confidences and merchant summary take from its store at one instant:
+ * computed once per (store snapshot, clock reading, settings) instead of once per item (a small store's page is
+ * ten items of one store: the sync age, tier, confidences and toFixed calls were most of its search). Snapshots
+ * are replaced, never mutated, so the entry is what computing afresh would give.
+ */
+interface StorePageParts {
+  nowMs: number;
+  settings: SearchSettings;
+  tier: FreshnessTier;
+  freshness: number;
+  trust: number;
+  multiplier: number;
+  /** "fresh (synced 2 h ago) +0.10" or "sync time unknown +0.00". */
+  freshnessPart: string;
+  /** "; deprioritized store ×0.80" or "". */
+  penaltyPart: string;
+  fixed: WhyFixedParts;
+  stock: Confidence;
+  price: Confidence;
+  merchant: MerchantSummary;
+}
+const storePageCache = new WeakMap<StoreSnapshot, StorePageParts>();
+
+function storePageParts(store: StoreSnapshot, now: Date, settings: SearchSettings): StorePageParts {
+  const nowMs = now.getTime();
+  const hit = storePageCache.get(store);
+  if (hit !== undefined && hit.nowMs === nowMs && hit.settings === settings) return hit;
+  const w = settings.rankingWeights;
+  const age = syncAgeHours(store.lastSyncAt, now);
+  let tier: FreshnessTier = "unknown";
+  if (age !== null) {
+    tier = "very_stale";
+    for (const t of FRESHNESS_TIERS) {
+      if (age < t.maxAgeHours) {
+        tier = t.tier;
+        break;
+      }
+    }
+  }
+  const freshness = freshnessValue(tier);
+  const trust = clamp01(store.trustScore ?? 0);
+  const multiplier = store.storeStatus === "deprioritized" ? 1 - settings.deprioritizedPenalty : 1;
+  const stockByAge: Confidence = tier === "fresh" ? "high" : tier === "good" ? "medium" : "low";
+  const priceByAge: Confidence = tier === "fresh" || tier === "good" ? "high" : tier === "stale" ? "medium" : "low";
+  const parts: StorePageParts = {
+    nowMs,
+    settings,
+    tier,
+    freshness,
+    trust,
+    multiplier,
+    freshnessPart: age === null ? `sync time unknown +${R2_ZERO}` : `${tier.replace("_", " ")} (synced ${formatAge(age)}) +${r2(freshness * w.freshness)}`,
+    penaltyPart: multiplier !== 1 ? `; deprioritized store ×${r2(multiplier)}` : "",
+    fixed: whyFixedParts(store, trust, settings),
+    stock: minConfidence(stockByAge, accuracyCeiling(store.availabilityAccuracy)),
+    price: minConfidence(priceByAge, accuracyCeiling(store.priceAccuracy)),
+    merchant: {
+      slug: store.slug,
+      name: store.name,
+      trustScore: store.trustScore,
+      verificationLevel: store.verificationLevel,
+      storeStatus: store.storeStatus === "deprioritized" ? "deprioritized" : "active",
+      lastSyncAt: store.lastSyncAt,
+    },
+  };
+  storePageCache.set(store, parts);
+  return parts;
+}
+
+/**
+ * Formatted strings by the number they format, per settings object: text scores and rounded final scores repeat
+ * across a page and across requests (a title's words give the same text score), and toFixed is not cheap.
+ * Bounded: dropped when large or when the settings change.
+ */
+let formatSettings: SearchSettings | null = null;
+const textParts = new Map<number, string>();
+const scoreTexts = new Map<number, string>();
+function textPart(text: number, settings: SearchSettings, textWeight: string): string {
+  if (formatSettings !== settings || textParts.size > 4096 || scoreTexts.size > 4096) {
+    formatSettings = settings;
+    textParts.clear();
+    scoreTexts.clear();
+  }
+  let s = textParts.get(text);
+  if (s === undefined) textParts.set(text, (s = `text match ${r2(text)}×${textWeight}=${r2(text * settings.rankingWeights.text)}`));
+  return s;
+}
+function scoreText(rounded: number): string {
+  let s = scoreTexts.get(rounded);
+  if (s === undefined) scoreTexts.set(rounded, (s = rounded.toFixed(3)));
+  return s;
+}
+
 export function scoreProduct(
   textScore: number,
   product: Pick<RankableProduct, "inStock">,
@@ -340,24 +434,25 @@ export function scoreProduct(
   now: Date,
   settings: SearchSettings = DEFAULT_SEARCH_SETTINGS,
 ): { score: ScoreBreakdown; why: string; tier: FreshnessTier } {
-  const w = settings.rankingWeights;
-  const tier = freshnessTier(store.lastSyncAt, now);
-  const text = clamp01(textScore);
-  const trust = clamp01(store.trustScore ?? 0);
-  const freshness = freshnessValue(tier);
-  const stock = product.inStock ? 1 : 0;
-  const base = text * w.text + trust * w.trust + freshness * w.freshness + stock * w.inStock;
-  const multiplier = store.storeStatus === "deprioritized" ? 1 - settings.deprioritizedPenalty : 1;
-  const final = base * multiplier;
+  return scoreWithParts(textScore, product.inStock, storePageParts(store, now, settings), settings);
+}
 
-  const age = syncAgeHours(store.lastSyncAt, now);
-  const fixed = whyFixedParts(store, trust, settings);
-  const freshnessPart =
-    age === null ? `sync time unknown +${R2_ZERO}` : `${tier.replace("_", " ")} (synced ${formatAge(age)}) +${r2(freshness * w.freshness)}`;
+function scoreWithParts(
+  textScore: number,
+  inStock: boolean,
+  parts: StorePageParts,
+  settings: SearchSettings,
+): { score: ScoreBreakdown; why: string; tier: FreshnessTier } {
+  const w = settings.rankingWeights;
+  const text = clamp01(textScore);
+  const { trust, freshness, multiplier, fixed } = parts;
+  const stock = inStock ? 1 : 0;
+  const base = text * w.text + trust * w.trust + freshness * w.freshness + stock * w.inStock;
+  const final = base * multiplier;
   const why =
-    `text match ${r2(text)}×${fixed.textWeight}=${r2(text * w.text)}; ${fixed.trust}; ${freshnessPart}; ` +
-    `${product.inStock ? fixed.inStock : fixed.outOfStock}${multiplier !== 1 ? `; deprioritized store ×${r2(multiplier)}` : ""}; score ${roundScore(final).toFixed(3)}`;
-  return { score: { text, trust, freshness, inStock: stock, base, multiplier, final }, why, tier };
+    `${textPart(text, settings, fixed.textWeight)}; ${fixed.trust}; ${parts.freshnessPart}; ` +
+    `${inStock ? fixed.inStock : fixed.outOfStock}${parts.penaltyPart}; score ${scoreText(roundScore(final))}`;
+  return { score: { text, trust, freshness, inStock: stock, base, multiplier, final }, why, tier: parts.tier };
 }
 
 // ---------- dedupe ----------
@@ -963,7 +1058,8 @@ function rankFromColumns(
 }
 
 function rankedProduct(p: RankableProduct, store: StoreSnapshot, textScore: number, now: Date, settings: SearchSettings): RankedProduct {
-  const { score, why, tier } = scoreProduct(textScore, p, store, now, settings);
+  const parts = storePageParts(store, now, settings);
+  const { score, why, tier } = scoreWithParts(textScore, p.inStock, parts, settings);
   return {
     id: p.id,
     title: p.title,
@@ -975,18 +1071,11 @@ function rankedProduct(p: RankableProduct, store: StoreSnapshot, textScore: numb
     imageUrl: p.imageUrl,
     category: p.category,
     createdAt: p.createdAt,
-    merchant: {
-      slug: store.slug,
-      name: store.name,
-      trustScore: store.trustScore,
-      verificationLevel: store.verificationLevel,
-      storeStatus: store.storeStatus === "deprioritized" ? "deprioritized" : "active",
-      lastSyncAt: store.lastSyncAt,
-    },
+    merchant: parts.merchant,
     relevanceScore: roundScore(score.final),
     freshnessTier: tier,
-    stockConfidence: stockConfidence(store, now),
-    priceConfidence: priceConfidence(store, now),
+    stockConfidence: parts.stock,
+    priceConfidence: parts.price,
     why_ranked: why,
     euQualified: store.euQualified,
     score,

@@ -131,8 +131,10 @@ export class SearchService {
     return this.columns.size;
   }
 
+  /** Currencies in the catalog (kept as one array until one appears or disappears: asked for on every search). */
+  private currencyList: string[] | null = null;
   get currencies(): string[] {
-    return [...this.currencyCounts.keys()];
+    return (this.currencyList ??= [...this.currencyCounts.keys()]);
   }
 
   // ------------------------------------------------------------------------------------------ loading
@@ -151,6 +153,7 @@ export class SearchService {
     this.freeRefs = [];
     this.pendingRefs = [];
     this.currencyCounts.clear();
+    this.currencyList = null;
     const pageSize = opts.pageSize ?? 5000;
     let after = "00000000-0000-0000-0000-000000000000";
     let total = 0;
@@ -203,6 +206,7 @@ export class SearchService {
   private track(p: RankableProduct | undefined, delta: 1 | -1): void {
     if (!p) return;
     const n = (this.currencyCounts.get(p.currency) ?? 0) + delta;
+    if (n <= 0 || !this.currencyCounts.has(p.currency)) this.currencyList = null;
     if (n <= 0) this.currencyCounts.delete(p.currency);
     else this.currencyCounts.set(p.currency, n);
   }

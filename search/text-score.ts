@@ -125,8 +125,18 @@ export function combineTextScore(cov: number, engineScore: number, bestEngineSco
  * Query words after stop-word removal, each with its synonyms (one-way lookup on the single word, as in
  * Meilisearch). Only the last word may match as a prefix (search-as-you-type; Meilisearch does the same).
  */
+/** Stop words as a set per settings object (settings are replaced, never mutated): built once, not per query. */
+const stopSets = new WeakMap<SearchSettings, { list: readonly string[]; set: Set<string> }>();
+function stopSet(s: SearchSettings): Set<string> {
+  const hit = stopSets.get(s);
+  if (hit !== undefined && hit.list === s.stopWords) return hit.set;
+  const set = new Set(s.stopWords.map((w) => w.toLowerCase()));
+  stopSets.set(s, { list: s.stopWords, set });
+  return set;
+}
+
 export function queryGroups(words: string[], s: SearchSettings, synonymsOf: (word: string) => string[][]): QueryGroup[] {
-  const stop = new Set(s.stopWords.map((w) => w.toLowerCase()));
+  const stop = stopSet(s);
   const kept = words.filter((w) => !stop.has(w));
   return kept.map((word, i) => ({
     word,

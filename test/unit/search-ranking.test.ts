@@ -382,3 +382,36 @@ describe("freshness tiers and confidences", () => {
     expect("score" in summary).toBe(false);
   });
 });
+
+describe("page items built from per-store parts", () => {
+  test("why_ranked, tier and confidences follow the clock back and forth, and a settings change re-formats them", () => {
+    const p = product("acme");
+    const s = resolveSearchSettings();
+    const at = (hours: number, settings = s) => {
+      const now = new Date(NOW.getTime() + hours * 3_600_000);
+      const [item] = rankProducts({ candidates: all([p], 0.82), products: new Map([[p.id, p]]), stores: STORE_MAP, request: {}, now, settings }).items;
+      return { why: item!.why_ranked, tier: item!.freshnessTier, stock: item!.stockConfidence, price: item!.priceConfidence };
+    };
+    // acme synced 2 h before NOW
+    const fresh = { why: "text match 0.82×0.55=0.45; trust 0.90×0.25=0.23; fresh (synced 2 h ago) +0.10; in stock +0.10; score 0.876", tier: "fresh", stock: "high", price: "high" } as const;
+    expect(at(0)).toEqual(fresh);
+    expect(at(5)).toEqual({ why: "text match 0.82×0.55=0.45; trust 0.90×0.25=0.23; good (synced 7 h ago) +0.07; in stock +0.10; score 0.846", tier: "good", stock: "medium", price: "high" } as const);
+    expect(at(0)).toEqual(fresh);
+    expect(at(30).why).toContain("stale (synced 32 h ago) +0.03");
+    expect(at(30).price).toBe("medium");
+    const heavier = resolveSearchSettings({ rankingWeights: { text: 0.65, trust: 0.15, freshness: 0.1, inStock: 0.1 } });
+    expect(at(0, heavier).why).toBe("text match 0.82×0.65=0.53; trust 0.90×0.15=0.14; fresh (synced 2 h ago) +0.10; in stock +0.10; score 0.868");
+    expect(at(0)).toEqual(fresh);
+  });
+
+  test("items of one store share the store's parts but keep their own text, stock and score", () => {
+    const a = product("depr", { inStock: false });
+    const b = product("depr");
+    const res = rankProducts({ candidates: [{ id: a.id, textScore: 0.5 }, { id: b.id, textScore: 0.9 }], products: new Map([a, b].map((x) => [x.id, x])), stores: STORE_MAP, request: { filters: { inStock: false } }, now: NOW });
+    expect(res.items.map((i) => i.why_ranked)).toEqual([
+      "text match 0.90×0.55=0.50; trust 0.40×0.25=0.10; fresh (synced 2 h ago) +0.10; in stock +0.10; deprioritized store ×0.80; score 0.636",
+      "text match 0.50×0.55=0.28; trust 0.40×0.25=0.10; fresh (synced 2 h ago) +0.10; out of stock +0.00; deprioritized store ×0.80; score 0.380",
+    ]);
+    expect(res.items[0]!.merchant).toEqual({ slug: "depr", name: "DEPR", trustScore: 0.4, verificationLevel: "PREMIUM", storeStatus: "deprioritized", lastSyncAt: hoursAgo(2) });
+  });
+});
