@@ -68,6 +68,7 @@ import {
 } from "./messages.ts";
 import { chooseShipping, ruleOf, shippingOptions, storeShipping, type CartShipping, type StoreShipping } from "./shipping.ts";
 import { assertStateExecutable, checkoutStateFromTotals, stateHash, type CheckoutState } from "./state-hash.ts";
+import { previewedOf, storePricing, totalsOf, type StoredPricing } from "./stored-pricing.ts";
 import { computeTotals, shippingFor, type CartTotals, type PricedLine, type ShippingRule } from "./totals.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -122,9 +123,12 @@ interface CartRecord extends CartHeader {
 }
 
 interface SessionState extends CheckoutSessionHeader {
-  previewed: CheckoutState;
+  /** The previewed totals and approved merchant state, compact (stored-pricing.ts): read them with totalsOf / previewedOf. */
+  pricing?: StoredPricing;
+  /** Sessions stored before `pricing` carry these instead (read as they are; a new preview replaces them). */
+  totals?: CartTotals;
+  previewed?: CheckoutState;
   stateHash: string;
-  totals: CartTotals;
   legs: PaymentLeg[];
   /** merchant slug → order id (deterministic per session and store). */
   orderIds: Record<string, string>;
@@ -365,6 +369,12 @@ function liveOrCompletedSession(state: CartState): SessionState | null {
   return s && (!TERMINAL_CHECKOUT_STATUSES.has(s.status) || s.status === "COMPLETED") ? s : null;
 }
 
+/** The session with this pricing as its preview, in the compact form (a session stored before it drops its old fields). */
+function withPricing(s: SessionState, priced: Pick<Priced, "totals" | "state">): SessionState {
+  const { totals: _t, previewed: _p, ...rest } = s;
+  return { ...rest, pricing: storePricing(priced.totals, priced.state) };
+}
+
 function cartView(state: CartState, totals: CartTotals): CartView {
   const cart = state.cart as CartRecord;
   return {
@@ -551,7 +561,7 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shi
   let session: SessionState;
   if (live) {
     const moved = applyCheckoutEvent(live, "preview", now);
-    session = { ...moved, status: ready ? moved.status : "OPEN", previewed: priced.state, stateHash: hash, totals: priced.totals };
+    session = { ...withPricing(moved, priced), status: ready ? moved.status : "OPEN", stateHash: hash };
   } else {
     const seq = ctx.state.sessionSeq + 1;
     ctx.state.sessionSeq = seq;
@@ -562,9 +572,8 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shi
     const paid = ended ? ended.legs.filter((l) => l.status === "captured" && ended.orderIds[l.storeId]) : [];
     session = {
       ...newCheckoutSession(id, now, ready),
-      previewed: priced.state,
+      pricing: storePricing(priced.totals, priced.state),
       stateHash: hash,
-      totals: priced.totals,
       legs: priced.totals.stores.map((s) => paid.find((l) => l.storeId === s.storeId) ?? newLeg(s.storeId, s.totalMinor, priced.totals.currency)),
       orderIds: Object.fromEntries(paid.map((l) => [l.storeId, ended!.orderIds[l.storeId]!])),
       tokens: {},
@@ -693,7 +702,7 @@ function orderIdFor(sessionId: string, slug: string): string {
 }
 
 function completedView(ctx: Ctx, s: SessionState): CompletedView {
-  const currency = s.totals.currency;
+  const currency = totalsOf(s).currency;
   const orders = s.legs.map((l) => ({
     order_id: s.orderIds[l.storeId],
     merchant_slug: l.storeId,
@@ -899,7 +908,7 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
     await Promise.all(
       unpaid.map(([slug, orderId]) => {
         const leg = s.legs.find((l) => l.storeId === slug);
-        return cancelPendingOrderRows(tx, slug, { orderId, totalMinor: leg?.amountMinor ?? 0, currency: leg?.currency ?? s.totals.currency, reason: `checkout_${moved.status.toLowerCase()}` }, now);
+        return cancelPendingOrderRows(tx, slug, { orderId, totalMinor: leg?.amountMinor ?? 0, currency: leg?.currency ?? totalsOf(s).currency, reason: `checkout_${moved.status.toLowerCase()}` }, now);
       }),
     );
   }
@@ -938,8 +947,8 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   assertShippingQuoted(ctx.state.cart as CartRecord, priced);
   if (!fresh) {
     try {
-      const ok = assertStateExecutable(s.previewed, priced.state, body.reconfirmedStateHash ?? null);
-      if (ok.reconfirmed) s = { ...s, previewed: priced.state, stateHash: ok.currentHash, totals: priced.totals };
+      const ok = assertStateExecutable(previewedOf(s), priced.state, body.reconfirmedStateHash ?? null);
+      if (ok.reconfirmed) s = { ...withPricing(s, priced), stateHash: ok.currentHash };
     } catch (err) {
       if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED") {
         await endSessionUnpaid(ctx, s, "state_blocked");
@@ -949,7 +958,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
     }
     s.legs = s.legs.map((leg) => {
       if (leg.status !== "unpaid") return leg;
-      const st = s.totals.stores.find((x) => x.storeId === leg.storeId);
+      const st = totalsOf(s).stores.find((x) => x.storeId === leg.storeId);
       return st ? { ...leg, amountMinor: st.totalMinor } : leg;
     });
   }
@@ -957,7 +966,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   const tokens = assertStoresPayable(s, stores, body, rail);
   const unpaid = s.legs.filter((l) => l.status === "unpaid");
   const amountMinor = unpaid.reduce((a, l) => a + l.amountMinor, 0);
-  const currency = s.totals.currency;
+  const currency = totalsOf(s).currency;
 
   // x402 without a prepared authorization: the gateway answers the 402 challenge for these amounts.
   if (rail === "x402" && (!railFor(ctx.sql, "x402") || !Object.values(tokens).some((t) => t.startsWith("x402:")))) {
@@ -985,7 +994,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   const prepared = prepareLegsForCharge(s.id, key, s.legs);
   const orderIds = { ...s.orderIds };
   for (const leg of prepared) orderIds[leg.storeId] ??= orderIdFor(s.id, leg.storeId);
-  const byStore = new Map(s.totals.stores.map((st) => [st.storeId, st]));
+  const byStore = new Map(totalsOf(s).stores.map((st) => [st.storeId, st]));
   const cart = ctx.state.cart as CartRecord;
   const tx = await ctx.tx();
   const begun = await Promise.allSettled(
@@ -1202,7 +1211,7 @@ export const cartActor = defineActor({
         cartId: ctx.id,
         merchantSlugs: s.legs.map((l) => l.storeId),
         totalMinor: s.legs.reduce((a, l) => a + l.amountMinor, 0),
-        currency: s.totals.currency,
+        currency: totalsOf(s).currency,
         status: moved.status,
         now,
       });
