@@ -3,6 +3,7 @@
  *
  *   bun bench/relevance.ts            # boots the service on a fresh database (demo seed), runs the labelled set
  *   bun bench/relevance.ts --build    # regenerates bench/relevance-set.json from the seed (judgments, not results)
+ *   bun bench/relevance.ts --window N # the same with candidateWindow N (to judge a smaller default)
  *
  * Labels (bench/relevance-set.json): each query names the item type(s) it asks for; a product is judged
  * relevant (grade 2) when it is that item type, and partially relevant (grade 1) when it is in the judged
@@ -145,6 +146,17 @@ async function main(): Promise<void> {
   const set = (JSON.parse(await Bun.file(SET_FILE).text()) as { queries: Labelled[] }).queries;
   const srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   try {
+    // --window N: the same set with another candidate window (evaluating a smaller default; not stored)
+    const w = process.argv.indexOf("--window");
+    if (w > 0) {
+      const { getSearchService } = await import("../search/service.ts");
+      const { resolveSearchSettings } = await import("../search/settings.ts");
+      const search = getSearchService(srv.running.services);
+      const settings = resolveSearchSettings({ candidateWindow: Number(process.argv[w + 1]) });
+      await search.engine.applySettings(settings);
+      search.settings = settings;
+      console.log(`candidate window: ${settings.candidateWindow}`);
+    }
     const key = await createKey(srv, { tier: "ENTERPRISE" });
     const byKind = new Map<string, number[]>();
     const all: number[] = [];

@@ -4,7 +4,7 @@
  * seconds and compared response for response.
  *
  *   bun bench/search-inprocess.ts [--sizes 10000,100000] [--merchants 1000] [--queries 300] [--rounds 3]
- *                                 [--dump FILE] [--check FILE]
+ *                                 [--dump FILE] [--check FILE] [--window N]
  *   bun bench/search-inprocess.ts --demo [--queries 2000] [--rounds 3] [--dump FILE | --check FILE]
  *
  * Per size: the synthetic stores and products of `bun run seed -- --products N --merchants M` (same generator,
@@ -30,6 +30,7 @@ import { buildSyntheticStores, SYNTHETIC_SEED } from "../infra/seed/synthetic.ts
 import { createEmbeddedEngine } from "../search/embedded.ts";
 import { engineQueryFor, rankProducts } from "../search/ranking.ts";
 import { SearchService, type ProductLoadRow, type SearchQuery } from "../search/service.ts";
+import { resolveSearchSettings } from "../search/settings.ts";
 import { queryMix } from "./search-queries.ts";
 
 const { values } = parseArgs({
@@ -42,6 +43,8 @@ const { values } = parseArgs({
     dump: { type: "string" },
     check: { type: "string" },
     demo: { type: "boolean", default: false },
+    /** candidateWindow for this run (default: the settings' 1000), to measure a smaller default. */
+    window: { type: "string" },
   },
 });
 
@@ -138,9 +141,10 @@ async function pass(svc: SearchService, bodies: SearchQuery[], out?: string[]): 
     const t0 = performance.now();
     const eq = engineQueryFor(body.query, body, svc.allowedSlugs(body), svc.settings, svc.currencies);
     eq.unordered = true; // as SearchService.search asks
-    const candidates = await svc.engine.query(eq);
+    const window = svc.engine.queryWindow?.(eq); // as SearchService.search asks the embedded engine
+    const candidates = window === undefined ? await svc.engine.query(eq) : [];
     const t1 = performance.now();
-    rankProducts({ candidates, products: svc.products, columns: svc.columns, stores: svc.stores, request: body, now: NOW, settings: svc.settings });
+    rankProducts({ candidates, window, products: svc.products, columns: svc.columns, stores: svc.stores, request: body, now: NOW, settings: svc.settings });
     engineMs += t1 - t0;
     rankMs += performance.now() - t1;
   }
@@ -162,6 +166,10 @@ if (import.meta.main) {
   const dump: string[] = [];
   for (const size of demo ? [0] : values.sizes!.split(",").map((s) => Number(s.replace(/_/g, "")))) {
     const svc = new SearchService(createEmbeddedEngine());
+    if (values.window !== undefined) {
+      svc.settings = resolveSearchSettings({ candidateWindow: Number(values.window) });
+      await svc.engine.applySettings(svc.settings);
+    }
     if (demo) {
       await loadDemo(svc);
       process.stderr.write(`demo catalog: ${svc.products.size} products\n`);

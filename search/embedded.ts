@@ -15,7 +15,17 @@
  */
 import SearchableMap from "minisearch/SearchableMap";
 import { fail } from "../actors/runtime/errors.ts";
-import { categoryKey, isWildcardText, tokenize, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine } from "./engine.ts";
+import {
+  categoryKey,
+  isWildcardText,
+  tokenize,
+  windowCandidates,
+  type Candidate,
+  type CandidateWindow,
+  type EngineQuery,
+  type SearchDoc,
+  type SearchEngine,
+} from "./engine.ts";
 import { allowedTypos, assertSearchSettings, DEFAULT_SEARCH_SETTINGS, SEARCHABLE_FIELDS, type SearchSettings } from "./settings.ts";
 import { kthLargest } from "./ranking.ts";
 import { combineTextScore, fieldFactors, queryGroups, SYNONYM_FACTOR, wordQuality } from "./text-score.ts";
@@ -449,15 +459,42 @@ export class EmbeddedSearchEngine implements SearchEngine {
   // ------------------------------------------------------------------------------------------ query
 
   async query(q: EngineQuery): Promise<Candidate[]> {
+    return windowCandidates(this.queryWindow(q));
+  }
+
+  /** The window's arrays, reused from query to query (see CandidateWindow). */
+  private out: CandidateWindow = { length: 0, ids: [], textScores: new Float64Array(1024), refs: new Int32Array(1024) };
+
+  /** Only `length` is reset: entries past it are stale and never read (truncating `ids` would reallocate it). */
+  private emptyWindow(): CandidateWindow {
+    this.out.length = 0;
+    return this.out;
+  }
+
+  /** Appends a slot to the window being built. */
+  private emit(slot: number, textScore: number): void {
+    const o = this.out;
+    const i = o.length++;
+    if (i === o.refs.length) {
+      o.refs = grow(o.refs, i * 2);
+      o.textScores = grow(o.textScores, i * 2);
+    }
+    o.ids[i] = this.ids[slot]!;
+    o.textScores[i] = textScore;
+    o.refs[i] = this.refOf[slot]!;
+  }
+
+  queryWindow(q: EngineQuery): CandidateWindow {
+    this.emptyWindow();
     const window = Math.max(0, Math.floor(q.window));
-    if (window === 0 || (q.storeSlugs !== undefined && q.storeSlugs.length === 0)) return [];
+    if (window === 0 || (q.storeSlugs !== undefined && q.storeSlugs.length === 0)) return this.out;
     const filter = this.filterFor(q);
-    if (filter === null) return [];
+    if (filter === null) return this.out;
     if (isWildcardText(q.text)) return this.wildcard(filter, window);
 
     const s = this.settings;
     const groups = queryGroups(tokenize(q.text), s, (w) => this.synonymsOf(w));
-    if (groups.length === 0) return [];
+    if (groups.length === 0) return this.out;
 
     // leaves of the expression tree, with their dictionary expansions
     const leaves: Leaf[] = [];
@@ -546,7 +583,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     }
     for (let r = 0; r < rows; r++) rowOf[rowSlot[r]!] = 0;
     for (let j = 0; j < nRejected; j++) rowOf[rejected[j]!] = 0;
-    if (rows === 0) return [];
+    if (rows === 0) return this.out;
 
     // evaluate the tree per document: raw score (MiniSearch's) and coverage
     const G = groups.length;
@@ -637,7 +674,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       for (let g = 0; g < G; g++) c += groupBest[g]!;
       cov[r] = c / G;
     }
-    if (matched === 0) return [];
+    if (matched === 0) return this.out;
 
     // best `window` by textScore, then raw score, then id
     const ids = this.ids;
@@ -645,7 +682,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
     for (let r = 0; r < rows; r++) if (raw[r]! >= 0) text[r] = combineTextScore(cov[r]!, raw[r]!, best);
     const idKey = this.idKey;
     const picked = selectWindow(rows, window, text, raw, (r) => ids[rowSlot[r]!]!, (r) => idKey[rowSlot[r]!]!, q.unordered !== true);
-    return picked.map((r) => this.candidate(rowSlot[r]!, text[r]!));
+    for (const r of picked) this.emit(rowSlot[r]!, text[r]!);
+    return this.out;
   }
 
   /** Per-field coverage factors and BM25 boosts, per settings object. */
@@ -657,11 +695,6 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const terms = { settings: s, factorOf: SEARCHABLE_FIELDS.map((f) => factors[f]), boostOf: SEARCHABLE_FIELDS.map((f) => s.fieldWeights[f] || 1) };
     this.fieldTermsCache = terms;
     return terms;
-  }
-
-  private candidate(slot: number, textScore: number): Candidate {
-    const ref = this.refOf[slot]!;
-    return ref >= 0 ? { id: this.ids[slot]!, textScore, ref } : { id: this.ids[slot]!, textScore };
   }
 
   /** The filter of a query on slot attributes, or null when nothing can pass. */
@@ -719,7 +752,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     );
   }
 
-  private wildcard(filter: SlotFilter, window: number): Candidate[] {
+  private wildcard(filter: SlotFilter, window: number): CandidateWindow {
     if (this.byId === null) {
       const live: number[] = [];
       for (const [, slot] of this.idToSlot) live.push(slot);
@@ -727,12 +760,11 @@ export class EmbeddedSearchEngine implements SearchEngine {
       live.sort((a, b) => (ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0));
       this.byId = Int32Array.from(live);
     }
-    const out: Candidate[] = [];
-    for (let i = 0; i < this.byId.length && out.length < window; i++) {
+    for (let i = 0; i < this.byId.length && this.out.length < window; i++) {
       const slot = this.byId[i]!;
-      if (this.passes(filter, slot)) out.push(this.candidate(slot, 0));
+      if (this.passes(filter, slot)) this.emit(slot, 0);
     }
-    return out;
+    return this.out;
   }
 
   /**

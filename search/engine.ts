@@ -68,8 +68,35 @@ export interface Candidate {
   ref?: number;
 }
 
+/**
+ * Candidates as parallel arrays, without an object per candidate: `ids[i]`, `textScores[i]`, `refs[i]` (−1 for a
+ * document without a ref) for i < length, in the order `query` would return them. The arrays are the engine's
+ * scratch: valid until its next query or write, so the caller ranks them right away (synchronously).
+ */
+export interface CandidateWindow {
+  length: number;
+  ids: string[];
+  textScores: Float64Array;
+  refs: Int32Array;
+}
+
+/** The window as Candidate objects (what `query` returns for it). */
+export function windowCandidates(w: CandidateWindow): Candidate[] {
+  const out: Candidate[] = new Array(w.length);
+  for (let i = 0; i < w.length; i++) {
+    const ref = w.refs[i]!;
+    out[i] = ref >= 0 ? { id: w.ids[i]!, textScore: w.textScores[i]!, ref } : { id: w.ids[i]!, textScore: w.textScores[i]! };
+  }
+  return out;
+}
+
 export interface SearchEngine {
   readonly name: string;
+  /**
+   * Optional, synchronous: the same candidates as `query`, as a CandidateWindow (the embedded engine: building
+   * 1,000 candidate objects per query was a few percent of a search).
+   */
+  queryWindow?(q: EngineQuery): CandidateWindow;
   /** Insert or fully replace documents by id. */
   upsert(docs: SearchDoc[]): Promise<void>;
   /** Remove documents by id; unknown ids are ignored. */

@@ -6,7 +6,7 @@
  * then × (1 − deprioritizedPenalty) for stores whose operational status is deprioritized.
  * Formula, tiers and rules are written up in docs/search.md.
  */
-import { categoryKey, clamp01, tokenize, type Candidate, type EngineQuery } from "./engine.ts";
+import { categoryKey, clamp01, tokenize, windowCandidates, type Candidate, type CandidateWindow, type EngineQuery } from "./engine.ts";
 import type { ProductColumns } from "./columns.ts";
 import { minorUnitExponent, toMajor, toMinor } from "./money.ts";
 import { DEFAULT_SEARCH_SETTINGS, DEFAULT_STOP_WORDS, type SearchSettings } from "./settings.ts";
@@ -599,6 +599,8 @@ export interface RankInput {
    * for the page (and for dedupe keys); otherwise as without it.
    */
   columns?: ProductColumns;
+  /** Optional: the candidates as an engine's CandidateWindow instead of `candidates` (which is then ignored). */
+  window?: CandidateWindow;
   stores: ReadonlyMap<string, StoreSnapshot>;
   request?: RankRequest;
   now: Date;
@@ -803,7 +805,8 @@ const SCORED_SORTS: Record<SortOrder, (a: Scored, b: Scored) => number> = {
  * dedupe uses cached title keys; a bounded heap picks the page; only the page's items get why_ranked,
  * confidences and merchant summaries.
  */
-export function rankProducts(input: RankInput): RankResult {
+export function rankProducts(given: RankInput): RankResult {
+  let input = given;
   const settings = input.settings ?? DEFAULT_SEARCH_SETTINGS;
   const req = normalizeRequest(input.request);
   const f = req.filters;
@@ -835,6 +838,7 @@ export function rankProducts(input: RankInput): RankResult {
     const dense = rankFromColumns(input, input.columns, table, termsOf, req, settings);
     if (dense !== null) return dense;
   }
+  if (input.window !== undefined) input = { ...input, candidates: windowCandidates(input.window), window: undefined };
   const { records, texts } = candidateRecords(input);
   const wantCategory = f.category !== undefined ? categoryKey(f.category) : undefined;
   const bounds = new Map<string, [number, number]>();
@@ -916,10 +920,12 @@ function rankFromColumns(
   settings: SearchSettings,
 ): RankResult | null {
   const cands = input.candidates;
+  const win = input.window;
+  const count = win !== undefined ? win.length : cands.length;
   const ids = cols.ids;
   const nRefs = ids.length;
-  if (dRef.length < cands.length) {
-    const n = Math.max(cands.length, dRef.length * 2);
+  if (dRef.length < count) {
+    const n = Math.max(count, dRef.length * 2);
     dRef = new Int32Array(n);
     dText = new Float64Array(n);
     dFinal = new Float64Array(n);
@@ -936,20 +942,29 @@ function rankFromColumns(
   }
   // each ref once, with its best text score (engines return an id once; the rule matters for merged lists)
   let n = 0;
-  for (let i = 0; i < cands.length; i++) {
-    const c = cands[i]!;
-    const ref = c.ref;
-    if (ref === undefined || !(ref < nRefs) || ids[ref] !== c.id) return null;
+  for (let i = 0; i < count; i++) {
+    let ref: number;
+    let textScore: number;
+    if (win !== undefined) {
+      ref = win.refs[i]!;
+      textScore = win.textScores[i]!;
+      if (!(ref >= 0 && ref < nRefs) || ids[ref] !== win.ids[i]) return null;
+    } else {
+      const c = cands[i]!;
+      if (c.ref === undefined || !(c.ref < nRefs) || ids[c.ref] !== c.id) return null;
+      ref = c.ref;
+      textScore = c.textScore;
+    }
     const seen = 2 * ref;
     if (refSeen[seen] === refEpoch) {
       const at = refSeen[seen + 1]!;
-      dText[at] = Math.max(dText[at]!, c.textScore);
+      dText[at] = Math.max(dText[at]!, textScore);
       continue;
     }
     refSeen[seen] = refEpoch;
     refSeen[seen + 1] = n;
     dRef[n] = ref;
-    dText[n] = c.textScore;
+    dText[n] = textScore;
     n++;
   }
 

@@ -369,8 +369,11 @@ export class SearchService {
     const norm: NormalizedRequest = normalizeRequest(q);
     const engineQuery = engineQueryFor(q.query, q, this.allowedSlugs(q), this.settings, this.currencies);
     engineQuery.unordered = true; // rankProducts orders the window
-    const candidates = await this.engine.query(engineQuery);
-    const result = rankProducts({ candidates, products: this.products, columns: this.columns, stores: this.stores, request: q, now, settings: this.settings });
+    // the embedded engine's window as arrays, ranked right away (they are its scratch); other engines' objects
+    const window = this.engine.queryWindow?.(engineQuery);
+    const candidates = window === undefined ? await this.engine.query(engineQuery) : [];
+    const candidateCount = window === undefined ? candidates.length : window.length;
+    const result = rankProducts({ candidates, window, products: this.products, columns: this.columns, stores: this.stores, request: q, now, settings: this.settings });
     const tookMs = Math.round((performance.now() - started) * 100) / 100;
     return {
       products: result.items.map((p) => displaySummary(toProductSummary(p))),
@@ -385,7 +388,7 @@ export class SearchService {
         deduplicate: norm.deduplicate,
         engine: this.engine.name,
         tookMs,
-        candidates: candidates.length,
+        candidates: candidateCount,
         candidateWindow: this.settings.candidateWindow,
         eligibleStores: engineQuery.storeSlugs?.length ?? null,
         rankingWeights: this.settings.rankingWeights,

@@ -433,6 +433,55 @@ describe("ranking from the columns", () => {
   });
 });
 
+describe("candidate windows", () => {
+  test("the embedded engine's window holds what query returns, in its order, for text, wildcard, filtered and empty queries", async () => {
+    const engine = new EmbeddedSearchEngine();
+    const r = rng(21);
+    const docs = Array.from({ length: 300 }, (_, i) => ({ ...randomDoc(r, i + 1, ["a", "b", "c"]), ...(i % 4 === 0 ? {} : { ref: i * 3 }) }));
+    await engine.upsert(docs);
+    const queries = [
+      { text: "wireless earbuds", window: 50 },
+      { text: "cast iron skillet", window: 1000, unordered: true },
+      { text: "*", window: 40, storeSlugs: ["a", "c"] },
+      { text: "tra", window: 20, inStock: true, minPriceMinor: 500 },
+      { text: "cottn shirt", window: 30, category: "electronics" },
+      { text: "nothingmatches", window: 10 },
+      { text: "yoga", window: 10, storeSlugs: [] },
+    ];
+    for (const q of queries) {
+      const want = await engine.query(q);
+      const w = engine.queryWindow(q);
+      const got = Array.from({ length: w.length }, (_, i) => (w.refs[i]! >= 0 ? { id: w.ids[i], textScore: w.textScores[i], ref: w.refs[i] } : { id: w.ids[i], textScore: w.textScores[i] }));
+      expect(got).toEqual(want);
+    }
+  });
+
+  test("ranking a window equals ranking its candidates, through the columns or, when a ref is stale, the records", () => {
+    const NOW = new Date("2025-06-01T12:00:00.000Z");
+    const store: StoreSnapshot = { slug: "s", name: "s", trustScore: 0.8, verificationLevel: "STANDARD", storeStatus: "active", lastSyncAt: NOW.toISOString(), euQualified: false };
+    const stores = new VersionedMap([["s", store]]);
+    const products: RankableProduct[] = Array.from({ length: 50 }, (_, i) => ({
+      id: uuid(i + 1), storeSlug: "s", title: `Lamp ${i % 7}`, description: "", priceMinor: 100 * i, compareAtPriceMinor: null, currency: "EUR",
+      inStock: i % 3 !== 0, imageUrl: null, category: null, createdAt: NOW.toISOString(),
+    }));
+    const columns = new ProductColumns();
+    products.forEach((p, i) => columns.set(i, p));
+    const productMap = new Map(products.map((p) => [p.id, p]));
+    const window = { length: 40, ids: products.slice(0, 45).map((p) => p.id), textScores: Float64Array.from(products.slice(0, 45), (_, i) => (i % 5) / 4), refs: Int32Array.from(products.slice(0, 45), (_, i) => i) };
+    const cands = windowCandidatesOf(window);
+    const request = { limit: 10, page: 2, filters: { inStock: false }, deduplicate: true };
+    const want = rankProducts({ candidates: cands, products: productMap, stores, request, now: NOW });
+    expect(rankProducts({ candidates: [], window, products: productMap, columns, stores, request, now: NOW })).toEqual(want);
+    const stale = { ...window, refs: Int32Array.from(window.refs, (r, i) => (i === 2 ? 7 : r)) };
+    expect(rankProducts({ candidates: [], window: stale, products: productMap, columns, stores, request, now: NOW })).toEqual(want);
+    expect(rankProducts({ candidates: [], window, products: productMap, stores, request, now: NOW })).toEqual(want);
+  });
+});
+
+function windowCandidatesOf(w: { length: number; ids: string[]; textScores: Float64Array; refs: Int32Array }): Candidate[] {
+  return Array.from({ length: w.length }, (_, i) => ({ id: w.ids[i]!, textScore: w.textScores[i]!, ref: w.refs[i]! }));
+}
+
 describe("search service refs under churn", () => {
   test("refs of removed products are reused, so memory follows the live catalog, and a reused ref never finds the old product", async () => {
     const svc = new SearchService(createEmbeddedEngine());
