@@ -92,9 +92,13 @@ const COUNTERS = ["n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_tup_del"] as con
 
 /** Row counters of every table of the run's database (BENCH_TABLE_STATS=1): which writes a journey makes. */
 async function tableStats(sql: Sql): Promise<TableCounters> {
+  // WAL of the whole server (other databases' writes count too): records, full-page images, bytes
+  const [w] = await sql<{ wal_records: string; wal_fpi: string; wal_bytes: string }[]>`SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal`;
   const rows = await sql<{ relname: string; n_tup_ins: string; n_tup_upd: string; n_tup_hot_upd: string; n_tup_del: string }[]>`
     SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables`;
-  return new Map(rows.map((r) => [r.relname, COUNTERS.map((c) => Number(r[c]))]));
+  const m = new Map(rows.map((r) => [r.relname, COUNTERS.map((c) => Number(r[c]))]));
+  m.set("(server WAL: records, fpi, kB, -)", [Number(w!.wal_records), Number(w!.wal_fpi), Number(w!.wal_bytes) / 1024, 0]);
+  return m;
 }
 
 /** Per journey (approximate: the counters lag by up to a second): inserts, updates (HOT among them), deletes. */
@@ -178,7 +182,12 @@ async function run(target: string, svc: Service): Promise<Result> {
   const n = Math.max(1, lat.length);
   let pgMs = 0;
   for (const [pid, before] of pgBefore) pgMs += Math.max(0, (pgAfter.get(pid) ?? before) - before);
-  if (tablesBefore && tablesAfter) printTableStats(target, tablesBefore, tablesAfter, finished - finishedBefore);
+  if (tablesBefore && tablesAfter) {
+    printTableStats(target, tablesBefore, tablesAfter, finished - finishedBefore);
+    const sizes = await svc.sql`SELECT kind, count(*)::int AS n, avg(pg_column_size(state))::int AS state_bytes, avg(pg_column_size(s.*))::int AS row_bytes,
+      (SELECT avg(pg_column_size(reply))::int FROM actor_inbox i WHERE i.kind = s.kind) AS reply_bytes FROM actor_state s GROUP BY kind`;
+    console.error(sizes.map((r) => `  ${r.kind}: ${r.n} rows, state ${r.state_bytes} B stored, row ${r.row_bytes} B, inbox reply ${r.reply_bytes} B`).join("\n"));
+  }
   return {
     target,
     journeys: lat.length,
@@ -199,6 +208,10 @@ async function scratchDatabase(): Promise<{ url: string; drop(): Promise<void> }
   const admin = connect(PG, 1);
   const name = `bench_checkout_${Date.now().toString(36)}`;
   await admin.unsafe(`CREATE DATABASE ${name}`);
+  // Experiments only (never server-wide): BENCH_PG_SETTINGS="commit_delay=100;commit_siblings=2" applies to the run's database.
+  for (const setting of (process.env.BENCH_PG_SETTINGS ?? "").split(";").filter((x) => x.trim())) {
+    await admin.unsafe(`ALTER DATABASE ${name} SET ${setting}`);
+  }
   const u = new URL(PG);
   u.pathname = `/${name}`;
   return {

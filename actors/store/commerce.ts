@@ -100,6 +100,21 @@ interface CatalogRow {
   hosted_checkout_url: string | null;
 }
 
+// In-process hints that pick a cheaper statement shape for a leg of untracked stock (the common case: nothing to
+// hold, so no products row to update and no reservation row to write or settle). They are never trusted for
+// correctness: the light statements re-check in SQL and, when the hint was wrong, write nothing and leave the
+// decision to the full statement. A statement that updates products or stock_reservations opens and locks those
+// tables and all their indexes (6 on products) even when it changes no row; skipping it is the saving.
+const HINT_LIMIT = 100_000;
+/** Product ids whose stock was untracked when readCatalog last saw them. */
+const untrackedSeen = new Set<string>();
+/** Reservation ids whose leg began with nothing held (so no reservation row), until their settle. */
+const nothingHeld = new Set<string>();
+function remember(set: Set<string>, key: string): void {
+  if (set.size >= HINT_LIMIT) set.clear();
+  set.add(key);
+}
+
 /**
  * The ids padded (with the last id repeated) to the next power of two: `p.id IN (...)` then has one statement
  * text per arity 1, 2, 4, … and each runs a generic plan whose row estimate is the arity. `p.id = ANY($1)` cannot:
@@ -156,6 +171,8 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
       ${domesticShipping(sql)}
       WHERE p.id IN ${idList}`;
   for (const r of rows) {
+    if (r.stock_quantity === null) remember(untrackedSeen, r.id);
+    else untrackedSeen.delete(r.id);
     const trust = r.trust_score === null ? null : Number(r.trust_score);
     out.set(r.id, {
       productId: r.id,
@@ -480,14 +497,20 @@ export function stockShortages(
   return out;
 }
 
+/** `prior`: this reservation id was begun before: its reservation row, or (nothing held, so no row) its order waiting on it. */
+function priorOf(db: Sql, slug: string, b: BeginLegBody) {
+  return db`prior AS (SELECT status, order_id FROM stock_reservations WHERE id = ${b.reservationId}
+      UNION ALL
+      SELECT 'held', id FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND intent_id = ${b.reservationId}
+      LIMIT 1)`;
+}
+
 /**
- * Starts one store's payment leg: holds tracked stock (untracked stock is unlimited and never locked), writes the
- * reservation and the order `pending` with its items, `created` event, `order.created` outbox row and the key's
- * allowlist binding. Idempotent per reservation id; a later attempt of the same session reuses the order.
- * A shortage gives back what the statement held and throws STATE_EXECUTION_BLOCKED.
+ * The order side of a leg, after a CTE `ok (go)` decided whether the leg goes ahead: the order `pending` with its
+ * items, `created` event, `order.created` outbox row and the key's allowlist binding (`ins` … `allow`), or, for
+ * another attempt of the same session, the existing order pointed at this attempt (`reuse`).
  */
-export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number): Promise<{ orderId: string; created: boolean }> {
-  const { ids, qs, vqs } = wantedStock(b.lines);
+function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number) {
   const railLabel = b.paymentMethod === "MOCK" ? "MOCK" : b.paymentRail;
   const created = {
     event: "order.created",
@@ -498,15 +521,69 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
     currency: b.currency,
     status: "pending",
   };
-  type Held = { id: string; q: number; vq: Record<string, number> };
+  return db`
+    ins AS (
+      INSERT INTO orders (id, store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id,
+        cart_id, subtotal_minor, discount_minor, shipping_minor, tax_minor, coupon_code, payment_method, intent_id)
+      SELECT ${b.orderId}, ${slug}, 'agent', ${b.agentKeyId}, ${`agent:${b.agentKeyId}`}, 'pending', ${b.totalMinor}, ${b.currency}, ${railLabel},
+        ${b.checkoutSessionId}, ${b.cartId}, ${b.subtotalMinor}, ${b.discountMinor}, ${b.shippingMinor}, ${b.taxMinor}, ${b.couponCode},
+        ${b.paymentMethod}, ${b.reservationId}
+      FROM ok WHERE go
+      ON CONFLICT DO NOTHING RETURNING id),
+    reuse AS (
+      -- Another attempt of the same session: the order exists, stays pending and now waits for this attempt.
+      UPDATE orders SET intent_id = ${b.reservationId}, payment_method = ${b.paymentMethod}, payment_rail = ${railLabel}, updated_at = now()
+      WHERE id = ${b.orderId} AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),
+    items AS (
+      INSERT INTO order_items (order_id, product_id, variant_id, title, quantity, unit_price_minor)
+      SELECT ins.id, l.* FROM ins, unnest(${b.lines.map((l) => l.productId)}::uuid[], ${b.lines.map((l) => l.variantId)}::uuid[],
+        ${b.lines.map((l) => l.title)}::text[], ${b.lines.map((l) => l.quantity)}::int[], ${b.lines.map((l) => l.unitPriceMinor)}::bigint[]) AS l),
+    ev AS (
+      INSERT INTO order_events (order_id, type, to_status, data)
+      SELECT id, 'created', 'pending', ${db.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId, ...(b.shipping ? { shipping: b.shipping } : {}) } as never)}::jsonb FROM ins
+      UNION ALL
+      SELECT id, 'payment_attempt', NULL, ${db.json({ intent_id: b.reservationId } as never)}::jsonb FROM reuse),
+    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.created', ${db.json(created as never)}::jsonb FROM ins),
+    -- The key's first order with this store creates its allowlist binding (refund requests need it).
+    allow AS (INSERT INTO store_agent_allowlist (store_slug, agent_key_id) SELECT ${slug}, ${b.agentKeyId} FROM ins ON CONFLICT DO NOTHING)`;
+}
+
+/**
+ * Starts one store's payment leg: holds tracked stock (untracked stock is unlimited and never locked), writes the
+ * reservation and the order `pending` with its items, `created` event, `order.created` outbox row and the key's
+ * allowlist binding. Idempotent per reservation id; a later attempt of the same session reuses the order.
+ * A shortage gives back what the statement held and throws STATE_EXECUTION_BLOCKED.
+ */
+export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number): Promise<{ orderId: string; created: boolean }> {
+  const { ids, qs, vqs } = wantedStock(b.lines);
   const idList = db(listOfPlannedArity(ids));
+  if (vqs.every((v) => v === "{}") && ids.every((id) => untrackedSeen.has(id))) {
+    // Untracked stock, as last read: nothing to hold, so the statement touches neither products nor reservations.
+    // `go` is false (and nothing written) unless every product is still untracked, active and in stock; then the
+    // full statement below decides (holds, or reports the shortage).
+    const [l] = await db<{ prior_status: string | null; prior_order: string | null; go: boolean; inserted: number }[]>`
+      WITH want AS MATERIALIZED (SELECT w.id, ${slug}::text AS slug FROM unnest(${ids}::uuid[]) AS w(id)),
+      ${priorOf(db, slug, b)},
+      free AS (
+        SELECT p.id FROM products p JOIN want w ON w.id = p.id
+        WHERE p.id IN ${idList} AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL),
+      ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM free) = ${ids.length} AS go),
+      ${orderRows(db, slug, b, now)}
+      SELECT (SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
+        (SELECT count(*) FROM ins)::int AS inserted`;
+    if (l.prior_status) {
+      if (l.prior_status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
+      return { orderId: l.prior_order as string, created: false };
+    }
+    if (l.go) {
+      remember(nothingHeld, b.reservationId);
+      return { orderId: b.orderId, created: l.inserted > 0 };
+    }
+  }
+  type Held = { id: string; q: number; vq: Record<string, number> };
   const [r] = await db<{ prior_status: string | null; prior_order: string | null; go: boolean; held: Held[] | null; inserted: number }[]>`
     WITH want AS MATERIALIZED (SELECT w.id, w.q, w.vt::jsonb AS vq, ${slug}::text AS slug FROM unnest(${ids}::uuid[], ${qs}::int[], ${vqs}::text[]) AS w(id, q, vt)),
-    -- This reservation id was begun before: its reservation row, or (nothing held, so no row) its order waiting on it.
-    prior AS (SELECT status, order_id FROM stock_reservations WHERE id = ${b.reservationId}
-      UNION ALL
-      SELECT 'held', id FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND intent_id = ${b.reservationId}
-      LIMIT 1),
+    ${priorOf(db, slug, b)},
     -- Tracked stock (the product's, and each tracked variant's) is held by one conditional update of the product
     -- row; untracked stock is unlimited and never locked.
     -- Plan, index-driven by construction: the only condition on products alone is p.id IN (ids), the primary key
@@ -542,30 +619,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
       INSERT INTO stock_reservations (id, store_slug, order_id, lines)
       SELECT ${b.reservationId}, ${slug}, ${b.orderId}, (SELECT jsonb_agg(jsonb_build_object('productId', id, 'quantity', q, 'variants', vq)) FROM held)
       FROM ok WHERE go AND EXISTS (SELECT 1 FROM held)),
-    ins AS (
-      INSERT INTO orders (id, store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id,
-        cart_id, subtotal_minor, discount_minor, shipping_minor, tax_minor, coupon_code, payment_method, intent_id)
-      SELECT ${b.orderId}, ${slug}, 'agent', ${b.agentKeyId}, ${`agent:${b.agentKeyId}`}, 'pending', ${b.totalMinor}, ${b.currency}, ${railLabel},
-        ${b.checkoutSessionId}, ${b.cartId}, ${b.subtotalMinor}, ${b.discountMinor}, ${b.shippingMinor}, ${b.taxMinor}, ${b.couponCode},
-        ${b.paymentMethod}, ${b.reservationId}
-      FROM ok WHERE go
-      ON CONFLICT DO NOTHING RETURNING id),
-    reuse AS (
-      -- Another attempt of the same session: the order exists, stays pending and now waits for this attempt.
-      UPDATE orders SET intent_id = ${b.reservationId}, payment_method = ${b.paymentMethod}, payment_rail = ${railLabel}, updated_at = now()
-      WHERE id = ${b.orderId} AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),
-    items AS (
-      INSERT INTO order_items (order_id, product_id, variant_id, title, quantity, unit_price_minor)
-      SELECT ins.id, l.* FROM ins, unnest(${b.lines.map((l) => l.productId)}::uuid[], ${b.lines.map((l) => l.variantId)}::uuid[],
-        ${b.lines.map((l) => l.title)}::text[], ${b.lines.map((l) => l.quantity)}::int[], ${b.lines.map((l) => l.unitPriceMinor)}::bigint[]) AS l),
-    ev AS (
-      INSERT INTO order_events (order_id, type, to_status, data)
-      SELECT id, 'created', 'pending', ${db.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId, ...(b.shipping ? { shipping: b.shipping } : {}) } as never)}::jsonb FROM ins
-      UNION ALL
-      SELECT id, 'payment_attempt', NULL, ${db.json({ intent_id: b.reservationId } as never)}::jsonb FROM reuse),
-    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.created', ${db.json(created as never)}::jsonb FROM ins),
-    -- The key's first order with this store creates its allowlist binding (refund requests need it).
-    allow AS (INSERT INTO store_agent_allowlist (store_slug, agent_key_id) SELECT ${slug}, ${b.agentKeyId} FROM ins ON CONFLICT DO NOTHING)
+    ${orderRows(db, slug, b, now)}
     SELECT (SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
       (SELECT jsonb_agg(jsonb_build_object('id', id, 'q', q, 'vq', vq)) FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted`;
   if (r.prior_status) {
@@ -586,6 +640,8 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
       FROM products WHERE id = ANY(${ids}::uuid[])`;
     throw fail("STATE_EXECUTION_BLOCKED", "Stock no longer covers the cart.", { reasons: stockShortages(slug, ids, qs, vqs, levels) });
   }
+  if (r.held?.length) nothingHeld.delete(b.reservationId);
+  else remember(nothingHeld, b.reservationId);
   return { orderId: b.orderId, created: r.inserted > 0 };
 }
 
@@ -608,6 +664,22 @@ function givenBack(db: Sql) {
 }
 
 /**
+ * `o` … `coupon`: a pending order moves to `to` with its capture reference, its history event, its
+ * `order.status_changed` outbox row and its coupon's use. `guard` is an extra condition on the order's update.
+ */
+function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: Record<string, unknown>, guard: ReturnType<Sql>) {
+  return db`o AS (
+      UPDATE orders SET status = ${to}, capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId},
+        simulated = ${b.simulated ?? false}, paid_at = now(), updated_at = now(), version = version + 1
+      WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending' ${guard} RETURNING id, coupon_code),
+    ev AS (
+      INSERT INTO order_events (order_id, type, from_status, to_status, data)
+      SELECT id, 'mark_paid', 'pending', ${to}, ${db.json({ actor: "system", capture_ref: b.captureRef ?? null, intent_id: b.intentId ?? null } as never)}::jsonb FROM o),
+    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(changedPayload as never)}::jsonb FROM o),
+    coupon AS (UPDATE coupons c SET used_count = c.used_count + 1 FROM o WHERE c.store_slug = ${slug} AND c.code = o.coupon_code)`;
+}
+
+/**
  * Settles one leg in one statement. `captured`: the held stock is committed, the order moves pending → paid with
  * its capture reference, history event, `order.status_changed` outbox row and the coupon's use. `released`: the
  * stock goes back and the order stays pending (history `payment_rolled_back`). Idempotent: a settled reservation
@@ -620,6 +692,7 @@ export async function settleLegRows(
   now: number,
 ): Promise<{ status: OrderStatus; changed: string[] }> {
   if (b.outcome === "released") {
+    nothingHeld.delete(b.reservationId);
     const [r] = await db<{ status: OrderStatus | null }[]>`
       WITH rsv AS (
         UPDATE stock_reservations SET status = 'released', updated_at = now()
@@ -653,6 +726,18 @@ export async function settleLegRows(
     totalAmount: toMajor(totalMinor, currency),
     currency,
   };
+  if (nothingHeld.delete(b.reservationId)) {
+    // Nothing was held for this reservation (no row): only the order moves. The guard re-checks that no reservation
+    // row exists; if one does after all, this statement wrote nothing and the full settle below runs.
+    const [l] = await db<{ paid: number; held: boolean; status: OrderStatus | null }[]>`
+      WITH ${paidRows(db, slug, b, to, changedPayload, db`AND NOT EXISTS (SELECT 1 FROM stock_reservations WHERE id = ${b.reservationId})`)}
+      SELECT (SELECT count(*) FROM o)::int AS paid, EXISTS (SELECT 1 FROM stock_reservations WHERE id = ${b.reservationId}) AS held,
+        (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
+    if (!l.held) {
+      if (!l.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });
+      return { status: l.paid ? to : l.status, changed: [] };
+    }
+  }
   const [r] = await db<{ paid: number; changed: string[]; status: OrderStatus | null }[]>`
     WITH rsv AS (
       UPDATE stock_reservations SET status = 'committed', updated_at = now()
@@ -668,15 +753,7 @@ export async function settleLegRows(
         variants = variant_stock_sell(p.variants, w.vq),
         updated_at = now()
       FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
-    o AS (
-      UPDATE orders SET status = ${to}, capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId},
-        simulated = ${b.simulated ?? false}, paid_at = now(), updated_at = now(), version = version + 1
-      WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id, coupon_code),
-    ev AS (
-      INSERT INTO order_events (order_id, type, from_status, to_status, data)
-      SELECT id, 'mark_paid', 'pending', ${to}, ${db.json({ actor: "system", capture_ref: b.captureRef ?? null, intent_id: b.intentId ?? null } as never)}::jsonb FROM o),
-    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(changedPayload as never)}::jsonb FROM o),
-    coupon AS (UPDATE coupons c SET used_count = c.used_count + 1 FROM o WHERE c.store_slug = ${slug} AND c.code = o.coupon_code)
+    ${paidRows(db, slug, b, to, changedPayload, db``)}
     SELECT (SELECT count(*) FROM o)::int AS paid, ARRAY(SELECT id::text FROM sold WHERE tracked) AS changed,
       (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
   if (!r.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });

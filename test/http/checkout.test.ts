@@ -126,6 +126,32 @@ describe("rows per order", () => {
     expect((await srv.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${orderId}`)[0].status).toBe("paid");
     expect(await reserved(P.board)).toBe(0);
   });
+
+  test("stock that became tracked after the catalog read is still held and sold: the untracked shape finds it tracked and the full statement runs", async () => {
+    const { readCatalog, beginLegRows, settleLegRows } = await import("../../actors/store/commerce.ts");
+    await readCatalog(srv.db.sql, [P.board], key.id); // seen untracked: the leg tries the statement that holds nothing
+    await srv.db.sql`UPDATE products SET stock_quantity = 5 WHERE id = ${P.board}`;
+    try {
+      const orderId = crypto.randomUUID();
+      const reservationId = crypto.randomUUID();
+      const leg = {
+        orderId, checkoutSessionId: `cs_${orderId}`, cartId: crypto.randomUUID(), reservationId, agentKeyId: key.id, currency: "USD",
+        paymentRail: "card", paymentMethod: "MOCK", couponCode: null, subtotalMinor: 5390, discountMinor: 0, shippingMinor: 0, taxMinor: 0,
+        totalMinor: 5390, lines: [{ productId: P.board, variantId: null, title: "board", quantity: 2, unitPriceMinor: 2695 }],
+      };
+      expect(await srv.db.sql.begin((tx) => beginLegRows(tx as never, "demo-store", leg, Date.now()))).toEqual({ orderId, created: true });
+      expect(await reserved(P.board)).toBe(2);
+      expect((await srv.db.sql`SELECT status FROM stock_reservations WHERE id = ${reservationId}`).map((r) => r.status)).toEqual(["held"]);
+      const settled = await srv.db.sql.begin((tx) =>
+        settleLegRows(tx as never, "demo-store", { orderId, reservationId, outcome: "captured", intentId: reservationId, captureRef: "cap_t", simulated: true, totalMinor: 5390, currency: "USD" }, Date.now()),
+      );
+      expect(settled).toEqual({ status: "paid", changed: [P.board] });
+      const [p] = await srv.db.sql<{ s: number; r: number }[]>`SELECT stock_quantity AS s, reserved_quantity AS r FROM products WHERE id = ${P.board}`;
+      expect(p).toEqual({ s: 3, r: 0 });
+    } finally {
+      await srv.db.sql`UPDATE products SET stock_quantity = NULL, reserved_quantity = 0 WHERE id = ${P.board}`;
+    }
+  });
 });
 
 describe("preview, then complete", () => {
