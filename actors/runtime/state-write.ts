@@ -5,7 +5,7 @@
  * (SQLSTATE AF001, migration 0003) instead of reporting zero rows: a transaction it is part of is aborted, which
  * lets the runtime send it and COMMIT in one round trip.
  *
- * Texts are built once per shape (insert or update × reminders or not × reply or not) and sent as prepared
+ * Texts are built once per shape (insert or update × reminders set, deleted, both or none × reply or not) and sent as prepared
  * statements, so Postgres plans each shape once per connection.
  */
 
@@ -32,8 +32,9 @@ export const FENCE_FAILED = "AF001";
 
 const texts = new Map<string, string>();
 
-function textFor(insert: boolean, reminders: boolean, reply: boolean): string {
-  const key = `${+insert}${+reminders}${+reply}`;
+function textFor(insert: boolean, sets: boolean, deletes: boolean, reply: boolean): string {
+  const key = `${+insert}${+sets}${+deletes}${+reply}`;
+  const reminders = sets || deletes;
   let text = texts.get(key);
   if (text) return text;
   // $1 kind, $2 id, $3 state; then, numbered in order of use: version (update), reminder ops, reply fields
@@ -50,13 +51,17 @@ function textFor(insert: boolean, reminders: boolean, reply: boolean): string {
   ];
   if (reminders) {
     const opsTable = `jsonb_to_recordset(${ops}::text::jsonb) AS o(name text, op text, due_at timestamptz, due timestamptz, payload jsonb)`;
-    parts.push(
-      `rd AS (DELETE FROM actor_reminders r USING s, ${opsTable}
-           WHERE o.op = 'delete' AND r.kind = $1 AND r.id = $2 AND r.name = o.name AND (o.due IS NULL OR r.due_at = o.due))`,
-      `rs AS (INSERT INTO actor_reminders (kind, id, name, due_at, payload)
+    // Only the kinds of change the turn made: a modifying CTE costs its table's opening and locks (and an insert's,
+    // its indexes') even when it changes no row, and most turns only set or only delete.
+    if (deletes) {
+      parts.push(`rd AS (DELETE FROM actor_reminders r USING s, ${opsTable}
+           WHERE o.op = 'delete' AND r.kind = $1 AND r.id = $2 AND r.name = o.name AND (o.due IS NULL OR r.due_at = o.due))`);
+    }
+    if (sets) {
+      parts.push(`rs AS (INSERT INTO actor_reminders (kind, id, name, due_at, payload)
            SELECT $1, $2, o.name, o.due_at, COALESCE(o.payload, 'null'::jsonb) FROM s, ${opsTable} WHERE o.op = 'set'
-           ON CONFLICT (kind, id, name) DO UPDATE SET due_at = EXCLUDED.due_at, payload = EXCLUDED.payload)`,
-    );
+           ON CONFLICT (kind, id, name) DO UPDATE SET due_at = EXCLUDED.due_at, payload = EXCLUDED.payload)`);
+    }
   }
   if (reply) {
     parts.push(`ib AS (INSERT INTO actor_inbox (kind, id, msg_id, reply, expires_at)
@@ -81,7 +86,13 @@ export function stateWriteStatement(w: StateWrite): { text: string; params: (str
     params.push(JSON.stringify(ops));
   }
   if (w.reply) params.push(w.reply.msgId, w.reply.json, w.reply.expiresAt);
-  return { text: textFor(insert, w.reminders.size > 0, !!w.reply), params };
+  let sets = false;
+  let deletes = false;
+  for (const op of w.reminders.values()) {
+    if (op.op === "set") sets = true;
+    else deletes = true;
+  }
+  return { text: textFor(insert, sets, deletes, !!w.reply), params };
 }
 
 export function isFenceFailure(err: unknown): boolean {

@@ -23,6 +23,7 @@ const timer = defineActor({
     armAndWrite: T.Object({ at: T.Number(), note: T.String() }),
     get: T.Object({}),
     bumpThenCheckpoint: T.Object({}),
+    swap: T.Object({ at: T.Number() }),
   },
   handlers: {
     async bumpThenCheckpoint(ctx) {
@@ -56,8 +57,14 @@ const timer = defineActor({
     async get(ctx) {
       return ctx.state;
     },
+    async swap(ctx, body) {
+      ctx.state.n += 1;
+      await ctx.cancelReminder("ring");
+      await ctx.schedule("buzz", body.at);
+      return ctx.state.n;
+    },
   },
-  reminders: { async ring() {} },
+  reminders: { async ring() {}, async buzz() {} },
 });
 
 let db: TestDatabase;
@@ -120,8 +127,25 @@ describe("one statement per turn", () => {
     await client.ask(timer, "t2", "arm", { at: Date.parse("2030-01-01T00:00:00Z") });
     const sent = await statementsOf(() => client.ask(timer, "t2", "disarm", {}));
     expect(sent.length).toBe(1);
+    expect(sent[0]).not.toContain("INSERT INTO actor_reminders");
     expect(await reminderOf("t2")).toBeUndefined();
     expect((await rowOf("t2")).state.n).toBe(2);
+    await host.stop();
+  });
+
+  test("a turn that cancels one reminder and sets another does both in the state's statement; one that only sets deletes nothing", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    const at = Date.parse("2031-01-01T00:00:00Z");
+    const armed = await statementsOf(() => client.ask(timer, "t2b", "arm", { at }));
+    expect(armed.join(" ")).not.toContain("DELETE FROM actor_reminders");
+    const sent = await statementsOf(() => client.ask(timer, "t2b", "swap", { at: at + 1000 }));
+    expect(sent.length).toBe(1);
+    expect(sent[0]).toContain("DELETE FROM actor_reminders");
+    expect(sent[0]).toContain("INSERT INTO actor_reminders");
+    const rows = await db.sql<{ name: string; due_at: Date }[]>`SELECT name, due_at FROM actor_reminders WHERE kind = 'timer' AND id = 't2b'`;
+    expect(rows.map((r) => [r.name, r.due_at.getTime()])).toEqual([["buzz", at + 1000]]);
+    expect((await rowOf("t2b")).state.n).toBe(2);
     await host.stop();
   });
 
