@@ -210,9 +210,13 @@ export const agentActor = defineActor({
         others = split.others;
         if (split.mine.length) {
           consumedAt = Date.now();
-          const result = mem.table.admit(split.mine);
-          rate = rateView(result);
-          if (!result.allowed) throw fail("rate_limit_exceeded", "Rate limit exceeded; wait until X-RateLimit-Reset.", { ...rate });
+          rate = mem.table.admitTightest(split.mine);
+          if (!rate) {
+            // refused (nothing consumed): the full admission gives the refusal's Retry-After
+            const result = mem.table.admit(split.mine);
+            rate = rateView(result);
+            if (!result.allowed) throw fail("rate_limit_exceeded", "Rate limit exceeded; wait until X-RateLimit-Reset.", { ...rate });
+          }
         }
       }
       let denied: ErrorData | null = null;

@@ -5,6 +5,7 @@
  */
 import type { Transport } from "../transport/transport.ts";
 import type { ActorCaller, AnyActorDefinition, CallOptions, MessageBody, MessageType, ReplyOf } from "./define-actor.ts";
+import type { ReplyEnvelope, RequestEnvelope } from "./envelope.ts";
 import { ActorError } from "./errors.ts";
 
 export interface ClientOptions {
@@ -25,7 +26,11 @@ export class ActorClient implements ActorCaller {
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 3_000;
   }
 
-  async ask<D extends AnyActorDefinition, T extends MessageType<D>>(
+  /**
+   * The first send is a plain promise chain (no async frame): nearly every message is answered on it. Only a
+   * retryable failure enters the retry loop.
+   */
+  ask<D extends AnyActorDefinition, T extends MessageType<D>>(
     def: D,
     id: string,
     type: T,
@@ -37,26 +42,38 @@ export class ActorClient implements ActorCaller {
     const deadline = Date.now() + timeoutMs;
     // A caller-supplied msgId may repeat an earlier send (e.g. after the caller itself restarted): mark every
     // send as a possible resend so the actor checks its durable inbox, not only its memory.
-    let attempt = opts.msgId ? 1 : 0;
+    const env: RequestEnvelope = { msgId, kind: def.kind, id, type, body, deadline, attempt: opts.msgId ? 2 : 1 };
+    return this.send(env).then(
+      (reply) => (reply.ok ? reply.value : this.retry(env, ActorError.fromData(reply.error))),
+      (err: unknown) => this.retry(env, err),
+    ) as Promise<ReplyOf<D, T>>;
+  }
+
+  private send(env: RequestEnvelope): Promise<ReplyEnvelope> {
+    const remaining = env.deadline - Date.now();
+    try {
+      return this.transport.request(env, Math.max(1, this.transport.lossless ? remaining : Math.min(this.attemptTimeoutMs, remaining)));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** After a failed send: retries an `actor_unavailable` (same msgId, next attempt) with backoff until the deadline. */
+  private async retry(env: RequestEnvelope, err: unknown): Promise<unknown> {
     let backoff = 20;
     for (;;) {
-      attempt++;
-      const remaining = deadline - Date.now();
-      try {
-        const reply = await this.transport.request(
-          { msgId, kind: def.kind, id, type, body, deadline, attempt },
-          Math.max(1, this.transport.lossless ? remaining : Math.min(this.attemptTimeoutMs, remaining)),
-        );
-        if (reply.ok) return reply.value as ReplyOf<D, T>;
-        const err = ActorError.fromData(reply.error);
-        if (err.code !== "actor_unavailable") throw err;
-        if (deadline - Date.now() <= backoff) throw err;
-      } catch (err) {
-        const retryable = err instanceof ActorError && err.code === "actor_unavailable";
-        if (!retryable || deadline - Date.now() <= backoff) throw err;
-      }
+      const retryable = err instanceof ActorError && err.code === "actor_unavailable";
+      if (!retryable || env.deadline - Date.now() <= backoff) throw err;
       await Bun.sleep(backoff);
       backoff = Math.min(backoff * 2, 500);
+      env = { ...env, attempt: env.attempt + 1 };
+      try {
+        const reply = await this.send(env);
+        if (reply.ok) return reply.value;
+        err = ActorError.fromData(reply.error);
+      } catch (e) {
+        err = e;
+      }
     }
   }
 }

@@ -11,7 +11,7 @@ import { log as rootLog, type Logger } from "../../infra/log.ts";
 import { actorFencingConflicts, recordTurn, registerActorStats, turnStatsFor, type TurnStats } from "../../infra/metrics.ts";
 import type { Transport } from "../transport/transport.ts";
 import { systemClock, type Clock } from "./clock.ts";
-import type { ActorCaller, ActorContext, AnyActorDefinition } from "./define-actor.ts";
+import type { ActorCaller, ActorContext, AnyActorDefinition, CallOptions, MessageBody, MessageType, ReplyOf } from "./define-actor.ts";
 import { REMINDER_PREFIX, type ReplyEnvelope, type RequestEnvelope } from "./envelope.ts";
 import { ActorError, isInputDataError } from "./errors.ts";
 import { isFenceFailure, stateWriteStatement, type ReminderOp } from "./state-write.ts";
@@ -48,8 +48,7 @@ class Activation {
   ready!: Promise<void>;
   /** True once `ready` has resolved: read-only turns then run at once, without a promise hop. */
   loaded = false;
-  /** The context read-only turns inherit from (built on the first one; each turn adds only its msgId). */
-  readOnlyCtx?: ActorContext<unknown>;
+  /** The logger of read-only turns (built on first use: most turns never log). */
   logger?: Logger;
   constructor(
     readonly def: AnyActorDefinition,
@@ -94,10 +93,12 @@ export class ActorHost {
   private unregisterStats?: () => void;
   private stopping = false;
   private polling?: Promise<number>;
+  private readonly readOnlyDeps: ReadOnlyDeps;
 
   constructor(private readonly opts: HostOptions) {
     this.clock = opts.clock ?? systemClock;
     this.log = opts.log ?? rootLog.child({ component: "actor-host" });
+    this.readOnlyDeps = { sql: opts.sql, clock: this.clock, log: this.log, caller: opts.caller };
     for (const def of opts.definitions) {
       this.defs.set(def.kind, def);
       const m = new Map<string, TypeCheck<TSchema>>();
@@ -280,8 +281,7 @@ export class ActorHost {
    */
   private runReadOnly(act: Activation, env: RequestEnvelope): ReplyEnvelope | Promise<ReplyEnvelope> {
     const started = performance.now();
-    const ctx = Object.create(act.readOnlyCtx ?? this.readOnlyContext(act)) as { msgId: string };
-    ctx.msgId = env.msgId;
+    const ctx = new ReadOnlyContext(act, env.msgId, this.readOnlyDeps);
     let value: unknown;
     try {
       value = act.def.handlers[env.type](ctx, env.body);
@@ -301,41 +301,6 @@ export class ActorHost {
     act.lastUsed = Date.now();
     recordTurnOf(act.def.kind, reply.ok ? "ok" : reply.error.code, (performance.now() - started) / 1000);
     return reply;
-  }
-
-  /**
-   * What a read-only turn's handler sees, built once per activation: the same members as a write turn's context,
-   * but every write (tx, checkpoint, reminders) is refused and events are not sent, as before this was shared.
-   */
-  private readOnlyContext(act: Activation): ActorContext<unknown> {
-    const { sql, clock, log, caller } = this.internals;
-    const refuse = () => Promise.reject(new Error(`reentrant handler of ${act.def.kind} tried to write`));
-    const ctx: ActorContext<unknown> = {
-      kind: act.def.kind,
-      id: act.id,
-      get state() {
-        return act.state;
-      },
-      set state(v) {
-        act.state = v;
-      },
-      memory: act.memory,
-      sql,
-      get log() {
-        return (act.logger ??= log.child({ actor: `${act.def.kind}/${act.id}` }));
-      },
-      msgId: "",
-      now: () => clock.now(),
-      ask: (def, id, type, body, opts) => caller.ask(def, id, type, body, opts),
-      tx: refuse,
-      checkpoint: refuse,
-      schedule: refuse,
-      cancelReminder: refuse,
-      // a read-only turn never ends in a commit, so its events were never sent
-      publish() {},
-    };
-    act.readOnlyCtx = ctx;
-    return ctx;
   }
 
   private async runTurn(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
@@ -465,6 +430,70 @@ export class ActorHost {
   /** @internal used by Turn */
   get internals() {
     return { sql: this.opts.sql, clock: this.clock, log: this.log, caller: this.opts.caller, transport: this.opts.transport };
+  }
+}
+
+interface ReadOnlyDeps {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  caller: ActorCaller;
+}
+
+/**
+ * What a read-only turn's handler sees: the same members as a write turn's context, on one class so every
+ * read-only turn of every actor has the same shape (one small object per turn instead of a context with
+ * accessors and ~10 closures). Every write (tx, checkpoint, reminders) is refused, and events are not sent: a
+ * read-only turn never ends in a commit (as before).
+ */
+class ReadOnlyContext implements ActorContext<unknown> {
+  constructor(
+    private readonly act: Activation,
+    readonly msgId: string,
+    private readonly deps: ReadOnlyDeps,
+  ) {}
+  get kind(): string {
+    return this.act.def.kind;
+  }
+  get id(): string {
+    return this.act.id;
+  }
+  get state(): unknown {
+    return this.act.state;
+  }
+  set state(v: unknown) {
+    this.act.state = v;
+  }
+  get memory(): Map<string, unknown> {
+    return this.act.memory;
+  }
+  get sql(): Sql {
+    return this.deps.sql;
+  }
+  get log(): Logger {
+    return (this.act.logger ??= this.deps.log.child({ actor: `${this.act.def.kind}/${this.act.id}` }));
+  }
+  now(): number {
+    return this.deps.clock.now();
+  }
+  ask<D extends AnyActorDefinition, T extends MessageType<D>>(def: D, id: string, type: T, body: MessageBody<D, T>, opts?: CallOptions): Promise<ReplyOf<D, T>> {
+    return this.deps.caller.ask(def, id, type, body, opts);
+  }
+  tx(): Promise<Sql> {
+    return this.refuse();
+  }
+  checkpoint(): Promise<void> {
+    return this.refuse();
+  }
+  schedule(): Promise<void> {
+    return this.refuse();
+  }
+  cancelReminder(): Promise<void> {
+    return this.refuse();
+  }
+  publish(): void {}
+  private refuse(): Promise<never> {
+    return Promise.reject(new Error(`reentrant handler of ${this.act.def.kind} tried to write`));
   }
 }
 

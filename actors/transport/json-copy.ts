@@ -32,6 +32,20 @@ export function jsonCopy<T>(v: T): T {
   return JSON.parse(JSON.stringify(v)) as T;
 }
 
+/**
+ * `JSON.parse(JSON.stringify({ [key]: v }))[key]`: the copy of one member of an object being copied (undefined
+ * when JSON leaves the member out), for callers that copy a known envelope's fields themselves.
+ */
+export function jsonCopyMember(v: unknown, key: string): unknown {
+  try {
+    const out = copyValue(v, key, 1);
+    return out === SKIP ? undefined : out;
+  } catch (err) {
+    if (err !== NOT_PLAIN) throw err;
+  }
+  return (JSON.parse(JSON.stringify({ [key]: v })) as Record<string, unknown>)[key];
+}
+
 /** `key` is the property name or array index JSON would pass to `toJSON`. */
 function copyValue(v: unknown, key: string | number, depth: number): unknown {
   if (typeof v === "object" && v !== null && typeof (v as { toJSON?: unknown }).toJSON === "function") {

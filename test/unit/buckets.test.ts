@@ -385,7 +385,11 @@ describe("the bucket table against the pure admission function", () => {
       }
       const expected = admit(chosen.map((s) => ({ ...model.get(s.id)! })), clock.now());
       if (expected.allowed) chosen.forEach((s, i) => (model.get(s.id)!.state = expected.states[i]));
-      expect(table.admit(chosen)).toEqual(expected);
+      if (op < 6) {
+        // the headers-only path: the tightest bucket when admitted, null (and nothing consumed) when refused
+        const { limit, remaining, reset } = expected.tightest;
+        expect(table.admitTightest(chosen)).toEqual(expected.allowed ? { limit, remaining, reset } : null);
+      } else expect(table.admit(chosen)).toEqual(expected);
     }
   });
 });

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { jsonCopy } from "../../actors/transport/json-copy.ts";
+import { copyEnvelope } from "../../actors/transport/in-process.ts";
+import type { RequestEnvelope } from "../../actors/runtime/envelope.ts";
 
 /** What the NATS wire (and the in-process bus before it) makes of a value. */
 const viaJson = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
@@ -81,5 +83,43 @@ describe("copying an envelope with JSON's semantics", () => {
     let deep: unknown = { leaf: true };
     for (let i = 0; i < 500; i++) deep = { next: deep };
     expect(jsonCopy(deep)).toStrictEqual(viaJson(deep));
+  });
+});
+
+describe("copying a request envelope field by field (the in-process bus)", () => {
+  const envelope = (body: unknown, over: Record<string, unknown> = {}) =>
+    ({ msgId: "m1", kind: "agent", id: "abc", type: "authorize", body, deadline: 1_700_000_000_000, attempt: 1, ...over }) as unknown as RequestEnvelope;
+  /** What the host can see of an envelope: its seven fields (a key JSON leaves out reads as undefined). */
+  const fields = (e: unknown) => {
+    const r = e as Record<string, unknown>;
+    return { msgId: r.msgId, kind: r.kind, id: r.id, type: r.type, body: r.body, deadline: r.deadline, attempt: r.attempt };
+  };
+  const cases: [string, RequestEnvelope][] = [
+    ...CASES.map(([name, value]): [string, RequestEnvelope] => [`a body that is ${name}`, envelope(value)]),
+    ["a body left out", envelope(undefined)],
+    ["a function as the body", envelope(() => 1)],
+    ["a NaN deadline", envelope({}, { deadline: NaN })],
+    ["an infinite deadline and a -0 attempt", envelope({}, { deadline: Infinity, attempt: -0 })],
+    ["a -0 attempt", envelope({}, { attempt: -0 })],
+    ["a msgId that is a number", envelope({}, { msgId: 7 })],
+    ["a missing type", envelope({}, { type: undefined })],
+    ["a Date as the deadline", envelope({}, { deadline: new Date(5) })],
+  ];
+  for (const [name, env] of cases) {
+    test(`${name}: the host sees exactly what JSON gives`, () => {
+      const expected = outcome(() => fields(viaJson(env)));
+      const actual = outcome(() => fields(copyEnvelope(env)));
+      expect(actual.error).toBe(expected.error);
+      if (expected.error) return;
+      expect(actual.value).toStrictEqual(expected.value);
+      expect(Object.is((actual.value as { attempt: unknown }).attempt, -0)).toBe(false);
+    });
+  }
+
+  test("the body is a copy", () => {
+    const body = { limits: { ip: "x" } };
+    const copy = copyEnvelope(envelope(body)).body as typeof body;
+    copy.limits.ip = "y";
+    expect(body.limits.ip).toBe("x");
   });
 });
