@@ -135,8 +135,16 @@ interface SessionState extends CheckoutSessionHeader {
   /** merchant slug → token of the last attempt (reconciliation charges with the same one). */
   tokens: Record<string, string>;
   rail: RailName;
-  risk: RiskResult | null;
+  /** What the completed answer reports of the risk gate (sessions stored before also carry `effective` and messages). */
+  risk: StoredRisk | null;
   createdAt: number;
+}
+
+type StoredRisk = Pick<RiskResult, "mode" | "decision"> & { signals: Pick<RiskResult["signals"][number], "rule_code" | "decision">[] };
+
+/** Only what completedView reads: the signals' messages and `effective` were bytes in every later state write. */
+function storedRisk(r: RiskResult): StoredRisk {
+  return { mode: r.mode, decision: r.decision, signals: r.signals.map((x) => ({ rule_code: x.rule_code, decision: x.decision })) };
 }
 
 interface CartState {
@@ -1044,7 +1052,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
     throw err;
   }
   const started = applyCheckoutEvent(s, "begin_payment", now);
-  ctx.state.session = { ...s, ...started, legs: prepared, orderIds, tokens: { ...s.tokens, ...tokens }, rail, risk };
+  ctx.state.session = { ...s, ...started, legs: prepared, orderIds, tokens: { ...s.tokens, ...tokens }, rail, risk: storedRisk(risk) };
   await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
   await ctx.checkpoint();
   return runPayment(ctx, "charge");

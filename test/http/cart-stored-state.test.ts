@@ -55,6 +55,22 @@ const complete = (cartId: string, sessionId: string) =>
   });
 
 describe("the cart's stored checkout session", () => {
+  test("keeps of the risk gate what the completed answer reports: rule codes and decisions, no messages", async () => {
+    // ten checkouts of one key within the hour raise VELOCITY_STEP_UP (observe mode: reported, not enforced)
+    const busy = await createKey(srv, { scopes: ["cart", "checkout"] });
+    let last: { status: number; body: any } | undefined;
+    let cartId = "";
+    for (let i = 0; i < 11; i++) {
+      const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: busy.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
+      cartId = c.body.data.id;
+      last = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: busy.headers, body: { cartId, payment_method: "MOCK" } });
+      expect(last.status).toBe(200);
+    }
+    expect(last!.body.data.risk).toEqual({ mode: "observe", decision: "step_up", signals: [{ rule_code: "VELOCITY_STEP_UP", decision: "step_up" }] });
+    const { state } = await stored(cartId);
+    expect(state.session.risk).toEqual(last!.body.data.risk);
+  });
+
   test("a preview stores its pricing compact: no whole totals or previewed state, and a one-item cart's row stays under the TOAST threshold", async () => {
     const { cartId } = await previewedCart();
     const row = await stored(cartId);
