@@ -11,7 +11,6 @@
  */
 import { Type as T, type TSchema } from "@sinclair/typebox";
 import { ActorError, ERROR_TABLE, isErrorCode, type ErrorCode } from "../../actors/runtime/errors.ts";
-import { serialiseJson, type SerialisedJson } from "./json.ts";
 
 export const REMEDIES = ["stop", "human_decides", "fix_arguments", "refresh_state", "different_path", "retry_same_call", "retry_with_backoff"] as const;
 
@@ -87,21 +86,16 @@ export function resultFromThrown(siteUrl: string, err: unknown): ToolCallResult 
   return errorResult(siteUrl, "INTERNAL_ERROR", "Unexpected fault.");
 }
 
-/** Success results whose one text block is exactly `JSON.stringify(structuredContent)`, with that text escaped. */
-const serialised = new WeakMap<ToolCallResult, SerialisedJson>();
+/** Results whose one text block is exactly `JSON.stringify(structuredContent)` (see toolsCallResponse). */
+const textIsStructuredJson = new WeakSet<ToolCallResult>();
 
 export function successResult(data: Record<string, unknown>): ToolCallResult {
-  const s = serialiseJson(data);
-  const result: ToolCallResult = { content: [{ type: "text", text: s.json }], structuredContent: data };
-  serialised.set(result, s);
+  const result: ToolCallResult = { content: [{ type: "text", text: JSON.stringify(data) }], structuredContent: data };
+  textIsStructuredJson.add(result);
   return result;
 }
 
-/**
- * The serialised `structuredContent` of a success result (its text block) and that text escaped as a JSON string's
- * content, when the result is still as successResult made it.
- */
-export function serialisedStructuredContent(result: ToolCallResult): SerialisedJson | undefined {
-  const s = serialised.get(result);
-  return s !== undefined && result.content.length === 1 && !result.isError && result.content[0]!.type === "text" && result.content[0]!.text === s.json ? s : undefined;
+/** The serialised `structuredContent` of a success result, when it is already at hand as its text block. */
+export function serialisedStructuredContent(result: ToolCallResult): string | undefined {
+  return textIsStructuredJson.has(result) && result.content.length === 1 && !result.isError ? result.content[0]!.text : undefined;
 }
