@@ -108,11 +108,15 @@ interface CatalogRow {
 const HINT_LIMIT = 100_000;
 /** Product ids whose stock was untracked when readCatalog last saw them. */
 const untrackedSeen = new Set<string>();
-/** Reservation ids whose leg began with nothing held (so no reservation row), until their settle. */
-const nothingHeld = new Set<string>();
+/** Reservation ids whose leg began with nothing held (so no reservation row), until their settle: whether its order has a coupon. */
+const nothingHeld = new Map<string, boolean>();
 function remember(set: Set<string>, key: string): void {
   if (set.size >= HINT_LIMIT) set.clear();
   set.add(key);
+}
+function rememberUnheld(reservationId: string, coupon: string | null): void {
+  if (nothingHeld.size >= HINT_LIMIT) nothingHeld.clear();
+  nothingHeld.set(reservationId, coupon !== null);
 }
 
 /**
@@ -576,7 +580,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
       return { orderId: l.prior_order as string, created: false };
     }
     if (l.go) {
-      remember(nothingHeld, b.reservationId);
+      rememberUnheld(b.reservationId, b.couponCode);
       return { orderId: b.orderId, created: l.inserted > 0 };
     }
   }
@@ -641,7 +645,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
     throw fail("STATE_EXECUTION_BLOCKED", "Stock no longer covers the cart.", { reasons: stockShortages(slug, ids, qs, vqs, levels) });
   }
   if (r.held?.length) nothingHeld.delete(b.reservationId);
-  else remember(nothingHeld, b.reservationId);
+  else rememberUnheld(b.reservationId, b.couponCode);
   return { orderId: b.orderId, created: r.inserted > 0 };
 }
 
@@ -665,9 +669,9 @@ function givenBack(db: Sql) {
 
 /**
  * `o` … `coupon`: a pending order moves to `to` with its capture reference, its history event, its
- * `order.status_changed` outbox row and its coupon's use. `guard` is an extra condition on the order's update.
+ * `order.status_changed` outbox row and (`coupon`) its coupon's use. `guard` is an extra condition on the order's update.
  */
-function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: Record<string, unknown>, guard: ReturnType<Sql>) {
+function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: Record<string, unknown>, guard: ReturnType<Sql>, coupon: boolean) {
   return db`o AS (
       UPDATE orders SET status = ${to}, capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId},
         simulated = ${b.simulated ?? false}, paid_at = now(), updated_at = now(), version = version + 1
@@ -675,8 +679,9 @@ function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, chan
     ev AS (
       INSERT INTO order_events (order_id, type, from_status, to_status, data)
       SELECT id, 'mark_paid', 'pending', ${to}, ${db.json({ actor: "system", capture_ref: b.captureRef ?? null, intent_id: b.intentId ?? null } as never)}::jsonb FROM o),
-    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(changedPayload as never)}::jsonb FROM o),
-    coupon AS (UPDATE coupons c SET used_count = c.used_count + 1 FROM o WHERE c.store_slug = ${slug} AND c.code = o.coupon_code)`;
+    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(changedPayload as never)}::jsonb FROM o)${
+      coupon ? db`,
+    coupon AS (UPDATE coupons c SET used_count = c.used_count + 1 FROM o WHERE c.store_slug = ${slug} AND c.code = o.coupon_code)` : db``}`;
 }
 
 /**
@@ -726,17 +731,19 @@ export async function settleLegRows(
     totalAmount: toMajor(totalMinor, currency),
     currency,
   };
-  if (nothingHeld.delete(b.reservationId)) {
-    // Nothing was held for this reservation (no row): only the order moves. The guard re-checks that no reservation
-    // row exists; if one does after all, this statement wrote nothing and the full settle below runs.
-    const [l] = await db<{ paid: number; held: boolean; status: OrderStatus | null }[]>`
-      WITH ${paidRows(db, slug, b, to, changedPayload, db`AND NOT EXISTS (SELECT 1 FROM stock_reservations WHERE id = ${b.reservationId})`)}
-      SELECT (SELECT count(*) FROM o)::int AS paid, EXISTS (SELECT 1 FROM stock_reservations WHERE id = ${b.reservationId}) AS held,
-        (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
-    if (!l.held) {
-      if (!l.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });
-      return { status: l.paid ? to : l.status, changed: [] };
-    }
+  const coupon = nothingHeld.get(b.reservationId);
+  if (coupon !== undefined) {
+    nothingHeld.delete(b.reservationId);
+    // Nothing was held for this reservation (no row): only the order moves, and the coupon table is left out when
+    // the order has none. Guards re-check both in SQL; an order still pending after this statement (a reservation
+    // row or a coupon after all) was left untouched, and the full settle below runs.
+    const noReservation = db`NOT EXISTS (SELECT 1 FROM stock_reservations WHERE id = ${b.reservationId})`;
+    const [l] = await db<{ paid: number; status: OrderStatus | null }[]>`
+      WITH ${paidRows(db, slug, b, to, changedPayload, coupon ? db`AND ${noReservation}` : db`AND coupon_code IS NULL AND ${noReservation}`, coupon)}
+      SELECT (SELECT count(*) FROM o)::int AS paid, (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
+    if (!l.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });
+    if (l.paid) return { status: to, changed: [] };
+    if (l.status !== "pending") return { status: l.status, changed: [] };
   }
   const [r] = await db<{ paid: number; changed: string[]; status: OrderStatus | null }[]>`
     WITH rsv AS (
@@ -753,7 +760,7 @@ export async function settleLegRows(
         variants = variant_stock_sell(p.variants, w.vq),
         updated_at = now()
       FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
-    ${paidRows(db, slug, b, to, changedPayload, db``)}
+    ${paidRows(db, slug, b, to, changedPayload, db``, true)}
     SELECT (SELECT count(*) FROM o)::int AS paid, ARRAY(SELECT id::text FROM sold WHERE tracked) AS changed,
       (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
   if (!r.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });

@@ -154,6 +154,43 @@ describe("rows per order", () => {
   });
 });
 
+describe("coupon use on a leg with nothing held", () => {
+  const used = async () => (await srv.db.sql<{ n: number }[]>`SELECT used_count AS n FROM coupons WHERE store_slug = 'demo-store' AND code = 'WELCOME10'`)[0].n;
+
+  test("the coupon's use is counted when the order is paid", async () => {
+    const id = await cart([{ product_id: P.board, quantity: 2 }]);
+    const applied = await srv.json("/api/v1/agent/apply-coupon", { method: "POST", headers: key.headers, body: { cartId: id, code: "WELCOME10" } });
+    expect(applied.body.data.applied).toBe(true);
+    const before = await used();
+    const r = await checkout({ cartId: id, payment_method: "MOCK", idempotency_key: crypto.randomUUID() });
+    expect(r.status).toBe(200);
+    expect(await used()).toBe(before + 1);
+  });
+
+  test("an order that kept its coupon from an earlier attempt counts it even when the paying attempt names none", async () => {
+    const { readCatalog, beginLegRows, settleLegRows } = await import("../../actors/store/commerce.ts");
+    await readCatalog(srv.db.sql, [P.board], key.id);
+    const orderId = crypto.randomUUID();
+    const leg = (reservationId: string, couponCode: string | null) => ({
+      orderId, checkoutSessionId: `cs_${orderId}`, cartId: crypto.randomUUID(), reservationId, agentKeyId: key.id, currency: "USD",
+      paymentRail: "card", paymentMethod: "MOCK", couponCode, subtotalMinor: 2695, discountMinor: 270, shippingMinor: 0, taxMinor: 0,
+      totalMinor: 2425, lines: [{ productId: P.board, variantId: null, title: "board", quantity: 1, unitPriceMinor: 2695 }],
+    });
+    const first = crypto.randomUUID();
+    const second = crypto.randomUUID();
+    await srv.db.sql.begin((tx) => beginLegRows(tx as never, "demo-store", leg(first, "WELCOME10"), Date.now()));
+    await srv.db.sql.begin((tx) => settleLegRows(tx as never, "demo-store", { orderId, reservationId: first, outcome: "released", note: "declined" }, Date.now()));
+    // the next attempt reuses the order, which keeps the coupon it was written with
+    await srv.db.sql.begin((tx) => beginLegRows(tx as never, "demo-store", leg(second, null), Date.now()));
+    const before = await used();
+    const paid = await srv.db.sql.begin((tx) =>
+      settleLegRows(tx as never, "demo-store", { orderId, reservationId: second, outcome: "captured", intentId: second, captureRef: "cap_c", simulated: true, totalMinor: 2425, currency: "USD" }, Date.now()),
+    );
+    expect(paid.status).toBe("paid");
+    expect(await used()).toBe(before + 1);
+  });
+});
+
 describe("preview, then complete", () => {
   test("preview returns a session id, totals and a state hash; completing that session with tok_approve captures for real (not simulated)", async () => {
     const id = await cart([{ product_id: P.earbuds, quantity: 1 }]);
