@@ -423,6 +423,34 @@ describe("orders, returns and customers", () => {
 });
 
 describe("protocol edges", () => {
+  test("a fast-path answer is JSON with its own status and the gateway's headers; a search result is canonical JSON whose text block is its structured content", async () => {
+    const post = (body: string) =>
+      fetch(`${srv.url}/${DEMO}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...key.headers }, body });
+    const search = await post(JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "search_products", arguments: { query: "wireless headphones", limit: 3 } } }));
+    expect(search.status).toBe(200);
+    expect(search.headers.get("content-type")).toBe("application/json");
+    expect(search.headers.get("x-request-id")).toBeString();
+    expect(search.headers.get("x-agent-commerce")).toBe("1");
+    expect(search.headers.get("x-ratelimit-limit")).toBeString();
+    const text = await search.text();
+    const msg = JSON.parse(text) as { id: number; result: { content: { type: string; text: string }[]; structuredContent: { products: unknown[] } } };
+    expect(JSON.stringify(msg)).toBe(text); // the exact bytes JSON.stringify gives
+    expect(msg.id).toBe(7);
+    expect(msg.result.structuredContent.products.length).toBe(3);
+    expect(msg.result.content).toEqual([{ type: "text", text: JSON.stringify(msg.result.structuredContent) }]);
+
+    const parseError = await post("{not json");
+    expect(parseError.status).toBe(400);
+    expect(parseError.headers.get("content-type")).toBe("application/json");
+    expect(parseError.headers.get("x-request-id")).toBeString();
+    expect(((await parseError.json()) as { error: { code: number } }).error.code).toBe(-32700);
+
+    const notification = await post(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
+    expect(notification.status).toBe(202);
+    expect(await notification.text()).toBe("");
+    expect(notification.headers.get("x-request-id")).toBeString();
+  });
+
   test("an unknown store is a 404 store_not_found envelope", async () => {
     const r = await rpc(srv, "/no-such-store/mcp", "tools/list", {});
     expect(r.status).toBe(404);
