@@ -58,6 +58,19 @@ class Activation {
 
 class StaleVersion extends Error {}
 
+interface MessageEntry {
+  check: TypeCheck<TSchema>;
+  /** Listed in the definition's `reentrant`. */
+  readOnly: boolean;
+  handler: (ctx: never, body: unknown) => unknown;
+}
+
+interface KindEntry {
+  def: AnyActorDefinition;
+  messages: Map<string, MessageEntry>;
+  activations: Map<string, Activation>;
+}
+
 /** Per-kind turn counters (plain numbers, handed to prom-client at scrape time: infra/metrics.ts). */
 const statsByKind = new Map<string, TurnStats>();
 function recordTurnOf(kind: string, outcome: string, seconds: number): void {
@@ -83,9 +96,11 @@ export interface HostOptions {
 
 export class ActorHost {
   private readonly defs = new Map<string, AnyActorDefinition>();
-  private readonly checks = new Map<string, Map<string, TypeCheck<TSchema>>>();
-  private readonly reentrant = new Map<string, ReadonlySet<string>>();
-  private readonly activations = new Map<string, Activation>();
+  /**
+   * Per kind: its messages (compiled schema check, read-only or not) and its activations by id. One lookup per
+   * level on every message, and no "kind/id" key string built per message.
+   */
+  private readonly kinds = new Map<string, KindEntry>();
   private readonly clock: Clock;
   private readonly log: Logger;
   private sweepTimer?: ReturnType<typeof setInterval>;
@@ -101,10 +116,12 @@ export class ActorHost {
     this.readOnlyDeps = { sql: opts.sql, clock: this.clock, log: this.log, caller: opts.caller };
     for (const def of opts.definitions) {
       this.defs.set(def.kind, def);
-      const m = new Map<string, TypeCheck<TSchema>>();
-      for (const [type, schema] of Object.entries(def.messages)) m.set(type, TypeCompiler.Compile(schema as TSchema));
-      this.checks.set(def.kind, m);
-      this.reentrant.set(def.kind, new Set<string>(def.reentrant ?? []));
+      const messages = new Map<string, MessageEntry>();
+      const readOnly = new Set<string>(def.reentrant ?? []);
+      for (const [type, schema] of Object.entries(def.messages)) {
+        messages.set(type, { check: TypeCompiler.Compile(schema as TSchema), readOnly: readOnly.has(type), handler: def.handlers[type] });
+      }
+      this.kinds.set(def.kind, { def, messages, activations: new Map() });
     }
   }
 
@@ -127,31 +144,36 @@ export class ActorHost {
     clearTimeout(this.reminderTimer);
     await this.polling;
     const deadline = Date.now() + 5000;
-    while ([...this.activations.values()].some((a) => a.running || a.queue.length) && Date.now() < deadline) {
+    while ([...this.allActivations()].some(([, , a]) => a.running || a.queue.length) && Date.now() < deadline) {
       await Bun.sleep(5);
     }
-    this.activations.clear();
+    for (const k of this.kinds.values()) k.activations.clear();
     this.unregisterStats?.();
   }
 
   /** Drops activations matching `pred` (the NATS transport calls this when partitions move away). */
   deactivate(pred: (kind: string, id: string) => boolean): void {
-    for (const [key, a] of this.activations) {
-      if (!a.running && a.queue.length === 0 && pred(a.def.kind, a.id)) this.activations.delete(key);
+    for (const [map, key, a] of this.allActivations()) {
+      if (!a.running && a.queue.length === 0 && pred(a.def.kind, a.id)) map.delete(key);
       else if (pred(a.def.kind, a.id)) a.stale = true;
     }
   }
 
   activationCount(kind?: string): number {
     let n = 0;
-    for (const a of this.activations.values()) if (!kind || a.def.kind === kind) n++;
+    for (const [, , a] of this.allActivations()) if (!kind || a.def.kind === kind) n++;
     return n;
+  }
+
+  /** Every activation with the map that holds it and its key there (safe to delete from while iterating). */
+  private *allActivations(): Generator<[Map<string, Activation>, string, Activation]> {
+    for (const k of this.kinds.values()) for (const [id, a] of k.activations) yield [k.activations, id, a];
   }
 
   private countBy(f: (a: Activation) => number): Record<string, number> {
     const out: Record<string, number> = {};
     for (const kind of this.defs.keys()) out[kind] = 0;
-    for (const a of this.activations.values()) out[a.def.kind] = (out[a.def.kind] ?? 0) + f(a);
+    for (const [, , a] of this.allActivations()) out[a.def.kind] = (out[a.def.kind] ?? 0) + f(a);
     return out;
   }
 
@@ -165,24 +187,26 @@ export class ActorHost {
    * loaded activation whose handler returned without awaiting) comes back as a value, not a promise.
    */
   receive(env: RequestEnvelope): ReplyEnvelope | Promise<ReplyEnvelope> {
-    const def = this.defs.get(env.kind);
-    if (!def) return errorReply(new ActorError("actor_unavailable", `unknown actor kind ${env.kind}`));
+    const kind = this.kinds.get(env.kind);
+    if (!kind) return errorReply(new ActorError("actor_unavailable", `unknown actor kind ${env.kind}`));
     // The envelope's own fields decide where a turn's reply is kept and for how long: refuse what is not a time and
     // an attempt number (an envelope from NATS is only as well-formed as its sender) before any turn starts.
     if (!Number.isFinite(env.deadline) || !Number.isSafeInteger(env.attempt) || env.attempt < 1 || typeof env.msgId !== "string" || env.msgId === "") {
       return errorReply(new ActorError("INVALID_ARGUMENT", `malformed envelope for ${env.kind}.${env.type}: msgId, deadline and attempt are required`));
     }
     const isReminder = env.type.startsWith(REMINDER_PREFIX);
+    let readOnly: MessageEntry | undefined;
     if (!isReminder) {
-      const check = this.checks.get(env.kind)!.get(env.type);
-      if (!check) return errorReply(new ActorError("INVALID_ARGUMENT", `actor ${env.kind} has no message ${env.type}`));
-      if (!check.Check(env.body)) {
-        const first = check.Errors(env.body).First();
+      const msg = kind.messages.get(env.type);
+      if (!msg) return errorReply(new ActorError("INVALID_ARGUMENT", `actor ${env.kind} has no message ${env.type}`));
+      if (!msg.check.Check(env.body)) {
+        const first = msg.check.Errors(env.body).First();
         return errorReply(new ActorError("INVALID_ARGUMENT", `invalid ${env.kind}.${env.type} message: ${first?.message ?? "schema"}`, { field: first?.path }));
       }
+      if (msg.readOnly) readOnly = msg;
     }
-    const key = `${env.kind}/${env.id}`;
-    let act = this.activations.get(key);
+    const def = kind.def;
+    let act = kind.activations.get(env.id);
     if (!act || act.stale) {
       act = new Activation(def, env.id);
       // only a first send: a resend (attempt > 1), e.g. after a fencing conflict of a presumed-new id, reads
@@ -191,13 +215,14 @@ export class ActorHost {
       act.ready = this.load(act).then(() => {
         a.loaded = true;
       });
-      this.activations.set(key, act);
+      kind.activations.set(env.id, act);
     }
-    if (!isReminder && this.reentrant.get(env.kind)!.has(env.type)) {
+    if (readOnly) {
       // read-only: no snapshot, no write, no wait behind the mailbox (see ActorDefinition.reentrant)
-      if (act.loaded && !act.presumedNew) return this.runReadOnly(act, env);
+      if (act.loaded && !act.presumedNew) return this.runReadOnly(act, env, readOnly.handler);
       const a = act;
-      return a.ready.then(() => this.runReadOnlyOnceSettled(a, env));
+      const handler = readOnly.handler;
+      return a.ready.then(() => this.runReadOnlyOnceSettled(a, env, handler));
     }
     return new Promise((resolve) => {
       act!.queue.push({ env, resolve });
@@ -211,7 +236,7 @@ export class ActorHost {
       try {
         await act.ready;
       } catch (err) {
-        this.activations.delete(`${act.def.kind}/${act.id}`);
+        this.kinds.get(act.def.kind)!.activations.delete(act.id);
         const reply = errorReply(new ActorError("actor_unavailable", `could not activate ${act.def.kind}/${act.id}: ${(err as Error).message}`));
         for (const p of act.queue.splice(0)) p.resolve(reply);
         return;
@@ -270,21 +295,22 @@ export class ActorHost {
     return exists;
   }
 
-  private async runReadOnlyOnceSettled(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
+  private async runReadOnlyOnceSettled(act: Activation, env: RequestEnvelope, handler: MessageEntry["handler"]): Promise<ReplyEnvelope> {
     if (act.presumedNew && (await this.presumedNewWasWrong(act))) return errorReply(new ActorError("actor_unavailable", "actor state not loaded yet; retry"));
-    return this.runReadOnly(act, env);
+    return this.runReadOnly(act, env, handler);
   }
 
   /**
    * A read-only turn: the handler runs at once on a context shared by the activation's read-only turns (only the
    * msgId is the turn's own); a handler that returns without awaiting gets its reply back synchronously.
    */
-  private runReadOnly(act: Activation, env: RequestEnvelope): ReplyEnvelope | Promise<ReplyEnvelope> {
+  private runReadOnly(act: Activation, env: RequestEnvelope, handler: MessageEntry["handler"]): ReplyEnvelope | Promise<ReplyEnvelope> {
     const started = performance.now();
     const ctx = new ReadOnlyContext(act, env.msgId, this.readOnlyDeps);
     let value: unknown;
     try {
-      value = act.def.handlers[env.type](ctx, env.body);
+      // called on the handlers object, as `def.handlers[type](…)` was (a handler may use `this`)
+      value = handler.call(act.def.handlers, ctx as never, env.body);
     } catch (err) {
       return this.endReadOnly(act, this.errorFor(act, err), started);
     }
@@ -361,8 +387,8 @@ export class ActorHost {
 
   private passivateIdle(idleMs: number): void {
     const cutoff = Date.now() - idleMs;
-    for (const [key, a] of this.activations) {
-      if (!a.running && a.queue.length === 0 && a.lastUsed < cutoff) this.activations.delete(key);
+    for (const [map, key, a] of this.allActivations()) {
+      if (!a.running && a.queue.length === 0 && a.lastUsed < cutoff) map.delete(key);
     }
   }
 
