@@ -6,7 +6,7 @@
  *
  *   RATE_LIMITS_ENABLED=false bun bench/search.ts [--sizes 10000,100000] [--merchants 1000] [--duration 10]
  *                                                  [--connections 64] [--queries 500]
- *                                                  [--admin-url postgres://postgres@127.0.0.1:5432/postgres]
+ *                                                  [--admin-url postgres://postgres@127.0.0.1:5432/postgres] [--embedded-only]
  *
  * Per size: a scratch database on the local Postgres, the demo seed (users, demo merchants) by booting the
  * service once, then `bun run seed -- --products N --merchants M`, then a timed full index build, then wrk
@@ -33,6 +33,8 @@ const { values } = parseArgs({
     connections: { type: "string", default: "64" },
     queries: { type: "string", default: "500" },
     "admin-url": { type: "string", default: process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" },
+    /** Only the embedded engine (for interleaved before/after runs of search work: the baseline takes minutes). */
+    "embedded-only": { type: "boolean", default: false },
   },
 });
 
@@ -147,6 +149,11 @@ async function runSize(products: number, merchants: number, duration: number, co
     const emb = await wrk(running.url, script, connections, duration);
     const rssAfterLoad = rssMb();
     const loadAverage = (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
+
+    if (values["embedded-only"]) {
+      rows.push(`| ${products.toLocaleString("en-US")} | REST search, embedded engine | ${Math.round(emb.rps).toLocaleString("en-US")} | ${emb.p50.toFixed(2)} | ${emb.p99.toFixed(2)} | ${emb.errors} | ${emb.cpuMsPerRequest.toFixed(3)} |`);
+      return { rows, summary: { products, merchants, indexBuildMs: build.ms, rssAfterBuildMb: rssAfterBuild, rssAfterLoadMb: rssAfterLoad, embeddedCpuMsPerRequest: Math.round(emb.cpuMsPerRequest * 1000) / 1000, loadAverageAfterEmbedded: loadAverage } };
+    }
 
     // 3. the Postgres full-text baseline behind the same route
     const pgEngine = new PgBaselineEngine(svc.sql);
