@@ -512,9 +512,10 @@ function priorOf(db: Sql, slug: string, b: BeginLegBody) {
 /**
  * The order side of a leg, after a CTE `ok (go)` decided whether the leg goes ahead: the order `pending` with its
  * items, `created` event, `order.created` outbox row and the key's allowlist binding (`ins` … `allow`), or, for
- * another attempt of the same session, the existing order pointed at this attempt (`reuse`).
+ * another attempt of the same session, the existing order pointed at this attempt (`reuse`; without it, an existing
+ * order makes the statement write nothing, which the caller sees as `inserted = 0`).
  */
-function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number) {
+function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = true) {
   const railLabel = b.paymentMethod === "MOCK" ? "MOCK" : b.paymentRail;
   const created = {
     event: "order.created",
@@ -533,20 +534,26 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number) {
         ${b.checkoutSessionId}, ${b.cartId}, ${b.subtotalMinor}, ${b.discountMinor}, ${b.shippingMinor}, ${b.taxMinor}, ${b.couponCode},
         ${b.paymentMethod}, ${b.reservationId}
       FROM ok WHERE go
-      ON CONFLICT DO NOTHING RETURNING id),
+      ON CONFLICT DO NOTHING RETURNING id),${
+    reuse
+      ? db`
     reuse AS (
       -- Another attempt of the same session: the order exists, stays pending and now waits for this attempt.
       UPDATE orders SET intent_id = ${b.reservationId}, payment_method = ${b.paymentMethod}, payment_rail = ${railLabel}, updated_at = now()
-      WHERE id = ${b.orderId} AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),
+      WHERE id = ${b.orderId} AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),`
+      : db``}
     items AS (
       INSERT INTO order_items (order_id, product_id, variant_id, title, quantity, unit_price_minor)
       SELECT ins.id, l.* FROM ins, unnest(${b.lines.map((l) => l.productId)}::uuid[], ${b.lines.map((l) => l.variantId)}::uuid[],
         ${b.lines.map((l) => l.title)}::text[], ${b.lines.map((l) => l.quantity)}::int[], ${b.lines.map((l) => l.unitPriceMinor)}::bigint[]) AS l),
     ev AS (
       INSERT INTO order_events (order_id, type, to_status, data)
-      SELECT id, 'created', 'pending', ${db.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId, ...(b.shipping ? { shipping: b.shipping } : {}) } as never)}::jsonb FROM ins
+      SELECT id, 'created', 'pending', ${db.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId, ...(b.shipping ? { shipping: b.shipping } : {}) } as never)}::jsonb FROM ins${
+        reuse
+          ? db`
       UNION ALL
-      SELECT id, 'payment_attempt', NULL, ${db.json({ intent_id: b.reservationId } as never)}::jsonb FROM reuse),
+      SELECT id, 'payment_attempt', NULL, ${db.json({ intent_id: b.reservationId } as never)}::jsonb FROM reuse`
+          : db``}),
     outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.created', ${db.json(created as never)}::jsonb FROM ins),
     -- The key's first order with this store creates its allowlist binding (refund requests need it).
     allow AS (INSERT INTO store_agent_allowlist (store_slug, agent_key_id) SELECT ${slug}, ${b.agentKeyId} FROM ins ON CONFLICT DO NOTHING)`;
@@ -562,9 +569,10 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
   const { ids, qs, vqs } = wantedStock(b.lines);
   const idList = db(listOfPlannedArity(ids));
   if (vqs.every((v) => v === "{}") && ids.every((id) => untrackedSeen.has(id))) {
-    // Untracked stock, as last read: nothing to hold, so the statement touches neither products nor reservations.
-    // `go` is false (and nothing written) unless every product is still untracked, active and in stock; then the
-    // full statement below decides (holds, or reports the shortage).
+    // Untracked stock, as last read: nothing to hold, so the statement touches neither products nor reservations,
+    // and, as a first attempt's order does not exist yet, it has no `reuse` update of orders either. `go` is false
+    // (and nothing written) unless every product is still untracked, active and in stock; nothing is inserted when
+    // the order exists (a later attempt of the session). In both cases the full statement below decides.
     const [l] = await db<{ prior_status: string | null; prior_order: string | null; go: boolean; inserted: number }[]>`
       WITH want AS MATERIALIZED (SELECT w.id, ${slug}::text AS slug FROM unnest(${ids}::uuid[]) AS w(id)),
       ${priorOf(db, slug, b)},
@@ -572,16 +580,16 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
         SELECT p.id FROM products p JOIN want w ON w.id = p.id
         WHERE p.id IN ${idList} AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL),
       ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM free) = ${ids.length} AS go),
-      ${orderRows(db, slug, b, now)}
+      ${orderRows(db, slug, b, now, false)}
       SELECT (SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
         (SELECT count(*) FROM ins)::int AS inserted`;
     if (l.prior_status) {
       if (l.prior_status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
       return { orderId: l.prior_order as string, created: false };
     }
-    if (l.go) {
+    if (l.go && l.inserted > 0) {
       rememberUnheld(b.reservationId, b.couponCode);
-      return { orderId: b.orderId, created: l.inserted > 0 };
+      return { orderId: b.orderId, created: true };
     }
   }
   type Held = { id: string; q: number; vq: Record<string, number> };

@@ -181,7 +181,11 @@ describe("coupon use on a leg with nothing held", () => {
     await srv.db.sql.begin((tx) => beginLegRows(tx as never, "demo-store", leg(first, "WELCOME10"), Date.now()));
     await srv.db.sql.begin((tx) => settleLegRows(tx as never, "demo-store", { orderId, reservationId: first, outcome: "released", note: "declined" }, Date.now()));
     // the next attempt reuses the order, which keeps the coupon it was written with
-    await srv.db.sql.begin((tx) => beginLegRows(tx as never, "demo-store", leg(second, null), Date.now()));
+    expect(await srv.db.sql.begin((tx) => beginLegRows(tx as never, "demo-store", leg(second, null), Date.now()))).toEqual({ orderId, created: false });
+    const [o] = await srv.db.sql<{ intent_id: string; coupon_code: string | null }[]>`SELECT intent_id, coupon_code FROM orders WHERE id = ${orderId}`;
+    expect(o).toEqual({ intent_id: second, coupon_code: "WELCOME10" });
+    const attempts = await srv.db.sql<{ type: string }[]>`SELECT type FROM order_events WHERE order_id = ${orderId} ORDER BY id`;
+    expect(attempts.map((e) => e.type)).toEqual(["created", "payment_rolled_back", "payment_attempt"]);
     const before = await used();
     const paid = await srv.db.sql.begin((tx) =>
       settleLegRows(tx as never, "demo-store", { orderId, reservationId: second, outcome: "captured", intentId: second, captureRef: "cap_c", simulated: true, totalMinor: 2425, currency: "USD" }, Date.now()),
