@@ -99,3 +99,38 @@ export function successResult(data: Record<string, unknown>): ToolCallResult {
 export function serialisedStructuredContent(result: ToolCallResult): string | undefined {
   return textIsStructuredJson.has(result) && result.content.length === 1 && !result.isError ? result.content[0]!.text : undefined;
 }
+
+interface Deferred {
+  data: Record<string, unknown>;
+  /** The text block's value once read or replaced. */
+  text: string | undefined;
+}
+const deferred = new WeakMap<ToolCallResult, Deferred>();
+
+/**
+ * A success result whose text block (`JSON.stringify(data)`) is only built if something reads it: the sessionless
+ * fast path writes the whole answer from `data` instead (json-bytes.ts) and never needs the text as a string.
+ * Anything else that reads `content[0].text` (or serialises the result) gets exactly what successResult gives.
+ */
+export function deferredSuccessResult(data: Record<string, unknown>): ToolCallResult {
+  const state: Deferred = { data, text: undefined };
+  const block = {
+    type: "text" as const,
+    get text(): string {
+      return (state.text ??= JSON.stringify(data));
+    },
+    set text(v: string) {
+      state.text = v;
+    },
+  };
+  const result: ToolCallResult = { content: [block], structuredContent: data };
+  deferred.set(result, state);
+  return result;
+}
+
+/** The data of a deferred success result whose text block nobody has read or replaced, and that is still as made. */
+export function untouchedSuccessData(result: ToolCallResult): Record<string, unknown> | undefined {
+  const state = deferred.get(result);
+  if (!state || state.text !== undefined || result.structuredContent !== state.data || result.content.length !== 1 || result.isError !== undefined) return undefined;
+  return Object.keys(result).length === 2 ? state.data : undefined;
+}
