@@ -38,7 +38,7 @@ const routes = (svc: Services) =>
   new Elysia({ name: "bench-admission" })
     .get("/bench/plain", () => ({ success: true, data: {} }))
     .get("/bench/admitted", async ({ request, server, set }) => {
-      await authenticateAgent(svc, { request, ip: clientIp(request, server), headers: set.headers as Record<string, string>, surface: "rest-agent", checkRoute: false });
+      await authenticateAgent(svc, { request, ip: () => clientIp(request, server), headers: set.headers as Record<string, string>, surface: "rest-agent", checkRoute: false });
       return { success: true, data: {} };
     });
 

@@ -133,15 +133,22 @@ async function countAnonymous(svc: Services, req: { ip: string; headers: Headers
   setRateHeaders(req.headers, await admitOthers(svc, bucketsFor(ctx), req.headers));
 }
 
+/**
+ * `ip` may be a function (e.g. `() => clientIp(request, server)`): the address is then looked up only when a bucket
+ * of the request depends on it. A keyed agentic REST request has none (limits.ts: its only bucket is the key's tier
+ * bucket), and Bun's `server.requestIP` costs a few µs per call on the hot path.
+ */
 export async function authenticateAgent(
   svc: Services,
-  req: { request: Request; ip: string; headers: Headers; surface: Surface; checkRoute: boolean; toolName?: string; delegated?: boolean; customerId?: string },
+  req: { request: Request; ip: string | (() => string); headers: Headers; surface: Surface; checkRoute: boolean; toolName?: string; delegated?: boolean; customerId?: string },
 ): Promise<AgentPrincipal> {
   const raw = req.request.headers.get("x-agent-api-key");
   const prefix = parseAgentKey(raw);
   const limits = svc.config.RATE_LIMITS_ENABLED;
+  let address = typeof req.ip === "string" ? req.ip : undefined;
+  const ip = (): string => (address ??= (req.ip as () => string)());
   if (!prefix || !raw) {
-    await countAnonymous(svc, req);
+    await countAnonymous(svc, { ...req, ip: ip() });
     throw fail("unauthorized", UNAUTHORIZED_KEY);
   }
   // Only defined fields: this message crosses the bus on every agent request.
@@ -152,8 +159,10 @@ export async function authenticateAgent(
     checkRoute: req.checkRoute,
   };
   if (req.delegated !== undefined) body.delegated = req.delegated;
+  // the address the actor derives buckets from: none of a keyed rest-agent request's buckets is per IP
+  const limitsIp = address ?? (req.surface === "rest-agent" ? "" : ip());
   if (limits) {
-    const l: NonNullable<typeof body.limits> = { surface: req.surface, ip: req.ip };
+    const l: NonNullable<typeof body.limits> = { surface: req.surface, ip: limitsIp };
     if (req.toolName !== undefined) l.toolName = req.toolName;
     if (req.customerId !== undefined) l.customerId = req.customerId;
     body.limits = l;
@@ -164,7 +173,7 @@ export async function authenticateAgent(
   } catch (err) {
     const details = (err as { details?: RateView }).details;
     if (isCode(err, "rate_limit_exceeded") && details) setRateHeaders(req.headers, details);
-    if (isCode(err, "unauthorized")) await countAnonymous(svc, req);
+    if (isCode(err, "unauthorized")) await countAnonymous(svc, { ...req, ip: ip() });
     throw err;
   }
   let rate: RateView | null = result.rate;
@@ -173,14 +182,14 @@ export async function authenticateAgent(
       rate = await admitOthers(svc, result.otherBuckets, req.headers, result.rate);
     } catch (err) {
       if (result.consumedAt) {
-        const l = { surface: req.surface, ip: req.ip, toolName: req.toolName, customerId: req.customerId };
+        const l = { surface: req.surface, ip: limitsIp, toolName: req.toolName, customerId: req.customerId };
         await svc.actors.ask(agentActor, prefix, "release", { buckets: [], consumedAt: result.consumedAt, limits: l }).catch(() => null);
       }
       throw err;
     }
   } else if (globalAdmitted.has(req.headers)) rate = tighter(rate, globalAdmitted.get(req.headers)!);
   if (limits) setRateHeaders(req.headers, rate);
-  else setStaticRateHeaders(req.headers, { surface: req.surface, ip: req.ip, keyId: result.keyId, tier: result.tier, toolName: req.toolName ?? null });
+  else setStaticRateHeaders(req.headers, { surface: req.surface, ip: limitsIp, keyId: result.keyId, tier: result.tier, toolName: req.toolName ?? null });
   if (result.denied) throw ActorError.fromData(result.denied);
   return { keyId: result.keyId, prefix, userId: result.userId, scopes: result.scopes as Scope[], tier: result.tier };
 }
@@ -189,7 +198,7 @@ export function agentAuth(svc: Services) {
   return new Elysia({ name: "agent-auth", seed: "rest" }).resolve({ as: "scoped" }, async ({ request, set, server }) => {
     const agent = await authenticateAgent(svc, {
       request,
-      ip: clientIp(request, server),
+      ip: () => clientIp(request, server),
       headers: set.headers as Headers,
       surface: "rest-agent",
       checkRoute: true,

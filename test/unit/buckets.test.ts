@@ -340,6 +340,15 @@ describe("the spec's rate-limit layers", () => {
     expect(ipBucketKey("::ffff:198.51.100.4")).toBe("198.51.100.4");
   });
 
+  test("a keyed agentic REST request's buckets do not depend on the client address (the gateway does not look it up)", () => {
+    for (const tier of TIERS) {
+      const at = (addr: string) => bucketsFor({ surface: "rest-agent", keyId: "k1", tier, ip: addr });
+      expect(at("")).toEqual(at("203.0.113.9"));
+      expect(at("")).toEqual(at("2001:db8::1"));
+      expect(at("").every((b) => b.owner === "agent/k1")).toBe(true);
+    }
+  });
+
   test("thirty MCP calls in a minute pass and the thirty-first is refused", () => {
     const clock = fakeClock();
     const table = new BucketTable(clock.now);
