@@ -134,6 +134,15 @@ export function listOfPlannedArity(ids: readonly string[]): string[] {
 }
 
 /**
+ * The padded id list as `$1 , $2 …` fragments for `IN (…)`. Not `sql(list)`: postgres.js's Builder finds its
+ * keyword by running six regexes over all the statement text before it, each with a `(?![\s\S]*\1)` lookahead
+ * that rescans the rest — ~7 % of the Bun JS time of a checkout journey (three catalog reads, one leg hold).
+ */
+export function idListFragments(sql: Sql, ids: readonly string[]) {
+  return listOfPlannedArity(ids).map((id, i) => (i === 0 ? sql`${id}` : sql`, ${id}`));
+}
+
+/**
  * `z`: the destination-less quote of a product's store — its cheapest country-wide domestic zone in the product's
  * currency — and `n`, how many such zones it has (more than one is a choice the buyer makes: docs/checkout.md).
  */
@@ -153,7 +162,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
   const out = new Map<string, CatalogLine>();
   if (ids.length === 0) return out;
   const negotiation = await hasNegotiationTable(sql);
-  const idList = sql(listOfPlannedArity(ids));
+  const idList = idListFragments(sql, ids);
   const rows = negotiation
     ? await sql<CatalogRow[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
@@ -165,7 +174,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
       LEFT JOIN LATERAL (SELECT negotiated_price_minor, expires_at, currency FROM negotiation_offers o
         WHERE o.agent_key_id = ${agentKeyId} AND o.product_id = p.id AND o.status = 'accepted' AND o.used_at IS NULL
         ORDER BY o.created_at DESC LIMIT 1) n ON true
-      WHERE p.id IN ${idList}`
+      WHERE p.id IN (${idList})`
     : await sql<CatalogRow[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
         p.variants, p.variant_reserved, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
@@ -173,7 +182,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
         z.free_over_minor AS ship_free_over, z.n AS ship_options, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency
       FROM products p JOIN stores s ON s.slug = p.store_slug
       ${domesticShipping(sql)}
-      WHERE p.id IN ${idList}`;
+      WHERE p.id IN (${idList})`;
   for (const r of rows) {
     if (r.stock_quantity === null) remember(untrackedSeen, r.id);
     else untrackedSeen.delete(r.id);
@@ -567,7 +576,7 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
  */
 export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number): Promise<{ orderId: string; created: boolean }> {
   const { ids, qs, vqs } = wantedStock(b.lines);
-  const idList = db(listOfPlannedArity(ids));
+  const idList = idListFragments(db, ids);
   if (vqs.every((v) => v === "{}") && ids.every((id) => untrackedSeen.has(id))) {
     // Untracked stock, as last read: nothing to hold, so the statement touches neither products nor reservations,
     // and, as a first attempt's order does not exist yet, it has no `reuse` update of orders either. `go` is false
@@ -578,7 +587,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
       ${priorOf(db, slug, b)},
       free AS (
         SELECT p.id FROM products p JOIN want w ON w.id = p.id
-        WHERE p.id IN ${idList} AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL),
+        WHERE p.id IN (${idList}) AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL),
       ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM free) = ${ids.length} AS go),
       ${orderRows(db, slug, b, now, false)}
       SELECT (SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
@@ -610,7 +619,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
         variant_reserved = CASE WHEN w.vq = '{}'::jsonb THEN p.variant_reserved
           ELSE stock_counts_add(p.variant_reserved, variant_holds_tracked(p.variants, w.vq), 1) END
       FROM want w
-      WHERE p.id IN ${idList} AND p.id = w.id AND p.store_slug = w.slug AND p.active AND p.in_stock
+      WHERE p.id IN (${idList}) AND p.id = w.id AND p.store_slug = w.slug AND p.active AND p.in_stock
         AND (p.stock_quantity IS NOT NULL OR CASE WHEN w.vq = '{}'::jsonb THEN false ELSE variant_holds_tracked(p.variants, w.vq) <> '{}'::jsonb END)
         AND (p.stock_quantity IS NULL OR p.stock_quantity - p.reserved_quantity >= w.q)
         AND CASE WHEN w.vq = '{}'::jsonb THEN true ELSE variant_stock_covers(p.variants, p.variant_reserved, w.vq) END
@@ -619,7 +628,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
         CASE WHEN w.vq = '{}'::jsonb THEN '{}'::jsonb ELSE variant_holds_tracked(p.variants, w.vq) END AS vq),
     free AS (
       SELECT p.id FROM products p JOIN want w ON w.id = p.id
-      WHERE p.id IN ${idList} AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL
+      WHERE p.id IN (${idList}) AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL
         AND CASE WHEN w.vq = '{}'::jsonb THEN true
           ELSE variant_holds_tracked(p.variants, w.vq) = '{}'::jsonb AND variant_stock_covers(p.variants, p.variant_reserved, w.vq) END),
     ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM held) + (SELECT count(*) FROM free) = ${ids.length} AS go),
