@@ -549,7 +549,7 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
     reuse AS (
       -- Another attempt of the same session: the order exists, stays pending and now waits for this attempt.
       UPDATE orders SET intent_id = ${b.reservationId}, payment_method = ${b.paymentMethod}, payment_rail = ${railLabel}, updated_at = now()
-      WHERE id = ${b.orderId} AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),`
+      WHERE id = ${b.orderId} AND status = 'pending' AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),`
       : db``}
     items AS (
       INSERT INTO order_items (order_id, product_id, variant_id, title, quantity, unit_price_minor)
@@ -721,6 +721,12 @@ export async function settleLegRows(
         WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
       ${reservedPerProduct(db)},
       ${givenBack(db)},
+      -- A leg that held nothing has no reservation row; its release writes one, so a replay of this reservation id
+      -- is refused (conflict) as for held stock, instead of being taken for the order's current attempt.
+      mark AS (
+        INSERT INTO stock_reservations (id, store_slug, order_id, lines, status)
+        SELECT ${b.reservationId}, ${slug}, id, '[]'::jsonb, 'released' FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}
+        ON CONFLICT (id) DO NOTHING),
       ev AS (
         INSERT INTO order_events (order_id, type, data)
         SELECT id, 'payment_rolled_back', ${db.json({ intent_id: b.reservationId, note: b.note ?? null } as never)}::jsonb
@@ -813,7 +819,13 @@ export async function cancelPendingOrderRows(
     ${givenBack(db)},
     c AS (
       UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1
-      WHERE id = ${o.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id),
+      WHERE id = ${o.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id, intent_id),
+    -- The attempt of a leg that held nothing has no reservation row: one is written released, so a replay of its
+    -- reservation id is refused (conflict) instead of being reported as held for a canceled order.
+    mark AS (
+      INSERT INTO stock_reservations (id, store_slug, order_id, lines, status)
+      SELECT c.intent_id, ${slug}, c.id, '[]'::jsonb, 'released' FROM c WHERE c.intent_id IS NOT NULL
+      ON CONFLICT (id) DO NOTHING),
     ev AS (
       INSERT INTO order_events (order_id, type, from_status, to_status, data)
       SELECT id, 'cancel', 'pending', ${to}, ${db.json({ actor: "system", reason: o.reason } as never)}::jsonb FROM c),
