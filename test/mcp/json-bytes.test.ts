@@ -78,6 +78,16 @@ describe("toolsCallSuccessBody is the UTF-8 of JSON.stringify of the answer", ()
     expectExact({ products: [{ b: 2, id: "p1", a: 1 }] });
   });
 
+  test("key names of any spelling, inside remembered items and in their comparison", () => {
+    const odd = { id: "p-odd", 'q"uote': 1, "back\\slash": 2, '"]); throw new Error("x"); ("': 3, "ü ×😀": 4, "": 5, "10": 6, "2": 7, __proto__x: 8 };
+    for (let i = 0; i < 3; i++) expectExact({ products: [odd, { ...odd }] });
+    expectExact({ products: [{ ...odd, "": 6 }] });
+    const withProtoKey = JSON.parse('{"id":"p-proto","__proto__":{"a":1},"b":2}');
+    expectExact({ products: [withProtoKey] });
+    expectExact({ products: [JSON.parse('{"id":"p-proto","__proto__":{"a":1},"b":2}')] });
+    expectExact({ products: [JSON.parse('{"id":"p-proto","__proto__":{"a":2},"b":2}')] });
+  });
+
   test("items without a string id, holes, undefined and non-plain items in the list", () => {
     class Item {
       constructor(readonly id: string) {}
