@@ -102,6 +102,7 @@ export function serialisedStructuredContent(result: ToolCallResult): string | un
 
 interface Deferred {
   data: Record<string, unknown>;
+  block: ToolCallResult["content"][number];
   /** The text block's value once read or replaced. */
   text: string | undefined;
 }
@@ -113,7 +114,7 @@ const deferred = new WeakMap<ToolCallResult, Deferred>();
  * Anything else that reads `content[0].text` (or serialises the result) gets exactly what successResult gives.
  */
 export function deferredSuccessResult(data: Record<string, unknown>): ToolCallResult {
-  const state: Deferred = { data, text: undefined };
+  const state: Deferred = { data, block: undefined as never, text: undefined };
   const block = {
     type: "text" as const,
     get text(): string {
@@ -123,6 +124,7 @@ export function deferredSuccessResult(data: Record<string, unknown>): ToolCallRe
       state.text = v;
     },
   };
+  state.block = block;
   const result: ToolCallResult = { content: [block], structuredContent: data };
   deferred.set(result, state);
   return result;
@@ -131,6 +133,7 @@ export function deferredSuccessResult(data: Record<string, unknown>): ToolCallRe
 /** The data of a deferred success result whose text block nobody has read or replaced, and that is still as made. */
 export function untouchedSuccessData(result: ToolCallResult): Record<string, unknown> | undefined {
   const state = deferred.get(result);
-  if (!state || state.text !== undefined || result.structuredContent !== state.data || result.content.length !== 1 || result.isError !== undefined) return undefined;
+  if (!state || state.text !== undefined || result.structuredContent !== state.data || result.isError !== undefined) return undefined;
+  if (result.content.length !== 1 || result.content[0] !== state.block) return undefined;
   return Object.keys(result).length === 2 ? state.data : undefined;
 }

@@ -159,6 +159,12 @@ describe("deferred success results", () => {
     replaced.content[0]!.text = "3 products";
     expect(untouchedSuccessData(replaced)).toBeUndefined();
     expect(JSON.parse(toolsCallResponse(1, replaced)).result.content[0].text).toBe("3 products");
+    const swapped = deferredSuccessResult(data);
+    swapped.content[0] = { type: "text", text: "other" };
+    expect(untouchedSuccessData(swapped)).toBeUndefined();
+    const added = deferredSuccessResult(data);
+    added.content.push({ type: "text", text: "more" });
+    expect(untouchedSuccessData(added)).toBeUndefined();
     const flagged = deferredSuccessResult(data);
     flagged.isError = true;
     expect(untouchedSuccessData(flagged)).toBeUndefined();
