@@ -340,7 +340,12 @@ export class ActorHost {
     }
     if (env.deadline < Date.now()) return errorReply(new ActorError("actor_unavailable", "caller deadline passed before the turn started"));
     const started = performance.now();
-    const turn = new Turn(this, act, env.msgId, false, env.deadline);
+    // The durable reply is for a resend that may reach another activation. Over a lossless transport (in-process) a
+    // caller resends only after `actor_unavailable`, which no committed turn answers, and never after its deadline:
+    // nobody can ask for the reply again, so it is not written (three inbox rows per checkout journey). A caller-named
+    // message (attempt > 1 on its first send) may repeat one from before a restart: its reply is kept.
+    const keepReply = !this.opts.transport.lossless || env.attempt > 1;
+    const turn = new Turn(this, act, env.msgId, false, env.deadline, keepReply);
     let reply: ReplyEnvelope;
     try {
       let value: unknown;
@@ -548,6 +553,8 @@ class Turn {
     msgId: string,
     private readonly readOnly = false,
     private readonly deadline = Date.now(),
+    /** Whether this turn's reply is written to actor_inbox for a resend (see runTurn). */
+    private readonly keepReply = true,
   ) {
     const { sql, clock, log, caller } = host.internals;
     const durable = (act.def.persistence ?? "durable") === "durable";
@@ -635,7 +642,7 @@ class Turn {
     const changed = current !== this.snapshot;
     // Nothing left to write — unless a checkpoint of this turn already committed its changes: then the retry
     // reply must still be written, or a resend would find no reply and run the handler a second time.
-    if (!changed && !this.conn && this.reminderOps.size === 0 && !(reply && this.wroteState)) {
+    if (!changed && !this.conn && this.reminderOps.size === 0 && !(reply && this.keepReply && this.wroteState)) {
       this.publishEvents();
       return;
     }
@@ -647,7 +654,7 @@ class Turn {
       stateJson: current,
       reminders: this.reminderOps,
       // toISOString throws here, before anything is sent, if the deadline is not a time
-      reply: replyJson ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS).toISOString() } : undefined,
+      reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS).toISOString() } : undefined,
     });
     const conn = this.conn;
     if (!conn) {
