@@ -271,6 +271,22 @@ describe("a malformed envelope", () => {
   });
 });
 
+describe("the reply for resends", () => {
+  test("is not written over a lossless transport (no caller can resend after a committed turn), and is over a lossy one", async () => {
+    const lossless = startHost();
+    await lossless.host.start();
+    const quiet = await statementsOf(() => lossless.client.ask(timer, "r1", "arm", { at: Date.parse("2030-01-01T00:00:00Z") }));
+    expect(quiet.join(" ")).not.toContain("actor_inbox");
+    expect(await db.sql`SELECT 1 FROM actor_inbox WHERE kind = 'timer' AND id = 'r1'`).toHaveLength(0);
+    await lossless.host.stop();
+    const lossy = startHost(lossyTransport());
+    await lossy.host.start();
+    await lossy.client.ask(timer, "r2", "arm", { at: Date.parse("2030-01-01T00:00:00Z") });
+    expect(await db.sql`SELECT 1 FROM actor_inbox WHERE kind = 'timer' AND id = 'r2'`).toHaveLength(1);
+    await lossy.host.stop();
+  });
+});
+
 describe("a turn whose changes were all committed by a checkpoint", () => {
   test("still leaves its reply for a resend, which answers it without running the handler again", async () => {
     const first = startHost(lossyTransport());
