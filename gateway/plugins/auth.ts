@@ -136,7 +136,8 @@ async function countAnonymous(svc: Services, req: { ip: string; headers: Headers
 /**
  * `ip` may be a function (e.g. `() => clientIp(request, server)`): the address is then looked up only when a bucket
  * of the request depends on it. A keyed agentic REST request has none (limits.ts: its only bucket is the key's tier
- * bucket), and Bun's `server.requestIP` costs a few µs per call on the hot path.
+ * bucket), and Bun's `server.requestIP` costs a few µs per call on the hot path. Pass a function only when nothing
+ * will be counted against the address after an await (limits off): a client that hangs up loses its address.
  */
 export async function authenticateAgent(
   svc: Services,
@@ -198,7 +199,10 @@ export function agentAuth(svc: Services) {
   return new Elysia({ name: "agent-auth", seed: "rest" }).resolve({ as: "scoped" }, async ({ request, set, server }) => {
     const agent = await authenticateAgent(svc, {
       request,
-      ip: () => clientIp(request, server),
+      // With limits on, a wrong key is counted against the caller's address after the actor's answer; by then a
+      // client that hung up has no address any more (Bun's requestIP gives null), so it is read before any await.
+      // With limits off nothing is counted and the lookup waits until a header needs it.
+      ip: svc.config.RATE_LIMITS_ENABLED ? clientIp(request, server) : () => clientIp(request, server),
       headers: set.headers as Headers,
       surface: "rest-agent",
       checkRoute: true,
