@@ -222,7 +222,10 @@ export class ActorHost {
       if (act.loaded && !act.presumedNew) return this.runReadOnly(act, env, readOnly.handler);
       const a = act;
       const handler = readOnly.handler;
-      return a.ready.then(() => this.runReadOnlyOnceSettled(a, env, handler));
+      return a.ready.then(
+        () => this.runReadOnlyOnceSettled(a, env, handler),
+        (err: unknown) => this.activationFailed(kind.activations, a, err),
+      );
     }
     return new Promise((resolve) => {
       act!.queue.push({ env, resolve });
@@ -236,8 +239,7 @@ export class ActorHost {
       try {
         await act.ready;
       } catch (err) {
-        this.kinds.get(act.def.kind)!.activations.delete(act.id);
-        const reply = errorReply(new ActorError("actor_unavailable", `could not activate ${act.def.kind}/${act.id}: ${(err as Error).message}`));
+        const reply = this.activationFailed(this.kinds.get(act.def.kind)!.activations, act, err);
         for (const p of act.queue.splice(0)) p.resolve(reply);
         return;
       }
@@ -254,6 +256,16 @@ export class ActorHost {
       act.running = false;
       act.lastUsed = Date.now();
     }
+  }
+
+  /**
+   * A failed load (e.g. a transient database error) forgets the activation, so the next message of any kind loads
+   * it again, and answers actor_unavailable, which callers retry. Only this activation is forgotten: a newer one
+   * that replaced it (stale ownership) stays.
+   */
+  private activationFailed(activations: Map<string, Activation>, act: Activation, err: unknown): ReplyEnvelope {
+    if (activations.get(act.id) === act) activations.delete(act.id);
+    return errorReply(new ActorError("actor_unavailable", `could not activate ${act.def.kind}/${act.id}: ${(err as Error)?.message ?? String(err)}`));
   }
 
   private async load(act: Activation): Promise<void> {

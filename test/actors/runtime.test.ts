@@ -247,6 +247,38 @@ describe("runtime edge cases", () => {
     await host.stop();
   });
 
+  test("a read-only message after a failed load answers actor_unavailable and the next message loads again", async () => {
+    let failNext = true;
+    const once = defineActor({
+      kind: "flaky-once",
+      persistence: "memory",
+      initialState: () => ({ loaded: true }),
+      async onActivate() {
+        if (failNext) {
+          failNext = false;
+          throw new Error("transient");
+        }
+      },
+      messages: { look: T.Object({}) },
+      handlers: {
+        look(ctx) {
+          return ctx.state.loaded;
+        },
+      },
+      reentrant: ["look"],
+    });
+    const transport = new InProcessTransport();
+    // one attempt only: the client would otherwise retry actor_unavailable itself and hide the first answer
+    const client = new ActorClient(transport, { defaultTimeoutMs: 300 });
+    const host = new ActorHost({ transport, sql: db.sql, definitions: [once], caller: client, reminderPollMs: 0 });
+    await host.start();
+    const reply = await host.dispatch({ msgId: crypto.randomUUID(), kind: "flaky-once", id: "o1", type: "look", body: {}, deadline: Date.now() + 5000, attempt: 1 });
+    expect(reply.ok).toBe(false);
+    expect(!reply.ok && reply.error.code).toBe("actor_unavailable");
+    expect(await client.ask(once, "o1", "look", {})).toBe(true);
+    await host.stop();
+  });
+
   test("a reminder scheduled without a payload is stored", async () => {
     const transport = new InProcessTransport();
     const client = new ActorClient(transport);
