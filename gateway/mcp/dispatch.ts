@@ -12,8 +12,7 @@ import { ValueErrorType } from "@sinclair/typebox/errors";
 import { lowestTierWith, tierHasFeature } from "../../actors/agent/access.ts";
 import { ActorError, fail, isErrorCode, type ErrorCode } from "../../actors/runtime/errors.ts";
 import { log } from "../../infra/log.ts";
-import { deferredSuccessResult, errorResult, outputSchemaOf, resultFromThrown, successResult, untouchedSuccessData, type ToolCallResult } from "./errors.ts";
-import { toolsCallSuccessBody } from "./json-bytes.ts";
+import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
 import { ENDPOINT_GROUPS, type AnyTool, type Endpoint, type ToolContext } from "./registry.ts";
 
 export interface CompiledTool {
@@ -132,11 +131,7 @@ function checkAccess(def: AnyTool, ctx: ToolContext): void {
   }
 }
 
-/**
- * `deferText`: the success result's text block is built only if read (deferredSuccessResult); the caller must
- * then treat a failure to serialise the data as the tool failing (runToolSerialised does).
- */
-export async function runTool(t: CompiledTool | undefined, name: string, args: unknown, ctx: ToolContext, deferText = false): Promise<ToolCallResult> {
+export async function runTool(t: CompiledTool | undefined, name: string, args: unknown, ctx: ToolContext): Promise<ToolCallResult> {
   const site = ctx.svc.siteUrl;
   if (!t) {
     return errorResult(site, "TOOL_NOT_FOUND", `No tool '${name}' on this endpoint of store ${ctx.store.slug}; the tool set is fixed for the session (call tools/list).`, {
@@ -155,38 +150,10 @@ export async function runTool(t: CompiledTool | undefined, name: string, args: u
       await ctx.confirm(await def.summarize!(input, ctx));
     }
     const out = (await def.handler(input, ctx)) as Record<string, unknown>;
-    return deferText ? deferredSuccessResult(out) : successResult(out);
+    return successResult(out);
   } catch (err) {
-    return failedResult(def, name, ctx, err);
-  }
-}
-
-function failedResult(def: AnyTool, name: string, ctx: ToolContext, err: unknown): ToolCallResult {
-  const e = translate(def, err);
-  if (!(e instanceof ActorError)) log.error("mcp tool failed", { tool: name, store: ctx.store.slug, error: e as Error, stack: (e as Error)?.stack });
-  return resultFromThrown(ctx.svc.siteUrl, e);
-}
-
-/**
- * runTool, then the JSON-RPC answer's body: a success as UTF-8 bytes written from remembered item fragments
- * (json-bytes.ts), anything else as the JSON string toolsCallResponse gives. Same bytes either way, and data that
- * cannot be serialised is the tool failing (INTERNAL_ERROR), as when successResult serialised it inside runTool.
- */
-export async function runToolSerialised(
-  t: CompiledTool | undefined,
-  name: string,
-  args: unknown,
-  ctx: ToolContext,
-  id: string | number | null,
-  toString: (id: string | number | null, result: ToolCallResult) => string,
-): Promise<Uint8Array | string> {
-  const result = await runTool(t, name, args, ctx, true);
-  try {
-    const data = untouchedSuccessData(result);
-    const body = data === undefined ? undefined : toolsCallSuccessBody(id, data);
-    return body ?? toString(id, result);
-  } catch (err) {
-    if (!t) throw err;
-    return toString(id, failedResult(t.def, name, ctx, err));
+    const e = translate(def, err);
+    if (!(e instanceof ActorError)) log.error("mcp tool failed", { tool: name, store: ctx.store.slug, error: e as Error, stack: (e as Error)?.stack });
+    return resultFromThrown(site, e);
   }
 }

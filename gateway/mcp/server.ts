@@ -39,7 +39,7 @@ import { admitOthers, clientIp, setRateHeaders, setStaticRateHeaders } from "../
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import type { Services } from "../services.ts";
 import { cannotAsk, elicitingConfirmer, type Confirmer } from "./confirm.ts";
-import { buildToolTable, runTool, runToolSerialised, type ToolTable } from "./dispatch.ts";
+import { buildToolTable, runTool, type ToolTable } from "./dispatch.ts";
 import { serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
 import { CUSTOMER_HEADER, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
 import type { Caller, Customer, Endpoint, ToolContext } from "./registry.ts";
@@ -306,7 +306,7 @@ export class McpGateway {
 
   // -------------------------------------------------------------------------------------------- entry
 
-  async handle(request: Request, slug: string, endpoint: Endpoint, ip: string, out: Out): Promise<Response | string | Uint8Array> {
+  async handle(request: Request, slug: string, endpoint: Endpoint, ip: string, out: Out): Promise<Response | string> {
     const headers = out.headers;
     const store = await this.store(slug);
     if (!store) return this.respond(JSON.stringify(errorBody("store_not_found", `No MCP endpoint for store ${slug}: it does not exist or is inactive.`)), 404, out);
@@ -375,7 +375,7 @@ export class McpGateway {
     return this.respond(rpcError(msg.id, -32601, `Method not found: ${msg.method} (initialize a session for the full protocol).`), 200, out);
   }
 
-  private async toolsCall(request: Request, msg: JsonRpcRequest, store: StoreRecord, endpoint: Endpoint, session: Session | undefined, ip: string, out: Out): Promise<Response | string | Uint8Array> {
+  private async toolsCall(request: Request, msg: JsonRpcRequest, store: StoreRecord, endpoint: Endpoint, session: Session | undefined, ip: string, out: Out): Promise<Response | string> {
     const headers = out.headers;
     const name = msg.params?.name;
     if (typeof name !== "string") return this.respond(rpcError(msg.id, -32602, "Invalid params: tools/call needs params.name."), 200, out);
@@ -393,12 +393,8 @@ export class McpGateway {
       return this.viaTransport(session.transport, request, msg, headers, principal);
     }
     if (!acceptsJson(request)) return this.respond(rpcError(msg.id, -32000, "Not Acceptable: the client must accept application/json."), 406, out);
-    const body = await runToolSerialised(t, name, msg.params?.arguments, this.context(store, endpoint, principal, cannotAsk), msg.id ?? null, toolsCallResponse);
-    if (typeof body === "string") return this.respond(body, 200, out);
-    // bytes: Elysia answers a Uint8Array as `new Response(bytes, set)`
-    if (headers["content-type"] === undefined) headers["content-type"] = "application/json";
-    out.status = 200;
-    return body;
+    const result = await runTool(t, name, msg.params?.arguments, this.context(store, endpoint, principal, cannotAsk));
+    return this.respond(toolsCallResponse(msg.id, result), 200, out);
   }
 
   private async viaTransport(
