@@ -12,7 +12,12 @@
  * statements per journey counted by postgres.js's `debug` hook (this process's pool only: in split mode the
  * actor host's statements run in the child and are not counted).
  *
- *   bun bench/checkout.ts                  # BENCH_SECONDS (default 10) measured per target after a 2 s warm-up
+ * The warm-up is 15 s by default: after 2 s the JIT is still compiling (DFG/FTL compiles go on for ~30 s; the
+ * JIT thread used ~50 ms of CPU per second at 15 s), which added ~1 ms of Bun CPU per journey to the measured
+ * window (engineer E, 2026-11-22: 7.3-7.5 ms with 2 s against 3.9-4.7 ms with 20 s, same code).
+ *
+ *   bun bench/checkout.ts                  # BENCH_SECONDS (default 10) measured per target after a warm-up
+ *                                          # of BENCH_WARMUP_SECONDS (default 15)
  *   BENCH_TARGETS=external,split bun bench/checkout.ts
  */
 import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
@@ -26,7 +31,7 @@ import { machineLine } from "./lib.ts";
 
 setLogLevel("error");
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 15);
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 64);
 const PG = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const TARGETS = (process.env.BENCH_TARGETS ?? (process.env.BENCH_ONLY_EXTERNAL === "1" ? "external" : "embedded,external,split")).split(",");
