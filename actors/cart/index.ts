@@ -28,6 +28,8 @@ import {
   findCoupons,
   outboxCheckoutAbandoned,
   readCatalog,
+  readCatalogWithRisk,
+  readRiskInputs,
   settleLegRows,
   type BeginLegBody,
   type CatalogLine,
@@ -224,7 +226,7 @@ async function price(
   ctx: Ctx,
   cart: Pick<CartRecord, "items" | "couponCode" | "keyId" | "shipping">,
   couponCode = cart.couponCode,
-  loaded?: Map<string, CatalogLine>,
+  loaded?: Map<string, CatalogLine> | Promise<Map<string, CatalogLine>>,
   loadedZones?: Map<string, ShippingZone[]>,
 ): Promise<Priced> {
   const destination = cart.shipping ?? null;
@@ -696,15 +698,6 @@ function assertEnforcement(leg: PaymentLeg, rules: unknown): void {
   }
 }
 
-async function riskInputs(ctx: Ctx, keyId: string): Promise<{ keyCreatedAt: number; recent: number[] }> {
-  const [row] = await ctx.sql<{ key_created: Date | null; recent: number[] }[]>`
-    SELECT (SELECT created_at FROM agent_keys WHERE id = ${keyId}) AS key_created,
-      ARRAY(SELECT (extract(epoch FROM min(created_at)) * 1000)::float8 FROM orders
-            WHERE agent_key_id = ${keyId} AND checkout_session_id IS NOT NULL AND created_at > now() - interval '1 hour'
-            GROUP BY checkout_session_id) AS recent`;
-  return { keyCreatedAt: row?.key_created?.getTime() ?? 0, recent: (row?.recent ?? []).map(Number) };
-}
-
 function orderIdFor(sessionId: string, slug: string): string {
   return derivedUuid("order.v1", sessionId, slug);
 }
@@ -947,10 +940,12 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   }
   if (decision.action === "reconcile") return runPayment(ctx, "reconcile");
 
-  // start: the merchant state must still be what was approved. The risk inputs are read meanwhile.
-  const riskRead = riskInputs(ctx, body.keyId);
+  // start: the merchant state must still be what was approved. The risk inputs come back with the catalog read
+  // (two extra columns of the same statement); a completion priced just before reads them on their own meanwhile.
+  const current = ctx.state.cart as CartRecord;
+  const riskRead = fresh ? readRiskInputs(ctx.sql, body.keyId) : readCatalogWithRisk(ctx.sql, current.items.map((i) => i.productId), body.keyId);
   riskRead.catch(() => {}); // awaited below; a refusal before that must not leave an unhandled rejection
-  const priced = fresh ?? (await price(ctx, ctx.state.cart as CartRecord));
+  const priced = fresh ?? (await price(ctx, current, current.couponCode, riskRead.then((r) => ("catalog" in r ? r.catalog : new Map()))));
   // The quote previewed may have gone since (the merchant replaced its zones): never pay a leg without one.
   assertShippingQuoted(ctx.state.cart as CartRecord, priced);
   if (!fresh) {
@@ -989,7 +984,8 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   }
 
   // Risk gate before settlement; a step-up or block leaves the session untouched.
-  const { keyCreatedAt, recent } = await riskRead;
+  const riskInputs = await riskRead;
+  const { keyCreatedAt, recent } = "risk" in riskInputs ? riskInputs.risk : riskInputs;
   const firstStore = stores.get(unpaid[0]?.storeId ?? "");
   const risk = evaluateRisk({ amountMinor, currency, now, keyCreatedAt, recentCheckoutTimes: recent, storeCountry: firstStore?.country ?? null }, configOf(ctx.sql).riskMode);
   const gate = riskGateError(risk);

@@ -152,34 +152,88 @@ function domesticShipping(sql: Sql) {
         ORDER BY base_minor LIMIT 1) z ON true`;
 }
 
+/** The risk gate's inputs read from the database: the key's creation time and its checkouts of the last hour. */
+export interface RiskReadInputs {
+  /** ms since the epoch; 0 for a key that is gone. */
+  keyCreatedAt: number;
+  /** Start time (ms) of each of the key's checkout sessions that has an order created in the last hour. */
+  recent: number[];
+}
+
+/** Extra columns (scalar subqueries, evaluated once per statement as InitPlans) that carry `RiskReadInputs`. */
+function riskColumns(sql: Sql, agentKeyId: string) {
+  return sql`(SELECT created_at FROM agent_keys WHERE id = ${agentKeyId}) AS risk_key_created,
+      ARRAY(SELECT (extract(epoch FROM min(created_at)) * 1000)::float8 FROM orders
+            WHERE agent_key_id = ${agentKeyId} AND checkout_session_id IS NOT NULL AND created_at > now() - interval '1 hour'
+            GROUP BY checkout_session_id) AS risk_recent`;
+}
+
+interface RiskColumns {
+  risk_key_created: Date | null;
+  risk_recent: number[] | null;
+}
+
+function riskOf(row: RiskColumns | undefined): RiskReadInputs {
+  return { keyCreatedAt: row?.risk_key_created?.getTime() ?? 0, recent: (row?.risk_recent ?? []).map(Number) };
+}
+
+/** The risk inputs in a statement of their own (a catalog read that found no product has no row to carry them). */
+export async function readRiskInputs(sql: Sql, agentKeyId: string): Promise<RiskReadInputs> {
+  const [row] = await sql<RiskColumns[]>`SELECT ${riskColumns(sql, agentKeyId)}`;
+  return riskOf(row);
+}
+
 /**
  * Products with their store, live availability, the domestic shipping rule and the key's accepted negotiated
  * price, in one round trip. Shipping: the store's cheapest country-wide zone for its own country and how many
  * such zones it has (the quote of a cart without a destination, actors/cart/shipping.ts).
  */
 export async function readCatalog(sql: Sql, productIds: readonly string[], agentKeyId: string): Promise<Map<string, CatalogLine>> {
+  return (await catalogRead(sql, productIds, agentKeyId, false)).catalog;
+}
+
+/**
+ * `readCatalog` with the risk gate's inputs for the same key as two extra columns of the same statement (a
+ * completion needs both: one statement fewer per checkout than reading them apart).
+ */
+export async function readCatalogWithRisk(
+  sql: Sql,
+  productIds: readonly string[],
+  agentKeyId: string,
+): Promise<{ catalog: Map<string, CatalogLine>; risk: RiskReadInputs }> {
+  const read = await catalogRead(sql, productIds, agentKeyId, true);
+  return { catalog: read.catalog, risk: read.risk ?? (await readRiskInputs(sql, agentKeyId)) };
+}
+
+async function catalogRead(
+  sql: Sql,
+  productIds: readonly string[],
+  agentKeyId: string,
+  withRisk: boolean,
+): Promise<{ catalog: Map<string, CatalogLine>; risk: RiskReadInputs | null }> {
   const ids = [...new Set(productIds.map((id) => id.toLowerCase()))];
   const out = new Map<string, CatalogLine>();
-  if (ids.length === 0) return out;
+  if (ids.length === 0) return { catalog: out, risk: null };
   const negotiation = await hasNegotiationTable(sql);
   const idList = idListFragments(sql, ids);
+  const risk = withRisk ? sql`, ${riskColumns(sql, agentKeyId)}` : sql``;
   const rows = negotiation
-    ? await sql<CatalogRow[]>`
+    ? await sql<(CatalogRow & Partial<RiskColumns>)[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
         p.variants, p.variant_reserved, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
         s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
-        z.free_over_minor AS ship_free_over, z.n AS ship_options, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency
+        z.free_over_minor AS ship_free_over, z.n AS ship_options, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency${risk}
       FROM products p JOIN stores s ON s.slug = p.store_slug
       ${domesticShipping(sql)}
       LEFT JOIN LATERAL (SELECT negotiated_price_minor, expires_at, currency FROM negotiation_offers o
         WHERE o.agent_key_id = ${agentKeyId} AND o.product_id = p.id AND o.status = 'accepted' AND o.used_at IS NULL
         ORDER BY o.created_at DESC LIMIT 1) n ON true
       WHERE p.id IN (${idList})`
-    : await sql<CatalogRow[]>`
+    : await sql<(CatalogRow & Partial<RiskColumns>)[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
         p.variants, p.variant_reserved, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
         s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
-        z.free_over_minor AS ship_free_over, z.n AS ship_options, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency
+        z.free_over_minor AS ship_free_over, z.n AS ship_options, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency${risk}
       FROM products p JOIN stores s ON s.slug = p.store_slug
       ${domesticShipping(sql)}
       WHERE p.id IN (${idList})`;
@@ -216,7 +270,7 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
       },
     });
   }
-  return out;
+  return { catalog: out, risk: withRisk && rows.length > 0 ? riskOf(rows[0] as RiskColumns) : null };
 }
 
 export interface CouponRow {

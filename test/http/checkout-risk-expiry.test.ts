@@ -39,6 +39,41 @@ describe("risk gate in enforce mode", () => {
   });
 });
 
+describe("risk inputs read with the catalog", () => {
+  // Before the clock moves (the abandoned-checkout tests advance it by 1.5 hours): orders are stamped by Postgres's now().
+  test("ten checkouts of one key within the hour make the eleventh a 202 VELOCITY_STEP_UP counting ten", async () => {
+    const own = await createKey(srv, { scopes: ALL_SCOPES });
+    const as = (body: Record<string, unknown>) => srv.json("/api/v1/agent/checkout", { method: "POST", headers: own.headers, body });
+    const ownCart = async () =>
+      (await srv.json("/api/v1/agent/cart", { method: "POST", headers: own.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } })).body.data.id as string;
+    for (let i = 0; i < 10; i++) expect((await as({ cartId: await ownCart(), payment_method: "MOCK" })).status).toBe(200);
+    const id = await ownCart();
+    // The service's clock stands still; the gate counts only checkouts started before its now.
+    clock.set(Math.max(clock.now(), Date.now() + 1000));
+    const r = await as({ cartId: id, payment_method: "MOCK" });
+    expect(r.status).toBe(202);
+    expect(r.body).toMatchObject({ code: "user_action_required", details: { rule_codes: ["VELOCITY_STEP_UP"] } });
+    expect(r.body.details.signals).toEqual([{ rule_code: "VELOCITY_STEP_UP", decision: "step_up", message: "10 checkouts by this key in the last hour" }]);
+    const orders = await srv.db.sql`SELECT count(*)::int AS n FROM orders WHERE cart_id = ${id}`;
+    expect(orders[0].n).toBe(0);
+  });
+
+  test("the catalog read with risk columns answers what the separate reads answer, also when no product is found", async () => {
+    const { readCatalog, readCatalogWithRisk, readRiskInputs } = await import("../../actors/store/commerce.ts");
+    const sql = srv.db.sql;
+    const alone = await readRiskInputs(sql, key.id);
+    expect(alone.keyCreatedAt).toBeGreaterThan(0);
+    expect(alone.recent.length).toBeGreaterThan(0); // the first describe's checkout
+    const both = await readCatalogWithRisk(sql, [BOARD, SKILLET], key.id);
+    expect(both.risk).toEqual(alone);
+    expect(both.catalog).toEqual(await readCatalog(sql, [BOARD, SKILLET], key.id));
+    const missing = await readCatalogWithRisk(sql, ["00000000-0000-0000-0000-000000000000"], key.id);
+    expect(missing.catalog.size).toBe(0);
+    expect(missing.risk).toEqual(alone);
+    expect(await readRiskInputs(sql, "00000000-0000-0000-0000-000000000000")).toEqual({ keyCreatedAt: 0, recent: [] });
+  });
+});
+
 describe("abandoned checkouts", () => {
   test("a session left unfinished past 30 minutes expires by reminder: checkout.abandoned is written and the cart opens again", async () => {
     const id = await cart(BOARD, 1);
