@@ -7,19 +7,135 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
 
+/**
+ * HTTP requests are counted the same way as actor turns below: in plain numbers per (method, route, status)
+ * (`httpStatsFor` once per label set, `recordHttpRequest` per request) and handed to prom-client at scrape time.
+ * prom-client's `inc`/`observe` validate and hash the labels on every call, ~1-2 us per request on every route
+ * (docs/performance.md "Admission", "MCP"). The text /metrics renders is the same (test/unit/metrics.test.ts).
+ */
+const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+/** One (method, route, status)'s counts: requests, and the duration histogram (per bucket, not cumulative). */
+export interface HttpStats {
+  readonly labels: { readonly method: string; readonly route: string; readonly status: string };
+  requests: number;
+  /** Per upper bound of HTTP_BUCKETS: requests whose duration is <= it and > the previous bound. */
+  readonly buckets: number[];
+  sum: number;
+  /** Requests with a duration (the histogram's count; a request without a start stamp is only counted). */
+  count: number;
+}
+
+/** route -> method -> status -> stats: three lookups of strings the caller already has, no key built per request. */
+const httpStatsByRoute = new Map<string, Map<string, Map<string, HttpStats>>>();
+/** Label sets in the order first counted / first timed: the lines come out in those orders, as prom-client's did. */
+const httpRequestOrder: HttpStats[] = [];
+const httpDurationOrder: HttpStats[] = [];
+
+/** "200" for 200 without converting the number on every request. */
+const statusText: string[] = [];
+function statusString(status: number | string): string {
+  if (typeof status === "string") return status;
+  if (Number.isInteger(status) && status >= 0 && status < 1000) return (statusText[status] ??= String(status));
+  return String(status);
+}
+
+/** The stats of one label set (created on first use; a caller may keep it, as the native health route does). */
+export function httpStatsFor(method: string, route: string, status: number | string): HttpStats {
+  let byMethod = httpStatsByRoute.get(route);
+  if (!byMethod) httpStatsByRoute.set(route, (byMethod = new Map()));
+  let byStatus = byMethod.get(method);
+  if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+  const code = statusString(status);
+  let s = byStatus.get(code);
+  if (!s) byStatus.set(code, (s = { labels: { method, route, status: code }, requests: 0, buckets: HTTP_BUCKETS.map(() => 0), sum: 0, count: 0 }));
+  return s;
+}
+
+/** Counts one request, and its duration when known: no labels, no hashing, no allocation once the set is known. */
+export function recordHttpRequest(s: HttpStats, seconds?: number): void {
+  if (s.requests++ === 0) httpRequestOrder.push(s);
+  if (seconds === undefined || !Number.isFinite(seconds)) return;
+  if (s.count++ === 0) httpDurationOrder.push(s);
+  s.sum += seconds;
+  for (let i = 0; i < HTTP_BUCKETS.length; i++) {
+    if (seconds <= HTTP_BUCKETS[i]!) {
+      s.buckets[i]! += 1;
+      break;
+    }
+  }
+}
+
+/** The shape prom-client 15's Histogram keeps per label set (what its text output is rendered from). */
+interface HistogramEntry {
+  labels: Record<string, string>;
+  bucketValues: Record<number, number>;
+  sum: number;
+  count: number;
+}
+
+/** prom-client 15's key for a label set in a metric's hashMap: label names sorted, each `name:value,`. */
+function promHash(labels: Readonly<Record<string, string>>): string {
+  let hash = "";
+  for (const k of Object.keys(labels).sort()) hash += `${k}:${labels[k]},`;
+  return hash;
+}
+
+/**
+ * prom-client has no public way to set a histogram's counts; its per-label-set entries are replaced wholesale
+ * with the same shape it builds itself (test/unit/metrics.test.ts compares the text output). Entries are keyed
+ * by prom-client's own label hash, so a later `observe` of the same labels would land in the same entry.
+ */
+function setHistogramEntries(
+  h: object,
+  sets: { labels: Readonly<Record<string, string>>; buckets: readonly number[]; sum: number; count: number }[],
+  bounds: readonly number[],
+): void {
+  const entries: Record<string, HistogramEntry> = {};
+  for (const set of sets) {
+    if (set.count === 0) continue;
+    const bucketValues: Record<number, number> = {};
+    bounds.forEach((b, i) => (bucketValues[b] = set.buckets[i]!));
+    entries[promHash(set.labels)] = { labels: { ...set.labels }, bucketValues, sum: set.sum, count: set.count };
+  }
+  (h as { hashMap: Record<string, HistogramEntry> }).hashMap = entries;
+}
+
 export const httpRequests = new Counter({
   name: "http_requests_total",
   help: "HTTP requests by route template, method and status.",
   labelNames: ["method", "route", "status"] as const,
   registers: [registry],
+  collect() {
+    // same shape as prom-client 15's Counter builds per label set; keyed by its label hash (see promHash)
+    const entries: Record<string, { value: number; labels: Record<string, string> }> = {};
+    for (const s of httpRequestOrder) entries[promHash(s.labels)] = { value: s.requests, labels: { ...s.labels } };
+    (this as unknown as { hashMap: typeof entries }).hashMap = entries;
+  },
 });
+
+type HttpLabels = Partial<Record<"method" | "route" | "status", string | number>>;
+/**
+ * `inc` (and `labels(...).inc()`, which binds it) counts into the same plain numbers, so a caller still using
+ * prom-client's API (gateway/rest/health.ts) is not wiped out by the scrape-time rebuild above.
+ */
+(httpRequests as unknown as { inc: (labels?: HttpLabels | number, value?: number) => void }).inc = (labels, value = 1) => {
+  if (typeof labels !== "object") throw new Error("http_requests_total is counted per (method, route, status)");
+  if (value < 0) throw new Error("It is not possible to decrease a counter");
+  const s = httpStatsFor(String(labels.method ?? ""), String(labels.route ?? ""), labels.status ?? "");
+  if (s.requests === 0 && value > 0) httpRequestOrder.push(s);
+  s.requests += value;
+};
 
 export const httpDuration = new Histogram({
   name: "http_request_duration_seconds",
   help: "HTTP request latency by route template, method and status.",
   labelNames: ["method", "route", "status"] as const,
-  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  buckets: HTTP_BUCKETS,
   registers: [registry],
+  collect() {
+    setHistogramEntries(this, httpDurationOrder.map((s) => ({ labels: s.labels, buckets: s.buckets, sum: s.sum, count: s.count })), HTTP_BUCKETS);
+  },
 });
 
 /**
@@ -80,14 +196,6 @@ export const actorMessages = new Counter({
   },
 });
 
-/** The shape prom-client 15's Histogram keeps per label set (what its text output is rendered from). */
-interface HistogramEntry {
-  labels: Record<string, string>;
-  bucketValues: Record<number, number>;
-  sum: number;
-  count: number;
-}
-
 export const actorTurnDuration = new Histogram({
   name: "actor_turn_duration_seconds",
   help: "Time an actor turn takes, including its durable write.",
@@ -95,16 +203,7 @@ export const actorTurnDuration = new Histogram({
   buckets: TURN_BUCKETS,
   registers: [registry],
   collect() {
-    // prom-client has no public way to set a histogram's counts; its per-label-set entries are replaced
-    // wholesale with the same shape it builds itself (test/unit/metrics.test.ts compares the text output).
-    const entries: Record<string, HistogramEntry> = {};
-    for (const s of turnStatsByKind.values()) {
-      if (s.count === 0) continue;
-      const bucketValues: Record<number, number> = {};
-      TURN_BUCKETS.forEach((b, i) => (bucketValues[b] = s.buckets[i]!));
-      entries[s.kind] = { labels: { kind: s.kind }, bucketValues, sum: s.sum, count: s.count };
-    }
-    (this as unknown as { hashMap: Record<string, HistogramEntry> }).hashMap = entries;
+    setHistogramEntries(this, [...turnStatsByKind.values()].map((s) => ({ labels: { kind: s.kind }, buckets: s.buckets, sum: s.sum, count: s.count })), TURN_BUCKETS);
   },
 });
 

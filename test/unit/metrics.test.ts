@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { Counter, Histogram, Registry } from "prom-client";
-import { recordTurn, registry, turnStatsFor } from "../../infra/metrics.ts";
+import { httpRequests, httpStatsFor, recordHttpRequest, recordTurn, registry, turnStatsFor } from "../../infra/metrics.ts";
 
 /** The two turn metrics as prom-client renders them when fed observation by observation (what the host did before). */
 function reference(observations: [kind: string, outcome: string, seconds: number][]) {
@@ -62,5 +62,85 @@ describe("actor turn metrics", () => {
     expect(histogram).toContain('actor_turn_duration_seconds_bucket{le="0.0005",kind="metrics-test-d"} 1');
     expect(histogram).toContain('actor_turn_duration_seconds_bucket{le="0.5",kind="metrics-test-d"} 3');
     expect(histogram).toContain('actor_turn_duration_seconds_count{kind="metrics-test-d"} 3');
+  });
+});
+
+/** The two HTTP metrics as prom-client renders them when fed request by request (what the metrics plugin did before). */
+function httpReference(requests: [method: string, route: string, status: string, seconds: number | undefined][]) {
+  const reg = new Registry();
+  const counter = new Counter({
+    name: "http_requests_total",
+    help: "HTTP requests by route template, method and status.",
+    labelNames: ["method", "route", "status"] as const,
+    registers: [reg],
+  });
+  const histogram = new Histogram({
+    name: "http_request_duration_seconds",
+    help: "HTTP request latency by route template, method and status.",
+    labelNames: ["method", "route", "status"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [reg],
+  });
+  for (const [method, route, status, seconds] of requests) {
+    const labels = { method, route, status };
+    counter.inc(labels);
+    if (seconds !== undefined) histogram.observe(labels, seconds);
+  }
+  return reg;
+}
+
+const httpText = async (reg: Registry) =>
+  (await reg.getSingleMetricAsString("http_requests_total")) + "\n" + (await reg.getSingleMetricAsString("http_request_duration_seconds"));
+
+describe("HTTP request metrics", () => {
+  test("requests counted in plain numbers render the same /metrics text as prom-client's own counter and histogram", async () => {
+    const routes = ["/metrics-test/a", "/metrics-test/b/:id", "/metrics-test/c"];
+    const methods = ["GET", "POST", "DELETE"];
+    const statuses = [200, 200, 201, 404, 429, 500];
+    // every bucket, its bounds exactly, past the last one (only +Inf, sum and count), and requests without a start stamp
+    const durations = [0.0001, 0.0005, 0.0007, 0.001, 0.002, 0.0025, 0.004, 0.009, 0.02, 0.04, 0.09, 0.2, 0.4, 0.9, 2, 2.5, 6, undefined];
+    const requests: [string, string, string, number | undefined][] = [];
+    for (let i = 0; i < 700; i++) {
+      const d = durations[(i * 5) % durations.length];
+      requests.push([methods[(i * 7) % 3]!, routes[(i * 11) % 3]!, String(statuses[(i * 13) % statuses.length]), d === undefined ? undefined : d * (1 + (i % 3) / 10)]);
+    }
+    // a route only ever counted, never timed (as the native health route does, through prom-client's own API)
+    const countedOnly = httpRequests.labels("GET", "/metrics-test/counted", "200");
+    for (let i = 0; i < requests.length; i++) {
+      const [method, route, status, seconds] = requests[i]!;
+      recordHttpRequest(httpStatsFor(method, route, Number(status)), seconds);
+      if (i % 100 === 50) countedOnly.inc();
+    }
+    httpRequests.inc({ method: "GET", route: "/metrics-test/counted", status: "503" }, 2);
+
+    const ref = httpReference(requests);
+
+    const lines = (text: string) => text.split("\n").filter((l) => l.startsWith("#") || routes.some((r) => l.includes(`route="${r}"`)));
+    expect(lines(await httpText(registry))).toEqual(lines(await httpText(ref)));
+    const sets = new Set(requests.map(([m, r, s]) => `${m} ${r} ${s}`)).size;
+    const timed = new Set(requests.filter((q) => q[3] !== undefined).map(([m, r, s]) => `${m} ${r} ${s}`)).size;
+    // one counter line per label set; per timed label set 12 buckets, +Inf, sum and count
+    expect(lines(await httpText(registry)).filter((l) => !l.startsWith("#")).length).toBe(sets + timed * 15);
+
+    const counter = await registry.getSingleMetricAsString("http_requests_total");
+    expect(counter).toContain('http_requests_total{method="GET",route="/metrics-test/counted",status="200"} 7');
+    expect(counter).toContain('http_requests_total{method="GET",route="/metrics-test/counted",status="503"} 2');
+    expect(await registry.getSingleMetricAsString("http_request_duration_seconds")).not.toContain("/metrics-test/counted");
+  });
+
+  test("a second scrape after more requests shows the new totals", async () => {
+    const s = httpStatsFor("PUT", "/metrics-test/d", 200);
+    recordHttpRequest(s, 0.0003);
+    expect(await registry.getSingleMetricAsString("http_requests_total")).toContain('http_requests_total{method="PUT",route="/metrics-test/d",status="200"} 1');
+    recordHttpRequest(httpStatsFor("PUT", "/metrics-test/d", 200), 0.3);
+    recordHttpRequest(httpStatsFor("PUT", "/metrics-test/d", "200"));
+    httpRequests.labels("PUT", "/metrics-test/d", "200").inc();
+    const counter = await registry.getSingleMetricAsString("http_requests_total");
+    expect(counter).toContain('http_requests_total{method="PUT",route="/metrics-test/d",status="200"} 4');
+    const histogram = await registry.getSingleMetricAsString("http_request_duration_seconds");
+    expect(histogram).toContain('http_request_duration_seconds_bucket{le="0.0005",method="PUT",route="/metrics-test/d",status="200"} 1');
+    expect(histogram).toContain('http_request_duration_seconds_bucket{le="0.5",method="PUT",route="/metrics-test/d",status="200"} 2');
+    expect(histogram).toContain('http_request_duration_seconds_count{method="PUT",route="/metrics-test/d",status="200"} 2');
+    expect(() => httpRequests.inc({ method: "PUT", route: "/metrics-test/d", status: "200" }, -1)).toThrow();
   });
 });
