@@ -123,6 +123,31 @@ describe("operations endpoints", () => {
     expect(text).toContain("http_request_duration_seconds_bucket");
     expect(text).toContain("actor_activations");
   });
+
+  test("request counts and the latency histogram go up by one per request between scrapes", async () => {
+    const labels = 'method="GET",route="/api/v1/openapi.json",status="200"';
+    const value = (text: string, line: string) => Number(text.split("\n").find((l) => l.startsWith(line + " "))?.slice(line.length + 1) ?? 0);
+    const scrape = async () => {
+      const text = await (await srv.fetch("/metrics")).text();
+      return {
+        requests: value(text, `http_requests_total{${labels}}`),
+        timed: value(text, `http_request_duration_seconds_count{${labels}}`),
+        inf: value(text, `http_request_duration_seconds_bucket{le="+Inf",${labels}}`),
+        health: value(text, 'http_requests_total{method="GET",route="/api/v1/health",status="200"}'),
+      };
+    };
+    await srv.fetch("/api/v1/openapi.json");
+    const before = await scrape();
+    expect(before.requests).toBeGreaterThan(0);
+    await srv.fetch("/api/v1/openapi.json");
+    await srv.fetch("/api/v1/openapi.json");
+    await srv.fetch("/api/v1/health");
+    const after = await scrape();
+    expect(after.requests).toBe(before.requests + 2);
+    expect(after.timed).toBe(before.timed + 2);
+    expect(after.inf).toBe(after.timed);
+    expect(after.health).toBe(before.health + 1);
+  });
 });
 
 describe("health when the database is down", () => {
