@@ -15,10 +15,12 @@ export function markRequestStart(request: Request): void {
 }
 
 export const metrics = new Elysia({ name: "metrics" })
-  .onAfterResponse({ as: "global" }, ({ request, route, set }) => {
+  .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
     const t0 = (request as Stamped)[STARTED];
+    // A Response returned as is (e.g. `redirect()`) carries its own status; `set.status` never sees it.
+    const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
     // counted in plain numbers, handed to prom-client at scrape time (infra/metrics.ts)
-    const stats = httpStatsFor(request.method, route || "unmatched", typeof set.status === "number" ? set.status : 200);
+    const stats = httpStatsFor(request.method, route || "unmatched", status);
     recordHttpRequest(stats, t0 === undefined ? undefined : (performance.now() - t0) / 1000);
   })
   .get(

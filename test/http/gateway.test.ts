@@ -124,6 +124,14 @@ describe("operations endpoints", () => {
     expect(text).toContain("actor_activations");
   });
 
+  test("a redirect is counted with its own status, not 200", async () => {
+    const res = await srv.fetch("/api/v1/agent/docs", { redirect: "manual" });
+    expect(res.status).toBe(302);
+    const text = await (await srv.fetch("/metrics")).text();
+    expect(text).toContain('http_requests_total{method="GET",route="/api/v1/agent/docs",status="302"}');
+    expect(text).not.toContain('http_requests_total{method="GET",route="/api/v1/agent/docs",status="200"}');
+  });
+
   test("request counts and the latency histogram go up by one per request between scrapes", async () => {
     const labels = 'method="GET",route="/api/v1/openapi.json",status="200"';
     const value = (text: string, line: string) => Number(text.split("\n").find((l) => l.startsWith(line + " "))?.slice(line.length + 1) ?? 0);
