@@ -23,7 +23,7 @@ import { loadavg } from "node:os";
 import { Elysia } from "elysia";
 import { createApp } from "../gateway/app.ts";
 import { boot } from "../gateway/boot.ts";
-import { authenticateAgent, clientIp } from "../gateway/plugins/auth.ts";
+import { agentRequestAddress, authenticateAgent } from "../gateway/plugins/auth.ts";
 import { registerOwnLayer } from "../gateway/plugins/rate-limit.ts";
 import type { Services } from "../gateway/services.ts";
 import { createTestDatabase } from "../test/helpers/db.ts";
@@ -38,7 +38,7 @@ const routes = (svc: Services) =>
   new Elysia({ name: "bench-admission" })
     .get("/bench/plain", () => ({ success: true, data: {} }))
     .get("/bench/admitted", async ({ request, server, set }) => {
-      await authenticateAgent(svc, { request, ip: () => clientIp(request, server), headers: set.headers as Record<string, string>, surface: "rest-agent", checkRoute: false });
+      await authenticateAgent(svc, { request, ip: agentRequestAddress(svc, request, server), headers: set.headers as Record<string, string>, surface: "rest-agent", checkRoute: false });
       return { success: true, data: {} };
     });
 

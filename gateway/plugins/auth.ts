@@ -195,14 +195,20 @@ export async function authenticateAgent(
   return { keyId: result.keyId, prefix, userId: result.userId, scopes: result.scopes as Scope[], tier: result.tier };
 }
 
+/**
+ * The caller's address for `authenticateAgent`. With limits on, a wrong key is counted against it after the key
+ * actor's answer; by then a client that hung up has no address any more (Bun's requestIP gives null), so it is read
+ * before any await. With limits off nothing is counted and the lookup waits until a header needs it.
+ */
+export function agentRequestAddress(svc: Services, request: Request, server: Parameters<typeof clientIp>[1]): string | (() => string) {
+  return svc.config.RATE_LIMITS_ENABLED ? clientIp(request, server) : () => clientIp(request, server);
+}
+
 export function agentAuth(svc: Services) {
   return new Elysia({ name: "agent-auth", seed: "rest" }).resolve({ as: "scoped" }, async ({ request, set, server }) => {
     const agent = await authenticateAgent(svc, {
       request,
-      // With limits on, a wrong key is counted against the caller's address after the actor's answer; by then a
-      // client that hung up has no address any more (Bun's requestIP gives null), so it is read before any await.
-      // With limits off nothing is counted and the lookup waits until a header needs it.
-      ip: svc.config.RATE_LIMITS_ENABLED ? clientIp(request, server) : () => clientIp(request, server),
+      ip: agentRequestAddress(svc, request, server),
       headers: set.headers as Headers,
       surface: "rest-agent",
       checkRoute: true,
