@@ -101,6 +101,8 @@ function setHistogramEntries(
   (h as { hashMap: Record<string, HistogramEntry> }).hashMap = entries;
 }
 
+// Note: the HTTP and turn metrics are rebuilt from these plain numbers at every scrape, so `registry.resetMetrics()`
+// (which nothing here calls) does not clear them.
 export const httpRequests = new Counter({
   name: "http_requests_total",
   help: "HTTP requests by route template, method and status.",

@@ -17,8 +17,10 @@ export function markRequestStart(request: Request): void {
 export const metrics = new Elysia({ name: "metrics" })
   .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
     const t0 = (request as Stamped)[STARTED];
-    // A Response returned as is (e.g. `redirect()`) carries its own status; `set.status` never sees it.
-    const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
+    // A Response returned as is (e.g. `redirect()`) carries its own status, which `set.status` never sees; Elysia
+    // sends `set.status` instead only when that Response says 200.
+    const setStatus = typeof set.status === "number" ? set.status : 200;
+    const status = responseValue instanceof Response && responseValue.status !== 200 ? responseValue.status : setStatus;
     // counted in plain numbers, handed to prom-client at scrape time (infra/metrics.ts)
     const stats = httpStatsFor(request.method, route || "unmatched", status);
     recordHttpRequest(stats, t0 === undefined ? undefined : (performance.now() - t0) / 1000);

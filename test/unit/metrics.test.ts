@@ -144,3 +144,35 @@ describe("HTTP request metrics", () => {
     expect(() => httpRequests.inc({ method: "PUT", route: "/metrics-test/d", status: "200" }, -1)).toThrow();
   });
 });
+
+describe("the status an HTTP request is counted with", () => {
+  test("is the status sent: a returned Response's own status, or set.status when that Response says 200", async () => {
+    const { Elysia } = await import("elysia");
+    const { edge } = await import("../../gateway/plugins/edge.ts");
+    const { metrics } = await import("../../gateway/plugins/metrics.ts");
+    const app = new Elysia()
+      .use(edge)
+      .use(metrics)
+      .get("/probe-created", ({ set }) => {
+        set.status = 201;
+        return new Response("ok");
+      })
+      .get("/probe-moved", () => new Response(null, { status: 302, headers: { location: "/" } }));
+    app.listen(0);
+    try {
+      const created = await fetch(`http://127.0.0.1:${app.server!.port}/probe-created`);
+      await created.text();
+      const moved = await fetch(`http://127.0.0.1:${app.server!.port}/probe-moved`, { redirect: "manual" });
+      await moved.text();
+      expect([created.status, moved.status]).toEqual([201, 302]);
+      await Bun.sleep(20);
+      const lines = (await registry.metrics()).split("\n").filter((l) => l.startsWith("http_requests_total") && l.includes("/probe-"));
+      expect(lines.sort()).toEqual([
+        'http_requests_total{method="GET",route="/probe-created",status="201"} 1',
+        'http_requests_total{method="GET",route="/probe-moved",status="302"} 1',
+      ]);
+    } finally {
+      app.stop(true);
+    }
+  });
+});
