@@ -14,19 +14,14 @@
  * Sessions written before this (with `totals` and `previewed`) are read as they are.
  */
 import type { CouponEvaluation } from "./coupons.ts";
-import type { CheckoutState } from "./state-hash.ts";
-import type { CartTotals, LineTotal, StoreTotals } from "./totals.ts";
+import { checkoutStateFromTotals, type CheckoutState } from "./state-hash.ts";
+import { cartTotalsOf, type CartTotals, type LineTotal, type StoreTotals } from "./totals.ts";
 
-export interface StoredLine {
-  productId: string;
-  variantId: string | null;
-  quantity: number;
-  listPriceMinor: number;
-  unitPriceMinor: number;
-  priceSource: "list" | "negotiated";
+/** A line's totals without what follows from its store and prices, plus the stock it was previewed with. */
+export type StoredLine = Omit<LineTotal, "storeId" | "lineTotalMinor"> & {
   /** Units available when previewed; absent = stock not tracked. */
   available?: number;
-}
+};
 
 export interface StoredStore {
   storeId: string;
@@ -110,37 +105,17 @@ function expandTotals(p: StoredPricing): CartTotals {
       totalMinor: subtotalMinor - s.discountMinor + s.shippingMinor + s.taxMinor,
     };
   });
-  const sum = (f: (s: StoreTotals) => number): number => stores.reduce((a, s) => a + f(s), 0);
-  return {
-    currency: p.currency,
-    stores,
-    subtotalMinor: sum((s) => s.subtotalMinor),
-    discountMinor: sum((s) => s.discountMinor),
-    shippingMinor: sum((s) => s.shippingMinor),
-    taxMinor: sum((s) => s.taxMinor),
-    totalMinor: sum((s) => s.totalMinor),
-    coupon: p.coupon,
-  };
+  return cartTotalsOf(p.currency, stores, p.coupon);
 }
 
+/** The approved state as `price()` built it: from the totals, with the stored policy versions and stock. */
 function expandState(p: StoredPricing): CheckoutState {
-  return {
-    currency: p.currency,
-    stores: p.stores.map((s) => ({
-      storeId: s.storeId,
-      policyVersion: s.policyVersion,
-      shippingMinor: s.shippingMinor,
-      discountMinor: s.discountMinor,
-      taxMinor: s.taxMinor,
-      lines: s.lines.map((l) => ({
-        productId: l.productId,
-        variantId: l.variantId,
-        quantity: l.quantity,
-        unitPriceMinor: l.unitPriceMinor,
-        available: l.available ?? null,
-      })),
-    })),
-  };
+  const stores = new Map(p.stores.map((s) => [s.storeId, s]));
+  return checkoutStateFromTotals(totalsOf({ pricing: p }), {
+    policyVersion: (storeId) => stores.get(storeId)!.policyVersion,
+    available: (storeId, productId, variantId) =>
+      stores.get(storeId)!.lines.find((l) => l.productId === productId && l.variantId === variantId)?.available ?? null,
+  });
 }
 
 // A session's stored pricing never changes in place (a new preview stores a new object), so its expansions are
@@ -155,22 +130,21 @@ export interface PricedSession {
   previewed?: CheckoutState;
 }
 
-export function totalsOf(s: PricedSession): CartTotals {
-  if (!s.pricing) {
-    if (!s.totals) throw new Error("checkout session without pricing");
-    return s.totals;
+/** A session's stored form expanded once per pricing object, or its legacy copy. */
+function expanded<T extends object>(pricing: StoredPricing | undefined, legacy: T | undefined, cache: WeakMap<StoredPricing, T>, expand: (p: StoredPricing) => T): T {
+  if (!pricing) {
+    if (!legacy) throw new Error("checkout session without pricing");
+    return legacy;
   }
-  let t = totalsCache.get(s.pricing);
-  if (!t) totalsCache.set(s.pricing, (t = expandTotals(s.pricing)));
-  return t;
+  let v = cache.get(pricing);
+  if (!v) cache.set(pricing, (v = expand(pricing)));
+  return v;
+}
+
+export function totalsOf(s: PricedSession): CartTotals {
+  return expanded(s.pricing, s.totals, totalsCache, expandTotals);
 }
 
 export function previewedOf(s: PricedSession): CheckoutState {
-  if (!s.pricing) {
-    if (!s.previewed) throw new Error("checkout session without pricing");
-    return s.previewed;
-  }
-  let st = stateCache.get(s.pricing);
-  if (!st) stateCache.set(s.pricing, (st = expandState(s.pricing)));
-  return st;
+  return expanded(s.pricing, s.previewed, stateCache, expandState);
 }

@@ -193,6 +193,11 @@ export function computeTotals(input: TotalsInput): CartTotals {
     };
   });
 
+  return cartTotalsOf(currency, stores, couponEval);
+}
+
+/** The cart's sums over its stores' totals. */
+export function cartTotalsOf(currency: string, stores: StoreTotals[], coupon: CouponEvaluation | null): CartTotals {
   const sum = (f: (s: StoreTotals) => number): number => stores.reduce((a, s) => a + f(s), 0);
   return {
     currency,
@@ -202,6 +207,6 @@ export function computeTotals(input: TotalsInput): CartTotals {
     shippingMinor: sum((s) => s.shippingMinor),
     taxMinor: sum((s) => s.taxMinor),
     totalMinor: sum((s) => s.totalMinor),
-    coupon: couponEval,
+    coupon,
   };
 }
