@@ -58,10 +58,15 @@ export function recordHttpRequest(s: HttpStats, seconds?: number): void {
   if (seconds === undefined || !Number.isFinite(seconds)) return;
   if (s.count++ === 0) httpDurationOrder.push(s);
   s.sum += seconds;
-  for (let i = 0; i < HTTP_BUCKETS.length; i++) {
-    if (seconds <= HTTP_BUCKETS[i]!) {
-      s.buckets[i]! += 1;
-      break;
+  countInBucket(s.buckets, HTTP_BUCKETS, seconds);
+}
+
+/** Adds one observation to the first bucket whose upper bound holds it (none: only +Inf, i.e. the count). */
+function countInBucket(buckets: number[], bounds: readonly number[], seconds: number): void {
+  for (let i = 0; i < bounds.length; i++) {
+    if (seconds <= bounds[i]!) {
+      buckets[i]! += 1;
+      return;
     }
   }
 }
@@ -179,12 +184,7 @@ export function recordTurn(s: TurnStats, outcome: string, seconds: number): void
   if (!Number.isFinite(seconds)) return;
   s.sum += seconds;
   s.count += 1;
-  for (let i = 0; i < TURN_BUCKETS.length; i++) {
-    if (seconds <= TURN_BUCKETS[i]!) {
-      s.buckets[i]! += 1;
-      break;
-    }
-  }
+  countInBucket(s.buckets, TURN_BUCKETS, seconds);
 }
 
 export const actorMessages = new Counter({
