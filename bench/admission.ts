@@ -3,7 +3,8 @@
  * two no-op routes in the same run:
  *  - GET /bench/plain     no auth, no limits;
  *  - GET /bench/admitted  agent-key authentication (HMAC, one message to the key's actor: constant-time compare,
- *                         revocation/expiry check, bucket admission) + rate headers, keys rotated across 200
+ *                         revocation/expiry check, bucket admission; answered synchronously by the loaded local
+ *                         activation, `authenticateAgentNow`) + rate headers, keys rotated across 200
  *                         ENTERPRISE keys (10000/min each) so every request is admitted, none refused.
  * Both paths are registered as having their own layer, so the global per-IP plugin does not refuse the plain
  * route after 500 requests. Load: wrk, 64 connections. Goal: admission costs <= 25% of throughput in-process.
@@ -23,7 +24,7 @@ import { loadavg } from "node:os";
 import { Elysia } from "elysia";
 import { createApp } from "../gateway/app.ts";
 import { boot } from "../gateway/boot.ts";
-import { agentRequestAddress, authenticateAgent } from "../gateway/plugins/auth.ts";
+import { agentRequestAddress, authenticateAgentNow } from "../gateway/plugins/auth.ts";
 import { registerOwnLayer } from "../gateway/plugins/rate-limit.ts";
 import type { Services } from "../gateway/services.ts";
 import { createTestDatabase } from "../test/helpers/db.ts";
@@ -38,7 +39,8 @@ const routes = (svc: Services) =>
   new Elysia({ name: "bench-admission" })
     .get("/bench/plain", () => ({ success: true, data: {} }))
     .get("/bench/admitted", async ({ request, server, set }) => {
-      await authenticateAgent(svc, { request, ip: agentRequestAddress(svc, request, server), headers: set.headers as Record<string, string>, surface: "rest-agent", checkRoute: false });
+      // what an agent route's request hook does (rate-limit.ts `admitAgentEarly`), minus the route access check
+      await authenticateAgentNow(svc, { request, ip: agentRequestAddress(svc, request, server), headers: set.headers as Record<string, string>, surface: "rest-agent", checkRoute: false });
       return { success: true, data: {} };
     });
 

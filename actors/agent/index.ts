@@ -33,6 +33,8 @@ interface AgentMemory {
   storedHash: { text: string; bytes: Buffer } | null;
   /** The key's tier as stored and normalised (a string scan per request otherwise). */
   tier: { text: string; tier: Tier } | null;
+  /** A frozen copy of the key's scopes, shared by every `authorize` reply (an immutable message). */
+  scopes: { of: string[]; frozen: readonly string[] } | null;
 }
 
 interface BucketSplit {
@@ -42,12 +44,13 @@ interface BucketSplit {
   toolName: string | undefined;
   customerId: string | undefined;
   mine: BucketSpec[];
-  others: BucketDescriptor[];
+  /** Frozen: handed to the gateway by reference in every `authorize` reply. */
+  others: readonly BucketDescriptor[];
 }
 
 function agentMemory(memory: Map<string, unknown>): AgentMemory {
   let m = memory.get("agent") as AgentMemory | undefined;
-  if (!m) memory.set("agent", (m = { table: new BucketTable(), splits: new Map(), lastSplit: null, storedHash: null, tier: null }));
+  if (!m) memory.set("agent", (m = { table: new BucketTable(), splits: new Map(), lastSplit: null, storedHash: null, tier: null, scopes: null }));
   return m;
 }
 
@@ -78,7 +81,7 @@ function bucketSplit(
       toolName: l.toolName,
       customerId: l.customerId,
       mine: all.filter((b) => b.owner === owner).map(({ id, limit, windowMs }) => ({ id, limit, windowMs })),
-      others: all.filter((b) => b.owner !== owner),
+      others: Object.freeze(all.filter((b) => b.owner !== owner).map((b) => Object.freeze(b))),
     };
     if (mem.splits.size >= 256) mem.splits.clear();
     mem.splits.set(k, hit);
@@ -108,6 +111,11 @@ const presented = Buffer.alloc(HASH_LENGTH);
 function keyTier(mem: AgentMemory, stored: string): Tier {
   if (mem.tier?.text !== stored) mem.tier = { text: stored, tier: normalizeTier(stored) };
   return mem.tier.tier;
+}
+
+function sharedScopes(mem: AgentMemory, scopes: string[]): readonly string[] {
+  if (mem.scopes?.of !== scopes) mem.scopes = { of: scopes, frozen: Object.freeze([...scopes]) };
+  return mem.scopes.frozen;
 }
 
 function storedHashBytes(mem: AgentMemory, hash: string): Buffer {
@@ -203,7 +211,7 @@ export const agentActor = defineActor({
       }
       const tier = keyTier(mem, key.tier);
       let rate: RateView | null = null;
-      let others: BucketDescriptor[] = [];
+      let others: readonly BucketDescriptor[] = [];
       let consumedAt = 0;
       if (m.limits) {
         const split = bucketSplit(mem, ctx.id, tier, m.limits);
@@ -228,8 +236,9 @@ export const agentActor = defineActor({
           denied = err.toData();
         }
       }
-      // Only what the gateway needs: this reply crosses the bus on every agent request.
-      return { keyId: key.id, userId: key.userId, scopes: key.scopes, tier, rate, otherBuckets: others, denied, consumedAt };
+      // Only what the gateway needs: this reply crosses the bus on every agent request. Built for this call from
+      // fresh or frozen parts: `authorize` is an immutable message (passed by reference in-process).
+      return { keyId: key.id, userId: key.userId, scopes: sharedScopes(mem, key.scopes), tier, rate, otherBuckets: others, denied, consumedAt };
     },
 
     /**
@@ -267,4 +276,7 @@ export const agentActor = defineActor({
   },
   // authorize/admit only touch the in-memory buckets, synchronously: safe to run without queueing (hot path)
   reentrant: ["get", "authorize", "admit"],
+  // every agent request's message: its body is built by the gateway for the call and its reply above from fresh or
+  // frozen parts, so the in-process bus need not copy either (define-actor.ts `immutable`)
+  immutable: ["authorize"],
 });

@@ -37,29 +37,57 @@ export class ActorClient implements ActorCaller {
     body: MessageBody<D, T>,
     opts: CallOptions = {},
   ): Promise<ReplyOf<D, T>> {
-    const msgId = opts.msgId ?? crypto.randomUUID();
-    const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
-    const deadline = Date.now() + timeoutMs;
-    // A caller-supplied msgId may repeat an earlier send (e.g. after the caller itself restarted): mark every
-    // send as a possible resend so the actor checks its durable inbox, not only its memory.
-    const env: RequestEnvelope = { msgId, kind: def.kind, id, type, body, deadline, attempt: opts.msgId ? 2 : 1 };
-    return this.send(env).then(
-      (reply) => (reply.ok ? reply.value : this.retry(env, ActorError.fromData(reply.error))),
-      (err: unknown) => this.retry(env, err),
+    const env = this.envelope(def, id, type, body, opts);
+    const immutable = isImmutable(def, type);
+    return this.send(env, immutable).then(
+      (reply) => (reply.ok ? reply.value : this.retry(env, ActorError.fromData(reply.error), immutable)),
+      (err: unknown) => this.retry(env, err, immutable),
     ) as Promise<ReplyOf<D, T>>;
   }
 
-  private send(env: RequestEnvelope): Promise<ReplyEnvelope> {
+  /** See ActorCaller.askNow: a reply ready at once is returned as a value, a refusal ready at once is thrown. */
+  askNow<D extends AnyActorDefinition, T extends MessageType<D>>(
+    def: D,
+    id: string,
+    type: T,
+    body: MessageBody<D, T>,
+    opts: CallOptions = {},
+  ): ReplyOf<D, T> | Promise<ReplyOf<D, T>> {
+    if (!this.transport.requestNow) return this.ask(def, id, type, body, opts);
+    const env = this.envelope(def, id, type, body, opts);
+    const immutable = isImmutable(def, type);
+    const out = this.transport.requestNow(env, Math.max(1, env.deadline - Date.now()), immutable);
+    if (out instanceof Promise) {
+      return out.then(
+        (reply) => (reply.ok ? reply.value : this.retry(env, ActorError.fromData(reply.error), immutable)),
+        (err: unknown) => this.retry(env, err, immutable),
+      ) as Promise<ReplyOf<D, T>>;
+    }
+    if (out.ok) return out.value as ReplyOf<D, T>;
+    const err = ActorError.fromData(out.error);
+    if (err.code === "actor_unavailable") return this.retry(env, err, immutable) as Promise<ReplyOf<D, T>>;
+    throw err;
+  }
+
+  private envelope(def: AnyActorDefinition, id: string, type: string, body: unknown, opts: CallOptions): RequestEnvelope {
+    const msgId = opts.msgId ?? crypto.randomUUID();
+    const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
+    // A caller-supplied msgId may repeat an earlier send (e.g. after the caller itself restarted): mark every
+    // send as a possible resend so the actor checks its durable inbox, not only its memory.
+    return { msgId, kind: def.kind, id, type, body, deadline: Date.now() + timeoutMs, attempt: opts.msgId ? 2 : 1 };
+  }
+
+  private send(env: RequestEnvelope, immutable: boolean): Promise<ReplyEnvelope> {
     const remaining = env.deadline - Date.now();
     try {
-      return this.transport.request(env, Math.max(1, this.transport.lossless ? remaining : Math.min(this.attemptTimeoutMs, remaining)));
+      return this.transport.request(env, Math.max(1, this.transport.lossless ? remaining : Math.min(this.attemptTimeoutMs, remaining)), immutable);
     } catch (err) {
       return Promise.reject(err);
     }
   }
 
   /** After a failed send: retries an `actor_unavailable` (same msgId, next attempt) with backoff until the deadline. */
-  private async retry(env: RequestEnvelope, err: unknown): Promise<unknown> {
+  private async retry(env: RequestEnvelope, err: unknown, immutable: boolean): Promise<unknown> {
     let backoff = 20;
     for (;;) {
       const retryable = err instanceof ActorError && err.code === "actor_unavailable";
@@ -68,7 +96,7 @@ export class ActorClient implements ActorCaller {
       backoff = Math.min(backoff * 2, 500);
       env = { ...env, attempt: env.attempt + 1 };
       try {
-        const reply = await this.send(env);
+        const reply = await this.send(env, immutable);
         if (reply.ok) return reply.value;
         err = ActorError.fromData(reply.error);
       } catch (e) {
@@ -76,4 +104,9 @@ export class ActorClient implements ActorCaller {
       }
     }
   }
+}
+
+function isImmutable(def: AnyActorDefinition, type: string): boolean {
+  const list: readonly string[] | undefined = def.immutable;
+  return list !== undefined && list.includes(type);
 }

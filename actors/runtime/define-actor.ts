@@ -24,6 +24,19 @@ export interface ActorCaller {
     body: MessageBody<D, T>,
     opts?: CallOptions,
   ): Promise<ReplyOf<D, T>>;
+  /**
+   * `ask`, answered without a promise when it can be: a read-only message to a loaded activation hosted by this
+   * process (the in-process bus) whose handler did not await. The reply comes back as a value, a refusal is thrown
+   * at once; anything else (another process, an activation still loading, a queued turn) returns `ask`'s promise.
+   * Optional: a caller without it (a test double) is used through `ask`.
+   */
+  askNow?<D extends AnyActorDefinition, T extends MessageType<D>>(
+    def: D,
+    id: string,
+    type: T,
+    body: MessageBody<D, T>,
+    opts?: CallOptions,
+  ): ReplyOf<D, T> | Promise<ReplyOf<D, T>>;
 }
 
 export interface ActorContext<S> extends ActorCaller {
@@ -74,6 +87,16 @@ export interface ActorDefinition<S, M extends MessageSchemas, H extends { [K in 
    * only synchronously (no await between reading and writing it), which keeps such changes atomic.
    */
   reentrant?: readonly (keyof M & string)[];
+  /**
+   * Messages passed by reference on the in-process bus (Orleans' `[Immutable]`, Akka's local messages): neither
+   * the body nor the reply is copied. Only for messages whose caller never touches the body after sending, whose
+   * handler keeps no object of the body (strings and numbers are fine) and whose reply is built for the call or
+   * made of frozen parts (it may be read by the caller while the actor runs on). Over NATS they are serialised like
+   * any other. Under `bun test` (NODE_ENV=test) the bus still checks each one as it passes: body and reply must
+   * come out of a JSON round trip unchanged (so nothing works in-process that would not over NATS), and both are
+   * deep-frozen so a mutation by either side throws (docs/decisions.md).
+   */
+  immutable?: readonly (keyof M & string)[];
   /**
    * Messages that create the actor under an id the caller has just generated (a random uuid): an activation
    * started by the first send of one of them skips reading actor_state. It stays safe if the id exists after all:

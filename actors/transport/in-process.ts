@@ -6,6 +6,7 @@
  * these small envelopes, and JSON was ~10x cheaper than structuredClone under Bun (docs/performance.md).
  */
 import { jsonCopy as copy, jsonCopyMember } from "./json-copy.ts";
+import { checkedShare } from "./immutable.ts";
 import { ActorError } from "../runtime/errors.ts";
 import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
 import type { EventHandler, ServeHandler, Transport } from "./transport.ts";
@@ -43,6 +44,12 @@ export function copyEnvelope(env: RequestEnvelope): RequestEnvelope {
   return { msgId, kind, id, type, body: jsonCopyMember(env.body, "body"), deadline: deadline === 0 ? 0 : deadline, attempt: attempt === 0 ? 0 : attempt };
 }
 
+/** An immutable message's envelope: its body handed over as it is (checked under test, see immutable.ts). */
+function shareEnvelope(env: RequestEnvelope): RequestEnvelope {
+  checkedShare(env.body);
+  return env;
+}
+
 export class InProcessTransport implements Transport {
   readonly name = "in-process";
   readonly lossless = true;
@@ -52,19 +59,29 @@ export class InProcessTransport implements Transport {
   private readonly waiting = new Set<Waiting>();
   private sweeper: ReturnType<typeof setInterval> | undefined;
 
-  request(env: RequestEnvelope, timeoutMs: number): Promise<ReplyEnvelope> {
+  request(env: RequestEnvelope, timeoutMs: number, immutable = false): Promise<ReplyEnvelope> {
+    const out = this.requestNow(env, timeoutMs, immutable);
+    return out instanceof Promise ? out : Promise.resolve(out);
+  }
+
+  /**
+   * A reply that is ready at once (a read-only turn that did not await) comes back as a value, with no deadline to
+   * watch; anything else as a promise. Never throws: a failure is a rejected promise, as from `request`.
+   * An immutable message (define-actor.ts) crosses by reference, the rest as JSON-semantics copies.
+   */
+  requestNow(env: RequestEnvelope, timeoutMs: number, immutable: boolean): ReplyEnvelope | Promise<ReplyEnvelope> {
     const handler = this.servers.get(env.kind);
     if (!handler || this.closed) return Promise.reject(new ActorError("actor_unavailable", `no host serves actor kind ${env.kind}`));
+    const pass = immutable ? checkedShare : copy;
     let out: ReplyEnvelope | Promise<ReplyEnvelope>;
     try {
-      out = handler(copyEnvelope(env));
+      out = handler(immutable ? shareEnvelope(env) : copyEnvelope(env));
     } catch (err) {
       return Promise.reject(err);
     }
     if (!(out instanceof Promise) && typeof (out as { then?: unknown } | null)?.then !== "function") {
-      // answered at once (a read-only turn that did not await): no deadline left to watch
       try {
-        return Promise.resolve(copy(out));
+        return pass(out as ReplyEnvelope);
       } catch (err) {
         return Promise.reject(err);
       }
@@ -77,7 +94,7 @@ export class InProcessTransport implements Transport {
         (reply) => {
           this.waiting.delete(waiting);
           try {
-            resolve(copy(reply));
+            resolve(pass(reply));
           } catch (err) {
             reject(err);
           }

@@ -20,7 +20,13 @@ export interface Transport {
    * Rejects with ActorError("actor_unavailable") when nobody answers before `timeoutMs`
    * (the caller may retry with the same msgId).
    */
-  request(env: RequestEnvelope, timeoutMs: number): Promise<ReplyEnvelope>;
+  request(env: RequestEnvelope, timeoutMs: number, immutable?: boolean): Promise<ReplyEnvelope>;
+  /**
+   * `request` that hands back a reply ready at once as a value (in-process only; `ActorClient.askNow`).
+   * `immutable`: the message is one of its definition's `immutable` messages, passed by reference where the
+   * transport can (define-actor.ts).
+   */
+  requestNow?(env: RequestEnvelope, timeoutMs: number, immutable: boolean): ReplyEnvelope | Promise<ReplyEnvelope>;
   /** Host side: handle every message for `kind` placed on this host. */
   serve(kind: string, handler: ServeHandler): Promise<void>;
   /** Best-effort event fan-out (durable consumers are the NATS transport's business). */

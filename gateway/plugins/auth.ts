@@ -1,11 +1,14 @@
 /**
  * Authentication and admission for the gateway.
  *
- * `agentAuth(svc)`: every route mounted after it needs `X-Agent-Api-Key`. One message to the key's actor
- * (`agent/<prefix>`) authenticates the key (constant-time hash compare), admits the key's rate-limit buckets and
- * checks the route access table (scope, SANDBOX, feature tier); buckets owned by others (per IP) are admitted
- * next. Routes receive `agent: AgentPrincipal`. A request without a valid key is counted per IP, so guessing keys
- * is bounded and even a 401 carries rate headers.
+ * `authenticateAgentNow(svc, req)`: one `authorize` message to the key's actor (`agent/<prefix>`) authenticates the
+ * key (constant-time hash compare), admits the key's rate-limit buckets and checks the route access table (scope,
+ * SANDBOX, feature tier); buckets owned by others (per IP, per customer) are admitted next. When the key's actor is
+ * loaded in this process the whole admission is synchronous (`askNow`; `authorize` is an immutable message, passed
+ * by reference). A request without a valid key is counted per IP, so even a 401 carries rate headers.
+ *
+ * `agentAuth(svc)`: routes mounted after it receive `agent: AgentPrincipal`. Keyed agentic REST routes are admitted
+ * by the request hook (rate-limit.ts → `admitAgentEarly`), before their body is parsed or validated.
  *
  * `userAuth(svc)`: `Authorization: Bearer <JWT>` from POST /auth/login; routes receive `user: UserPrincipal`.
  *
@@ -22,7 +25,7 @@ import { bucketsFor, type BucketDescriptor, type LimitContext, type Surface } fr
 import type { RateView } from "../../actors/agent/messages.ts";
 import type { Scope, Tier } from "../../actors/agent/access.ts";
 import { ActorError, fail, type ErrorCode } from "../../actors/runtime/errors.ts";
-import type { MessageBody } from "../../actors/runtime/define-actor.ts";
+import type { AnyActorDefinition, MessageBody, MessageType, ReplyOf } from "../../actors/runtime/define-actor.ts";
 import { pepper, SESSION_AUDIENCE, tokenService } from "../identity.ts";
 import type { Services } from "../services.ts";
 
@@ -133,26 +136,42 @@ async function countAnonymous(svc: Services, req: { ip: string; headers: Headers
   setRateHeaders(req.headers, await admitOthers(svc, bucketsFor(ctx), req.headers));
 }
 
+/** One agent request as `authenticateAgent` sees it. */
+export interface AgentRequest {
+  request: Request;
+  /**
+   * The caller's address, or a function giving it: the address is then looked up only when a bucket of the request
+   * depends on it. A keyed agentic REST request has none (limits.ts: its only bucket is the key's tier bucket), and
+   * Bun's `server.requestIP` costs a few µs per call on the hot path (see `agentRequestAddress`).
+   */
+  ip: string | (() => string);
+  headers: Headers;
+  surface: Surface;
+  checkRoute: boolean;
+  toolName?: string;
+  delegated?: boolean;
+  customerId?: string;
+}
+
+/** `authenticateAgentNow` as a promise (MCP and OAuth callers, which are asynchronous anyway). */
+export async function authenticateAgent(svc: Services, req: AgentRequest): Promise<AgentPrincipal> {
+  return authenticateAgentNow(svc, req);
+}
+
 /**
- * `ip` may be a function (e.g. `() => clientIp(request, server)`): the address is then looked up only when a bucket
- * of the request depends on it. A keyed agentic REST request has none (limits.ts: its only bucket is the key's tier
- * bucket), and Bun's `server.requestIP` costs a few µs per call on the hot path. Pass a function only when nothing
- * will be counted against the address after an await (limits off): a client that hangs up loses its address.
+ * Authenticates and admits an agent request: one `authorize` message to the key's actor. When that actor is
+ * hosted by this process and loaded, its answer is synchronous (`askNow`) and so is this function's — the principal
+ * comes back as a value, a refusal is thrown at once; otherwise (another process over NATS, an activation still
+ * loading, buckets held by other owners, a wrong key to count against the caller's address) it returns a promise.
  */
-export async function authenticateAgent(
-  svc: Services,
-  req: { request: Request; ip: string | (() => string); headers: Headers; surface: Surface; checkRoute: boolean; toolName?: string; delegated?: boolean; customerId?: string },
-): Promise<AgentPrincipal> {
+export function authenticateAgentNow(svc: Services, req: AgentRequest): AgentPrincipal | Promise<AgentPrincipal> {
   const raw = req.request.headers.get("x-agent-api-key");
   const prefix = parseAgentKey(raw);
   const limits = svc.config.RATE_LIMITS_ENABLED;
   let address = typeof req.ip === "string" ? req.ip : undefined;
   const ip = (): string => (address ??= (req.ip as () => string)());
-  if (!prefix || !raw) {
-    await countAnonymous(svc, { ...req, ip: ip() });
-    throw fail("unauthorized", UNAUTHORIZED_KEY);
-  }
-  // Only defined fields: this message crosses the bus on every agent request.
+  if (!prefix || !raw) return countedRefusal(svc, req, ip, fail("unauthorized", UNAUTHORIZED_KEY));
+  // Only defined fields: this message is sent on every agent request.
   const body: MessageBody<typeof agentActor, "authorize"> = {
     hash: hashAgentKey(raw.trim(), pepper(svc)),
     method: req.request.method,
@@ -168,51 +187,116 @@ export async function authenticateAgent(
     if (req.customerId !== undefined) l.customerId = req.customerId;
     body.limits = l;
   }
-  let result;
+  let result: AuthorizeReply;
   try {
-    result = await svc.actors.ask(agentActor, prefix, "authorize", body);
+    const answer = askNow(svc, agentActor, prefix, "authorize", body);
+    if (answer instanceof Promise) {
+      return answer.then(
+        (r) => admitted(svc, req, prefix, limitsIp, r),
+        (err: unknown) => refused(svc, req, ip, err),
+      );
+    }
+    result = answer;
   } catch (err) {
-    const details = (err as { details?: RateView }).details;
-    if (isCode(err, "rate_limit_exceeded") && details) setRateHeaders(req.headers, details);
-    if (isCode(err, "unauthorized")) await countAnonymous(svc, { ...req, ip: ip() });
+    return refused(svc, req, ip, err);
+  }
+  return admitted(svc, req, prefix, limitsIp, result);
+}
+
+type AuthorizeReply = ReplyOf<typeof agentActor, "authorize">;
+
+/** `svc.actors.askNow` where the caller has it, else `ask`. */
+function askNow<D extends AnyActorDefinition, T extends MessageType<D>>(svc: Services, def: D, id: string, type: T, body: MessageBody<D, T>): ReplyOf<D, T> | Promise<ReplyOf<D, T>> {
+  const actors = svc.actors;
+  return actors.askNow ? actors.askNow(def, id, type, body) : actors.ask(def, id, type, body);
+}
+
+/** The key actor's refusal: rate headers for a 429; a wrong key is first counted like anonymous traffic. */
+function refused(svc: Services, req: AgentRequest, ip: () => string, err: unknown): never | Promise<never> {
+  const details = (err as { details?: RateView }).details;
+  if (isCode(err, "rate_limit_exceeded") && details) setRateHeaders(req.headers, details);
+  if (isCode(err, "unauthorized")) return countedRefusal(svc, req, ip, err);
+  throw err;
+}
+
+/**
+ * A request without a usable key is counted like anonymous traffic on its surface, then refused. The address is
+ * read only now: a client that already hung up has none any more (Bun's requestIP gives null) and is counted with
+ * every other departed client under "unknown" (docs/decisions.md, "Lazy client address").
+ */
+async function countedRefusal(svc: Services, req: AgentRequest, ip: () => string, err: unknown): Promise<never> {
+  await countAnonymous(svc, { ...req, ip: ip() });
+  throw err;
+}
+
+/** The key actor admitted the request: other owners' buckets (MCP layers), rate headers, the route's verdict. */
+function admitted(svc: Services, req: AgentRequest, prefix: string, limitsIp: string, result: AuthorizeReply): AgentPrincipal | Promise<AgentPrincipal> {
+  if (result.otherBuckets.length) return admittedWithOthers(svc, req, prefix, limitsIp, result);
+  let rate: RateView | null = result.rate;
+  if (globalAdmitted.has(req.headers)) rate = tighter(rate, globalAdmitted.get(req.headers)!);
+  return principalOf(svc, req, prefix, limitsIp, result, rate);
+}
+
+async function admittedWithOthers(svc: Services, req: AgentRequest, prefix: string, limitsIp: string, result: AuthorizeReply): Promise<AgentPrincipal> {
+  let rate: RateView | null;
+  try {
+    rate = await admitOthers(svc, [...result.otherBuckets], req.headers, result.rate);
+  } catch (err) {
+    if (result.consumedAt) {
+      const l = { surface: req.surface, ip: limitsIp, toolName: req.toolName, customerId: req.customerId };
+      await svc.actors.ask(agentActor, prefix, "release", { buckets: [], consumedAt: result.consumedAt, limits: l }).catch(() => null);
+    }
     throw err;
   }
-  let rate: RateView | null = result.rate;
-  if (result.otherBuckets.length) {
-    try {
-      rate = await admitOthers(svc, result.otherBuckets, req.headers, result.rate);
-    } catch (err) {
-      if (result.consumedAt) {
-        const l = { surface: req.surface, ip: limitsIp, toolName: req.toolName, customerId: req.customerId };
-        await svc.actors.ask(agentActor, prefix, "release", { buckets: [], consumedAt: result.consumedAt, limits: l }).catch(() => null);
-      }
-      throw err;
-    }
-  } else if (globalAdmitted.has(req.headers)) rate = tighter(rate, globalAdmitted.get(req.headers)!);
-  if (limits) setRateHeaders(req.headers, rate);
+  return principalOf(svc, req, prefix, limitsIp, result, rate);
+}
+
+function principalOf(svc: Services, req: AgentRequest, prefix: string, limitsIp: string, result: AuthorizeReply, rate: RateView | null): AgentPrincipal {
+  if (svc.config.RATE_LIMITS_ENABLED) setRateHeaders(req.headers, rate);
   else setStaticRateHeaders(req.headers, { surface: req.surface, ip: limitsIp, keyId: result.keyId, tier: result.tier, toolName: req.toolName ?? null });
   if (result.denied) throw ActorError.fromData(result.denied);
+  // `scopes` is the reply's frozen array (authorize is an immutable message): shared, never to be changed
   return { keyId: result.keyId, prefix, userId: result.userId, scopes: result.scopes as Scope[], tier: result.tier };
 }
 
 /**
- * The caller's address for `authenticateAgent`. With limits on, a wrong key is counted against it after the key
- * actor's answer; by then a client that hung up has no address any more (Bun's requestIP gives null), so it is read
- * before any await. With limits off nothing is counted and the lookup waits until a header needs it.
+ * The caller's address for `authenticateAgent`, looked up only when a bucket needs it: a keyed agentic REST request
+ * never does, a wrong key does after the key actor's answer — by then a client that hung up has no address and is
+ * counted under "unknown" with every other departed client (docs/decisions.md, "Lazy client address").
  */
-export function agentRequestAddress(svc: Services, request: Request, server: Parameters<typeof clientIp>[1]): string | (() => string) {
-  return svc.config.RATE_LIMITS_ENABLED ? clientIp(request, server) : () => clientIp(request, server);
+export function agentRequestAddress(_svc: Services, request: Request, server: Parameters<typeof clientIp>[1]): () => string {
+  return () => clientIp(request, server);
 }
 
+/**
+ * Agent requests whose admission already ran in the request hook (rate-limit.ts `admitAgentEarly`, before the body
+ * is parsed or validated, so a request without a valid key gets 401/403/429, never a 400 about its body).
+ */
+const earlyAdmissions = new WeakMap<Request, AgentPrincipal | Promise<AgentPrincipal>>();
+
+/** Starts (limits off) or runs (limits on, awaited by the caller) the admission of an agent route's request. */
+export function admitAgentEarly(svc: Services, request: Request, headers: Headers, server: Parameters<typeof clientIp>[1]): AgentPrincipal | Promise<AgentPrincipal> {
+  let admission: AgentPrincipal | Promise<AgentPrincipal>;
+  try {
+    admission = authenticateAgentNow(svc, { request, ip: agentRequestAddress(svc, request, server), headers, surface: "rest-agent", checkRoute: true });
+  } catch (err) {
+    admission = Promise.reject(err);
+  }
+  // a refusal is reported by whoever awaits it (the request hook, or the route's derive with limits off)
+  if (admission instanceof Promise) admission.catch(() => {});
+  earlyAdmissions.set(request, admission);
+  return admission;
+}
+
+/**
+ * Every route mounted after it needs `X-Agent-Api-Key`; routes receive `agent`. Routes in the access table were
+ * admitted by the request hook already (`admitAgentEarly`); any other route using this plugin is admitted here, at
+ * the transform stage, which still comes before body validation.
+ */
 export function agentAuth(svc: Services) {
-  return new Elysia({ name: "agent-auth", seed: "rest" }).resolve({ as: "scoped" }, async ({ request, set, server }) => {
-    const agent = await authenticateAgent(svc, {
-      request,
-      ip: agentRequestAddress(svc, request, server),
-      headers: set.headers as Headers,
-      surface: "rest-agent",
-      checkRoute: true,
-    });
+  return new Elysia({ name: "agent-auth", seed: "rest" }).derive({ as: "scoped" }, async ({ request, set, server }) => {
+    const early = earlyAdmissions.get(request);
+    const agent = await (early ?? authenticateAgentNow(svc, { request, ip: agentRequestAddress(svc, request, server), headers: set.headers as Headers, surface: "rest-agent", checkRoute: true }));
     return { agent };
   });
 }

@@ -13,12 +13,14 @@
  * Public REST routes (trust score, directory) call `admitAnonymous(svc, "public-rest", …)` themselves: the global
  * bucket admitted here is not admitted again there (auth.ts `markGlobalAdmitted`), only their 30/min bucket.
  *
- * Admission runs in onRequest, before routing, so unknown paths (404) and refused requests carry headers too.
+ * Admission runs in onRequest, before routing, so unknown paths (404) and refused requests carry headers too. The
+ * keyed agentic REST routes are admitted here as well, by their key (auth.ts `admitAgentEarly`): before the body
+ * is parsed or validated, so a caller without a valid key never learns anything about a route's body schema.
  */
 import { Elysia } from "elysia";
 import { findRouteRule, AGENT_API_BASE } from "../../actors/agent/access.ts";
 import { bucketsFor, GLOBAL_LIMIT } from "../../actors/agent/limits.ts";
-import { admitOthers, clientIp, markGlobalAdmitted, setRateHeaders, userFromRequest } from "./auth.ts";
+import { admitAgentEarly, admitOthers, clientIp, markGlobalAdmitted, setRateHeaders, userFromRequest } from "./auth.ts";
 import type { Services } from "../services.ts";
 import { pathOf } from "../url-path.ts";
 
@@ -32,6 +34,11 @@ export function registerOwnLayer(pattern: RegExp): void {
   extraOwnLayers.push(pattern);
 }
 
+
+/** A keyed agentic REST route (the access table lists it): admitted by the agent key, in this hook. */
+function isAgentRoute(method: string, path: string): boolean {
+  return path.startsWith(AGENT_API_BASE + "/") && findRouteRule(method, path) !== undefined;
+}
 
 /** True when a route other than this plugin does the rate admission for the request (or none applies). */
 export function hasOwnLayer(method: string, path: string): boolean {
@@ -58,13 +65,22 @@ function staticGlobalHeaders(headers: Headers): void {
 
 export function rateLimit(svc: Services) {
   if (!svc.config.RATE_LIMITS_ENABLED) {
-    // limits off (benchmarks): a synchronous hook, so no promise per request
-    return new Elysia({ name: "rate-limit" }).onRequest(({ request, set }) => {
-      if (!hasOwnLayer(request.method, pathOf(request.url))) staticGlobalHeaders(set.headers as Headers);
+    // limits off (benchmarks): a synchronous hook, so no promise per request. An agent route's admission is
+    // started here and awaited by the route's derive (auth.ts), which still comes before body validation.
+    return new Elysia({ name: "rate-limit" }).onRequest(({ request, set, server }) => {
+      const path = pathOf(request.url);
+      if (isAgentRoute(request.method, path)) admitAgentEarly(svc, request, set.headers as Headers, server);
+      else if (!hasOwnLayer(request.method, path)) staticGlobalHeaders(set.headers as Headers);
     });
   }
   return new Elysia({ name: "rate-limit" }).onRequest(async ({ request, set, server }) => {
     const path = pathOf(request.url);
+    // Agent routes are admitted by their key before anything else happens to the request (the body is not even
+    // parsed yet): a request without a valid key is 401/403/429 with rate headers, whatever its body.
+    if (isAgentRoute(request.method, path)) {
+      await admitAgentEarly(svc, request, set.headers as Headers, server);
+      return;
+    }
     if (hasOwnLayer(request.method, path)) return;
     const headers = set.headers as Headers;
     const ip = clientIp(request, server);
