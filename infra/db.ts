@@ -25,8 +25,102 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function connect(url: string, max = 10): Sql {
-  return postgres(url, {
+/**
+ * How long a query on the shared pool (outside a transaction) may wait for Postgres before its caller gets a
+ * DatabaseUnavailableError (HTTP 503 service_unavailable). A stalled server (frozen, or a partition that keeps the
+ * TCP connection open) otherwise leaves a query on an open connection waiting forever, and the HTTP client gets an
+ * empty reply when Bun's 30 s idle timeout closes the socket. Above the actor ask timeout (10 s), so an actor read
+ * caught by the same stall still answers 503 actor_unavailable first; below Bun's 30 s, so the envelope arrives.
+ * Transactions and reserved connections are not bounded here (actor turns are bounded by their ask timeout).
+ */
+export const QUERY_DEADLINE_MS = 15_000;
+
+/** A query abandoned after QUERY_DEADLINE_MS: the database did not answer in time. */
+export class DatabaseUnavailableError extends Error {
+  readonly code = "QUERY_DEADLINE";
+  constructor(ms: number) {
+    super(`The database did not answer within ${ms} ms.`);
+    this.name = "DatabaseUnavailableError";
+  }
+}
+
+/** postgres.js / socket error codes that mean "the database cannot be reached or is going away", not a bad query. */
+const UNAVAILABLE_CODES = new Set([
+  "QUERY_DEADLINE",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now (starting up, recovering)
+  "53300", // too_many_connections
+  "3D000", // the database does not exist (dropped under a running service)
+]);
+
+/**
+ * True for errors that mean the database is unavailable (answered as 503 service_unavailable, retryable) rather
+ * than a fault in our code (500). Class 08 is Postgres's "connection exception".
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return false;
+  return UNAVAILABLE_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
+}
+
+interface Thenable {
+  then(onFulfilled?: (v: unknown) => unknown, onRejected?: (e: unknown) => unknown): Promise<unknown>;
+  cancel?: () => unknown;
+}
+
+/** Bounds one pending query: its `then` (what `await` calls) races a timer; on expiry the query is also cancelled. */
+function armDeadline(q: Thenable, ms: number): void {
+  const then = q.then;
+  q.then = function (onFulfilled, onRejected) {
+    const bounded = new Promise<unknown>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new DatabaseUnavailableError(ms));
+        // frees a queued query at once, and asks a slow-but-alive server to stop; a frozen one never hears it
+        void Promise.resolve(q.cancel?.()).catch(() => {});
+      }, ms);
+      then.call(
+        q,
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      );
+    });
+    return bounded.then(onFulfilled, onRejected);
+  };
+}
+
+/** The pool with QUERY_DEADLINE_MS on every tagged-template query (helpers, `unsafe`, `begin`, `reserve` pass through). */
+function withQueryDeadline(sql: Sql, ms: number): Sql {
+  return new Proxy(sql, {
+    apply(target, thisArg, args: unknown[]) {
+      const q = Reflect.apply(target as unknown as (...a: unknown[]) => unknown, thisArg, args);
+      const tagged = Array.isArray(args[0]) && Object.prototype.hasOwnProperty.call(args[0], "raw");
+      if (tagged && q && typeof (q as Thenable).then === "function") armDeadline(q as Thenable, ms);
+      return q;
+    },
+  });
+}
+
+export function connect(url: string, max = 10, opts: { queryDeadlineMs?: number } = {}): Sql {
+  const sql = postgres(url, {
     max,
     onnotice: () => {},
     idle_timeout: 30,
@@ -37,6 +131,8 @@ export function connect(url: string, max = 10): Sql {
     },
     transform: { undefined: null },
   }) as unknown as Sql;
+  const ms = opts.queryDeadlineMs ?? QUERY_DEADLINE_MS;
+  return ms > 0 ? withQueryDeadline(sql, ms) : sql;
 }
 
 export async function applyMigrations(sql: Sql, dir = MIGRATIONS_DIR): Promise<string[]> {

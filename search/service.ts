@@ -13,6 +13,8 @@ import { listStores, storeSnapshot } from "../actors/store/reads.ts";
 import { storeFromRow, type StoreRow } from "../actors/store/schemas.ts";
 import { ProductColumns } from "./columns.ts";
 import type { SearchDoc, SearchEngine } from "./engine.ts";
+import { validateSearchDoc } from "./embedded.ts";
+import { log } from "../infra/log.ts";
 import {
   allowedStoreSlugs,
   engineQueryFor,
@@ -86,6 +88,19 @@ const PRODUCT_FIELDS = `id, store_slug, title, description, brand, category, tag
 /** Spec: the MerchantSummary lists UNVERIFIED..PREMIUM; QUALIFIED is shown as PREMIUM (euQualified carries the rest). */
 function displaySummary(p: ProductSummary): ProductSummary {
   return p.merchant.verificationLevel === "QUALIFIED" ? { ...p, merchant: { ...p.merchant, verificationLevel: "PREMIUM" } } : p;
+}
+
+/** Why a product cannot be indexed (the engines' own document check, plus compareAt), or null. */
+function unindexable(doc: SearchDoc, compareAtPriceMinor: number | null): string | null {
+  try {
+    validateSearchDoc(doc);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  if (compareAtPriceMinor !== null && !(Number.isSafeInteger(compareAtPriceMinor) && compareAtPriceMinor >= 0)) {
+    return "compareAtPriceMinor must be a non-negative integer (minor units)";
+  }
+  return null;
 }
 
 export class SearchService {
@@ -240,12 +255,7 @@ export class SearchService {
         category: r.category,
         createdAt,
       };
-      this.track(this.products.get(r.id), -1);
-      this.products.set(r.id, rp);
-      const ref = this.refFor(r.id);
-      this.columns.set(ref, rp);
-      this.track(rp, 1);
-      docs.push({
+      const doc: SearchDoc = {
         id: r.id,
         storeSlug: rp.storeSlug,
         title: r.title,
@@ -258,8 +268,26 @@ export class SearchService {
         inStock: r.in_stock,
         createdAt,
         updatedAt,
-        ref,
-      });
+      };
+      // One merchant row the engine cannot hold (a price beyond 2^53 minor units written before ingestion bounded
+      // it) is skipped and logged: it must not fail the rest of its batch, the catch-up, or the start-up's full load.
+      const problem = unindexable(doc, rp.compareAtPriceMinor);
+      if (problem) {
+        log.warn("search index: product skipped", { productId: r.id, storeSlug: r.store_slug, problem });
+        if (this.products.has(r.id)) {
+          this.track(this.products.get(r.id), -1);
+          this.forget(r.id);
+        }
+        gone.push(r.id);
+        continue;
+      }
+      this.track(this.products.get(r.id), -1);
+      this.products.set(r.id, rp);
+      const ref = this.refFor(r.id);
+      this.columns.set(ref, rp);
+      this.track(rp, 1);
+      doc.ref = ref;
+      docs.push(doc);
     }
     if (docs.length) await this.engine.upsert(docs);
     if (gone.length) await this.engine.remove(gone);

@@ -887,15 +887,31 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       if (next.expiresAt !== null) await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
       await ctx.checkpoint();
       const err = settled.error as { code: Parameters<typeof fail>[0]; details: Record<string, unknown> };
-      throw fail(err.code, rollbackMessage(err.code), { ...err.details, checkout_session_id: next.id, order_ids: capturedOrderIds(next) });
+      const paid = next.legs.filter((l) => l.status === "captured").map((l) => l.storeId);
+      throw fail(err.code, rollbackMessage(err.code, paid), {
+        ...err.details,
+        checkout_session_id: next.id,
+        order_ids: capturedOrderIds(next),
+        ...(paid.length ? { partially_captured: true, captured_merchant_slugs: paid } : {}),
+      });
     }
   }
 }
 
-function rollbackMessage(code: string): string {
-  if (code === "PAYMENT_DECLINED") return "The processor declined the payment instrument; nothing was captured.";
-  if (code === "PAYMENT_NOT_APPROVED") return "The payer did not approve; nothing was captured. The session is ready for a new attempt.";
-  return "The payment failed and was rolled back; nothing was captured. Retry with a fresh payment token.";
+/**
+ * The failure's text. In a multi-store checkout other merchants' legs may already be captured (and stay paid):
+ * then "nothing was captured" would be false about money, so the text names who was paid.
+ */
+export function rollbackMessage(code: string, capturedStoreIds: readonly string[] = []): string {
+  const what =
+    code === "PAYMENT_DECLINED"
+      ? "The processor declined the payment instrument"
+      : code === "PAYMENT_NOT_APPROVED"
+        ? "The payer did not approve"
+        : "The payment failed and was rolled back";
+  const retry = code === "PAYMENT_DECLINED" ? "" : code === "PAYMENT_NOT_APPROVED" ? " The session is ready for a new attempt." : " Retry with a fresh payment token.";
+  if (capturedStoreIds.length === 0) return `${what}; nothing was captured.${retry}`;
+  return `${what}; nothing was captured for the remaining merchants, but ${capturedStoreIds.join(", ")} ${capturedStoreIds.length === 1 ? "was" : "were"} paid and stay${capturedStoreIds.length === 1 ? "s" : ""} paid (details.order_ids).${retry}`;
 }
 
 async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked" | "expire" | "cancel"): Promise<SessionState> {

@@ -192,6 +192,10 @@ export function computeTotals(input: TotalsInput): CartTotals {
       totalMinor: itemsMinor + shippingMinor + taxMinor,
     };
   });
+  // Minor units must stay exact in a double: past 2^53 a sum silently rounds (each amount is bounded by
+  // MAX_AMOUNT_MINOR, but 100 lines x 10,000 units of it are not). subtotal + shipping + tax bounds every sum.
+  const gross = stores.reduce((a, s) => a + s.subtotalMinor + s.shippingMinor + s.taxMinor, 0);
+  if (!Number.isSafeInteger(gross)) throw fail("INVALID_ARGUMENT", "The cart total is too large for one order; lower the quantities.", { field: "items" });
 
   return cartTotalsOf(currency, stores, couponEval);
 }

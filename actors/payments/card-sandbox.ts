@@ -183,6 +183,12 @@ export class CardSandboxRail implements PaymentRail {
     return this.resultOf(record);
   }
 
+  /** The intent as the buyer's approval page shows it (merchant, amount, state), or undefined when unknown. */
+  async describe(intentId: string): Promise<Pick<SandboxIntentRecord, "intentId" | "storeId" | "amountMinor" | "currency" | "state"> | undefined> {
+    const r = await this.ledger.getIntent(intentId);
+    return r && { intentId: r.intentId, storeId: r.storeId, amountMinor: r.amountMinor, currency: r.currency, state: r.state };
+  }
+
   /** Buyer approval simulation: the next charge of this intent captures. */
   async approve(intentId: string): Promise<void> {
     await this.decide(intentId, "approved");

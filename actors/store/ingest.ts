@@ -7,8 +7,12 @@
  */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { fail } from "../runtime/errors.ts";
 import {
   currencyExponent,
+  isIsoCountryCode,
+  MAX_AMOUNT_MINOR,
+  MAX_STOCK_QUANTITY,
   NegotiationRules,
   ProductInput,
   productInputToFields,
@@ -38,10 +42,50 @@ export interface ValidatedItem {
 
 const pointer = (path: string) => path.replace(/^\//, "").replace(/\//g, ".") || "(item)";
 
-/** True when `major` has no more decimals than the currency allows (19.99 USD yes, 19.999 USD no, 10.5 JPY no). */
+/**
+ * True when `major` has no more decimals than the currency allows (19.99 USD yes, 19.999 USD no, 10.5 JPY no).
+ * The tolerance only absorbs binary noise (0.29 × 100 = 28.999999999999996), which is relative to the value's
+ * size; an absolute 1e-6 of a minor unit let 1e-9 USD (0.0000001 cents) through as 0 and 5.000000001 as 5.
+ */
 export function fitsCurrency(major: number, currency: string): boolean {
-  const factor = 10 ** currencyExponent(currency);
-  return Math.abs(major * factor - Math.round(major * factor)) < 1e-6;
+  const scaled = major * 10 ** currencyExponent(currency);
+  return Number.isFinite(scaled) && Math.abs(scaled - Math.round(scaled)) <= Math.max(1e-9, Math.abs(scaled) * 1e-12);
+}
+
+/**
+ * Why `major` cannot be stored as money of `currency` (more decimals than the currency has, or above
+ * MAX_AMOUNT_MINOR), or null when it can. Every money value a caller sends goes through this one check.
+ */
+export function amountProblem(major: number, currency: string): string | null {
+  if (!fitsCurrency(major, currency)) return `more decimals than ${currency} has (${currencyExponent(currency)})`;
+  if (Math.abs(toMinor(major, currency)) > MAX_AMOUNT_MINOR) {
+    return `above the maximum amount (${toMajor(MAX_AMOUNT_MINOR, currency)} ${currency})`;
+  }
+  return null;
+}
+
+/**
+ * The path of the first string (value or object key) holding a NUL byte, or null. Postgres text and jsonb cannot
+ * store U+0000, so such an item is rejected on its own instead of failing the whole batch's transaction.
+ */
+export function nulField(value: unknown, path = ""): string | null {
+  if (typeof value === "string") return value.includes("\u0000") ? path || "(item)" : null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const f = nulField(value[i], path ? `${path}.${i}` : String(i));
+      if (f) return f;
+    }
+    return null;
+  }
+  if (value && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      const here = path ? `${path}.${k}` : k;
+      if (k.includes("\u0000")) return here;
+      const f = nulField(v, here);
+      if (f) return f;
+    }
+  }
+  return null;
 }
 
 /**
@@ -69,20 +113,18 @@ export function validateCatalogItems(items: readonly unknown[]): { valid: Valida
     }
     if (errors.length === 0) {
       const item = raw as ProductInput;
-      if (!fitsCurrency(item.price, item.currency)) {
-        errors.push({ field: "price", message: `more decimals than ${item.currency} has (${currencyExponent(item.currency)})` });
-      }
+      const nul = nulField(item);
+      if (nul) errors.push({ field: nul, message: "must not contain a NUL byte" });
+      const priceProblem = amountProblem(item.price, item.currency);
+      if (priceProblem) errors.push({ field: "price", message: priceProblem });
       if (item.compareAtPrice != null) {
-        if (!fitsCurrency(item.compareAtPrice, item.currency)) {
-          errors.push({ field: "compareAtPrice", message: `more decimals than ${item.currency} has` });
-        } else if (item.compareAtPrice < item.price) {
-          errors.push({ field: "compareAtPrice", message: "must not be below price" });
-        }
+        const p = amountProblem(item.compareAtPrice, item.currency);
+        if (p) errors.push({ field: "compareAtPrice", message: p });
+        else if (item.compareAtPrice < item.price) errors.push({ field: "compareAtPrice", message: "must not be below price" });
       }
       (item.variants ?? []).forEach((v, i) => {
-        if (v.price !== undefined && !fitsCurrency(v.price, item.currency)) {
-          errors.push({ field: `variants.${i}.price`, message: `more decimals than ${item.currency} has` });
-        }
+        const p = v.price === undefined ? null : amountProblem(v.price, item.currency);
+        if (p) errors.push({ field: `variants.${i}.price`, message: p });
       });
       if (seen.has(item.externalId)) errors.push({ field: "externalId", message: "repeated in this batch" });
     }
@@ -115,6 +157,10 @@ export const PoliciesInput = T.Object(
 export type PoliciesInput = Static<typeof PoliciesInput>;
 
 export function policiesFromInput(input: PoliciesInput, storeCurrency: string): Policies {
+  if (input.freeShippingThreshold !== undefined) {
+    const problem = amountProblem(input.freeShippingThreshold, storeCurrency);
+    if (problem) throw fail("validation_error", `Invalid freeShippingThreshold: ${problem}`, { field: "freeShippingThreshold" });
+  }
   const p: Policies = { acceptsReturns: input.acceptsReturns };
   if (input.returnWindowDays !== undefined) p.returnWindowDays = input.returnWindowDays;
   if (input.freeShippingThreshold !== undefined) p.freeShippingThresholdMinor = toMinor(input.freeShippingThreshold, storeCurrency);
@@ -184,9 +230,13 @@ export function zonesFromInput(zones: readonly ShippingZoneInput[]): { zones: Sh
   const out = zones.map((z, i) => {
     if (z.maxDays < z.minDays) errors.push({ field: `zones.${i}.maxDays`, message: "must be >= minDays" });
     if (names.has(z.name)) errors.push({ field: `zones.${i}.name`, message: "repeated zone name" });
+    z.countries.forEach((c, j) => {
+      if (!isIsoCountryCode(c)) errors.push({ field: `zones.${i}.countries.${j}`, message: `${c} is not an ISO 3166-1 alpha-2 country code` });
+    });
     names.add(z.name);
     for (const [k, v] of [["base", z.base], ["perItem", z.perItem], ["freeOver", z.freeOver]] as const) {
-      if (typeof v === "number" && !fitsCurrency(v, z.currency)) errors.push({ field: `zones.${i}.${k}`, message: `more decimals than ${z.currency} has` });
+      const problem = typeof v === "number" ? amountProblem(v, z.currency) : null;
+      if (problem) errors.push({ field: `zones.${i}.${k}`, message: problem });
     }
     return {
       name: z.name,
@@ -210,7 +260,7 @@ export const InventoryItemInput = T.Object(
     productId: T.Optional(T.String({ format: "uuid" })),
     externalId: T.Optional(T.String({ minLength: 1, maxLength: 255 })),
     variantId: T.Optional(T.String({ format: "uuid" })),
-    stockQuantity: T.Union([T.Integer({ minimum: 0 }), T.Null()]),
+    stockQuantity: T.Union([T.Integer({ minimum: 0, maximum: MAX_STOCK_QUANTITY }), T.Null()]),
     inStock: T.Optional(T.Boolean()),
   },
   { additionalProperties: false },
@@ -255,7 +305,7 @@ export const HumanOrderInput = T.Object(
           externalId: T.Optional(T.String({ minLength: 1, maxLength: 255 })),
           productId: T.Optional(T.String({ format: "uuid" })),
           title: T.Optional(T.String({ minLength: 1, maxLength: 500 })),
-          quantity: T.Integer({ minimum: 1 }),
+          quantity: T.Integer({ minimum: 1, maximum: MAX_STOCK_QUANTITY }),
           unitPrice: T.Number({ minimum: 0 }),
         },
         { additionalProperties: false },
@@ -289,12 +339,20 @@ export interface HumanOrderFields {
 /** Converts one order (major → minor units, buyer → hash); returns errors instead when the numbers do not add up. */
 export function orderFromInput(o: HumanOrderInput, hashBuyer: (b: string) => string): { order?: HumanOrderFields; errors: ItemError[] } {
   const errors: ItemError[] = [];
+  const nul = nulField(o);
+  if (nul) errors.push({ field: nul, message: "must not contain a NUL byte" });
+  for (const [k, v] of [["total", o.total], ["refunded", o.refunded]] as const) {
+    const problem = v === undefined ? null : amountProblem(v, o.currency);
+    if (problem) errors.push({ field: k, message: problem });
+  }
   const items = o.items.map((it, i) => {
     if (!it.externalId && !it.productId && !it.title) errors.push({ field: `items.${i}`, message: "needs externalId, productId or title" });
-    if (!fitsCurrency(it.unitPrice, o.currency)) errors.push({ field: `items.${i}.unitPrice`, message: `more decimals than ${o.currency} has` });
+    const problem = amountProblem(it.unitPrice, o.currency);
+    if (problem) errors.push({ field: `items.${i}.unitPrice`, message: problem });
     return { externalId: it.externalId, productId: it.productId, title: it.title, quantity: it.quantity, unitPriceMinor: toMinor(it.unitPrice, o.currency) };
   });
   const sum = items.reduce((s, it) => s + it.quantity * it.unitPriceMinor, 0);
+  if (o.total === undefined && errors.length === 0 && sum > MAX_AMOUNT_MINOR) errors.push({ field: "items", message: `the items add up to more than the maximum amount (${toMajor(MAX_AMOUNT_MINOR, o.currency)} ${o.currency})` });
   const totalMinor = o.total === undefined ? sum : toMinor(o.total, o.currency);
   const refundedMinor = o.refunded === undefined ? 0 : toMinor(o.refunded, o.currency);
   if (refundedMinor > totalMinor) errors.push({ field: "refunded", message: "must not exceed total" });

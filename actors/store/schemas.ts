@@ -22,6 +22,30 @@ export type OperationalStatus = Static<typeof OperationalStatus>;
 
 export const PAYMENT_METHODS = ["MOCK", "card", "x402"] as const;
 
+/**
+ * The 249 officially assigned ISO 3166-1 alpha-2 codes (from Debian's iso-codes, iso_3166-1.json). A two-letter
+ * pattern alone let "ZZ" through as an unshippable destination instead of a 400.
+ */
+export const ISO_COUNTRY_CODES: ReadonlySet<string> = new Set(
+  [
+  "AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ",
+  "BR BS BT BV BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM",
+  "DO DZ EC EE EG EH ER ES ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS",
+  "GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN",
+  "KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ",
+  "MR MS MT MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM",
+  "PN PR PS PT PW PY QA RE RO RS RU RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV",
+  "SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI",
+  "VN VU WF WS YE YT ZA ZM ZW",
+  ]
+    .join(" ")
+    .split(" "),
+);
+
+export function isIsoCountryCode(code: string): boolean {
+  return ISO_COUNTRY_CODES.has(code.toUpperCase());
+}
+
 const Uuid = T.String({ format: "uuid" });
 const Currency = T.String({ pattern: "^[A-Z]{3}$", minLength: 3, maxLength: 3 });
 const Country = T.String({ pattern: "^[A-Z]{2}$", minLength: 2, maxLength: 2 });
@@ -194,6 +218,9 @@ export type Coupon = Static<typeof Coupon>;
 // ---------------------------------------------------------------------------------------------------------------
 // Ingestion (PUT /catalog)
 
+/** The largest int4: stock quantities are `integer` columns, so a larger one is a per-item rejection, not a 400. */
+export const MAX_STOCK_QUANTITY = 2_147_483_647;
+
 export const VariantInput = T.Object({
   /** Kept when given (so carts that name it stay valid); otherwise the store actor assigns one. */
   id: T.Optional(Uuid),
@@ -202,7 +229,7 @@ export const VariantInput = T.Object({
   options: T.Optional(T.Record(T.String(), T.String())),
   /** Decimal major units; omit to use the product's price. */
   price: T.Optional(T.Number({ minimum: 0 })),
-  stockQuantity: T.Optional(T.Union([T.Integer({ minimum: 0 }), T.Null()])),
+  stockQuantity: T.Optional(T.Union([T.Integer({ minimum: 0, maximum: MAX_STOCK_QUANTITY }), T.Null()])),
   inStock: T.Optional(T.Boolean()),
 });
 export type VariantInput = Static<typeof VariantInput>;
@@ -225,7 +252,7 @@ export const ProductInput = T.Object(
     price: T.Number({ minimum: 0 }),
     compareAtPrice: T.Optional(T.Union([T.Number({ minimum: 0 }), T.Null()])),
     currency: Currency,
-    stockQuantity: T.Optional(T.Union([T.Integer({ minimum: 0 }), T.Null()])),
+    stockQuantity: T.Optional(T.Union([T.Integer({ minimum: 0, maximum: MAX_STOCK_QUANTITY }), T.Null()])),
     inStock: T.Optional(T.Boolean()),
     images: T.Optional(T.Array(T.String({ format: "uri", maxLength: 2048 }), { maxItems: 20 })),
     variants: T.Optional(T.Array(VariantInput, { maxItems: 250 })),
@@ -247,6 +274,15 @@ const EXPONENT_OVERRIDES: Record<string, number> = {
 export function currencyExponent(currency: string): number {
   return EXPONENT_OVERRIDES[currency] ?? 2;
 }
+
+/**
+ * The largest amount, in minor units, that any single money value entering the service may have (a price, a zone
+ * fee, a coupon, an order total): 10^12, i.e. 10,000,000,000.00 in a 2-decimal currency, 1,000,000,000,000 JPY or
+ * 10,000,000,000 IDR. Far above any real catalog price, and far below Number.MAX_SAFE_INTEGER (about 9.007 × 10^15),
+ * so minor units stay exact in a double (infra/db.ts parses bigint money as a JS number) and the search index's
+ * integer check never sees a value it cannot store (docs/catalog.md).
+ */
+export const MAX_AMOUNT_MINOR = 1_000_000_000_000;
 
 /** 19.99 USD → 1999. Rounds half away from zero after fixing binary noise (0.1 + 0.2 style). */
 export function toMinor(major: number, currency: string): number {

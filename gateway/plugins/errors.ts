@@ -1,13 +1,18 @@
 /**
  * One place where failures become the spec's error envelope: ActorErrors by the code table
  * (actors/runtime/errors.ts), Elysia's validation errors as 400 `validation_error` with the failing field,
- * unknown routes as 404 `route_not_found`, malformed JSON as 400, and anything unexpected as a 500
+ * unknown routes as 404 `route_not_found`, malformed JSON as 400, a database outage (infra/db.ts
+ * isDatabaseUnavailable) as 503 `service_unavailable`, and anything unexpected as a 500
  * `internal_error` without a stack trace (the trace goes to the log with the request id).
  */
 import { Elysia } from "elysia";
 import { ActorError, ERROR_TABLE, isInputDataError } from "../../actors/runtime/errors.ts";
+import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
 import { errorBody } from "../envelope.ts";
+
+/** The spec's 503 row: "overload or maintenance; retry after 30 seconds". */
+const DB_RETRY_AFTER_SECONDS = 30;
 
 interface ValidationLike {
   type?: string;
@@ -37,6 +42,16 @@ export const errors = new Elysia({ name: "errors" }).onError({ as: "global" }, (
   if (error instanceof ActorError) {
     set.status = ERROR_TABLE[error.code].http;
     return errorBody(error.code, error.message, error.details);
+  }
+  if (isDatabaseUnavailable(error)) {
+    // An outage, not a bug: the spec's 503 service_unavailable (retryable, "retry after 30 seconds"), no stack.
+    log.warn("database unavailable", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: (error as Error).message });
+    set.status = 503;
+    headers["retry-after"] = String(DB_RETRY_AFTER_SECONDS);
+    return errorBody("service_unavailable", `The database is not answering; retry after ${DB_RETRY_AFTER_SECONDS} seconds.`, {
+      retryAfterSeconds: DB_RETRY_AFTER_SECONDS,
+      requestId: headers["x-request-id"],
+    });
   }
   if (isInputDataError(error)) {
     set.status = 400;

@@ -9,6 +9,7 @@ import { cartActor, cartIdOfSession } from "../../actors/cart/index.ts";
 import type { CompleteReply } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail, SANDBOX_APPROVAL_PATH } from "../../actors/payments/card-rails.ts";
 import { fail } from "../../actors/runtime/errors.ts";
+import { toMajor } from "../../actors/store/schemas.ts";
 import { errorBody, errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import { runX402Checkout, x402Deps } from "../bridge/x402-checkout.ts";
@@ -76,20 +77,68 @@ function validateX402(body: typeof CheckoutRequest.static): typeof X402Config.st
   return c as unknown as typeof X402Config.static;
 }
 
+const escapeHtml = (v: string) => v.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/**
+ * The page the 202's buyer link opens (sandbox card processor): what is being paid, to whom, and two buttons that
+ * post to /approve and /reject. Those answer a form post with a 303 back here, so the human sees the outcome.
+ */
+function approvalPage(intent: { intentId: string; storeId: string; amountMinor: number; currency: string; state: string }): string {
+  const amount = `${toMajor(intent.amountMinor, intent.currency)} ${intent.currency}`;
+  const base = `${SANDBOX_APPROVAL_PATH}/${intent.intentId}`;
+  const waiting = intent.state === "awaiting_approval";
+  const buttons = waiting
+    ? `<form method="post" action="${base}/approve"><button type="submit">Approve the payment</button></form>
+<form method="post" action="${base}/reject"><button type="submit">Refuse the payment</button></form>`
+    : `<p role="status">This payment is ${escapeHtml(intent.state.replace(/_/g, " "))}; there is nothing left to decide here.</p>`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Approve a payment (sandbox)</title></head>
+<body><main>
+<h1>Approve a payment</h1>
+<p>An AI agent asks you to approve a card payment of <strong>${escapeHtml(amount)}</strong> to <strong>${escapeHtml(intent.storeId)}</strong>.
+This is the sandbox card processor: no real money moves.</p>
+<p>Payment <code>${escapeHtml(intent.intentId)}</code>, status: <strong>${escapeHtml(intent.state.replace(/_/g, " "))}</strong>.</p>
+${buttons}
+</main></body></html>`;
+}
+
+const IntentId = t.String({ pattern: "^pi_[0-9a-f]{40}$" });
+
 export function checkoutRoutes(svc: Services) {
   return new Elysia({ name: "checkout-routes" })
+    .get(
+      `${SANDBOX_APPROVAL_PATH}/:intentId`,
+      async ({ params }) => {
+        const intent = await cardRail(svc.sql).describe(params.intentId);
+        if (!intent) throw fail("not_found", "No sandbox payment with that intent id.", { intent_id: params.intentId });
+        return new Response(approvalPage(intent), { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+      },
+      {
+        params: t.Object({ intentId: IntentId }),
+        response: errorResponses(400, 404),
+        detail: {
+          tags: ["checkout"],
+          summary: "Sandbox processor: the buyer's approval page (the 202's details.approval_url; HTML with approve and refuse buttons)",
+        },
+      },
+    )
     .post(
       `${SANDBOX_APPROVAL_PATH}/:intentId/:decision`,
-      async ({ params }) => {
+      async ({ params, request }) => {
         // The sandbox processor's buyer page: approving or refusing here is what a human does at the link.
         const rail = cardRail(svc.sql);
         if (params.decision === "approve") await rail.approve(params.intentId);
         else await rail.reject(params.intentId);
+        // The page's own buttons (a form post): back to the page, which now shows the outcome.
+        if ((request.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded")) {
+          return new Response(null, { status: 303, headers: { location: `${SANDBOX_APPROVAL_PATH}/${params.intentId}` } });
+        }
         const state = await rail.lookup(params.intentId);
         return ok({ intent_id: params.intentId, decision: params.decision, status: state.status });
       },
       {
-        params: t.Object({ intentId: t.String({ pattern: "^pi_[0-9a-f]{40}$" }), decision: t.Union([t.Literal("approve"), t.Literal("reject")]) }),
+        params: t.Object({ intentId: IntentId, decision: t.Union([t.Literal("approve"), t.Literal("reject")]) }),
         response: errorResponses(400, 404, 409),
         detail: { tags: ["checkout"], summary: "Sandbox processor: the buyer approves or refuses a payment (test rail only)" },
       },

@@ -11,18 +11,18 @@ import type { Services } from "../services.ts";
 const PROBE_TTL_MS = 1000;
 const started = Date.now();
 
-const Health = t.Object({
-  success: t.Boolean(),
-  data: t.Object({
-    status: t.Union([t.Literal("ok"), t.Literal("degraded")]),
-    version: t.String(),
-    uptimeSeconds: t.Number(),
-    database: t.Object({ ok: t.Boolean() }),
-    protocols: t.Record(t.String(), t.Boolean()),
-    subsystems: t.Record(t.String(), t.Boolean()),
-    qtsp: t.Object({ enabled: t.Boolean() }),
-  }),
+const Report = t.Object({
+  status: t.Union([t.Literal("ok"), t.Literal("degraded")]),
+  version: t.String(),
+  uptimeSeconds: t.Number(),
+  database: t.Object({ ok: t.Boolean() }),
+  protocols: t.Record(t.String(), t.Boolean()),
+  subsystems: t.Record(t.String(), t.Boolean()),
+  qtsp: t.Object({ enabled: t.Boolean() }),
 });
+const Health = t.Object({ success: t.Literal(true), data: Report });
+/** The 503 is an error, so it uses the spec's error envelope; the same report travels in `details`. */
+const Unhealthy = t.Object({ success: t.Literal(false), error: t.String(), code: t.Literal("service_unavailable"), details: Report });
 
 type Reporter = ReturnType<typeof makeReporter>;
 
@@ -60,21 +60,26 @@ function makeReporter(svc: Services) {
         subsystems[name] = false;
       }
     }
-    return {
-      status: database ? 200 : 503,
-      body: {
-        success: database,
-        data: {
-          status: database ? ("ok" as const) : ("degraded" as const),
-          version: "1.2.0",
-          uptimeSeconds: Math.round((Date.now() - started) / 1000),
-          database: { ok: database },
-          protocols: { rest: true, mcp: true, card: true, x402: true, acp: true, ucp: true, ap2: true },
-          subsystems,
-          qtsp: { enabled: false },
-        },
-      },
+    const report = {
+      status: database ? ("ok" as const) : ("degraded" as const),
+      version: "1.2.0",
+      uptimeSeconds: Math.round((Date.now() - started) / 1000),
+      database: { ok: database },
+      protocols: { rest: true, mcp: true, card: true, x402: true, acp: true, ucp: true, ap2: true },
+      subsystems,
+      qtsp: { enabled: false },
     };
+    return database
+      ? { status: 200, body: { success: true as const, data: report } }
+      : {
+          status: 503,
+          body: {
+            success: false as const,
+            error: "The database is not answering; retry after 30 seconds.",
+            code: "service_unavailable" as const,
+            details: report,
+          },
+        };
   };
 }
 
@@ -105,6 +110,7 @@ export function nativeHealthRoute(svc: Services, path: string) {
         "x-request-id": requestIdFor(req),
         "x-agent-commerce": "1",
         "x-initiated-by": "ai-agent",
+        ...(c.status === 503 ? { "retry-after": "30" } : {}),
       },
     });
     (c.status === 200 ? metrics[200] : metrics[503]).inc();
@@ -126,8 +132,8 @@ export function healthRoutes(svc: Services) {
 
   return new Elysia({ name: "health" })
     .get("/api/v1/health", handler, {
-      response: { 200: Health, 503: Health },
-      detail: { tags: ["operations"], summary: "Service health", description: "200 or 503 depending on the database. Reports protocol availability, subsystem readiness and qtsp.enabled (always false: signed_at is asserted by the issuer only)." },
+      response: { 200: Health, 503: Unhealthy },
+      detail: { tags: ["operations"], summary: "Service health", description: "200 or 503 depending on the database (the 503 in the error envelope, the report in details). Reports protocol availability, subsystem readiness and qtsp.enabled (always false: signed_at is asserted by the issuer only)." },
     })
     .get("/health", handler, { detail: { hide: true } });
 }

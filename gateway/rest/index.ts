@@ -19,7 +19,7 @@ import { oauthRoutes } from "../oauth/index.ts";
 import { searchRoutes } from "./search.ts";
 import { productRoutes } from "./products.ts";
 import { compareRoutes } from "./compare.ts";
-import { merchantRoutes } from "./merchants.ts";
+import { merchantDirectoryRoutes, merchantRoutes } from "./merchants.ts";
 import { merchantApiRoutes } from "./merchant-api.ts";
 import { merchantSettingsRoutes } from "./merchant-settings.ts";
 import { adminSearchRoutes } from "./admin-search.ts";
@@ -46,6 +46,7 @@ export const gatewayModules: GatewayModule[] = [
   searchRoutes,
   productRoutes,
   compareRoutes,
+  merchantDirectoryRoutes,
   merchantRoutes,
   merchantApiRoutes,
   merchantSettingsRoutes,

@@ -10,7 +10,17 @@
  */
 import { Elysia, t } from "elysia";
 import { storeActor } from "../../actors/store/index.ts";
-import { HumanOrderInput, InventoryItemInput, MAX_CATALOG_BATCH, PoliciesInput, policiesView, ShippingZoneInput } from "../../actors/store/ingest.ts";
+import { Value } from "@sinclair/typebox/value";
+import {
+  HumanOrderInput,
+  InventoryItemInput,
+  MAX_CATALOG_BATCH,
+  nulField,
+  PoliciesInput,
+  policiesView,
+  ShippingZoneInput,
+  type RejectedItem,
+} from "../../actors/store/ingest.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { toMajor } from "../../actors/store/schemas.ts";
 import { errorResponses, ok } from "../envelope.ts";
@@ -21,6 +31,21 @@ import type { Services } from "../services.ts";
 const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
 const sec = [{ bearer: [] }];
 const errs = errorResponses(400, 401, 404);
+
+/** PATCH /inventory items split into schema-valid ones (with their batch index) and per-item rejections. */
+export function splitInventoryItems(items: readonly unknown[]): { valid: { index: number; item: InventoryItemInput }[]; rejected: RejectedItem[] } {
+  const valid: { index: number; item: InventoryItemInput }[] = [];
+  const rejected: RejectedItem[] = [];
+  items.forEach((raw, index) => {
+    const externalId = raw && typeof raw === "object" && typeof (raw as { externalId?: unknown }).externalId === "string" ? (raw as { externalId: string }).externalId : null;
+    const errors = [...Value.Errors(InventoryItemInput, raw)].slice(0, 10).map((e) => ({ field: e.path.replace(/^\//, "").replace(/\//g, ".") || "(item)", message: e.message }));
+    const nul = errors.length ? null : nulField(raw);
+    if (nul) errors.push({ field: nul, message: "must not contain a NUL byte" });
+    if (errors.length) rejected.push({ index, externalId: externalId && !externalId.includes("\u0000") ? externalId : null, errors });
+    else valid.push({ index, item: raw as InventoryItemInput });
+  });
+  return { valid, rejected };
+}
 
 export function merchantApiRoutes(svc: Services) {
   return new Elysia({ name: "merchant-api-routes" })
@@ -36,7 +61,7 @@ export function merchantApiRoutes(svc: Services) {
         params: Slug,
         body: t.Object({
           products: t.Array(t.Unknown(), { maxItems: MAX_CATALOG_BATCH, description: "ProductInput items (validated one by one)" }),
-          remove: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255 }), { maxItems: MAX_CATALOG_BATCH, description: "externalIds to take out of the catalog" })),
+          remove: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255, pattern: "^[^\\u0000]*$" }), { maxItems: MAX_CATALOG_BATCH, description: "externalIds to take out of the catalog" })),
         }),
         response: errs,
         detail: { tags: ["merchant"], summary: "Batch upsert up to 1,000 products (per-item errors)", security: sec },
@@ -46,11 +71,19 @@ export function merchantApiRoutes(svc: Services) {
       "/api/v1/merchant/stores/:slug/inventory",
       async ({ params, body, user }) => {
         await assertStoreWriter(svc.sql, params.slug, user);
-        return ok(await svc.actors.ask(storeActor, params.slug, "setInventory", { items: body.items }));
+        // Items are checked one by one here (docs/decisions.md: per-item results, 400 only for a malformed envelope),
+        // so one unstorable item (stock >= 2^31, a NUL byte) is rejected on its own and the rest is still written.
+        const { valid, rejected } = splitInventoryItems(body.items);
+        if (valid.length === 0) return ok({ updated: 0, products: 0, rejected });
+        const r = await svc.actors.ask(storeActor, params.slug, "setInventory", { items: valid.map((v) => v.item) });
+        const merged = [...rejected, ...r.rejected.map((x) => ({ ...x, index: valid[x.index]!.index }))].sort((a, b) => a.index - b.index);
+        return ok({ updated: body.items.length - merged.length, products: r.products, rejected: merged });
       },
       {
         params: Slug,
-        body: t.Object({ items: t.Array(InventoryItemInput, { minItems: 1, maxItems: MAX_CATALOG_BATCH }) }),
+        body: t.Object({
+          items: t.Array(t.Unknown(), { minItems: 1, maxItems: MAX_CATALOG_BATCH, description: "InventoryItemInput items (validated one by one)" }),
+        }),
         response: errs,
         detail: { tags: ["merchant"], summary: "Set stock by product or variant", security: sec },
       },

@@ -16,6 +16,7 @@
 import { Elysia, t } from "elysia";
 import { storeActor } from "../../actors/store/index.ts";
 import { listCoupons, type StoreCoupon } from "../../actors/store/merchant-reads.ts";
+import { amountProblem } from "../../actors/store/ingest.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { toMajor, toMinor } from "../../actors/store/schemas.ts";
 import { PAYMENT_RAILS } from "../../actors/store/settings.ts";
@@ -99,6 +100,10 @@ export function merchantSettingsRoutes(svc: Services) {
         const store = await assertStoreWriter(svc.sql, params.slug, user);
         if (body.kind === "percent" && (!Number.isInteger(body.value) || body.value < 1 || body.value > 100)) {
           throw fail("validation_error", "A percent coupon's value is a whole percentage 1..100.", { field: "value" });
+        }
+        for (const [field, amount] of [["value", body.kind === "fixed" ? body.value : undefined], ["minSpend", body.minSpend]] as const) {
+          const problem = amount === undefined ? null : amountProblem(amount, store.currency);
+          if (problem) throw fail("validation_error", `Invalid body field '${field}': ${problem}`, { field });
         }
         const value = body.kind === "percent" ? body.value : toMinor(body.value, store.currency);
         if (value < 1) throw fail("validation_error", "A fixed coupon needs a value of at least one minor unit.", { field: "value" });

@@ -3,14 +3,14 @@
  * suspended or hidden); any other slug is 404 store_not_found. /trust-explanation belongs to the trust module.
  */
 import { Elysia, t } from "elysia";
-import { activeProductCount, getEligibleStore, isEuQualified, merchantSummary } from "../../actors/store/reads.ts";
+import { activeProductCount, getEligibleStore, isEligibleStore, isEuQualified, listStores, merchantSummary } from "../../actors/store/reads.ts";
 import { policiesView } from "../../actors/store/ingest.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import type { StoreRecord } from "../../actors/store/schemas.ts";
 import type { Sql } from "../../infra/db.ts";
 import { freshnessTier } from "../../search/ranking.ts";
 import { errorResponses, ok } from "../envelope.ts";
-import { agentAuth } from "../plugins/auth.ts";
+import { admitAnonymous, agentAuth, clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { loadStoreX402Configs } from "../../actors/payments/x402-config.ts";
 
@@ -80,6 +80,65 @@ export function returnPolicy<R extends { approval: "merchant" }>(store: StoreRec
       ? `Returns accepted within ${p.returnWindowDays ?? "an unspecified number of"} days${p.restockingFeePercent ? `, ${p.restockingFeePercent}% restocking fee` : ", no restocking fee"}.`
       : "This merchant does not accept returns.",
   };
+}
+
+export const DIRECTORY_DEFAULT_LIMIT = 20;
+export const DIRECTORY_MAX_LIMIT = 100;
+
+const MerchantSummarySchema = t.Object({
+  slug: t.String(),
+  name: t.String(),
+  trustScore: t.Union([t.Number(), t.Null()]),
+  verificationLevel: t.String({ description: "BASIC, STANDARD or PREMIUM (QUALIFIED shows as PREMIUM)" }),
+  storeStatus: t.String({ description: "active or deprioritized" }),
+  lastSyncAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
+});
+
+/** One page of the public directory: eligible merchants only (the spec's eligibility rule), by slug. */
+export function directoryPage(stores: readonly StoreRecord[], page: number, limit: number) {
+  const eligible = stores.filter(isEligibleStore).sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0));
+  const capped = Math.min(limit, DIRECTORY_MAX_LIMIT);
+  const total = eligible.length;
+  return {
+    merchants: eligible.slice((page - 1) * capped, page * capped).map(merchantSummary),
+    meta: { total, page, limit: capped, totalPages: Math.ceil(total / capped) },
+  };
+}
+
+/**
+ * The public merchant directory (spec: public without any credential, 30 requests per minute per IP, like the
+ * public trust endpoints; the spec names no path, docs/catalog.md says why GET /api/v1/merchants).
+ */
+export function merchantDirectoryRoutes(svc: Services) {
+  return new Elysia({ name: "merchant-directory-routes" }).get(
+    "/api/v1/merchants",
+    async ({ query, request, server, set }) => {
+      await admitAnonymous(svc, "public-rest", clientIp(request, server), set.headers as Record<string, string | number>);
+      const { merchants, meta } = directoryPage(await listStores(svc.sql), query.page ?? 1, query.limit ?? DIRECTORY_DEFAULT_LIMIT);
+      return { success: true as const, data: merchants, meta };
+    },
+    {
+      query: t.Object({
+        page: t.Optional(t.Integer({ minimum: 1, description: ">= 1, default 1" })),
+        limit: t.Optional(t.Integer({ minimum: 1, description: "1 to 100, default 20; above 100 is served as 100" })),
+      }),
+      response: {
+        200: t.Object({
+          success: t.Literal(true),
+          data: t.Array(MerchantSummarySchema),
+          meta: t.Object({ total: t.Integer(), page: t.Integer(), limit: t.Integer(), totalPages: t.Integer() }),
+        }),
+        ...errorResponses(400, 429),
+      },
+      detail: {
+        tags: ["merchants"],
+        summary: "Public merchant directory (no credential; 30 requests per minute per IP)",
+        description:
+          "Eligible merchants only (verification BASIC or higher, trust score >= 0.3, not suspended or hidden) as MerchantSummary, " +
+          "ordered by slug, paginated (meta: total, page, limit, totalPages).",
+      },
+    },
+  );
 }
 
 export function merchantRoutes(svc: Services) {

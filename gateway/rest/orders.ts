@@ -12,6 +12,7 @@ import { toMajor } from "../../search/money.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { optionalObjectBody } from "./optional-body.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -37,6 +38,11 @@ interface OrderRow {
   updated_at: Date;
   paid_at: Date | null;
   delivered_at: Date | null;
+}
+
+/** The rail as the checkout reply names it: the stored "MOCK" label is the card rail's simulated payment. */
+export function agentRailLabel(stored: string): string {
+  return stored === "MOCK" ? "card" : stored;
 }
 
 export async function orderView(svc: Services, id: string, keyId: string) {
@@ -69,7 +75,9 @@ export async function orderView(svc: Services, id: string, keyId: string) {
     tax_minor: Number(o.tax_minor),
     refunded_minor: Number(o.refunded_minor),
     coupon_code: o.coupon_code,
-    payment_rail: o.payment_rail,
+    // The order row labels the demo store's simulated payments "MOCK" (trust and merchant views count them apart);
+    // to the agent the rail is what its checkout said ("card"), and payment_method/simulated say it was MOCK.
+    payment_rail: agentRailLabel(o.payment_rail),
     payment_method: o.payment_method,
     capture_reference: o.capture_ref,
     simulated: o.simulated,
@@ -141,6 +149,7 @@ export function orderRoutes(svc: Services) {
       },
       {
         params: t.Object({ orderId: t.String({ format: "uuid" }) }),
+        parse: optionalObjectBody,
         body: t.Optional(t.Object({ reason: t.Optional(t.String({ maxLength: 255 })) })),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: {
@@ -167,6 +176,7 @@ export function orderRoutes(svc: Services) {
       },
       {
         params: t.Object({ orderId: t.String({ minLength: 1 }) }),
+        parse: optionalObjectBody,
         body: t.Optional(
           t.Object({
             amount: t.Optional(t.Integer({ minimum: 1, description: "Integer cents > 0; omit for the full remaining amount." })),

@@ -5,10 +5,10 @@
  */
 import { Elysia, t } from "elysia";
 import { storeActor } from "../../actors/store/index.ts";
-import { fitsCurrency } from "../../actors/store/ingest.ts";
+import { amountProblem } from "../../actors/store/ingest.ts";
 import { agentHint, matchZone, priceTrend, shippingCostMinor, sustainabilityScore } from "../../actors/store/insights.ts";
 import { getEligibleProduct, getEligibleStore, priceHistory, shippingZonesOf, toProductDetail } from "../../actors/store/reads.ts";
-import { toMajor, toMinor, type ProductRecord, type ShippingZone, type StoreRecord } from "../../actors/store/schemas.ts";
+import { isIsoCountryCode, toMajor, toMinor, type ProductRecord, type ShippingZone, type StoreRecord } from "../../actors/store/schemas.ts";
 import type { Sql } from "../../infra/db.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { freshnessTier, stockConfidence } from "../../search/ranking.ts";
@@ -151,7 +151,8 @@ export function productRoutes(svc: Services) {
       async ({ body }) => {
         const { product } = await getEligibleProduct(svc.sql, body.productId);
         const limit = Math.min(RECOMMENDATIONS_MAX, Math.floor(body.limit ?? RECOMMENDATIONS_DEFAULT));
-        if (limit < 1) throw fail("validation_error", "Invalid body field 'limit': must be > 0", { location: "body", field: "limit" });
+        // Counted in whole products: 0.5 is > 0 (the schema passes it) but asks for less than one product.
+        if (limit < 1) throw fail("validation_error", "Invalid body field 'limit': must be at least 1 (a count of whole products)", { location: "body", field: "limit" });
         const products = await getSearchService(svc).related(product, limit, now());
         return ok({ productId: product.id, limit, products });
       },
@@ -164,9 +165,9 @@ export function productRoutes(svc: Services) {
     .post(
       "/api/v1/agent/negotiate",
       async ({ body, agent }) => {
-        if (!fitsCurrency(body.bidPrice, body.currency)) {
-          throw fail("validation_error", `Invalid body field 'bidPrice': more decimals than ${body.currency} has`, { location: "body", field: "bidPrice" });
-        }
+        // The one money check of every input (decimals, and the business maximum): 1e-9 is not a bid of 0.
+        const bidProblem = amountProblem(body.bidPrice, body.currency);
+        if (bidProblem) throw fail("validation_error", `Invalid body field 'bidPrice': ${bidProblem}`, { location: "body", field: "bidPrice" });
         const { product, store } = await getEligibleProduct(svc.sql, body.productId);
         if (store.slug !== body.merchantSlug) throw fail("not_found", "Product not found at this merchant or not available.", { productId: body.productId });
         const r = await svc.actors.ask(storeActor, store.slug, "negotiate", {
@@ -209,6 +210,9 @@ export function productRoutes(svc: Services) {
     .post(
       "/api/v1/agent/shipping-estimate",
       async ({ body }) => {
+        if (!isIsoCountryCode(body.countryCode)) {
+          throw fail("validation_error", `Invalid body field 'countryCode': ${body.countryCode} is not an ISO 3166-1 alpha-2 country code`, { location: "body", field: "countryCode" });
+        }
         const { product, store } = await getEligibleProduct(svc.sql, body.productId);
         return ok(shippingEstimate(await shippingZonesOf(svc.sql, store.slug), product, store, body, now()));
       },

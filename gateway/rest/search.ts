@@ -23,9 +23,20 @@ export const SearchFilters = t.Object(
   { additionalProperties: false },
 );
 
+export const SEARCH_QUERY_MAX_CHARS = 500;
+
+/** Characters as a person counts them (code points), not UTF-16 units. */
+export function codePointLength(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
 export const SearchRequest = t.Object(
   {
-    query: t.String({ minLength: 1, maxLength: 500 }),
+    // The spec bounds the query at 500 characters; the handler counts code points (like the refund reason), so
+    // the schema only caps UTF-16 units at twice that (an emoji is two units, one character).
+    query: t.String({ minLength: 1, maxLength: 2 * SEARCH_QUERY_MAX_CHARS, description: "1 to 500 characters (Unicode code points)" }),
     filters: t.Optional(SearchFilters),
     sort: t.Optional(
       t.Union([t.Literal("relevance"), t.Literal("price_asc"), t.Literal("price_desc"), t.Literal("trust_score"), t.Literal("newest")], {
@@ -52,6 +63,9 @@ export function searchRoutes(svc: Services) {
     .post(
       "/api/v1/agent/search",
       async ({ body, request }) => {
+        if (codePointLength(body.query) > SEARCH_QUERY_MAX_CHARS) {
+          throw fail("validation_error", `Invalid body field 'query': at most ${SEARCH_QUERY_MAX_CHARS} characters`, { location: "body", field: "query" });
+        }
         const f = body.filters;
         if (f?.minPrice !== undefined && f.maxPrice !== undefined && f.minPrice > f.maxPrice) {
           throw fail("validation_error", "Invalid body field 'filters.maxPrice': must be >= filters.minPrice", { location: "body", field: "filters.maxPrice" });

@@ -33,6 +33,7 @@ import { isStoreEligible, type VerificationLevel } from "../../search/ranking.ts
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { optionalObjectBody } from "./optional-body.ts";
 
 const Slug = t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const SLUG_FORMAT = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -260,19 +261,6 @@ const AppealBody = t.Object({
   reason: t.String({ minLength: 10, maxLength: 2000, pattern: NO_NUL }),
   evidenceUrls: t.Optional(t.Array(t.String({ format: "uri", maxLength: 2048 }), { maxItems: 10 })),
 });
-
-/**
- * Parser for an optional JSON-object body. Elysia turns an unparsable optional body into "no body" and coerces
- * `[]`/`42` to `{}`, so a truncated `{"slug": "a"` would silently mean "every store". Empty is no body; anything
- * else must be a JSON object (a parse error here is the envelope's 400 validation_error).
- */
-async function optionalObjectBody({ request }: { request: Request }): Promise<Record<string, unknown>> {
-  const text = await request.text();
-  if (!text.trim()) return {};
-  const v: unknown = JSON.parse(text);
-  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new SyntaxError("The request body must be a JSON object.");
-  return v as Record<string, unknown>;
-}
 
 /** Merchant appeals and operator tools (Bearer JWT). */
 export function trustUserRoutes(svc: Services) {

@@ -9,6 +9,7 @@ import { fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { optionalObjectBody } from "./optional-body.ts";
 
 const sec = [{ agentApiKey: [] }];
 
@@ -17,19 +18,6 @@ const WalletSchema = t.Object({
   network: t.String({ description: "CAIP-2 chain id: eip155:8453 or eip155:84532." }),
   createdAt: t.String({ format: "date-time" }),
 });
-
-/**
- * Parser for the optional JSON-object body. Elysia turns an unparsable optional body into "no body", so a truncated
- * `{"network": "eip155:8453"` would provision a test-network wallet (and the identity's one wallet is then taken).
- * Empty is no body; anything else must be a JSON object (a parse error is the envelope's 400 validation_error).
- */
-async function optionalObjectBody({ request }: { request: Request }): Promise<Record<string, unknown>> {
-  const text = await request.text();
-  if (!text.trim()) return {};
-  const v: unknown = JSON.parse(text);
-  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new SyntaxError("The request body must be a JSON object.");
-  return v as Record<string, unknown>;
-}
 
 export function walletRoutes(svc: Services) {
   return new Elysia({ name: "wallet-routes" })

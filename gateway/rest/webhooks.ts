@@ -16,6 +16,7 @@ import { assertPublicUrl, type Resolver } from "../../infra/ssrf.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { optionalObjectBody } from "./optional-body.ts";
 
 const MAX_ENDPOINTS_PER_STORE = 20;
 const BASE = "/api/v1/merchant/stores/:slug/webhooks";
@@ -205,6 +206,7 @@ export function webhookRoutes(svc: Services) {
       async ({ params, body, user }) => ok(await rotateWebhookSecret(svc, user, params.slug, params.id, body?.overlapSeconds)),
       {
         params: EndpointParams,
+        parse: optionalObjectBody,
         body: t.Optional(
           t.Object({
             overlapSeconds: t.Optional(

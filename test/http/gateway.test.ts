@@ -176,7 +176,9 @@ describe("health when the database is down", () => {
       }
       expect(status).toBe(503);
       const r = await other.json("/api/v1/health");
-      expect(r.body.data.database.ok).toBe(false);
+      // the 503 is an error: the spec's error envelope, with the report in details
+      expect(r.body).toMatchObject({ success: false, code: "service_unavailable", details: { status: "degraded", database: { ok: false } } });
+      expect(typeof r.body.error).toBe("string");
     } finally {
       await other.stop();
     }

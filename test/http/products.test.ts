@@ -224,13 +224,15 @@ describe("POST /agent/shipping-estimate", () => {
     expect(r.body.data.shippable).toBe(true);
     expect(typeof r.body.data.cost).toBe("number");
     expect(r.body.data.minDays).toBeLessThanOrEqual(r.body.data.maxDays);
-    const out = await post("/api/v1/agent/shipping-estimate", { productId: ids["demo-store"], postalCode: "1000", countryCode: "ZZ" });
+    // a real country no zone covers (ZZ is no country at all: 400, below)
+    const out = await post("/api/v1/agent/shipping-estimate", { productId: ids["demo-store"], postalCode: "1000", countryCode: "AQ" });
     expect(out.status).toBe(200);
     expect(out.body.data.shippable).toBe(false);
   });
 
   test("a malformed country or a missing postal code is 400; an unknown or ineligible product is 404", async () => {
     expectError(await post("/api/v1/agent/shipping-estimate", { productId: ids["demo-store"], postalCode: "94107", countryCode: "USA" }), 400, "validation_error");
+    expectError(await post("/api/v1/agent/shipping-estimate", { productId: ids["demo-store"], postalCode: "1000", countryCode: "ZZ" }), 400, "validation_error");
     expectError(await post("/api/v1/agent/shipping-estimate", { productId: ids["demo-store"], countryCode: "US" }), 400, "validation_error");
     expectError(await post("/api/v1/agent/shipping-estimate", { productId: UNKNOWN, postalCode: "94107", countryCode: "US" }), 404, "not_found");
     expectError(await post("/api/v1/agent/shipping-estimate", { productId: ids["unverified-outlet"], postalCode: "94107", countryCode: "US" }), 404, "not_found");

@@ -25,6 +25,10 @@ describe("fitsCurrency", () => {
     [10.5, "JPY", false],
     [1.234, "BHD", true],
     [1.2345, "BHD", false],
+    [1e-9, "USD", false], // a tolerance absolute in minor units let this through as 0
+    [5.000000001, "USD", false],
+    [0.1 + 0.2, "USD", true], // binary noise only
+    [9_999_999_999.99, "USD", true],
   ];
   for (const [major, currency, fits] of cases) {
     test(`${major} ${currency} ${fits ? "fits" : "has more decimals than"} the currency`, () => expect(fitsCurrency(major, currency)).toBe(fits));

@@ -1,0 +1,189 @@
+/**
+ * A database outage answers 503 service_unavailable in the error envelope, within a bounded time (audit M2: the
+ * product detail read got an empty reply after ~30 s, the merchant read a 500, health a 503 without `error`).
+ * The service talks to Postgres through a TCP proxy this test controls: "stall" stops forwarding in both directions
+ * and holds new connections (what a frozen server or a partition looks like to the client: open sockets, no
+ * answer), "resume" forwards again, "down" closes every connection and the listener (refused connections).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, connect as tcpConnect, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { boot, type Running } from "../../gateway/boot.ts";
+import { QUERY_DEADLINE_MS } from "../../infra/db.ts";
+import { createKey, type TestKey } from "../helpers/agents.ts";
+import { createTestDatabase, serverUrl, type TestDatabase } from "../helpers/db.ts";
+import type { TestServer } from "../helpers/server.ts";
+
+const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store product
+
+class PgProxy {
+  private server: Server;
+  private pairs: { client: Socket; upstream: Socket | null }[] = [];
+  private stalled = false;
+  port = 0;
+
+  constructor(private target: { host: string; port: number }) {
+    this.server = createServer((client) => {
+      const pair: { client: Socket; upstream: Socket | null } = { client, upstream: null };
+      this.pairs.push(pair);
+      client.on("error", () => {});
+      if (this.stalled) {
+        client.pause(); // accepted, never answered: the client's connect timeout decides
+        return;
+      }
+      this.link(pair);
+    });
+  }
+
+  private link(pair: { client: Socket; upstream: Socket | null }): void {
+    if (!pair.upstream) {
+      pair.upstream = tcpConnect(this.target.port, this.target.host);
+      pair.upstream.on("error", () => pair.client.destroy());
+      pair.upstream.on("close", () => pair.client.destroy());
+      pair.client.on("close", () => pair.upstream?.destroy());
+    }
+    pair.client.pipe(pair.upstream);
+    pair.upstream.pipe(pair.client);
+    pair.client.resume();
+    pair.upstream.resume();
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((res) => this.server.listen(0, "127.0.0.1", () => res()));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  stall(): void {
+    this.stalled = true;
+    for (const p of this.pairs) {
+      p.client.unpipe();
+      p.upstream?.unpipe();
+      p.client.pause();
+      p.upstream?.pause();
+    }
+  }
+
+  resume(): void {
+    this.stalled = false;
+    for (const p of this.pairs) if (!p.client.destroyed) this.link(p);
+  }
+
+  async down(): Promise<void> {
+    for (const p of this.pairs) {
+      p.client.destroy();
+      p.upstream?.destroy();
+    }
+    this.pairs = [];
+    await new Promise<void>((res) => this.server.close(() => res()));
+  }
+}
+
+let db: TestDatabase;
+let proxy: PgProxy;
+let running: Running;
+let dataDir: string;
+let srv: TestServer;
+let key: TestKey;
+
+beforeAll(async () => {
+  db = await createTestDatabase({ migrate: false });
+  const base = new URL(await serverUrl());
+  proxy = new PgProxy({ host: base.hostname, port: Number(base.port || 5432) });
+  await proxy.start();
+  const viaProxy = new URL(db.url);
+  viaProxy.hostname = "127.0.0.1";
+  viaProxy.port = String(proxy.port);
+  dataDir = await mkdtemp(join(tmpdir(), "acs-test-outage-"));
+  running = await boot({
+    role: "start",
+    env: {},
+    config: {
+      DATABASE_URL: viaProxy.toString(),
+      HOST: "127.0.0.1",
+      PORT: 0,
+      DATA_DIR: dataDir,
+      SEED_DEMO: true,
+      LOG_LEVEL: "silent",
+      NODE_ENV: "test",
+      RATE_LIMITS_ENABLED: false,
+    },
+  });
+  const doFetch = (path: string, init?: RequestInit) => fetch(running.url + path, init);
+  srv = {
+    url: running.url,
+    running,
+    db,
+    fetch: doFetch,
+    async json(path, init = {}) {
+      const headers = new Headers(init.headers);
+      let body = init.body as BodyInit | undefined;
+      if (init.body !== undefined && typeof init.body !== "string") {
+        body = JSON.stringify(init.body);
+        headers.set("content-type", "application/json");
+      }
+      const res = await doFetch(path, { ...init, headers, body });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+    },
+    async stop() {},
+  };
+  key = await createKey(srv, { tier: "ENTERPRISE" });
+}, 120_000);
+
+afterAll(async () => {
+  proxy?.resume();
+  await running?.stop().catch(() => {});
+  await proxy?.down().catch(() => {});
+  await db?.drop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+}, 60_000);
+
+/** status, code, the error string and how long the answer took. */
+async function timed(path: string, headers: Record<string, string> = key.headers) {
+  const t0 = performance.now();
+  const r = await srv.json(path, { headers });
+  return { ...r, ms: performance.now() - t0 };
+}
+
+describe("a stalled database", () => {
+  test("reads answer 503 service_unavailable in the envelope before the socket's idle timeout; health answers 503 in the error envelope; all recover", async () => {
+    expect((await timed(`/api/v1/agent/products/${BOARD}`)).status).toBe(200);
+    expect((await timed("/api/v1/agent/merchants/demo-store")).status).toBe(200);
+    proxy.stall();
+    try {
+      const [product, merchant] = await Promise.all([timed(`/api/v1/agent/products/${BOARD}`), timed("/api/v1/agent/merchants/demo-store")]);
+      for (const r of [product, merchant]) {
+        expect(r.status).toBe(503);
+        expect(r.body).toMatchObject({ success: false, code: "service_unavailable" });
+        expect(typeof r.body.error).toBe("string");
+        expect(r.headers.get("retry-after")).toBe("30");
+        // bounded: the query deadline, well before Bun's 30 s idle timeout would drop the connection
+        expect(r.ms).toBeLessThan(QUERY_DEADLINE_MS + 5_000);
+      }
+      const health = await timed("/api/v1/health", {});
+      expect(health.status).toBe(503);
+      expect(health.body).toMatchObject({ success: false, code: "service_unavailable", details: { database: { ok: false } } });
+      expect(typeof health.body.error).toBe("string");
+    } finally {
+      proxy.resume();
+    }
+    let status = 0;
+    for (let i = 0; i < 40 && status !== 200; i++) {
+      status = (await timed(`/api/v1/agent/products/${BOARD}`)).status;
+      if (status !== 200) await Bun.sleep(250);
+    }
+    expect(status).toBe(200);
+  }, 60_000);
+});
+
+describe("a database that refuses connections", () => {
+  test("reads answer 503 service_unavailable at once, not 500 internal_error", async () => {
+    await proxy.down();
+    const r = await timed("/api/v1/agent/merchants/demo-store");
+    expect(r.status).toBe(503);
+    expect(r.body.code).toBe("service_unavailable");
+    expect(r.ms).toBeLessThan(12_000);
+  }, 60_000);
+});
