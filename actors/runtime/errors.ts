@@ -63,7 +63,10 @@ export const ERROR_TABLE = {
   IDEMPOTENCY_KEY_CONFLICT: e(409, "stop", false, "call", "Session already bound to a different idempotency_key."),
   ORDER_OWNERSHIP_FAILED: e(404, "stop", false, "call", "Order not associated with the authenticated customer."),
   PAYMENT_AMOUNT_MISMATCH: e(409, "stop", false, "call", "Captured amount differs from the authorised amount (funds may be captured)."),
-  PAYMENT_CAPTURED_FINALIZATION_FAILED: e(500, "stop", false, "call", "Capture succeeded, finalization failed (funds captured)."),
+  // 409, not 500: the spec makes 500 retryable ("Statuses 429, 500 and 503 are retryable") and says "do not retry codes
+  // marked funds captured"; 409 is in its not-retryable list and is what PAYMENT_AMOUNT_MISMATCH, the other
+  // funds-captured stop, already uses (docs/checkout.md).
+  PAYMENT_CAPTURED_FINALIZATION_FAILED: e(409, "stop", false, "call", "Capture succeeded, finalization failed (funds captured)."),
   HUMAN_CONFIRMATION_REQUIRED: e(403, "human_decides", false, "call", "Action needs human approval and this path cannot ask."),
   NATIVE_CHECKOUT_REQUIRED: e(403, "human_decides", false, "merchant", "Merchant requires its own hosted checkout."),
   ORDER_NOT_CANCELLABLE: e(409, "human_decides", false, "call", "Order past the point where an agent may cancel."),

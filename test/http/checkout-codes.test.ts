@@ -51,10 +51,10 @@ describe("captured money that cannot complete an order", () => {
     expect(after.status).toBe("pending");
   });
 
-  test("tok_finalization_fails is 500 PAYMENT_CAPTURED_FINALIZATION_FAILED with the capture reference; the order is flagged finalization_failed", async () => {
+  test("tok_finalization_fails is 409 PAYMENT_CAPTURED_FINALIZATION_FAILED with the capture reference; the order is flagged finalization_failed", async () => {
     const id = await cart([{ product_id: P.board, quantity: 1 }]);
     const r = await checkout({ cartId: id, payment_method: "tok_finalization_fails", idempotency_key: crypto.randomUUID() });
-    expect(r.status).toBe(500);
+    expect(r.status).toBe(409); // funds captured: a status the spec does not call retryable
     expect(r.body).toMatchObject({ success: false, code: "PAYMENT_CAPTURED_FINALIZATION_FAILED", details: { merchant_slug: "demo-store" } });
     expect(r.body.details.capture_reference).toMatch(/^cap_/);
     const [o] = await srv.db.sql<{ status: string; reconciliation: string }[]>`SELECT status, reconciliation FROM orders WHERE cart_id = ${id}`;
