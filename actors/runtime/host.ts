@@ -6,7 +6,7 @@
  */
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import type { TSchema } from "@sinclair/typebox";
-import type { Sql } from "../../infra/db.ts";
+import { isDatabaseUnavailable, type Sql } from "../../infra/db.ts";
 import { log as rootLog, type Logger } from "../../infra/log.ts";
 import { actorFencingConflicts, recordTurn, registerActorStats, turnStatsFor, type TurnStats } from "../../infra/metrics.ts";
 import type { Transport } from "../transport/transport.ts";
@@ -398,6 +398,12 @@ export class ActorHost {
     }
     if (err instanceof ActorError) return errorReply(err);
     if (isInputDataError(err)) return errorReply(new ActorError("validation_error", "A value in the request is not acceptable (for example a NUL byte or an out-of-range number)."));
+    // the database cannot be reached (connection refused or lost, a pooled query past its deadline): the caller may
+    // retry after a while, which 503 says; nothing of the turn was acknowledged
+    if (isDatabaseUnavailable(err)) {
+      this.log.warn("actor turn failed: database unavailable", { kind: act.def.kind, id: act.id, error: err as Error });
+      return errorReply(new ActorError("service_unavailable", "The database is unavailable; retry after 30 seconds."));
+    }
     this.log.error("actor turn failed", { kind: act.def.kind, id: act.id, error: err as Error, stack: (err as Error)?.stack });
     return errorReply(new ActorError("internal_error", "internal error"));
   }
