@@ -3,8 +3,9 @@
  * JSON-RPC dispatch, JSON response) against, in the same run and on the same catalog (the demo store's):
  *  - REST search (POST /api/v1/agent/search) on the full gateway; REST searches every eligible store, so every other
  *    store is hidden for the run and both endpoints rank exactly the demo store's products (checked before timing);
- *  - a reference MCP server written like the SDK's stateless example: a new McpServer (tools registered with zod
- *    schemas) + transport per request, calling the same search service;
+ *  - reference MCP servers written like the SDK's stateless example: a new McpServer (tools registered with zod
+ *    schemas built inline) + transport per request, calling the same search service — one with our 50 tools (like
+ *    for like: the goal's ratio) and one with only search_products (earlier rounds' figure); bench/mcp-reference.ts;
  *  - a bare Bun.serve (the harness's baseline).
  * Goals: >= 10x the reference and >= 50% of REST search throughput.
  *
@@ -15,7 +16,8 @@
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import * as z from "zod/v4";
+import { ALL_TOOLS } from "../gateway/mcp/tools/index.ts";
+import { fullToolServer, oneToolServer, type SearchTool } from "./mcp-reference.ts";
 import { boot } from "../gateway/boot.ts";
 import { getSearchService } from "../search/service.ts";
 import { createTestDatabase } from "../test/helpers/db.ts";
@@ -44,44 +46,28 @@ const created = await (
 ).json();
 const apiKey: string = created.data.key;
 
-// The reference, written the way the SDK's stateless example (examples/server/simpleStatelessStreamableHttp.ts)
-// does it: per request a new McpServer whose tools are registered with zod input schemas, a new stateless
-// transport, connect, handle, close. The Web-standard transport replaces the example's Express one (Bun), as in
-// the SDK's Hono example. The tool runs the same search service as our endpoint.
-function referenceServer(): McpServer {
-  const server = new McpServer({ name: "reference", version: "1.0.0" }, { capabilities: { logging: {} } });
-  server.registerTool(
-    "search_products",
-    {
-      description: "Search the store's catalog",
-      inputSchema: {
-        query: z.string().min(1).max(500).describe("What the shopper is looking for"),
-        limit: z.number().int().min(1).max(100).optional().describe("Results per page"),
-        max_price: z.number().nonnegative().optional().describe("Highest price"),
-        in_stock_only: z.boolean().optional().describe("Only products in stock"),
-        category: z.string().optional().describe("Category filter"),
-      },
+// The references (bench/mcp-reference.ts): per request a new McpServer with zod tools + a stateless transport, as
+// the SDK's stateless example does; the Web-standard transport replaces the example's Express one (Bun), as in the
+// SDK's Hono example. Both run the same search service as our endpoint.
+const searchTool: SearchTool = async ({ query, limit }) =>
+  (await getSearchService(svc).search({ query, storeSlug: STORE, limit: limit ?? 10, filters: { inStock: true } }, new Date())) as unknown as Record<string, unknown>;
+function referenceServe(build: () => McpServer) {
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const server = build();
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      await server.connect(transport);
+      const res = await transport.handleRequest(req);
+      void transport.close();
+      void server.close();
+      return res;
     },
-    async ({ query, limit }) => {
-      const res = await getSearchService(svc).search({ query, storeSlug: STORE, limit: limit ?? 10, filters: { inStock: true } }, new Date());
-      return { content: [{ type: "text", text: JSON.stringify(res) }], structuredContent: res as unknown as Record<string, unknown> };
-    },
-  );
-  return server;
+  });
 }
-const reference = Bun.serve({
-  hostname: "127.0.0.1",
-  port: 0,
-  async fetch(req) {
-    const server = referenceServer();
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    await server.connect(transport);
-    const res = await transport.handleRequest(req);
-    void transport.close();
-    void server.close();
-    return res;
-  },
-});
+const reference = referenceServe(() => oneToolServer(searchTool));
+const referenceFull = referenceServe(() => fullToolServer(ALL_TOOLS, searchTool));
 
 // Like for like: a store's MCP endpoint searches that store; REST searches all eligible stores. Hide the others
 // (the same path as a trust-status change: the row, then the search snapshot) so both rank the same catalog; the
@@ -102,7 +88,7 @@ const mcpHeaders = { "content-type": "application/json", accept: "application/js
 try {
   // sanity: every target answers the same kind of thing
   const totals: Record<string, number> = {};
-  for (const url of [`${running.url}/${STORE}/mcp`, `http://127.0.0.1:${reference.port}/`]) {
+  for (const url of [`${running.url}/${STORE}/mcp`, `http://127.0.0.1:${reference.port}/`, `http://127.0.0.1:${referenceFull.port}/`]) {
     const r = await fetch(url, { method: "POST", headers: mcpHeaders, body: call });
     const text = await r.text();
     if (r.status !== 200 || !text.includes("why_ranked")) throw new Error(`${url} answered ${r.status}: ${text.slice(0, 200)}`);
@@ -126,7 +112,7 @@ try {
     return r;
   };
   const restHeaders = { "content-type": "application/json", "x-agent-api-key": apiKey };
-  const [baseline, ours, rest, ref] = await interleaved(rounds, [
+  const [baseline, ours, rest, ref, refFull] = await interleaved(rounds, [
     { label: "bare", run: () => measured("bare", () => wrk("bare Bun.serve", bare.url, { durationSec })) },
     {
       label: "mcp",
@@ -140,7 +126,19 @@ try {
       label: "reference",
       run: () =>
         measured("reference", () =>
-          wrk("reference: SDK stateless example (McpServer + zod tools + transport per request)", `http://127.0.0.1:${reference.port}/`, {
+          wrk("reference, one tool: SDK stateless example (McpServer + zod tool + transport per request)", `http://127.0.0.1:${reference.port}/`, {
+            durationSec,
+            method: "POST",
+            body: call,
+            headers: mcpHeaders,
+          }),
+        ),
+    },
+    {
+      label: "reference-full",
+      run: () =>
+        measured("reference-full", () =>
+          wrk(`reference, our ${ALL_TOOLS.length} tools: SDK stateless example (McpServer + zod tools + transport per request)`, `http://127.0.0.1:${referenceFull.port}/`, {
             durationSec,
             method: "POST",
             body: call,
@@ -150,18 +148,22 @@ try {
     },
   ]);
   console.log(`${machineLine()}, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}, median of ${rounds} interleaved rounds of ${durationSec} s`);
-  report("mcp", baseline!, [ours!, rest!, ref!]);
+  report("mcp", baseline!, [ours!, rest!, ref!, refFull!]);
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const c = (k: string) => median(cpu.get(k)!);
   console.log(
-    `\nserver CPU per request (median of rounds): bare ${c("bare").toFixed(1)} µs, MCP ${c("mcp").toFixed(1)} µs, REST ${c("rest").toFixed(1)} µs, reference ${c("reference").toFixed(1)} µs`,
+    `\nserver CPU per request (median of rounds): bare ${c("bare").toFixed(1)} µs, MCP ${c("mcp").toFixed(1)} µs, REST ${c("rest").toFixed(1)} µs, reference (one tool) ${c("reference").toFixed(1)} µs, reference (${ALL_TOOLS.length} tools) ${c("reference-full").toFixed(1)} µs`,
   );
-  console.log(`\nMCP / reference: ${(ours!.rps / ref!.rps).toFixed(1)}x by req/s, ${(c("reference") / c("mcp")).toFixed(1)}x by server CPU per request (goal >= 10x)`);
+  console.log(
+    `\nMCP / reference with the same ${ALL_TOOLS.length} tools (like for like): ${(ours!.rps / refFull!.rps).toFixed(1)}x by req/s, ${(c("reference-full") / c("mcp")).toFixed(1)}x by server CPU per request (goal >= 10x)`,
+  );
+  console.log(`MCP / reference with one tool: ${(ours!.rps / ref!.rps).toFixed(1)}x by req/s, ${(c("reference") / c("mcp")).toFixed(1)}x by server CPU per request`);
   console.log(`MCP / REST search: ${((ours!.rps / rest!.rps) * 100).toFixed(0)}% by req/s, ${((c("rest") / c("mcp")) * 100).toFixed(0)}% by server CPU per request (goal >= 50%)`);
 } finally {
   await setStatuses(statuses);
   bare.stop();
   reference.stop(true);
+  referenceFull.stop(true);
   await running.stop();
   await db?.drop();
 }
