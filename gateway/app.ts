@@ -6,6 +6,7 @@ import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import { edge } from "./plugins/edge.ts";
 import { errors } from "./plugins/errors.ts";
+import { jsonDepth } from "./plugins/json-depth.ts";
 import { metrics } from "./plugins/metrics.ts";
 import { rateLimit } from "./plugins/rate-limit.ts";
 import { useCompiledFormats } from "./plugins/schema-formats.ts";
@@ -46,6 +47,8 @@ export function createApp(svc: Services, extraModules: GatewayModule[] = []) {
     .use(errors)
     .use(metrics)
     .use(rateLimit(svc))
+    // global transform hook: must come before every module so it runs ahead of each route's body validation
+    .use(jsonDepth)
     .use(
       openapi({
         path: "/api/docs",

@@ -3,7 +3,8 @@
  *
  * - A session whose client declared `elicitation` (form mode, or the older empty object) is asked with
  *   `elicitation/create` on the same response stream as the tool call: accept → the tool proceeds; decline or
- *   cancel → HUMAN_CONFIRMATION_DECLINED (nothing changed).
+ *   cancel → HUMAN_CONFIRMATION_DECLINED (nothing changed); an elicitation that fails or times out (nobody answered)
+ *   → UPSTREAM_UNAVAILABLE, retryable (nothing changed).
  * - Anything else (no capability, or a sessionless JSON-RPC call where the client's capabilities are unknown)
  *   → HUMAN_CONFIRMATION_REQUIRED with `details.approver`.
  * - URL mode (`openUrl`) shows the buyer a link, used for PENDING_EXTERNAL_CONFIRMATION when supported.
@@ -70,8 +71,14 @@ export function elicitingConfirmer(server: Server, relatedRequestId: RequestId):
         ElicitResultSchema,
         { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS },
       ).catch((err: unknown) => {
-        // no answer in time, or the client failed the request: treat as not approved
-        throw fail("HUMAN_CONFIRMATION_DECLINED", `The confirmation request did not complete: ${(err as Error).message}`, { action: "cancel" });
+        // No answer in time, or the client failed the request: not approved, so nothing happens. But nobody
+        // declined either (audit N10): HUMAN_CONFIRMATION_DECLINED means "stop", and an agent obeying it would never
+        // ask again. The closed code table's retryable "a dependency did not answer" fits: the human's client.
+        throw fail("UPSTREAM_UNAVAILABLE", "The human could not be asked: the client's elicitation did not complete. Nothing changed; call again.", {
+          reason: "confirmation_not_completed",
+          dependency: "client_elicitation",
+          error: String((err as Error)?.message ?? err).slice(0, 200),
+        });
       });
       const approved = result.action === "accept" && (result.content as { approve?: unknown } | undefined)?.approve !== false;
       if (!approved) {

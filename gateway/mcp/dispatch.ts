@@ -88,7 +88,29 @@ export function argumentError(t: CompiledTool, args: unknown): ActorError | null
     const extra = Object.keys((args ?? {}) as object).find((k) => !(k in (t.def.input.properties ?? {})));
     return fail("INVALID_ARGUMENT", `Unknown argument '${extra ?? field}'.`, { field: extra ?? field, allowed: Object.keys(t.def.input.properties) });
   }
-  return fail("INVALID_ARGUMENT", `Invalid argument '${field || "arguments"}': ${first.message}.`, { field: field || "arguments", value: first.value });
+  return fail("INVALID_ARGUMENT", `Invalid argument '${field || "arguments"}': ${first.message}.`, { field: field || "arguments", ...echoedValue(first.value) });
+}
+
+/** Longest string argument echoed back in `details.value`. */
+export const ECHO_MAX_CHARS = 100;
+
+/**
+ * What an INVALID_ARGUMENT says about the offending value: scalars as they are, strings cut at ECHO_MAX_CHARS,
+ * objects and arrays only by their type. The caller sent the value, so echoing it back whole only costs: up to
+ * 1 MiB per answer, and a deeply nested one made `JSON.stringify` of the answer overflow (audit M1).
+ */
+export function echoedValue(value: unknown): { value?: unknown; valueType: string; valueTruncated?: true } {
+  if (value === null) return { value: null, valueType: "null" };
+  if (Array.isArray(value)) return { valueType: "array" };
+  switch (typeof value) {
+    case "string":
+      return value.length > ECHO_MAX_CHARS ? { value: value.slice(0, ECHO_MAX_CHARS), valueType: "string", valueTruncated: true } : { value, valueType: "string" };
+    case "number":
+    case "boolean":
+      return { value, valueType: typeof value };
+    default:
+      return { valueType: typeof value };
+  }
 }
 
 /** REST-style codes thrown by reused application functions, mapped onto the MCP table when the tool says nothing. */

@@ -13,7 +13,8 @@ import { ALL_TOOLS } from "./tools/index.ts";
 const CROSS_CUTTING: Record<string, string> = {
   HUMAN_CONFIRMATION_DECLINED: "any write tool: the human answers decline/cancel to `elicitation/create` (form mode)",
   HUMAN_CONFIRMATION_REQUIRED: "any write tool from a client without the `elicitation` capability, or sessionless (details.approver)",
-  INVALID_ARGUMENT: "any tool: an argument fails its input schema (details.field)",
+  INVALID_ARGUMENT: "any tool: an argument fails its input schema (details.field; details.value only for a scalar, strings cut at 100 characters), or nests deeper than 61 levels (details.maxDepth)",
+  UPSTREAM_UNAVAILABLE: "any write tool: the client's `elicitation/create` failed or timed out, so nobody was asked (details.reason = confirmation_not_completed); nothing changed, call again",
   MISSING_REQUIRED_ARGUMENT: "any tool: a required argument omitted (details.field)",
   TOOL_NOT_FOUND: "any name the store does not serve on this endpoint (stores.enabled_mcp_tools, endpoint groups)",
   INTERNAL_ERROR: "any tool: an unexpected fault (no internals leak)",
@@ -63,8 +64,17 @@ Endpoints: \`POST {site_url}/{slug}/mcp\` (every tool the store enables; the old
 \`/{slug}/mcp/discovery\` (discovery tools, 1000/min per IP), \`/{slug}/mcp/customer\` (discovery, orders and customer
 tools; the end customer is identified by an \`X-Customer-Identity\` token the merchant mints with
 \`POST /api/v1/merchant/stores/{slug}/customer-tokens\`), \`/{slug}/mcp/checkout\` (cart and checkout; on a real
-merchant only OAuth access tokens, and \`complete_checkout\` needs a \`payment_mandate\`). The public demo
+merchant only machine-to-machine OAuth access tokens — client_credentials, which carry the agent trust signal
+(docs/access.md) — and \`complete_checkout\` needs a \`payment_mandate\`). The public demo
 \`{site_url}/demo-store/mcp\` needs no key for discovery tools (20 requests/min per IP).
+
+Protocol: revision 2025-11-25, one JSON-RPC message per POST (a JSON array — a batch — is HTTP 400 \`-32600\`, in a
+session too). A message may nest objects/arrays at most 64 levels deep (HTTP 400 \`-32600\`, \`data.code\`
+\`validation_error\`), except that a \`tools/call\` whose only deep part is one argument gets that tool's
+\`INVALID_ARGUMENT\` for the argument. \`initialize\` counts against the caller's per-address global bucket (500 per
+15 minutes), and one address (IPv6: its /64) holds at most 100 sessions: its 101st closes its own least recently used.
+Search tools default to 20 results and serve a \`limit\` above 100 as 100; \`get_recommendations\` defaults to 5 and
+serves more than 20 as 20 (the spec's input bounds, as REST).
 
 Each store serves the subset in \`stores.enabled_mcp_tools\` (null = all ${ALL_TOOLS.length}); any other name answers
 \`TOOL_NOT_FOUND\`. Credentials: \`X-Agent-Api-Key\` or \`Authorization: Bearer <OAuth access token>\` (audience: the

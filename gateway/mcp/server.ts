@@ -28,19 +28,21 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Elysia } from "elysia";
-import { bucketsFor, type Surface } from "../../actors/agent/limits.ts";
+import { bucketsFor, ipBucketKey, type Surface } from "../../actors/agent/limits.ts";
 import { ActorError, ERROR_TABLE, fail, type ErrorCode } from "../../actors/runtime/errors.ts";
 import { findStore, isEligibleStore } from "../../actors/store/reads.ts";
 import type { StoreRecord } from "../../actors/store/schemas.ts";
 import { log } from "../../infra/log.ts";
 import { errorBody } from "../envelope.ts";
 import { mcpChallenge, verifyMcpAccess } from "../oauth/access.ts";
-import { admitOthers, clientIp, setRateHeaders, setStaticRateHeaders } from "../plugins/auth.ts";
+import { mcpResource } from "../oauth/common.ts";
+import { admitAnonymous, admitOthers, clientIp, setRateHeaders, setStaticRateHeaders } from "../plugins/auth.ts";
+import { exceedsJsonDepth, MAX_JSON_DEPTH, tooDeepMessage } from "../plugins/json-depth.ts";
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import type { Services } from "../services.ts";
 import { cannotAsk, elicitingConfirmer, type Confirmer } from "./confirm.ts";
 import { buildToolTable, runTool, type ToolTable } from "./dispatch.ts";
-import { serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
+import { errorResult, serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
 import { CUSTOMER_HEADER, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
 import type { Caller, Customer, Endpoint, ToolContext } from "./registry.ts";
 import { ALL_TOOLS } from "./tools/index.ts";
@@ -49,6 +51,13 @@ export const DEMO_STORE = "demo-store";
 export const SERVER_INFO = { name: "agent-commerce-service", version: "1.2.0" };
 const SESSION_IDLE_MS = 30 * 60_000;
 const MAX_SESSIONS = 10_000;
+/**
+ * Sessions one client address (IPv6: its /64) may hold. At the cap its own least recently used session is closed,
+ * never another client's: one address can no longer evict everyone by looping `initialize` (audit M3).
+ */
+export const MAX_SESSIONS_PER_ADDRESS = 100;
+/** A tools/call argument may nest this deep: with the message's own three levels the body stays within the bound. */
+export const MAX_ARGUMENT_DEPTH = MAX_JSON_DEPTH - 3;
 const STORE_CACHE_MS = 1_000;
 
 type Headers = Record<string, string | number>;
@@ -74,6 +83,8 @@ interface Session {
   /** The tool set is fixed for the session (TOOL_NOT_FOUND says so). */
   enabled: readonly string[] | null;
   lastSeen: number;
+  /** ipBucketKey of the address that initialized it (the per-address cap). */
+  owner: string;
 }
 
 interface JsonRpcRequest {
@@ -122,6 +133,8 @@ function acceptsJson(request: Request): boolean {
 export class McpGateway {
   readonly table: ToolTable;
   private sessions = new Map<string, Session>();
+  /** Session ids per owning address (ipBucketKey), for MAX_SESSIONS_PER_ADDRESS. */
+  private byOwner = new Map<string, Set<string>>();
   private stores = new Map<string, { store: StoreRecord | null; at: number }>();
   private sweeper: ReturnType<typeof setInterval>;
 
@@ -156,17 +169,40 @@ export class McpGateway {
   }
 
   private closeSession(s: Session): void {
-    this.sessions.delete(s.id);
+    this.forget(s.id);
     void s.transport.close().catch(() => undefined);
   }
 
-  private newSession(store: StoreRecord, endpoint: Endpoint): { server: Server; transport: WebStandardStreamableHTTPServerTransport } {
-    if (this.sessions.size >= MAX_SESSIONS) {
-      // evict the least recently used session
-      let oldest: Session | undefined;
+  private remember(s: Session): void {
+    this.sessions.set(s.id, s);
+    let mine = this.byOwner.get(s.owner);
+    if (!mine) this.byOwner.set(s.owner, (mine = new Set()));
+    mine.add(s.id);
+  }
+
+  private forget(id: string): void {
+    const s = this.sessions.get(id);
+    if (!s) return;
+    this.sessions.delete(id);
+    const mine = this.byOwner.get(s.owner);
+    mine?.delete(id);
+    if (mine && mine.size === 0) this.byOwner.delete(s.owner);
+  }
+
+  private newSession(store: StoreRecord, endpoint: Endpoint, owner: string): { server: Server; transport: WebStandardStreamableHTTPServerTransport } {
+    const mine = this.byOwner.get(owner);
+    let oldest: Session | undefined;
+    if (mine && mine.size >= MAX_SESSIONS_PER_ADDRESS) {
+      // this address is at its cap: it gives up its own least recently used session
+      for (const id of mine) {
+        const s = this.sessions.get(id);
+        if (s && (!oldest || s.lastSeen < oldest.lastSeen)) oldest = s;
+      }
+    } else if (this.sessions.size >= MAX_SESSIONS) {
+      // the table is full (many addresses): the least recently used session overall
       for (const s of this.sessions.values()) if (!oldest || s.lastSeen < oldest.lastSeen) oldest = s;
-      if (oldest) this.closeSession(oldest);
     }
+    if (oldest) this.closeSession(oldest);
     const enabled = store.enabledMcpTools ?? null;
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
@@ -187,10 +223,10 @@ export class McpGateway {
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       onsessioninitialized: (id) => {
-        this.sessions.set(id, { id, slug, endpoint, server, transport, enabled, lastSeen: Date.now() });
+        this.remember({ id, slug, endpoint, server, transport, enabled, lastSeen: Date.now(), owner });
       },
       onsessionclosed: (id) => {
-        this.sessions.delete(id);
+        this.forget(id);
       },
     });
     return { server, transport };
@@ -250,6 +286,24 @@ export class McpGateway {
           return { caller: { kind: "agent-key", keyId: a.keyId, userId: a.userId, scopes: a.scopes, tier: a.tier }, customer, customerError };
         }
         if (access.kind === "oauth") {
+          // RFC 8707 audience binding (audit N11): a token for the store's whole MCP resource is good on every
+          // endpoint of the store; one issued for a dedicated endpoint only there
+          if (access.audience !== mcpResource(svc, store.slug) && access.audience !== mcpResource(svc, store.slug, endpoint === "main" ? undefined : endpoint)) {
+            headers["www-authenticate"] = mcpChallenge(svc, store.slug, { code: "invalid_token", description: "the access token was issued for another endpoint of this store" });
+            throw new HttpRefusal(401, "unauthorized", "The access token was issued for another MCP endpoint of this store (its resource/audience).", { endpoint, audience: access.audience });
+          }
+          // Spec, Authentication 1: a real merchant's checkout bucket demands machine-to-machine credentials and an
+          // agent trust signal (audit G2). A user-delegated token (authorization_code) is not enough there.
+          if (endpoint === "checkout" && store.slug !== DEMO_STORE && !access.machineToMachine) {
+            headers["www-authenticate"] = mcpChallenge(svc, store.slug, {
+              code: "invalid_token",
+              description: "the checkout endpoint needs a client_credentials access token carrying the agent trust signal",
+            });
+            throw new HttpRefusal(401, "unauthorized", "The checkout endpoint of a merchant store needs a machine-to-machine (client_credentials) access token, which carries the agent trust signal.", {
+              endpoint,
+              required_grant: "client_credentials",
+            });
+          }
           return {
             caller: { kind: "oauth", keyId: `oauth:${access.clientId}:${access.sub}`, userId: access.sub, scopes: access.scopes, tier: "STARTER", clientId: access.clientId },
             customer,
@@ -339,27 +393,43 @@ export class McpGateway {
     } catch {
       return this.respond(rpcError(null, -32700, "Parse error: the body is not JSON."), 400, out);
     }
+    // Nesting bound (gateway/plugins/json-depth.ts): checked before anything walks or serialises the message. Only
+    // an argument of a well-formed tools/call may be the deep part; that call still gets its tool error (M1).
+    let deepArgument: string | undefined;
+    if (exceedsJsonDepth(body)) {
+      deepArgument = deepToolArgument(body);
+      if (deepArgument === undefined) {
+        return this.respond(rpcError(null, -32600, `Invalid Request: ${tooDeepMessage()}`, { code: "validation_error", maxDepth: MAX_JSON_DEPTH }), 400, out);
+      }
+    }
     const version = request.headers.get("mcp-protocol-version");
     if (version && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
       return this.respond(rpcError(null, -32000, `Unsupported protocol version ${version} (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}).`), 400, out);
     }
+    // Revision 2025-11-25 has no JSON-RPC batching. Refused inside a session too: a batch handed to the SDK
+    // transport would run every call in it without admission (audit H2: 2,000 searches in 2.6 s from one address).
     if (Array.isArray(body)) {
-      if (session) return this.viaTransport(session.transport, request, body, headers);
       return this.respond(rpcError(null, -32600, "JSON-RPC batches are not supported; send one message per request."), 400, out);
     }
     const msg = body as JsonRpcRequest;
-    if (!msg || typeof msg !== "object" || msg.jsonrpc !== "2.0") {
-      return this.respond(rpcError(null, -32600, "Invalid Request: not a JSON-RPC 2.0 message."), 400, out);
-    }
+    const shape = messageShapeError(msg);
+    if (shape) return this.respond(rpcError(null, -32600, `Invalid Request: ${shape}`), 400, out);
     const isRequest = typeof msg.method === "string" && msg.id !== undefined && msg.id !== null;
 
-    if (isRequest && msg.method === "tools/call") return this.toolsCall(request, msg, store, endpoint, session, ip, out);
+    if (isRequest && msg.method === "tools/call") return this.toolsCall(request, msg, store, endpoint, session, ip, out, deepArgument);
 
     if (session) return this.viaTransport(session.transport, request, body, headers);
 
     // ---- no session
     if (isRequest && msg.method === "initialize") {
-      const { server, transport } = this.newSession(store, endpoint);
+      // Counted in the caller's per-address global bucket (500 / 15 min): a session costs ~43 KB and every client
+      // shares the table, so an address cannot create them without bound (audit M3; docs/decisions.md).
+      try {
+        await admitAnonymous(this.svc, "other", ip, headers);
+      } catch (err) {
+        return this.refusalResponse(this.refusal(err), msg.id, out, store.slug);
+      }
+      const { server, transport } = this.newSession(store, endpoint, ipBucketKey(ip));
       await server.connect(transport);
       const res = await this.viaTransport(transport, request, body, headers);
       if (!transport.sessionId || !this.sessions.has(transport.sessionId)) void transport.close().catch(() => undefined);
@@ -375,7 +445,16 @@ export class McpGateway {
     return this.respond(rpcError(msg.id, -32601, `Method not found: ${msg.method} (initialize a session for the full protocol).`), 200, out);
   }
 
-  private async toolsCall(request: Request, msg: JsonRpcRequest, store: StoreRecord, endpoint: Endpoint, session: Session | undefined, ip: string, out: Out): Promise<Response | string> {
+  private async toolsCall(
+    request: Request,
+    msg: JsonRpcRequest,
+    store: StoreRecord,
+    endpoint: Endpoint,
+    session: Session | undefined,
+    ip: string,
+    out: Out,
+    deepArgument?: string,
+  ): Promise<Response | string> {
     const headers = out.headers;
     const name = msg.params?.name;
     if (typeof name !== "string") return this.respond(rpcError(msg.id, -32602, "Invalid params: tools/call needs params.name."), 200, out);
@@ -387,6 +466,15 @@ export class McpGateway {
     } catch (err) {
       if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, out, store.slug);
       throw err;
+    }
+    if (deepArgument !== undefined && t) {
+      // never handed to the validator or the SDK: the argument is refused by name, without echoing it
+      if (!acceptsJson(request)) return this.respond(rpcError(msg.id, -32000, "Not Acceptable: the client must accept application/json."), 406, out);
+      const result = errorResult(this.svc.siteUrl, "INVALID_ARGUMENT", `Argument '${deepArgument}' nests more than ${MAX_ARGUMENT_DEPTH} levels deep.`, {
+        field: deepArgument,
+        maxDepth: MAX_ARGUMENT_DEPTH,
+      });
+      return this.respond(toolsCallResponse(msg.id, result), 200, out);
     }
     if (session && (t?.def.confirmation || t?.def.mayAsk)) {
       // a write tool in a session: through the SDK so the human can be asked on this call's stream
@@ -412,6 +500,37 @@ export class McpGateway {
     for (const [k, v] of Object.entries(headers)) if (!h.has(k)) h.set(k, String(v));
     return new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
   }
+}
+
+/**
+ * For a message past the nesting bound: the name of the tools/call argument that is too deep, when the message is
+ * otherwise a shallow, well-formed tools/call (so the call can be admitted and answered INVALID_ARGUMENT), else
+ * undefined (the whole request is refused).
+ */
+function deepToolArgument(body: unknown): string | undefined {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) return undefined;
+  const msg = body as JsonRpcRequest;
+  if (msg.method !== "tools/call" || msg.params === null || typeof msg.params !== "object" || Array.isArray(msg.params)) return undefined;
+  const args = msg.params.arguments;
+  if (args === null || typeof args !== "object" || Array.isArray(args)) return undefined;
+  if (exceedsJsonDepth({ ...msg, params: { ...msg.params, arguments: {} } })) return undefined;
+  for (const [k, v] of Object.entries(args)) if (exceedsJsonDepth(v, MAX_ARGUMENT_DEPTH)) return k;
+  return undefined;
+}
+
+/**
+ * JSON-RPC 2.0 shape (audit N5): an id is a string or a number (MCP also forbids null on requests), a method a
+ * string, params an object. Anything else is -32600 instead of being echoed back or answered 202 as a notification.
+ */
+function messageShapeError(msg: unknown): string | undefined {
+  if (msg === null || typeof msg !== "object") return "not a JSON-RPC 2.0 message.";
+  const m = msg as Record<string, unknown>;
+  if (m.jsonrpc !== "2.0") return "not a JSON-RPC 2.0 message.";
+  if ("id" in m && m.id !== null && typeof m.id !== "string" && typeof m.id !== "number") return "id must be a string or a number.";
+  if ("method" in m && typeof m.method !== "string") return "method must be a string.";
+  if ("params" in m && m.params !== undefined && (m.params === null || typeof m.params !== "object" || Array.isArray(m.params))) return "params must be an object.";
+  if (!("method" in m) && !("result" in m) && !("error" in m)) return "neither a request, a notification nor a response.";
+  return undefined;
 }
 
 /**
@@ -446,8 +565,11 @@ export function mcpRoutes(svc: Services) {
     try {
       return await gw.handle(c.request, c.params.slug!, endpoint, clientIp(c.request, c.server), c.set as Out);
     } catch (err) {
-      log.error("mcp request failed", { error: err as Error, stack: (err as Error)?.stack });
-      throw err instanceof ActorError ? err : fail("internal_error", "Internal server error.");
+      if (err instanceof ActorError) throw err;
+      // like REST 500s (plugins/errors.ts): the request id in the answer and the log, no stack in the answer
+      const requestId = headers["x-request-id"];
+      log.error("mcp request failed", { requestId, error: err as Error, stack: (err as Error)?.stack });
+      throw fail("internal_error", "Internal server error.", { requestId });
     }
   };
   const main = go(() => "main");

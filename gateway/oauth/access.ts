@@ -24,10 +24,20 @@ import {
 } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { ACCESS_TOKEN_TYP, MCP_SUB_ENDPOINTS, mcpResource, resourceMetadataUrl } from "./common.ts";
+import { CLIENT_CREDENTIALS_GTY, isAgentTrustSignal } from "./grants.ts";
 
 export type McpAccess =
   | { kind: "key"; agent: AgentPrincipal }
-  | { kind: "oauth"; sub: string; clientId: string; scopes: Scope[] }
+  | {
+      kind: "oauth";
+      sub: string;
+      clientId: string;
+      scopes: Scope[];
+      /** Issued by the client_credentials grant and carrying a valid agent trust signal (grants.ts). */
+      machineToMachine: boolean;
+      /** The token's audience (one of the store's MCP resources). */
+      audience: string;
+    }
   | { kind: "anonymous" };
 
 export interface VerifyMcpAccessInput {
@@ -116,7 +126,10 @@ export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput
       if (limitsOn) setRateHeaders(headers, await admitOthers(svc, list, headers));
       else setStaticRateHeaders(headers, { surface: limits.surface, ip: limits.ip, keyId: "oauth", toolName: limits.toolName ?? null });
     }
-    return { kind: "oauth", sub: verified.sub, clientId, scopes: verified.scope as Scope[] };
+    const machineToMachine = verified.claims.gty === CLIENT_CREDENTIALS_GTY && isAgentTrustSignal(verified.claims.agent_trust);
+    const aud = verified.claims.aud;
+    const audience = typeof aud === "string" ? aud : Array.isArray(aud) && typeof aud[0] === "string" ? aud[0] : "";
+    return { kind: "oauth", sub: verified.sub, clientId, scopes: verified.scope as Scope[], machineToMachine, audience };
   }
 
   if (auth) {

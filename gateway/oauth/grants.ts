@@ -29,6 +29,31 @@ export interface Grant {
   userId: string;
   scopes: string[];
   resource: string;
+  /** Set for the client_credentials grant only: the token then carries `gty` and the agent trust signal. */
+  machine?: { authMethod: "client_secret_basic" | "client_secret_post" };
+}
+
+/** `gty` of an access token issued to a machine-to-machine client (client_credentials). */
+export const CLIENT_CREDENTIALS_GTY = "client_credentials";
+
+/**
+ * The agent trust signal (spec, Authentication 1: a real merchant's checkout bucket demands OAuth 2.0
+ * machine-to-machine credentials, a payment mandate and an agent trust signal; its form is left open). Ours is a
+ * claim the authorization server signs into a client_credentials access token: what the platform itself
+ * established about the calling agent — it authenticated with a client secret, and the client was registered by a
+ * signed-in platform user who answers for it. A bearer cannot add or alter it; docs/access.md describes it.
+ */
+export interface AgentTrustSignal {
+  v: 1;
+  /** How the client proved its identity at the token endpoint (never "none"). */
+  client_auth: "client_secret_basic" | "client_secret_post";
+  /** The client was registered by a platform user (the token's `sub`), who is accountable for it. */
+  accountable_owner: true;
+}
+
+export function isAgentTrustSignal(v: unknown): v is AgentTrustSignal {
+  const o = v as Partial<AgentTrustSignal> | null;
+  return !!o && typeof o === "object" && o.v === 1 && (o.client_auth === "client_secret_basic" || o.client_auth === "client_secret_post") && o.accountable_owner === true;
 }
 
 export async function issueAccessToken(svc: Services, g: Grant): Promise<string> {
@@ -39,7 +64,9 @@ export async function issueAccessToken(svc: Services, g: Grant): Promise<string>
     scope: g.scopes,
     ttlSeconds: ACCESS_TOKEN_TTL_SECONDS,
     typ: ACCESS_TOKEN_TYP,
-    extra: { client_id: g.clientId },
+    extra: g.machine
+      ? { client_id: g.clientId, gty: CLIENT_CREDENTIALS_GTY, agent_trust: { v: 1, client_auth: g.machine.authMethod, accountable_owner: true } satisfies AgentTrustSignal }
+      : { client_id: g.clientId },
   });
 }
 

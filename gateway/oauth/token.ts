@@ -69,7 +69,7 @@ export function tokenRoutes(svc: Services) {
           if (!client.ownerUserId || client.authMethod === "none") throw new OAuthError("unauthorized_client", "client_credentials needs a confidential client with an owner");
           const resource = (await checkResource(svc, form.resource, true))!;
           const scopes = grantScopes(form.scope, client.scopes);
-          return await tokenResponse(svc, { clientId: client.clientId, userId: client.ownerUserId, scopes, resource }, null);
+          return await tokenResponse(svc, { clientId: client.clientId, userId: client.ownerUserId, scopes, resource, machine: { authMethod: client.authMethod } }, null);
         } catch (err) {
           if (!(err instanceof OAuthError)) throw err;
           set.status = err.status;

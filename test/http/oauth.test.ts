@@ -200,7 +200,8 @@ describe("the authorization code flow", () => {
     const adminId = (await srv.db.sql<{ id: string }[]>`SELECT id FROM users WHERE email = ${ADMIN.email}`)[0]!.id;
     const mcp = await callMcp("demo-store", { authorization: `Bearer ${tokenRes.access_token}` });
     expect(mcp.status).toBe(200);
-    expect(mcp.body.data).toEqual({ kind: "oauth", sub: adminId, clientId: client.client_id, scopes: ["search", "cart"] });
+    // a user-delegated token: not machine-to-machine (no agent trust signal), bound to the resource it asked for
+    expect(mcp.body.data).toEqual({ kind: "oauth", sub: adminId, clientId: client.client_id, scopes: ["search", "cart"], machineToMachine: false, audience: `${srv.url}/demo-store/mcp` });
     expect(mcp.headers.get("x-ratelimit-limit")).toBe("30");
     expect(mcp.headers.get("x-ratelimit-remaining")).toBe("29");
 
@@ -350,7 +351,8 @@ describe("client credentials (machine to machine)", () => {
     const ownerId = (await srv.db.sql<{ id: string }[]>`SELECT id FROM users WHERE email = ${who.email}`)[0]!.id;
     const mcp = await callMcp(otherSlug, { authorization: `Bearer ${res.access_token}` });
     expect(mcp.status).toBe(200);
-    expect(mcp.body.data).toEqual({ kind: "oauth", sub: ownerId, clientId: reg.body.client_id, scopes: ["checkout"] });
+    // client_credentials: machine-to-machine with the agent trust signal (what a merchant's checkout endpoint demands)
+    expect(mcp.body.data).toEqual({ kind: "oauth", sub: ownerId, clientId: reg.body.client_id, scopes: ["checkout"], machineToMachine: true, audience: `${srv.url}/${otherSlug}/mcp` });
   });
 
   test("client_credentials without a session owner, with a wrong secret, or without a resource is refused", async () => {

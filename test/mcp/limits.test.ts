@@ -76,3 +76,19 @@ test("an API key on a real merchant's checkout endpoint is refused with 401", as
   expect(r.status).toBe(401);
   expect(r.headers.get("www-authenticate")).toContain("resource_metadata=");
 }, 30_000);
+
+test("initialize is counted in the address's global bucket (500 per 15 minutes), so one address cannot open sessions without bound", async () => {
+  const init = () =>
+    fetch(`${srv.url}/${DEMO}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    });
+  const a = await init();
+  await a.text();
+  expect(a.status).toBe(200);
+  expect(a.headers.get("x-ratelimit-limit")).toBe("500");
+  const b = await init();
+  await b.text();
+  expect(Number(b.headers.get("x-ratelimit-remaining"))).toBe(Number(a.headers.get("x-ratelimit-remaining")) - 1);
+}, 30_000);

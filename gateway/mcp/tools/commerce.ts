@@ -291,6 +291,9 @@ export function assertSessionPreviewed(cart: { checkout_session_id: string | nul
   }
 }
 
+/** Checkout statuses no complete call can leave. */
+const FINISHED: ReadonlySet<string> = new Set(["COMPLETED", "FAILED", "EXPIRED", "CANCELED"]);
+
 /** complete (or resume) a previewed session; shared by complete_checkout and ucp_complete_checkout. */
 export async function completeSession(
   ctx: ToolContext,
@@ -367,6 +370,14 @@ export const completeCheckout = defineTool({
   async summarize(a, ctx) {
     const s = await sessionSummary(ctx, a.checkout_session_id);
     assertSessionPreviewed(s.cart, a.checkout_session_id);
+    if (s.cart.checkout_session_id === a.checkout_session_id && s.cart.checkout_status !== null && FINISHED.has(s.cart.checkout_status)) {
+      // A finished session cannot take a payment any more, so the human is not asked to pay again (audit N4): the
+      // cart actor's answer comes back at once (same key: CHECKOUT_ALREADY_IN_PROGRESS with the orders; another
+      // key: IDEMPOTENCY_KEY_CONFLICT; failed/expired/cancelled: SESSION_INACTIVE). These statuses are terminal, so
+      // no race can turn this call into a payment (checkout-machine decideComplete throws for every one of them).
+      await completeSession(ctx, a);
+      throw fail("CHECKOUT_STATUS_INVALID", "The checkout session is finished.", { status: s.cart.checkout_status });
+    }
     return {
       summary: `Pay ${s.amount} to ${ctx.store.name} for ${s.cart.items.length} item(s) with ${a.payment_method}.`,
       facts: { amount: s.cart.totals.total, currency: s.cart.currency, merchant: ctx.store.name, payment_method: a.payment_method },

@@ -30,6 +30,15 @@ export async function storeProduct(ctx: ToolContext, id: string) {
   return found;
 }
 
+/** Spec input bounds, as REST applies them: search limit default 20, above 100 served as 100 (capped, not refused). */
+export const SEARCH_LIMIT = { default: 20, max: 100 } as const;
+/** Recommendations: default 5, above 20 served as 20. */
+export const RECOMMENDATION_LIMIT = { default: 5, max: 20 } as const;
+
+export function searchLimit(limit: number | undefined): number {
+  return Math.min(limit ?? SEARCH_LIMIT.default, SEARCH_LIMIT.max);
+}
+
 export async function searchStore(
   ctx: ToolContext,
   a: { query: string; min_price?: number; max_price?: number; category?: string; in_stock_only?: boolean; sort?: string; page?: number; limit?: number },
@@ -44,7 +53,7 @@ export async function searchStore(
     inStock: a.in_stock_only ?? true,
   };
   return getSearchService(ctx.svc).search(
-    { query: a.query, storeSlug: ctx.store.slug, filters, sort: a.sort as SortOrder | undefined, page: a.page, limit: a.limit ?? 10 },
+    { query: a.query, storeSlug: ctx.store.slug, filters, sort: a.sort as SortOrder | undefined, page: a.page, limit: searchLimit(a.limit) },
     ctx.now,
   );
 }
@@ -57,7 +66,7 @@ const SearchArgs = {
   in_stock_only: T.Optional(T.Boolean({ description: "Default true: only products in stock." })),
   sort: T.Optional(Sort),
   page: T.Optional(T.Integer({ minimum: 1, description: "Default 1." })),
-  limit: T.Optional(T.Integer({ minimum: 1, maximum: 100, description: "1 to 100, default 10." })),
+  limit: T.Optional(T.Integer({ minimum: 1, description: "Default 20; values above 100 are served as 100." })),
 };
 
 export const searchProducts = defineTool({
@@ -75,7 +84,7 @@ export const searchProducts = defineTool({
   scopes: ["search"],
   confirmation: false,
   rateBucket: "search_products",
-  errors: { INVALID_ARGUMENT: "max_price below min_price, limit outside 1..100, empty query" },
+  errors: { INVALID_ARGUMENT: "max_price below min_price, limit below 1, empty query" },
   async handler(a, ctx) {
     return searchStore(ctx, a);
   },
@@ -291,7 +300,7 @@ export const getRecommendations = defineTool({
     "Related products at OTHER merchants for one product of this store (same category, similar title), ranked by the " +
     "search formula. Use it to offer alternatives. Needs a key whose tier includes recommendations.",
   group: "discovery",
-  input: T.Object({ product_id: Uuid, limit: T.Optional(T.Integer({ minimum: 1, maximum: 20, description: "Default 5, at most 20." })) }, Strict),
+  input: T.Object({ product_id: Uuid, limit: T.Optional(T.Integer({ minimum: 1, description: "Default 5; values above 20 are served as 20." })) }, Strict),
   output: T.Object({ productId: T.String(), products: T.Array(ProductSummary) }, Open),
   annotations: READ,
   auth: "key",
@@ -300,7 +309,7 @@ export const getRecommendations = defineTool({
   confirmation: false,
   async handler(a, ctx) {
     const { product } = await storeProduct(ctx, a.product_id);
-    const limit = a.limit ?? 5;
+    const limit = Math.min(a.limit ?? RECOMMENDATION_LIMIT.default, RECOMMENDATION_LIMIT.max);
     const products = await getSearchService(ctx.svc).related(product, limit, ctx.now);
     return { productId: product.id, limit, products };
   },

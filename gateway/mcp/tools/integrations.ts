@@ -62,7 +62,8 @@ export const issuePaymentMandate = defineTool({
   name: "issue_payment_mandate",
   title: "Issue payment mandate",
   description:
-    "Ask the human for a spending mandate: the most you may pay at this store, in one currency, for a limited time. " +
+    "Ask the human for a spending mandate: the most you may pay for one order at this store, in one currency, for a " +
+    "limited time (a per-order cap, not a budget: each order is checked against it on its own). " +
     "Returns a signed mandate to pass as complete_checkout's payment_mandate (required on the dedicated checkout " +
     "endpoint). A checkout above it answers MANDATE_LIMIT_EXCEEDED; a tampered or expired one AGENT_TOKEN_INVALID.",
   group: "checkout",
@@ -74,7 +75,12 @@ export const issuePaymentMandate = defineTool({
   sandboxRefused: true,
   confirmation: true,
   async summarize(a, ctx) {
-    return { summary: `Allow the agent to spend up to ${a.max_amount} ${a.currency} at ${ctx.store.name} for ${a.expires_in_minutes ?? 60} minutes.`, facts: { amount: a.max_amount, currency: a.currency } };
+    // "per order": the spec's MANDATE_LIMIT_EXCEEDED compares one order with the mandate, and the mandate can back
+    // several orders while it lasts; the human must not read it as a total budget (audit G3, docs/decisions.md)
+    return {
+      summary: `Allow the agent to pay up to ${a.max_amount} ${a.currency} per order at ${ctx.store.name}, for any number of orders during the next ${a.expires_in_minutes ?? 60} minutes.`,
+      facts: { amount_per_order: a.max_amount, currency: a.currency },
+    };
   },
   async handler(a, ctx) {
     if (!fitsCurrency(a.max_amount, a.currency)) throw fail("INVALID_ARGUMENT", `max_amount has more decimals than ${a.currency} allows.`, { field: "max_amount" });
