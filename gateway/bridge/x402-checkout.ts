@@ -100,8 +100,19 @@ function assignPayloads(raw: unknown, legs: Leg[]): Map<string, PaymentPayload> 
   else if (raw && typeof raw === "object" && !("x402Version" in raw)) {
     list = Object.entries(raw as Record<string, unknown>).map(([slug, v]) => ({ payload: parse(v, `x402_payload.${slug}`), slug }));
   } else list = [{ payload: parse(raw, "x402_payload") }];
+  // `[]` or `{}` offers no payment at all: the caller's mistake (400), not "no payment" (the 402 challenge), and
+  // never a leg-less settlement (it was a 500, audit M2)
+  if (list.length === 0) throw fail("INVALID_ARGUMENT", "x402_payload holds no payment payload.", { field: "x402_payload" });
   for (const item of list) {
     const accepted = item.payload.accepted;
+    // a payload keyed by a merchant this cart does not pay is a mistake too, not a hint to ignore (audit N8)
+    if (item.slug !== undefined && !legs.some((l) => l.storeId === item.slug)) {
+      throw fail("INVALID_ARGUMENT", `x402_payload names merchant ${item.slug}, which this cart does not pay.`, {
+        field: `x402_payload.${item.slug}`,
+        merchant_slug: item.slug,
+        cart_merchants: legs.map((l) => l.storeId),
+      });
+    }
     const leg =
       legs.find((l) => l.storeId === (item.slug ?? slugOf(accepted))) ??
       legs.find((l) => !out.has(l.storeId) && accepted.payTo.toLowerCase() === l.requirements.payTo.toLowerCase() && accepted.amount === l.requirements.amount) ??

@@ -116,6 +116,28 @@ describe("the 402 challenge", () => {
     expect(r.body).toMatchObject({ success: false, code: "MISSING_REQUIRED_ARGUMENT", details: { field: "x402_config" } });
   });
 
+  test("an x402_payload that is an empty array or object is 400 INVALID_ARGUMENT naming the field, and writes no order", async () => {
+    const cartId = await newCart();
+    for (const empty of [[], {}]) {
+      const r = await checkout({ cartId, x402_payload: empty });
+      expect(r.status).toBe(400);
+      expect(r.body).toMatchObject({ success: false, code: "INVALID_ARGUMENT", details: { field: "x402_payload" } });
+    }
+    expect(await ordersOf(cartId)).toEqual([]);
+  });
+
+  test("a payload keyed by a merchant the cart does not pay is 400 naming that key, and no money moves", async () => {
+    const payer = devnet.chain.accounts[3] as DevAccount;
+    const cartId = await newCart();
+    const payload = await payloadFor(cartId, payer);
+    const before = await devnet.balanceOf(payer.address);
+    const r = await checkout({ cartId, x402_payload: { "summit-sports-co": payload } });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ code: "INVALID_ARGUMENT", details: { field: "x402_payload.summit-sports-co", merchant_slug: "summit-sports-co", cart_merchants: ["demo-store"] } });
+    expect(await devnet.balanceOf(payer.address)).toBe(before);
+    expect(await ordersOf(cartId)).toEqual([]);
+  });
+
   test("the merchant's configured wallet overrides a different merchant_wallet_address when enforcement is off", async () => {
     const cartId = await newCart();
     const r = await checkout({ cartId, x402_config: { ...x402Config, merchant_wallet_address: acct(7) } });
