@@ -88,8 +88,9 @@ Tool failures are HTTP 200 results with \`isError: true\`, a text content and \`
 Remedy values (snake_case of the spec's words): \`stop\`, \`human_decides\`, \`fix_arguments\`, \`refresh_state\`,
 \`different_path\`, \`retry_same_call\`, \`retry_with_backoff\`. Scope: \`call\` or \`merchant\` (merchant-wide, cacheable).
 Every tool's \`outputSchema\` is \`{type: "object", anyOf: [success, {error}]}\`, so clients that validate structured
-content accept error results too. Credentialed callers may also see \`forbidden\` (scope), \`sandbox_not_allowed\` and
-\`feature_not_in_tier\` (key tier), with the same fields.
+content accept error results too. Callers with an API key may also see \`forbidden\` (scope), \`sandbox_not_allowed\` and
+\`feature_not_in_tier\` (key tier), with the same fields; an OAuth token without a tool's scope is HTTP 403 with an
+\`insufficient_scope\` challenge instead (docs/access.md).
 
 | code | remedy | retryable | scope | how a tool reaches it |
 |---|---|---|---|---|

@@ -28,6 +28,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Elysia } from "elysia";
+import { DEFAULT_SCOPES, type Scope } from "../../actors/agent/access.ts";
 import { bucketsFor, ipBucketKey, type Surface } from "../../actors/agent/limits.ts";
 import { ActorError, ERROR_TABLE, fail, type ErrorCode } from "../../actors/runtime/errors.ts";
 import { findStore, isEligibleStore } from "../../actors/store/reads.ts";
@@ -41,7 +42,7 @@ import { exceedsJsonDepth, MAX_JSON_DEPTH, tooDeepMessage } from "../plugins/jso
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import type { Services } from "../services.ts";
 import { cannotAsk, elicitingConfirmer, type Confirmer } from "./confirm.ts";
-import { buildToolTable, runTool, type ToolTable } from "./dispatch.ts";
+import { buildToolTable, runTool, type CompiledTool, type ToolTable } from "./dispatch.ts";
 import { errorResult, serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
 import { CUSTOMER_HEADER, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
 import type { Caller, Customer, Endpoint, ToolContext } from "./registry.ts";
@@ -322,7 +323,9 @@ export class McpGateway {
       throw this.refusal(err);
     }
     if (needsKey) {
-      headers["www-authenticate"] = mcpChallenge(svc, store.slug);
+      // the scope hint (MCP authorization, scope selection): the default agent scopes plus what this tool needs, so
+      // an OAuth client does not ask the human for every scope in scopes_supported (checkout included) up front
+      headers["www-authenticate"] = mcpChallenge(svc, store.slug, { scope: challengeScopes([], this.table.byName.get(toolName)?.def.scopes) });
       throw new HttpRefusal(401, "unauthorized", `${toolName} needs an agent key (X-Agent-Api-Key) or an OAuth access token (Authorization: Bearer).`, { tool: toolName });
     }
     return { caller: null, customer, customerError };
@@ -467,6 +470,18 @@ export class McpGateway {
       if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, out, store.slug);
       throw err;
     }
+    const missing = insufficientOAuthScope(t, principal);
+    if (missing) {
+      // MCP authorization (2025-11-25), scope challenge: an OAuth token without the tool's scope is HTTP 403 with
+      // error="insufficient_scope" and the scopes to ask for (the token's own plus the missing one), so the client
+      // can step up. API keys keep the tool error `forbidden` (their scopes are chosen at key creation, not here).
+      headers["www-authenticate"] = mcpChallenge(this.svc, store.slug, {
+        code: "insufficient_scope",
+        description: `${name} needs the ${missing} scope`,
+        scope: challengeScopes(principal.caller!.scopes, [missing]),
+      });
+      return this.respond(rpcError(msg.id, -32003, `The access token lacks the "${missing}" scope needed for ${name}.`, { code: "forbidden", scope: missing, tool: name }), 403, out);
+    }
     if (deepArgument !== undefined && t) {
       // never handed to the validator or the SDK: the argument is refused by name, without echoing it
       if (!acceptsJson(request)) return this.respond(rpcError(msg.id, -32000, "Not Acceptable: the client must accept application/json."), 406, out);
@@ -500,6 +515,21 @@ export class McpGateway {
     for (const [k, v] of Object.entries(headers)) if (!h.has(k)) h.set(k, String(v));
     return new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
   }
+}
+
+/** The scope an OAuth caller lacks for a tool (the first the tool accepts), or undefined. */
+function insufficientOAuthScope(t: CompiledTool | undefined, p: CallPrincipal): Scope | undefined {
+  const caller = p.caller;
+  if (!t || !caller || caller.kind !== "oauth" || t.def.auth !== "key") return undefined;
+  const accepted = t.def.scopes ?? [];
+  if (accepted.length === 0 || accepted.some((s) => caller.scopes.includes(s))) return undefined;
+  return accepted[0];
+}
+
+/** Space-separated scopes for a challenge: what the caller has (or the default agent scopes) plus what is needed. */
+function challengeScopes(have: readonly string[], need: readonly string[] | undefined): string {
+  const base = have.length > 0 ? have : DEFAULT_SCOPES;
+  return [...new Set([...base, ...(need ?? []).slice(0, 1)])].join(" ");
 }
 
 /**

@@ -52,12 +52,14 @@ export interface VerifyMcpAccessInput {
 }
 
 /** The challenge every 401 from a store's MCP endpoint carries. */
-export function mcpChallenge(svc: Services, slug: string, error?: { code: "invalid_token" | "insufficient_scope"; description: string; scope?: string }): string {
+export function mcpChallenge(
+  svc: Services,
+  slug: string,
+  error?: { code?: "invalid_token" | "insufficient_scope"; description?: string; scope?: string },
+): string {
   let h = `Bearer resource_metadata="${resourceMetadataUrl(svc, slug)}"`;
-  if (error) {
-    h += `, error="${error.code}", error_description="${error.description.replace(/["\\]/g, "")}"`;
-    if (error.scope) h += `, scope="${error.scope}"`;
-  }
+  if (error?.code) h += `, error="${error.code}", error_description="${(error.description ?? "").replace(/["\\]/g, "")}"`;
+  if (error?.scope) h += `, scope="${error.scope}"`;
   return h;
 }
 

@@ -14,10 +14,19 @@ import { noStore, OAUTH_BASE, OAuthError, oauthErrorBody, randomSecret, sha256he
 const GRANTS: readonly GrantType[] = ["authorization_code", "refresh_token", "client_credentials"];
 const METHODS: readonly AuthMethod[] = ["none", "client_secret_basic", "client_secret_post"];
 
-function strings(v: unknown, field: string): string[] | undefined {
+/**
+ * Registration is unauthenticated, and every accepted value is stored: lists and strings are bounded so one
+ * request cannot store ~0.3 MB of redirect URIs (audit N6). Generous for any real client.
+ */
+export const DCR_LIMITS = { redirectUris: 10, uriChars: 2000, listItems: 10, scopeChars: 500, nameChars: 200 } as const;
+
+function strings(v: unknown, field: string, maxItems: number = DCR_LIMITS.listItems, maxChars: number = DCR_LIMITS.uriChars): string[] | undefined {
   if (v === undefined) return undefined;
   if (!Array.isArray(v) || !v.every((x) => typeof x === "string")) throw new OAuthError("invalid_client_metadata", `${field} must be an array of strings`);
-  return v as string[];
+  if (v.length > maxItems) throw new OAuthError("invalid_client_metadata", `${field} may hold at most ${maxItems} entries`);
+  if (v.some((x: string) => x.length > maxChars)) throw new OAuthError("invalid_client_metadata", `each ${field} entry may be at most ${maxChars} characters`);
+  // duplicates add nothing but stored bytes
+  return [...new Set(v as string[])];
 }
 
 export function registrationRoutes(svc: Services) {
@@ -35,7 +44,7 @@ export function registrationRoutes(svc: Services) {
         if (responseTypes.some((r) => r !== "code")) throw new OAuthError("invalid_client_metadata", 'only response type "code" is supported');
         const method = (m.token_endpoint_auth_method ?? "client_secret_basic") as AuthMethod;
         if (!METHODS.includes(method)) throw new OAuthError("invalid_client_metadata", `unsupported token_endpoint_auth_method "${String(method)}"`);
-        const redirectUris = strings(m.redirect_uris, "redirect_uris") ?? [];
+        const redirectUris = strings(m.redirect_uris, "redirect_uris", DCR_LIMITS.redirectUris) ?? [];
         if (grantTypes.includes("authorization_code") && redirectUris.length === 0) {
           throw new OAuthError("invalid_redirect_uri", "redirect_uris is required for the authorization_code grant");
         }
@@ -43,9 +52,10 @@ export function registrationRoutes(svc: Services) {
           if (!isAcceptableRedirectUri(u)) throw new OAuthError("invalid_redirect_uri", `redirect URI not allowed: ${u} (https, http on loopback, or a private-use scheme; no fragment)`);
         }
         if (m.scope !== undefined && typeof m.scope !== "string") throw new OAuthError("invalid_client_metadata", "scope must be a space-separated string");
+        if (typeof m.scope === "string" && m.scope.length > DCR_LIMITS.scopeChars) throw new OAuthError("invalid_client_metadata", `scope may be at most ${DCR_LIMITS.scopeChars} characters`);
         const scopes = typeof m.scope === "string" ? m.scope.split(" ").filter(Boolean) : [...SCOPES];
         for (const s of scopes) if (!(SCOPES as readonly string[]).includes(s)) throw new OAuthError("invalid_client_metadata", `unknown scope "${s}"`);
-        const name = typeof m.client_name === "string" ? m.client_name.slice(0, 200) : "";
+        const name = typeof m.client_name === "string" ? m.client_name.slice(0, DCR_LIMITS.nameChars) : "";
         let owner: string | null = null;
         if (request.headers.has("authorization")) {
           const user = await userFromRequest(svc, request).catch(() => null);

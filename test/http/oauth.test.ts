@@ -501,6 +501,7 @@ describe("the real MCP endpoint", () => {
 
     const anon = await tools(real.url, slugB, {}, "create_cart", { items: [] });
     expect(anon.status).toBe(401);
-    expect(anon.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${real.url}/.well-known/oauth-protected-resource/${slugB}/mcp"`);
+    // with the scopes to ask for: the default agent scopes, which include create_cart's "cart"
+    expect(anon.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${real.url}/.well-known/oauth-protected-resource/${slugB}/mcp", scope="search compare cart merchants:read"`);
   });
 });

@@ -293,7 +293,7 @@ describe("a real merchant's checkout endpoint (G2) and audience binding (N11)", 
     const res = await srv.json("/api/v1/oauth/token", {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "client_credentials", client_id: reg.body.client_id, client_secret: reg.body.client_secret, resource: `${srv.url}/${MERCHANT}/mcp/checkout` }).toString(),
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: reg.body.client_id, client_secret: reg.body.client_secret, resource: `${srv.url}/${MERCHANT}/mcp/checkout`, scope: "search cart checkout" }).toString(),
     });
     expect(res.status).toBe(200);
     const claims = JSON.parse(Buffer.from(String(res.body.access_token).split(".")[1]!, "base64url").toString("utf8"));
@@ -340,4 +340,31 @@ describe("confirmation (N4, N10)", () => {
       await c.close();
     }
   }, 60_000);
+});
+
+describe("dynamic client registration bounds (N6)", () => {
+  const register = (body: unknown) => srv.json("/api/v1/oauth/register", { method: "POST", body });
+
+  test("more than 10 redirect URIs, an over-long one or an over-long scope is invalid_client_metadata, and nothing is stored", async () => {
+    const before = (await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM oauth_clients`)[0]!.n;
+    const many = Array.from({ length: 11 }, (_, i) => `https://agent.example/cb/${i}`);
+    for (const body of [
+      { client_name: "x", redirect_uris: many, token_endpoint_auth_method: "none" },
+      { client_name: "x", redirect_uris: [`https://agent.example/${"a".repeat(2_001)}`], token_endpoint_auth_method: "none" },
+      { client_name: "x", redirect_uris: ["https://agent.example/cb"], token_endpoint_auth_method: "none", scope: "search ".repeat(100) },
+      { client_name: "x", redirect_uris: ["https://agent.example/cb"], token_endpoint_auth_method: "none", grant_types: Array(11).fill("authorization_code") },
+    ]) {
+      const r = await register(body);
+      expect(r.status).toBe(400);
+      expect(r.body.error).toBe("invalid_client_metadata");
+    }
+    expect((await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM oauth_clients`)[0]!.n).toBe(before);
+  });
+
+  test("10 redirect URIs are accepted, duplicates stored once", async () => {
+    const ten = Array.from({ length: 10 }, (_, i) => `https://agent.example/cb/${i % 5}`);
+    const r = await register({ client_name: "x", redirect_uris: ten, token_endpoint_auth_method: "none" });
+    expect(r.status).toBe(201);
+    expect(r.body.redirect_uris).toHaveLength(5);
+  });
 });

@@ -85,15 +85,27 @@ test("a token for one store is refused at another store's MCP endpoint with 401 
   }
 }, 60_000);
 
-test("a token without the cart scope gets the forbidden tool error, not a cart", async () => {
+test("a token without the cart scope is HTTP 403 with an insufficient_scope challenge naming the scopes to ask for, and no cart", async () => {
   const token = await clientCredentialsToken(DEMO, "search");
+  const r = await rpc(srv, `/${DEMO}/mcp`, "tools/call", { name: "create_cart", arguments: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] } }, { authorization: `Bearer ${token}` });
+  expect(r.status).toBe(403);
+  const challenge = r.headers.get("www-authenticate") ?? "";
+  expect(challenge).toContain('error="insufficient_scope"');
+  expect(challenge).toContain('scope="search cart"');
+  expect(challenge).toContain(`resource_metadata="${srv.url}/.well-known/oauth-protected-resource/${DEMO}/mcp"`);
+  expect(r.body.error.data).toMatchObject({ code: "forbidden", scope: "cart", tool: "create_cart" });
+  // through the SDK client in a session too: the call fails before anyone is asked
   const c = await connect(srv, { headers: { authorization: `Bearer ${token}` }, elicit: accept });
   try {
-    const e = errorOf(await c.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
-    expect(e.code).toBe("forbidden");
-    expect(e.details.scope).toBe("cart");
+    await expect(c.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] })).rejects.toThrow();
     expect(c.elicitations).toHaveLength(0);
   } finally {
     await c.close();
   }
 }, 60_000);
+
+test("an anonymous call of a keyed tool is challenged with the default agent scopes plus the tool's", async () => {
+  const r = await rpc(srv, `/${DEMO}/mcp`, "tools/call", { name: "complete_checkout", arguments: {} });
+  expect(r.status).toBe(401);
+  expect(r.headers.get("www-authenticate")).toContain('scope="search compare cart merchants:read checkout"');
+}, 30_000);
