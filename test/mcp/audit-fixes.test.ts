@@ -368,3 +368,23 @@ describe("dynamic client registration bounds (N6)", () => {
     expect(r.body.redirect_uris).toHaveLength(5);
   });
 });
+
+describe("codes from the spec's tool-error table (N1)", () => {
+  test("get_wallet without a wallet is PRECONDITION_NOT_MET naming provision_wallet; a second provision_wallet is NOT_ELIGIBLE before anyone is asked", async () => {
+    const key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
+    const c = await connect(srv, { headers: key.headers, elicit: accept });
+    try {
+      const none = errorOf(await c.call("get_wallet"));
+      expect(none).toMatchObject({ code: "PRECONDITION_NOT_MET", details: { required_step: "provision_wallet" } });
+      const made = structured(await c.call("provision_wallet", {}));
+      expect(made.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
+      const asked = c.elicitations.length;
+      const again = errorOf(await c.call("provision_wallet", {}));
+      expect(again).toMatchObject({ code: "NOT_ELIGIBLE", details: { reason: "wallet_exists", address: made.address } });
+      expect(c.elicitations.length).toBe(asked);
+      expect(structured(await c.call("get_wallet")).address).toBe(made.address);
+    } finally {
+      await c.close();
+    }
+  }, 60_000);
+});
