@@ -66,7 +66,8 @@ tools; the end customer is identified by an \`X-Customer-Identity\` token the me
 \`POST /api/v1/merchant/stores/{slug}/customer-tokens\`), \`/{slug}/mcp/checkout\` (cart and checkout; on a real
 merchant only machine-to-machine OAuth access tokens — client_credentials, which carry the agent trust signal
 (docs/access.md) — and \`complete_checkout\` needs a \`payment_mandate\`). The public demo
-\`{site_url}/demo-store/mcp\` needs no key for discovery tools (20 requests/min per IP).
+\`{site_url}/demo-store/mcp\` needs no key for discovery tools (20 requests/min per IP, shared by every endpoint of the demo
+store for keyless callers).
 
 Protocol: revision 2025-11-25, one JSON-RPC message per POST (a JSON array — a batch — is HTTP 400 \`-32600\`, in a
 session too). A message may nest objects/arrays at most 64 levels deep (HTTP 400 \`-32600\`, \`data.code\`

@@ -110,6 +110,10 @@ class HttpRefusal extends Error {
 const JSON_HEADERS = { "content-type": "application/json" };
 
 function surfaceOf(endpoint: Endpoint, slug: string, credentialed: boolean): Surface {
+  // Keyless demo traffic is the demo bucket (20/min per IP) on every endpoint of the demo store: its discovery
+  // variant's 1000/min would otherwise sidestep it (audit N3; docs/decisions.md). Credentialed callers get the
+  // endpoint's own bucket, as at any store.
+  if (slug === DEMO_STORE && !credentialed) return "demo-mcp";
   switch (endpoint) {
     case "discovery":
       return "mcp-discovery";
@@ -118,7 +122,7 @@ function surfaceOf(endpoint: Endpoint, slug: string, credentialed: boolean): Sur
     case "checkout":
       return "mcp-checkout";
     default:
-      return slug === DEMO_STORE && !credentialed ? "demo-mcp" : "mcp";
+      return "mcp";
   }
 }
 

@@ -92,3 +92,19 @@ test("initialize is counted in the address's global bucket (500 per 15 minutes),
   await b.text();
   expect(Number(b.headers.get("x-ratelimit-remaining"))).toBe(Number(a.headers.get("x-ratelimit-remaining")) - 1);
 }, 30_000);
+
+test("keyless calls on the demo store's discovery endpoint share the demo bucket (20/min per IP), not the 1000/min discovery one", async () => {
+  const statuses: number[] = [];
+  for (let i = 0; i < 45; i++) {
+    const r = await call(`/${DEMO}/mcp/discovery`, "browse_categories", {});
+    expect(r.headers.get("x-ratelimit-limit")).toBe("20");
+    statuses.push(r.status);
+  }
+  // at most 20 per window, and 45 quick calls span at most two windows
+  expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(5);
+  // with a key the discovery endpoint keeps its own bucket
+  const key = await createKey(srv, { scopes: ALL_SCOPES });
+  const keyed = await call(`/${DEMO}/mcp/discovery`, "browse_categories", {}, key.headers);
+  expect(keyed.status).toBe(200);
+  expect(Number(keyed.headers.get("x-ratelimit-limit"))).toBeGreaterThanOrEqual(1000);
+}, 60_000);
