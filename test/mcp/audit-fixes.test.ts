@@ -7,6 +7,7 @@ import { issueAccessToken } from "../../gateway/oauth/grants.ts";
 import { mcpResource } from "../../gateway/oauth/common.ts";
 import { MAX_ARGUMENT_DEPTH, MAX_SESSIONS_PER_ADDRESS, type McpGateway } from "../../gateway/mcp/server.ts";
 import { ECHO_MAX_CHARS } from "../../gateway/mcp/dispatch.ts";
+import { EXTRAS_PLATFORM_RESOLVER } from "../../gateway/mcp/tools/integrations.ts";
 import { MAX_JSON_DEPTH } from "../../gateway/plugins/json-depth.ts";
 import { ALL_SCOPES, createKey, login } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
@@ -387,4 +388,40 @@ describe("codes from the spec's tool-error table (N1)", () => {
       await c.close();
     }
   }, 60_000);
+});
+
+describe("merchant platform calls connect to the vetted address", () => {
+  test("check_live_availability resolves the platform's name once, through the SSRF guard, and connects to that address with the original Host", async () => {
+    const hosts: string[] = [];
+    const platform = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (req) => {
+        hosts.push(req.headers.get("host") ?? "");
+        return Response.json({ in_stock: true, quantity: 7 });
+      },
+    });
+    const svc = srv.running.services;
+    const lookups: string[] = [];
+    // "platform.invalid" has no DNS answer: only a connection to the vetted address can reach the platform
+    svc.extras.set(EXTRAS_PLATFORM_RESOLVER, async (host: string) => {
+      lookups.push(host);
+      return host === "platform.invalid" ? [{ address: "127.0.0.1", family: 4 }] : [];
+    });
+    const [before] = await srv.db.sql<{ attributes: Record<string, unknown> }[]>`SELECT attributes FROM products WHERE id = ${DEMO_PRODUCT}`;
+    await srv.db.sql`UPDATE products SET attributes = attributes || ${srv.db.sql.json({ platform_endpoint: `http://platform.invalid:${platform.port}/items/1` })} WHERE id = ${DEMO_PRODUCT}`;
+    const c = await connect(srv);
+    try {
+      const r = await c.call("check_live_availability", { product_id: DEMO_PRODUCT });
+      expect(r.isError).toBeFalsy();
+      expect(structured(r)).toMatchObject({ inStock: true, quantity: 7 });
+      expect(lookups).toEqual(["platform.invalid"]);
+      expect(hosts).toEqual([`platform.invalid:${platform.port}`]);
+    } finally {
+      await c.close();
+      svc.extras.delete(EXTRAS_PLATFORM_RESOLVER);
+      await srv.db.sql`UPDATE products SET attributes = ${srv.db.sql.json(before!.attributes as never)} WHERE id = ${DEMO_PRODUCT}`;
+      platform.stop(true);
+    }
+  });
 });

@@ -15,7 +15,7 @@ import { fitsCurrency } from "../../../actors/store/ingest.ts";
 import { toMinor } from "../../../actors/store/schemas.ts";
 import { displayBand } from "../../../actors/trust/bands.ts";
 import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../../actors/trust/explain.ts";
-import { assertPublicUrl } from "../../../infra/ssrf.ts";
+import { assertPublicUrl, type Resolver } from "../../../infra/ssrf.ts";
 import { toMajor } from "../../../search/money.ts";
 import { tokenService } from "../../identity.ts";
 import { currentScore } from "../../rest/trust.ts";
@@ -184,15 +184,38 @@ function platformEndpoint(ctx: ToolContext, attributes: Record<string, unknown>)
   return url;
 }
 
+/** Services.extras key of a DNS resolver for platform calls (tests inject one; default: the system's). */
+export const EXTRAS_PLATFORM_RESOLVER = "mcp.platform.resolve";
+
+/**
+ * Calls the merchant platform at the address the SSRF guard vetted, with the original Host header and TLS server
+ * name, as webhook delivery does (docs/webhooks.md): fetching by name would resolve it a second time, and a
+ * rebinding DNS answer could then point the request at an internal address (audit, code reading).
+ */
 async function callPlatform(ctx: ToolContext, url: string, init: RequestInit): Promise<Response> {
   const allowPrivate = ctx.svc.config.ALLOW_PRIVATE_URLS;
+  let target: URL;
+  let hostHeader: string;
+  let serverName: string | undefined;
   try {
-    await assertPublicUrl(url, { allowPrivate, field: "platform_endpoint" });
+    const vetted = await assertPublicUrl(url, { allowPrivate, field: "platform_endpoint", resolve: ctx.svc.extras.get(EXTRAS_PLATFORM_RESOLVER) as Resolver | undefined });
+    hostHeader = vetted.url.host;
+    target = new URL(vetted.url.href);
+    target.hostname = vetted.family === 6 ? `[${vetted.address}]` : vetted.address;
+    if (vetted.url.protocol === "https:" && vetted.hostname !== vetted.address) serverName = vetted.hostname;
   } catch {
     throw fail("STORE_NOT_CONFIGURED", "The product's platform endpoint is not an allowed URL.", { missing: "platform_endpoint" });
   }
   try {
-    return await fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(PLATFORM_TIMEOUT_MS) });
+    const headers = new Headers(init.headers);
+    headers.set("host", hostHeader);
+    return await fetch(target, {
+      ...init,
+      headers,
+      redirect: "manual",
+      signal: AbortSignal.timeout(PLATFORM_TIMEOUT_MS),
+      ...(serverName ? { tls: { serverName } } : {}),
+    } as RequestInit);
   } catch (err) {
     throw fail("UPSTREAM_UNAVAILABLE", "The merchant platform did not answer.", { reason: (err as Error).name === "TimeoutError" ? "timeout" : "unreachable" });
   }
