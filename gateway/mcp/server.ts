@@ -33,6 +33,7 @@ import { bucketsFor, ipBucketKey, type Surface } from "../../actors/agent/limits
 import { ActorError, ERROR_TABLE, fail, type ErrorCode } from "../../actors/runtime/errors.ts";
 import { findStore, isEligibleStore } from "../../actors/store/reads.ts";
 import type { StoreRecord } from "../../actors/store/schemas.ts";
+import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
 import { errorBody } from "../envelope.ts";
 import { mcpChallenge, verifyMcpAccess } from "../oauth/access.ts";
@@ -599,7 +600,8 @@ export function mcpRoutes(svc: Services) {
     try {
       return await gw.handle(c.request, c.params.slug!, endpoint, clientIp(c.request, c.server), c.set as Out);
     } catch (err) {
-      if (err instanceof ActorError) throw err;
+      // a database outage is the envelope's 503 service_unavailable (plugins/errors.ts), as on REST, not a bug
+      if (err instanceof ActorError || isDatabaseUnavailable(err)) throw err;
       // like REST 500s (plugins/errors.ts): the request id in the answer and the log, no stack in the answer
       const requestId = headers["x-request-id"];
       log.error("mcp request failed", { requestId, error: err as Error, stack: (err as Error)?.stack });
