@@ -2,14 +2,17 @@
  * `{site_url}/.well-known/*` documents. Each document is one entry of WELL_KNOWN_DOCUMENTS (path, builder,
  * cache lifetime); adding one (e.g. OAuth metadata) is one more entry.
  *
- * jwks.json publishes every key a verifier may need: the trust-score signing keys (active, plus retired ones
- * until their last signature expires) and the session/OAuth JWT public keys. Both are read from the shared
- * database, so any gateway serves the same set. Keys have distinct `kid`s (RFC 7638 thumbprints for trust).
+ * jwks.json publishes the trust-score signing keys only (active, plus retired ones until their last signature
+ * expires), read from the shared database so any gateway serves the same set. The platform's JWT key (sessions,
+ * OAuth access tokens, mandates, identity tokens) is not listed here: a third party checking "signed by the
+ * platform's trust key" by signature and `kid` alone must not accept a login token as trust data (MCP audit N7).
+ * OAuth clients find that key through the authorization server metadata's `jwks_uri` (/api/v1/oauth/jwks); the
+ * platform verifies the rest in-process.
  */
 import { Elysia } from "elysia";
 import type { JWK } from "jose";
 import { ensureTrustKey, publishedTrustJwks } from "../../actors/trust/keys.ts";
-import { secretKey, tokenService } from "../identity.ts";
+import { secretKey } from "../identity.ts";
 import type { Services } from "../services.ts";
 
 export interface WellKnownDocument {
@@ -26,8 +29,7 @@ async function jwks(svc: Services): Promise<{ keys: JWK[] }> {
     await ensureTrustKey(svc.sql, secretKey(svc), svc.clock.now());
     svc.extras.set("trustKeyEnsured", true);
   }
-  const [trust, tokens] = await Promise.all([publishedTrustJwks(svc.sql, svc.clock.now()), tokenService(svc)]);
-  return { keys: [...trust, ...tokens.publicJwks().keys] };
+  return { keys: await publishedTrustJwks(svc.sql, svc.clock.now()) };
 }
 
 export const WELL_KNOWN_DOCUMENTS: WellKnownDocument[] = [

@@ -138,11 +138,11 @@ describe("a store's signed trust score", () => {
     expect(independentVerify(`${flip(h, 3)}.${p}.${s}`, jwks, now)).toBeNull();
   });
 
-  test("the JWKS also publishes the session JWT key next to the trust key", async () => {
+  test("the JWKS publishes the trust keys only, each under its own kid (the JWT key is at the OAuth jwks_uri)", async () => {
     const jwks = (await srv.json("/.well-known/jwks.json")).body;
     const kids = new Set(jwks.keys.map((k: { kid: string }) => k.kid));
     expect(kids.size).toBe(jwks.keys.length);
-    expect(jwks.keys.length).toBeGreaterThanOrEqual(2);
+    expect(jwks.keys.length).toBeGreaterThanOrEqual(1);
     for (const k of jwks.keys) expect(k).toMatchObject({ kty: "OKP", crv: "Ed25519", alg: "EdDSA", use: "sig" });
   });
 
