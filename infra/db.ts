@@ -79,17 +79,25 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 interface Thenable {
   then(onFulfilled?: (v: unknown) => unknown, onRejected?: (e: unknown) => unknown): Promise<unknown>;
   cancel?: () => unknown;
+  /** postgres.js: the backend's key once a connection has taken the query (null while it waits in the pool). */
+  state?: unknown;
 }
 
-/** Bounds one pending query: its `then` (what `await` calls) races a timer; on expiry the query is also cancelled. */
+/**
+ * Bounds one pending query: its `then` (what `await` calls) races a timer. On expiry a query still waiting in the
+ * pool's queue is withdrawn; one already handed to a connection is left to finish there (its answer is dropped).
+ * Cancelling a sent query is not safe in postgres.js 3.4: a pipelined one is marked cancelled after its messages
+ * went out, so the connection hands later queries the wrong results, and a running one is cancelled by a separate
+ * request that can hit whatever the backend runs by then (review of 3b10258; test/actors/db-deadline.test.ts).
+ */
 function armDeadline(q: Thenable, ms: number): void {
   const then = q.then;
   q.then = function (onFulfilled, onRejected) {
     const bounded = new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new DatabaseUnavailableError(ms));
-        // frees a queued query at once, and asks a slow-but-alive server to stop; a frozen one never hears it
-        void Promise.resolve(q.cancel?.()).catch(() => {});
+        // only a query no connection has taken yet: `state` is set when a connection takes it (postgres.js)
+        if (!q.state) void Promise.resolve(q.cancel?.()).catch(() => {});
       }, ms);
       then.call(
         q,

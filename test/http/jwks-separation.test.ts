@@ -28,5 +28,5 @@ test("the JWT key is published where OAuth clients look for it (jwks_uri)", asyn
   const token = await login(srv);
   const meta = (await srv.json("/.well-known/oauth-authorization-server")).body as { jwks_uri: string };
   const jwks = (await srv.json(new URL(meta.jwks_uri).pathname)).body as { keys: { kid: string }[] };
-  expect(jwks.keys.map((k) => k.kid)).toContain(decodeProtectedHeader(token).kid);
+  expect(jwks.keys.map((k) => k.kid)).toContain(decodeProtectedHeader(token).kid!);
 });
