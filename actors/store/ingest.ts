@@ -49,7 +49,9 @@ const pointer = (path: string) => path.replace(/^\//, "").replace(/\//g, ".") ||
  */
 export function fitsCurrency(major: number, currency: string): boolean {
   const scaled = major * 10 ** currencyExponent(currency);
-  return Number.isFinite(scaled) && Math.abs(scaled - Math.round(scaled)) <= Math.max(1e-9, Math.abs(scaled) * 1e-12);
+  // 4 ulps of the scaled value: the product's own rounding plus the decimal input's (1e-12 relative let
+  // 4,999,999,999.999 USD through as 5,000,000,000.00: review of 3b10258)
+  return Number.isFinite(scaled) && Math.abs(scaled - Math.round(scaled)) <= Math.max(1e-9, Math.abs(scaled) * 4 * Number.EPSILON);
 }
 
 /**

@@ -23,6 +23,14 @@ describe("amountProblem: one check for every money value", () => {
     expect(amountProblem(0.01, "USD")).toBeNull();
     expect(amountProblem(0, "USD")).toBeNull();
   });
+  test("large amounts with a sub-cent part are refused too, not rounded", () => {
+    expect(amountProblem(4_999_999_999.999, "USD")).toContain("more decimals");
+    expect(amountProblem(9_999_999_999.995, "USD")).toContain("more decimals");
+  });
+  test("every exact two-decimal amount is accepted despite binary noise", () => {
+    for (const major of [0.29, 19.99, 1234.57, 99_999_999.99, 4_999_999_999.99, 9_999_999_999.99]) expect(amountProblem(major, "USD")).toBeNull();
+    for (let cents = 0; cents < 200_000; cents += 7) expect(amountProblem(cents / 100, "USD")).toBeNull();
+  });
 });
 
 describe("nulField", () => {
