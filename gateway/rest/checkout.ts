@@ -112,7 +112,15 @@ export function checkoutRoutes(svc: Services) {
       async ({ params }) => {
         const intent = await cardRail(svc.sql).describe(params.intentId);
         if (!intent) throw fail("not_found", "No sandbox payment with that intent id.", { intent_id: params.intentId });
-        return new Response(approvalPage(intent), { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+        // never framed (a page whose buttons move money must not be clickjacked), forms post only to itself
+        return new Response(approvalPage(intent), {
+          headers: {
+            "content-type": "text/html; charset=utf-8",
+            "cache-control": "no-store",
+            "x-frame-options": "DENY",
+            "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+          },
+        });
       },
       {
         params: t.Object({ intentId: IntentId }),

@@ -231,6 +231,10 @@ describe("L3: the 202 buyer link opens a page", () => {
     const page = await srv.fetch(link.pathname);
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toContain("text/html");
+    // a page whose buttons move money is never framed (clickjacking), and its forms post only to itself
+    expect(page.headers.get("x-frame-options")).toBe("DENY");
+    expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    expect(page.headers.get("content-security-policy")).toContain("form-action 'self'");
     const html = await page.text();
     expect(html).toContain(`action="${link.pathname}/approve"`);
     expect(html).toContain(`action="${link.pathname}/reject"`);
