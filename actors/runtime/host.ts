@@ -399,7 +399,8 @@ export class ActorHost {
     if (err instanceof ActorError) return errorReply(err);
     if (isInputDataError(err)) return errorReply(new ActorError("validation_error", "A value in the request is not acceptable (for example a NUL byte or an out-of-range number)."));
     // the database cannot be reached (connection refused or lost, a pooled query past its deadline): the caller may
-    // retry after a while, which 503 says; nothing of the turn was acknowledged
+    // retry after a while, which 503 says. The turn's own writes did not commit; anything it did outside the
+    // database before failing (a card capture) is recovered as after any failed turn (its intent row, reconcile).
     if (isDatabaseUnavailable(err)) {
       this.log.warn("actor turn failed: database unavailable", { kind: act.def.kind, id: act.id, error: err as Error });
       return errorReply(new ActorError("service_unavailable", "The database is unavailable; retry after 30 seconds."));
