@@ -41,6 +41,8 @@ import { ipBucketKey, type BucketDescriptor } from "../../actors/agent/limits.ts
 import { verifyLoginTimingSafe } from "../../infra/passwords.ts";
 import { ALL_TOOLS } from "../mcp/tools/index.ts";
 import { admitOthers, clientIp, setRateHeaders } from "../plugins/auth.ts";
+import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
+import { breachMessage, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor } from "../plugins/json-depth.ts";
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import { currentScore } from "../rest/trust.ts";
 import {
@@ -88,6 +90,8 @@ export const DASHBOARD_ANON_LIMIT = { limit: 120, windowMs: 60_000 };
 export const DASHBOARD_LOGIN_LIMIT = { limit: 30, windowMs: 15 * 60_000 };
 const PAGE_SIZE = 50;
 const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
+/** The JSON bounds of one JSONL upload line (one product): those of a 1 MiB JSON body (plugins/json-depth.ts). */
+const LINE_BOUNDS = { maxDepth: MAX_JSON_DEPTH, maxArrayItems: MAX_JSON_ARRAY_ITEMS, maxValues: maxJsonValuesFor(DEFAULT_BODY_LIMIT) };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const HIDDEN = { hide: true } as const;
@@ -295,12 +299,22 @@ export function dashboardRoutes(svc: Services) {
       const line = lines[i]!.trim();
       if (!line) continue;
       out.lines++;
+      let value: unknown;
       try {
-        batch.push({ line: i + 1, value: JSON.parse(line) });
+        value = JSON.parse(line);
       } catch {
         out.rejected.push({ line: i + 1, externalId: null, errors: ["not valid JSON"] });
         continue;
       }
+      // The body bounds every JSON route has (plugins/json-depth.ts), per line: a line nested 100,000 levels deep
+      // overflowed the stack (a 500), and one 10,000 levels deep was stored and served to agents (review H,
+      // finding 4). A line is one product, so it gets a 1 MiB route's budget.
+      const breach = jsonBoundBreach(value, LINE_BOUNDS);
+      if (breach) {
+        out.rejected.push({ line: i + 1, externalId: null, errors: [breachMessage(breach, "The line").message] });
+        continue;
+      }
+      batch.push({ line: i + 1, value });
       if (batch.length >= MAX_CATALOG_BATCH) await flush();
     }
     await flush();

@@ -5,6 +5,7 @@
  * isDatabaseUnavailable) as 503 `service_unavailable`, and anything unexpected as a 500
  * `internal_error` without a stack trace (the trace goes to the log with the request id).
  */
+import { ValueErrorType } from "@sinclair/typebox/errors";
 import { Elysia } from "elysia";
 import { ActorError, ERROR_TABLE, isInputDataError } from "../../actors/runtime/errors.ts";
 import { isDatabaseUnavailable } from "../../infra/db.ts";
@@ -14,25 +15,50 @@ import { errorBody } from "../envelope.ts";
 /** The spec's 503 row: "overload or maintenance; retry after 30 seconds". */
 const DB_RETRY_AFTER_SECONDS = 30;
 
+/** The parts of Elysia's ValidationError read here: its first TypeBox error, computed when it was thrown. */
 interface ValidationLike {
   type?: string;
-  all?: { path?: string; message?: string; summary?: string; value?: unknown }[];
-  message?: string;
+  valueError?: { type?: number; path?: string; message?: string; value?: unknown };
 }
 
+/** How much of a caller's value an error text may quote. */
+const ECHO_CHARS = 100;
+
+/** A short, bounded description of a caller's value: never its whole text (review H, finding 1). */
+function preview(v: unknown): string {
+  if (typeof v === "string") return JSON.stringify(v.length > ECHO_CHARS ? `${v.slice(0, ECHO_CHARS)}…` : v);
+  if (Array.isArray(v)) return `an array of ${v.length} item${v.length === 1 ? "" : "s"}`;
+  if (v === null) return "null";
+  if (typeof v === "object") return "an object";
+  return String(v).slice(0, ECHO_CHARS);
+}
+
+/**
+ * The 400 for a schema failure, from the first error only. Elysia's `message` (the whole body pretty-printed) and
+ * `all` (re-validates the body and copies up to 64 errors with their values) are never read: for a wide body they
+ * cost hundreds of ms and echoed megabytes back to the caller (review H: a 1 MiB login body answered with 2 MB).
+ * The summaries follow Elysia's (mapValueError) for the common cases, with the value cut to ECHO_CHARS.
+ */
 function validationDetails(err: ValidationLike): { message: string; details: Record<string, unknown> } {
-  const all = Array.isArray(err.all) ? err.all : [];
-  const first = all[0];
-  const field = first?.path ? first.path.replace(/^\//, "").replace(/\//g, ".") : undefined;
-  const what = first?.summary ?? first?.message ?? "invalid value";
+  const first = err.valueError;
+  const path = typeof first?.path === "string" ? first.path : "";
+  const field = path ? path.replace(/^\//, "").replace(/\//g, ".") : undefined;
+  let what = typeof first?.message === "string" ? first.message.slice(0, ECHO_CHARS * 2) : "invalid value";
+  switch (first?.type) {
+    case ValueErrorType.ObjectAdditionalProperties:
+      what = field ? `Property '${field}' should not be provided` : "Value should not be provided";
+      break;
+    case ValueErrorType.ObjectRequiredProperty:
+      what = field ? `Property '${field}' is missing` : "Value is missing";
+      break;
+    case ValueErrorType.String:
+      what = `${what} but found: ${preview(first.value)}`;
+      break;
+  }
   const location = err.type ?? "body";
   return {
     message: field ? `Invalid ${location} field '${field}': ${what}` : `Invalid ${location}: ${what}`,
-    details: {
-      location,
-      ...(field ? { field } : {}),
-      errors: all.slice(0, 10).map((e) => ({ field: (e.path ?? "").replace(/^\//, "").replace(/\//g, ".") || undefined, message: e.summary ?? e.message })),
-    },
+    details: { location, ...(field ? { field } : {}), errors: [{ field, message: what }] },
   };
 }
 

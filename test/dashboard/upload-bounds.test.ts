@@ -1,0 +1,61 @@
+/**
+ * The dashboard's JSONL upload parses each line itself, so the global body bounds (plugins/json-depth.ts) never saw
+ * it (review H, finding 4): a line nested 100,000 levels deep was a 500 (stack overflow copying it to the store
+ * actor), and one with 10,000-level attributes was stored (PUT /catalog refuses past 64) and served to agents. Each
+ * line now gets the same bounds and is rejected like any other invalid line; the rest of the file is ingested.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH } from "../../gateway/plugins/json-depth.ts";
+import { merchantLogin } from "../helpers/agents.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+const STORE = "greenleaf-living";
+let srv: TestServer;
+beforeAll(async () => {
+  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
+}, 60_000);
+afterAll(async () => {
+  await srv?.stop();
+});
+
+const nested = (depth: number) => '{"a":'.repeat(depth) + "1" + "}".repeat(depth);
+
+async function dashboardSession() {
+  const page = await srv.fetch("/dashboard/login");
+  const loginCookie = page.headers.get("set-cookie")!.split(";")[0]!;
+  const token = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!;
+  const who = merchantLogin(STORE);
+  const lr = await srv.fetch("/dashboard/login", {
+    method: "POST",
+    redirect: "manual",
+    headers: { cookie: loginCookie, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ _csrf: token, email: who.email, password: who.password, next: "/dashboard" }),
+  });
+  const cookie = lr.headers.get("set-cookie")!.split(";")[0]!;
+  const home = await srv.fetch("/dashboard?switch=1", { headers: { cookie } });
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await home.text())![1]!;
+  return { cookie, csrf };
+}
+
+test("lines past the nesting or width bound are rejected with the bound; the other lines are ingested", async () => {
+  const s = await dashboardSession();
+  const lines = [
+    `{"externalId":"DEEP-1","title":"Deep attributes","price":1,"currency":"USD","attributes":${nested(10_000)}}`,
+    nested(100_000),
+    `{"externalId":"WIDE-1","title":"Wide tags","price":1,"currency":"USD","tags":[${Array(MAX_JSON_ARRAY_ITEMS + 1).fill('"t"').join(",")}]}`,
+    JSON.stringify({ externalId: "OK-1", title: "A fine lamp", price: 2.5, currency: "USD", attributes: { color: "red" } }),
+  ];
+  const fd = new FormData();
+  fd.append("_csrf", s.csrf);
+  fd.append("file", new File([lines.join("\n")], "bounds.jsonl", { type: "application/x-ndjson" }));
+  const r = await srv.fetch(`/dashboard/s/${STORE}/catalog/upload`, { method: "POST", headers: { cookie: s.cookie }, body: fd });
+  expect(r.status).toBe(200);
+  const page = await r.text();
+  expect(page).toContain("4 lines read");
+  expect(page).toContain("1 accepted");
+  for (const line of [1, 2]) expect(page).toMatch(new RegExp(`<td data-label="Line">${line}</td>[\\s\\S]*?more than ${MAX_JSON_DEPTH} levels deep`));
+  expect(page).toMatch(new RegExp(`<td data-label="Line">3</td>[\\s\\S]*?more than ${MAX_JSON_ARRAY_ITEMS} items`));
+  const stored = await srv.db.sql<{ external_id: string }[]>`
+    SELECT external_id FROM products WHERE store_slug = ${STORE} AND external_id IN ('DEEP-1', 'WIDE-1', 'OK-1') ORDER BY external_id`;
+  expect(stored.map((p) => p.external_id)).toEqual(["OK-1"]);
+}, 60_000);
