@@ -21,7 +21,10 @@ export const APPROVER = {
   how: "call again from an MCP client that declared the `elicitation` capability in a session, so the server can ask them",
 };
 
-/** How long a human gets to answer before the call ends as declined. */
+/**
+ * How long a human gets to answer. Past it the call ends UPSTREAM_UNAVAILABLE (reason confirmation_not_completed:
+ * nobody answered, nothing changed, call again), not as declined.
+ */
 export const CONFIRM_TIMEOUT_MS = 5 * 60_000;
 
 export interface Confirmer {

@@ -16,8 +16,8 @@
  *    must exist and belong to this store/endpoint, and the protocol-version header must be one the SDK supports.
  *
  * Admission (auth + the spec's rate layers) happens per `tools/call` before either path, so a 429/401 is an HTTP
- * status with headers, and `initialize`, `tools/list`, `ping` and notifications are never counted: a 429 never
- * breaks the handshake.
+ * status with headers. `initialize` is counted in the global layer only (per principal with a credential, else per
+ * address: `admitInitialize`); `tools/list`, `ping` and notifications are never counted.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
@@ -39,7 +39,8 @@ import { errorBody } from "../envelope.ts";
 import { mcpChallenge, verifyMcpAccess } from "../oauth/access.ts";
 import { mcpResource } from "../oauth/common.ts";
 import { admitAnonymous, admitOthers, clientIp, setRateHeaders, setStaticRateHeaders } from "../plugins/auth.ts";
-import { exceedsJsonDepth, MAX_JSON_DEPTH, tooDeepMessage } from "../plugins/json-depth.ts";
+import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
+import { breachMessage, exceedsJsonDepth, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor, tooDeepMessage } from "../plugins/json-depth.ts";
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import type { Services } from "../services.ts";
 import { cannotAsk, elicitingConfirmer, type Confirmer } from "./confirm.ts";
@@ -61,6 +62,8 @@ export const MAX_SESSIONS_PER_ADDRESS = 100;
 /** A tools/call argument may nest this deep: with the message's own three levels the body stays within the bound. */
 export const MAX_ARGUMENT_DEPTH = MAX_JSON_DEPTH - 3;
 const STORE_CACHE_MS = 1_000;
+/** The global body bounds (plugins/json-depth.ts) for an MCP message: its routes have the default body limit. */
+const MCP_BODY_BOUNDS = { maxDepth: MAX_JSON_DEPTH, maxArrayItems: MAX_JSON_ARRAY_ITEMS, maxValues: maxJsonValuesFor(DEFAULT_BODY_LIMIT) };
 
 type Headers = Record<string, string | number>;
 /** Elysia's `set` for this request: response headers (rate, request id, transparency…) and status. */
@@ -195,20 +198,41 @@ export class McpGateway {
     if (mine && mine.size === 0) this.byOwner.delete(s.owner);
   }
 
-  private newSession(store: StoreRecord, endpoint: Endpoint, owner: string): { server: Server; transport: WebStandardStreamableHTTPServerTransport } {
+  /**
+   * A new session's server and transport, with a slot reserved for it in its address's set (review H, finding 3):
+   * the session itself is recorded only once the SDK has answered `initialize`, so without the reservation
+   * concurrent initializes from one address all saw the old count (1,000 at once left it 200 sessions). `release`
+   * gives the slot back; call it when the initialize is over (a no-op once the session took the slot).
+   * Undefined when every one of the address's slots is a session still being initialized (nothing of its own to
+   * close): the caller refuses the initialize.
+   */
+  private newSession(
+    store: StoreRecord,
+    endpoint: Endpoint,
+    owner: string,
+  ): { server: Server; transport: WebStandardStreamableHTTPServerTransport; release: () => void } | undefined {
     const mine = this.byOwner.get(owner);
     let oldest: Session | undefined;
     if (mine && mine.size >= MAX_SESSIONS_PER_ADDRESS) {
-      // this address is at its cap: it gives up its own least recently used session
+      // this address is at its cap: it gives up its own least recently used session (reserved slots have none)
       for (const id of mine) {
         const s = this.sessions.get(id);
         if (s && (!oldest || s.lastSeen < oldest.lastSeen)) oldest = s;
       }
+      if (!oldest) return undefined;
     } else if (this.sessions.size >= MAX_SESSIONS) {
       // the table is full (many addresses): the least recently used session overall
       for (const s of this.sessions.values()) if (!oldest || s.lastSeen < oldest.lastSeen) oldest = s;
     }
     if (oldest) this.closeSession(oldest);
+    const slot = `pending:${crypto.randomUUID()}`;
+    let slots = this.byOwner.get(owner);
+    if (!slots) this.byOwner.set(owner, (slots = new Set()));
+    slots.add(slot);
+    const release = () => {
+      const m = this.byOwner.get(owner);
+      if (m?.delete(slot) && m.size === 0) this.byOwner.delete(owner);
+    };
     const enabled = store.enabledMcpTools ?? null;
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
@@ -229,13 +253,14 @@ export class McpGateway {
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       onsessioninitialized: (id) => {
+        release();
         this.remember({ id, slug, endpoint, server, transport, enabled, lastSeen: Date.now(), owner });
       },
       onsessionclosed: (id) => {
         this.forget(id);
       },
     });
-    return { server, transport };
+    return { server, transport, release };
   }
 
   private context(store: StoreRecord, endpoint: Endpoint, p: CallPrincipal, confirmer: Confirmer): ToolContext {
@@ -336,6 +361,22 @@ export class McpGateway {
     return { caller: null, customer, customerError };
   }
 
+  /**
+   * Rate admission for `initialize`, in the spec's global layer: per authenticated principal when the request
+   * carries a credential, per address otherwise (review H, finding 2: counting a keyed client in its address's
+   * anonymous bucket locked every client behind a busy NAT or agent platform out of the handshake). The credential
+   * is verified for it: an invalid or expired one is refused 401 with the challenge, as MCP authorization requires,
+   * and counted per address like any failed credential (verifyMcpAccess), so it cannot be used to skip the address's
+   * bucket. The per-endpoint audience binding and checkout requirements stay per tools/call (`admit`).
+   */
+  private async admitInitialize(request: Request, ip: string, headers: Headers, slug: string): Promise<void> {
+    if (request.headers.has("x-agent-api-key") || request.headers.has("authorization")) {
+      await verifyMcpAccess(this.svc, { slug, request, headers, limits: { ip, surface: "other" } });
+      return;
+    }
+    await admitAnonymous(this.svc, "other", ip, headers);
+  }
+
   private refusal(err: unknown): HttpRefusal {
     if (err instanceof HttpRefusal) return err;
     if (err instanceof ActorError) return new HttpRefusal(ERROR_TABLE[err.code].http, err.code, err.message, err.details);
@@ -401,10 +442,16 @@ export class McpGateway {
     } catch {
       return this.respond(rpcError(null, -32700, "Parse error: the body is not JSON."), 400, out);
     }
-    // Nesting bound (gateway/plugins/json-depth.ts): checked before anything walks or serialises the message. Only
-    // an argument of a well-formed tools/call may be the deep part; that call still gets its tool error (M1).
+    // Body bounds (gateway/plugins/json-depth.ts), one walk: checked before anything walks or serialises the
+    // message. Too wide is refused outright. Too deep: only an argument of a well-formed tools/call may be the deep
+    // part; that call still gets its tool error (M1).
     let deepArgument: string | undefined;
-    if (exceedsJsonDepth(body)) {
+    const breach = jsonBoundBreach(body, MCP_BODY_BOUNDS);
+    if (breach && breach.bound !== "depth") {
+      const { message, details } = breachMessage(breach, "The message");
+      return this.respond(rpcError(null, -32600, `Invalid Request: ${message}`, { code: "validation_error", ...details }), 400, out);
+    }
+    if (breach) {
       deepArgument = deepToolArgument(body);
       if (deepArgument === undefined) {
         return this.respond(rpcError(null, -32600, `Invalid Request: ${tooDeepMessage()}`, { code: "validation_error", maxDepth: MAX_JSON_DEPTH }), 400, out);
@@ -430,18 +477,30 @@ export class McpGateway {
 
     // ---- no session
     if (isRequest && msg.method === "initialize") {
-      // Counted in the caller's per-address global bucket (500 / 15 min): a session costs ~43 KB and every client
-      // shares the table, so an address cannot create them without bound (audit M3; docs/decisions.md).
+      // Counted in the caller's global bucket (500 / 15 min): a session costs ~43 KB and every client shares the
+      // table, so no one can create them without bound (audit M3; docs/decisions.md).
       try {
-        await admitAnonymous(this.svc, "other", ip, headers);
+        await this.admitInitialize(request, ip, headers, store.slug);
       } catch (err) {
         return this.refusalResponse(this.refusal(err), msg.id, out, store.slug);
       }
-      const { server, transport } = this.newSession(store, endpoint, ipBucketKey(ip));
-      await server.connect(transport);
-      const res = await this.viaTransport(transport, request, body, headers);
-      if (!transport.sessionId || !this.sessions.has(transport.sessionId)) void transport.close().catch(() => undefined);
-      return res;
+      const opened = this.newSession(store, endpoint, ipBucketKey(ip));
+      if (!opened) {
+        const r = new HttpRefusal(429, "rate_limit_exceeded", `This address is already opening ${MAX_SESSIONS_PER_ADDRESS} MCP sessions; retry once they are open.`, {
+          maxSessionsPerAddress: MAX_SESSIONS_PER_ADDRESS,
+        });
+        headers["retry-after"] = "1";
+        return this.refusalResponse(r, msg.id, out, store.slug);
+      }
+      const { server, transport, release } = opened;
+      try {
+        await server.connect(transport);
+        const res = await this.viaTransport(transport, request, body, headers);
+        if (!transport.sessionId || !this.sessions.has(transport.sessionId)) void transport.close().catch(() => undefined);
+        return res;
+      } finally {
+        release();
+      }
     }
     if (!isRequest) return this.respond(null, 202, out); // notifications and stray responses
     if (!acceptsJson(request)) return this.respond(rpcError(msg.id, -32000, "Not Acceptable: the client must accept application/json."), 406, out);
@@ -562,6 +621,9 @@ function messageShapeError(msg: unknown): string | undefined {
   const m = msg as Record<string, unknown>;
   if (m.jsonrpc !== "2.0") return "not a JSON-RPC 2.0 message.";
   if ("id" in m && m.id !== null && typeof m.id !== "string" && typeof m.id !== "number") return "id must be a string or a number.";
+  // a request (method and id) with a null id: refused here, in a session or not, instead of 202 without a session and
+  // the SDK's -32700 within one (review H, N2). A null id stays legal on an error response.
+  if ("method" in m && "id" in m && m.id === null) return "a request's id must not be null (MCP).";
   if ("method" in m && typeof m.method !== "string") return "method must be a string.";
   if ("params" in m && m.params !== undefined && (m.params === null || typeof m.params !== "object" || Array.isArray(m.params))) return "params must be an object.";
   if (!("method" in m) && !("result" in m) && !("error" in m)) return "neither a request, a notification nor a response.";

@@ -206,7 +206,7 @@ export const nlwebAsk = defineTool({
     "a structured search (query words, price bounds, stock filter, sort) which is returned as `interpreted`, together " +
     "with the results. Served only on stores that enable it; needs a STANDARD-or-higher verified merchant.",
   group: "discovery",
-  input: T.Object({ question: T.String({ minLength: 1, maxLength: 500, description: "The shopper's request in their words." }), limit: T.Optional(T.Integer({ minimum: 1, maximum: 50 })) }, Strict),
+  input: T.Object({ question: T.String({ minLength: 1, maxLength: 500, description: "The shopper's request in their words." }), limit: T.Optional(T.Integer({ minimum: 1, description: "Default 20; values above 100 are served as 100 (as search_products)." })) }, Strict),
   output: T.Object({ interpreted: AnyObject, products: T.Array(ProductSummary), meta: AnyObject }, Open),
   annotations: READ,
   auth: "public",
@@ -228,7 +228,8 @@ export const nlwebAsk = defineTool({
       ...(parsed.minPrice !== undefined ? { min_price: parsed.minPrice } : {}),
       in_stock_only: parsed.inStockOnly,
       ...(parsed.sort ? { sort: parsed.sort } : {}),
-      limit: a.limit ?? 10,
+      // the spec's search limit, like the other search tools (review H, N1): default 20, capped at 100
+      limit: a.limit,
     });
     const currencyNote = parsed.currency && parsed.currency !== ctx.store.currency ? `prices are in ${ctx.store.currency}; the ${parsed.currency} bound was applied as a number` : undefined;
     return { interpreted: { ...parsed, ...(currencyNote ? { note: currencyNote } : {}) }, products: res.products, meta: res.meta };

@@ -217,8 +217,27 @@ async function callPlatform(ctx: ToolContext, url: string, init: RequestInit): P
       ...(serverName ? { tls: { serverName } } : {}),
     } as RequestInit);
   } catch (err) {
+    const tls = tlsFailure(err);
+    if (tls) {
+      // A certificate that does not verify for the endpoint's name is the integration's configuration, not an outage:
+      // retrying will not help, the merchant has to fix it (review H, N4)
+      throw fail("STORE_NOT_CONFIGURED", "The merchant platform's TLS certificate does not verify for its endpoint's name.", { reason: "tls_certificate", tls });
+    }
     throw fail("UPSTREAM_UNAVAILABLE", "The merchant platform did not answer.", { reason: (err as Error).name === "TimeoutError" ? "timeout" : "unreachable" });
   }
+}
+
+/**
+ * The code of a TLS verification failure (Bun's fetch: `ERR_TLS_CERT_ALTNAME_INVALID` for a name mismatch, the
+ * OpenSSL verify codes such as `DEPTH_ZERO_SELF_SIGNED_CERT`, `CERT_HAS_EXPIRED`, `UNABLE_TO_VERIFY_LEAF_SIGNATURE`
+ * for an untrusted or expired chain), else undefined.
+ */
+export function tlsFailure(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return undefined;
+  return /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_(GET|VERIFY|DECRYPT)_|HOSTNAME_MISMATCH$|INVALID_CA$|PATH_LENGTH_EXCEEDED$)/.test(code)
+    ? code
+    : undefined;
 }
 
 export const checkLiveAvailability = defineTool({
@@ -236,7 +255,7 @@ export const checkLiveAvailability = defineTool({
   scopes: ["search"],
   confirmation: false,
   errors: {
-    STORE_NOT_CONFIGURED: "the product has no platform_endpoint",
+    STORE_NOT_CONFIGURED: "the product has no platform_endpoint, or its TLS certificate does not verify (details.reason = tls_certificate)",
     UPSTREAM_UNAVAILABLE: "the platform is unreachable or slower than 3 s",
     UPSTREAM_ERROR: "the platform answers a non-2xx status",
     UPSTREAM_RESPONSE_INVALID: "the platform's body is not {in_stock: boolean, quantity?: integer}",
