@@ -824,7 +824,8 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
   }
   const only = pending.length === 1 ? pending[0]! : null;
   if (only && !opened && results[only.storeId]!.outcome === "captured") {
-    const done = await settleOneLegRiding(ctx, s, only, results, now0);
+    // A charge's view is what the handler answers; a reconcile may run from the session timer, which answers nothing.
+    const done = await settleOneLegRiding(ctx, s, only, results, now0, mode === "charge");
     if (done) return done;
   }
   const tx = await txOf();
@@ -917,7 +918,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
  * refused (the order was not pending, a stale hint): nothing was written, the state is as it was, and runPayment's
  * general path decides.
  */
-async function settleOneLegRiding(ctx: Ctx, s: SessionState, leg: PaymentLeg, results: Record<string, LegResult>, now0: number): Promise<CompletedView | null> {
+async function settleOneLegRiding(ctx: Ctx, s: SessionState, leg: PaymentLeg, results: Record<string, LegResult>, now0: number, viewIsReply: boolean): Promise<CompletedView | null> {
   const settled = settleLegs(s.legs, results);
   if (settled.event !== "payment_captured") return null;
   const r = results[leg.storeId]!;
@@ -943,9 +944,11 @@ async function settleOneLegRiding(ctx: Ctx, s: SessionState, leg: PaymentLeg, re
   ctx.state.session = next;
   ctx.state.cart = applyCartEvent(ctx.state.cart as CartRecord, "complete", now);
   await ctx.cancelReminder("session");
+  const view = completedView(ctx, next);
   let row: Record<string, unknown>;
   try {
-    row = await checkpointWith(ctx as ActorContext<unknown>, riding.write);
+    // the turn's reply rides too (its copy for resends, over a transport that can lose replies)
+    row = await checkpointWith(ctx as ActorContext<unknown>, riding.write, viewIsReply ? { finalReply: view } : {});
   } catch (err) {
     if (!isWriteRefused(err)) throw err;
     // The general path cancels the timer again on the same outcome, or the turn fails and nothing is written.
@@ -955,7 +958,7 @@ async function settleOneLegRiding(ctx: Ctx, s: SessionState, leg: PaymentLeg, re
   }
   const upserted = riding.changed(row);
   if (upserted.length) ctx.publish("catalog.changed", { storeSlug: leg.storeId, upserted, removed: [] });
-  return completedView(ctx, next);
+  return view;
 }
 
 /**

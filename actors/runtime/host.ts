@@ -559,11 +559,14 @@ const turnOfContext = new WeakMap<object, Turn>();
  * When the write's guard refuses (SQLSTATE AF002, `isWriteRefused`), nothing at all was written and the turn goes on:
  * its in-memory state and reminder changes are as the handler left them, so the handler undoes what assumed the
  * write and takes its general path. A stale version is a StaleVersion, as for any state write.
+ *
+ * `finalReply`: the value the handler returns right after this call (nothing of the turn changes after it). Its
+ * reply for resends is then written in this statement too, instead of in one more state write at the turn's end.
  */
-export function checkpointWith<R extends Record<string, unknown>>(ctx: ActorContext<unknown>, write: RidingWrite): Promise<R> {
+export function checkpointWith<R extends Record<string, unknown>>(ctx: ActorContext<unknown>, write: RidingWrite, opts: { finalReply?: unknown } = {}): Promise<R> {
   const turn = turnOfContext.get(ctx);
   if (!turn) return Promise.reject(new Error(`checkpointWith outside a write turn of ${ctx.kind}/${ctx.id}`));
-  return turn.checkpointWith(write) as Promise<R>;
+  return turn.checkpointWith(write, "finalReply" in opts ? { ok: true, value: opts.finalReply === undefined ? null : opts.finalReply } : undefined) as Promise<R>;
 }
 
 /**
@@ -578,6 +581,8 @@ class Turn {
   readonly rescheduled = new Set<string>();
   /** True once this turn's state row write committed. */
   wroteState = false;
+  /** The turn's reply for resends is durable already (checkpointWith's finalReply): never written twice. */
+  private replyWritten = false;
   private readonly reminderOps = new Map<string, ReminderOp>();
   private conn?: Awaited<ReturnType<Sql["reserve"]>>;
   private connPromise?: Promise<Sql>;
@@ -638,10 +643,12 @@ class Turn {
     if (!readOnly) turnOfContext.set(this.ctx, this);
   }
 
-  async checkpointWith(write: RidingWrite): Promise<Record<string, unknown>> {
+  async checkpointWith(write: RidingWrite, finalReply?: ReplyEnvelope): Promise<Record<string, unknown>> {
     this.assertWritable();
     if (this.connPromise) throw new Error(`actor ${this.act.def.kind}: checkpointWith with a transaction open (checkpoint first)`);
-    return (await this.persistAndCommit(undefined, write)) as Record<string, unknown>;
+    const row = (await this.persistAndCommit(finalReply, write)) as Record<string, unknown>;
+    if (finalReply) this.replyWritten = true;
+    return row;
   }
 
   /** The reminder that started this turn goes with the turn's write, only if its row still has this due time. */
@@ -688,6 +695,7 @@ class Turn {
     const changed = current !== this.snapshot;
     // Nothing left to write — unless a checkpoint of this turn already committed its changes: then the retry
     // reply must still be written, or a resend would find no reply and run the handler a second time.
+    if (this.replyWritten) reply = undefined;
     if (!changed && !this.conn && !riding && this.reminderOps.size === 0 && !(reply && this.keepReply && this.wroteState)) {
       this.publishEvents();
       return undefined;

@@ -29,6 +29,8 @@ const timer = defineActor({
     /** A note written in the state statement; `refuse`: its guard refuses after the insert ran. */
     noteRiding: T.Object({ at: T.Number(), note: T.String(), refuse: T.Boolean() }),
     ridingInTx: T.Object({}),
+    /** A riding note whose statement also carries the turn's reply (finalReply). */
+    noteRidingFinal: T.Object({ note: T.String() }),
   },
   handlers: {
     async bumpThenCheckpoint(ctx) {
@@ -82,6 +84,12 @@ const timer = defineActor({
         await tx`INSERT INTO turn_notes (actor, note) VALUES (${ctx.id}, ${`fallback ${body.note}`})`;
         return "refused";
       }
+    },
+    async noteRidingFinal(ctx, body) {
+      ctx.state.n += 1;
+      const answer = `noted ${body.note}`;
+      await checkpointWith(ctx, { ctes: ctx.sql`ins AS (INSERT INTO turn_notes (actor, note) VALUES (${ctx.id}, ${body.note}))`, select: ctx.sql`1 AS one` }, { finalReply: answer });
+      return answer;
     },
     async ridingInTx(ctx) {
       const tx = await ctx.tx();
@@ -389,6 +397,27 @@ describe("a turn's own write riding in its state statement (checkpointWith)", ()
     expect(await reminderOf("rw3")).toBeUndefined();
     await a.host.stop();
     await b.host.stop();
+  });
+
+  test("with the turn's final reply carries it too: one statement over a lossy transport, and a resend answers from it", async () => {
+    const first = startHost(lossyTransport());
+    await first.host.start();
+    await first.client.ask(timer, "rw5", "disarm", {});
+    const msgId = crypto.randomUUID();
+    const envelope = { msgId, kind: "timer", id: "rw5", type: "noteRidingFinal", body: { note: "once" }, deadline: Date.now() + 5000 };
+    let reply: unknown;
+    const sent = await statementsOf(async () => (reply = await first.host.dispatch({ ...envelope, attempt: 1 })));
+    expect(reply).toEqual({ ok: true, value: "noted once" });
+    expect(sent.length).toBe(1);
+    expect(sent[0]).toContain("INSERT INTO actor_inbox");
+    await first.host.stop();
+    // another host (no memory of the reply) gets the resend: answered from actor_inbox, the handler not run again
+    const second = startHost(lossyTransport());
+    await second.host.start();
+    expect(await second.host.dispatch({ ...envelope, attempt: 2 })).toEqual({ ok: true, value: "noted once" });
+    expect(await notesOf("rw5")).toEqual(["once"]);
+    expect((await rowOf("rw5")).state.n).toBe(2);
+    await second.host.stop();
   });
 
   test("is refused while the turn has a transaction open, and the turn's writes roll back", async () => {
