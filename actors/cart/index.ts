@@ -1072,7 +1072,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
 
   // Hold the stock and write the pending orders (one statement per store) in this turn's transaction, which also
   // commits the session IN_PROGRESS with its intent ids: both are durable before the processor is called, or
-  // neither is. A shortage is a blocked state.
+  // neither is. A shortage is a blocked state. One store: the hold rides in the state statement itself.
   s = bindIdempotencyKey(s, key);
   const prepared = prepareLegsForCharge(s.id, key, s.legs);
   const orderIds = { ...s.orderIds };
