@@ -21,7 +21,10 @@ import { assertCapturedAmount, type ChargeResult, type PaymentRail } from "../pa
 import { evaluateRisk, parseRiskMode, riskGateError, type RiskResult } from "../payments/risk-gate.ts";
 import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
 import { ActorError, fail } from "../runtime/errors.ts";
+import { checkpointWith } from "../runtime/host.ts";
+import { isWriteRefused } from "../runtime/state-write.ts";
 import {
+  beginLegRiding,
   beginLegRows,
   cancelPendingOrderRows,
   commerceMessages,
@@ -30,6 +33,7 @@ import {
   readCatalog,
   readCatalogWithRisk,
   readRiskInputs,
+  settleCapturedLegRiding,
   settleLegRows,
   type BeginLegBody,
   type CatalogLine,
@@ -786,7 +790,9 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
   // A capture we cannot complete (a different amount than authorised, or the order write refused) is never
   // recorded as paid: the order is flagged for a human to reconcile, the leg stays unknown (no timer: the rail
   // answered, a person must decide), and the caller gets the code with the capture reference.
-  const tx = await ctx.tx();
+  // The turn's transaction is opened only when a statement needs it (an escalation, or not the single-leg path).
+  let opened: Sql | undefined;
+  const txOf = async (): Promise<Sql> => (opened ??= await ctx.tx());
   const now0 = ctx.now();
   let escalation: ActorError | null = null;
   for (const leg of pending) {
@@ -808,6 +814,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
     if (!problem) continue;
     const orderId = s.orderIds[leg.storeId];
     const flag = problem.code === "PAYMENT_AMOUNT_MISMATCH" ? "amount_mismatch" : "finalization_failed";
+    const tx = await txOf();
     await tx`WITH o AS (UPDATE orders SET reconciliation = ${flag}, capture_ref = ${r.captureRef ?? null}, updated_at = now()
         WHERE id = ${orderId} AND store_slug = ${leg.storeId} AND reconciliation IS DISTINCT FROM ${flag} RETURNING id)
       INSERT INTO order_events (order_id, type, data)
@@ -815,6 +822,13 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
     results[leg.storeId] = { outcome: "unknown" };
     escalation ??= new ActorError(problem.code, problem.message, { ...problem.details, capture_reference: r.captureRef, merchant_slug: leg.storeId, order_id: orderId, checkout_session_id: s.id });
   }
+  const only = pending.length === 1 ? pending[0]! : null;
+  if (only && !opened && results[only.storeId]!.outcome === "captured") {
+    // A charge's view is what the handler answers; a reconcile may run from the session timer, which answers nothing.
+    const done = await settleOneLegRiding(ctx, s, only, results, now0, mode === "charge");
+    if (done) return done;
+  }
+  const tx = await txOf();
   const changed: Record<string, string[]> = {};
   await Promise.all(
     pending.map(async (leg) => {
@@ -896,6 +910,55 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       });
     }
   }
+}
+
+/**
+ * The captured leg of a one-leg payment: its order paid in the same statement as the session COMPLETED and the
+ * cart completed (one autocommit statement instead of BEGIN, settle, state, COMMIT). Null when the settle's guard
+ * refused (the order was not pending, a stale hint): nothing was written, the state is as it was, and runPayment's
+ * general path decides.
+ */
+async function settleOneLegRiding(ctx: Ctx, s: SessionState, leg: PaymentLeg, results: Record<string, LegResult>, now0: number, viewIsReply: boolean): Promise<CompletedView | null> {
+  const settled = settleLegs(s.legs, results);
+  if (settled.event !== "payment_captured") return null;
+  const r = results[leg.storeId]!;
+  const res = (r as { result?: ChargeResult }).result;
+  const riding = settleCapturedLegRiding(
+    ctx.sql,
+    leg.storeId,
+    {
+      orderId: s.orderIds[leg.storeId]!,
+      reservationId: leg.intentId as string,
+      outcome: "captured",
+      intentId: leg.intentId as string,
+      captureRef: r.captureRef,
+      simulated: res?.status === "captured" ? res.simulated : false,
+      totalMinor: leg.amountMinor,
+      currency: leg.currency,
+    },
+    now0,
+  );
+  const before = { session: ctx.state.session, cart: ctx.state.cart };
+  const now = ctx.now();
+  const next: SessionState = { ...s, ...applyCheckoutEvent(s, settled.event, now), legs: settled.legs };
+  ctx.state.session = next;
+  ctx.state.cart = applyCartEvent(ctx.state.cart as CartRecord, "complete", now);
+  await ctx.cancelReminder("session");
+  const view = completedView(ctx, next);
+  let row: Record<string, unknown>;
+  try {
+    // the turn's reply rides too (its copy for resends, over a transport that can lose replies)
+    row = await checkpointWith(ctx as ActorContext<unknown>, riding.write, viewIsReply ? { finalReply: view } : {});
+  } catch (err) {
+    if (!isWriteRefused(err)) throw err;
+    // The general path cancels the timer again on the same outcome, or the turn fails and nothing is written.
+    ctx.state.session = before.session;
+    ctx.state.cart = before.cart;
+    return null;
+  }
+  const upserted = riding.changed(row);
+  if (upserted.length) ctx.publish("catalog.changed", { storeSlug: leg.storeId, upserted, removed: [] });
+  return view;
 }
 
 /**
@@ -1009,50 +1072,46 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
 
   // Hold the stock and write the pending orders (one statement per store) in this turn's transaction, which also
   // commits the session IN_PROGRESS with its intent ids: both are durable before the processor is called, or
-  // neither is. A shortage is a blocked state.
+  // neither is. A shortage is a blocked state. One store: the hold rides in the state statement itself.
   s = bindIdempotencyKey(s, key);
   const prepared = prepareLegsForCharge(s.id, key, s.legs);
   const orderIds = { ...s.orderIds };
   for (const leg of prepared) orderIds[leg.storeId] ??= orderIdFor(s.id, leg.storeId);
   const byStore = new Map(totalsOf(s).stores.map((st) => [st.storeId, st]));
   const cart = ctx.state.cart as CartRecord;
+  const legBody = (leg: PaymentLeg): BeginLegBody => {
+    const st = byStore.get(leg.storeId)!;
+    return {
+      orderId: orderIds[leg.storeId],
+      checkoutSessionId: s.id,
+      cartId: cart.id,
+      reservationId: leg.intentId as string,
+      agentKeyId: body.keyId,
+      currency,
+      paymentRail: rail,
+      paymentMethod: tokens[leg.storeId] ?? rail,
+      couponCode: st.discountMinor > 0 ? cart.couponCode : null,
+      subtotalMinor: st.subtotalMinor,
+      discountMinor: st.discountMinor,
+      shippingMinor: st.shippingMinor,
+      taxMinor: st.taxMinor,
+      totalMinor: leg.amountMinor,
+      shipping: shippingOfLeg(priced, cart, leg.storeId),
+      lines: st.lines.map((l) => ({
+        productId: l.productId,
+        variantId: l.variantId,
+        title: cart.items.find((i) => i.productId === l.productId && i.variantId === l.variantId)?.title ?? "",
+        quantity: l.quantity,
+        unitPriceMinor: l.unitPriceMinor,
+      })),
+    };
+  };
+  const toBegin = prepared.filter((leg) => leg.status === "processing");
+  const inProgress = (): SessionState => ({ ...s, ...applyCheckoutEvent(s, "begin_payment", now), legs: prepared, orderIds, tokens: { ...s.tokens, ...tokens }, rail, risk: storedRisk(risk) });
+  // One store (the common cart): its hold rides in the statement that commits the session IN_PROGRESS.
+  if (toBegin.length === 1 && (await beginOneLegRiding(ctx, toBegin[0]!.storeId, legBody(toBegin[0]!), inProgress(), now))) return runPayment(ctx, "charge");
   const tx = await ctx.tx();
-  const begun = await Promise.allSettled(
-    prepared
-      .filter((leg) => leg.status === "processing")
-      .map((leg) => {
-        const st = byStore.get(leg.storeId)!;
-        return beginLegRows(
-          tx,
-          leg.storeId,
-          {
-            orderId: orderIds[leg.storeId],
-            checkoutSessionId: s.id,
-            cartId: cart.id,
-            reservationId: leg.intentId as string,
-            agentKeyId: body.keyId,
-            currency,
-            paymentRail: rail,
-            paymentMethod: tokens[leg.storeId] ?? rail,
-            couponCode: st.discountMinor > 0 ? cart.couponCode : null,
-            subtotalMinor: st.subtotalMinor,
-            discountMinor: st.discountMinor,
-            shippingMinor: st.shippingMinor,
-            taxMinor: st.taxMinor,
-            totalMinor: leg.amountMinor,
-            shipping: shippingOfLeg(priced, cart, leg.storeId),
-            lines: st.lines.map((l) => ({
-              productId: l.productId,
-              variantId: l.variantId,
-              title: cart.items.find((i) => i.productId === l.productId && i.variantId === l.variantId)?.title ?? "",
-              quantity: l.quantity,
-              unitPriceMinor: l.unitPriceMinor,
-            })),
-          },
-          now,
-        );
-      }),
-  );
+  const begun = await Promise.allSettled(toBegin.map((leg) => beginLegRows(tx, leg.storeId, legBody(leg), now)));
   const refused = begun.find((r): r is PromiseRejectedResult => r.status === "rejected");
   if (refused) {
     const err = refused.reason;
@@ -1063,11 +1122,33 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
     }
     throw err;
   }
-  const started = applyCheckoutEvent(s, "begin_payment", now);
-  ctx.state.session = { ...s, ...started, legs: prepared, orderIds, tokens: { ...s.tokens, ...tokens }, rail, risk: storedRisk(risk) };
+  ctx.state.session = inProgress();
   await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
   await ctx.checkpoint();
   return runPayment(ctx, "charge");
+}
+
+/**
+ * A single leg's hold and order rows written in the same statement as the session IN_PROGRESS with its intent id
+ * and reconciler timer (one autocommit statement instead of BEGIN, hold, state, COMMIT): both durable before the
+ * processor is called, or neither. False when the hold's guard refused (anything but the plain outcome: a shortage,
+ * a replayed reservation, a stale hint): nothing was written, the session is as it was, and the caller takes the
+ * general path, which decides those cases.
+ */
+async function beginOneLegRiding(ctx: Ctx, slug: string, body: BeginLegBody, inProgress: SessionState, now: number): Promise<boolean> {
+  const before = ctx.state.session;
+  const leg = beginLegRiding(ctx.sql, slug, body, now);
+  ctx.state.session = inProgress;
+  await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: inProgress.id });
+  try {
+    leg.done(await checkpointWith(ctx as ActorContext<unknown>, leg.write));
+    return true;
+  } catch (err) {
+    if (!isWriteRefused(err)) throw err;
+    // The timer set above is set again or cancelled by the general path, which always decides it.
+    ctx.state.session = before;
+    return false;
+  }
 }
 
 /** A payment whose answer was lost (or whose turn died): ask the rail by the same intent ids. */

@@ -14,7 +14,7 @@ import { systemClock, type Clock } from "./clock.ts";
 import type { ActorCaller, ActorContext, AnyActorDefinition, CallOptions, MessageBody, MessageType, ReplyOf } from "./define-actor.ts";
 import { REMINDER_PREFIX, type ReplyEnvelope, type RequestEnvelope } from "./envelope.ts";
 import { ActorError, isInputDataError } from "./errors.ts";
-import { isFenceFailure, stateWriteStatement, type ReminderOp } from "./state-write.ts";
+import { isFenceFailure, ridingStatement, stateWriteStatement, type ReminderOp, type RidingWrite } from "./state-write.ts";
 
 /** Replies an activation remembers in memory (resends to a live activation answer without a query). */
 const RECENT_REPLIES = 256;
@@ -547,17 +547,42 @@ class ReadOnlyContext implements ActorContext<unknown> {
   }
 }
 
+/** The turn behind each write turn's context: `checkpointWith` finds it without a new member on ActorContext. */
+const turnOfContext = new WeakMap<object, Turn>();
+
+/**
+ * `ctx.checkpoint()` with writes of the turn's own riding in the state statement (state-write.ts, `RidingWrite`):
+ * one autocommit statement instead of BEGIN, the turn's statement, the state statement and COMMIT (two round trips).
+ * Resolves to the statement's row (the write's `select` columns) once all of it is durable. Only for a turn with
+ * no transaction open (checkpoint first), since a refusal aborts the statement it is part of.
+ *
+ * When the write's guard refuses (SQLSTATE AF002, `isWriteRefused`), nothing at all was written and the turn goes on:
+ * its in-memory state and reminder changes are as the handler left them, so the handler undoes what assumed the
+ * write and takes its general path. A stale version is a StaleVersion, as for any state write.
+ *
+ * `finalReply`: the value the handler returns right after this call (nothing of the turn changes after it). Its
+ * reply for resends is then written in this statement too, instead of in one more state write at the turn's end.
+ */
+export function checkpointWith<R extends Record<string, unknown>>(ctx: ActorContext<unknown>, write: RidingWrite, opts: { finalReply?: unknown } = {}): Promise<R> {
+  const turn = turnOfContext.get(ctx);
+  if (!turn) return Promise.reject(new Error(`checkpointWith outside a write turn of ${ctx.kind}/${ctx.id}`));
+  return turn.checkpointWith(write, "finalReply" in opts ? { ok: true, value: opts.finalReply === undefined ? null : opts.finalReply } : undefined) as Promise<R>;
+}
+
 /**
  * One turn of one activation: its context, its lazily opened transaction, the reminder changes and events it will
  * commit. A turn's writes reach Postgres in as few round trips as the turn allows:
  *  - nothing but state (and reminders, and the reply for retries): ONE autocommit statement (state-write.ts);
- *  - with ctx.tx() writes: BEGIN goes out with the first of them, and the state statement with COMMIT.
+ *  - with ctx.tx() writes: BEGIN goes out with the first of them, and the state statement with COMMIT;
+ *  - with a riding write (checkpointWith): that write and the state in ONE autocommit statement.
  */
 class Turn {
   readonly ctx: ActorContext<unknown>;
   readonly rescheduled = new Set<string>();
   /** True once this turn's state row write committed. */
   wroteState = false;
+  /** The turn's reply for resends is durable already (checkpointWith's finalReply): never written twice. */
+  private replyWritten = false;
   private readonly reminderOps = new Map<string, ReminderOp>();
   private conn?: Awaited<ReturnType<Sql["reserve"]>>;
   private connPromise?: Promise<Sql>;
@@ -598,7 +623,7 @@ class Turn {
       now: () => clock.now(),
       ask: (def, id, type, body, opts) => caller.ask(def, id, type, body, opts),
       tx: () => self.tx(),
-      checkpoint: () => self.persistAndCommit(),
+      checkpoint: async () => void (await self.persistAndCommit()),
       // Reminder changes are kept until the turn's state write, which carries them (no statement of their own).
       async schedule(name, at, payload) {
         if (!act.def.reminders?.[name]) throw new Error(`actor ${act.def.kind} has no reminder ${name}`);
@@ -615,6 +640,15 @@ class Turn {
         self.events.push({ topic, event });
       },
     };
+    if (!readOnly) turnOfContext.set(this.ctx, this);
+  }
+
+  async checkpointWith(write: RidingWrite, finalReply?: ReplyEnvelope): Promise<Record<string, unknown>> {
+    this.assertWritable();
+    if (this.connPromise) throw new Error(`actor ${this.act.def.kind}: checkpointWith with a transaction open (checkpoint first)`);
+    const row = (await this.persistAndCommit(finalReply, write)) as Record<string, unknown>;
+    if (finalReply) this.replyWritten = true;
+    return row;
   }
 
   /** The reminder that started this turn goes with the turn's write, only if its row still has this due time. */
@@ -654,19 +688,20 @@ class Turn {
    * transaction if it has one: the state statement and COMMIT travel together, and a failed fence raises inside
    * the transaction so that COMMIT rolls everything back. Skipped when there is nothing to write.
    */
-  private async persistAndCommit(reply?: ReplyEnvelope): Promise<void> {
+  private async persistAndCommit(reply?: ReplyEnvelope, riding?: RidingWrite): Promise<Record<string, unknown> | undefined> {
     const act = this.act;
     if (this.connPromise) await this.connPromise;
     const current = JSON.stringify(act.state);
     const changed = current !== this.snapshot;
     // Nothing left to write — unless a checkpoint of this turn already committed its changes: then the retry
     // reply must still be written, or a resend would find no reply and run the handler a second time.
-    if (!changed && !this.conn && this.reminderOps.size === 0 && !(reply && this.keepReply && this.wroteState)) {
+    if (this.replyWritten) reply = undefined;
+    if (!changed && !this.conn && !riding && this.reminderOps.size === 0 && !(reply && this.keepReply && this.wroteState)) {
       this.publishEvents();
-      return;
+      return undefined;
     }
     const replyJson = reply ? JSON.stringify(reply) : undefined;
-    const { text, params } = stateWriteStatement({
+    const write = {
       kind: act.def.kind,
       id: act.id,
       version: act.version,
@@ -674,11 +709,18 @@ class Turn {
       reminders: this.reminderOps,
       // toISOString throws here, before anything is sent, if the deadline is not a time
       reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS).toISOString() } : undefined,
-    });
+    };
     const conn = this.conn;
-    if (!conn) {
+    let row: Record<string, unknown> | undefined;
+    if (riding) {
+      // no transaction is open (checkpointWith): autocommit, and a refusal (AF002) leaves everything as it was
+      const { sql } = this.host.internals;
+      [row] = await ridingStatement(sql, write, riding).catch(rethrowFence);
+    } else if (!conn) {
+      const { text, params } = stateWriteStatement(write);
       await this.host.internals.sql.unsafe(text, params, { prepare: true }).catch(rethrowFence);
     } else {
+      const { text, params } = stateWriteStatement(write);
       const begin = this.begin;
       this.conn = undefined;
       this.connPromise = undefined;
@@ -703,6 +745,7 @@ class Turn {
     this.snapshot = current;
     this.reminderOps.clear();
     this.publishEvents();
+    return row;
   }
 
   private publishEvents(): void {

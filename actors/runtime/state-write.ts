@@ -1,13 +1,23 @@
 /**
  * The one statement that makes a turn durable: the actor's state row fenced by version, the reminders the turn
  * scheduled or cancelled, and the reply a retried message will get, as one data-modifying CTE. Everything hangs
- * off the fenced write (`FROM s`), so a stale version writes nothing at all, and the statement then raises
+ * off the fenced write (`FROM turn_state`), so a stale version writes nothing at all, and the statement then raises
  * (SQLSTATE AF001, migration 0003) instead of reporting zero rows: a transaction it is part of is aborted, which
  * lets the runtime send it and COMMIT in one round trip.
+ *
+ * A turn may also hand the runtime writes of its own to ride in that statement (`RidingWrite`, host.ts
+ * `checkpointWith`): their CTEs come first, and one autocommit statement replaces BEGIN, the turn's statement, the
+ * state statement and COMMIT. Such a write refuses a result it did not expect by raising SQLSTATE AF002
+ * (`actor_write_refused`, migration 0008), which rolls back the whole statement, state included.
  *
  * Texts are built once per shape (insert or update × reminders set, deleted, both or none × reply or not) and sent as prepared
  * statements, so Postgres plans each shape once per connection.
  */
+import type { PendingQuery, Row } from "postgres";
+import type { Sql } from "../../infra/db.ts";
+
+/** A postgres.js query fragment (sql`…`), nested into the statement it rides in. */
+export type SqlFragment = PendingQuery<Row[]>;
 
 /** What a turn asked of its reminders, last call per name wins. `due` on a delete: only if still due then. */
 export type ReminderOp = { op: "set"; dueAt: string; payload: unknown } | { op: "delete"; due?: string };
@@ -29,14 +39,35 @@ export interface StateWrite {
 
 /** The SQLSTATE of a failed version fence. */
 export const FENCE_FAILED = "AF001";
+/** The SQLSTATE a riding write raises (actor_write_refused) when its result is not the one it was sent for. */
+export const WRITE_REFUSED = "AF002";
 
-const texts = new Map<string, string>();
+/**
+ * A turn's own writes sent in its state statement: `ctes` (without `WITH`, no trailing comma) and `select`, the
+ * result columns they add (a guard among them raises AF002 through `actor_write_refused(reason)` when the turn
+ * must not go ahead). CTE names starting with `turn_` are the runtime's.
+ */
+export interface RidingWrite {
+  ctes: SqlFragment;
+  select: SqlFragment;
+}
 
-function textFor(insert: boolean, sets: boolean, deletes: boolean, reply: boolean): string {
+interface Shape {
+  /** The CTEs, `$n` numbered as in `stateWriteStatement`'s params. */
+  ctes: string;
+  /** The result column that raises AF001 when the fence failed. */
+  check: string;
+  /** The whole statement of a turn without riding writes. */
+  text: string;
+}
+
+const shapes = new Map<string, Shape>();
+
+function shapeFor(insert: boolean, sets: boolean, deletes: boolean, reply: boolean): Shape {
   const key = `${+insert}${+sets}${+deletes}${+reply}`;
   const reminders = sets || deletes;
-  let text = texts.get(key);
-  if (text) return text;
+  const cached = shapes.get(key);
+  if (cached) return cached;
   // $1 kind, $2 id, $3 state; then, numbered in order of use: version (update), reminder ops, reply fields
   let n = 3;
   const version = insert ? "" : `$${++n}`;
@@ -44,9 +75,9 @@ function textFor(insert: boolean, sets: boolean, deletes: boolean, reply: boolea
   const [msgId, replyJson, expires] = reply ? [`$${++n}`, `$${++n}`, `$${++n}`] : [];
   const parts = [
     insert
-      ? `s AS (INSERT INTO actor_state (kind, id, version, state) VALUES ($1, $2, 1, $3::text::jsonb)
+      ? `turn_state AS (INSERT INTO actor_state (kind, id, version, state) VALUES ($1, $2, 1, $3::text::jsonb)
            ON CONFLICT (kind, id) DO NOTHING RETURNING 1)`
-      : `s AS (UPDATE actor_state SET version = version + 1, state = $3::text::jsonb, updated_at = now()
+      : `turn_state AS (UPDATE actor_state SET version = version + 1, state = $3::text::jsonb, updated_at = now()
            WHERE kind = $1 AND id = $2 AND version = ${version} RETURNING 1)`,
   ];
   if (reminders) {
@@ -54,27 +85,28 @@ function textFor(insert: boolean, sets: boolean, deletes: boolean, reply: boolea
     // Only the kinds of change the turn made: a modifying CTE costs its table's opening and locks (and an insert's,
     // its indexes') even when it changes no row, and most turns only set or only delete.
     if (deletes) {
-      parts.push(`rd AS (DELETE FROM actor_reminders r USING s, ${opsTable}
+      parts.push(`turn_rd AS (DELETE FROM actor_reminders r USING turn_state, ${opsTable}
            WHERE o.op = 'delete' AND r.kind = $1 AND r.id = $2 AND r.name = o.name AND (o.due IS NULL OR r.due_at = o.due))`);
     }
     if (sets) {
-      parts.push(`rs AS (INSERT INTO actor_reminders (kind, id, name, due_at, payload)
-           SELECT $1, $2, o.name, o.due_at, COALESCE(o.payload, 'null'::jsonb) FROM s, ${opsTable} WHERE o.op = 'set'
+      parts.push(`turn_rs AS (INSERT INTO actor_reminders (kind, id, name, due_at, payload)
+           SELECT $1, $2, o.name, o.due_at, COALESCE(o.payload, 'null'::jsonb) FROM turn_state, ${opsTable} WHERE o.op = 'set'
            ON CONFLICT (kind, id, name) DO UPDATE SET due_at = EXCLUDED.due_at, payload = EXCLUDED.payload)`);
     }
   }
   if (reply) {
-    parts.push(`ib AS (INSERT INTO actor_inbox (kind, id, msg_id, reply, expires_at)
-           SELECT $1, $2, ${msgId}, ${replyJson}::text::jsonb, ${expires}::timestamptz FROM s)`);
+    parts.push(`turn_ib AS (INSERT INTO actor_inbox (kind, id, msg_id, reply, expires_at)
+           SELECT $1, $2, ${msgId}, ${replyJson}::text::jsonb, ${expires}::timestamptz FROM turn_state)`);
   }
-  text = `WITH ${parts.join(",\n")}
-    SELECT CASE WHEN EXISTS (SELECT 1 FROM s) THEN 1 ELSE actor_fence_failed($1, $2) END AS ok`;
-  texts.set(key, text);
-  return text;
+  const ctes = parts.join(",\n");
+  const check = "CASE WHEN EXISTS (SELECT 1 FROM turn_state) THEN 1 ELSE actor_fence_failed($1, $2) END";
+  const shape = { ctes, check, text: `WITH ${ctes}\n    SELECT ${check} AS ok` };
+  shapes.set(key, shape);
+  return shape;
 }
 
-/** The statement text and its parameters for one turn's write. */
-export function stateWriteStatement(w: StateWrite): { text: string; params: (string | number)[] } {
+/** The statement text and its parameters for one turn's write, and its shape (for `ridingStatement`). */
+export function stateWriteStatement(w: StateWrite): { text: string; params: (string | number)[]; shape: Shape } {
   const insert = w.version === 0;
   if (!Number.isSafeInteger(w.version) || w.version < 0) throw new Error(`actor ${w.kind}/${w.id}: invalid version ${w.version}`);
   const params: (string | number)[] = [w.kind, w.id, w.stateJson];
@@ -92,9 +124,45 @@ export function stateWriteStatement(w: StateWrite): { text: string; params: (str
     if (op.op === "set") sets = true;
     else deletes = true;
   }
-  return { text: textFor(insert, sets, deletes, !!w.reply), params };
+  const shape = shapeFor(insert, sets, deletes, !!w.reply);
+  return { text: shape.text, params, shape };
+}
+
+/** A `$n`-numbered text as template strings and the parameter index of each gap (cached per text). */
+const templates = new Map<string, { strings: TemplateStringsArray; refs: number[] }>();
+
+function templateOf(text: string): { strings: TemplateStringsArray; refs: number[] } {
+  let t = templates.get(text);
+  if (t) return t;
+  const pieces = text.split(/\$(\d+)/);
+  const strings = pieces.filter((_, i) => i % 2 === 0);
+  const refs = pieces.filter((_, i) => i % 2 === 1).map((n) => Number(n) - 1);
+  t = { strings: Object.assign(strings.slice(), { raw: strings.slice() }) as unknown as TemplateStringsArray, refs };
+  templates.set(text, t);
+  return t;
+}
+
+/**
+ * The state statement with a riding write: `WITH <its CTEs>, <the state's CTEs> SELECT <fence check>, <its columns>`.
+ * The state's text stays the single source (the `$n` of its shape become fragment parameters), so both forms
+ * write exactly the same rows. The fence column comes first: a stale version is reported as such even when the
+ * riding write's guard would refuse too.
+ */
+export function ridingStatement(sql: Sql, w: StateWrite, write: RidingWrite) {
+  const { params, shape } = stateWriteStatement(w);
+  const ctes = templateOf(shape.ctes);
+  const check = templateOf(shape.check);
+  const tagged = (t: { strings: TemplateStringsArray; refs: number[] }) => sql(t.strings, ...t.refs.map((i) => params[i]));
+  return sql`WITH ${write.ctes},
+    ${tagged(ctes)}
+    SELECT ${tagged(check)} AS turn_ok, ${write.select}`;
 }
 
 export function isFenceFailure(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === FENCE_FAILED;
+}
+
+/** A riding write's guard refused (nothing of the statement was written). */
+export function isWriteRefused(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === WRITE_REFUSED;
 }

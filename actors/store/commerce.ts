@@ -25,6 +25,7 @@ import { railFor } from "../payments/card-rails.ts";
 import type { ActorContext } from "../runtime/define-actor.ts";
 import { defineActor } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
+import type { RidingWrite, SqlFragment } from "../runtime/state-write.ts";
 import { enqueueWebhookEvent } from "../webhook/outbox.ts";
 import { applyOrderEvent, type OrderEvent, type OrderHeader, type OrderStatus } from "./order-machine.ts";
 import { applyRefundEvent, orderEventAfterRefund, validateRefundRequest, type RefundStatus } from "./refunds.ts";
@@ -622,42 +623,48 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
     allow AS (INSERT INTO store_agent_allowlist (store_slug, agent_key_id) SELECT ${slug}, ${b.agentKeyId} FROM ins ON CONFLICT DO NOTHING)`;
 }
 
+/** A statement's CTEs and result columns, so it can run alone or ride in a turn's state statement. */
+interface Parts {
+  ctes: SqlFragment;
+  select: SqlFragment;
+}
+
+function run<R extends readonly object[]>(db: Sql, p: Parts) {
+  return db<R>`WITH ${p.ctes} SELECT ${p.select}`;
+}
+
 /**
- * Starts one store's payment leg: holds tracked stock (untracked stock is unlimited and never locked), writes the
- * reservation and the order `pending` with its items, `created` event, `order.created` outbox row and the key's
- * allowlist binding. Idempotent per reservation id; a later attempt of the same session reuses the order.
- * A shortage gives back what the statement held and throws STATE_EXECUTION_BLOCKED.
+ * The hold of a leg whose stock was untracked when last read: nothing to hold, so the statement touches neither
+ * products nor reservations, and, as a first attempt's order does not exist yet, it has no `reuse` update of orders
+ * either. `go` is false (and nothing written) unless every product is still untracked, active and in stock; nothing
+ * is inserted when the order exists (a later attempt of the session). In both cases the full hold decides.
  */
-export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number): Promise<{ orderId: string; created: boolean }> {
-  const { ids, qs, vqs } = wantedStock(b.lines);
+function lightHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], now: number): Parts {
   const idList = idListFragments(db, ids);
-  if (vqs.every((v) => v === "{}") && ids.every((id) => untrackedSeen.has(id))) {
-    // Untracked stock, as last read: nothing to hold, so the statement touches neither products nor reservations,
-    // and, as a first attempt's order does not exist yet, it has no `reuse` update of orders either. `go` is false
-    // (and nothing written) unless every product is still untracked, active and in stock; nothing is inserted when
-    // the order exists (a later attempt of the session). In both cases the full statement below decides.
-    const [l] = await db<{ prior_status: string | null; prior_order: string | null; go: boolean; inserted: number }[]>`
-      WITH want AS MATERIALIZED (SELECT w.id, ${slug}::text AS slug FROM unnest(${ids}::uuid[]) AS w(id)),
+  return {
+    ctes: db`want AS MATERIALIZED (SELECT w.id, ${slug}::text AS slug FROM unnest(${ids}::uuid[]) AS w(id)),
       ${priorOf(db, slug, b)},
       free AS (
         SELECT p.id FROM products p JOIN want w ON w.id = p.id
         WHERE p.id IN (${idList}) AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL),
       ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM free) = ${ids.length} AS go),
-      ${orderRows(db, slug, b, now, false)}
-      SELECT (SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
-        (SELECT count(*) FROM ins)::int AS inserted`;
-    if (l.prior_status) {
-      if (l.prior_status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
-      return { orderId: l.prior_order as string, created: false };
-    }
-    if (l.go && l.inserted > 0) {
-      rememberUnheld(b.reservationId, b.couponCode);
-      return { orderId: b.orderId, created: true };
-    }
-  }
-  type Held = { id: string; q: number; vq: Record<string, number> };
-  const [r] = await db<{ prior_status: string | null; prior_order: string | null; go: boolean; held: Held[] | null; inserted: number }[]>`
-    WITH want AS MATERIALIZED (SELECT w.id, w.q, w.vt::jsonb AS vq, ${slug}::text AS slug FROM unnest(${ids}::uuid[], ${qs}::int[], ${vqs}::text[]) AS w(id, q, vt)),
+      ${orderRows(db, slug, b, now, false)}`,
+    select: db`(SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
+        (SELECT count(*) FROM ins)::int AS inserted`,
+  };
+}
+
+/** Untracked stock as last read (readCatalog): the light hold applies. */
+function lightHoldApplies(ids: readonly string[], vqs: readonly string[]): boolean {
+  return vqs.every((v) => v === "{}") && ids.every((id) => untrackedSeen.has(id));
+}
+
+type Held = { id: string; q: number; vq: Record<string, number> };
+
+function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs: number[], vqs: string[], now: number): Parts {
+  const idList = idListFragments(db, ids);
+  return {
+    ctes: db`want AS MATERIALIZED (SELECT w.id, w.q, w.vt::jsonb AS vq, ${slug}::text AS slug FROM unnest(${ids}::uuid[], ${qs}::int[], ${vqs}::text[]) AS w(id, q, vt)),
     ${priorOf(db, slug, b)},
     -- Tracked stock (the product's, and each tracked variant's) is held by one conditional update of the product
     -- row; untracked stock is unlimited and never locked.
@@ -694,9 +701,35 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
       INSERT INTO stock_reservations (id, store_slug, order_id, lines)
       SELECT ${b.reservationId}, ${slug}, ${b.orderId}, (SELECT jsonb_agg(jsonb_build_object('productId', id, 'quantity', q, 'variants', vq)) FROM held)
       FROM ok WHERE go AND EXISTS (SELECT 1 FROM held)),
-    ${orderRows(db, slug, b, now)}
-    SELECT (SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
-      (SELECT jsonb_agg(jsonb_build_object('id', id, 'q', q, 'vq', vq)) FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted`;
+    ${orderRows(db, slug, b, now)}`,
+    select: db`(SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
+      (SELECT jsonb_agg(jsonb_build_object('id', id, 'q', q, 'vq', vq)) FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted`,
+  };
+}
+
+/**
+ * Starts one store's payment leg: holds tracked stock (untracked stock is unlimited and never locked), writes the
+ * reservation and the order `pending` with its items, `created` event, `order.created` outbox row and the key's
+ * allowlist binding. Idempotent per reservation id; a later attempt of the same session reuses the order.
+ * A shortage gives back what the statement held and throws STATE_EXECUTION_BLOCKED.
+ */
+export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number): Promise<{ orderId: string; created: boolean }> {
+  const { ids, qs, vqs } = wantedStock(b.lines);
+  if (lightHoldApplies(ids, vqs)) {
+    const [l] = await run<{ prior_status: string | null; prior_order: string | null; go: boolean; inserted: number }[]>(db, lightHoldParts(db, slug, b, ids, now));
+    if (l.prior_status) {
+      if (l.prior_status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
+      return { orderId: l.prior_order as string, created: false };
+    }
+    if (l.go && l.inserted > 0) {
+      rememberUnheld(b.reservationId, b.couponCode);
+      return { orderId: b.orderId, created: true };
+    }
+  }
+  const [r] = await run<{ prior_status: string | null; prior_order: string | null; go: boolean; held: Held[] | null; inserted: number }[]>(
+    db,
+    fullHoldParts(db, slug, b, ids, qs, vqs, now),
+  );
   if (r.prior_status) {
     if (r.prior_status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
     return { orderId: r.prior_order as string, created: false };
@@ -718,6 +751,36 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
   if (r.held?.length) nothingHeld.delete(b.reservationId);
   else rememberUnheld(b.reservationId, b.couponCode);
   return { orderId: b.orderId, created: r.inserted > 0 };
+}
+
+/**
+ * `beginLegRows` as a write riding in the cart turn's state statement (host.ts `checkpointWith`): the leg's rows
+ * and the session's IN_PROGRESS state in one autocommit statement. It is sent for the plain outcome only — the leg
+ * goes ahead (light hold: its order inserted) — and otherwise refuses (AF002), writing nothing, so that every other
+ * outcome (a replayed reservation, a shortage, a stale hint) is decided by `beginLegRows` as before. `done` reads
+ * the committed row.
+ */
+export function beginLegRiding(db: Sql, slug: string, b: BeginLegBody, now: number): { write: RidingWrite; done(row: Record<string, unknown>): void } {
+  const { ids, qs, vqs } = wantedStock(b.lines);
+  if (lightHoldApplies(ids, vqs)) {
+    const p = lightHoldParts(db, slug, b, ids, now);
+    return {
+      write: { ctes: p.ctes, select: db`CASE WHEN (SELECT go FROM ok) AND EXISTS (SELECT 1 FROM ins) THEN 1 ELSE actor_write_refused('leg_hold') END AS leg_ok` },
+      done: () => rememberUnheld(b.reservationId, b.couponCode),
+    };
+  }
+  const p = fullHoldParts(db, slug, b, ids, qs, vqs, now);
+  return {
+    write: {
+      ctes: p.ctes,
+      select: db`CASE WHEN (SELECT go FROM ok) THEN 1 ELSE actor_write_refused('leg_hold') END AS leg_ok,
+        EXISTS (SELECT 1 FROM held) AS leg_held`,
+    },
+    done: (row) => {
+      if (row.leg_held) nothingHeld.delete(b.reservationId);
+      else rememberUnheld(b.reservationId, b.couponCode);
+    },
+  };
 }
 
 /**
@@ -753,6 +816,51 @@ function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, chan
     outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(changedPayload as never)}::jsonb FROM o)${
       coupon ? db`,
     coupon AS (UPDATE coupons c SET used_count = c.used_count + 1 FROM o WHERE c.store_slug = ${slug} AND c.code = o.coupon_code)` : db``}`;
+}
+
+/** The pending → paid move of a captured leg, as `settleLegRows` and `settleCapturedLegRiding` send it. */
+function capturedMove(slug: string, b: SettleLegBody, totalMinor: number, currency: string, now: number) {
+  // The machine names the move (pending → paid by the system); the statement applies it only to a pending order.
+  const to = applyOrderEvent({ status: "pending" as OrderStatus, createdAt: now, deliveredAt: null, history: [] }, "mark_paid", "system", now).status;
+  const changedPayload = {
+    event: "order.status_changed",
+    timestamp: iso(now),
+    orderId: b.orderId,
+    merchantSlug: slug,
+    fromStatus: "pending",
+    toStatus: to,
+    totalAmount: toMajor(totalMinor, currency),
+    currency,
+  };
+  return { to, changedPayload };
+}
+
+/**
+ * The settle of a captured leg that held nothing (no reservation row): only the order moves, and the coupon table is
+ * left out when the order has none. Guards re-check both in SQL; an order still pending after it (a reservation row
+ * or a coupon after all) was left untouched for the full settle.
+ */
+function lightSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: Record<string, unknown>, coupon: boolean) {
+  const noReservation = db`NOT EXISTS (SELECT 1 FROM stock_reservations WHERE id = ${b.reservationId})`;
+  return paidRows(db, slug, b, to, changedPayload, coupon ? db`AND ${noReservation}` : db`AND coupon_code IS NULL AND ${noReservation}`, coupon);
+}
+
+function fullSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: Record<string, unknown>) {
+  return db`rsv AS (
+      UPDATE stock_reservations SET status = 'committed', updated_at = now()
+      WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
+    ${reservedPerProduct(db)},
+    -- p.id = ANY(ARRAY(SELECT id FROM w)): the ids reach products as one InitPlan value, so the primary key is the
+    -- way in; joined on w alone the generic plan expects 100 lines (jsonb_array_elements) and reads every product.
+    sold AS (
+      UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
+        stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE GREATEST(0, p.stock_quantity - w.q) END,
+        in_stock = CASE WHEN p.stock_quantity IS NULL THEN p.in_stock ELSE p.stock_quantity - w.q > 0 END,
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1),
+        variants = variant_stock_sell(p.variants, w.vq),
+        updated_at = now()
+      FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
+    ${paidRows(db, slug, b, to, changedPayload, db``, true)}`;
 }
 
 /**
@@ -796,52 +904,52 @@ export async function settleLegRows(
     totalMinor = Number(o.total_minor);
     currency = o.currency;
   }
-  // The machine names the move (pending → paid by the system); the statement applies it only to a pending order.
-  const to = applyOrderEvent({ status: "pending" as OrderStatus, createdAt: now, deliveredAt: null, history: [] }, "mark_paid", "system", now).status;
-  const changedPayload = {
-    event: "order.status_changed",
-    timestamp: iso(now),
-    orderId: b.orderId,
-    merchantSlug: slug,
-    fromStatus: "pending",
-    toStatus: to,
-    totalAmount: toMajor(totalMinor, currency),
-    currency,
-  };
+  const { to, changedPayload } = capturedMove(slug, b, totalMinor, currency, now);
   const coupon = nothingHeld.get(b.reservationId);
   if (coupon !== undefined) {
     nothingHeld.delete(b.reservationId);
     // Nothing was held for this reservation (no row): only the order moves, and the coupon table is left out when
     // the order has none. Guards re-check both in SQL; an order still pending after this statement (a reservation
     // row or a coupon after all) was left untouched, and the full settle below runs.
-    const noReservation = db`NOT EXISTS (SELECT 1 FROM stock_reservations WHERE id = ${b.reservationId})`;
     const [l] = await db<{ paid: number; status: OrderStatus | null }[]>`
-      WITH ${paidRows(db, slug, b, to, changedPayload, coupon ? db`AND ${noReservation}` : db`AND coupon_code IS NULL AND ${noReservation}`, coupon)}
+      WITH ${lightSettleCtes(db, slug, b, to, changedPayload, coupon)}
       SELECT (SELECT count(*) FROM o)::int AS paid, (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
     if (!l.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });
     if (l.paid) return { status: to, changed: [] };
     if (l.status !== "pending") return { status: l.status, changed: [] };
   }
   const [r] = await db<{ paid: number; changed: string[]; status: OrderStatus | null }[]>`
-    WITH rsv AS (
-      UPDATE stock_reservations SET status = 'committed', updated_at = now()
-      WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
-    ${reservedPerProduct(db)},
-    -- p.id = ANY(ARRAY(SELECT id FROM w)): the ids reach products as one InitPlan value, so the primary key is the
-    -- way in; joined on w alone the generic plan expects 100 lines (jsonb_array_elements) and reads every product.
-    sold AS (
-      UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
-        stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE GREATEST(0, p.stock_quantity - w.q) END,
-        in_stock = CASE WHEN p.stock_quantity IS NULL THEN p.in_stock ELSE p.stock_quantity - w.q > 0 END,
-        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1),
-        variants = variant_stock_sell(p.variants, w.vq),
-        updated_at = now()
-      FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
-    ${paidRows(db, slug, b, to, changedPayload, db``, true)}
+    WITH ${fullSettleCtes(db, slug, b, to, changedPayload)}
     SELECT (SELECT count(*) FROM o)::int AS paid, ARRAY(SELECT id::text FROM sold WHERE tracked) AS changed,
       (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
   if (!r.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });
   return { status: r.paid ? to : r.status, changed: r.changed };
+}
+
+/**
+ * The settle of a captured leg riding in the cart turn's state statement (host.ts `checkpointWith`): the order paid
+ * and the session COMPLETED in one autocommit statement. Sent for the plain outcome only — this statement moves the
+ * order from pending to paid — and otherwise refuses (AF002), writing nothing, so that `settleLegRows` decides every
+ * other case (an order already moved, a stale hint) as before. `changed`: the tracked products whose stock changed.
+ */
+export function settleCapturedLegRiding(
+  db: Sql,
+  slug: string,
+  b: SettleLegBody & { totalMinor: number; currency: string },
+  now: number,
+): { write: RidingWrite; changed(row: Record<string, unknown>): string[] } {
+  const { to, changedPayload } = capturedMove(slug, b, b.totalMinor, b.currency, now);
+  const guard = db`CASE WHEN EXISTS (SELECT 1 FROM o) THEN 1 ELSE actor_write_refused('leg_settle') END AS leg_ok`;
+  const coupon = nothingHeld.get(b.reservationId);
+  if (coupon !== undefined) {
+    // the hint is used once: a refusal leaves the decision to the full settle
+    nothingHeld.delete(b.reservationId);
+    return { write: { ctes: lightSettleCtes(db, slug, b, to, changedPayload, coupon), select: guard }, changed: () => [] };
+  }
+  return {
+    write: { ctes: fullSettleCtes(db, slug, b, to, changedPayload), select: db`${guard}, ARRAY(SELECT id::text FROM sold WHERE tracked) AS leg_changed` },
+    changed: (row) => (row.leg_changed as string[] | null) ?? [],
+  };
 }
 
 /**

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
-import { beginLegRows, cancelPendingOrderRows, readCatalog, settleLegRows } from "../../actors/store/commerce.ts";
+import { beginLegRiding, beginLegRows, cancelPendingOrderRows, readCatalog, settleCapturedLegRiding, settleLegRows } from "../../actors/store/commerce.ts";
+import type { RidingWrite } from "../../actors/runtime/state-write.ts";
 
 const board = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store, untracked stock
 const skillet = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
@@ -84,3 +85,90 @@ for (const [kind, productId] of [["tracked", skillet], ["untracked", board]] as 
     });
   });
 }
+
+/** A riding write run on its own (as the cart's state statement carries it, minus the state): its SQLSTATE or null. */
+async function ride(write: RidingWrite): Promise<string | null> {
+  return codeOf(srv.db.sql`WITH ${write.ctes} SELECT ${write.select}`);
+}
+const eventsOf = async (orderId: string) => (await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_events WHERE order_id = ${orderId}`)[0].n;
+
+for (const [kind, productId] of [["tracked", skillet], ["untracked", board]] as const) {
+  describe(`a leg of ${kind} stock riding in the cart's state statement`, () => {
+    test("goes ahead for a first attempt: the order pending, and the settle then pays it", async () => {
+      const sql = srv.db.sql;
+      await readCatalog(sql, [productId], key.id);
+      const cart = await cartWith(productId);
+      const orderId = crypto.randomUUID();
+      const r1 = `r1-${crypto.randomUUID()}`;
+      const begin = beginLegRiding(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
+      expect(await ride(begin.write)).toBeNull();
+      expect((await sql`SELECT status FROM orders WHERE id = ${orderId}`).map((r) => r.status)).toEqual(["pending"]);
+      const settle = settleCapturedLegRiding(sql, "demo-store", { orderId, reservationId: r1, outcome: "captured", intentId: r1, captureRef: "cap", simulated: true, totalMinor: 100, currency: "USD" }, Date.now());
+      expect(await ride(settle.write)).toBeNull();
+      expect((await sql`SELECT status FROM orders WHERE id = ${orderId}`).map((r) => r.status)).toEqual(["paid"]);
+    });
+
+    test("begun again with the same reservation refuses (AF002) and writes nothing; the general path answers it", async () => {
+      const sql = srv.db.sql;
+      await readCatalog(sql, [productId], key.id);
+      const cart = await cartWith(productId);
+      const orderId = crypto.randomUUID();
+      const r1 = `r1-${crypto.randomUUID()}`;
+      await beginLegRows(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
+      const events = await eventsOf(orderId);
+      const again = beginLegRiding(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
+      expect(await ride(again.write)).toBe("AF002");
+      expect(await eventsOf(orderId)).toBe(events);
+      expect(await beginLegRows(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now())).toEqual({ orderId, created: false });
+    });
+
+    test("a settle of an order that is no longer pending refuses (AF002) and writes nothing", async () => {
+      const sql = srv.db.sql;
+      await readCatalog(sql, [productId], key.id);
+      const cart = await cartWith(productId);
+      const orderId = crypto.randomUUID();
+      const r1 = `r1-${crypto.randomUUID()}`;
+      await beginLegRows(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
+      const body = { orderId, reservationId: r1, outcome: "captured" as const, intentId: r1, captureRef: "cap", simulated: true, totalMinor: 100, currency: "USD" };
+      expect((await settleLegRows(sql, "demo-store", body, Date.now())).status).toBe("paid");
+      const events = await eventsOf(orderId);
+      expect(await ride(settleCapturedLegRiding(sql, "demo-store", body, Date.now()).write)).toBe("AF002");
+      expect(await eventsOf(orderId)).toBe(events);
+    });
+  });
+}
+
+describe("a riding hold that cannot go ahead", () => {
+  test("on stock that became tracked after the catalog read refuses and writes nothing; the general path then holds it", async () => {
+    const sql = srv.db.sql;
+    await readCatalog(sql, [board], key.id); // seen untracked: the riding hold takes the shape that holds nothing
+    const cart = await cartWith(board);
+    await sql`UPDATE products SET stock_quantity = 5 WHERE id = ${board}`;
+    try {
+      const orderId = crypto.randomUUID();
+      const r1 = `r1-${crypto.randomUUID()}`;
+      expect(await ride(beginLegRiding(sql, "demo-store", leg(cart, orderId, r1, board), Date.now()).write)).toBe("AF002");
+      expect(await sql`SELECT 1 FROM orders WHERE id = ${orderId}`).toHaveLength(0);
+      expect(await beginLegRows(sql, "demo-store", leg(cart, orderId, r1, board), Date.now())).toEqual({ orderId, created: true });
+      expect((await sql<{ r: number }[]>`SELECT reserved_quantity AS r FROM products WHERE id = ${board}`)[0].r).toBe(1);
+    } finally {
+      await sql`UPDATE products SET stock_quantity = NULL, reserved_quantity = 0 WHERE id = ${board}`;
+    }
+  });
+
+  test("on a shortage refuses and writes nothing: no order, nothing held", async () => {
+    const sql = srv.db.sql;
+    const cart = await cartWith(skillet);
+    const [{ s: stock, r: held }] = await sql<{ s: number; r: number }[]>`SELECT stock_quantity AS s, reserved_quantity AS r FROM products WHERE id = ${skillet}`;
+    const orderId = crypto.randomUUID();
+    const body = leg(cart, orderId, `r1-${crypto.randomUUID()}`, skillet);
+    // two lines: the board (untracked, covered) and more skillets than can be held
+    body.lines = [
+      { productId: board, variantId: null, title: "board", quantity: 1, unitPriceMinor: 100 },
+      { productId: skillet, variantId: null, title: "skillet", quantity: stock - held + 1, unitPriceMinor: 100 },
+    ];
+    expect(await ride(beginLegRiding(sql, "demo-store", body, Date.now()).write)).toBe("AF002");
+    expect(await sql`SELECT 1 FROM orders WHERE id = ${orderId}`).toHaveLength(0);
+    expect((await sql<{ r: number }[]>`SELECT reserved_quantity AS r FROM products WHERE id = ${skillet}`)[0].r).toBe(held);
+  });
+});

@@ -8,7 +8,8 @@ import { Type as T } from "@sinclair/typebox";
 import { ActorClient } from "../../actors/runtime/client.ts";
 import { defineActor } from "../../actors/runtime/define-actor.ts";
 import { fail } from "../../actors/runtime/errors.ts";
-import { ActorHost } from "../../actors/runtime/host.ts";
+import { ActorHost, checkpointWith } from "../../actors/runtime/host.ts";
+import { isWriteRefused } from "../../actors/runtime/state-write.ts";
 import { InProcessTransport } from "../../actors/transport/in-process.ts";
 import type { Transport } from "../../actors/transport/transport.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
@@ -25,6 +26,11 @@ const timer = defineActor({
     get: T.Object({}),
     bumpThenCheckpoint: T.Object({}),
     swap: T.Object({ at: T.Number() }),
+    /** A note written in the state statement; `refuse`: its guard refuses after the insert ran. */
+    noteRiding: T.Object({ at: T.Number(), note: T.String(), refuse: T.Boolean() }),
+    ridingInTx: T.Object({}),
+    /** A riding note whose statement also carries the turn's reply (finalReply). */
+    noteRidingFinal: T.Object({ note: T.String() }),
   },
   handlers: {
     async bumpThenCheckpoint(ctx) {
@@ -57,6 +63,39 @@ const timer = defineActor({
     },
     async get(ctx) {
       return ctx.state;
+    },
+    async noteRiding(ctx, body) {
+      const before = ctx.state.n;
+      ctx.state.n += 1;
+      await ctx.schedule("ring", body.at);
+      const sql = ctx.sql;
+      try {
+        const row = await checkpointWith<{ written: string }>(ctx, {
+          ctes: sql`ins AS (INSERT INTO turn_notes (actor, note) VALUES (${ctx.id}, ${body.note}) RETURNING note)`,
+          select: sql`CASE WHEN ${body.refuse} THEN actor_write_refused('test') ELSE 1 END AS guard, (SELECT note FROM ins) AS written`,
+        });
+        return `wrote ${row.written}`;
+      } catch (err) {
+        if (!isWriteRefused(err)) throw err;
+        // the general path, as a handler takes it after a refusal: undo what assumed the write, write otherwise
+        ctx.state.n = before + 10;
+        await ctx.cancelReminder("ring");
+        const tx = await ctx.tx();
+        await tx`INSERT INTO turn_notes (actor, note) VALUES (${ctx.id}, ${`fallback ${body.note}`})`;
+        return "refused";
+      }
+    },
+    async noteRidingFinal(ctx, body) {
+      ctx.state.n += 1;
+      const answer = `noted ${body.note}`;
+      await checkpointWith(ctx, { ctes: ctx.sql`ins AS (INSERT INTO turn_notes (actor, note) VALUES (${ctx.id}, ${body.note}))`, select: ctx.sql`1 AS one` }, { finalReply: answer });
+      return answer;
+    },
+    async ridingInTx(ctx) {
+      const tx = await ctx.tx();
+      await tx`INSERT INTO turn_notes (actor, note) VALUES (${ctx.id}, 'in tx')`;
+      ctx.state.n += 1;
+      return checkpointWith(ctx, { ctes: ctx.sql`nothing AS (SELECT 1)`, select: ctx.sql`1 AS one` });
     },
     async swap(ctx, body) {
       ctx.state.n += 1;
@@ -302,5 +341,92 @@ describe("a turn whose changes were all committed by a checkpoint", () => {
     expect(await second.host.dispatch({ ...envelope, attempt: 2 })).toEqual({ ok: true, value: 1 });
     expect((await rowOf("ckpt")).state.n).toBe(1);
     await second.host.stop();
+  });
+});
+
+describe("a turn's own write riding in its state statement (checkpointWith)", () => {
+  const notesOf = async (id: string) => (await db.sql<{ note: string }[]>`SELECT note FROM turn_notes WHERE actor = ${id} ORDER BY note`).map((r) => r.note);
+
+  test("is one autocommit statement with the state and the reminder: no BEGIN, no COMMIT", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    await client.ask(timer, "rw1", "disarm", {}); // the row exists: the riding turn updates it
+    const at = Date.parse("2030-01-01T00:00:00Z");
+    const sent = await statementsOf(() => client.ask(timer, "rw1", "noteRiding", { at, note: "a", refuse: false }));
+    expect(sent.length).toBe(1);
+    expect(sent[0]).toContain("INSERT INTO turn_notes");
+    expect(sent[0]).toContain("UPDATE actor_state");
+    expect(sent[0]).toContain("INSERT INTO actor_reminders");
+    expect(await notesOf("rw1")).toEqual(["a"]);
+    expect((await rowOf("rw1")).state.n).toBe(2);
+    expect((await reminderOf("rw1")).due_at.getTime()).toBe(at);
+    await host.stop();
+  });
+
+  test("whose guard refuses writes nothing of the statement (its rows, the state, the reminder), and the turn goes on", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    await client.ask(timer, "rw2", "noteRiding", { at: Date.parse("2030-01-01T00:00:00Z"), note: "first", refuse: false });
+    expect(await client.ask(timer, "rw2", "noteRiding", { at: Date.parse("2040-01-01T00:00:00Z"), note: "second", refuse: true })).toBe("refused");
+    // the insert of "second" ran before the guard refused: rolled back with the state; the general path wrote
+    expect(await notesOf("rw2")).toEqual(["fallback second", "first"]);
+    const row = await rowOf("rw2");
+    expect(row.state.n).toBe(11);
+    expect(Number(row.version)).toBe(2); // one write per turn: the refused statement wrote no version
+    expect(await reminderOf("rw2")).toBeUndefined();
+    // the activation's version still matches the row: the next turn writes
+    expect(await client.ask(timer, "rw2", "noteRiding", { at: Date.parse("2030-01-01T00:00:00Z"), note: "third", refuse: false })).toBe("wrote third");
+    expect((await rowOf("rw2")).state.n).toBe(12);
+    await host.stop();
+  });
+
+  test("on a stale version writes nothing and answers actor_unavailable", async () => {
+    const a = startHost();
+    await a.host.start();
+    await a.client.ask(timer, "rw3", "noteRiding", { at: Date.parse("2030-01-01T00:00:00Z"), note: "a1", refuse: false });
+    const b = startHost();
+    await b.host.start();
+    await b.client.ask(timer, "rw3", "disarm", {});
+    const reply = await a.transport.request(
+      { msgId: crypto.randomUUID(), kind: "timer", id: "rw3", type: "noteRiding", body: { at: Date.parse("2040-01-01T00:00:00Z"), note: "stale", refuse: false }, deadline: Date.now() + 1000, attempt: 1 },
+      1000,
+    );
+    expect(reply.ok ? "ok" : reply.error.code).toBe("actor_unavailable");
+    expect(await notesOf("rw3")).toEqual(["a1"]);
+    expect(Number((await rowOf("rw3")).version)).toBe(2);
+    expect(await reminderOf("rw3")).toBeUndefined();
+    await a.host.stop();
+    await b.host.stop();
+  });
+
+  test("with the turn's final reply carries it too: one statement over a lossy transport, and a resend answers from it", async () => {
+    const first = startHost(lossyTransport());
+    await first.host.start();
+    await first.client.ask(timer, "rw5", "disarm", {});
+    const msgId = crypto.randomUUID();
+    const envelope = { msgId, kind: "timer", id: "rw5", type: "noteRidingFinal", body: { note: "once" }, deadline: Date.now() + 5000 };
+    let reply: unknown;
+    const sent = await statementsOf(async () => (reply = await first.host.dispatch({ ...envelope, attempt: 1 })));
+    expect(reply).toEqual({ ok: true, value: "noted once" });
+    expect(sent.length).toBe(1);
+    expect(sent[0]).toContain("INSERT INTO actor_inbox");
+    await first.host.stop();
+    // another host (no memory of the reply) gets the resend: answered from actor_inbox, the handler not run again
+    const second = startHost(lossyTransport());
+    await second.host.start();
+    expect(await second.host.dispatch({ ...envelope, attempt: 2 })).toEqual({ ok: true, value: "noted once" });
+    expect(await notesOf("rw5")).toEqual(["once"]);
+    expect((await rowOf("rw5")).state.n).toBe(2);
+    await second.host.stop();
+  });
+
+  test("is refused while the turn has a transaction open, and the turn's writes roll back", async () => {
+    const { client, host } = startHost();
+    await host.start();
+    const err = await client.ask(timer, "rw4", "ridingInTx", {}).catch((e) => e);
+    expect(err.code).toBe("internal_error");
+    expect(await notesOf("rw4")).toEqual([]);
+    expect(await rowOf("rw4")).toBeUndefined();
+    await host.stop();
   });
 });

@@ -99,6 +99,32 @@ describe("the one-call flow", () => {
   });
 });
 
+describe("statements of a one-store completion", () => {
+  test("the hold and the settle each ride in the cart's state statement: no BEGIN or COMMIT around the order's rows", async () => {
+    const id = await cart([{ product_id: P.skillet, quantity: 1 }]);
+    const p = await preview(id);
+    expect(p.status).toBe(200);
+    const pool = srv.running.db.sql;
+    const seen: string[] = [];
+    pool.options.debug = (_conn: number, text: string) => void seen.push(text.replace(/\s+/g, " ").trim());
+    let r: Awaited<ReturnType<typeof checkout>>;
+    try {
+      r = await checkout({ cartId: id, checkout_session_id: p.body.data.checkout_session_id, payment_method: "MOCK", idempotency_key: crypto.randomUUID() });
+    } finally {
+      pool.options.debug = false;
+    }
+    expect(r.status).toBe(200);
+    // the cart's state writes (background pollers write none) each carry one of the order's two moves
+    const stateWrites = seen.filter((t) => t.includes("actor_state"));
+    expect(stateWrites).toHaveLength(2);
+    expect(stateWrites[0]).toContain("INSERT INTO orders");
+    expect(stateWrites[1]).toContain("UPDATE orders SET status");
+    expect(seen.filter((t) => t.includes("orders") && !t.includes("actor_state") && /INSERT INTO orders|UPDATE orders/.test(t))).toEqual([]);
+    const o = await srv.json(`/api/v1/agent/orders/${r.body.data.order_id}`, { headers: key.headers });
+    expect(o.body.data.status).toBe("paid");
+  });
+});
+
 describe("rows per order", () => {
   test("a leg of untracked stock holds nothing and writes no reservation row; beginning the same reservation again writes nothing twice", async () => {
     const id = await cart([{ product_id: P.board, quantity: 2 }]);
