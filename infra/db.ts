@@ -115,9 +115,21 @@ function armDeadline(q: Thenable, ms: number): void {
   };
 }
 
+/** Each deadline-bounded pool and the pool it wraps (`withoutDeadline`). */
+const unbounded = new WeakMap<Sql, Sql>();
+
+/**
+ * The same pool without the query deadline. For an actor turn's own writes: a turn answers only what it knows was
+ * committed, so its statements wait as long as the database takes (as `unsafe`, `begin` and `reserve` always do);
+ * a deadline would answer "failed" for a write that may still commit (review of the riding checkout statement).
+ */
+export function withoutDeadline(sql: Sql): Sql {
+  return unbounded.get(sql) ?? sql;
+}
+
 /** The pool with QUERY_DEADLINE_MS on every tagged-template query (helpers, `unsafe`, `begin`, `reserve` pass through). */
 function withQueryDeadline(sql: Sql, ms: number): Sql {
-  return new Proxy(sql, {
+  const bounded = new Proxy(sql, {
     apply(target, thisArg, args: unknown[]) {
       const q = Reflect.apply(target as unknown as (...a: unknown[]) => unknown, thisArg, args);
       const tagged = Array.isArray(args[0]) && Object.prototype.hasOwnProperty.call(args[0], "raw");
@@ -125,6 +137,8 @@ function withQueryDeadline(sql: Sql, ms: number): Sql {
       return q;
     },
   });
+  unbounded.set(bounded, sql);
+  return bounded;
 }
 
 export function connect(url: string, max = 10, opts: { queryDeadlineMs?: number } = {}): Sql {

@@ -14,7 +14,7 @@ import { systemClock, type Clock } from "./clock.ts";
 import type { ActorCaller, ActorContext, AnyActorDefinition, CallOptions, MessageBody, MessageType, ReplyOf } from "./define-actor.ts";
 import { REMINDER_PREFIX, type ReplyEnvelope, type RequestEnvelope } from "./envelope.ts";
 import { ActorError, isInputDataError } from "./errors.ts";
-import { isFenceFailure, ridingStatement, stateWriteStatement, type ReminderOp, type RidingWrite } from "./state-write.ts";
+import { isFenceFailure, ridingStatement, stateWriteStatement, WRITE_REFUSED, type ReminderOp, type RidingWrite } from "./state-write.ts";
 
 /** Replies an activation remembers in memory (resends to a live activation answer without a query). */
 const RECENT_REPLIES = 256;
@@ -554,7 +554,7 @@ const turnOfContext = new WeakMap<object, Turn>();
  * `ctx.checkpoint()` with writes of the turn's own riding in the state statement (state-write.ts, `RidingWrite`):
  * one autocommit statement instead of BEGIN, the turn's statement, the state statement and COMMIT (two round trips).
  * Resolves to the statement's row (the write's `select` columns) once all of it is durable. Only for a turn with
- * no transaction open (checkpoint first), since a refusal aborts the statement it is part of.
+ * no transaction open: with one, it answers a refusal at once (nothing sent) and the caller takes its general path.
  *
  * When the write's guard refuses (SQLSTATE AF002, `isWriteRefused`), nothing at all was written and the turn goes on:
  * its in-memory state and reminder changes are as the handler left them, so the handler undoes what assumed the
@@ -645,7 +645,9 @@ class Turn {
 
   async checkpointWith(write: RidingWrite, finalReply?: ReplyEnvelope): Promise<Record<string, unknown>> {
     this.assertWritable();
-    if (this.connPromise) throw new Error(`actor ${this.act.def.kind}: checkpointWith with a transaction open (checkpoint first)`);
+    // With a transaction open the riding statement cannot go (a refusal would abort the transaction): answered as a
+    // refusal, so the caller takes its general path inside that transaction instead of failing the turn (review J).
+    if (this.connPromise) throw Object.assign(new Error(`actor ${this.act.def.kind}: checkpointWith with a transaction open`), { code: WRITE_REFUSED });
     const row = (await this.persistAndCommit(finalReply, write)) as Record<string, unknown>;
     if (finalReply) this.replyWritten = true;
     return row;

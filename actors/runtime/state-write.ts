@@ -14,7 +14,7 @@
  * statements, so Postgres plans each shape once per connection.
  */
 import type { PendingQuery, Row } from "postgres";
-import type { Sql } from "../../infra/db.ts";
+import { withoutDeadline, type Sql } from "../../infra/db.ts";
 
 /** A postgres.js query fragment (sql`…`), nested into the statement it rides in. */
 export type SqlFragment = PendingQuery<Row[]>;
@@ -153,7 +153,8 @@ export function ridingStatement(sql: Sql, w: StateWrite, write: RidingWrite) {
   const ctes = templateOf(shape.ctes);
   const check = templateOf(shape.check);
   const tagged = (t: { strings: TemplateStringsArray; refs: number[] }) => sql(t.strings, ...t.refs.map((i) => params[i]));
-  return sql`WITH ${write.ctes},
+  // a turn's write waits for the database however long it takes: no pool deadline (infra/db.ts `withoutDeadline`)
+  return withoutDeadline(sql)`WITH ${write.ctes},
     ${tagged(ctes)}
     SELECT ${tagged(check)} AS turn_ok, ${write.select}`;
 }
