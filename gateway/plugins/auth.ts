@@ -325,8 +325,13 @@ export function userFromRequest(svc: Services, request: Request): Promise<UserPr
   return p;
 }
 
+/**
+ * Routes mounted after it need `Authorization: Bearer <JWT>` and receive `user`. Checked at the transform stage,
+ * before the body is validated: a caller without a session gets 401 whatever its body, and an unauthenticated
+ * multi-megabyte body never reaches schema validation (review I: 134 ms of CPU for a 2 MiB invalid merchant body).
+ */
 export function userAuth(svc: Services) {
-  return new Elysia({ name: "user-auth", seed: "rest" }).resolve({ as: "scoped" }, async ({ request }) => ({
+  return new Elysia({ name: "user-auth", seed: "rest" }).derive({ as: "scoped" }, async ({ request }) => ({
     user: await userFromRequest(svc, request),
   }));
 }

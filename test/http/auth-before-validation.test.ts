@@ -77,3 +77,21 @@ describe("authentication before body validation on /api/v1/agent/*", () => {
     expect(r.status).toBe(200);
   });
 });
+
+describe("session routes check the bearer token before the body", () => {
+  test("a merchant catalog PUT without a token and with a broken body: 401, not 400", async () => {
+    const r = await raw("/api/v1/merchant/stores/demo-store/catalog", { method: "PUT", body: JSON.stringify({ products: "nope" }) });
+    expect(r.status).toBe(401);
+    expect(((await r.json()) as { code: string }).code).toBe("unauthorized");
+  });
+
+  test("agent key creation without a token and with a broken body: 401, not 400", async () => {
+    const r = await raw("/api/v1/agent-keys", { body: JSON.stringify({ name: 5 }) });
+    expect(r.status).toBe(401);
+  });
+
+  test("with a session the same broken body is the 400 it always was", async () => {
+    const r = await raw("/api/v1/agent-keys", { headers: { authorization: `Bearer ${token}` }, body: JSON.stringify({ name: 5 }) });
+    expect(r.status).toBe(400);
+  });
+});
