@@ -39,10 +39,7 @@ export class ActorClient implements ActorCaller {
   ): Promise<ReplyOf<D, T>> {
     const env = this.envelope(def, id, type, body, opts);
     const immutable = isImmutable(def, type);
-    return this.send(env, immutable).then(
-      (reply) => (reply.ok ? reply.value : this.retry(env, ActorError.fromData(reply.error), immutable)),
-      (err: unknown) => this.retry(env, err, immutable),
-    ) as Promise<ReplyOf<D, T>>;
+    return this.answer(env, this.send(env, immutable), immutable) as Promise<ReplyOf<D, T>>;
   }
 
   /** See ActorCaller.askNow: a reply ready at once is returned as a value, a refusal ready at once is thrown. */
@@ -57,16 +54,19 @@ export class ActorClient implements ActorCaller {
     const env = this.envelope(def, id, type, body, opts);
     const immutable = isImmutable(def, type);
     const out = this.transport.requestNow(env, Math.max(1, env.deadline - Date.now()), immutable);
-    if (out instanceof Promise) {
-      return out.then(
-        (reply) => (reply.ok ? reply.value : this.retry(env, ActorError.fromData(reply.error), immutable)),
-        (err: unknown) => this.retry(env, err, immutable),
-      ) as Promise<ReplyOf<D, T>>;
-    }
+    if (out instanceof Promise) return this.answer(env, out, immutable) as Promise<ReplyOf<D, T>>;
     if (out.ok) return out.value as ReplyOf<D, T>;
     const err = ActorError.fromData(out.error);
     if (err.code === "actor_unavailable") return this.retry(env, err, immutable) as Promise<ReplyOf<D, T>>;
     throw err;
+  }
+
+  /** The reply's value, or the retry loop for a failed first send. */
+  private answer(env: RequestEnvelope, sent: Promise<ReplyEnvelope>, immutable: boolean): Promise<unknown> {
+    return sent.then(
+      (reply) => (reply.ok ? reply.value : this.retry(env, ActorError.fromData(reply.error), immutable)),
+      (err: unknown) => this.retry(env, err, immutable),
+    );
   }
 
   private envelope(def: AnyActorDefinition, id: string, type: string, body: unknown, opts: CallOptions): RequestEnvelope {
