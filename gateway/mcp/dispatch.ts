@@ -14,6 +14,7 @@ import { ActorError, fail, isErrorCode, type ErrorCode } from "../../actors/runt
 import { log } from "../../infra/log.ts";
 import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
 import { ENDPOINT_GROUPS, type AnyTool, type Endpoint, type ToolContext } from "./registry.ts";
+import { ECHO_MAX_CHARS } from "../envelope.ts";
 
 export interface CompiledTool {
   def: AnyTool;
@@ -91,8 +92,7 @@ export function argumentError(t: CompiledTool, args: unknown): ActorError | null
   return fail("INVALID_ARGUMENT", `Invalid argument '${field || "arguments"}': ${first.message}.`, { field: field || "arguments", ...echoedValue(first.value) });
 }
 
-/** Longest string argument echoed back in `details.value`. */
-export const ECHO_MAX_CHARS = 100;
+export { ECHO_MAX_CHARS };
 
 /**
  * What an INVALID_ARGUMENT says about the offending value: scalars as they are, strings cut at ECHO_MAX_CHARS,

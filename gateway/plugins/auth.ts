@@ -295,8 +295,7 @@ export function admitAgentEarly(svc: Services, request: Request, headers: Header
  */
 export function agentAuth(svc: Services) {
   return new Elysia({ name: "agent-auth", seed: "rest" }).derive({ as: "scoped" }, async ({ request, set, server }) => {
-    const early = earlyAdmissions.get(request);
-    const agent = await (early ?? authenticateAgentNow(svc, { request, ip: agentRequestAddress(svc, request, server), headers: set.headers as Headers, surface: "rest-agent", checkRoute: true }));
+    const agent = await (earlyAdmissions.get(request) ?? admitAgentEarly(svc, request, set.headers as Headers, server));
     return { agent };
   });
 }

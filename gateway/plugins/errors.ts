@@ -10,7 +10,7 @@ import { Elysia } from "elysia";
 import { ActorError, ERROR_TABLE, isInputDataError } from "../../actors/runtime/errors.ts";
 import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
-import { errorBody } from "../envelope.ts";
+import { ECHO_MAX_CHARS, errorBody } from "../envelope.ts";
 
 /** The spec's 503 row: "overload or maintenance; retry after 30 seconds". */
 const DB_RETRY_AFTER_SECONDS = 30;
@@ -21,29 +21,27 @@ interface ValidationLike {
   valueError?: { type?: number; path?: string; message?: string; value?: unknown };
 }
 
-/** How much of a caller's value an error text may quote. */
-const ECHO_CHARS = 100;
 
 /** A short, bounded description of a caller's value: never its whole text (review H, finding 1). */
 function preview(v: unknown): string {
-  if (typeof v === "string") return JSON.stringify(v.length > ECHO_CHARS ? `${v.slice(0, ECHO_CHARS)}…` : v);
+  if (typeof v === "string") return JSON.stringify(v.length > ECHO_MAX_CHARS ? `${v.slice(0, ECHO_MAX_CHARS)}…` : v);
   if (Array.isArray(v)) return `an array of ${v.length} item${v.length === 1 ? "" : "s"}`;
   if (v === null) return "null";
   if (typeof v === "object") return "an object";
-  return String(v).slice(0, ECHO_CHARS);
+  return String(v).slice(0, ECHO_MAX_CHARS);
 }
 
 /**
  * The 400 for a schema failure, from the first error only. Elysia's `message` (the whole body pretty-printed) and
  * `all` (re-validates the body and copies up to 64 errors with their values) are never read: for a wide body they
  * cost hundreds of ms and echoed megabytes back to the caller (review H: a 1 MiB login body answered with 2 MB).
- * The summaries follow Elysia's (mapValueError) for the common cases, with the value cut to ECHO_CHARS.
+ * The summaries follow Elysia's (mapValueError) for the common cases, with the value cut to ECHO_MAX_CHARS.
  */
 function validationDetails(err: ValidationLike): { message: string; details: Record<string, unknown> } {
   const first = err.valueError;
   const path = typeof first?.path === "string" ? first.path : "";
   const field = path ? path.replace(/^\//, "").replace(/\//g, ".") : undefined;
-  let what = typeof first?.message === "string" ? first.message.slice(0, ECHO_CHARS * 2) : "invalid value";
+  let what = typeof first?.message === "string" ? first.message.slice(0, ECHO_MAX_CHARS * 2) : "invalid value";
   switch (first?.type) {
     case ValueErrorType.ObjectAdditionalProperties:
       what = field ? `Property '${field}' should not be provided` : "Value should not be provided";

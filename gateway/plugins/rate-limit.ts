@@ -35,9 +35,11 @@ export function registerOwnLayer(pattern: RegExp): void {
 }
 
 
+const AGENT_PREFIX = AGENT_API_BASE + "/";
+
 /** A keyed agentic REST route (the access table lists it): admitted by the agent key, in this hook. */
 function isAgentRoute(method: string, path: string): boolean {
-  return path.startsWith(AGENT_API_BASE + "/") && findRouteRule(method, path) !== undefined;
+  return path.startsWith(AGENT_PREFIX) && findRouteRule(method, path) !== undefined;
 }
 
 /** True when a route other than this plugin does the rate admission for the request (or none applies). */
@@ -45,7 +47,7 @@ export function hasOwnLayer(method: string, path: string): boolean {
   // Operators' endpoints are not an API surface: a load balancer probing health every second would use up the
   // global 500 / 15 min in eight minutes and take the service out of rotation.
   if (path === "/metrics" || path === "/health" || path === "/api/v1/health") return true;
-  if (path.startsWith(AGENT_API_BASE + "/") && findRouteRule(method, path)) return true;
+  if (isAgentRoute(method, path)) return true;
   if (MCP_PATH.test(path)) return true;
   for (const re of extraOwnLayers) if (re.test(path)) return true;
   return false;
