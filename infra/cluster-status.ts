@@ -47,7 +47,12 @@ export async function clusterStatus(natsUrl: string, opts: { bucket?: string; nc
     const kv = await new Kvm(nc).open(bucket);
     const entries: { key: string; created: number; beat: HostBeat }[] = [];
     const read = (async () => {
+      // keys() walks the bucket while hosts keep beating: a key updated during the walk can be listed again, which
+      // showed a live host twice (test/distributed/host-failure.test.ts, once under CI load). Each key is read once.
+      const listed = new Set<string>();
       for await (const key of await kv.keys()) {
+        if (listed.has(key)) continue;
+        listed.add(key);
         const e = await kv.get(key);
         if (!e || e.operation !== "PUT") continue;
         try {
