@@ -292,6 +292,15 @@ export class BucketTable {
     return view(spec, currentState(st ? { ...spec, state: st } : spec, this.clock()));
   }
 
+  /**
+   * The tightest of `specs` as they stand, consuming nothing (`tightestOf` over `peek`): the headers of a request
+   * that no layer counts (MCP protocol messages other than tools/call and initialize; docs/access.md).
+   */
+  peekTightest(specs: readonly BucketSpec[]): { limit: number; remaining: number; reset: number } {
+    const t = tightestOf(specs.map((s) => this.peek(s)));
+    return { limit: t.limit, remaining: t.remaining, reset: t.reset };
+  }
+
   /** Drops buckets whose window has ended (they would start fresh anyway). Returns how many were dropped. */
   sweep(): number {
     const now = this.clock();

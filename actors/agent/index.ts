@@ -165,6 +165,7 @@ export const agentActor = defineActor({
     create: CreateKey,
     authorize: Authorize,
     admit: Admit,
+    peek: Admit,
     release: Release,
     get: T.Object({}),
     revoke: T.Object({ userId: T.String() }),
@@ -259,6 +260,14 @@ export const agentActor = defineActor({
       return { allowed: result.allowed, rate: rateView(result) };
     },
 
+    /**
+     * The tightest of these buckets of the key as they stand, nothing consumed (the headers of an MCP message no
+     * layer counts). The gateway asks only after authenticating the key.
+     */
+    peek(ctx, m) {
+      return agentMemory(ctx.memory).table.peekTightest(m.buckets);
+    },
+
     get(ctx) {
       if (!ctx.state.key) throw fail("not_found", "no such key");
       return view(ctx.state.key);
@@ -275,7 +284,7 @@ export const agentActor = defineActor({
     },
   },
   // authorize/admit only touch the in-memory buckets, synchronously: safe to run without queueing (hot path)
-  reentrant: ["get", "authorize", "admit"],
+  reentrant: ["get", "authorize", "admit", "peek"],
   // every agent request's message: its body is built by the gateway for the call and its reply above from fresh or
   // frozen parts, so the in-process bus need not copy either (define-actor.ts `immutable`)
   immutable: ["authorize"],

@@ -20,7 +20,7 @@ export const ipActor = defineActor({
   kind: "ip",
   persistence: "memory",
   initialState: () => ({}),
-  messages: { admit: T.Object({ buckets: T.Array(BucketSpecSchema) }), release: Release },
+  messages: { admit: T.Object({ buckets: T.Array(BucketSpecSchema) }), peek: T.Object({ buckets: T.Array(BucketSpecSchema) }), release: Release },
   handlers: {
     admit(ctx, m) {
       const consumedAt = Date.now();
@@ -31,7 +31,11 @@ export const ipActor = defineActor({
       table(ctx.memory).release(m.buckets, m.consumedAt);
       return null;
     },
+    /** The tightest of these buckets as they stand, nothing consumed (an MCP message no layer counts). */
+    peek(ctx, m) {
+      return table(ctx.memory).peekTightest(m.buckets);
+    },
   },
-  // both change only the in-memory buckets, synchronously: no need to queue behind each other
-  reentrant: ["admit", "release"],
+  // all three touch only the in-memory buckets, synchronously: no need to queue behind each other
+  reentrant: ["admit", "release", "peek"],
 });

@@ -17,7 +17,8 @@
  *
  * Admission (auth + the spec's rate layers) happens per `tools/call` before either path, so a 429/401 is an HTTP
  * status with headers. `initialize` is counted in the global layer only (per principal with a credential, else per
- * address: `admitInitialize`); `tools/list`, `ping` and notifications are never counted.
+ * address: `admitInitialize`); every other message (tools/list, ping, notifications, GET, DELETE…) is never
+ * counted, but its answer still carries X-RateLimit-* of the caller's buckets as they stand (`handle`).
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
@@ -29,16 +30,16 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { Elysia } from "elysia";
 import { DEFAULT_SCOPES, type Scope } from "../../actors/agent/access.ts";
-import { bucketsFor, ipBucketKey, type Surface } from "../../actors/agent/limits.ts";
+import { bucketsFor, ipBucketKey, type BucketDescriptor, type Surface } from "../../actors/agent/limits.ts";
 import { ActorError, ERROR_TABLE, fail, type ErrorCode } from "../../actors/runtime/errors.ts";
 import { findStore, isEligibleStore } from "../../actors/store/reads.ts";
 import type { StoreRecord } from "../../actors/store/schemas.ts";
 import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
 import { errorBody } from "../envelope.ts";
-import { mcpChallenge, verifyMcpAccess } from "../oauth/access.ts";
+import { mcpChallenge, oauthBuckets, verifyMcpAccess, type McpAccess } from "../oauth/access.ts";
 import { mcpResource } from "../oauth/common.ts";
-import { admitAnonymous, admitOthers, clientIp, setRateHeaders, setStaticRateHeaders } from "../plugins/auth.ts";
+import { admitAnonymous, admitOthers, clientIp, peekBuckets, setRateHeaders, setStaticRateHeaders } from "../plugins/auth.ts";
 import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
 import { breachMessage, exceedsJsonDepth, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor, tooDeepMessage } from "../plugins/json-depth.ts";
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
@@ -286,19 +287,7 @@ export class McpGateway {
    */
   private async admit(request: Request, ip: string, headers: Headers, store: StoreRecord, endpoint: Endpoint, toolName: string, needsKey: boolean): Promise<CallPrincipal> {
     const svc = this.svc;
-    let customer: Customer | null = null;
-    let customerError: CallPrincipal["customerError"] = null;
-    if (endpoint === "customer" || endpoint === "main") {
-      const token = request.headers.get(CUSTOMER_HEADER);
-      if (token) {
-        try {
-          customer = await verifyCustomerToken(svc, token.trim(), store.slug);
-        } catch (err) {
-          const e = err as ActorError;
-          customerError = { code: e.code, message: e.message, details: e.details };
-        }
-      }
-    }
+    const { customer, customerError } = await this.customerOf(request, store, endpoint);
     const hasKey = request.headers.has("x-agent-api-key");
     const hasAuthz = request.headers.has("authorization");
     const surface = surfaceOf(endpoint, store.slug, hasKey || hasAuthz);
@@ -361,6 +350,72 @@ export class McpGateway {
     return { caller: null, customer, customerError };
   }
 
+  /** The end customer of the request's customer token (customer and main endpoints), or why it was refused. */
+  private async customerOf(request: Request, store: StoreRecord, endpoint: Endpoint): Promise<Pick<CallPrincipal, "customer" | "customerError">> {
+    if (endpoint !== "customer" && endpoint !== "main") return { customer: null, customerError: null };
+    const token = request.headers.get(CUSTOMER_HEADER);
+    if (!token) return { customer: null, customerError: null };
+    try {
+      return { customer: await verifyCustomerToken(this.svc, token.trim(), store.slug), customerError: null };
+    } catch (err) {
+      const e = err as ActorError;
+      return { customer: null, customerError: { code: e.code, message: e.message, details: e.details } };
+    }
+  }
+
+  /**
+   * X-RateLimit-* for a protocol message that no layer counts (tools/list, ping, notifications, resources/*,
+   * prompts/*, a client's answer to the server, GET of the SSE stream, DELETE of the session): the buckets a
+   * `tools/call` of this caller on this endpoint would take (no per-tool bucket), as they stand, nothing consumed
+   * (docs/access.md, "MCP requests and their buckets"). The spec counts tool calls; counting housekeeping in the
+   * same buckets would make a client that lists tools or pings pay for it in tool calls. The credential is
+   * verified so the headers are the caller's own buckets: an invalid or expired one is 401 with the challenge
+   * (MCP authorization: invalid tokens get 401 on any request), counted per address like every failed credential.
+   */
+  private async peekCaller(request: Request, ip: string, headers: Headers, store: StoreRecord, endpoint: Endpoint): Promise<void> {
+    const svc = this.svc;
+    const credentialed = request.headers.has("x-agent-api-key") || request.headers.has("authorization");
+    const surface = surfaceOf(endpoint, store.slug, credentialed);
+    const { customer } = await this.customerOf(request, store, endpoint);
+    const customerId = customer ? `${store.slug}:${customer.id}` : null;
+    let access: McpAccess = { kind: "anonymous" };
+    if (credentialed) {
+      try {
+        access = await verifyMcpAccess(svc, { slug: store.slug, request, headers, allowAnonymous: true });
+      } catch (err) {
+        if (err instanceof ActorError && (err.code === "unauthorized" || err.code === "token_expired")) {
+          await admitAnonymous(svc, surface, ip, headers).catch((e: unknown) => {
+            throw this.refusal(e);
+          });
+        }
+        throw this.refusal(err);
+      }
+    }
+    let buckets: BucketDescriptor[];
+    let keyId: string | null = null;
+    if (access.kind === "key") {
+      keyId = access.agent.prefix;
+      buckets = bucketsFor({ surface, ip, keyId, tier: access.agent.tier, customerId });
+    } else if (access.kind === "oauth") {
+      keyId = "oauth";
+      buckets = oauthBuckets({ surface, ip, customerId: customerId ?? undefined }, access.clientId, access.sub);
+    } else buckets = bucketsFor({ surface, ip, customerId });
+    if (!svc.config.RATE_LIMITS_ENABLED) setStaticRateHeaders(headers, { surface, ip, keyId, customerId });
+    else setRateHeaders(headers, await peekBuckets(svc, buckets));
+  }
+
+  /**
+   * X-RateLimit-* for an answer given before the message was read as one (unknown store or session, a body that is
+   * not a valid JSON-RPC message, an unsupported protocol version, a method HTTP does not allow here): the address's
+   * buckets on this endpoint as anonymous traffic meets them, nothing consumed. The credential is not looked at:
+   * nothing was asked of it yet.
+   */
+  private async peekAddress(ip: string, headers: Headers, slug: string, endpoint: Endpoint): Promise<void> {
+    const ctx = { surface: surfaceOf(endpoint, slug, false), ip };
+    if (!this.svc.config.RATE_LIMITS_ENABLED) setStaticRateHeaders(headers, ctx);
+    else setRateHeaders(headers, await peekBuckets(this.svc, bucketsFor(ctx)));
+  }
+
   /**
    * Rate admission for `initialize`, in the spec's global layer: per authenticated principal when the request
    * carries a credential, per address otherwise (review H, finding 2: counting a keyed client in its address's
@@ -409,7 +464,31 @@ export class McpGateway {
 
   // -------------------------------------------------------------------------------------------- entry
 
+  /**
+   * One HTTP request to a store's MCP endpoint. Every answer carries X-RateLimit-*: from the buckets that admitted or
+   * refused it (tools/call, initialize), from the caller's buckets as they stand (other protocol messages,
+   * `peekCaller`), or, for an answer given before the message was read, from the address's (`peekAddress`).
+   */
   async handle(request: Request, slug: string, endpoint: Endpoint, ip: string, out: Out): Promise<Response | string> {
+    const headers = out.headers;
+    let res: Response | string;
+    try {
+      res = await this.handleMessage(request, slug, endpoint, ip, out);
+    } catch (err) {
+      // a 500/503 built by the error plugin from `set.headers`: best effort, the fault may be the bus itself
+      if (headers["x-ratelimit-limit"] === undefined) await this.peekAddress(ip, headers, slug, endpoint).catch(() => undefined);
+      throw err;
+    }
+    if (typeof res === "string") {
+      if (headers["x-ratelimit-limit"] === undefined) await this.peekAddress(ip, headers, slug, endpoint);
+    } else if (!res.headers.has("x-ratelimit-limit")) {
+      await this.peekAddress(ip, headers, slug, endpoint);
+      for (const h of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]) if (headers[h] !== undefined) res.headers.set(h, String(headers[h]));
+    }
+    return res;
+  }
+
+  private async handleMessage(request: Request, slug: string, endpoint: Endpoint, ip: string, out: Out): Promise<Response | string> {
     const headers = out.headers;
     const store = await this.store(slug);
     if (!store) return this.respond(JSON.stringify(errorBody("store_not_found", `No MCP endpoint for store ${slug}: it does not exist or is inactive.`)), 404, out);
@@ -428,6 +507,11 @@ export class McpGateway {
       if (!session) {
         headers["allow"] = "POST";
         return this.respond(rpcError(null, -32000, `${request.method} needs an Mcp-Session-Id (initialize first).`), request.method === "GET" ? 405 : 400, out);
+      }
+      try {
+        await this.peekCaller(request, ip, headers, store, endpoint);
+      } catch (err) {
+        return this.refusalResponse(this.refusal(err), null, out, store.slug);
       }
       return this.viaTransport(session.transport, request, undefined, headers);
     }
@@ -473,6 +557,14 @@ export class McpGateway {
 
     if (isRequest && msg.method === "tools/call") return this.toolsCall(request, msg, store, endpoint, session, ip, out, deepArgument);
 
+    // every other message but a sessionless initialize is counted nowhere; its headers show the caller's buckets
+    if (session || !isRequest || msg.method !== "initialize") {
+      try {
+        await this.peekCaller(request, ip, headers, store, endpoint);
+      } catch (err) {
+        return this.refusalResponse(this.refusal(err), isRequest ? msg.id : null, out, store.slug);
+      }
+    }
     if (session) return this.viaTransport(session.transport, request, body, headers);
 
     // ---- no session

@@ -69,7 +69,8 @@ export function requireMcpCredentials(svc: Services, slug: string, headers: Reco
   throw fail("unauthorized", "This tool needs an agent key (X-Agent-Api-Key) or an OAuth access token (Authorization: Bearer).");
 }
 
-function oauthBuckets(ctx: { surface: Surface; ip: string; toolName?: string; customerId?: string }, clientId: string, sub: string): BucketDescriptor[] {
+/** An OAuth caller's buckets: the per-key layers, held per (client, user) by `oauth/<clientId>:<userId>`. */
+export function oauthBuckets(ctx: { surface: Surface; ip: string; toolName?: string; customerId?: string }, clientId: string, sub: string): BucketDescriptor[] {
   const id = `oauth:${clientId}:${sub}`;
   return bucketsFor({ surface: ctx.surface, ip: ctx.ip, keyId: id, tier: null, toolName: ctx.toolName ?? null, customerId: ctx.customerId ?? null }).map((b) =>
     b.owner === `agent/${id}` ? { ...b, owner: `oauth/${clientId}:${sub}` as unknown as BucketOwner } : b,

@@ -118,6 +118,30 @@ export async function admitOthers(svc: Services, buckets: BucketDescriptor[], he
   return rate;
 }
 
+/**
+ * The tightest of `buckets` as they stand, consuming nothing: the X-RateLimit-* view for a request no layer counts
+ * (MCP protocol messages other than tools/call and initialize, docs/access.md). Asks each owner once; an agent key's
+ * buckets (owner `agent/<prefix>`) are asked of its actor, which the caller must have authenticated first.
+ */
+export async function peekBuckets(svc: Services, buckets: readonly BucketDescriptor[]): Promise<RateView | null> {
+  const byOwner = new Map<string, { id: string; limit: number; windowMs: number }[]>();
+  for (const { id, limit, windowMs, owner } of buckets) {
+    const list = byOwner.get(owner);
+    if (list) list.push({ id, limit, windowMs });
+    else byOwner.set(owner, [{ id, limit, windowMs }]);
+  }
+  const views = await Promise.all(
+    [...byOwner].map(([owner, specs]) =>
+      owner.startsWith("agent/")
+        ? svc.actors.ask(agentActor, owner.slice("agent/".length), "peek", { buckets: specs })
+        : svc.actors.ask(ipActor, owner, "peek", { buckets: specs }),
+    ),
+  );
+  let rate: RateView | null = null;
+  for (const v of views) rate = tighter(rate, v);
+  return rate;
+}
+
 /** Per-IP (or per-user) admission for routes without an agent key: surface decides which layer applies. */
 export async function admitAnonymous(svc: Services, surface: Surface, ip: string, headers: Headers, userId?: string): Promise<void> {
   if (!svc.config.RATE_LIMITS_ENABLED) return setStaticRateHeaders(headers, { surface, ip, userId: userId ?? null });
