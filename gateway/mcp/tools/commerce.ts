@@ -8,7 +8,7 @@ import { Type as T } from "@sinclair/typebox";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import type { CompleteReply } from "../../../actors/cart/messages.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
-import { fail } from "../../../actors/runtime/errors.ts";
+import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { storeCommerce } from "../../../actors/store/commerce.ts";
 import { toMajor } from "../../../search/money.ts";
 import { shippingZonesOf } from "../../../actors/store/reads.ts";
@@ -575,6 +575,28 @@ export const cancelOrder = defineTool({
     const o = await callerOrder(ctx, a.order_id);
     if (o.status !== "pending") {
       throw fail("ORDER_NOT_CANCELLABLE", `The order is ${o.status}; an agent may cancel only pending orders.`, { status: o.status, order_id: o.order_id });
+    }
+    // As REST POST /agent/orders/{id}/cancel: a pending order belongs to a checkout session, and only the cart may
+    // end it (its turn refuses while money may move, and otherwise releases the hold), never the store behind its back.
+    const [row] = await ctx.svc.sql<{ cart_id: string | null; checkout_session_id: string | null; agent_key_id: string | null }[]>`
+      SELECT cart_id, checkout_session_id, agent_key_id FROM orders WHERE id = ${o.order_id} AND store_slug = ${ctx.store.slug}`;
+    if (row?.cart_id && row.checkout_session_id && row.agent_key_id) {
+      try {
+        await ctx.svc.actors.ask(cartActor, row.cart_id, "cancel", { keyId: row.agent_key_id, sessionId: row.checkout_session_id });
+        const [now] = await ctx.svc.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${o.order_id}`;
+        return { order_id: o.order_id, status: now?.status ?? "canceled" };
+      } catch (err) {
+        if (!(err instanceof ActorError)) throw err;
+        if (err.code === "CHECKOUT_STATUS_INVALID") {
+          throw fail("ORDER_NOT_CANCELLABLE", "A payment for this order is running; ask again when it has finished.", {
+            status: "pending",
+            reason: "payment_in_progress",
+            order_id: o.order_id,
+            checkout_session_id: row.checkout_session_id,
+          });
+        }
+        if (err.code !== "SESSION_INACTIVE" && err.code !== "CHECKOUT_SESSION_NOT_FOUND" && err.code !== "CART_NOT_FOUND") throw err;
+      }
     }
     const r = await ctx.svc.actors.ask(storeCommerce, ctx.store.slug, "cancelOrder", { orderId: o.order_id, reason: a.reason ?? "canceled by the agent at the buyer's request" });
     return { order_id: o.order_id, status: r.status };
