@@ -79,6 +79,14 @@ address's; one address (IPv6: its /64) holds at most 100 sessions: its 101st clo
 Search tools default to 20 results and serve a \`limit\` above 100 as 100; \`get_recommendations\` defaults to 5 and
 serves more than 20 as 20 (the spec's input bounds, as REST).
 
+Every answer carries \`X-RateLimit-*\` (docs/access.md, "MCP requests and their buckets"): \`tools/call\` and
+\`initialize\` are counted; every other message (\`tools/list\`, \`ping\`, notifications, the GET stream, DELETE…)
+shows the caller's buckets without taking from them. Streamable HTTP: a request whose \`Origin\` is neither
+\`{site_url}\`'s nor a loopback one is HTTP 403 (\`-32000\`, no id); methods other than GET, POST and DELETE are 405
+with \`Allow\`; a session's GET stream opens with an SSE comment. \`tools/list\` is one page (no \`nextCursor\`), so
+any \`cursor\` is \`-32602\`; a \`tools/call\` whose \`arguments\` is not an object and an \`initialize\` without
+\`protocolVersion\`, \`capabilities\` and \`clientInfo\` are \`-32602\` too.
+
 Each store serves the subset in \`stores.enabled_mcp_tools\` (null = all ${ALL_TOOLS.length}); any other name answers
 \`TOOL_NOT_FOUND\`. Credentials: \`X-Agent-Api-Key\` or \`Authorization: Bearer <OAuth access token>\` (audience: the
 store's MCP resource). A tool that needs one, called without, is HTTP 401 with

@@ -24,8 +24,10 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import {
   CallToolRequestSchema,
+  ErrorCode as RpcErrorCode,
   LATEST_PROTOCOL_VERSION,
   ListToolsRequestSchema,
+  McpError,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Elysia } from "elysia";
@@ -148,7 +150,10 @@ export class McpGateway {
   private stores = new Map<string, { store: StoreRecord | null; at: number }>();
   private sweeper: ReturnType<typeof setInterval>;
 
+  private readonly siteOrigin: string;
+
   constructor(readonly svc: Services) {
+    this.siteOrigin = new URL(svc.siteUrl).origin;
     this.table = buildToolTable(ALL_TOOLS);
     this.sweeper = setInterval(() => this.sweep(), 60_000);
     (this.sweeper as { unref?: () => void }).unref?.();
@@ -243,7 +248,11 @@ export class McpGateway {
         "structuredContent.error {code, remedy, retryable, scope, details, reference}.",
     });
     const slug = store.slug;
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.table.listFor(endpoint, enabled) as never[] }));
+    server.setRequestHandler(ListToolsRequestSchema, async (req) => {
+      const bad = cursorError(req.params);
+      if (bad) throw new McpError(RpcErrorCode.InvalidParams, bad);
+      return { tools: this.table.listFor(endpoint, enabled) as never[] };
+    });
     server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
       const principal = (extra.authInfo?.extra?.principal as CallPrincipal | undefined) ?? { caller: null, customer: null, customerError: null };
       const current = (await this.store(slug)) ?? store;
@@ -417,6 +426,23 @@ export class McpGateway {
   }
 
   /**
+   * Origins a browser may call the MCP endpoints from: the service's own ({site_url}) and loopback ones (developer
+   * tools such as the MCP Inspector's web UI on localhost). MCP clients that are not browsers send no Origin.
+   */
+  private allowedOrigin(origin: string): boolean {
+    if (origin === this.siteOrigin) return true;
+    let u: URL;
+    try {
+      u = new URL(origin);
+    } catch {
+      return false; // "null" (sandboxed frames, file:) and anything that is not an origin
+    }
+    if (u.protocol !== "http:" && u.protocol !== "https:") return false;
+    const host = u.hostname;
+    return host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  }
+
+  /**
    * Rate admission for `initialize`, in the spec's global layer: per authenticated principal when the request
    * carries a credential, per address otherwise (review H, finding 2: counting a keyed client in its address's
    * anonymous bucket locked every client behind a busy NAT or agent platform out of the handshake). The credential
@@ -490,6 +516,16 @@ export class McpGateway {
 
   private async handleMessage(request: Request, slug: string, endpoint: Endpoint, ip: string, out: Out): Promise<Response | string> {
     const headers = out.headers;
+    // Streamable HTTP (2025-11-25), security warning 1: an Origin that is present and not allowed is 403, before
+    // anything else (a DNS-rebinding page reaching a service on the user's machine sends its own origin)
+    const origin = request.headers.get("origin");
+    if (origin !== null && !this.allowedOrigin(origin)) {
+      return this.respond(rpcError(null, -32000, "Forbidden: requests from this Origin are not accepted by the MCP endpoint.", { code: "forbidden" }), 403, out);
+    }
+    if (request.method !== "GET" && request.method !== "POST" && request.method !== "DELETE") {
+      headers["allow"] = "GET, POST, DELETE";
+      return this.respond(rpcError(null, -32000, "Method not allowed."), 405, out);
+    }
     const store = await this.store(slug);
     if (!store) return this.respond(JSON.stringify(errorBody("store_not_found", `No MCP endpoint for store ${slug}: it does not exist or is inactive.`)), 404, out);
 
@@ -514,10 +550,6 @@ export class McpGateway {
         return this.refusalResponse(this.refusal(err), null, out, store.slug);
       }
       return this.viaTransport(session.transport, request, undefined, headers);
-    }
-    if (request.method !== "POST") {
-      headers["allow"] = "GET, POST, DELETE";
-      return this.respond(rpcError(null, -32000, "Method not allowed."), 405, out);
     }
 
     let body: unknown;
@@ -569,6 +601,9 @@ export class McpGateway {
 
     // ---- no session
     if (isRequest && msg.method === "initialize") {
+      const bad = initializeParamsError(msg.params);
+      // the SDK would take a malformed initialize for some other request and answer "Server not initialized"
+      if (bad) return this.respond(rpcError(msg.id, -32602, `Invalid params: ${bad}`), 400, out);
       // Counted in the caller's global bucket (500 / 15 min): a session costs ~43 KB and every client shares the
       // table, so no one can create them without bound (audit M3; docs/decisions.md).
       try {
@@ -598,6 +633,8 @@ export class McpGateway {
     if (!acceptsJson(request)) return this.respond(rpcError(msg.id, -32000, "Not Acceptable: the client must accept application/json."), 406, out);
     if (msg.method === "ping") return this.respond(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: {} }), 200, out);
     if (msg.method === "tools/list") {
+      const bad = cursorError(msg.params);
+      if (bad) return this.respond(rpcError(msg.id, -32602, bad), 200, out);
       const tools = this.table.listFor(endpoint, store.enabledMcpTools ?? null);
       return this.respond(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: { tools } }), 200, out);
     }
@@ -617,6 +654,12 @@ export class McpGateway {
     const headers = out.headers;
     const name = msg.params?.name;
     if (typeof name !== "string") return this.respond(rpcError(msg.id, -32602, "Invalid params: tools/call needs params.name."), 200, out);
+    const args = msg.params?.arguments;
+    if (args !== undefined && (args === null || typeof args !== "object" || Array.isArray(args))) {
+      // a request that fails the CallToolRequest schema is a protocol error (MCP tools, error handling), as the
+      // SDK's own path answers it; a wrong argument inside the object stays the tool's INVALID_ARGUMENT
+      return this.respond(rpcError(msg.id, -32602, "Invalid params: tools/call params.arguments must be an object."), 200, out);
+    }
     const enabled = session ? session.enabled : (store.enabledMcpTools ?? null);
     const t = this.table.served(name, endpoint, enabled);
     let principal: CallPrincipal;
@@ -669,8 +712,33 @@ export class McpGateway {
     });
     const h = new globalThis.Headers(res.headers);
     for (const [k, v] of Object.entries(headers)) if (!h.has(k)) h.set(k, String(v));
-    return new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
+    let body = res.body;
+    // The GET stream's first bytes are otherwise the SDK's keep-alive 15 s later, and Bun sends a streamed
+    // response's status and headers with its first bytes: a client waited 15 s to learn the stream was open.
+    if (request.method === "GET" && body && h.get("content-type")?.startsWith("text/event-stream")) body = withOpeningComment(body);
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: h });
   }
+}
+
+/** What an `initialize` request's params lack (lifecycle: protocolVersion, capabilities, clientInfo {name, version}). */
+function initializeParamsError(params: Record<string, unknown> | undefined): string | undefined {
+  const isObject = (v: unknown) => v !== null && typeof v === "object" && !Array.isArray(v);
+  if (typeof params?.protocolVersion !== "string") return "initialize needs params.protocolVersion (a string).";
+  if (!isObject(params.capabilities)) return "initialize needs params.capabilities (an object).";
+  const info = params.clientInfo as Record<string, unknown> | undefined;
+  if (!isObject(info) || typeof info!.name !== "string" || typeof info!.version !== "string") {
+    return "initialize needs params.clientInfo with a name and a version (strings).";
+  }
+  return undefined;
+}
+
+/**
+ * tools/list is not paginated (one store serves at most 50 tools), so this server never issues a cursor: any cursor a
+ * client sends is invalid, which MCP pagination answers with -32602 rather than silently listing from the start.
+ */
+function cursorError(params: Record<string, unknown> | undefined): string | undefined {
+  if (params?.cursor === undefined) return undefined;
+  return typeof params.cursor === "string" ? "Invalid params: unknown cursor (tools/list is not paginated here; list without a cursor)." : "Invalid params: cursor must be a string.";
 }
 
 /** The scope an OAuth caller lacks for a tool (the first the tool accepts), or undefined. */
@@ -736,6 +804,26 @@ export function toolsCallResponse(id: JsonRpcRequest["id"], result: ToolCallResu
   return JSON.stringify({ jsonrpc: "2.0", id, result });
 }
 
+const OPENING_COMMENT = new TextEncoder().encode(": stream open\n\n");
+
+/** The stream with an SSE comment in front (ignored by every SSE parser); cancelling it cancels the original. */
+function withOpeningComment(body: ReadableStream<Uint8Array<ArrayBuffer>>): ReadableStream<Uint8Array<ArrayBuffer>> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array<ArrayBuffer>>({
+    start(c) {
+      c.enqueue(OPENING_COMMENT);
+    },
+    async pull(c) {
+      const { done, value } = await reader.read();
+      if (done) c.close();
+      else c.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+}
+
 const ENDPOINTS: Record<string, Endpoint> = { discovery: "discovery", customer: "customer", checkout: "checkout" };
 
 export function mcpRoutes(svc: Services) {
@@ -766,10 +854,14 @@ export function mcpRoutes(svc: Services) {
   const dedicated = go((p) => ENDPOINTS[p.endpoint ?? ""]);
   const opts = { parse: "none" as const, detail: { hide: true } };
   const app = new Elysia({ name: "mcp" }).use(customerTokenRoutes(svc));
+  // PUT, PATCH and OPTIONS reach the handler too, for its 405 with Allow (the endpoint exists; the method does not)
   for (const path of ["/:slug/mcp", "/mcp/:slug"]) {
     app.post(path, main as never, opts).get(path, main as never, opts).delete(path, main as never, opts);
+    app.put(path, main as never, opts).patch(path, main as never, opts).options(path, main as never, opts);
   }
-  app.post("/:slug/mcp/:endpoint", dedicated as never, opts).get("/:slug/mcp/:endpoint", dedicated as never, opts).delete("/:slug/mcp/:endpoint", dedicated as never, opts);
+  const sub = "/:slug/mcp/:endpoint";
+  app.post(sub, dedicated as never, opts).get(sub, dedicated as never, opts).delete(sub, dedicated as never, opts);
+  app.put(sub, dedicated as never, opts).patch(sub, dedicated as never, opts).options(sub, dedicated as never, opts);
   return app;
 }
 
