@@ -65,7 +65,8 @@ test("a request whose Origin is neither the service's own nor a loopback one is 
 });
 
 test("requests from the service's own origin, from a loopback origin or with no Origin at all are served", async () => {
-  for (const headers of [{ origin: new URL(srv.url).origin }, { origin: "http://localhost:6274" }, { origin: "http://127.0.0.1:5173" }, { origin: "http://[::1]:8080" }, {}]) {
+  const allowed: Record<string, string>[] = [{ origin: new URL(srv.url).origin }, { origin: "http://localhost:6274" }, { origin: "http://127.0.0.1:5173" }, { origin: "http://[::1]:8080" }, {}];
+  for (const headers of allowed) {
     const r = await rpc(srv, PATH, "tools/list", {}, headers);
     expect(r.status, JSON.stringify(headers)).toBe(200);
     expect(r.body.result.tools.length).toBe(50);
