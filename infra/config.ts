@@ -64,6 +64,11 @@ export const CONFIG_VARS = {
   },
   ACTOR_IDLE_MS: { schema: T.Integer({ minimum: 100 }), default: 5 * 60 * 1000, doc: "Idle time before an actor activation is passivated." },
   ACTOR_PARTITIONS: { schema: T.Integer({ minimum: 1, maximum: 4096 }), default: 64, doc: "Partitions per actor kind for NATS placement." },
+  BRIDGE_IDEMPOTENCY_LEASE_MS: {
+    schema: T.Integer({ minimum: 100 }),
+    default: 60_000,
+    doc: "How long an unfinished ACP/UCP/AP2 Idempotency-Key claim holds before a retry with the same key takes it over.",
+  },
 } as const satisfies Record<string, { schema: TSchema; default: unknown; doc: string }>;
 
 type Vars = typeof CONFIG_VARS;

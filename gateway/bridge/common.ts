@@ -53,6 +53,14 @@ export function requestHash(method: string, path: string, body: unknown): string
  * answer (with `Idempotent-Replayed: true`); the same key with a different request is refused (409
  * IDEMPOTENCY_KEY_CONFLICT); a key whose first request is still running is 409 CHECKOUT_ALREADY_IN_PROGRESS. A
  * request that failed with a retryable error leaves no record, so the retry runs again.
+ *
+ * The claim (the row with `status NULL`) holds for BRIDGE_IDEMPOTENCY_LEASE_MS. A request that died before filling
+ * it in (a crash, a lost connection at the final UPDATE) would otherwise leave the key "still running" for good,
+ * possibly after the order was paid; once the lease has run out, the next request with the same key and body takes
+ * the claim over and runs `work` again. That is safe because every bridged write lands on the cart's own session
+ * idempotency (a derived key per protocol session or mandate): a payment already made answers as completed
+ * (`alreadyCompleted` in index.ts), a payment still running as CHECKOUT_ALREADY_IN_PROGRESS. `claim_id` names the
+ * holder, so a request overtaken after its lease cannot overwrite or delete its successor's record.
  */
 export async function withIdempotency(
   svc: Services,
@@ -61,12 +69,17 @@ export async function withIdempotency(
 ): Promise<Answer> {
   if (!scope.key) return work();
   if (scope.key.length > 255) throw fail("INVALID_ARGUMENT", "Idempotency-Key is too long (max 255).", { field: "Idempotency-Key" });
+  const claimId = crypto.randomUUID();
+  const leaseMs = svc.config.BRIDGE_IDEMPOTENCY_LEASE_MS;
+  const where = () => svc.sql`protocol = ${scope.protocol} AND agent_key_id = ${scope.agentKeyId} AND key = ${scope.key}`;
+  // The database's clock decides leases, so gateways with skewed clocks agree on when a claim ran out.
   const claimed = await svc.sql<{ key: string }[]>`
-    INSERT INTO bridge_idempotency (protocol, agent_key_id, key, request_hash) VALUES (${scope.protocol}, ${scope.agentKeyId}, ${scope.key}, ${scope.hash})
+    INSERT INTO bridge_idempotency (protocol, agent_key_id, key, request_hash, claim_id, claimed_until)
+    VALUES (${scope.protocol}, ${scope.agentKeyId}, ${scope.key}, ${scope.hash}, ${claimId}, now() + ${leaseMs} * interval '1 millisecond')
     ON CONFLICT DO NOTHING RETURNING key`;
-  if (claimed.length === 0) {
+  if (claimed.length === 0 && !(await takeOverExpired(svc, { ...scope, key: scope.key }, claimId, leaseMs))) {
     const [row] = await svc.sql<{ request_hash: string; status: number | null; response: unknown }[]>`
-      SELECT request_hash, status, response FROM bridge_idempotency WHERE protocol = ${scope.protocol} AND agent_key_id = ${scope.agentKeyId} AND key = ${scope.key}`;
+      SELECT request_hash, status, response FROM bridge_idempotency WHERE ${where()}`;
     if (!row || row.request_hash !== scope.hash) {
       throw fail("IDEMPOTENCY_KEY_CONFLICT", "This Idempotency-Key was used with a different request.", { field: "Idempotency-Key" });
     }
@@ -76,21 +89,53 @@ export async function withIdempotency(
     if (refusal) throw refusal;
     return replayed;
   }
-  const forget = () => svc.sql`DELETE FROM bridge_idempotency WHERE protocol = ${scope.protocol} AND agent_key_id = ${scope.agentKeyId} AND key = ${scope.key}`;
+  const mine = () => svc.sql`${where()} AND claim_id = ${claimId}`;
   let answer: Answer;
   try {
     answer = await work();
   } catch (err) {
-    if (err instanceof ActorError && !ERROR_TABLE[err.code].retryable) {
-      const e = errorAnswerOf(err);
-      await svc.sql`UPDATE bridge_idempotency SET status = ${e.status}, response = ${svc.sql.json({ __error: err.toData() } as never)}
-        WHERE protocol = ${scope.protocol} AND agent_key_id = ${scope.agentKeyId} AND key = ${scope.key}`;
-    } else await forget();
+    // The caller must see the work's own error, not a failure to record it: an unrecorded claim runs out its lease.
+    await settleClaim(svc, scope, async () => {
+      if (err instanceof ActorError && !ERROR_TABLE[err.code].retryable) {
+        await svc.sql`UPDATE bridge_idempotency SET status = ${errorAnswerOf(err).status}, response = ${svc.sql.json({ __error: err.toData() } as never)}
+          WHERE ${mine()}`;
+      } else await svc.sql`DELETE FROM bridge_idempotency WHERE ${mine()}`;
+    });
     throw err;
   }
-  await svc.sql`UPDATE bridge_idempotency SET status = ${answer.status}, response = ${svc.sql.json(answer.body as never)}
-    WHERE protocol = ${scope.protocol} AND agent_key_id = ${scope.agentKeyId} AND key = ${scope.key}`;
+  // The work is done (an order may be paid): its answer goes back even if recording it fails; a retry after the
+  // lease re-runs the work and gets the same answer from the cart.
+  await settleClaim(svc, scope, () => svc.sql`UPDATE bridge_idempotency SET status = ${answer.status}, response = ${svc.sql.json(answer.body as never)}
+    WHERE ${mine()}`);
   return answer;
+}
+
+/** Takes over a claim of the same request whose lease ran out (its holder died before filling it in). */
+async function takeOverExpired(
+  svc: Services,
+  scope: { protocol: BridgeProtocol; agentKeyId: string; key: string; hash: string },
+  claimId: string,
+  leaseMs: number,
+): Promise<boolean> {
+  const taken = await svc.sql<{ key: string }[]>`
+    UPDATE bridge_idempotency SET claim_id = ${claimId}, claimed_until = now() + ${leaseMs} * interval '1 millisecond'
+    WHERE protocol = ${scope.protocol} AND agent_key_id = ${scope.agentKeyId} AND key = ${scope.key}
+      AND request_hash = ${scope.hash} AND status IS NULL AND claimed_until < now()
+    RETURNING key`;
+  if (taken.length > 0) svc.log.warn("bridge idempotency claim taken over after its lease", { protocol: scope.protocol, agentKeyId: scope.agentKeyId });
+  return taken.length > 0;
+}
+
+async function settleClaim(svc: Services, scope: { protocol: BridgeProtocol; agentKeyId: string }, write: () => Promise<unknown>): Promise<void> {
+  try {
+    await write();
+  } catch (err) {
+    svc.log.warn("bridge idempotency record not written; the claim holds until its lease runs out", {
+      protocol: scope.protocol,
+      agentKeyId: scope.agentKeyId,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
 }
 
 /** A stored refusal replays as the same error. */
