@@ -14,7 +14,7 @@ import { systemClock, type Clock } from "./clock.ts";
 import type { ActorCaller, ActorContext, AnyActorDefinition, CallOptions, MessageBody, MessageType, ReplyOf } from "./define-actor.ts";
 import { REMINDER_PREFIX, type ReplyEnvelope, type RequestEnvelope } from "./envelope.ts";
 import { ActorError, isInputDataError } from "./errors.ts";
-import { isFenceFailure, ridingStatement, stateWriteStatement, WRITE_REFUSED, type ReminderOp, type RidingWrite } from "./state-write.ts";
+import { isDuplicateReply, isFenceFailure, ridingStatement, stateWriteStatement, WRITE_REFUSED, type ReminderOp, type RidingWrite } from "./state-write.ts";
 
 /** Replies an activation remembers in memory (resends to a live activation answer without a query). */
 const RECENT_REPLIES = 256;
@@ -57,6 +57,12 @@ class Activation {
 }
 
 class StaleVersion extends Error {}
+
+/**
+ * The turn's write was refused because actor_inbox already holds a reply for its message: another activation (over
+ * NATS, the other owner while a partition moved: both got the message) applied it first.
+ */
+class AlreadyApplied extends Error {}
 
 interface MessageEntry {
   check: TypeCheck<TSchema>;
@@ -247,7 +253,9 @@ export class ActorHost {
         const p = act.queue.shift()!;
         if (act.stale) {
           // ownership moved or a fencing conflict: hand the message to a fresh activation that reloads state
-          p.resolve(this.receive(p.env));
+          // It may have reached the other owner too and been applied there meanwhile: as a resend (attempt > 1) it
+          // looks its reply up in actor_inbox before the handler runs again.
+          p.resolve(this.receive(p.env.attempt > 1 ? p.env : { ...p.env, attempt: 2 }));
           continue;
         }
         p.resolve(await this.runTurn(act, p.env));
@@ -380,6 +388,8 @@ export class ActorHost {
       } catch (finishErr) {
         reply = this.errorFor(act, finishErr);
       }
+      // applied by another activation: its reply is the message's result (actor_unavailable, to retry, if unreadable)
+      if (err instanceof AlreadyApplied) reply = (await this.appliedReply(act, env.msgId)) ?? reply;
     }
     if (act.presumedNew && !act.stale) {
       // the fenced insert vouches for a turn that wrote; one that did not must not answer from a guessed state
@@ -391,6 +401,11 @@ export class ActorHost {
   }
 
   private errorFor(act: Activation, err: unknown): ReplyEnvelope {
+    if (err instanceof AlreadyApplied) {
+      act.stale = true; // another activation writes this actor: what waits here reloads, and checks the inbox first
+      actorFencingConflicts.inc({ kind: act.def.kind });
+      return errorReply(new ActorError("actor_unavailable", "message already applied by another activation; retry"));
+    }
     if (err instanceof StaleVersion) {
       act.stale = true;
       actorFencingConflicts.inc({ kind: act.def.kind });
@@ -407,6 +422,17 @@ export class ActorHost {
     }
     this.log.error("actor turn failed", { kind: act.def.kind, id: act.id, error: err as Error, stack: (err as Error)?.stack });
     return errorReply(new ActorError("internal_error", "internal error"));
+  }
+
+  /** The reply actor_inbox holds for `msgId` (undefined when it cannot be read: the caller retries). */
+  private async appliedReply(act: Activation, msgId: string): Promise<ReplyEnvelope | undefined> {
+    try {
+      const rows = await this.opts.sql<{ reply: ReplyEnvelope }[]>`
+        SELECT reply FROM actor_inbox WHERE kind = ${act.def.kind} AND id = ${act.id} AND msg_id = ${msgId}`;
+      return rows[0]?.reply;
+    } catch {
+      return undefined;
+    }
   }
 
   private passivateIdle(idleMs: number): void {
@@ -791,9 +817,12 @@ class Turn {
   }
 }
 
-/** A failed version fence (SQLSTATE AF001) is a StaleVersion; anything else is rethrown as it is. */
+/**
+ * A failed version fence (SQLSTATE AF001) is a StaleVersion, a reply already in actor_inbox for the message an
+ * AlreadyApplied; anything else is rethrown as it is.
+ */
 function rethrowFence(err: unknown): never {
-  throw isFenceFailure(err) ? new StaleVersion() : err;
+  throw isFenceFailure(err) ? new StaleVersion() : isDuplicateReply(err) ? new AlreadyApplied() : err;
 }
 
 function errorReply(err: ActorError): ReplyEnvelope {

@@ -163,6 +163,15 @@ export function isFenceFailure(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === FENCE_FAILED;
 }
 
+/**
+ * The turn's reply row hit actor_inbox's key: the message already has a reply, so another activation applied it
+ * first (over NATS both owners of a moving partition can get one message). The statement wrote nothing.
+ */
+export function isDuplicateReply(err: unknown): boolean {
+  const e = err as { code?: string; constraint_name?: string } | null;
+  return e?.code === "23505" && e.constraint_name === "actor_inbox_pkey";
+}
+
 /** A riding write's guard refused (nothing of the statement was written). */
 export function isWriteRefused(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === WRITE_REFUSED;

@@ -24,6 +24,8 @@ export interface HostProc {
   id: string;
   proc: Subprocess<"pipe", "pipe", "pipe">;
   output: string[];
+  /** Error-level log lines, kept apart from `output` so later chatter cannot push them out. */
+  errors: string[];
 }
 
 export interface HostStats {
@@ -86,7 +88,7 @@ export class Env {
       stdout: "pipe",
       stderr: "pipe",
     });
-    const h: HostProc = { id, proc, output: [] };
+    const h: HostProc = { id, proc, output: [], errors: [] };
     this.hosts.set(id, h);
     let ready!: () => void;
     const readyP = new Promise<void>((r) => (ready = r));
@@ -101,6 +103,7 @@ export class Env {
           buf = buf.slice(nl + 1);
           if (line.startsWith(`READY ${id}`)) ready();
           h.output.push(`${tag} ${line}`);
+          if (line.includes('"level":"error"') && h.errors.length < 100) h.errors.push(line.slice(0, 600));
           if (h.output.length > 400) h.output.shift();
           if (process.env.DIST_VERBOSE) console.log(`[${id}] ${line}`);
         }
@@ -183,6 +186,15 @@ export class Env {
     await this.cluster?.stop().catch(() => {});
     await this.db?.drop().catch(() => {});
     if (this.dir) await rm(this.dir, { recursive: true, force: true }).catch(() => {});
+  }
+
+  /**
+   * Error-level log lines of the hosts (their LOG_LEVEL is warn unless DIST_LOG_LEVEL says otherwise). An actor turn
+   * that failed answered internal_error to some caller, which does not retry it: even when another reply to that
+   * request won the race, such a line is a bug the load test should fail on.
+   */
+  hostErrors(): string[] {
+    return [...this.hosts.values()].flatMap((h) => h.errors.map((l) => `${h.id} ${l}`));
   }
 
   dump(): string {

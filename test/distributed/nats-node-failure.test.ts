@@ -36,17 +36,31 @@ test("with one NATS node stopped under load the service goes on, every acknowled
   for (let i = 1; i < ends.length; i++) gap = Math.max(gap, ends[i] - ends[i - 1]);
   const after = outcomes.filter((o) => o.start >= killAt);
   const slowest = Math.max(...after.map((o) => o.end - o.start));
-  const { acked, failed, problems } = checkLedgers(outcomes, await env.ledgers());
+  const ledgers = await env.ledgers();
+  const { acked, failed, problems } = checkLedgers(outcomes, ledgers);
+  const applied = new Set([...ledgers.values()].flatMap((l) => l.refs));
   const a = await env.stats("host-a");
   console.log(
     `[nats-node-failure] ${outcomes.length} deposits, ${acked} acknowledged, ${failed} failed, ${after.length} sent after the node stopped; ` +
       `longest stall ${gap} ms; slowest request after the stop ${slowest} ms; host-a now on ${a.server}`,
   );
   if (problems.length) console.log(problems.join("\n"), env.dump());
-  // what a refused deposit was told (so a rare failure under the node loss says why)
-  for (const o of outcomes.filter((x) => !x.ok).slice(0, 5)) console.log(`[nats-node-failure] not acknowledged: ${o.ref} after ${o.end - o.start} ms: ${o.error}`);
+  // what a refused deposit was told, and whether it was applied all the same (so a rare failure says why)
+  for (const o of outcomes.filter((x) => !x.ok).slice(0, 5)) {
+    console.log(`[nats-node-failure] not acknowledged: ${o.ref} after ${o.end - o.start} ms (${applied.has(o.ref) ? "applied" : "not applied"}): ${o.error}`);
+  }
+  const hostErrors = env.hostErrors();
+  if (hostErrors.length) console.log(hostErrors.slice(0, 5).join("\n"));
   expect(problems).toEqual([]);
+  // Every deposit is acknowledged: ActorClient retries what is retryable with the same message id, and a retry is
+  // answered the first attempt's result. When the NATS node dies with the membership bucket's leader, the partitions
+  // move and come back once heartbeats land again; for a moment the old and the new owner are both subscribed and
+  // both get a deposit. The one that comes second must answer the first one's reply (actor_inbox), not a 500: a
+  // caller that got the 500 first never retried, and its deposit, applied once, was reported failed
+  // (test/actors/double-delivery.test.ts is the deterministic version).
   expect(failed).toBe(0);
+  // no turn failed on a host (such a turn's 500 may have lost the race to the other owner's reply here, not always)
+  expect(hostErrors).toEqual([]);
   expect(after.filter((o) => o.ok).length).toBeGreaterThan(100);
   expect(a.server).not.toBe(victimUrl);
   expect(gap).toBeLessThan(8000);
