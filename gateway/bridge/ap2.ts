@@ -9,7 +9,9 @@
  * - currency: `payment_details_total.amount.currency` must be the cart's currency;
  * - payee:    `merchant_agent` must be the cart's merchant (a multi-store cart needs every merchant named in the
  *             intent mandate's `merchants`), and every cart merchant must be in `intent_mandate.merchants` if given;
- * - expiry:   `intent_mandate.intent_expiry` and `cart_mandate.contents.cart_expiry` must lie in the future.
+ * - expiry:   `intent_mandate.intent_expiry` and `cart_mandate.contents.cart_expiry` must lie in the future;
+ * - cart:     a mandate pays the one cart it was first presented for (bound in index.ts `ap2Pay`, common.ts
+ *             `bindMandate`: the signature does not cover `cart_id`).
  * The `user_authorization` must be present here and is verified by ap2-auth.ts (a JWS by the user's registered
  * device key over the mandate's hashes) before the limits are checked.
  */

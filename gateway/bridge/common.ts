@@ -44,6 +44,22 @@ export async function saveSession(svc: Services, s: BridgeSession): Promise<void
       canceled_at = COALESCE(bridge_sessions.canceled_at, EXCLUDED.canceled_at), updated_at = now()`;
 }
 
+/**
+ * Binds an AP2 payment mandate to the cart it is first presented for and returns the cart it is bound to. The user's
+ * signature covers the mandate's contents, not the request's `cart_id`: without this, one signed mandate would pay
+ * every cart of the agent inside its limits. Kept as an `ap2` bridge session (id from agent key and mandate id, so
+ * another agent's equal mandate id is its own); the first writer wins a race.
+ */
+export async function bindMandate(svc: Services, agentKeyId: string, mandateId: string, cartId: string): Promise<string> {
+  const id = `ap2_${createHash("sha256").update(JSON.stringify([agentKeyId, mandateId])).digest("hex").slice(0, 32)}`;
+  await svc.sql`
+    INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id, meta)
+    VALUES (${id}, 'ap2', ${agentKeyId}, ${cartId}, ${svc.sql.json({ payment_mandate_id: mandateId } as never)})
+    ON CONFLICT (id) DO NOTHING`;
+  const [row] = await svc.sql<{ cart_id: string }[]>`SELECT cart_id FROM bridge_sessions WHERE id = ${id} AND protocol = 'ap2'`;
+  return row?.cart_id ?? cartId;
+}
+
 export function requestHash(method: string, path: string, body: unknown): string {
   return createHash("sha256").update(JSON.stringify([method, path, body ?? null])).digest("hex");
 }

@@ -16,6 +16,7 @@ import { verifyUserAuthorization } from "./ap2-auth.ts";
 import { checkMandate, parseAp2 } from "./ap2.ts";
 import {
   asRecord,
+  bindMandate,
   completeCart,
   createCart,
   derivedUuidV4,
@@ -220,6 +221,17 @@ async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Prom
   try {
     // A finished cart answers for itself (the mandate was checked when it was paid).
     if (cart.status !== "COMPLETED") checkMandate(mandate, cart, svc.clock.now());
+    // A mandate pays one cart: bound once it is inside the limits (a refused one binds nothing), before any charge,
+    // so a declined attempt keeps it too (a new attempt needs a new token, so a new mandate anyway).
+    const boundCart = await bindMandate(svc, agent.keyId, mandate.paymentMandateId, cart.id);
+    if (boundCart !== cart.id) {
+      throw fail("MANDATE_LIMIT_EXCEEDED", "This payment mandate was presented for another cart; a mandate pays one cart.", {
+        violated: "cart",
+        mandate: { payment_mandate_id: mandate.paymentMandateId },
+        mandate_cart_id: boundCart,
+        cart_id: cart.id,
+      });
+    }
     reply = await completeCart(svc, agent.keyId, cart.id, { paymentMethod: mandate.token, idempotencyKey });
   } catch (err) {
     const done = await alreadyCompleted(err);

@@ -1,0 +1,127 @@
+/**
+ * An AP2 payment mandate pays one cart. The user's signature covers the mandate's contents but not the request's
+ * `cart_id`, so without a binding the same signed mandate would pay every cart of the agent that fits its limits
+ * (audit D11's key-reuse trap, here with the user's authorization at stake). The mandate id is bound to the first
+ * cart it is presented for; another cart is MANDATE_LIMIT_EXCEEDED (`violated: cart`).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { CompactSign, exportJWK, generateKeyPair, type CryptoKey } from "jose";
+import { mandateHash } from "../../gateway/bridge/ap2-auth.ts";
+import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, 26.95, untracked stock
+
+let srv: TestServer;
+let key: TestKey;
+let other: TestKey;
+let admin: string;
+const userKeys = new Map<string, CryptoKey>();
+
+async function registerUserKey(k: TestKey): Promise<void> {
+  const pair = await generateKeyPair("ES256", { extractable: true });
+  userKeys.set(k.id, pair.privateKey);
+  const r = await srv.json(`/api/v1/agent-keys/${k.id}/ap2-user-keys/phone`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${admin}` },
+    body: { jwk: await exportJWK(pair.publicKey) },
+  });
+  if (r.status !== 200) throw new Error(`user key registration failed: ${r.status} ${JSON.stringify(r.body)}`);
+}
+
+beforeAll(async () => {
+  srv = await startServer({ seed: true });
+  admin = await login(srv);
+  key = await createKey(srv, { scopes: ALL_SCOPES, token: admin });
+  other = await createKey(srv, { scopes: ALL_SCOPES, token: admin });
+  await registerUserKey(key);
+  await registerUserKey(other);
+}, 120_000);
+afterAll(async () => {
+  await srv?.stop();
+});
+
+const post = (path: string, body: unknown, k: TestKey = key) => srv.json(`/api/v1/agent${path}`, { method: "POST", headers: k.headers, body });
+const ordersOfCart = async (cartId: string) => (await srv.db.sql<{ id: string; status: string }[]>`SELECT id, status FROM orders WHERE cart_id = ${cartId}`).map((r) => ({ ...r }));
+
+async function newCart(k: TestKey = key): Promise<string> {
+  const r = await post("/cart", { items: [{ product_id: BOARD, quantity: 1 }] }, k);
+  expect(r.status).toBe(201);
+  return r.body.data.id;
+}
+
+/** A mandate for up to 100 USD at demo-store, signed by `k`'s user key; `cart_id` is the request's, not signed. */
+async function signedMandate(k: TestKey, mandateId: string, token = "tok_approve") {
+  const contents = {
+    payment_mandate_id: mandateId,
+    payment_details_id: "details_1",
+    payment_details_total: { label: "Total", amount: { currency: "USD", value: 100 } },
+    payment_response: { request_id: "req_1", method_name: "CARD", details: { token } },
+    merchant_agent: "demo-store",
+    timestamp: new Date().toISOString(),
+  };
+  const payload = new TextEncoder().encode(JSON.stringify({ iat: Math.floor(Date.now() / 1000), aud: "ap2", transaction_data: [mandateHash(contents)] }));
+  const jws = await new CompactSign(payload).setProtectedHeader({ alg: "ES256", kid: "phone", typ: "kb+jwt" }).sign(userKeys.get(k.id)!);
+  return (cartId: string) => ({
+    cart_id: cartId,
+    intent_mandate: { merchants: ["demo-store"], intent_expiry: new Date(Date.now() + 3_600_000).toISOString() },
+    payment_mandate: { payment_mandate_contents: contents, user_authorization: jws },
+  });
+}
+
+describe("AP2 mandate reuse", () => {
+  test("a paid mandate presented again for another cart is MANDATE_LIMIT_EXCEEDED (violated: cart) and pays nothing", async () => {
+    const mandateId = `pm_${crypto.randomUUID()}`;
+    const forCart = await signedMandate(key, mandateId);
+    const first = await newCart();
+    const paid = await post("/ap2/payment-mandates", forCart(first));
+    expect(paid.status).toBe(200);
+    expect(paid.body.data.order_ids).toHaveLength(1);
+
+    const second = await newCart();
+    const replay = await post("/ap2/payment-mandates", forCart(second));
+    expect(replay.status).toBe(403);
+    expect(replay.body).toMatchObject({
+      success: false,
+      code: "MANDATE_LIMIT_EXCEEDED",
+      details: { violated: "cart", mandate_cart_id: first, cart_id: second, mandate: { payment_mandate_id: mandateId } },
+    });
+    expect(await ordersOfCart(second)).toEqual([]);
+    // the cart it paid still answers with its order
+    const again = await post("/ap2/payment-mandates", forCart(first));
+    expect(again.status).toBe(200);
+    expect(again.body.data.order_ids).toEqual(paid.body.data.order_ids);
+  });
+
+  test("a mandate declined on its cart stays bound to that cart: another cart is refused and pays nothing", async () => {
+    const declinedFor = await signedMandate(key, `pm_${crypto.randomUUID()}`, "tok_decline");
+    const cartId = await newCart();
+    const declined = await post("/ap2/payment-mandates", declinedFor(cartId));
+    expect(declined.status).toBe(402);
+    const otherCart = await newCart();
+    const elsewhere = await post("/ap2/payment-mandates", declinedFor(otherCart));
+    expect(elsewhere.status).toBe(403);
+    expect(elsewhere.body.details.violated).toBe("cart");
+    expect(await ordersOfCart(otherCart)).toEqual([]);
+  });
+
+  test("a mandate refused for its limits binds nothing: the same mandate then pays a cart inside them", async () => {
+    const forCart = await signedMandate(key, `pm_${crypto.randomUUID()}`);
+    const big = await post("/cart", { items: [{ product_id: BOARD, quantity: 5 }] }); // 134.75 > 100
+    const refused = await post("/ap2/payment-mandates", forCart(big.body.data.id));
+    expect(refused.status).toBe(403);
+    expect(refused.body.details.violated).toBe("amount");
+    const small = await newCart();
+    const paid = await post("/ap2/payment-mandates", forCart(small));
+    expect(paid.status).toBe(200);
+    expect(await ordersOfCart(small)).toHaveLength(1);
+  });
+
+  test("the same mandate id under another agent key is that agent's own mandate", async () => {
+    const mandateId = `pm_${crypto.randomUUID()}`;
+    const mine = await post("/ap2/payment-mandates", (await signedMandate(key, mandateId))(await newCart()));
+    expect(mine.status).toBe(200);
+    const theirs = await post("/ap2/payment-mandates", (await signedMandate(other, mandateId))(await newCart(other)), other);
+    expect(theirs.status).toBe(200);
+  });
+});
