@@ -741,8 +741,13 @@ function capturedOrderIds(s: SessionState): string[] {
   return s.legs.filter((l) => l.status === "captured").map((l) => s.orderIds[l.storeId]).filter(Boolean);
 }
 
-/** Calls the rail for one leg. A thrown call (answer lost) is asked again by lookup; still unknown → unknown. */
+/**
+ * Calls the rail for one leg. A thrown call (answer lost) is asked again by lookup; still unknown → unknown.
+ * A leg of nothing (a 100 % coupon on free shipping) is captured without a rail call: no money moves, and a rail
+ * refuses to charge 0 (docs/decisions.md "A zero leg is paid without the rail").
+ */
 async function chargeLeg(rail: PaymentRail, leg: PaymentLeg, token: string, mode: "charge" | "reconcile"): Promise<LegResult & { result?: ChargeResult }> {
+  if (leg.amountMinor === 0) return { outcome: "captured" };
   const intent = { intentId: leg.intentId as string, storeId: leg.storeId, amountMinor: leg.amountMinor, currency: leg.currency, paymentToken: token };
   try {
     if (mode === "reconcile") {
@@ -754,17 +759,32 @@ async function chargeLeg(rail: PaymentRail, leg: PaymentLeg, token: string, mode
     const r = await rail.charge(intent);
     return { outcome: r.status, captureRef: r.status === "captured" ? r.captureRef : undefined, approvalUrl: r.status === "needs_buyer_approval" ? r.approvalUrl : undefined, result: r };
   } catch (err) {
-    if (err instanceof ActorError && err.code !== "UPSTREAM_UNAVAILABLE" && err.code !== "UPSTREAM_ERROR") throw err;
+    // An UPSTREAM_* error (or a crash of the call) may have lost an answer; any other error is the rail refusing the
+    // request (its validation). Either way the processor is asked: an intent it never saw captured nothing, so a
+    // refusal rolls the leg back (its hold released) instead of leaving the session committed IN_PROGRESS for good.
+    const refused = err instanceof ActorError && !err.code.startsWith("UPSTREAM_");
     try {
       const found = await rail.lookup(intent.intentId);
       if (found.status !== "unknown") {
         return { outcome: found.status, captureRef: found.status === "captured" ? found.captureRef : undefined, approvalUrl: found.status === "needs_buyer_approval" ? found.approvalUrl : undefined, result: found };
       }
+      if (refused) return { outcome: "failed" };
     } catch {
       /* still unknown */
     }
     return { outcome: "unknown" };
   }
+}
+
+/**
+ * Errors runPayment throws after it committed the session's new state (a rollback, an escalation, a still-unknown
+ * answer with its timer). The reconciler's turn is done then; any other error came before anything was decided.
+ */
+const decidedErrors = new WeakSet<ActorError>();
+
+function decided(err: ActorError): ActorError {
+  decidedErrors.add(err);
+  return err;
 }
 
 /**
@@ -812,15 +832,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       problem = err;
     }
     if (!problem) continue;
-    const orderId = s.orderIds[leg.storeId];
-    const flag = problem.code === "PAYMENT_AMOUNT_MISMATCH" ? "amount_mismatch" : "finalization_failed";
-    const tx = await txOf();
-    await tx`WITH o AS (UPDATE orders SET reconciliation = ${flag}, capture_ref = ${r.captureRef ?? null}, updated_at = now()
-        WHERE id = ${orderId} AND store_slug = ${leg.storeId} AND reconciliation IS DISTINCT FROM ${flag} RETURNING id)
-      INSERT INTO order_events (order_id, type, data)
-      SELECT id, 'reconciliation_required', ${tx.json({ actor: "system", reason: flag, capture_ref: r.captureRef ?? null, intent_id: leg.intentId } as never)}::jsonb FROM o`;
-    results[leg.storeId] = { outcome: "unknown" };
-    escalation ??= new ActorError(problem.code, problem.message, { ...problem.details, capture_reference: r.captureRef, merchant_slug: leg.storeId, order_id: orderId, checkout_session_id: s.id });
+    escalation ??= await escalateCapture(await txOf(), s, leg, results, problem);
   }
   const only = pending.length === 1 ? pending[0]! : null;
   if (only && !opened && results[only.storeId]!.outcome === "captured") {
@@ -837,6 +849,21 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       const reservationId = leg.intentId as string;
       if (r.outcome === "captured") {
         const res = (r as { result?: ChargeResult }).result;
+        // The order must still be waiting for this capture: one canceled (or otherwise moved) meanwhile is never
+        // answered "paid" nor sold stock (settleLegRows would commit the hold whatever the order's status). The row
+        // lock holds off a concurrent move until this turn commits.
+        // An order this capture already paid (a replay) settles as before; a flagged one stays with its human.
+        const [o] = await tx<{ status: string; capture_ref: string | null; reconciliation: string | null }[]>`SELECT status, capture_ref, reconciliation
+          FROM orders WHERE id = ${orderId} AND store_slug = ${leg.storeId} FOR UPDATE`;
+        const waiting = o && (o.status === "pending" || (o.status !== "canceled" && o.capture_ref === (r.captureRef ?? null) && o.reconciliation === null));
+        if (!waiting) {
+          const problem = fail("PAYMENT_CAPTURED_FINALIZATION_FAILED", "The payment was captured but the order is no longer waiting for it; it is flagged for refund or reconciliation.", {
+            capture_reference: r.captureRef,
+            order_status: o?.status ?? null,
+          });
+          escalation ??= await escalateCapture(tx, s, leg, results, problem);
+          return;
+        }
         const done = await settleLegRows(
           tx,
           leg.storeId,
@@ -887,14 +914,14 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
         // Nothing to ask the rail again: it answered. A person reconciles; the same key gets the same answer.
         await ctx.cancelReminder("session");
         await ctx.checkpoint();
-        throw escalation;
+        throw decided(escalation);
       }
       await ctx.schedule("session", now + 5_000, { sessionId: next.id });
       await ctx.checkpoint();
-      throw fail("UPSTREAM_UNAVAILABLE", "The payment processor's answer was lost; the checkout is being reconciled. Call again with the same idempotency_key.", {
+      throw decided(fail("UPSTREAM_UNAVAILABLE", "The payment processor's answer was lost; the checkout is being reconciled. Call again with the same idempotency_key.", {
         status: next.status,
         checkout_session_id: next.id,
-      });
+      }));
     }
     default: {
       // Rolled back to READY_FOR_PAYMENT: nothing captured on the failed legs, their stock is back.
@@ -902,14 +929,32 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       await ctx.checkpoint();
       const err = settled.error as { code: Parameters<typeof fail>[0]; details: Record<string, unknown> };
       const paid = next.legs.filter((l) => l.status === "captured").map((l) => l.storeId);
-      throw fail(err.code, rollbackMessage(err.code, paid), {
+      throw decided(fail(err.code, rollbackMessage(err.code, paid), {
         ...err.details,
         checkout_session_id: next.id,
         order_ids: capturedOrderIds(next),
         ...(paid.length ? { partially_captured: true, captured_merchant_slugs: paid } : {}),
-      });
+      }));
     }
   }
+}
+
+/**
+ * A capture that cannot be recorded as paid (a different amount than authorised, the order write failed, or the order
+ * no longer pending): the order is flagged for a human with the capture reference and a `reconciliation_required`
+ * event, the leg's result becomes unknown (the session stays SETTLEMENT_UNKNOWN, its stock neither sold nor released)
+ * and the caller gets the funds-captured code. The merchant resolves it (merchant reconcile route).
+ */
+async function escalateCapture(tx: Sql, s: SessionState, leg: PaymentLeg, results: Record<string, LegResult>, problem: ActorError): Promise<ActorError> {
+  const r = results[leg.storeId]!;
+  const orderId = s.orderIds[leg.storeId];
+  const flag = problem.code === "PAYMENT_AMOUNT_MISMATCH" ? "amount_mismatch" : "finalization_failed";
+  await tx`WITH o AS (UPDATE orders SET reconciliation = ${flag}, capture_ref = ${r.captureRef ?? null}, updated_at = now()
+      WHERE id = ${orderId} AND store_slug = ${leg.storeId} AND reconciliation IS DISTINCT FROM ${flag} RETURNING id)
+    INSERT INTO order_events (order_id, type, data)
+    SELECT id, 'reconciliation_required', ${tx.json({ actor: "system", reason: flag, capture_ref: r.captureRef ?? null, intent_id: leg.intentId } as never)}::jsonb FROM o`;
+  results[leg.storeId] = { outcome: "unknown" };
+  return new ActorError(problem.code, problem.message, { ...problem.details, capture_reference: r.captureRef, merchant_slug: leg.storeId, order_id: orderId, checkout_session_id: s.id });
 }
 
 /**
@@ -1151,8 +1196,13 @@ async function beginOneLegRiding(ctx: Ctx, slug: string, body: BeginLegBody, inP
   }
 }
 
+/** The reconciler's next look after an attempt that decided nothing: 5 s, doubling, at most 10 minutes. */
+export function reconcileBackoffMs(retry: number): number {
+  return Math.min(5_000 * 2 ** Math.min(retry, 20), 10 * 60_000);
+}
+
 /** A payment whose answer was lost (or whose turn died): ask the rail by the same intent ids. */
-async function reconcileSession(ctx: Ctx, sessionId: string): Promise<void> {
+async function reconcileSession(ctx: Ctx, sessionId: string, retry = 0): Promise<void> {
   const s = ctx.state.session;
   if (!s || s.id !== sessionId) return;
   if (s.status === "IN_PROGRESS") ctx.state.session = { ...s, ...applyCheckoutEvent(s, "settlement_unknown", ctx.now()) };
@@ -1160,8 +1210,12 @@ async function reconcileSession(ctx: Ctx, sessionId: string): Promise<void> {
   try {
     await runPayment(ctx, "reconcile");
   } catch (err) {
-    // A rollback or a still-unknown answer was committed by runPayment; the timer's job is done.
     if (!(err instanceof ActorError)) throw err;
+    // A rollback, an escalation or a still-unknown answer was committed by runPayment; the timer's job is done.
+    if (decidedErrors.has(err)) return;
+    // Refused before anything was decided (no rail on this host, …): the session must be looked at again, or it
+    // stays SETTLEMENT_UNKNOWN with its stock held and no timer.
+    await ctx.schedule("session", ctx.now() + reconcileBackoffMs(retry), { sessionId, retry: retry + 1 });
   }
 }
 
@@ -1298,7 +1352,7 @@ export const cartActor = defineActor({
     async session(ctx, payload) {
       const s = ctx.state.session;
       const id = (payload as { sessionId?: string } | null)?.sessionId;
-      if (s && s.id === id && (s.status === "IN_PROGRESS" || s.status === "SETTLEMENT_UNKNOWN")) return reconcileSession(ctx, s.id);
+      if (s && s.id === id && (s.status === "IN_PROGRESS" || s.status === "SETTLEMENT_UNKNOWN")) return reconcileSession(ctx, s.id, (payload as { retry?: number } | null)?.retry ?? 0);
       if (!s || s.id !== id || !LIVE_WAITING.has(s.status) || s.expiresAt === null) return;
       const now = ctx.now();
       if (now < s.expiresAt) {
