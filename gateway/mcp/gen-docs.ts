@@ -85,7 +85,8 @@ shows the caller's buckets without taking from them. Streamable HTTP: a request 
 \`{site_url}\`'s nor a loopback one is HTTP 403 (\`-32000\`, no id); methods other than GET, POST and DELETE are 405
 with \`Allow\`; a session's GET stream opens with an SSE comment. \`tools/list\` is one page (no \`nextCursor\`), so
 any \`cursor\` is \`-32602\`; a \`tools/call\` whose \`arguments\` is not an object and an \`initialize\` without
-\`protocolVersion\`, \`capabilities\` and \`clientInfo\` are \`-32602\` too.
+\`protocolVersion\`, \`capabilities\` and \`clientInfo\` are \`-32602\` too. A session belongs to the credential that
+opened it (or, opened without one, to the first that uses it): any other caller gets 404 "Session not found".
 
 Each store serves the subset in \`stores.enabled_mcp_tools\` (null = all ${ALL_TOOLS.length}); any other name answers
 \`TOOL_NOT_FOUND\`. Credentials: \`X-Agent-Api-Key\` or \`Authorization: Bearer <OAuth access token>\` (audience: the

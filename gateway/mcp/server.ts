@@ -93,6 +93,12 @@ interface Session {
   lastSeen: number;
   /** ipBucketKey of the address that initialized it (the per-address cap). */
   owner: string;
+  /**
+   * The principal the session is bound to (`principalOf`): the one that opened it, or, for a session opened without
+   * a credential, the first that used it with one (a client that signs in after a 401 keeps its session). Null while
+   * no credential was seen. Any other caller is told the session does not exist (`boundTo`).
+   */
+  principal: string | null;
 }
 
 interface JsonRpcRequest {
@@ -216,6 +222,7 @@ export class McpGateway {
     store: StoreRecord,
     endpoint: Endpoint,
     owner: string,
+    principal: string | null,
   ): { server: Server; transport: WebStandardStreamableHTTPServerTransport; release: () => void } | undefined {
     const mine = this.byOwner.get(owner);
     let oldest: Session | undefined;
@@ -264,7 +271,7 @@ export class McpGateway {
       sessionIdGenerator: () => crypto.randomUUID(),
       onsessioninitialized: (id) => {
         release();
-        this.remember({ id, slug, endpoint, server, transport, enabled, lastSeen: Date.now(), owner });
+        this.remember({ id, slug, endpoint, server, transport, enabled, lastSeen: Date.now(), owner, principal });
       },
       onsessionclosed: (id) => {
         this.forget(id);
@@ -381,7 +388,7 @@ export class McpGateway {
    * verified so the headers are the caller's own buckets: an invalid or expired one is 401 with the challenge
    * (MCP authorization: invalid tokens get 401 on any request), counted per address like every failed credential.
    */
-  private async peekCaller(request: Request, ip: string, headers: Headers, store: StoreRecord, endpoint: Endpoint): Promise<void> {
+  private async peekCaller(request: Request, ip: string, headers: Headers, store: StoreRecord, endpoint: Endpoint): Promise<string | null> {
     const svc = this.svc;
     const credentialed = request.headers.has("x-agent-api-key") || request.headers.has("authorization");
     const surface = surfaceOf(endpoint, store.slug, credentialed);
@@ -411,6 +418,22 @@ export class McpGateway {
     } else buckets = bucketsFor({ surface, ip, customerId });
     if (!svc.config.RATE_LIMITS_ENABLED) setStaticRateHeaders(headers, { surface, ip, keyId, customerId });
     else setRateHeaders(headers, await peekBuckets(svc, buckets));
+    return principalOf(access);
+  }
+
+  /**
+   * Session binding (MCP security best practices, session hijacking: "bind session IDs to user-specific
+   * information"): every request is authenticated on its own, but a session also carries state another caller must
+   * not borrow — above all the answers to `elicitation/create`, the human's "yes, pay" for a write tool. A session
+   * bound to one principal refuses every other caller, anonymous ones included; an unbound one is bound by the first
+   * credential that uses it. False: answer as for an unknown session (its existence is not confirmed).
+   */
+  private boundTo(session: Session, principal: string | null): boolean {
+    if (session.principal === null) {
+      if (principal !== null) session.principal = principal;
+      return true;
+    }
+    return session.principal === principal;
   }
 
   /**
@@ -450,12 +473,12 @@ export class McpGateway {
    * and counted per address like any failed credential (verifyMcpAccess), so it cannot be used to skip the address's
    * bucket. The per-endpoint audience binding and checkout requirements stay per tools/call (`admit`).
    */
-  private async admitInitialize(request: Request, ip: string, headers: Headers, slug: string): Promise<void> {
+  private async admitInitialize(request: Request, ip: string, headers: Headers, slug: string): Promise<string | null> {
     if (request.headers.has("x-agent-api-key") || request.headers.has("authorization")) {
-      await verifyMcpAccess(this.svc, { slug, request, headers, limits: { ip, surface: "other" } });
-      return;
+      return principalOf(await verifyMcpAccess(this.svc, { slug, request, headers, limits: { ip, surface: "other" } }));
     }
     await admitAnonymous(this.svc, "other", ip, headers);
+    return null;
   }
 
   private refusal(err: unknown): HttpRefusal {
@@ -544,11 +567,13 @@ export class McpGateway {
         headers["allow"] = "POST";
         return this.respond(rpcError(null, -32000, `${request.method} needs an Mcp-Session-Id (initialize first).`), request.method === "GET" ? 405 : 400, out);
       }
+      let principal: string | null;
       try {
-        await this.peekCaller(request, ip, headers, store, endpoint);
+        principal = await this.peekCaller(request, ip, headers, store, endpoint);
       } catch (err) {
         return this.refusalResponse(this.refusal(err), null, out, store.slug);
       }
+      if (!this.boundTo(session, principal)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
       return this.viaTransport(session.transport, request, undefined, headers);
     }
 
@@ -591,11 +616,13 @@ export class McpGateway {
 
     // every other message but a sessionless initialize is counted nowhere; its headers show the caller's buckets
     if (session || !isRequest || msg.method !== "initialize") {
+      let principal: string | null;
       try {
-        await this.peekCaller(request, ip, headers, store, endpoint);
+        principal = await this.peekCaller(request, ip, headers, store, endpoint);
       } catch (err) {
         return this.refusalResponse(this.refusal(err), isRequest ? msg.id : null, out, store.slug);
       }
+      if (session && !this.boundTo(session, principal)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     }
     if (session) return this.viaTransport(session.transport, request, body, headers);
 
@@ -606,12 +633,13 @@ export class McpGateway {
       if (bad) return this.respond(rpcError(msg.id, -32602, `Invalid params: ${bad}`), 400, out);
       // Counted in the caller's global bucket (500 / 15 min): a session costs ~43 KB and every client shares the
       // table, so no one can create them without bound (audit M3; docs/decisions.md).
+      let principal: string | null;
       try {
-        await this.admitInitialize(request, ip, headers, store.slug);
+        principal = await this.admitInitialize(request, ip, headers, store.slug);
       } catch (err) {
         return this.refusalResponse(this.refusal(err), msg.id, out, store.slug);
       }
-      const opened = this.newSession(store, endpoint, ipBucketKey(ip));
+      const opened = this.newSession(store, endpoint, ipBucketKey(ip), principal);
       if (!opened) {
         const r = new HttpRefusal(429, "rate_limit_exceeded", `This address is already opening ${MAX_SESSIONS_PER_ADDRESS} MCP sessions; retry once they are open.`, {
           maxSessionsPerAddress: MAX_SESSIONS_PER_ADDRESS,
@@ -669,6 +697,7 @@ export class McpGateway {
       if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, out, store.slug);
       throw err;
     }
+    if (session && !this.boundTo(session, principal.caller?.keyId ?? null)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     const missing = insufficientOAuthScope(t, principal);
     if (missing) {
       // MCP authorization (2025-11-25), scope challenge: an OAuth token without the tool's scope is HTTP 403 with
@@ -739,6 +768,13 @@ function initializeParamsError(params: Record<string, unknown> | undefined): str
 function cursorError(params: Record<string, unknown> | undefined): string | undefined {
   if (params?.cursor === undefined) return undefined;
   return typeof params.cursor === "string" ? "Invalid params: unknown cursor (tools/list is not paginated here; list without a cursor)." : "Invalid params: cursor must be a string.";
+}
+
+/** Who a verified caller is, as sessions are bound (`Caller.keyId`'s form): null for an anonymous one. */
+function principalOf(access: McpAccess): string | null {
+  if (access.kind === "key") return access.agent.keyId;
+  if (access.kind === "oauth") return `oauth:${access.clientId}:${access.sub}`;
+  return null;
 }
 
 /** The scope an OAuth caller lacks for a tool (the first the tool accepts), or undefined. */

@@ -4,6 +4,7 @@
  * Real HTTP against the started service.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { DEMO, rpc } from "./helpers.ts";
 
@@ -20,12 +21,12 @@ const post = (body: unknown, headers: Record<string, string> = {}, path = PATH) 
   srv.fetch(path, { method: "POST", headers: { "content-type": "application/json", accept: ACCEPT, ...headers }, body: JSON.stringify(body) });
 const initializeMessage = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
 
-async function openSession(path = PATH): Promise<Record<string, string>> {
-  const r = await post(initializeMessage, {}, path);
+async function openSession(path = PATH, credential: Record<string, string> = {}): Promise<Record<string, string>> {
+  const r = await post(initializeMessage, credential, path);
   await r.text();
   expect(r.status).toBe(200);
   const s = { "mcp-session-id": r.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-11-25" };
-  const n = await post({ jsonrpc: "2.0", method: "notifications/initialized" }, s, path);
+  const n = await post({ jsonrpc: "2.0", method: "notifications/initialized" }, { ...s, ...credential }, path);
   expect(n.status).toBe(202);
   return s;
 }
@@ -151,3 +152,51 @@ test("an initialize without protocolVersion, capabilities or clientInfo is -3260
   expect(r.status).toBe(200);
   expect((await message(r)).result.protocolVersion).toBe("2025-11-25");
 });
+
+test("a session opened with a credential refuses every other caller as an unknown session (404), its owner keeps it", async () => {
+  const a = await createKey(srv, { scopes: ALL_SCOPES });
+  const b = await createKey(srv, { scopes: ALL_SCOPES });
+  const session = await openSession(PATH, a.headers);
+  const ping = (who: Record<string, string>) => post({ jsonrpc: "2.0", id: 1, method: "ping" }, { ...session, ...who });
+  for (const who of [b.headers, {}]) {
+    const r = await ping(who);
+    expect(r.status).toBe(404);
+    expect((await r.json()).error.code).toBe(-32001);
+    const call = await post({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get_merchant_profile", arguments: {} } }, { ...session, ...who });
+    expect(call.status).toBe(404);
+    await call.text();
+    // a client's answer to an elicitation/create (a JSON-RPC response) from someone else is refused too
+    const answer = await post({ jsonrpc: "2.0", id: 0, result: { action: "accept", content: { approve: true } } }, { ...session, ...who });
+    expect(answer.status).toBe(404);
+    await answer.text();
+    const gone = await srv.fetch(PATH, { method: "DELETE", headers: { ...session, ...who } });
+    expect(gone.status).toBe(404);
+    await gone.text();
+  }
+  const mine = await ping(a.headers);
+  expect(mine.status).toBe(200);
+  await mine.text();
+  const closed = await srv.fetch(PATH, { method: "DELETE", headers: { ...session, ...a.headers } });
+  expect(closed.status).toBe(200);
+  await closed.text();
+}, 30_000);
+
+test("a session opened without a credential is bound to the first credential that uses it (a client that signs in after a 401 keeps its session)", async () => {
+  const a = await createKey(srv, { scopes: ALL_SCOPES });
+  const b = await createKey(srv, { scopes: ALL_SCOPES });
+  const session = await openSession();
+  const anonymous = await post({ jsonrpc: "2.0", id: 1, method: "ping" }, session);
+  expect(anonymous.status).toBe(200);
+  await anonymous.text();
+  const call = await post({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get_cart", arguments: { cart_id: crypto.randomUUID() } } }, { ...session, ...a.headers });
+  expect(call.status).toBe(200);
+  await call.text();
+  for (const who of [{}, b.headers]) {
+    const r = await post({ jsonrpc: "2.0", id: 3, method: "ping" }, { ...session, ...who });
+    expect(r.status).toBe(404);
+    await r.text();
+  }
+  const again = await post({ jsonrpc: "2.0", id: 4, method: "ping" }, { ...session, ...a.headers });
+  expect(again.status).toBe(200);
+  await again.text();
+}, 30_000);
