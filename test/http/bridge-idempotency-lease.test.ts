@@ -111,6 +111,36 @@ describe("bridge Idempotency-Key lease", () => {
     expect(again.body.order.id).toBe(retry.body.order.id);
   });
 
+  test("a request overtaken after its lease cannot delete its successor's record: the next retry is a replay", async () => {
+    const created = await post("/acp/checkout_sessions", { items: [{ id: BOARD, quantity: 1 }] });
+    const id = created.body.id as string;
+    expect(id).toMatch(/^cs_[0-9a-f]{32}$/);
+    const idem = { "Idempotency-Key": crypto.randomUUID() };
+    const path = `/acp/checkout_sessions/${id}/complete`;
+    // The first request pays, then stalls past its lease saving the session and fails there (a retryable error, so
+    // it gives its claim back). A sequence, not a row, counts the calls: an aborted statement rolls its writes back.
+    await srv.db.sql.unsafe(`
+      CREATE SEQUENCE h_stall_once;
+      CREATE FUNCTION h_stall() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF nextval('h_stall_once') = 1 THEN PERFORM pg_sleep(${(LEASE_MS + 1000) / 1000}); RAISE EXCEPTION 'injected stall'; END IF; RETURN NEW; END $$;
+      CREATE TRIGGER h_stall BEFORE INSERT OR UPDATE ON bridge_sessions FOR EACH ROW WHEN (NEW.id = '${id}') EXECUTE FUNCTION h_stall();`);
+    try {
+      const slow = post(path, ACP_PAY, idem);
+      await Bun.sleep(LEASE_MS + 300);
+      const successor = await post(path, ACP_PAY, idem); // takes the claim over; the cart answers with the order
+      expect(successor.status).toBe(200);
+      expect(successor.body.status).toBe("completed");
+      expect((await slow).status).toBe(500); // the injected database error
+      const replay = await post(path, ACP_PAY, idem);
+      expect(replay.status).toBe(200);
+      expect(replay.headers.get("idempotent-replayed")).toBe("true");
+      expect(replay.body.order.id).toBe(successor.body.order.id);
+      expect(await ordersOfSession(id)).toEqual([{ id: successor.body.order.id, status: "paid" }]);
+    } finally {
+      await srv.db.sql.unsafe(`DROP TRIGGER h_stall ON bridge_sessions; DROP FUNCTION h_stall(); DROP SEQUENCE h_stall_once;`);
+    }
+  });
+
   test("a claim whose lease ran out is not taken over by the same key with another request: 409 IDEMPOTENCY_KEY_CONFLICT", async () => {
     const created = await post("/acp/checkout_sessions", { items: [{ id: BOARD, quantity: 1 }] });
     const path = `/acp/checkout_sessions/${created.body.id}/complete`;
