@@ -180,6 +180,43 @@ test("answers given before the message is read carry the address's bucket on tha
   expect(rate(unknown.headers)).toEqual(rate((await list(`/${STORE}/mcp`)).headers));
 });
 
+test("refusals after admission carry the buckets that admitted them: 401 for a keyed tool without a credential, 403 for an OAuth token without the tool's scope", async () => {
+  // anonymous on the customer endpoint: its own per-address bucket (200/min), untouched by the other tests
+  const path = `/${STORE}/mcp/customer`;
+  const before = rate((await list(path)).headers);
+  const anonymous = await rpc(srv, path, "tools/call", { name: "get_wallet", arguments: {} });
+  expect(anonymous.status).toBe(401);
+  expect(anonymous.headers.get("www-authenticate")).toContain("resource_metadata=");
+  expect(rate(anonymous.headers)).toMatchObject({ limit: 200, remaining: before.remaining - 1 });
+
+  const token = await clientCredentialsToken(STORE); // scopes: search cart
+  const auth = { authorization: `Bearer ${token}` };
+  const listed = rate((await list(`/${STORE}/mcp`, auth)).headers);
+  expect(listed).toMatchObject({ limit: 30, remaining: 30 });
+  const lacking = await rpc(srv, `/${STORE}/mcp`, "tools/call", { name: "get_wallet", arguments: {} }, auth);
+  expect(lacking.status).toBe(403);
+  expect(lacking.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
+  expect(rate(lacking.headers)).toMatchObject({ limit: 30, remaining: 29 });
+}, 30_000);
+
+test("an initialize with an invalid credential is 401 with the address's global bucket, in which it was counted", async () => {
+  const init = (headers: Record<string, string>) =>
+    srv.fetch(`/${STORE}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: ACCEPT, ...headers },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    });
+  const first = await init({ "x-agent-api-key": "agnt_" + "y".repeat(43) });
+  await first.text();
+  expect(first.status).toBe(401);
+  const a = rate(first.headers);
+  expect(a.limit).toBe(500);
+  const second = await init({ authorization: "Bearer not.a.token" });
+  await second.text();
+  expect(second.status).toBe(401);
+  expect(rate(second.headers)).toMatchObject({ limit: 500, remaining: a.remaining - 1 });
+});
+
 async function clientCredentialsToken(slug: string): Promise<string> {
   const session = await login(srv);
   const reg = await srv.json("/api/v1/oauth/register", {
