@@ -33,6 +33,8 @@ export interface BootOptions {
   reminderPollMs?: number;
   /** Extra gateway modules (tests mount probe routes through the real plugin chain). */
   extraModules?: GatewayModule[];
+  /** The pool's query deadline (infra/db.ts QUERY_DEADLINE_MS unless set; tests shorten it). */
+  queryDeadlineMs?: number;
 }
 
 export interface Running {
@@ -76,7 +78,7 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
   }
   if (role !== "start" && !config.DATABASE_URL) throw new Error(`role ${role} needs DATABASE_URL`);
 
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL || undefined, dataDir: config.DATA_DIR });
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL || undefined, dataDir: config.DATA_DIR, queryDeadlineMs: opts.queryDeadlineMs });
   const clock = opts.clock ?? systemClock;
   const stops: (() => Promise<void>)[] = [];
   let transport: Transport | undefined;

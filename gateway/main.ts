@@ -1,6 +1,7 @@
 /** Process entry: `bun gateway/main.ts start|gateway|actors`. */
 import { ConfigError } from "../infra/config.ts";
 import { log } from "../infra/log.ts";
+import { createProcessGuard } from "../infra/process-guard.ts";
 import type { Role } from "../infra/boot-hooks.ts";
 import { boot } from "./boot.ts";
 
@@ -9,6 +10,10 @@ if (!["start", "gateway", "actors"].includes(role)) {
   console.error(`usage: bun gateway/main.ts start|gateway|actors (got ${role})`);
   process.exit(2);
 }
+
+// before boot: a database error that escapes its caller (a background reconnect, a loop's stray promise) is logged
+// and survived; any other unhandled error still ends the process (infra/process-guard.ts)
+createProcessGuard({ log }).install();
 
 try {
   const running = await boot({ role });

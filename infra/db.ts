@@ -59,21 +59,29 @@ const UNAVAILABLE_CODES = new Set([
   "EHOSTUNREACH",
   "ENETUNREACH",
   "EAI_AGAIN",
+  "ECONNABORTED",
   "57P01", // admin_shutdown
   "57P02", // crash_shutdown
   "57P03", // cannot_connect_now (starting up, recovering)
-  "53300", // too_many_connections
+  "57P04", // database_dropped
+  "57P05", // idle_session_timeout
+  "57014", // query_canceled: an operator's statement_timeout, or a DBA cancelling a stuck query
+  "55P03", // lock_not_available: an operator's lock_timeout while something holds the rows
+  "40001", // serialization_failure: the same statement may succeed when retried
+  "40P01", // deadlock_detected: likewise
+  "25006", // read_only_sql_transaction: connected to a standby (a failover in progress)
   "3D000", // the database does not exist (dropped under a running service)
 ]);
 
 /**
- * True for errors that mean the database is unavailable (answered as 503 service_unavailable, retryable) rather
- * than a fault in our code (500). Class 08 is Postgres's "connection exception".
+ * True for errors that mean the database is unavailable or could not do it now (answered as 503
+ * service_unavailable, retryable) rather than a fault in our code (500). Class 08 is Postgres's "connection
+ * exception", class 53 "insufficient resources" (disk full, out of memory, too many connections).
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return false;
-  return UNAVAILABLE_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
+  return UNAVAILABLE_CODES.has(code) || /^(08|53)[0-9A-Z]{3}$/.test(code);
 }
 
 interface Thenable {
@@ -127,8 +135,19 @@ export function withoutDeadline(sql: Sql): Sql {
   return unbounded.get(sql) ?? sql;
 }
 
-/** The pool with QUERY_DEADLINE_MS on every tagged-template query (helpers, `unsafe`, `begin`, `reserve` pass through). */
+/**
+ * The pool with QUERY_DEADLINE_MS on every tagged-template query and every `unsafe` query (helpers, `begin`,
+ * `reserve` pass through; a transaction or reserved connection is its own handle, outside this proxy). `unsafe`
+ * is bounded too: it builds a Query the same way, and routes read through it (admin trust lists, the index's
+ * catch-up) would otherwise wait on a stalled server until the HTTP socket's idle timeout. An `unsafe` used as a
+ * fragment inside a tagged template is never awaited, so its wrapper never starts a timer.
+ */
 function withQueryDeadline(sql: Sql, ms: number): Sql {
+  const unsafe = ((...args: Parameters<Sql["unsafe"]>) => {
+    const q = sql.unsafe(...args);
+    armDeadline(q as unknown as Thenable, ms);
+    return q;
+  }) as Sql["unsafe"];
   const bounded = new Proxy(sql, {
     apply(target, thisArg, args: unknown[]) {
       const q = Reflect.apply(target as unknown as (...a: unknown[]) => unknown, thisArg, args);
@@ -136,9 +155,24 @@ function withQueryDeadline(sql: Sql, ms: number): Sql {
       if (tagged && q && typeof (q as Thenable).then === "function") armDeadline(q as Thenable, ms);
       return q;
     },
+    get(target, prop, receiver) {
+      return prop === "unsafe" ? unsafe : Reflect.get(target, prop, receiver);
+    },
   });
   unbounded.set(bounded, sql);
   return bounded;
+}
+
+/**
+ * Seconds before a pooled connection tries again after failing to connect. postgres.js's default grows as
+ * 3^n / 100 s up to 20 s, and the count is shared by the pool and only reset by a successful connection: after a
+ * few seconds of refused connections (background loops keep trying) every query waited 10–20 s for its
+ * connection's next attempt, answering 503 only at the query deadline, and the first queries after the database
+ * came back waited the same. Capped at 2 s: a refused connection still answers 503 at once, recovery is seen
+ * within ~2 s, and a pool of 10 makes at most a handful of connection attempts per second.
+ */
+export function reconnectBackoff(retries: number): number {
+  return Math.min(0.05 * 2 ** retries, 2) * (0.5 + Math.random() / 2);
 }
 
 export function connect(url: string, max = 10, opts: { queryDeadlineMs?: number } = {}): Sql {
@@ -147,6 +181,7 @@ export function connect(url: string, max = 10, opts: { queryDeadlineMs?: number 
     onnotice: () => {},
     idle_timeout: 30,
     connect_timeout: 10,
+    backoff: reconnectBackoff,
     // bigint columns hold money in minor units; they always fit in a double (< 2^53), so parse them as numbers.
     types: {
       bigint: { to: 20, from: [20], serialize: (x: number | bigint) => String(x), parse: (x: string) => Number(x) },
@@ -228,7 +263,7 @@ export async function startEmbeddedPostgres(dir: string): Promise<{ url: string;
   return { url, stop: () => pg.stop() };
 }
 
-export async function openDatabase(opts: { databaseUrl?: string; dataDir: string; poolSize?: number }): Promise<Database> {
+export async function openDatabase(opts: { databaseUrl?: string; dataDir: string; poolSize?: number; queryDeadlineMs?: number }): Promise<Database> {
   let url = opts.databaseUrl ?? "";
   let stopEmbedded: (() => Promise<void>) | undefined;
   if (!url) {
@@ -237,7 +272,7 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
     stopEmbedded = started.stop;
     log.info("embedded postgres started", { dir: join(opts.dataDir, "pg") });
   }
-  const sql = connect(url, opts.poolSize ?? 10);
+  const sql = connect(url, opts.poolSize ?? 10, { queryDeadlineMs: opts.queryDeadlineMs });
   try {
     await applyMigrations(sql);
   } catch (err) {

@@ -6,7 +6,8 @@
  */
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import type { TSchema } from "@sinclair/typebox";
-import { isDatabaseUnavailable, type Sql } from "../../infra/db.ts";
+import { isDatabaseUnavailable, withoutDeadline, type Sql } from "../../infra/db.ts";
+import { LoopBackoff } from "../../infra/backoff.ts";
 import { log as rootLog, type Logger } from "../../infra/log.ts";
 import { actorFencingConflicts, recordTurn, registerActorStats, turnStatsFor, type TurnStats } from "../../infra/metrics.ts";
 import type { Transport } from "../transport/transport.ts";
@@ -148,7 +149,7 @@ export class ActorHost {
     this.stopping = true;
     clearInterval(this.sweepTimer);
     clearTimeout(this.reminderTimer);
-    await this.polling;
+    await this.polling?.catch(() => {}); // its failure was already reported by the loop
     const deadline = Date.now() + 5000;
     while ([...this.allActivations()].some(([, , a]) => a.running || a.queue.length) && Date.now() < deadline) {
       await Bun.sleep(5);
@@ -258,7 +259,10 @@ export class ActorHost {
           p.resolve(this.receive(p.env.attempt > 1 ? p.env : { ...p.env, attempt: 2 }));
           continue;
         }
-        p.resolve(await this.runTurn(act, p.env));
+        // runTurn maps every failure of a turn to a reply; should anything still escape, this message's caller gets
+        // an error and the messages queued behind it still run (an escaped rejection here reached no one: it was an
+        // unhandled rejection, which ends a Bun process, and left the mailbox stalled)
+        p.resolve(await this.runTurn(act, p.env).catch((err: unknown) => this.errorFor(act, err)));
       }
     } finally {
       act.running = false;
@@ -353,10 +357,15 @@ export class ActorHost {
     const hit = act.recent.get(env.msgId);
     if (hit) return hit;
     if (env.attempt > 1 && (act.def.persistence ?? "durable") === "durable") {
-      // a resend: the first attempt may have committed on this or another host before its reply was lost
-      const rows = await this.opts.sql<{ reply: ReplyEnvelope }[]>`
-        SELECT reply FROM actor_inbox WHERE kind = ${act.def.kind} AND id = ${act.id} AND msg_id = ${env.msgId}`;
-      if (rows.length) return rows[0].reply;
+      // a resend: the first attempt may have committed on this or another host before its reply was lost. A database
+      // that cannot answer that is the caller's 503 (errorFor), as in the turn itself.
+      try {
+        const rows = await this.opts.sql<{ reply: ReplyEnvelope }[]>`
+          SELECT reply FROM actor_inbox WHERE kind = ${act.def.kind} AND id = ${act.id} AND msg_id = ${env.msgId}`;
+        if (rows.length) return rows[0].reply;
+      } catch (err) {
+        return this.errorFor(act, err);
+      }
     }
     if (env.deadline < Date.now()) return errorReply(new ActorError("actor_unavailable", "caller deadline passed before the turn started"));
     const started = performance.now();
@@ -442,18 +451,24 @@ export class ActorHost {
     }
   }
 
-  private scheduleReminderPoll(pollMs: number): void {
+  /** While the database is down the poll fails every time: spaced out (up to 5 s) and logged once in a while. */
+  private pollBackoff?: LoopBackoff;
+
+  private scheduleReminderPoll(pollMs: number, delayMs = pollMs): void {
     if (this.stopping) return;
+    const backoff = (this.pollBackoff ??= new LoopBackoff("reminder poll", this.log, { baseMs: 1000, maxMs: 5_000 }));
     this.reminderTimer = setTimeout(async () => {
+      let next = pollMs;
       try {
         this.polling = this.pollReminders();
         await this.polling;
         await this.sweepInbox();
+        backoff.succeeded();
       } catch (err) {
-        this.log.warn("reminder poll failed", { error: err as Error });
+        next = Math.max(pollMs, backoff.failed(err));
       }
-      this.scheduleReminderPoll(pollMs);
-    }, pollMs);
+      this.scheduleReminderPoll(pollMs, next);
+    }, delayMs);
   }
 
   /**
@@ -746,7 +761,8 @@ class Turn {
       [row] = await ridingStatement(sql, write, riding).catch(rethrowFence);
     } else if (!conn) {
       const { text, params } = stateWriteStatement(write);
-      await this.host.internals.sql.unsafe(text, params, { prepare: true }).catch(rethrowFence);
+      // a turn's write waits for the database however long it takes: no pool deadline (infra/db.ts `withoutDeadline`)
+      await withoutDeadline(this.host.internals.sql).unsafe(text, params, { prepare: true }).catch(rethrowFence);
     } else {
       const { text, params } = stateWriteStatement(write);
       const begin = this.begin;

@@ -15,6 +15,7 @@ import type { ActorCaller } from "../runtime/define-actor.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Sql } from "../../infra/db.ts";
 import type { BootHook } from "../../infra/boot-hooks.ts";
+import { LoopBackoff } from "../../infra/backoff.ts";
 import type { Resolver } from "../../infra/ssrf.ts";
 import { installWebhookRuntime, webhookSecretsKey } from "./deliver.ts";
 import { webhookActor } from "./index.ts";
@@ -127,6 +128,9 @@ export const webhookBootHook: BootHook = {
     let running: Promise<void> | undefined;
     let rerun = false;
     let lastSweep = 0;
+    // while the database is down every tick fails: the interval's ticks wait out a backoff (an outbox publish, which
+    // means a commit just worked, still runs at once) and the failure is logged once in a while, not 5 times a second
+    const backoff = new LoopBackoff("webhook fan-out", services.log, { baseMs: FAN_OUT_INTERVAL_MS, maxMs: 5_000 });
 
     const tick = async () => {
       if (running) {
@@ -146,8 +150,9 @@ export const webhookBootHook: BootHook = {
               lastSweep = Date.now();
               await sweepOverdue(services.sql, clock.now());
             }
+            backoff.succeeded();
           } catch (err) {
-            if (!stopped) services.log.warn("webhook fan-out failed; retrying", { error: err as Error });
+            if (!stopped) backoff.failed(err);
           }
         } while (rerun && !stopped);
       })().finally(() => {
@@ -156,7 +161,7 @@ export const webhookBootHook: BootHook = {
       return running;
     };
 
-    const timer = setInterval(() => void tick(), FAN_OUT_INTERVAL_MS);
+    const timer = setInterval(() => void (backoff.due() ? tick() : undefined), FAN_OUT_INTERVAL_MS);
     const unsubscribe = transport.subscribe(WEBHOOK_OUTBOX_TOPIC, () => void tick());
     services.extras.set("webhook.fanOutNow", tick);
     void tick();

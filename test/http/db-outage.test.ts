@@ -1,92 +1,21 @@
 /**
  * A database outage answers 503 service_unavailable in the error envelope, within a bounded time (audit M2: the
  * product detail read got an empty reply after ~30 s, the merchant read a 500, health a 503 without `error`).
- * The service talks to Postgres through a TCP proxy this test controls: "stall" stops forwarding in both directions
- * and holds new connections (what a frozen server or a partition looks like to the client: open sockets, no
- * answer), "resume" forwards again, "down" closes every connection and the listener (refused connections).
+ * The service talks to Postgres through a TCP proxy this test controls (test/helpers/pg-proxy.ts): "stall" (a frozen
+ * server or a partition: open sockets, no answer), "resume", "down" (refused connections), "up".
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, connect as tcpConnect, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { boot, type Running } from "../../gateway/boot.ts";
 import { QUERY_DEADLINE_MS } from "../../infra/db.ts";
 import { createKey, type TestKey } from "../helpers/agents.ts";
-import { createTestDatabase, serverUrl, type TestDatabase } from "../helpers/db.ts";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { PgProxy } from "../helpers/pg-proxy.ts";
 import type { TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store product
-
-class PgProxy {
-  private server: Server;
-  private pairs: { client: Socket; upstream: Socket | null }[] = [];
-  private stalled = false;
-  port = 0;
-
-  constructor(private target: { host: string; port: number }) {
-    this.server = createServer(this.accept);
-  }
-
-  private accept = (client: Socket): void => {
-    const pair: { client: Socket; upstream: Socket | null } = { client, upstream: null };
-    this.pairs.push(pair);
-    client.on("error", () => {});
-    if (this.stalled) {
-      client.pause(); // accepted, never answered: the client's connect timeout decides
-      return;
-    }
-    this.link(pair);
-  };
-
-  private link(pair: { client: Socket; upstream: Socket | null }): void {
-    if (!pair.upstream) {
-      pair.upstream = tcpConnect(this.target.port, this.target.host);
-      pair.upstream.on("error", () => pair.client.destroy());
-      pair.upstream.on("close", () => pair.client.destroy());
-      pair.client.on("close", () => pair.upstream?.destroy());
-    }
-    pair.client.pipe(pair.upstream);
-    pair.upstream.pipe(pair.client);
-    pair.client.resume();
-    pair.upstream.resume();
-  }
-
-  async start(): Promise<void> {
-    await new Promise<void>((res) => this.server.listen(0, "127.0.0.1", () => res()));
-    this.port = (this.server.address() as { port: number }).port;
-  }
-
-  stall(): void {
-    this.stalled = true;
-    for (const p of this.pairs) {
-      p.client.unpipe();
-      p.upstream?.unpipe();
-      p.client.pause();
-      p.upstream?.pause();
-    }
-  }
-
-  resume(): void {
-    this.stalled = false;
-    for (const p of this.pairs) if (!p.client.destroyed) this.link(p);
-  }
-
-  /** Listens again on the same port after `down` (the database is reachable again). */
-  async up(): Promise<void> {
-    this.server = createServer(this.accept);
-    await new Promise<void>((res) => this.server.listen(this.port, "127.0.0.1", () => res()));
-  }
-
-  async down(): Promise<void> {
-    for (const p of this.pairs) {
-      p.client.destroy();
-      p.upstream?.destroy();
-    }
-    this.pairs = [];
-    await new Promise<void>((res) => this.server.close(() => res()));
-  }
-}
 
 let db: TestDatabase;
 let proxy: PgProxy;
@@ -97,18 +26,13 @@ let key: TestKey;
 
 beforeAll(async () => {
   db = await createTestDatabase({ migrate: false });
-  const base = new URL(await serverUrl());
-  proxy = new PgProxy({ host: base.hostname, port: Number(base.port || 5432) });
-  await proxy.start();
-  const viaProxy = new URL(db.url);
-  viaProxy.hostname = "127.0.0.1";
-  viaProxy.port = String(proxy.port);
+  proxy = await PgProxy.toTestServer();
   dataDir = await mkdtemp(join(tmpdir(), "acs-test-outage-"));
   running = await boot({
     role: "start",
     env: {},
     config: {
-      DATABASE_URL: viaProxy.toString(),
+      DATABASE_URL: proxy.via(db.url),
       HOST: "127.0.0.1",
       PORT: 0,
       DATA_DIR: dataDir,

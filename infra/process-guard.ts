@@ -1,0 +1,74 @@
+/**
+ * Last line of defence for the process (installed by gateway/main.ts, not by tests that boot in-process): an
+ * unhandled rejection or uncaught exception ends a Bun process. For a database-unavailable error (a connection
+ * refused or lost, the pool's query deadline) that is the wrong answer: postgres.js reconnects per connection, every
+ * request meanwhile gets 503, and nothing is half-done in memory, so the error is logged (rate-limited) and the
+ * process keeps serving. Anything else is a bug whose effects we cannot know: logged, then the process exits 1 as
+ * Bun would have, so a supervisor restarts it.
+ */
+import { isDatabaseUnavailable } from "./db.ts";
+import type { Logger } from "./log.ts";
+
+export interface ProcessGuardOptions {
+  log: Logger;
+  exit?: (code: number) => void;
+  /** At most one warning per this many ms for survived database errors. */
+  logEveryMs?: number;
+  now?: () => number;
+}
+
+export interface ProcessGuard {
+  /** Database-unavailable errors that escaped every handler and were survived. */
+  readonly survived: number;
+  /** What the process does with an error nobody handled: "survived" (logged) or "fatal" (logged, exit 1). */
+  handle(kind: "unhandledRejection" | "uncaughtException", err: unknown): "survived" | "fatal";
+  /** Registers `handle` for both process events; returns the function that removes it. */
+  install(): () => void;
+}
+
+export function createProcessGuard(opts: ProcessGuardOptions): ProcessGuard {
+  const exit = opts.exit ?? ((code: number) => process.exit(code));
+  const logEveryMs = opts.logEveryMs ?? 30_000;
+  const now = opts.now ?? Date.now;
+  let survived = 0;
+  let suppressed = 0;
+  let lastLogAt = -Infinity;
+  const handle: ProcessGuard["handle"] = (kind, err) => {
+    if (isDatabaseUnavailable(err)) {
+      survived++;
+      if (now() - lastLogAt >= logEveryMs) {
+        lastLogAt = now();
+        opts.log.warn("database error escaped its caller; the process keeps serving", {
+          kind,
+          error: err as Error,
+          code: (err as { code?: unknown }).code,
+          survived,
+          suppressed,
+        });
+        suppressed = 0;
+      } else {
+        suppressed++;
+      }
+      return "survived";
+    }
+    opts.log.error(`${kind}: the process exits`, { error: err as Error, stack: (err as Error | null)?.stack });
+    exit(1);
+    return "fatal";
+  };
+  return {
+    get survived() {
+      return survived;
+    },
+    handle,
+    install() {
+      const onRejection = (err: unknown) => void handle("unhandledRejection", err);
+      const onException = (err: unknown) => void handle("uncaughtException", err);
+      process.on("unhandledRejection", onRejection);
+      process.on("uncaughtException", onException);
+      return () => {
+        process.off("unhandledRejection", onRejection);
+        process.off("uncaughtException", onException);
+      };
+    },
+  };
+}

@@ -1,0 +1,99 @@
+/**
+ * A TCP proxy in front of Postgres that a test controls, to show the service a database outage: "stall" stops
+ * forwarding in both directions and holds new connections (what a frozen server or a partition looks like to the
+ * client: open sockets, no answer), "resume" forwards again, "down" closes every connection and the listener
+ * (refused connections), "up" listens again on the same port.
+ */
+import { createServer, connect as tcpConnect, type Server, type Socket } from "node:net";
+import { serverUrl } from "./db.ts";
+
+interface Pair {
+  client: Socket;
+  upstream: Socket | null;
+}
+
+export class PgProxy {
+  private server: Server;
+  private pairs: Pair[] = [];
+  private stalled = false;
+  port = 0;
+
+  constructor(private target: { host: string; port: number }) {
+    this.server = createServer(this.accept);
+  }
+
+  /** A proxy to the test Postgres server, listening. */
+  static async toTestServer(): Promise<PgProxy> {
+    const base = new URL(await serverUrl());
+    const proxy = new PgProxy({ host: base.hostname, port: Number(base.port || 5432) });
+    await proxy.start();
+    return proxy;
+  }
+
+  /** `url` (a database on the test server) with its host and port replaced by this proxy's. */
+  via(url: string): string {
+    const u = new URL(url);
+    u.hostname = "127.0.0.1";
+    u.port = String(this.port);
+    return u.toString();
+  }
+
+  private accept = (client: Socket): void => {
+    const pair: Pair = { client, upstream: null };
+    this.pairs.push(pair);
+    client.on("error", () => {});
+    if (this.stalled) {
+      client.pause(); // accepted, never answered: the client's connect timeout decides
+      return;
+    }
+    this.link(pair);
+  };
+
+  private link(pair: Pair): void {
+    if (!pair.upstream) {
+      pair.upstream = tcpConnect(this.target.port, this.target.host);
+      pair.upstream.on("error", () => pair.client.destroy());
+      pair.upstream.on("close", () => pair.client.destroy());
+      pair.client.on("close", () => pair.upstream?.destroy());
+    }
+    pair.client.pipe(pair.upstream);
+    pair.upstream.pipe(pair.client);
+    pair.client.resume();
+    pair.upstream.resume();
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((res) => this.server.listen(0, "127.0.0.1", () => res()));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  stall(): void {
+    this.stalled = true;
+    for (const p of this.pairs) {
+      p.client.unpipe();
+      p.upstream?.unpipe();
+      p.client.pause();
+      p.upstream?.pause();
+    }
+  }
+
+  resume(): void {
+    this.stalled = false;
+    for (const p of this.pairs) if (!p.client.destroyed) this.link(p);
+  }
+
+  /** Listens again on the same port after `down` (the database is reachable again). */
+  async up(): Promise<void> {
+    this.server = createServer(this.accept);
+    await new Promise<void>((res) => this.server.listen(this.port, "127.0.0.1", () => res()));
+  }
+
+  async down(): Promise<void> {
+    for (const p of this.pairs) {
+      p.client.destroy();
+      p.upstream?.destroy();
+    }
+    this.pairs = [];
+    await new Promise<void>((res) => this.server.close(() => res()));
+  }
+}
