@@ -14,21 +14,27 @@
  *                  store; a retried attempt reuses the order). Shortage → STATE_EXECUTION_BLOCKED.
  * - `settleLeg`    `captured`: commit the stock, order `paid`; `released`: give the stock back, order stays pending.
  * - `cancelOrder`  a pending order whose session ended unpaid: canceled, stock released.
- * - `setOrderStatus` merchant moves (fulfilled, shipped, delivered, canceled).
- * - `proposeRefund`, `decideRefund`, `setAllowlist`.
+ * - `setOrderStatus` merchant moves (fulfilled, shipped, delivered, canceled; a pending cancel goes through the
+ *                  cart's session, a paid/fulfilled cancel refunds the capture: refund-flow.ts).
+ * - `agentCancelPaidOrder` the agent cancels its paid order, refunded through the rail (refund-flow.ts).
+ * - `proposeRefund` (idempotent per caller key), `decideRefund`, `setAllowlist`.
+ * Reminder `refunds`: drives again every refund of the store left APPROVED (refund-flow.ts).
  */
 import { Type as T, type Static } from "@sinclair/typebox";
 import type { Sql } from "../../infra/db.ts";
 import { toMajor } from "../../search/money.ts";
 import { isStoreEligible } from "../../search/ranking.ts";
-import { railFor } from "../payments/card-rails.ts";
 import type { ActorContext } from "../runtime/define-actor.ts";
 import { defineActor } from "../runtime/define-actor.ts";
-import { fail } from "../runtime/errors.ts";
+import { ActorError, fail } from "../runtime/errors.ts";
 import type { RidingWrite, SqlFragment } from "../runtime/state-write.ts";
 import { enqueueWebhookEvent } from "../webhook/outbox.ts";
-import { applyOrderEvent, type OrderEvent, type OrderHeader, type OrderStatus } from "./order-machine.ts";
-import { applyRefundEvent, orderEventAfterRefund, validateRefundRequest, type RefundStatus } from "./refunds.ts";
+import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
+import { iso, loadOrder, loadRefund, moveOrder, refundView, type OrderRow, type OrderRowLite, type RefundRow, type RefundView } from "./order-rows.ts";
+import { approveRefund, cancelPaidOrder, refundReminders } from "./refund-flow.ts";
+import { applyRefundEvent, validateRefundRequest, type RefundStatus } from "./refunds.ts";
+
+export { refundReminders, refundView, type RefundView };
 
 // ---------------------------------------------------------------------------------------------------------------
 // Catalog reads for carts (until the read model offers stock holds and negotiated prices, one query here)
@@ -295,16 +301,6 @@ export async function findCoupons(sql: Sql, storeSlugs: readonly string[], code:
 // ---------------------------------------------------------------------------------------------------------------
 // Webhook payloads (shapes documented by the webhook engineer: docs/webhooks.md)
 
-export interface OrderRowLite {
-  id: string;
-  store_slug: string;
-  status: OrderStatus;
-  total_minor: number;
-  currency: string;
-}
-
-const iso = (ms: number): string => new Date(ms).toISOString();
-
 async function outboxCreated(tx: Sql, o: OrderRowLite, now: number): Promise<void> {
   await enqueueWebhookEvent(tx, {
     storeSlug: o.store_slug,
@@ -317,23 +313,6 @@ async function outboxCreated(tx: Sql, o: OrderRowLite, now: number): Promise<voi
       totalAmount: toMajor(Number(o.total_minor), o.currency),
       currency: o.currency,
       status: o.status,
-    },
-  });
-}
-
-async function outboxStatusChanged(tx: Sql, o: OrderRowLite, from: OrderStatus, to: OrderStatus, now: number): Promise<void> {
-  await enqueueWebhookEvent(tx, {
-    storeSlug: o.store_slug,
-    kind: "order.status_changed",
-    payload: {
-      event: "order.status_changed",
-      timestamp: iso(now),
-      orderId: o.id,
-      merchantSlug: o.store_slug,
-      fromStatus: from,
-      toStatus: to,
-      totalAmount: toMajor(Number(o.total_minor), o.currency),
-      currency: o.currency,
     },
   });
 }
@@ -420,7 +399,14 @@ export const commerceMessages = {
     userId: T.Optional(T.String()),
     note: T.Optional(T.String({ maxLength: 500 })),
   }),
-  proposeRefund: T.Object({ orderId: Uuid, agentKeyId: Uuid, amount: T.Optional(T.Unknown()), reason: T.Optional(T.Unknown()) }),
+  proposeRefund: T.Object({
+    orderId: Uuid,
+    agentKeyId: Uuid,
+    amount: T.Optional(T.Unknown()),
+    reason: T.Optional(T.Unknown()),
+    /** The caller's key for retries (per order): the same key and request answer the first refund record. */
+    idempotencyKey: T.Optional(T.String({ minLength: 1, maxLength: 255 })),
+  }),
   decideRefund: T.Object({ refundId: Uuid, decision: T.Union([T.Literal("approve"), T.Literal("reject")]), userId: T.String() }),
   setAllowlist: T.Object({ agentKeyId: Uuid, status: T.Union([T.Literal("allowed"), T.Literal("blocked")]) }),
 };
@@ -428,39 +414,6 @@ export const commerceMessages = {
 export type BeginLegBody = Static<(typeof commerceMessages)["beginLeg"]>;
 
 const STATUS_EVENT: Record<string, OrderEvent> = { fulfilled: "fulfill", shipped: "ship", delivered: "deliver", canceled: "cancel" };
-
-interface OrderRow extends OrderRowLite {
-  agent_key_id: string | null;
-  created_at: Date;
-  delivered_at: Date | null;
-  capture_ref: string | null;
-  refunded_minor: number;
-  payment_rail: string;
-}
-
-async function loadOrder(db: Sql, slug: string, orderId: string): Promise<OrderRow> {
-  const rows = await db<OrderRow[]>`SELECT id, store_slug, status, total_minor, currency, agent_key_id, created_at, delivered_at, capture_ref,
-      refunded_minor, payment_rail FROM orders WHERE id = ${orderId} AND store_slug = ${slug}`;
-  if (!rows[0]) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
-  return rows[0];
-}
-
-/** Moves an order through the machine and writes the row, its history event and its outbox row together. */
-async function moveOrder(tx: Sql, o: OrderRow, event: OrderEvent, actor: "agent" | "merchant" | "system", now: number, data: Record<string, unknown> = {}): Promise<OrderStatus> {
-  const header: OrderHeader = { status: o.status, createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null, history: [] };
-  const next = applyOrderEvent(header, event, actor, now);
-  const from = o.status;
-  const to = next.status;
-  // Conditional on the status read: a checkout's cart writes its own orders (pending → paid) concurrently.
-  const moved = await tx`UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1,
-      delivered_at = CASE WHEN ${event === "deliver"} THEN now() ELSE delivered_at END,
-      paid_at = CASE WHEN ${event === "mark_paid"} THEN now() ELSE paid_at END
-    WHERE id = ${o.id} AND status = ${from}`;
-  if (moved.count !== 1) throw fail("conflict", "The order changed meanwhile; read it again.", { order_id: o.id });
-  await tx`INSERT INTO order_events (order_id, type, from_status, to_status, data) VALUES (${o.id}, ${event}, ${from}, ${to}, ${tx.json({ actor, ...data } as never)})`;
-  if (from !== to) await outboxStatusChanged(tx, o, from, to, now);
-  return to;
-}
 
 interface ReservationRow {
   id: string;
@@ -666,6 +619,8 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
   return {
     ctes: db`want AS MATERIALIZED (SELECT w.id, w.q, w.vt::jsonb AS vq, ${slug}::text AS slug FROM unnest(${ids}::uuid[], ${qs}::int[], ${vqs}::text[]) AS w(id, q, vt)),
     ${priorOf(db, slug, b)},
+    -- The session's order exists and is no longer pending (a merchant canceled it): nothing is held for it.
+    gone AS (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND status <> 'pending'),
     -- Tracked stock (the product's, and each tracked variant's) is held by one conditional update of the product
     -- row; untracked stock is unlimited and never locked.
     -- Plan, index-driven by construction: the only condition on products alone is p.id IN (ids), the primary key
@@ -684,7 +639,7 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
         AND (p.stock_quantity IS NOT NULL OR CASE WHEN w.vq = '{}'::jsonb THEN false ELSE variant_holds_tracked(p.variants, w.vq) <> '{}'::jsonb END)
         AND (p.stock_quantity IS NULL OR p.stock_quantity - p.reserved_quantity >= w.q)
         AND CASE WHEN w.vq = '{}'::jsonb THEN true ELSE variant_stock_covers(p.variants, p.variant_reserved, w.vq) END
-        AND NOT EXISTS (SELECT 1 FROM prior)
+        AND NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone)
       RETURNING p.id, CASE WHEN p.stock_quantity IS NULL THEN 0 ELSE w.q END AS q,
         CASE WHEN w.vq = '{}'::jsonb THEN '{}'::jsonb ELSE variant_holds_tracked(p.variants, w.vq) END AS vq),
     free AS (
@@ -692,7 +647,7 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
       WHERE p.id IN (${idList}) AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL
         AND CASE WHEN w.vq = '{}'::jsonb THEN true
           ELSE variant_holds_tracked(p.variants, w.vq) = '{}'::jsonb AND variant_stock_covers(p.variants, p.variant_reserved, w.vq) END),
-    ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM held) + (SELECT count(*) FROM free) = ${ids.length} AS go),
+    ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone) AND (SELECT count(*) FROM held) + (SELECT count(*) FROM free) = ${ids.length} AS go),
     -- A reservation row only when something is held: untracked stock holds nothing, and a row with no lines was
     -- written here and updated again by the settle for nothing (two heap tuples, five index entries per order).
     -- Settle, release and cancel start from the reservation row, so without one they give nothing back, which is
@@ -703,7 +658,8 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
       FROM ok WHERE go AND EXISTS (SELECT 1 FROM held)),
     ${orderRows(db, slug, b, now)}`,
     select: db`(SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
-      (SELECT jsonb_agg(jsonb_build_object('id', id, 'q', q, 'vq', vq)) FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted`,
+      (SELECT jsonb_agg(jsonb_build_object('id', id, 'q', q, 'vq', vq)) FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted,
+      (SELECT status FROM gone) AS gone_status`,
   };
 }
 
@@ -711,7 +667,8 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
  * Starts one store's payment leg: holds tracked stock (untracked stock is unlimited and never locked), writes the
  * reservation and the order `pending` with its items, `created` event, `order.created` outbox row and the key's
  * allowlist binding. Idempotent per reservation id; a later attempt of the same session reuses the order.
- * A shortage gives back what the statement held and throws STATE_EXECUTION_BLOCKED.
+ * A shortage gives back what the statement held and throws STATE_EXECUTION_BLOCKED; so does a later attempt whose
+ * order is no longer pending (the merchant canceled it), which holds nothing (reasons[0].code `order_canceled`).
  */
 export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number): Promise<{ orderId: string; created: boolean }> {
   const { ids, qs, vqs } = wantedStock(b.lines);
@@ -726,13 +683,19 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
       return { orderId: b.orderId, created: true };
     }
   }
-  const [r] = await run<{ prior_status: string | null; prior_order: string | null; go: boolean; held: Held[] | null; inserted: number }[]>(
+  const [r] = await run<{ prior_status: string | null; prior_order: string | null; go: boolean; held: Held[] | null; inserted: number; gone_status: OrderStatus | null }[]>(
     db,
     fullHoldParts(db, slug, b, ids, qs, vqs, now),
   );
   if (r.prior_status) {
     if (r.prior_status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
     return { orderId: r.prior_order as string, created: false };
+  }
+  if (r.gone_status) {
+    // Another attempt of a session whose order the merchant canceled (or that moved on): never charged or held.
+    throw fail("STATE_EXECUTION_BLOCKED", `The merchant's order for this checkout is ${r.gone_status}; start a new checkout.`, {
+      reasons: [{ code: r.gone_status === "canceled" ? "order_canceled" : "order_not_pending", store_id: slug, order_id: b.orderId, status: r.gone_status }],
+    });
   }
   if (!r.go) {
     const held = r.held ?? [];
@@ -996,57 +959,60 @@ export async function cancelPendingOrderRows(
   return { status: r.canceled ? to : r.status };
 }
 
-export interface RefundView {
-  refund_id: string;
-  order_id: string;
-  merchant_slug: string;
-  status: RefundStatus;
-  amount: number;
-  amount_minor: number;
-  currency: string;
-  reason: string | null;
-  refund_reference: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface RefundRow {
-  id: string;
-  order_id: string;
-  store_slug: string;
-  status: RefundStatus;
-  amount_minor: number;
-  currency: string;
-  reason: string | null;
-  refund_ref: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export function refundView(r: RefundRow): RefundView {
-  return {
-    refund_id: r.id,
-    order_id: r.order_id,
-    merchant_slug: r.store_slug,
-    status: r.status,
-    amount: toMajor(Number(r.amount_minor), r.currency),
-    amount_minor: Number(r.amount_minor),
-    currency: r.currency,
-    reason: r.reason,
-    refund_reference: r.refund_ref,
-    created_at: r.created_at.toISOString(),
-    updated_at: r.updated_at.toISOString(),
-  };
-}
-
-async function loadRefund(db: Sql, slug: string, id: string): Promise<RefundRow> {
-  const rows = await db<RefundRow[]>`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
-    FROM order_refunds WHERE id = ${id} AND store_slug = ${slug}`;
-  if (!rows[0]) throw fail("not_found", "No such refund request for this store.", { refund_id: id });
-  return rows[0];
-}
-
 type Ctx = ActorContext<unknown>;
+
+/** A pending order canceled in the store's turn: its held stock released, then the move (any other status is returned). */
+async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, data: Record<string, unknown>): Promise<OrderStatus> {
+  const tx = await ctx.tx();
+  const order = await loadOrder(tx, ctx.id, orderId);
+  const holds = await tx<{ id: string }[]>`SELECT id FROM stock_reservations WHERE order_id = ${orderId} AND status = 'held'`;
+  for (const h of holds) await settleReservation(tx, ctx.id, h.id, "released");
+  if (order.status !== "pending") return order.status;
+  return moveOrder(tx, order, "cancel", actor, ctx.now(), data);
+}
+
+/** `cart.cancel` answers meaning the order's session is no longer live in its cart: the store cancels the order itself. */
+const SESSION_GONE: ReadonlySet<string> = new Set(["SESSION_INACTIVE", "CHECKOUT_SESSION_NOT_FOUND", "CART_NOT_FOUND"]);
+
+/**
+ * The merchant cancels a pending order. Captured money waiting for reconciliation (`orders.reconciliation`) is not
+ * the merchant's to drop: 409. An agent order goes through its checkout session, as the agent's own cancel does:
+ * `cart.cancel` refuses while a payment runs or may have run (409 ORDER_NOT_CANCELLABLE, `details.reason:
+ * payment_in_progress`), and otherwise cancels the session (its unpaid orders canceled, their stock released) in
+ * the cart's turn, so that no later attempt of the session can charge for a canceled order. A session the cart no
+ * longer has, and an order without one, is canceled here.
+ */
+async function merchantCancelPending(ctx: Ctx, order: OrderRow, userId: string | null, note: string | null): Promise<{ order_id: string; status: OrderStatus }> {
+  const [flag] = await ctx.sql<{ reconciliation: string | null }[]>`SELECT reconciliation FROM orders WHERE id = ${order.id}`;
+  if (flag?.reconciliation) {
+    throw fail("ORDER_NOT_CANCELLABLE", "Money was captured for this order and waits for reconciliation; resolve it instead of canceling.", {
+      status: order.status,
+      reason: "reconciliation_required",
+      reconciliation: flag.reconciliation,
+    });
+  }
+  if (order.cart_id && order.checkout_session_id && order.agent_key_id) {
+    // Imported here, not at the top: the cart module imports this one (leg rows). The cart never asks the store
+    // actor anything, so this store turn waiting on the cart's cannot deadlock.
+    const { cartActor } = await import("../cart/index.ts");
+    try {
+      await ctx.ask(cartActor, order.cart_id, "cancel", { keyId: order.agent_key_id, sessionId: order.checkout_session_id });
+      const [now] = await ctx.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${order.id}`;
+      return { order_id: order.id, status: now.status };
+    } catch (err) {
+      if (!(err instanceof ActorError)) throw err;
+      if (err.code === "CHECKOUT_STATUS_INVALID") {
+        throw fail("ORDER_NOT_CANCELLABLE", "A payment for this order is running or awaiting its outcome; ask again when it has finished.", {
+          status: "pending",
+          reason: "payment_in_progress",
+          checkout_session_id: order.checkout_session_id,
+        });
+      }
+      if (!SESSION_GONE.has(err.code)) throw err;
+    }
+  }
+  return { order_id: order.id, status: await cancelPendingHere(ctx, order.id, "merchant", { user_id: userId, note }) };
+}
 
 export const commerceHandlers = {
   async beginLeg(ctx: Ctx, b: BeginLegBody): Promise<{ orderId: string; created: boolean }> {
@@ -1060,49 +1026,38 @@ export const commerceHandlers = {
   },
 
   async cancelOrder(ctx: Ctx, b: Static<(typeof commerceMessages)["cancelOrder"]>): Promise<{ status: OrderStatus }> {
-    const slug = ctx.id;
-    const tx = await ctx.tx();
-    const order = await loadOrder(tx, slug, b.orderId);
-    const holds = await tx<{ id: string }[]>`SELECT id FROM stock_reservations WHERE order_id = ${b.orderId} AND status = 'held'`;
-    for (const h of holds) await settleReservation(tx, slug, h.id, "released");
-    if (order.status !== "pending") return { status: order.status };
-    return { status: await moveOrder(tx, order, "cancel", "system", ctx.now(), { reason: b.reason }) };
+    return { status: await cancelPendingHere(ctx, b.orderId, "system", { reason: b.reason }) };
   },
 
   async agentCancelPaidOrder(ctx: Ctx, b: Static<(typeof commerceMessages)["agentCancelPaidOrder"]>): Promise<{ order_id: string; status: OrderStatus; refund: RefundView | null }> {
-    const slug = ctx.id;
-    const tx = await ctx.tx();
-    const order = await loadOrder(tx, slug, b.orderId);
+    const order = await loadOrder(ctx.sql, ctx.id, b.orderId);
     if (order.agent_key_id !== b.agentKeyId) throw fail("ORDER_NOT_FOUND", "No such order.");
     if (order.status !== "paid") {
       // Only `paid` comes here; anything else is answered by the machine (ORDER_NOT_CANCELLABLE past the point).
       applyOrderEvent({ status: order.status, createdAt: 0, deliveredAt: null, history: [] }, "cancel", "agent", ctx.now());
       throw fail("ORDER_NOT_CANCELLABLE", `The order is ${order.status}.`, { status: order.status });
     }
-    await moveOrder(tx, order, "cancel", "agent", ctx.now(), { reason: b.reason ?? null });
-    const amount = Number(order.total_minor) - Number(order.refunded_minor);
-    if (amount <= 0 || !order.capture_ref) return { order_id: order.id, status: "canceled", refund: null };
-    const [r] = await tx<RefundRow[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason, status)
-      VALUES (${order.id}, ${slug}, ${b.agentKeyId}, ${amount}, ${order.currency}, ${b.reason ?? "order canceled by the agent"}, 'APPROVED')
-      RETURNING id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at`;
-    // Canceled and APPROVED are durable before the processor is called (the rail is idempotent per refund id).
-    await ctx.checkpoint();
-    const rail = railFor(ctx.sql, "card");
-    const result = rail ? await rail.refund({ refundId: r.id, captureRef: order.capture_ref, amountMinor: amount }) : { status: "failed" as const, reason: "no_rail" };
-    const tx2 = await ctx.tx();
-    if (result.status === "refunded") {
-      await tx2`UPDATE order_refunds SET status = 'REFUNDED', refund_ref = ${result.refundRef}, updated_at = now() WHERE id = ${r.id}`;
-      await tx2`UPDATE orders SET refunded_minor = refunded_minor + ${amount} WHERE id = ${order.id}`;
-      await tx2`INSERT INTO order_events (order_id, type, data) VALUES (${order.id}, 'refund_full', ${tx2.json({ actor: "system", refund_id: r.id, amount_minor: amount } as never)})`;
-    } else {
-      await tx2`UPDATE order_refunds SET status = 'FAILED', failure = ${result.reason}, updated_at = now() WHERE id = ${r.id}`;
-    }
-    return { order_id: order.id, status: "canceled", refund: refundView(await loadRefund(tx2, slug, r.id)) };
+    const r = await cancelPaidOrder(ctx, order, { actor: "agent", agentKeyId: b.agentKeyId, userId: null, reason: b.reason ?? null });
+    return { order_id: r.order_id, status: r.status, refund: r.refund };
   },
 
-  async setOrderStatus(ctx: Ctx, b: Static<(typeof commerceMessages)["setOrderStatus"]>): Promise<{ order_id: string; status: OrderStatus }> {
+  /**
+   * Merchant moves. A cancel of a `pending` order goes through its checkout session (`cart.cancel`), which refuses
+   * while money may move (409 ORDER_NOT_CANCELLABLE, `details.reason: payment_in_progress`) and otherwise cancels
+   * the session's unpaid orders and releases their stock in the cart's turn. A cancel of a `paid` or `fulfilled`
+   * order refunds what is left of the capture (refund-flow.ts `cancelPaidOrder`, as the agent's cancel).
+   */
+  async setOrderStatus(
+    ctx: Ctx,
+    b: Static<(typeof commerceMessages)["setOrderStatus"]>,
+  ): Promise<{ order_id: string; status: OrderStatus; refund?: RefundView | null; refund_by_merchant?: true }> {
+    // Read through the pool: a pending cancel waits on the cart's turn and must not hold a connection meanwhile.
+    const order = await loadOrder(ctx.sql, ctx.id, b.orderId);
+    if (b.status === "canceled" && order.status === "pending") return merchantCancelPending(ctx, order, b.userId ?? null, b.note ?? null);
+    if (b.status === "canceled" && (order.status === "paid" || order.status === "fulfilled")) {
+      return cancelPaidOrder(ctx, order, { actor: "merchant", agentKeyId: order.agent_key_id, userId: b.userId ?? null, reason: null, note: b.note ?? null });
+    }
     const tx = await ctx.tx();
-    const order = await loadOrder(tx, ctx.id, b.orderId);
     const to = await moveOrder(tx, order, STATUS_EVENT[b.status], "merchant", ctx.now(), { user_id: b.userId ?? null, note: b.note ?? null });
     return { order_id: order.id, status: to };
   },
@@ -1119,6 +1074,22 @@ export const commerceHandlers = {
     const o = rows[0];
     // Not the key's order, or no allowed binding with this store: the same 404 (no oracle for other tenants).
     if (!o || o.agent_key_id !== b.agentKeyId || o.binding !== "allowed") throw fail("ORDER_NOT_FOUND", "No such order for this key.");
+    // What the caller asked, as sent (an omitted amount stays null): a retry must send the same.
+    const request = { amount: b.amount ?? null, reason: b.reason ?? null };
+    if (b.idempotencyKey) {
+      const [prev] = await tx<(RefundRow & { idempotency_request: unknown })[]>`
+        SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at, idempotency_request
+        FROM order_refunds WHERE order_id = ${o.id} AND idempotency_key = ${b.idempotencyKey}`;
+      if (prev) {
+        // Checked before the bounds: after the first request nothing may be left to refund, yet its retry is answered.
+        if (JSON.stringify(prev.idempotency_request) !== JSON.stringify(request)) {
+          throw fail("IDEMPOTENCY_KEY_CONFLICT", "This idempotency key was used for a refund request with another amount or reason.", {
+            refund_id: prev.id,
+          });
+        }
+        return refundView(prev);
+      }
+    }
     const refunds = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${o.id}`;
     const { amountMinor, reason } = validateRefundRequest({
       order: { status: o.status, totalMinor: Number(o.total_minor), createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
@@ -1128,44 +1099,22 @@ export const commerceHandlers = {
       reason: b.reason,
       now: ctx.now(),
     });
-    const [r] = await tx<RefundRow[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason)
-      VALUES (${o.id}, ${slug}, ${b.agentKeyId}, ${amountMinor}, ${o.currency}, ${reason})
+    const [r] = await tx<RefundRow[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason, idempotency_key, idempotency_request)
+      VALUES (${o.id}, ${slug}, ${b.agentKeyId}, ${amountMinor}, ${o.currency}, ${reason}, ${b.idempotencyKey ?? null},
+        ${b.idempotencyKey ? tx.json(request as never) : null})
       RETURNING id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at`;
     await tx`INSERT INTO order_events (order_id, type, data) VALUES (${o.id}, 'refund_requested', ${tx.json({ refund_id: r.id, amount_minor: amountMinor } as never)})`;
     return refundView(r);
   },
 
   async decideRefund(ctx: Ctx, b: Static<(typeof commerceMessages)["decideRefund"]>): Promise<RefundView> {
-    const slug = ctx.id;
+    if (b.decision === "approve") return approveRefund(ctx, b.refundId, b.userId);
     const tx = await ctx.tx();
-    const refund = await loadRefund(tx, slug, b.refundId);
-    if (b.decision === "reject") {
-      const next = applyRefundEvent({ status: refund.status, amountMinor: Number(refund.amount_minor) }, "reject", "merchant");
-      await tx`UPDATE order_refunds SET status = ${next.status}, decided_by = ${b.userId}, updated_at = now() WHERE id = ${refund.id}`;
-      await tx`INSERT INTO order_events (order_id, type, data) VALUES (${refund.order_id}, 'refund_rejected', ${tx.json({ refund_id: refund.id } as never)})`;
-      return refundView(await loadRefund(tx, slug, refund.id));
-    }
-    const approved = applyRefundEvent({ status: refund.status, amountMinor: Number(refund.amount_minor) }, refund.status === "FAILED" ? "retry" : "approve", "merchant");
-    await tx`UPDATE order_refunds SET status = ${approved.status}, decided_by = ${b.userId}, updated_at = now() WHERE id = ${refund.id}`;
-    const order = await loadOrder(tx, slug, refund.order_id);
-    // APPROVED is durable before the processor is called: a crash here leaves a refund to retry, never a
-    // refund the processor made that we forgot (the rail is idempotent per refund id).
-    await ctx.checkpoint();
-    const rail = railFor(ctx.sql, "card");
-    const result = order.capture_ref && rail
-      ? await rail.refund({ refundId: refund.id, captureRef: order.capture_ref, amountMinor: Number(refund.amount_minor) })
-      : { status: "failed" as const, refundId: refund.id, reason: "no_capture" };
-    const tx2 = await ctx.tx();
-    if (result.status === "refunded") {
-      await tx2`UPDATE order_refunds SET status = 'REFUNDED', refund_ref = ${result.refundRef}, updated_at = now() WHERE id = ${refund.id}`;
-      await tx2`UPDATE orders SET refunded_minor = refunded_minor + ${Number(refund.amount_minor)} WHERE id = ${order.id}`;
-      const all = await tx2<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${order.id}`;
-      const event = orderEventAfterRefund(Number(order.total_minor), all.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
-      await moveOrder(tx2, order, event, "system", ctx.now(), { refund_id: refund.id, amount_minor: Number(refund.amount_minor) });
-    } else {
-      await tx2`UPDATE order_refunds SET status = 'FAILED', failure = ${result.reason}, updated_at = now() WHERE id = ${refund.id}`;
-    }
-    return refundView(await loadRefund(tx2, slug, refund.id));
+    const refund = await loadRefund(tx, ctx.id, b.refundId);
+    const next = applyRefundEvent({ status: refund.status, amountMinor: Number(refund.amount_minor) }, "reject", "merchant");
+    await tx`UPDATE order_refunds SET status = ${next.status}, decided_by = ${b.userId}, updated_at = now() WHERE id = ${refund.id}`;
+    await tx`INSERT INTO order_events (order_id, type, data) VALUES (${refund.order_id}, 'refund_rejected', ${tx.json({ refund_id: refund.id } as never)})`;
+    return refundView(await loadRefund(tx, ctx.id, refund.id));
   },
 
   async setAllowlist(ctx: Ctx, b: Static<(typeof commerceMessages)["setAllowlist"]>): Promise<{ merchant_slug: string; key_id: string; status: string }> {
@@ -1185,4 +1134,5 @@ export const storeCommerce = defineActor({
   initialState: (): unknown => ({}),
   messages: commerceMessages,
   handlers: commerceHandlers,
+  reminders: refundReminders,
 });

@@ -20,7 +20,7 @@ import {
   type ItemError,
   type RejectedItem,
 } from "./ingest.ts";
-import { commerceHandlers, commerceMessages } from "./commerce.ts";
+import { commerceHandlers, commerceMessages, refundReminders } from "./commerce.ts";
 import { settingsHandlers, settingsMessages } from "./settings.ts";
 import { CATALOG_CHANGED, STORE_CHANGED, STORE_ORDERS_RECORDED, StoreMessages, type CatalogChangedEvent } from "./messages.ts";
 import { decideBid, OFFER_TTL_MS } from "./negotiation.ts";
@@ -72,6 +72,8 @@ export const storeActor = defineActor({
   kind: "store",
   initialState: (): StoreActorState => ({ batches: 0, lastIngestAt: null }),
   messages: { ...StoreMessages, ...commerceMessages, ...settingsMessages },
+  // Refunds left APPROVED are driven again (actors/store/refund-flow.ts).
+  reminders: refundReminders,
   handlers: {
     ...commerceHandlers,
     ...settingsHandlers,

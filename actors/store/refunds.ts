@@ -1,6 +1,8 @@
 /**
  * Refund requests. An agent proposes (PENDING_APPROVAL); a human merchant approves or rejects; the system runs
- * the rail refund (REFUNDED or FAILED); a FAILED refund may be retried by the merchant (back to APPROVED).
+ * the rail refund (REFUNDED or FAILED); a FAILED refund may be retried by the merchant (back to APPROVED). An
+ * APPROVED refund whose rail call did not finish is driven again (refund-flow.ts), never moved by a person. A cancel
+ * that refunds the whole remainder supersedes the requests still open (REJECTED by the system).
  *
  * Bounds: refundable = order total − refunded − in flight (PENDING_APPROVAL and APPROVED), so two proposals can
  * never together exceed what was paid. An omitted amount means the full remaining refundable amount. Amount:
@@ -14,14 +16,16 @@ import type { OrderStatus } from "./order-machine.ts";
 export const REFUND_STATUSES = ["PENDING_APPROVAL", "APPROVED", "REJECTED", "REFUNDED", "FAILED"] as const;
 export type RefundStatus = (typeof REFUND_STATUSES)[number];
 
-export const REFUND_EVENTS = ["approve", "reject", "settle", "fail", "retry"] as const;
+export const REFUND_EVENTS = ["approve", "reject", "settle", "fail", "retry", "supersede"] as const;
 export type RefundEvent = (typeof REFUND_EVENTS)[number];
 export type RefundActor = "merchant" | "system";
 
 export const REFUND_TRANSITIONS: Readonly<Record<RefundStatus, Readonly<Partial<Record<RefundEvent, { to: RefundStatus; by: RefundActor }>>>>> = {
-  PENDING_APPROVAL: { approve: { to: "APPROVED", by: "merchant" }, reject: { to: "REJECTED", by: "merchant" } },
+  // supersede: the order was canceled and the cancel refunds everything left, so a request still open is closed
+  // (it could only have paid money beyond the capture).
+  PENDING_APPROVAL: { approve: { to: "APPROVED", by: "merchant" }, reject: { to: "REJECTED", by: "merchant" }, supersede: { to: "REJECTED", by: "system" } },
   APPROVED: { settle: { to: "REFUNDED", by: "system" }, fail: { to: "FAILED", by: "system" } },
-  FAILED: { retry: { to: "APPROVED", by: "merchant" }, reject: { to: "REJECTED", by: "merchant" } },
+  FAILED: { retry: { to: "APPROVED", by: "merchant" }, reject: { to: "REJECTED", by: "merchant" }, supersede: { to: "REJECTED", by: "system" } },
   REJECTED: {},
   REFUNDED: {},
 };

@@ -100,6 +100,16 @@ export async function orderView(svc: Services, id: string, keyId: string) {
   };
 }
 
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+/** The refund request's idempotency key, as the checkout route takes it: header or body (equal if both), a UUID v4. */
+function refundIdempotencyKey(header: string | undefined, field: string | undefined): string | undefined {
+  if (header && field && header !== field) throw fail("INVALID_ARGUMENT", "The Idempotency-Key header and idempotency_key differ.", { field: "idempotency_key" });
+  const key = field ?? header;
+  if (key !== undefined && !UUID_V4.test(key)) throw fail("INVALID_ARGUMENT", "idempotency_key must be a UUID v4.", { field: "idempotency_key" });
+  return key?.toLowerCase();
+}
+
 export function orderRoutes(svc: Services) {
   return new Elysia({ name: "order-routes" })
     .use(agentAuth(svc))
@@ -161,8 +171,9 @@ export function orderRoutes(svc: Services) {
     )
     .post(
       "/api/v1/agent/orders/:orderId/refund",
-      async ({ params, body, agent, set }) => {
+      async ({ params, body, agent, set, request }) => {
         const id = params.orderId;
+        const key = refundIdempotencyKey(request.headers.get("idempotency-key") ?? undefined, body?.idempotency_key);
         const rows = UUID.test(id) ? await svc.sql<{ store_slug: string }[]>`SELECT store_slug FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}` : [];
         if (!rows[0]) throw fail("ORDER_NOT_FOUND", "No such order.");
         const refund = await svc.actors.ask(storeCommerce, rows[0].store_slug, "proposeRefund", {
@@ -170,6 +181,7 @@ export function orderRoutes(svc: Services) {
           agentKeyId: agent.keyId,
           ...(body?.amount === undefined ? {} : { amount: body.amount }),
           ...(body?.reason === undefined ? {} : { reason: body.reason }),
+          ...(key ? { idempotencyKey: key } : {}),
         });
         set.status = 201;
         return ok(refund);
@@ -182,10 +194,19 @@ export function orderRoutes(svc: Services) {
             amount: t.Optional(t.Integer({ minimum: 1, description: "Integer cents > 0; omit for the full remaining amount." })),
             // Counted in Unicode code points by the store actor (255 max), so no UTF-16 maxLength here.
             reason: t.Optional(t.String({ description: "At most 255 characters." })),
+            idempotency_key: t.Optional(t.String({ description: "UUID v4; or the Idempotency-Key header. A retry with the same key and body answers the first refund request." })),
           }),
         ),
         response: errorResponses(400, 401, 403, 404, 409),
-        detail: { tags: ["orders"], summary: "Request a refund (201 PENDING_APPROVAL; a human merchant decides)", security: [{ agentApiKey: [] }] },
+        detail: {
+          tags: ["orders"],
+          summary: "Request a refund (201 PENDING_APPROVAL; a human merchant decides)",
+          description:
+            "Send an idempotency key (the `Idempotency-Key` header or `idempotency_key`, a UUID v4, scoped to the order) to retry safely: " +
+            "the same key with the same amount and reason answers 201 with the first refund request (no second request is created); " +
+            "the same key with another amount or reason is 409 IDEMPOTENCY_KEY_CONFLICT (`details.refund_id`). Without a key every call is a new request.",
+          security: [{ agentApiKey: [] }],
+        },
       },
     );
 }

@@ -43,6 +43,8 @@ const LEGAL: Record<string, [RefundStatus, RefundActor]> = {
   "APPROVED/fail": ["FAILED", "system"],
   "FAILED/retry": ["APPROVED", "merchant"],
   "FAILED/reject": ["REJECTED", "merchant"],
+  "PENDING_APPROVAL/supersede": ["REJECTED", "system"],
+  "FAILED/supersede": ["REJECTED", "system"],
 };
 
 describe("refund transition table", () => {

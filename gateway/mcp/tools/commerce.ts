@@ -610,14 +610,26 @@ export const onxCreateReturn = defineTool({
     "Ask for a refund (return) of one of your orders: amount in cents (omit for the full amount) and a reason. Creates " +
     "a refund request in PENDING_APPROVAL that the merchant approves. Read get_return_policy first. Asks the human.",
   group: "account",
-  input: T.Object({ order_id: Uuid, amount: T.Optional(T.Integer({ minimum: 1, description: "cents; omit for a full refund" })), reason: T.Optional(T.String({ maxLength: 255 })) }, Strict),
+  input: T.Object(
+    {
+      order_id: Uuid,
+      amount: T.Optional(T.Integer({ minimum: 1, description: "cents; omit for a full refund" })),
+      reason: T.Optional(T.String({ maxLength: 255 })),
+      idempotency_key: T.Optional(T.String({ pattern: UUID_V4, description: "UUID v4; repeat it to retry the same request (answers the first refund request)." })),
+    },
+    Strict,
+  ),
   output: T.Object({ status: T.String() }, Open),
   annotations: WRITE,
   auth: "key",
   scopes: ["checkout"],
   sandboxRefused: true,
   confirmation: true,
-  errors: { RETURN_WINDOW_EXPIRED: "the order was delivered longer ago than the return window", ORDER_NOT_FOUND: "another caller's order" },
+  errors: {
+    RETURN_WINDOW_EXPIRED: "the order was delivered longer ago than the return window",
+    ORDER_NOT_FOUND: "another caller's order",
+    IDEMPOTENCY_KEY_CONFLICT: "the idempotency_key was used for a request with another amount or reason",
+  },
   async summarize(a, ctx) {
     const o = await callerOrder(ctx, a.order_id);
     const amount = a.amount ?? o.total_minor - o.refunded_minor;
@@ -630,6 +642,7 @@ export const onxCreateReturn = defineTool({
       agentKeyId: ownerId(ctx),
       ...(a.amount === undefined ? {} : { amount: a.amount }),
       ...(a.reason === undefined ? {} : { reason: a.reason }),
+      ...(a.idempotency_key === undefined ? {} : { idempotencyKey: a.idempotency_key.toLowerCase() }),
     });
   },
 });

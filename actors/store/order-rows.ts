@@ -1,0 +1,124 @@
+/**
+ * Order and refund rows as the store actor reads and moves them: the order machine applied to a row (conditional on
+ * the status read, with its history event and `order.status_changed` outbox row in the same transaction), and the
+ * refund record's view. Shared by commerce.ts (checkout legs, merchant moves) and refund-flow.ts (refunds).
+ */
+import type { Sql } from "../../infra/db.ts";
+import { toMajor } from "../../search/money.ts";
+import { fail } from "../runtime/errors.ts";
+import { enqueueWebhookEvent } from "../webhook/outbox.ts";
+import { applyOrderEvent, type OrderEvent, type OrderHeader, type OrderStatus } from "./order-machine.ts";
+import type { RefundStatus } from "./refunds.ts";
+
+export const iso = (ms: number): string => new Date(ms).toISOString();
+
+export interface OrderRowLite {
+  id: string;
+  store_slug: string;
+  status: OrderStatus;
+  total_minor: number;
+  currency: string;
+}
+
+export async function outboxStatusChanged(tx: Sql, o: OrderRowLite, from: OrderStatus, to: OrderStatus, now: number): Promise<void> {
+  await enqueueWebhookEvent(tx, {
+    storeSlug: o.store_slug,
+    kind: "order.status_changed",
+    payload: {
+      event: "order.status_changed",
+      timestamp: iso(now),
+      orderId: o.id,
+      merchantSlug: o.store_slug,
+      fromStatus: from,
+      toStatus: to,
+      totalAmount: toMajor(Number(o.total_minor), o.currency),
+      currency: o.currency,
+    },
+  });
+}
+
+export interface OrderRow extends OrderRowLite {
+  agent_key_id: string | null;
+  created_at: Date;
+  delivered_at: Date | null;
+  capture_ref: string | null;
+  refunded_minor: number;
+  payment_rail: string;
+  /** The checkout session and cart of an agent order (null for a merchant-recorded one). */
+  checkout_session_id: string | null;
+  cart_id: string | null;
+}
+
+export async function loadOrder(db: Sql, slug: string, orderId: string): Promise<OrderRow> {
+  const rows = await db<OrderRow[]>`SELECT id, store_slug, status, total_minor, currency, agent_key_id, created_at, delivered_at, capture_ref,
+      refunded_minor, payment_rail, checkout_session_id, cart_id FROM orders WHERE id = ${orderId} AND store_slug = ${slug}`;
+  if (!rows[0]) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
+  return rows[0];
+}
+
+/** Moves an order through the machine and writes the row, its history event and its outbox row together. */
+export async function moveOrder(tx: Sql, o: OrderRow, event: OrderEvent, actor: "agent" | "merchant" | "system", now: number, data: Record<string, unknown> = {}): Promise<OrderStatus> {
+  const header: OrderHeader = { status: o.status, createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null, history: [] };
+  const next = applyOrderEvent(header, event, actor, now);
+  const from = o.status;
+  const to = next.status;
+  // Conditional on the status read: a checkout's cart writes its own orders (pending → paid) concurrently.
+  const moved = await tx`UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1,
+      delivered_at = CASE WHEN ${event === "deliver"} THEN now() ELSE delivered_at END,
+      paid_at = CASE WHEN ${event === "mark_paid"} THEN now() ELSE paid_at END
+    WHERE id = ${o.id} AND status = ${from}`;
+  if (moved.count !== 1) throw fail("conflict", "The order changed meanwhile; read it again.", { order_id: o.id });
+  await tx`INSERT INTO order_events (order_id, type, from_status, to_status, data) VALUES (${o.id}, ${event}, ${from}, ${to}, ${tx.json({ actor, ...data } as never)})`;
+  if (from !== to) await outboxStatusChanged(tx, o, from, to, now);
+  return to;
+}
+
+export interface RefundView {
+  refund_id: string;
+  order_id: string;
+  merchant_slug: string;
+  status: RefundStatus;
+  amount: number;
+  amount_minor: number;
+  currency: string;
+  reason: string | null;
+  refund_reference: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface RefundRow {
+  id: string;
+  order_id: string;
+  store_slug: string;
+  status: RefundStatus;
+  amount_minor: number;
+  currency: string;
+  reason: string | null;
+  refund_ref: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function refundView(r: RefundRow): RefundView {
+  return {
+    refund_id: r.id,
+    order_id: r.order_id,
+    merchant_slug: r.store_slug,
+    status: r.status,
+    amount: toMajor(Number(r.amount_minor), r.currency),
+    amount_minor: Number(r.amount_minor),
+    currency: r.currency,
+    reason: r.reason,
+    refund_reference: r.refund_ref,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+}
+
+export async function loadRefund(db: Sql, slug: string, id: string): Promise<RefundRow> {
+  const rows = await db<RefundRow[]>`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
+    FROM order_refunds WHERE id = ${id} AND store_slug = ${slug}`;
+  if (!rows[0]) throw fail("not_found", "No such refund request for this store.", { refund_id: id });
+  return rows[0];
+}

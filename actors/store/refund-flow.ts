@@ -1,0 +1,197 @@
+/**
+ * Money going back to the buyer, as the `store/<slug>` actor runs it: the rail refund of an APPROVED refund record
+ * (`driveRefund`), the cancel of a paid order with the refund of what is left of its capture (`cancelPaidOrder`,
+ * shared by the agent's and the merchant's cancel), and the reminder that drives again a refund left APPROVED.
+ *
+ * The order of writes is the same everywhere: the refund record is committed APPROVED (with the re-drive reminder,
+ * in the same transaction) before the processor is called; the rail is idempotent per refund id, so calling it
+ * again after a crash, an error or a lost answer returns its first answer and never refunds twice; REFUNDED or
+ * FAILED is written only while the record is still APPROVED, so two drives of one refund count its money once.
+ */
+import { isDatabaseUnavailable } from "../../infra/db.ts";
+import { railFor, type RailName } from "../payments/card-rails.ts";
+import type { RefundResult } from "../payments/rail.ts";
+import type { ActorContext } from "../runtime/define-actor.ts";
+import { fail } from "../runtime/errors.ts";
+import { loadOrder, loadRefund, moveOrder, refundView, type OrderRow, type RefundRow, type RefundView } from "./order-rows.ts";
+import { applyRefundEvent, orderEventAfterRefund, refundableMinor, type RefundStatus } from "./refunds.ts";
+
+type Ctx = ActorContext<unknown>;
+
+/** The store actor's one refund reminder (a reminder name is per actor: it drives every APPROVED refund of the store). */
+export const REFUND_REMINDER = "refunds";
+/** First re-drive after this long (a turn that is still running has long finished), then doubling up to an hour. */
+export const REFUND_REDRIVE_FIRST_MS = 30_000;
+const REFUND_REDRIVE_MAX_MS = 60 * 60_000;
+/** APPROVED refunds driven per reminder turn; more are left to the next one. */
+const REDRIVE_BATCH = 50;
+
+export function redriveDelayMs(attempt: number): number {
+  return Math.min(REFUND_REDRIVE_MAX_MS, REFUND_REDRIVE_FIRST_MS * 2 ** Math.min(attempt, 16));
+}
+
+/**
+ * The rail an order was paid with (`orders.payment_rail`): the stored "MOCK" label is the card sandbox's simulated
+ * payment. Null for anything else (an order the merchant recorded, paid outside the service).
+ */
+export function railOfOrder(stored: string): RailName | null {
+  if (stored === "card" || stored === "MOCK") return "card";
+  if (stored === "x402") return "x402";
+  return null;
+}
+
+/** Arms the re-drive reminder; called in the turn that commits an APPROVED refund, before its checkpoint. */
+async function armRedrive(ctx: Ctx): Promise<void> {
+  await ctx.schedule(REFUND_REMINDER, ctx.now() + redriveDelayMs(0), { attempt: 0 });
+}
+
+/** Cancels the re-drive reminder when no refund of the store is left APPROVED (checked in the turn's transaction). */
+async function disarmRedriveIfIdle(ctx: Ctx): Promise<void> {
+  const tx = await ctx.tx();
+  const [r] = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM order_refunds WHERE store_slug = ${ctx.id} AND status = 'APPROVED'`;
+  if (r.n === 0) await ctx.cancelReminder(REFUND_REMINDER);
+}
+
+/**
+ * Calls the order's rail for an APPROVED refund and records its answer in the turn's transaction: REFUNDED (the
+ * order's refunded_minor and its refund_partial/refund_full move) or FAILED with the rail's reason. The refund and
+ * the order are read through the pool, so no transaction is held while the processor runs. Anything but APPROVED is
+ * returned as it is. `tolerateRailError`: a rail that throws leaves the refund APPROVED (the reminder's drive);
+ * otherwise the error fails the turn and the reminder drives it later.
+ */
+export async function driveRefund(ctx: Ctx, refundId: string, tolerateRailError = false): Promise<RefundRow> {
+  const slug = ctx.id;
+  const refund = await loadRefund(ctx.sql, slug, refundId);
+  if (refund.status !== "APPROVED") return refund;
+  const order = await loadOrder(ctx.sql, slug, refund.order_id);
+  const amountMinor = Number(refund.amount_minor);
+  const record = { status: refund.status, amountMinor };
+  const railName = railOfOrder(order.payment_rail);
+  const rail = railName ? railFor(ctx.sql, railName) : undefined;
+  let result: RefundResult;
+  try {
+    result =
+      order.capture_ref && rail
+        ? await rail.refund({ refundId, captureRef: order.capture_ref, amountMinor })
+        : { status: "failed", refundId, reason: order.capture_ref ? "no_rail" : "no_capture" };
+  } catch (err) {
+    if (!tolerateRailError || isDatabaseUnavailable(err)) throw err;
+    ctx.log.warn("refund rail call failed; the refund stays APPROVED for the next drive", { refund_id: refundId, error: err as Error });
+    return refund;
+  }
+  const tx = await ctx.tx();
+  if (result.status === "refunded") {
+    const settled = await tx`UPDATE order_refunds SET status = ${applyRefundEvent(record, "settle", "system").status}, refund_ref = ${result.refundRef}, updated_at = now()
+      WHERE id = ${refundId} AND status = 'APPROVED'`;
+    if (settled.count === 1) {
+      await tx`UPDATE orders SET refunded_minor = refunded_minor + ${amountMinor} WHERE id = ${order.id}`;
+      const all = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${order.id}`;
+      const event = orderEventAfterRefund(Number(order.total_minor), all.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
+      // Re-read in the transaction: the order may have moved (canceled) since the pool read above.
+      await moveOrder(tx, await loadOrder(tx, slug, order.id), event, "system", ctx.now(), { refund_id: refundId, amount_minor: amountMinor });
+    }
+  } else {
+    await tx`UPDATE order_refunds SET status = ${applyRefundEvent(record, "fail", "system").status}, failure = ${result.reason}, updated_at = now()
+      WHERE id = ${refundId} AND status = 'APPROVED'`;
+  }
+  return loadRefund(tx, slug, refundId);
+}
+
+/** A merchant's approve (or retry of a FAILED one): APPROVED committed with the reminder, then the rail. */
+export async function approveRefund(ctx: Ctx, refundId: string, userId: string): Promise<RefundView> {
+  const current = await loadRefund(ctx.sql, ctx.id, refundId);
+  if (current.status !== "APPROVED") {
+    const tx = await ctx.tx();
+    const refund = await loadRefund(tx, ctx.id, refundId);
+    const approved = applyRefundEvent({ status: refund.status, amountMinor: Number(refund.amount_minor) }, refund.status === "FAILED" ? "retry" : "approve", "merchant");
+    await tx`UPDATE order_refunds SET status = ${approved.status}, decided_by = ${userId}, updated_at = now() WHERE id = ${refund.id} AND status = ${refund.status}`;
+    await armRedrive(ctx);
+    // APPROVED and the reminder are durable before the processor is called.
+    await ctx.checkpoint();
+  }
+  // An approve of a refund already APPROVED (its rail call failed or its turn died) drives it again: the rail
+  // answers its first result for this refund id, so this never refunds twice.
+  const after = await driveRefund(ctx, refundId);
+  await disarmRedriveIfIdle(ctx);
+  return refundView(after);
+}
+
+export interface CancelPaidBy {
+  actor: "agent" | "merchant";
+  agentKeyId: string | null;
+  userId: string | null;
+  reason: string | null;
+  note?: string | null;
+}
+
+/**
+ * Cancels a captured order (the agent: `paid`; the merchant: `paid` or `fulfilled`) and refunds what is left of its
+ * capture, all in the store's turn: the order canceled, the requests still open (PENDING_APPROVAL, FAILED)
+ * superseded, and one APPROVED refund of the refundable remainder (total − REFUNDED − APPROVED in flight, which its
+ * own drive settles) committed with the reminder; then the rail the order was paid with, then REFUNDED.
+ * x402: the money sits in the merchant's wallet and the service cannot pull it back, so the agent's cancel is
+ * refused (409 ORDER_NOT_CANCELLABLE, `details.reason: refund_by_merchant`) before anything is written, and the
+ * merchant's cancel is answered with `refund: null, refund_by_merchant: true` (the merchant pays it back itself).
+ */
+export async function cancelPaidOrder(
+  ctx: Ctx,
+  order: OrderRow,
+  by: CancelPaidBy,
+): Promise<{ order_id: string; status: "canceled"; refund: RefundView | null; refund_by_merchant?: true }> {
+  const rail = railOfOrder(order.payment_rail);
+  const captured = order.capture_ref !== null && rail !== null;
+  if (captured && rail === "x402" && by.actor === "agent") {
+    throw fail("ORDER_NOT_CANCELLABLE", "An x402 payment is refunded by the merchant from its wallet; ask the merchant to cancel and refund.", {
+      status: order.status,
+      reason: "refund_by_merchant",
+    });
+  }
+  const tx = await ctx.tx();
+  const now = ctx.now();
+  const data = by.actor === "merchant" ? { user_id: by.userId, note: by.note ?? null } : { reason: by.reason };
+  await moveOrder(tx, order, "cancel", by.actor, now, data);
+  const open = await tx<{ id: string; status: RefundStatus; amount_minor: number }[]>`
+    SELECT id, status, amount_minor FROM order_refunds WHERE order_id = ${order.id} AND status IN ('PENDING_APPROVAL', 'FAILED')`;
+  for (const r of open) {
+    const to = applyRefundEvent({ status: r.status, amountMinor: Number(r.amount_minor) }, "supersede", "system").status;
+    await tx`UPDATE order_refunds SET status = ${to}, updated_at = now() WHERE id = ${r.id} AND status = ${r.status}`;
+    await tx`INSERT INTO order_events (order_id, type, data) VALUES (${order.id}, 'refund_rejected', ${tx.json({ actor: "system", refund_id: r.id, reason: "superseded_by_cancel" } as never)})`;
+  }
+  const canceled = { order_id: order.id, status: "canceled" as const, refund: null };
+  if (!captured) return canceled;
+  if (rail === "x402") return { ...canceled, refund_by_merchant: true };
+  const refunds = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${order.id}`;
+  const amount = refundableMinor(Number(order.total_minor), refunds.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
+  if (amount <= 0) return canceled;
+  const reason = by.reason ?? (by.actor === "agent" ? "order canceled by the agent" : "order canceled by the merchant");
+  const [r] = await tx<{ id: string }[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason, status, decided_by)
+    VALUES (${order.id}, ${ctx.id}, ${order.agent_key_id}, ${amount}, ${order.currency}, ${reason.slice(0, 255)}, 'APPROVED', ${by.actor === "merchant" ? by.userId : null})
+    RETURNING id`;
+  await armRedrive(ctx);
+  // Canceled, APPROVED and the reminder are durable before the processor is called.
+  await ctx.checkpoint();
+  const after = await driveRefund(ctx, r.id);
+  await disarmRedriveIfIdle(ctx);
+  return { ...canceled, refund: refundView(after) };
+}
+
+/**
+ * The reminder: drives every refund of the store still APPROVED (oldest first), each committed on its own, and
+ * comes back later (doubling, up to an hour) while some are left.
+ */
+export const refundReminders = {
+  async [REFUND_REMINDER](ctx: Ctx, payload: unknown): Promise<void> {
+    const attempt = (payload as { attempt?: number } | null)?.attempt ?? 0;
+    const stuck = await ctx.sql<{ id: string }[]>`SELECT id FROM order_refunds WHERE store_slug = ${ctx.id} AND status = 'APPROVED'
+      ORDER BY updated_at LIMIT ${REDRIVE_BATCH}`;
+    let left = 0;
+    for (const r of stuck) {
+      if ((await driveRefund(ctx, r.id, true)).status === "APPROVED") left += 1;
+      await ctx.checkpoint();
+    }
+    if (left > 0 || stuck.length === REDRIVE_BATCH) {
+      const next = left > 0 ? attempt + 1 : 0;
+      await ctx.schedule(REFUND_REMINDER, ctx.now() + redriveDelayMs(next), { attempt: next });
+    }
+  },
+};
