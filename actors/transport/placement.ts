@@ -186,7 +186,12 @@ export interface MembershipOptions {
   /** The heartbeat payload, minus the fields Membership fills in. */
   beat: () => Omit<HostBeat, "hostId" | "ttlMs">;
   onError?: (what: string, err: unknown) => void;
+  /** The bucket, already open (tests pass a stand-in); by default `openHostsBucket` on `nc`. */
+  kv?: KV;
 }
+
+/** How soon a watch that could not be rebuilt is tried again (JetStream refuses it while it elects a leader). */
+const WATCH_RETRY_MS = 250;
 
 /** Opens (creating if needed) the membership bucket. Shared by hosts and `cluster status`. */
 export async function openHostsBucket(nc: NatsConnection, bucket: string, ttlMs: number, replicas = 3): Promise<KV> {
@@ -220,6 +225,7 @@ export class Membership {
   private waiters: { revision: number; resolve: () => void }[] = [];
   private watcher?: { stop(): void };
   private watchGeneration = 0;
+  private rewatching = false;
   private readonly startedAt = Date.now();
 
   constructor(private readonly opts: MembershipOptions) {
@@ -233,10 +239,19 @@ export class Membership {
 
   /** Creates/opens the bucket, starts watching, writes a first heartbeat and waits until the watch has seen it. */
   async start(): Promise<void> {
-    this.kv = await openHostsBucket(this.opts.nc, this.bucket, this.ttlMs, this.opts.replicas ?? 3);
-    await this.startWatch();
-    // a freshly created replicated bucket answers only once its stream has elected a leader
+    this.kv = this.opts.kv ?? (await openHostsBucket(this.opts.nc, this.bucket, this.ttlMs, this.opts.replicas ?? 3));
+    // a freshly created replicated bucket answers only once its stream has elected a leader: until then a watch can
+    // be refused (stream not found, when another host created the bucket a moment ago) and a put time out
     const end = Date.now() + 15_000;
+    for (;;) {
+      try {
+        await this.startWatch();
+        break;
+      } catch (err) {
+        if (Date.now() > end) throw err;
+        await Bun.sleep(100);
+      }
+    }
     let rev: number;
     for (;;) {
       try {
@@ -254,7 +269,7 @@ export class Membership {
       const now = performance.now();
       if (now - this.lastPutOkAt < this.heartbeatMs * 2 && now - this.lastSelfSeenAt > this.heartbeatMs * 4) {
         this.lastSelfSeenAt = now;
-        void this.startWatch().catch((e) => this.opts.onError?.("membership watch restart", e));
+        this.rewatch();
       }
     }, this.heartbeatMs);
   }
@@ -328,7 +343,34 @@ export class Membership {
       }
       if (!this.stopped && gen === this.watchGeneration) {
         await Bun.sleep(200);
-        if (!this.stopped && gen === this.watchGeneration) void this.startWatch().catch((e) => this.opts.onError?.("membership watch restart", e));
+        if (!this.stopped && gen === this.watchGeneration) this.rewatch();
+      }
+    })();
+  }
+
+  /**
+   * Rebuilds the watch, trying again every WATCH_RETRY_MS until it is up. While it is down the view stands still, as
+   * it was when the watch broke: possibly just after a stall, when the first heartbeat to land made every other host
+   * (this one included) look dead. A single try that met a leader election left it so until the watchdog's next
+   * turn, four heartbeats later, and again after each failure: a host that saw itself dead served nothing for
+   * seconds after the bucket was back.
+   */
+  private rewatch(): void {
+    if (this.rewatching || this.stopped) return;
+    this.rewatching = true;
+    void (async () => {
+      try {
+        while (!this.stopped) {
+          try {
+            await this.startWatch();
+            return;
+          } catch (e) {
+            this.opts.onError?.("membership watch restart", e);
+            await Bun.sleep(WATCH_RETRY_MS);
+          }
+        }
+      } finally {
+        this.rewatching = false;
       }
     })();
   }
