@@ -44,7 +44,18 @@ export function merchantOrderRoutes(svc: Services) {
           note: t.Optional(t.String({ maxLength: 500 })),
         }),
         response: errorResponses(400, 401, 404, 409),
-        detail: { tags: ["merchant"], summary: "Move an order (fulfilled, shipped, delivered, canceled)", ...sec },
+        detail: {
+          tags: ["merchant"],
+          summary: "Move an order (fulfilled, shipped, delivered, canceled)",
+          description:
+            "canceled on a pending agent order cancels its checkout session (its unpaid orders canceled, stock released); " +
+            "while the payment runs or its outcome is unknown it is 409 ORDER_NOT_CANCELLABLE with details.reason payment_in_progress, " +
+            "and a captured order waiting for reconciliation is 409 with details.reason reconciliation_required. " +
+            "canceled on a paid or fulfilled order refunds what is left of the capture through the rail it was paid with: the answer " +
+            "carries refund (REFUNDED, or FAILED with the rail's reason; an interrupted refund stays APPROVED and is driven again); " +
+            "an x402 order is canceled with refund null and refund_by_merchant true (the merchant pays it back from its wallet).",
+          ...sec,
+        },
       },
     )
     .get(
