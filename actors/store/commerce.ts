@@ -317,22 +317,49 @@ async function outboxCreated(tx: Sql, o: OrderRowLite, now: number): Promise<voi
   });
 }
 
-/** `checkout.abandoned`: one outbox row per store of the session (each store's endpoints get it). */
+/** One store's leg of an abandoned session, as `checkout.abandoned` reports it. */
+export interface AbandonedLeg {
+  merchantSlug: string;
+  /** That store's own leg total (minor units). */
+  totalMinor: number;
+  /** The leg was paid: its merchant has an order, not an abandoned checkout, and gets no event. */
+  captured: boolean;
+}
+
+interface AbandonedSession {
+  checkoutSessionId: string;
+  cartId: string;
+  currency: string;
+  status: string;
+  now: number;
+}
+
+/**
+ * `checkout.abandoned`. With `legs`: one outbox row per store whose leg did not capture, carrying that store's own
+ * total and only its own slug (`merchantSlugs: [slug]`), so no merchant learns which other stores the buyer used or
+ * what it spent there, and a merchant already paid is not told its checkout was abandoned (audit D7). The older
+ * input (`merchantSlugs` + the session's `totalMinor`) writes the former shape: one row per store with every slug
+ * and the whole total; it is kept only until every caller passes `legs`.
+ */
 export async function outboxCheckoutAbandoned(
   tx: Sql,
-  e: { checkoutSessionId: string; cartId: string; merchantSlugs: string[]; totalMinor: number; currency: string; status: string; now: number },
+  e: AbandonedSession & ({ legs: readonly AbandonedLeg[] } | { merchantSlugs: string[]; totalMinor: number }),
 ): Promise<void> {
-  for (const slug of e.merchantSlugs) {
+  const rows =
+    "legs" in e
+      ? e.legs.filter((l) => !l.captured).map((l) => ({ slug: l.merchantSlug, merchantSlugs: [l.merchantSlug], totalMinor: l.totalMinor }))
+      : e.merchantSlugs.map((slug) => ({ slug, merchantSlugs: e.merchantSlugs, totalMinor: e.totalMinor }));
+  for (const r of rows) {
     await enqueueWebhookEvent(tx, {
-      storeSlug: slug,
+      storeSlug: r.slug,
       kind: "checkout.abandoned",
       payload: {
         event: "checkout.abandoned",
         timestamp: iso(e.now),
         checkoutSessionId: e.checkoutSessionId,
         cartId: e.cartId,
-        merchantSlugs: e.merchantSlugs,
-        totalAmount: toMajor(e.totalMinor, e.currency),
+        merchantSlugs: r.merchantSlugs,
+        totalAmount: toMajor(r.totalMinor, e.currency),
         currency: e.currency,
         status: e.status,
       },
