@@ -39,6 +39,7 @@ import {
   type CatalogLine,
 } from "../store/commerce.ts";
 import { shippingZonesOfStores } from "../store/reads.ts";
+import { approveReconcileRefund, clearReconciliation, findReconcileRefund, lockFlaggedOrder, recordReconcileRefund } from "../store/reconcile.ts";
 import type { ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
 import { applyCartEvent, assertCartMutable, isCartExpired, newCartHeader, type CartHeader } from "./cart-machine.ts";
@@ -69,6 +70,8 @@ import {
   type MoneyView,
   type PendingView,
   type PreviewView,
+  type ResolveCaptureBody,
+  type ResolveCaptureView,
   type ShippingChoiceInput,
   type ShippingRatesView,
 } from "./messages.ts";
@@ -1201,6 +1204,103 @@ export function reconcileBackoffMs(retry: number): number {
   return Math.min(5_000 * 2 ** Math.min(retry, 20), 10 * 60_000);
 }
 
+/**
+ * The merchant's decision on a capture escalated for a human (audit D6). In the cart's turn, so it cannot race the
+ * session's own payment (a complete with the same key, the session timer):
+ * - accept: the order is paid with the capture, its stock sold, and the leg captured (the session COMPLETED when it
+ *   was the last leg);
+ * - refund: the order canceled and its hold released, a refund of the whole capture committed APPROVED, then the
+ *   rail refunds it (idempotent per refund id: a retried resolution finds the record and asks again), REFUNDED; the
+ *   leg rolls back, and a session left with nothing in flight is canceled, so the cart is usable again.
+ * Either way the order's flag is cleared with a `reconciliation_resolved` event.
+ */
+async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<ResolveCaptureView> {
+  const s = ctx.state.session;
+  if (!ctx.state.cart || !s || s.id !== body.sessionId) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session for this cart.", { checkout_session_id: body.sessionId });
+  const slug = body.storeSlug;
+  const leg = s.legs.find((l) => l.storeId === slug);
+  if (!leg || s.orderIds[slug] !== body.orderId) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: body.orderId });
+  if (s.status !== "SETTLEMENT_UNKNOWN" || leg.status !== "unknown") {
+    throw fail("conflict", "The checkout of this order is not waiting for reconciliation.", { order_id: body.orderId, checkout_status: s.status, leg_status: leg.status });
+  }
+  const now = ctx.now();
+  let refund: ResolveCaptureView["refund"] = null;
+  let result: LegResult;
+  let captureRef: string;
+  if (body.action === "accept") {
+    const tx = await ctx.tx();
+    const o = await lockFlaggedOrder(tx, slug, body.orderId);
+    if (o.status !== "pending") throw fail("conflict", `A ${o.status} order cannot be accepted as paid; refund its capture.`, { order_id: o.id, status: o.status });
+    const done = await settleLegRows(
+      tx,
+      slug,
+      { orderId: o.id, reservationId: leg.intentId as string, outcome: "captured", intentId: leg.intentId as string, captureRef: o.captureRef, simulated: false, totalMinor: leg.amountMinor, currency: leg.currency },
+      now,
+    );
+    if (done.changed.length) ctx.publish("catalog.changed", { storeSlug: slug, upserted: done.changed, removed: [] });
+    await clearReconciliation(tx, slug, o, "accept", body.userId);
+    result = { outcome: "captured", captureRef: o.captureRef };
+    captureRef = o.captureRef;
+  } else {
+    const rail = railFor(ctx.sql, s.rail);
+    if (!rail) throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `The ${s.rail} rail is not available.`, { rail: s.rail });
+    // What the processor holds is what goes back (an amount mismatch captured another amount than the order's).
+    const found = await rail.lookup(leg.intentId as string);
+    if (found.status !== "captured") throw fail("conflict", "The processor holds no capture for this order.", { order_id: body.orderId, processor_status: found.status });
+    let tx = await ctx.tx();
+    const o = await lockFlaggedOrder(tx, slug, body.orderId);
+    let r = await findReconcileRefund(tx, o);
+    if (!r) {
+      // Canceled, hold released and refund APPROVED are durable before the processor is called.
+      await cancelPendingOrderRows(tx, slug, { orderId: o.id, totalMinor: o.totalMinor, currency: o.currency, reason: "reconciliation_refund" }, now);
+      r = await approveReconcileRefund(tx, slug, o, found.amountMinor, body.userId);
+    }
+    await ctx.checkpoint();
+    if (r.status === "APPROVED") {
+      const answer = await rail.refund({ refundId: r.id, captureRef: o.captureRef, amountMinor: r.amountMinor });
+      tx = await ctx.tx();
+      await recordReconcileRefund(tx, o, r, answer);
+      if (answer.status === "failed") {
+        await ctx.checkpoint();
+        throw fail("UPSTREAM_ERROR", "The processor refused the refund; the order stays flagged. Retry the resolution.", { order_id: o.id, refund_id: r.id, reason: answer.reason });
+      }
+    }
+    tx = await ctx.tx();
+    await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_id: r.id });
+    refund = { refund_id: r.id, status: "REFUNDED", amount_minor: r.amountMinor, currency: o.currency };
+    result = { outcome: "failed" };
+    captureRef = o.captureRef;
+  }
+  const settled = settleLegs(s.legs, { [slug]: result });
+  let next: SessionState = { ...s, ...applyCheckoutEvent(s, settled.event, now), legs: settled.legs };
+  ctx.state.session = next;
+  if (settled.event === "payment_captured") {
+    ctx.state.cart = applyCartEvent(ctx.state.cart as CartRecord, "complete", now);
+    await ctx.cancelReminder("session");
+  } else if (settled.event === "settlement_unknown") {
+    // Other legs are still unknown: the reconciler looks at them again (an escalated one escalates again, no timer).
+    await ctx.schedule("session", now + 5_000, { sessionId: next.id });
+  } else if (next.status === "READY_FOR_PAYMENT" && body.action === "refund") {
+    // Nothing in flight any more and this store's order is canceled: the session ends, unpaid orders with it.
+    next = await endSessionUnpaid(ctx, next, "cancel");
+  } else if (next.expiresAt !== null) {
+    await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
+  }
+  const [row] = await (await ctx.tx())<{ status: string }[]>`SELECT status FROM orders WHERE id = ${body.orderId}`;
+  return {
+    order_id: body.orderId,
+    merchant_slug: slug,
+    action: body.action,
+    order_status: row?.status ?? "unknown",
+    reconciliation: null,
+    capture_reference: captureRef,
+    refund,
+    checkout_session_id: next.id,
+    checkout_status: next.status,
+    cart_status: (ctx.state.cart as CartRecord).status,
+  };
+}
+
 /** A payment whose answer was lost (or whose turn died): ask the rail by the same intent ids. */
 async function reconcileSession(ctx: Ctx, sessionId: string, retry = 0): Promise<void> {
   const s = ctx.state.session;
@@ -1334,6 +1434,10 @@ export const cartActor = defineActor({
       // transaction's connection while it waits for another one (pool exhaustion under many carts at once).
       await ctx.checkpoint();
       return doComplete(ctx, body, (ctx.state.session as SessionState).id, priced);
+    },
+
+    async resolveCapture(ctx, body): Promise<ResolveCaptureView> {
+      return resolveCapture(ctx, body);
     },
 
     async cancel(ctx, body): Promise<{ checkout_session_id: string; status: string }> {

@@ -61,7 +61,34 @@ export const CartMessages = {
   /** The one-call flow: complete the live session, or preview (approving the current state) and complete now. */
   checkout: T.Object({ ...CompleteFields, shipping: T.Optional(ShippingChoiceInput) }),
   cancel: T.Object({ keyId: Uuid, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),
+  /**
+   * The merchant's way out of a capture escalated for a human (order `reconciliation` set, session SETTLEMENT_UNKNOWN):
+   * accept it as paid, or refund it through the rail. Sent by the merchant reconcile route after it checked that the
+   * caller owns `storeSlug`; the cart checks that the order is its session's leg for that store.
+   */
+  resolveCapture: T.Object({
+    sessionId: T.String({ minLength: 1, maxLength: 100 }),
+    storeSlug: T.String({ minLength: 1, maxLength: 63 }),
+    orderId: Uuid,
+    action: T.Union([T.Literal("accept"), T.Literal("refund")]),
+    userId: Uuid,
+  }),
 };
+
+export type ResolveCaptureBody = Static<(typeof CartMessages)["resolveCapture"]>;
+
+export interface ResolveCaptureView {
+  order_id: string;
+  merchant_slug: string;
+  action: "accept" | "refund";
+  order_status: string;
+  reconciliation: null;
+  capture_reference: string;
+  refund: { refund_id: string; status: "REFUNDED"; amount_minor: number; currency: string } | null;
+  checkout_session_id: string;
+  checkout_status: string;
+  cart_status: string;
+}
 
 export type CreateBody = Static<(typeof CartMessages)["create"]>;
 export type CompleteBody = Static<(typeof CartMessages)["complete"]>;

@@ -145,6 +145,8 @@ export interface StoreOrderRow {
   currency: string;
   paymentRail: string;
   agentKeyId: string | null;
+  /** A capture waiting for the merchant's decision (amount_mismatch, finalization_failed), else null. */
+  reconciliation: string | null;
   createdAt: string;
 }
 
@@ -163,6 +165,7 @@ interface OrderDbRow {
   currency: string;
   payment_rail: string;
   agent_key_id: string | null;
+  reconciliation: string | null;
   created_at: Date;
 }
 
@@ -175,6 +178,7 @@ const orderRow = (r: OrderDbRow): StoreOrderRow => ({
   currency: r.currency,
   paymentRail: r.payment_rail,
   agentKeyId: r.agent_key_id,
+  reconciliation: r.reconciliation,
   createdAt: r.created_at.toISOString(),
 });
 
@@ -182,14 +186,15 @@ const orderRow = (r: OrderDbRow): StoreOrderRow => ({
 export async function listStoreOrders(
   sql: Sql,
   slug: string,
-  opts: { limit: number; offset: number; status?: string; channel?: "agent" | "human" },
+  opts: { limit: number; offset: number; status?: string; channel?: "agent" | "human"; reconciliation?: boolean },
 ): Promise<{ total: number; items: StoreOrderRow[] }> {
   const status = opts.status ? sql`AND status = ${opts.status}` : sql``;
   const channel = opts.channel ? sql`AND channel = ${opts.channel}` : sql``;
-  const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE store_slug = ${slug} ${status} ${channel}`;
+  const flagged = opts.reconciliation ? sql`AND reconciliation IS NOT NULL` : sql``;
+  const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE store_slug = ${slug} ${status} ${channel} ${flagged}`;
   const rows = await sql<OrderDbRow[]>`
-    SELECT id, channel, status, total_minor, refunded_minor, currency, payment_rail, agent_key_id, created_at
-    FROM orders WHERE store_slug = ${slug} ${status} ${channel}
+    SELECT id, channel, status, total_minor, refunded_minor, currency, payment_rail, agent_key_id, reconciliation, created_at
+    FROM orders WHERE store_slug = ${slug} ${status} ${channel} ${flagged}
     ORDER BY created_at DESC, id LIMIT ${opts.limit} OFFSET ${opts.offset}`;
   return { total: n, items: rows.map(orderRow) };
 }
@@ -197,7 +202,7 @@ export async function listStoreOrders(
 /** One order of the store with items, history (oldest first) and refund requests; null when not this store's. */
 export async function storeOrderDetail(sql: Sql, slug: string, orderId: string): Promise<StoreOrderDetail | null> {
   const [o] = await sql<OrderDbRow[]>`
-    SELECT id, channel, status, total_minor, refunded_minor, currency, payment_rail, agent_key_id, created_at
+    SELECT id, channel, status, total_minor, refunded_minor, currency, payment_rail, agent_key_id, reconciliation, created_at
     FROM orders WHERE id = ${orderId} AND store_slug = ${slug}`;
   if (!o) return null;
   const items = await sql<{ title: string; quantity: number; unit_price_minor: number; product_id: string | null }[]>`

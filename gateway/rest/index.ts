@@ -13,6 +13,7 @@ import { cartRoutes } from "./cart.ts";
 import { checkoutRoutes } from "./checkout.ts";
 import { orderRoutes } from "./orders.ts";
 import { merchantOrderRoutes } from "./merchant-orders.ts";
+import { merchantReconcileRoutes } from "./merchant-reconcile.ts";
 import { trustAgentRoutes, trustPublicRoutes, trustUserRoutes } from "./trust.ts";
 import { wellKnownRoutes } from "./well-known.ts";
 import { oauthRoutes } from "../oauth/index.ts";
@@ -57,6 +58,7 @@ export const gatewayModules: GatewayModule[] = [
   checkoutRoutes,
   orderRoutes,
   merchantOrderRoutes,
+  merchantReconcileRoutes,
   walletRoutes,
   bridgeRoutes,
   ap2KeyRoutes,

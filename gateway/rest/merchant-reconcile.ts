@@ -1,0 +1,93 @@
+/**
+ * The merchant's view of its orders and its way out of a capture escalated for a human (audit D6), under
+ * /api/v1/merchant/stores/{slug} (Bearer JWT of the store's owner, or an operator; anyone else 404 store_not_found):
+ *
+ * GET  /orders                      newest first; `status`, `channel`, `reconciliation=required` (flagged only)
+ * GET  /orders/{id}                 one order with items, history and refunds; `reconciliation` shows the flag
+ * POST /orders/{id}/reconcile       {action: "accept" | "refund"}: accept the capture as the payment (order paid,
+ *                                   stock sold, session COMPLETED), or refund it through the rail (order canceled,
+ *                                   hold released, refund REFUNDED, the session ended and the cart usable again)
+ *
+ * The decision is the cart's message (`resolveCapture`): the session and the order move in one cart turn.
+ */
+import { Elysia, t } from "elysia";
+import { cartActor } from "../../actors/cart/index.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import { listStoreOrders, storeOrderDetail } from "../../actors/store/merchant-reads.ts";
+import { assertStoreWriter } from "../../actors/store/reads.ts";
+import { errorResponses, ok } from "../envelope.ts";
+import { userAuth } from "../plugins/auth.ts";
+import type { Services } from "../services.ts";
+
+const Slug = t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+const sec = { security: [{ bearer: [] }] };
+const ORDER_STATUSES = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "partially_refunded", "refunded"];
+
+export function merchantReconcileRoutes(svc: Services) {
+  return new Elysia({ name: "merchant-reconcile-routes" })
+    .use(userAuth(svc))
+    .get(
+      "/api/v1/merchant/stores/:slug/orders",
+      async ({ params, query, user }) => {
+        await assertStoreWriter(svc.sql, params.slug, user);
+        const limit = query.limit ?? 50;
+        const offset = query.offset ?? 0;
+        const r = await listStoreOrders(svc.sql, params.slug, { limit, offset, status: query.status, channel: query.channel, reconciliation: query.reconciliation === "required" });
+        return ok({ ...r, limit, offset });
+      },
+      {
+        params: t.Object({ slug: Slug }),
+        query: t.Object({
+          status: t.Optional(t.Union(ORDER_STATUSES.map((s) => t.Literal(s)))),
+          channel: t.Optional(t.Union([t.Literal("agent"), t.Literal("human")])),
+          reconciliation: t.Optional(t.Literal("required")),
+          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 200 })),
+          offset: t.Optional(t.Numeric({ minimum: 0, maximum: 1_000_000 })),
+        }),
+        response: errorResponses(400, 401, 404),
+        detail: { tags: ["merchant"], summary: "Orders of the store, newest first (reconciliation=required: captures waiting for a decision)", ...sec },
+      },
+    )
+    .get(
+      "/api/v1/merchant/stores/:slug/orders/:id",
+      async ({ params, user }) => {
+        await assertStoreWriter(svc.sql, params.slug, user);
+        const o = await storeOrderDetail(svc.sql, params.slug, params.id.toLowerCase());
+        if (!o) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: params.id });
+        return ok(o);
+      },
+      {
+        params: t.Object({ slug: Slug, id: t.String({ format: "uuid" }) }),
+        response: errorResponses(400, 401, 404),
+        detail: { tags: ["merchant"], summary: "One order with items, history, refunds and its reconciliation flag", ...sec },
+      },
+    )
+    .post(
+      "/api/v1/merchant/stores/:slug/orders/:id/reconcile",
+      async ({ params, body, user }) => {
+        await assertStoreWriter(svc.sql, params.slug, user);
+        const id = params.id.toLowerCase();
+        const [o] = await svc.sql<{ reconciliation: string | null; cart_id: string | null; checkout_session_id: string | null }[]>`
+          SELECT reconciliation, cart_id, checkout_session_id FROM orders WHERE id = ${id} AND store_slug = ${params.slug}`;
+        if (!o) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: id });
+        if (!o.reconciliation || !o.cart_id || !o.checkout_session_id) {
+          throw fail("conflict", "This order is not waiting for reconciliation.", { order_id: id, reconciliation: o.reconciliation });
+        }
+        return ok(
+          await svc.actors.ask(cartActor, o.cart_id, "resolveCapture", {
+            sessionId: o.checkout_session_id,
+            storeSlug: params.slug,
+            orderId: id,
+            action: body.action,
+            userId: user.id,
+          }),
+        );
+      },
+      {
+        params: t.Object({ slug: Slug, id: t.String({ format: "uuid" }) }),
+        body: t.Object({ action: t.Union([t.Literal("accept"), t.Literal("refund")]) }),
+        response: errorResponses(400, 401, 404, 409, 502),
+        detail: { tags: ["merchant"], summary: "Resolve a flagged capture: accept it as paid, or refund it through the rail", ...sec },
+      },
+    );
+}
