@@ -1465,11 +1465,12 @@ export const cartActor = defineActor({
       }
       const moved = await endSessionUnpaid(ctx, s, "expire");
       const tx = await ctx.tx();
+      // One event per merchant whose leg was not paid, with that leg's own total: a paid merchant has an order,
+      // and no merchant learns the others of the cart or their amounts (audit D7).
       await outboxCheckoutAbandoned(tx, {
         checkoutSessionId: s.id,
         cartId: ctx.id,
-        merchantSlugs: s.legs.map((l) => l.storeId),
-        totalMinor: s.legs.reduce((a, l) => a + l.amountMinor, 0),
+        legs: s.legs.map((l) => ({ merchantSlug: l.storeId, totalMinor: l.amountMinor, captured: l.status === "captured" })),
         currency: totalsOf(s).currency,
         status: moved.status,
         now,
