@@ -71,7 +71,18 @@ export interface SandboxLedgerStore {
   updateIntent(record: SandboxIntentRecord): Promise<void>;
   findIntentByCapture(captureRef: string): Promise<SandboxIntentRecord | undefined>;
   getRefund(refundId: string): Promise<SandboxRefundRecord | undefined>;
-  insertRefund(record: SandboxRefundRecord): Promise<SandboxRefundRecord>;
+  /**
+   * Insert unless a record with that refund id exists; returns the stored record (the existing one wins). `debit`:
+   * the refunded amount added to the intent in the same write, only when the record was inserted (a crash between
+   * two writes would let a retry of the refund id refund twice).
+   */
+  insertRefund(record: SandboxRefundRecord, debit?: RefundDebit): Promise<SandboxRefundRecord>;
+}
+
+export interface RefundDebit {
+  intentId: string;
+  amountMinor: number;
+  updatedAt: number;
 }
 
 export class InMemorySandboxLedger implements SandboxLedgerStore {
@@ -98,10 +109,12 @@ export class InMemorySandboxLedger implements SandboxLedgerStore {
   async getRefund(refundId: string): Promise<SandboxRefundRecord | undefined> {
     return this.refunds.get(refundId);
   }
-  async insertRefund(record: SandboxRefundRecord): Promise<SandboxRefundRecord> {
+  async insertRefund(record: SandboxRefundRecord, debit?: RefundDebit): Promise<SandboxRefundRecord> {
     const existing = this.refunds.get(record.refundId);
     if (existing) return existing;
     this.refunds.set(record.refundId, record);
+    const intent = debit && this.intents.get(debit.intentId);
+    if (debit && intent) this.intents.set(debit.intentId, { ...intent, refundedMinor: intent.refundedMinor + debit.amountMinor, updatedAt: debit.updatedAt });
     return record;
   }
 }
@@ -212,19 +225,22 @@ export class CardSandboxRail implements PaymentRail {
   async refund(request: RefundRequest): Promise<RefundResult> {
     const existing = await this.ledger.getRefund(request.refundId);
     if (existing) return existing.result;
-    const result = await this.computeRefund(request);
-    const stored = await this.ledger.insertRefund({ refundId: request.refundId, captureRef: request.captureRef, result });
+    const { result, debit } = await this.computeRefund(request);
+    // The record and the intent's refunded amount in one write: a retry of the refund id finds the record.
+    const stored = await this.ledger.insertRefund({ refundId: request.refundId, captureRef: request.captureRef, result }, debit);
     return stored.result;
   }
 
-  private async computeRefund(request: RefundRequest): Promise<RefundResult> {
+  private async computeRefund(request: RefundRequest): Promise<{ result: RefundResult; debit?: RefundDebit }> {
     const { refundId } = request;
-    if (!Number.isInteger(request.amountMinor) || request.amountMinor <= 0) return { status: "failed", refundId, reason: "invalid_amount" };
+    if (!Number.isInteger(request.amountMinor) || request.amountMinor <= 0) return { result: { status: "failed", refundId, reason: "invalid_amount" } };
     const record = await this.ledger.findIntentByCapture(request.captureRef);
-    if (!record || record.state !== "captured") return { status: "failed", refundId, reason: "unknown_capture" };
-    if (record.refundedMinor + request.amountMinor > record.amountMinor) return { status: "failed", refundId, reason: "exceeds_captured" };
-    await this.ledger.updateIntent({ ...record, refundedMinor: record.refundedMinor + request.amountMinor, updatedAt: this.now() });
-    return { status: "refunded", refundId, refundRef: ref("re", refundId), amountMinor: request.amountMinor };
+    if (!record || record.state !== "captured") return { result: { status: "failed", refundId, reason: "unknown_capture" } };
+    if (record.refundedMinor + request.amountMinor > record.amountMinor) return { result: { status: "failed", refundId, reason: "exceeds_captured" } };
+    return {
+      result: { status: "refunded", refundId, refundRef: ref("re", refundId), amountMinor: request.amountMinor },
+      debit: { intentId: record.intentId, amountMinor: request.amountMinor, updatedAt: this.now() },
+    };
   }
 
   private resultOf(r: SandboxIntentRecord): ChargeResult {

@@ -5,7 +5,7 @@
  */
 import type { Sql } from "../../infra/db.ts";
 import type { RefundResult } from "./rail.ts";
-import type { SandboxIntentRecord, SandboxIntentState, SandboxLedgerStore, SandboxRefundRecord } from "./card-sandbox.ts";
+import type { RefundDebit, SandboxIntentRecord, SandboxIntentState, SandboxLedgerStore, SandboxRefundRecord } from "./card-sandbox.ts";
 
 interface IntentRow {
   intent_id: string;
@@ -81,9 +81,15 @@ export class PgSandboxLedger implements SandboxLedgerStore {
     return rows[0] && { refundId: rows[0].refund_id, captureRef: rows[0].capture_ref, result: rows[0].result };
   }
 
-  async insertRefund(record: SandboxRefundRecord): Promise<SandboxRefundRecord> {
-    await this.sql`INSERT INTO sandbox_ledger_refunds (refund_id, capture_ref, result)
-      VALUES (${record.refundId}, ${record.captureRef}, ${this.sql.json(record.result as never)}) ON CONFLICT (refund_id) DO NOTHING`;
+  async insertRefund(record: SandboxRefundRecord, debit?: RefundDebit): Promise<SandboxRefundRecord> {
+    // One statement: the record and (only when it was inserted) the intent's refunded amount, both or neither.
+    await this.sql`
+      WITH ins AS (
+        INSERT INTO sandbox_ledger_refunds (refund_id, capture_ref, result)
+        VALUES (${record.refundId}, ${record.captureRef}, ${this.sql.json(record.result as never)}) ON CONFLICT (refund_id) DO NOTHING
+        RETURNING refund_id)
+      UPDATE sandbox_ledger_intents SET refunded_minor = refunded_minor + ${debit?.amountMinor ?? 0}, updated_at = ${new Date(debit?.updatedAt ?? 0)}
+      WHERE intent_id = ${debit?.intentId ?? null} AND EXISTS (SELECT 1 FROM ins)`;
     return (await this.getRefund(record.refundId)) ?? record;
   }
 }

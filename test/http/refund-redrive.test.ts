@@ -109,6 +109,27 @@ describe("a refund left APPROVED is driven again", () => {
     expect(await processor(orderId, r.id)).toEqual({ refundedMinor: Number(o.total_minor), records: 1 });
   });
 
+  test("a fault inside the processor's own refund write leaves nothing half-done there: the second approve refunds once", async () => {
+    const orderId = await placeOrder(srv, key, BOARD, "tok_approve");
+    const p = await propose(orderId, { amount: 400 });
+    const refundId = p.body.data.refund_id;
+    // The sandbox processor's refund record cannot be written once (a crash of the processor mid-refund).
+    await srv.db.sql.unsafe(`CREATE OR REPLACE FUNCTION f_test_fail_ledger() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'injected processor fault'; END $$;
+      CREATE TRIGGER f_test_fail_ledger BEFORE INSERT ON sandbox_ledger_refunds FOR EACH ROW EXECUTE FUNCTION f_test_fail_ledger();`);
+    let first: Awaited<ReturnType<typeof decide>>;
+    try {
+      first = await decide(refundId, "approve");
+    } finally {
+      await srv.db.sql.unsafe(`DROP TRIGGER f_test_fail_ledger ON sandbox_ledger_refunds`);
+    }
+    expect(first.status).toBe(500);
+    expect((await refundRow(refundId)).status).toBe("APPROVED");
+    const again = await decide(refundId, "approve");
+    expect(again.body.data.status).toBe("REFUNDED");
+    expect(await processor(orderId, refundId)).toEqual({ refundedMinor: 400, records: 1 });
+  });
+
   test("a refund that fails at the rail is FAILED, not APPROVED, and leaves no reminder behind", async () => {
     const orderId = await placeOrder(srv, key, BOARD, "tok_approve");
     const p = await propose(orderId, { amount: 300 });
