@@ -1109,7 +1109,8 @@ export const commerceHandlers = {
         FROM order_refunds WHERE order_id = ${o.id} AND idempotency_key = ${b.idempotencyKey}`;
       if (prev) {
         // Checked before the bounds: after the first request nothing may be left to refund, yet its retry is answered.
-        if (JSON.stringify(prev.idempotency_request) !== JSON.stringify(request)) {
+        const asked = prev.idempotency_request as { amount?: unknown; reason?: unknown } | null;
+        if (!asked || (asked.amount ?? null) !== request.amount || (asked.reason ?? null) !== request.reason) {
           throw fail("IDEMPOTENCY_KEY_CONFLICT", "This idempotency key was used for a refund request with another amount or reason.", {
             refund_id: prev.id,
           });
