@@ -335,31 +335,23 @@ interface AbandonedSession {
 }
 
 /**
- * `checkout.abandoned`. With `legs`: one outbox row per store whose leg did not capture, carrying that store's own
- * total and only its own slug (`merchantSlugs: [slug]`), so no merchant learns which other stores the buyer used or
- * what it spent there, and a merchant already paid is not told its checkout was abandoned (audit D7). The older
- * input (`merchantSlugs` + the session's `totalMinor`) writes the former shape: one row per store with every slug
- * and the whole total; it is kept only until every caller passes `legs`.
+ * `checkout.abandoned`: one outbox row per store whose leg did not capture, carrying that store's own total and only
+ * its own slug (`merchantSlugs: [slug]`), so no merchant learns which other stores the buyer used or what it spent
+ * there, and a merchant already paid is not told its checkout was abandoned (audit D7).
  */
-export async function outboxCheckoutAbandoned(
-  tx: Sql,
-  e: AbandonedSession & ({ legs: readonly AbandonedLeg[] } | { merchantSlugs: string[]; totalMinor: number }),
-): Promise<void> {
-  const rows =
-    "legs" in e
-      ? e.legs.filter((l) => !l.captured).map((l) => ({ slug: l.merchantSlug, merchantSlugs: [l.merchantSlug], totalMinor: l.totalMinor }))
-      : e.merchantSlugs.map((slug) => ({ slug, merchantSlugs: e.merchantSlugs, totalMinor: e.totalMinor }));
-  for (const r of rows) {
+export async function outboxCheckoutAbandoned(tx: Sql, e: AbandonedSession & { legs: readonly AbandonedLeg[] }): Promise<void> {
+  for (const l of e.legs) {
+    if (l.captured) continue;
     await enqueueWebhookEvent(tx, {
-      storeSlug: r.slug,
+      storeSlug: l.merchantSlug,
       kind: "checkout.abandoned",
       payload: {
         event: "checkout.abandoned",
         timestamp: iso(e.now),
         checkoutSessionId: e.checkoutSessionId,
         cartId: e.cartId,
-        merchantSlugs: r.merchantSlugs,
-        totalAmount: toMajor(r.totalMinor, e.currency),
+        merchantSlugs: [l.merchantSlug],
+        totalAmount: toMajor(l.totalMinor, e.currency),
         currency: e.currency,
         status: e.status,
       },

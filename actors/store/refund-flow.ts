@@ -13,6 +13,7 @@ import { railFor, type RailName } from "../payments/card-rails.ts";
 import type { RefundResult } from "../payments/rail.ts";
 import type { ActorContext } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
+import { nextOrderStatus } from "./order-machine.ts";
 import { loadOrder, loadRefund, moveOrder, refundView, type OrderRow, type RefundRow, type RefundView } from "./order-rows.ts";
 import { applyRefundEvent, orderEventAfterRefund, refundableMinor, type RefundStatus } from "./refunds.ts";
 
@@ -84,11 +85,16 @@ export async function driveRefund(ctx: Ctx, refundId: string, tolerateRailError 
     const settled = await tx`UPDATE order_refunds SET status = ${applyRefundEvent(record, "settle", "system").status}, refund_ref = ${result.refundRef}, updated_at = now()
       WHERE id = ${refundId} AND status = 'APPROVED'`;
     if (settled.count === 1) {
-      await tx`UPDATE orders SET refunded_minor = refunded_minor + ${amountMinor} WHERE id = ${order.id}`;
+      // Capped at the total: a reconciliation refund (actors/store/reconcile.ts) may return a capture above it.
+      await tx`UPDATE orders SET refunded_minor = LEAST(total_minor, refunded_minor + ${amountMinor}) WHERE id = ${order.id}`;
       const all = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${order.id}`;
       const event = orderEventAfterRefund(Number(order.total_minor), all.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
-      // Re-read in the transaction: the order may have moved (canceled) since the pool read above.
-      await moveOrder(tx, await loadOrder(tx, slug, order.id), event, "system", ctx.now(), { refund_id: refundId, amount_minor: amountMinor });
+      // Re-read in the transaction: the order may have moved (canceled) since the pool read above. An order the
+      // machine does not move on a refund (a pending one under reconciliation) keeps its status.
+      const current = await loadOrder(tx, slug, order.id);
+      if (nextOrderStatus(current.status, event, "system")) {
+        await moveOrder(tx, current, event, "system", ctx.now(), { refund_id: refundId, amount_minor: amountMinor });
+      }
     }
   } else {
     await tx`UPDATE order_refunds SET status = ${applyRefundEvent(record, "fail", "system").status}, failure = ${result.reason}, updated_at = now()

@@ -1,6 +1,6 @@
 /**
  * `checkout.abandoned` per leg (audit D7, store side): only merchants whose leg did not capture get the event, each
- * with its own total and only its own slug. (The cart's expiry passes `legs`; until then it uses the older input.)
+ * with its own total and only its own slug. The cart's expiry end to end: test/http/checkout-abandoned-legs.test.ts.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { outboxCheckoutAbandoned } from "../../actors/store/commerce.ts";
