@@ -273,10 +273,13 @@ export class ActorHost {
   /**
    * A failed load (e.g. a transient database error) forgets the activation, so the next message of any kind loads
    * it again, and answers actor_unavailable, which callers retry. Only this activation is forgotten: a newer one
-   * that replaced it (stale ownership) stays.
+   * that replaced it (stale ownership) stays. A database that cannot be reached answers service_unavailable, as a
+   * turn does: the caller's client retried actor_unavailable until its deadline (10 s) against a database that
+   * refused every attempt, and the caller got its 503 only then.
    */
   private activationFailed(activations: Map<string, Activation>, act: Activation, err: unknown): ReplyEnvelope {
     if (activations.get(act.id) === act) activations.delete(act.id);
+    if (isDatabaseUnavailable(err)) return errorReply(new ActorError("service_unavailable", "The database is unavailable; retry after 30 seconds."));
     return errorReply(new ActorError("actor_unavailable", `could not activate ${act.def.kind}/${act.id}: ${(err as Error)?.message ?? String(err)}`));
   }
 
@@ -403,6 +406,9 @@ export class ActorHost {
     if (act.presumedNew && !act.stale) {
       // the fenced insert vouches for a turn that wrote; one that did not must not answer from a guessed state
       if (turn.wroteState) act.presumedNew = false;
+      // the database failed the turn: that answer does not depend on the guessed state (and the check would fail the
+      // same way, turning it into a retry that cannot load either); the next message reloads
+      else if (!reply.ok && reply.error.code === "service_unavailable") act.stale = true;
       else if (await this.presumedNewWasWrong(act)) reply = errorReply(new ActorError("actor_unavailable", "actor state not loaded yet; retry"));
     }
     recordTurnOf(act.def.kind, reply.ok ? "ok" : reply.error.code, (performance.now() - started) / 1000);

@@ -2,7 +2,7 @@
  * The service through a database outage that refuses connections (a TCP proxy in front of Postgres that this test
  * closes), with its background loops running (webhook fan-out every 200 ms, reminder poll, search catch-up):
  * - nothing escapes as an unhandled rejection or uncaught exception (either ends a Bun process);
- * - requests keep answering 503 service_unavailable promptly: postgres.js's reconnect backoff grew to 10–20 s
+ * - requests, reads and actor turns, keep answering 503 service_unavailable promptly: postgres.js's reconnect backoff grew to 10–20 s
  *   after a few refused attempts (the loops make them several times a second), so a request waited for its
  *   connection's next attempt and got its 503 only at the 15 s query deadline;
  * - the loops log their failure once in a while, not on every tick, and back off;
@@ -93,17 +93,21 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 }, 60_000);
 
-async function timed(path: string) {
+async function timed(path: string, init: { method?: string; body?: unknown } = {}) {
   const t0 = performance.now();
-  const r = await srv.json(path, { headers: key.headers });
-  return { status: r.status, code: (r.body as { code?: string } | undefined)?.code, ms: Math.round(performance.now() - t0) };
+  const r = await srv.json(path, { ...init, headers: key.headers });
+  return { path, status: r.status, code: (r.body as { code?: string } | undefined)?.code, ms: Math.round(performance.now() - t0) };
 }
+
+/** A cart for a new id: an actor turn (presumed new, so nothing is loaded first) that reads the catalog. */
+const newCart = () => timed("/api/v1/agent/cart", { method: "POST", body: { items: [{ product_id: BOARD, quantity: 1 }] } });
 
 const count = (pattern: RegExp) => logs.filter((l) => pattern.test(l.msg)).length;
 
 test("through a refused-connections outage nothing escapes, requests answer 503 promptly, loops log once in a while, and the service recovers at once", async () => {
   expect((await timed("/api/v1/agent/merchants/demo-store")).status).toBe(200);
   expect((await timed(`/api/v1/agent/products/${BOARD}`)).status).toBe(200);
+  expect((await newCart()).status).toBe(201);
   const before = { fanOut: count(/^webhook fan-out failed/), poll: count(/^reminder poll failed/) };
 
   await proxy.down();
@@ -111,7 +115,7 @@ test("through a refused-connections outage nothing escapes, requests answer 503 
   try {
     const until = Date.now() + OUTAGE_MS;
     while (Date.now() < until) {
-      answers.push(...(await Promise.all([timed("/api/v1/agent/merchants/demo-store"), timed(`/api/v1/agent/products/${BOARD}`)])));
+      answers.push(...(await Promise.all([timed("/api/v1/agent/merchants/demo-store"), timed(`/api/v1/agent/products/${BOARD}`), newCart()])));
       await Bun.sleep(300);
     }
   } finally {
@@ -126,7 +130,8 @@ test("through a refused-connections outage nothing escapes, requests answer 503 
   const recoveredMs = performance.now() - t0;
 
   expect(escaped).toEqual([]);
-  // every request during the outage: the envelope's 503, well before the 15 s query deadline
+  // every request during the outage: the envelope's 503 service_unavailable, well before the 15 s query deadline
+  // (and an actor turn's well before the client's 10 s deadline: it answered actor_unavailable only then)
   expect(answers.filter((a) => a.status !== 503 || a.code !== "service_unavailable" || a.ms > 3000)).toEqual([]);
   expect(status).toBe(200);
   expect(recoveredMs).toBeLessThan(4000);
