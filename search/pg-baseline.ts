@@ -10,7 +10,7 @@
  * are OR-ed (like MiniSearch's OR query) and `textScore` = ts_rank / best ts_rank in the window (relative, so not
  * as absolute as the embedded engine's coverage score).
  */
-import type { Sql } from "../infra/db.ts";
+import { withoutDeadline, type Sql } from "../infra/db.ts";
 import { categoryKey, isWildcardText, tokenize, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine } from "./engine.ts";
 import { DEFAULT_SEARCH_SETTINGS, DEFAULT_STOP_WORDS, type SearchSettings } from "./settings.ts";
 
@@ -29,7 +29,8 @@ export class PgBaselineEngine implements SearchEngine {
 
   /** Creates the GIN expression index the queries use (idempotent; minutes on a large table, so run it once). */
   async ensureIndex(): Promise<void> {
-    await this.sql.unsafe(`CREATE INDEX IF NOT EXISTS products_fts_baseline ON products USING gin (${VECTOR}) WHERE active`);
+    // a build, not a request: it may take longer than the pool's per-query deadline (50 s at 1M products)
+    await withoutDeadline(this.sql).unsafe(`CREATE INDEX IF NOT EXISTS products_fts_baseline ON products USING gin (${VECTOR}) WHERE active`);
   }
 
   async upsert(_docs: SearchDoc[]): Promise<void> {}
