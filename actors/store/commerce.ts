@@ -16,7 +16,8 @@
  * - `cancelOrder`  a pending order whose session ended unpaid: canceled, stock released.
  * - `setOrderStatus` merchant moves (fulfilled, shipped, delivered, canceled; a pending cancel goes through the
  *                  cart's session, a paid/fulfilled cancel refunds the capture: refund-flow.ts).
- * - `agentCancelPaidOrder` the agent cancels its paid order, refunded through the rail (refund-flow.ts).
+ *   There is no agent message for a paid order: an agent cancels only pending orders and asks for money back
+ *   with `proposeRefund`, which the merchant decides (gateway/rest/orders.ts, MCP cancel_order).
  * - `proposeRefund` (idempotent per caller key), `decideRefund`, `setAllowlist`.
  * Reminder `refunds`: drives again every refund of the store left APPROVED (refund-flow.ts).
  */
@@ -410,8 +411,6 @@ export const commerceMessages = {
     note: T.Optional(T.String()),
   }),
   cancelOrder: T.Object({ orderId: Uuid, reason: T.String() }),
-  /** The owning agent cancels a paid order: canceled, and the captured money refunded in full through the rail. */
-  agentCancelPaidOrder: T.Object({ orderId: Uuid, agentKeyId: Uuid, reason: T.Optional(T.String({ maxLength: 255 })) }),
   setOrderStatus: T.Object({
     orderId: Uuid,
     status: T.Union(["fulfilled", "shipped", "delivered", "canceled"].map((s) => T.Literal(s))),
@@ -1046,18 +1045,6 @@ export const commerceHandlers = {
 
   async cancelOrder(ctx: Ctx, b: Static<(typeof commerceMessages)["cancelOrder"]>): Promise<{ status: OrderStatus }> {
     return { status: await cancelPendingHere(ctx, b.orderId, "system", { reason: b.reason }) };
-  },
-
-  async agentCancelPaidOrder(ctx: Ctx, b: Static<(typeof commerceMessages)["agentCancelPaidOrder"]>): Promise<{ order_id: string; status: OrderStatus; refund: RefundView | null }> {
-    const order = await loadOrder(ctx.sql, ctx.id, b.orderId);
-    if (order.agent_key_id !== b.agentKeyId) throw fail("ORDER_NOT_FOUND", "No such order.");
-    if (order.status !== "paid") {
-      // Only `paid` comes here; anything else is answered by the machine (ORDER_NOT_CANCELLABLE past the point).
-      applyOrderEvent({ status: order.status, createdAt: 0, deliveredAt: null, history: [] }, "cancel", "agent", ctx.now());
-      throw fail("ORDER_NOT_CANCELLABLE", `The order is ${order.status}.`, { status: order.status });
-    }
-    const r = await cancelPaidOrder(ctx, order, { actor: "agent", agentKeyId: b.agentKeyId, userId: null, reason: b.reason ?? null });
-    return { order_id: r.order_id, status: r.status, refund: r.refund };
   },
 
   /**

@@ -6,7 +6,7 @@
 import { Elysia, t } from "elysia";
 import { cartActor } from "../../actors/cart/index.ts";
 import { storeCommerce, refundView } from "../../actors/store/commerce.ts";
-import { applyOrderEvent, type OrderStatus } from "../../actors/store/order-machine.ts";
+import type { OrderStatus } from "../../actors/store/order-machine.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { toMajor } from "../../search/money.ts";
 import { errorResponses, ok } from "../envelope.ts";
@@ -100,6 +100,24 @@ export async function orderView(svc: Services, id: string, keyId: string) {
   };
 }
 
+/** Why an agent cannot cancel an order past `pending`, and what it can do instead (REST and MCP answer alike). */
+function notCancellable(orderId: string, status: OrderStatus, rail: string): ActorError {
+  if (status === "canceled" || status === "refunded") return fail("ORDER_NOT_CANCELLABLE", `The order is already ${status}.`, { status, order_id: orderId });
+  if (rail === "x402") {
+    return fail("ORDER_NOT_CANCELLABLE", `The order is ${status}; an agent may cancel only pending orders. An x402 payment is refunded by the merchant from its wallet: ask the merchant.`, {
+      status,
+      order_id: orderId,
+      reason: "refund_by_merchant",
+    });
+  }
+  const route = `POST /api/v1/agent/orders/${orderId}/refund`;
+  return fail(
+    "ORDER_NOT_CANCELLABLE",
+    `The order is ${status}; an agent may cancel only pending orders. To get the money back, request a refund with ${route} (the merchant approves it).`,
+    { status, order_id: orderId, refund_route: route },
+  );
+}
+
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 /** The refund request's idempotency key, as the checkout route takes it: header or body (equal if both), a UUID v4. */
@@ -122,18 +140,14 @@ export function orderRoutes(svc: Services) {
       "/api/v1/agent/orders/:orderId/cancel",
       async ({ params, body, agent }) => {
         const id = params.orderId.toLowerCase();
-        const [o] = await svc.sql<{ store_slug: string; status: OrderStatus; checkout_session_id: string | null; cart_id: string | null }[]>`
-          SELECT store_slug, status, checkout_session_id, cart_id FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}`;
+        const [o] = await svc.sql<{ store_slug: string; status: OrderStatus; checkout_session_id: string | null; cart_id: string | null; payment_rail: string }[]>`
+          SELECT store_slug, status, checkout_session_id, cart_id, payment_rail FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}`;
         if (!o) throw fail("ORDER_NOT_FOUND", "No such order.");
         const reason = body?.reason ?? "canceled by the agent";
-        if (o.status === "paid") {
-          const r = await svc.actors.ask(storeCommerce, o.store_slug, "agentCancelPaidOrder", { orderId: id, agentKeyId: agent.keyId, reason });
-          return ok(r);
-        }
-        if (o.status !== "pending") {
-          applyOrderEvent({ status: o.status, createdAt: 0, deliveredAt: null, history: [] }, "cancel", "agent", Date.now()); // ORDER_NOT_CANCELLABLE
-          throw fail("ORDER_NOT_CANCELLABLE", `The order is ${o.status}.`, { status: o.status });
-        }
+        // As MCP cancel_order: an agent cancels only a pending order. Money already captured goes back only through
+        // the merchant (a refund request it approves, or its own cancel), never on the agent's word alone; a cancel
+        // that refunded at once bypassed the merchant's approval and its allowlist block (audit E).
+        if (o.status !== "pending") throw notCancellable(id, o.status, o.payment_rail);
         // A pending order belongs to a checkout session: canceling the session cancels its unpaid orders and
         // releases their stock in the cart's turn, so it cannot race the session's own payment.
         let viaSession = false;
@@ -164,7 +178,12 @@ export function orderRoutes(svc: Services) {
         response: errorResponses(400, 401, 403, 404, 409),
         detail: {
           tags: ["orders"],
-          summary: "Cancel your order (pending: canceled, stock released; paid: canceled and refunded in full; later: 409 ORDER_NOT_CANCELLABLE)",
+          summary: "Cancel your pending order (canceled with its checkout session, stock released); any other status is 409 ORDER_NOT_CANCELLABLE",
+          description:
+            "An agent may cancel only a `pending` order. A paid, fulfilled, shipped or delivered order is 409 ORDER_NOT_CANCELLABLE " +
+            "(`details.status`, `details.refund_route`): ask for the money back with POST /api/v1/agent/orders/{orderId}/refund, which " +
+            "the merchant approves (an x402 order: `details.reason` refund_by_merchant, the merchant refunds from its wallet). While " +
+            "the order's payment runs or its outcome is unknown the answer is 409 with `details.reason` payment_in_progress.",
           security: [{ agentApiKey: [] }],
         },
       },

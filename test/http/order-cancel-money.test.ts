@@ -1,8 +1,8 @@
 /**
  * Merchant cancels and money (audit D1, D2, D5, D10): a merchant cancel of a pending order goes through its checkout
  * session and never lets a later attempt charge for a canceled order; a merchant cancel of a paid or fulfilled order
- * refunds the capture; a paid-order cancel supersedes open refund requests and refunds only what is left; an x402
- * order is not refunded through the card rail.
+ * refunds the capture; a merchant's paid-order cancel supersedes open refund requests and refunds only what is left;
+ * an agent's cancel of a paid order moves no money; an x402 order is not refunded through the card rail.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
@@ -174,21 +174,21 @@ describe("a merchant cancel of a paid or fulfilled order refunds the capture", (
   });
 });
 
-describe("a paid-order cancel supersedes open refund requests (D5)", () => {
-  test("the agent's cancel rejects a request still PENDING_APPROVAL in the same turn, so approving it later is 409 and nothing beyond the capture is asked", async () => {
-    const { orderId, totalMinor, captureRef } = await paidOrder();
+describe("an agent's cancel never moves a paid order's money (audit E: the merchant approves refunds)", () => {
+  test("the agent's cancel of a paid order with a request PENDING_APPROVAL is 409 and leaves the request to the merchant", async () => {
+    const { orderId, captureRef } = await paidOrder();
     const p = await srv.json(`/api/v1/agent/orders/${orderId}/refund`, { method: "POST", headers: key.headers, body: { amount: 1000 } });
     expect(p.status).toBe(201);
     const c = await srv.json(`/api/v1/agent/orders/${orderId}/cancel`, { method: "POST", headers: key.headers, body: {} });
-    expect(c.status).toBe(200);
-    expect(c.body.data.refund).toMatchObject({ status: "REFUNDED", amount_minor: totalMinor });
+    expect(c.status).toBe(409);
+    expect(c.body).toMatchObject({ code: "ORDER_NOT_CANCELLABLE", details: { status: "paid" } });
     const [old] = await srv.db.sql<{ status: string }[]>`SELECT status FROM order_refunds WHERE id = ${p.body.data.refund_id}`;
-    expect(old.status).toBe("REJECTED");
+    expect(old.status).toBe("PENDING_APPROVAL");
+    expect((await ledgerOf(captureRef)).refunded_minor).toBe(0);
     const a = await srv.json(`/api/v1/merchant/stores/demo-store/refunds/${p.body.data.refund_id}/approve`, { method: "POST", headers: { authorization: `Bearer ${admin}` } });
-    expect(a.status).toBe(409);
-    const [sum] = await srv.db.sql<{ s: number }[]>`SELECT coalesce(sum(amount_minor), 0)::int AS s FROM order_refunds WHERE order_id = ${orderId} AND status IN ('APPROVED', 'REFUNDED', 'PENDING_APPROVAL')`;
-    expect(sum.s).toBe(totalMinor);
-    expect((await ledgerOf(captureRef)).refunded_minor).toBe(totalMinor);
+    expect(a.status).toBe(200);
+    expect(a.body.data.status).toBe("REFUNDED");
+    expect((await ledgerOf(captureRef)).refunded_minor).toBe(1000);
   });
 });
 

@@ -2,7 +2,7 @@
  * Agent cancels: POST /agent/orders/{id}/cancel (owner key only) and POST /agent/checkout/{sessionId}/cancel.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // DS-0005, tracked stock, demo-store
@@ -49,16 +49,53 @@ describe("POST /agent/orders/{id}/cancel", () => {
     expect(c.body.data.status).toBe("OPEN");
   });
 
-  test("a paid order is canceled and refunded in full: 200 canceled with a REFUNDED refund", async () => {
+  test("a paid order is 409 ORDER_NOT_CANCELLABLE naming the refund route, and nothing is canceled or refunded", async () => {
     const id = await cart(BOARD);
     const paid = await checkout({ cartId: id, payment_method: "tok_approve" });
     expect(paid.status).toBe(200);
     const orderId = paid.body.data.order_id;
     const r = await cancelOrder(orderId);
-    expect(r.status).toBe(200);
-    expect(r.body.data).toMatchObject({ order_id: orderId, status: "canceled", refund: { status: "REFUNDED", amount_minor: paid.body.data.total_minor } });
-    expect(await outbox(orderId)).toEqual(["pending→paid", "paid→canceled"]);
-    const again = await cancelOrder(orderId);
+    expect(r.status).toBe(409);
+    expect(r.body).toMatchObject({
+      success: false,
+      code: "ORDER_NOT_CANCELLABLE",
+      details: { status: "paid", order_id: orderId, refund_route: `POST /api/v1/agent/orders/${orderId}/refund` },
+    });
+    expect(r.body.error).toContain("an agent may cancel only pending orders");
+    expect(r.body.error).toContain(`POST /api/v1/agent/orders/${orderId}/refund`);
+    const [o] = await srv.db.sql<{ status: string; refunded_minor: number }[]>`SELECT status, refunded_minor FROM orders WHERE id = ${orderId}`;
+    expect(o).toEqual({ status: "paid", refunded_minor: 0 });
+    expect(await srv.db.sql`SELECT id FROM order_refunds WHERE order_id = ${orderId}`).toHaveLength(0);
+    expect(await outbox(orderId)).toEqual(["pending→paid"]);
+    // The route it names is the merchant's approval path: a request, not money.
+    const ask = await srv.json(`/api/v1/agent/orders/${orderId}/refund`, { method: "POST", headers: key.headers, body: {} });
+    expect(ask.status).toBe(201);
+    expect(ask.body.data.status).toBe("PENDING_APPROVAL");
+  });
+
+  test("a key the merchant blocked cannot get a paid order's money back by canceling it: 409, no refund, as its refund request is 404", async () => {
+    const blocked = await createKey(srv, { scopes: ALL_SCOPES });
+    const paid = await checkout({ cartId: await cart(BOARD, blocked), payment_method: "MOCK" }, blocked);
+    expect(paid.status).toBe(200);
+    const orderId = paid.body.data.order_id;
+    const admin = await login(srv);
+    const block = await srv.json(`/api/v1/merchant/stores/demo-store/allowlist/${blocked.id}`, { method: "POST", headers: { authorization: `Bearer ${admin}` }, body: { status: "blocked" } });
+    expect(block.status).toBe(200);
+    const refund = await srv.json(`/api/v1/agent/orders/${orderId}/refund`, { method: "POST", headers: blocked.headers, body: { amount: 100 } });
+    expect(refund.status).toBe(404);
+    const r = await cancelOrder(orderId, blocked);
+    expect(r.status).toBe(409);
+    expect(r.body).toMatchObject({ code: "ORDER_NOT_CANCELLABLE", details: { status: "paid" } });
+    const [o] = await srv.db.sql<{ status: string; refunded_minor: number }[]>`SELECT status, refunded_minor FROM orders WHERE id = ${orderId}`;
+    expect(o).toEqual({ status: "paid", refunded_minor: 0 });
+  });
+
+  test("a canceled order asked again is 409 ORDER_NOT_CANCELLABLE with details.status canceled", async () => {
+    const id = await cart(SKILLET);
+    await checkout({ cartId: id, payment_method: "tok_needs_approval", idempotency_key: crypto.randomUUID() });
+    const [o] = await srv.db.sql<{ id: string }[]>`SELECT id FROM orders WHERE cart_id = ${id}`;
+    expect((await cancelOrder(o.id)).status).toBe(200);
+    const again = await cancelOrder(o.id);
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ success: false, code: "ORDER_NOT_CANCELLABLE", details: { status: "canceled" } });
   });

@@ -94,9 +94,12 @@ describe("a refund left APPROVED is driven again", () => {
     await until(async () => (await reminder()) === undefined);
   });
 
-  test("the agent's cancel of a paid order whose refund write failed ends canceled and REFUNDED through the reminder", async () => {
+  test("the merchant's cancel of a paid order whose refund write failed ends canceled and REFUNDED through the reminder", async () => {
     const orderId = await placeOrder(srv, key, BOARD, "tok_approve");
-    const c = await failRefundedWriteOnce(() => srv.json(`/api/v1/agent/orders/${orderId}/cancel`, { method: "POST", headers: key.headers, body: {} }));
+    // The merchant's cancel: an agent's cancel of a paid order moves no money (409 ORDER_NOT_CANCELLABLE).
+    const c = await failRefundedWriteOnce(() =>
+      srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, { method: "POST", headers: { authorization: `Bearer ${admin}` }, body: { status: "canceled" } }),
+    );
     expect(c.status).toBe(500);
     const [o] = await srv.db.sql<{ status: string; total_minor: number }[]>`SELECT status, total_minor FROM orders WHERE id = ${orderId}`;
     expect(o.status).toBe("canceled");
