@@ -49,6 +49,7 @@ export const ERROR_TABLE = {
   validation_error: e(400, "fix_arguments", false, "call", "The request does not match the endpoint's schema."),
   not_found: e(404, "fix_arguments", false, "call", "No such resource (or it belongs to another tenant)."),
   route_not_found: e(404, "fix_arguments", false, "call", "No route with that method and path."),
+  method_not_allowed: e(405, "fix_arguments", false, "call", "The path exists under other methods; the Allow header lists them."),
   conflict: e(409, "refresh_state", false, "call", "The resource is not in a state that allows this."),
   feature_not_in_tier: e(403, "different_path", false, "call", "The key's tier does not include this feature."),
   sandbox_not_allowed: e(403, "different_path", false, "call", "SANDBOX-tier keys cannot create carts or check out."),

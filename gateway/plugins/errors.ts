@@ -1,110 +1,191 @@
 /**
  * One place where failures become the spec's error envelope: ActorErrors by the code table
- * (actors/runtime/errors.ts), Elysia's validation errors as 400 `validation_error` with the failing field,
- * unknown routes as 404 `route_not_found`, malformed JSON as 400, a database outage (infra/db.ts
+ * (actors/runtime/errors.ts), Elysia's validation errors as 400 `validation_error` with the failing field and
+ * the rule it broke (validation-message.ts), unknown routes as 404 `route_not_found` and a known path with the
+ * wrong method as 405 `method_not_allowed` with `Allow` (route-table.ts), malformed JSON as 400, a database outage (infra/db.ts
  * isDatabaseUnavailable) as 503 `service_unavailable`, and anything unexpected as a 500
  * `internal_error` without a stack trace (the trace goes to the log with the request id).
  */
-import { ValueErrorType } from "@sinclair/typebox/errors";
 import { Elysia } from "elysia";
 import { ActorError, ERROR_TABLE, isInputDataError } from "../../actors/runtime/errors.ts";
 import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
 import { ECHO_MAX_CHARS, errorBody } from "../envelope.ts";
+import { parsedAsJson } from "../rest/optional-body.ts";
+import { type AppLike, decodeFailurePath, RouteTable } from "./route-table.ts";
+import { type FailedCheck, fieldOfPath, validationAnswer } from "./validation-message.ts";
 
 /** The spec's 503 row: "overload or maintenance; retry after 30 seconds". */
 const DB_RETRY_AFTER_SECONDS = 30;
 
-/** The parts of Elysia's ValidationError read here: its first TypeBox error, computed when it was thrown. */
+/** The parts of Elysia's ValidationError read here: where it failed and its first TypeBox error, computed when it was thrown. */
 interface ValidationLike {
   type?: string;
-  valueError?: { type?: number; path?: string; message?: string; value?: unknown };
+  valueError?: FailedCheck;
 }
 
-
-/** A short, bounded description of a caller's value: never its whole text (review H, finding 1). */
-function preview(v: unknown): string {
-  if (typeof v === "string") return JSON.stringify(v.length > ECHO_MAX_CHARS ? `${v.slice(0, ECHO_MAX_CHARS)}…` : v);
-  if (Array.isArray(v)) return `an array of ${v.length} item${v.length === 1 ? "" : "s"}`;
-  if (v === null) return "null";
-  if (typeof v === "object") return "an object";
-  return String(v).slice(0, ECHO_MAX_CHARS);
+/** The parts of the request context read on a failure (Elysia passes them to onError when they were reached). */
+interface FailureContext {
+  request: Request;
+  route?: string;
+  server?: unknown;
+  params?: unknown;
+  query?: unknown;
+  body?: unknown;
 }
+
+/** Each running app's route table, by its Bun server (several apps may share this plugin in one process). */
+const routeTables = new WeakMap<object, RouteTable>();
+
+const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json(?:\s*;|\s*$)/i;
 
 /**
  * The 400 for a schema failure, from the first error only. Elysia's `message` (the whole body pretty-printed) and
  * `all` (re-validates the body and copies up to 64 errors with their values) are never read: for a wide body they
  * cost hundreds of ms and echoed megabytes back to the caller (review H: a 1 MiB login body answered with 2 MB).
- * The summaries follow Elysia's (mapValueError) for the common cases, with the value cut to ECHO_MAX_CHARS.
  */
-function validationDetails(err: ValidationLike): { message: string; details: Record<string, unknown> } {
-  const first = err.valueError;
-  const path = typeof first?.path === "string" ? first.path : "";
-  const field = path ? path.replace(/^\//, "").replace(/\//g, ".") : undefined;
-  let what = typeof first?.message === "string" ? first.message.slice(0, ECHO_MAX_CHARS * 2) : "invalid value";
-  switch (first?.type) {
-    case ValueErrorType.ObjectAdditionalProperties:
-      what = field ? `Property '${field}' should not be provided` : "Value should not be provided";
-      break;
-    case ValueErrorType.ObjectRequiredProperty:
-      what = field ? `Property '${field}' is missing` : "Value is missing";
-      break;
-    case ValueErrorType.String:
-      what = `${what} but found: ${preview(first.value)}`;
-      break;
+function validationDetails(err: ValidationLike, ctx: FailureContext): { message: string; details: Record<string, unknown> } {
+  let location = err.type ?? "body";
+  let path = err.valueError?.path;
+  if (location === "property") {
+    // Elysia's t.Integer/t.Numeric check their bounds while decoding and report the bare number without its
+    // field or location: decode again against the route's declared schemas to find which one failed.
+    const schemas = ctx.server ? routeTables.get(ctx.server as object)?.schemasOf(ctx.request.method, ctx.route) : undefined;
+    location = "request";
+    for (const where of ["params", "query", "body"] as const) {
+      const found = decodeFailurePath(schemas?.[where], ctx[where]);
+      if (found !== undefined) {
+        location = where;
+        path = found + (path ?? "");
+        break;
+      }
+    }
   }
-  const location = err.type ?? "body";
+  if (location === "body" && !parsedAsJson.has(ctx.request)) {
+    // Elysia reads a text/plain or form body as something other than the JSON the agent meant, and the answer was
+    // "Property 'query' is missing" for a body that has it: say what is actually wrong.
+    const contentType = ctx.request.headers.get("content-type") ?? "";
+    if (!JSON_TYPE.test(contentType)) {
+      const shown = contentType ? `'${contentType.slice(0, ECHO_MAX_CHARS)}'` : "none";
+      const what = `the request body must be JSON sent with Content-Type: application/json (Content-Type was ${shown})`;
+      return {
+        message: `Invalid body: ${what}`,
+        details: { location, contentType: contentType ? contentType.slice(0, ECHO_MAX_CHARS) : null, expectedContentType: "application/json", errors: [{ message: what }] },
+      };
+    }
+  }
+  return validationAnswer(location, fieldOfPath(path), err.valueError);
+}
+
+/** A caller's value cut to ECHO_MAX_CHARS, the bound every 400 already keeps. */
+const cut = (s: string) => `${s.slice(0, ECHO_MAX_CHARS)}…`;
+
+/** Path segments and query values of the URL longer than the echo bound, as the handlers saw them (decoded). */
+function longUrlParts(request: Request): string[] {
+  const url = new URL(request.url);
+  const parts = new Set<string>();
+  const add = (v: string) => {
+    if (v.length > ECHO_MAX_CHARS) parts.add(v);
+  };
+  for (const seg of url.pathname.split("/")) {
+    add(seg);
+    try {
+      add(decodeURIComponent(seg));
+    } catch {
+      /* malformed escape: the raw segment is enough */
+    }
+  }
+  for (const v of url.searchParams.values()) add(v);
+  return [...parts].sort((a, b) => b.length - a.length);
+}
+
+function boundEchoes(v: unknown, long: string[], depth = 0): unknown {
+  if (typeof v === "string") {
+    let out = v;
+    for (const part of long) if (out.includes(part)) out = out.split(part).join(cut(part));
+    return out;
+  }
+  if (depth > 4 || !v || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.map((x) => boundEchoes(x, long, depth + 1));
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, boundEchoes(x, long, depth + 1)]));
+}
+
+/**
+ * An ActorError's text and details with ids from the URL cut to ECHO_MAX_CHARS: a 404 for a 16,000-character path
+ * id echoed it whole in `details` (audit E), like the 400s did before review H. Only values that came from the URL
+ * are cut, so a long value of our own (an approval URL) is left as it is.
+ */
+function boundedActorError(error: ActorError, request: Request): { message: string; details?: Record<string, unknown> } {
+  const long = longUrlParts(request);
+  if (long.length === 0) return { message: error.message, details: error.details };
   return {
-    message: field ? `Invalid ${location} field '${field}': ${what}` : `Invalid ${location}: ${what}`,
-    details: { location, ...(field ? { field } : {}), errors: [{ field, message: what }] },
+    message: boundEchoes(error.message, long) as string,
+    details: error.details === undefined ? undefined : (boundEchoes(error.details, long) as Record<string, unknown>),
   };
 }
 
-export const errors = new Elysia({ name: "errors" }).onError({ as: "global" }, ({ code, error, set, request }) => {
-  const headers = set.headers as Record<string, string>;
-  headers["content-type"] = "application/json";
-  if (error instanceof ActorError) {
-    set.status = ERROR_TABLE[error.code].http;
-    return errorBody(error.code, error.message, error.details);
-  }
-  if (isDatabaseUnavailable(error)) {
-    // An outage, not a bug: the spec's 503 service_unavailable (retryable, "retry after 30 seconds"), no stack.
-    log.warn("database unavailable", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: (error as Error).message });
-    set.status = 503;
-    headers["retry-after"] = String(DB_RETRY_AFTER_SECONDS);
-    return errorBody("service_unavailable", `The database is not answering; retry after ${DB_RETRY_AFTER_SECONDS} seconds.`, {
-      retryAfterSeconds: DB_RETRY_AFTER_SECONDS,
-      requestId: headers["x-request-id"],
-    });
-  }
-  if (isInputDataError(error)) {
-    set.status = 400;
-    return errorBody("validation_error", "A value in the request is not acceptable (for example a NUL byte or an out-of-range number).");
-  }
-  switch (code) {
-    case "VALIDATION": {
-      const { message, details } = validationDetails(error as unknown as ValidationLike);
-      set.status = 400;
-      return errorBody("validation_error", message, details);
+export const errors = new Elysia({ name: "errors" })
+  .onStart((app) => {
+    const server = (app as { server?: unknown }).server;
+    if (server && typeof server === "object") routeTables.set(server, new RouteTable(app as unknown as AppLike));
+  })
+  .onError({ as: "global" }, (ctx) => {
+    const { code, error, set, request } = ctx;
+    const headers = set.headers as Record<string, string>;
+    headers["content-type"] = "application/json";
+    if (error instanceof ActorError) {
+      set.status = ERROR_TABLE[error.code].http;
+      const bounded = boundedActorError(error, request);
+      return errorBody(error.code, bounded.message, bounded.details);
     }
-    case "PARSE":
+    if (isDatabaseUnavailable(error)) {
+      // An outage, not a bug: the spec's 503 service_unavailable (retryable, "retry after 30 seconds"), no stack.
+      log.warn("database unavailable", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: (error as Error).message });
+      set.status = 503;
+      headers["retry-after"] = String(DB_RETRY_AFTER_SECONDS);
+      return errorBody("service_unavailable", `The database is not answering; retry after ${DB_RETRY_AFTER_SECONDS} seconds.`, {
+        retryAfterSeconds: DB_RETRY_AFTER_SECONDS,
+        requestId: headers["x-request-id"],
+      });
+    }
+    if (isInputDataError(error)) {
       set.status = 400;
-      return errorBody("validation_error", "Request body is not valid JSON.", { location: "body" });
-    case "NOT_FOUND":
-      set.status = 404;
-      return errorBody("route_not_found", `No route for ${request.method} ${new URL(request.url).pathname}.`);
-    case "INVALID_COOKIE_SIGNATURE":
-      set.status = 401;
-      return errorBody("unauthorized", "Invalid session cookie.");
-    default: {
-      const status = (error as { status?: number })?.status;
-      if (typeof status === "number" && status >= 400 && status < 500) {
-        set.status = status;
-        return errorBody(status === 413 ? "payload_too_large" : "validation_error", (error as Error).message || "Bad request.");
+      return errorBody("validation_error", "A value in the request is not acceptable (for example a NUL byte or an out-of-range number).");
+    }
+    switch (code) {
+      case "VALIDATION": {
+        const { message, details } = validationDetails(error as unknown as ValidationLike, ctx as unknown as FailureContext);
+        set.status = 400;
+        return errorBody("validation_error", message, details);
       }
-      log.error("unhandled error", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: error as Error, stack: (error as Error)?.stack });
-      set.status = 500;
-      return errorBody("internal_error", "Internal server error.", { requestId: headers["x-request-id"] });
+      case "PARSE":
+        set.status = 400;
+        return errorBody("validation_error", "Request body is not valid JSON.", { location: "body" });
+      case "NOT_FOUND": {
+        const pathname = new URL(request.url).pathname;
+        const allowed = ctx.server ? (routeTables.get(ctx.server)?.allowedMethods(pathname) ?? []) : [];
+        const shownPath = pathname.length > ECHO_MAX_CHARS ? cut(pathname) : pathname;
+        if (allowed.length > 0) {
+          // the path exists under other methods: say which (RFC 9110 405 + Allow), so the agent fixes the method
+          set.status = 405;
+          headers.allow = allowed.join(", ");
+          return errorBody("method_not_allowed", `${request.method} is not allowed on ${shownPath}; use ${allowed.join(" or ")}.`, { method: request.method, allowed });
+        }
+        set.status = 404;
+        return errorBody("route_not_found", `No route for ${request.method} ${shownPath}.`);
+      }
+      case "INVALID_COOKIE_SIGNATURE":
+        set.status = 401;
+        return errorBody("unauthorized", "Invalid session cookie.");
+      default: {
+        const status = (error as { status?: number })?.status;
+        if (typeof status === "number" && status >= 400 && status < 500) {
+          set.status = status;
+          return errorBody(status === 413 ? "payload_too_large" : "validation_error", (error as Error).message || "Bad request.");
+        }
+        log.error("unhandled error", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: error as Error, stack: (error as Error)?.stack });
+        set.status = 500;
+        return errorBody("internal_error", "Internal server error.", { requestId: headers["x-request-id"] });
+      }
     }
-  }
-});
+  });

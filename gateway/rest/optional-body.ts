@@ -5,7 +5,11 @@
  * so a truncated `{"amount": 100` must not silently become it. Empty is no body; anything else, whatever its content
  * type, must be a JSON object (a parse error here is the envelope's 400 validation_error).
  */
+/** Requests whose body this parser read as JSON whatever their content type (the error plugin then blames a field, not the type). */
+export const parsedAsJson = new WeakSet<Request>();
+
 export async function optionalObjectBody({ request }: { request: Request }): Promise<Record<string, unknown>> {
+  parsedAsJson.add(request);
   const text = await request.text();
   if (!text.trim()) return {};
   const v: unknown = JSON.parse(text);

@@ -7,47 +7,68 @@ import { Elysia, t } from "elysia";
 import { fail } from "../../actors/runtime/errors.ts";
 import { getSearchService } from "../../search/service.ts";
 import type { SortOrder, VerificationLevel } from "../../search/ranking.ts";
-import { errorResponses } from "../envelope.ts";
+import { ECHO_MAX_CHARS, errorResponses } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
+import { CodePointString, codePointLength } from "../plugins/schema-formats.ts";
 import type { Services } from "../services.ts";
+
+/** Longest `filters.category` accepted: it is echoed back in queryMeta, and no category name comes close. */
+export const SEARCH_CATEGORY_MAX_CHARS = 200;
+export const SEARCH_QUERY_MAX_CHARS = 500;
+/** Deepest page served: past it a page is empty anyway (the candidate window is 1,000), and 1e308 is no integer meta. */
+export const SEARCH_PAGE_MAX = 10_000;
 
 export const SearchFilters = t.Object(
   {
     minPrice: t.Optional(t.Number({ minimum: 0 })),
     maxPrice: t.Optional(t.Number({ minimum: 0 })),
-    category: t.Optional(t.String()),
+    category: t.Optional(CodePointString({ maxLength: SEARCH_CATEGORY_MAX_CHARS, description: `At most ${SEARCH_CATEGORY_MAX_CHARS} characters; case-, accent- and punctuation-insensitive equality.` })),
     inStock: t.Optional(t.Boolean({ default: true })),
     minTrustScore: t.Optional(t.Number({ minimum: 0, maximum: 1 })),
     verificationLevel: t.Optional(t.Union([t.Literal("BASIC"), t.Literal("STANDARD"), t.Literal("PREMIUM"), t.Literal("QUALIFIED")])),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: "Unknown filter names are refused (400 with details.allowed)." },
 );
 
-export const SEARCH_QUERY_MAX_CHARS = 500;
+/** The filter names SearchFilters knows, in its order. */
+export const SEARCH_FILTER_NAMES: readonly string[] = Object.keys(SearchFilters.properties);
 
-/** Characters as a person counts them (code points), not UTF-16 units. */
-export function codePointLength(s: string): number {
-  let n = 0;
-  for (const _ of s) n++;
-  return n;
-}
+export { codePointLength };
 
 export const SearchRequest = t.Object(
   {
-    // The spec bounds the query at 500 characters; the handler counts code points (like the refund reason), so
-    // the schema only caps UTF-16 units at twice that (an emoji is two units, one character).
-    query: t.String({ minLength: 1, maxLength: 2 * SEARCH_QUERY_MAX_CHARS, description: "1 to 500 characters (Unicode code points)" }),
+    query: CodePointString({ minLength: 1, maxLength: SEARCH_QUERY_MAX_CHARS, description: `1 to ${SEARCH_QUERY_MAX_CHARS} characters (Unicode code points)` }),
     filters: t.Optional(SearchFilters),
     sort: t.Optional(
       t.Union([t.Literal("relevance"), t.Literal("price_asc"), t.Literal("price_desc"), t.Literal("trust_score"), t.Literal("newest")], {
         default: "relevance",
       }),
     ),
-    page: t.Optional(t.Integer({ minimum: 1, default: 1 })),
+    page: t.Optional(t.Integer({ minimum: 1, maximum: SEARCH_PAGE_MAX, default: 1, description: `1 to ${SEARCH_PAGE_MAX.toLocaleString("en-US")}` })),
     limit: t.Optional(t.Integer({ minimum: 1, default: 20, description: "1 to 100; anything above 100 is served as 100." })),
   },
   { additionalProperties: true },
 );
+
+/**
+ * Refuses a `filters` key SearchFilters does not know. The gateway's normaliser (TypeBox Clean) would drop it
+ * before validation, so `max_price` (the MCP argument name) searched unfiltered with a 200 (audit E); MCP
+ * search_products already refuses unknown arguments the same way. Runs on the raw body, before the normaliser.
+ */
+export function refuseUnknownFilters(raw: unknown): void {
+  if (!raw || typeof raw !== "object") return;
+  const filters = (raw as Record<string, unknown>).filters;
+  if (!filters || typeof filters !== "object" || Array.isArray(filters)) return;
+  for (const name of Object.keys(filters)) {
+    if (SEARCH_FILTER_NAMES.includes(name)) continue;
+    const shown = name.length > ECHO_MAX_CHARS ? `${name.slice(0, ECHO_MAX_CHARS)}…` : name;
+    throw fail("validation_error", `Invalid body field 'filters.${shown}': unknown filter; allowed: ${SEARCH_FILTER_NAMES.join(", ")}`, {
+      location: "body",
+      field: `filters.${shown}`,
+      allowed: [...SEARCH_FILTER_NAMES],
+    });
+  }
+}
 
 /** The spec's `deduplicate`: read from the raw body, outside the validated schema; only `true` (or "true") turns it on. */
 export function rawDeduplicate(raw: unknown): boolean {
@@ -63,9 +84,6 @@ export function searchRoutes(svc: Services) {
     .post(
       "/api/v1/agent/search",
       async ({ body, request }) => {
-        if (codePointLength(body.query) > SEARCH_QUERY_MAX_CHARS) {
-          throw fail("validation_error", `Invalid body field 'query': at most ${SEARCH_QUERY_MAX_CHARS} characters`, { location: "body", field: "query" });
-        }
         const f = body.filters;
         if (f?.minPrice !== undefined && f.maxPrice !== undefined && f.minPrice > f.maxPrice) {
           throw fail("validation_error", "Invalid body field 'filters.maxPrice': must be >= filters.minPrice", { location: "body", field: "filters.maxPrice" });
@@ -87,6 +105,7 @@ export function searchRoutes(svc: Services) {
       {
         // runs before validation: the raw body still holds every field the caller sent
         transform({ body, request }) {
+          refuseUnknownFilters(body);
           rawFlags.set(request, rawDeduplicate(body));
         },
         body: SearchRequest,

@@ -1,0 +1,193 @@
+/**
+ * The text and details of a schema-failure 400, read from the TypeBox schema that failed: an agent told only
+ * "Expected union value" cannot tell what to send instead (audit E). Enums name their allowed values
+ * (`details.allowed`), numbers their bounds (`details.minimum`/`maximum`), strings their length bounds, so every
+ * route gets the same answer for the same kind of schema without special cases.
+ */
+import { ValueErrorType } from "@sinclair/typebox/errors";
+import { ECHO_MAX_CHARS } from "../envelope.ts";
+
+/** The parts of a TypeBox ValueError read here. */
+export interface FailedCheck {
+  type?: number;
+  path?: string;
+  message?: string;
+  value?: unknown;
+  schema?: unknown;
+}
+
+/** A schema as plain JSON Schema keywords (TypeBox schemas are that, plus symbols). */
+interface SchemaLike {
+  type?: string | string[];
+  const?: unknown;
+  enum?: unknown[];
+  anyOf?: SchemaLike[];
+  format?: string;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  properties?: Record<string, unknown>;
+}
+
+/** What a value must be: a phrase for the message and the machine-readable facts for `details`. */
+export interface Rule {
+  text: string;
+  facts: Record<string, unknown>;
+}
+
+/** A short, bounded description of a caller's value: never its whole text (review H, finding 1). */
+export function preview(v: unknown): string {
+  if (typeof v === "string") return JSON.stringify(v.length > ECHO_MAX_CHARS ? `${v.slice(0, ECHO_MAX_CHARS)}…` : v);
+  if (Array.isArray(v)) return `an array of ${v.length} item${v.length === 1 ? "" : "s"}`;
+  if (v === null) return "null";
+  if (typeof v === "object") return "an object";
+  return String(v).slice(0, ECHO_MAX_CHARS);
+}
+
+function asSchema(s: unknown): SchemaLike | undefined {
+  return s && typeof s === "object" ? (s as SchemaLike) : undefined;
+}
+
+const isNumeric = (s: SchemaLike) => s.type === "integer" || s.type === "number";
+
+function quote(v: unknown): string {
+  return typeof v === "string" ? `'${v}'` : String(v);
+}
+
+function listed(values: unknown[]): string {
+  return values.map(quote).join(", ");
+}
+
+function numberRule(s: SchemaLike): Rule {
+  const kind = s.type === "integer" ? "an integer" : "a number";
+  const facts: Record<string, unknown> = { type: s.type };
+  const low = s.minimum !== undefined ? { n: s.minimum, op: "≥" } : s.exclusiveMinimum !== undefined ? { n: s.exclusiveMinimum, op: ">" } : undefined;
+  const high = s.maximum !== undefined ? { n: s.maximum, op: "≤" } : s.exclusiveMaximum !== undefined ? { n: s.exclusiveMaximum, op: "<" } : undefined;
+  for (const k of ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"] as const) if (s[k] !== undefined) facts[k] = s[k];
+  if (low?.op === "≥" && high?.op === "≤") return { text: `${kind} from ${low.n} to ${high.n}`, facts };
+  const bounds = [low, high].filter((b) => b !== undefined).map((b) => `${b.op} ${b.n}`);
+  return { text: [kind, bounds.join(" and ")].filter(Boolean).join(" "), facts };
+}
+
+function stringRule(s: SchemaLike): Rule {
+  const facts: Record<string, unknown> = { type: "string" };
+  if (s.minLength !== undefined) facts.minLength = s.minLength;
+  if (s.maxLength !== undefined) facts.maxLength = s.maxLength;
+  const chars = (n: number) => `${n} character${n === 1 ? "" : "s"}`;
+  let text = "a string";
+  if (s.minLength !== undefined && s.maxLength !== undefined) text = `a string of ${s.minLength} to ${chars(s.maxLength)}`;
+  else if (s.maxLength !== undefined) text = `a string of at most ${chars(s.maxLength)}`;
+  else if (s.minLength !== undefined) text = `a string of at least ${chars(s.minLength)}`;
+  if (s.format) facts.format = s.format;
+  return { text, facts };
+}
+
+/**
+ * The rule a schema states, or undefined when it says nothing more useful than TypeBox's own message.
+ * Elysia's t.Integer/t.Numeric are unions of the number and a numeric string (for query strings); the string twin
+ * is the same rule, so it is left out of the description.
+ */
+export function describeSchema(schema: unknown): Rule | undefined {
+  const s = asSchema(schema);
+  if (!s) return undefined;
+  if ("const" in s) return { text: quote(s.const), facts: { allowed: [s.const] } };
+  if (Array.isArray(s.enum)) return { text: `one of ${listed(s.enum)}`, facts: { allowed: [...s.enum] } };
+  if (Array.isArray(s.anyOf)) {
+    let members = s.anyOf.filter((m): m is SchemaLike => !!asSchema(m));
+    if (members.some(isNumeric)) members = members.filter((m) => !(m.type === "string" && (m.format === "integer" || m.format === "numeric")));
+    if (members.length > 0 && members.every((m) => "const" in m)) {
+      const allowed = members.map((m) => m.const);
+      return { text: allowed.length === 1 ? quote(allowed[0]) : `one of ${listed(allowed)}`, facts: { allowed } };
+    }
+    const rules = members.map(describeSchema);
+    if (rules.length === 0 || rules.some((r) => r === undefined)) return undefined;
+    if (rules.length === 1) return rules[0];
+    return { text: rules.map((r) => r!.text).join(" or "), facts: {} };
+  }
+  if (isNumeric(s)) return numberRule(s);
+  if (s.type === "string") return stringRule(s);
+  if (s.type === "boolean") return { text: "true or false", facts: { type: "boolean" } };
+  if (s.type === "object") return { text: "an object", facts: { type: "object" } };
+  if (s.type === "array") return { text: "an array", facts: { type: "array" } };
+  if (s.type === "null") return { text: "null", facts: { type: "null" } };
+  return undefined;
+}
+
+/** Value errors whose message is better said as the schema's rule. */
+const RULE_ERRORS = new Set<number>([
+  ValueErrorType.Union,
+  ValueErrorType.Kind,
+  ValueErrorType.Literal,
+  ValueErrorType.Boolean,
+  ValueErrorType.Object,
+  ValueErrorType.Array,
+  ValueErrorType.Integer,
+  ValueErrorType.IntegerMinimum,
+  ValueErrorType.IntegerMaximum,
+  ValueErrorType.IntegerExclusiveMinimum,
+  ValueErrorType.IntegerExclusiveMaximum,
+  ValueErrorType.Number,
+  ValueErrorType.NumberMinimum,
+  ValueErrorType.NumberMaximum,
+  ValueErrorType.NumberExclusiveMinimum,
+  ValueErrorType.NumberExclusiveMaximum,
+  ValueErrorType.StringMinLength,
+  ValueErrorType.StringMaxLength,
+]);
+
+/** The property names an object schema allows, for an "unknown property" answer. */
+export function allowedProperties(schema: unknown): string[] | undefined {
+  const props = asSchema(schema)?.properties;
+  return props && typeof props === "object" ? Object.keys(props) : undefined;
+}
+
+export interface ValidationAnswer {
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/**
+ * The 400 for one failed check. `location` is where the value came from (body, query, params, headers);
+ * `field` the dotted path inside it, when known. `parentSchema` is the object schema holding the field (for an
+ * unknown property, whose allowed siblings are then listed).
+ */
+export function validationAnswer(location: string, field: string | undefined, check: FailedCheck | undefined, parentSchema?: unknown): ValidationAnswer {
+  let what = typeof check?.message === "string" ? check.message.slice(0, ECHO_MAX_CHARS * 2) : "invalid value";
+  let facts: Record<string, unknown> = {};
+  switch (check?.type) {
+    case ValueErrorType.ObjectAdditionalProperties: {
+      what = field ? `Property '${field}' should not be provided` : "Value should not be provided";
+      const allowed = allowedProperties(parentSchema);
+      if (allowed) {
+        what += `; allowed: ${allowed.join(", ")}`;
+        facts = { allowed };
+      }
+      break;
+    }
+    case ValueErrorType.ObjectRequiredProperty:
+      what = field ? `Property '${field}' is missing` : "Value is missing";
+      break;
+    case ValueErrorType.String:
+      what = `${what} but found: ${preview(check.value)}`;
+      break;
+    default: {
+      const rule = check?.type !== undefined && RULE_ERRORS.has(check.type) ? describeSchema(check.schema) : undefined;
+      if (rule) {
+        what = `must be ${rule.text} (got ${preview(check?.value)})`;
+        facts = rule.facts;
+      }
+    }
+  }
+  return {
+    message: field ? `Invalid ${location} field '${field}': ${what}` : `Invalid ${location}: ${what}`,
+    details: { location, ...(field ? { field } : {}), ...facts, errors: [{ field, message: what }] },
+  };
+}
+
+/** TypeBox paths ("/filters/minPrice", "/items/0/quantity") as the dotted field names our errors use. */
+export function fieldOfPath(path: string | undefined): string | undefined {
+  return path ? path.replace(/^\//, "").replace(/\//g, ".") || undefined : undefined;
+}
