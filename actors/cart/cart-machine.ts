@@ -13,10 +13,13 @@
  * - COMPLETED  every store of the cart was paid; terminal.
  * - EXPIRED    idle for CART_TTL_MS while OPEN; terminal (the spec's CART_NOT_FOUND "or expired").
  * - ABANDONED  discarded by its owner; terminal. (The `checkout.abandoned` webhook is about sessions, not this.)
+ * - REPLACED   an edit (MCP update_cart_item / remove_cart_item) made a new cart from this one; terminal. The old id
+ *              must not stay payable beside the new one (two open carts for one intent), so every write, preview and
+ *              payment is CART_NOT_MUTABLE naming `replacedBy`; reads still answer, with the replacement's id.
  */
 import { fail } from "../runtime/errors.ts";
 
-export const CART_STATUSES = ["OPEN", "CHECKOUT", "COMPLETED", "EXPIRED", "ABANDONED"] as const;
+export const CART_STATUSES = ["OPEN", "CHECKOUT", "COMPLETED", "EXPIRED", "ABANDONED", "REPLACED"] as const;
 export type CartStatus = (typeof CART_STATUSES)[number];
 
 export const CART_EVENTS = [
@@ -27,6 +30,7 @@ export const CART_EVENTS = [
   "complete", // every store's payment captured
   "expire", // idle past expiresAt
   "discard", // owner threw the cart away
+  "replace", // an edit created a new cart in its place (the new id is kept as `replacedBy`)
 ] as const;
 export type CartEvent = (typeof CART_EVENTS)[number];
 
@@ -38,11 +42,11 @@ export type CartEvent = (typeof CART_EVENTS)[number];
  */
 export const CART_TTL_MS = 24 * 60 * 60 * 1000;
 
-export const TERMINAL_CART_STATUSES: ReadonlySet<CartStatus> = new Set(["COMPLETED", "EXPIRED", "ABANDONED"]);
+export const TERMINAL_CART_STATUSES: ReadonlySet<CartStatus> = new Set(["COMPLETED", "EXPIRED", "ABANDONED", "REPLACED"]);
 
 /** status × event → next status. A missing cell is an illegal move. */
 export const CART_TRANSITIONS: Readonly<Record<CartStatus, Readonly<Partial<Record<CartEvent, CartStatus>>>>> = {
-  OPEN: { mutate: "OPEN", change_shipping: "OPEN", start_checkout: "CHECKOUT", expire: "EXPIRED", discard: "ABANDONED" },
+  OPEN: { mutate: "OPEN", change_shipping: "OPEN", start_checkout: "CHECKOUT", expire: "EXPIRED", discard: "ABANDONED", replace: "REPLACED" },
   // A live checkout session governs the cart: it never expires under a payment; the session's own expiry
   // sends `end_checkout` first, and the cart may then expire from OPEN. Whether a shipping change is allowed
   // in CHECKOUT is the session's call (only while it is OPEN or READY_FOR_PAYMENT).
@@ -50,6 +54,7 @@ export const CART_TRANSITIONS: Readonly<Record<CartStatus, Readonly<Partial<Reco
   COMPLETED: {},
   EXPIRED: {},
   ABANDONED: {},
+  REPLACED: {},
 };
 
 export interface CartHeader {
@@ -57,6 +62,8 @@ export interface CartHeader {
   revision: number;
   updatedAt: number;
   expiresAt: number;
+  /** The cart that replaced this one (status REPLACED); absent otherwise. */
+  replacedBy?: string;
 }
 
 export function newCartHeader(now: number): CartHeader {
@@ -82,6 +89,8 @@ export function assertCartMutable(cart: CartHeader, now: number, expectedRevisio
     revision: cart.revision,
     ...(expectedRevision === undefined ? {} : { expected_revision: expectedRevision }),
   });
+  // replaced first: a stale revision of a replaced cart is best answered with the cart to use instead
+  assertNotReplaced(cart);
   if (expectedRevision !== undefined && expectedRevision !== cart.revision) {
     throw fail("CART_NOT_MUTABLE", "The cart was modified since it was read.", details("stale_revision"));
   }
@@ -95,10 +104,25 @@ export function assertCartMutable(cart: CartHeader, now: number, expectedRevisio
 }
 
 /**
+ * A replaced cart refuses everything but reads, and says which cart to use instead: an agent that kept the old id
+ * learns the new one rather than forking a third cart or paying the stale one.
+ */
+export function assertNotReplaced(cart: CartHeader): void {
+  if (cart.status !== "REPLACED") return;
+  throw fail("CART_NOT_MUTABLE", `The cart was replaced by cart ${cart.replacedBy ?? "(unknown)"}; use that cart_id.`, {
+    reason: "replaced",
+    status: cart.status,
+    revision: cart.revision,
+    replaced_by_cart_id: cart.replacedBy ?? null,
+  });
+}
+
+/**
  * Apply one event. `mutate` is guarded by `assertCartMutable`; other illegal moves are CART_NOT_MUTABLE too
  * (409, refresh state) because for a caller they mean the same thing: the cart is not where you thought.
  */
 export function applyCartEvent<C extends CartHeader>(cart: C, event: CartEvent, now: number, expectedRevision?: number): C {
+  assertNotReplaced(cart);
   if (event === "mutate") assertCartMutable(cart, now, expectedRevision);
   else if (expectedRevision !== undefined && expectedRevision !== cart.revision) {
     throw fail("CART_NOT_MUTABLE", "The cart was modified since it was read.", {

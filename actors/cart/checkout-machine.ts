@@ -195,8 +195,9 @@ export type CompleteDecision =
  * What a complete_checkout call may do, from the session and the key it carries.
  * - the first call binds the key; the binding is permanent for the session;
  * - a different key → IDEMPOTENCY_KEY_CONFLICT (stop: another purchase attempt is bound here);
- * - the same key while running (IN_PROGRESS) or done (COMPLETED) → CHECKOUT_ALREADY_IN_PROGRESS, with
- *   `details.order_ids` when done so the caller returns the existing orders;
+ * - the same key while running (IN_PROGRESS) or done (COMPLETED) → CHECKOUT_ALREADY_IN_PROGRESS; when done,
+ *   `details` carry `order_ids` and the completion's receipt (`receipt`: orders with status, totals, capture
+ *   references) so a retry after a lost answer gets the existing orders (spec: "the existing order is returned");
  * - the same key after a rollback (READY_FOR_PAYMENT) starts a new attempt: the spec's "retry the same call";
  * - the same key while PENDING_EXTERNAL_CONFIRMATION resumes; while SETTLEMENT_UNKNOWN reconciles;
  * - a finished session (FAILED, EXPIRED, CANCELED) → SESSION_INACTIVE; OPEN → PRECONDITION_NOT_MET.
@@ -205,6 +206,7 @@ export function decideComplete(
   session: Pick<CheckoutSessionHeader, "status" | "idempotencyKey">,
   idempotencyKey: unknown,
   orderIds: readonly string[] = [],
+  receipt: Readonly<Record<string, unknown>> = {},
 ): CompleteDecision {
   assertIdempotencyKey(idempotencyKey);
   const { status } = session;
@@ -222,7 +224,8 @@ export function decideComplete(
     case "IN_PROGRESS":
       throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "A payment for this checkout session is running.", { status });
     case "COMPLETED":
-      throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "This checkout session is completed; the existing orders are returned.", {
+      throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "This checkout session is completed; the existing orders are returned in details (nothing was charged again).", {
+        ...receipt,
         status,
         order_ids: [...orderIds],
       });

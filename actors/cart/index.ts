@@ -17,6 +17,7 @@ import { bootHooks } from "../../infra/boot-hooks.ts";
 import type { Config } from "../../infra/config.ts";
 import type { Sql } from "../../infra/db.ts";
 import { railFor, type RailName } from "../payments/card-rails.ts";
+import { SANDBOX_TOKENS } from "../payments/card-sandbox.ts";
 import { assertCapturedAmount, type ChargeResult, type PaymentRail } from "../payments/rail.ts";
 import { evaluateRisk, parseRiskMode, riskGateError, type RiskResult } from "../payments/risk-gate.ts";
 import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
@@ -42,7 +43,7 @@ import { shippingZonesOfStores } from "../store/reads.ts";
 import { approveReconcileRefund, clearReconciliation, findReconcileRefund, lockFlaggedOrder, recordReconcileRefund } from "../store/reconcile.ts";
 import type { ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
-import { applyCartEvent, assertCartMutable, isCartExpired, newCartHeader, type CartHeader } from "./cart-machine.ts";
+import { applyCartEvent, assertCartMutable, assertNotReplaced, isCartExpired, newCartHeader, type CartHeader } from "./cart-machine.ts";
 import {
   applyCheckoutEvent,
   bindIdempotencyKey,
@@ -69,7 +70,9 @@ import {
   type MerchantTotalsView,
   type MoneyView,
   type PendingView,
+  type PrecheckView,
   type PreviewView,
+  type PreviewWarning,
   type ResolveCaptureBody,
   type ResolveCaptureView,
   type ShippingChoiceInput,
@@ -407,6 +410,7 @@ function cartView(state: CartState, totals: CartTotals): CartView {
     shipping: cart.shipping ? { country_code: cart.shipping.countryCode, postal_code: cart.shipping.postalCode, selected_options: { ...cart.shipping.choices } } : null,
     checkout_session_id: liveOrCompletedSession(state)?.id ?? null,
     checkout_status: liveOrCompletedSession(state)?.status ?? null,
+    ...(cart.replacedBy ? { replaced_by_cart_id: cart.replacedBy } : {}),
     created_at: new Date(cart.createdAt).toISOString(),
     updated_at: new Date(cart.updatedAt).toISOString(),
     expires_at: new Date(cart.expiresAt).toISOString(),
@@ -441,7 +445,28 @@ function previewView(state: CartState, priced: Priced): PreviewView {
     stock_warnings: priced.state.stores.flatMap((st) =>
       st.lines.filter((l) => l.available !== null && l.available < l.quantity).map((l) => ({ product_id: l.productId, requested: l.quantity, available: l.available })),
     ),
+    warnings: eligibilityWarnings(storesOf(priced), t.stores.map((st) => st.storeId)),
   };
+}
+
+/**
+ * The merchants a payment would refuse as NOT_ELIGIBLE (the same test as assertStoresPayable), said at preview: the
+ * agent learns it before it shows the human a total to approve, not after.
+ */
+function eligibilityWarnings(stores: Map<string, CatalogLine["store"]>, slugs: readonly string[]): PreviewWarning[] {
+  return slugs.flatMap((slug): PreviewWarning[] => {
+    const store = stores.get(slug);
+    if (!store || !store.eligible) return [{ code: "NOT_ELIGIBLE", reason: "merchant_not_eligible", merchant_slug: slug, message: `Merchant ${slug} is not available to agents; a payment will be refused.` }];
+    if (store.trustScore !== null && agentCheckoutAllowed(store.trustScore)) return [];
+    return [{
+      code: "NOT_ELIGIBLE",
+      reason: "trust_below_agent_threshold",
+      merchant_slug: slug,
+      message: `Merchant ${slug} is below the agent checkout threshold; a payment will be refused (NOT_ELIGIBLE). The human may buy on the merchant's own site.`,
+      trust_score: store.trustScore,
+      threshold: AGENT_THRESHOLD,
+    }];
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -458,6 +483,38 @@ function ownSession(ctx: Ctx, sessionId: string): SessionState {
   const s = ctx.state.session;
   if (!s || s.id !== sessionId) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session for this cart.", { checkout_session_id: sessionId });
   return s;
+}
+
+/**
+ * assertCartMutable, and for a cart frozen by its checkout session the way out: the session's id, and that
+ * cancelling it unfreezes the cart (or, while money may move, that it must finish first).
+ */
+function assertCartWritable(ctx: Ctx, cart: CartRecord, now: number, expectedRevision?: number): void {
+  try {
+    assertCartMutable(cart, now, expectedRevision);
+  } catch (err) {
+    const s = ctx.state.session;
+    if (!(err instanceof ActorError) || err.details?.reason !== "checkout_in_progress" || !s || TERMINAL_CHECKOUT_STATUSES.has(s.status)) throw err;
+    const paying = s.status === "IN_PROGRESS" || s.status === "SETTLEMENT_UNKNOWN";
+    throw fail(
+      "CART_NOT_MUTABLE",
+      paying
+        ? `The cart is frozen by checkout session ${s.id}, whose payment is running (${s.status}); it accepts no changes until the payment has finished.`
+        : `The cart is frozen by checkout session ${s.id} (${s.status}). Cancel that session to unfreeze the cart (REST: POST /api/v1/agent/checkout/${s.id}/cancel; MCP: cancel_checkout), then change the cart and preview again; or pay the session as previewed.`,
+      { ...err.details, checkout_session_id: s.id, checkout_status: s.status },
+    );
+  }
+}
+
+/**
+ * A message addressed by checkout session id (complete, cancel): a missing cart or another key's reads as no such
+ * session. The caller named a session, not a cart, so the answer neither names the cart nor tells it apart from
+ * a session that never existed.
+ */
+function ownSessionOfCart(ctx: Ctx, keyId: string, sessionId: string): SessionState {
+  const cart = ctx.state.cart;
+  if (!cart || cart.keyId !== keyId) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session; preview the cart to start one.", { checkout_session_id: sessionId });
+  return ownSession(ctx, sessionId);
 }
 
 /** Sandbox test hook (docs/checkout.md): the processor captures, then our order write is made to fail. */
@@ -522,6 +579,7 @@ function sameChoices(a: Readonly<Record<string, string>>, b: Readonly<Record<str
  */
 async function chooseCartShipping(ctx: Ctx, keyId: string, input: ShippingChoiceInput, expectedRevision?: number): Promise<{ priced: Priced; zones: Map<string, ShippingZone[]> }> {
   const cart = ownCart(ctx, keyId);
+  assertNotReplaced(cart);
   const now = ctx.now();
   const slugs = [...new Set(cart.items.map((i) => i.storeSlug))];
   const zones = await shippingZonesOfStores(ctx.sql, slugs);
@@ -565,6 +623,7 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shi
     expectedRevision = undefined; // checked by the choice; the choice itself may have moved the revision on
   }
   const cart = ownCart(ctx, keyId);
+  assertNotReplaced(cart);
   const now = ctx.now();
   if (expectedRevision !== undefined && expectedRevision !== cart.revision) assertCartMutable(cart, now, expectedRevision);
   const live = ctx.state.session && !TERMINAL_CHECKOUT_STATUSES.has(ctx.state.session.status) ? ctx.state.session : null;
@@ -638,6 +697,24 @@ function storesOf(priced: Priced): Map<string, CatalogLine["store"]> {
   return m;
 }
 
+/** What the card rail (the sandbox processor, actors/payments/card-sandbox.ts) accepts as a payment method. */
+const VALID_TEST_TOKENS: readonly string[] = Object.values(SANDBOX_TOKENS);
+
+/**
+ * A card token the sandbox processor does not know is a mistake in the call, not a decline: refused before any
+ * stock is held or any intent created, naming the tokens that work (the processor would only say "declined").
+ */
+function assertSandboxToken(body: CheckoutBody, storeId: string, token: string): void {
+  if (VALID_TEST_TOKENS.includes(token)) return;
+  const field = body.paymentMethods?.[storeId] !== undefined ? `payment_methods.${storeId}` : "payment_method";
+  throw fail("INVALID_ARGUMENT", `${field} is not a sandbox test token; use one of ${VALID_TEST_TOKENS.join(", ")}. Nothing was held or charged.`, {
+    field,
+    reason: "invalid_test_token",
+    valid_tokens: [...VALID_TEST_TOKENS],
+    merchant_slug: storeId,
+  });
+}
+
 /** Store-level preconditions for paying each unpaid leg on this rail. */
 function assertStoresPayable(session: SessionState, stores: Map<string, CatalogLine["store"]>, body: CheckoutBody, rail: RailName): Record<string, string> {
   const tokens: Record<string, string> = {};
@@ -670,6 +747,7 @@ function assertStoresPayable(session: SessionState, stores: Map<string, CatalogL
       continue;
     }
     const token = tokenFor(body, leg, store);
+    assertSandboxToken(body, leg.storeId, token);
     if (token === "MOCK" ? !store.paymentMethods.includes("MOCK") : !store.paymentMethods.includes("card")) {
       throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `Merchant ${leg.storeId} does not accept ${token === "MOCK" ? "MOCK payments" : "cards"}.`, {
         merchant_slug: leg.storeId,
@@ -738,6 +816,19 @@ function completedView(ctx: Ctx, s: SessionState): CompletedView {
       ? { mode: s.risk.mode, decision: s.risk.decision, signals: s.risk.signals.map((x) => ({ rule_code: x.rule_code, decision: x.decision })) }
       : { mode: "observe", decision: "allow", signals: [] },
   };
+}
+
+/**
+ * What the completing call answered (completedView), for a retry with the same key: the orders as they stand now
+ * (a merchant may have fulfilled or canceled one since), with the totals and capture references paid.
+ */
+async function completedReceipt(ctx: Ctx, s: SessionState): Promise<Record<string, unknown>> {
+  const view = completedView(ctx, s);
+  const ids = view.orders.map((o) => o.order_id);
+  const rows = ids.length ? await ctx.sql<{ id: string; status: string }[]>`SELECT id, status FROM orders WHERE id IN ${ctx.sql(ids)}` : [];
+  const now = new Map(rows.map((r) => [r.id, r.status]));
+  const { status: _completed, ...rest } = view;
+  return { ...rest, orders: view.orders.map((o) => ({ ...o, status: now.get(o.order_id) ?? o.status })) };
 }
 
 function capturedOrderIds(s: SessionState): string[] {
@@ -1047,8 +1138,53 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
   return moved;
 }
 
+/**
+ * `complete`'s refusals that need no hold and no charge, in the same order, without doing anything (the `precheck`
+ * message). A finished session is only reported: what `complete` answers for it is its own business (idempotent
+ * replays), and no payment can start from it.
+ */
+async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string }): Promise<PrecheckView> {
+  const cart = ownCart(ctx, body.keyId);
+  assertNotReplaced(cart);
+  const s = ownSession(ctx, body.sessionId);
+  const now = ctx.now();
+  const priced = await price(ctx, cart);
+  const answer = (): PrecheckView => ({ cart: cartView(ctx.state, priced.totals), session: { id: s.id, status: s.status } });
+  if (TERMINAL_CHECKOUT_STATUSES.has(s.status)) return answer();
+  if (LIVE_WAITING.has(s.status) && s.expiresAt !== null && now >= s.expiresAt) {
+    throw fail("CHECKOUT_SESSION_NOT_FOUND", "The checkout session has expired; preview the cart again.", { checkout_session_id: s.id, status: "EXPIRED" });
+  }
+  if (s.status === "OPEN") {
+    throw fail("PRECONDITION_NOT_MET", "The cart's shipping changed after the preview; call preview_checkout again and show the new totals.", {
+      status: "OPEN",
+      required_step: "preview_checkout",
+      checkout_session_id: s.id,
+    });
+  }
+  const decision = decideComplete(s, body.idempotencyKey ?? s.idempotencyKey ?? derivedUuid("idempotency.v1", s.id), capturedOrderIds(s));
+  if (decision.action !== "start") return answer();
+  assertShippingQuoted(cart, priced);
+  let session = s;
+  try {
+    const ok = assertStateExecutable(previewedOf(s), priced.state, body.reconfirmedStateHash ?? null);
+    if (ok.reconfirmed) {
+      const repriced = withPricing(s, priced);
+      session = { ...repriced, legs: s.legs.map((leg) => (leg.status !== "unpaid" ? leg : { ...leg, amountMinor: totalsOf(repriced).stores.find((x) => x.storeId === leg.storeId)?.totalMinor ?? leg.amountMinor })) };
+    }
+  } catch (err) {
+    if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED") {
+      // As complete would: the session can never be paid, so it fails now rather than after a human approved it.
+      await endSessionUnpaid(ctx, s, "state_blocked");
+      await ctx.checkpoint();
+    }
+    throw err;
+  }
+  assertStoresPayable(session, storesOf(priced), body, body.rail ?? "card");
+  return answer();
+}
+
 async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh: Priced | null): Promise<CompleteReply> {
-  ownCart(ctx, body.keyId);
+  assertNotReplaced(ownCart(ctx, body.keyId));
   let s = ownSession(ctx, sessionId);
   const now = ctx.now();
   const rail: RailName = body.rail ?? "card";
@@ -1056,7 +1192,9 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   if (LIVE_WAITING.has(s.status) && s.expiresAt !== null && now >= s.expiresAt) {
     throw fail("CHECKOUT_SESSION_NOT_FOUND", "The checkout session has expired; preview the cart again.", { checkout_session_id: s.id, status: "EXPIRED" });
   }
-  const decision = decideComplete(s, key, capturedOrderIds(s));
+  // The same key on a completed session: its receipt is the answer (read only then; another key learns nothing).
+  const receipt = s.status === "COMPLETED" && s.idempotencyKey === key ? await completedReceipt(ctx, s) : undefined;
+  const decision = decideComplete(s, key, capturedOrderIds(s), receipt);
   if (decision.action === "resume") {
     s = { ...s, ...applyCheckoutEvent(s, "resume_payment", now) };
     s.legs = s.legs.map((l) => (l.status === "needs_buyer_approval" ? { ...l, status: "processing" } : l));
@@ -1389,7 +1527,7 @@ export const cartActor = defineActor({
     async applyCoupon(ctx, body): Promise<{ applied: boolean; code: string; reason?: string; details?: Record<string, unknown>; discount_minor: number; cart: CartView }> {
       const cart = ownCart(ctx, body.keyId);
       const now = ctx.now();
-      assertCartMutable(cart, now, body.expectedRevision);
+      assertCartWritable(ctx, cart, now, body.expectedRevision);
       const code = body.code.trim().toUpperCase();
       const priced = await price(ctx, cart, code);
       const ev = priced.totals.coupon;
@@ -1418,11 +1556,16 @@ export const cartActor = defineActor({
     },
 
     async complete(ctx, body): Promise<CompleteReply> {
+      ownSessionOfCart(ctx, body.keyId, body.sessionId);
       return doComplete(ctx, body, body.sessionId, null);
     },
 
+    async precheck(ctx, body): Promise<PrecheckView> {
+      return doPrecheck(ctx, body);
+    },
+
     async checkout(ctx, body): Promise<CompleteReply> {
-      ownCart(ctx, body.keyId);
+      assertNotReplaced(ownCart(ctx, body.keyId));
       const s = ctx.state.session;
       // A session that is running, waiting or done answers for itself (idempotency); otherwise the caller
       // approves the current state: preview and complete in one turn.
@@ -1440,9 +1583,24 @@ export const cartActor = defineActor({
       return resolveCapture(ctx, body);
     },
 
+    async replace(ctx, body): Promise<{ cart_id: string; status: string; replaced_by_cart_id: string }> {
+      const cart = ownCart(ctx, body.keyId);
+      const now = ctx.now();
+      // Only the cart the edit was built from: a cart changed since (another edit, a coupon, a preview) is refused.
+      assertCartMutable(cart, now, body.expectedRevision);
+      const replacedBy = body.replacedBy.toLowerCase();
+      ctx.state.cart = { ...applyCartEvent(cart, "replace", now, body.expectedRevision), replacedBy };
+      return { cart_id: cart.id, status: ctx.state.cart.status, replaced_by_cart_id: replacedBy };
+    },
+
+    async discard(ctx, body): Promise<{ cart_id: string; status: string }> {
+      const cart = ownCart(ctx, body.keyId);
+      ctx.state.cart = applyCartEvent(cart, "discard", ctx.now());
+      return { cart_id: cart.id, status: ctx.state.cart.status };
+    },
+
     async cancel(ctx, body): Promise<{ checkout_session_id: string; status: string }> {
-      ownCart(ctx, body.keyId);
-      const s = ownSession(ctx, body.sessionId);
+      const s = ownSessionOfCart(ctx, body.keyId, body.sessionId);
       const moved = await endSessionUnpaid(ctx, s, "cancel");
       return { checkout_session_id: moved.id, status: moved.status };
     },

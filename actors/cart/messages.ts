@@ -58,9 +58,23 @@ export const CartMessages = {
   preview: T.Object({ keyId: Uuid, expectedRevision: T.Optional(T.Integer({ minimum: 1 })), shipping: T.Optional(ShippingChoiceInput) }),
   /** complete_checkout on a previewed session. */
   complete: T.Object({ ...CompleteFields, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),
+  /**
+   * What `complete` with these arguments would refuse before anything is held or charged, answered without doing
+   * it (MCP asks the human only once this passes). Writes nothing, except that a session whose merchant state moved
+   * beyond reconfirmation fails here as it would in `complete` (STATE_EXECUTION_BLOCKED).
+   */
+  precheck: T.Object({ ...CompleteFields, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),
   /** The one-call flow: complete the live session, or preview (approving the current state) and complete now. */
   checkout: T.Object({ ...CompleteFields, shipping: T.Optional(ShippingChoiceInput) }),
   cancel: T.Object({ keyId: Uuid, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),
+  /**
+   * An edit made `replacedBy` from this cart (MCP update_cart_item / remove_cart_item): the cart becomes REPLACED and
+   * refuses writes, previews and payments from now on. `expectedRevision` is the revision the edit was built from,
+   * so of two edits racing from one cart only the first replaces it.
+   */
+  replace: T.Object({ keyId: Uuid, replacedBy: Uuid, expectedRevision: T.Integer({ minimum: 1 }) }),
+  /** The owner throws an OPEN cart away (ABANDONED): an edit whose replacement lost the race discards its new cart. */
+  discard: T.Object({ keyId: Uuid }),
   /**
    * The merchant's way out of a capture escalated for a human (order `reconciliation` set, session SETTLEMENT_UNKNOWN):
    * accept it as paid, or refund it through the rail. Sent by the merchant reconcile route after it checked that the
@@ -93,6 +107,12 @@ export interface ResolveCaptureView {
 export type CreateBody = Static<(typeof CartMessages)["create"]>;
 export type CompleteBody = Static<(typeof CartMessages)["complete"]>;
 export type CheckoutBody = Static<(typeof CartMessages)["checkout"]>;
+
+/** `precheck`'s answer: the cart (live totals) and the status of the session asked about. */
+export interface PrecheckView {
+  cart: CartView;
+  session: { id: string; status: string };
+}
 
 export interface MoneyView {
   subtotal: number;
@@ -136,6 +156,8 @@ export interface CartView {
   checkout_session_id: string | null;
   /** Status of that session (OPEN means: preview again before paying). */
   checkout_status: string | null;
+  /** Status REPLACED: the cart to use instead. */
+  replaced_by_cart_id?: string;
   created_at: string;
   updated_at: string;
   expires_at: string;
@@ -191,6 +213,20 @@ export interface PreviewView {
   expires_at: string | null;
   /** Lines the merchant's stock no longer covers (completion would be blocked). */
   stock_warnings: { product_id: string; requested: number; available: number | null }[];
+  /**
+   * Refusals a payment of this preview will meet whatever the caller does next (a merchant below the agent-checkout
+   * trust threshold: code NOT_ELIGIBLE). The preview stands; completing it answers the code.
+   */
+  warnings: PreviewWarning[];
+}
+
+export interface PreviewWarning {
+  code: "NOT_ELIGIBLE";
+  reason: "trust_below_agent_threshold" | "merchant_not_eligible";
+  merchant_slug: string;
+  message: string;
+  trust_score?: number | null;
+  threshold?: number;
 }
 
 export interface OrderRef {

@@ -202,7 +202,7 @@ export function assertStateExecutable(
   }
   if (result.outcome === "reconfirm") {
     if (reconfirmedStateHash && reconfirmedStateHash === result.currentHash) return { currentHash: result.currentHash, reconfirmed: true };
-    throw fail("STATE_RECONFIRMATION_REQUIRED", "The merchant state moved since the preview; confirm the new state with the user.", {
+    throw fail("STATE_RECONFIRMATION_REQUIRED", "The merchant state moved since the preview (details.reasons). Show the new state to the user; once they confirm, call again with the same checkout_session_id and idempotency_key and reconfirmed_state_hash = details.reconfirm_state_hash.", {
       reconfirm_state_hash: result.currentHash,
       reasons: result.reasons,
       stale_hash_sent: Boolean(reconfirmedStateHash),

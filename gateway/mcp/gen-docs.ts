@@ -102,7 +102,9 @@ Remedy values (snake_case of the spec's words): \`stop\`, \`human_decides\`, \`f
 Every tool's \`outputSchema\` is \`{type: "object", anyOf: [success, {error}]}\`, so clients that validate structured
 content accept error results too. Callers with an API key may also see \`forbidden\` (scope), \`sandbox_not_allowed\` and
 \`feature_not_in_tier\` (key tier), with the same fields; an OAuth token without a tool's scope is HTTP 403 with an
-\`insufficient_scope\` challenge instead (docs/access.md).
+\`insufficient_scope\` challenge instead (docs/access.md). A write tool asks the human (\`elicitation/create\`) only
+after every refusal it can know beforehand: argument checks, the cart's and session's state, the idempotency key, the
+payment mandate, the payment method and the merchant's eligibility come back as their own codes without a question.
 
 | code | remedy | retryable | scope | how a tool reaches it |
 |---|---|---|---|---|

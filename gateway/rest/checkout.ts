@@ -8,7 +8,7 @@ import { Elysia, t } from "elysia";
 import { cartActor, cartIdOfSession } from "../../actors/cart/index.ts";
 import type { CompleteReply } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail, SANDBOX_APPROVAL_PATH } from "../../actors/payments/card-rails.ts";
-import { fail } from "../../actors/runtime/errors.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { toMajor } from "../../actors/store/schemas.ts";
 import { errorBody, errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
@@ -75,6 +75,26 @@ function validateX402(body: typeof CheckoutRequest.static): typeof X402Config.st
     throw fail("INVALID_ARGUMENT", "x402_config.facilitator_version must be v1 or v2.", { field: "x402_config.facilitator_version" });
   }
   return c as unknown as typeof X402Config.static;
+}
+
+/**
+ * The cart actor's shipping precondition names MCP's get_shipping_rates (its details.required_step, kept as is for
+ * clients that branch on it); a REST agent is told the REST way instead: `shipping` on the preview.
+ */
+async function inRestTerms<R>(run: Promise<R>): Promise<R> {
+  try {
+    return await run;
+  } catch (err) {
+    if (!(err instanceof ActorError) || err.code !== "PRECONDITION_NOT_MET" || err.details?.required_step !== "get_shipping_rates") throw err;
+    const slugs = ((err.details.merchant_slugs as string[] | undefined) ?? []).join(", ");
+    throw fail(
+      "PRECONDITION_NOT_MET",
+      err.details.reason === "shipping_option_required"
+        ? `Pick a shipping option for ${slugs}: send shipping {country_code, postal_code, option_id} with option_id one of details.options[].option_id on POST /api/v1/agent/checkout/preview (or on the one-call POST /api/v1/agent/checkout), then pay.`
+        : `${slugs} quotes shipping by destination and method: send shipping {country_code, postal_code} on POST /api/v1/agent/checkout/preview to list its options (details.options), then send it again with shipping.option_id.`,
+      err.details,
+    );
+  }
 }
 
 const escapeHtml = (v: string) => v.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -156,11 +176,13 @@ export function checkoutRoutes(svc: Services) {
       "/api/v1/agent/checkout/preview",
       async ({ body, agent }) =>
         ok(
-          await svc.actors.ask(cartActor, body.cartId.toLowerCase(), "preview", {
-            keyId: agent.keyId,
-            ...(body.expected_revision ? { expectedRevision: body.expected_revision } : {}),
-            ...shippingChoice(body.shipping),
-          }),
+          await inRestTerms(
+            svc.actors.ask(cartActor, body.cartId.toLowerCase(), "preview", {
+              keyId: agent.keyId,
+              ...(body.expected_revision ? { expectedRevision: body.expected_revision } : {}),
+              ...shippingChoice(body.shipping),
+            }),
+          ),
         ),
       {
         body: t.Object({ cartId: t.String({ format: "uuid" }), expected_revision: t.Optional(t.Integer({ minimum: 1 })), shipping: t.Optional(ShippingChoice) }),
@@ -190,6 +212,9 @@ export function checkoutRoutes(svc: Services) {
         detail: {
           tags: ["checkout"],
           summary: "Cancel a checkout session (its pending orders canceled, stock released, the cart open again)",
+          description:
+            "404 CHECKOUT_SESSION_NOT_FOUND: a session id that does not exist or whose cart is another key's (the same answer for both). " +
+            "409 SESSION_INACTIVE: the session already ended; 409 CHECKOUT_STATUS_INVALID: its payment is running.",
           security: [{ agentApiKey: [] }],
         },
       },
@@ -244,9 +269,9 @@ export function checkoutRoutes(svc: Services) {
           if (cartIdOfSession(body.checkout_session_id) !== cartId) {
             throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session for this cart.", { checkout_session_id: body.checkout_session_id });
           }
-          reply = await svc.actors.ask(cartActor, cartId, "complete", { ...common, sessionId: body.checkout_session_id });
+          reply = await inRestTerms(svc.actors.ask(cartActor, cartId, "complete", { ...common, sessionId: body.checkout_session_id }));
         } else {
-          reply = await svc.actors.ask(cartActor, cartId, "checkout", { ...common, ...shippingChoice(body.shipping) });
+          reply = await inRestTerms(svc.actors.ask(cartActor, cartId, "checkout", { ...common, ...shippingChoice(body.shipping) }));
         }
         if (reply.status === "COMPLETED") return ok(reply);
         if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
@@ -278,7 +303,12 @@ export function checkoutRoutes(svc: Services) {
             "is recorded on the cart first. 409 PRECONDITION_NOT_MET (details.required_step): a merchant offering several shipping " +
             "methods has no destination or picked option yet (send `shipping`, see details.options), or a session whose shipping " +
             "changed after its preview (preview again). 409 CHECKOUT_STATUS_INVALID (details.status): an operation the session's " +
-            "current status does not allow.",
+            "current status does not allow. 409 CHECKOUT_ALREADY_IN_PROGRESS: the same idempotency_key again; once the session is " +
+            "COMPLETED its details carry the existing receipt (order_id, order_ids, orders[] with status, total, currency and " +
+            "capture_reference, total, currency), nothing charged again. 409 STATE_RECONFIRMATION_REQUIRED: send " +
+            "details.reconfirm_state_hash back as reconfirmed_state_hash with the same idempotency_key. 400 INVALID_ARGUMENT " +
+            "(details.reason invalid_test_token, details.valid_tokens): a payment_method the sandbox processor does not know, refused " +
+            "before anything is held. 404 CHECKOUT_SESSION_NOT_FOUND: a checkout_session_id that does not exist or is another key's.",
           security: [{ agentApiKey: [] }],
         },
       },

@@ -136,12 +136,13 @@ describe("POST /agent/checkout/{sessionId}/cancel", () => {
     expect(again.body).toMatchObject({ success: false, code: "SESSION_INACTIVE", details: { status: "CANCELED" } });
   });
 
-  test("another key's session is 404 CART_NOT_FOUND; a malformed session id is 404 CHECKOUT_SESSION_NOT_FOUND", async () => {
+  test("another key's session and a malformed session id are both 404 CHECKOUT_SESSION_NOT_FOUND (the session was named, not a cart)", async () => {
     const id = await cart(BOARD);
     const p = await srv.json("/api/v1/agent/checkout/preview", { method: "POST", headers: key.headers, body: { cartId: id } });
     const r = await srv.json(`/api/v1/agent/checkout/${p.body.data.checkout_session_id}/cancel`, { method: "POST", headers: other.headers });
     expect(r.status).toBe(404);
-    expect(r.body.code).toBe("CART_NOT_FOUND");
+    expect(r.body).toMatchObject({ code: "CHECKOUT_SESSION_NOT_FOUND", details: { checkout_session_id: p.body.data.checkout_session_id } });
+    expect(r.body.details.cart_id).toBeUndefined();
     const bad = await srv.json("/api/v1/agent/checkout/cs_nope/cancel", { method: "POST", headers: key.headers });
     expect(bad.status).toBe(404);
     expect(bad.body.code).toBe("CHECKOUT_SESSION_NOT_FOUND");

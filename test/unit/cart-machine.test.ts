@@ -32,6 +32,7 @@ const LEGAL: Record<string, CartStatus> = {
   "OPEN/start_checkout": "CHECKOUT",
   "OPEN/expire": "EXPIRED",
   "OPEN/discard": "ABANDONED",
+  "OPEN/replace": "REPLACED",
   "CHECKOUT/change_shipping": "CHECKOUT",
   "CHECKOUT/start_checkout": "CHECKOUT",
   "CHECKOUT/end_checkout": "OPEN",
@@ -140,4 +141,15 @@ describe("cart mutability", () => {
       expect(err?.details?.reason).toBe(status.toLowerCase());
     });
   }
+
+  test("a replaced cart refuses every event and every mutation, naming the cart that replaced it", () => {
+    const replaced = { ...applyCartEvent(newCartHeader(T0), "replace", T0 + 1), replacedBy: "b4c1a9d2-0000-4000-8000-000000000001" };
+    expect(replaced.status).toBe("REPLACED");
+    for (const event of CART_EVENTS) {
+      const err = errorOf(() => applyCartEvent(replaced, event, T0 + 2));
+      expect(err?.code).toBe("CART_NOT_MUTABLE");
+      expect(err?.details).toMatchObject({ reason: "replaced", status: "REPLACED", replaced_by_cart_id: replaced.replacedBy });
+    }
+    expect(errorOf(() => assertCartMutable(replaced, T0 + 2))?.details?.replaced_by_cart_id).toBe(replaced.replacedBy);
+  });
 });

@@ -70,7 +70,10 @@ async function cartItemsOfThisStore(ctx: ToolContext, items: readonly { product_
   return { items: out, totalMinor, currency, lines };
 }
 
-const CartOut = T.Object({ cart_id: T.String(), status: T.String(), currency: T.String(), items: T.Array(AnyObject), totals: AnyObject }, Open);
+const CartOut = T.Object(
+  { cart_id: T.String(), status: T.String(), currency: T.String(), items: T.Array(AnyObject), totals: AnyObject, replaced_by_cart_id: T.Optional(T.String()) },
+  Open,
+);
 
 export const createCart = defineTool({
   name: "create_cart",
@@ -121,15 +124,65 @@ export const getCart = defineTool({
   },
 });
 
-/** Carts are immutable after creation except for coupons: an edit is a new cart with the edited items. */
-async function rebuildCart(ctx: ToolContext, cartId: string, edit: (items: { product_id: string; quantity: number; variant_id?: string }[]) => { product_id: string; quantity: number; variant_id?: string }[]) {
+type EditItem = { product_id: string; quantity: number; variant_id?: string };
+
+/**
+ * The edit planned against the cart as it stands: a cart that is not OPEN (replaced by an earlier edit, in checkout,
+ * paid, expired) or an edit that cannot apply is refused here, before the human is asked and again after.
+ */
+async function planEdit(ctx: ToolContext, cartId: string, edit: (items: EditItem[]) => EditItem[]) {
   const cur = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
-  if (cur.status !== "OPEN" && cur.status !== "open") throw fail("CART_NOT_MUTABLE", `The cart is ${cur.status}; create a new cart.`, { status: cur.status });
+  if (cur.status !== "OPEN") {
+    const replacedBy = cur.replaced_by_cart_id;
+    throw fail(
+      "CART_NOT_MUTABLE",
+      replacedBy ? `The cart was replaced by cart ${replacedBy}; use that cart_id.` : `The cart is ${cur.status}; create a new cart.`,
+      { status: cur.status, revision: cur.revision, ...(replacedBy ? { reason: "replaced", replaced_by_cart_id: replacedBy } : {}) },
+    );
+  }
   const next = edit(cur.items.map((i) => ({ product_id: i.product_id, quantity: i.quantity, ...(i.variant_id ? { variant_id: i.variant_id } : {}) })));
   if (next.length === 0) throw fail("INVALID_ARGUMENT", "A cart needs at least one item; abandon the cart instead.", { field: "product_id" });
+  return { cur, next };
+}
+
+/**
+ * Carts are immutable after creation except for coupons: an edit is a new cart with the edited items, and the old
+ * cart is then REPLACED (it refuses writes, previews and payments naming the new id), so one intent never leaves two
+ * payable carts. Of two edits racing from one cart, the second's replace is refused (stale revision) and its new
+ * cart is discarded.
+ */
+async function rebuildCart(ctx: ToolContext, cartId: string, edit: (items: EditItem[]) => EditItem[]) {
+  const { cur, next } = await planEdit(ctx, cartId, edit);
   const c = await cartItemsOfThisStore(ctx, next);
-  const created = await ctx.svc.actors.ask(cartActor, crypto.randomUUID(), "create", { keyId: ownerId(ctx), items: c.items });
+  const keyId = ownerId(ctx);
+  const created = await ctx.svc.actors.ask(cartActor, crypto.randomUUID(), "create", { keyId, items: c.items });
+  try {
+    await ctx.svc.actors.ask(cartActor, cartId, "replace", { keyId, replacedBy: created.cart_id, expectedRevision: cur.revision });
+  } catch (err) {
+    await ctx.svc.actors.ask(cartActor, created.cart_id, "discard", { keyId }).catch(() => undefined);
+    throw err;
+  }
   return { ...created, replaces_cart_id: cartId };
+}
+
+/** update_cart_item's edit: set the quantity of the product (and variant), adding it when absent. */
+function setQuantity(a: { product_id: string; quantity: number; variant_id?: string }) {
+  const id = a.product_id.toLowerCase();
+  return (items: EditItem[]) => {
+    const hit = items.find((i) => i.product_id === id && (i.variant_id ?? null) === (a.variant_id?.toLowerCase() ?? null));
+    if (hit) hit.quantity = a.quantity;
+    else items.push({ product_id: id, quantity: a.quantity, ...(a.variant_id ? { variant_id: a.variant_id } : {}) });
+    return items;
+  };
+}
+
+/** remove_cart_item's edit: drop the product's lines; a product not in the cart is PRODUCT_NOT_FOUND. */
+function removeProduct(productId: string) {
+  const id = productId.toLowerCase();
+  return (items: EditItem[]) => {
+    if (!items.some((i) => i.product_id === id)) throw fail("PRODUCT_NOT_FOUND", "That product is not in the cart.", { product_id: id });
+    return items.filter((i) => i.product_id !== id);
+  };
 }
 
 export const updateCartItem = defineTool({
@@ -137,7 +190,8 @@ export const updateCartItem = defineTool({
   title: "Update cart item quantity",
   description:
     "Change the quantity of a product in a cart (adds the product when absent). Carts are versioned: the answer is a " +
-    "NEW cart_id (replaces_cart_id names the old one); use the new id from now on. Asks the human to approve.",
+    "NEW cart_id (replaces_cart_id names the old one); use the new id from now on: the old cart becomes REPLACED " +
+    "and refuses edits, previews and payment (CART_NOT_MUTABLE, details.replaced_by_cart_id). Asks the human to approve.",
   group: "cart",
   input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), product_id: Uuid, quantity: T.Integer({ minimum: 1, maximum: 10_000 }), variant_id: T.Optional(Uuid) }, Strict),
   output: CartOut,
@@ -146,19 +200,17 @@ export const updateCartItem = defineTool({
   scopes: ["cart"],
   sandboxRefused: true,
   confirmation: true,
-  errors: { CART_NOT_MUTABLE: "the cart was already checked out or expired" },
+  errors: {
+    CART_NOT_MUTABLE:
+      "the cart is in checkout, paid or expired, or was replaced by an earlier edit (details.reason = replaced, details.replaced_by_cart_id); answered before the human is asked",
+  },
   async summarize(a, ctx) {
+    await planEdit(ctx, cartIdArg(a.cart_id), setQuantity(a));
     const { product } = await storeProduct(ctx, a.product_id);
     return { summary: `Set ${product.title} to ${a.quantity} × ${money(product.priceMinor, product.currency)} in your cart at ${ctx.store.name}.`, facts: { amount: toMajor(product.priceMinor * a.quantity, product.currency), currency: product.currency } };
   },
   async handler(a, ctx) {
-    const id = a.product_id.toLowerCase();
-    return rebuildCart(ctx, cartIdArg(a.cart_id), (items) => {
-      const hit = items.find((i) => i.product_id === id && (i.variant_id ?? null) === (a.variant_id?.toLowerCase() ?? null));
-      if (hit) hit.quantity = a.quantity;
-      else items.push({ product_id: id, quantity: a.quantity, ...(a.variant_id ? { variant_id: a.variant_id } : {}) });
-      return items;
-    });
+    return rebuildCart(ctx, cartIdArg(a.cart_id), setQuantity(a));
   },
 });
 
@@ -174,15 +226,18 @@ export const removeCartItem = defineTool({
   scopes: ["cart"],
   sandboxRefused: true,
   confirmation: true,
+  errors: {
+    CART_NOT_MUTABLE: "as update_cart_item (details.replaced_by_cart_id for a replaced cart); answered before the human is asked",
+    PRODUCT_NOT_FOUND: "a product that is not in the cart; answered before the human is asked",
+    INVALID_ARGUMENT: "removing the cart's last product (details.field = product_id); answered before the human is asked",
+  },
   async summarize(a, ctx) {
-    return { summary: `Remove product ${a.product_id} from your cart at ${ctx.store.name}.` };
+    const { cur } = await planEdit(ctx, cartIdArg(a.cart_id), removeProduct(a.product_id));
+    const line = cur.items.find((i) => i.product_id === a.product_id.toLowerCase());
+    return { summary: `Remove ${line?.title ?? `product ${a.product_id}`} from your cart at ${ctx.store.name}.` };
   },
   async handler(a, ctx) {
-    const id = a.product_id.toLowerCase();
-    return rebuildCart(ctx, cartIdArg(a.cart_id), (items) => {
-      if (!items.some((i) => i.product_id === id)) throw fail("PRODUCT_NOT_FOUND", "That product is not in the cart.", { product_id: id });
-      return items.filter((i) => i.product_id !== id);
-    });
+    return rebuildCart(ctx, cartIdArg(a.cart_id), removeProduct(a.product_id));
   },
 });
 
@@ -215,7 +270,7 @@ export const applyCoupon = defineTool({
   },
 });
 
-const PreviewOut = T.Object({ checkout_session_id: T.String(), state_hash: T.String(), currency: T.String(), totals: AnyObject }, Open);
+const PreviewOut = T.Object({ checkout_session_id: T.String(), state_hash: T.String(), currency: T.String(), totals: AnyObject, warnings: T.Array(AnyObject) }, Open);
 
 export const previewCheckout = defineTool({
   name: "preview_checkout",
@@ -224,7 +279,8 @@ export const previewCheckout = defineTool({
     "Price a cart for payment: totals with shipping and tax, stock warnings, and a checkout_session_id plus state_hash " +
     "that complete_checkout needs. Commits nothing and asks nobody; show the totals to the human before completing. " +
     "PRECONDITION_NOT_MET names the step to call first (get_shipping_rates with the cart when a merchant offers " +
-    "several shipping methods).",
+    "several shipping methods). warnings lists what a payment will refuse anyway (NOT_ELIGIBLE: a merchant below the " +
+    "agent-checkout trust threshold): tell the human instead of asking them to pay.",
   group: "checkout",
   input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60, description: "from create_cart" }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
   output: PreviewOut,
@@ -236,10 +292,10 @@ export const previewCheckout = defineTool({
   confirmation: false,
   errors: {
     CART_NOT_FOUND: "unknown or another caller's cart",
-    CART_NOT_MUTABLE: "stale expected_revision",
     PRECONDITION_NOT_MET:
       "a merchant of the cart offers more than one shipping method (summit-sports-co: Standard and Express) and the cart has no destination or picked option yet (details.required_step = get_shipping_rates, details.reason, details.options)",
     NOT_ELIGIBLE: "a merchant of the cart does not ship to the destination recorded with get_shipping_rates (details.reason = destination_not_served)",
+    CART_NOT_MUTABLE: "stale expected_revision, or a cart replaced by update_cart_item/remove_cart_item (details.reason = replaced, details.replaced_by_cart_id)",
     CHECKOUT_STATUS_INVALID: "re-preview while the session awaits the buyer's approval (PENDING_EXTERNAL_CONFIRMATION after tok_needs_approval), or while a payment runs or awaits settlement (details.status)",
   },
   async handler(a, ctx) {
@@ -273,22 +329,46 @@ const CompleteOut = T.Object(
 
 export async function sessionSummary(ctx: ToolContext, sessionId: string) {
   const cartId = sessionCart(sessionId);
-  const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
+  const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) }).catch((err: unknown): never => {
+    // The caller named a session, not a cart: a missing or another key's cart is no such session (never its cart id).
+    if (err instanceof ActorError && err.code === "CART_NOT_FOUND") {
+      throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session; start from create_cart and preview_checkout.", { checkout_session_id: sessionId });
+    }
+    throw err;
+  });
   return { cartId, cart, amount: money(cart.totals.total_minor, cart.currency) };
 }
 
+const isX402 = (paymentMethod: string) => paymentMethod.toLowerCase() === "x402";
+const x402OverMcp = () => fail("PAYMENT_METHOD_NOT_CONFIGURED", "x402 settles through REST POST /api/v1/agent/checkout (payment_rail x402), not over MCP.", { rail: "x402" });
+
+/** The cart actor's arguments for a payment method: `x402` selects the stablecoin rail, anything else is a card-rail method. */
+function railOf(paymentMethod: string) {
+  return isX402(paymentMethod) ? { rail: "x402" as const } : { paymentMethod, rail: "card" as const };
+}
+
 /**
- * A session whose preview no longer stands cannot be paid: say so before a human is asked to approve an amount
- * (the cart actor refuses it anyway; this only spares the human a pointless question).
+ * What complete would refuse before anything moves, asked of the cart (its `precheck`: session status, key binding,
+ * expiry, shipping, merchant state, eligibility, payment method), with the cart's totals for the human's question.
+ * A session id whose cart is missing or another caller's is no such session (never its cart id).
  */
-export function assertSessionPreviewed(cart: { checkout_session_id: string | null; checkout_status: string | null }, sessionId: string): void {
-  if (cart.checkout_session_id === sessionId && cart.checkout_status === "OPEN") {
-    throw fail("PRECONDITION_NOT_MET", "The cart's shipping changed after the preview; call preview_checkout again and show the new totals.", {
-      status: "OPEN",
-      required_step: "preview_checkout",
-      checkout_session_id: sessionId,
+export async function precheckSession(ctx: ToolContext, a: { checkout_session_id: string; idempotency_key: string; payment_method: string; reconfirmed_state_hash?: string }) {
+  const cartId = sessionCart(a.checkout_session_id);
+  const { cart, session } = await ctx.svc.actors
+    .ask(cartActor, cartId, "precheck", {
+      keyId: ownerId(ctx),
+      sessionId: a.checkout_session_id,
+      idempotencyKey: a.idempotency_key.toLowerCase(),
+      ...railOf(a.payment_method),
+      ...(a.reconfirmed_state_hash ? { reconfirmedStateHash: a.reconfirmed_state_hash } : {}),
+    })
+    .catch((err: unknown): never => {
+      if (err instanceof ActorError && err.code === "CART_NOT_FOUND") {
+        throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session; start from create_cart and preview_checkout.", { checkout_session_id: a.checkout_session_id });
+      }
+      throw err;
     });
-  }
+  return { cartId, cart, session };
 }
 
 /** Checkout statuses no complete call can leave. */
@@ -307,7 +387,7 @@ export async function completeSession(
     sessionId: a.checkout_session_id,
     idempotencyKey: a.idempotency_key.toLowerCase(),
     // `x402` selects the stablecoin rail (its settlement goes through REST); anything else is a card-rail method
-    ...(a.payment_method.toLowerCase() === "x402" ? { rail: "x402" as const } : { paymentMethod: a.payment_method, rail: "card" as const }),
+    ...railOf(a.payment_method),
     ...(a.reconfirmed_state_hash ? { reconfirmedStateHash: a.reconfirmed_state_hash } : {}),
   });
   if (reply.status === "COMPLETED") return reply;
@@ -326,7 +406,7 @@ export async function completeSession(
       expires_at: reply.expires_at,
     };
   }
-  throw fail("PAYMENT_METHOD_NOT_CONFIGURED", "x402 settles through REST POST /api/v1/agent/checkout (payment_rail x402), not over MCP.", { rail: "x402" });
+  throw x402OverMcp();
 }
 
 export const completeCheckout = defineTool({
@@ -362,25 +442,33 @@ export const completeCheckout = defineTool({
     PAYMENT_CAPTURED_FINALIZATION_FAILED: "payment_method tok_finalization_fails: captured, the order could not be finalised (details.capture_reference)",
     CHECKOUT_BLOCKED_BY_POLICY: "the store's total is above the merchant's max_order_minor rule (details.rule_code)",
     ENFORCEMENT_UNAVAILABLE: "the merchant's enforcement rules cannot be read (refused fail-closed)",
-    AGENT_TOKEN_INVALID: "a payment_mandate that is tampered, expired or issued to another agent (details.reason)",
-    MANDATE_LIMIT_EXCEEDED: "a cart total, currency or merchant outside the payment_mandate (details: mandate and cart total)",
+    AGENT_TOKEN_INVALID: "a payment_mandate that is tampered, expired or issued to another agent (details.reason); answered before the human is asked",
+    MANDATE_LIMIT_EXCEEDED: "a cart total, currency or merchant outside the payment_mandate (details: mandate and cart total); answered before the human is asked",
+    MISSING_REQUIRED_ARGUMENT: "no payment_mandate on a real merchant's dedicated checkout endpoint (details.field = payment_mandate); answered before the human is asked",
+    NOT_ELIGIBLE:
+      "a merchant below the agent-checkout trust threshold (details.reason = trust_below_agent_threshold, trust_score, threshold) or not available to agents; answered before the human is asked (preview_checkout's warnings say it first)",
     PRECONDITION_NOT_MET:
       "the cart's shipping changed with get_shipping_rates after the preview, so the session is OPEN again (details.required_step = preview_checkout; refused before the human is asked), or the previewed shipping option is gone (details.required_step = get_shipping_rates)",
   },
   async summarize(a, ctx) {
-    const s = await sessionSummary(ctx, a.checkout_session_id);
-    assertSessionPreviewed(s.cart, a.checkout_session_id);
-    if (s.cart.checkout_session_id === a.checkout_session_id && s.cart.checkout_status !== null && FINISHED.has(s.cart.checkout_status)) {
+    // Everything that would refuse this payment whatever the human says is answered now, before they are asked:
+    // the cart actor's own refusals (session state, idempotency key, shipping, merchant state, eligibility, payment
+    // method), then the arguments and the mandate (audit E: approvals asked for payments that could not happen).
+    const { cartId, cart, session } = await precheckSession(ctx, a);
+    if (FINISHED.has(session.status)) {
       // A finished session cannot take a payment any more, so the human is not asked to pay again (audit N4): the
       // cart actor's answer comes back at once (same key: CHECKOUT_ALREADY_IN_PROGRESS with the orders; another
       // key: IDEMPOTENCY_KEY_CONFLICT; failed/expired/cancelled: SESSION_INACTIVE). These statuses are terminal, so
       // no race can turn this call into a payment (checkout-machine decideComplete throws for every one of them).
       await completeSession(ctx, a);
-      throw fail("CHECKOUT_STATUS_INVALID", "The checkout session is finished.", { status: s.cart.checkout_status });
+      throw fail("CHECKOUT_STATUS_INVALID", "The checkout session is finished.", { status: session.status });
     }
+    if (session.status === "READY_FOR_PAYMENT" && isX402(a.payment_method)) throw x402OverMcp();
+    const { verifyMandateFor } = await import("./integrations.ts");
+    await verifyMandateFor(ctx, cartId, a.payment_mandate, cart);
     return {
-      summary: `Pay ${s.amount} to ${ctx.store.name} for ${s.cart.items.length} item(s) with ${a.payment_method}.`,
-      facts: { amount: s.cart.totals.total, currency: s.cart.currency, merchant: ctx.store.name, payment_method: a.payment_method },
+      summary: `Pay ${money(cart.totals.total_minor, cart.currency)} to ${ctx.store.name} for ${cart.items.length} item(s) with ${a.payment_method}.`,
+      facts: { amount: cart.totals.total, currency: cart.currency, merchant: ctx.store.name, payment_method: a.payment_method },
     };
   },
   async handler(a, ctx) {
@@ -551,6 +639,35 @@ export const getOrder = defineTool({
   },
 });
 
+function notPending(o: { order_id: string; status: string }) {
+  return fail("ORDER_NOT_CANCELLABLE", `The order is ${o.status}; an agent may cancel only pending orders. For a paid order the human asks the merchant, or you request a refund with onx_create_return.`, {
+    status: o.status,
+    order_id: o.order_id,
+  });
+}
+
+const PAYMENT_MOVING: ReadonlySet<string> = new Set(["IN_PROGRESS", "SETTLEMENT_UNKNOWN"]);
+
+/**
+ * cancel_order's refusals known before the human is asked: an order past pending, or one whose checkout session is
+ * paying or awaiting reconciliation (the cart would refuse the cancel: money may move). The handler decides again.
+ */
+async function assertOrderCancellable(ctx: ToolContext, o: { order_id: string; status: string }): Promise<void> {
+  if (o.status !== "pending") throw notPending(o);
+  const [row] = await ctx.svc.sql<{ cart_id: string | null; checkout_session_id: string | null; agent_key_id: string | null }[]>`
+    SELECT cart_id, checkout_session_id, agent_key_id FROM orders WHERE id = ${o.order_id} AND store_slug = ${ctx.store.slug}`;
+  if (!row?.cart_id || !row.checkout_session_id || !row.agent_key_id) return;
+  const cart = await ctx.svc.actors.ask(cartActor, row.cart_id, "get", { keyId: row.agent_key_id }).catch(() => null);
+  if (cart?.checkout_session_id === row.checkout_session_id && cart.checkout_status !== null && PAYMENT_MOVING.has(cart.checkout_status)) {
+    throw fail("ORDER_NOT_CANCELLABLE", "A payment for this order is running; ask again when it has finished.", {
+      status: "pending",
+      reason: "payment_in_progress",
+      order_id: o.order_id,
+      checkout_session_id: row.checkout_session_id,
+    });
+  }
+}
+
 export const cancelOrder = defineTool({
   name: "cancel_order",
   title: "Cancel order",
@@ -566,16 +683,18 @@ export const cancelOrder = defineTool({
   scopes: ["checkout"],
   sandboxRefused: true,
   confirmation: true,
-  errors: { ORDER_NOT_CANCELLABLE: "an order past pending (paid, fulfilled, shipped…)" },
+  errors: {
+    ORDER_NOT_CANCELLABLE:
+      "an order past pending (paid, fulfilled, shipped…; details.status), or a pending one whose payment is running or awaits reconciliation (details.reason = payment_in_progress); answered before the human is asked",
+  },
   async summarize(a, ctx) {
     const o = await callerOrder(ctx, a.order_id);
+    await assertOrderCancellable(ctx, o);
     return { summary: `Cancel order ${o.order_id} of ${money(o.total_minor, o.currency)} at ${ctx.store.name}.`, facts: { amount: o.total, currency: o.currency } };
   },
   async handler(a, ctx) {
     const o = await callerOrder(ctx, a.order_id);
-    if (o.status !== "pending") {
-      throw fail("ORDER_NOT_CANCELLABLE", `The order is ${o.status}; an agent may cancel only pending orders.`, { status: o.status, order_id: o.order_id });
-    }
+    if (o.status !== "pending") throw notPending(o);
     // As REST POST /agent/orders/{id}/cancel: a pending order belongs to a checkout session, and only the cart may
     // end it (its turn refuses while money may move, and otherwise releases the hold), never the store behind its back.
     const [row] = await ctx.svc.sql<{ cart_id: string | null; checkout_session_id: string | null; agent_key_id: string | null }[]>`

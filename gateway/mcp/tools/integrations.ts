@@ -34,7 +34,7 @@ export const MANDATE_AUDIENCE = "payment-mandate";
 export const MANDATE_TYP = "mandate+jwt";
 
 /** Checks a presented mandate against the cart; the checkout endpoint of a real merchant requires one. */
-export async function verifyMandateFor(ctx: ToolContext, cartId: string, token: string | undefined): Promise<void> {
+export async function verifyMandateFor(ctx: ToolContext, cartId: string, token: string | undefined, known?: { totals: { total_minor: number }; currency: string }): Promise<void> {
   if (!token) {
     if (ctx.endpoint === "checkout" && ctx.store.slug !== "demo-store") {
       throw fail("MISSING_REQUIRED_ARGUMENT", "The checkout endpoint needs a payment_mandate (issue_payment_mandate).", { field: "payment_mandate" });
@@ -50,7 +50,8 @@ export async function verifyMandateFor(ctx: ToolContext, cartId: string, token: 
     throw fail("AGENT_TOKEN_INVALID", "The payment mandate failed verification; issue a new one.", { reason });
   }
   if (claims.sub !== ownerId(ctx)) throw fail("AGENT_TOKEN_INVALID", "The payment mandate was issued to another agent.", { reason: "subject" });
-  const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
+  // the cart as the caller just read it (complete_checkout's pre-check), else read now
+  const cart = known ?? (await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) }));
   const limit = Number(claims.max_amount_minor);
   const details = { mandate: { max_amount_minor: limit, currency: claims.currency, store: claims.store, expires_at: new Date(Number(claims.exp) * 1000).toISOString() }, cart_total_minor: cart.totals.total_minor, cart_currency: cart.currency };
   if (claims.store !== ctx.store.slug) throw fail("MANDATE_LIMIT_EXCEEDED", "The mandate is for another merchant (audience).", { ...details, violated: "audience" });
@@ -75,6 +76,8 @@ export const issuePaymentMandate = defineTool({
   sandboxRefused: true,
   confirmation: true,
   async summarize(a, ctx) {
+    // an amount the currency cannot hold is refused before the human is asked to allow it
+    if (!fitsCurrency(a.max_amount, a.currency)) throw fail("INVALID_ARGUMENT", `max_amount has more decimals than ${a.currency} allows.`, { field: "max_amount" });
     // "per order": the spec's MANDATE_LIMIT_EXCEEDED compares one order with the mandate, and the mandate can back
     // several orders while it lasts; the human must not read it as a total budget (audit G3, docs/decisions.md)
     return {
