@@ -3,7 +3,6 @@
  * feature module, then the OpenAPI document and its UI. No business rule lives here.
  */
 import { Elysia } from "elysia";
-import { openapi } from "@elysiajs/openapi";
 import { edge } from "./plugins/edge.ts";
 import { errors } from "./plugins/errors.ts";
 import { jsonDepth } from "./plugins/json-depth.ts";
@@ -12,9 +11,10 @@ import { rateLimit } from "./plugins/rate-limit.ts";
 import { useCompiledFormats } from "./plugins/schema-formats.ts";
 import { gatewayModules, type GatewayModule } from "./rest/index.ts";
 import { nativeHealthRoute } from "./rest/health.ts";
+import { openapiDocument } from "./openapi/complete.ts";
 import type { Services } from "./services.ts";
 
-// after the openapi import above, which replaced the uuid format check with one that builds a zod schema per call
+// after the openapi import (gateway/openapi/complete.ts), which replaced the uuid format check with one that builds a zod schema per call
 useCompiledFormats();
 
 export const OPENAPI_DESCRIPTION = [
@@ -49,8 +49,9 @@ export function createApp(svc: Services, extraModules: GatewayModule[] = []) {
     .use(rateLimit(svc))
     // global transform hook: must come before every module so it runs ahead of each route's body validation
     .use(jsonDepth)
+    // the generated document, completed with every answer and error code (gateway/openapi/)
     .use(
-      openapi({
+      openapiDocument({
         path: "/api/docs",
         openapiVersion: "3.1.0",
         specPath: "/api/v1/openapi.json",

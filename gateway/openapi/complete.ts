@@ -1,0 +1,161 @@
+/**
+ * Completes the generated OpenAPI document so it lists every answer: for every operation its success status with a
+ * schema (operations.ts, where the route declares none), every error status it can return with the error envelope,
+ * and per status the `code`s (`x-error-codes`, and an enum on `code`). Codes shared by a kind of route are added by
+ * rule here (`ruleCodes`); a route's own codes come from its row in operations.ts.
+ *
+ * The document is built by @elysiajs/openapi from the routes; `openapiDocument` wraps that plugin and completes its
+ * answer (a hook local to the plugin's two routes, so no other route pays for it), once per generated document.
+ */
+import { openapi } from "@elysiajs/openapi";
+import { Elysia, type TSchema } from "elysia";
+import { findRouteRule } from "../../actors/agent/access.ts";
+import { ERROR_TABLE, isErrorCode } from "../../actors/runtime/errors.ts";
+import { ErrorEnvelope } from "../envelope.ts";
+import { OPERATIONS, type OperationDoc } from "./operations.ts";
+
+type Json = Record<string, unknown>;
+interface Operation {
+  parameters?: unknown[];
+  requestBody?: { content?: Record<string, { schema?: unknown }>; required?: boolean };
+  responses?: Record<string, Json>;
+  security?: Record<string, string[]>[];
+  description?: string;
+  [k: string]: unknown;
+}
+export interface OpenApiDocument {
+  paths: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, unknown>; [k: string]: unknown };
+  [k: string]: unknown;
+}
+
+const METHODS = new Set(["get", "put", "post", "delete", "patch", "head", "options"]);
+const ENVELOPE_REF = "#/components/schemas/ErrorEnvelope";
+
+/** A TypeBox schema as plain JSON Schema (TypeBox's symbol keys and our `$id`s dropped). */
+function jsonSchema(s: TSchema | unknown): Json {
+  return JSON.parse(JSON.stringify(s, (k, v) => (k === "$id" ? undefined : v))) as Json;
+}
+
+/** `/api/v1/x/{id}` → `/api/v1/x/:id` (the access table's form). */
+const colonPath = (path: string) => path.replace(/\{([^}]+)\}/g, ":$1");
+
+function add(into: Map<number, Set<string>>, status: number, ...codes: readonly string[]): void {
+  const set = into.get(status) ?? new Set<string>();
+  for (const c of codes) set.add(c);
+  into.set(status, set);
+}
+
+/**
+ * Codes every route of its kind can answer, whatever it does:
+ * - agent routes (the access table, actors/agent/access.ts): 401 unauthorized; 403 forbidden (scope), plus
+ *   sandbox_not_allowed on transactional routes and feature_not_in_tier on feature-tier routes; 429 per key;
+ * - JWT routes (security bearer): 401 unauthorized / token_expired; operator-only routes (/admin) 403 forbidden;
+ * - every route but the health probe: 429 (the global per-IP bucket, gateway/plugins/rate-limit.ts);
+ * - a route with parameters or a body: 400 validation_error (gateway/plugins/errors.ts);
+ * - every method but GET/HEAD: 413 payload_too_large (gateway/plugins/body-limit.ts, on Content-Length);
+ * - every route: 503 service_unavailable (database outage) and actor_unavailable (an actor did not answer).
+ */
+export function ruleCodes(method: string, path: string, op: Operation): Map<number, Set<string>> {
+  const codes = new Map<number, Set<string>>();
+  const upper = method.toUpperCase();
+  const rule = path.startsWith("/api/v1/agent/") ? findRouteRule(upper, colonPath(path)) : undefined;
+  const schemes = (op.security ?? []).flatMap((s) => Object.keys(s));
+  if (rule) {
+    add(codes, 401, "unauthorized");
+    add(codes, 403, "forbidden");
+    if (rule.sandboxRefused) add(codes, 403, "sandbox_not_allowed");
+    if (rule.feature) add(codes, 403, "feature_not_in_tier");
+  } else if (schemes.includes("bearer")) {
+    add(codes, 401, "unauthorized", "token_expired");
+    if (path.startsWith("/api/v1/admin/")) add(codes, 403, "forbidden");
+  }
+  if (path !== "/api/v1/health") add(codes, 429, "rate_limit_exceeded");
+  if ((op.parameters?.length ?? 0) > 0 || op.requestBody) add(codes, 400, "validation_error");
+  if (upper !== "GET" && upper !== "HEAD") add(codes, 413, "payload_too_large");
+  add(codes, 503, "service_unavailable", "actor_unavailable");
+  return codes;
+}
+
+function envelopeWithCodes(codes: readonly string[]): Json {
+  return {
+    allOf: [{ $ref: ENVELOPE_REF }, { type: "object", required: ["code"], properties: { code: { type: "string", enum: codes } } }],
+  };
+}
+
+function errorResponse(codes: readonly string[], doc: OperationDoc | undefined, previous: Json | undefined): Json {
+  const known = codes.map((c) => (isErrorCode(c) ? `\`${c}\` (${ERROR_TABLE[c].description.replace(/\.$/, "")})` : `\`${c}\``));
+  // the route's own words, unless they are Elysia's placeholder or just a code the list names anyway
+  const said = typeof previous?.description === "string" ? previous.description : "";
+  const prose = said && !said.startsWith("Response for status") && !codes.includes(said) ? `${said.replace(/\.$/, "")}. ` : "";
+  const own = doc?.errorSchema ? jsonSchema(doc.errorSchema) : undefined;
+  const schema = own ? { anyOf: [envelopeWithCodes(codes), own] } : envelopeWithCodes(codes);
+  return {
+    description: `${prose}Codes: ${known.join("; ")}.`,
+    content: { "application/json": { schema } },
+    "x-error-codes": [...codes],
+  };
+}
+
+function hasSchema(r: Json | undefined): boolean {
+  const content = r?.content as Record<string, { schema?: Json }> | undefined;
+  return !!content && Object.values(content).some((c) => c.schema && Object.keys(c.schema).length > 0);
+}
+
+function completeOperation(method: string, path: string, op: Operation): void {
+  const doc = OPERATIONS[`${method.toUpperCase()} ${path}`];
+  if (doc?.security) op.security = doc.security;
+  if (doc?.body) {
+    op.requestBody = { required: doc.body.required, content: { [doc.body.contentType ?? "application/json"]: { schema: jsonSchema(doc.body.schema) } } };
+  }
+  const responses: Record<string, Json> = (op.responses ??= {});
+  for (const s of doc?.success ?? []) {
+    const key = String(s.status);
+    if (hasSchema(responses[key])) continue;
+    const r: Json = { description: s.description };
+    if (s.schema) r.content = { [s.contentType ?? "application/json"]: { schema: jsonSchema(s.schema) } };
+    if (s.status >= 300 && s.status < 400) r.headers = { Location: { description: s.location ? `\`${s.location}\`` : "Where to go next.", schema: { type: "string" } } };
+    responses[key] = r;
+  }
+  const codes = ruleCodes(method, path, op);
+  for (const [status, list] of Object.entries(doc?.errors ?? {})) add(codes, Number(status), ...list);
+  for (const status of [...codes.keys()].sort((a, b) => a - b)) {
+    responses[String(status)] = errorResponse([...codes.get(status)!], doc, responses[String(status)]);
+  }
+  for (const [status, description] of Object.entries(doc?.htmlErrors ?? {})) {
+    if (codes.has(Number(status))) continue;
+    responses[status] = { description, content: { "text/html": { schema: { type: "string" } } } };
+  }
+}
+
+/** The generated document with every operation completed (a new object; the input is not changed). */
+export function completeDocument(generated: OpenApiDocument): OpenApiDocument {
+  const doc = JSON.parse(JSON.stringify(generated)) as OpenApiDocument;
+  doc.components ??= {};
+  doc.components.schemas = { ...doc.components.schemas, ErrorEnvelope: jsonSchema(ErrorEnvelope) };
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) if (METHODS.has(method)) completeOperation(method, path, op);
+  }
+  return doc;
+}
+
+const completed = new WeakMap<object, OpenApiDocument>();
+
+function isDocument(v: unknown): v is OpenApiDocument {
+  return typeof v === "object" && v !== null && !(v instanceof Response) && "paths" in v && "openapi" in v;
+}
+
+/**
+ * @elysiajs/openapi with its document completed. The plugin caches its document until routes are added; the
+ * completed copy is cached per generated document, so the work is done once.
+ */
+export function openapiDocument(config: Parameters<typeof openapi>[0]) {
+  return new Elysia({ name: "openapi-document" })
+    .onAfterHandle(({ responseValue }) => {
+      if (!isDocument(responseValue)) return;
+      let done = completed.get(responseValue);
+      if (!done) completed.set(responseValue, (done = completeDocument(responseValue)));
+      return done;
+    })
+    .use(openapi(config));
+}

@@ -1,0 +1,198 @@
+/**
+ * Success models for the OpenAPI document, for routes that declare no response schema of their own. They are
+ * documentation only: no route validates its answer against them (response validation would change behaviour).
+ * Objects name the fields an agent relies on and admit more (additive evolution), like the MCP tool outputs
+ * (gateway/mcp/tools/schemas.ts, whose catalog models are reused here).
+ */
+import { t, type TSchema } from "elysia";
+import { SuccessEnvelope } from "../envelope.ts";
+import { ProductDetail, ProductSummary, SearchOutput } from "../mcp/tools/schemas.ts";
+
+const Open = { additionalProperties: true } as const;
+const Str = t.String();
+const Num = t.Number();
+const Int = t.Integer();
+const Bool = t.Boolean();
+const Time = t.String({ format: "date-time" });
+const NullableStr = t.Union([t.String(), t.Null()]);
+const Any = t.Record(t.String(), t.Unknown());
+const obj = (props: Record<string, TSchema>, description?: string) => t.Object(props, description ? { ...Open, description } : Open);
+
+/** `{success: true, data}` whose data is this object. */
+export const envelope = (data: TSchema, title?: string) => SuccessEnvelope(data, title);
+/** `{success: true, data: [...], meta}` for lists. */
+export const listEnvelope = (item: TSchema, title?: string) => SuccessEnvelope(t.Array(item), title);
+
+// ------------------------------------------------------------------------------------------------ money, carts
+
+const Money = obj(
+  {
+    subtotal: Num, discount: Num, shipping: Num, tax: Num, total: Num,
+    subtotal_minor: Int, discount_minor: Int, shipping_minor: Int, tax_minor: Int, total_minor: Int,
+  },
+  "Decimals (spec `number`) beside the same amounts in integer minor units (`*_minor`).",
+);
+
+const CartLine = obj({
+  product_id: Str, variant_id: NullableStr, merchant_slug: Str, title: Str, quantity: Int,
+  unit_price: Num, unit_price_minor: Int, line_total: Num, line_total_minor: Int, price_source: Str,
+});
+
+export const Cart = obj({
+  id: Str, cart_id: Str, status: t.String({ description: "OPEN, CHECKOUT, COMPLETED, EXPIRED, …" }), revision: Int, currency: Str,
+  items: t.Array(CartLine), coupon: t.Union([Any, t.Null()]), totals: Money, merchants: t.Array(Str),
+  shipping: t.Union([Any, t.Null()]), checkout_session_id: NullableStr, checkout_status: NullableStr,
+  created_at: Time, updated_at: Time, expires_at: Time,
+}, "Cart (CartView).");
+
+export const CouponResult = obj({ applied: Bool, code: Str, reason: t.Optional(Str), discount_minor: Int, cart: Cart });
+
+export const Preview = obj({
+  checkout_session_id: Str, cart_id: Str, status: Str, state_hash: t.String({ pattern: "^[0-9a-f]{64}$" }), currency: Str,
+  totals: Money, merchants: t.Array(Any), items: t.Array(CartLine), coupon: t.Union([Any, t.Null()]),
+  expires_at: NullableStr, stock_warnings: t.Array(Any),
+}, "Checkout preview: what the human approves (totals and the state hash).");
+
+export const SessionCanceled = obj({ checkout_session_id: Str, status: Str });
+
+export const CheckoutCompleted = obj({
+  status: t.Literal("COMPLETED"), checkout_session_id: Str, cart_id: Str, order_id: Str, order_ids: t.Array(Str),
+  orders: t.Array(Any), total: Num, total_minor: Int, currency: Str, payment_rail: Str, simulated: Bool, state_hash: Str,
+  risk: t.Optional(Any),
+}, "The checkout completed: the order(s) placed and paid.");
+
+/** The 202: a human must approve the payment (sent in the error envelope, `code` user_action_required). */
+export const UserActionRequired = t.Object({
+  success: t.Literal(false),
+  error: Str,
+  code: t.Literal("user_action_required"),
+  details: obj({
+    status: t.Literal("PENDING_EXTERNAL_CONFIRMATION"), checkout_session_id: Str, approval_url: Str,
+    approval_urls: t.Array(obj({ merchant_slug: Str, url: Str })), completed_store_ids: t.Array(Str), expires_at: NullableStr,
+  }),
+}, { description: "202 user_action_required: open details.approval_url, then call again with the same checkout_session_id and idempotency_key." });
+
+/** x402 answers (gateway/bridge/x402-checkout.ts): 402 challenge, 200 settled, 207 some stores settled. */
+export const X402Partial = t.Object({ success: Bool, data: t.Optional(Any), error: t.Optional(Str), code: t.Optional(Str), details: t.Optional(Any) }, {
+  ...Open,
+  description: "207 (x402 rail): some stores of a multi-store cart settled and some did not; per-store results in the body.",
+});
+
+// ------------------------------------------------------------------------------------------------ orders
+
+export const Order = obj({
+  id: Str, order_id: Str, status: Str, merchant_slug: Str, currency: Str, total: Num, total_minor: Int,
+  refunded_minor: Int, payment_rail: Str, payment_method: NullableStr, checkout_session_id: NullableStr, cart_id: NullableStr,
+  items: t.Array(Any), events: t.Array(Any), refunds: t.Array(Any), created_at: Time, updated_at: Time,
+});
+
+export const OrderCanceled = obj({ order_id: Str, status: Str, refund: t.Union([Any, t.Null()]) });
+
+export const Refund = obj({
+  refund_id: Str, order_id: Str, merchant_slug: Str, status: t.String({ description: "PENDING_APPROVAL, APPROVED, REFUNDED, REJECTED, FAILED" }),
+  amount: Num, amount_minor: Int, currency: Str, reason: NullableStr, refund_reference: NullableStr, created_at: Time, updated_at: Time,
+});
+
+// ------------------------------------------------------------------------------------------------ catalog
+
+export const Search = SearchOutput;
+export const Product = ProductDetail;
+export const Availability = obj({ productId: Str, inStock: Bool, stockQuantity: t.Union([Int, t.Null()]), freshnessTier: Str, stockConfidence: Str, agentHint: Str });
+export const PriceHistory = obj({ productId: Str, currency: Str, days: Int, currentPrice: Num, lowestPrice: Num, highestPrice: Num, trend: Str, points: t.Array(Any) });
+export const Sustainability = obj({ productId: Str, score: Num, grade: Str, dataCoverage: Num, components: t.Array(Any), method: Str });
+export const Recommendations = obj({ productId: Str, limit: Int, products: t.Array(ProductSummary) });
+export const Negotiation = obj({ productId: Str, merchantSlug: t.Optional(Str), status: t.Optional(Str) }, "The merchant's answer to the bid (accepted, countered or rejected).");
+export const ShippingEstimate = obj({ productId: t.Optional(Str), countryCode: t.Optional(Str), options: t.Optional(t.Array(Any)) }, "Shipping options and costs for the destination.");
+export const Comparison = obj({ products: t.Array(Any), priceRange: t.Array(Any), bestValue: NullableStr, bestTrust: NullableStr, recommendation: Any, notFound: t.Array(Str) });
+
+// ------------------------------------------------------------------------------------------------ merchants, trust
+
+const MerchantSummary = obj({ slug: Str, name: Str, trustScore: t.Union([Num, t.Null()]), verificationLevel: Str, storeStatus: Str });
+export const MerchantList = MerchantSummary;
+export const MerchantProfile = obj({ slug: Str, name: Str, trustScore: t.Union([Num, t.Null()]), verificationLevel: Str, country: Str, currency: Str, policies: Any, paymentProtocols: t.Array(Str) });
+export const Protocols = obj({ slug: Str, protocols: t.Array(Any), preferred: NullableStr, bridge: t.Array(Any), mcp: Any });
+export const ReturnPolicy = obj({ slug: Str, acceptsReturns: Bool, returnWindowDays: t.Union([Int, t.Null()]), refundRequest: Any, summary: Str });
+export const TrustExplanation = obj({ merchant: Str, trust_score: Num, score: Num, display_band: Str, strengths: t.Array(Any), weaknesses: t.Array(Any), recommendation: Str, computed_at: Str });
+export const TrustAppeal = obj({ id: t.Optional(Str), status: t.Optional(Str) }, "The appeal as recorded.");
+export const Recompute = Any;
+export const KeyRotation = Any;
+export const TrustAlert = obj({ id: Str, status: Str });
+export const TrustAppealRow = obj({ id: Str, status: Str });
+
+// ------------------------------------------------------------------------------------------------ merchant back office
+
+export const IngestResult = obj({}, "Per-item ingestion results (created, updated, rejected with reasons).");
+export const InventoryResult = obj({ updated: Int, products: Int, rejected: t.Array(Any) });
+export const RecordedOrders = obj({}, "The recorded human orders.");
+export const MerchantOrders = obj({ total: Int, items: t.Array(Any), limit: Int, offset: Int });
+export const MerchantOrder = obj({ id: Str, channel: Str, status: Str, totalMinor: Int, refundedMinor: Int, currency: Str, reconciliation: t.Union([Any, t.Null()]), items: t.Array(Any), events: t.Array(Any), refunds: t.Array(Any) });
+export const Policies = obj({ policies: Any, policyVersion: Int, negotiation: t.Unknown() });
+export const ShippingZones = obj({ zones: t.Array(Any), currencyNote: Str });
+export const McpTools = obj({ enabled: t.Array(Str) });
+export const PaymentMethods = obj({ methods: t.Array(Str) });
+export const Coupon = obj({ code: Str, kind: Str, value: Num, active: Bool, expiresAt: NullableStr, usageLimit: t.Union([Int, t.Null()]), usedCount: Int });
+export const OrderStatusChange = obj({}, "The order after the status change.");
+export const RefundDecision = Refund;
+export const AllowlistEntry = obj({ key_id: Str, status: t.Union([t.Literal("allowed"), t.Literal("blocked")]), created_at: Str, updated_at: Str });
+export const Reconciled = obj({ order_id: Str, merchant_slug: Str, action: Str, order_status: Str, checkout_session_id: Str, checkout_status: Str, refund: t.Union([Any, t.Null()]) });
+export const CustomerToken = obj({ token: Str, token_type: Str, expires_in: Int, header: Str });
+export const SearchSettings = obj({ settings: Any, version: Int, engine: Str, documents: t.Optional(Int), reindexed: t.Optional(t.Unknown()) });
+export const Reindex = obj({}, "What was reindexed.");
+export const SandboxDecision = obj({ intent_id: Str, decision: t.Union([t.Literal("approve"), t.Literal("reject")]), status: Str });
+export const Ap2UserKey = obj({ agent_key_id: Str, kid: Str });
+export const Ap2UserKeyDeleted = obj({ agent_key_id: Str, kid: Str, deleted: t.Literal(true) });
+
+// ------------------------------------------------------------------------------------------------ OAuth, docs
+
+export const Jwks = t.Object({ keys: t.Array(obj({ kty: Str, kid: Str, alg: t.Optional(Str), crv: t.Optional(Str), x: t.Optional(Str), use: t.Optional(Str) })) }, { ...Open, description: "JSON Web Key Set (RFC 7517)." });
+export const OAuthClient = obj({ client_id: Str, client_secret: t.Optional(Str), redirect_uris: t.Optional(t.Array(Str)), grant_types: t.Optional(t.Array(Str)), token_endpoint_auth_method: t.Optional(Str) }, "RFC 7591 client information response.");
+export const OAuthToken = obj({ access_token: Str, token_type: Str, expires_in: Int, refresh_token: t.Optional(Str), scope: t.Optional(Str) }, "RFC 6749 §5.1 token response.");
+export const OAuthRevoked = obj({}, "RFC 7009: an empty answer, also for an unknown token.");
+/** RFC 6749 §5.2 errors; `code` repeats `error`. */
+export const OAuthErrorBody = t.Object({ success: t.Literal(false), error: Str, error_description: Str, code: Str }, { description: "RFC 6749 §5.2 error (`code` repeats `error`)." });
+const OptStr = t.Optional(Str);
+export const OAuthRegisterBody = t.Object(
+  { redirect_uris: t.Optional(t.Array(Str)), client_name: OptStr, grant_types: t.Optional(t.Array(Str)), response_types: t.Optional(t.Array(Str)), token_endpoint_auth_method: OptStr, scope: OptStr },
+  { ...Open, description: "RFC 7591 client metadata (JSON)." },
+);
+export const OAuthTokenBody = t.Object(
+  { grant_type: t.String({ description: "authorization_code, refresh_token or client_credentials" }), code: OptStr, redirect_uri: OptStr, code_verifier: OptStr, refresh_token: OptStr, resource: OptStr, scope: OptStr, client_id: OptStr, client_secret: OptStr },
+  { ...Open, description: "RFC 6749 token request (form-encoded)." },
+);
+export const OAuthRevokeBody = t.Object({ token: Str, token_type_hint: OptStr, client_id: OptStr, client_secret: OptStr }, { ...Open, description: "RFC 7009 revocation request (form-encoded)." });
+export const OAuthConsentBody = t.Object({ csrf_token: Str, decision: t.String({ description: "allow, or anything else to deny" }), email: OptStr, password: OptStr }, { ...Open, description: "The consent page's form post." });
+export const Html = t.String({ description: "An HTML page." });
+
+// ------------------------------------------------------------------------------------------------ protocol bridge
+
+/** ACP checkout session (Agentic Commerce Protocol), as the bridge answers it. */
+export const AcpSession = obj({
+  id: Str, status: Str, currency: Str, line_items: t.Array(Any), totals: t.Array(obj({ type: Str, amount: Num })),
+  fulfillment_options: t.Optional(t.Array(Any)), messages: t.Array(Any), links: t.Array(Any),
+}, "ACP CheckoutSession.");
+export const AcpError = t.Object({ type: Str, code: Str, message: Str, param: t.Optional(Str), details: t.Optional(Any) }, { description: "ACP error (code is ours, see /docs/errors)." });
+export const UcpCheckout = obj({ ucp: Any, id: Str, status: Str, currency: Str, line_items: t.Array(Any), totals: t.Array(Any), links: t.Array(Any), messages: t.Array(Any) }, "UCP checkout.");
+export const UcpError = t.Object({ ucp: Any, messages: t.Array(obj({ type: t.Literal("error"), code: Str, content: Str, severity: Str })) }, { description: "UCP error message list (code is ours)." });
+export const Ap2Receipt = obj({ payment_mandate_id: t.Optional(Str), status: t.Optional(Str) }, "AP2 payment receipt (SUCCESS, or PENDING with approval_urls).");
+
+export const AcpCreateBody = t.Object({
+  items: t.Array(obj({ id: t.String({ description: "Product id" }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 }),
+  buyer: t.Optional(Any), fulfillment_address: t.Optional(Any),
+}, { ...Open, description: "ACP create checkout session request." });
+export const AcpUpdateBody = t.Object({ items: t.Optional(t.Array(Any)), buyer: t.Optional(Any), fulfillment_address: t.Optional(Any), fulfillment_option_id: t.Optional(Str) }, { ...Open, description: "ACP update checkout session request." });
+export const AcpCompleteBody = t.Object({ payment_data: obj({ token: t.String({ description: "Sandbox test token (tok_approve, …)" }), provider: t.Optional(Str) }), buyer: t.Optional(Any) }, { ...Open, description: "ACP complete request." });
+export const UcpCreateBody = t.Object({ line_items: t.Array(obj({ item: obj({ id: Str }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 }), buyer: t.Optional(Any) }, { ...Open, description: "UCP create checkout request." });
+export const UcpCompleteBody = t.Object(
+  { payment: obj({ instruments: t.Array(obj({ handler_id: t.Optional(Str), credential: obj({ token: t.String({ description: "Sandbox test token (tok_approve, …)" }) }) }), { minItems: 1 }) }) },
+  { ...Open, description: "UCP complete request: the first instrument's credential token pays." },
+);
+export const Ap2PayBody = t.Object(
+  {
+    cart_id: t.String({ format: "uuid" }),
+    payment_mandate: obj({ payment_mandate_contents: Any, user_authorization: Str }, "The AP2 PaymentMandate, signed by a user key registered on the agent key (PUT /agent-keys/{id}/ap2-user-keys/{kid})."),
+    intent_mandate: t.Optional(Any),
+    cart_mandate: t.Optional(Any),
+  },
+  { ...Open, description: "AP2 payment request." },
+);
+export const EmptyBody = t.Object({}, { ...Open, description: "No fields; an empty body is accepted." });
