@@ -124,6 +124,10 @@ function boundedActorError(error: ActorError, request: Request): { message: stri
   };
 }
 
+/** The outage warning's rate limit (per process): the first request's line, then one line per window with a count. */
+const DB_LOG_EVERY_MS = 10_000;
+const dbLog = { lastAt: -Infinity, suppressed: 0 };
+
 export const errors = new Elysia({ name: "errors" })
   .onStart((app) => {
     const server = (app as { server?: unknown }).server;
@@ -140,7 +144,13 @@ export const errors = new Elysia({ name: "errors" })
     }
     if (isDatabaseUnavailable(error)) {
       // An outage, not a bug: the spec's 503 service_unavailable (retryable, "retry after 30 seconds"), no stack.
-      log.warn("database unavailable", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: (error as Error).message });
+      // once per DB_LOG_EVERY_MS with a count: under load an outage fails thousands of requests a second
+      const now = Date.now();
+      if (now - dbLog.lastAt >= DB_LOG_EVERY_MS) {
+        log.warn("database unavailable", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: (error as Error).message, alsoRefusedSinceLastLine: dbLog.suppressed });
+        dbLog.lastAt = now;
+        dbLog.suppressed = 0;
+      } else dbLog.suppressed++;
       set.status = 503;
       headers["retry-after"] = String(DB_RETRY_AFTER_SECONDS);
       return errorBody("service_unavailable", `The database is not answering; retry after ${DB_RETRY_AFTER_SECONDS} seconds.`, {
