@@ -8,7 +8,7 @@ import postgres from "postgres";
 import { chmod, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { createServer } from "node:net";
+import { createServer, isIP } from "node:net";
 import { log } from "./log.ts";
 
 export type Sql = postgres.Sql<{}>;
@@ -38,7 +38,14 @@ export const QUERY_DEADLINE_MS = 15_000;
 /** A query abandoned after QUERY_DEADLINE_MS: the database did not answer in time. */
 export class DatabaseUnavailableError extends Error {
   readonly code = "QUERY_DEADLINE";
-  constructor(ms: number) {
+  /**
+   * @param sent whether a connection had taken the query when it was abandoned: if so it may still run (and commit);
+   *   if not, it was withdrawn from the pool's queue and never reached the database.
+   */
+  constructor(
+    ms: number,
+    readonly sent = true,
+  ) {
     super(`The database did not answer within ${ms} ms.`);
     this.name = "DatabaseUnavailableError";
   }
@@ -84,6 +91,106 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return UNAVAILABLE_CODES.has(code) || /^(08|53)[0-9A-Z]{3}$/.test(code);
 }
 
+/**
+ * Codes that fail a connection before any statement goes out on it: the connection was refused, never opened in time,
+ * or the server refused the session at startup. A query failed with one of these was never sent.
+ */
+const NOT_CONNECTED_CODES = new Set([
+  "ECONNREFUSED",
+  "CONNECT_TIMEOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "57P03", // cannot_connect_now (starting up, recovering)
+  "3D000", // the database does not exist
+  "53300", // too_many_connections
+]);
+
+/**
+ * True when the failed query certainly never reached the database (nothing of it can have committed): its
+ * connection could not be opened, or the pool's deadline withdrew it while it still waited for a connection. False
+ * for a connection lost while a statement or its COMMIT was out (ECONNRESET, CONNECTION_CLOSED, 57P01 ...): that
+ * statement may have committed without its acknowledgement reaching us.
+ */
+export function isNeverSent(error: unknown): boolean {
+  if (error instanceof DatabaseUnavailableError) return !error.sent;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && NOT_CONNECTED_CODES.has(code);
+}
+
+/** Connection-level codes: the connection to the database failed or is going away (not anything a statement did). */
+const CONNECTION_CODES = new Set([
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "ECONNABORTED",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+  "57P04", // database_dropped
+  "57P05", // idle_session_timeout
+  "3D000", // the database does not exist
+]);
+
+/** host:port (or socket path) of every pool `connect` opened: where our database connections go. */
+const databaseEndpoints: { host: string; port: number | null }[] = [];
+
+function registerEndpoints(sql: Sql): void {
+  const o = (sql as unknown as { options?: { host?: unknown; port?: unknown; path?: unknown } }).options;
+  if (!o) return;
+  if (typeof o.path === "string" && o.path) databaseEndpoints.push({ host: o.path, port: null });
+  const hosts = Array.isArray(o.host) ? o.host : [o.host];
+  const ports = Array.isArray(o.port) ? o.port : [o.port];
+  hosts.forEach((h, i) => {
+    const port = Number(ports[i] ?? ports[0]);
+    if (typeof h === "string" && !databaseEndpoints.some((e) => e.host === h && e.port === port)) databaseEndpoints.push({ host: h, port });
+  });
+}
+
+/** Whether `address`/`port` (a socket error's, or postgres.js's own, which may be arrays) name one of our databases. */
+function isDatabaseEndpoint(address: unknown, port: unknown): boolean {
+  const addresses = (Array.isArray(address) ? address : [address]).filter((a): a is string => typeof a === "string");
+  const ports = (Array.isArray(port) ? port : [port]).map((p) => (p === undefined ? null : Number(p)));
+  return addresses.some((a, i) =>
+    databaseEndpoints.some(
+      (e) =>
+        (e.port === null && e.host === a) ||
+        // a host name resolves to addresses we never see; then the port alone has to do
+        (e.port !== null && e.port === (ports[i] ?? ports[0]) && (e.host === a || !isIP(e.host))),
+    ),
+  );
+}
+
+/**
+ * True for an error that comes from one of our database connections and says only that the connection failed or is
+ * going away: what postgres.js raises to a query while it reconnects, which the process guard may survive. Decided by
+ * origin, not by code alone: the same socket codes come from every fetch() (a webhook, a processor, a JWKS host),
+ * which have no `address` of ours and no query attached. postgres.js attaches the failed query (`query`,
+ * `parameters`, not enumerable) to every error it rejects a query with, a server's error is a PostgresError, and a
+ * socket error of its own names our database's address and port. Statement-level codes (40001 serialization,
+ * 40P01 deadlock, 55P03, 57014, 25006) and QUERY_DEADLINE are not here: only a statement of ours whose promise
+ * nobody awaited can raise those, which is a bug.
+ */
+export function isDatabaseConnectionError(error: unknown): boolean {
+  if (error === null || typeof error !== "object") return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== "string" || !(CONNECTION_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || /^53[0-9A-Z]{3}$/.test(code))) return false;
+  if (error instanceof postgres.PostgresError) return true;
+  const e = error as { address?: unknown; port?: unknown };
+  if (e.address !== undefined) return isDatabaseEndpoint(e.address, e.port);
+  return Object.prototype.hasOwnProperty.call(error, "query") && Object.prototype.hasOwnProperty.call(error, "parameters");
+}
+
 interface Thenable {
   then(onFulfilled?: (v: unknown) => unknown, onRejected?: (e: unknown) => unknown): Promise<unknown>;
   cancel?: () => unknown;
@@ -103,7 +210,7 @@ function armDeadline(q: Thenable, ms: number): void {
   q.then = function (onFulfilled, onRejected) {
     const bounded = new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(new DatabaseUnavailableError(ms));
+        reject(new DatabaseUnavailableError(ms, !!q.state));
         // only a query no connection has taken yet: `state` is set when a connection takes it (postgres.js)
         if (!q.state) void Promise.resolve(q.cancel?.()).catch(() => {});
       }, ms);
@@ -188,6 +295,7 @@ export function connect(url: string, max = 10, opts: { queryDeadlineMs?: number 
     },
     transform: { undefined: null },
   }) as unknown as Sql;
+  registerEndpoints(sql);
   const ms = opts.queryDeadlineMs ?? QUERY_DEADLINE_MS;
   return ms > 0 ? withQueryDeadline(sql, ms) : sql;
 }

@@ -1,24 +1,29 @@
 /**
  * Last line of defence for the process (installed by gateway/main.ts, not by tests that boot in-process): an
- * unhandled rejection or uncaught exception ends a Bun process. For a database-unavailable error (a connection
- * refused or lost, the pool's query deadline) that is the wrong answer: postgres.js reconnects per connection, every
- * request meanwhile gets 503, and nothing is half-done in memory, so the error is logged (rate-limited) and the
- * process keeps serving. Anything else is a bug whose effects we cannot know: logged, then the process exits 1 as
- * Bun would have, so a supervisor restarts it.
+ * unhandled rejection or uncaught exception ends a Bun process. For an error of one of our database connections (a
+ * connection refused or lost while postgres.js reconnects) that is the wrong answer: postgres.js reconnects per
+ * connection, every request meanwhile gets 503, and nothing is half-done in memory, so the error is logged
+ * (rate-limited, with its stack: it still means a query promise nobody handled) and the process keeps serving.
+ *
+ * Only errors that provably come from our database connections (`isDatabaseConnectionError`: by their origin, not by
+ * their code) are survived. The same socket codes come from every fetch() to a webhook, processor or JWKS host, and
+ * a statement-level code (40001, 40P01, 55P03, 57014) or the pool's QUERY_DEADLINE can only reach here from a query
+ * of ours nobody awaited: both are bugs whose effects we cannot know, so they are logged with their stack and the
+ * process exits 1 as Bun would have, so a supervisor restarts it (review R2-F1).
  */
-import { isDatabaseUnavailable } from "./db.ts";
+import { isDatabaseConnectionError } from "./db.ts";
 import type { Logger } from "./log.ts";
 
 export interface ProcessGuardOptions {
   log: Logger;
   exit?: (code: number) => void;
-  /** At most one warning per this many ms for survived database errors. */
+  /** At most one warning per this many ms for survived database errors (the rest are counted in the next one). */
   logEveryMs?: number;
   now?: () => number;
 }
 
 export interface ProcessGuard {
-  /** Database-unavailable errors that escaped every handler and were survived. */
+  /** Database connection errors that escaped every handler and were survived. */
   readonly survived: number;
   /** What the process does with an error nobody handled: "survived" (logged) or "fatal" (logged, exit 1). */
   handle(kind: "unhandledRejection" | "uncaughtException", err: unknown): "survived" | "fatal";
@@ -34,14 +39,16 @@ export function createProcessGuard(opts: ProcessGuardOptions): ProcessGuard {
   let suppressed = 0;
   let lastLogAt = -Infinity;
   const handle: ProcessGuard["handle"] = (kind, err) => {
-    if (isDatabaseUnavailable(err)) {
+    if (isDatabaseConnectionError(err)) {
       survived++;
       if (now() - lastLogAt >= logEveryMs) {
         lastLogAt = now();
-        opts.log.warn("database error escaped its caller; the process keeps serving", {
+        opts.log.warn("database connection error escaped its caller; the process keeps serving", {
           kind,
           error: err as Error,
           code: (err as { code?: unknown }).code,
+          // the stack is what finds the query promise nobody handled (postgres.js appends the query's origin)
+          stack: (err as Error).stack,
           survived,
           suppressed,
         });

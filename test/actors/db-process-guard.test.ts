@@ -1,32 +1,74 @@
 /**
- * The process guard gateway/main.ts installs (infra/process-guard.ts): a database-unavailable error that escaped
- * every handler (a stray reconnect error, a loop's promise nobody awaited) is logged and survived, where Bun would
- * end the whole service; any other unhandled error still ends the process with exit code 1. Run in child processes,
- * because that is what the guard changes.
+ * The process guard gateway/main.ts installs (infra/process-guard.ts): an error of one of our database connections
+ * that escaped every handler (a query promise nobody handled while postgres.js reconnects) is logged with its stack
+ * and survived, where Bun would end the whole service; any other unhandled error still ends the process with exit
+ * code 1. "Ours" is decided by the error's origin, not its code (review R2-F1): fetch() to a webhook or processor
+ * raises the same ECONNREFUSED/ECONNRESET, and a statement-level code (57014, 40P01) can only escape from a query of
+ * ours nobody awaited, a bug. Run in child processes, because that is what the guard changes.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { serverUrl } from "../helpers/db.ts";
 
 let dir: string;
 let script: string;
+let refusedPort: number;
+
+/** A port nothing listens on (bound once, then closed). */
+async function closedPort(): Promise<number> {
+  return new Promise((res) => {
+    const srv = createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => res(port));
+    });
+  });
+}
 
 beforeAll(async () => {
+  refusedPort = await closedPort();
   dir = await mkdtemp(join(tmpdir(), "acs-test-guard-"));
   script = join(dir, "guarded.ts");
   const root = resolve(import.meta.dir, "../..");
   await writeFile(
     script,
-    `import { createProcessGuard } from ${JSON.stringify(join(root, "infra/process-guard.ts"))};
+    `import postgres from "postgres";
+import { createProcessGuard } from ${JSON.stringify(join(root, "infra/process-guard.ts"))};
+import { connect } from ${JSON.stringify(join(root, "infra/db.ts"))};
 import { log } from ${JSON.stringify(join(root, "infra/log.ts"))};
 createProcessGuard({ log }).install();
-const code = process.argv[2];
-const how = process.argv[3];
-const err = Object.assign(new Error("connect " + code + " 127.0.0.1:1"), { code });
-if (how === "reject") void Promise.reject(err);
-else setTimeout(() => { throw err; }, 0);
-setTimeout(() => { console.log("still serving"); process.exit(0); }, 300);
+const [scenario, how, port, pgUrl] = process.argv.slice(2);
+/** Raises err as nobody-handled: a rejection, or an exception thrown from a timer. */
+const escape = (err: unknown) => (how === "reject" ? void Promise.reject(err) : setTimeout(() => { throw err; }, 0));
+const caught = (p: PromiseLike<unknown>) => Promise.resolve(p).then(() => { throw new Error("expected a failure"); }, (e) => e);
+switch (scenario) {
+  case "pool-refused": {
+    // our pool to a database that refuses connections: postgres.js's own error, with the query attached
+    const sql = connect("postgres://x@127.0.0.1:" + port + "/db", 1, { queryDeadlineMs: 0 });
+    if (how === "reject") void sql\`SELECT 1\`.then(() => {}); // a query promise nobody handles
+    else escape(await caught(sql\`SELECT 1\`));
+    break;
+  }
+  case "fetch-refused": {
+    // a webhook/processor call: the same ECONNREFUSED code, from fetch()
+    if (how === "reject") void fetch("http://127.0.0.1:" + port + "/hook").then(() => {});
+    else escape(await caught(fetch("http://127.0.0.1:" + port + "/hook")));
+    break;
+  }
+  case "socket-reset": escape(Object.assign(new Error("socket hang up"), { code: "ECONNRESET" })); break;
+  case "statement-timeout": {
+    // a statement of ours cancelled by statement_timeout (57014): only an un-awaited query lets it escape
+    const sql = connect(pgUrl, 1, { queryDeadlineMs: 0 });
+    escape(await caught(sql.unsafe("SET statement_timeout = 20; SELECT pg_sleep(2)")));
+    break;
+  }
+  case "deadlock": escape(new postgres.PostgresError({ code: "40P01", message: "deadlock detected" } as never)); break;
+  default: escape(Object.assign(new Error("a bug"), { code: "EBUG" }));
+}
+setTimeout(() => { console.log("still serving"); process.exit(0); }, 500);
 `,
   );
 });
@@ -34,26 +76,47 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function run(code: string, how: "reject" | "throw") {
-  const proc = Bun.spawn(["bun", script, code, how], { stdout: "pipe", stderr: "pipe", env: { ...process.env, LOG_LEVEL: "warn" } });
+async function run(scenario: string, how: "reject" | "throw") {
+  const proc = Bun.spawn(["bun", script, scenario, how, String(refusedPort), await serverUrl()], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, LOG_LEVEL: "warn" },
+  });
   const [stdout, stderr, exit] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { stdout, stderr, exit };
 }
 
+const kindOf = (how: "reject" | "throw") => (how === "reject" ? "unhandledRejection" : "uncaughtException");
+
 for (const how of ["reject", "throw"] as const) {
-  test(`a database-unavailable error nobody handled (${how === "reject" ? "a rejection" : "an exception"}) is logged and the process keeps serving`, async () => {
-    const r = await run("ECONNREFUSED", how);
+  const as = how === "reject" ? "a rejection" : "an exception";
+
+  test(`a connection error of our own database pool nobody handled (${as}) is logged with its stack and the process keeps serving`, async () => {
+    const r = await run("pool-refused", how);
     expect(r.exit).toBe(0);
     expect(r.stdout).toContain("still serving");
-    const line = r.stderr.split("\n").find((l) => l.includes("database error escaped its caller"));
+    const line = r.stderr.split("\n").find((l) => l.includes("database connection error escaped its caller"));
     expect(line).toBeDefined();
-    expect(JSON.parse(line!)).toMatchObject({ level: "warn", kind: how === "reject" ? "unhandledRejection" : "uncaughtException", code: "ECONNREFUSED" });
+    const rec = JSON.parse(line!);
+    expect(rec).toMatchObject({ level: "warn", kind: kindOf(how), code: "ECONNREFUSED", survived: 1 });
+    expect(rec.stack).toContain("ECONNREFUSED");
   }, 20_000);
 
-  test(`any other error nobody handled (${how === "reject" ? "a rejection" : "an exception"}) still ends the process with exit code 1`, async () => {
-    const r = await run("EBUG", how);
-    expect(r.exit).toBe(1);
-    expect(r.stdout).not.toContain("still serving");
-    expect(r.stderr).toContain("the process exits");
-  }, 20_000);
+  for (const [scenario, what] of [
+    ["fetch-refused", "a fetch() refused with ECONNREFUSED (a webhook or processor host, not our database)"],
+    ["socket-reset", "an ECONNRESET that names no database of ours"],
+    ["statement-timeout", "a statement of ours cancelled by statement_timeout (57014)"],
+    ["deadlock", "a deadlock (40P01) of a query of ours"],
+    ["bug", "any other error"],
+  ] as const) {
+    test(`${what} that nobody handled (${as}) ends the process with exit code 1`, async () => {
+      const r = await run(scenario, how);
+      expect(r.exit).toBe(1);
+      expect(r.stdout).not.toContain("still serving");
+      expect(r.stderr).not.toContain("escaped its caller");
+      const line = r.stderr.split("\n").find((l) => l.includes("the process exits"));
+      expect(line).toBeDefined();
+      expect(JSON.parse(line!)).toMatchObject({ level: "error", msg: `${kindOf(how)}: the process exits` });
+    }, 20_000);
+  }
 }
