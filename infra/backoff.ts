@@ -3,6 +3,9 @@
  * down they fail on every tick. Without this, each tick logged a warning (5 a second from the fan-out alone) and
  * tried again at full rate. A LoopBackoff spaces the attempts out (exponential, capped) and logs the first failure,
  * then at most one summary per `logEveryMs` with how many were left out, then one line when the loop recovers.
+ * The first failure of each burst is logged with its stack: a programming error in a loop (a TypeError in the
+ * fan-out) fails on every tick just like an outage, and without the stack it could not be found. A failure that is
+ * not the database being unavailable is logged at error level.
  */
 import { isDatabaseUnavailable } from "./db.ts";
 import type { Logger } from "./log.ts";
@@ -56,14 +59,19 @@ export class LoopBackoff {
     const now = this.now();
     if (now - this.lastLogAt >= this.logEveryMs) {
       this.lastLogAt = now;
-      this.log.warn(`${this.what} failed; retrying with backoff`, {
+      const databaseUnavailable = isDatabaseUnavailable(err);
+      const fields: Record<string, unknown> = {
         error: err as Error,
         code: (err as { code?: unknown } | null)?.code,
-        databaseUnavailable: isDatabaseUnavailable(err),
+        databaseUnavailable,
         failures: this.failures,
         suppressed: this.suppressed,
         retryInMs: delay,
-      });
+      };
+      // the summaries of a burst repeat what its first line said; only the first carries the (long) stack
+      if (this.failures === 1) fields.stack = (err as Error | null)?.stack;
+      if (databaseUnavailable) this.log.warn(`${this.what} failed; retrying with backoff`, fields);
+      else this.log.error(`${this.what} failed; retrying with backoff`, fields);
       this.suppressed = 0;
     } else {
       this.suppressed++;
