@@ -25,4 +25,5 @@ export interface BootHook {
   run(ctx: BootContext): Promise<void | (() => Promise<void>)>;
 }
 
-export const bootHooks: BootHook[] = [searchBootHook, webhookBootHook, trustBootHook, x402BootHook];
+// trust first: it scores the stores that have no computed score yet, so the search index loads computed numbers.
+export const bootHooks: BootHook[] = [trustBootHook, searchBootHook, webhookBootHook, x402BootHook];

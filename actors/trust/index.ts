@@ -6,7 +6,9 @@
  * A recompute walks the stores in batches of BATCH_SIZE: a few aggregate queries per batch (inputs.ts), the pure
  * engines, two signatures per store (one per engine that produced a number, so the gateway can honour the engine
  * flags per request), bulk writes, then a checkpoint so each batch commits on its own and its `trust.score`
- * events go out. The first recompute happens at the first reminder (or an operator's request), never at boot.
+ * events go out. At boot only the stores that have no computed score yet (a fresh seed, a store added while no
+ * host ran) are scored (`scoreUnscored`), so every surface shows and gates on one computed number from the start;
+ * every other store keeps its stored score until the reminder (or an operator's request).
  *
  * The actor needs the key-encryption key and the engine flags, which live in the process's Services: the boot
  * hook hands them over with `configureTrust(sql, …)`, keyed by the host's pool so two servers in one process
@@ -31,6 +33,7 @@ import {
   ResolveAlert,
   ResolveAppeal,
   RotateKey,
+  ScoreUnscored,
   TRUST_ACTOR_ID,
   TRUST_SCORE_TOPIC,
   type AlertView,
@@ -51,6 +54,8 @@ export const KEY_ROTATION_INTERVAL_MS = 30 * 86_400_000;
 /** Spec: trust appeal review within 72 hours. */
 export const APPEAL_REVIEW_HOURS = 72;
 const HOUR_MS = 3_600_000;
+/** How long the boot waits for the stores without a computed score to be scored. */
+const BOOT_SCORING_TIMEOUT_MS = 10 * 60_000;
 
 export interface TrustRuntime {
   /** Key-encryption key sealing the private signing keys. */
@@ -347,6 +352,24 @@ async function recomputeAllStores(ctx: Ctx, trigger: RecomputeTrigger): Promise<
   return summary;
 }
 
+/**
+ * Scores every store without a trust_current row. Without this, a fresh start would publish the seed's placeholder
+ * (stores.trust_score) until the first reminder, while the first public read of a store's trust score computes
+ * the real number on demand: an anonymous GET would then change what search shows and what checkout allows.
+ */
+async function scoreUnscoredStores(ctx: Ctx): Promise<RecomputeSummary | null> {
+  const rows = await ctx.sql<{ slug: string }[]>`
+    SELECT s.slug FROM stores s WHERE NOT EXISTS (SELECT 1 FROM trust_current c WHERE c.store_slug = s.slug) ORDER BY s.slug`;
+  if (rows.length === 0) return null;
+  const summary = await recomputeSlugs(
+    ctx,
+    rows.map((r) => r.slug),
+    "boot",
+  );
+  ctx.log.info("trust: stores without a computed score scored at boot", { stores: summary.stores, durationMs: summary.durationMs });
+  return summary;
+}
+
 async function ensureReminders(ctx: Ctx): Promise<{ refreshAt: string }> {
   const rt = runtimeOf(ctx);
   const rows = await ctx.sql<{ name: string; due_at: Date }[]>`
@@ -481,6 +504,7 @@ export const trustActor = defineActor({
     recomputeAll: RecomputeAll,
     recompute: Recompute,
     rotateKey: RotateKey,
+    scoreUnscored: ScoreUnscored,
     fileAppeal: FileAppeal,
     resolveAppeal: ResolveAppeal,
     resolveAlert: ResolveAlert,
@@ -502,6 +526,10 @@ export const trustActor = defineActor({
 
     async rotateKey(ctx) {
       return rotate(ctx);
+    },
+
+    async scoreUnscored(ctx) {
+      return { scored: (await scoreUnscoredStores(ctx))?.stores ?? 0 };
     },
 
     async fileAppeal(ctx, m) {
@@ -573,7 +601,8 @@ export const trustActor = defineActor({
 
 /**
  * Start-up of every process hosting actors: hand the actor its key-encryption key and live flags, make sure a
- * signing key exists, and arm the refresh reminder if it is missing (the first recompute runs when it fires).
+ * signing key exists, arm the refresh reminder if it is missing, and score the stores that have no computed score
+ * yet before the gateway listens (stores already scored keep their number until the reminder fires).
  */
 export const trustBootHook: BootHook = {
   name: "trust",
@@ -591,6 +620,8 @@ export const trustBootHook: BootHook = {
     });
     await ensureTrustKey(services.sql, kek, services.clock.now());
     await services.actors.ask(trustActor, TRUST_ACTOR_ID, "ensureScheduled", {});
+    // One batch of 500 stores takes well under a second; a large first seed may take minutes, and the boot waits.
+    await services.actors.ask(trustActor, TRUST_ACTOR_ID, "scoreUnscored", {}, { timeoutMs: BOOT_SCORING_TIMEOUT_MS });
   },
 };
 

@@ -17,13 +17,15 @@ export interface TrustScoreEvent {
   computedAt: string;
 }
 
-export const RecomputeTrigger = T.Union([T.Literal("refresh"), T.Literal("operator"), T.Literal("on_demand")]);
+/** `boot`: a store with no computed score yet, scored before the gateway reports ready (scoreUnscored). */
+export const RecomputeTrigger = T.Union([T.Literal("refresh"), T.Literal("operator"), T.Literal("on_demand"), T.Literal("boot")]);
 export type RecomputeTrigger = Static<typeof RecomputeTrigger>;
 
 export const EnsureScheduled = T.Object({});
 export const RecomputeAll = T.Object({ trigger: RecomputeTrigger });
 export const Recompute = T.Object({ slug: T.String({ minLength: 1, maxLength: 63 }), trigger: RecomputeTrigger });
 export const RotateKey = T.Object({});
+export const ScoreUnscored = T.Object({});
 
 export const FileAppeal = T.Object({
   storeSlug: T.String({ minLength: 1, maxLength: 63 }),

@@ -8,7 +8,6 @@ const P = {
   board: "5befd987-79cd-540c-8a5d-2ba5a30aed41", // DS-0011, 26.95, untracked stock
   green: "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a", // GL-0001, greenleaf-living (card only, trust 0.88)
   northwind: "084e25eb-dd74-5988-a26a-6b62da9d9ef9", // NW-0001, hosted storefront
-  cozy: "c42cd9d0-6f16-5a10-b167-8feff446e3d1", // CP-0001, cozy-paws-supply (trust 0.66)
 };
 let srv: TestServer;
 let key: TestKey;
@@ -374,10 +373,12 @@ describe("sandbox test tokens", () => {
 
 describe("merchant rules", () => {
   test("a merchant below the 0.7 agent threshold is 403 NOT_ELIGIBLE", async () => {
-    const id = await cart([{ product_id: P.cozy, quantity: 1 }]);
+    // pixel-play-games: its computed score (0.58, scored at boot) is below the threshold
+    const [low] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'pixel-play-games' AND active AND in_stock ORDER BY external_id LIMIT 1`;
+    const id = await cart([{ product_id: low.id, quantity: 1 }]);
     const r = await checkout({ cartId: id, payment_method: "tok_approve" });
     expect(r.status).toBe(403);
-    expect(r.body).toMatchObject({ code: "NOT_ELIGIBLE", details: { merchant_slug: "cozy-paws-supply", reason: "trust_below_agent_threshold" } });
+    expect(r.body).toMatchObject({ code: "NOT_ELIGIBLE", details: { merchant_slug: "pixel-play-games", reason: "trust_below_agent_threshold" } });
   });
 
   test("a hosted-storefront merchant accepts the agent on its native card rail", async () => {

@@ -6,7 +6,8 @@ import { startServer, type TestServer } from "../helpers/server.ts";
 let srv: TestServer;
 let key: TestKey;
 
-const INELIGIBLE = ["unverified-outlet", "lowtrust-bazaar", "suspended-goods", "fresh-start-studio"];
+// fresh-start-studio (seeded without a score) is scored at boot: cold_start 0.41, deprioritized but visible.
+const INELIGIBLE = ["unverified-outlet", "lowtrust-bazaar", "suspended-goods"];
 
 beforeAll(async () => {
   srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
@@ -178,7 +179,7 @@ describe("SearchRequest bounds", () => {
 });
 
 describe("eligibility", () => {
-  test("products of the UNVERIFIED, low-trust, suspended and unscored merchants never appear, on any page", async () => {
+  test("products of the UNVERIFIED, low-trust and suspended merchants never appear, on any page", async () => {
     const seen = new Set<string>();
     for (const filters of [{ inStock: false }, { inStock: true }]) {
       for (let page = 1; ; page++) {

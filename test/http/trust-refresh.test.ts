@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicKey, verify as nodeVerify } from "node:crypto";
 import { ManualClock } from "../../actors/runtime/clock.ts";
+import { TRUST_ACTOR_ID, trustActor } from "../../actors/trust/index.ts";
 import { ADMIN, login } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
@@ -34,33 +35,41 @@ afterAll(async () => {
 });
 
 describe("the 6-hour refresh", () => {
-  test("nothing is recomputed at boot: the seeded scores stand until the first reminder", async () => {
-    expect(await historyCount()).toBe(0);
-    const [demo] = await srv.db.sql`SELECT trust_score FROM stores WHERE slug = 'demo-store'`;
-    expect(Number(demo.trust_score)).toBe(0.86);
+  test("at boot, only the stores without a computed score are scored (trigger boot); the refresh waits 6 hours", async () => {
+    const stores = await storeCount();
+    expect(await historyCount()).toBe(stores);
+    const triggers = await srv.db.sql`SELECT DISTINCT trigger FROM trust_score_history`;
+    expect(triggers.map((t) => t.trigger)).toEqual(["boot"]);
     const [r] = await srv.db.sql<{ due_at: Date }[]>`SELECT due_at FROM actor_reminders WHERE kind = 'trust' AND id = 'global' AND name = 'refreshAll'`;
     expect(r.due_at.getTime()).toBe(clock.now() + 6 * HOUR);
   });
 
+  test("a second boot on the same database scores nothing again: scored stores keep their number until the reminder", async () => {
+    const stores = await storeCount();
+    const answer = await srv.running.services.actors.ask(trustActor, TRUST_ACTOR_ID, "scoreUnscored", {});
+    expect(answer).toEqual({ scored: 0 });
+    expect(await historyCount()).toBe(stores);
+  });
+
   test("the durable reminder fires after 6 hours, scores every store and re-arms itself", async () => {
+    const stores = await storeCount();
     clock.advance(5 * HOUR);
     await srv.running.host!.pollReminders();
-    expect(await historyCount()).toBe(0);
+    expect(await historyCount()).toBe(stores);
 
     clock.advance(HOUR);
     expect(await srv.running.host!.pollReminders()).toBeGreaterThanOrEqual(1);
-    const stores = await storeCount();
-    expect(await historyCount()).toBe(stores);
-    const triggers = await srv.db.sql`SELECT DISTINCT trigger FROM trust_score_history`;
-    expect(triggers.map((t) => t.trigger)).toEqual(["refresh"]);
+    expect(await historyCount()).toBe(2 * stores);
+    const triggers = await srv.db.sql`SELECT DISTINCT trigger FROM trust_score_history ORDER BY trigger`;
+    expect(triggers.map((t) => t.trigger)).toEqual(["boot", "refresh"]);
     const [r] = await srv.db.sql<{ due_at: Date }[]>`SELECT due_at FROM actor_reminders WHERE kind = 'trust' AND id = 'global' AND name = 'refreshAll'`;
     expect(r.due_at.getTime()).toBe(clock.now() + 6 * HOUR);
 
     clock.advance(6 * HOUR);
     await srv.running.host!.pollReminders();
-    expect(await historyCount()).toBe(2 * stores);
+    expect(await historyCount()).toBe(3 * stores);
     const [demo] = await srv.db.sql`SELECT count(*) AS n, max(computed_at) AS last FROM trust_score_history WHERE store_slug = 'demo-store'`;
-    expect(Number(demo.n)).toBe(2);
+    expect(Number(demo.n)).toBe(3);
     expect(new Date(demo.last).getTime()).toBe(clock.now());
   });
 
