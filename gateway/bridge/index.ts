@@ -261,10 +261,19 @@ function ap2Receipt(mandateId: string, cart: CartView, orderIds: string[], statu
 // ---------------------------------------------------------------------------------------------------- routes
 
 /** POST /api/v1/agent/checkout, detected as another protocol: create (ACP, UCP) or pay a mandate (AP2). */
-export async function bridgeCheckout(svc: Services, agent: AgentPrincipal, protocol: BridgeProtocol, request: Request, body: unknown, set: SetLike): Promise<unknown> {
+/**
+ * POST /agent/checkout handing a request to the bridge. The answer is a Response so it passes through in the
+ * bridge's own shape: a plain body would be checked against the REST route's response schema, and a bridged error
+ * (ACP `{type, code, message, param}`, UCP's) is not our error envelope, so the client got 400 "Invalid response
+ * field 'success'" instead of the bridge's answer. The route's `set` headers (x-protocol, rate limits) are merged
+ * into it by the framework.
+ */
+export async function bridgeCheckout(svc: Services, agent: AgentPrincipal, protocol: BridgeProtocol, request: Request, body: unknown, set: SetLike): Promise<Response> {
   set.headers["x-protocol"] = protocol;
   const run = protocol === "acp" ? () => acpCreate(svc, agent, body) : protocol === "ucp" ? () => ucpCreate(svc, agent, body) : () => ap2Pay(svc, agent, body);
-  return respond(set, protocol, () => withIdempotency(svc, scope(protocol, agent, request, body), run));
+  const answer = await respond(set, protocol, () => withIdempotency(svc, scope(protocol, agent, request, body), run));
+  const status = typeof set.status === "number" ? set.status : 200;
+  return Response.json(answer, { status });
 }
 
 const sec = [{ agentApiKey: [] }];
