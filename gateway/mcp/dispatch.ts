@@ -82,12 +82,22 @@ export function argumentError(t: CompiledTool, args: unknown): ActorError | null
   const first = t.check.Errors(args).First();
   if (!first) return fail("INVALID_ARGUMENT", "Arguments do not match the tool's input schema.");
   const field = first.path.replace(/^\//, "").replace(/\//g, ".");
+  const allowed = Object.keys(t.def.input.properties ?? {});
+  const unknown = args !== null && typeof args === "object" && !Array.isArray(args) ? Object.keys(args).filter((k) => !allowed.includes(k)) : [];
   if (first.type === ValueErrorType.ObjectRequiredProperty) {
+    // A missing argument next to an unknown one is usually a misspelling (UCP's line_items for items): name both.
+    if (unknown.length && !field.includes(".")) {
+      return fail("MISSING_REQUIRED_ARGUMENT", `Missing required argument '${field}'; unknown argument${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => `'${k}'`).join(", ")} (this tool takes ${allowed.join(", ")}).`, {
+        field,
+        unknown,
+        allowed,
+      });
+    }
     return fail("MISSING_REQUIRED_ARGUMENT", `Missing required argument '${field}'.`, { field });
   }
   if (first.type === ValueErrorType.ObjectAdditionalProperties) {
-    const extra = Object.keys((args ?? {}) as object).find((k) => !(k in (t.def.input.properties ?? {})));
-    return fail("INVALID_ARGUMENT", `Unknown argument '${extra ?? field}'.`, { field: extra ?? field, allowed: Object.keys(t.def.input.properties) });
+    const extra = unknown[0];
+    return fail("INVALID_ARGUMENT", `Unknown argument '${extra ?? field}'.`, { field: extra ?? field, allowed });
   }
   return fail("INVALID_ARGUMENT", `Invalid argument '${field || "arguments"}': ${first.message}.`, { field: field || "arguments", ...echoedValue(first.value) });
 }

@@ -92,6 +92,9 @@ Each store serves the subset in \`stores.enabled_mcp_tools\` (null = all ${ALL_T
 \`TOOL_NOT_FOUND\`. Credentials: \`X-Agent-Api-Key\` or \`Authorization: Bearer <OAuth access token>\` (audience: the
 store's MCP resource). A tool that needs one, called without, is HTTP 401 with
 \`WWW-Authenticate: Bearer resource_metadata=…\`; over a rate limit, HTTP 429 with \`X-RateLimit-*\` and \`Retry-After\`.
+An agent key sent as \`Authorization: Bearer\` or a login session JWT sent as an access token is HTTP 401 saying where
+it goes (\`data.reason\` \`agent_key_as_bearer\` or \`session_jwt_as_access_token\`, with \`token_endpoint\`). A missing
+argument next to an unknown one names both (\`details.unknown\`, \`details.allowed\`).
 
 ## Errors
 

@@ -13,7 +13,7 @@
 import type { Scope } from "../../actors/agent/access.ts";
 import { bucketsFor, type BucketDescriptor, type BucketOwner, type Surface } from "../../actors/agent/limits.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
-import { tokenService } from "../identity.ts";
+import { SESSION_AUDIENCE, tokenService } from "../identity.ts";
 import {
   admitAnonymous,
   admitOthers,
@@ -69,6 +69,36 @@ export function requireMcpCredentials(svc: Services, slug: string, headers: Reco
   throw fail("unauthorized", "This tool needs an agent key (X-Agent-Api-Key) or an OAuth access token (Authorization: Bearer).");
 }
 
+/**
+ * A credential of ours sent where it does not go says so, instead of "invalid token" (audit E): an agent key as a
+ * bearer token, or a login session JWT (audience acs-api) as an MCP access token. Read from the token's shape and
+ * unverified claims only to word the refusal; nothing is accepted on them.
+ */
+export function misplacedCredential(bearer: string): ActorError | null {
+  if (bearer.startsWith("agnt_")) {
+    return fail("unauthorized", "Agent keys go in the X-Agent-Api-Key header, not in Authorization: Bearer (which carries OAuth access tokens).", {
+      reason: "agent_key_as_bearer",
+      header: "X-Agent-Api-Key",
+    });
+  }
+  const [head, payload] = bearer.split(".");
+  try {
+    const h = JSON.parse(Buffer.from(head ?? "", "base64url").toString("utf8")) as { typ?: unknown };
+    const p = JSON.parse(Buffer.from(payload ?? "", "base64url").toString("utf8")) as { aud?: unknown };
+    const aud = Array.isArray(p.aud) ? p.aud : [p.aud];
+    if (h.typ === "JWT" && aud.includes(SESSION_AUDIENCE)) {
+      return fail("unauthorized", "A login session JWT is not an MCP access token: get one from POST /api/v1/oauth/token (resource: this MCP endpoint's URL), or send an agent key in X-Agent-Api-Key.", {
+        reason: "session_jwt_as_access_token",
+        token_endpoint: "/api/v1/oauth/token",
+        header: "X-Agent-Api-Key",
+      });
+    }
+  } catch {
+    /* not a JWT of ours: the plain "invalid token" stands */
+  }
+  return null;
+}
+
 /** An OAuth caller's buckets: the per-key layers, held per (client, user) by `oauth/<clientId>:<userId>`. */
 export function oauthBuckets(ctx: { surface: Surface; ip: string; toolName?: string; customerId?: string }, clientId: string, sub: string): BucketDescriptor[] {
   const id = `oauth:${clientId}:${sub}`;
@@ -116,7 +146,7 @@ export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput
       tokens.verifyToken(bearer, { audience: audiences, typ: ACCESS_TOKEN_TYP }).catch(async (err) => {
         // failed tokens are counted like anonymous traffic, so token guessing is bounded per IP
         if (limits) await admitAnonymous(svc, limits.surface, limits.ip, headers).catch(() => null);
-        throw err;
+        throw misplacedCredential(bearer) ?? err;
       }),
     );
     const clientId = typeof verified.claims.client_id === "string" ? verified.claims.client_id : "";

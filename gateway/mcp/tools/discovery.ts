@@ -360,24 +360,47 @@ export const getSupportedProtocols = defineTool({
   },
 });
 
+/** The sandbox card processor's tokens (actors/payments/card-sandbox.ts) and what complete_checkout answers for each. */
+export const CARD_TEST_TOKENS: readonly { payment_method: string; result: string }[] = [
+  { payment_method: "tok_approve", result: "captured: COMPLETED with order_id" },
+  { payment_method: "tok_decline", result: "declined: PAYMENT_DECLINED, nothing captured, the session can be paid again" },
+  { payment_method: "tok_fail", result: "failed: PAYMENT_FAILED_ROLLED_BACK, nothing captured, retry with a fresh token" },
+  { payment_method: "tok_needs_approval", result: "PENDING_EXTERNAL_CONFIRMATION with approval_url; after the buyer approves, call again with the same session and idempotency_key" },
+  { payment_method: "tok_not_approved", result: "the payer refuses: PAYMENT_NOT_APPROVED, nothing captured" },
+  { payment_method: "tok_lost_response", result: "captured, but the first answer is lost (UPSTREAM_UNAVAILABLE); the same call again returns the order, never a second charge" },
+  { payment_method: "tok_amount_mismatch", result: "captures another amount: PAYMENT_AMOUNT_MISMATCH, the order is flagged for the merchant to reconcile" },
+  { payment_method: "tok_finalization_fails", result: "captured, the order cannot be finalised: PAYMENT_CAPTURED_FINALIZATION_FAILED, flagged for refund or reconciliation" },
+];
+
 export const getPaymentMethods = defineTool({
   name: "get_payment_methods",
   title: "Get payment methods",
   description:
     "The payment_method values complete_checkout accepts on this store (e.g. MOCK on the demo store, card test tokens, " +
-    "x402). Call it when complete_checkout answers PAYMENT_METHOD_NOT_CONFIGURED.",
+    "x402); for cards, test_tokens lists each sandbox token and what complete_checkout answers for it. Call it when " +
+    "complete_checkout answers PAYMENT_METHOD_NOT_CONFIGURED.",
   group: "discovery",
   input: T.Object({}, Strict),
-  output: T.Object({ store: T.String(), methods: T.Array(T.Object({ id: T.String(), description: T.String() }, Open)) }, Open),
+  output: T.Object(
+    {
+      store: T.String(),
+      methods: T.Array(T.Object({ id: T.String(), description: T.String(), test_tokens: T.Optional(T.Array(T.Object({ payment_method: T.String(), result: T.String() }))) }, Open)),
+    },
+    Open,
+  ),
   annotations: READ,
   auth: "public",
   confirmation: false,
   async handler(_a, ctx) {
     const describe: Record<string, string> = {
       MOCK: "Simulated payment, no money moves. Pass payment_method 'MOCK'.",
-      card: "Card processor. Pass a card payment token as payment_method (sandbox: tok_approve approves; see docs/checkout.md for the decline/approval/failure tokens).",
+      card: "Card processor (the sandbox). Pass one of test_tokens as payment_method: tok_approve pays; the others rehearse each outcome.",
       x402: "x402 stablecoin settlement through REST POST /api/v1/agent/checkout with payment_rail x402.",
     };
-    return { store: ctx.store.slug, methods: ctx.store.paymentMethods.map((id) => ({ id, description: describe[id] ?? id })) };
+    // The table itself, not a pointer to a document the agent cannot fetch (audit E): what each token does.
+    return {
+      store: ctx.store.slug,
+      methods: ctx.store.paymentMethods.map((id) => ({ id, description: describe[id] ?? id, ...(id === "card" ? { test_tokens: CARD_TEST_TOKENS } : {}) })),
+    };
   },
 });
