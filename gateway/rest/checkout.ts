@@ -194,7 +194,9 @@ export function checkoutRoutes(svc: Services) {
             "`shipping` records the buyer's destination (and a picked `option_id`) on the cart first. A merchant offering more than one " +
             "shipping method answers 409 PRECONDITION_NOT_MET (details.required_step, details.options) until the destination and an option " +
             "are given; a merchant that does not ship there answers 403 NOT_ELIGIBLE (details.reason destination_not_served). A session " +
-            "awaiting the buyer's approval or a running payment answers 409 CHECKOUT_STATUS_INVALID (details.status).",
+            "awaiting the buyer's approval or a running payment answers 409 CHECKOUT_STATUS_INVALID (details.status). `warnings` lists " +
+            "what a payment of this preview will refuse anyway (NOT_ELIGIBLE: a merchant below the agent-checkout trust threshold). A cart " +
+            "replaced by an MCP edit answers 409 CART_NOT_MUTABLE (details.replaced_by_cart_id).",
           security: [{ agentApiKey: [] }],
         },
       },

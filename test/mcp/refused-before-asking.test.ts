@@ -10,7 +10,7 @@ import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, DEMO_PRODUCT, errorOf, structured, type Connected } from "./helpers.ts";
 
 const NORTHWIND = "northwind-outfitters";
-const HARBOUR = "harbour-lane-uk"; // seeded in the CAUTION band (0.62), below the 0.7 agent-checkout threshold
+const HARBOUR = "harbour-lane-uk"; // scored in the CAUTION band, below the 0.7 agent-checkout threshold (asserted below)
 
 let srv: TestServer;
 let key: TestKey;
