@@ -6,7 +6,7 @@
  */
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import type { TSchema } from "@sinclair/typebox";
-import { isDatabaseUnavailable, withoutDeadline, type Sql } from "../../infra/db.ts";
+import { isDatabaseUnavailable, isNeverSent, withoutDeadline, type Sql } from "../../infra/db.ts";
 import { LoopBackoff } from "../../infra/backoff.ts";
 import { log as rootLog, type Logger } from "../../infra/log.ts";
 import { actorFencingConflicts, recordTurn, registerActorStats, turnStatsFor, type TurnStats } from "../../infra/metrics.ts";
@@ -15,7 +15,7 @@ import { systemClock, type Clock } from "./clock.ts";
 import type { ActorCaller, ActorContext, AnyActorDefinition, CallOptions, MessageBody, MessageType, ReplyOf } from "./define-actor.ts";
 import { REMINDER_PREFIX, type ReplyEnvelope, type RequestEnvelope } from "./envelope.ts";
 import { ActorError, isInputDataError } from "./errors.ts";
-import { isDuplicateReply, isFenceFailure, ridingStatement, stateWriteStatement, WRITE_REFUSED, type ReminderOp, type RidingWrite } from "./state-write.ts";
+import { isDuplicateReply, isFenceFailure, ridingStatement, stateWriteStatement, WRITE_REFUSED, type ReminderOp, type RidingWrite, type StateWrite } from "./state-write.ts";
 
 /** Replies an activation remembers in memory (resends to a live activation answer without a query). */
 const RECENT_REPLIES = 256;
@@ -231,7 +231,7 @@ export class ActorHost {
       const handler = readOnly.handler;
       return a.ready.then(
         () => this.runReadOnlyOnceSettled(a, env, handler),
-        (err: unknown) => this.activationFailed(kind.activations, a, err),
+        (err: unknown) => this.activationFailed(kind.activations, a, err, env.attempt),
       );
     }
     return new Promise((resolve) => {
@@ -246,8 +246,8 @@ export class ActorHost {
       try {
         await act.ready;
       } catch (err) {
-        const reply = this.activationFailed(this.kinds.get(act.def.kind)!.activations, act, err);
-        for (const p of act.queue.splice(0)) p.resolve(reply);
+        const activations = this.kinds.get(act.def.kind)!.activations;
+        for (const p of act.queue.splice(0)) p.resolve(this.activationFailed(activations, act, err, p.env.attempt));
         return;
       }
       while (act.queue.length) {
@@ -275,11 +275,16 @@ export class ActorHost {
    * it again, and answers actor_unavailable, which callers retry. Only this activation is forgotten: a newer one
    * that replaced it (stale ownership) stays. A database that cannot be reached answers service_unavailable, as a
    * turn does: the caller's client retried actor_unavailable until its deadline (10 s) against a database that
-   * refused every attempt, and the caller got its 503 only then.
+   * refused every attempt, and the caller got its 503 only then. A connection lost under the load (a failover, a
+   * proxy restart, 57P01) is retried once, at once, on another connection; a second failure is the 503 (review R2-F5).
    */
-  private activationFailed(activations: Map<string, Activation>, act: Activation, err: unknown): ReplyEnvelope {
+  private activationFailed(activations: Map<string, Activation>, act: Activation, err: unknown, attempt: number): ReplyEnvelope {
     if (activations.get(act.id) === act) activations.delete(act.id);
-    if (isDatabaseUnavailable(err)) return errorReply(new ActorError("service_unavailable", "The database is unavailable; retry after 30 seconds."));
+    if (isDatabaseUnavailable(err)) {
+      const hopeless = isNeverSent(err) || (err as { code?: unknown }).code === "QUERY_DEADLINE" || attempt > 1;
+      if (!hopeless) return errorReply(new ActorError("actor_unavailable", `lost the database connection while activating ${act.def.kind}/${act.id}; retry`));
+      return errorReply(new ActorError("service_unavailable", "The database is unavailable; retry after 30 seconds."));
+    }
     return errorReply(new ActorError("actor_unavailable", `could not activate ${act.def.kind}/${act.id}: ${(err as Error)?.message ?? String(err)}`));
   }
 
@@ -376,7 +381,9 @@ export class ActorHost {
     // caller resends only after `actor_unavailable`, which no committed turn answers, and never after its deadline:
     // nobody can ask for the reply again, so it is not written (three inbox rows per checkout journey). A caller-named
     // message (attempt > 1 on its first send) may repeat one from before a restart: its reply is kept.
-    const keepReply = !this.opts.transport.lossless || env.attempt > 1;
+    // A presumed-new turn keeps its reply too: if the acknowledgement of its insert is lost, the caller's retry must
+    // find the committed reply rather than run `create` again on the row it wrote (one inbox row per new actor).
+    const keepReply = !this.opts.transport.lossless || env.attempt > 1 || act.presumedNew;
     const turn = new Turn(this, act, env.msgId, false, env.deadline, keepReply);
     let reply: ReplyEnvelope;
     try {
@@ -406,9 +413,13 @@ export class ActorHost {
     if (act.presumedNew && !act.stale) {
       // the fenced insert vouches for a turn that wrote; one that did not must not answer from a guessed state
       if (turn.wroteState) act.presumedNew = false;
-      // the database failed the turn: that answer does not depend on the guessed state (and the check would fail the
-      // same way, turning it into a retry that cannot load either); the next message reloads
-      else if (!reply.ok && reply.error.code === "service_unavailable") act.stale = true;
+      // The database failed the turn before its state write could have reached it (connection refused, the handler's
+      // own query failed, ...): nothing was created, that answer does not depend on the guessed state, and the check
+      // below would fail the same way (a retry against refused connections until the deadline); the next message
+      // reloads. A state write lost on the way back (the connection dropped with the statement or COMMIT out) may
+      // have committed: then the check settles it, and the caller's resend finds the committed reply in actor_inbox
+      // instead of a 503 that an HTTP client answers by creating the cart again (review R2-F5).
+      else if (!reply.ok && reply.error.code === "service_unavailable" && !turn.writeInDoubt) act.stale = true;
       else if (await this.presumedNewWasWrong(act)) reply = errorReply(new ActorError("actor_unavailable", "actor state not loaded yet; retry"));
     }
     recordTurnOf(act.def.kind, reply.ok ? "ok" : reply.error.code, (performance.now() - started) / 1000);
@@ -628,6 +639,8 @@ class Turn {
   readonly rescheduled = new Set<string>();
   /** True once this turn's state row write committed. */
   wroteState = false;
+  /** A state write of this turn failed after it may have reached the database: it may have committed. */
+  writeInDoubt = false;
   /** The turn's reply for resends is durable already (checkpointWith's finalReply): never written twice. */
   private replyWritten = false;
   private readonly reminderOps = new Map<string, ReminderOp>();
@@ -759,6 +772,18 @@ class Turn {
       // toISOString throws here, before anything is sent, if the deadline is not a time
       reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS).toISOString() } : undefined,
     };
+    try {
+      return await this.send(write, riding, current, reply);
+    } catch (err) {
+      // Only the database's own failures can leave a write in doubt: a fence, a refusal or a duplicate reply is a
+      // definite "not written", and a connection never opened (or a query withdrawn unsent) sent nothing.
+      if (isDatabaseUnavailable(err) && !isNeverSent(err)) this.writeInDoubt = true;
+      throw err;
+    }
+  }
+
+  private async send(write: StateWrite, riding: RidingWrite | undefined, current: string, reply: ReplyEnvelope | undefined): Promise<Record<string, unknown> | undefined> {
+    const act = this.act;
     const conn = this.conn;
     let row: Record<string, unknown> | undefined;
     if (riding) {

@@ -2,7 +2,9 @@
  * A TCP proxy in front of Postgres that a test controls, to show the service a database outage: "stall" stops
  * forwarding in both directions and holds new connections (what a frozen server or a partition looks like to the
  * client: open sockets, no answer), "resume" forwards again, "down" closes every connection and the listener
- * (refused connections), "up" listens again on the same port.
+ * (refused connections), "up" listens again on the same port. `loseReplyAfter` forwards the next statement whose
+ * text matches and then drops that connection without its answer: the statement ran (and committed, if autocommit),
+ * its acknowledgement never arrived.
  */
 import { createServer, connect as tcpConnect, type Server, type Socket } from "node:net";
 import { serverUrl } from "./db.ts";
@@ -16,6 +18,7 @@ export class PgProxy {
   private server: Server;
   private pairs: Pair[] = [];
   private stalled = false;
+  private loseReply?: { match: Buffer; afterMs: number; done: () => void };
   port = 0;
 
   constructor(private target: { host: string; port: number }) {
@@ -42,6 +45,18 @@ export class PgProxy {
     const pair: Pair = { client, upstream: null };
     this.pairs.push(pair);
     client.on("error", () => {});
+    // registered before link()'s pipe: it sees each chunk before the chunk is forwarded
+    client.on("data", (chunk: Buffer) => {
+      const lose = this.loseReply;
+      if (!lose || !chunk.includes(lose.match)) return;
+      this.loseReply = undefined;
+      pair.upstream?.unpipe(client); // the answer never reaches the client
+      setTimeout(() => {
+        client.destroy();
+        pair.upstream?.destroy();
+        lose.done();
+      }, lose.afterMs);
+    });
     if (this.stalled) {
       client.pause(); // accepted, never answered: the client's connect timeout decides
       return;
@@ -65,6 +80,17 @@ export class PgProxy {
   async start(): Promise<void> {
     await new Promise<void>((res) => this.server.listen(0, "127.0.0.1", () => res()));
     this.port = (this.server.address() as { port: number }).port;
+  }
+
+  /**
+   * Arms a one-shot lost acknowledgement: the next client message containing `text` (a statement's text goes out
+   * with its first execution on a connection) is forwarded, its connection is closed `afterMs` later without any
+   * answer reaching the client. Resolves when that connection has been closed.
+   */
+  loseReplyAfter(text: string, afterMs = 200): Promise<void> {
+    return new Promise((done) => {
+      this.loseReply = { match: Buffer.from(text), afterMs, done };
+    });
   }
 
   stall(): void {
