@@ -52,7 +52,8 @@ function add(into: Map<number, Set<string>>, status: number, ...codes: readonly 
  *   sandbox_not_allowed on transactional routes and feature_not_in_tier on feature-tier routes; 429 per key;
  * - JWT routes (security bearer): 401 unauthorized / token_expired; operator-only routes (/admin) 403 forbidden;
  * - every route but the health probe: 429 (the global per-IP bucket, gateway/plugins/rate-limit.ts);
- * - a route with parameters or a body: 400 validation_error (gateway/plugins/errors.ts);
+ * - a route with parameters or a body, and every write (a malformed JSON body is refused whatever the route
+ *   reads): 400 validation_error (gateway/plugins/errors.ts);
  * - every method but GET/HEAD: 413 payload_too_large (gateway/plugins/body-limit.ts, on Content-Length);
  * - every route: 503 service_unavailable (database outage) and actor_unavailable (an actor did not answer).
  */
@@ -71,8 +72,9 @@ export function ruleCodes(method: string, path: string, op: Operation): Map<numb
     if (path.startsWith("/api/v1/admin/")) add(codes, 403, "forbidden");
   }
   if (path !== "/api/v1/health") add(codes, 429, "rate_limit_exceeded");
-  if ((op.parameters?.length ?? 0) > 0 || op.requestBody) add(codes, 400, "validation_error");
-  if (upper !== "GET" && upper !== "HEAD") add(codes, 413, "payload_too_large");
+  const write = upper !== "GET" && upper !== "HEAD";
+  if ((op.parameters?.length ?? 0) > 0 || op.requestBody || write) add(codes, 400, "validation_error");
+  if (write) add(codes, 413, "payload_too_large");
   add(codes, 503, "service_unavailable", "actor_unavailable");
   return codes;
 }
@@ -90,8 +92,10 @@ function errorResponse(codes: readonly string[], doc: OperationDoc | undefined, 
   const prose = said && !said.startsWith("Response for status") && !codes.includes(said) ? `${said.replace(/\.$/, "")}. ` : "";
   const own = doc?.errorSchema ? jsonSchema(doc.errorSchema) : undefined;
   const schema = own ? { anyOf: [envelopeWithCodes(codes), own] } : envelopeWithCodes(codes);
+  // a chunked body beyond the server-wide cap never reaches the gateway: the HTTP server refuses it bare
+  const bare = codes.includes("payload_too_large") ? " A chunked body over the server-wide cap (no Content-Length) gets a bare 413 from the HTTP server, without a body." : "";
   return {
-    description: `${prose}Codes: ${known.join("; ")}.`,
+    description: `${prose}Codes: ${known.join("; ")}.${bare}`,
     content: { "application/json": { schema } },
     "x-error-codes": [...codes],
   };
@@ -123,8 +127,11 @@ function completeOperation(method: string, path: string, op: Operation): void {
     responses[String(status)] = errorResponse([...codes.get(status)!], doc, responses[String(status)]);
   }
   for (const [status, description] of Object.entries(doc?.htmlErrors ?? {})) {
-    if (codes.has(Number(status))) continue;
-    responses[status] = { description, content: { "text/html": { schema: { type: "string" } } } };
+    const json = codes.has(Number(status)) ? responses[status] : undefined;
+    const html = { "text/html": { schema: { type: "string", description: "An HTML page for the human." } } };
+    responses[status] = json
+      ? { ...json, description: `${description} ${json.description as string}`, content: { ...(json.content as Json), ...html } }
+      : { description, content: html };
   }
 }
 

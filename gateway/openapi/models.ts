@@ -101,8 +101,23 @@ export const Availability = obj({ productId: Str, inStock: Bool, stockQuantity: 
 export const PriceHistory = obj({ productId: Str, currency: Str, days: Int, currentPrice: Num, lowestPrice: Num, highestPrice: Num, trend: Str, points: t.Array(Any) });
 export const Sustainability = obj({ productId: Str, score: Num, grade: Str, dataCoverage: Num, components: t.Array(Any), method: Str });
 export const Recommendations = obj({ productId: Str, limit: Int, products: t.Array(ProductSummary) });
-export const Negotiation = obj({ productId: Str, merchantSlug: t.Optional(Str), status: t.Optional(Str) }, "The merchant's answer to the bid (accepted, countered or rejected).");
-export const ShippingEstimate = obj({ productId: t.Optional(Str), countryCode: t.Optional(Str), options: t.Optional(t.Array(Any)) }, "Shipping options and costs for the destination.");
+const NullableNum = t.Union([Num, t.Null()]);
+export const Negotiation = obj(
+  {
+    offerId: Str, status: t.String({ description: "accepted, countered or rejected" }), productId: Str, merchantSlug: Str, currency: Str,
+    listPrice: NullableNum, bidPrice: Num, counterPrice: NullableNum, negotiatedPrice: NullableNum, expiresAt: NullableStr,
+    usableInCart: Bool, round: Int, maxRounds: Int, reason: NullableStr, message: NullableStr, beta: t.Literal(true),
+  },
+  "The merchant's answer to the bid (BETA).",
+);
+export const ShippingEstimate = obj(
+  {
+    productId: Str, merchantSlug: Str, countryCode: Str, postalCode: Str, quantity: Int, shippable: Bool, reason: t.Optional(Str),
+    zone: NullableStr, cost: NullableNum, currency: NullableStr, freeShipping: Bool, minDays: t.Union([Int, t.Null()]), maxDays: t.Union([Int, t.Null()]),
+    estimatedDelivery: t.Union([obj({ earliest: Str, latest: Str }), t.Null()]),
+  },
+  "Cost and delivery window; shippable false (with a reason) when the merchant does not ship there.",
+);
 export const Comparison = obj({ products: t.Array(Any), priceRange: t.Array(Any), bestValue: NullableStr, bestTrust: NullableStr, recommendation: Any, notFound: t.Array(Str) });
 
 // ------------------------------------------------------------------------------------------------ merchants, trust

@@ -31,7 +31,7 @@ export interface OperationDoc {
   body?: { schema: TSchema; required: boolean; contentType?: string };
   /** The error body on this route's own failures, when not the error envelope (OAuth and the protocol bridge). */
   errorSchema?: TSchema;
-  /** Error statuses answered with an HTML page for a human (no `code`), with what they mean. */
+  /** Error statuses answered with an HTML page for a human (no `code`), with what they mean (beside JSON codes a rule may add). */
   htmlErrors?: Record<number, string>;
   /** Overrides of the route's `detail` (route files belong to other work; the document is completed here). */
   security?: Record<string, string[]>[];
@@ -64,8 +64,8 @@ const bridgeErrors = {
   409: ["SESSION_INACTIVE", "CHECKOUT_STATUS_INVALID", "IDEMPOTENCY_KEY_CONFLICT", "CHECKOUT_ALREADY_IN_PROGRESS", "CART_NOT_MUTABLE", "PRECONDITION_NOT_MET", "STATE_RECONFIRMATION_REQUIRED", "STATE_EXECUTION_BLOCKED", "PAYMENT_CAPTURED_FINALIZATION_FAILED", "PAYMENT_AMOUNT_MISMATCH"],
   503: ["ENFORCEMENT_UNAVAILABLE", "UPSTREAM_UNAVAILABLE"],
 } as const;
-const acpErr = t.Union([M.AcpError, t.Ref("#/components/schemas/ErrorEnvelope")]);
-const ucpErr = t.Union([M.UcpError, t.Ref("#/components/schemas/ErrorEnvelope")]);
+const acpErr = M.AcpError;
+const ucpErr = M.UcpError;
 
 export const OPERATIONS: Record<string, OperationDoc> = {
   // ---------------------------------------------------------------------------------------------- operations
@@ -107,9 +107,12 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     htmlErrors: { 400: "An unknown client or redirect URI: an HTML page for the human (never a redirect to an unverified URI)." },
   },
   "POST /api/v1/oauth/authorize": {
-    success: [{ status: 302, description: "To the client's redirect_uri with `code` (or `error=access_denied`)." }],
-    errors: { 400: ["invalid_request", "invalid_target", "invalid_client"], 401: ["unauthorized"], 403: ["forbidden"] },
-    errorSchema: M.OAuthErrorBody,
+    success: [{ status: 302, description: "To the client's redirect_uri with `code` (or `error=access_denied`, or an OAuth error for a known client)." }],
+    htmlErrors: {
+      400: "An unknown client or redirect URI (HTML page).",
+      401: "Wrong e-mail or password: the consent page again (HTML).",
+      403: "The form's CSRF token is missing or stale (HTML page).",
+    },
     body: { schema: M.OAuthConsentBody, required: true, contentType: "application/x-www-form-urlencoded" },
   },
   "POST /api/v1/oauth/token": {
@@ -210,14 +213,20 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: { 404: ["not_found"], 409: ["conflict"] },
   },
   "POST /api/v1/agent/checkout/preview": { success: [ok(M.Preview, "The checkout session and what it will cost.")], errors: { 400: PREVIEW_400, 403: PREVIEW_403, 404: PREVIEW_404, 409: PREVIEW_409, 503: PREVIEW_503 } },
-  "POST /api/v1/agent/checkout/{sessionId}/cancel": { success: [ok(M.SessionCanceled, "The session is canceled; the cart is open again.")], errors: { 404: ["CHECKOUT_SESSION_NOT_FOUND", "CART_NOT_FOUND"], 409: ["CHECKOUT_STATUS_INVALID", "CHECKOUT_ALREADY_IN_PROGRESS", "conflict"] } },
+  "POST /api/v1/agent/checkout/{sessionId}/cancel": {
+    success: [ok(M.SessionCanceled, "The session is canceled; the cart is open again.")],
+    errors: { 404: ["CHECKOUT_SESSION_NOT_FOUND", "CART_NOT_FOUND"], 409: ["CHECKOUT_STATUS_INVALID", "CHECKOUT_ALREADY_IN_PROGRESS", "SESSION_INACTIVE", "conflict"] },
+  },
   "POST /api/v1/agent/checkout": {
     success: [
       ok(M.CheckoutCompleted, "COMPLETED: the order(s), paid."),
       raw(M.UserActionRequired, "user_action_required: a human must approve the payment at details.approval_url, then call again with the same checkout_session_id and idempotency_key.", 202),
       raw(M.X402Partial, "x402 rail: some stores of a multi-store cart settled, some did not (per-store results).", 207),
+      raw(t.Union([M.AcpSession, M.UcpCheckout]), "Another protocol's create (x-protocol acp or ucp, or its body shape): that protocol's checkout session, in its own shape.", 201),
     ],
+    errorSchema: t.Union([M.AcpError, M.UcpError]),
     errors: {
+      401: ["AGENT_TOKEN_INVALID"],
       400: [...PREVIEW_400, "CURRENCY_MISMATCH"],
       402: ["PAYMENT_DECLINED", "PAYMENT_FAILED_ROLLED_BACK", "PAYMENT_NOT_APPROVED", "payment_required"],
       403: [...PREVIEW_403, "policy_blocked", "MANDATE_LIMIT_EXCEEDED"],
