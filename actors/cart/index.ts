@@ -1143,13 +1143,17 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
  * message). A finished session is only reported: what `complete` answers for it is its own business (idempotent
  * replays), and no payment can start from it.
  */
-async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string }): Promise<PrecheckView> {
+async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string; intent?: "complete" | "cancel" }): Promise<PrecheckView> {
   const cart = ownCart(ctx, body.keyId);
-  assertNotReplaced(cart);
   const s = ownSession(ctx, body.sessionId);
   const now = ctx.now();
   const priced = await price(ctx, cart);
   const answer = (): PrecheckView => ({ cart: cartView(ctx.state, priced.totals), session: { id: s.id, status: s.status } });
+  if (body.intent === "cancel") {
+    applyCheckoutEvent(s, "cancel", now); // pure: throws what cancel would (SESSION_INACTIVE, CHECKOUT_STATUS_INVALID)
+    return answer();
+  }
+  assertNotReplaced(cart);
   if (TERMINAL_CHECKOUT_STATUSES.has(s.status)) return answer();
   if (LIVE_WAITING.has(s.status) && s.expiresAt !== null && now >= s.expiresAt) {
     throw fail("CHECKOUT_SESSION_NOT_FOUND", "The checkout session has expired; preview the cart again.", { checkout_session_id: s.id, status: "EXPIRED" });

@@ -63,7 +63,12 @@ export const CartMessages = {
    * it (MCP asks the human only once this passes). Writes nothing, except that a session whose merchant state moved
    * beyond reconfirmation fails here as it would in `complete` (STATE_EXECUTION_BLOCKED).
    */
-  precheck: T.Object({ ...CompleteFields, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),
+  precheck: T.Object({
+    ...CompleteFields,
+    sessionId: T.String({ minLength: 1, maxLength: 100 }),
+    /** `cancel`: what `cancel` would refuse instead (the session's status allows no cancel); default `complete`. */
+    intent: T.Optional(T.Union([T.Literal("complete"), T.Literal("cancel")])),
+  }),
   /** The one-call flow: complete the live session, or preview (approving the current state) and complete now. */
   checkout: T.Object({ ...CompleteFields, shipping: T.Optional(ShippingChoiceInput) }),
   cancel: T.Object({ keyId: Uuid, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),

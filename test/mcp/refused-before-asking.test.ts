@@ -187,6 +187,22 @@ describe("other refusals known before the question", () => {
     expect(asked).toBe(0);
   }, 60_000);
 
+  test("cancel_checkout of a finished session or of one whose capture awaits reconciliation is refused without asking the human", async () => {
+    const cart = structured(await demo.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
+    const pv = structured(await demo.call("preview_checkout", { cart_id: cart.cart_id }));
+    await demo.call("complete_checkout", { checkout_session_id: pv.checkout_session_id, idempotency_key: crypto.randomUUID(), payment_method: "MOCK" });
+    const done = await counted(demo, () => demo.call("cancel_checkout", { checkout_session_id: pv.checkout_session_id }));
+    expect(errorOf(done.result)).toMatchObject({ code: "SESSION_INACTIVE", details: { status: "COMPLETED" } });
+    expect(done.asked).toBe(0);
+
+    const cart2 = structured(await demo.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
+    const pv2 = structured(await demo.call("preview_checkout", { cart_id: cart2.cart_id }));
+    await demo.call("complete_checkout", { checkout_session_id: pv2.checkout_session_id, idempotency_key: crypto.randomUUID(), payment_method: "tok_amount_mismatch" });
+    const held = await counted(demo, () => demo.call("cancel_checkout", { checkout_session_id: pv2.checkout_session_id }));
+    expect(errorOf(held.result)).toMatchObject({ code: "CHECKOUT_STATUS_INVALID", details: { status: "SETTLEMENT_UNKNOWN" } });
+    expect(held.asked).toBe(0);
+  }, 60_000);
+
   test("x402 over MCP is PAYMENT_METHOD_NOT_CONFIGURED without asking the human", async () => {
     const cart = structured(await demo.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
     const pv = structured(await demo.call("preview_checkout", { cart_id: cart.cart_id }));

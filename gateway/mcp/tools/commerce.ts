@@ -327,18 +327,6 @@ const CompleteOut = T.Object(
   Open,
 );
 
-export async function sessionSummary(ctx: ToolContext, sessionId: string) {
-  const cartId = sessionCart(sessionId);
-  const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) }).catch((err: unknown): never => {
-    // The caller named a session, not a cart: a missing or another key's cart is no such session (never its cart id).
-    if (err instanceof ActorError && err.code === "CART_NOT_FOUND") {
-      throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session; start from create_cart and preview_checkout.", { checkout_session_id: sessionId });
-    }
-    throw err;
-  });
-  return { cartId, cart, amount: money(cart.totals.total_minor, cart.currency) };
-}
-
 const isX402 = (paymentMethod: string) => paymentMethod.toLowerCase() === "x402";
 const x402OverMcp = () => fail("PAYMENT_METHOD_NOT_CONFIGURED", "x402 settles through REST POST /api/v1/agent/checkout (payment_rail x402), not over MCP.", { rail: "x402" });
 
@@ -352,14 +340,19 @@ function railOf(paymentMethod: string) {
  * expiry, shipping, merchant state, eligibility, payment method), with the cart's totals for the human's question.
  * A session id whose cart is missing or another caller's is no such session (never its cart id).
  */
-export async function precheckSession(ctx: ToolContext, a: { checkout_session_id: string; idempotency_key: string; payment_method: string; reconfirmed_state_hash?: string }) {
+export async function precheckSession(
+  ctx: ToolContext,
+  a: { checkout_session_id: string; idempotency_key?: string; payment_method?: string; reconfirmed_state_hash?: string },
+  intent: "complete" | "cancel" = "complete",
+) {
   const cartId = sessionCart(a.checkout_session_id);
   const { cart, session } = await ctx.svc.actors
     .ask(cartActor, cartId, "precheck", {
       keyId: ownerId(ctx),
       sessionId: a.checkout_session_id,
-      idempotencyKey: a.idempotency_key.toLowerCase(),
-      ...railOf(a.payment_method),
+      intent,
+      ...(a.idempotency_key ? { idempotencyKey: a.idempotency_key.toLowerCase() } : {}),
+      ...(a.payment_method ? railOf(a.payment_method) : {}),
       ...(a.reconfirmed_state_hash ? { reconfirmedStateHash: a.reconfirmed_state_hash } : {}),
     })
     .catch((err: unknown): never => {
@@ -489,12 +482,14 @@ export const cancelCheckout = defineTool({
   sandboxRefused: true,
   confirmation: true,
   errors: {
-    SESSION_INACTIVE: "cancel a session that already ended: completed, cancelled, failed or expired (details.status)",
-    CHECKOUT_STATUS_INVALID: "cancel while a capture awaits reconciliation (SETTLEMENT_UNKNOWN after tok_amount_mismatch) or a payment runs (IN_PROGRESS); details.status",
+    SESSION_INACTIVE: "cancel a session that already ended: completed, cancelled, failed or expired (details.status); answered before the human is asked",
+    CHECKOUT_STATUS_INVALID:
+      "cancel while a capture awaits reconciliation (SETTLEMENT_UNKNOWN after tok_amount_mismatch) or a payment runs (IN_PROGRESS); details.status; answered before the human is asked",
   },
   async summarize(a, ctx) {
-    const s = await sessionSummary(ctx, a.checkout_session_id);
-    return { summary: `Cancel the checkout of ${s.amount} at ${ctx.store.name}.`, facts: { amount: s.cart.totals.total, currency: s.cart.currency } };
+    // a session that cannot be cancelled (finished, or its payment running) is refused before the human is asked
+    const { cart } = await precheckSession(ctx, a, "cancel");
+    return { summary: `Cancel the checkout of ${money(cart.totals.total_minor, cart.currency)} at ${ctx.store.name}.`, facts: { amount: cart.totals.total, currency: cart.currency } };
   },
   async handler(a, ctx) {
     return ctx.svc.actors.ask(cartActor, sessionCart(a.checkout_session_id), "cancel", { keyId: ownerId(ctx), sessionId: a.checkout_session_id });
