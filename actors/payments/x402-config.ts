@@ -9,7 +9,9 @@
  *   named (docs/decisions.md).
  * - network / asset: the merchant's; a different caller value is logged and overridden.
  * - facilitator: the merchant's configured facilitator, else the caller's `facilitator_url` if it is on the
- *   allowlist (X402_FACILITATOR_ALLOWLIST plus the merchant's own facilitator). Nothing else is ever fetched.
+ *   allowlist (X402_FACILITATOR_ALLOWLIST plus the merchant's own facilitator). Nothing else is ever fetched. A
+ *   store with neither cannot be paid over x402 (PAYMENT_METHOD_NOT_CONFIGURED, reason no_facilitator) and is not
+ *   advertised as payable (x402Availability); a refused facilitator names the allowed ones.
  *   Outside the operator allowlist a URL also passes the SSRF guard unless ALLOW_PRIVATE_URLS.
  */
 import type { PaymentRequirements } from "@x402/core/types";
@@ -126,6 +128,49 @@ export function parseAllowlist(csv: string): string[] {
 
 const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
+/**
+ * Whether a store can be paid over x402 at all, and with which facilitator: the one thing the protocols page, the
+ * health report and the checkout's refusals must agree on. A store needs its server-side configuration (wallet,
+ * network, asset) and a facilitator: its own, or one on the operator's X402_FACILITATOR_ALLOWLIST that the caller
+ * names. Without either, every x402 checkout would be refused whatever the agent sends, so it is not advertised.
+ */
+export interface X402Availability {
+  usable: boolean;
+  /** Why not usable: no server-side configuration, or no facilitator (none configured, none allowed). */
+  reason: "x402_not_configured" | "no_facilitator" | null;
+  message: string | null;
+  /** The merchant's own facilitator (it overrides the caller's), if any. */
+  facilitatorUrl: string | null;
+  /** When the merchant has none: the facilitators a caller may name in x402_config.facilitator_url. */
+  allowedFacilitators: string[];
+}
+
+export function x402Availability(storeSlug: string, store: StoreX402Config | undefined, allowlistCsv: string): X402Availability {
+  const allowed = parseAllowlist(allowlistCsv);
+  if (!store) {
+    return { usable: false, reason: "x402_not_configured", message: `Merchant ${storeSlug} has no server-side x402 wallet configured.`, facilitatorUrl: null, allowedFacilitators: [] };
+  }
+  if (store.facilitatorUrl) return { usable: true, reason: null, message: null, facilitatorUrl: store.facilitatorUrl, allowedFacilitators: [] };
+  if (allowed.length > 0) return { usable: true, reason: null, message: null, facilitatorUrl: null, allowedFacilitators: allowed };
+  return {
+    usable: false,
+    reason: "no_facilitator",
+    message:
+      `Merchant ${storeSlug} has no x402 facilitator configured and the operator allows none (X402_FACILITATOR_ALLOWLIST is empty), ` +
+      "so no x402 payment can be settled here; pay by card instead.",
+    facilitatorUrl: null,
+    allowedFacilitators: [],
+  };
+}
+
+/** Is x402 payable at any store? (the health report's `protocols.x402`) */
+export async function anyStoreX402Usable(sql: Sql, allowlistCsv: string): Promise<boolean> {
+  const anyAllowed = parseAllowlist(allowlistCsv).length > 0;
+  const [r] = await sql<{ usable: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM store_x402_config WHERE facilitator_url IS NOT NULL OR ${anyAllowed}) AS usable`;
+  return r?.usable === true;
+}
+
 /** The configuration an x402 payment to `store` uses, given the caller's `x402_config`. */
 export async function resolveX402Config(input: {
   storeSlug: string;
@@ -135,11 +180,13 @@ export async function resolveX402Config(input: {
   log?: Logger;
 }): Promise<EffectiveX402Config> {
   const { store, caller, policy, storeSlug } = input;
-  if (!store) {
-    throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `Merchant ${storeSlug} has no server-side x402 wallet configured.`, {
+  const availability = x402Availability(storeSlug, store, policy.allowlist);
+  if (!store || !availability.usable) {
+    throw fail("PAYMENT_METHOD_NOT_CONFIGURED", availability.message ?? `Merchant ${storeSlug} cannot be paid over x402.`, {
       merchant_slug: storeSlug,
       rail: "x402",
-      reason: "x402_not_configured",
+      reason: availability.reason,
+      ...(availability.reason === "no_facilitator" ? { allowed_facilitators: [] } : {}),
     });
   }
   const overridden: string[] = [];
@@ -168,14 +215,20 @@ export async function resolveX402Config(input: {
       overridden.push("facilitator_url");
     }
   } else {
+    // The merchant has none, so the caller names one of the operator's (x402Availability made sure there is one).
     const asked = caller?.facilitator_url;
+    const allowed = availability.allowedFacilitators;
     if (!asked) {
-      throw fail("MISSING_REQUIRED_ARGUMENT", "x402_config.facilitator_url is required for this merchant.", { field: "x402_config.facilitator_url" });
+      throw fail("MISSING_REQUIRED_ARGUMENT", `x402_config.facilitator_url is required for this merchant; allowed: ${allowed.join(", ")}.`, {
+        field: "x402_config.facilitator_url",
+        allowed_facilitators: allowed,
+      });
     }
     if (!isAllowlisted(asked, operatorList)) {
-      throw fail("INVALID_ARGUMENT", "x402_config.facilitator_url is not an allowed facilitator.", {
+      throw fail("INVALID_ARGUMENT", `x402_config.facilitator_url is not an allowed facilitator; allowed: ${allowed.join(", ")}.`, {
         field: "x402_config.facilitator_url",
         reason: "facilitator_not_allowed",
+        allowed_facilitators: allowed,
       });
     }
     facilitatorUrl = normalizeFacilitatorUrl(asked) as string;

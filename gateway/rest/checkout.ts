@@ -58,7 +58,15 @@ const CheckoutRequest = t.Object({
 });
 
 function validateX402(body: typeof CheckoutRequest.static): typeof X402Config.static {
-  if (body.x402_config === undefined || body.x402_config === null) throw fail("MISSING_REQUIRED_ARGUMENT", "x402_config is required when payment_rail is x402.", { field: "x402_config" });
+  if (body.x402_config === undefined || body.x402_config === null) {
+    // Required by the spec even though the merchant's configuration overrides it (docs/x402.md): say where the values are.
+    throw fail(
+      "MISSING_REQUIRED_ARGUMENT",
+      "x402_config is required when payment_rail is x402, also with pay_with_wallet: copy merchant_wallet_address, network and facilitator_url " +
+        "(or one of allowed_facilitators) from GET /api/v1/agent/merchants/{slug}/protocols; the merchant's configuration overrides them.",
+      { field: "x402_config" },
+    );
+  }
   const c = body.x402_config as Record<string, unknown>;
   const str = (k: string) => typeof c?.[k] === "string" && (c[k] as string).length > 0;
   for (const k of ["merchant_wallet_address", "network", "facilitator_url"]) {

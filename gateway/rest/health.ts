@@ -3,6 +3,7 @@
  * a second so a load balancer polling hard cannot turn health checks into database load.
  */
 import { Elysia, t } from "elysia";
+import { anyStoreX402Usable } from "../../actors/payments/x402-config.ts";
 import { pingDatabase } from "../../infra/db.ts";
 import { httpRequests } from "../../infra/metrics.ts";
 import { requestIdFor } from "../plugins/request-id.ts";
@@ -50,8 +51,19 @@ function makeReporter(svc: Services) {
     });
     return inflight;
   };
+  // protocols.x402: true only when some store can actually settle over x402 (a facilitator of its own or one the
+  // operator allows); cached like the database probe.
+  let x402Last = { at: 0, ok: false };
+  const x402Ok = async (database: boolean): Promise<boolean> => {
+    if (!database) return false;
+    if (Date.now() - x402Last.at < PROBE_TTL_MS) return x402Last.ok;
+    const ok = await anyStoreX402Usable(svc.sql, svc.config.X402_FACILITATOR_ALLOWLIST).catch(() => false);
+    x402Last = { at: Date.now(), ok };
+    return ok;
+  };
   return async () => {
     const database = await dbOk();
+    const x402 = await x402Ok(database);
     const subsystems: Record<string, boolean> = { database };
     for (const [name, check] of Object.entries(svc.readiness)) {
       try {
@@ -65,7 +77,7 @@ function makeReporter(svc: Services) {
       version: "1.2.0",
       uptimeSeconds: Math.round((Date.now() - started) / 1000),
       database: { ok: database },
-      protocols: { rest: true, mcp: true, card: true, x402: true, acp: true, ucp: true, ap2: true },
+      protocols: { rest: true, mcp: true, card: true, x402, acp: true, ucp: true, ap2: true },
       subsystems,
       qtsp: { enabled: false },
     };

@@ -12,7 +12,7 @@ import { freshnessTier } from "../../search/ranking.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { admitAnonymous, agentAuth, clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { loadStoreX402Configs } from "../../actors/payments/x402-config.ts";
+import { loadStoreX402Configs, x402Availability, type StoreX402Config } from "../../actors/payments/x402-config.ts";
 
 /** Other agent-payment protocols the bridge maps onto this store's checkout (gateway/bridge, docs/protocols.md). */
 const BRIDGED_PROTOCOLS = [
@@ -141,6 +141,27 @@ export function merchantDirectoryRoutes(svc: Services) {
   );
 }
 
+/**
+ * The protocols page's x402 entry. `configured` is true only when an x402 checkout can settle: the merchant's
+ * server-side wallet and a facilitator (its own, or one the operator allows), the same rule the checkout applies
+ * (x402Availability), so an agent is never shown a rail every payment on which is refused. The values an agent
+ * puts in `x402_config` are here too (the merchant's configuration overrides them anyway).
+ */
+function x402Entry(slug: string, store: StoreX402Config | undefined, allowlist: string) {
+  const a = x402Availability(slug, store, allowlist);
+  return {
+    version: 2,
+    scheme: "exact",
+    configured: a.usable,
+    ...(a.usable ? {} : { reason: a.reason, message: a.message }),
+    network: store?.network ?? null,
+    asset: store?.asset.address ?? null,
+    merchant_wallet_address: store?.payTo ?? null,
+    facilitator_url: a.facilitatorUrl,
+    allowed_facilitators: a.allowedFacilitators,
+  };
+}
+
 export function merchantRoutes(svc: Services) {
   return new Elysia({ name: "merchant-routes" })
     .use(agentAuth(svc))
@@ -160,8 +181,7 @@ export function merchantRoutes(svc: Services) {
         const list = store.paymentMethods.map((id) => ({
           id,
           ...(PROTOCOLS[id] ?? { name: id, description: "" }),
-          // x402 is payable only with the merchant's server-side wallet (actors/payments/x402-config.ts).
-          ...(id === "x402" ? { version: 2, scheme: "exact", configured: x402 !== undefined, network: x402?.network ?? null, asset: x402?.asset.address ?? null } : {}),
+          ...(id === "x402" ? x402Entry(store.slug, x402, svc.config.X402_FACILITATOR_ALLOWLIST) : {}),
         }));
         const preferred = preferredProtocol(store);
         return ok({
