@@ -61,7 +61,7 @@ class StaleVersion extends Error {}
 
 /**
  * The turn's write was refused because actor_inbox already holds a reply for its message: another activation (over
- * NATS, the other owner while a partition moved: both got the message) applied it first.
+ * NATS, the other owner while a partition moved, which an earlier attempt of the message reached) applied it first.
  */
 class AlreadyApplied extends Error {}
 

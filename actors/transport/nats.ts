@@ -22,8 +22,9 @@
  *
  * Failure model: a request that finds no responder, times out, or hits a closed connection rejects with
  * ActorError("actor_unavailable"); ActorClient retries it with the same msgId until its deadline, and ActorHost
- * applies a retried write once. During a partition move a message may find nobody (or, briefly, two hosts);
- * durable writes are fenced by version, so the loser's write is refused and state never goes backwards.
+ * applies a retried write once. During a partition move a message may find nobody, or two subscribed hosts, of
+ * which the queue group gives it to one; its retry may reach the other. Durable writes are fenced by version, so a
+ * loser's write is refused and state never goes backwards.
  */
 import { connect, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
@@ -263,6 +264,8 @@ export class NatsTransport implements Transport {
       this.log.warn("process was paused; re-checking placement before serving again", { pausedMs: Math.round(gap) });
       this.suspect = true;
       this.host?.deactivate(() => true);
+      // stop taking messages (a queue group would keep handing us a share of them) until recover() resubscribes
+      this.rebalance();
       this.recover();
     }
     return this.suspect;
@@ -318,13 +321,27 @@ export class NatsTransport implements Transport {
     }
   }
 
+  /**
+   * Each partition subject is subscribed in a queue group named after it: while a partition moves, its old and its
+   * new owner are both subscribed for a moment, and NATS then gives each message to ONE of them. With plain
+   * subscriptions both got it (first attempts included) and the caller took whichever reply came first, which could
+   * be a second run's answer computed from the first run's intermediate state (review R2-F2: "payment already
+   * IN_PROGRESS" while the first owner was charging).
+   */
   private subscribePartition(kind: string, p: number, handler: ServeHandler): Subscription {
     const subject = partitionSubject(kind, p);
     return this.nc.subscribe(subject, {
+      queue: subject,
       callback: (err, msg) => {
         if (err || !msg.reply) return;
-        // after a pause our view may be stale: stay silent so the current owner (or a retry) answers
-        if (this.checkPause()) return;
+        // After a pause our view may be stale: we serve nothing until it is current again. In a queue group nobody
+        // else gets this message, so silence would cost the caller a whole attempt timeout: answer the retryable
+        // actor_unavailable instead (checkPause has dropped our subscriptions, so the retry goes to another owner,
+        // or finds no responder until we are back).
+        if (this.checkPause()) {
+          msg.respond(enc.encode(JSON.stringify({ ok: false, error: { code: "actor_unavailable", message: `host ${this.hostId} is re-checking placement after a pause; retry` } })));
+          return;
+        }
         let env: RequestEnvelope;
         let expires: number;
         try {

@@ -95,6 +95,41 @@ describe("NATS placement on one server", () => {
   });
 });
 
+describe("a partition owned by two hosts at once (a move in progress)", () => {
+  test("each message reaches exactly one of the two owners, so the caller gets one reply per message", async () => {
+    const kind = `both-${run}`;
+    // Two hosts with their own membership buckets: each sees only itself and owns every partition, as the old and
+    // the new owner both do for a moment while a partition moves.
+    const a = await NatsTransport.connect(opts({ hostId: `both-a-${run}`, bucket: `actor_hosts_test_${run}_a` }));
+    const b = await NatsTransport.connect(opts({ hostId: `both-b-${run}`, bucket: `actor_hosts_test_${run}_b` }));
+    buckets.add(`actor_hosts_test_${run}_a`).add(`actor_hosts_test_${run}_b`);
+    const gateway = await NatsTransport.connect(opts());
+    const runs: string[] = [];
+    const served = (who: string) => async (env: { msgId: string }) => {
+      runs.push(env.msgId);
+      await Bun.sleep(who === "a" ? 5 : 40); // whoever runs it, a second run would be the other host's
+      return { ok: true as const, value: who };
+    };
+    try {
+      await a.serve(kind, served("a"));
+      await b.serve(kind, served("b"));
+      expect(a.ownership()[kind]!.length).toBe(16);
+      expect(b.ownership()[kind]!.length).toBe(16);
+      const msgIds = Array.from({ length: 40 }, (_, i) => `m-${i}`);
+      const replies = await Promise.all(
+        msgIds.map((msgId, i) => gateway.request({ msgId, kind, id: `id${i}`, type: "x", body: {}, deadline: Date.now() + 5000, attempt: 1 }, 3000)),
+      );
+      expect(replies.every((r) => r.ok)).toBe(true);
+      await Bun.sleep(100); // a second delivery would have run by now
+      expect(runs.sort()).toEqual([...msgIds].sort());
+    } finally {
+      await gateway.close();
+      await a.close();
+      await b.close();
+    }
+  });
+});
+
 describe("retries reaching the same host", () => {
   test("a retried msgId gets the remembered reply without running again; an actor_unavailable reply is not remembered", async () => {
     const kind = `once-${run}`;
