@@ -40,13 +40,15 @@ import {
   type CatalogLine,
 } from "../store/commerce.ts";
 import { shippingZonesOfStores } from "../store/reads.ts";
-import { approveReconcileRefund, clearReconciliation, findReconcileRefund, lockFlaggedOrder, recordReconcileRefund } from "../store/reconcile.ts";
+import { clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCapturedAmount } from "../store/reconcile.ts";
+import { driveRefundRows, moveOrderAfterRefund, railOfOrder } from "../store/refund-flow.ts";
 import type { ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
 import { applyCartEvent, assertCartMutable, assertNotReplaced, isCartExpired, newCartHeader, type CartHeader } from "./cart-machine.ts";
 import {
   applyCheckoutEvent,
   bindIdempotencyKey,
+  checkoutCell,
   decideComplete,
   newCheckoutSession,
   newLeg,
@@ -1116,6 +1118,25 @@ export function rollbackMessage(code: string, capturedStoreIds: readonly string[
   return `${what}; nothing was captured for the remaining merchants, but ${capturedStoreIds.join(", ")} ${capturedStoreIds.length === 1 ? "was" : "were"} paid and stay${capturedStoreIds.length === 1 ? "s" : ""} paid (details.order_ids).${retry}`;
 }
 
+/** Whether another store's leg of the session is not paid: ending the session would end that store's sale too. */
+function otherStoreUnpaid(s: SessionState, slug: string): boolean {
+  return s.legs.some((l) => l.storeId !== slug && l.status !== "captured");
+}
+
+/**
+ * A merchant's cancel of its own pending order (`cancel` with `storeSlug`) ends the session only when no other
+ * store's sale goes with it (review R1-1: one tenant must not cancel another's order). A session the cancel is refused
+ * for anyway (paying, finished) answers as before.
+ */
+function assertOnlyStoreLeft(s: SessionState, slug: string): void {
+  if ("error" in checkoutCell(s.status, "cancel") || !otherStoreUnpaid(s, slug)) return;
+  throw fail(
+    "ORDER_NOT_CANCELLABLE",
+    "This order is part of the buyer's checkout together with other merchants' orders, so it cannot be canceled on its own while that checkout is open. The buyer may cancel or pay it; otherwise the checkout expires at expires_at and releases this order.",
+    { status: "pending", reason: "shared_checkout", checkout_session_id: s.id, checkout_status: s.status, expires_at: s.expiresAt === null ? null : new Date(s.expiresAt).toISOString() },
+  );
+}
+
 async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked" | "expire" | "cancel"): Promise<SessionState> {
   const now = ctx.now();
   const moved = { ...s, ...applyCheckoutEvent(s, event, now) };
@@ -1348,12 +1369,17 @@ export function reconcileBackoffMs(retry: number): number {
 
 /**
  * The merchant's decision on a capture escalated for a human (audit D6). In the cart's turn, so it cannot race the
- * session's own payment (a complete with the same key, the session timer):
+ * session's own payment (a complete with the same key, the session timer). The processor's capture (looked up on
+ * the order's own rail, `orders.payment_rail`) is what is accepted or returned:
  * - accept: the order is paid with the capture, its stock sold, and the leg captured (the session COMPLETED when it
- *   was the last leg);
- * - refund: the order canceled and its hold released, a refund of the whole capture committed APPROVED, then the
- *   rail refunds it (idempotent per refund id: a retried resolution finds the record and asks again), REFUNDED; the
- *   leg rolls back, and a session left with nothing in flight is canceled, so the cart is usable again.
+ *   was the last leg); a capture other than the total is recorded (`orders.captured_minor`) and bounds its refunds;
+ * - refund: one refund record of the capture, committed APPROVED with the store's re-drive reminder, driven by the
+ *   store's own refund driver (refund-flow.ts `driveRefundRows`); only once it is REFUNDED is the order canceled and
+ *   its hold released, the leg rolled back and the session ended (unless another store's leg is still unpaid: that
+ *   leg is not this merchant's to end, and the session's expiry releases it). A refusal by the processor changes
+ *   nothing else: the order stays pending and flagged, and the merchant retries (the same record) or accepts.
+ *   x402 cannot be refunded by the service: the order is canceled with `refund_by_merchant`, as the merchant's cancel
+ *   of a paid x402 order.
  * Either way the order's flag is cleared with a `reconciliation_resolved` event.
  */
 async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<ResolveCaptureView> {
@@ -1367,51 +1393,63 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
   }
   const now = ctx.now();
   let refund: ResolveCaptureView["refund"] = null;
+  let refundByMerchant = false;
   let result: LegResult;
   let captureRef: string;
-  if (body.action === "accept") {
+  const [paidWith] = await ctx.sql<{ payment_rail: string }[]>`SELECT payment_rail FROM orders WHERE id = ${body.orderId} AND store_slug = ${slug}`;
+  const railName = paidWith ? railOfOrder(paidWith.payment_rail) : null;
+  if (body.action === "refund" && railName === "x402") {
+    // The money sits in the merchant's wallet and the service cannot pull it back (refund-flow.ts cancelPaidOrder).
     const tx = await ctx.tx();
     const o = await lockFlaggedOrder(tx, slug, body.orderId);
-    if (o.status !== "pending") throw fail("conflict", `A ${o.status} order cannot be accepted as paid; refund its capture.`, { order_id: o.id, status: o.status });
-    const done = await settleLegRows(
-      tx,
-      slug,
-      { orderId: o.id, reservationId: leg.intentId as string, outcome: "captured", intentId: leg.intentId as string, captureRef: o.captureRef, simulated: false, totalMinor: leg.amountMinor, currency: leg.currency },
-      now,
-    );
-    if (done.changed.length) ctx.publish("catalog.changed", { storeSlug: slug, upserted: done.changed, removed: [] });
-    await clearReconciliation(tx, slug, o, "accept", body.userId);
-    result = { outcome: "captured", captureRef: o.captureRef };
+    await cancelPendingOrderRows(tx, slug, { orderId: o.id, totalMinor: o.totalMinor, currency: o.currency, reason: "reconciliation_refund" }, now);
+    await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_by_merchant: true });
+    refundByMerchant = true;
+    result = { outcome: "failed" };
     captureRef = o.captureRef;
   } else {
-    const rail = railFor(ctx.sql, s.rail);
-    if (!rail) throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `The ${s.rail} rail is not available.`, { rail: s.rail });
-    // What the processor holds is what goes back (an amount mismatch captured another amount than the order's).
+    const rail = railName ? railFor(ctx.sql, railName) : undefined;
+    if (!rail) throw fail("PAYMENT_METHOD_NOT_CONFIGURED", "The rail this order was paid with is not available.", { rail: paidWith?.payment_rail ?? null });
+    // What the processor holds is what is accepted or goes back (an amount mismatch captured another amount).
     const found = await rail.lookup(leg.intentId as string);
     if (found.status !== "captured") throw fail("conflict", "The processor holds no capture for this order.", { order_id: body.orderId, processor_status: found.status });
     let tx = await ctx.tx();
     const o = await lockFlaggedOrder(tx, slug, body.orderId);
-    let r = await findReconcileRefund(tx, o);
-    if (!r) {
-      // Canceled, hold released and refund APPROVED are durable before the processor is called.
-      await cancelPendingOrderRows(tx, slug, { orderId: o.id, totalMinor: o.totalMinor, currency: o.currency, reason: "reconciliation_refund" }, now);
-      r = await approveReconcileRefund(tx, slug, o, found.amountMinor, body.userId);
-    }
-    await ctx.checkpoint();
-    if (r.status === "APPROVED") {
-      const answer = await rail.refund({ refundId: r.id, captureRef: o.captureRef, amountMinor: r.amountMinor });
-      tx = await ctx.tx();
-      await recordReconcileRefund(tx, o, r, answer);
-      if (answer.status === "failed") {
-        await ctx.checkpoint();
-        throw fail("UPSTREAM_ERROR", "The processor refused the refund; the order stays flagged. Retry the resolution.", { order_id: o.id, refund_id: r.id, reason: answer.reason });
-      }
-    }
-    tx = await ctx.tx();
-    await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_id: r.id });
-    refund = { refund_id: r.id, status: "REFUNDED", amount_minor: r.amountMinor, currency: o.currency };
-    result = { outcome: "failed" };
     captureRef = o.captureRef;
+    if (body.action === "accept") {
+      if (o.status !== "pending") throw fail("conflict", `A ${o.status} order cannot be accepted as paid; refund its capture.`, { order_id: o.id, status: o.status });
+      const done = await settleLegRows(
+        tx,
+        slug,
+        { orderId: o.id, reservationId: leg.intentId as string, outcome: "captured", intentId: leg.intentId as string, captureRef: o.captureRef, simulated: false, totalMinor: leg.amountMinor, currency: leg.currency },
+        now,
+      );
+      if (done.changed.length) ctx.publish("catalog.changed", { storeSlug: slug, upserted: done.changed, removed: [] });
+      await recordCapturedAmount(tx, slug, o, found.amountMinor);
+      await clearReconciliation(tx, slug, o, "accept", body.userId);
+      result = { outcome: "captured", captureRef: o.captureRef };
+    } else {
+      await recordCapturedAmount(tx, slug, o, found.amountMinor);
+      const opened = await openReconcileRefund(tx, slug, o, found.amountMinor, body.userId, now);
+      // APPROVED and the store's re-drive reminder are durable before the processor is called.
+      await ctx.checkpoint();
+      const after = await driveRefundRows(ctx, slug, opened.id);
+      if (after.status !== "REFUNDED") {
+        await ctx.checkpoint();
+        const [f] = await ctx.sql<{ failure: string | null }[]>`SELECT failure FROM order_refunds WHERE id = ${after.id}`;
+        throw fail(
+          "UPSTREAM_ERROR",
+          "The processor refused the refund. Nothing else changed: the order is still pending and flagged; retry the refund (the same refund is retried) or accept the capture.",
+          { order_id: o.id, refund_id: after.id, refund_status: after.status, reason: f?.failure ?? null },
+        );
+      }
+      tx = await ctx.tx();
+      await cancelPendingOrderRows(tx, slug, { orderId: o.id, totalMinor: o.totalMinor, currency: o.currency, reason: "reconciliation_refund" }, now);
+      await moveOrderAfterRefund(tx, slug, o.id, after.id, Number(after.amount_minor), now);
+      await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_id: after.id });
+      refund = { refund_id: after.id, status: "REFUNDED", amount_minor: Number(after.amount_minor), currency: after.currency };
+      result = { outcome: "failed" };
+    }
   }
   const settled = settleLegs(s.legs, { [slug]: result });
   let next: SessionState = { ...s, ...applyCheckoutEvent(s, settled.event, now), legs: settled.legs };
@@ -1422,8 +1460,10 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
   } else if (settled.event === "settlement_unknown") {
     // Other legs are still unknown: the reconciler looks at them again (an escalated one escalates again, no timer).
     await ctx.schedule("session", now + 5_000, { sessionId: next.id });
-  } else if (next.status === "READY_FOR_PAYMENT" && body.action === "refund") {
-    // Nothing in flight any more and this store's order is canceled: the session ends, unpaid orders with it.
+  } else if (next.status === "READY_FOR_PAYMENT" && body.action === "refund" && !otherStoreUnpaid(next, slug)) {
+    // Nothing in flight any more and this store's order is canceled: the session ends. With another store's leg
+    // still unpaid it does not: that store's order is not this merchant's to cancel (audit R1-1); the session
+    // stays until the buyer acts or it expires (the branch below sets its timer).
     next = await endSessionUnpaid(ctx, next, "cancel");
   } else if (next.expiresAt !== null) {
     await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
@@ -1437,6 +1477,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
     reconciliation: null,
     capture_reference: captureRef,
     refund,
+    ...(refundByMerchant ? { refund_by_merchant: true as const } : {}),
     checkout_session_id: next.id,
     checkout_status: next.status,
     cart_status: (ctx.state.cart as CartRecord).status,
@@ -1605,6 +1646,7 @@ export const cartActor = defineActor({
 
     async cancel(ctx, body): Promise<{ checkout_session_id: string; status: string }> {
       const s = ownSessionOfCart(ctx, body.keyId, body.sessionId);
+      if (body.storeSlug !== undefined) assertOnlyStoreLeft(s, body.storeSlug);
       const moved = await endSessionUnpaid(ctx, s, "cancel");
       return { checkout_session_id: moved.id, status: moved.status };
     },

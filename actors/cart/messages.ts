@@ -71,7 +71,12 @@ export const CartMessages = {
   }),
   /** The one-call flow: complete the live session, or preview (approving the current state) and complete now. */
   checkout: T.Object({ ...CompleteFields, shipping: T.Optional(ShippingChoiceInput) }),
-  cancel: T.Object({ keyId: Uuid, sessionId: T.String({ minLength: 1, maxLength: 100 }) }),
+  /**
+   * Ends the session, its unpaid orders canceled. `storeSlug`: a merchant's cancel of its own pending order, which
+   * ends only that store's checkout: refused (409 ORDER_NOT_CANCELLABLE, reason shared_checkout) while another
+   * store's leg of the session is not paid (docs/checkout.md, "A multi-store checkout is the buyer's").
+   */
+  cancel: T.Object({ keyId: Uuid, sessionId: T.String({ minLength: 1, maxLength: 100 }), storeSlug: T.Optional(T.String({ minLength: 1, maxLength: 63 })) }),
   /**
    * An edit made `replacedBy` from this cart (MCP update_cart_item / remove_cart_item): the cart becomes REPLACED and
    * refuses writes, previews and payments from now on. `expectedRevision` is the revision the edit was built from,
@@ -104,6 +109,8 @@ export interface ResolveCaptureView {
   reconciliation: null;
   capture_reference: string;
   refund: { refund_id: string; status: "REFUNDED"; amount_minor: number; currency: string } | null;
+  /** x402: the service cannot pull the payment back; the merchant refunds it from its wallet (no refund record). */
+  refund_by_merchant?: true;
   checkout_session_id: string;
   checkout_status: string;
   cart_status: string;

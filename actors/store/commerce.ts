@@ -27,13 +27,14 @@ import { toMajor } from "../../search/money.ts";
 import { isStoreEligible } from "../../search/ranking.ts";
 import type { ActorContext } from "../runtime/define-actor.ts";
 import { defineActor } from "../runtime/define-actor.ts";
-import { ActorError, fail } from "../runtime/errors.ts";
+import { fail } from "../runtime/errors.ts";
 import type { RidingWrite, SqlFragment } from "../runtime/state-write.ts";
 import { enqueueWebhookEvent } from "../webhook/outbox.ts";
 import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
-import { iso, loadOrder, loadRefund, moveOrder, refundView, type OrderRow, type OrderRowLite, type RefundRow, type RefundView } from "./order-rows.ts";
+import { iso, loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, type OrderRow, type OrderRowLite, type RefundRow, type RefundView } from "./order-rows.ts";
 import { approveRefund, cancelPaidOrder, refundReminders } from "./refund-flow.ts";
 import { applyRefundEvent, validateRefundRequest, type RefundStatus } from "./refunds.ts";
+import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
 
 export { refundReminders, refundView, type RefundView };
 
@@ -989,45 +990,28 @@ async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, d
   return moveOrder(tx, order, "cancel", actor, ctx.now(), data);
 }
 
-/** `cart.cancel` answers meaning the order's session is no longer live in its cart: the store cancels the order itself. */
-const SESSION_GONE: ReadonlySet<string> = new Set(["SESSION_INACTIVE", "CHECKOUT_SESSION_NOT_FOUND", "CART_NOT_FOUND"]);
-
 /**
- * The merchant cancels a pending order. Captured money waiting for reconciliation (`orders.reconciliation`) is not
- * the merchant's to drop: 409. An agent order goes through its checkout session, as the agent's own cancel does:
- * `cart.cancel` refuses while a payment runs or may have run (409 ORDER_NOT_CANCELLABLE, `details.reason:
- * payment_in_progress`), and otherwise cancels the session (its unpaid orders canceled, their stock released) in
- * the cart's turn, so that no later attempt of the session can charge for a canceled order. A session the cart no
- * longer has, and an order without one, is canceled here.
+ * The merchant cancels a pending order, through its checkout session as the agent's own cancel does
+ * (actors/cart/cancel-pending.ts, with the merchant's store named): refused while a capture waits for
+ * reconciliation (`reconciliation_required`), while a payment runs or may have run (`payment_in_progress`), and
+ * while the buyer's checkout also holds another merchant's unpaid order (`shared_checkout`: canceling the session
+ * would cancel that order too); otherwise the cart cancels the session (its unpaid orders canceled, their stock
+ * released) in its turn, so that no later attempt of the session can charge for a canceled order. A session the
+ * cart no longer has, and an order without one, is canceled here.
  */
 async function merchantCancelPending(ctx: Ctx, order: OrderRow, userId: string | null, note: string | null): Promise<{ order_id: string; status: OrderStatus }> {
   const [flag] = await ctx.sql<{ reconciliation: string | null }[]>`SELECT reconciliation FROM orders WHERE id = ${order.id}`;
-  if (flag?.reconciliation) {
-    throw fail("ORDER_NOT_CANCELLABLE", "Money was captured for this order and waits for reconciliation; resolve it instead of canceling.", {
-      status: order.status,
-      reason: "reconciliation_required",
-      reconciliation: flag.reconciliation,
-    });
-  }
-  if (order.cart_id && order.checkout_session_id && order.agent_key_id) {
-    // Imported here, not at the top: the cart module imports this one (leg rows). The cart never asks the store
-    // actor anything, so this store turn waiting on the cart's cannot deadlock.
-    const { cartActor } = await import("../cart/index.ts");
-    try {
-      await ctx.ask(cartActor, order.cart_id, "cancel", { keyId: order.agent_key_id, sessionId: order.checkout_session_id });
-      const [now] = await ctx.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${order.id}`;
-      return { order_id: order.id, status: now.status };
-    } catch (err) {
-      if (!(err instanceof ActorError)) throw err;
-      if (err.code === "CHECKOUT_STATUS_INVALID") {
-        throw fail("ORDER_NOT_CANCELLABLE", "A payment for this order is running or awaiting its outcome; ask again when it has finished.", {
-          status: "pending",
-          reason: "payment_in_progress",
-          checkout_session_id: order.checkout_session_id,
-        });
-      }
-      if (!SESSION_GONE.has(err.code)) throw err;
-    }
+  // Imported here, not at the top: the cart module imports this one (leg rows). The cart never asks the store
+  // actor anything, so this store turn waiting on the cart's cannot deadlock.
+  const { cartActor } = await import("../cart/index.ts");
+  const viaSession = await cancelPendingViaSession(
+    (cartId, body) => ctx.ask(cartActor, cartId, "cancel", body),
+    { id: order.id, cartId: order.cart_id, checkoutSessionId: order.checkout_session_id, agentKeyId: order.agent_key_id, reconciliation: flag?.reconciliation ?? null },
+    { actor: "merchant", storeSlug: ctx.id },
+  );
+  if (viaSession) {
+    const [now] = await ctx.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${order.id}`;
+    return { order_id: order.id, status: now.status };
   }
   return { order_id: order.id, status: await cancelPendingHere(ctx, order.id, "merchant", { user_id: userId, note }) };
 }
@@ -1073,7 +1057,7 @@ export const commerceHandlers = {
     const tx = await ctx.tx();
     const rows = await tx<(OrderRow & { return_window_days: number | null; binding: string | null })[]>`
       SELECT o.id, o.store_slug, o.status, o.total_minor, o.currency, o.agent_key_id, o.created_at, o.delivered_at, o.capture_ref,
-        o.refunded_minor, o.payment_rail, (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
+        o.refunded_minor, o.payment_rail, o.captured_minor, (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
       FROM orders o JOIN stores s ON s.slug = o.store_slug
       LEFT JOIN store_agent_allowlist a ON a.store_slug = o.store_slug AND a.agent_key_id = ${b.agentKeyId}
       WHERE o.id = ${b.orderId} AND o.store_slug = ${slug}`;
@@ -1099,7 +1083,8 @@ export const commerceHandlers = {
     }
     const refunds = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${o.id}`;
     const { amountMinor, reason } = validateRefundRequest({
-      order: { status: o.status, totalMinor: Number(o.total_minor), createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
+      // Bounded by what was captured (an accepted amount mismatch may differ from the total: migration 0071).
+      order: { status: o.status, totalMinor: refundBoundMinor(o), createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
       refunds: refunds.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })),
       policy: { returnWindowDays: o.return_window_days },
       amount: b.amount,

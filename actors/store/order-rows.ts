@@ -47,11 +47,18 @@ export interface OrderRow extends OrderRowLite {
   /** The checkout session and cart of an agent order (null for a merchant-recorded one). */
   checkout_session_id: string | null;
   cart_id: string | null;
+  /** What the processor captured when it is not the total (an accepted amount mismatch); null: the total. */
+  captured_minor: number | null;
+}
+
+/** What refunds of the order may return in all: what was captured (migration 0071), the total unless recorded. */
+export function refundBoundMinor(o: { total_minor: number; captured_minor?: number | null }): number {
+  return Number(o.captured_minor ?? o.total_minor);
 }
 
 export async function loadOrder(db: Sql, slug: string, orderId: string): Promise<OrderRow> {
   const rows = await db<OrderRow[]>`SELECT id, store_slug, status, total_minor, currency, agent_key_id, created_at, delivered_at, capture_ref,
-      refunded_minor, payment_rail, checkout_session_id, cart_id FROM orders WHERE id = ${orderId} AND store_slug = ${slug}`;
+      refunded_minor, payment_rail, checkout_session_id, cart_id, captured_minor FROM orders WHERE id = ${orderId} AND store_slug = ${slug}`;
   if (!rows[0]) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
   return rows[0];
 }
@@ -98,6 +105,8 @@ export interface RefundRow {
   refund_ref: string | null;
   created_at: Date;
   updated_at: Date;
+  /** Retries of a FAILED refund so far (migration 0071); read by the drive only (loadRefund). */
+  rail_attempt?: number;
 }
 
 export function refundView(r: RefundRow): RefundView {
@@ -117,7 +126,7 @@ export function refundView(r: RefundRow): RefundView {
 }
 
 export async function loadRefund(db: Sql, slug: string, id: string): Promise<RefundRow> {
-  const rows = await db<RefundRow[]>`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
+  const rows = await db<RefundRow[]>`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at, rail_attempt
     FROM order_refunds WHERE id = ${id} AND store_slug = ${slug}`;
   if (!rows[0]) throw fail("not_found", "No such refund request for this store.", { refund_id: id });
   return rows[0];

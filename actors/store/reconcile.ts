@@ -3,11 +3,15 @@
  * finalization_failed) and of the merchant's way out of it (audit D6). Each function is statements the caller runs in
  * its own turn's transaction: the cart actor resolves its session and these rows in one turn (actors/cart/index.ts
  * `resolveCapture`), so the resolution can never race the session's own payment. The stock of the order is sold by
- * `settleLegRows` (accept) or released by `cancelPendingOrderRows` (refund), as for any other leg.
+ * `settleLegRows` (accept) or released by `cancelPendingOrderRows` (refund, once the refund is REFUNDED), as for
+ * any other leg. The refund itself is an ordinary refund record driven by refund-flow.ts `driveRefundRows`, the one
+ * refund driver (the store's re-drive reminder armed with it, the order's own rail, the refund bound).
  */
 import type { Sql } from "../../infra/db.ts";
 import { fail } from "../runtime/errors.ts";
 import type { OrderStatus } from "./order-machine.ts";
+import { armRedriveRows } from "./refund-flow.ts";
+import { applyRefundEvent, refundableMinor, type RefundStatus } from "./refunds.ts";
 
 export type ReconcileAction = "accept" | "refund";
 
@@ -25,6 +29,8 @@ export interface FlaggedOrder {
   agentKeyId: string | null;
   checkoutSessionId: string | null;
   cartId: string | null;
+  /** `orders.payment_rail`: the rail its refund goes through (refund-flow.ts railOfOrder). */
+  paymentRail: string;
 }
 
 /**
@@ -33,8 +39,8 @@ export interface FlaggedOrder {
  */
 export async function lockFlaggedOrder(tx: Sql, slug: string, orderId: string): Promise<FlaggedOrder> {
   const [o] = await tx<
-    { id: string; status: OrderStatus; reconciliation: string | null; capture_ref: string | null; total_minor: number; refunded_minor: number; currency: string; agent_key_id: string | null; checkout_session_id: string | null; cart_id: string | null }[]
-  >`SELECT id, status, reconciliation, capture_ref, total_minor, refunded_minor, currency, agent_key_id, checkout_session_id, cart_id
+    { id: string; status: OrderStatus; reconciliation: string | null; capture_ref: string | null; total_minor: number; refunded_minor: number; currency: string; agent_key_id: string | null; checkout_session_id: string | null; cart_id: string | null; payment_rail: string }[]
+  >`SELECT id, status, reconciliation, capture_ref, total_minor, refunded_minor, currency, agent_key_id, checkout_session_id, cart_id, payment_rail
     FROM orders WHERE id = ${orderId} AND store_slug = ${slug} FOR UPDATE`;
   if (!o) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
   if (!o.reconciliation || !o.capture_ref) {
@@ -51,6 +57,7 @@ export async function lockFlaggedOrder(tx: Sql, slug: string, orderId: string): 
     agentKeyId: o.agent_key_id,
     checkoutSessionId: o.checkout_session_id,
     cartId: o.cart_id,
+    paymentRail: o.payment_rail,
   };
 }
 
@@ -67,32 +74,41 @@ export interface ReconcileRefund {
   amountMinor: number;
 }
 
-/** The reconciliation refund of this order already on record (a retried resolution, or one a re-drive finished). */
-export async function findReconcileRefund(tx: Sql, o: FlaggedOrder): Promise<ReconcileRefund | null> {
-  const [r] = await tx<{ id: string; status: "APPROVED" | "REFUNDED"; amount_minor: number }[]>`SELECT id, status, amount_minor FROM order_refunds
-    WHERE order_id = ${o.id} AND reason = ${RECONCILE_REFUND_REASON} AND status IN ('APPROVED', 'REFUNDED') ORDER BY created_at LIMIT 1`;
-  return r ? { id: r.id, status: r.status, amountMinor: Number(r.amount_minor) } : null;
-}
-
-/** The refund of the whole capture, committed APPROVED (decided by the merchant) before the processor is called. */
-export async function approveReconcileRefund(tx: Sql, slug: string, o: FlaggedOrder, amountMinor: number, userId: string): Promise<ReconcileRefund> {
+/**
+ * The refund of the capture, APPROVED (decided by the merchant) in the caller's transaction, with the store's
+ * re-drive reminder armed in the same transaction: committed before the processor is called. One record per
+ * order: a retried resolution finds it (APPROVED: driven again; REFUNDED: done) and a FAILED one is retried (back to
+ * APPROVED), never duplicated. Its amount is what the processor captured, bounded like any refund by what is left
+ * of it (refundableMinor).
+ */
+export async function openReconcileRefund(tx: Sql, slug: string, o: FlaggedOrder, capturedMinor: number, userId: string, now: number): Promise<ReconcileRefund> {
+  const [prev] = await tx<{ id: string; status: RefundStatus; amount_minor: number }[]>`SELECT id, status, amount_minor FROM order_refunds
+    WHERE order_id = ${o.id} AND reason = ${RECONCILE_REFUND_REASON} AND status IN ('APPROVED', 'REFUNDED', 'FAILED')
+    ORDER BY status = 'FAILED', created_at LIMIT 1`;
+  if (prev?.status === "REFUNDED") return { id: prev.id, status: "REFUNDED", amountMinor: Number(prev.amount_minor) };
+  if (prev?.status === "FAILED") {
+    applyRefundEvent({ status: prev.status, amountMinor: Number(prev.amount_minor) }, "retry", "merchant");
+    // The next processor key (refund-flow.ts railRefundKey): the rail would answer its refusal again under the last.
+    await tx`UPDATE order_refunds SET status = 'APPROVED', failure = NULL, decided_by = ${userId}, updated_at = now(), rail_attempt = rail_attempt + 1
+      WHERE id = ${prev.id} AND status = 'FAILED'`;
+    await tx`INSERT INTO order_events (order_id, type, data) VALUES (${o.id}, 'refund_approved', ${tx.json({ actor: "merchant", user_id: userId, refund_id: prev.id, amount_minor: Number(prev.amount_minor), reconciliation: o.reconciliation, retry: true } as never)})`;
+  }
+  if (prev) {
+    await armRedriveRows(tx, slug, now);
+    return { id: prev.id, status: "APPROVED", amountMinor: Number(prev.amount_minor) };
+  }
+  const refunds = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${o.id}`;
+  const amountMinor = refundableMinor(capturedMinor, refunds.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
+  if (amountMinor <= 0) throw fail("conflict", "Nothing of this capture is left to refund.", { order_id: o.id, captured_minor: capturedMinor });
   const [r] = await tx<{ id: string }[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason, status, decided_by)
     VALUES (${o.id}, ${slug}, ${o.agentKeyId}, ${amountMinor}, ${o.currency}, ${RECONCILE_REFUND_REASON}, 'APPROVED', ${userId}) RETURNING id`;
   await tx`INSERT INTO order_events (order_id, type, data) VALUES (${o.id}, 'refund_approved', ${tx.json({ actor: "merchant", user_id: userId, refund_id: r!.id, amount_minor: amountMinor, reconciliation: o.reconciliation } as never)})`;
+  await armRedriveRows(tx, slug, now);
   return { id: r!.id, status: "APPROVED", amountMinor };
 }
 
-/**
- * The rail's answer on the record: REFUNDED (and the order's refunded_minor, capped at its total: an amount
- * mismatch captured more than the order) or FAILED. Written only while the record is APPROVED, so a refund another
- * drive finished is counted once.
- */
-export async function recordReconcileRefund(tx: Sql, o: FlaggedOrder, r: ReconcileRefund, answer: { status: "refunded"; refundRef: string } | { status: "failed"; reason: string }): Promise<void> {
-  if (answer.status === "refunded") {
-    await tx`WITH u AS (UPDATE order_refunds SET status = 'REFUNDED', refund_ref = ${answer.refundRef}, updated_at = now() WHERE id = ${r.id} AND status = 'APPROVED' RETURNING id),
-      o AS (UPDATE orders SET refunded_minor = LEAST(total_minor, refunded_minor + ${r.amountMinor}), updated_at = now() WHERE id = ${o.id} AND EXISTS (SELECT 1 FROM u) RETURNING id)
-      INSERT INTO order_events (order_id, type, data) SELECT id, 'refund_full', ${tx.json({ actor: "system", refund_id: r.id, amount_minor: r.amountMinor } as never)}::jsonb FROM o`;
-    return;
-  }
-  await tx`UPDATE order_refunds SET status = 'FAILED', failure = ${answer.reason}, updated_at = now() WHERE id = ${r.id} AND status = 'APPROVED'`;
+/** An accepted capture whose amount is not the order's total is recorded (migration 0071): refunds are bounded by it. */
+export async function recordCapturedAmount(tx: Sql, slug: string, o: FlaggedOrder, capturedMinor: number): Promise<void> {
+  if (capturedMinor === o.totalMinor) return;
+  await tx`UPDATE orders SET captured_minor = ${capturedMinor} WHERE id = ${o.id} AND store_slug = ${slug}`;
 }

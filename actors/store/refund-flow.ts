@@ -8,13 +8,13 @@
  * again after a crash, an error or a lost answer returns its first answer and never refunds twice; REFUNDED or
  * FAILED is written only while the record is still APPROVED, so two drives of one refund count its money once.
  */
-import { isDatabaseUnavailable } from "../../infra/db.ts";
+import { isDatabaseUnavailable, type Sql } from "../../infra/db.ts";
 import { railFor, type RailName } from "../payments/card-rails.ts";
 import type { RefundResult } from "../payments/rail.ts";
 import type { ActorContext } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
 import { nextOrderStatus } from "./order-machine.ts";
-import { loadOrder, loadRefund, moveOrder, refundView, type OrderRow, type RefundRow, type RefundView } from "./order-rows.ts";
+import { loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, type OrderRow, type RefundRow, type RefundView } from "./order-rows.ts";
 import { applyRefundEvent, orderEventAfterRefund, refundableMinor, type RefundStatus } from "./refunds.ts";
 
 type Ctx = ActorContext<unknown>;
@@ -41,9 +41,31 @@ export function railOfOrder(stored: string): RailName | null {
   return null;
 }
 
-/** Arms the re-drive reminder; called in the turn that commits an APPROVED refund, before its checkpoint. */
+/** The store actor's kind, as its reminder rows are keyed (actors/store/index.ts). */
+const STORE_KIND = "store";
+
+/**
+ * Arms the re-drive reminder; called in the turn that commits an APPROVED refund, before its checkpoint. An armed
+ * reminder keeps its earlier due time and its backoff (audit R1-5): were every approve to push it 30 s out again, a
+ * store approving more often than that would never re-drive a refund stuck APPROVED.
+ */
 async function armRedrive(ctx: Ctx): Promise<void> {
-  await ctx.schedule(REFUND_REMINDER, ctx.now() + redriveDelayMs(0), { attempt: 0 });
+  const due = ctx.now() + redriveDelayMs(0);
+  const [armed] = await (await ctx.tx())<{ due_at: Date; payload: unknown }[]>`SELECT due_at, payload FROM actor_reminders
+    WHERE kind = ${STORE_KIND} AND id = ${ctx.id} AND name = ${REFUND_REMINDER}`;
+  if (armed && armed.due_at.getTime() <= due) return;
+  await ctx.schedule(REFUND_REMINDER, due, armed ? armed.payload : { attempt: 0 });
+}
+
+/**
+ * The same reminder armed from another actor's turn (the cart's reconciliation refund), as a row written in that
+ * turn's transaction: the store is not asked (the cart never asks the store: docs/decisions.md), and the reminder
+ * poll delivers it to the store wherever it runs. Keeps an earlier due time and the backoff, as `armRedrive`.
+ */
+export async function armRedriveRows(tx: Sql, slug: string, now: number): Promise<void> {
+  await tx`INSERT INTO actor_reminders (kind, id, name, due_at, payload)
+    VALUES (${STORE_KIND}, ${slug}, ${REFUND_REMINDER}, ${new Date(now + redriveDelayMs(0))}, ${tx.json({ attempt: 0 } as never)})
+    ON CONFLICT (kind, id, name) DO UPDATE SET due_at = LEAST(actor_reminders.due_at, EXCLUDED.due_at)`;
 }
 
 /** Cancels the re-drive reminder when no refund of the store is left APPROVED (checked in the turn's transaction). */
@@ -54,53 +76,76 @@ async function disarmRedriveIfIdle(ctx: Ctx): Promise<void> {
 }
 
 /**
- * Calls the order's rail for an APPROVED refund and records its answer in the turn's transaction: REFUNDED (the
- * order's refunded_minor and its refund_partial/refund_full move) or FAILED with the rail's reason. The refund and
- * the order are read through the pool, so no transaction is held while the processor runs. Anything but APPROVED is
- * returned as it is. `tolerateRailError`: a rail that throws leaves the refund APPROVED (the reminder's drive);
- * otherwise the error fails the turn and the reminder drives it later.
+ * The order's move for a refund now REFUNDED (refund_partial, or refund_full once refunds cover what was captured),
+ * where the machine has one: an order still pending under reconciliation has none and keeps its status (the cart
+ * cancels it in the turn that resolves it, then records this move). Read in the transaction: the order may have
+ * moved since the drive read it.
  */
-export async function driveRefund(ctx: Ctx, refundId: string, tolerateRailError = false): Promise<RefundRow> {
-  const slug = ctx.id;
-  const refund = await loadRefund(ctx.sql, slug, refundId);
+export async function moveOrderAfterRefund(tx: Sql, slug: string, orderId: string, refundId: string, amountMinor: number, now: number): Promise<void> {
+  const all = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${orderId}`;
+  const current = await loadOrder(tx, slug, orderId);
+  const event = orderEventAfterRefund(refundBoundMinor(current), all.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
+  if (nextOrderStatus(current.status, event, "system")) await moveOrder(tx, current, event, "system", now, { refund_id: refundId, amount_minor: amountMinor });
+}
+
+/**
+ * The processor's idempotency key for a refund's attempt: the refund id, then `<id>/<n>` for the n-th retry of a
+ * FAILED refund (migration 0071). The rail answers its first result per key, a refusal included, so a retry under
+ * the same key could never succeed; a retry follows only a `failed` answer, so a new key never refunds twice.
+ */
+export function railRefundKey(refundId: string, attempt: number): string {
+  return attempt === 0 ? refundId : `${refundId}/${attempt}`;
+}
+
+/** What a refund's drive needs of the turn running it: the store's own, or the cart's resolving a capture. */
+export type RefundTurn = Pick<ActorContext<unknown>, "sql" | "tx" | "now" | "log">;
+
+/**
+ * Calls the order's rail (`orders.payment_rail`) for an APPROVED refund of store `slug` and records its answer in
+ * the turn's transaction: REFUNDED (the order's refunded_minor, bounded by what was captured, and its
+ * refund_partial/refund_full move) or FAILED with the rail's reason. The one refund driver: the store's approve,
+ * cancel and reminder, and the cart's reconciliation refund. The refund and the order are read through the pool,
+ * so no transaction is held while the processor runs. Anything but APPROVED is returned as it is.
+ * `tolerateRailError`: a rail that throws leaves the refund APPROVED (the reminder's drive); otherwise the error
+ * fails the turn and the reminder drives it later.
+ */
+export async function driveRefundRows(turn: RefundTurn, slug: string, refundId: string, tolerateRailError = false): Promise<RefundRow> {
+  const refund = await loadRefund(turn.sql, slug, refundId);
   if (refund.status !== "APPROVED") return refund;
-  const order = await loadOrder(ctx.sql, slug, refund.order_id);
+  const order = await loadOrder(turn.sql, slug, refund.order_id);
   const amountMinor = Number(refund.amount_minor);
   const record = { status: refund.status, amountMinor };
   const railName = railOfOrder(order.payment_rail);
-  const rail = railName ? railFor(ctx.sql, railName) : undefined;
+  const rail = railName ? railFor(turn.sql, railName) : undefined;
   let result: RefundResult;
   try {
     result =
       order.capture_ref && rail
-        ? await rail.refund({ refundId, captureRef: order.capture_ref, amountMinor })
+        ? await rail.refund({ refundId: railRefundKey(refundId, refund.rail_attempt ?? 0), captureRef: order.capture_ref, amountMinor })
         : { status: "failed", refundId, reason: order.capture_ref ? "no_rail" : "no_capture" };
   } catch (err) {
     if (!tolerateRailError || isDatabaseUnavailable(err)) throw err;
-    ctx.log.warn("refund rail call failed; the refund stays APPROVED for the next drive", { refund_id: refundId, error: err as Error });
+    turn.log.warn("refund rail call failed; the refund stays APPROVED for the next drive", { refund_id: refundId, error: err as Error });
     return refund;
   }
-  const tx = await ctx.tx();
+  const tx = await turn.tx();
   if (result.status === "refunded") {
     const settled = await tx`UPDATE order_refunds SET status = ${applyRefundEvent(record, "settle", "system").status}, refund_ref = ${result.refundRef}, updated_at = now()
       WHERE id = ${refundId} AND status = 'APPROVED'`;
     if (settled.count === 1) {
-      // Capped at the total: a reconciliation refund (actors/store/reconcile.ts) may return a capture above it.
-      await tx`UPDATE orders SET refunded_minor = LEAST(total_minor, refunded_minor + ${amountMinor}) WHERE id = ${order.id}`;
-      const all = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${order.id}`;
-      const event = orderEventAfterRefund(Number(order.total_minor), all.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
-      // Re-read in the transaction: the order may have moved (canceled) since the pool read above. An order the
-      // machine does not move on a refund (a pending one under reconciliation) keeps its status.
-      const current = await loadOrder(tx, slug, order.id);
-      if (nextOrderStatus(current.status, event, "system")) {
-        await moveOrder(tx, current, event, "system", ctx.now(), { refund_id: refundId, amount_minor: amountMinor });
-      }
+      await tx`UPDATE orders SET refunded_minor = LEAST(COALESCE(captured_minor, total_minor), refunded_minor + ${amountMinor}) WHERE id = ${order.id}`;
+      await moveOrderAfterRefund(tx, slug, order.id, refundId, amountMinor, turn.now());
     }
   } else {
     await tx`UPDATE order_refunds SET status = ${applyRefundEvent(record, "fail", "system").status}, failure = ${result.reason}, updated_at = now()
       WHERE id = ${refundId} AND status = 'APPROVED'`;
   }
   return loadRefund(tx, slug, refundId);
+}
+
+/** `driveRefundRows` for a refund of this store, in the store's own turn. */
+export function driveRefund(ctx: Ctx, refundId: string, tolerateRailError = false): Promise<RefundRow> {
+  return driveRefundRows(ctx, ctx.id, refundId, tolerateRailError);
 }
 
 /** A merchant's approve (or retry of a FAILED one): APPROVED committed with the reminder, then the rail. */
@@ -110,7 +155,10 @@ export async function approveRefund(ctx: Ctx, refundId: string, userId: string):
     const tx = await ctx.tx();
     const refund = await loadRefund(tx, ctx.id, refundId);
     const approved = applyRefundEvent({ status: refund.status, amountMinor: Number(refund.amount_minor) }, refund.status === "FAILED" ? "retry" : "approve", "merchant");
-    await tx`UPDATE order_refunds SET status = ${approved.status}, decided_by = ${userId}, updated_at = now() WHERE id = ${refund.id} AND status = ${refund.status}`;
+    // A retry asks the processor under the next key (railRefundKey): its first answer for the last one was a refusal.
+    await tx`UPDATE order_refunds SET status = ${approved.status}, decided_by = ${userId}, updated_at = now(),
+        rail_attempt = rail_attempt + ${refund.status === "FAILED" ? 1 : 0}
+      WHERE id = ${refund.id} AND status = ${refund.status}`;
     await armRedrive(ctx);
     // APPROVED and the reminder are durable before the processor is called.
     await ctx.checkpoint();
@@ -167,7 +215,7 @@ export async function cancelPaidOrder(
   if (!captured) return canceled;
   if (rail === "x402") return { ...canceled, refund_by_merchant: true };
   const refunds = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${order.id}`;
-  const amount = refundableMinor(Number(order.total_minor), refunds.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
+  const amount = refundableMinor(refundBoundMinor(order), refunds.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
   if (amount <= 0) return canceled;
   const reason = by.reason ?? (by.actor === "agent" ? "order canceled by the agent" : "order canceled by the merchant");
   const [r] = await tx<{ id: string }[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason, status, decided_by)

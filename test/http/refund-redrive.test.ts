@@ -133,6 +133,49 @@ describe("a refund left APPROVED is driven again", () => {
     expect(await processor(orderId, refundId)).toEqual({ refundedMinor: 400, records: 1 });
   });
 
+  test("approving other refunds does not push back the re-drive of a stuck one, nor reset its backoff", async () => {
+    const stuckOrder = await placeOrder(srv, key, BOARD, "tok_approve");
+    const stuck = (await propose(stuckOrder, { amount: 200 })).body.data.refund_id;
+    expect((await failRefundedWriteOnce(() => decide(stuck, "approve"))).status).toBe(500);
+    const armed = (await reminder())!.due_at.getTime();
+    // A busy store: more approvals after the stuck one, each of which used to move the reminder 30 s out again.
+    for (let i = 0; i < 2; i++) {
+      await Bun.sleep(1_100);
+      const other = await placeOrder(srv, key, BOARD, "tok_approve");
+      const p = await propose(other, { amount: 100 });
+      expect((await decide(p.body.data.refund_id, "approve")).body.data.status).toBe("REFUNDED");
+      expect((await reminder())!.due_at.getTime()).toBe(armed);
+    }
+    // A reminder backed off (attempt 4, due later) is brought forward by a new approval, its backoff kept.
+    await srv.db.sql`UPDATE actor_reminders SET due_at = now() + interval '10 minutes', payload = '{"attempt": 4}'::jsonb
+      WHERE kind = 'store' AND id = 'demo-store' AND name = 'refunds'`;
+    const other = await placeOrder(srv, key, BOARD, "tok_approve");
+    await decide((await propose(other, { amount: 100 })).body.data.refund_id, "approve");
+    const [after] = await srv.db.sql<{ due_at: Date; payload: { attempt: number } }[]>`SELECT due_at, payload FROM actor_reminders
+      WHERE kind = 'store' AND id = 'demo-store' AND name = 'refunds'`;
+    expect(after!.due_at.getTime()).toBeLessThanOrEqual(Date.now() + 31_000);
+    expect(after!.payload.attempt).toBe(4);
+    // The stuck refund is driven by that reminder.
+    await srv.db.sql`UPDATE actor_reminders SET due_at = now() WHERE kind = 'store' AND id = 'demo-store' AND name = 'refunds'`;
+    await until(async () => (await refundRow(stuck)).status === "REFUNDED");
+  });
+
+  test("a FAILED refund the merchant retries is asked of the processor again under a new key, so it can succeed", async () => {
+    const orderId = await placeOrder(srv, key, BOARD, "tok_approve");
+    const p = await propose(orderId, { amount: 250 });
+    const refundId = p.body.data.refund_id;
+    const [o] = await srv.db.sql<{ capture_ref: string }[]>`SELECT capture_ref FROM orders WHERE id = ${orderId}`;
+    // The processor refuses this refund once (nothing left to refund on the capture), then has it back.
+    await srv.db.sql`UPDATE sandbox_ledger_intents SET refunded_minor = amount_minor WHERE capture_ref = ${o!.capture_ref}`;
+    expect((await decide(refundId, "approve")).body.data.status).toBe("FAILED");
+    await srv.db.sql`UPDATE sandbox_ledger_intents SET refunded_minor = 0 WHERE capture_ref = ${o!.capture_ref}`;
+    const retry = await decide(refundId, "approve");
+    expect(retry.status).toBe(200);
+    expect(retry.body.data).toMatchObject({ refund_id: refundId, status: "REFUNDED" });
+    const [l] = await srv.db.sql<{ refunded_minor: number }[]>`SELECT refunded_minor::int FROM sandbox_ledger_intents WHERE capture_ref = ${o!.capture_ref}`;
+    expect(l!.refunded_minor).toBe(250);
+  });
+
   test("a refund that fails at the rail is FAILED, not APPROVED, and leaves no reminder behind", async () => {
     const orderId = await placeOrder(srv, key, BOARD, "tok_approve");
     const p = await propose(orderId, { amount: 300 });
