@@ -5,8 +5,11 @@
  * GET  /orders                      newest first; `status`, `channel`, `reconciliation=required` (flagged only)
  * GET  /orders/{id}                 one order with items, history and refunds; `reconciliation` shows the flag
  * POST /orders/{id}/reconcile       {action: "accept" | "refund"}: accept the capture as the payment (order paid,
- *                                   stock sold, session COMPLETED), or refund it through the rail (order canceled,
- *                                   hold released, refund REFUNDED, the session ended and the cart usable again)
+ *                                   stock sold, session COMPLETED; a capture other than the total bounds its
+ *                                   refunds), or refund it through the rail (one refund record, driven like any
+ *                                   refund; once REFUNDED the order canceled, hold released, the session ended
+ *                                   unless another store's leg is unpaid). A processor refusal is 502 and changes
+ *                                   nothing else: retry (the same record) or accept. x402: refund_by_merchant.
  *
  * The decision is the cart's message (`resolveCapture`): the session and the order move in one cart turn.
  */

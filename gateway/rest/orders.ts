@@ -5,6 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import { cartActor } from "../../actors/cart/index.ts";
+import { cancelPendingViaSession } from "../../actors/cart/cancel-pending.ts";
 import { storeCommerce, refundView } from "../../actors/store/commerce.ts";
 import type { OrderStatus } from "../../actors/store/order-machine.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
@@ -120,9 +121,13 @@ function notCancellable(orderId: string, status: OrderStatus, rail: string): Act
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
-/** The refund request's idempotency key, as the checkout route takes it: header or body (equal if both), a UUID v4. */
+/**
+ * The refund request's idempotency key, as the checkout route takes it: header or body (equal if both), a UUID v4.
+ * A UUID's hex digits are case-insensitive (RFC 9562) and the key is stored lowercased, so the header and the body
+ * are compared lowercased: the same key in two cases is one key, not a conflict (audit R1-8).
+ */
 function refundIdempotencyKey(header: string | undefined, field: string | undefined): string | undefined {
-  if (header && field && header !== field) throw fail("INVALID_ARGUMENT", "The Idempotency-Key header and idempotency_key differ.", { field: "idempotency_key" });
+  if (header && field && header.toLowerCase() !== field.toLowerCase()) throw fail("INVALID_ARGUMENT", "The Idempotency-Key header and idempotency_key differ.", { field: "idempotency_key" });
   const key = field ?? header;
   if (key !== undefined && !UUID_V4.test(key)) throw fail("INVALID_ARGUMENT", "idempotency_key must be a UUID v4.", { field: "idempotency_key" });
   return key?.toLowerCase();
@@ -140,33 +145,20 @@ export function orderRoutes(svc: Services) {
       "/api/v1/agent/orders/:orderId/cancel",
       async ({ params, body, agent }) => {
         const id = params.orderId.toLowerCase();
-        const [o] = await svc.sql<{ store_slug: string; status: OrderStatus; checkout_session_id: string | null; cart_id: string | null; payment_rail: string }[]>`
-          SELECT store_slug, status, checkout_session_id, cart_id, payment_rail FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}`;
+        const [o] = await svc.sql<{ store_slug: string; status: OrderStatus; checkout_session_id: string | null; cart_id: string | null; payment_rail: string; reconciliation: string | null }[]>`
+          SELECT store_slug, status, checkout_session_id, cart_id, payment_rail, reconciliation FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}`;
         if (!o) throw fail("ORDER_NOT_FOUND", "No such order.");
         const reason = body?.reason ?? "canceled by the agent";
         // As MCP cancel_order: an agent cancels only a pending order. Money already captured goes back only through
         // the merchant (a refund request it approves, or its own cancel), never on the agent's word alone; a cancel
         // that refunded at once bypassed the merchant's approval and its allowlist block (audit E).
         if (o.status !== "pending") throw notCancellable(id, o.status, o.payment_rail);
-        // A pending order belongs to a checkout session: canceling the session cancels its unpaid orders and
-        // releases their stock in the cart's turn, so it cannot race the session's own payment.
-        let viaSession = false;
-        if (o.cart_id && o.checkout_session_id) {
-          try {
-            await svc.actors.ask(cartActor, o.cart_id, "cancel", { keyId: agent.keyId, sessionId: o.checkout_session_id });
-            viaSession = true;
-          } catch (err) {
-            if (!(err instanceof ActorError)) throw err;
-            if (err.code === "CHECKOUT_STATUS_INVALID") {
-              throw fail("ORDER_NOT_CANCELLABLE", "A payment for this order is running; ask again when it has finished.", {
-                status: "pending",
-                reason: "payment_in_progress",
-                checkout_session_id: o.checkout_session_id,
-              });
-            }
-            if (err.code !== "SESSION_INACTIVE" && err.code !== "CHECKOUT_SESSION_NOT_FOUND" && err.code !== "CART_NOT_FOUND") throw err;
-          }
-        }
+        // Through its checkout session, in the cart's turn (actors/cart/cancel-pending.ts, shared with MCP and the merchant).
+        const viaSession = await cancelPendingViaSession(
+          (cartId, b) => svc.actors.ask(cartActor, cartId, "cancel", b),
+          { id, cartId: o.cart_id, checkoutSessionId: o.checkout_session_id, agentKeyId: agent.keyId, reconciliation: o.reconciliation },
+          { actor: "agent" },
+        );
         if (!viaSession) await svc.actors.ask(storeCommerce, o.store_slug, "cancelOrder", { orderId: id, reason });
         const [now] = await svc.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${id}`;
         return ok({ order_id: id, status: now.status, refund: null });

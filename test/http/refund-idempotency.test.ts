@@ -71,6 +71,17 @@ describe("POST /agent/orders/{orderId}/refund with an idempotency key", () => {
     expect(await rows(orderId)).toHaveLength(0);
   });
 
+  test("a header and a body field that differ only in letter case are one key: the request is made once, not refused", async () => {
+    const orderId = await placeOrder(srv, key, BOARD, "tok_approve");
+    const k = crypto.randomUUID();
+    const a = await refund(orderId, { amount: 200, idempotency_key: k }, { "idempotency-key": k.toUpperCase() });
+    expect(a.status).toBe(201);
+    const b = await refund(orderId, { amount: 200, idempotency_key: k.toUpperCase() }, { "idempotency-key": k });
+    expect(b.status).toBe(201);
+    expect(b.body.data.refund_id).toBe(a.body.data.refund_id);
+    expect(await rows(orderId)).toHaveLength(1);
+  });
+
   test("keys are per order: one key on two orders makes two requests", async () => {
     const k = crypto.randomUUID();
     const o1 = await placeOrder(srv, key, BOARD, "tok_approve");

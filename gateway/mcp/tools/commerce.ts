@@ -6,10 +6,13 @@
 import { createHash } from "node:crypto";
 import { Type as T } from "@sinclair/typebox";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
+import { cancelPendingViaSession } from "../../../actors/cart/cancel-pending.ts";
 import type { CompleteReply } from "../../../actors/cart/messages.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { storeCommerce } from "../../../actors/store/commerce.ts";
+import { DEFAULT_RETURN_WINDOW_DAYS, REFUNDABLE_ORDER_STATUSES, returnWindowEndsAt } from "../../../actors/store/refunds.ts";
+import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
 import { shippingZonesOf } from "../../../actors/store/reads.ts";
 import { orderView } from "../../rest/orders.ts";
@@ -691,31 +694,46 @@ export const cancelOrder = defineTool({
     const o = await callerOrder(ctx, a.order_id);
     if (o.status !== "pending") throw notPending(o);
     // As REST POST /agent/orders/{id}/cancel: a pending order belongs to a checkout session, and only the cart may
-    // end it (its turn refuses while money may move, and otherwise releases the hold), never the store behind its back.
-    const [row] = await ctx.svc.sql<{ cart_id: string | null; checkout_session_id: string | null; agent_key_id: string | null }[]>`
-      SELECT cart_id, checkout_session_id, agent_key_id FROM orders WHERE id = ${o.order_id} AND store_slug = ${ctx.store.slug}`;
-    if (row?.cart_id && row.checkout_session_id && row.agent_key_id) {
-      try {
-        await ctx.svc.actors.ask(cartActor, row.cart_id, "cancel", { keyId: row.agent_key_id, sessionId: row.checkout_session_id });
-        const [now] = await ctx.svc.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${o.order_id}`;
-        return { order_id: o.order_id, status: now?.status ?? "canceled" };
-      } catch (err) {
-        if (!(err instanceof ActorError)) throw err;
-        if (err.code === "CHECKOUT_STATUS_INVALID") {
-          throw fail("ORDER_NOT_CANCELLABLE", "A payment for this order is running; ask again when it has finished.", {
-            status: "pending",
-            reason: "payment_in_progress",
-            order_id: o.order_id,
-            checkout_session_id: row.checkout_session_id,
-          });
-        }
-        if (err.code !== "SESSION_INACTIVE" && err.code !== "CHECKOUT_SESSION_NOT_FOUND" && err.code !== "CART_NOT_FOUND") throw err;
-      }
+    // end it (its turn refuses while money may move, and otherwise releases the hold), never the store behind its back
+    // (actors/cart/cancel-pending.ts, one function for REST, MCP and the merchant).
+    const [row] = await ctx.svc.sql<{ cart_id: string | null; checkout_session_id: string | null; agent_key_id: string | null; reconciliation: string | null }[]>`
+      SELECT cart_id, checkout_session_id, agent_key_id, reconciliation FROM orders WHERE id = ${o.order_id} AND store_slug = ${ctx.store.slug}`;
+    const viaSession = await cancelPendingViaSession(
+      (cartId, b) => ctx.svc.actors.ask(cartActor, cartId, "cancel", b),
+      { id: o.order_id, cartId: row?.cart_id ?? null, checkoutSessionId: row?.checkout_session_id ?? null, agentKeyId: row?.agent_key_id ?? null, reconciliation: row?.reconciliation ?? null },
+      { actor: "agent" },
+    );
+    if (viaSession) {
+      const [now] = await ctx.svc.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${o.order_id}`;
+      return { order_id: o.order_id, status: now?.status ?? "canceled" };
     }
     const r = await ctx.svc.actors.ask(storeCommerce, ctx.store.slug, "cancelOrder", { orderId: o.order_id, reason: a.reason ?? "canceled by the agent at the buyer's request" });
     return { order_id: o.order_id, status: r.status };
   },
 });
+
+/**
+ * onx_create_return's refusals known before the human is asked, read as the store reads them (proposeRefund): an
+ * order the key has no allowed binding for (ORDER_NOT_FOUND), an order in no refundable status, a closed return
+ * window. The amount is left to the store (its bound may be the captured amount, not the total). Not with an
+ * idempotency key: a retry is answered with its first request whatever is left now.
+ */
+async function assertReturnPossible(ctx: ToolContext, orderId: string): Promise<void> {
+  const [o] = await ctx.svc.sql<{ status: OrderStatus; agent_key_id: string | null; created_at: Date; delivered_at: Date | null; return_window_days: number | null; binding: string | null }[]>`
+    SELECT o.status, o.agent_key_id, o.created_at, o.delivered_at, (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
+    FROM orders o JOIN stores s ON s.slug = o.store_slug
+    LEFT JOIN store_agent_allowlist a ON a.store_slug = o.store_slug AND a.agent_key_id = ${ownerId(ctx)}
+    WHERE o.id = ${orderId} AND o.store_slug = ${ctx.store.slug}`;
+  if (!o || o.agent_key_id !== ownerId(ctx) || o.binding !== "allowed") throw fail("ORDER_NOT_FOUND", "No such order for this key.");
+  if (!REFUNDABLE_ORDER_STATUSES.has(o.status)) throw fail("conflict", `A ${o.status} order cannot be refunded.`, { status: o.status });
+  const endsAt = returnWindowEndsAt({ createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null }, o.return_window_days);
+  if (ctx.now.getTime() > endsAt) {
+    throw fail("RETURN_WINDOW_EXPIRED", "The return window has closed; only the merchant can override.", {
+      return_window_days: o.return_window_days ?? DEFAULT_RETURN_WINDOW_DAYS,
+      window_ended_at: new Date(endsAt).toISOString(),
+    });
+  }
+}
 
 export const onxCreateReturn = defineTool({
   name: "onx_create_return",
@@ -746,6 +764,7 @@ export const onxCreateReturn = defineTool({
   },
   async summarize(a, ctx) {
     const o = await callerOrder(ctx, a.order_id);
+    if (a.idempotency_key === undefined) await assertReturnPossible(ctx, o.order_id);
     const amount = a.amount ?? o.total_minor - o.refunded_minor;
     return { summary: `Request a refund of ${money(amount, o.currency)} for order ${o.order_id} at ${ctx.store.name}.`, facts: { amount: toMajor(amount, o.currency), currency: o.currency } };
   },
