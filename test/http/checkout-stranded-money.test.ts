@@ -32,7 +32,7 @@ async function cart(): Promise<string> {
 }
 
 describe("a capture whose order is no longer pending", () => {
-  test("is answered 409 PAYMENT_CAPTURED_FINALIZATION_FAILED with the capture reference, the order flagged, and no stock sold", async () => {
+  test("is answered 409 PAYMENT_CAPTURED_FINALIZATION_FAILED with the capture reference, the order flagged, and no stock sold (the cancel is injected in the database: no API path cancels a pending order under a live leg)", async () => {
     const before = await stock();
     const cartId = await cart();
     const idem = crypto.randomUUID();

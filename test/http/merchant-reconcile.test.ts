@@ -95,7 +95,7 @@ describe("a capture of another amount than authorised (tok_amount_mismatch)", ()
 });
 
 describe("who may resolve what", () => {
-  test("another store's owner gets 404, an order with nothing to reconcile 409, a canceled order cannot be accepted, and a bad action is 400", async () => {
+  test("another store's owner gets 404, an order with nothing to reconcile 409, a canceled order (status injected in the database) cannot be accepted, and a bad action is 400", async () => {
     const e = await escalated("tok_finalization_fails");
     const other = await srv.json(`${base}/${e.orderId}/reconcile`, { method: "POST", headers: otherOwner, body: { action: "accept" } });
     expect(other.status).toBe(404);
