@@ -95,8 +95,9 @@ interface Session {
   owner: string;
   /**
    * The principal the session is bound to (`principalOf`): the one that opened it, or, for a session opened without
-   * a credential, the first that used it with one (a client that signs in after a 401 keeps its session). Null while
-   * no credential was seen. Any other caller is told the session does not exist (`boundTo`).
+   * a credential, the first that used it with one from the address that opened it (a client that signs in after a
+   * 401 keeps its session). Null while no credential was seen; meanwhile only its `owner` address may use it. Any
+   * other caller is told the session does not exist (`boundTo`).
    */
   principal: string | null;
 }
@@ -425,15 +426,19 @@ export class McpGateway {
    * Session binding (MCP security best practices, session hijacking: "bind session IDs to user-specific
    * information"): every request is authenticated on its own, but a session also carries state another caller must
    * not borrow — above all the answers to `elicitation/create`, the human's "yes, pay" for a write tool. A session
-   * bound to one principal refuses every other caller, anonymous ones included; an unbound one is bound by the first
-   * credential that uses it. False: answer as for an unknown session (its existence is not confirmed).
+   * bound to one principal refuses every other caller, anonymous ones included. One opened without a credential
+   * belongs to the address that opened it until it is bound: only from there can it be used, and the first
+   * credential presented from there binds it. From anywhere else, whoever presented its leaked id first (with any
+   * valid key) took the session and its opener was told it did not exist (review R2-F3).
+   * False: answer 404 as for an unknown session. That does not hide a session from a caller with an invalid
+   * credential: the credential is checked first, so its 401 tells an existing session from an unknown id (404).
+   * Ids are random UUIDs, and a session's own client needs that 401 to refresh an expired token.
    */
-  private boundTo(session: Session, principal: string | null): boolean {
-    if (session.principal === null) {
-      if (principal !== null) session.principal = principal;
-      return true;
-    }
-    return session.principal === principal;
+  private boundTo(session: Session, principal: string | null, ip: string): boolean {
+    if (session.principal !== null) return session.principal === principal;
+    if (session.owner !== ipBucketKey(ip)) return false;
+    if (principal !== null) session.principal = principal;
+    return true;
   }
 
   /**
@@ -573,7 +578,7 @@ export class McpGateway {
       } catch (err) {
         return this.refusalResponse(this.refusal(err), null, out, store.slug);
       }
-      if (!this.boundTo(session, principal)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
+      if (!this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
       return this.viaTransport(session.transport, request, undefined, headers);
     }
 
@@ -622,7 +627,7 @@ export class McpGateway {
       } catch (err) {
         return this.refusalResponse(this.refusal(err), isRequest ? msg.id : null, out, store.slug);
       }
-      if (session && !this.boundTo(session, principal)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
+      if (session && !this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     }
     if (session) return this.viaTransport(session.transport, request, body, headers);
 
@@ -697,7 +702,7 @@ export class McpGateway {
       if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, out, store.slug);
       throw err;
     }
-    if (session && !this.boundTo(session, principal.caller?.keyId ?? null)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
+    if (session && !this.boundTo(session, principal.caller?.keyId ?? null, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     const missing = insufficientOAuthScope(t, principal);
     if (missing) {
       // MCP authorization (2025-11-25), scope challenge: an OAuth token without the tool's scope is HTTP 403 with
