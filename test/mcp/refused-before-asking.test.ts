@@ -203,6 +203,41 @@ describe("other refusals known before the question", () => {
     expect(held.asked).toBe(0);
   }, 60_000);
 
+  test("apply_coupon on a cart frozen by its checkout session is CART_NOT_MUTABLE naming the session, without asking the human", async () => {
+    const cart = structured(await demo.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
+    const pv = structured(await demo.call("preview_checkout", { cart_id: cart.cart_id }));
+    const { result, asked } = await counted(demo, () => demo.call("apply_coupon", { cart_id: cart.cart_id, code: "WELCOME10" }));
+    expect(errorOf(result)).toMatchObject({ code: "CART_NOT_MUTABLE", details: { reason: "checkout_in_progress", checkout_session_id: pv.checkout_session_id } });
+    expect(asked).toBe(0);
+    const stale = await counted(demo, () => demo.call("apply_coupon", { cart_id: cart.cart_id, code: "WELCOME10", expected_revision: 1 }));
+    expect(errorOf(stale.result)).toMatchObject({ code: "CART_NOT_MUTABLE", details: { reason: "stale_revision", expected_revision: 1 } });
+    expect(stale.asked).toBe(0);
+  }, 60_000);
+
+  test("a return past the window is RETURN_WINDOW_EXPIRED and a return of a blocked key ORDER_NOT_FOUND, without asking the human", async () => {
+    const cart = structured(await demo.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
+    const pv = structured(await demo.call("preview_checkout", { cart_id: cart.cart_id }));
+    const o = structured(await demo.call("complete_checkout", { checkout_session_id: pv.checkout_session_id, idempotency_key: crypto.randomUUID(), payment_method: "MOCK" }));
+    await srv.db.sql`UPDATE orders SET created_at = now() - interval '400 days' WHERE id = ${o.order_id}`;
+    const late = await counted(demo, () => demo.call("onx_create_return", { order_id: o.order_id, reason: "too late" }));
+    expect(errorOf(late.result).code).toBe("RETURN_WINDOW_EXPIRED");
+    expect(late.asked).toBe(0);
+
+    await srv.db.sql`UPDATE orders SET created_at = now() WHERE id = ${o.order_id}`;
+    await srv.db.sql`UPDATE store_agent_allowlist SET status = 'blocked' WHERE store_slug = 'demo-store' AND agent_key_id = ${key.id}`;
+    try {
+      const blocked = await counted(demo, () => demo.call("onx_create_return", { order_id: o.order_id }));
+      expect(errorOf(blocked.result).code).toBe("ORDER_NOT_FOUND");
+      expect(blocked.asked).toBe(0);
+    } finally {
+      await srv.db.sql`UPDATE store_agent_allowlist SET status = 'allowed' WHERE store_slug = 'demo-store' AND agent_key_id = ${key.id}`;
+    }
+    // allowed again and inside the window: asked once, then requested
+    const ok = await counted(demo, () => demo.call("onx_create_return", { order_id: o.order_id, amount: 100 }));
+    expect(structured(ok.result).status).toBe("PENDING_APPROVAL");
+    expect(ok.asked).toBe(1);
+  }, 60_000);
+
   test("x402 over MCP is PAYMENT_METHOD_NOT_CONFIGURED without asking the human", async () => {
     const cart = structured(await demo.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
     const pv = structured(await demo.call("preview_checkout", { cart_id: cart.cart_id }));

@@ -7,7 +7,8 @@ import { createHash } from "node:crypto";
 import { Type as T } from "@sinclair/typebox";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { cancelPendingViaSession } from "../../../actors/cart/cancel-pending.ts";
-import type { CompleteReply } from "../../../actors/cart/messages.ts";
+import { assertCartMutable, type CartHeader, type CartStatus } from "../../../actors/cart/cart-machine.ts";
+import type { CartView, CompleteReply } from "../../../actors/cart/messages.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { storeCommerce } from "../../../actors/store/commerce.ts";
@@ -130,19 +131,37 @@ export const getCart = defineTool({
 type EditItem = { product_id: string; quantity: number; variant_id?: string };
 
 /**
+ * The cart actor's write guard (cart-machine assertCartMutable) applied to a cart as just read, so a write tool
+ * refuses before the human is asked with the code and details the actor would answer: replaced (naming the new
+ * cart), completed, frozen by a checkout session (naming it: cancel_checkout unfreezes the cart), stale revision.
+ */
+function assertCartViewWritable(cart: CartView, now: Date, expectedRevision?: number): void {
+  const header: CartHeader = {
+    status: cart.status as CartStatus,
+    revision: cart.revision,
+    updatedAt: Date.parse(cart.updated_at),
+    expiresAt: Date.parse(cart.expires_at),
+    ...(cart.replaced_by_cart_id ? { replacedBy: cart.replaced_by_cart_id } : {}),
+  };
+  try {
+    assertCartMutable(header, now.getTime(), expectedRevision);
+  } catch (err) {
+    if (!(err instanceof ActorError) || err.details?.reason !== "checkout_in_progress" || !cart.checkout_session_id) throw err;
+    throw fail("CART_NOT_MUTABLE", `The cart is frozen by checkout session ${cart.checkout_session_id} (${cart.checkout_status}); cancel_checkout unfreezes it, or pay the session as previewed.`, {
+      ...err.details,
+      checkout_session_id: cart.checkout_session_id,
+      checkout_status: cart.checkout_status,
+    });
+  }
+}
+
+/**
  * The edit planned against the cart as it stands: a cart that is not OPEN (replaced by an earlier edit, in checkout,
  * paid, expired) or an edit that cannot apply is refused here, before the human is asked and again after.
  */
 async function planEdit(ctx: ToolContext, cartId: string, edit: (items: EditItem[]) => EditItem[]) {
   const cur = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
-  if (cur.status !== "OPEN") {
-    const replacedBy = cur.replaced_by_cart_id;
-    throw fail(
-      "CART_NOT_MUTABLE",
-      replacedBy ? `The cart was replaced by cart ${replacedBy}; use that cart_id.` : `The cart is ${cur.status}; create a new cart.`,
-      { status: cur.status, revision: cur.revision, ...(replacedBy ? { reason: "replaced", replaced_by_cart_id: replacedBy } : {}) },
-    );
-  }
+  assertCartViewWritable(cur, ctx.now);
   const next = edit(cur.items.map((i) => ({ product_id: i.product_id, quantity: i.quantity, ...(i.variant_id ? { variant_id: i.variant_id } : {}) })));
   if (next.length === 0) throw fail("INVALID_ARGUMENT", "A cart needs at least one item; abandon the cart instead.", { field: "product_id" });
   return { cur, next };
@@ -260,9 +279,14 @@ export const applyCoupon = defineTool({
   feature: "apply_coupon",
   sandboxRefused: true,
   confirmation: true,
-  errors: { CART_NOT_MUTABLE: "expected_revision older than the cart's revision, or the cart is checked out" },
+  errors: {
+    CART_NOT_MUTABLE:
+      "expected_revision older than the cart's revision, the cart frozen by a checkout session (details.checkout_session_id: cancel_checkout unfreezes it), completed, or replaced (details.replaced_by_cart_id); answered before the human is asked",
+  },
   async summarize(a, ctx) {
-    return { summary: `Apply coupon ${a.code.toUpperCase()} to your cart at ${ctx.store.name}.` };
+    // a cart that would refuse the coupon (replaced, in checkout, completed, a stale expected_revision) says so first
+    assertCartViewWritable(await ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "get", { keyId: ownerId(ctx) }), ctx.now, a.expected_revision);
+    return { summary: `Apply coupon ${a.code.trim().toUpperCase()} to your cart at ${ctx.store.name}.` };
   },
   async handler(a, ctx) {
     return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "applyCoupon", {
@@ -758,8 +782,8 @@ export const onxCreateReturn = defineTool({
   sandboxRefused: true,
   confirmation: true,
   errors: {
-    RETURN_WINDOW_EXPIRED: "the order was delivered longer ago than the return window",
-    ORDER_NOT_FOUND: "another caller's order",
+    RETURN_WINDOW_EXPIRED: "the order was delivered longer ago than the return window; answered before the human is asked (without idempotency_key)",
+    ORDER_NOT_FOUND: "another caller's order, or a key the merchant blocked; answered before the human is asked (without idempotency_key)",
     IDEMPOTENCY_KEY_CONFLICT: "the idempotency_key was used for a request with another amount or reason",
   },
   async summarize(a, ctx) {
