@@ -3,7 +3,8 @@
  *
  * An order is written `pending` when its store's payment leg starts (so the `order.created` webhook shows
  * `pending`, as the spec's example does) and moves to `paid` in the same write that records the capture.
- * The agent may only cancel, and only before fulfilment; the merchant moves fulfilment forward and may cancel
+ * The agent may only cancel, and only while the order is pending (a paid order is refunded on request, with the
+ * merchant's approval); the merchant moves fulfilment forward and may cancel
  * until the parcel ships; the system records payment and refunds. Refunds of a canceled order are recorded in
  * refund records while the order stays canceled.
  */
@@ -31,7 +32,8 @@ export const ORDER_TRANSITIONS: Readonly<Record<OrderStatus, Readonly<Partial<Re
   paid: {
     fulfill: m("fulfilled", "merchant"),
     ship: m("shipped", "merchant"), // fulfil and ship in one step
-    cancel: m("canceled", "agent", "merchant"),
+    // the merchant only: an agent asks for a refund, which the merchant approves (docs/checkout.md)
+    cancel: m("canceled", "merchant"),
     ...REFUNDABLE,
   },
   fulfilled: { ship: m("shipped", "merchant"), cancel: m("canceled", "merchant"), ...REFUNDABLE },

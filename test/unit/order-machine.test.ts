@@ -30,7 +30,7 @@ const LEGAL: Record<string, [OrderStatus, OrderActor[]]> = {
   "pending/cancel": ["canceled", ["agent", "merchant", "system"]],
   "paid/fulfill": ["fulfilled", ["merchant"]],
   "paid/ship": ["shipped", ["merchant"]],
-  "paid/cancel": ["canceled", ["agent", "merchant"]],
+  "paid/cancel": ["canceled", ["merchant"]],
   "paid/refund_partial": ["partially_refunded", ["system"]],
   "paid/refund_full": ["refunded", ["system"]],
   "fulfilled/ship": ["shipped", ["merchant"]],
@@ -78,7 +78,7 @@ describe("order lifecycle", () => {
   });
 
   test("an agent may cancel only before fulfilment", () => {
-    expect([...AGENT_CANCELLABLE].sort()).toEqual(["paid", "pending"]);
+    expect([...AGENT_CANCELLABLE].sort()).toEqual(["pending"]);
   });
 
   test("an agent cancel after shipping is ORDER_NOT_CANCELLABLE with a 409 and the status", () => {
