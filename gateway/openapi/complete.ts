@@ -55,7 +55,8 @@ function add(into: Map<number, Set<string>>, status: number, ...codes: readonly 
  * - a route with parameters or a body, and every write (a malformed JSON body is refused whatever the route
  *   reads): 400 validation_error (gateway/plugins/errors.ts);
  * - every method but GET/HEAD: 413 payload_too_large (gateway/plugins/body-limit.ts, on Content-Length);
- * - every route: 503 service_unavailable (database outage) and actor_unavailable (an actor did not answer).
+ * - every route: 500 internal_error (the spec's REST table: unexpected, retry with backoff), 503
+ *   service_unavailable (database outage) and actor_unavailable (an actor did not answer).
  */
 export function ruleCodes(method: string, path: string, op: Operation): Map<number, Set<string>> {
   const codes = new Map<number, Set<string>>();
@@ -75,6 +76,7 @@ export function ruleCodes(method: string, path: string, op: Operation): Map<numb
   const write = upper !== "GET" && upper !== "HEAD";
   if ((op.parameters?.length ?? 0) > 0 || op.requestBody || write) add(codes, 400, "validation_error");
   if (write) add(codes, 413, "payload_too_large");
+  add(codes, 500, "internal_error");
   add(codes, 503, "service_unavailable", "actor_unavailable");
   return codes;
 }

@@ -104,13 +104,14 @@ describe("the OpenAPI document lists every answer", () => {
     expect(doc.components.schemas.ErrorEnvelope).toBeDefined();
   });
 
-  test("every agent route of the access table is documented with 401, 403 and 429 and the codes its rule implies", () => {
+  test("every agent route of the access table is documented with 401, 403, 429, 500 and 503 and the codes its rule implies", () => {
     for (const rule of ROUTE_RULES) {
       const path = AGENT_API_BASE + rule.path.replace(/:([A-Za-z]+)/g, "{$1}");
       expect(op(rule.method, path), `${rule.method} ${path}`).toBeDefined();
       expect(codes(rule.method, path, 401)).toContain("unauthorized");
       expect(codes(rule.method, path, 403)).toContain("forbidden");
       expect(codes(rule.method, path, 429)).toContain("rate_limit_exceeded");
+      expect(codes(rule.method, path, 500)).toContain("internal_error");
       expect(codes(rule.method, path, 503)).toContain("service_unavailable");
       if (rule.sandboxRefused) expect(codes(rule.method, path, 403)).toContain("sandbox_not_allowed");
       if (rule.feature) expect(codes(rule.method, path, 403)).toContain("feature_not_in_tier");
@@ -217,7 +218,16 @@ describe("what the server answers is what the document lists", () => {
     const orderId = await placeOrder(srv, key, P.skillet);
     await call("POST", `/api/v1/agent/orders/${orderId}/refund`, { headers: H, body: { amount: 10_000_000 } }); // 400/409
     await call("POST", `/api/v1/agent/orders/${orderId}/refund`, { headers: H, body: { amount: 100, idempotency_key: "nope" } }); // 400 INVALID_ARGUMENT
-    await call("POST", `/api/v1/agent/orders/${orderId}/refund`, { headers: H }); // 201, empty body
+    const refund = await call("POST", `/api/v1/agent/orders/${orderId}/refund`, { headers: H }); // 201, empty body
+    const store = "/api/v1/merchant/stores/demo-store";
+    await call("POST", `${store}/refunds/${refund.body.data.refund_id}/approve`, { headers: B }); // 200
+    await call("POST", `${store}/refunds/${refund.body.data.refund_id}/approve`, { headers: B }); // 409 conflict
+    await call("POST", `${store}/refunds/${ZERO}/approve`, { headers: B }); // 404
+    await call("POST", `${store}/orders/${orderId}/status`, { headers: B, body: { status: "shipped" } }); // 409: the order is refunded
+    await call("DELETE", `${store}/webhooks/${ZERO}`, { headers: B }); // 404 not_found
+    await call("POST", `${store}/allowlist/not-a-uuid`, { headers: B, body: { status: "blocked" } }); // 400 INVALID_ARGUMENT
+    await call("POST", "/api/v1/trust/appeal", { headers: { authorization: `Bearer ${owner}` }, body: { storeSlug: "demo-store", reason: "Not my store but let me try." } }); // 403
+    await call("GET", `/api/v1/sandbox/payments/pi_${"0".repeat(40)}`); // 404
     await call("POST", `/api/v1/agent/orders/${orderId}/cancel`, { headers: H, body: {} }); // paid: 409 or 200
     await call("POST", `/api/v1/agent/orders/${ZERO}/cancel`, { headers: H }); // 404
 
