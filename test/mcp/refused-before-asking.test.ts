@@ -238,6 +238,24 @@ describe("other refusals known before the question", () => {
     expect(ok.asked).toBe(1);
   }, 60_000);
 
+  test("a bid on a store without negotiation is FEATURE_NOT_ENABLED without asking the human", async () => {
+    const eu = await connect(srv, { path: "/qualified-eu-shop/mcp", headers: key.headers, elicit: accept });
+    try {
+      const { result, asked } = await counted(eu, () => eu.call("negotiate_price", { product_id: DEMO_PRODUCT, bid_price: 1, currency: "EUR" }));
+      expect(errorOf(result).code).toBe("FEATURE_NOT_ENABLED");
+      expect(asked).toBe(0);
+    } finally {
+      await eu.close();
+    }
+  }, 60_000);
+
+  test("an attribute verification for a cart without a platform integration is STORE_NOT_CONFIGURED without asking the human", async () => {
+    const cart = structured(await demo.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
+    const { result, asked } = await counted(demo, () => demo.call("start_attribute_verification", { cart_id: cart.cart_id, attribute: "age_over_18", value: true }));
+    expect(errorOf(result)).toMatchObject({ code: "STORE_NOT_CONFIGURED", details: { missing: "platform_endpoint" } });
+    expect(asked).toBe(0);
+  }, 60_000);
+
   test("x402 over MCP is PAYMENT_METHOD_NOT_CONFIGURED without asking the human", async () => {
     const cart = structured(await demo.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
     const pv = structured(await demo.call("preview_checkout", { cart_id: cart.cart_id }));

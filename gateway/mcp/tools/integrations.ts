@@ -279,6 +279,22 @@ export const checkLiveAvailability = defineTool({
 
 export const VERIFICATION_AUDIENCE = "attribute-verification";
 
+/**
+ * The cart's lines whose product integrates a merchant platform (its endpoint). None is STORE_NOT_CONFIGURED, said
+ * before the human is asked to share anything: there would be nobody to share it with.
+ */
+async function platformLines(ctx: ToolContext, cartId: string) {
+  const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
+  const lines: { product: Awaited<ReturnType<typeof storeProduct>>["product"]; url: string }[] = [];
+  for (const line of cart.items) {
+    const { product } = await storeProduct(ctx, line.product_id);
+    const url = (product.attributes as Record<string, unknown>).platform_endpoint;
+    if (typeof url === "string") lines.push({ product, url });
+  }
+  if (lines.length === 0) throw fail("STORE_NOT_CONFIGURED", "No product in this cart integrates a merchant platform; nothing needs verifying.", { missing: "platform_endpoint" });
+  return lines;
+}
+
 export const startAttributeVerification = defineTool({
   name: "start_attribute_verification",
   title: "Start attribute verification",
@@ -294,25 +310,24 @@ export const startAttributeVerification = defineTool({
   scopes: ["cart"],
   sandboxRefused: true,
   confirmation: true,
-  errors: { CART_ATTRIBUTE_WRITE_FAILED: "the platform refuses or cannot take the attribute write", STORE_NOT_CONFIGURED: "no line of the cart has a platform integration" },
+  errors: {
+    CART_ATTRIBUTE_WRITE_FAILED: "the platform refuses or cannot take the attribute write",
+    STORE_NOT_CONFIGURED: "no line of the cart has a platform integration; answered before the human is asked",
+  },
   async summarize(a, ctx) {
+    await platformLines(ctx, cartIdArg(a.cart_id));
     return { summary: `Share '${a.attribute} = ${String(a.value)}' with ${ctx.store.name} for your cart.` };
   },
   async handler(a, ctx) {
     const cartId = cartIdArg(a.cart_id);
-    const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
     let written = 0;
-    for (const line of cart.items) {
-      const { product } = await storeProduct(ctx, line.product_id);
-      const url = (product.attributes as Record<string, unknown>).platform_endpoint;
-      if (typeof url !== "string") continue;
+    for (const { product, url } of await platformLines(ctx, cartId)) {
       const res = await callPlatform(ctx, url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ attribute: a.attribute, value: a.value, cart_id: cartId }) }).catch((err) => {
         throw fail("CART_ATTRIBUTE_WRITE_FAILED", "The attribute could not be written to the merchant platform's cart.", { product_id: product.id, cause: (err as ActorError).code });
       });
       if (!res.ok) throw fail("CART_ATTRIBUTE_WRITE_FAILED", `The merchant platform refused the attribute write (${res.status}).`, { product_id: product.id, status: res.status });
       written++;
     }
-    if (written === 0) throw fail("STORE_NOT_CONFIGURED", "No product in this cart integrates a merchant platform; nothing needs verifying.", { missing: "platform_endpoint" });
     const tokens = await tokenService(ctx.svc);
     const ref = await tokens.issueToken({ sub: ownerId(ctx), aud: VERIFICATION_AUDIENCE, ttlSeconds: 15 * 60, typ: "verification+jwt", extra: { store: ctx.store.slug, cart: cartId, attribute: a.attribute, lines: written } });
     return { verification_reference: ref, status: "VERIFIED", attribute: a.attribute, lines: written, expires_in: 900 };
@@ -409,6 +424,18 @@ export const getTrustExplanation = defineTool({
 
 // -------------------------------------------------------------------------------------------- negotiate
 
+/** The product a bid is for, once every refusal known before the human is asked has been made (the store, the amount, the category). */
+async function negotiableProduct(ctx: ToolContext, a: { product_id: string; bid_price: number; currency: string }) {
+  const rules = ctx.store.negotiationRules;
+  if (rules?.enabled !== true) throw fail("FEATURE_NOT_ENABLED", `${ctx.store.name} does not negotiate prices.`, { capability: "negotiation" });
+  if (!fitsCurrency(a.bid_price, a.currency)) throw fail("INVALID_ARGUMENT", `bid_price has more decimals than ${a.currency} allows.`, { field: "bid_price" });
+  const { product } = await storeProduct(ctx, a.product_id);
+  if (product.category && rules.excludedCategories?.includes(product.category)) {
+    throw fail("NOT_ELIGIBLE", `Products in ${product.category} are not negotiable here.`, { category: product.category });
+  }
+  return product;
+}
+
 export const negotiatePrice = defineTool({
   name: "negotiate_price",
   title: "Negotiate price (beta)",
@@ -425,18 +452,16 @@ export const negotiatePrice = defineTool({
   feature: "negotiate",
   sandboxRefused: true,
   confirmation: true,
-  errors: { FEATURE_NOT_ENABLED: "the store has no negotiation rules", NOT_ELIGIBLE: "the product's category is excluded from negotiation" },
+  errors: {
+    FEATURE_NOT_ENABLED: "the store has no negotiation rules; answered before the human is asked",
+    NOT_ELIGIBLE: "the product's category is excluded from negotiation; answered before the human is asked",
+  },
   async summarize(a, ctx) {
-    const { product } = await storeProduct(ctx, a.product_id);
+    const product = await negotiableProduct(ctx, a);
     return { summary: `Offer ${a.bid_price} ${a.currency} for ${product.title} (list ${money(product.priceMinor, product.currency)}) at ${ctx.store.name}.`, facts: { amount: a.bid_price, currency: a.currency } };
   },
   async handler(a, ctx) {
-    if (ctx.store.negotiationRules?.enabled !== true) throw fail("FEATURE_NOT_ENABLED", `${ctx.store.name} does not negotiate prices.`, { capability: "negotiation" });
-    if (!fitsCurrency(a.bid_price, a.currency)) throw fail("INVALID_ARGUMENT", `bid_price has more decimals than ${a.currency} allows.`, { field: "bid_price" });
-    const { product } = await storeProduct(ctx, a.product_id);
-    if (product.category && ctx.store.negotiationRules.excludedCategories?.includes(product.category)) {
-      throw fail("NOT_ELIGIBLE", `Products in ${product.category} are not negotiable here.`, { category: product.category });
-    }
+    const product = await negotiableProduct(ctx, a);
     const r = await ctx.svc.actors.ask(storeActor, ctx.store.slug, "negotiate", { productId: product.id, agentKeyId: ownerId(ctx), bidMinor: toMinor(a.bid_price, a.currency), currency: a.currency });
     const m = (v: number | null) => (v === null ? null : toMajor(v, r.currency));
     return { offerId: r.offerId, status: r.status, productId: product.id, currency: r.currency, listPrice: m(r.listPriceMinor), bidPrice: a.bid_price, counterPrice: m(r.counterPriceMinor), negotiatedPrice: m(r.negotiatedPriceMinor), expiresAt: r.expiresAt, round: r.round, maxRounds: r.maxRounds, reason: r.reason, message: r.message };
