@@ -256,6 +256,20 @@ describe("other refusals known before the question", () => {
     expect(asked).toBe(0);
   }, 60_000);
 
+  test("a cart beyond the product's stock is INVALID_ARGUMENT stock_insufficient without asking the human, on create and on edit", async () => {
+    const [p] = await srv.db.sql<{ id: string; stock: number }[]>`
+      SELECT id, stock_quantity AS stock FROM products WHERE store_slug = 'demo-store' AND active AND in_stock AND stock_quantity BETWEEN 1 AND 9000 ORDER BY id LIMIT 1`;
+    const created = await counted(demo, () => demo.call("create_cart", { items: [{ product_id: p!.id, quantity: p!.stock + 1 }] }));
+    expect(errorOf(created.result)).toMatchObject({ code: "INVALID_ARGUMENT", details: { field: "items[0].quantity", reason: "stock_insufficient", product_id: p!.id, requested: p!.stock + 1 } });
+    expect(created.asked).toBe(0);
+
+    const cart = structured(await demo.call("create_cart", { items: [{ product_id: p!.id, quantity: 1 }] }));
+    const edited = await counted(demo, () => demo.call("update_cart_item", { cart_id: cart.cart_id, product_id: p!.id, quantity: p!.stock + 1 }));
+    expect(errorOf(edited.result)).toMatchObject({ code: "INVALID_ARGUMENT", details: { reason: "stock_insufficient" } });
+    expect(edited.asked).toBe(0);
+    expect(structured(await demo.call("get_cart", { cart_id: cart.cart_id })).status).toBe("OPEN");
+  }, 60_000);
+
   test("x402 over MCP is PAYMENT_METHOD_NOT_CONFIGURED without asking the human", async () => {
     const cart = structured(await demo.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
     const pv = structured(await demo.call("preview_checkout", { cart_id: cart.cart_id }));

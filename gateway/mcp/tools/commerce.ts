@@ -64,14 +64,44 @@ async function cartItemsOfThisStore(ctx: ToolContext, items: readonly { product_
   let totalMinor = 0;
   let currency = "";
   const lines: string[] = [];
+  const stock = new Map<string, { inStock: boolean; stockQuantity: number | null }>();
   for (const i of items) {
     const { product } = await storeProduct(ctx, i.product_id);
     totalMinor += product.priceMinor * i.quantity;
     currency ||= product.currency;
     lines.push(`${i.quantity} × ${product.title} (${money(product.priceMinor, product.currency)})`);
     out.push({ productId: product.id, quantity: i.quantity, ...(i.variant_id ? { variantId: i.variant_id.toLowerCase() } : {}) });
+    stock.set(product.id, product);
   }
+  assertStockCovers(out, stock);
   return { items: out, totalMinor, currency, lines };
+}
+
+/**
+ * The cart actor's stock refusal (create: INVALID_ARGUMENT out_of_stock / stock_insufficient on items[i].quantity,
+ * lines merged per product and variant as it merges them), made from the product rows before the human is asked. Only
+ * what is certain: the actor's availability (stock − held) is at most the stock read here, so anything refused here it
+ * refuses too; a shortage that only holds reveal is still the actor's answer.
+ */
+function assertStockCovers(items: readonly { productId: string; variantId?: string; quantity: number }[], products: ReadonlyMap<string, { inStock: boolean; stockQuantity: number | null }>): void {
+  const merged = new Map<string, { productId: string; quantity: number }>();
+  for (const it of items) {
+    const k = `${it.productId}:${it.variantId ?? ""}`;
+    merged.set(k, { productId: it.productId, quantity: (merged.get(k)?.quantity ?? 0) + it.quantity });
+  }
+  [...merged.values()].forEach((m, i) => {
+    const p = products.get(m.productId);
+    if (!p) return;
+    const available = !p.inStock ? 0 : p.stockQuantity;
+    if (available === null || available >= m.quantity) return;
+    throw fail("INVALID_ARGUMENT", available === 0 ? "The product is out of stock." : "Not enough stock for this quantity.", {
+      field: `items[${i}].quantity`,
+      reason: available === 0 ? "out_of_stock" : "stock_insufficient",
+      product_id: m.productId,
+      requested: m.quantity,
+      available,
+    });
+  });
 }
 
 const CartOut = T.Object(
@@ -227,7 +257,8 @@ export const updateCartItem = defineTool({
       "the cart is in checkout, paid or expired, or was replaced by an earlier edit (details.reason = replaced, details.replaced_by_cart_id); answered before the human is asked",
   },
   async summarize(a, ctx) {
-    await planEdit(ctx, cartIdArg(a.cart_id), setQuantity(a));
+    const { next } = await planEdit(ctx, cartIdArg(a.cart_id), setQuantity(a));
+    await cartItemsOfThisStore(ctx, next); // the new cart's products and stock, as create will check them
     const { product } = await storeProduct(ctx, a.product_id);
     return { summary: `Set ${product.title} to ${a.quantity} × ${money(product.priceMinor, product.currency)} in your cart at ${ctx.store.name}.`, facts: { amount: toMajor(product.priceMinor * a.quantity, product.currency), currency: product.currency } };
   },
