@@ -174,13 +174,14 @@ describe("sessions per address (M3)", () => {
       await res.text();
       return res.headers.get("mcp-session-id")!;
     };
-    const ping = async (sid: string) => {
+    // each session is pinged from the address that opened it: since d28a61b a keyless session belongs to that address
+    const ping = async (sid: string, ip = "198.51.100.7") => {
       const out: { headers: Record<string, string>; status?: number | string } = { headers: {} };
       const r = await gw.handle(
         new Request(`${srv.url}/${DEMO}/mcp`, { method: "POST", headers: { ...HEADERS, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) }),
         DEMO,
         "main",
-        "198.51.100.7",
+        ip,
         out,
       );
       // the fast path answers a string with its status on `out`; the SDK path a Response
@@ -191,8 +192,8 @@ describe("sessions per address (M3)", () => {
     const flood: string[] = [];
     for (let i = 0; i <= MAX_SESSIONS_PER_ADDRESS; i++) flood.push(await sessionOf("203.0.113.5"));
     expect(await ping(victim)).toBe(200);
-    expect(await ping(flood[0]!)).toBe(404); // the flooder's own oldest session made room
-    expect(await ping(flood[flood.length - 1]!)).toBe(200);
+    expect(await ping(flood[0]!, "203.0.113.5")).toBe(404); // the flooder's own oldest session made room
+    expect(await ping(flood[flood.length - 1]!, "203.0.113.5")).toBe(200);
   }, 60_000);
 });
 
