@@ -51,9 +51,8 @@ export class DatabaseUnavailableError extends Error {
   }
 }
 
-/** postgres.js / socket error codes that mean "the database cannot be reached or is going away", not a bad query. */
-const UNAVAILABLE_CODES = new Set([
-  "QUERY_DEADLINE",
+/** Connection-level codes: the connection to the database failed or is going away (not anything a statement did). */
+const CONNECTION_CODES = new Set([
   "CONNECT_TIMEOUT",
   "CONNECTION_CLOSED",
   "CONNECTION_ENDED",
@@ -69,15 +68,25 @@ const UNAVAILABLE_CODES = new Set([
   "ECONNABORTED",
   "57P01", // admin_shutdown
   "57P02", // crash_shutdown
-  "57P03", // cannot_connect_now (starting up, recovering)
+  "57P03", // cannot_connect_now
   "57P04", // database_dropped
   "57P05", // idle_session_timeout
+  "3D000", // the database does not exist
+]);
+
+/**
+ * postgres.js / socket error codes that mean "the database cannot be reached or is going away, or could not do it
+ * now", not a bad query: every connection-level code, plus what a statement may meet while the database is in
+ * trouble or under an operator's limits.
+ */
+const UNAVAILABLE_CODES = new Set([
+  ...CONNECTION_CODES,
+  "QUERY_DEADLINE",
   "57014", // query_canceled: an operator's statement_timeout, or a DBA cancelling a stuck query
   "55P03", // lock_not_available: an operator's lock_timeout while something holds the rows
   "40001", // serialization_failure: the same statement may succeed when retried
   "40P01", // deadlock_detected: likewise
   "25006", // read_only_sql_transaction: connected to a standby (a failover in progress)
-  "3D000", // the database does not exist (dropped under a running service)
 ]);
 
 /**
@@ -118,29 +127,6 @@ export function isNeverSent(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "string" && NOT_CONNECTED_CODES.has(code);
 }
-
-/** Connection-level codes: the connection to the database failed or is going away (not anything a statement did). */
-const CONNECTION_CODES = new Set([
-  "CONNECT_TIMEOUT",
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "EPIPE",
-  "ETIMEDOUT",
-  "ENOTFOUND",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EAI_AGAIN",
-  "ECONNABORTED",
-  "57P01", // admin_shutdown
-  "57P02", // crash_shutdown
-  "57P03", // cannot_connect_now
-  "57P04", // database_dropped
-  "57P05", // idle_session_timeout
-  "3D000", // the database does not exist
-]);
 
 /** host:port (or socket path) of every pool `connect` opened: where our database connections go. */
 const databaseEndpoints: { host: string; port: number | null }[] = [];
