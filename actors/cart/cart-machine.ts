@@ -17,7 +17,7 @@
  *              must not stay payable beside the new one (two open carts for one intent), so every write, preview and
  *              payment is CART_NOT_MUTABLE naming `replacedBy`; reads still answer, with the replacement's id.
  */
-import { fail } from "../runtime/errors.ts";
+import { fail, type ActorError } from "../runtime/errors.ts";
 
 export const CART_STATUSES = ["OPEN", "CHECKOUT", "COMPLETED", "EXPIRED", "ABANDONED", "REPLACED"] as const;
 export type CartStatus = (typeof CART_STATUSES)[number];
@@ -149,4 +149,18 @@ export function applyCartEvent<C extends CartHeader>(cart: C, event: CartEvent, 
     });
   }
   return { ...cart, status: to, revision: cart.revision + 1, updatedAt: now, expiresAt: now + CART_TTL_MS };
+}
+
+/**
+ * The refusal of a cart line asking for more than is available (`available` 0: out of stock). One place for the
+ * cart actor's check and the MCP tools' check before the human is asked, so both answer alike.
+ */
+export function stockShortfall(index: number, productId: string, requested: number, available: number): ActorError {
+  return fail("INVALID_ARGUMENT", available === 0 ? "The product is out of stock." : "Not enough stock for this quantity.", {
+    field: `items[${index}].quantity`,
+    reason: available === 0 ? "out_of_stock" : "stock_insufficient",
+    product_id: productId,
+    requested,
+    available,
+  });
 }

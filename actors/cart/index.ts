@@ -44,7 +44,7 @@ import { clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCaptu
 import { driveRefundRows, moveOrderAfterRefund, railOfOrder } from "../store/refund-flow.ts";
 import type { ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
-import { applyCartEvent, assertCartMutable, assertNotReplaced, isCartExpired, newCartHeader, type CartHeader } from "./cart-machine.ts";
+import { applyCartEvent, assertCartMutable, assertNotReplaced, isCartExpired, newCartHeader, stockShortfall, type CartHeader } from "./cart-machine.ts";
 import {
   applyCheckoutEvent,
   bindIdempotencyKey,
@@ -1543,13 +1543,7 @@ export const cartActor = defineActor({
         }
         const available = availableFor(c, m.variantId);
         if (available !== null && available < m.quantity) {
-          throw fail("INVALID_ARGUMENT", available === 0 ? "The product is out of stock." : "Not enough stock for this quantity.", {
-            field: `items[${i}].quantity`,
-            reason: available === 0 ? "out_of_stock" : "stock_insufficient",
-            product_id: m.productId,
-            requested: m.quantity,
-            available,
-          });
+          throw stockShortfall(i, m.productId, m.quantity, available);
         }
         const v = variantOf(c, m.variantId);
         items.push({ productId: m.productId, variantId: m.variantId, storeSlug: c.storeSlug, title: v?.title ? `${c.title} (${v.title})` : c.title, quantity: m.quantity });

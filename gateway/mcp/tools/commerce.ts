@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { Type as T } from "@sinclair/typebox";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { cancelPendingViaSession } from "../../../actors/cart/cancel-pending.ts";
-import { assertCartMutable, type CartHeader, type CartStatus } from "../../../actors/cart/cart-machine.ts";
+import { assertCartMutable, stockShortfall, type CartHeader, type CartStatus } from "../../../actors/cart/cart-machine.ts";
 import type { CartView, CompleteReply } from "../../../actors/cart/messages.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
@@ -94,13 +94,7 @@ function assertStockCovers(items: readonly { productId: string; variantId?: stri
     if (!p) return;
     const available = !p.inStock ? 0 : p.stockQuantity;
     if (available === null || available >= m.quantity) return;
-    throw fail("INVALID_ARGUMENT", available === 0 ? "The product is out of stock." : "Not enough stock for this quantity.", {
-      field: `items[${i}].quantity`,
-      reason: available === 0 ? "out_of_stock" : "stock_insufficient",
-      product_id: m.productId,
-      requested: m.quantity,
-      available,
-    });
+    throw stockShortfall(i, m.productId, m.quantity, available);
   });
 }
 
