@@ -187,7 +187,13 @@ export function validationAnswer(location: string, field: string | undefined, ch
   };
 }
 
-/** TypeBox paths ("/filters/minPrice", "/items/0/quantity") as the dotted field names our errors use. */
+/**
+ * TypeBox paths ("/filters/minPrice", "/items/0/quantity") as the dotted field names our errors use. A segment can
+ * be the caller's own object key (inside a `t.Record`), which the 400 echoes three times: each segment is cut to
+ * ECHO_MAX_CHARS like every other echoed value (review R3-2).
+ */
 export function fieldOfPath(path: string | undefined): string | undefined {
-  return path ? path.replace(/^\//, "").replace(/\//g, ".") || undefined : undefined;
+  if (!path) return undefined;
+  const segments = path.replace(/^\//, "").split("/");
+  return segments.map((seg) => (seg.length > ECHO_MAX_CHARS ? `${seg.slice(0, ECHO_MAX_CHARS)}…` : seg)).join(".") || undefined;
 }

@@ -187,6 +187,20 @@ describe("bounds", () => {
     expect(fits.status).toBe(200);
   });
 
+  test("a caller's 20,000-character object key is echoed in the 400 only up to 100 characters, in the message and both fields", async () => {
+    const long = "k".repeat(20_000);
+    const r = await srv.json("/api/v1/agent/checkout", {
+      method: "POST",
+      headers: { ...key.headers, "idempotency-key": crypto.randomUUID() },
+      body: { cartId: ZERO_UUID, payment_method: "tok_visa", payment_methods: { [long]: "" } },
+    });
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual(
+      rule400("body", `payment_methods.${"k".repeat(100)}…`, `must be a string of 1 to 100 characters (got "")`, { type: "string", minLength: 1, maxLength: 100 }),
+    );
+    expect(JSON.stringify(r.body).length).toBeLessThan(1_000);
+  });
+
   test("a JSON body sent as text/plain is 400 saying the body must be application/json", async () => {
     const res = await srv.fetch("/api/v1/agent/search", { method: "POST", headers: { ...key.headers, "content-type": "text/plain" }, body: `{"query":"shoes"}` });
     expect(res.status).toBe(400);
