@@ -15,6 +15,7 @@ import { log } from "../../infra/log.ts";
 import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
 import { ENDPOINT_GROUPS, type AnyTool, type Endpoint, type ToolContext } from "./registry.ts";
 import { ECHO_MAX_CHARS } from "../envelope.ts";
+import { describeSchema } from "../plugins/validation-message.ts";
 
 export interface CompiledTool {
   def: AnyTool;
@@ -99,7 +100,10 @@ export function argumentError(t: CompiledTool, args: unknown): ActorError | null
     const extra = unknown[0];
     return fail("INVALID_ARGUMENT", `Unknown argument '${extra ?? field}'.`, { field: extra ?? field, allowed });
   }
-  return fail("INVALID_ARGUMENT", `Invalid argument '${field || "arguments"}': ${first.message}.`, { field: field || "arguments", ...echoedValue(first.value) });
+  // A custom kind (CodePointString) fails as "Expected kind '…'": say its rule as REST's 400 does.
+  const rule = first.type === ValueErrorType.Kind ? describeSchema(first.schema) : undefined;
+  const what = rule ? `must be ${rule.text}` : first.message;
+  return fail("INVALID_ARGUMENT", `Invalid argument '${field || "arguments"}': ${what}.`, { field: field || "arguments", ...echoedValue(first.value) });
 }
 
 export { ECHO_MAX_CHARS };

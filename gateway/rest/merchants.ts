@@ -162,6 +162,19 @@ function x402Entry(slug: string, store: StoreX402Config | undefined, allowlist: 
   };
 }
 
+/**
+ * The store's protocols list as REST's protocols page and MCP's get_supported_protocols show it: one list, so the
+ * x402 entry says `configured` by the same rule (x402Availability) on every surface (review R3-3).
+ */
+export async function protocolEntries(svc: Services, store: Pick<StoreRecord, "slug" | "paymentMethods">) {
+  const x402 = store.paymentMethods.includes("x402") ? (await loadStoreX402Configs(svc.sql, [store.slug])).get(store.slug) : undefined;
+  return store.paymentMethods.map((id) => ({
+    id,
+    ...(PROTOCOLS[id] ?? { name: id, description: "" }),
+    ...(id === "x402" ? x402Entry(store.slug, x402, svc.config.X402_FACILITATOR_ALLOWLIST) : {}),
+  }));
+}
+
 export function merchantRoutes(svc: Services) {
   return new Elysia({ name: "merchant-routes" })
     .use(agentAuth(svc))
@@ -177,12 +190,7 @@ export function merchantRoutes(svc: Services) {
       "/api/v1/agent/merchants/:slug/protocols",
       async ({ params }) => {
         const store = await getEligibleStore(svc.sql, slugOrNotFound(params.slug));
-        const x402 = (await loadStoreX402Configs(svc.sql, [store.slug])).get(store.slug);
-        const list = store.paymentMethods.map((id) => ({
-          id,
-          ...(PROTOCOLS[id] ?? { name: id, description: "" }),
-          ...(id === "x402" ? x402Entry(store.slug, x402, svc.config.X402_FACILITATOR_ALLOWLIST) : {}),
-        }));
+        const list = await protocolEntries(svc, store);
         const preferred = preferredProtocol(store);
         return ok({
           slug: store.slug,

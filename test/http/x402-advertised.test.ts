@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+import { connect, structured } from "../mcp/helpers.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // DS-0005, demo-store, 36.95
 const DEMO_WALLET = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc"; // the demo store's configured wallet (migration 0060)
@@ -103,6 +104,38 @@ describe("x402 with the merchant's own facilitator", () => {
       expect(await healthX402()).toBe(true);
     } finally {
       await srv.db.sql`UPDATE store_x402_config SET facilitator_url = NULL WHERE store_slug = 'demo-store'`;
+    }
+  });
+});
+
+describe("MCP get_supported_protocols", () => {
+  const mcpEntries = async () => {
+    const mcp = await connect(srv);
+    try {
+      const r = await mcp.call("get_supported_protocols");
+      expect(r.isError).toBeFalsy();
+      return structured<{ protocols: { id: string }[] }>(r).protocols;
+    } finally {
+      await mcp.close();
+    }
+  };
+  const restEntries = async () => {
+    const r = await srv.json("/api/v1/agent/merchants/demo-store/protocols", { headers: key.headers });
+    expect(r.status).toBe(200);
+    return r.body.data.protocols;
+  };
+
+  test("shows the same x402 entry as the protocols page: not configured (no_facilitator) by default, configured once a facilitator is allowed", async () => {
+    const byDefault = await mcpEntries();
+    expect(byDefault.find((p) => p.id === "x402")).toMatchObject({ configured: false, reason: "no_facilitator", merchant_wallet_address: DEMO_WALLET });
+    expect(byDefault).toEqual(await restEntries());
+    setAllowlist(ALLOWED);
+    try {
+      const allowed = await mcpEntries();
+      expect(allowed.find((p) => p.id === "x402")).toMatchObject({ configured: true, facilitator_url: null, allowed_facilitators: [ALLOWED] });
+      expect(allowed).toEqual(await restEntries());
+    } finally {
+      setAllowlist("");
     }
   });
 });

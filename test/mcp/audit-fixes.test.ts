@@ -104,6 +104,24 @@ describe("nesting bound (H1, M1)", () => {
     }
   });
 
+  test("search_products counts the query in characters as REST does: 500 emoji are searched, 501 are refused with the 1-to-500 rule", async () => {
+    const c = await connect(srv);
+    try {
+      const fits = await c.call("search_products", { query: "😀".repeat(500) });
+      expect(fits.isError).toBeFalsy();
+      expect(structured(fits).products).toBeArray();
+      const e = errorOf(await c.call("search_products", { query: "😀".repeat(501) }));
+      expect(e.code).toBe("INVALID_ARGUMENT");
+      expect(e.message).toBe("Invalid argument 'query': must be a string of 1 to 500 characters.");
+      expect(e.details).toMatchObject({ field: "query", valueType: "string", valueTruncated: true });
+      expect(errorOf(await c.call("search_products", { query: "" })).message).toBe("Invalid argument 'query': must be a string of 1 to 500 characters.");
+    } finally {
+      await c.close();
+    }
+    const rest = await srv.json("/api/v1/agent/search", { method: "POST", headers: (await createKey(srv, { scopes: ALL_SCOPES })).headers, body: { query: "😀".repeat(500) } });
+    expect(rest.status).toBe(200);
+  });
+
   test("REST and OAuth JSON bodies nested 20,000 levels deep are 400 validation_error in well under a second", async () => {
     for (const [path, body] of [
       ["/api/v1/auth/login", `{"email":${nested(20_000)},"password":"x"}`],

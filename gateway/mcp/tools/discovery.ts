@@ -11,8 +11,10 @@ import { findEligibleProducts, getEligibleProduct, toProductDetail } from "../..
 import type { SortOrder } from "../../../search/ranking.ts";
 import { getSearchService } from "../../../search/service.ts";
 import { productComparison, resolveComparable } from "../../rest/compare.ts";
-import { merchantProfile, preferredProtocol, PROTOCOLS, returnPolicy } from "../../rest/merchants.ts";
+import { merchantProfile, preferredProtocol, protocolEntries, returnPolicy } from "../../rest/merchants.ts";
 import { productAvailability, productPriceHistory } from "../../rest/products.ts";
+import { SEARCH_CATEGORY_MAX_CHARS, SEARCH_QUERY_MAX_CHARS } from "../../rest/search.ts";
+import { CodePointString } from "../../plugins/schema-formats.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
 import { parseAsk } from "./nlweb.ts";
 import { AnyObject, Open, ProductDetail, ProductSummary, SearchOutput, Strict, Uuid } from "./schemas.ts";
@@ -59,10 +61,11 @@ export async function searchStore(
 }
 
 const SearchArgs = {
-  query: T.String({ minLength: 1, maxLength: 500, description: "What the shopper wants, in a few words (e.g. 'wireless headphones')." }),
+  // Counted in characters (code points) with REST's bounds (review R3-6): 500 emoji are a valid query on both surfaces.
+  query: CodePointString({ minLength: 1, maxLength: SEARCH_QUERY_MAX_CHARS, description: "What the shopper wants, in a few words (e.g. 'wireless headphones')." }),
   max_price: T.Optional(T.Number({ minimum: 0, description: "Highest price, in the product's currency (decimal)." })),
   min_price: T.Optional(T.Number({ minimum: 0, description: "Lowest price (decimal)." })),
-  category: T.Optional(T.String({ minLength: 1, maxLength: 200, description: "Category name as shown by browse_categories." })),
+  category: T.Optional(CodePointString({ minLength: 1, maxLength: SEARCH_CATEGORY_MAX_CHARS, description: "Category name as shown by browse_categories." })),
   in_stock_only: T.Optional(T.Boolean({ description: "Default true: only products in stock." })),
   sort: T.Optional(Sort),
   page: T.Optional(T.Integer({ minimum: 1, description: "Default 1." })),
@@ -352,7 +355,7 @@ export const getSupportedProtocols = defineTool({
     const base = `${ctx.svc.siteUrl}/${s.slug}/mcp`;
     return {
       slug: s.slug,
-      protocols: s.paymentMethods.map((id) => ({ id, ...(PROTOCOLS[id] ?? { name: id, description: "" }) })),
+      protocols: await protocolEntries(ctx.svc, s),
       preferred: preferredProtocol(s),
       bridge: ["acp", "ap2", "ucp"],
       mcp: { endpoint: base, discovery: `${base}/discovery`, customer: `${base}/customer`, checkout: `${base}/checkout`, protocolVersion: "2025-11-25" },
