@@ -16,6 +16,7 @@ import { runX402Checkout, x402Deps } from "../bridge/x402-checkout.ts";
 import { BRIDGED_PLACEHOLDER, bridgedRequest, setAsideBridged } from "../bridge/detect.ts";
 import { bridgeCheckout } from "../bridge/index.ts";
 import type { Services } from "../services.ts";
+import { requestIdempotencyKey } from "./idempotency-key.ts";
 
 const X402Config = t.Object({
   merchant_wallet_address: t.String({ minLength: 1 }),
@@ -235,14 +236,8 @@ export function checkoutRoutes(svc: Services) {
         // Another agent-payment protocol (x-protocol header or body shape): answered by the bridge in its own shape.
         const other = bridgedRequest(request);
         if (other) return bridgeCheckout(svc, agent, other.protocol, request, other.body, set as { headers: Record<string, string | number> });
-        const header = request.headers.get("idempotency-key") ?? undefined;
-        if (header && body.idempotency_key && header !== body.idempotency_key) {
-          throw fail("INVALID_ARGUMENT", "The Idempotency-Key header and idempotency_key differ.", { field: "idempotency_key" });
-        }
-        const key = body.idempotency_key ?? header;
-        if (key !== undefined && !/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i.test(key)) {
-          throw fail("INVALID_ARGUMENT", "idempotency_key must be a UUID v4.", { field: "idempotency_key" });
-        }
+        // The same rule as the refund route: header and body equal ignoring case, a UUID v4, used lowercased.
+        const key = requestIdempotencyKey(request.headers.get("idempotency-key") ?? undefined, body.idempotency_key);
         const rail = body.payment_rail ?? "card";
         const x402 = rail === "x402" ? validateX402(body) : null;
         const cartId = body.cartId.toLowerCase();
@@ -252,7 +247,7 @@ export function checkoutRoutes(svc: Services) {
             keyId: agent.keyId,
             cartId,
             ...(body.checkout_session_id ? { sessionId: body.checkout_session_id } : {}),
-            ...(key ? { idempotencyKey: key.toLowerCase() } : {}),
+            ...(key ? { idempotencyKey: key } : {}),
             ...(body.reconfirmed_state_hash ? { reconfirmedStateHash: body.reconfirmed_state_hash } : {}),
             payload: body.x402_payload,
             config: x402,
@@ -266,7 +261,7 @@ export function checkoutRoutes(svc: Services) {
         const common = {
           keyId: agent.keyId,
           rail,
-          ...(key ? { idempotencyKey: key.toLowerCase() } : {}),
+          ...(key ? { idempotencyKey: key } : {}),
           ...(body.payment_method ? { paymentMethod: body.payment_method } : {}),
           ...(body.payment_methods ? { paymentMethods: body.payment_methods } : {}),
           ...(body.reconfirmed_state_hash ? { reconfirmedStateHash: body.reconfirmed_state_hash } : {}),

@@ -14,6 +14,7 @@ import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { optionalObjectBody } from "./optional-body.ts";
+import { requestIdempotencyKey } from "./idempotency-key.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -119,20 +120,6 @@ function notCancellable(orderId: string, status: OrderStatus, rail: string): Act
   );
 }
 
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-
-/**
- * The refund request's idempotency key, as the checkout route takes it: header or body (equal if both), a UUID v4.
- * A UUID's hex digits are case-insensitive (RFC 9562) and the key is stored lowercased, so the header and the body
- * are compared lowercased: the same key in two cases is one key, not a conflict (audit R1-8).
- */
-function refundIdempotencyKey(header: string | undefined, field: string | undefined): string | undefined {
-  if (header && field && header.toLowerCase() !== field.toLowerCase()) throw fail("INVALID_ARGUMENT", "The Idempotency-Key header and idempotency_key differ.", { field: "idempotency_key" });
-  const key = field ?? header;
-  if (key !== undefined && !UUID_V4.test(key)) throw fail("INVALID_ARGUMENT", "idempotency_key must be a UUID v4.", { field: "idempotency_key" });
-  return key?.toLowerCase();
-}
-
 export function orderRoutes(svc: Services) {
   return new Elysia({ name: "order-routes" })
     .use(agentAuth(svc))
@@ -184,7 +171,7 @@ export function orderRoutes(svc: Services) {
       "/api/v1/agent/orders/:orderId/refund",
       async ({ params, body, agent, set, request }) => {
         const id = params.orderId;
-        const key = refundIdempotencyKey(request.headers.get("idempotency-key") ?? undefined, body?.idempotency_key);
+        const key = requestIdempotencyKey(request.headers.get("idempotency-key") ?? undefined, body?.idempotency_key);
         const rows = UUID.test(id) ? await svc.sql<{ store_slug: string }[]>`SELECT store_slug FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}` : [];
         if (!rows[0]) throw fail("ORDER_NOT_FOUND", "No such order.");
         const refund = await svc.actors.ask(storeCommerce, rows[0].store_slug, "proposeRefund", {

@@ -98,6 +98,22 @@ describe("the one-call flow", () => {
   });
 });
 
+describe("idempotency keys in two letter cases", () => {
+  test("a header and a body field that differ only in letter case are one key, as on the refund route: the checkout is paid once, not refused", async () => {
+    const id = await cart([{ product_id: P.board, quantity: 1 }]);
+    const k = crypto.randomUUID();
+    const paid = await checkout({ cartId: id, payment_method: "MOCK", idempotency_key: k }, key, { "idempotency-key": k.toUpperCase() });
+    expect(paid.status).toBe(200);
+    expect(paid.body.data.status).toBe("COMPLETED");
+    // The key is one key whatever its case: the same call in upper case is answered as the lower-case one is.
+    const upper = await checkout({ cartId: id, payment_method: "MOCK" }, key, { "idempotency-key": k.toUpperCase() });
+    const lower = await checkout({ cartId: id, payment_method: "MOCK", idempotency_key: k });
+    expect({ status: upper.status, body: upper.body }).toEqual({ status: lower.status, body: lower.body });
+    const [orders] = await srv.db.sql<{ n: string }[]>`SELECT count(*) AS n FROM orders WHERE cart_id = ${id}`;
+    expect(Number(orders.n)).toBe(1);
+  });
+});
+
 describe("statements of a one-store completion", () => {
   test("the hold and the settle each ride in the cart's state statement: no BEGIN or COMMIT around the order's rows", async () => {
     const id = await cart([{ product_id: P.skillet, quantity: 1 }]);

@@ -1,0 +1,17 @@
+/**
+ * The idempotency key of a REST money write (checkout, refund request), one rule for every route that takes one:
+ * the Idempotency-Key header or the body's idempotency_key (equal if both), a UUID v4. A UUID's hex digits are
+ * case-insensitive (RFC 9562) and the key is stored lowercased, so the header and the body are compared lowercased:
+ * the same key in two cases is one key, not a conflict (reviews R1-8, R3-8).
+ */
+import { fail } from "../../actors/runtime/errors.ts";
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+/** The key lowercased, or undefined when neither is sent. Throws INVALID_ARGUMENT (field idempotency_key). */
+export function requestIdempotencyKey(header: string | undefined, field: string | undefined): string | undefined {
+  if (header && field && header.toLowerCase() !== field.toLowerCase()) throw fail("INVALID_ARGUMENT", "The Idempotency-Key header and idempotency_key differ.", { field: "idempotency_key" });
+  const key = field ?? header;
+  if (key !== undefined && !UUID_V4.test(key)) throw fail("INVALID_ARGUMENT", "idempotency_key must be a UUID v4.", { field: "idempotency_key" });
+  return key?.toLowerCase();
+}
