@@ -63,7 +63,10 @@ import {
 import { type Coupon } from "./coupons.ts";
 import {
   CartMessages,
+  type CarryOverInput,
   type CartLineView,
+  type CouponAnswer,
+  type CreatedCartView,
   type CartView,
   type CheckoutBody,
   type CompleteReply,
@@ -523,6 +526,76 @@ function ownSessionOfCart(ctx: Ctx, keyId: string, sessionId: string): SessionSt
 const FINALIZATION_FAILS_TOKEN = "tok_finalization_fails";
 
 const LIVE_WAITING = new Set(["OPEN", "READY_FOR_PAYMENT", "PENDING_EXTERNAL_CONFIRMATION"]);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Coupons
+
+/**
+ * applyCoupon's answer for this code on the cart as it stands: the cart's write guard first (the same refusals), then
+ * the coupon's own rules (coupons.ts evaluateCoupon through price). `check` answers the same without writing: the
+ * applied answer shows the cart as it would be, at its current revision.
+ */
+async function couponOnCart(ctx: Ctx, body: { keyId: string; code: string; expectedRevision?: number }, mode: "apply" | "check"): Promise<CouponAnswer> {
+  const cart = ownCart(ctx, body.keyId);
+  const now = ctx.now();
+  assertCartWritable(ctx, cart, now, body.expectedRevision);
+  const code = body.code.trim().toUpperCase();
+  const priced = await price(ctx, cart, code);
+  const ev = priced.totals.coupon;
+  if (!ev || !ev.applied) {
+    const current = await price(ctx, cart);
+    return {
+      applied: false,
+      code,
+      reason: ev && !ev.applied ? ev.reason : "invalid",
+      ...(ev && !ev.applied && ev.details ? { details: ev.details } : {}),
+      discount_minor: 0,
+      cart: cartView(ctx.state, current.totals),
+    };
+  }
+  const withCoupon: CartRecord = mode === "apply" ? { ...applyCartEvent(cart, "mutate", now, body.expectedRevision), couponCode: code } : { ...cart, couponCode: code };
+  if (mode === "apply") ctx.state.cart = withCoupon;
+  return { applied: true, code: ev.code, discount_minor: ev.discountMinor, cart: cartView({ ...ctx.state, cart: withCoupon }, priced.totals) };
+}
+
+/**
+ * A new cart made by an edit takes over what the buyer already chose on the old one (CarryOverInput): the destination
+ * and the picks that still serve it (chooseShipping, as selectShipping keeps earlier picks), and the coupon only if it
+ * applies to the new items — a coupon that no longer applies is dropped and said so, never kept silently inert.
+ */
+async function carryOver(
+  ctx: Ctx,
+  draft: CartRecord,
+  from: CarryOverInput,
+  catalog: Map<string, CatalogLine>,
+  priced: Priced,
+): Promise<{ priced: Priced; dropped: CreatedCartView["coupon_dropped"] }> {
+  let zones: Map<string, ShippingZone[]> | undefined;
+  if (from.shipping) {
+    const slugs = [...new Set(draft.items.map((i) => i.storeSlug))];
+    zones = await shippingZonesOfStores(ctx.sql, slugs);
+    const previous: CartShipping = { countryCode: from.shipping.countryCode, postalCode: from.shipping.postalCode, choices: { ...from.shipping.choices } };
+    draft.shipping = chooseShipping(slugs.map((slug) => ({ slug, zones: zones?.get(slug) ?? [] })), previous, draft.currency, previous).shipping;
+  }
+  const code = from.couponCode?.trim().toUpperCase();
+  if (!code) return { priced: from.shipping ? await price(ctx, draft, null, catalog, zones) : priced, dropped: undefined };
+  const withCoupon = await price(ctx, draft, code, catalog, zones);
+  const ev = withCoupon.totals.coupon;
+  if (ev?.applied) {
+    draft.couponCode = code;
+    return { priced: withCoupon, dropped: undefined };
+  }
+  const reason = ev && !ev.applied ? ev.reason : "invalid";
+  return {
+    priced: await price(ctx, draft, null, catalog, zones),
+    dropped: {
+      code,
+      reason,
+      ...(ev && !ev.applied && ev.details ? { details: ev.details } : {}),
+      message: `Coupon ${code} does not apply to the edited cart (${reason}), so the new cart has no coupon; apply_coupon can try another code.`,
+    },
+  };
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shipping choice (get_shipping_rates with a cart)
@@ -1521,7 +1594,7 @@ export const cartActor = defineActor({
     }
   },
   handlers: {
-    async create(ctx, body: CreateBody): Promise<CartView> {
+    async create(ctx, body: CreateBody): Promise<CreatedCartView> {
       if (ctx.state.cart) throw fail("conflict", "A cart with this id exists.", { cart_id: ctx.id });
       const now = ctx.now();
       // One line per product/variant: repeated items add up.
@@ -1550,10 +1623,12 @@ export const cartActor = defineActor({
       });
       const header = newCartHeader(now);
       const draft: CartRecord = { ...header, id: ctx.id, keyId: body.keyId, createdAt: now, currency: "", items, couponCode: null };
-      const priced = await price(ctx, draft, null, catalog); // CURRENCY_MISMATCH here
+      let priced = await price(ctx, draft, null, catalog); // CURRENCY_MISMATCH here
       draft.currency = priced.totals.currency;
+      let dropped: CreatedCartView["coupon_dropped"];
+      if (body.carryOver) ({ priced, dropped } = await carryOver(ctx, draft, body.carryOver, catalog, priced));
       ctx.state.cart = draft;
-      return cartView(ctx.state, priced.totals);
+      return { ...cartView(ctx.state, priced.totals), ...(dropped ? { coupon_dropped: dropped } : {}) };
     },
 
     async get(ctx, body): Promise<CartView> {
@@ -1563,26 +1638,12 @@ export const cartActor = defineActor({
       return cartView(ctx.state, priced.totals);
     },
 
-    async applyCoupon(ctx, body): Promise<{ applied: boolean; code: string; reason?: string; details?: Record<string, unknown>; discount_minor: number; cart: CartView }> {
-      const cart = ownCart(ctx, body.keyId);
-      const now = ctx.now();
-      assertCartWritable(ctx, cart, now, body.expectedRevision);
-      const code = body.code.trim().toUpperCase();
-      const priced = await price(ctx, cart, code);
-      const ev = priced.totals.coupon;
-      if (!ev || !ev.applied) {
-        const current = await price(ctx, cart);
-        return {
-          applied: false,
-          code,
-          reason: ev && !ev.applied ? ev.reason : "invalid",
-          ...(ev && !ev.applied && ev.details ? { details: ev.details } : {}),
-          discount_minor: 0,
-          cart: cartView(ctx.state, current.totals),
-        };
-      }
-      ctx.state.cart = { ...applyCartEvent(cart, "mutate", now, body.expectedRevision), couponCode: code };
-      return { applied: true, code: ev.code, discount_minor: ev.discountMinor, cart: cartView(ctx.state, priced.totals) };
+    async applyCoupon(ctx, body): Promise<CouponAnswer> {
+      return couponOnCart(ctx, body, "apply");
+    },
+
+    async checkCoupon(ctx, body): Promise<CouponAnswer> {
+      return couponOnCart(ctx, body, "check");
     },
 
     async selectShipping(ctx, body): Promise<ShippingRatesView> {

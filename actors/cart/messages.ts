@@ -40,15 +40,41 @@ const CompleteFields = {
   rail: T.Optional(RailName),
 };
 
+/**
+ * What an edit carries from the cart it replaces (MCP update_cart_item / remove_cart_item): the coupon, applied to the
+ * new cart only if it still applies to the new items (else the answer's `coupon_dropped` says why), and the shipping
+ * destination with the picks that still serve it. Nothing here is taken on trust: it is what applyCoupon and
+ * selectShipping would accept on the new cart.
+ */
+export const CarryOverInput = T.Object({
+  couponCode: T.Optional(T.String({ minLength: 1, maxLength: 64 })),
+  shipping: T.Optional(
+    T.Object({
+      countryCode: T.String({ pattern: "^[A-Za-z]{2}$" }),
+      postalCode: T.String({ minLength: 1, maxLength: 20 }),
+      /** merchant slug → picked option id */
+      choices: T.Record(T.String({ minLength: 1, maxLength: 63 }), Uuid),
+    }),
+  ),
+});
+export type CarryOverInput = Static<typeof CarryOverInput>;
+
+const ApplyCouponBody = T.Object({
+  keyId: Uuid,
+  code: T.String({ minLength: 1, maxLength: 64 }),
+  /** The revision the caller read; a newer cart answers CART_NOT_MUTABLE (stale_revision). */
+  expectedRevision: T.Optional(T.Integer({ minimum: 1 })),
+});
+
 export const CartMessages = {
-  create: T.Object({ keyId: Uuid, items: T.Array(CartItemInput, { minItems: 1, maxItems: MAX_CART_LINES }) }),
+  create: T.Object({ keyId: Uuid, items: T.Array(CartItemInput, { minItems: 1, maxItems: MAX_CART_LINES }), carryOver: T.Optional(CarryOverInput) }),
   get: T.Object({ keyId: Uuid }),
-  applyCoupon: T.Object({
-    keyId: Uuid,
-    code: T.String({ minLength: 1, maxLength: 64 }),
-    /** The revision the caller read; a newer cart answers CART_NOT_MUTABLE (stale_revision). */
-    expectedRevision: T.Optional(T.Integer({ minimum: 1 })),
-  }),
+  applyCoupon: ApplyCouponBody,
+  /**
+   * What applyCoupon would answer (the same refusals, the same applied/reason), without applying anything: MCP
+   * apply_coupon asks the human only about a coupon that applies.
+   */
+  checkCoupon: ApplyCouponBody,
   /**
    * get_shipping_rates with a cart: record the destination (and a picked option) and answer every store's options.
    * Allowed while nothing is being paid; a live preview then needs redoing (the session goes back to OPEN).
@@ -119,6 +145,19 @@ export interface ResolveCaptureView {
 export type CreateBody = Static<(typeof CartMessages)["create"]>;
 export type CompleteBody = Static<(typeof CartMessages)["complete"]>;
 export type CheckoutBody = Static<(typeof CartMessages)["checkout"]>;
+
+/** applyCoupon's (and checkCoupon's) answer: a coupon that does not apply is an answer, not an error (the spec's 200). */
+export interface CouponAnswer {
+  applied: boolean;
+  code: string;
+  reason?: string;
+  details?: Record<string, unknown>;
+  discount_minor: number;
+  cart: CartView;
+}
+
+/** create's answer: the cart, and for a carried-over coupon that does not apply to the new items, why it was dropped. */
+export type CreatedCartView = CartView & { coupon_dropped?: { code: string; reason: string; details?: Record<string, unknown>; message: string } };
 
 /** `precheck`'s answer: the cart (live totals) and the status of the session asked about. */
 export interface PrecheckView {

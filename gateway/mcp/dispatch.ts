@@ -13,7 +13,7 @@ import { lowestTierWith, tierHasFeature } from "../../actors/agent/access.ts";
 import { ActorError, fail, isErrorCode, type ErrorCode } from "../../actors/runtime/errors.ts";
 import { log } from "../../infra/log.ts";
 import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
-import { ENDPOINT_GROUPS, type AnyTool, type Endpoint, type ToolContext } from "./registry.ts";
+import { AnsweredWithoutAsking, ENDPOINT_GROUPS, type AnyTool, type Endpoint, type ToolContext } from "./registry.ts";
 import { ECHO_MAX_CHARS } from "../envelope.ts";
 import { describeSchema } from "../plugins/validation-message.ts";
 
@@ -188,6 +188,7 @@ export async function runTool(t: CompiledTool | undefined, name: string, args: u
     const out = (await def.handler(input, ctx)) as Record<string, unknown>;
     return successResult(out);
   } catch (err) {
+    if (err instanceof AnsweredWithoutAsking) return successResult(err.answer);
     const e = translate(def, err);
     if (!(e instanceof ActorError)) log.error("mcp tool failed", { tool: name, store: ctx.store.slug, error: e as Error, stack: (e as Error)?.stack });
     return resultFromThrown(site, e);

@@ -53,6 +53,15 @@ export interface ConfirmRequest {
   facts?: Record<string, string | number>;
 }
 
+/**
+ * Thrown by a tool's `summarize` when the call's outcome is already certain and changes nothing (apply_coupon with a
+ * code that will not apply): the dispatcher answers `answer` as the tool's result, and nobody is asked to approve a
+ * call that cannot do anything.
+ */
+export class AnsweredWithoutAsking {
+  constructor(readonly answer: Record<string, unknown>) {}
+}
+
 export interface ToolContext {
   svc: Services;
   store: StoreRecord;

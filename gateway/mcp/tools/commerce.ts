@@ -8,7 +8,7 @@ import { Type as T } from "@sinclair/typebox";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { cancelPendingViaSession } from "../../../actors/cart/cancel-pending.ts";
 import { assertCartMutable, stockShortfall, type CartHeader, type CartStatus } from "../../../actors/cart/cart-machine.ts";
-import type { CartView, CompleteReply } from "../../../actors/cart/messages.ts";
+import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/cart/messages.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { storeCommerce } from "../../../actors/store/commerce.ts";
@@ -18,7 +18,7 @@ import { toMajor } from "../../../search/money.ts";
 import { shippingZonesOf } from "../../../actors/store/reads.ts";
 import { orderView } from "../../rest/orders.ts";
 import { shippingEstimate } from "../../rest/products.ts";
-import { defineTool, type ToolContext } from "../registry.ts";
+import { AnsweredWithoutAsking, defineTool, type ToolContext } from "../registry.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
 
@@ -191,17 +191,30 @@ async function planEdit(ctx: ToolContext, cartId: string, edit: (items: EditItem
   return { cur, next };
 }
 
+/** The human approving an edit hears that the coupon goes along, and that it is re-checked against the new items. */
+const couponNote = (cart: CartView) => (cart.coupon ? ` Coupon ${cart.coupon.code} stays on the cart if it still applies to the new items.` : "");
+
+/** What the buyer chose on the cart an edit replaces, for the new cart to take over (the cart actor re-checks it). */
+function carryOverOf(cart: CartView): CarryOverInput {
+  return {
+    ...(cart.coupon ? { couponCode: cart.coupon.code } : {}),
+    ...(cart.shipping ? { shipping: { countryCode: cart.shipping.country_code, postalCode: cart.shipping.postal_code, choices: cart.shipping.selected_options } } : {}),
+  };
+}
+
 /**
  * Carts are immutable after creation except for coupons: an edit is a new cart with the edited items, and the old
  * cart is then REPLACED (it refuses writes, previews and payments naming the new id), so one intent never leaves two
- * payable carts. Of two edits racing from one cart, the second's replace is refused (stale revision) and its new
- * cart is discarded.
+ * payable carts. The new cart keeps the old one's coupon (if it applies to the new items; else `coupon_dropped`
+ * says why) and shipping destination and picks: the old cart can no longer take them, so dropping them would cost
+ * the buyer another approval. Of two edits racing from one cart, the second's replace is refused (stale revision)
+ * and its new cart is discarded.
  */
 async function rebuildCart(ctx: ToolContext, cartId: string, edit: (items: EditItem[]) => EditItem[]) {
   const { cur, next } = await planEdit(ctx, cartId, edit);
   const c = await cartItemsOfThisStore(ctx, next);
   const keyId = ownerId(ctx);
-  const created = await ctx.svc.actors.ask(cartActor, crypto.randomUUID(), "create", { keyId, items: c.items });
+  const created = await ctx.svc.actors.ask(cartActor, crypto.randomUUID(), "create", { keyId, items: c.items, carryOver: carryOverOf(cur) });
   try {
     await ctx.svc.actors.ask(cartActor, cartId, "replace", { keyId, replacedBy: created.cart_id, expectedRevision: cur.revision });
   } catch (err) {
@@ -237,7 +250,9 @@ export const updateCartItem = defineTool({
   description:
     "Change the quantity of a product in a cart (adds the product when absent). Carts are versioned: the answer is a " +
     "NEW cart_id (replaces_cart_id names the old one); use the new id from now on: the old cart becomes REPLACED " +
-    "and refuses edits, previews and payment (CART_NOT_MUTABLE, details.replaced_by_cart_id). Asks the human to approve.",
+    "and refuses edits, previews and payment (CART_NOT_MUTABLE, details.replaced_by_cart_id). The new cart keeps the " +
+    "coupon while it still applies to the new items (else coupon_dropped says why) and the shipping destination and " +
+    "picks. Asks the human to approve.",
   group: "cart",
   input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), product_id: Uuid, quantity: T.Integer({ minimum: 1, maximum: 10_000 }), variant_id: T.Optional(Uuid) }, Strict),
   output: CartOut,
@@ -251,10 +266,10 @@ export const updateCartItem = defineTool({
       "the cart is in checkout, paid or expired, or was replaced by an earlier edit (details.reason = replaced, details.replaced_by_cart_id); answered before the human is asked",
   },
   async summarize(a, ctx) {
-    const { next } = await planEdit(ctx, cartIdArg(a.cart_id), setQuantity(a));
+    const { cur, next } = await planEdit(ctx, cartIdArg(a.cart_id), setQuantity(a));
     await cartItemsOfThisStore(ctx, next); // the new cart's products and stock, as create will check them
     const { product } = await storeProduct(ctx, a.product_id);
-    return { summary: `Set ${product.title} to ${a.quantity} × ${money(product.priceMinor, product.currency)} in your cart at ${ctx.store.name}.`, facts: { amount: toMajor(product.priceMinor * a.quantity, product.currency), currency: product.currency } };
+    return { summary: `Set ${product.title} to ${a.quantity} × ${money(product.priceMinor, product.currency)} in your cart at ${ctx.store.name}.${couponNote(cur)}`, facts: { amount: toMajor(product.priceMinor * a.quantity, product.currency), currency: product.currency } };
   },
   async handler(a, ctx) {
     return rebuildCart(ctx, cartIdArg(a.cart_id), setQuantity(a));
@@ -264,7 +279,9 @@ export const updateCartItem = defineTool({
 export const removeCartItem = defineTool({
   name: "remove_cart_item",
   title: "Remove cart item",
-  description: "Remove a product from a cart. Like update_cart_item, the answer is a NEW cart_id. Asks the human to approve.",
+  description:
+    "Remove a product from a cart. Like update_cart_item, the answer is a NEW cart_id that keeps the coupon (while it " +
+    "still applies; else coupon_dropped says why) and the shipping choice. Asks the human to approve.",
   group: "cart",
   input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), product_id: Uuid }, Strict),
   output: CartOut,
@@ -281,20 +298,27 @@ export const removeCartItem = defineTool({
   async summarize(a, ctx) {
     const { cur } = await planEdit(ctx, cartIdArg(a.cart_id), removeProduct(a.product_id));
     const line = cur.items.find((i) => i.product_id === a.product_id.toLowerCase());
-    return { summary: `Remove ${line?.title ?? `product ${a.product_id}`} from your cart at ${ctx.store.name}.` };
+    return { summary: `Remove ${line?.title ?? `product ${a.product_id}`} from your cart at ${ctx.store.name}.${couponNote(cur)}` };
   },
   async handler(a, ctx) {
     return rebuildCart(ctx, cartIdArg(a.cart_id), removeProduct(a.product_id));
   },
 });
 
+const couponBody = (a: { code: string; expected_revision?: number }, ctx: ToolContext) => ({
+  keyId: ownerId(ctx),
+  code: a.code,
+  ...(a.expected_revision === undefined ? {} : { expectedRevision: a.expected_revision }),
+});
+
 export const applyCoupon = defineTool({
   name: "apply_coupon",
   title: "Apply coupon",
   description:
-    "Apply a coupon code to an open cart. The answer says whether it applied (and why not: expired, minimum spend, " +
-    "used up) with the new totals. Pass expected_revision (the revision you read) to refuse a cart changed since " +
-    "(CART_NOT_MUTABLE). Asks the human to approve.",
+    "Apply a coupon code to an open cart. The answer says whether it applied (and why not: invalid, expired, " +
+    "below_minimum, exhausted, currency_mismatch) with the new totals. Pass expected_revision (the revision you read) " +
+    "to refuse a cart changed since (CART_NOT_MUTABLE). Asks the human to approve a coupon that applies; one that " +
+    "does not is answered applied:false without asking.",
   group: "cart",
   input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), code: T.String({ minLength: 1, maxLength: 64 }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
   output: T.Object({}, Open),
@@ -309,16 +333,19 @@ export const applyCoupon = defineTool({
       "expected_revision older than the cart's revision, the cart frozen by a checkout session (details.checkout_session_id: cancel_checkout unfreezes it), completed, or replaced (details.replaced_by_cart_id); answered before the human is asked",
   },
   async summarize(a, ctx) {
-    // a cart that would refuse the coupon (replaced, in checkout, completed, a stale expected_revision) says so first
-    assertCartViewWritable(await ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "get", { keyId: ownerId(ctx) }), ctx.now, a.expected_revision);
-    return { summary: `Apply coupon ${a.code.trim().toUpperCase()} to your cart at ${ctx.store.name}.` };
+    // The cart actor's own answer, without applying: a cart that would refuse the coupon (replaced, in checkout,
+    // completed, a stale expected_revision) refuses now, and a code that will not apply (unknown, expired, below its
+    // minimum, used up) is answered applied:false now; the human is asked only about a coupon that applies.
+    const check = await ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "checkCoupon", couponBody(a, ctx));
+    if (!check.applied) throw new AnsweredWithoutAsking({ ...check });
+    const off = money(check.discount_minor, check.cart.currency);
+    return {
+      summary: `Apply coupon ${check.code} to your cart at ${ctx.store.name}: ${off} off, new total ${money(check.cart.totals.total_minor, check.cart.currency)}.`,
+      facts: { discount: toMajor(check.discount_minor, check.cart.currency), currency: check.cart.currency },
+    };
   },
   async handler(a, ctx) {
-    return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "applyCoupon", {
-      keyId: ownerId(ctx),
-      code: a.code,
-      ...(a.expected_revision === undefined ? {} : { expectedRevision: a.expected_revision }),
-    });
+    return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "applyCoupon", couponBody(a, ctx));
   },
 });
 
