@@ -23,8 +23,10 @@
  * Failure model: a request that finds no responder, times out, or hits a closed connection rejects with
  * ActorError("actor_unavailable"); ActorClient retries it with the same msgId until its deadline, and ActorHost
  * applies a retried write once. During a partition move a message may find nobody, or two subscribed hosts, of
- * which the queue group gives it to one; its retry may reach the other. Durable writes are fenced by version, so a
- * loser's write is refused and state never goes backwards.
+ * which the queue group gives it to one; its retry may reach the other. A host whose partition moved away (or
+ * that is closing) drains the subscription and answers what still reaches it with actor_unavailable, so the retry
+ * comes at once rather than after the caller's attempt timeout. Durable writes are fenced by version, so a loser's
+ * write is refused and state never goes backwards.
  */
 import { connect, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
@@ -79,8 +81,20 @@ interface RememberedReply {
 /** On the wire a request envelope also says how long the caller waits for this attempt. */
 type WireRequest = RequestEnvelope & { waitMs?: number };
 
-const enc = new TextEncoder();
 const dec = new TextDecoder();
+
+function unavailable(message: string): string {
+  return JSON.stringify({ ok: false, error: { code: "actor_unavailable", message } });
+}
+
+/** A reply to a message whose connection is draining or closed cannot be sent; the caller's retry covers it. */
+function respondSafely(msg: Msg, json: string): void {
+  try {
+    msg.respond(json);
+  } catch {
+    // connection closed under a turn that outlived close(): nothing to answer on
+  }
+}
 
 export function defaultHostId(): string {
   const h = hostname().replace(/[^-_a-zA-Z0-9]/g, "-").slice(0, 60) || "host";
@@ -306,7 +320,10 @@ export class NatsTransport implements Transport {
         const sub = current.get(p);
         if (mine && !sub) current.set(p, this.subscribePartition(kind, p, handler));
         else if (!mine && sub) {
-          sub.unsubscribe();
+          // drain, not unsubscribe: unsubscribe forgets the subscription here at once, so whatever the server routed
+          // to us before it processed the UNSUB was dropped unanswered and its caller waited a whole attempt timeout
+          // (review R4-F2). Drained, those messages still reach the callback, which answers actor_unavailable.
+          sub.drain().catch(() => {});
           current.delete(p);
           let s = lost.get(kind);
           if (!s) lost.set(kind, (s = new Set()));
@@ -339,7 +356,15 @@ export class NatsTransport implements Transport {
         // actor_unavailable instead (checkPause has dropped our subscriptions, so the retry goes to another owner,
         // or finds no responder until we are back).
         if (this.checkPause()) {
-          msg.respond(enc.encode(JSON.stringify({ ok: false, error: { code: "actor_unavailable", message: `host ${this.hostId} is re-checking placement after a pause; retry` } })));
+          respondSafely(msg, unavailable(`host ${this.hostId} is re-checking placement after a pause; retry`));
+          return;
+        }
+        // A message routed to us before our UNSUB reached the server, for a partition that has moved away (or
+        // after close() has left the bucket): the new owner runs it. Running it here would re-create an
+        // activation that rebalance() just dropped, so the caller is told to retry, at once rather than after its
+        // attempt timeout.
+        if (this.closed || !this.subs.get(kind)?.has(p)) {
+          respondSafely(msg, unavailable(`partition ${subject} is no longer served by host ${this.hostId}; retry`));
           return;
         }
         let env: RequestEnvelope;
@@ -355,14 +380,14 @@ export class NatsTransport implements Transport {
           delete wire.waitMs;
           env = wire;
         } catch {
-          msg.respond(enc.encode(JSON.stringify({ ok: false, error: { code: "INVALID_ARGUMENT", message: "unreadable envelope" } })));
+          respondSafely(msg, JSON.stringify({ ok: false, error: { code: "INVALID_ARGUMENT", message: "unreadable envelope" } }));
           return;
         }
         this.handleOnce(env, expires, handler).then(
-          (json) => msg.respond(json),
+          (json) => respondSafely(msg, json),
           (e) => {
             this.log.error("serve handler threw", { subject, error: e as Error });
-            msg.respond(enc.encode(JSON.stringify({ ok: false, error: { code: "internal_error", message: "internal error" } })));
+            respondSafely(msg, JSON.stringify({ ok: false, error: { code: "internal_error", message: "internal error" } }));
           },
         );
       },
@@ -522,17 +547,22 @@ export class NatsTransport implements Transport {
 
   // ------------------------------------------------------------------------------------------------ lifecycle
 
-  /** Leaves the membership bucket (others take our partitions at once), then drains the connection. */
+  /**
+   * Leaves the membership bucket first (the others take our partitions at once), then drains the connection. The
+   * partition subscriptions stay until the drain: a message routed to us meanwhile, or before the server processed
+   * our UNSUB, is answered with the retryable actor_unavailable (the callback sees `closed`), where unsubscribing
+   * first dropped it and its caller waited a whole attempt timeout (review R4-F2). No wait for the others' views is
+   * needed: until they subscribe, a retry finds us (answered at once) or no responder (also at once).
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.ticker);
-    for (const m of this.subs.values()) for (const s of m.values()) s.unsubscribe();
-    this.subs.clear();
     for (const s of this.eventSubs) s.unsubscribe();
     for (const d of this.durables) await d.close().catch(() => {});
     await this.joining?.catch(() => {});
     await this.membership?.stop(true);
     await this.nc.drain().catch(() => this.nc.close());
+    this.subs.clear();
   }
 }

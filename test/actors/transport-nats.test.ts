@@ -11,6 +11,10 @@ import { attachHost, createTransport } from "../../actors/transport/index.ts";
 import { InProcessTransport } from "../../actors/transport/in-process.ts";
 import { partitionOf } from "../../actors/transport/placement.ts";
 import { ActorError } from "../../actors/runtime/errors.ts";
+import { ActorClient } from "../../actors/runtime/client.ts";
+import { defineActor } from "../../actors/runtime/define-actor.ts";
+import { Type as T } from "@sinclair/typebox";
+import { PgProxy } from "../helpers/pg-proxy.ts";
 import { transportContract } from "./transport-contract.ts";
 
 const NATS = process.env.TEST_NATS_URL ?? "nats://127.0.0.1:4222";
@@ -128,6 +132,122 @@ describe("a partition owned by two hosts at once (a move in progress)", () => {
       await b.close();
     }
   });
+});
+
+describe("a partition moving or a host leaving while requests are in flight", () => {
+  const ATTEMPT_MS = 3000;
+
+  /**
+   * Callers sending one request after another through ActorClient (3 s per attempt, as in production) until
+   * stopped. A request that its host drops unanswered takes at least one attempt timeout; one answered with the
+   * retryable actor_unavailable is retried at once.
+   */
+  function streamRequests(gateway: NatsTransport, kind: string, callers = 16) {
+    const client = new ActorClient(gateway, { attemptTimeoutMs: ATTEMPT_MS, defaultTimeoutMs: 10_000 });
+    const def = defineActor({ kind, initialState: () => ({}), messages: { x: T.Object({}) }, handlers: { x: () => null } });
+    let stopped = false;
+    const durations: number[] = [];
+    const failures: string[] = [];
+    const loops = Array.from({ length: callers }, async (_, c) => {
+      for (let i = 0; !stopped; i++) {
+        const t0 = performance.now();
+        try {
+          await client.ask(def, `id-${c}-${i}`, "x", {});
+          durations.push(performance.now() - t0);
+        } catch (e) {
+          failures.push(String(e));
+        }
+        await Bun.sleep(5);
+      }
+    });
+    return {
+      async stop() {
+        stopped = true;
+        await Promise.all(loops);
+        return { slowest: Math.max(...durations), answered: durations.length, failures };
+      },
+    };
+  }
+
+  /** A TCP proxy in front of the NATS server, so a test can hold what one host sends or receives. */
+  async function natsProxy(): Promise<{ proxy: PgProxy; url: string }> {
+    const u = new URL(NATS);
+    const proxy = new PgProxy({ host: u.hostname, port: Number(u.port || 4222) });
+    await proxy.start();
+    return { proxy, url: `nats://127.0.0.1:${proxy.port}` };
+  }
+
+  const served = async (env: { id: string }) => ({ ok: true as const, value: env.id });
+
+  test("when a second host takes partitions over, requests the old owner got after the move are answered well under the attempt timeout", async () => {
+    const kind = `move-${run}`;
+    const { proxy, url } = await natsProxy();
+    const a = await NatsTransport.connect(opts({ hostId: `move-a-${run}`, servers: url }));
+    const b = await NatsTransport.connect(opts({ hostId: `move-b-${run}` }));
+    const gateway = await NatsTransport.connect(opts());
+    try {
+      await a.serve(kind, served);
+      expect(a.ownership()[kind]!.length).toBe(16);
+      const load = streamRequests(gateway, kind);
+      await Bun.sleep(200);
+      // The old owner's UNSUBs (and its replies) are late to reach the server: meanwhile the server still gives it
+      // a share of the moved partitions' messages, which it must answer rather than drop.
+      proxy.stallToServer();
+      await b.serve(kind, served);
+      const end = Date.now() + 3000;
+      while (Date.now() < end && a.ownership()[kind]!.length === 16) await Bun.sleep(10);
+      expect(a.ownership()[kind]!.length).toBeLessThan(16);
+      await Bun.sleep(300);
+      proxy.resume();
+      await Bun.sleep(500);
+      const { slowest, answered, failures } = await load.stop();
+      expect(failures).toEqual([]);
+      expect(answered).toBeGreaterThan(100);
+      expect(slowest).toBeLessThan(ATTEMPT_MS / 2);
+    } finally {
+      proxy.resume();
+      await gateway.close();
+      await b.close();
+      await a.close();
+      await proxy.down();
+    }
+  }, 30_000);
+
+  test("when a host leaves, requests routed to it before the others took over are answered well under the attempt timeout", async () => {
+    const kind = `leave-${run}`;
+    const { proxy, url } = await natsProxy();
+    const a = await NatsTransport.connect(opts({ hostId: `leave-a-${run}` }));
+    const b = await NatsTransport.connect(opts({ hostId: `leave-b-${run}`, servers: url }));
+    const gateway = await NatsTransport.connect(opts());
+    try {
+      await a.serve(kind, served);
+      await b.serve(kind, served);
+      const end = Date.now() + 3000;
+      while (Date.now() < end && a.ownership()[kind]!.length !== 16 - b.ownership()[kind]!.length) await Bun.sleep(10);
+      expect(b.ownership()[kind]!.length).toBeGreaterThan(0);
+      const load = streamRequests(gateway, kind);
+      await Bun.sleep(200);
+      // b's link is slow both ways while it stops: messages for its partitions keep arriving until its leave (and
+      // any UNSUB) reaches the server, and must be answered, not dropped.
+      proxy.stall();
+      const closing = b.close();
+      await Bun.sleep(300);
+      proxy.resume();
+      await closing;
+      await Bun.sleep(500);
+      const { slowest, answered, failures } = await load.stop();
+      expect(failures).toEqual([]);
+      expect(answered).toBeGreaterThan(100);
+      expect(slowest).toBeLessThan(ATTEMPT_MS / 2);
+      expect(a.ownership()[kind]!.length).toBe(16);
+    } finally {
+      proxy.resume();
+      await gateway.close();
+      await b.close();
+      await a.close();
+      await proxy.down();
+    }
+  }, 30_000);
 });
 
 describe("retries reaching the same host", () => {

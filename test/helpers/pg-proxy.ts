@@ -71,6 +71,9 @@ export class PgProxy {
       pair.upstream.on("close", () => pair.client.destroy());
       pair.client.on("close", () => pair.upstream?.destroy());
     }
+    // unpipe first: after stallToServer the other direction is still piped, and a second pipe would copy twice
+    pair.client.unpipe();
+    pair.upstream.unpipe();
     pair.client.pipe(pair.upstream);
     pair.upstream.pipe(pair.client);
     pair.client.resume();
@@ -100,6 +103,17 @@ export class PgProxy {
       p.upstream?.unpipe();
       p.client.pause();
       p.upstream?.pause();
+    }
+  }
+
+  /**
+   * Holds what the clients send (the server's messages still arrive) until `resume`: a client whose outgoing
+   * messages, e.g. a NATS UNSUB or its replies, are late to reach the server.
+   */
+  stallToServer(): void {
+    for (const p of this.pairs) {
+      p.client.unpipe();
+      p.client.pause();
     }
   }
 
