@@ -15,7 +15,7 @@ import { log } from "../../infra/log.ts";
 import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
 import { AnsweredWithoutAsking, ENDPOINT_GROUPS, type AnyTool, type Endpoint, type ToolContext } from "./registry.ts";
 import { ECHO_MAX_CHARS } from "../envelope.ts";
-import { describeSchema } from "../plugins/validation-message.ts";
+import { describeSchema, fieldOfPath } from "../plugins/validation-message.ts";
 
 export interface CompiledTool {
   def: AnyTool;
@@ -77,14 +77,24 @@ export function buildToolTable(tools: readonly AnyTool[]): ToolTable {
   };
 }
 
+const MAX_UNKNOWN_SHOWN = 10;
+
 /** First validation failure as the spec's argument error, with `details.field` as a dotted path. */
 export function argumentError(t: CompiledTool, args: unknown): ActorError | null {
   if (t.check.Check(args)) return null;
   const first = t.check.Errors(args).First();
   if (!first) return fail("INVALID_ARGUMENT", "Arguments do not match the tool's input schema.");
-  const field = first.path.replace(/^\//, "").replace(/\//g, ".");
+  // The path and unknown names are the caller's own keys: echoed cut to ECHO_MAX_CHARS, at most MAX_UNKNOWN_SHOWN of
+  // them, as REST's 400 bounds its field (a 20,000-character argument name was echoed whole, twice).
+  const field = fieldOfPath(first.path) ?? "";
   const allowed = Object.keys(t.def.input.properties ?? {});
-  const unknown = args !== null && typeof args === "object" && !Array.isArray(args) ? Object.keys(args).filter((k) => !allowed.includes(k)) : [];
+  const unknown =
+    args !== null && typeof args === "object" && !Array.isArray(args)
+      ? Object.keys(args)
+          .filter((k) => !allowed.includes(k))
+          .slice(0, MAX_UNKNOWN_SHOWN)
+          .map((k) => (k.length > ECHO_MAX_CHARS ? `${k.slice(0, ECHO_MAX_CHARS)}…` : k))
+      : [];
   if (first.type === ValueErrorType.ObjectRequiredProperty) {
     // A missing argument next to an unknown one is usually a misspelling (UCP's line_items for items): name both.
     if (unknown.length && !field.includes(".")) {

@@ -122,6 +122,28 @@ describe("nesting bound (H1, M1)", () => {
     expect(rest.status).toBe(200);
   });
 
+  test("an unknown argument name of 20,000 characters is echoed only up to 100 characters, alone and next to a missing argument", async () => {
+    const long = "k".repeat(20_000);
+    const shown = `${"k".repeat(ECHO_MAX_CHARS)}…`;
+    const c = await connect(srv);
+    try {
+      const extra = await c.call("search_products", { query: "lamp", [long]: 1 });
+      const e = errorOf(extra);
+      expect(e.code).toBe("INVALID_ARGUMENT");
+      expect(e.message).toBe(`Unknown argument '${shown}'.`);
+      expect(e.details.field).toBe(shown);
+      expect(JSON.stringify(extra).length).toBeLessThan(3_000);
+      const misspelt = await c.call("search_products", { [long]: "lamp" });
+      const m = errorOf(misspelt);
+      expect(m.code).toBe("MISSING_REQUIRED_ARGUMENT");
+      expect(m.details).toMatchObject({ field: "query", unknown: [shown] });
+      expect(m.message).toStartWith(`Missing required argument 'query'; unknown argument '${shown}' (this tool takes`);
+      expect(JSON.stringify(misspelt).length).toBeLessThan(3_000);
+    } finally {
+      await c.close();
+    }
+  });
+
   test("REST and OAuth JSON bodies nested 20,000 levels deep are 400 validation_error in well under a second", async () => {
     for (const [path, body] of [
       ["/api/v1/auth/login", `{"email":${nested(20_000)},"password":"x"}`],
