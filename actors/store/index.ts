@@ -23,7 +23,7 @@ import {
 import { commerceHandlers, commerceMessages, refundReminders } from "./commerce.ts";
 import { settingsHandlers, settingsMessages } from "./settings.ts";
 import { CATALOG_CHANGED, STORE_CHANGED, STORE_ORDERS_RECORDED, StoreMessages, type CatalogChangedEvent } from "./messages.ts";
-import { decideBid, OFFER_TTL_MS } from "./negotiation.ts";
+import { assertBidCurrency, decideBid, OFFER_TTL_MS, priorBidRounds } from "./negotiation.ts";
 import type { NegotiationRules, Policies, ProductFields, Variant } from "./schemas.ts";
 
 export interface StoreActorState {
@@ -299,12 +299,8 @@ export const storeActor = defineActor({
       const [p] = await tx<{ id: string; price_minor: number; currency: string; category: string | null }[]>`
         SELECT id, price_minor, currency, category FROM products WHERE id = ${body.productId} AND store_slug = ${ctx.id} AND active`;
       if (!p) throw fail("not_found", "No such product at this merchant.");
-      if (p.currency !== body.currency) {
-        throw fail("validation_error", `currency must be the product's currency (${p.currency})`, { field: "currency", expected: p.currency });
-      }
-      const counted = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM negotiation_offers
-        WHERE agent_key_id = ${body.agentKeyId} AND product_id = ${p.id}`;
-      const n = counted[0]?.n ?? 0;
+      assertBidCurrency(p.currency, body.currency);
+      const n = await priorBidRounds(tx, body.agentKeyId, p.id);
       const decision = decideBid({
         rules: store.negotiation_rules,
         listPriceMinor: Number(p.price_minor),

@@ -1,5 +1,5 @@
 /**
- * POST /agent/negotiate (BETA), pure. The merchant's rules (stores.negotiation_rules) decide one bid:
+ * POST /agent/negotiate (BETA). Pure but for `priorBidRounds`, the one read the rule needs. The merchant's rules (stores.negotiation_rules) decide one bid:
  *  - bid >= autoAcceptPercent of the list price → accepted at the bid (never above the list price);
  *  - bid <  floorPercent of the list price      → rejected (the floor is not disclosed, only that it is not met);
  *  - in between                                 → countered at the midpoint of bid and list price, never below the
@@ -7,6 +7,8 @@
  *  - rules missing or disabled, category excluded, or more than maxRounds bids per key and product → rejected.
  * An accepted offer holds for OFFER_TTL_MS; a cart may use its negotiated price until then.
  */
+import type { Sql } from "../../infra/db.ts";
+import { fail } from "../runtime/errors.ts";
 import type { NegotiationRules } from "./schemas.ts";
 
 export const OFFER_TTL_MS = 15 * 60_000;
@@ -32,22 +34,34 @@ function percentOfMinor(minor: number, percent: number): number {
   return Math.ceil(Number(((minor * percent) / 100).toFixed(6)));
 }
 
-export function decideBid(input: {
-  rules: NegotiationRules | null;
-  listPriceMinor: number;
-  bidMinor: number;
-  category: string | null;
-  /** Bids already made by this key on this product (this one not included). */
-  priorRounds: number;
-}): NegotiationDecision {
-  const { rules, listPriceMinor: list, bidMinor: bid } = input;
-  const reject = (reason: RejectReason, message: string): NegotiationDecision => ({
-    status: "rejected",
-    negotiatedPriceMinor: null,
-    counterPriceMinor: null,
-    reason,
-    message,
-  });
+/** A bid is made in the product's own currency: anything else is refused before any rule is looked at (the store's 400). */
+export function assertBidCurrency(productCurrency: string, bidCurrency: string): void {
+  if (productCurrency !== bidCurrency) {
+    throw fail("validation_error", `currency must be the product's currency (${productCurrency})`, { field: "currency", expected: productCurrency });
+  }
+}
+
+/** Bids this key already made on this product: the rounds `maxRounds` counts. */
+export async function priorBidRounds(sql: Sql, agentKeyId: string, productId: string): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM negotiation_offers WHERE agent_key_id = ${agentKeyId} AND product_id = ${productId}`;
+  return row?.n ?? 0;
+}
+
+const reject = (reason: RejectReason, message: string): NegotiationDecision & { status: "rejected"; reason: RejectReason } => ({
+  status: "rejected",
+  negotiatedPriceMinor: null,
+  counterPriceMinor: null,
+  reason,
+  message,
+});
+
+/**
+ * The rejections that do not depend on the amount bid (negotiation off, category excluded — compared without letter
+ * case —, rounds used up), in decideBid's order; null when the amount decides. MCP negotiate_price makes these before
+ * the human is asked to approve a bid, so the two can never disagree.
+ */
+export function refuseBid(input: { rules: NegotiationRules | null; category: string | null; priorRounds: number }): (NegotiationDecision & { status: "rejected"; reason: RejectReason }) | null {
+  const { rules } = input;
   if (!rules || !rules.enabled) return reject("negotiation_not_enabled", "This merchant does not negotiate prices.");
   const cat = input.category?.toLowerCase();
   if (cat && rules.excludedCategories.some((c) => c.toLowerCase() === cat)) {
@@ -56,6 +70,21 @@ export function decideBid(input: {
   if (input.priorRounds >= rules.maxRounds) {
     return reject("max_rounds_reached", `At most ${rules.maxRounds} bids per product; the last answer stands.`);
   }
+  return null;
+}
+
+export function decideBid(input: {
+  rules: NegotiationRules | null;
+  listPriceMinor: number;
+  bidMinor: number;
+  category: string | null;
+  /** Bids already made by this key on this product (this one not included). */
+  priorRounds: number;
+}): NegotiationDecision {
+  const refused = refuseBid(input);
+  if (refused) return refused;
+  const rules = input.rules as NegotiationRules; // refuseBid passed: the rules exist and are enabled
+  const { listPriceMinor: list, bidMinor: bid } = input;
   const autoAccept = percentOfMinor(list, rules.autoAcceptPercent);
   const floor = percentOfMinor(list, rules.floorPercent);
   if (bid >= autoAccept) {

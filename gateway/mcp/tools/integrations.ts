@@ -12,6 +12,7 @@ import { cartActor } from "../../../actors/cart/index.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { storeActor } from "../../../actors/store/index.ts";
 import { fitsCurrency } from "../../../actors/store/ingest.ts";
+import { assertBidCurrency, priorBidRounds, refuseBid } from "../../../actors/store/negotiation.ts";
 import { toMinor } from "../../../actors/store/schemas.ts";
 import { displayBand } from "../../../actors/trust/bands.ts";
 import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../../actors/trust/explain.ts";
@@ -424,14 +425,26 @@ export const getTrustExplanation = defineTool({
 
 // -------------------------------------------------------------------------------------------- negotiate
 
-/** The product a bid is for, once every refusal known before the human is asked has been made (the store, the amount, the category). */
+/**
+ * The product a bid is for, once every refusal known before the human is asked has been made, by the store's own
+ * rules (actors/store/negotiation.ts, as its `negotiate` applies them): negotiation off, a currency other than the
+ * product's, an amount the currency cannot hold, an excluded category, the rounds used up. Only the amount's verdict
+ * (accepted, countered, below the floor) is left to the store.
+ */
 async function negotiableProduct(ctx: ToolContext, a: { product_id: string; bid_price: number; currency: string }) {
   const rules = ctx.store.negotiationRules;
   if (rules?.enabled !== true) throw fail("FEATURE_NOT_ENABLED", `${ctx.store.name} does not negotiate prices.`, { capability: "negotiation" });
-  if (!fitsCurrency(a.bid_price, a.currency)) throw fail("INVALID_ARGUMENT", `bid_price has more decimals than ${a.currency} allows.`, { field: "bid_price" });
   const { product } = await storeProduct(ctx, a.product_id);
-  if (product.category && rules.excludedCategories?.includes(product.category)) {
-    throw fail("NOT_ELIGIBLE", `Products in ${product.category} are not negotiable here.`, { category: product.category });
+  assertBidCurrency(product.currency, a.currency);
+  if (!fitsCurrency(a.bid_price, product.currency)) throw fail("INVALID_ARGUMENT", `bid_price has more decimals than ${product.currency} allows.`, { field: "bid_price" });
+  const priorRounds = await priorBidRounds(ctx.svc.sql, ownerId(ctx), product.id);
+  const refused = refuseBid({ rules, category: product.category, priorRounds });
+  if (refused?.reason === "negotiation_not_enabled") throw fail("FEATURE_NOT_ENABLED", `${ctx.store.name} does not negotiate prices.`, { capability: "negotiation" });
+  if (refused) {
+    throw fail("NOT_ELIGIBLE", refused.message, {
+      reason: refused.reason,
+      ...(refused.reason === "category_excluded" ? { category: product.category } : { rounds: priorRounds, max_rounds: rules.maxRounds }),
+    });
   }
   return product;
 }
@@ -454,7 +467,9 @@ export const negotiatePrice = defineTool({
   confirmation: true,
   errors: {
     FEATURE_NOT_ENABLED: "the store has no negotiation rules; answered before the human is asked",
-    NOT_ELIGIBLE: "the product's category is excluded from negotiation; answered before the human is asked",
+    NOT_ELIGIBLE:
+      "the product's category is excluded from negotiation (details.reason = category_excluded), or this key has used the store's bids per product (details.reason = max_rounds_reached, rounds, max_rounds); answered before the human is asked",
+    INVALID_ARGUMENT: "currency other than the product's (details.field = currency, details.expected), or bid_price with more decimals than it allows; answered before the human is asked",
   },
   async summarize(a, ctx) {
     const product = await negotiableProduct(ctx, a);
