@@ -9,6 +9,7 @@ import { chmod, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { createServer, isIP } from "node:net";
+import { lookup } from "node:dns/promises";
 import { log } from "./log.ts";
 
 export type Sql = postgres.Sql<{}>;
@@ -128,31 +129,52 @@ export function isNeverSent(error: unknown): boolean {
   return typeof code === "string" && NOT_CONNECTED_CODES.has(code);
 }
 
-/** host:port (or socket path) of every pool `connect` opened: where our database connections go. */
-const databaseEndpoints: { host: string; port: number | null }[] = [];
+/**
+ * Where our database connections go, for every pool `connect` opened: the host as configured (a name, an address or
+ * a socket path) and its port, and for a host name the addresses it resolved to, which is what a socket error names.
+ */
+interface DatabaseEndpoint {
+  host: string;
+  port: number | null;
+  addresses: Set<string>;
+}
+const databaseEndpoints: DatabaseEndpoint[] = [];
 
 function registerEndpoints(sql: Sql): void {
   const o = (sql as unknown as { options?: { host?: unknown; port?: unknown; path?: unknown } }).options;
   if (!o) return;
-  if (typeof o.path === "string" && o.path) databaseEndpoints.push({ host: o.path, port: null });
+  if (typeof o.path === "string" && o.path) databaseEndpoints.push({ host: o.path, port: null, addresses: new Set() });
   const hosts = Array.isArray(o.host) ? o.host : [o.host];
   const ports = Array.isArray(o.port) ? o.port : [o.port];
   hosts.forEach((h, i) => {
     const port = Number(ports[i] ?? ports[0]);
-    if (typeof h === "string" && !databaseEndpoints.some((e) => e.host === h && e.port === port)) databaseEndpoints.push({ host: h, port });
+    if (typeof h !== "string" || databaseEndpoints.some((e) => e.host === h && e.port === port)) return;
+    const endpoint: DatabaseEndpoint = { host: h, port, addresses: new Set() };
+    databaseEndpoints.push(endpoint);
+    // The same resolver postgres.js's sockets use; until it answers, a socket error naming an address of this host
+    // counts as not ours (errors postgres.js rejects a query with are recognised by the query they carry).
+    if (!isIP(h)) {
+      lookup(h, { all: true }).then(
+        (found) => {
+          for (const a of found) endpoint.addresses.add(a.address);
+        },
+        () => {},
+      );
+    }
   });
 }
 
-/** Whether `address`/`port` (a socket error's, or postgres.js's own, which may be arrays) name one of our databases. */
+/**
+ * Whether `address`/`port` (a socket error's, or postgres.js's own, which may be arrays) name one of our databases:
+ * the host as configured or one of its resolved addresses, on its port. Another host on the same port (a webhook on
+ * 5432) is not ours.
+ */
 function isDatabaseEndpoint(address: unknown, port: unknown): boolean {
   const addresses = (Array.isArray(address) ? address : [address]).filter((a): a is string => typeof a === "string");
   const ports = (Array.isArray(port) ? port : [port]).map((p) => (p === undefined ? null : Number(p)));
   return addresses.some((a, i) =>
-    databaseEndpoints.some(
-      (e) =>
-        (e.port === null && e.host === a) ||
-        // a host name resolves to addresses we never see; then the port alone has to do
-        (e.port !== null && e.port === (ports[i] ?? ports[0]) && (e.host === a || !isIP(e.host))),
+    databaseEndpoints.some((e) =>
+      e.port === null ? e.host === a : e.port === (ports[i] ?? ports[0]) && (e.host === a || e.addresses.has(a)),
     ),
   );
 }
@@ -164,17 +186,20 @@ function isDatabaseEndpoint(address: unknown, port: unknown): boolean {
  * which have no `address` of ours and no query attached. postgres.js attaches the failed query (`query`,
  * `parameters`, not enumerable) to every error it rejects a query with, a server's error is a PostgresError, and a
  * socket error of its own names our database's address and port. Statement-level codes (40001 serialization,
- * 40P01 deadlock, 55P03, 57014, 25006) and QUERY_DEADLINE are not here: only a statement of ours whose promise
- * nobody awaited can raise those, which is a bug.
+ * 40P01 deadlock, 55P03, 57014, 25006, and class 53 but 53300: disk full, out of memory, a configuration limit) and
+ * QUERY_DEADLINE are not here: only a statement of ours whose promise nobody awaited can raise those, which is a bug.
+ * 53300 (too_many_connections) is the server refusing a new session, before any statement.
  */
 export function isDatabaseConnectionError(error: unknown): boolean {
   if (error === null || typeof error !== "object") return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code !== "string" || !(CONNECTION_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || /^53[0-9A-Z]{3}$/.test(code))) return false;
+  if (typeof code !== "string" || !(CONNECTION_CODES.has(code) || code === "53300" || /^08[0-9A-Z]{3}$/.test(code))) return false;
   if (error instanceof postgres.PostgresError) return true;
+  // before the address: a pool configured by host name names the address it connected to, which our own lookup of
+  // that name may not have returned (yet, or any more)
+  if (Object.prototype.hasOwnProperty.call(error, "query") && Object.prototype.hasOwnProperty.call(error, "parameters")) return true;
   const e = error as { address?: unknown; port?: unknown };
-  if (e.address !== undefined) return isDatabaseEndpoint(e.address, e.port);
-  return Object.prototype.hasOwnProperty.call(error, "query") && Object.prototype.hasOwnProperty.call(error, "parameters");
+  return e.address !== undefined && isDatabaseEndpoint(e.address, e.port);
 }
 
 interface Thenable {

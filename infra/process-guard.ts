@@ -6,9 +6,11 @@
  * (rate-limited, with its stack: it still means a query promise nobody handled) and the process keeps serving.
  *
  * Only errors that provably come from our database connections (`isDatabaseConnectionError`: by their origin, not by
- * their code) are survived. The same socket codes come from every fetch() to a webhook, processor or JWKS host, and
- * a statement-level code (40001, 40P01, 55P03, 57014) or the pool's QUERY_DEADLINE can only reach here from a query
- * of ours nobody awaited: both are bugs whose effects we cannot know, so they are logged with their stack and the
+ * their code) are survived. The same socket codes come from every fetch() to a webhook, processor or JWKS host, or
+ * from any other host on the database's port (a socket error is ours only if it names our database's configured host
+ * or an address that host resolved to, and its port; review R4-F5). A statement-level code (40001, 40P01, 55P03,
+ * 57014, class 53 but 53300: disk full, out of memory) or the pool's QUERY_DEADLINE can only reach here from a query
+ * of ours nobody awaited. Both are bugs whose effects we cannot know, so they are logged with their stack and the
  * process exits 1 as Bun would have, so a supervisor restarts it (review R2-F1).
  */
 import { isDatabaseConnectionError } from "./db.ts";

@@ -35,7 +35,10 @@ beforeAll(async () => {
   const root = resolve(import.meta.dir, "../..");
   await writeFile(
     script,
-    `import postgres from "postgres";
+    // postgres.js as infra/db.ts resolves it: from this temporary directory a bare "postgres" can be another copy,
+    // whose PostgresError the guard would not recognise
+    `import postgres from ${JSON.stringify(Bun.resolveSync("postgres", root))};
+import { connect as tcpConnect } from "node:net";
 import { createProcessGuard } from ${JSON.stringify(join(root, "infra/process-guard.ts"))};
 import { connect } from ${JSON.stringify(join(root, "infra/db.ts"))};
 import { log } from ${JSON.stringify(join(root, "infra/log.ts"))};
@@ -44,6 +47,14 @@ const [scenario, how, port, pgUrl] = process.argv.slice(2);
 /** Raises err as nobody-handled: a rejection, or an exception thrown from a timer. */
 const escape = (err: unknown) => (how === "reject" ? void Promise.reject(err) : setTimeout(() => { throw err; }, 0));
 const caught = (p: PromiseLike<unknown>) => Promise.resolve(p).then(() => { throw new Error("expected a failure"); }, (e) => e);
+/** A raw socket's own error (no query attached), as a socket of ours or of anything else raises it. */
+const socketError = (host: string) => new Promise<unknown>((res) => tcpConnect(Number(port), host).on("error", res));
+/** A pool whose database is configured by host name, which has tried to connect (so the name has been resolved). */
+const namedPool = async () => {
+  const sql = connect("postgres://x@localhost:" + port + "/db", 1, { queryDeadlineMs: 0 });
+  await caught(sql\`SELECT 1\`);
+  await Bun.sleep(50);
+};
 switch (scenario) {
   case "pool-refused": {
     // our pool to a database that refuses connections: postgres.js's own error, with the query attached
@@ -66,6 +77,13 @@ switch (scenario) {
     break;
   }
   case "deadlock": escape(new postgres.PostgresError({ code: "40P01", message: "deadlock detected" } as never)); break;
+  // class 53 is raised to a statement (disk full, out of memory), except 53300, the server refusing a new session
+  case "disk-full": escape(new postgres.PostgresError({ code: "53100", message: "could not extend file: No space left on device" } as never)); break;
+  case "too-many-connections": escape(new postgres.PostgresError({ code: "53300", message: "sorry, too many clients already" } as never)); break;
+  // a database configured as "localhost": its socket errors name the address the name resolved to
+  case "named-host-socket": await namedPool(); escape(await socketError("localhost")); break;
+  // another host (127.0.0.2 is not what localhost resolves to) on the database's port: a webhook on 5432, say
+  case "other-host-same-port": await namedPool(); escape(await socketError("127.0.0.2")); break;
   default: escape(Object.assign(new Error("a bug"), { code: "EBUG" }));
 }
 setTimeout(() => { console.log("still serving"); process.exit(0); }, 500);
@@ -102,7 +120,23 @@ for (const how of ["reject", "throw"] as const) {
     expect(rec.stack).toContain("ECONNREFUSED");
   }, 20_000);
 
+  for (const [scenario, code, what] of [
+    ["named-host-socket", "ECONNREFUSED", "a socket error naming the address our database's host name resolved to, on its port,"],
+    ["too-many-connections", "53300", "the server refusing a new connection of ours (53300 too_many_connections)"],
+  ] as const) {
+    test(`${what} that nobody handled (${as}) is survived`, async () => {
+      const r = await run(scenario, how);
+      expect(r.exit).toBe(0);
+      expect(r.stdout).toContain("still serving");
+      const line = r.stderr.split("\n").find((l) => l.includes("database connection error escaped its caller"));
+      expect(line).toBeDefined();
+      expect(JSON.parse(line!)).toMatchObject({ level: "warn", kind: kindOf(how), code, survived: 1 });
+    }, 20_000);
+  }
+
   for (const [scenario, what] of [
+    ["disk-full", "a statement of ours failing for lack of disk space (53100, class 53 but not a connection error)"],
+    ["other-host-same-port", "a socket error of another host on our database's port (the database configured by host name)"],
     ["fetch-refused", "a fetch() refused with ECONNREFUSED (a webhook or processor host, not our database)"],
     ["socket-reset", "an ECONNRESET that names no database of ours"],
     ["statement-timeout", "a statement of ours cancelled by statement_timeout (57014)"],
