@@ -122,6 +122,19 @@ describe("nesting bound (H1, M1)", () => {
     expect(rest.status).toBe(200);
   });
 
+  test("nlweb_ask counts the question in characters like the search query: 500 emoji pass the argument check, 501 are refused", async () => {
+    const c = await connect(srv);
+    try {
+      const fits = await c.call("nlweb_ask", { question: "😀".repeat(500) });
+      expect(fits.isError ? errorOf(fits).code : "ok").toBe("INSUFFICIENT_INPUT"); // emoji hold no searchable words
+      const e = errorOf(await c.call("nlweb_ask", { question: "😀".repeat(501) }));
+      expect(e.code).toBe("INVALID_ARGUMENT");
+      expect(e.message).toBe("Invalid argument 'question': must be a string of 1 to 500 characters.");
+    } finally {
+      await c.close();
+    }
+  });
+
   test("an unknown argument name of 20,000 characters is echoed only up to 100 characters, alone and next to a missing argument", async () => {
     const long = "k".repeat(20_000);
     const shown = `${"k".repeat(ECHO_MAX_CHARS)}…`;

@@ -209,7 +209,7 @@ export const nlwebAsk = defineTool({
     "a structured search (query words, price bounds, stock filter, sort) which is returned as `interpreted`, together " +
     "with the results. Served only on stores that enable it; needs a STANDARD-or-higher verified merchant.",
   group: "discovery",
-  input: T.Object({ question: T.String({ minLength: 1, maxLength: 500, description: "The shopper's request in their words." }), limit: T.Optional(T.Integer({ minimum: 1, description: "Default 20; values above 100 are served as 100 (as search_products)." })) }, Strict),
+  input: T.Object({ question: CodePointString({ minLength: 1, maxLength: SEARCH_QUERY_MAX_CHARS, description: "The shopper's request in their words." }), limit: T.Optional(T.Integer({ minimum: 1, description: "Default 20; values above 100 are served as 100 (as search_products)." })) }, Strict),
   output: T.Object({ interpreted: AnyObject, products: T.Array(ProductSummary), meta: AnyObject }, Open),
   annotations: READ,
   auth: "public",
