@@ -6,7 +6,7 @@
  * a captured leg stays captured, a failed leg rolls back to unpaid, and the session is COMPLETED only when every
  * leg is captured. See docs/checkout.md for the tables in prose.
  */
-import { fail, type ErrorCode } from "../runtime/errors.ts";
+import { fail, type ActorError, type ErrorCode } from "../runtime/errors.ts";
 import { deriveIntentId, type ChargeStatus } from "../payments/rail.ts";
 
 export const CHECKOUT_STATUSES = [
@@ -192,6 +192,18 @@ export type CompleteDecision =
   | { action: "reconcile" };
 
 /**
+ * Another key on a session already bound to one: say what to do next (the bound key itself is never echoed: it is
+ * the agent's, and a caller that lost it should not get it back from another request).
+ */
+function keyConflict(status: CheckoutSessionHeader["status"]): ActorError {
+  return fail(
+    "IDEMPOTENCY_KEY_CONFLICT",
+    "This checkout session is bound to a different idempotency_key: retry with the key of its first attempt, or cancel the session and preview the cart again to start a new purchase attempt with a new key.",
+    { status, next: ["retry_with_first_key", "cancel_checkout_then_preview"] },
+  );
+}
+
+/**
  * What a complete_checkout call may do, from the session and the key it carries.
  * - the first call binds the key; the binding is permanent for the session;
  * - a different key → IDEMPOTENCY_KEY_CONFLICT (stop: another purchase attempt is bound here);
@@ -211,7 +223,7 @@ export function decideComplete(
   assertIdempotencyKey(idempotencyKey);
   const { status } = session;
   if (session.idempotencyKey !== null && session.idempotencyKey !== idempotencyKey) {
-    throw fail("IDEMPOTENCY_KEY_CONFLICT", "This checkout session is bound to a different idempotency_key.", { status });
+    throw keyConflict(status);
   }
   const bound = session.idempotencyKey !== null;
   switch (status) {
@@ -242,7 +254,7 @@ export function decideComplete(
 export function bindIdempotencyKey<S extends CheckoutSessionHeader>(session: S, key: string): S {
   if (session.idempotencyKey === key) return session;
   if (session.idempotencyKey !== null) {
-    throw fail("IDEMPOTENCY_KEY_CONFLICT", "This checkout session is bound to a different idempotency_key.", { status: session.status });
+    throw keyConflict(session.status);
   }
   return { ...session, idempotencyKey: key };
 }

@@ -201,6 +201,17 @@ describe("complete_checkout idempotency", () => {
     });
   }
 
+  test("a key conflict says what to do next and never echoes the bound key", () => {
+    for (const err of [
+      errorOf(() => decideComplete(sessionIn("READY_FOR_PAYMENT", { idempotencyKey: KEY }), OTHER_KEY)),
+      errorOf(() => bindIdempotencyKey(sessionIn("READY_FOR_PAYMENT", { idempotencyKey: KEY }), OTHER_KEY)),
+    ]) {
+      expect(err?.details?.next).toEqual(["retry_with_first_key", "cancel_checkout_then_preview"]);
+      expect(err?.message).toContain("retry with the key of its first attempt");
+      expect(JSON.stringify([err?.message, err?.details])).not.toContain(KEY);
+    }
+  });
+
   const sameKey: Record<CheckoutStatus, string> = {
     OPEN: "PRECONDITION_NOT_MET",
     READY_FOR_PAYMENT: "start",
