@@ -18,7 +18,7 @@ import type { Config } from "../../infra/config.ts";
 import type { Sql } from "../../infra/db.ts";
 import { railFor, type RailName } from "../payments/card-rails.ts";
 import { SANDBOX_TOKENS } from "../payments/card-sandbox.ts";
-import { assertCapturedAmount, type ChargeResult, type PaymentRail } from "../payments/rail.ts";
+import { assertCapturedAmount, type ChargeResult, type LookupResult, type PaymentRail } from "../payments/rail.ts";
 import { evaluateRisk, parseRiskMode, riskGateError, type RiskResult } from "../payments/risk-gate.ts";
 import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
 import { ActorError, fail } from "../runtime/errors.ts";
@@ -40,7 +40,7 @@ import {
   type CatalogLine,
 } from "../store/commerce.ts";
 import { shippingZonesOfStores } from "../store/reads.ts";
-import { clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCapturedAmount } from "../store/reconcile.ts";
+import { assertNoRefundDecided, clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCapturedAmount } from "../store/reconcile.ts";
 import { driveRefundRows, moveOrderAfterRefund, railOfOrder } from "../store/refund-flow.ts";
 import type { ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
@@ -987,7 +987,9 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
   for (const leg of pending) {
     const r = results[leg.storeId];
     const res = (r as { result?: ChargeResult }).result;
-    if (r.outcome !== "captured") continue;
+    // A leg of nothing has no capture (chargeLeg never called the rail): nothing a human could accept or refund,
+    // so it is never escalated (review R5-1); it settles below, or rolls back when its order no longer waits.
+    if (r.outcome !== "captured" || leg.amountMinor === 0) continue;
     let problem: ActorError | null = null;
     try {
       if (res) assertCapturedAmount(res, { amountMinor: leg.amountMinor, currency: leg.currency });
@@ -1025,6 +1027,12 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
         const [o] = await tx<{ status: string; capture_ref: string | null; reconciliation: string | null }[]>`SELECT status, capture_ref, reconciliation
           FROM orders WHERE id = ${orderId} AND store_slug = ${leg.storeId} FOR UPDATE`;
         const waiting = o && (o.status === "pending" || (o.status !== "canceled" && o.capture_ref === (r.captureRef ?? null) && o.reconciliation === null));
+        if (!waiting && leg.amountMinor === 0) {
+          // No money moved: the hold goes back and the leg rolls back, as for a refused charge.
+          await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: "order_not_waiting" }, now0);
+          results[leg.storeId] = { outcome: "failed" };
+          return;
+        }
         if (!waiting) {
           const problem = fail("PAYMENT_CAPTURED_FINALIZATION_FAILED", "The payment was captured but the order is no longer waiting for it; it is flagged for refund or reconciliation.", {
             capture_reference: r.captureRef,
@@ -1468,7 +1476,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
   let refund: ResolveCaptureView["refund"] = null;
   let refundByMerchant = false;
   let result: LegResult;
-  let captureRef: string;
+  let captureRef: string | null;
   const [paidWith] = await ctx.sql<{ payment_rail: string }[]>`SELECT payment_rail FROM orders WHERE id = ${body.orderId} AND store_slug = ${slug}`;
   const railName = paidWith ? railOfOrder(paidWith.payment_rail) : null;
   if (body.action === "refund" && railName === "x402") {
@@ -1484,23 +1492,41 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
     const rail = railName ? railFor(ctx.sql, railName) : undefined;
     if (!rail) throw fail("PAYMENT_METHOD_NOT_CONFIGURED", "The rail this order was paid with is not available.", { rail: paidWith?.payment_rail ?? null });
     // What the processor holds is what is accepted or goes back (an amount mismatch captured another amount).
-    const found = await rail.lookup(leg.intentId as string);
-    if (found.status !== "captured") throw fail("conflict", "The processor holds no capture for this order.", { order_id: body.orderId, processor_status: found.status });
+    // A leg of nothing never reached the processor (chargeLeg): there is no capture to look up.
+    const found: LookupResult = leg.amountMinor === 0 ? { status: "unknown", intentId: leg.intentId as string } : await rail.lookup(leg.intentId as string);
     let tx = await ctx.tx();
     const o = await lockFlaggedOrder(tx, slug, body.orderId);
     captureRef = o.captureRef;
+    // No capture, and none can come (review R5-1): a leg of nothing, or an order flagged without a capture reference
+    // whose intent the processor never captured. Accepting a leg of nothing pays it (nothing to capture); refunding
+    // refunds nothing: the order is canceled and its hold released.
+    const noCapture = leg.amountMinor === 0 || (o.captureRef === null && NEVER_CAPTURED.has(found.status));
+    if (found.status !== "captured" && !noCapture) throw fail("conflict", "The processor holds no capture for this order.", { order_id: body.orderId, processor_status: found.status });
     if (body.action === "accept") {
       if (o.status !== "pending") throw fail("conflict", `A ${o.status} order cannot be accepted as paid; refund its capture.`, { order_id: o.id, status: o.status });
+      if (found.status !== "captured" && leg.amountMinor !== 0) {
+        throw fail("conflict", "The processor holds no capture for this order, so there is nothing to accept; resolve it with refund (nothing is refunded): the order is canceled and its stock released.", {
+          order_id: o.id,
+          processor_status: found.status,
+          next: "refund",
+        });
+      }
+      // Never ship goods for a capture the merchant already decided to give back (review R5-4).
+      await assertNoRefundDecided(tx, o);
       const done = await settleLegRows(
         tx,
         slug,
-        { orderId: o.id, reservationId: leg.intentId as string, outcome: "captured", intentId: leg.intentId as string, captureRef: o.captureRef, simulated: false, totalMinor: leg.amountMinor, currency: leg.currency },
+        { orderId: o.id, reservationId: leg.intentId as string, outcome: "captured", intentId: leg.intentId as string, captureRef: o.captureRef ?? undefined, simulated: false, totalMinor: leg.amountMinor, currency: leg.currency },
         now,
       );
       if (done.changed.length) ctx.publish("catalog.changed", { storeSlug: slug, upserted: done.changed, removed: [] });
-      await recordCapturedAmount(tx, slug, o, found.amountMinor);
+      if (found.status === "captured") await recordCapturedAmount(tx, slug, o, found.amountMinor);
       await clearReconciliation(tx, slug, o, "accept", body.userId);
-      result = { outcome: "captured", captureRef: o.captureRef };
+      result = { outcome: "captured", captureRef: o.captureRef ?? undefined };
+    } else if (found.status !== "captured") {
+      await cancelPendingOrderRows(tx, slug, { orderId: o.id, totalMinor: o.totalMinor, currency: o.currency, reason: "reconciliation_refund" }, now);
+      await clearReconciliation(tx, slug, o, "refund", body.userId, { nothing_captured: true });
+      result = { outcome: "failed" };
     } else {
       await recordCapturedAmount(tx, slug, o, found.amountMinor);
       const opened = await openReconcileRefund(tx, slug, o, found.amountMinor, body.userId, now);
@@ -1556,6 +1582,9 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
     cart_status: (ctx.state.cart as CartRecord).status,
   };
 }
+
+/** Processor answers for an intent that holds no money and never will (an unknown intent was never charged). */
+const NEVER_CAPTURED: ReadonlySet<LookupResult["status"]> = new Set(["unknown", "declined", "failed", "not_approved"]);
 
 /** A payment whose answer was lost (or whose turn died): ask the rail by the same intent ids. */
 async function reconcileSession(ctx: Ctx, sessionId: string, retry = 0): Promise<void> {

@@ -133,7 +133,8 @@ export interface ResolveCaptureView {
   action: "accept" | "refund";
   order_status: string;
   reconciliation: null;
-  capture_reference: string;
+  /** null: nothing was captured (a leg of nothing), so nothing was accepted or refunded. */
+  capture_reference: string | null;
   refund: { refund_id: string; status: "REFUNDED"; amount_minor: number; currency: string } | null;
   /** x402: the service cannot pull the payment back; the merchant refunds it from its wallet (no refund record). */
   refund_by_merchant?: true;

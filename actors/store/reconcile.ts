@@ -22,7 +22,8 @@ export interface FlaggedOrder {
   id: string;
   status: OrderStatus;
   reconciliation: string;
-  captureRef: string;
+  /** Null when nothing was captured (a leg of nothing escalated before review R5-1): there is nothing to refund. */
+  captureRef: string | null;
   totalMinor: number;
   refundedMinor: number;
   currency: string;
@@ -35,7 +36,8 @@ export interface FlaggedOrder {
 
 /**
  * The flagged order, locked for the turn (a concurrent move waits). 404 ORDER_NOT_FOUND when the store has no such
- * order; 409 conflict when nothing is waiting for a human (no flag, or no capture to resolve).
+ * order; 409 conflict when nothing is waiting for a human (no flag). An order flagged with no capture reference is
+ * returned too (capture_ref null): the caller decides from the processor's answer (review R5-1: it must be resolvable).
  */
 export async function lockFlaggedOrder(tx: Sql, slug: string, orderId: string): Promise<FlaggedOrder> {
   const [o] = await tx<
@@ -43,7 +45,7 @@ export async function lockFlaggedOrder(tx: Sql, slug: string, orderId: string): 
   >`SELECT id, status, reconciliation, capture_ref, total_minor, refunded_minor, currency, agent_key_id, checkout_session_id, cart_id, payment_rail
     FROM orders WHERE id = ${orderId} AND store_slug = ${slug} FOR UPDATE`;
   if (!o) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
-  if (!o.reconciliation || !o.capture_ref) {
+  if (!o.reconciliation) {
     throw fail("conflict", "This order is not waiting for reconciliation.", { order_id: orderId, status: o.status, reconciliation: o.reconciliation });
   }
   return {
@@ -59,6 +61,25 @@ export async function lockFlaggedOrder(tx: Sql, slug: string, orderId: string): 
     cartId: o.cart_id,
     paymentRail: o.payment_rail,
   };
+}
+
+/**
+ * A refund of this order that the merchant already decided (APPROVED, being driven) or that went through
+ * (REFUNDED): accepting the capture as the payment then would ship goods whose money is back with the buyer
+ * (review R5-4). 409 with `reason` refund_in_progress / refunded; `refund` finishes the decision.
+ */
+export async function assertNoRefundDecided(tx: Sql, o: FlaggedOrder): Promise<void> {
+  const [r] = await tx<{ id: string; status: RefundStatus }[]>`SELECT id, status FROM order_refunds
+    WHERE order_id = ${o.id} AND status IN ('APPROVED', 'REFUNDED') ORDER BY status = 'REFUNDED' DESC, created_at LIMIT 1`;
+  if (!r) return;
+  const done = r.status === "REFUNDED";
+  throw fail(
+    "conflict",
+    done
+      ? "The capture of this order was already refunded to the buyer, so it cannot be accepted as the payment. Resolve it with refund (nothing is refunded twice): the order is then canceled and its stock released."
+      : "A refund of this capture is in progress, so it cannot be accepted as the payment. Resolve it with refund to finish that refund.",
+    { order_id: o.id, status: o.status, reason: done ? "refunded" : "refund_in_progress", refund_id: r.id, refund_status: r.status, next: "refund" },
+  );
 }
 
 /** The flag cleared, with a `reconciliation_resolved` history event naming who decided what. */
