@@ -52,6 +52,7 @@ import {
   decideComplete,
   newCheckoutSession,
   newLeg,
+  PENDING_CONFIRMATION_TTL_MS,
   prepareLegsForCharge,
   settleLegs,
   STALE_IN_PROGRESS_MS,
@@ -155,6 +156,12 @@ interface SessionState extends CheckoutSessionHeader {
   /** What the completed answer reports of the risk gate (sessions stored before also carry `effective` and messages). */
   risk: StoredRisk | null;
   createdAt: number;
+  /**
+   * While one store's capture waits for its merchant (escalated) and another store's leg waits for the buyer's
+   * approval: when that approval expires. The session stays SETTLEMENT_UNKNOWN (its own expiry is null), so this is
+   * the other legs' expiry: the reconciler then releases them (review R5-2). Absent otherwise.
+   */
+  approvalExpiresAt?: number;
 }
 
 type StoredRisk = Pick<RiskResult, "mode" | "decision"> & { signals: Pick<RiskResult["signals"][number], "rule_code" | "decision">[] };
@@ -971,6 +978,11 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       results[leg.storeId] = await chargeLeg(rail, leg, s.tokens[leg.storeId] ?? "tok_approve", mode);
     }),
   );
+  if (mode === "reconcile" && s.approvalExpiresAt !== undefined && ctx.now() >= s.approvalExpiresAt) {
+    // Beside an escalated capture, an approval not given in time expires as the session's would: its leg rolls
+    // back and its hold goes back (the escalated leg keeps the session for its merchant).
+    for (const [slug, r] of Object.entries(results)) if (r.outcome === "needs_buyer_approval") results[slug] = { outcome: "not_approved" };
+  }
   if (configOf(ctx.sql).crashAfterCapture && Object.values(results).some((r) => r.outcome === "captured")) {
     // The processor has the money; our order write has not happened. Die like a killed process would.
     process.kill(process.pid, "SIGKILL");
@@ -984,6 +996,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
   const txOf = async (): Promise<Sql> => (opened ??= await ctx.tx());
   const now0 = ctx.now();
   let escalation: ActorError | null = null;
+  const escalated = new Set<string>();
   for (const leg of pending) {
     const r = results[leg.storeId];
     const res = (r as { result?: ChargeResult }).result;
@@ -1003,6 +1016,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
       problem = err;
     }
     if (!problem) continue;
+    escalated.add(leg.storeId);
     escalation ??= await escalateCapture(await txOf(), s, leg, results, problem);
   }
   const only = pending.length === 1 ? pending[0]! : null;
@@ -1038,6 +1052,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
             capture_reference: r.captureRef,
             order_status: o?.status ?? null,
           });
+          escalated.add(leg.storeId);
           escalation ??= await escalateCapture(tx, s, leg, results, problem);
           return;
         }
@@ -1066,7 +1081,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
   const settled = settleLegs(s.legs, results);
   const now = ctx.now();
   const moved = applyCheckoutEvent(s, settled.event, now);
-  const next: SessionState = { ...s, ...moved, legs: settled.legs };
+  const next: SessionState = { ...s, ...moved, legs: settled.legs, approvalExpiresAt: undefined };
   ctx.state.session = next;
   switch (settled.event) {
     case "payment_captured": {
@@ -1088,10 +1103,24 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
     }
     case "settlement_unknown": {
       if (escalation) {
-        // Nothing to ask the rail again: it answered. A person reconciles; the same key gets the same answer.
-        await ctx.cancelReminder("session");
+        // Nothing to ask the rail again for the escalated legs: it answered. A person reconciles; the same key gets
+        // the same answer. Other stores' legs are not frozen by it (review R5-2): one still unknown is looked at again
+        // by the timer, one waiting for the buyer keeps its approval link (in the error) and its expiry.
+        const others = next.legs.filter((l) => l.status !== "captured" && !escalated.has(l.storeId));
+        const approvals = others.filter((l) => l.status === "needs_buyer_approval");
+        if (approvals.length) next.approvalExpiresAt = s.approvalExpiresAt ?? now + PENDING_CONFIRMATION_TTL_MS;
+        if (others.some((l) => l.status === "unknown" || l.status === "processing")) await ctx.schedule("session", now + 5_000, { sessionId: next.id });
+        else if (next.approvalExpiresAt !== undefined) await ctx.schedule("session", next.approvalExpiresAt, { sessionId: next.id });
+        else await ctx.cancelReminder("session");
         await ctx.checkpoint();
-        throw decided(escalation);
+        if (!approvals.length) throw decided(escalation);
+        throw decided(
+          new ActorError(escalation.code, escalation.message, {
+            ...escalation.details,
+            approval_urls: settled.approvalUrls.map((a) => ({ merchant_slug: a.storeId, url: a.url })),
+            approval_expires_at: isoOf(next.approvalExpiresAt ?? null),
+          }),
+        );
       }
       await ctx.schedule("session", now + 5_000, { sessionId: next.id });
       await ctx.checkpoint();
@@ -1552,6 +1581,8 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
   }
   const settled = settleLegs(s.legs, { [slug]: result });
   let next: SessionState = { ...s, ...applyCheckoutEvent(s, settled.event, now), legs: settled.legs };
+  // Out of SETTLEMENT_UNKNOWN the other legs' approval has the session's own expiry again.
+  if (next.status !== "SETTLEMENT_UNKNOWN") next = { ...next, approvalExpiresAt: undefined };
   ctx.state.session = next;
   if (settled.event === "payment_captured") {
     ctx.state.cart = applyCartEvent(ctx.state.cart as CartRecord, "complete", now);

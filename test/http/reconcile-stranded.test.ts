@@ -136,3 +136,38 @@ describe("R5-1: a leg of nothing and the order write failing", () => {
     expect(await srv.db.sql`SELECT id FROM order_refunds WHERE order_id = ${o!.id}`).toHaveLength(0);
   }, 90_000);
 });
+
+describe("R5-2: one merchant's escalated capture in a two-store checkout", () => {
+  test("does not freeze the other merchant's leg: its approval link is in the error, the session keeps a timer, and the approval's expiry releases its hold", async () => {
+    const { cartId, idem, r } = await twoStoreCheckout({ "demo-store": "tok_finalization_fails", "greenleaf-living": "tok_needs_approval" });
+    expect(r.status).toBe(409);
+    expect(r.body.code).toBe("PAYMENT_CAPTURED_FINALIZATION_FAILED");
+    expect(r.body.details.approval_urls).toEqual([{ merchant_slug: "greenleaf-living", url: expect.any(String) }]);
+    expect(Date.parse(r.body.details.approval_expires_at)).toBeGreaterThan(Date.now() + 30 * 60_000);
+    expect(await sessionStatus(cartId)).toBe("SETTLEMENT_UNKNOWN");
+    const timers = await sessionTimers(cartId);
+    expect(timers.map((t) => t.name)).toEqual(["session"]);
+
+    // The same key again: the link again, the escalated capture still the merchant's.
+    const again = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId, idempotency_key: idem } });
+    expect(again.body.code).toBe("PAYMENT_CAPTURED_FINALIZATION_FAILED");
+    expect(again.body.details.approval_urls).toHaveLength(1);
+
+    // The approval's time runs out: the timer releases greenleaf's hold; demo's capture still waits for its merchant.
+    const g = (await ordersOf(cartId)).find((o) => o.store_slug === "greenleaf-living")!;
+    expect((await held(g.id)).length).toBe(1);
+    await srv.db.sql`UPDATE actor_state SET state = jsonb_set(state, '{session,approvalExpiresAt}', '0') WHERE kind = 'cart' AND id = ${cartId}`;
+    srv.running.host!.deactivate((kind, id) => kind === "cart" && id === cartId);
+    await srv.db.sql`UPDATE actor_reminders SET due_at = now() WHERE kind = 'cart' AND id = ${cartId} AND name = 'session'`;
+    const end = Date.now() + 15_000;
+    while (Date.now() < end && (await held(g.id)).length) await Bun.sleep(100);
+    expect((await held(g.id)).length).toBe(0);
+    expect(await sessionStatus(cartId)).toBe("SETTLEMENT_UNKNOWN");
+    const d = (await ordersOf(cartId)).find((o) => o.store_slug === "demo-store")!;
+    expect(d.reconciliation).toBe("finalization_failed");
+    // The merchant accepts its capture: demo is paid, greenleaf's leg can be paid again by the buyer.
+    const acc = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${d.id}/reconcile`, { method: "POST", headers: admin, body: { action: "accept" } });
+    expect(acc.status).toBe(200);
+    expect(acc.body.data).toMatchObject({ order_status: "paid", checkout_status: "READY_FOR_PAYMENT" });
+  }, 90_000);
+});
