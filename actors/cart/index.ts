@@ -1247,7 +1247,7 @@ function assertOnlyStoreLeft(s: SessionState, slug: string): void {
   );
 }
 
-async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked" | "expire" | "cancel"): Promise<SessionState> {
+async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked" | "expire" | "cancel", reason?: string): Promise<SessionState> {
   const now = ctx.now();
   const moved = { ...s, ...applyCheckoutEvent(s, event, now) };
   ctx.state.session = moved;
@@ -1258,7 +1258,7 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
     await Promise.all(
       unpaid.map(([slug, orderId]) => {
         const leg = s.legs.find((l) => l.storeId === slug);
-        return cancelPendingOrderRows(tx, slug, { orderId, totalMinor: leg?.amountMinor ?? 0, currency: leg?.currency ?? totalsOf(s).currency, reason: `checkout_${moved.status.toLowerCase()}` }, now);
+        return cancelPendingOrderRows(tx, slug, { orderId, totalMinor: leg?.amountMinor ?? 0, currency: leg?.currency ?? totalsOf(s).currency, reason: reason ?? `checkout_${moved.status.toLowerCase()}` }, now);
       }),
     );
   }
@@ -1485,8 +1485,8 @@ export function reconcileBackoffMs(retry: number): number {
  *   was the last leg); a capture other than the total is recorded (`orders.captured_minor`) and bounds its refunds;
  * - refund: one refund record of the capture, committed APPROVED with the store's re-drive reminder, driven by the
  *   store's own refund driver (refund-flow.ts `driveRefundRows`); only once it is REFUNDED is the order canceled and
- *   its hold released, the leg rolled back and the session ended (unless another store's leg is still unpaid: that
- *   leg is not this merchant's to end, and the session's expiry releases it). A refusal by the processor changes
+ *   its hold released, the leg rolled back and the session ended (CANCELED; FAILED when another store's leg is still
+ *   unpaid, since this session could never pay the canceled order again: review R5-3). A refusal by the processor changes
  *   nothing else: the order stays pending and flagged, and the merchant retries (the same record) or accepts.
  *   x402 cannot be refunded by the service: the order is canceled with `refund_by_merchant`, as the merchant's cancel
  *   of a paid x402 order.
@@ -1590,11 +1590,14 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
   } else if (settled.event === "settlement_unknown") {
     // Other legs are still unknown: the reconciler looks at them again (an escalated one escalates again, no timer).
     await ctx.schedule("session", now + 5_000, { sessionId: next.id });
-  } else if (next.status === "READY_FOR_PAYMENT" && body.action === "refund" && !otherStoreUnpaid(next, slug)) {
+  } else if (next.status === "READY_FOR_PAYMENT" && body.action === "refund") {
     // Nothing in flight any more and this store's order is canceled: the session ends. With another store's leg
-    // still unpaid it does not: that store's order is not this merchant's to cancel (audit R1-1); the session
-    // stays until the buyer acts or it expires (the branch below sets its timer).
-    next = await endSessionUnpaid(ctx, next, "cancel");
+    // still unpaid it ends too, FAILED (review R5-3): a session's order ids are its own for good (orderIdFor), so
+    // every attempt would be refused by this canceled order (STATE_EXECUTION_BLOCKED) and fail the session then;
+    // advertising it READY_FOR_PAYMENT meanwhile was false. The other store's unpaid order is canceled with a reason
+    // naming why, its hold released, and the buyer previews again (a new session, new orders; paid legs carry over).
+    const blocked = otherStoreUnpaid(next, slug);
+    next = await endSessionUnpaid(ctx, next, blocked ? "state_blocked" : "cancel", blocked ? "checkout_failed_merchant_refunded" : undefined);
   } else if (next.expiresAt !== null) {
     await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
   }

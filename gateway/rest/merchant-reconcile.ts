@@ -7,9 +7,11 @@
  * POST /orders/{id}/reconcile       {action: "accept" | "refund"}: accept the capture as the payment (order paid,
  *                                   stock sold, session COMPLETED; a capture other than the total bounds its
  *                                   refunds), or refund it through the rail (one refund record, driven like any
- *                                   refund; once REFUNDED the order canceled, hold released, the session ended
- *                                   unless another store's leg is unpaid). A processor refusal is 502 and changes
- *                                   nothing else: retry (the same record) or accept. x402: refund_by_merchant.
+ *                                   refund; once REFUNDED the order canceled, hold released, the session ended:
+ *                                   FAILED when another store's leg is unpaid). A processor refusal is 502 and
+ *                                   changes nothing else: retry (the same record) or accept. x402:
+ *                                   refund_by_merchant. accept is 409 once a refund is APPROVED or REFUNDED.
+ *                                   An order with no capture (a leg of nothing): refund cancels it, nothing refunded.
  *
  * The decision is the cart's message (`resolveCapture`): the session and the order move in one cart turn.
  */

@@ -3,7 +3,8 @@
  * with the store's re-drive reminder and driven by the store's refund driver; the order is canceled and its hold
  * released only once the refund is REFUNDED, so a refusal by the processor leaves the capture resolvable (retry the
  * same record, or accept). An accepted capture of another amount than the total bounds the order's refunds.
- * In a multi-store checkout, one merchant's reconciliation refund does not cancel another merchant's order (R1-1).
+ * In a multi-store checkout, one merchant's reconciliation refund with another merchant's leg unpaid ends the session
+ * FAILED at once (review R5-3): the refunded order is canceled, so the session could never be paid again.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
@@ -187,7 +188,7 @@ describe("an over-capture the merchant accepts", () => {
 });
 
 describe("a reconciliation refund in a multi-store checkout", () => {
-  test("cancels only the refunding merchant's order: another merchant's pending order stays pending until the buyer acts or the session expires", async () => {
+  test("cancels the refunding merchant's order, and with another merchant's leg unpaid ends the session FAILED at once (it could never be paid again): the other order is canceled with its reason and its hold released", async () => {
     const c = await srv.json("/api/v1/agent/cart", {
       method: "POST",
       headers: key.headers,
@@ -207,12 +208,13 @@ describe("a reconciliation refund in a multi-store checkout", () => {
 
     const x = await reconcile(demo.id, "refund");
     expect(x.status).toBe(200);
-    expect(x.body.data).toMatchObject({ order_status: "canceled", checkout_status: "READY_FOR_PAYMENT" });
-    expect((await orderRow(green.id)).status).toBe("pending");
-    const [events] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_events WHERE order_id = ${green.id} AND type = 'cancel'`;
-    expect(events!.n).toBe(0);
-    // The session's expiry (not the other merchant) ends greenleaf's order.
+    // Review R5-3 (superseding R1-1's "stays READY_FOR_PAYMENT" here): the refunded store's order is canceled and a
+    // session's order ids are fixed, so no attempt of this session could pay; it fails now instead of on that attempt.
+    expect(x.body.data).toMatchObject({ order_status: "canceled", checkout_status: "FAILED", cart_status: "OPEN" });
+    expect((await orderRow(green.id)).status).toBe("canceled");
+    const [ev] = await srv.db.sql<{ reason: string }[]>`SELECT data->>'reason' AS reason FROM order_events WHERE order_id = ${green.id} AND type = 'cancel'`;
+    expect(ev!.reason).toBe("checkout_failed_merchant_refunded");
     const [t] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM actor_reminders WHERE kind = 'cart' AND id = ${cartId} AND name = 'session'`;
-    expect(t!.n).toBe(1);
+    expect(t!.n).toBe(0);
   });
 });

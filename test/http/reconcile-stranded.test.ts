@@ -171,3 +171,26 @@ describe("R5-2: one merchant's escalated capture in a two-store checkout", () =>
     expect(acc.body.data).toMatchObject({ order_status: "paid", checkout_status: "READY_FOR_PAYMENT" });
   }, 90_000);
 });
+
+describe("R5-3: a reconciliation refund in a two-store checkout whose other leg is unpaid", () => {
+  test("fails the session at once instead of advertising it payable, and the buyer's next checkout of the cart pays both merchants with new orders", async () => {
+    const { cartId, idem, r } = await twoStoreCheckout({ "demo-store": "tok_finalization_fails", "greenleaf-living": "tok_decline" });
+    expect(r.body.code).toBe("PAYMENT_CAPTURED_FINALIZATION_FAILED");
+    const before = await ordersOf(cartId);
+    const d = before.find((o) => o.store_slug === "demo-store")!;
+    const g = before.find((o) => o.store_slug === "greenleaf-living")!;
+    const ref = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${d.id}/reconcile`, { method: "POST", headers: admin, body: { action: "refund" } });
+    expect(ref.status).toBe(200);
+    expect(ref.body.data).toMatchObject({ order_status: "canceled", checkout_status: "FAILED", cart_status: "OPEN" });
+    expect((await held(g.id)).length).toBe(0);
+    // The buyer's next checkout of the cart (the same call again) opens a new session with new orders, and pays.
+    const pay = await srv.json("/api/v1/agent/checkout", {
+      method: "POST",
+      headers: key.headers,
+      body: { cartId, idempotency_key: idem, payment_methods: { "demo-store": "tok_approve", "greenleaf-living": "tok_approve" } },
+    });
+    expect(pay.status).toBe(200);
+    expect(pay.body.data.status).toBe("COMPLETED");
+    expect(pay.body.data.order_ids).not.toContain(d.id);
+  }, 90_000);
+});
