@@ -828,9 +828,12 @@ function lightSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatu
 }
 
 function fullSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: Record<string, unknown>) {
+  // The stock is sold only for an order still waiting for its payment (review R5 note): a canceled order's hold is
+  // never committed, whoever sends the settle (the CTEs see the order as it was before this statement).
   return db`rsv AS (
       UPDATE stock_reservations SET status = 'committed', updated_at = now()
-      WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
+      WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held'
+        AND EXISTS (SELECT 1 FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending') RETURNING lines),
     ${reservedPerProduct(db)},
     -- p.id = ANY(ARRAY(SELECT id FROM w)): the ids reach products as one InitPlan value, so the primary key is the
     -- way in; joined on w alone the generic plan expects 100 lines (jsonb_array_elements) and reads every product.

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
+import { storeActor } from "../../actors/store/index.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // tracked stock, demo-store
@@ -192,5 +193,30 @@ describe("R5-3: a reconciliation refund in a two-store checkout whose other leg 
     expect(pay.status).toBe(200);
     expect(pay.body.data.status).toBe("COMPLETED");
     expect(pay.body.data.order_ids).not.toContain(d.id);
+  }, 90_000);
+});
+
+describe("the store's settle of a captured leg", () => {
+  test("never sells the stock of an order that is no longer pending", async () => {
+    const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: SKILLET, quantity: 1 }] } });
+    const cartId: string = c.body.data.id;
+    const r = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId, payment_method: "tok_needs_approval", idempotency_key: crypto.randomUUID() } });
+    expect(JSON.stringify(r.body)).toContain("PENDING_EXTERNAL_CONFIRMATION");
+    const [o] = await srv.db.sql<{ id: string; intent_id: string }[]>`SELECT id, intent_id FROM orders WHERE cart_id = ${cartId}`;
+    expect((await held(o!.id)).length).toBe(1);
+    const [before] = await srv.db.sql<{ stock: number }[]>`SELECT stock_quantity::int AS stock FROM products WHERE id = ${SKILLET}`;
+    // A canceled order whose hold is still held: only reachable by a database edit today.
+    await srv.db.sql`UPDATE orders SET status = 'canceled' WHERE id = ${o!.id}`;
+    const answer = await srv.running.services.actors.ask(storeActor, "demo-store", "settleLeg", {
+      orderId: o!.id,
+      reservationId: o!.intent_id,
+      outcome: "captured",
+      intentId: o!.intent_id,
+      captureRef: "cap_test",
+    });
+    expect(answer).toMatchObject({ status: "canceled" });
+    expect((await held(o!.id)).length).toBe(1);
+    const [after] = await srv.db.sql<{ stock: number }[]>`SELECT stock_quantity::int AS stock FROM products WHERE id = ${SKILLET}`;
+    expect(after!.stock).toBe(before!.stock);
   }, 90_000);
 });
