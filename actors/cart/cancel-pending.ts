@@ -36,7 +36,8 @@ const SESSION_GONE: ReadonlySet<string> = new Set(["SESSION_INACTIVE", "CHECKOUT
  * in its cart (or none at all), and the caller cancels it at the store (releasing its hold).
  * 409 ORDER_NOT_CANCELLABLE (`details.status: pending`):
  * - a capture waiting for reconciliation: the merchant gets `reason: reconciliation_required` (its way out is the
- *   reconcile route), the agent `payment_in_progress` (money moved and waits for the merchant);
+ *   reconcile route), the agent `payment_in_progress` with `awaiting: merchant_reconciliation` (money moved and
+ *   waits for the merchant);
  * - a payment running or awaiting its outcome: `payment_in_progress`;
  * - the merchant's cancel of one store's order in a multi-store checkout still open: `shared_checkout` (the cart's).
  */
@@ -48,7 +49,15 @@ export async function cancelPendingViaSession(cancelSession: CancelSession, o: P
           reason: "reconciliation_required",
           reconciliation: o.reconciliation,
         })
-      : paymentInProgress(o);
+      : // Not "ask again when it has finished": only the merchant's decision ends it (review R5 note). The reason
+        // stays payment_in_progress (the documented contract); `awaiting` says whose move it is.
+        fail("ORDER_NOT_CANCELLABLE", "Money was captured for this order and waits for the merchant's decision (accept or refund); it cannot be canceled until the merchant has decided.", {
+          status: "pending",
+          reason: "payment_in_progress",
+          awaiting: "merchant_reconciliation",
+          order_id: o.id,
+          checkout_session_id: o.checkoutSessionId,
+        });
   }
   if (!o.cartId || !o.checkoutSessionId || !o.agentKeyId) return false;
   try {

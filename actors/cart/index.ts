@@ -719,7 +719,9 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shi
   let session: SessionState;
   if (live) {
     const moved = applyCheckoutEvent(live, "preview", now);
-    session = { ...withPricing(moved, priced), status: ready ? moved.status : "OPEN", stateHash: hash };
+    // The status is the table's (preview → READY_FOR_PAYMENT): assertShippingQuoted above refused an unquoted leg,
+    // and no status is written outside CHECKOUT_TRANSITIONS (review R5 note).
+    session = { ...withPricing(moved, priced), stateHash: hash };
   } else {
     const seq = ctx.state.sessionSeq + 1;
     ctx.state.sessionSeq = seq;

@@ -95,6 +95,11 @@ describe("R5-4: accept after the reconciliation refund was decided", () => {
     expect(acc.body.details).toMatchObject({ reason: "refund_in_progress", refund_status: "APPROVED" });
     const [row] = await srv.db.sql`SELECT status FROM orders WHERE id = ${o!.id}`;
     expect(row).toMatchObject({ status: "pending" });
+    // The agent's cancel says whose decision it waits for, not "ask again when it has finished".
+    const ac = await srv.json(`/api/v1/agent/orders/${o!.id}/cancel`, { method: "POST", headers: key.headers, body: {} });
+    expect(ac.status).toBe(409);
+    expect(ac.body.details).toMatchObject({ reason: "payment_in_progress", awaiting: "merchant_reconciliation" });
+    expect(ac.body.error).not.toContain("ask again");
   }, 90_000);
 });
 
