@@ -11,7 +11,12 @@
  *              The shipping choice may still change while nothing is being paid: the session then needs a new
  *              preview (checkout-machine `shipping_changed`), so no approval ever covers a quote it did not show.
  * - COMPLETED  every store of the cart was paid; terminal.
- * - EXPIRED    idle for CART_TTL_MS while OPEN; terminal (the spec's CART_NOT_FOUND "or expired").
+ *              A session that ends (canceled, expired, failed) after some merchants were paid leaves the cart in
+ *              CHECKOUT, so the paid legs carry over into the next preview and are never charged twice; with no live
+ *              session the cart is idle again and expires like an OPEN one (isCartExpired, review R5-5), so it never
+ *              stays CHECKOUT for ever when the remaining merchants are never paid.
+ * - EXPIRED    idle for CART_TTL_MS while OPEN, or while CHECKOUT with its session ended partly paid; terminal (the
+ *              spec's CART_NOT_FOUND "or expired").
  * - ABANDONED  discarded by its owner; terminal. (The `checkout.abandoned` webhook is about sessions, not this.)
  * - REPLACED   an edit (MCP update_cart_item / remove_cart_item) made a new cart from this one; terminal. The old id
  *              must not stay payable beside the new one (two open carts for one intent), so every write, preview and
@@ -49,7 +54,9 @@ export const CART_TRANSITIONS: Readonly<Record<CartStatus, Readonly<Partial<Reco
   OPEN: { mutate: "OPEN", change_shipping: "OPEN", start_checkout: "CHECKOUT", expire: "EXPIRED", discard: "ABANDONED", replace: "REPLACED" },
   // A live checkout session governs the cart: it never expires under a payment; the session's own expiry
   // sends `end_checkout` first, and the cart may then expire from OPEN. Whether a shipping change is allowed
-  // in CHECKOUT is the session's call (only while it is OPEN or READY_FOR_PAYMENT).
+  // in CHECKOUT is the session's call (only while it is OPEN or READY_FOR_PAYMENT). No `expire` cell: the table cannot
+  // tell a live session from an ended one, so the expiry of a CHECKOUT cart whose session ended partly paid is read,
+  // like an OPEN cart's, by isCartExpired with the caller saying the session has ended (review R5-5).
   CHECKOUT: { change_shipping: "CHECKOUT", start_checkout: "CHECKOUT", end_checkout: "OPEN", complete: "COMPLETED" },
   COMPLETED: {},
   EXPIRED: {},
@@ -74,8 +81,15 @@ export function nextCartStatus(status: CartStatus, event: CartEvent): CartStatus
   return CART_TRANSITIONS[status][event];
 }
 
-export function isCartExpired(cart: Pick<CartHeader, "status" | "expiresAt">, now: number): boolean {
-  return cart.status === "EXPIRED" || (cart.status === "OPEN" && now >= cart.expiresAt);
+/**
+ * Whether the cart is expired now. `checkoutEnded`: the cart's checkout session has ended (the cart is CHECKOUT only
+ * because a merchant was paid in it); such a cart is idle and expires like an OPEN one, while a live session keeps
+ * the cart from expiring under a payment.
+ */
+export function isCartExpired(cart: Pick<CartHeader, "status" | "expiresAt">, now: number, checkoutEnded = false): boolean {
+  if (cart.status === "EXPIRED") return true;
+  const idle = cart.status === "OPEN" || (cart.status === "CHECKOUT" && checkoutEnded);
+  return idle && now >= cart.expiresAt;
 }
 
 /**

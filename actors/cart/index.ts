@@ -506,7 +506,8 @@ function assertCartWritable(ctx: Ctx, cart: CartRecord, now: number, expectedRev
     assertCartMutable(cart, now, expectedRevision);
   } catch (err) {
     const s = ctx.state.session;
-    if (!(err instanceof ActorError) || err.details?.reason !== "checkout_in_progress" || !s || TERMINAL_CHECKOUT_STATUSES.has(s.status)) throw err;
+    if (!(err instanceof ActorError) || err.details?.reason !== "checkout_in_progress" || !s) throw err;
+    if (TERMINAL_CHECKOUT_STATUSES.has(s.status)) throw partlyPaidRefusal(cart, s, now, err.details);
     const paying = s.status === "IN_PROGRESS" || s.status === "SETTLEMENT_UNKNOWN";
     throw fail(
       "CART_NOT_MUTABLE",
@@ -516,6 +517,36 @@ function assertCartWritable(ctx: Ctx, cart: CartRecord, now: number, expectedRev
       { ...err.details, checkout_session_id: s.id, checkout_status: s.status },
     );
   }
+}
+
+/**
+ * The cart is CHECKOUT but its session has ended: some merchants were paid in it and the others were not (review
+ * R5-5). No checkout is in progress, so the agent is told what is: which merchants stay paid, that a new preview
+ * pays the remaining ones (the paid legs carry over), and that the cart otherwise expires at expires_at; past that,
+ * that it has expired.
+ */
+function partlyPaidRefusal(cart: CartRecord, s: SessionState, now: number, details: Record<string, unknown> | undefined): ActorError {
+  if (isCartExpired(cart, now, true)) return fail("CART_NOT_MUTABLE", "The cart has expired.", { reason: "expired", status: "EXPIRED", revision: cart.revision });
+  const paid = s.legs.filter((l) => l.status === "captured").map((l) => l.storeId);
+  return fail(
+    "CART_NOT_MUTABLE",
+    `Checkout session ${s.id} ended (${s.status}) after ${paid.join(", ")} was paid; those merchants stay paid and the cart's items are frozen. Preview the cart again to pay the remaining merchants (REST: POST /api/v1/agent/checkout/preview; MCP: preview_checkout), or create a new cart; otherwise this cart expires at expires_at.`,
+    {
+      ...details,
+      reason: "partly_paid",
+      checkout_session_id: s.id,
+      checkout_status: s.status,
+      paid_merchant_slugs: paid,
+      required_step: "preview_checkout",
+      expires_at: new Date(cart.expiresAt).toISOString(),
+    },
+  );
+}
+
+/** The cart is CHECKOUT only because merchants were paid in a session that has since ended (see partlyPaidRefusal). */
+function checkoutEnded(ctx: Ctx): boolean {
+  const s = ctx.state.session;
+  return ctx.state.cart?.status === "CHECKOUT" && !!s && TERMINAL_CHECKOUT_STATUSES.has(s.status);
 }
 
 /**
@@ -710,7 +741,7 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shi
   if (expectedRevision !== undefined && expectedRevision !== cart.revision) assertCartMutable(cart, now, expectedRevision);
   const live = ctx.state.session && !TERMINAL_CHECKOUT_STATUSES.has(ctx.state.session.status) ? ctx.state.session : null;
   if (live && live.status !== "OPEN" && live.status !== "READY_FOR_PAYMENT") applyCheckoutEvent(live, "preview", now); // throws CHECKOUT_STATUS_INVALID
-  if (cart.status === "OPEN" && isCartExpired(cart, now)) throw fail("CART_NOT_MUTABLE", "The cart has expired.", { reason: "expired", status: "EXPIRED" });
+  if (isCartExpired(cart, now, checkoutEnded(ctx))) throw fail("CART_NOT_MUTABLE", "The cart has expired.", { reason: "expired", status: "EXPIRED" });
   const priced = await price(ctx, cart);
   // No session is opened on a quote nobody can approve yet: the agent gets the missing step instead.
   assertShippingQuoted(cart, priced);
@@ -1698,7 +1729,7 @@ export const cartActor = defineActor({
 
     async get(ctx, body): Promise<CartView> {
       const cart = ownCart(ctx, body.keyId);
-      if (isCartExpired(cart, ctx.now())) throw fail("CART_NOT_FOUND", "The cart has expired; create a new cart.", { cart_id: ctx.id, reason: "expired" });
+      if (isCartExpired(cart, ctx.now(), checkoutEnded(ctx))) throw fail("CART_NOT_FOUND", "The cart has expired; create a new cart.", { cart_id: ctx.id, reason: "expired" });
       const priced = await price(ctx, cart);
       return cartView(ctx.state, priced.totals);
     },

@@ -5,6 +5,7 @@ import {
   CART_TTL_MS,
   applyCartEvent,
   assertCartMutable,
+  isCartExpired,
   newCartHeader,
   type CartEvent,
   type CartHeader,
@@ -115,6 +116,13 @@ describe("cart mutability", () => {
     expect(err?.code).toBe("CART_NOT_MUTABLE");
     expect(err?.http).toBe(409);
     expect(err?.details?.reason).toBe("checkout_in_progress");
+  });
+
+  test("a cart in CHECKOUT never expires under a live session, but expires when its session ended partly paid (review R5-5)", () => {
+    const c = applyCartEvent(newCartHeader(T0), "start_checkout", T0 + 1);
+    expect(isCartExpired(c, T0 + 1 + CART_TTL_MS)).toBe(false);
+    expect(isCartExpired(c, T0 + CART_TTL_MS, true)).toBe(false);
+    expect(isCartExpired(c, T0 + 1 + CART_TTL_MS, true)).toBe(true);
   });
 
   test("a cart in CHECKOUT may still change its shipping choice (the session decides whether now is allowed)", () => {
