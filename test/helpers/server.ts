@@ -42,6 +42,18 @@ export async function startServer(opts: { config?: Partial<Config>; seed?: boole
       ...opts.config,
     },
   });
+  return serverHandle(running, db, async () => {
+    await running.stop();
+    await db.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+}
+
+/**
+ * The TestServer interface over a service a test booted itself (e.g. behind a proxy to its database): `stop` is
+ * what the test wants it to be (by default nothing: the test stops what it started).
+ */
+export function serverHandle(running: Running, db: TestDatabase, stop: () => Promise<void> = async () => {}): TestServer {
   const url = running.url;
   const doFetch = (path: string, init?: RequestInit) => fetch(url + path, init);
   return {
@@ -66,10 +78,6 @@ export async function startServer(opts: { config?: Partial<Config>; seed?: boole
       }
       return { status: res.status, headers: res.headers, body: parsed as any };
     },
-    async stop() {
-      await running.stop();
-      await db.drop();
-      await rm(dataDir, { recursive: true, force: true });
-    },
+    stop,
   };
 }

@@ -20,7 +20,7 @@ import { setLogSink } from "../../infra/log.ts";
 import { createKey, type TestKey } from "../helpers/agents.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 import { PgProxy } from "../helpers/pg-proxy.ts";
-import type { TestServer } from "../helpers/server.ts";
+import { serverHandle, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store product
 const OUTAGE_MS = 6000;
@@ -62,25 +62,7 @@ beforeAll(async () => {
       RATE_LIMITS_ENABLED: false,
     },
   });
-  const doFetch = (path: string, init?: RequestInit) => fetch(running.url + path, init);
-  srv = {
-    url: running.url,
-    running,
-    db,
-    fetch: doFetch,
-    async json(path, init = {}) {
-      const headers = new Headers(init.headers);
-      let body = init.body as BodyInit | undefined;
-      if (init.body !== undefined && typeof init.body !== "string") {
-        body = JSON.stringify(init.body);
-        headers.set("content-type", "application/json");
-      }
-      const res = await doFetch(path, { ...init, headers, body });
-      const text = await res.text();
-      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-    },
-    async stop() {},
-  };
+  srv = serverHandle(running, db);
   key = await createKey(srv, { tier: "ENTERPRISE" });
   process.on("unhandledRejection", onEscape);
   process.on("uncaughtException", onEscape);
