@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
-import { accept, connect, DEMO_PRODUCT, errorOf, structured, type Connected } from "./helpers.ts";
+import { accept, connect, counted, DEMO_PRODUCT, errorOf, structured, type Connected } from "./helpers.ts";
 
 let srv: TestServer;
 let key: TestKey;
@@ -16,12 +16,6 @@ let agent: Connected;
 /** A second demo-store product, and a cheap one (FIVEOFF needs a 25.00 subtotal) with stock for a few units. */
 let other: string;
 let cheap: { id: string; price: number };
-
-async function counted<T>(call: () => Promise<T>): Promise<{ result: T; asked: number }> {
-  const before = agent.elicitations.length;
-  const result = await call();
-  return { result, asked: agent.elicitations.length - before };
-}
 
 beforeAll(async () => {
   srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
@@ -111,7 +105,7 @@ describe("an MCP cart edit carries the old cart's coupon and shipping over", () 
   test("the human approving an edit is told the coupon goes along", async () => {
     const cart = structured(await agent.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
     await agent.call("apply_coupon", { cart_id: cart.cart_id, code: "WELCOME10" });
-    const { asked } = await counted(() => agent.call("update_cart_item", { cart_id: cart.cart_id, product_id: DEMO_PRODUCT, quantity: 3 }));
+    const { asked } = await counted(agent, () => agent.call("update_cart_item", { cart_id: cart.cart_id, product_id: DEMO_PRODUCT, quantity: 3 }));
     expect(asked).toBe(1);
     expect(agent.elicitations.at(-1)!.message).toContain("WELCOME10");
   }, 60_000);
@@ -125,7 +119,7 @@ describe("apply_coupon asks the human only about a coupon that applies", () => {
       ["EXPIRED15", "expired"],
       ["LIMITED50", "exhausted"],
     ] as const) {
-      const { result, asked } = await counted(() => agent.call("apply_coupon", { cart_id: cart.cart_id, code }));
+      const { result, asked } = await counted(agent, () => agent.call("apply_coupon", { cart_id: cart.cart_id, code }));
       expect(structured(result)).toMatchObject({ applied: false, code, reason, discount_minor: 0 });
       expect(asked).toBe(0);
     }
@@ -135,14 +129,14 @@ describe("apply_coupon asks the human only about a coupon that applies", () => {
 
   test("a coupon below its minimum spend is answered with the minimum, without asking", async () => {
     const cart = structured(await agent.call("create_cart", { items: [{ product_id: cheap.id, quantity: 1 }] }));
-    const { result, asked } = await counted(() => agent.call("apply_coupon", { cart_id: cart.cart_id, code: "fiveoff" }));
+    const { result, asked } = await counted(agent, () => agent.call("apply_coupon", { cart_id: cart.cart_id, code: "fiveoff" }));
     expect(structured(result)).toMatchObject({ applied: false, code: "FIVEOFF", reason: "below_minimum", details: { min_spend_minor: 2500 } });
     expect(asked).toBe(0);
   }, 60_000);
 
   test("a coupon that applies is asked once, with its discount, and then applied", async () => {
     const cart = structured(await agent.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
-    const { result, asked } = await counted(() => agent.call("apply_coupon", { cart_id: cart.cart_id, code: "WELCOME10" }));
+    const { result, asked } = await counted(agent, () => agent.call("apply_coupon", { cart_id: cart.cart_id, code: "WELCOME10" }));
     const r = structured(result);
     expect(r).toMatchObject({ applied: true, code: "WELCOME10" });
     expect(asked).toBe(1);
@@ -153,7 +147,7 @@ describe("apply_coupon asks the human only about a coupon that applies", () => {
   test("the cart's own refusals still come first: a stale expected_revision is CART_NOT_MUTABLE without asking", async () => {
     const cart = structured(await agent.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] }));
     await agent.call("apply_coupon", { cart_id: cart.cart_id, code: "WELCOME10" });
-    const { result, asked } = await counted(() => agent.call("apply_coupon", { cart_id: cart.cart_id, code: "NO-SUCH-CODE", expected_revision: 1 }));
+    const { result, asked } = await counted(agent, () => agent.call("apply_coupon", { cart_id: cart.cart_id, code: "NO-SUCH-CODE", expected_revision: 1 }));
     expect(errorOf(result)).toMatchObject({ code: "CART_NOT_MUTABLE", details: { reason: "stale_revision" } });
     expect(asked).toBe(0);
   }, 60_000);

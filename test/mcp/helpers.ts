@@ -60,6 +60,13 @@ export function errorOf(r: CallToolResult): { code: string; remedy: string; retr
   return (r.structuredContent as any).error;
 }
 
+/** Runs `call` and returns its result with the number of elicitations (questions to the human) it caused. */
+export async function counted<T>(c: Connected, call: () => Promise<T>): Promise<{ result: T; asked: number }> {
+  const before = c.elicitations.length;
+  const result = await call();
+  return { result, asked: c.elicitations.length - before };
+}
+
 export const accept = (): ElicitResult => ({ action: "accept", content: { approve: true } });
 export const decline = (): ElicitResult => ({ action: "decline" });
 

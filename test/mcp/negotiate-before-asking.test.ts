@@ -7,17 +7,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
-import { accept, connect, DEMO_PRODUCT, errorOf, structured, type Connected } from "./helpers.ts";
+import { accept, connect, counted, DEMO_PRODUCT, errorOf, structured, type Connected } from "./helpers.ts";
 
 let srv: TestServer;
 let key: TestKey;
 let demo: Connected;
-
-async function counted<T>(c: Connected, call: () => Promise<T>): Promise<{ result: T; asked: number }> {
-  const before = c.elicitations.length;
-  const result = await call();
-  return { result, asked: c.elicitations.length - before };
-}
 
 beforeAll(async () => {
   srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });

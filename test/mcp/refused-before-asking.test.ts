@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
-import { accept, connect, DEMO_PRODUCT, errorOf, structured, type Connected } from "./helpers.ts";
+import { accept, connect, counted, DEMO_PRODUCT, errorOf, structured, type Connected } from "./helpers.ts";
 
 const NORTHWIND = "northwind-outfitters";
 const HARBOUR = "harbour-lane-uk"; // scored in the CAUTION band, below the 0.7 agent-checkout threshold (asserted below)
@@ -43,13 +43,6 @@ async function machineToken(slug: string): Promise<string> {
   });
   expect(res.status).toBe(200);
   return res.body.access_token as string;
-}
-
-/** Runs `call` and returns its result with the number of elicitations it caused. */
-async function counted<T>(c: Connected, call: () => Promise<T>): Promise<{ result: T; asked: number }> {
-  const before = c.elicitations.length;
-  const result = await call();
-  return { result, asked: c.elicitations.length - before };
 }
 
 beforeAll(async () => {
