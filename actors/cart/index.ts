@@ -1734,6 +1734,13 @@ export const cartActor = defineActor({
       return cartView(ctx.state, priced.totals);
     },
 
+    async getForEdit(ctx, body): Promise<CartView> {
+      const cart = ownCart(ctx, body.keyId);
+      assertCartWritable(ctx, cart, ctx.now());
+      const priced = await price(ctx, cart);
+      return cartView(ctx.state, priced.totals);
+    },
+
     async applyCoupon(ctx, body): Promise<CouponAnswer> {
       return couponOnCart(ctx, body, "apply");
     },
@@ -1782,8 +1789,9 @@ export const cartActor = defineActor({
     async replace(ctx, body): Promise<{ cart_id: string; status: string; replaced_by_cart_id: string }> {
       const cart = ownCart(ctx, body.keyId);
       const now = ctx.now();
-      // Only the cart the edit was built from: a cart changed since (another edit, a coupon, a preview) is refused.
-      assertCartMutable(cart, now, body.expectedRevision);
+      // Only the cart the edit was built from: a cart changed since (another edit, a coupon, a preview) is refused,
+      // with the refusal every write gets (a session that froze it meanwhile is named).
+      assertCartWritable(ctx, cart, now, body.expectedRevision);
       const replacedBy = body.replacedBy.toLowerCase();
       ctx.state.cart = { ...applyCartEvent(cart, "replace", now, body.expectedRevision), replacedBy };
       return { cart_id: cart.id, status: ctx.state.cart.status, replaced_by_cart_id: replacedBy };

@@ -69,6 +69,12 @@ const ApplyCouponBody = T.Object({
 export const CartMessages = {
   create: T.Object({ keyId: Uuid, items: T.Array(CartItemInput, { minItems: 1, maxItems: MAX_CART_LINES }), carryOver: T.Optional(CarryOverInput) }),
   get: T.Object({ keyId: Uuid }),
+  /**
+   * The cart as `get` reads it, for an edit that rebuilds it (MCP update_cart_item / remove_cart_item), refused as
+   * every write to it is (replaced, expired, frozen by a live session, partly paid): the tool answers the cart's own
+   * refusal, the one REST edits get, before the human is asked.
+   */
+  getForEdit: T.Object({ keyId: Uuid }),
   applyCoupon: ApplyCouponBody,
   /**
    * What applyCoupon would answer (the same refusals, the same applied/reason), without applying anything: MCP

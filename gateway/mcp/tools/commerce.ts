@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { Type as T } from "@sinclair/typebox";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { cancelPendingViaSession } from "../../../actors/cart/cancel-pending.ts";
-import { assertCartMutable, stockShortfall, type CartHeader, type CartStatus } from "../../../actors/cart/cart-machine.ts";
+import { stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/cart/messages.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
@@ -155,37 +155,14 @@ export const getCart = defineTool({
 type EditItem = { product_id: string; quantity: number; variant_id?: string };
 
 /**
- * The cart actor's write guard (cart-machine assertCartMutable) applied to a cart as just read, so a write tool
- * refuses before the human is asked with the code and details the actor would answer: replaced (naming the new
- * cart), completed, frozen by a checkout session (naming it: cancel_checkout unfreezes the cart), stale revision.
- */
-function assertCartViewWritable(cart: CartView, now: Date, expectedRevision?: number): void {
-  const header: CartHeader = {
-    status: cart.status as CartStatus,
-    revision: cart.revision,
-    updatedAt: Date.parse(cart.updated_at),
-    expiresAt: Date.parse(cart.expires_at),
-    ...(cart.replaced_by_cart_id ? { replacedBy: cart.replaced_by_cart_id } : {}),
-  };
-  try {
-    assertCartMutable(header, now.getTime(), expectedRevision);
-  } catch (err) {
-    if (!(err instanceof ActorError) || err.details?.reason !== "checkout_in_progress" || !cart.checkout_session_id) throw err;
-    throw fail("CART_NOT_MUTABLE", `The cart is frozen by checkout session ${cart.checkout_session_id} (${cart.checkout_status}); cancel_checkout unfreezes it, or pay the session as previewed.`, {
-      ...err.details,
-      checkout_session_id: cart.checkout_session_id,
-      checkout_status: cart.checkout_status,
-    });
-  }
-}
-
-/**
  * The edit planned against the cart as it stands: a cart that is not OPEN (replaced by an earlier edit, in checkout,
- * paid, expired) or an edit that cannot apply is refused here, before the human is asked and again after.
+ * partly paid, completed, expired) or an edit that cannot apply is refused here, before the human is asked and again
+ * after. The cart's own guard refuses (`getForEdit`), not a copy of it over the cart's view: the view does not show a
+ * session that has ended, so a copy could not tell a partly paid cart (review R5-5) from one frozen by a live
+ * session, and the edit tools answer what REST edits answer.
  */
 async function planEdit(ctx: ToolContext, cartId: string, edit: (items: EditItem[]) => EditItem[]) {
-  const cur = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
-  assertCartViewWritable(cur, ctx.now);
+  const cur = await ctx.svc.actors.ask(cartActor, cartId, "getForEdit", { keyId: ownerId(ctx) });
   const next = edit(cur.items.map((i) => ({ product_id: i.product_id, quantity: i.quantity, ...(i.variant_id ? { variant_id: i.variant_id } : {}) })));
   if (next.length === 0) throw fail("INVALID_ARGUMENT", "A cart needs at least one item; abandon the cart instead.", { field: "product_id" });
   return { cur, next };
@@ -263,7 +240,7 @@ export const updateCartItem = defineTool({
   confirmation: true,
   errors: {
     CART_NOT_MUTABLE:
-      "the cart is in checkout, paid or expired, or was replaced by an earlier edit (details.reason = replaced, details.replaced_by_cart_id); answered before the human is asked",
+      "the cart is in checkout (details.checkout_session_id), partly paid by a checkout that ended (details.reason = partly_paid, details.paid_merchant_slugs, details.required_step = preview_checkout, details.expires_at), paid or expired, or was replaced by an earlier edit (details.reason = replaced, details.replaced_by_cart_id); the cart's own refusal, as on REST; answered before the human is asked",
   },
   async summarize(a, ctx) {
     const { cur, next } = await planEdit(ctx, cartIdArg(a.cart_id), setQuantity(a));
