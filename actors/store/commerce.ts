@@ -31,7 +31,7 @@ import { fail } from "../runtime/errors.ts";
 import type { RidingWrite, SqlFragment } from "../runtime/state-write.ts";
 import { enqueueWebhookEvent } from "../webhook/outbox.ts";
 import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
-import { iso, loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, type OrderRow, type OrderRowLite, type RefundRow, type RefundView } from "./order-rows.ts";
+import { iso, loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, statusChangedPayload, type OrderRow, type OrderRowLite, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
 import { approveRefund, cancelPaidOrder, refundReminders } from "./refund-flow.ts";
 import { applyRefundEvent, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
@@ -787,7 +787,7 @@ function givenBack(db: Sql) {
  * `o` … `coupon`: a pending order moves to `to` with its capture reference, its history event, its
  * `order.status_changed` outbox row and (`coupon`) its coupon's use. `guard` is an extra condition on the order's update.
  */
-function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: Record<string, unknown>, guard: ReturnType<Sql>, coupon: boolean) {
+function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: StatusChangedPayload, guard: ReturnType<Sql>, coupon: boolean) {
   return db`o AS (
       UPDATE orders SET status = ${to}, capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId},
         simulated = ${b.simulated ?? false}, paid_at = now(), updated_at = now(), version = version + 1
@@ -804,16 +804,7 @@ function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, chan
 function capturedMove(slug: string, b: SettleLegBody, totalMinor: number, currency: string, now: number) {
   // The machine names the move (pending → paid by the system); the statement applies it only to a pending order.
   const to = applyOrderEvent({ status: "pending" as OrderStatus, createdAt: now, deliveredAt: null, history: [] }, "mark_paid", "system", now).status;
-  const changedPayload = {
-    event: "order.status_changed",
-    timestamp: iso(now),
-    orderId: b.orderId,
-    merchantSlug: slug,
-    fromStatus: "pending",
-    toStatus: to,
-    totalAmount: toMajor(totalMinor, currency),
-    currency,
-  };
+  const changedPayload = statusChangedPayload({ orderId: b.orderId, merchantSlug: slug, totalMinor, currency }, "pending", to, now);
   return { to, changedPayload };
 }
 
@@ -822,12 +813,12 @@ function capturedMove(slug: string, b: SettleLegBody, totalMinor: number, curren
  * left out when the order has none. Guards re-check both in SQL; an order still pending after it (a reservation row
  * or a coupon after all) was left untouched for the full settle.
  */
-function lightSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: Record<string, unknown>, coupon: boolean) {
+function lightSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: StatusChangedPayload, coupon: boolean) {
   const noReservation = db`NOT EXISTS (SELECT 1 FROM stock_reservations WHERE id = ${b.reservationId})`;
   return paidRows(db, slug, b, to, changedPayload, coupon ? db`AND ${noReservation}` : db`AND coupon_code IS NULL AND ${noReservation}`, coupon);
 }
 
-function fullSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: Record<string, unknown>) {
+function fullSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: StatusChangedPayload) {
   // The stock is sold only for an order still waiting for its payment (review R5 note): a canceled order's hold is
   // never committed, whoever sends the settle (the CTEs see the order as it was before this statement).
   return db`rsv AS (
@@ -948,16 +939,7 @@ export async function cancelPendingOrderRows(
   now: number,
 ): Promise<{ status: OrderStatus | null }> {
   const to = applyOrderEvent({ status: "pending" as OrderStatus, createdAt: now, deliveredAt: null, history: [] }, "cancel", "system", now).status;
-  const payload = {
-    event: "order.status_changed",
-    timestamp: iso(now),
-    orderId: o.orderId,
-    merchantSlug: slug,
-    fromStatus: "pending",
-    toStatus: to,
-    totalAmount: toMajor(o.totalMinor, o.currency),
-    currency: o.currency,
-  };
+  const payload = statusChangedPayload({ orderId: o.orderId, merchantSlug: slug, totalMinor: o.totalMinor, currency: o.currency }, "pending", to, now);
   const [r] = await db<{ canceled: number; status: OrderStatus | null }[]>`
     WITH rsv AS (
       UPDATE stock_reservations SET status = 'released', updated_at = now()

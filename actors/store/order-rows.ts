@@ -20,20 +20,46 @@ export interface OrderRowLite {
   currency: string;
 }
 
+/** The `order.status_changed` webhook body (docs/webhooks.md). */
+export type StatusChangedPayload = {
+  event: "order.status_changed";
+  timestamp: string;
+  orderId: string;
+  merchantSlug: string;
+  fromStatus: OrderStatus;
+  toStatus: OrderStatus;
+  totalAmount: number;
+  currency: string;
+};
+
+/**
+ * The one builder of the `order.status_changed` payload, for every move that writes it: a merchant's or refund's move
+ * (outboxStatusChanged), a captured leg's pending → paid and an ended session's pending → canceled (commerce.ts, whose
+ * statements insert it in SQL), so receivers get one shape whichever path moved the order.
+ */
+export function statusChangedPayload(
+  o: { orderId: string; merchantSlug: string; totalMinor: number; currency: string },
+  from: OrderStatus,
+  to: OrderStatus,
+  now: number,
+): StatusChangedPayload {
+  return {
+    event: "order.status_changed",
+    timestamp: iso(now),
+    orderId: o.orderId,
+    merchantSlug: o.merchantSlug,
+    fromStatus: from,
+    toStatus: to,
+    totalAmount: toMajor(o.totalMinor, o.currency),
+    currency: o.currency,
+  };
+}
+
 export async function outboxStatusChanged(tx: Sql, o: OrderRowLite, from: OrderStatus, to: OrderStatus, now: number): Promise<void> {
   await enqueueWebhookEvent(tx, {
     storeSlug: o.store_slug,
     kind: "order.status_changed",
-    payload: {
-      event: "order.status_changed",
-      timestamp: iso(now),
-      orderId: o.id,
-      merchantSlug: o.store_slug,
-      fromStatus: from,
-      toStatus: to,
-      totalAmount: toMajor(Number(o.total_minor), o.currency),
-      currency: o.currency,
-    },
+    payload: statusChangedPayload({ orderId: o.id, merchantSlug: o.store_slug, totalMinor: Number(o.total_minor), currency: o.currency }, from, to, now),
   });
 }
 
