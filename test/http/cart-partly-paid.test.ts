@@ -6,10 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ManualClock } from "../../actors/runtime/clock.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { partlyPaidThenCanceled } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
-const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store
-const GREEN = "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a"; // greenleaf-living
 const DAY_MS = 24 * 60 * 60 * 1000;
 const clock = new ManualClock(Date.now());
 let srv: TestServer;
@@ -23,30 +22,9 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-/** demo-store paid, greenleaf-living declined, then the agent cancels the session. */
-async function partlyPaidThenCanceled(): Promise<{ cartId: string; sid: string; paidOrderId: string }> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }, { product_id: GREEN, quantity: 1 }] } });
-  expect(c.status).toBe(201);
-  const cartId: string = c.body.data.id;
-  const r = await srv.json("/api/v1/agent/checkout", {
-    method: "POST",
-    headers: key.headers,
-    body: { cartId, idempotency_key: crypto.randomUUID(), payment_methods: { "demo-store": "tok_approve", "greenleaf-living": "tok_decline" } },
-  });
-  expect(r.status).toBe(402);
-  expect(r.body.details).toMatchObject({ partially_captured: true, captured_merchant_slugs: ["demo-store"] });
-  const sid: string = r.body.details.checkout_session_id;
-  const paidOrderId: string = r.body.details.order_ids[0];
-  expect(typeof paidOrderId).toBe("string");
-  const cx = await srv.json(`/api/v1/agent/checkout/${sid}/cancel`, { method: "POST", headers: key.headers, body: {} });
-  expect(cx.status).toBe(200);
-  expect(cx.body.data.status).toBe("CANCELED");
-  return { cartId, sid, paidOrderId };
-}
-
 describe("a multi-store cart with one store paid and its session then canceled", () => {
   test("refuses edits with 409 CART_NOT_MUTABLE reason partly_paid naming the paid merchant and the preview that pays the rest", async () => {
-    const { cartId, sid } = await partlyPaidThenCanceled();
+    const { cartId, sid } = await partlyPaidThenCanceled(srv, key);
     const cp = await srv.json("/api/v1/agent/apply-coupon", { method: "POST", headers: key.headers, body: { cartId, code: "WELCOME10" } });
     expect(cp.status).toBe(409);
     expect(cp.body.success).toBe(false);
@@ -64,7 +42,7 @@ describe("a multi-store cart with one store paid and its session then canceled",
   }, 90_000);
 
   test("expires 24 hours after its last change: reads are 404 CART_NOT_FOUND expired, edits and previews 409 CART_NOT_MUTABLE expired", async () => {
-    const { cartId, paidOrderId } = await partlyPaidThenCanceled();
+    const { cartId, paidOrderId } = await partlyPaidThenCanceled(srv, key);
     const g = await srv.json(`/api/v1/agent/cart/${cartId}`, { headers: key.headers });
     expect(g.status).toBe(200);
     expect(g.body.data.status).toBe("CHECKOUT");
@@ -87,7 +65,7 @@ describe("a multi-store cart with one store paid and its session then canceled",
   }, 90_000);
 
   test("can still be paid for the remaining merchant by a new preview before it expires, without charging the paid one again", async () => {
-    const { cartId, paidOrderId } = await partlyPaidThenCanceled();
+    const { cartId, paidOrderId } = await partlyPaidThenCanceled(srv, key);
     const r = await srv.json("/api/v1/agent/checkout", {
       method: "POST",
       headers: key.headers,

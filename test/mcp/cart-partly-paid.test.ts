@@ -9,11 +9,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ManualClock } from "../../actors/runtime/clock.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { BOARD, partlyPaidThenCanceled } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, counted, DEMO_PRODUCT, errorOf, type Connected } from "./helpers.ts";
 
-const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store
-const GREEN = "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a"; // greenleaf-living
 const DAY_MS = 24 * 60 * 60 * 1000;
 const clock = new ManualClock(Date.now());
 let srv: TestServer;
@@ -30,28 +29,6 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-async function restCart(items: { product_id: string; quantity: number }[]): Promise<string> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items } });
-  expect(c.status).toBe(201);
-  return c.body.data.id;
-}
-
-/** demo-store paid, greenleaf-living declined, then the agent cancels the session: the cart stays CHECKOUT. */
-async function partlyPaidCart(): Promise<{ cartId: string; sid: string }> {
-  const cartId = await restCart([{ product_id: BOARD, quantity: 1 }, { product_id: GREEN, quantity: 1 }]);
-  const r = await srv.json("/api/v1/agent/checkout", {
-    method: "POST",
-    headers: key.headers,
-    body: { cartId, idempotency_key: crypto.randomUUID(), payment_methods: { "demo-store": "tok_approve", "greenleaf-living": "tok_decline" } },
-  });
-  expect(r.status).toBe(402);
-  expect(r.body.details).toMatchObject({ partially_captured: true, captured_merchant_slugs: ["demo-store"] });
-  const sid: string = r.body.details.checkout_session_id;
-  const cx = await srv.json(`/api/v1/agent/checkout/${sid}/cancel`, { method: "POST", headers: key.headers, body: {} });
-  expect(cx.status).toBe(200);
-  return { cartId, sid };
-}
-
 /** The REST refusal of an edit of the cart (apply-coupon, the REST edit of an existing cart). */
 async function restRefusal(cartId: string): Promise<{ code: string; message: string; details: Record<string, unknown> }> {
   const r = await srv.json("/api/v1/agent/apply-coupon", { method: "POST", headers: key.headers, body: { cartId, code: "WELCOME10" } });
@@ -67,7 +44,7 @@ const edits = (cartId: string): [string, Record<string, unknown>][] => [
 
 describe("MCP edits of a partly paid cart", () => {
   test("are CART_NOT_MUTABLE reason partly_paid with the REST envelope's message and details, without asking the human", async () => {
-    const { cartId, sid } = await partlyPaidCart();
+    const { cartId, sid } = await partlyPaidThenCanceled(srv, key);
     const rest = await restRefusal(cartId);
     expect(rest.details).toMatchObject({ reason: "partly_paid", checkout_session_id: sid, checkout_status: "CANCELED", paid_merchant_slugs: ["demo-store"], required_step: "preview_checkout" });
     for (const [tool, args] of edits(cartId)) {
@@ -85,7 +62,9 @@ describe("MCP edits of a partly paid cart", () => {
 
 describe("MCP edits of a cart frozen by its live checkout session", () => {
   test("answer the cart's own refusal, as REST does: the session, its status and how to unfreeze the cart", async () => {
-    const cartId = await restCart([{ product_id: DEMO_PRODUCT, quantity: 1 }]);
+    const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] } });
+    expect(c.status).toBe(201);
+    const cartId: string = c.body.data.id;
     const pv = await srv.json("/api/v1/agent/checkout/preview", { method: "POST", headers: key.headers, body: { cartId } });
     expect(pv.status).toBe(200);
     const rest = await restRefusal(cartId);
@@ -99,7 +78,7 @@ describe("MCP edits of a cart frozen by its live checkout session", () => {
 
 describe("MCP edits of a partly paid cart that has expired", () => {
   test("24 hours after its last change are CART_NOT_MUTABLE reason expired, as on REST (the clock moves last in this file)", async () => {
-    const { cartId } = await partlyPaidCart();
+    const { cartId } = await partlyPaidThenCanceled(srv, key);
     clock.advance(DAY_MS + 1000);
     const rest = await restRefusal(cartId);
     expect(rest.details).toMatchObject({ reason: "expired" });
