@@ -31,7 +31,7 @@ import { fail } from "../runtime/errors.ts";
 import type { RidingWrite, SqlFragment } from "../runtime/state-write.ts";
 import { enqueueWebhookEvent } from "../webhook/outbox.ts";
 import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
-import { iso, loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, statusChangedPayload, type OrderRow, type OrderRowLite, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
+import { createdPayload, iso, loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, statusChangedPayload, type OrderRow, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
 import { approveRefund, cancelPaidOrder, refundReminders } from "./refund-flow.ts";
 import { applyRefundEvent, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
@@ -303,22 +303,6 @@ export async function findCoupons(sql: Sql, storeSlugs: readonly string[], code:
 // ---------------------------------------------------------------------------------------------------------------
 // Webhook payloads (shapes documented by the webhook engineer: docs/webhooks.md)
 
-async function outboxCreated(tx: Sql, o: OrderRowLite, now: number): Promise<void> {
-  await enqueueWebhookEvent(tx, {
-    storeSlug: o.store_slug,
-    kind: "order.created",
-    payload: {
-      event: "order.created",
-      timestamp: iso(now),
-      orderId: o.id,
-      merchantSlug: o.store_slug,
-      totalAmount: toMajor(Number(o.total_minor), o.currency),
-      currency: o.currency,
-      status: o.status,
-    },
-  });
-}
-
 /** One store's leg of an abandoned session, as `checkout.abandoned` reports it. */
 export interface AbandonedLeg {
   merchantSlug: string;
@@ -553,15 +537,7 @@ function priorOf(db: Sql, slug: string, b: BeginLegBody) {
  */
 function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = true) {
   const railLabel = b.paymentMethod === "MOCK" ? "MOCK" : b.paymentRail;
-  const created = {
-    event: "order.created",
-    timestamp: iso(now),
-    orderId: b.orderId,
-    merchantSlug: slug,
-    totalAmount: toMajor(b.totalMinor, b.currency),
-    currency: b.currency,
-    status: "pending",
-  };
+  const created = createdPayload({ orderId: b.orderId, merchantSlug: slug, totalMinor: b.totalMinor, currency: b.currency }, now);
   return db`
     ins AS (
       INSERT INTO orders (id, store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id,

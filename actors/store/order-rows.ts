@@ -20,6 +20,33 @@ export interface OrderRowLite {
   currency: string;
 }
 
+/** The `order.created` webhook body (docs/webhooks.md; the spec's payload, exactly). */
+export type CreatedPayload = {
+  event: "order.created";
+  timestamp: string;
+  orderId: string;
+  merchantSlug: string;
+  totalAmount: number;
+  currency: string;
+  status: "pending";
+};
+
+/**
+ * The one builder of the `order.created` payload. An order is created `pending` by its store's payment leg
+ * (commerce.ts, whose statement inserts this outbox row in SQL beside the order).
+ */
+export function createdPayload(o: { orderId: string; merchantSlug: string; totalMinor: number; currency: string }, now: number): CreatedPayload {
+  return {
+    event: "order.created",
+    timestamp: iso(now),
+    orderId: o.orderId,
+    merchantSlug: o.merchantSlug,
+    totalAmount: toMajor(o.totalMinor, o.currency),
+    currency: o.currency,
+    status: "pending",
+  };
+}
+
 /** The `order.status_changed` webhook body (docs/webhooks.md). */
 export type StatusChangedPayload = {
   event: "order.status_changed";
