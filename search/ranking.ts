@@ -186,17 +186,8 @@ export interface ScoreBreakdown {
   final: number;
 }
 
-export interface RankedProduct {
-  id: string;
-  title: string;
-  description: string;
-  priceMinor: number;
-  compareAtPriceMinor: number | null;
-  currency: string;
-  inStock: boolean;
-  imageUrl: string | null;
-  category: string | null;
-  createdAt: string;
+/** The product record's own fields (its store named by `merchant` instead of `storeSlug`), ranked. */
+export interface RankedProduct extends Omit<RankableProduct, "storeSlug"> {
   merchant: MerchantSummary;
   relevanceScore: number;
   freshnessTier: FreshnessTier;
