@@ -42,11 +42,19 @@ export function cartIdArg(raw: string): string {
   return id;
 }
 
+/** A session id that names no session, or one whose cart is missing or another caller's (never its cart id). */
+const noSuchSession = (sessionId: string) =>
+  fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session; start from create_cart and preview_checkout.", { checkout_session_id: sessionId });
+
 export function sessionCart(sessionId: string): string {
   const cartId = cartIdOfSession(sessionId);
-  if (!cartId) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session; start from create_cart and preview_checkout.", { checkout_session_id: sessionId });
+  if (!cartId) throw noSuchSession(sessionId);
   return cartId;
 }
+
+/** The bounds of a `cart_id` argument (uuid or cart_<uuid>; cartIdArg checks the form) and of a `checkout_session_id`. */
+const CART_ID = { minLength: 1, maxLength: 60 } as const;
+const SESSION_ID = { minLength: 1, maxLength: 100 } as const;
 
 export const money = (minor: number, currency: string) => `${toMajor(minor, currency).toFixed(Math.max(0, String(toMajor(1, currency)).split(".")[1]?.length ?? 2))} ${currency}`;
 
@@ -139,7 +147,7 @@ export const getCart = defineTool({
   title: "Get cart",
   description: "Read one of your carts: items, coupon, totals, status, revision and the live checkout_session_id if any.",
   group: "cart",
-  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60, description: "cart id (uuid or cart_<uuid>)" }) }, Strict),
+  input: T.Object({ cart_id: T.String({ ...CART_ID, description: "cart id (uuid or cart_<uuid>)" }) }, Strict),
   output: CartOut,
   annotations: READ,
   auth: "key",
@@ -231,7 +239,7 @@ export const updateCartItem = defineTool({
     "coupon while it still applies to the new items (else coupon_dropped says why) and the shipping destination and " +
     "picks. Asks the human to approve.",
   group: "cart",
-  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), product_id: Uuid, quantity: T.Integer({ minimum: 1, maximum: 10_000 }), variant_id: T.Optional(Uuid) }, Strict),
+  input: T.Object({ cart_id: T.String(CART_ID), product_id: Uuid, quantity: T.Integer({ minimum: 1, maximum: 10_000 }), variant_id: T.Optional(Uuid) }, Strict),
   output: CartOut,
   annotations: WRITE,
   auth: "key",
@@ -260,7 +268,7 @@ export const removeCartItem = defineTool({
     "Remove a product from a cart. Like update_cart_item, the answer is a NEW cart_id that keeps the coupon (while it " +
     "still applies; else coupon_dropped says why) and the shipping choice. Asks the human to approve.",
   group: "cart",
-  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), product_id: Uuid }, Strict),
+  input: T.Object({ cart_id: T.String(CART_ID), product_id: Uuid }, Strict),
   output: CartOut,
   annotations: { ...WRITE, destructiveHint: true },
   auth: "key",
@@ -297,7 +305,7 @@ export const applyCoupon = defineTool({
     "to refuse a cart changed since (CART_NOT_MUTABLE). Asks the human to approve a coupon that applies; one that " +
     "does not is answered applied:false without asking.",
   group: "cart",
-  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), code: T.String({ minLength: 1, maxLength: 64 }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
+  input: T.Object({ cart_id: T.String(CART_ID), code: T.String({ minLength: 1, maxLength: 64 }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
   output: T.Object({}, Open),
   annotations: WRITE,
   auth: "key",
@@ -338,7 +346,7 @@ export const previewCheckout = defineTool({
     "several shipping methods). warnings lists what a payment will refuse anyway (NOT_ELIGIBLE: a merchant below the " +
     "agent-checkout trust threshold): tell the human instead of asking them to pay.",
   group: "checkout",
-  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60, description: "from create_cart" }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
+  input: T.Object({ cart_id: T.String({ ...CART_ID, description: "from create_cart" }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
   output: PreviewOut,
   // Spec: preview never needs confirmation; it opens a session but moves no money and reserves nothing.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -364,7 +372,7 @@ export const previewCheckout = defineTool({
 
 export const CompleteArgs = T.Object(
   {
-    checkout_session_id: T.String({ minLength: 1, maxLength: 100, description: "From preview_checkout." }),
+    checkout_session_id: T.String({ ...SESSION_ID, description: "From preview_checkout." }),
     idempotency_key: T.String({ pattern: UUID_V4, description: "UUID v4, one per purchase attempt; repeat it to retry the SAME attempt." }),
     payment_method: T.String({ minLength: 1, maxLength: 100, description: "MOCK on the demo store; a card payment token elsewhere (see get_payment_methods)." }),
     reconfirmed_state_hash: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$", description: "Only after STATE_RECONFIRMATION_REQUIRED: its details.reconfirm_state_hash." })),
@@ -412,9 +420,7 @@ export async function precheckSession(
       ...(a.reconfirmed_state_hash ? { reconfirmedStateHash: a.reconfirmed_state_hash } : {}),
     })
     .catch((err: unknown): never => {
-      if (err instanceof ActorError && err.code === "CART_NOT_FOUND") {
-        throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session; start from create_cart and preview_checkout.", { checkout_session_id: a.checkout_session_id });
-      }
+      if (err instanceof ActorError && err.code === "CART_NOT_FOUND") throw noSuchSession(a.checkout_session_id);
       throw err;
     });
   return { cartId, cart, session };
@@ -530,7 +536,7 @@ export const cancelCheckout = defineTool({
   title: "Cancel checkout",
   description: "Abandon a checkout session before payment (releases what it holds). Asks the human to approve.",
   group: "checkout",
-  input: T.Object({ checkout_session_id: T.String({ minLength: 1, maxLength: 100 }) }, Strict),
+  input: T.Object({ checkout_session_id: T.String(SESSION_ID) }, Strict),
   output: T.Object({}, Open),
   annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
   auth: "key",
@@ -557,7 +563,7 @@ export const getCheckoutStatus = defineTool({
   title: "Get checkout status",
   description: "Where a checkout session stands (via its cart): cart status, live session id and totals. Use it after PENDING_EXTERNAL_CONFIRMATION.",
   group: "checkout",
-  input: T.Object({ checkout_session_id: T.String({ minLength: 1, maxLength: 100 }) }, Strict),
+  input: T.Object({ checkout_session_id: T.String(SESSION_ID) }, Strict),
   output: CartOut,
   annotations: READ,
   auth: "key",
@@ -589,7 +595,7 @@ export const getShippingRates = defineTool({
   input: T.Object(
     {
       ...Destination,
-      cart_id: T.Optional(T.String({ minLength: 1, maxLength: 60, description: "A cart of yours: record the destination (and option_id) on it." })),
+      cart_id: T.Optional(T.String({ ...CART_ID, description: "A cart of yours: record the destination (and option_id) on it." })),
       option_id: T.Optional(T.String({ format: "uuid", description: "With cart_id: the shipping option (options[].option_id) to use for its merchant." })),
       product_id: T.Optional(T.String({ format: "uuid", description: "Instead of cart_id: an estimate for one product." })),
       quantity: T.Optional(T.Integer({ minimum: 1, maximum: 1000, description: "With product_id." })),
@@ -699,14 +705,22 @@ function notPending(o: { order_id: string; status: string }) {
 
 const PAYMENT_MOVING: ReadonlySet<string> = new Set(["IN_PROGRESS", "SETTLEMENT_UNKNOWN"]);
 
+type OrderSessionRow = { cart_id: string | null; checkout_session_id: string | null; agent_key_id: string | null; reconciliation: string | null };
+
+/** The checkout session a pending order belongs to (its cart, session and key) and its reconciliation mark, if any. */
+async function orderSessionRow(ctx: ToolContext, orderId: string): Promise<OrderSessionRow | undefined> {
+  const [row] = await ctx.svc.sql<OrderSessionRow[]>`
+    SELECT cart_id, checkout_session_id, agent_key_id, reconciliation FROM orders WHERE id = ${orderId} AND store_slug = ${ctx.store.slug}`;
+  return row;
+}
+
 /**
  * cancel_order's refusals known before the human is asked: an order past pending, or one whose checkout session is
  * paying or awaiting reconciliation (the cart would refuse the cancel: money may move). The handler decides again.
  */
 async function assertOrderCancellable(ctx: ToolContext, o: { order_id: string; status: string }): Promise<void> {
   if (o.status !== "pending") throw notPending(o);
-  const [row] = await ctx.svc.sql<{ cart_id: string | null; checkout_session_id: string | null; agent_key_id: string | null }[]>`
-    SELECT cart_id, checkout_session_id, agent_key_id FROM orders WHERE id = ${o.order_id} AND store_slug = ${ctx.store.slug}`;
+  const row = await orderSessionRow(ctx, o.order_id);
   if (!row?.cart_id || !row.checkout_session_id || !row.agent_key_id) return;
   const cart = await ctx.svc.actors.ask(cartActor, row.cart_id, "get", { keyId: row.agent_key_id }).catch(() => null);
   if (cart?.checkout_session_id === row.checkout_session_id && cart.checkout_status !== null && PAYMENT_MOVING.has(cart.checkout_status)) {
@@ -749,8 +763,7 @@ export const cancelOrder = defineTool({
     // As REST POST /agent/orders/{id}/cancel: a pending order belongs to a checkout session, and only the cart may
     // end it (its turn refuses while money may move, and otherwise releases the hold), never the store behind its back
     // (actors/cart/cancel-pending.ts, one function for REST, MCP and the merchant).
-    const [row] = await ctx.svc.sql<{ cart_id: string | null; checkout_session_id: string | null; agent_key_id: string | null; reconciliation: string | null }[]>`
-      SELECT cart_id, checkout_session_id, agent_key_id, reconciliation FROM orders WHERE id = ${o.order_id} AND store_slug = ${ctx.store.slug}`;
+    const row = await orderSessionRow(ctx, o.order_id);
     const viaSession = await cancelPendingViaSession(
       (cartId, b) => ctx.svc.actors.ask(cartActor, cartId, "cancel", b),
       { id: o.order_id, cartId: row?.cart_id ?? null, checkoutSessionId: row?.checkout_session_id ?? null, agentKeyId: row?.agent_key_id ?? null, reconciliation: row?.reconciliation ?? null },
