@@ -92,6 +92,25 @@ export function oauthErrorBody(err: OAuthError): { success: false; error: string
   return { success: false, error: err.error, error_description: err.description, code: err.error };
 }
 
+/**
+ * The error half every OAuth endpoint shares: an OAuthError thrown by `run` is answered as its RFC 6749 §5.2 body
+ * with its status (`onOAuthError` may add a header first); anything else goes on to the global error handler.
+ */
+export async function answerOAuthErrors<T>(
+  set: { status?: number | string },
+  run: () => Promise<T>,
+  onOAuthError?: (err: OAuthError) => void,
+): Promise<T | ReturnType<typeof oauthErrorBody>> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!(err instanceof OAuthError)) throw err;
+    set.status = err.status;
+    onOAuthError?.(err);
+    return oauthErrorBody(err);
+  }
+}
+
 export function noStore(headers: Record<string, string | number>): void {
   headers["cache-control"] = "no-store";
   headers["pragma"] = "no-cache";

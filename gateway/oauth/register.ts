@@ -9,7 +9,7 @@ import { SCOPES } from "../../actors/agent/access.ts";
 import { userFromRequest } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { isAcceptableRedirectUri, type AuthMethod, type GrantType } from "./clients.ts";
-import { noStore, OAUTH_BASE, OAuthError, oauthErrorBody, randomSecret, sha256hex } from "./common.ts";
+import { answerOAuthErrors, noStore, OAUTH_BASE, OAuthError, randomSecret, sha256hex } from "./common.ts";
 
 const GRANTS: readonly GrantType[] = ["authorization_code", "refresh_token", "client_credentials"];
 const METHODS: readonly AuthMethod[] = ["none", "client_secret_basic", "client_secret_post"];
@@ -35,7 +35,7 @@ export function registrationRoutes(svc: Services) {
     async ({ body, request, set }) => {
       const headers = set.headers as Record<string, string>;
       noStore(headers);
-      try {
+      return answerOAuthErrors(set, async () => {
         if (!body || typeof body !== "object" || Array.isArray(body)) throw new OAuthError("invalid_client_metadata", "body must be a JSON object");
         const m = body as Record<string, unknown>;
         const grantTypes = (strings(m.grant_types, "grant_types") ?? ["authorization_code", "refresh_token"]) as GrantType[];
@@ -83,11 +83,7 @@ export function registrationRoutes(svc: Services) {
           token_endpoint_auth_method: method,
           scope: ordered.join(" "),
         };
-      } catch (err) {
-        if (!(err instanceof OAuthError)) throw err;
-        set.status = err.status;
-        return oauthErrorBody(err);
-      }
+      });
     },
     {
       body: t.Unknown(),

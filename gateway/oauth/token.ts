@@ -8,7 +8,7 @@ import { Elysia, t } from "elysia";
 import { timingSafeEqualStr } from "../../infra/crypto.ts";
 import type { Services } from "../services.ts";
 import { authenticateClient } from "./clients.ts";
-import { noStore, OAUTH_BASE, OAuthError, oauthErrorBody, sha256b64url, slugFromResource, storeExists, stringFields } from "./common.ts";
+import { answerOAuthErrors, noStore, OAUTH_BASE, OAuthError, sha256b64url, slugFromResource, storeExists, stringFields } from "./common.ts";
 import { redeemCode, revokeRefreshToken, rotateRefreshToken, tokenResponse } from "./grants.ts";
 import { grantScopes } from "./scopes.ts";
 
@@ -31,53 +31,54 @@ export function tokenRoutes(svc: Services) {
       async ({ body, request, set }) => {
         const headers = set.headers as Record<string, string>;
         noStore(headers);
-        try {
-          const form = stringFields(body);
-          const client = await authenticateClient(svc, request.headers.get("authorization"), form);
-          const grant = form.grant_type;
-          if (!grant) throw new OAuthError("invalid_request", "grant_type is required");
-          if (!["authorization_code", "refresh_token", "client_credentials"].includes(grant)) {
-            throw new OAuthError("unsupported_grant_type", `unsupported grant_type "${grant}"`);
-          }
-          if (!client.grantTypes.includes(grant as never)) throw new OAuthError("unauthorized_client", `the client is not registered for ${grant}`);
-
-          if (grant === "authorization_code") {
-            if (!form.code) throw new OAuthError("invalid_request", "code is required");
-            if (!form.code_verifier) throw new OAuthError("invalid_request", "code_verifier is required (PKCE)");
-            const code = await redeemCode(svc, form.code);
-            if (code.clientId !== client.clientId) throw new OAuthError("invalid_grant", "the code was issued to another client");
-            if (form.redirect_uri !== undefined && form.redirect_uri !== code.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
-            if (!VERIFIER.test(form.code_verifier) || !timingSafeEqualStr(sha256b64url(form.code_verifier), code.codeChallenge)) {
-              throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match the code_challenge");
+        return answerOAuthErrors(
+          set,
+          async () => {
+            const form = stringFields(body);
+            const client = await authenticateClient(svc, request.headers.get("authorization"), form);
+            const grant = form.grant_type;
+            if (!grant) throw new OAuthError("invalid_request", "grant_type is required");
+            if (!["authorization_code", "refresh_token", "client_credentials"].includes(grant)) {
+              throw new OAuthError("unsupported_grant_type", `unsupported grant_type "${grant}"`);
             }
-            const resource = await checkResource(svc, form.resource, false);
-            if (resource !== undefined && resource !== code.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
-            const wantsRefresh = client.grantTypes.includes("refresh_token");
-            return await tokenResponse(svc, code, wantsRefresh ? { familyId: code.familyId } : null);
-          }
+            if (!client.grantTypes.includes(grant as never)) throw new OAuthError("unauthorized_client", `the client is not registered for ${grant}`);
 
-          if (grant === "refresh_token") {
-            if (!form.refresh_token) throw new OAuthError("invalid_request", "refresh_token is required");
-            const prior = await rotateRefreshToken(svc, form.refresh_token, client.clientId);
-            const scopes = form.scope ? grantScopes(form.scope, prior.scopes) : prior.scopes;
-            const resource = await checkResource(svc, form.resource, false);
-            if (resource !== undefined && resource !== prior.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
-            return await tokenResponse(svc, { ...prior, scopes }, { familyId: prior.familyId });
-          }
+            if (grant === "authorization_code") {
+              if (!form.code) throw new OAuthError("invalid_request", "code is required");
+              if (!form.code_verifier) throw new OAuthError("invalid_request", "code_verifier is required (PKCE)");
+              const code = await redeemCode(svc, form.code);
+              if (code.clientId !== client.clientId) throw new OAuthError("invalid_grant", "the code was issued to another client");
+              if (form.redirect_uri !== undefined && form.redirect_uri !== code.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
+              if (!VERIFIER.test(form.code_verifier) || !timingSafeEqualStr(sha256b64url(form.code_verifier), code.codeChallenge)) {
+                throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match the code_challenge");
+              }
+              const resource = await checkResource(svc, form.resource, false);
+              if (resource !== undefined && resource !== code.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+              const wantsRefresh = client.grantTypes.includes("refresh_token");
+              return await tokenResponse(svc, code, wantsRefresh ? { familyId: code.familyId } : null);
+            }
 
-          // client_credentials: a confidential client acting for the user who registered it
-          if (!client.ownerUserId || client.authMethod === "none") throw new OAuthError("unauthorized_client", "client_credentials needs a confidential client with an owner");
-          const resource = (await checkResource(svc, form.resource, true))!;
-          const scopes = grantScopes(form.scope, client.scopes);
-          return await tokenResponse(svc, { clientId: client.clientId, userId: client.ownerUserId, scopes, resource, machine: { authMethod: client.authMethod } }, null);
-        } catch (err) {
-          if (!(err instanceof OAuthError)) throw err;
-          set.status = err.status;
-          if (err.error === "invalid_client" && request.headers.get("authorization")?.toLowerCase().startsWith("basic")) {
-            headers["www-authenticate"] = 'Basic realm="oauth"';
-          }
-          return oauthErrorBody(err);
-        }
+            if (grant === "refresh_token") {
+              if (!form.refresh_token) throw new OAuthError("invalid_request", "refresh_token is required");
+              const prior = await rotateRefreshToken(svc, form.refresh_token, client.clientId);
+              const scopes = form.scope ? grantScopes(form.scope, prior.scopes) : prior.scopes;
+              const resource = await checkResource(svc, form.resource, false);
+              if (resource !== undefined && resource !== prior.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+              return await tokenResponse(svc, { ...prior, scopes }, { familyId: prior.familyId });
+            }
+
+            // client_credentials: a confidential client acting for the user who registered it
+            if (!client.ownerUserId || client.authMethod === "none") throw new OAuthError("unauthorized_client", "client_credentials needs a confidential client with an owner");
+            const resource = (await checkResource(svc, form.resource, true))!;
+            const scopes = grantScopes(form.scope, client.scopes);
+            return await tokenResponse(svc, { clientId: client.clientId, userId: client.ownerUserId, scopes, resource, machine: { authMethod: client.authMethod } }, null);
+          },
+          (err) => {
+            if (err.error === "invalid_client" && request.headers.get("authorization")?.toLowerCase().startsWith("basic")) {
+              headers["www-authenticate"] = 'Basic realm="oauth"';
+            }
+          },
+        );
       },
       {
         body: t.Unknown(),
@@ -99,18 +100,14 @@ export function tokenRoutes(svc: Services) {
       `${OAUTH_BASE}/revoke`,
       async ({ body, request, set }) => {
         noStore(set.headers as Record<string, string>);
-        try {
+        return answerOAuthErrors(set, async () => {
           const form = stringFields(body);
           const client = await authenticateClient(svc, request.headers.get("authorization"), form);
           if (!form.token) throw new OAuthError("invalid_request", "token is required");
           // Access tokens are short-lived JWTs and are not revoked individually; refresh tokens revoke their family.
           await revokeRefreshToken(svc, form.token, client.clientId);
           return {};
-        } catch (err) {
-          if (!(err instanceof OAuthError)) throw err;
-          set.status = err.status;
-          return oauthErrorBody(err);
-        }
+        });
       },
       {
         body: t.Unknown(),

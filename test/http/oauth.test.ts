@@ -363,7 +363,10 @@ describe("client credentials (machine to machine)", () => {
     const reg = await register({ grant_types: ["client_credentials"], token_endpoint_auth_method: "client_secret_basic" }, await login(srv));
     const wrong = await tokenForm({ grant_type: "client_credentials", resource: resourceA }, { id: reg.body.client_id, secret: "mcps_wrong" });
     expect(wrong.status).toBe(401);
-    expect(wrong.body.error).toBe("invalid_client");
+    expect(wrong.body).toEqual({ success: false, error: "invalid_client", error_description: expect.any(String), code: "invalid_client" });
+    // RFC 6749 §5.2: a 401 to a client that authenticated with Basic names the scheme it must use
+    expect(wrong.headers.get("www-authenticate")).toBe('Basic realm="oauth"');
+    expect(wrong.headers.get("cache-control")).toBe("no-store");
     const noResource = await tokenForm({ grant_type: "client_credentials" }, { id: reg.body.client_id, secret: reg.body.client_secret });
     expect(noResource.status).toBe(400);
     expect(noResource.body.error).toBe("invalid_target");
