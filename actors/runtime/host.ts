@@ -60,8 +60,16 @@ class Activation {
 class StaleVersion extends Error {}
 
 /**
+ * The actor's state was checkpointed by a turn that may still be running (on another host, or on an activation of
+ * this one that ownership moved away from): actor_inbox holds a live pending marker. Its state is not loaded until
+ * the marker is replaced by that turn's reply, deleted by its failure, or expires.
+ */
+class BusyElsewhere extends Error {}
+
+/**
  * The turn's write was refused because actor_inbox already holds a reply for its message: another activation (over
  * NATS, the other owner while a partition moved, which an earlier attempt of the message reached) applied it first.
+ * Or it holds another run's pending marker that has not expired: that run may still answer (the caller retries).
  */
 class AlreadyApplied extends Error {}
 
@@ -291,8 +299,20 @@ export class ActorHost {
   private async load(act: Activation): Promise<void> {
     act.state = act.def.initialState(act.id);
     if ((act.def.persistence ?? "durable") === "durable" && !act.presumedNew) {
-      const rows = await this.opts.sql<{ version: number; state: unknown }[]>`
-        SELECT version, state FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`;
+      // Over a lossy transport a turn of this actor may still be running elsewhere after a mid-turn checkpoint (a
+      // partition move): its live marker keeps this activation from loading the half-finished state (and its
+      // onActivate from taking the live turn for a dead one, fencing out that turn's real result). The in-process bus
+      // has one activation per actor and writes no markers: its load reads the state row alone.
+      const rows = this.opts.transport.lossless
+        ? await this.opts.sql<{ version: number; state: unknown; busy_until?: Date | null }[]>`
+            SELECT version, state FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`
+        : await this.opts.sql<{ version: number; state: unknown; busy_until?: Date | null }[]>`
+            SELECT version, state, (SELECT max(pending_until) FROM actor_inbox i
+              WHERE i.kind = ${act.def.kind} AND i.id = ${act.id} AND i.pending_until > now()) AS busy_until
+            FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`;
+      if (rows[0]?.busy_until) {
+        throw new BusyElsewhere(`a turn of ${act.def.kind}/${act.id} may still be running elsewhere after a checkpoint (until ${rows[0].busy_until.toISOString()}); retry`);
+      }
       if (rows.length) {
         act.version = Number(rows[0].version);
         act.state = rows[0].state;
@@ -367,10 +387,15 @@ export class ActorHost {
     if (env.attempt > 1 && (act.def.persistence ?? "durable") === "durable") {
       // a resend: the first attempt may have committed on this or another host before its reply was lost. A database
       // that cannot answer that is the caller's 503 (errorFor), as in the turn itself.
+      // A pending marker (a first run that checkpointed mid-turn, migration 0009) that has not expired: that run may
+      // still answer, and its reply replaces the marker. Running the handler now would answer from its half-finished
+      // state ("already in progress"), and that answer could reach the caller first: the retryable actor_unavailable
+      // instead. An expired marker's run is presumed dead: the handler runs and resumes from its checkpoint.
       try {
-        const rows = await this.opts.sql<{ reply: ReplyEnvelope }[]>`
-          SELECT reply FROM actor_inbox WHERE kind = ${act.def.kind} AND id = ${act.id} AND msg_id = ${env.msgId}`;
-        if (rows.length) return rows[0].reply;
+        const rows = await this.opts.sql<{ reply: ReplyEnvelope | null; live: boolean | null }[]>`
+          SELECT reply, pending_until > now() AS live FROM actor_inbox WHERE kind = ${act.def.kind} AND id = ${act.id} AND msg_id = ${env.msgId}`;
+        if (rows.length && rows[0].reply !== null) return rows[0].reply;
+        if (rows.length && rows[0].live) return errorReply(new ActorError("actor_unavailable", "the first attempt of this message is still running (it checkpointed mid-turn); retry"));
       } catch (err) {
         return this.errorFor(act, err);
       }
@@ -384,11 +409,16 @@ export class ActorHost {
     // A presumed-new turn keeps its reply too: if the acknowledgement of its insert is lost, the caller's retry must
     // find the committed reply rather than run `create` again on the row it wrote (one inbox row per new actor).
     const keepReply = !this.opts.transport.lossless || env.attempt > 1 || act.presumedNew;
-    const turn = new Turn(this, act, env.msgId, false, env.deadline, keepReply);
+    // A mid-turn checkpoint leaves a pending marker only where a resend can reach another activation while this turn
+    // runs (a lossy transport, i.e. NATS): in-process, a resend queues behind the turn in this activation's mailbox.
+    // Not for a reminder: no caller waits for its answer, and a marker would hold the actor back (loads refused) for
+    // its deadline and margin after its host died, delaying the reconcile it exists for.
+    const isReminder = env.type.startsWith(REMINDER_PREFIX);
+    const turn = new Turn(this, act, env.msgId, false, env.deadline, keepReply, !this.opts.transport.lossless && !isReminder);
     let reply: ReplyEnvelope;
     try {
       let value: unknown;
-      if (env.type.startsWith(REMINDER_PREFIX)) {
+      if (isReminder) {
         const name = env.type.slice(REMINDER_PREFIX.length);
         const fn = act.def.reminders?.[name];
         const body = env.body as { payload: unknown; due: string };
@@ -450,12 +480,13 @@ export class ActorHost {
     return errorReply(new ActorError("internal_error", "internal error"));
   }
 
-  /** The reply actor_inbox holds for `msgId` (undefined when it cannot be read: the caller retries). */
+  /** The reply actor_inbox holds for `msgId` (undefined when it cannot be read or is pending: the caller retries). */
   private async appliedReply(act: Activation, msgId: string): Promise<ReplyEnvelope | undefined> {
     try {
-      const rows = await this.opts.sql<{ reply: ReplyEnvelope }[]>`
+      const rows = await this.opts.sql<{ reply: ReplyEnvelope | null }[]>`
         SELECT reply FROM actor_inbox WHERE kind = ${act.def.kind} AND id = ${act.id} AND msg_id = ${msgId}`;
-      return rows[0]?.reply;
+      // a live marker of another run (AF003 on this run's marker or reply) is no reply yet: the caller retries
+      return rows[0]?.reply ?? undefined;
     } catch {
       return undefined;
     }
@@ -643,6 +674,9 @@ class Turn {
   writeInDoubt = false;
   /** The turn's reply for resends is durable already (checkpointWith's finalReply): never written twice. */
   private replyWritten = false;
+  /** This run's token in its pending marker (made on its first mid-turn checkpoint); `markerLive` while it stands. */
+  private markerToken?: string;
+  private markerLive = false;
   private readonly reminderOps = new Map<string, ReminderOp>();
   private conn?: Awaited<ReturnType<Sql["reserve"]>>;
   private connPromise?: Promise<Sql>;
@@ -659,6 +693,8 @@ class Turn {
     private readonly deadline = Date.now(),
     /** Whether this turn's reply is written to actor_inbox for a resend (see runTurn). */
     private readonly keepReply = true,
+    /** Whether a mid-turn checkpoint leaves a pending marker for the message (see runTurn). */
+    private readonly markPending = false,
   ) {
     const { sql, clock, log, caller } = host.internals;
     const durable = (act.def.persistence ?? "durable") === "durable";
@@ -683,7 +719,7 @@ class Turn {
       now: () => clock.now(),
       ask: (def, id, type, body, opts) => caller.ask(def, id, type, body, opts),
       tx: () => self.tx(),
-      checkpoint: async () => void (await self.persistAndCommit()),
+      checkpoint: async () => void (await self.persistAndCommit(undefined, undefined, true)),
       // Reminder changes are kept until the turn's state write, which carries them (no statement of their own).
       async schedule(name, at, payload) {
         if (!act.def.reminders?.[name]) throw new Error(`actor ${act.def.kind} has no reminder ${name}`);
@@ -708,7 +744,7 @@ class Turn {
     // With a transaction open the riding statement cannot go (a refusal would abort the transaction): answered as a
     // refusal, so the caller takes its general path inside that transaction instead of failing the turn (review J).
     if (this.connPromise) throw Object.assign(new Error(`actor ${this.act.def.kind}: checkpointWith with a transaction open`), { code: WRITE_REFUSED });
-    const row = (await this.persistAndCommit(finalReply, write)) as Record<string, unknown>;
+    const row = (await this.persistAndCommit(finalReply, write, !finalReply)) as Record<string, unknown>;
     if (finalReply) this.replyWritten = true;
     return row;
   }
@@ -750,7 +786,7 @@ class Turn {
    * transaction if it has one: the state statement and COMMIT travel together, and a failed fence raises inside
    * the transaction so that COMMIT rolls everything back. Skipped when there is nothing to write.
    */
-  private async persistAndCommit(reply?: ReplyEnvelope, riding?: RidingWrite): Promise<Record<string, unknown> | undefined> {
+  private async persistAndCommit(reply?: ReplyEnvelope, riding?: RidingWrite, midTurn = false): Promise<Record<string, unknown> | undefined> {
     const act = this.act;
     if (this.connPromise) await this.connPromise;
     const current = JSON.stringify(act.state);
@@ -763,14 +799,20 @@ class Turn {
       return undefined;
     }
     const replyJson = reply ? JSON.stringify(reply) : undefined;
-    const write = {
+    // Expiry of the reply, and the time until which a mid-turn checkpoint's run may still answer its caller: the
+    // caller's deadline and the inbox's margin for clock skew (compared with the database's clock by readers).
+    const until = (): string => new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS).toISOString();
+    const marker = midTurn && this.markPending && this.keepReply && !this.markerLive;
+    if (marker) this.markerToken ??= crypto.randomUUID();
+    const write: StateWrite = {
       kind: act.def.kind,
       id: act.id,
       version: act.version,
       stateJson: current,
       reminders: this.reminderOps,
       // toISOString throws here, before anything is sent, if the deadline is not a time
-      reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS).toISOString() } : undefined,
+      reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: until(), turn: this.markerLive ? this.markerToken : undefined } : undefined,
+      pending: marker ? { msgId: this.ctx.msgId, until: until(), turn: this.markerToken! } : undefined,
     };
     try {
       return await this.send(write, riding, current, reply);
@@ -813,6 +855,9 @@ class Turn {
     }
     this.wroteState = true;
     act.version += 1;
+    // the marker stands from its checkpoint until the turn's reply replaces it
+    if (write.pending) this.markerLive = true;
+    if (write.reply) this.markerLive = false;
     if (reply) {
       act.recent.set(this.ctx.msgId, reply);
       if (act.recent.size > RECENT_REPLIES) act.recent.delete(act.recent.keys().next().value as string);
@@ -857,16 +902,37 @@ class Turn {
         throw err;
       }
     } else {
-      await this.rollback();
-      this.act.state = JSON.parse(this.snapshot);
-      this.events = [];
+      try {
+        await this.rollback();
+      } finally {
+        this.act.state = JSON.parse(this.snapshot);
+        this.events = [];
+        await this.dropMarker();
+      }
+    }
+  }
+
+  /**
+   * A run that checkpointed mid-turn and ends without its reply (an error, a refused or lost final write) takes its
+   * marker back, so a resend runs the handler at once (on the checkpointed state, as before markers) instead of
+   * waiting for the marker to expire. Only its own marker (its token): a final reply or another run's marker stays.
+   * If the database refuses this too, the marker expires at its time.
+   */
+  private async dropMarker(): Promise<void> {
+    if (!this.markerLive) return;
+    this.markerLive = false;
+    const { sql, log } = this.host.internals;
+    try {
+      await sql`DELETE FROM actor_inbox WHERE kind = ${this.act.def.kind} AND id = ${this.act.id} AND msg_id = ${this.ctx.msgId} AND pending_turn = ${this.markerToken!}`;
+    } catch (err) {
+      log.warn("could not delete a failed turn's pending marker; resends of its message wait for it to expire", { kind: this.act.def.kind, id: this.act.id, error: err as Error });
     }
   }
 }
 
 /**
- * A failed version fence (SQLSTATE AF001) is a StaleVersion, a reply already in actor_inbox for the message an
- * AlreadyApplied; anything else is rethrown as it is.
+ * A failed version fence (SQLSTATE AF001) is a StaleVersion; a reply already in actor_inbox for the message, or
+ * another run's live pending marker (AF003), an AlreadyApplied; anything else is rethrown as it is.
  */
 function rethrowFence(err: unknown): never {
   throw isFenceFailure(err) ? new StaleVersion() : isDuplicateReply(err) ? new AlreadyApplied() : err;

@@ -10,8 +10,12 @@
  * state statement and COMMIT. Such a write refuses a result it did not expect by raising SQLSTATE AF002
  * (`actor_write_refused`, migration 0008), which rolls back the whole statement, state included.
  *
- * Texts are built once per shape (insert or update × reminders set, deleted, both or none × reply or not) and sent as prepared
- * statements, so Postgres plans each shape once per connection.
+ * The inbox row is the turn's reply, or, for a mid-turn checkpoint over a lossy transport, a "pending" marker that
+ * keeps a resend from running the handler on the half-finished turn's state (migration 0009, host.ts). An inbox row
+ * already in its place that it may not replace raises SQLSTATE AF003 (`actor_already_answered`), aborting it all.
+ *
+ * Texts are built once per shape (insert or update × reminders set, deleted, both or none × reply, pending marker
+ * or neither) and sent as prepared statements, so Postgres plans each shape once per connection.
  */
 import type { PendingQuery, Row } from "postgres";
 import { withoutDeadline, type Sql } from "../../infra/db.ts";
@@ -34,13 +38,24 @@ export interface StateWrite {
    * sent, so postgres.js cannot fail to serialise one on the client after BEGIN went out — a statement refused
    * locally is never sent, but the COMMIT pipelined behind it would be, committing the turn's writes unfenced.
    */
-  reply?: { msgId: string; json: string; expiresAt: string };
+  reply?: { msgId: string; json: string; expiresAt: string; turn?: string };
+  /**
+   * Instead of a reply, a mid-turn checkpoint's "pending" marker for its message (migration 0009): `until` (an ISO
+   * string, also the row's expiry) is when the run may no longer answer, `turn` the run's token. `reply.turn` is
+   * that token again on the run's final write, which replaces its own marker.
+   */
+  pending?: { msgId: string; until: string; turn: string };
 }
 
 /** The SQLSTATE of a failed version fence. */
 export const FENCE_FAILED = "AF001";
 /** The SQLSTATE a riding write raises (actor_write_refused) when its result is not the one it was sent for. */
 export const WRITE_REFUSED = "AF002";
+/**
+ * The SQLSTATE of a turn whose inbox row found another in its place (actor_already_answered): the message's final
+ * reply, or a marker of another run of it that has not expired.
+ */
+export const ALREADY_ANSWERED = "AF003";
 
 /**
  * A turn's own writes sent in its state statement: `ctes` (without `WITH`, no trailing comma) and `select`, the
@@ -63,8 +78,11 @@ interface Shape {
 
 const shapes = new Map<string, Shape>();
 
-function shapeFor(insert: boolean, sets: boolean, deletes: boolean, reply: boolean): Shape {
-  const key = `${+insert}${+sets}${+deletes}${+reply}`;
+/** What a turn writes to actor_inbox: nothing, its reply, or its pending marker. */
+type InboxWrite = "none" | "reply" | "pending";
+
+function shapeFor(insert: boolean, sets: boolean, deletes: boolean, inbox: InboxWrite): Shape {
+  const key = `${+insert}${+sets}${+deletes}${inbox}`;
   const reminders = sets || deletes;
   const cached = shapes.get(key);
   if (cached) return cached;
@@ -72,7 +90,8 @@ function shapeFor(insert: boolean, sets: boolean, deletes: boolean, reply: boole
   let n = 3;
   const version = insert ? "" : `$${++n}`;
   const ops = reminders ? `$${++n}` : "";
-  const [msgId, replyJson, expires] = reply ? [`$${++n}`, `$${++n}`, `$${++n}`] : [];
+  const [msgId, replyJson, expires, token] = inbox === "reply" ? [`$${++n}`, `$${++n}`, `$${++n}`, `$${++n}`] : [];
+  const [pMsgId, until, pToken] = inbox === "pending" ? [`$${++n}`, `$${++n}`, `$${++n}`] : [];
   const parts = [
     insert
       ? `turn_state AS (INSERT INTO actor_state (kind, id, version, state) VALUES ($1, $2, 1, $3::text::jsonb)
@@ -94,22 +113,38 @@ function shapeFor(insert: boolean, sets: boolean, deletes: boolean, reply: boole
            ON CONFLICT (kind, id, name) DO UPDATE SET due_at = EXCLUDED.due_at, payload = EXCLUDED.payload)`);
     }
   }
-  if (reply) {
-    parts.push(`turn_ib AS (INSERT INTO actor_inbox (kind, id, msg_id, reply, expires_at)
-           SELECT $1, $2, ${msgId}, ${replyJson}::text::jsonb, ${expires}::timestamptz FROM turn_state)`);
+  // An inbox row in the way is replaced only when it is a marker (reply NULL) of this run (its token) or one whose run
+  // may no longer answer (expired); otherwise turn_ib returns no row and the check raises AF003 (AlreadyApplied).
+  if (inbox === "reply") {
+    parts.push(`turn_ib AS (INSERT INTO actor_inbox AS i (kind, id, msg_id, reply, expires_at)
+           SELECT $1, $2, ${msgId}, ${replyJson}::text::jsonb, ${expires}::timestamptz FROM turn_state
+           ON CONFLICT (kind, id, msg_id) DO UPDATE SET reply = EXCLUDED.reply, expires_at = EXCLUDED.expires_at, pending_until = NULL, pending_turn = NULL
+           WHERE i.reply IS NULL AND (i.pending_turn = ${token}::text OR i.pending_until <= now())
+           RETURNING 1)`);
+  } else if (inbox === "pending") {
+    parts.push(`turn_ib AS (INSERT INTO actor_inbox AS i (kind, id, msg_id, reply, expires_at, pending_until, pending_turn)
+           SELECT $1, $2, ${pMsgId}, NULL, ${until}::timestamptz, ${until}::timestamptz, ${pToken}::text FROM turn_state
+           ON CONFLICT (kind, id, msg_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, pending_until = EXCLUDED.pending_until, pending_turn = EXCLUDED.pending_turn
+           WHERE i.reply IS NULL AND (i.pending_turn = EXCLUDED.pending_turn OR i.pending_until <= now())
+           RETURNING 1)`);
   }
   const ctes = parts.join(",\n");
-  const check = "CASE WHEN EXISTS (SELECT 1 FROM turn_state) THEN 1 ELSE actor_fence_failed($1, $2) END";
+  // the fence is tested first: a stale version is reported as such even when the inbox row would refuse too
+  const inboxMsgId = msgId ?? pMsgId;
+  const check = inboxMsgId
+    ? `CASE WHEN NOT EXISTS (SELECT 1 FROM turn_state) THEN actor_fence_failed($1, $2) WHEN NOT EXISTS (SELECT 1 FROM turn_ib) THEN actor_already_answered($1, $2, ${inboxMsgId}::text) ELSE 1 END`
+    : "CASE WHEN EXISTS (SELECT 1 FROM turn_state) THEN 1 ELSE actor_fence_failed($1, $2) END";
   const shape = { ctes, check, text: `WITH ${ctes}\n    SELECT ${check} AS ok` };
   shapes.set(key, shape);
   return shape;
 }
 
 /** The statement text and its parameters for one turn's write, and its shape (for `ridingStatement`). */
-export function stateWriteStatement(w: StateWrite): { text: string; params: (string | number)[]; shape: Shape } {
+export function stateWriteStatement(w: StateWrite): { text: string; params: (string | number | null)[]; shape: Shape } {
   const insert = w.version === 0;
   if (!Number.isSafeInteger(w.version) || w.version < 0) throw new Error(`actor ${w.kind}/${w.id}: invalid version ${w.version}`);
-  const params: (string | number)[] = [w.kind, w.id, w.stateJson];
+  if (w.reply && w.pending) throw new Error(`actor ${w.kind}/${w.id}: a turn's write carries its reply or its pending marker, not both`);
+  const params: (string | number | null)[] = [w.kind, w.id, w.stateJson];
   if (!insert) params.push(w.version);
   if (w.reminders.size) {
     const ops = [...w.reminders].map(([name, op]) =>
@@ -117,14 +152,15 @@ export function stateWriteStatement(w: StateWrite): { text: string; params: (str
     );
     params.push(JSON.stringify(ops));
   }
-  if (w.reply) params.push(w.reply.msgId, w.reply.json, w.reply.expiresAt);
+  if (w.reply) params.push(w.reply.msgId, w.reply.json, w.reply.expiresAt, w.reply.turn ?? null);
+  if (w.pending) params.push(w.pending.msgId, w.pending.until, w.pending.turn);
   let sets = false;
   let deletes = false;
   for (const op of w.reminders.values()) {
     if (op.op === "set") sets = true;
     else deletes = true;
   }
-  const shape = shapeFor(insert, sets, deletes, !!w.reply);
+  const shape = shapeFor(insert, sets, deletes, w.reply ? "reply" : w.pending ? "pending" : "none");
   return { text: shape.text, params, shape };
 }
 
@@ -164,12 +200,14 @@ export function isFenceFailure(err: unknown): boolean {
 }
 
 /**
- * The turn's reply row hit actor_inbox's key: the message already has a reply, so another activation applied it
- * first (over NATS both owners of a moving partition can get one message). The statement wrote nothing.
+ * The turn's inbox row found the message's reply in its place, so another activation applied it first (over NATS
+ * both owners of a moving partition can get one message), or another run's marker that has not expired (that run
+ * may still answer). The statement wrote nothing.
  */
 export function isDuplicateReply(err: unknown): boolean {
   const e = err as { code?: string; constraint_name?: string } | null;
-  return e?.code === "23505" && e.constraint_name === "actor_inbox_pkey";
+  // AF003 since the inbox row became an upsert over markers (migration 0009); 23505 from a statement built before it
+  return e?.code === ALREADY_ANSWERED || (e?.code === "23505" && e.constraint_name === "actor_inbox_pkey");
 }
 
 /** A riding write's guard refused (nothing of the statement was written). */

@@ -1,0 +1,305 @@
+/**
+ * Review R2-F2, part 2: over NATS a turn that checkpointed mid-turn (`ctx.checkpoint()` before an outside call, as the
+ * cart's payment leg does) may still be running on host A when its partition moves to host B. The caller's resend of
+ * the same message reaches B. B must not answer it from the half-finished turn's state ("already in progress",
+ * reaching the caller before A's real "completed"), nor let its activation take the live turn for a dead one (the
+ * cart's onActivate marks such a session SETTLEMENT_UNKNOWN, a write that fences out A's real result). The
+ * checkpoint leaves a pending marker in actor_inbox: until it expires, a resend answers the retryable
+ * actor_unavailable and no other activation loads the actor; A's reply replaces the marker, A's failure deletes it.
+ *
+ * Two ActorHosts in this process on one Postgres, each on its own in-process bus marked lossy (NATS can lose a reply):
+ * a test hands each attempt to the host it chooses, as a partition move would.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Type as T } from "@sinclair/typebox";
+import { ActorClient } from "../../actors/runtime/client.ts";
+import { defineActor } from "../../actors/runtime/define-actor.ts";
+import type { ReplyEnvelope, RequestEnvelope } from "../../actors/runtime/envelope.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
+import { ActorHost, checkpointWith } from "../../actors/runtime/host.ts";
+import { isWriteRefused } from "../../actors/runtime/state-write.ts";
+import { InProcessTransport } from "../../actors/transport/in-process.ts";
+import type { Transport } from "../../actors/transport/transport.ts";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+
+/** The outside call of each payment (by ref): the test decides when it returns. */
+type Resolvers = ReturnType<typeof Promise.withResolvers<void>>;
+const gates = new Map<string, { reached: Resolvers; release: Resolvers }>();
+function gate(ref: string) {
+  let g = gates.get(ref);
+  if (!g) gates.set(ref, (g = { reached: Promise.withResolvers<void>(), release: Promise.withResolvers<void>() }));
+  return g;
+}
+/** How often the payment handler ran per ref, on whichever host. */
+const runs = new Map<string, number>();
+
+type PayState = { status: "new" | "paying" | "unknown" | "paid"; note?: string };
+
+const payer = defineActor({
+  kind: "rmt-payer",
+  initialState: (): PayState => ({ status: "new" }),
+  messages: {
+    pay: T.Object({ ref: T.String(), decline: T.Optional(T.Boolean()) }),
+    /** The same, its checkpoint riding a write of its own (checkpointWith); `refuse`: that write's guard refuses. */
+    payRiding: T.Object({ ref: T.String(), refuse: T.Boolean() }),
+    get: T.Object({}),
+  },
+  reentrant: ["get"],
+  // as the cart's: a state loaded mid-payment is taken for a turn that died there (money may have moved)
+  async onActivate(ctx) {
+    if (ctx.state.status === "paying") ctx.state.status = "unknown";
+  },
+  handlers: {
+    async pay(ctx, body) {
+      runs.set(body.ref, (runs.get(body.ref) ?? 0) + 1);
+      if (ctx.state.status === "paid") return { outcome: "completed" };
+      if (ctx.state.status !== "new") return { outcome: "already_in_progress" };
+      ctx.state.status = "paying";
+      await ctx.checkpoint(); // the intent is durable before the outside call
+      const g = gate(body.ref);
+      g.reached.resolve();
+      await g.release.promise;
+      if (body.decline) throw fail("PAYMENT_DECLINED", "declined");
+      ctx.state.status = "paid";
+      return { outcome: "completed" };
+    },
+    async payRiding(ctx, body) {
+      runs.set(body.ref, (runs.get(body.ref) ?? 0) + 1);
+      if (ctx.state.status !== "new") return { outcome: "already_in_progress" };
+      ctx.state.status = "paying";
+      try {
+        await checkpointWith(ctx, { ctes: ctx.sql`intent AS (SELECT ${body.ref}::text AS ref)`, select: ctx.sql`CASE WHEN ${body.refuse} THEN actor_write_refused('test') ELSE 1 END AS guard` });
+      } catch (err) {
+        if (!isWriteRefused(err)) throw err;
+        ctx.state.note = "refused, general path"; // nothing of the statement was written: no marker either
+        await ctx.checkpoint();
+      }
+      const g = gate(body.ref);
+      g.reached.resolve();
+      await g.release.promise;
+      ctx.state.status = "paid";
+      const answer = { outcome: "completed" };
+      await checkpointWith(ctx, { ctes: ctx.sql`done AS (SELECT 1 AS one)`, select: ctx.sql`1 AS one` }, { finalReply: answer });
+      return answer;
+    },
+    async get(ctx) {
+      return ctx.state;
+    },
+  },
+});
+
+let db: TestDatabase;
+const hosts: ActorHost[] = [];
+
+/** The in-process bus standing in for NATS, which can lose a reply. */
+function lossyTransport(): Transport {
+  const t = new InProcessTransport();
+  return {
+    name: "in-process, lossy",
+    lossless: false,
+    request: (env, timeoutMs) => t.request(env, timeoutMs),
+    serve: (kind, handler) => t.serve(kind, handler),
+    publish: (topic, event) => t.publish(topic, event),
+    subscribe: (topic, handler) => t.subscribe(topic, handler),
+    close: () => t.close(),
+  };
+}
+
+async function startHost(transport: Transport = lossyTransport()): Promise<ActorHost> {
+  const host = new ActorHost({ transport, sql: db.sql, definitions: [payer], caller: new ActorClient(transport), reminderPollMs: 0 });
+  await host.start();
+  hosts.push(host);
+  return host;
+}
+
+function envelope(id: string, body: RequestEnvelope["body"], type = "pay"): Omit<RequestEnvelope, "attempt"> {
+  return { msgId: `msg-${id}`, kind: payer.kind, id, type, body, deadline: Date.now() + 10_000 };
+}
+
+/** The message's inbox row: its reply, or a marker (no reply, its run's token, live until its time passes). */
+async function inboxOf(id: string): Promise<{ reply: ReplyEnvelope | null; pending_turn: string | null; live: boolean | null }[]> {
+  const rows = await db.sql<{ reply: ReplyEnvelope | null; pending_turn: string | null; live: boolean | null }[]>`
+    SELECT reply, pending_turn, pending_until > now() AS live FROM actor_inbox WHERE kind = ${payer.kind} AND id = ${id}`;
+  return [...rows];
+}
+
+async function statusOf(id: string): Promise<string> {
+  const rows = await db.sql<{ state: PayState }[]>`SELECT state FROM actor_state WHERE kind = ${payer.kind} AND id = ${id}`;
+  return rows[0].state.status;
+}
+
+function codeOf(reply: ReplyEnvelope): string {
+  return reply.ok ? `ok ${JSON.stringify(reply.value)}` : reply.error.code;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  for (const g of gates.values()) g.release.resolve();
+  for (const h of hosts) await h.stop();
+  await db.drop();
+});
+
+describe("a resend that reaches another host while the first run is in its outside call", () => {
+  test("is answered actor_unavailable, not from the half-finished state, and then gets the first run's reply", async () => {
+    const [a, b] = [await startHost(), await startHost()];
+    const env = envelope("p1", { ref: "p1" });
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("p1").reached.promise;
+    expect(await inboxOf("p1")).toEqual([{ reply: null, pending_turn: expect.any(String), live: true }]);
+    // the partition moved: the caller's resend reaches B, which has no activation and no reply for it
+    expect(codeOf(await b.dispatch({ ...env, attempt: 2 }))).toBe("actor_unavailable");
+    expect(runs.get("p1")).toBe(1);
+    // B's activation did not load the checkpointed state (its onActivate would have marked it unknown)
+    expect(await statusOf("p1")).toBe("paying");
+    gate("p1").release.resolve();
+    expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
+    // the reply replaced the marker; the next resend gets it
+    expect(await inboxOf("p1")).toEqual([{ reply: { ok: true, value: { outcome: "completed" } }, pending_turn: null, live: null }]);
+    expect(codeOf(await b.dispatch({ ...env, attempt: 3 }))).toBe('ok {"outcome":"completed"}');
+    expect(runs.get("p1")).toBe(1);
+    expect(await statusOf("p1")).toBe("paid");
+  });
+
+  test("whose host already holds the actor's activation is answered actor_unavailable without running the handler", async () => {
+    const [a, b] = [await startHost(), await startHost()];
+    const env = envelope("p2", { ref: "p2" });
+    await b.dispatch({ ...env, type: "get", body: {}, msgId: "read-p2", attempt: 1 }); // B loaded the actor before the move
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("p2").reached.promise;
+    expect(codeOf(await b.dispatch({ ...env, attempt: 2 }))).toBe("actor_unavailable");
+    expect(runs.get("p2")).toBe(1);
+    gate("p2").release.resolve();
+    expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
+    expect(codeOf(await b.dispatch({ ...env, attempt: 3 }))).toBe('ok {"outcome":"completed"}');
+  });
+
+  test("leaves the caller with the first run's answer, completed, when A's reply to the first attempt is lost", async () => {
+    const [a, b] = [await startHost(), await startHost()];
+    // attempt 1 reaches A, whose reply never arrives (the partition moved); every resend reaches B
+    const moving: Transport = {
+      name: "moving partition",
+      lossless: false,
+      request: (env, timeoutMs) => {
+        if (env.attempt > 1) return b.dispatch(env);
+        void a.dispatch(env);
+        return Bun.sleep(timeoutMs).then(() => Promise.reject(new ActorError("actor_unavailable", "timeout")));
+      },
+      serve: async () => {},
+      publish: async () => {},
+      subscribe: () => () => {},
+      close: async () => {},
+    };
+    const client = new ActorClient(moving, { defaultTimeoutMs: 8000, attemptTimeoutMs: 200 });
+    const answer = client.ask(payer, "p3", "pay", { ref: "p3" });
+    await gate("p3").reached.promise;
+    await Bun.sleep(600); // several resends reach B meanwhile
+    gate("p3").release.resolve();
+    expect(await answer).toEqual({ outcome: "completed" });
+    expect(runs.get("p3")).toBe(1);
+  });
+
+  test("with a riding checkpoint (checkpointWith) is held back too, and the riding final reply replaces the marker", async () => {
+    const [a, b] = [await startHost(), await startHost()];
+    const env = envelope("p4", { ref: "p4", refuse: false }, "payRiding");
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("p4").reached.promise;
+    expect(await inboxOf("p4")).toEqual([{ reply: null, pending_turn: expect.any(String), live: true }]);
+    expect(codeOf(await b.dispatch({ ...env, attempt: 2 }))).toBe("actor_unavailable");
+    gate("p4").release.resolve();
+    expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
+    expect(await inboxOf("p4")).toEqual([{ reply: { ok: true, value: { outcome: "completed" } }, pending_turn: null, live: null }]);
+    expect(codeOf(await b.dispatch({ ...env, attempt: 3 }))).toBe('ok {"outcome":"completed"}');
+  });
+
+  test("a riding write refused by its guard leaves no marker, and the general path's checkpoint leaves one", async () => {
+    const a = await startHost();
+    const env = envelope("p5", { ref: "p5", refuse: true }, "payRiding");
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("p5").reached.promise;
+    const rows = await inboxOf("p5");
+    expect(rows).toEqual([{ reply: null, pending_turn: expect.any(String), live: true }]);
+    gate("p5").release.resolve();
+    expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
+  });
+});
+
+describe("a pending marker", () => {
+  test("is taken back when the first run fails after its checkpoint: a resend runs the handler at once", async () => {
+    const [a, b] = [await startHost(), await startHost()];
+    const env = envelope("f1", { ref: "f1", decline: true });
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("f1").reached.promise;
+    gate("f1").release.resolve();
+    expect(codeOf(await first)).toBe("PAYMENT_DECLINED");
+    expect(await inboxOf("f1")).toHaveLength(0);
+    // as before markers: the resend runs on the checkpointed state (the handler resumes from its checkpoint)
+    expect(codeOf(await b.dispatch({ ...env, attempt: 2 }))).toBe('ok {"outcome":"already_in_progress"}');
+    expect(runs.get("f1")).toBe(2);
+  });
+
+  test("whose time has passed (its host died mid-turn) holds nothing back, and the first run's late write is fenced out", async () => {
+    const [a, b] = [await startHost(), await startHost()];
+    const env = envelope("d1", { ref: "d1" });
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("d1").reached.promise;
+    // the marker's time passes (its caller's deadline and the skew margin)
+    await db.sql`UPDATE actor_inbox SET pending_until = now() - interval '1 second', expires_at = now() - interval '1 second' WHERE kind = ${payer.kind} AND id = 'd1'`;
+    // B loads the actor (its onActivate takes the turn for dead) and the resend runs the handler
+    expect(codeOf(await b.dispatch({ ...env, attempt: 2 }))).toBe('ok {"outcome":"already_in_progress"}');
+    expect(await statusOf("d1")).toBe("unknown");
+    gate("d1").release.resolve();
+    expect(codeOf(await first)).toBe("actor_unavailable"); // fenced: B wrote since
+    expect(await statusOf("d1")).toBe("unknown");
+  });
+
+  test("is kept by the inbox sweep until its time has passed", async () => {
+    const a = await startHost();
+    const env = envelope("s1", { ref: "s1" });
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("s1").reached.promise;
+    await a.sweepInbox(true);
+    expect(await inboxOf("s1")).toHaveLength(1);
+    await db.sql`UPDATE actor_inbox SET pending_until = now() - interval '1 second', expires_at = now() - interval '1 second' WHERE kind = ${payer.kind} AND id = 's1'`;
+    await a.sweepInbox(true);
+    expect(await inboxOf("s1")).toHaveLength(0);
+    gate("s1").release.resolve();
+    // the run's reply is written even though its marker is gone
+    expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
+    expect(await inboxOf("s1")).toEqual([{ reply: { ok: true, value: { outcome: "completed" } }, pending_turn: null, live: null }]);
+  });
+
+  test("of a resend that reaches the first run's own host waits in its mailbox and gets the run's reply", async () => {
+    const a = await startHost();
+    const env = envelope("o1", { ref: "o1" });
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("o1").reached.promise;
+    const resend = a.dispatch({ ...env, attempt: 2 });
+    gate("o1").release.resolve();
+    expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
+    expect(codeOf(await resend)).toBe('ok {"outcome":"completed"}');
+    expect(runs.get("o1")).toBe(1);
+  });
+});
+
+describe("over the lossless in-process bus", () => {
+  test("a mid-turn checkpoint writes no marker: no statement of the turn or its activation touches actor_inbox", async () => {
+    const host = await startHost(new InProcessTransport());
+    const seen: string[] = [];
+    db.sql.options.debug = (_conn: number, text: string) => void seen.push(text.replace(/\s+/g, " ").trim());
+    try {
+      const first = host.dispatch({ ...envelope("l1", { ref: "l1" }), attempt: 1 });
+      await gate("l1").reached.promise;
+      expect(await inboxOf("l1")).toHaveLength(0);
+      gate("l1").release.resolve();
+      expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
+    } finally {
+      db.sql.options.debug = false;
+    }
+    const turn = seen.filter((s) => !s.includes("FROM actor_inbox WHERE kind = $1 AND id = $2")); // inboxOf, the test's own read
+    expect(turn.filter((s) => s.includes("actor_inbox"))).toEqual([]);
+    // the load, the checkpoint's state statement and the final one: as before markers
+    expect(turn).toHaveLength(3);
+  });
+});
