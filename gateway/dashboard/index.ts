@@ -164,6 +164,16 @@ const optNumber = (form: FormData, name: string): number | undefined => {
   return n;
 };
 
+/** A path id that must be a UUID (else the page does not exist), lower-cased as the database keeps it. */
+function uuidParam(c: Ctx, name: string): string {
+  const v = c.params[name] ?? "";
+  if (!UUID.test(v)) throw new NotFound();
+  return v.toLowerCase();
+}
+
+/** The `page` query of a paged list: 1 to 10,000, 1 when absent or not a number. */
+const pageParam = (c: Ctx): number => Math.max(1, Math.min(10_000, Number.parseInt(c.query.page ?? "1", 10) || 1));
+
 function actorMessage(err: unknown): string {
   if (err instanceof ActorError) {
     const field = (err.details as { field?: unknown } | undefined)?.field;
@@ -206,19 +216,37 @@ export function dashboardRoutes(svc: Services) {
   const csrfRefused = (c: Ctx, s: DashboardSession | null) =>
     respond(c, 403, errorPage(s, 403, "Form expired", "This form did not come from your current session (missing or wrong CSRF token). Reload the page and try again."));
 
-  /** A page that needs a session (else: to the log-in page, coming back here afterwards). */
-  const page = (fn: (c: Ctx, s: DashboardSession) => Promise<string>): Handler =>
+  /**
+   * Every signed-in route: the session (rate-limited per user, or per IP without one), `anonymous`'s answer when
+   * there is none, and any error as a page.
+   */
+  const withSession = (anonymous: (c: Ctx) => string, fn: (c: Ctx, s: DashboardSession) => Promise<string>): Handler =>
     async (c) => {
       let s: DashboardSession | null = null;
       try {
         s = await loadSession(svc, c.request);
         await admit(c, s?.user.id ?? null);
-        if (!s) return redirect(c, `/dashboard/login?next=${encodeURIComponent(pathOf(c.request))}`);
+        if (!s) return anonymous(c);
         return await fn(c, s);
       } catch (err) {
         return renderError(c, s, err);
       }
     };
+
+  /** A page that needs a session (else: to the log-in page, coming back here afterwards). */
+  const page = (fn: (c: Ctx, s: DashboardSession) => Promise<string>): Handler =>
+    withSession((c) => redirect(c, `/dashboard/login?next=${encodeURIComponent(pathOf(c.request))}`), fn);
+
+  /** A form POST that needs a session (else: to the log-in page) and the session's CSRF token (else: 403). */
+  const sessionPost = (fn: (c: Ctx, s: DashboardSession, form: FormData) => Promise<string>): Handler =>
+    withSession(
+      (c) => redirect(c, "/dashboard/login"),
+      async (c, s) => {
+        const form = await c.request.formData().catch(() => new FormData());
+        if (!csrfValid(s, form.get("_csrf") as string | null)) return csrfRefused(c, s);
+        return fn(c, s, form);
+      },
+    );
 
   async function ownedStore(c: Ctx, s: DashboardSession): Promise<StoreRecord> {
     const slug = c.params.slug ?? "";
@@ -241,31 +269,21 @@ export function dashboardRoutes(svc: Services) {
    * value, an illegal move) come back as a notice on the page the form was on.
    */
   const storeAction = (back: (c: Ctx, slug: string, form: FormData) => string, fn: (c: Ctx, s: DashboardSession, store: StoreRecord, form: FormData) => Promise<ActionResult>): Handler =>
-    async (c) => {
-      let s: DashboardSession | null = null;
+    sessionPost(async (c, s, form) => {
+      const store = await ownedStore(c, s);
+      const to = back(c, store.slug, form);
+      let result: ActionResult;
       try {
-        s = await loadSession(svc, c.request);
-        await admit(c, s?.user.id ?? null);
-        if (!s) return redirect(c, "/dashboard/login");
-        const form = await c.request.formData().catch(() => new FormData());
-        if (!csrfValid(s, form.get("_csrf") as string | null)) return csrfRefused(c, s);
-        const store = await ownedStore(c, s);
-        const to = back(c, store.slug, form);
-        let result: ActionResult;
-        try {
-          result = await fn(c, s, store, form);
-        } catch (err) {
-          if (err instanceof NotFound || (err instanceof ActorError && ERROR_TABLE[err.code].http >= 500)) throw err;
-          if (!(err instanceof ActorError)) throw err;
-          result = { flash: { kind: "error", message: actorMessage(err) } };
-        }
-        if ("html" in result) return respond(c, result.status ?? 200, result.html);
-        await setFlash(svc, s, result.flash);
-        return redirect(c, result.to ?? to);
+        result = await fn(c, s, store, form);
       } catch (err) {
-        return renderError(c, s, err);
+        if (err instanceof NotFound || (err instanceof ActorError && ERROR_TABLE[err.code].http >= 500)) throw err;
+        if (!(err instanceof ActorError)) throw err;
+        result = { flash: { kind: "error", message: actorMessage(err) } };
       }
-    };
+      if ("html" in result) return respond(c, result.status ?? 200, result.html);
+      await setFlash(svc, s, result.flash);
+      return redirect(c, result.to ?? to);
+    });
 
   /** `back` form field when it is one of this store's dashboard pages, else the default. */
   const backTo = (fallback: (slug: string) => string) => (_c: Ctx, slug: string, form: FormData) => {
@@ -279,6 +297,14 @@ export function dashboardRoutes(svc: Services) {
     const endpoints = await listWebhookEndpoints(svc, s.user, store.slug);
     return Promise.all(endpoints.map(async (e) => ({ ...e, deliveries: await listWebhookDeliveries(svc, s.user, store.slug, e.id, { limit: 10 }) })));
   }
+
+  /** The webhooks page showing an endpoint's new secret, the one time it is ever shown (added or rotated). */
+  async function webhooksWithSecret(s: DashboardSession, store: StoreRecord, ep: { id: string; url: string; secret: string }, rotated: boolean, flash: Flash | null): Promise<Html> {
+    const endpoints = await webhooksData(s, store);
+    return webhooksPage(s, { store, endpoints, newSecret: { endpointId: ep.id, url: ep.url, secret: ep.secret, rotated } }, flash);
+  }
+
+  const toWebhooks = (_c: Ctx, slug: string) => `${storeBase(slug)}/settings/webhooks`;
 
   async function ingestJsonl(slug: string, name: string, body: string): Promise<UploadOutcome> {
     const out: UploadOutcome = { fileName: name, lines: 0, accepted: 0, removed: 0, rejected: [] };
@@ -383,21 +409,13 @@ export function dashboardRoutes(svc: Services) {
     )
     .post(
       "/dashboard/logout",
-      h(async (c) => {
-        let s: DashboardSession | null = null;
-        try {
-          s = await loadSession(svc, c.request);
-          await admit(c, s?.user.id ?? null);
-          if (!s) return redirect(c, "/dashboard/login");
-          const form = await c.request.formData().catch(() => new FormData());
-          if (!csrfValid(s, form.get("_csrf") as string | null)) return csrfRefused(c, s);
+      h(
+        sessionPost(async (c, s) => {
           await destroySession(svc, s);
           c.set.headers["set-cookie"] = buildCookie(SESSION_COOKIE, "", { secure: secureCookies(svc), maxAgeSeconds: 0 });
           return redirect(c, "/dashboard/login");
-        } catch (err) {
-          return renderError(c, s, err);
-        }
-      }),
+        }),
+      ),
       { detail: HIDDEN, parse: "none" },
     )
     // ------------------------------------------------------------------------------------- store picker
@@ -460,7 +478,7 @@ export function dashboardRoutes(svc: Services) {
         storePage(async (c, s, store, flash) => {
           const now = new Date(svc.clock.now());
           const flag = CATALOG_FLAGS.includes(c.query.flag as CatalogFlag) ? (c.query.flag as CatalogFlag) : undefined;
-          const pageNo = Math.max(1, Math.min(10_000, Number.parseInt(c.query.page ?? "1", 10) || 1));
+          const pageNo = pageParam(c);
           const [quality, products] = await Promise.all([
             catalogQuality(svc.sql, store, now),
             listStoreProducts(svc.sql, store.slug, { limit: PAGE_SIZE, offset: (pageNo - 1) * PAGE_SIZE, flag, now }),
@@ -500,7 +518,7 @@ export function dashboardRoutes(svc: Services) {
         storePage(async (c, s, store, flash) => {
           const status = (ORDER_STATUSES as readonly string[]).includes(c.query.status ?? "") ? c.query.status : undefined;
           const channel = c.query.channel === "agent" || c.query.channel === "human" ? c.query.channel : undefined;
-          const pageNo = Math.max(1, Math.min(10_000, Number.parseInt(c.query.page ?? "1", 10) || 1));
+          const pageNo = pageParam(c);
           const [orders, pending] = await Promise.all([
             listStoreOrders(svc.sql, store.slug, { limit: PAGE_SIZE, offset: (pageNo - 1) * PAGE_SIZE, status, channel }),
             listRefunds(svc.sql, store.slug, { status: "PENDING_APPROVAL" }),
@@ -514,8 +532,7 @@ export function dashboardRoutes(svc: Services) {
       "/dashboard/s/:slug/orders/:id",
       h(
         storePage(async (c, s, store, flash) => {
-          if (!UUID.test(c.params.id ?? "")) throw new NotFound();
-          const order = await storeOrderDetail(svc.sql, store.slug, c.params.id!.toLowerCase());
+          const order = await storeOrderDetail(svc.sql, store.slug, uuidParam(c, "id"));
           if (!order) throw new NotFound();
           return orderDetailPage(s, store, order, flash);
         }),
@@ -528,12 +545,12 @@ export function dashboardRoutes(svc: Services) {
         storeAction(
           (c, slug) => `${storeBase(slug)}/orders/${UUID.test(c.params.id ?? "") ? c.params.id : ""}`,
           async (c, s, store, form) => {
-            if (!UUID.test(c.params.id ?? "")) throw new NotFound();
+            const orderId = uuidParam(c, "id");
             const status = text(form, "status");
             if (!(MERCHANT_MOVES as readonly string[]).includes(status)) return { flash: { kind: "error", message: "Choose one of fulfilled, shipped, delivered or canceled." } };
             const note = text(form, "note").slice(0, 500);
             const r = await svc.actors.ask(storeCommerce, store.slug, "setOrderStatus", {
-              orderId: c.params.id!.toLowerCase(),
+              orderId,
               status: status as (typeof MERCHANT_MOVES)[number],
               userId: s.user.id,
               ...(note ? { note } : {}),
@@ -560,9 +577,10 @@ export function dashboardRoutes(svc: Services) {
       "/dashboard/s/:slug/refunds/:id/:decision",
       h(
         storeAction(backTo((slug) => `${storeBase(slug)}/refunds`), async (c, s, store) => {
+          const refundId = uuidParam(c, "id");
           const decision = c.params.decision;
-          if (!UUID.test(c.params.id ?? "") || (decision !== "approve" && decision !== "reject")) throw new NotFound();
-          const r = await svc.actors.ask(storeCommerce, store.slug, "decideRefund", { refundId: c.params.id!.toLowerCase(), decision, userId: s.user.id });
+          if (decision !== "approve" && decision !== "reject") throw new NotFound();
+          const r = await svc.actors.ask(storeCommerce, store.slug, "decideRefund", { refundId, decision, userId: s.user.id });
           const what = r.status === "REFUNDED" ? "approved and refunded" : r.status === "REJECTED" ? "rejected" : r.status === "FAILED" ? "approved, but the refund through the rail failed (retry later)" : r.status.toLowerCase();
           return { flash: { kind: r.status === "FAILED" ? "error" : "ok", message: `Refund of order ${r.order_id.slice(0, 8)} ${what}.` } };
         }),
@@ -663,10 +681,10 @@ export function dashboardRoutes(svc: Services) {
         storeAction(
           (_c, slug) => `${storeBase(slug)}/settings#allow`,
           async (c, _s, store, form) => {
-            if (!UUID.test(c.params.keyId ?? "")) throw new NotFound();
+            const agentKeyId = uuidParam(c, "keyId");
             const status = text(form, "status");
             if (status !== "allowed" && status !== "blocked") return { flash: { kind: "error", message: "Status must be allowed or blocked." } };
-            await svc.actors.ask(storeCommerce, store.slug, "setAllowlist", { agentKeyId: c.params.keyId!.toLowerCase(), status });
+            await svc.actors.ask(storeCommerce, store.slug, "setAllowlist", { agentKeyId, status });
             return { flash: { kind: "ok", message: `Agent key ${c.params.keyId!.slice(0, 8)}… is now ${status}.` } };
           },
         ),
@@ -724,15 +742,14 @@ export function dashboardRoutes(svc: Services) {
       "/dashboard/s/:slug/settings/webhooks",
       h(
         storeAction(
-          (_c, slug) => `${storeBase(slug)}/settings/webhooks`,
+          toWebhooks,
           async (_c, s, store, form) => {
             const url = text(form, "url");
             const events = form.getAll("events").filter((v): v is (typeof WEBHOOK_EVENT_KINDS)[number] => typeof v === "string" && (WEBHOOK_EVENT_KINDS as readonly string[]).includes(v));
             if (!url || url.length > 2048) return { flash: { kind: "error", message: "Enter the endpoint's URL." } };
             if (!events.length) return { flash: { kind: "error", message: "Choose at least one event." } };
             const created = await createWebhookEndpoint(svc, s.user, store.slug, { url, events });
-            const endpoints = await webhooksData(s, store);
-            return { html: webhooksPage(s, { store, endpoints, newSecret: { endpointId: created.id, url: created.url, secret: created.secret, rotated: false } }, { kind: "ok", message: "Endpoint added." }), status: 201 };
+            return { html: await webhooksWithSecret(s, store, created, false, { kind: "ok", message: "Endpoint added." }), status: 201 };
           },
         ),
       ),
@@ -742,12 +759,10 @@ export function dashboardRoutes(svc: Services) {
       "/dashboard/s/:slug/settings/webhooks/:id/rotate",
       h(
         storeAction(
-          (_c, slug) => `${storeBase(slug)}/settings/webhooks`,
+          toWebhooks,
           async (c, s, store) => {
-            if (!UUID.test(c.params.id ?? "")) throw new NotFound();
-            const rotated = await rotateWebhookSecret(svc, s.user, store.slug, c.params.id!.toLowerCase());
-            const endpoints = await webhooksData(s, store);
-            return { html: webhooksPage(s, { store, endpoints, newSecret: { endpointId: rotated.id, url: rotated.url, secret: rotated.secret, rotated: true } }, null) };
+            const rotated = await rotateWebhookSecret(svc, s.user, store.slug, uuidParam(c, "id"));
+            return { html: await webhooksWithSecret(s, store, rotated, true, null) };
           },
         ),
       ),
@@ -757,10 +772,9 @@ export function dashboardRoutes(svc: Services) {
       "/dashboard/s/:slug/settings/webhooks/:id/delete",
       h(
         storeAction(
-          (_c, slug) => `${storeBase(slug)}/settings/webhooks`,
+          toWebhooks,
           async (c, s, store) => {
-            if (!UUID.test(c.params.id ?? "")) throw new NotFound();
-            const gone = await deleteWebhookEndpoint(svc, s.user, store.slug, c.params.id!.toLowerCase());
+            const gone = await deleteWebhookEndpoint(svc, s.user, store.slug, uuidParam(c, "id"));
             return { flash: { kind: "ok", message: `Endpoint ${gone.url} deleted.` } };
           },
         ),
@@ -771,10 +785,9 @@ export function dashboardRoutes(svc: Services) {
       "/dashboard/s/:slug/settings/webhooks/:id/deliveries/:deliveryId/redeliver",
       h(
         storeAction(
-          (_c, slug) => `${storeBase(slug)}/settings/webhooks`,
+          toWebhooks,
           async (c, s, store) => {
-            if (!UUID.test(c.params.id ?? "") || !UUID.test(c.params.deliveryId ?? "")) throw new NotFound();
-            const d = await redeliverWebhook(svc, s.user, store.slug, c.params.id!.toLowerCase(), c.params.deliveryId!.toLowerCase());
+            const d = await redeliverWebhook(svc, s.user, store.slug, uuidParam(c, "id"), uuidParam(c, "deliveryId"));
             return { flash: { kind: "ok", message: `Delivery of ${d.event} queued again (same event id).` } };
           },
         ),

@@ -206,6 +206,24 @@ describe("CSRF", () => {
     for (const p of paths) expect({ p, status: (await post(p, owner, { status: "blocked", mode: "all" })).status }).toEqual({ p, status: 403 });
   });
 
+  test("a path id that is not a UUID is 404 on every page and form that takes one, with a valid token", async () => {
+    const id = crypto.randomUUID();
+    const bad = "not-a-uuid";
+    const pages = [`/dashboard/s/demo-store/orders/${bad}`];
+    const forms = [
+      `/dashboard/s/demo-store/orders/${bad}/status`,
+      `/dashboard/s/demo-store/refunds/${bad}/approve`,
+      `/dashboard/s/demo-store/refunds/${id}/maybe`,
+      `/dashboard/s/demo-store/settings/allowlist/${bad}`,
+      `/dashboard/s/demo-store/settings/webhooks/${bad}/rotate`,
+      `/dashboard/s/demo-store/settings/webhooks/${bad}/delete`,
+      `/dashboard/s/demo-store/settings/webhooks/${bad}/deliveries/${id}/redeliver`,
+      `/dashboard/s/demo-store/settings/webhooks/${id}/deliveries/${bad}/redeliver`,
+    ];
+    for (const p of pages) expect({ p, status: (await get(p, owner)).status }).toEqual({ p, status: 404 });
+    for (const p of forms) expect({ p, status: (await post(p, owner, { _csrf: owner.csrf, status: "blocked" })).status }).toEqual({ p, status: 404 });
+  });
+
   test("the log-in form needs its own token (bound to a cookie of the log-in page)", async () => {
     const r = await srv.fetch("/dashboard/login", { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form({ email: ADMIN.email, password: ADMIN.password }) });
     expect(r.status).toBe(403);
