@@ -4,17 +4,15 @@
  * a later completion cannot charge the buyer for an order already canceled (audit D, finding D1, repro R10).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
-import { accept, connect, DEMO_PRODUCT, errorOf, structured, type Connected } from "./helpers.ts";
+import type { TestKey } from "../helpers/agents.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { DEMO_PRODUCT, errorOf, startBuyingAgent, structured, type Connected } from "./helpers.ts";
 
 let srv: TestServer;
 let key: TestKey;
 let agent: Connected;
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
-  agent = await connect(srv, { headers: key.headers, elicit: accept });
+  ({ srv, key, agent } = await startBuyingAgent());
 }, 60_000);
 afterAll(async () => {
   await agent?.close();

@@ -6,9 +6,9 @@
  * at once, without an elicitation and without touching the cart (F3).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
-import { accept, connect, counted, DEMO_PRODUCT, errorOf, structured, type Connected } from "./helpers.ts";
+import type { TestKey } from "../helpers/agents.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { accept, connect, counted, DEMO_PRODUCT, errorOf, startBuyingAgent, structured, type Connected } from "./helpers.ts";
 
 let srv: TestServer;
 let key: TestKey;
@@ -18,9 +18,7 @@ let other: string;
 let cheap: { id: string; price: number };
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
-  agent = await connect(srv, { headers: key.headers, elicit: accept });
+  ({ srv, key, agent } = await startBuyingAgent());
   const [p] = await srv.db.sql<{ id: string }[]>`
     SELECT id FROM products WHERE store_slug = 'demo-store' AND active AND in_stock AND id <> ${DEMO_PRODUCT} AND (stock_quantity IS NULL OR stock_quantity >= 10) ORDER BY id LIMIT 1`;
   other = p!.id;

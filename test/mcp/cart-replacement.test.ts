@@ -5,9 +5,9 @@
  * actor state), and every write, preview and payment of it, on MCP and REST, is CART_NOT_MUTABLE naming the new cart.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
-import { accept, connect, DEMO_PRODUCT, errorOf, structured, type Connected } from "./helpers.ts";
+import type { TestKey } from "../helpers/agents.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { DEMO_PRODUCT, errorOf, startBuyingAgent, structured, type Connected } from "./helpers.ts";
 
 let srv: TestServer;
 let key: TestKey;
@@ -15,9 +15,7 @@ let agent: Connected;
 let other: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
-  agent = await connect(srv, { headers: key.headers, elicit: accept });
+  ({ srv, key, agent } = await startBuyingAgent());
   const [p] = await srv.db.sql<{ id: string }[]>`
     SELECT id FROM products WHERE store_slug = 'demo-store' AND active AND in_stock AND id <> ${DEMO_PRODUCT} AND (stock_quantity IS NULL OR stock_quantity >= 10) ORDER BY id LIMIT 1`;
   other = p!.id;

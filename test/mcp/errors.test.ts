@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ERROR_TABLE } from "../../actors/runtime/errors.ts";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
-import { accept, connect, DEMO, DEMO_PRODUCT, errorOf, rpc, structured, type Connected } from "./helpers.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { accept, connect, DEMO, DEMO_PRODUCT, errorOf, rpc, startBuyingAgent, structured, type Connected } from "./helpers.ts";
 
 let srv: TestServer;
 let key: TestKey;
@@ -19,9 +19,7 @@ let platform: ReturnType<typeof Bun.serve>;
 let platformMode: "ok" | "500" | "garbage" = "ok";
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
-  agent = await connect(srv, { headers: key.headers, elicit: accept });
+  ({ srv, key, agent } = await startBuyingAgent());
   platform = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,

@@ -5,7 +5,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, type CallToolResult, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
-import type { TestServer } from "../helpers/server.ts";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
 
 export const DEMO = "demo-store";
 export const DEMO_PRODUCT = "1e34ef13-d99e-575f-975a-67ea08dcdf99";
@@ -69,6 +70,23 @@ export async function counted<T>(c: Connected, call: () => Promise<T>): Promise<
 
 export const accept = (): ElicitResult => ({ action: "accept", content: { approve: true } });
 export const decline = (): ElicitResult => ({ action: "decline" });
+
+/**
+ * The purchase tests' setting: the seeded service without rate limits, an ENTERPRISE key of every scope, and an
+ * agent connected with it to the demo store whose human accepts every question. Stop it with `agent.close()` then
+ * `srv.stop()`.
+ */
+export async function startBuyingAgent(): Promise<{ srv: TestServer; key: TestKey; agent: Connected }> {
+  const srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
+  try {
+    const key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
+    const agent = await connect(srv, { headers: key.headers, elicit: accept });
+    return { srv, key, agent };
+  } catch (err) {
+    await srv.stop();
+    throw err;
+  }
+}
 
 /** Raw JSON-RPC POST (sessionless fast path). */
 export async function rpc(srv: TestServer, path: string, method: string, params: unknown, headers: Record<string, string> = {}) {

@@ -1,16 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
-import { accept, connect, decline, DEMO, DEMO_PRODUCT, errorOf, rpc, structured, type Connected } from "./helpers.ts";
+import type { TestKey } from "../helpers/agents.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { accept, connect, decline, DEMO, DEMO_PRODUCT, errorOf, rpc, startBuyingAgent, structured, type Connected } from "./helpers.ts";
 
 let srv: TestServer;
 let key: TestKey;
 let agent: Connected;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
-  agent = await connect(srv, { headers: key.headers, elicit: accept });
+  ({ srv, key, agent } = await startBuyingAgent());
 }, 60_000);
 afterAll(async () => {
   await agent?.close();
