@@ -12,9 +12,8 @@ import { ActorClient } from "../../actors/runtime/client.ts";
 import { defineActor } from "../../actors/runtime/define-actor.ts";
 import type { RequestEnvelope } from "../../actors/runtime/envelope.ts";
 import { ActorHost } from "../../actors/runtime/host.ts";
-import { InProcessTransport } from "../../actors/transport/in-process.ts";
-import type { Transport } from "../../actors/transport/transport.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { lossyTransport } from "../helpers/lossy-transport.ts";
 
 /** How often each deposit's handler ran, whichever host ran it (both hosts live in this process). */
 const runs = new Map<string, number>();
@@ -35,20 +34,6 @@ const ledger = defineActor({
 });
 
 let db: TestDatabase;
-
-/** The in-process bus standing in for NATS, which can lose a reply (so every first attempt keeps its reply). */
-function lossyTransport(): Transport {
-  const t = new InProcessTransport();
-  return {
-    name: "in-process, lossy",
-    lossless: false,
-    request: (env, timeoutMs) => t.request(env, timeoutMs),
-    serve: (kind, handler) => t.serve(kind, handler),
-    publish: (topic, event) => t.publish(topic, event),
-    subscribe: (topic, handler) => t.subscribe(topic, handler),
-    close: () => t.close(),
-  };
-}
 
 async function startHost(): Promise<ActorHost> {
   const transport = lossyTransport();

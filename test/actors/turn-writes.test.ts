@@ -13,6 +13,7 @@ import { isWriteRefused } from "../../actors/runtime/state-write.ts";
 import { InProcessTransport } from "../../actors/transport/in-process.ts";
 import type { Transport } from "../../actors/transport/transport.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { lossyTransport } from "../helpers/lossy-transport.ts";
 
 const timer = defineActor({
   kind: "timer",
@@ -114,23 +115,6 @@ const timer = defineActor({
 });
 
 let db: TestDatabase;
-
-/**
- * The in-process bus standing in for a transport that can lose a reply (NATS): there a caller may resend a message
- * whose first attempt committed, possibly to another host, which is what the durable reply is for.
- */
-function lossyTransport(): Transport {
-  const t = new InProcessTransport();
-  return {
-    name: "in-process, lossy",
-    lossless: false,
-    request: (env, timeoutMs) => t.request(env, timeoutMs),
-    serve: (kind, handler) => t.serve(kind, handler),
-    publish: (topic, event) => t.publish(topic, event),
-    subscribe: (topic, handler) => t.subscribe(topic, handler),
-    close: () => t.close(),
-  };
-}
 
 function startHost(transport: Transport = new InProcessTransport()) {
   const client = new ActorClient(transport, { defaultTimeoutMs: 5000 });
