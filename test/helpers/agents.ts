@@ -41,3 +41,13 @@ export async function placeOrder(srv: TestServer, key: TestKey, productId: strin
   if (r.status !== 200) throw new Error(`checkout failed: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body.data.order_id as string;
 }
+
+/**
+ * Two agent keys of every scope, as two tenants: `key` acts and `other` checks isolation (another tenant's cart,
+ * order or refund reads as not found). Created in that order.
+ */
+export async function twoTenants(srv: TestServer): Promise<{ key: TestKey; other: TestKey }> {
+  const key = await createKey(srv, { scopes: ALL_SCOPES });
+  const other = await createKey(srv, { scopes: ALL_SCOPES });
+  return { key, other };
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ManualClock } from "../../actors/runtime/clock.ts";
-import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { ALL_SCOPES, createKey, twoTenants, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const P = {
@@ -21,8 +21,7 @@ const clock = new ManualClock(Date.now());
 
 beforeAll(async () => {
   srv = await startServer({ seed: true, boot: { clock } });
-  key = await createKey(srv, { scopes: ALL_SCOPES });
-  other = await createKey(srv, { scopes: ALL_SCOPES });
+  ({ key, other } = await twoTenants(srv));
 }, 120_000);
 afterAll(async () => {
   await srv?.stop();

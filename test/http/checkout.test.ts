@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { ALL_SCOPES, createKey, twoTenants, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const P = {
@@ -15,8 +15,7 @@ let other: TestKey;
 
 beforeAll(async () => {
   srv = await startServer({ seed: true });
-  key = await createKey(srv, { scopes: ALL_SCOPES });
-  other = await createKey(srv, { scopes: ALL_SCOPES });
+  ({ key, other } = await twoTenants(srv));
 }, 120_000);
 afterAll(async () => {
   await srv?.stop();

@@ -2,7 +2,7 @@
  * Agent cancels: POST /agent/orders/{id}/cancel (owner key only) and POST /agent/checkout/{sessionId}/cancel.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { ALL_SCOPES, createKey, login, twoTenants, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // DS-0005, tracked stock, demo-store
@@ -13,8 +13,7 @@ let other: TestKey;
 
 beforeAll(async () => {
   srv = await startServer({ seed: true });
-  key = await createKey(srv, { scopes: ALL_SCOPES });
-  other = await createKey(srv, { scopes: ALL_SCOPES });
+  ({ key, other } = await twoTenants(srv));
 }, 120_000);
 afterAll(async () => {
   await srv?.stop();

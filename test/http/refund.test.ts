@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, merchantLogin, placeOrder, type TestKey } from "../helpers/agents.ts";
+import { ALL_SCOPES, createKey, login, merchantLogin, placeOrder, twoTenants, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, 26.95 + 6.99 shipping = 33.94
@@ -11,8 +11,7 @@ let admin: string;
 
 beforeAll(async () => {
   srv = await startServer({ seed: true });
-  key = await createKey(srv, { scopes: ALL_SCOPES });
-  other = await createKey(srv, { scopes: ALL_SCOPES });
+  ({ key, other } = await twoTenants(srv));
   admin = await login(srv);
 }, 120_000);
 afterAll(async () => {
