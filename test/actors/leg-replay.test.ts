@@ -26,6 +26,15 @@ async function cartWith(productId: string): Promise<string> {
   expect(r.status).toBe(201);
   return r.body.data.id;
 }
+/**
+ * A new cart of the product and the ids of a first attempt to pay it, after the catalog read a checkout makes first
+ * (it gives the leg the untracked-stock hint).
+ */
+async function firstAttempt(productId: string) {
+  const sql = srv.db.sql;
+  await readCatalog(sql, [productId], key.id);
+  return { sql, cart: await cartWith(productId), orderId: crypto.randomUUID(), r1: `r1-${crypto.randomUUID()}` };
+}
 const leg = (cartId: string, orderId: string, reservationId: string, productId: string) => ({
   orderId, checkoutSessionId: `sess-${orderId}`, cartId, reservationId, agentKeyId: key.id, currency: "USD",
   paymentRail: "card", paymentMethod: "MOCK", couponCode: null, subtotalMinor: 100, discountMinor: 0, shippingMinor: 0, taxMinor: 0,
@@ -43,22 +52,14 @@ async function codeOf(p: Promise<unknown>): Promise<string | null> {
 for (const [kind, productId] of [["tracked", skillet], ["untracked", board]] as const) {
   describe(`a leg of ${kind} stock`, () => {
     test("begun again after its release is refused with conflict", async () => {
-      const sql = srv.db.sql;
-      await readCatalog(sql, [productId], key.id); // the untracked hint, as a checkout has it
-      const cart = await cartWith(productId);
-      const orderId = crypto.randomUUID();
-      const r1 = `r1-${crypto.randomUUID()}`;
+      const { sql, cart, orderId, r1 } = await firstAttempt(productId);
       await beginLegRows(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
       await settleLegRows(sql, "demo-store", { orderId, reservationId: r1, outcome: "released" }, Date.now());
       expect(await codeOf(beginLegRows(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now()))).toBe("conflict");
     });
 
     test("begun again after its order was canceled is refused with conflict", async () => {
-      const sql = srv.db.sql;
-      await readCatalog(sql, [productId], key.id);
-      const cart = await cartWith(productId);
-      const orderId = crypto.randomUUID();
-      const r1 = `r1-${crypto.randomUUID()}`;
+      const { sql, cart, orderId, r1 } = await firstAttempt(productId);
       await beginLegRows(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
       const c = await cancelPendingOrderRows(sql, "demo-store", { orderId, totalMinor: 100, currency: "USD", reason: "session_expired" }, Date.now());
       expect(c.status).toBe("canceled");
@@ -66,11 +67,7 @@ for (const [kind, productId] of [["tracked", skillet], ["untracked", board]] as 
     });
 
     test("a stale begin of the first attempt leaves the order the second attempt paid as it is", async () => {
-      const sql = srv.db.sql;
-      await readCatalog(sql, [productId], key.id);
-      const cart = await cartWith(productId);
-      const orderId = crypto.randomUUID();
-      const r1 = `r1-${crypto.randomUUID()}`;
+      const { sql, cart, orderId, r1 } = await firstAttempt(productId);
       const r2 = `r2-${crypto.randomUUID()}`;
       await beginLegRows(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
       await settleLegRows(sql, "demo-store", { orderId, reservationId: r1, outcome: "released" }, Date.now());
@@ -95,11 +92,7 @@ const eventsOf = async (orderId: string) => (await srv.db.sql<{ n: number }[]>`S
 for (const [kind, productId] of [["tracked", skillet], ["untracked", board]] as const) {
   describe(`a leg of ${kind} stock riding in the cart's state statement`, () => {
     test("goes ahead for a first attempt: the order pending, and the settle then pays it", async () => {
-      const sql = srv.db.sql;
-      await readCatalog(sql, [productId], key.id);
-      const cart = await cartWith(productId);
-      const orderId = crypto.randomUUID();
-      const r1 = `r1-${crypto.randomUUID()}`;
+      const { sql, cart, orderId, r1 } = await firstAttempt(productId);
       const begin = beginLegRiding(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
       expect(await ride(begin.write)).toBeNull();
       expect((await sql`SELECT status FROM orders WHERE id = ${orderId}`).map((r) => r.status)).toEqual(["pending"]);
@@ -109,11 +102,7 @@ for (const [kind, productId] of [["tracked", skillet], ["untracked", board]] as 
     });
 
     test("begun again with the same reservation refuses (AF002) and writes nothing; the general path answers it", async () => {
-      const sql = srv.db.sql;
-      await readCatalog(sql, [productId], key.id);
-      const cart = await cartWith(productId);
-      const orderId = crypto.randomUUID();
-      const r1 = `r1-${crypto.randomUUID()}`;
+      const { sql, cart, orderId, r1 } = await firstAttempt(productId);
       await beginLegRows(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
       const events = await eventsOf(orderId);
       const again = beginLegRiding(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
@@ -123,11 +112,7 @@ for (const [kind, productId] of [["tracked", skillet], ["untracked", board]] as 
     });
 
     test("a settle of an order that is no longer pending refuses (AF002) and writes nothing", async () => {
-      const sql = srv.db.sql;
-      await readCatalog(sql, [productId], key.id);
-      const cart = await cartWith(productId);
-      const orderId = crypto.randomUUID();
-      const r1 = `r1-${crypto.randomUUID()}`;
+      const { sql, cart, orderId, r1 } = await firstAttempt(productId);
       await beginLegRows(sql, "demo-store", leg(cart, orderId, r1, productId), Date.now());
       const body = { orderId, reservationId: r1, outcome: "captured" as const, intentId: r1, captureRef: "cap", simulated: true, totalMinor: 100, currency: "USD" };
       expect((await settleLegRows(sql, "demo-store", body, Date.now())).status).toBe("paid");
