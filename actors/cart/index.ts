@@ -84,6 +84,7 @@ import {
   type ShippingChoiceInput,
   type ShippingRatesView,
 } from "./messages.ts";
+import { checkoutProtocols } from "../store/checkout-protocols.ts";
 import { chooseShipping, ruleOf, shippingOptions, storeShipping, type CartShipping, type StoreShipping } from "./shipping.ts";
 import { assertStateExecutable, checkoutStateFromTotals, stateHash, type CheckoutState } from "./state-hash.ts";
 import { previewedOf, storePricing, totalsOf, type StoredPricing } from "./stored-pricing.ts";
@@ -849,7 +850,7 @@ function assertStoresPayable(session: SessionState, stores: Map<string, CatalogL
       throw fail("NATIVE_CHECKOUT_REQUIRED", `Merchant ${leg.storeId} sells through its hosted storefront; pay on its native rail.`, {
         merchant_slug: leg.storeId,
         rail,
-        native_rails: store.paymentMethods.filter((m) => m !== "x402"),
+        native_rails: checkoutProtocols(store),
         checkout_url: store.checkoutUrl,
       });
     }

@@ -14,7 +14,7 @@
  */
 import { zoneSpecificity } from "../store/insights.ts";
 import type { ShippingZone } from "../store/schemas.ts";
-import type { ShippingRule } from "./totals.ts";
+import { shippingFor, type ShippingRule } from "./totals.ts";
 
 export interface ShippingDestination {
   countryCode: string;
@@ -41,6 +41,16 @@ export type StoreShipping =
 export const FREE_SHIPPING: ShippingRule = { baseMinor: 0, perItemMinor: 0, freeOverMinor: null };
 
 export const ruleOf = (z: ShippingZone): ShippingRule => ({ baseMinor: z.baseMinor, perItemMinor: z.perItemMinor, freeOverMinor: z.freeOverMinor });
+
+/**
+ * What `zone` charges for `itemCount` units worth `subtotalMinor`: the cart's rule (`shippingFor`: base + perItem ×
+ * items, free at or above the zone's own `freeOverMinor`, a zone without one never free). The shipping estimate
+ * quotes through this, so it says what a preview of the same product, quantity and destination charges.
+ */
+export function zoneQuote(zone: ShippingZone, itemCount: number, subtotalMinor: number): { costMinor: number; free: boolean } {
+  const costMinor = shippingFor(ruleOf(zone), itemCount, subtotalMinor);
+  return { costMinor, free: costMinor === 0 };
+}
 
 /** Zones serving the destination most specifically, in the cart's currency, cheapest first (then by name). */
 export function shippingOptions(zones: readonly ShippingZone[], dest: ShippingDestination, currency: string): ShippingZone[] {

@@ -128,25 +128,6 @@ export function zoneSpecificity(zone: ShippingZone, countryCode: string, postalC
   return hit === undefined ? null : 1 + hit.length;
 }
 
-/** The zone serving a destination: the country must be listed; a zone whose postal prefix matches beats a country-wide one (longest prefix wins). */
-export function matchZone(zones: readonly ShippingZone[], countryCode: string, postalCode: string): ShippingZone | null {
-  let best: { zone: ShippingZone; specificity: number } | null = null;
-  for (const z of zones) {
-    const specificity = zoneSpecificity(z, countryCode, postalCode);
-    if (specificity === null) continue;
-    if (!best || specificity > best.specificity) best = { zone: z, specificity };
-  }
-  return best?.zone ?? null;
-}
-
-/** Cost for `quantity` units at `unitPriceMinor` (the zone's currency is assumed to be the product's). */
-export function shippingCostMinor(zone: ShippingZone, unitPriceMinor: number, quantity: number, storeFreeOverMinor?: number): { costMinor: number; free: boolean } {
-  const subtotal = unitPriceMinor * quantity;
-  const freeOver = zone.freeOverMinor ?? storeFreeOverMinor ?? null;
-  if (freeOver !== null && subtotal >= freeOver) return { costMinor: 0, free: true };
-  return { costMinor: zone.baseMinor + zone.perItemMinor * Math.max(0, quantity - 1), free: false };
-}
-
 /** "3-5" → 5, "2" → 2, anything unreadable → null. */
 export function maxShippingDays(estimate: string | undefined): number | null {
   if (!estimate) return null;

@@ -90,7 +90,9 @@ export const OrderCanceled = obj({ order_id: Str, status: Str, refund: t.Union([
 
 export const Refund = obj({
   refund_id: Str, order_id: Str, merchant_slug: Str, status: t.String({ description: "PENDING_APPROVAL, APPROVED, REFUNDED, REJECTED, FAILED" }),
-  amount: Num, amount_minor: Int, currency: Str, reason: NullableStr, refund_reference: NullableStr, created_at: Time, updated_at: Time,
+  amount: t.Number({ description: "Major units (a decimal, 1.5 = 1.50 USD), as every money amount of an answer (docs/conventions.md). The request's `amount` is integer cents: read `amount_minor` to compare with it." }),
+  amount_minor: t.Integer({ description: "The same amount in integer minor units (cents): the unit of the refund request's `amount`." }),
+  currency: Str, reason: NullableStr, refund_reference: NullableStr, created_at: Time, updated_at: Time,
 });
 
 // ------------------------------------------------------------------------------------------------ catalog
@@ -106,7 +108,7 @@ export const Negotiation = obj(
   {
     offerId: Str, status: t.String({ description: "accepted, countered or rejected" }), productId: Str, merchantSlug: Str, currency: Str,
     listPrice: NullableNum, bidPrice: Num, counterPrice: NullableNum, negotiatedPrice: NullableNum, expiresAt: NullableStr,
-    usableInCart: Bool, round: Int, maxRounds: Int, reason: NullableStr, message: NullableStr, beta: t.Literal(true),
+    usableInCart: Bool, round: Int, maxRounds: t.Union([Int, t.Null()], { description: "null when the merchant does not negotiate" }), reason: NullableStr, message: NullableStr, beta: t.Literal(true),
   },
   "The merchant's answer to the bid (BETA).",
 );

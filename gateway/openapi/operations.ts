@@ -137,12 +137,14 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "POST /api/v1/agent/recommendations": { success: [ok(M.Recommendations, "Similar products.")], errors: { 404: ["not_found"] } },
   "POST /api/v1/agent/negotiate": { success: [ok(M.Negotiation, "The merchant's answer.")], errors: { 403: ["FEATURE_NOT_ENABLED", "NOT_ELIGIBLE"], 404: ["not_found"], 409: ["conflict"] } },
   "POST /api/v1/agent/shipping-estimate": { success: [ok(M.ShippingEstimate, "Cost and delivery window (shippable false when the merchant does not ship there).")], errors: { 404: ["not_found"] } },
+  // Reserved: the route always answers 501 not_implemented, so no success answer is documented (a generated client
+  // must not expect one; test/http/openapi-complete.test.ts allows this one operation without a 2xx).
   "POST /api/v1/agent/search-by-image": {
-    success: [ok(t.Object({}), "Reserved: never answered (the route always answers 501 not_implemented).")],
+    success: [],
     errors: { 501: ["not_implemented"] },
     body: { schema: t.Object({ imageUrl: t.String({ format: "uri", description: "The image to search by (spec)." }) }), required: true },
   },
-  "POST /api/v1/agent/compare": { success: [ok(M.Comparison, "Side-by-side comparison with a recommendation.")], errors: { 404: ["not_found"] } },
+  "POST /api/v1/agent/compare": { success: [ok(M.Comparison, "Side-by-side comparison with a recommendation.")], errors: { 400: ["INSUFFICIENT_INPUT"] } },
 
   // ---------------------------------------------------------------------------------------------- merchants
   "GET /api/v1/merchants": { success: [] },
@@ -251,7 +253,12 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     body: {
       schema: t.Object(
         {
-          amount: t.Optional(t.Integer({ minimum: 1, description: "Integer cents (minor units); omitted: the whole refundable amount." })),
+          amount: t.Optional(
+            t.Integer({
+              minimum: 1,
+              description: "Integer cents (minor units), e.g. 150 = 1.50; omitted: the whole refundable amount. The answer's `amount` is in major units (1.5), its `amount_minor` in cents (150).",
+            }),
+          ),
           reason: t.Optional(t.String({ maxLength: 255 })),
           idempotency_key: t.Optional(t.String({ description: "UUID v4; or the Idempotency-Key header." })),
         },

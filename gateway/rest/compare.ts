@@ -1,4 +1,4 @@
-/** POST /api/v1/agent/compare: 1 to 10 product ids; unknown or ineligible ids are listed, not fatal unless none resolve. */
+/** POST /api/v1/agent/compare: 1 to 10 product ids; unknown or ineligible ids are listed, not fatal unless none resolve (400). */
 import { Elysia, t } from "elysia";
 import { compareProducts, type CompareItem } from "../../actors/store/insights.ts";
 import { findEligibleProducts, merchantSummary, toProductDetail, type EligibleProduct } from "../../actors/store/reads.ts";
@@ -67,12 +67,14 @@ export function compareRoutes(svc: Services) {
       "/api/v1/agent/compare",
       async ({ body }) => {
         const { resolved, notFound } = await resolveComparable(svc.sql, body.productIds);
-        if (resolved.length === 0) throw fail("not_found", "None of the products exists or is available.", { notFound });
+        // The spec's table answers compare with 200 or 400 only: ids none of which resolve are a bad input (as MCP
+        // compare_products says, INSUFFICIENT_INPUT), not a missing resource (docs/decisions.md, audit A-6).
+        if (resolved.length === 0) throw fail("INSUFFICIENT_INPUT", "None of the products exists or is available to compare.", { field: "productIds", notFound });
         return ok({ ...productComparison(resolved, new Date(svc.clock.now())), notFound });
       },
       {
         body: t.Object({ productIds: t.Array(t.String({ format: "uuid" }), { minItems: 1, maxItems: 10 }) }),
-        response: errorResponses(400, 401, 403, 404),
+        response: errorResponses(400, 401, 403),
         detail: { tags: ["catalog"], summary: "Compare 1 to 10 products", security: [{ agentApiKey: [] }] },
       },
     );

@@ -6,6 +6,7 @@ import { Elysia, t } from "elysia";
 import { activeProductCount, getEligibleStore, isEligibleStore, isEuQualified, listStores, merchantSummary } from "../../actors/store/reads.ts";
 import { policiesView } from "../../actors/store/ingest.ts";
 import { fail } from "../../actors/runtime/errors.ts";
+import { checkoutProtocols } from "../../actors/store/checkout-protocols.ts";
 import type { StoreRecord } from "../../actors/store/schemas.ts";
 import type { Sql } from "../../infra/db.ts";
 import { freshnessTier } from "../../search/ranking.ts";
@@ -53,7 +54,8 @@ export async function merchantProfile(sql: Sql, store: StoreRecord, now: Date) {
     platform: store.platform,
     freshnessTier: freshnessTier(store.lastSyncAt, now),
     policies: policiesView(store.policies, store.currency),
-    paymentProtocols: store.paymentMethods,
+    // only what a checkout here accepts: a hosted storefront's x402 would be refused (NATIVE_CHECKOUT_REQUIRED)
+    paymentProtocols: checkoutProtocols(store),
     negotiation: store.negotiationRules?.enabled === true,
     reviews: store.reviewRatingAvg === null ? null : { average: store.reviewRatingAvg, count: store.reviewCount },
     productCount: await activeProductCount(sql, store.slug),
@@ -84,6 +86,8 @@ export function returnPolicy<R extends { approval: "merchant" }>(store: StoreRec
 
 export const DIRECTORY_DEFAULT_LIMIT = 20;
 export const DIRECTORY_MAX_LIMIT = 100;
+/** Deepest page served, as search's (SEARCH_PAGE_MAX): a larger one is 400, so `meta.page` is always the exact integer sent (1e20 was echoed as 100000000000000000000). */
+export const DIRECTORY_PAGE_MAX = 10_000;
 
 const MerchantSummarySchema = t.Object({
   slug: t.String(),
@@ -119,7 +123,7 @@ export function merchantDirectoryRoutes(svc: Services) {
     },
     {
       query: t.Object({
-        page: t.Optional(t.Integer({ minimum: 1, description: ">= 1, default 1" })),
+        page: t.Optional(t.Integer({ minimum: 1, maximum: DIRECTORY_PAGE_MAX, description: "1 to 10,000, default 1" })),
         limit: t.Optional(t.Integer({ minimum: 1, description: "1 to 100, default 20; above 100 is served as 100" })),
       }),
       response: {

@@ -6,7 +6,8 @@
 import { Elysia, t } from "elysia";
 import { storeActor } from "../../actors/store/index.ts";
 import { amountProblem } from "../../actors/store/ingest.ts";
-import { agentHint, matchZone, priceTrend, shippingCostMinor, sustainabilityScore } from "../../actors/store/insights.ts";
+import { shippingOptions, zoneQuote } from "../../actors/cart/shipping.ts";
+import { agentHint, priceTrend, sustainabilityScore } from "../../actors/store/insights.ts";
 import { getEligibleProduct, getEligibleStore, priceHistory, shippingZonesOf, toProductDetail } from "../../actors/store/reads.ts";
 import { isIsoCountryCode, toMajor, toMinor, type ProductRecord, type ShippingZone, type StoreRecord } from "../../actors/store/schemas.ts";
 import type { Sql } from "../../infra/db.ts";
@@ -69,6 +70,9 @@ export async function productPriceHistory(sql: Sql, product: ProductRecord, days
 /**
  * Shipping cost and delivery window of `quantity` units to a destination from the merchant's zones; not shipping
  * there is an answer (`shippable: false`), not an error (REST shipping-estimate and MCP get_shipping_rates).
+ * Zone and price are the cart's (actors/cart/shipping.ts): the most specific zones in the product's currency, the
+ * cheapest of them when the merchant has several methods there, priced by `zoneQuote`. So the estimate is what a
+ * preview of the same product, quantity and destination charges (audit A-1).
  */
 export function shippingEstimate(
   zones: readonly ShippingZone[],
@@ -77,14 +81,14 @@ export function shippingEstimate(
   dest: { countryCode: string; postalCode: string; quantity?: number },
   now: Date,
 ) {
-  const zone = matchZone(zones, dest.countryCode, dest.postalCode);
+  const zone: ShippingZone | undefined = shippingOptions(zones, dest, product.currency)[0];
   const quantity = dest.quantity ?? 1;
   const countryCode = dest.countryCode.toUpperCase();
   const base = { productId: product.id, merchantSlug: store.slug, countryCode, postalCode: dest.postalCode, quantity };
   if (!zone) {
     return { ...base, shippable: false, reason: `${store.name} does not ship to ${countryCode} ${dest.postalCode}.`, zone: null, cost: null, currency: null, freeShipping: false, minDays: null, maxDays: null, estimatedDelivery: null };
   }
-  const { costMinor, free } = shippingCostMinor(zone, product.priceMinor, quantity, zone.currency === store.currency ? store.policies.freeShippingThresholdMinor : undefined);
+  const { costMinor, free } = zoneQuote(zone, quantity, product.priceMinor * quantity);
   const day = (d: number) => new Date(now.getTime() + d * 86_400_000).toISOString().slice(0, 10);
   return {
     ...base,

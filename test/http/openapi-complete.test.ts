@@ -27,6 +27,7 @@ type Doc = { paths: Record<string, Record<string, Operation>>; components: { sch
 const P = {
   skillet: "399d72f1-303c-5cf3-bc6a-5c82714b85d4", // demo-store, MOCK
   green: "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a", // greenleaf-living, card only
+  euShop: "0009e996-50d6-53b9-8529-d5e0bdaf69d1", // qualified-eu-shop, EUR, does not negotiate
 };
 const ZERO = "00000000-0000-4000-8000-000000000000";
 
@@ -54,15 +55,30 @@ const op = (method: string, path: string) => doc.paths[path]?.[method.toLowerCas
 const codes = (method: string, path: string, status: number) => op(method, path)?.responses?.[String(status)]?.["x-error-codes"] ?? [];
 
 describe("the OpenAPI document lists every answer", () => {
-  test("every operation documents a success answer with a schema (a redirect documents its Location instead)", () => {
+  test("every operation documents a success answer with a schema (a redirect documents its Location instead; a reserved route only its 501)", () => {
     const missing = ops.filter(({ op }) => {
       const rs = Object.entries(op.responses ?? {});
       const success = rs.some(([s, r]) => s.startsWith("2") && Object.values(r.content ?? {}).some((c) => nonEmpty(c.schema)));
       const redirect = rs.some(([s, r]) => s.startsWith("3") && r.headers?.Location);
-      return !success && !redirect;
+      const reserved = !rs.some(([s]) => s.startsWith("2")) && op.responses?.["501"]?.["x-error-codes"]?.includes("not_implemented");
+      return !success && !redirect && !reserved;
     });
     expect(missing.map((o) => `${o.method} ${o.path}`)).toEqual([]);
     expect(ops.length).toBeGreaterThan(80);
+  });
+
+  test("search-by-image, reserved, documents no success answer: only its 501 not_implemented (a client must not expect a 200)", () => {
+    const rs = op("POST", "/api/v1/agent/search-by-image")!.responses!;
+    expect(Object.keys(rs).filter((s) => s.startsWith("2"))).toEqual([]);
+    expect(codes("POST", "/api/v1/agent/search-by-image", 501)).toEqual(["not_implemented"]);
+  });
+
+  test("compare documents the statuses of the spec's table, 200 and 400 (INSUFFICIENT_INPUT when no id resolves), and no 404", () => {
+    const rs = op("POST", "/api/v1/agent/compare")!.responses!;
+    // beyond the statuses every agent route has by rule (auth, limits, body size, outages)
+    const own = Object.keys(rs).filter((s) => !["401", "403", "413", "429", "500", "503"].includes(s));
+    expect(own.sort()).toEqual(["200", "400"]);
+    expect(codes("POST", "/api/v1/agent/compare", 400)).toEqual(expect.arrayContaining(["validation_error", "INSUFFICIENT_INPUT"]));
   });
 
   test("every operation has its row in gateway/openapi/operations.ts, and every row names a served operation", () => {
@@ -194,6 +210,7 @@ describe("what the server answers is what the document lists", () => {
     // route codes
     await call("GET", `/api/v1/agent/products/${ZERO}`, { headers: H }); // 404 not_found
     await call("POST", "/api/v1/agent/search-by-image", { headers: H, body: { imageUrl: "https://example.com/a.png" } }); // 501
+    await call("POST", "/api/v1/agent/compare", { headers: H, body: { productIds: [ZERO] } }); // 400 INSUFFICIENT_INPUT
     await call("GET", "/api/v1/agent/merchants/no-such-store", { headers: H }); // 404 store_not_found
     await call("GET", "/api/v1/stores/no-such-store/trust-score"); // 404 store_not_found
     await call("POST", "/api/v1/agent/cart", { headers: H, body: { items: [{ product_id: ZERO, quantity: 1 }] } }); // 404 PRODUCT_NOT_FOUND
@@ -284,6 +301,9 @@ describe("successful answers have the documented shape", () => {
     await check("GET", "/api/v1/agent/products/{id}/sustainability", `/api/v1/agent/products/${P.skillet}/sustainability`, { headers: H });
     await check("POST", "/api/v1/agent/recommendations", "/api/v1/agent/recommendations", { headers: H, body: { productId: P.skillet } });
     await check("POST", "/api/v1/agent/negotiate", "/api/v1/agent/negotiate", { headers: H, body: { productId: P.skillet, merchantSlug: "demo-store", bidPrice: 30, currency: "USD" } });
+    // a merchant that does not negotiate answers maxRounds null (audit A-6)
+    const noDeal = await check("POST", "/api/v1/agent/negotiate", "/api/v1/agent/negotiate", { headers: H, body: { productId: P.euShop, merchantSlug: "qualified-eu-shop", bidPrice: 1, currency: "EUR" } });
+    expect(noDeal.body.data).toMatchObject({ reason: "negotiation_not_enabled", maxRounds: null });
     await check("POST", "/api/v1/agent/shipping-estimate", "/api/v1/agent/shipping-estimate", { headers: H, body: { productId: P.skillet, countryCode: "US", postalCode: "94105" } });
     await check("POST", "/api/v1/agent/shipping-estimate", "/api/v1/agent/shipping-estimate", { headers: H, body: { productId: P.skillet, countryCode: "JP", postalCode: "100-0001" } });
     await check("POST", "/api/v1/agent/compare", "/api/v1/agent/compare", { headers: H, body: { productIds: [P.skillet, P.green] } });

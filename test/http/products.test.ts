@@ -140,13 +140,15 @@ describe("POST /agent/compare", () => {
     expectError(await post("/api/v1/agent/compare", {}), 400, "validation_error");
   });
 
-  test("one id is enough, ineligible ids are listed as not found, and nothing resolvable is 404", async () => {
+  test("one id is enough, ineligible ids are listed as not found, and nothing resolvable is 400 INSUFFICIENT_INPUT (the spec lists only 200 and 400)", async () => {
     const one = await post("/api/v1/agent/compare", { productIds: [ids["demo-store"]] });
     expect(one.status).toBe(200);
     const mixed = await post("/api/v1/agent/compare", { productIds: [ids["demo-store"], ids["suspended-goods"]] });
     expect(mixed.body.data.products.length).toBe(1);
     expect(mixed.body.data.notFound).toEqual([ids["suspended-goods"]]);
-    expectError(await post("/api/v1/agent/compare", { productIds: [ids["suspended-goods"], UNKNOWN] }), 404, "not_found");
+    const none = await post("/api/v1/agent/compare", { productIds: [ids["suspended-goods"], UNKNOWN] });
+    expectError(none, 400, "INSUFFICIENT_INPUT");
+    expect(none.body.details).toEqual({ field: "productIds", notFound: [ids["suspended-goods"], UNKNOWN] });
   });
 });
 

@@ -2,15 +2,14 @@ import { describe, expect, test } from "bun:test";
 import {
   agentHint,
   compareProducts,
-  matchZone,
   maxShippingDays,
   priceTrend,
-  shippingCostMinor,
   sustainabilityScore,
   type CompareItem,
   type SustainabilityInput,
   type Trend,
 } from "../../actors/store/insights.ts";
+import { shippingOptions, zoneQuote } from "../../actors/cart/shipping.ts";
 import type { ShippingZone } from "../../actors/store/schemas.ts";
 
 describe("price trend of a window", () => {
@@ -46,7 +45,8 @@ const zone = (over: Partial<ShippingZone> & Pick<ShippingZone, "name">): Shippin
   ...over,
 });
 
-describe("matching a destination to a shipping zone", () => {
+describe("matching a destination to a shipping zone (the zone a shipping estimate quotes)", () => {
+  const matchZone = (zs: ShippingZone[], countryCode: string, postalCode: string): ShippingZone | undefined => shippingOptions(zs, { countryCode, postalCode }, "EUR")[0];
   const zones: ShippingZone[] = [
     zone({ name: "Germany" }),
     zone({ name: "Berlin", postalPrefixes: ["10", "101"] }),
@@ -73,31 +73,31 @@ describe("matching a destination to a shipping zone", () => {
     });
   }
 
-  test("between equally specific zones the first listed wins", () => {
-    expect(matchZone([zone({ name: "A" }), zone({ name: "B" })], "DE", "80331")?.name).toBe("A");
+  test("between equally specific zones (shipping methods) the cheapest wins, as the cart lists them", () => {
+    expect(matchZone([zone({ name: "Express", baseMinor: 1999 }), zone({ name: "Standard" })], "DE", "80331")?.name).toBe("Standard");
+  });
+
+  test("a zone in another currency than the product's serves nothing", () => {
+    expect(matchZone([zone({ name: "Dollars", currency: "USD" })], "DE", "80331")).toBeUndefined();
   });
 
   test("no zones at all match nothing", () => {
-    expect(matchZone([], "DE", "80331")).toBeNull();
+    expect(matchZone([], "DE", "80331")).toBeUndefined();
   });
 });
 
-describe("shipping cost from a zone", () => {
-  // base 5.00, each further unit 1.00
-  const cases: { name: string; zoneFreeOver: number | null; storeFreeOver?: number; unit: number; qty: number; cost: number; free: boolean }[] = [
-    { name: "one unit costs the base price", zoneFreeOver: null, unit: 1000, qty: 1, cost: 500, free: false },
-    { name: "each unit after the first adds the per-item price", zoneFreeOver: null, unit: 1000, qty: 4, cost: 800, free: false },
+describe("shipping cost from a zone (the cart's rule, which the estimate quotes)", () => {
+  // base 5.00, 1.00 per item
+  const cases: { name: string; zoneFreeOver: number | null; unit: number; qty: number; cost: number; free: boolean }[] = [
+    { name: "one unit costs the base plus one per-item fee", zoneFreeOver: null, unit: 1000, qty: 1, cost: 600, free: false },
+    { name: "every unit adds the per-item fee", zoneFreeOver: null, unit: 1000, qty: 4, cost: 900, free: false },
     { name: "a subtotal exactly at the zone's free-over is free", zoneFreeOver: 5000, unit: 1000, qty: 5, cost: 0, free: true },
-    { name: "a subtotal one unit under the zone's free-over is charged", zoneFreeOver: 5000, unit: 4999, qty: 1, cost: 500, free: false },
-    { name: "without a zone free-over, a subtotal exactly at the store's threshold is free", zoneFreeOver: null, storeFreeOver: 3000, unit: 1500, qty: 2, cost: 0, free: true },
-    { name: "without a zone free-over, a subtotal under the store's threshold is charged", zoneFreeOver: null, storeFreeOver: 3000, unit: 2999, qty: 1, cost: 500, free: false },
-    { name: "the zone's free-over takes precedence over a lower store threshold", zoneFreeOver: 10_000, storeFreeOver: 1000, unit: 5000, qty: 1, cost: 500, free: false },
-    { name: "the zone's free-over takes precedence over a higher store threshold", zoneFreeOver: 1000, storeFreeOver: 10_000, unit: 1000, qty: 1, cost: 0, free: true },
-    { name: "with no threshold anywhere shipping is never free", zoneFreeOver: null, unit: 1_000_000, qty: 3, cost: 700, free: false },
+    { name: "a subtotal one unit under the zone's free-over is charged", zoneFreeOver: 5000, unit: 4999, qty: 1, cost: 600, free: false },
+    { name: "a zone without a free-over is never free, however large the subtotal (no store-wide fallback)", zoneFreeOver: null, unit: 1_000_000, qty: 3, cost: 800, free: false },
   ];
   for (const c of cases) {
     test(c.name, () => {
-      expect(shippingCostMinor(zone({ name: "z", freeOverMinor: c.zoneFreeOver }), c.unit, c.qty, c.storeFreeOver)).toEqual({ costMinor: c.cost, free: c.free });
+      expect(zoneQuote(zone({ name: "z", freeOverMinor: c.zoneFreeOver }), c.qty, c.unit * c.qty)).toEqual({ costMinor: c.cost, free: c.free });
     });
   }
 });
