@@ -1,5 +1,6 @@
 /** Process entry: `bun gateway/main.ts start|gateway|actors`. */
 import { ConfigError } from "../infra/config.ts";
+import { describeThrown } from "../infra/describe-thrown.ts";
 import { log } from "../infra/log.ts";
 import { createProcessGuard } from "../infra/process-guard.ts";
 import type { Role } from "../infra/boot-hooks.ts";
@@ -37,6 +38,7 @@ try {
     console.error(err.message);
     process.exit(1);
   }
-  console.error(`start-up failed: ${(err as Error).message}`);
+  // Whatever was thrown, an Error or not: reading `.message` of an undefined rejection crashed this handler itself
+  console.error(`start-up failed: ${describeThrown(err)}`);
   process.exit(1);
 }

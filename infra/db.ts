@@ -352,6 +352,7 @@ export async function startEmbeddedPostgres(dir: string): Promise<{ url: string;
   const dataDir = resolve(dir);
   const port = await freePort();
   const password = "embedded";
+  const output: string[] = [];
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
     user: "postgres",
@@ -359,7 +360,11 @@ export async function startEmbeddedPostgres(dir: string): Promise<{ url: string;
     port,
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
+    // The last lines Postgres printed: the only account of why it stopped when start() rejects with undefined.
+    onLog: (m: unknown) => {
+      output.push(...String(m).split("\n").filter((l) => l.trim()));
+      output.splice(0, output.length - 20);
+    },
     onError: (m: unknown) => log.debug("embedded postgres", { output: String(m) }),
   });
   if (!existsSync(join(dataDir, "PG_VERSION"))) {
@@ -377,7 +382,10 @@ export async function startEmbeddedPostgres(dir: string): Promise<{ url: string;
     }
     await pg.initialise();
   }
-  await pg.start();
+  await pg.start().catch((err: unknown) => {
+    if (err instanceof Error) throw err;
+    throw new Error(`embedded Postgres (${dataDir}) exited before accepting connections: ${output.slice(-5).join(" | ") || "no output"}`);
+  });
   const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
   return { url, stop: () => pg.stop() };
 }

@@ -1,9 +1,12 @@
 /**
  * OAuth clients: registered ones (RFC 7591, table oauth_clients) and Client ID Metadata Documents (the client_id
- * is an https URL whose JSON document describes the client; fetched through the SSRF guard, cached 5 minutes),
- * and client authentication at the token endpoint (none, client_secret_basic, client_secret_post).
+ * is an https URL whose JSON document describes the client; fetched through the SSRF guard from the vetted address,
+ * at most 16 KiB, at most CIMD_MAX_IN_FLIGHT fetches at once per gateway, cached 5 minutes), and client
+ * authentication at the token endpoint (none, client_secret_basic, client_secret_post).
  */
+import { fail } from "../../actors/runtime/errors.ts";
 import { timingSafeEqualStr } from "../../infra/crypto.ts";
+import { fetchVetted, readBoundedJson } from "../../infra/outbound-http.ts";
 import { assertPublicUrl } from "../../infra/ssrf.ts";
 import { SCOPES } from "../../actors/agent/access.ts";
 import type { Services } from "../services.ts";
@@ -26,8 +29,17 @@ export interface OAuthClient {
 }
 
 const CIMD_TTL_MS = 5 * 60_000;
-const CIMD_MAX_BYTES = 16 * 1024;
+export const CIMD_MAX_BYTES = 16 * 1024;
+const CIMD_TIMEOUT_MS = 5_000;
+/**
+ * Metadata documents being fetched at once by this gateway. Anyone can make us fetch a URL of their choosing
+ * (GET /oauth/authorize needs no credentials), so the number of outbound fetches they can hold open is bounded
+ * too; past it the request is refused at once (503 service_unavailable) rather than queued behind slow hosts.
+ */
+export const CIMD_MAX_IN_FLIGHT = 8;
 const cimdCache = new Map<string, { at: number; client: OAuthClient | null }>();
+/** Fetches under way, by client_id: concurrent requests for one document share one fetch (and one slot). */
+const cimdInFlight = new Map<string, Promise<OAuthClient | null>>();
 
 export function isMetadataDocumentId(clientId: string): boolean {
   return /^https?:\/\//.test(clientId);
@@ -51,11 +63,15 @@ async function fetchMetadataDocument(svc: Services, clientId: string): Promise<O
   const vetted = await assertPublicUrl(clientId, { allowPrivate: svc.config.ALLOW_PRIVATE_URLS, field: "client_id" }).catch(() => null);
   if (!vetted || vetted.url.hash || vetted.url.pathname === "/") return null;
   try {
-    const res = await fetch(vetted.url, { redirect: "manual", signal: AbortSignal.timeout(5000), headers: { accept: "application/json" } });
-    if (res.status !== 200) return null;
-    const text = await res.text();
-    if (text.length > CIMD_MAX_BYTES) return null;
-    const doc = JSON.parse(text) as Record<string, unknown>;
+    const controller = new AbortController();
+    const res = await fetchVetted(vetted, { timeoutMs: CIMD_TIMEOUT_MS, controller, headers: { accept: "application/json" } });
+    if (res.status !== 200) {
+      controller.abort();
+      return null;
+    }
+    // Over 16 KiB (declared or counted) the fetch is stopped there and the document refused: never read whole.
+    const doc = (await readBoundedJson(res, CIMD_MAX_BYTES, controller)) as Record<string, unknown> | null;
+    if (!doc || typeof doc !== "object") return null;
     // The document must name itself, or anyone could point at someone else's document.
     if (doc.client_id !== clientId) return null;
     const redirects = Array.isArray(doc.redirect_uris) ? doc.redirect_uris.filter((x): x is string => typeof x === "string") : [];
@@ -85,10 +101,24 @@ export async function getClient(svc: Services, clientId: string): Promise<OAuthC
   if (isMetadataDocumentId(clientId)) {
     const hit = cimdCache.get(clientId);
     if (hit && Date.now() - hit.at < CIMD_TTL_MS) return hit.client;
-    const client = await fetchMetadataDocument(svc, clientId);
-    cimdCache.set(clientId, { at: Date.now(), client });
-    if (cimdCache.size > 1000) cimdCache.delete(cimdCache.keys().next().value!);
-    return client;
+    const running = cimdInFlight.get(clientId);
+    if (running) return running;
+    if (cimdInFlight.size >= CIMD_MAX_IN_FLIGHT) {
+      // Not cached: the document itself may be fine, this gateway is only busy fetching others.
+      throw fail("service_unavailable", "Too many client metadata documents are being fetched right now; retry in a few seconds.", {
+        reason: "client_metadata_fetches_busy",
+        limit: CIMD_MAX_IN_FLIGHT,
+      });
+    }
+    const fetching = fetchMetadataDocument(svc, clientId)
+      .then((client) => {
+        cimdCache.set(clientId, { at: Date.now(), client });
+        if (cimdCache.size > 1000) cimdCache.delete(cimdCache.keys().next().value!);
+        return client;
+      })
+      .finally(() => cimdInFlight.delete(clientId));
+    cimdInFlight.set(clientId, fetching);
+    return fetching;
   }
   const rows = await svc.sql<
     { client_id: string; secret_hash: string | null; client_name: string; redirect_uris: string[]; grant_types: GrantType[]; token_endpoint_auth_method: AuthMethod; scope: string; owner_user_id: string | null }[]

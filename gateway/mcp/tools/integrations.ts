@@ -16,7 +16,8 @@ import { assertBidCurrency, priorBidRounds, refuseBid } from "../../../actors/st
 import { toMinor } from "../../../actors/store/schemas.ts";
 import { displayBand } from "../../../actors/trust/bands.ts";
 import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../../actors/trust/explain.ts";
-import { assertPublicUrl, type Resolver } from "../../../infra/ssrf.ts";
+import { discardBody, fetchVetted, readBoundedJson, ResponseTooLargeError } from "../../../infra/outbound-http.ts";
+import { assertPublicUrl, type Resolver, type VettedUrl } from "../../../infra/ssrf.ts";
 import { toMajor } from "../../../search/money.ts";
 import { tokenService } from "../../identity.ts";
 import { currentScore } from "../../rest/trust.ts";
@@ -179,6 +180,8 @@ export const verifyCustomerIdentity = defineTool({
 // ---------------------------------------------------------------------------------- merchant platform
 
 const PLATFORM_TIMEOUT_MS = 3_000;
+/** The stock answer is `{in_stock, quantity?}`: a few dozen bytes; 4 KiB leaves room for extra fields. */
+export const PLATFORM_ANSWER_MAX_BYTES = 4 * 1024;
 
 function platformEndpoint(ctx: ToolContext, attributes: Record<string, unknown>): string {
   const url = attributes.platform_endpoint;
@@ -194,40 +197,53 @@ export const EXTRAS_PLATFORM_RESOLVER = "mcp.platform.resolve";
 /**
  * Calls the merchant platform at the address the SSRF guard vetted, with the original Host header and TLS server
  * name, as webhook delivery does (docs/webhooks.md): fetching by name would resolve it a second time, and a
- * rebinding DNS answer could then point the request at an internal address (audit, code reading).
+ * rebinding DNS answer could then point the request at an internal address (audit, code reading). The answer's
+ * body is read only through `readPlatformJson` or dropped with `discardBody` (`controller` stops it either way).
  */
-async function callPlatform(ctx: ToolContext, url: string, init: RequestInit): Promise<Response> {
+async function callPlatform(ctx: ToolContext, url: string, init: RequestInit, controller: AbortController): Promise<Response> {
   const allowPrivate = ctx.svc.config.ALLOW_PRIVATE_URLS;
-  let target: URL;
-  let hostHeader: string;
-  let serverName: string | undefined;
+  let vetted: VettedUrl;
   try {
-    const vetted = await assertPublicUrl(url, { allowPrivate, field: "platform_endpoint", resolve: ctx.svc.extras.get(EXTRAS_PLATFORM_RESOLVER) as Resolver | undefined });
-    hostHeader = vetted.url.host;
-    target = new URL(vetted.url.href);
-    target.hostname = vetted.family === 6 ? `[${vetted.address}]` : vetted.address;
-    if (vetted.url.protocol === "https:" && vetted.hostname !== vetted.address) serverName = vetted.hostname;
+    vetted = await assertPublicUrl(url, { allowPrivate, field: "platform_endpoint", resolve: ctx.svc.extras.get(EXTRAS_PLATFORM_RESOLVER) as Resolver | undefined });
   } catch {
     throw fail("STORE_NOT_CONFIGURED", "The product's platform endpoint is not an allowed URL.", { missing: "platform_endpoint" });
   }
   try {
-    const headers = new Headers(init.headers);
-    headers.set("host", hostHeader);
-    return await fetch(target, {
-      ...init,
-      headers,
-      redirect: "manual",
-      signal: AbortSignal.timeout(PLATFORM_TIMEOUT_MS),
-      ...(serverName ? { tls: { serverName } } : {}),
-    } as RequestInit);
+    return await fetchVetted(vetted, { ...init, timeoutMs: PLATFORM_TIMEOUT_MS, controller });
   } catch (err) {
-    const tls = tlsFailure(err);
-    if (tls) {
-      // A certificate that does not verify for the endpoint's name is the integration's configuration, not an outage:
-      // retrying will not help, the merchant has to fix it (review H, N4)
-      throw fail("STORE_NOT_CONFIGURED", "The merchant platform's TLS certificate does not verify for its endpoint's name.", { reason: "tls_certificate", tls });
+    throw platformTransportFailure(err);
+  }
+}
+
+/** A failed exchange with the platform (connecting, or reading its answer) as our error. */
+function platformTransportFailure(err: unknown): ActorError {
+  const tls = tlsFailure(err);
+  if (tls) {
+    // A certificate that does not verify for the endpoint's name is the integration's configuration, not an outage:
+    // retrying will not help, the merchant has to fix it (review H, N4)
+    return fail("STORE_NOT_CONFIGURED", "The merchant platform's TLS certificate does not verify for its endpoint's name.", { reason: "tls_certificate", tls });
+  }
+  const name = (err as Error | null)?.name;
+  return fail("UPSTREAM_UNAVAILABLE", "The merchant platform did not answer.", { reason: name === "TimeoutError" ? "timeout" : "unreachable" });
+}
+
+/**
+ * The platform's JSON answer, at most PLATFORM_ANSWER_MAX_BYTES: a longer one (declared or streamed) is stopped
+ * there and refused as UPSTREAM_RESPONSE_INVALID (security audit C-1: two anonymous calls against an endless body
+ * took the gateway from 134 MB to 1.5 GB); a body that is not JSON is null.
+ */
+async function readPlatformJson(res: Response, controller: AbortController): Promise<unknown> {
+  try {
+    return await readBoundedJson(res, PLATFORM_ANSWER_MAX_BYTES, controller);
+  } catch (err) {
+    if (err instanceof ResponseTooLargeError) {
+      throw fail("UPSTREAM_RESPONSE_INVALID", `The merchant platform's answer is longer than ${PLATFORM_ANSWER_MAX_BYTES} bytes.`, {
+        reason: "too_large",
+        limit_bytes: PLATFORM_ANSWER_MAX_BYTES,
+      });
     }
-    throw fail("UPSTREAM_UNAVAILABLE", "The merchant platform did not answer.", { reason: (err as Error).name === "TimeoutError" ? "timeout" : "unreachable" });
+    if (err instanceof SyntaxError) return null;
+    throw platformTransportFailure(err);
   }
 }
 
@@ -260,15 +276,19 @@ export const checkLiveAvailability = defineTool({
   confirmation: false,
   errors: {
     STORE_NOT_CONFIGURED: "the product has no platform_endpoint, or its TLS certificate does not verify (details.reason = tls_certificate)",
-    UPSTREAM_UNAVAILABLE: "the platform is unreachable or slower than 3 s",
+    UPSTREAM_UNAVAILABLE: "the platform is unreachable or slower than 3 s (its answer's body included)",
     UPSTREAM_ERROR: "the platform answers a non-2xx status",
-    UPSTREAM_RESPONSE_INVALID: "the platform's body is not {in_stock: boolean, quantity?: integer}",
+    UPSTREAM_RESPONSE_INVALID: "the platform's body is not {in_stock: boolean, quantity?: integer}, or is longer than 4 KiB (details.reason = too_large; reading stops there)",
   },
   async handler(a, ctx) {
     const { product } = await storeProduct(ctx, a.product_id);
-    const res = await callPlatform(ctx, platformEndpoint(ctx, product.attributes), { headers: { accept: "application/json" } });
-    if (!res.ok) throw fail("UPSTREAM_ERROR", `The merchant platform answered ${res.status}.`, { status: res.status });
-    const body = (await res.json().catch(() => null)) as { in_stock?: unknown; quantity?: unknown } | null;
+    const controller = new AbortController();
+    const res = await callPlatform(ctx, platformEndpoint(ctx, product.attributes), { headers: { accept: "application/json" } }, controller);
+    if (!res.ok) {
+      await discardBody(res, controller);
+      throw fail("UPSTREAM_ERROR", `The merchant platform answered ${res.status}.`, { status: res.status });
+    }
+    const body = (await readPlatformJson(res, controller)) as { in_stock?: unknown; quantity?: unknown } | null;
     if (!body || typeof body.in_stock !== "boolean" || (body.quantity !== undefined && !Number.isInteger(body.quantity))) {
       throw fail("UPSTREAM_RESPONSE_INVALID", "The merchant platform's answer does not match {in_stock, quantity?}.", { received: typeof body });
     }
@@ -323,9 +343,12 @@ export const startAttributeVerification = defineTool({
     const cartId = cartIdArg(a.cart_id);
     let written = 0;
     for (const { product, url } of await platformLines(ctx, cartId)) {
-      const res = await callPlatform(ctx, url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ attribute: a.attribute, value: a.value, cart_id: cartId }) }).catch((err) => {
+      const controller = new AbortController();
+      const res = await callPlatform(ctx, url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ attribute: a.attribute, value: a.value, cart_id: cartId }) }, controller).catch((err) => {
         throw fail("CART_ATTRIBUTE_WRITE_FAILED", "The attribute could not be written to the merchant platform's cart.", { product_id: product.id, cause: (err as ActorError).code });
       });
+      // Only the status matters: the body is dropped unread, whatever its size.
+      await discardBody(res, controller);
       if (!res.ok) throw fail("CART_ATTRIBUTE_WRITE_FAILED", `The merchant platform refused the attribute write (${res.status}).`, { product_id: product.id, status: res.status });
       written++;
     }
