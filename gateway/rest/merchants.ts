@@ -38,9 +38,10 @@ export const PROTOCOLS: Record<string, { name: string; description: string }> = 
   MOCK: { name: "Mock payments", description: "Simulated payment: no money moves (demo store)." },
 };
 
-/** The protocol an agent should pick when it may choose: card when offered, else the store's first. */
-export function preferredProtocol(store: Pick<StoreRecord, "paymentMethods">): string | null {
-  return store.paymentMethods.includes("card") ? "card" : (store.paymentMethods[0] ?? null);
+/** The protocol an agent should pick when it may choose: card when offered, else the first a checkout here accepts. */
+export function preferredProtocol(store: Pick<StoreRecord, "paymentMethods" | "hostedStorefront">): string | null {
+  const accepted = checkoutProtocols(store);
+  return accepted.includes("card") ? "card" : (accepted[0] ?? null);
 }
 
 /** The merchant profile an agent reads before buying (REST merchant route and MCP get_merchant_profile). */
@@ -168,11 +169,13 @@ function x402Entry(slug: string, store: StoreX402Config | undefined, allowlist: 
 
 /**
  * The store's protocols list as REST's protocols page and MCP's get_supported_protocols show it: one list, so the
- * x402 entry says `configured` by the same rule (x402Availability) on every surface (review R3-3).
+ * x402 entry says `configured` by the same rule (x402Availability) on every surface (review R3-3). Like the
+ * profile's `paymentProtocols`, only what a checkout here accepts (checkoutProtocols: no x402 on a hosted storefront).
  */
-export async function protocolEntries(svc: Services, store: Pick<StoreRecord, "slug" | "paymentMethods">) {
-  const x402 = store.paymentMethods.includes("x402") ? (await loadStoreX402Configs(svc.sql, [store.slug])).get(store.slug) : undefined;
-  return store.paymentMethods.map((id) => ({
+export async function protocolEntries(svc: Services, store: Pick<StoreRecord, "slug" | "paymentMethods" | "hostedStorefront">) {
+  const accepted = checkoutProtocols(store);
+  const x402 = accepted.includes("x402") ? (await loadStoreX402Configs(svc.sql, [store.slug])).get(store.slug) : undefined;
+  return accepted.map((id) => ({
     id,
     ...(PROTOCOLS[id] ?? { name: id, description: "" }),
     ...(id === "x402" ? x402Entry(store.slug, x402, svc.config.X402_FACILITATOR_ALLOWLIST) : {}),

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, placeOrder, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+import { connect, structured } from "../mcp/helpers.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, MOCK
 const NORTHWIND = "northwind-outfitters"; // hosted storefront; payment methods card and x402
@@ -62,10 +63,27 @@ describe("a merchant profile lists only the payment protocols a checkout there a
     expect(r.body).toMatchObject({ code: "NATIVE_CHECKOUT_REQUIRED", details: { rail: "x402", native_rails: profile.body.data.paymentProtocols } });
   });
 
+  test("the protocols page and MCP's get_supported_protocols, get_payment_methods and get_merchant_profile list the same", async () => {
+    const page = await srv.json(`/api/v1/agent/merchants/${NORTHWIND}/protocols`, { headers: key.headers });
+    expect(page.status).toBe(200);
+    expect(page.body.data.protocols.map((p: { id: string }) => p.id)).toEqual(["card"]);
+    expect(page.body.data.preferred).toBe("card");
+    const mcp = await connect(srv, { path: `/${NORTHWIND}/mcp`, headers: key.headers });
+    try {
+      expect(structured(await mcp.call("get_supported_protocols")).protocols.map((p: { id: string }) => p.id)).toEqual(["card"]);
+      expect(structured(await mcp.call("get_payment_methods")).methods.map((m: { id: string }) => m.id)).toEqual(["card"]);
+      expect(structured(await mcp.call("get_merchant_profile")).paymentProtocols).toEqual(["card"]);
+    } finally {
+      await mcp.close();
+    }
+  });
+
   test("a merchant with its own checkout still lists x402 (whether it settles is the protocols page's `configured`)", async () => {
     const profile = await srv.json("/api/v1/agent/merchants/demo-store", { headers: key.headers });
     expect(profile.status).toBe(200);
     expect(profile.body.data.paymentProtocols).toContain("x402");
+    const page = await srv.json("/api/v1/agent/merchants/demo-store/protocols", { headers: key.headers });
+    expect(page.body.data.protocols.map((p: { id: string }) => p.id)).toContain("x402");
   });
 });
 

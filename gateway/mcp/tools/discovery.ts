@@ -5,6 +5,7 @@
  */
 import { Type as T } from "@sinclair/typebox";
 import { fail } from "../../../actors/runtime/errors.ts";
+import { checkoutProtocols } from "../../../actors/store/checkout-protocols.ts";
 import { policiesView } from "../../../actors/store/ingest.ts";
 import { agentHint } from "../../../actors/store/insights.ts";
 import { findEligibleProducts, getEligibleProduct, toProductDetail } from "../../../actors/store/reads.ts";
@@ -403,7 +404,8 @@ export const getPaymentMethods = defineTool({
     // The table itself, not a pointer to a document the agent cannot fetch (audit E): what each token does.
     return {
       store: ctx.store.slug,
-      methods: ctx.store.paymentMethods.map((id) => ({ id, description: describe[id] ?? id, ...(id === "card" ? { test_tokens: CARD_TEST_TOKENS } : {}) })),
+      // only what a checkout here accepts (a hosted storefront refuses x402: NATIVE_CHECKOUT_REQUIRED)
+      methods: checkoutProtocols(ctx.store).map((id) => ({ id, description: describe[id] ?? id, ...(id === "card" ? { test_tokens: CARD_TEST_TOKENS } : {}) })),
     };
   },
 });
