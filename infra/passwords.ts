@@ -3,8 +3,15 @@
  * parameters can be raised later without a migration).
  *
  * `verifyLoginTimingSafe` spends one argon2id verification whether or not the account exists, so the login
- * endpoint does not reveal registered e-mail addresses through its response time.
+ * endpoint does not reveal registered e-mail addresses through its response time. That only holds if every stored
+ * hash costs what the dummy costs: every hash is made by `hashPassword` (seeding included), and a successful login
+ * with a hash of other parameters gets a fresh one (`upgradedHash`), so hashes of older parameters converge.
+ *
+ * Each verification holds 64 MiB and a core for a few hundred milliseconds, so at most `VERIFY_IN_FLIGHT` run at
+ * once and `VERIFY_QUEUE` wait; any more is refused at once (`PasswordChecksBusy`, a 503 at the edge) rather than
+ * queued behind a burst for minutes (docs/access.md).
  */
+import { availableParallelism } from "node:os";
 
 /** OWASP's argon2id baseline (19 MiB, t=2) is the floor; we use 64 MiB, t=3. */
 export const ARGON2_PARAMS = { algorithm: "argon2id", memoryCost: 65536, timeCost: 3 } as const;
@@ -27,6 +34,44 @@ export async function verifyPassword(password: string, hash: string): Promise<bo
   }
 }
 
+/** Password verifications (or hashes) running at once, and waiting for a slot; numbers in docs/access.md. */
+export const VERIFY_IN_FLIGHT = 2 * availableParallelism();
+export const VERIFY_QUEUE = 4 * availableParallelism();
+
+/** Thrown when `VERIFY_IN_FLIGHT` checks run and `VERIFY_QUEUE` wait already: the caller answers 503 + Retry-After. */
+export class PasswordChecksBusy extends Error {
+  constructor() {
+    super("too many password checks in progress");
+  }
+}
+
+/** A counting semaphore with a bounded queue: `run` starts `fn` when a slot is free, or refuses when the queue is full. */
+export class BoundedGate {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(
+    readonly inFlight: number,
+    readonly queue: number,
+  ) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.running >= this.inFlight) {
+      if (this.waiting.length >= this.queue) throw new PasswordChecksBusy();
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else this.running++;
+    try {
+      return await fn();
+    } finally {
+      // hand the slot straight to the next waiter (the count stays), or free it
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}
+
+const gate = new BoundedGate(VERIFY_IN_FLIGHT, VERIFY_QUEUE);
+
 let dummyHash: Promise<string> | undefined;
 
 /** The hash verified when there is no account: same algorithm and parameters as real ones, so the same cost. */
@@ -47,9 +92,29 @@ export async function primeLoginTiming(): Promise<void> {
 export async function verifyLoginTimingSafe(storedHashOrNull: string | null, password: string): Promise<boolean> {
   const candidate = password.length > MAX_PASSWORD_LENGTH ? password.slice(0, MAX_PASSWORD_LENGTH) : password;
   if (storedHashOrNull === null) {
-    await verifyPassword(candidate || " ", await dummy());
+    const against = await dummy();
+    await gate.run(() => verifyPassword(candidate || " ", against));
     return false;
   }
-  const ok = await verifyPassword(candidate || " ", storedHashOrNull);
+  const ok = await gate.run(() => verifyPassword(candidate || " ", storedHashOrNull));
   return ok && password.length > 0 && password.length <= MAX_PASSWORD_LENGTH;
+}
+
+/** The parameter part of a PHC string (`argon2id$v=19$m=65536,t=3,p=1`): what a verification against it costs. */
+export function phcParameters(hash: string): string {
+  return hash.split("$").slice(1, 4).join("$");
+}
+
+/** The PHC parameters every stored hash should have: those of the dummy (ARGON2_PARAMS). */
+export async function currentPhcParameters(): Promise<string> {
+  return phcParameters(await dummy());
+}
+
+/**
+ * After a successful login: a new hash of `password` when `storedHash` was made with other parameters (an older
+ * seed, a raised cost), else null. The caller stores it, so every account converges on the dummy's cost.
+ */
+export async function upgradedHash(storedHash: string, password: string): Promise<string | null> {
+  if (phcParameters(storedHash) === (await currentPhcParameters())) return null;
+  return gate.run(() => hashPassword(password));
 }

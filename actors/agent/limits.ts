@@ -28,7 +28,7 @@ export type Surface =
   | "public-rest"
   | "other";
 
-export type BucketOwner = `agent/${string}` | `ip/${string}` | `user/${string}` | `customer/${string}`;
+export type BucketOwner = `agent/${string}` | `ip/${string}` | `user/${string}` | `customer/${string}` | `login/${string}`;
 
 export type LimitLayer =
   | "global"
@@ -40,7 +40,8 @@ export type LimitLayer =
   | "mcp-dedicated-agent"
   | "demo"
   | "rest-tier"
-  | "public";
+  | "public"
+  | "login";
 
 export interface BucketDescriptor {
   id: string;
@@ -103,6 +104,16 @@ export const REST_AGENT_PER_TIER: Readonly<Record<Tier, number>> = {
   SANDBOX: 60,
 };
 export const PUBLIC_REST_PER_IP = 30;
+
+/**
+ * Password logins (POST /api/v1/auth/login, the OAuth consent form's "allow", POST /dashboard/login), one bucket
+ * shared by the three: per client address, and per e-mail address so that guessing one account's password from
+ * many addresses is bounded too. The per-e-mail limit is above the per-address one, so a single address cannot
+ * lock someone else out of password log-in. A successful log-in gives its units back (login.ts): the buckets
+ * bound guessing, not signing in.
+ */
+export const LOGIN_PER_IP = { limit: 30, windowMs: 15 * MINUTE_MS } as const;
+export const LOGIN_PER_EMAIL = { limit: 100, windowMs: 15 * MINUTE_MS } as const;
 
 /** The plan value of the MCP per-key layer, for dashboards ("configured 1000/min, 30/min in force"). */
 export function mcpConfiguredLimit(tier: Tier | null | undefined): number {
@@ -201,6 +212,18 @@ export function bucketsFor(ctx: LimitContext): BucketDescriptor[] {
   }
 
   if (out.length === 0) add(`ip:${ip}:global`, GLOBAL_LIMIT.limit, GLOBAL_LIMIT.windowMs, ipOwner, "global");
+  return out;
+}
+
+/**
+ * The log-in buckets of one attempt: per address, then (when the e-mail is known) per e-mail. The e-mail is keyed
+ * by a digest so bucket ids and actor ids never carry it. Address first: a refused address touches no e-mail actor,
+ * so random e-mails from one address cannot create actors beyond its own limit.
+ */
+export function loginBuckets(ip: string, emailDigest?: string): BucketDescriptor[] {
+  const key = ipBucketKey(ip);
+  const out: BucketDescriptor[] = [{ id: `ip:${key}:login`, ...LOGIN_PER_IP, owner: `ip/${key}`, layer: "login" }];
+  if (emailDigest) out.push({ id: `login:${emailDigest}`, ...LOGIN_PER_EMAIL, owner: `login/${emailDigest}`, layer: "login" });
   return out;
 }
 

@@ -38,8 +38,8 @@ import { readTrustHistory } from "../../actors/trust/history.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../actors/webhook/messages.ts";
 import { ipBucketKey, type BucketDescriptor } from "../../actors/agent/limits.ts";
-import { verifyLoginTimingSafe } from "../../infra/passwords.ts";
 import { ALL_TOOLS } from "../mcp/tools/index.ts";
+import { passwordLogin } from "../login.ts";
 import { admitOthers, clientIp, setRateHeaders } from "../plugins/auth.ts";
 import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
 import { breachMessage, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor } from "../plugins/json-depth.ts";
@@ -86,8 +86,6 @@ import {
 export const DASHBOARD_USER_LIMIT = { limit: 300, windowMs: 60_000 };
 /** Per IP before log-in (log-in page, redirects). */
 export const DASHBOARD_ANON_LIMIT = { limit: 120, windowMs: 60_000 };
-/** Log-in attempts per IP per 15 minutes (password guessing). */
-export const DASHBOARD_LOGIN_LIMIT = { limit: 30, windowMs: 15 * 60_000 };
 const PAGE_SIZE = 50;
 const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
 /** The JSON bounds of one JSONL upload line (one product): those of a 1 MiB JSON body (plugins/json-depth.ts). */
@@ -188,13 +186,12 @@ export function dashboardRoutes(svc: Services) {
   if (!ownLayerRegistered) registerOwnLayer(/^\/dashboard(?:\/|$)/);
   ownLayerRegistered = true;
 
-  async function admit(c: Ctx, userId: string | null, login = false): Promise<void> {
+  async function admit(c: Ctx, userId: string | null): Promise<void> {
     if (!svc.config.RATE_LIMITS_ENABLED) return;
     const ip = ipBucketKey(clientIp(c.request, c.server));
     const buckets: BucketDescriptor[] = userId
       ? [{ id: `user:${userId}:dashboard`, ...DASHBOARD_USER_LIMIT, owner: `user/${userId}`, layer: "public" }]
       : [{ id: `ip:${ip}:dashboard`, ...DASHBOARD_ANON_LIMIT, owner: `ip/${ip}`, layer: "public" }];
-    if (login) buckets.push({ id: `ip:${ip}:dashboard-login`, ...DASHBOARD_LOGIN_LIMIT, owner: `ip/${ip}`, layer: "public" });
     setRateHeaders(c.set.headers, await admitOthers(svc, buckets, c.set.headers));
   }
 
@@ -386,16 +383,15 @@ export function dashboardRoutes(svc: Services) {
       "/dashboard/login",
       h(async (c) => {
         try {
-          await admit(c, null, true);
+          await admit(c, null);
           const form = await c.request.formData().catch(() => new FormData());
           if (!loginCsrfValid(svc, c.request, form.get("_csrf") as string | null)) return csrfRefused(c, null);
           const email = text(form, "email").toLowerCase();
           const password = typeof form.get("password") === "string" ? (form.get("password") as string) : "";
           const next = safeNext(text(form, "next"));
-          const [user] = await svc.sql<{ id: string; password_hash: string; role: string }[]>`
-            SELECT id, password_hash, role FROM users WHERE lower(email) = ${email}`;
-          const valid = await verifyLoginTimingSafe(user?.password_hash ?? null, password);
-          if (!user || !valid) {
+          // the log-in buckets shared with the REST log-in and the OAuth consent form (gateway/login.ts)
+          const user = await passwordLogin(svc, { ip: clientIp(c.request, c.server), email, password, headers: c.set.headers });
+          if (!user) {
             return respond(c, 401, loginPage({ token: text(form, "_csrf"), next, email, error: "Invalid e-mail or password." }));
           }
           const session = await createSession(svc, user.id);

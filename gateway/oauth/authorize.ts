@@ -3,8 +3,14 @@
  * the credentials and redirects back to the client with a single-use code (60 s) bound to the PKCE challenge
  * (S256 only), the redirect URI and the resource (the store's MCP endpoint).
  *
- * Errors about the client or the redirect URI are shown on the page (never redirected to an unverified URI);
- * every other error is sent back to the client's redirect URI (RFC 6749 §4.1.2.1).
+ * Errors about the client or the redirect URI are shown on the page (never redirected to an unverified URI).
+ * Errors of the request itself (response_type, PKCE, scope, resource) are shown on the page too when they come
+ * from the GET, before the user has seen the consent form: every client is self-registered (RFC 7591) or a Client
+ * ID Metadata Document, so anyone could otherwise turn this endpoint into an open redirector to a URI they
+ * registered (RFC 9700 §4.11.2). Once the user has acted on the form (a CSRF-bound POST), errors go back to the
+ * client's redirect URI as RFC 6749 §4.1.2.1 wants (access_denied on "deny").
+ *
+ * The form's password check is gateway/login.ts: the log-in buckets shared with the REST log-in and the dashboard.
  *
  * CSRF: a random nonce in an HttpOnly SameSite=Strict cookie, and in the form an HMAC over that nonce and the
  * authorization request, so a form cannot be submitted from elsewhere or with altered parameters.
@@ -12,9 +18,10 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { Elysia, t } from "elysia";
 import { timingSafeEqualStr } from "../../infra/crypto.ts";
-import { verifyLoginTimingSafe } from "../../infra/passwords.ts";
 import { deriveKey } from "../../infra/secrets.ts";
 import { secretKey } from "../identity.ts";
+import { passwordLogin } from "../login.ts";
+import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { getClient, type OAuthClient } from "./clients.ts";
 import { issuer, OAUTH_BASE, OAuthError, slugFromResource, storeExists, stringFields } from "./common.ts";
@@ -150,12 +157,18 @@ function pick(src: Record<string, string>): Params {
 
 export function authorizeRoutes(svc: Services) {
   const secureCookie = issuer(svc).startsWith("https://");
-  const handleError = (err: unknown, set: { status?: number | string; headers: Record<string, string | number> }) => {
+  /** `redirect`: whether an error of the request may go back to the client (only once the user acted on the form). */
+  const handleError = (err: unknown, set: { status?: number | string; headers: Record<string, string | number> }, redirect: boolean) => {
     const headers = set.headers as Record<string, string>;
     if (err instanceof PageError) {
       pageHeaders(headers);
       set.status = 400;
       return errorPage(err.message);
+    }
+    if (err instanceof OAuthError && !redirect) {
+      pageHeaders(headers);
+      set.status = 400;
+      return errorPage(`${err.error}: ${err.description}`);
     }
     const target = (err as { redirect?: Validated }).redirect;
     if (err instanceof OAuthError && target) {
@@ -179,7 +192,7 @@ export function authorizeRoutes(svc: Services) {
           headers["set-cookie"] = `${CSRF_COOKIE}=${nonce}; Path=${OAUTH_BASE}; HttpOnly; SameSite=Strict; Max-Age=600${secureCookie ? "; Secure" : ""}`;
           return consentPage(v, p, csrfToken(svc, nonce, p));
         } catch (err) {
-          return handleError(err, set as never);
+          return handleError(err, set as never, false);
         }
       },
       {
@@ -187,14 +200,14 @@ export function authorizeRoutes(svc: Services) {
           tags: ["oauth"],
           summary: "Authorization endpoint (login and consent page)",
           description:
-            "response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256 (plain is refused), scope (agent scopes), state, resource ({site_url}/{slug}/mcp). 200 HTML page; 302 to the redirect URI with error=… for a bad request from a known client; 400 HTML page for an unknown client or redirect URI.",
-          responses: { 200: { description: "Login and consent page" }, 302: { description: "Error sent back to the client" }, 400: { description: "Unknown client or redirect URI (HTML)" }, 429: { description: "rate_limit_exceeded" } },
+            "response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256 (plain is refused), scope (agent scopes), state, resource ({site_url}/{slug}/mcp). 200 HTML page; 400 HTML page for an unknown client or redirect URI and for an invalid request (the error code and description on the page, never redirected: clients are self-registered, RFC 9700 §4.11.2).",
+          responses: { 200: { description: "Login and consent page" }, 400: { description: "Unknown client or redirect URI, or an invalid request (HTML)" }, 429: { description: "rate_limit_exceeded" } },
         },
       },
     )
     .post(
       `${OAUTH_BASE}/authorize`,
-      async ({ body, request, set }) => {
+      async ({ body, request, server, set }) => {
         const form = stringFields(body);
         const p = pick(form);
         const headers = set.headers as Record<string, string>;
@@ -211,17 +224,15 @@ export function authorizeRoutes(svc: Services) {
             headers.location = redirectWith(svc, v, { error: "access_denied", error_description: "the user denied the request" });
             return "";
           }
-          const email = (form.email ?? "").trim().toLowerCase();
-          const rows = await svc.sql<{ id: string; password_hash: string }[]>`SELECT id, password_hash FROM users WHERE lower(email) = ${email}`;
-          const ok = await verifyLoginTimingSafe(rows[0]?.password_hash ?? null, form.password ?? "");
-          if (!rows[0] || !ok) {
+          const user = await passwordLogin(svc, { ip: clientIp(request, server), email: form.email ?? "", password: form.password ?? "", headers });
+          if (!user) {
             pageHeaders(headers);
             set.status = 401;
             return consentPage(v, p, form.csrf_token, "Invalid e-mail or password.");
           }
           const code = await createCode(svc, {
             clientId: v.client.clientId,
-            userId: rows[0].id,
+            userId: user.id,
             scopes: v.scopes,
             resource: v.resource,
             redirectUri: v.redirectUri,
@@ -232,7 +243,7 @@ export function authorizeRoutes(svc: Services) {
           headers.location = redirectWith(svc, v, { code });
           return "";
         } catch (err) {
-          return handleError(err, set as never);
+          return handleError(err, set as never, true);
         }
       },
       {
@@ -240,8 +251,8 @@ export function authorizeRoutes(svc: Services) {
         detail: {
           tags: ["oauth"],
           summary: "Authorization endpoint (form submission)",
-          description: "The page's form: the authorization request, csrf_token, email, password, decision=allow|deny. 302 to the redirect URI with code (or error=access_denied); 401 page for wrong credentials; 403 page for a bad CSRF token.",
-          responses: { 302: { description: "Back to the client" }, 401: { description: "Wrong credentials (HTML)" }, 403: { description: "CSRF check failed (HTML)" }, 429: { description: "rate_limit_exceeded" } },
+          description: "The page's form: the authorization request, csrf_token, email, password, decision=allow|deny. 302 to the redirect URI with code (or error=access_denied); 401 page for wrong credentials; 403 page for a bad CSRF token. \"allow\" passes the log-in buckets shared with POST /api/v1/auth/login and the dashboard (429 rate_limit_exceeded with Retry-After; 503 service_unavailable with Retry-After when too many passwords are being checked).",
+          responses: { 302: { description: "Back to the client" }, 401: { description: "Wrong credentials (HTML)" }, 403: { description: "CSRF check failed (HTML)" }, 429: { description: "rate_limit_exceeded" }, 503: { description: "service_unavailable" } },
         },
       },
     );

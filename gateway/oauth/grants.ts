@@ -2,7 +2,8 @@
  * The token side of the authorization server: issuing EdDSA access tokens (RFC 9068, audience = the store's MCP
  * resource), opaque refresh tokens rotated on every use with reuse detection, and single-use authorization codes.
  * Every state change is one conditional SQL statement (`... WHERE used_at IS NULL RETURNING`), so two gateways
- * racing on the same code or refresh token cannot both win.
+ * racing on the same code or refresh token cannot both win. A code or refresh token is spent only once the whole
+ * request has been found valid: a refused token request changes nothing (docs/access.md).
  */
 import { tokenService } from "../identity.ts";
 import type { Services } from "../services.ts";
@@ -104,25 +105,31 @@ export interface RedeemedCode extends Grant {
   familyId: string;
 }
 
+const CODE_REFUSED = "authorization code is invalid, expired or already used";
+const REFRESH_REFUSED = "refresh token is invalid, expired, revoked or already used";
+
 /**
- * Marks the code used and returns it. A code presented a second time is refused and the tokens it already
- * produced are revoked (OAuth 2.1 §4.1.3: a replayed code means it leaked).
+ * Redeems a code for `clientId`: marks it used and returns it. A refused request changes nothing (RFC 6749 §5.2):
+ * `check` sees the stored code first (redirect URI, PKCE, resource) and throws to refuse, and a code presented by
+ * a client it was not issued to is refused without being touched, so holding someone else's code (useless without
+ * its PKCE verifier) is not enough to burn it. A code its own client presents a second time is refused and the
+ * tokens it already produced are revoked (OAuth 2.1 §4.1.3: a replayed code means it leaked). The spending UPDATE
+ * repeats `used_at IS NULL` and the client, so two gateways racing on the same code cannot both win.
  */
-export async function redeemCode(svc: Services, code: string): Promise<RedeemedCode> {
+export async function redeemCode(svc: Services, code: string, clientId: string, check: (code: RedeemedCode) => void = () => {}): Promise<RedeemedCode> {
   const hash = sha256hex(code);
   const now = new Date(svc.clock.now());
   const rows = await svc.sql<
-    { client_id: string; user_id: string; redirect_uri: string; code_challenge: string; scopes: string[]; resource: string; family_id: string; expires_at: Date }[]
-  >`UPDATE oauth_codes SET used_at = ${now} WHERE code_hash = ${hash} AND used_at IS NULL
-    RETURNING client_id, user_id, redirect_uri, code_challenge, scopes, resource, family_id, expires_at`;
+    { client_id: string; user_id: string; redirect_uri: string; code_challenge: string; scopes: string[]; resource: string; family_id: string; expires_at: Date; used_at: Date | null }[]
+  >`SELECT client_id, user_id, redirect_uri, code_challenge, scopes, resource, family_id, expires_at, used_at FROM oauth_codes WHERE code_hash = ${hash}`;
   const r = rows[0];
-  if (!r) {
-    const used = await svc.sql<{ family_id: string }[]>`SELECT family_id FROM oauth_codes WHERE code_hash = ${hash}`;
-    if (used[0]) await revokeFamily(svc, used[0].family_id);
-    throw new OAuthError("invalid_grant", "authorization code is invalid, expired or already used");
+  if (!r || r.client_id !== clientId) throw new OAuthError("invalid_grant", CODE_REFUSED);
+  if (r.used_at) {
+    await revokeFamily(svc, r.family_id);
+    throw new OAuthError("invalid_grant", CODE_REFUSED);
   }
-  if (r.expires_at.getTime() <= now.getTime()) throw new OAuthError("invalid_grant", "authorization code is invalid, expired or already used");
-  return {
+  if (r.expires_at.getTime() <= now.getTime()) throw new OAuthError("invalid_grant", CODE_REFUSED);
+  const redeemed: RedeemedCode = {
     clientId: r.client_id,
     userId: r.user_id,
     redirectUri: r.redirect_uri,
@@ -131,28 +138,50 @@ export async function redeemCode(svc: Services, code: string): Promise<RedeemedC
     resource: r.resource,
     familyId: r.family_id,
   };
+  check(redeemed);
+  const won = await svc.sql<{ family_id: string }[]>`
+    UPDATE oauth_codes SET used_at = ${now} WHERE code_hash = ${hash} AND used_at IS NULL AND client_id = ${clientId} RETURNING family_id`;
+  if (!won[0]) {
+    // another redemption of the same code won meanwhile: a replay
+    await revokeFamily(svc, r.family_id);
+    throw new OAuthError("invalid_grant", CODE_REFUSED);
+  }
+  return redeemed;
 }
 
 /**
- * Rotates a refresh token: the presented one is spent and a new one of the same family is issued. A token that
- * was already spent (or belongs to a revoked family) revokes the whole family: either the client or an attacker
- * holds a stale copy, and the server cannot tell which.
+ * Rotates a refresh token: the presented one is spent and a new one of the same family is issued. `check` sees
+ * the token's grant before anything is spent (requested scope, resource) and throws to refuse: a refused request
+ * leaves the token usable, so the client's next, correct refresh is not taken for a replay. A token that was
+ * already spent (or belongs to a revoked family) revokes the whole family: either the client or an attacker holds
+ * a stale copy, and the server cannot tell which.
  */
-export async function rotateRefreshToken(svc: Services, token: string, clientId: string): Promise<Grant & { familyId: string }> {
+export async function rotateRefreshToken(
+  svc: Services,
+  token: string,
+  clientId: string,
+  check: (prior: Grant & { familyId: string }) => void = () => {},
+): Promise<Grant & { familyId: string }> {
   const hash = sha256hex(token);
   const now = new Date(svc.clock.now());
   const rows = await svc.sql<{ family_id: string; client_id: string; user_id: string; scopes: string[]; resource: string; expires_at: Date }[]>`
-    UPDATE oauth_refresh_tokens SET used_at = ${now}
-    WHERE token_hash = ${hash} AND used_at IS NULL AND revoked_at IS NULL AND client_id = ${clientId}
-    RETURNING family_id, client_id, user_id, scopes, resource, expires_at`;
+    SELECT family_id, client_id, user_id, scopes, resource, expires_at FROM oauth_refresh_tokens
+    WHERE token_hash = ${hash} AND used_at IS NULL AND revoked_at IS NULL AND client_id = ${clientId}`;
   const r = rows[0];
-  if (!r) {
-    const seen = await svc.sql<{ family_id: string; client_id: string }[]>`SELECT family_id, client_id FROM oauth_refresh_tokens WHERE token_hash = ${hash}`;
-    if (seen[0] && seen[0].client_id === clientId) await revokeFamily(svc, seen[0].family_id);
-    throw new OAuthError("invalid_grant", "refresh token is invalid, expired, revoked or already used");
+  if (r) {
+    if (r.expires_at.getTime() <= now.getTime()) throw new OAuthError("invalid_grant", REFRESH_REFUSED);
+    const prior = { familyId: r.family_id, clientId: r.client_id, userId: r.user_id, scopes: r.scopes, resource: r.resource };
+    check(prior);
+    // the same conditions again: of two requests racing on one token only one spends it, the other is a reuse
+    const spent = await svc.sql<{ family_id: string }[]>`
+      UPDATE oauth_refresh_tokens SET used_at = ${now}
+      WHERE token_hash = ${hash} AND used_at IS NULL AND revoked_at IS NULL AND client_id = ${clientId}
+      RETURNING family_id`;
+    if (spent[0]) return prior;
   }
-  if (r.expires_at.getTime() <= now.getTime()) throw new OAuthError("invalid_grant", "refresh token is invalid, expired, revoked or already used");
-  return { familyId: r.family_id, clientId: r.client_id, userId: r.user_id, scopes: r.scopes, resource: r.resource };
+  const seen = await svc.sql<{ family_id: string; client_id: string }[]>`SELECT family_id, client_id FROM oauth_refresh_tokens WHERE token_hash = ${hash}`;
+  if (seen[0] && seen[0].client_id === clientId) await revokeFamily(svc, seen[0].family_id);
+  throw new OAuthError("invalid_grant", REFRESH_REFUSED);
 }
 
 /** RFC 7009: revoking a refresh token revokes its family. Unknown tokens are not an error. */

@@ -46,24 +46,30 @@ export function tokenRoutes(svc: Services) {
             if (grant === "authorization_code") {
               if (!form.code) throw new OAuthError("invalid_request", "code is required");
               if (!form.code_verifier) throw new OAuthError("invalid_request", "code_verifier is required (PKCE)");
-              const code = await redeemCode(svc, form.code);
-              if (code.clientId !== client.clientId) throw new OAuthError("invalid_grant", "the code was issued to another client");
-              if (form.redirect_uri !== undefined && form.redirect_uri !== code.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
-              if (!VERIFIER.test(form.code_verifier) || !timingSafeEqualStr(sha256b64url(form.code_verifier), code.codeChallenge)) {
-                throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match the code_challenge");
-              }
+              const verifier = form.code_verifier;
               const resource = await checkResource(svc, form.resource, false);
-              if (resource !== undefined && resource !== code.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+              // Every check runs before the code is spent, and a code is only redeemed by its own client: a refused
+              // request leaves the code usable (a wrong PKCE verifier included: docs/decisions.md).
+              const code = await redeemCode(svc, form.code, client.clientId, (c) => {
+                if (form.redirect_uri !== undefined && form.redirect_uri !== c.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
+                if (!VERIFIER.test(verifier) || !timingSafeEqualStr(sha256b64url(verifier), c.codeChallenge)) {
+                  throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match the code_challenge");
+                }
+                if (resource !== undefined && resource !== c.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+              });
               const wantsRefresh = client.grantTypes.includes("refresh_token");
               return await tokenResponse(svc, code, wantsRefresh ? { familyId: code.familyId } : null);
             }
 
             if (grant === "refresh_token") {
               if (!form.refresh_token) throw new OAuthError("invalid_request", "refresh_token is required");
-              const prior = await rotateRefreshToken(svc, form.refresh_token, client.clientId);
-              const scopes = form.scope ? grantScopes(form.scope, prior.scopes) : prior.scopes;
               const resource = await checkResource(svc, form.resource, false);
-              if (resource !== undefined && resource !== prior.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+              // scope and resource are checked against the token's grant before it is spent (a refusal keeps it usable)
+              let scopes: string[] = [];
+              const prior = await rotateRefreshToken(svc, form.refresh_token, client.clientId, (p) => {
+                scopes = form.scope ? grantScopes(form.scope, p.scopes) : p.scopes;
+                if (resource !== undefined && resource !== p.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+              });
               return await tokenResponse(svc, { ...prior, scopes }, { familyId: prior.familyId });
             }
 

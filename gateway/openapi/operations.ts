@@ -103,8 +103,10 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     body: { schema: M.OAuthRegisterBody, required: true },
   },
   "GET /api/v1/oauth/authorize": {
-    success: [raw(M.Html, "The consent page (HTML).", 200, "text/html"), { status: 302, description: "Back to the client's redirect_uri with an error (RFC 6749 §4.1.2.1)." }],
-    htmlErrors: { 400: "An unknown client or redirect URI: an HTML page for the human (never a redirect to an unverified URI)." },
+    success: [raw(M.Html, "The consent page (HTML).", 200, "text/html")],
+    htmlErrors: {
+      400: "An unknown client or redirect URI, or an invalid request (response_type, PKCE, scope, resource): an HTML page for the human, never a redirect (clients are self-registered; RFC 9700 §4.11.2).",
+    },
   },
   "POST /api/v1/oauth/authorize": {
     success: [{ status: 302, description: "To the client's redirect_uri with `code` (or `error=access_denied`, or an OAuth error for a known client)." }],

@@ -1,13 +1,15 @@
 /**
  * POST /api/v1/auth/login → a session JWT. Wrong credentials give the same 401 whether or not the email exists,
  * and take about as long (a hash is verified either way). Credential checks are stateless reads, so they run at
- * the edge rather than in an actor (docs/decisions.md).
+ * the edge rather than in an actor (docs/decisions.md). Attempts pass the log-in buckets shared with the OAuth
+ * consent form and the dashboard (gateway/login.ts).
  */
 import { Elysia, t } from "elysia";
 import { fail } from "../../actors/runtime/errors.ts";
-import { verifyLoginTimingSafe } from "../../infra/passwords.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { SESSION_AUDIENCE, SESSION_TTL_SECONDS, tokenService } from "../identity.ts";
+import { passwordLogin } from "../login.ts";
+import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 
 /** Postgres text cannot hold NUL; refusing it here keeps such input a 400 instead of a database error. */
@@ -16,13 +18,10 @@ const NO_NUL = "^[^\\u0000]*$";
 export function authRoutes(svc: Services) {
   return new Elysia({ name: "auth-routes" }).post(
     "/api/v1/auth/login",
-    async ({ body }) => {
-      const email = body.email.trim().toLowerCase();
-      const rows = await svc.sql<{ id: string; email: string; password_hash: string; role: string }[]>`
-        SELECT id, email, password_hash, role FROM users WHERE lower(email) = ${email}`;
-      const user = rows[0];
-      const valid = await verifyLoginTimingSafe(user?.password_hash ?? null, body.password);
-      if (!user || !valid) throw fail("unauthorized", "Invalid email or password.");
+    async ({ body, request, server, set }) => {
+      const headers = set.headers as Record<string, string | number>;
+      const user = await passwordLogin(svc, { ip: clientIp(request, server), email: body.email, password: body.password, headers });
+      if (!user) throw fail("unauthorized", "Invalid email or password.");
       const tokens = await tokenService(svc);
       const token = await tokens.issueToken({
         sub: user.id,
@@ -34,11 +33,11 @@ export function authRoutes(svc: Services) {
     },
     {
       body: t.Object({ email: t.String({ minLength: 3, maxLength: 320, pattern: NO_NUL }), password: t.String({ minLength: 1, maxLength: 1024 }) }),
-      response: { 200: SuccessEnvelope(t.Object({ token: t.String(), expiresAt: t.String({ format: "date-time" }) })), ...errorResponses(400, 401, 429) },
+      response: { 200: SuccessEnvelope(t.Object({ token: t.String(), expiresAt: t.String({ format: "date-time" }) })), ...errorResponses(400, 401, 429, 503) },
       detail: {
         tags: ["accounts"],
         summary: "Log in and get a session JWT",
-        description: "Wrong credentials: 401 unauthorized, the same answer and about the same time whether or not the e-mail exists. Counted in the global per-IP bucket (500 per 15 min).",
+        description: "Wrong credentials: 401 unauthorized, the same answer and about the same time whether or not the e-mail exists. Besides the global per-IP bucket (500 per 15 min), attempts share the log-in buckets with the OAuth consent form and the dashboard: 30 per 15 min per address and 100 per 15 min per e-mail (a successful log-in does not count); past them 429 rate_limit_exceeded with Retry-After. 503 service_unavailable with Retry-After when too many passwords are being checked at once.",
       },
     },
   );

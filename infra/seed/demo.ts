@@ -9,6 +9,7 @@ import { productToRow } from "../../actors/store/schemas.ts";
 import { categoryByName, generateProduct, type ProductContext } from "./catalog.ts";
 import { DEMO_STORE_SLUG, MERCHANTS, SHARED_ITEMS, type MerchantSpec, type ZoneRegion } from "./merchants.ts";
 import { makeGtin13, Rng, sha256Hex, stableUuid } from "./prng.ts";
+import { hashPassword } from "../passwords.ts";
 
 export { DEMO_STORE_SLUG, MERCHANTS, SHARED_ITEMS } from "./merchants.ts";
 
@@ -573,9 +574,10 @@ export async function seedDemo(sql: postgres.Sql<{}>, opts: SeedDemoOptions = {}
   if (pre?.exists) return { inserted: false, counts: ZERO };
 
   const data = buildDemoData(opts.seed ?? DEMO_SEED, opts);
-  // Argon2id is slow on purpose: hash before taking the lock, once per distinct password.
+  // Argon2id is slow on purpose: hash before taking the lock, once per distinct password. Through hashPassword, so
+  // a seeded account costs what the login's dummy hash costs (else response times tell which e-mails exist).
   const hashes = new Map<string, string>();
-  for (const pw of new Set(data.users.map((u) => u.password))) hashes.set(pw, await Bun.password.hash(pw, "argon2id"));
+  for (const pw of new Set(data.users.map((u) => u.password))) hashes.set(pw, await hashPassword(pw));
 
   return sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${SEED_LOCK_ID})`;

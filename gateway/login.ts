@@ -1,0 +1,131 @@
+/**
+ * Password log-in, one path for the three forms that take a password: POST /api/v1/auth/login, the OAuth consent
+ * form's "allow" (POST /api/v1/oauth/authorize) and POST /dashboard/login. Before any hash is verified the attempt
+ * passes the shared log-in buckets (actors/agent/limits.ts `loginBuckets`: per address, per e-mail); a successful
+ * log-in gives its units back, so the buckets count failed guesses. Verification is bounded in concurrency
+ * (infra/passwords.ts): past the queue the answer is 503 service_unavailable with Retry-After, and the attempt's
+ * units are given back too (nothing was checked). A successful log-in with a hash of older parameters stores a fresh
+ * one, so every account converges on the cost of the dummy hash (no timing tells which e-mails exist).
+ */
+import { createHmac } from "node:crypto";
+import { loginBuckets, type BucketDescriptor } from "../actors/agent/limits.ts";
+import type { RateView } from "../actors/agent/messages.ts";
+import { ipActor } from "../actors/ip/index.ts";
+import { fail } from "../actors/runtime/errors.ts";
+import { PasswordChecksBusy, upgradedHash, verifyLoginTimingSafe } from "../infra/passwords.ts";
+import { deriveKey } from "../infra/secrets.ts";
+import { secretKey } from "./identity.ts";
+import { setRateHeaders } from "./plugins/auth.ts";
+import type { Services } from "./services.ts";
+
+type Headers = Record<string, string | number>;
+
+/** Retry-After of the 503 when every verification slot and queue place is taken: the queue drains in about a second. */
+export const LOGIN_BUSY_RETRY_AFTER_SECONDS = 2;
+
+export interface LoginUser {
+  id: string;
+  email: string;
+  role: string;
+}
+
+export interface LoginAttempt {
+  /** The client address (plugins/auth.ts `clientIp`). */
+  ip: string;
+  email: string;
+  password: string;
+  /** The response headers: rate headers, Retry-After on a refusal. */
+  headers: Headers;
+}
+
+interface Taken {
+  owner: string;
+  specs: { id: string; limit: number; windowMs: number }[];
+  consumedAt: number;
+}
+
+/** The e-mail's bucket key: keyed, so actor ids and bucket ids never carry (or let anyone guess back) an address. */
+function emailDigest(svc: Services, email: string): string {
+  let k = svc.extras.get("loginBucketKey") as Buffer | undefined;
+  if (!k) svc.extras.set("loginBucketKey", (k = deriveKey(secretKey(svc), "login-bucket-v1")));
+  return createHmac("sha256", k).update(email).digest("base64url").slice(0, 32);
+}
+
+function specsOf(list: readonly BucketDescriptor[]) {
+  return list.map(({ id, limit, windowMs }) => ({ id, limit, windowMs }));
+}
+
+async function giveBack(svc: Services, taken: readonly Taken[]): Promise<void> {
+  await Promise.all(taken.map((t) => svc.actors.ask(ipActor, t.owner, "release", { buckets: t.specs, consumedAt: t.consumedAt }).catch(() => null)));
+}
+
+/** Shows the log-in bucket in the rate headers when it is tighter than what an earlier layer put there. */
+function showIfTighter(headers: Headers, rate: RateView): void {
+  const shown = Number(headers["x-ratelimit-remaining"]);
+  if (!Number.isFinite(shown) || rate.remaining <= shown) setRateHeaders(headers, rate);
+}
+
+/** Takes one unit from each log-in bucket (address first), or throws 429 rate_limit_exceeded with the headers set. */
+async function admitLogin(svc: Services, ip: string, email: string, headers: Headers): Promise<Taken[]> {
+  if (!svc.config.RATE_LIMITS_ENABLED) return [];
+  const byOwner = new Map<string, BucketDescriptor[]>();
+  for (const b of loginBuckets(ip, email ? emailDigest(svc, email) : undefined)) {
+    const list = byOwner.get(b.owner);
+    if (list) list.push(b);
+    else byOwner.set(b.owner, [b]);
+  }
+  const taken: Taken[] = [];
+  let tightest: RateView | null = null;
+  for (const [owner, list] of byOwner) {
+    const specs = specsOf(list);
+    const res = await svc.actors.ask(ipActor, owner, "admit", { buckets: specs });
+    if (!res.allowed) {
+      await giveBack(svc, taken);
+      setRateHeaders(headers, res.rate);
+      throw fail("rate_limit_exceeded", "Too many log-in attempts from this address or for this account; wait until X-RateLimit-Reset.", { ...res.rate });
+    }
+    taken.push({ owner, specs, consumedAt: res.consumedAt });
+    if (!tightest || res.rate.remaining < tightest.remaining) tightest = res.rate;
+  }
+  if (tightest) showIfTighter(headers, tightest);
+  return taken;
+}
+
+/** Stores a fresh hash when the stored one has other parameters. Best effort: the log-in has succeeded already. */
+async function upgrade(svc: Services, userId: string, storedHash: string, password: string): Promise<void> {
+  try {
+    const fresh = await upgradedHash(storedHash, password);
+    // conditional on the old hash: a password changed meanwhile is not overwritten
+    if (fresh) await svc.sql`UPDATE users SET password_hash = ${fresh} WHERE id = ${userId} AND password_hash = ${storedHash}`;
+  } catch (err) {
+    if (!(err instanceof PasswordChecksBusy)) svc.log.warn("could not upgrade a password hash", { error: err as Error });
+  }
+}
+
+/**
+ * Checks an e-mail and password: the user, or null for wrong credentials (whether or not the e-mail exists, at the
+ * same cost). Throws rate_limit_exceeded (429) past the log-in buckets and service_unavailable (503) when the
+ * verification queue is full; both with their headers set on `a.headers`.
+ */
+export async function passwordLogin(svc: Services, a: LoginAttempt): Promise<LoginUser | null> {
+  const email = a.email.trim().toLowerCase();
+  const taken = await admitLogin(svc, a.ip, email, a.headers);
+  const rows = await svc.sql<{ id: string; email: string; password_hash: string; role: string }[]>`
+    SELECT id, email, password_hash, role FROM users WHERE lower(email) = ${email}`;
+  const user = rows[0];
+  let valid: boolean;
+  try {
+    valid = await verifyLoginTimingSafe(user?.password_hash ?? null, a.password);
+  } catch (err) {
+    if (!(err instanceof PasswordChecksBusy)) throw err;
+    await giveBack(svc, taken);
+    a.headers["retry-after"] = String(LOGIN_BUSY_RETRY_AFTER_SECONDS);
+    throw fail("service_unavailable", `Too many log-ins are being checked right now; retry after ${LOGIN_BUSY_RETRY_AFTER_SECONDS} seconds.`, {
+      retryAfterSeconds: LOGIN_BUSY_RETRY_AFTER_SECONDS,
+    });
+  }
+  if (!user || !valid) return null;
+  await giveBack(svc, taken);
+  await upgrade(svc, user.id, user.password_hash, a.password);
+  return { id: user.id, email: user.email, role: user.role };
+}
