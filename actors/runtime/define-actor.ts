@@ -59,7 +59,19 @@ export interface ActorContext<S> extends ActorCaller {
    * state row (fenced by version) before the reply is sent, or not at all.
    */
   tx(): Promise<Sql>;
-  /** Commits what the turn has written so far (e.g. a payment intent before calling the processor). */
+  /**
+   * Commits what the turn has written so far (e.g. a payment intent before calling the processor).
+   *
+   * Over NATS the first mid-turn checkpoint of a turn whose caller waits also leaves a *pending marker* for its
+   * message (in the same statement, migration 0009): until the turn's reply replaces it (or the turn fails and
+   * deletes it), a resend of the message that reaches another activation answers the retryable `actor_unavailable`
+   * instead of running the handler on this half-finished state, and no other activation loads the actor. The marker
+   * names this host: it holds nothing back once the host leaves the membership (killed, or cut off from NATS), nor
+   * after the caller's deadline + 120 s. Then another activation loads the checkpointed state and `onActivate` must
+   * treat the turn as dead (the cart reconciles, a write); a turn that was in fact still running then has its final
+   * write refused by the version fence. So a handler resumes from what its checkpoint wrote, never from what it did
+   * after it.
+   */
   checkpoint(): Promise<void>;
   /** Durable reminder: fires `reminders[name]` at `at` (epoch ms), even after a restart. Same name replaces. */
   schedule(name: string, at: number, payload?: unknown): Promise<void>;

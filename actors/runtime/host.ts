@@ -62,9 +62,18 @@ class StaleVersion extends Error {}
 /**
  * The actor's state was checkpointed by a turn that may still be running (on another host, or on an activation of
  * this one that ownership moved away from): actor_inbox holds a live pending marker. Its state is not loaded until
- * the marker is replaced by that turn's reply, deleted by its failure, or expires.
+ * the marker is replaced by that turn's reply, deleted by its failure, expires, or its host leaves the membership.
  */
 class BusyElsewhere extends Error {}
+
+/**
+ * The host part of a pending marker's token (`<host id>/<random>`, see Turn), or undefined for a token without one
+ * (a marker written before markers named their host: its time alone decides).
+ */
+function markerHost(token: string): string | undefined {
+  const slash = token.lastIndexOf("/");
+  return slash > 0 ? token.slice(0, slash) : undefined;
+}
 
 /**
  * The turn's write was refused because actor_inbox already holds a reply for its message: another activation (over
@@ -124,6 +133,8 @@ export class ActorHost {
   private stopping = false;
   private polling?: Promise<number>;
   private readonly readOnlyDeps: ReadOnlyDeps;
+  /** Tokens of the pending markers this process's running turns may have written (see markerIsLive). */
+  private readonly runningMarkers = new Set<string>();
 
   constructor(private readonly opts: HostOptions) {
     this.clock = opts.clock ?? systemClock;
@@ -303,15 +314,19 @@ export class ActorHost {
       // partition move): its live marker keeps this activation from loading the half-finished state (and its
       // onActivate from taking the live turn for a dead one, fencing out that turn's real result). The in-process bus
       // has one activation per actor and writes no markers: its load reads the state row alone.
+      // A marker whose host left the membership (killed, or cut off from NATS) does not hold the load back: that
+      // turn is presumed dead as soon as its partitions are, and onActivate reconciles (a turn in fact still running
+      // behind a network partition is fenced out at its final write: docs/operations.md).
       const rows = this.opts.transport.lossless
-        ? await this.opts.sql<{ version: number; state: unknown; busy_until?: Date | null }[]>`
+        ? await this.opts.sql<{ version: number; state: unknown; pending?: string[] | null }[]>`
             SELECT version, state FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`
-        : await this.opts.sql<{ version: number; state: unknown; busy_until?: Date | null }[]>`
-            SELECT version, state, (SELECT max(pending_until) FROM actor_inbox i
-              WHERE i.kind = ${act.def.kind} AND i.id = ${act.id} AND i.pending_until > now()) AS busy_until
+        : await this.opts.sql<{ version: number; state: unknown; pending?: string[] | null }[]>`
+            SELECT version, state, (SELECT array_agg(pending_turn) FROM actor_inbox i
+              WHERE i.kind = ${act.def.kind} AND i.id = ${act.id} AND i.pending_until > now()) AS pending
             FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`;
-      if (rows[0]?.busy_until) {
-        throw new BusyElsewhere(`a turn of ${act.def.kind}/${act.id} may still be running elsewhere after a checkpoint (until ${rows[0].busy_until.toISOString()}); retry`);
+      const busy = rows[0]?.pending?.find((token) => this.markerIsLive(token));
+      if (busy) {
+        throw new BusyElsewhere(`a turn of ${act.def.kind}/${act.id} may still be running on host ${markerHost(busy) ?? "?"} after a checkpoint; retry`);
       }
       if (rows.length) {
         act.version = Number(rows[0].version);
@@ -381,21 +396,49 @@ export class ActorHost {
     return reply;
   }
 
+  /**
+   * Whether the run that wrote a pending marker (its time not passed yet) may still answer: its host is still a member
+   * (the membership that decides partition ownership: a host that left it, cleanly or by its heartbeat stopping, has
+   * lost its partitions and is presumed dead with its turns). A marker of this very host counts while the turn that
+   * wrote it runs in this process (a restarted process with the same host id has no such turn). A transport without
+   * a membership, or a token without a host: its time alone decides.
+   */
+  private markerIsLive(token: string): boolean {
+    const hosts = this.opts.transport.hosts;
+    const host = markerHost(token);
+    if (!hosts || host === undefined) return true;
+    if (host === hosts.self) return this.runningMarkers.has(token);
+    return hosts.isLive(host);
+  }
+
+  /** @internal Turn: a marker token of this process's run is live (to markerIsLive) from before it is sent until the turn ends. */
+  trackMarker(token: string, running: boolean): void {
+    if (running) this.runningMarkers.add(token);
+    else this.runningMarkers.delete(token);
+  }
+
   private async runTurn(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
     const hit = act.recent.get(env.msgId);
     if (hit) return hit;
+    /** A dead run's marker of this message (its host left the membership): this run may replace it. */
+    let deadMarker: string | undefined;
     if (env.attempt > 1 && (act.def.persistence ?? "durable") === "durable") {
       // a resend: the first attempt may have committed on this or another host before its reply was lost. A database
       // that cannot answer that is the caller's 503 (errorFor), as in the turn itself.
       // A pending marker (a first run that checkpointed mid-turn, migration 0009) that has not expired: that run may
       // still answer, and its reply replaces the marker. Running the handler now would answer from its half-finished
       // state ("already in progress"), and that answer could reach the caller first: the retryable actor_unavailable
-      // instead. An expired marker's run is presumed dead: the handler runs and resumes from its checkpoint.
+      // instead. The run of an expired marker, or of one whose host left the membership, is presumed dead: the handler
+      // runs and resumes from its checkpoint.
       try {
-        const rows = await this.opts.sql<{ reply: ReplyEnvelope | null; live: boolean | null }[]>`
-          SELECT reply, pending_until > now() AS live FROM actor_inbox WHERE kind = ${act.def.kind} AND id = ${act.id} AND msg_id = ${env.msgId}`;
-        if (rows.length && rows[0].reply !== null) return rows[0].reply;
-        if (rows.length && rows[0].live) return errorReply(new ActorError("actor_unavailable", "the first attempt of this message is still running (it checkpointed mid-turn); retry"));
+        const rows = await this.opts.sql<{ reply: ReplyEnvelope | null; pending_turn: string | null; live: boolean | null }[]>`
+          SELECT reply, pending_turn, pending_until > now() AS live FROM actor_inbox WHERE kind = ${act.def.kind} AND id = ${act.id} AND msg_id = ${env.msgId}`;
+        const row = rows[0];
+        if (row && row.reply !== null) return row.reply;
+        if (row?.live && row.pending_turn !== null) {
+          if (this.markerIsLive(row.pending_turn)) return errorReply(new ActorError("actor_unavailable", "the first attempt of this message is still running (it checkpointed mid-turn); retry"));
+          deadMarker = row.pending_turn;
+        }
       } catch (err) {
         return this.errorFor(act, err);
       }
@@ -414,7 +457,7 @@ export class ActorHost {
     // Not for a reminder: no caller waits for its answer, and a marker would hold the actor back (loads refused) for
     // its deadline and margin after its host died, delaying the reconcile it exists for.
     const isReminder = env.type.startsWith(REMINDER_PREFIX);
-    const turn = new Turn(this, act, env.msgId, false, env.deadline, keepReply, !this.opts.transport.lossless && !isReminder);
+    const turn = new Turn(this, act, env.msgId, false, env.deadline, keepReply, !this.opts.transport.lossless && !isReminder, deadMarker);
     let reply: ReplyEnvelope;
     try {
       let value: unknown;
@@ -568,7 +611,7 @@ export class ActorHost {
 
   /** @internal used by Turn */
   get internals() {
-    return { sql: this.opts.sql, clock: this.clock, log: this.log, caller: this.opts.caller, transport: this.opts.transport };
+    return { sql: this.opts.sql, clock: this.clock, log: this.log, caller: this.opts.caller, transport: this.opts.transport, hostId: this.opts.transport.hosts?.self };
   }
 }
 
@@ -674,9 +717,15 @@ class Turn {
   writeInDoubt = false;
   /** The turn's reply for resends is durable already (checkpointWith's finalReply): never written twice. */
   private replyWritten = false;
-  /** This run's token in its pending marker (made on its first mid-turn checkpoint); `markerLive` while it stands. */
+  /**
+   * This run's token in its pending marker, `<host id>/<random>` (made on its first mid-turn checkpoint): the host
+   * part lets other hosts tell a dead host's marker from a live one's (ActorHost.markerIsLive). `markerLive` while
+   * the marker stands; `markerSent` from its write until the run's reply certainly replaced it (what a failed run
+   * deletes).
+   */
   private markerToken?: string;
   private markerLive = false;
+  private markerSent = false;
   private readonly reminderOps = new Map<string, ReminderOp>();
   private conn?: Awaited<ReturnType<Sql["reserve"]>>;
   private connPromise?: Promise<Sql>;
@@ -695,6 +744,8 @@ class Turn {
     private readonly keepReply = true,
     /** Whether a mid-turn checkpoint leaves a pending marker for the message (see runTurn). */
     private readonly markPending = false,
+    /** A dead run's marker of this message that this run's inbox row may replace (see runTurn). */
+    private readonly deadMarker?: string,
   ) {
     const { sql, clock, log, caller } = host.internals;
     const durable = (act.def.persistence ?? "durable") === "durable";
@@ -803,7 +854,11 @@ class Turn {
     // caller's deadline and the inbox's margin for clock skew (compared with the database's clock by readers).
     const until = (): string => new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS).toISOString();
     const marker = midTurn && this.markPending && this.keepReply && !this.markerLive;
-    if (marker) this.markerToken ??= crypto.randomUUID();
+    if (marker && !this.markerToken) {
+      this.markerToken = `${this.host.internals.hostId ?? ""}/${crypto.randomUUID()}`;
+      this.host.trackMarker(this.markerToken, true);
+    }
+    if (marker) this.markerSent = true;
     const write: StateWrite = {
       kind: act.def.kind,
       id: act.id,
@@ -811,8 +866,9 @@ class Turn {
       stateJson: current,
       reminders: this.reminderOps,
       // toISOString throws here, before anything is sent, if the deadline is not a time
-      reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: until(), turn: this.markerLive ? this.markerToken : undefined } : undefined,
+      reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: until(), turn: this.markerToken } : undefined,
       pending: marker ? { msgId: this.ctx.msgId, until: until(), turn: this.markerToken! } : undefined,
+      replacesMarker: this.deadMarker,
     };
     try {
       return await this.send(write, riding, current, reply);
@@ -857,7 +913,7 @@ class Turn {
     act.version += 1;
     // the marker stands from its checkpoint until the turn's reply replaces it
     if (write.pending) this.markerLive = true;
-    if (write.reply) this.markerLive = false;
+    if (write.reply) this.markerLive = this.markerSent = false;
     if (reply) {
       act.recent.set(this.ctx.msgId, reply);
       if (act.recent.size > RECENT_REPLIES) act.recent.delete(act.recent.keys().next().value as string);
@@ -893,6 +949,18 @@ class Turn {
       if (ok) this.publishEvents();
       return;
     }
+    let ended = !ok;
+    try {
+      await this.finishDurable(ok, reply);
+      ended = true;
+    } finally {
+      // the run is over once its reply replaced its marker, or once it failed (and deleted it, or could not): a failed
+      // finish(true) is followed by finish(false)
+      if (ended && this.markerToken) this.host.trackMarker(this.markerToken, false);
+    }
+  }
+
+  private async finishDurable(ok: boolean, reply?: ReplyEnvelope): Promise<void> {
     if (ok) {
       try {
         await this.persistAndCommit(reply);
@@ -916,11 +984,13 @@ class Turn {
    * A run that checkpointed mid-turn and ends without its reply (an error, a refused or lost final write) takes its
    * marker back, so a resend runs the handler at once (on the checkpointed state, as before markers) instead of
    * waiting for the marker to expire. Only its own marker (its token): a final reply or another run's marker stays.
-   * If the database refuses this too, the marker expires at its time.
+   * If the database refuses this too, the marker stands until its time passes or this host leaves the membership
+   * (on this host it is dead at once: its run is no longer tracked).
    */
   private async dropMarker(): Promise<void> {
-    if (!this.markerLive) return;
-    this.markerLive = false;
+    // also a marker whose write is in doubt (it may have committed): deleting by token removes nothing else
+    if (!this.markerSent) return;
+    this.markerLive = this.markerSent = false;
     const { sql, log } = this.host.internals;
     try {
       await sql`DELETE FROM actor_inbox WHERE kind = ${this.act.def.kind} AND id = ${this.act.id} AND msg_id = ${this.ctx.msgId} AND pending_turn = ${this.markerToken!}`;

@@ -41,10 +41,15 @@ export interface StateWrite {
   reply?: { msgId: string; json: string; expiresAt: string; turn?: string };
   /**
    * Instead of a reply, a mid-turn checkpoint's "pending" marker for its message (migration 0009): `until` (an ISO
-   * string, also the row's expiry) is when the run may no longer answer, `turn` the run's token. `reply.turn` is
-   * that token again on the run's final write, which replaces its own marker.
+   * string, also the row's expiry) is when the run may no longer answer, `turn` the run's token (`<host id>/<random>`,
+   * host.ts). `reply.turn` is that token again on the run's final write, which replaces its own marker.
    */
   pending?: { msgId: string; until: string; turn: string };
+  /**
+   * The token of a marker of this message that the host judged dead although its time has not passed (its host left
+   * the membership): the run that took over may replace it, as it may replace an expired one.
+   */
+  replacesMarker?: string;
 }
 
 /** The SQLSTATE of a failed version fence. */
@@ -92,6 +97,7 @@ function shapeFor(insert: boolean, sets: boolean, deletes: boolean, inbox: Inbox
   const ops = reminders ? `$${++n}` : "";
   const [msgId, replyJson, expires, token] = inbox === "reply" ? [`$${++n}`, `$${++n}`, `$${++n}`, `$${++n}`] : [];
   const [pMsgId, until, pToken] = inbox === "pending" ? [`$${++n}`, `$${++n}`, `$${++n}`] : [];
+  const dead = inbox === "none" ? undefined : `$${++n}`;
   const parts = [
     insert
       ? `turn_state AS (INSERT INTO actor_state (kind, id, version, state) VALUES ($1, $2, 1, $3::text::jsonb)
@@ -114,18 +120,19 @@ function shapeFor(insert: boolean, sets: boolean, deletes: boolean, inbox: Inbox
     }
   }
   // An inbox row in the way is replaced only when it is a marker (reply NULL) of this run (its token) or one whose run
-  // may no longer answer (expired); otherwise turn_ib returns no row and the check raises AF003 (AlreadyApplied).
+  // may no longer answer (expired, or the dead host's marker this run was started over); otherwise turn_ib returns no
+  // row and the check raises AF003 (AlreadyApplied).
   if (inbox === "reply") {
     parts.push(`turn_ib AS (INSERT INTO actor_inbox AS i (kind, id, msg_id, reply, expires_at)
            SELECT $1, $2, ${msgId}, ${replyJson}::text::jsonb, ${expires}::timestamptz FROM turn_state
            ON CONFLICT (kind, id, msg_id) DO UPDATE SET reply = EXCLUDED.reply, expires_at = EXCLUDED.expires_at, pending_until = NULL, pending_turn = NULL
-           WHERE i.reply IS NULL AND (i.pending_turn = ${token}::text OR i.pending_until <= now())
+           WHERE i.reply IS NULL AND (i.pending_turn = ${token}::text OR i.pending_turn = ${dead}::text OR i.pending_until <= now())
            RETURNING 1)`);
   } else if (inbox === "pending") {
     parts.push(`turn_ib AS (INSERT INTO actor_inbox AS i (kind, id, msg_id, reply, expires_at, pending_until, pending_turn)
            SELECT $1, $2, ${pMsgId}, NULL, ${until}::timestamptz, ${until}::timestamptz, ${pToken}::text FROM turn_state
            ON CONFLICT (kind, id, msg_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, pending_until = EXCLUDED.pending_until, pending_turn = EXCLUDED.pending_turn
-           WHERE i.reply IS NULL AND (i.pending_turn = EXCLUDED.pending_turn OR i.pending_until <= now())
+           WHERE i.reply IS NULL AND (i.pending_turn = EXCLUDED.pending_turn OR i.pending_turn = ${dead}::text OR i.pending_until <= now())
            RETURNING 1)`);
   }
   const ctes = parts.join(",\n");
@@ -154,6 +161,7 @@ export function stateWriteStatement(w: StateWrite): { text: string; params: (str
   }
   if (w.reply) params.push(w.reply.msgId, w.reply.json, w.reply.expiresAt, w.reply.turn ?? null);
   if (w.pending) params.push(w.pending.msgId, w.pending.until, w.pending.turn);
+  if (w.reply || w.pending) params.push(w.replacesMarker ?? null);
   let sets = false;
   let deletes = false;
   for (const op of w.reminders.values()) {

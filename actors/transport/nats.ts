@@ -35,7 +35,7 @@ import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
 import { ActorError } from "../runtime/errors.ts";
 import { log as rootLog, type Logger } from "../../infra/log.ts";
 import { DEFAULT_BUCKET, Membership, computeOwnership, partitionOf, partitionSubject } from "./placement.ts";
-import type { EventHandler, ServeHandler, Transport } from "./transport.ts";
+import type { EventHandler, HostMembership, ServeHandler, Transport } from "./transport.ts";
 
 /** What placement needs from the ActorHost (structural, so tests can pass a stub). */
 export interface PlacementHost {
@@ -142,6 +142,7 @@ export class NatsTransport implements Transport {
   ) {
     this.partitions = opts.partitions ?? 64;
     this.hostId = opts.hostId ?? defaultHostId();
+    this.hosts = { self: this.hostId, isLive: (hostId) => this.membership?.view.isLive(hostId) ?? true };
     this.log = opts.log ?? rootLog.child({ component: "nats-transport" });
     const hb = opts.heartbeatMs ?? 1000;
     const ttl = opts.ttlMs ?? 3000;
@@ -255,6 +256,12 @@ export class NatsTransport implements Transport {
     for (const [kind, m] of this.subs) out[kind] = [...m.keys()].sort((a, b) => a - b);
     return out;
   }
+
+  /**
+   * The membership placement uses, for the ActorHost's pending markers. Before this host has joined (nothing served
+   * yet) nobody is known to be gone: every host counts as live.
+   */
+  readonly hosts: HostMembership;
 
   /** Live host ids as this host sees them (empty on a gateway). */
   liveHosts(kind?: string): string[] {

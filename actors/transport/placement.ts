@@ -208,6 +208,12 @@ export async function openHostsBucket(nc: NatsConnection, bucket: string, ttlMs:
   }
 }
 
+/** JetStream's "stream not found" (10059), whichever call of the client raised it. */
+function isStreamNotFound(err: unknown): boolean {
+  const e = err as { name?: string; message?: string } | null;
+  return e?.name === "StreamNotFoundError" || /stream not found/i.test(e?.message ?? "");
+}
+
 export class Membership {
   readonly view: MemberView;
   readonly hostId: string;
@@ -243,12 +249,21 @@ export class Membership {
     // a freshly created replicated bucket answers only once its stream has elected a leader: until then a watch can
     // be refused (stream not found, when another host created the bucket a moment ago) and a put time out
     const end = Date.now() + 15_000;
+    let createdAt = Date.now();
     for (;;) {
       try {
         await this.startWatch();
         break;
       } catch (err) {
         if (Date.now() > end) throw err;
+        // Still no stream a second after our create: every create may have failed. Hosts starting together create
+        // the one stream concurrently, and on a fresh cluster those creates can all time out (nats-server 2.9), after
+        // which openHostsBucket only binds the name: the watch then met "stream not found" until this loop gave up
+        // and the host exited (seen in test/distributed). Creating again is harmless: an existing stream is kept.
+        if (!this.opts.kv && isStreamNotFound(err) && Date.now() - createdAt > 1000) {
+          this.kv = await openHostsBucket(this.opts.nc, this.bucket, this.ttlMs, this.opts.replicas ?? 3).catch(() => this.kv);
+          createdAt = Date.now();
+        }
         await Bun.sleep(100);
       }
     }

@@ -16,6 +16,12 @@ export interface Transport {
    */
   readonly lossless?: boolean;
   /**
+   * The hosts this process's placement sees alive (NATS: the actor_hosts membership bucket that also decides which
+   * host owns a partition). A turn's pending marker names its host, and counts only while that host is a member
+   * (ActorHost). Absent where there is one host (in-process).
+   */
+  readonly hosts?: HostMembership;
+  /**
    * Delivers `env` to whichever host serves `env.kind`/`env.id` and resolves with its reply.
    * Rejects with ActorError("actor_unavailable") when nobody answers before `timeoutMs`
    * (the caller may retry with the same msgId).
@@ -33,4 +39,11 @@ export interface Transport {
   publish(topic: string, event: unknown): Promise<void>;
   subscribe(topic: string, handler: EventHandler): () => void;
   close(): Promise<void>;
+}
+
+/** This host's id in the membership, and whether another host is in it (see `Transport.hosts`). */
+export interface HostMembership {
+  readonly self: string;
+  /** False once the host left (a clean close) or its heartbeat stopped (its TTL passed); true while unknown. */
+  isLive(hostId: string): boolean;
 }

@@ -6,9 +6,12 @@
  * cart's onActivate marks such a session SETTLEMENT_UNKNOWN, a write that fences out A's real result). The
  * checkpoint leaves a pending marker in actor_inbox: until it expires, a resend answers the retryable
  * actor_unavailable and no other activation loads the actor; A's reply replaces the marker, A's failure deletes it.
+ * The marker names A: once A leaves the membership (killed: its heartbeat stops) it holds nothing back, and the
+ * resend runs the handler at once (its onActivate reconciles), as before markers.
  *
- * Two ActorHosts in this process on one Postgres, each on its own in-process bus marked lossy (NATS can lose a reply):
- * a test hands each attempt to the host it chooses, as a partition move would.
+ * Two ActorHosts in this process on one Postgres, each on its own in-process bus marked lossy (NATS can lose a reply)
+ * with a membership the test controls (`members`): a test hands each attempt to the host it chooses, as a partition
+ * move would.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Type as T } from "@sinclair/typebox";
@@ -39,7 +42,8 @@ const payer = defineActor({
   kind: "rmt-payer",
   initialState: (): PayState => ({ status: "new" }),
   messages: {
-    pay: T.Object({ ref: T.String(), decline: T.Optional(T.Boolean()) }),
+    /** `reconcile`: a run that finds the payment's outcome unknown (its first run died) settles it and answers. */
+    pay: T.Object({ ref: T.String(), decline: T.Optional(T.Boolean()), reconcile: T.Optional(T.Boolean()) }),
     /** The same, its checkpoint riding a write of its own (checkpointWith); `refuse`: that write's guard refuses. */
     payRiding: T.Object({ ref: T.String(), refuse: T.Boolean() }),
     get: T.Object({}),
@@ -53,6 +57,10 @@ const payer = defineActor({
     async pay(ctx, body) {
       runs.set(body.ref, (runs.get(body.ref) ?? 0) + 1);
       if (ctx.state.status === "paid") return { outcome: "completed" };
+      if (ctx.state.status === "unknown" && body.reconcile) {
+        ctx.state.status = "paid";
+        return { outcome: "reconciled" };
+      }
       if (ctx.state.status !== "new") return { outcome: "already_in_progress" };
       ctx.state.status = "paying";
       await ctx.checkpoint(); // the intent is durable before the outside call
@@ -91,12 +99,18 @@ const payer = defineActor({
 let db: TestDatabase;
 const hosts: ActorHost[] = [];
 
-/** The in-process bus standing in for NATS, which can lose a reply. */
-function lossyTransport(): Transport {
+/** The hosts alive in the membership every lossy transport below shares (a host leaves it when it "dies"). */
+const members = new Set<string>();
+let hostSeq = 0;
+
+/** The in-process bus standing in for NATS, which can lose a reply; `self`: its host's id in `members`. */
+function lossyTransport(self = `host-${++hostSeq}`): Transport {
   const t = new InProcessTransport();
+  members.add(self);
   return {
     name: "in-process, lossy",
     lossless: false,
+    hosts: { self, isLive: (hostId) => members.has(hostId) },
     request: (env, timeoutMs) => t.request(env, timeoutMs),
     serve: (kind, handler) => t.serve(kind, handler),
     publish: (topic, event) => t.publish(topic, event),
@@ -280,6 +294,58 @@ describe("a pending marker", () => {
     expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
     expect(codeOf(await resend)).toBe('ok {"outcome":"completed"}');
     expect(runs.get("o1")).toBe(1);
+  });
+});
+
+describe("a pending marker whose host left the membership (killed: its heartbeat stopped)", () => {
+  test("holds nothing back: the resend runs the handler at once, and the first run's late write is fenced out", async () => {
+    const [a, b] = [await startHost(lossyTransport("k1-a")), await startHost()];
+    const env = envelope("k1", { ref: "k1" });
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("k1").reached.promise;
+    // while A is a member its marker holds B's load back, reads included
+    expect(codeOf(await b.dispatch({ ...env, type: "get", body: {}, msgId: "read-k1", attempt: 1 }))).toBe("actor_unavailable");
+    members.delete("k1-a");
+    const started = performance.now();
+    // B loads the actor (its onActivate takes the turn for dead) and the resend runs the handler, at once
+    expect(codeOf(await b.dispatch({ ...env, attempt: 2 }))).toBe('ok {"outcome":"already_in_progress"}');
+    expect(performance.now() - started).toBeLessThan(2000); // the marker itself is live for another ~130 s
+    expect(await inboxOf("k1")).toEqual([{ reply: null, pending_turn: expect.stringMatching(/^k1-a\//), live: true }]);
+    expect(await statusOf("k1")).toBe("unknown");
+    expect(runs.get("k1")).toBe(2);
+    // A was alive after all (cut off from the others): its final write fails the version fence, the caller's answer
+    // stays B's, and the state B's activation wrote stands
+    gate("k1").release.resolve();
+    expect(codeOf(await first)).toBe("actor_unavailable");
+    expect(await statusOf("k1")).toBe("unknown");
+    expect(await inboxOf("k1")).toHaveLength(0); // A's failed run took its marker back
+  });
+
+  test("is replaced by the reply of the run that took over, which a later resend gets", async () => {
+    const [a, b] = [await startHost(lossyTransport("k2-a")), await startHost()];
+    const env = envelope("k2", { ref: "k2", reconcile: true });
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("k2").reached.promise;
+    members.delete("k2-a");
+    // the run on B settles the payment and writes its reply over A's marker, whose time has not passed
+    expect(codeOf(await b.dispatch({ ...env, attempt: 2 }))).toBe('ok {"outcome":"reconciled"}');
+    expect(await inboxOf("k2")).toEqual([{ reply: { ok: true, value: { outcome: "reconciled" } }, pending_turn: null, live: null }]);
+    gate("k2").release.resolve();
+    expect(codeOf(await first)).toBe("actor_unavailable"); // fenced
+    expect(codeOf(await b.dispatch({ ...env, attempt: 3 }))).toBe('ok {"outcome":"reconciled"}');
+    expect(runs.get("k2")).toBe(2);
+    expect(await statusOf("k2")).toBe("paid");
+  });
+
+  test("of a host back under the same id whose run is gone holds nothing back on that host", async () => {
+    // the first process of "k3-a" checkpointed and died; a new process with the same host id serves the actor
+    const gone = await startHost(lossyTransport("k3-a"));
+    const env = envelope("k3", { ref: "k3" });
+    void gone.dispatch({ ...env, attempt: 1 });
+    await gate("k3").reached.promise;
+    const again = await startHost(lossyTransport("k3-a"));
+    expect(codeOf(await again.dispatch({ ...env, attempt: 2 }))).toBe('ok {"outcome":"already_in_progress"}');
+    expect(await statusOf("k3")).toBe("unknown");
   });
 });
 
