@@ -145,7 +145,7 @@ export function lowestTierWith(feature: Feature): Tier {
 
 // ------------------------------------------------------------------------------------ route access table
 
-export type HttpMethod = "GET" | "POST";
+export type HttpMethod = "GET" | "POST" | "PUT";
 
 export interface RouteRule {
   method: HttpMethod;
@@ -210,6 +210,8 @@ export const ROUTE_RULES: readonly RouteRule[] = [
     "/ucp/checkout-sessions", "/ucp/checkout-sessions/:id/complete", "/ucp/checkout-sessions/:id/cancel", "/ap2/payment-mandates"] as const).map((p) =>
     r("POST", p, ["checkout"], { sandboxRefused: true, delegatedScopes: ["checkout:delegate", "checkout"] }),
   ),
+  // UCP's update is a PUT (its REST binding); transactional like the bridge's POSTs.
+  r("PUT", "/ucp/checkout-sessions/:id", ["checkout"], { sandboxRefused: true, delegatedScopes: ["checkout:delegate", "checkout"] }),
   r("GET", "/acp/checkout_sessions/:id", ["checkout"], { sandboxRefused: true }),
   r("GET", "/ucp/checkout-sessions/:id", ["checkout"], { sandboxRefused: true }),
   r("GET", "/merchants/:slug", ["merchants:read"]),

@@ -1,8 +1,10 @@
 /**
  * Agentic Commerce Protocol (ACP) checkout sessions → our carts (docs/protocols.md has the field mapping).
  *
- *   POST /checkout_sessions               {items:[{id, quantity}], buyer?, fulfillment_address?}  → 201 session
+ *   POST /checkout_sessions               {items:[{id, quantity}], buyer?, fulfillment_address?, fulfillment_option_id?}
+ *                                         → 201 session (not_ready_for_payment while shipping needs an address/option)
  *   POST /checkout_sessions/{id}          update: items (the session moves to a new cart), buyer, address, option
+ *                                         (address and option price the cart's shipping: shipping.ts)
  *   GET  /checkout_sessions/{id}
  *   POST /checkout_sessions/{id}/complete {payment_data:{token, provider}, buyer?} → status completed + order
  *   POST /checkout_sessions/{id}/cancel
@@ -15,6 +17,7 @@
 import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, type BridgeSession, type ItemInput } from "./common.ts";
+import { sessionShipping } from "./shipping.ts";
 
 export type AcpStatus = "not_ready_for_payment" | "ready_for_payment" | "in_progress" | "completed" | "canceled";
 
@@ -78,13 +81,42 @@ export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewVie
       total: l.line_total_minor,
     })),
     fulfillment_address: s.meta.fulfillment_address ?? null,
-    fulfillment_options: [{ type: "shipping", id: "standard", title: "Standard shipping", subtotal: cart.totals.shipping_minor, tax: 0, total: cart.totals.shipping_minor }],
-    fulfillment_option_id: (s.meta.fulfillment_option_id as string | undefined) ?? "standard",
+    ...acpFulfillment(s),
     totals: totals(cart.totals),
-    messages: [] as unknown[],
+    messages: acpMessages(s),
     links: [{ type: "terms_of_use", url: "/api/v1/agent/docs" }],
     ...(view.order ? { order: { id: view.order.id, checkout_session_id: s.id, permalink_url: `/api/v1/agent/orders/${view.order.id}` } } : {}),
   };
+}
+
+export const ACP_FIELDS = { address: "fulfillment_address", option: "fulfillment_option_id" } as const;
+
+/** The store's real options at the session's destination (shipping.ts), and the one picked. */
+function acpFulfillment(s: BridgeSession) {
+  const ship = sessionShipping(s);
+  const options = ship.groups.flatMap((g) =>
+    g.options.map((o) => ({
+      type: "shipping",
+      id: o.option_id,
+      title: o.name,
+      subtitle: `${o.min_days}-${o.max_days} business days`,
+      carrier_info: g.merchant_slug,
+      subtotal: o.cost_minor,
+      tax: 0,
+      total: o.cost_minor,
+    })),
+  );
+  const picked = s.meta.fulfillment_option_id;
+  const selected = ship.groups.map((g) => g.selected_option_id).filter((id): id is string => id !== null);
+  return { fulfillment_options: options, fulfillment_option_id: typeof picked === "string" && selected.includes(picked) ? picked : (selected[0] ?? null) };
+}
+
+/** What the session still needs before payment, as ACP messages (code `missing` / `invalid`, `param` the field). */
+function acpMessages(s: BridgeSession): unknown[] {
+  const missing = sessionShipping(s).missing;
+  if (!missing) return [];
+  const param = `$.${missing.field === "address" ? ACP_FIELDS.address : ACP_FIELDS.option}`;
+  return [{ type: "error", code: missing.reason === "destination_not_served" ? "invalid" : "missing", param, content_type: "plain", content: missing.message }];
 }
 
 export function acpOrderOf(reply: CompleteReply): { id: string; ids: string[] } | null {

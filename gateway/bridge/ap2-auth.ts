@@ -7,13 +7,16 @@
  * the account that owns the key (PUT /api/v1/agent-keys/{id}/ap2-user-keys/{kid}). The format:
  *
  *   compact JWS, protected header {alg: "ES256" | "EdDSA", kid, typ: "kb+jwt"},
- *   payload {iat, aud?: "ap2", transaction_data: [b64url(sha256(canonical PaymentMandateContents)),
- *            b64url(sha256(canonical CartMandate)) when a cart_mandate is sent]}
+ *   payload {iat, exp?, aud?: "ap2", transaction_data: [h(PaymentMandateContents), h(CartMandate) when a
+ *            cart_mandate is sent, h(IntentMandate) when an intent_mandate is sent]},  h = b64url(sha256(canonical))
+ *
+ * The set must match exactly: a presented cart or intent mandate must be signed, and every signed hash must belong
+ * to a presented part (an agent cannot drop the signed mandate that carries the user's expiry or payees).
  *
  * Canonical JSON = keys sorted at every depth, no spaces (actors/cart/state-hash.ts `canonicalJson`), so a
  * changed amount, token, payee or expiry changes the hash. Any failure is 401 AGENT_TOKEN_INVALID with
  * `details.reason`: malformed | unknown_key | signature | not_yet_valid | expired | mandate_mismatch |
- * cart_mandate_mismatch.
+ * cart_mandate_mismatch | intent_mandate_mismatch | signed_part_missing.
  */
 import { createHash } from "node:crypto";
 import { compactVerify, decodeProtectedHeader, importJWK, type JWK } from "jose";
@@ -41,7 +44,8 @@ export function algOfPublicJwk(jwk: unknown): Ap2Alg {
   throw fail("INVALID_ARGUMENT", "jwk must be a public P-256 (ES256) or Ed25519 (EdDSA) key.", { field: "jwk" });
 }
 
-const invalid = (reason: string, message: string) => fail("AGENT_TOKEN_INVALID", message, { reason, field: "payment_mandate.user_authorization" });
+const invalid = (reason: string, message: string, extra: Record<string, unknown> = {}) =>
+  fail("AGENT_TOKEN_INVALID", message, { reason, field: "payment_mandate.user_authorization", ...extra });
 
 /**
  * Verifies the mandate's `user_authorization` against the keys registered for this agent key. Throws
@@ -82,7 +86,23 @@ export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body
   if (!signed.includes(mandateHash(pm.payment_mandate_contents ?? null))) {
     throw invalid("mandate_mismatch", "user_authorization does not sign this payment mandate (its contents changed after the user signed).");
   }
-  if (b.cart_mandate !== undefined && !signed.includes(mandateHash(b.cart_mandate))) {
-    throw invalid("cart_mandate_mismatch", "user_authorization does not sign this cart mandate.");
+  // Every presented part is signed, and every signed part is presented: the limits the user set (the expiries, the
+  // payees of the intent) live in the cart and intent mandates, so an agent that left a signed one out would pay
+  // outside them, and an unsigned one would set limits the user never saw (an intent's `merchants` widens payees).
+  const presented: { part: "cart_mandate" | "intent_mandate"; hash: string | null }[] = [
+    { part: "cart_mandate", hash: b.cart_mandate !== undefined ? mandateHash(b.cart_mandate) : null },
+    { part: "intent_mandate", hash: b.intent_mandate !== undefined ? mandateHash(b.intent_mandate) : null },
+  ];
+  for (const { part, hash } of presented) {
+    if (hash !== null && !signed.includes(hash)) throw invalid(`${part}_mismatch`, `user_authorization does not sign this ${part.replace("_", " ")}.`);
+  }
+  const known = new Set([mandateHash(pm.payment_mandate_contents ?? null), ...presented.flatMap((p) => (p.hash === null ? [] : [p.hash]))]);
+  const unmatched = signed.filter((h) => !known.has(h));
+  if (unmatched.length > 0) {
+    const absent = presented.filter((p) => p.hash === null).map((p) => p.part);
+    throw invalid("signed_part_missing", `user_authorization signs ${unmatched.length} mandate part(s) that were not presented; send the signed ${absent.join(" / ") || "parts"} unchanged.`, {
+      unmatched_hashes: unmatched.length,
+      absent_parts: absent,
+    });
   }
 }

@@ -5,7 +5,8 @@
  *
  * Limits (MANDATE_LIMIT_EXCEEDED, `details.violated` one of amount | currency | payee | expiry, with the mandate's
  * limit and the cart total):
- * - amount:   the cart total must not exceed `payment_details_total.amount.value`;
+ * - amount:   the cart total must not exceed `payment_details_total.amount.value` (a value with more decimals
+ *             than the currency has is 400 INVALID_ARGUMENT, never rounded);
  * - currency: `payment_details_total.amount.currency` must be the cart's currency;
  * - payee:    `merchant_agent` must be the cart's merchant (a multi-store cart needs every merchant named in the
  *             intent mandate's `merchants`), and every cart merchant must be in `intent_mandate.merchants` if given;
@@ -32,9 +33,20 @@ export interface Ap2Mandate {
 
 const DECIMALS: Record<string, number> = { JPY: 0, KRW: 0 };
 
-export function toMinor(value: number, currency: string): number {
+/**
+ * A mandate amount in minor units, or null when it has more decimals than the currency (134.985 USD): rounding
+ * would raise the user's limit by up to half a minor unit, and flooring would quietly change what they signed, so
+ * the caller refuses it. Read from the decimal text (a JSON number's shortest form), not by multiplying floats.
+ */
+export function toMinor(value: number | string, currency: string): number | null {
   const d = DECIMALS[currency] ?? 2;
-  return Math.round(value * 10 ** d);
+  const text = typeof value === "number" ? String(value) : value.trim();
+  const m = /^(\d+)(?:\.(\d+))?$/.exec(text);
+  if (!m) return null;
+  const frac = (m[2] ?? "").replace(/0+$/, "");
+  if (frac.length > d) return null;
+  const minor = Number(m[1]) * 10 ** d + Number(frac.padEnd(d, "0") || "0");
+  return Number.isSafeInteger(minor) ? minor : null;
 }
 
 /** Reads the AP2 request body (`payment_mandate`, optional `intent_mandate`, `cart_mandate`). */
@@ -50,9 +62,19 @@ export function parseAp2(body: unknown): Ap2Mandate {
   if (typeof id !== "string" || id.length === 0 || id.length > 200) throw fail("INVALID_ARGUMENT", "payment_mandate_id must be a string.", { field: "payment_mandate.payment_mandate_contents.payment_mandate_id" });
   const amount = asRecord(asRecord(contents.payment_details_total).amount);
   const currency = typeof amount.currency === "string" ? amount.currency.toUpperCase() : "";
-  const value = typeof amount.value === "string" ? Number(amount.value) : amount.value;
-  if (!/^[A-Z]{3}$/.test(currency) || typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-    throw fail("INVALID_ARGUMENT", "payment_details_total.amount needs a currency and a value.", { field: "payment_mandate.payment_mandate_contents.payment_details_total.amount" });
+  const value = amount.value;
+  const amountField = "payment_mandate.payment_mandate_contents.payment_details_total.amount";
+  if (!/^[A-Z]{3}$/.test(currency) || (typeof value !== "number" && typeof value !== "string") || (typeof value === "number" && (!Number.isFinite(value) || value < 0))) {
+    throw fail("INVALID_ARGUMENT", "payment_details_total.amount needs a currency and a value.", { field: amountField });
+  }
+  const maxAmountMinor = toMinor(value, currency);
+  if (maxAmountMinor === null) {
+    const d = DECIMALS[currency] ?? 2;
+    throw fail("INVALID_ARGUMENT", `payment_details_total.amount.value must be a non-negative decimal with at most ${d} decimal place(s) for ${currency}.`, {
+      field: `${amountField}.value`,
+      value: String(value),
+      decimals: d,
+    });
   }
   const merchantAgent = contents.merchant_agent;
   if (typeof merchantAgent !== "string" || merchantAgent.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "merchant_agent is required.", { field: "payment_mandate.payment_mandate_contents.merchant_agent" });
@@ -69,7 +91,7 @@ export function parseAp2(body: unknown): Ap2Mandate {
   return {
     paymentMandateId: id,
     currency,
-    maxAmountMinor: toMinor(value, currency),
+    maxAmountMinor,
     merchantAgent,
     allowedMerchants: merchants,
     expiresAt: expiries.length ? Math.min(...expiries) : null,

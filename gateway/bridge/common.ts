@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { cartActor } from "../../actors/cart/index.ts";
-import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
+import type { CartView, CompleteReply } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import type { Services } from "../services.ts";
 
@@ -166,16 +166,25 @@ function errorAnswerOf(err: ActorError): { status: number } {
 
 // ------------------------------------------------------------------------------------------------ cart calls
 
+/**
+ * An ACP/UCP create (or an ACP update with new items) creates a cart: it needs the `cart` scope as POST /agent/cart
+ * and create_cart do, besides the route's `checkout`, or a key minted without `cart` would create carts anyway.
+ */
+export function requireCartScope(agent: { scopes: readonly string[] }, what: string): void {
+  if (!agent.scopes.includes("cart")) {
+    throw fail("forbidden", `the key lacks the "cart" scope needed to create the cart behind ${what}`, { scope: "cart", acceptedScopes: ["cart"] });
+  }
+}
+
 export interface ItemInput {
   productId: string;
   quantity: number;
 }
 
-export async function createCart(svc: Services, keyId: string, items: ItemInput[]): Promise<{ cart: CartView; preview: PreviewView }> {
-  const cartId = crypto.randomUUID();
-  const cart = await svc.actors.ask(cartActor, cartId, "create", { keyId, items: items.map((i) => ({ productId: i.productId.toLowerCase(), quantity: i.quantity })) });
-  const preview = await svc.actors.ask(cartActor, cartId, "preview", { keyId });
-  return { cart, preview };
+
+/** A new cart of the agent's with these items (the session prices it afterwards: shipping.ts `priceCart`). */
+export function newCart(svc: Services, keyId: string, items: ItemInput[]): Promise<CartView> {
+  return svc.actors.ask(cartActor, crypto.randomUUID(), "create", { keyId, items: items.map((i) => ({ productId: i.productId.toLowerCase(), quantity: i.quantity })) });
 }
 
 export function getCart(svc: Services, keyId: string, cartId: string): Promise<CartView> {

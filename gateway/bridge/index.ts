@@ -5,31 +5,33 @@
  */
 import { Elysia, t } from "elysia";
 import { cartActor } from "../../actors/cart/index.ts";
-import type { CartView, CompleteReply } from "../../actors/cart/messages.ts";
+import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl } from "../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { ok } from "../envelope.ts";
 import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, type AcpStatus } from "./acp.ts";
+import { ACP_FIELDS, acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, type AcpStatus } from "./acp.ts";
 import { verifyUserAuthorization } from "./ap2-auth.ts";
 import { checkMandate, parseAp2 } from "./ap2.ts";
 import {
   asRecord,
   bindMandate,
   completeCart,
-  createCart,
   derivedUuidV4,
   getCart,
   loadSession,
+  newCart,
   requestHash,
+  requireCartScope,
   saveSession,
   withIdempotency,
   type Answer,
   type BridgeProtocol,
   type BridgeSession,
 } from "./common.ts";
-import { ucpCheckout, ucpError, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
+import { bridgeShippingError, destinationOf, optionIdOf, priceCart, sessionDestination, type Destination } from "./shipping.ts";
+import { UCP_FIELDS, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
 
 type SetLike = { status?: number | string; headers: Record<string, string | number> };
 
@@ -64,19 +66,46 @@ async function alreadyCompleted(err: unknown): Promise<{ id: string; ids: string
 
 // ------------------------------------------------------------------------------------------------------- ACP
 
+/** The ACP address and option of a create or update (undefined: not in this request). */
+function acpShippingInput(b: Record<string, unknown>): { address?: Destination | null; optionId?: string } {
+  const out: { address?: Destination | null; optionId?: string } = {};
+  if (b.fulfillment_address !== undefined) {
+    const a = asRecord(b.fulfillment_address);
+    out.address = b.fulfillment_address === null ? null : destinationOf(a.country, a.postal_code, ACP_FIELDS.address);
+  }
+  if (b.fulfillment_option_id !== undefined) out.optionId = optionIdOf(b.fulfillment_option_id, ACP_FIELDS.option);
+  return out;
+}
+
+/** Prices the session's cart with its destination (and a new pick) and records status and shipping on the session. */
+async function priceSession(svc: Services, s: BridgeSession, dest: Destination | null, optionIds: string[]): Promise<CartView | PreviewView> {
+  const fields = s.protocol === "acp" ? ACP_FIELDS : UCP_FIELDS;
+  const priced = await priceCart(svc, s.agentKeyId, s.cartId, dest, optionIds, fields);
+  s.meta.shipping = priced.shipping;
+  s.meta.status =
+    s.protocol === "acp"
+      ? priced.previewStatus ? acpStatusOfSession(priced.previewStatus) : "not_ready_for_payment"
+      : priced.previewStatus ? ucpStatusOfSession(priced.previewStatus) : "incomplete";
+  return priced.cart;
+}
+
 async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
+  requireCartScope(agent, "an ACP checkout session");
   const b = asRecord(body);
-  const { cart, preview } = await createCart(svc, agent.keyId, acpItems(b.items));
+  const items = acpItems(b.items);
+  const ship = acpShippingInput(b);
+  const cart = await newCart(svc, agent.keyId, items);
   const s: BridgeSession = {
     id: `cs_${cart.id.replace(/-/g, "")}`,
     protocol: "acp",
     agentKeyId: agent.keyId,
     cartId: cart.id,
-    meta: { buyer: b.buyer ?? null, fulfillment_address: b.fulfillment_address ?? null, status: acpStatusOfSession(preview.status) },
+    meta: { buyer: b.buyer ?? null, fulfillment_address: b.fulfillment_address ?? null, ...(ship.optionId ? { fulfillment_option_id: ship.optionId } : {}) },
     canceled: false,
   };
+  const priced = await priceSession(svc, s, ship.address ?? null, ship.optionId ? [ship.optionId] : []);
   await saveSession(svc, s);
-  return { status: 201, body: acpSession(s, { cart: preview, status: s.meta.status as AcpStatus }) };
+  return { status: 201, body: acpSession(s, { cart: priced, status: s.meta.status as AcpStatus }) };
 }
 
 async function acpView(svc: Services, s: BridgeSession, order: { id: string; ids: string[] } | null = null): Promise<unknown> {
@@ -94,17 +123,25 @@ async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
   const s = await loadSession(svc, "acp", id, agent.keyId);
   const b = asRecord(body);
   assertActive(s, await getCart(svc, agent.keyId, s.cartId));
+  const ship = acpShippingInput(b);
   if (b.buyer !== undefined) s.meta.buyer = b.buyer;
   if (b.fulfillment_address !== undefined) s.meta.fulfillment_address = b.fulfillment_address;
-  if (typeof b.fulfillment_option_id === "string") s.meta.fulfillment_option_id = b.fulfillment_option_id;
-  if (b.items !== undefined) {
+  if (ship.optionId) s.meta.fulfillment_option_id = ship.optionId;
+  const items = b.items !== undefined ? acpItems(b.items) : null;
+  if (items) {
+    requireCartScope(agent, "an ACP checkout session");
     // Our carts do not change items; the session moves to a new cart with the new items (the old one expires).
-    const { cart, preview } = await createCart(svc, agent.keyId, acpItems(b.items));
-    s.cartId = cart.id;
-    s.meta.status = acpStatusOfSession(preview.status);
+    // The destination moves with it; a pick is made again (the new items may ship from other stores).
+    s.cartId = (await newCart(svc, agent.keyId, items)).id;
+    if (!ship.optionId) delete s.meta.fulfillment_option_id;
+  }
+  let cart: CartView | PreviewView | null = null;
+  if (items || ship.address !== undefined || ship.optionId) {
+    const dest = ship.address !== undefined ? ship.address : sessionDestination(s);
+    cart = await priceSession(svc, s, dest, ship.optionId ? [ship.optionId] : []);
   }
   await saveSession(svc, s);
-  return { status: 200, body: await acpView(svc, s) };
+  return { status: 200, body: cart ? acpSession(s, { cart, status: s.meta.status as AcpStatus }) : await acpView(svc, s) };
 }
 
 async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
@@ -119,7 +156,7 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
     reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`) });
   } catch (err) {
     const done = await alreadyCompleted(err);
-    if (!done) throw err;
+    if (!done) throw bridgeShippingError(err, ACP_FIELDS);
     s.meta.order = done;
     return { status: 200, body: await acpView(svc, s, done) };
   }
@@ -158,11 +195,33 @@ async function acpCancel(svc: Services, agent: AgentPrincipal, id: string): Prom
 // ------------------------------------------------------------------------------------------------------- UCP
 
 async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
+  requireCartScope(agent, "a UCP checkout");
   const b = asRecord(body);
-  const { cart, preview } = await createCart(svc, agent.keyId, ucpItems(b.line_items));
-  const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: b.buyer ?? null, status: ucpStatusOfSession(preview.status) }, canceled: false };
+  const items = ucpItems(b.line_items);
+  const ship = ucpFulfillmentInput(b.fulfillment);
+  const cart = await newCart(svc, agent.keyId, items);
+  const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: b.buyer ?? null }, canceled: false };
+  const priced = await priceSession(svc, s, ship?.dest ?? null, ship?.optionIds ?? []);
   await saveSession(svc, s);
-  return { status: 201, body: ucpCheckout(s, { cart: preview, status: s.meta.status as UcpStatus }) };
+  return { status: 201, body: ucpCheckout(s, { cart: priced, status: s.meta.status as UcpStatus }) };
+}
+
+/** UCP update (PUT): new line_items move the session to a new cart; `fulfillment` sets the destination and picks. */
+async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
+  const s = await loadSession(svc, "ucp", id, agent.keyId);
+  const b = asRecord(body);
+  assertActive(s, await getCart(svc, agent.keyId, s.cartId));
+  const ship = ucpFulfillmentInput(b.fulfillment);
+  if (b.buyer !== undefined) s.meta.buyer = b.buyer;
+  const items = b.line_items !== undefined ? ucpItems(b.line_items) : null;
+  if (items) {
+    requireCartScope(agent, "a UCP checkout");
+    s.cartId = (await newCart(svc, agent.keyId, items)).id;
+  }
+  let cart: CartView | PreviewView | null = null;
+  if (items || ship) cart = await priceSession(svc, s, ship ? ship.dest : sessionDestination(s), ship?.optionIds ?? []);
+  await saveSession(svc, s);
+  return { status: 200, body: cart ? ucpCheckout(s, { cart, status: s.meta.status as UcpStatus }) : await ucpView(svc, s) };
 }
 
 async function ucpView(svc: Services, s: BridgeSession, extra: { continueUrl?: string } = {}): Promise<unknown> {
@@ -180,7 +239,7 @@ async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
     reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`ucp:${s.id}`) });
   } catch (err) {
     const done = await alreadyCompleted(err);
-    if (!done) throw err;
+    if (!done) throw bridgeShippingError(err, UCP_FIELDS);
     s.meta.order = done;
     return { status: 200, body: await ucpView(svc, s) };
   }
@@ -293,6 +352,7 @@ export function bridgeRoutes(svc: Services) {
     .post(`${acp}/:id/cancel`, ({ agent, params, body, request, set }) => respond(set, "acp", () => withIdempotency(svc, scope("acp", agent, request, body), () => acpCancel(svc, agent, params.id))), { params: Id, body: AnyBody, ...tagged("ACP: cancel a checkout session", "bridge") })
     .post(ucp, ({ agent, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpCreate(svc, agent, body))), { body: AnyBody, ...tagged("UCP: create a checkout session", "bridge") })
     .get(`${ucp}/:id`, ({ agent, params, set }) => respond(set, "ucp", async () => ({ status: 200, body: await ucpView(svc, await loadSession(svc, "ucp", params.id, agent.keyId)) })), { params: Id, ...tagged("UCP: get a checkout session", "bridge") })
+    .put(`${ucp}/:id`, ({ agent, params, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpUpdate(svc, agent, params.id, body))), { params: Id, body: AnyBody, ...tagged("UCP: update a checkout session", "bridge") })
     .post(`${ucp}/:id/complete`, ({ agent, params, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpComplete(svc, agent, params.id, body))), { params: Id, body: AnyBody, ...tagged("UCP: complete a checkout session", "bridge") })
     .post(`${ucp}/:id/cancel`, ({ agent, params, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpCancel(svc, agent, params.id))), { params: Id, body: AnyBody, ...tagged("UCP: cancel a checkout session", "bridge") })
     .post("/api/v1/agent/ap2/payment-mandates", ({ agent, body, request, set }) => respond(set, "ap2", () => withIdempotency(svc, scope("ap2", agent, request, body), () => ap2Pay(svc, agent, body))), { body: AnyBody, ...tagged("AP2: pay a cart under a payment mandate", "bridge") });

@@ -1,7 +1,8 @@
 /**
  * Universal Commerce Protocol (UCP) checkout → our carts (docs/protocols.md has the mapping).
  *
- *   POST /checkout-sessions                {line_items:[{item:{id}, quantity}], buyer?} → 201 checkout
+ *   POST /checkout-sessions                {line_items:[{item:{id}, quantity}], buyer?, fulfillment?} → 201 checkout
+ *   PUT  /checkout-sessions/{id}           update: line_items (a new cart), buyer, fulfillment (destination, option)
  *   GET  /checkout-sessions/{id}
  *   POST /checkout-sessions/{id}/complete  {payment:{instruments:[{handler_id, credential:{token}}]}}
  *   POST /checkout-sessions/{id}/cancel
@@ -13,6 +14,7 @@
 import type { CartView, PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, type BridgeSession, type ItemInput } from "./common.ts";
+import { destinationOf, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
 
 export const UCP_VERSION = "2026-01-11";
 export type UcpStatus = "incomplete" | "ready_for_complete" | "complete_in_progress" | "requires_escalation" | "completed" | "canceled";
@@ -50,6 +52,74 @@ export function ucpPaymentToken(body: unknown): string {
   return token;
 }
 
+export const UCP_FIELDS = { address: "fulfillment.methods[0].destinations[0]", option: "fulfillment.methods[0].groups[0].selected_option_id" } as const;
+
+/**
+ * UCP `fulfillment` of a create or update: the shipping method's destination (`address_country`, `postal_code`; the
+ * one `selected_destination_id` names, else the first) and each group's `selected_option_id`. Undefined when the
+ * request has no `fulfillment`.
+ */
+export function ucpFulfillmentInput(raw: unknown): { dest: Destination | null; optionIds: string[] } | undefined {
+  if (raw === undefined) return undefined;
+  const methods = asRecord(raw).methods;
+  const m = asRecord(Array.isArray(methods) ? methods[0] : undefined);
+  const dests = Array.isArray(m.destinations) ? m.destinations.map(asRecord) : [];
+  const chosen = dests.find((d) => d.id !== undefined && d.id === m.selected_destination_id) ?? dests[0];
+  const addr = chosen && chosen.address !== undefined ? asRecord(chosen.address) : chosen;
+  const dest = addr ? destinationOf(addr.address_country ?? addr.country, addr.postal_code, UCP_FIELDS.address) : null;
+  const groups = Array.isArray(m.groups) ? m.groups.map(asRecord) : [];
+  const optionIds = groups.flatMap((g, i) =>
+    g.selected_option_id === undefined || g.selected_option_id === null ? [] : [optionIdOf(g.selected_option_id, `fulfillment.methods[0].groups[${i}].selected_option_id`)],
+  );
+  return { dest, optionIds };
+}
+
+/** The UCP fulfillment extension's shape: one shipping method, a group (with its options) per store. */
+function ucpFulfillment(s: BridgeSession, items: { product_id: string; merchant_slug: string }[]) {
+  const ship = sessionShipping(s);
+  const d = ship.destination;
+  return {
+    methods: [
+      {
+        id: "shipping_1",
+        type: "shipping",
+        line_item_ids: items.map((l) => `li_${l.product_id}`),
+        destinations: d ? [{ id: "dest_1", address_country: d.country_code, postal_code: d.postal_code }] : [],
+        selected_destination_id: d ? "dest_1" : null,
+        groups: ship.groups.map((g) => ({
+          id: `grp_${g.merchant_slug}`,
+          line_item_ids: items.filter((l) => l.merchant_slug === g.merchant_slug).map((l) => `li_${l.product_id}`),
+          options: g.options.map((o) => ({
+            id: o.option_id,
+            title: o.name,
+            description: `${o.min_days}-${o.max_days} business days`,
+            totals: [
+              { type: "subtotal", amount: o.cost_minor },
+              { type: "total", amount: o.cost_minor },
+            ],
+          })),
+          selected_option_id: g.selected_option_id,
+        })),
+      },
+    ],
+  };
+}
+
+/** What the checkout still needs before complete, as UCP messages (the buyer must give an address or pick). */
+function ucpMessages(s: BridgeSession): unknown[] {
+  const missing = sessionShipping(s).missing;
+  if (!missing) return [];
+  return [
+    {
+      type: "error",
+      code: missing.reason === "destination_not_served" ? "invalid" : "missing",
+      path: `$.${missing.field === "address" ? UCP_FIELDS.address : UCP_FIELDS.option}`,
+      content: missing.message,
+      severity: "requires_buyer_input",
+    },
+  ];
+}
+
 export function ucpCheckout(s: BridgeSession, view: { cart: CartView | PreviewView; status: UcpStatus; order?: { id: string; ids: string[] } | null; continueUrl?: string }) {
   const c = view.cart;
   return {
@@ -74,9 +144,10 @@ export function ucpCheckout(s: BridgeSession, view: { cart: CartView | PreviewVi
       { type: "tax", amount: c.totals.tax_minor },
       { type: "total", amount: c.totals.total_minor },
     ],
+    fulfillment: ucpFulfillment(s, c.items),
     payment: { handlers: [{ id: "sandbox_card", name: "dev.agent-commerce.sandbox_card", version: UCP_VERSION }], instruments: [] as unknown[] },
     links: [] as unknown[],
-    messages: [] as unknown[],
+    messages: ucpMessages(s),
     ...(view.continueUrl ? { continue_url: view.continueUrl } : {}),
     ...(view.order ? { order: { id: view.order.id, order_ids: view.order.ids, permalink_url: `/api/v1/agent/orders/${view.order.id}` } } : {}),
   };

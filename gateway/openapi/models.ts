@@ -199,6 +199,10 @@ export const AcpCreateBody = t.Object({
 export const AcpUpdateBody = t.Object({ items: t.Optional(t.Array(Any)), buyer: t.Optional(Any), fulfillment_address: t.Optional(Any), fulfillment_option_id: t.Optional(Str) }, { ...Open, description: "ACP update checkout session request." });
 export const AcpCompleteBody = t.Object({ payment_data: obj({ token: t.String({ description: "Sandbox test token (tok_approve, …)" }), provider: t.Optional(Str) }), buyer: t.Optional(Any) }, { ...Open, description: "ACP complete request." });
 export const UcpCreateBody = t.Object({ line_items: t.Array(obj({ item: obj({ id: Str }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 }), buyer: t.Optional(Any) }, { ...Open, description: "UCP create checkout request." });
+export const UcpUpdateBody = t.Object(
+  { line_items: t.Optional(t.Array(obj({ item: obj({ id: Str }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 })), buyer: t.Optional(Any), fulfillment: t.Optional(Any) },
+  { ...Open, description: "UCP update checkout request: new line_items (a new cart), buyer, fulfillment (methods[0].destinations[0] {address_country, postal_code}, groups[].selected_option_id)." },
+);
 export const UcpCompleteBody = t.Object(
   { payment: obj({ instruments: t.Array(obj({ handler_id: t.Optional(Str), credential: obj({ token: t.String({ description: "Sandbox test token (tok_approve, …)" }) }) }), { minItems: 1 }) }) },
   { ...Open, description: "UCP complete request: the first instrument's credential token pays." },

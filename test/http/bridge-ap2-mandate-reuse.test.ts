@@ -60,11 +60,12 @@ async function signedMandate(k: TestKey, mandateId: string, token = "tok_approve
     merchant_agent: "demo-store",
     timestamp: new Date().toISOString(),
   };
-  const payload = new TextEncoder().encode(JSON.stringify({ iat: Math.floor(Date.now() / 1000), aud: "ap2", transaction_data: [mandateHash(contents)] }));
+  const intent = { merchants: ["demo-store"], intent_expiry: new Date(Date.now() + 3_600_000).toISOString() };
+  const payload = new TextEncoder().encode(JSON.stringify({ iat: Math.floor(Date.now() / 1000), aud: "ap2", transaction_data: [mandateHash(contents), mandateHash(intent)] }));
   const jws = await new CompactSign(payload).setProtectedHeader({ alg: "ES256", kid: "phone", typ: "kb+jwt" }).sign(userKeys.get(k.id)!);
   return (cartId: string) => ({
     cart_id: cartId,
-    intent_mandate: { merchants: ["demo-store"], intent_expiry: new Date(Date.now() + 3_600_000).toISOString() },
+    intent_mandate: intent,
     payment_mandate: { payment_mandate_contents: contents, user_authorization: jws },
   });
 }

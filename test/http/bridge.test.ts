@@ -36,8 +36,9 @@ const registerUserKey = (k: TestKey, kid: string, jwk: unknown, token = admin) =
   srv.json(`/api/v1/agent-keys/${k.id}/ap2-user-keys/${kid}`, { method: "PUT", headers: { authorization: `Bearer ${token}` }, body: { jwk } });
 
 /** AP2 user_authorization: a JWS by the user's device key over the hashes of the mandate's parts. */
-async function authorize(body: { payment_mandate: { payment_mandate_contents: unknown }; cart_mandate?: unknown }, signer: { key: CryptoKey; alg: string; kid: string } = { key: userKey, alg: "ES256", kid: "phone" }): Promise<string> {
-  const transaction_data = [mandateHash(body.payment_mandate.payment_mandate_contents), ...(body.cart_mandate ? [mandateHash(body.cart_mandate)] : [])];
+async function authorize(body: { payment_mandate: { payment_mandate_contents: unknown }; cart_mandate?: unknown; intent_mandate?: unknown }, signer: { key: CryptoKey; alg: string; kid: string } = { key: userKey, alg: "ES256", kid: "phone" }): Promise<string> {
+  const parts = [body.payment_mandate.payment_mandate_contents, ...(body.cart_mandate ? [body.cart_mandate] : []), ...(body.intent_mandate ? [body.intent_mandate] : [])];
+  const transaction_data = parts.map(mandateHash);
   const payload = new TextEncoder().encode(JSON.stringify({ iat: Math.floor(Date.now() / 1000), aud: "ap2", transaction_data }));
   return new CompactSign(payload).setProtectedHeader({ alg: signer.alg, kid: signer.kid, typ: "kb+jwt" }).sign(signer.key);
 }

@@ -184,6 +184,7 @@ describe("route access", () => {
     ["POST", "/ucp/checkout-sessions/cs_1/complete", ["checkout"], null, true],
     ["POST", "/ucp/checkout-sessions/cs_1/cancel", ["checkout"], null, true],
     ["GET", "/ucp/checkout-sessions/cs_1", ["checkout"], null, true],
+    ["PUT", "/ucp/checkout-sessions/cs_1", ["checkout"], null, true],
     ["POST", "/ap2/payment-mandates", ["checkout"], null, true],
     ["GET", "/merchants/demo-store", ["merchants:read"], null, false],
     ["GET", "/merchants/demo-store/protocols", ["protocols:discover"], null, false],

@@ -87,6 +87,10 @@ export const ucpCreateCheckout = defineTool({
     if (a.cart_id && a.line_items) throw fail("INVALID_ARGUMENT", "Pass cart_id or line_items, not both.", { field: "line_items" });
     let cartId = a.cart_id ? c.cartIdArg(a.cart_id) : null;
     if (!cartId) {
+      // creating a cart needs create_cart's scope too (this tool's own is checkout)
+      if (ctx.caller && !c.createCart.scopes?.some((s) => ctx.caller!.scopes.includes(s))) {
+        throw fail("forbidden", `The credential lacks the "cart" scope needed to create a cart from line_items.`, { scope: "cart", acceptedScopes: [...(c.createCart.scopes ?? ["cart"])] });
+      }
       // creating a cart is a write: the same human confirmation as create_cart
       await ctx.confirm(await c.createCart.summarize!({ items: a.line_items! }, ctx));
       const created = (await c.createCart.handler({ items: a.line_items! }, ctx)) as { id: string };

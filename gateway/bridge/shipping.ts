@@ -1,0 +1,151 @@
+/**
+ * Shipping for the ACP and UCP sessions: the buyer's destination and picked option go onto the cart through the same
+ * `selectShipping` message MCP `get_shipping_rates` and the REST preview's `shipping` send, then the cart is previewed.
+ * A store that quotes by destination and method (summit-sports-co: Standard and Express) therefore leaves the session
+ * not ready (ACP `not_ready_for_payment`, UCP `incomplete`) with a message naming what is missing, instead of
+ * refusing the create: the agent updates the session with the address, then with one of the offered options.
+ *
+ * What the session shows is kept in its meta (`shipping`): the destination, the options each store offers there and
+ * the one selected, and what is still missing. Reading a session never re-quotes (that would reopen a previewed
+ * checkout); every create and update does.
+ */
+import { cartActor } from "../../actors/cart/index.ts";
+import type { CartView, PreviewView, ShippingOptionView, ShippingRatesView } from "../../actors/cart/messages.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
+import type { Services } from "../services.ts";
+import { asRecord, getCart } from "./common.ts";
+
+export interface Destination {
+  countryCode: string;
+  postalCode: string;
+}
+
+export interface ShippingGroup {
+  merchant_slug: string;
+  shippable: boolean;
+  selected_option_id: string | null;
+  options: ShippingOptionView[];
+}
+
+/** What the session is still waiting for; `field` is the protocol-neutral part (address or option). */
+export interface ShippingMissing {
+  reason: "shipping_destination_required" | "shipping_option_required" | "destination_not_served";
+  field: "address" | "option";
+  merchant_slugs: string[];
+  message: string;
+}
+
+/** Kept in the session's meta as `shipping`. */
+export interface SessionShipping {
+  destination: { country_code: string; postal_code: string } | null;
+  groups: ShippingGroup[];
+  missing: ShippingMissing | null;
+}
+
+export interface Priced {
+  cart: CartView | PreviewView;
+  /** The preview's status (OPEN, READY_FOR_PAYMENT, …) or null while shipping is missing. */
+  previewStatus: string | null;
+  shipping: SessionShipping;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A destination from an address with a country (alpha-2) and a postal code; `field` names the input for errors. */
+export function destinationOf(country: unknown, postalCode: unknown, field: string): Destination {
+  if (typeof country !== "string" || !/^[A-Za-z]{2}$/.test(country.trim())) {
+    throw fail("INVALID_ARGUMENT", `${field} needs a country (ISO 3166-1 alpha-2, e.g. US).`, { field });
+  }
+  if (typeof postalCode !== "string" || postalCode.trim().length === 0 || postalCode.trim().length > 20) {
+    throw fail("INVALID_ARGUMENT", `${field} needs a postal_code (1 to 20 characters).`, { field });
+  }
+  return { countryCode: country.trim().toUpperCase(), postalCode: postalCode.trim() };
+}
+
+/** A picked option id (one of `fulfillment_options[].id`); `field` names the input for errors. */
+export function optionIdOf(raw: unknown, field: string): string {
+  if (typeof raw !== "string" || !UUID.test(raw)) throw fail("INVALID_ARGUMENT", `${field} must be the id of one of the session's fulfillment options.`, { field });
+  return raw.toLowerCase();
+}
+
+/**
+ * Records `dest` and the picked options on the cart (no destination: nothing recorded, the stores' domestic default
+ * applies) and previews it. A store still waiting for the destination or a pick, or not shipping there, is answered
+ * as `missing` rather than thrown; every other refusal (stock, a paid cart, an option not offered) is thrown, with
+ * `details.field` renamed to the protocol's `optionField` for a bad option.
+ */
+export async function priceCart(
+  svc: Services,
+  keyId: string,
+  cartId: string,
+  dest: Destination | null,
+  optionIds: string[],
+  fields: { address: string; option: string },
+): Promise<Priced> {
+  let rates: ShippingRatesView | null = null;
+  if (dest) {
+    for (const optionId of optionIds.length ? optionIds : [undefined]) {
+      try {
+        rates = await svc.actors.ask(cartActor, cartId, "selectShipping", { keyId, shipping: { ...dest, ...(optionId ? { optionId } : {}) } });
+      } catch (err) {
+        if (err instanceof ActorError && err.code === "INVALID_ARGUMENT" && optionId) {
+          throw fail("INVALID_ARGUMENT", `${fields.option} ${optionId} is not one of the fulfillment options for this destination.`, { field: fields.option });
+        }
+        throw err;
+      }
+    }
+  } else if (optionIds.length) {
+    throw fail("MISSING_REQUIRED_ARGUMENT", `A fulfillment option is picked for a destination: send ${fields.address} (country, postal_code) with it.`, { field: fields.address });
+  }
+  const groups: ShippingGroup[] = (rates?.merchants ?? []).map((m) => ({ merchant_slug: m.merchant_slug, shippable: m.shippable, selected_option_id: m.selected_option_id, options: m.options }));
+  const destination = dest ? { country_code: dest.countryCode, postal_code: dest.postalCode } : null;
+  try {
+    const preview = await svc.actors.ask(cartActor, cartId, "preview", { keyId });
+    // Without a destination the stores quote their domestic default: offer that one option per store.
+    const shown = rates ? groups : preview.merchants.flatMap((m) => (m.shipping_option ? [{ merchant_slug: m.merchant_slug, shippable: true, selected_option_id: m.shipping_option.option_id, options: [{ ...m.shipping_option, cost: m.shipping, cost_minor: m.shipping_minor, free: m.shipping_minor === 0 }] }] : []));
+    return { cart: preview, previewStatus: preview.status, shipping: { destination, groups: shown, missing: null } };
+  } catch (err) {
+    const missing = missingOf(err, fields);
+    if (!missing) throw err;
+    return { cart: await getCart(svc, keyId, cartId), previewStatus: null, shipping: { destination, groups, missing } };
+  }
+}
+
+/** The shipping step a preview or a payment refused for, in the bridge's words, or null for any other error. */
+export function missingOf(err: unknown, fields: { address: string; option: string }): ShippingMissing | null {
+  if (!(err instanceof ActorError)) return null;
+  const d = asRecord(err.details);
+  const slugs = Array.isArray(d.merchant_slugs) ? d.merchant_slugs.filter((s): s is string => typeof s === "string") : [];
+  const stores = slugs.join(", ") || "a store of the cart";
+  if (err.code === "NOT_ELIGIBLE" && d.reason === "destination_not_served") {
+    return { reason: "destination_not_served", field: "address", merchant_slugs: slugs, message: `${stores} does not ship to this address; update ${fields.address} with another one.` };
+  }
+  if (err.code !== "PRECONDITION_NOT_MET" || d.required_step !== "get_shipping_rates") return null;
+  if (d.reason === "shipping_option_required") {
+    return { reason: "shipping_option_required", field: "option", merchant_slugs: slugs, message: `${stores} ships by more than one method: update the session with ${fields.option} (one of the fulfillment options).` };
+  }
+  return { reason: "shipping_destination_required", field: "address", merchant_slugs: slugs, message: `${stores} quotes shipping by destination: update the session with ${fields.address} (country and postal_code).` };
+}
+
+/** A completion refused for shipping, as the protocol's own step (not MCP's get_shipping_rates). */
+export function bridgeShippingError(err: unknown, fields: { address: string; option: string }): unknown {
+  const missing = missingOf(err, fields);
+  if (!missing || !(err instanceof ActorError)) return err;
+  return new ActorError(err.code, missing.message, { ...err.details, reason: missing.reason, field: missing.field === "address" ? fields.address : fields.option, required_step: "update_checkout_session" });
+}
+
+/** The shipping kept on a session (none yet: no destination, no options, nothing missing). */
+export function sessionShipping(s: { meta: Record<string, unknown> }): SessionShipping {
+  const raw = asRecord(s.meta.shipping);
+  return {
+    destination: (raw.destination as SessionShipping["destination"] | undefined) ?? null,
+    groups: Array.isArray(raw.groups) ? (raw.groups as ShippingGroup[]) : [],
+    missing: (raw.missing as ShippingMissing | undefined) ?? null,
+  };
+}
+
+/** The destination recorded on a session, for re-pricing a new cart of it. */
+export function sessionDestination(s: { meta: Record<string, unknown> }): Destination | null {
+  const d = sessionShipping(s).destination;
+  return d ? { countryCode: d.country_code, postalCode: d.postal_code } : null;
+}

@@ -1,0 +1,147 @@
+/**
+ * AP2: the limits that bind are the ones the user signed (audit B F1, F6). The user's `transaction_data` names the
+ * hashes of every mandate part they approved; an agent that leaves a signed cart or intent mandate out (and with it
+ * the expiry the user set) is refused, and so is an intent mandate the user never signed (its `merchants` would
+ * widen the payees). A mandate amount with more decimals than the currency has is refused, never rounded up.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { CompactSign, exportJWK, generateKeyPair, type CryptoKey } from "jose";
+import { mandateHash } from "../../gateway/bridge/ap2-auth.ts";
+import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, 26.95, untracked stock
+
+let srv: TestServer;
+let key: TestKey;
+let userKey: CryptoKey;
+
+beforeAll(async () => {
+  srv = await startServer({ seed: true });
+  const admin = await login(srv);
+  key = await createKey(srv, { scopes: ALL_SCOPES, token: admin });
+  const pair = await generateKeyPair("ES256", { extractable: true });
+  userKey = pair.privateKey;
+  const r = await srv.json(`/api/v1/agent-keys/${key.id}/ap2-user-keys/phone`, { method: "PUT", headers: { authorization: `Bearer ${admin}` }, body: { jwk: await exportJWK(pair.publicKey) } });
+  if (r.status !== 200) throw new Error(`user key registration failed: ${r.status} ${JSON.stringify(r.body)}`);
+}, 120_000);
+afterAll(async () => {
+  await srv?.stop();
+});
+
+const post = (path: string, body: unknown) => srv.json(`/api/v1/agent${path}`, { method: "POST", headers: key.headers, body });
+const ordersOfCart = async (cartId: string) => srv.db.sql<{ id: string }[]>`SELECT id FROM orders WHERE cart_id = ${cartId}`;
+
+async function newCart(): Promise<string> {
+  const r = await post("/cart", { items: [{ product_id: BOARD, quantity: 1 }] });
+  expect(r.status).toBe(201);
+  return r.body.data.id;
+}
+
+const contents = (value: number | string = 100, currency = "USD") => ({
+  payment_mandate_id: `pm_${crypto.randomUUID()}`,
+  payment_details_id: "details_1",
+  payment_details_total: { label: "Total", amount: { currency, value } },
+  payment_response: { method_name: "CARD", details: { token: "tok_approve" } },
+  merchant_agent: "demo-store",
+  timestamp: new Date().toISOString(),
+});
+
+/** The user's JWS over exactly these parts' hashes. */
+async function sign(parts: unknown[]): Promise<string> {
+  const payload = new TextEncoder().encode(JSON.stringify({ iat: Math.floor(Date.now() / 1000), aud: "ap2", transaction_data: parts.map(mandateHash) }));
+  return new CompactSign(payload).setProtectedHeader({ alg: "ES256", kid: "phone", typ: "kb+jwt" }).sign(userKey);
+}
+
+const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
+const anHourAgo = () => new Date(Date.now() - 3_600_000).toISOString();
+
+describe("AP2: every signed mandate part must be presented, and every presented part signed", () => {
+  test("a mandate whose signed cart mandate (with the expiry) is left out is 401 signed_part_missing and pays nothing", async () => {
+    // The auditor's t9 scenario: the user signed the payment contents and a cart mandate that expired an hour ago.
+    const cartId = await newCart();
+    const pmc = contents();
+    const cart_mandate = { contents: { cart_expiry: anHourAgo() } };
+    const user_authorization = await sign([pmc, cart_mandate]);
+    const withIt = await post("/ap2/payment-mandates", { cart_id: cartId, cart_mandate, payment_mandate: { payment_mandate_contents: pmc, user_authorization } });
+    expect(withIt.status).toBe(403);
+    expect(withIt.body).toMatchObject({ code: "MANDATE_LIMIT_EXCEEDED", details: { violated: "expiry" } });
+    const without = await post("/ap2/payment-mandates", { cart_id: cartId, payment_mandate: { payment_mandate_contents: pmc, user_authorization } });
+    expect(without.status).toBe(401);
+    expect(without.body).toMatchObject({
+      success: false,
+      code: "AGENT_TOKEN_INVALID",
+      details: { reason: "signed_part_missing", field: "payment_mandate.user_authorization", unmatched_hashes: 1, absent_parts: ["cart_mandate", "intent_mandate"] },
+    });
+    expect(await ordersOfCart(cartId)).toHaveLength(0);
+  });
+
+  test("a signed intent mandate left out is refused the same way; presented, its expiry binds", async () => {
+    const cartId = await newCart();
+    const pmc = contents();
+    const intent_mandate = { merchants: ["demo-store"], intent_expiry: anHourAgo(), natural_language_description: "a deck, within the hour" };
+    const user_authorization = await sign([pmc, intent_mandate]);
+    const without = await post("/ap2/payment-mandates", { cart_id: cartId, payment_mandate: { payment_mandate_contents: pmc, user_authorization } });
+    expect(without.status).toBe(401);
+    expect(without.body.details).toMatchObject({ reason: "signed_part_missing", absent_parts: ["cart_mandate", "intent_mandate"] });
+    const withIt = await post("/ap2/payment-mandates", { cart_id: cartId, intent_mandate, payment_mandate: { payment_mandate_contents: pmc, user_authorization } });
+    expect(withIt.status).toBe(403);
+    expect(withIt.body).toMatchObject({ code: "MANDATE_LIMIT_EXCEEDED", details: { violated: "expiry" } });
+    expect(await ordersOfCart(cartId)).toHaveLength(0);
+  });
+
+  test("an intent mandate the user did not sign is 401 intent_mandate_mismatch (its merchants would widen the payees)", async () => {
+    const cartId = await newCart();
+    const pmc = contents();
+    const user_authorization = await sign([pmc]);
+    const r = await post("/ap2/payment-mandates", {
+      cart_id: cartId,
+      intent_mandate: { merchants: ["demo-store", "greenleaf-living"], intent_expiry: inAnHour() },
+      payment_mandate: { payment_mandate_contents: pmc, user_authorization },
+    });
+    expect(r.status).toBe(401);
+    expect(r.body).toMatchObject({ code: "AGENT_TOKEN_INVALID", details: { reason: "intent_mandate_mismatch" } });
+    expect(await ordersOfCart(cartId)).toHaveLength(0);
+  });
+
+  test("a mandate with its intent and cart mandates signed and presented, inside their expiries, is paid", async () => {
+    const cartId = await newCart();
+    const pmc = contents();
+    const intent_mandate = { merchants: ["demo-store"], intent_expiry: inAnHour() };
+    const cart_mandate = { contents: { id: `cart_${cartId}`, cart_expiry: inAnHour() } };
+    const user_authorization = await sign([pmc, cart_mandate, intent_mandate]);
+    const r = await post("/ap2/payment-mandates", { cart_id: cartId, intent_mandate, cart_mandate, payment_mandate: { payment_mandate_contents: pmc, user_authorization } });
+    expect(r.status).toBe(200);
+    expect(r.body.data.order_ids).toHaveLength(1);
+    expect(await ordersOfCart(cartId)).toHaveLength(1);
+  });
+
+  test("a mandate signed over only its payment contents still pays (no expiry was signed, none binds)", async () => {
+    const cartId = await newCart();
+    const pmc = contents();
+    const r = await post("/ap2/payment-mandates", { cart_id: cartId, payment_mandate: { payment_mandate_contents: pmc, user_authorization: await sign([pmc]) } });
+    expect(r.status).toBe(200);
+    expect(r.body.data.order_ids).toHaveLength(1);
+  });
+});
+
+describe("AP2: the mandate amount is read exactly", () => {
+  test("a value with more decimals than the currency has is 400 INVALID_ARGUMENT, never rounded into the limit", async () => {
+    const cartId = await newCart();
+    for (const [value, currency] of [[134.985, "USD"], ["134.985", "USD"], [100.5, "JPY"]] as const) {
+      const pmc = contents(value, currency);
+      const r = await post("/ap2/payment-mandates", { cart_id: cartId, payment_mandate: { payment_mandate_contents: pmc, user_authorization: await sign([pmc]) } });
+      expect(r.status).toBe(400);
+      expect(r.body).toMatchObject({ success: false, code: "INVALID_ARGUMENT", details: { field: "payment_mandate.payment_mandate_contents.payment_details_total.amount.value" } });
+    }
+    expect(await ordersOfCart(cartId)).toHaveLength(0);
+  });
+
+  test("a value with trailing zeros or as a decimal string is read to the minor unit", async () => {
+    const cartId = await newCart();
+    const pmc = contents("26.950", "USD"); // the board alone; shipping pushes the total above it
+    const r = await post("/ap2/payment-mandates", { cart_id: cartId, payment_mandate: { payment_mandate_contents: pmc, user_authorization: await sign([pmc]) } });
+    expect(r.status).toBe(403);
+    expect(r.body).toMatchObject({ code: "MANDATE_LIMIT_EXCEEDED", details: { violated: "amount", mandate: { max_amount_minor: 2695 } } });
+  });
+});
