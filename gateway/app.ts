@@ -8,6 +8,7 @@ import { errors } from "./plugins/errors.ts";
 import { jsonDepth } from "./plugins/json-depth.ts";
 import { metrics } from "./plugins/metrics.ts";
 import { rateLimit } from "./plugins/rate-limit.ts";
+import { strictBodyNumbers, useStrictNumericFormats } from "./plugins/json-numbers.ts";
 import { useCompiledFormats } from "./plugins/schema-formats.ts";
 import { gatewayModules, type GatewayModule } from "./rest/index.ts";
 import { nativeHealthRoute } from "./rest/health.ts";
@@ -16,6 +17,8 @@ import type { Services } from "./services.ts";
 
 // after the openapi import (gateway/openapi/complete.ts), which replaced the uuid format check with one that builds a zod schema per call
 useCompiledFormats();
+// query and path numbers in decimal notation only (json-numbers.ts)
+useStrictNumericFormats();
 
 export const OPENAPI_DESCRIPTION = [
   "Commerce API for AI agents: search a multi-merchant catalog, compare products, read signed merchant trust",
@@ -69,5 +72,8 @@ export function createApp(svc: Services, extraModules: GatewayModule[] = []) {
       }),
     ) as unknown as Elysia;
   for (const mod of [...gatewayModules, ...extraModules]) app = app.use(mod(svc)) as unknown as Elysia;
+  // a JSON body's numbers are JSON numbers: Elysia's t.Integer/t.Numeric also take numeric strings (meant for query
+  // strings); every route's body schema is rewritten once, here, before any request builds its validator
+  strictBodyNumbers(app);
   return app;
 }

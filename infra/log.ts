@@ -5,7 +5,8 @@
  */
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
-const SECRET_FIELD = /(pass(word)?|secret|token|api[-_]?key|authorization|private[-_]?key|^key$|cookie)/i;
+/** Field names whose values are secrets: redacted here, and never quoted back in a validation error (gateway). */
+export const SECRET_FIELD = /(pass(word)?|secret|token|api[-_]?key|authorization|private[-_]?key|^key$|cookie)/i;
 /** Secret-looking values inside free text: our key/secret/token prefixes, JWTs, bearer tokens, 32-byte hex keys. */
 const SECRET_VALUES: readonly [RegExp, string][] = [
   [/\b(agnt_|whsec_|rt_|mcps_)[A-Za-z0-9_-]+/g, "$1[redacted]"],

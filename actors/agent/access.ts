@@ -267,10 +267,13 @@ function matchesSegments(want: readonly string[], got: readonly string[]): boole
 
 /**
  * The rule for a request, or undefined. `path` may be the full path (`/api/v1/agent/cart/…`) or the part below
- * the base; a query string is ignored. Literal segments win over parameters, whatever the order of ROUTE_RULES.
+ * the base; a query string is ignored; HEAD finds the GET rule. Literal segments win over parameters, whatever the
+ * order of ROUTE_RULES.
  */
 export function findRouteRule(method: string, path: string): RouteRule | undefined {
-  const list = COMPILED.get(method.toUpperCase());
+  const upper = method.toUpperCase();
+  // RFC 9110 §9.3.2: HEAD is GET without the body, so it needs exactly what GET needs (scope, tier, sandbox)
+  const list = COMPILED.get(upper === "HEAD" ? "GET" : upper);
   if (!list) return undefined;
   const got = splitPath(stripToAgentPath(path));
   for (const c of list) if (matchesSegments(c.segments, got)) return c.rule;

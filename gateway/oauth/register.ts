@@ -7,6 +7,7 @@
 import { Elysia, t } from "elysia";
 import { SCOPES } from "../../actors/agent/access.ts";
 import { userFromRequest } from "../plugins/auth.ts";
+import { isJsonContentType } from "../plugins/json-body.ts";
 import type { Services } from "../services.ts";
 import { isAcceptableRedirectUri, type AuthMethod, type GrantType } from "./clients.ts";
 import { answerOAuthErrors, noStore, OAUTH_BASE, OAuthError, randomSecret, sha256hex } from "./common.ts";
@@ -36,6 +37,8 @@ export function registrationRoutes(svc: Services) {
       const headers = set.headers as Record<string, string>;
       noStore(headers);
       return answerOAuthErrors(set, async () => {
+        // RFC 7591 §3.1: the metadata is JSON; a form body would otherwise be parsed into strings and registered
+        if (!isJsonContentType(request.headers.get("content-type"))) throw new OAuthError("invalid_client_metadata", "the body must be JSON sent with Content-Type: application/json");
         if (!body || typeof body !== "object" || Array.isArray(body)) throw new OAuthError("invalid_client_metadata", "body must be a JSON object");
         const m = body as Record<string, unknown>;
         const grantTypes = (strings(m.grant_types, "grant_types") ?? ["authorization_code", "refresh_token"]) as GrantType[];

@@ -10,6 +10,7 @@
 import { openapi } from "@elysiajs/openapi";
 import { Elysia, type TSchema } from "elysia";
 import { findRouteRule } from "../../actors/agent/access.ts";
+import { JSON_CONTENT_TYPE, underJsonContract } from "../plugins/json-body.ts";
 import { ERROR_TABLE, isErrorCode } from "../../actors/runtime/errors.ts";
 import { ErrorEnvelope } from "../envelope.ts";
 import { OPERATIONS, type OperationDoc } from "./operations.ts";
@@ -114,6 +115,9 @@ function completeOperation(method: string, path: string, op: Operation): void {
   if (doc?.body) {
     op.requestBody = { required: doc.body.required, content: { [doc.body.contentType ?? "application/json"]: { schema: jsonSchema(doc.body.schema) } } };
   }
+  // the generator lists the form encodings Elysia could parse; the API refuses them (gateway/plugins/json-body.ts)
+  const content = op.requestBody?.content;
+  if (content && underJsonContract(path)) for (const type of Object.keys(content)) if (!JSON_CONTENT_TYPE.test(type)) delete content[type];
   const responses: Record<string, Json> = (op.responses ??= {});
   for (const s of doc?.success ?? []) {
     const key = String(s.status);

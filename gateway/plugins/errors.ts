@@ -10,8 +10,11 @@ import { Elysia } from "elysia";
 import { ActorError, ERROR_TABLE, isInputDataError } from "../../actors/runtime/errors.ts";
 import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
+import { AGENT_API_BASE } from "../../actors/agent/access.ts";
+import { pathOf } from "../url-path.ts";
 import { ECHO_MAX_CHARS, errorBody } from "../envelope.ts";
 import { parsedAsJson } from "../rest/optional-body.ts";
+import { contentTypeAnswer, isJsonContentType } from "./json-body.ts";
 import { type AppLike, decodeFailurePath, RouteTable } from "./route-table.ts";
 import { type FailedCheck, fieldOfPath, validationAnswer } from "./validation-message.ts";
 
@@ -34,10 +37,10 @@ interface FailureContext {
   body?: unknown;
 }
 
+const AGENT_PATH_PREFIX = `${AGENT_API_BASE}/`;
+
 /** Each running app's route table, by its Bun server (several apps may share this plugin in one process). */
 const routeTables = new WeakMap<object, RouteTable>();
-
-const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json(?:\s*;|\s*$)/i;
 
 /**
  * The 400 for a schema failure, from the first error only. Elysia's `message` (the whole body pretty-printed) and
@@ -62,17 +65,11 @@ function validationDetails(err: ValidationLike, ctx: FailureContext): { message:
     }
   }
   if (location === "body" && !parsedAsJson.has(ctx.request)) {
-    // Elysia reads a text/plain or form body as something other than the JSON the agent meant, and the answer was
-    // "Property 'query' is missing" for a body that has it: say what is actually wrong.
-    const contentType = ctx.request.headers.get("content-type") ?? "";
-    if (!JSON_TYPE.test(contentType)) {
-      const shown = contentType ? `'${contentType.slice(0, ECHO_MAX_CHARS)}'` : "none";
-      const what = `the request body must be JSON sent with Content-Type: application/json (Content-Type was ${shown})`;
-      return {
-        message: `Invalid body: ${what}`,
-        details: { location, contentType: contentType ? contentType.slice(0, ECHO_MAX_CHARS) : null, expectedContentType: "application/json", errors: [{ message: what }] },
-      };
-    }
+    // Elysia reads no body at all for a missing or unknown content type (a form or text body is refused before
+    // validation, json-body.ts), and the answer was "Property 'query' is missing" for a body that has it: say what
+    // is actually wrong.
+    const contentType = ctx.request.headers.get("content-type");
+    if (!isJsonContentType(contentType)) return contentTypeAnswer(contentType);
   }
   return validationAnswer(location, fieldOfPath(path), err.valueError);
 }
@@ -124,6 +121,29 @@ function boundedActorError(error: ActorError, request: Request): { message: stri
   };
 }
 
+/**
+ * RFC 9110 §15.5.2: a 401 carries a challenge. Agent routes take `X-Agent-Api-Key` (a scheme of our own, named
+ * after the header: docs/access.md); every other /api/v1 route takes the session JWT (RFC 6750: no `error` when no
+ * token was sent, `invalid_token` for a bad or expired one). Only REST answers here: MCP and the OAuth token
+ * endpoint set their own challenge first, which is left as it is.
+ */
+function challenge(headers: Record<string, string>, error: ActorError, request: Request): void {
+  const path = pathOf(request.url);
+  if (!path.startsWith("/api/v1/")) return;
+  if (path.startsWith(AGENT_PATH_PREFIX)) {
+    headers["www-authenticate"] = `ApiKey realm="api", header="X-Agent-Api-Key"`;
+    return;
+  }
+  if (!request.headers.has("authorization")) {
+    headers["www-authenticate"] = `Bearer realm="api"`;
+    return;
+  }
+  headers["www-authenticate"] =
+    error.code === "token_expired"
+      ? `Bearer realm="api", error="invalid_token", error_description="The token has expired"`
+      : `Bearer realm="api", error="invalid_token"`;
+}
+
 /** The outage warning's rate limit (per process): the first request's line, then one line per window with a count. */
 const DB_LOG_EVERY_MS = 10_000;
 const dbLog = { lastAt: -Infinity, suppressed: 0 };
@@ -142,6 +162,7 @@ export const errors = new Elysia({ name: "errors" })
     headers["content-type"] = "application/json";
     if (error instanceof ActorError) {
       set.status = ERROR_TABLE[error.code].http;
+      if (set.status === 401 && headers["www-authenticate"] === undefined) challenge(headers, error, request);
       const bounded = boundedActorError(error, request);
       return errorBody(error.code, bounded.message, bounded.details);
     }
@@ -171,9 +192,13 @@ export const errors = new Elysia({ name: "errors" })
         set.status = 400;
         return errorBody("validation_error", message, details);
       }
-      case "PARSE":
+      case "PARSE": {
         set.status = 400;
+        // a route's own parser refused the body with an answer of ours (optional-body.ts: not JSON, not an object)
+        const cause = (error as { cause?: unknown }).cause;
+        if (cause instanceof ActorError) return errorBody(cause.code, cause.message, cause.details);
         return errorBody("validation_error", "Request body is not valid JSON.", { location: "body" });
+      }
       case "NOT_FOUND": {
         const pathname = new URL(request.url).pathname;
         const allowed = server ? (routeTables.get(server)?.allowedMethods(pathname) ?? []) : [];

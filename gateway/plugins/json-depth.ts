@@ -27,7 +27,9 @@
  */
 import { Elysia } from "elysia";
 import { fail } from "../../actors/runtime/errors.ts";
+import { parsedAsJson } from "../rest/optional-body.ts";
 import { bodyLimitFor } from "./body-limit.ts";
+import { assertJsonContract, repeatedQueryParameter, repeatedQueryRefusal, underJsonContract } from "./json-body.ts";
 
 export const MAX_JSON_DEPTH = 64;
 /** The longest array a body may hold (the largest legitimate one is a 1,000-item catalog or inventory batch). */
@@ -118,11 +120,28 @@ export function tooDeepMessage(max: number = MAX_JSON_DEPTH): string {
   return `The JSON body nests objects/arrays more than ${max} levels deep.`;
 }
 
+/** The parts of the request context the global hook reads (`qi`: where Elysia found the query string, -1 for none). */
+interface TransformContext {
+  body: unknown;
+  path: string;
+  request: Request;
+  url?: string;
+  qi?: number;
+}
+
 /**
- * The global hook. Only plain objects and arrays are walked: a body Elysia parsed as text, form data or a file is
- * left alone (it cannot nest).
+ * The global hook: the request contract of /api/v1 (json-body.ts: a repeated query parameter, a body that is not
+ * JSON or not a JSON object), then the shape bounds. Only plain objects and arrays are walked: a body Elysia parsed
+ * as text, form data or a file is left alone (it cannot nest). The context is destructured (see errors.ts): `url`
+ * and `qi` are already on it, computed for the request hooks, so a request without a query string pays one compare.
  */
-export const jsonDepth = new Elysia({ name: "json-depth" }).onTransform({ as: "global" }, ({ body, path }) => {
+export const jsonDepth = new Elysia({ name: "json-depth" }).onTransform({ as: "global" }, ({ body, path, request, url, qi }: TransformContext) => {
+  if (qi !== undefined && qi !== -1 && url !== undefined && underJsonContract(path)) {
+    const repeated = repeatedQueryParameter(url, qi);
+    if (repeated !== undefined) throw repeatedQueryRefusal(repeated);
+  }
+  if (body === undefined) return;
+  assertJsonContract(path, body, () => request.headers.get("content-type"), () => parsedAsJson.has(request));
   if (body !== null && typeof body === "object" && (Array.isArray(body) || Object.getPrototypeOf(body) === Object.prototype)) {
     const breach = jsonBoundBreach(body, jsonBoundsFor(path));
     if (breach) {

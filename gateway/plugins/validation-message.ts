@@ -5,7 +5,9 @@
  * route gets the same answer for the same kind of schema without special cases.
  */
 import { ValueErrorType } from "@sinclair/typebox/errors";
+import { SECRET_FIELD } from "../../infra/log.ts";
 import { ECHO_MAX_CHARS } from "../envelope.ts";
+import { codePointLength } from "./schema-formats.ts";
 
 /** The parts of a TypeBox ValueError read here. */
 export interface FailedCheck {
@@ -45,6 +47,22 @@ export function preview(v: unknown): string {
   if (v === null) return "null";
   if (typeof v === "object") return "an object";
   return String(v).slice(0, ECHO_MAX_CHARS);
+}
+
+/**
+ * True when any segment of a dotted field path names a secret (the log redactor's list: password, secret, token, key,
+ * …): its value is never quoted back (security audit C-6), error bodies end up in client logs, proxies and APM.
+ */
+export function isSecretField(field: string): boolean {
+  return field.split(".").some((seg) => SECRET_FIELD.test(seg));
+}
+
+/** What a secret field's value was, without any of it: its kind and, for a string, its length. */
+export function secretPreview(v: unknown): string {
+  if (typeof v === "string") return `a string of ${codePointLength(v)} characters, not shown`;
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array, not shown";
+  return `${typeof v === "object" ? "an object" : `a ${typeof v}`}, not shown`;
 }
 
 function asSchema(s: unknown): SchemaLike | undefined {
@@ -155,6 +173,7 @@ export interface ValidationAnswer {
  * unknown property, whose allowed siblings are then listed).
  */
 export function validationAnswer(location: string, field: string | undefined, check: FailedCheck | undefined, parentSchema?: unknown): ValidationAnswer {
+  const shown = (v: unknown) => (field !== undefined && isSecretField(field) ? secretPreview(v) : preview(v));
   let what = typeof check?.message === "string" ? check.message.slice(0, ECHO_MAX_CHARS * 2) : "invalid value";
   let facts: Record<string, unknown> = {};
   switch (check?.type) {
@@ -171,12 +190,12 @@ export function validationAnswer(location: string, field: string | undefined, ch
       what = field ? `Property '${field}' is missing` : "Value is missing";
       break;
     case ValueErrorType.String:
-      what = `${what} but found: ${preview(check.value)}`;
+      what = `${what} but found: ${shown(check.value)}`;
       break;
     default: {
       const rule = check?.type !== undefined && RULE_ERRORS.has(check.type) ? describeSchema(check.schema) : undefined;
       if (rule) {
-        what = `must be ${rule.text} (got ${preview(check?.value)})`;
+        what = `must be ${rule.text} (got ${shown(check?.value)})`;
         facts = rule.facts;
       }
     }

@@ -53,11 +53,12 @@ describe("H1: an optional body that does not parse is refused, never read as 'no
     });
   }
 
-  test("refund with JSON sent as text/plain is read as the JSON it is (a partial refund), not as a full one", async () => {
+  test("refund with JSON sent as text/plain is refused like any non-JSON body (REST audit A-4), never read as a full refund", async () => {
     const id = await placeOrder(srv, key, BOARD);
     const r = await raw(`/api/v1/agent/orders/${id}/refund`, '{"amount":100}', "text/plain");
-    expect(r.status).toBe(201);
-    expect(r.body.data.amount_minor).toBe(100);
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ code: "validation_error", details: { contentType: "text/plain", expectedContentType: "application/json" } });
+    expect((await srv.db.sql`SELECT id FROM order_refunds WHERE order_id = ${id}`).length).toBe(0);
   });
 
   test("an empty refund body still means the full amount", async () => {

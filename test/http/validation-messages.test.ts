@@ -94,11 +94,11 @@ describe("enum and number failures name the field, the rule and its bounds", () 
     }
   });
 
-  test("a cart quantity of 0, as a number or a numeric string, names the item's field and the 1..10000 bound", async () => {
-    for (const quantity of [0, "0"]) {
+  test("a cart quantity of 0, or any numeric string (a body's numbers are JSON numbers), names the item's field and the 1..10000 bound", async () => {
+    for (const [quantity, got] of [[0, "0"], ["0", '"0"'], ["2", '"2"']] as const) {
       const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: ZERO_UUID, quantity }] } });
       expect(r.status).toBe(400);
-      expect(r.body).toEqual(rule400("body", "items.0.quantity", "must be an integer from 1 to 10000 (got 0)", { type: "integer", minimum: 1, maximum: 10_000 }));
+      expect(r.body).toEqual(rule400("body", "items.0.quantity", `must be an integer from 1 to 10000 (got ${got})`, { type: "integer", minimum: 1, maximum: 10_000 }));
     }
   });
 
@@ -215,8 +215,12 @@ describe("bounds", () => {
     expect(json.status).toBe(200);
   });
 
-  test("a route that reads any content type as JSON still blames the field, not the content type", async () => {
-    const r = await srv.fetch(`/api/v1/agent/orders/${ZERO_UUID}/refund`, { method: "POST", headers: { ...key.headers, "content-type": "text/plain" }, body: `{"amount":0}` });
+  test("a route with an optional body refuses text/plain with the same answer, and blames the field of a JSON body", async () => {
+    const path = `/api/v1/agent/orders/${ZERO_UUID}/refund`;
+    const text = await srv.fetch(path, { method: "POST", headers: { ...key.headers, "content-type": "text/plain" }, body: `{"amount":0}` });
+    expect(text.status).toBe(400);
+    expect(((await text.json()) as { details: unknown }).details).toMatchObject({ location: "body", contentType: "text/plain", expectedContentType: "application/json" });
+    const r = await srv.fetch(path, { method: "POST", headers: { ...key.headers, "content-type": "application/json" }, body: `{"amount":0}` });
     expect(r.status).toBe(400);
     expect(await r.json()).toEqual(rule400("body", "amount", "must be an integer ≥ 1 (got 0)", { type: "integer", minimum: 1 }));
   });
