@@ -23,6 +23,10 @@ import { createApp } from "./app.ts";
 import { SERVER_BODY_CAP } from "./plugins/body-limit.ts";
 import type { Services } from "./services.ts";
 import type { GatewayModule } from "./rest/index.ts";
+import type { McpGateway } from "./mcp/server.ts";
+
+/** How long a stopping gateway waits for in-flight requests before it closes their connections. */
+export const SHUTDOWN_DRAIN_MS = 5_000;
 
 export interface BootOptions {
   role?: Role;
@@ -140,9 +144,20 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       url = `http://${config.HOST}:${port}`;
       if (!config.SITE_URL) services.siteUrl = url;
       stops.push(async () => {
-        // stop accepting, let in-flight requests finish
-        await app.server?.stop(false);
+        // stop accepting, let in-flight requests finish, for at most SHUTDOWN_DRAIN_MS: a request that never ends (a
+        // stream we did not close) must not keep the process, and the database it would need, up until SIGKILL
+        const server = app.server;
+        if (!server) return;
+        const drained = await Promise.race([server.stop(false).then(() => true), Bun.sleep(SHUTDOWN_DRAIN_MS).then(() => false)]);
+        if (!drained) {
+          log.warn("in-flight requests outlived the shutdown drain; closing their connections", { drainMs: SHUTDOWN_DRAIN_MS });
+          await server.stop(true);
+        }
       });
+      // Runs before the HTTP stop above (stops run in reverse): MCP sessions' GET streams and pending elicitations
+      // are requests the drain would otherwise wait for (audit B F2).
+      const mcp = services.extras.get("mcpGateway") as Pick<McpGateway, "close"> | undefined;
+      if (mcp) stops.push(() => mcp.close());
       log.info("gateway listening", { url, role });
     } else {
       // an actor host has no API port, but operators still scrape it: /metrics and a liveness /health

@@ -1451,6 +1451,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
       shippingMinor: st.shippingMinor,
       taxMinor: st.taxMinor,
       totalMinor: leg.amountMinor,
+      ...(body.buyer?.storeSlug === leg.storeId ? { buyerRef: body.buyer.buyerRef } : {}),
       shipping: shippingOfLeg(priced, cart, leg.storeId),
       lines: st.lines.map((l) => ({
         productId: l.productId,

@@ -38,6 +38,11 @@ const CompleteFields = {
   paymentMethods: T.Optional(T.Record(T.String(), T.String({ minLength: 1, maxLength: 100 }))),
   reconfirmedStateHash: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$" })),
   rail: T.Optional(RailName),
+  /**
+   * The merchant's verified customer this checkout buys for (MCP X-Customer-Identity): that store's order carries
+   * `buyerRef` (actors/store/buyer-ref.ts) as its buyer_ref, so the customer sees it. Other stores' legs do not.
+   */
+  buyer: T.Optional(T.Object({ storeSlug: T.String({ minLength: 1, maxLength: 63 }), buyerRef: T.String({ pattern: "^[0-9a-f]{64}$" }) })),
 };
 
 /**

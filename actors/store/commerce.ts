@@ -376,6 +376,12 @@ export const commerceMessages = {
     taxMinor: Minor,
     totalMinor: Minor,
     lines: T.Array(LegLine, { minItems: 1 }),
+    /**
+     * The merchant's verified customer the agent bought for (MCP X-Customer-Identity), as `buyerRefOf` digests it:
+     * the order's buyer_ref, so the customer sees it on the customer endpoint. Absent: `agent:<agentKeyId>`. The
+     * order is the key's either way (agent_key_id).
+     */
+    buyerRef: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$" })),
     /** How the order ships, as the buyer approved it: kept in the order's `created` history for the merchant. */
     shipping: T.Optional(
       T.Object({
@@ -542,7 +548,7 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
     ins AS (
       INSERT INTO orders (id, store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id,
         cart_id, subtotal_minor, discount_minor, shipping_minor, tax_minor, coupon_code, payment_method, intent_id)
-      SELECT ${b.orderId}, ${slug}, 'agent', ${b.agentKeyId}, ${`agent:${b.agentKeyId}`}, 'pending', ${b.totalMinor}, ${b.currency}, ${railLabel},
+      SELECT ${b.orderId}, ${slug}, 'agent', ${b.agentKeyId}, ${b.buyerRef ?? `agent:${b.agentKeyId}`}, 'pending', ${b.totalMinor}, ${b.currency}, ${railLabel},
         ${b.checkoutSessionId}, ${b.cartId}, ${b.subtotalMinor}, ${b.discountMinor}, ${b.shippingMinor}, ${b.taxMinor}, ${b.couponCode},
         ${b.paymentMethod}, ${b.reservationId}
       FROM ok WHERE go

@@ -4,7 +4,6 @@
  * batch = one transaction) and publishes `catalog.changed` after commit, which the search indexer follows.
  * Reads of the same data go to the read model (`actors/store/reads.ts`), not through this actor.
  */
-import { createHash } from "node:crypto";
 import { Value } from "@sinclair/typebox/value";
 import type { Sql } from "../../infra/db.ts";
 import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
@@ -20,6 +19,7 @@ import {
   type ItemError,
   type RejectedItem,
 } from "./ingest.ts";
+import { buyerRefOf } from "./buyer-ref.ts";
 import { commerceHandlers, commerceMessages, refundReminders } from "./commerce.ts";
 import { settingsHandlers, settingsMessages } from "./settings.ts";
 import { CATALOG_CHANGED, STORE_CHANGED, STORE_ORDERS_RECORDED, StoreMessages, type CatalogChangedEvent } from "./messages.ts";
@@ -217,7 +217,7 @@ export const storeActor = defineActor({
       await loadStore(tx, ctx.id);
       const rejected: RejectedItem[] = [];
       const recorded: { index: number; externalId: string; orderId: string; duplicate: boolean }[] = [];
-      const hash = (b: string) => createHash("sha256").update(`buyer:${ctx.id}:${b}`).digest("hex");
+      const hash = (b: string) => buyerRefOf(ctx.id, b);
       for (const [index, raw] of body.orders.entries()) {
         if (!Value.Check(HumanOrderInput, raw)) {
           const errors = [...Value.Errors(HumanOrderInput, raw)].slice(0, 10).map((e) => ({ field: e.path.replace(/^\//, "").replace(/\//g, ".") || "(order)", message: e.message }));

@@ -2,9 +2,10 @@
  * Human confirmation for write tools, through MCP elicitation.
  *
  * - A session whose client declared `elicitation` (form mode, or the older empty object) is asked with
- *   `elicitation/create` on the same response stream as the tool call: accept → the tool proceeds; decline or
- *   cancel → HUMAN_CONFIRMATION_DECLINED (nothing changed); an elicitation that fails or times out (nobody answered)
- *   → UPSTREAM_UNAVAILABLE, retryable (nothing changed).
+ *   `elicitation/create` on the same response stream as the tool call: accept with `approve` true or absent → the
+ *   tool proceeds; accept with `approve: false`, decline or cancel → HUMAN_CONFIRMATION_DECLINED (nothing changed);
+ *   an elicitation that fails or times out (nobody answered), or an answer outside the requested schema
+ *   (`approve: "false"`), → UPSTREAM_UNAVAILABLE confirmation_not_completed, retryable (nothing changed).
  * - Anything else (no capability, or a sessionless JSON-RPC call where the client's capabilities are unknown)
  *   → HUMAN_CONFIRMATION_REQUIRED with `details.approver`.
  * - URL mode (`openUrl`) shows the buyer a link, used for PENDING_EXTERNAL_CONFIRMATION when supported.
@@ -42,12 +43,24 @@ export const cannotAsk: Confirmer = {
   },
 };
 
+/**
+ * An accepted answer matches the requested schema `{approve?: boolean}` (default true): no content, `{}` or a
+ * boolean `approve`. Anything else (`"false"`, `0`, `null`, an array) is not an answer to the question.
+ */
+export function approvalAnswer(content: unknown): boolean {
+  if (content === undefined) return true;
+  if (typeof content !== "object" || content === null || Array.isArray(content)) return false;
+  const approve = (content as { approve?: unknown }).approve;
+  return approve === undefined || typeof approve === "boolean";
+}
+
 function renderMessage(req: ConfirmRequest): string {
   const facts = Object.entries(req.facts ?? {}).map(([k, v]) => `- ${k}: ${v}`);
   return [req.summary, ...facts, "", "Approve this action?"].join("\n");
 }
 
-export function elicitingConfirmer(server: Server, relatedRequestId: RequestId): Confirmer {
+/** `stopping`: aborted when the gateway shuts down, so a question still waiting ends as not completed. */
+export function elicitingConfirmer(server: Server, relatedRequestId: RequestId, stopping?: AbortSignal): Confirmer {
   const caps = server.getClientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
   if (!caps) return cannotAsk;
   // An empty capability object is the pre-2025-11-25 form-only declaration.
@@ -72,7 +85,7 @@ export function elicitingConfirmer(server: Server, relatedRequestId: RequestId):
           },
         },
         ElicitResultSchema,
-        { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS },
+        { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS, signal: stopping },
       ).catch((err: unknown) => {
         // No answer in time, or the client failed the request: not approved, so nothing happens. But nobody
         // declined either (audit N10): HUMAN_CONFIRMATION_DECLINED means "stop", and an agent obeying it would never
@@ -83,7 +96,16 @@ export function elicitingConfirmer(server: Server, relatedRequestId: RequestId):
           error: String((err as Error)?.message ?? err).slice(0, 200),
         });
       });
-      const approved = result.action === "accept" && (result.content as { approve?: unknown } | undefined)?.approve !== false;
+      if (result.action === "accept" && !approvalAnswer(result.content)) {
+        // The server asks with server.request, so nothing checked the answer against requestedSchema (audit B F5):
+        // `"false"` or `0` is no approval. Nobody said yes, and maybe not no either: not completed, nothing changed.
+        throw fail("UPSTREAM_UNAVAILABLE", "The client's answer to the approval question does not match its schema ({approve: boolean}). Nothing changed; call again.", {
+          reason: "confirmation_not_completed",
+          dependency: "client_elicitation",
+          error: "answer does not match requestedSchema",
+        });
+      }
+      const approved = result.action === "accept" && (result.content as { approve?: boolean } | undefined)?.approve !== false;
       if (!approved) {
         throw fail("HUMAN_CONFIRMATION_DECLINED", "The human declined; nothing changed.", { action: result.action, summary: req.summary });
       }
@@ -94,7 +116,7 @@ export function elicitingConfirmer(server: Server, relatedRequestId: RequestId):
         const res = await server.request(
           { method: "elicitation/create", params: { mode: "url", message, url: link, elicitationId: crypto.randomUUID() } },
           ElicitResultSchema,
-          { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS },
+          { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS, signal: stopping },
         );
         return res.action === "accept";
       } catch {

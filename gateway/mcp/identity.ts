@@ -8,11 +8,12 @@
  *
  * - bad signature, malformed, expired, wrong audience/typ → IDENTITY_TOKEN_REJECTED with details.reason;
  * - valid but issued for another store → IDENTITY_TOKEN_STORE_MISMATCH.
- * The customer's orders are the store's orders whose buyer_ref is `customerBuyerRef(slug, sub)`.
+ * The customer's orders are the store's orders whose buyer_ref is `customerBuyerRef(slug, sub)`: the digest a
+ * recorded order with `buyer: <customer id>` carries, and the one an agent's checkout for this customer writes.
  */
-import { createHash } from "node:crypto";
 import { Elysia, t } from "elysia";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
+import { buyerRefOf } from "../../actors/store/buyer-ref.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { ok } from "../envelope.ts";
 import { tokenService } from "../identity.ts";
@@ -25,9 +26,9 @@ export const CUSTOMER_TOKEN_TYP = "customer-id+jwt";
 export const CUSTOMER_HEADER = "x-customer-identity";
 export const DEFAULT_CUSTOMER_TOKEN_TTL = 3600;
 
-/** The orders table's buyer_ref for a merchant customer id (hashed: raw ids never stored). */
+/** The orders table's buyer_ref for a merchant customer id (hashed: raw ids never stored; actors/store/buyer-ref.ts). */
 export function customerBuyerRef(slug: string, customerId: string): string {
-  return "cust_" + createHash("sha256").update(`${slug}\u0000${customerId}`).digest("hex").slice(0, 32);
+  return buyerRefOf(slug, customerId);
 }
 
 export async function issueCustomerToken(svc: Services, slug: string, customerId: string, ttlSeconds = DEFAULT_CUSTOMER_TOKEN_TTL): Promise<string> {

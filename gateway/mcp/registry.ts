@@ -111,7 +111,10 @@ export interface ToolDef<I extends TObject = TObject, O extends TSchema = TSchem
   mayAsk?: boolean;
   /** Write tools: what the human is asked to approve (amounts with currency). Required when `confirmation`. */
   summarize?: (args: Static<I>, ctx: ToolContext) => Promise<ConfirmRequest>;
-  /** Per-tool rate bucket (actors/agent/limits.ts MCP_TOOL_LIMITS) when the tool has one. */
+  /**
+   * Per-tool rate bucket (actors/agent/limits.ts MCP_TOOL_LIMITS) when the tool has one: admission keys the per-tool
+   * layer on it, not on the name, so an alias that keeps its base tool's bucket shares that budget.
+   */
   rateBucket?: string;
   /** Served only on this store (demo) or when explicitly enabled; informational for docs. */
   note?: string;

@@ -40,7 +40,7 @@ import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
 import { errorBody } from "../envelope.ts";
 import { mcpChallenge, oauthBuckets, verifyMcpAccess, type McpAccess } from "../oauth/access.ts";
-import { mcpResource } from "../oauth/common.ts";
+import { legacyMcpResource, mcpResource, mcpResourceRefOf, type McpResourceRef } from "../oauth/common.ts";
 import { admitAnonymous, admitOthers, clientIp, peekBuckets, setRateHeaders, setStaticRateHeaders } from "../plugins/auth.ts";
 import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
 import { breachMessage, exceedsJsonDepth, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor, tooDeepMessage } from "../plugins/json-depth.ts";
@@ -65,6 +65,8 @@ export const MAX_SESSIONS_PER_ADDRESS = 100;
 /** A tools/call argument may nest this deep: with the message's own three levels the body stays within the bound. */
 export const MAX_ARGUMENT_DEPTH = MAX_JSON_DEPTH - 3;
 const STORE_CACHE_MS = 1_000;
+/** close(): how long sessions' running tool calls get to answer before their streams are ended. */
+const CLOSE_GRACE_MS = 2_000;
 /** The global body bounds (plugins/json-depth.ts) for an MCP message: its routes have the default body limit. */
 const MCP_BODY_BOUNDS = { maxDepth: MAX_JSON_DEPTH, maxArrayItems: MAX_JSON_ARRAY_ITEMS, maxValues: maxJsonValuesFor(DEFAULT_BODY_LIMIT) };
 
@@ -156,6 +158,12 @@ export class McpGateway {
   private byOwner = new Map<string, Set<string>>();
   private stores = new Map<string, { store: StoreRecord | null; at: number }>();
   private sweeper: ReturnType<typeof setInterval>;
+  /** Set by close(): the gateway is stopping and keeps no new session. */
+  private closing = false;
+  /** Aborted by close(): questions to the human still waiting end as not completed (confirm.ts). */
+  private readonly stopping = new AbortController();
+  /** Tool calls of sessions still running, so close() can let them answer before their streams end. */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   private readonly siteOrigin: string;
 
@@ -168,6 +176,26 @@ export class McpGateway {
 
   get sessionCount(): number {
     return this.sessions.size;
+  }
+
+  /**
+   * Shutdown (boot.ts, before the HTTP server stops): ends every session's transport. A client's GET stream and a
+   * tool call waiting on `elicitation/create` are in-flight requests the server's drain would wait for without end
+   * (audit B F2); closing the transport ends the streams, and a pending elicitation fails as one that got no answer
+   * (UPSTREAM_UNAVAILABLE confirmation_not_completed: nothing changed). Clients re-initialize on another gateway.
+   * A session whose initialize finishes after this is closed at once.
+   */
+  async close(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.sweeper);
+    // First let the sessions' tool calls answer on their own streams (a waiting question fails at once), within
+    // CLOSE_GRACE_MS; then end every stream.
+    this.stopping.abort(new Error("the MCP gateway is shutting down"));
+    await Promise.race([Promise.allSettled([...this.inFlight]), Bun.sleep(CLOSE_GRACE_MS)]);
+    await Bun.sleep(0); // the SDK writes a handler's result to its stream after the handler returned
+    const all = [...this.sessions.values()];
+    for (const s of all) this.forget(s.id);
+    await Promise.allSettled(all.map((s) => s.transport.close()));
   }
 
   // ------------------------------------------------------------------------------------------- stores
@@ -196,6 +224,10 @@ export class McpGateway {
   }
 
   private remember(s: Session): void {
+    if (this.closing) {
+      void s.transport.close().catch(() => undefined);
+      return;
+    }
     this.sessions.set(s.id, s);
     let mine = this.byOwner.get(s.owner);
     if (!mine) this.byOwner.set(s.owner, (mine = new Set()));
@@ -265,8 +297,14 @@ export class McpGateway {
       const principal = (extra.authInfo?.extra?.principal as CallPrincipal | undefined) ?? { caller: null, customer: null, customerError: null };
       const current = (await this.store(slug)) ?? store;
       const t = this.table.served(req.params.name, endpoint, enabled);
-      const confirmer = elicitingConfirmer(server, extra.requestId);
-      return (await runTool(t, req.params.name, req.params.arguments, this.context(current, endpoint, principal, confirmer))) as never;
+      const confirmer = elicitingConfirmer(server, extra.requestId, this.stopping.signal);
+      const call = runTool(t, req.params.name, req.params.arguments, this.context(current, endpoint, principal, confirmer));
+      this.inFlight.add(call);
+      try {
+        return (await call) as never;
+      } finally {
+        this.inFlight.delete(call);
+      }
     });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
@@ -309,14 +347,16 @@ export class McpGateway {
     const hasAuthz = request.headers.has("authorization");
     const surface = surfaceOf(endpoint, store.slug, hasKey || hasAuthz);
     const customerId = customer ? `${store.slug}:${customer.id}` : undefined;
-    const toolBucket = this.table.byName.has(toolName) ? toolName : undefined;
+    // The per-tool layer is one budget per operation, not per name: a UCP alias (ucp_search_catalog,
+    // ucp_create_cart, ucp_complete_checkout) spends its base tool's bucket (audit B F3).
+    const toolBucket = this.table.byName.get(toolName)?.def.rateBucket;
 
     if (hasKey || hasAuthz) {
       try {
         const access = await verifyMcpAccess(svc, { slug: store.slug, request, headers, limits: { ip, surface, toolName: toolBucket, customerId } });
         if (access.kind === "key") {
           if (endpoint === "checkout" && store.slug !== DEMO_STORE) {
-            headers["www-authenticate"] = mcpChallenge(svc, store.slug, { code: "invalid_token", description: "the checkout endpoint needs an OAuth access token" });
+            headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), { code: "invalid_token", description: "the checkout endpoint needs an OAuth access token" });
             throw new HttpRefusal(401, "unauthorized", "The checkout endpoint of a merchant store needs an OAuth 2.0 access token, not an API key.", { endpoint });
           }
           const a = access.agent;
@@ -324,15 +364,17 @@ export class McpGateway {
         }
         if (access.kind === "oauth") {
           // RFC 8707 audience binding (audit N11): a token for the store's whole MCP resource is good on every
-          // endpoint of the store; one issued for a dedicated endpoint only there
-          if (access.audience !== mcpResource(svc, store.slug) && access.audience !== mcpResource(svc, store.slug, endpoint === "main" ? undefined : endpoint)) {
-            headers["www-authenticate"] = mcpChallenge(svc, store.slug, { code: "invalid_token", description: "the access token was issued for another endpoint of this store" });
+          // endpoint of the store; one issued for a dedicated endpoint only there. The older path's resource
+          // ({site_url}/mcp/{slug}) is the whole store's under its other name.
+          const whole = [mcpResource(svc, store.slug), legacyMcpResource(svc, store.slug)];
+          if (!whole.includes(access.audience) && access.audience !== mcpResource(svc, store.slug, endpoint === "main" ? undefined : endpoint)) {
+            headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), { code: "invalid_token", description: "the access token was issued for another endpoint of this store" });
             throw new HttpRefusal(401, "unauthorized", "The access token was issued for another MCP endpoint of this store (its resource/audience).", { endpoint, audience: access.audience });
           }
           // Spec, Authentication 1: a real merchant's checkout bucket demands machine-to-machine credentials and an
           // agent trust signal (audit G2). A user-delegated token (authorization_code) is not enough there.
           if (endpoint === "checkout" && store.slug !== DEMO_STORE && !access.machineToMachine) {
-            headers["www-authenticate"] = mcpChallenge(svc, store.slug, {
+            headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), {
               code: "invalid_token",
               description: "the checkout endpoint needs a client_credentials access token carrying the agent trust signal",
             });
@@ -361,7 +403,7 @@ export class McpGateway {
     if (needsKey) {
       // the scope hint (MCP authorization, scope selection): the default agent scopes plus what this tool needs, so
       // an OAuth client does not ask the human for every scope in scopes_supported (checkout included) up front
-      headers["www-authenticate"] = mcpChallenge(svc, store.slug, { scope: challengeScopes([], this.table.byName.get(toolName)?.def.scopes) });
+      headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), { scope: challengeScopes([], this.table.byName.get(toolName)?.def.scopes) });
       throw new HttpRefusal(401, "unauthorized", `${toolName} needs an agent key (X-Agent-Api-Key) or an OAuth access token (Authorization: Bearer).`, { tool: toolName });
     }
     return { caller: null, customer, customerError };
@@ -492,8 +534,8 @@ export class McpGateway {
     throw err;
   }
 
-  private refusalResponse(r: HttpRefusal, id: JsonRpcRequest["id"], out: Out, slug: string): Response | string {
-    if (r.status === 401 && !out.headers["www-authenticate"]) out.headers["www-authenticate"] = mcpChallenge(this.svc, slug);
+  private refusalResponse(r: HttpRefusal, id: JsonRpcRequest["id"], out: Out, target: McpResourceRef): Response | string {
+    if (r.status === 401 && !out.headers["www-authenticate"]) out.headers["www-authenticate"] = mcpChallenge(this.svc, target);
     const rpcCode = r.status === 429 ? -32029 : r.status === 401 ? -32001 : -32003;
     return this.respond(rpcError(id, rpcCode, r.message, { code: r.code, ...(r.details ?? {}) }), r.status, out);
   }
@@ -576,7 +618,7 @@ export class McpGateway {
       try {
         principal = await this.peekCaller(request, ip, headers, store, endpoint);
       } catch (err) {
-        return this.refusalResponse(this.refusal(err), null, out, store.slug);
+        return this.refusalResponse(this.refusal(err), null, out, mcpResourceRefOf(store.slug, request));
       }
       if (!this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
       return this.viaTransport(session.transport, request, undefined, headers);
@@ -625,7 +667,7 @@ export class McpGateway {
       try {
         principal = await this.peekCaller(request, ip, headers, store, endpoint);
       } catch (err) {
-        return this.refusalResponse(this.refusal(err), isRequest ? msg.id : null, out, store.slug);
+        return this.refusalResponse(this.refusal(err), isRequest ? msg.id : null, out, mcpResourceRefOf(store.slug, request));
       }
       if (session && !this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     }
@@ -642,7 +684,7 @@ export class McpGateway {
       try {
         principal = await this.admitInitialize(request, ip, headers, store.slug);
       } catch (err) {
-        return this.refusalResponse(this.refusal(err), msg.id, out, store.slug);
+        return this.refusalResponse(this.refusal(err), msg.id, out, mcpResourceRefOf(store.slug, request));
       }
       const opened = this.newSession(store, endpoint, ipBucketKey(ip), principal);
       if (!opened) {
@@ -650,7 +692,7 @@ export class McpGateway {
           maxSessionsPerAddress: MAX_SESSIONS_PER_ADDRESS,
         });
         headers["retry-after"] = "1";
-        return this.refusalResponse(r, msg.id, out, store.slug);
+        return this.refusalResponse(r, msg.id, out, mcpResourceRefOf(store.slug, request));
       }
       const { server, transport, release } = opened;
       try {
@@ -699,7 +741,7 @@ export class McpGateway {
     try {
       principal = await this.admit(request, ip, headers, store, endpoint, name, t?.def.auth === "key");
     } catch (err) {
-      if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, out, store.slug);
+      if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, out, mcpResourceRefOf(store.slug, request));
       throw err;
     }
     if (session && !this.boundTo(session, principal.caller?.keyId ?? null, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
@@ -708,7 +750,7 @@ export class McpGateway {
       // MCP authorization (2025-11-25), scope challenge: an OAuth token without the tool's scope is HTTP 403 with
       // error="insufficient_scope" and the scopes to ask for (the token's own plus the missing one), so the client
       // can step up. API keys keep the tool error `forbidden` (their scopes are chosen at key creation, not here).
-      headers["www-authenticate"] = mcpChallenge(this.svc, store.slug, {
+      headers["www-authenticate"] = mcpChallenge(this.svc, mcpResourceRefOf(store.slug, request), {
         code: "insufficient_scope",
         description: `${name} needs the ${missing} scope`,
         scope: challengeScopes(principal.caller!.scopes, [missing]),

@@ -1,9 +1,10 @@
 /**
  * `verifyMcpAccess`: who is calling a store's MCP endpoint. An MCP endpoint accepts either an agent key
  * (`X-Agent-Api-Key`) or an OAuth access token (`Authorization: Bearer`, an EdDSA JWT with typ at+jwt whose
- * audience is this store's MCP resource). Every 401 carries
- * `WWW-Authenticate: Bearer resource_metadata="{site_url}/.well-known/oauth-protected-resource/{slug}/mcp"`, which
- * is how an MCP client discovers the authorization server (MCP authorization, revision 2025-11-25).
+ * audience is one of this store's MCP resources). Every 401 carries
+ * `WWW-Authenticate: Bearer resource_metadata="…"` naming the metadata of the endpoint requested
+ * (`{site_url}/.well-known/oauth-protected-resource/{slug}/mcp[/{sub}]`, or `…/mcp/{slug}` for the older path), which
+ * is how an MCP client discovers the authorization server (MCP authorization, revision 2025-11-25; RFC 9728 §3.3).
  *
  * When `limits` is given it also does the request's rate admission for the MCP layers (and sets the headers):
  * a key is admitted on its agent actor; an OAuth caller gets the same per-key layers, held per (client, user) by
@@ -23,7 +24,7 @@ import {
   type AgentPrincipal,
 } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { ACCESS_TOKEN_TYP, MCP_SUB_ENDPOINTS, mcpResource, resourceMetadataUrl } from "./common.ts";
+import { ACCESS_TOKEN_TYP, legacyMcpResource, MCP_SUB_ENDPOINTS, mcpResource, mcpResourceRefOf, metadataUrlOfRef, type McpResourceRef } from "./common.ts";
 import { CLIENT_CREDENTIALS_GTY, isAgentTrustSignal } from "./grants.ts";
 
 export type McpAccess =
@@ -51,21 +52,25 @@ export interface VerifyMcpAccessInput {
   limits?: { ip: string; surface: Surface; toolName?: string; customerId?: string };
 }
 
-/** The challenge every 401 from a store's MCP endpoint carries. */
+/**
+ * The challenge every 401 from a store's MCP endpoint carries. `target`: the endpoint requested (`mcpResourceRefOf`),
+ * whose own metadata it names; a bare slug is the store's main endpoint.
+ */
 export function mcpChallenge(
   svc: Services,
-  slug: string,
+  target: string | McpResourceRef,
   error?: { code?: "invalid_token" | "insufficient_scope"; description?: string; scope?: string },
 ): string {
-  let h = `Bearer resource_metadata="${resourceMetadataUrl(svc, slug)}"`;
+  const ref = typeof target === "string" ? { slug: target } : target;
+  let h = `Bearer resource_metadata="${metadataUrlOfRef(svc, ref)}"`;
   if (error?.code) h += `, error="${error.code}", error_description="${(error.description ?? "").replace(/["\\]/g, "")}"`;
   if (error?.scope) h += `, scope="${error.scope}"`;
   return h;
 }
 
 /** For a tool that needs credentials when the caller is anonymous: 401 with the discovery challenge. */
-export function requireMcpCredentials(svc: Services, slug: string, headers: Record<string, string | number>): never {
-  headers["www-authenticate"] = mcpChallenge(svc, slug);
+export function requireMcpCredentials(svc: Services, target: string | McpResourceRef, headers: Record<string, string | number>): never {
+  headers["www-authenticate"] = mcpChallenge(svc, target);
   throw fail("unauthorized", "This tool needs an agent key (X-Agent-Api-Key) or an OAuth access token (Authorization: Bearer).");
 }
 
@@ -110,12 +115,13 @@ export function oauthBuckets(ctx: { surface: Surface; ip: string; toolName?: str
 export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput): Promise<McpAccess> {
   const { request, headers, slug, limits } = input;
   const limitsOn = svc.config.RATE_LIMITS_ENABLED;
+  const target = mcpResourceRefOf(slug, request);
   const withChallenge = async <T>(p: Promise<T>): Promise<T> => {
     try {
       return await p;
     } catch (err) {
       if (err instanceof ActorError && (err.code === "unauthorized" || err.code === "token_expired")) {
-        headers["www-authenticate"] = mcpChallenge(svc, slug, request.headers.has("authorization") && !request.headers.has("x-agent-api-key")
+        headers["www-authenticate"] = mcpChallenge(svc, target, request.headers.has("authorization") && !request.headers.has("x-agent-api-key")
           ? { code: "invalid_token", description: err.code === "token_expired" ? "the access token expired" : "the access token is invalid for this resource" }
           : undefined);
       }
@@ -141,7 +147,7 @@ export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput
   const bearer = /^Bearer\s+(\S+)$/i.exec(auth ?? "")?.[1];
   if (bearer) {
     const tokens = await tokenService(svc);
-    const audiences = [mcpResource(svc, slug), ...MCP_SUB_ENDPOINTS.map((s) => mcpResource(svc, slug, s))];
+    const audiences = [mcpResource(svc, slug), legacyMcpResource(svc, slug), ...MCP_SUB_ENDPOINTS.map((s) => mcpResource(svc, slug, s))];
     const verified = await withChallenge(
       tokens.verifyToken(bearer, { audience: audiences, typ: ACCESS_TOKEN_TYP }).catch(async (err) => {
         // failed tokens are counted like anonymous traffic, so token guessing is bounded per IP
@@ -151,7 +157,7 @@ export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput
     );
     const clientId = typeof verified.claims.client_id === "string" ? verified.claims.client_id : "";
     if (!clientId) {
-      headers["www-authenticate"] = mcpChallenge(svc, slug, { code: "invalid_token", description: "the access token has no client_id" });
+      headers["www-authenticate"] = mcpChallenge(svc, target, { code: "invalid_token", description: "the access token has no client_id" });
       throw fail("unauthorized", "invalid token", { reason: "client_id" });
     }
     if (limits) {
@@ -166,11 +172,11 @@ export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput
   }
 
   if (auth) {
-    headers["www-authenticate"] = mcpChallenge(svc, slug, { code: "invalid_token", description: "unsupported authorization scheme" });
+    headers["www-authenticate"] = mcpChallenge(svc, target, { code: "invalid_token", description: "unsupported authorization scheme" });
     if (limits) await admitAnonymous(svc, limits.surface, limits.ip, headers);
     throw fail("unauthorized", "Use X-Agent-Api-Key or Authorization: Bearer <access token>.");
   }
   if (limits) await admitAnonymous(svc, limits.surface, limits.ip, headers);
   if (input.allowAnonymous) return { kind: "anonymous" };
-  return requireMcpCredentials(svc, slug, headers);
+  return requireMcpCredentials(svc, target, headers);
 }

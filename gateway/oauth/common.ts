@@ -30,11 +30,46 @@ export function resourceMetadataUrl(svc: Services, slug: string, sub?: string): 
   return `${issuer(svc)}/.well-known/oauth-protected-resource/${slug}/mcp${sub ? `/${sub}` : ""}`;
 }
 
-/** `{site_url}/{slug}/mcp[/discovery|customer|checkout]` → slug; anything else → null. */
+export type McpSubEndpoint = (typeof MCP_SUB_ENDPOINTS)[number];
+
+/**
+ * The MCP resource a request addressed (RFC 9728 §3.3: the metadata a 401 names must describe the URL requested):
+ * the store's main endpoint, a dedicated one, or the older path `/mcp/{slug}`, its own resource `{site_url}/mcp/{slug}`
+ * with its own metadata (docs/access.md), which the SDK's discovery derives from that path.
+ */
+export interface McpResourceRef {
+  slug: string;
+  sub?: McpSubEndpoint;
+  legacy?: boolean;
+}
+
+/** From the request's path: `/mcp/{slug}` → legacy, `/{slug}/mcp/{sub}` → sub, else the main endpoint. */
+export function mcpResourceRefOf(slug: string, request: Request): McpResourceRef {
+  const path = new URL(request.url).pathname.replace(/\/+$/, "");
+  if (path === `/mcp/${slug}`) return { slug, legacy: true };
+  const sub = path.split("/")[3];
+  return sub !== undefined && (MCP_SUB_ENDPOINTS as readonly string[]).includes(sub) ? { slug, sub: sub as McpSubEndpoint } : { slug };
+}
+
+/** The older path's resource, an alias of the store's main one: its tokens are good wherever the main one's are. */
+export function legacyMcpResource(svc: Services, slug: string): string {
+  return `${issuer(svc)}/mcp/${slug}`;
+}
+
+export function resourceOfRef(svc: Services, ref: McpResourceRef): string {
+  return ref.legacy ? legacyMcpResource(svc, ref.slug) : mcpResource(svc, ref.slug, ref.sub);
+}
+
+export function metadataUrlOfRef(svc: Services, ref: McpResourceRef): string {
+  return ref.legacy ? `${issuer(svc)}/.well-known/oauth-protected-resource/mcp/${ref.slug}` : resourceMetadataUrl(svc, ref.slug, ref.sub);
+}
+
+/** `{site_url}/{slug}/mcp[/discovery|customer|checkout]` or the older `{site_url}/mcp/{slug}` → slug; anything else → null. */
 export function slugFromResource(svc: Services, resource: string): string | null {
   const base = issuer(svc) + "/";
   if (!resource.startsWith(base)) return null;
   const parts = resource.slice(base.length).split("/");
+  if (parts.length === 2 && parts[0] === "mcp" && parts[1] !== "mcp" && SLUG.test(parts[1]!)) return parts[1]!;
   if (parts.length < 2 || parts.length > 3 || parts[1] !== "mcp" || !SLUG.test(parts[0]!)) return null;
   if (parts.length === 3 && !(MCP_SUB_ENDPOINTS as readonly string[]).includes(parts[2]!)) return null;
   return parts[0]!;

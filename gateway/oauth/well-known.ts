@@ -2,7 +2,8 @@
  * Discovery documents of the OAuth 2.1 authorization server (MCP authorization, revision 2025-11-25):
  * - authorization-server metadata (RFC 8414) at /.well-known/oauth-authorization-server;
  * - protected-resource metadata (RFC 9728) for each store's MCP endpoint at
- *   /.well-known/oauth-protected-resource/{slug}/mcp (and for its dedicated endpoints …/mcp/{discovery|customer|checkout});
+ *   /.well-known/oauth-protected-resource/{slug}/mcp (and for its dedicated endpoints …/mcp/{discovery|customer|checkout},
+ *   and for the older path /mcp/{slug} at /.well-known/oauth-protected-resource/mcp/{slug});
  * - the public keys that verify access tokens at /api/v1/oauth/jwks.
  */
 import { Elysia, t } from "elysia";
@@ -10,7 +11,7 @@ import { SCOPES } from "../../actors/agent/access.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { tokenService } from "../identity.ts";
 import type { Services } from "../services.ts";
-import { issuer, MCP_SUB_ENDPOINTS, mcpResource, OAUTH_BASE, storeExists } from "./common.ts";
+import { issuer, MCP_SUB_ENDPOINTS, OAUTH_BASE, resourceOfRef, storeExists, type McpResourceRef, type McpSubEndpoint } from "./common.ts";
 
 export function authorizationServerMetadata(svc: Services) {
   const iss = issuer(svc);
@@ -34,10 +35,11 @@ export function authorizationServerMetadata(svc: Services) {
   };
 }
 
-async function protectedResource(svc: Services, slug: string, sub?: string) {
+async function protectedResource(svc: Services, ref: McpResourceRef) {
+  const slug = ref.slug;
   if (!(await storeExists(svc, slug))) throw fail("store_not_found", `No store "${slug}".`);
   return {
-    resource: mcpResource(svc, slug, sub),
+    resource: resourceOfRef(svc, ref),
     authorization_servers: [issuer(svc)],
     scopes_supported: [...SCOPES],
     bearer_methods_supported: ["header"],
@@ -62,7 +64,7 @@ export function oauthWellKnownRoutes(svc: Services) {
     .get(
       "/.well-known/oauth-protected-resource/:slug/mcp",
       async ({ params, set }) => {
-        const doc = await protectedResource(svc, params.slug);
+        const doc = await protectedResource(svc, { slug: params.slug });
         json(set);
         return doc;
       },
@@ -75,13 +77,27 @@ export function oauthWellKnownRoutes(svc: Services) {
       "/.well-known/oauth-protected-resource/:slug/mcp/:endpoint",
       async ({ params, set }) => {
         if (!(MCP_SUB_ENDPOINTS as readonly string[]).includes(params.endpoint)) throw fail("route_not_found", "No such MCP endpoint.");
-        const doc = await protectedResource(svc, params.slug, params.endpoint);
+        const doc = await protectedResource(svc, { slug: params.slug, sub: params.endpoint as McpSubEndpoint });
         json(set);
         return doc;
       },
       {
         params: t.Object({ slug: t.String(), endpoint: t.String() }),
         detail: { tags: ["oauth"], summary: "Protected resource metadata of a store's dedicated MCP endpoint (RFC 9728)", responses: { 200: { description: "Metadata" }, 404: { description: "store_not_found or route_not_found" }, 429: { description: "rate_limit_exceeded" } } },
+      },
+    )
+    .get(
+      // The older MCP path /mcp/{slug} is its own resource, {site_url}/mcp/{slug}: the SDK's discovery derives this
+      // address from that path and accepts only metadata whose `resource` is the URL it called (RFC 9728 §3.3)
+      "/.well-known/oauth-protected-resource/mcp/:slug",
+      async ({ params, set }) => {
+        const doc = await protectedResource(svc, { slug: params.slug, legacy: true });
+        json(set);
+        return doc;
+      },
+      {
+        params: t.Object({ slug: t.String() }),
+        detail: { tags: ["oauth"], summary: "Protected resource metadata of a store's MCP endpoint at the older path /mcp/{slug} (RFC 9728)", responses: { 200: { description: "Metadata" }, 404: { description: "store_not_found" }, 429: { description: "rate_limit_exceeded" } } },
       },
     )
     .get(

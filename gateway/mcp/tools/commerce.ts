@@ -444,6 +444,8 @@ export async function completeSession(
     // `x402` selects the stablecoin rail (its settlement goes through REST); anything else is a card-rail method
     ...railOf(a.payment_method),
     ...(a.reconfirmed_state_hash ? { reconfirmedStateHash: a.reconfirmed_state_hash } : {}),
+    // bought for the merchant's verified customer: the order is theirs to see on the customer endpoint (audit B F0)
+    ...(ctx.customer ? { buyer: { storeSlug: ctx.store.slug, buyerRef: ctx.customer.buyerRef } } : {}),
   });
   if (reply.status === "COMPLETED") return reply;
   if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
@@ -640,10 +642,35 @@ export const getShippingRates = defineTool({
 
 // ------------------------------------------------------------------------------------------------ orders
 
+/** An order's items and events as orderView (REST) shows them, for an order read without an agent key's filter. */
+async function orderHistory(ctx: ToolContext, orderId: string) {
+  const sql = ctx.svc.sql;
+  const [items, events] = await Promise.all([
+    sql<{ product_id: string | null; variant_id: string | null; title: string; quantity: number; unit_price_minor: number; currency: string }[]>`
+      SELECT i.product_id, i.variant_id, i.title, i.quantity, i.unit_price_minor, o.currency FROM order_items i JOIN orders o ON o.id = i.order_id
+      WHERE i.order_id = ${orderId} ORDER BY i.id`,
+    sql<{ at: Date; type: string; from_status: string | null; to_status: string | null }[]>`
+      SELECT at, type, from_status, to_status FROM order_events WHERE order_id = ${orderId} ORDER BY id`,
+  ]);
+  return {
+    items: items.map((i) => ({
+      product_id: i.product_id,
+      variant_id: i.variant_id,
+      title: i.title,
+      quantity: i.quantity,
+      unit_price: toMajor(Number(i.unit_price_minor), i.currency),
+      unit_price_minor: Number(i.unit_price_minor),
+    })),
+    events: events.map((e) => ({ type: e.type, from_status: e.from_status, to_status: e.to_status, at: e.at.toISOString() })),
+  };
+}
+
 async function callerOrder(ctx: ToolContext, orderId: string) {
   if (ctx.endpoint === "customer" || ctx.customer || ctx.customerError) {
     const { customerOrder } = await import("./integrations.ts");
-    return customerOrder(ctx, orderId);
+    const o = await customerOrder(ctx, orderId);
+    // get_order's answer (its outputSchema) has the items and the event history, a customer's own order too
+    return { ...o, ...(await orderHistory(ctx, o.order_id)) };
   }
   const view = await orderView(ctx.svc, orderId.toLowerCase(), ownerId(ctx));
   if (view.merchant_slug !== ctx.store.slug) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });

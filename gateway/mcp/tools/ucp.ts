@@ -129,5 +129,4 @@ export const ucpCompleteCheckout = defineTool({
   name: "ucp_complete_checkout",
   title: "UCP: complete checkout",
   description: `UCP binding of complete_checkout. ${c.completeCheckout.description}`,
-  rateBucket: undefined,
 });
