@@ -97,12 +97,21 @@ function errorResponse(codes: readonly string[], doc: OperationDoc | undefined, 
   const schema = own ? { anyOf: [envelopeWithCodes(codes), own] } : envelopeWithCodes(codes);
   // a chunked body beyond the server-wide cap never reaches the gateway: the HTTP server refuses it bare
   const bare = codes.includes("payload_too_large") ? " A chunked body over the server-wide cap (no Content-Length) gets a bare 413 from the HTTP server, without a body." : "";
-  return {
+  const out: Json = {
     description: `${prose}Codes: ${known.join("; ")}.${bare}`,
     content: { "application/json": { schema } },
     "x-error-codes": [...codes],
   };
+  // RFC 9110 §15.5.2: every REST 401 carries a challenge (gateway/plugins/errors.ts `challenge`, docs/access.md)
+  if (codes.includes("unauthorized") || codes.includes("token_expired")) out.headers = { "WWW-Authenticate": CHALLENGE_HEADER };
+  return out;
 }
+
+const CHALLENGE_HEADER: Json = {
+  description:
+    'The credential to send: `ApiKey realm="api", header="X-Agent-Api-Key"` on /api/v1/agent/* routes; `Bearer realm="api"` (no token sent) or `Bearer realm="api", error="invalid_token"` (with `error_description` for an expired one) on session routes.',
+  schema: { type: "string" },
+};
 
 function hasSchema(r: Json | undefined): boolean {
   const content = r?.content as Record<string, { schema?: Json }> | undefined;

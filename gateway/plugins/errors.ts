@@ -193,10 +193,13 @@ export const errors = new Elysia({ name: "errors" })
         return errorBody("validation_error", message, details);
       }
       case "PARSE": {
-        set.status = 400;
         // a route's own parser refused the body with an answer of ours (optional-body.ts: not JSON, not an object)
         const cause = (error as { cause?: unknown }).cause;
-        if (cause instanceof ActorError) return errorBody(cause.code, cause.message, cause.details);
+        if (cause instanceof ActorError) {
+          set.status = ERROR_TABLE[cause.code].http;
+          return errorBody(cause.code, cause.message, cause.details);
+        }
+        set.status = 400;
         return errorBody("validation_error", "Request body is not valid JSON.", { location: "body" });
       }
       case "NOT_FOUND": {

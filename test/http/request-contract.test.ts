@@ -118,6 +118,13 @@ describe("A-3: every REST 401 carries WWW-Authenticate", () => {
     expect(r.headers.get("www-authenticate")).toBe('Bearer realm="api", error="invalid_token", error_description="The token has expired"');
   });
 
+  test("the OpenAPI document declares the WWW-Authenticate header on agent and session 401s", async () => {
+    const doc = (await srv.json("/api/v1/openapi.json")).body;
+    for (const op of [doc.paths["/api/v1/agent/search"].post, doc.paths["/api/v1/agent-keys"].get]) {
+      expect(op.responses["401"].headers["WWW-Authenticate"].schema).toEqual({ type: "string" });
+    }
+  });
+
   test("MCP keeps its own challenge with resource_metadata", async () => {
     const r = await srv.fetch("/demo-store/mcp", {
       method: "POST",
