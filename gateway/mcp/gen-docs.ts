@@ -67,7 +67,9 @@ Endpoints: \`POST {site_url}/{slug}/mcp\` (every tool the store enables; the old
 its own OAuth protected resource, \`{site_url}/mcp/{slug}\`, docs/access.md),
 \`/{slug}/mcp/discovery\` (discovery tools, 1000/min per IP), \`/{slug}/mcp/customer\` (discovery, orders and customer
 tools; the end customer is identified by an \`X-Customer-Identity\` token the merchant mints with
-\`POST /api/v1/merchant/stores/{slug}/customer-tokens\`), \`/{slug}/mcp/checkout\` (cart and checkout; on a real
+\`POST /api/v1/merchant/stores/{slug}/customer-tokens\`; the customer's orders are those the merchant recorded with
+\`buyer\` = that customer id and those an agent completed with that customer's token on the main endpoint, still owned
+by the agent's key), \`/{slug}/mcp/checkout\` (cart and checkout; on a real
 merchant only machine-to-machine OAuth access tokens — client_credentials, which carry the agent trust signal
 (docs/access.md) — and \`complete_checkout\` needs a \`payment_mandate\`). The public demo
 \`{site_url}/demo-store/mcp\` needs no key for discovery tools (20 requests/min per IP, shared by every endpoint of the demo
