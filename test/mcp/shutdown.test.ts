@@ -2,7 +2,8 @@
  * SIGTERM with MCP clients connected (audit B F2): the real entry point (`bun gateway/main.ts start`, a separate
  * process) holding an SDK session's GET stream and a write tool that waits on the human's `elicitation/create`
  * must still stop, and soon: McpGateway.close() ends the sessions' transports before the HTTP server drains, so the
- * process exits 0 well within the drain bound (it never exited before). The waiting write changes nothing.
+ * process exits 0 within seconds without the drain's deadline (it never exited before). The waiting write is
+ * answered UPSTREAM_UNAVAILABLE confirmation_not_completed and changes nothing.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -85,7 +86,7 @@ async function post(path: string, body: unknown, headers: Record<string, string>
   return (await res.json()) as { data: Record<string, string> };
 }
 
-test("SIGTERM with an open SDK session (its GET stream) and a write waiting on elicitation exits 0 within the drain bound, nothing changed", async () => {
+test("SIGTERM with an open SDK session (its GET stream) and a write waiting on elicitation exits 0 within 10 s, sessions ended before the drain deadline, nothing changed", async () => {
   const admin = (await post("/api/v1/auth/login", { email: "admin@example.com", password: "admin-password" })).data.token!;
   const key = (await post("/api/v1/agent-keys", { name: "k", tier: "ENTERPRISE" }, { authorization: `Bearer ${admin}` })).data.key!;
 
@@ -115,8 +116,9 @@ test("SIGTERM with an open SDK session (its GET stream) and a write waiting on e
   const code = await Promise.race([proc.exited, Bun.sleep(SHUTDOWN_DRAIN_MS + 15_000).then(() => "still running" as const)]);
   const ms = performance.now() - t0;
   expect(code).toBe(0);
-  // the sessions were ended, not cut off by the drain's deadline
-  expect(ms).toBeLessThan(SHUTDOWN_DRAIN_MS);
+  // within N = 10 s (an orchestrator's grace period is typically 30 s; it took ~1 s here), and because the sessions
+  // were ended, not because the drain's deadline cut their connections (that path logs the warning)
+  expect(ms).toBeLessThan(10_000);
   expect(stderr.some((l) => l.includes("outlived the shutdown drain"))).toBe(false);
 
   // the waiting write was answered as documented (the question was not completed, call again) and made no cart
