@@ -10,7 +10,9 @@
  *   stream is read chunk by chunk, counting bytes, and cancelled (the request aborted, which closes the connection)
  *   as soon as the count passes the cap. Without this an outside server could stream gigabytes into our memory
  *   until the deadline (security audit C-1: 3 CIMD requests took the gateway from 126 MB to 867 MB).
- *   Bytes are counted after Bun's transparent decompression, so a compressed bomb is bounded too.
+ *   Bytes are counted after Bun's transparent decompression, so a compressed bomb is bounded too (Bun inflates
+ *   incrementally, at most 256 KiB a chunk: test/unit/outbound-http.test.ts pins it). A body whose
+ *   Content-Encoding does not decode is `ResponseUndecodableError`: the server answered, with garbage.
  * - `discardBody` drops a body we do not use, so the connection is released at once.
  *
  * Every outside body we read goes through here; the caps are chosen by the caller, sized to what it needs
@@ -32,6 +34,23 @@ export class ResponseTooLargeError extends Error {
         : `the answer is longer than the ${limitBytes}-byte limit`,
     );
   }
+}
+
+/**
+ * The answer's body does not decode as its Content-Encoding says (a corrupt gzip, deflate, brotli or zstd stream):
+ * the server did answer, and asking again will not help, unlike a timeout or a reset.
+ */
+export class ResponseUndecodableError extends Error {
+  override readonly name = "ResponseUndecodableError";
+  constructor(readonly encodingError: string) {
+    super(`the answer's body does not decode (${encodingError})`);
+  }
+}
+
+/** Bun's decompression failures: a TypeError whose code names the decoder (`ZlibError`, `BrotliDecompressionError`, …). */
+function decodeFailure(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^(ZlibError|BrotliDecompressionError|ZstdDecompressionError)$/.test(code) ? code : undefined;
 }
 
 /** Where a vetted URL is fetched: its vetted IP, with the name it was written with as Host and TLS server name. */
@@ -56,13 +75,19 @@ export async function fetchVetted(vetted: VettedUrl, init: VettedInit): Promise<
   const headers = new Headers(given);
   headers.set("host", hostHeader);
   const timeout = AbortSignal.timeout(timeoutMs);
-  return fetch(target, {
-    ...rest,
-    headers,
-    redirect: "manual",
-    signal: controller ? AbortSignal.any([controller.signal, timeout]) : timeout,
-    ...(serverName ? { tls: { serverName } } : {}),
-  } as RequestInit);
+  try {
+    return await fetch(target, {
+      ...rest,
+      headers,
+      redirect: "manual",
+      signal: controller ? AbortSignal.any([controller.signal, timeout]) : timeout,
+      ...(serverName ? { tls: { serverName } } : {}),
+    } as RequestInit);
+  } catch (err) {
+    // Bun decodes the body while reading it, but a small body may already be decoded before fetch() resolves
+    const code = decodeFailure(err);
+    throw code ? new ResponseUndecodableError(code) : err;
+  }
 }
 
 /** Stops a body we will not read further: cancels its stream and aborts the request (closing the connection). */
@@ -78,7 +103,8 @@ export async function discardBody(res: Response, controller?: AbortController): 
 
 /**
  * The body's bytes, at most `maxBytes` of them; more (declared or counted) is `ResponseTooLargeError`, after the
- * stream was cancelled and `controller` aborted. Errors of the stream itself (the deadline, a reset) are rethrown.
+ * stream was cancelled and `controller` aborted. A body that does not decode is `ResponseUndecodableError`. Errors
+ * of the stream itself (the deadline, a reset) are rethrown.
  */
 export async function readBoundedBytes(res: Response, maxBytes: number, controller?: AbortController): Promise<Uint8Array> {
   const declared = res.headers.get("content-length")?.trim();
@@ -100,7 +126,8 @@ export async function readBoundedBytes(res: Response, maxBytes: number, controll
     }
   } catch (err) {
     await stop(reader, controller);
-    throw err;
+    const code = decodeFailure(err);
+    throw code ? new ResponseUndecodableError(code) : err;
   }
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(total);

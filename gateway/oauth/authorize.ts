@@ -60,9 +60,9 @@ interface Validated {
 /** Errors that must not be redirected (the client or redirect URI cannot be trusted). */
 class PageError extends Error {}
 
-async function validate(svc: Services, p: Params): Promise<Validated> {
+async function validate(svc: Services, p: Params, from: string): Promise<Validated> {
   if (!p.client_id) throw new PageError("The request has no client_id.");
-  const client = await getClient(svc, p.client_id);
+  const client = await getClient(svc, p.client_id, from);
   if (!client) throw new PageError("Unknown client.");
   let redirectUri = p.redirect_uri;
   if (!redirectUri && client.redirectUris.length === 1) redirectUri = client.redirectUris[0];
@@ -160,6 +160,13 @@ export function authorizeRoutes(svc: Services) {
   /** `redirect`: whether an error of the request may go back to the client (only once the user acted on the form). */
   const handleError = (err: unknown, set: { status?: number | string; headers: Record<string, string | number> }, redirect: boolean) => {
     const headers = set.headers as Record<string, string>;
+    if (err instanceof OAuthError && err.retryAfterSeconds !== undefined) {
+      // a refusal that passes (503 temporarily_unavailable: the client's metadata document cannot be fetched now)
+      pageHeaders(headers);
+      set.status = err.status;
+      headers["retry-after"] = String(err.retryAfterSeconds);
+      return errorPage(err.description);
+    }
     if (err instanceof PageError) {
       pageHeaders(headers);
       set.status = 400;
@@ -182,10 +189,10 @@ export function authorizeRoutes(svc: Services) {
   return new Elysia({ name: "oauth-authorize" })
     .get(
       `${OAUTH_BASE}/authorize`,
-      async ({ query, set }) => {
+      async ({ query, request, server, set }) => {
         const p = pick(stringFields(query));
         try {
-          const v = await validate(svc, p);
+          const v = await validate(svc, p, clientIp(request, server));
           const nonce = randomBytes(32).toString("base64url");
           const headers = set.headers as Record<string, string>;
           pageHeaders(headers);
@@ -218,7 +225,7 @@ export function authorizeRoutes(svc: Services) {
             set.status = 403;
             return errorPage("The form has expired or did not come from this site. Start the authorization again.");
           }
-          const v = await validate(svc, p);
+          const v = await validate(svc, p, clientIp(request, server));
           if (form.decision !== "allow") {
             set.status = 302;
             headers.location = redirectWith(svc, v, { error: "access_denied", error_description: "the user denied the request" });

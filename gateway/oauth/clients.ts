@@ -1,14 +1,16 @@
 /**
  * OAuth clients: registered ones (RFC 7591, table oauth_clients) and Client ID Metadata Documents (the client_id
  * is an https URL whose JSON document describes the client; fetched through the SSRF guard from the vetted address,
- * at most 16 KiB, at most CIMD_MAX_IN_FLIGHT fetches at once per gateway, cached 5 minutes), and client
- * authentication at the token endpoint (none, client_secret_basic, client_secret_post).
+ * at most 16 KiB within 3 s, at most 2 fetches at once per client address and 64 per gateway, cached 5 minutes and
+ * served stale up to an hour more while a refetch fails), and client authentication at the token endpoint (none,
+ * client_secret_basic, client_secret_post).
  */
-import { fail } from "../../actors/runtime/errors.ts";
-import { timingSafeEqualStr } from "../../infra/crypto.ts";
-import { fetchVetted, readBoundedJson } from "../../infra/outbound-http.ts";
-import { assertPublicUrl } from "../../infra/ssrf.ts";
 import { SCOPES } from "../../actors/agent/access.ts";
+import { ipBucketKey } from "../../actors/agent/limits.ts";
+import { ActorError } from "../../actors/runtime/errors.ts";
+import { timingSafeEqualStr } from "../../infra/crypto.ts";
+import { fetchVetted, readBoundedJson, ResponseTooLargeError, ResponseUndecodableError } from "../../infra/outbound-http.ts";
+import { assertPublicUrl, type Resolver, type VettedUrl } from "../../infra/ssrf.ts";
 import type { Services } from "../services.ts";
 import { OAuthError, sha256hex } from "./common.ts";
 
@@ -28,18 +30,101 @@ export interface OAuthClient {
   source: "registered" | "metadata-document";
 }
 
-const CIMD_TTL_MS = 5 * 60_000;
+/** A document fetched and accepted is served from the cache this long without asking its host again. */
+export const CIMD_TTL_MS = 5 * 60_000;
+/**
+ * Past its TTL, a document fetched and accepted before is still served for this long while a refetch cannot start
+ * (the fetch slots are busy) or fails transiently (timeout, reset, DNS failure, 5xx, 408, 429): a client that works
+ * keeps refreshing its tokens through its host's outage or an attack on our fetch slots, for a bounded time.
+ */
+export const CIMD_STALE_MS = 60 * 60_000;
+/** After a transient failure, the stale document (or, with none, "unknown") stands this long before the next try. */
+export const CIMD_RETRY_MS = 30_000;
 export const CIMD_MAX_BYTES = 16 * 1024;
-const CIMD_TIMEOUT_MS = 5_000;
+/**
+ * One deadline over the whole fetch, the DNS lookup included (a 16 KiB document needs no more): at the deadline the
+ * request is aborted and the slot freed. Only a DNS lookup can outlive it (it cannot be cancelled); Bun resolves with
+ * c-ares on Linux, asynchronously, so an orphaned lookup holds a pending query, not a thread.
+ */
+export const CIMD_DEADLINE_MS = 3_000;
 /**
  * Metadata documents being fetched at once by this gateway. Anyone can make us fetch a URL of their choosing
- * (GET /oauth/authorize needs no credentials), so the number of outbound fetches they can hold open is bounded
- * too; past it the request is refused at once (503 service_unavailable) rather than queued behind slow hosts.
+ * (GET /oauth/authorize needs no credentials), so the fetches they can hold open are bounded: at most
+ * CIMD_MAX_IN_FLIGHT_PER_ADDRESS started for one client address (ipBucketKey: an IPv4 address, an IPv6 /64) and
+ * CIMD_MAX_IN_FLIGHT in all. Past either, the request is refused at once (503 temporarily_unavailable, Retry-After)
+ * rather than queued behind slow hosts, unless a stale document can answer it.
  */
-export const CIMD_MAX_IN_FLIGHT = 8;
-const cimdCache = new Map<string, { at: number; client: OAuthClient | null }>();
-/** Fetches under way, by client_id: concurrent requests for one document share one fetch (and one slot). */
-const cimdInFlight = new Map<string, Promise<OAuthClient | null>>();
+export const CIMD_MAX_IN_FLIGHT = 64;
+export const CIMD_MAX_IN_FLIGHT_PER_ADDRESS = 2;
+export const CIMD_RETRY_AFTER_SECONDS = 5;
+/** Documents kept: accepted ones and refused ones apart, so a flood of junk ids cannot evict the clients that work. */
+const KNOWN_MAX = 5_000;
+const UNKNOWN_MAX = 1_000;
+
+/** Services.extras key of the cache's clock (ms since the epoch; tests move it past the TTL). Default Date.now. */
+export const EXTRAS_CIMD_CLOCK = "oauth.cimd.clock";
+/** Services.extras key of a DNS resolver for document hosts (tests inject one; default: the system's). */
+export const EXTRAS_CIMD_RESOLVER = "oauth.cimd.resolve";
+
+/** What one fetch of a document came to: a client, a definite refusal, or a failure that may pass. */
+type Fetched = { kind: "document"; client: OAuthClient } | { kind: "refused" } | { kind: "failed" };
+
+/** One gateway's documents (Services.extras): the cache, the fetches under way and the slots each address holds. */
+class MetadataDocuments {
+  /** Accepted documents by client_id: `at` when fetched, `retryAt` no refetch before (after a transient failure). */
+  readonly known = new Map<string, { client: OAuthClient; at: number; retryAt: number }>();
+  /** Unknown client_ids, until when. */
+  readonly unknown = new Map<string, number>();
+  /** Fetches under way, by client_id: concurrent requests for one document share one fetch (and one slot). */
+  readonly inFlight = new Map<string, Promise<OAuthClient | null>>();
+  /** Slots held per client address (ipBucketKey of the request that started the fetch). */
+  readonly perAddress = new Map<string, number>();
+
+  /** Records a fetch's outcome and gives the client to answer with. */
+  settle(clientId: string, fetched: Fetched, now: number): OAuthClient | null {
+    if (fetched.kind === "document") {
+      this.unknown.delete(clientId);
+      remember(this.known, clientId, { client: fetched.client, at: now, retryAt: 0 }, KNOWN_MAX);
+      return fetched.client;
+    }
+    const known = this.known.get(clientId);
+    if (fetched.kind === "failed" && known && now - known.at < CIMD_TTL_MS + CIMD_STALE_MS) {
+      known.retryAt = now + CIMD_RETRY_MS;
+      return known.client;
+    }
+    // refused by its host (or failed with no document to fall back on): unknown, a failure only briefly
+    this.known.delete(clientId);
+    remember(this.unknown, clientId, now + (fetched.kind === "refused" ? CIMD_TTL_MS : CIMD_RETRY_MS), UNKNOWN_MAX);
+    return null;
+  }
+
+  take(address: string): void {
+    this.perAddress.set(address, (this.perAddress.get(address) ?? 0) + 1);
+  }
+
+  release(address: string): void {
+    const held = (this.perAddress.get(address) ?? 1) - 1;
+    if (held > 0) this.perAddress.set(address, held);
+    else this.perAddress.delete(address);
+  }
+}
+
+/** Sets `key` as the newest entry, dropping the oldest past `max`. */
+function remember<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > max) map.delete(map.keys().next().value!);
+}
+
+function documents(svc: Services): MetadataDocuments {
+  let docs = svc.extras.get("oauth.cimd.documents") as MetadataDocuments | undefined;
+  if (!docs) svc.extras.set("oauth.cimd.documents", (docs = new MetadataDocuments()));
+  return docs;
+}
+
+function clock(svc: Services): number {
+  return ((svc.extras.get(EXTRAS_CIMD_CLOCK) as (() => number) | undefined) ?? Date.now)();
+}
 
 export function isMetadataDocumentId(clientId: string): boolean {
   return /^https?:\/\//.test(clientId);
@@ -59,67 +144,132 @@ export function isAcceptableRedirectUri(value: string): boolean {
   return /^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/.test(u.protocol) && !["javascript:", "data:", "file:"].includes(u.protocol);
 }
 
-async function fetchMetadataDocument(svc: Services, clientId: string): Promise<OAuthClient | null> {
-  const vetted = await assertPublicUrl(clientId, { allowPrivate: svc.config.ALLOW_PRIVATE_URLS, field: "client_id" }).catch(() => null);
-  if (!vetted || vetted.url.hash || vetted.url.pathname === "/") return null;
+/** Statuses that say the host is busy or broken right now, not that the document is gone. */
+const TRANSIENT_STATUS = new Set([408, 429, 500, 502, 503, 504]);
+
+/** The document's client, or why there is none. Never throws; stops early once `controller` is aborted. */
+async function fetchMetadataDocument(svc: Services, clientId: string, controller: AbortController): Promise<Fetched> {
+  let vetted: VettedUrl;
   try {
-    const controller = new AbortController();
-    const res = await fetchVetted(vetted, { timeoutMs: CIMD_TIMEOUT_MS, controller, headers: { accept: "application/json" } });
-    if (res.status !== 200) {
-      controller.abort();
-      return null;
-    }
+    const resolve = svc.extras.get(EXTRAS_CIMD_RESOLVER) as Resolver | undefined;
+    vetted = await assertPublicUrl(clientId, { allowPrivate: svc.config.ALLOW_PRIVATE_URLS, field: "client_id", resolve });
+  } catch (err) {
+    // a name that does not resolve now may resolve again (a DNS outage); an address we refuse to call stays refused
+    return err instanceof ActorError && err.details?.reason === "unresolvable" ? { kind: "failed" } : { kind: "refused" };
+  }
+  if (vetted.url.hash || vetted.url.pathname === "/") return { kind: "refused" };
+  if (controller.signal.aborted) return { kind: "failed" };
+  let res: Response;
+  try {
+    res = await fetchVetted(vetted, { timeoutMs: CIMD_DEADLINE_MS, controller, headers: { accept: "application/json" } });
+  } catch (err) {
+    return err instanceof ResponseUndecodableError ? { kind: "refused" } : { kind: "failed" };
+  }
+  if (res.status !== 200) {
+    controller.abort();
+    return TRANSIENT_STATUS.has(res.status) ? { kind: "failed" } : { kind: "refused" };
+  }
+  let doc: Record<string, unknown> | null;
+  try {
     // Over 16 KiB (declared or counted) the fetch is stopped there and the document refused: never read whole.
-    const doc = (await readBoundedJson(res, CIMD_MAX_BYTES, controller)) as Record<string, unknown> | null;
-    if (!doc || typeof doc !== "object") return null;
-    // The document must name itself, or anyone could point at someone else's document.
-    if (doc.client_id !== clientId) return null;
-    const redirects = Array.isArray(doc.redirect_uris) ? doc.redirect_uris.filter((x): x is string => typeof x === "string") : [];
-    if (!redirects.length || !redirects.every(isAcceptableRedirectUri)) return null;
-    const method = doc.token_endpoint_auth_method ?? "none";
-    // A metadata document cannot carry a shared secret, so such clients are public.
-    if (method !== "none") return null;
-    const scopes = typeof doc.scope === "string" ? doc.scope.split(" ").filter((s) => (SCOPES as readonly string[]).includes(s)) : [...SCOPES];
-    return {
-      clientId,
-      secretHash: null,
-      name: typeof doc.client_name === "string" ? doc.client_name.slice(0, 200) : new URL(clientId).host,
-      redirectUris: redirects,
-      grantTypes: ["authorization_code", "refresh_token"],
-      authMethod: "none",
-      scopes,
-      ownerUserId: null,
-      source: "metadata-document",
-    };
-  } catch {
-    return null;
+    doc = (await readBoundedJson(res, CIMD_MAX_BYTES, controller)) as Record<string, unknown> | null;
+  } catch (err) {
+    // the host answered, with too much, garbage or not JSON; a timeout or reset mid-body may pass
+    return err instanceof ResponseTooLargeError || err instanceof ResponseUndecodableError || err instanceof SyntaxError ? { kind: "refused" } : { kind: "failed" };
+  }
+  const client = metadataClient(clientId, doc);
+  return client ? { kind: "document", client } : { kind: "refused" };
+}
+
+/** The client a fetched document describes, or null if it is not an acceptable document for this client_id. */
+function metadataClient(clientId: string, doc: Record<string, unknown> | null): OAuthClient | null {
+  if (!doc || typeof doc !== "object") return null;
+  // The document must name itself, or anyone could point at someone else's document.
+  if (doc.client_id !== clientId) return null;
+  const redirects = Array.isArray(doc.redirect_uris) ? doc.redirect_uris.filter((x): x is string => typeof x === "string") : [];
+  if (!redirects.length || !redirects.every(isAcceptableRedirectUri)) return null;
+  const method = doc.token_endpoint_auth_method ?? "none";
+  // A metadata document cannot carry a shared secret, so such clients are public.
+  if (method !== "none") return null;
+  const scopes = typeof doc.scope === "string" ? doc.scope.split(" ").filter((s) => (SCOPES as readonly string[]).includes(s)) : [...SCOPES];
+  return {
+    clientId,
+    secretHash: null,
+    name: typeof doc.client_name === "string" ? doc.client_name.slice(0, 200) : new URL(clientId).host,
+    redirectUris: redirects,
+    grantTypes: ["authorization_code", "refresh_token"],
+    authMethod: "none",
+    scopes,
+    ownerUserId: null,
+    source: "metadata-document",
+  };
+}
+
+/** fetchMetadataDocument under one deadline (CIMD_DEADLINE_MS), its DNS lookup included. */
+async function fetchWithinDeadline(svc: Services, clientId: string): Promise<Fetched> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<Fetched>((resolve) => {
+    timer = setTimeout(() => {
+      controller.abort(new DOMException("the client metadata document took too long", "TimeoutError"));
+      resolve({ kind: "failed" });
+    }, CIMD_DEADLINE_MS);
+  });
+  try {
+    return await Promise.race([fetchMetadataDocument(svc, clientId, controller), deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
-export async function getClient(svc: Services, clientId: string): Promise<OAuthClient | null> {
-  if (!clientId || clientId.length > 2048) return null;
-  if (isMetadataDocumentId(clientId)) {
-    const hit = cimdCache.get(clientId);
-    if (hit && Date.now() - hit.at < CIMD_TTL_MS) return hit.client;
-    const running = cimdInFlight.get(clientId);
-    if (running) return running;
-    if (cimdInFlight.size >= CIMD_MAX_IN_FLIGHT) {
-      // Not cached: the document itself may be fine, this gateway is only busy fetching others.
-      throw fail("service_unavailable", "Too many client metadata documents are being fetched right now; retry in a few seconds.", {
-        reason: "client_metadata_fetches_busy",
-        limit: CIMD_MAX_IN_FLIGHT,
-      });
-    }
-    const fetching = fetchMetadataDocument(svc, clientId)
-      .then((client) => {
-        cimdCache.set(clientId, { at: Date.now(), client });
-        if (cimdCache.size > 1000) cimdCache.delete(cimdCache.keys().next().value!);
-        return client;
-      })
-      .finally(() => cimdInFlight.delete(clientId));
-    cimdInFlight.set(clientId, fetching);
-    return fetching;
+/**
+ * A Client ID Metadata Document's client: from the cache while fresh, else fetched (one fetch per client_id at a
+ * time, in the slots of `from`'s address); a stale document answers when the fetch cannot start or fails transiently.
+ */
+async function metadataDocumentClient(svc: Services, clientId: string, from: string): Promise<OAuthClient | null> {
+  const docs = documents(svc);
+  const now = clock(svc);
+  const known = docs.known.get(clientId);
+  if (known && now - known.at < CIMD_TTL_MS) return known.client;
+  const stale = known && now - known.at < CIMD_TTL_MS + CIMD_STALE_MS ? known : undefined;
+  if (stale && now < stale.retryAt) return stale.client;
+  const unknownUntil = docs.unknown.get(clientId);
+  if (!stale && unknownUntil !== undefined && now < unknownUntil) return null;
+  const running = docs.inFlight.get(clientId);
+  if (running) return running;
+  const address = ipBucketKey(from);
+  const perAddressFull = (docs.perAddress.get(address) ?? 0) >= CIMD_MAX_IN_FLIGHT_PER_ADDRESS;
+  if (perAddressFull || docs.inFlight.size >= CIMD_MAX_IN_FLIGHT) {
+    if (stale) return stale.client;
+    // Not cached: the document itself may be fine, this gateway only will not fetch more right now. Not cached as
+    // unknown either: asked again once a slot is free, it is fetched.
+    throw new OAuthError(
+      "temporarily_unavailable",
+      perAddressFull
+        ? `Too many client metadata documents are being fetched for your address right now (at most ${CIMD_MAX_IN_FLIGHT_PER_ADDRESS}); retry in a few seconds.`
+        : `Too many client metadata documents are being fetched right now (at most ${CIMD_MAX_IN_FLIGHT}); retry in a few seconds.`,
+      503,
+      CIMD_RETRY_AFTER_SECONDS,
+    );
   }
+  docs.take(address);
+  const fetching = fetchWithinDeadline(svc, clientId)
+    .then((fetched) => docs.settle(clientId, fetched, clock(svc)))
+    .finally(() => {
+      docs.inFlight.delete(clientId);
+      docs.release(address);
+    });
+  docs.inFlight.set(clientId, fetching);
+  return fetching;
+}
+
+/**
+ * A client by its client_id: a registered one (oauth_clients), or a Client ID Metadata Document's. `from` is the
+ * requester's address, whose share of the document fetches a fetch started for it takes.
+ */
+export async function getClient(svc: Services, clientId: string, from: string): Promise<OAuthClient | null> {
+  if (!clientId || clientId.length > 2048) return null;
+  if (isMetadataDocumentId(clientId)) return metadataDocumentClient(svc, clientId, from);
   const rows = await svc.sql<
     { client_id: string; secret_hash: string | null; client_name: string; redirect_uris: string[]; grant_types: GrantType[]; token_endpoint_auth_method: AuthMethod; scope: string; owner_user_id: string | null }[]
   >`SELECT client_id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope, owner_user_id
@@ -153,13 +303,16 @@ function basicCredentials(authorization: string | null): { id: string; secret: s
   }
 }
 
-/** Authenticates the client of a token/revocation request with the method it registered; else invalid_client. */
-export async function authenticateClient(svc: Services, authorization: string | null, form: Record<string, string>): Promise<OAuthClient> {
+/**
+ * Authenticates the client of a token/revocation request with the method it registered; else invalid_client.
+ * `from`: the requester's address (getClient).
+ */
+export async function authenticateClient(svc: Services, authorization: string | null, form: Record<string, string>, from: string): Promise<OAuthClient> {
   const basic = basicCredentials(authorization);
   const clientId = basic?.id ?? form.client_id;
   if (!clientId) throw new OAuthError("invalid_client", "client authentication is required (client_id)");
   if (basic && form.client_id && form.client_id !== basic.id) throw new OAuthError("invalid_request", "client_id in the body differs from the Basic credentials");
-  const client = await getClient(svc, clientId);
+  const client = await getClient(svc, clientId, from);
   // Still hash something when the client is unknown, so timing does not reveal registered ids.
   const presented = basic?.secret ?? form.client_secret ?? null;
   const presentedHash = presented !== null ? sha256hex(presented) : "";

@@ -106,14 +106,19 @@ export type OAuthErrorCode =
   | "invalid_client_metadata"
   | "unsupported_token_type"
   | "access_denied"
-  | "unsupported_response_type";
+  | "unsupported_response_type"
+  | "temporarily_unavailable";
 
-/** Thrown inside the OAuth endpoints; turned into an RFC 6749 §5.2 body by `oauthErrorBody`. */
+/**
+ * Thrown inside the OAuth endpoints; turned into an RFC 6749 §5.2 body by `oauthErrorBody`. `retryAfterSeconds`
+ * marks a refusal that passes (503 temporarily_unavailable): it is sent as Retry-After.
+ */
 export class OAuthError extends Error {
   constructor(
     readonly error: OAuthErrorCode,
     readonly description: string,
-    readonly status = error === "invalid_client" ? 401 : 400,
+    readonly status = error === "invalid_client" ? 401 : error === "temporarily_unavailable" ? 503 : 400,
+    readonly retryAfterSeconds?: number,
   ) {
     super(description);
   }
@@ -129,10 +134,11 @@ export function oauthErrorBody(err: OAuthError): { success: false; error: string
 
 /**
  * The error half every OAuth endpoint shares: an OAuthError thrown by `run` is answered as its RFC 6749 §5.2 body
- * with its status (`onOAuthError` may add a header first); anything else goes on to the global error handler.
+ * with its status and Retry-After if it has one (`onOAuthError` may add a header first); anything else goes on to
+ * the global error handler.
  */
 export async function answerOAuthErrors<T>(
-  set: { status?: number | string },
+  set: { status?: number | string; headers: Record<string, string | number> },
   run: () => Promise<T>,
   onOAuthError?: (err: OAuthError) => void,
 ): Promise<T | ReturnType<typeof oauthErrorBody>> {
@@ -141,6 +147,7 @@ export async function answerOAuthErrors<T>(
   } catch (err) {
     if (!(err instanceof OAuthError)) throw err;
     set.status = err.status;
+    if (err.retryAfterSeconds !== undefined) set.headers["retry-after"] = String(err.retryAfterSeconds);
     onOAuthError?.(err);
     return oauthErrorBody(err);
   }

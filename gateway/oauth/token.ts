@@ -6,6 +6,7 @@
  */
 import { Elysia, t } from "elysia";
 import { timingSafeEqualStr } from "../../infra/crypto.ts";
+import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { authenticateClient } from "./clients.ts";
 import { answerOAuthErrors, noStore, OAUTH_BASE, OAuthError, sha256b64url, slugFromResource, storeExists, stringFields } from "./common.ts";
@@ -28,14 +29,14 @@ export function tokenRoutes(svc: Services) {
   return new Elysia({ name: "oauth-token" })
     .post(
       `${OAUTH_BASE}/token`,
-      async ({ body, request, set }) => {
+      async ({ body, request, server, set }) => {
         const headers = set.headers as Record<string, string>;
         noStore(headers);
         return answerOAuthErrors(
           set,
           async () => {
             const form = stringFields(body);
-            const client = await authenticateClient(svc, request.headers.get("authorization"), form);
+            const client = await authenticateClient(svc, request.headers.get("authorization"), form, clientIp(request, server));
             const grant = form.grant_type;
             if (!grant) throw new OAuthError("invalid_request", "grant_type is required");
             if (!["authorization_code", "refresh_token", "client_credentials"].includes(grant)) {
@@ -98,17 +99,18 @@ export function tokenRoutes(svc: Services) {
             400: { description: "invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope, invalid_target" },
             401: { description: "invalid_client" },
             429: { description: "rate_limit_exceeded" },
+            503: { description: "temporarily_unavailable with Retry-After: the client's metadata document cannot be fetched right now (too many fetches in flight)" },
           },
         },
       },
     )
     .post(
       `${OAUTH_BASE}/revoke`,
-      async ({ body, request, set }) => {
+      async ({ body, request, server, set }) => {
         noStore(set.headers as Record<string, string>);
         return answerOAuthErrors(set, async () => {
           const form = stringFields(body);
-          const client = await authenticateClient(svc, request.headers.get("authorization"), form);
+          const client = await authenticateClient(svc, request.headers.get("authorization"), form, clientIp(request, server));
           if (!form.token) throw new OAuthError("invalid_request", "token is required");
           // Access tokens are short-lived JWTs and are not revoked individually; refresh tokens revoke their family.
           await revokeRefreshToken(svc, form.token, client.clientId);
@@ -121,7 +123,13 @@ export function tokenRoutes(svc: Services) {
           tags: ["oauth"],
           summary: "Token revocation (RFC 7009)",
           description: "Revokes a refresh token and every token rotated from the same authorization. 200 {} also for unknown tokens.",
-          responses: { 200: { description: "Revoked (or unknown)" }, 400: { description: "invalid_request" }, 401: { description: "invalid_client" }, 429: { description: "rate_limit_exceeded" } },
+          responses: {
+            200: { description: "Revoked (or unknown)" },
+            400: { description: "invalid_request" },
+            401: { description: "invalid_client" },
+            429: { description: "rate_limit_exceeded" },
+            503: { description: "temporarily_unavailable with Retry-After: the client's metadata document cannot be fetched right now (too many fetches in flight)" },
+          },
         },
       },
     );

@@ -106,6 +106,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     success: [raw(M.Html, "The consent page (HTML).", 200, "text/html")],
     htmlErrors: {
       400: "An unknown client or redirect URI, or an invalid request (response_type, PKCE, scope, resource): an HTML page for the human, never a redirect (clients are self-registered; RFC 9700 §4.11.2).",
+      503: "The client's metadata document cannot be fetched right now (too many fetches in flight for the caller's address or the gateway): an HTML page, with Retry-After.",
     },
   },
   "POST /api/v1/oauth/authorize": {
@@ -114,18 +115,19 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       400: "An unknown client or redirect URI (HTML page).",
       401: "Wrong e-mail or password: the consent page again (HTML).",
       403: "The form's CSRF token is missing or stale (HTML page).",
+      503: "The client's metadata document cannot be fetched right now (HTML page, Retry-After).",
     },
     body: { schema: M.OAuthConsentBody, required: true, contentType: "application/x-www-form-urlencoded" },
   },
   "POST /api/v1/oauth/token": {
     success: [raw(M.OAuthToken, "Access (and refresh) token.")],
-    errors: { 400: ["invalid_request", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope", "invalid_target"], 401: ["invalid_client"] },
+    errors: { 400: ["invalid_request", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope", "invalid_target"], 401: ["invalid_client"], 503: ["temporarily_unavailable"] },
     errorSchema: M.OAuthErrorBody,
     body: { schema: M.OAuthTokenBody, required: true, contentType: "application/x-www-form-urlencoded" },
   },
   "POST /api/v1/oauth/revoke": {
     success: [raw(M.OAuthRevoked, "Revoked (or unknown).")],
-    errors: { 400: ["invalid_request"], 401: ["invalid_client"] },
+    errors: { 400: ["invalid_request"], 401: ["invalid_client"], 503: ["temporarily_unavailable"] },
     errorSchema: M.OAuthErrorBody,
     body: { schema: M.OAuthRevokeBody, required: true, contentType: "application/x-www-form-urlencoded" },
   },

@@ -2,9 +2,12 @@
  * The bounded reader of outside servers' answers (infra/outbound-http.ts, security audit C-1): a body is refused
  * past its byte cap without being read whole, and text is decoded from bytes (the cap counts bytes, not characters).
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createServer, type Server, type Socket } from "node:net";
+import { constants, createGzip, gzipSync } from "node:zlib";
 import { describeThrown } from "../../infra/describe-thrown.ts";
-import { readBoundedBytes, readBoundedJson, readBoundedText, ResponseTooLargeError } from "../../infra/outbound-http.ts";
+import { fetchVetted, readBoundedBytes, readBoundedJson, readBoundedText, ResponseTooLargeError, ResponseUndecodableError } from "../../infra/outbound-http.ts";
+import type { VettedUrl } from "../../infra/ssrf.ts";
 
 const enc = new TextEncoder();
 
@@ -114,6 +117,122 @@ describe("readBoundedText and readBoundedJson", () => {
   test("a body that is not JSON is a SyntaxError", async () => {
     const { res } = streamed([enc.encode("not json")]);
     await expect(readBoundedJson(res, 100)).rejects.toBeInstanceOf(SyntaxError);
+  });
+});
+
+/**
+ * Answers from a real socket, through Bun's fetch (which decompresses): each records the bytes it put on the wire
+ * and whether the connection closed.
+ *  - `/gzip-endless`: a gzip stream of zeros that never ends (chunked);
+ *  - `/gzip-bomb`: 1 MiB of gzip, sent in one write, that inflates to 1 GiB;
+ *  - `/bad-gzip`, `/bad-br`: a plain body labelled gzip or br;
+ *  - `/trickle`: a chunked body of one byte every 50 ms, forever.
+ */
+const wire: Record<string, { written: number; closed: boolean }> = {};
+let upstream: Server;
+let port = 0;
+/** 1 MiB of gzip that inflates to 1 GiB: 16 members of 64 MiB of zeros each (Bun inflates every member). */
+const BOMB = Buffer.concat(Array<Buffer>(16).fill(gzipSync(Buffer.alloc(64 * 1024 * 1024), { level: 9 })));
+
+beforeAll(async () => {
+  upstream = createServer((sock: Socket) => {
+    sock.on("error", () => {});
+    sock.once("data", (data) => {
+      const path = /^[A-Z]+ (\S+)/.exec(data.toString("latin1"))?.[1] ?? "/";
+      const rec: { written: number; closed: boolean } = { written: 0, closed: false };
+      wire[path] = rec;
+      sock.on("close", () => {
+        rec.closed = true;
+      });
+      const send = (b: Buffer | string) => {
+        rec.written += Buffer.byteLength(b);
+        return sock.write(b);
+      };
+      const chunked = (b: Buffer) => send(Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from("\r\n")]));
+      if (path === "/gzip-endless") {
+        send("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n");
+        const gzip = createGzip({ flush: constants.Z_SYNC_FLUSH });
+        gzip.on("data", (b: Buffer) => {
+          if (sock.destroyed || chunked(b)) return;
+          gzip.pause();
+          sock.once("drain", () => gzip.resume());
+        });
+        const zeros = Buffer.alloc(1024 * 1024);
+        const feed = () => {
+          while (!sock.destroyed) if (!gzip.write(zeros)) return void gzip.once("drain", feed);
+          gzip.destroy();
+        };
+        feed();
+      } else if (path === "/gzip-bomb") {
+        send(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: ${BOMB.length}\r\n\r\n`);
+        send(BOMB);
+      } else if (path === "/bad-gzip" || path === "/bad-br") {
+        const body = '{"in_stock":true} labelled compressed, sent plain';
+        send(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: ${path === "/bad-gzip" ? "gzip" : "br"}\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+      } else if (path === "/trickle") {
+        send("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n");
+        const timer = setInterval(() => (sock.destroyed ? clearInterval(timer) : chunked(Buffer.from(" "))), 50);
+      } else {
+        sock.end("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
+      }
+    });
+  });
+  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
+  port = (upstream.address() as { port: number }).port;
+});
+afterAll(() => upstream?.close());
+
+function local(path: string): VettedUrl {
+  return { url: new URL(`http://127.0.0.1:${port}${path}`), hostname: "127.0.0.1", address: "127.0.0.1", family: 4, addresses: ["127.0.0.1"], port };
+}
+
+async function closed(path: string): Promise<{ written: number }> {
+  for (let i = 0; i < 250 && !wire[path]?.closed; i++) await Bun.sleep(20);
+  expect(wire[path]?.closed).toBe(true);
+  return wire[path]!;
+}
+
+describe("bodies read from a real server", () => {
+  test("the cap counts decoded bytes: an endless gzip stream of zeros is stopped past 16 KiB decoded, a few KiB into the wire", async () => {
+    const controller = new AbortController();
+    const res = await fetchVetted(local("/gzip-endless"), { timeoutMs: 10_000, controller });
+    const err = await readBoundedBytes(res, 16 * 1024, controller).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ResponseTooLargeError);
+    // Bun inflates as the bytes come (at most 256 KiB decoded a chunk); one that inflated the whole body first would
+    // never get there (the stream has no end) and would time out instead
+    expect((await closed("/gzip-endless")).written).toBeLessThan(1024 * 1024);
+  });
+
+  test("a 1 MiB gzip bomb (1 GiB inflated) is refused without inflating it whole", async () => {
+    const before = process.memoryUsage().rss;
+    const controller = new AbortController();
+    const res = await fetchVetted(local("/gzip-bomb"), { timeoutMs: 10_000, controller });
+    await expect(readBoundedBytes(res, 16 * 1024, controller)).rejects.toBeInstanceOf(ResponseTooLargeError);
+    // inflated whole it would be 1 GiB; read through the cap it is a few chunks
+    expect(process.memoryUsage().rss - before).toBeLessThan(256 * 1024 * 1024);
+  });
+
+  test("a body that does not decode as its Content-Encoding says is ResponseUndecodableError, naming the decoder's error", async () => {
+    for (const [path, code] of [["/bad-gzip", "ZlibError"], ["/bad-br", "BrotliDecompressionError"]] as const) {
+      const controller = new AbortController();
+      const err = await fetchVetted(local(path), { timeoutMs: 5_000, controller })
+        .then((res) => readBoundedBytes(res, 4096, controller))
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ResponseUndecodableError);
+      expect((err as ResponseUndecodableError).encodingError).toBe(code);
+    }
+  });
+
+  test("the deadline covers the body: a body trickling one byte every 50 ms fails at timeoutMs with a TimeoutError", async () => {
+    const controller = new AbortController();
+    const started = performance.now();
+    const res = await fetchVetted(local("/trickle"), { timeoutMs: 800, controller });
+    const err = await readBoundedBytes(res, 16 * 1024, controller).catch((e: unknown) => e);
+    const elapsed = performance.now() - started;
+    expect((err as Error).name).toBe("TimeoutError");
+    expect(elapsed).toBeGreaterThanOrEqual(750);
+    expect(elapsed).toBeLessThan(5_000);
+    await closed("/trickle");
   });
 });
 

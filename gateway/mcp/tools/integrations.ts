@@ -16,7 +16,7 @@ import { assertBidCurrency, priorBidRounds, refuseBid } from "../../../actors/st
 import { toMinor } from "../../../actors/store/schemas.ts";
 import { displayBand } from "../../../actors/trust/bands.ts";
 import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../../actors/trust/explain.ts";
-import { discardBody, fetchVetted, readBoundedJson, ResponseTooLargeError } from "../../../infra/outbound-http.ts";
+import { discardBody, fetchVetted, readBoundedJson, ResponseTooLargeError, ResponseUndecodableError } from "../../../infra/outbound-http.ts";
 import { assertPublicUrl, type Resolver, type VettedUrl } from "../../../infra/ssrf.ts";
 import { toMajor } from "../../../search/money.ts";
 import { tokenService } from "../../identity.ts";
@@ -211,8 +211,17 @@ async function callPlatform(ctx: ToolContext, url: string, init: RequestInit, co
   try {
     return await fetchVetted(vetted, { ...init, timeoutMs: PLATFORM_TIMEOUT_MS, controller });
   } catch (err) {
+    if (err instanceof ResponseUndecodableError) throw undecodable(err);
     throw platformTransportFailure(err);
   }
+}
+
+/** The platform answered, but its body does not decode as its Content-Encoding says: retrying will not help. */
+function undecodable(err: ResponseUndecodableError): ActorError {
+  return fail("UPSTREAM_RESPONSE_INVALID", "The merchant platform's answer does not decode (its Content-Encoding is wrong).", {
+    reason: "undecodable",
+    encoding_error: err.encodingError,
+  });
 }
 
 /** A failed exchange with the platform (connecting, or reading its answer) as our error. */
@@ -230,7 +239,9 @@ function platformTransportFailure(err: unknown): ActorError {
 /**
  * The platform's JSON answer, at most PLATFORM_ANSWER_MAX_BYTES: a longer one (declared or streamed) is stopped
  * there and refused as UPSTREAM_RESPONSE_INVALID (security audit C-1: two anonymous calls against an endless body
- * took the gateway from 134 MB to 1.5 GB); a body that is not JSON is null.
+ * took the gateway from 134 MB to 1.5 GB); a body that does not decode (a corrupt gzip) is UPSTREAM_RESPONSE_INVALID
+ * too, as it was before the cap; a body that is not JSON is null. Only a timeout or a reset while reading is
+ * UPSTREAM_UNAVAILABLE.
  */
 async function readPlatformJson(res: Response, controller: AbortController): Promise<unknown> {
   try {
@@ -242,6 +253,7 @@ async function readPlatformJson(res: Response, controller: AbortController): Pro
         limit_bytes: PLATFORM_ANSWER_MAX_BYTES,
       });
     }
+    if (err instanceof ResponseUndecodableError) throw undecodable(err);
     if (err instanceof SyntaxError) return null;
     throw platformTransportFailure(err);
   }
@@ -278,7 +290,8 @@ export const checkLiveAvailability = defineTool({
     STORE_NOT_CONFIGURED: "the product has no platform_endpoint, or its TLS certificate does not verify (details.reason = tls_certificate)",
     UPSTREAM_UNAVAILABLE: "the platform is unreachable or slower than 3 s (its answer's body included)",
     UPSTREAM_ERROR: "the platform answers a non-2xx status",
-    UPSTREAM_RESPONSE_INVALID: "the platform's body is not {in_stock: boolean, quantity?: integer}, or is longer than 4 KiB (details.reason = too_large; reading stops there)",
+    UPSTREAM_RESPONSE_INVALID:
+      "the platform's body is not {in_stock: boolean, quantity?: integer}, is longer than 4 KiB (details.reason = too_large; reading stops there), or does not decode as its Content-Encoding says (details.reason = undecodable)",
   },
   async handler(a, ctx) {
     const { product } = await storeProduct(ctx, a.product_id);
