@@ -298,8 +298,22 @@ export function prepareLegsForCharge(sessionId: string, idempotencyKey: string, 
   });
 }
 
+/** One store's leg as answers show it (`details.stores` of a 202 approval and of a 402/409 rollback). */
+export interface LegOutcomeView {
+  store_id: string;
+  status: LegStatus;
+  /** What the rail last answered for this leg (null before its first attempt). */
+  outcome: LegOutcome | null;
+}
+
+export function legOutcomes(legs: readonly PaymentLeg[]): LegOutcomeView[] {
+  return legs.map((l) => ({ store_id: l.storeId, status: l.status, outcome: l.lastOutcome ?? null }));
+}
+
 export interface LegSettlement {
   legs: PaymentLeg[];
+  /** Every leg's status and last outcome after this settlement. */
+  stores: LegOutcomeView[];
   /** The session event to apply. */
   event: Extract<
     CheckoutEvent,
@@ -346,7 +360,7 @@ export function settleLegs(legs: readonly PaymentLeg[], results: Readonly<Record
   const approvalUrls = next
     .filter((l) => l.status === "needs_buyer_approval" && l.approvalUrl)
     .map((l) => ({ storeId: l.storeId, url: l.approvalUrl as string }));
-  const base = { legs: next, completedStoreIds, approvalUrls };
+  const base = { legs: next, stores: legOutcomes(next), completedStoreIds, approvalUrls };
   if (next.some((l) => l.status === "unknown" || l.status === "processing")) return { ...base, event: "settlement_unknown" };
   if (next.some((l) => l.status === "needs_buyer_approval")) return { ...base, event: "buyer_approval_required" };
   if (next.every((l) => l.status === "captured")) return { ...base, event: "payment_captured" };
@@ -365,8 +379,41 @@ export function settleLegs(legs: readonly PaymentLeg[], results: Readonly<Record
       details: {
         status: cell.to,
         completed_store_ids: completedStoreIds,
-        stores: next.map((l) => ({ store_id: l.storeId, status: l.status, outcome: l.lastOutcome ?? null })),
+        stores: base.stores,
       },
     },
   };
+}
+
+/**
+ * Whether a resume (same key after the buyer was sent to approve) goes on, in the same call, to a new attempt for
+ * the legs that had rolled back before it (`rolledBack`: declined, failed or not approved, nothing captured). Only
+ * when the resume left nothing else open: every leg it resumed is captured, so the session is READY_FOR_PAYMENT
+ * just because of those earlier rollbacks. A resumed leg still waiting, refused by the payer, failed or unknown is
+ * answered as it stands: the caller must learn that first (audit B2 F4).
+ */
+export function resumeRetriesRolledBack(rolledBack: readonly string[], after: { status: CheckoutStatus; legs: readonly PaymentLeg[] }): boolean {
+  if (rolledBack.length === 0 || after.status !== "READY_FOR_PAYMENT") return false;
+  return after.legs.every((l) => l.status === "captured" || (l.status === "unpaid" && rolledBack.includes(l.storeId)));
+}
+
+const ROLLED_BACK_WORDS: Readonly<Record<string, string>> = {
+  declined: "declined",
+  not_approved: "not approved by the payer",
+  failed: "not charged (the payment failed)",
+};
+
+/**
+ * The text of a 202 "the buyer must approve": the way on, and any store whose leg rolled back in the same attempt
+ * (nothing captured there, its hold released) with what the resume does for it. `methodField` is the caller's name
+ * for the payment method (REST `payment_methods`, MCP `payment_method`).
+ */
+export function approvalMessage(stores: readonly LegOutcomeView[], methodField: string): string {
+  const base = "The buyer must approve the payment at the link; then call again with the same checkout_session_id and idempotency_key.";
+  const rolled = stores.filter((x) => x.status === "unpaid");
+  if (rolled.length === 0) return base;
+  const what = rolled.map((x) => `${x.store_id} was ${ROLLED_BACK_WORDS[x.outcome ?? ""] ?? "not charged"}`).join("; ");
+  const one = rolled.length === 1;
+  return `${base} Meanwhile ${what}: nothing was captured there and ${one ? "its" : "their"} stock hold was released (details.stores). ` +
+    `Put a new payment method for ${one ? "it" : "them"} in ${methodField} on that call: once the approved payment is captured, the same call charges ${one ? "it" : "them"} (a new attempt).`;
 }

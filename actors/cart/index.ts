@@ -54,6 +54,7 @@ import {
   newLeg,
   PENDING_CONFIRMATION_TTL_MS,
   prepareLegsForCharge,
+  resumeRetriesRolledBack,
   settleLegs,
   STALE_IN_PROGRESS_MS,
   TERMINAL_CHECKOUT_STATUSES,
@@ -1131,6 +1132,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
         cart_id: ctx.id,
         approval_urls: settled.approvalUrls.map((a) => ({ merchant_slug: a.storeId, url: a.url })),
         completed_store_ids: settled.completedStoreIds,
+        stores: settled.stores,
         expires_at: isoOf(next.expiresAt),
       };
       return view;
@@ -1365,12 +1367,29 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   const receipt = s.status === "COMPLETED" && s.idempotencyKey === key ? await completedReceipt(ctx, s) : undefined;
   const decision = decideComplete(s, key, capturedOrderIds(s), receipt);
   if (decision.action === "resume") {
+    // Legs that rolled back in the attempt that asked the buyer (declined, failed, not approved: nothing captured)
+    // get their new attempt in this same call, with the payment methods it names, once the resumed legs are captured
+    // (audit B2 F4): the 202 told the caller so. Card rail only: that is where a buyer approves.
+    const rolledBack = s.rail === "card" && rail === "card" ? s.legs.filter((l) => l.status === "unpaid").map((l) => l.storeId) : [];
+    // A token the processor does not know is refused before the approved leg is captured, as a first attempt's is.
+    for (const storeId of rolledBack) {
+      const explicit = body.paymentMethods?.[storeId] ?? body.paymentMethod;
+      if (explicit) assertSandboxToken(body, storeId, explicit);
+    }
     s = { ...s, ...applyCheckoutEvent(s, "resume_payment", now) };
     s.legs = s.legs.map((l) => (l.status === "needs_buyer_approval" ? { ...l, status: "processing" } : l));
     ctx.state.session = s;
     await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
     await ctx.checkpoint();
-    return runPayment(ctx, "charge");
+    if (rolledBack.length === 0) return runPayment(ctx, "charge");
+    try {
+      return await runPayment(ctx, "charge");
+    } catch (err) {
+      // Only a rollback committed by runPayment whose sole open legs are the earlier rollbacks goes on.
+      if (!(err instanceof ActorError) || !decidedErrors.has(err) || !resumeRetriesRolledBack(rolledBack, ctx.state.session as SessionState)) throw err;
+    }
+    // READY_FOR_PAYMENT with the same key: the start path (state check, stores, risk, hold, new intent ids).
+    return doComplete(ctx, body, sessionId, null);
   }
   if (decision.action === "reconcile") return runPayment(ctx, "reconcile");
 

@@ -4,6 +4,7 @@
  * Every message carries the caller's `keyId`: a cart answers only its owner (others get CART_NOT_FOUND).
  */
 import { Type as T, type Static } from "@sinclair/typebox";
+import type { LegOutcomeView } from "./checkout-machine.ts";
 
 const Uuid = T.String({ format: "uuid" });
 
@@ -325,6 +326,8 @@ export interface PendingView {
   /** Relative links of the sandbox processor; the gateway makes them absolute. */
   approval_urls: { merchant_slug: string; url: string }[];
   completed_store_ids: string[];
+  /** Every store's leg: waiting for its buyer, captured, or rolled back in the same attempt (what the 402 shows). */
+  stores: LegOutcomeView[];
   expires_at: string | null;
 }
 

@@ -68,7 +68,9 @@ export const UserActionRequired = t.Object({
   code: t.Literal("user_action_required"),
   details: obj({
     status: t.Literal("PENDING_EXTERNAL_CONFIRMATION"), checkout_session_id: Str, approval_url: Str,
-    approval_urls: t.Array(obj({ merchant_slug: Str, url: Str })), completed_store_ids: t.Array(Str), expires_at: NullableStr,
+    approval_urls: t.Array(obj({ merchant_slug: Str, url: Str })), completed_store_ids: t.Array(Str),
+    // every store's leg, as a 402 rollback shows them: a store declined in the same attempt is `unpaid` with its outcome
+    stores: t.Array(obj({ store_id: Str, status: Str, outcome: NullableStr })), expires_at: NullableStr,
   }),
 }, { description: "202 user_action_required: open details.approval_url, then call again with the same checkout_session_id and idempotency_key." });
 

@@ -5,6 +5,7 @@
  * processor's buyer-approval page (the link a 202 answer carries).
  */
 import { Elysia, t } from "elysia";
+import { approvalMessage } from "../../actors/cart/checkout-machine.ts";
 import { cartActor, cartIdOfSession } from "../../actors/cart/index.ts";
 import type { CompleteReply } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail, SANDBOX_APPROVAL_PATH } from "../../actors/payments/card-rails.ts";
@@ -282,12 +283,13 @@ export function checkoutRoutes(svc: Services) {
         if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
           const urls = reply.approval_urls.map((a) => ({ merchant_slug: a.merchant_slug, url: absoluteApprovalUrl(svc.siteUrl, a.url) }));
           set.status = 202;
-          return errorBody("user_action_required", "The buyer must approve the payment at the link; then call again with the same checkout_session_id and idempotency_key.", {
+          return errorBody("user_action_required", approvalMessage(reply.stores, "payment_methods"), {
             status: reply.status,
             checkout_session_id: reply.checkout_session_id,
             approval_url: urls[0]?.url,
             approval_urls: urls,
             completed_store_ids: reply.completed_store_ids,
+            stores: reply.stores,
             expires_at: reply.expires_at,
           });
         }
