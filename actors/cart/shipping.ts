@@ -48,8 +48,29 @@ export const ruleOf = (z: ShippingZone): ShippingRule => ({ baseMinor: z.baseMin
  * quotes through this, so it says what a preview of the same product, quantity and destination charges.
  */
 export function zoneQuote(zone: ShippingZone, itemCount: number, subtotalMinor: number): { costMinor: number; free: boolean } {
-  const costMinor = shippingFor(ruleOf(zone), itemCount, subtotalMinor);
+  return ruleQuote(ruleOf(zone), itemCount, subtotalMinor);
+}
+
+export function ruleQuote(rule: ShippingRule, itemCount: number, subtotalMinor: number): { costMinor: number; free: boolean } {
+  const costMinor = shippingFor(rule, itemCount, subtotalMinor);
   return { costMinor, free: costMinor === 0 };
+}
+
+/**
+ * The quote a shipping estimate gives for one store and a destination: what a cart of the store's items with that
+ * destination is charged (`storeShipping`), with the cheapest option when the merchant has several methods there
+ * (an estimate quotes; a cart asks the buyer to pick). So a store with no zones at all ships free in the estimate as
+ * in the cart (zone null), and a store whose zones do not serve the destination does not ship there in either.
+ */
+export function estimateShipping(
+  zones: readonly ShippingZone[],
+  dest: ShippingDestination,
+  currency: string,
+): { status: "quoted"; rule: ShippingRule; zone: ShippingZone | null } | { status: "not_shippable" } {
+  const cheapest = shippingOptions(zones, dest, currency)[0];
+  const quote = storeShipping({ domestic: { rule: null, options: 0 }, destination: dest, zones, currency, ...(cheapest ? { choice: cheapest.id } : {}) });
+  // With the cheapest option chosen a destination is never left to pick: a selection here would have no option.
+  return quote.status === "quoted" ? quote : { status: "not_shippable" };
 }
 
 /** Zones serving the destination most specifically, in the cart's currency, cheapest first (then by name). */

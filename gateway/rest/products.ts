@@ -6,7 +6,7 @@
 import { Elysia, t } from "elysia";
 import { storeActor } from "../../actors/store/index.ts";
 import { amountProblem } from "../../actors/store/ingest.ts";
-import { shippingOptions, zoneQuote } from "../../actors/cart/shipping.ts";
+import { estimateShipping, ruleQuote } from "../../actors/cart/shipping.ts";
 import { agentHint, priceTrend, sustainabilityScore } from "../../actors/store/insights.ts";
 import { getEligibleProduct, getEligibleStore, priceHistory, shippingZonesOf, toProductDetail } from "../../actors/store/reads.ts";
 import { isIsoCountryCode, toMajor, toMinor, type ProductRecord, type ShippingZone, type StoreRecord } from "../../actors/store/schemas.ts";
@@ -70,9 +70,10 @@ export async function productPriceHistory(sql: Sql, product: ProductRecord, days
 /**
  * Shipping cost and delivery window of `quantity` units to a destination from the merchant's zones; not shipping
  * there is an answer (`shippable: false`), not an error (REST shipping-estimate and MCP get_shipping_rates).
- * Zone and price are the cart's (actors/cart/shipping.ts): the most specific zones in the product's currency, the
- * cheapest of them when the merchant has several methods there, priced by `zoneQuote`. So the estimate is what a
- * preview of the same product, quantity and destination charges (audit A-1).
+ * Zone and price are the cart's (actors/cart/shipping.ts `estimateShipping`): the most specific zones in the
+ * product's currency, the cheapest of them when the merchant has several methods there; a store with no zones at all
+ * ships free (no zone, no delivery window). So the estimate is what a preview of the same product, quantity and
+ * destination charges (audit A-1; the zone-less store: K's leftover, engineer Q).
  */
 export function shippingEstimate(
   zones: readonly ShippingZone[],
@@ -81,26 +82,29 @@ export function shippingEstimate(
   dest: { countryCode: string; postalCode: string; quantity?: number },
   now: Date,
 ) {
-  const zone: ShippingZone | undefined = shippingOptions(zones, dest, product.currency)[0];
+  const quote = estimateShipping(zones, dest, product.currency);
   const quantity = dest.quantity ?? 1;
   const countryCode = dest.countryCode.toUpperCase();
   const base = { productId: product.id, merchantSlug: store.slug, countryCode, postalCode: dest.postalCode, quantity };
-  if (!zone) {
+  if (quote.status === "not_shippable") {
     return { ...base, shippable: false, reason: `${store.name} does not ship to ${countryCode} ${dest.postalCode}.`, zone: null, cost: null, currency: null, freeShipping: false, minDays: null, maxDays: null, estimatedDelivery: null };
   }
-  const { costMinor, free } = zoneQuote(zone, quantity, product.priceMinor * quantity);
+  const { costMinor, free } = ruleQuote(quote.rule, quantity, product.priceMinor * quantity);
+  const zone: ShippingZone | null = quote.zone;
+  const currency = zone?.currency ?? product.currency;
   const day = (d: number) => new Date(now.getTime() + d * 86_400_000).toISOString().slice(0, 10);
   return {
     ...base,
     shippable: true,
-    zone: zone.name,
-    cost: toMajor(costMinor, zone.currency),
-    currency: zone.currency,
+    zone: zone?.name ?? null,
+    cost: toMajor(costMinor, currency),
+    currency,
     freeShipping: free,
-    freeShippingOver: zone.freeOverMinor === null ? null : toMajor(zone.freeOverMinor, zone.currency),
-    minDays: zone.minDays,
-    maxDays: zone.maxDays,
-    estimatedDelivery: { earliest: day(zone.minDays), latest: day(zone.maxDays) },
+    freeShippingOver: zone?.freeOverMinor == null ? null : toMajor(zone.freeOverMinor, zone.currency),
+    // A store without zones has set no delivery window: none is made up.
+    minDays: zone?.minDays ?? null,
+    maxDays: zone?.maxDays ?? null,
+    estimatedDelivery: zone ? { earliest: day(zone.minDays), latest: day(zone.maxDays) } : null,
   };
 }
 
