@@ -9,12 +9,14 @@
  *   window, nonce never used) and the facilitator's /verify. Each passing payload is stored as a prepared
  *   authorization (`x402_authorizations`) whose id is the leg's `paymentToken` ("x402:<token id>").
  * - `X402Rail.charge(intent)`: records the intent (`x402_intents`, state recorded) BEFORE the facilitator is
- *   called, claims the nonce atomically for that intent (`x402_nonces`), then /settle. A settle that times out is
- *   not a failure: the intent becomes `unknown` and the call throws UPSTREAM_UNAVAILABLE, which the cart turns
- *   into SETTLEMENT_UNKNOWN. `lookup` (and a repeated charge) reconciles: on chain, `authorizationState(from,
- *   nonce)` and the `AuthorizationUsed` log; without an RPC URL, by re-sending the SAME authorization to the
- *   facilitator, which can complete this intent's single transfer but never make a second one (the token
- *   refuses a used nonce). So the agent is never charged twice.
+ *   called, claims the nonce atomically for that intent (`x402_nonces`), then /settle. FAILED only when nothing
+ *   can have moved: the first send never left (connection refused), the facilitator refused it before any
+ *   broadcast, or the chain shows the nonce unused and no longer usable. Anything else (timeout, lost connection,
+ *   a refusal that can follow the broadcast) leaves the intent `unknown` and throws UPSTREAM_UNAVAILABLE, which
+ *   the cart turns into SETTLEMENT_UNKNOWN. `lookup` reconciles from the chain only (`authorizationState(from,
+ *   nonce)` and the `AuthorizationUsed` log); a repeated charge also re-sends the SAME authorization, which can
+ *   complete this intent's single transfer but never make a second one (the token refuses a used nonce). So the
+ *   agent is never charged twice.
  */
 import { Type as T } from "@sinclair/typebox";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
@@ -39,6 +41,54 @@ export const EXTRAS_X402_SETTLE_TIMEOUT_MS = "x402.settleTimeoutMs";
 export const EXTRAS_X402_VERIFY_TIMEOUT_MS = "x402.verifyTimeoutMs";
 export const DEFAULT_SETTLE_TIMEOUT_MS = 15_000;
 export const DEFAULT_VERIFY_TIMEOUT_MS = 5_000;
+/** Each chain read of a reconciliation (authorizationState, the AuthorizationUsed log). */
+export const CHAIN_READ_TIMEOUT_MS = 2_000;
+/** Our clock may run ahead of the chain's: an authorization is expired for us this long after its validBefore. */
+export const EXPIRY_MARGIN_SECONDS = 30;
+
+/**
+ * How long the gateway waits for a cart turn that settles x402 legs (legs settle in parallel): the settle deadline
+ * plus the chain reads the same turn can make around it (a reconciling turn looks the chain up at most four times:
+ * lookup, resume, after a refusal, and the cart's lookup after a throw; each look is one read while the nonce is
+ * unused or the RPC is silent, two once it is used) plus a margin for the database. Longer than the settle
+ * deadline, so a slow facilitator gives the agent the documented 503 SETTLEMENT_UNKNOWN, not the caller's own
+ * timeout naming the cart actor (payments audit B2 F3). 35 s with the defaults.
+ */
+export function x402AskTimeoutMs(timeouts: X402Timeouts): number {
+  return timeouts.settleMs + 8 * CHAIN_READ_TIMEOUT_MS + 4_000;
+}
+
+/**
+ * Refusals the exact-EVM facilitator (@x402/evm) gives from its verify step, before it broadcasts anything: the
+ * authorization is wrong, expired, unfunded, or its simulation fails. Every other `success: false` (the
+ * transaction failed or its receipt wait threw, the transfer event did not match, a plain error message) can come
+ * after the transfer was broadcast. `nonce_already_used` is left out on purpose: the nonce may be used by our own
+ * earlier send; the chain says which.
+ */
+const REFUSED_BEFORE_BROADCAST: ReadonlySet<string> = new Set([
+  "invalid_exact_evm_scheme",
+  "invalid_exact_evm_network_mismatch",
+  "invalid_exact_evm_missing_eip712_domain",
+  "invalid_exact_evm_recipient_mismatch",
+  "invalid_exact_evm_signature",
+  "invalid_exact_evm_payload_authorization_valid_before",
+  "invalid_exact_evm_payload_authorization_valid_after",
+  "invalid_exact_evm_authorization_value",
+  "invalid_exact_evm_payload_authorization_value_mismatch",
+  "invalid_exact_evm_token_name_mismatch",
+  "invalid_exact_evm_token_version_mismatch",
+  "invalid_exact_evm_eip3009_not_supported",
+  "invalid_exact_evm_insufficient_balance",
+  "invalid_exact_evm_transaction_simulation_failed",
+  "invalid_exact_evm_failed_to_parse_signature",
+  "asset_not_deployed_contract",
+  "unsupported_payload_type",
+  "eip6492_factory_not_allowed",
+]);
+
+export function isRefusedBeforeBroadcast(errorReason: string): boolean {
+  return REFUSED_BEFORE_BROADCAST.has(errorReason);
+}
 
 export interface X402Timeouts {
   settleMs: number;
@@ -202,6 +252,7 @@ interface IntentRow {
 
 const EIP3009_ABI = parseAbi(["function authorizationState(address authorizer, bytes32 nonce) view returns (bool)"]);
 const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
+const AUTHORIZATION_CANCELED = parseAbiItem("event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)");
 
 export class X402Rail implements PaymentRail {
   readonly name = "x402";
@@ -254,10 +305,17 @@ export class X402Rail implements PaymentRail {
     return this.settle(row, key);
   }
 
+  /**
+   * Reconciliation's question, answered from what is recorded and from the chain only: it never sends anything to
+   * the facilitator (the PaymentRail contract: lookup never moves money). `unknown` (not on chain, still usable)
+   * makes the reconciler call `charge` with the same intent id, which re-sends the SAME authorization.
+   */
   async lookup(intentId: string): Promise<LookupResult> {
     const row = await this.load(intentId);
     if (!row) return { status: "unknown", intentId };
-    return this.resume(row);
+    if (row.state === "captured" || row.state === "failed") return this.resume(row);
+    const decided = await this.decideOnChain(row);
+    return decided ?? { status: "unknown", intentId };
   }
 
   async refund(request: RefundRequest): Promise<RefundResult> {
@@ -286,24 +344,60 @@ export class X402Rail implements PaymentRail {
   private async resume(row: IntentRow): Promise<ChargeResult> {
     if (row.state === "captured") return this.captured(row, row.transaction_hash ?? `x402:${row.nonce}`);
     if (row.state === "failed") return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: row.error_reason ?? "failed" };
+    const decided = await this.decideOnChain(row);
+    if (decided) return decided;
+    const chainId = evmChainIdOf(row.network) as number;
+    return this.settle(row, nonceKey(chainId, row.asset, row.payer, row.nonce));
+  }
+
+  /**
+   * What the chain proves about an intent not final yet: its nonce used by a transfer → captured with that
+   * transaction; never used and no longer usable (cancelled by the payer, or past `validBefore` with a margin
+   * for clock skew) → failed. null when the chain proves neither (still usable, or no chain to ask).
+   */
+  private async decideOnChain(row: IntentRow): Promise<ChargeResult | null> {
     const onChain = await this.chainState(row);
-    if (onChain?.used) {
+    if (!onChain) return null;
+    if (onChain.used) {
       const tx = onChain.transaction ?? `x402:${row.nonce}`;
       await this.finish(row.intent_id, "captured", tx, null);
       this.log?.info("x402 settlement reconciled on chain", { intentId: row.intent_id, transaction: tx });
       return this.captured(row, tx);
     }
-    if (onChain && Math.floor(this.nowMs() / 1000) >= Number(row.valid_before)) {
-      // Never used and no longer usable: nothing moved, and nothing can move any more.
-      await this.finish(row.intent_id, "failed", null, "authorization_expired_unsettled");
-      return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: "authorization_expired_unsettled" };
-    }
-    const chainId = evmChainIdOf(row.network) as number;
-    return this.settle(row, nonceKey(chainId, row.asset, row.payer, row.nonce));
+    const reason = onChain.cancelled
+      ? "authorization_canceled"
+      : Math.floor(this.nowMs() / 1000) >= Number(row.valid_before) + EXPIRY_MARGIN_SECONDS
+        ? "authorization_expired_unsettled"
+        : null;
+    if (!reason) return null;
+    // Nothing moved under this authorization, and nothing can move any more.
+    await this.finish(row.intent_id, "failed", null, reason);
+    return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason };
   }
 
-  /** /settle with the intent's own authorization. Safe to repeat: the token accepts a nonce once. */
+  /** The intent stays `unknown` (its transfer may be or become on chain); the cart turns the throw into SETTLEMENT_UNKNOWN. */
+  private async unknown(row: IntentRow, reason: string, cause?: unknown): Promise<never> {
+    await this.finish(row.intent_id, "unknown", null, reason);
+    this.log?.warn("x402 settle outcome unknown; will reconcile", { intentId: row.intent_id, reason, ...(cause instanceof Error ? { error: cause } : {}) });
+    if (cause instanceof ActorError && cause.code.startsWith("UPSTREAM_")) {
+      throw fail(cause.code, cause.message, { ...cause.details, settlement: "unknown" });
+    }
+    throw fail("UPSTREAM_UNAVAILABLE", "x402 settlement outcome unknown", { settlement: "unknown", reason });
+  }
+
+  /**
+   * /settle with the intent's own authorization. Safe to repeat: the token accepts a nonce once. FAILED is written
+   * only when nothing can have moved (payments audit B2 F1, F2):
+   * - the first send of this intent never left (connection refused): the nonce is given back;
+   * - the first send was refused by the facilitator for a reason it gives before broadcasting anything;
+   * - the chain shows the nonce unused and no longer usable.
+   * Any other outcome (a lost connection, a timeout, a refusal that can come after the broadcast, any answer to a
+   * re-send while an earlier send's outcome is unknown) is decided on chain, or stays `unknown`.
+   */
   private async settle(row: IntentRow, key: string): Promise<ChargeResult> {
+    // `recorded` is the only state in which no /settle of this authorization was ever sent (the state becomes
+    // `settling` before the call). Once one was, only the chain can say it did not land.
+    const sentBefore = row.state !== "recorded";
     await this.sql`UPDATE x402_intents SET state = 'settling', updated_at = now() WHERE intent_id = ${row.intent_id} AND state IN ('recorded', 'unknown')`;
     const client = createFacilitatorClient({ url: row.facilitator_url, timeoutMs: this.timeouts().settleMs });
     const wire = facilitatorBodies(row.facilitator_version, row.payload, row.requirements, "");
@@ -312,57 +406,71 @@ export class X402Rail implements PaymentRail {
       res = await client.settle(wire.payload, wire.requirements);
     } catch (err) {
       const details = err instanceof ActorError ? err.details : undefined;
-      if (details?.settlement === "not_attempted") {
-        // Never reached the facilitator: nothing can have moved. Give the nonce back so the payer may retry.
+      if (details?.settlement === "not_attempted" && !sentBefore) {
+        // This intent's only send never left: nothing can have moved. Give the nonce back so the payer may retry.
         await this.finish(row.intent_id, "failed", null, "facilitator_unreachable");
         await this.nonces.release(key, row.intent_id);
         return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: "facilitator_unreachable" };
       }
-      await this.finish(row.intent_id, "unknown", null, "settle_outcome_unknown");
-      this.log?.warn("x402 settle outcome unknown; will reconcile", { intentId: row.intent_id, error: err as Error });
-      throw err instanceof ActorError ? err : fail("UPSTREAM_UNAVAILABLE", "x402 settlement outcome unknown", { settlement: "unknown" });
+      // A re-send that never left says nothing about the earlier send, which may still land; anything else may
+      // have been acted on. The chain is asked by the reconciliation (lookup) that follows.
+      return this.unknown(row, "settle_outcome_unknown", err);
     }
     if (res.success) {
       await this.finish(row.intent_id, "captured", res.transaction, null);
       return this.captured(row, res.transaction);
     }
-    if (/nonce_already_used/.test(res.errorReason ?? "")) {
-      // Used already: by our own earlier settle (the usual case after a timeout), or cancelled by the payer.
-      const onChain = await this.chainState(row);
-      if (onChain === null || onChain.used) {
-        const tx = onChain?.transaction ?? `x402:${row.nonce}`;
-        await this.finish(row.intent_id, "captured", tx, null);
-        return this.captured(row, tx);
-      }
+    const reason = res.errorReason ?? "settle_failed";
+    if (!sentBefore && isRefusedBeforeBroadcast(reason)) {
+      await this.finish(row.intent_id, "failed", null, reason);
+      return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason };
     }
-    await this.finish(row.intent_id, "failed", null, res.errorReason ?? "settle_failed");
-    return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: res.errorReason ?? "settle_failed" };
+    const decided = await this.decideOnChain(row);
+    if (decided) return decided;
+    if (/nonce_already_used/.test(reason) && !row.rpc_url) {
+      // No chain to ask: the facilitator is the only witness that the nonce was used, by our own earlier settle
+      // (the usual case after a timeout) — the authorization pays this merchant this amount and nothing else.
+      const tx = `x402:${row.nonce}`;
+      await this.finish(row.intent_id, "captured", tx, null);
+      return this.captured(row, tx);
+    }
+    // A refusal that can come after the transfer was broadcast (receipt wait failed, transaction failed, an error
+    // message), or any refusal of a re-send: the chain has not shown the transfer yet, and it may still land.
+    return this.unknown(row, reason);
   }
 
   /**
    * `authorizationState(from, nonce)` on the token, and the transaction that used it. null when there is no RPC
-   * URL or the chain cannot be read (the facilitator is then the only witness). `used` is false for a nonce the
-   * payer cancelled (AuthorizationCanceled has no AuthorizationUsed log).
+   * URL or the chain cannot be read (the facilitator is then the only witness). A nonce the payer cancelled
+   * (`AuthorizationCanceled` log) is `cancelled`: nothing moved under it, and nothing can.
    */
-  private async chainState(row: IntentRow): Promise<{ used: boolean; transaction: string | null } | null> {
+  private async chainState(row: IntentRow): Promise<{ used: boolean; cancelled: boolean; transaction: string | null } | null> {
     if (!row.rpc_url) return null;
     try {
-      const client = createPublicClient({ transport: http(row.rpc_url, { retryCount: 0, timeout: 5_000 }) });
+      const client = createPublicClient({ transport: http(row.rpc_url, { retryCount: 0, timeout: CHAIN_READ_TIMEOUT_MS }) });
       const stateUsed = await client.readContract({
         address: row.asset as Address,
         abi: EIP3009_ABI,
         functionName: "authorizationState",
         args: [row.payer as Address, row.nonce as Hex],
       });
-      if (!stateUsed) return { used: false, transaction: null };
+      if (!stateUsed) return { used: false, cancelled: false, transaction: null };
       const logs = await client.getLogs({
         address: row.asset as Address,
         event: AUTHORIZATION_USED,
         args: { authorizer: row.payer as Address, nonce: row.nonce as Hex },
         fromBlock: 0n,
       });
-      if (logs.length === 0) return { used: false, transaction: null };
-      return { used: true, transaction: logs[0]!.transactionHash ?? null };
+      if (logs.length > 0) return { used: true, cancelled: false, transaction: logs[0]!.transactionHash ?? null };
+      // Used without a transfer log: only a cancellation's own log proves nothing moved. Neither log (a node that
+      // prunes or lags) proves nothing either way.
+      const cancels = await client.getLogs({
+        address: row.asset as Address,
+        event: AUTHORIZATION_CANCELED,
+        args: { authorizer: row.payer as Address, nonce: row.nonce as Hex },
+        fromBlock: 0n,
+      });
+      return cancels.length > 0 ? { used: false, cancelled: true, transaction: null } : null;
     } catch (err) {
       this.log?.warn("x402 chain read failed during reconciliation", { intentId: row.intent_id, error: err as Error });
       return null;

@@ -38,6 +38,7 @@ import {
   intentsOfToken,
   prepareX402Authorizations,
   X402_TOKEN_PREFIX,
+  x402AskTimeoutMs,
   x402Timeouts,
   type LegToPay,
 } from "../../actors/payments/x402-rail.ts";
@@ -174,10 +175,14 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
     ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
     ...(req.reconfirmedStateHash ? { reconfirmedStateHash: req.reconfirmedStateHash } : {}),
   };
+  // Any of these turns may settle (the paying one) or reconcile an unknown settlement (a repeat of the same key),
+  // holding /settle up to its deadline: wait longer than that, so the agent gets the cart's own answer (503
+  // SETTLEMENT_UNKNOWN) rather than a caller timeout naming the actor (payments audit B2 F3).
+  const opts = { timeoutMs: x402AskTimeoutMs(x402Timeouts(deps.extras)) };
   const ask = (extra: { paymentMethod?: string; paymentMethods?: Record<string, string> }) =>
     req.sessionId
-      ? deps.actors.ask(cartActor, req.cartId, "complete", { ...common, ...extra, sessionId: req.sessionId })
-      : deps.actors.ask(cartActor, req.cartId, "checkout", { ...common, ...extra });
+      ? deps.actors.ask(cartActor, req.cartId, "complete", { ...common, ...extra, sessionId: req.sessionId }, opts)
+      : deps.actors.ask(cartActor, req.cartId, "checkout", { ...common, ...extra }, opts);
 
   // 1. what is due (or the session's own answer when it is already past that point)
   const due = await ask({});

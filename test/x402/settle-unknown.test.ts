@@ -1,0 +1,283 @@
+/**
+ * An x402 settlement is never recorded failed while its transfer may be on chain (payments audit B2 F1, F2), and a
+ * slow facilitator gives the agent the documented answers (F3). The real server, the devnet (anvil + TestUSDC + the
+ * @x402/evm facilitator) and a facilitator proxy in front of it (facilitator-proxy.ts) that loses or garbles the
+ * answer AFTER the facilitator acted. In every case: the buyer is charged at most once on chain, the order ends
+ * paid when the transfer landed, and the agent gets 200 COMPLETED or 503 UPSTREAM_UNAVAILABLE SETTLEMENT_UNKNOWN.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { x402Client } from "@x402/core/client";
+import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { toClientEvmSigner } from "@x402/evm";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { decodePaymentResponseHeader } from "@x402/fetch";
+import type { Abi, Address, Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
+import { EXTRAS_X402_SETTLE_TIMEOUT_MS } from "../../actors/payments/x402-rail.ts";
+import type { DevAccount } from "../../infra/x402/chain.ts";
+import { startDevnet, type Devnet } from "../../infra/x402/devnet.ts";
+import { createFacilitatorClient } from "../../infra/x402/facilitator-client.ts";
+import { devnetPublicClient } from "../../infra/x402/token.ts";
+import { ActorError } from "../../actors/runtime/errors.ts";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+import { startFacilitatorProxy, type FacilitatorProxy } from "./facilitator-proxy.ts";
+
+const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, untracked stock
+
+let devnet: Devnet;
+let proxy: FacilitatorProxy;
+let srv: TestServer;
+let key: TestKey;
+let merchant: Address;
+let x402Config: Record<string, string>;
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+  proxy = await startFacilitatorProxy(devnet.facilitator.url);
+  srv = await startServer({ seed: true, config: { X402_FACILITATOR_ALLOWLIST: proxy.url } });
+  key = await createKey(srv, { scopes: ALL_SCOPES });
+  merchant = (devnet.chain.accounts[5] as DevAccount).address;
+  await srv.db.sql`UPDATE store_x402_config SET pay_to = ${merchant}, network = ${devnet.network}, asset_address = ${devnet.token.address},
+      facilitator_url = ${proxy.url}, rpc_url = ${devnet.chain.rpcUrl} WHERE store_slug = 'demo-store'`;
+  x402Config = { merchant_wallet_address: merchant, network: devnet.network, facilitator_url: proxy.url, asset_address: devnet.token.address };
+  for (const i of [3, 4, 7, 8]) await devnet.fund((devnet.chain.accounts[i] as DevAccount).address, 1_000_000_000n);
+}, 120_000);
+
+afterAll(async () => {
+  await srv?.stop();
+  await proxy?.stop();
+  await devnet?.stop();
+});
+
+function payerNo(i: number): DevAccount {
+  return devnet.chain.accounts[i] as DevAccount;
+}
+
+async function newCart(): Promise<string> {
+  const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
+  expect(r.status).toBe(201);
+  return r.body.data.id;
+}
+
+const checkout = (body: Record<string, unknown>) =>
+  srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { payment_rail: "x402", x402_config: x402Config, ...body } });
+
+async function payloadFor(cartId: string, account: DevAccount): Promise<PaymentPayload> {
+  const r = await checkout({ cartId });
+  expect(r.status).toBe(402);
+  const challenge: PaymentRequired = decodePaymentRequired(r.headers.get("PAYMENT-REQUIRED") ?? "");
+  const client = new x402Client();
+  const reader = devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId);
+  const signer = toClientEvmSigner(privateKeyToAccount(account.privateKey), {
+    readContract: (args) => reader.readContract({ address: args.address, abi: args.abi as Abi, functionName: args.functionName, args: args.args }),
+  });
+  registerExactEvmScheme(client, { signer, networks: [devnet.network] });
+  client.setSpendControls({ allowedAssets: [{ network: devnet.network, asset: devnet.token.address, maxAmountPerPayment: "1000000000" }] });
+  return client.createPaymentPayload(challenge);
+}
+
+const orderOf = async (cartId: string) => {
+  const rows = await srv.db.sql<{ status: string; capture_ref: string | null }[]>`SELECT status, capture_ref FROM orders WHERE cart_id = ${cartId}`;
+  return rows.map((o) => ({ ...o }));
+};
+const intentOf = async (cartId: string) => {
+  const [row] = await srv.db.sql<{ state: string; error_reason: string | null; transaction_hash: string | null; updated_at: Date }[]>`
+    SELECT state, error_reason, transaction_hash, updated_at FROM x402_intents WHERE cart_id = ${cartId} ORDER BY created_at DESC LIMIT 1`;
+  return row;
+};
+
+async function waitFor(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(100);
+  }
+}
+
+/** A mined, successful transaction on the devnet. */
+async function expectMined(tx: string): Promise<void> {
+  const receipt = await devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId).getTransactionReceipt({ hash: tx as Hex });
+  expect(receipt.status).toBe("success");
+}
+
+/** The agent's documented repeat (same call, same key) answers the receipt: 200 COMPLETED, or 409 naming COMPLETED. */
+async function expectRepeatAnswersCompleted(body: Record<string, unknown>): Promise<void> {
+  const again = await checkout(body);
+  if (again.status === 200) expect(again.body.data.status).toBe("COMPLETED");
+  else expect({ status: again.status, body: again.body }).toMatchObject({ status: 409, body: { code: "CHECKOUT_ALREADY_IN_PROGRESS", details: { status: "COMPLETED" } } });
+}
+
+describe("the facilitator's answer is lost after it settled", () => {
+  test("a connection reset after /settle was forwarded is found on chain: 200 COMPLETED with that transaction, the buyer charged once", async () => {
+    const payer = payerNo(3);
+    const cartId = await newCart();
+    const payload = await payloadFor(cartId, payer);
+    const price = BigInt(payload.accepted.amount);
+    const before = await devnet.balanceOf(payer.address);
+    const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
+    proxy.settleMode = "reset";
+    let r;
+    try {
+      r = await checkout(body);
+    } finally {
+      proxy.settleMode = "pass";
+    }
+    expect(await devnet.balanceOf(payer.address)).toBe(before - price); // the transfer happened
+    expect(r.status).toBe(200);
+    expect(r.body.data.status).toBe("COMPLETED");
+    const tx = decodePaymentResponseHeader(r.headers.get("PAYMENT-RESPONSE") ?? "").transaction;
+    await expectMined(tx);
+    expect(await orderOf(cartId)).toEqual([{ status: "paid", capture_ref: tx }]);
+    expect(await intentOf(cartId)).toMatchObject({ state: "captured", transaction_hash: tx });
+
+    await expectRepeatAnswersCompleted(body);
+    expect(await devnet.balanceOf(payer.address)).toBe(before - price);
+  }, 60_000);
+
+  test("a success:false the facilitator gives after broadcasting (its receipt wait failed) is found on chain: 200 COMPLETED, the buyer charged once", async () => {
+    const payer = payerNo(4);
+    const cartId = await newCart();
+    const payload = await payloadFor(cartId, payer);
+    const price = BigInt(payload.accepted.amount);
+    const before = await devnet.balanceOf(payer.address);
+    const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
+    proxy.settleMode = "receipt_timeout";
+    let r;
+    try {
+      r = await checkout(body);
+    } finally {
+      proxy.settleMode = "pass";
+    }
+    expect(await devnet.balanceOf(payer.address)).toBe(before - price);
+    expect(r.status).toBe(200);
+    expect(r.body.data.status).toBe("COMPLETED");
+    const tx = decodePaymentResponseHeader(r.headers.get("PAYMENT-RESPONSE") ?? "").transaction;
+    await expectMined(tx);
+    expect(await orderOf(cartId)).toEqual([{ status: "paid", capture_ref: tx }]);
+
+    await expectRepeatAnswersCompleted(body);
+    expect(await devnet.balanceOf(payer.address)).toBe(before - price);
+  }, 60_000);
+
+  test("the facilitator client reports a reset after sending as an unknown settlement, and only a refused connection as not attempted", async () => {
+    const dummy = { x402Version: 2 } as unknown as PaymentPayload;
+    proxy.settleMode = "reset";
+    let lost: unknown;
+    try {
+      await createFacilitatorClient({ url: proxy.url }).settle(dummy, {} as never);
+    } catch (err) {
+      lost = err;
+    } finally {
+      proxy.settleMode = "pass";
+    }
+    expect(lost).toBeInstanceOf(ActorError);
+    expect((lost as ActorError).details).toMatchObject({ reason: "connection_lost", settlement: "unknown" });
+
+    const closed = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+    const refusedUrl = `http://127.0.0.1:${closed.port}`;
+    closed.stop(true);
+    let refused: unknown;
+    try {
+      await createFacilitatorClient({ url: refusedUrl }).settle(dummy, {} as never);
+    } catch (err) {
+      refused = err;
+    }
+    expect((refused as ActorError).details).toMatchObject({ reason: "unreachable", settlement: "not_attempted" });
+  });
+});
+
+describe("a slow facilitator (the default 15 s settle deadline)", () => {
+  test("a settle that takes 12 s answers 200 COMPLETED, not a caller timeout", async () => {
+    const payer = payerNo(7);
+    const cartId = await newCart();
+    const payload = await payloadFor(cartId, payer);
+    const before = await devnet.balanceOf(payer.address);
+    devnet.facilitator.setSettleDelay(12_000);
+    let r;
+    try {
+      r = await checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() });
+    } finally {
+      devnet.facilitator.setSettleDelay(0);
+    }
+    expect({ status: r.status, code: r.body.code }).toEqual({ status: 200, code: undefined });
+    expect(r.body.data.status).toBe("COMPLETED");
+    expect(await devnet.balanceOf(payer.address)).toBe(before - BigInt(payload.accepted.amount));
+    expect((await orderOf(cartId))[0]?.status).toBe("paid");
+  }, 60_000);
+
+  test("a settle that takes 20 s answers the documented 503 SETTLEMENT_UNKNOWN; the transfer lands, the order ends paid, the buyer charged once", async () => {
+    const payer = payerNo(8);
+    const cartId = await newCart();
+    const payload = await payloadFor(cartId, payer);
+    const price = BigInt(payload.accepted.amount);
+    const before = await devnet.balanceOf(payer.address);
+    const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
+    devnet.facilitator.setSettleDelay(20_000);
+    let r;
+    const started = Date.now();
+    try {
+      r = await checkout(body);
+    } finally {
+      devnet.facilitator.setSettleDelay(0); // the held settle keeps its 20 s; re-sends are served at once
+    }
+    expect(Date.now() - started).toBeGreaterThanOrEqual(15_000); // the settle deadline, not an earlier caller timeout
+    expect(r.status).toBe(503);
+    expect(r.body).toMatchObject({ success: false, code: "UPSTREAM_UNAVAILABLE", details: { status: "SETTLEMENT_UNKNOWN" } });
+    expect(JSON.stringify(r.body)).not.toContain("cart/");
+
+    await waitFor("the slow transfer", async () => (await devnet.balanceOf(payer.address)) !== before);
+    expect(await devnet.balanceOf(payer.address)).toBe(before - price);
+    await expectRepeatAnswersCompleted(body);
+    expect((await orderOf(cartId))[0]?.status).toBe("paid");
+    expect(await intentOf(cartId)).toMatchObject({ state: "captured" });
+    await Bun.sleep(1_000); // any queued re-send is refused by the token
+    expect(await devnet.balanceOf(payer.address)).toBe(before - price);
+  }, 90_000);
+});
+
+describe("reconciling an unknown settlement", () => {
+  test("a re-send whose connection is refused leaves the settlement unknown; the held transfer lands and the order is paid once", async () => {
+    const payer = payerNo(1);
+    const cartId = await newCart();
+    const payload = await payloadFor(cartId, payer);
+    const price = BigInt(payload.accepted.amount);
+    const before = await devnet.balanceOf(payer.address);
+    const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
+    srv.running.services.extras.set(EXTRAS_X402_SETTLE_TIMEOUT_MS, 2_000);
+    proxy.settleMode = "hold";
+    try {
+      const r = await checkout(body);
+      expect(r.status).toBe(503);
+      expect(r.body).toMatchObject({ code: "UPSTREAM_UNAVAILABLE", details: { status: "SETTLEMENT_UNKNOWN" } });
+      await proxy.held();
+      const unknownSince = (await intentOf(cartId))!.updated_at.getTime();
+      expect((await intentOf(cartId))!.state).toBe("unknown");
+
+      // the session timer reconciles (5 s later): its re-send finds the facilitator refusing connections
+      await waitFor("the reconciler's re-send", async () => {
+        const i = await intentOf(cartId);
+        return i!.updated_at.getTime() > unknownSince && i!.state !== "settling";
+      });
+      expect(await intentOf(cartId)).toMatchObject({ state: "unknown" });
+      expect((await orderOf(cartId))[0]?.status).toBe("pending");
+      expect(await devnet.balanceOf(payer.address)).toBe(before);
+
+      // the first send, held all along, reaches the facilitator now: the transfer lands
+      proxy.settleMode = "pass";
+      expect(JSON.parse(await proxy.release())).toMatchObject({ success: true });
+      await proxy.up();
+    } finally {
+      proxy.settleMode = "pass";
+      srv.running.services.extras.delete(EXTRAS_X402_SETTLE_TIMEOUT_MS);
+    }
+    expect(await devnet.balanceOf(payer.address)).toBe(before - price);
+
+    await expectRepeatAnswersCompleted(body);
+    const [order] = await orderOf(cartId);
+    expect(order?.status).toBe("paid");
+    await expectMined(order?.capture_ref as string);
+    expect(await devnet.balanceOf(payer.address)).toBe(before - price);
+  }, 90_000);
+});
