@@ -14,7 +14,7 @@ import { ActorHost } from "../actors/runtime/host.ts";
 import { attachHost, createTransport } from "../actors/transport/index.ts";
 import type { Transport } from "../actors/transport/transport.ts";
 import { bootHooks, type Role } from "../infra/boot-hooks.ts";
-import { loadConfig, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
+import { checkRoleConfig, loadConfig, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
 import { openDatabase, type Database } from "../infra/db.ts";
 import { log, setLogLevel } from "../infra/log.ts";
 import { registerPartitionSource, registry } from "../infra/metrics.ts";
@@ -76,6 +76,7 @@ async function loadSecretKey(config: Config): Promise<Uint8Array> {
 export async function boot(opts: BootOptions = {}): Promise<Running> {
   const role = opts.role ?? "start";
   const config = { ...loadConfig(opts.env ?? process.env), ...opts.config } as Config;
+  checkRoleConfig(config, role);
   setLogLevel(config.LOG_LEVEL);
   if (config.NODE_ENV === "production" && usesDefaultAdminCredentials(config)) {
     log.warn("ADMIN_EMAIL/ADMIN_PASSWORD are the dev-only defaults; change them in production");

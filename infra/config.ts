@@ -16,7 +16,7 @@ export const CONFIG_VARS = {
   SITE_URL: {
     schema: T.String({ pattern: "^https?://" }),
     default: "",
-    doc: "Public origin serving MCP endpoints and well-known files ({site_url}); default http://HOST:PORT.",
+    doc: "Public origin serving MCP endpoints and well-known files ({site_url}), and the issuer of bearer and OAuth tokens: the same on every gateway of a deployment; default http://HOST:PORT (required for a gateway when NODE_ENV=production and NATS_URL is set).",
   },
   DATA_DIR: { schema: T.String({ minLength: 1 }), default: "./data", doc: "Where the embedded Postgres and generated keys live." },
   DATABASE_URL: {
@@ -128,6 +128,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError("SECRET_KEY", "64 hexadecimal characters (32 bytes)", "<redacted>");
   }
   return config;
+}
+
+/**
+ * Checks that depend on the process's role (`bun gateway/main.ts start|gateway|actors`). A gateway signs bearer and
+ * OAuth tokens with `iss` = SITE_URL and accepts only that issuer, so every gateway of one deployment must share one
+ * SITE_URL (the public origin behind the balancer). Its default, http://HOST:PORT, differs per gateway: a token from
+ * one gateway was refused by the others (audit D-3). With NATS_URL set there may be several gateways, so production
+ * refuses to guess.
+ */
+export function checkRoleConfig(config: Config, role: "start" | "gateway" | "actors"): void {
+  if (role !== "actors" && config.NODE_ENV === "production" && config.NATS_URL && !config.SITE_URL) {
+    throw new ConfigError(
+      "SITE_URL",
+      "the deployment's public origin, the same on every gateway (required when NODE_ENV=production and NATS_URL is set: tokens carry it as their issuer, and a gateway accepts only its own)",
+      "",
+    );
+  }
 }
 
 /** True when the dev-only admin credentials are in use (start-up warns about it in production). */

@@ -16,6 +16,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 const ROOT = join(import.meta.dir, "../..");
 const EMAIL = "ops@example.com";
 const PASSWORD = "distributed-password";
+const SITE = "http://shop.test";
 
 interface Proc {
   proc: Subprocess<"ignore", "pipe", "pipe">;
@@ -84,6 +85,8 @@ beforeAll(async () => {
     LOG_LEVEL: "info",
     SEED_DEMO: "false",
     NODE_ENV: "test",
+    // one public origin for the deployment, as docs/operations.md requires: the issuer of every gateway's tokens
+    SITE_URL: SITE,
   };
   await spawnRole("actors", env);
   const [a, b] = await Promise.all([spawnRole("gateway", env), spawnRole("gateway", env)]);
@@ -146,6 +149,15 @@ describe("two gateway processes over NATS", () => {
     const r = await json(`${gw[1]}/api/v1/agent/merchants/no-such-store`, { headers: { "x-agent-api-key": key } });
     expect(r.status).toBe(401);
     expect(r.body).toMatchObject({ success: false, code: "unauthorized", details: { reason: "revoked" } });
+  }, 60_000);
+
+  test("a bearer token issued by one gateway is accepted by the other, both sharing the deployment's SITE_URL as issuer", async () => {
+    const login = await json(`${gw[0]}/api/v1/auth/login`, { method: "POST", body: { email: EMAIL, password: PASSWORD } });
+    expect(login.status).toBe(200);
+    const token: string = login.body.data.token;
+    const claims = JSON.parse(Buffer.from(token.split(".")[1], "base64url").toString());
+    const other = await json(`${gw[1]}/api/v1/agent-keys`, { headers: { authorization: `Bearer ${token}` } });
+    expect({ iss: claims.iss, status: other.status, success: other.body.success }).toEqual({ iss: SITE, status: 200, success: true });
   }, 60_000);
 
   // last: it uses up this IP's global bucket, which login needs

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { CONFIG_VARS, ConfigError, loadConfig } from "../../infra/config.ts";
+import { CONFIG_VARS, ConfigError, checkRoleConfig, loadConfig } from "../../infra/config.ts";
 
 describe("configuration", () => {
   test("an empty environment gives the embedded defaults", () => {
@@ -47,6 +47,37 @@ describe("configuration", () => {
     expect(() => loadConfig({ NODE_ENV: "production", ALLOW_PRIVATE_URLS: "true" })).toThrow(/ALLOW_PRIVATE_URLS/);
     expect(loadConfig({ NODE_ENV: "production" }).ALLOW_PRIVATE_URLS).toBe(false);
   });
+
+  test("a production gateway over NATS without SITE_URL is refused: every gateway of a deployment must share one token issuer", () => {
+    const distributed = { NODE_ENV: "production", NATS_URL: "nats://127.0.0.1:4222" };
+    for (const role of ["gateway", "start"] as const) {
+      let err: unknown;
+      try {
+        checkRoleConfig(loadConfig(distributed), role);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable).toBe("SITE_URL");
+      expect((err as Error).message).toContain("the same on every gateway");
+    }
+    // an actor host issues no tokens; a shared SITE_URL, no NATS (one gateway) or a non-production run are accepted
+    expect(() => checkRoleConfig(loadConfig(distributed), "actors")).not.toThrow();
+    expect(() => checkRoleConfig(loadConfig({ ...distributed, SITE_URL: "https://shop.example.com" }), "gateway")).not.toThrow();
+    expect(() => checkRoleConfig(loadConfig({ NODE_ENV: "production" }), "gateway")).not.toThrow();
+    expect(() => checkRoleConfig(loadConfig({ NATS_URL: "nats://127.0.0.1:4222" }), "gateway")).not.toThrow();
+  });
+
+  test("bun gateway/main.ts gateway exits 1 with that one line, before connecting to anything", async () => {
+    const proc = Bun.spawn(["bun", new URL("../../gateway/main.ts", import.meta.url).pathname, "gateway"], {
+      // nothing listens on these ports: the refusal must come before any connection is tried
+      env: { ...process.env, NODE_ENV: "production", NATS_URL: "nats://127.0.0.1:1", DATABASE_URL: "postgres://postgres@127.0.0.1:1/none", SITE_URL: "" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    expect({ code, stderr: stderr.trim().split("\n").at(-1) }).toEqual({ code: 1, stderr: expect.stringMatching(/^config: SITE_URL="" is invalid; allowed: the deployment's public origin, the same on every gateway/) });
+  }, 20_000);
 
   test("a malformed SECRET_KEY is refused without echoing it", () => {
     expect(() => loadConfig({ SECRET_KEY: "short-secret" })).toThrow(/<redacted>/);
