@@ -63,8 +63,16 @@ class StaleVersion extends Error {}
  * The actor's state was checkpointed by a turn that may still be running (on another host, or on an activation of
  * this one that ownership moved away from): actor_inbox holds a live pending marker. Its state is not loaded until
  * the marker is replaced by that turn's reply, deleted by its failure, expires, or its host leaves the membership.
+ * `host`: the marker's host, for the log only (host names and pids are not the API client's business).
  */
-class BusyElsewhere extends Error {}
+class BusyElsewhere extends Error {
+  constructor(readonly host: string) {
+    super("an earlier request is still being processed");
+  }
+}
+
+/** What the caller of an actor held back by a live pending marker reads (the same whatever host holds it). */
+const BUSY_MESSAGE = "An earlier request for this resource is still being processed; retry shortly.";
 
 /**
  * The host part of a pending marker's token (`<host id>/<random>`, see Turn), or undefined for a token without one
@@ -113,6 +121,12 @@ export interface HostOptions {
   definitions: AnyActorDefinition[];
   caller: ActorCaller;
   clock?: Clock;
+  /**
+   * This host's own clock, the one callers state their deadlines in (default: the system clock). Apart from `clock`,
+   * the business time handlers read, which a test may move by hours. Only differences of it reach the database (a
+   * reply's or marker's time left), so its skew from Postgres's clock does not matter (tests give it one).
+   */
+  wallClock?: Clock;
   log?: Logger;
   idleMs?: number;
   reminderPollMs?: number;
@@ -126,6 +140,7 @@ export class ActorHost {
    */
   private readonly kinds = new Map<string, KindEntry>();
   private readonly clock: Clock;
+  private readonly wallClock: Clock;
   private readonly log: Logger;
   private sweepTimer?: ReturnType<typeof setInterval>;
   private reminderTimer?: ReturnType<typeof setTimeout>;
@@ -138,6 +153,7 @@ export class ActorHost {
 
   constructor(private readonly opts: HostOptions) {
     this.clock = opts.clock ?? systemClock;
+    this.wallClock = opts.wallClock ?? systemClock;
     this.log = opts.log ?? rootLog.child({ component: "actor-host" });
     this.readOnlyDeps = { sql: opts.sql, clock: this.clock, log: this.log, caller: opts.caller };
     for (const def of opts.definitions) {
@@ -304,6 +320,10 @@ export class ActorHost {
       if (!hopeless) return errorReply(new ActorError("actor_unavailable", `lost the database connection while activating ${act.def.kind}/${act.id}; retry`));
       return errorReply(new ActorError("service_unavailable", "The database is unavailable; retry after 30 seconds."));
     }
+    if (err instanceof BusyElsewhere) {
+      this.log.info("activation held back by a pending marker; the caller retries", { kind: act.def.kind, id: act.id, markerHost: err.host });
+      return errorReply(new ActorError("actor_unavailable", BUSY_MESSAGE));
+    }
     return errorReply(new ActorError("actor_unavailable", `could not activate ${act.def.kind}/${act.id}: ${(err as Error)?.message ?? String(err)}`));
   }
 
@@ -326,7 +346,7 @@ export class ActorHost {
             FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`;
       const busy = rows[0]?.pending?.find((token) => this.markerIsLive(token));
       if (busy) {
-        throw new BusyElsewhere(`a turn of ${act.def.kind}/${act.id} may still be running on host ${markerHost(busy) ?? "?"} after a checkpoint; retry`);
+        throw new BusyElsewhere(markerHost(busy) ?? "?");
       }
       if (rows.length) {
         act.version = Number(rows[0].version);
@@ -436,14 +456,14 @@ export class ActorHost {
         const row = rows[0];
         if (row && row.reply !== null) return row.reply;
         if (row?.live && row.pending_turn !== null) {
-          if (this.markerIsLive(row.pending_turn)) return errorReply(new ActorError("actor_unavailable", "the first attempt of this message is still running (it checkpointed mid-turn); retry"));
+          if (this.markerIsLive(row.pending_turn)) return errorReply(new ActorError("actor_unavailable", BUSY_MESSAGE));
           deadMarker = row.pending_turn;
         }
       } catch (err) {
         return this.errorFor(act, err);
       }
     }
-    if (env.deadline < Date.now()) return errorReply(new ActorError("actor_unavailable", "caller deadline passed before the turn started"));
+    if (env.deadline < this.wallClock.now()) return errorReply(new ActorError("actor_unavailable", "caller deadline passed before the turn started"));
     const started = performance.now();
     // The durable reply is for a resend that may reach another activation. Over a lossless transport (in-process) a
     // caller resends only after `actor_unavailable`, which no committed turn answers, and never after its deadline:
@@ -611,7 +631,7 @@ export class ActorHost {
 
   /** @internal used by Turn */
   get internals() {
-    return { sql: this.opts.sql, clock: this.clock, log: this.log, caller: this.opts.caller, transport: this.opts.transport, hostId: this.opts.transport.hosts?.self };
+    return { sql: this.opts.sql, clock: this.clock, wallClock: this.wallClock, log: this.log, caller: this.opts.caller, transport: this.opts.transport, hostId: this.opts.transport.hosts?.self };
   }
 }
 
@@ -739,7 +759,7 @@ class Turn {
     private readonly act: Activation,
     msgId: string,
     private readonly readOnly = false,
-    private readonly deadline = Date.now(),
+    private readonly deadline = host.internals.wallClock.now(),
     /** Whether this turn's reply is written to actor_inbox for a resend (see runTurn). */
     private readonly keepReply = true,
     /** Whether a mid-turn checkpoint leaves a pending marker for the message (see runTurn). */
@@ -851,8 +871,15 @@ class Turn {
     }
     const replyJson = reply ? JSON.stringify(reply) : undefined;
     // Expiry of the reply, and the time until which a mid-turn checkpoint's run may still answer its caller: the
-    // caller's deadline and the inbox's margin for clock skew (compared with the database's clock by readers).
-    const until = (): string => new Date(Math.max(this.deadline, Date.now()) + INBOX_MARGIN_MS).toISOString();
+    // caller's deadline and the inbox's margin for skew between the caller's and this host's clocks. Sent as the time
+    // LEFT, which the database adds to its own clock: readers compare with that clock (now()), and an absolute time
+    // made here carried this host's skew from it (a host far enough behind wrote markers already expired, so they
+    // protected nothing; one ahead held other hosts back longer). Thrown here, before anything is sent, if not a number.
+    const timeLeft = (): number => {
+      const ms = Math.max(0, this.deadline - this.host.internals.wallClock.now()) + INBOX_MARGIN_MS;
+      if (!Number.isFinite(ms)) throw new Error(`actor ${act.def.kind}/${act.id}: the turn's deadline is not a time`);
+      return Math.round(ms);
+    };
     const marker = midTurn && this.markPending && this.keepReply && !this.markerLive;
     if (marker && !this.markerToken) {
       this.markerToken = `${this.host.internals.hostId ?? ""}/${crypto.randomUUID()}`;
@@ -865,9 +892,8 @@ class Turn {
       version: act.version,
       stateJson: current,
       reminders: this.reminderOps,
-      // toISOString throws here, before anything is sent, if the deadline is not a time
-      reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresAt: until(), turn: this.markerToken } : undefined,
-      pending: marker ? { msgId: this.ctx.msgId, until: until(), turn: this.markerToken! } : undefined,
+      reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresInMs: timeLeft(), turn: this.markerToken } : undefined,
+      pending: marker ? { msgId: this.ctx.msgId, forMs: timeLeft(), turn: this.markerToken! } : undefined,
       replacesMarker: this.deadMarker,
     };
     try {

@@ -34,17 +34,20 @@ export interface StateWrite {
   stateJson: string;
   reminders: Map<string, ReminderOp>;
   /**
-   * `expiresAt` as an ISO string made by the caller: every parameter is text or a number before the statement is
-   * sent, so postgres.js cannot fail to serialise one on the client after BEGIN went out — a statement refused
-   * locally is never sent, but the COMMIT pipelined behind it would be, committing the turn's writes unfenced.
+   * `expiresInMs`: how long the reply is kept, counted by the database from the statement's own time
+   * (statement_timestamp()), so the writing host's clock skew from the database's never reaches the row. A whole
+   * number of ms made by the caller: every parameter is text or a number before the statement is sent, so
+   * postgres.js cannot fail to serialise one on the client after BEGIN went out — a statement refused locally is
+   * never sent, but the COMMIT pipelined behind it would be, committing the turn's writes unfenced.
    */
-  reply?: { msgId: string; json: string; expiresAt: string; turn?: string };
+  reply?: { msgId: string; json: string; expiresInMs: number; turn?: string };
   /**
-   * Instead of a reply, a mid-turn checkpoint's "pending" marker for its message (migration 0009): `until` (an ISO
-   * string, also the row's expiry) is when the run may no longer answer, `turn` the run's token (`<host id>/<random>`,
-   * host.ts). `reply.turn` is that token again on the run's final write, which replaces its own marker.
+   * Instead of a reply, a mid-turn checkpoint's "pending" marker for its message (migration 0009): `forMs` (whole ms,
+   * counted by the database as `expiresInMs` is; the row's expiry too) is how long the run may still answer, `turn`
+   * the run's token (`<host id>/<random>`, host.ts). `reply.turn` is that token again on the run's final write,
+   * which replaces its own marker.
    */
-  pending?: { msgId: string; until: string; turn: string };
+  pending?: { msgId: string; forMs: number; turn: string };
   /**
    * The token of a marker of this message that the host judged dead although its time has not passed (its host left
    * the membership): the run that took over may replace it, as it may replace an expired one.
@@ -96,7 +99,10 @@ function shapeFor(insert: boolean, sets: boolean, deletes: boolean, inbox: Inbox
   const version = insert ? "" : `$${++n}`;
   const ops = reminders ? `$${++n}` : "";
   const [msgId, replyJson, expires, token] = inbox === "reply" ? [`$${++n}`, `$${++n}`, `$${++n}`, `$${++n}`] : [];
-  const [pMsgId, until, pToken] = inbox === "pending" ? [`$${++n}`, `$${++n}`, `$${++n}`] : [];
+  const [pMsgId, forMs, pToken] = inbox === "pending" ? [`$${++n}`, `$${++n}`, `$${++n}`] : [];
+  // the database's clock, not the writing host's: readers compare with now() (statement_timestamp(), not the
+  // transaction's start: a turn's transaction may have been open for a while when its write is sent)
+  const after = (ms: string | undefined) => `statement_timestamp() + ${ms}::int8 * interval '1 millisecond'`;
   const dead = inbox === "none" ? undefined : `$${++n}`;
   const parts = [
     insert
@@ -124,13 +130,13 @@ function shapeFor(insert: boolean, sets: boolean, deletes: boolean, inbox: Inbox
   // row and the check raises AF003 (AlreadyApplied).
   if (inbox === "reply") {
     parts.push(`turn_ib AS (INSERT INTO actor_inbox AS i (kind, id, msg_id, reply, expires_at)
-           SELECT $1, $2, ${msgId}, ${replyJson}::text::jsonb, ${expires}::timestamptz FROM turn_state
+           SELECT $1, $2, ${msgId}, ${replyJson}::text::jsonb, ${after(expires)} FROM turn_state
            ON CONFLICT (kind, id, msg_id) DO UPDATE SET reply = EXCLUDED.reply, expires_at = EXCLUDED.expires_at, pending_until = NULL, pending_turn = NULL
            WHERE i.reply IS NULL AND (i.pending_turn = ${token}::text OR i.pending_turn = ${dead}::text OR i.pending_until <= now())
            RETURNING 1)`);
   } else if (inbox === "pending") {
     parts.push(`turn_ib AS (INSERT INTO actor_inbox AS i (kind, id, msg_id, reply, expires_at, pending_until, pending_turn)
-           SELECT $1, $2, ${pMsgId}, NULL, ${until}::timestamptz, ${until}::timestamptz, ${pToken}::text FROM turn_state
+           SELECT $1, $2, ${pMsgId}, NULL, ${after(forMs)}, ${after(forMs)}, ${pToken}::text FROM turn_state
            ON CONFLICT (kind, id, msg_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, pending_until = EXCLUDED.pending_until, pending_turn = EXCLUDED.pending_turn
            WHERE i.reply IS NULL AND (i.pending_turn = EXCLUDED.pending_turn OR i.pending_turn = ${dead}::text OR i.pending_until <= now())
            RETURNING 1)`);
@@ -159,8 +165,8 @@ export function stateWriteStatement(w: StateWrite): { text: string; params: (str
     );
     params.push(JSON.stringify(ops));
   }
-  if (w.reply) params.push(w.reply.msgId, w.reply.json, w.reply.expiresAt, w.reply.turn ?? null);
-  if (w.pending) params.push(w.pending.msgId, w.pending.until, w.pending.turn);
+  if (w.reply) params.push(w.reply.msgId, w.reply.json, wholeMs(w, w.reply.expiresInMs), w.reply.turn ?? null);
+  if (w.pending) params.push(w.pending.msgId, wholeMs(w, w.pending.forMs), w.pending.turn);
   if (w.reply || w.pending) params.push(w.replacesMarker ?? null);
   let sets = false;
   let deletes = false;
@@ -170,6 +176,12 @@ export function stateWriteStatement(w: StateWrite): { text: string; params: (str
   }
   const shape = shapeFor(insert, sets, deletes, w.reply ? "reply" : w.pending ? "pending" : "none");
   return { text: shape.text, params, shape };
+}
+
+/** A time left as the int8 the statement casts it to, refused here (before anything is sent) if it is not one. */
+function wholeMs(w: StateWrite, ms: number): number {
+  if (!Number.isSafeInteger(ms) || ms < 0) throw new Error(`actor ${w.kind}/${w.id}: invalid time left ${ms}`);
+  return ms;
 }
 
 /** A `$n`-numbered text as template strings and the parameter index of each gap (cached per text). */

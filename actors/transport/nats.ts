@@ -142,7 +142,8 @@ export class NatsTransport implements Transport {
   ) {
     this.partitions = opts.partitions ?? 64;
     this.hostId = opts.hostId ?? defaultHostId();
-    this.hosts = { self: this.hostId, isLive: (hostId) => this.membership?.view.isLive(hostId) ?? true };
+    // gone, not merely not live: a live host can look dead for a moment after a JetStream stall (MemberView.isGone)
+    this.hosts = { self: this.hostId, isLive: (hostId) => !(this.membership?.view.isGone(hostId) ?? false) };
     this.log = opts.log ?? rootLog.child({ component: "nats-transport" });
     const hb = opts.heartbeatMs ?? 1000;
     const ttl = opts.ttlMs ?? 3000;

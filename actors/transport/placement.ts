@@ -98,6 +98,18 @@ export interface HostBeat {
 interface Member {
   created: number;
   beat: HostBeat;
+  /** The frontier when this member was first seen past its TTL (none of its beats landed since): see `isGone`. */
+  missingSince?: number;
+}
+
+/**
+ * How long (bucket time) a member must have been past its TTL before `MemberView.isGone` calls it gone: longer than a
+ * live host can take to land its first beat once JetStream answers again after a stall. A beat that was in flight
+ * then can still time out (`Membership.beatNow`: max(500 ms, heartbeat)) and is retried 200 ms later
+ * (`scheduleBeat`): at most 1.2 s with the defaults. Twice the timeout: 2 s with the default 1 s heartbeat.
+ */
+export function goneGraceMs(heartbeatMs: number): number {
+  return 2 * Math.max(500, heartbeatMs);
 }
 
 /** The live-host set as one watcher of the membership bucket sees it. Pure: fed entries, asked questions. */
@@ -105,19 +117,45 @@ export class MemberView {
   private readonly members = new Map<string, Member>();
   private frontier = 0;
 
-  constructor(readonly ttlMs: number) {}
+  constructor(
+    readonly ttlMs: number,
+    /** See `isGone` and `goneGraceMs`. */
+    readonly graceMs = goneGraceMs(1000),
+  ) {}
 
   /** A PUT seen on the bucket; `created` is the entry's server timestamp in epoch ms. */
   put(key: string, created: number, beat: HostBeat): void {
     const prev = this.members.get(key);
-    if (!prev || prev.created <= created) this.members.set(key, { created, beat });
-    if (created > this.frontier) this.frontier = created;
+    // the same entry again (a rebuilt watch replays the bucket) keeps how long it has been missing
+    if (prev && prev.created === created) prev.beat = beat;
+    else if (!prev || prev.created < created) this.members.set(key, { created, beat });
+    this.advance(created);
   }
 
   /** A DEL/PURGE seen on the bucket (a host that left cleanly). */
   remove(key: string, created?: number): void {
     this.members.delete(key);
-    if (created !== undefined && created > this.frontier) this.frontier = created;
+    if (created !== undefined) this.advance(created);
+  }
+
+  private advance(created: number): void {
+    if (created <= this.frontier) return;
+    this.frontier = created;
+    for (const m of this.members.values()) if (m.missingSince === undefined && this.frontier - m.created > this.ttlMs) m.missingSince = this.frontier;
+  }
+
+  /**
+   * Whether a host is gone for good as far as this view can tell: it left (a clean close), or it has been past its TTL
+   * for `graceMs` of bucket time, i.e. others' beats kept landing that long and none of its own did. Stricter than
+   * `!isLive`, which decides ownership: right after a JetStream stall longer than the TTL, the first beat to land makes
+   * every other host look dead until its own retried beat lands (~200 ms later). A decision that must not take a live
+   * host for a dead one (ActorHost: a pending marker of a turn that may still answer) asks this. The grace is bucket
+   * time, not this process's: a view that stands still (a broken watch) ages nobody.
+   */
+  isGone(hostId: string): boolean {
+    const m = this.members.get(hostId);
+    if (!m) return true;
+    return m.missingSince !== undefined && this.frontier - m.missingSince >= this.graceMs;
   }
 
   /** Epoch ms of the newest heartbeat seen (server clock). */
@@ -240,7 +278,7 @@ export class Membership {
     this.bucket = opts.bucket ?? DEFAULT_BUCKET;
     this.heartbeatMs = opts.heartbeatMs ?? 1000;
     this.ttlMs = opts.ttlMs ?? 3000;
-    this.view = new MemberView(this.ttlMs);
+    this.view = new MemberView(this.ttlMs, goneGraceMs(this.heartbeatMs));
   }
 
   /** Creates/opens the bucket, starts watching, writes a first heartbeat and waits until the watch has seen it. */

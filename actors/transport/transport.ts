@@ -44,6 +44,10 @@ export interface Transport {
 /** This host's id in the membership, and whether another host is in it (see `Transport.hosts`). */
 export interface HostMembership {
   readonly self: string;
-  /** False once the host left (a clean close) or its heartbeat stopped (its TTL passed); true while unknown. */
+  /**
+   * False once the host left (a clean close) or its heartbeat stopped: its TTL passed and a grace period after it
+   * (NATS: MemberView.isGone, 2 s with the default 1 s heartbeat), so a live host whose beat lands late after a
+   * JetStream stall is not taken for dead. True while unknown.
+   */
   isLive(hostId: string): boolean;
 }

@@ -16,13 +16,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Type as T } from "@sinclair/typebox";
 import { ActorClient } from "../../actors/runtime/client.ts";
+import type { Clock } from "../../actors/runtime/clock.ts";
 import { defineActor } from "../../actors/runtime/define-actor.ts";
 import type { ReplyEnvelope, RequestEnvelope } from "../../actors/runtime/envelope.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { ActorHost, checkpointWith } from "../../actors/runtime/host.ts";
 import { isWriteRefused } from "../../actors/runtime/state-write.ts";
 import { InProcessTransport } from "../../actors/transport/in-process.ts";
-import type { Transport } from "../../actors/transport/transport.ts";
+import { MemberView, type HostBeat } from "../../actors/transport/placement.ts";
+import type { HostMembership, Transport } from "../../actors/transport/transport.ts";
+import type { LogFields, Logger } from "../../infra/log.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 
 /** The outside call of each payment (by ref): the test decides when it returns. */
@@ -103,14 +106,17 @@ const hosts: ActorHost[] = [];
 const members = new Set<string>();
 let hostSeq = 0;
 
-/** The in-process bus standing in for NATS, which can lose a reply; `self`: its host's id in `members`. */
-function lossyTransport(self = `host-${++hostSeq}`): Transport {
+/**
+ * The in-process bus standing in for NATS, which can lose a reply; `self`: its host's id in `members`, or in the
+ * membership `isLive` answers for.
+ */
+function lossyTransport(self = `host-${++hostSeq}`, isLive: HostMembership["isLive"] = (hostId) => members.has(hostId)): Transport {
   const t = new InProcessTransport();
   members.add(self);
   return {
     name: "in-process, lossy",
     lossless: false,
-    hosts: { self, isLive: (hostId) => members.has(hostId) },
+    hosts: { self, isLive },
     request: (env, timeoutMs) => t.request(env, timeoutMs),
     serve: (kind, handler) => t.serve(kind, handler),
     publish: (topic, event) => t.publish(topic, event),
@@ -119,8 +125,8 @@ function lossyTransport(self = `host-${++hostSeq}`): Transport {
   };
 }
 
-async function startHost(transport: Transport = lossyTransport()): Promise<ActorHost> {
-  const host = new ActorHost({ transport, sql: db.sql, definitions: [payer], caller: new ActorClient(transport), reminderPollMs: 0 });
+async function startHost(transport: Transport = lossyTransport(), more: { wallClock?: Clock; log?: Logger } = {}): Promise<ActorHost> {
+  const host = new ActorHost({ transport, sql: db.sql, definitions: [payer], caller: new ActorClient(transport), reminderPollMs: 0, ...more });
   await host.start();
   hosts.push(host);
   return host;
@@ -128,6 +134,14 @@ async function startHost(transport: Transport = lossyTransport()): Promise<Actor
 
 function envelope(id: string, body: RequestEnvelope["body"], type = "pay"): Omit<RequestEnvelope, "attempt"> {
   return { msgId: `msg-${id}`, kind: payer.kind, id, type, body, deadline: Date.now() + 10_000 };
+}
+
+/** How many seconds the message's inbox row is kept (and its marker live), by the database's clock. */
+async function secondsLeftOf(id: string): Promise<{ pending: number | null; expires: number }> {
+  const [row] = await db.sql<{ pending: number | null; expires: number }[]>`
+    SELECT extract(epoch FROM pending_until - now())::float8 AS pending, extract(epoch FROM expires_at - now())::float8 AS expires
+    FROM actor_inbox WHERE kind = ${payer.kind} AND id = ${id}`;
+  return row;
 }
 
 /** The message's inbox row: its reply, or a marker (no reply, its run's token, live until its time passes). */
@@ -367,5 +381,111 @@ describe("over the lossless in-process bus", () => {
     expect(turn.filter((s) => s.includes("actor_inbox"))).toEqual([]);
     // the load, the checkpoint's state statement and the final one: as before markers
     expect(turn).toHaveLength(3);
+  });
+});
+
+describe("a pending marker's host, right after a JetStream stall longer than the TTL (review R2, G-1)", () => {
+  /** A heartbeat as Membership writes it. */
+  const beat = (hostId: string): HostBeat => ({ hostId, kinds: [payer.kind], partitions: 64, ttlMs: 3000, activations: {}, owned: {}, startedAt: 0, pid: 1, hostname: "h" });
+
+  test("is not taken for dead while its retried beat has not landed yet: the resend waits for the first run's answer", async () => {
+    // B's view of the membership bucket, fed as the watch would; the marker's liveness is what NatsTransport asks of it
+    const view = new MemberView(3000);
+    const t0 = 1_000_000;
+    view.put("st-a", t0, beat("st-a"));
+    view.put("st-b", t0, beat("st-b"));
+    const a = await startHost(lossyTransport("st-a"));
+    const b = await startHost(lossyTransport("st-b", (hostId) => !view.isGone(hostId)));
+    const env = envelope("st1", { ref: "st1" });
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("st1").reached.promise;
+    // JetStream stalls 4 s (a leader election); B's retried beat lands first, A's some 200 ms later
+    view.put("st-b", t0 + 4000, beat("st-b"));
+    expect(view.isLive("st-a")).toBe(false); // placement's view of the moment: A looks dead
+    expect(codeOf(await b.dispatch({ ...env, attempt: 2 }))).toBe("actor_unavailable");
+    expect(codeOf(await b.dispatch({ ...env, type: "get", body: {}, msgId: "read-st1", attempt: 1 }))).toBe("actor_unavailable");
+    expect(runs.get("st1")).toBe(1);
+    expect(await statusOf("st1")).toBe("paying"); // B's onActivate did not take the live turn for a dead one
+    view.put("st-b", t0 + 4100, beat("st-b"));
+    view.put("st-a", t0 + 4200, beat("st-a"));
+    gate("st1").release.resolve();
+    expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
+    expect(codeOf(await b.dispatch({ ...env, attempt: 3 }))).toBe('ok {"outcome":"completed"}');
+    expect(runs.get("st1")).toBe(1);
+  });
+
+  test("is taken for dead once others' beats kept landing for the grace period without its own", async () => {
+    const view = new MemberView(3000);
+    const t0 = 2_000_000;
+    view.put("sg-a", t0, beat("sg-a"));
+    view.put("sg-b", t0, beat("sg-b"));
+    const a = await startHost(lossyTransport("sg-a"));
+    const b = await startHost(lossyTransport("sg-b", (hostId) => !view.isGone(hostId)));
+    const env = envelope("sg1", { ref: "sg1" });
+    void a.dispatch({ ...env, attempt: 1 });
+    await gate("sg1").reached.promise;
+    view.put("sg-b", t0 + 4000, beat("sg-b")); // A past its TTL from here
+    view.put("sg-b", t0 + 5000, beat("sg-b"));
+    expect(codeOf(await b.dispatch({ ...env, attempt: 2 }))).toBe("actor_unavailable");
+    view.put("sg-b", t0 + 6000, beat("sg-b")); // 2 s (the grace of a 1 s heartbeat) of B's beats, none of A's
+    expect(codeOf(await b.dispatch({ ...env, attempt: 3 }))).toBe('ok {"outcome":"already_in_progress"}');
+    expect(await statusOf("sg1")).toBe("unknown");
+    gate("sg1").release.resolve();
+  });
+});
+
+describe("a marker's and a reply's time left, from a host whose clock is off the database's (review R2, G-2)", () => {
+  const TEN_MINUTES = 10 * 60_000;
+  /** The host's clock, and its caller's (the same machine): `skewMs` off the database's. */
+  const skewed = (skewMs: number): Clock => ({ now: () => Date.now() + skewMs });
+
+  for (const [name, skewMs] of [
+    ["behind", -TEN_MINUTES],
+    ["ahead", TEN_MINUTES],
+  ] as const) {
+    test(`is the caller's time left plus the 120 s margin by the database's clock, with the host's clock 10 min ${name}`, async () => {
+      const id = `sk-${name}`;
+      const clock = skewed(skewMs);
+      const a = await startHost(lossyTransport(), { wallClock: clock });
+      const b = await startHost();
+      const env = { ...envelope(id, { ref: id }), deadline: clock.now() + 10_000 };
+      const first = a.dispatch({ ...env, attempt: 1 });
+      await gate(id).reached.promise;
+      const marker = await secondsLeftOf(id);
+      expect(marker.pending).toBeGreaterThan(125);
+      expect(marker.pending).toBeLessThanOrEqual(130.5);
+      expect(marker.expires).toBeCloseTo(marker.pending!, 0);
+      // the marker protects the turn: B's resend waits for A's answer
+      expect(codeOf(await b.dispatch({ ...env, attempt: 2 }))).toBe("actor_unavailable");
+      expect(runs.get(id)).toBe(1);
+      gate(id).release.resolve();
+      expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
+      const reply = await secondsLeftOf(id);
+      expect(reply.pending).toBeNull();
+      expect(reply.expires).toBeGreaterThan(120);
+      expect(reply.expires).toBeLessThanOrEqual(130.5);
+      expect(codeOf(await b.dispatch({ ...env, attempt: 3 }))).toBe('ok {"outcome":"completed"}');
+    });
+  }
+});
+
+describe("the answer to a caller held back by a live marker (review R2, G-3)", () => {
+  test("names no host: the marker's host goes to the log", async () => {
+    const lines: { msg: string; fields?: LogFields }[] = [];
+    const at = () => (msg: string, fields?: LogFields) => void lines.push({ msg, fields });
+    const log: Logger = { debug: at(), info: at(), warn: at(), error: at(), child: () => log };
+    const a = await startHost(lossyTransport("nh-a-secret-host-4242"));
+    const b = await startHost(lossyTransport(), { log });
+    const env = envelope("nh1", { ref: "nh1" });
+    const first = a.dispatch({ ...env, attempt: 1 });
+    await gate("nh1").reached.promise;
+    const load = await b.dispatch({ ...env, type: "get", body: {}, msgId: "read-nh1", attempt: 1 });
+    const resend = await b.dispatch({ ...env, attempt: 2 });
+    for (const reply of [load, resend]) {
+      expect(reply).toEqual({ ok: false, error: expect.objectContaining({ code: "actor_unavailable", message: "An earlier request for this resource is still being processed; retry shortly." }) });
+    }
+    expect(lines.find((l) => l.fields?.markerHost === "nh-a-secret-host-4242")).toBeDefined();
+    gate("nh1").release.resolve();
+    expect(codeOf(await first)).toBe('ok {"outcome":"completed"}');
   });
 });
