@@ -99,8 +99,10 @@ function acpFulfillment(s: BridgeSession) {
       type: "shipping",
       id: o.option_id,
       title: o.name,
-      subtitle: `${o.min_days}-${o.max_days} business days`,
-      carrier_info: g.merchant_slug,
+      // ACP's FulfillmentOptionShipping has no store field (additionalProperties: false) and its `carrier` is a
+      // carrier's name, which we do not know: the store goes into the subtitle, so a multi-store cart's options
+      // still say whose they are.
+      subtitle: `${g.merchant_slug}: ${o.min_days}-${o.max_days} business days`,
       subtotal: o.cost_minor,
       tax: 0,
       total: o.cost_minor,

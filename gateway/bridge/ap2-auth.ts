@@ -11,7 +11,10 @@
  *            cart_mandate is sent, h(IntentMandate) when an intent_mandate is sent]},  h = b64url(sha256(canonical))
  *
  * The set must match exactly: a presented cart or intent mandate must be signed, and every signed hash must belong
- * to a presented part (an agent cannot drop the signed mandate that carries the user's expiry or payees).
+ * to a presented part (an agent cannot drop the signed mandate that carries the user's expiry or payees). AP2 does
+ * not fix the order of `transaction_data`, so a hash says nothing about the role its part was signed in; the role
+ * comes from the part's shape, checked before this runs (ap2.ts `parseAp2`: an intent mandate with a cart
+ * mandate's members, or the reverse, is 400), so a signed part cannot change roles to escape its expiry.
  *
  * Canonical JSON = keys sorted at every depth, no spaces (actors/cart/state-hash.ts `canonicalJson`), so a
  * changed amount, token, payee or expiry changes the hash. Any failure is 401 AGENT_TOKEN_INVALID with

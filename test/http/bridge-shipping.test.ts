@@ -12,6 +12,9 @@ import { startServer, type TestServer } from "../helpers/server.ts";
 const SUMMIT = "summit-sports-co";
 const ADDRESS = { name: "Ada Lovelace", line_one: "1 Main St", city: "San Francisco", state: "CA", country: "US", postal_code: "94107" };
 
+/** ACP 2025-09-29 FulfillmentOptionShipping (spec/json-schema/schema.agentic_checkout.json). */
+const ACP_SHIPPING_OPTION_FIELDS = ["type", "id", "title", "subtitle", "carrier", "earliest_delivery_time", "latest_delivery_time", "subtotal", "tax", "total"];
+
 let srv: TestServer;
 let key: TestKey;
 let product: string;
@@ -52,6 +55,9 @@ describe("ACP at a store with several shipping methods", () => {
     const options = addressed.body.fulfillment_options as { id: string; title: string; total: number; type: string }[];
     expect(options.map((o) => o.title)).toEqual(["Contiguous US", "Express"]);
     expect(options.every((o) => o.type === "shipping" && Number.isInteger(o.total))).toBe(true);
+    // Only ACP's FulfillmentOptionShipping members (its schema has additionalProperties: false; review R3-7).
+    for (const o of options) expect(Object.keys(o).filter((k) => !ACP_SHIPPING_OPTION_FIELDS.includes(k))).toEqual([]);
+    expect(options.map((o) => (o as { subtitle?: string }).subtitle)).toEqual([expect.stringMatching(/^summit-sports-co: \d+-\d+ business days$/), expect.stringMatching(/^summit-sports-co: /)]);
     expect(addressed.body.messages).toEqual([expect.objectContaining({ code: "missing", param: "$.fulfillment_option_id" })]);
 
     const express = options.find((o) => o.title === "Express")!;

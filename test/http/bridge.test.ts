@@ -46,6 +46,12 @@ async function authorize(body: { payment_mandate: { payment_mandate_contents: un
 const post = (path: string, body: unknown, k: TestKey = key, headers: Record<string, string> = {}) =>
   srv.json(`/api/v1/agent${path}`, { method: "POST", headers: { ...k.headers, ...headers }, body });
 const get = (path: string, k: TestKey = key) => srv.json(`/api/v1/agent${path}`, { headers: k.headers });
+/** AP2 CartMandate for the cart as the agent reads it (one display item per line, the cart's total). */
+async function cartMandateOf(cartId: string, cart_expiry = new Date(Date.now() + 600_000).toISOString()) {
+  const cart = (await srv.json(`/api/v1/agent/cart/${cartId}`, { headers: key.headers })).body.data as { currency: string; items: { title: string; line_total: number }[]; totals: { total: number } };
+  const display_items = cart.items.map((l) => ({ label: l.title, amount: { currency: cart.currency, value: l.line_total } }));
+  return { contents: { id: `cart_${cartId}`, payment_request: { details: { id: `order_${cartId}`, display_items, total: { label: "Total", amount: { currency: cart.currency, value: cart.totals.total } } } }, cart_expiry, merchant_name: "demo-store" } };
+}
 const ordersOfCart = async (cartId: string) => (await srv.db.sql<{ id: string; status: string }[]>`SELECT id, status FROM orders WHERE cart_id = ${cartId}`).map((r) => ({ ...r }));
 const cartOf = async (sessionId: string) => (await srv.db.sql<{ cart_id: string }[]>`SELECT cart_id FROM bridge_sessions WHERE id = ${sessionId}`)[0]!.cart_id;
 
@@ -291,7 +297,7 @@ describe("AP2 user authorization", () => {
     expect(reg.status).toBe(200);
     expect(reg.body.data).toMatchObject({ agent_key_id: key.id, kid: "laptop", alg: "EdDSA" });
     const cartId = await newCart();
-    const body = { ...unsignedMandate(cartId), cart_mandate: { contents: { id: `cart_${cartId}`, cart_expiry: new Date(Date.now() + 600_000).toISOString() } } };
+    const body = { ...unsignedMandate(cartId), cart_mandate: await cartMandateOf(cartId) };
     body.payment_mandate.user_authorization = await authorize(body, { key: pair.privateKey, alg: "EdDSA", kid: "laptop" });
     const r = await post("/ap2/payment-mandates", body);
     expect(r.status).toBe(200);
@@ -308,9 +314,10 @@ describe("AP2 user authorization", () => {
 
   test("a changed cart mandate is 401 AGENT_TOKEN_INVALID (cart_mandate_mismatch)", async () => {
     const cartId = await newCart();
-    const body = { ...unsignedMandate(cartId), cart_mandate: { contents: { id: "cart_1" } } };
+    const cart_mandate = await cartMandateOf(cartId);
+    const body = { ...unsignedMandate(cartId), cart_mandate };
     body.payment_mandate.user_authorization = await authorize(body);
-    await refusedWith({ ...body, cart_mandate: { contents: { id: "cart_2" } } }, "cart_mandate_mismatch");
+    await refusedWith({ ...body, cart_mandate: { contents: { ...cart_mandate.contents, cart_expiry: new Date(Date.now() + 7_200_000).toISOString() } } }, "cart_mandate_mismatch");
   });
 
   test("a signature by another key under the registered kid is 401 AGENT_TOKEN_INVALID (signature)", async () => {
