@@ -6,7 +6,17 @@
  */
 import { createHash } from "node:crypto";
 
-/** sha256 hex of `buyer:<slug>:<buyer trimmed and lower-cased>` (the hash stored rows already carry). */
+/**
+ * A buyer as one customer: trimmed and lower-cased. Recorded orders have been hashed this way since the first
+ * ingest (actors/store/ingest.ts `orderFromInput`), so their stored digests only match a folded id: ids that
+ * differ only in letter case are one customer (review R3-9, docs/decisions.md). Used wherever a customer is keyed
+ * (the digest, the MCP customer rate bucket), so they all agree on who is the same customer.
+ */
+export function buyerKey(buyer: string): string {
+  return buyer.trim().toLowerCase();
+}
+
+/** sha256 hex of `buyer:<slug>:<buyerKey(buyer)>` (the hash stored rows already carry). */
 export function buyerRefOf(slug: string, buyer: string): string {
-  return createHash("sha256").update(`buyer:${slug}:${buyer.trim().toLowerCase()}`).digest("hex");
+  return createHash("sha256").update(`buyer:${slug}:${buyerKey(buyer)}`).digest("hex");
 }

@@ -5,7 +5,8 @@
  *   `elicitation/create` on the same response stream as the tool call: accept with `approve` true or absent → the
  *   tool proceeds; accept with `approve: false`, decline or cancel → HUMAN_CONFIRMATION_DECLINED (nothing changed);
  *   an elicitation that fails or times out (nobody answered), or an answer outside the requested schema
- *   (`approve: "false"`), → UPSTREAM_UNAVAILABLE confirmation_not_completed, retryable (nothing changed).
+ *   (`approve: "false"`, or a key other than `approve`), → UPSTREAM_UNAVAILABLE confirmation_not_completed,
+ *   retryable (nothing changed).
  * - Anything else (no capability, or a sessionless JSON-RPC call where the client's capabilities are unknown)
  *   → HUMAN_CONFIRMATION_REQUIRED with `details.approver`.
  * - URL mode (`openUrl`) shows the buyer a link, used for PENDING_EXTERNAL_CONFIRMATION when supported.
@@ -45,11 +46,14 @@ export const cannotAsk: Confirmer = {
 
 /**
  * An accepted answer matches the requested schema `{approve?: boolean}` (default true): no content, `{}` or a
- * boolean `approve`. Anything else (`"false"`, `0`, `null`, an array) is not an answer to the question.
+ * boolean `approve` and nothing else. Anything else (`"false"`, `0`, `null`, an array) is not an answer to the
+ * question, and neither is an object with another key (`{"approved": false}`, `{"confirm": "no"}`: review R3-10):
+ * its `approve` being absent does not make it the empty default answer; it answers some other question, maybe "no".
  */
 export function approvalAnswer(content: unknown): boolean {
   if (content === undefined) return true;
   if (typeof content !== "object" || content === null || Array.isArray(content)) return false;
+  if (Object.keys(content).some((k) => k !== "approve")) return false;
   const approve = (content as { approve?: unknown }).approve;
   return approve === undefined || typeof approve === "boolean";
 }

@@ -9,11 +9,12 @@
  * - bad signature, malformed, expired, wrong audience/typ → IDENTITY_TOKEN_REJECTED with details.reason;
  * - valid but issued for another store → IDENTITY_TOKEN_STORE_MISMATCH.
  * The customer's orders are the store's orders whose buyer_ref is `customerBuyerRef(slug, sub)`: the digest a
- * recorded order with `buyer: <customer id>` carries, and the one an agent's checkout for this customer writes.
+ * recorded order with `buyer: <customer id>` carries, and the one an agent's checkout for this customer writes (on
+ * the main or checkout endpoint, with the header). Customer ids compare case-insensitively (actors/store/buyer-ref.ts).
  */
 import { Elysia, t } from "elysia";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
-import { buyerRefOf } from "../../actors/store/buyer-ref.ts";
+import { buyerKey, buyerRefOf } from "../../actors/store/buyer-ref.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { ok } from "../envelope.ts";
 import { tokenService } from "../identity.ts";
@@ -29,6 +30,14 @@ export const DEFAULT_CUSTOMER_TOKEN_TTL = 3600;
 /** The orders table's buyer_ref for a merchant customer id (hashed: raw ids never stored; actors/store/buyer-ref.ts). */
 export function customerBuyerRef(slug: string, customerId: string): string {
   return buyerRefOf(slug, customerId);
+}
+
+/**
+ * The customer's rate-limit identity (`customer:<slug>:<id>:mcp-customer`): the id folded as its orders are
+ * (buyerKey), so ids that differ only in letter case, one customer's orders, share one bucket too.
+ */
+export function customerLimitId(slug: string, customer: Customer): string {
+  return `${slug}:${buyerKey(customer.id)}`;
 }
 
 export async function issueCustomerToken(svc: Services, slug: string, customerId: string, ttlSeconds = DEFAULT_CUSTOMER_TOKEN_TTL): Promise<string> {

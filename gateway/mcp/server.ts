@@ -49,7 +49,7 @@ import type { Services } from "../services.ts";
 import { cannotAsk, elicitingConfirmer, type Confirmer } from "./confirm.ts";
 import { buildToolTable, runTool, type CompiledTool, type ToolTable } from "./dispatch.ts";
 import { errorResult, serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
-import { CUSTOMER_HEADER, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
+import { CUSTOMER_HEADER, customerLimitId, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
 import type { Caller, Customer, Endpoint, ToolContext } from "./registry.ts";
 import { ALL_TOOLS } from "./tools/index.ts";
 
@@ -346,7 +346,7 @@ export class McpGateway {
     const hasKey = request.headers.has("x-agent-api-key");
     const hasAuthz = request.headers.has("authorization");
     const surface = surfaceOf(endpoint, store.slug, hasKey || hasAuthz);
-    const customerId = customer ? `${store.slug}:${customer.id}` : undefined;
+    const customerId = customer ? customerLimitId(store.slug, customer) : undefined;
     // The per-tool layer is one budget per operation, not per name: a UCP alias (ucp_search_catalog,
     // ucp_create_cart, ucp_complete_checkout) spends its base tool's bucket (audit B F3).
     const toolBucket = this.table.byName.get(toolName)?.def.rateBucket;
@@ -409,9 +409,13 @@ export class McpGateway {
     return { caller: null, customer, customerError };
   }
 
-  /** The end customer of the request's customer token (customer and main endpoints), or why it was refused. */
+  /**
+   * The end customer of the request's customer token, or why it was refused: on the customer endpoint whose orders
+   * the tools read, on the main and checkout endpoints the customer a checkout buys for (review R3-8: a purchase on
+   * `/{slug}/mcp/checkout` with the header is the customer's too). The discovery endpoint has no use for one.
+   */
   private async customerOf(request: Request, store: StoreRecord, endpoint: Endpoint): Promise<Pick<CallPrincipal, "customer" | "customerError">> {
-    if (endpoint !== "customer" && endpoint !== "main") return { customer: null, customerError: null };
+    if (endpoint === "discovery") return { customer: null, customerError: null };
     const token = request.headers.get(CUSTOMER_HEADER);
     if (!token) return { customer: null, customerError: null };
     try {
@@ -436,7 +440,7 @@ export class McpGateway {
     const credentialed = request.headers.has("x-agent-api-key") || request.headers.has("authorization");
     const surface = surfaceOf(endpoint, store.slug, credentialed);
     const { customer } = await this.customerOf(request, store, endpoint);
-    const customerId = customer ? `${store.slug}:${customer.id}` : null;
+    const customerId = customer ? customerLimitId(store.slug, customer) : null;
     let access: McpAccess = { kind: "anonymous" };
     if (credentialed) {
       try {

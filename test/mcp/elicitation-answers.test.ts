@@ -2,7 +2,8 @@
  * What counts as the human's approval (audit B F5). The server asks `elicitation/create` with requestedSchema
  * `{approve: boolean, default true}` through `server.request`, so nothing in the SDK checks the answer against it:
  * the gateway does. `approve: true`, `{}` (the default) approve; `approve: false` declines; an answer outside the
- * schema (`"false"`, `0`, a list) approves nothing and is UPSTREAM_UNAVAILABLE confirmation_not_completed.
+ * schema (`"false"`, `0`, a list, or a key other than `approve`) approves nothing and is UPSTREAM_UNAVAILABLE
+ * confirmation_not_completed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { ElicitResult } from "@modelcontextprotocol/sdk/types.js";
@@ -44,6 +45,18 @@ describe("elicitation answers", () => {
       const e = errorOf(result);
       expect(e.code).toBe("UPSTREAM_UNAVAILABLE");
       expect(e.retryable).toBe(true);
+      expect(e.details.reason).toBe("confirmation_not_completed");
+      expect(made).toBe(0);
+    }, 30_000);
+  }
+
+  // Review R3-10: an object without `approve` is the schema's default only when it is empty; another key answers some
+  // other question (and {"approved": false} or {"confirm": "no"} reads as a no), so it approves nothing.
+  for (const content of [{ approved: false }, { confirm: "no" }, { approve: true, note: "and cancel it" }]) {
+    test(`an accepted answer with a key other than approve, ${JSON.stringify(content)}, is not approval: confirmation_not_completed, no cart`, async () => {
+      const { result, made } = await createCartAnswering({ action: "accept", content } as unknown as ElicitResult);
+      const e = errorOf(result);
+      expect(e.code).toBe("UPSTREAM_UNAVAILABLE");
       expect(e.details.reason).toBe("confirmation_not_completed");
       expect(made).toBe(0);
     }, 30_000);

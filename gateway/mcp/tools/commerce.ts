@@ -11,7 +11,7 @@ import { stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/cart/messages.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
-import { storeCommerce } from "../../../actors/store/commerce.ts";
+import { refundView, storeCommerce } from "../../../actors/store/commerce.ts";
 import { DEFAULT_RETURN_WINDOW_DAYS, REFUNDABLE_ORDER_STATUSES, returnWindowEndsAt } from "../../../actors/store/refunds.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
@@ -429,11 +429,22 @@ export async function precheckSession(
 /** Checkout statuses no complete call can leave. */
 const FINISHED: ReadonlySet<string> = new Set(["COMPLETED", "FAILED", "EXPIRED", "CANCELED"]);
 
+/**
+ * A checkout that sends X-Customer-Identity buys for that customer (main and checkout endpoints). A token that fails
+ * verification is refused with its own code rather than ignored: paying anyway would leave an order the customer
+ * never sees, and neither the agent nor the human would know.
+ */
+function refuseRejectedCustomer(ctx: ToolContext): void {
+  const e = ctx.customerError;
+  if (e) throw fail(e.code, `${e.message} (X-Customer-Identity: fix or drop the header; nothing was paid.)`, e.details);
+}
+
 /** complete (or resume) a previewed session; shared by complete_checkout and ucp_complete_checkout. */
 export async function completeSession(
   ctx: ToolContext,
   a: { checkout_session_id: string; idempotency_key: string; payment_method: string; reconfirmed_state_hash?: string; payment_mandate?: string },
 ) {
+  refuseRejectedCustomer(ctx);
   const cartId = sessionCart(a.checkout_session_id);
   const { verifyMandateFor } = await import("./integrations.ts");
   await verifyMandateFor(ctx, cartId, a.payment_mandate);
@@ -506,8 +517,11 @@ export const completeCheckout = defineTool({
       "a merchant below the agent-checkout trust threshold (details.reason = trust_below_agent_threshold, trust_score, threshold) or not available to agents; answered before the human is asked (preview_checkout's warnings say it first)",
     PRECONDITION_NOT_MET:
       "the cart's shipping changed with get_shipping_rates after the preview, so the session is OPEN again (details.required_step = preview_checkout; refused before the human is asked), or the previewed shipping option is gone (details.required_step = get_shipping_rates)",
+    IDENTITY_TOKEN_REJECTED: "an X-Customer-Identity header that fails verification (details.reason): refused, not ignored; answered before the human is asked",
+    IDENTITY_TOKEN_STORE_MISMATCH: "an X-Customer-Identity token minted for another store; answered before the human is asked",
   },
   async summarize(a, ctx) {
+    refuseRejectedCustomer(ctx);
     // Everything that would refuse this payment whatever the human says is answered now, before they are asked:
     // the cart actor's own refusals (session state, idempotency key, shipping, merchant state, eligibility, payment
     // method), then the arguments and the mandate (audit E: approvals asked for payments that could not happen).
@@ -641,15 +655,18 @@ export const getShippingRates = defineTool({
 
 // ------------------------------------------------------------------------------------------------ orders
 
-/** An order's items and events as orderView (REST) shows them, for an order read without an agent key's filter. */
+/** An order's items, events and refunds as orderView (REST) shows them, for an order read without a key's filter. */
 async function orderHistory(ctx: ToolContext, orderId: string) {
   const sql = ctx.svc.sql;
-  const [items, events] = await Promise.all([
+  const [items, events, refunds] = await Promise.all([
     sql<{ product_id: string | null; variant_id: string | null; title: string; quantity: number; unit_price_minor: number; currency: string }[]>`
       SELECT i.product_id, i.variant_id, i.title, i.quantity, i.unit_price_minor, o.currency FROM order_items i JOIN orders o ON o.id = i.order_id
       WHERE i.order_id = ${orderId} ORDER BY i.id`,
     sql<{ at: Date; type: string; from_status: string | null; to_status: string | null }[]>`
       SELECT at, type, from_status, to_status FROM order_events WHERE order_id = ${orderId} ORDER BY id`,
+    // get_refund_status on the customer endpoint answers the order's refund requests, not an empty list (review R3-8)
+    sql`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
+      FROM order_refunds WHERE order_id = ${orderId} ORDER BY created_at`,
   ]);
   return {
     items: items.map((i) => ({
@@ -661,19 +678,57 @@ async function orderHistory(ctx: ToolContext, orderId: string) {
       unit_price_minor: Number(i.unit_price_minor),
     })),
     events: events.map((e) => ({ type: e.type, from_status: e.from_status, to_status: e.to_status, at: e.at.toISOString() })),
+    refunds: refunds.map((r) => refundView(r as never)),
   };
 }
 
-async function callerOrder(ctx: ToolContext, orderId: string) {
-  if (ctx.endpoint === "customer" || ctx.customer || ctx.customerError) {
+/**
+ * The order as the caller reads it, and on the customer endpoint whose write it is (`owner`; null on the other
+ * endpoints, where the key's own orders are the only ones found). Whose orders: on `/{slug}/mcp/customer` the
+ * identified customer's, whichever key placed them; on every other endpoint the key's own, X-Customer-Identity or
+ * not (that header only makes a checkout the customer's there; review R3-3).
+ */
+async function readCallerOrder(ctx: ToolContext, orderId: string) {
+  if (ctx.endpoint === "customer") {
     const { customerOrder } = await import("./integrations.ts");
-    const o = await customerOrder(ctx, orderId);
+    const { owner, ...o } = await customerOrder(ctx, orderId);
     // get_order's answer (its outputSchema) has the items and the event history, a customer's own order too
-    return { ...o, ...(await orderHistory(ctx, o.order_id)) };
+    return { order: { ...o, ...(await orderHistory(ctx, o.order_id)) }, owner };
   }
   const view = await orderView(ctx.svc, orderId.toLowerCase(), ownerId(ctx));
   if (view.merchant_slug !== ctx.store.slug) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
-  return view;
+  return { order: view, owner: null };
+}
+
+async function callerOrder(ctx: ToolContext, orderId: string) {
+  return (await readCallerOrder(ctx, orderId)).order;
+}
+
+/**
+ * The order a write tool (cancel_order, onx_create_return) acts on. On the customer endpoint any key holding the
+ * customer's token reads the customer's orders, but writes only what the merchant recorded for the customer (no
+ * key owns it) or what this key placed (review R3-3): the token is a bearer token of an hour, not bound to a key,
+ * so another agent of the same customer must not undo an agent's purchase or claim its money back. A recorded
+ * order was paid outside this service: no rail can refund it here, so its return is the merchant's (R3-8).
+ * NOT_ELIGIBLE (different path: the agent that placed it, or the merchant), before the human is asked.
+ */
+async function writableOrder(ctx: ToolContext, orderId: string, write: "cancel" | "return") {
+  const { order, owner } = await readCallerOrder(ctx, orderId);
+  if (owner === null) return order;
+  if (owner.agentKeyId !== null && owner.agentKeyId !== ownerId(ctx)) {
+    throw fail(
+      "NOT_ELIGIBLE",
+      `Another agent placed this order for the customer: only that agent, or the merchant, can ${write === "cancel" ? "cancel it" : "take a return request for it"}.`,
+      { order_id: order.order_id, reason: "placed_by_another_agent" },
+    );
+  }
+  if (owner.agentKeyId === null && write === "return") {
+    throw fail("NOT_ELIGIBLE", "The merchant recorded this order (paid outside this service, so no refund runs here): the customer asks the merchant for its return.", {
+      order_id: order.order_id,
+      reason: "recorded_by_merchant",
+    });
+  }
+  return order;
 }
 
 export const onxGetOrders = defineTool({
@@ -777,14 +832,15 @@ export const cancelOrder = defineTool({
   errors: {
     ORDER_NOT_CANCELLABLE:
       "an order past pending (paid, fulfilled, shipped…; details.status), or a pending one whose payment is running or awaits reconciliation (details.reason = payment_in_progress); answered before the human is asked",
+    NOT_ELIGIBLE: "customer endpoint: an order of the customer another agent key placed (details.reason = placed_by_another_agent); answered before the human is asked",
   },
   async summarize(a, ctx) {
-    const o = await callerOrder(ctx, a.order_id);
+    const o = await writableOrder(ctx, a.order_id, "cancel");
     await assertOrderCancellable(ctx, o);
     return { summary: `Cancel order ${o.order_id} of ${money(o.total_minor, o.currency)} at ${ctx.store.name}.`, facts: { amount: o.total, currency: o.currency } };
   },
   async handler(a, ctx) {
-    const o = await callerOrder(ctx, a.order_id);
+    const o = await writableOrder(ctx, a.order_id, "cancel");
     if (o.status !== "pending") throw notPending(o);
     // As REST POST /agent/orders/{id}/cancel: a pending order belongs to a checkout session, and only the cart may
     // end it (its turn refuses while money may move, and otherwise releases the hold), never the store behind its back
@@ -853,15 +909,17 @@ export const onxCreateReturn = defineTool({
     RETURN_WINDOW_EXPIRED: "the order was delivered longer ago than the return window; answered before the human is asked (without idempotency_key)",
     ORDER_NOT_FOUND: "another caller's order, or a key the merchant blocked; answered before the human is asked (without idempotency_key)",
     IDEMPOTENCY_KEY_CONFLICT: "the idempotency_key was used for a request with another amount or reason",
+    NOT_ELIGIBLE:
+      "customer endpoint: an order of the customer another agent key placed (details.reason = placed_by_another_agent), or one the merchant recorded (paid outside the service: details.reason = recorded_by_merchant); answered before the human is asked",
   },
   async summarize(a, ctx) {
-    const o = await callerOrder(ctx, a.order_id);
+    const o = await writableOrder(ctx, a.order_id, "return");
     if (a.idempotency_key === undefined) await assertReturnPossible(ctx, o.order_id);
     const amount = a.amount ?? o.total_minor - o.refunded_minor;
     return { summary: `Request a refund of ${money(amount, o.currency)} for order ${o.order_id} at ${ctx.store.name}.`, facts: { amount: toMajor(amount, o.currency), currency: o.currency } };
   },
   async handler(a, ctx) {
-    const o = await callerOrder(ctx, a.order_id);
+    const o = await writableOrder(ctx, a.order_id, "return");
     return ctx.svc.actors.ask(storeCommerce, ctx.store.slug, "proposeRefund", {
       orderId: o.order_id,
       agentKeyId: ownerId(ctx),

@@ -120,6 +120,11 @@ interface OrderRow {
   created_at: Date;
 }
 
+/** Whose write an order of the customer is (review R3-3): the key that placed it, or null for one the merchant recorded. */
+export interface CustomerOrderOwner {
+  agentKeyId: string | null;
+}
+
 const orderOut = (o: OrderRow) => ({
   order_id: o.id,
   status: o.status,
@@ -131,23 +136,29 @@ const orderOut = (o: OrderRow) => ({
   refunds: [] as unknown[],
 });
 
-/** An order of this store seen by the identified customer: another customer's is ORDER_OWNERSHIP_FAILED. */
-export async function customerOrder(ctx: ToolContext, orderId: string) {
+/**
+ * An order of this store seen by the identified customer: another customer's is ORDER_OWNERSHIP_FAILED. Any key
+ * holding the customer's token reads it (the merchant vouched for the customer; docs/decisions.md); `owner` is
+ * for the writes, which are narrower (commerce.ts `customerWriteOrder`) and never shown to the caller.
+ */
+export async function customerOrder(ctx: ToolContext, orderId: string): Promise<ReturnType<typeof orderOut> & { owner: CustomerOrderOwner }> {
   const customer = requireCustomer(ctx);
-  const [o] = await ctx.svc.sql<OrderRow[]>`
-    SELECT id, status, total_minor, refunded_minor, currency, buyer_ref, created_at FROM orders WHERE id = ${orderId.toLowerCase()} AND store_slug = ${ctx.store.slug}`;
+  const [o] = await ctx.svc.sql<(OrderRow & { agent_key_id: string | null })[]>`
+    SELECT id, status, total_minor, refunded_minor, currency, buyer_ref, created_at, agent_key_id FROM orders
+    WHERE id = ${orderId.toLowerCase()} AND store_slug = ${ctx.store.slug}`;
   if (!o) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
   if (o.buyer_ref !== customer.buyerRef) {
     ctx.svc.log.warn("mcp order ownership check failed", { store: ctx.store.slug, order: o.id });
     throw fail("ORDER_OWNERSHIP_FAILED", "This order is not associated with the authenticated customer; the attempt is recorded.", { order_id: o.id });
   }
-  return orderOut(o);
+  return { ...orderOut(o), owner: { agentKeyId: o.agent_key_id } };
 }
 
+/** The customer endpoint's orders are the customer's; every other endpoint's are the key's (review R3-3). */
 export async function listOrders(ctx: ToolContext, status: string | undefined, limit: number) {
   const sql = ctx.svc.sql;
   const rows =
-    ctx.endpoint === "customer" || ctx.customer || ctx.customerError
+    ctx.endpoint === "customer"
       ? await sql<OrderRow[]>`SELECT id, status, total_minor, refunded_minor, currency, buyer_ref, created_at FROM orders
           WHERE store_slug = ${ctx.store.slug} AND buyer_ref = ${requireCustomer(ctx).buyerRef} AND (${status ?? null}::text IS NULL OR status = ${status ?? null})
           ORDER BY created_at DESC LIMIT ${limit}`
