@@ -3,9 +3,10 @@
  *
  *   bun run cli import <slug> catalog.jsonl [--url URL] [--token JWT | --email E --password P] [--batch N]
  *
- * import: streams a JSON-lines file (one ProductInput per line) to PUT /api/v1/merchant/stores/<slug>/catalog in
- * batches of up to 1,000, through the running service (so every write goes through the store actor), with a
- * progress bar on stderr. Lines that are not JSON are reported and skipped; items the API rejects are printed
+ * import: streams a JSON-lines file (one ProductInput per line, read chunk by chunk) to
+ * PUT /api/v1/merchant/stores/<slug>/catalog in batches of up to 1,000, through the running service (so every write
+ * goes through the store actor), with a progress bar on stderr. Lines that are not JSON are reported and skipped; a
+ * line repeating an earlier line's externalId is refused (whatever --batch is); items the API rejects are printed
  * with their line number. Exit code 0 when everything was accepted, 1 when something was rejected.
  */
 import { parseArgs } from "node:util";
@@ -54,51 +55,111 @@ const importCatalog: Command = async (argv) => {
     }
     token = await login(url, email, password);
   }
-  const text = await Bun.file(file).text();
-  const lines = text.split(/\r?\n/).map((l, i) => ({ line: i + 1, text: l.trim() })).filter((l) => l.text.length > 0);
-  const items: { line: number; item: unknown }[] = [];
-  let badJson = 0;
-  for (const l of lines) {
-    try {
-      items.push({ line: l.line, item: JSON.parse(l.text) });
-    } catch {
-      badJson++;
-      process.stderr.write(`line ${l.line}: not valid JSON, skipped\n`);
-    }
+  return pushCatalog({ url, token, slug, file, batchSize });
+};
+
+interface ImportLine {
+  line: number;
+  text: string;
+  /** Bytes of the file read so far (progress). */
+  bytesRead: number;
+}
+
+/** The lines of a file with their 1-based numbers, read chunk by chunk: memory holds one chunk, never the file. */
+export async function* readLines(file: string): AsyncGenerator<ImportLine> {
+  const decoder = new TextDecoder();
+  let rest = "";
+  let line = 0;
+  let bytesRead = 0;
+  for await (const chunk of Bun.file(file).stream()) {
+    bytesRead += chunk.byteLength;
+    const parts = (rest + decoder.decode(chunk, { stream: true })).split("\n");
+    rest = parts.pop()!;
+    for (const text of parts) yield { line: ++line, text: text.replace(/\r$/, ""), bytesRead };
   }
+  rest += decoder.decode();
+  if (rest.length > 0) yield { line: ++line, text: rest.replace(/\r$/, ""), bytesRead };
+}
+
+type ApiRejection = { index: number; externalId: string | null; errors: { field: string; message: string }[] };
+
+/**
+ * Streams the file through PUT /catalog, a batch at a time. The result does not depend on the batch size: the first
+ * line carrying an externalId is the one sent, and a later line with the same externalId is refused here, whichever
+ * batch it falls in (the API itself can only see repeats inside one batch; audit A2 LOW-2). Memory holds one batch
+ * and the externalIds seen (with their first line), not the file.
+ */
+async function pushCatalog(o: { url: string; token: string; slug: string; file: string; batchSize: number }): Promise<number> {
+  const totalBytes = Bun.file(o.file).size;
   const tty = process.stderr.isTTY === true;
-  let done = 0;
+  const firstLineOf = new Map<string, number>();
+  let lines = 0;
   let accepted = 0;
-  const rejected: string[] = [];
+  let rejected = 0;
+  let badJson = 0;
+  let bytesRead = 0;
   const started = performance.now();
-  for (let i = 0; i < items.length; i += batchSize) {
-    const batch = items.slice(i, i + batchSize);
-    const r = await fetch(`${url}/api/v1/merchant/stores/${encodeURIComponent(slug)}/catalog`, {
+  const report = (text: string) => process.stderr.write(tty ? `\r\x1b[K${text}\n` : `${text}\n`);
+  const progress = () => {
+    const rate = Math.round(lines / Math.max(0.001, (performance.now() - started) / 1000));
+    const text = `${progressBar(bytesRead, totalBytes)} bytes, ${lines} lines, ${rate} lines/s`;
+    process.stderr.write(tty ? `\r${text}` : `${text}\n`);
+  };
+  let batch: { line: number; item: unknown }[] = [];
+  const flush = async (): Promise<boolean> => {
+    if (batch.length === 0) return true;
+    const r = await fetch(`${o.url}/api/v1/merchant/stores/${encodeURIComponent(o.slug)}/catalog`, {
       method: "PUT",
-      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      headers: { "content-type": "application/json", authorization: `Bearer ${o.token}` },
       body: JSON.stringify({ products: batch.map((b) => b.item) }),
     });
-    const body = (await r.json().catch(() => ({}))) as {
-      data?: { accepted: number; rejected: { index: number; externalId: string | null; errors: { field: string; message: string }[] }[] };
-      error?: string;
-    };
+    const body = (await r.json().catch(() => ({}))) as { data?: { accepted: number; rejected: ApiRejection[] }; error?: string };
     if (r.status !== 200 || !body.data) {
-      process.stderr.write(`\ncli import: batch starting at line ${batch[0]!.line} failed (${r.status}): ${body.error ?? "no answer"}\n`);
-      return 1;
+      report(`cli import: batch starting at line ${batch[0]!.line} failed (${r.status}): ${body.error ?? "no answer"}`);
+      return false;
     }
     accepted += body.data.accepted;
     for (const rej of body.data.rejected) {
-      rejected.push(`line ${batch[rej.index]!.line} (${rej.externalId ?? "no externalId"}): ${rej.errors.map((e) => `${e.field} ${e.message}`).join("; ")}`);
+      rejected++;
+      report(`rejected line ${batch[rej.index]!.line} (${rej.externalId ?? "no externalId"}): ${rej.errors.map((e) => `${e.field} ${e.message}`).join("; ")}`);
     }
-    done += batch.length;
-    const line = `${progressBar(done, items.length)} ${Math.round(done / ((performance.now() - started) / 1000))} items/s`;
-    process.stderr.write(tty ? `\r${line}` : `${line}\n`);
+    batch = [];
+    progress();
+    return true;
+  };
+  for await (const l of readLines(o.file)) {
+    bytesRead = l.bytesRead;
+    const text = l.text.trim();
+    if (text.length === 0) continue;
+    lines++;
+    let item: unknown;
+    try {
+      item = JSON.parse(text);
+    } catch {
+      badJson++;
+      report(`line ${l.line}: not valid JSON, skipped`);
+      continue;
+    }
+    const externalId = item && typeof item === "object" && typeof (item as { externalId?: unknown }).externalId === "string" ? (item as { externalId: string }).externalId : null;
+    if (externalId !== null) {
+      const first = firstLineOf.get(externalId);
+      if (first !== undefined) {
+        rejected++;
+        report(`rejected line ${l.line} (${externalId}): externalId repeated in this file (first on line ${first})`);
+        continue;
+      }
+      firstLineOf.set(externalId, l.line);
+    }
+    batch.push({ line: l.line, item });
+    if (batch.length >= o.batchSize && !(await flush())) return 1;
   }
+  if (!(await flush())) return 1;
+  bytesRead = totalBytes;
+  progress();
   if (tty) process.stderr.write("\n");
-  for (const r of rejected) process.stderr.write(`rejected ${r}\n`);
-  process.stdout.write(`imported ${accepted} of ${items.length + badJson} lines into ${slug} (${rejected.length} rejected, ${badJson} not JSON)\n`);
-  return rejected.length + badJson > 0 ? 1 : 0;
-};
+  process.stdout.write(`imported ${accepted} of ${lines} lines into ${o.slug} (${rejected} rejected, ${badJson} not JSON)\n`);
+  return rejected + badJson > 0 ? 1 : 0;
+}
 
 /** `cluster status`: live actor hosts, partitions owned per host and activations per kind (needs NATS_URL). */
 const cluster: Command = async (argv) => {

@@ -9,6 +9,7 @@ import type { Sql } from "../../infra/db.ts";
 import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
 import {
+  assignVariantIds,
   effectiveInStock,
   HumanOrderInput,
   orderFromInput,
@@ -24,7 +25,7 @@ import { commerceHandlers, commerceMessages, refundReminders } from "./commerce.
 import { settingsHandlers, settingsMessages } from "./settings.ts";
 import { CATALOG_CHANGED, STORE_CHANGED, STORE_ORDERS_RECORDED, StoreMessages, type CatalogChangedEvent } from "./messages.ts";
 import { assertBidCurrency, decideBid, OFFER_TTL_MS, priorBidRounds } from "./negotiation.ts";
-import type { NegotiationRules, Policies, ProductFields, Variant } from "./schemas.ts";
+import type { NegotiationRules, Policies, Variant } from "./schemas.ts";
 
 export interface StoreActorState {
   /** Completed catalog batches (a cheap activity counter; the catalog itself lives in its tables). */
@@ -51,13 +52,6 @@ function publishChanged(ctx: ActorContext<StoreActorState>, upserted: string[], 
   if (upserted.length === 0 && removed.length === 0) return;
   const ev: CatalogChangedEvent = { storeSlug: ctx.id, upserted, removed };
   ctx.publish(CATALOG_CHANGED, ev);
-}
-
-/** Variants keep their id across syncs: the caller's id, else the id of the stored variant with the same sku or title. */
-function assignVariantIds(incoming: ProductFields["variants"], existing: Variant[]): Variant[] {
-  const bySku = new Map(existing.filter((v) => v.sku).map((v) => [v.sku!, v.id]));
-  const byTitle = new Map(existing.map((v) => [v.title, v.id]));
-  return incoming.map((v) => ({ ...v, id: v.id ?? (v.sku && bySku.get(v.sku)) ?? byTitle.get(v.title) ?? crypto.randomUUID() }));
 }
 
 interface ExistingRow {
@@ -184,14 +178,20 @@ export const storeActor = defineActor({
         const p = item.productId ? byId.get(item.productId) : item.externalId ? byExt.get(item.externalId) : undefined;
         if ((item.productId || item.externalId) && !p) errors.push({ field: item.productId ? "productId" : "externalId", message: "no such product in this store" });
         if (p && item.productId && item.externalId && p.external_id !== item.externalId) errors.push({ field: "externalId", message: "does not match productId" });
-        if (p && item.variantId && !p.variants.some((v) => v.id === item.variantId)) errors.push({ field: "variantId", message: "no such variant of this product" });
+        const variantId = item.variantId?.toLowerCase();
+        if (p && variantId && !p.variants.some((v) => v.id.toLowerCase() === variantId)) errors.push({ field: "variantId", message: "no such variant of this product" });
+        // Its stock is the roll-up of its variants' (rollUpVariants), as PUT /catalog stores it: a product-level
+        // number would make the product and its variants disagree until the next write (audit A2 MED-1).
+        if (p && !variantId && p.variants.length > 0) {
+          errors.push({ field: "variantId", message: "required for a product with variants (its stock is the sum of theirs)" });
+        }
         if (errors.length || !p) {
           rejected.push({ index, externalId: item.externalId ?? p?.external_id ?? null, errors });
           return;
         }
         const cur = touched.get(p.id) ?? { ...p, variants: p.variants.map((v) => ({ ...v })) };
-        if (item.variantId) {
-          const v = cur.variants.find((x) => x.id === item.variantId)!;
+        if (variantId) {
+          const v = cur.variants.find((x) => x.id.toLowerCase() === variantId)!;
           v.stockQuantity = item.stockQuantity;
           v.inStock = effectiveInStock(item.stockQuantity, item.inStock);
           const roll = rollUpVariants(cur.variants);
@@ -224,7 +224,7 @@ export const storeActor = defineActor({
           rejected.push({ index, externalId: (raw as { externalId?: string })?.externalId ?? null, errors });
           continue;
         }
-        const { order, errors } = orderFromInput(raw, hash);
+        const { order, errors } = orderFromInput(raw, hash, ctx.now());
         if (!order) {
           rejected.push({ index, externalId: raw.externalId, errors });
           continue;

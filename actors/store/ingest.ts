@@ -20,7 +20,10 @@ import {
   toMinor,
   type Policies,
   type ProductFields,
+  type Variant,
 } from "./schemas.ts";
+
+export { effectiveInStock, rollUpVariants, type VariantStock } from "./schemas.ts";
 
 export const MAX_CATALOG_BATCH = 1000;
 
@@ -66,15 +69,30 @@ export function amountProblem(major: number, currency: string): string | null {
   return null;
 }
 
+// A UTF-16 surrogate without its partner (valid JSON: "\ud800"). JSON.stringify writes it back as an escape that
+// Postgres text and jsonb refuse ("Unicode low surrogate must follow a high surrogate"), failing the whole
+// transaction; plain text parameters turn it into U+FFFD silently. Without the `u` flag the regex sees code units.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function unstorableReason(s: string): string | null {
+  if (s.includes("\u0000")) return "must not contain a NUL byte";
+  if (LONE_SURROGATE.test(s)) return "must be valid Unicode text (it holds a lone UTF-16 surrogate)";
+  return null;
+}
+
 /**
- * The path of the first string (value or object key) holding a NUL byte, or null. Postgres text and jsonb cannot
- * store U+0000, so such an item is rejected on its own instead of failing the whole batch's transaction.
+ * The first string (value or object key) Postgres cannot store, as a per-item error naming its path, or null: a
+ * NUL byte (text and jsonb refuse U+0000) or a lone surrogate (broken Unicode). Such an item is rejected on its own
+ * before the write instead of failing the whole batch's transaction (audit A2 MED-3).
  */
-export function nulField(value: unknown, path = ""): string | null {
-  if (typeof value === "string") return value.includes("\u0000") ? path || "(item)" : null;
+export function unstorableField(value: unknown, path = ""): ItemError | null {
+  if (typeof value === "string") {
+    const message = unstorableReason(value);
+    return message ? { field: path || "(item)", message } : null;
+  }
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const f = nulField(value[i], path ? `${path}.${i}` : String(i));
+      const f = unstorableField(value[i], path ? `${path}.${i}` : String(i));
       if (f) return f;
     }
     return null;
@@ -82,12 +100,96 @@ export function nulField(value: unknown, path = ""): string | null {
   if (value && typeof value === "object") {
     for (const [k, v] of Object.entries(value)) {
       const here = path ? `${path}.${k}` : k;
-      if (k.includes("\u0000")) return here;
-      const f = nulField(v, here);
+      const message = unstorableReason(k);
+      if (message) return { field: here, message: `key ${message}` };
+      const f = unstorableField(v, here);
       if (f) return f;
     }
   }
   return null;
+}
+
+/** The path of the first string (value or key) Postgres cannot store (`unstorableField`), or null. */
+export function nulField(value: unknown, path = ""): string | null {
+  return unstorableField(value, path)?.field ?? null;
+}
+
+/**
+ * The rules that keep variant identity stable across syncs (`assignVariantIds`): inside one item an `id` and a
+ * `sku` name one variant each, and variants with neither must differ in title or options, or a later sync could
+ * not tell them apart (audit A2 MED-2).
+ */
+function variantIdentityErrors(variants: readonly NonNullable<ProductInput["variants"]>[number][]): ItemError[] {
+  const errors: ItemError[] = [];
+  const ids = new Map<string, number>();
+  const skus = new Map<string, number>();
+  const looks = new Map<string, number>();
+  variants.forEach((v, i) => {
+    if (v.id) {
+      const first = ids.get(v.id.toLowerCase());
+      if (first !== undefined) errors.push({ field: `variants.${i}.id`, message: `repeated in this product (variants.${first}.id)` });
+      else ids.set(v.id.toLowerCase(), i);
+    }
+    if (v.sku) {
+      const first = skus.get(v.sku);
+      if (first !== undefined) errors.push({ field: `variants.${i}.sku`, message: `repeated in this product (variants.${first}.sku)` });
+      else skus.set(v.sku, i);
+    }
+    if (!v.id && !v.sku) {
+      const key = lookKey(v.title, v.options ?? {});
+      const first = looks.get(key);
+      if (first !== undefined) {
+        errors.push({ field: `variants.${i}`, message: `same title and options as variants.${first}; give each an id or a sku` });
+      } else looks.set(key, i);
+    }
+  });
+  return errors;
+}
+
+/** Title and options (key order ignored): what identifies a variant that has neither id nor sku. */
+function lookKey(title: string, options: Record<string, string>): string {
+  return JSON.stringify([title, Object.entries(options).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]);
+}
+
+/**
+ * Variant ids for a re-synced product, stable across syncs (docs/catalog.md "Variant identity"): a variant keeps
+ * the merchant's `id` when given; else takes the stored variant's id with the same `sku` when it has one; else the
+ * id of the stored variant without a sku that has the same title and options; else a new id. A stored id is given
+ * out at most once (ids the merchant names are reserved first), so two variants never collapse onto one id even
+ * when an earlier sync stored duplicates.
+ */
+export function assignVariantIds(incoming: ProductFields["variants"], existing: readonly Variant[]): Variant[] {
+  const used = new Set(incoming.flatMap((v) => (v.id ? [v.id] : [])));
+  const take = (match: (s: Variant) => boolean): string | undefined => {
+    const hit = existing.find((s) => !used.has(s.id) && match(s));
+    if (hit) used.add(hit.id);
+    return hit?.id;
+  };
+  return incoming.map((v) => {
+    const id =
+      v.id ??
+      (v.sku ? take((s) => s.sku === v.sku) : take((s) => !s.sku && lookKey(s.title, s.options ?? {}) === lookKey(v.title, v.options))) ??
+      crypto.randomUUID();
+    used.add(id);
+    return { ...v, id };
+  });
+}
+
+/**
+ * A product with variants takes its stock from them (`rollUpVariants`): a product-level `stockQuantity` or
+ * `inStock` that says otherwise is refused rather than silently dropped (null counts as "not given").
+ */
+function stockDisagreement(item: ProductInput, fields: ProductFields): ItemError[] {
+  if (fields.variants.length === 0) return [];
+  const errors: ItemError[] = [];
+  if (item.stockQuantity != null && item.stockQuantity !== fields.stockQuantity) {
+    const sum = fields.stockQuantity === null ? "untracked: a variant has no stockQuantity" : `their sum is ${fields.stockQuantity}`;
+    errors.push({ field: "stockQuantity", message: `a product with variants takes its stock from them (${sum}); omit it` });
+  }
+  if (item.inStock !== undefined && item.inStock !== fields.inStock) {
+    errors.push({ field: "inStock", message: `a product with variants is in stock when one of them is (${fields.inStock}); omit it` });
+  }
+  return errors;
 }
 
 /**
@@ -115,8 +217,8 @@ export function validateCatalogItems(items: readonly unknown[]): { valid: Valida
     }
     if (errors.length === 0) {
       const item = raw as ProductInput;
-      const nul = nulField(item);
-      if (nul) errors.push({ field: nul, message: "must not contain a NUL byte" });
+      const unstorable = unstorableField(item);
+      if (unstorable) errors.push(unstorable);
       const priceProblem = amountProblem(item.price, item.currency);
       if (priceProblem) errors.push({ field: "price", message: priceProblem });
       if (item.compareAtPrice != null) {
@@ -128,6 +230,8 @@ export function validateCatalogItems(items: readonly unknown[]): { valid: Valida
         const p = v.price === undefined ? null : amountProblem(v.price, item.currency);
         if (p) errors.push({ field: `variants.${i}.price`, message: p });
       });
+      errors.push(...variantIdentityErrors(item.variants ?? []));
+      if (errors.length === 0) errors.push(...stockDisagreement(item, productInputToFields(item)));
       if (seen.has(item.externalId)) errors.push({ field: "externalId", message: "repeated in this batch" });
     }
     if (errors.length > 0) {
@@ -269,27 +373,6 @@ export const InventoryItemInput = T.Object(
 );
 export type InventoryItemInput = Static<typeof InventoryItemInput>;
 
-/** inStock when not given: tracked stock > 0, or true for untracked (null) stock. */
-export function effectiveInStock(stockQuantity: number | null, inStock?: boolean): boolean {
-  return inStock ?? (stockQuantity === null ? true : stockQuantity > 0);
-}
-
-export interface VariantStock {
-  id: string;
-  stockQuantity: number | null;
-  inStock: boolean;
-}
-
-/** A product's totals after its variants changed: the sum of tracked variant stock, in stock if any variant is. */
-export function rollUpVariants(variants: readonly VariantStock[]): { stockQuantity: number | null; inStock: boolean } {
-  if (variants.length === 0) return { stockQuantity: null, inStock: true };
-  const tracked = variants.every((v) => v.stockQuantity !== null);
-  return {
-    stockQuantity: tracked ? variants.reduce((s, v) => s + (v.stockQuantity ?? 0), 0) : null,
-    inStock: variants.some((v) => v.inStock),
-  };
-}
-
 // ------------------------------------------------------------------------------------------------- orders
 
 export const ORDER_STATUSES = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "refunded"] as const;
@@ -338,11 +421,23 @@ export interface HumanOrderFields {
   items: { externalId?: string; productId?: string; title?: string; quantity: number; unitPriceMinor: number }[];
 }
 
-/** Converts one order (major → minor units, buyer → hash); returns errors instead when the numbers do not add up. */
-export function orderFromInput(o: HumanOrderInput, hashBuyer: (b: string) => string): { order?: HumanOrderFields; errors: ItemError[] } {
+/**
+ * How far ahead of the server's clock an order's `createdAt` may be: the merchant's clock may run a little fast,
+ * but an order dated in the future would stay inside every "last 90 days" trust window until that date.
+ */
+export const ORDER_CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * Converts one order (major → minor units, buyer → hash); returns errors instead when the numbers do not add up,
+ * a string cannot be stored, or it is dated more than `ORDER_CLOCK_SKEW_MS` after `nowMs`.
+ */
+export function orderFromInput(o: HumanOrderInput, hashBuyer: (b: string) => string, nowMs: number): { order?: HumanOrderFields; errors: ItemError[] } {
   const errors: ItemError[] = [];
-  const nul = nulField(o);
-  if (nul) errors.push({ field: nul, message: "must not contain a NUL byte" });
+  const unstorable = unstorableField(o);
+  if (unstorable) errors.push(unstorable);
+  if (o.createdAt !== undefined && Date.parse(o.createdAt) > nowMs + ORDER_CLOCK_SKEW_MS) {
+    errors.push({ field: "createdAt", message: `must not be in the future (more than ${ORDER_CLOCK_SKEW_MS / 60_000} minutes after the server's clock)` });
+  }
   for (const [k, v] of [["total", o.total], ["refunded", o.refunded]] as const) {
     const problem = v === undefined ? null : amountProblem(v, o.currency);
     if (problem) errors.push({ field: k, message: problem });

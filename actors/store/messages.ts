@@ -13,7 +13,7 @@ export const StoreMessages = {
     remove: T.Optional(T.Array(T.String({ minLength: 1, maxLength: 255 }), { maxItems: MAX_CATALOG_BATCH })),
   }),
   setInventory: T.Object({ items: T.Array(InventoryItemInput, { minItems: 1, maxItems: MAX_CATALOG_BATCH }) }),
-  /** Human orders (validated HumanOrderInput objects), the trust engine's input. */
+  /** Human orders, the trust engine's input: HumanOrderInput items the actor checks one by one (a bad one is rejected alone). */
   recordOrders: T.Object({ orders: T.Array(T.Unknown(), { minItems: 1, maxItems: 500 }) }),
   setPolicies: T.Object({ policies: PoliciesInput }),
   setShippingZones: T.Object({ zones: T.Array(ShippingZoneInput, { maxItems: 100 }) }),

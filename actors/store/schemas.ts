@@ -513,9 +513,52 @@ export type ProductFields = Pick<
   | "compareAtPriceMinor" | "currency" | "stockQuantity" | "inStock" | "images" | "attributes" | "active"
 > & { variants: Array<Omit<Variant, "id"> & { id?: string }> };
 
-/** Converts a validated `ProductInput` (major units) to record fields (minor units, defaults applied). */
+/** inStock when not given: tracked stock > 0, or true for untracked (null) stock. */
+export function effectiveInStock(stockQuantity: number | null, inStock?: boolean): boolean {
+  return inStock ?? (stockQuantity === null ? true : stockQuantity > 0);
+}
+
+export interface VariantStock {
+  id?: string;
+  stockQuantity: number | null;
+  inStock: boolean;
+}
+
+/**
+ * A product's totals from its variants: the sum of tracked variant stock (null when any variant is untracked), in
+ * stock if any variant is. The one roll-up both writers use (PUT /catalog through `productInputToFields`, PATCH
+ * /inventory in the store actor), so a product never says "in stock" while none of its variants can be sold
+ * (audit A2 MED-1).
+ */
+export function rollUpVariants(variants: readonly VariantStock[]): { stockQuantity: number | null; inStock: boolean } {
+  if (variants.length === 0) return { stockQuantity: null, inStock: true };
+  const tracked = variants.every((v) => v.stockQuantity !== null);
+  return {
+    stockQuantity: tracked ? variants.reduce((s, v) => s + (v.stockQuantity ?? 0), 0) : null,
+    inStock: variants.some((v) => v.inStock),
+  };
+}
+
+/**
+ * Converts a validated `ProductInput` (major units) to record fields (minor units, defaults applied). A product
+ * with variants takes its stock from them (`rollUpVariants`); `validateCatalogItems` refuses an item whose own
+ * product-level stock says otherwise. Variant ids are lower-cased: carts look variants up by the lower-case id.
+ */
 export function productInputToFields(input: ProductInput): ProductFields {
-  const stockQuantity = input.stockQuantity ?? null;
+  const variants = (input.variants ?? []).map((v) => {
+    const vq = v.stockQuantity ?? null;
+    return {
+      ...(v.id ? { id: v.id.toLowerCase() } : {}),
+      ...(v.sku ? { sku: v.sku } : {}),
+      title: v.title,
+      options: v.options ?? {},
+      priceMinor: v.price === undefined ? null : toMinor(v.price, input.currency),
+      stockQuantity: vq,
+      inStock: effectiveInStock(vq, v.inStock),
+    };
+  });
+  const ownStock = input.stockQuantity ?? null;
+  const stock = variants.length > 0 ? rollUpVariants(variants) : { stockQuantity: ownStock, inStock: effectiveInStock(ownStock, input.inStock) };
   return {
     externalId: input.externalId,
     title: input.title,
@@ -528,23 +571,12 @@ export function productInputToFields(input: ProductInput): ProductFields {
     compareAtPriceMinor:
       input.compareAtPrice === undefined || input.compareAtPrice === null ? null : toMinor(input.compareAtPrice, input.currency),
     currency: input.currency,
-    stockQuantity,
-    inStock: input.inStock ?? (stockQuantity === null ? true : stockQuantity > 0),
+    stockQuantity: stock.stockQuantity,
+    inStock: stock.inStock,
     images: input.images ?? [],
     attributes: input.attributes ?? {},
     active: input.active ?? true,
-    variants: (input.variants ?? []).map((v) => {
-      const vq = v.stockQuantity ?? null;
-      return {
-        ...(v.id ? { id: v.id } : {}),
-        ...(v.sku ? { sku: v.sku } : {}),
-        title: v.title,
-        options: v.options ?? {},
-        priceMinor: v.price === undefined ? null : toMinor(v.price, input.currency),
-        stockQuantity: vq,
-        inStock: v.inStock ?? (vq === null ? true : vq > 0),
-      };
-    }),
+    variants,
   };
 }
 

@@ -210,7 +210,8 @@ describe("store schemas and mappers", () => {
     const input = { externalId: "A1", title: "Mug", price: 12.5, compareAtPrice: 15, currency: "USD", stockQuantity: 0, variants: [{ title: "Blue", price: 13 }] };
     expect(Value.Check(ProductInput, input)).toBe(true);
     const fields = productInputToFields(input);
-    expect(fields).toMatchObject({ priceMinor: 1250, compareAtPriceMinor: 1500, inStock: false, stockQuantity: 0, tags: [], active: true });
+    // a product with variants takes its stock from them (audit A2 MED-1): the untracked variant makes it untracked, in stock
+    expect(fields).toMatchObject({ priceMinor: 1250, compareAtPriceMinor: 1500, inStock: true, stockQuantity: null, tags: [], active: true });
     expect(fields.variants[0]).toMatchObject({ priceMinor: 1300, inStock: true, stockQuantity: null });
     expect(productInputToFields({ externalId: "B", title: "T", price: 1, currency: "USD" }).inStock).toBe(true);
   });

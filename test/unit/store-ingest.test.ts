@@ -1,17 +1,23 @@
 import { describe, expect, test } from "bun:test";
 import {
+  assignVariantIds,
   effectiveInStock,
   fitsCurrency,
   orderFromInput,
   policiesFromInput,
   policiesView,
   rollUpVariants,
+  unstorableField,
   validateCatalogItems,
   zonesFromInput,
   type HumanOrderInput,
   type ShippingZoneInput,
   type VariantStock,
 } from "../../actors/store/ingest.ts";
+import { useCompiledFormats } from "../../gateway/plugins/schema-formats.ts";
+
+// the formats the gateway registers at boot (variant ids are `format: "uuid"`)
+useCompiledFormats();
 
 const good = (over: Record<string, unknown> = {}) => ({ externalId: "sku-1", title: "Kettle", price: 19.99, currency: "USD", ...over });
 const fieldsOf = (r: { errors: { field: string }[] }) => r.errors.map((e) => e.field);
@@ -81,14 +87,15 @@ describe("validating one catalog item", () => {
   }
 
   test("an accepted item is converted to record fields with defaults", () => {
-    const { valid } = validateCatalogItems([good({ stockQuantity: 0, variants: [{ title: "S", price: 21.5, stockQuantity: 3 }, { title: "M" }] })]);
+    const { valid } = validateCatalogItems([good({ variants: [{ title: "S", price: 21.5, stockQuantity: 3 }, { title: "M" }] })]);
     expect(valid[0]!.fields).toMatchObject({
       externalId: "sku-1",
       description: "",
       category: null,
       tags: [],
-      stockQuantity: 0,
-      inStock: false,
+      // the roll-up of the variants: one is untracked, so the product is untracked and in stock
+      stockQuantity: null,
+      inStock: true,
       active: true,
       variants: [
         { title: "S", options: {}, priceMinor: 2150, stockQuantity: 3, inStock: true },
@@ -203,6 +210,7 @@ describe("shipping zones from the API", () => {
 
 describe("human orders from the API", () => {
   const hash = (b: string) => `h(${b})`;
+  const NOW = Date.parse("2026-06-01T12:00:00Z");
   const o = (over: Partial<HumanOrderInput> = {}): HumanOrderInput => ({
     externalId: "o-1",
     buyer: "  Ann@Example.COM ",
@@ -213,19 +221,19 @@ describe("human orders from the API", () => {
   });
 
   test("the total defaults to the sum of the items", () => {
-    expect(orderFromInput(o(), hash).order?.totalMinor).toBe(4048);
+    expect(orderFromInput(o(), hash, NOW).order?.totalMinor).toBe(4048);
   });
 
   test("a given total is kept even when it differs from the items (shipping, discounts)", () => {
-    expect(orderFromInput(o({ total: 45 }), hash).order?.totalMinor).toBe(4500);
+    expect(orderFromInput(o({ total: 45 }), hash, NOW).order?.totalMinor).toBe(4500);
   });
 
   test("the buyer is stored only as the hash of the trimmed, lower-cased value", () => {
-    expect(orderFromInput(o(), hash).order?.buyerRef).toBe("h(ann@example.com)");
+    expect(orderFromInput(o(), hash, NOW).order?.buyerRef).toBe("h(ann@example.com)");
   });
 
   test("defaults: nothing refunded, not disputed, on-time unknown, no creation time", () => {
-    expect(orderFromInput(o(), hash).order).toMatchObject({ refundedMinor: 0, disputed: false, fulfilledOnTime: null, createdAt: null });
+    expect(orderFromInput(o(), hash, NOW).order).toMatchObject({ refundedMinor: 0, disputed: false, fulfilledOnTime: null, createdAt: null });
   });
 
   const errorCases: { name: string; order: HumanOrderInput; fields: string[] }[] = [
@@ -233,12 +241,102 @@ describe("human orders from the API", () => {
     { name: "a refund above the total is an error", order: o({ total: 10, refunded: 10.01 }), fields: ["refunded"] },
     { name: "an item with no externalId, productId or title is an error at its index", order: o({ items: [{ title: "x", quantity: 1, unitPrice: 1 }, { quantity: 1, unitPrice: 1 }] }), fields: ["items.1"] },
     { name: "a unit price with too many decimals is an error at its index", order: o({ items: [{ title: "x", quantity: 1, unitPrice: 1.005 }] }), fields: ["items.0.unitPrice"] },
+    { name: "an order dated within the clock-skew allowance is fine", order: o({ createdAt: "2026-06-01T12:04:00Z" }), fields: [] },
+    { name: "an order dated beyond the clock-skew allowance is an error", order: o({ createdAt: "2026-06-01T12:06:00Z" }), fields: ["createdAt"] },
+    { name: "an order dated in 2099 is an error", order: o({ createdAt: "2099-01-01T00:00:00Z" }), fields: ["createdAt"] },
+    { name: "an item title with a lone surrogate is an error at its path", order: o({ items: [{ title: "Bad \ud800 wrap", quantity: 1, unitPrice: 1 }] }), fields: ["items.0.title"] },
   ];
   for (const c of errorCases) {
     test(c.name, () => {
-      const r = orderFromInput(c.order, hash);
+      const r = orderFromInput(c.order, hash, NOW);
       expect(r.errors.map((e) => e.field)).toEqual(c.fields);
       expect(r.order === undefined).toBe(c.fields.length > 0);
     });
   }
+});
+
+describe("strings Postgres cannot store", () => {
+  const cases: [string, unknown, string | null][] = [
+    ["a lone high surrogate in a value", { title: "Bad \ud800 item" }, "title"],
+    ["a lone low surrogate in a value", { tags: ["ok", "x\udc00"] }, "tags.1"],
+    ["a high surrogate at the end of a value", { description: "end\ud83d" }, "description"],
+    ["a lone surrogate in a key", { attributes: { "k\udfff": "v" } }, "attributes.k\udfff"],
+    ["a NUL byte in a nested value", { variants: [{ options: { size: "L\u0000" } }] }, "variants.0.options.size"],
+    ["a proper surrogate pair (emoji) is fine", { title: "Mug \ud83d\ude00" }, null],
+    ["plain text, numbers and nulls are fine", { title: "clean", n: 1, b: null }, null],
+  ];
+  for (const [name, value, field] of cases) test(name, () => expect(unstorableField(value)?.field ?? null).toBe(field));
+
+  test("a catalog item with a lone surrogate is rejected on its own, naming the field", () => {
+    const r = validateCatalogItems([good({ externalId: "a", title: "Bad \ud800 item" }), good({ externalId: "b" })]);
+    expect(r.rejected.map((x) => [x.index, fieldsOf(x)])).toEqual([[0, ["title"]]]);
+    expect(r.valid.map((v) => v.index)).toEqual([1]);
+  });
+});
+
+describe("catalog items with variants", () => {
+  const variant = (over: Record<string, unknown> = {}) => ({ title: "M", ...over });
+
+  test("the product's stock is the roll-up of its variants: all at zero is out of stock", () => {
+    const r = validateCatalogItems([good({ variants: [variant({ title: "S", stockQuantity: 0 }), variant({ stockQuantity: 0 })] })]);
+    expect(r.valid[0]!.fields).toMatchObject({ stockQuantity: 0, inStock: false });
+  });
+
+  test("tracked variants sum their stock into the product", () => {
+    const r = validateCatalogItems([good({ variants: [variant({ title: "S", stockQuantity: 5 }), variant({ stockQuantity: 7 })] })]);
+    expect(r.valid[0]!.fields).toMatchObject({ stockQuantity: 12, inStock: true });
+  });
+
+  test("a product-level stock that agrees with the variants is accepted; one that does not is rejected", () => {
+    const vs = [variant({ title: "S", stockQuantity: 5 }), variant({ stockQuantity: 7 })];
+    const r = validateCatalogItems([good({ externalId: "a", stockQuantity: 12, variants: vs }), good({ externalId: "b", stockQuantity: 3, variants: vs }), good({ externalId: "c", inStock: false, variants: vs })]);
+    expect(r.valid.map((v) => v.fields.externalId)).toEqual(["a"]);
+    expect(r.rejected.map((x) => fieldsOf(x))).toEqual([["stockQuantity"], ["inStock"]]);
+  });
+
+  test("repeated variant ids, repeated skus and indistinguishable variants are rejected, naming the repeat", () => {
+    const id = crypto.randomUUID();
+    const r = validateCatalogItems([
+      good({ externalId: "ids", variants: [variant({ id, title: "S" }), variant({ id: id.toUpperCase() })] }),
+      good({ externalId: "skus", variants: [variant({ sku: "X", title: "S" }), variant({ sku: "X" })] }),
+      good({ externalId: "looks", variants: [variant({ options: { color: "red" } }), variant({ options: { color: "red" } })] }),
+      good({ externalId: "ok", variants: [variant({ options: { color: "red" } }), variant({ options: { color: "blue" } })] }),
+    ]);
+    expect(r.rejected.map((x) => [x.externalId, fieldsOf(x)])).toEqual([
+      ["ids", ["variants.1.id"]],
+      ["skus", ["variants.1.sku"]],
+      ["looks", ["variants.1"]],
+    ]);
+    expect(r.valid.map((v) => v.fields.externalId)).toEqual(["ok"]);
+  });
+});
+
+describe("variant identity across syncs", () => {
+  const stored = (id: string, title: string, options: Record<string, string>, sku?: string) => ({
+    id, title, options, ...(sku ? { sku } : {}), priceMinor: null, stockQuantity: 1, inStock: true,
+  });
+  const incoming = (title: string, options: Record<string, string>, extra: { id?: string; sku?: string } = {}) => ({
+    ...extra, title, options, priceMinor: null, stockQuantity: 1, inStock: true,
+  });
+
+  test("two variants with the same title keep their own ids (matched by title and options)", () => {
+    const prev = [stored("id-red", "M", { color: "red" }), stored("id-blue", "M", { color: "blue" })];
+    const out = assignVariantIds([incoming("M", { color: "red" }), incoming("M", { color: "blue" })], prev);
+    expect(out.map((v) => v.id)).toEqual(["id-red", "id-blue"]);
+  });
+
+  test("a sku keeps its id when the title changes, and a stored id is never handed out twice", () => {
+    const prev = [stored("id-a", "Small", {}, "SKU-A"), stored("dup", "M", {}), stored("dup", "M", {})];
+    const out = assignVariantIds([incoming("S", {}, { sku: "SKU-A" }), incoming("M", {}), incoming("M", { fit: "slim" })], prev);
+    expect(out[0]!.id).toBe("id-a");
+    expect(out[1]!.id).toBe("dup");
+    expect(out[2]!.id).not.toBe("dup");
+  });
+
+  test("the merchant's own id wins and is not given to another variant", () => {
+    const prev = [stored("id-1", "M", {})];
+    const out = assignVariantIds([incoming("M", {}), incoming("L", {}, { id: "id-1" })], prev);
+    expect(out[1]!.id).toBe("id-1");
+    expect(out[0]!.id).not.toBe("id-1");
+  });
 });
