@@ -957,12 +957,17 @@ function capturedOrderIds(s: SessionState): string[] {
  * A leg of nothing (a 100 % coupon on free shipping) is captured without a rail call: no money moves, and a rail
  * refuses to charge 0 (docs/decisions.md "A zero leg is paid without the rail").
  */
-async function chargeLeg(rail: PaymentRail, leg: PaymentLeg, token: string, mode: "charge" | "reconcile"): Promise<LegResult & { result?: ChargeResult }> {
+/** A leg whose outcome the rail says it can never learn (LookupResult `unresolved`): escalated for its merchant. */
+type Unresolved = Extract<LookupResult, { status: "unresolved" }>;
+type ChargedLeg = LegResult & { result?: ChargeResult; unresolved?: Unresolved };
+
+async function chargeLeg(rail: PaymentRail, leg: PaymentLeg, token: string, mode: "charge" | "reconcile"): Promise<ChargedLeg> {
   if (leg.amountMinor === 0) return { outcome: "captured" };
   const intent = { intentId: leg.intentId as string, storeId: leg.storeId, amountMinor: leg.amountMinor, currency: leg.currency, paymentToken: token };
   try {
     if (mode === "reconcile") {
       const found = await rail.lookup(intent.intentId);
+      if (found.status === "unresolved") return { outcome: "unknown", unresolved: found };
       // Never seen by the processor: nothing was captured, so charging under the same intent id is the first charge.
       const r = found.status === "unknown" ? await rail.charge(intent) : found;
       return { outcome: r.status, captureRef: r.status === "captured" ? r.captureRef : undefined, approvalUrl: r.status === "needs_buyer_approval" ? r.approvalUrl : undefined, result: r };
@@ -976,6 +981,7 @@ async function chargeLeg(rail: PaymentRail, leg: PaymentLeg, token: string, mode
     const refused = err instanceof ActorError && !err.code.startsWith("UPSTREAM_");
     try {
       const found = await rail.lookup(intent.intentId);
+      if (found.status === "unresolved") return { outcome: "unknown", unresolved: found };
       if (found.status !== "unknown") {
         return { outcome: found.status, captureRef: found.status === "captured" ? found.captureRef : undefined, approvalUrl: found.status === "needs_buyer_approval" ? found.approvalUrl : undefined, result: found };
       }
@@ -1035,6 +1041,18 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
   for (const leg of pending) {
     const r = results[leg.storeId];
     const res = (r as { result?: ChargeResult }).result;
+    const unresolved = (r as ChargedLeg).unresolved;
+    if (unresolved) {
+      // The rail can never learn whether this leg moved money (x402 without a chain, past the authorization's
+      // validity): its merchant decides, as for an escalated capture. No timer for it; the stock stays held.
+      escalated.add(leg.storeId);
+      escalation ??= await escalateCapture(await txOf(), s, leg, results, unresolvedProblem(leg, unresolved), "settlement_unknown", {
+        reference: unresolved.reference,
+        evidence: unresolved.evidence ?? null,
+        rail_reason: unresolved.reason,
+      });
+      continue;
+    }
     // A leg of nothing has no capture (chargeLeg never called the rail): nothing a human could accept or refund,
     // so it is never escalated (review R5-1); it settles below, or rolls back when its order no longer waits.
     if (r.outcome !== "captured" || leg.amountMinor === 0) continue;
@@ -1187,16 +1205,37 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
  * event, the leg's result becomes unknown (the session stays SETTLEMENT_UNKNOWN, its stock neither sold nor released)
  * and the caller gets the funds-captured code. The merchant resolves it (merchant reconcile route).
  */
-async function escalateCapture(tx: Sql, s: SessionState, leg: PaymentLeg, results: Record<string, LegResult>, problem: ActorError): Promise<ActorError> {
+async function escalateCapture(
+  tx: Sql,
+  s: SessionState,
+  leg: PaymentLeg,
+  results: Record<string, LegResult>,
+  problem: ActorError,
+  flag: "amount_mismatch" | "finalization_failed" | "settlement_unknown" = problem.code === "PAYMENT_AMOUNT_MISMATCH" ? "amount_mismatch" : "finalization_failed",
+  eventData: Record<string, unknown> = {},
+): Promise<ActorError> {
   const r = results[leg.storeId]!;
   const orderId = s.orderIds[leg.storeId];
-  const flag = problem.code === "PAYMENT_AMOUNT_MISMATCH" ? "amount_mismatch" : "finalization_failed";
   await tx`WITH o AS (UPDATE orders SET reconciliation = ${flag}, capture_ref = ${r.captureRef ?? null}, updated_at = now()
       WHERE id = ${orderId} AND store_slug = ${leg.storeId} AND reconciliation IS DISTINCT FROM ${flag} RETURNING id)
     INSERT INTO order_events (order_id, type, data)
-    SELECT id, 'reconciliation_required', ${tx.json({ actor: "system", reason: flag, capture_ref: r.captureRef ?? null, intent_id: leg.intentId } as never)}::jsonb FROM o`;
+    SELECT id, 'reconciliation_required', ${tx.json({ actor: "system", reason: flag, capture_ref: r.captureRef ?? null, intent_id: leg.intentId, ...eventData } as never)}::jsonb FROM o`;
   results[leg.storeId] = { outcome: "unknown" };
   return new ActorError(problem.code, problem.message, { ...problem.details, capture_reference: r.captureRef, merchant_slug: leg.storeId, order_id: orderId, checkout_session_id: s.id });
+}
+
+/**
+ * What the agent hears while a leg whose outcome nobody can learn waits for its merchant: 409
+ * CHECKOUT_ALREADY_IN_PROGRESS (retry the same call: once the merchant decided, the same key answers the order, or
+ * the session rolled back), never a 402 that would make it sign again, nor a 503 that promises the dependency will
+ * answer.
+ */
+function unresolvedProblem(leg: PaymentLeg, u: Unresolved): ActorError {
+  return fail(
+    "CHECKOUT_ALREADY_IN_PROGRESS",
+    `Whether the payment to ${leg.storeId} went through cannot be determined any more; the merchant was asked to check its records and decide. Call again later with the same idempotency_key; do not pay again.`,
+    { status: "SETTLEMENT_UNKNOWN", awaiting: "merchant_reconciliation", reason: u.reason, payment_reference: u.reference },
+  );
 }
 
 /**
@@ -1433,6 +1472,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
       currency,
       total_minor: amountMinor,
       legs: unpaid.map((l) => ({ merchant_slug: l.storeId, amount_minor: l.amountMinor })),
+      paid_merchant_slugs: s.legs.filter((l) => l.status === "captured").map((l) => l.storeId),
     };
   }
 
@@ -1544,6 +1584,8 @@ export function reconcileBackoffMs(retry: number): number {
  *   nothing else: the order stays pending and flagged, and the merchant retries (the same record) or accepts.
  *   x402 cannot be refunded by the service: the order is canceled with `refund_by_merchant`, as the merchant's cancel
  *   of a paid x402 order.
+ * - an x402 settlement the rail reports `unresolved` (flag `settlement_unknown`): accept pays the order under the
+ *   rail's reference, refund releases it; either way the rail records the merchant's decision (`recordResolution`).
  * Either way the order's flag is cleared with a `reconciliation_resolved` event.
  */
 async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<ResolveCaptureView> {
@@ -1566,8 +1608,12 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
     // The money sits in the merchant's wallet and the service cannot pull it back (refund-flow.ts cancelPaidOrder).
     const tx = await ctx.tx();
     const o = await lockFlaggedOrder(tx, slug, body.orderId);
+    // A settlement nobody could tell (no chain, expired) is released: the rail records nothing captured, as the
+    // merchant found nothing (had it arrived, it is the merchant's to pay back, as any x402 refund).
+    const released = o.reconciliation === "settlement_unknown";
+    if (released) await railFor(ctx.sql, "x402")?.recordResolution?.(leg.intentId as string, "released");
     await cancelPendingOrderRows(tx, slug, { orderId: o.id, totalMinor: o.totalMinor, currency: o.currency, reason: "reconciliation_refund" }, now);
-    await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_by_merchant: true });
+    await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_by_merchant: true, ...(released ? { settlement: "released" } : {}) });
     refundByMerchant = true;
     result = { outcome: "failed" };
     captureRef = o.captureRef;
@@ -1584,10 +1630,13 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
     // whose intent the processor never captured. Accepting a leg of nothing pays it (nothing to capture); refunding
     // refunds nothing: the order is canceled and its hold released.
     const noCapture = leg.amountMinor === 0 || (o.captureRef === null && NEVER_CAPTURED.has(found.status));
-    if (found.status !== "captured" && !noCapture) throw fail("conflict", "The processor holds no capture for this order.", { order_id: body.orderId, processor_status: found.status });
+    // A settlement whose outcome the rail can never learn (x402 without a chain, expired): the merchant's word is
+    // the only evidence, so accepting it pays the order under the rail's payment reference.
+    const unresolved = found.status === "unresolved" ? found : null;
+    if (found.status !== "captured" && !noCapture && !unresolved) throw fail("conflict", "The processor holds no capture for this order.", { order_id: body.orderId, processor_status: found.status });
     if (body.action === "accept") {
       if (o.status !== "pending") throw fail("conflict", `A ${o.status} order cannot be accepted as paid; refund its capture.`, { order_id: o.id, status: o.status });
-      if (found.status !== "captured" && leg.amountMinor !== 0) {
+      if (found.status !== "captured" && leg.amountMinor !== 0 && !unresolved) {
         throw fail("conflict", "The processor holds no capture for this order, so there is nothing to accept; resolve it with refund (nothing is refunded): the order is canceled and its stock released.", {
           order_id: o.id,
           processor_status: found.status,
@@ -1596,16 +1645,21 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
       }
       // Never ship goods for a capture the merchant already decided to give back (review R5-4).
       await assertNoRefundDecided(tx, o);
+      const paidWithRef = o.captureRef ?? unresolved?.reference;
+      // The rail's record first: should this turn fail after it, the next reconcile finds the intent captured and
+      // pays the order, which is what the merchant decided.
+      if (unresolved) await rail.recordResolution?.(leg.intentId as string, "captured");
       const done = await settleLegRows(
         tx,
         slug,
-        { orderId: o.id, reservationId: leg.intentId as string, outcome: "captured", intentId: leg.intentId as string, captureRef: o.captureRef ?? undefined, simulated: false, totalMinor: leg.amountMinor, currency: leg.currency },
+        { orderId: o.id, reservationId: leg.intentId as string, outcome: "captured", intentId: leg.intentId as string, captureRef: paidWithRef, simulated: false, totalMinor: leg.amountMinor, currency: leg.currency },
         now,
       );
       if (done.changed.length) ctx.publish("catalog.changed", { storeSlug: slug, upserted: done.changed, removed: [] });
       if (found.status === "captured") await recordCapturedAmount(tx, slug, o, found.amountMinor);
-      await clearReconciliation(tx, slug, o, "accept", body.userId);
-      result = { outcome: "captured", captureRef: o.captureRef ?? undefined };
+      await clearReconciliation(tx, slug, o, "accept", body.userId, unresolved ? { payment_reference: unresolved.reference } : {});
+      captureRef = paidWithRef ?? null;
+      result = { outcome: "captured", captureRef: paidWithRef };
     } else if (found.status !== "captured") {
       await cancelPendingOrderRows(tx, slug, { orderId: o.id, totalMinor: o.totalMinor, currency: o.currency, reason: "reconciliation_refund" }, now);
       await clearReconciliation(tx, slug, o, "refund", body.userId, { nothing_captured: true });

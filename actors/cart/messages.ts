@@ -339,6 +339,8 @@ export interface X402RequiredView {
   currency: string;
   total_minor: number;
   legs: { merchant_slug: string; amount_minor: number }[];
+  /** Stores of this session already paid (a 207's captured legs): a repeated request's payloads for them are ignored. */
+  paid_merchant_slugs: string[];
 }
 
 export type CompleteReply = CompletedView | PendingView | X402RequiredView;

@@ -40,8 +40,18 @@ export type RefundResult =
   | { status: "refunded"; refundId: string; refundRef: string; amountMinor: number }
   | { status: "failed"; refundId: string; reason: string };
 
-/** `unknown`: the rail has never seen this intent id (so nothing was captured for it). */
-export type LookupResult = ChargeResult | { status: "unknown"; intentId: string };
+/**
+ * `unknown`: the rail has never seen this intent id (so nothing was captured for it), or has not learnt its outcome
+ * yet (asking again, or charging the same intent, may tell).
+ * `unresolved`: the rail cannot tell whether this intent moved money, and nothing it can ask ever will (x402 without a
+ * chain to read, past the authorization's validity). A person decides: the cart escalates the order for its merchant.
+ * `reference` names the payment in the merchant's own records (an x402 authorization's nonce); `evidence`, what to look
+ * for there (payer, amount, …).
+ */
+export type LookupResult =
+  | ChargeResult
+  | { status: "unknown"; intentId: string }
+  | { status: "unresolved"; intentId: string; reason: string; reference: string; evidence?: Record<string, string> };
 
 export interface PaymentRail {
   readonly name: string;
@@ -51,6 +61,12 @@ export interface PaymentRail {
   refund(request: RefundRequest): Promise<RefundResult>;
   /** Last known state of an intent, for reconciliation. Never moves money. */
   lookup(intentId: string): Promise<LookupResult>;
+  /**
+   * A person's decision on an intent `lookup` reported `unresolved` (the merchant found the money, or released the
+   * order), recorded as the rail's own outcome so that its record agrees with the order. Only rails that can answer
+   * `unresolved` have it.
+   */
+  recordResolution?(intentId: string, outcome: "captured" | "released"): Promise<void>;
 }
 
 /**

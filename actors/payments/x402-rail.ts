@@ -16,7 +16,8 @@
  *   the cart turns into SETTLEMENT_UNKNOWN. `lookup` reconciles from the chain only (`authorizationState(from,
  *   nonce)` and the `AuthorizationUsed` log); a repeated charge also re-sends the SAME authorization, which can
  *   complete this intent's single transfer but never make a second one (the token refuses a used nonce). So the
- *   agent is never charged twice.
+ *   agent is never charged twice. Without a chain (`rpc_url`), an intent sent but never answered for is `unresolved`
+ *   once its authorization expired: nothing can tell it any more, and the cart escalates it for the merchant.
  */
 import { Type as T } from "@sinclair/typebox";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
@@ -45,6 +46,11 @@ export const DEFAULT_VERIFY_TIMEOUT_MS = 5_000;
 export const CHAIN_READ_TIMEOUT_MS = 2_000;
 /** Our clock may run ahead of the chain's: an authorization is expired for us this long after its validBefore. */
 export const EXPIRY_MARGIN_SECONDS = 30;
+/**
+ * The reason of an intent whose outcome nothing can tell any more (no `rpc_url`, expired): `lookup` answers it
+ * `unresolved` and the cart escalates its order for the merchant (orders.reconciliation `settlement_unknown`).
+ */
+export const UNRESOLVED_REASON = "settlement_unresolvable_without_chain";
 
 /**
  * How long the gateway waits for a cart turn that settles x402 legs (legs settle in parallel): the settle deadline
@@ -315,7 +321,22 @@ export class X402Rail implements PaymentRail {
     if (!row) return { status: "unknown", intentId };
     if (row.state === "captured" || row.state === "failed") return this.resume(row);
     const decided = await this.decideOnChain(row);
-    return decided ?? { status: "unknown", intentId };
+    if (decided) return decided;
+    if (this.expiredWithoutChain(row)) return this.unresolved(row);
+    return { status: "unknown", intentId };
+  }
+
+  /**
+   * The merchant's decision on an intent `lookup` reported `unresolved` (docs/x402.md): it found the transfer in its
+   * wallet (captured, reference `x402:<nonce>`) or released the order (failed: nothing captured as far as our records
+   * go). Only a non-final intent moves, so a repeated decision changes nothing.
+   */
+  async recordResolution(intentId: string, outcome: "captured" | "released"): Promise<void> {
+    const row = await this.load(intentId);
+    if (!row) return;
+    if (outcome === "captured") await this.finish(intentId, "captured", `x402:${row.nonce}`, "accepted_by_merchant");
+    else await this.finish(intentId, "failed", null, "released_by_merchant");
+    this.log?.info("x402 unresolved settlement decided by the merchant", { intentId, outcome });
   }
 
   async refund(request: RefundRequest): Promise<RefundResult> {
@@ -346,6 +367,13 @@ export class X402Rail implements PaymentRail {
     if (row.state === "failed") return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: row.error_reason ?? "failed" };
     const decided = await this.decideOnChain(row);
     if (decided) return decided;
+    if (this.expiredWithoutChain(row)) {
+      // A re-send can neither settle an expired authorization nor tell whether it was used (the facilitator refuses
+      // it as expired before it looks at the nonce): only the merchant can say (lookup answers `unresolved`).
+      const never = await this.neverSent(row);
+      if (never) return never;
+      return this.unknown(row, UNRESOLVED_REASON);
+    }
     const chainId = evmChainIdOf(row.network) as number;
     return this.settle(row, nonceKey(chainId, row.asset, row.payer, row.nonce));
   }
@@ -366,13 +394,62 @@ export class X402Rail implements PaymentRail {
     }
     const reason = onChain.cancelled
       ? "authorization_canceled"
-      : Math.floor(this.nowMs() / 1000) >= Number(row.valid_before) + EXPIRY_MARGIN_SECONDS
+      : this.expired(row)
         ? "authorization_expired_unsettled"
         : null;
     if (!reason) return null;
     // Nothing moved under this authorization, and nothing can move any more.
     await this.finish(row.intent_id, "failed", null, reason);
     return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason };
+  }
+
+  /** Past `validBefore` (with the clock-skew margin): the token accepts the authorization no more. */
+  private expired(row: IntentRow): boolean {
+    return Math.floor(this.nowMs() / 1000) >= Number(row.valid_before) + EXPIRY_MARGIN_SECONDS;
+  }
+
+  /**
+   * No chain to ask and the authorization expired: if it was ever sent, nothing will tell whether it moved money
+   * (the facilitator refuses an expired authorization before it looks at the nonce), and nothing can move any more.
+   */
+  private expiredWithoutChain(row: IntentRow): boolean {
+    return !row.rpc_url && this.expired(row);
+  }
+
+  /** An intent never sent (state `recorded`) whose authorization expired: nothing moved and nothing can. */
+  private async neverSent(row: IntentRow): Promise<ChargeResult | null> {
+    if (row.state !== "recorded") return null;
+    await this.finish(row.intent_id, "failed", null, "authorization_expired_unsettled");
+    return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: "authorization_expired_unsettled" };
+  }
+
+  /**
+   * An intent sent at least once, expired, with no chain to read: it can no longer resolve by itself, so it is handed
+   * to the merchant (the cart flags the order; docs/x402.md), who looks for the transfer in its wallet. The intent
+   * stays `unknown` with the reason until the merchant's decision (`recordResolution`).
+   */
+  private async unresolved(row: IntentRow): Promise<LookupResult> {
+    const never = await this.neverSent(row);
+    if (never) return never;
+    if (row.error_reason !== UNRESOLVED_REASON) {
+      await this.finish(row.intent_id, "unknown", null, UNRESOLVED_REASON);
+      this.log?.warn("x402 settlement outcome cannot be determined without a chain; escalated to the merchant", { intentId: row.intent_id });
+    }
+    return {
+      status: "unresolved",
+      intentId: row.intent_id,
+      reason: UNRESOLVED_REASON,
+      reference: `x402:${row.nonce}`,
+      evidence: {
+        network: row.network,
+        asset: row.asset,
+        pay_to: row.pay_to,
+        payer: row.payer,
+        amount: String(row.requirements.amount),
+        nonce: row.nonce,
+        valid_before: String(row.valid_before),
+      },
+    };
   }
 
   /** The intent stays `unknown` (its transfer may be or become on chain); the cart turns the throw into SETTLEMENT_UNKNOWN. */

@@ -1,6 +1,6 @@
 /**
  * The order rows of a capture escalated for a human (`orders.reconciliation` set: amount_mismatch,
- * finalization_failed) and of the merchant's way out of it (audit D6). Each function is statements the caller runs in
+ * finalization_failed, or settlement_unknown: an x402 settlement nobody can tell any more) and of the merchant's way out of it (audit D6). Each function is statements the caller runs in
  * its own turn's transaction: the cart actor resolves its session and these rows in one turn (actors/cart/index.ts
  * `resolveCapture`), so the resolution can never race the session's own payment. The stock of the order is sold by
  * `settleLegRows` (accept) or released by `cancelPendingOrderRows` (refund, once the refund is REFUNDED), as for

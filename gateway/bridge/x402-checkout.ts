@@ -88,9 +88,14 @@ const slugOf = (r: PaymentRequirements): string | undefined => {
   return typeof v === "string" ? v : undefined;
 };
 
-/** Matches the offered payloads to the legs: by the merchant slug of `accepted`, else by payTo + amount. */
-function assignPayloads(raw: unknown, legs: Leg[]): Map<string, PaymentPayload> {
+/**
+ * Matches the offered payloads to the legs: by the merchant slug of `accepted`, else by payTo + amount. A payload for
+ * a store of this session that is already paid (after a 207, the agent repeats its identical request) is left out and
+ * named in `ignored`: it is never charged again (payments audit B2 F5).
+ */
+function assignPayloads(raw: unknown, legs: Leg[], paidSlugs: readonly string[] = []): { payloads: Map<string, PaymentPayload>; ignored: string[] } {
   const out = new Map<string, PaymentPayload>();
+  const ignored: string[] = [];
   const parse = (value: unknown, where: string): PaymentPayload => {
     const p = parsePaymentPayload(value);
     if (!p.ok) throw fail("INVALID_ARGUMENT", `${where} is not an x402 v2 payment payload: ${p.error}`, { field: where });
@@ -106,6 +111,11 @@ function assignPayloads(raw: unknown, legs: Leg[]): Map<string, PaymentPayload> 
   if (list.length === 0) throw fail("INVALID_ARGUMENT", "x402_payload holds no payment payload.", { field: "x402_payload" });
   for (const item of list) {
     const accepted = item.payload.accepted;
+    const named = item.slug ?? slugOf(accepted);
+    if (named !== undefined && paidSlugs.includes(named) && !legs.some((l) => l.storeId === named)) {
+      if (!ignored.includes(named)) ignored.push(named);
+      continue;
+    }
     // a payload keyed by a merchant this cart does not pay is a mistake too, not a hint to ignore (audit N8)
     if (item.slug !== undefined && !legs.some((l) => l.storeId === item.slug)) {
       throw fail("INVALID_ARGUMENT", `x402_payload names merchant ${item.slug}, which this cart does not pay.`, {
@@ -122,7 +132,7 @@ function assignPayloads(raw: unknown, legs: Leg[]): Map<string, PaymentPayload> 
     if (out.has(leg.storeId)) throw fail("INVALID_ARGUMENT", `two x402 payloads for merchant ${leg.storeId}`, { field: "x402_payload", merchant_slug: leg.storeId });
     out.set(leg.storeId, item.payload);
   }
-  return out;
+  return { payloads: out, ignored };
 }
 
 function challengeFor(deps: X402Deps, legs: Leg[], cartId: string, error: string) {
@@ -201,6 +211,8 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
 
   // 3. the payment, from the body, the header or the custodial wallet
   let payloads: Map<string, PaymentPayload>;
+  let ignored: string[] = [];
+  const paidSlugs = due.paid_merchant_slugs ?? [];
   const fromHeader = readPaymentHeader(req.headers);
   if (req.payWithWallet) {
     payloads = new Map();
@@ -211,9 +223,17 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
       });
       payloads.set(leg.storeId, signed as PaymentPayload);
     }
-  } else if (req.payload !== undefined && req.payload !== null) payloads = assignPayloads(req.payload, legs);
-  else if (fromHeader) payloads = assignPayloads(fromHeader, legs);
-  else return paymentRequired(deps, legs, req.cartId, due.checkout_session_id, "Payment required", "x402 payment required.");
+  } else if ((req.payload !== undefined && req.payload !== null) || fromHeader) {
+    ({ payloads, ignored } = assignPayloads(req.payload ?? fromHeader, legs, paidSlugs));
+  } else return paymentRequired(deps, legs, req.cartId, due.checkout_session_id, "Payment required", "x402 payment required.");
+  // Stores already paid are named, so that a repeat after a 207 reads as what it is (nothing charged twice).
+  const paidNote = ignored.length ? { paid_merchant_slugs: paidSlugs, ignored_payloads_for: ignored } : {};
+  if (payloads.size === 0) {
+    return paymentRequired(deps, legs, req.cartId, due.checkout_session_id, "Payment required", `x402 payment required for ${legs.map((l) => l.storeId).join(", ")}; ${ignored.join(", ")} ${ignored.length === 1 ? "is" : "are"} already paid and not charged again.`, {
+      reason: "merchant_already_paid",
+      ...paidNote,
+    });
+  }
 
   // 4. local checks, then the facilitator's /verify
   const toPay: LegToPay[] = legs.filter((l) => payloads.has(l.storeId)).map((l) => ({ ...l, payload: payloads.get(l.storeId) as PaymentPayload }));
@@ -229,6 +249,7 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
     return paymentRequired(deps, legs, req.cartId, due.checkout_session_id, prepared.reason, `x402 payment refused: ${prepared.message}`, {
       reason: prepared.reason,
       merchant_slug: prepared.storeId,
+      ...paidNote,
     });
   }
 
@@ -259,6 +280,7 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
       const answer = paymentRequired(deps, unpaid, req.cartId, due.checkout_session_id, results[0] && "reason" in results[0] ? String(results[0].reason) : "settle_failed", err.message, {
         code_detail: err.code,
         results,
+        ...paidNote,
       });
       return answer;
     }
@@ -281,6 +303,7 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
         order_ids: orderIds,
         completed_store_ids: completed,
         results,
+        ...paidNote,
         retry: "Pay the failed stores with the same idempotency_key; paid stores are not charged again.",
         x402: challenge,
       }),

@@ -12,6 +12,8 @@
  *                                   changes nothing else: retry (the same record) or accept. x402:
  *                                   refund_by_merchant. accept is 409 once a refund is APPROVED or REFUNDED.
  *                                   An order with no capture (a leg of nothing): refund cancels it, nothing refunded.
+ *                                   x402 `settlement_unknown` (no rpc_url, expired: nobody can tell whether it paid):
+ *                                   accept pays it under `x402:<nonce>`, refund releases it (canceled, hold back).
  *
  * The decision is the cart's message (`resolveCapture`): the session and the order move in one cart turn.
  */

@@ -9,11 +9,13 @@
  * - `receipt_timeout`: forwarded, then answered `success: false` with the error @x402/evm's facilitator gives when
  *   its receipt wait throws after the broadcast (`transaction: ""`);
  * - `hold`: the request is held until `release()`, then forwarded; meanwhile the listener is closed and idle
- *   connections dropped, so every new call is refused (ECONNREFUSED) until `up()`.
+ *   connections dropped, so every new call is refused (ECONNREFUSED) until `up()`;
+ * - `drop`: the connection is dropped after the request was read, which is never forwarded: the caller sees a reset
+ *   (an unknown outcome) although nothing happened.
  */
 import net from "node:net";
 
-export type SettleMode = "pass" | "reset" | "receipt_timeout" | "hold";
+export type SettleMode = "pass" | "reset" | "receipt_timeout" | "hold" | "drop";
 
 export interface FacilitatorProxy {
   readonly url: string;
@@ -71,6 +73,10 @@ export async function startFacilitatorProxy(upstream: string): Promise<Facilitat
       }
       case "reset": {
         await forward(req);
+        sock.destroy();
+        return;
+      }
+      case "drop": {
         sock.destroy();
         return;
       }
