@@ -15,6 +15,7 @@ import {
   orderFromInput,
   policiesFromInput,
   rollUpVariants,
+  unstorableField,
   validateCatalogItems,
   zonesFromInput,
   type ItemError,
@@ -52,6 +53,15 @@ function publishChanged(ctx: ActorContext<StoreActorState>, upserted: string[], 
   if (upserted.length === 0 && removed.length === 0) return;
   const ev: CatalogChangedEvent = { storeSlug: ctx.id, upserted, removed };
   ctx.publish(CATALOG_CHANGED, ev);
+}
+
+/**
+ * One object, not a batch: a string Postgres cannot store (NUL, lone surrogate) is the request's 400 naming its
+ * field, instead of a 400 naming nothing (jsonb refused it) or a silent U+FFFD (text columns).
+ */
+function assertStorable(value: unknown, path: string): void {
+  const bad = unstorableField(value, path);
+  if (bad) throw fail("validation_error", `Invalid ${bad.field}: ${bad.message}`, { field: bad.field });
 }
 
 interface ExistingRow {
@@ -259,6 +269,7 @@ export const storeActor = defineActor({
     },
 
     async setPolicies(ctx, body) {
+      assertStorable(body.policies, "");
       const tx = await ctx.tx();
       const store = await loadStore(tx, ctx.id, true);
       const policies = policiesFromInput(body.policies, store.currency);
@@ -278,6 +289,7 @@ export const storeActor = defineActor({
     },
 
     async setShippingZones(ctx, body) {
+      assertStorable(body.zones, "zones");
       const { zones, errors } = zonesFromInput(body.zones);
       if (errors.length) throw fail("validation_error", `Invalid ${errors[0]!.field}: ${errors[0]!.message}`, { field: errors[0]!.field, errors });
       const tx = await ctx.tx();

@@ -220,6 +220,27 @@ describe("strings Postgres cannot store are per-item rejections (MED-3)", () => 
   });
 });
 
+describe("strings Postgres cannot store in single-object writes (MED-3, policies and zones)", () => {
+  test("PUT /policies and PUT /shipping-zones with a lone surrogate are 400 naming the field, and nothing changes", async () => {
+    const [before] = await srv.db.sql<{ policy_version: number }[]>`SELECT policy_version FROM stores WHERE slug = ${SLUG}`;
+    const zonesBefore = await srv.db.sql<{ name: string }[]>`SELECT name FROM shipping_zones WHERE store_slug = ${SLUG} ORDER BY name`;
+    const p = await srv.json(`/api/v1/merchant/stores/${SLUG}/policies`, { method: "PUT", headers: owner, body: { acceptsReturns: true, shippingEstimateDays: "2-3 \ud800" } });
+    expect(p.status).toBe(400);
+    expect(p.body).toMatchObject({ code: "validation_error", details: { field: "shippingEstimateDays" } });
+    const z = await srv.json(`/api/v1/merchant/stores/${SLUG}/shipping-zones`, {
+      method: "PUT",
+      headers: owner,
+      body: { zones: [{ name: "Zone \udc00", countries: ["FR"], currency: "USD", base: 5, minDays: 1, maxDays: 3 }] },
+    });
+    expect(z.status).toBe(400);
+    expect(z.body).toMatchObject({ code: "validation_error", details: { field: "zones.0.name" } });
+    const [after] = await srv.db.sql<{ policy_version: number }[]>`SELECT policy_version FROM stores WHERE slug = ${SLUG}`;
+    expect(after!.policy_version).toBe(before!.policy_version);
+    const zonesAfter = await srv.db.sql<{ name: string }[]>`SELECT name FROM shipping_zones WHERE store_slug = ${SLUG} ORDER BY name`;
+    expect(zonesAfter.map((x) => x.name)).toEqual(zonesBefore.map((x) => x.name));
+  });
+});
+
 describe("POST /orders checks each order on its own (LOW-3)", () => {
   test("a wrong status and a date in the future are per-order rejections with 201; the other orders are recorded", async () => {
     const base = { buyer: "bob@example.com", currency: "USD", items: [{ title: "Lamp", quantity: 1, unitPrice: 30 }] };
