@@ -1,10 +1,13 @@
 /**
  * The token side of the authorization server: issuing EdDSA access tokens (RFC 9068, audience = the store's MCP
  * resource), opaque refresh tokens rotated on every use with reuse detection, and single-use authorization codes.
- * Every state change is one conditional SQL statement (`... WHERE used_at IS NULL RETURNING`), so two gateways
- * racing on the same code or refresh token cannot both win. A code or refresh token is spent only once the whole
- * request has been found valid: a refused token request changes nothing (docs/access.md).
+ * Spending a code or refresh token is a conditional SQL statement (`... WHERE used_at IS NULL RETURNING`), so two
+ * gateways racing on the same code or refresh token cannot both win; the refresh token it yields is written in the
+ * same transaction, so the loser, whose UPDATE waits on the winner's row lock, revokes a family that already holds
+ * the winner's token (review R2 J-2). A code or refresh token is spent only once the whole request has been found
+ * valid: a refused token request changes nothing (docs/access.md).
  */
+import type { TxSql } from "../../infra/db.ts";
 import { tokenService } from "../identity.ts";
 import type { Services } from "../services.ts";
 import {
@@ -71,23 +74,36 @@ export async function issueAccessToken(svc: Services, g: Grant): Promise<string>
   });
 }
 
-async function newRefreshToken(svc: Services, g: Grant, familyId: string): Promise<string> {
+/** Writes a refresh token, inside the transaction that spent the code or refresh token it comes from. */
+async function newRefreshToken(svc: Services, tx: TxSql, g: Grant, familyId: string): Promise<string> {
   const token = randomSecret("rt_");
   const expires = new Date(svc.clock.now() + REFRESH_TOKEN_TTL_SECONDS * 1000);
-  await svc.sql`INSERT INTO oauth_refresh_tokens (token_hash, family_id, client_id, user_id, scopes, resource, expires_at)
-                VALUES (${sha256hex(token)}, ${familyId}, ${g.clientId}, ${g.userId}, ${g.scopes}, ${g.resource}, ${expires})`;
+  await tx`INSERT INTO oauth_refresh_tokens (token_hash, family_id, client_id, user_id, scopes, resource, expires_at)
+           VALUES (${sha256hex(token)}, ${familyId}, ${g.clientId}, ${g.userId}, ${g.scopes}, ${g.resource}, ${expires})`;
   return token;
 }
 
-export async function tokenResponse(svc: Services, g: Grant, refresh: { familyId: string } | null): Promise<TokenResponse> {
+/** The token response: a fresh access token, and the refresh token already written when the grant spent something. */
+export async function tokenResponse(svc: Services, g: Grant, refreshToken?: string): Promise<TokenResponse> {
   const access = await issueAccessToken(svc, g);
   const out: TokenResponse = { access_token: access, token_type: "Bearer", expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: g.scopes.join(" ") };
-  if (refresh) out.refresh_token = await newRefreshToken(svc, g, refresh.familyId);
+  if (refreshToken) out.refresh_token = refreshToken;
   return out;
 }
 
+/** Longest chain of concurrent rotations one revocation follows (each round is one UPDATE; two is the usual). */
+const REVOKE_ROUNDS = 8;
+
+/**
+ * Revokes every refresh token of a family. Repeated until a round finds nothing: a rotation that held a token's row
+ * lock while the UPDATE ran commits its new token after the UPDATE's snapshot, and the next round revokes it
+ * (a rotation that has not locked its token yet finds it revoked and spends nothing).
+ */
 export async function revokeFamily(svc: Services, familyId: string): Promise<void> {
-  await svc.sql`UPDATE oauth_refresh_tokens SET revoked_at = now() WHERE family_id = ${familyId} AND revoked_at IS NULL`;
+  for (let round = 0; round < REVOKE_ROUNDS; round++) {
+    const hit = await svc.sql`UPDATE oauth_refresh_tokens SET revoked_at = now() WHERE family_id = ${familyId} AND revoked_at IS NULL`;
+    if (hit.count === 0) return;
+  }
 }
 
 export async function createCode(svc: Services, g: Grant & { redirectUri: string; codeChallenge: string }): Promise<string> {
@@ -103,6 +119,8 @@ export interface RedeemedCode extends Grant {
   redirectUri: string;
   codeChallenge: string;
   familyId: string;
+  /** Written with the spending of the code when the caller asked for one. */
+  refreshToken?: string;
 }
 
 const CODE_REFUSED = "authorization code is invalid, expired or already used";
@@ -114,9 +132,16 @@ const REFRESH_REFUSED = "refresh token is invalid, expired, revoked or already u
  * a client it was not issued to is refused without being touched, so holding someone else's code (useless without
  * its PKCE verifier) is not enough to burn it. A code its own client presents a second time is refused and the
  * tokens it already produced are revoked (OAuth 2.1 §4.1.3: a replayed code means it leaked). The spending UPDATE
- * repeats `used_at IS NULL` and the client, so two gateways racing on the same code cannot both win.
+ * repeats `used_at IS NULL` and the client, so two gateways racing on the same code cannot both win, and it writes
+ * the refresh token (`withRefresh`) in its transaction: a concurrent replay waits for it and then revokes it too.
  */
-export async function redeemCode(svc: Services, code: string, clientId: string, check: (code: RedeemedCode) => void = () => {}): Promise<RedeemedCode> {
+export async function redeemCode(
+  svc: Services,
+  code: string,
+  clientId: string,
+  check: (code: RedeemedCode) => void = () => {},
+  withRefresh = false,
+): Promise<RedeemedCode> {
   const hash = sha256hex(code);
   const now = new Date(svc.clock.now());
   const rows = await svc.sql<
@@ -139,10 +164,16 @@ export async function redeemCode(svc: Services, code: string, clientId: string, 
     familyId: r.family_id,
   };
   check(redeemed);
-  const won = await svc.sql<{ family_id: string }[]>`
-    UPDATE oauth_codes SET used_at = ${now} WHERE code_hash = ${hash} AND used_at IS NULL AND client_id = ${clientId} RETURNING family_id`;
-  if (!won[0]) {
-    // another redemption of the same code won meanwhile: a replay
+  const won = await svc.sql.begin(async (tx) => {
+    const spent = await tx`
+      UPDATE oauth_codes SET used_at = ${now} WHERE code_hash = ${hash} AND used_at IS NULL AND client_id = ${clientId} RETURNING family_id`;
+    if (!spent[0]) return false;
+    if (withRefresh) redeemed.refreshToken = await newRefreshToken(svc, tx, redeemed, redeemed.familyId);
+    return true;
+  });
+  if (!won) {
+    // another redemption of the same code won meanwhile (its transaction, refresh token included, has committed:
+    // this UPDATE waited on its row lock): a replay
     await revokeFamily(svc, r.family_id);
     throw new OAuthError("invalid_grant", CODE_REFUSED);
   }
@@ -150,18 +181,18 @@ export async function redeemCode(svc: Services, code: string, clientId: string, 
 }
 
 /**
- * Rotates a refresh token: the presented one is spent and a new one of the same family is issued. `check` sees
- * the token's grant before anything is spent (requested scope, resource) and throws to refuse: a refused request
- * leaves the token usable, so the client's next, correct refresh is not taken for a replay. A token that was
- * already spent (or belongs to a revoked family) revokes the whole family: either the client or an attacker holds
- * a stale copy, and the server cannot tell which.
+ * Rotates a refresh token: the presented one is spent and a new one of the same family is issued, in one
+ * transaction. `next` sees the token's grant before anything is spent (requested scope, resource), throws to
+ * refuse and returns the grant of the new token: a refused request leaves the token usable, so the client's next,
+ * correct refresh is not taken for a replay. A token that was already spent (or belongs to a revoked family)
+ * revokes the whole family: either the client or an attacker holds a stale copy, and the server cannot tell which.
  */
 export async function rotateRefreshToken(
   svc: Services,
   token: string,
   clientId: string,
-  check: (prior: Grant & { familyId: string }) => void = () => {},
-): Promise<Grant & { familyId: string }> {
+  next: (prior: Grant & { familyId: string }) => Grant = (prior) => prior,
+): Promise<{ grant: Grant; refreshToken: string }> {
   const hash = sha256hex(token);
   const now = new Date(svc.clock.now());
   const rows = await svc.sql<{ family_id: string; client_id: string; user_id: string; scopes: string[]; resource: string; expires_at: Date }[]>`
@@ -171,13 +202,16 @@ export async function rotateRefreshToken(
   if (r) {
     if (r.expires_at.getTime() <= now.getTime()) throw new OAuthError("invalid_grant", REFRESH_REFUSED);
     const prior = { familyId: r.family_id, clientId: r.client_id, userId: r.user_id, scopes: r.scopes, resource: r.resource };
-    check(prior);
+    const grant = next(prior);
     // the same conditions again: of two requests racing on one token only one spends it, the other is a reuse
-    const spent = await svc.sql<{ family_id: string }[]>`
-      UPDATE oauth_refresh_tokens SET used_at = ${now}
-      WHERE token_hash = ${hash} AND used_at IS NULL AND revoked_at IS NULL AND client_id = ${clientId}
-      RETURNING family_id`;
-    if (spent[0]) return prior;
+    const rotated = await svc.sql.begin(async (tx) => {
+      const spent = await tx`
+        UPDATE oauth_refresh_tokens SET used_at = ${now}
+        WHERE token_hash = ${hash} AND used_at IS NULL AND revoked_at IS NULL AND client_id = ${clientId}
+        RETURNING family_id`;
+      return spent[0] ? await newRefreshToken(svc, tx, grant, r.family_id) : null;
+    });
+    if (rotated) return { grant, refreshToken: rotated };
   }
   const seen = await svc.sql<{ family_id: string; client_id: string }[]>`SELECT family_id, client_id FROM oauth_refresh_tokens WHERE token_hash = ${hash}`;
   if (seen[0] && seen[0].client_id === clientId) await revokeFamily(svc, seen[0].family_id);

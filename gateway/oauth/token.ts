@@ -51,34 +51,35 @@ export function tokenRoutes(svc: Services) {
               const resource = await checkResource(svc, form.resource, false);
               // Every check runs before the code is spent, and a code is only redeemed by its own client: a refused
               // request leaves the code usable (a wrong PKCE verifier included: docs/decisions.md).
+              const wantsRefresh = client.grantTypes.includes("refresh_token");
+              // the refresh token is written with the code's spending (grants.ts: a concurrent replay revokes it too)
               const code = await redeemCode(svc, form.code, client.clientId, (c) => {
                 if (form.redirect_uri !== undefined && form.redirect_uri !== c.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
                 if (!VERIFIER.test(verifier) || !timingSafeEqualStr(sha256b64url(verifier), c.codeChallenge)) {
                   throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match the code_challenge");
                 }
                 if (resource !== undefined && resource !== c.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
-              });
-              const wantsRefresh = client.grantTypes.includes("refresh_token");
-              return await tokenResponse(svc, code, wantsRefresh ? { familyId: code.familyId } : null);
+              }, wantsRefresh);
+              return await tokenResponse(svc, code, code.refreshToken);
             }
 
             if (grant === "refresh_token") {
               if (!form.refresh_token) throw new OAuthError("invalid_request", "refresh_token is required");
               const resource = await checkResource(svc, form.resource, false);
               // scope and resource are checked against the token's grant before it is spent (a refusal keeps it usable)
-              let scopes: string[] = [];
-              const prior = await rotateRefreshToken(svc, form.refresh_token, client.clientId, (p) => {
-                scopes = form.scope ? grantScopes(form.scope, p.scopes) : p.scopes;
+              const rotated = await rotateRefreshToken(svc, form.refresh_token, client.clientId, (p) => {
+                const scopes = form.scope ? grantScopes(form.scope, p.scopes) : p.scopes;
                 if (resource !== undefined && resource !== p.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+                return { ...p, scopes };
               });
-              return await tokenResponse(svc, { ...prior, scopes }, { familyId: prior.familyId });
+              return await tokenResponse(svc, rotated.grant, rotated.refreshToken);
             }
 
             // client_credentials: a confidential client acting for the user who registered it
             if (!client.ownerUserId || client.authMethod === "none") throw new OAuthError("unauthorized_client", "client_credentials needs a confidential client with an owner");
             const resource = (await checkResource(svc, form.resource, true))!;
             const scopes = grantScopes(form.scope, client.scopes);
-            return await tokenResponse(svc, { clientId: client.clientId, userId: client.ownerUserId, scopes, resource, machine: { authMethod: client.authMethod } }, null);
+            return await tokenResponse(svc, { clientId: client.clientId, userId: client.ownerUserId, scopes, resource, machine: { authMethod: client.authMethod } });
           },
           (err) => {
             if (err.error === "invalid_client" && request.headers.get("authorization")?.toLowerCase().startsWith("basic")) {

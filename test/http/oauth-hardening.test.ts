@@ -1,7 +1,8 @@
 /**
- * OAuth hardening (security audit C-4, C-5): a refused token request changes nothing (the refresh token or code
- * stays usable), a code is only redeemed by the client it was issued to, and the authorization endpoint never
- * redirects an error of a request the user has not acted on to a self-registered client's redirect URI.
+ * OAuth hardening (security audit C-4, C-5; review R2 J-2): a refused token request changes nothing (the refresh
+ * token or code stays usable), a code is only redeemed by the client it was issued to, a replay revokes the tokens
+ * of the redemption it lost to even when the two run at once, and the authorization endpoint never redirects an
+ * error of a request the user has not acted on to a self-registered client's redirect URI.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as oauth from "oauth4webapi";
@@ -140,6 +141,44 @@ describe("a refused token request changes nothing", () => {
     expect((await token(form)).body).toMatchObject({ error: "invalid_grant" });
     const refresh = await token({ grant_type: "refresh_token", refresh_token: first.body.refresh_token, client_id: client.client_id });
     expect(refresh.body).toMatchObject({ error: "invalid_grant" });
+  });
+});
+
+describe("concurrent replays revoke the winner's tokens", () => {
+  // Each round races two requests; without the fix the winner's refresh token survived most rounds (R2: 13 of 15).
+  const ROUNDS = 4;
+
+  test("of two concurrent redemptions of one code, one gets tokens, the other invalid_grant, and the winner's refresh token is revoked", async () => {
+    const usable: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const client = await publicClient();
+      const { code, verifier } = await codeFor(client);
+      const form = { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: CALLBACK, client_id: client.client_id };
+      const answers = await Promise.all([token(form), token(form)]);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
+      const winner = answers.find((a) => a.status === 200)!;
+      expect(answers.find((a) => a.status === 400)!.body).toMatchObject({ error: "invalid_grant" });
+      const refresh = await token({ grant_type: "refresh_token", refresh_token: winner.body.refresh_token, client_id: client.client_id });
+      if (refresh.status === 200) usable.push(round);
+      else expect(refresh.body).toMatchObject({ error: "invalid_grant" });
+    }
+    expect(usable).toEqual([]);
+  });
+
+  test("of two concurrent refreshes with one refresh token, the winner's new refresh token is revoked with its family", async () => {
+    const usable: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const client = await publicClient();
+      const first = await tokensFor(client);
+      const form = { grant_type: "refresh_token", refresh_token: first.refresh_token, client_id: client.client_id };
+      const answers = await Promise.all([token(form), token(form)]);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
+      const winner = answers.find((a) => a.status === 200)!;
+      const next = await token({ grant_type: "refresh_token", refresh_token: winner.body.refresh_token, client_id: client.client_id });
+      if (next.status === 200) usable.push(round);
+      else expect(next.body).toMatchObject({ error: "invalid_grant" });
+    }
+    expect(usable).toEqual([]);
   });
 });
 
