@@ -6,15 +6,18 @@
  * (infra/passwords.ts): past the queue the answer is 503 service_unavailable with Retry-After, and the attempt's
  * units are given back too (nothing was checked). A successful log-in with a hash of older parameters stores a fresh
  * one, so every account converges on the cost of the dummy hash (no timing tells which e-mails exist).
+ * An attempt from a known device (login-known.ts: a browser or address that signed in to the account before) passes
+ * a full per-e-mail bucket, so guessers from elsewhere cannot lock the owner out; its address bucket still counts.
  */
 import { createHmac } from "node:crypto";
-import { loginBuckets, type BucketDescriptor } from "../actors/agent/limits.ts";
+import { ipBucketKey, loginBuckets, type BucketDescriptor } from "../actors/agent/limits.ts";
 import type { RateView } from "../actors/agent/messages.ts";
 import { ipActor } from "../actors/ip/index.ts";
 import { fail } from "../actors/runtime/errors.ts";
 import { PasswordChecksBusy, upgradedHash, verifyLoginTimingSafe } from "../infra/passwords.ts";
 import { deriveKey } from "../infra/secrets.ts";
 import { secretKey } from "./identity.ts";
+import { appendSetCookie, isKnownDevice, knownDeviceCookie, rememberAddress } from "./login-known.ts";
 import { setRateHeaders } from "./plugins/auth.ts";
 import type { Services } from "./services.ts";
 
@@ -34,8 +37,12 @@ export interface LoginAttempt {
   ip: string;
   email: string;
   password: string;
-  /** The response headers: rate headers, Retry-After on a refusal. */
+  /** The response headers: rate headers, Retry-After on a refusal; the known-device cookie of a browser form. */
   headers: Headers;
+  /** The request's Cookie header: a known-device cookie in it lets the attempt pass a full per-e-mail bucket. */
+  cookie?: string | null;
+  /** A browser form (dashboard, consent form): a success sets the known-device cookie. */
+  browser?: boolean;
 }
 
 interface Taken {
@@ -65,11 +72,17 @@ function showIfTighter(headers: Headers, rate: RateView): void {
   if (!Number.isFinite(shown) || rate.remaining <= shown) setRateHeaders(headers, rate);
 }
 
-/** Takes one unit from each log-in bucket (address first), or throws 429 rate_limit_exceeded with the headers set. */
-async function admitLogin(svc: Services, ip: string, email: string, headers: Headers): Promise<Taken[]> {
+/**
+ * Takes one unit from each log-in bucket (address first), or throws 429 rate_limit_exceeded with the headers set.
+ * A full per-e-mail bucket is passed by an attempt from a known device (only then is that looked up: one indexed
+ * read, and only while the account is under attack).
+ */
+async function admitLogin(svc: Services, a: LoginAttempt, digest: string | undefined): Promise<Taken[]> {
+  const headers = a.headers;
   if (!svc.config.RATE_LIMITS_ENABLED) return [];
+  const limits = { perIp: svc.config.LOGIN_LIMIT_PER_IP, perEmail: svc.config.LOGIN_LIMIT_PER_EMAIL };
   const byOwner = new Map<string, BucketDescriptor[]>();
-  for (const b of loginBuckets(ip, email ? emailDigest(svc, email) : undefined)) {
+  for (const b of loginBuckets(limits, a.ip, digest)) {
     const list = byOwner.get(b.owner);
     if (list) list.push(b);
     else byOwner.set(b.owner, [b]);
@@ -79,6 +92,8 @@ async function admitLogin(svc: Services, ip: string, email: string, headers: Hea
   for (const [owner, list] of byOwner) {
     const specs = specsOf(list);
     const res = await svc.actors.ask(ipActor, owner, "admit", { buckets: specs });
+    const accountBucket = digest !== undefined && owner === `login/${digest}`;
+    if (!res.allowed && accountBucket && (await isKnownDevice(svc, digest, ipBucketKey(a.ip), a.cookie))) continue;
     if (!res.allowed) {
       await giveBack(svc, taken);
       setRateHeaders(headers, res.rate);
@@ -102,6 +117,16 @@ async function upgrade(svc: Services, userId: string, storedHash: string, passwo
   }
 }
 
+/** Makes this browser (the forms) and this address known devices of the account. Best effort, like `upgrade`. */
+async function remember(svc: Services, a: LoginAttempt, digest: string): Promise<void> {
+  if (a.browser) appendSetCookie(a.headers, knownDeviceCookie(svc, digest, a.cookie));
+  try {
+    await rememberAddress(svc, digest, ipBucketKey(a.ip));
+  } catch (err) {
+    svc.log.warn("could not record a log-in's address", { error: err as Error });
+  }
+}
+
 /**
  * Checks an e-mail and password: the user, or null for wrong credentials (whether or not the e-mail exists, at the
  * same cost). Throws rate_limit_exceeded (429) past the log-in buckets and service_unavailable (503) when the
@@ -109,7 +134,8 @@ async function upgrade(svc: Services, userId: string, storedHash: string, passwo
  */
 export async function passwordLogin(svc: Services, a: LoginAttempt): Promise<LoginUser | null> {
   const email = a.email.trim().toLowerCase();
-  const taken = await admitLogin(svc, a.ip, email, a.headers);
+  const digest = email ? emailDigest(svc, email) : undefined;
+  const taken = await admitLogin(svc, a, digest);
   const rows = await svc.sql<{ id: string; email: string; password_hash: string; role: string }[]>`
     SELECT id, email, password_hash, role FROM users WHERE lower(email) = ${email}`;
   const user = rows[0];
@@ -127,5 +153,6 @@ export async function passwordLogin(svc: Services, a: LoginAttempt): Promise<Log
   if (!user || !valid) return null;
   await giveBack(svc, taken);
   await upgrade(svc, user.id, user.password_hash, a.password);
+  await remember(svc, a, digest!);
   return { id: user.id, email: user.email, role: user.role };
 }

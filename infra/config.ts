@@ -46,6 +46,16 @@ export const CONFIG_VARS = {
   },
   SEED_DEMO: { schema: Bool, default: true, doc: "Seed the demo store and merchants on an empty database." },
   RATE_LIMITS_ENABLED: { schema: Bool, default: true, doc: "Turn rate limits off for benchmarks (headers still sent; refused in production)." },
+  LOGIN_LIMIT_PER_IP: {
+    schema: T.Integer({ minimum: 1 }),
+    default: 30,
+    doc: "Failed password log-ins per client address per 15 min (REST, OAuth consent form and dashboard together; docs/access.md).",
+  },
+  LOGIN_LIMIT_PER_EMAIL: {
+    schema: T.Integer({ minimum: 1 }),
+    default: 100,
+    doc: "Failed password log-ins per account per 15 min from addresses and browsers it never signed in from; above LOGIN_LIMIT_PER_IP.",
+  },
   TRUST_SCORE_PUBLIC_V41_ENABLED: { schema: Bool, default: true, doc: "Overall trust number from the v4.1 engine when it produces one." },
   TRUST_SCORE_PUBLIC_COHERENT_ENGINE_ENABLED: { schema: Bool, default: true, doc: "Component breakdown from v4.1 (needs the V41 flag too)." },
   TRUST_REFRESH_INTERVAL_MS: { schema: T.Integer({ minimum: 1000 }), default: 6 * 60 * 60 * 1000, doc: "Trust recompute interval (spec: 6 hours)." },
@@ -123,6 +133,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (!config.RATE_LIMITS_ENABLED) throw new ConfigError("RATE_LIMITS_ENABLED", "true when NODE_ENV=production", "false");
     if (env.ALLOW_PRIVATE_URLS === undefined) config.ALLOW_PRIVATE_URLS = false;
     else if (config.ALLOW_PRIVATE_URLS) throw new ConfigError("ALLOW_PRIVATE_URLS", "false when NODE_ENV=production", "true");
+  }
+  // one address alone must not be able to fill an account's bucket (docs/access.md, log-in buckets)
+  if (config.LOGIN_LIMIT_PER_EMAIL <= config.LOGIN_LIMIT_PER_IP) {
+    throw new ConfigError("LOGIN_LIMIT_PER_EMAIL", `an integer above LOGIN_LIMIT_PER_IP (${config.LOGIN_LIMIT_PER_IP})`, String(config.LOGIN_LIMIT_PER_EMAIL));
   }
   if (config.SECRET_KEY && !/^[0-9a-fA-F]{64}$/.test(config.SECRET_KEY)) {
     throw new ConfigError("SECRET_KEY", "64 hexadecimal characters (32 bytes)", "<redacted>");

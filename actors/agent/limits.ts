@@ -110,10 +110,16 @@ export const PUBLIC_REST_PER_IP = 30;
  * shared by the three: per client address, and per e-mail address so that guessing one account's password from
  * many addresses is bounded too. The per-e-mail limit is above the per-address one, so a single address cannot
  * lock someone else out of password log-in. A successful log-in gives its units back (login.ts): the buckets
- * bound guessing, not signing in.
+ * bound guessing, not signing in. An attempt from a browser or address the account signed in from before passes
+ * a full per-e-mail bucket (login.ts, known devices), so guessers cannot lock the owner out.
+ * The limits are configuration (LOGIN_LIMIT_PER_IP = 30, LOGIN_LIMIT_PER_EMAIL = 100 by default); the window is not.
  */
-export const LOGIN_PER_IP = { limit: 30, windowMs: 15 * MINUTE_MS } as const;
-export const LOGIN_PER_EMAIL = { limit: 100, windowMs: 15 * MINUTE_MS } as const;
+export const LOGIN_WINDOW_MS = 15 * MINUTE_MS;
+
+export interface LoginLimits {
+  perIp: number;
+  perEmail: number;
+}
 
 /** The plan value of the MCP per-key layer, for dashboards ("configured 1000/min, 30/min in force"). */
 export function mcpConfiguredLimit(tier: Tier | null | undefined): number {
@@ -220,10 +226,10 @@ export function bucketsFor(ctx: LimitContext): BucketDescriptor[] {
  * by a digest so bucket ids and actor ids never carry it. Address first: a refused address touches no e-mail actor,
  * so random e-mails from one address cannot create actors beyond its own limit.
  */
-export function loginBuckets(ip: string, emailDigest?: string): BucketDescriptor[] {
+export function loginBuckets(limits: LoginLimits, ip: string, emailDigest?: string): BucketDescriptor[] {
   const key = ipBucketKey(ip);
-  const out: BucketDescriptor[] = [{ id: `ip:${key}:login`, ...LOGIN_PER_IP, owner: `ip/${key}`, layer: "login" }];
-  if (emailDigest) out.push({ id: `login:${emailDigest}`, ...LOGIN_PER_EMAIL, owner: `login/${emailDigest}`, layer: "login" });
+  const out: BucketDescriptor[] = [{ id: `ip:${key}:login`, limit: limits.perIp, windowMs: LOGIN_WINDOW_MS, owner: `ip/${key}`, layer: "login" }];
+  if (emailDigest) out.push({ id: `login:${emailDigest}`, limit: limits.perEmail, windowMs: LOGIN_WINDOW_MS, owner: `login/${emailDigest}`, layer: "login" });
   return out;
 }
 

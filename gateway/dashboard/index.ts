@@ -40,6 +40,7 @@ import { WEBHOOK_EVENT_KINDS } from "../../actors/webhook/messages.ts";
 import { ipBucketKey, type BucketDescriptor } from "../../actors/agent/limits.ts";
 import { ALL_TOOLS } from "../mcp/tools/index.ts";
 import { passwordLogin } from "../login.ts";
+import { appendSetCookie } from "../login-known.ts";
 import { admitOthers, clientIp, setRateHeaders } from "../plugins/auth.ts";
 import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
 import { breachMessage, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor } from "../plugins/json-depth.ts";
@@ -390,12 +391,13 @@ export function dashboardRoutes(svc: Services) {
           const password = typeof form.get("password") === "string" ? (form.get("password") as string) : "";
           const next = safeNext(text(form, "next"));
           // the log-in buckets shared with the REST log-in and the OAuth consent form (gateway/login.ts)
-          const user = await passwordLogin(svc, { ip: clientIp(c.request, c.server), email, password, headers: c.set.headers });
+          const user = await passwordLogin(svc, { ip: clientIp(c.request, c.server), email, password, headers: c.set.headers, cookie: c.request.headers.get("cookie"), browser: true });
           if (!user) {
             return respond(c, 401, loginPage({ token: text(form, "_csrf"), next, email, error: "Invalid e-mail or password." }));
           }
           const session = await createSession(svc, user.id);
-          c.set.headers["set-cookie"] = buildCookie(SESSION_COOKIE, session.id, { secure: secureCookies(svc), maxAgeSeconds: SESSION_TTL_MS / 1000 });
+          // the session cookie first, beside the known-device cookie the log-in has set
+          appendSetCookie(c.set.headers, buildCookie(SESSION_COOKIE, session.id, { secure: secureCookies(svc), maxAgeSeconds: SESSION_TTL_MS / 1000 }), true);
           return redirect(c, next);
         } catch (err) {
           return renderError(c, null, err);

@@ -17,6 +17,7 @@
  */
 import { createHmac, randomBytes } from "node:crypto";
 import { Elysia, t } from "elysia";
+import { ActorError } from "../../actors/runtime/errors.ts";
 import { timingSafeEqualStr } from "../../infra/crypto.ts";
 import { deriveKey } from "../../infra/secrets.ts";
 import { secretKey } from "../identity.ts";
@@ -149,6 +150,21 @@ ${message ? `<p class="err" role="alert">${esc(message)}</p>` : ""}
 </form><p><small>You will be sent back to <code>${esc(v.redirectUri)}</code>.</small></p></body></html>`;
 }
 
+/** The log-in's refusals that the consent form shows on the page, as the dashboard does (not as a JSON body). */
+const LOGIN_REFUSALS: Record<string, { status: number; message: (retryAfter: string | undefined) => string }> = {
+  rate_limit_exceeded: {
+    status: 429,
+    message: (s) => `Too many log-in attempts from this address or for this account. Try again in ${wait(s)}.`,
+  },
+  service_unavailable: { status: 503, message: (s) => `Too many log-ins are being checked right now. Try again in ${wait(s)}.` },
+};
+
+function wait(retryAfter: string | undefined): string {
+  const s = Number(retryAfter);
+  if (!Number.isFinite(s) || s <= 0) return "a moment";
+  return s < 90 ? `${Math.ceil(s)} seconds` : `${Math.ceil(s / 60)} minutes`;
+}
+
 function pick(src: Record<string, string>): Params {
   const p: Params = {};
   for (const k of PARAMS) if (src[k] !== undefined) p[k] = src[k];
@@ -231,7 +247,24 @@ export function authorizeRoutes(svc: Services) {
             headers.location = redirectWith(svc, v, { error: "access_denied", error_description: "the user denied the request" });
             return "";
           }
-          const user = await passwordLogin(svc, { ip: clientIp(request, server), email: form.email ?? "", password: form.password ?? "", headers });
+          let user;
+          try {
+            user = await passwordLogin(svc, {
+              ip: clientIp(request, server),
+              email: form.email ?? "",
+              password: form.password ?? "",
+              headers,
+              cookie: request.headers.get("cookie"),
+              browser: true,
+            });
+          } catch (err) {
+            // a browser is at the other end: the form again with the reason (Retry-After and X-RateLimit-* are set)
+            const busy = LOGIN_REFUSALS[err instanceof ActorError ? err.code : ""];
+            if (!busy) throw err;
+            pageHeaders(headers);
+            set.status = busy.status;
+            return consentPage(v, p, form.csrf_token, busy.message(headers["retry-after"]));
+          }
           if (!user) {
             pageHeaders(headers);
             set.status = 401;
@@ -258,8 +291,14 @@ export function authorizeRoutes(svc: Services) {
         detail: {
           tags: ["oauth"],
           summary: "Authorization endpoint (form submission)",
-          description: "The page's form: the authorization request, csrf_token, email, password, decision=allow|deny. 302 to the redirect URI with code (or error=access_denied); 401 page for wrong credentials; 403 page for a bad CSRF token. \"allow\" passes the log-in buckets shared with POST /api/v1/auth/login and the dashboard (429 rate_limit_exceeded with Retry-After; 503 service_unavailable with Retry-After when too many passwords are being checked).",
-          responses: { 302: { description: "Back to the client" }, 401: { description: "Wrong credentials (HTML)" }, 403: { description: "CSRF check failed (HTML)" }, 429: { description: "rate_limit_exceeded" }, 503: { description: "service_unavailable" } },
+          description: "The page's form: the authorization request, csrf_token, email, password, decision=allow|deny. 302 to the redirect URI with code (or error=access_denied); 401 page for wrong credentials; 403 page for a bad CSRF token. \"allow\" passes the log-in buckets shared with POST /api/v1/auth/login and the dashboard (429 with Retry-After and X-RateLimit-*; 503 with Retry-After when too many passwords are being checked): both answer the consent page again with the reason (HTML). A success sets the known-device cookie.",
+          responses: {
+            302: { description: "Back to the client" },
+            401: { description: "Wrong credentials (HTML)" },
+            403: { description: "CSRF check failed (HTML)" },
+            429: { description: "Too many log-in attempts: the consent page with the reason (HTML)" },
+            503: { description: "Too many passwords being checked: the consent page with the reason (HTML)" },
+          },
         },
       },
     );

@@ -20,7 +20,13 @@ export function authRoutes(svc: Services) {
     "/api/v1/auth/login",
     async ({ body, request, server, set }) => {
       const headers = set.headers as Record<string, string | number>;
-      const user = await passwordLogin(svc, { ip: clientIp(request, server), email: body.email, password: body.password, headers });
+      const user = await passwordLogin(svc, {
+        ip: clientIp(request, server),
+        email: body.email,
+        password: body.password,
+        headers,
+        cookie: request.headers.get("cookie"),
+      });
       if (!user) throw fail("unauthorized", "Invalid email or password.");
       const tokens = await tokenService(svc);
       const token = await tokens.issueToken({
@@ -37,7 +43,7 @@ export function authRoutes(svc: Services) {
       detail: {
         tags: ["accounts"],
         summary: "Log in and get a session JWT",
-        description: "Wrong credentials: 401 unauthorized, the same answer and about the same time whether or not the e-mail exists. Besides the global per-IP bucket (500 per 15 min), attempts share the log-in buckets with the OAuth consent form and the dashboard: 30 per 15 min per address and 100 per 15 min per e-mail (a successful log-in does not count); past them 429 rate_limit_exceeded with Retry-After. 503 service_unavailable with Retry-After when too many passwords are being checked at once.",
+        description: "Wrong credentials: 401 unauthorized, the same answer and about the same time whether or not the e-mail exists. Besides the global per-IP bucket (500 per 15 min), attempts share the log-in buckets with the OAuth consent form and the dashboard: 30 per 15 min per address and 100 per 15 min per e-mail (a successful log-in does not count; an address that signed in to the account in the last 30 days is not held by a full per-e-mail bucket); past them 429 rate_limit_exceeded with Retry-After. 503 service_unavailable with Retry-After when too many passwords are being checked at once.",
       },
     },
   );

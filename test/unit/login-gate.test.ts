@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { ipBucketKey, LOGIN_PER_EMAIL, LOGIN_PER_IP, loginBuckets } from "../../actors/agent/limits.ts";
+import { ipBucketKey, LOGIN_WINDOW_MS, loginBuckets } from "../../actors/agent/limits.ts";
+import { ConfigError, loadConfig } from "../../infra/config.ts";
 import { BoundedGate, PasswordChecksBusy, phcParameters } from "../../infra/passwords.ts";
 
 describe("the password-check gate", () => {
@@ -37,12 +38,24 @@ describe("the password-check gate", () => {
 });
 
 describe("log-in buckets", () => {
+  const limits = { perIp: 30, perEmail: 100 };
+
   test("one per address (IPv6 by its /64) and one per e-mail digest, the address first", () => {
-    const [ip, email] = loginBuckets("2001:db8:1:2:3:4:5:6", "abc");
-    expect(ip).toEqual({ id: `ip:${ipBucketKey("2001:db8:1:2::9")}:login`, ...LOGIN_PER_IP, owner: `ip/${ipBucketKey("2001:db8:1:2::9")}`, layer: "login" });
-    expect(email).toEqual({ id: "login:abc", ...LOGIN_PER_EMAIL, owner: "login/abc", layer: "login" });
-    expect(loginBuckets("10.0.0.1")).toHaveLength(1);
-    expect(LOGIN_PER_EMAIL.limit).toBeGreaterThan(LOGIN_PER_IP.limit);
+    const [ip, email] = loginBuckets(limits, "2001:db8:1:2:3:4:5:6", "abc");
+    const key = ipBucketKey("2001:db8:1:2::9");
+    expect(ip).toEqual({ id: `ip:${key}:login`, limit: 30, windowMs: 15 * 60_000, owner: `ip/${key}`, layer: "login" });
+    expect(email).toEqual({ id: "login:abc", limit: 100, windowMs: 15 * 60_000, owner: "login/abc", layer: "login" });
+    expect(loginBuckets(limits, "10.0.0.1")).toHaveLength(1);
+  });
+
+  test("production allows 30 failed log-ins per address and 100 per account in 15 minutes (docs/access.md)", () => {
+    const c = loadConfig({ NODE_ENV: "production" });
+    expect({ perIp: c.LOGIN_LIMIT_PER_IP, perEmail: c.LOGIN_LIMIT_PER_EMAIL, windowMs: LOGIN_WINDOW_MS }).toEqual({ perIp: 30, perEmail: 100, windowMs: 15 * 60_000 });
+  });
+
+  test("a per-account limit not above the per-address one is refused at start-up", () => {
+    expect(() => loadConfig({ LOGIN_LIMIT_PER_IP: "10", LOGIN_LIMIT_PER_EMAIL: "10" })).toThrow(ConfigError);
+    expect(loadConfig({ LOGIN_LIMIT_PER_IP: "4", LOGIN_LIMIT_PER_EMAIL: "10" }).LOGIN_LIMIT_PER_EMAIL).toBe(10);
   });
 });
 

@@ -1,0 +1,114 @@
+/**
+ * Known devices of password log-in (review R2 J-1): a full per-account bucket must not lock the account's owner out,
+ * or 100 wrong guesses from a few addresses would deny an account (the admin's included) its log-in at will. An
+ * attempt counts as coming from a known device when
+ *  - its browser carries a known-device cookie for this e-mail: a signed "<issued>.<mac>" entry, MAC over the
+ *    e-mail's bucket digest and the issue time, set by a successful log-in on the dashboard or the consent form; or
+ *  - its address (IPv6 by its /64, as the buckets key it) had a successful log-in for this e-mail within 30 days
+ *    (table login_known_addresses, keyed digests only): what a REST client, which keeps no cookies, has.
+ * Such an attempt passes a full per-account bucket; the per-address bucket still bounds its guesses. Neither
+ * proof can be had without the password (or the owner's browser or network), so this gives guessers no way round
+ * the per-account bucket and no oracle: an unknown attempt is answered exactly as before. docs/access.md.
+ */
+import { createHmac } from "node:crypto";
+import { timingSafeEqualStr } from "../infra/crypto.ts";
+import { deriveKey } from "../infra/secrets.ts";
+import { secretKey } from "./identity.ts";
+import { issuer } from "./oauth/common.ts";
+import type { Services } from "./services.ts";
+
+export const KNOWN_DEVICE_COOKIE = "acs_known_device";
+/** How long a success vouches for its browser or address. */
+export const KNOWN_DEVICE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+/** Accounts remembered per browser (shared computers): the newest win. */
+const MAX_ENTRIES = 5;
+
+function key(svc: Services): Buffer {
+  let k = svc.extras.get("knownDeviceKey") as Buffer | undefined;
+  if (!k) svc.extras.set("knownDeviceKey", (k = deriveKey(secretKey(svc), "login-known-device-v1")));
+  return k;
+}
+
+function mac(svc: Services, emailDigest: string, issuedSec: number): string {
+  return createHmac("sha256", key(svc)).update(`kd1|${emailDigest}|${issuedSec}`).digest("base64url").slice(0, 22);
+}
+
+function addressDigest(svc: Services, addressKey: string): string {
+  return createHmac("sha256", key(svc)).update(`addr1|${addressKey}`).digest("base64url").slice(0, 32);
+}
+
+function cookieValue(cookieHeader: string | null | undefined): string {
+  for (const part of (cookieHeader ?? "").split(";")) {
+    const i = part.indexOf("=");
+    if (i > 0 && part.slice(0, i).trim() === KNOWN_DEVICE_COOKIE) return part.slice(i + 1).trim();
+  }
+  return "";
+}
+
+interface Entry {
+  issuedSec: number;
+  mac: string;
+}
+
+function entries(cookieHeader: string | null | undefined, nowMs: number): Entry[] {
+  const out: Entry[] = [];
+  for (const raw of cookieValue(cookieHeader).split("~").slice(0, MAX_ENTRIES)) {
+    const m = /^(\d{1,12})\.([A-Za-z0-9_-]{22})$/.exec(raw);
+    if (!m) continue;
+    const issuedSec = Number(m[1]);
+    if (issuedSec * 1000 + KNOWN_DEVICE_TTL_MS <= nowMs || issuedSec * 1000 > nowMs + 60_000) continue;
+    out.push({ issuedSec, mac: m[2]! });
+  }
+  return out;
+}
+
+const forAccount = (svc: Services, e: Entry, emailDigest: string) => timingSafeEqualStr(e.mac, mac(svc, emailDigest, e.issuedSec));
+
+/** Whether this attempt comes from a browser or address that signed in to the account before (see above). */
+export async function isKnownDevice(svc: Services, emailDigest: string, addressKey: string, cookieHeader: string | null | undefined): Promise<boolean> {
+  const now = svc.clock.now();
+  if (entries(cookieHeader, now).some((e) => forAccount(svc, e, emailDigest))) return true;
+  const rows = await svc.sql<{ n: number }[]>`
+    SELECT 1 AS n FROM login_known_addresses
+    WHERE email_digest = ${emailDigest} AND address_digest = ${addressDigest(svc, addressKey)}
+      AND last_success_at > ${new Date(now - KNOWN_DEVICE_TTL_MS)}`;
+  return rows.length > 0;
+}
+
+/** Records a successful log-in's address for the account (and forgets the account's addresses gone stale). */
+export async function rememberAddress(svc: Services, emailDigest: string, addressKey: string): Promise<void> {
+  const now = new Date(svc.clock.now());
+  await svc.sql`
+    INSERT INTO login_known_addresses (email_digest, address_digest, last_success_at)
+    VALUES (${emailDigest}, ${addressDigest(svc, addressKey)}, ${now})
+    ON CONFLICT (email_digest, address_digest) DO UPDATE SET last_success_at = EXCLUDED.last_success_at`;
+  await svc.sql`DELETE FROM login_known_addresses WHERE email_digest = ${emailDigest} AND last_success_at <= ${new Date(now.getTime() - KNOWN_DEVICE_TTL_MS)}`;
+}
+
+/**
+ * The Set-Cookie value after a successful browser log-in: a fresh entry for this account first, then the
+ * browser's other still-valid entries (other accounts), at most five. Path=/ because the dashboard's log-in and
+ * the consent form live under different paths; HttpOnly, SameSite=Strict (both forms post from our own pages).
+ */
+export function knownDeviceCookie(svc: Services, emailDigest: string, cookieHeader: string | null | undefined): string {
+  const now = svc.clock.now();
+  const issuedSec = Math.floor(now / 1000);
+  const others = entries(cookieHeader, now).filter((e) => !forAccount(svc, e, emailDigest));
+  const value = [{ issuedSec, mac: mac(svc, emailDigest, issuedSec) }, ...others]
+    .slice(0, MAX_ENTRIES)
+    .map((e) => `${e.issuedSec}.${e.mac}`)
+    .join("~");
+  const secure = issuer(svc).startsWith("https://") || svc.config.NODE_ENV === "production";
+  return `${KNOWN_DEVICE_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${KNOWN_DEVICE_TTL_MS / 1000}${secure ? "; Secure" : ""}`;
+}
+
+/** Adds a Set-Cookie header to an Elysia `set.headers` without replacing one already there (`first`: before it). */
+export function appendSetCookie(headers: Record<string, unknown>, cookie: string, first = false): void {
+  const prior = headers["set-cookie"];
+  if (prior === undefined) {
+    headers["set-cookie"] = cookie;
+    return;
+  }
+  const list = Array.isArray(prior) ? prior.map(String) : [String(prior)];
+  headers["set-cookie"] = first ? [cookie, ...list] : [...list, cookie];
+}
