@@ -32,6 +32,7 @@ import {
   breakerAllows,
   breakerOnFailure,
   breakerOnSuccess,
+  breakerProbeLostAt,
   CLOSED_BREAKER,
   nextAttempt,
   type BreakerState,
@@ -169,7 +170,9 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
   const result: DeliverDueResult = { claimed: 0, more: false };
   const rt = webhookRuntime();
   const now = ctx.now();
-  const ep = await loadEndpoint(ctx.sql, ctx.id);
+  // Read in the turn's transaction: after a `record` turn this must see the breaker that turn just wrote (a probe's
+  // success closed it), not the committed one (still half-open), or the released backlog would be pushed again.
+  const ep = await loadEndpoint(await ctx.tx(), ctx.id);
   if (!ep || ep.deleted_at) {
     await ctx.cancelReminder("deliverDue");
     return result;
@@ -214,6 +217,9 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
     secrets.push(openWebhookSecret(rt.secretsKey, ep.id, ep.previous_secret_sealed));
   }
   ctx.memory.set("inFlight", inFlight + due.length);
+  const inFlightIds = (ctx.memory.get("inFlightIds") as Set<string> | undefined) ?? new Set<string>();
+  for (const d of due) inFlightIds.add(d.id);
+  ctx.memory.set("inFlightIds", inFlightIds);
   const clock = { now: () => ctx.now() };
   const id = ctx.id;
   const ask = ctx.ask.bind(ctx);
@@ -244,15 +250,43 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
     } catch {
       // Not recorded: the lease expires and the deliveries are attempted again (same event id).
       memory.set("inFlight", Math.max(0, ((memory.get("inFlight") as number | undefined) ?? 0) - due.length));
+      for (const d of due) (memory.get("inFlightIds") as Set<string> | undefined)?.delete(d.id);
       void ask(self.def!, id, "deliverDue", {}, { timeoutMs: 60_000 }).catch(() => {});
     }
   })();
   return result;
 }
 
+/**
+ * The latest time an open or half-open breaker may have pushed deliveries to (`breakerAllows`' retryAt), or null
+ * for a closed breaker (it holds nothing back).
+ */
+function heldUntil(b: BreakerState): number | null {
+  if (b.status === "open") return b.openedAt + b.cooldownMs;
+  if (b.status === "half_open") return breakerProbeLostAt(b);
+  return null;
+}
+
+/**
+ * The breaker just closed (the probe, or a late attempt, succeeded): the receiver works, so what it held back is
+ * due now instead of at the reopen time it was pushed to (audit A2 MED-5: the backlog waited a full cool-down,
+ * 5 min to 1 h, while newer events went first). Due at its creation time, so the claim's order (due time, then
+ * creation) sends it oldest first and before anything newer.
+ */
+async function releaseBacklog(ctx: ActorContext<State>, heldUntilMs: number, justRecorded: readonly string[]): Promise<void> {
+  const tx = await ctx.tx();
+  // Attempts still in flight keep their lease; those just recorded keep the outcome this turn gave them.
+  const inFlight = [...((ctx.memory.get("inFlightIds") as Set<string> | undefined) ?? []), ...justRecorded];
+  await tx`
+    UPDATE webhook_deliveries SET next_attempt_at = LEAST(next_attempt_at, created_at)
+    WHERE endpoint_id = ${ctx.id} AND status IN ('pending', 'failed') AND next_attempt_at <= ${new Date(heldUntilMs)}
+      AND NOT (id = ANY(${inFlight}::uuid[]))`;
+}
+
 /** Applies a worker's attempt reports: delivered, retry at the next jittered time, or dead letter; breaker. */
 async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]): Promise<{ recorded: number }> {
   ctx.memory.set("inFlight", Math.max(0, ((ctx.memory.get("inFlight") as number | undefined) ?? 0) - reports.length));
+  for (const r of reports) (ctx.memory.get("inFlightIds") as Set<string> | undefined)?.delete(r.id);
   const tx = await ctx.tx();
   const ep = await loadEndpoint(tx, ctx.id);
   if (!ep) return { recorded: 0 };
@@ -307,6 +341,8 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
   }
   if (JSON.stringify(breaker) !== initialBreaker) {
     await tx`UPDATE webhook_endpoints SET breaker = ${tx.json(breaker as never)} WHERE id = ${ctx.id}`;
+    const held = heldUntil(JSON.parse(initialBreaker) as BreakerState);
+    if (breaker.status === "closed" && held !== null) await releaseBacklog(ctx, held, ids);
   }
   await claimDue(ctx);
   return { recorded: outcomes.length };

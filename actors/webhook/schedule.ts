@@ -106,11 +106,16 @@ export function breakerAllows(state: BreakerState, now: number, cfg: BreakerConf
       return { allowed: true, state: { status: "half_open", probeStartedAt: now, cooldownMs: state.cooldownMs } };
     }
     case "half_open": {
-      const probeLostAt = state.probeStartedAt + Math.min(state.cooldownMs, cfg.maxCooldownMs);
+      const probeLostAt = breakerProbeLostAt(state, cfg);
       if (now < probeLostAt) return { allowed: false, state, retryAt: probeLostAt };
       return { allowed: true, state: { ...state, probeStartedAt: now } };
     }
   }
+}
+
+/** When a half-open breaker's probe is presumed lost (another probe may go): one cool-down after it started. */
+export function breakerProbeLostAt(state: Extract<BreakerState, { status: "half_open" }>, cfg: BreakerConfig = DEFAULT_BREAKER): number {
+  return state.probeStartedAt + Math.min(state.cooldownMs, cfg.maxCooldownMs);
 }
 
 export function breakerOnSuccess(_state: BreakerState): BreakerState {
