@@ -7,8 +7,9 @@
  * engines, two signatures per store (one per engine that produced a number, so the gateway can honour the engine
  * flags per request), bulk writes, then a checkpoint so each batch commits on its own and its `trust.score`
  * events go out. At boot only the stores that have no computed score yet (a fresh seed, a store added while no
- * host ran) are scored (`scoreUnscored`), so every surface shows and gates on one computed number from the start;
- * every other store keeps its stored score until the reminder (or an operator's request).
+ * host ran), and those whose published number the engine configuration in force would not publish (a flag flipped
+ * across the restart), are scored (`scoreUnscored`), so every surface shows and gates on one computed number from
+ * the start; every other store keeps its stored score until the reminder (or an operator's request).
  *
  * The actor needs the key-encryption key and the engine flags, which live in the process's Services: the boot
  * hook hands them over with `configureTrust(sql, …)`, keyed by the host's pool so two servers in one process
@@ -357,20 +358,57 @@ async function recomputeAllStores(ctx: Ctx, trigger: RecomputeTrigger): Promise<
 }
 
 /**
- * Scores every store without a trust_current row. Without this, a fresh start would publish the seed's placeholder
+ * Stores whose published number (stores.trust_score / operational_status, what search, the directory and the
+ * checkout gate read) is not what the engines in force give from their stored facts, which is what the public
+ * trust score shows (the gateway re-runs the engines per request). That happens after a restart with another
+ * engine configuration (TRUST_SCORE_PUBLIC_V41_ENABLED flipped, or a release that changed a formula): before,
+ * the two disagreed until the next refresh, up to 6 h (audit A2 MED-6). Comparing the numbers rather than a
+ * recorded flag set catches every cause and recomputes only the stores it changes. Pure work over the stored facts,
+ * read a page at a time (10,000 stores: well under the boot's scoring bound).
+ */
+async function staleStores(ctx: Ctx, flags: TrustFlags): Promise<string[]> {
+  type Row = { slug: string; computed_at: Date; facts: StoreFacts; trust_score: string | null; operational_status: OperationalStatus };
+  const stale: string[] = [];
+  let after = "";
+  for (;;) {
+    const rows = await ctx.sql<Row[]>`
+      SELECT c.store_slug AS slug, c.computed_at, c.facts, s.trust_score, s.operational_status
+      FROM trust_current c JOIN stores s ON s.slug = c.store_slug
+      WHERE c.store_slug > ${after} ORDER BY c.store_slug LIMIT ${BATCH_SIZE}`;
+    if (rows.length === 0) return stale;
+    for (const r of rows) {
+      let same = false;
+      try {
+        const s = scoreFromFacts(r.facts, r.computed_at.getTime(), flags);
+        same = r.trust_score !== null && Math.abs(Number(r.trust_score) - s.selected.score0to1) < 1e-9 && r.operational_status === s.status;
+      } catch {
+        // Facts this release cannot read: recomputing them from the database is the way out.
+      }
+      if (!same) stale.push(r.slug);
+    }
+    after = rows[rows.length - 1]!.slug;
+  }
+}
+
+/**
+ * Scores every store without a trust_current row, and every store whose published number the engine configuration
+ * in force would not publish (`staleStores`). Without the first, a fresh start would publish the seed's placeholder
  * (stores.trust_score) until the first reminder, while the first public read of a store's trust score computes
  * the real number on demand: an anonymous GET would then change what search shows and what checkout allows.
  */
 async function scoreUnscoredStores(ctx: Ctx): Promise<RecomputeSummary | null> {
   const rows = await ctx.sql<{ slug: string }[]>`
     SELECT s.slug FROM stores s WHERE NOT EXISTS (SELECT 1 FROM trust_current c WHERE c.store_slug = s.slug) ORDER BY s.slug`;
-  if (rows.length === 0) return null;
-  const summary = await recomputeSlugs(
-    ctx,
-    rows.map((r) => r.slug),
-    "boot",
-  );
-  ctx.log.info("trust: stores without a computed score scored at boot", { stores: summary.stores, durationMs: summary.durationMs });
+  const stale = await staleStores(ctx, runtimeOf(ctx).flags());
+  const slugs = [...rows.map((r) => r.slug), ...stale].sort();
+  if (slugs.length === 0) return null;
+  const summary = await recomputeSlugs(ctx, slugs, "boot");
+  ctx.log.info("trust: stores without a computed score, or with one the engines in force would not publish, scored at boot", {
+    stores: summary.stores,
+    unscored: rows.length,
+    stale: stale.length,
+    durationMs: summary.durationMs,
+  });
   return summary;
 }
 
@@ -606,7 +644,8 @@ export const trustActor = defineActor({
 /**
  * Start-up of every process hosting actors: hand the actor its key-encryption key and live flags, make sure a
  * signing key exists, arm the refresh reminder if it is missing, and score the stores that have no computed score
- * yet before the gateway listens (stores already scored keep their number until the reminder fires). A failure or a
+ * yet, or one the engines in force would not publish, before the gateway listens (the others keep their number
+ * until the reminder fires). A failure or a
  * hang of that scoring is logged and the boot goes on: those stores keep their seeded (or absent) score until the
  * refresh reminder or the first read computes it.
  */

@@ -76,6 +76,11 @@ export interface OrderFacts {
   onTime: number;
   disputes: number;
   refunds: number;
+  /**
+   * Trailing window, not canceled, refunded or disputed (a dispute is a forced refund): the refund rate's numerator.
+   * Absent from facts stored before it existed; `refundsOrDisputesOf` falls back for those.
+   */
+  refundsOrDisputes?: number;
   /** Human orders in the window fulfilled on time without dispute or refund. */
   humanGood: number;
   /** Agent window (longer): all agent orders incl. canceled, those completed without refund or dispute, decided ones. */
@@ -103,7 +108,7 @@ const EMPTY_PRODUCTS: ProductFacts = {
   count: 0, withTitle: 0, withPrice: 0, withImages: 0, withGtin: 0, gtinInvalid: 0, gtinDuplicates: 0, priceCurrencyBad: 0, stockTracked: 0, stockInconsistent: 0,
 };
 const EMPTY_ORDERS: OrderFacts = {
-  human: 0, agent: 0, gmvMinor: 0, uniqueBuyers: 0, orders: 0, decided: 0, onTime: 0, disputes: 0, refunds: 0, humanGood: 0,
+  human: 0, agent: 0, gmvMinor: 0, uniqueBuyers: 0, orders: 0, decided: 0, onTime: 0, disputes: 0, refunds: 0, refundsOrDisputes: 0, humanGood: 0,
   agentAll: 0, agentCompleted: 0, agentDecided: 0, agentOnTime: 0, agentDisputes: 0,
 };
 
@@ -136,24 +141,30 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
       FROM products p JOIN stores s ON s.slug = p.store_slug
       WHERE p.store_slug = ANY(${list}) AND p.active
       GROUP BY p.store_slug`,
+    // GMV adds minor units, which only means something in one currency: an order in another currency (a merchant
+    // may import one; POST /orders does not convert) is not converted but left out of GMV (audit A2 MED-4: one
+    // 61 IDR order, 6,100 "minor units", lifted a USD store over the agent_verified GMV floor). It still counts
+    // as an order everywhere else: it happened, only its amount is not comparable.
     sql<Record<string, string | number>[]>`
       SELECT store_slug,
         count(*) FILTER (WHERE channel = 'human' AND status <> 'canceled') AS human,
         count(*) FILTER (WHERE channel = 'agent' AND status <> 'canceled') AS agent,
-        coalesce(sum(total_minor) FILTER (WHERE created_at >= ${since} AND status <> 'canceled'), 0) AS gmv_minor,
+        coalesce(sum(total_minor) FILTER (WHERE created_at >= ${since} AND status <> 'canceled' AND currency = store_currency), 0) AS gmv_minor,
         count(DISTINCT buyer_ref) FILTER (WHERE created_at >= ${since} AND status <> 'canceled') AS unique_buyers,
         count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled') AS orders,
         count(*) FILTER (WHERE created_at >= ${since} AND fulfilled_on_time IS NOT NULL) AS decided,
         count(*) FILTER (WHERE created_at >= ${since} AND fulfilled_on_time) AS on_time,
         count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled' AND disputed) AS disputes,
         count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled' AND refunded_minor > 0) AS refunds,
+        count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled' AND (refunded_minor > 0 OR disputed)) AS refunds_or_disputes,
         count(*) FILTER (WHERE created_at >= ${since} AND channel = 'human' AND fulfilled_on_time AND NOT disputed AND refunded_minor = 0) AS human_good,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince}) AS agent_all,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND status <> 'canceled' AND refunded_minor = 0 AND NOT disputed) AS agent_completed,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time IS NOT NULL) AS agent_decided,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time) AS agent_on_time,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time IS NOT NULL AND disputed) AS agent_disputes
-      FROM orders WHERE store_slug = ANY(${list})
+      FROM orders JOIN (SELECT slug, currency AS store_currency FROM stores) s ON s.slug = orders.store_slug
+      WHERE store_slug = ANY(${list})
       GROUP BY store_slug`,
   ]);
 
@@ -195,6 +206,7 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
             onTime: n(o.on_time),
             disputes: n(o.disputes),
             refunds: n(o.refunds),
+            refundsOrDisputes: n(o.refunds_or_disputes),
             humanGood: n(o.human_good),
             agentAll: n(o.agent_all),
             agentCompleted: n(o.agent_completed),
@@ -219,6 +231,24 @@ export const fulfilmentScore = (onTimeRate: number): number =>
   clamp01((onTimeRate - R.fulfilmentZeroAt) / (R.fulfilmentFullAt - R.fulfilmentZeroAt));
 export const disputeScore = (disputeRate: number): number => clamp01(1 - disputeRate / R.disputeRateZero);
 export const refundScore = (refundRate: number): number => clamp01(1 - refundRate / R.refundRateZero);
+
+/**
+ * Orders refunded or disputed. Facts stored before the field existed only know both counts: their sum, capped at
+ * the order count, is an upper bound (an order both refunded and disputed counts twice), which keeps the score
+ * monotone too until the next refresh stores the exact count.
+ */
+export const refundsOrDisputesOf = (o: OrderFacts): number => o.refundsOrDisputes ?? Math.min(o.orders, o.refunds + o.disputes);
+
+/**
+ * disputeRefundHealth, monotone in bad outcomes (audit A2 LOW-1): a disputed order counts in the refund rate too.
+ * With refunds alone in that rate, every disputed, unrefunded order diluted the refund rate, so once the dispute
+ * score sat at 0 (rate >= 5 %) more disputes raised the signal. Now one more disputed or refunded order never
+ * raises it (both rates grow: (k + 1) / (n + 1) >= k / n for k <= n) and one more clean order never lowers it.
+ */
+export function disputeRefundHealth(o: OrderFacts): number | null {
+  if (o.orders === 0) return null;
+  return R.disputeShare * disputeScore(o.disputes / o.orders) + (1 - R.disputeShare) * refundScore(refundsOrDisputesOf(o) / o.orders);
+}
 
 export function policyFieldsOf(policies: Record<string, unknown>): { filled: number; required: number } {
   const filled = R.policyFields.filter((f) => policies[f] !== undefined && policies[f] !== null && policies[f] !== "").length;
@@ -258,16 +288,13 @@ export function toV41Inputs(f: StoreFacts, nowMs: number): TrustInputs {
   const checks = consistencyChecks(p);
   const consistency = checks.total === 0 ? 0 : checks.passed / checks.total;
   const disputeRate = o.orders === 0 ? null : o.disputes / o.orders;
-  const refundRate = o.orders === 0 ? null : o.refunds / o.orders;
+  const health = disputeRefundHealth(o);
   const policy = policyFieldsOf(f.policies);
 
   return {
     merchantReliabilityBase: {
       fulfillment: o.decided === 0 ? NOT_APPLICABLE : measured(fulfilmentScore(o.onTime / o.decided)),
-      disputeRefundHealth:
-        disputeRate === null || refundRate === null
-          ? NOT_APPLICABLE
-          : measured(R.disputeShare * disputeScore(disputeRate) + (1 - R.disputeShare) * refundScore(refundRate)),
+      disputeRefundHealth: health === null ? NOT_APPLICABLE : measured(health),
       // Multiplied, not averaged: a complete catalog full of contradictory data is not a good catalog.
       catalogQuality: measured(p.count === 0 ? 0 : completeness * consistency),
       storeAge: measured(Math.max(0, nowMs - f.createdAt) / DAY_MS / R.storeAgeFullDays),

@@ -1,5 +1,16 @@
 import { describe, expect, test } from "bun:test";
-import { consistencyChecks, disputeScore, fulfilmentScore, policyFieldsOf, refundScore, toV2Raw, toV41Inputs, type StoreFacts } from "../../actors/trust/inputs.ts";
+import {
+  consistencyChecks,
+  disputeRefundHealth,
+  disputeScore,
+  fulfilmentScore,
+  policyFieldsOf,
+  refundScore,
+  toV2Raw,
+  toV41Inputs,
+  type OrderFacts,
+  type StoreFacts,
+} from "../../actors/trust/inputs.ts";
 import { computeV41 } from "../../actors/trust/engine-v41.ts";
 
 const NOW = Date.parse("2026-06-01T00:00:00Z");
@@ -88,5 +99,52 @@ describe("facts to engine inputs", () => {
     const v41 = toV41Inputs(empty, NOW);
     expect(v41.merchantReliabilityBase.catalogQuality?.value).toBe(0);
     expect(v41.agenticReadiness.integrationFreshness?.value).toBe(0);
+  });
+});
+
+describe("dispute and refund health (audit A2 LOW-1)", () => {
+  const base: OrderFacts = { ...facts().orders, orders: 20, disputes: 0, refunds: 0, refundsOrDisputes: 0 };
+  /** `extra` more orders, all disputed and not refunded (the audit's repro: disputed, late, delivered). */
+  const withDisputed = (o: OrderFacts, extra: number): OrderFacts => ({
+    ...o,
+    orders: o.orders + extra,
+    disputes: o.disputes + extra,
+    refundsOrDisputes: (o.refundsOrDisputes ?? 0) + extra,
+  });
+
+  test("more disputed orders never raise the signal, also once the dispute score is 0", () => {
+    let prev = disputeRefundHealth(base)!;
+    let o = base;
+    // 1, 2, ... disputed orders on 20: the dispute rate passes 5 % at the first one and keeps growing.
+    for (let k = 1; k <= 600; k++) {
+      o = withDisputed(o, 1);
+      const h = disputeRefundHealth(o)!;
+      expect(h).toBeLessThanOrEqual(prev + 1e-12);
+      prev = h;
+    }
+    // 600 of 620 orders disputed: nothing healthy is left.
+    expect(prev).toBe(0);
+  });
+
+  test("the audit's case: +200 then +400 disputed orders on a store with a few refunds keeps falling", () => {
+    const store: OrderFacts = { ...base, orders: 20, refunds: 2, refundsOrDisputes: 2 };
+    const a = disputeRefundHealth(store)!;
+    const b = disputeRefundHealth(withDisputed(store, 200))!;
+    const c = disputeRefundHealth(withDisputed(store, 600))!;
+    expect(b).toBeLessThan(a);
+    expect(c).toBeLessThanOrEqual(b);
+  });
+
+  test("more clean orders never lower it", () => {
+    const store: OrderFacts = { ...base, disputes: 1, refunds: 2, refundsOrDisputes: 3 };
+    const more = { ...store, orders: store.orders + 10 };
+    expect(disputeRefundHealth(more)!).toBeGreaterThan(disputeRefundHealth(store)!);
+  });
+
+  test("facts stored before the combined count existed fall back to refunds plus disputes, capped at the orders", () => {
+    const old: OrderFacts = { ...base, orders: 10, disputes: 6, refunds: 6 };
+    delete old.refundsOrDisputes;
+    expect(disputeRefundHealth(old)).toBe(0);
+    expect(disputeRefundHealth({ ...old, disputes: 0, refunds: 1 })).toBeCloseTo(0.6 + 0.4 * (1 - 0.1 / 0.25), 9);
   });
 });
