@@ -2,7 +2,8 @@
  * The indexer: keeps a gateway's SearchService in step with the catalog and trust data.
  *
  * - Boot: load every store and active product (SearchService.loadAll).
- * - Live: `catalog.changed` {storeSlug, upserted, removed} re-reads those products; `trust.score` updates the
+ * - Live: `catalog.changed` {storeSlug, upserted, removed} re-reads those products and the store row (its
+ *   last_sync_at); `trust.score` updates the
  *   store snapshot in place; `store.changed` re-reads the store row.
  * - Durable: events are best-effort (a node that was down or disconnected misses them), so a catch-up re-reads
  *   products with updated_at past the watermark, every store row and the settings version, every
@@ -44,7 +45,13 @@ export class Indexer {
   }
 
   onCatalogChanged(ev: CatalogChangedEvent): Promise<void> {
-    return this.enqueue(CATALOG_CHANGED, () => this.service.refreshProducts(this.sql, [...ev.upserted, ...ev.removed]));
+    // The store row too: a catalog write moves its last_sync_at, which search shows (MerchantSummary.lastSyncAt)
+    // and ranks by (freshness tier). Without it search lagged the merchant profile until the catch-up, up to 30 s
+    // (audit A2 LOW-4). One primary-key read per event.
+    return this.enqueue(CATALOG_CHANGED, async () => {
+      await this.service.refreshProducts(this.sql, [...ev.upserted, ...ev.removed]);
+      await this.service.refreshStore(this.sql, ev.storeSlug);
+    });
   }
 
   onTrustScore(ev: TrustScoreEvent): Promise<void> {
