@@ -109,7 +109,7 @@ function errorResponse(codes: readonly string[], doc: OperationDoc | undefined, 
 
 const CHALLENGE_HEADER: Json = {
   description:
-    'The credential to send: `ApiKey realm="api", header="X-Agent-Api-Key"` on /api/v1/agent/* routes; `Bearer realm="api"` (no token sent) or `Bearer realm="api", error="invalid_token"` (with `error_description` for an expired one) on session routes.',
+    'The credential to send: `ApiKey realm="api", header="X-Agent-Api-Key"` on /api/v1/agent/* routes; `Bearer realm="api"` (no token sent) or `Bearer realm="api", error="invalid_token"` (with `error_description` for an expired one) on session routes; `AP2-User-Authorization realm="api", field="payment_mandate.user_authorization", error="<reason>"` for an AP2 mandate whose user signature fails (`AGENT_TOKEN_INVALID`).',
   schema: { type: "string" },
 };
 

@@ -1,10 +1,12 @@
 /**
  * The one synchronous hook every request passes first: request id, transparency headers, the per-surface body
- * limit and the metrics start stamp. One hook instead of four keeps the health route near bare Bun.serve
- * (docs/performance.md); each concern still lives in its own module.
+ * limit, any JSON media type made the one Elysia parses (json-body.ts) and the metrics start stamp. One hook
+ * instead of four keeps the health route near bare Bun.serve (docs/performance.md); each concern still lives in
+ * its own module.
  */
 import { Elysia } from "elysia";
 import { refuseOversizedBody } from "./body-limit.ts";
+import { normalizeJsonContentType } from "./json-body.ts";
 import { markRequestStart } from "./metrics.ts";
 import { assignRequestId } from "./request-id.ts";
 import { applyTransparencyHeaders } from "./transparency.ts";
@@ -16,5 +18,8 @@ export const edge = new Elysia({ name: "edge" }).onRequest(({ request, set }) =>
   const headers = set.headers as Record<string, string | number>;
   assignRequestId(request, headers);
   applyTransparencyHeaders(request.method, headers);
-  if (request.method !== "GET" && request.method !== "HEAD") return refuseOversizedBody(request, pathOf(request.url), headers);
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    normalizeJsonContentType(request);
+    return refuseOversizedBody(request, pathOf(request.url), headers);
+  }
 });

@@ -4,7 +4,8 @@
  * the rule it broke (validation-message.ts), unknown routes as 404 `route_not_found` and a known path with the
  * wrong method as 405 `method_not_allowed` with `Allow` (route-table.ts), malformed JSON as 400, a database outage (infra/db.ts
  * isDatabaseUnavailable) as 503 `service_unavailable`, and anything unexpected as a 500
- * `internal_error` without a stack trace (the trace goes to the log with the request id).
+ * `internal_error` without a stack trace (the trace goes to the log with the request id). On an ACP or UCP surface
+ * the envelope is then converted to that protocol's error shape, same status (gateway/bridge/error-shape.ts).
  */
 import { Elysia } from "elysia";
 import { ActorError, ERROR_TABLE, isInputDataError } from "../../actors/runtime/errors.ts";
@@ -12,7 +13,8 @@ import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
 import { AGENT_API_BASE } from "../../actors/agent/access.ts";
 import { pathOf } from "../url-path.ts";
-import { ECHO_MAX_CHARS, errorBody } from "../envelope.ts";
+import { ECHO_MAX_CHARS, errorBody, type ErrorBody } from "../envelope.ts";
+import { bridgeErrorBody, errorShapeOf } from "../bridge/error-shape.ts";
 import { parsedAsJson } from "../rest/optional-body.ts";
 import { contentTypeAnswer, isJsonContentType } from "./json-body.ts";
 import { type AppLike, decodeFailurePath, RouteTable } from "./route-table.ts";
@@ -122,14 +124,20 @@ function boundedActorError(error: ActorError, request: Request): { message: stri
 }
 
 /**
- * RFC 9110 §15.5.2: a 401 carries a challenge. Agent routes take `X-Agent-Api-Key` (a scheme of our own, named
- * after the header: docs/access.md); every other /api/v1 route takes the session JWT (RFC 6750: no `error` when no
- * token was sent, `invalid_token` for a bad or expired one). Only REST answers here: MCP and the OAuth token
- * endpoint set their own challenge first, which is left as it is.
+ * RFC 9110 §15.5.2: a 401 carries a challenge, for the credential that failed. Agent routes take `X-Agent-Api-Key`
+ * (a scheme of our own, named after the header: docs/access.md); every other /api/v1 route takes the session JWT
+ * (RFC 6750: no `error` when no token was sent, `invalid_token` for a bad or expired one). An AP2 mandate whose
+ * user signature fails (`AGENT_TOKEN_INVALID`, gateway/bridge/ap2-auth.ts) was sent with a key that was accepted:
+ * its challenge names the mandate's credential instead (review R3-6), so a client does not retry with another key.
+ * Only REST answers here: MCP and the OAuth token endpoint set their own challenge first, which is left as it is.
  */
 function challenge(headers: Record<string, string>, error: ActorError, request: Request): void {
   const path = pathOf(request.url);
   if (!path.startsWith("/api/v1/")) return;
+  if (error.code === "AGENT_TOKEN_INVALID") {
+    headers["www-authenticate"] = userAuthorizationChallenge(error);
+    return;
+  }
   if (path.startsWith(AGENT_PATH_PREFIX)) {
     headers["www-authenticate"] = `ApiKey realm="api", header="X-Agent-Api-Key"`;
     return;
@@ -142,6 +150,17 @@ function challenge(headers: Record<string, string>, error: ActorError, request: 
     error.code === "token_expired"
       ? `Bearer realm="api", error="invalid_token", error_description="The token has expired"`
       : `Bearer realm="api", error="invalid_token"`;
+}
+
+/**
+ * The challenge of an AP2 user-signature failure: a scheme of our own named after AP2's credential (there is no
+ * registered one), the body field that carries it and the reason (`details.reason`: malformed, unknown_key,
+ * signature, expired, …; one of our own tokens, so it needs no escaping).
+ */
+function userAuthorizationChallenge(error: ActorError): string {
+  const field = typeof error.details?.field === "string" ? error.details.field : "payment_mandate.user_authorization";
+  const reason = typeof error.details?.reason === "string" && /^[a-z_]{1,40}$/.test(error.details.reason) ? `, error="${error.details.reason}"` : "";
+  return `AP2-User-Authorization realm="api", field="${field}"${reason}`;
 }
 
 /** The outage warning's rate limit (per process): the first request's line, then one line per window with a count. */
@@ -158,75 +177,90 @@ export const errors = new Elysia({ name: "errors" })
   // materialised its headers and cookies (+5 µs per request on the wire, found by bench/admission.ts in session 5).
   .onError({ as: "global" }, ({ code, error, set, request, server, route, params, query, body }) => {
     const failure: FailureContext = { request, server, route, params, query, body };
-    const headers = set.headers as Record<string, string>;
-    headers["content-type"] = "application/json";
-    if (error instanceof ActorError) {
-      set.status = ERROR_TABLE[error.code].http;
-      if (set.status === 401 && headers["www-authenticate"] === undefined) challenge(headers, error, request);
-      const bounded = boundedActorError(error, request);
-      return errorBody(error.code, bounded.message, bounded.details);
-    }
-    if (isDatabaseUnavailable(error)) {
-      // An outage, not a bug: the spec's 503 service_unavailable (retryable, "retry after 30 seconds"), no stack.
-      // once per DB_LOG_EVERY_MS with a count: under load an outage fails thousands of requests a second
-      const now = Date.now();
-      if (now - dbLog.lastAt >= DB_LOG_EVERY_MS) {
-        log.warn("database unavailable", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: (error as Error).message, alsoRefusedSinceLastLine: dbLog.suppressed });
-        dbLog.lastAt = now;
-        dbLog.suppressed = 0;
-      } else dbLog.suppressed++;
-      set.status = 503;
-      headers["retry-after"] = String(DB_RETRY_AFTER_SECONDS);
-      return errorBody("service_unavailable", `The database is not answering; retry after ${DB_RETRY_AFTER_SECONDS} seconds.`, {
-        retryAfterSeconds: DB_RETRY_AFTER_SECONDS,
-        requestId: headers["x-request-id"],
-      });
-    }
-    if (isInputDataError(error)) {
-      set.status = 400;
-      return errorBody("validation_error", "A value in the request is not acceptable (for example a NUL byte or an out-of-range number).");
-    }
-    switch (code) {
-      case "VALIDATION": {
-        const { message, details } = validationDetails(error as unknown as ValidationLike, failure);
-        set.status = 400;
-        return errorBody("validation_error", message, details);
-      }
-      case "PARSE": {
-        // a route's own parser refused the body with an answer of ours (optional-body.ts: not JSON, not an object)
-        const cause = (error as { cause?: unknown }).cause;
-        if (cause instanceof ActorError) {
-          set.status = ERROR_TABLE[cause.code].http;
-          return errorBody(cause.code, cause.message, cause.details);
-        }
-        set.status = 400;
-        return errorBody("validation_error", "Request body is not valid JSON.", { location: "body" });
-      }
-      case "NOT_FOUND": {
-        const pathname = new URL(request.url).pathname;
-        const allowed = server ? (routeTables.get(server)?.allowedMethods(pathname) ?? []) : [];
-        const shownPath = pathname.length > ECHO_MAX_CHARS ? cut(pathname) : pathname;
-        if (allowed.length > 0) {
-          // the path exists under other methods: say which (RFC 9110 405 + Allow), so the agent fixes the method
-          set.status = 405;
-          headers.allow = allowed.join(", ");
-          return errorBody("method_not_allowed", `${request.method} is not allowed on ${shownPath}; use ${allowed.join(" or ")}.`, { method: request.method, allowed });
-        }
-        set.status = 404;
-        return errorBody("route_not_found", `No route for ${request.method} ${shownPath}.`);
-      }
-      case "INVALID_COOKIE_SIGNATURE":
-        set.status = 401;
-        return errorBody("unauthorized", "Invalid session cookie.");
-      default: {
-        const status = (error as { status?: number })?.status;
-        if (typeof status === "number" && status >= 400 && status < 500) {
-          set.status = status;
-          return errorBody(status === 413 ? "payload_too_large" : "validation_error", (error as Error).message || "Bad request.");
-        }
-        log.error("unhandled error", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: error as Error, stack: (error as Error)?.stack });
-        set.status = 500;
-        return errorBody("internal_error", "Internal server error.", { requestId: headers["x-request-id"] });
-      }
-    }
+    const answer = envelopeOf(code, error, set as FailureSet, failure);
+    // an ACP or UCP surface answers in its protocol's error shape, with the same status (review R3-4)
+    const protocol = errorShapeOf(pathOf(request.url), request, body);
+    return protocol ? bridgeErrorBody(protocol, answer) : answer;
   });
+
+/** The parts of Elysia's `set` written on a failure. */
+interface FailureSet {
+  status?: number | string;
+  headers: Record<string, string | number>;
+}
+
+/** Our error envelope for a failure, with its status and headers set (see the header). */
+function envelopeOf(code: unknown, error: unknown, set: FailureSet, failure: FailureContext): ErrorBody {
+  const { request, server } = failure;
+  const headers = set.headers as Record<string, string>;
+  headers["content-type"] = "application/json";
+  if (error instanceof ActorError) {
+    set.status = ERROR_TABLE[error.code].http;
+    if (set.status === 401 && headers["www-authenticate"] === undefined) challenge(headers, error, request);
+    const bounded = boundedActorError(error, request);
+    return errorBody(error.code, bounded.message, bounded.details);
+  }
+  if (isDatabaseUnavailable(error)) {
+    // An outage, not a bug: the spec's 503 service_unavailable (retryable, "retry after 30 seconds"), no stack.
+    // once per DB_LOG_EVERY_MS with a count: under load an outage fails thousands of requests a second
+    const now = Date.now();
+    if (now - dbLog.lastAt >= DB_LOG_EVERY_MS) {
+      log.warn("database unavailable", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: (error as Error).message, alsoRefusedSinceLastLine: dbLog.suppressed });
+      dbLog.lastAt = now;
+      dbLog.suppressed = 0;
+    } else dbLog.suppressed++;
+    set.status = 503;
+    headers["retry-after"] = String(DB_RETRY_AFTER_SECONDS);
+    return errorBody("service_unavailable", `The database is not answering; retry after ${DB_RETRY_AFTER_SECONDS} seconds.`, {
+      retryAfterSeconds: DB_RETRY_AFTER_SECONDS,
+      requestId: headers["x-request-id"],
+    });
+  }
+  if (isInputDataError(error)) {
+    set.status = 400;
+    return errorBody("validation_error", "A value in the request is not acceptable (for example a NUL byte or an out-of-range number).");
+  }
+  switch (code) {
+    case "VALIDATION": {
+      const { message, details } = validationDetails(error as unknown as ValidationLike, failure);
+      set.status = 400;
+      return errorBody("validation_error", message, details);
+    }
+    case "PARSE": {
+      // a route's own parser refused the body with an answer of ours (optional-body.ts: not JSON, not an object)
+      const cause = (error as { cause?: unknown }).cause;
+      if (cause instanceof ActorError) {
+        set.status = ERROR_TABLE[cause.code].http;
+        return errorBody(cause.code, cause.message, cause.details);
+      }
+      set.status = 400;
+      return errorBody("validation_error", "Request body is not valid JSON.", { location: "body" });
+    }
+    case "NOT_FOUND": {
+      const pathname = new URL(request.url).pathname;
+      const allowed = server ? (routeTables.get(server as object)?.allowedMethods(pathname) ?? []) : [];
+      const shownPath = pathname.length > ECHO_MAX_CHARS ? cut(pathname) : pathname;
+      if (allowed.length > 0) {
+        // the path exists under other methods: say which (RFC 9110 405 + Allow), so the agent fixes the method
+        set.status = 405;
+        headers.allow = allowed.join(", ");
+        return errorBody("method_not_allowed", `${request.method} is not allowed on ${shownPath}; use ${allowed.join(" or ")}.`, { method: request.method, allowed });
+      }
+      set.status = 404;
+      return errorBody("route_not_found", `No route for ${request.method} ${shownPath}.`);
+    }
+    case "INVALID_COOKIE_SIGNATURE":
+      set.status = 401;
+      return errorBody("unauthorized", "Invalid session cookie.");
+    default: {
+      const status = (error as { status?: number })?.status;
+      if (typeof status === "number" && status >= 400 && status < 500) {
+        set.status = status;
+        return errorBody(status === 413 ? "payload_too_large" : "validation_error", (error as Error).message || "Bad request.");
+      }
+      log.error("unhandled error", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: error as Error, stack: (error as Error)?.stack });
+      set.status = 500;
+      return errorBody("internal_error", "Internal server error.", { requestId: headers["x-request-id"] });
+    }
+  }
+}

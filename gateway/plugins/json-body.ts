@@ -31,6 +31,22 @@ export function isJsonContentType(contentType: string | null): boolean {
   return contentType !== null && JSON_CONTENT_TYPE.test(contentType);
 }
 
+/**
+ * Makes every JSON media type reach Elysia's JSON parser (review R3-5). Elysia picks its default parser by the 13th
+ * character of Content-Type (`application/j…`; an exact `application/json` on a route with a parse hook), so
+ * `Application/JSON`, `application/JSON`, `application/vnd.api+json` or `application/merge-patch+json` were read
+ * as no body at all: the route's schema then said "must be an object (got undefined)" and an optional body (the
+ * bridges) was silently empty. Media types are case-insensitive (RFC 9110 §8.3.1) and `+json` is JSON (RFC 6839),
+ * so such a request's Content-Type is rewritten to `application/json` before parsing; the body is then read, or
+ * refused as not valid JSON. Called by the edge hook for requests other than GET/HEAD: one header read and one
+ * prefix compare when the type is `application/json` as clients send it.
+ */
+export function normalizeJsonContentType(request: Request): void {
+  const type = request.headers.get("content-type");
+  if (type === null || type.startsWith("application/json")) return;
+  if (JSON_CONTENT_TYPE.test(type)) request.headers.set("content-type", "application/json");
+}
+
 /** The text and details of the wrong-content-type 400 (the same answer for every route, with or without a schema). */
 export function contentTypeAnswer(contentType: string | null): { message: string; details: Record<string, unknown> } {
   const type = contentType ? contentType.slice(0, ECHO_MAX_CHARS) : null;

@@ -7,7 +7,7 @@ import { OptionalKind } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { t } from "elysia";
 import { findRouteRule } from "../../actors/agent/access.ts";
-import { isJsonContentType, repeatedQueryParameter } from "../../gateway/plugins/json-body.ts";
+import { isJsonContentType, normalizeJsonContentType, repeatedQueryParameter } from "../../gateway/plugins/json-body.ts";
 import { withJsonNumbers } from "../../gateway/plugins/json-numbers.ts";
 import { isSecretField, validationAnswer } from "../../gateway/plugins/validation-message.ts";
 import { ValueErrorType } from "@sinclair/typebox/errors";
@@ -58,6 +58,24 @@ describe("JSON content types", () => {
   test("application/json and +json with parameters are JSON; forms, text and lookalikes are not", () => {
     for (const ok of ["application/json", "Application/JSON; charset=utf-8", "application/merge-patch+json"]) expect(isJsonContentType(ok)).toBe(true);
     for (const no of [null, "", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx"]) expect(isJsonContentType(no)).toBe(false);
+  });
+
+  const typeAfter = (type: string) => {
+    const request = new Request("http://x/api/v1/agent/cart", { method: "POST", headers: { "content-type": type }, body: "{}" });
+    normalizeJsonContentType(request);
+    return request.headers.get("content-type");
+  };
+
+  test("a JSON type Elysia's parser would not recognise becomes application/json (review R3-5)", () => {
+    for (const type of ["Application/JSON", "APPLICATION/json", "application/JSON; charset=utf-8", "application/vnd.api+json", "application/merge-patch+json; charset=utf-8"]) {
+      expect(typeAfter(type)).toBe("application/json");
+    }
+  });
+
+  test("application/json as sent, and types that are not JSON, are left as they are", () => {
+    for (const type of ["application/json", "application/json; charset=utf-8", "text/plain", "application/x-www-form-urlencoded", "application/jsonx", "application/xml"]) {
+      expect(typeAfter(type)).toBe(type);
+    }
   });
 });
 
