@@ -10,6 +10,7 @@
  * with their line number. Exit code 0 when everything was accepted, 1 when something was rejected.
  */
 import { parseArgs } from "node:util";
+import { externalIdRepeats } from "../actors/store/import-file.ts";
 
 type Command = (args: string[]) => Promise<number>;
 
@@ -86,13 +87,14 @@ type ApiRejection = { index: number; externalId: string | null; errors: { field:
 /**
  * Streams the file through PUT /catalog, a batch at a time. The result does not depend on the batch size: the first
  * line carrying an externalId is the one sent, and a later line with the same externalId is refused here, whichever
- * batch it falls in (the API itself can only see repeats inside one batch; audit A2 LOW-2). Memory holds one batch
- * and the externalIds seen (with their first line), not the file.
+ * batch it falls in (the API itself can only see repeats inside one batch; audit A2 LOW-2; the rule is
+ * actors/store/import-file.ts, shared with the dashboard's upload). Memory holds one batch and the externalIds seen
+ * (with their first line), not the file.
  */
 async function pushCatalog(o: { url: string; token: string; slug: string; file: string; batchSize: number }): Promise<number> {
   const totalBytes = Bun.file(o.file).size;
   const tty = process.stderr.isTTY === true;
-  const firstLineOf = new Map<string, number>();
+  const repeats = externalIdRepeats();
   let lines = 0;
   let accepted = 0;
   let rejected = 0;
@@ -140,15 +142,11 @@ async function pushCatalog(o: { url: string; token: string; slug: string; file: 
       report(`line ${l.line}: not valid JSON, skipped`);
       continue;
     }
-    const externalId = item && typeof item === "object" && typeof (item as { externalId?: unknown }).externalId === "string" ? (item as { externalId: string }).externalId : null;
-    if (externalId !== null) {
-      const first = firstLineOf.get(externalId);
-      if (first !== undefined) {
-        rejected++;
-        report(`rejected line ${l.line} (${externalId}): externalId repeated in this file (first on line ${first})`);
-        continue;
-      }
-      firstLineOf.set(externalId, l.line);
+    const repeat = repeats.check(item, l.line);
+    if (repeat) {
+      rejected++;
+      report(`rejected line ${l.line} (${repeat.externalId}): ${repeat.field} ${repeat.message}`);
+      continue;
     }
     batch.push({ line: l.line, item });
     if (batch.length >= o.batchSize && !(await flush())) return 1;

@@ -29,6 +29,7 @@ import {
   type CatalogFlag,
 } from "../../actors/store/merchant-reads.ts";
 import { MAX_CATALOG_BATCH } from "../../actors/store/ingest.ts";
+import { externalIdRepeats } from "../../actors/store/import-file.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { toMinor, type StoreRecord } from "../../actors/store/schemas.ts";
 import { PAYMENT_RAILS, type PaymentRail } from "../../actors/store/settings.ts";
@@ -307,6 +308,7 @@ export function dashboardRoutes(svc: Services) {
   async function ingestJsonl(slug: string, name: string, body: string): Promise<UploadOutcome> {
     const out: UploadOutcome = { fileName: name, lines: 0, accepted: 0, removed: 0, rejected: [] };
     const batch: { line: number; value: unknown }[] = [];
+    const repeats = externalIdRepeats();
     const flush = async () => {
       if (!batch.length) return;
       // The same message PUT /catalog sends: per-item validation and one transaction per batch.
@@ -336,6 +338,13 @@ export function dashboardRoutes(svc: Services) {
       const breach = jsonBoundBreach(value, LINE_BOUNDS);
       if (breach) {
         out.rejected.push({ line: i + 1, externalId: null, errors: [breachMessage(breach, "The line").message] });
+        continue;
+      }
+      // The CLI import's whole-file rule: the store actor sees repeats only inside one batch, so a repeat in a
+      // later batch overwrote the first line and the result hung on the batch boundaries.
+      const repeat = repeats.check(value, i + 1);
+      if (repeat) {
+        out.rejected.push({ line: i + 1, externalId: repeat.externalId, errors: [`${repeat.field}: ${repeat.message}`] });
         continue;
       }
       batch.push({ line: i + 1, value });

@@ -1,0 +1,72 @@
+/**
+ * The dashboard's JSONL upload sends the file to the store actor in batches of 1,000 lines, and the actor only sees
+ * repeats inside one batch. A line repeating an earlier line's externalId in a later batch used to overwrite it, so
+ * the product stored depended on where the batch boundary fell. The upload now follows the CLI import's rule
+ * (actors/store/import-file.ts): the first line with an externalId is the one stored, and every later line with
+ * the same externalId is refused with its line number, in the same batch or a later one. Logs in and posts the form
+ * with its CSRF token, against the real server.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { MAX_CATALOG_BATCH } from "../../actors/store/ingest.ts";
+import { merchantLogin } from "../helpers/agents.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+const STORE = "greenleaf-living";
+let srv: TestServer;
+beforeAll(async () => {
+  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
+}, 60_000);
+afterAll(async () => {
+  await srv?.stop();
+});
+
+async function dashboardSession() {
+  const page = await srv.fetch("/dashboard/login");
+  const loginCookie = page.headers.get("set-cookie")!.split(";")[0]!;
+  const token = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!;
+  const who = merchantLogin(STORE);
+  const lr = await srv.fetch("/dashboard/login", {
+    method: "POST",
+    redirect: "manual",
+    headers: { cookie: loginCookie, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ _csrf: token, email: who.email, password: who.password, next: "/dashboard" }),
+  });
+  const cookie = lr.headers.get("set-cookie")!.split(";")[0]!;
+  const home = await srv.fetch("/dashboard?switch=1", { headers: { cookie } });
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await home.text())![1]!;
+  return { cookie, csrf };
+}
+
+const product = (externalId: string, title: string, price: number) => JSON.stringify({ externalId, title, price, currency: "USD" });
+
+test("a repeated externalId is refused on every later line, in the same batch or a later one, and the first line is the one stored", async () => {
+  const s = await dashboardSession();
+  const lines = [
+    product("REP-1", "Lamp as first listed", 10), // line 1
+    product("REP-2", "Vase as first listed", 20), // line 2
+    product("REP-2", "Vase listed again in the same batch", 21), // line 3: same batch
+  ];
+  while (lines.length < MAX_CATALOG_BATCH) lines.push(product(`REP-FILL-${lines.length + 1}`, `Filler ${lines.length + 1}`, 1));
+  lines.push(product("REP-1", "Lamp listed again in the next batch", 99)); // line 1001: the second batch
+  lines.push(product("REP-AFTER", "Bowl after the repeats", 5)); // line 1002
+  const fd = new FormData();
+  fd.append("_csrf", s.csrf);
+  fd.append("file", new File([lines.join("\n")], "repeats.jsonl", { type: "application/x-ndjson" }));
+  const r = await srv.fetch(`/dashboard/s/${STORE}/catalog/upload`, { method: "POST", headers: { cookie: s.cookie }, body: fd });
+  expect(r.status).toBe(200);
+  const page = await r.text();
+  expect(/<p role="status">(.*?)<\/p>/.exec(page)?.[1]).toBe(`${MAX_CATALOG_BATCH + 2} lines read: <strong>${MAX_CATALOG_BATCH} accepted</strong>, <strong>2 rejected</strong>.`);
+  const rejectedRows = [...page.matchAll(/<tr><td data-label="Line">(\d+)<\/td><td data-label="External id">([^<]*)<\/td><td data-label="Errors">([^<]*)<\/td><\/tr>/g)].map((m) => m.slice(1));
+  expect(rejectedRows).toEqual([
+    ["3", "REP-2", "externalId: repeated in this file (first on line 2)"],
+    [String(MAX_CATALOG_BATCH + 1), "REP-1", "externalId: repeated in this file (first on line 1)"],
+  ]);
+  const stored = await srv.db.sql<{ external_id: string; title: string; price_minor: number }[]>`
+    SELECT external_id, title, price_minor::int AS price_minor FROM products
+    WHERE store_slug = ${STORE} AND external_id IN ('REP-1', 'REP-2', 'REP-AFTER') ORDER BY external_id`;
+  expect([...stored]).toEqual([
+    { external_id: "REP-1", title: "Lamp as first listed", price_minor: 1000 },
+    { external_id: "REP-2", title: "Vase as first listed", price_minor: 2000 },
+    { external_id: "REP-AFTER", title: "Bowl after the repeats", price_minor: 500 },
+  ]);
+}, 120_000);
