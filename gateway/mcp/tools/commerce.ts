@@ -8,6 +8,7 @@ import { Type as T } from "@sinclair/typebox";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { cancelPendingViaSession } from "../../../actors/cart/cancel-pending.ts";
 import { stockShortfall } from "../../../actors/cart/cart-machine.ts";
+import type { LegOutcomeView } from "../../../actors/cart/checkout-machine.ts";
 import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/cart/messages.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
@@ -381,15 +382,44 @@ export const CompleteArgs = T.Object(
   Strict,
 );
 
+/** One store's leg in a PENDING_EXTERNAL_CONFIRMATION answer: REST's 202 `details.stores` item, the same shape. */
+const StoreLegOut = T.Object(
+  {
+    store_id: T.String(),
+    status: T.Union(["unpaid", "processing", "needs_buyer_approval", "unknown", "captured"].map((x) => T.Literal(x))),
+    outcome: T.Union([T.String(), T.Null()]),
+  },
+  Open,
+);
+
 const CompleteOut = T.Object(
   {
     status: T.Union([T.Literal("COMPLETED"), T.Literal("PENDING_EXTERNAL_CONFIRMATION")]),
     checkout_session_id: T.String(),
     order_id: T.Optional(T.String()),
     approval_url: T.Optional(T.String()),
+    completed_store_ids: T.Optional(T.Array(T.String())),
+    stores: T.Optional(T.Array(StoreLegOut)),
   },
   Open,
 );
+
+/**
+ * The `next` of a pending answer. A store whose leg rolled back in the same attempt (possible when the session began
+ * on REST with a method per store) is named with the way on, as REST's 202 text does: MCP's one payment_method pays
+ * it on the resume, after the approved payment is captured (actors/cart/index.ts, a new attempt).
+ */
+function pendingNext(stores: readonly LegOutcomeView[]): string {
+  const base = "After the buyer approves, call complete_checkout again with the SAME checkout_session_id and idempotency_key.";
+  const paid = stores.filter((x) => x.status === "captured").map((x) => x.store_id);
+  const rolled = stores.filter((x) => x.status === "unpaid");
+  const paidText = paid.length ? ` Already paid: ${paid.join(", ")} (stores[].status captured); the call charges the other stores only.` : "";
+  if (rolled.length === 0) return base + paidText;
+  const one = rolled.length === 1;
+  const what = rolled.map((x) => `${x.store_id} (${x.outcome ?? "not charged"})`).join(", ");
+  return `${base}${paidText} Not charged in this attempt: ${what}; nothing was captured there and ${one ? "its" : "their"} stock hold was released. ` +
+    `The payment_method of that call pays ${one ? "it" : "them"} once the approved payment is captured (a new attempt).`;
+}
 
 const isX402 = (paymentMethod: string) => paymentMethod.toLowerCase() === "x402";
 const x402OverMcp = () => fail("PAYMENT_METHOD_NOT_CONFIGURED", "x402 settles through REST POST /api/v1/agent/checkout (payment_rail x402), not over MCP.", { rail: "x402" });
@@ -469,8 +499,11 @@ export async function completeSession(
       cart_id: reply.cart_id,
       ...(link ? { approval_url: link } : {}),
       approval_urls: urls,
+      // every store's leg, as REST's 202 details: which are paid, which wait for the buyer, which rolled back
+      completed_store_ids: reply.completed_store_ids,
+      stores: reply.stores,
       shown_to_buyer: shown,
-      next: "After the buyer approves, call complete_checkout again with the SAME checkout_session_id and idempotency_key.",
+      next: pendingNext(reply.stores),
       expires_at: reply.expires_at,
     };
   }
@@ -485,7 +518,8 @@ export const completeCheckout = defineTool({
     "UUID v4 you generate once per purchase attempt and reuse on retries), payment_method (MOCK on the demo store), " +
     "optional reconfirmed_state_hash (only after STATE_RECONFIRMATION_REQUIRED). Never call it without the human's " +
     "approval: the server asks them. Returns status COMPLETED with order_id, or PENDING_EXTERNAL_CONFIRMATION with an " +
-    "approval_url for the buyer (then call again with the same session and key).",
+    "approval_url for the buyer (then call again with the same session and key) and stores: each store's leg " +
+    "(store_id, status captured, needs_buyer_approval or unpaid, the rail's last outcome), completed_store_ids the paid ones.",
   group: "checkout",
   input: CompleteArgs,
   output: CompleteOut,
