@@ -64,8 +64,11 @@ export interface ActorContext<S> extends ActorCaller {
    *
    * Over NATS the first mid-turn checkpoint of a turn whose caller waits also leaves a *pending marker* for its
    * message (in the same statement, migration 0009): until the turn's reply replaces it (or the turn fails and
-   * deletes it), a resend of the message that reaches another activation answers the retryable `actor_unavailable`
-   * instead of running the handler on this half-finished state, and no other activation loads the actor. The marker
+   * deletes it, at the latest once the database answers again), a resend of the message that reaches another
+   * activation answers the retryable `actor_unavailable` instead of running the handler on this half-finished state,
+   * and no other activation loads the actor. A checkpoint with nothing to commit (state unchanged, no transaction
+   * open, no reminder changed) writes nothing, so it leaves no marker either: change the state first (e.g. a status
+   * saying the outside call is under way) to have the turn protected. The marker
    * names this host: it holds nothing back once the host leaves the membership (killed, or cut off from NATS), nor
    * after the caller's deadline + 120 s. Then another activation loads the checkpointed state and `onActivate` must
    * treat the turn as dead (the cart reconciles, a write); a turn that was in fact still running then has its final

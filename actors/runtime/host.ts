@@ -15,6 +15,8 @@ import { systemClock, type Clock } from "./clock.ts";
 import type { ActorCaller, ActorContext, AnyActorDefinition, CallOptions, MessageBody, MessageType, ReplyOf } from "./define-actor.ts";
 import { REMINDER_PREFIX, type ReplyEnvelope, type RequestEnvelope } from "./envelope.ts";
 import { ActorError, isInputDataError } from "./errors.ts";
+import { LeftoverMarkers, type LeftoverMarker } from "./leftover-markers.ts";
+import { UNAVAILABLE_TEXT } from "./unavailable-text.ts";
 import { isDuplicateReply, isFenceFailure, ridingStatement, stateWriteStatement, WRITE_REFUSED, type ReminderOp, type RidingWrite, type StateWrite } from "./state-write.ts";
 
 /** Replies an activation remembers in memory (resends to a live activation answer without a query). */
@@ -150,12 +152,15 @@ export class ActorHost {
   private readonly readOnlyDeps: ReadOnlyDeps;
   /** Tokens of the pending markers this process's running turns may have written (see markerIsLive). */
   private readonly runningMarkers = new Set<string>();
+  /** Markers of failed turns whose delete the database did not answer: deleted once it does (leftover-markers.ts). */
+  private readonly leftovers: LeftoverMarkers;
 
   constructor(private readonly opts: HostOptions) {
     this.clock = opts.clock ?? systemClock;
     this.wallClock = opts.wallClock ?? systemClock;
     this.log = opts.log ?? rootLog.child({ component: "actor-host" });
     this.readOnlyDeps = { sql: opts.sql, clock: this.clock, log: this.log, caller: opts.caller };
+    this.leftovers = new LeftoverMarkers(opts.sql, this.log, this.wallClock);
     for (const def of opts.definitions) {
       this.defs.set(def.kind, def);
       const messages = new Map<string, MessageEntry>();
@@ -184,6 +189,7 @@ export class ActorHost {
     this.stopping = true;
     clearInterval(this.sweepTimer);
     clearTimeout(this.reminderTimer);
+    this.leftovers.stop();
     await this.polling?.catch(() => {}); // its failure was already reported by the loop
     const deadline = Date.now() + 5000;
     while ([...this.allActivations()].some(([, , a]) => a.running || a.queue.length) && Date.now() < deadline) {
@@ -230,7 +236,10 @@ export class ActorHost {
    */
   receive(env: RequestEnvelope): ReplyEnvelope | Promise<ReplyEnvelope> {
     const kind = this.kinds.get(env.kind);
-    if (!kind) return errorReply(new ActorError("actor_unavailable", `unknown actor kind ${env.kind}`));
+    if (!kind) {
+      this.log.error("message for an actor kind this host does not serve", { kind: env.kind, type: env.type });
+      return errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
+    }
     // The envelope's own fields decide where a turn's reply is kept and for how long: refuse what is not a time and
     // an attempt number (an envelope from NATS is only as well-formed as its sender) before any turn starts.
     if (!Number.isFinite(env.deadline) || !Number.isSafeInteger(env.attempt) || env.attempt < 1 || typeof env.msgId !== "string" || env.msgId === "") {
@@ -315,16 +324,28 @@ export class ActorHost {
    */
   private activationFailed(activations: Map<string, Activation>, act: Activation, err: unknown, attempt: number): ReplyEnvelope {
     if (activations.get(act.id) === act) activations.delete(act.id);
+    // The API client reads fixed texts; the actor, the error and its stack go to the log only.
+    const where = { kind: act.def.kind, id: act.id };
     if (isDatabaseUnavailable(err)) {
       const hopeless = isNeverSent(err) || (err as { code?: unknown }).code === "QUERY_DEADLINE" || attempt > 1;
-      if (!hopeless) return errorReply(new ActorError("actor_unavailable", `lost the database connection while activating ${act.def.kind}/${act.id}; retry`));
+      if (!hopeless) {
+        this.log.info("lost the database connection while activating an actor; the caller retries", { ...where, error: err as Error });
+        return errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
+      }
       return errorReply(new ActorError("service_unavailable", "The database is unavailable; retry after 30 seconds."));
     }
     if (err instanceof BusyElsewhere) {
-      this.log.info("activation held back by a pending marker; the caller retries", { kind: act.def.kind, id: act.id, markerHost: err.host });
+      this.log.info("activation held back by a pending marker; the caller retries", { ...where, markerHost: err.host });
       return errorReply(new ActorError("actor_unavailable", BUSY_MESSAGE));
     }
-    return errorReply(new ActorError("actor_unavailable", `could not activate ${act.def.kind}/${act.id}: ${(err as Error)?.message ?? String(err)}`));
+    if (err instanceof StaleVersion) {
+      // onActivate's write lost the race to another activation's (a partition move): routine, the caller retries
+      this.log.info("an activation's write was fenced out by another activation; the caller retries", where);
+      return errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
+    }
+    // a bug, or a state row onActivate cannot read: every load of this actor fails the same way
+    this.log.error("could not activate an actor", { ...where, error: err as Error, stack: (err as Error)?.stack });
+    return errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
   }
 
   private async load(act: Activation): Promise<void> {
@@ -337,6 +358,9 @@ export class ActorHost {
       // A marker whose host left the membership (killed, or cut off from NATS) does not hold the load back: that
       // turn is presumed dead as soon as its partitions are, and onActivate reconciles (a turn in fact still running
       // behind a network partition is fenced out at its final write: docs/operations.md).
+      // A marker this host's failed turn left behind (its delete found no database) goes first: the load is about to
+      // find the database answering, and the marker would keep holding the actor back on every other host.
+      if (this.leftovers.size > 0) await this.leftovers.beforeLoad(act.def.kind, act.id);
       const rows = this.opts.transport.lossless
         ? await this.opts.sql<{ version: number; state: unknown; pending?: string[] | null }[]>`
             SELECT version, state FROM actor_state WHERE kind = ${act.def.kind} AND id = ${act.id}`
@@ -383,7 +407,7 @@ export class ActorHost {
   }
 
   private async runReadOnlyOnceSettled(act: Activation, env: RequestEnvelope, handler: MessageEntry["handler"]): Promise<ReplyEnvelope> {
-    if (act.presumedNew && (await this.presumedNewWasWrong(act))) return errorReply(new ActorError("actor_unavailable", "actor state not loaded yet; retry"));
+    if (act.presumedNew && (await this.presumedNewWasWrong(act))) return this.notLoadedYet(act);
     return this.runReadOnly(act, env, handler);
   }
 
@@ -437,6 +461,16 @@ export class ActorHost {
     else this.runningMarkers.delete(token);
   }
 
+  /** @internal Turn: a failed run's marker that the database did not let it delete (retried: leftover-markers.ts). */
+  markerLeftOver(marker: LeftoverMarker): void {
+    this.leftovers.add(marker);
+  }
+
+  /** @internal Turn: a statement of this host succeeded, so markers left over by an outage can go now. */
+  databaseAnswered(): void {
+    if (this.leftovers.size > 0) this.leftovers.kick();
+  }
+
   private async runTurn(act: Activation, env: RequestEnvelope): Promise<ReplyEnvelope> {
     const hit = act.recent.get(env.msgId);
     if (hit) return hit;
@@ -463,7 +497,10 @@ export class ActorHost {
         return this.errorFor(act, err);
       }
     }
-    if (env.deadline < this.wallClock.now()) return errorReply(new ActorError("actor_unavailable", "caller deadline passed before the turn started"));
+    if (env.deadline < this.wallClock.now()) {
+      this.log.debug("caller's deadline passed before the turn started", { kind: act.def.kind, id: act.id, type: env.type });
+      return errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
+    }
     const started = performance.now();
     // The durable reply is for a resend that may reach another activation. Over a lossless transport (in-process) a
     // caller resends only after `actor_unavailable`, which no committed turn answers, and never after its deadline:
@@ -513,22 +550,32 @@ export class ActorHost {
       // have committed: then the check settles it, and the caller's resend finds the committed reply in actor_inbox
       // instead of a 503 that an HTTP client answers by creating the cart again (review R2-F5).
       else if (!reply.ok && reply.error.code === "service_unavailable" && !turn.writeInDoubt) act.stale = true;
-      else if (await this.presumedNewWasWrong(act)) reply = errorReply(new ActorError("actor_unavailable", "actor state not loaded yet; retry"));
+      else if (await this.presumedNewWasWrong(act)) reply = this.notLoadedYet(act);
     }
     recordTurnOf(act.def.kind, reply.ok ? "ok" : reply.error.code, (performance.now() - started) / 1000);
     return reply;
   }
 
+  /** The id of a presumed-new activation existed after all: the caller's retry reads its row (a fixed text, as below). */
+  private notLoadedYet(act: Activation): ReplyEnvelope {
+    this.log.debug("presumed-new actor exists; the caller retries on its loaded state", { kind: act.def.kind, id: act.id });
+    return errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
+  }
+
   private errorFor(act: Activation, err: unknown): ReplyEnvelope {
+    // Fencing conflicts are counted (actor_fencing_conflicts_total) and logged at debug; the caller, which retries
+    // them, reads a fixed text.
     if (err instanceof AlreadyApplied) {
       act.stale = true; // another activation writes this actor: what waits here reloads, and checks the inbox first
       actorFencingConflicts.inc({ kind: act.def.kind });
-      return errorReply(new ActorError("actor_unavailable", "message already applied by another activation; retry"));
+      this.log.debug("message already applied by another activation; the caller retries", { kind: act.def.kind, id: act.id });
+      return errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
     }
     if (err instanceof StaleVersion) {
       act.stale = true;
       actorFencingConflicts.inc({ kind: act.def.kind });
-      return errorReply(new ActorError("actor_unavailable", "actor moved to another host; retry"));
+      this.log.debug("actor written by another activation (moved host); the caller retries", { kind: act.def.kind, id: act.id });
+      return errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
     }
     if (err instanceof ActorError) return errorReply(err);
     if (isInputDataError(err)) return errorReply(new ActorError("validation_error", "A value in the request is not acceptable (for example a NUL byte or an out-of-range number)."));
@@ -575,6 +622,7 @@ export class ActorHost {
         await this.polling;
         await this.sweepInbox();
         backoff.succeeded();
+        this.databaseAnswered();
       } catch (err) {
         next = Math.max(pollMs, backoff.failed(err));
       }
@@ -936,6 +984,7 @@ class Turn {
       if (committed.status === "rejected") throw committed.reason;
     }
     this.wroteState = true;
+    this.host.databaseAnswered();
     act.version += 1;
     // the marker stands from its checkpoint until the turn's reply replaces it
     if (write.pending) this.markerLive = true;
@@ -1010,18 +1059,21 @@ class Turn {
    * A run that checkpointed mid-turn and ends without its reply (an error, a refused or lost final write) takes its
    * marker back, so a resend runs the handler at once (on the checkpointed state, as before markers) instead of
    * waiting for the marker to expire. Only its own marker (its token): a final reply or another run's marker stays.
-   * If the database refuses this too, the marker stands until its time passes or this host leaves the membership
-   * (on this host it is dead at once: its run is no longer tracked).
+   * If the database refuses this too, the marker is dead on this host at once (its run is no longer tracked), but
+   * other hosts take it for live while this host is a member: it is kept in the host's leftover list and deleted once
+   * the database answers again (leftover-markers.ts), instead of holding the actor back elsewhere until its time passes.
    */
   private async dropMarker(): Promise<void> {
     // also a marker whose write is in doubt (it may have committed): deleting by token removes nothing else
     if (!this.markerSent) return;
     this.markerLive = this.markerSent = false;
     const { sql, log } = this.host.internals;
+    const token = this.markerToken!;
     try {
-      await sql`DELETE FROM actor_inbox WHERE kind = ${this.act.def.kind} AND id = ${this.act.id} AND msg_id = ${this.ctx.msgId} AND pending_turn = ${this.markerToken!}`;
+      await sql`DELETE FROM actor_inbox WHERE kind = ${this.act.def.kind} AND id = ${this.act.id} AND msg_id = ${this.ctx.msgId} AND pending_turn = ${token}`;
     } catch (err) {
-      log.warn("could not delete a failed turn's pending marker; resends of its message wait for it to expire", { kind: this.act.def.kind, id: this.act.id, error: err as Error });
+      log.warn("could not delete a failed turn's pending marker; deleted once the database answers", { kind: this.act.def.kind, id: this.act.id, error: err as Error });
+      this.host.markerLeftOver({ kind: this.act.def.kind, id: this.act.id, msgId: this.ctx.msgId, token, until: this.deadline + INBOX_MARGIN_MS });
     }
   }
 }

@@ -8,6 +8,7 @@
 import { jsonCopy as copy, jsonCopyMember } from "./json-copy.ts";
 import { checkedShare } from "./immutable.ts";
 import { ActorError } from "../runtime/errors.ts";
+import { NO_ANSWER_TEXT, UNAVAILABLE_TEXT } from "../runtime/unavailable-text.ts";
 import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
 import type { EventHandler, ServeHandler, Transport } from "./transport.ts";
 
@@ -71,7 +72,7 @@ export class InProcessTransport implements Transport {
    */
   requestNow(env: RequestEnvelope, timeoutMs: number, immutable: boolean): ReplyEnvelope | Promise<ReplyEnvelope> {
     const handler = this.servers.get(env.kind);
-    if (!handler || this.closed) return Promise.reject(new ActorError("actor_unavailable", `no host serves actor kind ${env.kind}`));
+    if (!handler || this.closed) return Promise.reject(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
     const pass = immutable ? checkedShare : copy;
     let out: ReplyEnvelope | Promise<ReplyEnvelope>;
     try {
@@ -122,7 +123,7 @@ export class InProcessTransport implements Transport {
     for (const w of this.waiting) {
       if (w.due > now) continue;
       this.waiting.delete(w);
-      w.reject(new ActorError("actor_unavailable", `actor ${w.env.kind}/${w.env.id} did not answer in ${w.timeoutMs} ms`));
+      w.reject(new ActorError("actor_unavailable", NO_ANSWER_TEXT));
     }
     if (this.waiting.size === 0) {
       clearInterval(this.sweeper);

@@ -33,6 +33,7 @@ import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMes
 import { hostname } from "node:os";
 import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
 import { ActorError } from "../runtime/errors.ts";
+import { NO_ANSWER_TEXT, UNAVAILABLE_TEXT } from "../runtime/unavailable-text.ts";
 import { log as rootLog, type Logger } from "../../infra/log.ts";
 import { DEFAULT_BUCKET, Membership, computeOwnership, partitionOf, partitionSubject } from "./placement.ts";
 import type { EventHandler, HostMembership, ServeHandler, Transport } from "./transport.ts";
@@ -182,7 +183,7 @@ export class NatsTransport implements Transport {
   // ------------------------------------------------------------------------------------------------ requests
 
   async request(env: RequestEnvelope, timeoutMs: number): Promise<ReplyEnvelope> {
-    if (this.closed) throw new ActorError("actor_unavailable", "transport closed");
+    if (this.closed) throw new ActorError("actor_unavailable", UNAVAILABLE_TEXT);
     const subject = partitionSubject(env.kind, partitionOf(env.id, this.partitions));
     let msg: Msg;
     try {
@@ -190,14 +191,14 @@ export class NatsTransport implements Transport {
       const wire: WireRequest = { ...env, waitMs: wait };
       msg = await this.nc.request(subject, JSON.stringify(wire), { timeout: wait });
     } catch (err) {
-      // no responders (nobody owns the partition right now), timeout, disconnect: all retryable by the caller
-      const why = (err as Error)?.name === "NoRespondersError" || /no responders/i.test(String((err as Error)?.message)) ? "no host owns" : "no reply from";
-      throw new ActorError("actor_unavailable", `${why} actor ${env.kind}/${env.id} (${subject}) within ${timeoutMs} ms`);
+      // no responders (nobody owns the partition right now), timeout, disconnect: all retryable by the caller, who
+      // reads a fixed text (no actor, subject or timeout: docs/operations.md)
+      throw new ActorError("actor_unavailable", NO_ANSWER_TEXT);
     }
     try {
       return JSON.parse(dec.decode(msg.data)) as ReplyEnvelope;
     } catch {
-      throw new ActorError("internal_error", `unreadable reply from ${subject}`);
+      throw new ActorError("internal_error", "internal error");
     }
   }
 
@@ -364,7 +365,7 @@ export class NatsTransport implements Transport {
         // actor_unavailable instead (checkPause has dropped our subscriptions, so the retry goes to another owner,
         // or finds no responder until we are back).
         if (this.checkPause()) {
-          respondSafely(msg, unavailable(`host ${this.hostId} is re-checking placement after a pause; retry`));
+          respondSafely(msg, unavailable(UNAVAILABLE_TEXT));
           return;
         }
         // A message routed to us before our UNSUB reached the server, for a partition that has moved away (or
@@ -372,7 +373,7 @@ export class NatsTransport implements Transport {
         // activation that rebalance() just dropped, so the caller is told to retry, at once rather than after its
         // attempt timeout.
         if (this.closed || !this.subs.get(kind)?.has(p)) {
-          respondSafely(msg, unavailable(`partition ${subject} is no longer served by host ${this.hostId}; retry`));
+          respondSafely(msg, unavailable(UNAVAILABLE_TEXT));
           return;
         }
         let env: RequestEnvelope;
