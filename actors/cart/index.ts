@@ -86,6 +86,7 @@ import {
   type ShippingRatesView,
 } from "./messages.ts";
 import { checkoutProtocols } from "../store/checkout-protocols.ts";
+import { assertWithinLimits } from "./payment-limits.ts";
 import { chooseShipping, ruleOf, shippingOptions, storeShipping, type CartShipping, type StoreShipping } from "./shipping.ts";
 import { assertStateExecutable, checkoutStateFromTotals, stateHash, type CheckoutState } from "./state-hash.ts";
 import { previewedOf, storePricing, totalsOf, type StoredPricing } from "./stored-pricing.ts";
@@ -1457,6 +1458,8 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
       return st ? { ...leg, amountMinor: st.totalMinor } : leg;
     });
   }
+  // A mandate's limits bind what this turn charges, priced now, not the caller's earlier read (review R4-5).
+  if (body.limits) assertWithinLimits(body.limits, { id: s.id, currency: totalsOf(s).currency, legs: s.legs });
   const stores = storesOf(priced);
   const tokens = assertStoresPayable(s, stores, body, rail);
   const unpaid = s.legs.filter((l) => l.status === "unpaid");

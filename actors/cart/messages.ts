@@ -29,8 +29,32 @@ export const ShippingChoiceInput = T.Object({
 });
 export type ShippingChoiceInput = Static<typeof ShippingChoiceInput>;
 
+/**
+ * The limits a payment must respect, from a mandate the gateway verified (an AP2 payment mandate and its signed cart
+ * mandate, an MCP payment_mandate). The gateway checks them on a cart it read in an earlier turn; the cart checks them
+ * again in the paying turn, on the amounts it is about to charge (after its own final pricing, before any hold or
+ * rail call), because anything that reprices in between (the agent's shipping pick, a price change) would otherwise
+ * be charged outside them (review R4-5). A refusal is 403 MANDATE_LIMIT_EXCEEDED (actors/cart/payment-limits.ts).
+ */
+export const PaymentLimitsInput = T.Object({
+  /** The mandate's currency: the session's must be it. */
+  currency: T.String({ pattern: "^[A-Z]{3}$" }),
+  /** The most the whole session may total, in minor units of `currency` (violated: amount). */
+  maxTotalMinor: T.Optional(T.Integer({ minimum: 0 })),
+  /** The exact total a signed cart mandate shows (violated: cart_contents). */
+  exactTotalMinor: T.Optional(T.Integer({ minimum: 0 })),
+  /** Merchant slugs the mandate pays: every leg's store must be one (violated: payee). */
+  payees: T.Optional(T.Array(T.String({ minLength: 1, maxLength: 200 }), { maxItems: 100 })),
+  /** Echoed in the refusal as `details.mandate` (and `details.cart_mandate`): what the caller checked against. */
+  mandate: T.Optional(T.Record(T.String(), T.Unknown())),
+  cartMandate: T.Optional(T.Record(T.String(), T.Unknown())),
+});
+export type PaymentLimitsInput = Static<typeof PaymentLimitsInput>;
+
 const CompleteFields = {
   keyId: Uuid,
+  /** A mandate's limits, checked on what this turn charges (above). */
+  limits: T.Optional(PaymentLimitsInput),
   /** UUID v4. Omitted: the key already bound to the session, else one derived from the session id. */
   idempotencyKey: T.Optional(T.String()),
   /** A sandbox test token (`tok_approve`, …) or `MOCK`; omitted: MOCK where the store takes it, else the card on file (`tok_approve`). */

@@ -21,7 +21,7 @@
  * The `user_authorization` must be present here and is verified by ap2-auth.ts (a JWS by the user's registered
  * device key over the mandate's hashes) before the limits are checked.
  */
-import type { CartView } from "../../actors/cart/messages.ts";
+import type { CartView, PaymentLimitsInput } from "../../actors/cart/messages.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { asRecord } from "./common.ts";
 
@@ -197,17 +197,40 @@ function isoTime(v: unknown, field: string): number {
   return t;
 }
 
+/** The mandate as a refusal shows it (`details.mandate`). */
+function mandateDetails(m: Ap2Mandate): Record<string, unknown> {
+  return {
+    payment_mandate_id: m.paymentMandateId,
+    max_amount_minor: m.maxAmountMinor,
+    currency: m.currency,
+    merchant_agent: m.merchantAgent,
+    merchants: m.allowedMerchants,
+    expires_at: m.expiresAt === null ? null : new Date(m.expiresAt).toISOString(),
+  };
+}
+
+/**
+ * The limits the cart checks again in the turn that charges (actors/cart/payment-limits.ts): checkMandate reads the
+ * cart one turn earlier, and a shipping pick or price change in between would otherwise be charged (review R4-5).
+ * Expiry and the cart's id and lines need no second look: the time is the gateway's, and a cart's id and lines do
+ * not change (an edit makes a new cart). Its total does, so the amount and the signed cart mandate's exact total go.
+ */
+export function mandateLimits(m: Ap2Mandate): PaymentLimitsInput {
+  return {
+    currency: m.currency,
+    maxTotalMinor: m.maxAmountMinor,
+    payees: m.allowedMerchants ?? [m.merchantAgent],
+    mandate: mandateDetails(m),
+    ...(m.cartMandate
+      ? { exactTotalMinor: m.cartMandate.totalMinor, cartMandate: { id: m.cartMandate.id, currency: m.cartMandate.currency, total_minor: m.cartMandate.totalMinor } }
+      : {}),
+  };
+}
+
 /** Throws MANDATE_LIMIT_EXCEEDED when the cart is outside what the mandate allows. */
 export function checkMandate(m: Ap2Mandate, cart: Pick<CartView, "id" | "currency" | "merchants" | "totals" | "items">, now: number): void {
   const details = {
-    mandate: {
-      payment_mandate_id: m.paymentMandateId,
-      max_amount_minor: m.maxAmountMinor,
-      currency: m.currency,
-      merchant_agent: m.merchantAgent,
-      merchants: m.allowedMerchants,
-      expires_at: m.expiresAt === null ? null : new Date(m.expiresAt).toISOString(),
-    },
+    mandate: mandateDetails(m),
     cart_total_minor: cart.totals.total_minor,
     cart_currency: cart.currency,
     cart_merchants: cart.merchants,

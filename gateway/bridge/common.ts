@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { cartActor } from "../../actors/cart/index.ts";
-import type { CartView, CompleteReply } from "../../actors/cart/messages.ts";
+import type { CartView, CompleteReply, PaymentLimitsInput } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import type { Services } from "../services.ts";
 
@@ -191,13 +191,22 @@ export function getCart(svc: Services, keyId: string, cartId: string): Promise<C
   return svc.actors.ask(cartActor, cartId, "get", { keyId });
 }
 
-/** The one-call checkout on the cart with a card-rail token (a sandbox test token or MOCK). */
-export function completeCart(svc: Services, keyId: string, cartId: string, opts: { paymentMethod?: string; idempotencyKey: string }): Promise<CompleteReply> {
+/**
+ * The one-call checkout on the cart with a card-rail token (a sandbox test token or MOCK). `limits`: a mandate's,
+ * checked by the cart on the total it charges in that same turn (review R4-5).
+ */
+export function completeCart(
+  svc: Services,
+  keyId: string,
+  cartId: string,
+  opts: { paymentMethod?: string; idempotencyKey: string; limits?: PaymentLimitsInput },
+): Promise<CompleteReply> {
   return svc.actors.ask(cartActor, cartId, "checkout", {
     keyId,
     rail: "card",
     idempotencyKey: opts.idempotencyKey,
     ...(opts.paymentMethod ? { paymentMethod: opts.paymentMethod } : {}),
+    ...(opts.limits ? { limits: opts.limits } : {}),
   });
 }
 

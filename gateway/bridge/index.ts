@@ -14,7 +14,7 @@ import { optionalObjectBody } from "../rest/optional-body.ts";
 import type { Services } from "../services.ts";
 import { ACP_FIELDS, acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, type AcpStatus } from "./acp.ts";
 import { verifyUserAuthorization } from "./ap2-auth.ts";
-import { checkMandate, parseAp2 } from "./ap2.ts";
+import { checkMandate, mandateLimits, parseAp2 } from "./ap2.ts";
 import {
   asRecord,
   bindMandate,
@@ -292,7 +292,9 @@ async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Prom
         cart_id: cart.id,
       });
     }
-    reply = await completeCart(svc, agent.keyId, cart.id, { paymentMethod: mandate.token, idempotencyKey });
+    // The limits go with the payment: the cart may be repriced after the read above (a shipping pick), and only
+    // the cart's own paying turn sees the total it charges (review R4-5).
+    reply = await completeCart(svc, agent.keyId, cart.id, { paymentMethod: mandate.token, idempotencyKey, limits: mandateLimits(mandate) });
   } catch (err) {
     const done = await alreadyCompleted(err);
     if (!done) throw err;

@@ -477,9 +477,11 @@ export async function completeSession(
   refuseRejectedCustomer(ctx);
   const cartId = sessionCart(a.checkout_session_id);
   const { verifyMandateFor } = await import("./integrations.ts");
-  await verifyMandateFor(ctx, cartId, a.payment_mandate);
+  const limits = await verifyMandateFor(ctx, cartId, a.payment_mandate);
   const reply: CompleteReply = await ctx.svc.actors.ask(cartActor, cartId, "complete", {
     keyId: ownerId(ctx),
+    // the mandate binds what the paying turn charges, not the cart read above (review R4-5)
+    ...(limits ? { limits } : {}),
     sessionId: a.checkout_session_id,
     idempotencyKey: a.idempotency_key.toLowerCase(),
     // `x402` selects the stablecoin rail (its settlement goes through REST); anything else is a card-rail method
@@ -545,7 +547,8 @@ export const completeCheckout = defineTool({
     CHECKOUT_BLOCKED_BY_POLICY: "the store's total is above the merchant's max_order_minor rule (details.rule_code)",
     ENFORCEMENT_UNAVAILABLE: "the merchant's enforcement rules cannot be read (refused fail-closed)",
     AGENT_TOKEN_INVALID: "a payment_mandate that is tampered, expired or issued to another agent (details.reason); answered before the human is asked",
-    MANDATE_LIMIT_EXCEEDED: "a cart total, currency or merchant outside the payment_mandate (details: mandate and cart total); answered before the human is asked",
+    MANDATE_LIMIT_EXCEEDED:
+      "a cart total, currency or merchant outside the payment_mandate (details: mandate and cart total); answered before the human is asked, or by the payment itself when the session was repriced after that check (a re-preview with another shipping option: details.checked_at = payment, nothing charged)",
     MISSING_REQUIRED_ARGUMENT: "no payment_mandate on a real merchant's dedicated checkout endpoint (details.field = payment_mandate); answered before the human is asked",
     NOT_ELIGIBLE:
       "a merchant below the agent-checkout trust threshold (details.reason = trust_below_agent_threshold, trust_score, threshold) or not available to agents; answered before the human is asked (preview_checkout's warnings say it first)",

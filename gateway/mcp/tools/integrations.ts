@@ -9,6 +9,7 @@
  */
 import { Type as T } from "@sinclair/typebox";
 import { cartActor } from "../../../actors/cart/index.ts";
+import type { PaymentLimitsInput } from "../../../actors/cart/messages.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { storeActor } from "../../../actors/store/index.ts";
 import { fitsCurrency } from "../../../actors/store/ingest.ts";
@@ -35,13 +36,22 @@ const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: fal
 export const MANDATE_AUDIENCE = "payment-mandate";
 export const MANDATE_TYP = "mandate+jwt";
 
-/** Checks a presented mandate against the cart; the checkout endpoint of a real merchant requires one. */
-export async function verifyMandateFor(ctx: ToolContext, cartId: string, token: string | undefined, known?: { totals: { total_minor: number }; currency: string }): Promise<void> {
+/**
+ * Checks a presented mandate against the cart; the checkout endpoint of a real merchant requires one. Returns the
+ * mandate's limits for the `complete` message (null without a mandate): the cart checks them again on the total it
+ * charges in its paying turn, since the cart read here is an earlier turn's (review R4-5).
+ */
+export async function verifyMandateFor(
+  ctx: ToolContext,
+  cartId: string,
+  token: string | undefined,
+  known?: { totals: { total_minor: number }; currency: string },
+): Promise<PaymentLimitsInput | null> {
   if (!token) {
     if (ctx.endpoint === "checkout" && ctx.store.slug !== "demo-store") {
       throw fail("MISSING_REQUIRED_ARGUMENT", "The checkout endpoint needs a payment_mandate (issue_payment_mandate).", { field: "payment_mandate" });
     }
-    return;
+    return null;
   }
   const tokens = await tokenService(ctx.svc);
   let claims;
@@ -59,6 +69,8 @@ export async function verifyMandateFor(ctx: ToolContext, cartId: string, token: 
   if (claims.store !== ctx.store.slug) throw fail("MANDATE_LIMIT_EXCEEDED", "The mandate is for another merchant (audience).", { ...details, violated: "audience" });
   if (claims.currency !== cart.currency) throw fail("MANDATE_LIMIT_EXCEEDED", "The mandate is in another currency.", { ...details, violated: "currency" });
   if (cart.totals.total_minor > limit) throw fail("MANDATE_LIMIT_EXCEEDED", `The order total ${money(cart.totals.total_minor, cart.currency)} exceeds the mandate.`, { ...details, violated: "amount" });
+  // The audience was checked above (one store per endpoint), so the payee is this store.
+  return { currency: String(claims.currency), maxTotalMinor: limit, payees: [ctx.store.slug], mandate: details.mandate };
 }
 
 export const issuePaymentMandate = defineTool({
