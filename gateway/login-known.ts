@@ -6,12 +6,19 @@
  *    e-mail's bucket digest and the issue time, set by a successful log-in on the dashboard or the consent form; or
  *  - its address (IPv6 by its /64, as the buckets key it) had a successful log-in for this e-mail within 30 days
  *    (table login_known_addresses, keyed digests only): what a REST client, which keeps no cookies, has.
- * Such an attempt passes a full per-account bucket; the per-address bucket still bounds its guesses. Neither
- * proof can be had without the password (or the owner's browser or network), so this gives guessers no way round
- * the per-account bucket and no oracle: an unknown attempt is answered exactly as before. docs/access.md.
+ * Such an attempt passes a full per-account bucket and takes its unit from the account's known-device bucket
+ * instead (`knownDeviceBucket`, as large as the per-e-mail one); the per-address bucket still counts too. So every
+ * known device together adds at most one more per-e-mail allowance of guesses, however many addresses a holder of a
+ * copied cookie or of several known addresses uses (review R5-2). The cookie is honoured on the browser forms only
+ * (gateway/login.ts). Neither proof can be had without the password (or the owner's browser or network), and an
+ * unknown attempt is answered exactly as before (no oracle). Addresses not vouched for in 30 days are deleted by a
+ * periodic sweep (`sweepKnownAddresses`, review R5-3). docs/access.md.
  */
 import { createHmac } from "node:crypto";
+import { LOGIN_WINDOW_MS } from "../actors/agent/limits.ts";
+import { bootHooks } from "../infra/boot-hooks.ts";
 import { timingSafeEqualStr } from "../infra/crypto.ts";
+import type { Sql } from "../infra/db.ts";
 import { deriveKey } from "../infra/secrets.ts";
 import { secretKey } from "./identity.ts";
 import { issuer } from "./oauth/common.ts";
@@ -22,6 +29,17 @@ export const KNOWN_DEVICE_COOKIE = "acs_known_device";
 export const KNOWN_DEVICE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 /** Accounts remembered per browser (shared computers): the newest win. */
 const MAX_ENTRIES = 5;
+/** How often each gateway deletes the addresses no success has vouched for in KNOWN_DEVICE_TTL_MS. */
+export const KNOWN_ADDRESS_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+
+/**
+ * The bucket a known-device attempt takes its unit from once the per-e-mail bucket is full (held by the same
+ * `login/<digest>` actor). One per account, not per device: a per-device bucket would let a holder of a copied
+ * cookie, or of several known addresses, add a fresh allowance per address or per cookie entry.
+ */
+export function knownDeviceBucket(perEmail: number, emailDigest: string): { id: string; limit: number; windowMs: number } {
+  return { id: `login-known:${emailDigest}`, limit: perEmail, windowMs: LOGIN_WINDOW_MS };
+}
 
 function key(svc: Services): Buffer {
   let k = svc.extras.get("knownDeviceKey") as Buffer | undefined;
@@ -84,6 +102,38 @@ export async function rememberAddress(svc: Services, emailDigest: string, addres
     ON CONFLICT (email_digest, address_digest) DO UPDATE SET last_success_at = EXCLUDED.last_success_at`;
   await svc.sql`DELETE FROM login_known_addresses WHERE email_digest = ${emailDigest} AND last_success_at <= ${new Date(now.getTime() - KNOWN_DEVICE_TTL_MS)}`;
 }
+
+/**
+ * Deletes every known address no success has vouched for in KNOWN_DEVICE_TTL_MS (the age index
+ * `login_known_addresses_age` serves it). `rememberAddress` forgets stale rows only of the account signing in, so
+ * without this the rows of an account that stops signing in would stay for good (review R5-3). Returns the count.
+ */
+export async function sweepKnownAddresses(sql: Sql, nowMs: number): Promise<number> {
+  const gone = await sql`DELETE FROM login_known_addresses WHERE last_success_at <= ${new Date(nowMs - KNOWN_DEVICE_TTL_MS)}`;
+  return gone.count;
+}
+
+// Every process that serves log-ins sweeps at boot and then hourly, as the webhook dispatcher sweeps its overdue
+// deliveries: one indexed DELETE, idempotent, so several gateways doing it costs nothing worth a durable reminder.
+bootHooks.push({
+  name: "login-known-addresses-sweep",
+  roles: ["start", "gateway"],
+  async run({ services }) {
+    let running: Promise<unknown> | undefined;
+    const sweep = () => {
+      running ??= sweepKnownAddresses(services.sql, services.clock.now())
+        .catch((err) => services.log.warn("could not sweep stale known log-in addresses", { error: err as Error }))
+        .finally(() => (running = undefined));
+    };
+    sweep();
+    const timer = setInterval(sweep, KNOWN_ADDRESS_SWEEP_INTERVAL_MS);
+    (timer as { unref?: () => void }).unref?.();
+    return async () => {
+      clearInterval(timer);
+      await running;
+    };
+  },
+});
 
 /**
  * The Set-Cookie value after a successful browser log-in: a fresh entry for this account first, then the

@@ -7,7 +7,8 @@
  * units are given back too (nothing was checked). A successful log-in with a hash of older parameters stores a fresh
  * one, so every account converges on the cost of the dummy hash (no timing tells which e-mails exist).
  * An attempt from a known device (login-known.ts: a browser or address that signed in to the account before) passes
- * a full per-e-mail bucket, so guessers from elsewhere cannot lock the owner out; its address bucket still counts.
+ * a full per-e-mail bucket, so guessers from elsewhere cannot lock the owner out; it takes a unit from the account's
+ * known-device bucket instead (as large as the per-e-mail one), and its address bucket still counts.
  */
 import { createHmac } from "node:crypto";
 import { ipBucketKey, loginBuckets, type BucketDescriptor } from "../actors/agent/limits.ts";
@@ -17,7 +18,7 @@ import { fail } from "../actors/runtime/errors.ts";
 import { PasswordChecksBusy, upgradedHash, verifyLoginTimingSafe } from "../infra/passwords.ts";
 import { deriveKey } from "../infra/secrets.ts";
 import { secretKey } from "./identity.ts";
-import { appendSetCookie, isKnownDevice, knownDeviceCookie, rememberAddress } from "./login-known.ts";
+import { appendSetCookie, isKnownDevice, knownDeviceBucket, knownDeviceCookie, rememberAddress } from "./login-known.ts";
 import { setRateHeaders } from "./plugins/auth.ts";
 import type { Services } from "./services.ts";
 
@@ -39,7 +40,7 @@ export interface LoginAttempt {
   password: string;
   /** The response headers: rate headers, Retry-After on a refusal; the known-device cookie of a browser form. */
   headers: Headers;
-  /** The request's Cookie header: a known-device cookie in it lets the attempt pass a full per-e-mail bucket. */
+  /** The request's Cookie header: a known-device cookie in it lets the attempt pass a full per-e-mail bucket (browser forms only). */
   cookie?: string | null;
   /** A browser form (dashboard, consent form): a success sets the known-device cookie. */
   browser?: boolean;
@@ -75,7 +76,7 @@ function showIfTighter(headers: Headers, rate: RateView): void {
 /**
  * Takes one unit from each log-in bucket (address first), or throws 429 rate_limit_exceeded with the headers set.
  * A full per-e-mail bucket is passed by an attempt from a known device (only then is that looked up: one indexed
- * read, and only while the account is under attack).
+ * read, and only while the account is under attack), which takes its unit from the account's known-device bucket.
  */
 async function admitLogin(svc: Services, a: LoginAttempt, digest: string | undefined): Promise<Taken[]> {
   const headers = a.headers;
@@ -90,10 +91,17 @@ async function admitLogin(svc: Services, a: LoginAttempt, digest: string | undef
   const taken: Taken[] = [];
   let tightest: RateView | null = null;
   for (const [owner, list] of byOwner) {
-    const specs = specsOf(list);
-    const res = await svc.actors.ask(ipActor, owner, "admit", { buckets: specs });
+    let specs = specsOf(list);
+    let res = await svc.actors.ask(ipActor, owner, "admit", { buckets: specs });
     const accountBucket = digest !== undefined && owner === `login/${digest}`;
-    if (!res.allowed && accountBucket && (await isKnownDevice(svc, digest, ipBucketKey(a.ip), a.cookie))) continue;
+    // Only the browser forms set the cookie, so only they may show it: a REST client proves a known device by its
+    // address alone (review R5-2: a copied cookie sent over REST from any number of addresses).
+    if (!res.allowed && accountBucket && (await isKnownDevice(svc, digest, ipBucketKey(a.ip), a.browser ? a.cookie : null))) {
+      // The account's known-device bucket (as large as the per-e-mail one) bounds what every known device together
+      // may try, so a copied cookie or many known addresses cannot multiply the account's guesses (R5-2).
+      specs = [knownDeviceBucket(limits.perEmail, digest)];
+      res = await svc.actors.ask(ipActor, owner, "admit", { buckets: specs });
+    }
     if (!res.allowed) {
       await giveBack(svc, taken);
       setRateHeaders(headers, res.rate);

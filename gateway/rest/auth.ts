@@ -25,7 +25,7 @@ export function authRoutes(svc: Services) {
         email: body.email,
         password: body.password,
         headers,
-        cookie: request.headers.get("cookie"),
+        // no Cookie: the known-device cookie is set and honoured by the browser forms only (review R5-2)
       });
       if (!user) throw fail("unauthorized", "Invalid email or password.");
       const tokens = await tokenService(svc);
@@ -43,7 +43,7 @@ export function authRoutes(svc: Services) {
       detail: {
         tags: ["accounts"],
         summary: "Log in and get a session JWT",
-        description: "Wrong credentials: 401 unauthorized, the same answer and about the same time whether or not the e-mail exists. Besides the global per-IP bucket (500 per 15 min), attempts share the log-in buckets with the OAuth consent form and the dashboard: 30 per 15 min per address and 100 per 15 min per e-mail (a successful log-in does not count; an address that signed in to the account in the last 30 days is not held by a full per-e-mail bucket); past them 429 rate_limit_exceeded with Retry-After. 503 service_unavailable with Retry-After when too many passwords are being checked at once.",
+        description: "Wrong credentials: 401 unauthorized, the same answer and about the same time whether or not the e-mail exists. Besides the global per-IP bucket (500 per 15 min), attempts share the log-in buckets with the OAuth consent form and the dashboard: 30 per 15 min per address and 100 per 15 min per e-mail (a successful log-in does not count; an address that signed in to the account in the last 30 days passes a full per-e-mail bucket, within a second bucket of the same size per e-mail shared by all such addresses); past them 429 rate_limit_exceeded with Retry-After. 503 service_unavailable with Retry-After when too many passwords are being checked at once.",
       },
     },
   );
