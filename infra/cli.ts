@@ -6,11 +6,11 @@
  * import: streams a JSON-lines file (one ProductInput per line, read chunk by chunk) to
  * PUT /api/v1/merchant/stores/<slug>/catalog in batches of up to 1,000, through the running service (so every write
  * goes through the store actor), with a progress bar on stderr. Lines that are not JSON are reported and skipped; a
- * line repeating an earlier line's externalId is refused (whatever --batch is); items the API rejects are printed
- * with their line number. Exit code 0 when everything was accepted, 1 when something was rejected.
+ * line repeating the externalId of an earlier line the API accepted is refused (whatever --batch is); items the API
+ * rejects are printed with their line number. Exit code 0 when everything was accepted, 1 when something was rejected.
  */
 import { parseArgs } from "node:util";
-import { externalIdRepeats } from "../actors/store/import-file.ts";
+import { externalIdRepeats, type BatchAnswer } from "../actors/store/import-file.ts";
 
 type Command = (args: string[]) => Promise<number>;
 
@@ -82,14 +82,13 @@ export async function* readLines(file: string): AsyncGenerator<ImportLine> {
   if (rest.length > 0) yield { line: ++line, text: rest.replace(/\r$/, ""), bytesRead };
 }
 
-type ApiRejection = { index: number; externalId: string | null; errors: { field: string; message: string }[] };
-
 /**
- * Streams the file through PUT /catalog, a batch at a time. The result does not depend on the batch size: the first
- * line carrying an externalId is the one sent, and a later line with the same externalId is refused here, whichever
- * batch it falls in (the API itself can only see repeats inside one batch; audit A2 LOW-2; the rule is
- * actors/store/import-file.ts, shared with the dashboard's upload). Memory holds one batch and the externalIds seen
- * (with their first line), not the file.
+ * Streams the file through PUT /catalog, a batch at a time, each batch after the previous one's answer. The result
+ * does not depend on the batch size: the first line the API accepts with an externalId wins, and a later line with
+ * the same externalId is refused, whichever batch it falls in (the API itself can only see repeats inside one batch;
+ * audit A2 LOW-2). A rejected line claims nothing, so a correction appended after it is imported (review R5-1). The
+ * rule is actors/store/import-file.ts, shared with the dashboard's upload. Memory holds one batch and the accepted
+ * externalIds (with their line), not the file.
  */
 async function pushCatalog(o: { url: string; token: string; slug: string; file: string; batchSize: number }): Promise<number> {
   const totalBytes = Bun.file(o.file).size;
@@ -115,15 +114,15 @@ async function pushCatalog(o: { url: string; token: string; slug: string; file: 
       headers: { "content-type": "application/json", authorization: `Bearer ${o.token}` },
       body: JSON.stringify({ products: batch.map((b) => b.item) }),
     });
-    const body = (await r.json().catch(() => ({}))) as { data?: { accepted: number; rejected: ApiRejection[] }; error?: string };
+    const body = (await r.json().catch(() => ({}))) as { data?: { accepted: number } & BatchAnswer; error?: string };
     if (r.status !== 200 || !body.data) {
       report(`cli import: batch starting at line ${batch[0]!.line} failed (${r.status}): ${body.error ?? "no answer"}`);
       return false;
     }
     accepted += body.data.accepted;
-    for (const rej of body.data.rejected) {
+    for (const rej of repeats.settle(batch, body.data)) {
       rejected++;
-      report(`rejected line ${batch[rej.index]!.line} (${rej.externalId ?? "no externalId"}): ${rej.errors.map((e) => `${e.field} ${e.message}`).join("; ")}`);
+      report(`rejected line ${rej.line} (${rej.externalId ?? "no externalId"}): ${rej.errors.map((e) => `${e.field} ${e.message}`).join("; ")}`);
     }
     batch = [];
     progress();

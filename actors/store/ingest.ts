@@ -157,8 +157,19 @@ function lookKey(title: string, options: Record<string, string>): string {
  * id of the stored variant without a sku that has the same title and options; else a new id. A stored id is given
  * out at most once (ids the merchant names are reserved first), so two variants never collapse onto one id even
  * when an earlier sync stored duplicates.
+ *
+ * Of stored variants sharing an id, only the first can pass it on. The old title-only rule gave same-titled variants
+ * one id (audit A2 MED-2), and a cart resolves such an id to the first of them (`variants.find` in actors/cart), so
+ * a later duplicate matching first would hand the cart's id to another variant when the feed's order changed
+ * (review R5-4): the cart's line would then buy the other size.
  */
-export function assignVariantIds(incoming: ProductFields["variants"], existing: readonly Variant[]): Variant[] {
+export function assignVariantIds(incoming: ProductFields["variants"], stored: readonly Variant[]): Variant[] {
+  const storedIds = new Set<string>();
+  const existing = stored.filter((s) => {
+    if (storedIds.has(s.id)) return false;
+    storedIds.add(s.id);
+    return true;
+  });
   const used = new Set(incoming.flatMap((v) => (v.id ? [v.id] : [])));
   const take = (match: (s: Variant) => boolean): string | undefined => {
     const hit = existing.find((s) => !used.has(s.id) && match(s));

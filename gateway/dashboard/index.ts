@@ -307,16 +307,16 @@ export function dashboardRoutes(svc: Services) {
 
   async function ingestJsonl(slug: string, name: string, body: string): Promise<UploadOutcome> {
     const out: UploadOutcome = { fileName: name, lines: 0, accepted: 0, removed: 0, rejected: [] };
-    const batch: { line: number; value: unknown }[] = [];
+    const batch: { line: number; item: unknown }[] = [];
     const repeats = externalIdRepeats();
     const flush = async () => {
       if (!batch.length) return;
       // The same message PUT /catalog sends: per-item validation and one transaction per batch.
-      const r = await svc.actors.ask(storeActor, slug, "ingestCatalog", { items: batch.map((b) => b.value) }, { timeoutMs: 60_000 });
+      const r = await svc.actors.ask(storeActor, slug, "ingestCatalog", { items: batch.map((b) => b.item) }, { timeoutMs: 60_000 });
       out.accepted += r.accepted;
       out.removed += r.removed;
-      for (const rej of r.rejected) {
-        out.rejected.push({ line: batch[rej.index]!.line, externalId: rej.externalId ?? null, errors: rej.errors.map((e) => `${e.field}: ${e.message}`) });
+      for (const rej of repeats.settle(batch, r)) {
+        out.rejected.push({ line: rej.line, externalId: rej.externalId, errors: rej.errors.map((e) => `${e.field}: ${e.message}`) });
       }
       batch.length = 0;
     };
@@ -341,13 +341,14 @@ export function dashboardRoutes(svc: Services) {
         continue;
       }
       // The CLI import's whole-file rule: the store actor sees repeats only inside one batch, so a repeat in a
-      // later batch overwrote the first line and the result hung on the batch boundaries.
+      // later batch overwrote the first line and the result hung on the batch boundaries. The first line the actor
+      // accepts wins (`settle` records it from the answer), so a correction after a rejected line is imported.
       const repeat = repeats.check(value, i + 1);
       if (repeat) {
         out.rejected.push({ line: i + 1, externalId: repeat.externalId, errors: [`${repeat.field}: ${repeat.message}`] });
         continue;
       }
-      batch.push({ line: i + 1, value });
+      batch.push({ line: i + 1, item: value });
       if (batch.length >= MAX_CATALOG_BATCH) await flush();
     }
     await flush();

@@ -1,12 +1,14 @@
 /**
  * `bun run cli import` reads the file line by line and its result does not depend on --batch (audit A2 LOW-2): a
- * line repeating an earlier externalId is refused whichever batch it falls in, and an item the API rejects (here a
- * lone surrogate, audit A2 MED-3) does not stop the lines after it.
+ * line repeating the externalId of an earlier line the API accepted is refused whichever batch it falls in, a line
+ * after a rejected one with its externalId (the merchant's correction) is imported as PUT /catalog does in one batch
+ * (review R5-1), and an item the API rejects (here a lone surrogate, audit A2 MED-3) does not stop the lines after it.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { repeatMessage } from "../../actors/store/import-file.ts";
 import { readLines } from "../../infra/cli.ts";
 import { merchantLogin } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
@@ -55,7 +57,7 @@ test("a repeated externalId is refused across the whole file with any --batch, a
     const r = await runImport(file, batch);
     expect(r.code).toBe(1);
     expect(r.out).toContain(`imported 3 of 5 lines into ${SLUG} (2 rejected, 0 not JSON)`);
-    expect(r.err).toContain(`rejected line 3 (${tag}-1): externalId repeated in this file (first on line 1)`);
+    expect(r.err).toContain(`rejected line 3 (${tag}-1): externalId ${repeatMessage(1)}`);
     expect(r.err).toMatch(new RegExp(`rejected line 4 \\(${tag}-3\\): title `));
     const rows = await srv.db.sql<{ external_id: string; title: string; price_minor: number }[]>`
       SELECT external_id, title, price_minor FROM products WHERE store_slug = ${SLUG} AND external_id LIKE ${tag + "-%"} ORDER BY 1`;
@@ -67,6 +69,39 @@ test("a repeated externalId is refused across the whole file with any --batch, a
     const [h] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM product_price_history h JOIN products p ON p.id = h.product_id
       WHERE p.external_id = ${tag + "-1"}`;
     expect(h!.n).toBe(1);
+  }
+}, 120_000);
+
+test("a corrected line after a line the API rejected is imported with any --batch, as PUT /catalog does in one batch; a correction after an accepted line is refused saying so", async () => {
+  const owner = await srv.json("/api/v1/auth/login", { method: "POST", body: merchantLogin(SLUG) });
+  const auth = { authorization: `Bearer ${owner.body.data.token}` };
+  const fileLines = (tag: string) => [
+    { externalId: `${tag}-FIX`, title: "Lamp", price: 5.999, currency: "USD" }, // 1: three decimals, rejected
+    { externalId: `${tag}-OK`, title: "Vase", price: 3, currency: "USD" }, // 2: accepted
+    { externalId: `${tag}-FIX`, title: "Lamp", price: 5.99, currency: "USD" }, // 3: the correction
+    { externalId: `${tag}-OK`, title: "Vase", price: 4, currency: "USD" }, // 4: a correction of an accepted line
+  ];
+  // the API with the whole file as one batch: the reference
+  const api = await srv.json(`/api/v1/merchant/stores/${SLUG}/catalog`, { method: "PUT", headers: auth, body: { products: fileLines("CLI-R5-API") } });
+  expect(api.status).toBe(200);
+  expect(api.body.data.upserted.map((u: { index: number }) => u.index)).toEqual([1, 2]);
+  expect(api.body.data.rejected.map((x: { index: number }) => x.index)).toEqual([0, 3]);
+  for (const batch of [1, 2, 1000]) {
+    const tag = `CLI-R5-B${batch}`;
+    const file = join(dir, `fix-${batch}.jsonl`);
+    await writeFile(file, fileLines(tag).map((l) => JSON.stringify(l)).join("\n"));
+    const r = await runImport(file, batch);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(`imported 2 of 4 lines into ${SLUG} (2 rejected, 0 not JSON)`);
+    expect(r.err).toMatch(new RegExp(`rejected line 1 \\(${tag}-FIX\\): price `));
+    expect(r.err).toContain(`rejected line 4 (${tag}-OK): externalId repeated in this file (imported from line 2; a later line does not replace it, correct line 2 instead)`);
+    expect(r.err).not.toContain(`rejected line 3`);
+    const rows = await srv.db.sql<{ external_id: string; price_minor: number }[]>`
+      SELECT external_id, price_minor FROM products WHERE store_slug = ${SLUG} AND external_id LIKE ${tag + "-%"} ORDER BY 1`;
+    expect(rows.map((x) => [x.external_id, Number(x.price_minor)])).toEqual([
+      [`${tag}-FIX`, 599],
+      [`${tag}-OK`, 300],
+    ]);
   }
 }, 120_000);
 

@@ -164,6 +164,26 @@ describe("variant identity is stable across syncs (MED-2)", () => {
     expect((await row("A2-SKU")).variants.map((v) => v.id)).toEqual([before[1], before[0]]);
   });
 
+  test("stored variants sharing one id (the old rule's rows): a reordered re-sync leaves the id on the variant a cart resolves it to", async () => {
+    const sizes = (order: string[]) => order.map((size) => ({ title: "Shirt", options: { size }, price: size === "S" ? 10 : 30, stockQuantity: 5 }));
+    await putCatalog([variantItem("A2-OLDDUP", "Quokka Old Dup Shirt", sizes(["S", "M"]))]);
+    // what the old title-only rule stored: both sizes under the first one's id
+    await srv.db.sql`UPDATE products SET variants = jsonb_set(variants, '{1,id}', variants->0->'id') WHERE store_slug = ${SLUG} AND external_id = 'A2-OLDDUP'`;
+    const before = await row("A2-OLDDUP");
+    const shared = before.variants[0]!.id;
+    expect(before.variants.map((v) => v.id)).toEqual([shared, shared]);
+    const cartUnitPrice = async () => {
+      const cart = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: before.id, variant_id: shared, quantity: 1 }] } });
+      expect(cart.status).toBe(201);
+      return cart.body.data.items[0].unit_price;
+    };
+    expect(await cartUnitPrice()).toBe(10); // a cart resolves the shared id to the first entry: size S
+    expect((await putCatalog([variantItem("A2-OLDDUP", "Quokka Old Dup Shirt", sizes(["M", "S"]))])).body.data.accepted).toBe(1);
+    const after = await row("A2-OLDDUP");
+    expect(after.variants.map((v) => [v.options.size, v.id === shared])).toEqual([["M", false], ["S", true]]);
+    expect(await cartUnitPrice()).toBe(10); // still size S, not the other size
+  });
+
   test("repeated variant ids inside one product are a per-item error; the other items are written", async () => {
     const id = crypto.randomUUID();
     const r = await putCatalog([

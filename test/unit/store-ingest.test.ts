@@ -333,6 +333,17 @@ describe("variant identity across syncs", () => {
     expect(out[2]!.id).not.toBe("dup");
   });
 
+  test("of stored variants sharing an id, only the first one (the one carts resolve) keeps it, whatever the feed's order", () => {
+    // rows the old title-only rule wrote: both sizes under one id, which a cart resolves to the first (size S)
+    const prev = [stored("u2", "Shirt", { size: "S" }), stored("u2", "Shirt", { size: "M" })];
+    const out = assignVariantIds([incoming("Shirt", { size: "M" }), incoming("Shirt", { size: "S" })], prev);
+    expect(out[1]!.id).toBe("u2");
+    expect(out[0]!.id).not.toBe("u2");
+    const inOrder = assignVariantIds([incoming("Shirt", { size: "S" }), incoming("Shirt", { size: "M" })], prev);
+    expect(inOrder[0]!.id).toBe("u2");
+    expect(inOrder[1]!.id).not.toBe("u2");
+  });
+
   test("the merchant's own id wins and is not given to another variant", () => {
     const prev = [stored("id-1", "M", {})];
     const out = assignVariantIds([incoming("M", {}), incoming("L", {}, { id: "id-1" })], prev);
