@@ -29,7 +29,7 @@ import {
   type StoreSnapshot,
   VersionedMap,
 } from "./ranking.ts";
-import { DEFAULT_SEARCH_SETTINGS, resolveSearchSettings, type SearchSettings, type SearchSettingsPatch } from "./settings.ts";
+import { DEFAULT_SEARCH_SETTINGS, cleanStoredPatch, resolveSearchSettings, type SearchSettings, type SearchSettingsPatch } from "./settings.ts";
 
 export const SEARCH_SERVICE_KEY = "searchService";
 
@@ -350,10 +350,18 @@ export class SearchService {
   // ------------------------------------------------------------------------------------------ settings
 
   private async loadSettings(sql: Sql, force: boolean): Promise<void> {
-    const rows = await sql<{ patch: SearchSettingsPatch; version: number }[]>`SELECT patch, version FROM search_settings WHERE id = 1`;
+    const rows = await sql<{ patch: unknown; version: number }[]>`SELECT patch, version FROM search_settings WHERE id = 1`;
     const version = rows[0]?.version ?? 0;
     if (!force && version === this.settingsVersion) return;
-    const settings = resolveSearchSettings(rows[0]?.patch ?? {});
+    let settings: SearchSettings;
+    try {
+      settings = resolveSearchSettings(cleanStoredPatch(rows[0]?.patch));
+    } catch (err) {
+      // only a patch stored before the checks were complete (all-zero ranking weights) gets here; start with the
+      // defaults instead of refusing to boot, and say so: the next PUT replaces it
+      log.error("search settings: the stored patch is invalid; defaults used until an operator stores a valid one", { version, error: err as Error });
+      settings = DEFAULT_SEARCH_SETTINGS;
+    }
     await this.engine.applySettings(settings);
     this.settings = settings;
     this.settingsVersion = version;
@@ -361,27 +369,47 @@ export class SearchService {
 
   /**
    * Operator change: overlays `patch` on the stored patch, validates, stores it (version + 1) and applies it.
+   * The read-merge-write runs in one transaction under an advisory lock, so two PUTs (on one gateway or on
+   * several: the lock is the database's) are applied one after the other and neither loses the other's keys
+   * (audit U MED-4). `ifVersion` (the PUT's If-Match) makes it conditional: another version stored meanwhile is
+   * 409 `conflict`, for a caller who replaces a whole list or map it read before.
    * Returns whether the engine had to re-index (only a Meilisearch settings task re-indexes; the embedded engine
    * applies everything at query time).
    */
-  async updateSettings(sql: Sql, patch: SearchSettingsPatch, userId: string | null): Promise<{ settings: SearchSettings; version: number; reindexed: boolean }> {
-    const rows = await sql<{ patch: SearchSettingsPatch }[]>`SELECT patch FROM search_settings WHERE id = 1`;
-    const prev = rows[0]?.patch ?? {};
-    const merged: SearchSettingsPatch = {
-      ...prev,
-      ...patch,
-      typoTolerance: { ...prev.typoTolerance, ...patch.typoTolerance },
-      fieldWeights: { ...prev.fieldWeights, ...patch.fieldWeights },
-      rankingWeights: { ...prev.rankingWeights, ...patch.rankingWeights },
-    };
-    const settings = resolveSearchSettings(merged); // throws validation_error
-    const [row] = await sql<{ version: number }[]>`INSERT INTO search_settings (id, patch, version, updated_by) VALUES (1, ${sql.json(merged as never)}, 1, ${userId})
-      ON CONFLICT (id) DO UPDATE SET patch = EXCLUDED.patch, version = search_settings.version + 1, updated_at = now(), updated_by = EXCLUDED.updated_by
-      RETURNING version`;
-    await this.engine.applySettings(settings);
-    this.settings = settings;
-    this.settingsVersion = row!.version;
-    return { settings, version: row!.version, reindexed: this.engine.name === "meilisearch" };
+  async updateSettings(
+    sql: Sql,
+    patch: SearchSettingsPatch,
+    userId: string | null,
+    ifVersion?: number,
+  ): Promise<{ settings: SearchSettings; version: number; reindexed: boolean }> {
+    const { settings, version } = await sql.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(hashtext('search_settings'))`;
+      const rows = await tx<{ patch: unknown; version: number }[]>`SELECT patch, version FROM search_settings WHERE id = 1`;
+      const current = rows[0]?.version ?? 0;
+      if (ifVersion !== undefined && ifVersion !== current) {
+        throw fail("conflict", `the search settings are at version ${current}, not ${ifVersion}; read them again`, { currentVersion: current, ifMatch: ifVersion });
+      }
+      const prev = cleanStoredPatch(rows[0]?.patch);
+      const merged: SearchSettingsPatch = {
+        ...prev,
+        ...patch,
+        typoTolerance: { ...prev.typoTolerance, ...patch.typoTolerance },
+        fieldWeights: { ...prev.fieldWeights, ...patch.fieldWeights },
+        rankingWeights: { ...prev.rankingWeights, ...patch.rankingWeights },
+      };
+      const settings = resolveSearchSettings(merged); // throws validation_error
+      const [row] = await tx<{ version: number }[]>`INSERT INTO search_settings (id, patch, version, updated_by) VALUES (1, ${tx.json(merged as never)}, 1, ${userId})
+        ON CONFLICT (id) DO UPDATE SET patch = EXCLUDED.patch, version = search_settings.version + 1, updated_at = now(), updated_by = EXCLUDED.updated_by
+        RETURNING version`;
+      return { settings, version: row!.version };
+    });
+    // two updates in this process commit in order but may apply out of order: never go back to an older version
+    if (version > this.settingsVersion) {
+      await this.engine.applySettings(settings);
+      this.settings = settings;
+      this.settingsVersion = version;
+    }
+    return { settings, version, reindexed: this.engine.name === "meilisearch" };
   }
 
   /** Full rebuild from the database (operator action, or after a settings change an engine cannot apply live). */

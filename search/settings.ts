@@ -12,34 +12,64 @@ const FieldWeight = Type.Number({ exclusiveMinimum: 0, maximum: 100 });
 export const SEARCHABLE_FIELDS = ["title", "brand", "category", "tags", "description"] as const;
 export type SearchableField = (typeof SEARCHABLE_FIELDS)[number];
 
+/** One-way, like Meilisearch: `{ sofa: ["couch"] }` makes "sofa" also find "couch". List both ways for mutual. */
+const Synonyms = Type.Record(Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 })));
+/** Ignored in queries (and in dedupe keys). */
+const StopWords = Type.Array(Type.String({ minLength: 1 }));
+const TypoTolerance = Type.Object(
+  {
+    enabled: Type.Boolean(),
+    /** Words at least this long may match with one typo. */
+    minWordSizeForOneTypo: Type.Integer({ minimum: 1, maximum: 255 }),
+    /** Words at least this long may match with two typos. */
+    minWordSizeForTwoTypos: Type.Integer({ minimum: 1, maximum: 255 }),
+  },
+  { additionalProperties: false },
+);
+const FieldWeights = Type.Object(
+  { title: FieldWeight, brand: FieldWeight, category: FieldWeight, tags: FieldWeight, description: FieldWeight },
+  { additionalProperties: false },
+);
+const CandidateWindow = Type.Integer({ minimum: 1, maximum: 10_000 });
+/**
+ * Used as given, not normalised: a score is text×w.text + trust×w.trust + freshness×w.freshness + inStock×w.inStock,
+ * so its maximum is the weights' sum (1 with the spec's defaults). Each weight is 0..1 and the sum must be above 0
+ * (checked in assertSearchSettings: all zero made every score 0 and the ranking meaningless).
+ */
+const RankingWeights = Type.Object({ text: Weight, trust: Weight, freshness: Weight, inStock: Weight }, { additionalProperties: false });
+
 export const SearchSettingsSchema = Type.Object(
   {
-    /** One-way, like Meilisearch: `{ sofa: ["couch"] }` makes "sofa" also find "couch". List both ways for mutual. */
-    synonyms: Type.Record(Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }))),
-    /** Ignored in queries (and in dedupe keys). */
-    stopWords: Type.Array(Type.String({ minLength: 1 })),
-    typoTolerance: Type.Object({
-      enabled: Type.Boolean(),
-      /** Words at least this long may match with one typo. */
-      minWordSizeForOneTypo: Type.Integer({ minimum: 1, maximum: 255 }),
-      /** Words at least this long may match with two typos. */
-      minWordSizeForTwoTypos: Type.Integer({ minimum: 1, maximum: 255 }),
-    }),
+    synonyms: Synonyms,
+    stopWords: StopWords,
+    typoTolerance: TypoTolerance,
     /** Relative importance of searchable fields; the order title > brand > category > tags > description is the default. */
-    fieldWeights: Type.Object({
-      title: FieldWeight,
-      brand: FieldWeight,
-      category: FieldWeight,
-      tags: FieldWeight,
-      description: FieldWeight,
-    }),
+    fieldWeights: FieldWeights,
     /** Maximum candidates the engine returns to ranking. */
-    candidateWindow: Type.Integer({ minimum: 1, maximum: 10_000 }),
-    rankingWeights: Type.Object({ text: Weight, trust: Weight, freshness: Weight, inStock: Weight }),
+    candidateWindow: CandidateWindow,
+    rankingWeights: RankingWeights,
     /** Fraction taken off the final score of a product from a deprioritized store (0.2 → score × 0.8). */
     deprioritizedPenalty: Weight,
   },
   { additionalProperties: false },
+);
+
+/**
+ * What PUT /api/v1/admin/search/settings accepts: every key optional, nested objects partial, and no key the
+ * settings do not have, at any level (a misspelt key was a silent 200 before; a nested one was stored for good,
+ * since the stored patch is merged key by key and nothing can remove a key: audit U MED-4).
+ */
+export const SearchSettingsPatchSchema = Type.Object(
+  {
+    synonyms: Type.Optional(Synonyms),
+    stopWords: Type.Optional(StopWords),
+    typoTolerance: Type.Optional(Type.Partial(TypoTolerance, { additionalProperties: false })),
+    fieldWeights: Type.Optional(Type.Partial(FieldWeights, { additionalProperties: false })),
+    candidateWindow: Type.Optional(CandidateWindow),
+    rankingWeights: Type.Optional(Type.Partial(RankingWeights, { additionalProperties: false })),
+    deprioritizedPenalty: Type.Optional(Weight),
+  },
+  { additionalProperties: false, description: "A partial SearchSettings: unknown keys, at any level, are refused (docs/search.md)." },
 );
 
 export type SearchSettings = Static<typeof SearchSettingsSchema>;
@@ -93,6 +123,19 @@ export function assertSearchSettings(s: unknown): asserts s is SearchSettings {
   if (t.minWordSizeForTwoTypos < t.minWordSizeForOneTypo) {
     throw fail("validation_error", "minWordSizeForTwoTypos must be >= minWordSizeForOneTypo", {});
   }
+  const w = s.rankingWeights;
+  if (!(w.text + w.trust + w.freshness + w.inStock > 0)) {
+    throw fail("validation_error", "rankingWeights must not all be 0 (every score would be 0)", { field: "rankingWeights", rankingWeights: w });
+  }
+}
+
+/**
+ * A stored patch with every key the patch schema does not know removed. Patches stored before the schema was
+ * strict can hold such keys; they never had an effect, and keeping them would make every later merge invalid.
+ */
+export function cleanStoredPatch(raw: unknown): SearchSettingsPatch {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return {};
+  return Value.Clean(SearchSettingsPatchSchema, structuredClone(raw)) as SearchSettingsPatch;
 }
 
 /** Searchable fields from most to least important (Meilisearch's searchableAttributes order). */

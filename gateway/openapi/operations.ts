@@ -203,7 +203,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
 
   // ---------------------------------------------------------------------------------------------- admin search
   "GET /api/v1/admin/search/settings": { success: [ok(M.SearchSettings, "Current search settings.")] },
-  "PUT /api/v1/admin/search/settings": { success: [ok(M.SearchSettings, "The settings now in force.")] },
+  "PUT /api/v1/admin/search/settings": { success: [ok(M.SearchSettings, "The settings now in force.")], errors: { 409: ["conflict"] } },
   "POST /api/v1/admin/search/reindex": { success: [ok(M.Reindex, "The index was rebuilt.")] },
 
   // ---------------------------------------------------------------------------------------------- cart

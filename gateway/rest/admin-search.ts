@@ -1,41 +1,91 @@
 /**
  * Operator search tuning: GET/PUT /api/v1/admin/search/settings (one settings object, applied alike to the
  * embedded engine and to Meilisearch's index settings) and POST /api/v1/admin/search/reindex.
- * PUT takes a partial patch over the stored settings; an invalid result is 400 validation_error.
+ * PUT takes a partial patch over the stored settings (strict: an unknown key at any level is 400 naming it); an
+ * invalid result is 400 validation_error. Concurrent PUTs are serialised in the database; GET and PUT answer an
+ * ETag (the version) and a PUT with If-Match is refused 409 `conflict` when another version was stored since.
  */
-import { Elysia, t } from "elysia";
+import { Elysia } from "elysia";
 import { getSearchService } from "../../search/service.ts";
-import type { SearchSettingsPatch } from "../../search/settings.ts";
+import { ValueErrorType } from "@sinclair/typebox/errors";
+import { Value } from "@sinclair/typebox/value";
+import { fail } from "../../actors/runtime/errors.ts";
+import { SearchSettingsPatchSchema, type SearchSettingsPatch } from "../../search/settings.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { requireOperator, userAuth } from "../plugins/auth.ts";
+import { fieldOfPath, validationAnswer } from "../plugins/validation-message.ts";
 import type { Services } from "../services.ts";
 
 const sec = [{ bearer: [] }];
+
+const etagOf = (version: number) => `"${version}"`;
+
+/**
+ * Refuses a key the settings do not have, at any level, naming it (400 with `details.allowed`). Runs on the raw
+ * body: the gateway's normaliser (TypeBox Clean) drops unknown keys before the route's schema sees them, which made
+ * a misspelt key a silent 200 (audit U MED-4).
+ */
+export function refuseUnknownSettingsKeys(raw: unknown): void {
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return; // the schema's own 400
+  for (const e of Value.Errors(SearchSettingsPatchSchema, raw)) {
+    if (e.type !== ValueErrorType.ObjectAdditionalProperties) continue;
+    const a = validationAnswer("body", fieldOfPath(e.path), e, e.schema);
+    throw fail("validation_error", a.message, a.details);
+  }
+}
+
+/**
+ * The version an If-Match names, or undefined when there is none (or `*`: the settings always exist). Our ETags
+ * are strong `"<version>"`; a weak one names the same version. Anything else is a 400 naming the header.
+ */
+export function ifMatchVersion(header: string | null): number | undefined {
+  if (header === null || header.trim() === "*") return undefined;
+  const m = /^\s*(?:W\/)?"(\d{1,9})"\s*$/.exec(header);
+  if (!m) {
+    throw fail("validation_error", `Invalid headers field 'if-match': must be an ETag of these settings such as "3" (got ${JSON.stringify(header.slice(0, 100))})`, {
+      location: "headers",
+      field: "if-match",
+    });
+  }
+  return Number(m[1]);
+}
 
 export function adminSearchRoutes(svc: Services) {
   return new Elysia({ name: "admin-search-routes" })
     .use(userAuth(svc))
     .get(
       "/api/v1/admin/search/settings",
-      async ({ user }) => {
+      async ({ user, set }) => {
         requireOperator(user);
         const s = getSearchService(svc);
+        set.headers.etag = etagOf(s.settingsVersion);
         return ok({ settings: s.settings, version: s.settingsVersion, engine: s.engine.name, documents: await s.engine.count() });
       },
       { response: errorResponses(401, 403), detail: { tags: ["admin"], summary: "Current search settings", security: sec } },
     )
     .put(
       "/api/v1/admin/search/settings",
-      async ({ user, body }) => {
+      async ({ user, body, request, set }) => {
         requireOperator(user);
+        const ifVersion = ifMatchVersion(request.headers.get("if-match"));
         const s = getSearchService(svc);
-        const r = await s.updateSettings(svc.sql, body as SearchSettingsPatch, user.id);
+        const r = await s.updateSettings(svc.sql, body as SearchSettingsPatch, user.id, ifVersion);
+        set.headers.etag = etagOf(r.version);
         return ok({ settings: r.settings, version: r.version, engine: s.engine.name, reindexed: r.reindexed });
       },
       {
-        body: t.Record(t.String(), t.Unknown(), { description: "A partial SearchSettings (see docs/search.md)" }),
-        response: errorResponses(400, 401, 403),
-        detail: { tags: ["admin"], summary: "Change search settings (partial patch)", security: sec },
+        body: SearchSettingsPatchSchema,
+        transform({ body }) {
+          refuseUnknownSettingsKeys(body);
+        },
+        response: errorResponses(400, 401, 403, 409),
+        detail: {
+          tags: ["admin"],
+          summary: "Change search settings (partial patch)",
+          description:
+            "Unknown keys at any level are 400 naming them; rankingWeights may not all be 0. Send If-Match with the ETag of a GET to make the change conditional (409 conflict when another change was stored since).",
+          security: sec,
+        },
       },
     )
     .post(
