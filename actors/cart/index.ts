@@ -50,6 +50,7 @@ import {
   bindIdempotencyKey,
   checkoutCell,
   decideComplete,
+  legOutcomes,
   newCheckoutSession,
   newLeg,
   PENDING_CONFIRMATION_TTL_MS,
@@ -953,6 +954,46 @@ function capturedOrderIds(s: SessionState): string[] {
   return s.legs.filter((l) => l.status === "captured").map((l) => s.orderIds[l.storeId]).filter(Boolean);
 }
 
+/** Some merchants of the session are paid and some are not: a multi-store checkout paid in part. */
+function partlyPaid(s: SessionState): boolean {
+  return s.legs.some((l) => l.status === "captured") && s.legs.some((l) => l.status !== "captured");
+}
+
+/**
+ * A refusal of an attempt on a session where some merchants are already paid (a retry after a partly captured
+ * rollback, or the resume's new attempt for the stores that had rolled back), said with what was paid: which
+ * merchants, their orders, each leg's state and where the session stands (review R4-1). The attempt's own refusal
+ * (the state check, the store checks, the risk gate, a shortage at the hold) says nothing about money, and an agent
+ * that concluded "nothing was bought" and bought again in a new cart would charge the user twice.
+ * `after` is the session as the refusal leaves it (still READY_FOR_PAYMENT, or ended).
+ */
+function withPaidSoFar(err: unknown, s: SessionState, after: SessionState): unknown {
+  if (!(err instanceof ActorError) || decidedErrors.has(err) || !partlyPaid(s)) return err;
+  const paid = s.legs.filter((l) => l.status === "captured").map((l) => l.storeId);
+  const one = paid.length === 1;
+  const what = `${paid.join(", ")} ${one ? "was" : "were"} paid and stay${one ? "s" : ""} paid (details.order_ids)`;
+  const said = err.code === "SESSION_INACTIVE" ? `In it, ${what}; the other merchants were not charged.` : `Meanwhile ${what}; nothing was charged for the remaining merchants.`;
+  const wayOn = TERMINAL_CHECKOUT_STATUSES.has(after.status)
+    ? " The checkout session has ended; preview the cart again to pay the remaining merchants (the paid ones carry over and are not charged again)."
+    : err.code === "STATE_EXECUTION_BLOCKED"
+      ? " The checkout session stays open for the remaining merchants: preview the cart again (the paid ones carry over and are not charged again), then call again with the same checkout_session_id and idempotency_key."
+      : "";
+  return new ActorError(
+    err.code,
+    `${err.message} ${said}${wayOn}`,
+    {
+      ...err.details,
+      checkout_session_id: s.id,
+      checkout_status: after.status,
+      partially_captured: true,
+      captured_merchant_slugs: paid,
+      completed_store_ids: paid,
+      order_ids: capturedOrderIds(s),
+      stores: legOutcomes(after.legs),
+    },
+  );
+}
+
 /**
  * Calls the rail for one leg. A thrown call (answer lost) is asked again by lookup; still unknown → unknown.
  * A leg of nothing (a 100 % coupon on free shipping) is captured without a rail call: no money moves, and a rail
@@ -1374,23 +1415,28 @@ async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string; in
   }
   const decision = decideComplete(s, body.idempotencyKey ?? s.idempotencyKey ?? derivedUuid("idempotency.v1", s.id), capturedOrderIds(s));
   if (decision.action !== "start") return answer();
-  assertShippingQuoted(cart, priced);
-  let session = s;
   try {
-    const ok = assertStateExecutable(previewedOf(s), priced.state, body.reconfirmedStateHash ?? null);
-    if (ok.reconfirmed) {
-      const repriced = withPricing(s, priced);
-      session = { ...repriced, legs: s.legs.map((leg) => (leg.status !== "unpaid" ? leg : { ...leg, amountMinor: totalsOf(repriced).stores.find((x) => x.storeId === leg.storeId)?.totalMinor ?? leg.amountMinor })) };
+    assertShippingQuoted(cart, priced);
+    let session = s;
+    try {
+      const ok = assertStateExecutable(previewedOf(s), priced.state, body.reconfirmedStateHash ?? null);
+      if (ok.reconfirmed) {
+        const repriced = withPricing(s, priced);
+        session = { ...repriced, legs: s.legs.map((leg) => (leg.status !== "unpaid" ? leg : { ...leg, amountMinor: totalsOf(repriced).stores.find((x) => x.storeId === leg.storeId)?.totalMinor ?? leg.amountMinor })) };
+      }
+    } catch (err) {
+      if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED" && !partlyPaid(s)) {
+        // As complete would: the session can never be paid, so it fails now rather than after a human approved it
+        // (one with a merchant paid stays READY_FOR_PAYMENT for the others, as complete leaves it).
+        await endSessionUnpaid(ctx, s, "state_blocked");
+        await ctx.checkpoint();
+      }
+      throw err;
     }
+    assertStoresPayable(session, storesOf(priced), body, body.rail ?? "card");
   } catch (err) {
-    if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED") {
-      // As complete would: the session can never be paid, so it fails now rather than after a human approved it.
-      await endSessionUnpaid(ctx, s, "state_blocked");
-      await ctx.checkpoint();
-    }
-    throw err;
+    throw withPaidSoFar(err, s, (ctx.state.session as SessionState | null) ?? s);
   }
-  assertStoresPayable(session, storesOf(priced), body, body.rail ?? "card");
   return answer();
 }
 
@@ -1405,7 +1451,13 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   }
   // The same key on a completed session: its receipt is the answer (read only then; another key learns nothing).
   const receipt = s.status === "COMPLETED" && s.idempotencyKey === key ? await completedReceipt(ctx, s) : undefined;
-  const decision = decideComplete(s, key, capturedOrderIds(s), receipt);
+  let decision: ReturnType<typeof decideComplete>;
+  try {
+    decision = decideComplete(s, key, capturedOrderIds(s), receipt);
+  } catch (err) {
+    // A session that ended after some merchants were paid still says so to the caller (same owner, same key or none).
+    throw err instanceof ActorError && err.code === "SESSION_INACTIVE" ? withPaidSoFar(err, s, s) : err;
+  }
   if (decision.action === "resume") {
     // Legs that rolled back in the attempt that asked the buyer (declined, failed, not approved: nothing captured)
     // get their new attempt in this same call, with the payment methods it names, once the resumed legs are captured
@@ -1432,7 +1484,15 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
     return doComplete(ctx, body, sessionId, null);
   }
   if (decision.action === "reconcile") return runPayment(ctx, "reconcile");
+  try {
+    return await startAttempt(ctx, body, s, key, rail, now, fresh);
+  } catch (err) {
+    throw withPaidSoFar(err, s, (ctx.state.session as SessionState | null) ?? s);
+  }
+}
 
+/** A new attempt on a READY_FOR_PAYMENT session (the first, or a retry after a rollback) with the key bound. */
+async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: string, rail: RailName, now: number, fresh: Priced | null): Promise<CompleteReply> {
   // start: the merchant state must still be what was approved. The risk inputs come back with the catalog read
   // (two extra columns of the same statement); a completion priced just before reads them on their own meanwhile.
   const current = ctx.state.cart as CartRecord;
@@ -1446,7 +1506,9 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
       const ok = assertStateExecutable(previewedOf(s), priced.state, body.reconfirmedStateHash ?? null);
       if (ok.reconfirmed) s = { ...withPricing(s, priced), stateHash: ok.currentHash };
     } catch (err) {
-      if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED") {
+      // A session with a merchant paid stays READY_FOR_PAYMENT for the others (a new preview, then the same key, pays
+      // them), as after a partly captured rollback; nothing of this attempt was written. Without one it fails.
+      if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED" && !partlyPaid(s)) {
         await endSessionUnpaid(ctx, s, "state_blocked");
         await ctx.checkpoint();
       }
@@ -1533,8 +1595,12 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   const refused = begun.find((r): r is PromiseRejectedResult => r.status === "rejected");
   if (refused) {
     const err = refused.reason;
-    if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED") {
-      // The other stores' holds of this attempt go back with their orders; the session fails.
+    // A shortage on a session with a merchant paid: the turn's error rolls this attempt's holds and new orders back and
+    // the session stays READY_FOR_PAYMENT for the remaining merchants (as at the state check above). An order the
+    // merchant canceled or moved on can never be paid in this session (its order ids are its own), so the session
+    // fails then, as it does without a paid merchant: the other stores' holds go back with their orders.
+    const gone = err instanceof ActorError && ["order_canceled", "order_not_pending"].includes(String((err.details?.reasons as { code?: string }[] | undefined)?.[0]?.code));
+    if (err instanceof ActorError && err.code === "STATE_EXECUTION_BLOCKED" && (gone || !partlyPaid(s))) {
       await endSessionUnpaid(ctx, { ...s, orderIds }, "state_blocked");
       await ctx.checkpoint();
     }
