@@ -7,6 +7,7 @@
  * The document is built by @elysiajs/openapi from the routes; `openapiDocument` wraps that plugin and completes its
  * answer (a hook local to the plugin's two routes, so no other route pays for it), once per generated document.
  */
+import { docsPageHeaders, docsPageHtml } from "./docs-page.ts";
 import { openapi } from "@elysiajs/openapi";
 import { Elysia, type TSchema } from "elysia";
 import { findRouteRule } from "../../actors/agent/access.ts";
@@ -181,5 +182,14 @@ export function openapiDocument(config: Parameters<typeof openapi>[0]) {
       // a fresh Response per request from the cached text; the request's headers (request id, rate limits) still apply
       return new Response(text, { headers: { ...(set.headers as Record<string, string>), "content-type": "application/json; charset=utf-8" } });
     })
-    .use(openapi(config));
+    .use(openapi({ ...config, provider: null }))
+    // our own docs page: the plugin's loads Scalar @latest from a CDN with no integrity or CSP (docs-page.ts)
+    .get(
+      config?.path ?? "/openapi",
+      ({ set }) => {
+        Object.assign(set.headers, docsPageHeaders());
+        return docsPageHtml({ title: config?.documentation?.info?.title ?? "API reference", specPath: config?.specPath ?? "/openapi/json" });
+      },
+      { detail: { hide: true } },
+    );
 }
