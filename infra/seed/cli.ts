@@ -3,19 +3,34 @@
  *
  *   bun run seed                                   # demo data, only if the database has no stores yet
  *   bun run seed -- --products 100000 --merchants 50 [--seed 42] [--batch-size 5000]
- *   options: --database-url URL (default: $DATABASE_URL), --migrate (apply infra/migrations first)
+ *   options: --database-url URL (default: $DATABASE_URL), --migrate (apply infra/migrations first),
+ *            --data-dir DIR (default: $DATA_DIR or ./data)
  *
- * The database is never guessed: without --database-url or DATABASE_URL the command refuses.
+ * Which database: --database-url, else DATABASE_URL, else the embedded default's Postgres in DATA_DIR/pg (as
+ * `bun run start` uses it): the running one when the service is up (its port is in postmaster.pid), or started
+ * here for the seed and stopped after when it is not (initialised and migrated on a fresh DATA_DIR). So the README's
+ * command works as written on the embedded default (audit U LOW-2).
+ *
+ * A synthetic seed also inserts the operator account when the database has none: `bun run start` seeds the demo
+ * data (with the operator) only into a database without stores, so a synthetic catalog seeded first left nobody
+ * able to log in (audit U LOW-2).
  */
 import postgres from "postgres";
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { DEMO_SEED, seedDemo } from "./demo.ts";
+import { DEFAULT_ADMIN_EMAIL, DEFAULT_ADMIN_PASSWORD, DEMO_SEED, seedDemo } from "./demo.ts";
+import { hashPassword } from "../passwords.ts";
 import { progressLine, seedSynthetic, SYNTHETIC_SEED } from "./synthetic.ts";
 
 const USAGE = `usage: bun run seed -- [--products N --merchants M] [--seed S] [--batch-size B]
-                      [--database-url URL] [--migrate] [--admin-email E --admin-password P]
+                      [--database-url URL | --data-dir DIR] [--migrate] [--admin-email E --admin-password P]
   without --products: inserts the deterministic demo data (once; a no-op when stores exist)
-  with --products:    inserts a synthetic catalog of N products over M merchants (synth-0001 …)`;
+  with --products:    inserts a synthetic catalog of N products over M merchants (synth-0001 …), and the
+                      operator account (--admin-email/--admin-password, else the dev-only defaults) when the
+                      database has no operator
+  database: --database-url, else DATABASE_URL, else the embedded Postgres in DATA_DIR/pg (default ./data),
+            running or not`;
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`seed: ${message}\n`);
@@ -41,6 +56,7 @@ async function main(): Promise<void> {
       seed: { type: "string" },
       "batch-size": { type: "string" },
       "database-url": { type: "string" },
+      "data-dir": { type: "string" },
       migrate: { type: "boolean", default: false },
       "admin-email": { type: "string" },
       "admin-password": { type: "string" },
@@ -52,12 +68,21 @@ async function main(): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  const url = values["database-url"] ?? process.env.DATABASE_URL;
-  if (!url) fail("no database: set DATABASE_URL or pass --database-url postgres://user@host:port/db");
+  let url = values["database-url"] ?? process.env.DATABASE_URL;
+  let stopEmbedded: (() => Promise<void>) | undefined;
+  let serviceRunning = false;
+  let migrate = values.migrate;
+  if (!url) {
+    const embedded = await embeddedDatabase(values["data-dir"] ?? process.env.DATA_DIR ?? "./data");
+    url = embedded.url;
+    stopEmbedded = embedded.stop;
+    serviceRunning = embedded.running === true;
+    migrate = true; // as `bun run start` does on the embedded default: a fresh DATA_DIR has no tables yet
+  }
 
   const sql = postgres(url, { max: 4, onnotice: () => {}, connect_timeout: 10 });
   try {
-    if (values.migrate) {
+    if (migrate) {
       const { applyMigrations } = await import("../db.ts");
       await applyMigrations(sql);
     }
@@ -106,9 +131,59 @@ async function main(): Promise<void> {
       `seed: ${result.products.toLocaleString("en-US")} products across ${result.merchants} merchants in ${result.seconds.toFixed(2)}s ` +
         `(${Math.round(result.productsPerSecond).toLocaleString("en-US")} products/s)\n`,
     );
+    // like the demo seed: the flags, else the dev-only defaults (docs/operations.md)
+    const email = values["admin-email"] ?? DEFAULT_ADMIN_EMAIL;
+    const password = values["admin-password"] ?? DEFAULT_ADMIN_PASSWORD;
+    if (await ensureOperator(sql, email, password)) process.stderr.write(`seed: no operator account existed; created ${email}\n`);
+    if (serviceRunning) {
+      // the seeded rows carry past timestamps, so the running service's catch-up does not pick them up
+      process.stderr.write("seed: the running service searches these after a restart or POST /api/v1/admin/search/reindex (operator)\n");
+    }
   } finally {
     await sql.end({ timeout: 5 });
+    if (stopEmbedded) await stopEmbedded();
   }
+}
+
+/** The password startEmbeddedPostgres (infra/db.ts) gives the embedded default's `postgres` user. */
+const EMBEDDED_PASSWORD = "embedded";
+
+/**
+ * The embedded default's database in `dataDir`: the running postmaster's (line 4 of postmaster.pid is its port),
+ * or one started here and stopped by the caller.
+ */
+async function embeddedDatabase(dataDir: string): Promise<{ url: string; stop?: () => Promise<void>; running?: boolean }> {
+  const pgDir = resolve(join(dataDir, "pg"));
+  const pidFile = join(pgDir, "postmaster.pid");
+  if (existsSync(pidFile)) {
+    const [pid, , , port] = readFileSync(pidFile, "utf8").split("\n");
+    if (Number(pid) > 0 && Number(port) > 0 && processAlive(Number(pid))) {
+      process.stderr.write(`seed: using the running embedded Postgres in ${pgDir} (port ${Number(port)})\n`);
+      return { url: `postgres://postgres:${EMBEDDED_PASSWORD}@127.0.0.1:${Number(port)}/postgres`, running: true };
+    }
+  }
+  process.stderr.write(`seed: starting the embedded Postgres in ${pgDir} for the seed (no DATABASE_URL)\n`);
+  const { startEmbeddedPostgres } = await import("../db.ts");
+  const started = await startEmbeddedPostgres(pgDir);
+  return { url: started.url, stop: started.stop };
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM"; // alive, owned by another user (initdb's postgres user)
+  }
+}
+
+/** Inserts the operator when there is none; true when it did. An existing account with that email is left alone. */
+async function ensureOperator(sql: postgres.Sql<{}>, email: string, password: string): Promise<boolean> {
+  const [has] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM users WHERE role = 'operator'`;
+  if ((has?.n ?? 0) > 0) return false;
+  const hash = await hashPassword(password);
+  const rows = await sql`INSERT INTO users (email, password_hash, role) VALUES (${email}, ${hash}, 'operator') ON CONFLICT (email) DO NOTHING RETURNING id`;
+  return rows.length > 0;
 }
 
 main().catch((err: unknown) => {
