@@ -9,7 +9,10 @@ const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 
 export const SECRET_FIELD = /(pass(word)?|secret|token|api[-_]?key|authorization|private[-_]?key|^key$|cookie)/i;
 /** Secret-looking values inside free text: our key/secret/token prefixes, JWTs, bearer tokens, 32-byte hex keys. */
 const SECRET_VALUES: readonly [RegExp, string][] = [
-  [/\b(agnt_|whsec_|rt_|mcps_)[A-Za-z0-9_-]+/g, "$1[redacted]"],
+  // an agent key keeps its 12-character lookup prefix (not secret: docs/access.md), the only handle an operator has
+  // to tie a line to a key row; anything shorter than a prefix plus one character is dropped whole
+  [/\bagnt_([0-9A-Za-z]{12})[A-Za-z0-9_-]+/g, "agnt_$1…[redacted]"],
+  [/\b(agnt_|whsec_|rt_|mcps_)(?![0-9A-Za-z]{12}…\[redacted\])[A-Za-z0-9_-]+/g, "$1[redacted]"],
   [/\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, "[redacted-jwt]"],
   [/(Bearer\s+)[A-Za-z0-9._~+/=-]+/gi, "$1[redacted]"],
   [/\b0x[0-9a-fA-F]{64}\b/g, "0x[redacted]"],
@@ -30,6 +33,11 @@ let sink: (line: string) => void = (line) => process.stderr.write(line + "\n");
 
 export function setLogLevel(l: LogLevel): void {
   level = l;
+}
+
+/** Whether a line at this level would be written (lets a hot path skip building the fields of a debug line). */
+export function logEnabled(l: LogLevel): boolean {
+  return ORDER[l] >= ORDER[level];
 }
 
 /** Tests capture log output through this. Returns a function restoring the previous sink. */

@@ -13,7 +13,11 @@ collectDefaultMetrics({ register: registry });
  * prom-client's `inc`/`observe` validate and hash the labels on every call, ~1-2 us per request on every route
  * (docs/performance.md "Admission", "MCP"). The text /metrics renders is the same (test/unit/metrics.test.ts).
  */
-const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+/**
+ * Up to 30 s: a caller's actor deadline is 10 s (503 actor_unavailable) and a catalog ingest may wait 60 s, so a
+ * p99 between 2.5 s and the deadline must be told apart (audit U MED-2). 5 and 10 s cost two series per label set.
+ */
+export const HTTP_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** One (method, route, status)'s counts: requests, and the duration histogram (per bucket, not cumulative). */
 export interface HttpStats {
@@ -138,7 +142,7 @@ export const httpDuration = new Histogram({
   name: "http_request_duration_seconds",
   help: "HTTP request latency by route template, method and status.",
   labelNames: ["method", "route", "status"] as const,
-  buckets: HTTP_BUCKETS,
+  buckets: [...HTTP_BUCKETS],
   registers: [registry],
   collect() {
     setHistogramEntries(this, httpDurationOrder.map((s) => ({ labels: s.labels, buckets: s.buckets, sum: s.sum, count: s.count })), HTTP_BUCKETS);
@@ -150,7 +154,12 @@ export const httpDuration = new Histogram({
  * metrics' `collect`): prom-client validates and hashes the labels on every `inc`/`observe`, which cost more than
  * a read-only turn's own work (docs/performance.md "Admission"). The text /metrics renders is the same.
  */
-const TURN_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1];
+/**
+ * Up to 30 s: docs/operations.md has operators keep the turn p99 well under the per-attempt timeout (3 s), and the
+ * caller's deadline is 10 s, the pool's query deadline 15 s; a bucket at each lets `histogram_quantile` see them
+ * (audit U MED-2). Six more series per actor kind.
+ */
+export const TURN_BUCKETS: readonly number[] = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 2.5, 3, 5, 10, 15, 30];
 
 /** One actor kind's turn counts: per outcome, and the duration histogram (per bucket, not cumulative). */
 export interface TurnStats {
@@ -202,7 +211,7 @@ export const actorTurnDuration = new Histogram({
   name: "actor_turn_duration_seconds",
   help: "Time an actor turn takes, including its durable write.",
   labelNames: ["kind"] as const,
-  buckets: TURN_BUCKETS,
+  buckets: [...TURN_BUCKETS],
   registers: [registry],
   collect() {
     setHistogramEntries(this, [...turnStatsByKind.values()].map((s) => ({ labels: { kind: s.kind }, buckets: s.buckets, sum: s.sum, count: s.count })), TURN_BUCKETS);

@@ -96,8 +96,8 @@ function errorResponse(codes: readonly string[], doc: OperationDoc | undefined, 
   const prose = said && !said.startsWith("Response for status") && !codes.includes(said) ? `${said.replace(/\.$/, "")}. ` : "";
   const own = doc?.errorSchema ? jsonSchema(doc.errorSchema) : undefined;
   const schema = own ? { anyOf: [envelopeWithCodes(codes), own] } : envelopeWithCodes(codes);
-  // a chunked body beyond the server-wide cap never reaches the gateway: the HTTP server refuses it bare
-  const bare = codes.includes("payload_too_large") ? " A chunked body over the server-wide cap (no Content-Length) gets a bare 413 from the HTTP server, without a body." : "";
+  // a chunked body is counted while it is read and refused at the same limit (gateway/plugins/body-limit.ts)
+  const bare = codes.includes("payload_too_large") ? " The body limit applies to a declared Content-Length (refused unread) and to a chunked body (refused once it passes the limit)." : "";
   const out: Json = {
     description: `${prose}Codes: ${known.join("; ")}.${bare}`,
     content: { "application/json": { schema } },

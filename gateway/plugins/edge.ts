@@ -20,6 +20,6 @@ export const edge = new Elysia({ name: "edge" }).onRequest(({ request, set }) =>
   applyTransparencyHeaders(request.method, headers);
   if (request.method !== "GET" && request.method !== "HEAD") {
     normalizeJsonContentType(request);
-    return refuseOversizedBody(request, pathOf(request.url), headers);
+    refuseOversizedBody(request, pathOf(request.url));
   }
 });

@@ -196,6 +196,8 @@ function envelopeOf(code: unknown, error: unknown, set: FailureSet, failure: Fai
   headers["content-type"] = "application/json";
   if (error instanceof ActorError) {
     set.status = ERROR_TABLE[error.code].http;
+    // a body refused before it was read (body-limit.ts): the rest of it is not read either, so the connection ends
+    if (error.code === "payload_too_large") headers.connection = "close";
     if (set.status === 401 && headers["www-authenticate"] === undefined) challenge(headers, error, request);
     const bounded = boundedActorError(error, request);
     return errorBody(error.code, bounded.message, bounded.details);
@@ -231,6 +233,7 @@ function envelopeOf(code: unknown, error: unknown, set: FailureSet, failure: Fai
       const cause = (error as { cause?: unknown }).cause;
       if (cause instanceof ActorError) {
         set.status = ERROR_TABLE[cause.code].http;
+        if (cause.code === "payload_too_large") headers.connection = "close"; // a chunked body cut at its limit
         return errorBody(cause.code, cause.message, cause.details);
       }
       set.status = 400;

@@ -22,3 +22,13 @@ test("secret-looking values are redacted inside free text and secret-named field
   expect(out).toContain('"note":"ok"');
   expect(redact("nothing secret here")).toBe("nothing secret here");
 });
+
+test("an agent key in a log line keeps its 12-character lookup prefix, as docs/access.md promises, and loses the rest", () => {
+  const key = "agnt_PRUUDTR5SiAi02qtERUxdIMAglgAqAxMT9XQjXVGMXi";
+  expect(redact(`key ${key} used`)).toBe("key agnt_PRUUDTR5SiAi…[redacted] used");
+  // redacting twice changes nothing more; a fragment too short to hold more than a prefix is dropped whole
+  expect(redact(redact(`key ${key} used`))).toBe("key agnt_PRUUDTR5SiAi…[redacted] used");
+  expect(redact("agnt_ABCDEFGHIJKL and agnt_abc")).toBe("agnt_[redacted] and agnt_[redacted]");
+  // a field named like a key is still dropped whole
+  expect(redact({ "x-agent-api-key": key })).toEqual({ "x-agent-api-key": "[redacted]" });
+});

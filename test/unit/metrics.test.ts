@@ -1,6 +1,33 @@
 import { describe, expect, test } from "bun:test";
 import { Counter, Histogram, Registry } from "prom-client";
-import { httpRequests, httpStatsFor, recordHttpRequest, recordTurn, registry, turnStatsFor } from "../../infra/metrics.ts";
+import { HTTP_BUCKETS, TURN_BUCKETS, httpRequests, httpStatsFor, recordHttpRequest, recordTurn, registry, turnStatsFor } from "../../infra/metrics.ts";
+
+describe("histogram buckets", () => {
+  // docs/operations.md has operators watch the turn p99 against the 3 s per-attempt timeout and the 10 s caller
+  // deadline: a bucket must end at each, or every slow turn lands in +Inf alone (audit U MED-2)
+  test("actor turn buckets reach 30 s with bounds at the 3 s attempt timeout, the 10 s deadline and the 15 s query deadline", () => {
+    for (const b of [1, 2.5, 3, 5, 10, 15, 30]) expect(TURN_BUCKETS).toContain(b);
+    expect(TURN_BUCKETS.at(-1)).toBe(30);
+    expect(TURN_BUCKETS.length).toBeLessThanOrEqual(17);
+  });
+
+  test("HTTP buckets reach 30 s with bounds at 5 s and the 10 s deadline", () => {
+    for (const b of [2.5, 5, 10, 30]) expect(HTTP_BUCKETS).toContain(b);
+    expect(HTTP_BUCKETS.at(-1)).toBe(30);
+    expect(HTTP_BUCKETS.length).toBeLessThanOrEqual(15);
+  });
+
+  test("a 4 s turn and a 7 s request are counted below 5 s and 10 s, not only in +Inf", async () => {
+    recordTurn(turnStatsFor("metrics-test-slow"), "ok", 4);
+    recordHttpRequest(httpStatsFor("POST", "/metrics-test/slow", 503), 7);
+    const turns = await registry.getSingleMetricAsString("actor_turn_duration_seconds");
+    expect(turns).toContain('actor_turn_duration_seconds_bucket{le="3",kind="metrics-test-slow"} 0');
+    expect(turns).toContain('actor_turn_duration_seconds_bucket{le="5",kind="metrics-test-slow"} 1');
+    const http = await registry.getSingleMetricAsString("http_request_duration_seconds");
+    expect(http).toContain('http_request_duration_seconds_bucket{le="5",method="POST",route="/metrics-test/slow",status="503"} 0');
+    expect(http).toContain('http_request_duration_seconds_bucket{le="10",method="POST",route="/metrics-test/slow",status="503"} 1');
+  });
+});
 
 /** The two turn metrics as prom-client renders them when fed observation by observation (what the host did before). */
 function reference(observations: [kind: string, outcome: string, seconds: number][]) {
@@ -15,7 +42,7 @@ function reference(observations: [kind: string, outcome: string, seconds: number
     name: "actor_turn_duration_seconds",
     help: "Time an actor turn takes, including its durable write.",
     labelNames: ["kind"] as const,
-    buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
+    buckets: [...TURN_BUCKETS],
     registers: [reg],
   });
   for (const [kind, outcome, seconds] of observations) {
@@ -31,7 +58,7 @@ describe("actor turn metrics", () => {
     const kinds = ["metrics-test-a", "metrics-test-b", "metrics-test-c"];
     const outcomes = ["ok", "ok", "ok", "not_found", "rate_limit_exceeded"];
     // every bucket, its bounds exactly, and past the last one (counted only in +Inf, sum and count)
-    const durations = [0.00005, 0.0001, 0.0003, 0.0005, 0.0009, 0.002, 0.004, 0.008, 0.02, 0.04, 0.09, 0.3, 0.9, 1, 2.5, 7];
+    const durations = [0.00005, 0.0001, 0.0003, 0.0005, 0.0009, 0.002, 0.004, 0.008, 0.02, 0.04, 0.09, 0.3, 0.9, 1, 2.5, 7, 12, 29, 45];
     for (let i = 0; i < 500; i++) {
       observations.push([kinds[(i * 7) % 3]!, outcomes[(i * 3) % outcomes.length]!, durations[(i * 5) % durations.length]! * (1 + (i % 3) / 10)]);
     }
@@ -44,8 +71,8 @@ describe("actor turn metrics", () => {
     const lines = (text: string) => text.split("\n").filter((l) => l.startsWith("#") || kinds.some((k) => l.includes(`kind="${k}"`)));
     expect(lines(ours)).toEqual(lines(theirs));
     const pairs = new Set(observations.map(([k, o]) => `${k}/${o}`)).size;
-    // one counter line per (kind, outcome); per kind 11 buckets, +Inf, sum and count
-    expect(lines(ours).filter((l) => !l.startsWith("#")).length).toBe(pairs + kinds.length * 14);
+    // one counter line per (kind, outcome); per kind one line per bucket, +Inf, sum and count
+    expect(lines(ours).filter((l) => !l.startsWith("#")).length).toBe(pairs + kinds.length * (TURN_BUCKETS.length + 3));
   });
 
   test("a second scrape after more turns shows the new totals", async () => {
@@ -78,7 +105,7 @@ function httpReference(requests: [method: string, route: string, status: string,
     name: "http_request_duration_seconds",
     help: "HTTP request latency by route template, method and status.",
     labelNames: ["method", "route", "status"] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    buckets: [...HTTP_BUCKETS],
     registers: [reg],
   });
   for (const [method, route, status, seconds] of requests) {
@@ -98,7 +125,7 @@ describe("HTTP request metrics", () => {
     const methods = ["GET", "POST", "DELETE"];
     const statuses = [200, 200, 201, 404, 429, 500];
     // every bucket, its bounds exactly, past the last one (only +Inf, sum and count), and requests without a start stamp
-    const durations = [0.0001, 0.0005, 0.0007, 0.001, 0.002, 0.0025, 0.004, 0.009, 0.02, 0.04, 0.09, 0.2, 0.4, 0.9, 2, 2.5, 6, undefined];
+    const durations = [0.0001, 0.0005, 0.0007, 0.001, 0.002, 0.0025, 0.004, 0.009, 0.02, 0.04, 0.09, 0.2, 0.4, 0.9, 2, 2.5, 6, 11, 40, undefined];
     const requests: [string, string, string, number | undefined][] = [];
     for (let i = 0; i < 700; i++) {
       const d = durations[(i * 5) % durations.length];
@@ -119,8 +146,8 @@ describe("HTTP request metrics", () => {
     expect(lines(await httpText(registry))).toEqual(lines(await httpText(ref)));
     const sets = new Set(requests.map(([m, r, s]) => `${m} ${r} ${s}`)).size;
     const timed = new Set(requests.filter((q) => q[3] !== undefined).map(([m, r, s]) => `${m} ${r} ${s}`)).size;
-    // one counter line per label set; per timed label set 12 buckets, +Inf, sum and count
-    expect(lines(await httpText(registry)).filter((l) => !l.startsWith("#")).length).toBe(sets + timed * 15);
+    // one counter line per label set; per timed label set one line per bucket, +Inf, sum and count
+    expect(lines(await httpText(registry)).filter((l) => !l.startsWith("#")).length).toBe(sets + timed * (HTTP_BUCKETS.length + 3));
 
     const counter = await registry.getSingleMetricAsString("http_requests_total");
     expect(counter).toContain('http_requests_total{method="GET",route="/metrics-test/counted",status="200"} 7');
