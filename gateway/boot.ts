@@ -25,6 +25,15 @@ import type { Services } from "./services.ts";
 import type { GatewayModule } from "./rest/index.ts";
 import type { McpGateway } from "./mcp/server.ts";
 
+/**
+ * Bun closes a connection that sent or received nothing for this long, a pending request without a body included
+ * (measured on Bun 1.4.5 in review R4-7; a request with a body is not cut). Bun.serve's default is 10 s, Elysia's
+ * `listen` default 30 s. Above the longest wait a request can have before its first byte: a catalog ingest ask
+ * (60 s), an x402 checkout (its cart ask of x402AskTimeoutMs, 35 s, after up to 5 s of /verify per store). At most
+ * 255 (Bun's cap).
+ */
+export const SERVER_IDLE_TIMEOUT_S = 120;
+
 /** How long a stopping gateway waits for in-flight requests before it closes their connections. */
 export const SHUTDOWN_DRAIN_MS = 5_000;
 
@@ -140,7 +149,7 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       void primeLoginTiming().catch((err) => log.warn("could not prime login timing", { error: err as Error }));
       const app = createApp(services, opts.extraModules);
       // Bun's default cap is 128 MB; per-surface limits are gateway/plugins/body-limit.ts
-      app.listen({ hostname: config.HOST, port: config.PORT, maxRequestBodySize: SERVER_BODY_CAP });
+      app.listen({ hostname: config.HOST, port: config.PORT, maxRequestBodySize: SERVER_BODY_CAP, idleTimeout: SERVER_IDLE_TIMEOUT_S });
       port = app.server!.port!;
       url = `http://${config.HOST}:${port}`;
       if (!config.SITE_URL) services.siteUrl = url;

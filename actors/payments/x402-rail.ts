@@ -21,7 +21,7 @@
  */
 import { Type as T } from "@sinclair/typebox";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
-import { createPublicClient, http, parseAbi, parseAbiItem, type Address, type Hex } from "viem";
+import { createPublicClient, encodeEventTopics, http, parseAbi, parseAbiItem, toEventSelector, toHex, type Address, type Hex } from "viem";
 import type { Sql } from "../../infra/db.ts";
 import type { BootHook } from "../../infra/boot-hooks.ts";
 import type { Logger } from "../../infra/log.ts";
@@ -42,9 +42,26 @@ export const EXTRAS_X402_SETTLE_TIMEOUT_MS = "x402.settleTimeoutMs";
 export const EXTRAS_X402_VERIFY_TIMEOUT_MS = "x402.verifyTimeoutMs";
 export const DEFAULT_SETTLE_TIMEOUT_MS = 15_000;
 export const DEFAULT_VERIFY_TIMEOUT_MS = 5_000;
-/** Each chain read of a reconciliation (authorizationState, the AuthorizationUsed log). */
+/** Each chain read of a reconciliation (authorizationState, the block height, one window of the log search). */
 export const CHAIN_READ_TIMEOUT_MS = 2_000;
-/** Our clock may run ahead of the chain's: an authorization is expired for us this long after its validBefore. */
+/**
+ * One look at the chain (chainState: the nonce's state, then the log search or the expiry check), whatever its
+ * number of reads: the gateway's ask budget counts looks, not reads.
+ */
+export const CHAIN_LOOK_TIMEOUT_MS = 4_000;
+/** Blocks per `eth_getLogs` of the transaction search (providers commonly cap a range at 1,000 to 10,000 blocks). */
+export const LOG_SEARCH_CHUNK_BLOCKS = 1_000n;
+/** Windows searched per look, from the intent's recorded height: the transfer is mined before validBefore. */
+export const LOG_SEARCH_MAX_CHUNKS = 3;
+/**
+ * Depth of the block whose timestamp must be past validBefore, and at which the nonce must be unused, before an
+ * intent is failed as expired: a shallow reorg cannot bring back a transfer below it.
+ */
+export const EXPIRY_CONFIRMATIONS = 2n;
+/**
+ * Without a chain our clock is the only judge of expiry, and it may run ahead of the chain's: an authorization is
+ * expired for us this long after its validBefore (stores without an rpc_url only).
+ */
 export const EXPIRY_MARGIN_SECONDS = 30;
 /**
  * The reason of an intent whose outcome nothing can tell any more (no `rpc_url`, expired): `lookup` answers it
@@ -54,14 +71,16 @@ export const UNRESOLVED_REASON = "settlement_unresolvable_without_chain";
 
 /**
  * How long the gateway waits for a cart turn that settles x402 legs (legs settle in parallel): the settle deadline
- * plus the chain reads the same turn can make around it (a reconciling turn looks the chain up at most four times:
- * lookup, resume, after a refusal, and the cart's lookup after a throw; each look is one read while the nonce is
- * unused or the RPC is silent, two once it is used) plus a margin for the database. Longer than the settle
- * deadline, so a slow facilitator gives the agent the documented 503 SETTLEMENT_UNKNOWN, not the caller's own
- * timeout naming the cart actor (payments audit B2 F3). 35 s with the defaults.
+ * plus the chain looks the same turn can make around it (a reconciling turn looks the chain up at most four times:
+ * lookup, resume, after a refusal, and the cart's lookup after a throw; each look is bounded by
+ * CHAIN_LOOK_TIMEOUT_MS) plus a margin for the database. Longer than the settle deadline, so a slow facilitator gives
+ * the agent the documented 503 SETTLEMENT_UNKNOWN, not the caller's own timeout (payments audit B2 F3). A turn that
+ * first waits behind another (the session timer's reconcile) can still run past it: the gateway then answers the
+ * same 503 itself (x402-checkout.ts, review R4-2). 35 s with the defaults; the HTTP server's idle timeout is above it
+ * (gateway/boot.ts SERVER_IDLE_TIMEOUT_S).
  */
 export function x402AskTimeoutMs(timeouts: X402Timeouts): number {
-  return timeouts.settleMs + 8 * CHAIN_READ_TIMEOUT_MS + 4_000;
+  return timeouts.settleMs + 4 * CHAIN_LOOK_TIMEOUT_MS + 4_000;
 }
 
 /**
@@ -251,6 +270,8 @@ interface IntentRow {
   payload: PaymentPayload;
   requirements: PaymentRequirements;
   rpc_url: string | null;
+  /** The chain's height before the first /settle (migration 0072); the log search starts there. */
+  from_block: string | null;
   state: "recorded" | "settling" | "captured" | "failed" | "unknown";
   transaction_hash: string | null;
   error_reason: string | null;
@@ -288,13 +309,16 @@ export class X402Rail implements PaymentRail {
     const chainId = evmChainIdOf(auth.requirements.network);
     if (!inner.ok || chainId === undefined) return failed("malformed");
     const { authorization } = inner.value;
+    // Before anything is sent: the transfer, if any, is in a later block (the reconciliation searches from here).
+    const fromBlock = await chainHeight(auth.rpc_url);
     const inserted = await this.sql<{ intent_id: string }[]>`
       INSERT INTO x402_intents (intent_id, store_id, amount_minor, currency, network, asset, pay_to, payer, nonce, valid_before,
-                                facilitator_url, facilitator_version, payload, requirements, rpc_url, cart_id, token_id, state)
+                                facilitator_url, facilitator_version, payload, requirements, rpc_url, cart_id, token_id, state, from_block)
       VALUES (${intent.intentId}, ${intent.storeId}, ${intent.amountMinor}, ${intent.currency}, ${auth.requirements.network},
               ${auth.requirements.asset}, ${auth.requirements.payTo}, ${authorization.from}, ${authorization.nonce},
               ${authorization.validBefore}, ${auth.facilitator_url}, ${auth.facilitator_version}, ${this.sql.json(auth.payload as never)},
-              ${this.sql.json(auth.requirements as never)}, ${auth.rpc_url}, ${auth.cart_id}, ${tokenId}, 'recorded')
+              ${this.sql.json(auth.requirements as never)}, ${auth.rpc_url}, ${auth.cart_id}, ${tokenId}, 'recorded',
+              ${fromBlock === null ? null : String(fromBlock)})
       ON CONFLICT DO NOTHING RETURNING intent_id`;
     if (inserted.length === 0) {
       // Either this intent raced itself (then resume it) or the authorization already paid another intent.
@@ -347,7 +371,7 @@ export class X402Rail implements PaymentRail {
   private async load(intentId: string): Promise<IntentRow | undefined> {
     const [row] = await this.sql<IntentRow[]>`
       SELECT intent_id, store_id, amount_minor, currency, network, asset, pay_to, payer, nonce, valid_before, facilitator_url,
-             facilitator_version, payload, requirements, rpc_url, state, transaction_hash, error_reason
+             facilitator_version, payload, requirements, rpc_url, from_block, state, transaction_hash, error_reason
       FROM x402_intents WHERE intent_id = ${intentId}`;
     return row;
   }
@@ -379,9 +403,10 @@ export class X402Rail implements PaymentRail {
   }
 
   /**
-   * What the chain proves about an intent not final yet: its nonce used by a transfer → captured with that
-   * transaction; never used and no longer usable (cancelled by the payer, or past `validBefore` with a margin
-   * for clock skew) → failed. null when the chain proves neither (still usable, or no chain to ask).
+   * What the chain proves about an intent not final yet: its nonce used → captured with the transaction that used
+   * it (or `x402:<nonce>` when that transaction cannot be found); never used and no longer usable (cancelled by the
+   * payer, or unused at a confirmed block past `validBefore` by the chain's own clock) → failed. null when the chain
+   * proves neither (still usable, or no chain to ask).
    */
   private async decideOnChain(row: IntentRow): Promise<ChargeResult | null> {
     const onChain = await this.chainState(row);
@@ -394,7 +419,7 @@ export class X402Rail implements PaymentRail {
     }
     const reason = onChain.cancelled
       ? "authorization_canceled"
-      : this.expired(row)
+      : onChain.expired
         ? "authorization_expired_unsettled"
         : null;
     if (!reason) return null;
@@ -403,7 +428,7 @@ export class X402Rail implements PaymentRail {
     return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason };
   }
 
-  /** Past `validBefore` (with the clock-skew margin): the token accepts the authorization no more. */
+  /** Past `validBefore` (with the clock-skew margin) by our clock: the judge only when there is no chain to ask. */
   private expired(row: IntentRow): boolean {
     return Math.floor(this.nowMs() / 1000) >= Number(row.valid_before) + EXPIRY_MARGIN_SECONDS;
   }
@@ -498,7 +523,12 @@ export class X402Rail implements PaymentRail {
       return this.captured(row, res.transaction);
     }
     const reason = res.errorReason ?? "settle_failed";
-    if (!sentBefore && isRefusedBeforeBroadcast(reason)) {
+    // A refusal that names a transaction is not a pre-broadcast one, whatever its reason (review R4-6).
+    if (!sentBefore && isRefusedBeforeBroadcast(reason) && !res.transaction) {
+      // One look first when the chain can be read: a facilitator that retried internally after a lost answer, or
+      // the payer's own submission, can refuse "before broadcast" a transfer that happened (review R4-6).
+      const decided = row.rpc_url ? await this.decideOnChain(row) : null;
+      if (decided) return decided;
       await this.finish(row.intent_id, "failed", null, reason);
       return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason };
     }
@@ -517,42 +547,134 @@ export class X402Rail implements PaymentRail {
   }
 
   /**
-   * `authorizationState(from, nonce)` on the token, and the transaction that used it. null when there is no RPC
-   * URL or the chain cannot be read (the facilitator is then the only witness). A nonce the payer cancelled
-   * (`AuthorizationCanceled` log) is `cancelled`: nothing moved under it, and nothing can.
+   * What the chain says about the intent's nonce, within one look's deadline (CHAIN_LOOK_TIMEOUT_MS). null when there
+   * is no RPC URL or the chain proves nothing yet (the facilitator is then the only witness).
+   * - `authorizationState(from, nonce)` true: used. The transaction is searched in the `AuthorizationUsed` /
+   *   `AuthorizationCanceled` logs from the block recorded before the first /settle, in bounded windows
+   *   (chainLogSearch), never from block 0, which range-capped providers refuse (review R4-3). A cancellation's log
+   *   → `cancelled` (nothing moved). No log found, or the logs cannot be read → used, transaction null: the cart
+   *   records it paid under `x402:<nonce>` (the nonce is spent; a payer who cancelled instead is the rare case the
+   *   merchant sees from the reference being a nonce, not a transaction).
+   * - false: unused. `expired` only when the chain itself shows it: a block at least EXPIRY_CONFIRMATIONS deep whose
+   *   timestamp is past `validBefore`, and the nonce unused AT that block (review R4-4). A lagging node, or a host
+   *   clock running ahead, answers "not yet", never "failed".
    */
-  private async chainState(row: IntentRow): Promise<{ used: boolean; cancelled: boolean; transaction: string | null } | null> {
+  private async chainState(row: IntentRow): Promise<ChainState | null> {
     if (!row.rpc_url) return null;
+    const client = createPublicClient({ transport: http(row.rpc_url, { retryCount: 0, timeout: CHAIN_READ_TIMEOUT_MS }) });
+    let usedSeen = false;
+    const look = async (): Promise<ChainState | null> => {
+      const used = await readAuthorizationState(client, row);
+      if (used) {
+        usedSeen = true;
+        const found = await chainLogSearch(client, row, this.log);
+        if (found.kind === "cancelled") return { used: false, cancelled: true, expired: false, transaction: null };
+        return { used: true, cancelled: false, expired: false, transaction: found.kind === "used" ? found.transaction : null };
+      }
+      // Our clock only saves the reads while the authorization is plainly still valid; the chain decides expiry.
+      if (Math.floor(this.nowMs() / 1000) < Number(row.valid_before)) return { used: false, cancelled: false, expired: false, transaction: null };
+      const head = await client.getBlockNumber();
+      if (head < EXPIRY_CONFIRMATIONS) return { used: false, cancelled: false, expired: false, transaction: null };
+      const settled = await client.getBlock({ blockNumber: head - EXPIRY_CONFIRMATIONS });
+      if (settled.timestamp < BigInt(row.valid_before)) return { used: false, cancelled: false, expired: false, transaction: null };
+      const usedThen = await readAuthorizationState(client, row, settled.number ?? head - EXPIRY_CONFIRMATIONS);
+      if (usedThen) return null; // used after all (a node that answered from another height): the next look finds it
+      return { used: false, cancelled: false, expired: true, transaction: null };
+    };
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const client = createPublicClient({ transport: http(row.rpc_url, { retryCount: 0, timeout: CHAIN_READ_TIMEOUT_MS }) });
-      const stateUsed = await client.readContract({
-        address: row.asset as Address,
-        abi: EIP3009_ABI,
-        functionName: "authorizationState",
-        args: [row.payer as Address, row.nonce as Hex],
-      });
-      if (!stateUsed) return { used: false, cancelled: false, transaction: null };
-      const logs = await client.getLogs({
-        address: row.asset as Address,
-        event: AUTHORIZATION_USED,
-        args: { authorizer: row.payer as Address, nonce: row.nonce as Hex },
-        fromBlock: 0n,
-      });
-      if (logs.length > 0) return { used: true, cancelled: false, transaction: logs[0]!.transactionHash ?? null };
-      // Used without a transfer log: only a cancellation's own log proves nothing moved. Neither log (a node that
-      // prunes or lags) proves nothing either way.
-      const cancels = await client.getLogs({
-        address: row.asset as Address,
-        event: AUTHORIZATION_CANCELED,
-        args: { authorizer: row.payer as Address, nonce: row.nonce as Hex },
-        fromBlock: 0n,
-      });
-      return cancels.length > 0 ? { used: false, cancelled: true, transaction: null } : null;
+      return await Promise.race([
+        look(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`chain look exceeded ${CHAIN_LOOK_TIMEOUT_MS} ms`)), CHAIN_LOOK_TIMEOUT_MS);
+        }),
+      ]);
     } catch (err) {
       this.log?.warn("x402 chain read failed during reconciliation", { intentId: row.intent_id, error: err as Error });
-      return null;
+      // The nonce was seen used before the look ran out: spent, the transaction just not found in time.
+      return usedSeen ? { used: true, cancelled: false, expired: false, transaction: null } : null;
+    } finally {
+      clearTimeout(timer);
     }
   }
+}
+
+interface ChainState {
+  used: boolean;
+  cancelled: boolean;
+  /** Unused at a confirmed block whose timestamp is past validBefore: the token will never accept it. */
+  expired: boolean;
+  transaction: string | null;
+}
+
+type ChainClient = ReturnType<typeof createPublicClient>;
+
+async function readAuthorizationState(client: ChainClient, row: IntentRow, blockNumber?: bigint): Promise<boolean> {
+  return client.readContract({
+    address: row.asset as Address,
+    abi: EIP3009_ABI,
+    functionName: "authorizationState",
+    args: [row.payer as Address, row.nonce as Hex],
+    ...(blockNumber !== undefined ? { blockNumber } : {}),
+  });
+}
+
+/**
+ * The chain's height now (`eth_blockNumber`), recorded with an intent before its first /settle: its transfer, if
+ * any, is in a later block. null when the RPC does not answer within one read (the search then starts from a bounded
+ * window back from the latest block).
+ */
+export async function chainHeight(rpcUrl: string | null): Promise<bigint | null> {
+  if (!rpcUrl) return null;
+  try {
+    const client = createPublicClient({ transport: http(rpcUrl, { retryCount: 0, timeout: CHAIN_READ_TIMEOUT_MS }) });
+    return await client.getBlockNumber();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The `AuthorizationUsed` or `AuthorizationCanceled` log of the intent's nonce, searched in windows of
+ * LOG_SEARCH_CHUNK_BLOCKS from the intent's `from_block` (else LOG_SEARCH_MAX_CHUNKS windows back from the latest
+ * block), one `eth_getLogs` per window for both events, at most LOG_SEARCH_MAX_CHUNKS windows per look. The transfer
+ * is mined before `validBefore`, so it sits a few blocks after `from_block`. `unreadable` when a window is refused
+ * (a provider's range or result cap) or times out; `none` when every window was read and held neither log.
+ */
+export async function chainLogSearch(
+  client: ChainClient,
+  row: { asset: string; payer: string; nonce: string; from_block?: string | null; intent_id?: string },
+  log?: Logger,
+): Promise<{ kind: "used"; transaction: string | null } | { kind: "cancelled" } | { kind: "none" } | { kind: "unreadable" }> {
+  const head = await client.getBlockNumber();
+  const span = LOG_SEARCH_CHUNK_BLOCKS * BigInt(LOG_SEARCH_MAX_CHUNKS);
+  let from = row.from_block != null ? BigInt(row.from_block) : head >= span ? head - span + 1n : 0n;
+  if (from > head) from = head;
+  const [usedTopic, authorizerTopic, nonceTopic] = encodeEventTopics({
+    abi: [AUTHORIZATION_USED],
+    eventName: "AuthorizationUsed",
+    args: { authorizer: row.payer as Address, nonce: row.nonce as Hex },
+  });
+  const canceledTopic = toEventSelector(AUTHORIZATION_CANCELED);
+  for (let i = 0; i < LOG_SEARCH_MAX_CHUNKS; i++) {
+    const lo = from + BigInt(i) * LOG_SEARCH_CHUNK_BLOCKS;
+    if (lo > head) break;
+    const hi = lo + LOG_SEARCH_CHUNK_BLOCKS - 1n < head ? lo + LOG_SEARCH_CHUNK_BLOCKS - 1n : head;
+    let logs: { topics: Hex[]; transactionHash: Hex | null }[];
+    try {
+      logs = await client.request({
+        method: "eth_getLogs",
+        params: [{ address: row.asset as Address, fromBlock: toHex(lo), toBlock: toHex(hi), topics: [[usedTopic as Hex, canceledTopic], authorizerTopic as Hex, nonceTopic as Hex] }],
+      });
+    } catch (err) {
+      log?.warn("x402 log search refused by the RPC; the nonce's state decides", { intentId: row.intent_id, fromBlock: String(lo), toBlock: String(hi), error: err as Error });
+      return { kind: "unreadable" };
+    }
+    const used = logs.find((l) => l.topics[0]?.toLowerCase() === String(usedTopic).toLowerCase());
+    if (used) return { kind: "used", transaction: used.transactionHash ?? null };
+    if (logs.some((l) => l.topics[0]?.toLowerCase() === canceledTopic.toLowerCase())) return { kind: "cancelled" };
+  }
+  return { kind: "none" };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -190,10 +190,17 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
   // SETTLEMENT_UNKNOWN) rather than a caller timeout naming the actor (payments audit B2 F3).
   const opts = { timeoutMs: x402AskTimeoutMs(x402Timeouts(deps.extras)) };
   const ask = (extra: { paymentMethod?: string; paymentMethods?: Record<string, string> }) =>
-    req.sessionId
-      ? deps.actors.ask(cartActor, req.cartId, "complete", { ...common, ...extra, sessionId: req.sessionId }, opts)
-      : deps.actors.ask(cartActor, req.cartId, "checkout", { ...common, ...extra }, opts);
+    withinDeadline(
+      deps,
+      req,
+      req.sessionId
+        ? deps.actors.ask(cartActor, req.cartId, "complete", { ...common, ...extra, sessionId: req.sessionId }, opts)
+        : deps.actors.ask(cartActor, req.cartId, "checkout", { ...common, ...extra }, opts),
+    );
 
+  // 0. a /settle of this cart in flight right now (the session timer's re-send, or a concurrent call): its turn holds
+  //    the cart up to the settle deadline, and this call would only queue behind it (review R4-2)
+  await refuseWhileSettling(deps, req);
   // 1. what is due (or the session's own answer when it is already past that point)
   const due = await ask({});
   if (due.status === "COMPLETED") return completedAnswer(deps, due);
@@ -311,6 +318,51 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
   }
   if (reply.status === "COMPLETED") return completedAnswer(deps, reply, prepared.tokenId);
   throw fail("INTERNAL_ERROR", `unexpected checkout state ${reply.status}`);
+}
+
+/**
+ * The cart's answer, or, when it did not come within the ask's deadline while a settlement of this cart is in flight
+ * or unknown, the documented 503 SETTLEMENT_UNKNOWN the cart itself gives (review R4-2). The agent's repeat can wait
+ * in the cart's mailbox behind the session timer's reconcile turn, which may hold a /settle re-send for its whole
+ * deadline: the repeat's own turn then starts late, and the caller's timeout would otherwise reach the agent as
+ * `actor_unavailable`. The repeat still runs later (it only reconciles); nothing is charged by answering early.
+ */
+async function withinDeadline<T>(deps: X402Deps, req: X402CheckoutRequest, asked: Promise<T>): Promise<T> {
+  try {
+    return await asked;
+  } catch (err) {
+    if (!(err instanceof ActorError) || err.code !== "actor_unavailable") throw err;
+    const [inFlight] = await deps.sql<{ checkout_session_id: string | null }[]>`
+      SELECT (SELECT o.checkout_session_id FROM orders o WHERE o.cart_id = i.cart_id::uuid AND o.store_slug = i.store_id
+              ORDER BY o.created_at DESC LIMIT 1) AS checkout_session_id
+      FROM x402_intents i WHERE i.cart_id = ${req.cartId} AND i.state IN ('settling', 'unknown') LIMIT 1`;
+    if (!inFlight) throw err;
+    deps.log.info("x402 checkout: the cart did not answer in time while a settlement is being reconciled; answered SETTLEMENT_UNKNOWN", { cartId: req.cartId });
+    throw settlementUnknown(req, inFlight.checkout_session_id);
+  }
+}
+
+const settlementUnknown = (req: X402CheckoutRequest, sessionId: string | null) =>
+  fail("UPSTREAM_UNAVAILABLE", "The payment's settlement is still being reconciled. Call again with the same idempotency_key; do not sign a new payment.", {
+    status: "SETTLEMENT_UNKNOWN",
+    checkout_session_id: req.sessionId ?? sessionId,
+    cart_id: req.cartId,
+  });
+
+/**
+ * An intent of this cart `settling` (a /settle sent and not answered yet) within the settle deadline: answer the
+ * documented 503 SETTLEMENT_UNKNOWN at once instead of waiting behind that turn. An older `settling` row (a process
+ * that died mid-send) is left to the cart, which reconciles it.
+ */
+async function refuseWhileSettling(deps: X402Deps, req: X402CheckoutRequest): Promise<void> {
+  const windowMs = x402Timeouts(deps.extras).settleMs + 5_000;
+  const [row] = await deps.sql<{ checkout_session_id: string | null }[]>`
+    SELECT (SELECT o.checkout_session_id FROM orders o WHERE o.cart_id = i.cart_id::uuid AND o.store_slug = i.store_id
+            ORDER BY o.created_at DESC LIMIT 1) AS checkout_session_id
+    FROM x402_intents i
+    WHERE i.cart_id = ${req.cartId} AND i.state = 'settling' AND i.updated_at > now() - make_interval(secs => ${windowMs / 1000})
+    LIMIT 1`;
+  if (row) throw settlementUnknown(req, row.checkout_session_id);
 }
 
 /** The dependencies of the flow from the gateway's services. */

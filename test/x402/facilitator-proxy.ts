@@ -10,12 +10,15 @@
  *   its receipt wait throws after the broadcast (`transaction: ""`);
  * - `hold`: the request is held until `release()`, then forwarded; meanwhile the listener is closed and idle
  *   connections dropped, so every new call is refused (ECONNREFUSED) until `up()`;
+ * - `refused_with_tx`: forwarded (the transfer happens), then answered `success: false` with a reason of the
+ *   pre-broadcast allowlist (`invalid_exact_evm_transaction_simulation_failed`) and the real transaction, as a
+ *   facilitator that retried internally after a lost answer may (review R4-6);
  * - `drop`: the connection is dropped after the request was read, which is never forwarded: the caller sees a reset
  *   (an unknown outcome) although nothing happened.
  */
 import net from "node:net";
 
-export type SettleMode = "pass" | "reset" | "receipt_timeout" | "hold" | "drop";
+export type SettleMode = "pass" | "reset" | "receipt_timeout" | "refused_with_tx" | "hold" | "drop";
 
 export interface FacilitatorProxy {
   readonly url: string;
@@ -86,6 +89,14 @@ export async function startFacilitatorProxy(upstream: string): Promise<Facilitat
           sock,
           200,
           JSON.stringify({ success: false, errorReason: `Timed out while waiting for transaction with hash "${up.transaction}" to be confirmed.`, transaction: "", network: up.network, payer: up.payer }),
+        );
+      }
+      case "refused_with_tx": {
+        const up = JSON.parse((await forward(req)).text) as { transaction: string; network: string; payer: string };
+        return answer(
+          sock,
+          200,
+          JSON.stringify({ success: false, errorReason: "invalid_exact_evm_transaction_simulation_failed", transaction: up.transaction, network: up.network, payer: up.payer }),
         );
       }
       case "hold": {

@@ -1,0 +1,293 @@
+/**
+ * Reconciling x402 settlements from the chain (review R4-2, R4-3, R4-4, R4-6; R4-7 is in
+ * test/http/server-idle-timeout.test.ts). The real server, the devnet (anvil + TestUSDC + the @x402/evm facilitator),
+ * the facilitator proxy (facilitator-proxy.ts) and, per case, a JSON-RPC relay in front of anvil that behaves like a
+ * hosted provider (range-capped or log-less `eth_getLogs`).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { x402Client } from "@x402/core/client";
+import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { toClientEvmSigner } from "@x402/evm";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import type { Abi, Address, Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
+import { EXPIRY_MARGIN_SECONDS } from "../../actors/payments/x402-rail.ts";
+import type { DevAccount } from "../../infra/x402/chain.ts";
+import { startDevnet, type Devnet } from "../../infra/x402/devnet.ts";
+import { devnetPublicClient } from "../../infra/x402/token.ts";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+import { startFacilitatorProxy, type FacilitatorProxy } from "./facilitator-proxy.ts";
+
+const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, untracked stock
+
+let devnet: Devnet;
+let proxy: FacilitatorProxy;
+let srv: TestServer;
+let key: TestKey;
+let merchant: Address;
+let x402Config: Record<string, string>;
+let offsetMs = 0;
+const clock = { now: () => Date.now() + offsetMs };
+
+interface RpcCall { id: unknown; method: string; params?: { fromBlock?: string; toBlock?: string }[] }
+type Rule = (call: RpcCall) => { code: number; message: string } | null;
+
+/** A JSON-RPC relay in front of anvil that answers the calls `rule` refuses with its error. */
+function rpcRelay(rule: Rule) {
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      const body = await req.text();
+      const parsed = JSON.parse(body) as RpcCall | RpcCall[];
+      const calls = Array.isArray(parsed) ? parsed : [parsed];
+      const refused = calls.map((c) => ({ c, e: rule(c) }));
+      if (!Array.isArray(parsed) && refused[0]!.e) return Response.json({ jsonrpc: "2.0", id: parsed.id, error: refused[0]!.e });
+      const r = await fetch(devnet.chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+      return new Response(await r.text(), { headers: { "content-type": "application/json" } });
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}`, stop: () => server.stop(true) };
+}
+
+/** As range-capped providers: an `eth_getLogs` from block 0, or over more than 1,000 blocks, is refused. */
+const rangeCapped: Rule = (c) => {
+  if (c.method !== "eth_getLogs") return null;
+  const from = c.params?.[0]?.fromBlock;
+  const to = c.params?.[0]?.toBlock;
+  const span = from && to && to.startsWith("0x") ? BigInt(to) - BigInt(from) : 1_000_000n;
+  return from === undefined || from === "0x0" || from === "earliest" || span >= 1_000n ? { code: -32005, message: "query exceeds max block range 1000" } : null;
+};
+/** A node that serves no logs at all (pruned, or a provider that disabled the method). */
+const noLogs: Rule = (c) => (c.method === "eth_getLogs" ? { code: -32601, message: "the method eth_getLogs does not exist/is not available" } : null);
+
+async function setRpc(url: string): Promise<void> {
+  await srv.db.sql`UPDATE store_x402_config SET rpc_url = ${url} WHERE store_slug = 'demo-store'`;
+}
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+  proxy = await startFacilitatorProxy(devnet.facilitator.url);
+  srv = await startServer({ seed: true, config: { X402_FACILITATOR_ALLOWLIST: proxy.url }, boot: { clock } });
+  key = await createKey(srv, { scopes: ALL_SCOPES });
+  merchant = payerNo(5).address;
+  await srv.db.sql`UPDATE store_x402_config SET pay_to = ${merchant}, network = ${devnet.network}, asset_address = ${devnet.token.address},
+      facilitator_url = ${proxy.url}, rpc_url = ${devnet.chain.rpcUrl} WHERE store_slug = 'demo-store'`;
+  x402Config = { merchant_wallet_address: merchant, network: devnet.network, facilitator_url: proxy.url, asset_address: devnet.token.address };
+  for (const i of [3, 4, 6, 7, 8]) await devnet.fund(payerNo(i).address, 1_000_000_000n);
+}, 120_000);
+
+afterAll(async () => {
+  await srv?.stop();
+  await proxy?.stop();
+  await devnet?.stop();
+});
+
+function payerNo(i: number): DevAccount {
+  return devnet.chain.accounts[i] as DevAccount;
+}
+
+async function newCart(): Promise<string> {
+  const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
+  expect(r.status).toBe(201);
+  return r.body.data.id;
+}
+
+const checkout = (body: Record<string, unknown>) =>
+  srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { payment_rail: "x402", x402_config: x402Config, ...body } });
+
+async function payloadFor(cartId: string, account: DevAccount): Promise<PaymentPayload> {
+  const r = await checkout({ cartId });
+  expect(r.status).toBe(402);
+  const challenge: PaymentRequired = decodePaymentRequired(r.headers.get("PAYMENT-REQUIRED") ?? "");
+  const client = new x402Client();
+  const reader = devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId);
+  const signer = toClientEvmSigner(privateKeyToAccount(account.privateKey), {
+    readContract: (args) => reader.readContract({ address: args.address, abi: args.abi as Abi, functionName: args.functionName, args: args.args }),
+  });
+  registerExactEvmScheme(client, { signer, networks: [devnet.network] });
+  client.setSpendControls({ allowedAssets: [{ network: devnet.network, asset: devnet.token.address, maxAmountPerPayment: "1000000000" }] });
+  return client.createPaymentPayload(challenge);
+}
+
+const authorizationOf = (p: PaymentPayload) => (p.payload as { authorization: { nonce: string; validBefore: string } }).authorization;
+
+const orderOf = async (cartId: string) => {
+  const rows = await srv.db.sql<{ status: string; capture_ref: string | null }[]>`SELECT status, capture_ref FROM orders WHERE cart_id = ${cartId}`;
+  return rows.map((o) => ({ ...o }));
+};
+const intentOf = async (cartId: string) => {
+  const [row] = await srv.db.sql<{ state: string; error_reason: string | null; transaction_hash: string | null }[]>`
+    SELECT state, error_reason, transaction_hash FROM x402_intents WHERE cart_id = ${cartId} ORDER BY created_at DESC LIMIT 1`;
+  return row ? { ...row } : undefined;
+};
+
+async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(100);
+  }
+}
+
+async function expectMined(tx: string): Promise<void> {
+  const receipt = await devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId).getTransactionReceipt({ hash: tx as Hex });
+  expect(receipt.status).toBe("success");
+}
+
+async function anvil(method: string, params: unknown[] = []): Promise<unknown> {
+  const r = await fetch(devnet.chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  return ((await r.json()) as { result: unknown }).result;
+}
+
+describe("a landed transfer whose log a hosted RPC will not search from block 0 (R4-3)", () => {
+  test("a range-capped RPC: the log is searched from the intent's block in windows; 200 COMPLETED with the real transaction, charged once", async () => {
+    const relay = rpcRelay(rangeCapped);
+    await setRpc(relay.url);
+    try {
+      const payer = payerNo(3);
+      const cartId = await newCart();
+      const payload = await payloadFor(cartId, payer);
+      const before = await devnet.balanceOf(payer.address);
+      proxy.settleMode = "reset"; // the transfer happens, its answer is lost
+      let r;
+      try {
+        r = await checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() });
+      } finally {
+        proxy.settleMode = "pass";
+      }
+      expect(r.status).toBe(200);
+      expect(r.body.data.status).toBe("COMPLETED");
+      const tx = r.body.data.x402.settlements[0].transaction as string;
+      expect(tx).toMatch(/^0x[0-9a-f]{64}$/);
+      await expectMined(tx);
+      expect(await orderOf(cartId)).toEqual([{ status: "paid", capture_ref: tx }]);
+      expect(await devnet.balanceOf(payer.address)).toBe(before - BigInt(payload.accepted.amount));
+    } finally {
+      relay.stop();
+      await setRpc(devnet.chain.rpcUrl);
+    }
+  }, 60_000);
+
+  test("an RPC that serves no logs: the used nonce alone records the order paid under x402:<nonce>, never an endless SETTLEMENT_UNKNOWN", async () => {
+    const relay = rpcRelay(noLogs);
+    await setRpc(relay.url);
+    try {
+      const payer = payerNo(4);
+      const cartId = await newCart();
+      const payload = await payloadFor(cartId, payer);
+      const before = await devnet.balanceOf(payer.address);
+      const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
+      proxy.settleMode = "reset";
+      let r;
+      try {
+        r = await checkout(body);
+      } finally {
+        proxy.settleMode = "pass";
+      }
+      expect(r.status).toBe(200);
+      expect(r.body.data.status).toBe("COMPLETED");
+      const ref = `x402:${authorizationOf(payload).nonce}`;
+      expect(await orderOf(cartId)).toEqual([{ status: "paid", capture_ref: ref }]);
+      expect(await intentOf(cartId)).toMatchObject({ state: "captured", transaction_hash: ref });
+      expect(await devnet.balanceOf(payer.address)).toBe(before - BigInt(payload.accepted.amount));
+      const again = await checkout(body);
+      expect(again.status === 200 ? again.body.data.status : again.body.details?.status).toBe("COMPLETED");
+    } finally {
+      relay.stop();
+      await setRpc(devnet.chain.rpcUrl);
+    }
+  }, 60_000);
+});
+
+describe("a first /settle refused with a pre-broadcast reason that names a transaction (R4-6)", () => {
+  test("is looked up on chain, not trusted: 200 COMPLETED with that transaction, the order paid, charged once", async () => {
+    const payer = payerNo(6);
+    const cartId = await newCart();
+    const payload = await payloadFor(cartId, payer);
+    const before = await devnet.balanceOf(payer.address);
+    proxy.settleMode = "refused_with_tx";
+    let r;
+    try {
+      r = await checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() });
+    } finally {
+      proxy.settleMode = "pass";
+    }
+    expect(r.status).toBe(200);
+    expect(r.body.data.status).toBe("COMPLETED");
+    const tx = r.body.data.x402.settlements[0].transaction as string;
+    await expectMined(tx);
+    expect(await orderOf(cartId)).toEqual([{ status: "paid", capture_ref: tx }]);
+    expect(await devnet.balanceOf(payer.address)).toBe(before - BigInt(payload.accepted.amount));
+  }, 60_000);
+});
+
+describe("the agent's repeat while the session timer re-sends a slow /settle (R4-2)", () => {
+  test("answers the documented 503 SETTLEMENT_UNKNOWN at once, never a caller timeout; the order is then paid once", async () => {
+    const payer = payerNo(7);
+    const cartId = await newCart();
+    const payload = await payloadFor(cartId, payer);
+    const price = BigInt(payload.accepted.amount);
+    const before = await devnet.balanceOf(payer.address);
+    const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
+    devnet.facilitator.setSettleDelay(120_000); // every /settle outlives the 15 s deadline
+    try {
+      const first = await checkout(body);
+      expect(first.status).toBe(503);
+      expect(first.body).toMatchObject({ code: "UPSTREAM_UNAVAILABLE", details: { status: "SETTLEMENT_UNKNOWN" } });
+      await Bun.sleep(5_200); // the session timer (5 s) is re-sending /settle now
+      const started = Date.now();
+      const again = await checkout(body);
+      const took = Date.now() - started;
+      expect({ status: again.status, code: again.body.code, status_detail: again.body.details?.status }).toEqual({ status: 503, code: "UPSTREAM_UNAVAILABLE", status_detail: "SETTLEMENT_UNKNOWN" });
+      expect(again.body.details.checkout_session_id).toBe(first.body.details.checkout_session_id);
+      expect(JSON.stringify(again.body)).not.toContain("cart/");
+      expect(took).toBeLessThan(5_000);
+    } finally {
+      devnet.facilitator.setSettleDelay(0);
+    }
+    // the next re-send is served at once: the order ends paid, the buyer charged once
+    await waitFor("the order paid", async () => (await orderOf(cartId))[0]?.status === "paid", 60_000);
+    await Bun.sleep(1_000);
+    expect(await devnet.balanceOf(payer.address)).toBe(before - price);
+  }, 150_000);
+});
+
+// Last: it moves the chain's clock forward for good.
+describe("expiry is judged by the chain's clock (R4-4)", () => {
+  test("our clock past validBefore while the chain is not: the settlement stays unknown; a confirmed block past it fails it", async () => {
+    const payer = payerNo(3);
+    const cartId = await newCart();
+    const payload = await payloadFor(cartId, payer);
+    const auth = authorizationOf(payload);
+    const before = await devnet.balanceOf(payer.address);
+    const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
+    proxy.settleMode = "drop"; // never forwarded: nothing moves, and every re-send is lost too
+    try {
+      const r = await checkout(body);
+      expect(r.status).toBe(503);
+      // our clock runs ahead, past validBefore + the margin; the chain's has not got there
+      offsetMs = (Number(auth.validBefore) + EXPIRY_MARGIN_SECONDS + 5) * 1000 - Date.now();
+      await srv.db.sql`UPDATE actor_reminders SET due_at = now() WHERE kind = 'cart' AND id = ${cartId}`;
+      await Bun.sleep(3_000);
+      const repeat = await checkout(body);
+      expect({ status: repeat.status, detail: repeat.body.details?.status }).toEqual({ status: 503, detail: "SETTLEMENT_UNKNOWN" });
+      expect(await intentOf(cartId)).toMatchObject({ state: "unknown" });
+      expect((await orderOf(cartId))[0]?.status).toBe("pending");
+
+      // the chain passes validBefore, with the confirmation depth
+      await anvil("evm_mine", [Number(auth.validBefore) + 1]);
+      await anvil("evm_mine", [Number(auth.validBefore) + 2]);
+      await anvil("evm_mine", [Number(auth.validBefore) + 3]);
+      await srv.db.sql`UPDATE actor_reminders SET due_at = now() WHERE kind = 'cart' AND id = ${cartId}`;
+      await waitFor("the intent failed", async () => (await intentOf(cartId))?.state === "failed");
+      expect(await intentOf(cartId)).toMatchObject({ state: "failed", error_reason: "authorization_expired_unsettled" });
+      expect(await devnet.balanceOf(payer.address)).toBe(before);
+    } finally {
+      proxy.settleMode = "pass";
+      offsetMs = 0;
+    }
+  }, 90_000);
+});
