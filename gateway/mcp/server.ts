@@ -631,7 +631,9 @@ export class McpGateway {
     let body: unknown;
     try {
       body = JSON.parse(await request.text());
-    } catch {
+    } catch (err) {
+      // a chunked body cut at the body limit (gateway/plugins/body-limit.ts): the same 413 as a declared length gets
+      if (err instanceof ActorError && err.code === "payload_too_large") throw err;
       return this.respond(rpcError(null, -32700, "Parse error: the body is not JSON."), 400, out);
     }
     // Body bounds (gateway/plugins/json-depth.ts), one walk: checked before anything walks or serialises the

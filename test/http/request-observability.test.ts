@@ -162,6 +162,27 @@ describe("bodies over the limit", () => {
     expect(sent).toBeLessThan(total);
   }, 30_000);
 
+  test("a chunked body past the limit on a store's MCP endpoint gets the same 413, not a JSON-RPC parse error", async () => {
+    const chunk = new TextEncoder().encode(" ".repeat(64 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 4 * 1024 * 1024) return controller.close();
+        sent += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await fetch(srv.url + "/demo-store/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: stream,
+      signal: AbortSignal.timeout(20_000),
+    });
+    expect(res.status).toBe(413);
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+    expect(await res.json()).toMatchObject({ success: false, code: "payload_too_large", details: { limitBytes: 1048576 } });
+  }, 30_000);
+
   test("a chunked body within the limit is read as before", async () => {
     const body = new TextEncoder().encode(JSON.stringify({ email: "admin@example.com", password: "admin-password" }));
     const stream = new ReadableStream<Uint8Array>({
