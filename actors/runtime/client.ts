@@ -19,7 +19,8 @@ export class ActorClient implements ActorCaller {
   private readonly attemptTimeoutMs: number;
 
   constructor(
-    private readonly transport: Transport,
+    /** Read by the health report (actor hosts seen on the transport); never used to send around the client. */
+    readonly transport: Transport,
     opts: ClientOptions = {},
   ) {
     this.defaultTimeoutMs = opts.defaultTimeoutMs ?? 10_000;

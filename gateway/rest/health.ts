@@ -1,13 +1,18 @@
 /**
- * GET /api/v1/health: 200 when the database answers, 503 when it does not. The probe result is cached for
- * a second so a load balancer polling hard cannot turn health checks into database load.
+ * GET /api/v1/health: 200 when the database answers, 503 when it does not (the spec's rule). The probe result is
+ * cached for a second so a load balancer polling hard cannot turn health checks into database load.
+ * The report also says whether actor hosts are there (`subsystems.actors`, `actorHosts`): in the distributed roles
+ * a gateway with no live host answers every actor call 503 while its database is fine, and `ready` (every
+ * subsystem true) is the signal to alert on (audit U LOW-5; docs/operations.md).
  */
 import { Elysia, t } from "elysia";
 import { anyStoreX402Usable } from "../../actors/payments/x402-config.ts";
+import { ActorClient } from "../../actors/runtime/client.ts";
 import { pingDatabase } from "../../infra/db.ts";
 import { httpRequests } from "../../infra/metrics.ts";
 import { requestIdFor } from "../plugins/request-id.ts";
 import type { Services } from "../services.ts";
+import { actorHostsProbe, type ActorHostsReport } from "./actor-hosts.ts";
 
 const PROBE_TTL_MS = 1000;
 const started = Date.now();
@@ -18,7 +23,17 @@ const Report = t.Object({
   uptimeSeconds: t.Number(),
   database: t.Object({ ok: t.Boolean() }),
   protocols: t.Record(t.String(), t.Boolean()),
-  subsystems: t.Record(t.String(), t.Boolean()),
+  subsystems: t.Record(t.String(), t.Boolean(), { description: "database, search, actors (a live actor host for every partition), …" }),
+  /** The status stays the database's (the spec's rule); this is whether every subsystem is ready. */
+  ready: t.Boolean({ description: "true when every subsystem is true; status and HTTP code follow the database only" }),
+  actorHosts: t.Optional(
+    t.Object({
+      transport: t.String({ description: "in-process (this process hosts every actor) or nats" }),
+      liveHosts: t.Union([t.Integer(), t.Null()], { description: "live actor hosts in the membership bucket; null on the in-process bus or when the bucket did not answer" }),
+      unownedPartitions: t.Record(t.String(), t.Integer(), { description: "per actor kind, partitions no live host serves" }),
+      ready: t.Boolean(),
+    }),
+  ),
   qtsp: t.Object({ enabled: t.Boolean() }),
 });
 const Health = t.Object({ success: t.Literal(true), data: Report });
@@ -40,6 +55,7 @@ export function healthReporter(svc: Services): Reporter {
 }
 
 function makeReporter(svc: Services) {
+  const actorHosts: (() => Promise<ActorHostsReport>) | undefined = svc.actors instanceof ActorClient ? actorHostsProbe(svc.actors.transport) : undefined;
   let last = { at: 0, ok: false };
   let inflight: Promise<boolean> | undefined;
   const dbOk = async (): Promise<boolean> => {
@@ -63,8 +79,9 @@ function makeReporter(svc: Services) {
   };
   return async () => {
     const database = await dbOk();
-    const x402 = await x402Ok(database);
+    const [x402, hosts] = await Promise.all([x402Ok(database), actorHosts?.()]);
     const subsystems: Record<string, boolean> = { database };
+    if (hosts) subsystems.actors = hosts.ready;
     for (const [name, check] of Object.entries(svc.readiness)) {
       try {
         subsystems[name] = !!(await check());
@@ -79,6 +96,8 @@ function makeReporter(svc: Services) {
       database: { ok: database },
       protocols: { rest: true, mcp: true, card: true, x402, acp: true, ucp: true, ap2: true },
       subsystems,
+      ready: Object.values(subsystems).every(Boolean),
+      ...(hosts ? { actorHosts: hosts } : {}),
       qtsp: { enabled: false },
     };
     return database
