@@ -7,16 +7,21 @@ import type { Transport } from "../transport/transport.ts";
 import type { ActorCaller, AnyActorDefinition, CallOptions, MessageBody, MessageType, ReplyOf } from "./define-actor.ts";
 import type { ReplyEnvelope, RequestEnvelope } from "./envelope.ts";
 import { ActorError } from "./errors.ts";
+import { noAnswerOf } from "./no-answer.ts";
+import { log as rootLog, type Logger } from "../../infra/log.ts";
 
 export interface ClientOptions {
   defaultTimeoutMs?: number;
   /** Per-attempt timeout; the overall deadline is `timeoutMs`. */
   attemptTimeoutMs?: number;
+  /** Where a request given up on is logged (default: the root logger, component actor-client). */
+  log?: Logger;
 }
 
 export class ActorClient implements ActorCaller {
   private readonly defaultTimeoutMs: number;
   private readonly attemptTimeoutMs: number;
+  private readonly log: Logger;
 
   constructor(
     /** Read by the health report (actor hosts seen on the transport); never used to send around the client. */
@@ -25,6 +30,7 @@ export class ActorClient implements ActorCaller {
   ) {
     this.defaultTimeoutMs = opts.defaultTimeoutMs ?? 10_000;
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 3_000;
+    this.log = opts.log ?? rootLog.child({ component: "actor-client" });
   }
 
   /**
@@ -90,12 +96,17 @@ export class ActorClient implements ActorCaller {
   /** After a failed send: retries an `actor_unavailable` (same msgId, next attempt) with backoff until the deadline. */
   private async retry(env: RequestEnvelope, err: unknown, immutable: boolean): Promise<unknown> {
     let backoff = 20;
+    let attempts = 1;
     for (;;) {
-      const retryable = err instanceof ActorError && err.code === "actor_unavailable";
-      if (!retryable || env.deadline - Date.now() <= backoff) throw err;
+      if (!(err instanceof ActorError) || err.code !== "actor_unavailable") throw err;
+      if (env.deadline - Date.now() <= backoff) {
+        this.giveUp(env, err, attempts);
+        throw err;
+      }
       await Bun.sleep(backoff);
       backoff = Math.min(backoff * 2, 500);
       env = { ...env, attempt: env.attempt + 1 };
+      attempts++;
       try {
         const reply = await this.send(env, immutable);
         if (reply.ok) return reply.value;
@@ -104,6 +115,27 @@ export class ActorClient implements ActorCaller {
         err = e;
       }
     }
+  }
+
+  /**
+   * The one line a request that ends in a 503 `actor_unavailable` leaves: the caller's body says a fixed text
+   * (unavailable-text.ts), so this is where an operator learns which actor and message, how often it was tried, and
+   * why the last try failed: nobody listened (`no_responders`: an unowned partition, no host for the kind), nobody
+   * answered in time (`timeout`: a stuck or overloaded host), the transport failed, or a host answered that it could
+   * not run it (`host_unavailable`, with its fixed text). Never the message body: it can carry anything.
+   */
+  private giveUp(env: RequestEnvelope, err: ActorError, attempts: number): void {
+    const why = noAnswerOf(err);
+    this.log.warn("actor request gave up: no answer before its deadline", {
+      kind: env.kind,
+      id: env.id,
+      type: env.type,
+      msgId: env.msgId,
+      attempts,
+      reason: why?.reason ?? "host_unavailable",
+      ...(why?.subject ? { subject: why.subject } : {}),
+      lastError: why ? (why.error ?? why.reason) : err.message,
+    });
   }
 }
 

@@ -9,6 +9,7 @@ import { jsonCopy as copy, jsonCopyMember } from "./json-copy.ts";
 import { checkedShare } from "./immutable.ts";
 import { ActorError } from "../runtime/errors.ts";
 import { NO_ANSWER_TEXT, UNAVAILABLE_TEXT } from "../runtime/unavailable-text.ts";
+import { noAnswerError } from "../runtime/no-answer.ts";
 import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
 import type { EventHandler, ServeHandler, Transport } from "./transport.ts";
 
@@ -72,7 +73,9 @@ export class InProcessTransport implements Transport {
    */
   requestNow(env: RequestEnvelope, timeoutMs: number, immutable: boolean): ReplyEnvelope | Promise<ReplyEnvelope> {
     const handler = this.servers.get(env.kind);
-    if (!handler || this.closed) return Promise.reject(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
+    if (!handler || this.closed) {
+      return Promise.reject(noAnswerError(UNAVAILABLE_TEXT, this.closed ? { reason: "transport_error", error: "transport closed" } : { reason: "no_responders" }));
+    }
     const pass = immutable ? checkedShare : copy;
     let out: ReplyEnvelope | Promise<ReplyEnvelope>;
     try {
@@ -123,7 +126,7 @@ export class InProcessTransport implements Transport {
     for (const w of this.waiting) {
       if (w.due > now) continue;
       this.waiting.delete(w);
-      w.reject(new ActorError("actor_unavailable", NO_ANSWER_TEXT));
+      w.reject(noAnswerError(NO_ANSWER_TEXT, { reason: "timeout" }));
     }
     if (this.waiting.size === 0) {
       clearInterval(this.sweeper);

@@ -34,6 +34,7 @@ import { hostname } from "node:os";
 import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
 import { ActorError } from "../runtime/errors.ts";
 import { NO_ANSWER_TEXT, UNAVAILABLE_TEXT } from "../runtime/unavailable-text.ts";
+import { describeError, noAnswerError, type NoAnswerReason } from "../runtime/no-answer.ts";
 import { log as rootLog, type Logger } from "../../infra/log.ts";
 import { DEFAULT_BUCKET, Membership, computeOwnership, partitionOf, partitionSubject } from "./placement.ts";
 import type { EventHandler, HostMembership, ServeHandler, Transport } from "./transport.ts";
@@ -183,7 +184,7 @@ export class NatsTransport implements Transport {
   // ------------------------------------------------------------------------------------------------ requests
 
   async request(env: RequestEnvelope, timeoutMs: number): Promise<ReplyEnvelope> {
-    if (this.closed) throw new ActorError("actor_unavailable", UNAVAILABLE_TEXT);
+    if (this.closed) throw noAnswerError(UNAVAILABLE_TEXT, { reason: "transport_error", error: "transport closed" });
     const subject = partitionSubject(env.kind, partitionOf(env.id, this.partitions));
     let msg: Msg;
     try {
@@ -192,12 +193,14 @@ export class NatsTransport implements Transport {
       msg = await this.nc.request(subject, JSON.stringify(wire), { timeout: wait });
     } catch (err) {
       // no responders (nobody owns the partition right now), timeout, disconnect: all retryable by the caller, who
-      // reads a fixed text (no actor, subject or timeout: docs/operations.md)
-      throw new ActorError("actor_unavailable", NO_ANSWER_TEXT);
+      // reads a fixed text (no actor, subject or timeout: docs/operations.md); which one and where go to the log
+      // when the client gives up (ActorClient, runtime/no-answer.ts)
+      throw noAnswerError(NO_ANSWER_TEXT, { reason: noAnswerReason(err), subject, error: describeError(err) });
     }
     try {
       return JSON.parse(dec.decode(msg.data)) as ReplyEnvelope;
     } catch {
+      this.log.error("unreadable actor reply", { kind: env.kind, id: env.id, type: env.type, msgId: env.msgId, subject, bytes: msg.data.length });
       throw new ActorError("internal_error", "internal error");
     }
   }
@@ -574,4 +577,12 @@ export class NatsTransport implements Transport {
     await this.nc.drain().catch(() => this.nc.close());
     this.subs.clear();
   }
+}
+
+/** nats.js: no responders is a RequestError caused by NoRespondersError (name "NoResponders"), a timeout a TimeoutError. */
+function noAnswerReason(err: unknown): NoAnswerReason {
+  const e = err as { name?: unknown; cause?: { name?: unknown } } | null;
+  if (e?.name === "TimeoutError") return "timeout";
+  if (e?.name === "NoResponders" || e?.cause?.name === "NoResponders") return "no_responders";
+  return "transport_error";
 }

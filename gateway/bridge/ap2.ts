@@ -214,13 +214,21 @@ function mandateDetails(m: Ap2Mandate): Record<string, unknown> {
  * cart one turn earlier, and a shipping pick or price change in between would otherwise be charged (review R4-5).
  * Expiry and the cart's id and lines need no second look: the time is the gateway's, and a cart's id and lines do
  * not change (an edit makes a new cart). Its total does, so the amount and the signed cart mandate's exact total go.
+ *
+ * Payees are the cart's own merchants that the mandate names, not the mandate's whole list: the cart's merchants
+ * cannot change after checkMandate, so nothing else can matter to the cart, and an intent mandate may name any
+ * number of merchants of any length (only the body limit bounds it) while the cart's message is bounded (100 slugs of
+ * at most 200 characters). Copying the list refused a valid signed mandate with an internal schema message (review
+ * R6 LOW-1). The echo (`details.mandate.merchants`) is cut the same way, so the message stays small.
  */
-export function mandateLimits(m: Ap2Mandate): PaymentLimitsInput {
+export function mandateLimits(m: Ap2Mandate, cart: Pick<CartView, "merchants">): PaymentLimitsInput {
+  const named = m.allowedMerchants ?? [m.merchantAgent];
+  const payees = [...new Set(cart.merchants)].filter((s) => named.includes(s));
   return {
     currency: m.currency,
     maxTotalMinor: m.maxAmountMinor,
-    payees: m.allowedMerchants ?? [m.merchantAgent],
-    mandate: mandateDetails(m),
+    payees,
+    mandate: { ...mandateDetails(m), merchants: m.allowedMerchants === null ? null : payees },
     ...(m.cartMandate
       ? { exactTotalMinor: m.cartMandate.totalMinor, cartMandate: { id: m.cartMandate.id, currency: m.cartMandate.currency, total_minor: m.cartMandate.totalMinor } }
       : {}),

@@ -60,8 +60,15 @@ export async function bindMandate(svc: Services, agentKeyId: string, mandateId: 
   return row?.cart_id ?? cartId;
 }
 
+/**
+ * What an Idempotency-Key's record compares. An empty object hashes as no body (null): `optionalObjectBody` reads an
+ * empty body as `{}` where Elysia's parser gave `undefined`, so without this a bodyless cancel or complete retried
+ * with the same key across that change got 409 instead of its replay (review R6 LOW-2); `{}` and no body are one
+ * request anyway.
+ */
 export function requestHash(method: string, path: string, body: unknown): string {
-  return createHash("sha256").update(JSON.stringify([method, path, body ?? null])).digest("hex");
+  const empty = body !== null && typeof body === "object" && !Array.isArray(body) && Object.keys(body).length === 0;
+  return createHash("sha256").update(JSON.stringify([method, path, empty ? null : (body ?? null)])).digest("hex");
 }
 
 /**

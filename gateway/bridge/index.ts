@@ -294,7 +294,7 @@ async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Prom
     }
     // The limits go with the payment: the cart may be repriced after the read above (a shipping pick), and only
     // the cart's own paying turn sees the total it charges (review R4-5).
-    reply = await completeCart(svc, agent.keyId, cart.id, { paymentMethod: mandate.token, idempotencyKey, limits: mandateLimits(mandate) });
+    reply = await completeCart(svc, agent.keyId, cart.id, { paymentMethod: mandate.token, idempotencyKey, limits: mandateLimits(mandate, cart) });
   } catch (err) {
     const done = await alreadyCompleted(err);
     if (!done) throw err;
