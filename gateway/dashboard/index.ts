@@ -64,6 +64,7 @@ import { catalogPage, type UploadOutcome } from "./pages/catalog.ts";
 import { overviewPage } from "./pages/overview.ts";
 import { MERCHANT_MOVES, ORDER_STATUSES, orderDetailPage, ordersPage, refundsPage } from "./pages/orders.ts";
 import { settingsPage, webhooksPage } from "./pages/settings.ts";
+import { htmlHeaders, isTooLarge, tooLargePage } from "./too-large.ts";
 import {
   buildCookie,
   createSession,
@@ -110,20 +111,6 @@ const h = (fn: Handler) => (c: unknown) => fn(c as Ctx);
 
 class NotFound extends Error {}
 
-function htmlHeaders(headers: Headers): void {
-  headers["content-type"] = "text/html; charset=utf-8";
-  headers["cache-control"] = "no-store";
-  headers["x-frame-options"] = "DENY";
-  headers["x-content-type-options"] = "nosniff";
-  headers["referrer-policy"] = "same-origin";
-  headers["content-security-policy"] =
-    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-  // A person's browser, not an agent: the agent transparency headers do not describe these responses.
-  delete headers["x-agent-commerce"];
-  delete headers["x-initiated-by"];
-  delete headers["x-ai-act-transparency"];
-}
-
 function respond(c: Ctx, status: number, body: Html): string {
   htmlHeaders(c.set.headers);
   c.set.status = status;
@@ -156,6 +143,20 @@ const text = (form: FormData, name: string): string => {
   const v = form.get(name);
   return typeof v === "string" ? v.trim() : "";
 };
+/**
+ * A form POST's body. A chunked body cut at the dashboard's body limit (plugins/body-limit.ts counts it while it is
+ * read) rethrows its 413 `payload_too_large`: read as an empty form it was answered with the CSRF 403, and the form
+ * was never what the browser sent. Any other unreadable body is an empty form, which the CSRF check then refuses.
+ */
+async function readForm(request: Request): Promise<FormData> {
+  try {
+    return await request.formData();
+  } catch (err) {
+    if (isTooLarge(err)) throw err;
+    return new FormData();
+  }
+}
+
 const optNumber = (form: FormData, name: string): number | undefined => {
   const v = text(form, name);
   if (v === "") return undefined;
@@ -204,6 +205,11 @@ export function dashboardRoutes(svc: Services) {
     if (err instanceof ActorError && err.code === "rate_limit_exceeded") {
       return respond(c, 429, errorPage(session, 429, "Too many requests", "Please wait a minute and try again."));
     }
+    if (isTooLarge(err)) {
+      // The rest of the body is never read, so the connection cannot carry another request.
+      c.set.headers.connection = "close";
+      return respond(c, 413, tooLargePage(session, err));
+    }
     if (err instanceof ActorError) {
       const status = ERROR_TABLE[err.code].http;
       return respond(c, status, errorPage(session, status, "Request refused", err.message));
@@ -241,7 +247,7 @@ export function dashboardRoutes(svc: Services) {
     withSession(
       (c) => redirect(c, "/dashboard/login"),
       async (c, s) => {
-        const form = await c.request.formData().catch(() => new FormData());
+        const form = await readForm(c.request);
         if (!csrfValid(s, form.get("_csrf") as string | null)) return csrfRefused(c, s);
         return fn(c, s, form);
       },
@@ -395,7 +401,7 @@ export function dashboardRoutes(svc: Services) {
       h(async (c) => {
         try {
           await admit(c, null);
-          const form = await c.request.formData().catch(() => new FormData());
+          const form = await readForm(c.request);
           if (!loginCsrfValid(svc, c.request, form.get("_csrf") as string | null)) return csrfRefused(c, null);
           const email = text(form, "email").toLowerCase();
           const password = typeof form.get("password") === "string" ? (form.get("password") as string) : "";
