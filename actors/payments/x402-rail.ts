@@ -68,6 +68,14 @@ export const EXPIRY_MARGIN_SECONDS = 30;
  * `unresolved` and the cart escalates its order for the merchant (orders.reconciliation `settlement_unknown`).
  */
 export const UNRESOLVED_REASON = "settlement_unresolvable_without_chain";
+/**
+ * The reason of an intent whose nonce the chain shows spent while neither its `AuthorizationUsed` nor its
+ * `AuthorizationCanceled` log can be read (an RPC that refuses or caps log searches). EIP-3009's authorizationState is
+ * true for a used AND for a cancelled authorization, so a spent nonce alone is no proof of payment: a payer who races
+ * `cancelAuthorization` after sending would get the goods unpaid. `lookup` answers it `unresolved` (the merchant checks
+ * its wallet), and re-reads the chain every time, so a log that becomes readable still decides (review P4).
+ */
+export const SPENT_UNCONFIRMED_REASON = "nonce_spent_transfer_not_found";
 
 /**
  * How long the gateway waits for a cart turn that settles x402 legs (legs settle in parallel): the settle deadline
@@ -345,8 +353,9 @@ export class X402Rail implements PaymentRail {
     if (!row) return { status: "unknown", intentId };
     if (row.state === "captured" || row.state === "failed") return this.resume(row);
     const decided = await this.decideOnChain(row);
+    if (decided === SPENT_UNCONFIRMED) return this.unresolved(row, SPENT_UNCONFIRMED_REASON);
     if (decided) return decided;
-    if (this.expiredWithoutChain(row)) return this.unresolved(row);
+    if (this.expiredWithoutChain(row)) return this.unresolved(row, UNRESOLVED_REASON);
     return { status: "unknown", intentId };
   }
 
@@ -390,6 +399,9 @@ export class X402Rail implements PaymentRail {
     if (row.state === "captured") return this.captured(row, row.transaction_hash ?? `x402:${row.nonce}`);
     if (row.state === "failed") return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: row.error_reason ?? "failed" };
     const decided = await this.decideOnChain(row);
+    // Spent, but not provably by a transfer: never re-sent (the token refuses it), never paid; the cart's lookup after
+    // this throw escalates it for the merchant.
+    if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
     if (decided) return decided;
     if (this.expiredWithoutChain(row)) {
       // A re-send can neither settle an expired authorization nor tell whether it was used (the facilitator refuses
@@ -403,16 +415,25 @@ export class X402Rail implements PaymentRail {
   }
 
   /**
-   * What the chain proves about an intent not final yet: its nonce used → captured with the transaction that used
-   * it (or `x402:<nonce>` when that transaction cannot be found); never used and no longer usable (cancelled by the
-   * payer, or unused at a confirmed block past `validBefore` by the chain's own clock) → failed. null when the chain
-   * proves neither (still usable, or no chain to ask).
+   * What the chain proves about an intent not final yet: its nonce used by a transfer (the `AuthorizationUsed` log
+   * found) → captured with that transaction; never used and no longer usable (cancelled by the payer: the
+   * `AuthorizationCanceled` log, or unused at a confirmed block past `validBefore` by the chain's own clock) → failed.
+   * SPENT_UNCONFIRMED when the nonce is spent but neither log can be read: used or cancelled, nobody can say, so it is
+   * neither paid nor failed (the caller escalates it; review P4). null when the chain proves nothing (still usable, or
+   * no chain to ask).
    */
-  private async decideOnChain(row: IntentRow): Promise<ChargeResult | null> {
+  private async decideOnChain(row: IntentRow): Promise<ChargeResult | typeof SPENT_UNCONFIRMED | null> {
     const onChain = await this.chainState(row);
     if (!onChain) return null;
     if (onChain.used) {
-      const tx = onChain.transaction ?? `x402:${row.nonce}`;
+      if (!onChain.transaction) {
+        if (row.error_reason !== SPENT_UNCONFIRMED_REASON) {
+          await this.finish(row.intent_id, "unknown", null, SPENT_UNCONFIRMED_REASON);
+          this.log?.warn("x402 nonce spent but neither its transfer nor its cancellation can be read; escalated to the merchant", { intentId: row.intent_id });
+        }
+        return SPENT_UNCONFIRMED;
+      }
+      const tx = onChain.transaction;
       await this.finish(row.intent_id, "captured", tx, null);
       this.log?.info("x402 settlement reconciled on chain", { intentId: row.intent_id, transaction: tx });
       return this.captured(row, tx);
@@ -449,21 +470,24 @@ export class X402Rail implements PaymentRail {
   }
 
   /**
-   * An intent sent at least once, expired, with no chain to read: it can no longer resolve by itself, so it is handed
-   * to the merchant (the cart flags the order; docs/x402.md), who looks for the transfer in its wallet. The intent
-   * stays `unknown` with the reason until the merchant's decision (`recordResolution`).
+   * An intent the rail cannot decide, handed to the merchant (the cart flags the order; docs/x402.md), who looks for
+   * the transfer in its wallet: sent at least once, expired, with no chain to read (UNRESOLVED_REASON); or its nonce
+   * spent while neither its transfer nor its cancellation can be read (SPENT_UNCONFIRMED_REASON, recorded by
+   * decideOnChain). The intent stays `unknown` with the reason until the merchant's decision (`recordResolution`).
    */
-  private async unresolved(row: IntentRow): Promise<LookupResult> {
-    const never = await this.neverSent(row);
-    if (never) return never;
-    if (row.error_reason !== UNRESOLVED_REASON) {
-      await this.finish(row.intent_id, "unknown", null, UNRESOLVED_REASON);
-      this.log?.warn("x402 settlement outcome cannot be determined without a chain; escalated to the merchant", { intentId: row.intent_id });
+  private async unresolved(row: IntentRow, reason: typeof UNRESOLVED_REASON | typeof SPENT_UNCONFIRMED_REASON): Promise<LookupResult> {
+    if (reason === UNRESOLVED_REASON) {
+      const never = await this.neverSent(row);
+      if (never) return never;
+      if (row.error_reason !== UNRESOLVED_REASON) {
+        await this.finish(row.intent_id, "unknown", null, UNRESOLVED_REASON);
+        this.log?.warn("x402 settlement outcome cannot be determined without a chain; escalated to the merchant", { intentId: row.intent_id });
+      }
     }
     return {
       status: "unresolved",
       intentId: row.intent_id,
-      reason: UNRESOLVED_REASON,
+      reason,
       reference: `x402:${row.nonce}`,
       evidence: {
         network: row.network,
@@ -473,6 +497,10 @@ export class X402Rail implements PaymentRail {
         amount: String(row.requirements.amount),
         nonce: row.nonce,
         valid_before: String(row.valid_before),
+        check:
+          reason === SPENT_UNCONFIRMED_REASON
+            ? "The chain shows this authorization's nonce spent, but not whether by the transfer or by the payer's cancelAuthorization. Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; an AuthorizationCanceled event instead, or no such transfer, refund (nothing was paid)."
+            : "Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was captured).",
       },
     };
   }
@@ -528,11 +556,15 @@ export class X402Rail implements PaymentRail {
       // One look first when the chain can be read: a facilitator that retried internally after a lost answer, or
       // the payer's own submission, can refuse "before broadcast" a transfer that happened (review R4-6).
       const decided = row.rpc_url ? await this.decideOnChain(row) : null;
+      // Spent without a readable transfer or cancellation: not failed (it may have paid), not paid (it may have been
+      // cancelled): escalated like any other (review P4).
+      if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
       if (decided) return decided;
       await this.finish(row.intent_id, "failed", null, reason);
       return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason };
     }
     const decided = await this.decideOnChain(row);
+    if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
     if (decided) return decided;
     if (/nonce_already_used/.test(reason) && !row.rpc_url) {
       // No chain to ask: the facilitator is the only witness that the nonce was used, by our own earlier settle
@@ -552,9 +584,9 @@ export class X402Rail implements PaymentRail {
    * - `authorizationState(from, nonce)` true: used. The transaction is searched in the `AuthorizationUsed` /
    *   `AuthorizationCanceled` logs from the block recorded before the first /settle, in bounded windows
    *   (chainLogSearch), never from block 0, which range-capped providers refuse (review R4-3). A cancellation's log
-   *   → `cancelled` (nothing moved). No log found, or the logs cannot be read → used, transaction null: the cart
-   *   records it paid under `x402:<nonce>` (the nonce is spent; a payer who cancelled instead is the rare case the
-   *   merchant sees from the reference being a nonce, not a transaction).
+   *   → `cancelled` (nothing moved). No log found, or the logs cannot be read → used, transaction null: spent, but
+   *   by a transfer or by the payer's cancelAuthorization nobody can say (authorizationState is true for both), so
+   *   decideOnChain escalates it, never records it paid (review P4).
    * - false: unused. `expired` only when the chain itself shows it: a block at least EXPIRY_CONFIRMATIONS deep whose
    *   timestamp is past `validBefore`, and the nonce unused AT that block (review R4-4). A lagging node, or a host
    *   clock running ahead, answers "not yet", never "failed".
@@ -598,6 +630,9 @@ export class X402Rail implements PaymentRail {
     }
   }
 }
+
+/** decideOnChain's answer for a nonce spent while neither its transfer nor its cancellation can be read. */
+const SPENT_UNCONFIRMED = "spent_unconfirmed" as const;
 
 interface ChainState {
   used: boolean;

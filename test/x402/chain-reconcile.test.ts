@@ -9,14 +9,14 @@ import { x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { toClientEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import type { Abi, Address, Hex } from "viem";
+import { parseAbi, type Abi, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
-import { EXPIRY_MARGIN_SECONDS } from "../../actors/payments/x402-rail.ts";
+import { EXPIRY_MARGIN_SECONDS, SPENT_UNCONFIRMED_REASON } from "../../actors/payments/x402-rail.ts";
 import type { DevAccount } from "../../infra/x402/chain.ts";
 import { startDevnet, type Devnet } from "../../infra/x402/devnet.ts";
-import { devnetPublicClient } from "../../infra/x402/token.ts";
-import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { devnetPublicClient, devnetWalletClient } from "../../infra/x402/token.ts";
+import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { startFacilitatorProxy, type FacilitatorProxy } from "./facilitator-proxy.ts";
 
@@ -26,6 +26,7 @@ let devnet: Devnet;
 let proxy: FacilitatorProxy;
 let srv: TestServer;
 let key: TestKey;
+let owner: Record<string, string>;
 let merchant: Address;
 let x402Config: Record<string, string>;
 let offsetMs = 0;
@@ -72,6 +73,7 @@ beforeAll(async () => {
   proxy = await startFacilitatorProxy(devnet.facilitator.url);
   srv = await startServer({ seed: true, config: { X402_FACILITATOR_ALLOWLIST: proxy.url }, boot: { clock } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
+  owner = { authorization: `Bearer ${await login(srv)}` }; // the demo store is the operator's
   merchant = payerNo(5).address;
   await srv.db.sql`UPDATE store_x402_config SET pay_to = ${merchant}, network = ${devnet.network}, asset_address = ${devnet.token.address},
       facilitator_url = ${proxy.url}, rpc_url = ${devnet.chain.rpcUrl} WHERE store_slug = 'demo-store'`;
@@ -112,7 +114,8 @@ async function payloadFor(cartId: string, account: DevAccount): Promise<PaymentP
   return client.createPaymentPayload(challenge);
 }
 
-const authorizationOf = (p: PaymentPayload) => (p.payload as { authorization: { nonce: string; validBefore: string } }).authorization;
+const authorizationOf = (p: PaymentPayload) => (p.payload as { authorization: { from: string; nonce: string; validBefore: string } }).authorization;
+const CANCEL_ABI = parseAbi(["function name() view returns (string)", "function cancelAuthorization(address authorizer, bytes32 nonce, bytes signature)"]);
 
 const orderOf = async (cartId: string) => {
   const rows = await srv.db.sql<{ status: string; capture_ref: string | null }[]>`SELECT status, capture_ref FROM orders WHERE cart_id = ${cartId}`;
@@ -134,6 +137,23 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000)
 
 async function expectMined(tx: string): Promise<void> {
   const receipt = await devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId).getTransactionReceipt({ hash: tx as Hex });
+  expect(receipt.status).toBe("success");
+}
+
+/** The payer's own EIP-3009 cancelAuthorization of `nonce`, mined on the devnet. */
+async function cancelOnChain(payer: DevAccount, nonce: Hex): Promise<void> {
+  const reader = devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId);
+  const name = (await reader.readContract({ address: devnet.token.address as Address, abi: CANCEL_ABI, functionName: "name" })) as string;
+  const account = privateKeyToAccount(payer.privateKey);
+  const signature = await account.signTypedData({
+    domain: { name, version: "2", chainId: devnet.chain.chainId, verifyingContract: devnet.token.address as Address },
+    types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
+    primaryType: "CancelAuthorization",
+    message: { authorizer: payer.address as Address, nonce },
+  });
+  const wallet = devnetWalletClient(devnet.chain.rpcUrl, devnet.chain.chainId, payer.privateKey);
+  const hash = await wallet.writeContract({ address: devnet.token.address as Address, abi: CANCEL_ABI, functionName: "cancelAuthorization", args: [payer.address as Address, nonce, signature], account: privateKeyToAccount(payer.privateKey), chain: null });
+  const receipt = await reader.waitForTransactionReceipt({ hash });
   expect(receipt.status).toBe("success");
 }
 
@@ -171,13 +191,14 @@ describe("a landed transfer whose log a hosted RPC will not search from block 0 
     }
   }, 60_000);
 
-  test("an RPC that serves no logs: the used nonce alone records the order paid under x402:<nonce>, never an endless SETTLEMENT_UNKNOWN", async () => {
+  test("an RPC that serves no logs: a spent nonce alone is not proof of payment; the order is escalated for the merchant, never paid by itself", async () => {
     const relay = rpcRelay(noLogs);
     await setRpc(relay.url);
     try {
       const payer = payerNo(4);
       const cartId = await newCart();
       const payload = await payloadFor(cartId, payer);
+      const auth = authorizationOf(payload);
       const before = await devnet.balanceOf(payer.address);
       const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
       proxy.settleMode = "reset";
@@ -187,17 +208,55 @@ describe("a landed transfer whose log a hosted RPC will not search from block 0 
       } finally {
         proxy.settleMode = "pass";
       }
-      expect(r.status).toBe(200);
-      expect(r.body.data.status).toBe("COMPLETED");
-      const ref = `x402:${authorizationOf(payload).nonce}`;
-      expect(await orderOf(cartId)).toEqual([{ status: "paid", capture_ref: ref }]);
-      expect(await intentOf(cartId)).toMatchObject({ state: "captured", transaction_hash: ref });
-      expect(await devnet.balanceOf(payer.address)).toBe(before - BigInt(payload.accepted.amount));
+      const ref = `x402:${auth.nonce}`;
+      expect({ status: r.status, code: r.body.code, details: r.body.details }).toMatchObject({
+        status: 409,
+        code: "CHECKOUT_ALREADY_IN_PROGRESS",
+        details: { status: "SETTLEMENT_UNKNOWN", awaiting: "merchant_reconciliation", reason: SPENT_UNCONFIRMED_REASON, payment_reference: ref },
+      });
+      const [order] = await srv.db.sql<{ id: string; status: string; reconciliation: string | null; capture_ref: string | null }[]>`
+        SELECT id, status, reconciliation, capture_ref FROM orders WHERE cart_id = ${cartId}`;
+      expect({ ...order! }).toMatchObject({ status: "pending", reconciliation: "settlement_unknown", capture_ref: null });
+      expect(await intentOf(cartId)).toMatchObject({ state: "unknown", error_reason: SPENT_UNCONFIRMED_REASON, transaction_hash: null });
+      const [event] = await srv.db.sql<{ data: Record<string, unknown> }[]>`SELECT data FROM order_events WHERE order_id = ${order!.id} AND type = 'reconciliation_required'`;
+      expect(event!.data).toMatchObject({ reason: "settlement_unknown", reference: ref, rail_reason: SPENT_UNCONFIRMED_REASON, evidence: { payer: auth.from, nonce: auth.nonce, pay_to: merchant } });
+      expect(String((event!.data.evidence as Record<string, string>).check)).toContain("cancelAuthorization");
+
+      // the agent's repeat: still waiting for the merchant, never COMPLETED on the spent nonce alone
       const again = await checkout(body);
-      expect(again.status === 200 ? again.body.data.status : again.body.details?.status).toBe("COMPLETED");
+      expect({ status: again.status, code: again.body.code, awaiting: again.body.details?.awaiting }).toEqual({ status: 409, code: "CHECKOUT_ALREADY_IN_PROGRESS", awaiting: "merchant_reconciliation" });
+
+      // the merchant found the transfer in its wallet: accept pays the order under the nonce's reference
+      const accepted = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${order!.id}/reconcile`, { method: "POST", headers: owner, body: { action: "accept" } });
+      expect(accepted.status).toBe(200);
+      expect(await orderOf(cartId)).toEqual([{ status: "paid", capture_ref: ref }]);
+      expect(await intentOf(cartId)).toMatchObject({ state: "captured", error_reason: "accepted_by_merchant" });
+      expect(await devnet.balanceOf(payer.address)).toBe(before - BigInt(payload.accepted.amount)); // charged once
     } finally {
       relay.stop();
       await setRpc(devnet.chain.rpcUrl);
+    }
+  }, 60_000);
+
+  test("an authorization the payer cancelled after sending, its log readable: the settlement fails, nothing is paid and nothing moved", async () => {
+    const payer = payerNo(8);
+    const cartId = await newCart();
+    const payload = await payloadFor(cartId, payer);
+    const auth = authorizationOf(payload);
+    const before = await devnet.balanceOf(payer.address);
+    const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
+    proxy.settleMode = "drop"; // the /settle is lost: nothing happened, the outcome is unknown
+    try {
+      const r = await checkout(body);
+      expect({ status: r.status, settlement: r.body.details?.status }).toEqual({ status: 503, settlement: "SETTLEMENT_UNKNOWN" });
+      await cancelOnChain(payer, auth.nonce as Hex);
+      const again = await checkout(body);
+      expect(again.status).not.toBe(200);
+      expect(await intentOf(cartId)).toMatchObject({ state: "failed", error_reason: "authorization_canceled" });
+      expect((await orderOf(cartId)).map((o) => o.status)).not.toContain("paid");
+      expect(await devnet.balanceOf(payer.address)).toBe(before);
+    } finally {
+      proxy.settleMode = "pass";
     }
   }, 60_000);
 });
@@ -221,6 +280,36 @@ describe("a first /settle refused with a pre-broadcast reason that names a trans
     await expectMined(tx);
     expect(await orderOf(cartId)).toEqual([{ status: "paid", capture_ref: tx }]);
     expect(await devnet.balanceOf(payer.address)).toBe(before - BigInt(payload.accepted.amount));
+  }, 60_000);
+});
+
+describe("a first /settle refused before broadcast while the nonce is spent and no log can be read (R4-6, review P4)", () => {
+  test("is neither failed nor paid: the order is escalated for the merchant", async () => {
+    const relay = rpcRelay(noLogs);
+    await setRpc(relay.url);
+    try {
+      const payer = payerNo(1);
+      const cartId = await newCart();
+      const payload = await payloadFor(cartId, payer);
+      proxy.settleMode = "refused_no_tx"; // the transfer happens; the answer reads as a pre-broadcast refusal
+      let r;
+      try {
+        r = await checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() });
+      } finally {
+        proxy.settleMode = "pass";
+      }
+      expect({ status: r.status, code: r.body.code, details: r.body.details }).toMatchObject({
+        status: 409,
+        code: "CHECKOUT_ALREADY_IN_PROGRESS",
+        details: { status: "SETTLEMENT_UNKNOWN", awaiting: "merchant_reconciliation", reason: SPENT_UNCONFIRMED_REASON, payment_reference: `x402:${authorizationOf(payload).nonce}` },
+      });
+      const [order] = await srv.db.sql<{ status: string; reconciliation: string | null }[]>`SELECT status, reconciliation FROM orders WHERE cart_id = ${cartId}`;
+      expect({ ...order! }).toEqual({ status: "pending", reconciliation: "settlement_unknown" });
+      expect(await intentOf(cartId)).toMatchObject({ state: "unknown", error_reason: SPENT_UNCONFIRMED_REASON });
+    } finally {
+      relay.stop();
+      await setRpc(devnet.chain.rpcUrl);
+    }
   }, 60_000);
 });
 

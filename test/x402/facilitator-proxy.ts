@@ -13,12 +13,14 @@
  * - `refused_with_tx`: forwarded (the transfer happens), then answered `success: false` with a reason of the
  *   pre-broadcast allowlist (`invalid_exact_evm_transaction_simulation_failed`) and the real transaction, as a
  *   facilitator that retried internally after a lost answer may (review R4-6);
+ * - `refused_no_tx`: the same, but without the transaction (`transaction: ""`), as a refusal given before any broadcast
+ *   reads, although the transfer happened;
  * - `drop`: the connection is dropped after the request was read, which is never forwarded: the caller sees a reset
  *   (an unknown outcome) although nothing happened.
  */
 import net from "node:net";
 
-export type SettleMode = "pass" | "reset" | "receipt_timeout" | "refused_with_tx" | "hold" | "drop";
+export type SettleMode = "pass" | "reset" | "receipt_timeout" | "refused_with_tx" | "refused_no_tx" | "hold" | "drop";
 
 export interface FacilitatorProxy {
   readonly url: string;
@@ -97,6 +99,14 @@ export async function startFacilitatorProxy(upstream: string): Promise<Facilitat
           sock,
           200,
           JSON.stringify({ success: false, errorReason: "invalid_exact_evm_transaction_simulation_failed", transaction: up.transaction, network: up.network, payer: up.payer }),
+        );
+      }
+      case "refused_no_tx": {
+        const up = JSON.parse((await forward(req)).text) as { network: string; payer: string };
+        return answer(
+          sock,
+          200,
+          JSON.stringify({ success: false, errorReason: "invalid_exact_evm_transaction_simulation_failed", transaction: "", network: up.network, payer: up.payer }),
         );
       }
       case "hold": {
