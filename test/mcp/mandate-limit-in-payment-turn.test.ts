@@ -8,11 +8,10 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { ReservedSql } from "postgres";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { DEST, SUMMIT, summitProduct } from "../helpers/ap2.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { connect, errorOf, structured, type Connected } from "./helpers.ts";
 
-const SUMMIT = "summit-sports-co";
-const DEST = { country_code: "US", postal_code: "94107" };
 let srv: TestServer;
 let key: TestKey;
 let agent: Connected;
@@ -30,9 +29,7 @@ beforeAll(async () => {
       return { action: "accept", content: { approve: true } };
     },
   });
-  const [p] = await srv.db.sql<{ id: string }[]>`
-    SELECT id FROM products WHERE store_slug = ${SUMMIT} AND active AND in_stock AND stock_quantity IS NULL ORDER BY id LIMIT 1`;
-  product = p!.id;
+  product = await summitProduct(srv);
 }, 120_000);
 afterAll(async () => {
   await agent?.close();
