@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH } from "../../gateway/plugins/json-depth.ts";
-import { merchantLogin } from "../helpers/agents.ts";
+import { dashboardSession as openSession } from "../helpers/dashboard.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const STORE = "greenleaf-living";
@@ -20,22 +20,7 @@ afterAll(async () => {
 
 const nested = (depth: number) => '{"a":'.repeat(depth) + "1" + "}".repeat(depth);
 
-async function dashboardSession() {
-  const page = await srv.fetch("/dashboard/login");
-  const loginCookie = page.headers.get("set-cookie")!.split(";")[0]!;
-  const token = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!;
-  const who = merchantLogin(STORE);
-  const lr = await srv.fetch("/dashboard/login", {
-    method: "POST",
-    redirect: "manual",
-    headers: { cookie: loginCookie, "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ _csrf: token, email: who.email, password: who.password, next: "/dashboard" }),
-  });
-  const cookie = lr.headers.get("set-cookie")!.split(";")[0]!;
-  const home = await srv.fetch("/dashboard?switch=1", { headers: { cookie } });
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(await home.text())![1]!;
-  return { cookie, csrf };
-}
+const dashboardSession = () => openSession(srv, STORE);
 
 test("lines past the nesting or width bound are rejected with the bound; the other lines are ingested", async () => {
   const s = await dashboardSession();

@@ -6,8 +6,8 @@
  * the truncated file may reach the catalog.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { connect } from "node:net";
-import { merchantLogin } from "../helpers/agents.ts";
+import { dashboardSession as openSession } from "../helpers/dashboard.ts";
+import { rawRequest as sendRaw, repeatingBody } from "../helpers/raw-http.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const STORE = "greenleaf-living";
@@ -20,22 +20,7 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-async function dashboardSession() {
-  const page = await srv.fetch("/dashboard/login");
-  const loginCookie = page.headers.get("set-cookie")!.split(";")[0]!;
-  const token = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!;
-  const who = merchantLogin(STORE);
-  const lr = await srv.fetch("/dashboard/login", {
-    method: "POST",
-    redirect: "manual",
-    headers: { cookie: loginCookie, "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ _csrf: token, email: who.email, password: who.password, next: "/dashboard" }),
-  });
-  const cookie = lr.headers.get("set-cookie")!.split(";")[0]!;
-  const home = await srv.fetch("/dashboard?switch=1", { headers: { cookie } });
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(await home.text())![1]!;
-  return { cookie, csrf, loginCookie };
-}
+const dashboardSession = () => openSession(srv, STORE);
 
 /**
  * A multipart upload sent chunked (a ReadableStream body has no Content-Length): the CSRF field first, then a JSONL
@@ -115,19 +100,7 @@ test("a chunked log-in form past the limit gets the 413 page, not the CSRF 403",
   const s = await dashboardSession();
   const enc = new TextEncoder();
   const filler = enc.encode("x".repeat(64 * 1024));
-  let sent = 0;
-  const body = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (sent === 0) {
-        const first = enc.encode(`_csrf=${encodeURIComponent(s.csrf)}&email=a%40b.c&password=`);
-        sent += first.byteLength;
-        return controller.enqueue(first);
-      }
-      if (sent >= LIMIT + 4 * filler.byteLength) return controller.close();
-      sent += filler.byteLength;
-      controller.enqueue(filler);
-    },
-  });
+  const { body } = repeatingBody(filler, LIMIT + 4 * filler.byteLength, enc.encode(`_csrf=${encodeURIComponent(s.csrf)}&email=a%40b.c&password=`));
   const r = await fetch(`${srv.url}/dashboard/login`, {
     method: "POST",
     redirect: "manual",
@@ -142,18 +115,7 @@ test("a chunked log-in form past the limit gets the 413 page, not the CSRF 403",
   expect(page).toContain("20 MB");
 }, 60_000);
 
-/** One raw HTTP/1.1 exchange (fetch always sends the real length): the status line, headers and body as text. */
-function rawRequest(head: string, body: string): Promise<string> {
-  const { hostname, port } = new URL(srv.url);
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(head + "\r\n\r\n" + body));
-    let got = "";
-    socket.on("data", (d) => (got += d.toString()));
-    socket.on("close", () => resolve(got));
-    socket.on("error", reject);
-    socket.setTimeout(10_000, () => socket.destroy(new Error("no answer")));
-  });
-}
+const rawRequest = (head: string, body: string) => sendRaw(srv, head, body);
 
 test("an upload declaring a length past the limit gets the 413 page unread, without the agent headers", async () => {
   const s = await dashboardSession();

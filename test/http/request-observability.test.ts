@@ -5,9 +5,9 @@
  * Bun's old 21 MiB cap) or it comes chunked (LOW-4). The real service, in this process, so its log can be captured.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { connect } from "node:net";
 import { setLogLevel, setLogSink } from "../../infra/log.ts";
 import { createKey, type TestKey } from "../helpers/agents.ts";
+import { rawRequest as sendRaw, repeatingBody } from "../helpers/raw-http.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // DS-0005, in stock
@@ -34,18 +34,7 @@ afterAll(async () => {
 
 const linesWith = (text: string) => logLines.filter((l) => l.includes(text)).map((l) => JSON.parse(l) as Record<string, unknown>);
 
-/** One raw HTTP/1.1 exchange (fetch always sends the real length): the status line, headers and body as text. */
-function rawRequest(head: string, body: string): Promise<string> {
-  const { hostname, port } = new URL(srv.url);
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(head + "\r\n\r\n" + body));
-    let got = "";
-    socket.on("data", (d) => (got += d.toString()));
-    socket.on("close", () => resolve(got));
-    socket.on("error", reject);
-    socket.setTimeout(10_000, () => socket.destroy(new Error("no answer")));
-  });
-}
+const rawRequest = (head: string, body: string) => sendRaw(srv, head, body);
 
 describe("a failed request in the log", () => {
   test("a 503 actor_unavailable is logged with the caller's X-Request-Id, the route template and the code", async () => {
@@ -139,16 +128,8 @@ describe("bodies over the limit", () => {
   });
 
   test("a chunked body past the route's 1 MiB limit is refused with 413 and the envelope while it is read", async () => {
-    let sent = 0;
-    const chunk = new Uint8Array(64 * 1024).fill(0x61);
     const total = 32 * 1024 * 1024;
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent >= total) return controller.close();
-        sent += chunk.byteLength;
-        controller.enqueue(chunk);
-      },
-    });
+    const { body: stream, state } = repeatingBody(new Uint8Array(64 * 1024).fill(0x61), total);
     const res = await fetch(srv.url + "/api/v1/auth/login", {
       method: "POST",
       headers: { "content-type": "application/json", "x-request-id": "w-trace-413-chunked" },
@@ -159,19 +140,11 @@ describe("bodies over the limit", () => {
     expect(res.headers.get("x-request-id")).toBe("w-trace-413-chunked");
     expect(await res.json()).toMatchObject({ success: false, code: "payload_too_large", details: { limitBytes: 1048576 } });
     // the service did not read the whole 32 MiB (Bun's old cap let 21 MiB through before refusing)
-    expect(sent).toBeLessThan(total);
+    expect(state.sent).toBeLessThan(total);
   }, 30_000);
 
   test("a chunked body past the limit on a store's MCP endpoint gets the same 413, not a JSON-RPC parse error", async () => {
-    const chunk = new TextEncoder().encode(" ".repeat(64 * 1024));
-    let sent = 0;
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent >= 4 * 1024 * 1024) return controller.close();
-        sent += chunk.byteLength;
-        controller.enqueue(chunk);
-      },
-    });
+    const { body: stream } = repeatingBody(new TextEncoder().encode(" ".repeat(64 * 1024)), 4 * 1024 * 1024);
     const res = await fetch(srv.url + "/demo-store/mcp", {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
