@@ -9,11 +9,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { deriveIntentId } from "../../actors/payments/rail.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
+import { DEMO, LEAF, TRACKED_BOARD as BOARD, ledger as storeLedger, twoStoreSession, type Attempt } from "../helpers/two-store-session.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
-
-const DEMO = "demo-store";
-const LEAF = "greenleaf-living";
-const BOARD = "fa67858f-41a2-5f8f-b819-13fdd0ad560b"; // a demo-store product whose stock is tracked
 
 let srv: TestServer;
 let key: TestKey;
@@ -26,34 +23,15 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-interface Attempt {
-  cartId: string;
-  sid: string;
-  ik: string;
-  pay: (methods: Record<string, string>) => Promise<{ status: number; body: any }>;
-}
-
 /** A two-store cart, previewed, then paid with demo-store's card declined and greenleaf's waiting for the buyer. */
 async function declinedBesideApproval(): Promise<Attempt & { first: { status: number; body: any } }> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }, { product_id: GREEN, quantity: 1 }] } });
-  expect(c.status).toBe(201);
-  const cartId: string = c.body.data.id;
-  const p = await srv.json("/api/v1/agent/checkout/preview", { method: "POST", headers: key.headers, body: { cartId } });
-  expect(p.status).toBe(200);
-  const sid: string = p.body.data.checkout_session_id;
-  const ik = crypto.randomUUID();
-  const pay = (methods: Record<string, string>) =>
-    srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId, checkout_session_id: sid, idempotency_key: ik, payment_methods: methods } });
-  const first = await pay({ [DEMO]: "tok_decline", [LEAF]: "tok_needs_approval" });
-  return { cartId, sid, ik, pay, first };
+  const a = await twoStoreSession(srv, key);
+  const first = await a.pay({ [DEMO]: "tok_decline", [LEAF]: "tok_needs_approval" });
+  return { ...a, first };
 }
 
 /** The processor's intents of one store's attempts 1..3 in this session, in attempt order. */
-async function ledger(a: Attempt, store: string): Promise<{ token: string; state: string }[]> {
-  const ids = [1, 2, 3].map((n) => deriveIntentId(a.sid, a.ik, store, n));
-  const rows = await srv.db.sql<{ intent_id: string; token: string; state: string }[]>`SELECT intent_id, token, state FROM sandbox_ledger_intents WHERE intent_id IN ${srv.db.sql(ids)}`;
-  return ids.flatMap((id) => rows.filter((r) => r.intent_id === id).map((r) => ({ token: r.token, state: r.state })));
-}
+const ledger = (a: Attempt, store: string) => storeLedger(srv, a, store);
 
 async function decide(intentId: string, decision: "approve" | "reject"): Promise<void> {
   const r = await srv.json(`/api/v1/sandbox/payments/${intentId}/${decision}`, { method: "POST", body: {} });

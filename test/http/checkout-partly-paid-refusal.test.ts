@@ -9,11 +9,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { deriveIntentId } from "../../actors/payments/rail.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
+import { DEMO, LEAF, TRACKED_BOARD as BOARD, ledger as storeLedger, twoStoreSession, type Attempt, type Res } from "../helpers/two-store-session.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
-
-const DEMO = "demo-store";
-const LEAF = "greenleaf-living";
-const BOARD = "fa67858f-41a2-5f8f-b819-13fdd0ad560b"; // a demo-store product whose stock is tracked
 
 let srv: TestServer;
 let key: TestKey;
@@ -25,27 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await srv?.stop();
 });
-
-type Res = { status: number; body: any };
-interface Attempt {
-  cartId: string;
-  sid: string;
-  ik: string;
-  pay: (methods: Record<string, string>) => Promise<Res>;
-}
-
-async function twoStoreSession(): Promise<Attempt> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }, { product_id: GREEN, quantity: 1 }] } });
-  expect(c.status).toBe(201);
-  const cartId: string = c.body.data.id;
-  const p = await srv.json("/api/v1/agent/checkout/preview", { method: "POST", headers: key.headers, body: { cartId } });
-  expect(p.status).toBe(200);
-  const sid: string = p.body.data.checkout_session_id;
-  const ik = crypto.randomUUID();
-  const pay = (methods: Record<string, string>) =>
-    srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId, checkout_session_id: sid, idempotency_key: ik, payment_methods: methods } });
-  return { cartId, sid, ik, pay };
-}
 
 /** Another buyer takes demo-store's last units of the board. */
 async function soldOut(): Promise<void> {
@@ -61,11 +37,7 @@ async function orders(cartId: string): Promise<Record<string, { id: string; stat
 }
 
 /** The processor's intents of one store's attempts 1..3 in this session. */
-async function ledger(a: Attempt, store: string): Promise<{ token: string; state: string }[]> {
-  const ids = [1, 2, 3].map((n) => deriveIntentId(a.sid, a.ik, store, n));
-  const rows = await srv.db.sql<{ intent_id: string; token: string; state: string }[]>`SELECT intent_id, token, state FROM sandbox_ledger_intents WHERE intent_id IN ${srv.db.sql(ids)}`;
-  return ids.flatMap((id) => rows.filter((r) => r.intent_id === id).map((r) => ({ token: r.token, state: r.state })));
-}
+const ledger = (a: Attempt, store: string) => storeLedger(srv, a, store);
 
 async function sessionStatus(cartId: string): Promise<unknown> {
   const r = await srv.json(`/api/v1/agent/cart/${cartId}`, { headers: key.headers });
@@ -98,7 +70,7 @@ function expectPaidSaid(r: Res, a: Attempt, leafOrderId: string): void {
 
 describe("an attempt refused after another store of the checkout was paid", () => {
   test("the resume that captures the approved store and then finds the declined store sold out answers 409 STATE_EXECUTION_BLOCKED saying the approved store was paid, and the same key answers the same", async () => {
-    const a = await twoStoreSession();
+    const a = await twoStoreSession(srv, key);
     const first = await a.pay({ [DEMO]: "tok_decline", [LEAF]: "tok_needs_approval" });
     expect(first.status).toBe(202);
     await soldOut();
@@ -137,7 +109,7 @@ describe("an attempt refused after another store of the checkout was paid", () =
 
   test("a retry after a partly captured decline that finds the declined store sold out says the other store was paid, and the session stays READY_FOR_PAYMENT", async () => {
     await restocked();
-    const a = await twoStoreSession();
+    const a = await twoStoreSession(srv, key);
     const first = await a.pay({ [DEMO]: "tok_decline", [LEAF]: "tok_approve" });
     expect(first.status).toBe(402);
     expect(first.body.details).toMatchObject({ partially_captured: true, captured_merchant_slugs: [LEAF] });
@@ -177,7 +149,7 @@ describe("an attempt refused after another store of the checkout was paid", () =
 
   test("a retry refused because the merchant canceled the unpaid store's order ends the session and says the other store was paid; the same key keeps saying so, and a new preview pays the rest", async () => {
     await restocked();
-    const a = await twoStoreSession();
+    const a = await twoStoreSession(srv, key);
     expect((await a.pay({ [DEMO]: "tok_decline", [LEAF]: "tok_approve" })).status).toBe(402);
     const o = await orders(a.cartId);
     // Stands in for a cancel that bypassed the session: this session's order for demo-store can never be paid now.
