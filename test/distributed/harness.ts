@@ -13,6 +13,7 @@ import { partitionOf, rendezvousOwner } from "../../actors/transport/placement.t
 import { startLocalCluster, type LocalCluster } from "../../infra/nats/local-cluster.ts";
 import { applyMigrations } from "../../infra/db.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { pumpLines } from "../helpers/role-process.ts";
 import { ledger } from "./fixtures/ledger.ts";
 
 export const PARTITIONS = 16;
@@ -92,23 +93,14 @@ export class Env {
     this.hosts.set(id, h);
     let ready!: () => void;
     const readyP = new Promise<void>((r) => (ready = r));
-    const pump = async (stream: ReadableStream<Uint8Array>, tag: string) => {
-      const dec = new TextDecoder();
-      let buf = "";
-      for await (const chunk of stream) {
-        buf += dec.decode(chunk, { stream: true });
-        let nl: number;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, nl);
-          buf = buf.slice(nl + 1);
-          if (line.startsWith(`READY ${id}`)) ready();
-          h.output.push(`${tag} ${line}`);
-          if (line.includes('"level":"error"') && h.errors.length < 100) h.errors.push(line.slice(0, 600));
-          if (h.output.length > 400) h.output.shift();
-          if (process.env.DIST_VERBOSE) console.log(`[${id}] ${line}`);
-        }
-      }
-    };
+    const pump = (stream: ReadableStream<Uint8Array>, tag: string) =>
+      pumpLines(stream, (line) => {
+        if (line.startsWith(`READY ${id}`)) ready();
+        h.output.push(`${tag} ${line}`);
+        if (line.includes('"level":"error"') && h.errors.length < 100) h.errors.push(line.slice(0, 600));
+        if (h.output.length > 400) h.output.shift();
+        if (process.env.DIST_VERBOSE) console.log(`[${id}] ${line}`);
+      });
     void pump(proc.stdout, "out");
     void pump(proc.stderr, "err");
     const timeout = Bun.sleep(20_000).then(() => {

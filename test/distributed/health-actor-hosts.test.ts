@@ -11,61 +11,16 @@ import type { Subprocess } from "bun";
 import { createServer } from "node:net";
 import { connect as natsConnect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { spawnRole as spawnRoleProcess, type RoleProc } from "../helpers/role-process.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
-
-const ROOT = join(import.meta.dir, "../..");
-
-interface Proc {
-  proc: Subprocess<"ignore", "pipe", "pipe">;
-  output: string[];
-  url?: string;
-}
 
 let nats: Subprocess | undefined;
 let db: TestDatabase;
 let dir: string;
 let env: Record<string, string>;
-const procs: Proc[] = [];
+const procs: RoleProc[] = [];
 
-async function spawnRole(role: "actors" | "gateway"): Promise<Proc> {
-  const proc = Bun.spawn(["bun", join(ROOT, "gateway/main.ts"), role], { cwd: ROOT, env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const p: Proc = { proc, output: [] };
-  procs.push(p);
-  let ready!: () => void;
-  const readyP = new Promise<void>((r) => (ready = r));
-  const want = role === "actors" ? "actor host started" : "gateway listening";
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    const dec = new TextDecoder();
-    let buf = "";
-    for await (const chunk of stream) {
-      buf += dec.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        p.output.push(line);
-        if (line.includes(want)) {
-          try {
-            p.url = JSON.parse(line).url;
-          } catch {
-            // not JSON
-          }
-          ready();
-        }
-      }
-    }
-  };
-  void pump(proc.stdout);
-  void pump(proc.stderr);
-  const died = proc.exited.then((code) => {
-    throw new Error(`${role} exited with ${code}:\n${p.output.join("\n")}`);
-  });
-  const timeout = Bun.sleep(30_000).then(() => {
-    throw new Error(`${role} not ready in 30 s:\n${p.output.join("\n")}`);
-  });
-  await Promise.race([readyP, died, timeout]);
-  return p;
-}
+const spawnRole = (role: "actors" | "gateway") => spawnRoleProcess(role, env, procs);
 
 function freePort(): Promise<number> {
   return new Promise((res, rej) => {
