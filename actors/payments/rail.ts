@@ -43,8 +43,10 @@ export type RefundResult =
 /**
  * `unknown`: the rail has never seen this intent id (so nothing was captured for it), or has not learnt its outcome
  * yet (asking again, or charging the same intent, may tell).
- * `unresolved`: the rail cannot tell whether this intent moved money, and nothing it can ask ever will (x402 without a
- * chain to read, past the authorization's validity). A person decides: the cart escalates the order for its merchant.
+ * `unresolved`: the rail cannot tell whether this intent moved money, and nothing it can ask will (x402: no chain to
+ * read and the authorization expired; a nonce spent, as the chain or, without one, the facilitator says, while no
+ * `AuthorizationUsed` event proves it was by this transfer rather than the payer's cancelAuthorization). `lookup` may
+ * still decide it later if the chain becomes readable. A person decides: the cart escalates the order for its merchant.
  * `reference` names the payment in the merchant's own records (an x402 authorization's nonce); `evidence`, what to look
  * for there (payer, amount, …).
  */

@@ -17,7 +17,8 @@
  *   nonce)` and the `AuthorizationUsed` log); a repeated charge also re-sends the SAME authorization, which can
  *   complete this intent's single transfer but never make a second one (the token refuses a used nonce). So the
  *   agent is never charged twice. Without a chain (`rpc_url`), an intent sent but never answered for is `unresolved`
- *   once its authorization expired: nothing can tell it any more, and the cart escalates it for the merchant.
+ *   once its authorization expired, and one whose re-send the facilitator refused as `nonce_already_used` at once
+ *   (spent, but by the transfer or by a cancellation nobody here can tell): the cart escalates it for the merchant.
  */
 import { Type as T } from "@sinclair/typebox";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
@@ -76,6 +77,15 @@ export const UNRESOLVED_REASON = "settlement_unresolvable_without_chain";
  * its wallet), and re-reads the chain every time, so a log that becomes readable still decides (review P4).
  */
 export const SPENT_UNCONFIRMED_REASON = "nonce_spent_transfer_not_found";
+/**
+ * The reason of an intent whose re-send the facilitator refused as `nonce_already_used` while there is no `rpc_url` to
+ * read: the facilitator, like authorizationState, cannot tell our transfer from the payer's `cancelAuthorization`, so it
+ * is no proof of payment either. `lookup` answers it `unresolved` at once (every re-send would get the same answer) and
+ * the merchant checks its wallet (review P5).
+ */
+export const FACILITATOR_NONCE_USED_REASON = "facilitator_nonce_already_used";
+
+type UnresolvedReason = typeof UNRESOLVED_REASON | typeof SPENT_UNCONFIRMED_REASON | typeof FACILITATOR_NONCE_USED_REASON;
 
 /**
  * How long the gateway waits for a cart turn that settles x402 legs (legs settle in parallel): the settle deadline
@@ -355,6 +365,7 @@ export class X402Rail implements PaymentRail {
     const decided = await this.decideOnChain(row);
     if (decided === SPENT_UNCONFIRMED) return this.unresolved(row, SPENT_UNCONFIRMED_REASON);
     if (decided) return decided;
+    if (this.facilitatorSaidUsed(row)) return this.unresolved(row, FACILITATOR_NONCE_USED_REASON);
     if (this.expiredWithoutChain(row)) return this.unresolved(row, UNRESOLVED_REASON);
     return { status: "unknown", intentId };
   }
@@ -403,6 +414,8 @@ export class X402Rail implements PaymentRail {
     // this throw escalates it for the merchant.
     if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
     if (decided) return decided;
+    // The facilitator already answered a re-send `nonce_already_used`: another would only say it again.
+    if (this.facilitatorSaidUsed(row)) return this.unknown(row, FACILITATOR_NONCE_USED_REASON);
     if (this.expiredWithoutChain(row)) {
       // A re-send can neither settle an expired authorization nor tell whether it was used (the facilitator refuses
       // it as expired before it looks at the nonce): only the merchant can say (lookup answers `unresolved`).
@@ -462,6 +475,14 @@ export class X402Rail implements PaymentRail {
     return !row.rpc_url && this.expired(row);
   }
 
+  /**
+   * No chain to ask, and the facilitator refused a re-send as `nonce_already_used`: spent, by our transfer or by the
+   * payer's cancelAuthorization, nobody here can say (with an rpc_url the chain's events decide instead).
+   */
+  private facilitatorSaidUsed(row: IntentRow): boolean {
+    return !row.rpc_url && row.error_reason === FACILITATOR_NONCE_USED_REASON;
+  }
+
   /** An intent never sent (state `recorded`) whose authorization expired: nothing moved and nothing can. */
   private async neverSent(row: IntentRow): Promise<ChargeResult | null> {
     if (row.state !== "recorded") return null;
@@ -473,9 +494,11 @@ export class X402Rail implements PaymentRail {
    * An intent the rail cannot decide, handed to the merchant (the cart flags the order; docs/x402.md), who looks for
    * the transfer in its wallet: sent at least once, expired, with no chain to read (UNRESOLVED_REASON); or its nonce
    * spent while neither its transfer nor its cancellation can be read (SPENT_UNCONFIRMED_REASON, recorded by
-   * decideOnChain). The intent stays `unknown` with the reason until the merchant's decision (`recordResolution`).
+   * decideOnChain); or, with no chain to read, its re-send refused by the facilitator as `nonce_already_used`
+   * (FACILITATOR_NONCE_USED_REASON, recorded by settle). The intent stays `unknown` with the reason until the
+   * merchant's decision (`recordResolution`).
    */
-  private async unresolved(row: IntentRow, reason: typeof UNRESOLVED_REASON | typeof SPENT_UNCONFIRMED_REASON): Promise<LookupResult> {
+  private async unresolved(row: IntentRow, reason: UnresolvedReason): Promise<LookupResult> {
     if (reason === UNRESOLVED_REASON) {
       const never = await this.neverSent(row);
       if (never) return never;
@@ -498,7 +521,9 @@ export class X402Rail implements PaymentRail {
         nonce: row.nonce,
         valid_before: String(row.valid_before),
         check:
-          reason === SPENT_UNCONFIRMED_REASON
+          reason === FACILITATOR_NONCE_USED_REASON
+            ? "The facilitator reports this authorization's nonce already used, but not whether by the transfer or by the payer's cancelAuthorization (no chain is configured to tell). Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; an AuthorizationCanceled event instead, or no such transfer, refund (nothing was paid)."
+            : reason === SPENT_UNCONFIRMED_REASON
             ? "The chain shows this authorization's nonce spent, but not whether by the transfer or by the payer's cancelAuthorization. Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; an AuthorizationCanceled event instead, or no such transfer, refund (nothing was paid)."
             : "Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was captured).",
       },
@@ -567,11 +592,11 @@ export class X402Rail implements PaymentRail {
     if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
     if (decided) return decided;
     if (/nonce_already_used/.test(reason) && !row.rpc_url) {
-      // No chain to ask: the facilitator is the only witness that the nonce was used, by our own earlier settle
-      // (the usual case after a timeout) — the authorization pays this merchant this amount and nothing else.
-      const tx = `x402:${row.nonce}`;
-      await this.finish(row.intent_id, "captured", tx, null);
-      return this.captured(row, tx);
+      // No chain to ask: the facilitator says the nonce is spent, which is as true of the payer's cancelAuthorization
+      // as of our own earlier settle (the usual case after a timeout). Never paid on that alone: the cart's lookup
+      // after this throw answers `unresolved` and the merchant decides from its wallet (review P5). With an rpc_url
+      // decideOnChain above has already read the events.
+      return this.unknown(row, FACILITATOR_NONCE_USED_REASON);
     }
     // A refusal that can come after the transfer was broadcast (receipt wait failed, transaction failed, an error
     // message), or any refusal of a re-send: the chain has not shown the transfer yet, and it may still land.

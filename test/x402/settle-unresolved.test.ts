@@ -19,13 +19,13 @@ import { x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { toClientEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import type { Abi, Address } from "viem";
+import { parseAbi, type Abi, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
-import { EXPIRY_MARGIN_SECONDS } from "../../actors/payments/x402-rail.ts";
+import { EXPIRY_MARGIN_SECONDS, FACILITATOR_NONCE_USED_REASON } from "../../actors/payments/x402-rail.ts";
 import type { DevAccount } from "../../infra/x402/chain.ts";
 import { startDevnet, type Devnet } from "../../infra/x402/devnet.ts";
-import { devnetPublicClient } from "../../infra/x402/token.ts";
+import { devnetPublicClient, devnetWalletClient } from "../../infra/x402/token.ts";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { startFacilitatorProxy, type FacilitatorProxy } from "./facilitator-proxy.ts";
@@ -62,7 +62,7 @@ beforeAll(async () => {
       ON CONFLICT (store_slug) DO UPDATE SET pay_to = EXCLUDED.pay_to, network = EXCLUDED.network, asset_address = EXCLUDED.asset_address,
         facilitator_url = EXCLUDED.facilitator_url, rpc_url = EXCLUDED.rpc_url`;
   x402Config = { merchant_wallet_address: merchant, network: devnet.network, facilitator_url: proxy.url, asset_address: devnet.token.address };
-  for (const i of [3, 4]) await devnet.fund(payerNo(i).address, 1_000_000_000n);
+  for (const i of [3, 4, 8, 9]) await devnet.fund(payerNo(i).address, 1_000_000_000n);
 }, 120_000);
 
 afterAll(async () => {
@@ -118,6 +118,24 @@ const intentOf = async (cartId: string) =>
     SELECT state, error_reason, transaction_hash FROM x402_intents WHERE cart_id = ${cartId} ORDER BY created_at DESC LIMIT 1`)[0]!;
 const stock = async () => (await srv.db.sql<{ s: number; r: number }[]>`SELECT stock_quantity AS s, reserved_quantity AS r FROM products WHERE id = ${SKILLET}`)[0]!;
 const sessionTimer = async (cartId: string) => (await srv.db.sql`SELECT 1 FROM actor_reminders WHERE kind = 'cart' AND id = ${cartId} AND name = 'session'`).length;
+
+const CANCEL_ABI = parseAbi(["function name() view returns (string)", "function cancelAuthorization(address authorizer, bytes32 nonce, bytes signature)"]);
+
+/** The payer's own EIP-3009 cancelAuthorization of `nonce`, mined on the devnet. */
+async function cancelOnChain(payer: DevAccount, nonce: Hex): Promise<void> {
+  const reader = devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId);
+  const name = (await reader.readContract({ address: devnet.token.address as Address, abi: CANCEL_ABI, functionName: "name" })) as string;
+  const account = privateKeyToAccount(payer.privateKey);
+  const signature = await account.signTypedData({
+    domain: { name, version: "2", chainId: devnet.chain.chainId, verifyingContract: devnet.token.address as Address },
+    types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
+    primaryType: "CancelAuthorization",
+    message: { authorizer: payer.address as Address, nonce },
+  });
+  const wallet = devnetWalletClient(devnet.chain.rpcUrl, devnet.chain.chainId, payer.privateKey);
+  const hash = await wallet.writeContract({ address: devnet.token.address as Address, abi: CANCEL_ABI, functionName: "cancelAuthorization", args: [payer.address as Address, nonce, signature], account, chain: null });
+  expect((await reader.waitForTransactionReceipt({ hash })).status).toBe("success");
+}
 
 async function waitFor(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
   const until = Date.now() + ms;
@@ -218,6 +236,86 @@ describe("an unknown x402 settlement without an rpc_url, past its validBefore", 
     } finally {
       proxy.settleMode = "pass";
       offsetMs = 0;
+    }
+  }, 60_000);
+});
+
+describe("an x402 re-send the facilitator refuses as nonce_already_used, without an rpc_url (review P5)", () => {
+  test("is escalated for the merchant, never paid on the facilitator's word alone (a cancelled authorization reads the same); the merchant's accept pays it", async () => {
+    const payer = payerNo(8);
+    try {
+      const cartId = await newCart([{ product_id: SKILLET, quantity: 1 }]);
+      const payload = await payloadFor(await challengeOf(cartId), payer);
+      const auth = authorizationOf(payload);
+      const ref = `x402:${auth.nonce}`;
+      const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
+      const before = await devnet.balanceOf(payer.address);
+      // the transfer happens, its answer is lost
+      proxy.settleMode = "reset";
+      const first = await checkout(body);
+      proxy.settleMode = "pass";
+      expect(first.status).toBe(503);
+      expect(first.body).toMatchObject({ code: "UPSTREAM_UNAVAILABLE", details: { status: "SETTLEMENT_UNKNOWN" } });
+
+      // the agent's repeat re-sends the same authorization: the facilitator answers nonce_already_used
+      const again = await checkout(body);
+      expect({ status: again.status, code: again.body.code, details: again.body.details }).toMatchObject({
+        status: 409,
+        code: "CHECKOUT_ALREADY_IN_PROGRESS",
+        details: { status: "SETTLEMENT_UNKNOWN", awaiting: "merchant_reconciliation", reason: FACILITATOR_NONCE_USED_REASON, payment_reference: ref },
+      });
+      const order = await orderOf(cartId);
+      expect(order).toMatchObject({ status: "pending", reconciliation: "settlement_unknown", capture_ref: null });
+      expect(await intentOf(cartId)).toMatchObject({ state: "unknown", error_reason: FACILITATOR_NONCE_USED_REASON, transaction_hash: null });
+      const [event] = await srv.db.sql<{ data: Record<string, unknown> }[]>`SELECT data FROM order_events WHERE order_id = ${order.id} AND type = 'reconciliation_required'`;
+      expect(event!.data).toMatchObject({ reason: "settlement_unknown", reference: ref, rail_reason: FACILITATOR_NONCE_USED_REASON, evidence: { payer: auth.from, nonce: auth.nonce, pay_to: merchant } });
+      expect(String((event!.data.evidence as Record<string, string>).check)).toContain("cancelAuthorization");
+      const settles = proxy.settles;
+      const third = await checkout(body);
+      expect({ status: third.status, code: third.body.code, awaiting: third.body.details?.awaiting }).toEqual({ status: 409, code: "CHECKOUT_ALREADY_IN_PROGRESS", awaiting: "merchant_reconciliation" });
+      expect(proxy.settles).toBe(settles); // nothing re-sent once escalated
+
+      const accepted = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${order.id}/reconcile`, { method: "POST", headers: owner, body: { action: "accept" } });
+      expect(accepted.status).toBe(200);
+      expect(await orderOf(cartId)).toMatchObject({ status: "paid", reconciliation: null, capture_ref: ref });
+      expect(await intentOf(cartId)).toMatchObject({ state: "captured", error_reason: "accepted_by_merchant" });
+      expect(await devnet.balanceOf(payer.address)).toBe(before - BigInt(payload.accepted.amount)); // charged once
+    } finally {
+      proxy.settleMode = "pass";
+    }
+  }, 60_000);
+
+  test("an authorization the payer cancelled after a lost /settle reads the same to the facilitator: escalated, not paid; the merchant's refund releases it, nothing moved", async () => {
+    const payer = payerNo(9);
+    try {
+      const cartId = await newCart([{ product_id: SKILLET, quantity: 1 }]);
+      const payload = await payloadFor(await challengeOf(cartId), payer);
+      const auth = authorizationOf(payload);
+      const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
+      const before = { balance: await devnet.balanceOf(payer.address), stock: await stock() };
+      proxy.settleMode = "drop"; // the /settle is lost before the facilitator: nothing moved, the outcome is unknown
+      const first = await checkout(body);
+      proxy.settleMode = "pass";
+      expect({ status: first.status, settlement: first.body.details?.status }).toEqual({ status: 503, settlement: "SETTLEMENT_UNKNOWN" });
+      await cancelOnChain(payer, auth.nonce as Hex);
+
+      const again = await checkout(body);
+      expect({ status: again.status, code: again.body.code, details: again.body.details }).toMatchObject({
+        status: 409,
+        code: "CHECKOUT_ALREADY_IN_PROGRESS",
+        details: { status: "SETTLEMENT_UNKNOWN", awaiting: "merchant_reconciliation", reason: FACILITATOR_NONCE_USED_REASON },
+      });
+      const order = await orderOf(cartId);
+      expect(order).toMatchObject({ status: "pending", reconciliation: "settlement_unknown", capture_ref: null });
+
+      const released = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${order.id}/reconcile`, { method: "POST", headers: owner, body: { action: "refund" } });
+      expect(released.status).toBe(200);
+      expect(await orderOf(cartId)).toMatchObject({ status: "canceled", reconciliation: null, capture_ref: null });
+      expect(await intentOf(cartId)).toMatchObject({ state: "failed", error_reason: "released_by_merchant" });
+      expect(await stock()).toEqual(before.stock);
+      expect(await devnet.balanceOf(payer.address)).toBe(before.balance); // nothing moved
+    } finally {
+      proxy.settleMode = "pass";
     }
   }, 60_000);
 });
