@@ -13,7 +13,7 @@ import { NO_ANSWER_TEXT, UNAVAILABLE_TEXT } from "../../actors/runtime/unavailab
 import { InProcessTransport } from "../../actors/transport/in-process.ts";
 import { NatsTransport } from "../../actors/transport/nats.ts";
 import { partitionOf, partitionSubject } from "../../actors/transport/placement.ts";
-import { setLogSink } from "../../infra/log.ts";
+import { setLogLevel, setLogSink } from "../../infra/log.ts";
 
 const NATS = process.env.TEST_NATS_URL ?? "nats://127.0.0.1:4222";
 const BODY_MARK = "body-must-not-be-logged-7f3a";
@@ -23,8 +23,13 @@ let restore: () => void = () => {};
 
 beforeAll(() => {
   restore = setLogSink((line) => void lines.push(JSON.parse(line)));
+  // the level is process-wide and a service booted by an earlier test file may have left it at "error"
+  setLogLevel("info");
 });
-afterAll(() => restore());
+afterAll(() => {
+  restore();
+  setLogLevel("error"); // what the test services run at (test/helpers/server.ts)
+});
 afterEach(() => void (lines.length = 0));
 
 const defOf = (kind: string) => defineActor({ kind, initialState: () => ({}), messages: { poke: T.Object({ note: T.String() }) }, handlers: { poke: () => null } });
