@@ -5,23 +5,20 @@
  * hosted provider (range-capped or log-less `eth_getLogs`).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
-import { toClientEvmSigner } from "@x402/evm";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { parseAbi, type Abi, type Address, type Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import type { Address, Hex } from "viem";
 import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
 import { EXPIRY_MARGIN_SECONDS, SPENT_UNCONFIRMED_REASON } from "../../actors/payments/x402-rail.ts";
 import type { DevAccount } from "../../infra/x402/chain.ts";
-import { startDevnet, type Devnet } from "../../infra/x402/devnet.ts";
-import { devnetPublicClient, devnetWalletClient } from "../../infra/x402/token.ts";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
-import { startFacilitatorProxy, type FacilitatorProxy } from "./facilitator-proxy.ts";
+import type { Devnet } from "../../infra/x402/devnet.ts";
+import { login, type TestKey } from "../helpers/agents.ts";
+import type { TestServer } from "../helpers/server.ts";
+import type { FacilitatorProxy } from "./facilitator-proxy.ts";
+import { cancelOnChain as cancelOn, expectMined as expectMinedOn, payerOf, startX402Env, waitFor, withSettleMode, x402Signer, type X402Env } from "./helpers.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, untracked stock
 
+let env: X402Env;
 let devnet: Devnet;
 let proxy: FacilitatorProxy;
 let srv: TestServer;
@@ -69,53 +66,29 @@ async function setRpc(url: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  devnet = await startDevnet();
-  proxy = await startFacilitatorProxy(devnet.facilitator.url);
-  srv = await startServer({ seed: true, config: { X402_FACILITATOR_ALLOWLIST: proxy.url }, boot: { clock } });
-  key = await createKey(srv, { scopes: ALL_SCOPES });
+  env = await startX402Env({ rpcUrl: "devnet", fund: [3, 4, 6, 7, 8], boot: { clock } });
+  ({ devnet, proxy, srv, key, merchant, x402Config } = env);
   owner = { authorization: `Bearer ${await login(srv)}` }; // the demo store is the operator's
-  merchant = payerNo(5).address;
-  await srv.db.sql`UPDATE store_x402_config SET pay_to = ${merchant}, network = ${devnet.network}, asset_address = ${devnet.token.address},
-      facilitator_url = ${proxy.url}, rpc_url = ${devnet.chain.rpcUrl} WHERE store_slug = 'demo-store'`;
-  x402Config = { merchant_wallet_address: merchant, network: devnet.network, facilitator_url: proxy.url, asset_address: devnet.token.address };
-  for (const i of [3, 4, 6, 7, 8]) await devnet.fund(payerNo(i).address, 1_000_000_000n);
 }, 120_000);
 
 afterAll(async () => {
-  await srv?.stop();
-  await proxy?.stop();
-  await devnet?.stop();
+  await env?.stop();
 });
 
-function payerNo(i: number): DevAccount {
-  return devnet.chain.accounts[i] as DevAccount;
-}
+const payerNo = (i: number): DevAccount => payerOf(devnet, i);
 
-async function newCart(): Promise<string> {
-  const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
-  expect(r.status).toBe(201);
-  return r.body.data.id;
-}
+const newCart = () => env.newCart([{ product_id: BOARD, quantity: 1 }]);
 
-const checkout = (body: Record<string, unknown>) =>
-  srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { payment_rail: "x402", x402_config: x402Config, ...body } });
+const checkout = (body: Record<string, unknown>) => env.checkout(body);
 
 async function payloadFor(cartId: string, account: DevAccount): Promise<PaymentPayload> {
   const r = await checkout({ cartId });
   expect(r.status).toBe(402);
   const challenge: PaymentRequired = decodePaymentRequired(r.headers.get("PAYMENT-REQUIRED") ?? "");
-  const client = new x402Client();
-  const reader = devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId);
-  const signer = toClientEvmSigner(privateKeyToAccount(account.privateKey), {
-    readContract: (args) => reader.readContract({ address: args.address, abi: args.abi as Abi, functionName: args.functionName, args: args.args }),
-  });
-  registerExactEvmScheme(client, { signer, networks: [devnet.network] });
-  client.setSpendControls({ allowedAssets: [{ network: devnet.network, asset: devnet.token.address, maxAmountPerPayment: "1000000000" }] });
-  return client.createPaymentPayload(challenge);
+  return x402Signer(devnet, account).createPaymentPayload(challenge);
 }
 
 const authorizationOf = (p: PaymentPayload) => (p.payload as { authorization: { from: string; nonce: string; validBefore: string } }).authorization;
-const CANCEL_ABI = parseAbi(["function name() view returns (string)", "function cancelAuthorization(address authorizer, bytes32 nonce, bytes signature)"]);
 
 const orderOf = async (cartId: string) => {
   const rows = await srv.db.sql<{ status: string; capture_ref: string | null }[]>`SELECT status, capture_ref FROM orders WHERE cart_id = ${cartId}`;
@@ -127,35 +100,8 @@ const intentOf = async (cartId: string) => {
   return row ? { ...row } : undefined;
 };
 
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}
-
-async function expectMined(tx: string): Promise<void> {
-  const receipt = await devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId).getTransactionReceipt({ hash: tx as Hex });
-  expect(receipt.status).toBe("success");
-}
-
-/** The payer's own EIP-3009 cancelAuthorization of `nonce`, mined on the devnet. */
-async function cancelOnChain(payer: DevAccount, nonce: Hex): Promise<void> {
-  const reader = devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId);
-  const name = (await reader.readContract({ address: devnet.token.address as Address, abi: CANCEL_ABI, functionName: "name" })) as string;
-  const account = privateKeyToAccount(payer.privateKey);
-  const signature = await account.signTypedData({
-    domain: { name, version: "2", chainId: devnet.chain.chainId, verifyingContract: devnet.token.address as Address },
-    types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
-    primaryType: "CancelAuthorization",
-    message: { authorizer: payer.address as Address, nonce },
-  });
-  const wallet = devnetWalletClient(devnet.chain.rpcUrl, devnet.chain.chainId, payer.privateKey);
-  const hash = await wallet.writeContract({ address: devnet.token.address as Address, abi: CANCEL_ABI, functionName: "cancelAuthorization", args: [payer.address as Address, nonce, signature], account: privateKeyToAccount(payer.privateKey), chain: null });
-  const receipt = await reader.waitForTransactionReceipt({ hash });
-  expect(receipt.status).toBe("success");
-}
+const expectMined = (tx: string) => expectMinedOn(devnet, tx);
+const cancelOnChain = (payer: DevAccount, nonce: Hex) => cancelOn(devnet, payer, nonce);
 
 async function anvil(method: string, params: unknown[] = []): Promise<unknown> {
   const r = await fetch(devnet.chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
@@ -171,13 +117,7 @@ describe("a landed transfer whose log a hosted RPC will not search from block 0 
       const cartId = await newCart();
       const payload = await payloadFor(cartId, payer);
       const before = await devnet.balanceOf(payer.address);
-      proxy.settleMode = "reset"; // the transfer happens, its answer is lost
-      let r;
-      try {
-        r = await checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() });
-      } finally {
-        proxy.settleMode = "pass";
-      }
+      const r = await withSettleMode(proxy, "reset", () => checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() })); // the transfer happens, its answer is lost
       expect(r.status).toBe(200);
       expect(r.body.data.status).toBe("COMPLETED");
       const tx = r.body.data.x402.settlements[0].transaction as string;
@@ -201,13 +141,7 @@ describe("a landed transfer whose log a hosted RPC will not search from block 0 
       const auth = authorizationOf(payload);
       const before = await devnet.balanceOf(payer.address);
       const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
-      proxy.settleMode = "reset";
-      let r;
-      try {
-        r = await checkout(body);
-      } finally {
-        proxy.settleMode = "pass";
-      }
+      const r = await withSettleMode(proxy, "reset", () => checkout(body));
       const ref = `x402:${auth.nonce}`;
       expect({ status: r.status, code: r.body.code, details: r.body.details }).toMatchObject({
         status: 409,
@@ -267,13 +201,7 @@ describe("a first /settle refused with a pre-broadcast reason that names a trans
     const cartId = await newCart();
     const payload = await payloadFor(cartId, payer);
     const before = await devnet.balanceOf(payer.address);
-    proxy.settleMode = "refused_with_tx";
-    let r;
-    try {
-      r = await checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() });
-    } finally {
-      proxy.settleMode = "pass";
-    }
+    const r = await withSettleMode(proxy, "refused_with_tx", () => checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() }));
     expect(r.status).toBe(200);
     expect(r.body.data.status).toBe("COMPLETED");
     const tx = r.body.data.x402.settlements[0].transaction as string;
@@ -291,13 +219,7 @@ describe("a first /settle refused before broadcast while the nonce is spent and 
       const payer = payerNo(1);
       const cartId = await newCart();
       const payload = await payloadFor(cartId, payer);
-      proxy.settleMode = "refused_no_tx"; // the transfer happens; the answer reads as a pre-broadcast refusal
-      let r;
-      try {
-        r = await checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() });
-      } finally {
-        proxy.settleMode = "pass";
-      }
+      const r = await withSettleMode(proxy, "refused_no_tx", () => checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() })); // the transfer happens; the answer reads as a pre-broadcast refusal
       expect({ status: r.status, code: r.body.code, details: r.body.details }).toMatchObject({
         status: 409,
         code: "CHECKOUT_ALREADY_IN_PROGRESS",
@@ -371,7 +293,7 @@ describe("expiry is judged by the chain's clock (R4-4)", () => {
       await anvil("evm_mine", [Number(auth.validBefore) + 2]);
       await anvil("evm_mine", [Number(auth.validBefore) + 3]);
       await srv.db.sql`UPDATE actor_reminders SET due_at = now() WHERE kind = 'cart' AND id = ${cartId}`;
-      await waitFor("the intent failed", async () => (await intentOf(cartId))?.state === "failed");
+      await waitFor("the intent failed", async () => (await intentOf(cartId))?.state === "failed", 30_000);
       expect(await intentOf(cartId)).toMatchObject({ state: "failed", error_reason: "authorization_expired_unsettled" });
       expect(await devnet.balanceOf(payer.address)).toBe(before);
     } finally {

@@ -6,26 +6,23 @@
  * paid when the transfer landed, and the agent gets 200 COMPLETED or 503 UPSTREAM_UNAVAILABLE SETTLEMENT_UNKNOWN.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
-import { toClientEvmSigner } from "@x402/evm";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { decodePaymentResponseHeader } from "@x402/fetch";
-import type { Abi, Address, Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import type { Address } from "viem";
 import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
 import { EXTRAS_X402_SETTLE_TIMEOUT_MS } from "../../actors/payments/x402-rail.ts";
 import type { DevAccount } from "../../infra/x402/chain.ts";
-import { startDevnet, type Devnet } from "../../infra/x402/devnet.ts";
+import type { Devnet } from "../../infra/x402/devnet.ts";
 import { createFacilitatorClient } from "../../infra/x402/facilitator-client.ts";
-import { devnetPublicClient } from "../../infra/x402/token.ts";
 import { ActorError } from "../../actors/runtime/errors.ts";
-import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
-import { startFacilitatorProxy, type FacilitatorProxy } from "./facilitator-proxy.ts";
+import type { TestKey } from "../helpers/agents.ts";
+import type { TestServer } from "../helpers/server.ts";
+import type { FacilitatorProxy } from "./facilitator-proxy.ts";
+import { expectMined as expectMinedOn, payerOf, startX402Env, waitFor, withSettleMode, x402Signer, type X402Env } from "./helpers.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, untracked stock
 
+let env: X402Env;
 let devnet: Devnet;
 let proxy: FacilitatorProxy;
 let srv: TestServer;
@@ -34,48 +31,25 @@ let merchant: Address;
 let x402Config: Record<string, string>;
 
 beforeAll(async () => {
-  devnet = await startDevnet();
-  proxy = await startFacilitatorProxy(devnet.facilitator.url);
-  srv = await startServer({ seed: true, config: { X402_FACILITATOR_ALLOWLIST: proxy.url } });
-  key = await createKey(srv, { scopes: ALL_SCOPES });
-  merchant = (devnet.chain.accounts[5] as DevAccount).address;
-  await srv.db.sql`UPDATE store_x402_config SET pay_to = ${merchant}, network = ${devnet.network}, asset_address = ${devnet.token.address},
-      facilitator_url = ${proxy.url}, rpc_url = ${devnet.chain.rpcUrl} WHERE store_slug = 'demo-store'`;
-  x402Config = { merchant_wallet_address: merchant, network: devnet.network, facilitator_url: proxy.url, asset_address: devnet.token.address };
-  for (const i of [3, 4, 7, 8]) await devnet.fund((devnet.chain.accounts[i] as DevAccount).address, 1_000_000_000n);
+  env = await startX402Env({ rpcUrl: "devnet", fund: [3, 4, 7, 8] });
+  ({ devnet, proxy, srv, key, merchant, x402Config } = env);
 }, 120_000);
 
 afterAll(async () => {
-  await srv?.stop();
-  await proxy?.stop();
-  await devnet?.stop();
+  await env?.stop();
 });
 
-function payerNo(i: number): DevAccount {
-  return devnet.chain.accounts[i] as DevAccount;
-}
+const payerNo = (i: number): DevAccount => payerOf(devnet, i);
 
-async function newCart(): Promise<string> {
-  const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
-  expect(r.status).toBe(201);
-  return r.body.data.id;
-}
+const newCart = () => env.newCart([{ product_id: BOARD, quantity: 1 }]);
 
-const checkout = (body: Record<string, unknown>) =>
-  srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { payment_rail: "x402", x402_config: x402Config, ...body } });
+const checkout = (body: Record<string, unknown>) => env.checkout(body);
 
 async function payloadFor(cartId: string, account: DevAccount): Promise<PaymentPayload> {
   const r = await checkout({ cartId });
   expect(r.status).toBe(402);
   const challenge: PaymentRequired = decodePaymentRequired(r.headers.get("PAYMENT-REQUIRED") ?? "");
-  const client = new x402Client();
-  const reader = devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId);
-  const signer = toClientEvmSigner(privateKeyToAccount(account.privateKey), {
-    readContract: (args) => reader.readContract({ address: args.address, abi: args.abi as Abi, functionName: args.functionName, args: args.args }),
-  });
-  registerExactEvmScheme(client, { signer, networks: [devnet.network] });
-  client.setSpendControls({ allowedAssets: [{ network: devnet.network, asset: devnet.token.address, maxAmountPerPayment: "1000000000" }] });
-  return client.createPaymentPayload(challenge);
+  return x402Signer(devnet, account).createPaymentPayload(challenge);
 }
 
 const orderOf = async (cartId: string) => {
@@ -88,19 +62,7 @@ const intentOf = async (cartId: string) => {
   return row;
 };
 
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}
-
-/** A mined, successful transaction on the devnet. */
-async function expectMined(tx: string): Promise<void> {
-  const receipt = await devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId).getTransactionReceipt({ hash: tx as Hex });
-  expect(receipt.status).toBe("success");
-}
+const expectMined = (tx: string) => expectMinedOn(devnet, tx);
 
 /** The agent's documented repeat (same call, same key) answers the receipt: 200 COMPLETED, or 409 naming COMPLETED. */
 async function expectRepeatAnswersCompleted(body: Record<string, unknown>): Promise<void> {
@@ -117,13 +79,7 @@ describe("the facilitator's answer is lost after it settled", () => {
     const price = BigInt(payload.accepted.amount);
     const before = await devnet.balanceOf(payer.address);
     const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
-    proxy.settleMode = "reset";
-    let r;
-    try {
-      r = await checkout(body);
-    } finally {
-      proxy.settleMode = "pass";
-    }
+    const r = await withSettleMode(proxy, "reset", () => checkout(body));
     expect(await devnet.balanceOf(payer.address)).toBe(before - price); // the transfer happened
     expect(r.status).toBe(200);
     expect(r.body.data.status).toBe("COMPLETED");
@@ -143,13 +99,7 @@ describe("the facilitator's answer is lost after it settled", () => {
     const price = BigInt(payload.accepted.amount);
     const before = await devnet.balanceOf(payer.address);
     const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
-    proxy.settleMode = "receipt_timeout";
-    let r;
-    try {
-      r = await checkout(body);
-    } finally {
-      proxy.settleMode = "pass";
-    }
+    const r = await withSettleMode(proxy, "receipt_timeout", () => checkout(body));
     expect(await devnet.balanceOf(payer.address)).toBe(before - price);
     expect(r.status).toBe(200);
     expect(r.body.data.status).toBe("COMPLETED");

@@ -15,25 +15,22 @@
  * by the service clock), so the proxy keeps refusing re-sends meanwhile.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
-import { toClientEvmSigner } from "@x402/evm";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { parseAbi, type Abi, type Address, type Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import type { Address, Hex } from "viem";
 import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
 import { EXPIRY_MARGIN_SECONDS, FACILITATOR_NONCE_USED_REASON } from "../../actors/payments/x402-rail.ts";
 import type { DevAccount } from "../../infra/x402/chain.ts";
-import { startDevnet, type Devnet } from "../../infra/x402/devnet.ts";
-import { devnetPublicClient, devnetWalletClient } from "../../infra/x402/token.ts";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
-import { startFacilitatorProxy, type FacilitatorProxy } from "./facilitator-proxy.ts";
+import type { Devnet } from "../../infra/x402/devnet.ts";
+import { login, type TestKey } from "../helpers/agents.ts";
+import type { TestServer } from "../helpers/server.ts";
+import type { FacilitatorProxy } from "./facilitator-proxy.ts";
+import { cancelOnChain as cancelOn, payerOf, startX402Env, waitFor, withSettleMode, x402Signer, type X402Env } from "./helpers.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // DS-0005, demo-store, tracked stock
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, untracked stock
 const GREEN = "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a"; // GL-0001, greenleaf-living
 
+let env: X402Env;
 let devnet: Devnet;
 let proxy: FacilitatorProxy;
 let srv: TestServer;
@@ -46,54 +43,27 @@ let offsetMs = 0;
 const clock = { now: () => Date.now() + offsetMs };
 
 beforeAll(async () => {
-  devnet = await startDevnet();
-  proxy = await startFacilitatorProxy(devnet.facilitator.url);
-  srv = await startServer({ seed: true, config: { X402_FACILITATOR_ALLOWLIST: proxy.url }, boot: { clock } });
-  key = await createKey(srv, { scopes: ALL_SCOPES });
-  owner = { authorization: `Bearer ${await login(srv)}` }; // the demo store is the operator's
-  merchant = payerNo(5).address;
-  greenWallet = payerNo(6).address;
   // No rpc_url: the facilitator is the only witness of a settlement.
-  await srv.db.sql`UPDATE store_x402_config SET pay_to = ${merchant}, network = ${devnet.network}, asset_address = ${devnet.token.address},
-      facilitator_url = ${proxy.url}, rpc_url = NULL WHERE store_slug = 'demo-store'`;
+  env = await startX402Env({ rpcUrl: null, fund: [3, 4, 8, 9], boot: { clock } });
+  ({ devnet, proxy, srv, key, merchant, x402Config } = env);
+  owner = { authorization: `Bearer ${await login(srv)}` }; // the demo store is the operator's
+  greenWallet = payerNo(6).address;
   await srv.db.sql`UPDATE stores SET payment_methods = '{card,x402}' WHERE slug = 'greenleaf-living'`;
   await srv.db.sql`INSERT INTO store_x402_config (store_slug, pay_to, network, asset_address, facilitator_url, rpc_url)
       VALUES ('greenleaf-living', ${greenWallet}, ${devnet.network}, ${devnet.token.address}, ${devnet.facilitator.url}, ${devnet.chain.rpcUrl})
       ON CONFLICT (store_slug) DO UPDATE SET pay_to = EXCLUDED.pay_to, network = EXCLUDED.network, asset_address = EXCLUDED.asset_address,
         facilitator_url = EXCLUDED.facilitator_url, rpc_url = EXCLUDED.rpc_url`;
-  x402Config = { merchant_wallet_address: merchant, network: devnet.network, facilitator_url: proxy.url, asset_address: devnet.token.address };
-  for (const i of [3, 4, 8, 9]) await devnet.fund(payerNo(i).address, 1_000_000_000n);
 }, 120_000);
 
 afterAll(async () => {
-  await srv?.stop();
-  await proxy?.stop();
-  await devnet?.stop();
+  await env?.stop();
 });
 
-function payerNo(i: number): DevAccount {
-  return devnet.chain.accounts[i] as DevAccount;
-}
+const payerNo = (i: number): DevAccount => payerOf(devnet, i);
 
-async function newCart(items: { product_id: string; quantity: number }[]): Promise<string> {
-  const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items } });
-  expect(r.status).toBe(201);
-  return r.body.data.id;
-}
+const newCart = (items: { product_id: string; quantity: number }[]) => env.newCart(items);
 
-const checkout = (body: Record<string, unknown>) =>
-  srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { payment_rail: "x402", x402_config: x402Config, ...body } });
-
-function signer(account: DevAccount): x402Client {
-  const client = new x402Client();
-  const reader = devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId);
-  const evm = toClientEvmSigner(privateKeyToAccount(account.privateKey), {
-    readContract: (args) => reader.readContract({ address: args.address, abi: args.abi as Abi, functionName: args.functionName, args: args.args }),
-  });
-  registerExactEvmScheme(client, { signer: evm, networks: [devnet.network] });
-  client.setSpendControls({ allowedAssets: [{ network: devnet.network, asset: devnet.token.address, maxAmountPerPayment: "1000000000" }] });
-  return client;
-}
+const checkout = (body: Record<string, unknown>) => env.checkout(body);
 
 async function challengeOf(cartId: string): Promise<PaymentRequired> {
   const r = await checkout({ cartId });
@@ -105,7 +75,7 @@ async function challengeOf(cartId: string): Promise<PaymentRequired> {
 async function payloadFor(challenge: PaymentRequired, account: DevAccount, slug = "demo-store"): Promise<PaymentPayload> {
   const accepts = challenge.accepts.filter((a) => a.extra?.merchantSlug === slug);
   expect(accepts).toHaveLength(1);
-  return signer(account).createPaymentPayload({ ...challenge, accepts });
+  return x402Signer(devnet, account).createPaymentPayload({ ...challenge, accepts });
 }
 
 const authorizationOf = (p: PaymentPayload) => (p.payload as { authorization: { nonce: string; validBefore: string; from: string } }).authorization;
@@ -119,31 +89,7 @@ const intentOf = async (cartId: string) =>
 const stock = async () => (await srv.db.sql<{ s: number; r: number }[]>`SELECT stock_quantity AS s, reserved_quantity AS r FROM products WHERE id = ${SKILLET}`)[0]!;
 const sessionTimer = async (cartId: string) => (await srv.db.sql`SELECT 1 FROM actor_reminders WHERE kind = 'cart' AND id = ${cartId} AND name = 'session'`).length;
 
-const CANCEL_ABI = parseAbi(["function name() view returns (string)", "function cancelAuthorization(address authorizer, bytes32 nonce, bytes signature)"]);
-
-/** The payer's own EIP-3009 cancelAuthorization of `nonce`, mined on the devnet. */
-async function cancelOnChain(payer: DevAccount, nonce: Hex): Promise<void> {
-  const reader = devnetPublicClient(devnet.chain.rpcUrl, devnet.chain.chainId);
-  const name = (await reader.readContract({ address: devnet.token.address as Address, abi: CANCEL_ABI, functionName: "name" })) as string;
-  const account = privateKeyToAccount(payer.privateKey);
-  const signature = await account.signTypedData({
-    domain: { name, version: "2", chainId: devnet.chain.chainId, verifyingContract: devnet.token.address as Address },
-    types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
-    primaryType: "CancelAuthorization",
-    message: { authorizer: payer.address as Address, nonce },
-  });
-  const wallet = devnetWalletClient(devnet.chain.rpcUrl, devnet.chain.chainId, payer.privateKey);
-  const hash = await wallet.writeContract({ address: devnet.token.address as Address, abi: CANCEL_ABI, functionName: "cancelAuthorization", args: [payer.address as Address, nonce, signature], account, chain: null });
-  expect((await reader.waitForTransactionReceipt({ hash })).status).toBe("success");
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}
+const cancelOnChain = (payer: DevAccount, nonce: Hex) => cancelOn(devnet, payer, nonce);
 
 /**
  * A one-skillet x402 checkout whose settlement outcome is lost (`mode` on the proxy), then the service clock moved
