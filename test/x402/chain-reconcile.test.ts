@@ -5,9 +5,8 @@
  * hosted provider (range-capped or log-less `eth_getLogs`).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import type { PaymentPayload } from "@x402/core/types";
 import type { Address, Hex } from "viem";
-import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
 import { EXPIRY_MARGIN_SECONDS, SPENT_UNCONFIRMED_REASON } from "../../actors/payments/x402-rail.ts";
 import type { DevAccount } from "../../infra/x402/chain.ts";
 import type { Devnet } from "../../infra/x402/devnet.ts";
@@ -82,10 +81,7 @@ const newCart = () => env.newCart([{ product_id: BOARD, quantity: 1 }]);
 const checkout = (body: Record<string, unknown>) => env.checkout(body);
 
 async function payloadFor(cartId: string, account: DevAccount): Promise<PaymentPayload> {
-  const r = await checkout({ cartId });
-  expect(r.status).toBe(402);
-  const challenge: PaymentRequired = decodePaymentRequired(r.headers.get("PAYMENT-REQUIRED") ?? "");
-  return x402Signer(devnet, account).createPaymentPayload(challenge);
+  return x402Signer(devnet, account).createPaymentPayload(await env.challengeOf(cartId));
 }
 
 const authorizationOf = (p: PaymentPayload) => (p.payload as { authorization: { from: string; nonce: string; validBefore: string } }).authorization;

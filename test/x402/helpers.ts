@@ -6,10 +6,12 @@
  */
 import { expect } from "bun:test";
 import { x402Client } from "@x402/core/client";
+import type { PaymentRequired } from "@x402/core/types";
 import { toClientEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { parseAbi, type Abi, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
 import type { BootOptions } from "../../gateway/boot.ts";
 import type { DevAccount } from "../../infra/x402/chain.ts";
 import { startDevnet, type Devnet } from "../../infra/x402/devnet.ts";
@@ -33,6 +35,8 @@ export interface X402Env {
   newCart(items: { product_id: string; quantity: number }[]): Promise<string>;
   /** The agent's x402 checkout naming `x402Config`, with `body` on top (the body typed as TestServer.json's). */
   checkout<T = any>(body: Record<string, unknown>): Promise<{ status: number; headers: Headers; body: T }>;
+  /** The challenge a payload-less checkout of `cartId` answers (expected 402), decoded from PAYMENT-REQUIRED. */
+  challengeOf(cartId: string): Promise<PaymentRequired>;
   stop(): Promise<void>;
 }
 
@@ -55,6 +59,8 @@ export async function startX402Env(opts: { rpcUrl: "devnet" | null; fund: number
       facilitator_url = ${proxy.url}, rpc_url = ${rpcUrl} WHERE store_slug = 'demo-store'`;
   const x402Config = { merchant_wallet_address: merchant, network: devnet.network, facilitator_url: proxy.url, asset_address: devnet.token.address };
   for (const i of opts.fund) await devnet.fund(payerOf(devnet, i).address, 1_000_000_000n);
+  const checkout = <T>(body: Record<string, unknown>) =>
+    srv.json<T>("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { payment_rail: "x402", x402_config: x402Config, ...body } });
   return {
     devnet,
     proxy,
@@ -67,8 +73,12 @@ export async function startX402Env(opts: { rpcUrl: "devnet" | null; fund: number
       expect(r.status).toBe(201);
       return r.body.data.id;
     },
-    checkout: (body) =>
-      srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { payment_rail: "x402", x402_config: x402Config, ...body } }),
+    checkout,
+    async challengeOf(cartId) {
+      const r = await checkout({ cartId });
+      expect(r.status).toBe(402);
+      return decodePaymentRequired(r.headers.get("PAYMENT-REQUIRED") ?? "");
+    },
     async stop() {
       await srv.stop();
       await proxy.stop();

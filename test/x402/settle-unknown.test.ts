@@ -6,10 +6,9 @@
  * paid when the transfer landed, and the agent gets 200 COMPLETED or 503 UPSTREAM_UNAVAILABLE SETTLEMENT_UNKNOWN.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import type { PaymentPayload } from "@x402/core/types";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import type { Address } from "viem";
-import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
 import { EXTRAS_X402_SETTLE_TIMEOUT_MS } from "../../actors/payments/x402-rail.ts";
 import type { DevAccount } from "../../infra/x402/chain.ts";
 import type { Devnet } from "../../infra/x402/devnet.ts";
@@ -46,10 +45,7 @@ const newCart = () => env.newCart([{ product_id: BOARD, quantity: 1 }]);
 const checkout = (body: Record<string, unknown>) => env.checkout(body);
 
 async function payloadFor(cartId: string, account: DevAccount): Promise<PaymentPayload> {
-  const r = await checkout({ cartId });
-  expect(r.status).toBe(402);
-  const challenge: PaymentRequired = decodePaymentRequired(r.headers.get("PAYMENT-REQUIRED") ?? "");
-  return x402Signer(devnet, account).createPaymentPayload(challenge);
+  return x402Signer(devnet, account).createPaymentPayload(await env.challengeOf(cartId));
 }
 
 const orderOf = async (cartId: string) => {

@@ -65,11 +65,7 @@ const newCart = (items: { product_id: string; quantity: number }[]) => env.newCa
 
 const checkout = (body: Record<string, unknown>) => env.checkout(body);
 
-async function challengeOf(cartId: string): Promise<PaymentRequired> {
-  const r = await checkout({ cartId });
-  expect(r.status).toBe(402);
-  return decodePaymentRequired(r.headers.get("PAYMENT-REQUIRED") ?? "");
-}
+const challengeOf = (cartId: string) => env.challengeOf(cartId);
 
 /** One store's payload of a (multi-store) challenge, signed by `account`. */
 async function payloadFor(challenge: PaymentRequired, account: DevAccount, slug = "demo-store"): Promise<PaymentPayload> {
