@@ -49,15 +49,12 @@ export function withJsonNumbers(s: Schema): Schema {
     out ??= { ...s };
     out[key] = value;
   };
-  if (isSchema(s.properties)) {
-    const props = s.properties as Record<string, Schema>;
-    let changed = false;
-    const next: Record<string, Schema> = {};
-    for (const [k, v] of Object.entries(props)) {
-      next[k] = isSchema(v) ? withJsonNumbers(v) : v;
-      if (next[k] !== v) changed = true;
+  for (const key of ["properties", "patternProperties"] as const) {
+    const map = s[key];
+    if (isSchema(map)) {
+      const next = withJsonNumbersInMap(map as Record<string, Schema>);
+      if (next) put(key, next);
     }
-    if (changed) put("properties", next);
   }
   for (const key of ["anyOf", "allOf", "oneOf"] as const) {
     const list = s[key];
@@ -73,17 +70,18 @@ export function withJsonNumbers(s: Schema): Schema {
       if (next !== v) put(key, next);
     }
   }
-  if (isSchema(s.patternProperties)) {
-    const pp = s.patternProperties as Record<string, Schema>;
-    const next: Record<string, Schema> = {};
-    let changed = false;
-    for (const [k, v] of Object.entries(pp)) {
-      next[k] = isSchema(v) ? withJsonNumbers(v) : v;
-      if (next[k] !== v) changed = true;
-    }
-    if (changed) put("patternProperties", next);
-  }
   return out ?? s;
+}
+
+/** A `properties` / `patternProperties` map with `withJsonNumbers` applied to each schema, or undefined when none changed. */
+function withJsonNumbersInMap(map: Record<string, Schema>): Record<string, Schema> | undefined {
+  let changed = false;
+  const next: Record<string, Schema> = {};
+  for (const [k, v] of Object.entries(map)) {
+    next[k] = isSchema(v) ? withJsonNumbers(v) : v;
+    if (next[k] !== v) changed = true;
+  }
+  return changed ? next : undefined;
 }
 
 /** The union's own markers (a property's `t.Optional`, its `t.ReadonlyOptional`) kept on the number that replaces it. */
