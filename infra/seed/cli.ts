@@ -145,25 +145,22 @@ async function main(): Promise<void> {
   }
 }
 
-/** The password startEmbeddedPostgres (infra/db.ts) gives the embedded default's `postgres` user. */
-const EMBEDDED_PASSWORD = "embedded";
-
 /**
  * The embedded default's database in `dataDir`: the running postmaster's (line 4 of postmaster.pid is its port),
  * or one started here and stopped by the caller.
  */
 async function embeddedDatabase(dataDir: string): Promise<{ url: string; stop?: () => Promise<void>; running?: boolean }> {
+  const { embeddedPostgresUrl, startEmbeddedPostgres } = await import("../db.ts");
   const pgDir = resolve(join(dataDir, "pg"));
   const pidFile = join(pgDir, "postmaster.pid");
   if (existsSync(pidFile)) {
     const [pid, , , port] = readFileSync(pidFile, "utf8").split("\n");
     if (Number(pid) > 0 && Number(port) > 0 && processAlive(Number(pid))) {
       process.stderr.write(`seed: using the running embedded Postgres in ${pgDir} (port ${Number(port)})\n`);
-      return { url: `postgres://postgres:${EMBEDDED_PASSWORD}@127.0.0.1:${Number(port)}/postgres`, running: true };
+      return { url: embeddedPostgresUrl(Number(port)), running: true };
     }
   }
   process.stderr.write(`seed: starting the embedded Postgres in ${pgDir} for the seed (no DATABASE_URL)\n`);
-  const { startEmbeddedPostgres } = await import("../db.ts");
   const started = await startEmbeddedPostgres(pgDir);
   return { url: started.url, stop: started.stop };
 }
