@@ -20,6 +20,7 @@ import { bootHooks } from "../infra/boot-hooks.ts";
 import { timingSafeEqualStr } from "../infra/crypto.ts";
 import type { Sql } from "../infra/db.ts";
 import { deriveKey } from "../infra/secrets.ts";
+import { cookieIn } from "./dashboard/session.ts";
 import { secretKey } from "./identity.ts";
 import { issuer } from "./oauth/common.ts";
 import type { Services } from "./services.ts";
@@ -55,14 +56,6 @@ function addressDigest(svc: Services, addressKey: string): string {
   return createHmac("sha256", key(svc)).update(`addr1|${addressKey}`).digest("base64url").slice(0, 32);
 }
 
-function cookieValue(cookieHeader: string | null | undefined): string {
-  for (const part of (cookieHeader ?? "").split(";")) {
-    const i = part.indexOf("=");
-    if (i > 0 && part.slice(0, i).trim() === KNOWN_DEVICE_COOKIE) return part.slice(i + 1).trim();
-  }
-  return "";
-}
-
 interface Entry {
   issuedSec: number;
   mac: string;
@@ -70,7 +63,7 @@ interface Entry {
 
 function entries(cookieHeader: string | null | undefined, nowMs: number): Entry[] {
   const out: Entry[] = [];
-  for (const raw of cookieValue(cookieHeader).split("~").slice(0, MAX_ENTRIES)) {
+  for (const raw of (cookieIn(cookieHeader, KNOWN_DEVICE_COOKIE) ?? "").split("~").slice(0, MAX_ENTRIES)) {
     const m = /^(\d{1,12})\.([A-Za-z0-9_-]{22})$/.exec(raw);
     if (!m) continue;
     const issuedSec = Number(m[1]);

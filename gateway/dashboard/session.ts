@@ -51,8 +51,12 @@ export function csrfTokenFor(svc: Services, csrfSecret: string): string {
 }
 
 export function cookieOf(request: Request, name: string): string | null {
-  const header = request.headers.get("cookie") ?? "";
-  for (const part of header.split(";")) {
+  return cookieIn(request.headers.get("cookie"), name);
+}
+
+/** The value of cookie `name` in a Cookie header, or null. */
+export function cookieIn(header: string | null | undefined, name: string): string | null {
+  for (const part of (header ?? "").split(";")) {
     const i = part.indexOf("=");
     if (i < 0) continue;
     if (part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
