@@ -12,6 +12,7 @@ import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 import { PgProxy } from "../helpers/pg-proxy.ts";
+import { pumpLines } from "../helpers/role-process.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store product
 const ROOT = resolve(import.meta.dir, "../..");
@@ -36,24 +37,13 @@ async function json(path: string, init: { method?: string; headers?: Record<stri
 
 /** Collects stderr lines; resolves with the gateway's URL once it logs that it listens. */
 async function follow(stream: ReadableStream<Uint8Array>): Promise<string> {
-  const decoder = new TextDecoder();
-  let buf = "";
-  let found: ((u: string) => void) | undefined;
-  const listening = new Promise<string>((res) => (found = res));
-  void (async () => {
-    for await (const chunk of stream) {
-      buf += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        stderr.push(line);
-        const m = /"msg":"gateway listening".*"url":"([^"]+)"/.exec(line);
-        if (m) found?.(m[1]!);
-      }
-    }
-  })();
-  return listening;
+  return new Promise<string>((found) => {
+    void pumpLines(stream, (line) => {
+      stderr.push(line);
+      const m = /"msg":"gateway listening".*"url":"([^"]+)"/.exec(line);
+      if (m) found(m[1]!);
+    });
+  });
 }
 
 beforeAll(async () => {

@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { SHUTDOWN_DRAIN_MS } from "../../gateway/boot.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { pumpLines } from "../helpers/role-process.ts";
 import { DEMO, DEMO_PRODUCT } from "./helpers.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
@@ -27,24 +28,13 @@ const stderr: string[] = [];
 
 /** Collects stderr lines; resolves with the gateway's URL once it logs that it listens. */
 async function follow(stream: ReadableStream<Uint8Array>): Promise<string> {
-  const decoder = new TextDecoder();
-  let buf = "";
-  let found: ((u: string) => void) | undefined;
-  const listening = new Promise<string>((res) => (found = res));
-  void (async () => {
-    for await (const chunk of stream) {
-      buf += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        stderr.push(line);
-        const m = /"msg":"gateway listening".*"url":"([^"]+)"/.exec(line);
-        if (m) found?.(m[1]!);
-      }
-    }
-  })();
-  return listening;
+  return new Promise<string>((found) => {
+    void pumpLines(stream, (line) => {
+      stderr.push(line);
+      const m = /"msg":"gateway listening".*"url":"([^"]+)"/.exec(line);
+      if (m) found(m[1]!);
+    });
+  });
 }
 
 beforeAll(async () => {
