@@ -618,7 +618,7 @@ export class X402Rail implements PaymentRail {
    */
   private async chainState(row: IntentRow): Promise<ChainState | null> {
     if (!row.rpc_url) return null;
-    const client = createPublicClient({ transport: http(row.rpc_url, { retryCount: 0, timeout: CHAIN_READ_TIMEOUT_MS }) });
+    const client = chainClient(row.rpc_url);
     let usedSeen = false;
     const look = async (): Promise<ChainState | null> => {
       const used = await readAuthorizationState(client, row);
@@ -669,6 +669,11 @@ interface ChainState {
 
 type ChainClient = ReturnType<typeof createPublicClient>;
 
+/** A client for the intent's RPC: no retries, each read bounded by CHAIN_READ_TIMEOUT_MS. */
+function chainClient(rpcUrl: string): ChainClient {
+  return createPublicClient({ transport: http(rpcUrl, { retryCount: 0, timeout: CHAIN_READ_TIMEOUT_MS }) });
+}
+
 async function readAuthorizationState(client: ChainClient, row: IntentRow, blockNumber?: bigint): Promise<boolean> {
   return client.readContract({
     address: row.asset as Address,
@@ -687,7 +692,7 @@ async function readAuthorizationState(client: ChainClient, row: IntentRow, block
 export async function chainHeight(rpcUrl: string | null): Promise<bigint | null> {
   if (!rpcUrl) return null;
   try {
-    const client = createPublicClient({ transport: http(rpcUrl, { retryCount: 0, timeout: CHAIN_READ_TIMEOUT_MS }) });
+    const client = chainClient(rpcUrl);
     return await client.getBlockNumber();
   } catch {
     return null;
