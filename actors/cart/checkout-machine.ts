@@ -8,6 +8,7 @@
  */
 import { fail, type ActorError, type ErrorCode } from "../runtime/errors.ts";
 import { deriveIntentId, type ChargeStatus } from "../payments/rail.ts";
+import { isUuidV4 } from "../../infra/uuid.ts";
 
 export const CHECKOUT_STATUSES = [
   "OPEN", // the preview no longer stands (the shipping choice changed after it): preview again before paying
@@ -172,13 +173,11 @@ export function isStaleInProgress(session: Pick<CheckoutSessionHeader, "status" 
 // ---------------------------------------------------------------------------------------------------------------
 // Idempotency of complete_checkout
 
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-
 export function assertIdempotencyKey(key: unknown): asserts key is string {
   if (key === undefined || key === null || key === "") {
     throw fail("MISSING_REQUIRED_ARGUMENT", "idempotency_key is required.", { field: "idempotency_key" });
   }
-  if (typeof key !== "string" || !UUID_V4.test(key)) {
+  if (typeof key !== "string" || !isUuidV4(key)) {
     throw fail("INVALID_ARGUMENT", "idempotency_key must be a UUID v4.", { field: "idempotency_key" });
   }
 }

@@ -23,6 +23,7 @@ import {
   type StoreRecord,
   type StoreRow,
 } from "./schemas.ts";
+import { isUuid } from "../../infra/uuid.ts";
 
 export type { MerchantSummary } from "../../search/ranking.ts";
 
@@ -82,8 +83,6 @@ export async function getEligibleStore(sql: Sql, slug: string): Promise<StoreRec
   return store;
 }
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export interface EligibleProduct {
   product: ProductRecord;
   store: StoreRecord;
@@ -91,7 +90,7 @@ export interface EligibleProduct {
 
 /** Active products of eligible stores, by id; unknown, inactive and ineligible ids are simply absent. */
 export async function findEligibleProducts(sql: Sql, ids: readonly string[]): Promise<Map<string, EligibleProduct>> {
-  const wanted = [...new Set(ids.filter((id) => UUID_RE.test(id)).map((id) => id.toLowerCase()))];
+  const wanted = [...new Set(ids.filter((id) => isUuid(id)).map((id) => id.toLowerCase()))];
   const out = new Map<string, EligibleProduct>();
   if (wanted.length === 0) return out;
   const rows = await sql<(ProductRow & { s: StoreRow })[]>`

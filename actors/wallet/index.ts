@@ -15,6 +15,7 @@ import { defineActor } from "../runtime/define-actor.ts";
 import { ActorError, fail } from "../runtime/errors.ts";
 import { PaymentRequirementsSchema, ResourceInfoSchema } from "../payments/x402-challenge.ts";
 import { generateWalletKey, isWalletNetwork, signX402Payment, WALLET_NETWORKS, walletSealingKey } from "./keys.ts";
+import { isUuid } from "../../infra/uuid.ts";
 
 export interface WalletView {
   id: string;
@@ -49,8 +50,6 @@ function key(): Uint8Array {
   return sealingKey;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function view(w: WalletRecord): WalletView {
   return { id: w.id, address: w.address, network: w.network, createdAt: w.createdAt };
 }
@@ -60,7 +59,7 @@ export const walletActor = defineActor({
   initialState: (): WalletState => ({ loaded: false, wallet: null }),
   async onActivate(ctx) {
     if (ctx.state.loaded) return;
-    if (!UUID.test(ctx.id)) {
+    if (!isUuid(ctx.id)) {
       ctx.state = { loaded: true, wallet: null };
       return;
     }
@@ -80,7 +79,7 @@ export const walletActor = defineActor({
   },
   handlers: {
     async provision(ctx, m) {
-      if (!UUID.test(ctx.id)) throw fail("not_found", "no such agent identity");
+      if (!isUuid(ctx.id)) throw fail("not_found", "no such agent identity");
       if (!isWalletNetwork(m.network)) {
         throw fail("validation_error", `network must be one of ${WALLET_NETWORKS.join(", ")}`, {
           field: "network",

@@ -18,17 +18,16 @@ import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/mes
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, type BridgeSession, type ItemInput } from "./common.ts";
 import { sessionShipping } from "./shipping.ts";
+import { isUuid } from "../../infra/uuid.ts";
 
 export type AcpStatus = "not_ready_for_payment" | "ready_for_payment" | "in_progress" | "completed" | "canceled";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** ACP `items: [{id, quantity}]` → our cart items; a malformed list is INVALID_ARGUMENT naming the field. */
 export function acpItems(raw: unknown): ItemInput[] {
   if (!Array.isArray(raw) || raw.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "items must list at least one item.", { field: "items" });
   return raw.map((it, i) => {
     const r = asRecord(it);
-    if (typeof r.id !== "string" || !UUID.test(r.id)) throw fail("INVALID_ARGUMENT", "items[].id must be a product id (uuid).", { field: `items[${i}].id` });
+    if (typeof r.id !== "string" || !isUuid(r.id)) throw fail("INVALID_ARGUMENT", "items[].id must be a product id (uuid).", { field: `items[${i}].id` });
     const q = r.quantity ?? 1;
     if (typeof q !== "number" || !Number.isInteger(q) || q < 1) throw fail("INVALID_ARGUMENT", "items[].quantity must be an integer >= 1.", { field: `items[${i}].quantity` });
     return { productId: r.id, quantity: q };

@@ -33,6 +33,7 @@ import {
 } from "./common.ts";
 import { bridgeShippingError, destinationOf, optionIdOf, priceCart, sessionDestination, type Destination } from "./shipping.ts";
 import { UCP_FIELDS, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
+import { isUuid } from "../../infra/uuid.ts";
 
 type SetLike = { status?: number | string; headers: Record<string, string | number> };
 
@@ -269,7 +270,7 @@ async function ucpCancel(svc: Services, agent: AgentPrincipal, id: string): Prom
 async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
   const b = asRecord(body);
   const cartId = typeof b.cart_id === "string" ? b.cart_id : typeof b.cartId === "string" ? b.cartId : undefined;
-  if (!cartId || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(cartId)) {
+  if (!cartId || !isUuid(cartId)) {
     throw fail("INVALID_ARGUMENT", "cart_id must be the uuid of one of your carts.", { field: "cart_id" });
   }
   const mandate = parseAp2(body);

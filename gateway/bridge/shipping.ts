@@ -14,6 +14,7 @@ import type { CartView, PreviewView, ShippingOptionView, ShippingRatesView } fro
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import type { Services } from "../services.ts";
 import { asRecord, getCart } from "./common.ts";
+import { isUuid } from "../../infra/uuid.ts";
 
 export interface Destination {
   countryCode: string;
@@ -49,8 +50,6 @@ export interface Priced {
   shipping: SessionShipping;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** A destination from an address with a country (alpha-2) and a postal code; `field` names the input for errors. */
 export function destinationOf(country: unknown, postalCode: unknown, field: string): Destination {
   if (typeof country !== "string" || !/^[A-Za-z]{2}$/.test(country.trim())) {
@@ -64,7 +63,7 @@ export function destinationOf(country: unknown, postalCode: unknown, field: stri
 
 /** A picked option id (one of `fulfillment_options[].id`); `field` names the input for errors. */
 export function optionIdOf(raw: unknown, field: string): string {
-  if (typeof raw !== "string" || !UUID.test(raw)) throw fail("INVALID_ARGUMENT", `${field} must be the id of one of the session's fulfillment options.`, { field });
+  if (typeof raw !== "string" || !isUuid(raw)) throw fail("INVALID_ARGUMENT", `${field} must be the id of one of the session's fulfillment options.`, { field });
   return raw.toLowerCase();
 }
 

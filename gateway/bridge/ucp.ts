@@ -15,17 +15,17 @@ import type { CartView, PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, type BridgeSession, type ItemInput } from "./common.ts";
 import { destinationOf, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
+import { isUuid } from "../../infra/uuid.ts";
 
 export const UCP_VERSION = "2026-01-11";
 export type UcpStatus = "incomplete" | "ready_for_complete" | "complete_in_progress" | "requires_escalation" | "completed" | "canceled";
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function ucpItems(raw: unknown): ItemInput[] {
   if (!Array.isArray(raw) || raw.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "line_items must list at least one item.", { field: "line_items" });
   return raw.map((li, i) => {
     const r = asRecord(li);
     const id = asRecord(r.item).id;
-    if (typeof id !== "string" || !UUID.test(id)) throw fail("INVALID_ARGUMENT", "line_items[].item.id must be a product id (uuid).", { field: `line_items[${i}].item.id` });
+    if (typeof id !== "string" || !isUuid(id)) throw fail("INVALID_ARGUMENT", "line_items[].item.id must be a product id (uuid).", { field: `line_items[${i}].item.id` });
     const q = r.quantity ?? 1;
     if (typeof q !== "number" || !Number.isInteger(q) || q < 1) throw fail("INVALID_ARGUMENT", "line_items[].quantity must be an integer >= 1.", { field: `line_items[${i}].quantity` });
     return { productId: id, quantity: q };

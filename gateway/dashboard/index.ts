@@ -84,6 +84,7 @@ import {
   type DashboardSession,
   type Flash,
 } from "./session.ts";
+import { isUuid } from "../../infra/uuid.ts";
 
 /** Per signed-in user, per minute: generous for a person clicking, tight for a script. */
 export const DASHBOARD_USER_LIMIT = { limit: 300, windowMs: 60_000 };
@@ -93,7 +94,6 @@ const PAGE_SIZE = 50;
 const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
 /** The JSON bounds of one JSONL upload line (one product): those of a 1 MiB JSON body (plugins/json-depth.ts). */
 const LINE_BOUNDS = { maxDepth: MAX_JSON_DEPTH, maxArrayItems: MAX_JSON_ARRAY_ITEMS, maxValues: maxJsonValuesFor(DEFAULT_BODY_LIMIT) };
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const HIDDEN = { hide: true } as const;
 
@@ -168,7 +168,7 @@ const optNumber = (form: FormData, name: string): number | undefined => {
 /** A path id that must be a UUID (else the page does not exist), lower-cased as the database keeps it. */
 function uuidParam(c: Ctx, name: string): string {
   const v = c.params[name] ?? "";
-  if (!UUID.test(v)) throw new NotFound();
+  if (!isUuid(v)) throw new NotFound();
   return v.toLowerCase();
 }
 
@@ -557,7 +557,7 @@ export function dashboardRoutes(svc: Services) {
       "/dashboard/s/:slug/orders/:id/status",
       h(
         storeAction(
-          (c, slug) => `${storeBase(slug)}/orders/${UUID.test(c.params.id ?? "") ? c.params.id : ""}`,
+          (c, slug) => `${storeBase(slug)}/orders/${isUuid(c.params.id ?? "") ? c.params.id : ""}`,
           async (c, s, store, form) => {
             const orderId = uuidParam(c, "id");
             const status = text(form, "status");

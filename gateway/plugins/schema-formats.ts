@@ -6,20 +6,17 @@
  * zod schema on every call: ~18 µs per checked value on this machine, paid by every route parameter, body field
  * and actor message declared `format: "uuid"` (the "zod initialiser per request" seen in the checkout profile).
  * We put back a precompiled check with exactly zod's rule (RFC 9562 version 1–8 and variant bits, or the nil and
- * max UUIDs), so what is accepted does not change, only what it costs. "uuid" is the only one of the replaced
+ * max UUIDs; `UUID_FORMAT_PATTERN` in infra/uuid.ts), so what is accepted does not change, only what it costs. "uuid" is the only one of the replaced
  * formats our schemas use ("date-time" and "uri" are Elysia's and untouched).
  *
  * Also `CodePointString`: a string kind bounded in characters (code points), not UTF-16 units.
  */
 import { FormatRegistry, Kind, type TUnsafe, Type, TypeRegistry } from "@sinclair/typebox";
-
-/** zod 4's `z.string().uuid()` pattern, as bundled in @elysiajs/openapi. */
-export const UUID_PATTERN =
-  /^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)$/;
+import { UUID_FORMAT_PATTERN } from "../../infra/uuid.ts";
 
 /** Call after @elysiajs/openapi has been imported (gateway/app.ts does). */
 export function useCompiledFormats(): void {
-  FormatRegistry.Set("uuid", (value) => UUID_PATTERN.test(value));
+  FormatRegistry.Set("uuid", (value) => UUID_FORMAT_PATTERN.test(value));
 }
 
 const CODE_POINT_STRING = "CodePointString";

@@ -5,13 +5,12 @@
  * the same key in two cases is one key, not a conflict (reviews R1-8, R3-8).
  */
 import { fail } from "../../actors/runtime/errors.ts";
-
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+import { isUuidV4 } from "../../infra/uuid.ts";
 
 /** The key lowercased, or undefined when neither is sent. Throws INVALID_ARGUMENT (field idempotency_key). */
 export function requestIdempotencyKey(header: string | undefined, field: string | undefined): string | undefined {
   if (header && field && header.toLowerCase() !== field.toLowerCase()) throw fail("INVALID_ARGUMENT", "The Idempotency-Key header and idempotency_key differ.", { field: "idempotency_key" });
   const key = field ?? header;
-  if (key !== undefined && !UUID_V4.test(key)) throw fail("INVALID_ARGUMENT", "idempotency_key must be a UUID v4.", { field: "idempotency_key" });
+  if (key !== undefined && !isUuidV4(key)) throw fail("INVALID_ARGUMENT", "idempotency_key must be a UUID v4.", { field: "idempotency_key" });
   return key?.toLowerCase();
 }

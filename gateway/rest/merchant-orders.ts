@@ -10,8 +10,7 @@ import { fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from "../../infra/uuid.ts";
 
 async function assertOwner(svc: Services, slug: string, user: UserPrincipal): Promise<void> {
   const rows = await svc.sql<{ owner_user_id: string | null }[]>`SELECT owner_user_id FROM stores WHERE slug = ${slug}`;
@@ -97,7 +96,7 @@ export function merchantOrderRoutes(svc: Services) {
       "/api/v1/merchant/stores/:slug/allowlist/:keyId",
       async ({ params, body, user }) => {
         await assertOwner(svc, params.slug, user);
-        if (!UUID.test(params.keyId)) throw fail("INVALID_ARGUMENT", "keyId must be a uuid.", { field: "keyId" });
+        if (!isUuid(params.keyId)) throw fail("INVALID_ARGUMENT", "keyId must be a uuid.", { field: "keyId" });
         return ok(await svc.actors.ask(storeCommerce, params.slug, "setAllowlist", { agentKeyId: params.keyId.toLowerCase(), status: body.status }));
       },
       {

@@ -15,8 +15,7 @@ import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { optionalObjectBody } from "./optional-body.ts";
 import { requestIdempotencyKey } from "./idempotency-key.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from "../../infra/uuid.ts";
 
 interface OrderRow {
   id: string;
@@ -48,7 +47,7 @@ export function agentRailLabel(stored: string): string {
 }
 
 export async function orderView(svc: Services, id: string, keyId: string) {
-  if (!UUID.test(id)) throw fail("ORDER_NOT_FOUND", "No such order.");
+  if (!isUuid(id)) throw fail("ORDER_NOT_FOUND", "No such order.");
   const rows = await svc.sql<OrderRow[]>`SELECT id, store_slug, status, total_minor, subtotal_minor, discount_minor, shipping_minor, tax_minor, currency,
       payment_rail, payment_method, coupon_code, capture_ref, simulated, refunded_minor, checkout_session_id, cart_id, created_at, updated_at, paid_at, delivered_at
     FROM orders WHERE id = ${id} AND agent_key_id = ${keyId}`;
@@ -172,7 +171,7 @@ export function orderRoutes(svc: Services) {
       async ({ params, body, agent, set, request }) => {
         const id = params.orderId;
         const key = requestIdempotencyKey(request.headers.get("idempotency-key") ?? undefined, body?.idempotency_key);
-        const rows = UUID.test(id) ? await svc.sql<{ store_slug: string }[]>`SELECT store_slug FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}` : [];
+        const rows = isUuid(id) ? await svc.sql<{ store_slug: string }[]>`SELECT store_slug FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}` : [];
         if (!rows[0]) throw fail("ORDER_NOT_FOUND", "No such order.");
         const refund = await svc.actors.ask(storeCommerce, rows[0].store_slug, "proposeRefund", {
           orderId: id.toLowerCase(),

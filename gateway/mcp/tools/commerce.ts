@@ -22,8 +22,8 @@ import { shippingEstimate } from "../../rest/products.ts";
 import { AnsweredWithoutAsking, defineTool, type ToolContext } from "../registry.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
+import { isUuid, UUID_V4_PATTERN } from "../../../infra/uuid.ts";
 
-const UUID_V4 = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$";
 const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
 const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
 
@@ -39,7 +39,7 @@ export function ownerId(ctx: ToolContext): string {
 /** Accepts the spec's `cart_<id>` form as well as the bare uuid. */
 export function cartIdArg(raw: string): string {
   const id = raw.replace(/^cart_/, "").toLowerCase();
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) throw fail("INVALID_ARGUMENT", "cart_id must be a cart id (uuid or cart_<uuid>).", { field: "cart_id" });
+  if (!isUuid(id)) throw fail("INVALID_ARGUMENT", "cart_id must be a cart id (uuid or cart_<uuid>).", { field: "cart_id" });
   return id;
 }
 
@@ -374,7 +374,7 @@ export const previewCheckout = defineTool({
 export const CompleteArgs = T.Object(
   {
     checkout_session_id: T.String({ ...SESSION_ID, description: "From preview_checkout." }),
-    idempotency_key: T.String({ pattern: UUID_V4, description: "UUID v4, one per purchase attempt; repeat it to retry the SAME attempt." }),
+    idempotency_key: T.String({ pattern: UUID_V4_PATTERN, description: "UUID v4, one per purchase attempt; repeat it to retry the SAME attempt." }),
     payment_method: T.String({ minLength: 1, maxLength: 100, description: "MOCK on the demo store; a card payment token elsewhere (see get_payment_methods)." }),
     reconfirmed_state_hash: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$", description: "Only after STATE_RECONFIRMATION_REQUIRED: its details.reconfirm_state_hash." })),
     payment_mandate: T.Optional(T.String({ minLength: 10, maxLength: 4000, description: "A payment mandate from issue_payment_mandate (required on the dedicated checkout endpoint)." })),
@@ -932,7 +932,7 @@ export const onxCreateReturn = defineTool({
       order_id: Uuid,
       amount: T.Optional(T.Integer({ minimum: 1, description: "cents; omit for a full refund" })),
       reason: T.Optional(T.String({ maxLength: 255 })),
-      idempotency_key: T.Optional(T.String({ pattern: UUID_V4, description: "UUID v4; repeat it to retry the same request (answers the first refund request)." })),
+      idempotency_key: T.Optional(T.String({ pattern: UUID_V4_PATTERN, description: "UUID v4; repeat it to retry the same request (answers the first refund request)." })),
     },
     Strict,
   ),
