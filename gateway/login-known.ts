@@ -20,9 +20,8 @@ import { bootHooks } from "../infra/boot-hooks.ts";
 import { timingSafeEqualStr } from "../infra/crypto.ts";
 import type { Sql } from "../infra/db.ts";
 import { deriveKey } from "../infra/secrets.ts";
-import { cookieIn } from "./dashboard/session.ts";
+import { cookieIn, secureCookies, setCookie } from "./cookies.ts";
 import { secretKey } from "./identity.ts";
-import { issuer } from "./oauth/common.ts";
 import type { Services } from "./services.ts";
 
 export const KNOWN_DEVICE_COOKIE = "acs_known_device";
@@ -141,17 +140,5 @@ export function knownDeviceCookie(svc: Services, emailDigest: string, cookieHead
     .slice(0, MAX_ENTRIES)
     .map((e) => `${e.issuedSec}.${e.mac}`)
     .join("~");
-  const secure = issuer(svc).startsWith("https://") || svc.config.NODE_ENV === "production";
-  return `${KNOWN_DEVICE_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${KNOWN_DEVICE_TTL_MS / 1000}${secure ? "; Secure" : ""}`;
-}
-
-/** Adds a Set-Cookie header to an Elysia `set.headers` without replacing one already there (`first`: before it). */
-export function appendSetCookie(headers: Record<string, unknown>, cookie: string, first = false): void {
-  const prior = headers["set-cookie"];
-  if (prior === undefined) {
-    headers["set-cookie"] = cookie;
-    return;
-  }
-  const list = Array.isArray(prior) ? prior.map(String) : [String(prior)];
-  headers["set-cookie"] = first ? [cookie, ...list] : [...list, cookie];
+  return setCookie(KNOWN_DEVICE_COOKIE, value, { path: "/", maxAgeSeconds: KNOWN_DEVICE_TTL_MS / 1000, secure: secureCookies(svc) });
 }

@@ -18,7 +18,8 @@ import { fail } from "../actors/runtime/errors.ts";
 import { PasswordChecksBusy, upgradedHash, verifyLoginTimingSafe } from "../infra/passwords.ts";
 import { deriveKey } from "../infra/secrets.ts";
 import { secretKey } from "./identity.ts";
-import { appendSetCookie, isKnownDevice, knownDeviceBucket, knownDeviceCookie, rememberAddress } from "./login-known.ts";
+import { appendSetCookie } from "./cookies.ts";
+import { isKnownDevice, knownDeviceBucket, knownDeviceCookie, rememberAddress } from "./login-known.ts";
 import { setRateHeaders } from "./plugins/auth.ts";
 import type { Services } from "./services.ts";
 

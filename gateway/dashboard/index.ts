@@ -41,7 +41,6 @@ import { WEBHOOK_EVENT_KINDS } from "../../actors/webhook/messages.ts";
 import { ipBucketKey, type BucketDescriptor } from "../../actors/agent/limits.ts";
 import { ALL_TOOLS } from "../mcp/tools/index.ts";
 import { passwordLogin } from "../login.ts";
-import { appendSetCookie } from "../login-known.ts";
 import { admitOthers, clientIp, setRateHeaders } from "../plugins/auth.ts";
 import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
 import { breachMessage, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor } from "../plugins/json-depth.ts";
@@ -76,7 +75,6 @@ import {
   loginToken,
   newLoginNonce,
   rememberStore,
-  secureCookies,
   SESSION_COOKIE,
   SESSION_TTL_MS,
   setFlash,
@@ -85,6 +83,7 @@ import {
   type Flash,
 } from "./session.ts";
 import { isUuid } from "../../infra/uuid.ts";
+import { appendSetCookie, secureCookies } from "../cookies.ts";
 
 /** Per signed-in user, per minute: generous for a person clicking, tight for a script. */
 export const DASHBOARD_USER_LIMIT = { limit: 300, windowMs: 60_000 };

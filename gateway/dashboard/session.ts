@@ -1,6 +1,6 @@
 /**
  * Dashboard sessions: a random 256-bit id in an HttpOnly, SameSite=Strict cookie scoped to /dashboard (`Secure`
- * when NODE_ENV=production); the database keeps only its SHA-256 (`dashboard_sessions`, migration 0070). A session
+ * over https or when NODE_ENV=production, gateway/cookies.ts); the database keeps only its SHA-256 (`dashboard_sessions`, migration 0070). A session
  * ends on log-out, 8 hours after log-in, or after 2 hours without a request.
  *
  * CSRF: every state-changing form carries `_csrf` = HMAC(key derived from SECRET_KEY, the session's random
@@ -12,6 +12,7 @@ import { createHash, createHmac, randomBytes } from "node:crypto";
 import { timingSafeEqualStr } from "../../infra/crypto.ts";
 import { deriveKey } from "../../infra/secrets.ts";
 import { secretKey } from "../identity.ts";
+import { cookieOf, secureCookies, setCookie } from "../cookies.ts";
 import type { UserPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 
@@ -50,33 +51,10 @@ export function csrfTokenFor(svc: Services, csrfSecret: string): string {
   return createHmac("sha256", key(svc, "csrf")).update(csrfSecret).digest("base64url");
 }
 
-export function cookieOf(request: Request, name: string): string | null {
-  return cookieIn(request.headers.get("cookie"), name);
-}
-
-/** The value of cookie `name` in a Cookie header, or null. */
-export function cookieIn(header: string | null | undefined, name: string): string | null {
-  for (const part of (header ?? "").split(";")) {
-    const i = part.indexOf("=");
-    if (i < 0) continue;
-    if (part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
-  }
-  return null;
-}
-
-/** Pure: the Set-Cookie value of a dashboard cookie. maxAgeSeconds 0 clears it. */
+/** Pure: the Set-Cookie value of a dashboard cookie (Path=/dashboard unless given). maxAgeSeconds 0 clears it. */
 export function buildCookie(name: string, value: string, opts: { secure: boolean; maxAgeSeconds: number; path?: string }): string {
-  return [
-    `${name}=${value}`,
-    `Path=${opts.path ?? DASHBOARD_BASE}`,
-    "HttpOnly",
-    "SameSite=Strict",
-    `Max-Age=${Math.max(0, Math.floor(opts.maxAgeSeconds))}`,
-    ...(opts.secure ? ["Secure"] : []),
-  ].join("; ");
+  return setCookie(name, value, { ...opts, path: opts.path ?? DASHBOARD_BASE });
 }
-
-export const secureCookies = (svc: Services): boolean => svc.config.NODE_ENV === "production";
 
 export async function createSession(svc: Services, userId: string): Promise<{ id: string; expiresAt: Date }> {
   const id = randomBytes(32).toString("base64url");

@@ -20,6 +20,7 @@ import { Elysia, t } from "elysia";
 import { ActorError } from "../../actors/runtime/errors.ts";
 import { timingSafeEqualStr } from "../../infra/crypto.ts";
 import { deriveKey } from "../../infra/secrets.ts";
+import { cookieOf, secureCookies, setCookie } from "../cookies.ts";
 import { secretKey } from "../identity.ts";
 import { passwordLogin } from "../login.ts";
 import { clientIp } from "../plugins/auth.ts";
@@ -109,15 +110,6 @@ function csrfToken(svc: Services, nonce: string, p: Params): string {
   return createHmac("sha256", csrfKey(svc)).update(`${nonce}\n${canonical}`).digest("base64url");
 }
 
-function cookieOf(request: Request, name: string): string | null {
-  const header = request.headers.get("cookie") ?? "";
-  for (const part of header.split(";")) {
-    const [k, ...rest] = part.trim().split("=");
-    if (k === name) return rest.join("=");
-  }
-  return null;
-}
-
 function pageHeaders(headers: Record<string, string>): void {
   headers["content-type"] = "text/html; charset=utf-8";
   headers["cache-control"] = "no-store";
@@ -172,7 +164,6 @@ function pick(src: Record<string, string>): Params {
 }
 
 export function authorizeRoutes(svc: Services) {
-  const secureCookie = issuer(svc).startsWith("https://");
   /** `redirect`: whether an error of the request may go back to the client (only once the user acted on the form). */
   const handleError = (err: unknown, set: { status?: number | string; headers: Record<string, string | number> }, redirect: boolean) => {
     const headers = set.headers as Record<string, string>;
@@ -212,7 +203,7 @@ export function authorizeRoutes(svc: Services) {
           const nonce = randomBytes(32).toString("base64url");
           const headers = set.headers as Record<string, string>;
           pageHeaders(headers);
-          headers["set-cookie"] = `${CSRF_COOKIE}=${nonce}; Path=${OAUTH_BASE}; HttpOnly; SameSite=Strict; Max-Age=600${secureCookie ? "; Secure" : ""}`;
+          headers["set-cookie"] = setCookie(CSRF_COOKIE, nonce, { path: OAUTH_BASE, maxAgeSeconds: 600, secure: secureCookies(svc) });
           return consentPage(v, p, csrfToken(svc, nonce, p));
         } catch (err) {
           return handleError(err, set as never, false);
