@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { cartActor } from "../../actors/cart/index.ts";
 import type { CartView, CompleteReply, PaymentLimitsInput } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
+import { isObjectRecord } from "../plugins/json-body.ts";
 import type { Services } from "../services.ts";
 
 export type BridgeProtocol = "acp" | "ucp" | "ap2";
@@ -67,7 +68,7 @@ export async function bindMandate(svc: Services, agentKeyId: string, mandateId: 
  * request anyway.
  */
 export function requestHash(method: string, path: string, body: unknown): string {
-  const empty = body !== null && typeof body === "object" && !Array.isArray(body) && Object.keys(body).length === 0;
+  const empty = isObjectRecord(body) && Object.keys(body).length === 0;
   return createHash("sha256").update(JSON.stringify([method, path, empty ? null : (body ?? null)])).digest("hex");
 }
 
@@ -224,5 +225,5 @@ export function derivedUuidV4(seed: string): string {
 }
 
 export function asRecord(v: unknown): Record<string, unknown> {
-  return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  return isObjectRecord(v) ? v : {};
 }

@@ -15,6 +15,7 @@ import { log } from "../../infra/log.ts";
 import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
 import { AnsweredWithoutAsking, ENDPOINT_GROUPS, type AnyTool, type Endpoint, type ToolContext } from "./registry.ts";
 import { ECHO_MAX_CHARS } from "../envelope.ts";
+import { isObjectRecord } from "../plugins/json-body.ts";
 import { describeSchema, fieldOfPath } from "../plugins/validation-message.ts";
 
 export interface CompiledTool {
@@ -89,7 +90,7 @@ export function argumentError(t: CompiledTool, args: unknown): ActorError | null
   const field = fieldOfPath(first.path) ?? "";
   const allowed = Object.keys(t.def.input.properties ?? {});
   const unknown =
-    args !== null && typeof args === "object" && !Array.isArray(args)
+    isObjectRecord(args)
       ? Object.keys(args)
           .filter((k) => !allowed.includes(k))
           .slice(0, MAX_UNKNOWN_SHOWN)

@@ -43,6 +43,7 @@ import { mcpChallenge, oauthBuckets, verifyMcpAccess, type McpAccess } from "../
 import { legacyMcpResource, mcpResource, mcpResourceRefOf, type McpResourceRef } from "../oauth/common.ts";
 import { admitAnonymous, admitOthers, clientIp, peekBuckets, setRateHeaders, setStaticRateHeaders } from "../plugins/auth.ts";
 import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
+import { isObjectRecord } from "../plugins/json-body.ts";
 import { breachMessage, exceedsJsonDepth, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor, tooDeepMessage } from "../plugins/json-depth.ts";
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import type { Services } from "../services.ts";
@@ -804,11 +805,10 @@ export class McpGateway {
 
 /** What an `initialize` request's params lack (lifecycle: protocolVersion, capabilities, clientInfo {name, version}). */
 function initializeParamsError(params: Record<string, unknown> | undefined): string | undefined {
-  const isObject = (v: unknown) => v !== null && typeof v === "object" && !Array.isArray(v);
   if (typeof params?.protocolVersion !== "string") return "initialize needs params.protocolVersion (a string).";
-  if (!isObject(params.capabilities)) return "initialize needs params.capabilities (an object).";
-  const info = params.clientInfo as Record<string, unknown> | undefined;
-  if (!isObject(info) || typeof info!.name !== "string" || typeof info!.version !== "string") {
+  if (!isObjectRecord(params.capabilities)) return "initialize needs params.capabilities (an object).";
+  const info = params.clientInfo;
+  if (!isObjectRecord(info) || typeof info.name !== "string" || typeof info.version !== "string") {
     return "initialize needs params.clientInfo with a name and a version (strings).";
   }
   return undefined;

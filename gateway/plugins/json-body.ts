@@ -68,8 +68,14 @@ export function notAnObjectRefusal(value: unknown): ActorError {
   return fail("validation_error", `Invalid body: ${what}`, { location: "body", type: "object", errors: [{ message: what }] });
 }
 
+/** Any non-null object but an array, whatever its prototype (what JSON.parse gives for `{…}`, and more). */
+export function isObjectRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+/** An object record whose prototype is Object.prototype or null: a `{…}` of a JSON body, not a class instance. */
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (v === null || typeof v !== "object" || Array.isArray(v)) return false;
+  if (!isObjectRecord(v)) return false;
   const proto: unknown = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === null;
 }
