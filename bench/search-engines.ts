@@ -11,19 +11,9 @@ import { create, insertMultiple, remove as oramaRemove, search as oramaSearch, t
 import FlexSearch from "flexsearch";
 import type { SearchDoc } from "../search/engine.ts";
 import { createEmbeddedEngine } from "../search/embedded.ts";
+import { mulberry32 } from "../infra/seed/prng.ts";
 
 // ---------- synthetic catalog ----------
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ADJ = ["wireless", "organic", "premium", "compact", "vintage", "ergonomic", "waterproof", "portable", "classic", "smart", "handmade", "lightweight", "bamboo", "leather", "stainless", "ceramic", "cotton", "merino", "solar", "modular"];
 const NOUN = ["headphones", "keyboard", "backpack", "kettle", "sneakers", "jacket", "lamp", "blender", "speaker", "notebook", "bottle", "charger", "mattress", "sofa", "camera", "watch", "wallet", "tent", "mug", "drill"];
@@ -37,7 +27,7 @@ function pick<T>(r: () => number, xs: readonly T[]): T {
 }
 
 export function syntheticDocs(n: number, seed = 42): SearchDoc[] {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   const docs: SearchDoc[] = [];
   for (let i = 0; i < n; i++) {
     const desc: string[] = [];
@@ -69,7 +59,7 @@ interface BenchQuery {
 }
 
 function syntheticQueries(n: number): BenchQuery[] {
-  const r = rng(7);
+  const r = mulberry32(7);
   const qs: BenchQuery[] = [];
   for (let i = 0; i < n; i++) {
     const kind = i % 4;
