@@ -6,16 +6,12 @@
 import { Elysia, t } from "elysia";
 import { storeCommerce } from "../../actors/store/commerce.ts";
 import { listAllowlist, listRefunds } from "../../actors/store/merchant-reads.ts";
+import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok } from "../envelope.ts";
-import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
+import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { isUuid } from "../../infra/uuid.ts";
-
-async function assertOwner(svc: Services, slug: string, user: UserPrincipal): Promise<void> {
-  const rows = await svc.sql<{ owner_user_id: string | null }[]>`SELECT owner_user_id FROM stores WHERE slug = ${slug}`;
-  if (!rows[0] || (user.role !== "operator" && rows[0].owner_user_id !== user.id)) throw fail("store_not_found", `No store ${slug} of yours.`);
-}
 
 const Slug = t.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const sec = { security: [{ bearer: [] }] };
@@ -26,7 +22,7 @@ export function merchantOrderRoutes(svc: Services) {
     .post(
       "/api/v1/merchant/stores/:slug/orders/:id/status",
       async ({ params, body, user }) => {
-        await assertOwner(svc, params.slug, user);
+        await assertStoreWriter(svc.sql, params.slug, user);
         return ok(
           await svc.actors.ask(storeCommerce, params.slug, "setOrderStatus", {
             orderId: params.id.toLowerCase(),
@@ -60,7 +56,7 @@ export function merchantOrderRoutes(svc: Services) {
     .get(
       "/api/v1/merchant/stores/:slug/refunds",
       async ({ params, query, user }) => {
-        await assertOwner(svc, params.slug, user);
+        await assertStoreWriter(svc.sql, params.slug, user);
         return ok(await listRefunds(svc.sql, params.slug, { status: query.status }));
       },
       {
@@ -75,7 +71,7 @@ export function merchantOrderRoutes(svc: Services) {
     .post(
       "/api/v1/merchant/stores/:slug/refunds/:id/:decision",
       async ({ params, user }) => {
-        await assertOwner(svc, params.slug, user);
+        await assertStoreWriter(svc.sql, params.slug, user);
         return ok(await svc.actors.ask(storeCommerce, params.slug, "decideRefund", { refundId: params.id.toLowerCase(), decision: params.decision, userId: user.id }));
       },
       {
@@ -87,7 +83,7 @@ export function merchantOrderRoutes(svc: Services) {
     .get(
       "/api/v1/merchant/stores/:slug/allowlist",
       async ({ params, user }) => {
-        await assertOwner(svc, params.slug, user);
+        await assertStoreWriter(svc.sql, params.slug, user);
         return ok(await listAllowlist(svc.sql, params.slug));
       },
       { params: t.Object({ slug: Slug }), response: errorResponses(401, 404), detail: { tags: ["merchant"], summary: "Agent keys bound to the store", ...sec } },
@@ -95,7 +91,7 @@ export function merchantOrderRoutes(svc: Services) {
     .post(
       "/api/v1/merchant/stores/:slug/allowlist/:keyId",
       async ({ params, body, user }) => {
-        await assertOwner(svc, params.slug, user);
+        await assertStoreWriter(svc.sql, params.slug, user);
         if (!isUuid(params.keyId)) throw fail("INVALID_ARGUMENT", "keyId must be a uuid.", { field: "keyId" });
         return ok(await svc.actors.ask(storeCommerce, params.slug, "setAllowlist", { agentKeyId: params.keyId.toLowerCase(), status: body.status }));
       },
