@@ -6,6 +6,7 @@
  *   404 or a field's 400 before it reaches Postgres's `uuid` cast).
  * - `isUuidV4`: version 4 with the RFC variant, either case (idempotency keys, where the spec asks for a v4).
  * - `UUID_FORMAT_PATTERN`: TypeBox's `format: "uuid"` (gateway/plugins/schema-formats.ts), zod 4's rule.
+ * And `uuidV4FromHex`, the one shape of ids derived from a digest.
  */
 
 /** Version 4 with the RFC variant, either case, as a `pattern` string for a TypeBox schema. */
@@ -26,4 +27,13 @@ export function isUuid(s: string): boolean {
 /** A UUID version 4 (RFC variant), either case. */
 export function isUuidV4(s: string): boolean {
   return UUID_V4.test(s);
+}
+
+/**
+ * A UUID v4-shaped id from the first 32 hex digits of a digest: version digit 4, variant 8–b taken from digit 16.
+ * Stored ids are made with it (order ids, derived idempotency keys): its output must never change.
+ */
+export function uuidV4FromHex(hex: string): string {
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }

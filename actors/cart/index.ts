@@ -16,6 +16,7 @@ import { toMajor } from "../../search/money.ts";
 import { bootHooks } from "../../infra/boot-hooks.ts";
 import type { Config } from "../../infra/config.ts";
 import type { Sql } from "../../infra/db.ts";
+import { uuidV4FromHex } from "../../infra/uuid.ts";
 import { railFor, type RailName } from "../payments/card-rails.ts";
 import { SANDBOX_TOKENS } from "../payments/card-sandbox.ts";
 import { assertCapturedAmount, type ChargeResult, type LookupResult, type PaymentRail } from "../payments/rail.ts";
@@ -200,9 +201,7 @@ export function cartIdOfSession(sessionId: string): string | null {
 
 /** A UUID v4-shaped id derived from a seed (stable order ids and default idempotency keys). */
 function derivedUuid(...parts: string[]): string {
-  const h = createHash("sha256").update(JSON.stringify(parts)).digest("hex");
-  const v = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${v}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return uuidV4FromHex(createHash("sha256").update(JSON.stringify(parts)).digest("hex"));
 }
 
 // ---------------------------------------------------------------------------------------------------------------

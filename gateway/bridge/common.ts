@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { cartActor } from "../../actors/cart/index.ts";
 import type { CartView, CompleteReply, PaymentLimitsInput } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
+import { uuidV4FromHex } from "../../infra/uuid.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
 import type { Services } from "../services.ts";
 
@@ -220,8 +221,7 @@ export function completeCart(
 
 /** A UUID v4 derived from a string (the cart's idempotency key for a protocol's own session or key). */
 export function derivedUuidV4(seed: string): string {
-  const h = createHash("sha256").update(seed).digest("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return uuidV4FromHex(createHash("sha256").update(seed).digest("hex"));
 }
 
 export function asRecord(v: unknown): Record<string, unknown> {

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { isUuid, isUuidV4, UUID_FORMAT_PATTERN, UUID_V4_PATTERN } from "../../infra/uuid.ts";
+import { createHash } from "node:crypto";
+import { derivedUuidV4 } from "../../gateway/bridge/common.ts";
+import { isUuid, isUuidV4, UUID_FORMAT_PATTERN, UUID_V4_PATTERN, uuidV4FromHex } from "../../infra/uuid.ts";
 
 /** Value → [isUuid, isUuidV4, format "uuid"]: the three rules the call sites had before they shared infra/uuid.ts. */
 const TABLE: [string, boolean, boolean, boolean][] = [
@@ -36,5 +38,24 @@ describe("the uuid rules", () => {
   test("a crypto.randomUUID passes all three", () => {
     const u = crypto.randomUUID();
     expect([isUuid(u), isUuidV4(u), UUID_FORMAT_PATTERN.test(u)]).toEqual([true, true, true]);
+  });
+});
+
+describe("ids derived from a digest (stored: the outputs must never change)", () => {
+  const sha = (s: string) => createHash("sha256").update(s).digest("hex");
+
+  test("uuidV4FromHex keeps the digest's digits, sets version 4 and takes the variant from digit 16", () => {
+    expect(uuidV4FromHex("0123456789abcdef0123456789abcdef")).toBe("01234567-89ab-4def-8123-456789abcdef");
+    expect(uuidV4FromHex("ffffffffffffffffffffffffffffffff")).toBe("ffffffff-ffff-4fff-bfff-ffffffffffff");
+    expect(isUuidV4(uuidV4FromHex(sha("x")))).toBe(true);
+  });
+
+  test("the bridges' derived idempotency keys and the cart's order and idempotency ids are as stored", () => {
+    expect(derivedUuidV4("acp:cs_1")).toBe("24443324-f2ad-4ef4-a001-e2a35769e50e");
+    expect(derivedUuidV4("ucp:x")).toBe("4b1bc852-a360-4fd1-96ea-9c31efed107f");
+    expect(derivedUuidV4("ap2:k:m")).toBe("580c6292-8c73-44a2-bc2a-3204ed535149");
+    // actors/cart/index.ts derivedUuid(...parts): the digest of JSON.stringify(parts)
+    expect(uuidV4FromHex(sha(JSON.stringify(["order.v1", "cs_abc_1", "demo-store"])))).toBe("c98efd8e-78d4-4504-8d0c-f8e5c4956a83");
+    expect(uuidV4FromHex(sha(JSON.stringify(["idempotency.v1", "cs_abc_1"])))).toBe("0a543612-4e37-44da-9389-75e58fbb874a");
   });
 });

@@ -27,7 +27,10 @@ import { isUuid, UUID_V4_PATTERN } from "../../../infra/uuid.ts";
 const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
 const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
 
-/** The owner id carts and orders are keyed by: the agent key id, or a stable UUID for an OAuth (client, user). */
+/**
+ * The owner id carts and orders are keyed by: the agent key id, or a stable UUID for an OAuth (client, user). Its
+ * variant digit is always 8, unlike infra/uuid.ts uuidV4FromHex: owner ids are stored, so the shape stays its own.
+ */
 export function ownerId(ctx: ToolContext): string {
   const c = ctx.caller;
   if (!c) throw fail("unauthorized", "This tool needs a credential.");
