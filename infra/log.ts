@@ -2,7 +2,12 @@
  * Structured logs: one JSON object per line on stderr. Secrets never reach a log line: fields whose name looks
  * secret (key, password, token, secret, authorization) are replaced before serialisation, so a careless call
  * site cannot leak them (test/unit/log.test.ts captures the output to prove it).
+ *
+ * A line written in a request's scope (the gateway's edge hook enters it; an actor turn runs in the scope of the
+ * request id its message carries) names that request: `requestId`, read only when a line is written.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
+
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 /** Field names whose values are secrets: redacted here, and never quoted back in a validation error (gateway). */
@@ -49,6 +54,28 @@ export function setLogSink(fn: (line: string) => void): () => void {
   };
 }
 
+/** The request id of the code running now (undefined outside a request). */
+const requestScope = new AsyncLocalStorage<string | undefined>();
+
+/** The request id lines written now carry (and actor messages sent now: actors/runtime/client.ts). */
+export function currentRequestId(): string | undefined {
+  return requestScope.getStore();
+}
+
+/**
+ * Enters a request's scope for the rest of the current synchronous run and what it awaits or schedules (the
+ * gateway's edge hook, once per request: Bun starts each request of Bun.serve with no scope). `id` must already be
+ * sane (gateway/plugins/request-id.ts).
+ */
+export function enterRequest(id: string): void {
+  requestScope.enterWith(id);
+}
+
+/** Runs `fn` in the scope of request `id`, or of no request when `id` is undefined (a reminder turn). */
+export function inRequest<R>(id: string | undefined, fn: () => R): R {
+  return requestScope.run(id, fn);
+}
+
 export function redact(value: unknown, depth = 0): unknown {
   if (typeof value === "string") return SECRET_VALUES.reduce((v, [re, to]) => v.replace(re, to), value);
   if (value instanceof Error) return { name: value.name, message: redact(value.message) };
@@ -62,7 +89,9 @@ export function redact(value: unknown, depth = 0): unknown {
 function make(base: LogFields): Logger {
   const emit = (l: LogLevel, msg: string, fields?: LogFields) => {
     if (ORDER[l] < ORDER[level]) return;
-    const record = { level: l, time: new Date().toISOString(), msg: redact(msg), ...(redact({ ...base, ...fields }) as LogFields) };
+    const requestId = requestScope.getStore();
+    const own = requestId === undefined ? { ...base, ...fields } : { requestId, ...base, ...fields };
+    const record = { level: l, time: new Date().toISOString(), msg: redact(msg), ...(redact(own) as LogFields) };
     sink(JSON.stringify(record));
   };
   return {

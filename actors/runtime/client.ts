@@ -8,7 +8,7 @@ import type { ActorCaller, AnyActorDefinition, CallOptions, MessageBody, Message
 import type { ReplyEnvelope, RequestEnvelope } from "./envelope.ts";
 import { ActorError } from "./errors.ts";
 import { noAnswerOf } from "./no-answer.ts";
-import { log as rootLog, type Logger } from "../../infra/log.ts";
+import { currentRequestId, log as rootLog, type Logger } from "../../infra/log.ts";
 
 export interface ClientOptions {
   defaultTimeoutMs?: number;
@@ -81,7 +81,9 @@ export class ActorClient implements ActorCaller {
     const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
     // A caller-supplied msgId may repeat an earlier send (e.g. after the caller itself restarted): mark every
     // send as a possible resend so the actor checks its durable inbox, not only its memory.
-    return { msgId, kind: def.kind, id, type, body, deadline: Date.now() + timeoutMs, attempt: opts.msgId ? 2 : 1 };
+    // The request being served (the gateway's edge hook, or the turn sending this) travels with the message, so the
+    // actor's log lines name it on any transport.
+    return { msgId, kind: def.kind, id, type, body, deadline: Date.now() + timeoutMs, attempt: opts.msgId ? 2 : 1, requestId: currentRequestId() };
   }
 
   private send(env: RequestEnvelope, immutable: boolean): Promise<ReplyEnvelope> {

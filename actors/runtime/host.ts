@@ -8,7 +8,7 @@ import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import type { TSchema } from "@sinclair/typebox";
 import { isDatabaseUnavailable, isNeverSent, withoutDeadline, type Sql } from "../../infra/db.ts";
 import { LoopBackoff } from "../../infra/backoff.ts";
-import { log as rootLog, type Logger } from "../../infra/log.ts";
+import { currentRequestId, inRequest, log as rootLog, type Logger } from "../../infra/log.ts";
 import { actorFencingConflicts, recordTurn, registerActorStats, turnStatsFor, type TurnStats } from "../../infra/metrics.ts";
 import type { Transport } from "../transport/transport.ts";
 import { systemClock, type Clock } from "./clock.ts";
@@ -235,6 +235,14 @@ export class ActorHost {
    * loaded activation whose handler returned without awaiting) comes back as a value, not a promise.
    */
   receive(env: RequestEnvelope): ReplyEnvelope | Promise<ReplyEnvelope> {
+    // The turn runs in the scope of the request its message serves (none for a reminder): every line it writes, the
+    // host's and its handler's through any logger, names the request, and so do the messages it sends. A message
+    // sent from that very scope (the in-process bus answering the gateway at once, e.g. `authorize`) enters nothing.
+    const requestId = env.requestId;
+    return requestId === currentRequestId() ? this.receiveInScope(env) : inRequest(requestId, () => this.receiveInScope(env));
+  }
+
+  private receiveInScope(env: RequestEnvelope): ReplyEnvelope | Promise<ReplyEnvelope> {
     const kind = this.kinds.get(env.kind);
     if (!kind) {
       this.log.error("message for an actor kind this host does not serve", { kind: env.kind, type: env.type });
@@ -291,7 +299,7 @@ export class ActorHost {
         await act.ready;
       } catch (err) {
         const activations = this.kinds.get(act.def.kind)!.activations;
-        for (const p of act.queue.splice(0)) p.resolve(this.activationFailed(activations, act, err, p.env.attempt));
+        for (const p of act.queue.splice(0)) p.resolve(inRequest(p.env.requestId, () => this.activationFailed(activations, act, err, p.env.attempt)));
         return;
       }
       while (act.queue.length) {
@@ -306,7 +314,9 @@ export class ActorHost {
         // runTurn maps every failure of a turn to a reply; should anything still escape, this message's caller gets
         // an error and the messages queued behind it still run (an escaped rejection here reached no one: it was an
         // unhandled rejection, which ends a Bun process, and left the mailbox stalled)
-        p.resolve(await this.runTurn(act, p.env).catch((err: unknown) => this.errorFor(act, err)));
+        // Each turn in its own message's request scope: the mailbox runs in the scope of the message that started it.
+        const env = p.env;
+        p.resolve(await inRequest(env.requestId, () => this.runTurn(act, env).catch((err: unknown) => this.errorFor(act, err))));
       }
     } finally {
       act.running = false;

@@ -13,7 +13,7 @@
  */
 import { LoopBackoff } from "../../infra/backoff.ts";
 import type { Sql } from "../../infra/db.ts";
-import type { Logger } from "../../infra/log.ts";
+import { inRequest, type Logger } from "../../infra/log.ts";
 import type { Clock } from "./clock.ts";
 
 export interface LeftoverMarker {
@@ -79,7 +79,8 @@ export class LeftoverMarkers {
     if (this.markers.size === 0 || this.retrying || this.stopped) return;
     clearTimeout(this.timer);
     this.timer = undefined;
-    void this.retry();
+    // host-wide work, not the turn's that kicked it: its lines name no request (infra/log.ts)
+    inRequest(undefined, () => void this.retry());
   }
 
   /**
@@ -104,10 +105,13 @@ export class LeftoverMarkers {
 
   private schedule(delayMs: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      void this.retry();
-    }, delayMs);
+    // outside the scope of the turn that left the first marker: the retries serve every marker, not its request
+    this.timer = inRequest(undefined, () =>
+      setTimeout(() => {
+        this.timer = undefined;
+        void this.retry();
+      }, delayMs),
+    );
   }
 
   private async retry(): Promise<void> {

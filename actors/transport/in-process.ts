@@ -31,9 +31,10 @@ const plainNumber = (x: unknown): x is number => typeof x === "number" && Number
  * out of JSON as they went in, bar -0), only the body does. Any other envelope takes the whole JSON copy.
  */
 export function copyEnvelope(env: RequestEnvelope): RequestEnvelope {
-  const { msgId, kind, id, type, deadline, attempt } = env;
+  const { msgId, kind, id, type, deadline, attempt, requestId } = env;
   if (
     typeof msgId !== "string" ||
+    (requestId !== undefined && typeof requestId !== "string") ||
     typeof kind !== "string" ||
     typeof id !== "string" ||
     typeof type !== "string" ||
@@ -43,7 +44,7 @@ export function copyEnvelope(env: RequestEnvelope): RequestEnvelope {
   ) {
     return copy(env);
   }
-  return { msgId, kind, id, type, body: jsonCopyMember(env.body, "body"), deadline: deadline === 0 ? 0 : deadline, attempt: attempt === 0 ? 0 : attempt };
+  return { msgId, kind, id, type, body: jsonCopyMember(env.body, "body"), deadline: deadline === 0 ? 0 : deadline, attempt: attempt === 0 ? 0 : attempt, requestId };
 }
 
 /** An immutable message's envelope: its body handed over as it is (checked under test, see immutable.ts). */

@@ -31,7 +31,7 @@
 import { connect, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
 import { hostname } from "node:os";
-import type { ReplyEnvelope, RequestEnvelope } from "../runtime/envelope.ts";
+import { isRequestId, type ReplyEnvelope, type RequestEnvelope } from "../runtime/envelope.ts";
 import { ActorError } from "../runtime/errors.ts";
 import { NO_ANSWER_TEXT, UNAVAILABLE_TEXT } from "../runtime/unavailable-text.ts";
 import { describeError, noAnswerError, type NoAnswerReason } from "../runtime/no-answer.ts";
@@ -390,6 +390,8 @@ export class NatsTransport implements Transport {
           expires = Math.min(wire.deadline, Date.now() + 60_000) + 1000;
           if (typeof wire.waitMs === "number") wire.deadline = Math.min(wire.deadline, Date.now() + wire.waitMs);
           delete wire.waitMs;
+          // the caller's request id names this turn's log lines: only a sane token from another process's envelope
+          if (wire.requestId !== undefined && !isRequestId(wire.requestId)) delete wire.requestId;
           env = wire;
         } catch {
           respondSafely(msg, JSON.stringify({ ok: false, error: { code: "INVALID_ARGUMENT", message: "unreadable envelope" } }));
@@ -398,7 +400,7 @@ export class NatsTransport implements Transport {
         this.handleOnce(env, expires, handler).then(
           (json) => respondSafely(msg, json),
           (e) => {
-            this.log.error("serve handler threw", { subject, error: e as Error });
+            this.log.error("serve handler threw", { subject, ...(env.requestId ? { requestId: env.requestId } : {}), error: e as Error });
             respondSafely(msg, JSON.stringify({ ok: false, error: { code: "internal_error", message: "internal error" } }));
           },
         );

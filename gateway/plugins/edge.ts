@@ -1,8 +1,8 @@
 /**
- * The one synchronous hook every request passes first: request id, transparency headers, the per-surface body
- * limit, any JSON media type made the one Elysia parses (json-body.ts) and the metrics start stamp. One hook
- * instead of four keeps the health route near bare Bun.serve (docs/performance.md); each concern still lives in
- * its own module.
+ * The one synchronous hook every request passes first: request id (and the request's log scope, infra/log.ts),
+ * transparency headers, the per-surface body limit, any JSON media type made the one Elysia parses (json-body.ts)
+ * and the metrics start stamp. One hook instead of four keeps the health route near bare Bun.serve
+ * (docs/performance.md); each concern still lives in its own module.
  */
 import { Elysia } from "elysia";
 import { refuseOversizedBody } from "./body-limit.ts";
@@ -11,12 +11,13 @@ import { markRequestStart } from "./metrics.ts";
 import { assignRequestId } from "./request-id.ts";
 import { applyTransparencyHeaders } from "./transparency.ts";
 import { pathOf } from "../url-path.ts";
-
+import { enterRequest } from "../../infra/log.ts";
 
 export const edge = new Elysia({ name: "edge" }).onRequest(({ request, set }) => {
   markRequestStart(request);
   const headers = set.headers as Record<string, string | number>;
-  assignRequestId(request, headers);
+  // the request's scope: its log lines and the actor messages it sends carry the id (docs/decisions.md)
+  enterRequest(assignRequestId(request, headers));
   applyTransparencyHeaders(request.method, headers);
   if (request.method !== "GET" && request.method !== "HEAD") {
     normalizeJsonContentType(request);

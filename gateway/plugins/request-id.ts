@@ -5,7 +5,7 @@
  * Fresh ids need to be unique, not secret: a random 80-bit prefix per process plus a 48-bit counter, shaped like
  * a UUID (8-4-4-4-12 hex) so log tooling treats them alike, at a fraction of crypto.randomUUID's cost per request.
  */
-const SANE = /^[A-Za-z0-9._:-]{8,128}$/;
+import { REQUEST_ID } from "../../actors/runtime/envelope.ts";
 
 const prefix = (() => {
   const hex = Array.from(crypto.getRandomValues(new Uint8Array(10)), (b) => b.toString(16).padStart(2, "0")).join("");
@@ -30,9 +30,10 @@ export function newRequestId(): string {
 /** The caller's id when it is a sane token, else a fresh one. */
 export function requestIdFor(request: Request): string {
   const incoming = request.headers.get("x-request-id");
-  return incoming && SANE.test(incoming) ? incoming : newRequestId();
+  return incoming && REQUEST_ID.test(incoming) ? incoming : newRequestId();
 }
 
-export function assignRequestId(request: Request, headers: Record<string, string | number>): void {
-  headers["x-request-id"] = requestIdFor(request);
+/** Sets the response's X-Request-Id and returns it. */
+export function assignRequestId(request: Request, headers: Record<string, string | number>): string {
+  return (headers["x-request-id"] = requestIdFor(request));
 }
