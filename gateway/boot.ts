@@ -48,6 +48,8 @@ export interface BootOptions {
   extraModules?: GatewayModule[];
   /** The pool's query deadline (infra/db.ts QUERY_DEADLINE_MS unless set; tests shorten it). */
   queryDeadlineMs?: number;
+  /** The HTTP server's idle timeout in seconds (SERVER_IDLE_TIMEOUT_S unless set; tests shorten it). */
+  idleTimeoutS?: number;
 }
 
 export interface Running {
@@ -149,7 +151,7 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       void primeLoginTiming().catch((err) => log.warn("could not prime login timing", { error: err as Error }));
       const app = createApp(services, opts.extraModules);
       // Bun's default cap is 128 MB; per-surface limits are gateway/plugins/body-limit.ts
-      app.listen({ hostname: config.HOST, port: config.PORT, maxRequestBodySize: SERVER_BODY_CAP, idleTimeout: SERVER_IDLE_TIMEOUT_S });
+      app.listen({ hostname: config.HOST, port: config.PORT, maxRequestBodySize: SERVER_BODY_CAP, idleTimeout: opts.idleTimeoutS ?? SERVER_IDLE_TIMEOUT_S });
       port = app.server!.port!;
       url = `http://${config.HOST}:${port}`;
       if (!config.SITE_URL) services.siteUrl = url;
