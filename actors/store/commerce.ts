@@ -966,7 +966,12 @@ async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, d
  * released) in its turn, so that no later attempt of the session can charge for a canceled order. A session the
  * cart no longer has, and an order without one, is canceled here.
  */
-async function merchantCancelPending(ctx: Ctx, order: OrderRow, userId: string | null, note: string | null): Promise<{ order_id: string; status: OrderStatus }> {
+async function merchantCancelPending(
+  ctx: Ctx,
+  order: OrderRow,
+  userId: string | null,
+  note: string | null,
+): Promise<{ order_id: string; status: OrderStatus; refund?: RefundView | null; refund_by_merchant?: true }> {
   const [flag] = await ctx.sql<{ reconciliation: string | null }[]>`SELECT reconciliation FROM orders WHERE id = ${order.id}`;
   // Imported here, not at the top: the cart module imports this one (leg rows). The cart never asks the store
   // actor anything, so this store turn waiting on the cart's cannot deadlock.
@@ -976,11 +981,16 @@ async function merchantCancelPending(ctx: Ctx, order: OrderRow, userId: string |
     { id: order.id, cartId: order.cart_id, checkoutSessionId: order.checkout_session_id, agentKeyId: order.agent_key_id, reconciliation: flag?.reconciliation ?? null },
     { actor: "merchant", storeSlug: ctx.id },
   );
-  if (viaSession) {
-    const [now] = await ctx.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${order.id}`;
-    return { order_id: order.id, status: now.status };
+  let status: OrderStatus;
+  if (viaSession) [{ status }] = await ctx.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${order.id}`;
+  else status = await cancelPendingHere(ctx, order.id, "merchant", { user_id: userId, note });
+  if (status === "paid" || status === "fulfilled") {
+    // The payment won the race with this cancel (the session completed after the order was read pending): the
+    // merchant's cancel of a captured order refunds it, as it would have a moment later (audit A1 M1).
+    const paid = await loadOrder(await ctx.tx(), ctx.id, order.id);
+    return cancelPaidOrder(ctx, paid, { actor: "merchant", agentKeyId: paid.agent_key_id, userId, reason: null, note });
   }
-  return { order_id: order.id, status: await cancelPendingHere(ctx, order.id, "merchant", { user_id: userId, note }) };
+  return { order_id: order.id, status };
 }
 
 export const commerceHandlers = {

@@ -146,7 +146,10 @@ export function orderRoutes(svc: Services) {
           { actor: "agent" },
         );
         if (!viaSession) await svc.actors.ask(storeCommerce, o.store_slug, "cancelOrder", { orderId: id, reason });
-        const [now] = await svc.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${id}`;
+        const [now] = await svc.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${id}`;
+        // The payment can win the race with this cancel (the session completed between the read above and the cart's
+        // turn): nothing was canceled, and the answer says so as for a paid order read first (audit A1 M1).
+        if (now.status !== "canceled") throw notCancellable(id, now.status, o.payment_rail);
         return ok({ order_id: id, status: now.status, refund: null });
       },
       {
