@@ -348,6 +348,11 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
   return { recorded: outcomes.length };
 }
 
+/** Live endpoints a store may have (docs/webhooks.md). */
+export const MAX_ENDPOINTS_PER_STORE = 20;
+/** First key of the two-key advisory lock `register` takes per store (the second is the slug's hash). */
+const WEBHOOK_CAP_LOCK = 0x5eb0;
+
 export const webhookActor = defineActor({
   kind: "webhook",
   initialState: (): State => ({}),
@@ -362,6 +367,13 @@ export const webhookActor = defineActor({
   handlers: {
     async register(ctx, m): Promise<EndpointView> {
       const tx = await ctx.tx();
+      // Each endpoint is its own actor, so nothing else serialises two creations in one store: the cap is counted
+      // and the row inserted under a per-store lock held to the turn's commit (audit A3-4: counted in the gateway,
+      // 30 concurrent creations made 28 endpoints).
+      await tx`SELECT pg_advisory_xact_lock(${WEBHOOK_CAP_LOCK}, hashtext(${m.storeSlug}))`;
+      const [{ n }] = await tx<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM webhook_endpoints WHERE store_slug = ${m.storeSlug} AND deleted_at IS NULL`;
+      if (n >= MAX_ENDPOINTS_PER_STORE) throw fail("conflict", `A store may have at most ${MAX_ENDPOINTS_PER_STORE} webhook endpoints.`);
       const rows = await tx<EndpointRow[]>`
         INSERT INTO webhook_endpoints (id, store_slug, url, events, secret_sealed, created_by, created_at)
         VALUES (${ctx.id}, ${m.storeSlug}, ${m.url}, ${[...new Set(m.events)]}, ${m.secretSealed}, ${m.createdBy}, ${new Date(ctx.now())})
