@@ -6,6 +6,7 @@
  *
  * The real service (role start, in-process bus) reaches Postgres through a proxy the test controls
  * (test/helpers/pg-proxy.ts); idle activations passivate at once, so the next request for a cart loads it again.
+ * Asks give up after 2 s instead of the client's 10 s (BootOptions.askTimeoutMs): both cases answer at that deadline.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -39,6 +40,7 @@ beforeAll(async () => {
     role: "start",
     env: {},
     reminderPollMs: 200,
+    askTimeoutMs: 2_000,
     config: {
       DATABASE_URL: proxy.via(db.url),
       HOST: "127.0.0.1",
