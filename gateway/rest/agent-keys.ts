@@ -1,11 +1,14 @@
 /**
  * Agent API keys (Bearer JWT of the owning user). The plaintext `agnt_…` key is returned once, by POST; only its
  * keyed hash is stored. Revocation goes through the key's actor, so every gateway refuses the key at once.
+ * A merchant account mints keys up to its plan's tier (`users.plan`, set by an operator: admin-users.ts) and
+ * SANDBOX keys; an operator mints any tier (actors/agent/plans.ts).
  */
 import { Elysia, t } from "elysia";
 import { agentActor } from "../../actors/agent/index.ts";
 import { DEFAULT_SCOPES, keyExpiresAt, normalizeTier, SCOPES, TIERS, validateScopes } from "../../actors/agent/access.ts";
 import { generateAgentKey } from "../../actors/agent/keys.ts";
+import { assertTierInPlan, DEFAULT_PLAN, isPlan } from "../../actors/agent/plans.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { pepper } from "../identity.ts";
@@ -35,6 +38,10 @@ export function agentKeyRoutes(svc: Services) {
         const scopes = body.scopes === undefined ? [...DEFAULT_SCOPES] : validateScopes(body.scopes);
         const tierInput = body.tier ?? "STARTER";
         const tier = normalizeTier(tierInput);
+        if (user.role !== "operator" && tier !== "SANDBOX") {
+          const [row] = await svc.sql<{ plan: string }[]>`SELECT plan FROM users WHERE id = ${user.id}`;
+          assertTierInPlan(user.role, row && isPlan(row.plan) ? row.plan : DEFAULT_PLAN, tier);
+        }
         const id = crypto.randomUUID();
         const expiresAt = keyExpiresAt(tier, new Date(svc.clock.now()));
         // A prefix collision (62^12 space) is astronomically unlikely; retry once with a fresh key if it happens.
@@ -61,9 +68,13 @@ export function agentKeyRoutes(svc: Services) {
         body: t.Object({
           name: t.String({ minLength: 1, maxLength: 200, pattern: NO_NUL }),
           scopes: t.Optional(t.Array(t.String(), { description: `Any of: ${SCOPES.join(", ")}. Default: ${DEFAULT_SCOPES.join(", ")}.` })),
-          tier: t.Optional(t.String({ description: `${TIERS.join(", ")} (FREE is an alias of STARTER). SANDBOX keys expire after 24 h.` })),
+          tier: t.Optional(
+            t.String({
+              description: `${TIERS.join(", ")} (FREE is an alias of STARTER). SANDBOX keys expire after 24 h. At most the account's plan (403 tier_not_in_plan); SANDBOX always, any tier for operators.`,
+            }),
+          ),
         }),
-        response: { 201: SuccessEnvelope(t.Composite([KeyOut, t.Object({ key: t.String({ description: "The plaintext key, shown once." }) })])), ...errorResponses(400, 401, 429) },
+        response: { 201: SuccessEnvelope(t.Composite([KeyOut, t.Object({ key: t.String({ description: "The plaintext key, shown once." }) })])), ...errorResponses(400, 401, 403, 429) },
         detail: { tags: ["accounts"], summary: "Create an agent API key", security: [{ bearer: [] }] },
       },
     )

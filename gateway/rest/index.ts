@@ -24,6 +24,7 @@ import { merchantDirectoryRoutes, merchantRoutes } from "./merchants.ts";
 import { merchantApiRoutes } from "./merchant-api.ts";
 import { merchantSettingsRoutes } from "./merchant-settings.ts";
 import { adminSearchRoutes } from "./admin-search.ts";
+import { adminUserRoutes } from "./admin-users.ts";
 import { webhookRoutes } from "./webhooks.ts";
 import { walletRoutes } from "./wallet.ts";
 import { bridgeRoutes } from "../bridge/index.ts";
@@ -52,6 +53,7 @@ export const gatewayModules: GatewayModule[] = [
   merchantApiRoutes,
   merchantSettingsRoutes,
   adminSearchRoutes,
+  adminUserRoutes,
   webhookRoutes,
   mcpRoutes,
   cartRoutes,

@@ -51,3 +51,12 @@ export async function twoTenants(srv: TestServer): Promise<{ key: TestKey; other
   const other = await createKey(srv, { scopes: ALL_SCOPES });
   return { key, other };
 }
+
+/**
+ * Sets an account's plan (the highest key tier it may mint) as an operator would: PUT /api/v1/admin/users/plan with
+ * the seeded operator's session unless a token is given.
+ */
+export async function setPlan(srv: TestServer, email: string, plan: string, token?: string): Promise<void> {
+  const r = await srv.json("/api/v1/admin/users/plan", { method: "PUT", headers: { authorization: `Bearer ${token ?? (await login(srv))}` }, body: { email, plan } });
+  if (r.status !== 200) throw new Error(`setting the plan failed: ${r.status} ${JSON.stringify(r.body)}`);
+}

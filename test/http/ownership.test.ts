@@ -5,7 +5,7 @@
  * agent's bridged checkout sessions, carts and coupons, and customer identity tokens for someone else's store.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
+import { ALL_SCOPES, createKey, login, merchantLogin, setPlan, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // a demo-store product (DS-0011)
@@ -22,6 +22,7 @@ beforeAll(async () => {
   admin = await login(srv);
   stranger = await login(srv, merchantLogin(STRANGER_STORE));
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE", token: admin });
+  await setPlan(srv, merchantLogin(STRANGER_STORE).email, "ENTERPRISE", admin);
   other = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE", token: stranger });
 }, 120_000);
 afterAll(async () => {
