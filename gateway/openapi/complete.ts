@@ -131,7 +131,7 @@ function completeOperation(method: string, path: string, op: Operation): void {
   const responses: Record<string, Json> = (op.responses ??= {});
   for (const s of doc?.success ?? []) {
     const key = String(s.status);
-    if (hasSchema(responses[key])) continue;
+    if (hasSchema(responses[key]) && !s.replaces) continue;
     const r: Json = { description: s.description };
     if (s.schema) r.content = { [s.contentType ?? "application/json"]: { schema: jsonSchema(s.schema) } };
     if (s.status >= 300 && s.status < 400) r.headers = { Location: { description: s.location ? `\`${s.location}\`` : "Where to go next.", schema: { type: "string" } } };
@@ -149,6 +149,105 @@ function completeOperation(method: string, path: string, op: Operation): void {
       ? { ...json, description: `${description} ${json.description as string}`, content: { ...(json.content as Json), ...html } }
       : { description, content: html };
   }
+  for (const c of Object.values(op.requestBody?.content ?? {})) if (c.schema) c.schema = jsonNumbers(c.schema as Json);
+  for (const p of (op.parameters ?? []) as { schema?: Json }[]) if (p.schema) p.schema = withoutStringDefault(p.schema);
+  for (const [status, r] of Object.entries(responses)) {
+    for (const c of Object.values((r.content ?? {}) as Record<string, { schema?: Json }>)) if (c.schema) c.schema = jsonNumbers(c.schema);
+    r.headers = { ...commonHeaders(method, path, Number(status)), ...(r.headers as Json | undefined) };
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ numbers
+
+/**
+ * The string half of Elysia's `t.Integer` / `t.Numeric` (a union of a numeric string and the number, meant for query
+ * strings), when `s` is such a union: its two halves. gateway/plugins/json-numbers.ts has the TypeBox twin.
+ */
+function numericStringUnion(s: Json): { text: Json; number: Json } | undefined {
+  const list = s.anyOf;
+  if (!Array.isArray(list) || list.length !== 2) return undefined;
+  const isText = (x: Json) => x?.type === "string" && (x.format === "integer" || x.format === "numeric");
+  const isNumber = (x: Json) => x?.type === "integer" || x?.type === "number";
+  const [a, b] = list as Json[];
+  if (isText(a!) && isNumber(b!)) return { text: a!, number: b! };
+  if (isText(b!) && isNumber(a!)) return { text: b!, number: a! };
+  return undefined;
+}
+
+/**
+ * `s` with each number-or-numeric-string union replaced by its number. A JSON body's numbers must be JSON numbers
+ * (`strictBodyNumbers` makes every route refuse a string, also in the bodies written in operations.ts, which it
+ * never sees), and answers are serialised with numbers: only a query or path value may be text.
+ */
+export function jsonNumbers(s: Json): Json {
+  if (Array.isArray(s)) return s.map((x) => (x && typeof x === "object" ? jsonNumbers(x as Json) : x)) as unknown as Json;
+  const union = numericStringUnion(s);
+  if (union) {
+    const { anyOf: _, ...outer } = s;
+    return { ...outer, ...union.number };
+  }
+  const out: Json = {};
+  for (const [k, v] of Object.entries(s)) out[k] = v && typeof v === "object" ? jsonNumbers(v as Json) : v;
+  return out;
+}
+
+/** A query or path integer is text, but Elysia's string half says `default: 0`, which is no route's default. */
+function withoutStringDefault(s: Json): Json {
+  const union = numericStringUnion(s);
+  if (!union || union.text.default === s.default) return s;
+  const { default: _, ...text } = union.text;
+  return { ...s, anyOf: (s.anyOf as Json[]).map((x) => (x === union.text ? text : x)) };
+}
+
+// ------------------------------------------------------------------------------------------------ headers
+
+const header = (description: string, schema: Json, required = true): Json => ({ description, required, schema });
+const count = { type: "integer", minimum: 0 };
+const RATE = {
+  Limit: "Requests allowed in the window of the tightest bucket that applies (the key's tier, the per-IP or per-user global one, or a public route's).",
+  Remaining: "Requests left in that window.",
+  Reset: "Unix time (seconds) when that window resets: on a 429, wait until then.",
+} as const;
+const NOT_ADMITTED = " Absent when the request failed before its rate admission (a declared Content-Length over the limit, some 5xx).";
+
+/** `components.headers`: each declared once, referenced by every response (the document would triple in size). */
+export const HEADER_COMPONENTS: Record<string, Json> = {
+  RequestId: header("The caller's X-Request-Id when it is a sane token, else a fresh id: quote it when reporting a problem.", { type: "string" }),
+  AgentCommerce: header("Transparency: an agent-commerce surface.", { type: "string", enum: ["1"] }),
+  InitiatedBy: header("Transparency: the request is taken as initiated by an AI agent.", { type: "string", enum: ["ai-agent"] }),
+  AiActTransparency: header("Transparency: a transactional or state-changing request (every method but GET, HEAD and OPTIONS).", { type: "string", enum: ["agent-initiated-transaction"] }),
+  ...Object.fromEntries(Object.entries(RATE).flatMap(([k, d]) => [[`RateLimit${k}`, header(d, count)], [`RateLimit${k}IfAdmitted`, header(d + NOT_ADMITTED, count, false)]])),
+  RetryAfter: header("Seconds to wait before retrying.", count),
+  RetryAfterIfKnown: header(
+    "Seconds to wait before retrying: sent with service_unavailable and temporarily_unavailable (also on OAuth's HTML pages and the health probe's 503); not with actor_unavailable or the upstream codes (retry with backoff).",
+    count,
+    false,
+  ),
+};
+const ref = (name: keyof typeof HEADER_COMPONENTS & string): Json => ({ $ref: `#/components/headers/${name}` });
+
+/** Operators' probes: no rate-limit layer, so no X-RateLimit-* (gateway/plugins/rate-limit.ts `hasOwnLayer`). */
+const UNLIMITED_PATHS = new Set(["/api/v1/health", "/health", "/metrics"]);
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * The headers every answer of an operation carries (set before routing, so errors carry them too):
+ * - X-Request-Id (gateway/plugins/request-id.ts) and the transparency headers (gateway/plugins/transparency.ts:
+ *   X-Agent-Commerce, X-Initiated-By; X-AI-Act-Transparency on every method but GET/HEAD/OPTIONS);
+ * - X-RateLimit-* except on the health probe; not promised on a 413 (a declared Content-Length over the limit is
+ *   refused in the edge hook, before admission) or a 5xx;
+ * - Retry-After on a 429, and on the 503s that have a known wait (service_unavailable, temporarily_unavailable).
+ */
+export function commonHeaders(method: string, path: string, status: number): Json {
+  const out: Json = { "X-Request-Id": ref("RequestId"), "X-Agent-Commerce": ref("AgentCommerce"), "X-Initiated-By": ref("InitiatedBy") };
+  if (!SAFE_METHODS.has(method.toUpperCase())) out["X-AI-Act-Transparency"] = ref("AiActTransparency");
+  if (!UNLIMITED_PATHS.has(path)) {
+    const suffix = status !== 413 && status < 500 ? "" : "IfAdmitted";
+    for (const k of Object.keys(RATE)) out[`X-RateLimit-${k}`] = ref(`RateLimit${k}${suffix}`);
+  }
+  if (status === 429) out["Retry-After"] = ref("RetryAfter");
+  if (status === 503) out["Retry-After"] = ref("RetryAfterIfKnown");
+  return out;
 }
 
 /** The generated document with every operation completed (a new object; the input is not changed). */
@@ -156,13 +255,14 @@ export function completeDocument(generated: OpenApiDocument): OpenApiDocument {
   const doc = JSON.parse(JSON.stringify(generated)) as OpenApiDocument;
   doc.components ??= {};
   doc.components.schemas = { ...doc.components.schemas, ErrorEnvelope: jsonSchema(ErrorEnvelope) };
+  doc.components.headers = { ...(doc.components.headers as Json | undefined), ...HEADER_COMPONENTS };
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) if (METHODS.has(method)) completeOperation(method, path, op);
   }
   return doc;
 }
 
-/** Per generated document: the completed copy, serialised once (~0.5 MB; serialising it took ~5 ms a request). */
+/** Per generated document: the completed copy, serialised once (~0.9 MB, a third of it header references; serialising it per request cost ~5 ms at half that size). */
 const completed = new WeakMap<object, string>();
 
 function isDocument(v: unknown): v is OpenApiDocument {

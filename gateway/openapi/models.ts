@@ -6,7 +6,6 @@
  */
 import { t, type TSchema } from "elysia";
 import { SuccessEnvelope } from "../envelope.ts";
-import { ProductDetail, ProductSummary, SearchOutput } from "../mcp/tools/schemas.ts";
 
 const Open = { additionalProperties: true } as const;
 const Str = t.String();
@@ -99,7 +98,48 @@ export const Refund = obj({
 
 // ------------------------------------------------------------------------------------------------ catalog
 
-export const Search = SearchOutput;
+/** A string that is one of `values` (an enum: `anyOf` of `const`s, which TypeBox's checker reads too). */
+const oneOf = (values: readonly string[], description?: string) => t.Union(values.map((v) => t.Literal(v)), description ? { description } : {});
+const Uuid = t.String({ format: "uuid" });
+const FreshnessTier = oneOf(["fresh", "good", "stale", "very_stale", "unknown"], "How recently the merchant's catalog was synced.");
+const Confidence = oneOf(["high", "medium", "low"]);
+
+/** The spec's MerchantSummary (actors/store/reads.ts `merchantSummary`; search/ranking.ts builds the same fields). */
+export const MerchantSummary = obj({
+  slug: Str,
+  name: Str,
+  trustScore: t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()], { description: "0 to 1; null before the first score." }),
+  verificationLevel: oneOf(["UNVERIFIED", "BASIC", "STANDARD", "PREMIUM"], "QUALIFIED (registry-checked) stores show as PREMIUM; QUALIFIED is a search filter value."),
+  storeStatus: oneOf(["active", "deprioritized"]),
+  lastSyncAt: t.Optional(t.Union([Time, t.Null()])),
+}, "MerchantSummary.");
+
+/** The spec's ProductSummary: every field required (search/ranking.ts `toProductSummary`). */
+export const ProductSummary = obj({
+  id: Uuid, title: Str, description: Str, price: Num, compareAtPrice: t.Union([Num, t.Null()]), currency: Str, inStock: Bool,
+  imageUrl: NullableStr, category: NullableStr, merchant: MerchantSummary, relevanceScore: Num, freshnessTier: FreshnessTier,
+  stockConfidence: Confidence, priceConfidence: Confidence,
+  why_ranked: t.String({ description: "Human-readable ranking explanation." }),
+  euQualified: t.Boolean({ description: "Registry-checked (QUALIFIED) and established in the EU." }),
+}, "ProductSummary (search results).");
+
+/** The spec's ProductDetail (actors/store/reads.ts `toProductDetail`); in `policies` only acceptsReturns is always sent. */
+export const ProductDetail = obj({
+  id: Uuid, title: Str, description: Str, price: Num, compareAtPrice: t.Union([Num, t.Null()]), currency: Str, inStock: Bool,
+  stockQuantity: t.Union([Int, t.Null()], { description: "null when the merchant does not track stock." }),
+  images: t.Array(Str), variants: t.Array(Any), attributes: Any, category: NullableStr, merchant: MerchantSummary,
+  policies: obj({
+    acceptsReturns: Bool, returnWindowDays: t.Optional(Num), freeShippingThreshold: t.Optional(Num), restockingFeePercent: t.Optional(Num),
+    shippingEstimateDays: t.Optional(Str), supportResponseTimeSla: t.Optional(Str),
+  }),
+  freshnessTier: FreshnessTier,
+}, "ProductDetail.");
+
+export const Search = obj({
+  products: t.Array(ProductSummary),
+  meta: obj({ total: Int, page: Int, limit: Int, totalPages: Int }),
+  queryMeta: Any,
+});
 export const Product = ProductDetail;
 export const Availability = obj({ productId: Str, inStock: Bool, stockQuantity: t.Union([Int, t.Null()]), freshnessTier: Str, stockConfidence: Str, agentHint: Str });
 export const PriceHistory = obj({ productId: Str, currency: Str, days: Int, currentPrice: Num, lowestPrice: Num, highestPrice: Num, trend: Str, points: t.Array(Any) });
@@ -108,7 +148,7 @@ export const Recommendations = obj({ productId: Str, limit: Int, products: t.Arr
 const NullableNum = t.Union([Num, t.Null()]);
 export const Negotiation = obj(
   {
-    offerId: Str, status: t.String({ description: "accepted, countered or rejected" }), productId: Str, merchantSlug: Str, currency: Str,
+    offerId: t.Union([t.String(), t.Null()], { description: "null for a bid past maxRounds (answered, not recorded)" }), status: t.String({ description: "accepted, countered or rejected" }), productId: Str, merchantSlug: Str, currency: Str,
     listPrice: NullableNum, bidPrice: Num, counterPrice: NullableNum, negotiatedPrice: NullableNum, expiresAt: NullableStr,
     usableInCart: Bool, round: Int, maxRounds: t.Union([Int, t.Null()], { description: "null when the merchant does not negotiate" }), reason: NullableStr, message: NullableStr, beta: t.Literal(true),
   },
@@ -126,8 +166,11 @@ export const Comparison = obj({ products: t.Array(Any), priceRange: t.Array(Any)
 
 // ------------------------------------------------------------------------------------------------ merchants, trust
 
-const MerchantSummary = obj({ slug: Str, name: Str, trustScore: t.Union([Num, t.Null()]), verificationLevel: Str, storeStatus: Str });
 export const MerchantList = MerchantSummary;
+/** GET /api/v1/merchants: the list with its page meta (integers). */
+export const MerchantDirectory = t.Object({
+  success: t.Literal(true), data: t.Array(MerchantSummary), meta: t.Object({ total: Int, page: Int, limit: Int, totalPages: Int }),
+});
 export const MerchantProfile = obj({ slug: Str, name: Str, trustScore: t.Union([Num, t.Null()]), verificationLevel: Str, country: Str, currency: Str, policies: Any, paymentProtocols: t.Array(Str) });
 export const Protocols = obj({ slug: Str, protocols: t.Array(Any), preferred: NullableStr, bridge: t.Array(Any), mcp: Any });
 export const ReturnPolicy = obj({ slug: Str, acceptsReturns: Bool, returnWindowDays: t.Union([Int, t.Null()]), refundRequest: Any, summary: Str });

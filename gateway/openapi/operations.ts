@@ -20,6 +20,8 @@ export interface SuccessDoc {
   contentType?: string;
   /** A redirect's Location header. */
   location?: string;
+  /** This schema replaces the route's own (which is true but says less, e.g. no enums). */
+  replaces?: true;
 }
 
 export interface OperationDoc {
@@ -151,7 +153,10 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "POST /api/v1/agent/compare": { success: [ok(M.Comparison, "Side-by-side comparison with a recommendation.")], errors: { 400: ["INSUFFICIENT_INPUT"] } },
 
   // ---------------------------------------------------------------------------------------------- merchants
-  "GET /api/v1/merchants": { success: [] },
+  // the same shape as the route's own 200 (gateway/rest/merchants.ts), with the spec's enums
+  "GET /api/v1/merchants": {
+    success: [{ status: 200, description: "Eligible merchants (MerchantSummary), by slug, with page meta.", schema: M.MerchantDirectory, replaces: true }],
+  },
   "GET /api/v1/agent/merchants/{slug}": { success: [ok(M.MerchantProfile, "Merchant profile.")], errors: { 404: ["store_not_found"] } },
   "GET /api/v1/agent/merchants/{slug}/protocols": { success: [ok(M.Protocols, "Payment protocols, the preferred one and the MCP endpoint.")], errors: { 404: ["store_not_found"] } },
   "GET /api/v1/agent/merchants/{slug}/return-policy": { success: [ok(M.ReturnPolicy, "Structured return policy.")], errors: { 404: ["store_not_found"] } },
