@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { PaymentPayload } from "@x402/core/types";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import type { Address } from "viem";
-import { EXTRAS_X402_SETTLE_TIMEOUT_MS } from "../../actors/payments/x402-rail.ts";
+import { DEFAULT_SETTLE_TIMEOUT_MS, EXTRAS_X402_SETTLE_TIMEOUT_MS, x402AskTimeoutMs, x402Timeouts } from "../../actors/payments/x402-rail.ts";
 import type { DevAccount } from "../../infra/x402/chain.ts";
 import type { Devnet } from "../../infra/x402/devnet.ts";
 import { createFacilitatorClient } from "../../infra/x402/facilitator-client.ts";
@@ -20,6 +20,8 @@ import type { FacilitatorProxy } from "./facilitator-proxy.ts";
 import { expectMined as expectMinedOn, payerOf, startX402Env, waitFor, withSettleMode, x402Signer, type X402Env } from "./helpers.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, untracked stock
+/** The deadline of an ask that names none (the actor client's 10 s in production), shortened with the settle deadline. */
+const ASK_MS = 2_500;
 
 let env: X402Env;
 let devnet: Devnet;
@@ -30,7 +32,7 @@ let merchant: Address;
 let x402Config: Record<string, string>;
 
 beforeAll(async () => {
-  env = await startX402Env({ rpcUrl: "devnet", fund: [3, 4, 7, 8] });
+  env = await startX402Env({ rpcUrl: "devnet", fund: [3, 4, 7, 8], boot: { askTimeoutMs: ASK_MS } });
   ({ devnet, proxy, srv, key, merchant, x402Config } = env);
 }, 120_000);
 
@@ -134,41 +136,66 @@ describe("the facilitator's answer is lost after it settled", () => {
   });
 });
 
-describe("a slow facilitator (the default 15 s settle deadline)", () => {
-  test("a settle that takes 12 s answers 200 COMPLETED, not a caller timeout", async () => {
+/**
+ * The settle deadline and every caller's deadline around it, scaled down together so the cases take seconds, not the
+ * 15 s deadline's 12 s and 20 s settles: this file's server gives an ask without a deadline of its own ASK_MS (the
+ * actor client's 10 s by default) and these tests set the settle deadline to SETTLE_MS (15 s by default). A settle
+ * longer than ASK_MS is answered, so the checkout's ask is not held to the default deadline; one longer than SETTLE_MS
+ * gets the documented 503 at the settle deadline, not a caller's timeout.
+ */
+describe("a slow facilitator (the settle deadline, 4.5 s here)", () => {
+  const SETTLE_MS = 4_500;
+  const withSettleDeadline = async <T>(fn: () => Promise<T>): Promise<T> => {
+    srv.running.services.extras.set(EXTRAS_X402_SETTLE_TIMEOUT_MS, SETTLE_MS);
+    try {
+      return await fn();
+    } finally {
+      srv.running.services.extras.delete(EXTRAS_X402_SETTLE_TIMEOUT_MS);
+    }
+  };
+
+  test("by default the settle deadline is 15 s and the gateway waits for the cart's turn longer (35 s)", () => {
+    expect(DEFAULT_SETTLE_TIMEOUT_MS).toBe(15_000);
+    expect(x402AskTimeoutMs(x402Timeouts(new Map()))).toBe(35_000);
+    expect(x402AskTimeoutMs(x402Timeouts(new Map([[EXTRAS_X402_SETTLE_TIMEOUT_MS, SETTLE_MS]])))).toBeGreaterThan(SETTLE_MS);
+  });
+
+  test("a settle that takes 3.5 s (past the default ask deadline, within the settle deadline) answers 200 COMPLETED, not a caller timeout", async () => {
     const payer = payerNo(7);
     const cartId = await newCart();
     const payload = await payloadFor(cartId, payer);
     const before = await devnet.balanceOf(payer.address);
-    devnet.facilitator.setSettleDelay(12_000);
+    devnet.facilitator.setSettleDelay(ASK_MS + 1_000);
     let r;
+    const started = Date.now();
     try {
-      r = await checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() });
+      r = await withSettleDeadline(() => checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() }));
     } finally {
       devnet.facilitator.setSettleDelay(0);
     }
+    expect(Date.now() - started).toBeGreaterThanOrEqual(ASK_MS + 1_000);
     expect({ status: r.status, code: r.body.code }).toEqual({ status: 200, code: undefined });
     expect(r.body.data.status).toBe("COMPLETED");
     expect(await devnet.balanceOf(payer.address)).toBe(before - BigInt(payload.accepted.amount));
     expect((await orderOf(cartId))[0]?.status).toBe("paid");
   }, 60_000);
 
-  test("a settle that takes 20 s answers the documented 503 SETTLEMENT_UNKNOWN; the transfer lands, the order ends paid, the buyer charged once", async () => {
+  test("a settle that takes 7 s answers the documented 503 SETTLEMENT_UNKNOWN; the transfer lands, the order ends paid, the buyer charged once", async () => {
     const payer = payerNo(8);
     const cartId = await newCart();
     const payload = await payloadFor(cartId, payer);
     const price = BigInt(payload.accepted.amount);
     const before = await devnet.balanceOf(payer.address);
     const body = { cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() };
-    devnet.facilitator.setSettleDelay(20_000);
+    devnet.facilitator.setSettleDelay(7_000);
     let r;
     const started = Date.now();
     try {
-      r = await checkout(body);
+      r = await withSettleDeadline(() => checkout(body));
     } finally {
-      devnet.facilitator.setSettleDelay(0); // the held settle keeps its 20 s; re-sends are served at once
+      devnet.facilitator.setSettleDelay(0); // the held settle keeps its 7 s; re-sends are served at once
     }
-    expect(Date.now() - started).toBeGreaterThanOrEqual(15_000); // the settle deadline, not an earlier caller timeout
+    expect(Date.now() - started).toBeGreaterThanOrEqual(SETTLE_MS); // the settle deadline, not an earlier caller timeout
     expect(r.status).toBe(503);
     expect(r.body).toMatchObject({ success: false, code: "UPSTREAM_UNAVAILABLE", details: { status: "SETTLEMENT_UNKNOWN" } });
     expect(JSON.stringify(r.body)).not.toContain("cart/");
