@@ -84,6 +84,7 @@ interface RememberedReply {
 type WireRequest = RequestEnvelope & { waitMs?: number };
 
 const dec = new TextDecoder();
+const enc = new TextEncoder();
 
 function unavailable(message: string): string {
   return JSON.stringify({ ok: false, error: { code: "actor_unavailable", message } });
@@ -186,12 +187,18 @@ export class NatsTransport implements Transport {
   async request(env: RequestEnvelope, timeoutMs: number): Promise<ReplyEnvelope> {
     if (this.closed) throw noAnswerError(UNAVAILABLE_TEXT, { reason: "transport_error", error: "transport closed" });
     const subject = partitionSubject(env.kind, partitionOf(env.id, this.partitions));
+    const wait = Math.max(1, Math.floor(timeoutMs));
+    const wire: WireRequest = { ...env, waitMs: wait };
+    const payload = enc.encode(JSON.stringify(wire));
+    // The server refuses a message above its max_payload, and would on every retry: refused here at once, not
+    // retried as a lost message until the caller's deadline (audit A3-1: 60 s, then 503 "retry shortly").
+    const limit = this.nc.info?.max_payload;
+    if (limit !== undefined && payload.length > limit) throw this.tooLarge(env, subject, payload.length, limit);
     let msg: Msg;
     try {
-      const wait = Math.max(1, Math.floor(timeoutMs));
-      const wire: WireRequest = { ...env, waitMs: wait };
-      msg = await this.nc.request(subject, JSON.stringify(wire), { timeout: wait });
+      msg = await this.nc.request(subject, payload, { timeout: wait });
     } catch (err) {
+      if (isMaxPayload(err)) throw this.tooLarge(env, subject, payload.length, this.nc.info?.max_payload);
       // no responders (nobody owns the partition right now), timeout, disconnect: all retryable by the caller, who
       // reads a fixed text (no actor, subject or timeout: docs/operations.md); which one and where go to the log
       // when the client gives up (ActorClient, runtime/no-answer.ts)
@@ -203,6 +210,16 @@ export class NatsTransport implements Transport {
       this.log.error("unreadable actor reply", { kind: env.kind, id: env.id, type: env.type, msgId: env.msgId, subject, bytes: msg.data.length });
       throw new ActorError("internal_error", "internal error");
     }
+  }
+
+  /** 413 `payload_too_large`, not retryable: the message is too large for the bus whoever serves it. */
+  private tooLarge(env: RequestEnvelope, subject: string, bytes: number, limit: number | undefined): ActorError {
+    this.log.warn("actor message over the NATS max_payload", { kind: env.kind, type: env.type, subject, bytes, maxPayload: limit });
+    return new ActorError(
+      "payload_too_large",
+      `The request is too large to pass to the service's actors (${bytes} bytes; at most ${limit ?? "the NATS max_payload"}). Send it in smaller batches.`,
+      { bytes, ...(limit !== undefined ? { limitBytes: limit } : {}) },
+    );
   }
 
   // ------------------------------------------------------------------------------------------------ serving
@@ -398,7 +415,7 @@ export class NatsTransport implements Transport {
           return;
         }
         this.handleOnce(env, expires, handler).then(
-          (json) => respondSafely(msg, json),
+          (json) => respondSafely(msg, this.fitReply(env, subject, json)),
           (e) => {
             this.log.error("serve handler threw", { subject, ...(env.requestId ? { requestId: env.requestId } : {}), error: e as Error });
             respondSafely(msg, JSON.stringify({ ok: false, error: { code: "internal_error", message: "internal error" } }));
@@ -406,6 +423,19 @@ export class NatsTransport implements Transport {
         );
       },
     });
+  }
+
+  /**
+   * A reply above the server's max_payload cannot be sent, and a retry would get the same one (handleOnce): the caller
+   * waited its whole deadline for it. It gets a non-retryable internal_error at once instead (the turn is done).
+   */
+  private fitReply(env: RequestEnvelope, subject: string, json: string): string {
+    const limit = this.nc.info?.max_payload;
+    if (limit === undefined || json.length * 3 <= limit) return json; // at most 3 bytes per UTF-16 unit
+    const bytes = Buffer.byteLength(json);
+    if (bytes <= limit) return json;
+    this.log.error("actor reply over the NATS max_payload", { kind: env.kind, type: env.type, subject, bytes, maxPayload: limit, ...(env.requestId ? { requestId: env.requestId } : {}) });
+    return JSON.stringify({ ok: false, error: { code: "internal_error", message: "internal error" } });
   }
 
   /**
@@ -579,6 +609,11 @@ export class NatsTransport implements Transport {
     await this.nc.drain().catch(() => this.nc.close());
     this.subs.clear();
   }
+}
+
+/** nats.js refuses a publish above the server's max_payload with an InvalidArgumentError saying so. */
+function isMaxPayload(err: unknown): boolean {
+  return /max_payload/i.test(String((err as { message?: unknown } | null)?.message ?? ""));
 }
 
 /** nats.js: no responders is a RequestError caused by NoRespondersError (name "NoResponders"), a timeout a TimeoutError. */
