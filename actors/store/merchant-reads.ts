@@ -244,13 +244,29 @@ export async function orderActivity(sql: Sql, slug: string, days: number, now: D
 
 export type RefundStatusFilter = "PENDING_APPROVAL" | "APPROVED" | "REJECTED" | "REFUNDED" | "FAILED";
 
-/** Refund requests of the store, newest first (500 max), by status or order. */
-export async function listRefunds(sql: Sql, slug: string, opts: { status?: RefundStatusFilter; orderId?: string } = {}): Promise<RefundView[]> {
+/** The most refund requests one unpaged read returns (the merchant order detail, the dashboard's lists). */
+export const REFUNDS_UNPAGED_MAX = 500;
+
+/**
+ * Refund requests of the store, newest first, by status or order, one page at a time (`total`: all that match), for
+ * GET /merchant/stores/{slug}/refunds (audit A1 M2: an unpaged list hid every request past the 500 newest).
+ */
+export async function listRefundsPage(
+  sql: Sql,
+  slug: string,
+  opts: { status?: RefundStatusFilter; orderId?: string; limit: number; offset: number },
+): Promise<{ total: number; items: RefundView[] }> {
   const status = opts.status ? sql`AND status = ${opts.status}` : sql``;
   const order = opts.orderId ? sql`AND order_id = ${opts.orderId}` : sql``;
+  const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_refunds WHERE store_slug = ${slug} ${status} ${order}`;
   const rows = await sql`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
-    FROM order_refunds WHERE store_slug = ${slug} ${status} ${order} ORDER BY created_at DESC LIMIT 500`;
-  return rows.map((r) => refundView(r as never));
+    FROM order_refunds WHERE store_slug = ${slug} ${status} ${order} ORDER BY created_at DESC, id LIMIT ${opts.limit} OFFSET ${opts.offset}`;
+  return { total: n, items: rows.map((r) => refundView(r as never)) };
+}
+
+/** Refund requests of the store, newest first (the first REFUNDS_UNPAGED_MAX), by status or order. */
+export async function listRefunds(sql: Sql, slug: string, opts: { status?: RefundStatusFilter; orderId?: string } = {}): Promise<RefundView[]> {
+  return (await listRefundsPage(sql, slug, { ...opts, limit: REFUNDS_UNPAGED_MAX, offset: 0 })).items;
 }
 
 export interface AllowlistEntry {

@@ -5,8 +5,9 @@
  * `pending`, as the spec's example does) and moves to `paid` in the same write that records the capture.
  * The agent may only cancel, and only while the order is pending (a paid order is refunded on request, with the
  * merchant's approval); the merchant moves fulfilment forward and may cancel
- * until the parcel ships; the system records payment and refunds. Refunds of a canceled order are recorded in
- * refund records while the order stays canceled.
+ * until the parcel ships; the system records payment and refunds. A partial refund leaves the order where it is in
+ * its fulfilment (the amount is `refunded_minor`); a full one makes it `refunded`. Refunds of a canceled order are
+ * recorded in refund records while the order stays canceled.
  */
 import { fail } from "../runtime/errors.ts";
 
@@ -24,7 +25,13 @@ interface Move {
 }
 const m = (to: OrderStatus, ...by: OrderActor[]): Move => ({ to, by });
 
-const REFUNDABLE = { refund_partial: m("partially_refunded", "system"), refund_full: m("refunded", "system") } as const;
+/**
+ * Refund moves from a fulfilment status: a partial refund keeps the status (the order is still to be fulfilled,
+ * shipped, delivered or canceled; the money returned is `orders.refunded_minor`, the refund records and the
+ * `refund_partial` history event), a full one ends the order (audit A1 M3: `partially_refunded` used to be a status
+ * of its own with no way out, so a partly refunded order could never ship).
+ */
+const refundable = (status: OrderStatus) => ({ refund_partial: m(status, "system"), refund_full: m("refunded", "system") }) as const;
 
 /** status × event → next status and the actors allowed to make that move. */
 export const ORDER_TRANSITIONS: Readonly<Record<OrderStatus, Readonly<Partial<Record<OrderEvent, Move>>>>> = {
@@ -34,12 +41,13 @@ export const ORDER_TRANSITIONS: Readonly<Record<OrderStatus, Readonly<Partial<Re
     ship: m("shipped", "merchant"), // fulfil and ship in one step
     // the merchant only: an agent asks for a refund, which the merchant approves (docs/checkout.md)
     cancel: m("canceled", "merchant"),
-    ...REFUNDABLE,
+    ...refundable("paid"),
   },
-  fulfilled: { ship: m("shipped", "merchant"), cancel: m("canceled", "merchant"), ...REFUNDABLE },
-  shipped: { deliver: m("delivered", "merchant", "system"), ...REFUNDABLE },
-  delivered: { ...REFUNDABLE },
-  partially_refunded: { ...REFUNDABLE },
+  fulfilled: { ship: m("shipped", "merchant"), cancel: m("canceled", "merchant"), ...refundable("fulfilled") },
+  shipped: { deliver: m("delivered", "merchant", "system"), ...refundable("shipped") },
+  delivered: { ...refundable("delivered") },
+  // Legacy: no move enters it any more; migration 0035 put the orders left in it back to their fulfilment status.
+  partially_refunded: { ...refundable("partially_refunded") },
   canceled: { refund_partial: m("canceled", "system"), refund_full: m("canceled", "system") },
   refunded: {},
 };

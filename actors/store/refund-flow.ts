@@ -15,7 +15,7 @@ import type { ActorContext } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
 import { nextOrderStatus } from "./order-machine.ts";
 import { loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, type OrderRow, type RefundRow, type RefundView } from "./order-rows.ts";
-import { applyRefundEvent, orderEventAfterRefund, refundableMinor, type RefundStatus } from "./refunds.ts";
+import { applyRefundEvent, assertApprovable, orderEventAfterRefund, refundableMinor, type RefundStatus } from "./refunds.ts";
 
 type Ctx = ActorContext<unknown>;
 
@@ -148,13 +148,21 @@ export function driveRefund(ctx: Ctx, refundId: string, tolerateRailError = fals
   return driveRefundRows(ctx, ctx.id, refundId, tolerateRailError);
 }
 
-/** A merchant's approve (or retry of a FAILED one): APPROVED committed with the reminder, then the rail. */
+/**
+ * A merchant's approve (or retry of a FAILED one): bounded again by what is still refundable (refunds.ts
+ * `assertApprovable`), APPROVED committed with the reminder, then the rail.
+ */
 export async function approveRefund(ctx: Ctx, refundId: string, userId: string): Promise<RefundView> {
   const current = await loadRefund(ctx.sql, ctx.id, refundId);
   if (current.status !== "APPROVED") {
     const tx = await ctx.tx();
     const refund = await loadRefund(tx, ctx.id, refundId);
-    const approved = applyRefundEvent({ status: refund.status, amountMinor: Number(refund.amount_minor) }, refund.status === "FAILED" ? "retry" : "approve", "merchant");
+    const record = { status: refund.status, amountMinor: Number(refund.amount_minor) };
+    const approved = applyRefundEvent(record, refund.status === "FAILED" ? "retry" : "approve", "merchant");
+    // Re-bounded here, in the store's turn: a FAILED refund is not in flight, so what it asks may have been asked since.
+    const order = await loadOrder(tx, ctx.id, refund.order_id);
+    const all = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${refund.order_id} AND id <> ${refund.id}`;
+    assertApprovable(refundBoundMinor(order), record, [record, ...all.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) }))]);
     // A retry asks the processor under the next key (railRefundKey): its first answer for the last one was a refusal.
     await tx`UPDATE order_refunds SET status = ${approved.status}, decided_by = ${userId}, updated_at = now(),
         rail_attempt = rail_attempt + ${refund.status === "FAILED" ? 1 : 0}
@@ -170,6 +178,39 @@ export async function approveRefund(ctx: Ctx, refundId: string, userId: string):
   return refundView(after);
 }
 
+/**
+ * Gives the units a canceled order sold back to the stock (audit A1 L2), in the cancel's transaction: its committed
+ * reservations (what the capture took off: tracked products' units and tracked variants' units, untracked ones were
+ * never held) are marked `returned` (migration 0035), so a replay adds nothing, and their units are added to the
+ * product rows. A product sold to 0 is in stock again; untracked stock stays untracked. Returns the products whose
+ * stock changed (to reindex).
+ */
+export async function returnSoldStock(tx: Sql, slug: string, orderId: string): Promise<string[]> {
+  const rows = await tx<{ lines: { productId: string; quantity: number; variants?: Record<string, number> }[] }[]>`
+    UPDATE stock_reservations SET status = 'returned', updated_at = now()
+    WHERE order_id = ${orderId} AND store_slug = ${slug} AND status = 'committed' RETURNING lines`;
+  const back = new Map<string, { q: number; v: Record<string, number> }>();
+  for (const l of rows.flatMap((r) => r.lines ?? [])) {
+    const w = back.get(l.productId) ?? { q: 0, v: {} };
+    w.q += l.quantity;
+    for (const [id, n] of Object.entries(l.variants ?? {})) w.v[id] = (w.v[id] ?? 0) + n;
+    back.set(l.productId, w);
+  }
+  if (back.size === 0) return [];
+  const ids = [...back.keys()];
+  const qs = [...back.values()].map((w) => w.q);
+  const vqs = [...back.values()].map((w) => JSON.stringify(w.v));
+  const changed = await tx<{ id: string }[]>`UPDATE products p SET
+      stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE p.stock_quantity + w.q END,
+      in_stock = CASE WHEN p.stock_quantity IS NOT NULL AND p.stock_quantity <= 0 AND w.q > 0 THEN true ELSE p.in_stock END,
+      variants = CASE WHEN w.vt::jsonb = '{}'::jsonb THEN p.variants ELSE variant_stock_return(p.variants, w.vt::jsonb) END,
+      updated_at = now()
+    FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q, unnest(${vqs}::text[]) AS vt) w
+    WHERE p.id = w.id AND p.store_slug = ${slug} AND (w.q > 0 OR w.vt::jsonb <> '{}'::jsonb)
+    RETURNING p.id`;
+  return changed.map((r) => r.id);
+}
+
 export interface CancelPaidBy {
   actor: "agent" | "merchant";
   agentKeyId: string | null;
@@ -180,7 +221,8 @@ export interface CancelPaidBy {
 
 /**
  * Cancels a captured order (the agent: `paid`; the merchant: `paid` or `fulfilled`) and refunds what is left of its
- * capture, all in the store's turn: the order canceled, the requests still open (PENDING_APPROVAL, FAILED)
+ * capture, all in the store's turn: the order canceled with its sold units back in stock (`returnSoldStock`), the
+ * requests still open (PENDING_APPROVAL, FAILED)
  * superseded, and one APPROVED refund of the refundable remainder (total − REFUNDED − APPROVED in flight, which its
  * own drive settles) committed with the reminder; then the rail the order was paid with, then REFUNDED.
  * x402: the money sits in the merchant's wallet and the service cannot pull it back, so the agent's cancel is
@@ -204,6 +246,8 @@ export async function cancelPaidOrder(
   const now = ctx.now();
   const data = by.actor === "merchant" ? { user_id: by.userId, note: by.note ?? null } : { reason: by.reason };
   await moveOrder(tx, order, "cancel", by.actor, now, data);
+  const restocked = await returnSoldStock(tx, ctx.id, order.id);
+  if (restocked.length) ctx.publish("catalog.changed", { storeSlug: ctx.id, upserted: restocked, removed: [] });
   const open = await tx<{ id: string; status: RefundStatus; amount_minor: number }[]>`
     SELECT id, status, amount_minor FROM order_refunds WHERE order_id = ${order.id} AND status IN ('PENDING_APPROVAL', 'FAILED')`;
   for (const r of open) {

@@ -7,6 +7,8 @@
  * Bounds: refundable = order total − refunded − in flight (PENDING_APPROVAL and APPROVED), so two proposals can
  * never together exceed what was paid. An omitted amount means the full remaining refundable amount. Amount:
  * integer minor units > 0 and <= refundable. Reason: at most 255 characters (Unicode code points).
+ * At most MAX_OPEN_REFUNDS_PER_ORDER requests of one order wait for the merchant (PENDING_APPROVAL) at a time (audit
+ * A1 M2: one agent could otherwise bury the merchant's queue under 1-cent requests).
  * Return window: `returnWindowDays` days from delivery (or from creation when never delivered), inclusive of the
  * last instant; a store that declares no window gets DEFAULT_RETURN_WINDOW_DAYS.
  */
@@ -31,6 +33,8 @@ export const REFUND_TRANSITIONS: Readonly<Record<RefundStatus, Readonly<Partial<
 };
 
 export const REFUND_REASON_MAX_CHARS = 255;
+/** Requests of one order that may wait for the merchant's decision at once; the next is 409 until one is decided. */
+export const MAX_OPEN_REFUNDS_PER_ORDER = 5;
 export const DEFAULT_RETURN_WINDOW_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -58,8 +62,17 @@ export function inFlightMinor(refunds: readonly RefundRecordLike[]): number {
   return refunds.filter((r) => r.status === "PENDING_APPROVAL" || r.status === "APPROVED").reduce((a, r) => a + r.amountMinor, 0);
 }
 
-export function refundableMinor(orderTotalMinor: number, refunds: readonly RefundRecordLike[]): number {
-  return Math.max(0, orderTotalMinor - refundedMinor(refunds) - inFlightMinor(refunds));
+/**
+ * What may still be asked or paid back: `boundMinor` (what was captured: order-rows.ts `refundBoundMinor`) − REFUNDED
+ * − in flight. The one computation behind a request's bound, the amount of a request without one (store and the MCP
+ * summary the human approves), a cancel's refund and the re-check of a merchant's retry.
+ */
+export function refundableMinor(boundMinor: number, refunds: readonly RefundRecordLike[]): number {
+  return Math.max(0, boundMinor - refundedMinor(refunds) - inFlightMinor(refunds));
+}
+
+export function openRefundCount(refunds: readonly RefundRecordLike[]): number {
+  return refunds.filter((r) => r.status === "PENDING_APPROVAL").length;
 }
 
 /** The instant after which a return is refused. */
@@ -104,11 +117,38 @@ export function validateRefundRequest(input: RefundRequestInput): { amountMinor:
   }
   const refundable = refundableMinor(order.totalMinor, input.refunds);
   if (refundable <= 0) throw fail("conflict", "Nothing is left to refund on this order.", { refundable_minor: 0 });
+  const open = openRefundCount(input.refunds);
+  if (open >= MAX_OPEN_REFUNDS_PER_ORDER) {
+    throw fail("conflict", `This order already has ${open} refund requests waiting for the merchant; wait for a decision before asking again.`, {
+      reason: "too_many_open_refunds",
+      open_refunds: open,
+      max_open_refunds: MAX_OPEN_REFUNDS_PER_ORDER,
+    });
+  }
   const requested = typeof amount === "number" ? amount : refundable;
   if (requested > refundable) {
     throw fail("INVALID_ARGUMENT", "amount exceeds the refundable amount.", { field: "amount", refundable_minor: refundable });
   }
   return { amountMinor: requested, reason: reasonOut };
+}
+
+/**
+ * A merchant's approve, or retry of a FAILED refund, sends `refund.amountMinor` to the processor only while that much
+ * is still refundable besides it (audit A1 L4): a FAILED record is not in flight, so requests made after it failed
+ * may have taken its share, and a retry must not pay back more than was captured. `refunds` are all the order's
+ * records, this one included.
+ */
+export function assertApprovable(boundMinor: number, refund: RefundRecordLike, refunds: readonly RefundRecordLike[]): void {
+  const own = refund.status === "PENDING_APPROVAL" || refund.status === "APPROVED" ? refund.amountMinor : 0;
+  const left = refundableMinor(boundMinor, refunds) + own;
+  if (refund.amountMinor > left) {
+    throw fail("conflict", "The refund exceeds what is still refundable on this order; reject it (the buyer may ask again).", {
+      reason: "exceeds_refundable",
+      status: refund.status,
+      amount_minor: refund.amountMinor,
+      refundable_minor: left,
+    });
+  }
 }
 
 /**

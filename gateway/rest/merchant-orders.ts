@@ -5,7 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import { storeCommerce } from "../../actors/store/commerce.ts";
-import { listAllowlist, listRefunds } from "../../actors/store/merchant-reads.ts";
+import { listAllowlist, listRefundsPage } from "../../actors/store/merchant-reads.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok } from "../envelope.ts";
@@ -57,15 +57,26 @@ export function merchantOrderRoutes(svc: Services) {
       "/api/v1/merchant/stores/:slug/refunds",
       async ({ params, query, user }) => {
         await assertStoreWriter(svc.sql, params.slug, user);
-        return ok(await listRefunds(svc.sql, params.slug, { status: query.status }));
+        const limit = query.limit ?? 50;
+        const offset = query.offset ?? 0;
+        const page = await listRefundsPage(svc.sql, params.slug, { status: query.status, orderId: query.order_id?.toLowerCase(), limit, offset });
+        return ok(page.items, { total: page.total, limit, offset });
       },
       {
         params: t.Object({ slug: Slug }),
         query: t.Object({
           status: t.Optional(t.Union(["PENDING_APPROVAL", "APPROVED", "REJECTED", "REFUNDED", "FAILED"].map((s) => t.Literal(s)))),
+          order_id: t.Optional(t.String({ format: "uuid" })),
+          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 200 })),
+          offset: t.Optional(t.Numeric({ minimum: 0, maximum: 1_000_000 })),
         }),
         response: errorResponses(400, 401, 404),
-        detail: { tags: ["merchant"], summary: "Refund requests of the store (newest first, 500 max)", ...sec },
+        detail: {
+          tags: ["merchant"],
+          summary: "Refund requests of the store (newest first, paged)",
+          description: "Filters: status, order_id. Paged with limit (1-200, default 50) and offset; meta carries total, limit and offset.",
+          ...sec,
+        },
       },
     )
     .post(

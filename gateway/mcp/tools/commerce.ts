@@ -13,7 +13,8 @@ import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/ca
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { refundView, storeCommerce } from "../../../actors/store/commerce.ts";
-import { DEFAULT_RETURN_WINDOW_DAYS, REFUNDABLE_ORDER_STATUSES, returnWindowEndsAt } from "../../../actors/store/refunds.ts";
+import { refundableMinor, validateRefundRequest, type RefundStatus } from "../../../actors/store/refunds.ts";
+import { refundBoundMinor } from "../../../actors/store/order-rows.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
 import { shippingZonesOf } from "../../../actors/store/reads.ts";
@@ -901,26 +902,39 @@ export const cancelOrder = defineTool({
 });
 
 /**
- * onx_create_return's refusals known before the human is asked, read as the store reads them (proposeRefund): an
- * order the key has no allowed binding for (ORDER_NOT_FOUND), an order in no refundable status, a closed return
- * window. The amount is left to the store (its bound may be the captured amount, not the total). Not with an
- * idempotency key: a retry is answered with its first request whatever is left now.
+ * The amount onx_create_return asks the human to approve: the one the store will request (audit A1 L1), read as the
+ * store reads it (commerce.ts proposeRefund). An order the key has no allowed binding for is ORDER_NOT_FOUND. An
+ * idempotency key already used: the first request's amount (the store answers that record). Otherwise refunds.ts
+ * `validateRefundRequest` over the same rows (bound = what was captured, less REFUNDED and in flight), which also
+ * gives the store's refusals before the human is asked: no refundable status, a closed return window, too many open
+ * requests, nothing left, an amount above what is left. With a new idempotency key the refusals are left to the
+ * store (a retry is answered with its first request whatever is left then); the amount is the same computation.
  */
-async function assertReturnPossible(ctx: ToolContext, orderId: string): Promise<void> {
-  const [o] = await ctx.svc.sql<{ status: OrderStatus; agent_key_id: string | null; created_at: Date; delivered_at: Date | null; return_window_days: number | null; binding: string | null }[]>`
-    SELECT o.status, o.agent_key_id, o.created_at, o.delivered_at, (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
+async function returnAmountToAsk(ctx: ToolContext, orderId: string, a: { amount?: number; idempotency_key?: string }): Promise<number> {
+  const [o] = await ctx.svc.sql<
+    { status: OrderStatus; agent_key_id: string | null; total_minor: number; captured_minor: number | null; created_at: Date; delivered_at: Date | null; return_window_days: number | null; binding: string | null }[]
+  >`
+    SELECT o.status, o.agent_key_id, o.total_minor, o.captured_minor, o.created_at, o.delivered_at, (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
     FROM orders o JOIN stores s ON s.slug = o.store_slug
     LEFT JOIN store_agent_allowlist a ON a.store_slug = o.store_slug AND a.agent_key_id = ${ownerId(ctx)}
     WHERE o.id = ${orderId} AND o.store_slug = ${ctx.store.slug}`;
+  const key = a.idempotency_key?.toLowerCase();
+  // Before the idempotency key, as the store checks it.
   if (!o || o.agent_key_id !== ownerId(ctx) || o.binding !== "allowed") throw fail("ORDER_NOT_FOUND", "No such order for this key.");
-  if (!REFUNDABLE_ORDER_STATUSES.has(o.status)) throw fail("conflict", `A ${o.status} order cannot be refunded.`, { status: o.status });
-  const endsAt = returnWindowEndsAt({ createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null }, o.return_window_days);
-  if (ctx.now.getTime() > endsAt) {
-    throw fail("RETURN_WINDOW_EXPIRED", "The return window has closed; only the merchant can override.", {
-      return_window_days: o.return_window_days ?? DEFAULT_RETURN_WINDOW_DAYS,
-      window_ended_at: new Date(endsAt).toISOString(),
-    });
-  }
+  const rows = await ctx.svc.sql<{ status: RefundStatus; amount_minor: number; idempotency_key: string | null }[]>`
+    SELECT status, amount_minor, idempotency_key FROM order_refunds WHERE order_id = ${orderId}`;
+  const prev = key === undefined ? undefined : rows.find((r) => r.idempotency_key === key);
+  if (prev) return Number(prev.amount_minor);
+  const refunds = rows.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) }));
+  const bound = refundBoundMinor(o);
+  if (key !== undefined) return a.amount ?? refundableMinor(bound, refunds);
+  return validateRefundRequest({
+    order: { status: o.status, totalMinor: bound, createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
+    refunds,
+    policy: { returnWindowDays: o.return_window_days },
+    amount: a.amount,
+    now: ctx.now.getTime(),
+  }).amountMinor;
 }
 
 export const onxCreateReturn = defineTool({
@@ -954,8 +968,7 @@ export const onxCreateReturn = defineTool({
   },
   async summarize(a, ctx) {
     const o = await writableOrder(ctx, a.order_id, "return");
-    if (a.idempotency_key === undefined) await assertReturnPossible(ctx, o.order_id);
-    const amount = a.amount ?? o.total_minor - o.refunded_minor;
+    const amount = await returnAmountToAsk(ctx, o.order_id, a);
     return { summary: `Request a refund of ${money(amount, o.currency)} for order ${o.order_id} at ${ctx.store.name}.`, facts: { amount: toMajor(amount, o.currency), currency: o.currency } };
   },
   async handler(a, ctx) {
