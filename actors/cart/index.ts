@@ -1582,6 +1582,7 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
         title: cart.items.find((i) => i.productId === l.productId && i.variantId === l.variantId)?.title ?? "",
         quantity: l.quantity,
         unitPriceMinor: l.unitPriceMinor,
+        ...(l.priceSource === "negotiated" ? { negotiated: true } : {}),
       })),
     };
   };

@@ -123,7 +123,12 @@ function remember(set: Set<string>, key: string): void {
   if (set.size >= HINT_LIMIT) set.clear();
   set.add(key);
 }
-function rememberUnheld(reservationId: string, coupon: string | null): void {
+function rememberUnheld(reservationId: string, coupon: string | null, b: BeginLegBody): void {
+  // A leg that claimed a negotiated offer settles by the full statement, which marks the offer used (paidRows).
+  if (negotiatedLines(b).ids.length) {
+    nothingHeld.delete(reservationId);
+    return;
+  }
   if (nothingHeld.size >= HINT_LIMIT) nothingHeld.clear();
   nothingHeld.set(reservationId, coupon !== null);
 }
@@ -357,6 +362,11 @@ export const LegLine = T.Object({
   title: T.String(),
   quantity: T.Integer({ minimum: 1 }),
   unitPriceMinor: Minor,
+  /**
+   * The cart priced this line from the key's accepted negotiated offer (`priceSource: negotiated`): the leg claims
+   * that offer for its order before any money moves, or is refused (docs/catalog.md "negotiate").
+   */
+  negotiated: T.Optional(T.Boolean()),
 });
 
 export const commerceMessages = {
@@ -535,6 +545,55 @@ function priorOf(db: Sql, slug: string, b: BeginLegBody) {
       LIMIT 1)`;
 }
 
+/** The products of a leg priced from a negotiated offer (variant lines never are: docs/checkout.md "Negotiated prices"). */
+function negotiatedLines(b: BeginLegBody): { ids: string[]; prices: number[] } {
+  const byProduct = new Map<string, number>();
+  for (const l of b.lines) if (l.negotiated && !l.variantId) byProduct.set(l.productId.toLowerCase(), l.unitPriceMinor);
+  return { ids: [...byProduct.keys()], prices: [...byProduct.values()] };
+}
+
+/**
+ * `claim`: each negotiated line claims the key's accepted, unused offer for its product at that price for this order
+ * (`negotiation_offers.order_id`), unless this reservation was begun before (`prior`) or the order moved on (`gone`,
+ * full hold only). An offer another order holds is not taken: the claim's condition is on the offer row alone, so of
+ * two legs racing for one offer the second, once the first commits, re-reads the row (row lock) and claims nothing.
+ * `claimed` is true when every negotiated line got its offer, `columns` names the products that did. Without
+ * negotiated lines there is no `claim` (no statement text: the common leg costs nothing).
+ */
+function offerClaim(db: Sql, slug: string, b: BeginLegBody, withGone: boolean): { ctes: SqlFragment; claimed: SqlFragment; columns: SqlFragment } {
+  const { ids, prices } = negotiatedLines(b);
+  if (ids.length === 0) return { ctes: db``, claimed: db`true`, columns: db`NULL::text[] AS claimed_offers` };
+  return {
+    ctes: db`claim AS (
+      UPDATE negotiation_offers n SET order_id = ${b.orderId}
+      FROM unnest(${ids}::uuid[], ${prices}::bigint[]) AS w(product_id, price)
+      WHERE n.id = (SELECT o.id FROM negotiation_offers o
+          WHERE o.agent_key_id = ${b.agentKeyId} AND o.product_id = w.product_id AND o.store_slug = ${slug} AND o.status = 'accepted'
+            AND o.negotiated_price_minor = w.price AND o.used_at IS NULL AND (o.order_id IS NULL OR o.order_id = ${b.orderId})
+          ORDER BY o.created_at DESC LIMIT 1)
+        AND n.used_at IS NULL AND (n.order_id IS NULL OR n.order_id = ${b.orderId})
+        AND NOT EXISTS (SELECT 1 FROM prior)${withGone ? db` AND NOT EXISTS (SELECT 1 FROM gone)` : db``}
+      RETURNING n.product_id),`,
+    claimed: db`(SELECT count(*) FROM claim) = ${ids.length}`,
+    columns: db`ARRAY(SELECT product_id::text FROM claim) AS claimed_offers`,
+  };
+}
+
+/** A leg that did not go ahead gives back the offers its order claimed (this attempt's, or an earlier attempt's). */
+async function releaseClaims(db: Sql, orderId: string): Promise<void> {
+  await db`UPDATE negotiation_offers SET order_id = NULL WHERE order_id = ${orderId} AND used_at IS NULL`;
+}
+
+/** The refusal of a leg whose negotiated price another order of the key holds or has used (no money moved). */
+function offerRefusal(slug: string, b: BeginLegBody, claimed: readonly string[]) {
+  const missing = negotiatedLines(b).ids.filter((id) => !claimed.includes(id));
+  return fail(
+    "STATE_EXECUTION_BLOCKED",
+    "A negotiated price of this cart pays for one order only, and another order of this key has it; preview the cart again (list price once that order is paid) or negotiate again.",
+    { reasons: missing.map((product_id) => ({ code: "negotiated_price_used", store_id: slug, product_id })) },
+  );
+}
+
 /**
  * The order side of a leg, after a CTE `ok (go)` decided whether the leg goes ahead: the order `pending` with its
  * items, `created` event, `order.created` outbox row and the key's allowlist binding (`ins` … `allow`), or, for
@@ -595,13 +654,15 @@ function run<R extends readonly object[]>(db: Sql, p: Parts) {
  */
 function lightHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], now: number): Parts {
   const idList = idListFragments(db, ids);
+  const claim = offerClaim(db, slug, b, false);
   return {
     ctes: db`want AS MATERIALIZED (SELECT w.id, ${slug}::text AS slug FROM unnest(${ids}::uuid[]) AS w(id)),
       ${priorOf(db, slug, b)},
+      ${claim.ctes}
       free AS (
         SELECT p.id FROM products p JOIN want w ON w.id = p.id
         WHERE p.id IN (${idList}) AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL),
-      ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM free) = ${ids.length} AS go),
+      ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM free) = ${ids.length} AND ${claim.claimed} AS go),
       ${orderRows(db, slug, b, now, false)}`,
     select: db`(SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
         (SELECT count(*) FROM ins)::int AS inserted`,
@@ -617,11 +678,13 @@ type Held = { id: string; q: number; vq: Record<string, number> };
 
 function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs: number[], vqs: string[], now: number): Parts {
   const idList = idListFragments(db, ids);
+  const claim = offerClaim(db, slug, b, true);
   return {
     ctes: db`want AS MATERIALIZED (SELECT w.id, w.q, w.vt::jsonb AS vq, ${slug}::text AS slug FROM unnest(${ids}::uuid[], ${qs}::int[], ${vqs}::text[]) AS w(id, q, vt)),
     ${priorOf(db, slug, b)},
     -- The session's order exists and is no longer pending (a merchant canceled it): nothing is held for it.
     gone AS (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND status <> 'pending'),
+    ${claim.ctes}
     -- Tracked stock (the product's, and each tracked variant's) is held by one conditional update of the product
     -- row; untracked stock is unlimited and never locked.
     -- Plan, index-driven by construction: the only condition on products alone is p.id IN (ids), the primary key
@@ -640,7 +703,7 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
         AND (p.stock_quantity IS NOT NULL OR CASE WHEN w.vq = '{}'::jsonb THEN false ELSE variant_holds_tracked(p.variants, w.vq) <> '{}'::jsonb END)
         AND (p.stock_quantity IS NULL OR p.stock_quantity - p.reserved_quantity >= w.q)
         AND CASE WHEN w.vq = '{}'::jsonb THEN true ELSE variant_stock_covers(p.variants, p.variant_reserved, w.vq) END
-        AND NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone)
+        AND NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone) AND ${claim.claimed}
       RETURNING p.id, CASE WHEN p.stock_quantity IS NULL THEN 0 ELSE w.q END AS q,
         CASE WHEN w.vq = '{}'::jsonb THEN '{}'::jsonb ELSE variant_holds_tracked(p.variants, w.vq) END AS vq),
     free AS (
@@ -648,7 +711,8 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
       WHERE p.id IN (${idList}) AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL
         AND CASE WHEN w.vq = '{}'::jsonb THEN true
           ELSE variant_holds_tracked(p.variants, w.vq) = '{}'::jsonb AND variant_stock_covers(p.variants, p.variant_reserved, w.vq) END),
-    ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone) AND (SELECT count(*) FROM held) + (SELECT count(*) FROM free) = ${ids.length} AS go),
+    ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone) AND ${claim.claimed}
+      AND (SELECT count(*) FROM held) + (SELECT count(*) FROM free) = ${ids.length} AS go),
     -- A reservation row only when something is held: untracked stock holds nothing, and a row with no lines was
     -- written here and updated again by the settle for nothing (two heap tuples, five index entries per order).
     -- Settle, release and cancel start from the reservation row, so without one they give nothing back, which is
@@ -660,7 +724,7 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
     ${orderRows(db, slug, b, now)}`,
     select: db`(SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
       (SELECT jsonb_agg(jsonb_build_object('id', id, 'q', q, 'vq', vq)) FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted,
-      (SELECT status FROM gone) AS gone_status`,
+      (SELECT status FROM gone) AS gone_status, ${claim.columns}`,
   };
 }
 
@@ -680,11 +744,19 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
       return { orderId: l.prior_order as string, created: false };
     }
     if (l.go && l.inserted > 0) {
-      rememberUnheld(b.reservationId, b.couponCode);
+      rememberUnheld(b.reservationId, b.couponCode, b);
       return { orderId: b.orderId, created: true };
     }
   }
-  const [r] = await run<{ prior_status: string | null; prior_order: string | null; go: boolean; held: Held[] | null; inserted: number; gone_status: OrderStatus | null }[]>(
+  const [r] = await run<{
+    prior_status: string | null;
+    prior_order: string | null;
+    go: boolean;
+    held: Held[] | null;
+    inserted: number;
+    gone_status: OrderStatus | null;
+    claimed_offers: string[] | null;
+  }[]>(
     db,
     fullHoldParts(db, slug, b, ids, qs, vqs, now),
   );
@@ -699,6 +771,9 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
     });
   }
   if (!r.go) {
+    const claim = negotiatedLines(b).ids.length;
+    if (claim > 0) await releaseClaims(db, b.orderId);
+    if (claim > 0 && (r.claimed_offers ?? []).length < claim) throw offerRefusal(slug, b, r.claimed_offers ?? []);
     const held = r.held ?? [];
     if (held.length) {
       // Give back what this statement held before it found another line short.
@@ -713,7 +788,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
     throw fail("STATE_EXECUTION_BLOCKED", "Stock no longer covers the cart.", { reasons: stockShortages(slug, ids, qs, vqs, levels) });
   }
   if (r.held?.length) nothingHeld.delete(b.reservationId);
-  else rememberUnheld(b.reservationId, b.couponCode);
+  else rememberUnheld(b.reservationId, b.couponCode, b);
   return { orderId: b.orderId, created: r.inserted > 0 };
 }
 
@@ -730,7 +805,7 @@ export function beginLegRiding(db: Sql, slug: string, b: BeginLegBody, now: numb
     const p = lightHoldParts(db, slug, b, ids, now);
     return {
       write: { ctes: p.ctes, select: db`CASE WHEN (SELECT go FROM ok) AND EXISTS (SELECT 1 FROM ins) THEN 1 ELSE actor_write_refused('leg_hold') END AS leg_ok` },
-      done: () => rememberUnheld(b.reservationId, b.couponCode),
+      done: () => rememberUnheld(b.reservationId, b.couponCode, b),
     };
   }
   const p = fullHoldParts(db, slug, b, ids, qs, vqs, now);
@@ -742,7 +817,7 @@ export function beginLegRiding(db: Sql, slug: string, b: BeginLegBody, now: numb
     },
     done: (row) => {
       if (row.leg_held) nothingHeld.delete(b.reservationId);
-      else rememberUnheld(b.reservationId, b.couponCode);
+      else rememberUnheld(b.reservationId, b.couponCode, b);
     },
   };
 }
@@ -768,8 +843,10 @@ function givenBack(db: Sql) {
 /**
  * `o` … `coupon`: a pending order moves to `to` with its capture reference, its history event, its
  * `order.status_changed` outbox row and (`coupon`) its coupon's use. `guard` is an extra condition on the order's update.
+ * `offers`: the negotiated offers the order claimed when its leg began are used from now on (`used`), in the statement
+ * that records the capture. The light settle leaves it out: a leg that claimed an offer never takes it (rememberUnheld).
  */
-function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: StatusChangedPayload, guard: ReturnType<Sql>, coupon: boolean) {
+function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: StatusChangedPayload, guard: ReturnType<Sql>, coupon: boolean, offers = false) {
   return db`o AS (
       UPDATE orders SET status = ${to}, capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId},
         simulated = ${b.simulated ?? false}, paid_at = now(), updated_at = now(), version = version + 1
@@ -779,7 +856,9 @@ function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, chan
       SELECT id, 'mark_paid', 'pending', ${to}, ${db.json({ actor: "system", capture_ref: b.captureRef ?? null, intent_id: b.intentId ?? null } as never)}::jsonb FROM o),
     outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(changedPayload as never)}::jsonb FROM o)${
       coupon ? db`,
-    coupon AS (UPDATE coupons c SET used_count = c.used_count + 1 FROM o WHERE c.store_slug = ${slug} AND c.code = o.coupon_code)` : db``}`;
+    coupon AS (UPDATE coupons c SET used_count = c.used_count + 1 FROM o WHERE c.store_slug = ${slug} AND c.code = o.coupon_code)` : db``}${
+      offers ? db`,
+    used AS (UPDATE negotiation_offers n SET used_at = now() FROM o WHERE n.order_id = o.id AND n.used_at IS NULL)` : db``}`;
 }
 
 /** The pending → paid move of a captured leg, as `settleLegRows` and `settleCapturedLegRiding` send it. */
@@ -818,7 +897,7 @@ function fullSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus
         variants = variant_stock_sell(p.variants, w.vq),
         updated_at = now()
       FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
-    ${paidRows(db, slug, b, to, changedPayload, db``, true)}`;
+    ${paidRows(db, slug, b, to, changedPayload, db``, true, true)}`;
 }
 
 /**
@@ -940,7 +1019,9 @@ export async function cancelPendingOrderRows(
     ev AS (
       INSERT INTO order_events (order_id, type, from_status, to_status, data)
       SELECT id, 'cancel', 'pending', ${to}, ${db.json({ actor: "system", reason: o.reason } as never)}::jsonb FROM c),
-    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(payload as never)}::jsonb FROM c)
+    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(payload as never)}::jsonb FROM c),
+    -- A negotiated offer the order claimed is free again for another order of the key (it was never paid with).
+    freed AS (UPDATE negotiation_offers n SET order_id = NULL FROM c WHERE n.order_id = c.id AND n.used_at IS NULL)
     SELECT (SELECT count(*) FROM c)::int AS canceled, (SELECT status FROM orders WHERE id = ${o.orderId} AND store_slug = ${slug}) AS status`;
   return { status: r.canceled ? to : r.status };
 }
@@ -954,7 +1035,9 @@ async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, d
   const holds = await tx<{ id: string }[]>`SELECT id FROM stock_reservations WHERE order_id = ${orderId} AND status = 'held'`;
   for (const h of holds) await settleReservation(tx, ctx.id, h.id, "released");
   if (order.status !== "pending") return order.status;
-  return moveOrder(tx, order, "cancel", actor, ctx.now(), data);
+  const to = await moveOrder(tx, order, "cancel", actor, ctx.now(), data);
+  await releaseClaims(tx, orderId);
+  return to;
 }
 
 /**

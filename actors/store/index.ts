@@ -320,20 +320,16 @@ export const storeActor = defineActor({
         category: p.category,
         priorRounds: n,
       });
+      const base = { maxRounds: store.negotiation_rules?.maxRounds ?? null, listPriceMinor: Number(p.price_minor), currency: p.currency };
+      // A bid past maxRounds is not a round: it is answered (rejected, max_rounds_reached) and not written, so a key's
+      // rows per product stay bounded by maxRounds (audit A1 L3); `round` is the last one counted.
+      if (decision.reason === "max_rounds_reached") return { offerId: null, round: n, expiresAt: null, ...base, ...decision };
       const expiresAt = decision.status === "accepted" ? new Date(ctx.now() + OFFER_TTL_MS).toISOString() : null;
       const [row] = await tx<{ id: string }[]>`INSERT INTO negotiation_offers (store_slug, product_id, agent_key_id, round, status,
           bid_minor, list_price_minor, counter_minor, negotiated_price_minor, currency, expires_at)
         VALUES (${ctx.id}, ${p.id}, ${body.agentKeyId}, ${n + 1}, ${decision.status}, ${body.bidMinor}, ${Number(p.price_minor)},
           ${decision.counterPriceMinor}, ${decision.negotiatedPriceMinor}, ${p.currency}, ${expiresAt}) RETURNING id`;
-      return {
-        offerId: row!.id,
-        round: n + 1,
-        maxRounds: store.negotiation_rules?.maxRounds ?? null,
-        listPriceMinor: Number(p.price_minor),
-        currency: p.currency,
-        expiresAt,
-        ...decision,
-      };
+      return { offerId: row!.id as string | null, round: n + 1, expiresAt, ...base, ...decision };
     },
   },
 });
