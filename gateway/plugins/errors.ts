@@ -80,6 +80,11 @@ function validationDetails(err: ValidationLike, ctx: FailureContext): { message:
 /** A caller's value cut to ECHO_MAX_CHARS, the bound every 400 already keeps. */
 const cut = (s: string) => `${s.slice(0, ECHO_MAX_CHARS)}…`;
 
+/** Bun and Elysia answer HEAD wherever GET is routed, so an `Allow` naming GET names HEAD too (RFC 9110 §9.3.2; audit A2-F10). */
+function withHead(allowed: string[]): string[] {
+  return allowed.includes("GET") && !allowed.includes("HEAD") ? [...allowed, "HEAD"].sort() : allowed;
+}
+
 /** Path segments and query values of the URL longer than the echo bound, as the handlers saw them (decoded). */
 function longUrlParts(request: Request): string[] {
   const url = new URL(request.url);
@@ -246,7 +251,7 @@ function envelopeOf(code: unknown, error: unknown, set: FailureSet, failure: Fai
     }
     case "NOT_FOUND": {
       const pathname = new URL(request.url).pathname;
-      const allowed = server ? (routeTables.get(server as object)?.allowedMethods(pathname) ?? []) : [];
+      const allowed = withHead(server ? (routeTables.get(server as object)?.allowedMethods(pathname) ?? []) : []);
       const shownPath = pathname.length > ECHO_MAX_CHARS ? cut(pathname) : pathname;
       if (allowed.length > 0) {
         // the path exists under other methods: say which (RFC 9110 405 + Allow), so the agent fixes the method

@@ -1,8 +1,9 @@
 /**
  * The text and details of a schema-failure 400, read from the TypeBox schema that failed: an agent told only
  * "Expected union value" cannot tell what to send instead (audit E). Enums name their allowed values
- * (`details.allowed`), numbers their bounds (`details.minimum`/`maximum`), strings their length bounds, so every
- * route gets the same answer for the same kind of schema without special cases.
+ * (`details.allowed`), numbers their bounds (`details.minimum`/`maximum`), strings their length bounds, pattern or
+ * format (`details.pattern`/`format`), a missing field its rule (`details.required`), so every route gets the same
+ * answer for the same kind of schema without special cases (audit A2-F11: these kept TypeBox's own text).
  */
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { SECRET_FIELD } from "../../infra/log.ts";
@@ -18,6 +19,26 @@ export interface FailedCheck {
   schema?: unknown;
 }
 
+/** Postgres text cannot hold NUL: string fields stored as text refuse it with this pattern. */
+export const NO_NUL_PATTERN = "^[^\\u0000]*$";
+/** A URL a person may open: http or https only (no javascript:, data:, file:; audit A2-F7). */
+export const HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$";
+
+/** Patterns said in words; any other pattern is quoted as it is. */
+const PATTERN_RULES: Record<string, string> = {
+  [NO_NUL_PATTERN]: "a string without NUL characters",
+  [HTTP_URL_PATTERN]: "an http or https URL",
+};
+
+/** String formats said in words; any other format is named as it is. */
+const FORMAT_RULES: Record<string, string> = {
+  uuid: "a UUID",
+  "date-time": "an RFC 3339 date-time such as 2026-01-31T12:00:00Z",
+  date: "a date such as 2026-01-31",
+  uri: "an absolute URI",
+  email: "an e-mail address",
+};
+
 /** A schema as plain JSON Schema keywords (TypeBox schemas are that, plus symbols). */
 interface SchemaLike {
   type?: string | string[];
@@ -31,6 +52,9 @@ interface SchemaLike {
   exclusiveMaximum?: number;
   minLength?: number;
   maxLength?: number;
+  pattern?: string;
+  minItems?: number;
+  maxItems?: number;
   properties?: Record<string, unknown>;
 }
 
@@ -134,8 +158,30 @@ export function describeSchema(schema: unknown): Rule | undefined {
   return undefined;
 }
 
+/**
+ * The rule of one string keyword that failed (pattern or format), or of an array's item bounds: these are said
+ * alone, since the value already has the type and the length the schema's other keywords ask for.
+ */
+export function describeKeyword(type: number | undefined, schema: unknown): Rule | undefined {
+  const s = asSchema(schema);
+  if (!s) return undefined;
+  if (type === ValueErrorType.StringPattern && typeof s.pattern === "string") {
+    const words = PATTERN_RULES[s.pattern];
+    return { text: words ?? `a string matching the pattern '${s.pattern}'`, facts: { type: "string", pattern: s.pattern } };
+  }
+  if ((type === ValueErrorType.StringFormat || type === ValueErrorType.StringFormatUnknown) && typeof s.format === "string") {
+    return { text: FORMAT_RULES[s.format] ?? `a string in the '${s.format}' format`, facts: { type: "string", format: s.format } };
+  }
+  const items = (n: number) => `${n} item${n === 1 ? "" : "s"}`;
+  if (type === ValueErrorType.ArrayMaxItems && s.maxItems !== undefined) return { text: `an array of at most ${items(s.maxItems)}`, facts: { type: "array", maxItems: s.maxItems } };
+  if (type === ValueErrorType.ArrayMinItems && s.minItems !== undefined) return { text: `an array of at least ${items(s.minItems)}`, facts: { type: "array", minItems: s.minItems } };
+  return undefined;
+}
+
 /** Value errors whose message is better said as the schema's rule. */
 const RULE_ERRORS = new Set<number>([
+  ValueErrorType.String,
+  ValueErrorType.Null,
   ValueErrorType.Union,
   ValueErrorType.Kind,
   ValueErrorType.Literal,
@@ -186,14 +232,16 @@ export function validationAnswer(location: string, field: string | undefined, ch
       }
       break;
     }
-    case ValueErrorType.ObjectRequiredProperty:
-      what = field ? `Property '${field}' is missing` : "Value is missing";
+    case ValueErrorType.ObjectRequiredProperty: {
+      // the check carries the missing property's own schema: say what to send
+      const rule = describeSchema(check.schema);
+      what = rule ? `must be ${rule.text} (missing)` : "is required (missing)";
+      facts = { required: true, ...rule?.facts };
       break;
-    case ValueErrorType.String:
-      what = `${what} but found: ${shown(check.value)}`;
-      break;
+    }
     default: {
-      const rule = check?.type !== undefined && RULE_ERRORS.has(check.type) ? describeSchema(check.schema) : undefined;
+      const rule =
+        check?.type === undefined ? undefined : RULE_ERRORS.has(check.type) ? describeSchema(check.schema) : describeKeyword(check.type, check.schema);
       if (rule) {
         what = `must be ${rule.text} (got ${shown(check?.value)})`;
         facts = rule.facts;

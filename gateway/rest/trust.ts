@@ -32,6 +32,7 @@ import { fail } from "../../actors/runtime/errors.ts";
 import { isStoreEligible, type VerificationLevel } from "../../search/ranking.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth } from "../plugins/auth.ts";
+import { HTTP_URL_PATTERN } from "../plugins/validation-message.ts";
 import type { Services } from "../services.ts";
 import { optionalObjectBody } from "./optional-body.ts";
 
@@ -259,7 +260,8 @@ export function trustAgentRoutes(svc: Services) {
 const AppealBody = t.Object({
   storeSlug: Slug,
   reason: t.String({ minLength: 10, maxLength: 2000, pattern: NO_NUL }),
-  evidenceUrls: t.Optional(t.Array(t.String({ format: "uri", maxLength: 2048 }), { maxItems: 10 })),
+  // http(s) only: the operator's appeal list shows these as links (a javascript: URL was stored and served; audit A2-F7)
+  evidenceUrls: t.Optional(t.Array(t.String({ format: "uri", maxLength: 2048, pattern: HTTP_URL_PATTERN, description: "An http or https URL." }), { maxItems: 10 })),
 });
 
 /** Merchant appeals and operator tools (Bearer JWT). */

@@ -265,16 +265,25 @@ describe("a wrong method on an existing path", () => {
     expect(cart.body.code).toBe("method_not_allowed");
     const health = await srv.json("/api/v1/health", { method: "PUT" });
     expect(health.status).toBe(405);
-    expect(health.headers.get("allow")).toBe("GET");
+    expect(health.headers.get("allow")).toBe("GET, HEAD");
+    expect((await srv.fetch("/api/v1/health", { method: "HEAD" })).status).toBe(200);
     const none = await srv.json("/api/v1/agent/nothing-here", { headers: key.headers });
     expect(none.status).toBe(404);
     expect(none.body).toEqual({ success: false, code: "route_not_found", error: "No route for GET /api/v1/agent/nothing-here." });
   });
 
-  test("a path with a parameter answers 405 for another method: DELETE on a product lists GET", async () => {
+  test("a path with a parameter answers 405 for another method: DELETE on a product lists GET and HEAD, which is served", async () => {
     const r = await srv.json(`/api/v1/agent/products/${ZERO_UUID}`, { method: "DELETE", headers: key.headers });
     expect(r.status).toBe(405);
-    expect(r.headers.get("allow")).toBe("GET");
-    expect(r.body.details).toEqual({ method: "DELETE", allowed: ["GET"] });
+    expect(r.headers.get("allow")).toBe("GET, HEAD");
+    expect(r.body).toEqual({
+      success: false,
+      code: "method_not_allowed",
+      error: `DELETE is not allowed on /api/v1/agent/products/${ZERO_UUID}; use GET or HEAD.`,
+      details: { method: "DELETE", allowed: ["GET", "HEAD"] },
+    });
+    // HEAD is answered like GET (here the same 404 status, without a body), not 405
+    const head = await srv.fetch(`/api/v1/agent/products/${ZERO_UUID}`, { method: "HEAD", headers: key.headers });
+    expect(head.status).toBe(404);
   });
 });
