@@ -140,6 +140,26 @@ describe("an accepted negotiated price pays for one order", () => {
     expect(await offers(k, p.id)).toEqual([{ used: true, order_id: b.body.data.order_id }]);
   }, 60_000);
 
+  test("a declined attempt keeps the offer with its order: the retry of the same session pays the negotiated price and uses it", async () => {
+    const k = await newKey();
+    for (const tracked of [false, true]) {
+      const p = await product("demo-store", tracked, 5);
+      const price = await negotiate(k, p);
+      const cartId = await cart(k, [{ product_id: p.id, quantity: 2 }]);
+      const ik = crypto.randomUUID();
+      const declined = await post(k, "/agent/checkout", { cartId, payment_method: "tok_decline", idempotency_key: ik });
+      expect(declined.status).toBe(402);
+      expect(declined.body.code).toBe("PAYMENT_DECLINED");
+      const [o] = await srv.db.sql<{ id: string }[]>`SELECT id FROM orders WHERE cart_id = ${cartId}`;
+      expect(await offers(k, p.id)).toEqual([{ used: false, order_id: o!.id }]);
+      const paid = await post(k, "/agent/checkout", { cartId, payment_method: "tok_approve", idempotency_key: ik });
+      expect(paid.status).toBe(200);
+      expect(paid.body.data.order_id).toBe(o!.id);
+      expect(await orderOf(o!.id)).toMatchObject({ status: "paid", unit: price, quantity: 2 });
+      expect(await offers(k, p.id)).toEqual([{ used: true, order_id: o!.id }]);
+    }
+  }, 60_000);
+
   test("two checkouts racing with one offer: one order pays the negotiated price, the other is refused or pays the list price, and the offer is used once", async () => {
     for (const tracked of [false, true]) {
       const k = await newKey();
