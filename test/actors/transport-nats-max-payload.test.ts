@@ -45,7 +45,12 @@ describe("messages over the NATS max_payload", () => {
       expect(limit).toBeGreaterThan(0);
       const kind = `maxpayload-req-${run}`;
       let seen = 0;
-      const sub = listener.nc.subscribe(partitionSubject(kind, partitionOf("big", 16)), { callback: (_e, m) => (seen++, m.respond("{}")) });
+      const sub = listener.nc.subscribe(partitionSubject(kind, partitionOf("big", 16)), {
+        callback: (_e, m) => {
+          seen++;
+          m.respond("{}");
+        },
+      });
       await listener.nc.flush();
       const started = performance.now();
       const err = await caught(new ActorClient(caller).ask(def(kind), "big", "put", { blob: "x".repeat(limit) }, { timeoutMs: 10_000 }));
@@ -71,9 +76,9 @@ describe("messages over the NATS max_payload", () => {
     try {
       const limit = host.nc.info!.max_payload;
       const kind = `maxpayload-reply-${run}`;
-      await host.serve(kind, (env) => ({ ok: true, value: env.id === "big" ? "y".repeat(limit) : "small" }));
+      await host.serve(kind, (env) => ({ ok: true as const, value: env.id === "big" ? "y".repeat(limit) : "small" }));
       const client = new ActorClient(caller);
-      expect(await client.ask(def(kind), "small", "put", { blob: "" }, { timeoutMs: 10_000 })).toBe("small");
+      expect((await client.ask(def(kind), "small", "put", { blob: "" }, { timeoutMs: 10_000 })) as unknown).toBe("small");
       const started = performance.now();
       const err = await caught(client.ask(def(kind), "big", "put", { blob: "" }, { timeoutMs: 10_000 }));
       expect(err.code).toBe("internal_error");
