@@ -10,6 +10,7 @@ import { Value } from "@sinclair/typebox/value";
 import { fail } from "../runtime/errors.ts";
 import {
   currencyExponent,
+  currencyProblem,
   isIsoCountryCode,
   MAX_AMOUNT_MINOR,
   MAX_STOCK_QUANTITY,
@@ -66,6 +67,33 @@ export function amountProblem(major: number, currency: string): string | null {
   if (Math.abs(toMinor(major, currency)) > MAX_AMOUNT_MINOR) {
     return `above the maximum amount (${toMajor(MAX_AMOUNT_MINOR, currency)} ${currency})`;
   }
+  return null;
+}
+
+/**
+ * Why a catalog image URL cannot be served to agents, or null: only http and https (the schema's `format: "uri"` took
+ * `javascript:` and `file:` URLs, served back in product reads and the dashboard; audit A3-7).
+ */
+export function imageUrlProblem(url: string): string | null {
+  return /^https?:\/\/[^/]/i.test(url) ? null : "must be an http or https URL";
+}
+
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?/;
+
+/**
+ * Why a date-time string names no real instant, or null: the calendar date and the clock time must exist as written.
+ * `format: "date-time"` and `new Date` take 2027-02-30 and roll it over to 2 March silently (audit A3-8); a string
+ * that does not start with `YYYY-MM-DDThh:mm` is the caller's schema's business and passes here.
+ */
+export function impossibleDateTime(value: string): string | null {
+  const m = DATE_TIME.exec(value);
+  if (!m) return null;
+  const [y, mo, d, h, mi, sec] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? "0"].map(Number) as [number, number, number, number, number, number];
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  if (mo < 1 || mo > 12 || day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) {
+    return `${m[1]}-${m[2]}-${m[3]} is not a date in the calendar`;
+  }
+  if (h > 23 || mi > 59 || sec > 59) return `${m[4]}:${m[5]}${m[6] === undefined ? "" : `:${m[6]}`} is not a time of day`;
   return null;
 }
 
@@ -230,6 +258,12 @@ export function validateCatalogItems(items: readonly unknown[]): { valid: Valida
       const item = raw as ProductInput;
       const unstorable = unstorableField(item);
       if (unstorable) errors.push(unstorable);
+      const badCurrency = currencyProblem(item.currency);
+      if (badCurrency) errors.push({ field: "currency", message: badCurrency });
+      (item.images ?? []).forEach((url, i) => {
+        const p = imageUrlProblem(url);
+        if (p) errors.push({ field: `images.${i}`, message: p });
+      });
       const priceProblem = amountProblem(item.price, item.currency);
       if (priceProblem) errors.push({ field: "price", message: priceProblem });
       if (item.compareAtPrice != null) {
@@ -274,6 +308,12 @@ export const PoliciesInput = T.Object(
 export type PoliciesInput = Static<typeof PoliciesInput>;
 
 export function policiesFromInput(input: PoliciesInput, storeCurrency: string): Policies {
+  // One answer to "can I return this?" (audit A2-F9): /return-policy said 0 days while the profile said 30.
+  if (!input.acceptsReturns && input.returnWindowDays !== undefined && input.returnWindowDays > 0) {
+    throw fail("validation_error", "Invalid returnWindowDays: a store that does not accept returns has no return window (send 0 or omit it)", {
+      field: "returnWindowDays",
+    });
+  }
   if (input.freeShippingThreshold !== undefined) {
     const problem = amountProblem(input.freeShippingThreshold, storeCurrency);
     if (problem) throw fail("validation_error", `Invalid freeShippingThreshold: ${problem}`, { field: "freeShippingThreshold" });
@@ -297,14 +337,50 @@ export interface PoliciesView {
   supportResponseTimeSla?: string;
 }
 
+/**
+ * Every view of a store's policies goes through here. A store that does not accept returns shows a return window of
+ * 0 days wherever one is shown (rows stored before `policiesFromInput` refused the contradiction said otherwise).
+ */
 export function policiesView(p: Policies, storeCurrency: string): PoliciesView {
   const v: PoliciesView = { acceptsReturns: p.acceptsReturns };
-  if (p.returnWindowDays !== undefined) v.returnWindowDays = p.returnWindowDays;
+  if (!p.acceptsReturns) v.returnWindowDays = 0;
+  else if (p.returnWindowDays !== undefined) v.returnWindowDays = p.returnWindowDays;
   if (p.freeShippingThresholdMinor !== undefined) v.freeShippingThreshold = toMajor(p.freeShippingThresholdMinor, storeCurrency);
   if (p.restockingFeePercent !== undefined) v.restockingFeePercent = p.restockingFeePercent;
   if (p.shippingEstimateDays !== undefined) v.shippingEstimateDays = p.shippingEstimateDays;
   if (p.supportResponseTimeSla !== undefined) v.supportResponseTimeSla = p.supportResponseTimeSla;
   return v;
+}
+
+/**
+ * What a store's zones say about a destination-less cart (read with the store row, actors/store/reads.ts): how many
+ * zones it has, and its cheapest country-wide zone for its own country in its own currency, the zone a cart without
+ * a destination is charged by (actors/store/commerce.ts `domesticShipping`, actors/cart/shipping.ts).
+ */
+export interface ShippingSummary {
+  zones: number;
+  domestic: { name: string; freeOverMinor: number | null; minDays: number; maxDays: number } | null;
+}
+
+/** "3-5", or "2" when the window is one day. */
+export const daysText = (minDays: number, maxDays: number): string => (minDays === maxDays ? String(minDays) : `${minDays}-${maxDays}`);
+
+/**
+ * The policies agents are shown: `freeShippingThresholdMinor` and `shippingEstimateDays` say what the cart does, so
+ * they come from the zones, not from PUT /policies (audit A2-F12: a threshold of 10 was shown while the cart charged
+ * 6.99 up to the zone's 60):
+ * - a domestic zone: its `freeOver` (none: no threshold, shipping is never free) and its day window;
+ * - no zones at all: carts ship free, so the threshold is 0; the estimate stays the merchant's (no zone says otherwise);
+ * - zones, none domestic and country-wide: neither (the price depends on the destination: the shipping estimate).
+ */
+export function agentPolicies(p: Policies, shipping: ShippingSummary): Policies {
+  const { freeShippingThresholdMinor: _threshold, shippingEstimateDays: stated, ...rest } = p;
+  const d = shipping.domestic;
+  if (d) {
+    return { ...rest, ...(d.freeOverMinor === null ? {} : { freeShippingThresholdMinor: d.freeOverMinor }), shippingEstimateDays: daysText(d.minDays, d.maxDays) };
+  }
+  if (shipping.zones === 0) return { ...rest, freeShippingThresholdMinor: 0, ...(stated === undefined ? {} : { shippingEstimateDays: stated }) };
+  return rest;
 }
 
 // ------------------------------------------------------------------------------------------ shipping zones
@@ -347,6 +423,8 @@ export function zonesFromInput(zones: readonly ShippingZoneInput[]): { zones: Sh
   const out = zones.map((z, i) => {
     if (z.maxDays < z.minDays) errors.push({ field: `zones.${i}.maxDays`, message: "must be >= minDays" });
     if (names.has(z.name)) errors.push({ field: `zones.${i}.name`, message: "repeated zone name" });
+    const badCurrency = currencyProblem(z.currency);
+    if (badCurrency) errors.push({ field: `zones.${i}.currency`, message: badCurrency });
     z.countries.forEach((c, j) => {
       if (!isIsoCountryCode(c)) errors.push({ field: `zones.${i}.countries.${j}`, message: `${c} is not an ISO 3166-1 alpha-2 country code` });
     });
@@ -446,7 +524,11 @@ export function orderFromInput(o: HumanOrderInput, hashBuyer: (b: string) => str
   const errors: ItemError[] = [];
   const unstorable = unstorableField(o);
   if (unstorable) errors.push(unstorable);
-  if (o.createdAt !== undefined && Date.parse(o.createdAt) > nowMs + ORDER_CLOCK_SKEW_MS) {
+  const badCurrency = currencyProblem(o.currency);
+  if (badCurrency) errors.push({ field: "currency", message: badCurrency });
+  const badDate = o.createdAt === undefined ? null : impossibleDateTime(o.createdAt);
+  if (badDate) errors.push({ field: "createdAt", message: badDate });
+  else if (o.createdAt !== undefined && Date.parse(o.createdAt) > nowMs + ORDER_CLOCK_SKEW_MS) {
     errors.push({ field: "createdAt", message: `must not be in the future (more than ${ORDER_CLOCK_SKEW_MS / 60_000} minutes after the server's clock)` });
   }
   for (const [k, v] of [["total", o.total], ["refunded", o.refunded]] as const) {

@@ -178,6 +178,9 @@ const pick = <T>(items: T[], score: (t: T) => number): T | null => {
  * - return policy: accepts returns, longest window, then lowest restocking fee;
  * - shipping: fewest maximum shipping days, then lowest free-shipping threshold;
  * - recommendation: the product holding most of those titles, value breaking ties; the reasons name them.
+ * Prices in different currencies are not compared (audit A2-F4: a product alone in its currency got full marks for
+ * price and became "best value" at €159.99 against $7.99): with more than one currency `bestValue` and the
+ * recommendation are null, the reasons say why, and shipping is decided by days alone (thresholds are amounts).
  */
 export function compareProducts(items: readonly CompareItem[], toMajor: (minor: number, currency: string) => number): Comparison {
   const list = [...items];
@@ -195,13 +198,14 @@ export function compareProducts(items: readonly CompareItem[], toMajor: (minor: 
     return hi === lo ? 0 : (i.priceMinor - lo) / (hi - lo);
   };
   const value = (i: CompareItem) => (i.inStock ? 10 : 0) + (i.trustScore ?? 0) * 0.5 + (1 - position(i)) * 0.5;
-  const bestValue = pick(list, value);
+  const oneCurrency = byCurrency.size <= 1;
+  const bestValue = oneCurrency ? pick(list, value) : null;
   const bestTrust = pick(list, (i) => i.trustScore ?? -1);
   const returns = list.filter((i) => i.policies.acceptsReturns);
   const bestReturn = pick(returns, (i) => (i.policies.returnWindowDays ?? 0) * 1000 - (i.policies.restockingFeePercent ?? 0));
   const shipDays = (i: CompareItem) => maxShippingDays(i.policies.shippingEstimateDays);
-  const shippable = list.filter((i) => shipDays(i) !== null || i.freeShippingThresholdMinor !== null);
-  const bestShipping = pick(shippable, (i) => -(shipDays(i) ?? 99) * 1e9 - (i.freeShippingThresholdMinor ?? 1e8));
+  const shippable = list.filter((i) => shipDays(i) !== null || (oneCurrency && i.freeShippingThresholdMinor !== null));
+  const bestShipping = pick(shippable, (i) => -(shipDays(i) ?? 99) * 1e9 - (oneCurrency ? (i.freeShippingThresholdMinor ?? 1e8) : 0));
 
   const titles: [string, CompareItem | null][] = [
     ["best value", bestValue],
@@ -210,8 +214,13 @@ export function compareProducts(items: readonly CompareItem[], toMajor: (minor: 
     ["fastest shipping", bestShipping],
   ];
   const wins = (i: CompareItem) => titles.filter(([, w]) => w?.id === i.id).length;
-  const rec = pick(list, (i) => wins(i) * 10 + value(i));
+  const rec = oneCurrency ? pick(list, (i) => wins(i) * 10 + value(i)) : null;
   const reasons: string[] = [];
+  if (!oneCurrency) {
+    reasons.push(
+      `The products are priced in ${byCurrency.size} currencies (${[...byCurrency.keys()].sort().join(", ")}): prices are not compared across currencies, so there is no best value or recommendation; compare products of one currency.`,
+    );
+  }
   if (rec) {
     for (const [name, w] of titles) if (w?.id === rec.id) reasons.push(name);
     if (!rec.inStock) reasons.push("note: currently out of stock");

@@ -10,7 +10,7 @@
 import type { Sql } from "../../infra/db.ts";
 import { fail } from "../runtime/errors.ts";
 import { freshnessTier, isStoreEligible, type FreshnessTier, type MerchantSummary, type StoreSnapshot } from "../../search/ranking.ts";
-import { policiesView, type PoliciesView } from "./ingest.ts";
+import { agentPolicies, policiesView, type PoliciesView, type ShippingSummary } from "./ingest.ts";
 import {
   productFromRow,
   shippingZoneFromRow,
@@ -67,13 +67,38 @@ export function storeSnapshot(store: StoreRecord): StoreSnapshot {
   };
 }
 
+/**
+ * `shipping_summary` of the store `s` (`ShippingSummary`): its zone count and the zone a destination-less cart is
+ * charged by (the cheapest country-wide zone of its own country in its currency; the rule of `domesticShipping` in
+ * actors/store/commerce.ts, ties broken as `shippingOptions` does).
+ */
+function shippingSummaryColumn(sql: Sql) {
+  return sql`(SELECT jsonb_build_object('zones', count(*), 'domestic',
+      (SELECT jsonb_build_object('name', d.name, 'freeOverMinor', d.free_over_minor, 'minDays', d.min_days, 'maxDays', d.max_days)
+       FROM shipping_zones d WHERE d.store_slug = s.slug AND d.currency = s.currency AND s.country = ANY(d.countries)
+         AND cardinality(d.postal_prefixes) = 0 ORDER BY d.base_minor, d.per_item_minor, d.name LIMIT 1))
+    FROM shipping_zones a WHERE a.store_slug = s.slug) AS shipping_summary`;
+}
+
+/**
+ * A store record as agents are shown it: its policies' shipping promises are its zones' (`agentPolicies`), so the
+ * ProductDetail policies, the merchant profile, MCP and compare say what the cart charges (audit A2-F12).
+ */
+function storeFromReadRow(row: StoreRow & { shipping_summary?: unknown }): StoreRecord {
+  const store = storeFromRow(row);
+  const summary = (typeof row.shipping_summary === "string" ? JSON.parse(row.shipping_summary) : row.shipping_summary) as ShippingSummary | null | undefined;
+  if (!summary) return store;
+  const domestic = summary.domestic && { ...summary.domestic, freeOverMinor: summary.domestic.freeOverMinor === null ? null : Number(summary.domestic.freeOverMinor) };
+  return { ...store, policies: agentPolicies(store.policies, { zones: Number(summary.zones), domestic }) };
+}
+
 export async function findStore(sql: Sql, slug: string): Promise<StoreRecord | null> {
-  const rows = await sql<StoreRow[]>`SELECT * FROM stores WHERE slug = ${slug}`;
-  return rows[0] ? storeFromRow(rows[0]) : null;
+  const rows = await sql<StoreRow[]>`SELECT s.*, ${shippingSummaryColumn(sql)} FROM stores s WHERE s.slug = ${slug}`;
+  return rows[0] ? storeFromReadRow(rows[0]) : null;
 }
 
 export async function listStores(sql: Sql): Promise<StoreRecord[]> {
-  return (await sql<StoreRow[]>`SELECT * FROM stores ORDER BY slug`).map(storeFromRow);
+  return (await sql<StoreRow[]>`SELECT s.*, ${shippingSummaryColumn(sql)} FROM stores s ORDER BY s.slug`).map(storeFromReadRow);
 }
 
 /** The store when it exists and is eligible; otherwise 404 store_not_found (ineligible reads like unknown). */
@@ -93,11 +118,11 @@ export async function findEligibleProducts(sql: Sql, ids: readonly string[]): Pr
   const wanted = [...new Set(ids.filter((id) => isUuid(id)).map((id) => id.toLowerCase()))];
   const out = new Map<string, EligibleProduct>();
   if (wanted.length === 0) return out;
-  const rows = await sql<(ProductRow & { s: StoreRow })[]>`
-    SELECT p.*, to_jsonb(s.*) AS s FROM products p JOIN stores s ON s.slug = p.store_slug
+  const rows = await sql<(ProductRow & { s: StoreRow; shipping_summary: unknown })[]>`
+    SELECT p.*, to_jsonb(s.*) AS s, ${shippingSummaryColumn(sql)} FROM products p JOIN stores s ON s.slug = p.store_slug
     WHERE p.id = ANY(${wanted}::uuid[]) AND p.active`;
   for (const row of rows) {
-    const store = storeFromRow(row.s);
+    const store = storeFromReadRow({ ...row.s, shipping_summary: row.shipping_summary });
     if (!isEligibleStore(store)) continue;
     out.set(row.id, { product: productFromRow(row), store });
   }
@@ -195,10 +220,13 @@ export async function activeProductCount(sql: Sql, slug: string): Promise<number
 
 /**
  * Merchant write routes: the caller must own the store or be an operator. Anything else, including a store that
- * does not exist, is 404 store_not_found so other merchants' slugs are not revealed.
+ * does not exist, is 404 store_not_found so other merchants' slugs are not revealed. The record is the stored one:
+ * its policies are what the merchant wrote (the dashboard's forms show and send them back), not `agentPolicies`.
  */
 export async function assertStoreWriter(sql: Sql, slug: string, user: { id: string; role: string }): Promise<StoreRecord> {
-  const store = await findStore(sql, slug);
+  // the stored record (the merchant's own policies, not the agent view of `findStore`): writers send it back
+  const rows = await sql<StoreRow[]>`SELECT * FROM stores WHERE slug = ${slug}`;
+  const store = rows[0] ? storeFromRow(rows[0]) : null;
   if (!store || (user.role !== "operator" && store.ownerUserId !== user.id)) throw fail("store_not_found", `No store ${slug} of yours.`);
   return store;
 }

@@ -8,6 +8,7 @@
  * export does; `productInputToFields` converts it once, at that edge.
  */
 import { Type as T, type Static } from "@sinclair/typebox";
+import { minorUnitExponent } from "../../search/money.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Enumerations
@@ -44,6 +45,35 @@ export const ISO_COUNTRY_CODES: ReadonlySet<string> = new Set(
 
 export function isIsoCountryCode(code: string): boolean {
   return ISO_COUNTRY_CODES.has(code.toUpperCase());
+}
+
+/**
+ * The ISO 4217 currencies money may be in: the 159 current codes of Debian's iso-codes 4.15 (iso_4217.json) less
+ * the ones that are not money a shop charges (precious metals XAU XAG XPD XPT, bond units XBA–XBD, XDR XSU XUA,
+ * the test and "no currency" codes XTS XXX, and the funds codes BOV CHE CHW CLF COU MXV USN UYI UYW). The pattern
+ * alone let "ZZZ" through as a product, zone or order currency (audit A3-7). Exponents: `currencyExponent`.
+ */
+export const ISO_CURRENCY_CODES: ReadonlySet<string> = new Set(
+  [
+  "AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN BWP BYN BZD CAD CDF CHF CLP CNY",
+  "COP CRC CUC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HRK HTG HUF IDR",
+  "ILS INR IQD IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP",
+  "MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG",
+  "SEK SGD SHP SLE SLL SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD UYU UZS VED VES VND VUV",
+  "WST XAF XCD XOF XPF YER ZAR ZMW ZWL",
+  ]
+    .join(" ")
+    .split(" "),
+);
+
+/** Case-sensitive: money currencies are upper case everywhere (the schemas' `^[A-Z]{3}$`). */
+export function isIsoCurrencyCode(code: string): boolean {
+  return ISO_CURRENCY_CODES.has(code);
+}
+
+/** The per-field message for a currency outside `ISO_CURRENCY_CODES`, or null. */
+export function currencyProblem(code: string): string | null {
+  return isIsoCurrencyCode(code) ? null : `${code} is not an ISO 4217 currency code`;
 }
 
 const Uuid = T.String({ format: "uuid" });
@@ -83,7 +113,8 @@ export const NegotiationRules = T.Object(
     floorPercent: T.Number({ minimum: 0, maximum: 100 }),
     autoAcceptPercent: T.Number({ minimum: 0, maximum: 100 }),
     maxRounds: T.Integer({ minimum: 1, maximum: 100 }),
-    excludedCategories: T.Array(T.String()),
+    /** Bounded like a product's `category` (255) they are matched against (audit A3-6: 10,000 × 700 chars were stored). */
+    excludedCategories: T.Array(T.String({ maxLength: 255 }), { maxItems: 100 }),
   },
   { additionalProperties: false },
 );
@@ -238,7 +269,7 @@ export type VariantInput = Static<typeof VariantInput>;
  * One item a merchant pushes in PUT /catalog. Prices are decimal MAJOR units (`19.99` USD), with no more
  * decimals than the currency has (2 for USD/EUR, 0 for JPY); `currency` is required on every item.
  * `externalId` is the merchant's own id and the upsert key within the store. `stockQuantity` omitted or null
- * means untracked; `inStock` defaults to `stockQuantity > 0` when tracked, otherwise true.
+ * means untracked; `inStock` defaults to `stockQuantity > 0` when tracked, otherwise true, and a tracked 0 is never in stock.
  */
 export const ProductInput = T.Object(
   {
@@ -254,7 +285,8 @@ export const ProductInput = T.Object(
     currency: Currency,
     stockQuantity: T.Optional(T.Union([T.Integer({ minimum: 0, maximum: MAX_STOCK_QUANTITY }), T.Null()])),
     inStock: T.Optional(T.Boolean()),
-    images: T.Optional(T.Array(T.String({ format: "uri", maxLength: 2048 }), { maxItems: 20 })),
+    /** http or https only (`imageUrlProblem`, checked per item): agents and the dashboard show these as links. */
+    images: T.Optional(T.Array(T.String({ format: "uri", maxLength: 2048, description: "http or https URL" }), { maxItems: 20 })),
     variants: T.Optional(T.Array(VariantInput, { maxItems: 250 })),
     attributes: T.Optional(ProductAttributes),
     active: T.Optional(T.Boolean()),
@@ -266,13 +298,12 @@ export type ProductInput = Static<typeof ProductInput>;
 // ---------------------------------------------------------------------------------------------------------------
 // Money helpers (edge conversion)
 
-/** ISO 4217 minor-unit exponents that differ from 2. */
-const EXPONENT_OVERRIDES: Record<string, number> = {
-  JPY: 0, KRW: 0, VND: 0, CLP: 0, ISK: 0, HUF: 2, BHD: 3, KWD: 3, OMR: 3, JOD: 3, TND: 3,
-};
-
+/**
+ * ISO 4217 minor-unit exponent: the one table in search/money.ts, which carts, orders and search convert with. This
+ * module kept a shorter copy (BIF, PYG, UGX, XAF, XOF … as 2 decimals, IQD and LYD as 2) until audit A3-7.
+ */
 export function currencyExponent(currency: string): number {
-  return EXPONENT_OVERRIDES[currency] ?? 2;
+  return minorUnitExponent(currency);
 }
 
 /**
@@ -513,9 +544,14 @@ export type ProductFields = Pick<
   | "compareAtPriceMinor" | "currency" | "stockQuantity" | "inStock" | "images" | "attributes" | "active"
 > & { variants: Array<Omit<Variant, "id"> & { id?: string }> };
 
-/** inStock when not given: tracked stock > 0, or true for untracked (null) stock. */
+/**
+ * Tracked stock of 0 is out of stock whatever `inStock` says (as a sale sets it when it takes the last unit,
+ * actors/store/commerce.ts): a tracked 0 with `inStock: true` was listed in stock by search and availability, then
+ * refused by the cart (audit A2-F14). Tracked stock above 0 is in stock unless the merchant says `false` (sales
+ * paused); untracked (null) stock is the merchant's word, true when not given.
+ */
 export function effectiveInStock(stockQuantity: number | null, inStock?: boolean): boolean {
-  return inStock ?? (stockQuantity === null ? true : stockQuantity > 0);
+  return stockQuantity === null ? (inStock ?? true) : stockQuantity > 0 && inStock !== false;
 }
 
 export interface VariantStock {

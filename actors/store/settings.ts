@@ -13,6 +13,8 @@ import { Type as T, type Static } from "@sinclair/typebox";
 import type { ActorContext } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
 import { STORE_CHANGED } from "./messages.ts";
+import { amountProblem, impossibleDateTime } from "./ingest.ts";
+import { toMinor } from "./schemas.ts";
 
 export const PAYMENT_RAILS = ["card", "x402", "MOCK"] as const;
 export type PaymentRail = (typeof PAYMENT_RAILS)[number];
@@ -33,6 +35,49 @@ export const settingsMessages = {
 };
 
 type Ctx = ActorContext<unknown>;
+
+/** A coupon as a merchant writes it: money in decimal units of the store's currency (REST body, dashboard form). */
+export interface CouponInput {
+  code: string;
+  kind: "percent" | "fixed";
+  value: number;
+  minSpend?: number;
+  /** ISO 8601 with an offset or Z; omitted or null = no expiry. */
+  expiresAt?: string | null;
+  usageLimit?: number | null;
+}
+
+/**
+ * The `upsertCoupon` message for a merchant's coupon, or 400 `validation_error` naming the field: the one check REST
+ * and the dashboard form both use (the form rounded 10.6 % to 11, kept 1.234 as 1.23 and stored a 1e15 coupon:
+ * audit A3-3). A percent is a whole 1..100; a fixed value and the minimum spend pass `amountProblem` in the store's
+ * currency and a fixed value is at least one minor unit; the expiry is a real instant (2027-02-30 is refused, not
+ * rolled over to 2 March: audit A3-8); the usage limit is a whole number ≥ 0.
+ */
+export function couponFromInput(input: CouponInput, storeCurrency: string): Static<(typeof settingsMessages)["upsertCoupon"]> {
+  if (input.kind === "percent" && (!Number.isInteger(input.value) || input.value < 1 || input.value > 100)) {
+    throw fail("validation_error", "A percent coupon's value is a whole percentage 1..100.", { field: "value" });
+  }
+  for (const [field, amount] of [["value", input.kind === "fixed" ? input.value : undefined], ["minSpend", input.minSpend]] as const) {
+    if (amount !== undefined && !(Number.isFinite(amount) && amount >= 0)) throw fail("validation_error", `Invalid ${field}: must be a number of at least 0`, { field });
+    const problem = amount === undefined ? null : amountProblem(amount, storeCurrency);
+    if (problem) throw fail("validation_error", `Invalid ${field}: ${problem}`, { field });
+  }
+  const value = input.kind === "percent" ? input.value : toMinor(input.value, storeCurrency);
+  if (value < 1) throw fail("validation_error", "A fixed coupon needs a value of at least one minor unit.", { field: "value" });
+  let expiresAt: string | null = null;
+  if (input.expiresAt) {
+    const impossible = impossibleDateTime(input.expiresAt);
+    const at = new Date(input.expiresAt);
+    if (impossible || Number.isNaN(at.getTime())) {
+      throw fail("validation_error", `Invalid expiresAt: ${impossible ?? "must be an ISO 8601 time"}`, { field: "expiresAt" });
+    }
+    expiresAt = at.toISOString();
+  }
+  const limit = input.usageLimit ?? null;
+  if (limit !== null && !(Number.isInteger(limit) && limit >= 0)) throw fail("validation_error", "Invalid usageLimit: must be a whole number of at least 0", { field: "usageLimit" });
+  return { code: input.code, kind: input.kind, value, minSpendMinor: toMinor(input.minSpend ?? 0, storeCurrency), expiresAt, usageLimit: limit };
+}
 
 /** Pure: the rails a store may switch to from `current` (MOCK only when it already had it), deduplicated in a fixed order. */
 export function nextPaymentMethods(current: readonly string[], wanted: readonly PaymentRail[]): PaymentRail[] {

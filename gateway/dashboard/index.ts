@@ -31,8 +31,8 @@ import {
 import { MAX_CATALOG_BATCH } from "../../actors/store/ingest.ts";
 import { externalIdRepeats } from "../../actors/store/import-file.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
-import { toMinor, type StoreRecord } from "../../actors/store/schemas.ts";
-import { PAYMENT_RAILS, type PaymentRail } from "../../actors/store/settings.ts";
+import type { StoreRecord } from "../../actors/store/schemas.ts";
+import { couponFromInput, PAYMENT_RAILS, type PaymentRail } from "../../actors/store/settings.ts";
 import { agentCheckoutAllowed, displayBand } from "../../actors/trust/bands.ts";
 import { explainTrust, TREND_WINDOW_DAYS } from "../../actors/trust/explain.ts";
 import { readTrustHistory } from "../../actors/trust/history.ts";
@@ -45,6 +45,7 @@ import { admitOthers, clientIp, setRateHeaders } from "../plugins/auth.ts";
 import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
 import { breachMessage, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor } from "../plugins/json-depth.ts";
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
+import { ingestCatalogInParts } from "../rest/ingest-parts.ts";
 import { currentScore } from "../rest/trust.ts";
 import {
   createWebhookEndpoint,
@@ -316,8 +317,8 @@ export function dashboardRoutes(svc: Services) {
     const repeats = externalIdRepeats();
     const flush = async () => {
       if (!batch.length) return;
-      // The same message PUT /catalog sends: per-item validation and one transaction per batch.
-      const r = await svc.actors.ask(storeActor, slug, "ingestCatalog", { items: batch.map((b) => b.item) }, { timeoutMs: 60_000 });
+      // What PUT /catalog sends: per-item validation, in parts under the actor bus's message size (ingest-parts.ts).
+      const r = await ingestCatalogInParts(svc.actors, slug, batch.map((b) => b.item));
       out.accepted += r.accepted;
       out.removed += r.removed;
       for (const rej of repeats.settle(batch, r)) {
@@ -644,7 +645,8 @@ export function dashboardRoutes(svc: Services) {
               floorPercent: optNumber(form, "floorPercent") ?? 0,
               autoAcceptPercent: optNumber(form, "autoAcceptPercent") ?? 100,
               maxRounds: optNumber(form, "maxRounds") ?? 1,
-              excludedCategories: text(form, "excludedCategories").split(",").map((x) => x.trim()).filter(Boolean),
+              // one per line: a category may contain a comma ("Home, Garden" was split in two: audit A3-9)
+              excludedCategories: text(form, "excludedCategories").split(/\r?\n/).map((x) => x.trim()).filter(Boolean),
             };
             // PUT /policies replaces the policies: the current ones are sent back unchanged with the new rules.
             const input = { ...policiesView(store.policies, store.currency), negotiation };
@@ -713,19 +715,23 @@ export function dashboardRoutes(svc: Services) {
             const kind = text(form, "kind") === "fixed" ? "fixed" : "percent";
             const raw = optNumber(form, "value");
             if (raw === undefined || raw <= 0) return { flash: { kind: "error", message: "A coupon needs a value above 0." } };
-            const value = kind === "percent" ? Math.round(raw) : toMinor(raw, store.currency);
+            // the form's datetime-local has no zone: it is read as UTC
             const exp = text(form, "expiresAt");
-            const expires = exp ? new Date(/Z|[+-]\d\d:?\d\d$/.test(exp) ? exp : `${exp}Z`) : null;
-            if (expires && Number.isNaN(expires.getTime())) return { flash: { kind: "error", message: "The expiry date is not valid." } };
+            const minSpend = optNumber(form, "minSpend");
             const limit = optNumber(form, "usageLimit");
-            const r = await svc.actors.ask(storeActor, store.slug, "upsertCoupon", {
-              code: text(form, "code"),
-              kind,
-              value,
-              minSpendMinor: toMinor(optNumber(form, "minSpend") ?? 0, store.currency),
-              expiresAt: expires ? expires.toISOString() : null,
-              usageLimit: limit === undefined ? null : Math.max(0, Math.floor(limit)),
-            });
+            // the money, percent, date and limit rules are REST's (couponFromInput), not a copy (audit A3-3)
+            const coupon = couponFromInput(
+              {
+                code: text(form, "code"),
+                kind,
+                value: raw,
+                ...(minSpend === undefined ? {} : { minSpend }),
+                expiresAt: exp ? (/Z|[+-]\d\d:?\d\d$/.test(exp) ? exp : `${exp}Z`) : null,
+                usageLimit: limit ?? null,
+              },
+              store.currency,
+            );
+            const r = await svc.actors.ask(storeActor, store.slug, "upsertCoupon", coupon);
             return { flash: { kind: "ok", message: `Coupon ${r.code} ${r.created ? "added" : "updated"}.` } };
           },
         ),

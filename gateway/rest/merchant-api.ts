@@ -20,11 +20,12 @@ import {
   unstorableField,
   type RejectedItem,
 } from "../../actors/store/ingest.ts";
-import { assertStoreWriter } from "../../actors/store/reads.ts";
+import { assertStoreWriter, findStore } from "../../actors/store/reads.ts";
 import { toMajor } from "../../actors/store/schemas.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { ingestCatalogInParts, recordOrdersInParts } from "./ingest-parts.ts";
 
 // the stores table's own format (stores_slug_format): anything else names no store and must not reach SQL as a 500
 const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
@@ -53,7 +54,8 @@ export function merchantApiRoutes(svc: Services) {
       "/api/v1/merchant/stores/:slug/catalog",
       async ({ params, body, user }) => {
         await assertStoreWriter(svc.sql, params.slug, user);
-        const r = await svc.actors.ask(storeActor, params.slug, "ingestCatalog", { items: body.products, remove: body.remove }, { timeoutMs: 60_000 });
+        // in parts under the actor bus's message size when large (ingest-parts.ts), answered as one batch
+        const r = await ingestCatalogInParts(svc.actors, params.slug, body.products, body.remove);
         return ok(r);
       },
       {
@@ -91,7 +93,7 @@ export function merchantApiRoutes(svc: Services) {
       "/api/v1/merchant/stores/:slug/orders",
       async ({ params, body, user, set }) => {
         await assertStoreWriter(svc.sql, params.slug, user);
-        const r = await svc.actors.ask(storeActor, params.slug, "recordOrders", { orders: body.orders });
+        const r = await recordOrdersInParts(svc.actors, params.slug, body.orders);
         set.status = 201;
         return ok(r);
       },
@@ -109,7 +111,12 @@ export function merchantApiRoutes(svc: Services) {
       async ({ params, body, user }) => {
         const store = await assertStoreWriter(svc.sql, params.slug, user);
         const r = await svc.actors.ask(storeActor, params.slug, "setPolicies", { policies: body });
-        return ok({ policies: policiesView(r.policies, store.currency), policyVersion: r.policyVersion, negotiation: r.negotiation });
+        // the answer shows the policies as agents now read them: the shipping promises are the zones' (agentPolicies)
+        const shown = policiesView((await findStore(svc.sql, store.slug))?.policies ?? r.policies, store.currency);
+        const notes = (["freeShippingThreshold", "shippingEstimateDays"] as const)
+          .filter((k) => body[k] !== undefined && body[k] !== shown[k])
+          .map((k) => `${k}: agents are shown ${shown[k] === undefined ? "none" : JSON.stringify(shown[k])}, what carts charge by your shipping zones (docs/catalog.md); change the zones to change it`);
+        return ok({ policies: shown, policyVersion: r.policyVersion, negotiation: r.negotiation, ...(notes.length ? { notes } : {}) });
       },
       { params: Slug, body: PoliciesInput, response: errs, detail: { tags: ["merchant"], summary: "Replace the store's policies (and negotiation rules)", security: sec } },
     )

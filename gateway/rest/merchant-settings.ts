@@ -16,10 +16,9 @@
 import { Elysia, t } from "elysia";
 import { storeActor } from "../../actors/store/index.ts";
 import { listCoupons, type StoreCoupon } from "../../actors/store/merchant-reads.ts";
-import { amountProblem } from "../../actors/store/ingest.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
-import { toMajor, toMinor } from "../../actors/store/schemas.ts";
-import { PAYMENT_RAILS } from "../../actors/store/settings.ts";
+import { toMajor } from "../../actors/store/schemas.ts";
+import { couponFromInput, PAYMENT_RAILS } from "../../actors/store/settings.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { ALL_TOOLS } from "../mcp/tools/index.ts";
 import { errorResponses, ok } from "../envelope.ts";
@@ -98,25 +97,7 @@ export function merchantSettingsRoutes(svc: Services) {
       "/api/v1/merchant/stores/:slug/coupons",
       async ({ params, body, user, set }) => {
         const store = await assertStoreWriter(svc.sql, params.slug, user);
-        if (body.kind === "percent" && (!Number.isInteger(body.value) || body.value < 1 || body.value > 100)) {
-          throw fail("validation_error", "A percent coupon's value is a whole percentage 1..100.", { field: "value" });
-        }
-        for (const [field, amount] of [["value", body.kind === "fixed" ? body.value : undefined], ["minSpend", body.minSpend]] as const) {
-          const problem = amount === undefined ? null : amountProblem(amount, store.currency);
-          if (problem) throw fail("validation_error", `Invalid body field '${field}': ${problem}`, { field });
-        }
-        const value = body.kind === "percent" ? body.value : toMinor(body.value, store.currency);
-        if (value < 1) throw fail("validation_error", "A fixed coupon needs a value of at least one minor unit.", { field: "value" });
-        const expires = body.expiresAt ? new Date(body.expiresAt) : null;
-        if (expires && Number.isNaN(expires.getTime())) throw fail("validation_error", "expiresAt must be an ISO 8601 time.", { field: "expiresAt" });
-        const r = await svc.actors.ask(storeActor, store.slug, "upsertCoupon", {
-          code: body.code,
-          kind: body.kind,
-          value,
-          minSpendMinor: toMinor(body.minSpend ?? 0, store.currency),
-          expiresAt: expires ? expires.toISOString() : null,
-          usageLimit: body.usageLimit ?? null,
-        });
+        const r = await svc.actors.ask(storeActor, store.slug, "upsertCoupon", couponFromInput(body, store.currency));
         const coupon = (await listCoupons(svc.sql, store.slug)).find((c) => c.code === r.code)!;
         set.status = r.created ? 201 : 200;
         return ok(couponView(coupon, store.currency));

@@ -344,7 +344,7 @@ describe("pages and forms", () => {
     await post(`${s}/coupons`, owner, { _csrf: owner.csrf, code: "dash25", kind: "percent", value: "25", minSpend: "10", usageLimit: "5" });
     await post(`${s}/coupons/WELCOME10/active`, owner, { _csrf: owner.csrf, active: "0" });
     await post(`${s}/policies`, owner, { _csrf: owner.csrf, acceptsReturns: "1", returnWindowDays: "45", freeShippingThreshold: "75.5", shippingEstimateDays: "2-4", supportResponseTimeSla: "12h" });
-    await post(`${s}/negotiation`, owner, { _csrf: owner.csrf, enabled: "1", floorPercent: "70", autoAcceptPercent: "90", maxRounds: "2", excludedCategories: "Electronics, Toys" });
+    await post(`${s}/negotiation`, owner, { _csrf: owner.csrf, enabled: "1", floorPercent: "70", autoAcceptPercent: "90", maxRounds: "2", excludedCategories: "Electronics\nToys" });
     await post(`${s}/allowlist/${key.id}`, owner, { _csrf: owner.csrf, status: "blocked" });
     [row] = await srv.db.sql`SELECT enabled_mcp_tools, payment_methods, policies, negotiation_rules FROM stores WHERE slug = 'demo-store'`;
     expect(row!.enabled_mcp_tools).toBeNull();

@@ -1,7 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import {
+  agentPolicies,
   assignVariantIds,
   effectiveInStock,
+  imageUrlProblem,
+  impossibleDateTime,
   fitsCurrency,
   orderFromInput,
   policiesFromInput,
@@ -141,7 +144,8 @@ describe("inStock when not given", () => {
     ["tracked stock of zero is out of stock", 0, undefined, false],
     ["untracked stock is in stock", null, undefined, true],
     ["an explicit false wins over positive stock", 5, false, false],
-    ["an explicit true wins over zero stock", 0, true, true],
+    // audit A2-F14: search and availability listed it in stock, the cart refused it
+    ["an explicit true does not make zero tracked stock in stock", 0, true, false],
   ];
   for (const [name, qty, flag, expected] of cases) test(name, () => expect(effectiveInStock(qty, flag)).toBe(expected));
 });
@@ -349,5 +353,57 @@ describe("variant identity across syncs", () => {
     const out = assignVariantIds([incoming("M", {}), incoming("L", {}, { id: "id-1" })], prev);
     expect(out[1]!.id).toBe("id-1");
     expect(out[0]!.id).not.toBe("id-1");
+  });
+});
+
+describe("the shipping promises agents are shown (agentPolicies, audit A2-F12)", () => {
+  const stated = { acceptsReturns: true, returnWindowDays: 30, freeShippingThresholdMinor: 1000, shippingEstimateDays: "1-2", supportResponseTimeSla: "24h" };
+  test("a domestic zone decides both: its freeOver and its day window", () => {
+    expect(agentPolicies(stated, { zones: 3, domestic: { name: "Home", freeOverMinor: 6000, minDays: 3, maxDays: 5 } })).toEqual({ ...stated, freeShippingThresholdMinor: 6000, shippingEstimateDays: "3-5" });
+  });
+  test("a domestic zone without freeOver shows no threshold (never free); a one-day window is one number", () => {
+    const { freeShippingThresholdMinor: _, ...rest } = stated;
+    expect(agentPolicies(stated, { zones: 1, domestic: { name: "Home", freeOverMinor: null, minDays: 2, maxDays: 2 } })).toEqual({ ...rest, shippingEstimateDays: "2" });
+  });
+  test("no zones at all: free shipping (threshold 0) and the merchant's estimate", () => {
+    expect(agentPolicies(stated, { zones: 0, domestic: null })).toEqual({ ...stated, freeShippingThresholdMinor: 0 });
+  });
+  test("zones but none for the store's own country: neither promise", () => {
+    const { freeShippingThresholdMinor: _, shippingEstimateDays: __, ...rest } = stated;
+    expect(agentPolicies(stated, { zones: 2, domestic: null })).toEqual(rest);
+  });
+});
+
+describe("return window of a store without returns (audit A2-F9)", () => {
+  test("PUT /policies refuses a window above 0 with acceptsReturns false", () => {
+    expect(() => policiesFromInput({ acceptsReturns: false, returnWindowDays: 30 }, "USD")).toThrow("no return window");
+    expect(policiesFromInput({ acceptsReturns: false, returnWindowDays: 0 }, "USD")).toEqual({ acceptsReturns: false, returnWindowDays: 0 });
+  });
+  test("every view shows 0 days for a stored contradiction", () => {
+    expect(policiesView({ acceptsReturns: false, returnWindowDays: 30 }, "USD")).toEqual({ acceptsReturns: false, returnWindowDays: 0 });
+    expect(policiesView({ acceptsReturns: false }, "USD")).toEqual({ acceptsReturns: false, returnWindowDays: 0 });
+  });
+});
+
+describe("image URLs and dates (audit A3-7, A3-8)", () => {
+  test("only http and https image URLs", () => {
+    for (const ok of ["https://a.example/x.jpg", "http://a.example", "HTTPS://A.EXAMPLE/x"]) expect(imageUrlProblem(ok)).toBeNull();
+    for (const bad of ["javascript:alert(1)", "file:///etc/passwd", "data:image/png;base64,AA", "https:///x", "ftp://a.example/x"]) expect(imageUrlProblem(bad)).toBe("must be an http or https URL");
+  });
+  test("a date or time that does not exist is named; real ones (leap days included) pass", () => {
+    expect(impossibleDateTime("2027-02-30T00:00:00Z")).toBe("2027-02-30 is not a date in the calendar");
+    expect(impossibleDateTime("2027-13-01T00:00:00Z")).toBe("2027-13-01 is not a date in the calendar");
+    expect(impossibleDateTime("2027-04-31T00:00")).toBe("2027-04-31 is not a date in the calendar");
+    expect(impossibleDateTime("2027-01-01T24:00:00Z")).toBe("24:00:00 is not a time of day");
+    for (const ok of ["2028-02-29T00:00:00Z", "2027-12-31T23:59:59.999+02:00", "2027-01-01T00:00"]) expect(impossibleDateTime(ok)).toBeNull();
+  });
+});
+
+describe("currencies are ISO 4217 (audit A3-7)", () => {
+  test("a catalog item, a zone and an order in ZZZ are refused on currency; the exponents are search/money.ts's", () => {
+    const r = validateCatalogItems([{ externalId: "z", title: "z", price: 1, currency: "ZZZ" }, { externalId: "x", title: "x", price: 100, currency: "XOF" }]);
+    expect(r.rejected).toEqual([{ index: 0, externalId: "z", errors: [{ field: "currency", message: "ZZZ is not an ISO 4217 currency code" }] }]);
+    expect(r.valid[0]!.fields.priceMinor).toBe(100); // XOF has no minor unit
+    expect(zonesFromInput([{ name: "a", countries: ["US"], currency: "XAU", base: 1, minDays: 1, maxDays: 2 }]).errors).toEqual([{ field: "zones.0.currency", message: "XAU is not an ISO 4217 currency code" }]);
   });
 });

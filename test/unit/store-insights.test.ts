@@ -276,3 +276,22 @@ describe("comparing products", () => {
     expect(c.recommendation.reasons).toContain("note: currently out of stock");
   });
 });
+
+describe("comparing products in more than one currency (audit A2-F4)", () => {
+  test("no price-based best: bestValue and the recommendation are null and the reasons say why", () => {
+    const c = compareProducts([item({ id: "usd", currency: "USD", priceMinor: 799 }), item({ id: "eur", currency: "EUR", priceMinor: 15999 })], major);
+    expect([c.bestValue, c.recommendation.productId]).toEqual([null, null]);
+    expect(c.recommendation.reasons).toEqual([
+      "The products are priced in 2 currencies (EUR, USD): prices are not compared across currencies, so there is no best value or recommendation; compare products of one currency.",
+    ]);
+  });
+
+  test("shipping is decided by days alone: thresholds in different currencies are not compared", () => {
+    const slowCheap = item({ id: "a", currency: "USD", policies: { acceptsReturns: false, shippingEstimateDays: "2-4" }, freeShippingThresholdMinor: 100 });
+    const fastDear = item({ id: "b", currency: "EUR", policies: { acceptsReturns: false, shippingEstimateDays: "1-4" }, freeShippingThresholdMinor: 900000 });
+    // same maximum days: the earlier product wins, not the smaller number of another currency
+    expect(compareProducts([fastDear, slowCheap], major).bestShipping).toBe("b");
+    // a threshold alone says nothing across currencies
+    expect(compareProducts([item({ id: "x", currency: "USD", freeShippingThresholdMinor: 0 }), item({ id: "y" })], major).bestShipping).toBeNull();
+  });
+});

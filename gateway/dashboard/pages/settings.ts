@@ -60,7 +60,8 @@ ${postForm(`${base}/policies`, csrf, html`<label class="inline"><input type="che
 </div><div class="row">
 <div><label for="sed">Shipping estimate (days)</label><input id="sed" type="text" name="shippingEstimateDays" maxlength="50" placeholder="3-5" value="${p.shippingEstimateDays ?? ""}"></div>
 <div><label for="sla">Support response time</label><input id="sla" type="text" name="supportResponseTimeSla" maxlength="50" placeholder="24h" value="${p.supportResponseTimeSla ?? ""}"></div>
-</div><p><button type="submit">Save policies</button></p>`, { label: "Policies" })}
+</div><p class="hint">Agents are shown what carts charge: with a shipping zone for your own country, its free-shipping amount and delivery days instead of these two; with no zones at all, free shipping.</p>
+<p><button type="submit">Save policies</button></p>`, { label: "Policies" })}
 </section>
 <section class="card" aria-labelledby="negotiation"><h2 id="negotiation">Negotiation rules (beta)</h2>
 ${postForm(`${base}/negotiation`, csrf, html`<label class="inline"><input type="checkbox" name="enabled" value="1"${checked(!!n?.enabled)}> Agents may negotiate prices</label>
@@ -68,7 +69,7 @@ ${postForm(`${base}/negotiation`, csrf, html`<label class="inline"><input type="
 <div><label for="floor">Floor (% of list price)</label><input id="floor" type="number" name="floorPercent" min="0" max="100" step="0.1" value="${num(n?.floorPercent ?? 80)}"></div>
 <div><label for="auto">Auto-accept from (% of list price)</label><input id="auto" type="number" name="autoAcceptPercent" min="0" max="100" step="0.1" value="${num(n?.autoAcceptPercent ?? 95)}"></div>
 <div><label for="rounds">Max rounds</label><input id="rounds" type="number" name="maxRounds" min="1" max="100" value="${num(n?.maxRounds ?? 3)}"></div>
-</div><label for="excl">Excluded categories (comma-separated)</label><input id="excl" type="text" name="excludedCategories" value="${(n?.excludedCategories ?? []).join(", ")}">
+</div><label for="excl">Excluded categories (one per line)</label><textarea id="excl" name="excludedCategories" rows="3">${(n?.excludedCategories ?? []).join("\n")}</textarea>
 <p><button type="submit">Save negotiation rules</button></p>`, { label: "Negotiation rules" })}
 </section>
 <section class="card" aria-labelledby="mcp"><h2 id="mcp">MCP tools</h2>

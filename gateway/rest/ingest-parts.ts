@@ -1,0 +1,141 @@
+/**
+ * Ingestion batches sent to the store actor in parts under a byte budget. Over NATS an actor message is one NATS
+ * message, and the server refuses one above its `max_payload` (1 MB by default, infra/nats/cluster.conf), while
+ * PUT /catalog takes 8 MiB and the dashboard upload 1,000 lines at a time: such a batch could never be delivered
+ * (audit A3-1: retried for 60 s, then 503). A batch whose serialised items pass `INGEST_MESSAGE_BYTES` is sent as
+ * several messages, one after the other, and the answers are merged into the one the whole batch gets:
+ *
+ * - `ingestCatalog` (PUT /catalog, the dashboard upload): the items are first judged here by the store actor's own
+ *   pure validation (`validateCatalogItems`), which gives the whole batch's rejections, "repeated in this batch"
+ *   included; only the valid items are sent, in parts, then the `remove` ids (after every upsert, as in one turn).
+ *   `accepted`, `upserted` and `rejected` carry the indexes of the whole batch; `removed` is the sum, `syncedAt` the
+ *   last part's.
+ * - `recordOrders` (POST /orders): the orders are sent in parts in their order (a repeated externalId in a later
+ *   part is a `duplicate` of the earlier one, as within one turn); an order too large for a message on its own is
+ *   rejected here with the errors the actor gives it (valid orders are far smaller than the budget).
+ *
+ * Each part is its own transaction: when a part fails, the parts before it stay written and the route answers the
+ * error. Both writes are idempotent (upsert by externalId, orders by externalId), so the same request sent again
+ * converges (docs/decisions.md). A batch under the budget is one message, one transaction, as before.
+ */
+import { Value } from "@sinclair/typebox/value";
+import type { ActorCaller } from "../../actors/runtime/define-actor.ts";
+import { storeActor } from "../../actors/store/index.ts";
+import { HumanOrderInput, validateCatalogItems, type RejectedItem } from "../../actors/store/ingest.ts";
+
+/**
+ * Serialised items per actor message: half the NATS default `max_payload` (1 MiB), leaving room for the envelope,
+ * and for the reply, which is bounded by the items it answers (docs/operations.md).
+ */
+export const INGEST_MESSAGE_BYTES = 512 * 1024;
+
+const bytesOf = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? "null");
+
+/**
+ * Consecutive groups of `sizes`' indexes whose sizes (plus one byte each for the separator) add up to at most
+ * `budget`; an entry larger than the budget on its own makes a group of one.
+ */
+export function partsByBytes(sizes: readonly number[], budget: number): number[][] {
+  const parts: number[][] = [];
+  let part: number[] = [];
+  let bytes = 0;
+  sizes.forEach((size, i) => {
+    if (part.length > 0 && bytes + size + 1 > budget) {
+      parts.push(part);
+      part = [];
+      bytes = 0;
+    }
+    part.push(i);
+    bytes += size + 1;
+  });
+  if (part.length > 0) parts.push(part);
+  return parts;
+}
+
+const byIndex = (a: { index: number }, b: { index: number }) => a.index - b.index;
+
+/** What `ingestCatalog` answers. */
+export interface CatalogBatchAnswer {
+  accepted: number;
+  rejected: RejectedItem[];
+  upserted: { index: number; externalId: string; id: string }[];
+  removed: number;
+  syncedAt: string;
+}
+
+/** `ingestCatalog` for a batch of any size: one message when it fits the budget, else parts (see above). */
+export async function ingestCatalogInParts(
+  actors: ActorCaller,
+  slug: string,
+  items: readonly unknown[],
+  remove?: readonly string[],
+  budget = INGEST_MESSAGE_BYTES,
+): Promise<CatalogBatchAnswer> {
+  const ask = (body: { items: unknown[]; remove?: string[] }) => actors.ask(storeActor, slug, "ingestCatalog", body, { timeoutMs: 60_000 });
+  const itemBytes = items.map(bytesOf);
+  const removeIds = remove === undefined ? undefined : [...new Set(remove)];
+  const removeBytes = (removeIds ?? []).map(bytesOf);
+  const total = [...itemBytes, ...removeBytes].reduce((a, b) => a + b + 1, 0);
+  if (total <= budget) return ask({ items: [...items], ...(removeIds ? { remove: removeIds } : {}) });
+
+  const { valid, rejected } = validateCatalogItems(items);
+  const sendable = valid.map((v) => v.index);
+  const out: CatalogBatchAnswer = { accepted: 0, rejected: [...rejected], upserted: [], removed: 0, syncedAt: "" };
+  const merge = (r: CatalogBatchAnswer, indexes: readonly number[]) => {
+    out.accepted += r.accepted;
+    out.upserted.push(...r.upserted.map((u) => ({ ...u, index: indexes[u.index]! })));
+    out.rejected.push(...r.rejected.map((x) => ({ ...x, index: indexes[x.index]! })));
+    out.removed += r.removed;
+    out.syncedAt = r.syncedAt;
+  };
+  for (const part of partsByBytes(sendable.map((i) => itemBytes[i]!), budget)) {
+    const indexes = part.map((p) => sendable[p]!);
+    merge(await ask({ items: indexes.map((i) => items[i]) }), indexes);
+  }
+  const removeParts = removeIds?.length ? partsByBytes(removeBytes, budget).map((p) => p.map((i) => removeIds[i]!)) : [];
+  for (const ids of removeParts) merge(await ask({ items: [], remove: ids }), []);
+  // nothing valid and nothing to remove: the store still records the sync, as for one batch
+  if (out.syncedAt === "") merge(await ask({ items: [] }), []);
+  out.rejected.sort(byIndex);
+  out.upserted.sort(byIndex);
+  return out;
+}
+
+/** What `recordOrders` answers. */
+export interface OrdersBatchAnswer {
+  accepted: number;
+  rejected: RejectedItem[];
+  orders: { index: number; externalId: string; orderId: string; duplicate: boolean }[];
+}
+
+/** The store actor's rejection of an order that fails HumanOrderInput (actors/store/index.ts `recordOrders`). */
+function orderSchemaRejection(raw: unknown, index: number): RejectedItem | null {
+  if (Value.Check(HumanOrderInput, raw)) return null;
+  const errors = [...Value.Errors(HumanOrderInput, raw)].slice(0, 10).map((e) => ({ field: e.path.replace(/^\//, "").replace(/\//g, ".") || "(order)", message: e.message }));
+  return { index, externalId: (raw as { externalId?: string } | null)?.externalId ?? null, errors };
+}
+
+/** `recordOrders` for a batch of any size: one message when it fits the budget, else parts in order (see above). */
+export async function recordOrdersInParts(actors: ActorCaller, slug: string, orders: readonly unknown[], budget = INGEST_MESSAGE_BYTES): Promise<OrdersBatchAnswer> {
+  const ask = (batch: unknown[]) => actors.ask(storeActor, slug, "recordOrders", { orders: batch });
+  const sizes = orders.map(bytesOf);
+  if (sizes.reduce((a, b) => a + b + 1, 0) <= budget) return ask([...orders]);
+
+  const out: OrdersBatchAnswer = { accepted: 0, rejected: [], orders: [] };
+  const sendable: number[] = [];
+  orders.forEach((raw, index) => {
+    const tooLarge = sizes[index]! > budget ? orderSchemaRejection(raw, index) : null;
+    if (tooLarge) out.rejected.push(tooLarge);
+    else sendable.push(index);
+  });
+  for (const part of partsByBytes(sendable.map((i) => sizes[i]!), budget)) {
+    const indexes = part.map((p) => sendable[p]!);
+    const r = await ask(indexes.map((i) => orders[i]));
+    out.accepted += r.accepted;
+    out.rejected.push(...r.rejected.map((x) => ({ ...x, index: indexes[x.index]! })));
+    out.orders.push(...r.orders.map((o) => ({ ...o, index: indexes[o.index]! })));
+  }
+  out.rejected.sort(byIndex);
+  out.orders.sort(byIndex);
+  return out;
+}

@@ -1,0 +1,75 @@
+/**
+ * The dashboard's settings forms apply REST's rules, through the real forms against the real server and Postgres:
+ * a coupon passes the one check POST /coupons uses (`couponFromInput`: whole percent, money of the store's currency
+ * within the maximum, a real expiry date; audit A3-3, A3-8), and excluded negotiation categories are one per line,
+ * so a category with a comma stays whole (audit A3-9).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { dashboardSession, type DashboardSession } from "../helpers/dashboard.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+const SLUG = "greenleaf-living";
+let srv: TestServer;
+let s: DashboardSession;
+
+beforeAll(async () => {
+  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
+  s = await dashboardSession(srv, SLUG);
+}, 120_000);
+afterAll(async () => {
+  await srv?.stop();
+});
+
+const base = `/dashboard/s/${SLUG}/settings`;
+const post = (path: string, fields: Record<string, string>) =>
+  srv.fetch(`${base}${path}`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { cookie: s.cookie, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ _csrf: s.csrf, ...fields }),
+  });
+
+/** Posts the coupon form; the notice the settings page then shows, and the stored row (null: none). */
+async function addCoupon(fields: Record<string, string>) {
+  const r = await post("/coupons", fields);
+  expect(r.status).toBe(303);
+  const page = await (await srv.fetch(base, { headers: { cookie: s.cookie } })).text();
+  const shown = /role="(?:alert|status)"[^>]*>([^<]*)</.exec(page)?.[1];
+  const notice = shown === undefined ? null : shown.replace(/&#39;/g, "'").replace(/&quot;/g, '"').replace(/&amp;/g, "&");
+  const [row] = await srv.db.sql<{ kind: string; value: string; min_spend_minor: string; expires_at: Date | null }[]>`
+    SELECT kind, value, min_spend_minor, expires_at FROM coupons WHERE store_slug = ${SLUG} AND code = ${fields.code!.toUpperCase()}`;
+  return { notice, row: row ? { kind: row.kind, value: Number(row.value), minSpendMinor: Number(row.min_spend_minor), expiresAt: row.expires_at?.toISOString() ?? null } : null };
+}
+
+describe("the dashboard coupon form uses REST's checks (A3-3, A3-8)", () => {
+  test("values REST refuses are refused with its message and nothing is stored", async () => {
+    const cases: [Record<string, string>, string][] = [
+      [{ code: "DFIX1E15", kind: "fixed", value: "1e15" }, "Invalid value: above the maximum amount (10000000000 USD)"],
+      [{ code: "DFIXDEC", kind: "fixed", value: "1.234" }, "Invalid value: more decimals than USD has (2)"],
+      [{ code: "DPCT", kind: "percent", value: "10.6" }, "A percent coupon's value is a whole percentage 1..100."],
+      [{ code: "DMIN", kind: "percent", value: "10", minSpend: "0.005" }, "Invalid minSpend: more decimals than USD has (2)"],
+      [{ code: "DFEB", kind: "percent", value: "10", expiresAt: "2027-02-30T00:00" }, "Invalid expiresAt: 2027-02-30 is not a date in the calendar"],
+      [{ code: "DLIM", kind: "percent", value: "10", usageLimit: "2.5" }, "Invalid usageLimit: must be a whole number of at least 0"],
+    ];
+    for (const [fields, message] of cases) {
+      const out = await addCoupon(fields);
+      expect({ code: fields.code, ...out }).toEqual({ code: fields.code, notice: message, row: null });
+    }
+  });
+
+  test("a valid coupon is stored as REST stores it", async () => {
+    const out = await addCoupon({ code: "DOK", kind: "fixed", value: "12.5", minSpend: "40", expiresAt: "2028-02-29T12:00", usageLimit: "3" });
+    expect(out.row).toEqual({ kind: "fixed", value: 1250, minSpendMinor: 4000, expiresAt: "2028-02-29T12:00:00.000Z" });
+  });
+});
+
+describe("excluded negotiation categories (A3-9)", () => {
+  test("one per line: a category with a comma stays one category, and the form shows it back as it is", async () => {
+    const r = await post("/negotiation", { enabled: "1", floorPercent: "70", autoAcceptPercent: "90", maxRounds: "2", excludedCategories: "Home, Garden\r\nToys\n\n" });
+    expect(r.status).toBe(303);
+    const [row] = await srv.db.sql<{ rules: { excludedCategories: string[] } }[]>`SELECT negotiation_rules AS rules FROM stores WHERE slug = ${SLUG}`;
+    expect(row!.rules.excludedCategories).toEqual(["Home, Garden", "Toys"]);
+    const page = await (await srv.fetch(base, { headers: { cookie: s.cookie } })).text();
+    expect(page).toContain('<textarea id="excl" name="excludedCategories" rows="3">Home, Garden\nToys</textarea>');
+  });
+});
