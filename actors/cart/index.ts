@@ -289,10 +289,11 @@ async function price(
       if (q.status === "quoted") shipping[c.storeSlug] = q.rule;
     }
   }
-  let coupon: { code: string; coupon: Coupon | undefined } | null = null;
+  let coupon: { code: string; coupon: Coupon[] } | null = null;
   if (couponCode) {
+    // Every store's row with this code: each is evaluated against its own store's lines (totals.ts discountsOf).
     const rows = await findCoupons(ctx.sql, [...new Set(lines.map((l) => l.storeId))], couponCode);
-    coupon = { code: couponCode, coupon: rows[0] ? toCoupon(rows[0]) : undefined };
+    coupon = { code: couponCode, coupon: rows.map(toCoupon) };
   }
   const totals = computeTotals({ lines, shipping, coupon, now: ctx.now() });
   const state = checkoutStateFromTotals(totals, {

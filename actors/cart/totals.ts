@@ -3,7 +3,8 @@
  * - one currency per cart: lines in two currencies → CURRENCY_MISMATCH;
  * - unit price = a negotiated price when present, in the line's currency and not expired (valid strictly before
  *   `expiresAt`), but never above the list price; else the list price;
- * - discount: one coupon (coupons.ts); percent discounts round half to even; a cart-wide coupon is split across
+ * - discount: one code (coupons.ts), which may name a coupon at several of the cart's stores: each that applies
+ *   discounts its own store; percent discounts round half to even; a cart-wide coupon is split across
  *   stores by largest remainder; a discount never exceeds the subtotal it applies to, so no total is negative;
  * - shipping per store: base + per item, free when the store's subtotal AFTER discount reaches `freeOverMinor`
  *   (what the merchant actually receives decides, so a coupon cannot be stacked on a free-shipping threshold);
@@ -49,7 +50,11 @@ export interface TotalsInput {
   lines: readonly PricedLine[];
   /** Per store; a store without a rule has no shipping quote yet (`shippingQuoted: false`, shipping 0). */
   shipping?: Readonly<Record<string, ShippingRule>>;
-  coupon?: { code: string; coupon: Coupon | undefined } | null;
+  /**
+   * The code and what it names: one coupon, or one row per store of the cart that has a coupon with this code (each
+   * store's coupon discounts that store's lines only; see `discountsOf`).
+   */
+  coupon?: { code: string; coupon: Coupon | readonly Coupon[] | undefined } | null;
   tax?: TaxHook;
   now: number;
 }
@@ -156,18 +161,7 @@ export function computeTotals(input: TotalsInput): CartTotals {
   // Discount per store.
   let couponEval: CouponEvaluation | null = null;
   let discounts = storeIds.map(() => 0);
-  if (input.coupon) {
-    const { coupon, code } = input.coupon;
-    const storeIdx = coupon?.storeId ? storeIds.indexOf(coupon.storeId) : -1;
-    const eligible = coupon?.storeId ? (storeIdx >= 0 ? subtotals[storeIdx] : 0) : subtotals.reduce((a, b) => a + b, 0);
-    couponEval = evaluateCoupon(coupon, code, { eligibleSubtotalMinor: eligible, currency, now: input.now });
-    if (couponEval.applied) {
-      const discountMinor = couponEval.discountMinor;
-      discounts = coupon?.storeId
-        ? storeIds.map((_, i) => (i === storeIdx ? discountMinor : 0))
-        : allocateProportionally(discountMinor, subtotals);
-    }
-  }
+  if (input.coupon) ({ couponEval, discounts } = discountsOf(input.coupon.code, input.coupon.coupon, storeIds, subtotals, currency, input.now));
 
   const stores: StoreTotals[] = storeIds.map((storeId, i) => {
     const lines = byStore.get(storeId) as LineTotal[];
@@ -198,6 +192,54 @@ export function computeTotals(input: TotalsInput): CartTotals {
   if (!Number.isSafeInteger(gross)) throw fail("INVALID_ARGUMENT", "The cart total is too large for one order; lower the quantities.", { field: "items" });
 
   return cartTotalsOf(currency, stores, couponEval);
+}
+
+/**
+ * How far a rejected coupon got through evaluateCoupon's checks: when no candidate applies, the answer names the one
+ * that came closest (its reason tells the buyer what would make it apply), not an inactive row of another store.
+ */
+const REJECTION_RANK: Record<string, number> = { invalid: 0, expired: 1, exhausted: 2, currency_mismatch: 3, below_minimum: 4 };
+
+/**
+ * One code may name a coupon at several stores of the cart (codes are unique per store only). Every candidate is
+ * evaluated against the subtotal it covers (its store's, or the cart's for a coupon without a store), and every
+ * one that applies discounts what it covers: store A's inactive or expired coupon never hides store B's (audit
+ * A3-2), and two stores with an applicable coupon of that code each discount their own lines. The answer is one
+ * evaluation: applied with the sum of the discounts, or the rejection of the candidate that came closest (ties: the
+ * first, stores in slug order).
+ */
+function discountsOf(
+  code: string,
+  given: Coupon | readonly Coupon[] | undefined,
+  storeIds: readonly string[],
+  subtotals: readonly number[],
+  currency: string,
+  now: number,
+): { couponEval: CouponEvaluation; discounts: number[] } {
+  const candidates: readonly (Coupon | undefined)[] = given === undefined ? [undefined] : isCouponList(given) ? (given.length ? given : [undefined]) : [given];
+  const discounts = storeIds.map(() => 0);
+  let applied = false;
+  let closest: CouponEvaluation | null = null;
+  let appliedCode = code;
+  for (const coupon of candidates) {
+    const storeIdx = coupon?.storeId ? storeIds.indexOf(coupon.storeId) : -1;
+    const eligible = coupon?.storeId ? (storeIdx >= 0 ? subtotals[storeIdx] : 0) : subtotals.reduce((a, b) => a + b, 0);
+    const ev = evaluateCoupon(coupon, code, { eligibleSubtotalMinor: eligible, currency, now });
+    if (ev.applied) {
+      applied = true;
+      appliedCode = ev.code;
+      const parts = coupon?.storeId ? storeIds.map((_, i) => (i === storeIdx ? ev.discountMinor : 0)) : allocateProportionally(ev.discountMinor, subtotals);
+      parts.forEach((d, i) => (discounts[i] = Math.min(discounts[i] + d, subtotals[i])));
+    } else if (!closest || (!closest.applied && REJECTION_RANK[ev.reason] > REJECTION_RANK[closest.reason])) {
+      closest = ev;
+    }
+  }
+  if (applied) return { couponEval: { applied: true, code: appliedCode, discountMinor: discounts.reduce((a, b) => a + b, 0) }, discounts };
+  return { couponEval: closest as CouponEvaluation, discounts };
+}
+
+function isCouponList(c: Coupon | readonly Coupon[]): c is readonly Coupon[] {
+  return Array.isArray(c);
 }
 
 /** The cart's sums over its stores' totals. */
