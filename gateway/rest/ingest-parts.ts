@@ -8,11 +8,13 @@
  * - `ingestCatalog` (PUT /catalog, the dashboard upload): the items are first judged here by the store actor's own
  *   pure validation (`validateCatalogItems`), which gives the whole batch's rejections, "repeated in this batch"
  *   included; only the valid items are sent, in parts, then the `remove` ids (after every upsert, as in one turn).
+ *   A valid item larger than the budget on its own is rejected ("(item)": "is too large: N bytes of JSON, at most
+ *   M") and the rest of the batch goes on, where one message would have been refused whole.
  *   `accepted`, `upserted` and `rejected` carry the indexes of the whole batch; `removed` is the sum, `syncedAt` the
  *   last part's.
  * - `recordOrders` (POST /orders): the orders are sent in parts in their order (a repeated externalId in a later
  *   part is a `duplicate` of the earlier one, as within one turn); an order too large for a message on its own is
- *   rejected here with the errors the actor gives it (valid orders are far smaller than the budget).
+ *   rejected here, with the errors the actor gives it when it is invalid, else as "(order)": "is too large: …".
  *
  * Each part is its own transaction: when a part fails, the parts before it stay written and the route answers the
  * error. Both writes are idempotent (upsert by externalId, orders by externalId), so the same request sent again
@@ -63,6 +65,12 @@ export interface CatalogBatchAnswer {
   syncedAt: string;
 }
 
+/** The rejection of an item too large for one actor message (the rest of the batch goes on). */
+function tooLargeItem(raw: unknown, index: number, bytes: number, budget: number, field: string): RejectedItem {
+  const id = (raw as { externalId?: unknown } | null)?.externalId;
+  return { index, externalId: typeof id === "string" ? id : null, errors: [{ field, message: `is too large: ${bytes} bytes of JSON, at most ${budget}` }] };
+}
+
 /** `ingestCatalog` for a batch of any size: one message when it fits the budget, else parts (see above). */
 export async function ingestCatalogInParts(
   actors: ActorCaller,
@@ -78,7 +86,14 @@ export async function ingestCatalogInParts(
   const total = [...itemBytes, ...removeBytes].reduce((a, b) => a + b + 1, 0);
   if (total <= budget) return ask({ items: [...items], ...(removeIds ? { remove: removeIds } : {}) });
 
-  const { valid, rejected } = validateCatalogItems(items);
+  // A valid item larger than a message on its own cannot be sent: it is rejected alone, and claims nothing (judged
+  // again without it, so a later item with its externalId is not "repeated in this batch").
+  let { valid, rejected } = validateCatalogItems(items);
+  const oversize = new Set(valid.filter((v) => itemBytes[v.index]! > budget).map((v) => v.index));
+  if (oversize.size) {
+    ({ valid, rejected } = validateCatalogItems(items.map((item, i) => (oversize.has(i) ? null : item))));
+    rejected = rejected.map((r) => (oversize.has(r.index) ? tooLargeItem(items[r.index], r.index, itemBytes[r.index]!, budget, "(item)") : r));
+  }
   const sendable = valid.map((v) => v.index);
   const out: CatalogBatchAnswer = { accepted: 0, rejected: [...rejected], upserted: [], removed: 0, syncedAt: "" };
   const merge = (r: CatalogBatchAnswer, indexes: readonly number[]) => {
@@ -124,7 +139,7 @@ export async function recordOrdersInParts(actors: ActorCaller, slug: string, ord
   const out: OrdersBatchAnswer = { accepted: 0, rejected: [], orders: [] };
   const sendable: number[] = [];
   orders.forEach((raw, index) => {
-    const tooLarge = sizes[index]! > budget ? orderSchemaRejection(raw, index) : null;
+    const tooLarge = sizes[index]! > budget ? (orderSchemaRejection(raw, index) ?? tooLargeItem(raw, index, sizes[index]!, budget, "(order)")) : null;
     if (tooLarge) out.rejected.push(tooLarge);
     else sendable.push(index);
   });

@@ -88,3 +88,21 @@ test("recordOrders in parts answers what one message does: a repeat in a later p
   expect(shape(parts)).toEqual(shape(one));
   expect(parts.orders.find((o) => o.index === 4)).toMatchObject({ duplicate: true, orderId: parts.orders[0]!.orderId });
 }, 60_000);
+
+test("a valid item larger than a message on its own is rejected alone, claims nothing, and the rest is written", async () => {
+  const actors = srv.running.services.actors;
+  const big = { ...p("BIGONE-1", "Lamp with a long story"), description: "story ".repeat(80) };
+  const bytes = Buffer.byteLength(JSON.stringify(big));
+  const r = await ingestCatalogInParts(actors, PARTS, [big, p("BIGONE-2", "Vase"), p("BIGONE-1", "Lamp, short")], undefined, 300);
+  expect(r.rejected).toEqual([{ index: 0, externalId: "BIGONE-1", errors: [{ field: "(item)", message: `is too large: ${bytes} bytes of JSON, at most 300` }] }]);
+  expect(r.upserted.map((u) => [u.index, u.externalId])).toEqual([[1, "BIGONE-2"], [2, "BIGONE-1"]]);
+  expect(r.accepted).toBe(2);
+  const [row] = await srv.db.sql<{ title: string }[]>`SELECT title FROM products WHERE store_slug = ${PARTS} AND external_id = 'BIGONE-1'`;
+  expect(row!.title).toBe("Lamp, short");
+
+  const order = { externalId: "BIGO-1", buyer: "b@example.com", status: "delivered", currency: "USD", items: Array.from({ length: 6 }, () => ({ title: "Lamp", quantity: 1, unitPrice: 1 })) };
+  const obytes = Buffer.byteLength(JSON.stringify(order));
+  const o = await recordOrdersInParts(actors, PARTS, [order, { ...order, externalId: "BIGO-2", items: [order.items[0]] }], 300);
+  expect(o.rejected).toEqual([{ index: 0, externalId: "BIGO-1", errors: [{ field: "(order)", message: `is too large: ${obytes} bytes of JSON, at most 300` }] }]);
+  expect(o.orders.map((x) => [x.index, x.externalId, x.duplicate])).toEqual([[1, "BIGO-2", false]]);
+}, 30_000);
