@@ -125,7 +125,9 @@ async function pushCatalog(o: { url: string; token: string; slug: string; file: 
     });
     const body = (await r.json().catch(() => ({}))) as { data?: { accepted: number } & BatchAnswer; error?: string };
     if (r.status !== 200 || !body.data) {
-      report(`cli import: batch starting at line ${batch[0]!.line} failed (${r.status}): ${body.error ?? "no answer"}`);
+      // the batches before it are committed: say so, or the merchant cannot tell a partial import from none
+      const before = accepted > 0 ? ` (the ${accepted} line${accepted === 1 ? "" : "s"} accepted before it stay imported)` : "";
+      report(`cli import: batch starting at line ${batch[0]!.line} failed (${r.status}): ${body.error ?? "no answer"}${before}`);
       return false;
     }
     accepted += body.data.accepted;

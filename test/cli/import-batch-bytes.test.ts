@@ -64,3 +64,26 @@ test("1,000 lines of 9 KB (9 MB) are imported in batches under the body limit; a
   const [row] = await srv.db.sql<{ title: string }[]>`SELECT title FROM products WHERE store_slug = ${SLUG} AND external_id = ${`BIG-${k - 1}`}`;
   expect(row!.title).toBe(`Big Description Lamp ${k - 1}`);
 }, 120_000);
+
+test("a batch that fails after earlier ones were imported says that those stay imported", async () => {
+  const file = join(dir, "partial.jsonl");
+  const lines = [
+    JSON.stringify({ externalId: "PART-1", title: "Small lamp", price: 5, currency: "USD" }),
+    JSON.stringify({ externalId: "PART-2", title: "Small vase", price: 6, currency: "USD" }),
+    // alone over the route's 8 MiB body limit: its batch is refused with 413
+    JSON.stringify({ externalId: "PART-HUGE", title: "Huge", price: 1, currency: "USD", description: "x".repeat(9 * 1024 * 1024) }),
+  ];
+  await writeFile(file, lines.join("\n") + "\n");
+  const owner = merchantLogin(SLUG);
+  const proc = Bun.spawn(["bun", "run", "cli", "import", SLUG, file], {
+    cwd: ROOT,
+    env: { ...process.env, ACS_URL: srv.url, ACS_EMAIL: owner.email, ACS_PASSWORD: owner.password },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  expect(code).toBe(1);
+  expect(err).toMatch(/cli import: batch starting at line 3 failed \(413\): Request body exceeds 8388608 bytes for \/api\/v1\/merchant\/stores\/greenleaf-living\/catalog\. \(the 2 lines accepted before it stay imported\)\n/);
+  const [{ n }] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM products WHERE store_slug = ${SLUG} AND external_id LIKE 'PART-%'`;
+  expect(n).toBe(2);
+}, 60_000);
