@@ -2,7 +2,8 @@
  * Merchant ingestion under /api/v1/merchant/stores/{slug} (Bearer JWT of a user that owns the store, or an
  * operator; anyone else gets 404 store_not_found so other stores are not revealed). Each route validates the
  * envelope of the request, then sends one message to `store/<slug>`, which validates item by item and writes the
- * batch in one transaction.
+ * batch in one transaction. A catalog or orders batch over 512 KiB of JSON goes in parts, one transaction each, and
+ * is answered as one batch (ingest-parts.ts: NATS max_payload).
  *
  * PUT /catalog answers 200 with `{accepted, rejected: [{index, externalId, errors}], upserted, removed}` even when
  * some (or all) items are rejected: the batch was processed, the per-item outcome is in the body
