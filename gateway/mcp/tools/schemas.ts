@@ -1,35 +1,22 @@
 /** Schemas shared by several tools. Outputs name the fields an agent relies on and admit more (additive evolution). */
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type TSchema } from "@sinclair/typebox";
+import * as Models from "../../openapi/models.ts";
+import { withJsonNumbers } from "../../plugins/json-numbers.ts";
 
 export const Uuid = T.String({ format: "uuid", description: "A UUID." });
 export const Open = { additionalProperties: true } as const;
 export const Strict = { additionalProperties: false } as const;
 export const Nullable = <S extends ReturnType<typeof T.String> | ReturnType<typeof T.Number> | ReturnType<typeof T.Integer>>(s: S) => T.Union([s, T.Null()]);
 
-export const MerchantSummary = T.Object(
-  {
-    slug: T.String(),
-    name: T.String(),
-    trustScore: T.Union([T.Number(), T.Null()]),
-    verificationLevel: T.String(),
-    storeStatus: T.String(),
-  },
-  Open,
-);
-
-export const ProductSummary = T.Object(
-  {
-    id: T.String(),
-    title: T.String(),
-    price: T.Number(),
-    currency: T.String(),
-    inStock: T.Boolean(),
-    merchant: MerchantSummary,
-    relevanceScore: T.Number(),
-    why_ranked: T.String(),
-  },
-  Open,
-);
+/**
+ * The catalog models are the OpenAPI document's (gateway/openapi/models.ts: the spec's full ProductSummary,
+ * ProductDetail and MerchantSummary with their enums), so a tool's output schema and the REST answer's cannot
+ * drift apart. Elysia's `t.Integer` there is a number-or-numeric-string union (meant for query strings): an
+ * output is JSON, so it is advertised as the plain number, as the OpenAPI document shows it.
+ */
+const plainNumbers = <S extends TSchema>(s: S): S => withJsonNumbers(s as unknown as Parameters<typeof withJsonNumbers>[0]) as unknown as S;
+export const MerchantSummary = plainNumbers(Models.MerchantSummary);
+export const ProductSummary = plainNumbers(Models.ProductSummary);
 
 export const SearchOutput = T.Object(
   {
@@ -40,24 +27,7 @@ export const SearchOutput = T.Object(
   Open,
 );
 
-export const ProductDetail = T.Object(
-  {
-    id: T.String(),
-    title: T.String(),
-    description: T.String(),
-    price: T.Number(),
-    currency: T.String(),
-    inStock: T.Boolean(),
-    stockQuantity: T.Union([T.Integer(), T.Null()]),
-    images: T.Array(T.String()),
-    variants: T.Array(T.Record(T.String(), T.Unknown())),
-    attributes: T.Record(T.String(), T.Unknown()),
-    merchant: MerchantSummary,
-    policies: T.Object({ acceptsReturns: T.Boolean() }, Open),
-    freshnessTier: T.String(),
-  },
-  Open,
-);
+export const ProductDetail = plainNumbers(Models.ProductDetail);
 
 export const Money = T.Object({ amount: T.Number(), currency: T.String() }, Open);
 
