@@ -30,7 +30,7 @@ import {
 } from "../../actors/store/merchant-reads.ts";
 import { MAX_CATALOG_BATCH } from "../../actors/store/ingest.ts";
 import { externalIdRepeats } from "../../actors/store/import-file.ts";
-import { assertStoreWriter } from "../../actors/store/reads.ts";
+import { assertStoreWriter, findStore } from "../../actors/store/reads.ts";
 import type { StoreRecord } from "../../actors/store/schemas.ts";
 import { couponFromInput, PAYMENT_RAILS, type PaymentRail } from "../../actors/store/settings.ts";
 import { agentCheckoutAllowed, displayBand } from "../../actors/trust/bands.ts";
@@ -606,9 +606,11 @@ export function dashboardRoutes(svc: Services) {
       "/dashboard/s/:slug/settings",
       h(
         storePage(async (_c, s, store, flash) => {
-          const [allowlist, coupons] = await Promise.all([listAllowlist(svc.sql, store.slug), listCoupons(svc.sql, store.slug)]);
+          const [allowlist, coupons, seen] = await Promise.all([listAllowlist(svc.sql, store.slug), listCoupons(svc.sql, store.slug), findStore(svc.sql, store.slug)]);
           const tools = ALL_TOOLS.map((t) => ({ name: t.name, title: t.title, group: t.group }));
-          return settingsPage(s, { store, tools, allowlist, coupons }, flash, svc.clock.now());
+          // what agents read (the zones' promises) beside the stored policies the form edits
+          const agentShipping = seen ? { freeShippingThresholdMinor: seen.policies.freeShippingThresholdMinor, shippingEstimateDays: seen.policies.shippingEstimateDays } : undefined;
+          return settingsPage(s, { store, tools, allowlist, coupons, ...(agentShipping ? { agentShipping } : {}) }, flash, svc.clock.now());
         }),
       ),
       { detail: HIDDEN },

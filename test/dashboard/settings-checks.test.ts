@@ -73,3 +73,11 @@ describe("excluded negotiation categories (A3-9)", () => {
     expect(page).toContain('<textarea id="excl" name="excludedCategories" rows="3">Home, Garden\nToys</textarea>');
   });
 });
+
+describe("policies form and what agents read (A2-F12)", () => {
+  test("the form edits the stored estimate (3-6) and says agents read the domestic zone's (free from $60.00, 3-5 days)", async () => {
+    const page = await (await srv.fetch(base, { headers: { cookie: s.cookie } })).text();
+    expect(page).toContain('name="shippingEstimateDays" maxlength="50" placeholder="3-5" value="3-6"');
+    expect(page).toContain("Agents now read: <strong data-agent-shipping>free shipping from $60.00, 3-5 days</strong>.");
+  });
+});

@@ -22,6 +22,15 @@ export interface SettingsData {
   tools: readonly ToolInfo[];
   allowlist: readonly AllowlistEntry[];
   coupons: readonly StoreCoupon[];
+  /** The shipping promises agents are shown (the zones': `agentPolicies`), beside the stored ones the form edits. */
+  agentShipping?: { freeShippingThresholdMinor?: number; shippingEstimateDays?: string };
+}
+
+/** "free from 60.00 USD, 3-5 days" as agents read it now; "no free shipping", "no estimate" when absent. */
+export function agentShippingText(a: NonNullable<SettingsData["agentShipping"]>, currency: string): string {
+  const free =
+    a.freeShippingThresholdMinor === undefined ? "no free shipping" : a.freeShippingThresholdMinor === 0 ? "free shipping" : `free shipping from ${money(a.freeShippingThresholdMinor, currency)}`;
+  return `${free}, ${a.shippingEstimateDays === undefined ? "no delivery estimate" : `${a.shippingEstimateDays} days`}`;
 }
 
 const RAIL_TEXT: Record<string, string> = {
@@ -60,7 +69,7 @@ ${postForm(`${base}/policies`, csrf, html`<label class="inline"><input type="che
 </div><div class="row">
 <div><label for="sed">Shipping estimate (days)</label><input id="sed" type="text" name="shippingEstimateDays" maxlength="50" placeholder="3-5" value="${p.shippingEstimateDays ?? ""}"></div>
 <div><label for="sla">Support response time</label><input id="sla" type="text" name="supportResponseTimeSla" maxlength="50" placeholder="24h" value="${p.supportResponseTimeSla ?? ""}"></div>
-</div><p class="hint">Agents are shown what carts charge: with a shipping zone for your own country, its free-shipping amount and delivery days instead of these two; with no zones at all, free shipping.</p>
+</div><p class="hint">Agents are shown what carts charge: with a shipping zone for your own country, its free-shipping amount and delivery days instead of these two; with no zones at all, free shipping.${d.agentShipping ? html` Agents now read: <strong data-agent-shipping>${agentShippingText(d.agentShipping, s.currency)}</strong>.` : ""}</p>
 <p><button type="submit">Save policies</button></p>`, { label: "Policies" })}
 </section>
 <section class="card" aria-labelledby="negotiation"><h2 id="negotiation">Negotiation rules (beta)</h2>
