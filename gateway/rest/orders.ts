@@ -5,7 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import { cartActor } from "../../actors/cart/index.ts";
-import { cancelPendingViaSession } from "../../actors/cart/cancel-pending.ts";
+import { cancelPendingViaSession, type PendingOrderRef } from "../../actors/cart/cancel-pending.ts";
 import { storeCommerce, refundView } from "../../actors/store/commerce.ts";
 import type { OrderStatus } from "../../actors/store/order-machine.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
@@ -101,8 +101,11 @@ export async function orderView(svc: Services, id: string, keyId: string) {
   };
 }
 
-/** Why an agent cannot cancel an order past `pending`, and what it can do instead (REST and MCP answer alike). */
-function notCancellable(orderId: string, status: OrderStatus, rail: string): ActorError {
+/**
+ * Why an agent cannot cancel an order past `pending`, and what it can do instead (REST and MCP answer alike; the way to
+ * ask for the money back is named in the caller's protocol: the refund route, or MCP's onx_create_return).
+ */
+export function notCancellable(orderId: string, status: OrderStatus, rail: string, via: "rest" | "mcp" = "rest"): ActorError {
   if (status === "canceled" || status === "refunded") return fail("ORDER_NOT_CANCELLABLE", `The order is already ${status}.`, { status, order_id: orderId });
   if (rail === "x402") {
     return fail("ORDER_NOT_CANCELLABLE", `The order is ${status}; an agent may cancel only pending orders. An x402 payment is refunded by the merchant from its wallet: ask the merchant.`, {
@@ -114,9 +117,28 @@ function notCancellable(orderId: string, status: OrderStatus, rail: string): Act
   const route = `POST /api/v1/agent/orders/${orderId}/refund`;
   return fail(
     "ORDER_NOT_CANCELLABLE",
-    `The order is ${status}; an agent may cancel only pending orders. To get the money back, request a refund with ${route} (the merchant approves it).`,
-    { status, order_id: orderId, refund_route: route },
+    `The order is ${status}; an agent may cancel only pending orders. To get the money back, request a refund with ${via === "mcp" ? "onx_create_return" : route} (the merchant approves it).`,
+    { status, order_id: orderId, ...(via === "mcp" ? { refund_tool: "onx_create_return" } : { refund_route: route }) },
   );
+}
+
+/**
+ * An agent's cancel of an order it read `pending` (REST POST /agent/orders/{id}/cancel and MCP cancel_order, one
+ * place): through its checkout session in the cart's turn, else at the store; then the order is read again. The
+ * payment can win the race (the session completed between the caller's read and the cart's turn): nothing was
+ * canceled, and the answer is the refusal of an order read paid first, never success with `status: paid` (audit A1 M1).
+ */
+export async function cancelPendingAsAgent(
+  svc: Services,
+  o: PendingOrderRef & { storeSlug: string; paymentRail: string },
+  reason: string,
+  via: "rest" | "mcp",
+): Promise<{ order_id: string; status: "canceled" }> {
+  const viaSession = await cancelPendingViaSession((cartId, b) => svc.actors.ask(cartActor, cartId, "cancel", b), o, { actor: "agent" });
+  if (!viaSession) await svc.actors.ask(storeCommerce, o.storeSlug, "cancelOrder", { orderId: o.id, reason });
+  const [now] = await svc.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${o.id}`;
+  if (now.status !== "canceled") throw notCancellable(o.id, now.status, o.paymentRail, via);
+  return { order_id: o.id, status: "canceled" };
 }
 
 export function orderRoutes(svc: Services) {
@@ -140,17 +162,13 @@ export function orderRoutes(svc: Services) {
         // that refunded at once bypassed the merchant's approval and its allowlist block (audit E).
         if (o.status !== "pending") throw notCancellable(id, o.status, o.payment_rail);
         // Through its checkout session, in the cart's turn (actors/cart/cancel-pending.ts, shared with MCP and the merchant).
-        const viaSession = await cancelPendingViaSession(
-          (cartId, b) => svc.actors.ask(cartActor, cartId, "cancel", b),
-          { id, cartId: o.cart_id, checkoutSessionId: o.checkout_session_id, agentKeyId: agent.keyId, reconciliation: o.reconciliation },
-          { actor: "agent" },
+        const done = await cancelPendingAsAgent(
+          svc,
+          { id, storeSlug: o.store_slug, cartId: o.cart_id, checkoutSessionId: o.checkout_session_id, agentKeyId: agent.keyId, reconciliation: o.reconciliation, paymentRail: o.payment_rail },
+          reason,
+          "rest",
         );
-        if (!viaSession) await svc.actors.ask(storeCommerce, o.store_slug, "cancelOrder", { orderId: id, reason });
-        const [now] = await svc.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${id}`;
-        // The payment can win the race with this cancel (the session completed between the read above and the cart's
-        // turn): nothing was canceled, and the answer says so as for a paid order read first (audit A1 M1).
-        if (now.status !== "canceled") throw notCancellable(id, now.status, o.payment_rail);
-        return ok({ order_id: id, status: now.status, refund: null });
+        return ok({ ...done, refund: null });
       },
       {
         params: t.Object({ orderId: t.String({ format: "uuid" }) }),

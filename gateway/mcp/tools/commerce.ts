@@ -6,7 +6,6 @@
 import { createHash } from "node:crypto";
 import { Type as T } from "@sinclair/typebox";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
-import { cancelPendingViaSession } from "../../../actors/cart/cancel-pending.ts";
 import { stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { LegOutcomeView } from "../../../actors/cart/checkout-machine.ts";
 import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/cart/messages.ts";
@@ -18,11 +17,12 @@ import { refundBoundMinor } from "../../../actors/store/order-rows.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
 import { shippingZonesOf } from "../../../actors/store/reads.ts";
-import { orderView } from "../../rest/orders.ts";
+import { cancelPendingAsAgent, notCancellable, orderView } from "../../rest/orders.ts";
 import { shippingEstimate } from "../../rest/products.ts";
 import { AnsweredWithoutAsking, defineTool, type ToolContext } from "../registry.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
+import { forHuman } from "../human-text.ts";
 import { isUuid, UUID_V4_PATTERN } from "../../../infra/uuid.ts";
 
 const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
@@ -61,6 +61,9 @@ export function sessionCart(sessionId: string): string {
 const CART_ID = { minLength: 1, maxLength: 60 } as const;
 const SESSION_ID = { minLength: 1, maxLength: 100 } as const;
 
+/** The store's name as a summary shows it (human-text.ts): the merchant chose it. */
+const storeName = (ctx: ToolContext) => forHuman(ctx.store.name);
+
 export const money = (minor: number, currency: string) => `${toMajor(minor, currency).toFixed(Math.max(0, String(toMajor(1, currency)).split(".")[1]?.length ?? 2))} ${currency}`;
 
 const ItemArg = T.Object(
@@ -82,7 +85,7 @@ async function cartItemsOfThisStore(ctx: ToolContext, items: readonly { product_
     const { product } = await storeProduct(ctx, i.product_id);
     totalMinor += product.priceMinor * i.quantity;
     currency ||= product.currency;
-    lines.push(`${i.quantity} × ${product.title} (${money(product.priceMinor, product.currency)})`);
+    lines.push(`${i.quantity} × ${forHuman(product.title)} (${money(product.priceMinor, product.currency)})`);
     out.push({ productId: product.id, quantity: i.quantity, ...(i.variant_id ? { variantId: i.variant_id.toLowerCase() } : {}) });
     stock.set(product.id, product);
   }
@@ -139,7 +142,7 @@ export const createCart = defineTool({
   },
   async summarize(a, ctx) {
     const c = await cartItemsOfThisStore(ctx, a.items);
-    return { summary: `Create a cart at ${ctx.store.name}: ${c.lines.join(", ")} — about ${money(c.totalMinor, c.currency)} before shipping and tax.`, facts: { amount: toMajor(c.totalMinor, c.currency), currency: c.currency } };
+    return { summary: `Create a cart at ${storeName(ctx)}: ${c.lines.join(", ")} — about ${money(c.totalMinor, c.currency)} before shipping and tax.`, facts: { amount: toMajor(c.totalMinor, c.currency), currency: c.currency } };
   },
   async handler(a, ctx) {
     const c = await cartItemsOfThisStore(ctx, a.items);
@@ -182,7 +185,7 @@ async function planEdit(ctx: ToolContext, cartId: string, edit: (items: EditItem
 }
 
 /** The human approving an edit hears that the coupon goes along, and that it is re-checked against the new items. */
-const couponNote = (cart: CartView) => (cart.coupon ? ` Coupon ${cart.coupon.code} stays on the cart if it still applies to the new items.` : "");
+const couponNote = (cart: CartView) => (cart.coupon ? ` Coupon ${forHuman(cart.coupon.code)} stays on the cart if it still applies to the new items.` : "");
 
 /** What the buyer chose on the cart an edit replaces, for the new cart to take over (the cart actor re-checks it). */
 function carryOverOf(cart: CartView): CarryOverInput {
@@ -259,7 +262,7 @@ export const updateCartItem = defineTool({
     const { cur, next } = await planEdit(ctx, cartIdArg(a.cart_id), setQuantity(a));
     await cartItemsOfThisStore(ctx, next); // the new cart's products and stock, as create will check them
     const { product } = await storeProduct(ctx, a.product_id);
-    return { summary: `Set ${product.title} to ${a.quantity} × ${money(product.priceMinor, product.currency)} in your cart at ${ctx.store.name}.${couponNote(cur)}`, facts: { amount: toMajor(product.priceMinor * a.quantity, product.currency), currency: product.currency } };
+    return { summary: `Set ${forHuman(product.title)} to ${a.quantity} × ${money(product.priceMinor, product.currency)} in your cart at ${storeName(ctx)}.${couponNote(cur)}`, facts: { amount: toMajor(product.priceMinor * a.quantity, product.currency), currency: product.currency } };
   },
   async handler(a, ctx) {
     return rebuildCart(ctx, cartIdArg(a.cart_id), setQuantity(a));
@@ -288,7 +291,7 @@ export const removeCartItem = defineTool({
   async summarize(a, ctx) {
     const { cur } = await planEdit(ctx, cartIdArg(a.cart_id), removeProduct(a.product_id));
     const line = cur.items.find((i) => i.product_id === a.product_id.toLowerCase());
-    return { summary: `Remove ${line?.title ?? `product ${a.product_id}`} from your cart at ${ctx.store.name}.${couponNote(cur)}` };
+    return { summary: `Remove ${line ? forHuman(line.title) : `product ${a.product_id}`} from your cart at ${storeName(ctx)}.${couponNote(cur)}` };
   },
   async handler(a, ctx) {
     return rebuildCart(ctx, cartIdArg(a.cart_id), removeProduct(a.product_id));
@@ -330,7 +333,7 @@ export const applyCoupon = defineTool({
     if (!check.applied) throw new AnsweredWithoutAsking({ ...check });
     const off = money(check.discount_minor, check.cart.currency);
     return {
-      summary: `Apply coupon ${check.code} to your cart at ${ctx.store.name}: ${off} off, new total ${money(check.cart.totals.total_minor, check.cart.currency)}.`,
+      summary: `Apply coupon ${forHuman(check.code)} to your cart at ${storeName(ctx)}: ${off} off, new total ${money(check.cart.totals.total_minor, check.cart.currency)}.`,
       facts: { discount: toMajor(check.discount_minor, check.cart.currency), currency: check.cart.currency },
     };
   },
@@ -579,8 +582,8 @@ export const completeCheckout = defineTool({
     const { verifyMandateFor } = await import("./integrations.ts");
     await verifyMandateFor(ctx, cartId, a.payment_mandate, cart);
     return {
-      summary: `Pay ${money(cart.totals.total_minor, cart.currency)} to ${ctx.store.name} for ${cart.items.length} item(s) with ${a.payment_method}.`,
-      facts: { amount: cart.totals.total, currency: cart.currency, merchant: ctx.store.name, payment_method: a.payment_method },
+      summary: `Pay ${money(cart.totals.total_minor, cart.currency)} to ${storeName(ctx)} for ${cart.items.length} item(s) with ${forHuman(a.payment_method)}.`,
+      facts: { amount: cart.totals.total, currency: cart.currency, merchant: storeName(ctx), payment_method: forHuman(a.payment_method) },
     };
   },
   async handler(a, ctx) {
@@ -608,7 +611,7 @@ export const cancelCheckout = defineTool({
   async summarize(a, ctx) {
     // a session that cannot be cancelled (finished, or its payment running) is refused before the human is asked
     const { cart } = await precheckSession(ctx, a, "cancel");
-    return { summary: `Cancel the checkout of ${money(cart.totals.total_minor, cart.currency)} at ${ctx.store.name}.`, facts: { amount: cart.totals.total, currency: cart.currency } };
+    return { summary: `Cancel the checkout of ${money(cart.totals.total_minor, cart.currency)} at ${storeName(ctx)}.`, facts: { amount: cart.totals.total, currency: cart.currency } };
   },
   async handler(a, ctx) {
     return ctx.svc.actors.ask(cartActor, sessionCart(a.checkout_session_id), "cancel", { keyId: ownerId(ctx), sessionId: a.checkout_session_id });
@@ -818,31 +821,28 @@ export const getOrder = defineTool({
   },
 });
 
-function notPending(o: { order_id: string; status: string }) {
-  return fail("ORDER_NOT_CANCELLABLE", `The order is ${o.status}; an agent may cancel only pending orders. For a paid order the human asks the merchant, or you request a refund with onx_create_return.`, {
-    status: o.status,
-    order_id: o.order_id,
-  });
-}
-
 const PAYMENT_MOVING: ReadonlySet<string> = new Set(["IN_PROGRESS", "SETTLEMENT_UNKNOWN"]);
 
-type OrderSessionRow = { cart_id: string | null; checkout_session_id: string | null; agent_key_id: string | null; reconciliation: string | null };
+type OrderSessionRow = { cart_id: string | null; checkout_session_id: string | null; agent_key_id: string | null; reconciliation: string | null; payment_rail: string };
 
-/** The checkout session a pending order belongs to (its cart, session and key) and its reconciliation mark, if any. */
+/** The checkout session an order belongs to (its cart, session and key), its reconciliation mark and its stored rail. */
 async function orderSessionRow(ctx: ToolContext, orderId: string): Promise<OrderSessionRow | undefined> {
   const [row] = await ctx.svc.sql<OrderSessionRow[]>`
-    SELECT cart_id, checkout_session_id, agent_key_id, reconciliation FROM orders WHERE id = ${orderId} AND store_slug = ${ctx.store.slug}`;
+    SELECT cart_id, checkout_session_id, agent_key_id, reconciliation, payment_rail FROM orders WHERE id = ${orderId} AND store_slug = ${ctx.store.slug}`;
   return row;
 }
+
+/** An order past pending: REST's 409 ORDER_NOT_CANCELLABLE, the refund asked for with onx_create_return (orders.ts). */
+const notPending = (o: { order_id: string; status: string }, row: OrderSessionRow | undefined) =>
+  notCancellable(o.order_id, o.status as OrderStatus, row?.payment_rail ?? "", "mcp");
 
 /**
  * cancel_order's refusals known before the human is asked: an order past pending, or one whose checkout session is
  * paying or awaiting reconciliation (the cart would refuse the cancel: money may move). The handler decides again.
  */
 async function assertOrderCancellable(ctx: ToolContext, o: { order_id: string; status: string }): Promise<void> {
-  if (o.status !== "pending") throw notPending(o);
   const row = await orderSessionRow(ctx, o.order_id);
+  if (o.status !== "pending") throw notPending(o, row);
   if (!row?.cart_id || !row.checkout_session_id || !row.agent_key_id) return;
   const cart = await ctx.svc.actors.ask(cartActor, row.cart_id, "get", { keyId: row.agent_key_id }).catch(() => null);
   if (cart?.checkout_session_id === row.checkout_session_id && cart.checkout_status !== null && PAYMENT_MOVING.has(cart.checkout_status)) {
@@ -872,32 +872,35 @@ export const cancelOrder = defineTool({
   confirmation: true,
   errors: {
     ORDER_NOT_CANCELLABLE:
-      "an order past pending (paid, fulfilled, shipped…; details.status), or a pending one whose payment is running or awaits reconciliation (details.reason = payment_in_progress); answered before the human is asked",
+      "an order past pending (paid, fulfilled, shipped…; details.status; details.refund_tool = onx_create_return, or details.reason = refund_by_merchant for x402), or a pending one whose payment is running or awaits reconciliation (details.reason = payment_in_progress); answered before the human is asked; also after it when the payment completes while the cancel waits (details.status = paid, nothing canceled)",
     NOT_ELIGIBLE: "customer endpoint: an order of the customer another agent key placed (details.reason = placed_by_another_agent); answered before the human is asked",
   },
   async summarize(a, ctx) {
     const o = await writableOrder(ctx, a.order_id, "cancel");
     await assertOrderCancellable(ctx, o);
-    return { summary: `Cancel order ${o.order_id} of ${money(o.total_minor, o.currency)} at ${ctx.store.name}.`, facts: { amount: o.total, currency: o.currency } };
+    return { summary: `Cancel order ${o.order_id} of ${money(o.total_minor, o.currency)} at ${storeName(ctx)}.`, facts: { amount: o.total, currency: o.currency } };
   },
   async handler(a, ctx) {
     const o = await writableOrder(ctx, a.order_id, "cancel");
-    if (o.status !== "pending") throw notPending(o);
-    // As REST POST /agent/orders/{id}/cancel: a pending order belongs to a checkout session, and only the cart may
-    // end it (its turn refuses while money may move, and otherwise releases the hold), never the store behind its back
-    // (actors/cart/cancel-pending.ts, one function for REST, MCP and the merchant).
     const row = await orderSessionRow(ctx, o.order_id);
-    const viaSession = await cancelPendingViaSession(
-      (cartId, b) => ctx.svc.actors.ask(cartActor, cartId, "cancel", b),
-      { id: o.order_id, cartId: row?.cart_id ?? null, checkoutSessionId: row?.checkout_session_id ?? null, agentKeyId: row?.agent_key_id ?? null, reconciliation: row?.reconciliation ?? null },
-      { actor: "agent" },
+    if (o.status !== "pending") throw notPending(o, row);
+    // REST POST /agent/orders/{id}/cancel's own function: through the checkout session in the cart's turn (it refuses
+    // while money may move, and otherwise releases the hold), never the store behind its back; and a cancel that loses
+    // the race to the payment is ORDER_NOT_CANCELLABLE with the status the order has now (audit A1 M1).
+    return cancelPendingAsAgent(
+      ctx.svc,
+      {
+        id: o.order_id,
+        storeSlug: ctx.store.slug,
+        cartId: row?.cart_id ?? null,
+        checkoutSessionId: row?.checkout_session_id ?? null,
+        agentKeyId: row?.agent_key_id ?? null,
+        reconciliation: row?.reconciliation ?? null,
+        paymentRail: row?.payment_rail ?? "",
+      },
+      a.reason ?? "canceled by the agent at the buyer's request",
+      "mcp",
     );
-    if (viaSession) {
-      const [now] = await ctx.svc.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${o.order_id}`;
-      return { order_id: o.order_id, status: now?.status ?? "canceled" };
-    }
-    const r = await ctx.svc.actors.ask(storeCommerce, ctx.store.slug, "cancelOrder", { orderId: o.order_id, reason: a.reason ?? "canceled by the agent at the buyer's request" });
-    return { order_id: o.order_id, status: r.status };
   },
 });
 
@@ -941,13 +944,15 @@ export const onxCreateReturn = defineTool({
   name: "onx_create_return",
   title: "Create return",
   description:
-    "Ask for a refund (return) of one of your orders: amount in cents (omit for the full amount) and a reason. Creates " +
-    "a refund request in PENDING_APPROVAL that the merchant approves. Read get_return_policy first. Asks the human.",
+    "Ask for a refund (return) of one of your orders: amount in cents (omit for all that is still refundable: what was " +
+    "captured less what is refunded or already requested) and a reason. Creates a refund request in PENDING_APPROVAL " +
+    "that the merchant approves; at most 5 wait per order. Read get_return_policy first. Asks the human to approve the " +
+    "amount that will be requested.",
   group: "account",
   input: T.Object(
     {
       order_id: Uuid,
-      amount: T.Optional(T.Integer({ minimum: 1, description: "cents; omit for a full refund" })),
+      amount: T.Optional(T.Integer({ minimum: 1, description: "cents; omit for all that is still refundable" })),
       reason: T.Optional(T.String({ maxLength: 255 })),
       idempotency_key: T.Optional(T.String({ pattern: UUID_V4_PATTERN, description: "UUID v4; repeat it to retry the same request (answers the first refund request)." })),
     },
@@ -963,13 +968,17 @@ export const onxCreateReturn = defineTool({
     RETURN_WINDOW_EXPIRED: "the order was delivered longer ago than the return window; answered before the human is asked (without idempotency_key)",
     ORDER_NOT_FOUND: "another caller's order, or a key the merchant blocked; answered before the human is asked (without idempotency_key)",
     IDEMPOTENCY_KEY_CONFLICT: "the idempotency_key was used for a request with another amount or reason",
+    conflict:
+      "an order in no refundable status (details.status), nothing left to refund (details.refundable_minor = 0), or 5 requests of the order already waiting for the merchant (details.reason = too_many_open_refunds, open_refunds, max_open_refunds); answered before the human is asked (without idempotency_key)",
+    INVALID_ARGUMENT:
+      "an amount above what is still refundable: captured less refunded and in flight (details.field = amount, details.refundable_minor); answered before the human is asked (without idempotency_key)",
     NOT_ELIGIBLE:
       "customer endpoint: an order of the customer another agent key placed (details.reason = placed_by_another_agent), or one the merchant recorded (paid outside the service: details.reason = recorded_by_merchant); answered before the human is asked",
   },
   async summarize(a, ctx) {
     const o = await writableOrder(ctx, a.order_id, "return");
     const amount = await returnAmountToAsk(ctx, o.order_id, a);
-    return { summary: `Request a refund of ${money(amount, o.currency)} for order ${o.order_id} at ${ctx.store.name}.`, facts: { amount: toMajor(amount, o.currency), currency: o.currency } };
+    return { summary: `Request a refund of ${money(amount, o.currency)} for order ${o.order_id} at ${storeName(ctx)}.`, facts: { amount: toMajor(amount, o.currency), currency: o.currency } };
   },
   async handler(a, ctx) {
     const o = await writableOrder(ctx, a.order_id, "return");

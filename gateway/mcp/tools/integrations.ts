@@ -25,6 +25,7 @@ import { currentScore } from "../../rest/trust.ts";
 import { customerBuyerRef } from "../identity.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
 import { cartIdArg, money, ownerId } from "./commerce.ts";
+import { forHuman } from "../human-text.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
 
@@ -95,7 +96,7 @@ export const issuePaymentMandate = defineTool({
     // "per order": the spec's MANDATE_LIMIT_EXCEEDED compares one order with the mandate, and the mandate can back
     // several orders while it lasts; the human must not read it as a total budget (audit G3, docs/decisions.md)
     return {
-      summary: `Allow the agent to pay up to ${a.max_amount} ${a.currency} per order at ${ctx.store.name}, for any number of orders during the next ${a.expires_in_minutes ?? 60} minutes.`,
+      summary: `Allow the agent to pay up to ${a.max_amount} ${a.currency} per order at ${forHuman(ctx.store.name)}, for any number of orders during the next ${a.expires_in_minutes ?? 60} minutes.`,
       facts: { amount_per_order: a.max_amount, currency: a.currency },
     };
   },
@@ -373,7 +374,7 @@ export const startAttributeVerification = defineTool({
   },
   async summarize(a, ctx) {
     await platformLines(ctx, cartIdArg(a.cart_id));
-    return { summary: `Share '${a.attribute} = ${String(a.value)}' with ${ctx.store.name} for your cart.` };
+    return { summary: `Share '${forHuman(`${a.attribute} = ${String(a.value)}`)}' with ${forHuman(ctx.store.name)} for your cart.` };
   },
   async handler(a, ctx) {
     const cartId = cartIdArg(a.cart_id);
@@ -532,7 +533,7 @@ export const negotiatePrice = defineTool({
   },
   async summarize(a, ctx) {
     const product = await negotiableProduct(ctx, a);
-    return { summary: `Offer ${a.bid_price} ${a.currency} for ${product.title} (list ${money(product.priceMinor, product.currency)}) at ${ctx.store.name}.`, facts: { amount: a.bid_price, currency: a.currency } };
+    return { summary: `Offer ${a.bid_price} ${a.currency} for ${forHuman(product.title)} (list ${money(product.priceMinor, product.currency)}) at ${forHuman(ctx.store.name)}.`, facts: { amount: a.bid_price, currency: a.currency } };
   },
   async handler(a, ctx) {
     const product = await negotiableProduct(ctx, a);
