@@ -50,8 +50,6 @@ export interface BootOptions {
   queryDeadlineMs?: number;
   /** The HTTP server's idle timeout in seconds (SERVER_IDLE_TIMEOUT_S unless set; tests shorten it). */
   idleTimeoutS?: number;
-  /** The actor client's deadline for an ask that names none (ActorClient's 10 s unless set; tests shorten it). */
-  askTimeoutMs?: number;
 }
 
 export interface Running {
@@ -102,7 +100,7 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
   let transport: Transport | undefined;
   try {
     transport = await makeTransport(config, role);
-    const client = new ActorClient(transport, { defaultTimeoutMs: opts.askTimeoutMs });
+    const client = new ActorClient(transport, { defaultTimeoutMs: config.ACTOR_ASK_TIMEOUT_MS });
     const secretKey = await loadSecretKey(config);
     const services: Services = {
       config,

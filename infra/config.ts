@@ -74,6 +74,11 @@ export const CONFIG_VARS = {
   },
   ACTOR_IDLE_MS: { schema: T.Integer({ minimum: 100 }), default: 5 * 60 * 1000, doc: "Idle time before an actor activation is passivated." },
   ACTOR_PARTITIONS: { schema: T.Integer({ minimum: 1, maximum: 4096 }), default: 64, doc: "Partitions per actor kind for NATS placement." },
+  ACTOR_ASK_TIMEOUT_MS: {
+    schema: T.Integer({ minimum: 100 }),
+    default: 10_000,
+    doc: "How long an actor call that sets no deadline of its own is retried before it answers 503 actor_unavailable (tests shorten it).",
+  },
   BRIDGE_IDEMPOTENCY_LEASE_MS: {
     schema: T.Integer({ minimum: 100 }),
     default: 60_000,

@@ -6,7 +6,7 @@
  *
  * The real service (role start, in-process bus) reaches Postgres through a proxy the test controls
  * (test/helpers/pg-proxy.ts); idle activations passivate at once, so the next request for a cart loads it again.
- * Asks give up after 2 s instead of the client's 10 s (BootOptions.askTimeoutMs): both cases answer at that deadline.
+ * Asks give up after 2 s instead of 10 s (ACTOR_ASK_TIMEOUT_MS): both cases answer at that deadline.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -40,7 +40,6 @@ beforeAll(async () => {
     role: "start",
     env: {},
     reminderPollMs: 200,
-    askTimeoutMs: 2_000,
     config: {
       DATABASE_URL: proxy.via(db.url),
       HOST: "127.0.0.1",
@@ -51,6 +50,7 @@ beforeAll(async () => {
       NODE_ENV: "test",
       RATE_LIMITS_ENABLED: false,
       ACTOR_IDLE_MS: 100,
+      ACTOR_ASK_TIMEOUT_MS: 2_000,
     },
   });
   srv = serverHandle(running, db);

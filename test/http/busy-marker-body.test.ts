@@ -49,7 +49,7 @@ beforeAll(async () => {
   restoreSink = setLogSink((line) => void logLines.push(line));
   // idle activations passivate at once: the next request for the cart loads it (and so meets the marker)
   // asks give up after 2 s instead of the client's 10 s: the 503 comes when the caller's retries run out
-  srv = await startServer({ config: { NATS_URL: natsUrl, ACTOR_IDLE_MS: 100, LOG_LEVEL: "info" }, boot: { askTimeoutMs: 2_000 } });
+  srv = await startServer({ config: { NATS_URL: natsUrl, ACTOR_IDLE_MS: 100, LOG_LEVEL: "info", ACTOR_ASK_TIMEOUT_MS: 2_000 } });
   nc = await connect({ servers: natsUrl });
   other = new Membership({
     nc,

@@ -22,7 +22,7 @@ beforeAll(async () => {
   restoreSink = setLogSink((line) => void logLines.push(line));
   // idle activations passivate at once, so the next request for a cart loads it again; asks give up after 2 s
   // instead of the client's 10 s (the 503 actor_unavailable case waits that long)
-  srv = await startServer({ config: { LOG_LEVEL: "info", ACTOR_IDLE_MS: 100 }, boot: { askTimeoutMs: 2_000 } });
+  srv = await startServer({ config: { LOG_LEVEL: "info", ACTOR_IDLE_MS: 100, ACTOR_ASK_TIMEOUT_MS: 2_000 } });
   cartKey = await createKey(srv, { scopes: ["cart"] });
   searchKey = await createKey(srv, { scopes: ["search"] });
 }, 120_000);

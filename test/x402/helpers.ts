@@ -13,6 +13,7 @@ import { parseAbi, type Abi, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
 import type { BootOptions } from "../../gateway/boot.ts";
+import type { Config } from "../../infra/config.ts";
 import type { DevAccount } from "../../infra/x402/chain.ts";
 import { startDevnet, type Devnet } from "../../infra/x402/devnet.ts";
 import { devnetPublicClient, devnetWalletClient } from "../../infra/x402/token.ts";
@@ -48,10 +49,10 @@ export function payerOf(devnet: Devnet, i: number): DevAccount {
  * Starts the devnet, the proxy and a seeded server (allowlisting the proxy), points the demo store's x402 config at
  * them, with `rpcUrl` as its chain witness (null: none, the facilitator alone), and funds each `fund` account.
  */
-export async function startX402Env(opts: { rpcUrl: "devnet" | null; fund: number[]; boot?: Omit<BootOptions, "config"> }): Promise<X402Env> {
+export async function startX402Env(opts: { rpcUrl: "devnet" | null; fund: number[]; config?: Partial<Config>; boot?: Omit<BootOptions, "config"> }): Promise<X402Env> {
   const devnet = await startDevnet();
   const proxy = await startFacilitatorProxy(devnet.facilitator.url);
-  const srv = await startServer({ seed: true, config: { X402_FACILITATOR_ALLOWLIST: proxy.url }, ...(opts.boot ? { boot: opts.boot } : {}) });
+  const srv = await startServer({ seed: true, config: { ...opts.config, X402_FACILITATOR_ALLOWLIST: proxy.url }, ...(opts.boot ? { boot: opts.boot } : {}) });
   const key = await createKey(srv, { scopes: ALL_SCOPES });
   const merchant = payerOf(devnet, MERCHANT_ACCOUNT).address as Address;
   const rpcUrl = opts.rpcUrl === "devnet" ? devnet.chain.rpcUrl : null;

@@ -32,7 +32,7 @@ let merchant: Address;
 let x402Config: Record<string, string>;
 
 beforeAll(async () => {
-  env = await startX402Env({ rpcUrl: "devnet", fund: [3, 4, 7, 8], boot: { askTimeoutMs: ASK_MS } });
+  env = await startX402Env({ rpcUrl: "devnet", fund: [3, 4, 7, 8], config: { ACTOR_ASK_TIMEOUT_MS: ASK_MS } });
   ({ devnet, proxy, srv, key, merchant, x402Config } = env);
 }, 120_000);
 
