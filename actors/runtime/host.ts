@@ -238,11 +238,7 @@ export class ActorHost {
     // The turn runs in the scope of the request its message serves (none for a reminder): every line it writes, the
     // host's and its handler's through any logger, names the request, and so do the messages it sends. A message
     // sent from that very scope (the in-process bus answering the gateway at once, e.g. `authorize`) enters nothing.
-    const requestId = env.requestId;
-    return requestId === currentRequestId() ? this.receiveInScope(env) : inRequest(requestId, () => this.receiveInScope(env));
-  }
-
-  private receiveInScope(env: RequestEnvelope): ReplyEnvelope | Promise<ReplyEnvelope> {
+    if (env.requestId !== currentRequestId()) return inRequest(env.requestId, () => this.receive(env));
     const kind = this.kinds.get(env.kind);
     if (!kind) {
       this.log.error("message for an actor kind this host does not serve", { kind: env.kind, type: env.type });
