@@ -14,6 +14,7 @@ import { ActorClient } from "../../actors/runtime/client.ts";
 import { defineActor } from "../../actors/runtime/define-actor.ts";
 import { REMINDER_PREFIX } from "../../actors/runtime/envelope.ts";
 import { ActorHost } from "../../actors/runtime/host.ts";
+import { LeftoverMarkers } from "../../actors/runtime/leftover-markers.ts";
 import { attachHost } from "../../actors/transport/index.ts";
 import { InProcessTransport } from "../../actors/transport/in-process.ts";
 import { NatsTransport, type NatsTransportOptions } from "../../actors/transport/nats.ts";
@@ -175,6 +176,19 @@ describe("in-process", () => {
     expect(line).not.toHaveProperty("requestId");
     expect(linesOf("probe turn ended", "rm")[0]!.requestId).toBe("trace-before-reminder");
   });
+});
+
+test("the retries of a failed turn's leftover marker are host-wide work: their lines name no request", async () => {
+  // a turn in a request's scope leaves the first marker (host.ts dropMarker); the list's timer serves every marker
+  const markers = new LeftoverMarkers(db.sql, rootLog.child({ component: "probe-host" }), { now: () => Date.now() }, { baseMs: 10 });
+  inRequest("trace-left-marker-01", () => markers.add({ kind: probe.kind, id: "lm", msgId: "m", token: "h/t", until: Date.now() + 60_000 }));
+  const end = Date.now() + 3000;
+  while (markers.size > 0 && Date.now() < end) await Bun.sleep(10);
+  markers.stop();
+  const [line, ...more] = lines.filter((l) => l.msg === "deleted failed turns' pending markers once the database answered" && l.component === "probe-host");
+  expect(more).toEqual([]);
+  expect(line).toMatchObject({ count: 1 });
+  expect(line).not.toHaveProperty("requestId");
 });
 
 describe("over NATS", () => {
