@@ -599,10 +599,31 @@ function offerRefusal(slug: string, b: BeginLegBody, claimed: readonly string[])
  * items, `created` event, `order.created` outbox row and the key's allowlist binding (`ins` … `allow`), or, for
  * another attempt of the same session, the existing order pointed at this attempt (`reuse`; without it, an existing
  * order makes the statement write nothing, which the caller sees as `inserted = 0`).
+ *
+ * The reused order records what this attempt charges (audit R1-H1): a retry after a rollback is priced anew (a price,
+ * negotiated offer, coupon or shipping destination changed since), so `reuse` rewrites the money columns and the
+ * coupon, `dropped` + `items` replace its lines, and its `payment_attempt` event carries this attempt's totals,
+ * shipping and the total it replaced (`was`, the row before this statement). Only a pending order is reused, and one
+ * is pending here only while unpaid: an attempt starts from READY_FOR_PAYMENT, which a captured leg (paid order) or
+ * a capture waiting for reconciliation never returns to, and the settle that records a capture moves the order out
+ * of pending in the same statement. No webhook: `order.created` was the first attempt's; the pending → paid
+ * `order.status_changed` carries the captured total (docs/webhooks.md).
  */
 function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = true) {
   const railLabel = b.paymentMethod === "MOCK" ? "MOCK" : b.paymentRail;
   const created = createdPayload({ orderId: b.orderId, merchantSlug: slug, totalMinor: b.totalMinor, currency: b.currency }, now);
+  const attempt = {
+    actor: "system",
+    intent_id: b.reservationId,
+    total_minor: b.totalMinor,
+    subtotal_minor: b.subtotalMinor,
+    discount_minor: b.discountMinor,
+    shipping_minor: b.shippingMinor,
+    tax_minor: b.taxMinor,
+    currency: b.currency,
+    coupon_code: b.couponCode,
+    ...(b.shipping ? { shipping: b.shipping } : {}),
+  };
   return db`
     ins AS (
       INSERT INTO orders (id, store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id,
@@ -614,14 +635,20 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
       ON CONFLICT DO NOTHING RETURNING id),${
     reuse
       ? db`
+    was AS (SELECT total_minor FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}),
     reuse AS (
-      -- Another attempt of the same session: the order exists, stays pending and now waits for this attempt.
-      UPDATE orders SET intent_id = ${b.reservationId}, payment_method = ${b.paymentMethod}, payment_rail = ${railLabel}, updated_at = now()
-      WHERE id = ${b.orderId} AND status = 'pending' AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),`
+      -- Another attempt of the same session: the order exists, stays pending, waits for this attempt and records
+      -- what it charges (its lines are replaced by dropped and items).
+      UPDATE orders SET intent_id = ${b.reservationId}, payment_method = ${b.paymentMethod}, payment_rail = ${railLabel},
+        total_minor = ${b.totalMinor}, currency = ${b.currency}, subtotal_minor = ${b.subtotalMinor}, discount_minor = ${b.discountMinor},
+        shipping_minor = ${b.shippingMinor}, tax_minor = ${b.taxMinor}, coupon_code = ${b.couponCode}, updated_at = now()
+      WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending' AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),
+    dropped AS (DELETE FROM order_items WHERE order_id IN (SELECT id FROM reuse)),`
       : db``}
     items AS (
       INSERT INTO order_items (order_id, product_id, variant_id, title, quantity, unit_price_minor)
-      SELECT ins.id, l.* FROM ins, unnest(${b.lines.map((l) => l.productId)}::uuid[], ${b.lines.map((l) => l.variantId)}::uuid[],
+      SELECT o.id, l.* FROM (SELECT id FROM ins${reuse ? db` UNION ALL SELECT id FROM reuse` : db``}) o,
+        unnest(${b.lines.map((l) => l.productId)}::uuid[], ${b.lines.map((l) => l.variantId)}::uuid[],
         ${b.lines.map((l) => l.title)}::text[], ${b.lines.map((l) => l.quantity)}::int[], ${b.lines.map((l) => l.unitPriceMinor)}::bigint[]) AS l),
     ev AS (
       INSERT INTO order_events (order_id, type, to_status, data)
@@ -629,7 +656,7 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
         reuse
           ? db`
       UNION ALL
-      SELECT id, 'payment_attempt', NULL, ${db.json({ intent_id: b.reservationId } as never)}::jsonb FROM reuse`
+      SELECT id, 'payment_attempt', NULL, ${db.json(attempt as never)}::jsonb || jsonb_build_object('previous_total_minor', (SELECT total_minor FROM was)) FROM reuse`
           : db``}),
     outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.created', ${db.json(created as never)}::jsonb FROM ins),
     -- The key's first order with this store creates its allowlist binding (refund requests need it).
