@@ -18,10 +18,13 @@ let srv: TestServer;
 let key: TestKey;
 let other: TestKey;
 const clock = new ManualClock(Date.now());
+/** A variant of the earbuds: a product with variants is bought as one of them (audit A2-F13). */
+let earbudsVariant: string;
 
 beforeAll(async () => {
   srv = await startServer({ seed: true, boot: { clock } });
   ({ key, other } = await twoTenants(srv));
+  earbudsVariant = (await srv.db.sql<{ v: string }[]>`SELECT variants->0->>'id' AS v FROM products WHERE id = ${P.earbuds}`)[0].v;
 }, 120_000);
 afterAll(async () => {
   await srv?.stop();
@@ -130,13 +133,13 @@ describe("reading a cart", () => {
 
 describe("coupons", () => {
   test("WELCOME10 takes 10 % off, on both apply-coupon paths, and bumps the revision", async () => {
-    const c = await createCart(key, [{ product_id: P.earbuds, quantity: 1 }]);
+    const c = await createCart(key, [{ product_id: P.earbuds, variant_id: earbudsVariant, quantity: 1 }]);
     const r = await applyCoupon(key, { cartId: c.body.data.id, code: "welcome10" });
     expect(r.status).toBe(200);
     expect(r.body.data).toMatchObject({ applied: true, code: "WELCOME10", discount_minor: 1400 });
     expect(r.body.data.cart.revision).toBe(2);
     expect(r.body.data.cart.totals.discount_minor).toBe(1400);
-    const c2 = await createCart(key, [{ product_id: P.earbuds, quantity: 1 }]);
+    const c2 = await createCart(key, [{ product_id: P.earbuds, variant_id: earbudsVariant, quantity: 1 }]);
     const r2 = await applyCoupon(key, { cartId: c2.body.data.id, code: "WELCOME10" }, "/api/v1/agent/cart/apply-coupon");
     expect(r2.status).toBe(200);
     expect(r2.body.data.applied).toBe(true);
@@ -160,7 +163,7 @@ describe("coupons", () => {
   });
 
   test("another key's cart is 404, and a stale expected_revision is 409 CART_NOT_MUTABLE", async () => {
-    const c = await createCart(key, [{ product_id: P.earbuds, quantity: 1 }]);
+    const c = await createCart(key, [{ product_id: P.earbuds, variant_id: earbudsVariant, quantity: 1 }]);
     const theirs = await applyCoupon(other, { cartId: c.body.data.id, code: "WELCOME10" });
     expect(theirs.status).toBe(404);
     expect(theirs.body.code).toBe("CART_NOT_FOUND");
@@ -172,7 +175,7 @@ describe("coupons", () => {
   });
 
   test("apply-coupon on a cart that is not open (in checkout) is 409 CART_NOT_MUTABLE", async () => {
-    const c = await createCart(key, [{ product_id: P.earbuds, quantity: 1 }]);
+    const c = await createCart(key, [{ product_id: P.earbuds, variant_id: earbudsVariant, quantity: 1 }]);
     const p = await srv.json("/api/v1/agent/checkout/preview", { method: "POST", headers: key.headers, body: { cartId: c.body.data.id } });
     expect(p.status).toBe(200);
     const r = await applyCoupon(key, { cartId: c.body.data.id, code: "WELCOME10" });
@@ -184,7 +187,7 @@ describe("coupons", () => {
 
 describe("expiry", () => {
   test("a cart idle for 24 hours reads as 404 CART_NOT_FOUND and refuses changes with 409 CART_NOT_MUTABLE", async () => {
-    const c = await createCart(key, [{ product_id: P.earbuds, quantity: 1 }]);
+    const c = await createCart(key, [{ product_id: P.earbuds, variant_id: earbudsVariant, quantity: 1 }]);
     clock.advance(24 * 60 * 60 * 1000 + 1000);
     const read = await srv.json(`/api/v1/agent/cart/${c.body.data.id}`, { headers: key.headers });
     expect(read.status).toBe(404);

@@ -41,7 +41,10 @@ async function agentView(id: string, query: string) {
   const all = await srv.json("/api/v1/agent/search", { method: "POST", headers: key.headers, body: { query, filters: { inStock: false } } });
   const inStockOnly = await srv.json("/api/v1/agent/search", { method: "POST", headers: key.headers, body: { query, filters: { inStock: true } } });
   const availability = await srv.json(`/api/v1/agent/availability/${id}`, { headers: key.headers });
-  const cart = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: id, quantity: 1 }] } });
+  // A product with variants is bought as one of them (audit A2-F13): the last one, the one PATCH /inventory restocks below.
+  const [{ variants }] = await srv.db.sql<{ variants: { id: string }[] }[]>`SELECT variants FROM products WHERE id = ${id}`;
+  const variant = variants.length ? { variant_id: variants[variants.length - 1]!.id } : {};
+  const cart = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: id, quantity: 1, ...variant }] } });
   return {
     searchInStock: all.body.data.products.find((p: { id: string }) => p.id === id)?.inStock,
     listedWhenInStockOnly: inStockOnly.body.data.products.some((p: { id: string }) => p.id === id),
@@ -74,7 +77,7 @@ describe("variant stock rolls up into the product on PUT /catalog and PATCH /inv
     });
   }, 30_000);
 
-  test("PUT /catalog: variants with 5 and 7 units make the product 12 in stock, and a cart without a variant is accepted", async () => {
+  test("PUT /catalog: variants with 5 and 7 units make the product 12 in stock, and a cart of one of them is accepted", async () => {
     const r = await putCatalog([variantItem("A2-ROLL", "Quokka Roll Hoodie", [{ title: "S", stockQuantity: 5 }, { title: "M", stockQuantity: 7 }])]);
     expect(r.body.data.accepted).toBe(1);
     const p = await row("A2-ROLL");

@@ -10,7 +10,7 @@ const P = {
   skillet: "399d72f1-303c-5cf3-bc6a-5c82714b85d4", // DS-0005, 36.95, tracked stock, demo-store
   board: "5befd987-79cd-540c-8a5d-2ba5a30aed41", // DS-0011, 26.95, untracked stock, demo-store
   green: "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a", // GL-0001, greenleaf-living (card only)
-  northwind: "084e25eb-dd74-5988-a26a-6b62da9d9ef9", // NW-0001, hosted storefront
+  northwind: "48fc2333-c01c-50e5-aed8-60601e688c4c", // NW-0004, hosted storefront, no variants
 };
 let srv: TestServer;
 let key: TestKey;

@@ -9,7 +9,7 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const SUMMIT = "summit-sports-co";
-const DEMO_PRODUCT = "1e34ef13-d99e-575f-975a-67ea08dcdf99";
+const DEMO_PRODUCT = "f8ec3e58-f9ca-55ec-8c27-4eb42af7009e"; // DS-0024, 97.00, no variants (audit A2-F13: a variant product needs variant_id)
 const SF = { country_code: "US", postal_code: "94107" };
 
 let srv: TestServer;

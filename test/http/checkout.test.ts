@@ -7,7 +7,7 @@ const P = {
   skillet: "399d72f1-303c-5cf3-bc6a-5c82714b85d4", // DS-0005, 36.95, 12 in stock
   board: "5befd987-79cd-540c-8a5d-2ba5a30aed41", // DS-0011, 26.95, untracked stock
   green: "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a", // GL-0001, greenleaf-living (card only, trust 0.88)
-  northwind: "084e25eb-dd74-5988-a26a-6b62da9d9ef9", // NW-0001, hosted storefront
+  northwind: "48fc2333-c01c-50e5-aed8-60601e688c4c", // NW-0004, hosted storefront, no variants
 };
 let srv: TestServer;
 let key: TestKey;
@@ -21,7 +21,7 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-async function cart(items: { product_id: string; quantity: number }[], k: TestKey = key): Promise<string> {
+async function cart(items: { product_id: string; quantity: number; variant_id?: string }[], k: TestKey = key): Promise<string> {
   const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: k.headers, body: { items } });
   expect(r.status).toBe(201);
   return r.body.data.id;
@@ -237,7 +237,9 @@ describe("coupon use on a leg with nothing held", () => {
 
 describe("preview, then complete", () => {
   test("preview returns a session id, totals and a state hash; completing that session with tok_approve captures for real (not simulated)", async () => {
-    const id = await cart([{ product_id: P.earbuds, quantity: 1 }]);
+    // A product with variants is bought as one of them (audit A2-F13).
+    const [{ v }] = await srv.db.sql<{ v: string }[]>`SELECT variants->0->>'id' AS v FROM products WHERE id = ${P.earbuds}`;
+    const id = await cart([{ product_id: P.earbuds, variant_id: v, quantity: 1 }]);
     const p = await preview(id);
     expect(p.status).toBe(200);
     expect(p.body.data).toMatchObject({ cart_id: id, status: "READY_FOR_PAYMENT", currency: "USD" });
@@ -389,7 +391,7 @@ describe("sandbox test tokens", () => {
 describe("merchant rules", () => {
   test("a merchant below the 0.7 agent threshold is 403 NOT_ELIGIBLE", async () => {
     // pixel-play-games: its computed score (0.58, scored at boot) is below the threshold
-    const [low] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'pixel-play-games' AND active AND in_stock ORDER BY external_id LIMIT 1`;
+    const [low] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'pixel-play-games' AND active AND in_stock AND jsonb_array_length(variants) = 0 ORDER BY external_id LIMIT 1`;
     const id = await cart([{ product_id: low.id, quantity: 1 }]);
     const r = await checkout({ cartId: id, payment_method: "tok_approve" });
     expect(r.status).toBe(403);

@@ -9,7 +9,7 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const COZY = "cozy-paws-supply";
-const COZY_PRODUCT = "c42cd9d0-6f16-5a10-b167-8feff446e3d1"; // CP-0001
+const COZY_PRODUCT = "99ee1b26-f18f-5466-beb5-03eed14d5167"; // CP-0003, no variants
 const FRESH = "fresh-start-studio"; // seeded with no score (null)
 
 let srv: TestServer;

@@ -128,7 +128,7 @@ describe("catalog and merchant", () => {
 describe("merchant platform integration", () => {
   let productId: string;
   beforeAll(async () => {
-    const [p] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = ${DEMO} AND active AND in_stock AND currency = 'USD' AND id <> ${DEMO_PRODUCT} ORDER BY id LIMIT 1 OFFSET 10`;
+    const [p] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = ${DEMO} AND active AND in_stock AND currency = 'USD' AND variants = '[]'::jsonb AND id <> ${DEMO_PRODUCT} ORDER BY id LIMIT 1 OFFSET 10`;
     productId = p!.id;
     await srv.db.sql`UPDATE products SET attributes = attributes || ${srv.db.sql.json({ platform_endpoint: `http://127.0.0.1:${platform.port}/items/1` })} WHERE id = ${productId}`;
   });
@@ -188,7 +188,7 @@ describe("carts and checkout sessions", () => {
   }, 30_000);
 
   test("items in two currencies are CURRENCY_MISMATCH", async () => {
-    const [p] = await srv.db.sql<{ id: string }[]>`UPDATE products SET currency = 'EUR' WHERE id = (SELECT id FROM products WHERE store_slug = ${DEMO} AND active AND in_stock ORDER BY id DESC LIMIT 1) RETURNING id`;
+    const [p] = await srv.db.sql<{ id: string }[]>`UPDATE products SET currency = 'EUR' WHERE id = (SELECT id FROM products WHERE store_slug = ${DEMO} AND active AND in_stock AND variants = '[]'::jsonb ORDER BY id DESC LIMIT 1) RETURNING id`;
     expectShape(errorOf(await agent.call("create_cart", { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }, { product_id: p!.id, quantity: 1 }] })), "CURRENCY_MISMATCH");
   }, 30_000);
 
@@ -218,7 +218,7 @@ describe("carts and checkout sessions", () => {
   /** A USD product of the demo store (n-th from the end by id, priced >= 50.00 so 4 % of it exceeds the 50-cent floor), carted and previewed. */
   async function previewedPriceCase(n: number) {
     const [p] = await srv.db.sql<{ id: string; price_minor: number }[]>`
-      SELECT id, price_minor FROM products WHERE store_slug = ${DEMO} AND active AND in_stock AND currency = 'USD' AND price_minor >= 5000
+      SELECT id, price_minor FROM products WHERE store_slug = ${DEMO} AND active AND in_stock AND currency = 'USD' AND price_minor >= 5000 AND variants = '[]'::jsonb
         AND id <> ${DEMO_PRODUCT} ORDER BY id DESC LIMIT 1 OFFSET ${n}`;
     const cart = structured(await agent.call("create_cart", { items: [{ product_id: p!.id, quantity: 1 }] }));
     const pv = structured(await agent.call("preview_checkout", { cart_id: cart.cart_id }));
@@ -286,7 +286,7 @@ describe("carts and checkout sessions", () => {
 
   test("x402 at a hosted-storefront merchant needs its native checkout, named in details.checkout_url", async () => {
     await srv.db.sql`UPDATE stores SET hosted_checkout_url = 'https://northwind.example/checkout' WHERE slug = 'northwind-outfitters'`;
-    const [p] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'northwind-outfitters' AND active AND in_stock LIMIT 1`;
+    const [p] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'northwind-outfitters' AND active AND in_stock AND variants = '[]'::jsonb LIMIT 1`;
     const c = await connect(srv, { path: "/northwind-outfitters/mcp", headers: key.headers, elicit: accept });
     try {
       const cart = structured(await c.call("create_cart", { items: [{ product_id: p!.id, quantity: 1 }] }));

@@ -9,7 +9,8 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 export const DEMO = "demo-store";
-export const DEMO_PRODUCT = "1e34ef13-d99e-575f-975a-67ea08dcdf99";
+/** DS-0024, 97.00, tracked stock, no variants (a product with variants is bought as one of them: audit A2-F13). */
+export const DEMO_PRODUCT = "f8ec3e58-f9ca-55ec-8c27-4eb42af7009e";
 
 export interface ConnectOptions {
   path?: string;
