@@ -74,6 +74,7 @@ beforeAll(async () => {
     ACTOR_PARTITIONS: "8",
     // idle activations passivate at once, so the next message loads the actor again
     ACTOR_IDLE_MS: "200",
+    ACTOR_ASK_TIMEOUT_MS: "2000", // the unreadable wallet's 503 after 2 s of retries instead of 10 s
     LOG_LEVEL: "info",
     SEED_DEMO: "false",
     NODE_ENV: "test",

@@ -18,8 +18,8 @@ let restore: () => void = () => {};
 
 beforeAll(async () => {
   restore = setLogSink((line) => void lines.push(JSON.parse(line)));
-  // idle activations passivate at once, so the next request for a cart loads it again
-  srv = await startServer({ config: { LOG_LEVEL: "info", ACTOR_IDLE_MS: 100 } });
+  // idle activations passivate at once, so the next request for a cart loads it again; a 503 after 2 s of retries
+  srv = await startServer({ config: { LOG_LEVEL: "info", ACTOR_IDLE_MS: 100, ACTOR_ASK_TIMEOUT_MS: 2_000 } });
 }, 120_000);
 afterAll(async () => {
   setLogLevel("error");
