@@ -99,6 +99,18 @@ export const QUALITY_CREDIBILITY: Record<DataQuality, number> = {
   synthetic_blocked: 0,
 };
 
+/**
+ * Order health gates reliability (audit A4 M2). The other reliability signals (catalog quality, store age, human
+ * order volume) say nothing about whether buyers get what they paid for, so they may lift reliability at most
+ * `margin` above order health, the weighted mean of the applicable order-health signals: reliability =
+ * min(weighted mean of all signals, orderHealth + margin). A store whose orders are all late and disputed
+ * (orderHealth 0) has reliability <= 0.25 whatever its catalog and age. No applicable order-health signal: no gate.
+ */
+export const ORDER_HEALTH_GATE = {
+  signals: ["fulfillment", "disputeRefundHealth"] as readonly string[],
+  margin: 0.25,
+} as const;
+
 export interface TierSpec {
   tier: Exclude<Tier, "insufficient_data">;
   cap: number;
@@ -151,6 +163,11 @@ export interface DimensionBreakdown {
   score01: number | null;
   /** Points this dimension adds to the base on the 0..100 scale. */
   contribution0to100: number;
+  /**
+   * Reliability only: the factor (0..1) that order health applied to the other signals (ORDER_HEALTH_GATE); 1 when
+   * orders are healthy or no order-health signal applies. Their weightInDimension already includes it.
+   */
+  orderHealthGate?: number;
   signals: SignalBreakdown[];
 }
 
@@ -220,10 +237,27 @@ export function selectTier(
   return { tier: "cold_start", reasons };
 }
 
+/**
+ * The order-health gate of the reliability dimension (ORDER_HEALTH_GATE): the factor (0..1) applied to the shares of
+ * the signals other than order health so that the dimension does not exceed orderHealth + margin. 1 when it does not
+ * bind or no order-health signal applies. `rows`: each applicable signal's normalised share and value.
+ */
+export function orderHealthGate(rows: readonly { name: string; value: number; share: number }[]): number {
+  const isHealth = (name: string) => ORDER_HEALTH_GATE.signals.includes(name);
+  const health = rows.filter((r) => r.share > 0 && isHealth(r.name));
+  const healthShare = health.reduce((sum, r) => sum + r.share, 0);
+  if (healthShare === 0) return 1;
+  const healthPart = health.reduce((sum, r) => sum + r.share * r.value, 0);
+  const otherPart = rows.reduce((sum, r) => sum + (r.share > 0 && !isHealth(r.name) ? r.share * r.value : 0), 0);
+  const limit = healthPart / healthShare + ORDER_HEALTH_GATE.margin;
+  if (otherPart <= 0 || healthPart + otherPart <= limit) return 1;
+  return Math.max(0, Math.min(1, (limit - healthPart) / otherPart));
+}
+
 function scoreDimension(
   dimension: DimensionName,
   signals: AnySignals,
-): { score01: number | null; signals: SignalBreakdown[] } {
+): { score01: number | null; signals: SignalBreakdown[]; orderHealthGate?: number } {
   const weights = SIGNAL_WEIGHTS[dimension] as Record<string, number>;
   const rows: { name: string; signal: Signal | undefined; raw: number }[] = Object.keys(weights).map((name) => {
     const signal = signals[name];
@@ -231,15 +265,20 @@ function scoreDimension(
     return { name, signal, raw };
   });
   const total = rows.reduce((sum, r) => sum + r.raw, 0);
+  const reliability = dimension === "merchantReliabilityBase";
+  const gate = reliability && total > 0 ? orderHealthGate(rows.map((r) => ({ name: r.name, value: r.signal?.value ?? 0, share: r.raw / total }))) : 1;
+  // The share each signal carries: its normalised weight, times the gate for the signals order health gates.
+  const share = (r: (typeof rows)[number]) => (total > 0 ? (r.raw / total) * (reliability && !ORDER_HEALTH_GATE.signals.includes(r.name) ? gate : 1) : 0);
   const breakdown: SignalBreakdown[] = rows.map((r) => ({
     name: r.name,
     value: r.signal && r.raw > 0 ? r.signal.value : null,
     quality: r.signal ? r.signal.quality : "not_applicable",
-    weightInDimension: total > 0 ? round(r.raw / total, 6) : 0,
+    weightInDimension: round(share(r), 6),
   }));
-  if (total === 0) return { score01: null, signals: breakdown };
-  const score01 = rows.reduce((sum, r) => sum + (r.raw > 0 && r.signal ? (r.raw / total) * r.signal.value : 0), 0);
-  return { score01, signals: breakdown };
+  const extra = reliability ? { orderHealthGate: round(gate, 6) } : {};
+  if (total === 0) return { score01: null, signals: breakdown, ...extra };
+  const score01 = rows.reduce((sum, r) => sum + (r.raw > 0 && r.signal ? share(r) * r.signal.value : 0), 0);
+  return { score01, signals: breakdown, ...extra };
 }
 
 /** Applies the documented gates to each certification; at most ASSURANCE.maxBonus points in total. */
@@ -318,6 +357,7 @@ export function computeV41(inputs: TrustInputs, options: V41Options): V41Result 
       effectiveWeight: round(effectiveWeight, 6),
       score01: d.score01 === null ? null : round(d.score01, 6),
       contribution0to100: round(effectiveWeight * (d.score01 ?? 0) * span, 4),
+      ...(d.orderHealthGate === undefined ? {} : { orderHealthGate: d.orderHealthGate }),
       signals: d.signals,
     };
   });

@@ -19,7 +19,7 @@ import { defineActor, type ActorContext } from "../runtime/define-actor.ts";
 import { fail, type ActorError } from "../runtime/errors.ts";
 import type { Sql } from "../../infra/db.ts";
 import type { BootHook } from "../../infra/boot-hooks.ts";
-import { detectAnomalies } from "./anomaly.ts";
+import { ANOMALY_WINDOW_HOURS, detectAnomalies, type RaisedAlert } from "./anomaly.ts";
 import { AGENT_THRESHOLD, agentCheckoutAllowed, operationalStatus, type OperationalStatus } from "./bands.ts";
 import { computeV2, type V2Result } from "./engine-v2.ts";
 import { computeV41, type V41Result } from "./engine-v41.ts";
@@ -68,6 +68,8 @@ export interface TrustRuntime {
   /** Flags in force when a score is computed (they decide stores.trust_score and the history row); read live. */
   flags: () => TrustFlags;
   intervalMs: number;
+  /** `iss` of the trust JWS (audit A4 L3): the deployment's public origin (SITE_URL), read at signing time. */
+  issuer?: () => string;
 }
 
 const runtimes = new WeakMap<object, TrustRuntime>();
@@ -143,20 +145,27 @@ export interface RecomputeProfile {
 
 type HistoryRow = { store_slug: string; computed_at: Date; score_0to1: string; engine: "v41" | "v2"; verified_evidence: number };
 
+type RaisedAlertRow = { store_slug: string; kind: RaisedAlert["kind"]; engine: string; detected_at: Date; from_0to1: string; to_0to1: string };
+
 interface BatchData {
   facts: Awaited<ReturnType<typeof loadStoreFacts>>;
   recent: HistoryRow[];
+  raised: RaisedAlertRow[];
 }
 
 /** Everything a batch reads, in parallel queries on the pool (committed rows; no need for the turn's transaction). */
 async function readBatch(ctx: Ctx, slugs: readonly string[], nowMs: number): Promise<BatchData> {
-  const [facts, recent] = await Promise.all([
+  const [facts, recent, raised] = await Promise.all([
     loadStoreFacts(ctx.sql, slugs, nowMs),
     ctx.sql<HistoryRow[]>`
       SELECT store_slug, computed_at, score_0to1, engine, verified_evidence FROM trust_score_history
       WHERE store_slug = ANY(${[...slugs]}) AND computed_at >= ${new Date(nowMs - 24 * HOUR_MS)} AND computed_at <= ${new Date(nowMs)}`,
+    // Alerts already raised in the anomaly window, open or resolved: the same gain is alerted once (audit A4 M1).
+    ctx.sql<RaisedAlertRow[]>`
+      SELECT store_slug, kind, engine, detected_at, from_0to1, to_0to1 FROM trust_anomaly_alerts
+      WHERE store_slug = ANY(${[...slugs]}) AND detected_at >= ${new Date(nowMs - ANOMALY_WINDOW_HOURS * HOUR_MS)} AND detected_at <= ${new Date(nowMs)}`,
   ]);
-  return { facts, recent };
+  return { facts, recent, raised };
 }
 
 async function recomputeBatch(
@@ -171,7 +180,7 @@ async function recomputeBatch(
   const computedAt = new Date(nowMs).toISOString();
   const nowSec = Math.floor(nowMs / 1000);
   const flags = rt.flags();
-  const { facts, recent } = data;
+  const { facts, recent, raised } = data;
   if (facts.size === 0) return { stores: 0, alerts: 0 };
   const present = [...facts.keys()];
   const historyBy = new Map<string, HistoryPoint[]>();
@@ -179,6 +188,12 @@ async function recomputeBatch(
     const list = historyBy.get(r.store_slug) ?? [];
     list.push({ at: r.computed_at.getTime(), score0to1: Number(r.score_0to1), engine: r.engine, verifiedEvidence: r.verified_evidence });
     historyBy.set(r.store_slug, list);
+  }
+  const raisedBy = new Map<string, RaisedAlert[]>();
+  for (const r of raised) {
+    const list = raisedBy.get(r.store_slug) ?? [];
+    list.push({ kind: r.kind, engine: r.engine, at: r.detected_at.getTime(), from0to1: Number(r.from_0to1), to0to1: Number(r.to_0to1) });
+    raisedBy.set(r.store_slug, list);
   }
 
   const history: Record<string, unknown>[] = [];
@@ -189,6 +204,8 @@ async function recomputeBatch(
   const signedAt = new Date(nowSec * 1000).toISOString();
   const expiresAt = new Date((nowSec + DEFAULT_SIGNATURE_TTL_SECONDS) * 1000).toISOString();
 
+  const issuer = rt.issuer?.();
+  const signOptions = issuer ? { now: nowSec, issuer } : { now: nowSec };
   const scoreStarted = performance.now();
   const signing: Promise<[string | null, string]>[] = [];
   for (const slug of present) {
@@ -196,7 +213,7 @@ async function recomputeBatch(
     const s = scoreFromFacts(f, nowMs, flags);
     const sel = s.selected;
     const point: HistoryPoint = { at: nowMs, score0to1: sel.score0to1, engine: sel.engines.overall, verifiedEvidence: s.verifiedEvidence };
-    for (const alert of detectAnomalies(slug, historyBy.get(slug) ?? [], point)) alerts.push({ slug, alert, engine: point.engine });
+    for (const alert of detectAnomalies(slug, historyBy.get(slug) ?? [], point, raisedBy.get(slug))) alerts.push({ slug, alert, engine: point.engine });
 
     // One signature per engine that produced a number: the gateway picks by the flags of each request.
     const v41Value = s.v41.value;
@@ -204,10 +221,10 @@ async function recomputeBatch(
       Promise.all([
         v41Value === null
           ? null
-          : keys.signScore({ storeSlug: slug, score: round(v41Value, 2), scale: "0-100", engine: "v41", methodologyVersion: s.v41.methodologyVersion }, { now: nowSec }),
+          : keys.signScore({ storeSlug: slug, score: round(v41Value, 2), scale: "0-100", engine: "v41", methodologyVersion: s.v41.methodologyVersion }, signOptions),
         keys.signScore(
           { storeSlug: slug, score: round(s.v2.score0to1 * 100, 2), scale: "0-100", engine: "v2", methodologyVersion: s.v2.modelVersion },
-          { now: nowSec },
+          signOptions,
         ),
       ]),
     );
@@ -418,7 +435,9 @@ async function ensureReminders(ctx: Ctx): Promise<{ refreshAt: string }> {
     SELECT name, due_at FROM actor_reminders WHERE kind = ${ctx.kind} AND id = ${ctx.id}`;
   const due = new Map(rows.map((r) => [r.name, r.due_at]));
   let refresh = due.get("refreshAll");
-  if (!refresh) {
+  // Missing, or armed by a longer interval than the one in force (audit A4 L4: a restart with a shorter
+  // TRUST_REFRESH_INTERVAL_MS waited for the old reminder first): armed at now + interval.
+  if (!refresh || refresh.getTime() > ctx.now() + rt.intervalMs) {
     refresh = new Date(ctx.now() + rt.intervalMs);
     await ctx.schedule("refreshAll", refresh.getTime(), {});
   }
@@ -662,6 +681,8 @@ export const trustBootHook: BootHook = {
         TRUST_SCORE_PUBLIC_COHERENT_ENGINE_ENABLED: services.config.TRUST_SCORE_PUBLIC_COHERENT_ENGINE_ENABLED,
       }),
       intervalMs: services.config.TRUST_REFRESH_INTERVAL_MS,
+      // services.siteUrl, not config: without SITE_URL it becomes the listening address once the gateway listens.
+      issuer: () => services.siteUrl,
     });
     await ensureTrustKey(services.sql, kek, services.clock.now());
     await services.actors.ask(trustActor, TRUST_ACTOR_ID, "ensureScheduled", {});

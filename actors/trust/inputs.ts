@@ -32,6 +32,11 @@ export const INPUT_RULES = {
   disputeShare: 0.6,
   /** Successful human orders in the window that count as full volume (log scale below it). */
   humanVolumeFull: 100,
+  /**
+   * Agent checkout health is combined per agent key: each key's own rate, weighted by its paid orders up to this
+   * many, so one key's volume (a griefer's, or one big buyer's) cannot dominate the store's signal.
+   */
+  agentKeyWeightCap: 10,
   /** Store age that counts as fully established. */
   storeAgeFullDays: 365,
   verificationScore: { UNVERIFIED: 0, BASIC: 0.5, STANDARD: 0.75, PREMIUM: 0.9, QUALIFIED: 1 } as Record<string, number>,
@@ -45,6 +50,9 @@ export const INPUT_RULES = {
     "supportResponseTimeSla",
   ],
 } as const;
+
+/** Statuses an order only reaches once paid (orders without paid_at: merchant-recorded, imported, seeded). */
+export const PAID_STATUSES = ["paid", "fulfilled", "shipped", "delivered", "partially_refunded", "refunded"] as const;
 
 export interface ProductFacts {
   count: number;
@@ -64,10 +72,10 @@ export interface ProductFacts {
 }
 
 export interface OrderFacts {
-  /** All-time, not canceled (the tier counts). */
+  /** All-time, paid and not canceled (the tier counts). Unpaid orders are never counted anywhere (audit A4 H1). */
   human: number;
   agent: number;
-  /** Trailing window, not canceled. */
+  /** Trailing window, paid and not canceled. */
   gmvMinor: number;
   uniqueBuyers: number;
   orders: number;
@@ -83,12 +91,27 @@ export interface OrderFacts {
   refundsOrDisputes?: number;
   /** Human orders in the window fulfilled on time without dispute or refund. */
   humanGood: number;
-  /** Agent window (longer): all agent orders incl. canceled, those completed without refund or dispute, decided ones. */
+  /**
+   * Agent window (longer): agent orders that reached payment (incl. those the merchant canceled after payment; a
+   * checkout the buyer abandoned or whose payment was declined is not counted, audit A4 H2), those completed without
+   * cancel, refund or dispute, decided ones.
+   */
   agentAll: number;
   agentCompleted: number;
   agentDecided: number;
   agentOnTime: number;
   agentDisputes: number;
+  /**
+   * agentCheckout combined per agent key (`agentCheckoutRate`); null without paid agent orders. Absent from facts
+   * stored before it existed: the pooled agentCompleted / agentAll is used for those.
+   */
+  agentCheckoutRate?: number | null;
+}
+
+/** One agent key's checkouts at one store: paid ones, and those completed without cancel, refund or dispute. */
+export interface AgentKeyCheckout {
+  paid: number;
+  completed: number;
 }
 
 export interface StoreFacts {
@@ -109,7 +132,7 @@ const EMPTY_PRODUCTS: ProductFacts = {
 };
 const EMPTY_ORDERS: OrderFacts = {
   human: 0, agent: 0, gmvMinor: 0, uniqueBuyers: 0, orders: 0, decided: 0, onTime: 0, disputes: 0, refunds: 0, refundsOrDisputes: 0, humanGood: 0,
-  agentAll: 0, agentCompleted: 0, agentDecided: 0, agentOnTime: 0, agentDisputes: 0,
+  agentAll: 0, agentCompleted: 0, agentDecided: 0, agentOnTime: 0, agentDisputes: 0, agentCheckoutRate: null,
 };
 
 const n = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
@@ -121,8 +144,9 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
   const list = [...slugs];
   const since = new Date(nowMs - INPUT_RULES.windowDays * DAY_MS);
   const agentSince = new Date(nowMs - INPUT_RULES.agentWindowDays * DAY_MS);
+  const PAID_SQL = sql`(o.paid_at IS NOT NULL OR o.status IN ${sql(PAID_STATUSES as unknown as string[])})`;
 
-  const [stores, products, orders] = await Promise.all([
+  const [stores, products, orders, agentKeys] = await Promise.all([
     sql<{ slug: string; verification_level: string; created_at: Date; last_sync_at: Date | null; policies: Record<string, unknown>; review_rating_avg: string | null; review_count: number }[]>`
       SELECT slug, verification_level, created_at, last_sync_at, policies, review_rating_avg, review_count
       FROM stores WHERE slug = ANY(${list})`,
@@ -145,31 +169,50 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
     // may import one; POST /orders does not convert) is not converted but left out of GMV (audit A2 MED-4: one
     // 61 IDR order, 6,100 "minor units", lifted a USD store over the agent_verified GMV floor). It still counts
     // as an order everywhere else: it happened, only its amount is not comparable.
+    // Only transactions count (audit A4 H1): an order that was never paid (a declined, failed or unapproved checkout
+    // leaves it pending until the session ends) is not a sale, so it adds nothing to the tier counts, GMV, unique
+    // buyers, the rates or agent checkout health. `paid` = paid_at set (checkout) or a post-payment status (orders
+    // recorded by the merchant API or imported carry no paid_at). `real` = paid and not canceled.
     sql<Record<string, string | number>[]>`
       SELECT store_slug,
-        count(*) FILTER (WHERE channel = 'human' AND status <> 'canceled') AS human,
-        count(*) FILTER (WHERE channel = 'agent' AND status <> 'canceled') AS agent,
-        coalesce(sum(total_minor) FILTER (WHERE created_at >= ${since} AND status <> 'canceled' AND currency = store_currency), 0) AS gmv_minor,
-        count(DISTINCT buyer_ref) FILTER (WHERE created_at >= ${since} AND status <> 'canceled') AS unique_buyers,
-        count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled') AS orders,
+        count(*) FILTER (WHERE channel = 'human' AND real) AS human,
+        count(*) FILTER (WHERE channel = 'agent' AND real) AS agent,
+        coalesce(sum(total_minor) FILTER (WHERE created_at >= ${since} AND real AND currency = store_currency), 0) AS gmv_minor,
+        count(DISTINCT buyer_ref) FILTER (WHERE created_at >= ${since} AND real) AS unique_buyers,
+        count(*) FILTER (WHERE created_at >= ${since} AND real) AS orders,
         count(*) FILTER (WHERE created_at >= ${since} AND fulfilled_on_time IS NOT NULL) AS decided,
         count(*) FILTER (WHERE created_at >= ${since} AND fulfilled_on_time) AS on_time,
-        count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled' AND disputed) AS disputes,
-        count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled' AND refunded_minor > 0) AS refunds,
-        count(*) FILTER (WHERE created_at >= ${since} AND status <> 'canceled' AND (refunded_minor > 0 OR disputed)) AS refunds_or_disputes,
+        count(*) FILTER (WHERE created_at >= ${since} AND real AND disputed) AS disputes,
+        count(*) FILTER (WHERE created_at >= ${since} AND real AND refunded_minor > 0) AS refunds,
+        count(*) FILTER (WHERE created_at >= ${since} AND real AND (refunded_minor > 0 OR disputed)) AS refunds_or_disputes,
         count(*) FILTER (WHERE created_at >= ${since} AND channel = 'human' AND fulfilled_on_time AND NOT disputed AND refunded_minor = 0) AS human_good,
-        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince}) AS agent_all,
-        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND status <> 'canceled' AND refunded_minor = 0 AND NOT disputed) AS agent_completed,
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND paid) AS agent_all,
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND real AND refunded_minor = 0 AND NOT disputed) AS agent_completed,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time IS NOT NULL) AS agent_decided,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time) AS agent_on_time,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time IS NOT NULL AND disputed) AS agent_disputes
-      FROM orders JOIN (SELECT slug, currency AS store_currency FROM stores) s ON s.slug = orders.store_slug
-      WHERE store_slug = ANY(${list})
+      FROM (SELECT o.*, ${PAID_SQL} AS paid, ${PAID_SQL} AND o.status <> 'canceled' AS real, s.currency AS store_currency
+            FROM orders o JOIN stores s ON s.slug = o.store_slug WHERE o.store_slug = ANY(${list})) orders
       GROUP BY store_slug`,
+    // Agent checkout health per agent key (audit A4 H2): the spec asks for it per agent, and one key must not
+    // dominate a store's signal. Only orders that reached payment are checkouts the merchant had a part in.
+    sql<{ store_slug: string; paid: string; completed: string }[]>`
+      SELECT o.store_slug,
+        count(*) AS paid,
+        count(*) FILTER (WHERE o.status <> 'canceled' AND o.refunded_minor = 0 AND NOT o.disputed) AS completed
+      FROM orders o
+      WHERE o.store_slug = ANY(${list}) AND o.channel = 'agent' AND o.created_at >= ${agentSince} AND ${PAID_SQL}
+      GROUP BY o.store_slug, o.agent_key_id`,
   ]);
 
   const productsBy = new Map(products.map((r) => [String(r.store_slug), r]));
   const ordersBy = new Map(orders.map((r) => [String(r.store_slug), r]));
+  const keysBy = new Map<string, AgentKeyCheckout[]>();
+  for (const r of agentKeys) {
+    const list = keysBy.get(r.store_slug) ?? [];
+    list.push({ paid: n(r.paid), completed: n(r.completed) });
+    keysBy.set(r.store_slug, list);
+  }
   for (const s of stores) {
     const p = productsBy.get(s.slug);
     const o = ordersBy.get(s.slug);
@@ -213,6 +256,7 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
             agentDecided: n(o.agent_decided),
             agentOnTime: n(o.agent_on_time),
             agentDisputes: n(o.agent_disputes),
+            agentCheckoutRate: agentCheckoutRate(keysBy.get(s.slug) ?? []),
           }
         : { ...EMPTY_ORDERS },
     });
@@ -248,6 +292,23 @@ export const refundsOrDisputesOf = (o: OrderFacts): number => o.refundsOrDispute
 export function disputeRefundHealth(o: OrderFacts): number | null {
   if (o.orders === 0) return null;
   return R.disputeShare * disputeScore(o.disputes / o.orders) + (1 - R.disputeShare) * refundScore(refundsOrDisputesOf(o) / o.orders);
+}
+
+/**
+ * agentCheckout per agent key (audit A4 H2): the mean of each key's completion rate, each key weighted by its paid
+ * orders capped at `agentKeyWeightCap`, so a key with 1,000 orders counts as much as one with 10. Keys without a paid
+ * order count nothing. null when no key has one. Rounded to 6 decimals (the value is stored in the facts).
+ */
+export function agentCheckoutRate(keys: readonly AgentKeyCheckout[]): number | null {
+  let num = 0;
+  let den = 0;
+  for (const k of keys) {
+    if (!(k.paid > 0)) continue;
+    const weight = Math.min(k.paid, R.agentKeyWeightCap);
+    num += (weight * Math.min(Math.max(k.completed, 0), k.paid)) / k.paid;
+    den += weight;
+  }
+  return den === 0 ? null : round(num / den, 6);
 }
 
 export function policyFieldsOf(policies: Record<string, unknown>): { filled: number; required: number } {
@@ -314,7 +375,7 @@ export function toV41Inputs(f: StoreFacts, nowMs: number): TrustInputs {
         ? { agentCheckout: NOT_APPLICABLE, agentFulfillmentDispute: NOT_APPLICABLE, receiptIntegrity: NOT_APPLICABLE }
         : {
             // Orders are a proxy for checkout health until checkout events are recorded.
-            agentCheckout: { value: round(o.agentCompleted / o.agentAll, 6), quality: "proxy" },
+            agentCheckout: { value: round(clamp01(o.agentCheckoutRate ?? o.agentCompleted / o.agentAll), 6), quality: "proxy" },
             agentFulfillmentDispute:
               o.agentDecided === 0
                 ? NOT_APPLICABLE

@@ -257,9 +257,10 @@ export function trustAgentRoutes(svc: Services) {
   );
 }
 
+const APPEAL_REASON_MIN = 10;
 const AppealBody = t.Object({
   storeSlug: Slug,
-  reason: t.String({ minLength: 10, maxLength: 2000, pattern: NO_NUL }),
+  reason: t.String({ minLength: APPEAL_REASON_MIN, maxLength: 2000, pattern: NO_NUL, description: "10 to 2000 characters once leading and trailing white space is removed (it is stored trimmed)." }),
   // http(s) only: the operator's appeal list shows these as links (a javascript: URL was stored and served; audit A2-F7)
   evidenceUrls: t.Optional(t.Array(t.String({ format: "uri", maxLength: 2048, pattern: HTTP_URL_PATTERN, description: "An http or https URL." }), { maxItems: 10 })),
 });
@@ -272,13 +273,18 @@ export function trustUserRoutes(svc: Services) {
     .post(
       "/api/v1/trust/appeal",
       async ({ body, user, set }) => {
+        // The length bounds hold for the text itself, not its padding (audit A4 L5: ten spaces were accepted).
+        const reason = body.reason.trim();
+        if (reason.length < APPEAL_REASON_MIN) {
+          throw fail("validation_error", `reason must hold at least ${APPEAL_REASON_MIN} characters besides leading and trailing white space.`, { field: "reason" });
+        }
         const [store] = await svc.sql<{ owner_user_id: string | null }[]>`SELECT owner_user_id FROM stores WHERE slug = ${body.storeSlug}`;
         if (!store) throw fail("store_not_found", `No store ${body.storeSlug}.`);
         if (user.role !== "operator" && store.owner_user_id !== user.id) throw fail("forbidden", "Only the store's owner can appeal its trust score.");
         const appeal = await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "fileAppeal", {
           storeSlug: body.storeSlug,
           userId: user.id,
-          reason: body.reason,
+          reason,
           evidenceUrls: body.evidenceUrls ?? [],
         });
         set.status = 201;
