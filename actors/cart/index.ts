@@ -65,6 +65,7 @@ import {
   type PaymentLeg,
 } from "./checkout-machine.ts";
 import { type Coupon } from "./coupons.ts";
+import { variantMissing } from "./variant-line.ts";
 import {
   CartMessages,
   type CarryOverInput,
@@ -1855,17 +1856,8 @@ export const cartActor = defineActor({
         if (m.variantId && !variantOf(c, m.variantId)) {
           throw fail("PRODUCT_NOT_FOUND", "No such variant of this product.", { product_id: m.productId, variant_id: m.variantId, field: `items[${i}].variant_id` });
         }
-        // A product with variants is sold as one of them: its stock is their roll-up (docs/catalog.md), so a line
-        // without one would sell units no variant gives up and the order would not say which was bought (audit A2-F13).
-        if (!m.variantId && c.variants.length > 0) {
-          throw fail("MISSING_REQUIRED_ARGUMENT", `${c.title} comes in ${c.variants.length} variants: name one with variant_id (the product's details list them).`, {
-            product_id: m.productId,
-            field: `items[${i}].variant_id`,
-            variant_count: c.variants.length,
-            // Bounded: a product may have 250 variants; the product's details list every one.
-            variants: c.variants.slice(0, 50).map((v) => ({ variant_id: v.id, title: v.title ?? null, in_stock: v.inStock })),
-          });
-        }
+        const noVariant = variantMissing(i, { id: m.productId, title: c.title, variants: c.variants }, m.variantId);
+        if (noVariant) throw noVariant;
         const available = availableFor(c, m.variantId);
         if (available !== null && available < m.quantity) {
           throw stockShortfall(i, m.productId, m.quantity, available);
