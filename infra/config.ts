@@ -56,6 +56,11 @@ export const CONFIG_VARS = {
     default: 100,
     doc: "Failed password log-ins per account per 15 min from addresses and browsers it never signed in from; above LOGIN_LIMIT_PER_IP.",
   },
+  AGENT_KEYS_MAX_LIVE: {
+    schema: T.Integer({ minimum: 1 }),
+    default: 25,
+    doc: "Live (unrevoked, unexpired) agent keys a merchant account may hold; one more is 409 too_many_keys (operators are not capped).",
+  },
   TRUST_SCORE_PUBLIC_V41_ENABLED: { schema: Bool, default: true, doc: "Overall trust number from the v4.1 engine when it produces one." },
   TRUST_SCORE_PUBLIC_COHERENT_ENGINE_ENABLED: { schema: Bool, default: true, doc: "Component breakdown from v4.1 (needs the V41 flag too)." },
   TRUST_REFRESH_INTERVAL_MS: { schema: T.Integer({ minimum: 1000 }), default: 6 * 60 * 60 * 1000, doc: "Trust recompute interval (spec: 6 hours)." },

@@ -24,6 +24,27 @@ export const DEFAULT_SCOPES: readonly Scope[] = ["search", "compare", "cart", "m
 /** Names from an older listing of the spec. Refused like any unknown value, with a hint in the message. */
 export const LEGACY_SCOPES: readonly string[] = ["agent:read", "agent:cart", "agent:checkout"];
 
+/** Characters of a caller's value quoted back in an error (the gateway's ECHO_MAX_CHARS; conventions.md). */
+export const ECHO_MAX = 100;
+
+/** A caller's string cut to ECHO_MAX characters (an ellipsis says it was cut). */
+export function cut(v: string): string {
+  return v.length > ECHO_MAX ? `${v.slice(0, ECHO_MAX)}…` : v;
+}
+
+/** A short, bounded description of a caller's value, as the gateway's validation messages give it. */
+export function echo(v: unknown): string {
+  if (typeof v === "string") return JSON.stringify(cut(v));
+  if (Array.isArray(v)) return `an array of ${v.length} item${v.length === 1 ? "" : "s"}`;
+  if (v === null) return "null";
+  if (typeof v === "object") return "an object";
+  return String(v).slice(0, ECHO_MAX);
+}
+
+function quoted(values: readonly string[]): string {
+  return values.map((v) => `'${v}'`).join(", ");
+}
+
 export function isScope(value: unknown): value is Scope {
   return typeof value === "string" && (SCOPES as readonly string[]).includes(value);
 }
@@ -46,16 +67,15 @@ export function validateScopes(input: unknown): Scope[] {
       allowed: [...SCOPES],
     });
   }
-  for (const value of input) {
+  for (const [i, value] of input.entries()) {
     if (!isScope(value)) {
-      const shown = typeof value === "string" ? value : JSON.stringify(value);
+      // the house form of a schema 400, the value cut to ECHO_MAX_CHARS (review R2-3: it was echoed whole, twice)
       const legacy = typeof value === "string" && LEGACY_SCOPES.includes(value);
       throw fail(
         "validation_error",
-        legacy
-          ? `unknown scope "${shown}": the agent:* scope names are retired, use ${SCOPES.join(", ")}`
-          : `unknown scope "${shown}"`,
-        { field: "scopes", scope: value, allowed: [...SCOPES] },
+        `Invalid body field 'scopes.${i}': must be one of ${quoted(SCOPES)} (got ${echo(value)})` +
+          (legacy ? "; the agent:* scope names are retired" : ""),
+        { location: "body", field: `scopes.${i}`, scope: typeof value === "string" ? cut(value) : echo(value), allowed: [...SCOPES] },
       );
     }
   }
@@ -84,9 +104,9 @@ export function normalizeTier(input: unknown): Tier {
     if (upper === "FREE") return "STARTER";
     if (isTier(upper)) return upper;
   }
-  throw fail("validation_error", `unknown tier ${JSON.stringify(input)}`, {
+  throw fail("validation_error", `Invalid body field 'tier': must be one of ${quoted([...TIERS, "FREE"])} (got ${echo(input)})`, {
+    location: "body",
     field: "tier",
-    tier: input,
     allowed: [...TIERS, "FREE"],
   });
 }
@@ -136,6 +156,15 @@ export function tierHasFeature(tier: Tier, feature: Feature): boolean {
 
 export function featuresOfTier(tier: Tier): Feature[] {
   return FEATURES.filter((f) => tierHasFeature(tier, f));
+}
+
+/**
+ * Whether a key has a feature: its tier must include it, and so must its account's plan when the key carries one
+ * (review R2-1: a SANDBOX key is minted on any plan, and without this it had GROWTH's features on a STARTER plan).
+ * `plan` null or absent: no cap (an operator's key, an OAuth caller).
+ */
+export function keyHasFeature(tier: Tier, plan: Tier | null | undefined, feature: Feature): boolean {
+  return tierHasFeature(tier, feature) && (plan == null || tierHasFeature(plan, feature));
 }
 
 /** The cheapest plan tier that includes a feature (for "upgrade to X" messages). */
@@ -285,6 +314,8 @@ export function findRouteRule(method: string, path: string): RouteRule | undefin
 export interface KeyAccess {
   scopes: readonly string[];
   tier: Tier;
+  /** The account's plan the key is capped at (agent_keys.plan); null or absent: no cap. */
+  plan?: Tier | null;
 }
 
 export interface RouteRequest {
@@ -299,7 +330,8 @@ export interface RouteRequest {
  * 1. unknown route → route_not_found (fail closed: a route missing from the table is never open);
  * 2. SANDBOX on a transactional route → sandbox_not_allowed (no scope can fix that);
  * 3. missing scope → forbidden with details.scope (and acceptedScopes);
- * 4. tier lacks the feature → feature_not_in_tier with details.feature and the cheapest tier that has it.
+ * 4. tier lacks the feature → feature_not_in_tier with details.feature and the cheapest tier that has it;
+ *    the tier has it but the key's plan does not (a SANDBOX key) → the same, with details.planTier.
  */
 export function checkAccess(key: KeyAccess, route: RouteRequest | RouteRule): RouteRule {
   const rule = "scopes" in route ? route : findRouteRule(route.method, route.path);
@@ -326,7 +358,18 @@ export function checkAccess(key: KeyAccess, route: RouteRequest | RouteRule): Ro
       requiredTier: lowestTierWith(rule.feature),
     });
   }
+  if (rule.feature && !keyHasFeature(key.tier, key.plan, rule.feature)) throw planLacksFeature(key.tier, key.plan!, rule.feature);
   return rule;
+}
+
+/** 403 feature_not_in_tier for a key whose tier has the feature but whose account's plan does not. */
+export function planLacksFeature(tier: Tier, plan: Tier, feature: Feature) {
+  return fail("feature_not_in_tier", `the ${tier} key of an account on the ${plan} plan does not include ${feature}`, {
+    feature,
+    tier,
+    planTier: plan,
+    requiredTier: lowestTierWith(feature),
+  });
 }
 
 export interface KeyLifecycle {

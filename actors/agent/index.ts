@@ -10,7 +10,8 @@ import { ActorError, fail, type ErrorData } from "../runtime/errors.ts";
 import { assertKeyActive, checkAccess, normalizeTier, type Tier } from "./access.ts";
 import { BucketTable, type AdmitResult, type BucketSpec } from "./buckets.ts";
 import { bucketsFor, type BucketDescriptor, type Surface } from "./limits.ts";
-import { Admit, Authorize, CreateKey, Release, type KeyView, type RateView } from "./messages.ts";
+import { Admit, Authorize, CapPlan, CreateKey, Release, type KeyView, type RateView } from "./messages.ts";
+import { assertKeyRoom, assertTierInPlan, capTier, DEFAULT_PLAN, isPlan, keyPlanOf, normalizePlan, type Plan } from "./plans.ts";
 import { Type as T } from "@sinclair/typebox";
 
 interface KeyRecord extends KeyView {
@@ -113,6 +114,12 @@ function keyTier(mem: AgentMemory, stored: string): Tier {
   return mem.tier.tier;
 }
 
+/** The plan a key is capped at, as stored; a value that is not a plan caps at the lowest (fail closed). */
+function keyPlan(stored: string | null): Plan | null {
+  if (stored === null) return null;
+  return isPlan(stored) ? stored : DEFAULT_PLAN;
+}
+
 function sharedScopes(mem: AgentMemory, scopes: string[]): readonly string[] {
   if (mem.scopes?.of !== scopes) mem.scopes = { of: scopes, frozen: Object.freeze([...scopes]) };
   return mem.scopes.frozen;
@@ -138,10 +145,11 @@ export const agentActor = defineActor({
   kind: "agent",
   initialState: (): AgentState => ({ loaded: false, key: null }),
   async onActivate(ctx) {
-    if (ctx.state.loaded) return;
+    // A state saved before keys carried their plan (migration 0016) is read again from the row, which has it.
+    if (ctx.state.loaded && (ctx.state.key === null || ctx.state.key.plan !== undefined)) return;
     const rows = await ctx.sql<
-      { id: string; user_id: string; name: string; key_hash: string; scopes: string[]; tier: string; created_at: Date; expires_at: Date | null; revoked_at: Date | null }[]
-    >`SELECT id, user_id, name, key_hash, scopes, tier, created_at, expires_at, revoked_at FROM agent_keys WHERE prefix = ${ctx.id}`;
+      { id: string; user_id: string; name: string; key_hash: string; scopes: string[]; tier: string; plan: string | null; created_at: Date; expires_at: Date | null; revoked_at: Date | null }[]
+    >`SELECT id, user_id, name, key_hash, scopes, tier, plan, created_at, expires_at, revoked_at FROM agent_keys WHERE prefix = ${ctx.id}`;
     const r = rows[0];
     ctx.state = {
       loaded: true,
@@ -154,6 +162,7 @@ export const agentActor = defineActor({
             hash: r.key_hash,
             scopes: r.scopes,
             tier: r.tier,
+            plan: r.plan,
             createdAt: r.created_at.toISOString(),
             expiresAt: r.expires_at?.toISOString() ?? null,
             revokedAt: r.revoked_at?.toISOString() ?? null,
@@ -169,14 +178,30 @@ export const agentActor = defineActor({
     release: Release,
     get: T.Object({}),
     revoke: T.Object({ userId: T.String() }),
+    capPlan: CapPlan,
   },
   handlers: {
     async create(ctx, m) {
       if (ctx.state.key) throw fail("conflict", "key prefix collision; retry");
+      const tier = normalizeTier(m.tier);
       const tx = await ctx.tx();
+      // The account's row locked for the turn: two mints of one account, or a mint and a plan change
+      // (PUT /api/v1/admin/users/plan locks it too), take turns, so the count and the plan read here still hold
+      // when the key is stored.
+      const [user] = await tx<{ role: "operator" | "merchant"; plan: string }[]>`SELECT role, plan FROM users WHERE id = ${m.userId} FOR UPDATE`;
+      if (!user) throw fail("unauthorized", "The account of this session no longer exists.");
+      const plan = isPlan(user.plan) ? user.plan : DEFAULT_PLAN;
+      assertTierInPlan(user.role, plan, tier);
+      if (user.role !== "operator") {
+        const [live] = await tx<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM agent_keys
+          WHERE user_id = ${m.userId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${new Date(ctx.now())})`;
+        assertKeyRoom(live?.n ?? 0, m.maxLiveKeys);
+      }
+      const keyPlanValue = keyPlanOf(user.role, plan);
       const [row] = await tx<{ created_at: Date }[]>`
-        INSERT INTO agent_keys (id, user_id, name, prefix, key_hash, scopes, tier, expires_at)
-        VALUES (${m.id}, ${m.userId}, ${m.name}, ${ctx.id}, ${m.hash}, ${m.scopes}, ${m.tier}, ${m.expiresAt})
+        INSERT INTO agent_keys (id, user_id, name, prefix, key_hash, scopes, tier, plan, expires_at)
+        VALUES (${m.id}, ${m.userId}, ${m.name}, ${ctx.id}, ${m.hash}, ${m.scopes}, ${tier}, ${keyPlanValue}, ${m.expiresAt})
         RETURNING created_at`;
       ctx.state.key = {
         id: m.id,
@@ -185,7 +210,8 @@ export const agentActor = defineActor({
         name: m.name,
         hash: m.hash,
         scopes: m.scopes,
-        tier: m.tier,
+        tier,
+        plan: keyPlanValue,
         createdAt: row.created_at.toISOString(),
         expiresAt: m.expiresAt,
         revokedAt: null,
@@ -211,6 +237,7 @@ export const agentActor = defineActor({
         );
       }
       const tier = keyTier(mem, key.tier);
+      const plan = keyPlan(key.plan);
       let rate: RateView | null = null;
       let others: readonly BucketDescriptor[] = [];
       let consumedAt = 0;
@@ -231,7 +258,7 @@ export const agentActor = defineActor({
       let denied: ErrorData | null = null;
       if (m.checkRoute) {
         try {
-          checkAccess({ scopes: key.scopes, tier }, { method: m.method, path: m.path, delegated: m.delegated });
+          checkAccess({ scopes: key.scopes, tier, plan }, { method: m.method, path: m.path, delegated: m.delegated });
         } catch (err) {
           if (!(err instanceof ActorError)) throw err;
           denied = err.toData();
@@ -239,7 +266,7 @@ export const agentActor = defineActor({
       }
       // Only what the gateway needs: this reply crosses the bus on every agent request. Built for this call from
       // fresh or frozen parts: `authorize` is an immutable message (passed by reference in-process).
-      return { keyId: key.id, userId: key.userId, scopes: sharedScopes(mem, key.scopes), tier, rate, otherBuckets: others, denied, consumedAt };
+      return { keyId: key.id, userId: key.userId, scopes: sharedScopes(mem, key.scopes), tier, plan, rate, otherBuckets: others, denied, consumedAt };
     },
 
     /**
@@ -281,6 +308,27 @@ export const agentActor = defineActor({
       const [row] = await tx<{ revoked_at: Date }[]>`UPDATE agent_keys SET revoked_at = now() WHERE id = ${key.id} RETURNING revoked_at`;
       key.revokedAt = row.revoked_at.toISOString();
       return view(key);
+    },
+
+    /**
+     * The account's plan changed (PUT /api/v1/admin/users/plan; review R2-2): the key is capped at the new plan at
+     * once, here where every gateway's `authorize` is answered, as revocation is. A plan tier above the plan comes
+     * down to it (its features and REST limits with it); a SANDBOX key keeps its tier and gets the plan's features at
+     * most. A raised plan raises no tier (the key was minted for what it has), only a SANDBOX key's feature cap.
+     */
+    async capPlan(ctx, m) {
+      const key = ctx.state.key;
+      if (!key) throw fail("not_found", "no such key");
+      const plan = normalizePlan(m.plan);
+      const before = normalizeTier(key.tier);
+      const tier = capTier(before, plan);
+      if (!key.revokedAt && (key.plan !== plan || tier !== before)) {
+        const tx = await ctx.tx();
+        await tx`UPDATE agent_keys SET plan = ${plan}, tier = ${tier} WHERE id = ${key.id}`;
+        key.plan = plan;
+        key.tier = tier;
+      }
+      return { key: view(key), tierLowered: tier !== before && !key.revokedAt };
     },
   },
   // authorize/admit only touch the in-memory buckets, synchronously: safe to run without queueing (hot path)

@@ -11,7 +11,15 @@ export const CreateKey = T.Object({
   scopes: T.Array(T.String()),
   tier: T.String(),
   expiresAt: T.Union([T.String(), T.Null()]),
+  /**
+   * The most live (unrevoked, unexpired) keys a merchant account may hold (config AGENT_KEYS_MAX_LIVE). The actor
+   * checks it, and the tier against the account's plan, with the user row locked in the turn that stores the key.
+   */
+  maxLiveKeys: T.Integer({ minimum: 1 }),
 });
+
+/** PUT /api/v1/admin/users/plan: the account's new plan, sent to each of its live keys (review R2-2). */
+export const CapPlan = T.Object({ plan: T.String() });
 
 export const Authorize = T.Object({
   /** HMAC of the presented key (the plaintext never leaves the gateway). */
@@ -44,6 +52,8 @@ export const KeyView = T.Object({
   name: T.String(),
   scopes: T.Array(T.String()),
   tier: T.String(),
+  /** The account's plan the key's features are capped at; null for an operator's key (no cap). */
+  plan: T.Union([T.String(), T.Null()]),
   createdAt: T.String(),
   expiresAt: T.Union([T.String(), T.Null()]),
   revokedAt: T.Union([T.String(), T.Null()]),

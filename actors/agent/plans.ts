@@ -1,10 +1,12 @@
 /**
  * Who may mint a key of which tier (audit A2-F2). Each user account has a plan (`users.plan`): the highest tier
  * its keys may have. SANDBOX sits outside the ladder and is always allowed (the spec: "a sandbox key is free");
- * operators mint any tier. The gateway reads the plan and calls `assertTierInPlan` before the key is created.
+ * operators mint any tier. The key's actor reads the plan (the user row locked) and calls `assertTierInPlan` in the
+ * turn that stores the key, and stores the plan with the key: a key's features are capped at it (a SANDBOX key's
+ * too: review R2-1), and PUT /api/v1/admin/users/plan sends each live key the new plan (`capTier`; R2-2).
  */
 import { fail } from "../runtime/errors.ts";
-import { PLAN_TIERS, type Tier } from "./access.ts";
+import { echo, PLAN_TIERS, type Tier } from "./access.ts";
 
 export type Plan = Exclude<Tier, "SANDBOX">;
 
@@ -21,8 +23,7 @@ export function normalizePlan(input: unknown): Plan {
     if (upper === "FREE") return "STARTER";
     if (isPlan(upper)) return upper;
   }
-  const shown = typeof input === "string" ? JSON.stringify(input.slice(0, 100)) : JSON.stringify(input);
-  throw fail("validation_error", `Invalid body field 'plan': must be one of ${[...PLAN_TIERS, "FREE"].map((p) => `'${p}'`).join(", ")} (got ${shown})`, {
+  throw fail("validation_error", `Invalid body field 'plan': must be one of ${[...PLAN_TIERS, "FREE"].map((p) => `'${p}'`).join(", ")} (got ${echo(input)})`, {
     location: "body",
     field: "plan",
     allowed: [...PLAN_TIERS, "FREE"],
@@ -41,5 +42,25 @@ export function assertTierInPlan(role: "operator" | "merchant", plan: Plan, tier
   throw fail("tier_not_in_plan", `Your account's plan allows keys up to ${plan}, not ${tier}; an operator can raise the plan.`, {
     requestedTier: tier,
     planTier: plan,
+  });
+}
+
+/** The plan a new key of this account is capped at: none for an operator (operators mint any tier). */
+export function keyPlanOf(role: "operator" | "merchant", plan: Plan): Plan | null {
+  return role === "operator" ? null : plan;
+}
+
+/** A key's tier under a (new) plan: a plan tier above the plan comes down to it; SANDBOX stays SANDBOX. */
+export function capTier(tier: Tier, plan: Plan): Tier {
+  if (tier === "SANDBOX") return tier;
+  return PLAN_TIERS.indexOf(tier) > PLAN_TIERS.indexOf(plan) ? plan : tier;
+}
+
+/** 409 too_many_keys unless the account may hold one more live (unrevoked, unexpired) key. */
+export function assertKeyRoom(live: number, limit: number): void {
+  if (live < limit) return;
+  throw fail("too_many_keys", `Your account already holds ${live} live agent keys, the most allowed (${limit}); revoke one (DELETE /api/v1/agent-keys/{id}) first.`, {
+    liveKeys: live,
+    limit,
   });
 }

@@ -54,6 +54,7 @@ export const ERROR_TABLE = {
   feature_not_in_tier: e(403, "different_path", false, "call", "The key's tier does not include this feature."),
   sandbox_not_allowed: e(403, "different_path", false, "call", "SANDBOX-tier keys cannot create carts or check out."),
   tier_not_in_plan: e(403, "different_path", false, "call", "The account's plan does not allow keys of that tier; an operator can raise it."),
+  too_many_keys: e(409, "different_path", false, "call", "The account holds as many live agent keys as allowed; revoke one first."),
   payment_required: e(402, "different_path", false, "call", "x402 payment required."),
   not_implemented: e(501, "different_path", false, "call", "Reserved endpoint, not implemented."),
   payload_too_large: e(413, "fix_arguments", false, "call", "Request body too large."),

@@ -9,7 +9,7 @@
 import type { TObject } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { ValueErrorType } from "@sinclair/typebox/errors";
-import { lowestTierWith, tierHasFeature } from "../../actors/agent/access.ts";
+import { keyHasFeature, lowestTierWith, planLacksFeature, tierHasFeature } from "../../actors/agent/access.ts";
 import { ActorError, fail, isErrorCode, type ErrorCode } from "../../actors/runtime/errors.ts";
 import { log } from "../../infra/log.ts";
 import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
@@ -176,6 +176,7 @@ function checkAccess(def: AnyTool, ctx: ToolContext): void {
       requiredTier: lowestTierWith(def.feature),
     });
   }
+  if (def.feature && !keyHasFeature(caller.tier, caller.plan, def.feature)) throw planLacksFeature(caller.tier, caller.plan!, def.feature);
 }
 
 export async function runTool(t: CompiledTool | undefined, name: string, args: unknown, ctx: ToolContext): Promise<ToolCallResult> {

@@ -37,6 +37,8 @@ export interface Caller {
   userId: string;
   scopes: readonly string[];
   tier: Tier;
+  /** An agent key's account plan that caps its features (null or absent: no cap). */
+  plan?: Tier | null;
 }
 
 /** A verified end customer (identity token on the customer endpoint). */

@@ -361,7 +361,7 @@ export class McpGateway {
             throw new HttpRefusal(401, "unauthorized", "The checkout endpoint of a merchant store needs an OAuth 2.0 access token, not an API key.", { endpoint });
           }
           const a = access.agent;
-          return { caller: { kind: "agent-key", keyId: a.keyId, userId: a.userId, scopes: a.scopes, tier: a.tier }, customer, customerError };
+          return { caller: { kind: "agent-key", keyId: a.keyId, userId: a.userId, scopes: a.scopes, tier: a.tier, plan: a.plan }, customer, customerError };
         }
         if (access.kind === "oauth") {
           // RFC 8707 audience binding (audit N11): a token for the store's whole MCP resource is good on every

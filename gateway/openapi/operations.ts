@@ -77,7 +77,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
 
   // ---------------------------------------------------------------------------------------------- accounts
   "POST /api/v1/auth/login": { success: [], errors: { 401: ["unauthorized"] } },
-  "POST /api/v1/agent-keys": { success: [], errors: { 403: ["tier_not_in_plan"], 409: ["conflict"] } },
+  "POST /api/v1/agent-keys": { success: [], errors: { 403: ["tier_not_in_plan"], 409: ["conflict", "too_many_keys"] } },
   "GET /api/v1/agent-keys": { success: [] },
   "DELETE /api/v1/agent-keys/{id}": { success: [], errors: { 404: ["not_found"] } },
   "PUT /api/v1/agent-keys/{id}/ap2-user-keys/{kid}": { success: [ok(M.Ap2UserKey, "The AP2 user key as registered.")], errors: { 400: ["INVALID_ARGUMENT"], 404: ["not_found"] } },
@@ -211,6 +211,9 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "PUT /api/v1/admin/search/settings": { success: [ok(M.SearchSettings, "The settings now in force.")], errors: { 409: ["conflict"] } },
   "POST /api/v1/admin/search/reindex": { success: [ok(M.Reindex, "The index was rebuilt.")] },
   "PUT /api/v1/admin/users/plan": { success: [], errors: { 404: ["not_found"] } },
+  "GET /api/v1/admin/users/plan": { success: [], errors: { 404: ["not_found"] } },
+  "GET /api/v1/admin/users/agent-keys": { success: [], errors: { 404: ["not_found"] } },
+  "DELETE /api/v1/admin/agent-keys/{id}": { success: [], errors: { 404: ["not_found"] } },
 
   // ---------------------------------------------------------------------------------------------- cart
   "POST /api/v1/agent/cart": { success: [created(M.Cart, "The cart.")], errors: { 400: PRICING, 404: ["PRODUCT_NOT_FOUND"] } },

@@ -35,6 +35,8 @@ export interface AgentPrincipal {
   userId: string;
   scopes: Scope[];
   tier: Tier;
+  /** The account's plan that caps the key's features (null: no cap); the MCP tool check reads it. */
+  plan: Tier | null;
 }
 
 export interface UserPrincipal {
@@ -280,7 +282,7 @@ function principalOf(svc: Services, req: AgentRequest, prefix: string, limitsIp:
   else setStaticRateHeaders(req.headers, { surface: req.surface, ip: limitsIp, keyId: result.keyId, tier: result.tier, toolName: req.toolName ?? null });
   if (result.denied) throw ActorError.fromData(result.denied);
   // `scopes` is the reply's frozen array (authorize is an immutable message): shared, never to be changed
-  return { keyId: result.keyId, prefix, userId: result.userId, scopes: result.scopes as Scope[], tier: result.tier };
+  return { keyId: result.keyId, prefix, userId: result.userId, scopes: result.scopes as Scope[], tier: result.tier, plan: result.plan };
 }
 
 /**

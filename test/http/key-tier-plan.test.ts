@@ -75,7 +75,7 @@ describe("an operator sets a plan", () => {
   test("after PUT plan PRO the merchant mints PRO and GROWTH keys, and ENTERPRISE is 403 naming PRO", async () => {
     const r = await setPlan(admin, { email: OWNER.email.toUpperCase(), plan: "pro" });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, data: { email: OWNER.email, role: "merchant", plan: "PRO", previousPlan: "STARTER" } });
+    expect(r.body).toEqual({ success: true, data: { email: OWNER.email, role: "merchant", plan: "PRO", previousPlan: "STARTER", keysCapped: 0 } });
     expect((await mint(owner, "PRO")).body.data.tier).toBe("PRO");
     expect((await mint(owner, "GROWTH")).body.data.tier).toBe("GROWTH");
     const above = await mint(owner, "ENTERPRISE");

@@ -90,7 +90,7 @@ describe("creating keys", () => {
     for (const scope of ["admin", "agent:read", "agent:checkout"]) {
       const r = await post({ name: "bad", scopes: ["search", scope] });
       expect(r.status).toBe(400);
-      expect(r.body).toMatchObject({ success: false, code: "validation_error", details: { field: "scopes", scope } });
+      expect(r.body).toMatchObject({ success: false, code: "validation_error", details: { field: "scopes.1", scope } });
     }
     const empty = await post({ name: "empty", scopes: [] });
     expect(empty.status).toBe(400);
