@@ -12,7 +12,7 @@
  * - URL mode (`openUrl`) shows the buyer a link, used for PENDING_EXTERNAL_CONFIRMATION when supported.
  */
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { ElicitResultSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitResultSchema, type ProgressNotification, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { fail } from "../../actors/runtime/errors.ts";
 import type { ConfirmRequest } from "./registry.ts";
 
@@ -63,16 +63,53 @@ function renderMessage(req: ConfirmRequest): string {
   return [req.summary, ...facts, "", "Approve this action?"].join("\n");
 }
 
-/** `stopping`: aborted when the gateway shuts down, so a question still waiting ends as not completed. */
-export function elicitingConfirmer(server: Server, relatedRequestId: RequestId, stopping?: AbortSignal): Confirmer {
+/**
+ * While a question waits, a call that carries a `progressToken` gets `notifications/progress` this often, so a client
+ * using `resetTimeoutOnProgress` keeps waiting for the human past its request timeout (the SDK's default is 60 s).
+ */
+export const CONFIRM_PROGRESS_EVERY_MS = 20_000;
+
+export interface ConfirmOptions {
+  /**
+   * Aborted when the tool call is cancelled (`notifications/cancelled`, e.g. the client's request timeout) or the
+   * gateway shuts down: the question is withdrawn and the write does not start (audit A5 H1).
+   */
+  signal: AbortSignal;
+  /** The call's `_meta.progressToken` and a way to send on the call's stream, if the client asked for progress. */
+  progress?: { token: string | number; send: (n: ProgressNotification) => Promise<void> };
+  progressEveryMs?: number;
+}
+
+/** Why the call's signal was aborted, for `details.error`. */
+function abortReason(signal: AbortSignal): string {
+  const r = signal.reason as { message?: unknown } | undefined;
+  return String(r?.message ?? r ?? "aborted").slice(0, 200);
+}
+
+/**
+ * The call ended (cancelled or gateway stopping) while the human was asked, or just as they approved: nothing is
+ * written. A cancelled call's answer is never sent (the SDK drops it); a stopping gateway's is.
+ */
+function notCompletedByAbort(signal: AbortSignal): never {
+  throw fail("UPSTREAM_UNAVAILABLE", "The call ended before the human's approval could be used (cancelled, or the server is stopping). Nothing changed; call again.", {
+    reason: "confirmation_not_completed",
+    dependency: "client_elicitation",
+    error: abortReason(signal),
+  });
+}
+
+export function elicitingConfirmer(server: Server, relatedRequestId: RequestId, opts: ConfirmOptions): Confirmer {
   const caps = server.getClientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
   if (!caps) return cannotAsk;
+  const signal = opts.signal;
   // An empty capability object is the pre-2025-11-25 form-only declaration.
   const form = caps.form !== undefined || caps.url === undefined;
   const url = caps.url !== undefined;
   return {
     async confirm(req) {
       if (!form) return cannotAsk.confirm(req);
+      if (signal.aborted) notCompletedByAbort(signal);
+      const stopProgress = startProgress(opts);
       const result = await server.request(
         {
           method: "elicitation/create",
@@ -89,8 +126,9 @@ export function elicitingConfirmer(server: Server, relatedRequestId: RequestId, 
           },
         },
         ElicitResultSchema,
-        { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS, signal: stopping },
+        { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS, signal },
       ).catch((err: unknown) => {
+        if (signal.aborted) notCompletedByAbort(signal);
         // No answer in time, or the client failed the request: not approved, so nothing happens. But nobody
         // declined either (audit N10): HUMAN_CONFIRMATION_DECLINED means "stop", and an agent obeying it would never
         // ask again. The closed code table's retryable "a dependency did not answer" fits: the human's client.
@@ -99,7 +137,10 @@ export function elicitingConfirmer(server: Server, relatedRequestId: RequestId, 
           dependency: "client_elicitation",
           error: String((err as Error)?.message ?? err).slice(0, 200),
         });
-      });
+      }).finally(stopProgress);
+      // An answer that crossed the cancellation (or arrived as it was sent) must not start the write: the agent
+      // already saw the call fail and may start over (audit A5 H1). A write that started before the cancel completes.
+      if (signal.aborted) notCompletedByAbort(signal);
       if (result.action === "accept" && !approvalAnswer(result.content)) {
         // The server asks with server.request, so nothing checked the answer against requestedSchema (audit B F5):
         // `"false"` or `0` is no approval. Nobody said yes, and maybe not no either: not completed, nothing changed.
@@ -120,12 +161,29 @@ export function elicitingConfirmer(server: Server, relatedRequestId: RequestId, 
         const res = await server.request(
           { method: "elicitation/create", params: { mode: "url", message, url: link, elicitationId: crypto.randomUUID() } },
           ElicitResultSchema,
-          { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS, signal: stopping },
+          { relatedRequestId, timeout: CONFIRM_TIMEOUT_MS, signal },
         );
-        return res.action === "accept";
+        return res.action === "accept" && !signal.aborted;
       } catch {
         return false;
       }
     },
   };
+}
+
+/**
+ * Progress while the human thinks: at once, then every `progressEveryMs`. Returns the stop function. A failed send
+ * (stream gone) is ignored: the call's own signal says whether it was cancelled.
+ */
+function startProgress(opts: ConfirmOptions): () => void {
+  const p = opts.progress;
+  if (!p) return () => {};
+  let n = 0;
+  const send = () => {
+    n += 1;
+    p.send({ method: "notifications/progress", params: { progressToken: p.token, progress: n, message: "waiting for the human's approval" } }).catch(() => {});
+  };
+  send();
+  const timer = setInterval(send, opts.progressEveryMs ?? CONFIRM_PROGRESS_EVERY_MS);
+  return () => clearInterval(timer);
 }

@@ -47,7 +47,7 @@ import { isObjectRecord } from "../plugins/json-body.ts";
 import { breachMessage, exceedsJsonDepth, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor, tooDeepMessage } from "../plugins/json-depth.ts";
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import type { Services } from "../services.ts";
-import { cannotAsk, elicitingConfirmer, type Confirmer } from "./confirm.ts";
+import { cannotAsk, CONFIRM_PROGRESS_EVERY_MS, elicitingConfirmer, type Confirmer } from "./confirm.ts";
 import { buildToolTable, runTool, type CompiledTool, type ToolTable } from "./dispatch.ts";
 import { errorResult, serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
 import { CUSTOMER_HEADER, customerLimitId, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
@@ -167,6 +167,8 @@ export class McpGateway {
   private readonly inFlight = new Set<Promise<unknown>>();
 
   private readonly siteOrigin: string;
+  /** How often a waiting question sends progress to a call that asked for it (confirm.ts; tests shorten it). */
+  confirmProgressEveryMs = CONFIRM_PROGRESS_EVERY_MS;
 
   constructor(readonly svc: Services) {
     this.siteOrigin = new URL(svc.siteUrl).origin;
@@ -298,7 +300,13 @@ export class McpGateway {
       const principal = (extra.authInfo?.extra?.principal as CallPrincipal | undefined) ?? { caller: null, customer: null, customerError: null };
       const current = (await this.store(slug)) ?? store;
       const t = this.table.served(req.params.name, endpoint, enabled);
-      const confirmer = elicitingConfirmer(server, extra.requestId, this.stopping.signal);
+      // The call's own signal (notifications/cancelled, a closed stream) withdraws the question too (audit A5 H1).
+      const token = extra._meta?.progressToken;
+      const confirmer = elicitingConfirmer(server, extra.requestId, {
+        signal: AbortSignal.any([extra.signal, this.stopping.signal]),
+        progress: token === undefined ? undefined : { token, send: (n) => extra.sendNotification(n) },
+        progressEveryMs: this.confirmProgressEveryMs,
+      });
       const call = runTool(t, req.params.name, req.params.arguments, this.context(current, endpoint, principal, confirmer));
       this.inFlight.add(call);
       try {
