@@ -79,13 +79,20 @@ async function disarmRedriveIfIdle(ctx: Ctx): Promise<void> {
  * The order's move for a refund now REFUNDED (refund_partial, or refund_full once refunds cover what was captured),
  * where the machine has one: an order still pending under reconciliation has none and keeps its status (the cart
  * cancels it in the turn that resolves it, then records this move). Read in the transaction: the order may have
- * moved since the drive read it.
+ * moved since the drive read it. A full refund of an order still `paid` (never fulfilled: the goods never left the
+ * merchant) gives its sold units back as the merchant's cancel does (`returnSoldStock`, review R1-L1), in the same
+ * transaction; once it is fulfilled, shipped or delivered the goods are out and the stock is the merchant's to
+ * correct. Returns the products whose stock changed (to reindex).
  */
-export async function moveOrderAfterRefund(tx: Sql, slug: string, orderId: string, refundId: string, amountMinor: number, now: number): Promise<void> {
+export async function moveOrderAfterRefund(tx: Sql, slug: string, orderId: string, refundId: string, amountMinor: number, now: number): Promise<string[]> {
   const all = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${orderId}`;
   const current = await loadOrder(tx, slug, orderId);
   const event = orderEventAfterRefund(refundBoundMinor(current), all.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
-  if (nextOrderStatus(current.status, event, "system")) await moveOrder(tx, current, event, "system", now, { refund_id: refundId, amount_minor: amountMinor });
+  if (!nextOrderStatus(current.status, event, "system")) return [];
+  // moveOrder is conditional on the status read here, so of two drives only one moves (and restocks); a replay of
+  // returnSoldStock finds no committed reservation left.
+  await moveOrder(tx, current, event, "system", now, { refund_id: refundId, amount_minor: amountMinor });
+  return event === "refund_full" && current.status === "paid" ? returnSoldStock(tx, slug, orderId) : [];
 }
 
 /**
@@ -98,7 +105,7 @@ export function railRefundKey(refundId: string, attempt: number): string {
 }
 
 /** What a refund's drive needs of the turn running it: the store's own, or the cart's resolving a capture. */
-export type RefundTurn = Pick<ActorContext<unknown>, "sql" | "tx" | "now" | "log">;
+export type RefundTurn = Pick<ActorContext<unknown>, "sql" | "tx" | "now" | "log" | "publish">;
 
 /**
  * Calls the order's rail (`orders.payment_rail`) for an APPROVED refund of store `slug` and records its answer in
@@ -134,7 +141,8 @@ export async function driveRefundRows(turn: RefundTurn, slug: string, refundId: 
       WHERE id = ${refundId} AND status = 'APPROVED'`;
     if (settled.count === 1) {
       await tx`UPDATE orders SET refunded_minor = LEAST(COALESCE(captured_minor, total_minor), refunded_minor + ${amountMinor}) WHERE id = ${order.id}`;
-      await moveOrderAfterRefund(tx, slug, order.id, refundId, amountMinor, turn.now());
+      const restocked = await moveOrderAfterRefund(tx, slug, order.id, refundId, amountMinor, turn.now());
+      if (restocked.length) turn.publish("catalog.changed", { storeSlug: slug, upserted: restocked, removed: [] });
     }
   } else {
     await tx`UPDATE order_refunds SET status = ${applyRefundEvent(record, "fail", "system").status}, failure = ${result.reason}, updated_at = now()
