@@ -182,13 +182,25 @@ const orderRow = (r: OrderDbRow): StoreOrderRow => ({
   createdAt: r.created_at.toISOString(),
 });
 
-/** Newest first; optional status and channel filters. */
+/**
+ * The order filter that is not a status (review R1-L2): part of the capture refunded, the rest not. A partial refund
+ * keeps the order's fulfilment status (audit A1 M3), so no status says it; `partially_refunded`, the status it used
+ * to be, is accepted as the same filter (no order has that status any more: migration 0035).
+ */
+export const PARTLY_REFUNDED = "partly_refunded";
+const PARTLY_REFUNDED_ALIASES: ReadonlySet<string> = new Set([PARTLY_REFUNDED, "partially_refunded"]);
+
+/** Newest first; optional status (or `partly_refunded`) and channel filters. */
 export async function listStoreOrders(
   sql: Sql,
   slug: string,
   opts: { limit: number; offset: number; status?: string; channel?: "agent" | "human"; reconciliation?: boolean },
 ): Promise<{ total: number; items: StoreOrderRow[] }> {
-  const status = opts.status ? sql`AND status = ${opts.status}` : sql``;
+  const status = !opts.status
+    ? sql``
+    : PARTLY_REFUNDED_ALIASES.has(opts.status)
+      ? sql`AND refunded_minor > 0 AND refunded_minor < COALESCE(captured_minor, total_minor)`
+      : sql`AND status = ${opts.status}`;
   const channel = opts.channel ? sql`AND channel = ${opts.channel}` : sql``;
   const flagged = opts.reconciliation ? sql`AND reconciliation IS NOT NULL` : sql``;
   const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE store_slug = ${slug} ${status} ${channel} ${flagged}`;

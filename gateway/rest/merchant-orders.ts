@@ -67,8 +67,8 @@ export function merchantOrderRoutes(svc: Services) {
         query: t.Object({
           status: t.Optional(t.Union(["PENDING_APPROVAL", "APPROVED", "REJECTED", "REFUNDED", "FAILED"].map((s) => t.Literal(s)))),
           order_id: t.Optional(t.String({ format: "uuid" })),
-          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 200 })),
-          offset: t.Optional(t.Numeric({ minimum: 0, maximum: 1_000_000 })),
+          limit: t.Optional(t.Integer({ minimum: 1, maximum: 200 })),
+          offset: t.Optional(t.Integer({ minimum: 0, maximum: 1_000_000 })),
         }),
         response: errorResponses(400, 401, 404),
         detail: {

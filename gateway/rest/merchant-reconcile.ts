@@ -2,7 +2,8 @@
  * The merchant's view of its orders and its way out of a capture escalated for a human (audit D6), under
  * /api/v1/merchant/stores/{slug} (Bearer JWT of the store's owner, or an operator; anyone else 404 store_not_found):
  *
- * GET  /orders                      newest first; `status`, `channel`, `reconciliation=required` (flagged only)
+ * GET  /orders                      newest first; `status` (or `partly_refunded`: part of the capture refunded),
+ *                                   `channel`, `reconciliation=required` (flagged only); integer `limit`, `offset`
  * GET  /orders/{id}                 one order with items, history and refunds; `reconciliation` shows the flag
  * POST /orders/{id}/reconcile       {action: "accept" | "refund"}: accept the capture as the payment (order paid,
  *                                   stock sold, session COMPLETED; a capture other than the total bounds its
@@ -20,7 +21,7 @@
 import { Elysia, t } from "elysia";
 import { cartActor } from "../../actors/cart/index.ts";
 import { fail } from "../../actors/runtime/errors.ts";
-import { listStoreOrders, storeOrderDetail } from "../../actors/store/merchant-reads.ts";
+import { listStoreOrders, PARTLY_REFUNDED, storeOrderDetail } from "../../actors/store/merchant-reads.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
@@ -28,7 +29,8 @@ import type { Services } from "../services.ts";
 
 const Slug = t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const sec = { security: [{ bearer: [] }] };
-const ORDER_STATUSES = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "partially_refunded", "refunded"];
+/** Statuses, and the one filter that is not (`partly_refunded`; `partially_refunded` is its old name: merchant-reads.ts). */
+const ORDER_FILTERS = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "refunded", PARTLY_REFUNDED, "partially_refunded"];
 
 export function merchantReconcileRoutes(svc: Services) {
   return new Elysia({ name: "merchant-reconcile-routes" })
@@ -45,14 +47,21 @@ export function merchantReconcileRoutes(svc: Services) {
       {
         params: t.Object({ slug: Slug }),
         query: t.Object({
-          status: t.Optional(t.Union(ORDER_STATUSES.map((s) => t.Literal(s)))),
+          status: t.Optional(t.Union(ORDER_FILTERS.map((s) => t.Literal(s)))),
           channel: t.Optional(t.Union([t.Literal("agent"), t.Literal("human")])),
           reconciliation: t.Optional(t.Literal("required")),
-          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 200 })),
-          offset: t.Optional(t.Numeric({ minimum: 0, maximum: 1_000_000 })),
+          limit: t.Optional(t.Integer({ minimum: 1, maximum: 200 })),
+          offset: t.Optional(t.Integer({ minimum: 0, maximum: 1_000_000 })),
         }),
         response: errorResponses(400, 401, 404),
-        detail: { tags: ["merchant"], summary: "Orders of the store, newest first (reconciliation=required: captures waiting for a decision)", ...sec },
+        detail: {
+          tags: ["merchant"],
+          summary: "Orders of the store, newest first (reconciliation=required: captures waiting for a decision)",
+          description:
+            "status filters by status, or partly_refunded: orders with part of their capture refunded (a partial refund keeps the " +
+            "fulfilment status; partially_refunded is the old name of this filter). Paged with limit (1-200, default 50) and offset.",
+          ...sec,
+        },
       },
     )
     .get(

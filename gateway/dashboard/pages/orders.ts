@@ -1,12 +1,13 @@
 /** Orders (list, detail with event history, status moves) and refund requests (approve, reject). */
-import type { StoreOrderDetail, StoreOrderRow } from "../../../actors/store/merchant-reads.ts";
+import { PARTLY_REFUNDED, type StoreOrderDetail, type StoreOrderRow } from "../../../actors/store/merchant-reads.ts";
 import type { RefundView } from "../../../actors/store/commerce.ts";
 import type { StoreRecord } from "../../../actors/store/schemas.ts";
 import { html, type Html } from "../html.ts";
 import { badge, money, page, pager, postForm, storeBase, when } from "../layout.ts";
 import type { DashboardSession, Flash } from "../session.ts";
 
-export const ORDER_STATUSES = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "partially_refunded", "refunded"] as const;
+/** The status filter's values: the statuses, and `partly_refunded` (part of the capture refunded; no status says it: merchant-reads.ts). */
+export const ORDER_STATUSES = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "refunded", PARTLY_REFUNDED] as const;
 /** Moves a merchant may ask for (the order machine decides whether the move is legal from the current status). */
 export const MERCHANT_MOVES = ["fulfilled", "shipped", "delivered", "canceled"] as const;
 
