@@ -21,7 +21,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await srv?.stop();
-});
+}, 30_000);
 
 type Res = { status: number; body: any };
 const newKey = () => createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES });
