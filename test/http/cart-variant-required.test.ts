@@ -61,11 +61,14 @@ describe("a line of a product with variants names its variant", () => {
     expect(line.variant_id).toBe(variants[0].id);
   }, 60_000);
 
-  test("MCP create_cart: the same refusal as a tool error naming items[0].variant_id", async () => {
+  test("MCP create_cart: the same refusal as a tool error naming items[i].variant_id, before the human is asked", async () => {
     const c = await connect(srv, { headers: key.headers, elicit: () => ({ action: "accept", content: { approve: true } }) });
     try {
-      const r = await c.call("create_cart", { items: [{ product_id: HEADPHONES, quantity: 1 }] });
-      expect(errorOf(r)).toMatchObject({ code: "MISSING_REQUIRED_ARGUMENT", details: expectedDetails(0) });
+      const n = await carts();
+      const r = await c.call("create_cart", { items: [{ product_id: BOARD, quantity: 1 }, { product_id: HEADPHONES, quantity: 1 }] });
+      expect(errorOf(r)).toMatchObject({ code: "MISSING_REQUIRED_ARGUMENT", details: expectedDetails(1) });
+      expect(c.elicitations).toHaveLength(0);
+      expect(await carts()).toBe(n);
     } finally {
       await c.close();
     }

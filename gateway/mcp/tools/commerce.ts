@@ -9,6 +9,7 @@ import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { LegOutcomeView } from "../../../actors/cart/checkout-machine.ts";
 import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/cart/messages.ts";
+import { variantMissing } from "../../../actors/cart/variant-line.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { refundView, storeCommerce } from "../../../actors/store/commerce.ts";
@@ -81,8 +82,11 @@ async function cartItemsOfThisStore(ctx: ToolContext, items: readonly { product_
   let currency = "";
   const lines: string[] = [];
   const stock = new Map<string, { inStock: boolean; stockQuantity: number | null }>();
-  for (const i of items) {
+  for (const [n, i] of items.entries()) {
     const { product } = await storeProduct(ctx, i.product_id);
+    // The cart actor's refusal of a variant product's line without variant_id, before the human is asked.
+    const noVariant = variantMissing(n, product, i.variant_id);
+    if (noVariant) throw noVariant;
     totalMinor += product.priceMinor * i.quantity;
     currency ||= product.currency;
     lines.push(`${i.quantity} × ${forHuman(product.title)} (${money(product.priceMinor, product.currency)})`);
