@@ -1,5 +1,5 @@
 /** The public methodology document served by GET /trust/methodology. Built from the same constants the engines use. */
-import { ASSURANCE, SIGNAL_WEIGHTS, TIERS, TIER_THRESHOLDS } from "./engine-v41.ts";
+import { ASSURANCE, ORDER_HEALTH_GATE, SIGNAL_WEIGHTS, TIERS, TIER_THRESHOLDS } from "./engine-v41.ts";
 import { V2_COMPONENTS, V2_NORMALISATION } from "./engine-v2.ts";
 import { AGENT_THRESHOLD, DISPLAY_BANDS, LEGACY_LADDER, OPERATIONAL_STATUSES, SUSPENSION_THRESHOLD } from "./bands.ts";
 import { DATA_QUALITY_LEVELS, METHODOLOGY_VERSION, V2_MODEL_VERSION } from "./types.ts";
@@ -52,7 +52,14 @@ function buildTopLevel() {
     formula:
       "base = floor + weighted × (cap − floor) with weighted the tier-weighted sum of dimension scores (0..1); final = min(100, base + external_assurance_bonus)",
     dimensions: {
-      merchantReliabilityBase: { signals: SIGNAL_WEIGHTS.merchantReliabilityBase },
+      merchantReliabilityBase: {
+        signals: SIGNAL_WEIGHTS.merchantReliabilityBase,
+        order_health_gate: {
+          signals: [...ORDER_HEALTH_GATE.signals],
+          margin: ORDER_HEALTH_GATE.margin,
+          rule: "reliability = min(weighted mean of its signals, order health + margin); order health = weighted mean of the applicable order-health signals; no gate without one",
+        },
+      },
       agenticReadiness: { signals: SIGNAL_WEIGHTS.agenticReadiness },
       agenticEvidence: { signals: SIGNAL_WEIGHTS.agenticEvidence },
     },
@@ -62,6 +69,8 @@ function buildTopLevel() {
       gates: ["issuer on allowlist", "not expired", "already valid", "verified evidence", "one bonus per certification kind"],
       issuer_allowlist: [...ASSURANCE.defaultIssuerAllowlist],
       applied: "after the base score; the final score is clamped to 100",
+      collected: false,
+      note: "certifications are not recorded yet, so no merchant earns this bonus today",
     },
     tiers,
     tier_degradation: "agent_verified degrades to agent_verified_thin when the GMV floor or the unique-buyer count is missing or insufficient",

@@ -8,6 +8,7 @@ import { detectAnomalies, type RaisedAlert } from "../../actors/trust/anomaly.ts
 import { computeV41, ORDER_HEALTH_GATE, type TrustInputs } from "../../actors/trust/engine-v41.ts";
 import type { HistoryPoint } from "../../actors/trust/explain.ts";
 import { agentCheckoutRate, toV41Inputs, type StoreFacts } from "../../actors/trust/inputs.ts";
+import { methodologyDocument } from "../../actors/trust/methodology.ts";
 
 const NOW = Date.parse("2026-06-01T00:00:00Z");
 const HOUR = 3_600_000;
@@ -93,6 +94,15 @@ describe("order health gates reliability (M2)", () => {
     const rel2 = computeV41(noOrders, { now: NOW }).dimensions.find((d) => d.dimension === "merchantReliabilityBase")!;
     expect(rel2.orderHealthGate).toBe(1);
     expect(rel2.score01).toBeCloseTo((0.2 * 0.99 + 0.1 * 0.82 + 0.15 * 0.67) / 0.45, 6);
+  });
+
+  test("the methodology document states the gate, and that external assurance is not collected (L1)", () => {
+    const doc = methodologyDocument() as unknown as {
+      dimensions: { merchantReliabilityBase: { order_health_gate: { signals: string[]; margin: number } } };
+      external_assurance: { collected: boolean };
+    };
+    expect(doc.dimensions.merchantReliabilityBase.order_health_gate).toMatchObject({ signals: ["fulfillment", "disputeRefundHealth"], margin: 0.25 });
+    expect(doc.external_assurance.collected).toBe(false);
   });
 
   test("the gate only ever lowers reliability, and more order health never lowers it", () => {
