@@ -28,7 +28,7 @@ import type { Services } from "../services.ts";
 import { getClient, type OAuthClient } from "./clients.ts";
 import { issuer, OAUTH_BASE, OAuthError, slugFromResource, storeExists, stringFields } from "./common.ts";
 import { createCode } from "./grants.ts";
-import { grantScopes } from "./scopes.ts";
+import { authorizationScopes } from "./scopes.ts";
 
 const CSRF_COOKIE = "acs_oauth_csrf";
 const PARAMS = ["response_type", "client_id", "redirect_uri", "code_challenge", "code_challenge_method", "scope", "state", "resource"] as const;
@@ -80,7 +80,7 @@ async function validate(svc: Services, p: Params, from: string): Promise<Validat
     if (!p.resource) throw new OAuthError("invalid_target", "resource is required: the store's MCP endpoint {site_url}/{slug}/mcp (RFC 8707)");
     const slug = slugFromResource(svc, p.resource);
     if (!slug || !(await storeExists(svc, slug))) throw new OAuthError("invalid_target", "unknown resource");
-    v.scopes = grantScopes(p.scope, client.scopes);
+    v.scopes = authorizationScopes(p.scope, client);
     v.resource = p.resource;
     v.slug = slug;
     v.codeChallenge = p.code_challenge;

@@ -11,7 +11,7 @@ import type { Services } from "../services.ts";
 import { authenticateClient } from "./clients.ts";
 import { answerOAuthErrors, noStore, OAUTH_BASE, OAuthError, sha256b64url, slugFromResource, storeExists, stringFields } from "./common.ts";
 import { redeemCode, revokeRefreshToken, rotateRefreshToken, tokenResponse } from "./grants.ts";
-import { grantScopes } from "./scopes.ts";
+import { grantScopes, narrowScopes } from "./scopes.ts";
 
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 
@@ -68,7 +68,7 @@ export function tokenRoutes(svc: Services) {
               const resource = await checkResource(svc, form.resource, false);
               // scope and resource are checked against the token's grant before it is spent (a refusal keeps it usable)
               const rotated = await rotateRefreshToken(svc, form.refresh_token, client.clientId, (p) => {
-                const scopes = form.scope ? grantScopes(form.scope, p.scopes) : p.scopes;
+                const scopes = narrowScopes(form.scope, p.scopes);
                 if (resource !== undefined && resource !== p.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
                 return { ...p, scopes };
               });
