@@ -172,7 +172,8 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
     // Only transactions count (audit A4 H1): an order that was never paid (a declined, failed or unapproved checkout
     // leaves it pending until the session ends) is not a sale, so it adds nothing to the tier counts, GMV, unique
     // buyers, the rates or agent checkout health. `paid` = paid_at set (checkout) or a post-payment status (orders
-    // recorded by the merchant API or imported carry no paid_at). `real` = paid and not canceled.
+    // recorded by the merchant API or imported carry no paid_at). `real` = paid and not canceled. The fulfilment
+    // counts take paid orders too: a merchant may record a `pending` order with fulfilledOnTime set.
     sql<Record<string, string | number>[]>`
       SELECT store_slug,
         count(*) FILTER (WHERE channel = 'human' AND real) AS human,
@@ -180,17 +181,17 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
         coalesce(sum(total_minor) FILTER (WHERE created_at >= ${since} AND real AND currency = store_currency), 0) AS gmv_minor,
         count(DISTINCT buyer_ref) FILTER (WHERE created_at >= ${since} AND real) AS unique_buyers,
         count(*) FILTER (WHERE created_at >= ${since} AND real) AS orders,
-        count(*) FILTER (WHERE created_at >= ${since} AND fulfilled_on_time IS NOT NULL) AS decided,
-        count(*) FILTER (WHERE created_at >= ${since} AND fulfilled_on_time) AS on_time,
+        count(*) FILTER (WHERE created_at >= ${since} AND paid AND fulfilled_on_time IS NOT NULL) AS decided,
+        count(*) FILTER (WHERE created_at >= ${since} AND paid AND fulfilled_on_time) AS on_time,
         count(*) FILTER (WHERE created_at >= ${since} AND real AND disputed) AS disputes,
         count(*) FILTER (WHERE created_at >= ${since} AND real AND refunded_minor > 0) AS refunds,
         count(*) FILTER (WHERE created_at >= ${since} AND real AND (refunded_minor > 0 OR disputed)) AS refunds_or_disputes,
-        count(*) FILTER (WHERE created_at >= ${since} AND channel = 'human' AND fulfilled_on_time AND NOT disputed AND refunded_minor = 0) AS human_good,
+        count(*) FILTER (WHERE created_at >= ${since} AND channel = 'human' AND real AND fulfilled_on_time AND NOT disputed AND refunded_minor = 0) AS human_good,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND paid) AS agent_all,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND real AND refunded_minor = 0 AND NOT disputed) AS agent_completed,
-        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time IS NOT NULL) AS agent_decided,
-        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time) AS agent_on_time,
-        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND fulfilled_on_time IS NOT NULL AND disputed) AS agent_disputes
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND paid AND fulfilled_on_time IS NOT NULL) AS agent_decided,
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND paid AND fulfilled_on_time) AS agent_on_time,
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND paid AND fulfilled_on_time IS NOT NULL AND disputed) AS agent_disputes
       FROM (SELECT o.*, ${PAID_SQL} AS paid, ${PAID_SQL} AND o.status <> 'canceled' AS real, s.currency AS store_currency
             FROM orders o JOIN stores s ON s.slug = o.store_slug WHERE o.store_slug = ANY(${list})) orders
       GROUP BY store_slug`,

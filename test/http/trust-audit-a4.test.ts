@@ -81,6 +81,10 @@ async function recompute(slug: string): Promise<void> {
 }
 
 interface Snapshot {
+  human: number;
+  decided: number;
+  onTime: number;
+  humanGood: number;
   agent: number;
   gmvMinor: number;
   uniqueBuyers: number;
@@ -94,6 +98,10 @@ async function snapshot(slug: string): Promise<Snapshot> {
     SELECT c.facts, s.trust_score FROM trust_current c JOIN stores s ON s.slug = c.store_slug WHERE c.store_slug = ${slug}`;
   const o = row!.facts.orders;
   return {
+    human: o.human,
+    decided: o.decided,
+    onTime: o.onTime,
+    humanGood: o.humanGood,
     agent: o.agent,
     gmvMinor: o.gmvMinor,
     uniqueBuyers: o.uniqueBuyers,
@@ -159,6 +167,21 @@ describe("only paid orders are transactions (H1)", () => {
     expect(after.uniqueBuyers).toBe(before.uniqueBuyers + 1);
     expect(after.agentAll).toBe(before.agentAll + 1);
     expect(after.agentCompleted).toBe(before.agentCompleted + 1);
+  }, 60_000);
+
+  test("a pending order the merchant records is not counted either, not even its fulfilment", async () => {
+    const slug = "maple-pine-home";
+    await recompute(slug);
+    const before = await snapshot(slug);
+    const owner = await login(srv, merchantLogin(slug));
+    const [{ currency }] = await db.sql<{ currency: string }[]>`SELECT currency FROM stores WHERE slug = ${slug}`;
+    const order = { externalId: "a4-h1-pending", buyer: "someone-new@example.com", status: "pending", currency, items: [{ title: "lamp", quantity: 1, unitPrice: 90000 }], fulfilledOnTime: true };
+    const r = await srv.json(`/api/v1/merchant/stores/${slug}/orders`, { method: "POST", headers: auth(owner), body: { orders: [order] } });
+    expect(r.status).toBe(201);
+    expect(r.body.data.accepted).toBe(1);
+
+    await recompute(slug);
+    expect(await snapshot(slug)).toEqual(before);
   }, 60_000);
 });
 
