@@ -207,31 +207,32 @@ describe("coupon use on a leg with nothing held", () => {
     expect(await used()).toBe(before + 1);
   });
 
-  test("an order that kept its coupon from an earlier attempt counts it even when the paying attempt names none", async () => {
+  test("an attempt that names no coupon clears the coupon an earlier attempt wrote on the order, and its paying settle counts no use (review R1-H1)", async () => {
     const { readCatalog, beginLegRows, settleLegRows } = await import("../../actors/store/commerce.ts");
     await readCatalog(srv.db.sql, [P.board], key.id);
     const orderId = crypto.randomUUID();
     const leg = (reservationId: string, couponCode: string | null) => ({
       orderId, checkoutSessionId: `cs_${orderId}`, cartId: crypto.randomUUID(), reservationId, agentKeyId: key.id, currency: "USD",
-      paymentRail: "card", paymentMethod: "MOCK", couponCode, subtotalMinor: 2695, discountMinor: 270, shippingMinor: 0, taxMinor: 0,
-      totalMinor: 2425, lines: [{ productId: P.board, variantId: null, title: "board", quantity: 1, unitPriceMinor: 2695 }],
+      paymentRail: "card", paymentMethod: "MOCK", couponCode, subtotalMinor: 2695, discountMinor: couponCode ? 270 : 0, shippingMinor: 0, taxMinor: 0,
+      totalMinor: couponCode ? 2425 : 2695, lines: [{ productId: P.board, variantId: null, title: "board", quantity: 1, unitPriceMinor: 2695 }],
     });
     const first = crypto.randomUUID();
     const second = crypto.randomUUID();
     await srv.db.sql.begin((tx) => beginLegRows(tx as never, "demo-store", leg(first, "WELCOME10"), Date.now()));
     await srv.db.sql.begin((tx) => settleLegRows(tx as never, "demo-store", { orderId, reservationId: first, outcome: "released", note: "declined" }, Date.now()));
-    // the next attempt reuses the order, which keeps the coupon it was written with
+    // the next attempt reuses the order and records what it charges: no coupon, no discount
     expect(await srv.db.sql.begin((tx) => beginLegRows(tx as never, "demo-store", leg(second, null), Date.now()))).toEqual({ orderId, created: false });
-    const [o] = await srv.db.sql<{ intent_id: string; coupon_code: string | null }[]>`SELECT intent_id, coupon_code FROM orders WHERE id = ${orderId}`;
-    expect(o).toEqual({ intent_id: second, coupon_code: "WELCOME10" });
+    const [o] = await srv.db.sql<{ intent_id: string; coupon_code: string | null; discount_minor: number; total_minor: number }[]>`
+      SELECT intent_id, coupon_code, discount_minor::int, total_minor::int FROM orders WHERE id = ${orderId}`;
+    expect(o).toEqual({ intent_id: second, coupon_code: null, discount_minor: 0, total_minor: 2695 });
     const attempts = await srv.db.sql<{ type: string }[]>`SELECT type FROM order_events WHERE order_id = ${orderId} ORDER BY id`;
     expect(attempts.map((e) => e.type)).toEqual(["created", "payment_rolled_back", "payment_attempt"]);
     const before = await used();
     const paid = await srv.db.sql.begin((tx) =>
-      settleLegRows(tx as never, "demo-store", { orderId, reservationId: second, outcome: "captured", intentId: second, captureRef: "cap_c", simulated: true, totalMinor: 2425, currency: "USD" }, Date.now()),
+      settleLegRows(tx as never, "demo-store", { orderId, reservationId: second, outcome: "captured", intentId: second, captureRef: "cap_c", simulated: true, totalMinor: 2695, currency: "USD" }, Date.now()),
     );
     expect(paid.status).toBe("paid");
-    expect(await used()).toBe(before + 1);
+    expect(await used()).toBe(before);
   });
 });
 
