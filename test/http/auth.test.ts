@@ -130,7 +130,7 @@ describe("the OpenAPI document", () => {
     const statuses = (path: string, method: string) => Object.keys(doc.paths[path][method].responses).sort();
     // 413 (body limit) on every write, 500 and 503 everywhere are added by gateway/openapi/complete.ts
     expect(statuses("/api/v1/auth/login", "post")).toEqual(["200", "400", "401", "413", "429", "500", "503"]);
-    expect(statuses("/api/v1/agent-keys", "post")).toEqual(["201", "400", "401", "409", "413", "429", "500", "503"]);
+    expect(statuses("/api/v1/agent-keys", "post")).toEqual(["201", "400", "401", "403", "409", "413", "429", "500", "503"]);
     expect(statuses("/api/v1/agent-keys", "get")).toEqual(["200", "401", "429", "500", "503"]);
     expect(statuses("/api/v1/agent-keys/{id}", "delete")).toEqual(["200", "400", "401", "404", "413", "429", "500", "503"]);
     expect(statuses("/api/v1/oauth/token", "post")).toEqual(["200", "400", "401", "413", "429", "500", "503"]);

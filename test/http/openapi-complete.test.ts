@@ -220,6 +220,9 @@ describe("what the server answers is what the document lists", () => {
     await call("DELETE", `/api/v1/agent-keys/${ZERO}`, { headers: B }); // 404 not_found
     await call("POST", "/api/v1/agent-keys", { headers: { authorization: `Bearer ${owner}` }, body: { name: "k", tier: "ENTERPRISE" } }); // 403 tier_not_in_plan
     await call("PUT", "/api/v1/admin/users/plan", { headers: B, body: { email: "nobody@example.com", plan: "PRO" } }); // 404 not_found
+    await call("GET", "/api/v1/admin/users/plan?email=nobody%40example.com", { headers: B }); // 404 not_found
+    await call("GET", "/api/v1/admin/users/agent-keys?email=nobody%40example.com", { headers: B }); // 404 not_found
+    await call("DELETE", `/api/v1/admin/agent-keys/${ZERO}`, { headers: B }); // 404 not_found
     await call("GET", "/api/v1/merchant/stores/demo-store/orders", { headers: { authorization: `Bearer ${owner}` } }); // 404 store_not_found
 
     const cart = await call("POST", "/api/v1/agent/cart", { headers: H, body: { items: [{ product_id: P.skillet, quantity: 1 }] } });
