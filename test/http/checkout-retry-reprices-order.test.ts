@@ -130,6 +130,14 @@ describe("a retry of the same checkout session re-prices its pending order", () 
       expect(attempt).toMatchObject({ total_minor: total, subtotal_minor: 15000, currency: "USD", coupon_code: null, previous_total_minor: total - 5000 });
       const view = await srv.json(`/api/v1/agent/orders/${orderId}`, { headers: k.headers });
       expect(view.body.data.total_minor).toBe(total);
+      // Webhooks (docs/webhooks.md): order.created was the first attempt's total; the re-pricing sends nothing; the
+      // pending -> paid status change carries the captured total.
+      const hooks = await srv.db.sql<{ kind: string; total: number; to: string | null }[]>`
+        SELECT kind, (payload->>'totalAmount')::float8 AS total, payload->>'toStatus' AS to FROM webhook_events WHERE payload->>'orderId' = ${orderId} ORDER BY kind`;
+      expect([...hooks]).toEqual([
+        { kind: "order.created", total: (total - 5000) / 100, to: null },
+        { kind: "order.status_changed", total: total / 100, to: "paid" },
+      ]);
       if (tracked) {
         const [s] = await srv.db.sql<{ stock_quantity: number; reserved_quantity: number }[]>`SELECT stock_quantity, reserved_quantity FROM products WHERE id = ${p}`;
         expect(s).toEqual({ stock_quantity: 9, reserved_quantity: 0 });
