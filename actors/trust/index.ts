@@ -69,7 +69,7 @@ export interface TrustRuntime {
   flags: () => TrustFlags;
   intervalMs: number;
   /** `iss` of the trust JWS (audit A4 L3): the deployment's public origin (SITE_URL), read at signing time. */
-  issuer?: () => string;
+  issuer?: () => string | undefined;
 }
 
 const runtimes = new WeakMap<object, TrustRuntime>();
@@ -682,7 +682,8 @@ export const trustBootHook: BootHook = {
       }),
       intervalMs: services.config.TRUST_REFRESH_INTERVAL_MS,
       // services.siteUrl, not config: without SITE_URL it becomes the listening address once the gateway listens.
-      issuer: () => services.siteUrl,
+      // Before that, with PORT=0 (tests), it names port 0: no issuer rather than a wrong one.
+      issuer: () => (services.config.SITE_URL || services.config.PORT !== 0 || !services.siteUrl.endsWith(":0") ? services.siteUrl : undefined),
     });
     await ensureTrustKey(services.sql, kek, services.clock.now());
     await services.actors.ask(trustActor, TRUST_ACTOR_ID, "ensureScheduled", {});
