@@ -16,23 +16,25 @@
  */
 import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
-import { asRecord, type BridgeSession, type ItemInput } from "./common.ts";
+import { asRecord, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { sessionShipping } from "./shipping.ts";
 import { isUuid } from "../../infra/uuid.ts";
 
 export type AcpStatus = "not_ready_for_payment" | "ready_for_payment" | "in_progress" | "completed" | "canceled";
 
-/** ACP `items: [{id, quantity}]` → our cart items; a malformed list is INVALID_ARGUMENT naming the field. */
+/** ACP `items: [{id, quantity}]` (id: a product's or a variant's, common.ts `resolveItemIds`); a malformed list is INVALID_ARGUMENT naming the field. */
 export function acpItems(raw: unknown): ItemInput[] {
   if (!Array.isArray(raw) || raw.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "items must list at least one item.", { field: "items" });
   return raw.map((it, i) => {
     const r = asRecord(it);
-    if (typeof r.id !== "string" || !isUuid(r.id)) throw fail("INVALID_ARGUMENT", "items[].id must be a product id (uuid).", { field: `items[${i}].id` });
+    if (typeof r.id !== "string" || !isUuid(r.id)) throw fail("INVALID_ARGUMENT", "items[].id must be a product or variant id (uuid).", { field: `items[${i}].id` });
     const q = r.quantity ?? 1;
     if (typeof q !== "number" || !Number.isInteger(q) || q < 1) throw fail("INVALID_ARGUMENT", "items[].quantity must be an integer >= 1.", { field: `items[${i}].quantity` });
-    return { productId: r.id, quantity: q };
+    return { itemId: r.id, quantity: q };
   });
 }
+
+export const ACP_ITEM_FIELDS: ItemFields = { id: (i) => `items[${i}].id`, quantity: (i) => `items[${i}].quantity` };
 
 export function acpStatusOfSession(status: string): AcpStatus {
   if (status === "OPEN") return "not_ready_for_payment";
@@ -72,7 +74,8 @@ export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewVie
     currency: cart.currency.toLowerCase(),
     line_items: cart.items.map((l) => ({
       id: `li_${l.product_id}${l.variant_id ? `_${l.variant_id}` : ""}`,
-      item: { id: l.product_id, quantity: l.quantity },
+      // A variant line's item is the variant (the id the agent sent), so the items can be sent back in an update.
+      item: { id: l.variant_id ?? l.product_id, quantity: l.quantity },
       base_amount: l.unit_price_minor * l.quantity,
       discount: 0,
       subtotal: l.line_total_minor,

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { cartActor } from "../../actors/cart/index.ts";
-import type { CartView, CompleteReply, PaymentLimitsInput } from "../../actors/cart/messages.ts";
+import type { CartItemInput, CartView, CompleteReply, PaymentLimitsInput } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { uuidV4FromHex } from "../../infra/uuid.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
@@ -185,15 +185,75 @@ export function requireCartScope(agent: { scopes: readonly string[] }, what: str
   }
 }
 
+/** An ACP/UCP item: one id, a product's or one of its variants' (`resolveItemIds`). */
 export interface ItemInput {
-  productId: string;
+  itemId: string;
   quantity: number;
 }
 
+/** A bridge's request fields of item `i`: its id (ACP `items[i].id`, UCP `line_items[i].item.id`) and quantity. */
+export interface ItemFields {
+  id: (i: number) => string;
+  quantity: (i: number) => string;
+}
+
+/**
+ * ACP and UCP items carry one id and no variant field, so an item id may name a variant (its `id` in the product's
+ * `variants`, as ProductDetail shows it): the line is then that product with that variant. A product id stays a
+ * product line (one of a product with variants is refused by the cart: `inBridgeTerms`). Only ids that are not
+ * product ids are looked up among active products' variants (GIN index `products_variant_ids`, migration 0023).
+ * Variant ids are UUIDs a merchant may choose, so one id could be a variant of two products: that item is refused
+ * rather than guessed.
+ */
+export async function resolveItemIds(svc: Services, items: ItemInput[], fields: ItemFields): Promise<CartItemInput[]> {
+  const ids = [...new Set(items.map((i) => i.itemId.toLowerCase()))];
+  const products = new Set((await svc.sql<{ id: string }[]>`SELECT id::text AS id FROM products WHERE id = ANY(${ids}::uuid[])`).map((r) => r.id));
+  const owners = new Map<string, string[]>();
+  for (const id of ids.filter((x) => !products.has(x))) {
+    const rows = await svc.sql<{ id: string }[]>`
+      SELECT id::text AS id FROM products WHERE active AND variants @> ${svc.sql.json([{ id }] as never)} ORDER BY id LIMIT 5`;
+    owners.set(id, rows.map((r) => r.id));
+  }
+  return items.map((item, i) => {
+    const id = item.itemId.toLowerCase();
+    const of = owners.get(id) ?? [];
+    if (of.length > 1) {
+      throw fail("INVALID_ARGUMENT", `${fields.id(i)} names a variant of several products; this id cannot be bought through this protocol.`, {
+        field: fields.id(i),
+        variant_id: id,
+        product_ids: of,
+      });
+    }
+    return of.length === 1 ? { productId: of[0], variantId: id, quantity: item.quantity } : { productId: id, quantity: item.quantity };
+  });
+}
+
+/**
+ * A cart refusal naming one of its lines (`items[i]`, `items[i].product_id|variant_id|quantity`) in the bridge's
+ * request terms. The line of a product that names no variant (actors/cart/variant-line.ts) says what to send
+ * instead: a variant's id as the item id.
+ */
+export function inBridgeTerms(err: unknown, fields: ItemFields): unknown {
+  if (!(err instanceof ActorError)) return err;
+  const m = /^items\[(\d+)\](?:\.(product_id|variant_id|quantity))?$/.exec(String(err.details?.field ?? ""));
+  if (!m) return err;
+  const i = Number(m[1]);
+  const field = m[2] === "quantity" ? fields.quantity(i) : fields.id(i);
+  const message =
+    err.code === "MISSING_REQUIRED_ARGUMENT" && m[2] === "variant_id"
+      ? `${field} names a product with ${String(err.details?.variant_count)} variants: send the id of one of them (details.variants[].variant_id) as the item id.`
+      : err.message;
+  return new ActorError(err.code, message, { ...err.details, field });
+}
 
 /** A new cart of the agent's with these items (the session prices it afterwards: shipping.ts `priceCart`). */
-export function newCart(svc: Services, keyId: string, items: ItemInput[]): Promise<CartView> {
-  return svc.actors.ask(cartActor, crypto.randomUUID(), "create", { keyId, items: items.map((i) => ({ productId: i.productId.toLowerCase(), quantity: i.quantity })) });
+export async function newCart(svc: Services, keyId: string, items: ItemInput[], fields: ItemFields): Promise<CartView> {
+  const lines = await resolveItemIds(svc, items, fields);
+  try {
+    return await svc.actors.ask(cartActor, crypto.randomUUID(), "create", { keyId, items: lines });
+  } catch (err) {
+    throw inBridgeTerms(err, fields);
+  }
 }
 
 export function getCart(svc: Services, keyId: string, cartId: string): Promise<CartView> {

@@ -41,19 +41,26 @@ interface Envelope {
 
 /**
  * The envelope as the protocol's error object, through the bridges' own converters (acp.ts `acpError`, ucp.ts
- * `ucpError`) so both paths answer alike. ACP's `param` is a JSONPath into the request body: a failure located in
- * the query string or the path (`details.location`) names no body field, so it gets none (the field stays in
- * `details`).
+ * `ucpError`) so both paths answer alike. ACP's `param` is a JSONPath into the request body (UCP's `path` alike): a failure
+ * located in the query string or the path (`details.location`) names no body field, so it gets none (the field stays
+ * in `details`).
  */
 export function bridgeErrorBody(protocol: ShapedProtocol, envelope: Envelope): unknown {
   const code = envelope.code;
   const err = new ActorError(isErrorCode(code) ? code : "internal_error", envelope.error, envelope.details);
+  const location = envelope.details?.location;
+  const inBody = typeof location !== "string" || location === "body";
   if (protocol === "ucp") {
     const body = ucpError(err).body;
-    return { ...body, messages: body.messages.map((m) => ({ ...m, code })) };
+    return {
+      ...body,
+      messages: body.messages.map((m) => {
+        const { path, ...rest } = m;
+        return { ...rest, code, ...(inBody && path !== undefined ? { path } : {}) };
+      }),
+    };
   }
   const body: Record<string, unknown> = { ...acpError(err).body, code };
-  const location = envelope.details?.location;
-  if (typeof location === "string" && location !== "body") delete body.param;
+  if (!inBody) delete body.param;
   return body;
 }

@@ -12,7 +12,7 @@ import { ok } from "../envelope.ts";
 import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
 import { optionalObjectBody } from "../rest/optional-body.ts";
 import type { Services } from "../services.ts";
-import { ACP_FIELDS, acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, type AcpStatus } from "./acp.ts";
+import { ACP_FIELDS, ACP_ITEM_FIELDS, acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, type AcpStatus } from "./acp.ts";
 import { verifyUserAuthorization } from "./ap2-auth.ts";
 import { checkMandate, mandateLimits, parseAp2 } from "./ap2.ts";
 import {
@@ -32,7 +32,7 @@ import {
   type BridgeSession,
 } from "./common.ts";
 import { bridgeShippingError, destinationOf, optionIdOf, priceCart, sessionDestination, type Destination } from "./shipping.ts";
-import { UCP_FIELDS, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
+import { UCP_FIELDS, UCP_ITEM_FIELDS, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
 import { isUuid } from "../../infra/uuid.ts";
 
 type SetLike = { status?: number | string; headers: Record<string, string | number> };
@@ -96,7 +96,7 @@ async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
   const b = asRecord(body);
   const items = acpItems(b.items);
   const ship = acpShippingInput(b);
-  const cart = await newCart(svc, agent.keyId, items);
+  const cart = await newCart(svc, agent.keyId, items, ACP_ITEM_FIELDS);
   const s: BridgeSession = {
     id: `cs_${cart.id.replace(/-/g, "")}`,
     protocol: "acp",
@@ -134,7 +134,7 @@ async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
     requireCartScope(agent, "an ACP checkout session");
     // Our carts do not change items; the session moves to a new cart with the new items (the old one expires).
     // The destination moves with it; a pick is made again (the new items may ship from other stores).
-    s.cartId = (await newCart(svc, agent.keyId, items)).id;
+    s.cartId = (await newCart(svc, agent.keyId, items, ACP_ITEM_FIELDS)).id;
     if (!ship.optionId) delete s.meta.fulfillment_option_id;
   }
   let cart: CartView | PreviewView | null = null;
@@ -201,7 +201,7 @@ async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
   const b = asRecord(body);
   const items = ucpItems(b.line_items);
   const ship = ucpFulfillmentInput(b.fulfillment);
-  const cart = await newCart(svc, agent.keyId, items);
+  const cart = await newCart(svc, agent.keyId, items, UCP_ITEM_FIELDS);
   const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: b.buyer ?? null }, canceled: false };
   const priced = await priceSession(svc, s, ship?.dest ?? null, ship?.optionIds ?? []);
   await saveSession(svc, s);
@@ -218,7 +218,7 @@ async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
   const items = b.line_items !== undefined ? ucpItems(b.line_items) : null;
   if (items) {
     requireCartScope(agent, "a UCP checkout");
-    s.cartId = (await newCart(svc, agent.keyId, items)).id;
+    s.cartId = (await newCart(svc, agent.keyId, items, UCP_ITEM_FIELDS)).id;
   }
   let cart: CartView | PreviewView | null = null;
   if (items || ship) cart = await priceSession(svc, s, ship ? ship.dest : sessionDestination(s), ship?.optionIds ?? []);

@@ -13,24 +13,30 @@
  */
 import type { CartView, PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
-import { asRecord, type BridgeSession, type ItemInput } from "./common.ts";
+import { asRecord, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { destinationOf, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
 import { isUuid } from "../../infra/uuid.ts";
 
 export const UCP_VERSION = "2026-01-11";
 export type UcpStatus = "incomplete" | "ready_for_complete" | "complete_in_progress" | "requires_escalation" | "completed" | "canceled";
 
+/** UCP `line_items: [{item: {id}, quantity}]` (id: a product's or a variant's, common.ts `resolveItemIds`). */
 export function ucpItems(raw: unknown): ItemInput[] {
   if (!Array.isArray(raw) || raw.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "line_items must list at least one item.", { field: "line_items" });
   return raw.map((li, i) => {
     const r = asRecord(li);
     const id = asRecord(r.item).id;
-    if (typeof id !== "string" || !isUuid(id)) throw fail("INVALID_ARGUMENT", "line_items[].item.id must be a product id (uuid).", { field: `line_items[${i}].item.id` });
+    if (typeof id !== "string" || !isUuid(id)) throw fail("INVALID_ARGUMENT", "line_items[].item.id must be a product or variant id (uuid).", { field: `line_items[${i}].item.id` });
     const q = r.quantity ?? 1;
     if (typeof q !== "number" || !Number.isInteger(q) || q < 1) throw fail("INVALID_ARGUMENT", "line_items[].quantity must be an integer >= 1.", { field: `line_items[${i}].quantity` });
-    return { productId: id, quantity: q };
+    return { itemId: id, quantity: q };
   });
 }
+
+export const UCP_ITEM_FIELDS: ItemFields = { id: (i) => `line_items[${i}].item.id`, quantity: (i) => `line_items[${i}].quantity` };
+
+/** A line's id and item id: a variant line is its variant (two variants of one product are two lines). */
+const lineId = (l: { product_id: string; variant_id: string | null }) => `li_${l.product_id}${l.variant_id ? `_${l.variant_id}` : ""}`;
 
 export function ucpStatusOfSession(status: string): UcpStatus {
   if (status === "OPEN") return "incomplete";
@@ -75,7 +81,7 @@ export function ucpFulfillmentInput(raw: unknown): { dest: Destination | null; o
 }
 
 /** The UCP fulfillment extension's shape: one shipping method, a group (with its options) per store. */
-function ucpFulfillment(s: BridgeSession, items: { product_id: string; merchant_slug: string }[]) {
+function ucpFulfillment(s: BridgeSession, items: { product_id: string; variant_id: string | null; merchant_slug: string }[]) {
   const ship = sessionShipping(s);
   const d = ship.destination;
   return {
@@ -83,12 +89,12 @@ function ucpFulfillment(s: BridgeSession, items: { product_id: string; merchant_
       {
         id: "shipping_1",
         type: "shipping",
-        line_item_ids: items.map((l) => `li_${l.product_id}`),
+        line_item_ids: items.map(lineId),
         destinations: d ? [{ id: "dest_1", address_country: d.country_code, postal_code: d.postal_code }] : [],
         selected_destination_id: d ? "dest_1" : null,
         groups: ship.groups.map((g) => ({
           id: `grp_${g.merchant_slug}`,
-          line_item_ids: items.filter((l) => l.merchant_slug === g.merchant_slug).map((l) => `li_${l.product_id}`),
+          line_item_ids: items.filter((l) => l.merchant_slug === g.merchant_slug).map(lineId),
           options: g.options.map((o) => ({
             id: o.option_id,
             title: o.name,
@@ -129,8 +135,8 @@ export function ucpCheckout(s: BridgeSession, view: { cart: CartView | PreviewVi
     currency: c.currency,
     buyer: s.meta.buyer ?? null,
     line_items: c.items.map((l) => ({
-      id: `li_${l.product_id}`,
-      item: { id: l.product_id, title: l.title, price: l.unit_price_minor },
+      id: lineId(l),
+      item: { id: l.variant_id ?? l.product_id, title: l.title, price: l.unit_price_minor },
       quantity: l.quantity,
       totals: [
         { type: "subtotal", amount: l.line_total_minor },
@@ -159,7 +165,17 @@ export function ucpError(err: ActorError) {
     status: spec.http,
     body: {
       ucp: { version: UCP_VERSION },
-      messages: [{ type: "error", code: err.code, content: err.message, severity: spec.retryable ? "recoverable" : "requires_buyer_input", ...(err.details ? { details: err.details } : {}) }],
+      messages: [
+        {
+          type: "error",
+          code: err.code,
+          content: err.message,
+          severity: spec.retryable ? "recoverable" : "requires_buyer_input",
+          // UCP's JSONPath to the request field at fault, as ACP's `param`.
+          ...(typeof err.details?.field === "string" ? { path: `$.${err.details.field}` } : {}),
+          ...(err.details ? { details: err.details } : {}),
+        },
+      ],
     },
   };
 }
