@@ -686,6 +686,8 @@ export class McpGateway {
       }
       if (session && !this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     }
+    // the SDK's transport refuses it with id null; the id is known here (audit A5 L3)
+    if (session && isRequest && msg.method === "initialize") return this.respond(rpcError(msg.id, -32600, "Invalid Request: Server already initialized"), 400, out);
     if (session) return this.viaTransport(session.transport, request, body, headers);
 
     // ---- no session
@@ -752,6 +754,10 @@ export class McpGateway {
     }
     const enabled = session ? session.enabled : (store.enabledMcpTools ?? null);
     const t = this.table.served(name, endpoint, enabled);
+    // No credential in a session bound to one: 404 as for an unknown session, like ping or tools/list, before the
+    // missing-credential 401 would confirm the session id is live (audit A5 L2). boundTo(…, null) binds nothing.
+    const credentialed = request.headers.has("x-agent-api-key") || request.headers.has("authorization");
+    if (session && !credentialed && !this.boundTo(session, null, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     let principal: CallPrincipal;
     try {
       principal = await this.admit(request, ip, headers, store, endpoint, name, t?.def.auth === "key");
@@ -877,7 +883,8 @@ function messageShapeError(msg: unknown): string | undefined {
   if (msg === null || typeof msg !== "object") return "not a JSON-RPC 2.0 message.";
   const m = msg as Record<string, unknown>;
   if (m.jsonrpc !== "2.0") return "not a JSON-RPC 2.0 message.";
-  if ("id" in m && m.id !== null && typeof m.id !== "string" && typeof m.id !== "number") return "id must be a string or a number.";
+  // MCP: "a string or integer ID"; the SDK's transport would answer 2.5 with -32700 Parse error (audit A5 L3)
+  if ("id" in m && m.id !== null && typeof m.id !== "string" && !Number.isInteger(m.id)) return "id must be a string or an integer.";
   // a request (method and id) with a null id: refused here, in a session or not, instead of 202 without a session and
   // the SDK's -32700 within one (review H, N2). A null id stays legal on an error response.
   if ("method" in m && "id" in m && m.id === null) return "a request's id must not be null (MCP).";
