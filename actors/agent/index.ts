@@ -11,7 +11,7 @@ import { assertKeyActive, checkAccess, normalizeTier, type Tier } from "./access
 import { BucketTable, type AdmitResult, type BucketSpec } from "./buckets.ts";
 import { bucketsFor, type BucketDescriptor, type Surface } from "./limits.ts";
 import { Admit, Authorize, CapPlan, CreateKey, Release, type KeyView, type RateView } from "./messages.ts";
-import { assertKeyRoom, assertTierInPlan, capTier, DEFAULT_PLAN, isPlan, keyPlanOf, normalizePlan, type Plan } from "./plans.ts";
+import { assertKeyRoom, assertTierInPlan, capTier, DEFAULT_PLAN, isPlan, keyPlanOf, type Plan } from "./plans.ts";
 import { Type as T } from "@sinclair/typebox";
 
 interface KeyRecord extends KeyView {
@@ -315,12 +315,16 @@ export const agentActor = defineActor({
      * once, here where every gateway's `authorize` is answered, as revocation is. A plan tier above the plan comes
      * down to it (its features and REST limits with it); a SANDBOX key keeps its tier and gets the plan's features at
      * most. A raised plan raises no tier (the key was minted for what it has), only a SANDBOX key's feature cap.
+     * The plan applied is the account's as committed now, not the message's: two plan changes in a row, whose
+     * messages may reach a key in either order, leave it at the later plan. An operator's key is not capped.
      */
-    async capPlan(ctx, m) {
+    async capPlan(ctx) {
       const key = ctx.state.key;
       if (!key) throw fail("not_found", "no such key");
-      const plan = normalizePlan(m.plan);
+      const [user] = await ctx.sql<{ role: "operator" | "merchant"; plan: string }[]>`SELECT role, plan FROM users WHERE id = ${key.userId}`;
       const before = normalizeTier(key.tier);
+      if (!user || user.role === "operator") return { key: view(key), tierLowered: false };
+      const plan = isPlan(user.plan) ? user.plan : DEFAULT_PLAN;
       const tier = capTier(before, plan);
       if (!key.revokedAt && (key.plan !== plan || tier !== before)) {
         const tx = await ctx.tx();

@@ -18,8 +18,11 @@ export const CreateKey = T.Object({
   maxLiveKeys: T.Integer({ minimum: 1 }),
 });
 
-/** PUT /api/v1/admin/users/plan: the account's new plan, sent to each of its live keys (review R2-2). */
-export const CapPlan = T.Object({ plan: T.String() });
+/**
+ * PUT /api/v1/admin/users/plan: the account's plan changed, sent to each of its live keys (review R2-2). The key reads
+ * the plan from `users` itself, so messages of two changes in a row cannot leave it at the earlier one.
+ */
+export const CapPlan = T.Object({});
 
 export const Authorize = T.Object({
   /** HMAC of the presented key (the plaintext never leaves the gateway). */

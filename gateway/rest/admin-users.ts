@@ -80,7 +80,7 @@ export function adminUserRoutes(svc: Services) {
             WHERE user_id = ${row.id} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${new Date(svc.clock.now())})
             ORDER BY created_at, id`;
           for (const { prefix } of live) {
-            const r = await svc.actors.ask(agentActor, prefix, "capPlan", { plan });
+            const r = await svc.actors.ask(agentActor, prefix, "capPlan", {});
             if (r.tierLowered) keysCapped++;
           }
         }
