@@ -216,7 +216,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "DELETE /api/v1/admin/agent-keys/{id}": { success: [], errors: { 404: ["not_found"] } },
 
   // ---------------------------------------------------------------------------------------------- cart
-  "POST /api/v1/agent/cart": { success: [created(M.Cart, "The cart.")], errors: { 400: PRICING, 404: ["PRODUCT_NOT_FOUND"] } },
+  // MISSING_REQUIRED_ARGUMENT: a line of a product with variants names none (actors/cart/variant-line.ts).
+  "POST /api/v1/agent/cart": { success: [created(M.Cart, "The cart.")], errors: { 400: [...PRICING, "MISSING_REQUIRED_ARGUMENT"], 404: ["PRODUCT_NOT_FOUND"] } },
   "GET /api/v1/agent/cart/{id}": { success: [ok(M.Cart, "The cart.")], errors: { 404: CART_READ } },
   "POST /api/v1/agent/apply-coupon": { success: [ok(M.CouponResult, "Whether the coupon applied (applied false with a reason is an answer, not an error).")], errors: { 400: ["INVALID_ARGUMENT"], 404: CART_READ, 409: ["CART_NOT_MUTABLE", "conflict"] } },
   "POST /api/v1/agent/cart/apply-coupon": { success: [ok(M.CouponResult, "Whether the coupon applied (applied false with a reason is an answer, not an error).")], errors: { 400: ["INVALID_ARGUMENT"], 404: CART_READ, 409: ["CART_NOT_MUTABLE", "conflict"] } },

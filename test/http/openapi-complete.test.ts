@@ -214,6 +214,7 @@ describe("what the server answers is what the document lists", () => {
     await call("GET", "/api/v1/agent/merchants/no-such-store", { headers: H }); // 404 store_not_found
     await call("GET", "/api/v1/stores/no-such-store/trust-score"); // 404 store_not_found
     await call("POST", "/api/v1/agent/cart", { headers: H, body: { items: [{ product_id: ZERO, quantity: 1 }] } }); // 404 PRODUCT_NOT_FOUND
+    await call("POST", "/api/v1/agent/cart", { headers: H, body: { items: [{ product_id: "1e34ef13-d99e-575f-975a-67ea08dcdf99", quantity: 1 }] } }); // 400 MISSING_REQUIRED_ARGUMENT (DS-0001 has variants)
     await call("GET", `/api/v1/agent/cart/${ZERO}`, { headers: H }); // 404 CART_NOT_FOUND
     await call("POST", "/api/v1/agent/checkout", { headers: H, body: { cartId: ZERO } }); // 404 CART_NOT_FOUND
     await call("GET", `/api/v1/agent/orders/${ZERO}`, { headers: H }); // 404 ORDER_NOT_FOUND

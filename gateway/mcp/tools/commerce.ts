@@ -142,6 +142,8 @@ export const createCart = defineTool({
   errors: {
     PRODUCT_NOT_FOUND: "an item that is not a product of this store",
     CURRENCY_MISMATCH: "items priced in two currencies",
+    MISSING_REQUIRED_ARGUMENT:
+      "an item of a product with variants without variant_id (details.field = items[i].variant_id, details.variants); answered before the human is asked",
     HUMAN_CONFIRMATION_DECLINED: "the human declines the cart",
   },
   async summarize(a, ctx) {
@@ -259,6 +261,8 @@ export const updateCartItem = defineTool({
   sandboxRefused: true,
   confirmation: true,
   errors: {
+    MISSING_REQUIRED_ARGUMENT:
+      "product_id of a product with variants without variant_id (details.variants); answered before the human is asked",
     CART_NOT_MUTABLE:
       "the cart is in checkout (details.checkout_session_id), partly paid by a checkout that ended (details.reason = partly_paid, details.paid_merchant_slugs, details.required_step = preview_checkout, details.expires_at), paid or expired, or was replaced by an earlier edit (details.reason = replaced, details.replaced_by_cart_id); the cart's own refusal, as on REST; answered before the human is asked",
   },
