@@ -24,7 +24,10 @@ export interface TestServer {
 }
 
 export async function startServer(opts: { config?: Partial<Config>; seed?: boolean; boot?: Omit<BootOptions, "config"> } = {}): Promise<TestServer> {
-  const db = await createTestDatabase({ migrate: false });
+  // the demo seed with the default credentials comes copied from a template (test/helpers/db.ts); boot then finds the
+  // database migrated and seeded, as after any restart
+  const seeded = (opts.config?.SEED_DEMO ?? opts.seed ?? true) && opts.config?.ADMIN_EMAIL === undefined && opts.config?.ADMIN_PASSWORD === undefined;
+  const db = await createTestDatabase(seeded ? { seeded: true } : { migrate: false });
   const dataDir = await mkdtemp(join(tmpdir(), "acs-test-data-"));
   const running = await boot({
     role: "start",
