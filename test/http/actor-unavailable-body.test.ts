@@ -32,7 +32,7 @@ const logLines: string[] = [];
 let restoreSink: () => void = () => {};
 
 beforeAll(async () => {
-  db = await createTestDatabase({ migrate: false });
+  db = await createTestDatabase({ seeded: true }); // migrated and seeded: a copy of a template (test/helpers/db.ts)
   proxy = await PgProxy.toTestServer();
   dataDir = await mkdtemp(join(tmpdir(), "acs-g4-"));
   restoreSink = setLogSink((line) => void logLines.push(line));

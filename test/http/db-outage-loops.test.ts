@@ -37,7 +37,7 @@ const escaped: unknown[] = [];
 const onEscape = (err: unknown) => void escaped.push(err);
 
 beforeAll(async () => {
-  db = await createTestDatabase({ migrate: false });
+  db = await createTestDatabase({ seeded: true }); // migrated and seeded: a copy of a template (test/helpers/db.ts)
   proxy = await PgProxy.toTestServer();
   dataDir = await mkdtemp(join(tmpdir(), "acs-test-outage-loops-"));
   restoreSink = setLogSink((line) => {

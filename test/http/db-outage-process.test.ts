@@ -47,7 +47,7 @@ async function follow(stream: ReadableStream<Uint8Array>): Promise<string> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase({ migrate: false });
+  db = await createTestDatabase({ seeded: true }); // migrated and seeded: a copy of a template (test/helpers/db.ts)
   proxy = await PgProxy.toTestServer();
   dataDir = await mkdtemp(join(tmpdir(), "acs-test-outage-proc-"));
   proc = Bun.spawn(["bun", "gateway/main.ts", "start"], {

@@ -29,7 +29,7 @@ async function json(path: string, init: { method?: string; headers?: Record<stri
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase({ migrate: false });
+  db = await createTestDatabase({ seeded: true }); // migrated and seeded: a copy of a template (test/helpers/db.ts)
   // every connection the service opens waits at most 300 ms for a lock
   await db.sql.unsafe(`ALTER DATABASE ${db.name} SET lock_timeout = '300ms'`);
   dataDir = await mkdtemp(join(tmpdir(), "acs-test-transient-"));

@@ -52,7 +52,7 @@ async function start(config: Partial<Config>): Promise<void> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase({ migrate: false });
+  db = await createTestDatabase({ seeded: true }); // migrated and seeded: a copy of a template (test/helpers/db.ts)
   dataDir = await mkdtemp(join(tmpdir(), "acs-test-data-"));
   await start({ SEED_DEMO: true });
 }, 120_000);

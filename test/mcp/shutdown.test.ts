@@ -38,7 +38,7 @@ async function follow(stream: ReadableStream<Uint8Array>): Promise<string> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase({ migrate: false });
+  db = await createTestDatabase({ seeded: true }); // migrated and seeded: a copy of a template (test/helpers/db.ts)
   dataDir = await mkdtemp(join(tmpdir(), "acs-test-mcp-shutdown-"));
   proc = Bun.spawn(["bun", "gateway/main.ts", "start"], {
     cwd: ROOT,
