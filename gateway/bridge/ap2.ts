@@ -7,7 +7,8 @@
  * with the mandate's limit and the cart total):
  * - amount:   the cart total must not exceed `payment_details_total.amount.value` (a value with more decimals
  *             than the currency has is 400 INVALID_ARGUMENT, never rounded);
- * - currency: `payment_details_total.amount.currency` must be the cart's currency;
+ * - currency: `payment_details_total.amount.currency` must be the cart's currency (one outside ISO 4217 is 400
+ *             INVALID_ARGUMENT naming the field; decimals per currency: `currencyExponent`);
  * - payee:    `merchant_agent` must be the cart's merchant (a multi-store cart needs every merchant named in the
  *             intent mandate's `merchants`), and every cart merchant must be in `intent_mandate.merchants` if given;
  * - expiry:   `intent_mandate.intent_expiry` and `cart_mandate.contents.cart_expiry` must lie in the future (both
@@ -23,6 +24,7 @@
  */
 import type { CartView, PaymentLimitsInput } from "../../actors/cart/messages.ts";
 import { fail } from "../../actors/runtime/errors.ts";
+import { currencyExponent, currencyProblem } from "../../actors/store/schemas.ts";
 import { asRecord } from "./common.ts";
 
 export interface Ap2Mandate {
@@ -49,7 +51,6 @@ export interface Ap2CartMandate {
   items: { label: string; currency: string; amountMinor: number | null }[];
 }
 
-const DECIMALS: Record<string, number> = { JPY: 0, KRW: 0 };
 
 /**
  * A mandate amount in minor units, or null when it has more decimals than the currency (134.985 USD): rounding
@@ -57,7 +58,7 @@ const DECIMALS: Record<string, number> = { JPY: 0, KRW: 0 };
  * the caller refuses it. Read from the decimal text (a JSON number's shortest form), not by multiplying floats.
  */
 export function toMinor(value: number | string, currency: string): number | null {
-  const d = DECIMALS[currency] ?? 2;
+  const d = currencyExponent(currency);
   const text = typeof value === "number" ? String(value) : value.trim();
   const m = /^(\d+)(?:\.(\d+))?$/.exec(text);
   if (!m) return null;
@@ -170,9 +171,12 @@ function readAmount(item: unknown, field: string, name: string): { currency: str
   if (!/^[A-Z]{3}$/.test(currency) || (typeof value !== "number" && typeof value !== "string") || (typeof value === "number" && (!Number.isFinite(value) || value < 0))) {
     throw fail("INVALID_ARGUMENT", `${name} needs a currency and a value.`, { field });
   }
+  // The mandate's limit is in this currency: one that is not money (ZZZ) binds nothing a cart could be charged in.
+  const badCurrency = currencyProblem(currency);
+  if (badCurrency) throw fail("INVALID_ARGUMENT", `${name}.currency: ${badCurrency}.`, { field: `${field}.currency`, value: currency });
   const minor = toMinor(value, currency);
   if (minor === null) {
-    const d = DECIMALS[currency] ?? 2;
+    const d = currencyExponent(currency);
     throw fail("INVALID_ARGUMENT", `${name}.value must be a non-negative decimal with at most ${d} decimal place(s) for ${currency}.`, { field: `${field}.value`, value: String(value), decimals: d });
   }
   return { currency, minor };

@@ -9,7 +9,7 @@ import { amountProblem } from "../../actors/store/ingest.ts";
 import { estimateShipping, ruleQuote } from "../../actors/cart/shipping.ts";
 import { agentHint, priceTrend, sustainabilityScore } from "../../actors/store/insights.ts";
 import { getEligibleProduct, getEligibleStore, priceHistory, shippingZonesOf, toProductDetail } from "../../actors/store/reads.ts";
-import { isIsoCountryCode, toMajor, toMinor, type ProductRecord, type ShippingZone, type StoreRecord } from "../../actors/store/schemas.ts";
+import { currencyProblem, isIsoCountryCode, toMajor, toMinor, type ProductRecord, type ShippingZone, type StoreRecord } from "../../actors/store/schemas.ts";
 import type { Sql } from "../../infra/db.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { freshnessTier, stockConfidence } from "../../search/ranking.ts";
@@ -173,6 +173,9 @@ export function productRoutes(svc: Services) {
     .post(
       "/api/v1/agent/negotiate",
       async ({ body, agent }) => {
+        // ISO 4217 first (the one list, actors/store/schemas.ts): the decimals below depend on the currency.
+        const badCurrency = currencyProblem(body.currency);
+        if (badCurrency) throw fail("validation_error", `Invalid body field 'currency': ${badCurrency}`, { location: "body", field: "currency" });
         // The one money check of every input (decimals, and the business maximum): 1e-9 is not a bid of 0.
         const bidProblem = amountProblem(body.bidPrice, body.currency);
         if (bidProblem) throw fail("validation_error", `Invalid body field 'bidPrice': ${bidProblem}`, { location: "body", field: "bidPrice" });

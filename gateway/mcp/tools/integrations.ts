@@ -14,7 +14,7 @@ import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { storeActor } from "../../../actors/store/index.ts";
 import { fitsCurrency } from "../../../actors/store/ingest.ts";
 import { assertBidCurrency, priorBidRounds, refuseBid } from "../../../actors/store/negotiation.ts";
-import { toMinor } from "../../../actors/store/schemas.ts";
+import { currencyProblem, toMinor } from "../../../actors/store/schemas.ts";
 import { displayBand } from "../../../actors/trust/bands.ts";
 import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../../actors/trust/explain.ts";
 import { discardBody, fetchVetted, readBoundedJson, ResponseTooLargeError, ResponseUndecodableError } from "../../../infra/outbound-http.ts";
@@ -91,7 +91,9 @@ export const issuePaymentMandate = defineTool({
   sandboxRefused: true,
   confirmation: true,
   async summarize(a, ctx) {
-    // an amount the currency cannot hold is refused before the human is asked to allow it
+    // a currency that is not money (ZZZ) and an amount it cannot hold are refused before the human is asked
+    const badCurrency = currencyProblem(a.currency);
+    if (badCurrency) throw fail("INVALID_ARGUMENT", `currency: ${badCurrency}.`, { field: "currency" });
     if (!fitsCurrency(a.max_amount, a.currency)) throw fail("INVALID_ARGUMENT", `max_amount has more decimals than ${a.currency} allows.`, { field: "max_amount" });
     // "per order": the spec's MANDATE_LIMIT_EXCEEDED compares one order with the mandate, and the mandate can back
     // several orders while it lasts; the human must not read it as a total budget (audit G3, docs/decisions.md)
