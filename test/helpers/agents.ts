@@ -16,17 +16,36 @@ export interface TestKey {
   headers: Record<string, string>;
 }
 
+/**
+ * The admin's session token per server, for set-up calls: one log-in (an argon2id check, ~0.2 s) instead of one per
+ * key. A token the server no longer accepts (a moved clock, a restart) is replaced by a new log-in.
+ */
+const adminTokens = new WeakMap<TestServer, Promise<string>>();
+
+async function asAdmin(srv: TestServer, call: (token: string) => Promise<{ status: number }>): Promise<void> {
+  let token = adminTokens.get(srv);
+  if (!token) adminTokens.set(srv, (token = login(srv)));
+  token.catch(() => adminTokens.delete(srv));
+  if ((await call(await token)).status !== 401) return;
+  const fresh = login(srv);
+  adminTokens.set(srv, fresh);
+  await call(await fresh);
+}
+
 /** Creates an agent key (as the admin by default) with the given scopes/tier. */
 export async function createKey(
   srv: TestServer,
   opts: { scopes?: string[]; tier?: string; name?: string; token?: string } = {},
 ): Promise<TestKey> {
-  const token = opts.token ?? (await login(srv));
-  const r = await srv.json("/api/v1/agent-keys", {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}` },
-    body: { name: opts.name ?? "test key", ...(opts.scopes ? { scopes: opts.scopes } : {}), ...(opts.tier ? { tier: opts.tier } : {}) },
-  });
+  const create = (token: string) =>
+    srv.json("/api/v1/agent-keys", {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: { name: opts.name ?? "test key", ...(opts.scopes ? { scopes: opts.scopes } : {}), ...(opts.tier ? { tier: opts.tier } : {}) },
+    });
+  let r!: Awaited<ReturnType<typeof create>>;
+  if (opts.token) r = await create(opts.token);
+  else await asAdmin(srv, async (token) => (r = await create(token)));
   if (r.status !== 201) throw new Error(`key creation failed: ${r.status} ${JSON.stringify(r.body)}`);
   return { id: r.body.data.id, key: r.body.data.key, headers: { "x-agent-api-key": r.body.data.key } };
 }
@@ -57,6 +76,9 @@ export async function twoTenants(srv: TestServer): Promise<{ key: TestKey; other
  * the seeded operator's session unless a token is given.
  */
 export async function setPlan(srv: TestServer, email: string, plan: string, token?: string): Promise<void> {
-  const r = await srv.json("/api/v1/admin/users/plan", { method: "PUT", headers: { authorization: `Bearer ${token ?? (await login(srv))}` }, body: { email, plan } });
+  const put = (t: string) => srv.json("/api/v1/admin/users/plan", { method: "PUT", headers: { authorization: `Bearer ${t}` }, body: { email, plan } });
+  let r!: Awaited<ReturnType<typeof put>>;
+  if (token) r = await put(token);
+  else await asAdmin(srv, async (t) => (r = await put(t)));
   if (r.status !== 200) throw new Error(`setting the plan failed: ${r.status} ${JSON.stringify(r.body)}`);
 }
