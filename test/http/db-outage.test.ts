@@ -25,7 +25,7 @@ let srv: TestServer;
 let key: TestKey;
 
 beforeAll(async () => {
-  db = await createTestDatabase({ migrate: false });
+  db = await createTestDatabase({ seeded: true }); // migrated and seeded: a copy of a template (test/helpers/db.ts)
   proxy = await PgProxy.toTestServer();
   dataDir = await mkdtemp(join(tmpdir(), "acs-test-outage-"));
   running = await boot({
