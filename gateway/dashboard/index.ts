@@ -20,7 +20,7 @@ import {
   catalogQuality,
   listAllowlist,
   listCoupons,
-  listRefunds,
+  listRefundsPage,
   listStoreOrders,
   listStoreProducts,
   orderActivity,
@@ -62,7 +62,8 @@ import { storeBase } from "./layout.ts";
 import { errorPage, loginPage, pickerPage } from "./pages/basic.ts";
 import { catalogPage, type UploadOutcome } from "./pages/catalog.ts";
 import { overviewPage } from "./pages/overview.ts";
-import { MERCHANT_MOVES, ORDER_STATUSES, orderDetailPage, ordersPage, refundsPage } from "./pages/orders.ts";
+import { MERCHANT_MOVES, ORDER_STATUSES, orderDetailPage, ordersPage } from "./pages/orders.ts";
+import { ANY_STATUS, DECIDED_STATUSES, DEFAULT_DECIDED_STATUS, REFUND_PAGE_PARAMS, refundsPage } from "./pages/refunds.ts";
 import { settingsPage, webhooksPage } from "./pages/settings.ts";
 import { htmlHeaders, isTooLarge, tooLargePage } from "./too-large.ts";
 import {
@@ -173,7 +174,7 @@ function uuidParam(c: Ctx, name: string): string {
 }
 
 /** The `page` query of a paged list: 1 to 10,000, 1 when absent or not a number. */
-const pageParam = (c: Ctx): number => Math.max(1, Math.min(10_000, Number.parseInt(c.query.page ?? "1", 10) || 1));
+const pageParam = (c: Ctx, name = "page"): number => Math.max(1, Math.min(10_000, Number.parseInt(c.query[name] ?? "1", 10) || 1));
 
 function actorMessage(err: unknown): string {
   if (err instanceof ActorError) {
@@ -188,6 +189,10 @@ let ownLayerRegistered = false;
 export function dashboardRoutes(svc: Services) {
   if (!ownLayerRegistered) registerOwnLayer(/^\/dashboard(?:\/|$)/);
   ownLayerRegistered = true;
+
+  /** How many refund requests of the store have this status (a count, not the capped unpaged list). */
+  const refundCount = async (slug: string, status: "PENDING_APPROVAL" | "FAILED"): Promise<number> =>
+    (await listRefundsPage(svc.sql, slug, { status, limit: 0, offset: 0 })).total;
 
   async function admit(c: Ctx, userId: string | null): Promise<void> {
     if (!svc.config.RATE_LIMITS_ENABLED) return;
@@ -478,9 +483,9 @@ export function dashboardRoutes(svc: Services) {
           const [activity, quality, pending] = await Promise.all([
             orderActivity(svc.sql, store.slug, 30, new Date(now)),
             catalogQuality(svc.sql, store, new Date(now)),
-            listRefunds(svc.sql, store.slug, { status: "PENDING_APPROVAL" }),
+            refundCount(store.slug, "PENDING_APPROVAL"),
           ]);
-          return overviewPage(s, { store, trust, trustError, history, historyFrom, explanation, activity, quality, pendingRefunds: pending.length, now }, flash);
+          return overviewPage(s, { store, trust, trustError, history, historyFrom, explanation, activity, quality, pendingRefunds: pending, now }, flash);
         }),
       ),
       { detail: HIDDEN },
@@ -535,9 +540,9 @@ export function dashboardRoutes(svc: Services) {
           const pageNo = pageParam(c);
           const [orders, pending] = await Promise.all([
             listStoreOrders(svc.sql, store.slug, { limit: PAGE_SIZE, offset: (pageNo - 1) * PAGE_SIZE, status, channel }),
-            listRefunds(svc.sql, store.slug, { status: "PENDING_APPROVAL" }),
+            refundCount(store.slug, "PENDING_APPROVAL"),
           ]);
-          return ordersPage(s, { store, orders, status, channel, page: pageNo, pageSize: PAGE_SIZE, pendingRefunds: pending.length }, flash);
+          return ordersPage(s, { store, orders, status, channel, page: pageNo, pageSize: PAGE_SIZE, pendingRefunds: pending }, flash);
         }),
       ),
       { detail: HIDDEN },
@@ -578,11 +583,20 @@ export function dashboardRoutes(svc: Services) {
     .get(
       "/dashboard/s/:slug/refunds",
       h(
-        storePage(async (_c, s, store, flash) => {
-          const all = await listRefunds(svc.sql, store.slug);
-          const pending = all.filter((r) => r.status === "PENDING_APPROVAL");
-          const recent = all.filter((r) => r.status !== "PENDING_APPROVAL").slice(0, 50);
-          return refundsPage(s, store, pending, recent, flash);
+        storePage(async (c, s, store, flash) => {
+          const status = c.query.status === ANY_STATUS ? undefined : (DECIDED_STATUSES.find((x) => x === c.query.status) ?? DEFAULT_DECIDED_STATUS);
+          const waitingPage = pageParam(c, REFUND_PAGE_PARAMS.waiting);
+          const historyPage = pageParam(c, REFUND_PAGE_PARAMS.history);
+          const [waiting, history, failedTotal] = await Promise.all([
+            listRefundsPage(svc.sql, store.slug, { status: "PENDING_APPROVAL", limit: PAGE_SIZE, offset: (waitingPage - 1) * PAGE_SIZE }),
+            listRefundsPage(svc.sql, store.slug, { ...(status ? { status } : {}), limit: PAGE_SIZE, offset: (historyPage - 1) * PAGE_SIZE }),
+            refundCount(store.slug, "FAILED"),
+          ]);
+          return refundsPage(
+            s,
+            { store, pageSize: PAGE_SIZE, waiting: { page: waitingPage, ...waiting }, history: { page: historyPage, ...history, ...(status ? { status } : {}) }, failedTotal },
+            flash,
+          );
         }),
       ),
       { detail: HIDDEN },
