@@ -17,6 +17,22 @@ export interface FailedCheck {
   message?: string;
   value?: unknown;
   schema?: unknown;
+  /** A union's failure: each member's own errors (TypeBox 0.34 `ValueError.errors`, one iterator per member). */
+  errors?: readonly { First(): FailedCheck | undefined }[];
+}
+
+/**
+ * The failure inside a union member, when the value is that member's kind and broke one of its inner rules: an
+ * object-or-null field (`negotiation`) whose object breaks `excludedCategories`' maxItems was answered "must be an
+ * object or null (got an object)", which names neither the field nor the rule (G2's note). A member failing deeper
+ * than the union's own path took the value's kind; when exactly one did, its first error is the answer. Otherwise
+ * (the value is none of the members' kinds, or a scalar union such as t.Numeric) the union's rule stays the answer.
+ */
+export function innerUnionFailure(check: FailedCheck | undefined): FailedCheck | undefined {
+  if (check?.type !== ValueErrorType.Union || !Array.isArray(check.errors)) return undefined;
+  const depth = (path: string | undefined) => (path ? path.split("/").length : 0);
+  const inner = check.errors.map((it) => it.First()).filter((e): e is FailedCheck => !!e && depth(e.path) > depth(check.path));
+  return inner.length === 1 ? (innerUnionFailure(inner[0]) ?? inner[0]) : undefined;
 }
 
 /** Postgres text cannot hold NUL: string fields stored as text refuse it with this pattern. */
@@ -219,6 +235,8 @@ export interface ValidationAnswer {
  * unknown property, whose allowed siblings are then listed).
  */
 export function validationAnswer(location: string, field: string | undefined, check: FailedCheck | undefined, parentSchema?: unknown): ValidationAnswer {
+  const inner = innerUnionFailure(check);
+  if (inner) return validationAnswer(location, fieldOfPath(inner.path), inner, inner.schema);
   const shown = (v: unknown) => (field !== undefined && isSecretField(field) ? secretPreview(v) : preview(v));
   let what = typeof check?.message === "string" ? check.message.slice(0, ECHO_MAX_CHARS * 2) : "invalid value";
   let facts: Record<string, unknown> = {};
