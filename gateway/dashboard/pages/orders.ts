@@ -1,10 +1,11 @@
-/** Orders (list, detail with event history, status moves) and refund requests (approve, reject). */
+/** Orders (list, detail with event history and its refund requests, status moves). The refunds page: ./refunds.ts. */
 import { PARTLY_REFUNDED, type StoreOrderDetail, type StoreOrderRow } from "../../../actors/store/merchant-reads.ts";
 import type { RefundView } from "../../../actors/store/commerce.ts";
 import type { StoreRecord } from "../../../actors/store/schemas.ts";
 import { html, type Html } from "../html.ts";
 import { badge, money, page, pager, postForm, storeBase, when } from "../layout.ts";
 import type { DashboardSession, Flash } from "../session.ts";
+import { refundTable } from "./refunds.ts";
 
 /** The status filter's values: the statuses, and `partly_refunded` (part of the capture refunded; no status says it: merchant-reads.ts). */
 export const ORDER_STATUSES = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "refunded", PARTLY_REFUNDED] as const;
@@ -49,44 +50,6 @@ ${d.orders.items.length === 0 ? html`<tr><td colspan="7">No orders match.</td></
 </tbody></table></div>
 ${pager(base, { status: d.status, channel: d.channel }, d.page, d.pageSize, d.orders.total)}
 </section>`,
-  });
-}
-
-function refundActions(session: DashboardSession, slug: string, r: RefundView, back: string): Html {
-  if (r.status !== "PENDING_APPROVAL" && r.status !== "FAILED") return html``;
-  const action = (decision: "approve" | "reject") => `${storeBase(slug)}/refunds/${r.refund_id}/${decision}`;
-  const backField = html`<input type="hidden" name="back" value="${back}">`;
-  return html`<div class="actions">
-${postForm(action("approve"), session.csrfToken, html`${backField}<button type="submit" aria-label="Approve refund of ${money(r.amount_minor, r.currency)} for order ${r.order_id.slice(0, 8)}">${r.status === "FAILED" ? "Retry" : "Approve"}</button>`, { confirm: `Refund ${money(r.amount_minor, r.currency)} to the buyer?` })}
-${postForm(action("reject"), session.csrfToken, html`${backField}<button type="submit" class="danger" aria-label="Reject refund of ${money(r.amount_minor, r.currency)} for order ${r.order_id.slice(0, 8)}">Reject</button>`, { confirm: "Reject this refund request?" })}
-</div>`;
-}
-
-function refundTable(session: DashboardSession, slug: string, refunds: readonly RefundView[], caption: string, back: string, withActions: boolean): Html {
-  return html`<div class="table-wrap"><table class="stack"><caption>${caption}</caption><thead><tr><th>Requested</th><th>Order</th><th class="num">Amount</th><th>Reason</th><th>Status</th>${withActions ? html`<th>Decision</th>` : ""}</tr></thead><tbody>
-${refunds.map(
-  (r) => html`<tr data-refund="${r.refund_id}"><td data-label="Requested">${when(r.created_at)}</td><td data-label="Order"><a href="${storeBase(slug)}/orders/${r.order_id}">${r.order_id.slice(0, 8)}</a></td>
-<td data-label="Amount" class="num">${money(r.amount_minor, r.currency)}</td><td data-label="Reason">${r.reason ?? "–"}</td><td data-label="Status">${badge(r.status)}</td>
-${withActions ? html`<td data-label="Decision">${refundActions(session, slug, r, back)}</td>` : ""}</tr>`,
-)}
-${refunds.length === 0 ? html`<tr><td colspan="${withActions ? 6 : 5}">None.</td></tr>` : ""}
-</tbody></table></div>`;
-}
-
-export function refundsPage(session: DashboardSession, store: StoreRecord, pending: readonly RefundView[], recent: readonly RefundView[], flash: Flash | null): Html {
-  const back = `${storeBase(store.slug)}/refunds`;
-  return page({
-    title: "Refunds",
-    session,
-    store,
-    section: "refunds",
-    flash,
-    body: html`<h1>Refund requests</h1>
-<section class="card" aria-labelledby="pending-h"><h2 id="pending-h">Waiting for a decision (${pending.length})</h2>
-<p class="hint">Approving refunds the buyer through the order's payment rail at once; rejecting closes the request.</p>
-${refundTable(session, store.slug, pending, "Pending refund requests", back, true)}</section>
-<section class="card" aria-labelledby="recent-h"><h2 id="recent-h">Recent decisions</h2>
-${refundTable(session, store.slug, recent, "Decided refund requests", back, recent.some((r) => r.status === "FAILED"))}</section>`,
   });
 }
 
