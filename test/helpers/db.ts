@@ -74,7 +74,21 @@ function seededTemplate(): Promise<string> {
   return name;
 }
 
-/** This process's templates no copy can still be starting from, and any process's left for longer. */
+/** Whether a process of this machine with that id runs (a template's maker; another machine's reads as gone). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === "EPERM";
+  }
+}
+
+/**
+ * Templates no copy can still be starting from: this process's older ones, those of processes that have ended (each
+ * test run leaves one), and any left for longer. A copy that loses the race to a drop is retried
+ * (createTestDatabase).
+ */
 async function dropOldTemplates(now: number): Promise<void> {
   const admin = connect(await serverUrl(), 1);
   try {
@@ -82,7 +96,9 @@ async function dropOldTemplates(now: number): Promise<void> {
       const m = /^t_tmpl_(\d+)_(\d+)$/.exec(datname);
       if (!m) continue;
       const age = now - Number(m[1]);
-      if ((Number(m[2]) === process.pid && age > 2 * TEMPLATE_MAX_AGE_MS) || age > TEMPLATE_ORPHAN_MS) {
+      const pid = Number(m[2]);
+      const old = pid === process.pid ? age > 2 * TEMPLATE_MAX_AGE_MS : (age > TEMPLATE_MAX_AGE_MS && !running(pid)) || age > TEMPLATE_ORPHAN_MS;
+      if (old) {
         await admin.unsafe(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {});
       }
     }
@@ -97,11 +113,20 @@ async function dropOldTemplates(now: number): Promise<void> {
  */
 export async function createTestDatabase(opts: { migrate?: boolean; poolSize?: number; seeded?: boolean; name?: string } = {}): Promise<TestDatabase> {
   const base = await serverUrl();
-  const from = opts.seeded ? await seededTemplate() : undefined;
+  let from = opts.seeded ? await seededTemplate() : undefined;
   const name = opts.name ?? `t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = connect(base, 1);
-  await admin.unsafe(from ? `CREATE DATABASE ${name} TEMPLATE ${from}` : `CREATE DATABASE ${name}`);
-  await admin.end();
+  try {
+    await admin.unsafe(from ? `CREATE DATABASE ${name} TEMPLATE ${from}` : `CREATE DATABASE ${name}`);
+  } catch (err) {
+    if (!from || (err as { code?: string }).code !== "3D000") throw err;
+    // the template was dropped meanwhile (another process took it for an ended one's): make a new one
+    template = undefined;
+    from = await seededTemplate();
+    await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${from}`);
+  } finally {
+    await admin.end();
+  }
   const u = new URL(base);
   u.pathname = `/${name}`;
   const url = u.toString();
