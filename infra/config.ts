@@ -16,7 +16,7 @@ export const CONFIG_VARS = {
   SITE_URL: {
     schema: T.String({ pattern: "^https?://" }),
     default: "",
-    doc: "Public origin serving MCP endpoints and well-known files ({site_url}), and the issuer of bearer and OAuth tokens: the same on every gateway of a deployment; default http://HOST:PORT (required for a gateway when NODE_ENV=production and NATS_URL is set).",
+    doc: "Public origin serving MCP endpoints and well-known files ({site_url}), and the issuer of bearer and OAuth tokens: the same on every gateway of a deployment; default http://HOST:PORT (required for every role when NODE_ENV=production and NATS_URL is set).",
   },
   DATA_DIR: { schema: T.String({ minLength: 1 }), default: "./data", doc: "Where the embedded Postgres and generated keys live." },
   DATABASE_URL: {
@@ -158,14 +158,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
  * Checks that depend on the process's role (`bun gateway/main.ts start|gateway|actors`). A gateway signs bearer and
  * OAuth tokens with `iss` = SITE_URL and accepts only that issuer, so every gateway of one deployment must share one
  * SITE_URL (the public origin behind the balancer). Its default, http://HOST:PORT, differs per gateway: a token from
- * one gateway was refused by the others (audit D-3). With NATS_URL set there may be several gateways, so production
- * refuses to guess.
+ * one gateway was refused by the others (audit D-3). The actor hosts sign the trust score JWS with `iss` = SITE_URL
+ * too (review R4-1): their default would name the host itself. With NATS_URL set there may be several processes of
+ * either role, so production refuses to guess, on every role.
  */
-export function checkRoleConfig(config: Config, role: "start" | "gateway" | "actors"): void {
-  if (role !== "actors" && config.NODE_ENV === "production" && config.NATS_URL && !config.SITE_URL) {
+export function checkRoleConfig(config: Config, _role: "start" | "gateway" | "actors"): void {
+  if (config.NODE_ENV === "production" && config.NATS_URL && !config.SITE_URL) {
     throw new ConfigError(
       "SITE_URL",
-      "the deployment's public origin, the same on every gateway (required when NODE_ENV=production and NATS_URL is set: tokens carry it as their issuer, and a gateway accepts only its own)",
+      "the deployment's public origin, the same on every gateway and actor host (required when NODE_ENV=production and NATS_URL is set: tokens and trust scores carry it as their issuer, and a gateway accepts only its own)",
       "",
     );
   }

@@ -671,7 +671,7 @@ export const trustActor = defineActor({
 export const trustBootHook: BootHook = {
   name: "trust",
   roles: ["start", "actors"],
-  async run({ services }) {
+  async run({ services, role }) {
     const kek = services.extras.get("secretKey");
     if (!(kek instanceof Uint8Array)) throw new Error("trust boot hook: secretKey missing from services");
     configureTrust(services.sql, {
@@ -682,8 +682,14 @@ export const trustBootHook: BootHook = {
       }),
       intervalMs: services.config.TRUST_REFRESH_INTERVAL_MS,
       // services.siteUrl, not config: without SITE_URL it becomes the listening address once the gateway listens.
-      // Before that, with PORT=0 (tests), it names port 0: no issuer rather than a wrong one.
-      issuer: () => (services.config.SITE_URL || services.config.PORT !== 0 || !services.siteUrl.endsWith(":0") ? services.siteUrl : undefined),
+      // Before that, with PORT=0 (tests), it names port 0: no issuer rather than a wrong one. An actor host
+      // without SITE_URL (outside production) has no public origin at all: no issuer (review R4-1).
+      issuer: () =>
+        services.config.SITE_URL
+          ? services.config.SITE_URL
+          : role !== "actors" && (services.config.PORT !== 0 || !services.siteUrl.endsWith(":0"))
+            ? services.siteUrl
+            : undefined,
     });
     await ensureTrustKey(services.sql, kek, services.clock.now());
     await services.actors.ask(trustActor, TRUST_ACTOR_ID, "ensureScheduled", {});

@@ -48,9 +48,10 @@ describe("configuration", () => {
     expect(loadConfig({ NODE_ENV: "production" }).ALLOW_PRIVATE_URLS).toBe(false);
   });
 
-  test("a production gateway over NATS without SITE_URL is refused: every gateway of a deployment must share one token issuer", () => {
+  test("a production process over NATS without SITE_URL is refused, on every role: one token and trust score issuer", () => {
     const distributed = { NODE_ENV: "production", NATS_URL: "nats://127.0.0.1:4222" };
-    for (const role of ["gateway", "start"] as const) {
+    // actor hosts too (review R4-1): they sign the trust score JWS with iss = SITE_URL
+    for (const role of ["gateway", "start", "actors"] as const) {
       let err: unknown;
       try {
         checkRoleConfig(loadConfig(distributed), role);
@@ -61,15 +62,15 @@ describe("configuration", () => {
       expect((err as ConfigError).variable).toBe("SITE_URL");
       expect((err as Error).message).toContain("the same on every gateway");
     }
-    // an actor host issues no tokens; a shared SITE_URL, no NATS (one gateway) or a non-production run are accepted
-    expect(() => checkRoleConfig(loadConfig(distributed), "actors")).not.toThrow();
+    // a shared SITE_URL, no NATS (one gateway) or a non-production run are accepted
+    expect(() => checkRoleConfig(loadConfig({ ...distributed, SITE_URL: "https://shop.example.com" }), "actors")).not.toThrow();
     expect(() => checkRoleConfig(loadConfig({ ...distributed, SITE_URL: "https://shop.example.com" }), "gateway")).not.toThrow();
     expect(() => checkRoleConfig(loadConfig({ NODE_ENV: "production" }), "gateway")).not.toThrow();
     expect(() => checkRoleConfig(loadConfig({ NATS_URL: "nats://127.0.0.1:4222" }), "gateway")).not.toThrow();
   });
 
-  test("bun gateway/main.ts gateway exits 1 with that one line, before connecting to anything", async () => {
-    const proc = Bun.spawn(["bun", new URL("../../gateway/main.ts", import.meta.url).pathname, "gateway"], {
+  test.each(["gateway", "actors"])("bun gateway/main.ts %s exits 1 with that one line, before connecting to anything", async (role) => {
+    const proc = Bun.spawn(["bun", new URL("../../gateway/main.ts", import.meta.url).pathname, role], {
       // nothing listens on these ports: the refusal must come before any connection is tried
       env: { ...process.env, NODE_ENV: "production", NATS_URL: "nats://127.0.0.1:1", DATABASE_URL: "postgres://postgres@127.0.0.1:1/none", SITE_URL: "" },
       stdout: "pipe",
