@@ -268,14 +268,17 @@ async function price(
     const c = catalog.get(item.productId);
     if (!c) throw fail("PRODUCT_NOT_FOUND", "A product of the cart left the catalog.", { product_id: item.productId, field: `items[${i}]` });
     const v = variantOf(c, item.variantId);
+    const listPriceMinor = v && v.priceMinor !== null && v.priceMinor !== undefined ? v.priceMinor : c.priceMinor;
     lines.push({
       storeId: c.storeSlug,
       productId: item.productId,
       variantId: item.variantId,
       quantity: item.quantity,
-      listPriceMinor: v && v.priceMinor !== null && v.priceMinor !== undefined ? v.priceMinor : c.priceMinor,
+      listPriceMinor,
       currency: c.currency,
-      negotiated: c.negotiated && !item.variantId ? c.negotiated : null,
+      // The offer was bid on the product's list price: it prices a line without a variant, or a variant line sold at
+      // that price (audit R3 MED-1; a variant with its own price is not what was negotiated).
+      negotiated: c.negotiated && (!item.variantId || (v && listPriceMinor === c.priceMinor)) ? c.negotiated : null,
     });
     if (!quotes.has(c.storeSlug)) {
       const q = storeShipping({
@@ -1840,15 +1843,17 @@ export const cartActor = defineActor({
       if (ctx.state.cart) throw fail("conflict", "A cart with this id exists.", { cart_id: ctx.id });
       const now = ctx.now();
       // One line per product/variant: repeated items add up.
-      const merged = new Map<string, { productId: string; variantId: string | null; quantity: number }>();
-      for (const it of body.items) {
+      // `at`: the request index of the line's first item, which errors name (audit R3 LOW-5: not the merged index).
+      const merged = new Map<string, { productId: string; variantId: string | null; quantity: number; at: number }>();
+      for (const [at, it] of body.items.entries()) {
         const k = `${it.productId.toLowerCase()}:${it.variantId?.toLowerCase() ?? ""}`;
         const prev = merged.get(k);
-        merged.set(k, { productId: it.productId.toLowerCase(), variantId: it.variantId?.toLowerCase() ?? null, quantity: (prev?.quantity ?? 0) + it.quantity });
+        merged.set(k, { productId: it.productId.toLowerCase(), variantId: it.variantId?.toLowerCase() ?? null, quantity: (prev?.quantity ?? 0) + it.quantity, at: prev?.at ?? at });
       }
       const catalog = await readCatalog(ctx.sql, [...merged.values()].map((m) => m.productId), body.keyId);
       const items: CartItem[] = [];
-      [...merged.values()].forEach((m, i) => {
+      [...merged.values()].forEach((m) => {
+        const i = m.at;
         const c = catalog.get(m.productId);
         if (!c || !c.active || !c.store.eligible) {
           throw fail("PRODUCT_NOT_FOUND", "No such product, or its merchant is not available.", { product_id: m.productId, field: `items[${i}].product_id` });

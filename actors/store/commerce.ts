@@ -545,10 +545,14 @@ function priorOf(db: Sql, slug: string, b: BeginLegBody) {
       LIMIT 1)`;
 }
 
-/** The products of a leg priced from a negotiated offer (variant lines never are: docs/checkout.md "Negotiated prices"). */
+/**
+ * The products of a leg priced from a negotiated offer: lines without a variant and variant lines at the product's
+ * list price (docs/checkout.md "Negotiated prices"). The cart prices every such line of a product at the one offer's
+ * price, so one claim per product covers all of them.
+ */
 function negotiatedLines(b: BeginLegBody): { ids: string[]; prices: number[] } {
   const byProduct = new Map<string, number>();
-  for (const l of b.lines) if (l.negotiated && !l.variantId) byProduct.set(l.productId.toLowerCase(), l.unitPriceMinor);
+  for (const l of b.lines) if (l.negotiated) byProduct.set(l.productId.toLowerCase(), l.unitPriceMinor);
   return { ids: [...byProduct.keys()], prices: [...byProduct.values()] };
 }
 
@@ -643,7 +647,12 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
         total_minor = ${b.totalMinor}, currency = ${b.currency}, subtotal_minor = ${b.subtotalMinor}, discount_minor = ${b.discountMinor},
         shipping_minor = ${b.shippingMinor}, tax_minor = ${b.taxMinor}, coupon_code = ${b.couponCode}, updated_at = now()
       WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending' AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),
-    dropped AS (DELETE FROM order_items WHERE order_id IN (SELECT id FROM reuse)),`
+    dropped AS (DELETE FROM order_items WHERE order_id IN (SELECT id FROM reuse)),
+    -- An earlier attempt's claim on an offer this attempt no longer prices with (the list price fell below it, or the
+    -- line is gone) is given back: the order will not pay with it (audit R3 MED-2). This attempt's own claims are
+    -- other rows (their products are in the list), so no row is updated twice.
+    unclaimed AS (UPDATE negotiation_offers SET order_id = NULL WHERE order_id IN (SELECT id FROM reuse) AND used_at IS NULL
+      AND product_id <> ALL(${negotiatedLines(b).ids}::uuid[])),`
       : db``}
     items AS (
       INSERT INTO order_items (order_id, product_id, variant_id, title, quantity, unit_price_minor)
