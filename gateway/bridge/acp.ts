@@ -16,9 +16,8 @@
  */
 import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
-import { asRecord, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
+import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { sessionShipping } from "./shipping.ts";
-import { isUuid } from "../../infra/uuid.ts";
 
 export type AcpStatus = "not_ready_for_payment" | "ready_for_payment" | "in_progress" | "completed" | "canceled";
 
@@ -27,7 +26,7 @@ export function acpItems(raw: unknown): ItemInput[] {
   if (!Array.isArray(raw) || raw.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "items must list at least one item.", { field: "items" });
   return raw.map((it, i) => {
     const r = asRecord(it);
-    if (typeof r.id !== "string" || !isUuid(r.id)) throw fail("INVALID_ARGUMENT", "items[].id must be a product or variant id (uuid).", { field: `items[${i}].id` });
+    if (typeof r.id !== "string" || !isItemId(r.id)) throw fail("INVALID_ARGUMENT", "items[].id must be a product id or <product id>:<variant id>.", { field: `items[${i}].id` });
     const q = r.quantity ?? 1;
     if (typeof q !== "number" || !Number.isInteger(q) || q < 1) throw fail("INVALID_ARGUMENT", "items[].quantity must be an integer >= 1.", { field: `items[${i}].quantity` });
     return { itemId: r.id, quantity: q };
@@ -75,7 +74,7 @@ export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewVie
     line_items: cart.items.map((l) => ({
       id: `li_${l.product_id}${l.variant_id ? `_${l.variant_id}` : ""}`,
       // A variant line's item is the variant (the id the agent sent), so the items can be sent back in an update.
-      item: { id: l.variant_id ?? l.product_id, quantity: l.quantity },
+      item: { id: itemIdOf(l), quantity: l.quantity },
       base_amount: l.unit_price_minor * l.quantity,
       discount: 0,
       subtotal: l.line_total_minor,

@@ -197,41 +197,55 @@ export interface ItemFields {
   quantity: (i: number) => string;
 }
 
+const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
+const ITEM_ID = new RegExp(`^(${UUID})(?::(${UUID}))?$`, "i");
+
+/** An ACP/UCP item id: a product id, or `<product id>:<variant id>` for one of its variants (`resolveItemIds`). */
+export function isItemId(id: string): boolean {
+  return ITEM_ID.test(id);
+}
+
+/** The item id of a cart line as a session shows it: what the agent sends back to buy the same thing. */
+export function itemIdOf(line: { product_id: string; variant_id: string | null }): string {
+  return line.variant_id ? `${line.product_id}:${line.variant_id}` : line.product_id;
+}
+
 /**
- * ACP and UCP items carry one id and no variant field, so an item id may name a variant (its `id` in the product's
- * `variants`, as ProductDetail shows it): the line is then that product with that variant. A product id stays a
- * product line (one of a product with variants is refused by the cart: `inBridgeTerms`). Only ids that are not
- * product ids are looked up among active products' variants (GIN index `products_variant_ids`, migration 0023).
- * Variant ids are UUIDs a merchant may choose, so one id could be a variant of two products: that item is refused
- * rather than guessed.
+ * ACP and UCP items carry one id and no variant field, so a variant is named `<product id>:<variant id>` (the
+ * product's `id` and its variant's `id` in ProductDetail's `variants`): the line is that product with that variant,
+ * which the cart checks as it does the REST `variant_id`. A bare id is a product id (one of a product with variants
+ * is refused by the cart: `inBridgeTerms`). Variant ids are chosen by merchants, so a bare variant id is never looked
+ * up among all stores' products: another store reusing the id could then make it unbuyable or, once the owner's
+ * product goes inactive, buy its own product instead (review R3 MED-3). Product ids are ours, unique by construction.
+ * A bare id that names no product but is an active product's variant id is refused with the qualified ids to send.
  */
 export async function resolveItemIds(svc: Services, items: ItemInput[], fields: ItemFields): Promise<CartItemInput[]> {
-  const ids = [...new Set(items.map((i) => i.itemId.toLowerCase()))];
-  const products = new Set((await svc.sql<{ id: string }[]>`SELECT id::text AS id FROM products WHERE id = ANY(${ids}::uuid[])`).map((r) => r.id));
-  const owners = new Map<string, string[]>();
-  for (const id of ids.filter((x) => !products.has(x))) {
+  const parsed = items.map((item, i) => {
+    const m = ITEM_ID.exec(item.itemId);
+    if (!m) throw fail("INVALID_ARGUMENT", `${fields.id(i)} must be a product id or <product id>:<variant id>.`, { field: fields.id(i) });
+    return { productId: m[1].toLowerCase(), variantId: m[2]?.toLowerCase() ?? null, quantity: item.quantity };
+  });
+  const bare = [...new Set(parsed.filter((p) => p.variantId === null).map((p) => p.productId))];
+  const products = new Set((await svc.sql<{ id: string }[]>`SELECT id::text AS id FROM products WHERE id = ANY(${bare}::uuid[])`).map((r) => r.id));
+  for (const [i, p] of parsed.entries()) {
+    if (p.variantId !== null || products.has(p.productId)) continue;
     const rows = await svc.sql<{ id: string }[]>`
-      SELECT id::text AS id FROM products WHERE active AND variants @> ${svc.sql.json([{ id }] as never)} ORDER BY id LIMIT 5`;
-    owners.set(id, rows.map((r) => r.id));
-  }
-  return items.map((item, i) => {
-    const id = item.itemId.toLowerCase();
-    const of = owners.get(id) ?? [];
-    if (of.length > 1) {
-      throw fail("INVALID_ARGUMENT", `${fields.id(i)} names a variant of several products; this id cannot be bought through this protocol.`, {
+      SELECT id::text AS id FROM products WHERE active AND variants @> ${svc.sql.json([{ id: p.productId }] as never)} ORDER BY id LIMIT 5`;
+    if (rows.length > 0) {
+      throw fail("INVALID_ARGUMENT", `${fields.id(i)} is a variant id: name a variant as <product id>:<variant id> (details.item_ids).`, {
         field: fields.id(i),
-        variant_id: id,
-        product_ids: of,
+        variant_id: p.productId,
+        item_ids: rows.map((r) => `${r.id}:${p.productId}`),
       });
     }
-    return of.length === 1 ? { productId: of[0], variantId: id, quantity: item.quantity } : { productId: id, quantity: item.quantity };
-  });
+  }
+  return parsed.map((p) => (p.variantId === null ? { productId: p.productId, quantity: p.quantity } : { productId: p.productId, variantId: p.variantId, quantity: p.quantity }));
 }
 
 /**
  * A cart refusal naming one of its lines (`items[i]`, `items[i].product_id|variant_id|quantity`) in the bridge's
  * request terms. The line of a product that names no variant (actors/cart/variant-line.ts) says what to send
- * instead: a variant's id as the item id.
+ * instead: one of its variants as `<product id>:<variant id>` (each of `details.variants` gains that `item_id`).
  */
 export function inBridgeTerms(err: unknown, fields: ItemFields): unknown {
   if (!(err instanceof ActorError)) return err;
@@ -239,11 +253,13 @@ export function inBridgeTerms(err: unknown, fields: ItemFields): unknown {
   if (!m) return err;
   const i = Number(m[1]);
   const field = m[2] === "quantity" ? fields.quantity(i) : fields.id(i);
-  const message =
-    err.code === "MISSING_REQUIRED_ARGUMENT" && m[2] === "variant_id"
-      ? `${field} names a product with ${String(err.details?.variant_count)} variants: send the id of one of them (details.variants[].variant_id) as the item id.`
-      : err.message;
-  return new ActorError(err.code, message, { ...err.details, field });
+  if (err.code === "MISSING_REQUIRED_ARGUMENT" && m[2] === "variant_id") {
+    const productId = String(err.details?.product_id);
+    const variants = Array.isArray(err.details?.variants) ? (err.details.variants as Record<string, unknown>[]) : [];
+    const message = `${field} names a product with ${String(err.details?.variant_count)} variants: send one of them as <product id>:<variant id> (details.variants[].item_id).`;
+    return new ActorError(err.code, message, { ...err.details, field, variants: variants.map((v) => ({ ...v, item_id: `${productId}:${String(v.variant_id)}` })) });
+  }
+  return new ActorError(err.code, err.message, { ...err.details, field });
 }
 
 /** A new cart of the agent's with these items (the session prices it afterwards: shipping.ts `priceCart`). */

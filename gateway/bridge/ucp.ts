@@ -13,9 +13,8 @@
  */
 import type { CartView, PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
-import { asRecord, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
+import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { destinationOf, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
-import { isUuid } from "../../infra/uuid.ts";
 
 export const UCP_VERSION = "2026-01-11";
 export type UcpStatus = "incomplete" | "ready_for_complete" | "complete_in_progress" | "requires_escalation" | "completed" | "canceled";
@@ -26,7 +25,7 @@ export function ucpItems(raw: unknown): ItemInput[] {
   return raw.map((li, i) => {
     const r = asRecord(li);
     const id = asRecord(r.item).id;
-    if (typeof id !== "string" || !isUuid(id)) throw fail("INVALID_ARGUMENT", "line_items[].item.id must be a product or variant id (uuid).", { field: `line_items[${i}].item.id` });
+    if (typeof id !== "string" || !isItemId(id)) throw fail("INVALID_ARGUMENT", "line_items[].item.id must be a product id or <product id>:<variant id>.", { field: `line_items[${i}].item.id` });
     const q = r.quantity ?? 1;
     if (typeof q !== "number" || !Number.isInteger(q) || q < 1) throw fail("INVALID_ARGUMENT", "line_items[].quantity must be an integer >= 1.", { field: `line_items[${i}].quantity` });
     return { itemId: id, quantity: q };
@@ -136,7 +135,7 @@ export function ucpCheckout(s: BridgeSession, view: { cart: CartView | PreviewVi
     buyer: s.meta.buyer ?? null,
     line_items: c.items.map((l) => ({
       id: lineId(l),
-      item: { id: l.variant_id ?? l.product_id, title: l.title, price: l.unit_price_minor },
+      item: { id: itemIdOf(l), title: l.title, price: l.unit_price_minor },
       quantity: l.quantity,
       totals: [
         { type: "subtotal", amount: l.line_total_minor },

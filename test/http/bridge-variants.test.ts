@@ -1,6 +1,6 @@
 /**
- * ACP and UCP items have no variant field: an item id may name a variant (its id in ProductDetail's `variants`), and
- * the line is that product with that variant. A product id of a product with variants is refused in the protocol's
+ * ACP and UCP items have no variant field: an item id may name a variant as `<product id>:<variant id>` (the ids in
+ * ProductDetail), and the line is that product with that variant. A product id of a product with variants is refused in the protocol's
  * own error shape, naming the item id field and the variants to choose from (docs/protocols.md "Variants").
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -13,6 +13,8 @@ const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, no
 let srv: TestServer;
 let key: TestKey;
 let variants: { id: string; title: string; inStock: boolean }[];
+/** The item id naming variant `i` of the headphones. */
+const item = (i: number) => `${HEADPHONES}:${variants[i].id}`;
 
 beforeAll(async () => {
   srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
@@ -38,21 +40,21 @@ const orderLines = async (orderId: string) =>
     WHERE o.id = ${orderId} OR o.id IN (SELECT id FROM orders WHERE cart_id = (SELECT cart_id FROM orders WHERE id = ${orderId}))
     ORDER BY i.id`).map((r) => ({ ...r }));
 
-const listed = () => variants.map((v) => ({ variant_id: v.id, title: v.title, in_stock: v.inStock }));
+const listed = () => variants.map((v) => ({ variant_id: v.id, title: v.title, in_stock: v.inStock, item_id: `${HEADPHONES}:${v.id}` }));
 
 describe("ACP: an item id names a variant", () => {
-  test("a session of a variant id buys that variant: the line echoes the variant id, an update sends it back, the order names it", async () => {
-    const created = await post("/acp/checkout_sessions", { items: [{ id: variants[0].id, quantity: 1 }, { id: BOARD, quantity: 1 }] });
+  test("a session of a <product>:<variant> id buys that variant: the line echoes the variant id, an update sends it back, the order names it", async () => {
+    const created = await post("/acp/checkout_sessions", { items: [{ id: item(0), quantity: 1 }, { id: BOARD, quantity: 1 }] });
     expect(created.status).toBe(201);
     expect(created.body.line_items.map((l: { id: string; item: unknown }) => ({ id: l.id, item: l.item }))).toEqual([
-      { id: `li_${HEADPHONES}_${variants[0].id}`, item: { id: variants[0].id, quantity: 1 } },
+      { id: `li_${HEADPHONES}_${variants[0].id}`, item: { id: item(0), quantity: 1 } },
       { id: `li_${BOARD}`, item: { id: BOARD, quantity: 1 } },
     ]);
     // The items as the session shows them, with the other variant added: what an ACP client sends on update.
-    const items = [...created.body.line_items.map((l: { item: unknown }) => l.item), { id: variants[1].id.toUpperCase(), quantity: 1 }];
+    const items = [...created.body.line_items.map((l: { item: unknown }) => l.item), { id: item(1).toUpperCase(), quantity: 1 }];
     const updated = await post(`/acp/checkout_sessions/${created.body.id}`, { items });
     expect(updated.status).toBe(200);
-    expect(updated.body.line_items.map((l: { item: { id: string } }) => l.item.id)).toEqual([variants[0].id, BOARD, variants[1].id]);
+    expect(updated.body.line_items.map((l: { item: { id: string } }) => l.item.id)).toEqual([item(0), BOARD, item(1)]);
     const done = await post(`/acp/checkout_sessions/${created.body.id}/complete`, { payment_data: { token: "tok_approve", provider: "stripe" } });
     expect(done.status).toBe(200);
     expect(done.body.status).toBe("completed");
@@ -70,7 +72,7 @@ describe("ACP: an item id names a variant", () => {
     expect(r.body).toEqual({
       type: "invalid_request",
       code: "MISSING_REQUIRED_ARGUMENT",
-      message: expect.stringMatching(/^items\[1\]\.id names a product with 2 variants: send the id of one of them/),
+      message: "items[1].id names a product with 2 variants: send one of them as <product id>:<variant id> (details.variants[].item_id).",
       param: "$.items[1].id",
       details: { product_id: HEADPHONES, field: "items[1].id", variant_count: 2, variants: listed() },
     });
@@ -79,14 +81,14 @@ describe("ACP: an item id names a variant", () => {
 });
 
 describe("UCP: an item id names a variant", () => {
-  test("a checkout of a variant id buys that variant: item.id is the variant, the line id names product and variant", async () => {
-    const created = await post("/ucp/checkout-sessions", { line_items: [{ item: { id: variants[1].id }, quantity: 1 }] });
+  test("a checkout of a <product>:<variant> id buys that variant: item.id is that id, the line id names product and variant", async () => {
+    const created = await post("/ucp/checkout-sessions", { line_items: [{ item: { id: item(1) }, quantity: 1 }] });
     expect(created.status).toBe(201);
-    expect(created.body.line_items[0]).toMatchObject({ id: `li_${HEADPHONES}_${variants[1].id}`, item: { id: variants[1].id }, quantity: 1 });
+    expect(created.body.line_items[0]).toMatchObject({ id: `li_${HEADPHONES}_${variants[1].id}`, item: { id: item(1) }, quantity: 1 });
     expect(created.body.fulfillment.methods[0].line_item_ids).toEqual([`li_${HEADPHONES}_${variants[1].id}`]);
-    const updated = await put(`/ucp/checkout-sessions/${created.body.id}`, { line_items: [{ item: { id: variants[0].id }, quantity: 3 }] });
+    const updated = await put(`/ucp/checkout-sessions/${created.body.id}`, { line_items: [{ item: { id: item(0) }, quantity: 3 }] });
     expect(updated.status).toBe(200);
-    expect(updated.body.line_items.map((l: { item: { id: string }; quantity: number }) => [l.item.id, l.quantity])).toEqual([[variants[0].id, 3]]);
+    expect(updated.body.line_items.map((l: { item: { id: string }; quantity: number }) => [l.item.id, l.quantity])).toEqual([[item(0), 3]]);
     const done = await post(`/ucp/checkout-sessions/${created.body.id}/complete`, { payment: { instruments: [{ handler_id: "sandbox_card", credential: { token: "tok_approve" } }] } });
     expect(done.status).toBe(200);
     expect(done.body.status).toBe("completed");
@@ -108,7 +110,7 @@ describe("UCP: an item id names a variant", () => {
     ]);
   }, 60_000);
 
-  test("a variant id that two active products share is refused naming both, not guessed", async () => {
+  test("a bare variant id, even one two active products share, is refused with the qualified ids, not guessed", async () => {
     // A merchant may choose its variant ids (UUIDs): give another product the headphones' first variant id.
     const [other] = await srv.db.sql<{ id: string }[]>`
       UPDATE products SET variants = ${srv.db.sql.json([{ ...variants[0], title: "Copy" }] as never)}
@@ -119,7 +121,7 @@ describe("UCP: an item id names a variant", () => {
       expect(r.body.messages[0]).toMatchObject({
         code: "INVALID_ARGUMENT",
         path: "$.line_items[0].item.id",
-        details: { field: "line_items[0].item.id", variant_id: variants[0].id, product_ids: [HEADPHONES, other.id].sort() },
+        details: { field: "line_items[0].item.id", variant_id: variants[0].id, item_ids: [HEADPHONES, other.id].sort().map((p) => `${p}:${variants[0].id}`) },
       });
     } finally {
       await srv.db.sql`UPDATE products SET variants = '[]' WHERE id = ${other.id}`;
