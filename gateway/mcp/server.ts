@@ -489,6 +489,17 @@ export class McpGateway {
    * credential: the credential is checked first, so its 401 tells an existing session from an unknown id (404).
    * Ids are random UUIDs, and a session's own client needs that 401 to refresh an expired token.
    */
+  /** True when an anonymous caller at `ip` could not use the session: it is bound to a principal or opened elsewhere. */
+  private hiddenFrom(session: Session, ip: string): boolean {
+    return session.principal !== null || session.owner !== ipBucketKey(ip);
+  }
+
+  /** The unknown-session answer, without a challenge a refused credential may already have set. */
+  private sessionNotFound(out: Out): Response | string {
+    delete out.headers["www-authenticate"];
+    return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
+  }
+
   private boundTo(session: Session, principal: string | null, ip: string): boolean {
     if (session.principal !== null) return session.principal === principal;
     if (session.owner !== ipBucketKey(ip)) return false;
@@ -631,7 +642,9 @@ export class McpGateway {
       try {
         principal = await this.peekCaller(request, ip, headers, store, endpoint);
       } catch (err) {
-        return this.refusalResponse(this.refusal(err), null, out, mcpResourceRefOf(store.slug, request));
+        const r = this.refusal(err);
+        if (this.hiddenFrom(session, ip)) return this.sessionNotFound(out);
+        return this.refusalResponse(r, null, out, mcpResourceRefOf(store.slug, request));
       }
       if (!this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
       return this.viaTransport(session.transport, request, undefined, headers);
@@ -682,7 +695,11 @@ export class McpGateway {
       try {
         principal = await this.peekCaller(request, ip, headers, store, endpoint);
       } catch (err) {
-        return this.refusalResponse(this.refusal(err), isRequest ? msg.id : null, out, mcpResourceRefOf(store.slug, request));
+        const r = this.refusal(err);
+        // a credential that did not authenticate, in a session it cannot be the owner of: as for an unknown session
+        // (review R4-2); peekCaller consumes nothing, so the owner's own valid credential never lands here
+        if (session && this.hiddenFrom(session, ip)) return this.sessionNotFound(out);
+        return this.refusalResponse(r, isRequest ? msg.id : null, out, mcpResourceRefOf(store.slug, request));
       }
       if (session && !this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     }
@@ -762,6 +779,10 @@ export class McpGateway {
     try {
       principal = await this.admit(request, ip, headers, store, endpoint, name, t?.def.auth === "key");
     } catch (err) {
+      // A credential that does not authenticate (401), in a session bound to another caller or opened from another
+      // address: 404 as for an unknown session, not the 401 that confirms the id is live (review R4-2). Other
+      // refusals (429) stay: they can be the owner's own.
+      if (err instanceof HttpRefusal && err.status === 401 && session && this.hiddenFrom(session, ip)) return this.sessionNotFound(out);
       if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, out, mcpResourceRefOf(store.slug, request));
       throw err;
     }
