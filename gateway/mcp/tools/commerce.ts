@@ -87,14 +87,22 @@ async function cartItemsOfThisStore(ctx: ToolContext, items: readonly { product_
     // The cart actor's refusal of a variant product's line without variant_id, before the human is asked.
     const noVariant = variantMissing(n, product, i.variant_id);
     if (noVariant) throw noVariant;
-    totalMinor += product.priceMinor * i.quantity;
+    // A variant line is asked about at the variant's price, title and stock (audit R3 MED-4), as the cart prices it.
+    const variantId = i.variant_id?.toLowerCase();
+    const v = variantId ? product.variants.find((x) => x.id.toLowerCase() === variantId) : undefined;
+    if (variantId && !v) {
+      throw fail("PRODUCT_NOT_FOUND", "No such variant of this product.", { product_id: product.id, variant_id: variantId, field: `items[${n}].variant_id` });
+    }
+    const unitMinor = v && v.priceMinor !== null ? v.priceMinor : product.priceMinor;
+    totalMinor += unitMinor * i.quantity;
     currency ||= product.currency;
-    lines.push(`${i.quantity} × ${forHuman(product.title)} (${money(product.priceMinor, product.currency)})`);
-    out.push({ productId: product.id, quantity: i.quantity, ...(i.variant_id ? { variantId: i.variant_id.toLowerCase() } : {}) });
-    stock.set(product.id, product);
+    const title = v?.title ? `${product.title} (${v.title})` : product.title;
+    lines.push(`${i.quantity} × ${forHuman(title)} (${money(unitMinor, product.currency)})`);
+    out.push({ productId: product.id, quantity: i.quantity, at: n, ...(variantId ? { variantId } : {}) });
+    stock.set(`${product.id}:${variantId ?? ""}`, v ? { inStock: product.inStock && v.inStock, stockQuantity: lesser(product.stockQuantity, v.stockQuantity) } : product);
   }
   assertStockCovers(out, stock);
-  return { items: out, totalMinor, currency, lines };
+  return { items: out.map(({ at: _, ...item }) => item), totalMinor, currency, lines };
 }
 
 /**
@@ -103,20 +111,28 @@ async function cartItemsOfThisStore(ctx: ToolContext, items: readonly { product_
  * what is certain: the actor's availability (stock − held) is at most the stock read here, so anything refused here it
  * refuses too; a shortage that only holds reveal is still the actor's answer.
  */
-function assertStockCovers(items: readonly { productId: string; variantId?: string; quantity: number }[], products: ReadonlyMap<string, { inStock: boolean; stockQuantity: number | null }>): void {
-  const merged = new Map<string, { productId: string; quantity: number }>();
+function assertStockCovers(
+  items: readonly { productId: string; variantId?: string; quantity: number; at: number }[],
+  lines: ReadonlyMap<string, { inStock: boolean; stockQuantity: number | null }>,
+): void {
+  const merged = new Map<string, { productId: string; quantity: number; at: number }>();
   for (const it of items) {
     const k = `${it.productId}:${it.variantId ?? ""}`;
-    merged.set(k, { productId: it.productId, quantity: (merged.get(k)?.quantity ?? 0) + it.quantity });
+    const prev = merged.get(k);
+    merged.set(k, { productId: it.productId, quantity: (prev?.quantity ?? 0) + it.quantity, at: prev?.at ?? it.at });
   }
-  [...merged.values()].forEach((m, i) => {
-    const p = products.get(m.productId);
-    if (!p) return;
+  for (const [k, m] of merged) {
+    const p = lines.get(k);
+    if (!p) continue;
     const available = !p.inStock ? 0 : p.stockQuantity;
-    if (available === null || available >= m.quantity) return;
-    throw stockShortfall(i, m.productId, m.quantity, available);
-  });
+    if (available === null || available >= m.quantity) continue;
+    // The request index of the line's first item, as the cart actor names it.
+    throw stockShortfall(m.at, m.productId, m.quantity, available);
+  }
 }
+
+/** The smaller of two stock counts, null being unlimited. */
+const lesser = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.min(a, b));
 
 const CartOut = T.Object(
   { cart_id: T.String(), status: T.String(), currency: T.String(), items: T.Array(AnyObject), totals: AnyObject, replaced_by_cart_id: T.Optional(T.String()) },
@@ -270,7 +286,11 @@ export const updateCartItem = defineTool({
     const { cur, next } = await planEdit(ctx, cartIdArg(a.cart_id), setQuantity(a));
     await cartItemsOfThisStore(ctx, next); // the new cart's products and stock, as create will check them
     const { product } = await storeProduct(ctx, a.product_id);
-    return { summary: `Set ${forHuman(product.title)} to ${a.quantity} × ${money(product.priceMinor, product.currency)} in your cart at ${storeName(ctx)}.${couponNote(cur)}`, facts: { amount: toMajor(product.priceMinor * a.quantity, product.currency), currency: product.currency } };
+    // A variant line at the variant's title and price, as create_cart asks (cartItemsOfThisStore checked the variant).
+    const v = a.variant_id ? product.variants.find((x) => x.id.toLowerCase() === a.variant_id!.toLowerCase()) : undefined;
+    const unitMinor = v && v.priceMinor !== null ? v.priceMinor : product.priceMinor;
+    const title = v?.title ? `${product.title} (${v.title})` : product.title;
+    return { summary: `Set ${forHuman(title)} to ${a.quantity} × ${money(unitMinor, product.currency)} in your cart at ${storeName(ctx)}.${couponNote(cur)}`, facts: { amount: toMajor(unitMinor * a.quantity, product.currency), currency: product.currency } };
   },
   async handler(a, ctx) {
     return rebuildCart(ctx, cartIdArg(a.cart_id), setQuantity(a));
