@@ -238,12 +238,12 @@ export const UcpError = t.Object({ ucp: Any, messages: t.Array(obj({ type: t.Lit
 export const Ap2Receipt = obj({ payment_mandate_id: t.Optional(Str), status: t.Optional(Str) }, "AP2 payment receipt (SUCCESS, or PENDING with approval_urls).");
 
 export const AcpCreateBody = t.Object({
-  items: t.Array(obj({ id: t.String({ description: "Product id" }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 }),
+  items: t.Array(obj({ id: t.String({ description: "Product id, or <product id>:<variant id> for a variant" }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 }),
   buyer: t.Optional(Any), fulfillment_address: t.Optional(Any),
 }, { ...Open, description: "ACP create checkout session request." });
 export const AcpUpdateBody = t.Object({ items: t.Optional(t.Array(Any)), buyer: t.Optional(Any), fulfillment_address: t.Optional(Any), fulfillment_option_id: t.Optional(Str) }, { ...Open, description: "ACP update checkout session request." });
 export const AcpCompleteBody = t.Object({ payment_data: obj({ token: t.String({ description: "Sandbox test token (tok_approve, …)" }), provider: t.Optional(Str) }), buyer: t.Optional(Any) }, { ...Open, description: "ACP complete request." });
-export const UcpCreateBody = t.Object({ line_items: t.Array(obj({ item: obj({ id: Str }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 }), buyer: t.Optional(Any) }, { ...Open, description: "UCP create checkout request." });
+export const UcpCreateBody = t.Object({ line_items: t.Array(obj({ item: obj({ id: t.String({ description: "Product id, or <product id>:<variant id> for a variant" }) }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 }), buyer: t.Optional(Any) }, { ...Open, description: "UCP create checkout request." });
 export const UcpUpdateBody = t.Object(
   { line_items: t.Optional(t.Array(obj({ item: obj({ id: Str }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 })), buyer: t.Optional(Any), fulfillment: t.Optional(Any) },
   { ...Open, description: "UCP update checkout request: new line_items (a new cart), buyer, fulfillment (methods[0].destinations[0] {address_country, postal_code}, groups[].selected_option_id)." },
