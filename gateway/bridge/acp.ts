@@ -14,7 +14,7 @@
  * Amounts are integer minor units and currencies lower-case, as ACP writes them. Errors are ACP's
  * `{type, code, message, param?}` with our HTTP status and our code.
  */
-import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
+import { MAX_LINE_QUANTITY, type CartView, type CompleteReply, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { sessionShipping } from "./shipping.ts";
@@ -28,7 +28,9 @@ export function acpItems(raw: unknown): ItemInput[] {
     const r = asRecord(it);
     if (typeof r.id !== "string" || !isItemId(r.id)) throw fail("INVALID_ARGUMENT", "items[].id must be a product id or <product id>:<variant id>.", { field: `items[${i}].id` });
     const q = r.quantity ?? 1;
-    if (typeof q !== "number" || !Number.isInteger(q) || q < 1) throw fail("INVALID_ARGUMENT", "items[].quantity must be an integer >= 1.", { field: `items[${i}].quantity` });
+    if (typeof q !== "number" || !Number.isInteger(q) || q < 1 || q > MAX_LINE_QUANTITY) {
+      throw fail("INVALID_ARGUMENT", `items[].quantity must be an integer from 1 to ${MAX_LINE_QUANTITY}.`, { field: `items[${i}].quantity` });
+    }
     return { itemId: r.id, quantity: q };
   });
 }

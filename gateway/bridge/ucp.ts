@@ -11,7 +11,7 @@
  * SETTLEMENT_UNKNOWN), requires_escalation (PENDING_EXTERNAL_CONFIRMATION: a human must act at continue_url),
  * completed, canceled. Errors are UCP `messages` of type error with our code.
  */
-import type { CartView, PreviewView } from "../../actors/cart/messages.ts";
+import { MAX_LINE_QUANTITY, type CartView, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { destinationOf, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
@@ -27,7 +27,9 @@ export function ucpItems(raw: unknown): ItemInput[] {
     const id = asRecord(r.item).id;
     if (typeof id !== "string" || !isItemId(id)) throw fail("INVALID_ARGUMENT", "line_items[].item.id must be a product id or <product id>:<variant id>.", { field: `line_items[${i}].item.id` });
     const q = r.quantity ?? 1;
-    if (typeof q !== "number" || !Number.isInteger(q) || q < 1) throw fail("INVALID_ARGUMENT", "line_items[].quantity must be an integer >= 1.", { field: `line_items[${i}].quantity` });
+    if (typeof q !== "number" || !Number.isInteger(q) || q < 1 || q > MAX_LINE_QUANTITY) {
+      throw fail("INVALID_ARGUMENT", `line_items[].quantity must be an integer from 1 to ${MAX_LINE_QUANTITY}.`, { field: `line_items[${i}].quantity` });
+    }
     return { itemId: id, quantity: q };
   });
 }
