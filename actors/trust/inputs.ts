@@ -54,6 +54,33 @@ export const INPUT_RULES = {
 /** Statuses an order only reaches once paid (orders without paid_at: merchant-recorded, imported, seeded). */
 export const PAID_STATUSES = ["paid", "fulfilled", "shipped", "delivered", "partially_refunded", "refunded"] as const;
 
+/** The money facts of one order that decide what it is evidence of (`saleOf`). */
+export interface OrderMoney {
+  status: string;
+  totalMinor: number;
+  /** What the processor captured when it is not the total (orders.captured_minor); null: the total. */
+  capturedMinor: number | null;
+  refundedMinor: number;
+}
+
+/**
+ * What one paid, not canceled order is evidence of (R4-5). `refunded`: any money went back, or the merchant recorded
+ * it as `refunded` (a merchant-recorded order may say so with no amount): a refund for the health rates.
+ * `sale`: not fully refunded, so it counts as an order and its buyer as a buyer for the tier and GMV; an order whose
+ * whole capture went back sold nothing. `netMinor`: its GMV, captured minus refunded (0 when not a sale).
+ * `loadStoreFacts` applies the same rule in SQL (the `refunded`, `sale` and `net_minor` columns of its orders query);
+ * test/http/trust-refunded-sales.test.ts checks the two agree on every case of test/unit/trust-refunded-sales.test.ts.
+ */
+export function saleOf(o: OrderMoney): { refunded: boolean; sale: boolean; netMinor: number } {
+  const captured = o.capturedMinor ?? o.totalMinor;
+  const fullyRefunded = o.status === "refunded" || (o.refundedMinor > 0 && o.refundedMinor >= captured);
+  return {
+    refunded: o.refundedMinor > 0 || o.status === "refunded",
+    sale: !fullyRefunded,
+    netMinor: fullyRefunded ? 0 : Math.max(0, captured - o.refundedMinor),
+  };
+}
+
 export interface ProductFacts {
   count: number;
   withTitle: number;
@@ -72,12 +99,17 @@ export interface ProductFacts {
 }
 
 export interface OrderFacts {
-  /** All-time, paid and not canceled (the tier counts). Unpaid orders are never counted anywhere (audit A4 H1). */
+  /**
+   * All-time sales: paid, not canceled, not fully refunded (the tier counts). Unpaid orders are never counted anywhere
+   * (audit A4 H1); a fully refunded order is no sale (R4-5: a merchant buying from itself and refunding everything
+   * bought a tier for free).
+   */
   human: number;
   agent: number;
-  /** Trailing window, paid and not canceled. */
+  /** Trailing window, sales only: the sum of their net amounts (captured − refunded, `saleOf`), and their buyers. */
   gmvMinor: number;
   uniqueBuyers: number;
+  /** Trailing window, paid and not canceled, fully refunded ones included: the denominator of the health rates. */
   orders: number;
   /** Trailing window, orders whose fulfilment is decided (fulfilled_on_time not null). */
   decided: number;
@@ -174,25 +206,31 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
     // buyers, the rates or agent checkout health. `paid` = paid_at set (checkout) or a post-payment status (orders
     // recorded by the merchant API or imported carry no paid_at). `real` = paid and not canceled. The fulfilment
     // counts take paid orders too: a merchant may record a `pending` order with fulfilledOnTime set.
+    // Only sales count toward the tier (R4-5): `sale` = real and not fully refunded, GMV sums `net_minor` (captured −
+    // refunded), so buying from oneself and refunding it all adds no order, buyer or GMV. A refunded order stays in
+    // `orders` and `refunds`: it is evidence for refund health. `refunded`, `sale`, `net_minor` are `saleOf` in SQL.
     sql<Record<string, string | number>[]>`
       SELECT store_slug,
-        count(*) FILTER (WHERE channel = 'human' AND real) AS human,
-        count(*) FILTER (WHERE channel = 'agent' AND real) AS agent,
-        coalesce(sum(total_minor) FILTER (WHERE created_at >= ${since} AND real AND currency = store_currency), 0) AS gmv_minor,
-        count(DISTINCT buyer_ref) FILTER (WHERE created_at >= ${since} AND real) AS unique_buyers,
+        count(*) FILTER (WHERE channel = 'human' AND sale) AS human,
+        count(*) FILTER (WHERE channel = 'agent' AND sale) AS agent,
+        coalesce(sum(net_minor) FILTER (WHERE created_at >= ${since} AND sale AND currency = store_currency), 0) AS gmv_minor,
+        count(DISTINCT buyer_ref) FILTER (WHERE created_at >= ${since} AND sale) AS unique_buyers,
         count(*) FILTER (WHERE created_at >= ${since} AND real) AS orders,
         count(*) FILTER (WHERE created_at >= ${since} AND paid AND fulfilled_on_time IS NOT NULL) AS decided,
         count(*) FILTER (WHERE created_at >= ${since} AND paid AND fulfilled_on_time) AS on_time,
         count(*) FILTER (WHERE created_at >= ${since} AND real AND disputed) AS disputes,
-        count(*) FILTER (WHERE created_at >= ${since} AND real AND refunded_minor > 0) AS refunds,
-        count(*) FILTER (WHERE created_at >= ${since} AND real AND (refunded_minor > 0 OR disputed)) AS refunds_or_disputes,
-        count(*) FILTER (WHERE created_at >= ${since} AND channel = 'human' AND real AND fulfilled_on_time AND NOT disputed AND refunded_minor = 0) AS human_good,
+        count(*) FILTER (WHERE created_at >= ${since} AND real AND refunded) AS refunds,
+        count(*) FILTER (WHERE created_at >= ${since} AND real AND (refunded OR disputed)) AS refunds_or_disputes,
+        count(*) FILTER (WHERE created_at >= ${since} AND channel = 'human' AND real AND fulfilled_on_time AND NOT disputed AND NOT refunded) AS human_good,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND paid) AS agent_all,
-        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND real AND refunded_minor = 0 AND NOT disputed) AS agent_completed,
+        count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND real AND NOT refunded AND NOT disputed) AS agent_completed,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND paid AND fulfilled_on_time IS NOT NULL) AS agent_decided,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND paid AND fulfilled_on_time) AS agent_on_time,
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND paid AND fulfilled_on_time IS NOT NULL AND disputed) AS agent_disputes
-      FROM (SELECT o.*, ${PAID_SQL} AS paid, ${PAID_SQL} AND o.status <> 'canceled' AS real, s.currency AS store_currency
+      FROM (SELECT o.*, ${PAID_SQL} AS paid, ${PAID_SQL} AND o.status <> 'canceled' AS real, s.currency AS store_currency,
+              (o.refunded_minor > 0 OR o.status = 'refunded') AS refunded,
+              ${PAID_SQL} AND o.status <> 'canceled' AND NOT (o.status = 'refunded' OR (o.refunded_minor > 0 AND o.refunded_minor >= COALESCE(o.captured_minor, o.total_minor))) AS sale,
+              GREATEST(COALESCE(o.captured_minor, o.total_minor) - o.refunded_minor, 0) AS net_minor
             FROM orders o JOIN stores s ON s.slug = o.store_slug WHERE o.store_slug = ANY(${list})) orders
       GROUP BY store_slug`,
     // Agent checkout health per agent key (audit A4 H2): the spec asks for it per agent, and one key must not
@@ -200,7 +238,7 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
     sql<{ store_slug: string; paid: string; completed: string }[]>`
       SELECT o.store_slug,
         count(*) AS paid,
-        count(*) FILTER (WHERE o.status <> 'canceled' AND o.refunded_minor = 0 AND NOT o.disputed) AS completed
+        count(*) FILTER (WHERE o.status NOT IN ('canceled', 'refunded') AND o.refunded_minor = 0 AND NOT o.disputed) AS completed
       FROM orders o
       WHERE o.store_slug = ANY(${list}) AND o.channel = 'agent' AND o.created_at >= ${agentSince} AND ${PAID_SQL}
       GROUP BY o.store_slug, o.agent_key_id`,
