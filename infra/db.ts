@@ -311,6 +311,29 @@ export function connect(url: string, max = 10, opts: { queryDeadlineMs?: number 
   return ms > 0 ? withQueryDeadline(sql, ms) : sql;
 }
 
+/**
+ * Why a migration failed, with Postgres's `detail` and `hint` (review R4-3: 0017 on two e-mails differing in case said
+ * only "could not create unique index", not which address). A detail that lists a whole row ("Failing row contains
+ * (…)", check and not-null violations) is withheld: the row may hold a password hash or a sealed key. The key of a
+ * unique violation ("Key (lower(email))=(…) is duplicated.") is kept: it is the data to fix.
+ */
+export function migrationFailure(err: unknown): { text: string; fields: Record<string, string> } {
+  const e = err as { message?: unknown; detail?: unknown; hint?: unknown; code?: unknown };
+  const message = typeof e?.message === "string" ? e.message : String(err);
+  const fields: Record<string, string> = { error: message };
+  let text = message;
+  if (typeof e?.code === "string" && /^[0-9A-Z]{5}$/.test(e.code)) fields.sqlstate = e.code;
+  if (typeof e?.detail === "string" && e.detail) {
+    fields.detail = /^Failing row contains/i.test(e.detail) ? "(the failing row's values are withheld)" : e.detail;
+    text += `; detail: ${fields.detail}`;
+  }
+  if (typeof e?.hint === "string" && e.hint) {
+    fields.hint = e.hint;
+    text += `; hint: ${e.hint}`;
+  }
+  return { text, fields };
+}
+
 export async function applyMigrations(sql: Sql, dir = MIGRATIONS_DIR): Promise<string[]> {
   const files = (await readdir(dir)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
   const applied: string[] = [];
@@ -324,7 +347,9 @@ export async function applyMigrations(sql: Sql, dir = MIGRATIONS_DIR): Promise<s
       const text = await readFile(join(dir, file), "utf8");
       await reserved.unsafe(`BEGIN; ${text}\n; INSERT INTO schema_migrations (name) VALUES ('${file.replace(/'/g, "''")}'); COMMIT;`).catch(async (err) => {
         await reserved.unsafe("ROLLBACK").catch(() => {});
-        throw new Error(`migration ${file} failed: ${(err as Error).message}`);
+        const why = migrationFailure(err);
+        log.error("migration failed", { migration: file, ...why.fields });
+        throw new Error(`migration ${file} failed: ${why.text}`);
       });
       applied.push(file);
     }

@@ -13,7 +13,7 @@ const PATH = `/${DEMO}/mcp`;
 const VERSION = "2025-11-25";
 const BASE = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 const NOT_FOUND = { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } };
-const JUNK = [{ authorization: "Bearer junk" }, { "x-agent-api-key": "junk" }];
+const JUNK: Record<string, string>[] = [{ authorization: "Bearer junk" }, { "x-agent-api-key": "junk" }];
 let srv: TestServer;
 
 beforeAll(async () => {
@@ -57,8 +57,8 @@ test("a junk credential in a session bound to a key is answered as an unknown se
 }, 60_000);
 
 test("a junk credential without a session, or from an anonymous session's own address, still gets the 401 challenge", async () => {
-  const anonymous = await open({});
-  for (const session of [{}, anonymous]) {
+  const anonymous: Record<string, string> = await open({});
+  for (const session of [{} as Record<string, string>, anonymous]) {
     for (const junk of JUNK) {
       const r = await answer(await post(getCart(2), { ...session, ...junk }));
       expect(r.status).toBe(401);
