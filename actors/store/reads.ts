@@ -172,6 +172,8 @@ export function toProductDetail(product: ProductRecord, store: StoreRecord, now:
     variants: product.variants.map(({ priceMinor, ...v }) => ({
       ...v,
       price: priceMinor === null ? toMajor(product.priceMinor, product.currency) : toMajor(priceMinor, product.currency),
+      // The id that names this variant in ACP/UCP items (docs/protocols.md "Variants"): variant ids alone are not unique.
+      itemId: `${product.id}:${v.id}`,
     })),
     attributes: { ...product.attributes, ...(product.brand ? { brand: product.brand } : {}), ...(product.gtin ? { gtin: product.gtin } : {}) },
     category: product.category,

@@ -43,6 +43,14 @@ const orderLine = async (orderId: string) =>
   (await srv.db.sql<{ product_id: string; variant_id: string | null }[]>`SELECT product_id::text, variant_id FROM order_items WHERE order_id = ${orderId}`).map((r) => ({ ...r }));
 
 describe("a squatter store's copy of a variant id changes nothing for the victim's", () => {
+  test("the product's details show each variant's item id, <product id>:<variant id>", async () => {
+    const detail = await srv.json(`/api/v1/agent/products/${HEADPHONES}`, { headers: key.headers });
+    expect(detail.body.data.variants.map((v: { id: string; itemId: string }) => v.itemId)).toEqual(
+      detail.body.data.variants.map((v: { id: string }) => `${HEADPHONES}:${v.id}`),
+    );
+    expect(detail.body.data.variants[0].itemId).toBe(`${HEADPHONES}:${victimVariant}`);
+  }, 60_000);
+
   test("ACP: <product>:<variant> buys the victim's variant, echoed as sent, and the order names it", async () => {
     const item = `${HEADPHONES}:${victimVariant}`;
     const created = await post("/acp/checkout_sessions", { items: [{ id: item.toUpperCase(), quantity: 1 }] });
