@@ -42,17 +42,20 @@ const itemsOf = async (orderId: string) => [
 ];
 
 describe("a negotiated offer on a product with variants (R3 MED-1)", () => {
-  test("variant lines at the product's list price pay the negotiated price, a variant with its own price pays it; the leg claims the offer and the settle uses it", async () => {
-    // Electronics, 4 tracked variants; v0 has no own price, v1 the product's price written out, v2 its own price.
+  test.each([
+    ["tracked", 30],
+    ["untracked", null],
+  ])("%s stock: variant lines at the product's list price pay the negotiated price, a variant with its own price pays it; the leg claims the offer and the settle uses it", async (_, stock) => {
+    // Electronics, 4 variants; v0 has no own price, v1 the product's price written out, v2 its own price.
     const id = "5d69e189-f50a-5903-bc4a-204aa49bd245";
     const [row] = await srv.db.sql<{ price: number; v: string[] }[]>`SELECT price_minor::int AS price,
       ARRAY(SELECT x->>'id' FROM jsonb_array_elements(variants) x) AS v FROM products WHERE id = ${id}`;
     const list = row!.price;
     const [v0, v1, v2] = row!.v as [string, string, string];
-    await srv.db.sql`UPDATE products SET stock_quantity = 90, reserved_quantity = 0, in_stock = true, variant_reserved = '{}'::jsonb,
-      variants = (SELECT jsonb_agg(CASE ord WHEN 1 THEN x || '{"priceMinor":null,"stockQuantity":30,"inStock":true}'::jsonb
-        WHEN 2 THEN x || jsonb_build_object('priceMinor', ${list}::int, 'stockQuantity', 30, 'inStock', true)
-        WHEN 3 THEN x || jsonb_build_object('priceMinor', ${list + 1000}::int, 'stockQuantity', 30, 'inStock', true)
+    await srv.db.sql`UPDATE products SET stock_quantity = ${stock === null ? null : 90}, reserved_quantity = 0, in_stock = true, variant_reserved = '{}'::jsonb,
+      variants = (SELECT jsonb_agg(CASE ord WHEN 1 THEN x || jsonb_build_object('priceMinor', null, 'stockQuantity', ${stock}::int, 'inStock', true)
+        WHEN 2 THEN x || jsonb_build_object('priceMinor', ${list}::int, 'stockQuantity', ${stock}::int, 'inStock', true)
+        WHEN 3 THEN x || jsonb_build_object('priceMinor', ${list + 1000}::int, 'stockQuantity', ${stock}::int, 'inStock', true)
         ELSE x || '{"stockQuantity":0,"inStock":false}'::jsonb END ORDER BY ord) FROM jsonb_array_elements(variants) WITH ORDINALITY AS t(x, ord))
       WHERE id = ${id}`;
     const k = await newKey();
