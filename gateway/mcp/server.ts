@@ -489,8 +489,14 @@ export class McpGateway {
    * credential: the credential is checked first, so its 401 tells an existing session from an unknown id (404).
    * Ids are random UUIDs, and a session's own client needs that 401 to refresh an expired token.
    */
-  /** True when an anonymous caller at `ip` could not use the session: it is bound to a principal or opened elsewhere. */
-  private hiddenFrom(session: Session, ip: string): boolean {
+  /**
+   * True when a caller whose credential was refused with `refusal` is answered as for an unknown session: the session
+   * is bound to a principal or opened elsewhere, and the credential is not an authentic token that merely expired —
+   * its owner needs that 401 `token_expired` to refresh and keep the session (issue #4; only a holder of a token
+   * signed for the owner gets it, so it confirms nothing to a guesser).
+   */
+  private hiddenFrom(session: Session, ip: string, refusal: { code: string }): boolean {
+    if (refusal.code === "token_expired") return false;
     return session.principal !== null || session.owner !== ipBucketKey(ip);
   }
 
@@ -643,7 +649,7 @@ export class McpGateway {
         principal = await this.peekCaller(request, ip, headers, store, endpoint);
       } catch (err) {
         const r = this.refusal(err);
-        if (this.hiddenFrom(session, ip)) return this.sessionNotFound(out);
+        if (this.hiddenFrom(session, ip, r)) return this.sessionNotFound(out);
         return this.refusalResponse(r, null, out, mcpResourceRefOf(store.slug, request));
       }
       if (!this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
@@ -698,7 +704,7 @@ export class McpGateway {
         const r = this.refusal(err);
         // a credential that did not authenticate, in a session it cannot be the owner of: as for an unknown session
         // (review R4-2); peekCaller consumes nothing, so the owner's own valid credential never lands here
-        if (session && this.hiddenFrom(session, ip)) return this.sessionNotFound(out);
+        if (session && this.hiddenFrom(session, ip, r)) return this.sessionNotFound(out);
         return this.refusalResponse(r, isRequest ? msg.id : null, out, mcpResourceRefOf(store.slug, request));
       }
       if (session && !this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
@@ -782,7 +788,7 @@ export class McpGateway {
       // A credential that does not authenticate (401), in a session bound to another caller or opened from another
       // address: 404 as for an unknown session, not the 401 that confirms the id is live (review R4-2). Other
       // refusals (429) stay: they can be the owner's own.
-      if (err instanceof HttpRefusal && err.status === 401 && session && this.hiddenFrom(session, ip)) return this.sessionNotFound(out);
+      if (err instanceof HttpRefusal && err.status === 401 && session && this.hiddenFrom(session, ip, err)) return this.sessionNotFound(out);
       if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, out, mcpResourceRefOf(store.slug, request));
       throw err;
     }

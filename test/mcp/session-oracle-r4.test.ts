@@ -67,3 +67,21 @@ test("a junk credential without a session, or from an anonymous session's own ad
     }
   }
 }, 60_000);
+
+test("the owner's own access token that expired in its session still gets 401 token_expired, so its client can refresh", async () => {
+  const { tokenService } = await import("../../gateway/identity.ts");
+  const tokens = await tokenService(srv.running.services);
+  const [admin] = await srv.db.sql<{ id: string }[]>`SELECT id FROM users WHERE role = 'operator' ORDER BY email LIMIT 1`;
+  const resource = `${srv.url}${PATH}`;
+  const token = await tokens.issueToken({ sub: admin!.id, aud: resource, scope: [...ALL_SCOPES], ttlSeconds: 2, typ: "at+jwt", extra: { client_id: "mcpc_owner" } });
+  const bearer = { authorization: `Bearer ${token}` };
+  const session = await open(bearer);
+  const before = await post(getCart(5), { ...session, ...bearer });
+  expect(before.status).toBe(200);
+  await before.text();
+  await Bun.sleep(2_600);
+  const r = await answer(await post(getCart(6), { ...session, ...bearer }));
+  expect(r.status).toBe(401);
+  expect(r.challenge).toContain('error="invalid_token"');
+  expect(r.body).toMatchObject({ jsonrpc: "2.0", id: 6, error: { code: -32001, data: { code: "token_expired" } } });
+}, 60_000);
