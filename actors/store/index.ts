@@ -25,7 +25,7 @@ import { buyerRefOf } from "./buyer-ref.ts";
 import { commerceHandlers, commerceMessages, refundReminders } from "./commerce.ts";
 import { settingsHandlers, settingsMessages } from "./settings.ts";
 import { CATALOG_CHANGED, STORE_CHANGED, STORE_ORDERS_RECORDED, StoreMessages, type CatalogChangedEvent } from "./messages.ts";
-import { assertBidCurrency, decideBid, OFFER_TTL_MS, priorBidRounds } from "./negotiation.ts";
+import { assertBidCurrency, decideBid, noLineAtListPrice, OFFER_TTL_MS, priorBidRounds } from "./negotiation.ts";
 import type { NegotiationRules, Policies, Variant } from "./schemas.ts";
 
 export interface StoreActorState {
@@ -308,8 +308,8 @@ export const storeActor = defineActor({
     async negotiate(ctx, body) {
       const tx = await ctx.tx();
       const store = await loadStore(tx, ctx.id);
-      const [p] = await tx<{ id: string; price_minor: number; currency: string; category: string | null }[]>`
-        SELECT id, price_minor, currency, category FROM products WHERE id = ${body.productId} AND store_slug = ${ctx.id} AND active`;
+      const [p] = await tx<{ id: string; price_minor: number; currency: string; category: string | null; variants: { priceMinor: number | null }[] | null }[]>`
+        SELECT id, price_minor, currency, category, variants FROM products WHERE id = ${body.productId} AND store_slug = ${ctx.id} AND active`;
       if (!p) throw fail("not_found", "No such product at this merchant.");
       assertBidCurrency(p.currency, body.currency);
       const n = await priorBidRounds(tx, body.agentKeyId, p.id);
@@ -319,6 +319,7 @@ export const storeActor = defineActor({
         bidMinor: body.bidMinor,
         category: p.category,
         priorRounds: n,
+        noLineAtListPrice: noLineAtListPrice(Number(p.price_minor), Array.isArray(p.variants) ? p.variants : []),
       });
       const base = { maxRounds: store.negotiation_rules?.maxRounds ?? null, listPriceMinor: Number(p.price_minor), currency: p.currency };
       // A bid past maxRounds is not a round: it is answered (rejected, max_rounds_reached) and not written, so a key's

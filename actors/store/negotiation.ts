@@ -14,7 +14,16 @@ import type { NegotiationRules } from "./schemas.ts";
 export const OFFER_TTL_MS = 15 * 60_000;
 
 export type NegotiationStatus = "accepted" | "countered" | "rejected";
-export type RejectReason = "negotiation_not_enabled" | "category_excluded" | "below_floor" | "max_rounds_reached";
+export type RejectReason = "negotiation_not_enabled" | "category_excluded" | "variants_priced_separately" | "below_floor" | "max_rounds_reached";
+
+/**
+ * True when no cart line of the product sells at its list price: it has variants and each has a price of its own. A
+ * bid is on the list price and an offer prices only lines sold at it (docs/catalog.md "negotiate"), so an offer
+ * here could never be used: the bid is refused instead of answered `accepted` (review R3 MED-1's leftover).
+ */
+export function noLineAtListPrice(listPriceMinor: number, variants: readonly { priceMinor: number | null }[]): boolean {
+  return variants.length > 0 && variants.every((v) => v.priceMinor !== null && v.priceMinor !== listPriceMinor);
+}
 
 export interface NegotiationDecision {
   status: NegotiationStatus;
@@ -60,12 +69,15 @@ const reject = (reason: RejectReason, message: string): NegotiationDecision & { 
  * case —, rounds used up), in decideBid's order; null when the amount decides. MCP negotiate_price makes these before
  * the human is asked to approve a bid, so the two can never disagree.
  */
-export function refuseBid(input: { rules: NegotiationRules | null; category: string | null; priorRounds: number }): (NegotiationDecision & { status: "rejected"; reason: RejectReason }) | null {
+export function refuseBid(input: { rules: NegotiationRules | null; category: string | null; priorRounds: number; noLineAtListPrice?: boolean }): (NegotiationDecision & { status: "rejected"; reason: RejectReason }) | null {
   const { rules } = input;
   if (!rules || !rules.enabled) return reject("negotiation_not_enabled", "This merchant does not negotiate prices.");
   const cat = input.category?.toLowerCase();
   if (cat && rules.excludedCategories.some((c) => c.toLowerCase() === cat)) {
     return reject("category_excluded", `Prices in category ${input.category} are not negotiable.`);
+  }
+  if (input.noLineAtListPrice) {
+    return reject("variants_priced_separately", "Every variant of this product has its own price; a negotiated list price could not be used in a cart.");
   }
   if (input.priorRounds >= rules.maxRounds) {
     return reject("max_rounds_reached", `At most ${rules.maxRounds} bids per product; the last answer stands.`);
@@ -80,6 +92,8 @@ export function decideBid(input: {
   category: string | null;
   /** Bids already made by this key on this product (this one not included). */
   priorRounds: number;
+  /** `noLineAtListPrice` of the product's variants. */
+  noLineAtListPrice?: boolean;
 }): NegotiationDecision {
   const refused = refuseBid(input);
   if (refused) return refused;

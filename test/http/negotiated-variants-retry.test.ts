@@ -147,3 +147,17 @@ describe("a retry that no longer prices with the offer gives the claim back (R3 
     }
   }, 90_000);
 });
+
+describe("a bid on a product whose every variant has its own price (R3 MED-1's leftover)", () => {
+  test("is rejected with reason variants_priced_separately and is not usable in a cart, instead of accepted but unusable", async () => {
+    const id = "5d69e189-f50a-5903-bc4a-204aa49bd245";
+    const [row] = await srv.db.sql<{ price: number }[]>`SELECT price_minor::int AS price FROM products WHERE id = ${id}`;
+    const list = row!.price;
+    await srv.db.sql`UPDATE products SET variants = (SELECT jsonb_agg(x || jsonb_build_object('priceMinor', ${list}::int + 100 * ord::int) ORDER BY ord)
+      FROM jsonb_array_elements(variants) WITH ORDINALITY AS t(x, ord)) WHERE id = ${id}`;
+    const k = await newKey();
+    const r = await post(k, "/agent/negotiate", { productId: id, merchantSlug: "demo-store", bidPrice: Math.ceil(list * 0.98) / 100, currency: "USD" });
+    expect(r.status).toBe(200);
+    expect(r.body.data).toMatchObject({ status: "rejected", reason: "variants_priced_separately", usableInCart: false, negotiatedPrice: null });
+  }, 60_000);
+});

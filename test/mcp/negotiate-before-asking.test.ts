@@ -64,6 +64,16 @@ describe("negotiate_price refuses what the store would refuse before asking the 
     }
   }, 60_000);
 
+  test("a product whose every variant has its own price is NOT_ELIGIBLE variants_priced_separately, without asking", async () => {
+    const id = "5d69e189-f50a-5903-bc4a-204aa49bd245"; // demo-store, with variants
+    const [p] = await srv.db.sql<{ price: number }[]>`
+      UPDATE products SET variants = (SELECT jsonb_agg(x || jsonb_build_object('priceMinor', price_minor + 100 * ord::int) ORDER BY ord)
+        FROM jsonb_array_elements(variants) WITH ORDINALITY AS t(x, ord)) WHERE id = ${id} RETURNING price_minor::int AS price`;
+    const { result, asked } = await counted(demo, () => demo.call("negotiate_price", { product_id: id, bid_price: p!.price / 100, currency: "USD" }));
+    expect(errorOf(result)).toMatchObject({ code: "NOT_ELIGIBLE", details: { reason: "variants_priced_separately" } });
+    expect(asked).toBe(0);
+  }, 60_000);
+
   test("a bid the rules leave to the amount is asked once and answered by the store", async () => {
     const { result, asked } = await counted(demo, () => demo.call("negotiate_price", { product_id: DEMO_PRODUCT, bid_price: 1, currency: "USD" }));
     expect(structured(result)).toMatchObject({ status: "rejected", reason: "below_floor", round: 1 });

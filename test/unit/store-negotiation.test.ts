@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { decideBid, type NegotiationDecision } from "../../actors/store/negotiation.ts";
+import { decideBid, noLineAtListPrice, type NegotiationDecision } from "../../actors/store/negotiation.ts";
 import type { NegotiationRules } from "../../actors/store/schemas.ts";
 
 // List 100.00, floor 70 % (7000), auto-accept 90 % (9000), three bids per key and product.
@@ -98,4 +98,18 @@ describe("bids the merchant does not take at all", () => {
       if (c.reason !== null) expect({ price: d.negotiatedPriceMinor, counter: d.counterPriceMinor }).toEqual({ price: null, counter: null });
     });
   }
+});
+
+describe("a product whose lines cannot sell at its list price", () => {
+  test("no line sells at the list price only when there are variants and each has a price of its own, other than the list price", () => {
+    expect(noLineAtListPrice(LIST, [])).toBe(false);
+    expect(noLineAtListPrice(LIST, [{ priceMinor: null }, { priceMinor: 12_000 }])).toBe(false);
+    expect(noLineAtListPrice(LIST, [{ priceMinor: LIST }, { priceMinor: 12_000 }])).toBe(false);
+    expect(noLineAtListPrice(LIST, [{ priceMinor: 11_000 }, { priceMinor: 12_000 }])).toBe(true);
+  });
+
+  test("a bid on it is rejected as variants_priced_separately whatever its amount, after the category check", () => {
+    expect(decide({ bidMinor: LIST, noLineAtListPrice: true })).toMatchObject({ status: "rejected", reason: "variants_priced_separately", negotiatedPriceMinor: null });
+    expect(decide({ noLineAtListPrice: true, category: "Gift Cards" }).reason).toBe("category_excluded");
+  });
 });

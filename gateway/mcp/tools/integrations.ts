@@ -13,7 +13,7 @@ import type { PaymentLimitsInput } from "../../../actors/cart/messages.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { storeActor } from "../../../actors/store/index.ts";
 import { fitsCurrency } from "../../../actors/store/ingest.ts";
-import { assertBidCurrency, priorBidRounds, refuseBid } from "../../../actors/store/negotiation.ts";
+import { assertBidCurrency, noLineAtListPrice, priorBidRounds, refuseBid } from "../../../actors/store/negotiation.ts";
 import { currencyProblem, toMinor } from "../../../actors/store/schemas.ts";
 import { displayBand } from "../../../actors/trust/bands.ts";
 import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../../actors/trust/explain.ts";
@@ -500,12 +500,16 @@ async function negotiableProduct(ctx: ToolContext, a: { product_id: string; bid_
   assertBidCurrency(product.currency, a.currency);
   if (!fitsCurrency(a.bid_price, product.currency)) throw fail("INVALID_ARGUMENT", `bid_price has more decimals than ${product.currency} allows.`, { field: "bid_price" });
   const priorRounds = await priorBidRounds(ctx.svc.sql, ownerId(ctx), product.id);
-  const refused = refuseBid({ rules, category: product.category, priorRounds });
+  const refused = refuseBid({ rules, category: product.category, priorRounds, noLineAtListPrice: noLineAtListPrice(product.priceMinor, product.variants) });
   if (refused?.reason === "negotiation_not_enabled") throw fail("FEATURE_NOT_ENABLED", `${ctx.store.name} does not negotiate prices.`, { capability: "negotiation" });
   if (refused) {
     throw fail("NOT_ELIGIBLE", refused.message, {
       reason: refused.reason,
-      ...(refused.reason === "category_excluded" ? { category: product.category } : { rounds: priorRounds, max_rounds: rules.maxRounds }),
+      ...(refused.reason === "category_excluded"
+        ? { category: product.category }
+        : refused.reason === "variants_priced_separately"
+          ? {}
+          : { rounds: priorRounds, max_rounds: rules.maxRounds }),
     });
   }
   return product;
@@ -530,7 +534,7 @@ export const negotiatePrice = defineTool({
   errors: {
     FEATURE_NOT_ENABLED: "the store has no negotiation rules; answered before the human is asked",
     NOT_ELIGIBLE:
-      "the product's category is excluded from negotiation (details.reason = category_excluded), or this key has used the store's bids per product (details.reason = max_rounds_reached, rounds, max_rounds); answered before the human is asked",
+      "the product's category is excluded from negotiation (details.reason = category_excluded), every variant of the product has its own price so no cart line could use a negotiated list price (details.reason = variants_priced_separately), or this key has used the store's bids per product (details.reason = max_rounds_reached, rounds, max_rounds); answered before the human is asked",
     INVALID_ARGUMENT: "currency other than the product's (details.field = currency, details.expected), or bid_price with more decimals than it allows; answered before the human is asked",
   },
   async summarize(a, ctx) {
