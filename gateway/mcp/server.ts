@@ -31,6 +31,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Elysia } from "elysia";
+import { decodeJwt } from "jose";
 import { DEFAULT_SCOPES, type Scope } from "../../actors/agent/access.ts";
 import { bucketsFor, ipBucketKey, type BucketDescriptor, type Surface } from "../../actors/agent/limits.ts";
 import { ActorError, ERROR_TABLE, fail, type ErrorCode } from "../../actors/runtime/errors.ts";
@@ -491,12 +492,12 @@ export class McpGateway {
    */
   /**
    * True when a caller whose credential was refused with `refusal` is answered as for an unknown session: the session
-   * is bound to a principal or opened elsewhere, and the credential is not an authentic token that merely expired —
-   * its owner needs that 401 `token_expired` to refresh and keep the session (issue #4; only a holder of a token
-   * signed for the owner gets it, so it confirms nothing to a guesser).
+   * is bound to a principal or opened elsewhere, and the credential is not the session owner's own authentic token that
+   * merely expired — the owner needs that 401 `token_expired` to refresh and keep the session (issue #4). An expired
+   * token of anyone else is hidden like junk (review R5 LOW-1), so it confirms nothing about the session.
    */
-  private hiddenFrom(session: Session, ip: string, refusal: { code: string }): boolean {
-    if (refusal.code === "token_expired") return false;
+  private hiddenFrom(session: Session, ip: string, refusal: { code: string }, request: Request): boolean {
+    if (refusal.code === "token_expired" && session.principal !== null) return session.principal !== expiredTokenPrincipal(request);
     return session.principal !== null || session.owner !== ipBucketKey(ip);
   }
 
@@ -649,7 +650,7 @@ export class McpGateway {
         principal = await this.peekCaller(request, ip, headers, store, endpoint);
       } catch (err) {
         const r = this.refusal(err);
-        if (this.hiddenFrom(session, ip, r)) return this.sessionNotFound(out);
+        if (this.hiddenFrom(session, ip, r, request)) return this.sessionNotFound(out);
         return this.refusalResponse(r, null, out, mcpResourceRefOf(store.slug, request));
       }
       if (!this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
@@ -704,7 +705,7 @@ export class McpGateway {
         const r = this.refusal(err);
         // a credential that did not authenticate, in a session it cannot be the owner of: as for an unknown session
         // (review R4-2); peekCaller consumes nothing, so the owner's own valid credential never lands here
-        if (session && this.hiddenFrom(session, ip, r)) return this.sessionNotFound(out);
+        if (session && this.hiddenFrom(session, ip, r, request)) return this.sessionNotFound(out);
         return this.refusalResponse(r, isRequest ? msg.id : null, out, mcpResourceRefOf(store.slug, request));
       }
       if (session && !this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
@@ -788,7 +789,7 @@ export class McpGateway {
       // A credential that does not authenticate (401), in a session bound to another caller or opened from another
       // address: 404 as for an unknown session, not the 401 that confirms the id is live (review R4-2). Other
       // refusals (429) stay: they can be the owner's own.
-      if (err instanceof HttpRefusal && err.status === 401 && session && this.hiddenFrom(session, ip, err)) return this.sessionNotFound(out);
+      if (err instanceof HttpRefusal && err.status === 401 && session && this.hiddenFrom(session, ip, err, request)) return this.sessionNotFound(out);
       if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, out, mcpResourceRefOf(store.slug, request));
       throw err;
     }
@@ -862,6 +863,22 @@ function initializeParamsError(params: Record<string, unknown> | undefined): str
 function cursorError(params: Record<string, unknown> | undefined): string | undefined {
   if (params?.cursor === undefined) return undefined;
   return typeof params.cursor === "string" ? "Invalid params: unknown cursor (tools/list is not paginated here; list without a cursor)." : "Invalid params: cursor must be a string.";
+}
+
+/**
+ * The principal (`principalOf`'s form) of the bearer token a `token_expired` refusal was about. Read without verifying
+ * again: that refusal comes only after the token's signature and audience were verified (infra/jwt.ts: jose checks
+ * the signature before the expiry), so its claims are the issuer's. Null when the request carries no such token.
+ */
+function expiredTokenPrincipal(request: Request): string | null {
+  const bearer = /^Bearer\s+(\S+)$/i.exec(request.headers.get("authorization") ?? "")?.[1];
+  if (!bearer) return null;
+  try {
+    const claims = decodeJwt(bearer);
+    return typeof claims.client_id === "string" && typeof claims.sub === "string" ? `oauth:${claims.client_id}:${claims.sub}` : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Who a verified caller is, as sessions are bound (`Caller.keyId`'s form): null for an anonymous one. */

@@ -68,7 +68,7 @@ test("a junk credential without a session, or from an anonymous session's own ad
   }
 }, 60_000);
 
-test("the owner's own access token that expired in its session still gets 401 token_expired, so its client can refresh", async () => {
+test("the owner's own access token that expired in its session still gets 401 token_expired, so its client can refresh; anyone else's expired token gets 404", async () => {
   const { tokenService } = await import("../../gateway/identity.ts");
   const tokens = await tokenService(srv.running.services);
   const [admin] = await srv.db.sql<{ id: string }[]>`SELECT id FROM users WHERE role = 'operator' ORDER BY email LIMIT 1`;
@@ -84,4 +84,13 @@ test("the owner's own access token that expired in its session still gets 401 to
   expect(r.status).toBe(401);
   expect(r.challenge).toContain('error="invalid_token"');
   expect(r.body).toMatchObject({ jsonrpc: "2.0", id: 6, error: { code: -32001, data: { code: "token_expired" } } });
+  // anyone else's expired token, though authentic, learns nothing about the session: 404 as for an unknown one (review R5 LOW-1)
+  const other = await tokens.issueToken({ sub: crypto.randomUUID(), aud: resource, scope: [...ALL_SCOPES], ttlSeconds: 1, typ: "at+jwt", extra: { client_id: "mcpc_other" } });
+  await Bun.sleep(1_100);
+  const stranger = { authorization: `Bearer ${other}` };
+  const keyBound = await open((await createKey(srv, { scopes: ALL_SCOPES })).headers);
+  for (const s of [session, keyBound]) {
+    expect(await answer(await post(getCart(7), { ...s, ...stranger }))).toEqual({ status: 404, challenge: null, body: NOT_FOUND });
+    expect(await answer(await post({ jsonrpc: "2.0", id: 8, method: "ping" }, { ...s, ...stranger }))).toEqual({ status: 404, challenge: null, body: NOT_FOUND });
+  }
 }, 60_000);
