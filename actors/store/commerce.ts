@@ -577,7 +577,7 @@ function offerClaim(db: Sql, slug: string, b: BeginLegBody, withGone: boolean): 
           ORDER BY o.created_at DESC LIMIT 1)
         AND n.used_at IS NULL AND (n.order_id IS NULL OR n.order_id = ${b.orderId})
         AND NOT EXISTS (SELECT 1 FROM prior)${withGone ? db` AND NOT EXISTS (SELECT 1 FROM gone)` : db``}
-      RETURNING n.product_id),`,
+      RETURNING n.id, n.product_id),`,
     claimed: db`(SELECT count(*) FROM claim) = ${ids.length}`,
     columns: db`ARRAY(SELECT product_id::text FROM claim) AS claimed_offers`,
   };
@@ -648,11 +648,13 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
         shipping_minor = ${b.shippingMinor}, tax_minor = ${b.taxMinor}, coupon_code = ${b.couponCode}, updated_at = now()
       WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending' AND (SELECT go FROM ok) AND NOT EXISTS (SELECT 1 FROM ins) RETURNING id),
     dropped AS (DELETE FROM order_items WHERE order_id IN (SELECT id FROM reuse)),
-    -- An earlier attempt's claim on an offer this attempt no longer prices with (the list price fell below it, or the
-    -- line is gone) is given back: the order will not pay with it (audit R3 MED-2). This attempt's own claims are
-    -- other rows (their products are in the list), so no row is updated twice.
-    unclaimed AS (UPDATE negotiation_offers SET order_id = NULL WHERE order_id IN (SELECT id FROM reuse) AND used_at IS NULL
-      AND product_id <> ALL(${negotiatedLines(b).ids}::uuid[])),`
+    -- An earlier attempt's claim on an offer this attempt does not price with (the list price fell below it, the line
+    -- is gone, or the key negotiated a newer offer of the product since) is given back: the order will not pay with it,
+    -- and the settle uses every claim of the order (audit R3 MED-2, R5 MED-1). Kept: exactly the offer rows this
+    -- statement's claim takes, by offer id, so no row is updated twice. reuse needs go, so a replayed
+    -- reservation (prior, where claim takes nothing) releases nothing either.
+    unclaimed AS (UPDATE negotiation_offers SET order_id = NULL WHERE order_id IN (SELECT id FROM reuse) AND used_at IS NULL${
+      negotiatedLines(b).ids.length ? db` AND id NOT IN (SELECT id FROM claim)` : db``}),`
       : db``}
     items AS (
       INSERT INTO order_items (order_id, product_id, variant_id, title, quantity, unit_price_minor)

@@ -5,6 +5,8 @@
  *   with its own price pays its list price.
  * - audit R3 MED-2: a retry of a declined attempt that no longer prices with the offer (the list price fell below it)
  *   gives the earlier attempt's claim back, so the paid order does not keep the offer and the key's next cart can use it.
+ * - audit R5 MED-1: a retry that prices with a newer offer of the same product keeps only that offer (by offer id) and
+ *   gives the older claim back, so the settle does not use an offer the order never paid with.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
@@ -160,4 +162,60 @@ describe("a bid on a product whose every variant has its own price (R3 MED-1's l
     expect(r.status).toBe(200);
     expect(r.body.data).toMatchObject({ status: "rejected", reason: "variants_priced_separately", usableInCart: false, negotiatedPrice: null });
   }, 60_000);
+});
+
+describe("a retry that prices with a newer offer of the same product gives the older claim back (R5 MED-1)", () => {
+  test.each([
+    ["untracked", false],
+    ["tracked", true],
+  ])("%s stock: declined with offer A, offer B negotiated, the retry pays B: A is free again, B used by the order, total = capture", async (_, tracked) => {
+    const k = await newKey();
+    const [p] = await srv.db.sql<{ id: string; price: number }[]>`
+      SELECT id, price_minor::int AS price FROM products WHERE store_slug = 'demo-store' AND active AND in_stock
+        AND jsonb_array_length(COALESCE(variants, '[]'::jsonb)) = 0 AND (stock_quantity IS NOT NULL) = ${tracked}
+        AND (stock_quantity IS NULL OR stock_quantity >= 20) AND price_minor BETWEEN 3000 AND 20000
+        AND category IS DISTINCT FROM 'Sports & Outdoors' ORDER BY external_id DESC OFFSET 1 LIMIT 1`;
+    const bid = async (pct: number) => {
+      const m = Math.ceil(p!.price * pct);
+      const r = await post(k, "/agent/negotiate", { productId: p!.id, merchantSlug: "demo-store", bidPrice: m / 100, currency: "USD" });
+      expect(r.status).toBe(200);
+      expect(r.body.data).toMatchObject({ status: "accepted", usableInCart: true });
+      return m;
+    };
+    const byPrice = async () => [
+      ...(await srv.db.sql<{ price: number; used: boolean; order_id: string | null }[]>`
+        SELECT negotiated_price_minor::int AS price, used_at IS NOT NULL AS used, order_id::text FROM negotiation_offers
+        WHERE agent_key_id = ${k.id} AND product_id = ${p!.id} AND status = 'accepted' ORDER BY created_at`),
+    ];
+    const a = await bid(0.98);
+    const c = await post(k, "/agent/cart", { items: [{ product_id: p!.id, quantity: 1 }] });
+    expect(c.body.data.items[0]).toMatchObject({ unit_price_minor: a, price_source: "negotiated" });
+    const cartId = c.body.data.id as string;
+    const ik = crypto.randomUUID();
+    const declined = await post(k, "/agent/checkout", { cartId, payment_method: "tok_decline", idempotency_key: ik });
+    expect(declined.status).toBe(402);
+    const [o] = await srv.db.sql<{ id: string }[]>`SELECT id::text FROM orders WHERE cart_id = ${cartId}`;
+    expect(await byPrice()).toEqual([{ price: a, used: false, order_id: o!.id }]);
+
+    // A newer offer of the same product: the cart prices with it, so the retry claims it instead of A.
+    const b = await bid(0.99);
+    expect(b).not.toBe(a);
+    let retry = await post(k, "/agent/checkout", { cartId, payment_method: "tok_approve", idempotency_key: ik });
+    if (retry.status === 409 && retry.body.code === "STATE_RECONFIRMATION_REQUIRED") {
+      retry = await post(k, "/agent/checkout", { cartId, payment_method: "tok_approve", idempotency_key: ik, reconfirmed_state_hash: retry.body.details.reconfirm_state_hash });
+    }
+    expect(retry.status).toBe(200);
+    expect(retry.body.data.order_id).toBe(o!.id);
+    expect(await itemsOf(o!.id)).toEqual([{ variant_id: null, unit: b, quantity: 1 }]);
+    // The order's total is what the processor captured (its sandbox ledger), priced with B.
+    const [row] = await srv.db.sql<{ status: string; total: number; captured: number | null; subtotal: number; ledger: number }[]>`
+      SELECT o.status, o.total_minor::int AS total, o.captured_minor::int AS captured, o.subtotal_minor::int AS subtotal, l.amount_minor::int AS ledger
+      FROM orders o JOIN sandbox_ledger_intents l ON l.capture_ref = o.capture_ref AND l.state = 'captured' WHERE o.id = ${o!.id}`;
+    expect(row).toEqual({ status: "paid", total: retry.body.data.total_minor, captured: null, subtotal: b, ledger: retry.body.data.total_minor });
+    // Only the offer the order paid with is used; A is free again for the key's next cart.
+    expect(await byPrice()).toEqual([
+      { price: a, used: false, order_id: null },
+      { price: b, used: true, order_id: o!.id },
+    ]);
+  }, 90_000);
 });
