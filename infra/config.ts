@@ -16,7 +16,7 @@ export const CONFIG_VARS = {
   SITE_URL: {
     schema: T.String({ pattern: "^https?://" }),
     default: "",
-    doc: "Public origin serving MCP endpoints and well-known files ({site_url}), and the issuer of bearer and OAuth tokens: the same on every gateway of a deployment; default http://HOST:PORT (required for every role when NODE_ENV=production and NATS_URL is set).",
+    doc: "Public origin serving MCP endpoints and well-known files ({site_url}), and the issuer of bearer and OAuth tokens: the same on every gateway of a deployment; default http://HOST:PORT on start and gateways (an actor host without it signs trust scores with no iss; required for every role when NODE_ENV=production and NATS_URL is set).",
   },
   DATA_DIR: { schema: T.String({ minLength: 1 }), default: "./data", doc: "Where the embedded Postgres and generated keys live." },
   DATABASE_URL: {
