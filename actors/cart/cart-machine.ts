@@ -23,6 +23,7 @@
  *              payment is CART_NOT_MUTABLE naming `replacedBy`; reads still answer, with the replacement's id.
  */
 import { fail, type ActorError } from "../runtime/errors.ts";
+import { MAX_LINE_QUANTITY } from "./messages.ts";
 
 export const CART_STATUSES = ["OPEN", "CHECKOUT", "COMPLETED", "EXPIRED", "ABANDONED", "REPLACED"] as const;
 export type CartStatus = (typeof CART_STATUSES)[number];
@@ -176,5 +177,22 @@ export function stockShortfall(index: number, productId: string, requested: numb
     product_id: productId,
     requested,
     available,
+  });
+}
+
+/**
+ * The refusal of a cart line whose repeated items add up past MAX_LINE_QUANTITY (audit R5 MED-2: each item was
+ * bounded, their sum was not), or null. `index` is the request index of the line's first item. The message names no
+ * request field: the bridges keep it and rewrite only details.field into their own terms. One place for the cart
+ * actor's check and the MCP tools' check before the human is asked.
+ */
+export function mergedLineTooLarge(index: number, productId: string, variantId: string | null, quantity: number): ActorError | null {
+  if (quantity <= MAX_LINE_QUANTITY) return null;
+  return fail("INVALID_ARGUMENT", `Repeated items of one product and variant add up to one line, whose quantity must be at most ${MAX_LINE_QUANTITY} (these add up to ${quantity}).`, {
+    field: `items[${index}].quantity`,
+    product_id: productId,
+    ...(variantId ? { variant_id: variantId } : {}),
+    quantity,
+    max_quantity: MAX_LINE_QUANTITY,
   });
 }

@@ -45,7 +45,7 @@ import { assertNoRefundDecided, clearReconciliation, lockFlaggedOrder, openRecon
 import { driveRefundRows, moveOrderAfterRefund, railOfOrder } from "../store/refund-flow.ts";
 import type { ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
-import { applyCartEvent, assertCartMutable, assertNotReplaced, isCartExpired, newCartHeader, stockShortfall, type CartHeader } from "./cart-machine.ts";
+import { applyCartEvent, assertCartMutable, assertNotReplaced, isCartExpired, mergedLineTooLarge, newCartHeader, stockShortfall, type CartHeader } from "./cart-machine.ts";
 import {
   applyCheckoutEvent,
   bindIdempotencyKey,
@@ -1849,6 +1849,12 @@ export const cartActor = defineActor({
         const k = `${it.productId.toLowerCase()}:${it.variantId?.toLowerCase() ?? ""}`;
         const prev = merged.get(k);
         merged.set(k, { productId: it.productId.toLowerCase(), variantId: it.variantId?.toLowerCase() ?? null, quantity: (prev?.quantity ?? 0) + it.quantity, at: prev?.at ?? at });
+      }
+      // The line bound holds for the merged line too (audit R5 MED-2; a later rebuild of the cart from its lines
+      // would otherwise fail the message schema).
+      for (const m of merged.values()) {
+        const tooLarge = mergedLineTooLarge(m.at, m.productId, m.variantId, m.quantity);
+        if (tooLarge) throw tooLarge;
       }
       const catalog = await readCatalog(ctx.sql, [...merged.values()].map((m) => m.productId), body.keyId);
       const items: CartItem[] = [];

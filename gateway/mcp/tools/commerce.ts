@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { Type as T } from "@sinclair/typebox";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
-import { stockShortfall } from "../../../actors/cart/cart-machine.ts";
+import { mergedLineTooLarge, stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { LegOutcomeView } from "../../../actors/cart/checkout-machine.ts";
 import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/cart/messages.ts";
 import { variantMissing } from "../../../actors/cart/variant-line.ts";
@@ -115,11 +115,16 @@ function assertStockCovers(
   items: readonly { productId: string; variantId?: string; quantity: number; at: number }[],
   lines: ReadonlyMap<string, { inStock: boolean; stockQuantity: number | null }>,
 ): void {
-  const merged = new Map<string, { productId: string; quantity: number; at: number }>();
+  const merged = new Map<string, { productId: string; quantity: number; at: number; variantId?: string }>();
   for (const it of items) {
     const k = `${it.productId}:${it.variantId ?? ""}`;
     const prev = merged.get(k);
-    merged.set(k, { productId: it.productId, quantity: (prev?.quantity ?? 0) + it.quantity, at: prev?.at ?? it.at });
+    merged.set(k, { productId: it.productId, quantity: (prev?.quantity ?? 0) + it.quantity, at: prev?.at ?? it.at, variantId: it.variantId });
+  }
+  // The merged line's quantity bound, as the cart actor refuses it (audit R5 MED-2).
+  for (const m of merged.values()) {
+    const tooLarge = mergedLineTooLarge(m.at, m.productId, m.variantId ?? null, m.quantity);
+    if (tooLarge) throw tooLarge;
   }
   for (const [k, m] of merged) {
     const p = lines.get(k);
