@@ -5,6 +5,7 @@
  * (gateway/mcp/tools/schemas.ts, whose catalog models are reused here).
  */
 import { t, type TSchema } from "elysia";
+import type { RejectReason } from "../../actors/store/negotiation.ts";
 import { SuccessEnvelope } from "../envelope.ts";
 
 const Open = { additionalProperties: true } as const;
@@ -123,11 +124,21 @@ export const ProductSummary = obj({
   euQualified: t.Boolean({ description: "Registry-checked (QUALIFIED) and established in the EU." }),
 }, "ProductSummary (search results).");
 
+/** One entry of ProductDetail `variants` (actors/store/reads.ts `toProductDetail`). */
+export const ProductVariant = obj({
+  id: t.String({ description: "The merchant's variant id: the cart's items[].variant_id." }),
+  sku: t.Optional(Str), title: Str, options: t.Record(t.String(), t.String()),
+  price: t.Number({ description: "The variant's own price, or the product's when it has none." }),
+  stockQuantity: t.Union([Int, t.Null()], { description: "null when the merchant does not track the variant's stock." }),
+  inStock: Bool,
+  itemId: t.String({ description: "<product id>:<variant id>: the id that names this variant in ACP items[].id and UCP line_items[].item.id." }),
+}, "A purchasable variant; a line of a product with variants must name one.");
+
 /** The spec's ProductDetail (actors/store/reads.ts `toProductDetail`); in `policies` only acceptsReturns is always sent. */
 export const ProductDetail = obj({
   id: Uuid, title: Str, description: Str, price: Num, compareAtPrice: t.Union([Num, t.Null()]), currency: Str, inStock: Bool,
   stockQuantity: t.Union([Int, t.Null()], { description: "null when the merchant does not track stock." }),
-  images: t.Array(Str), variants: t.Array(Any), attributes: Any, category: NullableStr, merchant: MerchantSummary,
+  images: t.Array(Str), variants: t.Array(ProductVariant), attributes: Any, category: NullableStr, merchant: MerchantSummary,
   policies: obj({
     acceptsReturns: Bool, returnWindowDays: t.Optional(Num), freeShippingThreshold: t.Optional(Num), restockingFeePercent: t.Optional(Num),
     shippingEstimateDays: t.Optional(Str), supportResponseTimeSla: t.Optional(Str),
@@ -146,11 +157,15 @@ export const PriceHistory = obj({ productId: Str, currency: Str, days: Int, curr
 export const Sustainability = obj({ productId: Str, score: Num, grade: Str, dataCoverage: Num, components: t.Array(Any), method: Str });
 export const Recommendations = obj({ productId: Str, limit: Int, products: t.Array(ProductSummary) });
 const NullableNum = t.Union([Num, t.Null()]);
+/** actors/store/negotiation.ts RejectReason, every one (the type check below fails when a reason is added there only). */
+const REJECT_REASONS = ["negotiation_not_enabled", "category_excluded", "variants_priced_separately", "below_floor", "max_rounds_reached"] as const satisfies readonly RejectReason[];
+const everyRejectReason: [Exclude<RejectReason, (typeof REJECT_REASONS)[number]>] extends [never] ? true : false = true;
+void everyRejectReason;
 export const Negotiation = obj(
   {
     offerId: t.Union([t.String(), t.Null()], { description: "null for a bid past maxRounds (answered, not recorded)" }), status: t.String({ description: "accepted, countered or rejected" }), productId: Str, merchantSlug: Str, currency: Str,
     listPrice: NullableNum, bidPrice: Num, counterPrice: NullableNum, negotiatedPrice: NullableNum, expiresAt: NullableStr,
-    usableInCart: Bool, round: Int, maxRounds: t.Union([Int, t.Null()], { description: "null when the merchant does not negotiate" }), reason: NullableStr, message: NullableStr, beta: t.Literal(true),
+    usableInCart: Bool, round: Int, maxRounds: t.Union([Int, t.Null()], { description: "null when the merchant does not negotiate" }), reason: t.Union([...REJECT_REASONS.map((r) => t.Literal(r)), t.Null()], { description: "Why a bid was rejected (null unless status is rejected): variants_priced_separately when every variant has its own price, so no cart line could use an offer on the list price (docs/catalog.md)." }), message: NullableStr, beta: t.Literal(true),
   },
   "The merchant's answer to the bid (BETA).",
 );
@@ -237,15 +252,17 @@ export const UcpCheckout = obj({ ucp: Any, id: Str, status: Str, currency: Str, 
 export const UcpError = t.Object({ ucp: Any, messages: t.Array(obj({ type: t.Literal("error"), code: Str, content: Str, severity: Str })) }, { description: "UCP error message list (code is ours)." });
 export const Ap2Receipt = obj({ payment_mandate_id: t.Optional(Str), status: t.Optional(Str) }, "AP2 payment receipt (SUCCESS, or PENDING with approval_urls).");
 
+const AcpItem = obj({ id: t.String({ description: "Product id, or <product id>:<variant id> for a variant" }), quantity: t.Integer({ minimum: 1 }) });
+const UcpLineItem = obj({ item: obj({ id: t.String({ description: "Product id, or <product id>:<variant id> for a variant" }) }), quantity: t.Integer({ minimum: 1 }) });
 export const AcpCreateBody = t.Object({
-  items: t.Array(obj({ id: t.String({ description: "Product id, or <product id>:<variant id> for a variant" }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 }),
+  items: t.Array(AcpItem, { minItems: 1 }),
   buyer: t.Optional(Any), fulfillment_address: t.Optional(Any),
 }, { ...Open, description: "ACP create checkout session request." });
-export const AcpUpdateBody = t.Object({ items: t.Optional(t.Array(Any)), buyer: t.Optional(Any), fulfillment_address: t.Optional(Any), fulfillment_option_id: t.Optional(Str) }, { ...Open, description: "ACP update checkout session request." });
+export const AcpUpdateBody = t.Object({ items: t.Optional(t.Array(AcpItem, { minItems: 1, description: "New items (a new cart), as on create." })), buyer: t.Optional(Any), fulfillment_address: t.Optional(Any), fulfillment_option_id: t.Optional(Str) }, { ...Open, description: "ACP update checkout session request." });
 export const AcpCompleteBody = t.Object({ payment_data: obj({ token: t.String({ description: "Sandbox test token (tok_approve, …)" }), provider: t.Optional(Str) }), buyer: t.Optional(Any) }, { ...Open, description: "ACP complete request." });
-export const UcpCreateBody = t.Object({ line_items: t.Array(obj({ item: obj({ id: t.String({ description: "Product id, or <product id>:<variant id> for a variant" }) }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 }), buyer: t.Optional(Any) }, { ...Open, description: "UCP create checkout request." });
+export const UcpCreateBody = t.Object({ line_items: t.Array(UcpLineItem, { minItems: 1 }), buyer: t.Optional(Any) }, { ...Open, description: "UCP create checkout request." });
 export const UcpUpdateBody = t.Object(
-  { line_items: t.Optional(t.Array(obj({ item: obj({ id: Str }), quantity: t.Integer({ minimum: 1 }) }), { minItems: 1 })), buyer: t.Optional(Any), fulfillment: t.Optional(Any) },
+  { line_items: t.Optional(t.Array(UcpLineItem, { minItems: 1 })), buyer: t.Optional(Any), fulfillment: t.Optional(Any) },
   { ...Open, description: "UCP update checkout request: new line_items (a new cart), buyer, fulfillment (methods[0].destinations[0] {address_country, postal_code}, groups[].selected_option_id)." },
 );
 export const UcpCompleteBody = t.Object(
