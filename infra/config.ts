@@ -9,7 +9,7 @@ import { Value } from "@sinclair/typebox/value";
 const Bool = T.Boolean();
 const Port = T.Integer({ minimum: 0, maximum: 65535 });
 
-/** Each entry: schema, default, one-line description (also rendered in the README table). */
+/** Each entry: schema, default, one-line description (rendered into the README table by `bun infra/gen-config-table.ts`). */
 export const CONFIG_VARS = {
   HOST: { schema: T.String({ minLength: 1 }), default: "127.0.0.1", doc: "Interface the HTTP gateway binds to." },
   PORT: { schema: Port, default: 3000, doc: "HTTP port of the gateway (0 picks a free port)." },
