@@ -37,7 +37,9 @@ test("README First calls: the block as written ends in \"COMPLETED\"", async () 
   const block = firstCallsBlock(readFileSync(join(import.meta.dir, "../../README.md"), "utf8"));
   expect(block).toMatch(/^B=http:\/\/127\.0\.0\.1:3000$/m);
   const script = block.replace(/^B=.*$/m, `B=${srv.url}`);
-  const proc = Bun.spawn(["bash", "-c", script], { stdout: "pipe", stderr: "pipe" });
+  // a proxy set for the machine must not carry curl's loopback calls
+  const env = { ...process.env, no_proxy: "127.0.0.1,localhost", NO_PROXY: "127.0.0.1,localhost" };
+  const proc = Bun.spawn(["bash", "-c", script], { stdout: "pipe", stderr: "pipe", env });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   expect({ code, err }).toEqual({ code: 0, err: "" });
   expect(out.trim().split("\n").at(-1)).toBe('"COMPLETED"');
