@@ -165,6 +165,8 @@ export const createCart = defineTool({
     CURRENCY_MISMATCH: "items priced in two currencies",
     MISSING_REQUIRED_ARGUMENT:
       "an item of a product with variants without variant_id (details.field = items[i].variant_id, details.variants); answered before the human is asked",
+    INVALID_ARGUMENT:
+      "an item's quantity, or the quantity of repeated items of one product/variant together, above 10000 or above the stock available (details.field = items[i].quantity); answered before the human is asked",
     HUMAN_CONFIRMATION_DECLINED: "the human declines the cart",
   },
   async summarize(a, ctx) {
