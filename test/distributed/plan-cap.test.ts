@@ -4,69 +4,34 @@
  * in memory), the plan is lowered and the key revoked through gateway A, and gateway B's next request sees each.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { hashPassword } from "../../infra/passwords.ts";
-import { startLocalCluster, type LocalCluster } from "../../infra/nats/local-cluster.ts";
-import { spawnRole as spawnRoleProcess, type RoleProc } from "../helpers/role-process.ts";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { json, startDeployment, type Deployment } from "../helpers/deployment.ts";
 
 const EMAIL = "ops@example.com";
 const MERCHANT = "shop@example.com";
 const PASSWORD = "distributed-password";
-const SITE = "http://shop.test";
 
-let cluster: LocalCluster;
-let db: TestDatabase;
-let dir: string;
-const procs: RoleProc[] = [];
+let dep: Deployment | undefined;
 let gw: [string, string];
 
-const spawnRole = (role: "actors" | "gateway", env: Record<string, string>) => spawnRoleProcess(role, env, procs);
-
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "acs-dist-plan-"));
-  [cluster, db] = await Promise.all([startLocalCluster({ dir: join(dir, "nats") }), createTestDatabase()]);
-  const hash = await hashPassword(PASSWORD);
-  await db.sql`INSERT INTO users (email, password_hash, role) VALUES (${EMAIL}, ${hash}, 'operator'), (${MERCHANT}, ${hash}, 'merchant')`;
-  const env = {
-    NATS_URL: cluster.url,
-    DATABASE_URL: db.url,
-    SECRET_KEY: "ab".repeat(32),
-    DATA_DIR: join(dir, "data"),
-    HOST: "127.0.0.1",
-    PORT: "0",
-    ACTOR_PARTITIONS: "16",
-    LOG_LEVEL: "info",
-    SEED_DEMO: "false",
-    NODE_ENV: "test",
-    // one public origin for the deployment, as docs/operations.md requires: the issuer of every gateway's tokens
-    SITE_URL: SITE,
-  };
-  await spawnRole("actors", env);
-  const [a, b] = await Promise.all([spawnRole("gateway", env), spawnRole("gateway", env)]);
-  gw = [a.url!, b.url!];
+  const d = await startDeployment(
+    {
+      prefix: "acs-dist-plan-",
+      gateways: 2,
+      users: [
+        { email: EMAIL, password: PASSWORD, role: "operator" },
+        { email: MERCHANT, password: PASSWORD, role: "merchant" },
+      ],
+    },
+    (started) => (dep = started),
+  );
+  gw = [d.gateways[0]!, d.gateways[1]!];
   expect(gw[0]).not.toBe(gw[1]);
 }, 90_000);
 
 afterAll(async () => {
-  for (const p of procs) p.proc.kill("SIGKILL");
-  await Promise.all(procs.map((p) => p.proc.exited));
-  await cluster?.stop().catch(() => {});
-  await db?.drop().catch(() => {});
-  if (dir) await rm(dir, { recursive: true, force: true }).catch(() => {});
+  await dep?.stop();
 });
-
-async function json(url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) {
-  const res = await fetch(url, {
-    method: init.method ?? "GET",
-    headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
-    body: init.body !== undefined ? JSON.stringify(init.body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-}
 
 async function session(gateway: string, email: string): Promise<Record<string, string>> {
   const login = await json(`${gateway}/api/v1/auth/login`, { method: "POST", body: { email, password: PASSWORD } });
