@@ -4,54 +4,11 @@
  * `subsystems.actors` / `ready` turn false. One `bun gateway/main.ts actors` and one `… gateway` over a 1-node NATS.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { createServer } from "node:net";
-import { connect as natsConnect } from "@nats-io/transport-node";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { spawnRole as spawnRoleProcess, type RoleProc } from "../helpers/role-process.ts";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { startDeployment, type Deployment } from "../helpers/deployment.ts";
 
-let nats: Subprocess | undefined;
-let db: TestDatabase;
-let dir: string;
-let env: Record<string, string>;
-const procs: RoleProc[] = [];
+let dep: Deployment | undefined;
 
-const spawnRole = (role: "actors" | "gateway") => spawnRoleProcess(role, env, procs);
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === "object" && addr ? res(addr.port) : rej(new Error("no port"))));
-    });
-  });
-}
-
-/** One private nats-server with JetStream (cheaper than the 3-node local cluster; nothing here needs a quorum). */
-async function startNats(storeDir: string): Promise<string> {
-  const port = await freePort();
-  nats = Bun.spawn(["/usr/sbin/nats-server", "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], { stdout: "ignore", stderr: "ignore" });
-  const url = `nats://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      const nc = await natsConnect({ servers: url, timeout: 1000 });
-      try {
-        await (await jetstreamManager(nc, { timeout: 1000 })).getAccountInfo();
-        return url;
-      } finally {
-        await nc.close();
-      }
-    } catch (err) {
-      if (i > 100) throw err;
-      await Bun.sleep(100);
-    }
-  }
-}
+const spawnRole = (role: "actors" | "gateway") => dep!.spawnRole(role);
 
 async function health(gateway: string): Promise<{ status: number; body: any }> {
   const res = await fetch(`${gateway}/api/v1/health`);
@@ -70,33 +27,24 @@ async function eventually(gateway: string, ok: (b: any) => boolean, ms = 10_000)
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "acs-dist-health-"));
-  let natsUrl: string;
-  [natsUrl, db] = await Promise.all([startNats(join(dir, "nats")), createTestDatabase()]);
-  env = {
-    NATS_URL: natsUrl,
-    DATABASE_URL: db.url,
-    SECRET_KEY: "ab".repeat(32),
-    DATA_DIR: join(dir, "data"),
-    HOST: "127.0.0.1",
-    PORT: "0",
-    METRICS_PORT: "0",
-    ACTOR_PARTITIONS: "8",
-    LOG_LEVEL: "info",
-    SEED_DEMO: "false",
-    NODE_ENV: "test",
-    SITE_URL: "http://shop.test",
-    ACTOR_ASK_TIMEOUT_MS: "2000", // the login with no host answers 503 after 2 s of retries instead of 10 s
-  };
+  await startDeployment(
+    {
+      prefix: "acs-dist-health-",
+      nats: "single",
+      actors: 0,
+      gateways: 0,
+      env: {
+        METRICS_PORT: "0",
+        ACTOR_PARTITIONS: "8",
+        ACTOR_ASK_TIMEOUT_MS: "2000", // the login with no host answers 503 after 2 s of retries instead of 10 s
+      },
+    },
+    (started) => (dep = started),
+  );
 }, 60_000);
 
 afterAll(async () => {
-  for (const p of procs) p.proc.kill("SIGKILL");
-  await Promise.all(procs.map((p) => p.proc.exited));
-  nats?.kill("SIGKILL");
-  await nats?.exited;
-  await db?.drop().catch(() => {});
-  if (dir) await rm(dir, { recursive: true, force: true }).catch(() => {});
+  await dep?.stop();
 });
 
 describe("health on a gateway process", () => {

@@ -7,109 +7,47 @@
  * One `bun gateway/main.ts actors` and one `… gateway` over a private 1-node nats-server (default max_payload).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { createServer } from "node:net";
-import { connect as natsConnect } from "@nats-io/transport-node";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { hashPassword } from "../../infra/passwords.ts";
 import { repeatMessage } from "../../actors/store/import-file.ts";
 import { dashboardSession } from "../helpers/dashboard.ts";
 import type { TestServer } from "../helpers/server.ts";
-import { spawnRole as spawnRoleProcess, type RoleProc } from "../helpers/role-process.ts";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import type { TestDatabase } from "../helpers/db.ts";
+import { json as fetchJson, startDeployment, type Deployment } from "../helpers/deployment.ts";
 
 const SLUG = "bulk-goods";
 const EMAIL = `owner@${SLUG}.example`;
 const PASSWORD = "merchant-password";
 
-let nats: Subprocess | undefined;
+let dep: Deployment | undefined;
 let maxPayload = 0;
 let db: TestDatabase;
-let dir: string;
-const procs: RoleProc[] = [];
 let gw: string;
 let token: string;
 
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === "object" && addr ? res(addr.port) : rej(new Error("no port"))));
-    });
-  });
-}
-
-/** One private nats-server with JetStream and its default max_payload (as test/distributed/request-id-logs.test.ts). */
-async function startNats(storeDir: string): Promise<string> {
-  const port = await freePort();
-  nats = Bun.spawn(["/usr/sbin/nats-server", "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], { stdout: "ignore", stderr: "ignore" });
-  const url = `nats://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      const nc = await natsConnect({ servers: url, timeout: 1000 });
-      try {
-        maxPayload = nc.info!.max_payload;
-        await (await jetstreamManager(nc, { timeout: 1000 })).getAccountInfo();
-        return url;
-      } finally {
-        await nc.close();
-      }
-    } catch (err) {
-      if (i > 100) throw err;
-      await Bun.sleep(100);
-    }
-  }
-}
-
-async function json(path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) {
-  const res = await fetch(gw + path, {
-    method: init.method ?? "GET",
-    headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
-    body: init.body !== undefined ? JSON.stringify(init.body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-}
+const json = (path: string, init?: Parameters<typeof fetchJson>[1]) => fetchJson(gw + path, init);
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "acs-dist-ingest-"));
-  let natsUrl: string;
-  [natsUrl, db] = await Promise.all([startNats(join(dir, "nats")), createTestDatabase()]);
-  const [user] = await db.sql<{ id: string }[]>`INSERT INTO users (email, password_hash, role) VALUES (${EMAIL}, ${await hashPassword(PASSWORD)}, 'merchant') RETURNING id`;
-  await db.sql`INSERT INTO stores (slug, name, country, owner_user_id) VALUES (${SLUG}, 'Bulk Goods', 'US', ${user!.id})`;
-  const env = {
-    NATS_URL: natsUrl,
-    DATABASE_URL: db.url,
-    SECRET_KEY: "cd".repeat(32),
-    DATA_DIR: join(dir, "data"),
-    HOST: "127.0.0.1",
-    PORT: "0",
-    METRICS_PORT: "0",
-    ACTOR_PARTITIONS: "8",
-    LOG_LEVEL: "info",
-    SEED_DEMO: "false",
-    NODE_ENV: "test",
-    RATE_LIMITS_ENABLED: "false",
-    SITE_URL: "http://shop.test",
-  };
-  await spawnRoleProcess("actors", env, procs);
-  gw = (await spawnRoleProcess("gateway", env, procs)).url!;
+  const d = await startDeployment(
+    {
+      prefix: "acs-dist-ingest-",
+      nats: "single",
+      users: [{ email: EMAIL, password: PASSWORD, role: "merchant" }],
+      seed: async (db) => {
+        await db.sql`INSERT INTO stores (slug, name, country, owner_user_id) SELECT ${SLUG}, 'Bulk Goods', 'US', id FROM users WHERE email = ${EMAIL}`;
+      },
+      env: { SECRET_KEY: "cd".repeat(32), METRICS_PORT: "0", ACTOR_PARTITIONS: "8", RATE_LIMITS_ENABLED: "false" },
+    },
+    (started) => (dep = started),
+  );
+  db = d.db;
+  maxPayload = d.maxPayload;
+  gw = d.gateways[0]!;
   const login = await json("/api/v1/auth/login", { method: "POST", body: { email: EMAIL, password: PASSWORD } });
   expect(login.status).toBe(200);
   token = login.body.data.token;
 }, 90_000);
 
 afterAll(async () => {
-  for (const p of procs) p.proc.kill("SIGKILL");
-  await Promise.all(procs.map((p) => p.proc.exited));
-  nats?.kill("SIGKILL");
-  await nats?.exited;
-  await db?.drop().catch(() => {});
-  if (dir) await rm(dir, { recursive: true, force: true }).catch(() => {});
+  await dep?.stop();
 });
 
 /** An ordinary product with a 1.1 KB description: 1,000 of them are about 1.4 MB. */

@@ -5,103 +5,45 @@
  * host's own for an actor that cannot be activated — carry it (docs/operations.md, logs).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { createServer } from "node:net";
-import { connect as natsConnect } from "@nats-io/transport-node";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { hashPassword } from "../../infra/passwords.ts";
 import { ALL_SCOPES } from "../helpers/agents.ts";
-import { spawnRole as spawnRoleProcess, type RoleProc } from "../helpers/role-process.ts";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import type { RoleProc } from "../helpers/role-process.ts";
+import type { TestDatabase } from "../helpers/db.ts";
+import { json as fetchJson, startDeployment, type Deployment } from "../helpers/deployment.ts";
 
 const EMAIL = "ops@example.com";
 const PASSWORD = "distributed-password";
 
-let nats: Subprocess | undefined;
+let dep: Deployment | undefined;
 let db: TestDatabase;
-let dir: string;
-const procs: RoleProc[] = [];
 let host: RoleProc;
 let gw: string;
 
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === "object" && addr ? res(addr.port) : rej(new Error("no port"))));
-    });
-  });
-}
-
-/** One private nats-server with JetStream (as test/distributed/health-actor-hosts.test.ts). */
-async function startNats(storeDir: string): Promise<string> {
-  const port = await freePort();
-  nats = Bun.spawn(["/usr/sbin/nats-server", "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], { stdout: "ignore", stderr: "ignore" });
-  const url = `nats://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      const nc = await natsConnect({ servers: url, timeout: 1000 });
-      try {
-        await (await jetstreamManager(nc, { timeout: 1000 })).getAccountInfo();
-        return url;
-      } finally {
-        await nc.close();
-      }
-    } catch (err) {
-      if (i > 100) throw err;
-      await Bun.sleep(100);
-    }
-  }
-}
-
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "acs-dist-rid-"));
-  let natsUrl: string;
-  [natsUrl, db] = await Promise.all([startNats(join(dir, "nats")), createTestDatabase()]);
-  await db.sql`INSERT INTO users (email, password_hash, role) VALUES (${EMAIL}, ${await hashPassword(PASSWORD)}, 'operator')`;
-  const env = {
-    NATS_URL: natsUrl,
-    DATABASE_URL: db.url,
-    SECRET_KEY: "ab".repeat(32),
-    DATA_DIR: join(dir, "data"),
-    HOST: "127.0.0.1",
-    PORT: "0",
-    METRICS_PORT: "0",
-    ACTOR_PARTITIONS: "8",
-    // idle activations passivate at once, so the next message loads the actor again
-    ACTOR_IDLE_MS: "200",
-    ACTOR_ASK_TIMEOUT_MS: "2000", // the unreadable wallet's 503 after 2 s of retries instead of 10 s
-    LOG_LEVEL: "info",
-    SEED_DEMO: "false",
-    NODE_ENV: "test",
-    SITE_URL: "http://shop.test",
-  };
-  host = await spawnRoleProcess("actors", env, procs);
-  gw = (await spawnRoleProcess("gateway", env, procs)).url!;
+  const d = await startDeployment(
+    {
+      prefix: "acs-dist-rid-",
+      nats: "single",
+      users: [{ email: EMAIL, password: PASSWORD, role: "operator" }],
+      env: {
+        METRICS_PORT: "0",
+        ACTOR_PARTITIONS: "8",
+        // idle activations passivate at once, so the next message loads the actor again
+        ACTOR_IDLE_MS: "200",
+        ACTOR_ASK_TIMEOUT_MS: "2000", // the unreadable wallet's 503 after 2 s of retries instead of 10 s
+      },
+    },
+    (started) => (dep = started),
+  );
+  db = d.db;
+  host = d.actors[0]!;
+  gw = d.gateways[0]!;
 }, 90_000);
 
 afterAll(async () => {
-  for (const p of procs) p.proc.kill("SIGKILL");
-  await Promise.all(procs.map((p) => p.proc.exited));
-  nats?.kill("SIGKILL");
-  await nats?.exited;
-  await db?.drop().catch(() => {});
-  if (dir) await rm(dir, { recursive: true, force: true }).catch(() => {});
+  await dep?.stop();
 });
 
-async function json(path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) {
-  const res = await fetch(gw + path, {
-    method: init.method ?? "GET",
-    headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
-    body: init.body !== undefined ? JSON.stringify(init.body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-}
+const json = (path: string, init?: Parameters<typeof fetchJson>[1]) => fetchJson(gw + path, init);
 
 /** The actor host's JSON lines matching `pred`, waited for up to `ms` (its stderr arrives through a pipe). */
 async function hostLines(pred: (l: Record<string, unknown>) => boolean, ms = 5000): Promise<Record<string, unknown>[]> {
