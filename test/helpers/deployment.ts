@@ -88,9 +88,8 @@ export async function startSingleNats(storeDir: string): Promise<{ url: string; 
 }
 
 /**
- * Starts the deployment. Call from beforeAll and keep the result for afterAll's `stop()`; on a failure part-way the
- * pieces started so far are stopped by `stop()` of the deployment returned through `onStarted` — so callers pass
- * `(d) => (dep = d)` to have something to stop even when a role never comes up.
+ * Starts the deployment (from beforeAll). `onStarted` gets it as soon as NATS and the database are up, before any
+ * role starts, so the caller's afterAll can `stop()` it even when a role never comes up and this rejects.
  */
 export async function startDeployment(opts: DeploymentOptions, onStarted?: (d: Deployment) => void): Promise<Deployment> {
   const dir = await mkdtemp(join(tmpdir(), opts.prefix));
