@@ -158,26 +158,40 @@ export interface Comparison {
   recommendation: { productId: string | null; reasons: string[] };
 }
 
-const pick = <T>(items: T[], score: (t: T) => number): T | null => {
+/**
+ * The item scoring strictly highest, or null when the top score is shared: a tie is no win for anyone, so the
+ * answer never depends on the order of the ids (audit A7 MED-3).
+ */
+const pickUnique = <T>(items: readonly T[], score: (t: T) => number): T | null => {
   let best: T | null = null;
   let bestScore = -Infinity;
+  let tied = false;
   for (const it of items) {
     const s = score(it);
     if (s > bestScore) {
       best = it;
       bestScore = s;
-    }
+      tied = false;
+    } else if (s === bestScore) tied = true;
   }
-  return best;
+  return tied ? null : best;
+};
+
+/** The item scoring highest; ties go to the lower price, then the lower product id (never to the input order). */
+const pickOrdered = (items: readonly CompareItem[], score: (t: CompareItem) => number): CompareItem | null => {
+  const sorted = [...items].sort((a, b) => score(b) - score(a) || a.priceMinor - b.priceMinor || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return sorted[0] ?? null;
 };
 
 /**
- * Bests over the compared products (ties go to the earlier product in the request):
+ * Bests over the compared products; a title whose top score is shared goes to nobody (null), so ties are never
+ * credited to whichever id came first (audit A7 MED-3):
  * - value: in stock first, then trust × 0.5 + (1 − price position within its currency's range) × 0.5;
  * - trust: highest merchant trust score;
  * - return policy: accepts returns, longest window, then lowest restocking fee;
  * - shipping: fewest maximum shipping days, then lowest free-shipping threshold;
- * - recommendation: the product holding most of those titles, value breaking ties; the reasons name them.
+ * - recommendation: the product holding most of those titles, value breaking ties, then the lower price, then the
+ *   lower product id; the reasons name them. The same ids in any order give the same answer.
  * Prices in different currencies are not compared (audit A2-F4: a product alone in its currency got full marks for
  * price and became "best value" at €159.99 against $7.99): with more than one currency `bestValue` and the
  * recommendation are null, the reasons say why, and shipping is decided by days alone (thresholds are amounts).
@@ -199,13 +213,13 @@ export function compareProducts(items: readonly CompareItem[], toMajor: (minor: 
   };
   const value = (i: CompareItem) => (i.inStock ? 10 : 0) + (i.trustScore ?? 0) * 0.5 + (1 - position(i)) * 0.5;
   const oneCurrency = byCurrency.size <= 1;
-  const bestValue = oneCurrency ? pick(list, value) : null;
-  const bestTrust = pick(list, (i) => i.trustScore ?? -1);
+  const bestValue = oneCurrency ? pickUnique(list, value) : null;
+  const bestTrust = pickUnique(list, (i) => i.trustScore ?? -1);
   const returns = list.filter((i) => i.policies.acceptsReturns);
-  const bestReturn = pick(returns, (i) => (i.policies.returnWindowDays ?? 0) * 1000 - (i.policies.restockingFeePercent ?? 0));
+  const bestReturn = pickUnique(returns, (i) => (i.policies.returnWindowDays ?? 0) * 1000 - (i.policies.restockingFeePercent ?? 0));
   const shipDays = (i: CompareItem) => maxShippingDays(i.policies.shippingEstimateDays);
   const shippable = list.filter((i) => shipDays(i) !== null || (oneCurrency && i.freeShippingThresholdMinor !== null));
-  const bestShipping = pick(shippable, (i) => -(shipDays(i) ?? 99) * 1e9 - (oneCurrency ? (i.freeShippingThresholdMinor ?? 1e8) : 0));
+  const bestShipping = pickUnique(shippable, (i) => -(shipDays(i) ?? 99) * 1e9 - (oneCurrency ? (i.freeShippingThresholdMinor ?? 1e8) : 0));
 
   const titles: [string, CompareItem | null][] = [
     ["best value", bestValue],
@@ -214,7 +228,7 @@ export function compareProducts(items: readonly CompareItem[], toMajor: (minor: 
     ["fastest shipping", bestShipping],
   ];
   const wins = (i: CompareItem) => titles.filter(([, w]) => w?.id === i.id).length;
-  const rec = oneCurrency ? pick(list, (i) => wins(i) * 10 + value(i)) : null;
+  const rec = oneCurrency ? pickOrdered(list, (i) => wins(i) * 10 + value(i)) : null;
   const reasons: string[] = [];
   if (!oneCurrency) {
     reasons.push(

@@ -117,18 +117,41 @@ export interface EligibleProduct {
   store: StoreRecord;
 }
 
-/** Active products of eligible stores, by id; unknown, inactive and ineligible ids are simply absent. */
+/**
+ * The product as an agent can buy it now: units held by pending checkouts (`reserved_quantity`, per variant
+ * `variant_reserved`) are taken off the stock, and nothing left means not in stock. It is the cart's
+ * `available = stock − reserved` (actors/store/commerce.ts), so detail, availability, compare and their agentHint
+ * never say "in stock" for a product a cart is refused (audit A7 MED-1). Untracked stock (null) stays null.
+ */
+export function buyableProduct(product: ProductRecord, reserved: number, variantReserved: Readonly<Record<string, number>> | null): ProductRecord {
+  const free = (stock: number | null, held: number, inStock: boolean) => {
+    if (stock === null) return { stockQuantity: null, inStock };
+    const left = inStock ? Math.max(0, stock - held) : 0;
+    return { stockQuantity: left, inStock: inStock && left > 0 };
+  };
+  return {
+    ...product,
+    ...free(product.stockQuantity, reserved, product.inStock),
+    variants: product.variants.map((v) => ({ ...v, ...free(v.stockQuantity, variantReserved?.[v.id] ?? 0, v.inStock) })),
+  };
+}
+
+/**
+ * Active products of eligible stores, by id; unknown, inactive and ineligible ids are simply absent. Stock is what
+ * can be bought (`buyableProduct`): held units are not shown as available.
+ */
 export async function findEligibleProducts(sql: Sql, ids: readonly string[]): Promise<Map<string, EligibleProduct>> {
   const wanted = [...new Set(ids.filter((id) => isUuid(id)).map((id) => id.toLowerCase()))];
   const out = new Map<string, EligibleProduct>();
   if (wanted.length === 0) return out;
-  const rows = await sql<(ProductRow & { s: StoreRow; shipping_summary: unknown })[]>`
+  const rows = await sql<(ProductRow & { s: StoreRow; shipping_summary: unknown; reserved_quantity: number | null; variant_reserved: unknown })[]>`
     SELECT p.*, to_jsonb(s.*) AS s, ${shippingSummaryColumn(sql)} FROM products p JOIN stores s ON s.slug = p.store_slug
     WHERE p.id = ANY(${wanted}::uuid[]) AND p.active`;
   for (const row of rows) {
     const store = storeFromReadRow({ ...row.s, shipping_summary: row.shipping_summary });
     if (!isEligibleStore(store)) continue;
-    out.set(row.id, { product: productFromRow(row), store });
+    const held = (typeof row.variant_reserved === "string" ? JSON.parse(row.variant_reserved) : row.variant_reserved) as Record<string, number> | null;
+    out.set(row.id, { product: buyableProduct(productFromRow(row), Number(row.reserved_quantity ?? 0), held), store });
   }
   return out;
 }

@@ -220,9 +220,11 @@ describe("comparing products", () => {
     expect(c.bestValue).toBe("b");
   });
 
-  test("between equal products the earlier one in the request wins", () => {
-    const c = compareProducts([item({ id: "a" }), item({ id: "b" })], major);
-    expect([c.bestValue, c.bestTrust, c.recommendation.productId]).toEqual(["a", "a", "a"]);
+  test("between equal products no one wins a title; the recommendation goes to the lower id in any order (audit A7 MED-3)", () => {
+    for (const order of [[item({ id: "a" }), item({ id: "b" })], [item({ id: "b" }), item({ id: "a" })]]) {
+      const c = compareProducts(order, major);
+      expect([c.bestValue, c.bestTrust, c.bestShipping, c.recommendation.productId]).toEqual([null, null, null, "a"]);
+    }
   });
 
   test("the best return policy accepts returns, then has the longest window, then the lowest restocking fee", () => {
@@ -289,8 +291,9 @@ describe("comparing products in more than one currency (audit A2-F4)", () => {
   test("shipping is decided by days alone: thresholds in different currencies are not compared", () => {
     const slowCheap = item({ id: "a", currency: "USD", policies: { acceptsReturns: false, shippingEstimateDays: "2-4" }, freeShippingThresholdMinor: 100 });
     const fastDear = item({ id: "b", currency: "EUR", policies: { acceptsReturns: false, shippingEstimateDays: "1-4" }, freeShippingThresholdMinor: 900000 });
-    // same maximum days: the earlier product wins, not the smaller number of another currency
-    expect(compareProducts([fastDear, slowCheap], major).bestShipping).toBe("b");
+    // same maximum days: a tie (no one), not the smaller number of another currency, in either order
+    expect(compareProducts([fastDear, slowCheap], major).bestShipping).toBeNull();
+    expect(compareProducts([slowCheap, fastDear], major).bestShipping).toBeNull();
     // a threshold alone says nothing across currencies
     expect(compareProducts([item({ id: "x", currency: "USD", freeShippingThresholdMinor: 0 }), item({ id: "y" })], major).bestShipping).toBeNull();
   });
