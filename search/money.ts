@@ -5,6 +5,9 @@ const EXPONENT: Readonly<Record<string, number>> = {
   BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
 };
 
+/** The exponents that are not 2, for SQL that converts a row's minor units itself (commerce.ts cancelPendingOrderRows). */
+export const MINOR_UNIT_EXPONENTS_NOT_2: Readonly<Record<string, number>> = EXPONENT;
+
 export function minorUnitExponent(currency: string): number {
   return EXPONENT[currency.toUpperCase()] ?? 2;
 }

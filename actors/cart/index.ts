@@ -1378,8 +1378,7 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
     const tx = await ctx.tx();
     await Promise.all(
       unpaid.map(([slug, orderId]) => {
-        const leg = s.legs.find((l) => l.storeId === slug);
-        return cancelPendingOrderRows(tx, slug, { orderId, totalMinor: leg?.amountMinor ?? 0, currency: leg?.currency ?? totalsOf(s).currency, reason: reason ?? `checkout_${moved.status.toLowerCase()}` }, now);
+        return cancelPendingOrderRows(tx, slug, { orderId, reason: reason ?? `checkout_${moved.status.toLowerCase()}` }, now);
       }),
     );
   }
@@ -1686,7 +1685,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
     // merchant found nothing (had it arrived, it is the merchant's to pay back, as any x402 refund).
     const released = o.reconciliation === "settlement_unknown";
     if (released) await railFor(ctx.sql, "x402")?.recordResolution?.(leg.intentId as string, "released");
-    await cancelPendingOrderRows(tx, slug, { orderId: o.id, totalMinor: o.totalMinor, currency: o.currency, reason: "reconciliation_refund" }, now);
+    await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now);
     await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_by_merchant: true, ...(released ? { settlement: "released" } : {}) });
     refundByMerchant = true;
     result = { outcome: "failed" };
@@ -1726,7 +1725,8 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
       const done = await settleLegRows(
         tx,
         slug,
-        { orderId: o.id, reservationId: leg.intentId as string, outcome: "captured", intentId: leg.intentId as string, captureRef: paidWithRef, simulated: false, totalMinor: leg.amountMinor, currency: leg.currency },
+        // The pending → paid event carries what was captured (audit A8 MED-2; recordCapturedAmount below keeps it).
+        { orderId: o.id, reservationId: leg.intentId as string, outcome: "captured", intentId: leg.intentId as string, captureRef: paidWithRef, simulated: false, totalMinor: found.status === "captured" ? found.amountMinor : leg.amountMinor, currency: leg.currency },
         now,
       );
       if (done.changed.length) ctx.publish("catalog.changed", { storeSlug: slug, upserted: done.changed, removed: [] });
@@ -1735,7 +1735,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
       captureRef = paidWithRef ?? null;
       result = { outcome: "captured", captureRef: paidWithRef };
     } else if (found.status !== "captured") {
-      await cancelPendingOrderRows(tx, slug, { orderId: o.id, totalMinor: o.totalMinor, currency: o.currency, reason: "reconciliation_refund" }, now);
+      await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now);
       await clearReconciliation(tx, slug, o, "refund", body.userId, { nothing_captured: true });
       result = { outcome: "failed" };
     } else {
@@ -1754,7 +1754,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
         );
       }
       tx = await ctx.tx();
-      await cancelPendingOrderRows(tx, slug, { orderId: o.id, totalMinor: o.totalMinor, currency: o.currency, reason: "reconciliation_refund" }, now);
+      await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now);
       await moveOrderAfterRefund(tx, slug, o.id, after.id, Number(after.amount_minor), now);
       await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_id: after.id });
       refund = { refund_id: after.id, status: "REFUNDED", amount_minor: Number(after.amount_minor), currency: after.currency };

@@ -23,7 +23,7 @@
  */
 import { Type as T, type Static } from "@sinclair/typebox";
 import type { Sql } from "../../infra/db.ts";
-import { toMajor } from "../../search/money.ts";
+import { MINOR_UNIT_EXPONENTS_NOT_2, toMajor } from "../../search/money.ts";
 import { isStoreEligible } from "../../search/ranking.ts";
 import type { ActorContext } from "../runtime/define-actor.ts";
 import { defineActor } from "../runtime/define-actor.ts";
@@ -1034,11 +1034,14 @@ export function settleCapturedLegRiding(
 export async function cancelPendingOrderRows(
   db: Sql,
   slug: string,
-  o: { orderId: string; totalMinor: number; currency: string; reason: string },
+  o: { orderId: string; reason: string },
   now: number,
 ): Promise<{ status: OrderStatus | null }> {
   const to = applyOrderEvent({ status: "pending" as OrderStatus, createdAt: now, deliveredAt: null, history: [] }, "cancel", "system", now).status;
-  const payload = statusChangedPayload({ orderId: o.orderId, merchantSlug: slug, totalMinor: o.totalMinor, currency: o.currency }, "pending", to, now);
+  // The payload's total and currency are the canceled row's (audit A8 MED-1): a preview after a decline re-prices the
+  // session's leg, not the pending order, so the caller's leg total may be one the order never had. The builder's
+  // shape is kept; `totalAmount` is toMajor in SQL (float8 division, as exact as JS's; jsonb keeps the shortest form).
+  const { totalAmount: _t, currency: _c, ...head } = statusChangedPayload({ orderId: o.orderId, merchantSlug: slug, totalMinor: 0, currency: "USD" }, "pending", to, now);
   const [r] = await db<{ canceled: number; status: OrderStatus | null }[]>`
     WITH rsv AS (
       UPDATE stock_reservations SET status = 'released', updated_at = now()
@@ -1047,7 +1050,7 @@ export async function cancelPendingOrderRows(
     ${givenBack(db)},
     c AS (
       UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1
-      WHERE id = ${o.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id, intent_id),
+      WHERE id = ${o.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id, intent_id, total_minor, currency),
     -- The attempt of a leg that held nothing has no reservation row: one is written released, so a replay of its
     -- reservation id is refused (conflict) instead of being reported as held for a canceled order.
     mark AS (
@@ -1057,7 +1060,11 @@ export async function cancelPendingOrderRows(
     ev AS (
       INSERT INTO order_events (order_id, type, from_status, to_status, data)
       SELECT id, 'cancel', 'pending', ${to}, ${db.json({ actor: "system", reason: o.reason } as never)}::jsonb FROM c),
-    outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(payload as never)}::jsonb FROM c),
+    outbox AS (
+      INSERT INTO webhook_events (store_slug, kind, payload)
+      SELECT ${slug}, 'order.status_changed', ${db.json(head as never)}::jsonb || jsonb_build_object(
+        'totalAmount', c.total_minor::float8 / power(10::float8, COALESCE((${db.json(MINOR_UNIT_EXPONENTS_NOT_2 as never)}::jsonb ->> upper(c.currency))::int, 2)),
+        'currency', c.currency) FROM c),
     -- A negotiated offer the order claimed is free again for another order of the key (it was never paid with).
     freed AS (UPDATE negotiation_offers n SET order_id = NULL FROM c WHERE n.order_id = c.id AND n.used_at IS NULL)
     SELECT (SELECT count(*) FROM c)::int AS canceled, (SELECT status FROM orders WHERE id = ${o.orderId} AND store_slug = ${slug}) AS status`;

@@ -82,11 +82,12 @@ export function statusChangedPayload(
   };
 }
 
-export async function outboxStatusChanged(tx: Sql, o: OrderRowLite, from: OrderStatus, to: OrderStatus, now: number): Promise<void> {
+/** The total is what was captured (`refundBoundMinor`: an accepted amount mismatch's capture), as docs/webhooks.md says. */
+export async function outboxStatusChanged(tx: Sql, o: OrderRowLite & { captured_minor?: number | null }, from: OrderStatus, to: OrderStatus, now: number): Promise<void> {
   await enqueueWebhookEvent(tx, {
     storeSlug: o.store_slug,
     kind: "order.status_changed",
-    payload: statusChangedPayload({ orderId: o.id, merchantSlug: o.store_slug, totalMinor: Number(o.total_minor), currency: o.currency }, from, to, now),
+    payload: statusChangedPayload({ orderId: o.id, merchantSlug: o.store_slug, totalMinor: refundBoundMinor(o), currency: o.currency }, from, to, now),
   });
 }
 
