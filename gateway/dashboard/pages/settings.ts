@@ -162,7 +162,7 @@ ${ns
 <p>This signing secret for <strong>${ns.url}</strong> is shown <strong>only once</strong>. Store it where your receiver can read it; we keep it encrypted and cannot show it again.</p>
 <code id="new-secret">${ns.secret}</code>
 <button type="button" class="secondary" data-copy="new-secret" hidden>Copy secret</button>
-${ns.rotated ? html`<p class="hint">The previous secret keeps signing alongside for 24 hours.</p>` : ""}</section>`
+${ns.rotated ? html`<p class="hint">The previous secret keeps signing alongside for 24 hours, until the next rotation (a rotation ends any earlier overlap).</p>` : ""}</section>`
   : ""}
 <section class="card" aria-labelledby="add-h"><h2 id="add-h">Add an endpoint</h2>
 ${postForm(base, csrf, html`<label for="url">URL</label><input id="url" type="url" name="url" required maxlength="2048" placeholder="https://example.com/webhooks" value="${d.formUrl ?? ""}">
@@ -175,7 +175,7 @@ ${d.endpoints.map(
   (e) => html`<section class="card" aria-labelledby="ep-${e.id}"><h2 id="ep-${e.id}"><span class="visually-hidden">Endpoint </span>${e.url}</h2>
 <p>${e.events.map((k) => badge(k, ""))} · breaker ${badge(e.breaker)} · added ${when(e.createdAt)}${e.previousSecretExpiresAt ? html` · previous secret valid until ${when(e.previousSecretExpiresAt)}` : ""}</p>
 <div class="actions">
-${postForm(`${base}/${e.id}/rotate`, csrf, html`<button type="submit" class="secondary">Rotate secret</button>`, { confirm: "Create a new signing secret? The old one keeps working for 24 hours." })}
+${postForm(`${base}/${e.id}/rotate`, csrf, html`<button type="submit" class="secondary">Rotate secret</button>`, { confirm: "Create a new signing secret? The current one keeps working for 24 hours; any older one stops now." })}
 ${postForm(`${base}/${e.id}/delete`, csrf, html`<button type="submit" class="danger">Delete endpoint</button>`, { confirm: "Delete this endpoint? Pending deliveries are dropped." })}
 </div>
 <div class="table-wrap"><table class="stack"><caption>Recent deliveries</caption><thead><tr><th>Created</th><th>Event</th><th>Status</th><th class="num">Attempts</th><th>Last result</th><th>Action</th></tr></thead><tbody>
