@@ -2,11 +2,8 @@
 import { t, type TSchema } from "elysia";
 import type { ErrorCode } from "../actors/runtime/errors.ts";
 
-/**
- * How much of a caller's own value an error may quote back (REST 400 texts, MCP INVALID_ARGUMENT `details.value`):
- * echoing a value whole costs up to the body limit per answer and can overflow JSON.stringify (audits D-M1, H-1).
- */
-export const ECHO_MAX_CHARS = 100;
+/** How much of a caller's own value an error may quote back (infra/echo.ts). */
+export { ECHO_MAX_CHARS } from "../infra/echo.ts";
 
 export const ErrorEnvelope = t.Object(
   {

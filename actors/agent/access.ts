@@ -3,6 +3,7 @@
  * `/api/v1/agent/*`. Pure data and functions; the gateway's auth plugin calls `checkAccess` once per request
  * after the key is looked up. docs/access.md is the human-readable copy of these tables.
  */
+import { cutEcho, preview } from "../../infra/echo.ts";
 import { fail } from "../runtime/errors.ts";
 
 // ---------------------------------------------------------------------------------------------- scopes
@@ -23,23 +24,6 @@ export const DEFAULT_SCOPES: readonly Scope[] = ["search", "compare", "cart", "m
 
 /** Names from an older listing of the spec. Refused like any unknown value, with a hint in the message. */
 export const LEGACY_SCOPES: readonly string[] = ["agent:read", "agent:cart", "agent:checkout"];
-
-/** Characters of a caller's value quoted back in an error (the gateway's ECHO_MAX_CHARS; conventions.md). */
-export const ECHO_MAX = 100;
-
-/** A caller's string cut to ECHO_MAX characters (an ellipsis says it was cut). */
-export function cut(v: string): string {
-  return v.length > ECHO_MAX ? `${v.slice(0, ECHO_MAX)}…` : v;
-}
-
-/** A short, bounded description of a caller's value, as the gateway's validation messages give it. */
-export function echo(v: unknown): string {
-  if (typeof v === "string") return JSON.stringify(cut(v));
-  if (Array.isArray(v)) return `an array of ${v.length} item${v.length === 1 ? "" : "s"}`;
-  if (v === null) return "null";
-  if (typeof v === "object") return "an object";
-  return String(v).slice(0, ECHO_MAX);
-}
 
 function quoted(values: readonly string[]): string {
   return values.map((v) => `'${v}'`).join(", ");
@@ -73,9 +57,9 @@ export function validateScopes(input: unknown): Scope[] {
       const legacy = typeof value === "string" && LEGACY_SCOPES.includes(value);
       throw fail(
         "validation_error",
-        `Invalid body field 'scopes.${i}': must be one of ${quoted(SCOPES)} (got ${echo(value)})` +
+        `Invalid body field 'scopes.${i}': must be one of ${quoted(SCOPES)} (got ${preview(value)})` +
           (legacy ? "; the agent:* scope names are retired" : ""),
-        { location: "body", field: `scopes.${i}`, scope: typeof value === "string" ? cut(value) : echo(value), allowed: [...SCOPES] },
+        { location: "body", field: `scopes.${i}`, scope: typeof value === "string" ? cutEcho(value) : preview(value), allowed: [...SCOPES] },
       );
     }
   }
@@ -104,7 +88,7 @@ export function normalizeTier(input: unknown): Tier {
     if (upper === "FREE") return "STARTER";
     if (isTier(upper)) return upper;
   }
-  throw fail("validation_error", `Invalid body field 'tier': must be one of ${quoted([...TIERS, "FREE"])} (got ${echo(input)})`, {
+  throw fail("validation_error", `Invalid body field 'tier': must be one of ${quoted([...TIERS, "FREE"])} (got ${preview(input)})`, {
     location: "body",
     field: "tier",
     allowed: [...TIERS, "FREE"],

@@ -6,7 +6,8 @@
  * too: review R2-1), and PUT /api/v1/admin/users/plan sends each live key the new plan (`capTier`; R2-2).
  */
 import { fail } from "../runtime/errors.ts";
-import { echo, PLAN_TIERS, type Tier } from "./access.ts";
+import { preview } from "../../infra/echo.ts";
+import { PLAN_TIERS, type Tier } from "./access.ts";
 
 export type Plan = Exclude<Tier, "SANDBOX">;
 
@@ -23,7 +24,7 @@ export function normalizePlan(input: unknown): Plan {
     if (upper === "FREE") return "STARTER";
     if (isPlan(upper)) return upper;
   }
-  throw fail("validation_error", `Invalid body field 'plan': must be one of ${[...PLAN_TIERS, "FREE"].map((p) => `'${p}'`).join(", ")} (got ${echo(input)})`, {
+  throw fail("validation_error", `Invalid body field 'plan': must be one of ${[...PLAN_TIERS, "FREE"].map((p) => `'${p}'`).join(", ")} (got ${preview(input)})`, {
     location: "body",
     field: "plan",
     allowed: [...PLAN_TIERS, "FREE"],

@@ -14,7 +14,7 @@
  */
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { ECHO_MAX_CHARS } from "../envelope.ts";
-import { preview } from "./validation-message.ts";
+import { preview } from "../../infra/echo.ts";
 
 const API_PREFIX = "/api/v1/";
 const OAUTH_PREFIX = "/api/v1/oauth/";

@@ -7,7 +7,7 @@
  */
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { SECRET_FIELD } from "../../infra/log.ts";
-import { ECHO_MAX_CHARS } from "../envelope.ts";
+import { cutEcho, ECHO_MAX_CHARS, preview } from "../../infra/echo.ts";
 import { codePointLength } from "./schema-formats.ts";
 
 /** The parts of a TypeBox ValueError read here. */
@@ -78,15 +78,6 @@ interface SchemaLike {
 export interface Rule {
   text: string;
   facts: Record<string, unknown>;
-}
-
-/** A short, bounded description of a caller's value: never its whole text (review H, finding 1). */
-export function preview(v: unknown): string {
-  if (typeof v === "string") return JSON.stringify(v.length > ECHO_MAX_CHARS ? `${v.slice(0, ECHO_MAX_CHARS)}…` : v);
-  if (Array.isArray(v)) return `an array of ${v.length} item${v.length === 1 ? "" : "s"}`;
-  if (v === null) return "null";
-  if (typeof v === "object") return "an object";
-  return String(v).slice(0, ECHO_MAX_CHARS);
 }
 
 /**
@@ -280,5 +271,5 @@ export function validationAnswer(location: string, field: string | undefined, ch
 export function fieldOfPath(path: string | undefined): string | undefined {
   if (!path) return undefined;
   const segments = path.replace(/^\//, "").split("/");
-  return segments.map((seg) => (seg.length > ECHO_MAX_CHARS ? `${seg.slice(0, ECHO_MAX_CHARS)}…` : seg)).join(".") || undefined;
+  return segments.map(cutEcho).join(".") || undefined;
 }
