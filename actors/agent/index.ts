@@ -11,7 +11,7 @@ import { assertKeyActive, checkAccess, normalizeTier, type Tier } from "./access
 import { BucketTable, type AdmitResult, type BucketSpec } from "./buckets.ts";
 import { bucketsFor, type BucketDescriptor, type Surface } from "./limits.ts";
 import { Admit, Authorize, CapPlan, CreateKey, Release, type KeyView, type RateView } from "./messages.ts";
-import { assertKeyRoom, assertTierInPlan, capTier, DEFAULT_PLAN, isPlan, keyPlanOf, type Plan } from "./plans.ts";
+import { assertKeyRoom, assertTierInPlan, capTier, keyPlanOf, storedPlan, type Plan } from "./plans.ts";
 import { Type as T } from "@sinclair/typebox";
 
 interface KeyRecord extends KeyView {
@@ -117,7 +117,7 @@ function keyTier(mem: AgentMemory, stored: string): Tier {
 /** The plan a key is capped at, as stored; a value that is not a plan caps at the lowest (fail closed). */
 function keyPlan(stored: string | null): Plan | null {
   if (stored === null) return null;
-  return isPlan(stored) ? stored : DEFAULT_PLAN;
+  return storedPlan(stored);
 }
 
 function sharedScopes(mem: AgentMemory, scopes: string[]): readonly string[] {
@@ -190,7 +190,7 @@ export const agentActor = defineActor({
       // when the key is stored.
       const [user] = await tx<{ role: "operator" | "merchant"; plan: string }[]>`SELECT role, plan FROM users WHERE id = ${m.userId} FOR UPDATE`;
       if (!user) throw fail("unauthorized", "The account of this session no longer exists.");
-      const plan = isPlan(user.plan) ? user.plan : DEFAULT_PLAN;
+      const plan = storedPlan(user.plan);
       assertTierInPlan(user.role, plan, tier);
       if (user.role !== "operator") {
         const [live] = await tx<{ n: number }[]>`
@@ -324,7 +324,7 @@ export const agentActor = defineActor({
       const [user] = await ctx.sql<{ role: "operator" | "merchant"; plan: string }[]>`SELECT role, plan FROM users WHERE id = ${key.userId}`;
       const before = normalizeTier(key.tier);
       if (!user || user.role === "operator") return { key: view(key), tierLowered: false };
-      const plan = isPlan(user.plan) ? user.plan : DEFAULT_PLAN;
+      const plan = storedPlan(user.plan);
       const tier = capTier(before, plan);
       if (!key.revokedAt && (key.plan !== plan || tier !== before)) {
         const tx = await ctx.tx();

@@ -17,6 +17,11 @@ export function isPlan(value: unknown): value is Plan {
   return typeof value === "string" && (PLAN_TIERS as readonly string[]).includes(value);
 }
 
+/** A plan as stored (users.plan, agent_keys.plan): a value that is not a plan reads as the lowest (fail closed). */
+export function storedPlan(stored: string): Plan {
+  return isPlan(stored) ? stored : DEFAULT_PLAN;
+}
+
 /** A plan name in any case; FREE is the spec's alias of STARTER, as for key tiers. SANDBOX is not a plan. */
 export function normalizePlan(input: unknown): Plan {
   if (typeof input === "string") {
