@@ -479,18 +479,6 @@ export class McpGateway {
   }
 
   /**
-   * Session binding (MCP security best practices, session hijacking: "bind session IDs to user-specific
-   * information"): every request is authenticated on its own, but a session also carries state another caller must
-   * not borrow — above all the answers to `elicitation/create`, the human's "yes, pay" for a write tool. A session
-   * bound to one principal refuses every other caller, anonymous ones included. One opened without a credential
-   * belongs to the address that opened it until it is bound: only from there can it be used, and the first
-   * credential presented from there binds it. From anywhere else, whoever presented its leaked id first (with any
-   * valid key) took the session and its opener was told it did not exist (review R2-F3).
-   * False: answer 404 as for an unknown session. That does not hide a session from a caller with an invalid
-   * credential: the credential is checked first, so its 401 tells an existing session from an unknown id (404).
-   * Ids are random UUIDs, and a session's own client needs that 401 to refresh an expired token.
-   */
-  /**
    * True when a caller whose credential was refused with `refusal` is answered as for an unknown session: the session
    * is bound to a principal or opened elsewhere, and the credential is not the session owner's own authentic token that
    * merely expired — the owner needs that 401 `token_expired` to refresh and keep the session (issue #4). An expired
@@ -507,6 +495,18 @@ export class McpGateway {
     return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
   }
 
+  /**
+   * Session binding (MCP security best practices, session hijacking: "bind session IDs to user-specific
+   * information"): every request is authenticated on its own, but a session also carries state another caller must
+   * not borrow — above all the answers to `elicitation/create`, the human's "yes, pay" for a write tool. A session
+   * bound to one principal refuses every other caller, anonymous ones included. One opened without a credential
+   * belongs to the address that opened it until it is bound: only from there can it be used, and the first
+   * credential presented from there binds it. From anywhere else, whoever presented its leaked id first (with any
+   * valid key) took the session and its opener was told it did not exist (review R2-F3).
+   * False: answer 404 as for an unknown session. A credential that does not authenticate is checked first; its 401
+   * is answered as 404 too when the session is not its own (`hiddenFrom`, review R4-2), except the owner's own
+   * expired token, whose 401 its client needs to refresh.
+   */
   private boundTo(session: Session, principal: string | null, ip: string): boolean {
     if (session.principal !== null) return session.principal === principal;
     if (session.owner !== ipBucketKey(ip)) return false;
