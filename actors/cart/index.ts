@@ -998,15 +998,15 @@ function withPaidSoFar(err: unknown, s: SessionState, after: SessionState): unkn
   );
 }
 
+/** A leg whose outcome the rail says it can never learn (LookupResult `unresolved`): escalated for its merchant. */
+type Unresolved = Extract<LookupResult, { status: "unresolved" }>;
+type ChargedLeg = LegResult & { result?: ChargeResult; unresolved?: Unresolved };
+
 /**
  * Calls the rail for one leg. A thrown call (answer lost) is asked again by lookup; still unknown → unknown.
  * A leg of nothing (a 100 % coupon on free shipping) is captured without a rail call: no money moves, and a rail
  * refuses to charge 0 (docs/decisions.md "A zero leg is paid without the rail").
  */
-/** A leg whose outcome the rail says it can never learn (LookupResult `unresolved`): escalated for its merchant. */
-type Unresolved = Extract<LookupResult, { status: "unresolved" }>;
-type ChargedLeg = LegResult & { result?: ChargeResult; unresolved?: Unresolved };
-
 async function chargeLeg(rail: PaymentRail, leg: PaymentLeg, token: string, mode: "charge" | "reconcile"): Promise<ChargedLeg> {
   if (leg.amountMinor === 0) return { outcome: "captured" };
   const intent = { intentId: leg.intentId as string, storeId: leg.storeId, amountMinor: leg.amountMinor, currency: leg.currency, paymentToken: token };
