@@ -12,7 +12,9 @@
 /** Version 4 with the RFC variant, either case, as a `pattern` string for a TypeBox schema. */
 export const UUID_V4_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$";
 
-const ANY_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** 8-4-4-4-12 hex digits, unanchored, for a RegExp with the `i` flag that embeds it (gateway/bridge/common.ts item ids). */
+export const UUID_HEX = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
+const ANY_UUID = new RegExp(`^${UUID_HEX}$`, "i");
 const UUID_V4 = new RegExp(UUID_V4_PATTERN);
 
 /** zod 4's `z.string().uuid()` pattern, as bundled in @elysiajs/openapi: versions 1–8 with the RFC variant, or nil/max. */

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { cartActor } from "../../actors/cart/index.ts";
 import type { CartItemInput, CartView, CompleteReply, PaymentLimitsInput } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
-import { uuidV4FromHex } from "../../infra/uuid.ts";
+import { UUID_HEX, uuidV4FromHex } from "../../infra/uuid.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
 import type { Services } from "../services.ts";
 
@@ -197,8 +197,7 @@ export interface ItemFields {
   quantity: (i: number) => string;
 }
 
-const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
-const ITEM_ID = new RegExp(`^(${UUID})(?::(${UUID}))?$`, "i");
+const ITEM_ID = new RegExp(`^(${UUID_HEX})(?::(${UUID_HEX}))?$`, "i");
 
 /** An ACP/UCP item id: a product id, or `<product id>:<variant id>` for one of its variants (`resolveItemIds`). */
 export function isItemId(id: string): boolean {
