@@ -89,14 +89,12 @@ async function cartItemsOfThisStore(ctx: ToolContext, items: readonly { product_
     if (noVariant) throw noVariant;
     // A variant line is asked about at the variant's price, title and stock (audit R3 MED-4), as the cart prices it.
     const variantId = i.variant_id?.toLowerCase();
-    const v = variantId ? product.variants.find((x) => x.id.toLowerCase() === variantId) : undefined;
+    const { v, unitMinor, title } = pricedLine(product, variantId);
     if (variantId && !v) {
       throw fail("PRODUCT_NOT_FOUND", "No such variant of this product.", { product_id: product.id, variant_id: variantId, field: `items[${n}].variant_id` });
     }
-    const unitMinor = v && v.priceMinor !== null ? v.priceMinor : product.priceMinor;
     totalMinor += unitMinor * i.quantity;
     currency ||= product.currency;
-    const title = v?.title ? `${product.title} (${v.title})` : product.title;
     lines.push(`${i.quantity} × ${forHuman(title)} (${money(unitMinor, product.currency)})`);
     out.push({ productId: product.id, quantity: i.quantity, at: n, ...(variantId ? { variantId } : {}) });
     stock.set(`${product.id}:${variantId ?? ""}`, v ? { inStock: product.inStock && v.inStock, stockQuantity: lesser(product.stockQuantity, v.stockQuantity) } : product);
@@ -134,6 +132,15 @@ function assertStockCovers(
     // The request index of the line's first item, as the cart actor names it.
     throw stockShortfall(m.at, m.productId, m.quantity, available);
   }
+}
+
+/**
+ * A line's variant (`variantId` lower-case; undefined when it names none or no such variant), unit price and title, as
+ * the cart actor prices and names it (actors/cart/index.ts): the variant's own price when it has one.
+ */
+function pricedLine(product: Awaited<ReturnType<typeof storeProduct>>["product"], variantId: string | undefined) {
+  const v = variantId ? product.variants.find((x) => x.id.toLowerCase() === variantId) : undefined;
+  return { v, unitMinor: v && v.priceMinor !== null ? v.priceMinor : product.priceMinor, title: v?.title ? `${product.title} (${v.title})` : product.title };
 }
 
 /** The smaller of two stock counts, null being unlimited. */
@@ -294,9 +301,7 @@ export const updateCartItem = defineTool({
     await cartItemsOfThisStore(ctx, next); // the new cart's products and stock, as create will check them
     const { product } = await storeProduct(ctx, a.product_id);
     // A variant line at the variant's title and price, as create_cart asks (cartItemsOfThisStore checked the variant).
-    const v = a.variant_id ? product.variants.find((x) => x.id.toLowerCase() === a.variant_id!.toLowerCase()) : undefined;
-    const unitMinor = v && v.priceMinor !== null ? v.priceMinor : product.priceMinor;
-    const title = v?.title ? `${product.title} (${v.title})` : product.title;
+    const { unitMinor, title } = pricedLine(product, a.variant_id?.toLowerCase());
     return { summary: `Set ${forHuman(title)} to ${a.quantity} × ${money(unitMinor, product.currency)} in your cart at ${storeName(ctx)}.${couponNote(cur)}`, facts: { amount: toMajor(unitMinor * a.quantity, product.currency), currency: product.currency } };
   },
   async handler(a, ctx) {
