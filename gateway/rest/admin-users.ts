@@ -17,11 +17,9 @@ import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { requireOperator, userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { KeyOut, keysOf } from "./agent-keys.ts";
+import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 
-/** Postgres text cannot hold NUL; refusing it here keeps such input a 400 instead of a database error. */
-const NO_NUL = "^[^\\u0000]*$";
-
-const Email = t.String({ minLength: 3, maxLength: 320, pattern: NO_NUL });
+const Email = t.String({ minLength: 3, maxLength: 320, pattern: NO_NUL_PATTERN });
 const PlanName = t.Union([t.Literal("STARTER"), t.Literal("GROWTH"), t.Literal("PRO"), t.Literal("ENTERPRISE")]);
 
 export const UserPlanOut = t.Object({

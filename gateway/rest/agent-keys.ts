@@ -16,6 +16,7 @@ import { pepper } from "../identity.ts";
 import { userAuth } from "../plugins/auth.ts";
 import { CodePointString } from "../plugins/schema-formats.ts";
 import type { Services } from "../services.ts";
+import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 
 export const KeyOut = t.Object({
   id: t.String({ format: "uuid" }),
@@ -31,8 +32,6 @@ export const KeyOut = t.Object({
   revokedAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
 });
 
-/** Postgres text cannot hold NUL; refusing it here keeps such input a 400 instead of a database error. */
-const NO_NUL = "^[^\\u0000]*$";
 /** Bounds of what POST may send (review R2-3): the longest name is 18 characters, tiers and scopes are fewer. */
 const TIER_MAX_CHARS = 32;
 const SCOPE_MAX_CHARS = 64;
@@ -89,7 +88,7 @@ export function agentKeyRoutes(svc: Services) {
       },
       {
         body: t.Object({
-          name: t.String({ minLength: 1, maxLength: 200, pattern: NO_NUL }),
+          name: t.String({ minLength: 1, maxLength: 200, pattern: NO_NUL_PATTERN }),
           scopes: t.Optional(
             t.Array(CodePointString({ maxLength: SCOPE_MAX_CHARS }), {
               maxItems: SCOPES_MAX_ITEMS,

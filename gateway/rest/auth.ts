@@ -11,9 +11,7 @@ import { SESSION_AUDIENCE, SESSION_TTL_SECONDS, tokenService } from "../identity
 import { passwordLogin } from "../login.ts";
 import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-
-/** Postgres text cannot hold NUL; refusing it here keeps such input a 400 instead of a database error. */
-const NO_NUL = "^[^\\u0000]*$";
+import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 
 export function authRoutes(svc: Services) {
   return new Elysia({ name: "auth-routes" }).post(
@@ -38,7 +36,7 @@ export function authRoutes(svc: Services) {
       return ok({ token, expiresAt: new Date(svc.clock.now() + SESSION_TTL_SECONDS * 1000).toISOString() });
     },
     {
-      body: t.Object({ email: t.String({ minLength: 3, maxLength: 320, pattern: NO_NUL }), password: t.String({ minLength: 1, maxLength: 1024 }) }),
+      body: t.Object({ email: t.String({ minLength: 3, maxLength: 320, pattern: NO_NUL_PATTERN }), password: t.String({ minLength: 1, maxLength: 1024 }) }),
       response: { 200: SuccessEnvelope(t.Object({ token: t.String(), expiresAt: t.String({ format: "date-time" }) })), ...errorResponses(400, 401, 429, 503) },
       detail: {
         tags: ["accounts"],

@@ -27,6 +27,7 @@ import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { ingestCatalogInParts, recordOrdersInParts } from "./ingest-parts.ts";
+import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 
 // the stores table's own format (stores_slug_format): anything else names no store and must not reach SQL as a 500
 const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
@@ -63,7 +64,7 @@ export function merchantApiRoutes(svc: Services) {
         params: Slug,
         body: t.Object({
           products: t.Array(t.Unknown(), { maxItems: MAX_CATALOG_BATCH, description: "ProductInput items (validated one by one)" }),
-          remove: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255, pattern: "^[^\\u0000]*$" }), { maxItems: MAX_CATALOG_BATCH, description: "externalIds to take out of the catalog" })),
+          remove: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255, pattern: NO_NUL_PATTERN }), { maxItems: MAX_CATALOG_BATCH, description: "externalIds to take out of the catalog" })),
         }),
         response: errs,
         detail: { tags: ["merchant"], summary: "Batch upsert up to 1,000 products (per-item errors)", security: sec },

@@ -32,15 +32,13 @@ import { fail } from "../../actors/runtime/errors.ts";
 import { isStoreEligible, type VerificationLevel } from "../../search/ranking.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth } from "../plugins/auth.ts";
-import { HTTP_URL_PATTERN } from "../plugins/validation-message.ts";
+import { HTTP_URL_PATTERN, NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import type { Services } from "../services.ts";
 import { optionalObjectBody } from "./optional-body.ts";
 
 const Slug = t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const SLUG_FORMAT = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const bearer = [{ bearer: [] }];
-/** Postgres text cannot hold NUL; refusing it here keeps such input a 400 instead of a database error. */
-const NO_NUL = "^[^\\u0000]*$";
 const RECOMPUTE_TIMEOUT_MS = 10 * 60_000;
 
 type Headers = Record<string, string | number>;
@@ -260,7 +258,7 @@ export function trustAgentRoutes(svc: Services) {
 const APPEAL_REASON_MIN = 10;
 const AppealBody = t.Object({
   storeSlug: Slug,
-  reason: t.String({ minLength: APPEAL_REASON_MIN, maxLength: 2000, pattern: NO_NUL, description: "10 to 2000 characters once leading and trailing white space is removed (it is stored trimmed)." }),
+  reason: t.String({ minLength: APPEAL_REASON_MIN, maxLength: 2000, pattern: NO_NUL_PATTERN, description: "10 to 2000 characters once leading and trailing white space is removed (it is stored trimmed)." }),
   // http(s) only: the operator's appeal list shows these as links (a javascript: URL was stored and served; audit A2-F7)
   evidenceUrls: t.Optional(t.Array(t.String({ format: "uri", maxLength: 2048, pattern: HTTP_URL_PATTERN, description: "An http or https URL." }), { maxItems: 10 })),
 });
@@ -352,7 +350,7 @@ export function trustUserRoutes(svc: Services) {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
         body: t.Object({
           resolution: t.Union([t.Literal("confirmed_legitimate"), t.Literal("confirmed_manipulation"), t.Literal("dismissed")]),
-          note: t.String({ minLength: 1, maxLength: 2000, pattern: NO_NUL }),
+          note: t.String({ minLength: 1, maxLength: 2000, pattern: NO_NUL_PATTERN }),
         }),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: { tags: ["admin"], summary: "Resolve a trust anomaly alert", security: bearer },
@@ -389,7 +387,7 @@ export function trustUserRoutes(svc: Services) {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
         body: t.Object({
           decision: t.Union([t.Literal("upheld"), t.Literal("rejected")]),
-          note: t.String({ minLength: 1, maxLength: 2000, pattern: NO_NUL }),
+          note: t.String({ minLength: 1, maxLength: 2000, pattern: NO_NUL_PATTERN }),
           recompute: t.Optional(t.Boolean({ description: "Recompute the store's score right after the decision." })),
         }),
         response: errorResponses(400, 401, 403, 404, 409),
