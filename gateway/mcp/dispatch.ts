@@ -15,6 +15,7 @@ import { log } from "../../infra/log.ts";
 import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
 import { AnsweredWithoutAsking, ENDPOINT_GROUPS, type AnyTool, type Endpoint, type ToolContext } from "./registry.ts";
 import { ECHO_MAX_CHARS } from "../envelope.ts";
+import { cutEcho } from "../../infra/echo.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
 import { describeSchema, fieldOfPath } from "../plugins/validation-message.ts";
 
@@ -94,7 +95,7 @@ export function argumentError(t: CompiledTool, args: unknown): ActorError | null
       ? Object.keys(args)
           .filter((k) => !allowed.includes(k))
           .slice(0, MAX_UNKNOWN_SHOWN)
-          .map((k) => (k.length > ECHO_MAX_CHARS ? `${k.slice(0, ECHO_MAX_CHARS)}…` : k))
+          .map(cutEcho)
       : [];
   if (first.type === ValueErrorType.ObjectRequiredProperty) {
     // A missing argument next to an unknown one is usually a misspelling (UCP's line_items for items): name both.

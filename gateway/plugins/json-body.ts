@@ -13,8 +13,7 @@
  * a request without a body or a query string, and one header read for one with a body.
  */
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
-import { ECHO_MAX_CHARS } from "../envelope.ts";
-import { preview } from "../../infra/echo.ts";
+import { cutEcho, ECHO_MAX_CHARS, preview } from "../../infra/echo.ts";
 
 const API_PREFIX = "/api/v1/";
 const OAUTH_PREFIX = "/api/v1/oauth/";
@@ -112,7 +111,7 @@ export function repeatedQueryParameter(url: string, qi: number): string | undefi
 }
 
 export function repeatedQueryRefusal(key: string): ActorError {
-  const field = key.length > ECHO_MAX_CHARS ? `${key.slice(0, ECHO_MAX_CHARS)}…` : key;
+  const field = cutEcho(key);
   const what = "given more than once; send each query parameter once";
   return fail("validation_error", `Invalid query field '${field}': ${what}`, { location: "query", field, errors: [{ field, message: what }] });
 }

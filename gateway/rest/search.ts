@@ -7,7 +7,8 @@ import { Elysia, t } from "elysia";
 import { fail } from "../../actors/runtime/errors.ts";
 import { getSearchService } from "../../search/service.ts";
 import type { SortOrder, VerificationLevel } from "../../search/ranking.ts";
-import { ECHO_MAX_CHARS, errorResponses } from "../envelope.ts";
+import { errorResponses } from "../envelope.ts";
+import { cutEcho } from "../../infra/echo.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import { CodePointString, codePointLength } from "../plugins/schema-formats.ts";
 import type { Services } from "../services.ts";
@@ -61,7 +62,7 @@ export function refuseUnknownFilters(raw: unknown): void {
   if (!filters || typeof filters !== "object" || Array.isArray(filters)) return;
   for (const name of Object.keys(filters)) {
     if (SEARCH_FILTER_NAMES.includes(name)) continue;
-    const shown = name.length > ECHO_MAX_CHARS ? `${name.slice(0, ECHO_MAX_CHARS)}…` : name;
+    const shown = cutEcho(name);
     throw fail("validation_error", `Invalid body field 'filters.${shown}': unknown filter; allowed: ${SEARCH_FILTER_NAMES.join(", ")}`, {
       location: "body",
       field: `filters.${shown}`,
