@@ -33,7 +33,7 @@ import { enqueueWebhookEvent } from "../webhook/outbox.ts";
 import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
 import { createdPayload, iso, loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, statusChangedPayload, type OrderRow, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
 import { approveRefund, cancelPaidOrder, refundReminders } from "./refund-flow.ts";
-import { applyRefundEvent, validateRefundRequest, type RefundStatus } from "./refunds.ts";
+import { applyRefundEvent, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
 
 export { refundReminders, refundView, type RefundView };
@@ -1190,7 +1190,7 @@ export const commerceHandlers = {
     const { amountMinor, reason } = validateRefundRequest({
       // Bounded by what was captured (an accepted amount mismatch may differ from the total: migration 0071).
       order: { status: o.status, totalMinor: refundBoundMinor(o), createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
-      refunds: refunds.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })),
+      refunds: refundRecordsOf(refunds),
       policy: { returnWindowDays: o.return_window_days },
       amount: b.amount,
       reason: b.reason,

@@ -11,7 +11,7 @@ import type { Sql } from "../../infra/db.ts";
 import { fail } from "../runtime/errors.ts";
 import type { OrderStatus } from "./order-machine.ts";
 import { armRedriveRows } from "./refund-flow.ts";
-import { applyRefundEvent, refundableMinor, type RefundStatus } from "./refunds.ts";
+import { applyRefundEvent, refundableMinor, refundRecordsOf, type RefundStatus } from "./refunds.ts";
 
 export type ReconcileAction = "accept" | "refund";
 
@@ -119,7 +119,7 @@ export async function openReconcileRefund(tx: Sql, slug: string, o: FlaggedOrder
     return { id: prev.id, status: "APPROVED", amountMinor: Number(prev.amount_minor) };
   }
   const refunds = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${o.id}`;
-  const amountMinor = refundableMinor(capturedMinor, refunds.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) })));
+  const amountMinor = refundableMinor(capturedMinor, refundRecordsOf(refunds));
   if (amountMinor <= 0) throw fail("conflict", "Nothing of this capture is left to refund.", { order_id: o.id, captured_minor: capturedMinor });
   const [r] = await tx<{ id: string }[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason, status, decided_by)
     VALUES (${o.id}, ${slug}, ${o.agentKeyId}, ${amountMinor}, ${o.currency}, ${RECONCILE_REFUND_REASON}, 'APPROVED', ${userId}) RETURNING id`;

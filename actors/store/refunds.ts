@@ -46,6 +46,11 @@ export interface RefundRecordLike {
   amountMinor: number;
 }
 
+/** Refund rows as the rules here read them (`amount_minor` is a bigint column: a string or number from the driver). */
+export function refundRecordsOf(rows: readonly { status: RefundStatus; amount_minor: unknown }[]): RefundRecordLike[] {
+  return rows.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) }));
+}
+
 export function applyRefundEvent<R extends RefundRecordLike>(refund: R, event: RefundEvent, actor: RefundActor): R {
   const move = REFUND_TRANSITIONS[refund.status][event];
   if (!move || move.by !== actor) {

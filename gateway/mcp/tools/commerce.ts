@@ -13,7 +13,7 @@ import { variantMissing } from "../../../actors/cart/variant-line.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { refundView, storeCommerce } from "../../../actors/store/commerce.ts";
-import { refundableMinor, validateRefundRequest, type RefundStatus } from "../../../actors/store/refunds.ts";
+import { refundableMinor, refundRecordsOf, validateRefundRequest, type RefundStatus } from "../../../actors/store/refunds.ts";
 import { refundBoundMinor } from "../../../actors/store/order-rows.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
@@ -968,7 +968,7 @@ async function returnAmountToAsk(ctx: ToolContext, orderId: string, a: { amount?
     SELECT status, amount_minor, idempotency_key FROM order_refunds WHERE order_id = ${orderId}`;
   const prev = key === undefined ? undefined : rows.find((r) => r.idempotency_key === key);
   if (prev) return Number(prev.amount_minor);
-  const refunds = rows.map((r) => ({ status: r.status, amountMinor: Number(r.amount_minor) }));
+  const refunds = refundRecordsOf(rows);
   const bound = refundBoundMinor(o);
   if (key !== undefined) return a.amount ?? refundableMinor(bound, refunds);
   return validateRefundRequest({
