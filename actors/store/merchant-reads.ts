@@ -256,29 +256,34 @@ export async function orderActivity(sql: Sql, slug: string, days: number, now: D
 
 export type RefundStatusFilter = "PENDING_APPROVAL" | "APPROVED" | "REJECTED" | "REFUNDED" | "FAILED";
 
-/** The most refund requests one unpaged read returns (the merchant order detail, the dashboard's lists). */
+/** The most refund requests one unpaged read returns (the merchant order detail's `refunds`). */
 export const REFUNDS_UNPAGED_MAX = 500;
+
+type RefundFilter = { status?: RefundStatusFilter; orderId?: string };
+
+/** The store's refund requests matching `f`, newest first, `limit` of them from `offset`. */
+async function refundRows(sql: Sql, slug: string, f: RefundFilter, limit: number, offset: number): Promise<RefundView[]> {
+  const rows = await sql`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
+    FROM order_refunds WHERE store_slug = ${slug} ${refundWhere(sql, f)} ORDER BY created_at DESC, id LIMIT ${limit} OFFSET ${offset}`;
+  return rows.map((r) => refundView(r as never));
+}
+
+function refundWhere(sql: Sql, f: RefundFilter) {
+  return sql`${f.status ? sql`AND status = ${f.status}` : sql``} ${f.orderId ? sql`AND order_id = ${f.orderId}` : sql``}`;
+}
 
 /**
  * Refund requests of the store, newest first, by status or order, one page at a time (`total`: all that match), for
  * GET /merchant/stores/{slug}/refunds (audit A1 M2: an unpaged list hid every request past the 500 newest).
  */
-export async function listRefundsPage(
-  sql: Sql,
-  slug: string,
-  opts: { status?: RefundStatusFilter; orderId?: string; limit: number; offset: number },
-): Promise<{ total: number; items: RefundView[] }> {
-  const status = opts.status ? sql`AND status = ${opts.status}` : sql``;
-  const order = opts.orderId ? sql`AND order_id = ${opts.orderId}` : sql``;
-  const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_refunds WHERE store_slug = ${slug} ${status} ${order}`;
-  const rows = await sql`SELECT id, order_id, store_slug, status, amount_minor, currency, reason, refund_ref, created_at, updated_at
-    FROM order_refunds WHERE store_slug = ${slug} ${status} ${order} ORDER BY created_at DESC, id LIMIT ${opts.limit} OFFSET ${opts.offset}`;
-  return { total: n, items: rows.map((r) => refundView(r as never)) };
+export async function listRefundsPage(sql: Sql, slug: string, opts: RefundFilter & { limit: number; offset: number }): Promise<{ total: number; items: RefundView[] }> {
+  const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_refunds WHERE store_slug = ${slug} ${refundWhere(sql, opts)}`;
+  return { total: n, items: await refundRows(sql, slug, opts, opts.limit, opts.offset) };
 }
 
-/** Refund requests of the store, newest first (the first REFUNDS_UNPAGED_MAX), by status or order. */
-export async function listRefunds(sql: Sql, slug: string, opts: { status?: RefundStatusFilter; orderId?: string } = {}): Promise<RefundView[]> {
-  return (await listRefundsPage(sql, slug, { ...opts, limit: REFUNDS_UNPAGED_MAX, offset: 0 })).items;
+/** Refund requests of the store, newest first (the first REFUNDS_UNPAGED_MAX), by status or order: no count. */
+export async function listRefunds(sql: Sql, slug: string, opts: RefundFilter = {}): Promise<RefundView[]> {
+  return refundRows(sql, slug, opts, REFUNDS_UNPAGED_MAX, 0);
 }
 
 export interface AllowlistEntry {
