@@ -277,8 +277,14 @@ function refundWhere(sql: Sql, f: RefundFilter) {
  * GET /merchant/stores/{slug}/refunds (audit A1 M2: an unpaged list hid every request past the 500 newest).
  */
 export async function listRefundsPage(sql: Sql, slug: string, opts: RefundFilter & { limit: number; offset: number }): Promise<{ total: number; items: RefundView[] }> {
-  const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_refunds WHERE store_slug = ${slug} ${refundWhere(sql, opts)}`;
-  return { total: n, items: await refundRows(sql, slug, opts, opts.limit, opts.offset) };
+  const total = await countRefunds(sql, slug, opts);
+  return { total, items: await refundRows(sql, slug, opts, opts.limit, opts.offset) };
+}
+
+/** How many of the store's refund requests match (the dashboard's badges, a page's `total`). */
+export async function countRefunds(sql: Sql, slug: string, f: RefundFilter): Promise<number> {
+  const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_refunds WHERE store_slug = ${slug} ${refundWhere(sql, f)}`;
+  return n;
 }
 
 /** Refund requests of the store, newest first (the first REFUNDS_UNPAGED_MAX), by status or order: no count. */

@@ -18,6 +18,7 @@ import { PoliciesInput, policiesView } from "../../actors/store/ingest.ts";
 import {
   CATALOG_FLAGS,
   catalogQuality,
+  countRefunds,
   listAllowlist,
   listCoupons,
   listRefundsPage,
@@ -191,8 +192,7 @@ export function dashboardRoutes(svc: Services) {
   ownLayerRegistered = true;
 
   /** How many refund requests of the store have this status (a count, not the capped unpaged list). */
-  const refundCount = async (slug: string, status: "PENDING_APPROVAL" | "FAILED"): Promise<number> =>
-    (await listRefundsPage(svc.sql, slug, { status, limit: 0, offset: 0 })).total;
+  const refundCount = (slug: string, status: "PENDING_APPROVAL" | "FAILED"): Promise<number> => countRefunds(svc.sql, slug, { status });
 
   async function admit(c: Ctx, userId: string | null): Promise<void> {
     if (!svc.config.RATE_LIMITS_ENABLED) return;
