@@ -25,7 +25,8 @@ export const DEFAULT_SCOPES: readonly Scope[] = ["search", "compare", "cart", "m
 /** Names from an older listing of the spec. Refused like any unknown value, with a hint in the message. */
 export const LEGACY_SCOPES: readonly string[] = ["agent:read", "agent:cart", "agent:checkout"];
 
-function quoted(values: readonly string[]): string {
+/** 'A', 'B', 'C': the allowed values as a validation message names them. */
+export function quoted(values: readonly string[]): string {
   return values.map((v) => `'${v}'`).join(", ");
 }
 

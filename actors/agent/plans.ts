@@ -7,7 +7,7 @@
  */
 import { fail } from "../runtime/errors.ts";
 import { preview } from "../../infra/echo.ts";
-import { PLAN_TIERS, type Tier } from "./access.ts";
+import { PLAN_TIERS, quoted, type Tier } from "./access.ts";
 
 export type Plan = Exclude<Tier, "SANDBOX">;
 
@@ -29,7 +29,7 @@ export function normalizePlan(input: unknown): Plan {
     if (upper === "FREE") return "STARTER";
     if (isPlan(upper)) return upper;
   }
-  throw fail("validation_error", `Invalid body field 'plan': must be one of ${[...PLAN_TIERS, "FREE"].map((p) => `'${p}'`).join(", ")} (got ${preview(input)})`, {
+  throw fail("validation_error", `Invalid body field 'plan': must be one of ${quoted([...PLAN_TIERS, "FREE"])} (got ${preview(input)})`, {
     location: "body",
     field: "plan",
     allowed: [...PLAN_TIERS, "FREE"],
