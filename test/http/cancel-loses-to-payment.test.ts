@@ -10,6 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { approvedPendingOrder as approvedPendingOrderOf, paymentWaitingOnOrder } from "../helpers/cancel-race.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, untracked stock, demo-store
@@ -26,22 +27,7 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-const checkout = (body: Record<string, unknown>) => srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body });
-
-/** A pending order whose buyer has approved the payment at the link: the next checkout call completes it. */
-async function approvedPendingOrder(): Promise<{ orderId: string; retry: () => Promise<{ status: number; body: any }> }> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
-  expect(c.status).toBe(201);
-  const cartId = c.body.data.id as string;
-  const idem = crypto.randomUUID();
-  const w = await checkout({ cartId, payment_method: "tok_needs_approval", idempotency_key: idem });
-  expect(w.status).toBe(202);
-  const [o] = await srv.db.sql<{ id: string; status: string }[]>`SELECT id, status FROM orders WHERE cart_id = ${cartId}`;
-  expect(o!.status).toBe("pending");
-  expect((await fetch(`${w.body.details.approval_url}/approve`, { method: "POST" })).status).toBe(200);
-  const sid = w.body.details.checkout_session_id as string;
-  return { orderId: o!.id, retry: () => checkout({ cartId, checkout_session_id: sid, idempotency_key: idem }) };
-}
+const approvedPendingOrder = () => approvedPendingOrderOf(srv, key, BOARD);
 
 /**
  * Runs `cancel` after the order was read pending and while the completion (`retry`) waits to write the order paid;
@@ -50,18 +36,7 @@ async function approvedPendingOrder(): Promise<{ orderId: string; retry: () => P
 async function cancelBehindPayment(orderId: string, retry: () => Promise<{ status: number; body: any }>, cancel: () => Promise<{ status: number; body: any }>) {
   const lock = await srv.db.sql.reserve();
   try {
-    await lock`BEGIN`;
-    await lock`SELECT id FROM orders WHERE id = ${orderId} FOR UPDATE`;
-    const paying = retry();
-    // the completion's settle waits on the order row
-    let waiting = false;
-    for (let i = 0; i < 1_000 && !waiting; i++) {
-      const [w] = await srv.db.sql<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND query ILIKE '%orders%'`;
-      waiting = w!.n > 0;
-      if (!waiting) await Bun.sleep(10);
-    }
-    expect(waiting).toBe(true);
+    const { paying } = await paymentWaitingOnOrder(srv, lock, orderId, retry);
     const canceling = cancel();
     // the cancel reads the order (pending: a plain read is not blocked by the row lock) and queues behind the completion's cart turn
     await Bun.sleep(400);

@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { approvedPendingOrder as approvedPendingOrderOf, paymentWaitingOnOrder } from "../helpers/cancel-race.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, errorOf, structured, type Connected } from "./helpers.ts";
 
@@ -38,21 +39,7 @@ afterAll(async () => {
 });
 
 const checkout = (body: Record<string, unknown>) => srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body });
-
-/** A pending order (same key) whose buyer has approved the payment at the link: the next checkout call completes it. */
-async function approvedPendingOrder() {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
-  expect(c.status).toBe(201);
-  const cartId = c.body.data.id as string;
-  const idem = crypto.randomUUID();
-  const w = await checkout({ cartId, payment_method: "tok_needs_approval", idempotency_key: idem });
-  expect(w.status).toBe(202);
-  const [o] = await srv.db.sql<{ id: string; status: string }[]>`SELECT id, status FROM orders WHERE cart_id = ${cartId}`;
-  expect(o!.status).toBe("pending");
-  expect((await fetch(`${w.body.details.approval_url}/approve`, { method: "POST" })).status).toBe(200);
-  const sid = w.body.details.checkout_session_id as string;
-  return { orderId: o!.id, retry: () => checkout({ cartId, checkout_session_id: sid, idempotency_key: idem }) };
-}
+const approvedPendingOrder = () => approvedPendingOrderOf(srv, key, BOARD);
 
 test("cancel_order approved while the payment completes is the tool error ORDER_NOT_CANCELLABLE (status paid, onx_create_return), and the order stays paid", async () => {
   const { orderId, retry } = await approvedPendingOrder();
@@ -63,17 +50,7 @@ test("cancel_order approved while the payment completes is the tool error ORDER_
   whenAsked = async () => {
     // The summary read the order pending (a question is asked only for a cancellable order). Now the payment runs
     // and its settle waits on the order row.
-    await lock`BEGIN`;
-    await lock`SELECT id FROM orders WHERE id = ${orderId} FOR UPDATE`;
-    paying = retry();
-    let waiting = false;
-    for (let i = 0; i < 1_000 && !waiting; i++) {
-      const [w] = await srv.db.sql<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND query ILIKE '%orders%'`;
-      waiting = w!.n > 0;
-      if (!waiting) await Bun.sleep(10);
-    }
-    expect(waiting).toBe(true);
+    ({ paying } = await paymentWaitingOnOrder(srv, lock, orderId, retry));
     asked();
   };
   try {
