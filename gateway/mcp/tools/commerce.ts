@@ -9,10 +9,11 @@ import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { mergedLineTooLarge, stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { LegOutcomeView } from "../../../actors/cart/checkout-machine.ts";
 import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/cart/messages.ts";
+import { unitPriceOf, type NegotiatedPrice } from "../../../actors/cart/totals.ts";
 import { variantMissing } from "../../../actors/cart/variant-line.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
-import { refundView, storeCommerce } from "../../../actors/store/commerce.ts";
+import { readCatalog, refundView, storeCommerce } from "../../../actors/store/commerce.ts";
 import { refundableMinor, refundRecordsOf, validateRefundRequest, type RefundStatus } from "../../../actors/store/refunds.ts";
 import { refundBoundMinor } from "../../../actors/store/order-rows.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
@@ -81,26 +82,42 @@ async function cartItemsOfThisStore(ctx: ToolContext, items: readonly { product_
   let totalMinor = 0;
   let currency = "";
   const lines: string[] = [];
+  const priced: PricedItem[] = [];
   const stock = new Map<string, { inStock: boolean; stockQuantity: number | null }>();
+  const products = [];
   for (const [n, i] of items.entries()) {
     const { product } = await storeProduct(ctx, i.product_id);
     // The cart actor's refusal of a variant product's line without variant_id, before the human is asked.
     const noVariant = variantMissing(n, product, i.variant_id);
     if (noVariant) throw noVariant;
-    // A variant line is asked about at the variant's price, title and stock (audit R3 MED-4), as the cart prices it.
     const variantId = i.variant_id?.toLowerCase();
-    const { v, unitMinor, title } = pricedLine(product, variantId);
-    if (variantId && !v) {
+    if (variantId && !product.variants.some((x) => x.id.toLowerCase() === variantId)) {
       throw fail("PRODUCT_NOT_FOUND", "No such variant of this product.", { product_id: product.id, variant_id: variantId, field: `items[${n}].variant_id` });
     }
-    totalMinor += unitMinor * i.quantity;
+    products.push({ product, variantId, quantity: i.quantity, at: n });
+  }
+  // The key's accepted offers, read as the cart reads them (review R5 LOW-2: the human was asked about the list price
+  // where the cart charges the negotiated one).
+  const offers = await readCatalog(ctx.svc.sql, [...new Set(products.map((p) => p.product.id))], ownerId(ctx));
+  for (const { product, variantId, quantity, at } of products) {
+    // A variant line is asked about at the variant's price, title and stock (audit R3 MED-4), as the cart prices it.
+    const line = pricedLine(product, variantId, offers.get(product.id)?.negotiated ?? null, ctx.now.getTime());
+    totalMinor += line.unitMinor * quantity;
     currency ||= product.currency;
-    lines.push(`${i.quantity} × ${forHuman(title)} (${money(unitMinor, product.currency)})`);
-    out.push({ productId: product.id, quantity: i.quantity, at: n, ...(variantId ? { variantId } : {}) });
+    const note = negotiatedNote(line);
+    lines.push(`${quantity} × ${forHuman(line.title)} (${money(line.unitMinor, product.currency)}${note ? `, ${note}` : ""})`);
+    priced.push(line);
+    out.push({ productId: product.id, quantity, at, ...(variantId ? { variantId } : {}) });
+    const v = line.v;
     stock.set(`${product.id}:${variantId ?? ""}`, v ? { inStock: product.inStock && v.inStock, stockQuantity: lesser(product.stockQuantity, v.stockQuantity) } : product);
   }
   assertStockCovers(out, stock);
-  return { items: out.map(({ at: _, ...item }) => item), totalMinor, currency, lines };
+  return { items: out.map(({ at: _, ...item }) => item), totalMinor, currency, lines, priced };
+}
+
+/** What the human reads after a negotiated line's price: the list price it replaces; "" for a list-priced line. */
+function negotiatedNote(line: PricedItem): string {
+  return line.priceSource === "negotiated" ? `negotiated; list ${money(line.listMinor, line.currency)}` : "";
 }
 
 /**
@@ -134,13 +151,45 @@ function assertStockCovers(
   }
 }
 
+type StoreProduct = Awaited<ReturnType<typeof storeProduct>>["product"];
+
+interface PricedItem {
+  productId: string;
+  variantId: string | undefined;
+  v: StoreProduct["variants"][number] | undefined;
+  title: string;
+  currency: string;
+  /** The line's list price: the variant's own price when it has one, else the product's. */
+  listMinor: number;
+  /** What the cart charges per unit (`unitPriceOf`): the negotiated price when the key's offer prices the line. */
+  unitMinor: number;
+  priceSource: "list" | "negotiated";
+}
+
 /**
  * A line's variant (`variantId` lower-case; undefined when it names none or no such variant), unit price and title, as
- * the cart actor prices and names it (actors/cart/index.ts): the variant's own price when it has one.
+ * the cart actor prices and names it (actors/cart/index.ts `price`): the variant's own price when it has one; the
+ * key's accepted offer (bid on the product's list price) for a line without a variant or a variant sold at that price
+ * (audit R3 MED-1), valid and never above the list price as `unitPriceOf` decides.
  */
-function pricedLine(product: Awaited<ReturnType<typeof storeProduct>>["product"], variantId: string | undefined) {
+function pricedLine(product: StoreProduct, variantId: string | undefined, offer: NegotiatedPrice | null, now: number): PricedItem {
   const v = variantId ? product.variants.find((x) => x.id.toLowerCase() === variantId) : undefined;
-  return { v, unitMinor: v && v.priceMinor !== null ? v.priceMinor : product.priceMinor, title: v?.title ? `${product.title} (${v.title})` : product.title };
+  const listMinor = v && v.priceMinor !== null ? v.priceMinor : product.priceMinor;
+  const applies = offer !== null && (!variantId || (v !== undefined && listMinor === product.priceMinor));
+  const { unitPriceMinor, priceSource } = unitPriceOf(
+    { storeId: product.storeSlug, productId: product.id, variantId, quantity: 1, listPriceMinor: listMinor, currency: product.currency, negotiated: applies ? offer : null },
+    now,
+  );
+  return {
+    productId: product.id,
+    variantId,
+    v,
+    title: v?.title ? `${product.title} (${v.title})` : product.title,
+    currency: product.currency,
+    listMinor,
+    unitMinor: unitPriceMinor,
+    priceSource,
+  };
 }
 
 /** The smaller of two stock counts, null being unlimited. */
@@ -298,11 +347,16 @@ export const updateCartItem = defineTool({
   },
   async summarize(a, ctx) {
     const { cur, next } = await planEdit(ctx, cartIdArg(a.cart_id), setQuantity(a));
-    await cartItemsOfThisStore(ctx, next); // the new cart's products and stock, as create will check them
-    const { product } = await storeProduct(ctx, a.product_id);
-    // A variant line at the variant's title and price, as create_cart asks (cartItemsOfThisStore checked the variant).
-    const { unitMinor, title } = pricedLine(product, a.variant_id?.toLowerCase());
-    return { summary: `Set ${forHuman(title)} to ${a.quantity} × ${money(unitMinor, product.currency)} in your cart at ${storeName(ctx)}.${couponNote(cur)}`, facts: { amount: toMajor(unitMinor * a.quantity, product.currency), currency: product.currency } };
+    // The new cart's products, stock and prices, as create will check and price them.
+    const c = await cartItemsOfThisStore(ctx, next);
+    // The edited line at the variant's title and price (create_cart's question) and the key's negotiated price.
+    const id = a.product_id.toLowerCase();
+    const line = c.priced.find((l) => l.productId.toLowerCase() === id && l.variantId === a.variant_id?.toLowerCase())!;
+    const note = negotiatedNote(line);
+    return {
+      summary: `Set ${forHuman(line.title)} to ${a.quantity} × ${money(line.unitMinor, line.currency)}${note ? ` (${note})` : ""} in your cart at ${storeName(ctx)}.${couponNote(cur)}`,
+      facts: { amount: toMajor(line.unitMinor * a.quantity, line.currency), currency: line.currency },
+    };
   },
   async handler(a, ctx) {
     return rebuildCart(ctx, cartIdArg(a.cart_id), setQuantity(a));
