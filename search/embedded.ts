@@ -25,6 +25,7 @@ import {
   type EngineQuery,
   type SearchDoc,
   type SearchEngine,
+  type StockUpdate,
 } from "./engine.ts";
 import { allowedTypos, assertSearchSettings, DEFAULT_SEARCH_SETTINGS, SEARCHABLE_FIELDS, type SearchSettings } from "./settings.ts";
 import { kthLargest } from "./ranking.ts";
@@ -310,6 +311,14 @@ export class EmbeddedSearchEngine implements SearchEngine {
       if (slot !== undefined) this.removeSlot(slot);
     }
     this.maybeVacuum();
+  }
+
+  /** One byte per document: the postings, vocabulary and id order are untouched, so nothing else is invalidated. */
+  async setStock(updates: readonly StockUpdate[]): Promise<void> {
+    for (const u of updates) {
+      const slot = this.idToSlot.get(u.id);
+      if (slot !== undefined && this.liveStock[slot] !== 0) this.liveStock[slot] = u.inStock ? 2 : 1;
+    }
   }
 
   async applySettings(s: SearchSettings): Promise<void> {

@@ -31,6 +31,12 @@ export interface SearchDoc {
   ref?: number;
 }
 
+/** A document's new buyable-stock state (SearchEngine.setStock). */
+export interface StockUpdate {
+  id: string;
+  inStock: boolean;
+}
+
 /**
  * A text query plus the filters an engine must apply inside its own query, so ineligible or filtered-out
  * products never use up the candidate window.
@@ -101,6 +107,12 @@ export interface SearchEngine {
   upsert(docs: SearchDoc[]): Promise<void>;
   /** Remove documents by id; unknown ids are ignored. */
   remove(ids: string[]): Promise<void>;
+  /**
+   * Stock-only update (units held or given back by checkouts): only each document's `inStock` changes, nothing is
+   * re-tokenised. The ids must be documents the caller indexed (the search service sends only those): a
+   * Meilisearch partial update would otherwise create a document holding nothing but the stock.
+   */
+  setStock(updates: readonly StockUpdate[]): Promise<void>;
   /** Candidates best first, at most `q.window` of them, all passing the filters. */
   query(q: EngineQuery): Promise<Candidate[]>;
   applySettings(s: SearchSettings): Promise<void>;

@@ -3,10 +3,12 @@
  *
  * - Boot: load every store and active product (SearchService.loadAll).
  * - Live: `catalog.changed` {storeSlug, upserted, removed} re-reads those products and the store row (its
- *   last_sync_at); `trust.score` updates the
+ *   last_sync_at); its `held` ids (units held or given back by checkouts) have only their buyable stock re-read
+ *   and applied as a stock-only engine update; `trust.score` updates the
  *   store snapshot in place; `store.changed` re-reads the store row.
  * - Durable: events are best-effort (a node that was down or disconnected misses them), so a catch-up re-reads
- *   products with updated_at past the watermark, every store row and the settings version, every
+ *   products with updated_at past the watermark, the stock of products holding units (or that held some when last
+ *   read: holds do not move updated_at), every store row and the settings version, every
  *   CATCH_UP_INTERVAL_MS and right after boot. An update made while a node was down is applied when it returns
  *   (at boot) or within one interval (after a network split). Documented in docs/decisions.md.
  */
@@ -49,7 +51,12 @@ export class Indexer {
     // and ranks by (freshness tier). Without it search lagged the merchant profile until the catch-up, up to 30 s
     // (audit A2 LOW-4). One primary-key read per event.
     return this.enqueue(CATALOG_CHANGED, async () => {
-      await this.service.refreshProducts(this.sql, [...ev.upserted, ...ev.removed]);
+      const changed = [...ev.upserted, ...ev.removed];
+      // Held units only (a checkout's hold or release): a stock read of those products, no re-index, and no store
+      // re-read (a hold does not move the store's last_sync_at).
+      if (ev.held?.length) await this.service.refreshHeldStock(this.sql, ev.held);
+      if (changed.length === 0) return;
+      await this.service.refreshProducts(this.sql, changed);
       await this.service.refreshStore(this.sql, ev.storeSlug);
     });
   }

@@ -9,7 +9,7 @@
  */
 import { Meilisearch, type Settings } from "meilisearch";
 import { ActorError, fail } from "../actors/runtime/errors.ts";
-import { categoryKey, clamp01, isWildcardText, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine } from "./engine.ts";
+import { categoryKey, clamp01, isWildcardText, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine, type StockUpdate } from "./engine.ts";
 import { validateSearchDoc } from "./embedded.ts";
 import { assertSearchSettings, DEFAULT_SEARCH_SETTINGS, fieldsByWeight, type SearchSettings } from "./settings.ts";
 
@@ -135,6 +135,13 @@ export class MeilisearchSearchEngine implements SearchEngine {
   async remove(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.task("remove", () => this.index().deleteDocuments(ids));
+  }
+
+  async setStock(updates: readonly StockUpdate[]): Promise<void> {
+    if (updates.length === 0) return;
+    // a partial update (documents keep their other fields); last write wins inside one batch, as in upsert
+    const rows = [...new Map(updates.map((u) => [u.id, { id: u.id, inStock: u.inStock }])).values()];
+    await this.task("stock", () => this.index().updateDocuments(rows, { primaryKey: "id" }));
   }
 
   async applySettings(s: SearchSettings): Promise<void> {

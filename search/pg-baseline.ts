@@ -11,7 +11,7 @@
  * as absolute as the embedded engine's coverage score).
  */
 import { withoutDeadline, type Sql } from "../infra/db.ts";
-import { categoryKey, isWildcardText, tokenize, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine } from "./engine.ts";
+import { categoryKey, isWildcardText, tokenize, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine, type StockUpdate } from "./engine.ts";
 import { DEFAULT_SEARCH_SETTINGS, DEFAULT_STOP_WORDS, type SearchSettings } from "./settings.ts";
 
 const VECTOR = `(setweight(to_tsvector('simple'::regconfig, title), 'A') ||
@@ -35,6 +35,7 @@ export class PgBaselineEngine implements SearchEngine {
 
   async upsert(_docs: SearchDoc[]): Promise<void> {}
   async remove(_ids: string[]): Promise<void> {}
+  async setStock(_updates: readonly StockUpdate[]): Promise<void> {}
   async clear(): Promise<void> {}
 
   async applySettings(s: SearchSettings): Promise<void> {

@@ -9,10 +9,10 @@
  */
 import type { Sql } from "../infra/db.ts";
 import { fail } from "../actors/runtime/errors.ts";
-import { listStores, storeSnapshot } from "../actors/store/reads.ts";
+import { buyableStock, listStores, storeSnapshot } from "../actors/store/reads.ts";
 import { storeFromRow, type StoreRow } from "../actors/store/schemas.ts";
 import { ProductColumns } from "./columns.ts";
-import type { SearchDoc, SearchEngine } from "./engine.ts";
+import type { SearchDoc, SearchEngine, StockUpdate } from "./engine.ts";
 import { validateSearchDoc } from "./embedded.ts";
 import { log } from "../infra/log.ts";
 import {
@@ -76,6 +76,9 @@ export interface ProductLoadRow {
   compare_at_price_minor: number | null;
   currency: string;
   in_stock: boolean;
+  /** Absent in rows built in memory (benchmarks): read as untracked stock, `in_stock` as given. */
+  stock_quantity?: number | null;
+  reserved_quantity?: number;
   images: string[];
   active: boolean;
   created_at: Date;
@@ -83,7 +86,25 @@ export interface ProductLoadRow {
 }
 
 const PRODUCT_FIELDS = `id, store_slug, title, description, brand, category, tags, price_minor, compare_at_price_minor,
-  currency, in_stock, images, active, created_at, updated_at`;
+  currency, in_stock, stock_quantity, reserved_quantity, images, active, created_at, updated_at`;
+
+/** What a held-stock re-read takes of a product: enough for `buyableStock`, nothing to re-index. */
+interface StockRow {
+  id: string;
+  active: boolean;
+  in_stock: boolean;
+  stock_quantity: number | null;
+  reserved_quantity: number;
+}
+const STOCK_FIELDS = "id, active, in_stock, stock_quantity, reserved_quantity";
+
+/**
+ * In stock as an agent can buy it (stock − units held by pending checkouts), the rule product reads use
+ * (actors/store/reads.ts `buyableStock`): search's `inStock` filter and in-stock term agree with product detail.
+ */
+function buyableInStock(r: { in_stock: boolean; stock_quantity?: number | null; reserved_quantity?: number }): boolean {
+  return buyableStock(r.stock_quantity == null ? null : Number(r.stock_quantity), Number(r.reserved_quantity ?? 0), r.in_stock).inStock;
+}
 
 /** Spec: the MerchantSummary lists UNVERIFIED..PREMIUM; QUALIFIED is shown as PREMIUM (euQualified carries the rest). */
 function displaySummary(p: ProductSummary): ProductSummary {
@@ -205,6 +226,7 @@ export class SearchService {
 
   private forget(id: string): void {
     this.products.delete(id);
+    this.held.delete(id);
     const ref = this.refs.get(id);
     if (ref === undefined) return;
     this.refs.delete(id);
@@ -250,7 +272,7 @@ export class SearchService {
         priceMinor: Number(r.price_minor),
         compareAtPriceMinor: r.compare_at_price_minor === null ? null : Number(r.compare_at_price_minor),
         currency: r.currency,
-        inStock: r.in_stock,
+        inStock: buyableInStock(r),
         imageUrl: r.images?.[0] ?? null,
         category: r.category,
         createdAt,
@@ -265,7 +287,7 @@ export class SearchService {
         tags: r.tags ?? [],
         priceMinor: rp.priceMinor,
         currency: r.currency,
-        inStock: r.in_stock,
+        inStock: rp.inStock,
         createdAt,
         updatedAt,
       };
@@ -285,6 +307,7 @@ export class SearchService {
       this.products.set(r.id, rp);
       const ref = this.refFor(r.id);
       this.columns.set(ref, rp);
+      this.noteHeld(r.id, Number(r.reserved_quantity ?? 0));
       this.track(rp, 1);
       doc.ref = ref;
       docs.push(doc);
@@ -315,6 +338,47 @@ export class SearchService {
     this.releaseRefs();
   }
 
+  /**
+   * Products last read with units held (reserved_quantity > 0): the catch-up re-reads their stock even when
+   * nothing else holds them any more, so a release whose event was missed is applied within one interval.
+   */
+  private held = new Set<string>();
+  private noteHeld(id: string, reserved: number): void {
+    if (reserved > 0) this.held.add(id);
+    else this.held.delete(id);
+  }
+
+  /**
+   * Units held or given back (`catalog.changed` with `held`): re-reads only the stock columns of these products and
+   * flips `inStock` where the buyable stock crossed zero: one byte in the embedded index, a partial document
+   * update in Meilisearch, no re-index. Unknown, inactive and unindexed ids are left to the full refresh paths.
+   */
+  async refreshHeldStock(sql: Sql, ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const rows = await sql.unsafe<StockRow[]>(`SELECT ${STOCK_FIELDS} FROM products WHERE id = ANY($1::uuid[])`, [ids as string[]]);
+    return this.applyStockRows(rows);
+  }
+
+  /** Applies stock rows to the snapshot, the columns and the engine; returns how many documents changed. */
+  async applyStockRows(rows: readonly StockRow[]): Promise<number> {
+    const updates: StockUpdate[] = [];
+    for (const r of rows) {
+      const cur = this.products.get(r.id);
+      if (!cur || !r.active) continue;
+      this.noteHeld(r.id, Number(r.reserved_quantity ?? 0));
+      const inStock = buyableInStock(r);
+      if (inStock === cur.inStock) continue;
+      // records are replaced, never mutated: a page being built keeps the record it read
+      const next: RankableProduct = { ...cur, inStock };
+      this.products.set(r.id, next);
+      const ref = this.refs.get(r.id);
+      if (ref !== undefined) this.columns.set(ref, next);
+      updates.push({ id: r.id, inStock });
+    }
+    if (updates.length) await this.engine.setStock(updates);
+    return updates.length;
+  }
+
   async refreshStore(sql: Sql, slug: string): Promise<void> {
     const rows = await sql<StoreRow[]>`SELECT * FROM stores WHERE slug = ${slug}`;
     if (rows[0]) this.stores.set(slug, storeSnapshot(storeFromRow(rows[0])));
@@ -335,6 +399,14 @@ export class SearchService {
     const since = this.watermark ? new Date(Date.parse(this.watermark) - marginMs) : new Date(0);
     const rows = await sql.unsafe<ProductLoadRow[]>(`SELECT ${PRODUCT_FIELDS} FROM products WHERE updated_at > $1 ORDER BY updated_at`, [since]);
     await this.applyRows(rows);
+    // Holds and releases do not move updated_at (a checkout's hold is not a catalog change): the products holding
+    // units now, and those that held some when last read, have their stock re-read, so a missed held-stock event is
+    // applied within one interval. A scan of the stock columns (no index on reserved_quantity), once per interval.
+    const stock = await sql.unsafe<StockRow[]>(
+      `SELECT ${STOCK_FIELDS} FROM products WHERE active AND (reserved_quantity > 0 OR id = ANY($1::uuid[]))`,
+      [[...this.held]],
+    );
+    await this.applyStockRows(stock);
     const fresh = await listStores(sql);
     const seen = new Set<string>();
     for (const s of fresh) {

@@ -35,6 +35,21 @@ export interface CatalogChangedEvent {
   upserted: string[];
   /** Product ids deactivated (removed from the catalog). */
   removed: string[];
+  /**
+   * Product ids whose held units changed (a checkout's hold, its release, cancel or expiry) and nothing else: search
+   * re-reads only their buyable stock (stock − held) and flips `inStock` in its index, without re-indexing the
+   * product. Only tracked stock is ever held, so untracked products never appear here.
+   */
+  held?: string[];
+}
+
+/**
+ * The event for units held or given back (`catalog.changed` with `held` only), or null when nothing tracked moved:
+ * an untracked product's checkout publishes nothing. One event per hold or release, the ids deduplicated.
+ */
+export function heldStockChanged(storeSlug: string, productIds: readonly string[]): CatalogChangedEvent | null {
+  if (productIds.length === 0) return null;
+  return { storeSlug, upserted: [], removed: [], held: [...new Set(productIds)] };
 }
 
 /** Published after human orders are recorded (the trust engine may recompute). */

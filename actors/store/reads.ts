@@ -124,16 +124,22 @@ export interface EligibleProduct {
  * never say "in stock" for a product a cart is refused (audit A7 MED-1). Untracked stock (null) stays null.
  */
 export function buyableProduct(product: ProductRecord, reserved: number, variantReserved: Readonly<Record<string, number>> | null): ProductRecord {
-  const free = (stock: number | null, held: number, inStock: boolean) => {
-    if (stock === null) return { stockQuantity: null, inStock };
-    const left = inStock ? Math.max(0, stock - held) : 0;
-    return { stockQuantity: left, inStock: inStock && left > 0 };
-  };
   return {
     ...product,
-    ...free(product.stockQuantity, reserved, product.inStock),
-    variants: product.variants.map((v) => ({ ...v, ...free(v.stockQuantity, variantReserved?.[v.id] ?? 0, v.inStock) })),
+    ...buyableStock(product.stockQuantity, reserved, product.inStock),
+    variants: product.variants.map((v) => ({ ...v, ...buyableStock(v.stockQuantity, variantReserved?.[v.id] ?? 0, v.inStock) })),
   };
+}
+
+/**
+ * Stock that can be bought: `stock − held`, and in stock only while some is left. Untracked stock (null) is
+ * unlimited: its `inStock` stands. One rule for product reads (`buyableProduct`) and the search index
+ * (search/service.ts reads the same columns), so search's `inStock` filter and ranking say what product reads say.
+ */
+export function buyableStock(stock: number | null, held: number, inStock: boolean): { stockQuantity: number | null; inStock: boolean } {
+  if (stock === null) return { stockQuantity: null, inStock };
+  const left = inStock ? Math.max(0, stock - held) : 0;
+  return { stockQuantity: left, inStock: inStock && left > 0 };
 }
 
 /**

@@ -111,6 +111,20 @@ export function searchEngineContract(
       expect(await engine.query({ text: "*", inStock: true, window: 10 })).toHaveLength(5);
     });
 
+    it("a stock-only update moves a product across the inStock filter and leaves its text, price and count alone", async () => {
+      const before = await engine.query({ text: "headphones", window: 10 });
+      await engine.setStock([{ id: IDS.headphones, inStock: false }, { id: IDS.mug, inStock: true }]);
+      expect(await engine.count()).toBe(6);
+      expect(sorted(ids(await engine.query({ text: "*", inStock: false, window: 10 })))).toEqual([IDS.headphones]);
+      expect(ids(await engine.query({ text: "*", inStock: true, window: 10 }))).toContain(IDS.mug);
+      expect(ids(await engine.query({ text: "headphones", inStock: true, window: 10 }))).not.toContain(IDS.headphones);
+      // the document is otherwise the same: text scores and the price filter as before
+      expect(await engine.query({ text: "headphones", window: 10 })).toEqual(before);
+      expect(ids(await engine.query({ text: "*", minPriceMinor: 19_900, maxPriceMinor: 19_900, window: 10 }))).toEqual([IDS.headphones]);
+      await engine.setStock([{ id: IDS.headphones, inStock: true }]);
+      expect(ids(await engine.query({ text: "headphones", inStock: true, window: 10 }))).toContain(IDS.headphones);
+    });
+
     it("a store allow-list keeps only those stores and an empty list matches nothing", async () => {
       const res = await engine.query({ text: "*", storeSlugs: ["alpha"], window: 10 });
       expect(sorted(ids(res))).toEqual(sorted([IDS.headphones, IDS.mug]));
