@@ -37,6 +37,14 @@ export const INPUT_RULES = {
    * many, so one key's volume (a griefer's, or one big buyer's) cannot dominate the store's signal.
    */
   agentKeyWeightCap: 10,
+  /**
+   * The largest share of an order's capture that may go back with the order still counting as a sale toward the
+   * tier (order counts, unique buyers, GMV). Refunded more than this, the merchant kept less than it sold: a refund of
+   * all but a cent (review R5) bought a tier as a full refund did before R4-5. At 0.5 an order counts when the
+   * merchant kept at least half of it; a legitimate partial refund (one item of several, a shipping or price
+   * adjustment) keeps the order a sale.
+   */
+  saleMaxRefundedShare: 0.5,
   /** Store age that counts as fully established. */
   storeAgeFullDays: 365,
   verificationScore: { UNVERIFIED: 0, BASIC: 0.5, STANDARD: 0.75, PREMIUM: 0.9, QUALIFIED: 1 } as Record<string, number>,
@@ -64,21 +72,31 @@ export interface OrderMoney {
 }
 
 /**
- * What one paid, not canceled order is evidence of (R4-5). `refunded`: any money went back, or the merchant recorded
- * it as `refunded` (a merchant-recorded order may say so with no amount): a refund for the health rates.
- * `sale`: not fully refunded, so it counts as an order and its buyer as a buyer for the tier and GMV; an order whose
- * whole capture went back sold nothing. `netMinor`: its GMV, captured minus refunded (0 when not a sale).
+ * What one paid, not canceled order is evidence of (R4-5, review R5). `refunded`: any money went back, or the
+ * merchant recorded it as `refunded` (a merchant-recorded order may say so with no amount): a refund for the health
+ * rates. `sale`: a kept sale (`keptSale`: at most `saleMaxRefundedShare` of the capture went back, and not recorded as
+ * `refunded`), so it counts as an order and its buyer as a buyer for the tier and GMV; an order mostly or wholly
+ * refunded sold nothing the tier may count. `netMinor`: its GMV, captured minus refunded (0 when not a sale).
  * `loadStoreFacts` applies the same rule in SQL (the `refunded`, `sale` and `net_minor` columns of its orders query);
- * test/http/trust-refunded-sales.test.ts checks the two agree on every case of test/unit/trust-refunded-sales.test.ts.
+ * test/http/trust-refunded-sales.test.ts checks the two agree on one case table.
  */
 export function saleOf(o: OrderMoney): { refunded: boolean; sale: boolean; netMinor: number } {
   const captured = o.capturedMinor ?? o.totalMinor;
-  const fullyRefunded = o.status === "refunded" || (o.refundedMinor > 0 && o.refundedMinor >= captured);
+  const sale = o.status !== "refunded" && keptSale(captured, o.refundedMinor);
   return {
     refunded: o.refundedMinor > 0 || o.status === "refunded",
-    sale: !fullyRefunded,
-    netMinor: fullyRefunded ? 0 : Math.max(0, captured - o.refundedMinor),
+    sale,
+    netMinor: sale ? Math.max(0, captured - o.refundedMinor) : 0,
   };
+}
+
+/**
+ * The merchant kept the sale: what went back is at most `saleMaxRefundedShare` of what was captured (a free order
+ * with nothing refunded is kept; any refund of a zero capture is not). Counting what was kept, not whether a cent
+ * was left, is what stops a refund of all but a cent from counting as a sale (review R5).
+ */
+export function keptSale(capturedMinor: number, refundedMinor: number): boolean {
+  return refundedMinor <= capturedMinor * INPUT_RULES.saleMaxRefundedShare;
 }
 
 export interface ProductFacts {
@@ -100,9 +118,9 @@ export interface ProductFacts {
 
 export interface OrderFacts {
   /**
-   * All-time sales: paid, not canceled, not fully refunded (the tier counts). Unpaid orders are never counted anywhere
-   * (audit A4 H1); a fully refunded order is no sale (R4-5: a merchant buying from itself and refunding everything
-   * bought a tier for free).
+   * All-time kept sales: paid, not canceled, at most half refunded (`keptSale`; the tier counts). Unpaid orders are
+   * never counted anywhere (audit A4 H1); a fully refunded order is no sale (R4-5: a merchant buying from itself and
+   * refunding everything bought a tier for free), nor one refunded all but a cent (review R5).
    */
   human: number;
   agent: number;
@@ -206,9 +224,10 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
     // buyers, the rates or agent checkout health. `paid` = paid_at set (checkout) or a post-payment status (orders
     // recorded by the merchant API or imported carry no paid_at). `real` = paid and not canceled. The fulfilment
     // counts take paid orders too: a merchant may record a `pending` order with fulfilledOnTime set.
-    // Only sales count toward the tier (R4-5): `sale` = real and not fully refunded, GMV sums `net_minor` (captured −
-    // refunded), so buying from oneself and refunding it all adds no order, buyer or GMV. A refunded order stays in
-    // `orders` and `refunds`: it is evidence for refund health. `refunded`, `sale`, `net_minor` are `saleOf` in SQL.
+    // Only kept sales count toward the tier (R4-5, review R5): `sale` = real, not recorded `refunded`, and at most
+    // `saleMaxRefundedShare` of the capture refunded (`keptSale`); GMV sums `net_minor` (captured − refunded), so
+    // buying from oneself and refunding it all, or all but a cent, adds no order, buyer or GMV. A refunded order stays
+    // in `orders` and `refunds`: it is evidence for refund health. `refunded`, `sale`, `net_minor` are `saleOf` in SQL.
     sql<Record<string, string | number>[]>`
       SELECT store_slug,
         count(*) FILTER (WHERE channel = 'human' AND sale) AS human,
@@ -229,7 +248,8 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
         count(*) FILTER (WHERE channel = 'agent' AND created_at >= ${agentSince} AND paid AND fulfilled_on_time IS NOT NULL AND disputed) AS agent_disputes
       FROM (SELECT o.*, ${PAID_SQL} AS paid, ${PAID_SQL} AND o.status <> 'canceled' AS real, s.currency AS store_currency,
               (o.refunded_minor > 0 OR o.status = 'refunded') AS refunded,
-              ${PAID_SQL} AND o.status <> 'canceled' AND NOT (o.status = 'refunded' OR (o.refunded_minor > 0 AND o.refunded_minor >= COALESCE(o.captured_minor, o.total_minor))) AS sale,
+              ${PAID_SQL} AND o.status <> 'canceled' AND o.status <> 'refunded'
+                AND o.refunded_minor <= COALESCE(o.captured_minor, o.total_minor) * ${String(INPUT_RULES.saleMaxRefundedShare)}::numeric AS sale,
               GREATEST(COALESCE(o.captured_minor, o.total_minor) - o.refunded_minor, 0) AS net_minor
             FROM orders o JOIN stores s ON s.slug = o.store_slug WHERE o.store_slug = ANY(${list})) orders
       GROUP BY store_slug`,

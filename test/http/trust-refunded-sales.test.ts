@@ -7,10 +7,31 @@
  * refunds stay evidence for refund health. The SQL rule is checked against the pure `saleOf` on a shared case table.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { loadStoreFacts, saleOf } from "../../actors/trust/inputs.ts";
+import { loadStoreFacts, saleOf, type OrderMoney } from "../../actors/trust/inputs.ts";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
-import { REFUND_EVIDENCE_CASES } from "../helpers/refund-evidence-cases.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+
+/**
+ * Orders and what each is evidence of (`saleOf`): the pure rule and the query's `refunded`, `sale`, `net_minor` are
+ * both checked against this one table, so the two implementations cannot drift apart. A sale is kept when at most
+ * half of the capture went back (review R5: a refund of all but a cent kept the order a sale).
+ */
+const REFUND_EVIDENCE_CASES: { name: string; order: OrderMoney; expected: { refunded: boolean; sale: boolean; netMinor: number } }[] = [
+  { name: "paid, nothing refunded", order: { status: "delivered", totalMinor: 5000, capturedMinor: null, refundedMinor: 0 }, expected: { refunded: false, sale: true, netMinor: 5000 } },
+  { name: "partly refunded", order: { status: "delivered", totalMinor: 5000, capturedMinor: null, refundedMinor: 1200 }, expected: { refunded: true, sale: true, netMinor: 3800 } },
+  { name: "half refunded: still a kept sale", order: { status: "partially_refunded", totalMinor: 5000, capturedMinor: null, refundedMinor: 2500 }, expected: { refunded: true, sale: true, netMinor: 2500 } },
+  { name: "a cent more than half refunded: no sale", order: { status: "partially_refunded", totalMinor: 5000, capturedMinor: null, refundedMinor: 2501 }, expected: { refunded: true, sale: false, netMinor: 0 } },
+  { name: "refunded all but a cent: no sale", order: { status: "partially_refunded", totalMinor: 5000, capturedMinor: null, refundedMinor: 4999 }, expected: { refunded: true, sale: false, netMinor: 0 } },
+  { name: "fully refunded (status refunded)", order: { status: "refunded", totalMinor: 5000, capturedMinor: null, refundedMinor: 5000 }, expected: { refunded: true, sale: false, netMinor: 0 } },
+  { name: "whole total refunded, status not moved (imported)", order: { status: "delivered", totalMinor: 5000, capturedMinor: null, refundedMinor: 5000 }, expected: { refunded: true, sale: false, netMinor: 0 } },
+  { name: "recorded as refunded with no amount", order: { status: "refunded", totalMinor: 5000, capturedMinor: null, refundedMinor: 0 }, expected: { refunded: true, sale: false, netMinor: 0 } },
+  { name: "under-capture refunded in full", order: { status: "paid", totalMinor: 5000, capturedMinor: 4000, refundedMinor: 4000 }, expected: { refunded: true, sale: false, netMinor: 0 } },
+  { name: "under-capture, part refunded: net of the capture", order: { status: "paid", totalMinor: 5000, capturedMinor: 4000, refundedMinor: 1000 }, expected: { refunded: true, sale: true, netMinor: 3000 } },
+  { name: "under-capture, more than half of the capture refunded (less than half of the total): no sale", order: { status: "paid", totalMinor: 5000, capturedMinor: 4000, refundedMinor: 2100 }, expected: { refunded: true, sale: false, netMinor: 0 } },
+  { name: "over-capture, the total refunded: a sixth kept, no sale", order: { status: "paid", totalMinor: 5000, capturedMinor: 6000, refundedMinor: 5000 }, expected: { refunded: true, sale: false, netMinor: 0 } },
+  { name: "over-capture, half the capture refunded: a sale worth the rest", order: { status: "paid", totalMinor: 5000, capturedMinor: 6000, refundedMinor: 3000 }, expected: { refunded: true, sale: true, netMinor: 3000 } },
+  { name: "free order (total 0), nothing refunded", order: { status: "delivered", totalMinor: 0, capturedMinor: null, refundedMinor: 0 }, expected: { refunded: false, sale: true, netMinor: 0 } },
+];
 
 const LEAF = "greenleaf-living";
 

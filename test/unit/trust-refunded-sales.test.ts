@@ -1,21 +1,15 @@
 /**
- * R4-5, the pure part: a fully refunded order is no sale. It adds no order, buyer or GMV toward the tier, GMV is
+ * R4-5, the pure part: a fully refunded order is no sale (review R5: nor one refunded more than half). It adds no order, buyer or GMV toward the tier, GMV is
  * captured minus refunded, and every refund stays evidence for refund health. Through HTTP and the real query:
  * test/http/trust-refunded-sales.test.ts.
  */
 import { describe, expect, test } from "bun:test";
 import { computeV41 } from "../../actors/trust/engine-v41.ts";
-import { saleOf, toV41Inputs, type StoreFacts } from "../../actors/trust/inputs.ts";
+import { toV41Inputs, type StoreFacts } from "../../actors/trust/inputs.ts";
 import { methodologyDocument } from "../../actors/trust/methodology.ts";
-import { REFUND_EVIDENCE_CASES } from "../helpers/refund-evidence-cases.ts";
 
-describe("saleOf", () => {
-  for (const c of REFUND_EVIDENCE_CASES) {
-    test(c.name, () => {
-      expect(saleOf(c.order)).toEqual(c.expected);
-    });
-  }
-});
+// saleOf's cases (and the query's agreement with it) are one table in test/http/trust-refunded-sales.test.ts; the
+// kept-sale bound (review R5) is tested in test/unit/trust-kept-sales.test.ts.
 
 describe("the tier counts sales; refund health counts refunds", () => {
   const NOW = Date.parse("2026-06-01T00:00:00Z");
