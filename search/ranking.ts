@@ -10,6 +10,7 @@ import { categoryKey, clamp01, tokenize, windowCandidates, type Candidate, type 
 import type { ProductColumns } from "./columns.ts";
 import { minorUnitExponent, toMajor, toMinor } from "./money.ts";
 import { DEFAULT_SEARCH_SETTINGS, DEFAULT_STOP_WORDS, type SearchSettings } from "./settings.ts";
+import { AGENT_THRESHOLD } from "../actors/trust/bands.ts";
 
 // ---------- stores and eligibility ----------
 
@@ -171,6 +172,25 @@ export interface MerchantSummary {
   verificationLevel: VerificationLevel;
   storeStatus: "active" | "deprioritized";
   lastSyncAt: string | null;
+  /**
+   * Whether an agent's checkout here goes ahead: false below the agent-checkout trust threshold (`agentCheckoutOf`).
+   * Search results and product detail send it; the merchant directory's summaries leave it out.
+   */
+  agentCheckout?: boolean;
+  /** Only when `agentCheckout` is false: the reason a checkout answers with NOT_ELIGIBLE. */
+  agentCheckoutReason?: "trust_below_agent_threshold";
+}
+
+/**
+ * The merchant summary's agent-checkout signal (audit A7 LOW-4): a store below the agent-checkout trust threshold
+ * (actors/trust/bands.ts AGENT_THRESHOLD, 0.7) is searchable and readable, but a checkout there is refused with
+ * NOT_ELIGIBLE `trust_below_agent_threshold` (the cart's assertStoresPayable: no score is refused too). Search
+ * results and product reads say so up front instead of at checkout.
+ */
+export function agentCheckoutOf(trustScore: number | null): Pick<MerchantSummary, "agentCheckout" | "agentCheckoutReason"> {
+  return trustScore !== null && Number.isFinite(trustScore) && trustScore >= AGENT_THRESHOLD
+    ? { agentCheckout: true }
+    : { agentCheckout: false, agentCheckoutReason: "trust_below_agent_threshold" };
 }
 
 export interface ScoreBreakdown {
@@ -341,6 +361,8 @@ interface StorePageParts {
   freshnessPart: string;
   /** "; deprioritized store ×0.80" or "". */
   penaltyPart: string;
+  /** "; agent checkout refused: trust 0.55 below 0.70" or "" (agentCheckoutOf). */
+  checkoutPart: string;
   fixed: WhyFixedParts;
   stock: Confidence;
   price: Confidence;
@@ -369,6 +391,7 @@ function storePageParts(store: StoreSnapshot, now: Date, settings: SearchSetting
   const multiplier = store.storeStatus === "deprioritized" ? 1 - settings.deprioritizedPenalty : 1;
   const stockByAge: Confidence = tier === "fresh" ? "high" : tier === "good" ? "medium" : "low";
   const priceByAge: Confidence = tier === "fresh" || tier === "good" ? "high" : tier === "stale" ? "medium" : "low";
+  const checkout = agentCheckoutOf(store.trustScore);
   const parts: StorePageParts = {
     nowMs,
     settings,
@@ -378,6 +401,7 @@ function storePageParts(store: StoreSnapshot, now: Date, settings: SearchSetting
     multiplier,
     freshnessPart: age === null ? `sync time unknown +${R2_ZERO}` : `${tier.replace("_", " ")} (synced ${formatAge(age)}) +${r2(freshness * w.freshness)}`,
     penaltyPart: multiplier !== 1 ? `; deprioritized store ×${r2(multiplier)}` : "",
+    checkoutPart: checkout.agentCheckout ? "" : `; agent checkout refused: trust ${r2(store.trustScore ?? 0)} below ${r2(AGENT_THRESHOLD)}`,
     fixed: whyFixedParts(store, trust, settings),
     stock: minConfidence(stockByAge, accuracyCeiling(store.availabilityAccuracy)),
     price: minConfidence(priceByAge, accuracyCeiling(store.priceAccuracy)),
@@ -388,6 +412,7 @@ function storePageParts(store: StoreSnapshot, now: Date, settings: SearchSetting
       verificationLevel: store.verificationLevel,
       storeStatus: store.storeStatus === "deprioritized" ? "deprioritized" : "active",
       lastSyncAt: store.lastSyncAt,
+      ...checkout,
     },
   };
   storePageCache.set(store, parts);
@@ -442,7 +467,7 @@ function scoreWithParts(
   const final = base * multiplier;
   const why =
     `${textPart(text, settings, fixed.textWeight)}; ${fixed.trust}; ${parts.freshnessPart}; ` +
-    `${inStock ? fixed.inStock : fixed.outOfStock}${parts.penaltyPart}; score ${scoreText(roundScore(final))}`;
+    `${inStock ? fixed.inStock : fixed.outOfStock}${parts.penaltyPart}; score ${scoreText(roundScore(final))}${parts.checkoutPart}`;
   return { score: { text, trust, freshness, inStock: stock, base, multiplier, final }, why, tier: parts.tier };
 }
 

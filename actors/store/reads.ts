@@ -9,7 +9,7 @@
  */
 import type { Sql } from "../../infra/db.ts";
 import { fail } from "../runtime/errors.ts";
-import { freshnessTier, isStoreEligible, type FreshnessTier, type MerchantSummary, type StoreSnapshot } from "../../search/ranking.ts";
+import { agentCheckoutOf, freshnessTier, isStoreEligible, type FreshnessTier, type MerchantSummary, type StoreSnapshot } from "../../search/ranking.ts";
 import { agentPolicies, policiesView, type PoliciesView, type ShippingSummary } from "./ingest.ts";
 import {
   productFromRow,
@@ -206,7 +206,9 @@ export function toProductDetail(product: ProductRecord, store: StoreRecord, now:
     })),
     attributes: { ...product.attributes, ...(product.brand ? { brand: product.brand } : {}), ...(product.gtin ? { gtin: product.gtin } : {}) },
     category: product.category,
-    merchant: merchantSummary(store),
+    // a checkout at a store below the agent-checkout threshold is refused (NOT_ELIGIBLE): the read says so up front,
+    // as search's summary does (audit A7 LOW-4)
+    merchant: { ...merchantSummary(store), ...agentCheckoutOf(store.trustScore) },
     policies: policiesView(store.policies, store.currency),
     freshnessTier: freshnessTier(store.lastSyncAt, now),
   };

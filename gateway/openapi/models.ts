@@ -113,6 +113,10 @@ export const MerchantSummary = obj({
   verificationLevel: oneOf(["UNVERIFIED", "BASIC", "STANDARD", "PREMIUM"], "QUALIFIED (registry-checked) stores show as PREMIUM; QUALIFIED is a search filter value."),
   storeStatus: oneOf(["active", "deprioritized"]),
   lastSyncAt: t.Optional(t.Union([Time, t.Null()])),
+  agentCheckout: t.Optional(t.Boolean({
+    description: "Search results and product detail: false when a checkout at this merchant is refused because its trust score is below the agent-checkout threshold (0.7): the cart answers NOT_ELIGIBLE (reason trust_below_agent_threshold). The human may buy on the merchant's own site.",
+  })),
+  agentCheckoutReason: t.Optional(oneOf(["trust_below_agent_threshold"], "Only when agentCheckout is false: why a checkout here is refused.")),
 }, "MerchantSummary.");
 
 /** The spec's ProductSummary: every field required (search/ranking.ts `toProductSummary`). */

@@ -55,7 +55,8 @@ describe("the search envelope", () => {
       expect(typeof p.inStock).toBe("boolean");
       expect(p.imageUrl === null || typeof p.imageUrl === "string").toBe(true);
       expect(p.category === null || typeof p.category === "string").toBe(true);
-      expect(Object.keys(p.merchant).sort()).toEqual(["lastSyncAt", "name", "slug", "storeStatus", "trustScore", "verificationLevel"]);
+      expect(Object.keys(p.merchant).filter((k) => !k.startsWith("agentCheckout")).sort()).toEqual(["lastSyncAt", "name", "slug", "storeStatus", "trustScore", "verificationLevel"]);
+      expect(typeof p.merchant.agentCheckout).toBe("boolean"); // additive (audit A7 LOW-4)
       expect(["UNVERIFIED", "BASIC", "STANDARD", "PREMIUM"]).toContain(p.merchant.verificationLevel);
       expect(["active", "deprioritized"]).toContain(p.merchant.storeStatus);
       expect(typeof p.relevanceScore).toBe("number");

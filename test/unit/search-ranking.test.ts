@@ -409,9 +409,12 @@ describe("page items built from per-store parts", () => {
     const b = product("depr");
     const res = rankProducts({ candidates: [{ id: a.id, textScore: 0.5 }, { id: b.id, textScore: 0.9 }], products: new Map([a, b].map((x) => [x.id, x])), stores: STORE_MAP, request: { filters: { inStock: false } }, now: NOW });
     expect(res.items.map((i) => i.why_ranked)).toEqual([
-      "text match 0.90×0.55=0.50; trust 0.40×0.25=0.10; fresh (synced 2 h ago) +0.10; in stock +0.10; deprioritized store ×0.80; score 0.636",
-      "text match 0.50×0.55=0.28; trust 0.40×0.25=0.10; fresh (synced 2 h ago) +0.10; out of stock +0.00; deprioritized store ×0.80; score 0.380",
+      "text match 0.90×0.55=0.50; trust 0.40×0.25=0.10; fresh (synced 2 h ago) +0.10; in stock +0.10; deprioritized store ×0.80; score 0.636; agent checkout refused: trust 0.40 below 0.70",
+      "text match 0.50×0.55=0.28; trust 0.40×0.25=0.10; fresh (synced 2 h ago) +0.10; out of stock +0.00; deprioritized store ×0.80; score 0.380; agent checkout refused: trust 0.40 below 0.70",
     ]);
-    expect(res.items[0]!.merchant).toEqual({ slug: "depr", name: "DEPR", trustScore: 0.4, verificationLevel: "PREMIUM", storeStatus: "deprioritized", lastSyncAt: hoursAgo(2) });
+    expect(res.items[0]!.merchant).toEqual({
+      slug: "depr", name: "DEPR", trustScore: 0.4, verificationLevel: "PREMIUM", storeStatus: "deprioritized", lastSyncAt: hoursAgo(2),
+      agentCheckout: false, agentCheckoutReason: "trust_below_agent_threshold",
+    });
   });
 });
