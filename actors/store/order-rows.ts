@@ -82,12 +82,12 @@ export function statusChangedPayload(
   };
 }
 
-/** The total is what was captured (`refundBoundMinor`: an accepted amount mismatch's capture), as docs/webhooks.md says. */
+/** The total is what was captured (`orderTotalMinor`: an accepted amount mismatch's capture), as docs/webhooks.md says. */
 export async function outboxStatusChanged(tx: Sql, o: OrderRowLite & { captured_minor?: number | null }, from: OrderStatus, to: OrderStatus, now: number): Promise<void> {
   await enqueueWebhookEvent(tx, {
     storeSlug: o.store_slug,
     kind: "order.status_changed",
-    payload: statusChangedPayload({ orderId: o.id, merchantSlug: o.store_slug, totalMinor: refundBoundMinor(o), currency: o.currency }, from, to, now),
+    payload: statusChangedPayload({ orderId: o.id, merchantSlug: o.store_slug, totalMinor: orderTotalMinor(o), currency: o.currency }, from, to, now),
   });
 }
 
@@ -105,10 +105,18 @@ export interface OrderRow extends OrderRowLite {
   captured_minor: number | null;
 }
 
-/** What refunds of the order may return in all: what was captured (migration 0071), the total unless recorded. */
-export function refundBoundMinor(o: { total_minor: number; captured_minor?: number | null }): number {
+/**
+ * The order's total from its capture on, as its views (REST and MCP order reads), its `order.status_changed` events
+ * and its refund bound say it: what the processor captured when the merchant accepted another amount than was
+ * priced (`captured_minor`, migration 0071; audit A8), else the priced `total_minor`. A view shows the priced total
+ * beside it (`priced_total_minor`), the one its subtotal, discount, shipping and tax add up to.
+ */
+export function orderTotalMinor(o: { total_minor: number; captured_minor?: number | null }): number {
   return Number(o.captured_minor ?? o.total_minor);
 }
+
+/** What refunds of the order may return in all: what was captured, the order's total (`orderTotalMinor`). */
+export const refundBoundMinor = orderTotalMinor;
 
 export async function loadOrder(db: Sql, slug: string, orderId: string): Promise<OrderRow> {
   const rows = await db<OrderRow[]>`SELECT id, store_slug, status, total_minor, currency, agent_key_id, created_at, delivered_at, capture_ref,

@@ -8,6 +8,7 @@ import { cartActor } from "../../actors/cart/index.ts";
 import { cancelPendingViaSession, type PendingOrderRef } from "../../actors/cart/cancel-pending.ts";
 import { storeCommerce, refundView } from "../../actors/store/commerce.ts";
 import type { OrderStatus } from "../../actors/store/order-machine.ts";
+import { orderTotalMinor } from "../../actors/store/order-rows.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { toMajor } from "../../search/money.ts";
 import { errorResponses, ok } from "../envelope.ts";
@@ -33,6 +34,7 @@ interface OrderRow {
   capture_ref: string | null;
   simulated: boolean;
   refunded_minor: number;
+  captured_minor: number | null;
   checkout_session_id: string | null;
   cart_id: string | null;
   created_at: Date;
@@ -46,10 +48,19 @@ export function agentRailLabel(stored: string): string {
   return stored === "MOCK" ? "card" : stored;
 }
 
+/**
+ * An order's `total`/`total_minor` (the order's total from its capture on, `orderTotalMinor`) and `priced_total_minor`
+ * (what the checkout priced), for every view an agent or a customer reads (REST and MCP).
+ */
+export function orderTotals(o: { total_minor: number; captured_minor: number | null; currency: string }) {
+  const total = orderTotalMinor(o);
+  return { total: toMajor(total, o.currency), total_minor: total, priced_total_minor: Number(o.total_minor) };
+}
+
 export async function orderView(svc: Services, id: string, keyId: string) {
   if (!isUuid(id)) throw fail("ORDER_NOT_FOUND", "No such order.");
   const rows = await svc.sql<OrderRow[]>`SELECT id, store_slug, status, total_minor, subtotal_minor, discount_minor, shipping_minor, tax_minor, currency,
-      payment_rail, payment_method, coupon_code, capture_ref, simulated, refunded_minor, checkout_session_id, cart_id, created_at, updated_at, paid_at, delivered_at
+      payment_rail, payment_method, coupon_code, capture_ref, simulated, refunded_minor, captured_minor, checkout_session_id, cart_id, created_at, updated_at, paid_at, delivered_at
     FROM orders WHERE id = ${id} AND agent_key_id = ${keyId}`;
   const o = rows[0];
   if (!o) throw fail("ORDER_NOT_FOUND", "No such order.");
@@ -68,8 +79,9 @@ export async function orderView(svc: Services, id: string, keyId: string) {
     status: o.status,
     merchant_slug: o.store_slug,
     currency: c,
-    total: toMajor(Number(o.total_minor), c),
-    total_minor: Number(o.total_minor),
+    // What was captured once the merchant accepted another amount (audit A8), as the order's events say it; the
+    // breakdown below adds up to the priced total.
+    ...orderTotals(o),
     subtotal_minor: o.subtotal_minor === null ? null : Number(o.subtotal_minor),
     discount_minor: Number(o.discount_minor),
     shipping_minor: Number(o.shipping_minor),

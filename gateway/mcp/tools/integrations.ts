@@ -21,6 +21,7 @@ import { discardBody, fetchVetted, readBoundedJson, ResponseTooLargeError, Respo
 import { assertPublicUrl, type Resolver, type VettedUrl } from "../../../infra/ssrf.ts";
 import { toMajor } from "../../../search/money.ts";
 import { tokenService } from "../../identity.ts";
+import { orderTotals } from "../../rest/orders.ts";
 import { currentScore } from "../../rest/trust.ts";
 import { customerBuyerRef } from "../identity.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
@@ -129,6 +130,7 @@ interface OrderRow {
   id: string;
   status: string;
   total_minor: number;
+  captured_minor: number | null;
   refunded_minor: number;
   currency: string;
   buyer_ref: string;
@@ -143,8 +145,8 @@ export interface CustomerOrderOwner {
 const orderOut = (o: OrderRow) => ({
   order_id: o.id,
   status: o.status,
-  total: toMajor(Number(o.total_minor), o.currency),
-  total_minor: Number(o.total_minor),
+  // The captured total after an accepted amount mismatch (audit A8), as REST's order view says it.
+  ...orderTotals(o),
   refunded_minor: Number(o.refunded_minor),
   currency: o.currency,
   created_at: o.created_at.toISOString(),
@@ -159,7 +161,7 @@ const orderOut = (o: OrderRow) => ({
 export async function customerOrder(ctx: ToolContext, orderId: string): Promise<ReturnType<typeof orderOut> & { owner: CustomerOrderOwner }> {
   const customer = requireCustomer(ctx);
   const [o] = await ctx.svc.sql<(OrderRow & { agent_key_id: string | null })[]>`
-    SELECT id, status, total_minor, refunded_minor, currency, buyer_ref, created_at, agent_key_id FROM orders
+    SELECT id, status, total_minor, captured_minor, refunded_minor, currency, buyer_ref, created_at, agent_key_id FROM orders
     WHERE id = ${orderId.toLowerCase()} AND store_slug = ${ctx.store.slug}`;
   if (!o) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: orderId });
   if (o.buyer_ref !== customer.buyerRef) {
@@ -174,10 +176,10 @@ export async function listOrders(ctx: ToolContext, status: string | undefined, l
   const sql = ctx.svc.sql;
   const rows =
     ctx.endpoint === "customer"
-      ? await sql<OrderRow[]>`SELECT id, status, total_minor, refunded_minor, currency, buyer_ref, created_at FROM orders
+      ? await sql<OrderRow[]>`SELECT id, status, total_minor, captured_minor, refunded_minor, currency, buyer_ref, created_at FROM orders
           WHERE store_slug = ${ctx.store.slug} AND buyer_ref = ${requireCustomer(ctx).buyerRef} AND (${status ?? null}::text IS NULL OR status = ${status ?? null})
           ORDER BY created_at DESC LIMIT ${limit}`
-      : await sql<OrderRow[]>`SELECT id, status, total_minor, refunded_minor, currency, buyer_ref, created_at FROM orders
+      : await sql<OrderRow[]>`SELECT id, status, total_minor, captured_minor, refunded_minor, currency, buyer_ref, created_at FROM orders
           WHERE store_slug = ${ctx.store.slug} AND agent_key_id = ${ownerId(ctx)} AND (${status ?? null}::text IS NULL OR status = ${status ?? null})
           ORDER BY created_at DESC LIMIT ${limit}`;
   return rows.map(orderOut);
