@@ -11,7 +11,7 @@ import { actorDefinitions } from "../actors/index.ts";
 import { ActorClient } from "../actors/runtime/client.ts";
 import { systemClock, type Clock } from "../actors/runtime/clock.ts";
 import { ActorHost } from "../actors/runtime/host.ts";
-import { attachHost, createTransport } from "../actors/transport/index.ts";
+import { attachHost, createTransport, NatsTransport } from "../actors/transport/index.ts";
 import type { Transport } from "../actors/transport/transport.ts";
 import { bootHooks, type Role } from "../infra/boot-hooks.ts";
 import { checkRoleConfig, loadConfig, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
@@ -24,6 +24,7 @@ import { SERVER_BODY_CAP } from "./plugins/body-limit.ts";
 import type { Services } from "./services.ts";
 import type { GatewayModule } from "./rest/index.ts";
 import type { McpGateway } from "./mcp/server.ts";
+import { NatsSessionDirectory, SESSION_DIRECTORY, SESSION_IDLE_MS } from "./mcp/session-directory.ts";
 
 /**
  * Bun closes a connection that sent or received nothing for this long, a pending request without a body included
@@ -127,6 +128,12 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       attachHost(transport, host);
       await host.start();
       stops.push(() => host!.stop());
+    }
+
+    // Gateways of one deployment share their MCP sessions through a KV bucket (gateway/mcp/session-directory.ts);
+    // the embedded default keeps them in the gateway's memory.
+    if (role !== "actors" && transport instanceof NatsTransport) {
+      services.extras.set(SESSION_DIRECTORY, await NatsSessionDirectory.open(transport.nc, SESSION_IDLE_MS));
     }
 
     if (role === "start" && config.SEED_DEMO) {

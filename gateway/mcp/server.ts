@@ -10,6 +10,10 @@
  *    (stateful, SSE responses) per session, never per request. Every message of a session that is not a fast-path
  *    call goes to its transport: notifications, GET (server stream), DELETE, the client's answers to
  *    `elicitation/create`, and write-tool calls (which may need to ask the human on the call's SSE stream).
+ *    Sessions are recorded in the session directory (session-directory.ts: a JetStream KV bucket with NATS, else
+ *    memory), so any gateway of the deployment serves them: one that holds no copy of a session answers its
+ *    fast-path calls from the directory entry and adopts it (`adopt`) for a message that needs the SDK; a client's
+ *    answer to a question asked on another gateway is forwarded there (`routeAnswer`).
  * 2. Fast path. A single JSON-RPC request `tools/call` (read-only tool, or any tool without a session),
  *    `tools/list` or `ping`, from a client that accepts JSON, is answered here as one `application/json`
  *    JSON-RPC response, from the shared pre-built tool table (dispatch.ts). Sessions stay correct: the session id
@@ -53,11 +57,12 @@ import { buildToolTable, runTool, type CompiledTool, type ToolTable } from "./di
 import { errorResult, serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
 import { CUSTOMER_HEADER, customerLimitId, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
 import type { Caller, Customer, Endpoint, ToolContext } from "./registry.ts";
+import { MemorySessionDirectory, SESSION_DIRECTORY, SESSION_IDLE_MS, type ClientInit, type Held, type SessionDirectory, type SessionRecord } from "./session-directory.ts";
 import { ALL_TOOLS } from "./tools/index.ts";
 
 export const DEMO_STORE = "demo-store";
 export const SERVER_INFO = { name: "agent-commerce-service", version: "1.2.0" };
-const SESSION_IDLE_MS = 30 * 60_000;
+/** Local SDK copies of sessions this gateway holds at most (opened here or adopted). */
 const MAX_SESSIONS = 10_000;
 /**
  * Sessions one client address (IPv6: its /64) may hold. At the cap its own least recently used session is closed,
@@ -86,24 +91,32 @@ export interface CallPrincipal {
   customerError: ToolContext["customerError"];
 }
 
-interface Session {
+/**
+ * This gateway's SDK copy of a session: the `Server` + transport, for the messages that need them. Opened here by
+ * `initialize`, or adopted from the session directory (`adopt`) when a session opened elsewhere first needs one.
+ */
+interface Local {
   id: string;
-  slug: string;
-  endpoint: Endpoint;
+  /** Which of this gateway's copies (`copies`): the middle part of the ids of the requests it sends (`tagIds`). */
+  copy: number;
   server: Server;
   transport: WebStandardStreamableHTTPServerTransport;
-  /** The tool set is fixed for the session (TOOL_NOT_FOUND says so). */
-  enabled: readonly string[] | null;
   lastSeen: number;
-  /** ipBucketKey of the address that initialized it (the per-address cap). */
+  /** ipBucketKey of the address that opened the session (the per-address cap counts local copies per address). */
   owner: string;
-  /**
-   * The principal the session is bound to (`principalOf`): the one that opened it, or, for a session opened without
-   * a credential, the first that used it with one from the address that opened it (a client that signs in after a
-   * 401 keeps its session). Null while no credential was seen; meanwhile only its `owner` address may use it. Any
-   * other caller is told the session does not exist (`boundTo`).
-   */
-  principal: string | null;
+}
+
+/**
+ * A session as one request sees it: its directory entry (session-directory.ts; slug, endpoint, tool set, binding,
+ * the client's initialize) as read for this request, and this gateway's SDK copy if it holds one. The binding is the
+ * entry's `principal`: the principal that opened the session, or, for one opened without a credential, the first
+ * that used it with one from the address that opened it (a client that signs in after a 401 keeps its session).
+ * Null while no credential was seen; meanwhile only its `owner` address may use it. Any other caller is told the
+ * session does not exist (`boundTo`).
+ */
+interface Session {
+  held: Held;
+  local?: Local;
 }
 
 interface JsonRpcRequest {
@@ -155,8 +168,16 @@ function acceptsJson(request: Request): boolean {
 
 export class McpGateway {
   readonly table: ToolTable;
-  private sessions = new Map<string, Session>();
-  /** Session ids per owning address (ipBucketKey), for MAX_SESSIONS_PER_ADDRESS. */
+  /** This gateway's SDK copies of sessions (opened here or adopted), by id. */
+  private sessions = new Map<string, Local>();
+  /** Adoptions under way, so concurrent requests of one session share one. */
+  private adopting = new Map<string, Promise<Local | undefined>>();
+  /** Numbers this gateway's session copies (`Local.copy`). */
+  private copies = 0;
+  private readonly stopForwarding: () => void;
+  /** Every gateway's sessions (session-directory.ts): shared over NATS in distributed mode, else this process's. */
+  readonly directory: SessionDirectory;
+  /** Local session ids per owning address (ipBucketKey), for MAX_SESSIONS_PER_ADDRESS. */
   private byOwner = new Map<string, Set<string>>();
   private stores = new Map<string, { store: StoreRecord | null; at: number }>();
   private sweeper: ReturnType<typeof setInterval>;
@@ -174,6 +195,8 @@ export class McpGateway {
   constructor(readonly svc: Services) {
     this.siteOrigin = new URL(svc.siteUrl).origin;
     this.table = buildToolTable(ALL_TOOLS);
+    this.directory = (svc.extras.get(SESSION_DIRECTORY) as SessionDirectory | undefined) ?? new MemorySessionDirectory(SESSION_IDLE_MS);
+    this.stopForwarding = this.directory.onForwarded((id, message) => void this.answerHere(id, message));
     this.sweeper = setInterval(() => this.sweep(), 60_000);
     (this.sweeper as { unref?: () => void }).unref?.();
   }
@@ -186,12 +209,14 @@ export class McpGateway {
    * Shutdown (boot.ts, before the HTTP server stops): ends every session's transport. A client's GET stream and a
    * tool call waiting on `elicitation/create` are in-flight requests the server's drain would wait for without end
    * (audit B F2); closing the transport ends the streams, and a pending elicitation fails as one that got no answer
-   * (UPSTREAM_UNAVAILABLE confirmation_not_completed: nothing changed). Clients re-initialize on another gateway.
-   * A session whose initialize finishes after this is closed at once.
+   * (UPSTREAM_UNAVAILABLE confirmation_not_completed: nothing changed). The sessions themselves stay in the
+   * directory: with NATS, clients continue them on another gateway, which adopts them. A session whose initialize
+   * finishes after this is closed at once.
    */
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.sweeper);
+    this.stopForwarding();
     // First let the sessions' tool calls answer on their own streams (a waiting question fails at once), within
     // CLOSE_GRACE_MS; then end every stream.
     this.stopping.abort(new Error("the MCP gateway is shutting down"));
@@ -217,25 +242,34 @@ export class McpGateway {
 
   // ------------------------------------------------------------------------------------------ sessions
 
+  /** Local copies idle here this long are closed here; the session itself lives on in the directory until its TTL. */
   private sweep(): void {
     const cutoff = Date.now() - SESSION_IDLE_MS;
-    for (const s of this.sessions.values()) if (s.lastSeen < cutoff) this.closeSession(s);
+    for (const s of this.sessions.values()) if (s.lastSeen < cutoff) this.closeLocal(s);
   }
 
-  private closeSession(s: Session): void {
+  /** Drops this gateway's copy only (idle here, shutdown, or found missing from the directory). */
+  private closeLocal(s: Local): void {
     this.forget(s.id);
     void s.transport.close().catch(() => undefined);
   }
 
-  private remember(s: Session): void {
+  /** Ends the session for every gateway: a cap evicted it (its own address's LRU, or the table's). */
+  private endSession(s: Local): void {
+    this.closeLocal(s);
+    void this.directory.delete(s.id).catch((err) => log.warn("could not remove an evicted MCP session from the directory", { error: err as Error }));
+  }
+
+  private remember(s: Local): boolean {
     if (this.closing) {
       void s.transport.close().catch(() => undefined);
-      return;
+      return false;
     }
     this.sessions.set(s.id, s);
     let mine = this.byOwner.get(s.owner);
     if (!mine) this.byOwner.set(s.owner, (mine = new Set()));
     mine.add(s.id);
+    return true;
   }
 
   private forget(id: string): void {
@@ -248,21 +282,147 @@ export class McpGateway {
   }
 
   /**
+   * `server.connect(transport)`, with the ids of the requests this copy sends the client (`elicitation/create`)
+   * made unique across every copy of the session on every gateway: `<gatewayId>.<copy>.<n>` instead of the SDK's
+   * own counter, which starts at 0 in each copy. Without it, two gateways' questions in one session could both be id
+   * 0 and the human's answer to one could approve the other. The client's answer carries the id back, so it names
+   * the gateway and copy that asked (`routeAnswer`); the SDK gets its own number again.
+   */
+  private async connect(server: Server, transport: WebStandardStreamableHTTPServerTransport): Promise<void> {
+    const prefix = `${this.directory.gatewayId}.${++this.copies}.`;
+    copyNumbers.set(transport, this.copies);
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      const m = message as Record<string, unknown>;
+      if (typeof m.method === "string" && typeof m.id === "number") return send({ ...message, id: `${prefix}${m.id}` } as typeof message, options);
+      const params = m.params as { requestId?: unknown } | undefined;
+      if (m.method === "notifications/cancelled" && typeof params?.requestId === "number") {
+        return send({ ...message, params: { ...params, requestId: `${prefix}${params.requestId}` } } as typeof message, options);
+      }
+      return send(message, options);
+    };
+    await server.connect(transport);
+    const receive = transport.onmessage!;
+    transport.onmessage = (message, extra) => {
+      const m = message as Record<string, unknown>;
+      if (!("method" in m) && typeof m.id === "string" && m.id.startsWith(prefix)) return receive({ ...message, id: Number(m.id.slice(prefix.length)) } as typeof message, extra);
+      return receive(message, extra);
+    };
+  }
+
+  /**
+   * A client's answer (a JSON-RPC response) in a session: to the copy whose question it answers, here or, forwarded
+   * over NATS, on the gateway that asked (docs/decisions.md, "MCP sessions in a shared directory"). An answer to a
+   * copy that is gone is dropped: its question already ended as not completed. Always 202 to the client.
+   */
+  private async routeAnswer(session: Session, message: Record<string, unknown>, request: Request): Promise<void> {
+    const to = askedBy(message.id);
+    if (!to) return;
+    if (to.gateway !== this.directory.gatewayId) return this.directory.forward(to.gateway, session.held.record.id, message);
+    const local = this.sessions.get(session.held.record.id);
+    if (local && local.copy === to.copy) await this.feed(local, message, request.url);
+  }
+
+  /** An answer another gateway forwarded here (`routeAnswer`); that gateway checked the caller's binding. */
+  private async answerHere(sessionId: string, message: Record<string, unknown>): Promise<void> {
+    const to = askedBy(message.id);
+    const local = this.sessions.get(sessionId);
+    if (!to || to.gateway !== this.directory.gatewayId || !local || local.copy !== to.copy) return;
+    await this.feed(local, message, this.svc.siteUrl).catch((err) => log.warn("could not deliver a forwarded MCP answer", { error: err as Error }));
+  }
+
+  private async feed(local: Local, message: Record<string, unknown>, url: string): Promise<void> {
+    const headers = { accept: "application/json, text/event-stream", "content-type": "application/json", "mcp-session-id": local.id };
+    await (await local.transport.handleRequest(new Request(url, { method: "POST", headers, body: "{}" }), { parsedBody: message })).text();
+  }
+
+  /**
+   * The session named by a request's Mcp-Session-Id, from the directory (read on every request: the entry is the
+   * truth for the binding, and a session DELETEd on another gateway is gone here at once), with this gateway's local
+   * copy if any. A local copy whose entry is gone (deleted elsewhere, expired) is closed. Undefined: 404.
+   */
+  private async findSession(id: string, store: StoreRecord, endpoint: Endpoint): Promise<Session | undefined> {
+    const held = await this.directory.get(id).catch((err: unknown) => {
+      throw directoryUnavailable(err);
+    });
+    const local = this.sessions.get(id);
+    if (!held) {
+      if (local) this.closeLocal(local);
+      return undefined;
+    }
+    if (held.record.slug !== store.slug || held.record.endpoint !== endpoint) return undefined;
+    const now = Date.now();
+    if (local) local.lastSeen = now;
+    await this.directory.touch(held, now).catch((err: unknown) => {
+      throw directoryUnavailable(err);
+    });
+    return { held, local };
+  }
+
+  /**
+   * This gateway's SDK copy of the session, adopting it first when it was opened on another gateway (or this one's
+   * copy was dropped): a new `Server` + transport whose `sessionIdGenerator` returns the session's id, brought to
+   * the initialized state through the SDK's public API by replaying the client's stored `initialize` (and
+   * `notifications/initialized`), so the client's capabilities (elicitation) and protocol version are the ones it
+   * negotiated. The replayed answer is dropped: the client had it from the gateway that opened the session.
+   * Concurrent requests of one session share one adoption. Undefined when its address has no slot left here.
+   */
+  private async localOf(session: Session, store: StoreRecord): Promise<Local | undefined> {
+    if (session.local) return session.local;
+    const id = session.held.record.id;
+    let adopting = this.adopting.get(id);
+    if (!adopting) {
+      adopting = this.adopt(session.held.record, store).finally(() => this.adopting.delete(id));
+      this.adopting.set(id, adopting);
+    }
+    return (session.local = await adopting);
+  }
+
+  private async adopt(r: SessionRecord, store: StoreRecord): Promise<Local | undefined> {
+    const opened = this.newSession(store, r.endpoint, r.owner, { enabled: r.enabled, adoptId: r.id });
+    if (!opened) return undefined;
+    const { server, transport, release } = opened;
+    try {
+      await this.connect(server, transport);
+      const url = `${this.svc.siteUrl}/${r.slug}/mcp`;
+      const headers = { accept: "application/json, text/event-stream", "content-type": "application/json" };
+      const replay = async (message: unknown, more: Record<string, string> = {}) => {
+        const res = await transport.handleRequest(new Request(url, { method: "POST", headers: { ...headers, ...more }, body: "{}" }), { parsedBody: message });
+        await res.text(); // the SSE stream of the replayed initialize ends once its answer is written
+        return res.status;
+      };
+      const status = await replay({ jsonrpc: "2.0", id: 0, method: "initialize", params: r.client });
+      const local = this.sessions.get(r.id);
+      if (status !== 200 || !local || local.transport !== transport) {
+        void transport.close().catch(() => undefined);
+        if (local?.transport === transport) this.forget(r.id);
+        return undefined;
+      }
+      await replay({ jsonrpc: "2.0", method: "notifications/initialized" }, { "mcp-session-id": r.id, "mcp-protocol-version": r.protocolVersion });
+      log.debug("adopted an MCP session opened on another gateway", { endpoint: r.endpoint, slug: r.slug });
+      return local;
+    } finally {
+      release();
+    }
+  }
+
+  /**
    * A new session's server and transport, with a slot reserved for it in its address's set (review H, finding 3):
    * the session itself is recorded only once the SDK has answered `initialize`, so without the reservation
    * concurrent initializes from one address all saw the old count (1,000 at once left it 200 sessions). `release`
    * gives the slot back; call it when the initialize is over (a no-op once the session took the slot).
    * Undefined when every one of the address's slots is a session still being initialized (nothing of its own to
    * close): the caller refuses the initialize.
+   * `adoptId`: the local copy of a session opened elsewhere (`adopt`); without it a new session's.
    */
   private newSession(
     store: StoreRecord,
     endpoint: Endpoint,
     owner: string,
-    principal: string | null,
+    how: { enabled: readonly string[] | null; adoptId?: string },
   ): { server: Server; transport: WebStandardStreamableHTTPServerTransport; release: () => void } | undefined {
     const mine = this.byOwner.get(owner);
-    let oldest: Session | undefined;
+    let oldest: Local | undefined;
     if (mine && mine.size >= MAX_SESSIONS_PER_ADDRESS) {
       // this address is at its cap: it gives up its own least recently used session (reserved slots have none)
       for (const id of mine) {
@@ -274,7 +434,7 @@ export class McpGateway {
       // the table is full (many addresses): the least recently used session overall
       for (const s of this.sessions.values()) if (!oldest || s.lastSeen < oldest.lastSeen) oldest = s;
     }
-    if (oldest) this.closeSession(oldest);
+    if (oldest) this.endSession(oldest);
     const slot = `pending:${crypto.randomUUID()}`;
     let slots = this.byOwner.get(owner);
     if (!slots) this.byOwner.set(owner, (slots = new Set()));
@@ -283,7 +443,7 @@ export class McpGateway {
       const m = this.byOwner.get(owner);
       if (m?.delete(slot) && m.size === 0) this.byOwner.delete(owner);
     };
-    const enabled = store.enabledMcpTools ?? null;
+    const enabled = how.enabled;
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions:
@@ -317,13 +477,15 @@ export class McpGateway {
       }
     });
     const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => crypto.randomUUID(),
-      onsessioninitialized: (id) => {
+      sessionIdGenerator: () => how.adoptId ?? crypto.randomUUID(),
+      onsessioninitialized: async (id) => {
         release();
-        this.remember({ id, slug, endpoint, server, transport, enabled, lastSeen: Date.now(), owner, principal });
+        this.remember({ id, copy: copyOf(transport), server, transport, lastSeen: Date.now(), owner });
       },
-      onsessionclosed: (id) => {
+      onsessionclosed: async (id) => {
+        // DELETE: ends the session for every gateway (their local copies close when they next look it up)
         this.forget(id);
+        await this.directory.delete(id);
       },
     });
     return { server, transport, release };
@@ -485,8 +647,9 @@ export class McpGateway {
    * token of anyone else is hidden like junk (review R5 LOW-1), so it confirms nothing about the session.
    */
   private hiddenFrom(session: Session, ip: string, refusal: { code: string }, request: Request): boolean {
-    if (refusal.code === "token_expired" && session.principal !== null) return session.principal !== expiredTokenPrincipal(request);
-    return session.principal !== null || session.owner !== ipBucketKey(ip);
+    const { principal, owner } = session.held.record;
+    if (refusal.code === "token_expired" && principal !== null) return principal !== expiredTokenPrincipal(request);
+    return principal !== null || owner !== ipBucketKey(ip);
   }
 
   /** The unknown-session answer, without a challenge a refused credential may already have set. */
@@ -506,12 +669,18 @@ export class McpGateway {
    * False: answer 404 as for an unknown session. A credential that does not authenticate is checked first; its 401
    * is answered as 404 too when the session is not its own (`hiddenFrom`, review R4-2), except the owner's own
    * expired token, whose 401 its client needs to refresh.
+   * The binding is written to the directory (a compare-and-set: of two gateways binding one session at once, the
+   * first wins and the other caller gets 404), so every gateway checks the same principal.
    */
-  private boundTo(session: Session, principal: string | null, ip: string): boolean {
-    if (session.principal !== null) return session.principal === principal;
-    if (session.owner !== ipBucketKey(ip)) return false;
-    if (principal !== null) session.principal = principal;
-    return true;
+  private async boundTo(session: Session, principal: string | null, ip: string): Promise<boolean> {
+    const r = session.held.record;
+    if (r.principal !== null) return r.principal === principal;
+    if (r.owner !== ipBucketKey(ip)) return false;
+    if (principal === null) return true;
+    const after = await this.directory.bind(session.held, principal);
+    if (!after) return false;
+    session.held = after;
+    return after.record.principal === principal;
   }
 
   /**
@@ -633,11 +802,8 @@ export class McpGateway {
     const sessionId = request.headers.get("mcp-session-id");
     let session: Session | undefined;
     if (sessionId) {
-      session = this.sessions.get(sessionId);
-      if (!session || session.slug !== store.slug || session.endpoint !== endpoint) {
-        return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
-      }
-      session.lastSeen = Date.now();
+      session = await this.findSession(sessionId, store, endpoint);
+      if (!session) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     }
 
     if (request.method === "GET" || request.method === "DELETE") {
@@ -653,8 +819,10 @@ export class McpGateway {
         if (this.hiddenFrom(session, ip, r, request)) return this.sessionNotFound(out);
         return this.refusalResponse(r, null, out, mcpResourceRefOf(store.slug, request));
       }
-      if (!this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
-      return this.viaTransport(session.transport, request, undefined, headers);
+      if (!(await this.boundTo(session, principal, ip))) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
+      const local = await this.localOf(session, store);
+      if (!local) return this.noSlot(null, out, store, request);
+      return this.viaTransport(local.transport, request, undefined, headers);
     }
 
     let body: unknown;
@@ -708,11 +876,25 @@ export class McpGateway {
         if (session && this.hiddenFrom(session, ip, r, request)) return this.sessionNotFound(out);
         return this.refusalResponse(r, isRequest ? msg.id : null, out, mcpResourceRefOf(store.slug, request));
       }
-      if (session && !this.boundTo(session, principal, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
+      if (session && !(await this.boundTo(session, principal, ip))) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     }
     // the SDK's transport refuses it with id null; the id is known here (audit A5 L3)
     if (session && isRequest && msg.method === "initialize") return this.respond(rpcError(msg.id, -32600, "Invalid Request: Server already initialized"), 400, out);
-    if (session) return this.viaTransport(session.transport, request, body, headers);
+    if (session && !session.local && isRequest && (msg.method === "tools/list" || msg.method === "ping") && acceptsJson(request)) {
+      // a session this gateway holds no copy of: answered on the fast path, as without a session but with the
+      // session's own tool set, rather than adopting it for a read
+      return this.listOrPing(msg, endpoint, session.held.record.enabled, out);
+    }
+    if (session && !isRequest && msg.method === undefined) {
+      // the client's answer to a question of ours (elicitation/create), maybe asked on another gateway
+      await this.routeAnswer(session, msg as unknown as Record<string, unknown>, request);
+      return this.respond(null, 202, out);
+    }
+    if (session) {
+      const local = await this.localOf(session, store);
+      if (!local) return this.noSlot(isRequest ? msg.id : null, out, store, request);
+      return this.viaTransport(local.transport, request, body, headers);
+    }
 
     // ---- no session
     if (isRequest && msg.method === "initialize") {
@@ -727,19 +909,32 @@ export class McpGateway {
       } catch (err) {
         return this.refusalResponse(this.refusal(err), msg.id, out, mcpResourceRefOf(store.slug, request));
       }
-      const opened = this.newSession(store, endpoint, ipBucketKey(ip), principal);
-      if (!opened) {
-        const r = new HttpRefusal(429, "rate_limit_exceeded", `This address is already opening ${MAX_SESSIONS_PER_ADDRESS} MCP sessions; retry once they are open.`, {
-          maxSessionsPerAddress: MAX_SESSIONS_PER_ADDRESS,
-        });
-        headers["retry-after"] = "1";
-        return this.refusalResponse(r, msg.id, out, mcpResourceRefOf(store.slug, request));
-      }
+      const params = msg.params as unknown as ClientInit;
+      const client: ClientInit = { protocolVersion: params.protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
+      // what the SDK answers (Server._oninitialize): the client's version when supported, else the latest
+      const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(client.protocolVersion) ? client.protocolVersion : LATEST_PROTOCOL_VERSION;
+      const opened = this.newSession(store, endpoint, ipBucketKey(ip), { enabled: store.enabledMcpTools ?? null });
+      if (!opened) return this.noSlot(msg.id, out, store, request);
       const { server, transport, release } = opened;
       try {
-        await server.connect(transport);
+        await this.connect(server, transport);
         const res = await this.viaTransport(transport, request, body, headers);
-        if (!transport.sessionId || !this.sessions.has(transport.sessionId)) void transport.close().catch(() => undefined);
+        const id = transport.sessionId;
+        if (!id || !this.sessions.has(id)) {
+          void transport.close().catch(() => undefined);
+          return res;
+        }
+        // in the directory before the client learns the id (the answer is not sent yet), so its next request may
+        // reach any gateway
+        const now = Date.now();
+        const record: SessionRecord = { id, slug: store.slug, endpoint, enabled: store.enabledMcpTools ?? null, owner: ipBucketKey(ip), principal, protocolVersion, client, createdAt: now, lastUsedAt: now };
+        try {
+          await this.directory.put(record);
+        } catch (err) {
+          this.closeLocal(this.sessions.get(id)!);
+          void res.body?.cancel().catch(() => undefined);
+          throw directoryUnavailable(err);
+        }
         return res;
       } finally {
         release();
@@ -747,14 +942,26 @@ export class McpGateway {
     }
     if (!isRequest) return this.respond(null, 202, out); // notifications and stray responses
     if (!acceptsJson(request)) return this.respond(rpcError(msg.id, -32000, "Not Acceptable: the client must accept application/json."), 406, out);
-    if (msg.method === "ping") return this.respond(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: {} }), 200, out);
-    if (msg.method === "tools/list") {
-      const bad = cursorError(msg.params);
-      if (bad) return this.respond(rpcError(msg.id, -32602, bad), 200, out);
-      const tools = this.table.listFor(endpoint, store.enabledMcpTools ?? null);
-      return this.respond(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: { tools } }), 200, out);
-    }
+    if (msg.method === "ping" || msg.method === "tools/list") return this.listOrPing(msg, endpoint, store.enabledMcpTools ?? null, out);
     return this.respond(rpcError(msg.id, -32601, `Method not found: ${msg.method} (initialize a session for the full protocol).`), 200, out);
+  }
+
+  /** `ping` or `tools/list` answered as JSON on the fast path. */
+  private listOrPing(msg: JsonRpcRequest, endpoint: Endpoint, enabled: readonly string[] | null, out: Out): Response | string {
+    if (msg.method === "ping") return this.respond(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: {} }), 200, out);
+    const bad = cursorError(msg.params);
+    if (bad) return this.respond(rpcError(msg.id, -32602, bad), 200, out);
+    const tools = this.table.listFor(endpoint, enabled);
+    return this.respond(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: { tools } }), 200, out);
+  }
+
+  /** This gateway has no slot for the session: every one of the address's is a session still being initialized. */
+  private noSlot(id: JsonRpcRequest["id"], out: Out, store: StoreRecord, request: Request): Response | string {
+    const r = new HttpRefusal(429, "rate_limit_exceeded", `This address is already opening ${MAX_SESSIONS_PER_ADDRESS} MCP sessions; retry once they are open.`, {
+      maxSessionsPerAddress: MAX_SESSIONS_PER_ADDRESS,
+    });
+    out.headers["retry-after"] = "1";
+    return this.refusalResponse(r, id, out, mcpResourceRefOf(store.slug, request));
   }
 
   private async toolsCall(
@@ -776,12 +983,12 @@ export class McpGateway {
       // SDK's own path answers it; a wrong argument inside the object stays the tool's INVALID_ARGUMENT
       return this.respond(rpcError(msg.id, -32602, "Invalid params: tools/call params.arguments must be an object."), 200, out);
     }
-    const enabled = session ? session.enabled : (store.enabledMcpTools ?? null);
+    const enabled = session ? session.held.record.enabled : (store.enabledMcpTools ?? null);
     const t = this.table.served(name, endpoint, enabled);
     // No credential in a session bound to one: 404 as for an unknown session, like ping or tools/list, before the
     // missing-credential 401 would confirm the session id is live (audit A5 L2). boundTo(…, null) binds nothing.
     const credentialed = request.headers.has("x-agent-api-key") || request.headers.has("authorization");
-    if (session && !credentialed && !this.boundTo(session, null, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
+    if (session && !credentialed && !(await this.boundTo(session, null, ip))) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     let principal: CallPrincipal;
     try {
       principal = await this.admit(request, ip, headers, store, endpoint, name, t?.def.auth === "key");
@@ -793,7 +1000,7 @@ export class McpGateway {
       if (err instanceof HttpRefusal) return this.refusalResponse(err, msg.id, out, mcpResourceRefOf(store.slug, request));
       throw err;
     }
-    if (session && !this.boundTo(session, principal.caller?.keyId ?? null, ip)) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
+    if (session && !(await this.boundTo(session, principal.caller?.keyId ?? null, ip))) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
     const missing = insufficientOAuthScope(t, principal);
     if (missing) {
       // MCP authorization (2025-11-25), scope challenge: an OAuth token without the tool's scope is HTTP 403 with
@@ -817,7 +1024,9 @@ export class McpGateway {
     }
     if (session && (t?.def.confirmation || t?.def.mayAsk)) {
       // a write tool in a session: through the SDK so the human can be asked on this call's stream
-      return this.viaTransport(session.transport, request, msg, headers, principal);
+      const local = await this.localOf(session, store);
+      if (!local) return this.noSlot(msg.id, out, store, request);
+      return this.viaTransport(local.transport, request, msg, headers, principal);
     }
     if (!acceptsJson(request)) return this.respond(rpcError(msg.id, -32000, "Not Acceptable: the client must accept application/json."), 406, out);
     const result = await runTool(t, name, msg.params?.arguments, this.context(store, endpoint, principal, cannotAsk));
@@ -970,6 +1179,24 @@ function withOpeningComment(body: ReadableStream<Uint8Array<ArrayBuffer>>): Read
       return reader.cancel(reason);
     },
   });
+}
+
+/** The session directory (NATS KV) did not answer: 503 service_unavailable, retryable, as an actor outage is. */
+function directoryUnavailable(err: unknown): ActorError {
+  log.warn("the MCP session directory is unavailable", { error: err as Error });
+  return fail("service_unavailable", "MCP sessions are unavailable for a moment; retry.");
+}
+
+/** The gateway and session copy that asked the question a client's answer with this id answers (`McpGateway.connect`). */
+function askedBy(id: unknown): { gateway: string; copy: number } | undefined {
+  const m = typeof id === "string" ? /^([0-9a-f]{8})\.(\d+)\.\d+$/.exec(id) : null;
+  return m ? { gateway: m[1]!, copy: Number(m[2]) } : undefined;
+}
+
+/** Each transport's copy number (`McpGateway.connect`), read when the session is remembered. */
+const copyNumbers = new WeakMap<WebStandardStreamableHTTPServerTransport, number>();
+function copyOf(transport: WebStandardStreamableHTTPServerTransport): number {
+  return copyNumbers.get(transport) ?? 0;
 }
 
 const ENDPOINTS: Record<string, Endpoint> = { discovery: "discovery", customer: "customer", checkout: "checkout" };

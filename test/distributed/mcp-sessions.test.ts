@@ -1,0 +1,197 @@
+/**
+ * MCP sessions across gateway replicas: one actor host and two gateway processes over a local 3-node NATS cluster,
+ * sharing the session directory (gateway/mcp/session-directory.ts, a JetStream KV bucket). A session opened on one
+ * gateway is served by the other without sticky routing: its fast-path calls from the directory entry, its write
+ * tools (human confirmation on the call's SSE stream) by adopting the session there; DELETE on either ends it on
+ * both; another caller is told the session does not exist on both.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { json, startDeployment, type Deployment } from "../helpers/deployment.ts";
+import { ADMIN, ALL_SCOPES } from "../helpers/agents.ts";
+import { DEMO, DEMO_PRODUCT } from "../mcp/helpers.ts";
+
+let dep: Deployment | undefined;
+let gw: [string, string];
+let adminToken = "";
+
+beforeAll(async () => {
+  const d = await startDeployment(
+    { prefix: "acs-dist-mcp-", seeded: true, gateways: 2, env: { RATE_LIMITS_ENABLED: "false" } },
+    (started) => (dep = started),
+  );
+  gw = [d.gateways[0]!, d.gateways[1]!];
+  const login = await json(`${gw[0]}/api/v1/auth/login`, { method: "POST", body: ADMIN });
+  expect(login.status).toBe(200);
+  adminToken = login.body.data.token;
+}, 120_000);
+
+afterAll(async () => {
+  await dep?.stop();
+});
+
+async function newKey(): Promise<Record<string, string>> {
+  const r = await json(`${gw[0]}/api/v1/agent-keys`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${adminToken}` },
+    body: { name: "mcp replicas", scopes: ALL_SCOPES, tier: "ENTERPRISE" },
+  });
+  expect(r.status).toBe(201);
+  return { "x-agent-api-key": r.body.data.key };
+}
+
+/** An SDK client on `gateway`: a new session (initialize) unless `sessionId` names one to continue. */
+async function client(gateway: string, headers: Record<string, string>, sessionId?: string) {
+  const c = new Client({ name: "replica-test", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+  const asked: string[] = [];
+  c.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push((req.params as { message: string }).message);
+    return { action: "accept", content: { approve: true } };
+  });
+  const transport = new StreamableHTTPClientTransport(new URL(`${gateway}/${DEMO}/mcp`), { requestInit: { headers }, sessionId });
+  await c.connect(transport);
+  return { c, transport, asked };
+}
+
+/** One JSON-RPC POST in a session, answered as JSON (the fast path) or SSE. */
+async function post(gateway: string, headers: Record<string, string>, sessionId: string, method: string, params: unknown = {}) {
+  const res = await fetch(`${gateway}/${DEMO}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId, ...headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+  });
+  const text = await res.text();
+  return { status: res.status, type: res.headers.get("content-type"), body: res.headers.get("content-type")?.startsWith("application/json") ? JSON.parse(text) : text };
+}
+
+/** Reads SSE events (their `data` as JSON) from a response body, one at a time. */
+function sseEvents(res: Response) {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  return async function next(): Promise<any> {
+    for (;;) {
+      const end = buffer.indexOf("\n\n");
+      if (end >= 0) {
+        const event = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = event.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
+        if (data) return JSON.parse(data);
+        continue;
+      }
+      const { done, value } = await reader.read();
+      if (done) throw new Error("the stream ended");
+      buffer += decoder.decode(value, { stream: true });
+    }
+  };
+}
+
+describe("an MCP session opened on one gateway", () => {
+  test("is served by the other: tools/list, a fast-path tools/call, and a write tool that asks the human there", async () => {
+    const key = await newKey();
+    const first = await client(gw[0], key);
+    const sessionId = first.transport.sessionId!;
+    expect(sessionId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const second = await client(gw[1], key, sessionId);
+    const listed = await second.c.listTools();
+    expect(listed.tools.map((t) => t.name)).toContain("create_cart");
+
+    const search = await post(gw[1], key, sessionId, "tools/call", { name: "search_products", arguments: { query: "headphones", limit: 2 } });
+    expect(search.status).toBe(200);
+    expect(search.type).toStartWith("application/json");
+    expect(search.body.id).toBe(7);
+    expect(search.body.result.isError).toBeUndefined();
+    expect(search.body.result.structuredContent.products.length).toBeGreaterThan(0);
+
+    // a write tool needs the SDK transport: the second gateway adopts the session and asks on the call's stream
+    const cart = (await second.c.callTool({ name: "create_cart", arguments: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] } })) as CallToolResult;
+    expect(cart.isError).toBeUndefined();
+    expect(second.asked).toHaveLength(1);
+    const made = cart.structuredContent as { cart_id?: string; id?: string };
+    expect(made.cart_id ?? made.id).toBeString();
+
+    // and the first gateway still serves it
+    expect((await post(gw[0], key, sessionId, "ping")).status).toBe(200);
+    await first.c.close();
+    await second.c.close();
+  }, 60_000);
+
+  test("is 404 Session not found on both gateways for another key, as an unknown session is", async () => {
+    const owner = await newKey();
+    const other = await newKey();
+    const { c, transport } = await client(gw[0], owner);
+    const sessionId = transport.sessionId!;
+    for (const g of gw) {
+      for (const method of ["tools/list", "ping"]) {
+        const r = await post(g, other, sessionId, method);
+        expect({ status: r.status, body: r.body }).toEqual({ status: 404, body: { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } } });
+      }
+      const call = await post(g, other, sessionId, "tools/call", { name: "search_products", arguments: { query: "shirt" } });
+      expect({ status: call.status, body: call.body }).toEqual({ status: 404, body: { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } } });
+    }
+    // the owner keeps it on both
+    for (const g of gw) expect((await post(g, owner, sessionId, "tools/list")).status).toBe(200);
+    await c.close();
+  }, 60_000);
+
+  test("ends on both gateways when DELETEd on either, including the other's adopted copy", async () => {
+    const key = await newKey();
+    const first = await client(gw[0], key);
+    const sessionId = first.transport.sessionId!;
+    // the second gateway adopts it (a write tool goes through its own SDK copy of the session)
+    const second = await client(gw[1], key, sessionId);
+    const cart = (await second.c.callTool({ name: "create_cart", arguments: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] } })) as CallToolResult;
+    expect(cart.isError).toBeUndefined();
+
+    const del = await fetch(`${gw[0]}/${DEMO}/mcp`, { method: "DELETE", headers: { "mcp-session-id": sessionId, ...key } });
+    expect(del.status).toBe(200);
+    for (const g of gw) {
+      for (const method of ["tools/list", "ping"]) {
+        const r = await post(g, key, sessionId, method);
+        expect({ status: r.status, body: r.body }).toEqual({ status: 404, body: { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } } });
+      }
+      const write = await post(g, key, sessionId, "tools/call", { name: "create_cart", arguments: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] } });
+      expect(write.status).toBe(404);
+    }
+
+    // and the other way round: a session DELETEd on the gateway that did not open it
+    const third = await client(gw[0], key);
+    const id3 = third.transport.sessionId!;
+    expect((await fetch(`${gw[1]}/${DEMO}/mcp`, { method: "DELETE", headers: { "mcp-session-id": id3, ...key } })).status).toBe(200);
+    for (const g of gw) expect((await post(g, key, id3, "ping")).status).toBe(404);
+    await Promise.allSettled([first.c.close(), second.c.close(), third.c.close()]);
+  }, 60_000);
+
+  test("a write tool asked on one gateway is approved by the human's answer reaching the other (forwarded over NATS)", async () => {
+    const key = await newKey();
+    const { c, transport } = await client(gw[0], key);
+    const sessionId = transport.sessionId!;
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId, ...key };
+    const call = await fetch(`${gw[1]}/${DEMO}/mcp`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ jsonrpc: "2.0", id: 41, method: "tools/call", params: { name: "create_cart", arguments: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] } } }),
+    });
+    expect(call.status).toBe(200);
+    const next = sseEvents(call);
+    const question = await next();
+    expect(question.method).toBe("elicitation/create");
+    // the question's id names the gateway and session copy that asked it, so no other copy can take its answer
+    expect(question.id).toMatch(/^[0-9a-f]{8}\.\d+\.\d+$/);
+    const answer = await fetch(`${gw[0]}/${DEMO}/mcp`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ jsonrpc: "2.0", id: question.id, result: { action: "accept", content: { approve: true } } }),
+    });
+    expect(answer.status).toBe(202);
+    const result = await next();
+    expect(result.id).toBe(41);
+    expect(result.result.isError).toBeUndefined();
+    const made = result.result.structuredContent as { cart_id?: string; id?: string };
+    expect(made.cart_id ?? made.id).toBeString();
+    await c.close();
+  }, 60_000);
+});
