@@ -33,6 +33,8 @@ export class ProductColumns {
   /** Index into `categoryKeys` of the product's category key, -1 when it has none. */
   category = new Int32Array(0);
   priceMinor = new Float64Array(0);
+  /** RankableProduct.prices per ref: set only for products whose variants are priced on their own. */
+  readonly prices: Array<readonly number[] | undefined> = [];
   /** Index into `currencies`. */
   currency = new Int32Array(0);
   /** Date.parse(createdAt) || 0, for sort=newest. */
@@ -81,6 +83,7 @@ export class ProductColumns {
     const key = p.category === null ? null : categoryKey(p.category);
     this.category[ref] = key === null ? -1 : this.intern(this.categoryIndex, this.categoryKeys, key);
     this.priceMinor[ref] = p.priceMinor;
+    this.prices[ref] = p.prices;
     let c = this.currencyIndex.get(p.currency);
     if (c === undefined) {
       this.currencyIndex.set(p.currency, (c = this.currencies.length));
@@ -95,11 +98,13 @@ export class ProductColumns {
     if (ref >= this.records.length) return;
     this.records[ref] = undefined;
     this.ids[ref] = "";
+    this.prices[ref] = undefined;
   }
 
   reset(): void {
     this.records.length = 0;
     this.ids.length = 0;
+    this.prices.length = 0;
   }
 
   /** Refs the columns cover (live or free). */

@@ -26,6 +26,7 @@ import {
   type SearchDoc,
   type SearchEngine,
   type StockUpdate,
+  anyPriceIn,
 } from "./engine.ts";
 import { allowedTypos, assertSearchSettings, DEFAULT_SEARCH_SETTINGS, SEARCHABLE_FIELDS, type SearchSettings } from "./settings.ts";
 import { kthLargest } from "./ranking.ts";
@@ -45,6 +46,9 @@ export function validateSearchDoc(d: SearchDoc): void {
   if (typeof d.id !== "string" || d.id.length === 0) throw fail("validation_error", "search doc without id", {});
   if (!Number.isSafeInteger(d.priceMinor) || d.priceMinor < 0) {
     throw fail("validation_error", "priceMinor must be a non-negative integer (minor units)", { id: d.id, priceMinor: d.priceMinor });
+  }
+  if (d.prices !== undefined && !(Array.isArray(d.prices) && d.prices.length > 0 && d.prices.every((p) => Number.isSafeInteger(p) && p >= 0))) {
+    throw fail("validation_error", "prices must be non-negative integers (minor units)", { id: d.id });
   }
   if (d.ref !== undefined && !(Number.isInteger(d.ref) && d.ref >= 0 && d.ref <= 0x7fff_ffff)) {
     throw fail("validation_error", "ref must be a non-negative 31-bit integer", { id: d.id, ref: d.ref });
@@ -257,6 +261,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
   private alive = new Uint8Array(0);
   private storeOf = new Int32Array(0);
   private priceOf = new Float64Array(0);
+  /** 1 when the slot's document has several prices (`SearchDoc.prices`, in `pricesOf`): the price filter reads them. */
+  private multiPrice = new Uint8Array(0);
+  private pricesOf: Array<readonly number[] | undefined> = [];
   /** 0 removed, 1 live and out of stock, 2 live and in stock: the query's first check is one read. */
   private liveStock = new Uint8Array(0);
   private categoryOf = new Int32Array(0);
@@ -349,6 +356,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.alive = new Uint8Array(0);
     this.storeOf = new Int32Array(0);
     this.priceOf = new Float64Array(0);
+    this.multiPrice = new Uint8Array(0);
+    this.pricesOf = [];
     this.liveStock = new Uint8Array(0);
     this.categoryOf = new Int32Array(0);
     this.fieldLen = new Uint16Array(0);
@@ -381,6 +390,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       this.refOf = grow(this.refOf, n);
       this.storeOf = grow(this.storeOf, n);
       this.priceOf = grow(this.priceOf, n);
+      this.multiPrice = grow(this.multiPrice, n);
       this.liveStock = grow(this.liveStock, n);
       this.categoryOf = grow(this.categoryOf, n);
       this.fieldLen = grow(this.fieldLen, n * NF);
@@ -409,6 +419,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.alive[slot] = 1;
     this.storeOf[slot] = this.intern(this.storeIndex, d.storeSlug);
     this.priceOf[slot] = d.priceMinor;
+    const several = d.prices !== undefined && !(d.prices.length === 1 && d.prices[0] === d.priceMinor);
+    this.multiPrice[slot] = several ? 1 : 0;
+    this.pricesOf[slot] = several ? [...d.prices!] : undefined;
     this.liveStock[slot] = d.inStock ? 2 : 1;
     const cat = categoryKey(d.category);
     this.categoryOf[slot] = cat === null ? -1 : this.intern(this.categoryIndex, cat);
@@ -440,6 +453,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.ids[slot] = "";
     this.alive[slot] = 0;
     this.liveStock[slot] = 0;
+    this.multiPrice[slot] = 0;
+    this.pricesOf[slot] = undefined;
     for (let f = 0; f < NF; f++) this.fieldLenSum[f] -= this.fieldLen[slot * NF + f]!;
     const entries = this.docTerms[slot];
     if (entries) {
@@ -530,7 +545,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     let nRejected = 0;
     const N = this.docCount;
     // the filter, inlined below (checked once per document, on typed arrays)
-    const { liveStock, storeOf, priceOf, categoryOf } = this;
+    const { liveStock, storeOf, priceOf, multiPrice, pricesOf, categoryOf } = this;
     const { storeOk, category, min, max, stock } = filter;
     const priceFiltered = min > -Infinity || max < Infinity;
     const wantStock = stock + 1;
@@ -561,7 +576,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
                 liveStock[slot] === 0 ||
                 (stock >= 0 && liveStock[slot] !== wantStock) ||
                 (storeOk !== null && storeOk[storeOf[slot]!] !== 1) ||
-                (priceFiltered && (priceOf[slot]! < min || priceOf[slot]! > max)) ||
+                (priceFiltered && (multiPrice[slot] === 1 ? !anyPriceIn(pricesOf[slot]!, min, max) : priceOf[slot]! < min || priceOf[slot]! > max)) ||
                 (category !== NO_CATEGORY_FILTER && categoryOf[slot] !== category)
               ) {
                 rowOf[slot] = -1;
@@ -755,8 +770,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       this.alive[slot] === 1 &&
       (f.storeOk === null || f.storeOk[this.storeOf[slot]!] === 1) &&
       (f.stock < 0 || this.liveStock[slot] === f.stock + 1) &&
-      this.priceOf[slot]! >= f.min &&
-      this.priceOf[slot]! <= f.max &&
+      (this.multiPrice[slot] === 1 ? anyPriceIn(this.pricesOf[slot]!, f.min, f.max) : this.priceOf[slot]! >= f.min && this.priceOf[slot]! <= f.max) &&
       (f.category === NO_CATEGORY_FILTER || this.categoryOf[slot] === f.category)
     );
   }

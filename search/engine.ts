@@ -17,6 +17,12 @@ export interface SearchDoc {
   brand: string | null;
   tags: string[];
   priceMinor: number;
+  /**
+   * Optional: every price the cart can charge for the product, when that is not just `priceMinor` (a product with
+   * variants priced on their own, search/service.ts `chargeablePrices`). The price filter then matches when one of
+   * them is in range. Minor units of `currency`, ascending, no duplicates.
+   */
+  prices?: number[];
   currency: string;
   inStock: boolean;
   /** ISO 8601 date-time. */
@@ -44,9 +50,9 @@ export interface StockUpdate {
 export interface EngineQuery {
   /** Free text; empty or "*" lists every document that passes the filters, with textScore 0. */
   text: string;
-  /** Inclusive lower bound on `priceMinor`. */
+  /** Inclusive lower bound on `priceMinor` (a document with `prices`: on one of them, the same one as the upper bound). */
   minPriceMinor?: number;
-  /** Inclusive upper bound on `priceMinor`. */
+  /** Inclusive upper bound on `priceMinor` (or one of `prices`). */
   maxPriceMinor?: number;
   /** Exact category, compared case-insensitively. */
   category?: string;
@@ -135,6 +141,25 @@ export function categoryKey(category: string | null | undefined): string | null 
   if (category == null) return null;
   const k = tokenize(category).join(" ");
   return k.length > 0 ? k : null;
+}
+
+/** Whether one of `prices` is in [min, max] (a product with several chargeable prices, SearchDoc.prices). */
+export function anyPriceIn(prices: readonly number[], min: number, max: number): boolean {
+  for (let i = 0; i < prices.length; i++) if (prices[i]! >= min && prices[i]! <= max) return true;
+  return false;
+}
+
+/**
+ * The price a product with several chargeable prices (ascending) is price-sorted by: the lowest one in [min, max]
+ * (`highest`: the highest one, for price_desc); NaN when none is in range.
+ */
+export function matchingPrice(prices: readonly number[], min: number, max: number, highest: boolean): number {
+  if (highest) {
+    for (let i = prices.length - 1; i >= 0; i--) if (prices[i]! >= min && prices[i]! <= max) return prices[i]!;
+  } else {
+    for (let i = 0; i < prices.length; i++) if (prices[i]! >= min && prices[i]! <= max) return prices[i]!;
+  }
+  return NaN;
 }
 
 export function isWildcardText(text: string): boolean {

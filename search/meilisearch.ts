@@ -35,6 +35,8 @@ interface MeiliRow {
   brand: string | null;
   tags: string[];
   priceMinor: number;
+  /** SearchDoc.prices, or [priceMinor]: what the price filter reads. */
+  pricesMinor: number[];
   currency: string;
   inStock: boolean;
   createdAt: string;
@@ -43,7 +45,7 @@ interface MeiliRow {
   updatedAt: string;
 }
 
-export const FILTERABLE_ATTRIBUTES = ["storeSlug", "categoryKey", "inStock", "priceMinor", "currency"] as const;
+export const FILTERABLE_ATTRIBUTES = ["storeSlug", "categoryKey", "inStock", "priceMinor", "pricesMinor", "currency"] as const;
 export const SORTABLE_ATTRIBUTES = ["priceMinor", "createdAtMs"] as const;
 
 /** A Meilisearch string literal. */
@@ -56,8 +58,13 @@ export function toMeilisearchFilter(q: Omit<EngineQuery, "text" | "window">): st
   const out: string[] = [];
   if (q.storeSlugs !== undefined) out.push(`storeSlug IN [${q.storeSlugs.map(meiliString).join(", ")}]`);
   if (q.inStock !== undefined) out.push(`inStock = ${q.inStock ? "true" : "false"}`);
-  if (q.minPriceMinor !== undefined) out.push(`priceMinor >= ${Math.trunc(q.minPriceMinor)}`);
-  if (q.maxPriceMinor !== undefined) out.push(`priceMinor <= ${Math.trunc(q.maxPriceMinor)}`);
+  // On `pricesMinor`, every price the cart can charge (SearchDoc.prices): one range condition, so one of them must
+  // be inside it; `>= lo AND <= hi` would let one price satisfy the lower bound and another the upper.
+  const lo = q.minPriceMinor === undefined ? undefined : Math.trunc(q.minPriceMinor);
+  const hi = q.maxPriceMinor === undefined ? undefined : Math.trunc(q.maxPriceMinor);
+  if (lo !== undefined && hi !== undefined) out.push(`pricesMinor ${lo} TO ${hi}`);
+  else if (lo !== undefined) out.push(`pricesMinor >= ${lo}`);
+  else if (hi !== undefined) out.push(`pricesMinor <= ${hi}`);
   if (q.category !== undefined) {
     const key = categoryKey(q.category);
     out.push(key === null ? "categoryKey IS NULL" : `categoryKey = ${meiliString(key)}`);
@@ -94,6 +101,7 @@ function toRow(d: SearchDoc): MeiliRow {
     brand: d.brand,
     tags: [...d.tags],
     priceMinor: d.priceMinor,
+    pricesMinor: d.prices !== undefined ? [...d.prices] : [d.priceMinor],
     currency: d.currency,
     inStock: d.inStock,
     createdAt: d.createdAt,

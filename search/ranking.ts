@@ -6,7 +6,7 @@
  * then × (1 − deprioritizedPenalty) for stores whose operational status is deprioritized.
  * Formula, tiers and rules are written up in docs/search.md.
  */
-import { categoryKey, clamp01, tokenize, windowCandidates, type Candidate, type CandidateWindow, type EngineQuery } from "./engine.ts";
+import { categoryKey, clamp01, matchingPrice, tokenize, windowCandidates, type Candidate, type CandidateWindow, type EngineQuery } from "./engine.ts";
 import type { ProductColumns } from "./columns.ts";
 import { minorUnitExponent, toMajor, toMinor } from "./money.ts";
 import { DEFAULT_SEARCH_SETTINGS, DEFAULT_STOP_WORDS, type SearchSettings } from "./settings.ts";
@@ -156,6 +156,12 @@ export interface RankableProduct {
   title: string;
   description: string;
   priceMinor: number;
+  /**
+   * Every price the cart can charge, ascending, when that is not just `priceMinor`: a product with variants is
+   * bought as one of them, at the variant's own price (its list price when the variant has none). The price filter
+   * matches when one of them is in range; price sorts use the lowest in range (price_desc: the highest).
+   */
+  prices?: readonly number[];
   compareAtPriceMinor: number | null;
   currency: string;
   inStock: boolean;
@@ -487,13 +493,15 @@ export function dedupeKey(title: string, stopWords: readonly string[] = DEFAULT_
 const byId = (a: RankedProduct, b: RankedProduct) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 const byRelevance = (a: RankedProduct, b: RankedProduct) =>
   b.score.final - a.score.final || b.score.trust - a.score.trust || byId(a, b);
-const majorPrice = (p: RankedProduct) => p.priceMinor / 10 ** minorUnitExponent(p.currency);
+/** Lowest chargeable price (`highest`: the highest), in major units. */
+const majorPrice = (p: RankedProduct, highest: boolean) =>
+  (p.prices === undefined ? p.priceMinor : p.prices[highest ? p.prices.length - 1 : 0]!) / 10 ** minorUnitExponent(p.currency);
 
 /** Comparators; every non-relevance sort breaks ties by relevance, then id, so pages are stable. */
 export const SORTS: Record<SortOrder, (a: RankedProduct, b: RankedProduct) => number> = {
   relevance: byRelevance,
-  price_asc: (a, b) => majorPrice(a) - majorPrice(b) || byRelevance(a, b),
-  price_desc: (a, b) => majorPrice(b) - majorPrice(a) || byRelevance(a, b),
+  price_asc: (a, b) => majorPrice(a, false) - majorPrice(b, false) || byRelevance(a, b),
+  price_desc: (a, b) => majorPrice(b, true) - majorPrice(a, true) || byRelevance(a, b),
   trust_score: (a, b) => b.score.trust - a.score.trust || byRelevance(a, b),
   newest: (a, b) => (Date.parse(b.createdAt) || 0) - (Date.parse(a.createdAt) || 0) || byRelevance(a, b),
 };
@@ -876,9 +884,17 @@ export function rankProducts(given: RankInput): RankResult {
     if (st === null) continue;
     if (f.inStock && !p.inStock) continue;
     if (wantCategory !== undefined && cachedCategoryKey(p.category) !== wantCategory) continue;
-    if (f.minPrice !== undefined || f.maxPrice !== undefined) {
-      const [lo, hi] = boundsOf(p.currency);
-      if (p.priceMinor < lo || p.priceMinor > hi) continue;
+    const priceFiltered = f.minPrice !== undefined || f.maxPrice !== undefined;
+    let sortPrice = p.priceMinor;
+    if (priceFiltered || (byPrice && p.prices !== undefined)) {
+      const [lo, hi] = priceFiltered ? boundsOf(p.currency) : [-Infinity, Infinity];
+      if (p.prices === undefined) {
+        if (p.priceMinor < lo || p.priceMinor > hi) continue;
+      } else {
+        // several chargeable prices (variants): one of them in range; sorted by the lowest in range (desc: highest)
+        sortPrice = matchingPrice(p.prices, lo, hi, req.sort === "price_desc");
+        if (Number.isNaN(sortPrice)) continue;
+      }
     }
     const text = clamp01(textScore);
     const base = text * w.text + st.trust * w.trust + st.freshness * w.freshness + (p.inStock ? 1 : 0) * w.inStock;
@@ -888,7 +904,7 @@ export function rankProducts(given: RankInput): RankResult {
       text: textScore,
       final: base * st.multiplier,
       trust: st.trust,
-      majorPrice: byPrice ? p.priceMinor / 10 ** minorUnitExponent(p.currency) : 0,
+      majorPrice: byPrice ? sortPrice / 10 ** minorUnitExponent(p.currency) : 0,
       createdMs: req.sort === "newest" ? createdAtMs(p) : 0,
     });
   }
@@ -1009,7 +1025,8 @@ function rankFromColumns(
   }
   const byPrice = req.sort === "price_asc" || req.sort === "price_desc";
   const newest = req.sort === "newest";
-  const { store: storeCol, inStock: stockCol, category: catCol, priceMinor, currency: curCol, createdMs, currencyScale } = cols;
+  const { store: storeCol, inStock: stockCol, category: catCol, priceMinor, prices: pricesCol, currency: curCol, createdMs, currencyScale } = cols;
+  const desc = req.sort === "price_desc";
   // filter and score in place: positions [0, kept) are the ranked candidates
   let kept = 0;
   for (let i = 0; i < n; i++) {
@@ -1021,10 +1038,16 @@ function rankFromColumns(
     const inStock = stockCol[ref] === 1;
     if (f.inStock && !inStock) continue;
     if (wantCategory !== -3 && catCol[ref] !== wantCategory) continue;
-    if (priceFiltered) {
-      const cur = curCol[ref]!;
-      const price = priceMinor[ref]!;
-      if (price < lo[cur]! || price > hi[cur]!) continue;
+    let sortPrice = priceMinor[ref]!;
+    if (priceFiltered || byPrice) {
+      const several = pricesCol[ref];
+      if (several === undefined) {
+        if (priceFiltered && (sortPrice < lo[curCol[ref]!]! || sortPrice > hi[curCol[ref]!]!)) continue;
+      } else {
+        // several chargeable prices (variants): one of them in range; sorted by the lowest in range (desc: highest)
+        sortPrice = priceFiltered ? matchingPrice(several, lo[curCol[ref]!]!, hi[curCol[ref]!]!, desc) : several[desc ? several.length - 1 : 0]!;
+        if (Number.isNaN(sortPrice)) continue;
+      }
     }
     const textScore = dText[i]!;
     const text = clamp01(textScore);
@@ -1033,7 +1056,7 @@ function rankFromColumns(
     dText[kept] = textScore;
     dFinal[kept] = base * st.multiplier;
     dTrust[kept] = st.trust;
-    dKey[kept] = byPrice ? priceMinor[ref]! / currencyScale[curCol[ref]!]! : newest ? createdMs[ref]! : 0;
+    dKey[kept] = byPrice ? sortPrice / currencyScale[curCol[ref]!]! : newest ? createdMs[ref]! : 0;
     dTerms[kept] = st;
     kept++;
   }
@@ -1096,6 +1119,7 @@ function rankedProduct(p: RankableProduct, store: StoreSnapshot, textScore: numb
     title: p.title,
     description: p.description,
     priceMinor: p.priceMinor,
+    ...(p.prices !== undefined ? { prices: p.prices } : {}),
     compareAtPriceMinor: p.compareAtPriceMinor,
     currency: p.currency,
     inStock: p.inStock,
@@ -1142,6 +1166,11 @@ export interface ProductSummary {
   priceConfidence: Confidence;
   why_ranked: string;
   euQualified: boolean;
+  /**
+   * Only for a product whose variants are priced on their own: the lowest and highest price the cart charges for
+   * it (decimal, `currency`). `price` stays the product's list price; the price filter and price sorts use these.
+   */
+  priceRange?: { min: number; max: number };
 }
 
 export function toProductSummary(p: RankedProduct): ProductSummary {
@@ -1162,5 +1191,8 @@ export function toProductSummary(p: RankedProduct): ProductSummary {
     priceConfidence: p.priceConfidence,
     why_ranked: p.why_ranked,
     euQualified: p.euQualified,
+    ...(p.prices !== undefined && p.prices.length > 0
+      ? { priceRange: { min: toMajor(p.prices[0]!, p.currency), max: toMajor(p.prices[p.prices.length - 1]!, p.currency) } }
+      : {}),
   };
 }

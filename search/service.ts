@@ -76,6 +76,8 @@ export interface ProductLoadRow {
   compare_at_price_minor: number | null;
   currency: string;
   in_stock: boolean;
+  /** The variants' chargeable prices (PRODUCT_FIELDS), null without variants; absent in rows built in memory. */
+  variant_prices?: (number | string)[] | null;
   /** Absent in rows built in memory (benchmarks): read as untracked stock, `in_stock` as given. */
   stock_quantity?: number | null;
   reserved_quantity?: number;
@@ -85,8 +87,25 @@ export interface ProductLoadRow {
   updated_at: Date;
 }
 
+// variant_prices: what the cart charges for each variant (its own price, else the list price), of the variants in
+// stock, or of all of them when none is (so an out-of-stock product still has its prices for inStock: false).
 const PRODUCT_FIELDS = `id, store_slug, title, description, brand, category, tags, price_minor, compare_at_price_minor,
-  currency, in_stock, stock_quantity, reserved_quantity, images, active, created_at, updated_at`;
+  currency, in_stock, stock_quantity, reserved_quantity, images, active, created_at, updated_at,
+  (SELECT array_agg(DISTINCT COALESCE((v->>'priceMinor')::float8, price_minor::float8)) FROM jsonb_array_elements(variants) v
+    WHERE (v->>'inStock')::boolean IS NOT FALSE
+      OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements(variants) x WHERE (x->>'inStock')::boolean IS NOT FALSE)) AS variant_prices`;
+
+/**
+ * Every price the cart can charge for a product, ascending, when that is not just its list price: a product with
+ * variants is bought as one of them, at the variant's price (audit A7 MED-2: search filtered and sorted by the list
+ * price while the cart charged the variant's). Undefined for a product without variants or whose variants all cost
+ * the list price, so those are indexed and ranked exactly as before.
+ */
+export function chargeablePrices(priceMinor: number, variantPrices: readonly (number | string)[] | null | undefined): number[] | undefined {
+  if (!variantPrices || variantPrices.length === 0) return undefined;
+  const prices = [...new Set(variantPrices.map(Number))].sort((a, b) => a - b);
+  return prices.length === 1 && prices[0] === priceMinor ? undefined : prices;
+}
 
 /** What a held-stock re-read takes of a product: enough for `buyableStock`, nothing to re-index. */
 interface StockRow {
@@ -264,12 +283,15 @@ export class SearchService {
         continue;
       }
       const createdAt = new Date(r.created_at).toISOString();
+      const priceMinor = Number(r.price_minor);
+      const prices = chargeablePrices(priceMinor, r.variant_prices);
       const rp: RankableProduct = {
         id: r.id,
         storeSlug: this.internSlug(r.store_slug),
         title: r.title,
         description: r.description,
-        priceMinor: Number(r.price_minor),
+        priceMinor,
+        ...(prices !== undefined ? { prices } : {}),
         compareAtPriceMinor: r.compare_at_price_minor === null ? null : Number(r.compare_at_price_minor),
         currency: r.currency,
         inStock: buyableInStock(r),
@@ -286,6 +308,7 @@ export class SearchService {
         brand: r.brand,
         tags: r.tags ?? [],
         priceMinor: rp.priceMinor,
+        ...(prices !== undefined ? { prices } : {}),
         currency: r.currency,
         inStock: rp.inStock,
         createdAt,

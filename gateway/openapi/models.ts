@@ -126,6 +126,7 @@ export const ProductSummary = obj({
   stockConfidence: Confidence, priceConfidence: Confidence,
   why_ranked: t.String({ description: "Human-readable ranking explanation." }),
   euQualified: t.Boolean({ description: "Registry-checked (QUALIFIED) and established in the EU." }),
+  priceRange: t.Optional(obj({ min: Num, max: Num }, "Only for a product whose variants are priced on their own: the lowest and highest price the cart charges for it (decimal, in currency). price stays the list price; minPrice/maxPrice match when one variant price is in range, price_asc sorts by the lowest price in range, price_desc by the highest.")),
 }, "ProductSummary (search results).");
 
 /** One entry of ProductDetail `variants` (actors/store/reads.ts `toProductDetail`). */

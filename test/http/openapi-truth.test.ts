@@ -196,7 +196,8 @@ describe("the catalog models are the spec's (A2-F5)", () => {
 
   test("ProductSummary, ProductDetail and MerchantSummary require the spec's fields and give its enums", () => {
     expect([...deref(searchProduct()).required].sort()).toEqual([...SPEC_PRODUCT_SUMMARY].sort());
-    expect(Object.keys(deref(searchProduct()).properties).sort()).toEqual([...SPEC_PRODUCT_SUMMARY].sort());
+    // additive and optional: priceRange (variant prices, audit A7 MED-2)
+    expect(Object.keys(deref(searchProduct()).properties).sort()).toEqual([...SPEC_PRODUCT_SUMMARY, "priceRange"].sort());
     expect([...deref(detail()).required].sort()).toEqual([...SPEC_PRODUCT_DETAIL].sort());
     expect(deref(detail()).properties.policies.required).toEqual(["acceptsReturns"]);
     expect(Object.keys(deref(detail()).properties.policies.properties).sort()).toEqual(["acceptsReturns", "freeShippingThreshold", "restockingFeePercent", "returnWindowDays", "shippingEstimateDays", "supportResponseTimeSla"]);

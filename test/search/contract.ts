@@ -101,6 +101,24 @@ export function searchEngineContract(
       expect(sorted(ids(res))).toEqual(sorted([IDS.headphones, IDS.shoes, IDS.espresso]));
     });
 
+    it("a product with several chargeable prices matches a price range when one of them is inside it", async () => {
+      // list price 50.00, variants at 30.00 and 70.00: the cart never charges 50.00
+      await engine.upsert([doc(7, { title: "Variant Lamp", storeSlug: "delta", priceMinor: 5_000, prices: [3_000, 7_000] })]);
+      const inRange = async (min?: number, max?: number) =>
+        ids(await engine.query({ text: "*", storeSlugs: ["delta"], window: 10, ...(min !== undefined ? { minPriceMinor: min } : {}), ...(max !== undefined ? { maxPriceMinor: max } : {}) }));
+      expect(await inRange(2_500, 3_500)).toEqual([uuid(7)]);
+      expect(await inRange(6_500, 8_000)).toEqual([uuid(7)]);
+      expect(await inRange(4_000, 6_000)).toEqual([]); // between the prices, around the list price
+      expect(await inRange(7_001)).toEqual([]);
+      expect(await inRange(6_000)).toEqual([uuid(7)]);
+      expect(await inRange(undefined, 2_999)).toEqual([]);
+      expect(await inRange(undefined, 3_000)).toEqual([uuid(7)]);
+      // the same through a text query, and replaced by a single-priced version
+      expect(ids(await engine.query({ text: "lamp", minPriceMinor: 4_000, maxPriceMinor: 6_000, window: 10 }))).toEqual([]);
+      await engine.upsert([doc(7, { title: "Variant Lamp", storeSlug: "delta", priceMinor: 5_000 })]);
+      expect(ids(await engine.query({ text: "lamp", minPriceMinor: 4_000, maxPriceMinor: 6_000, window: 10 }))).toEqual([uuid(7)]);
+    });
+
     it("a category filter matches regardless of case", async () => {
       const res = await engine.query({ text: "*", category: "home & KITCHEN", window: 10 });
       expect(sorted(ids(res))).toEqual(sorted([IDS.mug, IDS.espresso]));

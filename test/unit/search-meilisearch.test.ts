@@ -39,10 +39,12 @@ describe("meilisearch adapter without a server", () => {
     ).toEqual([
       'storeSlug IN ["alpha", "we\\"ird\\\\"]',
       "inStock = true",
-      "priceMinor >= 100",
-      "priceMinor <= 2500",
+      "pricesMinor 100 TO 2500",
       'categoryKey = "home kitchen"',
     ]);
+    // one bound alone: one comparison on the chargeable prices
+    expect(toMeilisearchFilter({ minPriceMinor: 100 })).toEqual(["pricesMinor >= 100"]);
+    expect(toMeilisearchFilter({ maxPriceMinor: 2500 })).toEqual(["pricesMinor <= 2500"]);
     expect(toMeilisearchFilter({})).toEqual([]);
     expect(meiliString("a")).toBe('"a"');
   });
@@ -52,7 +54,7 @@ describe("meilisearch adapter without a server", () => {
       resolveSearchSettings({ synonyms: { TV: ["Television"] }, typoTolerance: { minWordSizeForOneTypo: 4 }, candidateWindow: 3000 }),
     );
     expect(s.searchableAttributes).toEqual(["title", "brand", "category", "tags", "description"]);
-    expect(s.filterableAttributes).toEqual(["storeSlug", "categoryKey", "inStock", "priceMinor", "currency"]);
+    expect(s.filterableAttributes).toEqual(["storeSlug", "categoryKey", "inStock", "priceMinor", "pricesMinor", "currency"]);
     expect(s.sortableAttributes).toEqual(["priceMinor", "createdAtMs"]);
     expect(s.synonyms).toEqual({ tv: ["television"] });
     expect(s.typoTolerance).toEqual({ enabled: true, minWordSizeForTypos: { oneTypo: 4, twoTypos: 9 } });
