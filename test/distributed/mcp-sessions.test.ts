@@ -194,4 +194,34 @@ describe("an MCP session opened on one gateway", () => {
     expect(made.cart_id ?? made.id).toBeString();
     await c.close();
   }, 60_000);
+
+  test("opened without a credential, it is bound on both gateways by the first key presented on either", async () => {
+    const [a, b] = [await newKey(), await newKey()];
+    const { c, transport } = await client(gw[0], {});
+    const sessionId = transport.sessionId!;
+    // key A signs in to it on the second gateway: the binding is written to the directory
+    expect((await post(gw[1], a, sessionId, "tools/list")).status).toBe(200);
+    for (const g of gw) {
+      expect((await post(g, b, sessionId, "ping")).status).toBe(404);
+      expect((await post(g, {}, sessionId, "ping")).status).toBe(404);
+      expect((await post(g, a, sessionId, "ping")).status).toBe(200);
+    }
+    await c.close();
+  }, 60_000);
+
+  // last: it stops the first gateway
+  test("outlives the gateway that opened it: stopped with SIGTERM, its sessions go on at the other", async () => {
+    const key = await newKey();
+    const { transport } = await client(gw[0], key);
+    const sessionId = transport.sessionId!;
+    const proc = dep!.gatewayProcs[0]!.proc;
+    proc.kill("SIGTERM");
+    expect(await proc.exited).toBe(0);
+    const second = await client(gw[1], key, sessionId);
+    expect((await post(gw[1], key, sessionId, "tools/list")).status).toBe(200);
+    const cart = (await second.c.callTool({ name: "create_cart", arguments: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] } })) as CallToolResult;
+    expect(cart.isError).toBeUndefined();
+    expect(second.asked).toHaveLength(1);
+    await second.c.close();
+  }, 60_000);
 });
