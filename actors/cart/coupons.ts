@@ -25,6 +25,10 @@ export interface Coupon {
   /** Valid strictly before this instant. */
   expiresAt?: number | null;
   maxUses?: number | null;
+  /**
+   * Uses taken: paid orders' and those claimed by legs still holding (coupons.used_count). Pricing only previews the
+   * limit; the leg's hold claims a use conditionally and is refused when none is left (commerce.ts couponClaim).
+   */
   usedCount?: number;
   active?: boolean;
 }

@@ -35,6 +35,7 @@ import { createdPayload, iso, loadOrder, loadRefund, moveOrder, refundBoundMinor
 import { approveRefund, cancelPaidOrder, refundReminders } from "./refund-flow.ts";
 import { applyRefundEvent, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
+import { normalizeCouponCode } from "../cart/coupons.ts";
 
 export { refundReminders, refundView, type RefundView };
 
@@ -117,20 +118,20 @@ interface CatalogRow {
 const HINT_LIMIT = 100_000;
 /** Product ids whose stock was untracked when readCatalog last saw them. */
 const untrackedSeen = new Set<string>();
-/** Reservation ids whose leg began with nothing held (so no reservation row), until their settle: whether its order has a coupon. */
-const nothingHeld = new Map<string, boolean>();
+/** Reservation ids whose leg began with nothing held (so no reservation row), until their settle. */
+const nothingHeld = new Set<string>();
 function remember(set: Set<string>, key: string): void {
   if (set.size >= HINT_LIMIT) set.clear();
   set.add(key);
 }
-function rememberUnheld(reservationId: string, coupon: string | null, b: BeginLegBody): void {
-  // A leg that claimed a negotiated offer settles by the full statement, which marks the offer used (paidRows).
+function rememberUnheld(b: BeginLegBody): void {
+  // A leg that claimed a negotiated offer settles by the full statement, which marks the offer used (paidRows). A
+  // coupon's use needs nothing at settle: it was claimed with the hold (couponClaim).
   if (negotiatedLines(b).ids.length) {
-    nothingHeld.delete(reservationId);
+    nothingHeld.delete(b.reservationId);
     return;
   }
-  if (nothingHeld.size >= HINT_LIMIT) nothingHeld.clear();
-  nothingHeld.set(reservationId, coupon !== null);
+  remember(nothingHeld, b.reservationId);
 }
 
 /**
@@ -599,6 +600,65 @@ function offerRefusal(slug: string, b: BeginLegBody, claimed: readonly string[])
 }
 
 /**
+ * `cclaim`: the leg's order takes one use of its store's coupon (audit Y2), as a negotiated offer is claimed: one
+ * conditional update of the coupon row (`used_count < usage_limit`), so of legs racing for the last use the losers
+ * re-read the row once the winner commits (row lock, READ COMMITTED) and update nothing. Counting at capture, as
+ * before, let every concurrent checkout that priced the coupon as available pay with it. The claim is recorded per
+ * order (`coupon_claims`, migration 0074) so it is given back exactly once (`couponGivenBack`) and a retry never claims
+ * twice: a replayed reservation (`prior`) claims nothing, and an order that already holds this coupon's use (`cprev`:
+ * a light hold of this attempt that fell through to the full one) keeps it. A claim of another code (never expected:
+ * a released or canceled attempt gives its use back) is replaced and that coupon's use given back (`cswap`). Not for
+ * an order `unless` names (the full hold: one that moved on, whose leg is refused before anything is held; the light
+hold: one that exists, which the full hold decides). Without a coupon there is no
+ * `cclaim` (no statement text: the common leg costs nothing). `claimed` is false only when the coupon had no use left.
+ */
+function couponClaim(db: Sql, slug: string, b: BeginLegBody, unless: SqlFragment): { ctes: SqlFragment; claimed: SqlFragment; columns: SqlFragment } {
+  if (b.couponCode === null) return { ctes: db``, claimed: db`true`, columns: db`NULL::boolean AS coupon_claimed` };
+  const code = normalizeCouponCode(b.couponCode);
+  const claimed = db`(EXISTS (SELECT 1 FROM cclaim) OR EXISTS (SELECT 1 FROM cprev WHERE code = ${code}))`;
+  return {
+    ctes: db`cprev AS (SELECT store_slug, code FROM coupon_claims WHERE order_id = ${b.orderId}),
+      cclaim AS (
+        UPDATE coupons SET used_count = used_count + 1
+        WHERE store_slug = ${slug} AND code = ${code} AND (usage_limit IS NULL OR used_count < usage_limit)
+          AND NOT EXISTS (SELECT 1 FROM cprev WHERE code = ${code}) AND NOT EXISTS (SELECT 1 FROM prior) AND NOT ${unless}
+        RETURNING code),
+      cuse AS (
+        INSERT INTO coupon_claims (order_id, store_slug, code) SELECT ${b.orderId}, ${slug}, code FROM cclaim
+        ON CONFLICT (order_id) DO UPDATE SET store_slug = EXCLUDED.store_slug, code = EXCLUDED.code, created_at = now()),
+      cswap AS (
+        UPDATE coupons c SET used_count = GREATEST(0, c.used_count - 1) FROM cprev
+        WHERE c.store_slug = cprev.store_slug AND c.code = cprev.code AND EXISTS (SELECT 1 FROM cclaim)),`,
+    claimed,
+    columns: db`${claimed} AS coupon_claimed`,
+  };
+}
+
+/**
+ * `cfreed` … `cback`: the coupon use claimed by the orders `orders` selects (a fragment naming order ids) is given back,
+ * once: the claim row is deleted and the coupon's count lowered by what it took.
+ */
+function couponGivenBack(db: Sql, orders: SqlFragment) {
+  return db`cfreed AS (DELETE FROM coupon_claims WHERE order_id IN (${orders}) RETURNING store_slug, code),
+    cback AS (UPDATE coupons c SET used_count = GREATEST(0, c.used_count - 1) FROM cfreed WHERE c.store_slug = cfreed.store_slug AND c.code = cfreed.code)`;
+}
+
+/** A leg that did not go ahead gives back the coupon use its order claimed (this attempt's: an earlier one gave its back). */
+async function releaseCouponClaim(db: Sql, orderId: string): Promise<void> {
+  await db`WITH ${couponGivenBack(db, db`${orderId}::uuid`)} SELECT 1`;
+}
+
+/** The refusal of a leg whose coupon other orders used up since the cart priced it (no money moved). */
+function couponRefusal(slug: string, b: BeginLegBody) {
+  const code = normalizeCouponCode(b.couponCode ?? "");
+  return fail(
+    "STATE_EXECUTION_BLOCKED",
+    `Coupon ${code} has no use left: other orders took its last use since this checkout was priced. Preview the cart again (the coupon then shows as exhausted and the total without its discount) and approve that total.`,
+    { reasons: [{ code: "coupon_exhausted", store_id: slug, coupon_code: code }] },
+  );
+}
+
+/**
  * The order side of a leg, after a CTE `ok (go)` decided whether the leg goes ahead: the order `pending` with its
  * items, `created` event, `order.created` outbox row and the key's allowlist binding (`ins` … `allow`), or, for
  * another attempt of the same session, the existing order pointed at this attempt (`reuse`; without it, an existing
@@ -693,14 +753,16 @@ function run<R extends readonly object[]>(db: Sql, p: Parts) {
 function lightHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], now: number): Parts {
   const idList = idListFragments(db, ids);
   const claim = offerClaim(db, slug, b, false);
+  const coupon = couponClaim(db, slug, b, db`EXISTS (SELECT 1 FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug})`);
   return {
     ctes: db`want AS MATERIALIZED (SELECT w.id, ${slug}::text AS slug FROM unnest(${ids}::uuid[]) AS w(id)),
       ${priorOf(db, slug, b)},
       ${claim.ctes}
+      ${coupon.ctes}
       free AS (
         SELECT p.id FROM products p JOIN want w ON w.id = p.id
         WHERE p.id IN (${idList}) AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL),
-      ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM free) = ${ids.length} AND ${claim.claimed} AS go),
+      ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM free) = ${ids.length} AND ${claim.claimed} AND ${coupon.claimed} AS go),
       ${orderRows(db, slug, b, now, false)}`,
     select: db`(SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
         (SELECT count(*) FROM ins)::int AS inserted`,
@@ -717,12 +779,14 @@ type Held = { id: string; q: number; vq: Record<string, number> };
 function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs: number[], vqs: string[], now: number): Parts {
   const idList = idListFragments(db, ids);
   const claim = offerClaim(db, slug, b, true);
+  const coupon = couponClaim(db, slug, b, db`EXISTS (SELECT 1 FROM gone)`);
   return {
     ctes: db`want AS MATERIALIZED (SELECT w.id, w.q, w.vt::jsonb AS vq, ${slug}::text AS slug FROM unnest(${ids}::uuid[], ${qs}::int[], ${vqs}::text[]) AS w(id, q, vt)),
     ${priorOf(db, slug, b)},
     -- The session's order exists and is no longer pending (a merchant canceled it): nothing is held for it.
     gone AS (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND status <> 'pending'),
     ${claim.ctes}
+    ${coupon.ctes}
     -- Tracked stock (the product's, and each tracked variant's) is held by one conditional update of the product
     -- row; untracked stock is unlimited and never locked.
     -- Plan, index-driven by construction: the only condition on products alone is p.id IN (ids), the primary key
@@ -741,7 +805,7 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
         AND (p.stock_quantity IS NOT NULL OR CASE WHEN w.vq = '{}'::jsonb THEN false ELSE variant_holds_tracked(p.variants, w.vq) <> '{}'::jsonb END)
         AND (p.stock_quantity IS NULL OR p.stock_quantity - p.reserved_quantity >= w.q)
         AND CASE WHEN w.vq = '{}'::jsonb THEN true ELSE variant_stock_covers(p.variants, p.variant_reserved, w.vq) END
-        AND NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone) AND ${claim.claimed}
+        AND NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone) AND ${claim.claimed} AND ${coupon.claimed}
       RETURNING p.id, CASE WHEN p.stock_quantity IS NULL THEN 0 ELSE w.q END AS q,
         CASE WHEN w.vq = '{}'::jsonb THEN '{}'::jsonb ELSE variant_holds_tracked(p.variants, w.vq) END AS vq),
     free AS (
@@ -749,7 +813,7 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
       WHERE p.id IN (${idList}) AND p.store_slug = w.slug AND p.active AND p.in_stock AND p.stock_quantity IS NULL
         AND CASE WHEN w.vq = '{}'::jsonb THEN true
           ELSE variant_holds_tracked(p.variants, w.vq) = '{}'::jsonb AND variant_stock_covers(p.variants, p.variant_reserved, w.vq) END),
-    ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone) AND ${claim.claimed}
+    ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone) AND ${claim.claimed} AND ${coupon.claimed}
       AND (SELECT count(*) FROM held) + (SELECT count(*) FROM free) = ${ids.length} AS go),
     -- A reservation row only when something is held: untracked stock holds nothing, and a row with no lines was
     -- written here and updated again by the settle for nothing (two heap tuples, five index entries per order).
@@ -762,7 +826,7 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
     ${orderRows(db, slug, b, now)}`,
     select: db`(SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
       (SELECT jsonb_agg(jsonb_build_object('id', id, 'q', q, 'vq', vq)) FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted,
-      (SELECT status FROM gone) AS gone_status, ${claim.columns}`,
+      (SELECT status FROM gone) AS gone_status, ${claim.columns}, ${coupon.columns}`,
   };
 }
 
@@ -782,7 +846,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
       return { orderId: l.prior_order as string, created: false };
     }
     if (l.go && l.inserted > 0) {
-      rememberUnheld(b.reservationId, b.couponCode, b);
+      rememberUnheld(b);
       return { orderId: b.orderId, created: true };
     }
   }
@@ -794,6 +858,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
     inserted: number;
     gone_status: OrderStatus | null;
     claimed_offers: string[] | null;
+    coupon_claimed: boolean | null;
   }[]>(
     db,
     fullHoldParts(db, slug, b, ids, qs, vqs, now),
@@ -811,7 +876,9 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
   if (!r.go) {
     const claim = negotiatedLines(b).ids.length;
     if (claim > 0) await releaseClaims(db, b.orderId);
+    if (b.couponCode !== null) await releaseCouponClaim(db, b.orderId);
     if (claim > 0 && (r.claimed_offers ?? []).length < claim) throw offerRefusal(slug, b, r.claimed_offers ?? []);
+    if (r.coupon_claimed === false) throw couponRefusal(slug, b);
     const held = r.held ?? [];
     if (held.length) {
       // Give back what this statement held before it found another line short.
@@ -826,7 +893,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
     throw fail("STATE_EXECUTION_BLOCKED", "Stock no longer covers the cart.", { reasons: stockShortages(slug, ids, qs, vqs, levels) });
   }
   if (r.held?.length) nothingHeld.delete(b.reservationId);
-  else rememberUnheld(b.reservationId, b.couponCode, b);
+  else rememberUnheld(b);
   return { orderId: b.orderId, created: r.inserted > 0 };
 }
 
@@ -843,7 +910,7 @@ export function beginLegRiding(db: Sql, slug: string, b: BeginLegBody, now: numb
     const p = lightHoldParts(db, slug, b, ids, now);
     return {
       write: { ctes: p.ctes, select: db`CASE WHEN (SELECT go FROM ok) AND EXISTS (SELECT 1 FROM ins) THEN 1 ELSE actor_write_refused('leg_hold') END AS leg_ok` },
-      done: () => rememberUnheld(b.reservationId, b.couponCode, b),
+      done: () => rememberUnheld(b),
     };
   }
   const p = fullHoldParts(db, slug, b, ids, qs, vqs, now);
@@ -855,7 +922,7 @@ export function beginLegRiding(db: Sql, slug: string, b: BeginLegBody, now: numb
     },
     done: (row) => {
       if (row.leg_held) nothingHeld.delete(b.reservationId);
-      else rememberUnheld(b.reservationId, b.couponCode, b);
+      else rememberUnheld(b);
     },
   };
 }
@@ -879,22 +946,21 @@ function givenBack(db: Sql) {
 }
 
 /**
- * `o` … `coupon`: a pending order moves to `to` with its capture reference, its history event, its
- * `order.status_changed` outbox row and (`coupon`) its coupon's use. `guard` is an extra condition on the order's update.
+ * `o` … `outbox`: a pending order moves to `to` with its capture reference, its history event and its
+ * `order.status_changed` outbox row. `guard` is an extra condition on the order's update. The coupon's use is not
+ * counted here: the leg's hold claimed it (couponClaim), and a paid order keeps it.
  * `offers`: the negotiated offers the order claimed when its leg began are used from now on (`used`), in the statement
  * that records the capture. The light settle leaves it out: a leg that claimed an offer never takes it (rememberUnheld).
  */
-function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: StatusChangedPayload, guard: ReturnType<Sql>, coupon: boolean, offers = false) {
+function paidRows(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: StatusChangedPayload, guard: ReturnType<Sql>, offers = false) {
   return db`o AS (
       UPDATE orders SET status = ${to}, capture_ref = ${b.captureRef ?? null}, intent_id = ${b.intentId ?? b.reservationId},
         simulated = ${b.simulated ?? false}, paid_at = now(), updated_at = now(), version = version + 1
-      WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending' ${guard} RETURNING id, coupon_code),
+      WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending' ${guard} RETURNING id),
     ev AS (
       INSERT INTO order_events (order_id, type, from_status, to_status, data)
       SELECT id, 'mark_paid', 'pending', ${to}, ${db.json({ actor: "system", capture_ref: b.captureRef ?? null, intent_id: b.intentId ?? null } as never)}::jsonb FROM o),
     outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.status_changed', ${db.json(changedPayload as never)}::jsonb FROM o)${
-      coupon ? db`,
-    coupon AS (UPDATE coupons c SET used_count = c.used_count + 1 FROM o WHERE c.store_slug = ${slug} AND c.code = o.coupon_code)` : db``}${
       offers ? db`,
     used AS (UPDATE negotiation_offers n SET used_at = now() FROM o WHERE n.order_id = o.id AND n.used_at IS NULL)` : db``}`;
 }
@@ -908,13 +974,11 @@ function capturedMove(slug: string, b: SettleLegBody, totalMinor: number, curren
 }
 
 /**
- * The settle of a captured leg that held nothing (no reservation row): only the order moves, and the coupon table is
- * left out when the order has none. Guards re-check both in SQL; an order still pending after it (a reservation row
- * or a coupon after all) was left untouched for the full settle.
+ * The settle of a captured leg that held nothing (no reservation row): only the order moves. The guard re-checks that
+ * in SQL; an order still pending after it (a reservation row after all) was left untouched for the full settle.
  */
-function lightSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: StatusChangedPayload, coupon: boolean) {
-  const noReservation = db`NOT EXISTS (SELECT 1 FROM stock_reservations WHERE id = ${b.reservationId})`;
-  return paidRows(db, slug, b, to, changedPayload, coupon ? db`AND ${noReservation}` : db`AND coupon_code IS NULL AND ${noReservation}`, coupon);
+function lightSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: StatusChangedPayload) {
+  return paidRows(db, slug, b, to, changedPayload, db`AND NOT EXISTS (SELECT 1 FROM stock_reservations WHERE id = ${b.reservationId})`);
 }
 
 function fullSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus, changedPayload: StatusChangedPayload) {
@@ -935,13 +999,14 @@ function fullSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus
         variants = variant_stock_sell(p.variants, w.vq),
         updated_at = now()
       FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
-    ${paidRows(db, slug, b, to, changedPayload, db``, true, true)}`;
+    ${paidRows(db, slug, b, to, changedPayload, db``, true)}`;
 }
 
 /**
  * Settles one leg in one statement. `captured`: the held stock is committed, the order moves pending → paid with
- * its capture reference, history event, `order.status_changed` outbox row and the coupon's use. `released`: the
- * stock goes back and the order stays pending (history `payment_rolled_back`). Idempotent: a settled reservation
+ * its capture reference, history event and `order.status_changed` outbox row (the coupon use its hold claimed stays
+ * spent). `released`: the stock and the coupon use go back and the order stays pending (history
+ * `payment_rolled_back`). Idempotent: a settled reservation
  * and a non-pending order are left alone. Returns the order's status and the tracked products whose stock changed.
  */
 export async function settleLegRows(
@@ -958,6 +1023,9 @@ export async function settleLegRows(
         WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
       ${reservedPerProduct(db)},
       ${givenBack(db)},
+      -- The coupon use this attempt's hold claimed, while the order still waits on this attempt (a late release of an
+      -- earlier attempt must not give back the current one's); the claim row makes a replay give nothing.
+      ${couponGivenBack(db, db`SELECT id FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending' AND intent_id = ${b.reservationId}`)},
       -- A leg that held nothing has no reservation row; its release writes one, so a replay of this reservation id
       -- is refused (conflict) as for held stock, instead of being taken for the order's current attempt.
       mark AS (
@@ -980,14 +1048,11 @@ export async function settleLegRows(
     currency = o.currency;
   }
   const { to, changedPayload } = capturedMove(slug, b, totalMinor, currency, now);
-  const coupon = nothingHeld.get(b.reservationId);
-  if (coupon !== undefined) {
-    nothingHeld.delete(b.reservationId);
-    // Nothing was held for this reservation (no row): only the order moves, and the coupon table is left out when
-    // the order has none. Guards re-check both in SQL; an order still pending after this statement (a reservation
-    // row or a coupon after all) was left untouched, and the full settle below runs.
+  if (nothingHeld.delete(b.reservationId)) {
+    // Nothing was held for this reservation (no row): only the order moves. The guard re-checks it in SQL; an order
+    // still pending after this statement (a reservation row after all) was left untouched, and the full settle runs.
     const [l] = await db<{ paid: number; status: OrderStatus | null }[]>`
-      WITH ${lightSettleCtes(db, slug, b, to, changedPayload, coupon)}
+      WITH ${lightSettleCtes(db, slug, b, to, changedPayload)}
       SELECT (SELECT count(*) FROM o)::int AS paid, (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
     if (!l.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });
     if (l.paid) return { status: to, changed: [] };
@@ -1015,11 +1080,9 @@ export function settleCapturedLegRiding(
 ): { write: RidingWrite; changed(row: Record<string, unknown>): string[] } {
   const { to, changedPayload } = capturedMove(slug, b, b.totalMinor, b.currency, now);
   const guard = db`CASE WHEN EXISTS (SELECT 1 FROM o) THEN 1 ELSE actor_write_refused('leg_settle') END AS leg_ok`;
-  const coupon = nothingHeld.get(b.reservationId);
-  if (coupon !== undefined) {
-    // the hint is used once: a refusal leaves the decision to the full settle
-    nothingHeld.delete(b.reservationId);
-    return { write: { ctes: lightSettleCtes(db, slug, b, to, changedPayload, coupon), select: guard }, changed: () => [] };
+  // the hint is used once: a refusal leaves the decision to the full settle
+  if (nothingHeld.delete(b.reservationId)) {
+    return { write: { ctes: lightSettleCtes(db, slug, b, to, changedPayload), select: guard }, changed: () => [] };
   }
   return {
     write: { ctes: fullSettleCtes(db, slug, b, to, changedPayload), select: db`${guard}, ARRAY(SELECT id::text FROM sold WHERE tracked) AS leg_changed` },
@@ -1066,7 +1129,9 @@ export async function cancelPendingOrderRows(
         'totalAmount', c.total_minor::float8 / power(10::float8, COALESCE((${db.json(MINOR_UNIT_EXPONENTS_NOT_2 as never)}::jsonb ->> upper(c.currency))::int, 2)),
         'currency', c.currency) FROM c),
     -- A negotiated offer the order claimed is free again for another order of the key (it was never paid with).
-    freed AS (UPDATE negotiation_offers n SET order_id = NULL FROM c WHERE n.order_id = c.id AND n.used_at IS NULL)
+    freed AS (UPDATE negotiation_offers n SET order_id = NULL FROM c WHERE n.order_id = c.id AND n.used_at IS NULL),
+    -- So is the coupon use its leg's hold claimed (no hold is live for a canceled order).
+    ${couponGivenBack(db, db`SELECT id FROM c`)}
     SELECT (SELECT count(*) FROM c)::int AS canceled, (SELECT status FROM orders WHERE id = ${o.orderId} AND store_slug = ${slug}) AS status`;
   return { status: r.canceled ? to : r.status };
 }
@@ -1082,6 +1147,7 @@ async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, d
   if (order.status !== "pending") return order.status;
   const to = await moveOrder(tx, order, "cancel", actor, ctx.now(), data);
   await releaseClaims(tx, orderId);
+  await releaseCouponClaim(tx, orderId);
   return to;
 }
 
