@@ -909,8 +909,7 @@ export class McpGateway {
       } catch (err) {
         return this.refusalResponse(this.refusal(err), msg.id, out, mcpResourceRefOf(store.slug, request));
       }
-      const params = msg.params as unknown as ClientInit;
-      const client: ClientInit = { protocolVersion: params.protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
+      const client = storedClientInit(msg.params as unknown as ClientInit);
       // what the SDK answers (Server._oninitialize): the client's version when supported, else the latest
       const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(client.protocolVersion) ? client.protocolVersion : LATEST_PROTOCOL_VERSION;
       const opened = this.newSession(store, endpoint, ipBucketKey(ip), { enabled: store.enabledMcpTools ?? null });
@@ -1179,6 +1178,25 @@ function withOpeningComment(body: ReadableStream<Uint8Array<ArrayBuffer>>): Read
       return reader.cancel(reason);
     },
   });
+}
+
+/** The most of a client's initialize params a session's directory entry keeps (`storedClientInit`). */
+export const MAX_STORED_CLIENT_INIT = 16 * 1024;
+const KEPT_CAPABILITIES = ["elicitation", "sampling", "roots", "tasks"];
+
+/**
+ * The client's initialize params as its session's directory entry keeps them, to replay on adoption: as sent when
+ * their JSON is at most MAX_STORED_CLIENT_INIT long, else the capabilities this server can use (each at most 1 KiB)
+ * and the client's name and version. A message may be 1 MiB and `initialize` is admitted 500 times per 15 minutes:
+ * stored whole, one address could put 450 MB a quarter-hour into the shared bucket.
+ */
+function storedClientInit(p: ClientInit): ClientInit {
+  const whole: ClientInit = { protocolVersion: p.protocolVersion, capabilities: p.capabilities, clientInfo: p.clientInfo };
+  if (JSON.stringify(whole).length <= MAX_STORED_CLIENT_INIT) return whole;
+  const capabilities: Record<string, unknown> = {};
+  for (const k of KEPT_CAPABILITIES) if (p.capabilities[k] !== undefined && JSON.stringify(p.capabilities[k]).length <= 1024) capabilities[k] = p.capabilities[k];
+  const info = p.clientInfo as { name: string; version: string };
+  return { protocolVersion: p.protocolVersion.slice(0, 64), capabilities, clientInfo: { name: info.name.slice(0, 256), version: info.version.slice(0, 256) } };
 }
 
 /** The session directory (NATS KV) did not answer: 503 service_unavailable, retryable, as an actor outage is. */

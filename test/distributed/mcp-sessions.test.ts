@@ -9,6 +9,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { connect as natsConnect } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { MAX_STORED_CLIENT_INIT } from "../../gateway/mcp/server.ts";
 import { json, startDeployment, type Deployment } from "../helpers/deployment.ts";
 import { ADMIN, ALL_SCOPES } from "../helpers/agents.ts";
 import { DEMO, DEMO_PRODUCT } from "../mcp/helpers.ts";
@@ -207,6 +210,36 @@ describe("an MCP session opened on one gateway", () => {
       expect((await post(g, a, sessionId, "ping")).status).toBe(200);
     }
     await c.close();
+  }, 60_000);
+
+  test("keeps at most 16 KiB of a client's initialize in the directory, and its elicitation capability with it", async () => {
+    const key = await newKey();
+    const init = await fetch(`${gw[0]}/${DEMO}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...key },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: { elicitation: { form: {} }, experimental: { pad: { data: "x".repeat(200_000) } } }, clientInfo: { name: "padded", version: "1" } },
+      }),
+    });
+    const initText = await init.text();
+    expect({ status: init.status, text: init.status === 200 ? "" : initText }).toEqual({ status: 200, text: "" });
+    const sessionId = init.headers.get("mcp-session-id")!;
+    const nc = await natsConnect({ servers: dep!.natsUrl });
+    try {
+      const entry = await (await new Kvm(nc).open("mcp_sessions")).get(sessionId);
+      expect(entry!.length).toBeLessThanOrEqual(MAX_STORED_CLIENT_INIT + 1024);
+      expect(entry!.json<{ client: unknown }>().client).toEqual({ protocolVersion: "2025-06-18", capabilities: { elicitation: { form: {} } }, clientInfo: { name: "padded", version: "1" } });
+    } finally {
+      await nc.close();
+    }
+    const second = await client(gw[1], key, sessionId);
+    const cart = (await second.c.callTool({ name: "create_cart", arguments: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] } })) as CallToolResult;
+    expect(cart.isError).toBeUndefined();
+    expect(second.asked).toHaveLength(1);
+    await second.c.close();
   }, 60_000);
 
   // last: it stops the first gateway
