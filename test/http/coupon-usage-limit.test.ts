@@ -8,7 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { GREEN } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+import { DEMO, LEAF, TRACKED_BOARD } from "../helpers/two-store-session.ts";
 
 let srv: TestServer;
 let admin: string;
@@ -120,6 +122,40 @@ describe("concurrent checkouts with a limited coupon", () => {
       expect(await usage(code)).toEqual({ used: 2, claims: 2 });
     }, 120_000);
   }
+});
+
+describe("concurrent two-store checkouts with a limited coupon at one store", () => {
+  test("three buyers racing for a greenleaf coupon with one use make one order of it; the others are refused naming that store and their demo-store orders are canceled unpaid (the transactional hold)", async () => {
+    await srv.db.sql`UPDATE products SET stock_quantity = 1000, reserved_quantity = 0, in_stock = true WHERE id = ${TRACKED_BOARD}`;
+    const code = `Y2M${crypto.randomUUID().slice(0, 8).toUpperCase()}`;
+    await srv.db.sql`INSERT INTO coupons (store_slug, code, kind, value, min_spend_minor, currency, usage_limit, active) VALUES (${LEAF}, ${code}, 'percent', 10, 0, 'USD', 1, true)`;
+    const buyers = await Promise.all(
+      Array.from({ length: 3 }, async () => {
+        const k = await newKey();
+        const c = await post(k, "/agent/cart", { items: [{ product_id: TRACKED_BOARD, quantity: 1 }, { product_id: GREEN, quantity: 1 }] });
+        const cartId = c.body.data.id as string;
+        expect((await post(k, "/agent/apply-coupon", { cartId, code })).body.data.applied).toBe(true);
+        const p = await post(k, "/agent/checkout/preview", { cartId });
+        expect(p.status).toBe(200);
+        return { k, cartId, sid: p.body.data.checkout_session_id as string };
+      }),
+    );
+    const results = await Promise.all(
+      buyers.map((b) => post(b.k, "/agent/checkout", { cartId: b.cartId, checkout_session_id: b.sid, idempotency_key: crypto.randomUUID(), payment_methods: { [DEMO]: "tok_approve", [LEAF]: "tok_approve" } })),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409]);
+    for (const r of results.filter((x) => x.status === 409)) {
+      expect(r.body.code).toBe("STATE_EXECUTION_BLOCKED");
+      expect(r.body.details.reasons).toEqual([{ code: "coupon_exhausted", store_id: LEAF, coupon_code: code }]);
+    }
+    const [c] = await srv.db.sql<{ used: number; claims: number }[]>`
+      SELECT used_count AS used, (SELECT count(*)::int FROM coupon_claims WHERE store_slug = ${LEAF} AND code = ${code}) AS claims FROM coupons WHERE store_slug = ${LEAF} AND code = ${code}`;
+    expect(c).toEqual({ used: 1, claims: 1 });
+    const lost = (await Promise.all(buyers.filter((_, i) => results[i]!.status === 409).map((b) => ordersOf(b.cartId)))).flat();
+    expect(lost.every((o) => o.status === "canceled" && o.capture_ref === null)).toBe(true);
+    const held = await srv.db.sql`SELECT count(*)::int AS n FROM stock_reservations WHERE status = 'held'`;
+    expect(held[0]!.n).toBe(0);
+  }, 120_000);
 });
 
 describe("a use given back", () => {
