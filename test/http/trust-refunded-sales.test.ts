@@ -4,7 +4,9 @@
  * floors (agent_verified: 20 agent orders, GMV >= 1,000,000 cents in 90 days, 20 unique buyers) could be bought back
  * for free. greenleaf-living is agent_verified_thin only for its GMV (993,965 before the fix, 979,166 after: two of its
  * seeded orders were refunded): a few self-orders fully refunded lifted it to agent_verified. Now only sales count toward the tier (GMV = captured − refunded), while the
- * refunds stay evidence for refund health. The SQL rule is checked against the pure `saleOf` on a shared case table.
+ * refunds stay evidence for refund health. The SQL rule is checked against the pure `saleOf` on one case table.
+ * Review R5: a refund of all but a cent kept the order a sale; now a sale counts only when the merchant kept at least
+ * half of its capture (cozy-paws-supply below).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadStoreFacts, saleOf, type OrderMoney } from "../../actors/trust/inputs.ts";
@@ -75,21 +77,24 @@ async function standing(slug: string): Promise<Standing> {
   return { tier: pub.body.data.tier, score: pub.body.data.score_0to1, agent: o.agent, gmvMinor: o.gmvMinor, uniqueBuyers: o.uniqueBuyers, orders: o.orders, refunds: o.refunds };
 }
 
-async function buy(productId: string): Promise<{ orderId: string; totalMinor: number }> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: productId, quantity: 1 }] } });
+async function buy(productId: string, buyer: TestKey = key): Promise<{ orderId: string; totalMinor: number }> {
+  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: buyer.headers, body: { items: [{ product_id: productId, quantity: 1 }] } });
   expect(c.status).toBe(201);
-  const r = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId: c.body.data.id, payment_method: "tok_approve" } });
+  const r = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: buyer.headers, body: { cartId: c.body.data.id, payment_method: "tok_approve" } });
   expect(r.status).toBe(200);
   const orderId = r.body.data.order_id as string;
   const [o] = await srv.db.sql<{ total_minor: string }[]>`SELECT total_minor FROM orders WHERE id = ${orderId}`;
   return { orderId, totalMinor: Number(o!.total_minor) };
 }
 
-/** The agent asks for `amount` (all when undefined) back, the store's owner approves it, the rail pays it. */
-async function refund(orderId: string, amount?: number): Promise<void> {
-  const asked = await srv.json(`/api/v1/agent/orders/${orderId}/refund`, { method: "POST", headers: key.headers, body: amount === undefined ? {} : { amount } });
+/**
+ * The agent (`buyer`) asks for `amount` cents (all when undefined) back, the merchant approves it (the greenleaf owner,
+ * or the operator at another store), the rail pays it.
+ */
+async function refund(orderId: string, amount?: number, buyer: TestKey = key, slug = LEAF): Promise<void> {
+  const asked = await srv.json(`/api/v1/agent/orders/${orderId}/refund`, { method: "POST", headers: buyer.headers, body: amount === undefined ? {} : { amount } });
   expect(asked.status).toBe(201);
-  const ok = await srv.json(`/api/v1/merchant/stores/${LEAF}/refunds/${asked.body.data.refund_id}/approve`, { method: "POST", headers: auth(owner) });
+  const ok = await srv.json(`/api/v1/merchant/stores/${slug}/refunds/${asked.body.data.refund_id}/approve`, { method: "POST", headers: auth(slug === LEAF ? owner : admin) });
   expect(ok.status).toBe(200);
   expect(ok.body.data.status).toBe("REFUNDED");
 }
@@ -143,6 +148,53 @@ describe("fully refunded self-orders buy no tier (R4-5)", () => {
       key = saved;
     }
   }, 60_000);
+});
+
+describe("a sale counts toward the tier only when the merchant kept at least half of it (review R5)", () => {
+  // cozy-paws-supply is human_established with 3 agent sales: two more make the 5 agent_verified_thin needs. Before,
+  // two agent orders by two new keys, each refunded all but a cent, bought that tier for two cents.
+  const PAWS = "cozy-paws-supply";
+  let buyers: TestKey[];
+  let before: Standing;
+  const cheapestPlainProduct = async () =>
+    (
+      await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = ${PAWS} AND active AND in_stock AND stock_quantity IS NULL
+        AND jsonb_array_length(COALESCE(variants, '[]'::jsonb)) = 0 AND price_minor >= 100 ORDER BY price_minor, id LIMIT 1`
+    )[0]!.id;
+
+  test("two agent orders by two new buyers, each refunded all but a cent: no agent order, buyer or GMV toward the tier, the refunds counted, the tier kept", async () => {
+    before = await standing(PAWS);
+    expect(before).toMatchObject({ tier: "human_established", agent: 3 });
+    const product = await cheapestPlainProduct();
+    buyers = [await createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES, name: "cent-buyer-1" }), await createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES, name: "cent-buyer-2" })];
+    const bought = [];
+    for (const b of buyers) bought.push({ buyer: b, ...(await buy(product, b)) });
+    for (const o of bought) await refund(o.orderId, o.totalMinor - 1, o.buyer, PAWS);
+    const rows = await srv.db.sql<{ status: string; kept: number }[]>`SELECT status, (total_minor - refunded_minor)::int AS kept FROM orders WHERE id = ANY(${bought.map((o) => o.orderId)})`;
+    expect([...rows]).toEqual([
+      { status: "paid", kept: 1 },
+      { status: "paid", kept: 1 },
+    ]);
+    const after = await standing(PAWS);
+    expect(after).toEqual({ ...before, orders: before.orders + 2, refunds: before.refunds + 2, score: after.score });
+  }, 120_000);
+
+  test("the same buyers' next orders refunded by half are kept sales: two agent orders, two buyers, GMV + what was kept, agent_verified_thin", async () => {
+    const product = await cheapestPlainProduct();
+    const bought = [];
+    for (const b of buyers) bought.push({ buyer: b, ...(await buy(product, b)) });
+    for (const o of bought) await refund(o.orderId, Math.floor(o.totalMinor / 2), o.buyer, PAWS);
+    const after = await standing(PAWS);
+    expect(after).toEqual({
+      tier: "agent_verified_thin",
+      score: after.score,
+      agent: before.agent + 2,
+      gmvMinor: before.gmvMinor + bought.reduce((sum, o) => sum + o.totalMinor - Math.floor(o.totalMinor / 2), 0),
+      uniqueBuyers: before.uniqueBuyers + 2,
+      orders: before.orders + 4,
+      refunds: before.refunds + 4,
+    });
+  }, 120_000);
 });
 
 describe("the query applies saleOf", () => {

@@ -2,12 +2,11 @@
  * Review R5, the pure part: a refund of all but a cent kept an order a sale toward the trust tier (R4-5 only took out
  * orders refunded in full), so a merchant buying from itself could still buy a tier back for a cent an order. An order
  * now counts toward the tier's order counts, unique buyers and GMV only when the merchant kept at least half of what
- * was captured (`INPUT_RULES.saleMaxRefundedShare`, docs/trust.md). Through HTTP and the real query:
- * test/http/trust-refunded-sales.test.ts.
+ * was captured (`INPUT_RULES.saleMaxRefundedShare`, docs/trust.md). The tier from such facts:
+ * test/unit/trust-refunded-sales.test.ts; through HTTP and the real query: test/http/trust-refunded-sales.test.ts.
  */
 import { describe, expect, test } from "bun:test";
-import { computeV41 } from "../../actors/trust/engine-v41.ts";
-import { INPUT_RULES, keptSale, saleOf, toV41Inputs, type StoreFacts } from "../../actors/trust/inputs.ts";
+import { INPUT_RULES, keptSale, saleOf } from "../../actors/trust/inputs.ts";
 
 describe("keptSale: the merchant kept at least half of what was captured", () => {
   test("the bound is half the capture", () => {
@@ -53,33 +52,5 @@ describe("saleOf counts what the merchant kept", () => {
     expect(saleOf({ status: "paid", totalMinor: 5000, capturedMinor: 4000, refundedMinor: 2500 })).toEqual({ refunded: true, sale: false, netMinor: 0 });
     // Captured 6000 of a 5000 order: the total back leaves 1000 of 6000 kept.
     expect(saleOf({ status: "paid", totalMinor: 5000, capturedMinor: 6000, refundedMinor: 5000 })).toEqual({ refunded: true, sale: false, netMinor: 0 });
-  });
-});
-
-describe("the tier does not count orders refunded all but a cent", () => {
-  const NOW = Date.parse("2026-06-01T00:00:00Z");
-  const facts = (orders: Partial<StoreFacts["orders"]>): StoreFacts => ({
-    slug: "s",
-    verificationLevel: "STANDARD",
-    createdAt: NOW - 400 * 86_400_000,
-    lastSyncAt: NOW,
-    policies: {},
-    reviewAvg: null,
-    reviewCount: 0,
-    products: { count: 10, withTitle: 10, withPrice: 10, withImages: 10, withGtin: 0, gtinInvalid: 0, gtinDuplicates: 0, priceCurrencyBad: 0, stockTracked: 0, stockInconsistent: 0 },
-    orders: {
-      human: 0, agent: 0, gmvMinor: 0, uniqueBuyers: 0, orders: 0, decided: 0, onTime: 0, disputes: 0, refunds: 0, refundsOrDisputes: 0, humanGood: 0,
-      agentAll: 0, agentCompleted: 0, agentDecided: 0, agentOnTime: 0, agentDisputes: 0, agentCheckoutRate: null,
-      ...orders,
-    },
-  });
-
-  test("20 agent orders of 50,000 by 20 buyers, each refunded all but a cent: no order, buyer or GMV toward the tier, cold_start", () => {
-    // What the orders query adds up, order by order, with saleOf.
-    const each = saleOf({ status: "partially_refunded", totalMinor: 50_000, capturedMinor: null, refundedMinor: 49_999 });
-    const sales = each.sale ? 20 : 0;
-    const inputs = toV41Inputs(facts({ agent: sales, gmvMinor: 20 * each.netMinor, uniqueBuyers: sales, orders: 20, refunds: 20, refundsOrDisputes: 20, agentAll: 20, agentCheckoutRate: 0 }), NOW);
-    expect({ agentOrders: inputs.agentOrders, gmv90dMinor: inputs.gmv90dMinor, uniqueBuyers90d: inputs.uniqueBuyers90d }).toEqual({ agentOrders: 0, gmv90dMinor: 0, uniqueBuyers90d: 0 });
-    expect(computeV41(inputs, { now: NOW }).tier).toBe("cold_start");
   });
 });

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { computeV41 } from "../../actors/trust/engine-v41.ts";
-import { toV41Inputs, type StoreFacts } from "../../actors/trust/inputs.ts";
+import { saleOf, toV41Inputs, type StoreFacts } from "../../actors/trust/inputs.ts";
 import { methodologyDocument } from "../../actors/trust/methodology.ts";
 
 // saleOf's cases (and the query's agreement with it) are one table in test/http/trust-refunded-sales.test.ts; the
@@ -37,6 +37,15 @@ describe("the tier counts sales; refund health counts refunds", () => {
     const inputs = toV41Inputs(refunded, NOW);
     expect({ agentOrders: inputs.agentOrders, gmv90dMinor: inputs.gmv90dMinor, uniqueBuyers90d: inputs.uniqueBuyers90d }).toEqual({ agentOrders: 0, gmv90dMinor: 0, uniqueBuyers90d: 0 });
     expect(inputs.merchantReliabilityBase.disputeRefundHealth).toEqual({ value: 0.6, quality: "measured" });
+    expect(computeV41(inputs, { now: NOW }).tier).toBe("cold_start");
+  });
+
+  test("the same 20 orders each refunded all but a cent: no sale either (review R5), cold_start", () => {
+    // What the orders query adds up, order by order, with saleOf.
+    const each = saleOf({ status: "paid", totalMinor: 50_000, capturedMinor: null, refundedMinor: 49_999 });
+    const sales = each.sale ? 20 : 0;
+    const inputs = toV41Inputs(facts({ agent: sales, gmvMinor: 20 * each.netMinor, uniqueBuyers: sales, orders: 20, refunds: 20, refundsOrDisputes: 20, agentAll: 20, agentCheckoutRate: 0 }), NOW);
+    expect({ agentOrders: inputs.agentOrders, gmv90dMinor: inputs.gmv90dMinor, uniqueBuyers90d: inputs.uniqueBuyers90d }).toEqual({ agentOrders: 0, gmv90dMinor: 0, uniqueBuyers90d: 0 });
     expect(computeV41(inputs, { now: NOW }).tier).toBe("cold_start");
   });
 });
