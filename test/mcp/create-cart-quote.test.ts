@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { money } from "../../gateway/mcp/tools/commerce.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
-import { accept, connect, structured, type Connected } from "./helpers.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { startBuyingAgent, structured, type Connected } from "./helpers.ts";
 
 /** demo-store, Electronics, 2 variants (as test/mcp/create-cart-variant-summary.test.ts). */
 const VARIANT_PRODUCT = "8a3a9aee-ab77-5002-b694-85328b7ffec3";
@@ -19,9 +19,7 @@ let key: TestKey;
 let agent: Connected;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
-  agent = await connect(srv, { headers: key.headers, elicit: accept });
+  ({ srv, key, agent } = await startBuyingAgent());
 }, 120_000);
 afterAll(async () => {
   await agent?.close();
