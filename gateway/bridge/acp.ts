@@ -10,13 +10,15 @@
  *   POST /checkout_sessions/{id}/cancel
  *
  * Statuses: not_ready_for_payment (our OPEN: a shipping quote missing), ready_for_payment (READY_FOR_PAYMENT),
- * in_progress (IN_PROGRESS, PENDING_EXTERNAL_CONFIRMATION, SETTLEMENT_UNKNOWN), completed, canceled.
+ * in_progress (IN_PROGRESS, PENDING_EXTERNAL_CONFIRMATION, SETTLEMENT_UNKNOWN), completed, canceled (the ACP cancel); read
+ * from the cart's live session on every answer (session-state.ts).
  * Amounts are integer minor units and currencies lower-case, as ACP writes them. Errors are ACP's
  * `{type, code, message, param?}` with our HTTP status and our code.
  */
 import { MAX_LINE_QUANTITY, type CartView, type CompleteReply, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
+import type { PartlyPaid } from "./session-state.ts";
 import { sessionShipping } from "./shipping.ts";
 
 export type AcpStatus = "not_ready_for_payment" | "ready_for_payment" | "in_progress" | "completed" | "canceled";
@@ -65,7 +67,7 @@ function totals(m: Money) {
 }
 
 /** The ACP CheckoutSession object of a bridged session. */
-export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewView; status: AcpStatus; order?: { id: string; ids: string[] } | null }) {
+export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewView; status: AcpStatus; order?: { id: string; ids: string[] } | null; partlyPaid?: PartlyPaid | null }) {
   const cart = view.cart;
   return {
     id: s.id,
@@ -86,7 +88,9 @@ export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewVie
     fulfillment_address: s.meta.fulfillment_address ?? null,
     ...acpFulfillment(s),
     totals: totals(cart.totals),
-    messages: acpMessages(s),
+    // A partly paid session says which stores are paid (and `order` is the first paid one), so an agent reading it
+    // does not buy them again (audit Y5).
+    messages: [...acpMessages(s), ...(view.partlyPaid ? [{ type: "info", content_type: "plain", content: view.partlyPaid.note }] : [])],
     links: [{ type: "terms_of_use", url: "/api/v1/agent/docs" }],
     ...(view.order ? { order: { id: view.order.id, checkout_session_id: s.id, permalink_url: `/api/v1/agent/orders/${view.order.id}` } } : {}),
   };

@@ -20,6 +20,8 @@ export interface BridgeSession {
   cartId: string;
   meta: Record<string, unknown>;
   canceled: boolean;
+  /** The claim this request holds on the session's row (`withSessionClaim`); absent for a session being created. */
+  claim?: string;
 }
 
 export interface Answer {
@@ -28,22 +30,71 @@ export interface Answer {
   headers?: Record<string, string>;
 }
 
+type SessionRow = { id: string; protocol: BridgeProtocol; agent_key_id: string; cart_id: string; meta: Record<string, unknown>; canceled_at: Date | null };
+
+const sessionOf = (r: SessionRow): BridgeSession => ({ id: r.id, protocol: r.protocol, agentKeyId: r.agent_key_id, cartId: r.cart_id, meta: r.meta, canceled: r.canceled_at !== null });
+
 export async function loadSession(svc: Services, protocol: BridgeProtocol, id: string, agentKeyId: string): Promise<BridgeSession> {
   // Postgres text cannot hold NUL: such an id names no session (and must not reach the query as a 500).
   if (id.includes("\u0000")) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session.", { checkout_session_id: id.replace(/\u0000/g, "") });
-  const [r] = await svc.sql<{ id: string; protocol: BridgeProtocol; agent_key_id: string; cart_id: string; meta: Record<string, unknown>; canceled_at: Date | null }[]>`
+  const [r] = await svc.sql<SessionRow[]>`
     SELECT id, protocol, agent_key_id, cart_id, meta, canceled_at FROM bridge_sessions WHERE id = ${id} AND protocol = ${protocol}`;
   // Another tenant's session is as good as none.
   if (!r || r.agent_key_id !== agentKeyId) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session.", { checkout_session_id: id });
-  return { id: r.id, protocol: r.protocol, agentKeyId: r.agent_key_id, cartId: r.cart_id, meta: r.meta, canceled: r.canceled_at !== null };
+  return sessionOf(r);
 }
 
-export async function saveSession(svc: Services, s: BridgeSession): Promise<void> {
-  await svc.sql`
-    INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id, meta, canceled_at)
-    VALUES (${s.id}, ${s.protocol}, ${s.agentKeyId}, ${s.cartId}, ${svc.sql.json(s.meta as never)}, ${s.canceled ? new Date() : null})
-    ON CONFLICT (id) DO UPDATE SET cart_id = EXCLUDED.cart_id, meta = EXCLUDED.meta,
-      canceled_at = COALESCE(bridge_sessions.canceled_at, EXCLUDED.canceled_at), updated_at = now()`;
+/**
+ * Writes the session. A new session (no claim) is inserted; a claimed one is written only while this request still
+ * holds its claim: false when the claim was taken over after its lease ran out (nothing written).
+ */
+export async function saveSession(svc: Services, s: BridgeSession): Promise<boolean> {
+  if (!s.claim) {
+    await svc.sql`
+      INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id, meta, canceled_at)
+      VALUES (${s.id}, ${s.protocol}, ${s.agentKeyId}, ${s.cartId}, ${svc.sql.json(s.meta as never)}, ${s.canceled ? new Date() : null})
+      ON CONFLICT (id) DO UPDATE SET cart_id = EXCLUDED.cart_id, meta = EXCLUDED.meta,
+        canceled_at = COALESCE(bridge_sessions.canceled_at, EXCLUDED.canceled_at), updated_at = now()`;
+    return true;
+  }
+  const saved = await svc.sql<{ id: string }[]>`
+    UPDATE bridge_sessions SET cart_id = ${s.cartId}, meta = ${svc.sql.json(s.meta as never)},
+      canceled_at = COALESCE(canceled_at, ${s.canceled ? new Date() : null}), updated_at = now()
+    WHERE id = ${s.id} AND claim_id = ${s.claim} RETURNING id`;
+  return saved.length > 0;
+}
+
+/**
+ * Runs one write (update, complete, cancel) on an ACP/UCP session while holding the session's row (audit Y4).
+ * Without it, an update and a complete both loaded the row, did their cart work and saved it back, the last save
+ * winning: an update answered 200 with new items that were then dropped, or a paid session ended up pointing at a
+ * new, unpaid cart whose next complete charged again. The claim is a compare-and-set on `claim_id` (migration 0073),
+ * taken before any cart work and given back afterwards; another write meanwhile is 409 CHECKOUT_ALREADY_IN_PROGRESS
+ * (retryable: the same call again once this one is done). It is a lease of BRIDGE_IDEMPOTENCY_LEASE_MS (a request
+ * makes at most a few sequential actor asks, each bounded by ACTOR_ASK_TIMEOUT_MS), so a request that died holding
+ * it blocks the session only until it runs out; no database connection is held across the cart work. Reads take no
+ * claim: they show the cart's live state.
+ */
+export async function withSessionClaim<T>(svc: Services, protocol: BridgeProtocol, id: string, agentKeyId: string, work: (s: BridgeSession) => Promise<T>): Promise<T> {
+  const current = await loadSession(svc, protocol, id, agentKeyId); // not found, another tenant's: 404 first
+  const claim = crypto.randomUUID();
+  const [r] = await svc.sql<SessionRow[]>`
+    UPDATE bridge_sessions SET claim_id = ${claim}, claimed_until = now() + ${svc.config.BRIDGE_IDEMPOTENCY_LEASE_MS} * interval '1 millisecond'
+    WHERE id = ${current.id} AND protocol = ${protocol} AND agent_key_id = ${agentKeyId} AND (claimed_until IS NULL OR claimed_until < now())
+    RETURNING id, protocol, agent_key_id, cart_id, meta, canceled_at`;
+  if (!r) {
+    throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "Another request on this checkout session is running; retry the call once it has finished.", {
+      checkout_session_id: current.id,
+      reason: "session_busy",
+    });
+  }
+  try {
+    return await work({ ...sessionOf(r), claim });
+  } finally {
+    await svc.sql`UPDATE bridge_sessions SET claim_id = NULL, claimed_until = NULL WHERE id = ${current.id} AND claim_id = ${claim}`.catch((err: unknown) => {
+      svc.log.warn("bridge session claim not given back; it holds until its lease runs out", { protocol, error: err instanceof Error ? err.message : String(err) });
+    });
+  }
 }
 
 /**

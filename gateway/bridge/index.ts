@@ -27,10 +27,12 @@ import {
   requireCartScope,
   saveSession,
   withIdempotency,
+  withSessionClaim,
   type Answer,
   type BridgeProtocol,
   type BridgeSession,
 } from "./common.ts";
+import { assertUpdatable, liveCheckoutStatus, paidOrdersOf, partlyPaid, type PaidOrders, type PartlyPaid } from "./session-state.ts";
 import { bridgeShippingError, destinationOf, optionIdOf, priceCart, sessionDestination, type Destination } from "./shipping.ts";
 import { UCP_FIELDS, UCP_ITEM_FIELDS, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
 import { isUuid } from "../../infra/uuid.ts";
@@ -79,16 +81,47 @@ function acpShippingInput(b: Record<string, unknown>): { address?: Destination |
   return out;
 }
 
-/** Prices the session's cart with its destination (and a new pick) and records status and shipping on the session. */
-async function priceSession(svc: Services, s: BridgeSession, dest: Destination | null, optionIds: string[]): Promise<CartView | PreviewView> {
+/**
+ * Prices the session's cart with its destination (and a new pick) and records the shipping on the session. `status`:
+ * our checkout status after it, OPEN while the shipping still needs an address or a pick.
+ */
+async function priceSession(svc: Services, s: BridgeSession, dest: Destination | null, optionIds: string[]): Promise<{ cart: CartView | PreviewView; status: string }> {
   const fields = s.protocol === "acp" ? ACP_FIELDS : UCP_FIELDS;
   const priced = await priceCart(svc, s.agentKeyId, s.cartId, dest, optionIds, fields);
   s.meta.shipping = priced.shipping;
-  s.meta.status =
-    s.protocol === "acp"
-      ? priced.previewStatus ? acpStatusOfSession(priced.previewStatus) : "not_ready_for_payment"
-      : priced.previewStatus ? ucpStatusOfSession(priced.previewStatus) : "incomplete";
-  return priced.cart;
+  return { cart: priced.cart, status: priced.previewStatus ?? "OPEN" };
+}
+
+/**
+ * Saves a claimed session after an update's cart work; a claim lost meanwhile (its lease ran out and another request
+ * took the session) saves nothing and is the same 409 as a busy session.
+ */
+async function saveClaimed(svc: Services, s: BridgeSession): Promise<void> {
+  if (await saveSession(svc, s)) return;
+  throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "Another request on this checkout session took it over; read the session and retry.", { checkout_session_id: s.id, reason: "session_busy" });
+}
+
+/** A completion's record of the order (read back by `get`); a lost claim is only logged: the cart answers for the payment. */
+async function saveAfterPayment(svc: Services, s: BridgeSession): Promise<void> {
+  if (!(await saveSession(svc, s))) svc.log.warn("bridge session not saved after its payment: its claim was taken over", { protocol: s.protocol });
+}
+
+/**
+ * The order a session shows: the completion's, else what was recorded at completion, else the cart's paid orders (a
+ * partly paid session, or a completion whose record was not written).
+ */
+function orderOf(s: BridgeSession, paid: PaidOrders, done: { id: string; ids: string[] } | null): { id: string; ids: string[] } | null {
+  return done ?? (s.meta.order as { id: string; ids: string[] } | undefined) ?? (paid.order_ids[0] ? { id: paid.order_ids[0], ids: paid.order_ids } : null);
+}
+
+/**
+ * What every session read shows, from the cart as it is now: the status from its live checkout session (never one
+ * written down after an earlier call: audit Y3), and the paid orders of a partly paid cart with a note (audit Y5).
+ */
+async function liveState(svc: Services, s: BridgeSession): Promise<{ cart: CartView; status: string; paid: PaidOrders; partlyPaid: PartlyPaid | null }> {
+  const cart = await getCart(svc, s.agentKeyId, s.cartId);
+  const paid = await paidOrdersOf(svc, s.agentKeyId, s.cartId);
+  return { cart, status: liveCheckoutStatus(s, cart), paid, partlyPaid: cart.status === "COMPLETED" ? null : partlyPaid(paid, s.canceled) };
 }
 
 async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
@@ -107,13 +140,13 @@ async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
   };
   const priced = await priceSession(svc, s, ship.address ?? null, ship.optionId ? [ship.optionId] : []);
   await saveSession(svc, s);
-  return { status: 201, body: acpSession(s, { cart: priced, status: s.meta.status as AcpStatus }) };
+  return { status: 201, body: acpSession(s, { cart: priced.cart, status: acpStatusOfSession(priced.status) }) };
 }
 
-async function acpView(svc: Services, s: BridgeSession, order: { id: string; ids: string[] } | null = null): Promise<unknown> {
-  const cart = await getCart(svc, s.agentKeyId, s.cartId);
-  const status: AcpStatus = s.canceled ? "canceled" : cart.status === "COMPLETED" ? "completed" : ((s.meta.status as AcpStatus) ?? "ready_for_payment");
-  return acpSession(s, { cart, status, order: order ?? (s.meta.order as { id: string; ids: string[] } | undefined) ?? null });
+async function acpView(svc: Services, s: BridgeSession, done: { id: string; ids: string[] } | null = null): Promise<unknown> {
+  const live = await liveState(svc, s);
+  const status: AcpStatus = s.canceled ? "canceled" : acpStatusOfSession(live.status);
+  return acpSession(s, { cart: live.cart, status, order: orderOf(s, live.paid, done), partlyPaid: live.partlyPaid });
 }
 
 function assertActive(s: BridgeSession, cart?: CartView): void {
@@ -121,61 +154,70 @@ function assertActive(s: BridgeSession, cart?: CartView): void {
   if (cart?.status === "COMPLETED") throw fail("SESSION_INACTIVE", "The checkout session is completed.", { checkout_session_id: s.id, status: "completed" });
 }
 
+/** An update's checks on the session's current cart (claimed, so nothing pays it or moves it meanwhile). */
+async function assertSessionUpdatable(svc: Services, s: BridgeSession, itemsChange: boolean): Promise<void> {
+  const cart = await getCart(svc, s.agentKeyId, s.cartId);
+  assertActive(s, cart);
+  assertUpdatable(s, cart, await paidOrdersOf(svc, s.agentKeyId, s.cartId), itemsChange);
+}
+
 async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
-  const s = await loadSession(svc, "acp", id, agent.keyId);
-  const b = asRecord(body);
-  assertActive(s, await getCart(svc, agent.keyId, s.cartId));
-  const ship = acpShippingInput(b);
-  if (b.buyer !== undefined) s.meta.buyer = b.buyer;
-  if (b.fulfillment_address !== undefined) s.meta.fulfillment_address = b.fulfillment_address;
-  if (ship.optionId) s.meta.fulfillment_option_id = ship.optionId;
-  const items = b.items !== undefined ? acpItems(b.items) : null;
-  if (items) {
-    requireCartScope(agent, "an ACP checkout session");
-    // Our carts do not change items; the session moves to a new cart with the new items (the old one expires).
-    // The destination moves with it; a pick is made again (the new items may ship from other stores).
-    s.cartId = (await newCart(svc, agent.keyId, items, ACP_ITEM_FIELDS)).id;
-    if (!ship.optionId) delete s.meta.fulfillment_option_id;
-  }
-  let cart: CartView | PreviewView | null = null;
-  if (items || ship.address !== undefined || ship.optionId) {
-    const dest = ship.address !== undefined ? ship.address : sessionDestination(s);
-    cart = await priceSession(svc, s, dest, ship.optionId ? [ship.optionId] : []);
-  }
-  await saveSession(svc, s);
-  return { status: 200, body: cart ? acpSession(s, { cart, status: s.meta.status as AcpStatus }) : await acpView(svc, s) };
+  return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
+    const b = asRecord(body);
+    await assertSessionUpdatable(svc, s, b.items !== undefined);
+    const ship = acpShippingInput(b);
+    if (b.buyer !== undefined) s.meta.buyer = b.buyer;
+    if (b.fulfillment_address !== undefined) s.meta.fulfillment_address = b.fulfillment_address;
+    if (ship.optionId) s.meta.fulfillment_option_id = ship.optionId;
+    const items = b.items !== undefined ? acpItems(b.items) : null;
+    if (items) {
+      requireCartScope(agent, "an ACP checkout session");
+      // Our carts do not change items; the session moves to a new cart with the new items (the old one expires).
+      // The destination moves with it; a pick is made again (the new items may ship from other stores).
+      s.cartId = (await newCart(svc, agent.keyId, items, ACP_ITEM_FIELDS)).id;
+      if (!ship.optionId) delete s.meta.fulfillment_option_id;
+    }
+    let priced: { cart: CartView | PreviewView; status: string } | null = null;
+    if (items || ship.address !== undefined || ship.optionId) {
+      const dest = ship.address !== undefined ? ship.address : sessionDestination(s);
+      priced = await priceSession(svc, s, dest, ship.optionId ? [ship.optionId] : []);
+    }
+    await saveClaimed(svc, s);
+    return { status: 200, body: priced ? acpSession(s, { cart: priced.cart, status: acpStatusOfSession(priced.status) }) : await acpView(svc, s) };
+  });
 }
 
 async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
-  const s = await loadSession(svc, "acp", id, agent.keyId);
-  if (s.canceled) assertActive(s);
-  const b = asRecord(body);
-  const token = asRecord(b.payment_data).token;
-  if (typeof token !== "string" || token.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "payment_data.token is required.", { field: "payment_data.token" });
-  if (b.buyer !== undefined) s.meta.buyer = b.buyer;
-  let reply: CompleteReply;
-  try {
-    reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`) });
-  } catch (err) {
-    const done = await alreadyCompleted(err);
-    if (!done) throw bridgeShippingError(err, ACP_FIELDS);
-    s.meta.order = done;
-    return { status: 200, body: await acpView(svc, s, done) };
-  }
-  if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
-    s.meta.status = "in_progress";
-    await saveSession(svc, s);
-    const view = asRecord(await acpView(svc, s));
-    const url = reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : null;
-    return { status: 200, body: { ...view, messages: [{ type: "info", content_type: "plain", content: "The buyer must approve the payment at the link, then complete again." }], links: url ? [{ type: "continue_url", url }] : [] } };
-  }
-  const order = acpOrderOf(reply);
-  s.meta.status = "completed";
-  s.meta.order = order;
-  await saveSession(svc, s);
-  return { status: 200, body: await acpView(svc, s, order) };
+  return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
+    if (s.canceled) assertActive(s);
+    const b = asRecord(body);
+    const token = asRecord(b.payment_data).token;
+    if (typeof token !== "string" || token.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "payment_data.token is required.", { field: "payment_data.token" });
+    if (b.buyer !== undefined) s.meta.buyer = b.buyer;
+    let reply: CompleteReply;
+    try {
+      reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`) });
+    } catch (err) {
+      const done = await alreadyCompleted(err);
+      if (!done) throw bridgeShippingError(err, ACP_FIELDS);
+      s.meta.order = done;
+      return { status: 200, body: await acpView(svc, s, done) };
+    }
+    if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
+      await saveAfterPayment(svc, s);
+      const view = asRecord(await acpView(svc, s));
+      const url = reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : null;
+      const messages = [...(Array.isArray(view.messages) ? view.messages : []), { type: "info", content_type: "plain", content: "The buyer must approve the payment at the link, then complete again." }];
+      return { status: 200, body: { ...view, messages, links: url ? [{ type: "continue_url", url }] : [] } };
+    }
+    const order = acpOrderOf(reply);
+    s.meta.order = order;
+    await saveAfterPayment(svc, s);
+    return { status: 200, body: await acpView(svc, s, order) };
+  });
 }
 
+/** Ends the cart's checkout session (its unpaid orders canceled; paid stores stay paid) and marks the session canceled. */
 async function cancelCartSession(svc: Services, s: BridgeSession): Promise<void> {
   const cart = await getCart(svc, s.agentKeyId, s.cartId);
   if (cart.status === "COMPLETED") throw fail("CHECKOUT_STATUS_INVALID", "A completed checkout cannot be canceled.", { checkout_session_id: s.id, status: "COMPLETED" });
@@ -183,15 +225,14 @@ async function cancelCartSession(svc: Services, s: BridgeSession): Promise<void>
     await svc.actors.ask(cartActor, s.cartId, "cancel", { keyId: s.agentKeyId, sessionId: cart.checkout_session_id });
   }
   s.canceled = true;
-  await saveSession(svc, s);
+  await saveClaimed(svc, s);
 }
 
 async function acpCancel(svc: Services, agent: AgentPrincipal, id: string): Promise<Answer> {
-  const s = await loadSession(svc, "acp", id, agent.keyId);
-  if (!s.canceled) await cancelCartSession(svc, s);
-  s.meta.status = "canceled";
-  await saveSession(svc, s);
-  return { status: 200, body: await acpView(svc, s) };
+  return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
+    if (!s.canceled) await cancelCartSession(svc, s);
+    return { status: 200, body: await acpView(svc, s) };
+  });
 }
 
 // ------------------------------------------------------------------------------------------------------- UCP
@@ -205,64 +246,62 @@ async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
   const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: b.buyer ?? null }, canceled: false };
   const priced = await priceSession(svc, s, ship?.dest ?? null, ship?.optionIds ?? []);
   await saveSession(svc, s);
-  return { status: 201, body: ucpCheckout(s, { cart: priced, status: s.meta.status as UcpStatus }) };
+  return { status: 201, body: ucpCheckout(s, { cart: priced.cart, status: ucpStatusOfSession(priced.status) }) };
 }
 
 /** UCP update (PUT): new line_items move the session to a new cart; `fulfillment` sets the destination and picks. */
 async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
-  const s = await loadSession(svc, "ucp", id, agent.keyId);
-  const b = asRecord(body);
-  assertActive(s, await getCart(svc, agent.keyId, s.cartId));
-  const ship = ucpFulfillmentInput(b.fulfillment);
-  if (b.buyer !== undefined) s.meta.buyer = b.buyer;
-  const items = b.line_items !== undefined ? ucpItems(b.line_items) : null;
-  if (items) {
-    requireCartScope(agent, "a UCP checkout");
-    s.cartId = (await newCart(svc, agent.keyId, items, UCP_ITEM_FIELDS)).id;
-  }
-  let cart: CartView | PreviewView | null = null;
-  if (items || ship) cart = await priceSession(svc, s, ship ? ship.dest : sessionDestination(s), ship?.optionIds ?? []);
-  await saveSession(svc, s);
-  return { status: 200, body: cart ? ucpCheckout(s, { cart, status: s.meta.status as UcpStatus }) : await ucpView(svc, s) };
+  return withSessionClaim(svc, "ucp", id, agent.keyId, async (s) => {
+    const b = asRecord(body);
+    await assertSessionUpdatable(svc, s, b.line_items !== undefined);
+    const ship = ucpFulfillmentInput(b.fulfillment);
+    if (b.buyer !== undefined) s.meta.buyer = b.buyer;
+    const items = b.line_items !== undefined ? ucpItems(b.line_items) : null;
+    if (items) {
+      requireCartScope(agent, "a UCP checkout");
+      s.cartId = (await newCart(svc, agent.keyId, items, UCP_ITEM_FIELDS)).id;
+    }
+    let priced: { cart: CartView | PreviewView; status: string } | null = null;
+    if (items || ship) priced = await priceSession(svc, s, ship ? ship.dest : sessionDestination(s), ship?.optionIds ?? []);
+    await saveClaimed(svc, s);
+    return { status: 200, body: priced ? ucpCheckout(s, { cart: priced.cart, status: ucpStatusOfSession(priced.status) }) : await ucpView(svc, s) };
+  });
 }
 
 async function ucpView(svc: Services, s: BridgeSession, extra: { continueUrl?: string } = {}): Promise<unknown> {
-  const cart = await getCart(svc, s.agentKeyId, s.cartId);
-  const status: UcpStatus = s.canceled ? "canceled" : cart.status === "COMPLETED" ? "completed" : ((s.meta.status as UcpStatus) ?? "ready_for_complete");
-  return ucpCheckout(s, { cart, status, order: (s.meta.order as { id: string; ids: string[] } | undefined) ?? null, ...extra });
+  const live = await liveState(svc, s);
+  const status: UcpStatus = s.canceled ? "canceled" : ucpStatusOfSession(live.status);
+  return ucpCheckout(s, { cart: live.cart, status, order: orderOf(s, live.paid, null), partlyPaid: live.partlyPaid, ...extra });
 }
 
 async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
-  const s = await loadSession(svc, "ucp", id, agent.keyId);
-  if (s.canceled) assertActive(s);
-  const token = ucpPaymentToken(body);
-  let reply: CompleteReply;
-  try {
-    reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`ucp:${s.id}`) });
-  } catch (err) {
-    const done = await alreadyCompleted(err);
-    if (!done) throw bridgeShippingError(err, UCP_FIELDS);
-    s.meta.order = done;
+  return withSessionClaim(svc, "ucp", id, agent.keyId, async (s) => {
+    if (s.canceled) assertActive(s);
+    const token = ucpPaymentToken(body);
+    let reply: CompleteReply;
+    try {
+      reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`ucp:${s.id}`) });
+    } catch (err) {
+      const done = await alreadyCompleted(err);
+      if (!done) throw bridgeShippingError(err, UCP_FIELDS);
+      s.meta.order = done;
+      return { status: 200, body: await ucpView(svc, s) };
+    }
+    if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
+      const url = reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : undefined;
+      return { status: 200, body: await ucpView(svc, s, url ? { continueUrl: url } : {}) };
+    }
+    if (reply.status === "COMPLETED") s.meta.order = { id: reply.order_id, ids: reply.order_ids };
+    await saveAfterPayment(svc, s);
     return { status: 200, body: await ucpView(svc, s) };
-  }
-  if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
-    s.meta.status = "requires_escalation";
-    await saveSession(svc, s);
-    const url = reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : undefined;
-    return { status: 200, body: await ucpView(svc, s, url ? { continueUrl: url } : {}) };
-  }
-  if (reply.status === "COMPLETED") s.meta.order = { id: reply.order_id, ids: reply.order_ids };
-  s.meta.status = "completed";
-  await saveSession(svc, s);
-  return { status: 200, body: await ucpView(svc, s) };
+  });
 }
 
 async function ucpCancel(svc: Services, agent: AgentPrincipal, id: string): Promise<Answer> {
-  const s = await loadSession(svc, "ucp", id, agent.keyId);
-  if (!s.canceled) await cancelCartSession(svc, s);
-  s.meta.status = "canceled";
-  await saveSession(svc, s);
-  return { status: 200, body: await ucpView(svc, s) };
+  return withSessionClaim(svc, "ucp", id, agent.keyId, async (s) => {
+    if (!s.canceled) await cancelCartSession(svc, s);
+    return { status: 200, body: await ucpView(svc, s) };
+  });
 }
 
 // ------------------------------------------------------------------------------------------------------- AP2

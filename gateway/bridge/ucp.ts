@@ -14,6 +14,7 @@
 import { MAX_LINE_QUANTITY, type CartView, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
+import type { PartlyPaid } from "./session-state.ts";
 import { destinationOf, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
 
 export const UCP_VERSION = "2026-01-11";
@@ -127,7 +128,10 @@ function ucpMessages(s: BridgeSession): unknown[] {
   ];
 }
 
-export function ucpCheckout(s: BridgeSession, view: { cart: CartView | PreviewView; status: UcpStatus; order?: { id: string; ids: string[] } | null; continueUrl?: string }) {
+export function ucpCheckout(
+  s: BridgeSession,
+  view: { cart: CartView | PreviewView; status: UcpStatus; order?: { id: string; ids: string[] } | null; partlyPaid?: PartlyPaid | null; continueUrl?: string },
+) {
   const c = view.cart;
   return {
     ucp: { version: UCP_VERSION, capabilities: [{ name: "dev.ucp.shopping.checkout", version: UCP_VERSION }] },
@@ -154,7 +158,14 @@ export function ucpCheckout(s: BridgeSession, view: { cart: CartView | PreviewVi
     fulfillment: ucpFulfillment(s, c.items),
     payment: { handlers: [{ id: "sandbox_card", name: "dev.agent-commerce.sandbox_card", version: UCP_VERSION }], instruments: [] as unknown[] },
     links: [] as unknown[],
-    messages: ucpMessages(s),
+    // A partly paid checkout says which stores are paid, with their orders (`order` too), so an agent reading it does
+    // not buy them again (audit Y5).
+    messages: [
+      ...ucpMessages(s),
+      ...(view.partlyPaid
+        ? [{ type: "info", code: "merchant_already_paid", content: view.partlyPaid.note, details: { completed_store_ids: view.partlyPaid.completed_store_ids, order_ids: view.partlyPaid.order_ids } }]
+        : []),
+    ],
     ...(view.continueUrl ? { continue_url: view.continueUrl } : {}),
     ...(view.order ? { order: { id: view.order.id, order_ids: view.order.ids, permalink_url: `/api/v1/agent/orders/${view.order.id}` } } : {}),
   };

@@ -1,0 +1,131 @@
+/**
+ * One write at a time per ACP/UCP session (audit Y4; gateway/bridge/common.ts withSessionClaim, migration 0073), and
+ * no change while the session's payment waits or is unknown, through HTTP against the real server. Before, an update
+ * and a complete each loaded the session row, did their cart work and saved it back: the last save won, so an update
+ * answered 200 with new items that a concurrent complete then dropped (or a paid session pointed at an unpaid cart).
+ * A slow step is made with a trigger in the scratch database, as in bridge-idempotency-lease.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { GREEN } from "../helpers/partly-paid.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+let srv: TestServer;
+
+beforeAll(async () => {
+  srv = await startServer({ seed: true });
+}, 120_000);
+afterAll(async () => {
+  await srv?.stop();
+});
+
+const ACP = "/api/v1/agent/acp/checkout_sessions";
+const UCP = "/api/v1/agent/ucp/checkout-sessions";
+const send = (k: TestKey, method: string, path: string, body?: unknown) =>
+  srv.json(path, { method, headers: { ...k.headers, "idempotency-key": crypto.randomUUID() }, ...(body === undefined ? {} : { body }) });
+const acpComplete = (k: TestKey, id: string, token = "tok_approve") => send(k, "POST", `${ACP}/${id}/complete`, { payment_data: { token, provider: "stripe" } });
+const ucpComplete = (k: TestKey, id: string, token = "tok_approve") =>
+  send(k, "POST", `${UCP}/${id}/complete`, { payment: { instruments: [{ handler_id: "sandbox_card", credential: { token } }] } });
+const quantities = (session: { line_items: { item: { quantity: number } }[] }) => session.line_items.map((l) => l.item.quantity);
+const paidOrders = async (k: TestKey) => (await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE agent_key_id = ${k.id} AND status = 'paid'`)[0]!.n;
+const cartOf = async (id: string) => (await srv.db.sql<{ cart_id: string }[]>`SELECT cart_id::text AS cart_id FROM bridge_sessions WHERE id = ${id}`)[0]!.cart_id;
+
+describe("an ACP items update racing a complete", () => {
+  test("the complete that comes while the update moves the session is 409 CHECKOUT_ALREADY_IN_PROGRESS; the update's items stand and are what the next complete pays", async () => {
+    const k = await createKey(srv, { scopes: ALL_SCOPES });
+    const created = await send(k, "POST", ACP, { items: [{ id: GREEN, quantity: 1 }] });
+    const id: string = created.body.id;
+    // The update's save of the moved session (a new cart_id) waits 1.5 s: the complete comes in meanwhile.
+    await srv.db.sql.unsafe(`
+      CREATE FUNCTION m_slow_move() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$;
+      CREATE TRIGGER m_slow_move BEFORE UPDATE ON bridge_sessions FOR EACH ROW
+        WHEN (NEW.id = '${id}' AND NEW.cart_id IS DISTINCT FROM OLD.cart_id) EXECUTE FUNCTION m_slow_move();`);
+    try {
+      const update = send(k, "POST", `${ACP}/${id}`, { items: [{ id: GREEN, quantity: 2 }] });
+      await Bun.sleep(700);
+      const complete = await acpComplete(k, id);
+      expect(complete.status).toBe(409);
+      expect(complete.body).toMatchObject({ type: "request_not_idempotent", code: "CHECKOUT_ALREADY_IN_PROGRESS", details: { checkout_session_id: id, reason: "session_busy" } });
+      const updated = await update;
+      expect(updated.status).toBe(200);
+      expect(quantities(updated.body)).toEqual([2]);
+    } finally {
+      await srv.db.sql.unsafe(`DROP TRIGGER m_slow_move ON bridge_sessions; DROP FUNCTION m_slow_move();`);
+    }
+    const read = await srv.json(`${ACP}/${id}`, { headers: k.headers });
+    expect(read.body).toMatchObject({ status: "ready_for_payment" });
+    expect(quantities(read.body)).toEqual([2]);
+    const paid = await acpComplete(k, id);
+    expect(paid.status).toBe(200);
+    expect(paid.body.status).toBe("completed");
+    expect(quantities(paid.body)).toEqual([2]);
+    expect(await paidOrders(k)).toBe(1);
+  });
+
+  test("started a few milliseconds apart, never both answer 200, and a further complete makes no second order", async () => {
+    const k = await createKey(srv, { scopes: ALL_SCOPES });
+    for (const delay of [0, 2, 4, 6, 10]) {
+      const created = await send(k, "POST", ACP, { items: [{ id: GREEN, quantity: 1 }] });
+      const id: string = created.body.id;
+      const [update, complete] = await Promise.all([
+        send(k, "POST", `${ACP}/${id}`, { items: [{ id: GREEN, quantity: 2 }] }),
+        Bun.sleep(delay).then(() => acpComplete(k, id)),
+      ]);
+      expect([update.status, complete.status]).not.toEqual([200, 200]);
+      for (const r of [update, complete]) if (r.status !== 200) expect(r.status).toBe(409);
+      const again = await acpComplete(k, id);
+      expect(again.status).toBe(200);
+      if (complete.status === 200) expect(again.body.order.id).toBe(complete.body.order.id);
+      // what the session shows is what was paid: the update's quantity only if the update won
+      expect(quantities(again.body)).toEqual([update.status === 200 ? 2 : 1]);
+    }
+    expect(await paidOrders(k)).toBe(5);
+  });
+});
+
+describe("a session whose payment waits for the buyer", () => {
+  test("ACP: an items update and an address update are 409 CHECKOUT_STATUS_INVALID payment_in_progress; the session stays on its cart", async () => {
+    const k = await createKey(srv, { scopes: ALL_SCOPES });
+    const created = await send(k, "POST", ACP, { items: [{ id: GREEN, quantity: 1 }] });
+    const id: string = created.body.id;
+    const cartId = await cartOf(id);
+    const waiting = await acpComplete(k, id, "tok_needs_approval");
+    expect(waiting.body.status).toBe("in_progress");
+    for (const change of [{ items: [{ id: GREEN, quantity: 2 }] }, { fulfillment_address: { name: "Ada", line_one: "1 Main St", city: "Springfield", postal_code: "12345", country: "US" } }]) {
+      const r = await send(k, "POST", `${ACP}/${id}`, change);
+      expect(r.status).toBe(409);
+      expect(r.body).toMatchObject({ type: "invalid_request", code: "CHECKOUT_STATUS_INVALID", details: { reason: "payment_in_progress", status: "PENDING_EXTERNAL_CONFIRMATION", checkout_session_id: id } });
+    }
+    expect(await cartOf(id)).toBe(cartId);
+  });
+
+  test("UCP: a line_items update is 409 CHECKOUT_STATUS_INVALID payment_in_progress in UCP's error shape", async () => {
+    const k = await createKey(srv, { scopes: ALL_SCOPES });
+    const created = await send(k, "POST", UCP, { line_items: [{ item: { id: GREEN }, quantity: 1 }] });
+    const id: string = created.body.id;
+    const waiting = await ucpComplete(k, id, "tok_needs_approval");
+    expect(waiting.body.status).toBe("requires_escalation");
+    const r = await send(k, "PUT", `${UCP}/${id}`, { line_items: [{ item: { id: GREEN }, quantity: 2 }] });
+    expect(r.status).toBe(409);
+    expect(r.body.messages[0]).toMatchObject({ type: "error", code: "CHECKOUT_STATUS_INVALID", details: { reason: "payment_in_progress", status: "PENDING_EXTERNAL_CONFIRMATION" } });
+  });
+});
+
+describe("the session claim's lease", () => {
+  test("a claim held by a request still running refuses a UCP update with 409; one whose lease ran out (its request died) is taken over", async () => {
+    const k = await createKey(srv, { scopes: ALL_SCOPES });
+    const created = await send(k, "POST", UCP, { line_items: [{ item: { id: GREEN }, quantity: 1 }] });
+    const id: string = created.body.id;
+    await srv.db.sql`UPDATE bridge_sessions SET claim_id = ${crypto.randomUUID()}, claimed_until = now() + interval '1 minute' WHERE id = ${id}`;
+    const busy = await send(k, "PUT", `${UCP}/${id}`, { line_items: [{ item: { id: GREEN }, quantity: 2 }] });
+    expect(busy.status).toBe(409);
+    expect(busy.body.messages[0]).toMatchObject({ type: "error", code: "CHECKOUT_ALREADY_IN_PROGRESS", severity: "recoverable", details: { reason: "session_busy" } });
+
+    await srv.db.sql`UPDATE bridge_sessions SET claimed_until = now() - interval '1 second' WHERE id = ${id}`;
+    const taken = await send(k, "PUT", `${UCP}/${id}`, { line_items: [{ item: { id: GREEN }, quantity: 2 }] });
+    expect(taken.status).toBe(200);
+    expect(taken.body.line_items[0].quantity).toBe(2);
+    const [row] = await srv.db.sql<{ claim_id: string | null }[]>`SELECT claim_id FROM bridge_sessions WHERE id = ${id}`;
+    expect(row!.claim_id).toBeNull(); // given back when done
+  });
+});
