@@ -62,7 +62,7 @@ describe("an ACP items update racing a complete", () => {
     expect(await paidOrders(k)).toBe(1);
   });
 
-  test("started a few milliseconds apart, never both answer 200, and a further complete makes no second order", async () => {
+  test("started a few milliseconds apart, an update that answers 200 is never dropped: what is paid is its items, once", async () => {
     const k = await createKey(srv, { scopes: ALL_SCOPES });
     for (const delay of [0, 2, 4, 6, 10]) {
       const created = await send(k, "POST", ACP, { items: [{ id: GREEN, quantity: 1 }] });
@@ -71,13 +71,14 @@ describe("an ACP items update racing a complete", () => {
         send(k, "POST", `${ACP}/${id}`, { items: [{ id: GREEN, quantity: 2 }] }),
         Bun.sleep(delay).then(() => acpComplete(k, id)),
       ]);
-      expect([update.status, complete.status]).not.toEqual([200, 200]);
       for (const r of [update, complete]) if (r.status !== 200) expect(r.status).toBe(409);
+      // An update that answered 200 ran before the payment (after it, the session refuses changes): it is what was paid.
+      const expected = [update.status === 200 ? 2 : 1];
+      if (complete.status === 200) expect(quantities(complete.body)).toEqual(expected);
       const again = await acpComplete(k, id);
       expect(again.status).toBe(200);
       if (complete.status === 200) expect(again.body.order.id).toBe(complete.body.order.id);
-      // what the session shows is what was paid: the update's quantity only if the update won
-      expect(quantities(again.body)).toEqual([update.status === 200 ? 2 : 1]);
+      expect(quantities(again.body)).toEqual(expected);
     }
     expect(await paidOrders(k)).toBe(5);
   });
