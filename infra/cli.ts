@@ -11,7 +11,7 @@
  * rejects are printed with their line number. Exit code 0 when everything was accepted, 1 when something was rejected.
  */
 import { parseArgs } from "node:util";
-import { externalIdRepeats, type BatchAnswer } from "../actors/store/import-file.ts";
+import { externalIdRepeats, linesOf, type BatchAnswer, type ImportLine } from "../actors/store/import-file.ts";
 
 type Command = (args: string[]) => Promise<number>;
 
@@ -67,27 +67,9 @@ const importCatalog: Command = async (argv) => {
   return pushCatalog({ url, token, slug, file, batchSize });
 };
 
-interface ImportLine {
-  line: number;
-  text: string;
-  /** Bytes of the file read so far (progress). */
-  bytesRead: number;
-}
-
-/** The lines of a file with their 1-based numbers, read chunk by chunk: memory holds one chunk, never the file. */
-export async function* readLines(file: string): AsyncGenerator<ImportLine> {
-  const decoder = new TextDecoder();
-  let rest = "";
-  let line = 0;
-  let bytesRead = 0;
-  for await (const chunk of Bun.file(file).stream()) {
-    bytesRead += chunk.byteLength;
-    const parts = (rest + decoder.decode(chunk, { stream: true })).split("\n");
-    rest = parts.pop()!;
-    for (const text of parts) yield { line: ++line, text: text.replace(/\r$/, ""), bytesRead };
-  }
-  rest += decoder.decode();
-  if (rest.length > 0) yield { line: ++line, text: rest.replace(/\r$/, ""), bytesRead };
+/** The lines of a file with their 1-based numbers, read chunk by chunk (the reader the dashboard's upload uses). */
+export function readLines(file: string): AsyncGenerator<ImportLine> {
+  return linesOf(Bun.file(file).stream());
 }
 
 /**
