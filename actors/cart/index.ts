@@ -41,6 +41,7 @@ import {
   type CatalogLine,
 } from "../store/commerce.ts";
 import { shippingZonesOfStores } from "../store/reads.ts";
+import { orderTotalMinor } from "../store/order-rows.ts";
 import { assertNoRefundDecided, clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCapturedAmount } from "../store/reconcile.ts";
 import { driveRefundRows, moveOrderAfterRefund, railOfOrder } from "../store/refund-flow.ts";
 import type { ShippingZone } from "../store/schemas.ts";
@@ -943,15 +944,27 @@ function completedView(ctx: Ctx, s: SessionState): CompletedView {
 
 /**
  * What the completing call answered (completedView), for a retry with the same key: the orders as they stand now
- * (a merchant may have fulfilled or canceled one since), with the totals and capture references paid.
+ * (a merchant may have fulfilled or canceled one since), with the capture references and the totals paid. A total is
+ * the order's (`orderTotalMinor`): after an accepted amount mismatch (the session COMPLETED by the merchant's accept)
+ * it is what was captured, as the order views and webhooks say (the order views also show the priced total). The
+ * receipt keeps the completing answer's shape.
  */
 async function completedReceipt(ctx: Ctx, s: SessionState): Promise<Record<string, unknown>> {
   const view = completedView(ctx, s);
   const ids = view.orders.map((o) => o.order_id);
-  const rows = ids.length ? await ctx.sql<{ id: string; status: string }[]>`SELECT id, status FROM orders WHERE id IN ${ctx.sql(ids)}` : [];
-  const now = new Map(rows.map((r) => [r.id, r.status]));
+  const rows = ids.length
+    ? await ctx.sql<{ id: string; status: string; total_minor: number; captured_minor: number | null }[]>`
+        SELECT id, status, total_minor, captured_minor FROM orders WHERE id IN ${ctx.sql(ids)}`
+    : [];
+  const now = new Map(rows.map((r) => [r.id, r]));
   const { status: _completed, ...rest } = view;
-  return { ...rest, orders: view.orders.map((o) => ({ ...o, status: now.get(o.order_id) ?? o.status })) };
+  const orders = view.orders.map((o) => {
+    const row = now.get(o.order_id);
+    const totalMinor = row ? orderTotalMinor(row) : o.total_minor;
+    return { ...o, status: row?.status ?? o.status, total: toMajor(totalMinor, o.currency), total_minor: totalMinor };
+  });
+  const totalMinor = orders.reduce((a, o) => a + o.total_minor, 0);
+  return { ...rest, orders, total: toMajor(totalMinor, view.currency), total_minor: totalMinor };
 }
 
 function capturedOrderIds(s: SessionState): string[] {

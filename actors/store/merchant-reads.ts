@@ -7,6 +7,7 @@
 import type { Sql } from "../../infra/db.ts";
 import { freshnessTier, type FreshnessTier } from "../../search/ranking.ts";
 import { refundView, type RefundView } from "./commerce.ts";
+import { orderTotalMinor } from "./order-rows.ts";
 import { storeFromRow, type StoreRecord, type StoreRow } from "./schemas.ts";
 
 /** Stores a user may manage: the ones it owns, or every store for an operator. */
@@ -140,7 +141,10 @@ export interface StoreOrderRow {
   id: string;
   channel: "agent" | "human";
   status: string;
+  /** The order's total: what was captured after an accepted amount mismatch, else what was priced (`orderTotalMinor`). */
   totalMinor: number;
+  /** What the checkout priced (the items, discount, shipping and tax add up to it); equal to `totalMinor` but after an accepted amount mismatch. */
+  pricedTotalMinor: number;
   refundedMinor: number;
   currency: string;
   paymentRail: string;
@@ -161,6 +165,7 @@ interface OrderDbRow {
   channel: "agent" | "human";
   status: string;
   total_minor: number;
+  captured_minor: number | null;
   refunded_minor: number;
   currency: string;
   payment_rail: string;
@@ -173,7 +178,8 @@ const orderRow = (r: OrderDbRow): StoreOrderRow => ({
   id: r.id,
   channel: r.channel,
   status: r.status,
-  totalMinor: Number(r.total_minor),
+  totalMinor: orderTotalMinor(r),
+  pricedTotalMinor: Number(r.total_minor),
   refundedMinor: Number(r.refunded_minor),
   currency: r.currency,
   paymentRail: r.payment_rail,
@@ -205,7 +211,7 @@ export async function listStoreOrders(
   const flagged = opts.reconciliation ? sql`AND reconciliation IS NOT NULL` : sql``;
   const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE store_slug = ${slug} ${status} ${channel} ${flagged}`;
   const rows = await sql<OrderDbRow[]>`
-    SELECT id, channel, status, total_minor, refunded_minor, currency, payment_rail, agent_key_id, reconciliation, created_at
+    SELECT id, channel, status, total_minor, captured_minor, refunded_minor, currency, payment_rail, agent_key_id, reconciliation, created_at
     FROM orders WHERE store_slug = ${slug} ${status} ${channel} ${flagged}
     ORDER BY created_at DESC, id LIMIT ${opts.limit} OFFSET ${opts.offset}`;
   return { total: n, items: rows.map(orderRow) };
@@ -214,7 +220,7 @@ export async function listStoreOrders(
 /** One order of the store with items, history (oldest first) and refund requests; null when not this store's. */
 export async function storeOrderDetail(sql: Sql, slug: string, orderId: string): Promise<StoreOrderDetail | null> {
   const [o] = await sql<OrderDbRow[]>`
-    SELECT id, channel, status, total_minor, refunded_minor, currency, payment_rail, agent_key_id, reconciliation, created_at
+    SELECT id, channel, status, total_minor, captured_minor, refunded_minor, currency, payment_rail, agent_key_id, reconciliation, created_at
     FROM orders WHERE id = ${orderId} AND store_slug = ${slug}`;
   if (!o) return null;
   const items = await sql<{ title: string; quantity: number; unit_price_minor: number; product_id: string | null }[]>`

@@ -83,7 +83,10 @@ export const X402Partial = t.Object({ success: Bool, data: t.Optional(Any), erro
 // ------------------------------------------------------------------------------------------------ orders
 
 export const Order = obj({
-  id: Str, order_id: Str, status: Str, merchant_slug: Str, currency: Str, total: Num, total_minor: Int,
+  id: Str, order_id: Str, status: Str, merchant_slug: Str, currency: Str,
+  total: t.Number({ description: "The order's total in major units: what was captured after an accepted amount mismatch, else what the checkout priced." }),
+  total_minor: t.Integer({ description: "`total` in integer minor units." }),
+  priced_total_minor: t.Integer({ description: "What the checkout priced (subtotal − discount + shipping + tax add up to it); equal to total_minor unless the merchant accepted a capture of another amount." }),
   refunded_minor: Int, payment_rail: Str, payment_method: NullableStr, checkout_session_id: NullableStr, cart_id: NullableStr,
   items: t.Array(Any), events: t.Array(Any), refunds: t.Array(Any), created_at: Time, updated_at: Time,
 });
@@ -206,8 +209,16 @@ export const TrustAppealRow = obj({ id: Str, status: Str });
 export const IngestResult = obj({}, "Per-item ingestion results (created, updated, rejected with reasons).");
 export const InventoryResult = obj({ updated: Int, products: Int, rejected: t.Array(Any) });
 export const RecordedOrders = obj({}, "The recorded human orders.");
-export const MerchantOrders = obj({ total: Int, items: t.Array(Any), limit: Int, offset: Int });
-export const MerchantOrder = obj({ id: Str, channel: Str, status: Str, totalMinor: Int, refundedMinor: Int, currency: Str, reconciliation: t.Union([Any, t.Null()]), items: t.Array(Any), events: t.Array(Any), refunds: t.Array(Any) });
+/** One order in the merchant's list (actors/store/merchant-reads.ts StoreOrderRow). */
+const MerchantOrderRow = {
+  id: Str, channel: Str, status: Str,
+  totalMinor: t.Integer({ description: "The order's total: what was captured after an accepted amount mismatch, else what the checkout priced." }),
+  pricedTotalMinor: t.Integer({ description: "What the checkout priced; equal to totalMinor unless the merchant accepted a capture of another amount." }),
+  refundedMinor: Int, currency: Str, paymentRail: Str, agentKeyId: NullableStr,
+  reconciliation: t.Union([t.String({ description: "A capture waiting for the merchant: amount_mismatch, finalization_failed, settlement_unknown." }), t.Null()]), createdAt: Time,
+};
+export const MerchantOrders = obj({ total: Int, items: t.Array(obj(MerchantOrderRow)), limit: Int, offset: Int });
+export const MerchantOrder = obj({ ...MerchantOrderRow, items: t.Array(Any), events: t.Array(Any), refunds: t.Array(Any) });
 export const Policies = obj({ policies: Any, policyVersion: Int, negotiation: t.Unknown() });
 export const ShippingZones = obj({ zones: t.Array(Any), currencyNote: Str });
 export const McpTools = obj({ enabled: t.Array(Str) });
