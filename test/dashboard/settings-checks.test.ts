@@ -5,6 +5,7 @@
  * so a category with a comma stays whole (audit A3-9).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { login, merchantLogin } from "../helpers/agents.ts";
 import { dashboardSession, type DashboardSession } from "../helpers/dashboard.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
@@ -79,5 +80,49 @@ describe("policies form and what agents read (A2-F12)", () => {
     const page = await (await srv.fetch(base, { headers: { cookie: s.cookie } })).text();
     expect(page).toContain('name="shippingEstimateDays" maxlength="50" placeholder="3-5" value="3-6"');
     expect(page).toContain("Agents now read: <strong data-agent-shipping>free shipping from $60.00, 3-5 days</strong>.");
+  });
+});
+
+/**
+ * The number inputs of a page whose value a browser would refuse to submit (HTML step rule: the value minus the step
+ * base, `min` or else `value`, is a whole number of steps; "any" takes every value), as "name=value (step)".
+ */
+function unsubmittable(page: string): string[] {
+  const out: string[] = [];
+  for (const [tag] of page.matchAll(/<input [^>]*type="number"[^>]*>/g)) {
+    const a = Object.fromEntries([...tag.matchAll(/([a-z-]+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+    if (!a.value || a.step === "any") continue;
+    const step = Number(a.step ?? "1");
+    const steps = (Number(a.value) - Number(a.min ?? a.value)) / step;
+    if (Math.abs(steps - Math.round(steps)) > 1e-9) out.push(`${a.name}=${a.value} (${a.step ?? "1"})`);
+  }
+  return out;
+}
+
+describe("values stored through REST submit as they are (audit X-F2)", () => {
+  test("percents at any precision and money to the currency's minor unit leave every settings input submittable", async () => {
+    const other = "summit-sports-co";
+    const token = await login(srv, merchantLogin(other));
+    const put = await srv.json(`/api/v1/merchant/stores/${other}/policies`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${token}` },
+      body: {
+        acceptsReturns: true,
+        returnWindowDays: 30,
+        restockingFeePercent: 12.25,
+        negotiation: { enabled: true, floorPercent: 82.25, autoAcceptPercent: 95.125, maxRounds: 3, excludedCategories: [] },
+      },
+    });
+    expect(put.status).toBe(200);
+    // a 3-decimal currency with a threshold using all three (as REST stores 60.125 KWD)
+    await srv.db.sql`UPDATE stores SET currency = 'KWD', policies = policies || '{"freeShippingThresholdMinor": 60125}'::jsonb WHERE slug = ${other}`;
+    const o = await dashboardSession(srv, other);
+    const page = await (await srv.fetch(`/dashboard/s/${other}/settings`, { headers: { cookie: o.cookie } })).text();
+    expect(unsubmittable(page)).toEqual([]);
+    expect(page).toContain('name="restockingFeePercent" min="0" max="100" step="any" value="12.25"');
+    expect(page).toContain('name="floorPercent" min="0" max="100" step="any" value="82.25"');
+    expect(page).toContain('name="freeShippingThreshold" min="0" step="0.001" value="60.125"');
+    expect(page).toContain('name="value" min="0.001" step="0.001" required');
+    expect(page).toContain('name="minSpend" min="0" step="0.001"');
   });
 });

@@ -3,7 +3,7 @@
  * settings → webhooks: endpoints (add, delete, rotate secret), recent deliveries, redeliver.
  */
 import type { AllowlistEntry, StoreCoupon } from "../../../actors/store/merchant-reads.ts";
-import { toMajor, type StoreRecord } from "../../../actors/store/schemas.ts";
+import { currencyExponent, toMajor, type StoreRecord } from "../../../actors/store/schemas.ts";
 import { PAYMENT_RAILS } from "../../../actors/store/settings.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../../actors/webhook/messages.ts";
 import type { WebhookDeliveryView, WebhookEndpointView } from "../../rest/webhooks.ts";
@@ -24,6 +24,18 @@ export interface SettingsData {
   coupons: readonly StoreCoupon[];
   /** The shipping promises agents are shown (the zones': `agentPolicies`), beside the stored ones the form edits. */
   agentShipping?: { freeShippingThresholdMinor?: number; shippingEstimateDays?: string };
+}
+
+/**
+ * The precision rule of the number inputs (audit X-F2): a browser refuses to submit a value that is not a multiple
+ * of the input's step, and REST stores percents at any precision and money to the currency's minor unit, so the
+ * forms could not be saved after a REST write of 12.25 % (step was 0.1) or of 1.125 KWD (step was 0.01). Percents
+ * take any precision (`PERCENT_STEP`; the server checks the range), money one minor unit of the store's currency.
+ */
+const PERCENT_STEP = "any";
+export function moneyStep(currency: string): string {
+  const e = currencyExponent(currency);
+  return e === 0 ? "1" : (10 ** -e).toFixed(e);
 }
 
 /** "free from 60.00 USD, 3-5 days" as agents read it now; "no free shipping", "no estimate" when absent. */
@@ -51,6 +63,7 @@ export function settingsPage(session: DashboardSession, d: SettingsData, flash: 
   const all = s.enabledMcpTools === null;
   const enabled = new Set(s.enabledMcpTools ?? []);
   const groups = [...new Set(d.tools.map((t) => t.group))];
+  const step = moneyStep(s.currency);
   const threshold = p.freeShippingThresholdMinor === undefined ? "" : String(toMajor(p.freeShippingThresholdMinor, s.currency));
   return page({
     title: "Settings",
@@ -64,8 +77,8 @@ export function settingsPage(session: DashboardSession, d: SettingsData, flash: 
 ${postForm(`${base}/policies`, csrf, html`<label class="inline"><input type="checkbox" name="acceptsReturns" value="1"${checked(p.acceptsReturns)}> Accepts returns</label>
 <div class="row">
 <div><label for="rw">Return window (days)</label><input id="rw" type="number" name="returnWindowDays" min="0" max="3650" value="${num(p.returnWindowDays)}"></div>
-<div><label for="fst">Free shipping from (${s.currency})</label><input id="fst" type="number" name="freeShippingThreshold" min="0" step="0.01" value="${threshold}"></div>
-<div><label for="rf">Restocking fee (%)</label><input id="rf" type="number" name="restockingFeePercent" min="0" max="100" step="0.1" value="${num(p.restockingFeePercent)}"></div>
+<div><label for="fst">Free shipping from (${s.currency})</label><input id="fst" type="number" name="freeShippingThreshold" min="0" step="${step}" value="${threshold}"></div>
+<div><label for="rf">Restocking fee (%)</label><input id="rf" type="number" name="restockingFeePercent" min="0" max="100" step="${PERCENT_STEP}" value="${num(p.restockingFeePercent)}"></div>
 </div><div class="row">
 <div><label for="sed">Shipping estimate (days)</label><input id="sed" type="text" name="shippingEstimateDays" maxlength="50" placeholder="3-5" value="${p.shippingEstimateDays ?? ""}"></div>
 <div><label for="sla">Support response time</label><input id="sla" type="text" name="supportResponseTimeSla" maxlength="50" placeholder="24h" value="${p.supportResponseTimeSla ?? ""}"></div>
@@ -75,8 +88,8 @@ ${postForm(`${base}/policies`, csrf, html`<label class="inline"><input type="che
 <section class="card" aria-labelledby="negotiation"><h2 id="negotiation">Negotiation rules (beta)</h2>
 ${postForm(`${base}/negotiation`, csrf, html`<label class="inline"><input type="checkbox" name="enabled" value="1"${checked(!!n?.enabled)}> Agents may negotiate prices</label>
 <div class="row">
-<div><label for="floor">Floor (% of list price)</label><input id="floor" type="number" name="floorPercent" min="0" max="100" step="0.1" value="${num(n?.floorPercent ?? 80)}"></div>
-<div><label for="auto">Auto-accept from (% of list price)</label><input id="auto" type="number" name="autoAcceptPercent" min="0" max="100" step="0.1" value="${num(n?.autoAcceptPercent ?? 95)}"></div>
+<div><label for="floor">Floor (% of list price)</label><input id="floor" type="number" name="floorPercent" min="0" max="100" step="${PERCENT_STEP}" value="${num(n?.floorPercent ?? 80)}"></div>
+<div><label for="auto">Auto-accept from (% of list price)</label><input id="auto" type="number" name="autoAcceptPercent" min="0" max="100" step="${PERCENT_STEP}" value="${num(n?.autoAcceptPercent ?? 95)}"></div>
 <div><label for="rounds">Max rounds</label><input id="rounds" type="number" name="maxRounds" min="1" max="100" value="${num(n?.maxRounds ?? 3)}"></div>
 </div><label for="excl">Excluded categories (one per line)</label><textarea id="excl" name="excludedCategories" rows="3">${(n?.excludedCategories ?? []).join("\n")}</textarea>
 <p><button type="submit">Save negotiation rules</button></p>`, { label: "Negotiation rules" })}
@@ -127,9 +140,9 @@ ${d.coupons.length === 0 ? html`<tr><td colspan="7">No coupons.</td></tr>` : ""}
 ${postForm(`${base}/coupons`, csrf, html`<div class="row">
 <div><label for="code">Code</label><input id="code" type="text" name="code" required pattern="[A-Za-z0-9_\\-]{2,64}" maxlength="64"></div>
 <div><label for="kind">Kind</label><select id="kind" name="kind"><option value="percent">Percent off</option><option value="fixed">Fixed amount off (${s.currency})</option></select></div>
-<div><label for="value">Value</label><input id="value" type="number" name="value" min="0.01" step="0.01" required></div>
+<div><label for="value">Value</label><input id="value" type="number" name="value" min="${step}" step="${step}" required></div>
 </div><div class="row">
-<div><label for="min">Minimum spend (${s.currency})</label><input id="min" type="number" name="minSpend" min="0" step="0.01"></div>
+<div><label for="min">Minimum spend (${s.currency})</label><input id="min" type="number" name="minSpend" min="0" step="${step}"></div>
 <div><label for="exp">Expires (UTC, optional)</label><input id="exp" type="datetime-local" name="expiresAt"></div>
 <div><label for="limit">Usage limit (optional)</label><input id="limit" type="number" name="usageLimit" min="0"></div>
 </div><p><button type="submit">Save coupon</button></p>`, { label: "Add coupon" })}
