@@ -75,8 +75,8 @@ import {
   loadSession,
   loginCookie,
   loginCsrfValid,
+  loginNonce,
   loginToken,
-  newLoginNonce,
   rememberStore,
   SESSION_COOKIE,
   SESSION_TTL_MS,
@@ -419,7 +419,8 @@ export function dashboardRoutes(svc: Services) {
           const s = await loadSession(svc, c.request);
           const next = safeNext(c.query.next);
           if (s) return redirect(c, next);
-          const nonce = newLoginNonce();
+          // the browser's nonce when it has one (shared by its open log-in tabs), its Max-Age refreshed
+          const nonce = loginNonce(c.request);
           c.set.headers["set-cookie"] = loginCookie(svc, nonce);
           return respond(c, 200, loginPage({ token: loginToken(svc, nonce), next }));
         } catch (err) {

@@ -118,8 +118,22 @@ export async function takeFlash(svc: Services, session: DashboardSession): Promi
 
 // ------------------------------------------------------------------------------------------- log-in CSRF
 
-export function newLoginNonce(): string {
+/** 32 random bytes, base64url: the shape `newLoginNonce` mints. */
+const LOGIN_NONCE_SHAPE = /^[A-Za-z0-9_-]{43}$/;
+
+function newLoginNonce(): string {
   return randomBytes(32).toString("base64url");
+}
+
+/**
+ * The log-in nonce for this browser: its cookie's when it has our shape, else a new one. Minting one per page view
+ * overwrote the cookie, so a log-in page opened in a second tab (every open tab lands there when the session ends)
+ * made the first tab's log-in fail with "Form expired" (audit X-F3). The token stays bound to the cookie, so the
+ * login-CSRF protection is the same: a page that cannot read or set the cookie cannot make a token that matches it.
+ */
+export function loginNonce(request: Request): string {
+  const current = cookieOf(request, LOGIN_COOKIE);
+  return current !== null && LOGIN_NONCE_SHAPE.test(current) ? current : newLoginNonce();
 }
 
 export function loginToken(svc: Services, nonce: string): string {
