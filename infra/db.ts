@@ -293,6 +293,23 @@ export function reconnectBackoff(retries: number): number {
   return Math.min(0.05 * 2 ** retries, 2) * (0.5 + Math.random() / 2);
 }
 
+/**
+ * A pool of postgres.js 3.4.9 as patches/postgres@3.4.9.patch fixes it (applied by `bun install`; docs/decisions.md
+ * has the why). Its hunks, and the test that fails without each:
+ * - connection.js `execute`, `nextWrite`: a connection whose socket closed never writes; a reserved one kept being
+ *   handed statements, and `socket.write` on null from a setImmediate ended the process (db-reserved-closed).
+ * - connection.js `terminate`, `closed`: a write cancelled with its socket is forgotten; the reopened socket's startup
+ *   message waited behind it until connect_timeout (db-pool-reconnect).
+ * - connection.js `ReadyForQuery`, `withdrawn`: a query cancelled while its connection opened gives that connection
+ *   back to the pool; it stayed among the connecting ones for good (db-pool-reconnect).
+ * - connection.js `ReadyForQuery`, `fetchArrayTypes().catch`: the array types query a new connection runs first had
+ *   nobody awaiting its promise; a connection lost under it and then refused let its ECONNREFUSED escape as an
+ *   unhandled rejection. The query waiting for the connection gets the error (db-types-fetch-lost).
+ * - index.js `reserve`: a refused reservation leaves the queue; a reservation whose connection closed is lost, its
+ *   statements reject CONNECTION_CLOSED and its release() does nothing (db-reserved-closed).
+ * - index.js `onclose`: a waiting reserve() stays queued when a closed connection reopens for it; it was never
+ *   resolved (db-reserved-closed).
+ */
 export function connect(url: string, max = 10, opts: { queryDeadlineMs?: number } = {}): Sql {
   const sql = postgres(url, {
     max,

@@ -3,19 +3,23 @@
  * product detail read got an empty reply after ~30 s, the merchant read a 500, health a 503 without `error`).
  * The service talks to Postgres through a TCP proxy this test controls (test/helpers/pg-proxy.ts): "stall" (a frozen
  * server or a partition: open sockets, no answer), "resume", "down" (refused connections), "up".
+ * The query deadline and the actor asks are shortened (3 s and 2 s; as in production the ask gives up first), so the
+ * stall lasts 3 s, not QUERY_DEADLINE_MS (15 s).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { boot, type Running } from "../../gateway/boot.ts";
-import { QUERY_DEADLINE_MS } from "../../infra/db.ts";
 import { createKey, type TestKey } from "../helpers/agents.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 import { PgProxy } from "../helpers/pg-proxy.ts";
 import { serverHandle, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store product
+/** The pool's query deadline in this test, and the actor ask timeout below it. */
+const DEADLINE_MS = 3_000;
+const ASK_MS = 2_000;
 
 let db: TestDatabase;
 let proxy: PgProxy;
@@ -31,6 +35,7 @@ beforeAll(async () => {
   running = await boot({
     role: "start",
     env: {},
+    queryDeadlineMs: DEADLINE_MS,
     config: {
       DATABASE_URL: proxy.via(db.url),
       HOST: "127.0.0.1",
@@ -40,6 +45,7 @@ beforeAll(async () => {
       LOG_LEVEL: "silent",
       NODE_ENV: "test",
       RATE_LIMITS_ENABLED: false,
+      ACTOR_ASK_TIMEOUT_MS: ASK_MS,
     },
   });
   srv = serverHandle(running, db);
@@ -74,7 +80,7 @@ describe("a stalled database", () => {
         expect(typeof r.body.error).toBe("string");
         expect(r.headers.get("retry-after")).toBe("30");
         // bounded: the query deadline, well before Bun's 30 s idle timeout would drop the connection
-        expect(r.ms).toBeLessThan(QUERY_DEADLINE_MS + 5_000);
+        expect(r.ms).toBeLessThan(DEADLINE_MS + 5_000);
       }
       const health = await timed("/api/v1/health", {});
       expect(health.status).toBe(503);
@@ -102,7 +108,7 @@ describe("a database that refuses connections", () => {
       expect(r.ms).toBeLessThan(12_000);
     } finally {
       // reachable again at once: the service's background loops are not left reconnecting to a refused port until
-      // the file ends (under the full suite, one such attempt once escaped postgres.js as an uncaught socket error)
+      // the file ends
       await proxy.up();
     }
   }, 60_000);
