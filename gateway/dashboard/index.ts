@@ -67,6 +67,7 @@ import { MERCHANT_MOVES, ORDER_STATUSES, orderDetailPage, ordersPage } from "./p
 import { ANY_STATUS, DECIDED_STATUSES, DEFAULT_DECIDED_STATUS, REFUND_PAGE_PARAMS, refundsPage } from "./pages/refunds.ts";
 import { settingsPage, webhooksPage } from "./pages/settings.ts";
 import { htmlHeaders, isTooLarge, tooLargePage } from "./too-large.ts";
+import { safeNext } from "./edge.ts";
 import {
   buildCookie,
   createSession,
@@ -142,16 +143,6 @@ function redirect(c: Ctx, location: string): string {
   return "";
 }
 
-/** Only our own dashboard paths are accepted as a post-login target (no open redirect). */
-export function safeNext(next: string | null | undefined): string {
-  if (typeof next !== "string" || !next.startsWith("/dashboard")) return "/dashboard";
-  if (next.includes("//") || next.includes("\\") || /[\u0000-\u001f]/.test(next)) return "/dashboard";
-  // Resolved the way a browser would, so "/dashboard/../x" cannot leave the dashboard.
-  const u = new URL(next, "http://dashboard.invalid");
-  if (u.origin !== "http://dashboard.invalid" || !(u.pathname === "/dashboard" || u.pathname.startsWith("/dashboard/"))) return "/dashboard";
-  return u.pathname + u.search;
-}
-
 function pathOf(request: Request): string {
   const u = new URL(request.url);
   return u.pathname + u.search;
@@ -200,6 +191,8 @@ function actorMessage(err: unknown): string {
   }
   return "Something went wrong; nothing was changed.";
 }
+
+export { safeNext };
 
 let ownLayerRegistered = false;
 

@@ -15,7 +15,7 @@ import { AGENT_API_BASE } from "../../actors/agent/access.ts";
 import { pathOf } from "../url-path.ts";
 import { ECHO_MAX_CHARS, errorBody, type ErrorBody } from "../envelope.ts";
 import { bridgeErrorBody, errorShapeOf } from "../bridge/error-shape.ts";
-import { dashboardTooLarge } from "../dashboard/too-large.ts";
+import { dashboardEdgeAnswer } from "../dashboard/edge.ts";
 import { parsedAsJson } from "../rest/optional-body.ts";
 import { contentTypeAnswer, isJsonContentType } from "./json-body.ts";
 import { type AppLike, decodeFailurePath, RouteTable } from "./route-table.ts";
@@ -184,8 +184,9 @@ export const errors = new Elysia({ name: "errors" })
   .onError({ as: "global" }, ({ code, error, set, request, server, route, params, query, body }) => {
     const failure: FailureContext = { request, server, route, params, query, body };
     const path = pathOf(request.url);
-    // a dashboard form over the body limit, refused before its route ran: the dashboard's HTML 413 page
-    const page = dashboardTooLarge(path, error, set as FailureSet);
+    // under /dashboard, a body over the limit, an unknown path or method: the dashboard's HTML page, not the envelope
+    const allowedAt = (p: string) => withHead(server ? (routeTables.get(server as object)?.allowedMethods(p) ?? []) : []);
+    const page = dashboardEdgeAnswer(path, request.method, code, error, set as FailureSet, allowedAt);
     if (page !== undefined) return page;
     const answer = envelopeOf(code, error, set as FailureSet, failure);
     // an ACP or UCP surface answers in its protocol's error shape, with the same status (review R3-4)
