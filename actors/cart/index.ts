@@ -39,7 +39,9 @@ import {
   settleLegRows,
   type BeginLegBody,
   type CatalogLine,
+  type HeldSink,
 } from "../store/commerce.ts";
+import { CATALOG_CHANGED, heldStockChanged } from "../store/messages.ts";
 import { shippingZonesOfStores } from "../store/reads.ts";
 import { orderTotalMinor } from "../store/order-rows.ts";
 import { assertNoRefundDecided, clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCapturedAmount } from "../store/reconcile.ts";
@@ -911,6 +913,19 @@ function orderIdFor(sessionId: string, slug: string): string {
   return derivedUuid("order.v1", sessionId, slug);
 }
 
+/**
+ * The HeldSink of a leg's statements at `slug`: the tracked products whose held units moved (a hold, or its release)
+ * are published as `heldStockChanged` when this turn commits (ctx.publish waits for it; a turn that fails publishes
+ * nothing), so search re-reads their buyable stock at once rather than at its 30 s catch-up. Untracked stock holds
+ * nothing, so its checkouts publish nothing.
+ */
+function heldSink(ctx: Ctx, slug: string): HeldSink {
+  return (ids) => {
+    const ev = heldStockChanged(slug, ids);
+    if (ev) ctx.publish(CATALOG_CHANGED, ev);
+  };
+}
+
 function completedView(ctx: Ctx, s: SessionState): CompletedView {
   const currency = totalsOf(s).currency;
   const orders = s.legs.map((l) => ({
@@ -1155,7 +1170,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
         const waiting = o && (o.status === "pending" || (o.status !== "canceled" && o.capture_ref === (r.captureRef ?? null) && o.reconciliation === null));
         if (!waiting && leg.amountMinor === 0) {
           // No money moved: the hold goes back and the leg rolls back, as for a refused charge.
-          await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: "order_not_waiting" }, now0);
+          await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: "order_not_waiting" }, now0, heldSink(ctx, leg.storeId));
           results[leg.storeId] = { outcome: "failed" };
           return;
         }
@@ -1185,7 +1200,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
         );
         if (done.changed.length) changed[leg.storeId] = done.changed;
       } else if (r.outcome === "declined" || r.outcome === "failed" || r.outcome === "not_approved") {
-        await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: r.outcome }, now0);
+        await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: r.outcome }, now0, heldSink(ctx, leg.storeId));
       }
     }),
   );
@@ -1391,7 +1406,7 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
     const tx = await ctx.tx();
     await Promise.all(
       unpaid.map(([slug, orderId]) => {
-        return cancelPendingOrderRows(tx, slug, { orderId, reason: reason ?? `checkout_${moved.status.toLowerCase()}` }, now);
+        return cancelPendingOrderRows(tx, slug, { orderId, reason: reason ?? `checkout_${moved.status.toLowerCase()}` }, now, heldSink(ctx, slug));
       }),
     );
   }
@@ -1608,7 +1623,7 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
   // One store (the common cart): its hold rides in the statement that commits the session IN_PROGRESS.
   if (toBegin.length === 1 && (await beginOneLegRiding(ctx, toBegin[0]!.storeId, legBody(toBegin[0]!), inProgress(), now))) return runPayment(ctx, "charge");
   const tx = await ctx.tx();
-  const begun = await Promise.allSettled(toBegin.map((leg) => beginLegRows(tx, leg.storeId, legBody(leg), now)));
+  const begun = await Promise.allSettled(toBegin.map((leg) => beginLegRows(tx, leg.storeId, legBody(leg), now, heldSink(ctx, leg.storeId))));
   const refused = begun.find((r): r is PromiseRejectedResult => r.status === "rejected");
   if (refused) {
     const err = refused.reason;
@@ -1642,7 +1657,8 @@ async function beginOneLegRiding(ctx: Ctx, slug: string, body: BeginLegBody, inP
   ctx.state.session = inProgress;
   await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: inProgress.id });
   try {
-    leg.done(await checkpointWith(ctx as ActorContext<unknown>, leg.write));
+    // published with the turn's next write (the settle, or the state it ends in), which the payment always makes
+    heldSink(ctx, slug)(leg.done(await checkpointWith(ctx as ActorContext<unknown>, leg.write)));
     return true;
   } catch (err) {
     if (!isWriteRefused(err)) throw err;
@@ -1698,7 +1714,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
     // merchant found nothing (had it arrived, it is the merchant's to pay back, as any x402 refund).
     const released = o.reconciliation === "settlement_unknown";
     if (released) await railFor(ctx.sql, "x402")?.recordResolution?.(leg.intentId as string, "released");
-    await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now);
+    await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now, heldSink(ctx, slug));
     await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_by_merchant: true, ...(released ? { settlement: "released" } : {}) });
     refundByMerchant = true;
     result = { outcome: "failed" };
@@ -1748,7 +1764,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
       captureRef = paidWithRef ?? null;
       result = { outcome: "captured", captureRef: paidWithRef };
     } else if (found.status !== "captured") {
-      await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now);
+      await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now, heldSink(ctx, slug));
       await clearReconciliation(tx, slug, o, "refund", body.userId, { nothing_captured: true });
       result = { outcome: "failed" };
     } else {
@@ -1767,7 +1783,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
         );
       }
       tx = await ctx.tx();
-      await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now);
+      await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now, heldSink(ctx, slug));
       await moveOrderAfterRefund(tx, slug, o.id, after.id, Number(after.amount_minor), now);
       await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_id: after.id });
       refund = { refund_id: after.id, status: "REFUNDED", amount_minor: Number(after.amount_minor), currency: after.currency };

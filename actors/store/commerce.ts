@@ -30,6 +30,7 @@ import { defineActor } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
 import type { RidingWrite, SqlFragment } from "../runtime/state-write.ts";
 import { enqueueWebhookEvent } from "../webhook/outbox.ts";
+import { CATALOG_CHANGED, heldStockChanged } from "./messages.ts";
 import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
 import { createdPayload, iso, loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, statusChangedPayload, type OrderRow, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
 import { approveRefund, cancelPaidOrder, refundReminders } from "./refund-flow.ts";
@@ -442,6 +443,10 @@ interface ReservationRow {
   lines: { productId: string; quantity: number; variants?: Record<string, number> }[];
 }
 
+/**
+ * Settles one held reservation. Returns the tracked products whose stock changed (`committed`: sold) or whose held
+ * units went back (`released`: every line of a reservation is tracked stock, untracked stock is never held).
+ */
 async function settleReservation(tx: Sql, slug: string, id: string, to: "committed" | "released"): Promise<string[]> {
   const rows = await tx<ReservationRow[]>`SELECT id, order_id, status, lines FROM stock_reservations WHERE id = ${id} AND store_slug = ${slug}`;
   const r = rows[0];
@@ -463,7 +468,7 @@ async function settleReservation(tx: Sql, slug: string, id: string, to: "committ
       FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q, unnest(${vqs}::text[]) AS vt) w WHERE p.id = w.id`;
   }
   await tx`UPDATE stock_reservations SET status = ${to}, updated_at = now() WHERE id = ${id}`;
-  if (to !== "committed") return [];
+  if (to !== "committed") return [...new Set(ids)];
   // Only tracked stock changed; untracked products need no reindex.
   const tracked = await tx<{ id: string }[]>`SELECT id FROM products WHERE id = ANY(${ids}::uuid[]) AND stock_quantity IS NOT NULL`;
   return [...new Set([...tracked.map((t) => t.id), ...r.lines.filter((l) => l.variants && Object.keys(l.variants).length).map((l) => l.productId)])];
@@ -776,6 +781,13 @@ function lightHoldApplies(ids: readonly string[], vqs: readonly string[]): boole
 
 type Held = { id: string; q: number; vq: Record<string, number> };
 
+/**
+ * Told the tracked products whose held units a leg's statement moved (its hold, or its release: decline, rollback,
+ * cancel, expiry), so that the caller publishes `heldStockChanged` once its turn commits: search then re-reads their
+ * buyable stock at once instead of at its catch-up. Never called for untracked stock (nothing is held for it).
+ */
+export type HeldSink = (productIds: string[]) => void;
+
 function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs: number[], vqs: string[], now: number): Parts {
   const idList = idListFragments(db, ids);
   const claim = offerClaim(db, slug, b, true);
@@ -837,7 +849,7 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
  * A shortage gives back what the statement held and throws STATE_EXECUTION_BLOCKED; so does a later attempt whose
  * order is no longer pending (the merchant canceled it), which holds nothing (reasons[0].code `order_canceled`).
  */
-export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number): Promise<{ orderId: string; created: boolean }> {
+export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number, onHeld?: HeldSink): Promise<{ orderId: string; created: boolean }> {
   const { ids, qs, vqs } = wantedStock(b.lines);
   if (lightHoldApplies(ids, vqs)) {
     const [l] = await run<{ prior_status: string | null; prior_order: string | null; go: boolean; inserted: number }[]>(db, lightHoldParts(db, slug, b, ids, now));
@@ -892,8 +904,10 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
       FROM products WHERE id = ANY(${ids}::uuid[])`;
     throw fail("STATE_EXECUTION_BLOCKED", "Stock no longer covers the cart.", { reasons: stockShortages(slug, ids, qs, vqs, levels) });
   }
-  if (r.held?.length) nothingHeld.delete(b.reservationId);
-  else rememberUnheld(b);
+  if (r.held?.length) {
+    nothingHeld.delete(b.reservationId);
+    onHeld?.(r.held.map((h) => h.id));
+  } else rememberUnheld(b);
   return { orderId: b.orderId, created: r.inserted > 0 };
 }
 
@@ -902,15 +916,18 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
  * and the session's IN_PROGRESS state in one autocommit statement. It is sent for the plain outcome only — the leg
  * goes ahead (light hold: its order inserted) — and otherwise refuses (AF002), writing nothing, so that every other
  * outcome (a replayed reservation, a shortage, a stale hint) is decided by `beginLegRows` as before. `done` reads
- * the committed row.
+ * the committed row and returns the tracked products it held (none for the light hold).
  */
-export function beginLegRiding(db: Sql, slug: string, b: BeginLegBody, now: number): { write: RidingWrite; done(row: Record<string, unknown>): void } {
+export function beginLegRiding(db: Sql, slug: string, b: BeginLegBody, now: number): { write: RidingWrite; done(row: Record<string, unknown>): string[] } {
   const { ids, qs, vqs } = wantedStock(b.lines);
   if (lightHoldApplies(ids, vqs)) {
     const p = lightHoldParts(db, slug, b, ids, now);
     return {
       write: { ctes: p.ctes, select: db`CASE WHEN (SELECT go FROM ok) AND EXISTS (SELECT 1 FROM ins) THEN 1 ELSE actor_write_refused('leg_hold') END AS leg_ok` },
-      done: () => rememberUnheld(b),
+      done: () => {
+        rememberUnheld(b);
+        return [];
+      },
     };
   }
   const p = fullHoldParts(db, slug, b, ids, qs, vqs, now);
@@ -918,11 +935,13 @@ export function beginLegRiding(db: Sql, slug: string, b: BeginLegBody, now: numb
     write: {
       ctes: p.ctes,
       select: db`CASE WHEN (SELECT go FROM ok) THEN 1 ELSE actor_write_refused('leg_hold') END AS leg_ok,
-        EXISTS (SELECT 1 FROM held) AS leg_held`,
+        ARRAY(SELECT id::text FROM held) AS leg_held`,
     },
     done: (row) => {
-      if (row.leg_held) nothingHeld.delete(b.reservationId);
+      const held = (row.leg_held as string[] | null) ?? [];
+      if (held.length) nothingHeld.delete(b.reservationId);
       else rememberUnheld(b);
+      return held;
     },
   };
 }
@@ -938,12 +957,14 @@ function reservedPerProduct(db: Sql) {
 
 /**
  * `back`: the quantities in `w` are no longer held by their products. The ids reach products as one InitPlan value
- * (p.id = ANY(ARRAY(SELECT id FROM w))), so the primary key is the way in (see the settle statement).
+ * (p.id = ANY(ARRAY(SELECT id FROM w))), so the primary key is the way in (see the settle statement). `heldBack` is
+ * the column of the products given back (all tracked: only tracked stock is held), for the caller's HeldSink.
  */
 function givenBack(db: Sql) {
   return db`back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
-        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id)`;
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id)`;
 }
+const heldBack = (db: Sql) => db`ARRAY(SELECT id::text FROM back) AS held_back`;
 
 /**
  * `o` … `outbox`: a pending order moves to `to` with its capture reference, its history event and its
@@ -1014,10 +1035,11 @@ export async function settleLegRows(
   slug: string,
   b: SettleLegBody & { totalMinor?: number; currency?: string },
   now: number,
+  onHeld?: HeldSink,
 ): Promise<{ status: OrderStatus; changed: string[] }> {
   if (b.outcome === "released") {
     nothingHeld.delete(b.reservationId);
-    const [r] = await db<{ status: OrderStatus | null }[]>`
+    const [r] = await db<{ status: OrderStatus | null; held_back: string[] }[]>`
       WITH rsv AS (
         UPDATE stock_reservations SET status = 'released', updated_at = now()
         WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
@@ -1036,8 +1058,9 @@ export async function settleLegRows(
         INSERT INTO order_events (order_id, type, data)
         SELECT id, 'payment_rolled_back', ${db.json({ intent_id: b.reservationId, note: b.note ?? null } as never)}::jsonb
         FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug})
-      SELECT (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status`;
+      SELECT (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug}) AS status, ${heldBack(db)}`;
     if (!r?.status) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: b.orderId });
+    if (r.held_back.length) onHeld?.(r.held_back);
     return { status: r.status, changed: [] };
   }
   let totalMinor = b.totalMinor;
@@ -1099,13 +1122,14 @@ export async function cancelPendingOrderRows(
   slug: string,
   o: { orderId: string; reason: string },
   now: number,
+  onHeld?: HeldSink,
 ): Promise<{ status: OrderStatus | null }> {
   const to = applyOrderEvent({ status: "pending" as OrderStatus, createdAt: now, deliveredAt: null, history: [] }, "cancel", "system", now).status;
   // The payload's total and currency are the canceled row's (audit A8 MED-1): a preview after a decline re-prices the
   // session's leg, not the pending order, so the caller's leg total may be one the order never had. The builder's
   // shape is kept; `totalAmount` is toMajor in SQL (float8 division, as exact as JS's; jsonb keeps the shortest form).
   const { totalAmount: _t, currency: _c, ...head } = statusChangedPayload({ orderId: o.orderId, merchantSlug: slug, totalMinor: 0, currency: "USD" }, "pending", to, now);
-  const [r] = await db<{ canceled: number; status: OrderStatus | null }[]>`
+  const [r] = await db<{ canceled: number; status: OrderStatus | null; held_back: string[] }[]>`
     WITH rsv AS (
       UPDATE stock_reservations SET status = 'released', updated_at = now()
       WHERE order_id = ${o.orderId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
@@ -1132,7 +1156,8 @@ export async function cancelPendingOrderRows(
     freed AS (UPDATE negotiation_offers n SET order_id = NULL FROM c WHERE n.order_id = c.id AND n.used_at IS NULL),
     -- So is the coupon use its leg's hold claimed (no hold is live for a canceled order).
     ${couponGivenBack(db, db`SELECT id FROM c`)}
-    SELECT (SELECT count(*) FROM c)::int AS canceled, (SELECT status FROM orders WHERE id = ${o.orderId} AND store_slug = ${slug}) AS status`;
+    SELECT (SELECT count(*) FROM c)::int AS canceled, (SELECT status FROM orders WHERE id = ${o.orderId} AND store_slug = ${slug}) AS status, ${heldBack(db)}`;
+  if (r.held_back.length) onHeld?.(r.held_back);
   return { status: r.canceled ? to : r.status };
 }
 
@@ -1143,7 +1168,11 @@ async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, d
   const tx = await ctx.tx();
   const order = await loadOrder(tx, ctx.id, orderId);
   const holds = await tx<{ id: string }[]>`SELECT id FROM stock_reservations WHERE order_id = ${orderId} AND status = 'held'`;
-  for (const h of holds) await settleReservation(tx, ctx.id, h.id, "released");
+  const released: string[] = [];
+  for (const h of holds) released.push(...(await settleReservation(tx, ctx.id, h.id, "released")));
+  // published when this turn commits (search re-reads the buyable stock of what went back)
+  const ev = heldStockChanged(ctx.id, released);
+  if (ev) ctx.publish(CATALOG_CHANGED, ev);
   if (order.status !== "pending") return order.status;
   const to = await moveOrder(tx, order, "cancel", actor, ctx.now(), data);
   await releaseClaims(tx, orderId);
