@@ -65,7 +65,7 @@ import { catalogPage, MAX_UPLOAD_LINES, SHOWN_REJECTIONS, type UploadOutcome } f
 import { overviewPage } from "./pages/overview.ts";
 import { MERCHANT_MOVES, ORDER_STATUSES, orderDetailPage, ordersPage } from "./pages/orders.ts";
 import { ANY_STATUS, DECIDED_STATUSES, DEFAULT_DECIDED_STATUS, REFUND_PAGE_PARAMS, refundsPage } from "./pages/refunds.ts";
-import { settingsPage, webhooksPage } from "./pages/settings.ts";
+import { settingsPage, webhooksPage, type PostedPolicies } from "./pages/settings.ts";
 import { htmlHeaders, isTooLarge, tooLargePage } from "./too-large.ts";
 import { safeNext } from "./edge.ts";
 import {
@@ -311,6 +311,15 @@ export function dashboardRoutes(svc: Services) {
   };
 
   // ------------------------------------------------------------------------------------------ data loaders
+
+  /** The settings page, with the policies form as posted when `posted` is given (a refused change). */
+  async function settingsHtml(s: DashboardSession, store: StoreRecord, flash: Flash | null, posted?: PostedPolicies): Promise<Html> {
+    const [allowlist, coupons, seen] = await Promise.all([listAllowlist(svc.sql, store.slug), listCoupons(svc.sql, store.slug), findStore(svc.sql, store.slug)]);
+    const tools = ALL_TOOLS.map((t) => ({ name: t.name, title: t.title, group: t.group }));
+    // what agents read (the zones' promises) beside the stored policies the form edits
+    const agentShipping = seen ? { freeShippingThresholdMinor: seen.policies.freeShippingThresholdMinor, shippingEstimateDays: seen.policies.shippingEstimateDays } : undefined;
+    return settingsPage(s, { store, tools, allowlist, coupons, ...(agentShipping ? { agentShipping } : {}), ...(posted ? { postedPolicies: posted } : {}) }, flash, svc.clock.now());
+  }
 
   async function webhooksData(s: DashboardSession, store: StoreRecord) {
     const endpoints = await listWebhookEndpoints(svc, s.user, store.slug);
@@ -644,13 +653,7 @@ export function dashboardRoutes(svc: Services) {
     .get(
       "/dashboard/s/:slug/settings",
       h(
-        storePage(async (_c, s, store, flash) => {
-          const [allowlist, coupons, seen] = await Promise.all([listAllowlist(svc.sql, store.slug), listCoupons(svc.sql, store.slug), findStore(svc.sql, store.slug)]);
-          const tools = ALL_TOOLS.map((t) => ({ name: t.name, title: t.title, group: t.group }));
-          // what agents read (the zones' promises) beside the stored policies the form edits
-          const agentShipping = seen ? { freeShippingThresholdMinor: seen.policies.freeShippingThresholdMinor, shippingEstimateDays: seen.policies.shippingEstimateDays } : undefined;
-          return settingsPage(s, { store, tools, allowlist, coupons, ...(agentShipping ? { agentShipping } : {}) }, flash, svc.clock.now());
-        }),
+        storePage(async (_c, s, store, flash) => settingsHtml(s, store, flash)),
       ),
       { detail: HIDDEN },
     )
@@ -659,17 +662,35 @@ export function dashboardRoutes(svc: Services) {
       h(
         storeAction(
           (_c, slug) => `${storeBase(slug)}/settings#policies`,
-          async (_c, _s, store, form) => {
-            const input: Record<string, unknown> = { acceptsReturns: form.get("acceptsReturns") === "1" };
-            const set = (k: string, v: unknown) => v !== undefined && v !== "" && (input[k] = v);
-            set("returnWindowDays", optNumber(form, "returnWindowDays"));
-            set("freeShippingThreshold", optNumber(form, "freeShippingThreshold"));
-            set("restockingFeePercent", optNumber(form, "restockingFeePercent"));
-            set("shippingEstimateDays", text(form, "shippingEstimateDays"));
-            set("supportResponseTimeSla", text(form, "supportResponseTimeSla"));
-            assertPolicies(input);
-            const r = await svc.actors.ask(storeActor, store.slug, "setPolicies", { policies: input as PoliciesInput });
-            return { flash: { kind: "ok", message: `Policies saved (version ${r.policyVersion}).` } };
+          async (_c, s, store, form) => {
+            const posted: PostedPolicies = {
+              acceptsReturns: form.get("acceptsReturns") === "1",
+              returnWindowDays: text(form, "returnWindowDays"),
+              freeShippingThreshold: text(form, "freeShippingThreshold"),
+              restockingFeePercent: text(form, "restockingFeePercent"),
+              shippingEstimateDays: text(form, "shippingEstimateDays"),
+              supportResponseTimeSla: text(form, "supportResponseTimeSla"),
+            };
+            try {
+              const input: Record<string, unknown> = { acceptsReturns: posted.acceptsReturns };
+              const set = (k: string, v: unknown) => v !== undefined && v !== "" && (input[k] = v);
+              // Unchecking "Accepts returns" leaves the stored window in its field: the box is what the merchant
+              // changed, so the window is not sent (it was, and every uncheck was refused: audit X-F5).
+              if (posted.acceptsReturns) set("returnWindowDays", optNumber(form, "returnWindowDays"));
+              set("freeShippingThreshold", optNumber(form, "freeShippingThreshold"));
+              set("restockingFeePercent", optNumber(form, "restockingFeePercent"));
+              set("shippingEstimateDays", posted.shippingEstimateDays);
+              set("supportResponseTimeSla", posted.supportResponseTimeSla);
+              assertPolicies(input);
+              const r = await svc.actors.ask(storeActor, store.slug, "setPolicies", { policies: input as PoliciesInput });
+              return { flash: { kind: "ok", message: `Policies saved (version ${r.policyVersion}).` } };
+            } catch (err) {
+              // A refusal shows the form again as posted, so the merchant's other edits are not lost to a redirect
+              // that shows the stored values (audit X-F5).
+              if (!(err instanceof ActorError) || ERROR_TABLE[err.code].http >= 500) throw err;
+              const html = await settingsHtml(s, store, { kind: "error", message: actorMessage(err) }, posted);
+              return { html, status: ERROR_TABLE[err.code].http };
+            }
           },
         ),
       ),

@@ -126,3 +126,37 @@ describe("values stored through REST submit as they are (audit X-F2)", () => {
     expect(page).toContain('name="minSpend" min="0" step="0.001"');
   });
 });
+
+describe("the policies form's returns box and refusals (audit X-F5)", () => {
+  const policiesOf = async () => (await srv.db.sql<{ policies: Record<string, unknown> }[]>`SELECT policies FROM stores WHERE slug = ${SLUG}`)[0]!.policies;
+
+  test("unchecking Accepts returns switches returns off, although the stored window is still in its field", async () => {
+    const on = await post("/policies", { acceptsReturns: "1", returnWindowDays: "30", shippingEstimateDays: "3-6", supportResponseTimeSla: "24h" });
+    expect(on.status).toBe(303);
+    expect((await policiesOf()).returnWindowDays).toBe(30);
+    const page = await (await srv.fetch(base, { headers: { cookie: s.cookie } })).text();
+    expect(page).toContain('name="returnWindowDays" min="0" max="3650" value="30"');
+    // the browser sends the form as shown, the box unchecked
+    const off = await post("/policies", { returnWindowDays: "30", shippingEstimateDays: "3-6", supportResponseTimeSla: "24h" });
+    expect(off.status).toBe(303);
+    const after = await (await srv.fetch(base, { headers: { cookie: s.cookie } })).text();
+    expect(/role="(?:alert|status)"[^>]*>([^<]*)</.exec(after)?.[1]).toMatch(/^Policies saved \(version \d+\)\.$/);
+    const stored = await policiesOf();
+    expect(stored.acceptsReturns).toBe(false);
+    expect(stored.returnWindowDays).toBeUndefined();
+  });
+
+  test("a refused change shows the form again as posted, with the refusal, and changes nothing", async () => {
+    const before = await policiesOf();
+    const r = await post("/policies", { acceptsReturns: "1", returnWindowDays: "45", restockingFeePercent: "150", shippingEstimateDays: "4-8", supportResponseTimeSla: "48h" });
+    expect(r.status).toBe(400);
+    const page = await r.text();
+    expect(page).toMatch(/role="alert">Invalid restockingFeePercent: [^<]+</);
+    expect(page).toContain('name="acceptsReturns" value="1" checked');
+    expect(page).toContain('name="returnWindowDays" min="0" max="3650" value="45"');
+    expect(page).toContain('step="any" value="150"');
+    expect(page).toContain('name="shippingEstimateDays" maxlength="50" placeholder="3-5" value="4-8"');
+    expect(page).toContain('name="supportResponseTimeSla" maxlength="50" placeholder="24h" value="48h"');
+    expect(await policiesOf()).toEqual(before);
+  });
+});

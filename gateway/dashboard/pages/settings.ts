@@ -24,6 +24,18 @@ export interface SettingsData {
   coupons: readonly StoreCoupon[];
   /** The shipping promises agents are shown (the zones': `agentPolicies`), beside the stored ones the form edits. */
   agentShipping?: { freeShippingThresholdMinor?: number; shippingEstimateDays?: string };
+  /** The policies form as it was posted, shown again when the change was refused (the merchant's edits are kept). */
+  postedPolicies?: PostedPolicies;
+}
+
+/** The policies form's fields as posted (text as typed). */
+export interface PostedPolicies {
+  acceptsReturns: boolean;
+  returnWindowDays: string;
+  freeShippingThreshold: string;
+  restockingFeePercent: string;
+  shippingEstimateDays: string;
+  supportResponseTimeSla: string;
 }
 
 /**
@@ -65,6 +77,15 @@ export function settingsPage(session: DashboardSession, d: SettingsData, flash: 
   const groups = [...new Set(d.tools.map((t) => t.group))];
   const step = moneyStep(s.currency);
   const threshold = p.freeShippingThresholdMinor === undefined ? "" : String(toMajor(p.freeShippingThresholdMinor, s.currency));
+  // the values the policies form shows: as posted after a refusal, else as stored
+  const pf: PostedPolicies = d.postedPolicies ?? {
+    acceptsReturns: p.acceptsReturns,
+    returnWindowDays: num(p.returnWindowDays),
+    freeShippingThreshold: threshold,
+    restockingFeePercent: num(p.restockingFeePercent),
+    shippingEstimateDays: p.shippingEstimateDays ?? "",
+    supportResponseTimeSla: p.supportResponseTimeSla ?? "",
+  };
   return page({
     title: "Settings",
     session,
@@ -74,14 +95,14 @@ export function settingsPage(session: DashboardSession, d: SettingsData, flash: 
     body: html`<h1>Settings</h1>
 <p>Webhooks are under <a href="${base}/webhooks">Settings → Webhooks</a>.</p>
 <section class="card" aria-labelledby="policies"><h2 id="policies">Policies</h2>
-${postForm(`${base}/policies`, csrf, html`<label class="inline"><input type="checkbox" name="acceptsReturns" value="1"${checked(p.acceptsReturns)}> Accepts returns</label>
+${postForm(`${base}/policies`, csrf, html`<label class="inline"><input type="checkbox" name="acceptsReturns" value="1"${checked(pf.acceptsReturns)}> Accepts returns</label>
 <div class="row">
-<div><label for="rw">Return window (days)</label><input id="rw" type="number" name="returnWindowDays" min="0" max="3650" value="${num(p.returnWindowDays)}"></div>
-<div><label for="fst">Free shipping from (${s.currency})</label><input id="fst" type="number" name="freeShippingThreshold" min="0" step="${step}" value="${threshold}"></div>
-<div><label for="rf">Restocking fee (%)</label><input id="rf" type="number" name="restockingFeePercent" min="0" max="100" step="${PERCENT_STEP}" value="${num(p.restockingFeePercent)}"></div>
+<div><label for="rw">Return window (days)</label><input id="rw" type="number" name="returnWindowDays" min="0" max="3650" value="${pf.returnWindowDays}"></div>
+<div><label for="fst">Free shipping from (${s.currency})</label><input id="fst" type="number" name="freeShippingThreshold" min="0" step="${step}" value="${pf.freeShippingThreshold}"></div>
+<div><label for="rf">Restocking fee (%)</label><input id="rf" type="number" name="restockingFeePercent" min="0" max="100" step="${PERCENT_STEP}" value="${pf.restockingFeePercent}"></div>
 </div><div class="row">
-<div><label for="sed">Shipping estimate (days)</label><input id="sed" type="text" name="shippingEstimateDays" maxlength="50" placeholder="3-5" value="${p.shippingEstimateDays ?? ""}"></div>
-<div><label for="sla">Support response time</label><input id="sla" type="text" name="supportResponseTimeSla" maxlength="50" placeholder="24h" value="${p.supportResponseTimeSla ?? ""}"></div>
+<div><label for="sed">Shipping estimate (days)</label><input id="sed" type="text" name="shippingEstimateDays" maxlength="50" placeholder="3-5" value="${pf.shippingEstimateDays}"></div>
+<div><label for="sla">Support response time</label><input id="sla" type="text" name="supportResponseTimeSla" maxlength="50" placeholder="24h" value="${pf.supportResponseTimeSla}"></div>
 </div><p class="hint">Agents are shown what carts charge: with a shipping zone for your own country, its free-shipping amount and delivery days instead of these two; with no zones at all, free shipping.${d.agentShipping ? html` Agents now read: <strong data-agent-shipping>${agentShippingText(d.agentShipping, s.currency)}</strong>.` : ""}</p>
 <p><button type="submit">Save policies</button></p>`, { label: "Policies" })}
 </section>
