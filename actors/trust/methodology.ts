@@ -75,7 +75,7 @@ function buildTopLevel() {
     tiers,
     tier_degradation: "agent_verified degrades to agent_verified_thin when the GMV floor or the unique-buyer count is missing or insufficient",
     tier_counts:
-      "humanOrders, agentOrders, GMV and unique buyers count sales only: paid, not canceled, not fully refunded orders; GMV is captured minus refunded, in the store's currency. Refunded orders count toward refund health",
+      "humanOrders, agentOrders, GMV and unique buyers count kept sales only: paid, not canceled orders of which at most half of the capture was refunded; GMV is captured minus refunded, in the store's currency. Refunded orders count toward refund health",
     data_quality_levels: DATA_QUALITY_LEVELS.map((level) => ({ level, meaning: DATA_QUALITY_MEANING[level] })),
     engine_selection: {
       overall: "v41 when TRUST_SCORE_PUBLIC_V41_ENABLED is on and v4.1 produces a value; otherwise v2",

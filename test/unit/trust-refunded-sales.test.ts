@@ -52,6 +52,6 @@ describe("the tier counts sales; refund health counts refunds", () => {
 
 test("the methodology document says what the tier counts", () => {
   expect(methodologyDocument().tier_counts).toBe(
-    "humanOrders, agentOrders, GMV and unique buyers count sales only: paid, not canceled, not fully refunded orders; GMV is captured minus refunded, in the store's currency. Refunded orders count toward refund health",
+    "humanOrders, agentOrders, GMV and unique buyers count kept sales only: paid, not canceled orders of which at most half of the capture was refunded; GMV is captured minus refunded, in the store's currency. Refunded orders count toward refund health",
   );
 });
