@@ -68,6 +68,7 @@ import {
   type PaymentLeg,
 } from "./checkout-machine.ts";
 import { type Coupon } from "./coupons.ts";
+import { linePricing } from "./offer-rule.ts";
 import { variantMissing } from "./variant-line.ts";
 import {
   CartMessages,
@@ -270,8 +271,8 @@ async function price(
   for (const [i, item] of cart.items.entries()) {
     const c = catalog.get(item.productId);
     if (!c) throw fail("PRODUCT_NOT_FOUND", "A product of the cart left the catalog.", { product_id: item.productId, field: `items[${i}]` });
-    const v = variantOf(c, item.variantId);
-    const listPriceMinor = v && v.priceMinor !== null && v.priceMinor !== undefined ? v.priceMinor : c.priceMinor;
+    // the list price, and the key's offer where it prices this line (offer-rule.ts, shared with MCP's question)
+    const { listPriceMinor, negotiated } = linePricing(c.priceMinor, item.variantId, variantOf(c, item.variantId), c.negotiated);
     lines.push({
       storeId: c.storeSlug,
       productId: item.productId,
@@ -279,9 +280,7 @@ async function price(
       quantity: item.quantity,
       listPriceMinor,
       currency: c.currency,
-      // The offer was bid on the product's list price: it prices a line without a variant, or a variant line sold at
-      // that price (audit R3 MED-1; a variant with its own price is not what was negotiated).
-      negotiated: c.negotiated && (!item.variantId || (v && listPriceMinor === c.priceMinor)) ? c.negotiated : null,
+      negotiated,
     });
     if (!quotes.has(c.storeSlug)) {
       const q = storeShipping({

@@ -9,6 +9,7 @@ import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { mergedLineTooLarge, stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { LegOutcomeView } from "../../../actors/cart/checkout-machine.ts";
 import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/cart/messages.ts";
+import { linePricing } from "../../../actors/cart/offer-rule.ts";
 import { unitPriceOf, type NegotiatedPrice } from "../../../actors/cart/totals.ts";
 import { variantMissing } from "../../../actors/cart/variant-line.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
@@ -168,16 +169,14 @@ interface PricedItem {
 
 /**
  * A line's variant (`variantId` lower-case; undefined when it names none or no such variant), unit price and title, as
- * the cart actor prices and names it (actors/cart/index.ts `price`): the variant's own price when it has one; the
- * key's accepted offer (bid on the product's list price) for a line without a variant or a variant sold at that price
- * (audit R3 MED-1), valid and never above the list price as `unitPriceOf` decides.
+ * the cart actor prices and names it: its list price and whether the key's accepted offer prices it by the cart's own
+ * rule (actors/cart/offer-rule.ts `linePricing`), valid and never above the list price as `unitPriceOf` decides.
  */
 function pricedLine(product: StoreProduct, variantId: string | undefined, offer: NegotiatedPrice | null, now: number): PricedItem {
   const v = variantId ? product.variants.find((x) => x.id.toLowerCase() === variantId) : undefined;
-  const listMinor = v && v.priceMinor !== null ? v.priceMinor : product.priceMinor;
-  const applies = offer !== null && (!variantId || (v !== undefined && listMinor === product.priceMinor));
+  const { listPriceMinor: listMinor, negotiated } = linePricing(product.priceMinor, variantId, v, offer);
   const { unitPriceMinor, priceSource } = unitPriceOf(
-    { storeId: product.storeSlug, productId: product.id, variantId, quantity: 1, listPriceMinor: listMinor, currency: product.currency, negotiated: applies ? offer : null },
+    { storeId: product.storeSlug, productId: product.id, variantId, quantity: 1, listPriceMinor: listMinor, currency: product.currency, negotiated },
     now,
   );
   return {
