@@ -33,7 +33,7 @@ import { MAX_CATALOG_BATCH } from "../../actors/store/ingest.ts";
 import { countLines, externalIdRepeats, linesOf } from "../../actors/store/import-file.ts";
 import { assertStoreWriter, findStore } from "../../actors/store/reads.ts";
 import type { StoreRecord } from "../../actors/store/schemas.ts";
-import { couponFromInput, PAYMENT_RAILS, type PaymentRail } from "../../actors/store/settings.ts";
+import { couponFromInput, PAYMENT_RAILS, settingsMessages, type PaymentRail } from "../../actors/store/settings.ts";
 import { agentCheckoutAllowed, displayBand } from "../../actors/trust/bands.ts";
 import { explainTrust, TREND_WINDOW_DAYS } from "../../actors/trust/explain.ts";
 import { readTrustHistory } from "../../actors/trust/history.ts";
@@ -86,7 +86,7 @@ import {
   type DashboardSession,
   type Flash,
 } from "./session.ts";
-import { isUuid } from "../../infra/uuid.ts";
+import { isUuid, UUID_FORMAT_PATTERN } from "../../infra/uuid.ts";
 import { appendSetCookie, secureCookies } from "../cookies.ts";
 
 /** Per signed-in user, per minute: generous for a person clicking, tight for a script. */
@@ -100,6 +100,7 @@ const YIELD_EVERY_LINES = 1_000;
 /** The JSON bounds of one JSONL upload line (one product): those of a 1 MiB JSON body (plugins/json-depth.ts). */
 const LINE_BOUNDS = { maxDepth: MAX_JSON_DEPTH, maxArrayItems: MAX_JSON_ARRAY_ITEMS, maxValues: maxJsonValuesFor(DEFAULT_BODY_LIMIT) };
 const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const COUPON_CODE = new RegExp(settingsMessages.upsertCoupon.properties.code.pattern!);
 const HIDDEN = { hide: true } as const;
 
 type Headers = Record<string, string | number>;
@@ -184,7 +185,16 @@ function uuidParam(c: Ctx, name: string): string {
 /** The `page` query of a paged list: 1 to 10,000, 1 when absent or not a number. */
 const pageParam = (c: Ctx, name = "page"): number => Math.max(1, Math.min(10_000, Number.parseInt(c.query[name] ?? "1", 10) || 1));
 
-function actorMessage(err: unknown): string {
+/** The actor host's refusal of a message that does not match its schema: "invalid store.upsertCoupon message: …". */
+const MESSAGE_SCHEMA_REFUSAL = /^invalid [\w.]+ message:/;
+
+export function actorMessage(err: unknown): string {
+  if (err instanceof ActorError && err.code === "INVALID_ARGUMENT" && MESSAGE_SCHEMA_REFUSAL.test(err.message)) {
+    // The text names the actor's message and its schema (internal): say which field instead (audit X-F6).
+    const path = (err.details as { field?: unknown } | undefined)?.field;
+    const field = typeof path === "string" ? path.replace(/^\//, "").replace(/\//g, ".") : "";
+    return field ? `Invalid ${field}: the value is not accepted.` : "A value in the form is not accepted; nothing was changed.";
+  }
   if (err instanceof ActorError) {
     const field = (err.details as { field?: unknown } | undefined)?.field;
     return typeof field === "string" && !err.message.includes(field) ? `${err.message} (${field})` : err.message;
@@ -759,6 +769,8 @@ export function dashboardRoutes(svc: Services) {
           (_c, slug) => `${storeBase(slug)}/settings#allow`,
           async (c, _s, store, form) => {
             const agentKeyId = uuidParam(c, "keyId");
+            // the message schema's rule (format "uuid"): an id outside it names no agent key (audit X-F6)
+            if (!UUID_FORMAT_PATTERN.test(agentKeyId)) throw new NotFound();
             const status = text(form, "status");
             if (status !== "allowed" && status !== "blocked") return { flash: { kind: "error", message: "Status must be allowed or blocked." } };
             await svc.actors.ask(storeCommerce, store.slug, "setAllowlist", { agentKeyId, status });
@@ -782,9 +794,12 @@ export function dashboardRoutes(svc: Services) {
             const minSpend = optNumber(form, "minSpend");
             const limit = optNumber(form, "usageLimit");
             // the money, percent, date and limit rules are REST's (couponFromInput), not a copy (audit A3-3)
+            const code = text(form, "code");
+            // the message's own pattern, with words instead of the schema's text (audit X-F6)
+            if (!COUPON_CODE.test(code)) return { flash: { kind: "error", message: "Invalid code: use 2 to 64 letters, digits, hyphens (-) or underscores (_)." } };
             const coupon = couponFromInput(
               {
-                code: text(form, "code"),
+                code,
                 kind,
                 value: raw,
                 ...(minSpend === undefined ? {} : { minSpend }),

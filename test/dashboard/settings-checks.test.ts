@@ -160,3 +160,18 @@ describe("the policies form's returns box and refusals (audit X-F5)", () => {
     expect(await policiesOf()).toEqual(before);
   });
 });
+
+describe("refusals in words, not the actor message's schema text (audit X-F6)", () => {
+  test("a coupon code outside the pattern is refused naming the rule, and nothing is stored", async () => {
+    const out = await addCoupon({ code: "bad code!", kind: "percent", value: "10" });
+    expect(out).toEqual({ notice: "Invalid code: use 2 to 64 letters, digits, hyphens (-) or underscores (_).", row: null });
+  });
+
+  test("an allowlist key id outside the message's uuid format is the 404 page, not a notice", async () => {
+    const r = await post("/allowlist/11111111-1111-1111-1111-111111111111", { status: "blocked" });
+    expect(r.status).toBe(404);
+    const page = await r.text();
+    expect(page).toContain("<h1>Not found</h1>");
+    expect(page).not.toContain("setAllowlist");
+  });
+});

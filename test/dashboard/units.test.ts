@@ -4,7 +4,8 @@ import { missingPolicyFields, productFlags } from "../../actors/store/merchant-r
 import { nextPaymentMethods } from "../../actors/store/settings.ts";
 import { activityChart, scoreChart } from "../../gateway/dashboard/charts.ts";
 import { html, Html, join } from "../../gateway/dashboard/html.ts";
-import { safeNext } from "../../gateway/dashboard/index.ts";
+import { ActorError } from "../../actors/runtime/errors.ts";
+import { actorMessage, safeNext } from "../../gateway/dashboard/index.ts";
 import { factorLabel } from "../../gateway/dashboard/pages/overview.ts";
 import { buildCookie } from "../../gateway/dashboard/session.ts";
 
@@ -87,5 +88,16 @@ describe("catalog and settings rules", () => {
   test("trust factor names read as words", () => {
     expect(factorLabel("merchantReliabilityBase.disputeRefundHealth")).toBe("Dispute refund health");
     expect(factorLabel("dispute_rate")).toBe("Dispute rate");
+  });
+});
+
+describe("notices in words (audit X-F6)", () => {
+  test("an actor's message-schema refusal is shown as the field it names, not the message and schema text", () => {
+    const refusal = (field?: string) =>
+      new ActorError("INVALID_ARGUMENT", "invalid store.upsertCoupon message: Expected string to match '^[A-Za-z0-9_-]{2,64}$'", field === undefined ? undefined : { field });
+    expect(actorMessage(refusal("/code"))).toBe("Invalid code: the value is not accepted.");
+    expect(actorMessage(refusal("/negotiation/floorPercent"))).toBe("Invalid negotiation.floorPercent: the value is not accepted.");
+    expect(actorMessage(refusal())).toBe("A value in the form is not accepted; nothing was changed.");
+    expect(actorMessage(new ActorError("validation_error", "Invalid value: more decimals than USD has (2)", { field: "value" }))).toBe("Invalid value: more decimals than USD has (2)");
   });
 });
