@@ -12,7 +12,7 @@
  */
 import { Value } from "@sinclair/typebox/value";
 import { Elysia } from "elysia";
-import { storeCommerce } from "../../actors/store/commerce.ts";
+import { commerceMessages, storeCommerce } from "../../actors/store/commerce.ts";
 import { storeActor } from "../../actors/store/index.ts";
 import { PoliciesInput, policiesView } from "../../actors/store/ingest.ts";
 import {
@@ -100,6 +100,7 @@ const YIELD_EVERY_LINES = 1_000;
 /** The JSON bounds of one JSONL upload line (one product): those of a 1 MiB JSON body (plugins/json-depth.ts). */
 const LINE_BOUNDS = { maxDepth: MAX_JSON_DEPTH, maxArrayItems: MAX_JSON_ARRAY_ITEMS, maxValues: maxJsonValuesFor(DEFAULT_BODY_LIMIT) };
 const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const MAX_NOTE = commerceMessages.setOrderStatus.properties.note.maxLength!;
 const COUPON_CODE = new RegExp(settingsMessages.upsertCoupon.properties.code.pattern!);
 const HIDDEN = { hide: true } as const;
 
@@ -611,7 +612,11 @@ export function dashboardRoutes(svc: Services) {
             const orderId = uuidParam(c, "id");
             const status = text(form, "status");
             if (!(MERCHANT_MOVES as readonly string[]).includes(status)) return { flash: { kind: "error", message: "Choose one of fulfilled, shipped, delivered or canceled." } };
-            const note = text(form, "note").slice(0, 500);
+            // Refused past the message's bound, as PUT …/status is (maxLength counts UTF-16 units, as the input's
+            // maxlength does): cutting at 500 could split an emoji, and the lone half was refused by Postgres with a
+            // misleading notice (audit X-F7).
+            const note = text(form, "note");
+            if (note.length > MAX_NOTE) return { flash: { kind: "error", message: `A note has at most ${MAX_NOTE} characters; nothing was changed.` } };
             const r = await svc.actors.ask(storeCommerce, store.slug, "setOrderStatus", {
               orderId,
               status: status as (typeof MERCHANT_MOVES)[number],

@@ -386,4 +386,20 @@ describe("pages and forms", () => {
     const [o2] = await srv.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${orderId}`;
     expect(o2!.status).toBe("shipped");
   });
+
+  test("a note past 500 characters is refused with a notice saying so (audit X-F7: the cut split an emoji); 500 are kept whole", async () => {
+    const { orderId } = await pendingRefund();
+    const path = `/dashboard/s/demo-store/orders/${orderId}/status`;
+    const notice = async () => /class="flash [a-z]+" role="(?:alert|status)">([^<]*)</.exec(await (await get(`/dashboard/s/demo-store/orders/${orderId}`, owner)).text())?.[1];
+    const tooLong = `${"a".repeat(499)}😀`; // 501 UTF-16 units, as REST's maxLength and the input's maxlength count
+    expect((await post(path, owner, { _csrf: owner.csrf, status: "shipped", note: tooLong })).status).toBe(303);
+    expect(await notice()).toBe("A note has at most 500 characters; nothing was changed.");
+    const [o] = await srv.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${orderId}`;
+    expect(o!.status).not.toBe("shipped");
+    const fits = `${"b".repeat(498)}😀`;
+    expect((await post(path, owner, { _csrf: owner.csrf, status: "shipped", note: fits })).status).toBe(303);
+    expect(await notice()).toBe("Order is now shipped.");
+    const page = await (await get(`/dashboard/s/demo-store/orders/${orderId}`, owner)).text();
+    expect(page).toContain(fits);
+  });
 });
