@@ -7,8 +7,9 @@
  *   and applied as a stock-only engine update; `trust.score` updates the
  *   store snapshot in place; `store.changed` re-reads the store row.
  * - Durable: events are best-effort (a node that was down or disconnected misses them), so a catch-up re-reads
- *   products with updated_at past the watermark, the stock of products holding units (or that held some when last
- *   read: holds do not move updated_at), every store row and the settings version, every
+ *   products changed by transactions at or past its horizon (a transaction id, so a write that commits late is
+ *   still read: SearchService.catchUp), the stock of products holding units (or that held some when last
+ *   read: a hold or release is not a catalog change), every store row and the settings version, every
  *   CATCH_UP_INTERVAL_MS and right after boot. An update made while a node was down is applied when it returns
  *   (at boot) or within one interval (after a network split). Documented in docs/decisions.md.
  */

@@ -125,6 +125,15 @@ function buyableInStock(r: { in_stock: boolean; stock_quantity?: number | null; 
   return buyableStock(r.stock_quantity == null ? null : Number(r.stock_quantity), Number(r.reserved_quantity ?? 0), r.in_stock).inStock;
 }
 
+/**
+ * The xmin of a fresh snapshot (xid8 as text): the oldest transaction still running, or the next id to be given out.
+ * Every transaction with a smaller id has ended, so what it wrote is visible to any later statement.
+ */
+async function xidHorizon(sql: Sql): Promise<string> {
+  const [r] = await sql<{ h: string }[]>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h`;
+  return r!.h;
+}
+
 /** Spec: the MerchantSummary lists UNVERIFIED..PREMIUM; QUALIFIED is shown as PREMIUM (euQualified carries the rest). */
 function displaySummary(p: ProductSummary): ProductSummary {
   return p.merchant.verificationLevel === "QUALIFIED" ? { ...p, merchant: { ...p.merchant, verificationLevel: "PREMIUM" } } : p;
@@ -165,8 +174,11 @@ export class SearchService {
   private currencyCounts = new Map<string, number>();
   settings: SearchSettings;
   settingsVersion = 0;
-  /** Highest products.updated_at applied (ISO); the catch-up re-reads from a little before it. */
-  watermark: string | null = null;
+  /**
+   * The catch-up horizon: the oldest transaction id (xid8, as text) that may still commit a product write this
+   * service has not read; the next catch-up re-reads `change_xid >= horizon`. See `catchUp`.
+   */
+  horizon: string | null = null;
   private lastCatchUp = 0;
 
   constructor(
@@ -197,6 +209,8 @@ export class SearchService {
   /** Boot: settings, every store, then every product in keyset pages (bounded memory per page). */
   async loadAll(sql: Sql, opts: { pageSize?: number } = {}): Promise<{ products: number; stores: number; ms: number }> {
     const started = performance.now();
+    // Before the first page: a write the pages miss (committed after its page was read) is at or past this horizon.
+    const horizon = await xidHorizon(sql);
     await this.loadSettings(sql, true);
     for (const s of await listStores(sql)) this.stores.set(s.slug, storeSnapshot(s));
     // A shared Meilisearch index stays up while a gateway (re)loads: upserts are idempotent, removals come from
@@ -223,8 +237,7 @@ export class SearchService {
       after = rows[rows.length - 1]!.id;
       if (rows.length < pageSize) break;
     }
-    const [w] = await sql<{ w: Date | null }[]>`SELECT max(updated_at) AS w FROM products`;
-    this.watermark = w?.w ? new Date(w.w).toISOString() : null;
+    this.horizon = horizon;
     this.lastCatchUp = Date.now();
     return { products: total, stores: this.stores.size, ms: Math.round(performance.now() - started) };
   }
@@ -273,7 +286,6 @@ export class SearchService {
     const gone: string[] = [];
     for (const r of rows) {
       const updatedAt = new Date(r.updated_at).toISOString();
-      if (!this.watermark || updatedAt > this.watermark) this.watermark = updatedAt;
       if (!r.active) {
         if (this.products.has(r.id)) {
           this.track(this.products.get(r.id), -1);
@@ -415,14 +427,28 @@ export class SearchService {
   }
 
   /**
-   * Durable catch-up: products changed since the watermark (minus a margin for commits that were in flight),
-   * every store row, and the settings. Applies what events missed while this node was down or disconnected.
+   * Durable catch-up: products changed by transactions at or past the horizon, every store row, and the settings.
+   * Applies what events missed while this node was down or disconnected.
+   *
+   * The horizon is a transaction id, not a time (audit Z-2): updated_at is now(), the writing transaction's START,
+   * so a write that committed more than a margin after it began fell behind a time watermark other writes had moved,
+   * and was never read again. `products.change_xid` is the id of the transaction that last changed the row
+   * (migration 0076's trigger). The new horizon is the xmin of a snapshot taken BEFORE this pass reads: every
+   * transaction below it had ended then, so its writes are in this read; every write this read cannot see comes from
+   * a transaction still running then (id >= xmin) or begun later (id >= that snapshot's xmax): the next pass reads
+   * it, however long it stayed open. Only a transaction that has written holds the horizon back (ids are assigned at
+   * the first write); while one is open, the catch-ups re-read the rows changed since it began.
+   *
+   * `_legacyMarginMs` is ignored: the margin the time watermark needed has no use here (callers written for it).
    */
-  async catchUp(sql: Sql, marginMs = 5_000): Promise<{ products: number }> {
-    const since = this.watermark ? new Date(Date.parse(this.watermark) - marginMs) : new Date(0);
-    const rows = await sql.unsafe<ProductLoadRow[]>(`SELECT ${PRODUCT_FIELDS} FROM products WHERE updated_at > $1 ORDER BY updated_at`, [since]);
+  async catchUp(sql: Sql, _legacyMarginMs?: number): Promise<{ products: number }> {
+    const next = await xidHorizon(sql);
+    const rows = this.horizon === null
+      ? await sql.unsafe<ProductLoadRow[]>(`SELECT ${PRODUCT_FIELDS} FROM products`)
+      : await sql.unsafe<ProductLoadRow[]>(`SELECT ${PRODUCT_FIELDS} FROM products WHERE change_xid >= $1::xid8`, [this.horizon]);
     await this.applyRows(rows);
-    // Holds and releases do not move updated_at (a checkout's hold is not a catalog change): the products holding
+    this.horizon = next;
+    // Holds and releases do not move change_xid (a checkout's hold is not a catalog change): the products holding
     // units now, and those that held some when last read, have their stock re-read, so a missed held-stock event is
     // applied within one interval. A scan of the stock columns (no index on reserved_quantity), once per interval.
     const stock = await sql.unsafe<StockRow[]>(
