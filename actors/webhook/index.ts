@@ -11,7 +11,8 @@
  * A turn reads what is due, sends it (SSRF-vetted again, signed, per-attempt timeout, bounded concurrency), then
  * records every outcome, the breaker and the next reminder in ONE transaction. If the process dies after sending
  * and before that commit, the attempt is simply made again: delivery is at-least-once and receivers deduplicate
- * by `X-Webhook-Id` (the event id, stable across retries and redeliveries).
+ * by `X-Webhook-Id` (the event id, stable across retries and redeliveries). The attempt is counted when it is
+ * claimed, before it is sent, so such a resend says `X-Webhook-Attempt: 2` (audit Z-3).
  */
 import type { Sql } from "../../infra/db.ts";
 import { defineActor, type ActorContext, type AnyActorDefinition } from "../runtime/define-actor.ts";
@@ -140,6 +141,8 @@ interface Outcome {
   id: string;
   status: DeliveryView["status"];
   attempts: number;
+  /** This attempt's number (the attempt log's key): `attempts` unless a later claim of the delivery counted more. */
+  attempt: number;
   next_attempt_at: string | null;
   first_attempt_at: string;
   last_attempt_at: string;
@@ -152,6 +155,8 @@ interface Outcome {
 /** What a worker reports back for one attempt. */
 interface AttemptReport {
   id: string;
+  /** The attempt's number (X-Webhook-Attempt), counted at the claim; absent in reports of an older worker. */
+  attempt?: number;
   sentAt: number;
   doneAt: number;
   statusCode: number | null;
@@ -165,6 +170,11 @@ interface AttemptReport {
  * attempts OUTSIDE the turn: a turn never waits for a receiver, so a hanging receiver can delay neither this
  * actor's other messages nor the host's reminder poll. The worker reports with a `record` message; if the
  * process dies first, the lease runs out and the deliveries are claimed again (at-least-once).
+ *
+ * The claim counts the attempt (attempts + 1, first/last attempt time) in the same commit as the lease, before
+ * anything is sent: an attempt whose outcome is never recorded (the host killed) still counts, so the resend after
+ * the lease carries the next X-Webhook-Attempt, counts toward the 15-attempt limit, and the delivery list shows
+ * every attempt made (audit Z-3: the record turn counted it, so a crash resend said attempt 1 again).
  */
 async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
   const result: DeliverDueResult = { claimed: 0, more: false };
@@ -203,7 +213,9 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
       WHERE d.endpoint_id = ${ctx.id} AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ${new Date(now)}
       ORDER BY d.next_attempt_at, d.created_at LIMIT ${limit}
     ), u AS (
-      UPDATE webhook_deliveries w SET next_attempt_at = ${leaseUntil} FROM c WHERE w.id = c.id RETURNING w.*
+      UPDATE webhook_deliveries w SET next_attempt_at = ${leaseUntil}, attempts = w.attempts + 1,
+        first_attempt_at = COALESCE(w.first_attempt_at, ${new Date(now)}), last_attempt_at = ${new Date(now)}
+      FROM c WHERE w.id = c.id RETURNING w.*
     )
     SELECT d.id, d.event_id, d.endpoint_id, e.kind, d.status, d.attempts, d.first_attempt_at, e.payload::text AS body
     FROM u d JOIN webhook_events e ON e.id = d.event_id
@@ -234,14 +246,14 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
           eventId: d.event_id,
           eventKind: d.kind,
           body: d.body,
-          attempt: d.attempts + 1,
+          attempt: d.attempts,
           secrets,
           timestampSec: Math.floor(sentAt / 1000),
           timeoutMs,
           allowPrivate: rt.allowPrivate,
           resolve: rt.resolve,
         });
-        return { id: d.id, sentAt, doneAt: clock.now(), ...r };
+        return { id: d.id, attempt: d.attempts, sentAt, doneAt: clock.now(), ...r };
       }),
     );
     try {
@@ -301,11 +313,14 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
   for (const r of [...reports].sort((a, b) => a.doneAt - b.doneAt)) {
     const row = byId.get(r.id);
     if (!row) continue; // deleted endpoint or redelivered meanwhile
-    const attempts = row.attempts + 1;
+    // Counted when claimed (a report without `attempt` comes from a worker whose claim did not count it). A report
+    // of the cycle before a manual redeliver (attempts reset to 0) is still one attempt made.
+    const attempts = r.attempt === undefined ? row.attempts + 1 : Math.max(row.attempts, 1);
     const first = row.first_attempt_at?.getTime() ?? r.sentAt;
     const base = {
       id: r.id,
       attempts,
+      attempt: r.attempt ?? attempts,
       first_attempt_at: new Date(first).toISOString(),
       last_attempt_at: new Date(r.sentAt).toISOString(),
       last_status_code: r.statusCode,
@@ -334,8 +349,8 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
       WHERE d.id = v.id AND d.endpoint_id = ${ctx.id}`;
     await tx`
       INSERT INTO webhook_delivery_attempts (delivery_id, attempt, attempted_at, status_code, error, duration_ms)
-      SELECT v.id, v.attempts, v.last_attempt_at, v.last_status_code, v.last_error, v.duration_ms
-      FROM jsonb_to_recordset(${tx.json(outcomes as never)}) AS v(id uuid, attempts int, last_attempt_at timestamptz,
+      SELECT v.id, v.attempt, v.last_attempt_at, v.last_status_code, v.last_error, v.duration_ms
+      FROM jsonb_to_recordset(${tx.json(outcomes as never)}) AS v(id uuid, attempt int, last_attempt_at timestamptz,
         last_status_code int, last_error text, duration_ms int)
       ON CONFLICT DO NOTHING`;
   }

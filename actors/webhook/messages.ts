@@ -28,6 +28,8 @@ export const RecordAttempts = T.Object({
   reports: T.Array(
     T.Object({
       id: T.String(),
+      /** The attempt's number as sent (counted at the claim); absent from a worker of an older version. */
+      attempt: T.Optional(T.Integer({ minimum: 1 })),
       sentAt: T.Number(),
       doneAt: T.Number(),
       statusCode: T.Union([T.Integer(), T.Null()]),
