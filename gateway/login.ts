@@ -2,7 +2,9 @@
  * Password log-in, one path for the three forms that take a password: POST /api/v1/auth/login, the OAuth consent
  * form's "allow" (POST /api/v1/oauth/authorize) and POST /dashboard/login. Before any hash is verified the attempt
  * passes the shared log-in buckets (actors/agent/limits.ts `loginBuckets`: per address, per e-mail); a successful
- * log-in gives its units back, so the buckets count failed guesses. Verification is bounded in concurrency
+ * log-in gives its units back, so the buckets count failed guesses. The buckets are durable (the owner writes every
+ * count before it answers: actors/ip/stored-buckets.ts), so no restart of the actor hosts, kill -9 included, gives a
+ * guesser fresh ones (audit Z-1). Verification is bounded in concurrency
  * (infra/passwords.ts): past the queue the answer is 503 service_unavailable with Retry-After, and the attempt's
  * units are given back too (nothing was checked). A successful log-in with a hash of older parameters stores a fresh
  * one, so every account converges on the cost of the dummy hash (no timing tells which e-mails exist).
@@ -65,7 +67,7 @@ function specsOf(list: readonly BucketDescriptor[]) {
 }
 
 async function giveBack(svc: Services, taken: readonly Taken[]): Promise<void> {
-  await Promise.all(taken.map((t) => svc.actors.ask(ipActor, t.owner, "release", { buckets: t.specs, consumedAt: t.consumedAt }).catch(() => null)));
+  await Promise.all(taken.map((t) => svc.actors.ask(ipActor, t.owner, "releaseDurable", { buckets: t.specs, consumedAt: t.consumedAt }).catch(() => null)));
 }
 
 /** Shows the log-in bucket in the rate headers when it is tighter than what an earlier layer put there. */
@@ -93,7 +95,7 @@ async function admitLogin(svc: Services, a: LoginAttempt, digest: string | undef
   let tightest: RateView | null = null;
   for (const [owner, list] of byOwner) {
     let specs = specsOf(list);
-    let res = await svc.actors.ask(ipActor, owner, "admit", { buckets: specs });
+    let res = await svc.actors.ask(ipActor, owner, "admitDurable", { buckets: specs });
     const accountBucket = digest !== undefined && owner === `login/${digest}`;
     // Only the browser forms set the cookie, so only they may show it: a REST client proves a known device by its
     // address alone (review R5-2: a copied cookie sent over REST from any number of addresses).
@@ -101,7 +103,7 @@ async function admitLogin(svc: Services, a: LoginAttempt, digest: string | undef
       // The account's known-device bucket (as large as the per-e-mail one) bounds what every known device together
       // may try, so a copied cookie or many known addresses cannot multiply the account's guesses (R5-2).
       specs = [knownDeviceBucket(limits.perEmail, digest)];
-      res = await svc.actors.ask(ipActor, owner, "admit", { buckets: specs });
+      res = await svc.actors.ask(ipActor, owner, "admitDurable", { buckets: specs });
     }
     if (!res.allowed) {
       await giveBack(svc, taken);

@@ -186,9 +186,18 @@ export function rateLimitHeaders(result: AdmitResult): Record<string, string> {
   return h;
 }
 
+/** A used bucket as stored outside its actor (actors/ip/stored-buckets.ts), epoch ms. */
+export interface StoredBucket {
+  id: string;
+  windowStart: number;
+  windowEnd: number;
+  count: number;
+}
+
 /**
- * In-memory bucket table for one owner actor. Buckets live only in memory (the documented exception to
- * persistence: a failover may refill them). The clock is injected for tests.
+ * In-memory bucket table for one owner actor. Buckets live in memory; the failed-log-in buckets are also written
+ * on every change and the others handed over on a clean stop (actors/ip/stored-buckets.ts): a kill -9 still refills
+ * those others. The clock is injected for tests.
  */
 export class BucketTable {
   private readonly states = new Map<string, BucketState & { windowMs: number }>();
@@ -268,6 +277,26 @@ export class BucketTable {
       }
     }
     return { limit, remaining, reset };
+  }
+
+  /** What `admit` would answer now, consuming nothing (the durable log-in admission decides on the stored rows). */
+  decide(specs: readonly BucketSpec[], cost = 1): AdmitResult {
+    return admit(specs.map((x) => this.bucket(x)), this.clock(), cost);
+  }
+
+  /** Sets a bucket's state as read from storage (an activation's load, a durable admission's row); null forgets it. */
+  put(id: string, windowMs: number, state: BucketState | null): void {
+    if (state) this.states.set(id, { windowStart: state.windowStart, count: state.count, windowMs });
+    else this.states.delete(id);
+  }
+
+  /** Buckets with units used in a window that has not ended: what a restart would otherwise refill. */
+  *used(): Generator<StoredBucket> {
+    const now = this.clock();
+    for (const [id, st] of this.states) {
+      const windowEnd = st.windowStart + st.windowMs;
+      if (st.count > 0 && now < windowEnd) yield { id, windowStart: st.windowStart, windowEnd, count: st.count };
+    }
   }
 
   /** A spec with a copy of its stored state, as the pure functions take it. */

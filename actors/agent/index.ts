@@ -1,8 +1,9 @@
 /**
  * `agent/<keyPrefix>`: one activation per agent API key, addressed by the key's non-secret lookup prefix so a
  * request can reach it before anything else is known. It owns the key record (revocation is seen at once by
- * every gateway, because there is exactly one owner), the key's rate-limit buckets (in memory only: a failover
- * may refill them, documented in docs/decisions.md) and, later, the key's wallet.
+ * every gateway, because there is exactly one owner), the key's rate-limit buckets (in memory: no write or await
+ * on an admitted request; a clean stop hands them over to the next activation, which loads them, and a kill -9 may
+ * refill them: actors/ip/stored-buckets.ts, docs/access.md) and, later, the key's wallet.
  */
 import { timingSafeEqual } from "node:crypto";
 import { defineActor } from "../runtime/define-actor.ts";
@@ -13,6 +14,8 @@ import { bucketsFor, type BucketDescriptor, type Surface } from "./limits.ts";
 import { Admit, Authorize, CapPlan, CreateKey, Release, type KeyView, type RateView } from "./messages.ts";
 import { assertKeyRoom, assertTierInPlan, capTier, keyPlanOf, storedPlan, type Plan } from "./plans.ts";
 import { Type as T } from "@sinclair/typebox";
+import { handOverOnStop } from "../runtime/host.ts";
+import { handOverBuckets, loadStoredBuckets } from "../ip/stored-buckets.ts";
 
 interface KeyRecord extends KeyView {
   hash: string;
@@ -25,7 +28,7 @@ interface AgentState {
 
 /** What an activation keeps in memory besides its state (one Map lookup per message instead of several). */
 interface AgentMemory {
-  /** The key's rate-limit buckets (memory only; see the top of this file). */
+  /** The key's rate-limit buckets (in memory; handed over on a clean stop: see the top of this file). */
   table: BucketTable;
   splits: Map<string, BucketSplit>;
   /** The split of the previous request: a key's traffic nearly always comes from one surface and address. */
@@ -74,7 +77,7 @@ function bucketSplit(
   let hit = mem.splits.get(k);
   if (!hit) {
     const all = bucketsFor({ surface: l.surface as Surface, keyId, tier, ip: l.ip, toolName: l.toolName ?? null, customerId: l.customerId ?? null });
-    const owner = `agent/${keyId}`;
+    const owner = ownerOf(keyId);
     hit = {
       tier,
       surface: l.surface,
@@ -141,10 +144,15 @@ function sameHash(presentedHex: string, stored: Buffer): boolean {
   return timingSafeEqual(presented, stored) && wellFormed;
 }
 
+/** The key's owner name in the bucket descriptors (limits.ts) and in stored buckets. */
+const ownerOf = (prefix: string) => `agent/${prefix}`;
+
 export const agentActor = defineActor({
   kind: "agent",
   initialState: (): AgentState => ({ loaded: false, key: null }),
   async onActivate(ctx) {
+    // what a clean stop of the previous owner handed over (memory only otherwise: nothing is read per request)
+    await loadStoredBuckets(ctx.sql, ownerOf(ctx.id), agentMemory(ctx.memory).table, ctx.log);
     // A state saved before keys carried their plan (migration 0016) is read again from the row, which has it.
     if (ctx.state.loaded && (ctx.state.key === null || ctx.state.key.plan !== undefined)) return;
     const rows = await ctx.sql<
@@ -341,3 +349,5 @@ export const agentActor = defineActor({
   // frozen parts, so the in-process bus need not copy either (define-actor.ts `immutable`)
   immutable: ["authorize"],
 });
+
+handOverOnStop(agentActor.kind, handOverBuckets((memory) => (memory.get("agent") as AgentMemory | undefined)?.table, ownerOf));

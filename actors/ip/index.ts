@@ -1,14 +1,19 @@
 /**
  * The bucket actor of every non-agent owner: `ip/<addr>` (global 500/15 min, demo store 20/min, public REST
- * 30/min, MCP discovery 1000/min), `user/<id>` (global per JWT user), `customer/<id>` (MCP customer) and
- * `oauth/<client>:<user>` (MCP callers with an OAuth token). The owner string is the actor id. Memory only:
- * nothing here is worth a database write per request.
+ * 30/min, MCP discovery 1000/min, failed log-ins 30/15 min), `user/<id>` (global per JWT user), `customer/<id>` (MCP
+ * customer), `oauth/<client>:<user>` (MCP callers with an OAuth token) and `login/<e-mail digest>` (failed log-ins
+ * per account). The owner string is the actor id.
+ * Buckets live in memory: `admit`/`release`/`peek` never touch the database (nothing here is worth a write per
+ * request). The failed-log-in buckets go through `admitDurable`/`releaseDurable`, which write every change before
+ * answering (stored-buckets.ts), and a clean stop hands the others over to the next activation, which loads them.
  */
 import { Type as T } from "@sinclair/typebox";
 import { defineActor } from "../runtime/define-actor.ts";
+import { handOverOnStop } from "../runtime/host.ts";
 import { BucketTable } from "../agent/buckets.ts";
 import { BucketSpecSchema, Release } from "../agent/messages.ts";
 import { rateView } from "../agent/index.ts";
+import { admitStored, handOverBuckets, loadStoredBuckets, releaseStored } from "./stored-buckets.ts";
 
 function table(memory: Map<string, unknown>): BucketTable {
   let t = memory.get("buckets") as BucketTable | undefined;
@@ -16,11 +21,16 @@ function table(memory: Map<string, unknown>): BucketTable {
   return t;
 }
 
+const Buckets = T.Object({ buckets: T.Array(BucketSpecSchema) });
+
 export const ipActor = defineActor({
   kind: "ip",
   persistence: "memory",
   initialState: () => ({}),
-  messages: { admit: T.Object({ buckets: T.Array(BucketSpecSchema) }), peek: T.Object({ buckets: T.Array(BucketSpecSchema) }), release: Release },
+  async onActivate(ctx) {
+    await loadStoredBuckets(ctx.sql, ctx.id, table(ctx.memory), ctx.log);
+  },
+  messages: { admit: Buckets, peek: Buckets, release: Release, admitDurable: Buckets, releaseDurable: Release },
   handlers: {
     admit(ctx, m) {
       const consumedAt = Date.now();
@@ -35,7 +45,24 @@ export const ipActor = defineActor({
     peek(ctx, m) {
       return table(ctx.memory).peekTightest(m.buckets);
     },
+    /**
+     * `admit` for buckets whose count must survive any restart (the failed-log-in buckets): decided on their stored
+     * rows and written before the answer. Same reply, same refusal.
+     */
+    async admitDurable(ctx, m) {
+      const result = await admitStored(ctx.sql, ctx.id, table(ctx.memory), m.buckets);
+      // taken after the admission: a window it started began at or before this time, so `releaseDurable` credits it
+      const consumedAt = Date.now();
+      return { allowed: result.allowed, rate: rateView(result), consumedAt };
+    },
+    async releaseDurable(ctx, m) {
+      await releaseStored(ctx.sql, ctx.id, table(ctx.memory), m.buckets, m.consumedAt);
+      return null;
+    },
   },
-  // all three touch only the in-memory buckets, synchronously: no need to queue behind each other
+  // these three touch only the in-memory buckets, synchronously: no need to queue behind each other. The durable
+  // two are not listed: they take turns (one read-decide-write at a time per owner).
   reentrant: ["admit", "release", "peek"],
 });
+
+handOverOnStop(ipActor.kind, handOverBuckets((memory) => memory.get("buckets") as BucketTable | undefined, (id) => id));

@@ -28,6 +28,26 @@ const INBOX_SWEEP_MS = 60_000;
 /** A claimed reminder is pushed this far into the future so no other host fires it while it runs. */
 const REMINDER_LEASE_MS = 60_000;
 
+/** How long a clean stop gives the kinds' hand-overs (`handOverOnStop`) before it drops their activations anyway. */
+const HAND_OVER_MS = 2_000;
+
+/**
+ * A kind's hand-over: what its activations keep only in `ctx.memory` and the next activation should not lose (the
+ * rate-limit buckets, actors/ip/stored-buckets.ts). Called with the kind's activations that are dropped while their
+ * host runs: by `stop()` (a clean stop), after their turns finished and while this host still owns their partitions
+ * (the transport leaves after `stop()`), so the next owner's activation finds what it wrote; and by `deactivate`
+ * (partitions moving to a host that joined: a restarted host rejoining, a scale-out), not awaited, so an activation
+ * the new owner starts at that very moment may miss it. Best effort, bounded: it should stop writing at `deadline`
+ * (epoch ms); `stop()` goes on at the deadline or on its failure (logged). Nothing runs on a kill, of course.
+ */
+export type HandOver = (activations: readonly { id: string; memory: ReadonlyMap<string, unknown> }[], sql: Sql, deadline: number) => Promise<void>;
+const handOvers = new Map<string, HandOver>();
+
+/** Registers `kind`'s hand-over (at module load, next to the kind's definition). */
+export function handOverOnStop(kind: string, handOver: HandOver): void {
+  handOvers.set(kind, handOver);
+}
+
 interface Pending {
   env: RequestEnvelope;
   resolve: (r: ReplyEnvelope | Promise<ReplyEnvelope>) => void;
@@ -184,7 +204,10 @@ export class ActorHost {
     if (pollMs > 0) this.scheduleReminderPoll(pollMs);
   }
 
-  /** Finishes queued turns, then drops every activation (their state is already durable). */
+  /**
+   * Finishes queued turns, runs the kinds' hand-overs (what lives in memory only), then drops every activation
+   * (their state is already durable).
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.sweepTimer);
@@ -195,16 +218,38 @@ export class ActorHost {
     while ([...this.allActivations()].some(([, , a]) => a.running || a.queue.length) && Date.now() < deadline) {
       await Bun.sleep(5);
     }
+    await this.handOver([...this.allActivations()].map(([, , a]) => a).filter((a) => a.loaded && !a.stale));
     for (const k of this.kinds.values()) k.activations.clear();
     this.unregisterStats?.();
   }
 
-  /** Drops activations matching `pred` (the NATS transport calls this when partitions move away). */
-  deactivate(pred: (kind: string, id: string) => boolean): void {
-    for (const [map, key, a] of this.allActivations()) {
-      if (!a.running && a.queue.length === 0 && pred(a.def.kind, a.id)) map.delete(key);
-      else if (pred(a.def.kind, a.id)) a.stale = true;
+  /** Runs the registered hand-overs of these activations' kinds, together, for at most HAND_OVER_MS. */
+  private async handOver(activations: readonly Activation[]): Promise<void> {
+    const deadline = Date.now() + HAND_OVER_MS;
+    const byKind = new Map<string, { id: string; memory: Map<string, unknown> }[]>();
+    for (const a of activations) {
+      if (!handOvers.has(a.def.kind)) continue;
+      const list = byKind.get(a.def.kind);
+      if (list) list.push({ id: a.id, memory: a.memory });
+      else byKind.set(a.def.kind, [{ id: a.id, memory: a.memory }]);
     }
+    if (byKind.size === 0) return;
+    const work = [...byKind].map(([kind, list]) =>
+      handOvers.get(kind)!(list, this.opts.sql, deadline).catch((err) => this.log.warn("an actor kind's hand-over failed", { kind, error: err as Error })),
+    );
+    await Promise.race([Promise.all(work), Bun.sleep(Math.max(0, deadline - Date.now()))]);
+  }
+
+  /** Drops activations matching `pred` (the NATS transport calls this when partitions move away), handing them over. */
+  deactivate(pred: (kind: string, id: string) => boolean): void {
+    const moved: Activation[] = [];
+    for (const [map, key, a] of this.allActivations()) {
+      if (!pred(a.def.kind, a.id)) continue;
+      if (a.loaded) moved.push(a);
+      if (!a.running && a.queue.length === 0) map.delete(key);
+      else a.stale = true;
+    }
+    if (moved.length) void this.handOver(moved);
   }
 
   activationCount(kind?: string): number {
