@@ -26,6 +26,8 @@ import type { HandOver } from "../runtime/host.ts";
  * again in their own turn).
  */
 const LOAD_BUDGET_MS = 500;
+/** How often one process logs a failed load (at most). */
+const LOAD_WARN_EVERY_MS = 30_000;
 /** How often one process deletes ended rows from the durable writes (at most). */
 const PRUNE_EVERY_MS = 60_000;
 /** Rows per statement of a hand-over (the deadline is checked between statements). */
@@ -37,6 +39,16 @@ interface Row {
   used: number;
 }
 
+let lastLoadWarning = 0;
+
+/** One warn line per LOAD_WARN_EVERY_MS at most: during an outage every new address's activation fails its load. */
+function warnLoad(log: Logger, msg: string, fields: Record<string, unknown>): void {
+  const now = Date.now();
+  if (now - lastLoadWarning < LOAD_WARN_EVERY_MS) return;
+  lastLoadWarning = now;
+  log.warn(msg, fields);
+}
+
 /** Loads the owner's rows whose window has not ended into its (new) table. Best effort within LOAD_BUDGET_MS. */
 export async function loadStoredBuckets(sql: Sql, owner: string, table: BucketTable, log: Logger): Promise<void> {
   const now = Date.now();
@@ -46,12 +58,12 @@ export async function loadStoredBuckets(sql: Sql, owner: string, table: BucketTa
   try {
     rows = await Promise.race([read, Bun.sleep(LOAD_BUDGET_MS).then(() => null)]);
   } catch (err) {
-    log.warn("could not load stored rate-limit buckets; the activation starts with empty ones", { owner, error: err as Error });
+    warnLoad(log, "could not load stored rate-limit buckets; activations start with empty ones", { owner, error: err as Error });
     return;
   }
   if (!rows) {
     read.catch(() => {});
-    log.warn("stored rate-limit buckets not read in time; the activation starts with empty ones", { owner, budgetMs: LOAD_BUDGET_MS });
+    warnLoad(log, "stored rate-limit buckets not read in time; activations start with empty ones", { owner, budgetMs: LOAD_BUDGET_MS });
     return;
   }
   for (const r of rows) {
