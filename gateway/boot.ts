@@ -24,7 +24,7 @@ import { SERVER_BODY_CAP } from "./plugins/body-limit.ts";
 import type { Services } from "./services.ts";
 import type { GatewayModule } from "./rest/index.ts";
 import type { McpGateway } from "./mcp/server.ts";
-import { NatsSessionDirectory, SESSION_DIRECTORY, SESSION_IDLE_MS } from "./mcp/session-directory.ts";
+import { openSessionDirectory, SESSION_DIRECTORY } from "./mcp/session-directory.ts";
 
 /**
  * Bun closes a connection that sent or received nothing for this long, a pending request without a body included
@@ -131,9 +131,12 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
     }
 
     // Gateways of one deployment share their MCP sessions through a KV bucket (gateway/mcp/session-directory.ts);
-    // the embedded default keeps them in the gateway's memory.
-    if (role !== "actors" && transport instanceof NatsTransport) {
-      services.extras.set(SESSION_DIRECTORY, await NatsSessionDirectory.open(transport.nc, SESSION_IDLE_MS));
+    // the embedded default keeps them in the gateway's memory. Opened and closed here only: its stop is pushed before
+    // the MCP gateway's (below), so it runs after the gateway has closed its sessions.
+    if (role !== "actors") {
+      const directory = await openSessionDirectory(transport instanceof NatsTransport ? transport.nc : undefined);
+      services.extras.set(SESSION_DIRECTORY, directory);
+      stops.push(() => directory.close());
     }
 
     if (role === "start" && config.SEED_DEMO) {

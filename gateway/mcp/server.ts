@@ -57,7 +57,7 @@ import { buildToolTable, runTool, type CompiledTool, type ToolTable } from "./di
 import { errorResult, serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
 import { CUSTOMER_HEADER, customerLimitId, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
 import type { Caller, Customer, Endpoint, ToolContext } from "./registry.ts";
-import { MemorySessionDirectory, SESSION_DIRECTORY, SESSION_IDLE_MS, type ClientInit, type Held, type SessionDirectory, type SessionRecord } from "./session-directory.ts";
+import { SESSION_DIRECTORY, SESSION_IDLE_MS, type ClientInit, type Held, type SessionDirectory, type SessionRecord } from "./session-directory.ts";
 import { ALL_TOOLS } from "./tools/index.ts";
 
 export const DEMO_STORE = "demo-store";
@@ -65,10 +65,15 @@ export const SERVER_INFO = { name: "agent-commerce-service", version: "1.2.0" };
 /** Local SDK copies of sessions this gateway holds at most (opened here or adopted). */
 const MAX_SESSIONS = 10_000;
 /**
- * Sessions one client address (IPv6: its /64) may hold. At the cap its own least recently used session is closed,
- * never another client's: one address can no longer evict everyone by looping `initialize` (audit M3).
+ * Sessions one client address (IPv6: its /64) may open on one gateway, and, apart, copies of sessions opened
+ * elsewhere it may have adopted there. At the cap its own least recently used one is closed, never another client's:
+ * one address can no longer evict everyone by looping `initialize` (audit M3). An opened session closed so ends
+ * everywhere; an adopted copy is dropped here only (review RH, finding 2: the session stays in the directory, in use
+ * on the gateway that opened it, and is adopted again when it needs this gateway's SDK copy).
  */
 export const MAX_SESSIONS_PER_ADDRESS = 100;
+/** The most bytes a client's answer to a server request (`elicitation/create`: an action and a few fields) may have. */
+export const MAX_ANSWER_BYTES = 64 * 1024;
 /** A tools/call argument may nest this deep: with the message's own three levels the body stays within the bound. */
 export const MAX_ARGUMENT_DEPTH = MAX_JSON_DEPTH - 3;
 const STORE_CACHE_MS = 1_000;
@@ -104,6 +109,8 @@ interface Local {
   lastSeen: number;
   /** ipBucketKey of the address that opened the session (the per-address cap counts local copies per address). */
   owner: string;
+  /** Opened here by `initialize` (true) or adopted (false): only the first is ended everywhere at a cap. */
+  opened: boolean;
 }
 
 /**
@@ -177,7 +184,7 @@ export class McpGateway {
   private readonly stopForwarding: () => void;
   /** Every gateway's sessions (session-directory.ts): shared over NATS in distributed mode, else this process's. */
   readonly directory: SessionDirectory;
-  /** Local session ids per owning address (ipBucketKey), for MAX_SESSIONS_PER_ADDRESS. */
+  /** Local session ids per owning address and kind (`poolOf`), for MAX_SESSIONS_PER_ADDRESS. */
   private byOwner = new Map<string, Set<string>>();
   private stores = new Map<string, { store: StoreRecord | null; at: number }>();
   private sweeper: ReturnType<typeof setInterval>;
@@ -195,7 +202,10 @@ export class McpGateway {
   constructor(readonly svc: Services) {
     this.siteOrigin = new URL(svc.siteUrl).origin;
     this.table = buildToolTable(ALL_TOOLS);
-    this.directory = (svc.extras.get(SESSION_DIRECTORY) as SessionDirectory | undefined) ?? new MemorySessionDirectory(SESSION_IDLE_MS);
+    // boot.ts opens the process's directory and closes it after this gateway (`openSessionDirectory`)
+    const directory = svc.extras.get(SESSION_DIRECTORY) as SessionDirectory | undefined;
+    if (!directory) throw new Error("the MCP session directory is not open (boot.ts opens it before the routes)");
+    this.directory = directory;
     this.stopForwarding = this.directory.onForwarded((id, message) => void this.answerHere(id, message));
     this.sweeper = setInterval(() => this.sweep(), 60_000);
     (this.sweeper as { unref?: () => void }).unref?.();
@@ -254,20 +264,27 @@ export class McpGateway {
     void s.transport.close().catch(() => undefined);
   }
 
-  /** Ends the session for every gateway: a cap evicted it (its own address's LRU, or the table's). */
-  private endSession(s: Local): void {
+  /**
+   * A cap evicted this copy (its own address's LRU, or the table's). A session opened here ends for every gateway;
+   * an adopted copy is only dropped here, so a cap on this gateway never ends a session in use on another.
+   */
+  private evict(s: Local): void {
     this.closeLocal(s);
+    if (!s.opened) return;
     void this.directory.delete(s.id).catch((err) => log.warn("could not remove an evicted MCP session from the directory", { error: err as Error }));
   }
 
+  /** Keeps a copy that finished initializing; false (closed) while stopping, or when the session has one already. */
   private remember(s: Local): boolean {
-    if (this.closing) {
+    const live = this.sessions.get(s.id);
+    if (this.closing || (live && live.transport !== s.transport)) {
       void s.transport.close().catch(() => undefined);
       return false;
     }
     this.sessions.set(s.id, s);
-    let mine = this.byOwner.get(s.owner);
-    if (!mine) this.byOwner.set(s.owner, (mine = new Set()));
+    const key = poolOf(s.owner, s.opened);
+    let mine = this.byOwner.get(key);
+    if (!mine) this.byOwner.set(key, (mine = new Set()));
     mine.add(s.id);
     return true;
   }
@@ -276,9 +293,10 @@ export class McpGateway {
     const s = this.sessions.get(id);
     if (!s) return;
     this.sessions.delete(id);
-    const mine = this.byOwner.get(s.owner);
+    const key = poolOf(s.owner, s.opened);
+    const mine = this.byOwner.get(key);
     mine?.delete(id);
-    if (mine && mine.size === 0) this.byOwner.delete(s.owner);
+    if (mine && mine.size === 0) this.byOwner.delete(key);
   }
 
   /**
@@ -313,12 +331,15 @@ export class McpGateway {
   /**
    * A client's answer (a JSON-RPC response) in a session: to the copy whose question it answers, here or, forwarded
    * over NATS, on the gateway that asked (docs/decisions.md, "MCP sessions in a shared directory"). An answer to a
-   * copy that is gone is dropped: its question already ended as not completed. Always 202 to the client.
+   * copy that is gone is dropped: its question already ended as not completed. Always 202 to the client: a forward
+   * that fails (NATS gone) is logged and the answer lost, as an answer to a copy that is gone is (review RH, finding 4).
    */
   private async routeAnswer(session: Session, message: Record<string, unknown>, request: Request): Promise<void> {
     const to = askedBy(message.id);
     if (!to) return;
-    if (to.gateway !== this.directory.gatewayId) return this.directory.forward(to.gateway, session.held.record.id, message);
+    if (to.gateway !== this.directory.gatewayId) {
+      return this.directory.forward(to.gateway, session.held.record.id, message).catch((err) => log.warn("could not forward an MCP answer to the gateway that asked", { error: err as Error }));
+    }
     const local = this.sessions.get(session.held.record.id);
     if (local && local.copy === to.copy) await this.feed(local, message, request.url);
   }
@@ -365,11 +386,16 @@ export class McpGateway {
    * the initialized state through the SDK's public API by replaying the client's stored `initialize` (and
    * `notifications/initialized`), so the client's capabilities (elicitation) and protocol version are the ones it
    * negotiated. The replayed answer is dropped: the client had it from the gateway that opened the session.
-   * Concurrent requests of one session share one adoption. Undefined when its address has no slot left here.
+   * Concurrent requests of one session share one adoption, and a request that read "no copy" before an adoption
+   * finished takes the copy it made: two copies would each ask the human their own questions, and the answer to the
+   * first one's would be dropped once the second replaced it (review RH, finding 1). Undefined when its address has
+   * no slot left here.
    */
   private async localOf(session: Session, store: StoreRecord): Promise<Local | undefined> {
     if (session.local) return session.local;
     const id = session.held.record.id;
+    const existing = this.sessions.get(id);
+    if (existing) return (session.local = existing);
     let adopting = this.adopting.get(id);
     if (!adopting) {
       adopting = this.adopt(session.held.record, store).finally(() => this.adopting.delete(id));
@@ -396,7 +422,7 @@ export class McpGateway {
       if (status !== 200 || !local || local.transport !== transport) {
         void transport.close().catch(() => undefined);
         if (local?.transport === transport) this.forget(r.id);
-        return undefined;
+        return status === 200 ? local : undefined; // `remember` kept a copy made meanwhile: that one serves
       }
       await replay({ jsonrpc: "2.0", method: "notifications/initialized" }, { "mcp-session-id": r.id, "mcp-protocol-version": r.protocolVersion });
       log.debug("adopted an MCP session opened on another gateway", { endpoint: r.endpoint, slug: r.slug });
@@ -421,27 +447,36 @@ export class McpGateway {
     owner: string,
     how: { enabled: readonly string[] | null; adoptId?: string },
   ): { server: Server; transport: WebStandardStreamableHTTPServerTransport; release: () => void } | undefined {
-    const mine = this.byOwner.get(owner);
+    const opened = how.adoptId === undefined;
+    const pool = poolOf(owner, opened);
+    const mine = this.byOwner.get(pool);
     let oldest: Local | undefined;
     if (mine && mine.size >= MAX_SESSIONS_PER_ADDRESS) {
-      // this address is at its cap: it gives up its own least recently used session (reserved slots have none)
+      // this address is at its cap of sessions opened (or adopted) here: it gives up its own least recently used one
+      // of that kind (reserved slots have none)
       for (const id of mine) {
         const s = this.sessions.get(id);
         if (s && (!oldest || s.lastSeen < oldest.lastSeen)) oldest = s;
       }
       if (!oldest) return undefined;
     } else if (this.sessions.size >= MAX_SESSIONS) {
-      // the table is full (many addresses): the least recently used session overall
-      for (const s of this.sessions.values()) if (!oldest || s.lastSeen < oldest.lastSeen) oldest = s;
+      // the table is full (many addresses): the least recently used adopted copy (dropping it ends nothing), else
+      // the least recently used session overall
+      let oldestAdopted: Local | undefined;
+      for (const s of this.sessions.values()) {
+        if (!oldest || s.lastSeen < oldest.lastSeen) oldest = s;
+        if (!s.opened && (!oldestAdopted || s.lastSeen < oldestAdopted.lastSeen)) oldestAdopted = s;
+      }
+      oldest = oldestAdopted ?? oldest;
     }
-    if (oldest) this.endSession(oldest);
+    if (oldest) this.evict(oldest);
     const slot = `pending:${crypto.randomUUID()}`;
-    let slots = this.byOwner.get(owner);
-    if (!slots) this.byOwner.set(owner, (slots = new Set()));
+    let slots = this.byOwner.get(pool);
+    if (!slots) this.byOwner.set(pool, (slots = new Set()));
     slots.add(slot);
     const release = () => {
-      const m = this.byOwner.get(owner);
-      if (m?.delete(slot) && m.size === 0) this.byOwner.delete(owner);
+      const m = this.byOwner.get(pool);
+      if (m?.delete(slot) && m.size === 0) this.byOwner.delete(pool);
     };
     const enabled = how.enabled;
     const server = new Server(SERVER_INFO, {
@@ -480,12 +515,14 @@ export class McpGateway {
       sessionIdGenerator: () => how.adoptId ?? crypto.randomUUID(),
       onsessioninitialized: async (id) => {
         release();
-        this.remember({ id, copy: copyOf(transport), server, transport, lastSeen: Date.now(), owner });
+        this.remember({ id, copy: copyOf(transport), server, transport, lastSeen: Date.now(), owner, opened });
       },
       onsessionclosed: async (id) => {
         // DELETE: ends the session for every gateway (their local copies close when they next look it up)
         this.forget(id);
-        await this.directory.delete(id);
+        await this.directory.delete(id).catch((err: unknown) => {
+          throw directoryUnavailable(err);
+        });
       },
     });
     return { server, transport, release };
@@ -677,7 +714,9 @@ export class McpGateway {
     if (r.principal !== null) return r.principal === principal;
     if (r.owner !== ipBucketKey(ip)) return false;
     if (principal === null) return true;
-    const after = await this.directory.bind(session.held, principal);
+    const after = await this.directory.bind(session.held, principal).catch((err: unknown) => {
+      throw directoryUnavailable(err);
+    });
     if (!after) return false;
     session.held = after;
     return after.record.principal === principal;
@@ -826,8 +865,10 @@ export class McpGateway {
     }
 
     let body: unknown;
+    let text = "";
     try {
-      body = JSON.parse(await request.text());
+      text = await request.text();
+      body = JSON.parse(text);
     } catch (err) {
       // a chunked body cut at the body limit (gateway/plugins/body-limit.ts): the same 413 as a declared length gets
       if (err instanceof ActorError && err.code === "payload_too_large") throw err;
@@ -886,7 +927,12 @@ export class McpGateway {
       return this.listOrPing(msg, endpoint, session.held.record.enabled, out);
     }
     if (session && !isRequest && msg.method === undefined) {
-      // the client's answer to a question of ours (elicitation/create), maybe asked on another gateway
+      // the client's answer to a question of ours (elicitation/create), maybe asked on another gateway. Bounded: an
+      // answer is a few fields, and one forwarded over NATS must fit its max_payload (1 MiB, which a body at the
+      // body limit plus the forward's wrapper does not: review RH, finding 4)
+      if (Buffer.byteLength(text) > MAX_ANSWER_BYTES) {
+        return this.respond(rpcError(null, -32600, `Invalid Request: an answer to a server request is at most ${MAX_ANSWER_BYTES} bytes.`, { code: "validation_error", maxBytes: MAX_ANSWER_BYTES }), 400, out);
+      }
       await this.routeAnswer(session, msg as unknown as Record<string, unknown>, request);
       return this.respond(null, 202, out);
     }
@@ -1192,11 +1238,17 @@ const KEPT_CAPABILITIES = ["elicitation", "sampling", "roots", "tasks"];
  */
 function storedClientInit(p: ClientInit): ClientInit {
   const whole: ClientInit = { protocolVersion: p.protocolVersion, capabilities: p.capabilities, clientInfo: p.clientInfo };
-  if (JSON.stringify(whole).length <= MAX_STORED_CLIENT_INIT) return whole;
+  // bytes, as the bucket stores them: a length in UTF-16 units let 16,200 × "一" (48 KB) through (review RH, finding 5)
+  if (jsonBytes(whole) <= MAX_STORED_CLIENT_INIT) return whole;
   const capabilities: Record<string, unknown> = {};
-  for (const k of KEPT_CAPABILITIES) if (p.capabilities[k] !== undefined && JSON.stringify(p.capabilities[k]).length <= 1024) capabilities[k] = p.capabilities[k];
+  for (const k of KEPT_CAPABILITIES) if (p.capabilities[k] !== undefined && jsonBytes(p.capabilities[k]) <= 1024) capabilities[k] = p.capabilities[k];
   const info = p.clientInfo as { name: string; version: string };
   return { protocolVersion: p.protocolVersion.slice(0, 64), capabilities, clientInfo: { name: info.name.slice(0, 256), version: info.version.slice(0, 256) } };
+}
+
+/** The UTF-8 size of a value's JSON. */
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value));
 }
 
 /** The session directory (NATS KV) did not answer: 503 service_unavailable, retryable, as an actor outage is. */
@@ -1209,6 +1261,11 @@ function directoryUnavailable(err: unknown): ActorError {
 function askedBy(id: unknown): { gateway: string; copy: number } | undefined {
   const m = typeof id === "string" ? /^([0-9a-f]{8})\.(\d+)\.\d+$/.exec(id) : null;
   return m ? { gateway: m[1]!, copy: Number(m[2]) } : undefined;
+}
+
+/** The `byOwner` set of an address's sessions opened on this gateway, or of its adopted copies. */
+function poolOf(owner: string, opened: boolean): string {
+  return `${opened ? "opened" : "adopted"} ${owner}`;
 }
 
 /** Each transport's copy number (`McpGateway.connect`), read when the session is remembered. */

@@ -15,12 +15,13 @@
  * key or a token.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Endpoint } from "./registry.ts";
 
 /** A session unused this long ends (its entry expires; a gateway's local copy is closed). */
 export const SESSION_IDLE_MS = 30 * 60_000;
-/** The services.extras key of the deployment's directory (boot.ts); without one a gateway keeps its own in memory. */
+/** The services.extras key of the process's directory (boot.ts, `openSessionDirectory`). */
 export const SESSION_DIRECTORY = "mcpSessionDirectory";
 /** How often at most a used session's entry is written again (its TTL restarts then). */
 export const TOUCH_EVERY_MS = 60_000;
@@ -185,17 +186,26 @@ export class NatsSessionDirectory implements SessionDirectory {
     private readonly nc: NatsConnection,
   ) {}
 
-  /** Opens (creating if needed) the bucket; entries expire `ttlMs` after their last write. */
+  /**
+   * Opens (creating if needed) the bucket; entries expire `ttlMs` after their last write.
+   * Reads go to the stream's leader, never a replica (`allow_direct: false`): with direct gets any of the R3 replicas
+   * answers, and a follower that lags told another gateway a session opened a moment ago did not exist (404) or that
+   * one just DELETEd or bound was still open or unbound (review RH, finding 3). A bucket created earlier with direct
+   * gets is switched over here (`leaderReads`), so an upgraded deployment gets the same guarantee.
+   */
   static async open(nc: NatsConnection, ttlMs: number, bucket = SESSIONS_BUCKET, replicas = 3): Promise<NatsSessionDirectory> {
     const kvm = new Kvm(nc);
+    let kv: KV;
     try {
-      return new NatsSessionDirectory(await kvm.create(bucket, { history: 1, ttl: ttlMs, replicas }), nc);
+      kv = await kvm.create(bucket, { history: 1, ttl: ttlMs, replicas, allow_direct: false });
     } catch (err) {
       const msg = String((err as Error)?.message ?? err);
       // a single nats-server cannot hold 3 replicas
       if (replicas > 1 && /replica|clustered|insufficient resources/i.test(msg)) return NatsSessionDirectory.open(nc, ttlMs, bucket, 1);
-      return new NatsSessionDirectory(await kvm.open(bucket), nc);
+      kv = await kvm.open(bucket, { allow_direct: false });
     }
+    await leaderReads(nc, bucket);
+    return new NatsSessionDirectory(kv, nc);
   }
 
   async get(id: string): Promise<Held | undefined> {
@@ -236,6 +246,7 @@ export class NatsSessionDirectory implements SessionDirectory {
   }
 
   async forward(gatewayId: string, sessionId: string, message: Record<string, unknown>): Promise<void> {
+    // throws on a closed connection or a message over max_payload: routeAnswer logs it (best effort)
     this.nc.publish(`${ANSWERS_PREFIX}${gatewayId}`, JSON.stringify({ sessionId, message }));
   }
 
@@ -262,7 +273,18 @@ function validId(id: string): boolean {
   return /^[0-9a-f-]{36}$/i.test(id);
 }
 
-/** The directory for a deployment: the KV bucket when the gateway talks NATS, else memory. */
-export async function openSessionDirectory(ttlMs: number, nc?: NatsConnection): Promise<SessionDirectory> {
-  return nc ? NatsSessionDirectory.open(nc, ttlMs) : new MemorySessionDirectory(ttlMs);
+/** Turns off direct gets on an existing bucket's stream (`NatsSessionDirectory.open`); a no-op once they are off. */
+async function leaderReads(nc: NatsConnection, bucket: string): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  const stream = `KV_${bucket}`;
+  const { config } = await jsm.streams.info(stream);
+  if (config.allow_direct) await jsm.streams.update(stream, { ...config, allow_direct: false });
+}
+
+/**
+ * The deployment's directory, opened once per gateway process by boot.ts (which also closes it, after the MCP
+ * gateway): the KV bucket when the gateway talks NATS, else this process's memory.
+ */
+export async function openSessionDirectory(nc?: NatsConnection): Promise<SessionDirectory> {
+  return nc ? NatsSessionDirectory.open(nc, SESSION_IDLE_MS) : new MemorySessionDirectory(SESSION_IDLE_MS);
 }

@@ -3,7 +3,9 @@
  * sharing the session directory (gateway/mcp/session-directory.ts, a JetStream KV bucket). A session opened on one
  * gateway is served by the other without sticky routing: its fast-path calls from the directory entry, its write
  * tools (human confirmation on the call's SSE stream) by adopting the session there; DELETE on either ends it on
- * both; another caller is told the session does not exist on both.
+ * both; another caller is told the session does not exist on both. Also the review RH fixes: one adoption per
+ * session per gateway when its first requests arrive together, a gateway's per-address cap ending only sessions
+ * opened there, the size of a client's answer, and the stored initialize bounded in bytes.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -11,7 +13,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { connect as natsConnect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { MAX_STORED_CLIENT_INIT } from "../../gateway/mcp/server.ts";
+import { MAX_ANSWER_BYTES, MAX_SESSIONS_PER_ADDRESS, MAX_STORED_CLIENT_INIT } from "../../gateway/mcp/server.ts";
 import { json, startDeployment, type Deployment } from "../helpers/deployment.ts";
 import { ADMIN, ALL_SCOPES } from "../helpers/agents.ts";
 import { DEMO, DEMO_PRODUCT } from "../mcp/helpers.ts";
@@ -68,6 +70,61 @@ async function post(gateway: string, headers: Record<string, string>, sessionId:
   const text = await res.text();
   return { status: res.status, type: res.headers.get("content-type"), body: res.headers.get("content-type")?.startsWith("application/json") ? JSON.parse(text) : text };
 }
+
+const SSE_JSON = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+
+/** A session opened by hand on `gateway` (initialize, then notifications/initialized); its id. */
+async function openSession(gateway: string, headers: Record<string, string>): Promise<string> {
+  const init = await fetch(`${gateway}/${DEMO}/mcp`, {
+    method: "POST",
+    headers: { ...SSE_JSON, ...headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: { elicitation: { form: {} } }, clientInfo: { name: "replica-test", version: "1" } } }),
+  });
+  await init.text();
+  expect(init.status).toBe(200);
+  const id = init.headers.get("mcp-session-id")!;
+  const done = await fetch(`${gateway}/${DEMO}/mcp`, { method: "POST", headers: inSession(id, headers), body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) });
+  await done.text();
+  expect(done.status).toBe(202);
+  return id;
+}
+
+function inSession(sessionId: string, headers: Record<string, string>): Record<string, string> {
+  return { ...SSE_JSON, ...headers, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" };
+}
+
+/** A create_cart call in the session on `gateway`, read as SSE up to the human's question. */
+async function writeCall(gateway: string, headers: Record<string, string>, sessionId: string, id: number) {
+  const res = await fetch(`${gateway}/${DEMO}/mcp`, {
+    method: "POST",
+    headers: inSession(sessionId, headers),
+    body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "create_cart", arguments: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] } } }),
+  });
+  expect(res.status).toBe(200);
+  const next = sseEvents(res);
+  const question = await next();
+  expect(question.method).toBe("elicitation/create");
+  return { next, question };
+}
+
+/** The human's yes to `questionId`, POSTed to `gateway`. */
+function approve(gateway: string, headers: Record<string, string>, sessionId: string, questionId: string) {
+  return fetch(`${gateway}/${DEMO}/mcp`, {
+    method: "POST",
+    headers: inSession(sessionId, headers),
+    body: JSON.stringify({ jsonrpc: "2.0", id: questionId, result: { action: "accept", content: { approve: true } } }),
+  });
+}
+
+/** A notification in the session on `gateway` (an SDK message: a gateway without a copy adopts the session); its status. */
+async function notify(gateway: string, headers: Record<string, string>, sessionId: string): Promise<number> {
+  const r = await fetch(`${gateway}/${DEMO}/mcp`, { method: "POST", headers: inSession(sessionId, headers), body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/roots/list_changed" }) });
+  await r.text();
+  return r.status;
+}
+
+/** The copy of the session (on its gateway) that asked a question: the middle part of its id. */
+const copyThatAsked = (questionId: string) => questionId.split(".").slice(0, 2).join(".");
 
 /** Reads SSE events (their `data` as JSON) from a response body, one at a time. */
 function sseEvents(res: Response) {
@@ -241,6 +298,97 @@ describe("an MCP session opened on one gateway", () => {
     expect(second.asked).toHaveLength(1);
     await second.c.close();
   }, 60_000);
+
+  test("keeps at most 16 KiB of a client's initialize counted in bytes, not characters", async () => {
+    const key = await newKey();
+    const init = await fetch(`${gw[0]}/${DEMO}/mcp`, {
+      method: "POST",
+      headers: { ...SSE_JSON, ...key },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        // 16,200 characters but 48,600 bytes of UTF-8
+        params: { protocolVersion: "2025-06-18", capabilities: { elicitation: { form: {} }, experimental: { pad: { data: "一".repeat(16_200) } } }, clientInfo: { name: "wide", version: "1" } },
+      }),
+    });
+    await init.text();
+    expect(init.status).toBe(200);
+    const nc = await natsConnect({ servers: dep!.natsUrl });
+    try {
+      const entry = await (await new Kvm(nc).open("mcp_sessions")).get(init.headers.get("mcp-session-id")!);
+      expect(entry!.length).toBeLessThanOrEqual(MAX_STORED_CLIENT_INIT + 1024);
+      expect(entry!.json<{ client: unknown }>().client).toEqual({ protocolVersion: "2025-06-18", capabilities: { elicitation: { form: {} } }, clientInfo: { name: "wide", version: "1" } });
+    } finally {
+      await nc.close();
+    }
+  }, 60_000);
+
+  test("requests arriving together at a gateway without a copy adopt the session once, and the human's answer completes the write", async () => {
+    // a gateway of its own (no copy of anything yet) that logs each adoption
+    const g3 = await dep!.spawnRole("gateway", { LOG_LEVEL: "debug" });
+    const adoptions = () => g3.output.filter((l) => l.includes("adopted an MCP session")).length;
+    const key = await newKey();
+    const sessionId = await openSession(gw[0], key);
+    // a write call and notifications 0-30 ms behind it, as an SDK client moved to another gateway sends its first
+    // POSTs and opens its GET stream: each reads "no copy here" before the first adoption has finished
+    const call = writeCall(g3.url!, key, sessionId, 41);
+    const notes = Array.from({ length: 10 }, (_, i) => Bun.sleep(i * 3).then(() => notify(g3.url!, key, sessionId)));
+    const { next, question } = await call;
+    expect(await Promise.all(notes)).toEqual(Array(10).fill(202));
+    expect((await approve(g3.url!, key, sessionId, question.id)).status).toBe(202);
+    const result = await Promise.race([next(), Bun.sleep(10_000).then(() => "no result in 10 s")]);
+    expect(result.id).toBe(41);
+    expect(result.result.isError).toBeUndefined();
+    expect(adoptions()).toBe(1);
+    // and the session's next question comes from the same copy
+    const again = await writeCall(g3.url!, key, sessionId, 42);
+    expect(copyThatAsked(again.question.id)).toBe(copyThatAsked(question.id));
+    expect((await approve(g3.url!, key, sessionId, again.question.id)).status).toBe(202);
+    expect((await again.next()).id).toBe(42);
+    expect(adoptions()).toBe(1);
+    g3.proc.kill("SIGTERM");
+    await g3.proc.exited;
+  }, 60_000);
+
+  test("an answer over MAX_ANSWER_BYTES is refused 400 before it is forwarded, and the question still takes the real answer", async () => {
+    const key = await newKey();
+    const sessionId = await openSession(gw[0], key);
+    const { next, question } = await writeCall(gw[1], key, sessionId, 43);
+    // near the 1 MiB body limit: forwarded over NATS with its wrapper it would exceed max_payload
+    const base = JSON.stringify({ jsonrpc: "2.0", id: question.id, result: { action: "accept", content: { approve: true }, _meta: { pad: "" } } });
+    const big = base.replace('"pad":""', `"pad":"${"x".repeat(1_048_000 - base.length)}"`);
+    const refused = await fetch(`${gw[0]}/${DEMO}/mcp`, { method: "POST", headers: inSession(sessionId, key), body: big });
+    expect({ status: refused.status, body: await refused.json() }).toEqual({
+      status: 400,
+      body: { jsonrpc: "2.0", id: null, error: { code: -32600, message: `Invalid Request: an answer to a server request is at most ${MAX_ANSWER_BYTES} bytes.`, data: { code: "validation_error", maxBytes: MAX_ANSWER_BYTES } } },
+    });
+    expect((await approve(gw[0], key, sessionId, question.id)).status).toBe(202);
+    const result = await next();
+    expect(result.id).toBe(43);
+    expect(result.result.isError).toBeUndefined();
+  }, 60_000);
+
+  test(`a gateway's cap of ${MAX_SESSIONS_PER_ADDRESS} sessions per address ends only sessions opened there: adopted copies are dropped there alone`, async () => {
+    const key = await newKey();
+    const g3 = await dep!.spawnRole("gateway");
+    const note = (gateway: string, sessionId: string) => notify(gateway, key, sessionId);
+    // every session of this file comes from 127.0.0.1: the earlier tests' sessions are the least recently used
+    const onFirst: string[] = [];
+    for (let i = 0; i < MAX_SESSIONS_PER_ADDRESS; i++) onFirst.push(await openSession(gw[0], key));
+    const elsewhere = [await openSession(gw[1], key)];
+    // the first gateway holds the address's 100 opened sessions and adopts one more
+    expect(await note(gw[0], elsewhere[0]!)).toBe(202);
+    // and then 100 more opened on the other two gateways: 101 adopted copies, the least recently used one dropped
+    for (let i = 0; i < MAX_SESSIONS_PER_ADDRESS / 2; i++) elsewhere.push(await openSession(gw[1], key), await openSession(g3.url!, key));
+    for (const id of elsewhere.slice(1)) expect(await note(gw[0], id)).toBe(202);
+    const pings = await Promise.all([...onFirst, ...elsewhere].map(async (id) => (await post(gw[1], key, id, "ping")).status));
+    expect(pings.filter((s) => s !== 200)).toEqual([]);
+    // the dropped copy's session is adopted again when it needs the first gateway's copy
+    expect(await note(gw[0], elsewhere[0]!)).toBe(202);
+    g3.proc.kill("SIGTERM");
+    await g3.proc.exited;
+  }, 180_000);
 
   // last: it stops the first gateway
   test("outlives the gateway that opened it: stopped with SIGTERM, its sessions go on at the other", async () => {

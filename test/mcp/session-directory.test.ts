@@ -1,12 +1,14 @@
 /**
  * The MCP session directory's contract (gateway/mcp/session-directory.ts), run against both implementations: the
  * in-memory one of the embedded default and the JetStream KV bucket of distributed mode (real NATS, 127.0.0.1:4222,
- * a bucket of its own per test).
+ * a bucket of its own per test); then the bucket's leader reads and the directory's lifecycle in boot.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import { MemorySessionDirectory, NatsSessionDirectory, TOUCH_EVERY_MS, type SessionDirectory, type SessionRecord } from "../../gateway/mcp/session-directory.ts";
+import { MemorySessionDirectory, NatsSessionDirectory, SESSION_DIRECTORY, TOUCH_EVERY_MS, type SessionDirectory, type SessionRecord } from "../../gateway/mcp/session-directory.ts";
+import { startServer } from "../helpers/server.ts";
 
 let nc: NatsConnection;
 const buckets: string[] = [];
@@ -132,3 +134,48 @@ for (const [name, make] of implementations) {
     }, 10_000);
   });
 }
+
+describe("the NATS KV session bucket", () => {
+  const directGets = async (bucket: string) => (await (await jetstreamManager(nc)).streams.info(`KV_${bucket}`)).config.allow_direct ?? false;
+  const newBucket = () => {
+    const bucket = `mcp_sessions_test_${crypto.randomUUID().slice(0, 8)}`;
+    buckets.push(bucket);
+    return bucket;
+  };
+
+  test("is created without direct gets, so every read is the stream leader's and no lagging replica answers it", async () => {
+    const bucket = newBucket();
+    const dir = await NatsSessionDirectory.open(nc, 60_000, bucket, 1);
+    expect(await directGets(bucket)).toBe(false);
+    const r = record();
+    await dir.put(r);
+    expect((await dir.get(r.id))?.record).toEqual(r);
+  });
+
+  test("created earlier with direct gets, it is switched to leader reads when a gateway opens it, its entries kept", async () => {
+    const bucket = newBucket();
+    const old = await new Kvm(nc).create(bucket, { history: 1, ttl: 60_000, replicas: 1, allow_direct: true });
+    expect(await directGets(bucket)).toBe(true);
+    const r = record();
+    await old.put(r.id, JSON.stringify(r));
+    const dir = await NatsSessionDirectory.open(nc, 60_000, bucket, 1);
+    expect(await directGets(bucket)).toBe(false);
+    expect((await dir.get(r.id))?.record).toEqual(r);
+  });
+});
+
+describe("the embedded gateway's session directory", () => {
+  test("is opened by boot and closed when the server stops, after the MCP gateway", async () => {
+    const srv = await startServer({ seed: false, config: { LOG_LEVEL: "error" } });
+    let dir: SessionDirectory | undefined;
+    try {
+      dir = srv.running.services.extras.get(SESSION_DIRECTORY) as SessionDirectory | undefined;
+      expect(dir?.kind).toBe("memory");
+      await dir!.put(record());
+    } finally {
+      await srv.stop();
+    }
+    // closed: its entries (and the sweep timer holding them) are gone
+    expect((dir as unknown as { entries: Map<string, unknown> }).entries.size).toBe(0);
+  }, 60_000);
+});
