@@ -614,13 +614,19 @@ function offerRefusal(slug: string, b: BeginLegBody, claimed: readonly string[])
  * a light hold of this attempt that fell through to the full one) keeps it. A claim of another code (never expected:
  * a released or canceled attempt gives its use back) is replaced and that coupon's use given back (`cswap`). Not for
  * an order `unless` names (the full hold: one that moved on, whose leg is refused before anything is held; the light
-hold: one that exists, which the full hold decides). Without a coupon there is no
- * `cclaim` (no statement text: the common leg costs nothing). `claimed` is false only when the coupon had no use left.
+ * hold: one that exists, which the full hold decides). Without a coupon there is no `cclaim` (no statement text: the
+ * common leg costs nothing). `claimed` is false only when the coupon had no use left.
+ *
+ * Lock order (review RN HIGH-1): coupon rows before product rows, in every statement and transaction that locks
+ * both (docs/checkout.md "Lock order"). `claimed` reads every coupon CTE (`cclaim`, and `cswap` to its end), and the
+ * hold's product update (`held`) is conditional on `claimed`, so the coupon rows are locked before the first product
+ * row whichever CTE the statement's result reads. The release side says the same in `couponGivenBack`/`givenBack`.
  */
 function couponClaim(db: Sql, slug: string, b: BeginLegBody, unless: SqlFragment): { ctes: SqlFragment; claimed: SqlFragment; columns: SqlFragment } {
   if (b.couponCode === null) return { ctes: db``, claimed: db`true`, columns: db`NULL::boolean AS coupon_claimed` };
   const code = normalizeCouponCode(b.couponCode);
-  const claimed = db`(EXISTS (SELECT 1 FROM cclaim) OR EXISTS (SELECT 1 FROM cprev WHERE code = ${code}))`;
+  // `(SELECT count(*) FROM cswap) >= 0` is always true: it runs cswap (another code's coupon row) before anything reads `claimed`.
+  const claimed = db`((EXISTS (SELECT 1 FROM cclaim) OR EXISTS (SELECT 1 FROM cprev WHERE code = ${code})) AND (SELECT count(*) FROM cswap) >= 0)`;
   return {
     ctes: db`cprev AS (SELECT store_slug, code FROM coupon_claims WHERE order_id = ${b.orderId}),
       cclaim AS (
@@ -633,7 +639,7 @@ function couponClaim(db: Sql, slug: string, b: BeginLegBody, unless: SqlFragment
         ON CONFLICT (order_id) DO UPDATE SET store_slug = EXCLUDED.store_slug, code = EXCLUDED.code, created_at = now()),
       cswap AS (
         UPDATE coupons c SET used_count = GREATEST(0, c.used_count - 1) FROM cprev
-        WHERE c.store_slug = cprev.store_slug AND c.code = cprev.code AND EXISTS (SELECT 1 FROM cclaim)),`,
+        WHERE c.store_slug = cprev.store_slug AND c.code = cprev.code AND EXISTS (SELECT 1 FROM cclaim) RETURNING c.code),`,
     claimed,
     columns: db`${claimed} AS coupon_claimed`,
   };
@@ -641,11 +647,13 @@ function couponClaim(db: Sql, slug: string, b: BeginLegBody, unless: SqlFragment
 
 /**
  * `cfreed` … `cback`: the coupon use claimed by the orders `orders` selects (a fragment naming order ids) is given back,
- * once: the claim row is deleted and the coupon's count lowered by what it took.
+ * once: the claim row is deleted and the coupon's count lowered by what it took. Lock order: coupon rows before
+ * product rows (see couponClaim); a statement that also gives stock back declares these CTEs before `givenBack`,
+ * whose product update waits for `cback` to finish.
  */
 function couponGivenBack(db: Sql, orders: SqlFragment) {
   return db`cfreed AS (DELETE FROM coupon_claims WHERE order_id IN (${orders}) RETURNING store_slug, code),
-    cback AS (UPDATE coupons c SET used_count = GREATEST(0, c.used_count - 1) FROM cfreed WHERE c.store_slug = cfreed.store_slug AND c.code = cfreed.code)`;
+    cback AS (UPDATE coupons c SET used_count = GREATEST(0, c.used_count - 1) FROM cfreed WHERE c.store_slug = cfreed.store_slug AND c.code = cfreed.code RETURNING c.code)`;
 }
 
 /** A leg that did not go ahead gives back the coupon use its order claimed (this attempt's: an earlier one gave its back). */
@@ -959,10 +967,17 @@ function reservedPerProduct(db: Sql) {
  * `back`: the quantities in `w` are no longer held by their products. The ids reach products as one InitPlan value
  * (p.id = ANY(ARRAY(SELECT id FROM w))), so the primary key is the way in (see the settle statement). `heldBack` is
  * the column of the products given back (all tracked: only tracked stock is held), for the caller's HeldSink.
+ *
+ * Lock order: coupon rows before product rows, as the hold takes them (couponClaim; review RN HIGH-1). The statement
+ * declares `couponGivenBack` first, and `(SELECT count(*) FROM cback) >= 0` (always true, a one-time filter evaluated
+ * before the first product row is read) runs `cback` to its end first. Without it the order was whatever the
+ * statement's result happened to read: once `heldBack` read `back`, a release locked the product and then the
+ * coupon, and a hold racing it (coupon, then product) was a 40P01 deadlock.
  */
 function givenBack(db: Sql) {
   return db`back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
-        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1) FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id)`;
+        variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1)
+      FROM w WHERE (SELECT count(*) FROM cback) >= 0 AND p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id)`;
 }
 const heldBack = (db: Sql) => db`ARRAY(SELECT id::text FROM back) AS held_back`;
 
@@ -1044,10 +1059,11 @@ export async function settleLegRows(
         UPDATE stock_reservations SET status = 'released', updated_at = now()
         WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
       ${reservedPerProduct(db)},
-      ${givenBack(db)},
       -- The coupon use this attempt's hold claimed, while the order still waits on this attempt (a late release of an
-      -- earlier attempt must not give back the current one's); the claim row makes a replay give nothing.
+      -- earlier attempt must not give back the current one's); the claim row makes a replay give nothing. Declared
+      -- before givenBack: the coupon row is locked before the product rows (lock order, see givenBack).
       ${couponGivenBack(db, db`SELECT id FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending' AND intent_id = ${b.reservationId}`)},
+      ${givenBack(db)},
       -- A leg that held nothing has no reservation row; its release writes one, so a replay of this reservation id
       -- is refused (conflict) as for held stock, instead of being taken for the order's current attempt.
       mark AS (
@@ -1134,7 +1150,6 @@ export async function cancelPendingOrderRows(
       UPDATE stock_reservations SET status = 'released', updated_at = now()
       WHERE order_id = ${o.orderId} AND store_slug = ${slug} AND status = 'held' RETURNING lines),
     ${reservedPerProduct(db)},
-    ${givenBack(db)},
     c AS (
       UPDATE orders SET status = ${to}, updated_at = now(), version = version + 1
       WHERE id = ${o.orderId} AND store_slug = ${slug} AND status = 'pending' RETURNING id, intent_id, total_minor, currency),
@@ -1154,8 +1169,10 @@ export async function cancelPendingOrderRows(
         'currency', c.currency) FROM c),
     -- A negotiated offer the order claimed is free again for another order of the key (it was never paid with).
     freed AS (UPDATE negotiation_offers n SET order_id = NULL FROM c WHERE n.order_id = c.id AND n.used_at IS NULL),
-    -- So is the coupon use its leg's hold claimed (no hold is live for a canceled order).
-    ${couponGivenBack(db, db`SELECT id FROM c`)}
+    -- So is the coupon use its leg's hold claimed (no hold is live for a canceled order); declared before givenBack:
+    -- the coupon row is locked before the product rows (lock order, see givenBack).
+    ${couponGivenBack(db, db`SELECT id FROM c`)},
+    ${givenBack(db)}
     SELECT (SELECT count(*) FROM c)::int AS canceled, (SELECT status FROM orders WHERE id = ${o.orderId} AND store_slug = ${slug}) AS status, ${heldBack(db)}`;
   if (r.held_back.length) onHeld?.(r.held_back);
   return { status: r.canceled ? to : r.status };
@@ -1163,10 +1180,15 @@ export async function cancelPendingOrderRows(
 
 type Ctx = ActorContext<unknown>;
 
-/** A pending order canceled in the store's turn: its held stock released, then the move (any other status is returned). */
+/**
+ * A pending order canceled in the store's turn: its coupon use and held stock given back, then the move (any other
+ * status is returned, its held stock released). The coupon first: coupon rows before product rows (lock order, see
+ * givenBack); if the move then finds the order changed meanwhile, the turn's transaction rolls all of it back.
+ */
 async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, data: Record<string, unknown>): Promise<OrderStatus> {
   const tx = await ctx.tx();
   const order = await loadOrder(tx, ctx.id, orderId);
+  if (order.status === "pending") await releaseCouponClaim(tx, orderId);
   const holds = await tx<{ id: string }[]>`SELECT id FROM stock_reservations WHERE order_id = ${orderId} AND status = 'held'`;
   const released: string[] = [];
   for (const h of holds) released.push(...(await settleReservation(tx, ctx.id, h.id, "released")));
@@ -1176,7 +1198,6 @@ async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, d
   if (order.status !== "pending") return order.status;
   const to = await moveOrder(tx, order, "cancel", actor, ctx.now(), data);
   await releaseClaims(tx, orderId);
-  await releaseCouponClaim(tx, orderId);
   return to;
 }
 
