@@ -18,7 +18,7 @@
 import { MAX_LINE_QUANTITY, type CartView, type CompleteReply, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
-import type { PartlyPaid } from "./session-state.ts";
+import type { SessionNote } from "./session-state.ts";
 import { sessionShipping } from "./shipping.ts";
 
 export type AcpStatus = "not_ready_for_payment" | "ready_for_payment" | "in_progress" | "completed" | "canceled";
@@ -67,7 +67,7 @@ function totals(m: Money) {
 }
 
 /** The ACP CheckoutSession object of a bridged session. */
-export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewView; status: AcpStatus; order?: { id: string; ids: string[] } | null; partlyPaid?: PartlyPaid | null }) {
+export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewView; status: AcpStatus; order?: { id: string; ids: string[] } | null; notes?: SessionNote[]; links?: unknown[] }) {
   const cart = view.cart;
   return {
     id: s.id,
@@ -89,9 +89,9 @@ export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewVie
     ...acpFulfillment(s),
     totals: totals(cart.totals),
     // A partly paid session says which stores are paid (and `order` is the first paid one), so an agent reading it
-    // does not buy them again (audit Y5).
-    messages: [...acpMessages(s), ...(view.partlyPaid ? [{ type: "info", content_type: "plain", content: view.partlyPaid.note }] : [])],
-    links: [{ type: "terms_of_use", url: "/api/v1/agent/docs" }],
+    // does not buy them again (audit Y5); the other notes of session-state.ts `sessionNotes` alike.
+    messages: [...acpMessages(s), ...(view.notes ?? []).map((n) => ({ type: "info", content_type: "plain", content: n.content }))],
+    links: [{ type: "terms_of_use", url: "/api/v1/agent/docs" }, ...(view.links ?? [])],
     ...(view.order ? { order: { id: view.order.id, checkout_session_id: s.id, permalink_url: `/api/v1/agent/orders/${view.order.id}` } } : {}),
   };
 }

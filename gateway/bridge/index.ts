@@ -31,8 +31,20 @@ import {
   type Answer,
   type BridgeProtocol,
   type BridgeSession,
+  type ItemFields,
+  type ItemInput,
 } from "./common.ts";
-import { assertUpdatable, liveCheckoutStatus, paidOrdersOf, partlyPaid, type PaidOrders, type PartlyPaid } from "./session-state.ts";
+import {
+  assertUpdatable,
+  cartExpired,
+  expiredCartView,
+  liveCheckoutStatus,
+  paidOrdersOf,
+  retireCart,
+  sessionNotes,
+  type PaidOrders,
+  type SessionNote,
+} from "./session-state.ts";
 import { bridgeShippingError, destinationOf, optionIdOf, priceCart, sessionDestination, type Destination } from "./shipping.ts";
 import { UCP_FIELDS, UCP_ITEM_FIELDS, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
 import { isUuid } from "../../infra/uuid.ts";
@@ -68,6 +80,16 @@ async function alreadyCompleted(err: unknown): Promise<{ id: string; ids: string
   return null;
 }
 
+/**
+ * What was paid, when the session's cart was paid through another route (REST, MCP) under that route's own key: the
+ * cart refuses the session's key as a conflict, and the session's complete answers with the cart's orders instead.
+ */
+async function paidElsewhere(svc: Services, s: BridgeSession, err: unknown): Promise<{ id: string; ids: string[] } | null> {
+  if (!(err instanceof ActorError) || err.code !== "IDEMPOTENCY_KEY_CONFLICT" || err.details?.status !== "COMPLETED") return null;
+  const paid = await paidOrdersOf(svc, s.agentKeyId, s.cartId);
+  return paid.order_ids[0] ? { id: paid.order_ids[0], ids: paid.order_ids } : null;
+}
+
 // ------------------------------------------------------------------------------------------------------- ACP
 
 /** The ACP address and option of a create or update (undefined: not in this request). */
@@ -89,6 +111,8 @@ async function priceSession(svc: Services, s: BridgeSession, dest: Destination |
   const fields = s.protocol === "acp" ? ACP_FIELDS : UCP_FIELDS;
   const priced = await priceCart(svc, s.agentKeyId, s.cartId, dest, optionIds, fields);
   s.meta.shipping = priced.shipping;
+  // What an expired cart's session is shown in when nothing of it was paid (session-state.ts `expiredCartView`).
+  s.meta.currency = priced.cart.currency;
   return { cart: priced.cart, status: priced.previewStatus ?? "OPEN" };
 }
 
@@ -114,14 +138,80 @@ function orderOf(s: BridgeSession, paid: PaidOrders, done: { id: string; ids: st
   return done ?? (s.meta.order as { id: string; ids: string[] } | undefined) ?? (paid.order_ids[0] ? { id: paid.order_ids[0], ids: paid.order_ids } : null);
 }
 
+/** What a session read shows of its cart now (`liveState`). */
+interface LiveState {
+  cart: CartView;
+  status: string;
+  paid: PaidOrders;
+  notes: SessionNote[];
+  /** The buyer's approval link, while the payment waits for it. */
+  continueUrl?: string;
+}
+
 /**
  * What every session read shows, from the cart as it is now: the status from its live checkout session (never one
- * written down after an earlier call: audit Y3), and the paid orders of a partly paid cart with a note (audit Y5).
+ * written down after an earlier call: audit Y3), and the cart's paid orders with a note (audit Y5, session-state.ts
+ * `sessionNotes`). A cart idle for a day expires (docs/checkout.md R5-5) while the session and its orders stay: the
+ * session then reads as ended, from its paid orders (review RM-F1), instead of the cart's 404 "create a new cart",
+ * which told the agent to buy the paid goods again.
  */
-async function liveState(svc: Services, s: BridgeSession): Promise<{ cart: CartView; status: string; paid: PaidOrders; partlyPaid: PartlyPaid | null }> {
-  const cart = await getCart(svc, s.agentKeyId, s.cartId);
+async function liveState(svc: Services, s: BridgeSession): Promise<LiveState> {
+  let cart: CartView | null = null;
+  let gone: unknown = null;
+  try {
+    cart = await getCart(svc, s.agentKeyId, s.cartId);
+  } catch (err) {
+    if (!cartExpired(err)) throw err;
+    gone = err;
+  }
   const paid = await paidOrdersOf(svc, s.agentKeyId, s.cartId);
-  return { cart, status: liveCheckoutStatus(s, cart), paid, partlyPaid: cart.status === "COMPLETED" ? null : partlyPaid(paid, s.canceled) };
+  if (!cart) {
+    const ended = await expiredCartView(svc, s, paid);
+    if (!ended) throw gone;
+    return { cart: ended, status: "EXPIRED", paid, notes: sessionNotes(paid, false, s.canceled ? "canceled" : "expired") };
+  }
+  const status = liveCheckoutStatus(s, cart);
+  // The link the complete answered, again on every read while the buyer has not decided (review RM-F6).
+  const url = status === "PENDING_EXTERNAL_CONFIRMATION" && typeof s.meta.continue_url === "string" ? s.meta.continue_url : undefined;
+  return { cart, status, paid, notes: sessionNotes(paid, cart.status === "COMPLETED", s.canceled ? "canceled" : "open"), ...(url ? { continueUrl: url } : {}) };
+}
+
+/**
+ * An items update: our carts do not change items, so the session moves to a new cart with them, priced by `price`.
+ * The cart it leaves is taken out of use before the move is saved (review RM-F3): left READY_FOR_PAYMENT it stayed
+ * payable through REST, MCP or AP2 (its id is the session id's hex), such a payment never showed in the session, and
+ * completing the session paid the same store again. When that cart refuses (a payment began on it meanwhile), the
+ * new cart is discarded, the session stays where it was and the update is 409.
+ */
+async function moveToNewCart<T>(svc: Services, s: BridgeSession, items: ItemInput[], fields: ItemFields, price: () => Promise<T>): Promise<T> {
+  const from = s.cartId;
+  s.cartId = (await newCart(svc, s.agentKeyId, items, fields)).id;
+  try {
+    const priced = await price();
+    await retireLeftCart(svc, s, from);
+    return priced;
+  } catch (err) {
+    const unused = s.cartId;
+    s.cartId = from;
+    await retireCart(svc, s.agentKeyId, unused).catch((e: unknown) => {
+      svc.log.warn("bridge: the new cart of a refused items update was not discarded; it expires unused", { error: e instanceof Error ? e.message : String(e) });
+    });
+    throw err;
+  }
+}
+
+/** Retires the cart an items update leaves; a refusal is answered by what changed that cart (a payment through another route). */
+async function retireLeftCart(svc: Services, s: BridgeSession, cartId: string): Promise<void> {
+  try {
+    await retireCart(svc, s.agentKeyId, cartId);
+  } catch (err) {
+    if (!(err instanceof ActorError)) throw err;
+    await assertSessionUpdatable(svc, { ...s, cartId }, { items: true, shipping: false }); // paid, paying or completed meanwhile: that refusal
+    throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "The session's cart was previewed or paid through another route during this update; read the session and retry.", {
+      checkout_session_id: s.id,
+      reason: "cart_changed",
+    });
+  }
 }
 
 async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
@@ -146,7 +236,8 @@ async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
 async function acpView(svc: Services, s: BridgeSession, done: { id: string; ids: string[] } | null = null): Promise<unknown> {
   const live = await liveState(svc, s);
   const status: AcpStatus = s.canceled ? "canceled" : acpStatusOfSession(live.status);
-  return acpSession(s, { cart: live.cart, status, order: orderOf(s, live.paid, done), partlyPaid: live.partlyPaid });
+  const links = live.continueUrl ? [{ type: "continue_url", url: live.continueUrl }] : [];
+  return acpSession(s, { cart: live.cart, status, order: orderOf(s, live.paid, done), notes: live.notes, links });
 }
 
 function assertActive(s: BridgeSession, cart?: CartView): void {
@@ -155,33 +246,37 @@ function assertActive(s: BridgeSession, cart?: CartView): void {
 }
 
 /** An update's checks on the session's current cart (claimed, so nothing pays it or moves it meanwhile). */
-async function assertSessionUpdatable(svc: Services, s: BridgeSession, itemsChange: boolean): Promise<void> {
-  const cart = await getCart(svc, s.agentKeyId, s.cartId);
+async function assertSessionUpdatable(svc: Services, s: BridgeSession, change: { items: boolean; shipping: boolean }): Promise<void> {
+  const cart = await getCart(svc, s.agentKeyId, s.cartId).catch((err: unknown) => {
+    // The session reads as ended (liveState); a new session starts again.
+    if (cartExpired(err)) throw fail("SESSION_INACTIVE", "The checkout session's cart expired after a day without changes; create a new checkout session.", { checkout_session_id: s.id, status: "expired" });
+    throw err;
+  });
   assertActive(s, cart);
-  assertUpdatable(s, cart, await paidOrdersOf(svc, s.agentKeyId, s.cartId), itemsChange);
+  assertUpdatable(s, cart, await paidOrdersOf(svc, s.agentKeyId, s.cartId), change);
 }
 
 async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
   return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
     const b = asRecord(body);
-    await assertSessionUpdatable(svc, s, b.items !== undefined);
+    await assertSessionUpdatable(svc, s, { items: b.items !== undefined, shipping: b.fulfillment_address !== undefined || b.fulfillment_option_id !== undefined });
     const ship = acpShippingInput(b);
     if (b.buyer !== undefined) s.meta.buyer = b.buyer;
     if (b.fulfillment_address !== undefined) s.meta.fulfillment_address = b.fulfillment_address;
     if (ship.optionId) s.meta.fulfillment_option_id = ship.optionId;
     const items = b.items !== undefined ? acpItems(b.items) : null;
+    const price = async (): Promise<{ cart: CartView | PreviewView; status: string } | null> => {
+      if (!items && ship.address === undefined && !ship.optionId) return null;
+      const dest = ship.address !== undefined ? ship.address : sessionDestination(s);
+      return priceSession(svc, s, dest, ship.optionId ? [ship.optionId] : []);
+    };
+    let priced: { cart: CartView | PreviewView; status: string } | null;
     if (items) {
       requireCartScope(agent, "an ACP checkout session");
-      // Our carts do not change items; the session moves to a new cart with the new items (the old one expires).
-      // The destination moves with it; a pick is made again (the new items may ship from other stores).
-      s.cartId = (await newCart(svc, agent.keyId, items, ACP_ITEM_FIELDS)).id;
+      // The destination moves with the session; a pick is made again (the new items may ship from other stores).
       if (!ship.optionId) delete s.meta.fulfillment_option_id;
-    }
-    let priced: { cart: CartView | PreviewView; status: string } | null = null;
-    if (items || ship.address !== undefined || ship.optionId) {
-      const dest = ship.address !== undefined ? ship.address : sessionDestination(s);
-      priced = await priceSession(svc, s, dest, ship.optionId ? [ship.optionId] : []);
-    }
+      priced = await moveToNewCart(svc, s, items, ACP_ITEM_FIELDS, price);
+    } else priced = await price();
     await saveClaimed(svc, s);
     return { status: 200, body: priced ? acpSession(s, { cart: priced.cart, status: acpStatusOfSession(priced.status) }) : await acpView(svc, s) };
   });
@@ -198,17 +293,17 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
     try {
       reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`) });
     } catch (err) {
-      const done = await alreadyCompleted(err);
+      const done = (await alreadyCompleted(err)) ?? (await paidElsewhere(svc, s, err));
       if (!done) throw bridgeShippingError(err, ACP_FIELDS);
       s.meta.order = done;
       return { status: 200, body: await acpView(svc, s, done) };
     }
     if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
+      keepApprovalUrl(svc, s, reply);
       await saveAfterPayment(svc, s);
       const view = asRecord(await acpView(svc, s));
-      const url = reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : null;
       const messages = [...(Array.isArray(view.messages) ? view.messages : []), { type: "info", content_type: "plain", content: "The buyer must approve the payment at the link, then complete again." }];
-      return { status: 200, body: { ...view, messages, links: url ? [{ type: "continue_url", url }] : [] } };
+      return { status: 200, body: { ...view, messages } };
     }
     const order = acpOrderOf(reply);
     s.meta.order = order;
@@ -217,9 +312,30 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
   });
 }
 
-/** Ends the cart's checkout session (its unpaid orders canceled; paid stores stay paid) and marks the session canceled. */
+/**
+ * The buyer's approval link of a payment waiting for it, kept on the session so every read while it waits shows it
+ * (review RM-F6: only the complete's answer had it).
+ */
+function keepApprovalUrl(svc: Services, s: BridgeSession, reply: CompleteReply): void {
+  const url = reply.status === "PENDING_EXTERNAL_CONFIRMATION" && reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : null;
+  if (url) s.meta.continue_url = url;
+  else delete s.meta.continue_url;
+}
+
+/**
+ * Ends the cart's checkout session (its unpaid orders canceled; paid stores stay paid) and marks the session canceled.
+ * An expired cart has no live session left to end (it ended unpaid before the cart could expire).
+ */
 async function cancelCartSession(svc: Services, s: BridgeSession): Promise<void> {
-  const cart = await getCart(svc, s.agentKeyId, s.cartId);
+  const cart = await getCart(svc, s.agentKeyId, s.cartId).catch((err: unknown) => {
+    if (cartExpired(err)) return null;
+    throw err;
+  });
+  if (!cart) {
+    s.canceled = true;
+    await saveClaimed(svc, s);
+    return;
+  }
   if (cart.status === "COMPLETED") throw fail("CHECKOUT_STATUS_INVALID", "A completed checkout cannot be canceled.", { checkout_session_id: s.id, status: "COMPLETED" });
   if (cart.checkout_session_id && cart.status === "CHECKOUT") {
     await svc.actors.ask(cartActor, s.cartId, "cancel", { keyId: s.agentKeyId, sessionId: cart.checkout_session_id });
@@ -253,16 +369,17 @@ async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
 async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
   return withSessionClaim(svc, "ucp", id, agent.keyId, async (s) => {
     const b = asRecord(body);
-    await assertSessionUpdatable(svc, s, b.line_items !== undefined);
+    await assertSessionUpdatable(svc, s, { items: b.line_items !== undefined, shipping: b.fulfillment !== undefined });
     const ship = ucpFulfillmentInput(b.fulfillment);
     if (b.buyer !== undefined) s.meta.buyer = b.buyer;
     const items = b.line_items !== undefined ? ucpItems(b.line_items) : null;
+    const price = async (): Promise<{ cart: CartView | PreviewView; status: string } | null> =>
+      items || ship ? priceSession(svc, s, ship ? ship.dest : sessionDestination(s), ship?.optionIds ?? []) : null;
+    let priced: { cart: CartView | PreviewView; status: string } | null;
     if (items) {
       requireCartScope(agent, "a UCP checkout");
-      s.cartId = (await newCart(svc, agent.keyId, items, UCP_ITEM_FIELDS)).id;
-    }
-    let priced: { cart: CartView | PreviewView; status: string } | null = null;
-    if (items || ship) priced = await priceSession(svc, s, ship ? ship.dest : sessionDestination(s), ship?.optionIds ?? []);
+      priced = await moveToNewCart(svc, s, items, UCP_ITEM_FIELDS, price);
+    } else priced = await price();
     await saveClaimed(svc, s);
     return { status: 200, body: priced ? ucpCheckout(s, { cart: priced.cart, status: ucpStatusOfSession(priced.status) }) : await ucpView(svc, s) };
   });
@@ -271,7 +388,8 @@ async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
 async function ucpView(svc: Services, s: BridgeSession, extra: { continueUrl?: string } = {}): Promise<unknown> {
   const live = await liveState(svc, s);
   const status: UcpStatus = s.canceled ? "canceled" : ucpStatusOfSession(live.status);
-  return ucpCheckout(s, { cart: live.cart, status, order: orderOf(s, live.paid, null), partlyPaid: live.partlyPaid, ...extra });
+  const continueUrl = extra.continueUrl ?? live.continueUrl;
+  return ucpCheckout(s, { cart: live.cart, status, order: orderOf(s, live.paid, null), notes: live.notes, ...(continueUrl ? { continueUrl } : {}) });
 }
 
 async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
@@ -282,14 +400,16 @@ async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
     try {
       reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`ucp:${s.id}`) });
     } catch (err) {
-      const done = await alreadyCompleted(err);
+      const done = (await alreadyCompleted(err)) ?? (await paidElsewhere(svc, s, err));
       if (!done) throw bridgeShippingError(err, UCP_FIELDS);
       s.meta.order = done;
       return { status: 200, body: await ucpView(svc, s) };
     }
     if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
-      const url = reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : undefined;
-      return { status: 200, body: await ucpView(svc, s, url ? { continueUrl: url } : {}) };
+      keepApprovalUrl(svc, s, reply);
+      await saveAfterPayment(svc, s);
+      const url = s.meta.continue_url;
+      return { status: 200, body: await ucpView(svc, s, typeof url === "string" ? { continueUrl: url } : {}) };
     }
     if (reply.status === "COMPLETED") s.meta.order = { id: reply.order_id, ids: reply.order_ids };
     await saveAfterPayment(svc, s);

@@ -5,16 +5,23 @@
  * orders of the cart that are already paid (a multi-store attempt that captured some stores and rolled back the
  * others, whose paid stores stay paid).
  */
+import { cartActor } from "../../actors/cart/index.ts";
 import type { CartView } from "../../actors/cart/messages.ts";
-import { fail } from "../../actors/runtime/errors.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import type { Services } from "../services.ts";
-import type { BridgeSession } from "./common.ts";
+import { toMajor } from "../../actors/store/schemas.ts";
+import { getCart, type BridgeSession } from "./common.ts";
 import { sessionShipping } from "./shipping.ts";
 
-/** The cart's orders whose payment was captured (paid or further along), oldest first; empty when none. */
+/**
+ * The cart's orders whose payment was captured (paid or further along), oldest first; empty when none. `awaiting`:
+ * pending orders whose capture went through but could not be finalized (`reconciliation` set): the money moved and
+ * the merchant decides (review RM-F5); not paid yet, but not to be bought again either.
+ */
 export interface PaidOrders {
   order_ids: string[];
   completed_store_ids: string[];
+  awaiting: { order_ids: string[]; store_ids: string[] };
 }
 
 /** Checkout statuses in which money is moving or may have moved: the session accepts no change. */
@@ -26,11 +33,17 @@ const ENDED = new Set(["COMPLETED", "FAILED", "EXPIRED", "CANCELED"]);
  * a canceled one never was; every other status was reached through a capture.
  */
 export async function paidOrdersOf(svc: Services, keyId: string, cartId: string): Promise<PaidOrders> {
-  const rows = await svc.sql<{ id: string; store_slug: string }[]>`
-    SELECT id::text AS id, store_slug FROM orders
-    WHERE cart_id = ${cartId} AND agent_key_id = ${keyId} AND status NOT IN ('pending', 'canceled')
+  const rows = await svc.sql<{ id: string; store_slug: string; status: string }[]>`
+    SELECT id::text AS id, store_slug, status FROM orders
+    WHERE cart_id = ${cartId} AND agent_key_id = ${keyId} AND (status NOT IN ('pending', 'canceled') OR (status = 'pending' AND reconciliation IS NOT NULL))
     ORDER BY created_at, store_slug`;
-  return { order_ids: rows.map((r) => r.id), completed_store_ids: rows.map((r) => r.store_slug) };
+  const paid = rows.filter((r) => r.status !== "pending");
+  const awaiting = rows.filter((r) => r.status === "pending");
+  return {
+    order_ids: paid.map((r) => r.id),
+    completed_store_ids: paid.map((r) => r.store_slug),
+    awaiting: { order_ids: awaiting.map((r) => r.id), store_ids: awaiting.map((r) => r.store_slug) },
+  };
 }
 
 /**
@@ -47,39 +60,163 @@ export function liveCheckoutStatus(s: BridgeSession, cart: CartView): string {
 
 /**
  * An update is refused while a payment of the session runs or awaits its outcome (`payment_in_progress`), and an
- * items update once a merchant of the cart is paid (`merchant_already_paid`): new items move the session to a new
- * cart, which holds every store again, so its next complete would charge the paid merchant a second time (audit Y1).
- * Completing the session pays the remaining stores only (the paid legs carry over within the cart).
+ * items or shipping update once a merchant of the cart is paid (`merchant_already_paid`): new items move the session
+ * to a new cart, which holds every store again, so its next complete would charge the paid merchant a second time
+ * (audit Y1). Completing the session pays the remaining stores only (the paid legs carry over within the cart), on
+ * the shipping the paid stores were paid with: the cart refuses a shipping change only while its checkout session
+ * is live, so after that session ended (expired, or canceled through REST or MCP) the remaining stores would ship
+ * elsewhere (review RM-F7); the bridge refuses it in every state.
  */
-export function assertUpdatable(s: BridgeSession, cart: CartView, paid: PaidOrders, itemsChange: boolean): void {
+export function assertUpdatable(s: BridgeSession, cart: CartView, paid: PaidOrders, change: { items: boolean; shipping: boolean }): void {
   const status = cart.checkout_status;
   const details = { checkout_session_id: s.id, status, completed_store_ids: paid.completed_store_ids, order_ids: paid.order_ids };
   if (status && PAYING.has(status)) {
+    // Retryable, so an Idempotency-Key stores nothing for it: the same update is answered anew once the payment has
+    // ended (a stored refusal replayed "no changes until it has finished" for good: review RM-F2).
     throw fail(
-      "CHECKOUT_STATUS_INVALID",
+      "CHECKOUT_ALREADY_IN_PROGRESS",
       `A payment of this checkout session is running or awaiting its outcome (${status}); the session accepts no changes until it has finished.`,
       { ...details, reason: "payment_in_progress" },
     );
   }
-  if (itemsChange && paid.order_ids.length > 0) {
+  if ((change.items || change.shipping) && paid.order_ids.length > 0) {
     throw fail(
       "CHECKOUT_STATUS_INVALID",
-      `${paid.completed_store_ids.join(", ")} ${paid.completed_store_ids.length === 1 ? "is" : "are"} already paid in this checkout session; its items can no longer change. Complete the session to pay the remaining stores only, or cancel it (the paid stores stay paid) and create a new session.`,
+      `${paid.completed_store_ids.join(", ")} ${paid.completed_store_ids.length === 1 ? "is" : "are"} already paid in this checkout session; its ${change.items ? "items" : "shipping"} can no longer change. Complete the session to pay the remaining stores only, or cancel it (the paid stores stay paid) and create a new session.`,
       { ...details, reason: "merchant_already_paid" },
     );
   }
 }
 
-/** A partly paid session's paid orders, with the sentence its ACP/UCP view adds as an info message. */
-export interface PartlyPaid extends PaidOrders {
-  note: string;
+/** An info message of a session's view: ACP shows `content`; UCP also `code` and `details`. */
+export interface SessionNote {
+  code: string;
+  content: string;
+  details?: Record<string, unknown>;
 }
 
-/** The paid part of a cart that is not completed (null when nothing is paid), said for an open or a canceled session. */
-export function partlyPaid(paid: PaidOrders, canceled: boolean): PartlyPaid | null {
-  if (paid.order_ids.length === 0) return null;
-  const one = paid.completed_store_ids.length === 1;
-  const rest = canceled ? "the other stores were not charged" : "completing the session pays the remaining stores only";
-  const note = `${paid.completed_store_ids.join(", ")} ${one ? "was" : "were"} paid (order ${paid.order_ids.join(", ")}) and stay${one ? "s" : ""} paid; ${rest}.`;
-  return { ...paid, note };
+/** How the session stands for its notes: open (completing it pays the rest), canceled, or its cart expired. */
+export type SessionEnd = "open" | "canceled" | "expired";
+
+const listed = (stores: string[], orders: string[]) => stores.map((st, i) => `${st} (order ${orders[i]})`).join(", ");
+
+/**
+ * The info messages a session's read adds, from its cart's orders: the paid stores of a cart that is not completed
+ * (audit Y5), every order of a completed multi-store cart (ACP's `order` has one id: review RM-F4), a capture awaiting
+ * the merchant's decision (RM-F5), and a cart that expired unpaid (RM-F1).
+ */
+export function sessionNotes(paid: PaidOrders, cartCompleted: boolean, end: SessionEnd): SessionNote[] {
+  const notes: SessionNote[] = [];
+  const n = paid.order_ids.length;
+  if (cartCompleted && n > 1) {
+    notes.push({ code: "order_per_store", content: `Paid as one order per store: ${listed(paid.completed_store_ids, paid.order_ids)}.`, details: { completed_store_ids: paid.completed_store_ids, order_ids: paid.order_ids } });
+  } else if (!cartCompleted && n > 0) {
+    const one = paid.completed_store_ids.length === 1;
+    const rest =
+      end === "open"
+        ? "completing the session pays the remaining stores only"
+        : end === "canceled"
+          ? "the other stores were not charged"
+          : "the session's cart expired after a day without changes and the other stores were not charged";
+    const content = `${paid.completed_store_ids.join(", ")} ${one ? "was" : "were"} paid (order ${paid.order_ids.join(", ")}) and stay${one ? "s" : ""} paid; ${rest}.`;
+    notes.push({ code: "merchant_already_paid", content, details: { completed_store_ids: paid.completed_store_ids, order_ids: paid.order_ids } });
+  } else if (end === "expired" && paid.awaiting.order_ids.length === 0) {
+    notes.push({ code: "session_expired", content: "The session's cart expired after a day without changes; nothing was charged. Create a new session to buy these items." });
+  }
+  if (paid.awaiting.order_ids.length > 0) {
+    const a = paid.awaiting;
+    notes.push({
+      code: "payment_awaiting_merchant",
+      content: `The payment was captured for ${listed(a.store_ids, a.order_ids)} but the order could not be confirmed; the merchant decides (accepts or refunds). Do not pay again.`,
+      details: { store_ids: a.store_ids, order_ids: a.order_ids },
+    });
+  }
+  return notes;
+}
+
+/** Whether a cart read failed only because the cart expired (its state, and its paid orders, are still there). */
+export function cartExpired(err: unknown): boolean {
+  return err instanceof ActorError && err.code === "CART_NOT_FOUND" && err.details?.reason === "expired";
+}
+
+/**
+ * What a session whose cart expired shows, since the cart no longer answers (review RM-F1): the lines and totals of
+ * the orders it paid, in the currency recorded on the session when nothing was paid. Null when neither is known (a
+ * session written before the currency was recorded, never paid): its read stays the cart's 404.
+ */
+export async function expiredCartView(svc: Services, s: BridgeSession, paid: PaidOrders): Promise<CartView | null> {
+  const ids = [...paid.order_ids, ...paid.awaiting.order_ids];
+  const orders = await svc.sql<{ id: string; store_slug: string; currency: string; subtotal_minor: string | null; discount_minor: string; shipping_minor: string; tax_minor: string; total_minor: string }[]>`
+    SELECT id::text AS id, store_slug, currency, subtotal_minor::text, discount_minor::text, shipping_minor::text, tax_minor::text, total_minor::text
+    FROM orders WHERE id = ANY(${ids}::uuid[]) AND agent_key_id = ${s.agentKeyId} ORDER BY created_at, store_slug`;
+  const currency = orders[0]?.currency ?? (typeof s.meta.currency === "string" ? s.meta.currency : null);
+  if (!currency) return null;
+  const lines = await svc.sql<{ order_id: string; product_id: string | null; variant_id: string | null; title: string; quantity: number; unit_price_minor: string }[]>`
+    SELECT order_id::text AS order_id, product_id::text AS product_id, variant_id::text AS variant_id, title, quantity, unit_price_minor::text
+    FROM order_items WHERE order_id = ANY(${ids}::uuid[]) ORDER BY id`;
+  const store = new Map(orders.map((o) => [o.id, o.store_slug]));
+  const sum = (k: "discount_minor" | "shipping_minor" | "tax_minor" | "total_minor") => orders.reduce((a, o) => a + Number(o[k]), 0);
+  const money = (minor: number) => toMajor(minor, currency);
+  const items = lines.map((l) => {
+    const unit = Number(l.unit_price_minor);
+    return {
+      product_id: l.product_id ?? "",
+      variant_id: l.variant_id,
+      merchant_slug: store.get(l.order_id) ?? "",
+      title: l.title,
+      quantity: l.quantity,
+      unit_price: money(unit),
+      unit_price_minor: unit,
+      list_price_minor: unit,
+      price_source: "list" as const,
+      line_total: money(unit * l.quantity),
+      line_total_minor: unit * l.quantity,
+    };
+  });
+  const subtotal = items.reduce((a, l) => a + l.line_total_minor, 0);
+  const [discount, shipping, tax, total] = [sum("discount_minor"), sum("shipping_minor"), sum("tax_minor"), sum("total_minor")];
+  const at = new Date(0).toISOString();
+  return {
+    id: s.cartId,
+    cart_id: s.cartId,
+    status: "EXPIRED",
+    revision: 0,
+    currency,
+    items,
+    coupon: null,
+    totals: { subtotal: money(subtotal), discount: money(discount), shipping: money(shipping), tax: money(tax), total: money(total), subtotal_minor: subtotal, discount_minor: discount, shipping_minor: shipping, tax_minor: tax, total_minor: total },
+    merchants: [...new Set(orders.map((o) => o.store_slug))],
+    shipping: null,
+    checkout_session_id: null,
+    checkout_status: "EXPIRED",
+    created_at: at,
+    updated_at: at,
+    expires_at: at,
+  };
+}
+
+/** Live checkout statuses the owner may still cancel: nothing is being paid. */
+const CANCELABLE = new Set(["OPEN", "READY_FOR_PAYMENT"]);
+/** Cart statuses that take no preview and no payment any more. */
+const RETIRED = new Set(["ABANDONED", "REPLACED", "EXPIRED"]);
+
+/**
+ * Takes a cart out of use: cancels its checkout session while nothing is being paid, then discards it (ABANDONED),
+ * so neither the bridge nor REST, MCP or AP2 can preview or pay it afterwards (review RM-F3). A cart already out of
+ * use (discarded, replaced, expired) is left as it is. Each step is a cart message, so it runs in the cart's own turn
+ * order: a payment that began first makes it refuse (thrown), one that comes after finds the cart closed.
+ */
+export async function retireCart(svc: Services, keyId: string, cartId: string): Promise<void> {
+  let cart: CartView;
+  try {
+    cart = await getCart(svc, keyId, cartId);
+  } catch (err) {
+    if (cartExpired(err)) return;
+    throw err;
+  }
+  if (RETIRED.has(cart.status)) return;
+  if (cart.status === "CHECKOUT" && cart.checkout_session_id && cart.checkout_status && CANCELABLE.has(cart.checkout_status)) {
+    await svc.actors.ask(cartActor, cartId, "cancel", { keyId, sessionId: cart.checkout_session_id });
+  }
+  await svc.actors.ask(cartActor, cartId, "discard", { keyId });
 }

@@ -14,7 +14,7 @@
 import { MAX_LINE_QUANTITY, type CartView, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
-import type { PartlyPaid } from "./session-state.ts";
+import type { SessionNote } from "./session-state.ts";
 import { destinationOf, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
 
 export const UCP_VERSION = "2026-01-11";
@@ -130,7 +130,7 @@ function ucpMessages(s: BridgeSession): unknown[] {
 
 export function ucpCheckout(
   s: BridgeSession,
-  view: { cart: CartView | PreviewView; status: UcpStatus; order?: { id: string; ids: string[] } | null; partlyPaid?: PartlyPaid | null; continueUrl?: string },
+  view: { cart: CartView | PreviewView; status: UcpStatus; order?: { id: string; ids: string[] } | null; notes?: SessionNote[]; continueUrl?: string },
 ) {
   const c = view.cart;
   return {
@@ -160,15 +160,20 @@ export function ucpCheckout(
     links: [] as unknown[],
     // A partly paid checkout says which stores are paid, with their orders (`order` too), so an agent reading it does
     // not buy them again (audit Y5).
-    messages: [
-      ...ucpMessages(s),
-      ...(view.partlyPaid
-        ? [{ type: "info", code: "merchant_already_paid", content: view.partlyPaid.note, details: { completed_store_ids: view.partlyPaid.completed_store_ids, order_ids: view.partlyPaid.order_ids } }]
-        : []),
-    ],
+    messages: [...ucpMessages(s), ...(view.notes ?? []).map((n) => ({ type: "info", code: n.code, content: n.content, ...(n.details ? { details: n.details } : {}) }))],
     ...(view.continueUrl ? { continue_url: view.continueUrl } : {}),
     ...(view.order ? { order: { id: view.order.id, order_ids: view.order.ids, permalink_url: `/api/v1/agent/orders/${view.order.id}` } } : {}),
   };
+}
+
+/**
+ * UCP's severity of one of our errors: a retryable one is `recoverable` (the platform retries or reads the session);
+ * a payment waiting for the buyer's approval at the link is `requires_buyer_review`; any other refusal needs the
+ * buyer's input (review RM-F2: a payment running or unknown was labelled as if the buyer could act on it).
+ */
+function ucpSeverity(err: ActorError): "recoverable" | "requires_buyer_input" | "requires_buyer_review" {
+  if (err.details?.reason === "payment_in_progress" && err.details.status === "PENDING_EXTERNAL_CONFIRMATION") return "requires_buyer_review";
+  return ERROR_TABLE[err.code].retryable ? "recoverable" : "requires_buyer_input";
 }
 
 export function ucpError(err: ActorError) {
@@ -182,7 +187,7 @@ export function ucpError(err: ActorError) {
           type: "error",
           code: err.code,
           content: err.message,
-          severity: spec.retryable ? "recoverable" : "requires_buyer_input",
+          severity: ucpSeverity(err),
           // UCP's JSONPath to the request field at fault, as ACP's `param`.
           ...(typeof err.details?.field === "string" ? { path: `$.${err.details.field}` } : {}),
           ...(err.details ? { details: err.details } : {}),

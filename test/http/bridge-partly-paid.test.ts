@@ -34,14 +34,16 @@ interface Bridge {
   name: "ACP" | "UCP";
   create: (k: TestKey, items: string[]) => Promise<Res>;
   update: (k: TestKey, id: string, items: string[]) => Promise<Res>;
+  /** An update of the shipping destination only. */
+  ship: (k: TestKey, id: string, country: string, postalCode: string) => Promise<Res>;
   complete: (k: TestKey, id: string, token: string) => Promise<Res>;
   get: (k: TestKey, id: string) => Promise<Res>;
   cancel: (k: TestKey, id: string) => Promise<Res>;
   /** The protocol's status names: ready to pay, payment running, canceled. */
   ready: string;
   paying: string;
-  /** The error's code and details in the protocol's error shape. */
-  errorOf: (r: Res) => { code: string; details: Record<string, unknown> };
+  /** The error's code and details in the protocol's error shape, and its kind (ACP `type`, UCP `severity`). */
+  errorOf: (r: Res) => { code: string; details: Record<string, unknown>; kind: string };
   /** The info messages of a session. */
   infos: (r: Res) => string[];
 }
@@ -53,15 +55,13 @@ const acp: Bridge = {
   name: "ACP",
   create: (k, items) => call(k, "POST", ACP, { items: items.map((id) => ({ id, quantity: 1 })) }),
   update: (k, id, items) => call(k, "POST", `${ACP}/${id}`, { items: items.map((i) => ({ id: i, quantity: 1 })) }),
+  ship: (k, id, country, postal_code) => call(k, "POST", `${ACP}/${id}`, { fulfillment_address: { name: "Ada", line_one: "1 Main St", city: "Springfield", country, postal_code } }),
   complete: (k, id, token) => call(k, "POST", `${ACP}/${id}/complete`, { payment_data: { token, provider: "stripe" } }),
   get: (k, id) => srv.json(`${ACP}/${id}`, { headers: k.headers }),
   cancel: (k, id) => call(k, "POST", `${ACP}/${id}/cancel`, {}),
   ready: "ready_for_payment",
   paying: "in_progress",
-  errorOf: (r) => {
-    expect(r.body.type).toBe("invalid_request");
-    return { code: r.body.code, details: r.body.details };
-  },
+  errorOf: (r) => ({ code: r.body.code, details: r.body.details, kind: r.body.type }),
   infos: (r) => (r.body.messages as { type: string; content: string }[]).filter((m) => m.type === "info").map((m) => m.content),
 };
 
@@ -69,6 +69,7 @@ const ucp: Bridge = {
   name: "UCP",
   create: (k, items) => call(k, "POST", UCP, { line_items: items.map((id) => ({ item: { id }, quantity: 1 })) }),
   update: (k, id, items) => call(k, "PUT", `${UCP}/${id}`, { line_items: items.map((i) => ({ item: { id: i }, quantity: 1 })) }),
+  ship: (k, id, address_country, postal_code) => call(k, "PUT", `${UCP}/${id}`, { fulfillment: { methods: [{ destinations: [{ address_country, postal_code }] }] } }),
   complete: (k, id, token) => call(k, "POST", `${UCP}/${id}/complete`, { payment: { instruments: [{ handler_id: "sandbox_card", credential: { token } }] } }),
   get: (k, id) => srv.json(`${UCP}/${id}`, { headers: k.headers }),
   cancel: (k, id) => call(k, "POST", `${UCP}/${id}/cancel`, {}),
@@ -76,7 +77,7 @@ const ucp: Bridge = {
   paying: "complete_in_progress",
   errorOf: (r) => {
     expect(r.body.messages[0].type).toBe("error");
-    return { code: r.body.messages[0].code, details: r.body.messages[0].details };
+    return { code: r.body.messages[0].code, details: r.body.messages[0].details, kind: r.body.messages[0].severity };
   },
   infos: (r) => (r.body.messages as { type: string; content: string }[]).filter((m) => m.type === "info").map((m) => m.content),
 };
@@ -125,6 +126,7 @@ for (const b of [acp, ucp]) {
       expect(update.status).toBe(409);
       const err = b.errorOf(update);
       expect(err.code).toBe("CHECKOUT_STATUS_INVALID");
+      expect(err.kind).toBe(b.name === "ACP" ? "invalid_request" : "requires_buyer_input");
       expect(err.details).toMatchObject({ reason: "merchant_already_paid", completed_store_ids: [DEMO], order_ids: [paidOrderId], checkout_session_id: id });
       expect(await cartOf(id)).toBe(cartId); // the session stays on its cart
 
@@ -137,6 +139,29 @@ for (const b of [acp, ucp]) {
         { store: LEAF, status: "paid" },
       ]);
       expect(money.captures).toBe(2); // one capture per store: demo-store was not charged again
+    });
+
+    test("refuses a shipping update with 409 merchant_already_paid also after the cart's checkout was canceled through REST, and the next complete pays the other store on the shipping approved before", async () => {
+      const k = await createKey(srv, { scopes: ALL_SCOPES });
+      const { id, paidOrderId } = await partlyPaidSession(b, k);
+      const cart = await srv.json(`/api/v1/agent/cart/${await cartOf(id)}`, { headers: k.headers });
+      const restCancel = await srv.json(`/api/v1/agent/checkout/${cart.body.data.checkout_session_id}/cancel`, { method: "POST", headers: k.headers, body: {} });
+      expect(restCancel.status).toBe(200);
+
+      const moved = await b.ship(k, id, "DE", "10115");
+      expect(moved.status).toBe(409);
+      const err = b.errorOf(moved);
+      expect(err.code).toBe("CHECKOUT_STATUS_INVALID");
+      expect(err.details).toMatchObject({ reason: "merchant_already_paid", completed_store_ids: [DEMO], order_ids: [paidOrderId], checkout_session_id: id });
+
+      const done = await b.complete(k, id, "tok_approve");
+      expect(done.status).toBe(200);
+      expect(done.body.status).toBe("completed");
+      const shipped = await srv.db.sql<{ store: string; shipping: number }[]>`
+        SELECT store_slug AS store, shipping_minor::int AS shipping FROM orders WHERE cart_id = ${await cartOf(id)} AND status = 'paid' ORDER BY store_slug`;
+      expect(shipped.map((o) => o.store)).toEqual([DEMO, LEAF]);
+      expect((await moneyOf(k)).captures).toBe(2);
+      expect(cart.body.data.shipping).toBeNull(); // never given a destination: both stores ship on their domestic default
     });
 
     test("reads as ready to pay (not waiting for the buyer), with the paid store's order and an info message naming it", async () => {
@@ -173,21 +198,27 @@ for (const b of [acp, ucp]) {
   });
 
   describe(`${b.name}: a session whose capture is escalated to the merchant`, () => {
-    test("reads as in progress and refuses an items update with 409 payment_in_progress, so nothing is captured twice", async () => {
+    test("reads as in progress with a message naming the captured order that awaits the merchant, and refuses an items update with 409 payment_in_progress, so nothing is captured twice", async () => {
       const k = await createKey(srv, { scopes: ALL_SCOPES });
       const created = await b.create(k, [GREEN]);
       const id: string = created.body.id;
       const first = await b.complete(k, id, "tok_finalization_fails");
       expect(first.status).toBe(409);
       expect(b.errorOf(first).code).toBe("PAYMENT_CAPTURED_FINALIZATION_FAILED");
+      const [pending] = await srv.db.sql<{ id: string }[]>`SELECT id::text AS id FROM orders WHERE cart_id = ${await cartOf(id)} AND status = 'pending' AND reconciliation IS NOT NULL`;
 
       const read = await b.get(k, id);
       expect(read.body.status).toBe(b.paying);
+      expect(read.body.order).toBeUndefined(); // not paid until the merchant decides
+      expect(b.infos(read)).toEqual([
+        `The payment was captured for ${LEAF} (order ${pending!.id}) but the order could not be confirmed; the merchant decides (accepts or refunds). Do not pay again.`,
+      ]);
 
       const update = await b.update(k, id, [GREEN]);
       expect(update.status).toBe(409);
       const err = b.errorOf(update);
-      expect(err.code).toBe("CHECKOUT_STATUS_INVALID");
+      expect(err.code).toBe("CHECKOUT_ALREADY_IN_PROGRESS");
+      expect(err.kind).toBe(b.name === "ACP" ? "request_not_idempotent" : "recoverable");
       expect(err.details).toMatchObject({ reason: "payment_in_progress", status: "SETTLEMENT_UNKNOWN", checkout_session_id: id });
 
       // the same session's complete answers for the capture it already made, and charges nothing
@@ -195,6 +226,40 @@ for (const b of [acp, ucp]) {
       expect(again.status).toBe(409);
       expect(b.errorOf(again).code).toBe("PAYMENT_CAPTURED_FINALIZATION_FAILED");
       expect((await moneyOf(k)).captures).toBe(1);
+    });
+  });
+
+  describe(`${b.name}: a two-store session paid in full`, () => {
+    test("names every store's order in an info message, since one order per store was paid", async () => {
+      const k = await createKey(srv, { scopes: ALL_SCOPES });
+      const created = await b.create(k, [BOARD, GREEN]);
+      const id: string = created.body.id;
+      const done = await b.complete(k, id, "tok_approve");
+      expect(done.status).toBe(200);
+      expect(done.body.status).toBe("completed");
+      const orders = await srv.db.sql<{ id: string; store_slug: string }[]>`SELECT id::text AS id, store_slug FROM orders WHERE cart_id = ${await cartOf(id)} ORDER BY created_at, store_slug`;
+      expect(orders.map((o) => o.store_slug)).toEqual([DEMO, LEAF]);
+      const note = `Paid as one order per store: ${DEMO} (order ${orders[0]!.id}), ${LEAF} (order ${orders[1]!.id}).`;
+      for (const r of [done, await b.get(k, id)]) {
+        expect(b.infos(r)).toEqual([note]);
+        expect(r.body.order.id).toBe(orders[0]!.id);
+      }
+    });
+  });
+
+  describe(`${b.name}: a session whose payment waits for the buyer's approval`, () => {
+    test("a read shows the approval link the complete answered", async () => {
+      const k = await createKey(srv, { scopes: ALL_SCOPES });
+      const created = await b.create(k, [GREEN]);
+      const id: string = created.body.id;
+      const waiting = await b.complete(k, id, "tok_needs_approval");
+      expect(waiting.status).toBe(200);
+      const linkOf = (r: Res): string | undefined => (b.name === "UCP" ? r.body.continue_url : r.body.links.find((l: { type: string }) => l.type === "continue_url")?.url);
+      const url = linkOf(waiting);
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/sandbox\/payments\//);
+      const read = await b.get(k, id);
+      expect(read.body.status).toBe(b.name === "UCP" ? "requires_escalation" : "in_progress");
+      expect(linkOf(read)).toBe(url);
     });
   });
 
@@ -213,6 +278,8 @@ for (const b of [acp, ucp]) {
       expect(read.body.status).toBe(b.ready);
       expect(read.body.order).toBeUndefined();
       expect(b.infos(read)).toEqual([]);
+      expect(read.body.continue_url).toBeUndefined(); // the link is shown only while the buyer may still approve
+      if (b.name === "ACP") expect(read.body.links).toEqual([{ type: "terms_of_use", url: "/api/v1/agent/docs" }]);
     });
   });
 }

@@ -85,7 +85,7 @@ describe("an ACP items update racing a complete", () => {
 });
 
 describe("a session whose payment waits for the buyer", () => {
-  test("ACP: an items update and an address update are 409 CHECKOUT_STATUS_INVALID payment_in_progress; the session stays on its cart", async () => {
+  test("ACP: an items update and an address update are 409 CHECKOUT_ALREADY_IN_PROGRESS payment_in_progress; the session stays on its cart", async () => {
     const k = await createKey(srv, { scopes: ALL_SCOPES });
     const created = await send(k, "POST", ACP, { items: [{ id: GREEN, quantity: 1 }] });
     const id: string = created.body.id;
@@ -95,12 +95,12 @@ describe("a session whose payment waits for the buyer", () => {
     for (const change of [{ items: [{ id: GREEN, quantity: 2 }] }, { fulfillment_address: { name: "Ada", line_one: "1 Main St", city: "Springfield", postal_code: "12345", country: "US" } }]) {
       const r = await send(k, "POST", `${ACP}/${id}`, change);
       expect(r.status).toBe(409);
-      expect(r.body).toMatchObject({ type: "invalid_request", code: "CHECKOUT_STATUS_INVALID", details: { reason: "payment_in_progress", status: "PENDING_EXTERNAL_CONFIRMATION", checkout_session_id: id } });
+      expect(r.body).toMatchObject({ type: "request_not_idempotent", code: "CHECKOUT_ALREADY_IN_PROGRESS", details: { reason: "payment_in_progress", status: "PENDING_EXTERNAL_CONFIRMATION", checkout_session_id: id } });
     }
     expect(await cartOf(id)).toBe(cartId);
   });
 
-  test("UCP: a line_items update is 409 CHECKOUT_STATUS_INVALID payment_in_progress in UCP's error shape", async () => {
+  test("UCP: a line_items update is 409 CHECKOUT_ALREADY_IN_PROGRESS payment_in_progress in UCP's error shape, for the buyer to review (approve at the link)", async () => {
     const k = await createKey(srv, { scopes: ALL_SCOPES });
     const created = await send(k, "POST", UCP, { line_items: [{ item: { id: GREEN }, quantity: 1 }] });
     const id: string = created.body.id;
@@ -108,7 +108,39 @@ describe("a session whose payment waits for the buyer", () => {
     expect(waiting.body.status).toBe("requires_escalation");
     const r = await send(k, "PUT", `${UCP}/${id}`, { line_items: [{ item: { id: GREEN }, quantity: 2 }] });
     expect(r.status).toBe(409);
-    expect(r.body.messages[0]).toMatchObject({ type: "error", code: "CHECKOUT_STATUS_INVALID", details: { reason: "payment_in_progress", status: "PENDING_EXTERNAL_CONFIRMATION" } });
+    expect(r.body.messages[0]).toMatchObject({ type: "error", code: "CHECKOUT_ALREADY_IN_PROGRESS", severity: "requires_buyer_review", details: { reason: "payment_in_progress", status: "PENDING_EXTERNAL_CONFIRMATION" } });
+  });
+
+  test("an update refused payment_in_progress under an Idempotency-Key is not kept for that key: once the buyer refused, the same update with the same key answers 200", async () => {
+    const k = await createKey(srv, { scopes: ALL_SCOPES });
+    const created = await send(k, "POST", ACP, { items: [{ id: GREEN, quantity: 1 }] });
+    const id: string = created.body.id;
+    expect((await acpComplete(k, id, "tok_needs_approval")).body.status).toBe("in_progress");
+    const key = crypto.randomUUID();
+    const update = () => srv.json(`${ACP}/${id}`, { method: "POST", headers: { ...k.headers, "idempotency-key": key }, body: { items: [{ id: GREEN, quantity: 2 }] } });
+    const refused = await update();
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ code: "CHECKOUT_ALREADY_IN_PROGRESS", details: { reason: "payment_in_progress" } });
+
+    const [leg] = await srv.db.sql<{ intent_id: string }[]>`SELECT intent_id FROM orders WHERE cart_id = ${await cartOf(id)}`;
+    expect((await srv.json(`/api/v1/sandbox/payments/${leg!.intent_id}/reject`, { method: "POST", body: {} })).status).toBe(200);
+    expect((await acpComplete(k, id, "tok_needs_approval")).status).toBe(402);
+    expect((await srv.json(`${ACP}/${id}`, { headers: k.headers })).body.status).toBe("ready_for_payment");
+
+    const retried = await update();
+    expect(retried.status).toBe(200);
+    expect(retried.headers.get("idempotent-replayed")).toBeNull();
+    expect(quantities(retried.body)).toEqual([2]);
+  });
+
+  test("UCP: while a capture awaits the merchant's decision, an update's 409 payment_in_progress is recoverable (the buyer can do nothing)", async () => {
+    const k = await createKey(srv, { scopes: ALL_SCOPES });
+    const created = await send(k, "POST", UCP, { line_items: [{ item: { id: GREEN }, quantity: 1 }] });
+    const id: string = created.body.id;
+    expect((await ucpComplete(k, id, "tok_finalization_fails")).status).toBe(409);
+    const r = await send(k, "PUT", `${UCP}/${id}`, { line_items: [{ item: { id: GREEN }, quantity: 2 }] });
+    expect(r.status).toBe(409);
+    expect(r.body.messages[0]).toMatchObject({ type: "error", code: "CHECKOUT_ALREADY_IN_PROGRESS", severity: "recoverable", details: { reason: "payment_in_progress", status: "SETTLEMENT_UNKNOWN" } });
   });
 });
 
