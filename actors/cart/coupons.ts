@@ -26,8 +26,10 @@ export interface Coupon {
   expiresAt?: number | null;
   maxUses?: number | null;
   /**
-   * Uses taken: paid orders' and those claimed by legs still holding (coupons.used_count). Pricing only previews the
-   * limit; the leg's hold claims a use conditionally and is refused when none is left (commerce.ts couponClaim).
+   * Uses taken by other carts: paid orders' and those claimed by legs still holding (coupons.used_count), less the
+   * uses the pricing cart's own session orders hold (commerce.ts findCoupons: its own use is not "taken"). Pricing
+   * only previews the limit; the leg's hold claims a use conditionally and is refused when none is left
+   * (commerce.ts couponClaim).
    */
   usedCount?: number;
   active?: boolean;

@@ -297,8 +297,11 @@ async function price(
   }
   let coupon: { code: string; coupon: Coupon[] } | null = null;
   if (couponCode) {
-    // Every store's row with this code: each is evaluated against its own store's lines (totals.ts discountsOf).
-    const rows = await findCoupons(ctx.sql, [...new Set(lines.map((l) => l.storeId))], couponCode);
+    // Every store's row with this code: each is evaluated against its own store's lines (totals.ts discountsOf). A
+    // use held by this cart's own session orders (one awaiting approval, a paid store of the session) is not counted
+    // against it (findCoupons).
+    const own = Object.values(ctx.state.session?.orderIds ?? {});
+    const rows = await findCoupons(ctx.sql, [...new Set(lines.map((l) => l.storeId))], couponCode, own);
     coupon = { code: couponCode, coupon: rows.map(toCoupon) };
   }
   const totals = computeTotals({ lines, shipping, coupon, now: ctx.now() });

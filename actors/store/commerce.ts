@@ -302,9 +302,21 @@ export interface CouponRow {
   active: boolean;
 }
 
-export async function findCoupons(sql: Sql, storeSlugs: readonly string[], code: string): Promise<CouponRow[]> {
-  return sql<CouponRow[]>`SELECT store_slug, code, kind, value, min_spend_minor, currency, expires_at, usage_limit, used_count, active
-    FROM coupons WHERE store_slug = ANY(${[...storeSlugs]}) AND code = ${code.trim().toUpperCase()} ORDER BY store_slug`;
+/**
+ * The coupon rows of `code` at these stores, as pricing reads them. `used_count` leaves out the uses claimed by
+ * `ownOrders` (the pricing cart's own session orders, review RN MED-2): a use its own order holds (a leg awaiting
+ * the buyer's approval, a store of a partly paid session already paid) is this cart's, so the cart still prices the
+ * coupon it pays with instead of showing it exhausted, and a partly paid session's retry is not asked to reconfirm
+ * the paid store's discount. The leg's hold agrees: an order that already holds the use keeps it (couponClaim `cprev`).
+ * Without own orders the statement reads coupons alone.
+ */
+export async function findCoupons(sql: Sql, storeSlugs: readonly string[], code: string, ownOrders: readonly string[] = []): Promise<CouponRow[]> {
+  const used = ownOrders.length
+    ? sql`GREATEST(0, c.used_count - (SELECT count(*) FROM coupon_claims cc
+        WHERE cc.order_id = ANY(${[...ownOrders]}::uuid[]) AND cc.store_slug = c.store_slug AND cc.code = c.code))::int`
+    : sql`c.used_count`;
+  return sql<CouponRow[]>`SELECT c.store_slug, c.code, c.kind, c.value, c.min_spend_minor, c.currency, c.expires_at, c.usage_limit, ${used} AS used_count, c.active
+    FROM coupons c WHERE c.store_slug = ANY(${[...storeSlugs]}) AND c.code = ${code.trim().toUpperCase()} ORDER BY c.store_slug`;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
