@@ -245,12 +245,21 @@ function assertActive(s: BridgeSession, cart?: CartView): void {
   if (cart?.status === "COMPLETED") throw fail("SESSION_INACTIVE", "The checkout session is completed.", { checkout_session_id: s.id, status: "completed" });
 }
 
+/** A write on a session whose cart expired: the session reads as ended (liveState), a new session starts again. */
+function sessionExpired(s: BridgeSession): ActorError {
+  return fail("SESSION_INACTIVE", "The checkout session's cart expired after a day without changes; create a new checkout session.", { checkout_session_id: s.id, status: "expired" });
+}
+
+/** A complete's refusal in the session's terms: a cart that expired is the session's end (as for an update). */
+function completeRefusal(s: BridgeSession, err: unknown, fields: { address: string; option: string }): unknown {
+  if (err instanceof ActorError && err.code === "CART_NOT_MUTABLE" && err.details?.reason === "expired") return sessionExpired(s);
+  return bridgeShippingError(err, fields);
+}
+
 /** An update's checks on the session's current cart (claimed, so nothing pays it or moves it meanwhile). */
 async function assertSessionUpdatable(svc: Services, s: BridgeSession, change: { items: boolean; shipping: boolean }): Promise<void> {
   const cart = await getCart(svc, s.agentKeyId, s.cartId).catch((err: unknown) => {
-    // The session reads as ended (liveState); a new session starts again.
-    if (cartExpired(err)) throw fail("SESSION_INACTIVE", "The checkout session's cart expired after a day without changes; create a new checkout session.", { checkout_session_id: s.id, status: "expired" });
-    throw err;
+    throw cartExpired(err) ? sessionExpired(s) : err;
   });
   assertActive(s, cart);
   assertUpdatable(s, cart, await paidOrdersOf(svc, s.agentKeyId, s.cartId), change);
@@ -294,7 +303,7 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
       reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`) });
     } catch (err) {
       const done = (await alreadyCompleted(err)) ?? (await paidElsewhere(svc, s, err));
-      if (!done) throw bridgeShippingError(err, ACP_FIELDS);
+      if (!done) throw completeRefusal(s, err, ACP_FIELDS);
       s.meta.order = done;
       return { status: 200, body: await acpView(svc, s, done) };
     }
@@ -401,7 +410,7 @@ async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
       reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`ucp:${s.id}`) });
     } catch (err) {
       const done = (await alreadyCompleted(err)) ?? (await paidElsewhere(svc, s, err));
-      if (!done) throw bridgeShippingError(err, UCP_FIELDS);
+      if (!done) throw completeRefusal(s, err, UCP_FIELDS);
       s.meta.order = done;
       return { status: 200, body: await ucpView(svc, s) };
     }

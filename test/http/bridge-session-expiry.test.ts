@@ -111,7 +111,7 @@ for (const b of [acp, ucp]) {
       expect(b.infos(read)).toEqual([`${DEMO} was paid (order ${paid.id}) and stays paid; the other stores were not charged.`]);
     });
 
-    test("left open: a read answers canceled with the paid order, a cancel answers 200, and an items update is 409 SESSION_INACTIVE", async () => {
+    test("left open: a read answers canceled with the paid order, a cancel answers 200, and an items update or a complete is 409 SESSION_INACTIVE", async () => {
       const k = await createKey(srv, { scopes: ALL_SCOPES });
       const { id, paid } = await partlyPaidSession(b, k);
       await letTheCartExpire();
@@ -124,6 +124,9 @@ for (const b of [acp, ucp]) {
       const update = await b.update(k, id, [BOARD]);
       expect(update.status).toBe(409);
       expect(b.errorOf(update)).toMatchObject({ code: "SESSION_INACTIVE", details: { checkout_session_id: id, status: "expired" } });
+      const complete = await b.complete(k, id, "tok_approve");
+      expect(complete.status).toBe(409);
+      expect(b.errorOf(complete)).toMatchObject({ code: "SESSION_INACTIVE", details: { checkout_session_id: id, status: "expired" } });
 
       const canceled = await b.cancel(k, id);
       expect(canceled.status).toBe(200);
