@@ -10,7 +10,7 @@ import { categoryKey, clamp01, matchingPrice, tokenize, windowCandidates, type C
 import type { ProductColumns } from "./columns.ts";
 import { minorUnitExponent, toMajor, toMinor } from "./money.ts";
 import { DEFAULT_SEARCH_SETTINGS, DEFAULT_STOP_WORDS, type SearchSettings } from "./settings.ts";
-import { AGENT_THRESHOLD } from "../actors/trust/bands.ts";
+import { AGENT_THRESHOLD, agentCheckoutAllowed } from "../actors/trust/bands.ts";
 
 // ---------- stores and eligibility ----------
 
@@ -194,7 +194,8 @@ export interface MerchantSummary {
  * results and product reads say so up front instead of at checkout.
  */
 export function agentCheckoutOf(trustScore: number | null): Pick<MerchantSummary, "agentCheckout" | "agentCheckoutReason"> {
-  return trustScore !== null && Number.isFinite(trustScore) && trustScore >= AGENT_THRESHOLD
+  // The threshold rule is bands.ts's, the one the cart's assertStoresPayable applies (review RN LOW-3: one place).
+  return trustScore !== null && Number.isFinite(trustScore) && agentCheckoutAllowed(trustScore)
     ? { agentCheckout: true }
     : { agentCheckout: false, agentCheckoutReason: "trust_below_agent_threshold" };
 }
@@ -306,6 +307,19 @@ export function engineQueryFor(
 
 const r2 = (x: number) => x.toFixed(2);
 const R2_ZERO = r2(0);
+/**
+ * A score below `threshold`, written so that the number shown is below the threshold shown (review RN LOW-3):
+ * toFixed(2) wrote a refused 0.6996 as "trust 0.70 below 0.70". Two decimals, as the rest of why_ranked (0.58 stays
+ * "0.58", the same as its trust part), and more only where two would round up to the threshold (0.6996 → "0.6996";
+ * scores carry 4 decimals); past 6, rounded down to 2.
+ */
+function belowThreshold(x: number, threshold: number): string {
+  for (let d = 2; d <= 6; d++) {
+    const s = x.toFixed(d);
+    if (Number(s) < threshold) return s;
+  }
+  return (Math.floor(x * 100) / 100).toFixed(2);
+}
 
 /**
  * The parts of a why_ranked text that depend only on the store's trust and the settings, formatted once per store
@@ -407,7 +421,7 @@ function storePageParts(store: StoreSnapshot, now: Date, settings: SearchSetting
     multiplier,
     freshnessPart: age === null ? `sync time unknown +${R2_ZERO}` : `${tier.replace("_", " ")} (synced ${formatAge(age)}) +${r2(freshness * w.freshness)}`,
     penaltyPart: multiplier !== 1 ? `; deprioritized store ×${r2(multiplier)}` : "",
-    checkoutPart: checkout.agentCheckout ? "" : `; agent checkout refused: trust ${r2(store.trustScore ?? 0)} below ${r2(AGENT_THRESHOLD)}`,
+    checkoutPart: checkout.agentCheckout ? "" : `; agent checkout refused: trust ${belowThreshold(store.trustScore ?? 0, AGENT_THRESHOLD)} below ${r2(AGENT_THRESHOLD)}`,
     fixed: whyFixedParts(store, trust, settings),
     stock: minConfidence(stockByAge, accuracyCeiling(store.availabilityAccuracy)),
     price: minConfidence(priceByAge, accuracyCeiling(store.priceAccuracy)),
