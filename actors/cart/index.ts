@@ -93,7 +93,7 @@ import {
   type ShippingRatesView,
 } from "./messages.ts";
 import { checkoutProtocols } from "../store/checkout-protocols.ts";
-import { assertWithinLimits } from "./payment-limits.ts";
+import { assertApprovedState, assertWithinLimits } from "./payment-limits.ts";
 import { chooseShipping, ruleOf, shippingOptions, storeShipping, type CartShipping, type StoreShipping } from "./shipping.ts";
 import { assertStateExecutable, checkoutStateFromTotals, stateHash, type CheckoutState } from "./state-hash.ts";
 import { previewedOf, storePricing, totalsOf, type StoredPricing } from "./stored-pricing.ts";
@@ -1429,7 +1429,12 @@ async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string; in
   const s = ownSession(ctx, body.sessionId);
   const now = ctx.now();
   const priced = await price(ctx, cart);
-  const answer = (): PrecheckView => ({ cart: cartView(ctx.state, priced.totals), session: { id: s.id, status: s.status } });
+  // A payment that starts charges the session's pricing (re-bound to the current one on a reconfirmation): the human
+  // is asked about that, and `complete` refuses another state than the hash answered here (audit V2).
+  const answer = (totals = priced.totals, stateHash = s.stateHash): PrecheckView => ({
+    cart: cartView(ctx.state, totals),
+    session: { id: s.id, status: s.status, state_hash: stateHash },
+  });
   if (body.intent === "cancel") {
     applyCheckoutEvent(s, "cancel", now); // pure: throws what cancel would (SESSION_INACTIVE, CHECKOUT_STATUS_INVALID)
     return answer();
@@ -1448,13 +1453,13 @@ async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string; in
   }
   const decision = decideComplete(s, body.idempotencyKey ?? s.idempotencyKey ?? derivedUuid("idempotency.v1", s.id), capturedOrderIds(s));
   if (decision.action !== "start") return answer();
+  let session = s;
   try {
     assertShippingQuoted(cart, priced);
-    let session = s;
     try {
       const ok = assertStateExecutable(previewedOf(s), priced.state, body.reconfirmedStateHash ?? null);
       if (ok.reconfirmed) {
-        const repriced = withPricing(s, priced);
+        const repriced = { ...withPricing(s, priced), stateHash: ok.currentHash };
         session = { ...repriced, legs: s.legs.map((leg) => (leg.status !== "unpaid" ? leg : { ...leg, amountMinor: totalsOf(repriced).stores.find((x) => x.storeId === leg.storeId)?.totalMinor ?? leg.amountMinor })) };
       }
     } catch (err) {
@@ -1470,7 +1475,7 @@ async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string; in
   } catch (err) {
     throw withPaidSoFar(err, s, (ctx.state.session as SessionState | null) ?? s);
   }
-  return answer();
+  return answer(totalsOf(session), session.stateHash);
 }
 
 async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh: Priced | null): Promise<CompleteReply> {
@@ -1492,6 +1497,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
     throw err instanceof ActorError && err.code === "SESSION_INACTIVE" ? withPaidSoFar(err, s, s) : err;
   }
   if (decision.action === "resume") {
+    assertApprovedState(body.approvedStateHash, s);
     // Legs that rolled back in the attempt that asked the buyer (declined, failed, not approved: nothing captured)
     // get their new attempt in this same call, with the payment methods it names, once the resumed legs are captured
     // (audit B2 F4): the 202 told the caller so. Card rail only: that is where a buyer approves.
@@ -1553,8 +1559,10 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
       return st ? { ...leg, amountMinor: st.totalMinor } : leg;
     });
   }
-  // A mandate's limits bind what this turn charges, priced now, not the caller's earlier read (review R4-5).
+  // A mandate's limits bind what this turn charges, priced now, not the caller's earlier read (review R4-5); so does
+  // the state the human approved (audit V2), checked second: no new approval lifts a mandate's limit.
   if (body.limits) assertWithinLimits(body.limits, { id: s.id, currency: totalsOf(s).currency, legs: s.legs });
+  assertApprovedState(body.approvedStateHash, s);
   const stores = storesOf(priced);
   const tokens = assertStoresPayable(s, stores, body, rail);
   const unpaid = s.legs.filter((l) => l.status === "unpaid");

@@ -62,6 +62,11 @@ const CompleteFields = {
   /** Per-store override of `paymentMethod` (merchant slug → token), for multi-store carts. */
   paymentMethods: T.Optional(T.Record(T.String(), T.String({ minLength: 1, maxLength: 100 }))),
   reconfirmedStateHash: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$" })),
+  /**
+   * The state the human approved (MCP: the precheck's `session.state_hash` its question showed): a session whose
+   * state to charge is another (re-previewed meanwhile) is refused, STATE_RECONFIRMATION_REQUIRED (payment-limits.ts).
+   */
+  approvedStateHash: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$" })),
   rail: T.Optional(RailName),
   /**
    * The merchant's verified customer this checkout buys for (MCP X-Customer-Identity): that store's order carries
@@ -198,8 +203,10 @@ export type CreatedCartView = CartView & { coupon_dropped?: { code: string; reas
 
 /** `precheck`'s answer: the cart (live totals) and the status of the session asked about. */
 export interface PrecheckView {
+  /** Priced as `complete` would charge it now (the session's approved pricing unless it needs reconfirming). */
   cart: CartView;
-  session: { id: string; status: string };
+  /** `state_hash`: the state those totals are, for `complete`'s `approvedStateHash`. */
+  session: { id: string; status: string; state_hash: string };
 }
 
 export interface MoneyView {

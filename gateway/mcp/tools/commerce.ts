@@ -569,10 +569,22 @@ function refuseRejectedCustomer(ctx: ToolContext): void {
   if (e) throw fail(e.code, `${e.message} (X-Customer-Identity: fix or drop the header; nothing was paid.)`, e.details);
 }
 
-/** complete (or resume) a previewed session; shared by complete_checkout and ucp_complete_checkout. */
+/**
+ * The state hash each complete_checkout call's question was built from (its precheck's), from `summarize` to
+ * `handler`: the dispatcher runs both with the same call context, one call at a time per context.
+ */
+const approvedStates = new WeakMap<ToolContext, string>();
+
+/**
+ * complete (or resume) a previewed session; shared by complete_checkout and ucp_complete_checkout. `approvedStateHash`:
+ * the state the human approved; the paying turn refuses a session that moved since (audit V2: re-previewed with a
+ * dearer shipping option while the human answered, the new total was charged). Absent only where no payment can
+ * start (a finished session's answer).
+ */
 export async function completeSession(
   ctx: ToolContext,
   a: { checkout_session_id: string; idempotency_key: string; payment_method: string; reconfirmed_state_hash?: string; payment_mandate?: string },
+  approvedStateHash?: string,
 ) {
   refuseRejectedCustomer(ctx);
   const cartId = sessionCart(a.checkout_session_id);
@@ -587,6 +599,7 @@ export async function completeSession(
     // `x402` selects the stablecoin rail (its settlement goes through REST); anything else is a card-rail method
     ...railOf(a.payment_method),
     ...(a.reconfirmed_state_hash ? { reconfirmedStateHash: a.reconfirmed_state_hash } : {}),
+    ...(approvedStateHash ? { approvedStateHash } : {}),
     // bought for the merchant's verified customer: the order is theirs to see on the customer endpoint (audit B F0)
     ...(ctx.customer ? { buyer: { storeSlug: ctx.store.slug, buyerRef: ctx.customer.buyerRef } } : {}),
   });
@@ -635,7 +648,8 @@ export const completeCheckout = defineTool({
     IDEMPOTENCY_KEY_CONFLICT: "a second idempotency_key for a session already bound to another",
     CHECKOUT_ALREADY_IN_PROGRESS: "the same idempotency_key after the session completed (details carry the order)",
     CHECKOUT_SESSION_NOT_FOUND: "a session id that does not exist",
-    STATE_RECONFIRMATION_REQUIRED: "the price moved within tolerance since preview",
+    STATE_RECONFIRMATION_REQUIRED:
+      "the price moved within tolerance since preview (send details.reconfirm_state_hash as reconfirmed_state_hash), or the session was previewed again (e.g. another shipping option, over REST or another session) while the human was asked: nothing charged, details.reasons[0].code = state_changed_since_approval with current_total_minor; call again with the same session and key and the human is asked the new total",
     STATE_EXECUTION_BLOCKED: "stock gone or price moved beyond the cut since preview",
     PAYMENT_DECLINED: "payment_method tok_decline",
     PAYMENT_FAILED_ROLLED_BACK: "payment_method tok_fail",
@@ -674,13 +688,19 @@ export const completeCheckout = defineTool({
     if (session.status === "READY_FOR_PAYMENT" && isX402(a.payment_method)) throw x402OverMcp();
     const { verifyMandateFor } = await import("./integrations.ts");
     await verifyMandateFor(ctx, cartId, a.payment_mandate, cart);
+    // the totals below are the state with this hash: the payment charges that state or nothing
+    approvedStates.set(ctx, session.state_hash);
     return {
       summary: `Pay ${money(cart.totals.total_minor, cart.currency)} to ${storeName(ctx)} for ${cart.items.length} item(s) with ${forHuman(a.payment_method)}.`,
       facts: { amount: cart.totals.total, currency: cart.currency, merchant: storeName(ctx), payment_method: forHuman(a.payment_method) },
     };
   },
   async handler(a, ctx) {
-    return completeSession(ctx, a);
+    const approved = approvedStates.get(ctx);
+    approvedStates.delete(ctx);
+    // summarize ran (the dispatcher asks before every confirmed tool): a payment without the approved state is a bug
+    if (!approved) throw new Error("complete_checkout: no approved state hash for this call");
+    return completeSession(ctx, a, approved);
   },
 });
 
