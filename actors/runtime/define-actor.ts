@@ -125,7 +125,6 @@ export interface ActorDefinition<S, M extends MessageSchemas, H extends { [K in 
   reminders?: Record<string, (ctx: ActorContext<S>, payload: unknown) => Promise<void>>;
   /** Called once when an activation loads its state (e.g. to re-arm something or migrate old state). */
   onActivate?: (ctx: ActorContext<S>) => Promise<void>;
-  idleMs?: number;
 }
 
 // biome-ignore lint: the widest actor definition, used only as a constraint

@@ -37,7 +37,8 @@ const HAND_OVER_MS = 2_000;
  * host runs: by `stop()` (a clean stop), after their turns finished and while this host still owns their partitions
  * (the transport leaves after `stop()`), so the next owner's activation finds what it wrote; and by `deactivate`
  * (partitions moving to a host that joined: a restarted host rejoining, a scale-out), not awaited, so an activation
- * the new owner starts at that very moment may miss it. Best effort, bounded: it should stop writing at `deadline`
+ * the new owner starts at that very moment may miss it; and by idle passivation (`passivateIdle`), which drops them
+ * only once it is written, so waiting out ACTOR_IDLE_MS loses nothing. Best effort, bounded: it should stop writing at `deadline`
  * (epoch ms); `stop()` goes on at the deadline or on its failure (logged). Nothing runs on a kill, of course.
  */
 export type HandOver = (activations: readonly { id: string; memory: ReadonlyMap<string, unknown> }[], sql: Sql, deadline: number) => Promise<void>;
@@ -195,7 +196,7 @@ export class ActorHost {
   async start(): Promise<void> {
     for (const kind of this.defs.keys()) await this.opts.transport.serve(kind, (env) => this.receive(env));
     const idle = this.opts.idleMs ?? 5 * 60_000;
-    this.sweepTimer = setInterval(() => this.passivateIdle(idle), Math.max(50, Math.floor(idle / 2)));
+    this.sweepTimer = setInterval(() => void this.passivateIdle(idle), Math.max(50, Math.floor(idle / 2)));
     this.unregisterStats = registerActorStats({
       activationCounts: () => this.countBy(() => 1),
       mailboxDepths: () => this.countBy((a) => a.queue.length),
@@ -653,10 +654,24 @@ export class ActorHost {
     }
   }
 
-  private passivateIdle(idleMs: number): void {
-    const cutoff = Date.now() - idleMs;
-    for (const [map, key, a] of this.allActivations()) {
-      if (!a.running && a.queue.length === 0 && a.lastUsed < cutoff) map.delete(key);
+  private passivating = false;
+
+  /**
+   * Drops activations idle for `idleMs`. Those of a kind with a hand-over (rate-limit buckets, which live in memory)
+   * write it first, as a clean stop does, and go only once it is written, so the next activation loads them: waiting
+   * out the idle time no longer refills a 15-minute window (audit W-2). One used meanwhile stays.
+   */
+  private async passivateIdle(idleMs: number): Promise<void> {
+    if (this.passivating) return;
+    this.passivating = true;
+    try {
+      const cutoff = Date.now() - idleMs;
+      const idle = (a: Activation) => !a.running && a.queue.length === 0 && a.lastUsed < cutoff;
+      const going = [...this.allActivations()].filter(([, , a]) => idle(a));
+      await this.handOver(going.map(([, , a]) => a).filter((a) => a.loaded && !a.stale));
+      for (const [map, key, a] of going) if (map.get(key) === a && idle(a)) map.delete(key);
+    } finally {
+      this.passivating = false;
     }
   }
 
