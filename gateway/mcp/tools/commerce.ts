@@ -51,13 +51,33 @@ export function cartIdArg(raw: string): string {
 }
 
 /** A session id that names no session, or one whose cart is missing or another caller's (never its cart id). */
-const noSuchSession = (sessionId: string) =>
+export const noSuchSession = (sessionId: string) =>
   fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session; start from create_cart and preview_checkout.", { checkout_session_id: sessionId });
 
 export function sessionCart(sessionId: string): string {
   const cartId = cartIdOfSession(sessionId);
   if (!cartId) throw noSuchSession(sessionId);
   return cartId;
+}
+
+/**
+ * A cart none of whose merchants is this endpoint's store is not found on this endpoint (audit V, "also seen"): paid
+ * there, the human's question would name this store for another store's purchase, and this store's tool set,
+ * mandate rule and customer identity would apply to it. A cart's merchants never change (an edit makes a new cart),
+ * so a check before a write still holds when the write runs. `notFound`: the tool's own not-found (a session's).
+ */
+export function ofThisStore<C extends { cart_id: string; merchants: readonly string[] }>(ctx: ToolContext, cart: C, notFound?: () => ActorError): C {
+  if (cart.merchants.includes(ctx.store.slug)) return cart;
+  throw notFound ? notFound() : fail("CART_NOT_FOUND", "No cart with that id.", { cart_id: cart.cart_id });
+}
+
+/**
+ * ofThisStore before a message that writes (preview, shipping, a payment): the cart read first. A read that fails
+ * is left to the message itself, which refuses the same cart with its own answer (an expired one, another caller's).
+ */
+export async function assertCartOfThisStore(ctx: ToolContext, cartId: string, notFound?: () => ActorError): Promise<void> {
+  const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) }).catch(() => null);
+  if (cart) ofThisStore(ctx, cart, notFound);
 }
 
 /** The bounds of a `cart_id` argument (uuid or cart_<uuid>; cartIdArg checks the form) and of a `checkout_session_id`. */
@@ -246,9 +266,9 @@ export const getCart = defineTool({
   scopes: ["cart"],
   sandboxRefused: true,
   confirmation: false,
-  errors: { CART_NOT_FOUND: "unknown, expired or another caller's cart" },
+  errors: { CART_NOT_FOUND: "unknown, expired or another caller's cart, or a cart none of whose items is this store's" },
   async handler(a, ctx) {
-    return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "get", { keyId: ownerId(ctx) });
+    return ofThisStore(ctx, await ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "get", { keyId: ownerId(ctx) }));
   },
 });
 
@@ -262,6 +282,7 @@ type EditItem = { product_id: string; quantity: number; variant_id?: string };
  * session, and the edit tools answer what REST edits answer.
  */
 async function planEdit(ctx: ToolContext, cartId: string, edit: (items: EditItem[]) => EditItem[]) {
+  await assertCartOfThisStore(ctx, cartId);
   const cur = await ctx.svc.actors.ask(cartActor, cartId, "getForEdit", { keyId: ownerId(ctx) });
   const next = edit(cur.items.map((i) => ({ product_id: i.product_id, quantity: i.quantity, ...(i.variant_id ? { variant_id: i.variant_id } : {}) })));
   if (next.length === 0) throw fail("INVALID_ARGUMENT", "A cart needs at least one item; abandon the cart instead.", { field: "product_id" });
@@ -341,6 +362,7 @@ export const updateCartItem = defineTool({
   errors: {
     MISSING_REQUIRED_ARGUMENT:
       "product_id of a product with variants without variant_id (details.variants); answered before the human is asked",
+    CART_NOT_FOUND: "unknown or another caller's cart, or a cart none of whose items is this store's (served on its own store's endpoint); answered before the human is asked",
     CART_NOT_MUTABLE:
       "the cart is in checkout (details.checkout_session_id), partly paid by a checkout that ended (details.reason = partly_paid, details.paid_merchant_slugs, details.required_step = preview_checkout, details.expires_at), paid or expired, or was replaced by an earlier edit (details.reason = replaced, details.replaced_by_cart_id); the cart's own refusal, as on REST; answered before the human is asked",
   },
@@ -377,6 +399,7 @@ export const removeCartItem = defineTool({
   sandboxRefused: true,
   confirmation: true,
   errors: {
+    CART_NOT_FOUND: "as update_cart_item",
     CART_NOT_MUTABLE: "as update_cart_item (details.replaced_by_cart_id for a replaced cart); answered before the human is asked",
     PRODUCT_NOT_FOUND: "a product that is not in the cart; answered before the human is asked",
     INVALID_ARGUMENT: "removing the cart's last product (details.field = product_id); answered before the human is asked",
@@ -415,6 +438,7 @@ export const applyCoupon = defineTool({
   sandboxRefused: true,
   confirmation: true,
   errors: {
+    CART_NOT_FOUND: "unknown or another caller's cart, or a cart none of whose items is this store's (served on its own store's endpoint); answered before the human is asked",
     CART_NOT_MUTABLE:
       "expected_revision older than the cart's revision, the cart frozen by a checkout session (details.checkout_session_id: cancel_checkout unfreezes it), completed, or replaced (details.replaced_by_cart_id); answered before the human is asked",
   },
@@ -422,7 +446,9 @@ export const applyCoupon = defineTool({
     // The cart actor's own answer, without applying: a cart that would refuse the coupon (replaced, in checkout,
     // completed, a stale expected_revision) refuses now, and a code that will not apply (unknown, expired, below its
     // minimum, used up) is answered applied:false now; the human is asked only about a coupon that applies.
-    const check = await ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "checkCoupon", couponBody(a, ctx));
+    const cartId = cartIdArg(a.cart_id);
+    await assertCartOfThisStore(ctx, cartId);
+    const check = await ctx.svc.actors.ask(cartActor, cartId, "checkCoupon", couponBody(a, ctx));
     if (!check.applied) throw new AnsweredWithoutAsking({ ...check });
     const off = money(check.discount_minor, check.cart.currency);
     return {
@@ -456,7 +482,7 @@ export const previewCheckout = defineTool({
   sandboxRefused: true,
   confirmation: false,
   errors: {
-    CART_NOT_FOUND: "unknown or another caller's cart",
+    CART_NOT_FOUND: "unknown or another caller's cart, or a cart none of whose items is this store's (previewed and paid on that store's endpoint)",
     PRECONDITION_NOT_MET:
       "a merchant of the cart offers more than one shipping method (summit-sports-co: Standard and Express) and the cart has no destination or picked option yet (details.required_step = get_shipping_rates, details.reason, details.options)",
     NOT_ELIGIBLE: "a merchant of the cart does not ship to the destination recorded with get_shipping_rates (details.reason = destination_not_served)",
@@ -464,7 +490,9 @@ export const previewCheckout = defineTool({
     CHECKOUT_STATUS_INVALID: "re-preview while the session awaits the buyer's approval (PENDING_EXTERNAL_CONFIRMATION after tok_needs_approval), or while a payment runs or awaits settlement (details.status)",
   },
   async handler(a, ctx) {
-    return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "preview", {
+    const cartId = cartIdArg(a.cart_id);
+    await assertCartOfThisStore(ctx, cartId);
+    return ctx.svc.actors.ask(cartActor, cartId, "preview", {
       keyId: ownerId(ctx),
       ...(a.expected_revision ? { expectedRevision: a.expected_revision } : {}),
     });
@@ -540,6 +568,7 @@ export async function precheckSession(
   intent: "complete" | "cancel" = "complete",
 ) {
   const cartId = sessionCart(a.checkout_session_id);
+  await assertCartOfThisStore(ctx, cartId, () => noSuchSession(a.checkout_session_id));
   const { cart, session } = await ctx.svc.actors
     .ask(cartActor, cartId, "precheck", {
       keyId: ownerId(ctx),
@@ -647,7 +676,7 @@ export const completeCheckout = defineTool({
   errors: {
     IDEMPOTENCY_KEY_CONFLICT: "a second idempotency_key for a session already bound to another",
     CHECKOUT_ALREADY_IN_PROGRESS: "the same idempotency_key after the session completed (details carry the order)",
-    CHECKOUT_SESSION_NOT_FOUND: "a session id that does not exist",
+    CHECKOUT_SESSION_NOT_FOUND: "a session id that does not exist, or the session of a cart none of whose items is this store's (paid on its own store's endpoint); answered before the human is asked",
     STATE_RECONFIRMATION_REQUIRED:
       "the price moved within tolerance since preview (send details.reconfirm_state_hash as reconfirmed_state_hash), or the session was previewed again (e.g. another shipping option, over REST or another session) while the human was asked: nothing charged, details.reasons[0].code = state_changed_since_approval with current_total_minor; call again with the same session and key and the human is asked the new total",
     STATE_EXECUTION_BLOCKED: "stock gone or price moved beyond the cut since preview",
@@ -717,6 +746,7 @@ export const cancelCheckout = defineTool({
   sandboxRefused: true,
   confirmation: true,
   errors: {
+    CHECKOUT_SESSION_NOT_FOUND: "as complete_checkout",
     SESSION_INACTIVE: "cancel a session that already ended: completed, cancelled, failed or expired (details.status); answered before the human is asked",
     CHECKOUT_STATUS_INVALID:
       "cancel while a capture awaits reconciliation (SETTLEMENT_UNKNOWN after tok_amount_mismatch) or a payment runs (IN_PROGRESS); details.status; answered before the human is asked",
@@ -743,8 +773,9 @@ export const getCheckoutStatus = defineTool({
   scopes: ["checkout"],
   sandboxRefused: true,
   confirmation: false,
+  errors: { CHECKOUT_SESSION_NOT_FOUND: "as complete_checkout" },
   async handler(a, ctx) {
-    const cart = await ctx.svc.actors.ask(cartActor, sessionCart(a.checkout_session_id), "get", { keyId: ownerId(ctx) });
+    const cart = ofThisStore(ctx, await ctx.svc.actors.ask(cartActor, sessionCart(a.checkout_session_id), "get", { keyId: ownerId(ctx) }), () => noSuchSession(a.checkout_session_id));
     return { ...cart, requested_session_id: a.checkout_session_id, session_is_live: cart.checkout_session_id === a.checkout_session_id };
   },
   translate: { CART_NOT_FOUND: "CHECKOUT_SESSION_NOT_FOUND" },
@@ -790,13 +821,16 @@ export const getShippingRates = defineTool({
     MISSING_REQUIRED_ARGUMENT: "neither cart_id nor product_id (details.field)",
     INVALID_ARGUMENT: "an option_id that is not one of the cart's options for that destination (details.field)",
     CART_NOT_MUTABLE: "a cart already paid or expired, or a stale expected revision",
+    CART_NOT_FOUND: "with cart_id: unknown or another caller's cart, or a cart none of whose items is this store's",
     CHECKOUT_STATUS_INVALID: "a new destination or option while the cart's payment runs, awaits the buyer's approval or settlement (details.status)",
   },
   async handler(a, ctx) {
     if (a.cart_id !== undefined && a.product_id !== undefined) throw fail("INVALID_ARGUMENT", "Pass cart_id or product_id, not both.", { field: "product_id" });
     if (a.cart_id !== undefined) {
       if (a.quantity !== undefined) throw fail("INVALID_ARGUMENT", "quantity goes with product_id; a cart has its own quantities.", { field: "quantity" });
-      return ctx.svc.actors.ask(cartActor, cartIdArg(a.cart_id), "selectShipping", {
+      const cartId = cartIdArg(a.cart_id);
+      await assertCartOfThisStore(ctx, cartId);
+      return ctx.svc.actors.ask(cartActor, cartId, "selectShipping", {
         keyId: ownerId(ctx),
         shipping: { countryCode: a.country_code, postalCode: a.postal_code, ...(a.option_id ? { optionId: a.option_id.toLowerCase() } : {}) },
       });

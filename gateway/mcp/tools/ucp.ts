@@ -79,6 +79,7 @@ export const ucpCreateCheckout = defineTool({
   errors: {
     MISSING_REQUIRED_ARGUMENT: "neither cart_id nor line_items",
     INVALID_ARGUMENT: "both cart_id and line_items",
+    CART_NOT_FOUND: "as preview_checkout: unknown or another caller's cart_id, or a cart none of whose items is this store's",
     PRECONDITION_NOT_MET: "as preview_checkout: a merchant with more than one shipping method before get_shipping_rates (details.required_step)",
   },
   async handler(a, ctx: ToolContext) {
@@ -95,6 +96,8 @@ export const ucpCreateCheckout = defineTool({
       await ctx.confirm(await c.createCart.summarize!({ items: a.line_items! }, ctx));
       const created = (await c.createCart.handler({ items: a.line_items! }, ctx)) as { id: string };
       cartId = created.id;
+    } else {
+      await c.assertCartOfThisStore(ctx, cartId);
     }
     return ctx.svc.actors.ask(cartActor, cartId, "preview", { keyId: c.ownerId(ctx) });
   },
@@ -115,9 +118,12 @@ export const ucpUpdateCheckout = defineTool({
   errors: {
     PRECONDITION_NOT_MET: "as preview_checkout: a merchant with more than one shipping method before get_shipping_rates (details.required_step)",
     CHECKOUT_STATUS_INVALID: "as preview_checkout: while the buyer approves, a payment runs or awaits settlement (details.status)",
+    CHECKOUT_SESSION_NOT_FOUND: "as complete_checkout",
   },
   async handler(a, ctx) {
-    return ctx.svc.actors.ask(cartActor, c.sessionCart(a.checkout_session_id), "preview", {
+    const cartId = c.sessionCart(a.checkout_session_id);
+    await c.assertCartOfThisStore(ctx, cartId, () => c.noSuchSession(a.checkout_session_id));
+    return ctx.svc.actors.ask(cartActor, cartId, "preview", {
       keyId: c.ownerId(ctx),
       ...(a.expected_revision ? { expectedRevision: a.expected_revision } : {}),
     });
