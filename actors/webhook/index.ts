@@ -8,11 +8,12 @@
  * every turn, and inserted by the outbox fan-out in the same transaction as the deliveries it creates) and by
  * `deliverDue` messages the dispatcher sends right after a fan-out, so a new event goes out within ~200 ms.
  *
- * A turn reads what is due, sends it (SSRF-vetted again, signed, per-attempt timeout, bounded concurrency), then
- * records every outcome, the breaker and the next reminder in ONE transaction. If the process dies after sending
- * and before that commit, the attempt is simply made again: delivery is at-least-once and receivers deduplicate
- * by `X-Webhook-Id` (the event id, stable across retries and redeliveries). The attempt is counted when it is
- * claimed, before it is sent, so such a resend says `X-Webhook-Attempt: 2` (audit Z-3).
+ * A turn claims what is due (a lease, the attempt counted) and commits; then the attempts are sent (SSRF-vetted
+ * again, signed, per-attempt timeout, bounded concurrency), and a `record` turn stores every outcome, the breaker
+ * and the next reminder in ONE transaction. If the process dies after sending and before that commit, the attempt
+ * is simply made again after the lease: delivery is at-least-once and receivers deduplicate by `X-Webhook-Id` (the
+ * event id, stable across retries and redeliveries). The attempt was counted by the committed claim, so such a
+ * resend says `X-Webhook-Attempt: 2` (audit Z-3), and a lost 15th attempt is dead-lettered, not sent again.
  */
 import type { Sql } from "../../infra/db.ts";
 import { defineActor, type ActorContext, type AnyActorDefinition } from "../runtime/define-actor.ts";
@@ -35,7 +36,9 @@ import {
   breakerOnSuccess,
   breakerProbeLostAt,
   CLOSED_BREAKER,
+  MAX_ATTEMPTS,
   nextAttempt,
+  RETRY_HORIZON_MS,
   type BreakerState,
 } from "./schedule.ts";
 
@@ -171,10 +174,11 @@ interface AttemptReport {
  * actor's other messages nor the host's reminder poll. The worker reports with a `record` message; if the
  * process dies first, the lease runs out and the deliveries are claimed again (at-least-once).
  *
- * The claim counts the attempt (attempts + 1, first/last attempt time) in the same commit as the lease, before
- * anything is sent: an attempt whose outcome is never recorded (the host killed) still counts, so the resend after
- * the lease carries the next X-Webhook-Attempt, counts toward the 15-attempt limit, and the delivery list shows
- * every attempt made (audit Z-3: the record turn counted it, so a crash resend said attempt 1 again).
+ * The claim counts the attempt (attempts + 1, first/last attempt time) in the same commit as the lease, and that
+ * commit (a checkpoint) precedes every send: an attempt whose outcome is never recorded (the host killed) still
+ * counts, so the resend after the lease carries the next X-Webhook-Attempt, counts toward the 15-attempt limit, and
+ * the delivery list shows every attempt made (audit Z-3: the record turn counted it, so a crash resend said attempt 1
+ * again). What is due but at the cap or past the horizon is dead-lettered in the same turn instead of claimed.
  */
 async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
   const result: DeliverDueResult = { claimed: 0, more: false };
@@ -190,9 +194,10 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
   const inFlight = (ctx.memory.get("inFlight") as number | undefined) ?? 0;
   const room = DELIVERY_CONCURRENCY - inFlight;
   if (room <= 0) return result; // the running worker's `record` claims the next ones
+  const tx = await ctx.tx();
+  await deadLetterUnclaimable(tx, ctx.id, now);
   let breaker: BreakerState = ep.breaker ?? CLOSED_BREAKER;
   const decision = breakerAllows(breaker, now);
-  const tx = await ctx.tx();
   if (!decision.allowed) {
     // Breaker open (or a probe out): what is due waits for the reopen time without using up attempts.
     await tx`UPDATE webhook_deliveries SET next_attempt_at = ${new Date(decision.retryAt!)}
@@ -223,6 +228,10 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
   result.claimed = due.length;
   await rearm(ctx, now);
   if (due.length === 0) return result;
+  // The claim (lease and attempt count) commits BEFORE anything is sent (review RS-2: the sends started inside the
+  // turn, before its commit, so a host dying in that window undid the count, and a failed commit left a send with no
+  // lease, which another claim could then send again at the same time). If this commit fails, nothing is sent.
+  await ctx.checkpoint();
 
   const secrets = [openWebhookSecret(rt.secretsKey, ep.id, ep.secret_sealed)];
   if (ep.previous_secret_sealed && ep.previous_secret_expires_at && ep.previous_secret_expires_at.getTime() > now) {
@@ -268,6 +277,26 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
   })();
   return result;
 }
+
+/**
+ * Due deliveries that may not be attempted again are dead-lettered instead of claimed: the cap and the horizon are
+ * otherwise applied only by `record`, which a killed host never runs, so a lost 15th attempt was sent again as
+ * attempt 16, and a crash loop never dead-lettered (review RS-1). A due row already at the cap can only be one whose
+ * last attempt's outcome was lost (`record` dead-letters it otherwise). Past the horizon: nothing is retried later
+ * than 72 h after the first attempt, whether the lateness comes from a lost attempt or the breaker's hold.
+ */
+async function deadLetterUnclaimable(tx: Sql, endpointId: string, now: number): Promise<void> {
+  await tx`
+    UPDATE webhook_deliveries SET status = 'dead', next_attempt_at = NULL,
+      last_error = CASE WHEN attempts >= ${MAX_ATTEMPTS}
+        THEN 'outcome of attempt ' || attempts || ' lost; dead-lettered (max_attempts)'
+        ELSE ${HORIZON_ERROR} END
+    WHERE endpoint_id = ${endpointId} AND status IN ('pending', 'failed') AND next_attempt_at <= ${new Date(now)}
+      AND (attempts >= ${MAX_ATTEMPTS} OR next_attempt_at > first_attempt_at + ${`${RETRY_HORIZON_MS} milliseconds`}::interval)`;
+}
+// The due time, not the claim's time, is compared with the horizon: a retry `record` scheduled just inside it is
+// still sent however late the reminder poll claims it.
+const HORIZON_ERROR = `not due again within ${RETRY_HORIZON_MS / 3_600_000} h of the first attempt; dead-lettered (horizon)`;
 
 /**
  * The latest time an open or half-open breaker may have pushed deliveries to (`breakerAllows`' retryAt), or null
