@@ -6,6 +6,7 @@
  * STATE_RECONFIRMATION_REQUIRED, nothing charged. Calling again asks the human the new total.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { deriveIntentId } from "../../actors/payments/rail.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { DEST, SUMMIT, summitProduct } from "../helpers/ap2.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
@@ -141,4 +142,26 @@ test("a price cut within the tolerance after the preview: the human is asked the
   } finally {
     await srv.db.sql`UPDATE products SET price_minor = ${listMinor}, updated_at = now() WHERE id = ${product}`;
   }
+}, 60_000);
+
+test("a payment the key started over REST on the re-previewed session while the human approved is not resumed by that approval: STATE_RECONFIRMATION_REQUIRED, nothing captured", async () => {
+  const s = await cheapSession();
+  const ik = crypto.randomUUID();
+  const intent = deriveIntentId(s.sessionId, ik, SUMMIT, 1);
+  let pending: { status: number; body: any } | null = null;
+  whileAsked = async () => {
+    expect((await post("/checkout/preview", { cartId: s.cartId, shipping: { ...DEST, option_id: s.dearOption } })).status).toBe(200);
+    // the same key pays the dearer state over REST with the same idempotency key, and the buyer approves it at the
+    // provider: a resume of the session would capture it
+    pending = await post("/checkout", { cartId: s.cartId, checkout_session_id: s.sessionId, payment_method: "tok_needs_approval", idempotency_key: ik });
+    expect((await srv.json(`/api/v1/sandbox/payments/${intent}/approve`, { method: "POST", body: {} })).status).toBe(200);
+  };
+  const r = await agent.call("complete_checkout", { checkout_session_id: s.sessionId, idempotency_key: ik, payment_method: "tok_approve" });
+  expect(pending!.status).toBe(202);
+  const e = errorOf(r);
+  expect(e.code).toBe("STATE_RECONFIRMATION_REQUIRED");
+  expect(e.details.reasons[0].code).toBe("state_changed_since_approval");
+  expect(await paidOrders(s.cartId)).toEqual([]);
+  const ledger = await srv.db.sql<{ state: string }[]>`SELECT state FROM sandbox_ledger_intents WHERE intent_id = ${intent}`;
+  expect(ledger.map((x) => x.state)).not.toContain("captured");
 }, 60_000);
