@@ -4,7 +4,8 @@
  * AP2 describes it as a verifiable presentation whose key-binding JWT, signed by the user's device key, carries
  * `transaction_data`: the secure hashes of the CartMandate and the PaymentMandateContents. We verify that part
  * with a key we can trust without a credential issuer: the device's public JWK is registered for the agent key by
- * the account that owns the key (PUT /api/v1/agent-keys/{id}/ap2-user-keys/{kid}). The format:
+ * the account that owns the key, with a proof that it holds the private key (PUT
+ * /api/v1/agent-keys/{id}/ap2-user-keys/{kid}, ap2-keys.ts). The format:
  *
  *   compact JWS, protected header {alg: "ES256" | "EdDSA", kid, typ: "kb+jwt"},
  *   payload {iat, exp?, aud?: "ap2", transaction_data: [h(PaymentMandateContents), h(CartMandate) when a
@@ -19,7 +20,8 @@
  * Canonical JSON = keys sorted at every depth, no spaces (actors/cart/state-hash.ts `canonicalJson`), so a
  * changed amount, token, payee or expiry changes the hash. Any failure is 401 AGENT_TOKEN_INVALID with
  * `details.reason`: malformed | unknown_key | signature | not_yet_valid | expired | mandate_mismatch |
- * cart_mandate_mismatch | intent_mandate_mismatch | signed_part_missing.
+ * cart_mandate_mismatch | intent_mandate_mismatch | signed_part_missing. A verified mandate then belongs to the
+ * calling agent key (`claimMandate`); another key presenting it is 403 MANDATE_LIMIT_EXCEEDED.
  */
 import { createHash } from "node:crypto";
 import { compactVerify, decodeProtectedHeader, importJWK, type JWK } from "jose";
@@ -52,7 +54,8 @@ const invalid = (reason: string, message: string, extra: Record<string, unknown>
 
 /**
  * Verifies the mandate's `user_authorization` against the keys registered for this agent key. Throws
- * AGENT_TOKEN_INVALID (details.reason) unless it is a valid signature by a registered key over this mandate.
+ * AGENT_TOKEN_INVALID (details.reason) unless it is a valid signature by a registered key over this mandate, and
+ * MANDATE_LIMIT_EXCEEDED when another agent key presented the mandate first.
  */
 export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body: unknown, now: number): Promise<void> {
   const b = asRecord(body);
@@ -70,7 +73,8 @@ export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body
   if (typeof header.kid !== "string" || !AP2_ALGS.includes(header.alg as Ap2Alg)) {
     throw invalid("malformed", "user_authorization needs a kid and alg ES256 or EdDSA.");
   }
-  const [row] = await sql<{ alg: Ap2Alg; jwk: JWK }[]>`SELECT alg, jwk FROM ap2_user_keys WHERE agent_key_id = ${agentKeyId} AND kid = ${header.kid}`;
+  const [row] = await sql<{ alg: Ap2Alg; jwk: JWK; thumbprint: string }[]>`
+    SELECT alg, jwk, thumbprint FROM ap2_user_keys WHERE agent_key_id = ${agentKeyId} AND kid = ${header.kid}`;
   if (!row) throw invalid("unknown_key", "No user key with this kid is registered for your agent key.");
   if (row.alg !== header.alg) throw invalid("signature", "user_authorization is not signed with the registered key's algorithm.");
   let payload: Record<string, unknown>;
@@ -106,6 +110,32 @@ export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body
     throw invalid("signed_part_missing", `user_authorization signs ${unmatched.length} mandate part(s) that were not presented; send the signed ${absent.join(" / ") || "parts"} unchanged.`, {
       unmatched_hashes: unmatched.length,
       absent_parts: absent,
+    });
+  }
+  await claimMandate(sql, row.thumbprint, pm.payment_mandate_contents, agentKeyId);
+}
+
+/**
+ * A signed mandate belongs to the first agent key that presents it with a valid signature (audit V1). The cart
+ * binding (common.ts `bindMandate`) is per agent key, and the user's key may be registered on several agent keys
+ * (and, before proofs, on several accounts): without this, each of them paid one more cart with the same mandate.
+ * The mandate is named by its id within its signer's key (the JWK thumbprint), so another user's mandate with an
+ * equal id is its own. It is claimed before the limits are checked: a refused attempt leaves it with this key,
+ * which may present it again for a cart inside them. The refusal names neither the other key nor its cart.
+ */
+async function claimMandate(sql: Sql, thumbprint: string, contents: unknown, agentKeyId: string): Promise<void> {
+  const mandateId = asRecord(contents).payment_mandate_id;
+  if (typeof mandateId !== "string") throw invalid("malformed", "payment_mandate_id must be a string.");
+  await sql`
+    INSERT INTO ap2_mandate_agents (thumbprint, payment_mandate_id, agent_key_id) VALUES (${thumbprint}, ${mandateId}, ${agentKeyId})
+    ON CONFLICT DO NOTHING`;
+  const [owner] = await sql<{ agent_key_id: string }[]>`
+    SELECT agent_key_id FROM ap2_mandate_agents WHERE thumbprint = ${thumbprint} AND payment_mandate_id = ${mandateId}`;
+  if (owner?.agent_key_id !== agentKeyId) {
+    throw fail("MANDATE_LIMIT_EXCEEDED", "This payment mandate was presented by another agent key; a mandate pays one cart.", {
+      violated: "cart",
+      reason: "presented_by_another_agent_key",
+      mandate: { payment_mandate_id: mandateId },
     });
   }
 }

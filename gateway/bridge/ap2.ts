@@ -14,8 +14,8 @@
  * - expiry:   `intent_mandate.intent_expiry` and `cart_mandate.contents.cart_expiry` must lie in the future (both
  *             required when their part is sent; anything but an ISO 8601 date-time with a zone is 400);
  * - cart:     a signed cart mandate names the cart paid (`contents.id`), and a mandate pays the one cart it was first
- *             presented for (bound in index.ts `ap2Pay`, common.ts `bindMandate`: the signature does not cover
- *             `cart_id`);
+ *             presented for, by the one agent key that first presented it (ap2-auth.ts `claimMandate`, then
+ *             common.ts `bindMandate` from index.ts `ap2Pay`: the signature covers neither `cart_id` nor the key);
  * - cart_contents: the cart paid has the signed cart mandate's total and every line among its display items.
  * Each part is read only in its own role: an intent mandate carrying a cart mandate's members (or the reverse) is
  * 400, so a signed part cannot be presented under the other name to have its expiry ignored.

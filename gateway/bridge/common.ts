@@ -100,8 +100,9 @@ export async function withSessionClaim<T>(svc: Services, protocol: BridgeProtoco
 /**
  * Binds an AP2 payment mandate to the cart it is first presented for and returns the cart it is bound to. The user's
  * signature covers the mandate's contents, not the request's `cart_id`: without this, one signed mandate would pay
- * every cart of the agent inside its limits. Kept as an `ap2` bridge session (id from agent key and mandate id, so
- * another agent's equal mandate id is its own); the first writer wins a race.
+ * every cart of the agent inside its limits. Kept as an `ap2` bridge session (id from agent key and mandate id); the
+ * first writer wins a race. Per agent key is enough because a verified mandate already belongs to one agent key
+ * (ap2-auth.ts `claimMandate`, audit V1), so every key and account sees this one binding.
  */
 export async function bindMandate(svc: Services, agentKeyId: string, mandateId: string, cartId: string): Promise<string> {
   const id = `ap2_${createHash("sha256").update(JSON.stringify([agentKeyId, mandateId])).digest("hex").slice(0, 32)}`;

@@ -7,6 +7,7 @@ import { expect } from "bun:test";
 import { createHash } from "node:crypto";
 import { CompactSign, exportJWK, generateKeyPair, type CryptoKey } from "jose";
 import { mandateHash } from "../../gateway/bridge/ap2-auth.ts";
+import { KEY_PROOF_TYP } from "../../gateway/bridge/ap2-keys.ts";
 import { ALL_SCOPES, createKey, login, type TestKey } from "./agents.ts";
 import { startServer, type TestServer } from "./server.ts";
 
@@ -18,6 +19,8 @@ export interface Ap2Agent {
   key: TestKey;
   /** The private half of the key registered as the agent key's AP2 user key "phone". */
   userKey: CryptoKey;
+  /** Both halves of that key (to register it on another agent key). */
+  userPair: { publicKey: CryptoKey; privateKey: CryptoKey };
   /** A summit product with unlimited stock. */
   product: string;
 }
@@ -29,14 +32,34 @@ export async function summitProduct(srv: TestServer): Promise<string> {
   return p!.id;
 }
 
+/**
+ * Registers `pair`'s public key as the agent key's AP2 user key `kid`, with the proof of possession the server asks
+ * for: a PUT without proof answers 400 with a nonce, and the proof is a JWS by the key over {nonce, agent_key_id, kid}.
+ * Returns the final answer (200 when registered).
+ */
+export async function registerUserKey(srv: TestServer, bearer: string, agentKeyId: string, kid: string, pair: { publicKey: CryptoKey; privateKey: CryptoKey }, alg = "ES256") {
+  const url = `/api/v1/agent-keys/${agentKeyId}/ap2-user-keys/${kid}`;
+  const headers = { authorization: `Bearer ${bearer}` };
+  const jwk = await exportJWK(pair.publicKey);
+  const challenge = await srv.json(url, { method: "PUT", headers, body: { jwk } });
+  if (challenge.status !== 400 || typeof challenge.body.details?.nonce !== "string") return challenge;
+  return srv.json(url, { method: "PUT", headers, body: { jwk, proof: await keyProof(pair.privateKey, challenge.body.details.proof_payload, alg) } });
+}
+
+/** The proof of possession: a compact JWS by the user key over the payload the server's challenge names. */
+export function keyProof(privateKey: CryptoKey, payload: unknown, alg = "ES256"): Promise<string> {
+  return new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg, typ: KEY_PROOF_TYP }).sign(privateKey);
+}
+
 /** Starts a seeded server (rate limits off) with an agent key whose AP2 user key "phone" is registered. */
 export async function startAp2Agent(): Promise<Ap2Agent> {
   const srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   const admin = await login(srv);
   const key = await createKey(srv, { scopes: ALL_SCOPES, token: admin, tier: "ENTERPRISE" });
   const pair = await generateKeyPair("ES256", { extractable: true });
-  await srv.json(`/api/v1/agent-keys/${key.id}/ap2-user-keys/phone`, { method: "PUT", headers: { authorization: `Bearer ${admin}` }, body: { jwk: await exportJWK(pair.publicKey) } });
-  return { srv, key, userKey: pair.privateKey, product: await summitProduct(srv) };
+  const registered = await registerUserKey(srv, admin, key.id, "phone", pair);
+  expect(registered.status).toBe(200);
+  return { srv, key, userKey: pair.privateKey, userPair: pair, product: await summitProduct(srv) };
 }
 
 /** POST to the agent API with the key's headers. */
