@@ -5,7 +5,7 @@
  * - a form over the body limit: the 413 page (too-large.ts);
  * - a GET on a form's POST URL, which the address bar shows after an answer rendered on a POST (the upload's
  *   result, a rotated secret): 303 to the nearest page above it (…/catalog/upload → …/catalog);
- * - another method a dashboard path does not take: the 405 page with `Allow`;
+ * - another method a dashboard path does not take: the 405 page with `Allow`, worded for a page or a form's address;
  * - an unknown path: the 404 page (audit X-F4).
  */
 import { errorPage } from "./pages/basic.ts";
@@ -59,5 +59,10 @@ export function dashboardEdgeAnswer(
   }
   set.status = 405;
   set.headers.allow = allowed.join(", ");
-  return errorPage(null, 405, "Not available this way", `This address only answers a form (${allowed.join(" or ")}). Go back to the page the form was on.`).value;
+  // A page (it opens with GET) told apart from a form's address (review RS-6: a POST to a page was told the page
+  // "only answers a form (GET or HEAD)").
+  const text = allowed.includes("GET")
+    ? `This page opens from a link or the address bar (${allowed.join(" or ")}); it does not take what was sent. Open it again from its link.`
+    : `This address only answers a form (${allowed.join(" or ")}). Go back to the page the form was on.`;
+  return errorPage(null, 405, "Not available this way", text).value;
 }

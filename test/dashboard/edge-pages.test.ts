@@ -49,7 +49,19 @@ test("another method on a dashboard form URL is the dashboard's 405 page with Al
   expectDashboardHeaders(r);
   const body = await r.text();
   expect(body).toContain("<h1>Not available this way</h1>");
+  expect(body).toContain("This address only answers a form (POST). Go back to the page the form was on.");
   expect(body).not.toContain('"success"');
+});
+
+test("a POST to a dashboard page that only opens with GET is the 405 page saying it is a page, not that it answers a form", async () => {
+  const r = await srv.fetch(`/dashboard/s/${STORE}/catalog`, { method: "POST", body: "x=1", headers: { "content-type": "application/x-www-form-urlencoded" }, redirect: "manual" });
+  expect(r.status).toBe(405);
+  expect(r.headers.get("allow")).toBe("GET, HEAD");
+  expectDashboardHeaders(r);
+  const body = await r.text();
+  expect(body).toContain("<h1>Not available this way</h1>");
+  expect(body).toContain("This page opens from a link or the address bar (GET or HEAD); it does not take what was sent.");
+  expect(body).not.toContain("only answers a form");
 });
 
 test("an unknown dashboard path is the dashboard's 404 page; an unknown API path keeps the JSON envelope", async () => {
