@@ -8,8 +8,9 @@
  *   store snapshot in place; `store.changed` re-reads the store row.
  * - Durable: events are best-effort (a node that was down or disconnected misses them), so a catch-up re-reads
  *   products changed by transactions at or past its horizon (a transaction id, so a write that commits late is
- *   still read: SearchService.catchUp), the stock of products holding units (or that held some when last
- *   read: a hold or release is not a catalog change), every store row and the settings version, every
+ *   still read; only the rows whose change_xid moved since they were applied: SearchService.catchUp), the stock
+ *   of products holding units (or that held some when last read: a hold or release is not a catalog change),
+ *   every store row and the settings version, every
  *   CATCH_UP_INTERVAL_MS and right after boot. An update made while a node was down is applied when it returns
  *   (at boot) or within one interval (after a network split). Documented in docs/decisions.md.
  */
@@ -25,7 +26,10 @@ import { SearchService, setSearchService, type TrustScoreEvent } from "./service
 export const TRUST_SCORE_TOPIC = "trust.score";
 export const CATCH_UP_INTERVAL_MS = 30_000;
 
-/** Serializes index mutations (events, catch-ups) so they never interleave inside the engine. */
+/**
+ * Serializes index mutations (events, catch-ups, the operator's full rebuild) so they never interleave inside the
+ * engine or the service's snapshots.
+ */
 export class Indexer {
   private chain: Promise<void> = Promise.resolve();
   private unsubs: (() => void)[] = [];
@@ -35,16 +39,25 @@ export class Indexer {
   constructor(
     readonly service: SearchService,
     private readonly sql: Sql,
-  ) {}
+  ) {
+    service.serializeWith((what, fn) => this.run(what, fn));
+  }
 
   private enqueue(what: string, fn: () => Promise<unknown>): Promise<void> {
-    this.chain = this.chain.then(fn).then(
+    this.run(what, fn).catch(() => {}); // logged by run
+    return this.chain;
+  }
+
+  /** Runs `fn` in the queue, after everything queued before it, and answers its result or error to the caller too. */
+  run<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    const result = this.chain.then(fn);
+    this.chain = result.then(
       () => {
         this.applied++;
       },
       (err) => log.warn("search indexer step failed", { what, error: err as Error }),
     );
-    return this.chain;
+    return result;
   }
 
   onCatalogChanged(ev: CatalogChangedEvent): Promise<void> {

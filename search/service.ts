@@ -85,12 +85,14 @@ export interface ProductLoadRow {
   active: boolean;
   created_at: Date;
   updated_at: Date;
+  /** The id of the transaction that last changed the row (xid8 as text); absent in rows built in memory. */
+  change_xid?: string | null;
 }
 
 // variant_prices: what the cart charges for each variant (its own price, else the list price), of the variants in
 // stock, or of all of them when none is (so an out-of-stock product still has its prices for inStock: false).
 const PRODUCT_FIELDS = `id, store_slug, title, description, brand, category, tags, price_minor, compare_at_price_minor,
-  currency, in_stock, stock_quantity, reserved_quantity, images, active, created_at, updated_at,
+  currency, in_stock, stock_quantity, reserved_quantity, images, active, created_at, updated_at, change_xid::text AS change_xid,
   (SELECT array_agg(DISTINCT COALESCE((v->>'priceMinor')::float8, price_minor::float8)) FROM jsonb_array_elements(variants) v
     WHERE (v->>'inStock')::boolean IS NOT FALSE
       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements(variants) x WHERE (x->>'inStock')::boolean IS NOT FALSE)) AS variant_prices`;
@@ -126,13 +128,21 @@ function buyableInStock(r: { in_stock: boolean; stock_quantity?: number | null; 
 }
 
 /**
- * The xmin of a fresh snapshot (xid8 as text): the oldest transaction still running, or the next id to be given out.
- * Every transaction with a smaller id has ended, so what it wrote is visible to any later statement.
+ * A fresh snapshot's bounds (xid8 as text). xmin: the oldest transaction still running, or the next id to be given
+ * out; every transaction with a smaller id has ended, so what it wrote is visible to any later statement. xmax: the
+ * next id to be given out; no transaction of this server had an id at or past it when the snapshot was taken.
  */
-async function xidHorizon(sql: Sql): Promise<string> {
-  const [r] = await sql<{ h: string }[]>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h`;
-  return r!.h;
+async function xidSnapshot(sql: Sql): Promise<{ xmin: string; xmax: string }> {
+  const [r] = await sql<{ xmin: string; xmax: string }[]>`
+    SELECT pg_snapshot_xmin(s)::text AS xmin, pg_snapshot_xmax(s)::text AS xmax FROM pg_current_snapshot() s`;
+  return r!;
 }
+
+/** Rows per page of the catch-up's (change_xid, id) scan and of the full loads. */
+const PAGE_SIZE = 5000;
+/** A catch-up horizon held in place this long by an open writer is logged (warn), then again every as long. */
+export const HORIZON_STALL_WARN_MS = 10 * 60_000;
+const NO_UUID = "00000000-0000-0000-0000-000000000000";
 
 /** Spec: the MerchantSummary lists UNVERIFIED..PREMIUM; QUALIFIED is shown as PREMIUM (euQualified carries the rest). */
 function displaySummary(p: ProductSummary): ProductSummary {
@@ -180,6 +190,22 @@ export class SearchService {
    */
   horizon: string | null = null;
   private lastCatchUp = 0;
+  /**
+   * Each product row's `change_xid` as last applied, by any path (load, event, catch-up): a committed row keeps its
+   * change_xid until another transaction changes it, so a catch-up skips the rows whose value is the one applied.
+   */
+  private appliedXid = new Map<string, string>();
+  /** When the horizon last moved, or was last found with no writer open (wall clock, ms). */
+  private horizonMovedAt = Date.now();
+  private stallWarnedAt = 0;
+  /** How long an open writer may hold the horizon in place before it is logged (tests shorten it). */
+  stallWarnMs = HORIZON_STALL_WARN_MS;
+  /** Whether rows carrying ids ahead of this server (a restore from another server) were logged already. */
+  private aheadLogged = false;
+  /** Rows per page of the catch-up's scan (tests shorten it). */
+  catchUpPageSize = PAGE_SIZE;
+  /** Runs a full load in turn with the other index mutations (the indexer's queue, set by the Indexer). */
+  private exclusive: <T>(what: string, fn: () => Promise<T>) => Promise<T> = (_what, fn) => fn();
 
   constructor(
     readonly engine: SearchEngine,
@@ -210,7 +236,7 @@ export class SearchService {
   async loadAll(sql: Sql, opts: { pageSize?: number } = {}): Promise<{ products: number; stores: number; ms: number }> {
     const started = performance.now();
     // Before the first page: a write the pages miss (committed after its page was read) is at or past this horizon.
-    const horizon = await xidHorizon(sql);
+    const { xmin: horizon } = await xidSnapshot(sql);
     await this.loadSettings(sql, true);
     for (const s of await listStores(sql)) this.stores.set(s.slug, storeSnapshot(s));
     // A shared Meilisearch index stays up while a gateway (re)loads: upserts are idempotent, removals come from
@@ -223,12 +249,21 @@ export class SearchService {
     this.pendingRefs = [];
     this.currencyCounts.clear();
     this.currencyList = null;
-    const pageSize = opts.pageSize ?? 5000;
-    let after = "00000000-0000-0000-0000-000000000000";
+    this.appliedXid.clear();
+    const total = await this.loadPages(sql, "active AND", opts.pageSize ?? PAGE_SIZE);
+    this.horizon = horizon;
+    this.horizonMovedAt = Date.now();
+    this.lastCatchUp = Date.now();
+    return { products: total, stores: this.stores.size, ms: Math.round(performance.now() - started) };
+  }
+
+  /** Reads and applies the products matching `filter` (SQL ending in AND, or "") in id order, a page at a time. */
+  private async loadPages(sql: Sql, filter: string, pageSize: number): Promise<number> {
+    let after = NO_UUID;
     let total = 0;
     for (;;) {
       const rows = await sql.unsafe<ProductLoadRow[]>(
-        `SELECT ${PRODUCT_FIELDS} FROM products WHERE active AND id > $1 ORDER BY id LIMIT ${pageSize}`,
+        `SELECT ${PRODUCT_FIELDS} FROM products WHERE ${filter} id > $1 ORDER BY id LIMIT ${pageSize}`,
         [after],
       );
       if (rows.length === 0) break;
@@ -237,9 +272,7 @@ export class SearchService {
       after = rows[rows.length - 1]!.id;
       if (rows.length < pageSize) break;
     }
-    this.horizon = horizon;
-    this.lastCatchUp = Date.now();
-    return { products: total, stores: this.stores.size, ms: Math.round(performance.now() - started) };
+    return total;
   }
 
   /** One string per store slug instead of one per product row: less memory, and Map lookups hit the same string. */
@@ -285,6 +318,8 @@ export class SearchService {
     const docs: SearchDoc[] = [];
     const gone: string[] = [];
     for (const r of rows) {
+      if (r.change_xid) this.appliedXid.set(r.id, r.change_xid);
+      else this.appliedXid.delete(r.id);
       const updatedAt = new Date(r.updated_at).toISOString();
       if (!r.active) {
         if (this.products.has(r.id)) {
@@ -352,14 +387,18 @@ export class SearchService {
     this.releaseRefs();
   }
 
-  /** Re-reads the named products (a `catalog.changed` event); ids no longer in the table are removed. */
-  async refreshProducts(sql: Sql, ids: readonly string[]): Promise<void> {
-    if (ids.length === 0) return;
+  /**
+   * Re-reads the named products (a `catalog.changed` event, the catch-up's changed rows); ids no longer in the table
+   * are removed. Returns how many rows were read.
+   */
+  async refreshProducts(sql: Sql, ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
     const rows = await sql.unsafe<ProductLoadRow[]>(`SELECT ${PRODUCT_FIELDS} FROM products WHERE id = ANY($1::uuid[])`, [ids as string[]]);
     const found = new Set(rows.map((r) => r.id));
     const missing = ids.filter((id) => !found.has(id));
     await this.applyRows(rows);
     await this.removeProducts(missing);
+    return rows.length;
   }
 
   /** Drops products that are no longer in the table, from the snapshot and the engine. */
@@ -368,6 +407,7 @@ export class SearchService {
     for (const id of ids) {
       this.track(this.products.get(id), -1);
       this.forget(id);
+      this.appliedXid.delete(id);
     }
     await this.engine.remove([...ids]);
     this.releaseRefs();
@@ -437,17 +477,39 @@ export class SearchService {
    * transaction below it had ended then, so its writes are in this read; every write this read cannot see comes from
    * a transaction still running then (id >= xmin) or begun later (id >= that snapshot's xmax): the next pass reads
    * it, however long it stayed open. Only a transaction that has written holds the horizon back (ids are assigned at
-   * the first write); while one is open, the catch-ups re-read the rows changed since it began.
+   * the first write), but one in ANY database of the server does (the snapshot is the server's).
    *
-   * `_legacyMarginMs` is ignored: the margin the time watermark needed has no use here (callers written for it).
+   * What a pass costs is bounded by what changed (review RS-3/4): it scans `(change_xid, id)` of the rows in
+   * [horizon, xmax) in keyset pages (an index-only walk, migration 0078), and reads and re-indexes only the rows whose
+   * change_xid differs from the one last applied: a row an event already applied, or one an open writer keeps in the
+   * window pass after pass, is not read again. Rows at or past xmax carry ids this server has not handed out: a
+   * restore from another server (pg_dump copies the data before it creates the trigger) keeps the source's ids. They
+   * are left out (the full load at start-up read them; logged once); when the counter reaches one, the scan finds it
+   * applied already, and a local write of the row gives it a local id.
    */
-  async catchUp(sql: Sql, _legacyMarginMs?: number): Promise<{ products: number }> {
-    const next = await xidHorizon(sql);
-    const rows = this.horizon === null
-      ? await sql.unsafe<ProductLoadRow[]>(`SELECT ${PRODUCT_FIELDS} FROM products`)
-      : await sql.unsafe<ProductLoadRow[]>(`SELECT ${PRODUCT_FIELDS} FROM products WHERE change_xid >= $1::xid8`, [this.horizon]);
-    await this.applyRows(rows);
-    this.horizon = next;
+  async catchUp(sql: Sql): Promise<{ products: number; scanned: number }> {
+    const snap = await xidSnapshot(sql);
+    let read = 0;
+    let scanned = 0;
+    if (this.horizon === null) {
+      read = scanned = await this.loadPages(sql, "", this.catchUpPageSize); // never loaded: every row
+    } else {
+      let after = { xid: this.horizon, id: NO_UUID };
+      for (;;) {
+        const page = await sql<{ id: string; x: string }[]>`
+          SELECT id, change_xid::text AS x FROM products
+          WHERE (change_xid, id) > (${after.xid}::xid8, ${after.id}::uuid) AND change_xid < ${snap.xmax}::xid8
+          ORDER BY change_xid, id LIMIT ${this.catchUpPageSize}`;
+        scanned += page.length;
+        read += await this.refreshProducts(sql, page.filter((r) => this.appliedXid.get(r.id) !== r.x).map((r) => r.id));
+        if (page.length < this.catchUpPageSize) break;
+        const last = page[page.length - 1]!;
+        after = { xid: last.x, id: last.id };
+      }
+      if (!this.aheadLogged) await this.logIdsAhead(sql, snap.xmax);
+      await this.watchHorizon(sql, snap);
+    }
+    this.horizon = snap.xmin;
     // Holds and releases do not move change_xid (a checkout's hold is not a catalog change): the products holding
     // units now, and those that held some when last read, have their stock re-read, so a missed held-stock event is
     // applied within one interval. A scan of the stock columns (no index on reserved_quantity), once per interval.
@@ -465,7 +527,47 @@ export class SearchService {
     for (const slug of [...this.stores.keys()]) if (!seen.has(slug)) this.stores.delete(slug);
     await this.loadSettings(sql, false);
     this.lastCatchUp = Date.now();
-    return { products: rows.length };
+    return { products: read, scanned };
+  }
+
+  /** Says once that products carry transaction ids this server has not handed out yet (a restore), if any do. */
+  private async logIdsAhead(sql: Sql, xmax: string): Promise<void> {
+    const [any] = await sql<{ e: boolean }[]>`SELECT EXISTS (SELECT 1 FROM products WHERE change_xid >= ${xmax}::xid8) AS e`;
+    if (!any!.e) return; // one index probe a pass
+    const [r] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM products WHERE change_xid >= ${xmax}::xid8`;
+    this.aheadLogged = true;
+    log.warn("search catch-up: products carry transaction ids ahead of this server (restored from another server?); the catch-up leaves them out, the start-up load read them", {
+      products: r!.n,
+      serverNextXid: xmax,
+    });
+  }
+
+  /**
+   * Logs (warn) a horizon an open writer has held in place for `stallWarnMs`, naming the session or prepared
+   * transaction that holds it (any database of the server; another role's session shows only with pg_read_all_stats).
+   * While it stays, each pass scans the product rows changed since that transaction began (reads none of them again).
+   */
+  private async watchHorizon(sql: Sql, snap: { xmin: string; xmax: string }): Promise<void> {
+    const now = Date.now();
+    if (snap.xmin !== this.horizon || snap.xmin === snap.xmax) {
+      this.horizonMovedAt = now;
+      return;
+    }
+    const heldMs = now - this.horizonMovedAt;
+    if (heldMs < this.stallWarnMs || now - this.stallWarnedAt < this.stallWarnMs) return;
+    this.stallWarnedAt = now;
+    // pg_stat_activity and pg_prepared_xacts show 32-bit xids: the xmin's low 32 bits
+    const xid32 = (BigInt(snap.xmin) % 4294967296n).toString();
+    const sessions = await sql<{ pid: number; database: string | null; user: string | null; state: string | null; xact_start: Date | null }[]>`
+      SELECT pid, datname AS database, usename AS user, state, xact_start FROM pg_stat_activity WHERE backend_xid::text = ${xid32}`;
+    const prepared = await sql<{ gid: string; database: string; prepared: Date }[]>`
+      SELECT gid, database, prepared FROM pg_prepared_xacts WHERE transaction::text = ${xid32}`;
+    log.warn("search catch-up: the horizon has not moved; an open transaction that wrote holds it back", {
+      horizon: snap.xmin,
+      heldForMs: heldMs,
+      sessions: sessions.map((x) => ({ pid: x.pid, database: x.database, user: x.user, state: x.state, xactStart: x.xact_start?.toISOString() ?? null })),
+      prepared: prepared.map((x) => ({ gid: x.gid, database: x.database, prepared: x.prepared.toISOString() })),
+    });
   }
 
   // ------------------------------------------------------------------------------------------ settings
@@ -533,10 +635,20 @@ export class SearchService {
     return { settings, version, reindexed: this.engine.name === "meilisearch" };
   }
 
-  /** Full rebuild from the database (operator action, or after a settings change an engine cannot apply live). */
+  /**
+   * Full rebuild from the database (operator action, or after a settings change an engine cannot apply live). Runs
+   * in the indexer's queue when there is one: interleaved with a catch-up, a page read before a newer write could be
+   * applied after it and the catch-up could then move the horizon past that write (review RS), and the rebuild's
+   * clearing of the engine could interleave with an event's upsert.
+   */
   async reindex(sql: Sql): Promise<{ products: number; ms: number }> {
-    const r = await this.loadAll(sql);
+    const r = await this.exclusive("reindex", () => this.loadAll(sql));
     return { products: r.products, ms: r.ms };
+  }
+
+  /** The indexer hands its queue here, so `reindex` runs in turn with the events and catch-ups it applies. */
+  serializeWith(run: <T>(what: string, fn: () => Promise<T>) => Promise<T>): void {
+    this.exclusive = run;
   }
 
   // -------------------------------------------------------------------------------------------- query
