@@ -1081,6 +1081,13 @@ function decided(err: ActorError): ActorError {
 }
 
 /**
+ * Lock order across stores (docs/checkout.md "Lock order"): a turn that writes several stores' legs in its one
+ * transaction (holds, settles, cancels) writes them in store-slug order, so two carts listing the same stores in
+ * opposite orders never lock each other's rows the other way round (40P01).
+ */
+const byStoreSlug = (a: { storeId: string }, b: { storeId: string }) => (a.storeId < b.storeId ? -1 : a.storeId > b.storeId ? 1 : 0);
+
+/**
  * Runs the rail for every leg now in `processing`, records the store side, and applies the one session event
  * `settleLegs` decides. Returns the reply, or throws the rollback error after committing the new state.
  */
@@ -1157,7 +1164,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
   const tx = await txOf();
   const changed: Record<string, string[]> = {};
   await Promise.all(
-    pending.map(async (leg) => {
+    [...pending].sort(byStoreSlug).map(async (leg) => {
       const r = results[leg.storeId];
       const orderId = s.orderIds[leg.storeId];
       const reservationId = leg.intentId as string;
@@ -1403,7 +1410,7 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
   const moved = { ...s, ...applyCheckoutEvent(s, event, now) };
   ctx.state.session = moved;
   // Unpaid orders of the session are canceled and their stock released, in this turn's transaction.
-  const unpaid = Object.entries(s.orderIds).filter(([slug]) => s.legs.find((l) => l.storeId === slug)?.status !== "captured");
+  const unpaid = Object.entries(s.orderIds).filter(([slug]) => s.legs.find((l) => l.storeId === slug)?.status !== "captured").sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (unpaid.length) {
     const tx = await ctx.tx();
     await Promise.all(
@@ -1628,7 +1635,7 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
       })),
     };
   };
-  const toBegin = prepared.filter((leg) => leg.status === "processing");
+  const toBegin = prepared.filter((leg) => leg.status === "processing").sort(byStoreSlug);
   const inProgress = (): SessionState => ({ ...s, ...applyCheckoutEvent(s, "begin_payment", now), legs: prepared, orderIds, tokens: { ...s.tokens, ...tokens }, rail, risk: storedRisk(risk) });
   // One store (the common cart): its hold rides in the statement that commits the session IN_PROGRESS.
   if (toBegin.length === 1 && (await beginOneLegRiding(ctx, toBegin[0]!.storeId, legBody(toBegin[0]!), inProgress(), now))) return runPayment(ctx, "charge");
