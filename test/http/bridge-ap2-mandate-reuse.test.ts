@@ -5,9 +5,10 @@
  * cart it is presented for; another cart is MANDATE_LIMIT_EXCEEDED (`violated: cart`).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CompactSign, exportJWK, generateKeyPair, type CryptoKey } from "jose";
+import { CompactSign, generateKeyPair, type CryptoKey } from "jose";
 import { mandateHash } from "../../gateway/bridge/ap2-auth.ts";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import * as ap2 from "../helpers/ap2.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, 26.95, untracked stock
@@ -21,11 +22,7 @@ const userKeys = new Map<string, CryptoKey>();
 async function registerUserKey(k: TestKey): Promise<void> {
   const pair = await generateKeyPair("ES256", { extractable: true });
   userKeys.set(k.id, pair.privateKey);
-  const r = await srv.json(`/api/v1/agent-keys/${k.id}/ap2-user-keys/phone`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${admin}` },
-    body: { jwk: await exportJWK(pair.publicKey) },
-  });
+  const r = await ap2.registerUserKey(srv, admin, k.id, "phone", pair);
   if (r.status !== 200) throw new Error(`user key registration failed: ${r.status} ${JSON.stringify(r.body)}`);
 }
 

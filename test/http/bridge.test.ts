@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CompactSign, exportJWK, generateKeyPair, type CryptoKey } from "jose";
 import { mandateHash } from "../../gateway/bridge/ap2-auth.ts";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
+import * as ap2 from "../helpers/ap2.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, 26.95, untracked stock
@@ -25,14 +26,18 @@ beforeAll(async () => {
   other = await createKey(srv, { scopes: ALL_SCOPES, token: admin });
   const pair = await generateKeyPair("ES256", { extractable: true });
   userKey = pair.privateKey;
-  const r = await registerUserKey(key, "phone", await exportJWK(pair.publicKey));
+  const r = await registerUserKey(key, "phone", pair);
   if (r.status !== 200) throw new Error(`user key registration failed: ${r.status} ${JSON.stringify(r.body)}`);
 }, 120_000);
 afterAll(async () => {
   await srv?.stop();
 });
 
-const registerUserKey = (k: TestKey, kid: string, jwk: unknown, token = admin) =>
+/** Registers the pair's public key as `k`'s AP2 user key `kid`, with its proof of possession (helpers/ap2.ts). */
+const registerUserKey = (k: TestKey, kid: string, pair: { publicKey: CryptoKey; privateKey: CryptoKey }, token = admin, alg = "ES256") =>
+  ap2.registerUserKey(srv, token, k.id, kid, pair, alg);
+/** The registration PUT as sent, without a proof. */
+const putUserKey = (k: TestKey, kid: string, jwk: unknown, token = admin) =>
   srv.json(`/api/v1/agent-keys/${k.id}/ap2-user-keys/${kid}`, { method: "PUT", headers: { authorization: `Bearer ${token}` }, body: { jwk } });
 
 /** AP2 user_authorization: a JWS by the user's device key over the hashes of the mandate's parts. */
@@ -293,7 +298,7 @@ describe("AP2 user authorization", () => {
 
   test("a mandate signed by the user's registered Ed25519 key is accepted too, with its cart mandate signed", async () => {
     const pair = await generateKeyPair("EdDSA", { extractable: true });
-    const reg = await registerUserKey(key, "laptop", await exportJWK(pair.publicKey));
+    const reg = await registerUserKey(key, "laptop", pair, admin, "EdDSA");
     expect(reg.status).toBe(200);
     expect(reg.body.data).toMatchObject({ agent_key_id: key.id, kid: "laptop", alg: "EdDSA" });
     const cartId = await newCart();
@@ -344,14 +349,14 @@ describe("AP2 user authorization", () => {
 
   test("registering a key: a private JWK is 400; another account's agent key is 404 not_found; a removed key no longer verifies", async () => {
     const pair = await generateKeyPair("ES256", { extractable: true });
-    const priv = await registerUserKey(key, "bad", await exportJWK(pair.privateKey));
+    const priv = await putUserKey(key, "bad", await exportJWK(pair.privateKey));
     expect(priv.status).toBe(400);
     expect(priv.body).toMatchObject({ success: false, code: "INVALID_ARGUMENT", details: { field: "jwk.d" } });
     const merchant = await login(srv, merchantLogin("greenleaf-living"));
-    const foreign = await registerUserKey(key, "mine", await exportJWK(pair.publicKey), merchant);
+    const foreign = await putUserKey(key, "mine", await exportJWK(pair.publicKey), merchant);
     expect(foreign.status).toBe(404);
     expect(foreign.body.code).toBe("not_found");
-    expect((await registerUserKey(key, "temp", await exportJWK(pair.publicKey))).status).toBe(200);
+    expect((await registerUserKey(key, "temp", pair)).status).toBe(200);
     const list = await srv.json(`/api/v1/agent-keys/${key.id}/ap2-user-keys`, { headers: { authorization: `Bearer ${admin}` } });
     expect(list.body.data.map((k: { kid: string }) => k.kid)).toContain("temp");
     const del = await srv.json(`/api/v1/agent-keys/${key.id}/ap2-user-keys/temp`, { method: "DELETE", headers: { authorization: `Bearer ${admin}` } });
