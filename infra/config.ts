@@ -67,6 +67,11 @@ export const CONFIG_VARS = {
   SPEC005_KYAI_GATE_MODE: { schema: T.Union([T.Literal("observe"), T.Literal("enforce")]), default: "observe", doc: "Risk gate before settlement: observe or enforce." },
   SPEC005_X402_CONFIG_ENFORCED: { schema: Bool, default: false, doc: "Refuse a mismatched x402 merchant_wallet_address instead of overriding it." },
   X402_FACILITATOR_ALLOWLIST: { schema: T.String(), default: "", doc: "Comma-separated facilitator origins callers may name." },
+  X402_CAPTURE_CONFIRMATIONS: {
+    schema: T.Integer({ minimum: 1, maximum: 1000 }),
+    default: 3,
+    doc: "Blocks (the transfer's own counted) an x402 transfer must be deep before its order is paid, for stores with an rpc_url; 1 = mined. Until then the checkout answers 503 SETTLEMENT_UNKNOWN and is reconciled.",
+  },
   SECRET_KEY: {
     schema: T.String(),
     default: "",

@@ -9,7 +9,9 @@
  *   window, nonce never used) and the facilitator's /verify. Each passing payload is stored as a prepared
  *   authorization (`x402_authorizations`) whose id is the leg's `paymentToken` ("x402:<token id>").
  * - `X402Rail.charge(intent)`: records the intent (`x402_intents`, state recorded) BEFORE the facilitator is
- *   called, claims the nonce atomically for that intent (`x402_nonces`), then /settle. FAILED only when nothing
+ *   called, claims the nonce atomically for that intent (`x402_nonces`), then /settle. A `success` is CAPTURED only
+ *   once the chain shows the transfer X402_CAPTURE_CONFIRMATIONS deep when the store has an `rpc_url` (until then
+ *   `unknown`, `awaiting_confirmations`: a reorg can still drop it, audit V3); without one, at once. FAILED only when nothing
  *   can have moved: the first send never left (connection refused), the facilitator refused it before any
  *   broadcast, or the chain shows the nonce unused and no longer usable. Anything else (timeout, lost connection,
  *   a refusal that can follow the broadcast) leaves the intent `unknown` and throws UPSTREAM_UNAVAILABLE, which
@@ -22,7 +24,7 @@
  */
 import { Type as T } from "@sinclair/typebox";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
-import { createPublicClient, encodeEventTopics, http, parseAbi, parseAbiItem, toEventSelector, toHex, type Address, type Hex } from "viem";
+import { createPublicClient, encodeEventTopics, http, TransactionReceiptNotFoundError, parseAbi, parseAbiItem, toEventSelector, toHex, type Address, type Hex } from "viem";
 import type { Sql } from "../../infra/db.ts";
 import type { BootHook } from "../../infra/boot-hooks.ts";
 import type { Logger } from "../../infra/log.ts";
@@ -60,6 +62,20 @@ export const LOG_SEARCH_MAX_CHUNKS = 3;
  */
 export const EXPIRY_CONFIRMATIONS = 2n;
 /**
+ * The reason of an intent whose transfer is on chain (the facilitator's `success`, or its `AuthorizationUsed` log found
+ * by a reconciliation) but not yet X402_CAPTURE_CONFIRMATIONS blocks deep (infra/config.ts): a reorg can still drop it,
+ * leaving the merchant unpaid and the authorization usable again (audit V3). The intent stays `unknown` with the
+ * transaction recorded; the cart answers SETTLEMENT_UNKNOWN and its reconcile reminder looks again. Should the
+ * transfer vanish meanwhile, the next look finds the nonce unused and re-sends the same authorization (it can land
+ * once), or fails the intent once the chain shows it expired: never paid on a transfer that is gone.
+ */
+export const AWAITING_CONFIRMATIONS_REASON = "awaiting_confirmations";
+/** How long a settle waits, within its own turn, for the transfer to get deep enough before answering SETTLEMENT_UNKNOWN. */
+export const EXTRAS_X402_CONFIRM_WAIT_MS = "x402.confirmWaitMs";
+export const DEFAULT_CONFIRM_WAIT_MS = 6_000;
+/** Between two depth checks of that wait. */
+const CONFIRM_POLL_MS = 1_000;
+/**
  * Without a chain our clock is the only judge of expiry, and it may run ahead of the chain's: an authorization is
  * expired for us this long after its validBefore (stores without an rpc_url only).
  */
@@ -85,7 +101,15 @@ export const SPENT_UNCONFIRMED_REASON = "nonce_spent_transfer_not_found";
  */
 export const FACILITATOR_NONCE_USED_REASON = "facilitator_nonce_already_used";
 
-type UnresolvedReason = typeof UNRESOLVED_REASON | typeof SPENT_UNCONFIRMED_REASON | typeof FACILITATOR_NONCE_USED_REASON;
+/**
+ * The reason of an intent that was captured (its transfer seen X402_CAPTURE_CONFIRMATIONS deep) and whose transaction a
+ * later look finds gone from the chain (a reorg deeper than that, or a capture recorded before the depth rule): a
+ * reconciliation that reaches it (the cart's leg not settled yet) gets `unresolved`, and the cart flags the order for
+ * the merchant instead of paying it (audit V3). The intent goes back to `unknown`; it is never re-sent on its own.
+ */
+export const CAPTURE_VANISHED_REASON = "captured_transaction_not_on_chain";
+
+type UnresolvedReason = typeof UNRESOLVED_REASON | typeof SPENT_UNCONFIRMED_REASON | typeof FACILITATOR_NONCE_USED_REASON | typeof CAPTURE_VANISHED_REASON;
 
 /**
  * How long the gateway waits for a cart turn that settles x402 legs (legs settle in parallel): the settle deadline
@@ -94,11 +118,12 @@ type UnresolvedReason = typeof UNRESOLVED_REASON | typeof SPENT_UNCONFIRMED_REAS
  * CHAIN_LOOK_TIMEOUT_MS) plus a margin for the database. Longer than the settle deadline, so a slow facilitator gives
  * the agent the documented 503 SETTLEMENT_UNKNOWN, not the caller's own timeout (payments audit B2 F3). A turn that
  * first waits behind another (the session timer's reconcile) can still run past it: the gateway then answers the
- * same 503 itself (x402-checkout.ts, review R4-2). 35 s with the defaults; the HTTP server's idle timeout is above it
+ * same 503 itself (x402-checkout.ts, review R4-2). The wait for the transfer's depth after a `success`
+ * (confirmWaitMs) is in it too. 41 s with the defaults; the HTTP server's idle timeout is above it
  * (gateway/boot.ts SERVER_IDLE_TIMEOUT_S).
  */
 export function x402AskTimeoutMs(timeouts: X402Timeouts): number {
-  return timeouts.settleMs + 4 * CHAIN_LOOK_TIMEOUT_MS + 4_000;
+  return timeouts.settleMs + timeouts.confirmWaitMs + 4 * CHAIN_LOOK_TIMEOUT_MS + 4_000;
 }
 
 /**
@@ -133,9 +158,53 @@ export function isRefusedBeforeBroadcast(errorReason: string): boolean {
   return REFUSED_BEFORE_BROADCAST.has(errorReason);
 }
 
+/**
+ * Our own sentence for each refusal reason a facilitator gives (its `invalidReason` / `errorReason`), for the agent's
+ * error message. The facilitator's own `invalidMessage` is never passed on: @x402/evm fills it with viem's error
+ * text (library version, the contract call's arguments, the payer's signature), about 1.3 KB of another stack's
+ * internals (audit V4). It goes to a debug log line only, truncated (FACILITATOR_TEXT_LOG_CHARS).
+ */
+const REFUSAL_MESSAGES: Readonly<Record<string, string>> = {
+  invalid_exact_evm_scheme: "the payment is not for the exact scheme",
+  invalid_exact_evm_network_mismatch: "the payment is for another network",
+  invalid_exact_evm_missing_eip712_domain: "the payment requirements lack the token's EIP-712 domain",
+  invalid_exact_evm_recipient_mismatch: "the authorization pays another address than the merchant's wallet",
+  invalid_exact_evm_signature: "the authorization's signature does not match its payer",
+  invalid_exact_evm_failed_to_parse_signature: "the authorization's signature cannot be read",
+  invalid_exact_evm_payload_authorization_valid_before: "the authorization expires too soon or has expired",
+  invalid_exact_evm_payload_authorization_valid_after: "the authorization is not valid yet",
+  invalid_exact_evm_authorization_value: "the authorization's amount is not the amount due",
+  invalid_exact_evm_payload_authorization_value_mismatch: "the authorization's amount is not the amount due",
+  invalid_exact_evm_token_name_mismatch: "the authorization was signed for another token name",
+  invalid_exact_evm_token_version_mismatch: "the authorization was signed for another token version",
+  invalid_exact_evm_eip3009_not_supported: "the token does not support EIP-3009 transfers",
+  invalid_exact_evm_insufficient_balance: "the payer's balance is below the amount",
+  invalid_exact_evm_nonce_already_used: "this authorization's nonce has already been used",
+  invalid_exact_evm_transaction_simulation_failed: "the token refused the transfer in simulation (balance, nonce or validity)",
+  invalid_exact_evm_transaction_failed: "the transfer transaction failed",
+  invalid_exact_evm_transfer_event_mismatch: "the transfer on chain does not match the authorization",
+  asset_not_deployed_contract: "the asset is not a deployed contract on this network",
+  unsupported_payload_type: "the payment payload type is not supported",
+  eip6492_factory_not_allowed: "the smart-wallet factory of the signature is not allowed",
+  invalid_scheme: "the payment scheme is not supported",
+  invalid_network: "the payment's network is not supported",
+  invalid_payload: "the payment payload is malformed",
+  invalid_payment_requirements: "the payment requirements were refused",
+};
+
+/** How much of a facilitator's own refusal text a debug log line keeps. */
+export const FACILITATOR_TEXT_LOG_CHARS = 300;
+
+/** The agent-facing sentence for a facilitator refusal reason; an unknown reason is named, never explained by its text. */
+export function refusalMessage(reason: string): string {
+  return REFUSAL_MESSAGES[reason] ?? `the facilitator refused the payment (${reason})`;
+}
+
 export interface X402Timeouts {
   settleMs: number;
   verifyMs: number;
+  /** The in-turn wait for the transfer's depth (EXTRAS_X402_CONFIRM_WAIT_MS). */
+  confirmWaitMs: number;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -197,7 +266,7 @@ export type PrepareOutcome =
  */
 export async function prepareX402Authorizations(
   sql: Sql,
-  input: { cartId: string; agentKeyId: string; resourceUrl: string; legs: LegToPay[]; timeouts: X402Timeouts; nowSeconds?: number },
+  input: { cartId: string; agentKeyId: string; resourceUrl: string; legs: LegToPay[]; timeouts: X402Timeouts; nowSeconds?: number; log?: Logger },
 ): Promise<PrepareOutcome> {
   const nonces = new PgNonceStore(sql);
   const seenNonces = new Set<string>();
@@ -214,8 +283,15 @@ export async function prepareX402Authorizations(
     const client = createFacilitatorClient({ url: leg.config.facilitatorUrl, timeoutMs: input.timeouts.verifyMs });
     const wire = facilitatorBodies(leg.config.facilitatorVersion, leg.payload, leg.requirements, input.resourceUrl);
     const verified = await client.verify(wire.payload, wire.requirements);
-    if (verified.isValid) passed.push(leg);
-    else refused.push({ storeId: leg.storeId, reason: verified.invalidReason ?? "verify_failed", message: verified.invalidMessage ?? "the facilitator refused the payment" });
+    if (verified.isValid) {
+      passed.push(leg);
+      continue;
+    }
+    const reason = verified.invalidReason ?? "verify_failed";
+    if (verified.invalidMessage) {
+      input.log?.debug("x402 facilitator refusal text", { storeId: leg.storeId, reason, text: verified.invalidMessage.slice(0, FACILITATOR_TEXT_LOG_CHARS) });
+    }
+    refused.push({ storeId: leg.storeId, reason, message: refusalMessage(reason) });
   }
   if (passed.length === 0) {
     const first = refused[0]!;
@@ -308,6 +384,8 @@ export class X402Rail implements PaymentRail {
     private readonly timeouts: () => X402Timeouts,
     private readonly log?: Logger,
     private readonly nowMs: () => number = Date.now,
+    /** Blocks, the transfer's own included, before an x402 transfer counts as captured (stores with an rpc_url). */
+    private readonly captureConfirmations: bigint = 1n,
   ) {
     this.nonces = new PgNonceStore(sql);
   }
@@ -361,10 +439,13 @@ export class X402Rail implements PaymentRail {
   async lookup(intentId: string): Promise<LookupResult> {
     const row = await this.load(intentId);
     if (!row) return { status: "unknown", intentId };
+    if (row.state === "captured" && (await this.captureVanished(row))) return this.unresolved(row, CAPTURE_VANISHED_REASON);
     if (row.state === "captured" || row.state === "failed") return this.resume(row);
     const decided = await this.decideOnChain(row);
     if (decided === SPENT_UNCONFIRMED) return this.unresolved(row, SPENT_UNCONFIRMED_REASON);
+    if (decided === CONFIRMING) return { status: "unknown", intentId };
     if (decided) return decided;
+    if (row.error_reason === CAPTURE_VANISHED_REASON) return this.unresolved(row, CAPTURE_VANISHED_REASON);
     if (this.facilitatorSaidUsed(row)) return this.unresolved(row, FACILITATOR_NONCE_USED_REASON);
     if (this.expiredWithoutChain(row)) return this.unresolved(row, UNRESOLVED_REASON);
     return { status: "unknown", intentId };
@@ -413,7 +494,19 @@ export class X402Rail implements PaymentRail {
     // Spent, but not provably by a transfer: never re-sent (the token refuses it), never paid; the cart's lookup after
     // this throw escalates it for the merchant.
     if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
+    // On chain, not deep yet: nothing to re-send (the token would refuse the used nonce); the reminder looks again.
+    if (decided === CONFIRMING) return this.unknown(row, AWAITING_CONFIRMATIONS_REASON);
     if (decided) return decided;
+    // Escalated to the merchant (lookup): the merchant decides, nothing is sent on its own.
+    if (row.error_reason === CAPTURE_VANISHED_REASON) return this.unknown(row, CAPTURE_VANISHED_REASON);
+    if (row.error_reason === AWAITING_CONFIRMATIONS_REASON && row.transaction_hash) {
+      // The facilitator's transfer was seen (or reported) and its nonce is unused again: a reorg dropped it. The same
+      // authorization is sent again below; it can land once, and is never counted paid until it is deep.
+      this.log?.warn("x402 transfer no longer on chain before it was deep enough (reorg); re-sending the same authorization", {
+        intentId: row.intent_id,
+        transaction: row.transaction_hash,
+      });
+    }
     // The facilitator already answered a re-send `nonce_already_used`: another would only say it again.
     if (this.facilitatorSaidUsed(row)) return this.unknown(row, FACILITATOR_NONCE_USED_REASON);
     if (this.expiredWithoutChain(row)) {
@@ -431,11 +524,12 @@ export class X402Rail implements PaymentRail {
    * What the chain proves about an intent not final yet: its nonce used by a transfer (the `AuthorizationUsed` log
    * found) → captured with that transaction; never used and no longer usable (cancelled by the payer: the
    * `AuthorizationCanceled` log, or unused at a confirmed block past `validBefore` by the chain's own clock) → failed.
+   * CONFIRMING when the transfer's log is found but fewer than X402_CAPTURE_CONFIRMATIONS blocks deep (audit V3).
    * SPENT_UNCONFIRMED when the nonce is spent but neither log can be read: used or cancelled, nobody can say, so it is
    * neither paid nor failed (the caller escalates it; review P4). null when the chain proves nothing (still usable, or
    * no chain to ask).
    */
-  private async decideOnChain(row: IntentRow): Promise<ChargeResult | typeof SPENT_UNCONFIRMED | null> {
+  private async decideOnChain(row: IntentRow): Promise<ChargeResult | typeof SPENT_UNCONFIRMED | typeof CONFIRMING | null> {
     const onChain = await this.chainState(row);
     if (!onChain) return null;
     if (onChain.used) {
@@ -447,6 +541,13 @@ export class X402Rail implements PaymentRail {
         return SPENT_UNCONFIRMED;
       }
       const tx = onChain.transaction;
+      if (onChain.confirmations < this.captureConfirmations) {
+        // Used by this transfer, but a reorg can still drop it (audit V3): recorded, not captured; looked at again.
+        if (row.error_reason !== AWAITING_CONFIRMATIONS_REASON || row.transaction_hash !== tx) {
+          await this.finish(row.intent_id, "unknown", tx, AWAITING_CONFIRMATIONS_REASON);
+        }
+        return CONFIRMING;
+      }
       await this.finish(row.intent_id, "captured", tx, null);
       this.log?.info("x402 settlement reconciled on chain", { intentId: row.intent_id, transaction: tx });
       return this.captured(row, tx);
@@ -460,6 +561,36 @@ export class X402Rail implements PaymentRail {
     // Nothing moved under this authorization, and nothing can move any more.
     await this.finish(row.intent_id, "failed", null, reason);
     return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason };
+  }
+
+  /**
+   * A captured intent whose transaction the chain no longer has (receipt absent or not this transfer), read within one
+   * look; its state goes back to `unknown` with CAPTURE_VANISHED_REASON. An unreadable chain, a store without an
+   * rpc_url, or a merchant-accepted capture (`x402:<nonce>`) proves nothing: false.
+   */
+  private async captureVanished(row: IntentRow): Promise<boolean> {
+    if (!row.rpc_url || !row.transaction_hash?.startsWith("0x")) return false;
+    const client = chainClient(row.rpc_url);
+    const proof = await withinLook(readReceipt(client, row, row.transaction_hash)).catch(() => ({ kind: "unreadable" as const }));
+    if (proof.kind !== "absent") return false;
+    await this.sql`UPDATE x402_intents SET state = 'unknown', error_reason = ${CAPTURE_VANISHED_REASON}, updated_at = now()
+                   WHERE intent_id = ${row.intent_id} AND state = 'captured'`;
+    this.log?.warn("x402 captured transaction no longer on chain; escalated to the merchant", { intentId: row.intent_id, transaction: row.transaction_hash });
+    return true;
+  }
+
+  /**
+   * decideOnChain, repeated while the transfer is on chain but not deep enough, for at most the confirm wait
+   * (EXTRAS_X402_CONFIRM_WAIT_MS): on a chain with short blocks the agent gets its 200 in the same call; past the
+   * wait it gets SETTLEMENT_UNKNOWN and the reconcile reminder finishes the job.
+   */
+  private async decideWhenDeep(row: IntentRow): Promise<Awaited<ReturnType<X402Rail["decideOnChain"]>>> {
+    const until = Date.now() + this.timeouts().confirmWaitMs;
+    for (;;) {
+      const decided = await this.decideOnChain(row);
+      if (decided !== CONFIRMING || Date.now() + CONFIRM_POLL_MS > until) return decided;
+      await Bun.sleep(CONFIRM_POLL_MS);
+    }
   }
 
   /** Past `validBefore` (with the clock-skew margin) by our clock: the judge only when there is no chain to ask. */
@@ -523,6 +654,8 @@ export class X402Rail implements PaymentRail {
         check:
           reason === FACILITATOR_NONCE_USED_REASON
             ? "The facilitator reports this authorization's nonce already used, but not whether by the transfer or by the payer's cancelAuthorization (no chain is configured to tell). Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; an AuthorizationCanceled event instead, or no such transfer, refund (nothing was paid)."
+            : reason === CAPTURE_VANISHED_REASON
+            ? "This payment's transfer was recorded, then not found on chain any more (a chain reorganisation). Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was paid)."
             : reason === SPENT_UNCONFIRMED_REASON
             ? "The chain shows this authorization's nonce spent, but not whether by the transfer or by the payer's cancelAuthorization. Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; an AuthorizationCanceled event instead, or no such transfer, refund (nothing was paid)."
             : "Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was captured).",
@@ -572,8 +705,19 @@ export class X402Rail implements PaymentRail {
       return this.unknown(row, "settle_outcome_unknown", err);
     }
     if (res.success) {
-      await this.finish(row.intent_id, "captured", res.transaction, null);
-      return this.captured(row, res.transaction);
+      if (!row.rpc_url) {
+        // No chain to read: the facilitator's word is the only witness (docs/x402.md "Without an rpc_url").
+        await this.finish(row.intent_id, "captured", res.transaction, null);
+        return this.captured(row, res.transaction);
+      }
+      // A transfer in the head block is not money yet: a reorg can drop it (audit V3). Recorded with its transaction
+      // and not captured until the chain shows its AuthorizationUsed log X402_CAPTURE_CONFIRMATIONS deep; the
+      // facilitator's hash is never trusted alone (the log is searched by the nonce).
+      await this.finish(row.intent_id, "unknown", res.transaction, AWAITING_CONFIRMATIONS_REASON);
+      const decided = await this.decideWhenDeep({ ...row, state: "unknown", transaction_hash: res.transaction ?? row.transaction_hash, error_reason: AWAITING_CONFIRMATIONS_REASON });
+      if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
+      if (decided && decided !== CONFIRMING) return decided;
+      return this.unknown(row, AWAITING_CONFIRMATIONS_REASON);
     }
     const reason = res.errorReason ?? "settle_failed";
     // A refusal that names a transaction is not a pre-broadcast one, whatever its reason (review R4-6).
@@ -584,12 +728,14 @@ export class X402Rail implements PaymentRail {
       // Spent without a readable transfer or cancellation: not failed (it may have paid), not paid (it may have been
       // cancelled): escalated like any other (review P4).
       if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
+      if (decided === CONFIRMING) return this.unknown(row, AWAITING_CONFIRMATIONS_REASON);
       if (decided) return decided;
       await this.finish(row.intent_id, "failed", null, reason);
       return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason };
     }
     const decided = await this.decideOnChain(row);
     if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
+    if (decided === CONFIRMING) return this.unknown(row, AWAITING_CONFIRMATIONS_REASON);
     if (decided) return decided;
     if (/nonce_already_used/.test(reason) && !row.rpc_url) {
       // No chain to ask: the facilitator says the nonce is spent, which is as true of the payer's cancelAuthorization
@@ -624,19 +770,24 @@ export class X402Rail implements PaymentRail {
       const used = await readAuthorizationState(client, row);
       if (used) {
         usedSeen = true;
+        // The transaction the facilitator named, read by its receipt: one call, and no eth_getLogs (which some RPCs
+        // refuse). Only a successful receipt carrying this nonce's AuthorizationUsed log counts.
+        const named = row.transaction_hash?.startsWith("0x") ? await receiptProof(client, row, row.transaction_hash) : null;
+        if (named) return { used: true, cancelled: false, expired: false, transaction: named.transaction, confirmations: named.confirmations };
         const found = await chainLogSearch(client, row, this.log);
-        if (found.kind === "cancelled") return { used: false, cancelled: true, expired: false, transaction: null };
-        return { used: true, cancelled: false, expired: false, transaction: found.kind === "used" ? found.transaction : null };
+        if (found.kind === "cancelled") return { used: false, cancelled: true, expired: false, transaction: null, confirmations: 0n };
+        if (found.kind === "used") return { used: true, cancelled: false, expired: false, transaction: found.transaction, confirmations: found.confirmations };
+        return { used: true, cancelled: false, expired: false, transaction: null, confirmations: 0n };
       }
       // Our clock only saves the reads while the authorization is plainly still valid; the chain decides expiry.
-      if (Math.floor(this.nowMs() / 1000) < Number(row.valid_before)) return { used: false, cancelled: false, expired: false, transaction: null };
+      if (Math.floor(this.nowMs() / 1000) < Number(row.valid_before)) return { used: false, cancelled: false, expired: false, transaction: null, confirmations: 0n };
       const head = await client.getBlockNumber();
-      if (head < EXPIRY_CONFIRMATIONS) return { used: false, cancelled: false, expired: false, transaction: null };
+      if (head < EXPIRY_CONFIRMATIONS) return { used: false, cancelled: false, expired: false, transaction: null, confirmations: 0n };
       const settled = await client.getBlock({ blockNumber: head - EXPIRY_CONFIRMATIONS });
-      if (settled.timestamp < BigInt(row.valid_before)) return { used: false, cancelled: false, expired: false, transaction: null };
+      if (settled.timestamp < BigInt(row.valid_before)) return { used: false, cancelled: false, expired: false, transaction: null, confirmations: 0n };
       const usedThen = await readAuthorizationState(client, row, settled.number ?? head - EXPIRY_CONFIRMATIONS);
       if (usedThen) return null; // used after all (a node that answered from another height): the next look finds it
-      return { used: false, cancelled: false, expired: true, transaction: null };
+      return { used: false, cancelled: false, expired: true, transaction: null, confirmations: 0n };
     };
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
@@ -649,7 +800,7 @@ export class X402Rail implements PaymentRail {
     } catch (err) {
       this.log?.warn("x402 chain read failed during reconciliation", { intentId: row.intent_id, error: err as Error });
       // The nonce was seen used before the look ran out: spent, the transaction just not found in time.
-      return usedSeen ? { used: true, cancelled: false, expired: false, transaction: null } : null;
+      return usedSeen ? { used: true, cancelled: false, expired: false, transaction: null, confirmations: 0n } : null;
     } finally {
       clearTimeout(timer);
     }
@@ -658,6 +809,8 @@ export class X402Rail implements PaymentRail {
 
 /** decideOnChain's answer for a nonce spent while neither its transfer nor its cancellation can be read. */
 const SPENT_UNCONFIRMED = "spent_unconfirmed" as const;
+/** decideOnChain's answer for a transfer found on chain but not yet X402_CAPTURE_CONFIRMATIONS deep. */
+const CONFIRMING = "confirming" as const;
 
 interface ChainState {
   used: boolean;
@@ -665,6 +818,8 @@ interface ChainState {
   /** Unused at a confirmed block whose timestamp is past validBefore: the token will never accept it. */
   expired: boolean;
   transaction: string | null;
+  /** Blocks from the transfer's (its own counted) to the head; 0 when no transfer was found. */
+  confirmations: bigint;
 }
 
 type ChainClient = ReturnType<typeof createPublicClient>;
@@ -682,6 +837,65 @@ async function readAuthorizationState(client: ChainClient, row: IntentRow, block
     args: [row.payer as Address, row.nonce as Hex],
     ...(blockNumber !== undefined ? { blockNumber } : {}),
   });
+}
+
+/**
+ * The receipt of `hash` as proof of this intent's transfer: mined successfully on the chain as it is now, with the
+ * token's `AuthorizationUsed(payer, nonce)` log. null when there is no such receipt (not mined, dropped by a reorg,
+ * another transaction) or it cannot be read.
+ */
+async function receiptProof(client: ChainClient, row: { asset: string; payer: string; nonce: string }, hash: string): Promise<{ transaction: string; confirmations: bigint } | null> {
+  const read = await readReceipt(client, row, hash);
+  return read.kind === "proof" ? read : null;
+}
+
+/** Bounds one chain look (CHAIN_LOOK_TIMEOUT_MS), whatever its number of reads. */
+async function withinLook<T>(p: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`chain look exceeded ${CHAIN_LOOK_TIMEOUT_MS} ms`)), CHAIN_LOOK_TIMEOUT_MS)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * `hash`'s receipt as proof of the intent's transfer: `proof` (mined successfully, with the nonce's AuthorizationUsed
+ * log from the token), `absent` (no receipt on the chain as it is now, a reverted one, or another transaction),
+ * `unreadable` (the RPC failed: proves nothing).
+ */
+async function readReceipt(
+  client: ChainClient,
+  row: { asset: string; payer: string; nonce: string },
+  hash: string,
+): Promise<{ kind: "proof"; transaction: string; confirmations: bigint } | { kind: "absent" } | { kind: "unreadable" }> {
+  try {
+    let receipt: Awaited<ReturnType<ChainClient["getTransactionReceipt"]>>;
+    try {
+      receipt = await client.getTransactionReceipt({ hash: hash as Hex });
+    } catch (err) {
+      return err instanceof TransactionReceiptNotFoundError ? { kind: "absent" } : { kind: "unreadable" };
+    }
+    if (receipt.status !== "success") return { kind: "absent" };
+    const [usedTopic, authorizerTopic, nonceTopic] = encodeEventTopics({
+      abi: [AUTHORIZATION_USED],
+      eventName: "AuthorizationUsed",
+      args: { authorizer: row.payer as Address, nonce: row.nonce as Hex },
+    });
+    const ours = receipt.logs.some(
+      (l) =>
+        l.address.toLowerCase() === row.asset.toLowerCase() &&
+        l.topics[0]?.toLowerCase() === String(usedTopic).toLowerCase() &&
+        l.topics[1]?.toLowerCase() === String(authorizerTopic).toLowerCase() &&
+        l.topics[2]?.toLowerCase() === String(nonceTopic).toLowerCase(),
+    );
+    if (!ours) return { kind: "absent" };
+    const head = await client.getBlockNumber();
+    const confirmations = head - receipt.blockNumber + 1n;
+    return { kind: "proof", transaction: receipt.transactionHash, confirmations: confirmations > 0n ? confirmations : 0n };
+  } catch {
+    return { kind: "unreadable" };
+  }
 }
 
 /**
@@ -710,7 +924,7 @@ export async function chainLogSearch(
   client: ChainClient,
   row: { asset: string; payer: string; nonce: string; from_block?: string | null; intent_id?: string },
   log?: Logger,
-): Promise<{ kind: "used"; transaction: string | null } | { kind: "cancelled" } | { kind: "none" } | { kind: "unreadable" }> {
+): Promise<{ kind: "used"; transaction: string | null; confirmations: bigint } | { kind: "cancelled" } | { kind: "none" } | { kind: "unreadable" }> {
   const head = await client.getBlockNumber();
   const span = LOG_SEARCH_CHUNK_BLOCKS * BigInt(LOG_SEARCH_MAX_CHUNKS);
   let from = row.from_block != null ? BigInt(row.from_block) : head >= span ? head - span + 1n : 0n;
@@ -725,7 +939,7 @@ export async function chainLogSearch(
     const lo = from + BigInt(i) * LOG_SEARCH_CHUNK_BLOCKS;
     if (lo > head) break;
     const hi = lo + LOG_SEARCH_CHUNK_BLOCKS - 1n < head ? lo + LOG_SEARCH_CHUNK_BLOCKS - 1n : head;
-    let logs: { topics: Hex[]; transactionHash: Hex | null }[];
+    let logs: { topics: Hex[]; transactionHash: Hex | null; blockNumber: Hex | null }[];
     try {
       logs = await client.request({
         method: "eth_getLogs",
@@ -736,7 +950,11 @@ export async function chainLogSearch(
       return { kind: "unreadable" };
     }
     const used = logs.find((l) => l.topics[0]?.toLowerCase() === String(usedTopic).toLowerCase());
-    if (used) return { kind: "used", transaction: used.transactionHash ?? null };
+    if (used) {
+      // The log's block on the chain as it is now (a reorged-out transfer has no log): its depth is the capture's.
+      const confirmations = used.blockNumber ? head - BigInt(used.blockNumber) + 1n : 0n;
+      return { kind: "used", transaction: used.transactionHash ?? null, confirmations: confirmations > 0n ? confirmations : 0n };
+    }
     if (logs.some((l) => l.topics[0]?.toLowerCase() === canceledTopic.toLowerCase())) return { kind: "cancelled" };
   }
   return { kind: "none" };
@@ -761,7 +979,13 @@ export const x402BootHook: BootHook = {
     registerRail(
       services.sql,
       "x402",
-      new X402Rail(services.sql, () => x402Timeouts(services.extras), services.log.child({ component: "x402-rail" }), () => services.clock.now()),
+      new X402Rail(
+        services.sql,
+        () => x402Timeouts(services.extras),
+        services.log.child({ component: "x402-rail" }),
+        () => services.clock.now(),
+        BigInt(services.config.X402_CAPTURE_CONFIRMATIONS),
+      ),
     );
     return async () => uninstallWallet();
   },
@@ -771,5 +995,6 @@ export function x402Timeouts(extras: Map<string, unknown>): X402Timeouts {
   return {
     settleMs: (extras.get(EXTRAS_X402_SETTLE_TIMEOUT_MS) as number | undefined) ?? DEFAULT_SETTLE_TIMEOUT_MS,
     verifyMs: (extras.get(EXTRAS_X402_VERIFY_TIMEOUT_MS) as number | undefined) ?? DEFAULT_VERIFY_TIMEOUT_MS,
+    confirmWaitMs: (extras.get(EXTRAS_X402_CONFIRM_WAIT_MS) as number | undefined) ?? DEFAULT_CONFIRM_WAIT_MS,
   };
 }

@@ -23,7 +23,9 @@ import {
   encodePaymentResponse,
   paymentRequiredHeaders,
   parsePaymentPayload,
+  PAYMENT_SIGNATURE_HEADER,
   readPaymentHeader,
+  X_PAYMENT_HEADER,
 } from "../../actors/payments/x402-challenge.ts";
 import {
   legRequirements,
@@ -178,7 +180,24 @@ async function completedAnswer(deps: X402Deps, reply: Extract<CompleteReply, { s
   };
 }
 
+/**
+ * At most one source of payment per request: a body `x402_payload`, a `PAYMENT-SIGNATURE` / `X-PAYMENT` header, or
+ * `pay_with_wallet`. With two, one used to win silently and the other was never charged nor remembered, so it stayed
+ * valid and could pay another cart later (audit V, "Also seen"): refused before anything is asked or sent.
+ */
+function refuseTwoPayments(req: X402CheckoutRequest): void {
+  const sources = [
+    req.payload !== undefined && req.payload !== null ? "x402_payload" : null,
+    req.headers.get(PAYMENT_SIGNATURE_HEADER) !== null ? PAYMENT_SIGNATURE_HEADER : req.headers.get(X_PAYMENT_HEADER) !== null ? X_PAYMENT_HEADER : null,
+    req.payWithWallet ? "pay_with_wallet" : null,
+  ].filter((s): s is string => s !== null);
+  if (sources.length > 1) {
+    throw fail("INVALID_ARGUMENT", `One request carries one payment; this one has ${sources.join(" and ")}. Send only one.`, { field: "x402_payload", payment_sources: sources });
+  }
+}
+
 export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest): Promise<HttpAnswer> {
+  refuseTwoPayments(req);
   const common = {
     keyId: req.keyId,
     rail: "x402" as const,
@@ -250,6 +269,7 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
     resourceUrl: `${deps.siteUrl}/api/v1/agent/checkout`,
     legs: toPay,
     timeouts: x402Timeouts(deps.extras),
+    log: deps.log,
   });
   if (!prepared.ok) {
     deps.log.info("x402 payment refused before settlement", { cartId: req.cartId, merchantSlug: prepared.storeId, reason: prepared.reason });

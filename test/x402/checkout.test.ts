@@ -31,7 +31,9 @@ let x402Config: Record<string, string>;
 
 beforeAll(async () => {
   devnet = await startDevnet();
-  srv = await startServer({ seed: true, config: { X402_FACILITATOR_ALLOWLIST: devnet.facilitator.url } });
+  // Anvil mines a block per transaction and none in between: a transfer counts once mined (capture-confirmations.test.ts
+  // tests the depth).
+  srv = await startServer({ seed: true, config: { X402_FACILITATOR_ALLOWLIST: devnet.facilitator.url, X402_CAPTURE_CONFIRMATIONS: 1 } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   merchant = acct(5);
   greenWallet = acct(6);

@@ -52,7 +52,13 @@ export function payerOf(devnet: Devnet, i: number): DevAccount {
 export async function startX402Env(opts: { rpcUrl: "devnet" | null; fund: number[]; config?: Partial<Config>; boot?: Omit<BootOptions, "config"> }): Promise<X402Env> {
   const devnet = await startDevnet();
   const proxy = await startFacilitatorProxy(devnet.facilitator.url);
-  const srv = await startServer({ seed: true, config: { ...opts.config, X402_FACILITATOR_ALLOWLIST: proxy.url }, ...(opts.boot ? { boot: opts.boot } : {}) });
+  // Anvil mines a block per transaction and none in between: a transfer is captured once mined (1) unless a file
+  // asks for more depth and mines the blocks itself (capture-confirmations.test.ts).
+  const srv = await startServer({
+    seed: true,
+    config: { X402_CAPTURE_CONFIRMATIONS: 1, ...opts.config, X402_FACILITATOR_ALLOWLIST: proxy.url },
+    ...(opts.boot ? { boot: opts.boot } : {}),
+  });
   const key = await createKey(srv, { scopes: ALL_SCOPES });
   const merchant = payerOf(devnet, MERCHANT_ACCOUNT).address as Address;
   const rpcUrl = opts.rpcUrl === "devnet" ? devnet.chain.rpcUrl : null;

@@ -154,9 +154,9 @@ describe("a slow facilitator (the settle deadline, 4.5 s here)", () => {
     }
   };
 
-  test("by default the settle deadline is 15 s and the gateway waits for the cart's turn longer (35 s)", () => {
+  test("by default the settle deadline is 15 s and the gateway waits for the cart's turn longer (41 s: with the 6 s wait for the transfer's depth)", () => {
     expect(DEFAULT_SETTLE_TIMEOUT_MS).toBe(15_000);
-    expect(x402AskTimeoutMs(x402Timeouts(new Map()))).toBe(35_000);
+    expect(x402AskTimeoutMs(x402Timeouts(new Map()))).toBe(41_000);
     expect(x402AskTimeoutMs(x402Timeouts(new Map([[EXTRAS_X402_SETTLE_TIMEOUT_MS, SETTLE_MS]])))).toBeGreaterThan(SETTLE_MS);
   });
 
