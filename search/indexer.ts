@@ -134,9 +134,10 @@ export const searchBootHook: BootHook = {
     const engine = await makeEngine(services.config);
     const service = new SearchService(engine);
     const indexer = new Indexer(service, services.sql);
-    // Subscribe before loading so nothing published during the load is lost (a re-read is idempotent).
+    // Subscribe before loading so nothing published during the load is lost (a re-read is idempotent); the load runs
+    // in the queue, so those events are applied after it instead of interleaving with its pages.
     indexer.attach(transport);
-    const loaded = await service.loadAll(services.sql);
+    const loaded = await indexer.run("load", () => service.loadAll(services.sql));
     log.info("search index loaded", { engine: engine.name, ...loaded });
     // anything that changed while the pages were read is re-read once
     void indexer.catchUp();
