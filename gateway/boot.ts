@@ -11,6 +11,7 @@ import { actorDefinitions } from "../actors/index.ts";
 import { ActorClient } from "../actors/runtime/client.ts";
 import { systemClock, type Clock } from "../actors/runtime/clock.ts";
 import { ActorHost } from "../actors/runtime/host.ts";
+import { startRetention } from "../infra/retention.ts";
 import { attachHost, createTransport, NatsTransport } from "../actors/transport/index.ts";
 import type { Transport } from "../actors/transport/transport.ts";
 import { bootHooks, type Role } from "../infra/boot-hooks.ts";
@@ -128,6 +129,7 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       attachHost(transport, host);
       await host.start();
       stops.push(() => host!.stop());
+      stops.push(startRetention(db.sql, config, log, () => clock.now()));
     }
 
     // Gateways of one deployment share their MCP sessions through a KV bucket (gateway/mcp/session-directory.ts);

@@ -94,6 +94,27 @@ export const CONFIG_VARS = {
     default: 60_000,
     doc: "How long an unfinished ACP/UCP/AP2 Idempotency-Key claim holds before a retry with the same key takes it over.",
   },
+  RETENTION_INTERVAL_MS: {
+    schema: T.Integer({ minimum: 0 }),
+    default: 60 * 60 * 1000,
+    doc: "How often each actor host runs the data-retention job (infra/retention.ts; docs/operations.md \"Data retention\"); 0 turns it off.",
+  },
+  RETENTION_BATCH: { schema: T.Integer({ minimum: 1, maximum: 100_000 }), default: 1000, doc: "Rows per DELETE of the data-retention job (each table is emptied batch after batch)." },
+  RETENTION_OAUTH_GRACE_DAYS: {
+    schema: T.Integer({ minimum: 0 }),
+    default: 1,
+    doc: "Days after expiry before an OAuth refresh token is deleted, and an authorization code whose token family has no live token.",
+  },
+  RETENTION_CART_GRACE_DAYS: {
+    schema: T.Integer({ minimum: 0 }),
+    default: 7,
+    doc: "Days after a cart's expiry before its state is deleted (carts named by an order, a protocol session or an x402 payment are kept).",
+  },
+  RETENTION_WEBHOOK_EVENT_DAYS: {
+    schema: T.Integer({ minimum: 0 }),
+    default: 30,
+    doc: "Days after dispatch before a webhook outbox event that got no delivery (no endpoint subscribed) is deleted; events with deliveries are kept.",
+  },
 } as const satisfies Record<string, { schema: TSchema; default: unknown; doc: string }>;
 
 type Vars = typeof CONFIG_VARS;
