@@ -228,15 +228,15 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
   result.claimed = due.length;
   await rearm(ctx, now);
   if (due.length === 0) return result;
-  // The claim (lease and attempt count) commits BEFORE anything is sent (review RS-2: the sends started inside the
-  // turn, before its commit, so a host dying in that window undid the count, and a failed commit left a send with no
-  // lease, which another claim could then send again at the same time). If this commit fails, nothing is sent.
-  await ctx.checkpoint();
-
+  // opened before the commit: a secret that cannot be opened fails the turn and rolls the claim back
   const secrets = [openWebhookSecret(rt.secretsKey, ep.id, ep.secret_sealed)];
   if (ep.previous_secret_sealed && ep.previous_secret_expires_at && ep.previous_secret_expires_at.getTime() > now) {
     secrets.push(openWebhookSecret(rt.secretsKey, ep.id, ep.previous_secret_sealed));
   }
+  // The claim (lease and attempt count) commits BEFORE anything is sent (review RS-2: the sends started inside the
+  // turn, before its commit, so a host dying in that window undid the count, and a failed commit left a send with no
+  // lease, which another claim could then send again at the same time). If this commit fails, nothing is sent.
+  await ctx.checkpoint();
   ctx.memory.set("inFlight", inFlight + due.length);
   const inFlightIds = (ctx.memory.get("inFlightIds") as Set<string> | undefined) ?? new Set<string>();
   for (const d of due) inFlightIds.add(d.id);
