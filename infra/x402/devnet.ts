@@ -162,8 +162,19 @@ async function main(): Promise<void> {
     `  (dev keys are anvil's public test keys: never send real value to them)`,
     `Ctrl-C to stop.`,
   ];
+  // anvil mines only when a transaction arrives, and the rail counts a payment captured once its transfer is
+  // X402_CAPTURE_CONFIRMATIONS blocks deep (docs/x402.md): a block a second keeps a demo's payments settling.
+  const miner = setInterval(() => {
+    void fetch(devnet.chain.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "evm_mine", params: [] }),
+    }).catch(() => {});
+  }, 1000);
+  lines.splice(lines.length - 1, 0, "  mining       one block a second (payments settle at X402_CAPTURE_CONFIRMATIONS blocks deep)");
   console.log(lines.join("\n"));
   const shutdown = async () => {
+    clearInterval(miner);
     await devnet.stop();
     process.exit(0);
   };
