@@ -80,7 +80,9 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "POST /api/v1/agent-keys": { success: [], errors: { 403: ["tier_not_in_plan"], 409: ["conflict", "too_many_keys"] } },
   "GET /api/v1/agent-keys": { success: [] },
   "DELETE /api/v1/agent-keys/{id}": { success: [], errors: { 404: ["not_found"] } },
-  "PUT /api/v1/agent-keys/{id}/ap2-user-keys/{kid}": { success: [ok(M.Ap2UserKey, "The AP2 user key as registered.")], errors: { 400: ["INVALID_ARGUMENT"], 404: ["not_found"] } },
+  // 400 MISSING_REQUIRED_ARGUMENT: the proof-of-possession challenge (details.nonce, one use); 409 conflict: another
+  // account holds the key with a proof (gateway/bridge/ap2-keys.ts, docs/protocols.md AP2)
+  "PUT /api/v1/agent-keys/{id}/ap2-user-keys/{kid}": { success: [ok(M.Ap2UserKey, "The AP2 user key as registered.")], errors: { 400: ["INVALID_ARGUMENT", "MISSING_REQUIRED_ARGUMENT"], 404: ["not_found"], 409: ["conflict"] } },
   "DELETE /api/v1/agent-keys/{id}/ap2-user-keys/{kid}": { success: [ok(M.Ap2UserKeyDeleted, "Removed.")], errors: { 404: ["not_found"] } },
   "GET /api/v1/agent-keys/{id}/ap2-user-keys": { success: [list(M.Ap2UserKey, "The AP2 user keys of the agent key.")], errors: { 404: ["not_found"] } },
 
