@@ -618,7 +618,7 @@ export async function completeSession(
   refuseRejectedCustomer(ctx);
   const cartId = sessionCart(a.checkout_session_id);
   const { verifyMandateFor } = await import("./integrations.ts");
-  const limits = await verifyMandateFor(ctx, cartId, a.payment_mandate);
+  const limits = await verifyMandateFor(ctx, cartId, a.payment_mandate, undefined, () => noSuchSession(a.checkout_session_id));
   const reply: CompleteReply = await ctx.svc.actors.ask(cartActor, cartId, "complete", {
     keyId: ownerId(ctx),
     // the mandate binds what the paying turn charges, not the cart read above (review R4-5)

@@ -25,7 +25,7 @@ import { orderTotals } from "../../rest/orders.ts";
 import { currentScore } from "../../rest/trust.ts";
 import { customerBuyerRef } from "../identity.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
-import { cartIdArg, money, ownerId } from "./commerce.ts";
+import { cartIdArg, money, ofThisStore, ownerId } from "./commerce.ts";
 import { forHuman } from "../human-text.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
@@ -48,6 +48,7 @@ export async function verifyMandateFor(
   cartId: string,
   token: string | undefined,
   known?: { totals: { total_minor: number }; currency: string },
+  notFound?: () => ActorError,
 ): Promise<PaymentLimitsInput | null> {
   if (!token) {
     if (ctx.endpoint === "checkout" && ctx.store.slug !== "demo-store") {
@@ -64,8 +65,10 @@ export async function verifyMandateFor(
     throw fail("AGENT_TOKEN_INVALID", "The payment mandate failed verification; issue a new one.", { reason });
   }
   if (claims.sub !== ownerId(ctx)) throw fail("AGENT_TOKEN_INVALID", "The payment mandate was issued to another agent.", { reason: "subject" });
-  // the cart as the caller just read it (complete_checkout's pre-check), else read now
-  const cart = known ?? (await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) }));
+  // the cart as the caller just read it (complete_checkout's pre-check, already this store's), else read now, and
+  // then held to this endpoint's store as every cart tool is (commerce.ts ofThisStore): a mandate of this store
+  // must not be checked against, and pay for, another store's cart. `notFound`: the caller's own not-found (a session's).
+  const cart = known ?? ofThisStore(ctx, await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) }), notFound);
   const limit = Number(claims.max_amount_minor);
   const details = { mandate: { max_amount_minor: limit, currency: claims.currency, store: claims.store, expires_at: new Date(Number(claims.exp) * 1000).toISOString() }, cart_total_minor: cart.totals.total_minor, cart_currency: cart.currency };
   if (claims.store !== ctx.store.slug) throw fail("MANDATE_LIMIT_EXCEEDED", "The mandate is for another merchant (audience).", { ...details, violated: "audience" });
@@ -342,13 +345,16 @@ export const checkLiveAvailability = defineTool({
 export const VERIFICATION_AUDIENCE = "attribute-verification";
 
 /**
- * The cart's lines whose product integrates a merchant platform (its endpoint). None is STORE_NOT_CONFIGURED, said
- * before the human is asked to share anything: there would be nobody to share it with.
+ * The lines of this endpoint's store in the cart whose product integrates a merchant platform (its endpoint). None is
+ * STORE_NOT_CONFIGURED, said before the human is asked to share anything: there would be nobody to share it with.
+ * A cart none of whose merchants is this store is CART_NOT_FOUND here (commerce.ts ofThisStore), and another store's
+ * lines of a shared cart are left out: the human is asked to share the attribute with this store, so only this
+ * store's platform gets it (was: PRODUCT_NOT_FOUND naming the other store's product).
  */
 async function platformLines(ctx: ToolContext, cartId: string) {
-  const cart = await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) });
+  const cart = ofThisStore(ctx, await ctx.svc.actors.ask(cartActor, cartId, "get", { keyId: ownerId(ctx) }));
   const lines: { product: Awaited<ReturnType<typeof storeProduct>>["product"]; url: string }[] = [];
-  for (const line of cart.items) {
+  for (const line of cart.items.filter((l) => l.merchant_slug === ctx.store.slug)) {
     const { product } = await storeProduct(ctx, line.product_id);
     const url = (product.attributes as Record<string, unknown>).platform_endpoint;
     if (typeof url === "string") lines.push({ product, url });
@@ -374,7 +380,8 @@ export const startAttributeVerification = defineTool({
   confirmation: true,
   errors: {
     CART_ATTRIBUTE_WRITE_FAILED: "the platform refuses or cannot take the attribute write",
-    STORE_NOT_CONFIGURED: "no line of the cart has a platform integration; answered before the human is asked",
+    STORE_NOT_CONFIGURED: "no line of this store in the cart has a platform integration; answered before the human is asked",
+    CART_NOT_FOUND: "unknown or another caller's cart, or a cart none of whose items is this store's; answered before the human is asked",
   },
   async summarize(a, ctx) {
     await platformLines(ctx, cartIdArg(a.cart_id));
