@@ -19,7 +19,11 @@
  *  - `webhook_events`: dispatched events that got no delivery (the store had no endpoint subscribed), older than
  *    RETENTION_WEBHOOK_EVENT_DAYS. Events with a delivery stay: the dashboard's delivery list shows them and any
  *    delivery can be redelivered from its event's payload (a delivery-history retention is a product choice).
+ *  - `oauth_clients` (audit W-1; the rule is gateway/oauth/clients.ts `deleteUnusedClients`, next to the stamping of
+ *    a client's use): registered clients without an owner that no user authorized within 24 h of registering, or
+ *    unused for 31 days (a refresh token's life and a day). Clients registered with a user session stay.
  */
+import { deleteUnusedClients } from "../gateway/oauth/clients.ts";
 import type { Config } from "./config.ts";
 import type { Sql } from "./db.ts";
 import type { Logger } from "./log.ts";
@@ -84,6 +88,8 @@ export const RETENTION_RULES: Record<string, Rule> = {
         LIMIT ${batch} FOR UPDATE OF e SKIP LOCKED)`;
     return res.count;
   },
+
+  oauth_clients: (sql, _s, nowMs, batch) => deleteUnusedClients(sql, nowMs, batch),
 };
 
 /** One pass of every rule, batch after batch until each is done or the budget is spent. Returns deletions per rule. */

@@ -41,7 +41,8 @@ export type LimitLayer =
   | "demo"
   | "rest-tier"
   | "public"
-  | "login";
+  | "login"
+  | "oauth-register";
 
 export interface BucketDescriptor {
   id: string;
@@ -115,6 +116,16 @@ export const PUBLIC_REST_PER_IP = 30;
  * The limits are configuration (LOGIN_LIMIT_PER_IP = 30, LOGIN_LIMIT_PER_EMAIL = 100 by default); the window is not.
  */
 export const LOGIN_WINDOW_MS = 15 * MINUTE_MS;
+
+/**
+ * OAuth dynamic client registration (POST /api/v1/oauth/register, RFC 7591), per client address: it needs no account
+ * and every registration stores a client row, so this bounds what one address can store (audit W-1); the global
+ * 500 / 15 min alone let it store about 1 GB a day. A real MCP client registers once per install. Counted only for
+ * registrations that are stored (a refused body costs the global bucket only), and durable like the log-in
+ * buckets (the owner writes the count before answering), so neither waiting for an idle activation to go nor a
+ * restart refills it.
+ */
+export const OAUTH_REGISTER_PER_IP = { limit: 20, windowMs: 60 * MINUTE_MS } as const;
 
 export interface LoginLimits {
   perIp: number;
@@ -231,6 +242,12 @@ export function loginBuckets(limits: LoginLimits, ip: string, emailDigest?: stri
   const out: BucketDescriptor[] = [{ id: `ip:${key}:login`, limit: limits.perIp, windowMs: LOGIN_WINDOW_MS, owner: `ip/${key}`, layer: "login" }];
   if (emailDigest) out.push({ id: `login:${emailDigest}`, limit: limits.perEmail, windowMs: LOGIN_WINDOW_MS, owner: `login/${emailDigest}`, layer: "login" });
   return out;
+}
+
+/** The OAuth client registration bucket of a client address (OAUTH_REGISTER_PER_IP). */
+export function oauthRegisterBucket(ip: string): BucketDescriptor {
+  const key = ipBucketKey(ip);
+  return { id: `ip:${key}:oauth-register`, ...OAUTH_REGISTER_PER_IP, owner: `ip/${key}`, layer: "oauth-register" };
 }
 
 /** Groups descriptors by owning actor, preserving order (what the gateway sends to each actor's `admit`). */

@@ -25,7 +25,7 @@ import { secretKey } from "../identity.ts";
 import { passwordLogin } from "../login.ts";
 import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { getClient, type OAuthClient } from "./clients.ts";
+import { getClient, touchClient, type OAuthClient } from "./clients.ts";
 import { issuer, OAUTH_BASE, OAuthError, slugFromResource, storeExists, stringFields } from "./common.ts";
 import { createCode } from "./grants.ts";
 import { authorizationScopes } from "./scopes.ts";
@@ -269,6 +269,8 @@ export function authorizeRoutes(svc: Services) {
             redirectUri: v.redirectUri,
             codeChallenge: v.codeChallenge,
           });
+          // a user authorized the client: a use (the sweep deletes ownerless clients nobody authorized)
+          await touchClient(svc, v.client);
           set.status = 302;
           headers["cache-control"] = "no-store";
           headers.location = redirectWith(svc, v, { code });

@@ -3,16 +3,18 @@
  * is an https URL whose JSON document describes the client; fetched through the SSRF guard from the vetted address,
  * at most 16 KiB within 3 s, at most 2 fetches at once per client address and 64 per gateway, cached 5 minutes and
  * served stale up to an hour more while a refetch fails), and client authentication at the token endpoint (none,
- * client_secret_basic, client_secret_post).
+ * client_secret_basic, client_secret_post). A registered client without an owner is kept only while it is used
+ * (audit W-1): `touchClient` stamps its use, `deleteUnusedClients` deletes the rest.
  */
 import { SCOPES } from "../../actors/agent/access.ts";
 import { ipBucketKey } from "../../actors/agent/limits.ts";
 import { ActorError } from "../../actors/runtime/errors.ts";
 import { timingSafeEqualStr } from "../../infra/crypto.ts";
+import type { Sql } from "../../infra/db.ts";
 import { fetchVetted, readBoundedJson, ResponseTooLargeError, ResponseUndecodableError } from "../../infra/outbound-http.ts";
 import { assertPublicUrl, type Resolver, type VettedUrl } from "../../infra/ssrf.ts";
 import type { Services } from "../services.ts";
-import { OAuthError, sha256hex } from "./common.ts";
+import { OAuthError, REFRESH_TOKEN_TTL_SECONDS, sha256hex } from "./common.ts";
 
 export type AuthMethod = "none" | "client_secret_basic" | "client_secret_post";
 export type GrantType = "authorization_code" | "refresh_token" | "client_credentials";
@@ -28,6 +30,8 @@ export interface OAuthClient {
   scopes: string[];
   ownerUserId: string | null;
   source: "registered" | "metadata-document";
+  /** A registered client's last stamped use (`touchClient`); null if never used. */
+  lastUsedAt?: Date | null;
 }
 
 /** A document fetched and accepted is served from the cache this long without asking its host again. */
@@ -271,8 +275,18 @@ export async function getClient(svc: Services, clientId: string, from: string): 
   if (!clientId || clientId.length > 2048) return null;
   if (isMetadataDocumentId(clientId)) return metadataDocumentClient(svc, clientId, from);
   const rows = await svc.sql<
-    { client_id: string; secret_hash: string | null; client_name: string; redirect_uris: string[]; grant_types: GrantType[]; token_endpoint_auth_method: AuthMethod; scope: string; owner_user_id: string | null }[]
-  >`SELECT client_id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope, owner_user_id
+    {
+      client_id: string;
+      secret_hash: string | null;
+      client_name: string;
+      redirect_uris: string[];
+      grant_types: GrantType[];
+      token_endpoint_auth_method: AuthMethod;
+      scope: string;
+      owner_user_id: string | null;
+      last_used_at: Date | null;
+    }[]
+  >`SELECT client_id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope, owner_user_id, last_used_at
     FROM oauth_clients WHERE client_id = ${clientId}`;
   const r = rows[0];
   if (!r) return null;
@@ -286,7 +300,54 @@ export async function getClient(svc: Services, clientId: string, from: string): 
     scopes: r.scope.split(" ").filter(Boolean),
     ownerUserId: r.owner_user_id,
     source: "registered",
+    lastUsedAt: r.last_used_at,
   };
+}
+
+/** A client's use is stamped at most this often: one write per client per hour, not one per token request. */
+export const CLIENT_TOUCH_EVERY_MS = 60 * 60_000;
+/** An ownerless client nobody ever authorized is deleted this long after its registration. */
+export const NEVER_USED_CLIENT_TTL_MS = 24 * 60 * 60_000;
+/**
+ * An ownerless client unused this long is deleted: a refresh token lives 30 days, plus a day, so the hourly stamp
+ * never lets a client go while a token it was given can still be refreshed.
+ */
+export const UNUSED_CLIENT_TTL_MS = REFRESH_TOKEN_TTL_SECONDS * 1000 + 24 * 60 * 60_000;
+
+/**
+ * Stamps a registered client's use (`last_used_at`), when its stamp is older than CLIENT_TOUCH_EVERY_MS (read with the
+ * client: a fresh one costs nothing). Called only once a user has authorized the client (consent) or a token was
+ * issued to it: a request anyone can make with a public client's id (a garbage code) must not keep junk clients
+ * alive. Best effort: the caller has already issued what it issues, a failed stamp is logged.
+ */
+export async function touchClient(svc: Services, client: OAuthClient): Promise<void> {
+  if (client.source !== "registered") return;
+  if (client.lastUsedAt && Date.now() - client.lastUsedAt.getTime() < CLIENT_TOUCH_EVERY_MS) return;
+  try {
+    await svc.sql`UPDATE oauth_clients SET last_used_at = now()
+                  WHERE client_id = ${client.clientId} AND (last_used_at IS NULL OR last_used_at < now() - ${CLIENT_TOUCH_EVERY_MS}::int8 * interval '1 millisecond')`;
+  } catch (err) {
+    svc.log.warn("could not stamp an OAuth client's use", { clientId: client.clientId, error: err as Error });
+  }
+}
+
+/**
+ * One batch of the sweep of registered clients (audit W-1: anyone may register, 20 an hour per address; this bounds
+ * what stays): deletes at most `batch` clients without an owner that nobody authorized within
+ * NEVER_USED_CLIENT_TTL_MS of their registration, or unused for UNUSED_CLIENT_TTL_MS, as of `nowMs`, and returns how
+ * many it deleted. Clients registered with a user session are kept: their owner answers for them. A client being
+ * stamped meanwhile is skipped (its row is locked) and looked at again next time. A rule of the retention job
+ * (infra/retention.ts), which repeats it until a batch comes back short.
+ */
+export async function deleteUnusedClients(sql: Sql, nowMs: number, batch: number): Promise<number> {
+  const r = await sql`
+    DELETE FROM oauth_clients WHERE client_id IN (
+      SELECT client_id FROM oauth_clients
+      WHERE owner_user_id IS NULL
+        AND ((last_used_at IS NULL AND created_at < ${new Date(nowMs - NEVER_USED_CLIENT_TTL_MS)})
+             OR last_used_at < ${new Date(nowMs - UNUSED_CLIENT_TTL_MS)})
+      LIMIT ${batch} FOR UPDATE SKIP LOCKED)`;
+  return r.count;
 }
 
 function basicCredentials(authorization: string | null): { id: string; secret: string } | null {

@@ -3,10 +3,17 @@
  * (authorization code + PKCE; the user still logs in and consents). A confidential client that wants
  * client_credentials (machine to machine) must be registered with a user session (`Authorization: Bearer <JWT>`):
  * its tokens act for that user.
+ * Every registration stores a row, so what one address can store is bounded (audit W-1): 20 registrations an hour
+ * per address (actors/agent/limits.ts OAUTH_REGISTER_PER_IP, counted once the metadata is found valid), a row of
+ * at most about 5 KB (DCR_LIMITS), and ownerless clients nobody uses are deleted (clients.ts `deleteUnusedClients`,
+ * a rule of the retention job).
  */
 import { Elysia, t } from "elysia";
 import { SCOPES } from "../../actors/agent/access.ts";
-import { userFromRequest } from "../plugins/auth.ts";
+import { oauthRegisterBucket } from "../../actors/agent/limits.ts";
+import { ipActor } from "../../actors/ip/index.ts";
+import { fail } from "../../actors/runtime/errors.ts";
+import { clientIp, setRateHeaders, userFromRequest } from "../plugins/auth.ts";
 import { isJsonContentType } from "../plugins/json-body.ts";
 import type { Services } from "../services.ts";
 import { isAcceptableRedirectUri, type AuthMethod, type GrantType } from "./clients.ts";
@@ -17,9 +24,12 @@ const METHODS: readonly AuthMethod[] = ["none", "client_secret_basic", "client_s
 
 /**
  * Registration is unauthenticated, and every accepted value is stored: lists and strings are bounded so one
- * request cannot store ~0.3 MB of redirect URIs (audit N6). Generous for any real client.
+ * request cannot store ~0.3 MB of redirect URIs (audit N6), nor the 22 KB that 10 URIs of 2,000 characters still
+ * made (audit W-1): the redirect URIs together are at most 4 KiB (UTF-8), the name at most 200 characters, and a
+ * longer one is refused, not cut. Generous for any real client: MCP clients register one or two redirect URIs of
+ * well under 100 bytes (a loopback callback, their web app's).
  */
-export const DCR_LIMITS = { redirectUris: 10, uriChars: 2000, listItems: 10, scopeChars: 500, nameChars: 200 } as const;
+export const DCR_LIMITS = { redirectUris: 10, uriChars: 2000, redirectUrisBytes: 4096, listItems: 10, scopeChars: 500, nameChars: 200 } as const;
 
 function strings(v: unknown, field: string, maxItems: number = DCR_LIMITS.listItems, maxChars: number = DCR_LIMITS.uriChars): string[] | undefined {
   if (v === undefined) return undefined;
@@ -30,11 +40,30 @@ function strings(v: unknown, field: string, maxItems: number = DCR_LIMITS.listIt
   return [...new Set(v as string[])];
 }
 
+type Headers = Record<string, string | number>;
+
+/**
+ * Takes one unit of the address's registration bucket, or throws 429 rate_limit_exceeded with the headers set. The
+ * bucket is durable (the ip actor writes its count before answering: a registration writes a row anyway), so an
+ * address that waits for its actor to go idle, or a restart, does not get a fresh one. Returns the give-back.
+ */
+async function admitRegistration(svc: Services, ip: string, headers: Headers): Promise<() => Promise<void>> {
+  if (!svc.config.RATE_LIMITS_ENABLED) return async () => {};
+  const { owner, id, limit, windowMs } = oauthRegisterBucket(ip);
+  const buckets = [{ id, limit, windowMs }];
+  const res = await svc.actors.ask(ipActor, owner, "admitDurable", { buckets });
+  // the headers show the tightest bucket: this one once it has fewer left than the global one shown already
+  const shown = Number(headers["x-ratelimit-remaining"]);
+  if (!res.allowed || !Number.isFinite(shown) || res.rate.remaining <= shown) setRateHeaders(headers, res.rate);
+  if (!res.allowed) throw fail("rate_limit_exceeded", "Too many client registrations from this address; wait until X-RateLimit-Reset.", { ...res.rate });
+  return () => svc.actors.ask(ipActor, owner, "releaseDurable", { buckets, consumedAt: res.consumedAt }).then(() => {}, () => {});
+}
+
 export function registrationRoutes(svc: Services) {
   return new Elysia({ name: "oauth-register" }).post(
     `${OAUTH_BASE}/register`,
-    async ({ body, request, set }) => {
-      const headers = set.headers as Record<string, string>;
+    async ({ body, request, server, set }) => {
+      const headers = set.headers as Headers;
       noStore(headers);
       return answerOAuthErrors(set, async () => {
         // RFC 7591 §3.1: the metadata is JSON; a form body would otherwise be parsed into strings and registered
@@ -48,6 +77,9 @@ export function registrationRoutes(svc: Services) {
         const method = (m.token_endpoint_auth_method ?? "client_secret_basic") as AuthMethod;
         if (!METHODS.includes(method)) throw new OAuthError("invalid_client_metadata", `unsupported token_endpoint_auth_method "${String(method)}"`);
         const redirectUris = strings(m.redirect_uris, "redirect_uris", DCR_LIMITS.redirectUris) ?? [];
+        if (redirectUris.reduce((n, u) => n + Buffer.byteLength(u, "utf8"), 0) > DCR_LIMITS.redirectUrisBytes) {
+          throw new OAuthError("invalid_client_metadata", `redirect_uris may be at most ${DCR_LIMITS.redirectUrisBytes} bytes together`);
+        }
         if (grantTypes.includes("authorization_code") && redirectUris.length === 0) {
           throw new OAuthError("invalid_redirect_uri", "redirect_uris is required for the authorization_code grant");
         }
@@ -58,7 +90,9 @@ export function registrationRoutes(svc: Services) {
         if (typeof m.scope === "string" && m.scope.length > DCR_LIMITS.scopeChars) throw new OAuthError("invalid_client_metadata", `scope may be at most ${DCR_LIMITS.scopeChars} characters`);
         const scopes = typeof m.scope === "string" ? m.scope.split(" ").filter(Boolean) : [...SCOPES];
         for (const s of scopes) if (!(SCOPES as readonly string[]).includes(s)) throw new OAuthError("invalid_client_metadata", `unknown scope "${s}"`);
-        const name = typeof m.client_name === "string" ? m.client_name.slice(0, DCR_LIMITS.nameChars) : "";
+        if (m.client_name !== undefined && typeof m.client_name !== "string") throw new OAuthError("invalid_client_metadata", "client_name must be a string");
+        const name = m.client_name ?? "";
+        if ([...name].length > DCR_LIMITS.nameChars) throw new OAuthError("invalid_client_metadata", `client_name may be at most ${DCR_LIMITS.nameChars} characters`);
         let owner: string | null = null;
         if (request.headers.has("authorization")) {
           const user = await userFromRequest(svc, request).catch(() => null);
@@ -72,8 +106,15 @@ export function registrationRoutes(svc: Services) {
         const clientId = randomSecret("mcpc_");
         const secret = method === "none" ? null : randomSecret("mcps_");
         const ordered = SCOPES.filter((s) => scopes.includes(s));
-        await svc.sql`INSERT INTO oauth_clients (client_id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope, owner_user_id)
-                      VALUES (${clientId}, ${secret ? sha256hex(secret) : null}, ${name}, ${redirectUris}, ${grantTypes}, ${method}, ${ordered.join(" ")}, ${owner})`;
+        // counted only now: a refused body stores nothing (its cost is the global bucket's)
+        const giveBack = await admitRegistration(svc, clientIp(request, server), headers);
+        try {
+          await svc.sql`INSERT INTO oauth_clients (client_id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope, owner_user_id)
+                        VALUES (${clientId}, ${secret ? sha256hex(secret) : null}, ${name}, ${redirectUris}, ${grantTypes}, ${method}, ${ordered.join(" ")}, ${owner})`;
+        } catch (err) {
+          await giveBack();
+          throw err;
+        }
         set.status = 201;
         return {
           client_id: clientId,
@@ -94,12 +135,12 @@ export function registrationRoutes(svc: Services) {
         tags: ["oauth"],
         summary: "Dynamic client registration (RFC 7591)",
         description:
-          "JSON client metadata: redirect_uris, client_name, grant_types (authorization_code, refresh_token, client_credentials), token_endpoint_auth_method (none, client_secret_basic, client_secret_post), scope. 201 with client_id (and client_secret for confidential clients). Errors: 400 invalid_redirect_uri / invalid_client_metadata, 401 invalid_client.",
+          "JSON client metadata: redirect_uris, client_name, grant_types (authorization_code, refresh_token, client_credentials), token_endpoint_auth_method (none, client_secret_basic, client_secret_post), scope. 201 with client_id (and client_secret for confidential clients). Bounds: redirect URIs 4 KiB together, client_name 200 characters; 20 registrations per hour per client address; a client registered without a user session that no user authorizes within 24 h, or unused for 31 days, is deleted. Errors: 400 invalid_redirect_uri / invalid_client_metadata, 401 invalid_client, 429 rate_limit_exceeded.",
         responses: {
           201: { description: "Registered client" },
           400: { description: "invalid_redirect_uri or invalid_client_metadata (RFC 7591 §3.2.2; `code` repeats `error`)" },
           401: { description: "invalid_client: the Authorization bearer is not a valid session" },
-          429: { description: "rate_limit_exceeded" },
+          429: { description: "rate_limit_exceeded: the global bucket, or 20 registrations per hour from this address (Retry-After)" },
         },
       },
     },

@@ -8,9 +8,9 @@ import { Elysia, t } from "elysia";
 import { timingSafeEqualStr } from "../../infra/crypto.ts";
 import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { authenticateClient } from "./clients.ts";
+import { authenticateClient, touchClient, type OAuthClient } from "./clients.ts";
 import { answerOAuthErrors, noStore, OAUTH_BASE, OAuthError, sha256b64url, slugFromResource, storeExists, stringFields } from "./common.ts";
-import { redeemCode, revokeRefreshToken, rotateRefreshToken, tokenResponse } from "./grants.ts";
+import { redeemCode, revokeRefreshToken, rotateRefreshToken, tokenResponse, type TokenResponse } from "./grants.ts";
 import { grantScopes, narrowScopes } from "./scopes.ts";
 
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -23,6 +23,46 @@ async function checkResource(svc: Services, resource: string | undefined, requir
   const slug = slugFromResource(svc, resource);
   if (!slug || !(await storeExists(svc, slug))) throw new OAuthError("invalid_target", `unknown resource ${resource}`);
   return resource;
+}
+
+/** The tokens of one grant type, for an authenticated client registered for it. */
+async function grantTokens(svc: Services, client: OAuthClient, grant: string, form: Record<string, string>): Promise<TokenResponse> {
+  if (grant === "authorization_code") {
+    if (!form.code) throw new OAuthError("invalid_request", "code is required");
+    if (!form.code_verifier) throw new OAuthError("invalid_request", "code_verifier is required (PKCE)");
+    const verifier = form.code_verifier;
+    const resource = await checkResource(svc, form.resource, false);
+    // Every check runs before the code is spent, and a code is only redeemed by its own client: a refused
+    // request leaves the code usable (a wrong PKCE verifier included: docs/decisions.md).
+    const wantsRefresh = client.grantTypes.includes("refresh_token");
+    // the refresh token is written with the code's spending (grants.ts: a concurrent replay revokes it too)
+    const code = await redeemCode(svc, form.code, client.clientId, (c) => {
+      if (form.redirect_uri !== undefined && form.redirect_uri !== c.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
+      if (!VERIFIER.test(verifier) || !timingSafeEqualStr(sha256b64url(verifier), c.codeChallenge)) {
+        throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match the code_challenge");
+      }
+      if (resource !== undefined && resource !== c.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+    }, wantsRefresh);
+    return await tokenResponse(svc, code, code.refreshToken);
+  }
+
+  if (grant === "refresh_token") {
+    if (!form.refresh_token) throw new OAuthError("invalid_request", "refresh_token is required");
+    const resource = await checkResource(svc, form.resource, false);
+    // scope and resource are checked against the token's grant before it is spent (a refusal keeps it usable)
+    const rotated = await rotateRefreshToken(svc, form.refresh_token, client.clientId, (p) => {
+      const scopes = narrowScopes(form.scope, p.scopes);
+      if (resource !== undefined && resource !== p.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+      return { ...p, scopes };
+    });
+    return await tokenResponse(svc, rotated.grant, rotated.refreshToken);
+  }
+
+  // client_credentials: a confidential client acting for the user who registered it
+  if (!client.ownerUserId || client.authMethod === "none") throw new OAuthError("unauthorized_client", "client_credentials needs a confidential client with an owner");
+  const resource = (await checkResource(svc, form.resource, true))!;
+  const scopes = grantScopes(form.scope, client.scopes);
+  return await tokenResponse(svc, { clientId: client.clientId, userId: client.ownerUserId, scopes, resource, machine: { authMethod: client.authMethod } });
 }
 
 export function tokenRoutes(svc: Services) {
@@ -43,43 +83,10 @@ export function tokenRoutes(svc: Services) {
               throw new OAuthError("unsupported_grant_type", `unsupported grant_type "${grant}"`);
             }
             if (!client.grantTypes.includes(grant as never)) throw new OAuthError("unauthorized_client", `the client is not registered for ${grant}`);
-
-            if (grant === "authorization_code") {
-              if (!form.code) throw new OAuthError("invalid_request", "code is required");
-              if (!form.code_verifier) throw new OAuthError("invalid_request", "code_verifier is required (PKCE)");
-              const verifier = form.code_verifier;
-              const resource = await checkResource(svc, form.resource, false);
-              // Every check runs before the code is spent, and a code is only redeemed by its own client: a refused
-              // request leaves the code usable (a wrong PKCE verifier included: docs/decisions.md).
-              const wantsRefresh = client.grantTypes.includes("refresh_token");
-              // the refresh token is written with the code's spending (grants.ts: a concurrent replay revokes it too)
-              const code = await redeemCode(svc, form.code, client.clientId, (c) => {
-                if (form.redirect_uri !== undefined && form.redirect_uri !== c.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
-                if (!VERIFIER.test(verifier) || !timingSafeEqualStr(sha256b64url(verifier), c.codeChallenge)) {
-                  throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match the code_challenge");
-                }
-                if (resource !== undefined && resource !== c.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
-              }, wantsRefresh);
-              return await tokenResponse(svc, code, code.refreshToken);
-            }
-
-            if (grant === "refresh_token") {
-              if (!form.refresh_token) throw new OAuthError("invalid_request", "refresh_token is required");
-              const resource = await checkResource(svc, form.resource, false);
-              // scope and resource are checked against the token's grant before it is spent (a refusal keeps it usable)
-              const rotated = await rotateRefreshToken(svc, form.refresh_token, client.clientId, (p) => {
-                const scopes = narrowScopes(form.scope, p.scopes);
-                if (resource !== undefined && resource !== p.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
-                return { ...p, scopes };
-              });
-              return await tokenResponse(svc, rotated.grant, rotated.refreshToken);
-            }
-
-            // client_credentials: a confidential client acting for the user who registered it
-            if (!client.ownerUserId || client.authMethod === "none") throw new OAuthError("unauthorized_client", "client_credentials needs a confidential client with an owner");
-            const resource = (await checkResource(svc, form.resource, true))!;
-            const scopes = grantScopes(form.scope, client.scopes);
-            return await tokenResponse(svc, { clientId: client.clientId, userId: client.ownerUserId, scopes, resource, machine: { authMethod: client.authMethod } });
+            const issued = await grantTokens(svc, client, grant, form);
+            // a token issued is a use (the sweep keeps used clients); a refused request is not: anyone can send one
+            await touchClient(svc, client);
+            return issued;
           },
           (err) => {
             if (err.error === "invalid_client" && request.headers.get("authorization")?.toLowerCase().startsWith("basic")) {
