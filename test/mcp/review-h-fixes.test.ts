@@ -31,8 +31,9 @@ const INITIALIZE = { jsonrpc: "2.0", id: 0, method: "initialize", params: { prot
 function gateway(): McpGateway {
   return srv.running.services.extras.get("mcpGateway") as McpGateway;
 }
+/** The sessions `ip` opened on this gateway (the per-address pools are "opened <addr>" and "adopted <addr>"). */
 function held(ip: string): number {
-  return (gateway() as unknown as { byOwner: Map<string, Set<string>> }).byOwner.get(ip)?.size ?? 0;
+  return (gateway() as unknown as { byOwner: Map<string, Set<string>> }).byOwner.get(`opened ${ip}`)?.size ?? 0;
 }
 /** One initialize through the gateway in process, from `ip`: status and session id. */
 async function initFrom(ip: string, message: unknown = INITIALIZE): Promise<{ status: number; sid: string | null }> {
@@ -63,7 +64,7 @@ test("a failed initialize gives its reserved slot back", async () => {
   const bad = await Promise.all(Array.from({ length: 20 }, () => initFrom(ip, { jsonrpc: "2.0", id: 0, method: "initialize" })));
   for (const r of bad) expect(r.sid).toBeNull();
   expect(held(ip)).toBe(0);
-  expect((gateway() as unknown as { byOwner: Map<string, Set<string>> }).byOwner.has(ip)).toBe(false);
+  expect((gateway() as unknown as { byOwner: Map<string, Set<string>> }).byOwner.has(`opened ${ip}`)).toBe(false);
 });
 
 test("a message wider than the body bounds is refused -32600 before anything walks it", async () => {
