@@ -1438,9 +1438,9 @@ async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string; in
   const priced = await price(ctx, cart);
   // A payment that starts charges the session's pricing (re-bound to the current one on a reconfirmation): the human
   // is asked about that, and `complete` refuses another state than the hash answered here (audit V2).
-  const answer = (totals = priced.totals, stateHash = s.stateHash): PrecheckView => ({
+  const answer = (totals = priced.totals, stateHash = s.stateHash, legs = s.legs): PrecheckView => ({
     cart: cartView(ctx.state, totals),
-    session: { id: s.id, status: s.status, state_hash: stateHash },
+    session: { id: s.id, status: s.status, state_hash: stateHash, charges: legs.filter((l) => l.status !== "captured").map((l) => ({ merchant_slug: l.storeId, amount_minor: l.amountMinor })) },
   });
   if (body.intent === "cancel") {
     applyCheckoutEvent(s, "cancel", now); // pure: throws what cancel would (SESSION_INACTIVE, CHECKOUT_STATUS_INVALID)
@@ -1482,7 +1482,7 @@ async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string; in
   } catch (err) {
     throw withPaidSoFar(err, s, (ctx.state.session as SessionState | null) ?? s);
   }
-  return answer(totalsOf(session), session.stateHash);
+  return answer(totalsOf(session), session.stateHash, session.legs);
 }
 
 async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh: Priced | null): Promise<CompleteReply> {

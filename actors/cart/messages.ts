@@ -205,8 +205,12 @@ export type CreatedCartView = CartView & { coupon_dropped?: { code: string; reas
 export interface PrecheckView {
   /** Priced as `complete` would charge it now (the session's approved pricing unless it needs reconfirming). */
   cart: CartView;
-  /** `state_hash`: the state those totals are, for `complete`'s `approvedStateHash`. */
-  session: { id: string; status: string; state_hash: string };
+  /**
+   * `state_hash`: the state those totals are, for `complete`'s `approvedStateHash`. `charges`: what a payment of that
+   * state charges each store, one entry per store not yet paid (a partly paid session's captured stores are left out),
+   * so the human's question can name every store and its amount.
+   */
+  session: { id: string; status: string; state_hash: string; charges: { merchant_slug: string; amount_minor: number }[] };
 }
 
 export interface MoneyView {

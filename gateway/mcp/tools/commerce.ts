@@ -8,7 +8,7 @@ import { Type as T } from "@sinclair/typebox";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { mergedLineTooLarge, stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { LegOutcomeView } from "../../../actors/cart/checkout-machine.ts";
-import type { CarryOverInput, CartView, CompleteReply } from "../../../actors/cart/messages.ts";
+import type { CarryOverInput, CartView, CompleteReply, PrecheckView } from "../../../actors/cart/messages.ts";
 import { linePricing } from "../../../actors/cart/offer-rule.ts";
 import { unitPriceOf, type NegotiatedPrice } from "../../../actors/cart/totals.ts";
 import { variantMissing } from "../../../actors/cart/variant-line.ts";
@@ -19,10 +19,10 @@ import { refundableMinor, refundRecordsOf, validateRefundRequest, type RefundSta
 import { refundBoundMinor } from "../../../actors/store/order-rows.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
-import { shippingZonesOf } from "../../../actors/store/reads.ts";
+import { findStore, shippingZonesOf } from "../../../actors/store/reads.ts";
 import { cancelPendingAsAgent, notCancellable, orderView } from "../../rest/orders.ts";
 import { shippingEstimate } from "../../rest/products.ts";
-import { AnsweredWithoutAsking, defineTool, type ToolContext } from "../registry.ts";
+import { AnsweredWithoutAsking, defineTool, type ConfirmRequest, type ToolContext } from "../registry.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
 import { forHuman } from "../human-text.ts";
@@ -599,6 +599,39 @@ function refuseRejectedCustomer(ctx: ToolContext): void {
 }
 
 /**
+ * The payment's question to the human: the total it charges and every store it charges with that store's amount (the
+ * precheck's `session.charges`, the approved state's legs not yet paid). A cart shared by several stores is paid in one
+ * call on any of their endpoints, so naming only this endpoint's store with the whole total told the human one store
+ * took money several do; a partly paid session charges only the stores left, so the total is theirs, not the cart's.
+ * Other stores' names are the merchants' own text (human-text.ts); a store that cannot be read is shown by its slug.
+ */
+async function paymentQuestion(ctx: ToolContext, cart: CartView, session: PrecheckView["session"], paymentMethod: string): Promise<ConfirmRequest> {
+  const charges = session.charges.length > 0 ? session.charges : [{ merchant_slug: ctx.store.slug, amount_minor: cart.totals.total_minor }];
+  const totalMinor = charges.reduce((sum, c) => sum + c.amount_minor, 0);
+  const charged = new Set(charges.map((c) => c.merchant_slug));
+  const items = cart.items.filter((i) => charged.has(i.merchant_slug)).length || cart.items.length;
+  const method = forHuman(paymentMethod);
+  const amount = toMajor(totalMinor, cart.currency);
+  if (charges.length === 1 && charges[0]!.merchant_slug === ctx.store.slug) {
+    return {
+      summary: `Pay ${money(totalMinor, cart.currency)} to ${storeName(ctx)} for ${items} item(s) with ${method}.`,
+      facts: { amount, currency: cart.currency, merchant: storeName(ctx), payment_method: method },
+    };
+  }
+  const named = await Promise.all(
+    charges.map(async (c) => {
+      const name = c.merchant_slug === ctx.store.slug ? ctx.store.name : ((await findStore(ctx.svc.sql, c.merchant_slug).catch(() => null))?.name ?? c.merchant_slug);
+      return `${money(c.amount_minor, cart.currency)} to ${forHuman(name)}`;
+    }),
+  );
+  const stores = charges.length === 1 ? "1 store" : `${charges.length} stores`;
+  return {
+    summary: `Pay ${money(totalMinor, cart.currency)} to ${stores} for ${items} item(s) with ${method}: ${named.join("; ")}.`,
+    facts: { amount, currency: cart.currency, merchants: named.join("; "), payment_method: method },
+  };
+}
+
+/**
  * The state hash each complete_checkout call's question was built from (its precheck's), from `summarize` to
  * `handler`: the dispatcher runs both with the same call context, one call at a time per context.
  */
@@ -717,12 +750,9 @@ export const completeCheckout = defineTool({
     if (session.status === "READY_FOR_PAYMENT" && isX402(a.payment_method)) throw x402OverMcp();
     const { verifyMandateFor } = await import("./integrations.ts");
     await verifyMandateFor(ctx, cartId, a.payment_mandate, cart);
-    // the totals below are the state with this hash: the payment charges that state or nothing
+    // the question below is the state with this hash (its totals, its stores' charges): the payment charges that or nothing
     approvedStates.set(ctx, session.state_hash);
-    return {
-      summary: `Pay ${money(cart.totals.total_minor, cart.currency)} to ${storeName(ctx)} for ${cart.items.length} item(s) with ${forHuman(a.payment_method)}.`,
-      facts: { amount: cart.totals.total, currency: cart.currency, merchant: storeName(ctx), payment_method: forHuman(a.payment_method) },
-    };
+    return paymentQuestion(ctx, cart, session, a.payment_method);
   },
   async handler(a, ctx) {
     const approved = approvedStates.get(ctx);
