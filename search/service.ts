@@ -250,6 +250,10 @@ export class SearchService {
     this.currencyCounts.clear();
     this.currencyList = null;
     this.appliedXid.clear();
+    // Until the last page is in, nothing is known to be loaded: a load that fails part-way (the engine timed out on
+    // a reindex page) leaves no horizon, so the next catch-up reads every row instead of only those changed since
+    // the old horizon, which would leave this page and the ones after it missing from the snapshot (review RZ-1).
+    this.horizon = null;
     const total = await this.loadPages(sql, "active AND", opts.pageSize ?? PAGE_SIZE);
     this.horizon = horizon;
     this.horizonMovedAt = Date.now();
@@ -313,13 +317,18 @@ export class SearchService {
     else this.currencyCounts.set(p.currency, n);
   }
 
-  /** Upserts active rows and removes inactive ones, in the engine and the product snapshot. */
+  /**
+   * Upserts active rows and removes inactive ones, in the engine and the product snapshot. Each row's change_xid is
+   * recorded as applied only once the engine has taken the batch (review RZ-1): recorded before, a write the engine
+   * failed (a Meilisearch timeout or restart) looked applied, so the catch-up skipped the row and the engine kept
+   * the old document until the row changed again. On failure the rows are forgotten instead, and the next pass
+   * re-reads them (the catch-up keeps its horizon when a pass throws; an event's or a reindex page's rows are read
+   * by the next pass while their change_xid is still at or past its horizon).
+   */
   async applyRows(rows: readonly ProductLoadRow[]): Promise<void> {
     const docs: SearchDoc[] = [];
     const gone: string[] = [];
     for (const r of rows) {
-      if (r.change_xid) this.appliedXid.set(r.id, r.change_xid);
-      else this.appliedXid.delete(r.id);
       const updatedAt = new Date(r.updated_at).toISOString();
       if (!r.active) {
         if (this.products.has(r.id)) {
@@ -382,8 +391,17 @@ export class SearchService {
       doc.ref = ref;
       docs.push(doc);
     }
-    if (docs.length) await this.engine.upsert(docs);
-    if (gone.length) await this.engine.remove(gone);
+    try {
+      if (docs.length) await this.engine.upsert(docs);
+      if (gone.length) await this.engine.remove(gone);
+    } catch (err) {
+      for (const r of rows) this.appliedXid.delete(r.id);
+      throw err;
+    }
+    for (const r of rows) {
+      if (r.change_xid) this.appliedXid.set(r.id, r.change_xid);
+      else this.appliedXid.delete(r.id);
+    }
     this.releaseRefs();
   }
 

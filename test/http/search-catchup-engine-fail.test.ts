@@ -1,0 +1,106 @@
+/**
+ * Review RZ-1: the search service recorded each row's change_xid as applied before the engine write, so a write the
+ * engine failed (a Meilisearch timeout or restart) looked applied: the next catch-up scanned the row, found the same
+ * change_xid and skipped it, and the engine kept the old document until the row changed again. A failed catch-up
+ * pass, a failed `catalog.changed` apply and a failed reindex page all left the product stale. Rows are now recorded
+ * only once the engine took them, and a load that fails part-way leaves no horizon (the next pass reads every row).
+ *
+ * The engine is the one dependency made to fail: the server's own engine, its upsert throwing once (what the
+ * Meilisearch client throws on its 2 s request timeout). Writes are plain SQL, so no event repairs them.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import type { SearchEngine } from "../../search/engine.ts";
+import { getIndexer } from "../../search/indexer.ts";
+import { getSearchService } from "../../search/service.ts";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+let srv: TestServer;
+let key: TestKey;
+
+beforeAll(async () => {
+  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
+  key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
+  // no periodic pass (nor event) of the service's own: every pass here is the test's
+  await getIndexer(srv.running.services)!.detach();
+}, 60_000);
+afterAll(async () => {
+  await srv?.stop();
+});
+
+const service = () => getSearchService(srv.running.services);
+const indexer = () => getIndexer(srv.running.services)!;
+/** One catch-up pass in the indexer's queue, with what it scanned and read. */
+const pass = () => indexer().run("test catch-up", () => service().catchUp(srv.db.sql));
+
+/** Makes the engine's next upsert throw, as Meilisearch does when a request times out; later ones go through. */
+function failNextUpsert(): void {
+  const engine = service().engine as SearchEngine & { upsert: SearchEngine["upsert"] };
+  const real = engine.upsert;
+  engine.upsert = async () => {
+    engine.upsert = real;
+    throw new Error("engine unavailable (simulated Meilisearch timeout)");
+  };
+}
+
+async function searchIds(query: string): Promise<string[]> {
+  const r = await srv.json("/api/v1/agent/search", { method: "POST", headers: key.headers, body: { query, filters: { inStock: false } } });
+  expect(r.status).toBe(200);
+  expect(r.body.success).toBe(true);
+  return (r.body.data.products as { id: string }[]).map((p) => p.id);
+}
+
+/** The demo store's active product at `offset` in id order, renamed by SQL to `title`. */
+async function rename(offset: number, title: string): Promise<string> {
+  const [p] = await srv.db.sql<{ id: string }[]>`
+    SELECT id FROM products WHERE active AND store_slug = 'demo-store' ORDER BY id OFFSET ${offset} LIMIT 1`;
+  await srv.db.sql`UPDATE products SET title = ${title} WHERE id = ${p!.id}`;
+  return p!.id;
+}
+
+test("a catch-up pass whose engine write failed is repaired by the next pass", async () => {
+  await pass();
+  const id = await rename(0, "Zyxwvutsrq Gadget");
+  failNextUpsert();
+  const failed = await pass().then(
+    () => "applied",
+    (e: Error) => e.message,
+  );
+  expect(failed).toBe("engine unavailable (simulated Meilisearch timeout)");
+  expect(await searchIds("Zyxwvutsrq")).toEqual([]);
+
+  // the failed pass kept its horizon and did not record the row: the next pass reads and indexes it (what it scans
+  // depends on other sessions of the Postgres server holding the horizon back; what it reads does not)
+  expect((await pass()).products).toBe(1);
+  expect(await searchIds("Zyxwvutsrq")).toEqual([id]);
+}, 60_000);
+
+test("a catalog.changed event whose engine write failed is repaired by the next catch-up", async () => {
+  await pass();
+  const id = await rename(3, "Qqplorkington Lamp");
+  failNextUpsert();
+  await indexer().onCatalogChanged({ storeSlug: "demo-store", upserted: [id], removed: [] });
+  expect(await searchIds("Qqplorkington")).toEqual([]);
+
+  expect((await pass()).products).toBe(1);
+  expect(await searchIds("Qqplorkington")).toEqual([id]);
+}, 60_000);
+
+test("a reindex whose engine write failed part-way is completed by the next catch-up", async () => {
+  await pass();
+  const id = await rename(5, "Vexillographic Kettle");
+  const [{ n }] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM products`;
+  const [{ active }] = await srv.db.sql<{ active: number }[]>`SELECT count(*)::int AS active FROM products WHERE active`;
+  failNextUpsert();
+  const failed = await service().reindex(srv.db.sql).then(
+    () => "applied",
+    (e: Error) => e.message,
+  );
+  expect(failed).toBe("engine unavailable (simulated Meilisearch timeout)");
+  expect(await searchIds("Vexillographic")).toEqual([]);
+
+  // the load left no horizon: the next pass reads every row, not only those changed since the old horizon
+  expect(await pass()).toEqual({ products: n, scanned: n });
+  expect(service().products.size).toBe(active);
+  expect(await searchIds("Vexillographic")).toEqual([id]);
+}, 60_000);
