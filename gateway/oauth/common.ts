@@ -107,11 +107,14 @@ export type OAuthErrorCode =
   | "unsupported_token_type"
   | "access_denied"
   | "unsupported_response_type"
-  | "temporarily_unavailable";
+  | "temporarily_unavailable"
+  | "rate_limit_exceeded";
 
 /**
  * Thrown inside the OAuth endpoints; turned into an RFC 6749 §5.2 body by `oauthErrorBody`. `retryAfterSeconds`
- * marks a refusal that passes (503 temporarily_unavailable): it is sent as Retry-After.
+ * marks a refusal that passes (503 temporarily_unavailable, 429 rate_limit_exceeded): it is sent as Retry-After.
+ * `rate_limit_exceeded` is not one of RFC 6749's codes (its extension point, §8.5): it is the service's own code
+ * for a rate limit, which an OAuth client reads as a server error with the description as its message.
  */
 export class OAuthError extends Error {
   constructor(

@@ -12,7 +12,6 @@ import { Elysia, t } from "elysia";
 import { SCOPES } from "../../actors/agent/access.ts";
 import { oauthRegisterBucket } from "../../actors/agent/limits.ts";
 import { ipActor } from "../../actors/ip/index.ts";
-import { fail } from "../../actors/runtime/errors.ts";
 import { clientIp, setRateHeaders, userFromRequest } from "../plugins/auth.ts";
 import { isJsonContentType } from "../plugins/json-body.ts";
 import type { Services } from "../services.ts";
@@ -46,6 +45,9 @@ type Headers = Record<string, string | number>;
  * Takes one unit of the address's registration bucket, or throws 429 rate_limit_exceeded with the headers set. The
  * bucket is durable (the ip actor writes its count before answering: a registration writes a row anyway), so an
  * address that waits for its actor to go idle, or a restart, does not get a fresh one. Returns the give-back.
+ * The refusal is an OAuth error body like the route's 400 and 401 (review RZ-2): in the service envelope, `error`
+ * held the sentence and no `error_description`, so an OAuth client (the MCP SDK's registerClient) showed an empty
+ * message and lost the wait.
  */
 async function admitRegistration(svc: Services, ip: string, headers: Headers): Promise<() => Promise<void>> {
   if (!svc.config.RATE_LIMITS_ENABLED) return async () => {};
@@ -55,7 +57,10 @@ async function admitRegistration(svc: Services, ip: string, headers: Headers): P
   // the headers show the tightest bucket: this one once it has fewer left than the global one shown already
   const shown = Number(headers["x-ratelimit-remaining"]);
   if (!res.allowed || !Number.isFinite(shown) || res.rate.remaining <= shown) setRateHeaders(headers, res.rate);
-  if (!res.allowed) throw fail("rate_limit_exceeded", "Too many client registrations from this address; wait until X-RateLimit-Reset.", { ...res.rate });
+  if (!res.allowed) {
+    const wait = res.rate.retryAfter ?? Math.max(1, res.rate.reset - Math.floor(svc.clock.now() / 1000));
+    throw new OAuthError("rate_limit_exceeded", `Too many client registrations from this address; retry after ${wait} seconds.`, 429, wait);
+  }
   return () => svc.actors.ask(ipActor, owner, "releaseDurable", { buckets, consumedAt: res.consumedAt }).then(() => {}, () => {});
 }
 
