@@ -8,6 +8,11 @@ import { Value } from "@sinclair/typebox/value";
 
 const Bool = T.Boolean();
 const Port = T.Integer({ minimum: 0, maximum: 65535 });
+/**
+ * The longest delay a timer keeps (2^31 - 1 ms, about 24.8 days): Bun, like Node, sets a longer one to 1 ms, so a
+ * "monthly" job interval would run back to back (review RZ-4). An interval past it is refused at start-up.
+ */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /** Each entry: schema, default, one-line description (rendered into the README table by `bun infra/gen-config-table.ts`). */
 export const CONFIG_VARS = {
@@ -95,9 +100,9 @@ export const CONFIG_VARS = {
     doc: "How long an unfinished ACP/UCP/AP2 Idempotency-Key claim holds before a retry with the same key takes it over.",
   },
   RETENTION_INTERVAL_MS: {
-    schema: T.Integer({ minimum: 0 }),
+    schema: T.Integer({ minimum: 0, maximum: MAX_TIMER_MS }),
     default: 60 * 60 * 1000,
-    doc: "How often each actor host runs the data-retention job (infra/retention.ts; docs/operations.md \"Data retention\"); 0 turns it off.",
+    doc: "How often each actor host runs the data-retention job (infra/retention.ts; docs/operations.md \"Data retention\"); 0 turns it off; at most 2147483647 (about 24.8 days, the longest timer delay).",
   },
   RETENTION_BATCH: { schema: T.Integer({ minimum: 1, maximum: 100_000 }), default: 1000, doc: "Rows per DELETE of the data-retention job (each table is emptied batch after batch)." },
   RETENTION_OAUTH_GRACE_DAYS: {

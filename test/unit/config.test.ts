@@ -42,6 +42,20 @@ describe("configuration", () => {
     }
   });
 
+  test("a retention interval longer than a timer can hold (2^31 - 1 ms) is refused at start-up, since the timer would fire every millisecond", () => {
+    expect(loadConfig({ RETENTION_INTERVAL_MS: "2147483647" }).RETENTION_INTERVAL_MS).toBe(2_147_483_647);
+    expect(loadConfig({ RETENTION_INTERVAL_MS: "0" }).RETENTION_INTERVAL_MS).toBe(0);
+    let err: unknown;
+    try {
+      loadConfig({ RETENTION_INTERVAL_MS: "2592000000" }); // "monthly"
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).variable).toBe("RETENTION_INTERVAL_MS");
+    expect((err as Error).message).toBe('config: RETENTION_INTERVAL_MS="2592000000" is invalid; allowed: an integer from 0 to 2147483647');
+  });
+
   test("production refuses disabled rate limits and private URLs", () => {
     expect(() => loadConfig({ NODE_ENV: "production", RATE_LIMITS_ENABLED: "false" })).toThrow(/RATE_LIMITS_ENABLED/);
     expect(() => loadConfig({ NODE_ENV: "production", ALLOW_PRIVATE_URLS: "true" })).toThrow(/ALLOW_PRIVATE_URLS/);
