@@ -1082,8 +1082,11 @@ function decided(err: ActorError): ActorError {
 
 /**
  * Lock order across stores (docs/checkout.md "Lock order"): a turn that writes several stores' legs in its one
- * transaction (holds, settles, cancels) writes them in store-slug order, so two carts listing the same stores in
- * opposite orders never lock each other's rows the other way round (40P01).
+ * transaction (holds, settles, cancels) writes them one leg after another in store-slug order, so two carts listing
+ * the same stores in opposite orders never lock each other's rows the other way round (40P01). One after another, not
+ * sent together: the legs share the turn's one connection, so their statements lock in the order they reach the
+ * server, and a leg that takes a round trip more (a captured settle reads its order first, a hold that falls back
+ * to the full statement) would lock its rows after a later store's (review RV-1).
  */
 const byStoreSlug = (a: { storeId: string }, b: { storeId: string }) => (a.storeId < b.storeId ? -1 : a.storeId > b.storeId ? 1 : 0);
 
@@ -1163,56 +1166,56 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
   }
   const tx = await txOf();
   const changed: Record<string, string[]> = {};
-  await Promise.all(
-    [...pending].sort(byStoreSlug).map(async (leg) => {
-      const r = results[leg.storeId];
-      const orderId = s.orderIds[leg.storeId];
-      const reservationId = leg.intentId as string;
-      if (r.outcome === "captured") {
-        const res = (r as { result?: ChargeResult }).result;
-        // The order must still be waiting for this capture: one canceled (or otherwise moved) meanwhile is never
-        // answered "paid" nor sold stock (settleLegRows would commit the hold whatever the order's status). The row
-        // lock holds off a concurrent move until this turn commits.
-        // An order this capture already paid (a replay) settles as before; a flagged one stays with its human.
-        const [o] = await tx<{ status: string; capture_ref: string | null; reconciliation: string | null }[]>`SELECT status, capture_ref, reconciliation
-          FROM orders WHERE id = ${orderId} AND store_slug = ${leg.storeId} FOR UPDATE`;
-        const waiting = o && (o.status === "pending" || (o.status !== "canceled" && o.capture_ref === (r.captureRef ?? null) && o.reconciliation === null));
-        if (!waiting && leg.amountMinor === 0) {
-          // No money moved: the hold goes back and the leg rolls back, as for a refused charge.
-          await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: "order_not_waiting" }, now0, heldSink(ctx, leg.storeId));
-          results[leg.storeId] = { outcome: "failed" };
-          return;
-        }
-        if (!waiting) {
-          const problem = fail("PAYMENT_CAPTURED_FINALIZATION_FAILED", "The payment was captured but the order is no longer waiting for it; it is flagged for refund or reconciliation.", {
-            capture_reference: r.captureRef,
-            order_status: o?.status ?? null,
-          });
-          escalated.add(leg.storeId);
-          escalation ??= await escalateCapture(tx, s, leg, results, problem);
-          return;
-        }
-        const done = await settleLegRows(
-          tx,
-          leg.storeId,
-          {
-            orderId,
-            reservationId,
-            outcome: "captured",
-            intentId: reservationId,
-            captureRef: r.captureRef,
-            simulated: res?.status === "captured" ? res.simulated : false,
-            totalMinor: leg.amountMinor,
-            currency: leg.currency,
-          },
-          now0,
-        );
-        if (done.changed.length) changed[leg.storeId] = done.changed;
-      } else if (r.outcome === "declined" || r.outcome === "failed" || r.outcome === "not_approved") {
-        await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: r.outcome }, now0, heldSink(ctx, leg.storeId));
+  // One leg after another, in slug order (see byStoreSlug). The first failure ends the loop: its error (a 40P01, a
+  // 503) is the turn's, not a sibling's `current transaction is aborted` (a 500).
+  for (const leg of [...pending].sort(byStoreSlug)) {
+    const r = results[leg.storeId];
+    const orderId = s.orderIds[leg.storeId];
+    const reservationId = leg.intentId as string;
+    if (r.outcome === "captured") {
+      const res = (r as { result?: ChargeResult }).result;
+      // The order must still be waiting for this capture: one canceled (or otherwise moved) meanwhile is never
+      // answered "paid" nor sold stock (settleLegRows would commit the hold whatever the order's status). The row
+      // lock holds off a concurrent move until this turn commits.
+      // An order this capture already paid (a replay) settles as before; a flagged one stays with its human.
+      const [o] = await tx<{ status: string; capture_ref: string | null; reconciliation: string | null }[]>`SELECT status, capture_ref, reconciliation
+        FROM orders WHERE id = ${orderId} AND store_slug = ${leg.storeId} FOR UPDATE`;
+      const waiting = o && (o.status === "pending" || (o.status !== "canceled" && o.capture_ref === (r.captureRef ?? null) && o.reconciliation === null));
+      if (!waiting && leg.amountMinor === 0) {
+        // No money moved: the hold goes back and the leg rolls back, as for a refused charge.
+        await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: "order_not_waiting" }, now0, heldSink(ctx, leg.storeId));
+        results[leg.storeId] = { outcome: "failed" };
+        continue;
       }
-    }),
-  );
+      if (!waiting) {
+        const problem = fail("PAYMENT_CAPTURED_FINALIZATION_FAILED", "The payment was captured but the order is no longer waiting for it; it is flagged for refund or reconciliation.", {
+          capture_reference: r.captureRef,
+          order_status: o?.status ?? null,
+        });
+        escalated.add(leg.storeId);
+        escalation ??= await escalateCapture(tx, s, leg, results, problem);
+        continue;
+      }
+      const done = await settleLegRows(
+        tx,
+        leg.storeId,
+        {
+          orderId,
+          reservationId,
+          outcome: "captured",
+          intentId: reservationId,
+          captureRef: r.captureRef,
+          simulated: res?.status === "captured" ? res.simulated : false,
+          totalMinor: leg.amountMinor,
+          currency: leg.currency,
+        },
+        now0,
+      );
+      if (done.changed.length) changed[leg.storeId] = done.changed;
+    } else if (r.outcome === "declined" || r.outcome === "failed" || r.outcome === "not_approved") {
+      await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: r.outcome }, now0, heldSink(ctx, leg.storeId));
+    }
+  }
   for (const [storeSlug, upserted] of Object.entries(changed)) ctx.publish("catalog.changed", { storeSlug, upserted, removed: [] });
   const settled = settleLegs(s.legs, results);
   const now = ctx.now();
@@ -1413,11 +1416,10 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
   const unpaid = Object.entries(s.orderIds).filter(([slug]) => s.legs.find((l) => l.storeId === slug)?.status !== "captured").sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (unpaid.length) {
     const tx = await ctx.tx();
-    await Promise.all(
-      unpaid.map(([slug, orderId]) => {
-        return cancelPendingOrderRows(tx, slug, { orderId, reason: reason ?? `checkout_${moved.status.toLowerCase()}` }, now, heldSink(ctx, slug));
-      }),
-    );
+    // one store after another, in slug order (see byStoreSlug)
+    for (const [slug, orderId] of unpaid) {
+      await cancelPendingOrderRows(tx, slug, { orderId, reason: reason ?? `checkout_${moved.status.toLowerCase()}` }, now, heldSink(ctx, slug));
+    }
   }
   const cart = ctx.state.cart as CartRecord;
   if (cart.status === "CHECKOUT" && !s.legs.some((l) => l.status === "captured")) ctx.state.cart = applyCartEvent(cart, "end_checkout", now);
@@ -1640,8 +1642,17 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
   // One store (the common cart): its hold rides in the statement that commits the session IN_PROGRESS.
   if (toBegin.length === 1 && (await beginOneLegRiding(ctx, toBegin[0]!.storeId, legBody(toBegin[0]!), inProgress(), now))) return runPayment(ctx, "charge");
   const tx = await ctx.tx();
-  const begun = await Promise.allSettled(toBegin.map((leg) => beginLegRows(tx, leg.storeId, legBody(leg), now, heldSink(ctx, leg.storeId))));
-  const refused = begun.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  // One store after another, in slug order (see byStoreSlug). The first refusal ends the loop: a shortage stops the
+  // attempt, and after a statement error the transaction is aborted for the stores after it anyway.
+  let refused: { reason: unknown } | undefined;
+  for (const leg of toBegin) {
+    try {
+      await beginLegRows(tx, leg.storeId, legBody(leg), now, heldSink(ctx, leg.storeId));
+    } catch (reason) {
+      refused = { reason };
+      break;
+    }
+  }
   if (refused) {
     const err = refused.reason;
     // A shortage on a session with a merchant paid: the turn's error rolls this attempt's holds and new orders back and
