@@ -452,9 +452,15 @@ export class SearchService {
     return this.applyStockRows(rows);
   }
 
-  /** Applies stock rows to the snapshot, the columns and the engine; returns how many documents changed. */
+  /**
+   * Applies stock rows to the snapshot, the columns and the engine; returns how many documents changed. If the
+   * engine fails the update, the snapshot takes back the records it had (as the engine still does) and the products
+   * are kept among the held ones: the next catch-up re-reads their stock, finds it differs and sends it again.
+   * Left flipped, the snapshot would match the table and the engine would keep the old flag (as review RZ-1 for rows).
+   */
   async applyStockRows(rows: readonly StockRow[]): Promise<number> {
     const updates: StockUpdate[] = [];
+    const before: { prev: RankableProduct; next: RankableProduct }[] = [];
     for (const r of rows) {
       const cur = this.products.get(r.id);
       if (!cur || !r.active) continue;
@@ -463,13 +469,28 @@ export class SearchService {
       if (inStock === cur.inStock) continue;
       // records are replaced, never mutated: a page being built keeps the record it read
       const next: RankableProduct = { ...cur, inStock };
-      this.products.set(r.id, next);
-      const ref = this.refs.get(r.id);
-      if (ref !== undefined) this.columns.set(ref, next);
+      this.setRecord(next);
+      before.push({ prev: cur, next });
       updates.push({ id: r.id, inStock });
     }
-    if (updates.length) await this.engine.setStock(updates);
+    if (updates.length === 0) return 0;
+    try {
+      await this.engine.setStock(updates);
+    } catch (err) {
+      for (const { prev, next } of before) {
+        this.held.add(prev.id);
+        if (this.products.get(prev.id) === next) this.setRecord(prev); // unless something newer replaced it
+      }
+      throw err;
+    }
     return updates.length;
+  }
+
+  /** Replaces a product's record in the snapshot and its columns. */
+  private setRecord(p: RankableProduct): void {
+    this.products.set(p.id, p);
+    const ref = this.refs.get(p.id);
+    if (ref !== undefined) this.columns.set(ref, p);
   }
 
   async refreshStore(sql: Sql, slug: string): Promise<void> {

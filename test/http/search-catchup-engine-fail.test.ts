@@ -4,11 +4,14 @@
  * change_xid and skipped it, and the engine kept the old document until the row changed again. A failed catch-up
  * pass, a failed `catalog.changed` apply and a failed reindex page all left the product stale. Rows are now recorded
  * only once the engine took them, and a load that fails part-way leaves no horizon (the next pass reads every row).
+ * A held-stock update (`inStock` only) the engine failed had the same effect: the snapshot kept the new flag, so the
+ * catch-up's stock re-read found nothing to send; the snapshot now takes back its old record.
  *
  * The engine is the one dependency made to fail: the server's own engine, its upsert throwing once (what the
  * Meilisearch client throws on its 2 s request timeout). Writes are plain SQL, so no event repairs them.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { heldStockChanged } from "../../actors/store/messages.ts";
 import type { SearchEngine } from "../../search/engine.ts";
 import { getIndexer } from "../../search/indexer.ts";
 import { getSearchService } from "../../search/service.ts";
@@ -33,15 +36,16 @@ const indexer = () => getIndexer(srv.running.services)!;
 /** One catch-up pass in the indexer's queue, with what it scanned and read. */
 const pass = () => indexer().run("test catch-up", () => service().catchUp(srv.db.sql));
 
-/** Makes the engine's next upsert throw, as Meilisearch does when a request times out; later ones go through. */
-function failNextUpsert(): void {
-  const engine = service().engine as SearchEngine & { upsert: SearchEngine["upsert"] };
-  const real = engine.upsert;
-  engine.upsert = async () => {
-    engine.upsert = real;
+/** Makes the engine's next call of `method` throw, as Meilisearch does when a request times out; later ones go through. */
+function failNext(method: "upsert" | "setStock"): void {
+  const engine = service().engine as { -readonly [K in keyof SearchEngine]: SearchEngine[K] };
+  const real = engine[method];
+  engine[method] = async () => {
+    engine[method] = real as never;
     throw new Error("engine unavailable (simulated Meilisearch timeout)");
   };
 }
+const failNextUpsert = () => failNext("upsert");
 
 async function searchIds(query: string): Promise<string[]> {
   const r = await srv.json("/api/v1/agent/search", { method: "POST", headers: key.headers, body: { query, filters: { inStock: false } } });
@@ -103,4 +107,25 @@ test("a reindex whose engine write failed part-way is completed by the next catc
   expect(await pass()).toEqual({ products: n, scanned: n });
   expect(service().products.size).toBe(active);
   expect(await searchIds("Vexillographic")).toEqual([id]);
+}, 60_000);
+
+test("a held-stock update the engine failed is sent again by the next catch-up", async () => {
+  const [p] = await srv.db.sql<{ id: string; title: string }[]>`
+    SELECT id, title FROM products WHERE store_slug = 'demo-store' AND active AND in_stock
+      AND jsonb_array_length(variants) = 0 AND stock_quantity BETWEEN 2 AND 40 AND reserved_quantity = 0
+    ORDER BY id LIMIT 1`;
+  const inStockIds = async () => {
+    const r = await srv.json("/api/v1/agent/search", { method: "POST", headers: key.headers, body: { query: p!.title, filters: { inStock: true }, limit: 100 } });
+    expect(r.status).toBe(200);
+    return (r.body.data.products as { id: string }[]).map((x) => x.id);
+  };
+  expect(await inStockIds()).toContain(p!.id);
+  // every unit held by pending checkouts (a hold does not move change_xid: only the stock paths see it)
+  await srv.db.sql`UPDATE products SET reserved_quantity = stock_quantity WHERE id = ${p!.id}`;
+  failNext("setStock");
+  await indexer().onCatalogChanged(heldStockChanged("demo-store", [p!.id])!);
+  expect(await inStockIds()).toContain(p!.id);
+
+  await pass();
+  expect(await inStockIds()).not.toContain(p!.id);
 }, 60_000);
