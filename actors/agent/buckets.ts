@@ -290,6 +290,39 @@ export class BucketTable {
     else this.states.delete(id);
   }
 
+  /**
+   * What the activation's load read from storage, per bucket (`load`): the base a later `merge` subtracts to find
+   * what this activation counted itself. Absent until something is loaded.
+   */
+  private loaded?: Map<string, BucketState>;
+
+  /** `put` of a row read at the activation's start, remembered as the base of a later `merge`. */
+  load(id: string, windowMs: number, state: BucketState): void {
+    this.put(id, windowMs, state);
+    (this.loaded ??= new Map()).set(id, { windowStart: state.windowStart, count: state.count });
+  }
+
+  /**
+   * Folds a row read after the activation started (a previous owner's hand-over that committed after this
+   * activation's load: a partition moving here) into the bucket: the row's count plus what this activation
+   * counted itself since its load (its count minus what it loaded into that window), in the row's window when that
+   * is the same window or an earlier one still running (every unit counted here came after the row's window began).
+   * A row whose window has ended changes nothing. Merging the same row again adds nothing.
+   */
+  merge(id: string, windowMs: number, row: BucketState): void {
+    const now = this.clock();
+    if (now >= row.windowStart + windowMs) return;
+    const st = this.states.get(id);
+    if (!st || now >= st.windowStart + st.windowMs) return this.load(id, windowMs, row);
+    if (row.windowStart <= st.windowStart) {
+      const base = this.loaded?.get(id);
+      const own = st.count - (base && base.windowStart === st.windowStart ? base.count : 0);
+      this.put(id, windowMs, { windowStart: row.windowStart, count: Math.max(0, row.count + own) });
+      // the row is the new base: a later merge adds only what is counted here from now on to a newer row
+      (this.loaded ??= new Map()).set(id, { windowStart: row.windowStart, count: row.count });
+    } else if (row.count >= st.count) this.load(id, windowMs, row); // a later window than ours: the fuller one
+  }
+
   /** Buckets with units used in a window that has not ended: what a restart would otherwise refill. */
   *used(): Generator<StoredBucket> {
     const now = this.clock();

@@ -15,7 +15,7 @@ import { Admit, Authorize, CapPlan, CreateKey, Release, type KeyView, type RateV
 import { assertKeyRoom, assertTierInPlan, capTier, keyPlanOf, storedPlan, type Plan } from "./plans.ts";
 import { Type as T } from "@sinclair/typebox";
 import { handOverOnStop } from "../runtime/host.ts";
-import { handOverBuckets, loadStoredBuckets } from "../ip/stored-buckets.ts";
+import { catchUpBuckets, handOverBuckets, loadStoredBuckets } from "../ip/stored-buckets.ts";
 
 interface KeyRecord extends KeyView {
   hash: string;
@@ -350,4 +350,5 @@ export const agentActor = defineActor({
   immutable: ["authorize"],
 });
 
-handOverOnStop(agentActor.kind, handOverBuckets((memory) => (memory.get("agent") as AgentMemory | undefined)?.table, ownerOf));
+const tableOf = (memory: ReadonlyMap<string, unknown>) => (memory.get("agent") as AgentMemory | undefined)?.table;
+handOverOnStop(agentActor.kind, handOverBuckets(tableOf, ownerOf), catchUpBuckets(tableOf, ownerOf));

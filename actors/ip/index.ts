@@ -5,7 +5,8 @@
  * per account). The owner string is the actor id.
  * Buckets live in memory: `admit`/`release`/`peek` never touch the database (nothing here is worth a write per
  * request). The failed-log-in buckets go through `admitDurable`/`releaseDurable`, which write every change before
- * answering (stored-buckets.ts), and a clean stop hands the others over to the next activation, which loads them.
+ * answering (stored-buckets.ts); the others are handed over when an activation goes (a clean stop, a partition
+ * moving away, idle passivation) to the next activation, which loads them.
  */
 import { Type as T } from "@sinclair/typebox";
 import { defineActor } from "../runtime/define-actor.ts";
@@ -13,7 +14,7 @@ import { handOverOnStop } from "../runtime/host.ts";
 import { BucketTable } from "../agent/buckets.ts";
 import { BucketSpecSchema, Release } from "../agent/messages.ts";
 import { rateView } from "../agent/index.ts";
-import { admitStored, handOverBuckets, loadStoredBuckets, releaseStored } from "./stored-buckets.ts";
+import { admitStored, catchUpBuckets, handOverBuckets, loadStoredBuckets, releaseStored } from "./stored-buckets.ts";
 
 function table(memory: Map<string, unknown>): BucketTable {
   let t = memory.get("buckets") as BucketTable | undefined;
@@ -65,4 +66,5 @@ export const ipActor = defineActor({
   reentrant: ["admit", "release", "peek"],
 });
 
-handOverOnStop(ipActor.kind, handOverBuckets((memory) => memory.get("buckets") as BucketTable | undefined, (id) => id));
+const tableOf = (memory: ReadonlyMap<string, unknown>) => memory.get("buckets") as BucketTable | undefined;
+handOverOnStop(ipActor.kind, handOverBuckets(tableOf, (id) => id), catchUpBuckets(tableOf, (id) => id));

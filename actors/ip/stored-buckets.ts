@@ -8,17 +8,20 @@
  *    attempt (and one more per success, whose unit goes back) is cheap; a refusal the memory already knows writes
  *    nothing, so a guesser hammering a full bucket costs no database work.
  *  - **Everything else** (tier, global, per-address buckets): memory only on the hot path (no write, no await per
- *    request); a clean stop hands the used buckets over (`handOverBuckets`, run by ActorHost.stop through
- *    `handOverOnStop`) and every activation loads its owner's rows once, at its start (`loadStoredBuckets`). A
- *    kill -9 still refills these (docs/access.md).
- * A loaded row is a count that was reached in that window, so it never makes a bucket fuller than it really is.
+ *    request); a clean stop, a partition moving away and an idle passivation hand the used buckets over
+ *    (`handOverBuckets`, run by ActorHost through `handOverOnStop`), and an activation loads its owner's rows at its
+ *    start (`loadStoredBuckets`) when there may be any. After a partition move the new owner reads them once more, a
+ *    few seconds later (`catchUpBuckets`), as the old owner's hand-over may commit after its first load. A kill -9
+ *    still refills these (docs/access.md).
+ * A stored row is never lowered while its window runs: a hand-over from an activation that knew less (its load ran
+ * out of time, or read a row about to be replaced) cannot undo a count another one reached.
  * Rows whose window ended are deleted by `pruneEnded`: from the durable writes (at most once a minute per process)
  * and on every clean stop.
  */
 import { withoutDeadline, type Sql } from "../../infra/db.ts";
 import type { Logger } from "../../infra/log.ts";
 import type { AdmitResult, BucketSpec, BucketTable } from "../agent/buckets.ts";
-import type { HandOver } from "../runtime/host.ts";
+import { onPlacementChange, type CatchUp, type HandOver } from "../runtime/host.ts";
 
 /**
  * How long an activation waits for its stored buckets before it serves with what it has: a database that does not
@@ -26,6 +29,20 @@ import type { HandOver } from "../runtime/host.ts";
  * again in their own turn).
  */
 const LOAD_BUDGET_MS = 500;
+/**
+ * Loads running at once per process: each holds a pooled connection for up to LOAD_BUDGET_MS (the statement is
+ * timed out there by the server), so a locked or slow table cannot take the pool from every other request.
+ */
+const LOADS_AT_ONCE = 2;
+/** A catch-up's statement timeout: it runs in the background, once per partition move, for many owners at once. */
+const CATCH_UP_BUDGET_MS = 5_000;
+/**
+ * After a placement change, when to measure how long rows other hosts handed over may stay live: past the old
+ * owner's hand-over (ActorHost: 2 s once it sees the change, read again by the catch-up at 3 s).
+ */
+const SETTLE_MS = 3_500;
+/** How many owners this process remembers having handed over itself; past it, every load reads until they end. */
+const WRITTEN_HERE_MAX = 100_000;
 /** How often one process logs a failed load (at most). */
 const LOAD_WARN_EVERY_MS = 30_000;
 /** How often one process deletes ended rows from the durable writes (at most). */
@@ -49,27 +66,168 @@ function warnLoad(log: Logger, msg: string, fields: Record<string, unknown>): vo
   log.warn(msg, fields);
 }
 
-/** Loads the owner's rows whose window has not ended into its (new) table. Best effort within LOAD_BUDGET_MS. */
-export async function loadStoredBuckets(sql: Sql, owner: string, table: BucketTable, log: Logger): Promise<void> {
-  const now = Date.now();
-  const read = sql<(Row & { window_end: string | number })[]>`
-    SELECT bucket_id, window_start, window_end, used FROM rate_limit_buckets WHERE owner = ${owner} AND window_end > ${now}`;
-  let rows: (Row & { window_end: string | number })[] | null;
+/*
+ * When a load can be skipped (review RQ LOW-4: a read per new address, 404s included). A non-durable row exists only
+ * because some activation handed its buckets over. This process knows the owners it handed over itself
+ * (`writtenHere`); rows of other processes reach its actors only through a placement change (ActorHost calls
+ * `onPlacementChange`: this host started, the live hosts changed, a deactivation), and they last until their window
+ * ends. So after a change every load reads, until the rows handed over by then are measured (`othersUntil`: the
+ * latest window end among them, SETTLE_MS after the change, once the old owner's hand-over is in); from then on only
+ * the owners in `writtenHere` read, until that time. The durable rows are not loaded: `admitStored` reads them in
+ * its own turn.
+ */
+let othersUntil = Infinity;
+let settleAt = 0;
+let placementEpoch = 0;
+let measuring = false;
+const writtenHere = new Map<string, number>();
+/** `writtenHere` was full: every load reads until then. */
+let overflowUntil = 0;
+
+/** A placement change (see above): every load reads until the rows handed over by then are measured. */
+export function notePlacementChange(): void {
+  othersUntil = Infinity;
+  settleAt = Date.now() + SETTLE_MS;
+  placementEpoch++;
+}
+onPlacementChange(notePlacementChange);
+
+/** Whether `owner` may have a live non-durable row; starts the measurement of `othersUntil` when it is due. */
+function mayHaveRows(sql: Sql, owner: string, now: number): boolean {
+  if (othersUntil === Infinity && now >= settleAt && !measuring) void measureOthers(sql);
+  return now < othersUntil || now < overflowUntil || (writtenHere.get(owner) ?? 0) > now;
+}
+
+async function measureOthers(sql: Sql): Promise<void> {
+  measuring = true;
+  const epoch = placementEpoch;
   try {
-    rows = await Promise.race([read, Bun.sleep(LOAD_BUDGET_MS).then(() => null)]);
+    const [r] = await timedRead(sql, CATCH_UP_BUDGET_MS, (tx) => tx<{ until: string | number | null }[]>`
+      SELECT max(window_end) AS until FROM rate_limit_buckets WHERE NOT durable`);
+    // a placement change meanwhile: rows may have come after this read, so it does not count
+    if (epoch === placementEpoch) othersUntil = Number(r?.until ?? 0);
+  } catch {
+    settleAt = Date.now() + LOAD_WARN_EVERY_MS; // the loads read meanwhile; measured again later
+  } finally {
+    measuring = false;
+  }
+}
+
+/** Records that this process wrote `owner`'s rows, live until `until`. */
+function noteWritten(owner: string, until: number, now: number): void {
+  if ((writtenHere.get(owner) ?? 0) >= until) return;
+  if (writtenHere.size >= WRITTEN_HERE_MAX && !writtenHere.has(owner)) {
+    for (const [o, end] of writtenHere) if (end <= now) writtenHere.delete(o);
+    if (writtenHere.size >= WRITTEN_HERE_MAX) {
+      overflowUntil = Math.max(overflowUntil, until);
+      return;
+    }
+  }
+  writtenHere.set(owner, until);
+}
+
+let loadsRunning = 0;
+const loadWaiters: (() => void)[] = [];
+
+/** One of LOADS_AT_ONCE slots, or false if none is free before `deadline`. Release with `releaseLoadSlot`. */
+async function loadSlot(deadline: number): Promise<boolean> {
+  if (loadsRunning < LOADS_AT_ONCE) {
+    loadsRunning++;
+    return true;
+  }
+  let wake!: () => void;
+  const turn = new Promise<void>((resolve) => (wake = resolve));
+  loadWaiters.push(wake);
+  const got = await Promise.race([turn.then(() => true), Bun.sleep(Math.max(0, deadline - Date.now())).then(() => false)]);
+  if (!got) {
+    const i = loadWaiters.indexOf(wake);
+    if (i >= 0) loadWaiters.splice(i, 1);
+    else releaseLoadSlot(); // woken just as the time ran out: pass the slot on
+  }
+  return got;
+}
+
+function releaseLoadSlot(): void {
+  const next = loadWaiters.shift();
+  if (next) next(); // the slot goes straight to the next waiter
+  else loadsRunning--;
+}
+
+type StoredRow = Row & { window_end: string | number };
+
+/**
+ * Reads non-durable live rows of `owners` with a server-side statement timeout, so a read that runs out of time
+ * frees its connection (a Promise.race alone left the SELECT holding a pooled connection: review RQ MED-2).
+ */
+function readRows(sql: Sql, owners: readonly string[], timeoutMs: number): Promise<(StoredRow & { owner: string })[]> {
+  return timedRead(sql, timeoutMs, (tx) => tx<(StoredRow & { owner: string })[]>`
+    SELECT owner, bucket_id, window_start, window_end, used FROM rate_limit_buckets
+    WHERE owner IN ${tx(owners as string[])} AND NOT durable AND window_end > ${Date.now()}`);
+}
+
+/** `read` in a transaction whose statements the server cancels after `timeoutMs` (its connection is then free). */
+function timedRead<T>(sql: Sql, timeoutMs: number, read: (tx: Sql) => Promise<T>): Promise<T> {
+  return withoutDeadline(sql).begin(async (tx) => {
+    await tx.unsafe(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+    return read(tx as unknown as Sql);
+  }) as Promise<T>;
+}
+
+/**
+ * Loads the owner's live handed-over rows into its (new) table, when it may have any (see above). Best effort
+ * within LOAD_BUDGET_MS: past it the activation starts with what it has (and the statement is cancelled there).
+ */
+export async function loadStoredBuckets(sql: Sql, owner: string, table: BucketTable, log: Logger): Promise<void> {
+  const start = Date.now();
+  if (!mayHaveRows(sql, owner, start)) return;
+  const deadline = start + LOAD_BUDGET_MS;
+  if (!(await loadSlot(deadline))) {
+    warnLoad(log, "stored rate-limit buckets not read in time; activations start with empty ones", { owner, budgetMs: LOAD_BUDGET_MS });
+    return;
+  }
+  let rows: StoredRow[] | null;
+  try {
+    const read = readRows(sql, [owner], deadline - Date.now());
+    rows = await Promise.race([read, Bun.sleep(Math.max(0, deadline - Date.now())).then(() => null)]);
+    // still waiting for a connection: it holds the slot until it has run (its statement is bounded the same way)
+    if (!rows) void read.then(releaseLoadSlot, releaseLoadSlot);
+    else releaseLoadSlot();
   } catch (err) {
+    releaseLoadSlot();
     warnLoad(log, "could not load stored rate-limit buckets; activations start with empty ones", { owner, error: err as Error });
     return;
   }
   if (!rows) {
-    read.catch(() => {});
     warnLoad(log, "stored rate-limit buckets not read in time; activations start with empty ones", { owner, budgetMs: LOAD_BUDGET_MS });
     return;
   }
   for (const r of rows) {
-    const start = Number(r.window_start);
-    table.put(r.bucket_id, Number(r.window_end) - start, { windowStart: start, count: r.used });
+    const windowStart = Number(r.window_start);
+    table.load(r.bucket_id, Number(r.window_end) - windowStart, { windowStart, count: r.used });
   }
+}
+
+/**
+ * The catch-up of a kind whose activations keep a BucketTable (see ActorHost's CatchUp): one read of every listed
+ * owner's live handed-over rows, merged into their tables (BucketTable.merge: the row plus what the activation
+ * counted since its load), so the count a busy owner reached on the host it moved from is not lost.
+ */
+export function catchUpBuckets(tableOf: (memory: ReadonlyMap<string, unknown>) => BucketTable | undefined, ownerOf: (id: string) => string): CatchUp {
+  return async (activations, sql) => {
+    const byOwner = new Map<string, BucketTable>();
+    for (const a of activations) {
+      const table = tableOf(a.memory);
+      if (table) byOwner.set(ownerOf(a.id), table);
+    }
+    const owners = [...byOwner.keys()];
+    for (let i = 0; i < owners.length; i += HAND_OVER_CHUNK) {
+      const rows = await readRows(sql, owners.slice(i, i + HAND_OVER_CHUNK), CATCH_UP_BUDGET_MS);
+      for (const r of rows) {
+        const windowStart = Number(r.window_start);
+        byOwner.get(r.owner)?.merge(r.bucket_id, Number(r.window_end) - windowStart, { windowStart, count: r.used });
+      }
+    }
+  };
 }
 
 /**
@@ -154,8 +312,14 @@ export function handOverBuckets(tableOf: (memory: ReadonlyMap<string, unknown>) 
         used.push(b.count);
       }
     }
+    const now = Date.now();
+    // before the write: a next activation here that starts while it runs reads what it finds (at worst the old row,
+    // which the write only raises)
+    owners.forEach((o, i) => noteWritten(o, ends[i]!, now));
     for (let i = 0; i < ids.length && Date.now() < deadline; i += HAND_OVER_CHUNK) {
       const to = i + HAND_OVER_CHUNK;
+      // A live stored row is never lowered (review RQ LOW-5): only a row whose window has ended, or a count at least
+      // as high, replaces it. A durable row (a log-in bucket) is never overwritten: it is the count already.
       await sql`
         INSERT INTO rate_limit_buckets (owner, bucket_id, window_start, window_end, used, durable)
         SELECT o, b, s, e, u, false
@@ -163,7 +327,8 @@ export function handOverBuckets(tableOf: (memory: ReadonlyMap<string, unknown>) 
                     ${ends.slice(i, to)}::bigint[], ${used.slice(i, to)}::int[]) AS t(o, b, s, e, u)
         ON CONFLICT (owner, bucket_id) DO UPDATE
           SET window_start = EXCLUDED.window_start, window_end = EXCLUDED.window_end, used = EXCLUDED.used
-          WHERE NOT rate_limit_buckets.durable`;
+          WHERE NOT rate_limit_buckets.durable
+            AND (rate_limit_buckets.window_end <= ${Date.now()} OR EXCLUDED.used >= rate_limit_buckets.used)`;
     }
     if (Date.now() < deadline) await pruneEnded(sql, true);
   };

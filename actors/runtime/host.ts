@@ -30,23 +30,63 @@ const REMINDER_LEASE_MS = 60_000;
 
 /** How long a clean stop gives the kinds' hand-overs (`handOverOnStop`) before it drops their activations anyway. */
 const HAND_OVER_MS = 2_000;
+/**
+ * How long after a placement change (see `notePlacement`) a new activation of a kind with a catch-up waits before it
+ * loads: the previous owner starts its hand-over when it sees the same change and usually has it written within
+ * milliseconds, so the load finds it, rather than admitting from the older row until a catch-up corrects it (a busy
+ * owner's requests of that time would pass the limit; review RQ MED-1). Only the first requests of owners new to
+ * this host wait, only that long after a change of the live hosts.
+ */
+const PLACEMENT_HOLD_MS = 500;
+/**
+ * When, after a placement change, this host re-reads what its new activations loaded (the kinds' catch-ups), for a
+ * hand-over that landed later (it is bounded by HAND_OVER_MS; the last read leaves a second's margin for the two
+ * hosts seeing the change at slightly different times). Each read folds in only what changed since the one before
+ * (BucketTable.merge).
+ */
+const CATCH_UP_AT_MS = [1_000, HAND_OVER_MS + 1_000];
+const CATCH_UP_AFTER_MS = CATCH_UP_AT_MS[CATCH_UP_AT_MS.length - 1]!;
+/** The 503 of a message type this host does not know: a sender newer than the host, mid-upgrade (see `receive`). */
+const UPGRADE_TEXT = "This part of the service is being upgraded; retry shortly.";
 
 /**
  * A kind's hand-over: what its activations keep only in `ctx.memory` and the next activation should not lose (the
  * rate-limit buckets, actors/ip/stored-buckets.ts). Called with the kind's activations that are dropped while their
  * host runs: by `stop()` (a clean stop), after their turns finished and while this host still owns their partitions
- * (the transport leaves after `stop()`), so the next owner's activation finds what it wrote; and by `deactivate`
- * (partitions moving to a host that joined: a restarted host rejoining, a scale-out), not awaited, so an activation
- * the new owner starts at that very moment may miss it; and by idle passivation (`passivateIdle`), which drops them
- * only once it is written, so waiting out ACTOR_IDLE_MS loses nothing. Best effort, bounded: it should stop writing at `deadline`
+ * (the transport leaves after `stop()`), so the next owner's activation finds what it wrote; from the moment it takes
+ * its snapshot the stopping host answers that kind's messages actor_unavailable (the caller retries, and reaches the
+ * next owner once this host has left), so nothing is counted after the snapshot. By `deactivate` (partitions moving to
+ * a host that joined: a restarted host rejoining, a scale-out), not awaited: the new owner may load before it lands,
+ * which its catch-up (below) repairs. And by idle passivation (`passivateIdle`), which drops them only once it is
+ * written, so waiting out ACTOR_IDLE_MS loses nothing. Best effort, bounded: it should stop writing at `deadline`
  * (epoch ms); `stop()` goes on at the deadline or on its failure (logged). Nothing runs on a kill, of course.
  */
 export type HandOver = (activations: readonly { id: string; memory: ReadonlyMap<string, unknown> }[], sql: Sql, deadline: number) => Promise<void>;
 const handOvers = new Map<string, HandOver>();
 
-/** Registers `kind`'s hand-over (at module load, next to the kind's definition). */
-export function handOverOnStop(kind: string, handOver: HandOver): void {
+/**
+ * A kind's catch-up: the other half of a hand-over over a partition move. Called at each of CATCH_UP_AT_MS after a
+ * placement change, with the kind's activations this host started since (they may have loaded before the previous
+ * owner's `deactivate` hand-over committed): it reads what was handed over and folds in what is new.
+ */
+export type CatchUp = (activations: readonly { id: string; memory: Map<string, unknown> }[], sql: Sql) => Promise<void>;
+const catchUps = new Map<string, CatchUp>();
+
+/** Registers `kind`'s hand-over and its catch-up (at module load, next to the kind's definition). */
+export function handOverOnStop(kind: string, handOver: HandOver, catchUp?: CatchUp): void {
   handOvers.set(kind, handOver);
+  if (catchUp) catchUps.set(kind, catchUp);
+}
+
+const placementListeners = new Set<() => void>();
+
+/**
+ * Calls `listener` whenever a host of this process may have gained partitions (its start, a change of the live
+ * hosts it sees, a deactivation): from then on rows another host handed over may exist for any of its actors
+ * (actors/ip/stored-buckets.ts decides from this when an activation's load can be skipped).
+ */
+export function onPlacementChange(listener: () => void): void {
+  placementListeners.add(listener);
 }
 
 interface Pending {
@@ -63,6 +103,8 @@ class Activation {
   queue: Pending[] = [];
   running = false;
   stale = false;
+  /** Dropped by `deactivate` (its partition moved away): read-only messages still waiting for its load go elsewhere. */
+  dropped = false;
   /**
    * Activated by a message of `def.createdBy` without reading actor_state: the id is presumed new until a turn's
    * fenced insert proves it (or, for a turn that writes nothing, a read before its reply).
@@ -169,6 +211,16 @@ export class ActorHost {
   private reminderTimer?: ReturnType<typeof setTimeout>;
   private unregisterStats?: () => void;
   private stopping = false;
+  /** `stop()` has taken its hand-over snapshot: the kinds with a hand-over answer actor_unavailable from then on. */
+  private handedOver = false;
+  /** Activations of kinds with a catch-up started since the last placement change, until `catchUpUntil`. */
+  private catchUpBatch: Activation[] = [];
+  private catchUpUntil = 0;
+  /** New activations of kinds with a catch-up load no earlier than this (PLACEMENT_HOLD_MS after a change). */
+  private holdUntil = 0;
+  private catchUpTimers: ReturnType<typeof setTimeout>[] = [];
+  /** The live hosts as this host last saw them (NATS; joined), to notice a placement change. */
+  private seenHosts?: string;
   private polling?: Promise<number>;
   private readonly readOnlyDeps: ReadOnlyDeps;
   /** Tokens of the pending markers this process's running turns may have written (see markerIsLive). */
@@ -194,6 +246,8 @@ export class ActorHost {
   }
 
   async start(): Promise<void> {
+    this.handedOver = false;
+    this.notePlacement();
     for (const kind of this.defs.keys()) await this.opts.transport.serve(kind, (env) => this.receive(env));
     const idle = this.opts.idleMs ?? 5 * 60_000;
     this.sweepTimer = setInterval(() => void this.passivateIdle(idle), Math.max(50, Math.floor(idle / 2)));
@@ -219,6 +273,9 @@ export class ActorHost {
     while ([...this.allActivations()].some(([, , a]) => a.running || a.queue.length) && Date.now() < deadline) {
       await Bun.sleep(5);
     }
+    for (const t of this.catchUpTimers) clearTimeout(t);
+    // the snapshot is taken synchronously by the hand-overs' first step: nothing of these kinds is served after it
+    this.handedOver = true;
     await this.handOver([...this.allActivations()].map(([, , a]) => a).filter((a) => a.loaded && !a.stale));
     for (const k of this.kinds.values()) k.activations.clear();
     this.unregisterStats?.();
@@ -246,11 +303,65 @@ export class ActorHost {
     const moved: Activation[] = [];
     for (const [map, key, a] of this.allActivations()) {
       if (!pred(a.def.kind, a.id)) continue;
+      a.dropped = true;
       if (a.loaded) moved.push(a);
       if (!a.running && a.queue.length === 0) map.delete(key);
       else a.stale = true;
     }
     if (moved.length) void this.handOver(moved);
+    // after a pause the transport drops everything here and takes partitions back later: what others handed over
+    // meanwhile must be read again
+    this.notePlacement();
+  }
+
+  /**
+   * Partitions may have moved (this host started, the live hosts changed, or it deactivated some): for
+   * CATCH_UP_AFTER_MS the new activations of kinds with a catch-up are collected, and caught up together at each of
+   * CATCH_UP_AT_MS. Only over a lossy transport (NATS): in-process, one host serves everything and a previous run's
+   * stop hand-over committed before this one started.
+   */
+  private notePlacement(): void {
+    for (const listener of placementListeners) listener();
+    if (this.opts.transport.lossless || this.stopping) return;
+    this.catchUpUntil = Date.now() + CATCH_UP_AFTER_MS;
+    this.holdUntil = Date.now() + PLACEMENT_HOLD_MS;
+    for (const t of this.catchUpTimers) clearTimeout(t);
+    this.catchUpTimers = CATCH_UP_AT_MS.map((ms) => setTimeout(() => void this.catchUp(ms === CATCH_UP_AFTER_MS), ms));
+  }
+
+  /**
+   * A new activation of a kind with a catch-up (before its load starts): joins the batch if a placement change is
+   * recent (noticing one), and returns how long its load waits (PLACEMENT_HOLD_MS).
+   */
+  private watchPlacement(act: Activation): number {
+    if (this.opts.transport.lossless) return 0;
+    const live = (this.opts.transport as { liveHosts?: () => string[] }).liveHosts?.().join(",");
+    if (live !== this.seenHosts) {
+      this.seenHosts = live;
+      this.notePlacement();
+    }
+    const now = Date.now();
+    if (now < this.catchUpUntil) this.catchUpBatch.push(act);
+    return this.holdUntil - now;
+  }
+
+  /** Runs the kinds' catch-ups for the batch's activations that are still here and loaded; the last one ends the batch. */
+  private async catchUp(last: boolean): Promise<void> {
+    const batch = this.catchUpBatch;
+    if (last) this.catchUpBatch = [];
+    if (this.stopping) return;
+    const byKind = new Map<string, { id: string; memory: Map<string, unknown> }[]>();
+    for (const a of batch) {
+      if (!a.loaded || a.stale || this.kinds.get(a.def.kind)?.activations.get(a.id) !== a) continue;
+      const list = byKind.get(a.def.kind);
+      if (list) list.push({ id: a.id, memory: a.memory });
+      else byKind.set(a.def.kind, [{ id: a.id, memory: a.memory }]);
+    }
+    await Promise.all(
+      [...byKind].map(([kind, list]) =>
+        catchUps.get(kind)!(list, this.opts.sql).catch((err) => this.log.warn("an actor kind's catch-up after a partition move failed", { kind, error: err as Error })),
+      ),
+    );
   }
 
   activationCount(kind?: string): number {
@@ -290,6 +401,9 @@ export class ActorHost {
       this.log.error("message for an actor kind this host does not serve", { kind: env.kind, type: env.type });
       return errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
     }
+    // a stopping host past its hand-over snapshot: a unit counted now would be lost; the caller retries and reaches
+    // the next owner once this host has left
+    if (this.handedOver && handOvers.has(env.kind)) return errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT));
     // The envelope's own fields decide where a turn's reply is kept and for how long: refuse what is not a time and
     // an attempt number (an envelope from NATS is only as well-formed as its sender) before any turn starts.
     if (!Number.isFinite(env.deadline) || !Number.isSafeInteger(env.attempt) || env.attempt < 1 || typeof env.msgId !== "string" || env.msgId === "") {
@@ -299,7 +413,12 @@ export class ActorHost {
     let readOnly: MessageEntry | undefined;
     if (!isReminder) {
       const msg = kind.messages.get(env.type);
-      if (!msg) return errorReply(new ActorError("INVALID_ARGUMENT", `actor ${env.kind} has no message ${env.type}`));
+      if (!msg) {
+        // A sender newer than this host (a rolling upgrade that reached the gateways first: docs/operations.md). Not the
+        // caller's fault and not for its eyes: a retryable 503 with a fixed text; the names go to the log.
+        this.log.error("message type this host does not know (a newer sender during an upgrade?)", { kind: env.kind, type: env.type });
+        return errorReply(new ActorError("service_unavailable", UPGRADE_TEXT));
+      }
       if (!msg.check.Check(env.body)) {
         const first = msg.check.Errors(env.body).First();
         return errorReply(new ActorError("INVALID_ARGUMENT", `invalid ${env.kind}.${env.type} message: ${first?.message ?? "schema"}`, { field: first?.path }));
@@ -313,7 +432,9 @@ export class ActorHost {
       // only a first send: a resend (attempt > 1), e.g. after a fencing conflict of a presumed-new id, reads
       act.presumedNew = !isReminder && env.attempt === 1 && !!def.createdBy?.includes(env.type);
       const a = act;
-      act.ready = this.load(act).then(() => {
+      // partitions that may just have moved here: the previous owner's hand-over first (see PLACEMENT_HOLD_MS)
+      const hold = catchUps.has(def.kind) ? this.watchPlacement(act) : 0;
+      act.ready = (hold > 0 ? Bun.sleep(hold).then(() => this.load(a)) : this.load(act)).then(() => {
         a.loaded = true;
       });
       kind.activations.set(env.id, act);
@@ -324,7 +445,9 @@ export class ActorHost {
       const a = act;
       const handler = readOnly.handler;
       return a.ready.then(
-        () => this.runReadOnlyOnceSettled(a, env, handler),
+        // its partition moved away during the load (e.g. a joining host that briefly saw itself alone): run here, the
+        // turn would count on an activation that nobody hands over; the caller retries and reaches the owner
+        () => (a.dropped ? errorReply(new ActorError("actor_unavailable", UNAVAILABLE_TEXT)) : this.runReadOnlyOnceSettled(a, env, handler)),
         (err: unknown) => this.activationFailed(kind.activations, a, err, env.attempt),
       );
     }
