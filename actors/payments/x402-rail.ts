@@ -18,8 +18,10 @@
  *   the cart turns into SETTLEMENT_UNKNOWN. `lookup` reconciles from the chain only (`authorizationState(from,
  *   nonce)` and the `AuthorizationUsed` log); a repeated charge also re-sends the SAME authorization, which can
  *   complete this intent's single transfer but never make a second one (the token refuses a used nonce). So the
- *   agent is never charged twice. Without a chain (`rpc_url`), an intent sent but never answered for is `unresolved`
- *   once its authorization expired, and one whose re-send the facilitator refused as `nonce_already_used` at once
+ *   agent is never charged twice. An `rpc_url` that cannot be read proves nothing (nothing is re-sent on it, and its
+ *   reads back off); a transfer it shows but never deep enough waits. Without a chain (`rpc_url`), or with one that
+ *   cannot be read, an intent sent but never decided is `unresolved` once its authorization expired (a transfer never
+ *   deep enough too, review RX-1), and one whose re-send the facilitator refused as `nonce_already_used` at once
  *   (spent, but by the transfer or by a cancellation nobody here can tell): the cart escalates it for the merchant.
  */
 import { Type as T } from "@sinclair/typebox";
@@ -81,8 +83,10 @@ const CONFIRM_POLL_MS = 1_000;
  */
 export const EXPIRY_MARGIN_SECONDS = 30;
 /**
- * The reason of an intent whose outcome nothing can tell any more (no `rpc_url`, expired): `lookup` answers it
- * `unresolved` and the cart escalates its order for the merchant (orders.reconciliation `settlement_unknown`).
+ * The reason of an intent whose outcome nothing can tell any more: sent, its authorization expired (validBefore +
+ * EXPIRY_MARGIN_SECONDS by our clock), and no chain to read, either none configured or an `rpc_url` that cannot be
+ * read (dead, wrong, a lapsed provider key: review RX-1). `lookup` answers it `unresolved` and the cart escalates its
+ * order for the merchant (orders.reconciliation `settlement_unknown`); a chain readable again still decides first.
  */
 export const UNRESOLVED_REASON = "settlement_unresolvable_without_chain";
 /**
@@ -102,14 +106,14 @@ export const SPENT_UNCONFIRMED_REASON = "nonce_spent_transfer_not_found";
 export const FACILITATOR_NONCE_USED_REASON = "facilitator_nonce_already_used";
 
 /**
- * The reason of an intent that was captured (its transfer seen X402_CAPTURE_CONFIRMATIONS deep) and whose transaction a
- * later look finds gone from the chain (a reorg deeper than that, or a capture recorded before the depth rule): a
- * reconciliation that reaches it (the cart's leg not settled yet) gets `unresolved`, and the cart flags the order for
- * the merchant instead of paying it (audit V3). The intent goes back to `unknown`; it is never re-sent on its own.
+ * The reason of an intent whose transfer the chain shows, but never X402_CAPTURE_CONFIRMATIONS deep, once its
+ * authorization is past validBefore (+ EXPIRY_MARGIN_SECONDS by our clock): the store's node stopped following the
+ * chain (its head no longer moves). `lookup` answers it `unresolved` and the merchant checks its wallet (review RX-1).
+ * Before that it is looked at again like any transfer awaiting its depth.
  */
-export const CAPTURE_VANISHED_REASON = "captured_transaction_not_on_chain";
+export const CONFIRMATIONS_STALLED_REASON = "transfer_not_deep_enough_by_valid_before";
 
-type UnresolvedReason = typeof UNRESOLVED_REASON | typeof SPENT_UNCONFIRMED_REASON | typeof FACILITATOR_NONCE_USED_REASON | typeof CAPTURE_VANISHED_REASON;
+type UnresolvedReason = typeof UNRESOLVED_REASON | typeof SPENT_UNCONFIRMED_REASON | typeof FACILITATOR_NONCE_USED_REASON | typeof CONFIRMATIONS_STALLED_REASON;
 
 /**
  * How long the gateway waits for a cart turn that settles x402 legs (legs settle in parallel): the settle deadline
@@ -190,14 +194,31 @@ const REFUSAL_MESSAGES: Readonly<Record<string, string>> = {
   invalid_network: "the payment's network is not supported",
   invalid_payload: "the payment payload is malformed",
   invalid_payment_requirements: "the payment requirements were refused",
+  // Our own generic codes, for a facilitator answer without a reason code (facilitatorReasonCode).
+  facilitator_refused: "the facilitator refused the payment",
+  verify_failed: "the facilitator refused the payment",
+  settle_failed: "the facilitator could not settle the payment",
 };
 
 /** How much of a facilitator's own refusal text a debug log line keeps. */
 export const FACILITATOR_TEXT_LOG_CHARS = 300;
 
-/** The agent-facing sentence for a facilitator refusal reason; an unknown reason is named, never explained by its text. */
+/**
+ * What a facilitator's reason (`invalidReason` / `errorReason`) must look like to be used as one: a code. Anything
+ * else (@x402/evm's v1 settle puts viem's error text in `errorReason`, and any allowlisted facilitator can send free
+ * text) is replaced by a generic code before it reaches the agent, an info or warn log, or the database; the raw
+ * text goes only to a debug line, truncated (review RX-4).
+ */
+const REASON_CODE = /^[a-z0-9_]{1,80}$/;
+
+/** The facilitator's reason when it is a code, else `fallback` (`facilitator_refused`, `settle_failed`). */
+export function facilitatorReasonCode(raw: string | undefined | null, fallback: string): string {
+  return raw != null && REASON_CODE.test(raw) ? raw : fallback;
+}
+
+/** The agent-facing sentence for a facilitator refusal reason; an unknown code is named, never explained by its text. */
 export function refusalMessage(reason: string): string {
-  return REFUSAL_MESSAGES[reason] ?? `the facilitator refused the payment (${reason})`;
+  return REFUSAL_MESSAGES[reason] ?? (REASON_CODE.test(reason) ? `the facilitator refused the payment (${reason})` : "the facilitator refused the payment");
 }
 
 export interface X402Timeouts {
@@ -287,9 +308,14 @@ export async function prepareX402Authorizations(
       passed.push(leg);
       continue;
     }
-    const reason = verified.invalidReason ?? "verify_failed";
-    if (verified.invalidMessage) {
-      input.log?.debug("x402 facilitator refusal text", { storeId: leg.storeId, reason, text: verified.invalidMessage.slice(0, FACILITATOR_TEXT_LOG_CHARS) });
+    const reason = verified.invalidReason == null ? "verify_failed" : facilitatorReasonCode(verified.invalidReason, "facilitator_refused");
+    if (verified.invalidMessage || reason !== verified.invalidReason) {
+      input.log?.debug("x402 facilitator refusal text", {
+        storeId: leg.storeId,
+        reason,
+        raw: verified.invalidReason?.slice(0, FACILITATOR_TEXT_LOG_CHARS),
+        text: verified.invalidMessage?.slice(0, FACILITATOR_TEXT_LOG_CHARS),
+      });
     }
     refused.push({ storeId: leg.storeId, reason, message: refusalMessage(reason) });
   }
@@ -378,6 +404,15 @@ const AUTHORIZATION_CANCELED = parseAbiItem("event AuthorizationCanceled(address
 export class X402Rail implements PaymentRail {
   readonly name = "x402";
   private readonly nonces: PgNonceStore;
+  /**
+   * Per intent whose store's rpc_url could not be read at its last look (this process only): how many looks in a row
+   * failed and when the next one may read again. The cart's reminder comes every 5 s and each of its turns looks
+   * twice or more (lookup, resume), up to CHAIN_LOOK_TIMEOUT_MS each against an RPC that hangs; between two allowed
+   * looks the rail answers "unreadable" from memory, so the chain is read 5 s after the first failure, then after 10,
+   * 20, … at most 10 minutes (the documented reconcile backoff, review RX-1). Past validBefore every look reads (it
+   * decides the escalation). Forgotten as soon as a look reads the chain; a restart only starts the series again.
+   */
+  private readonly unreadableLooks = new Map<string, { failed: number; nextAtMs: number }>();
 
   constructor(
     private readonly sql: Sql,
@@ -437,15 +472,25 @@ export class X402Rail implements PaymentRail {
    * makes the reconciler call `charge` with the same intent id, which re-sends the SAME authorization.
    */
   async lookup(intentId: string): Promise<LookupResult> {
-    const row = await this.load(intentId);
+    let row = await this.load(intentId);
     if (!row) return { status: "unknown", intentId };
-    if (row.state === "captured" && (await this.captureVanished(row))) return this.unresolved(row, CAPTURE_VANISHED_REASON);
+    // A captured transfer gone from the chain is a reorg like a shallow one (review RX-2): back to awaiting its depth,
+    // so the chain decides below (found again, re-sent while the authorization is valid, failed once it expired).
+    if (row.state === "captured" && (await this.captureVanished(row))) row = { ...row, state: "unknown", error_reason: AWAITING_CONFIRMATIONS_REASON };
     if (row.state === "captured" || row.state === "failed") return this.resume(row);
     const decided = await this.decideOnChain(row);
     if (decided === SPENT_UNCONFIRMED) return this.unresolved(row, SPENT_UNCONFIRMED_REASON);
-    if (decided === CONFIRMING) return { status: "unknown", intentId };
+    // The two ways the chain can leave a sent payment undecided for good (review RX-1): the transfer on chain but never
+    // deep enough (a node whose head stopped), or the rpc_url unreadable (dead, wrong, a lapsed provider key). Looked at
+    // again while the authorization may still land; past validBefore (+ the clock margin) nothing can move any more,
+    // and the merchant decides from its wallet, with the facilitator's transaction as evidence.
+    if (decided === CONFIRMING) return this.expired(row) ? this.unresolved(row, CONFIRMATIONS_STALLED_REASON) : { status: "unknown", intentId };
+    if (decided === UNREADABLE) {
+      if (!this.expired(row)) return { status: "unknown", intentId };
+      this.unreadableLooks.delete(row.intent_id); // escalated: the cart stops asking
+      return this.unresolved(row, UNRESOLVED_REASON);
+    }
     if (decided) return decided;
-    if (row.error_reason === CAPTURE_VANISHED_REASON) return this.unresolved(row, CAPTURE_VANISHED_REASON);
     if (this.facilitatorSaidUsed(row)) return this.unresolved(row, FACILITATOR_NONCE_USED_REASON);
     if (this.expiredWithoutChain(row)) return this.unresolved(row, UNRESOLVED_REASON);
     return { status: "unknown", intentId };
@@ -496,9 +541,11 @@ export class X402Rail implements PaymentRail {
     if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
     // On chain, not deep yet: nothing to re-send (the token would refuse the used nonce); the reminder looks again.
     if (decided === CONFIRMING) return this.unknown(row, AWAITING_CONFIRMATIONS_REASON);
-    if (decided) return decided;
-    // Escalated to the merchant (lookup): the merchant decides, nothing is sent on its own.
-    if (row.error_reason === CAPTURE_VANISHED_REASON) return this.unknown(row, CAPTURE_VANISHED_REASON);
+    // The chain could not be read: that is not "the nonce is unused again", so nothing is re-sent (review RX-1; it used
+    // to be re-sent at every reminder with a false reorg warning). The reason is kept; lookup escalates past
+    // validBefore. An intent never sent (`recorded`) still gets its first send.
+    if (decided === UNREADABLE && row.state !== "recorded") return this.unknown(row, row.error_reason ?? "settle_outcome_unknown");
+    if (decided && decided !== UNREADABLE) return decided;
     if (row.error_reason === AWAITING_CONFIRMATIONS_REASON && row.transaction_hash) {
       // The facilitator's transfer was seen (or reported) and its nonce is unused again: a reorg dropped it. The same
       // authorization is sent again below; it can land once, and is never counted paid until it is deep.
@@ -526,11 +573,20 @@ export class X402Rail implements PaymentRail {
    * `AuthorizationCanceled` log, or unused at a confirmed block past `validBefore` by the chain's own clock) → failed.
    * CONFIRMING when the transfer's log is found but fewer than X402_CAPTURE_CONFIRMATIONS blocks deep (audit V3).
    * SPENT_UNCONFIRMED when the nonce is spent but neither log can be read: used or cancelled, nobody can say, so it is
-   * neither paid nor failed (the caller escalates it; review P4). null when the chain proves nothing (still usable, or
-   * no chain to ask).
+   * neither paid nor failed (the caller escalates it; review P4). UNREADABLE when the store's rpc_url could not be
+   * read (nothing may be re-sent on that; review RX-1). null when the chain, read, proves nothing (the nonce unused and
+   * still usable), or there is no chain to ask.
    */
-  private async decideOnChain(row: IntentRow): Promise<ChargeResult | typeof SPENT_UNCONFIRMED | typeof CONFIRMING | null> {
+  private async decideOnChain(row: IntentRow): Promise<ChargeResult | typeof SPENT_UNCONFIRMED | typeof CONFIRMING | typeof UNREADABLE | null> {
+    const backoff = this.unreadableLooks.get(row.intent_id);
+    if (backoff && this.nowMs() < backoff.nextAtMs && !this.expired(row)) return UNREADABLE;
     const onChain = await this.chainState(row);
+    if (onChain === UNREADABLE) {
+      const failed = (backoff?.failed ?? 0) + 1;
+      this.unreadableLooks.set(row.intent_id, { failed, nextAtMs: this.nowMs() + unreadableBackoffMs(failed) });
+      return UNREADABLE;
+    }
+    this.unreadableLooks.delete(row.intent_id);
     if (!onChain) return null;
     if (onChain.used) {
       if (!onChain.transaction) {
@@ -565,17 +621,19 @@ export class X402Rail implements PaymentRail {
 
   /**
    * A captured intent whose transaction the chain no longer has (receipt absent or not this transfer), read within one
-   * look; its state goes back to `unknown` with CAPTURE_VANISHED_REASON. An unreadable chain, a store without an
-   * rpc_url, or a merchant-accepted capture (`x402:<nonce>`) proves nothing: false.
+   * look; its state goes back to `unknown`, awaiting confirmations with the transaction kept, like a transfer a shallow
+   * reorg dropped: while the authorization is valid it can land again (the dropped transaction returns to the mempool,
+   * or the same authorization is re-sent), so it is never handed to the merchant as "nothing paid" (review RX-2). An
+   * unreadable chain, a store without an rpc_url, or a merchant-accepted capture (`x402:<nonce>`) proves nothing: false.
    */
   private async captureVanished(row: IntentRow): Promise<boolean> {
     if (!row.rpc_url || !row.transaction_hash?.startsWith("0x")) return false;
     const client = chainClient(row.rpc_url);
     const proof = await withinLook(readReceipt(client, row, row.transaction_hash)).catch(() => ({ kind: "unreadable" as const }));
     if (proof.kind !== "absent") return false;
-    await this.sql`UPDATE x402_intents SET state = 'unknown', error_reason = ${CAPTURE_VANISHED_REASON}, updated_at = now()
+    await this.sql`UPDATE x402_intents SET state = 'unknown', error_reason = ${AWAITING_CONFIRMATIONS_REASON}, updated_at = now()
                    WHERE intent_id = ${row.intent_id} AND state = 'captured'`;
-    this.log?.warn("x402 captured transaction no longer on chain; escalated to the merchant", { intentId: row.intent_id, transaction: row.transaction_hash });
+    this.log?.warn("x402 captured transaction no longer on chain (reorg); reconciled again like an unconfirmed transfer", { intentId: row.intent_id, transaction: row.transaction_hash });
     return true;
   }
 
@@ -623,7 +681,8 @@ export class X402Rail implements PaymentRail {
 
   /**
    * An intent the rail cannot decide, handed to the merchant (the cart flags the order; docs/x402.md), who looks for
-   * the transfer in its wallet: sent at least once, expired, with no chain to read (UNRESOLVED_REASON); or its nonce
+   * the transfer in its wallet: sent at least once, expired, with no chain to read or an rpc_url that cannot be read
+   * (UNRESOLVED_REASON); or its transfer on chain but never deep enough by then (CONFIRMATIONS_STALLED_REASON); or its nonce
    * spent while neither its transfer nor its cancellation can be read (SPENT_UNCONFIRMED_REASON, recorded by
    * decideOnChain); or, with no chain to read, its re-send refused by the facilitator as `nonce_already_used`
    * (FACILITATOR_NONCE_USED_REASON, recorded by settle). The intent stays `unknown` with the reason until the
@@ -635,7 +694,12 @@ export class X402Rail implements PaymentRail {
       if (never) return never;
       if (row.error_reason !== UNRESOLVED_REASON) {
         await this.finish(row.intent_id, "unknown", null, UNRESOLVED_REASON);
-        this.log?.warn("x402 settlement outcome cannot be determined without a chain; escalated to the merchant", { intentId: row.intent_id });
+        this.log?.warn(
+          row.rpc_url
+            ? "x402 settlement outcome cannot be determined: the store's rpc_url could not be read by validBefore; escalated to the merchant"
+            : "x402 settlement outcome cannot be determined without a chain; escalated to the merchant",
+          { intentId: row.intent_id, transaction: row.transaction_hash },
+        );
       }
     }
     return {
@@ -651,11 +715,15 @@ export class X402Rail implements PaymentRail {
         amount: String(row.requirements.amount),
         nonce: row.nonce,
         valid_before: String(row.valid_before),
+        // The transaction the facilitator reported (or the chain showed), when there is one: where to look first.
+        ...(row.transaction_hash?.startsWith("0x") ? { transaction_hash: row.transaction_hash } : {}),
         check:
           reason === FACILITATOR_NONCE_USED_REASON
             ? "The facilitator reports this authorization's nonce already used, but not whether by the transfer or by the payer's cancelAuthorization (no chain is configured to tell). Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; an AuthorizationCanceled event instead, or no such transfer, refund (nothing was paid)."
-            : reason === CAPTURE_VANISHED_REASON
-            ? "This payment's transfer was recorded, then not found on chain any more (a chain reorganisation). Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was paid)."
+            : reason === CONFIRMATIONS_STALLED_REASON
+            ? "The store's rpc_url shows this payment's transfer (`transaction_hash`) on chain but never deep enough to count (its node seems to have stopped following the chain), and the authorization has expired. Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was paid, and the expired authorization can no longer land). Check the store's rpc_url."
+            : reason === UNRESOLVED_REASON && row.rpc_url
+            ? "The store's rpc_url could not be read, so the transfer the facilitator reported (`transaction_hash`, if present) was never confirmed, and the authorization has expired. Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was paid, and the expired authorization can no longer land). Fix the store's rpc_url."
             : reason === SPENT_UNCONFIRMED_REASON
             ? "The chain shows this authorization's nonce spent, but not whether by the transfer or by the payer's cancelAuthorization. Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; an AuthorizationCanceled event instead, or no such transfer, refund (nothing was paid)."
             : "Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was captured).",
@@ -716,10 +784,20 @@ export class X402Rail implements PaymentRail {
       await this.finish(row.intent_id, "unknown", res.transaction, AWAITING_CONFIRMATIONS_REASON);
       const decided = await this.decideWhenDeep({ ...row, state: "unknown", transaction_hash: res.transaction ?? row.transaction_hash, error_reason: AWAITING_CONFIRMATIONS_REASON });
       if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
-      if (decided && decided !== CONFIRMING) return decided;
+      // Not deep yet, or the chain cannot be read: recorded with the facilitator's transaction, looked at again, and
+      // escalated to the merchant if nothing is proven past validBefore (lookup, review RX-1).
+      if (decided && decided !== CONFIRMING && decided !== UNREADABLE) return decided;
       return this.unknown(row, AWAITING_CONFIRMATIONS_REASON);
     }
-    const reason = res.errorReason ?? "settle_failed";
+    const reason = facilitatorReasonCode(res.errorReason, "settle_failed");
+    if (res.errorReason !== reason || res.errorMessage) {
+      this.log?.debug("x402 facilitator settle refusal text", {
+        intentId: row.intent_id,
+        reason,
+        raw: res.errorReason?.slice(0, FACILITATOR_TEXT_LOG_CHARS),
+        text: res.errorMessage?.slice(0, FACILITATOR_TEXT_LOG_CHARS),
+      });
+    }
     // A refusal that names a transaction is not a pre-broadcast one, whatever its reason (review R4-6).
     if (!sentBefore && isRefusedBeforeBroadcast(reason) && !res.transaction) {
       // One look first when the chain can be read: a facilitator that retried internally after a lost answer, or
@@ -729,14 +807,15 @@ export class X402Rail implements PaymentRail {
       // cancelled): escalated like any other (review P4).
       if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
       if (decided === CONFIRMING) return this.unknown(row, AWAITING_CONFIRMATIONS_REASON);
-      if (decided) return decided;
+      // An unreadable chain proves nothing either way: the facilitator's pre-broadcast refusal decides, as without one.
+      if (decided && decided !== UNREADABLE) return decided;
       await this.finish(row.intent_id, "failed", null, reason);
       return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason };
     }
     const decided = await this.decideOnChain(row);
     if (decided === SPENT_UNCONFIRMED) return this.unknown(row, SPENT_UNCONFIRMED_REASON);
     if (decided === CONFIRMING) return this.unknown(row, AWAITING_CONFIRMATIONS_REASON);
-    if (decided) return decided;
+    if (decided && decided !== UNREADABLE) return decided;
     if (/nonce_already_used/.test(reason) && !row.rpc_url) {
       // No chain to ask: the facilitator says the nonce is spent, which is as true of the payer's cancelAuthorization
       // as of our own earlier settle (the usual case after a timeout). Never paid on that alone: the cart's lookup
@@ -761,8 +840,10 @@ export class X402Rail implements PaymentRail {
    * - false: unused. `expired` only when the chain itself shows it: a block at least EXPIRY_CONFIRMATIONS deep whose
    *   timestamp is past `validBefore`, and the nonce unused AT that block (review R4-4). A lagging node, or a host
    *   clock running ahead, answers "not yet", never "failed".
+   * - UNREADABLE: the nonce's state could not be read (a dead or wrong rpc_url, a timeout): the chain proved nothing,
+   *   which must not be taken for "unused" (review RX-1).
    */
-  private async chainState(row: IntentRow): Promise<ChainState | null> {
+  private async chainState(row: IntentRow): Promise<ChainState | typeof UNREADABLE | null> {
     if (!row.rpc_url) return null;
     const client = chainClient(row.rpc_url);
     let usedSeen = false;
@@ -799,8 +880,9 @@ export class X402Rail implements PaymentRail {
       ]);
     } catch (err) {
       this.log?.warn("x402 chain read failed during reconciliation", { intentId: row.intent_id, error: err as Error });
-      // The nonce was seen used before the look ran out: spent, the transaction just not found in time.
-      return usedSeen ? { used: true, cancelled: false, expired: false, transaction: null, confirmations: 0n } : null;
+      // The nonce was seen used before the look ran out: spent, the transaction just not found in time. Otherwise the
+      // chain said nothing: that is not "unused" (review RX-1), so nothing may be re-sent on it.
+      return usedSeen ? { used: true, cancelled: false, expired: false, transaction: null, confirmations: 0n } : UNREADABLE;
     } finally {
       clearTimeout(timer);
     }
@@ -811,6 +893,13 @@ export class X402Rail implements PaymentRail {
 const SPENT_UNCONFIRMED = "spent_unconfirmed" as const;
 /** decideOnChain's answer for a transfer found on chain but not yet X402_CAPTURE_CONFIRMATIONS deep. */
 const CONFIRMING = "confirming" as const;
+/** chainState's and decideOnChain's answer when the store's rpc_url could not be read: nothing is known. */
+const UNREADABLE = "unreadable" as const;
+
+/** The wait before reading an unreadable chain again after `failed` looks in a row: 5 s, doubling, at most 10 minutes. */
+export function unreadableBackoffMs(failed: number): number {
+  return Math.min(5_000 * 2 ** Math.min(Math.max(failed - 1, 0), 20), 10 * 60_000);
+}
 
 interface ChainState {
   used: boolean;

@@ -181,14 +181,18 @@ async function completedAnswer(deps: X402Deps, reply: Extract<CompleteReply, { s
 }
 
 /**
- * At most one source of payment per request: a body `x402_payload`, a `PAYMENT-SIGNATURE` / `X-PAYMENT` header, or
- * `pay_with_wallet`. With two, one used to win silently and the other was never charged nor remembered, so it stayed
- * valid and could pay another cart later (audit V, "Also seen"): refused before anything is asked or sent.
+ * At most one source of payment per request: a body `x402_payload`, a `PAYMENT-SIGNATURE` header, an `X-PAYMENT`
+ * header, or `pay_with_wallet`; any two are refused, even two equal headers. With two, one used to win silently and
+ * the other was never charged nor remembered, so it stayed valid and could pay another cart later (audit V, "Also
+ * seen"): refused before anything is asked or sent.
  */
 function refuseTwoPayments(req: X402CheckoutRequest): void {
   const sources = [
     req.payload !== undefined && req.payload !== null ? "x402_payload" : null,
-    req.headers.get(PAYMENT_SIGNATURE_HEADER) !== null ? PAYMENT_SIGNATURE_HEADER : req.headers.get(X_PAYMENT_HEADER) !== null ? X_PAYMENT_HEADER : null,
+    // Each header is a source of its own: readPaymentHeader takes PAYMENT-SIGNATURE and would never look at an
+    // X-PAYMENT sent with it, which then stayed valid for another cart (review RX-3).
+    req.headers.get(PAYMENT_SIGNATURE_HEADER) !== null ? PAYMENT_SIGNATURE_HEADER : null,
+    req.headers.get(X_PAYMENT_HEADER) !== null ? X_PAYMENT_HEADER : null,
     req.payWithWallet ? "pay_with_wallet" : null,
   ].filter((s): s is string => s !== null);
   if (sources.length > 1) {

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { PaymentPayload } from "@x402/core/types";
 import type { Hex } from "viem";
-import { AWAITING_CONFIRMATIONS_REASON, CAPTURE_VANISHED_REASON, EXTRAS_X402_CONFIRM_WAIT_MS } from "../../actors/payments/x402-rail.ts";
+import { AWAITING_CONFIRMATIONS_REASON, EXTRAS_X402_CONFIRM_WAIT_MS } from "../../actors/payments/x402-rail.ts";
 import { devnetPublicClient } from "../../infra/x402/token.ts";
 import { payerOf, startX402Env, waitFor, x402Signer, type X402Env } from "./helpers.ts";
 
@@ -122,29 +122,41 @@ describe("with the store's rpc_url, a facilitator success is not a capture until
     expect(await env.devnet.balanceOf(env.merchant)).toBe(mBefore + amount);
   }, 60_000);
 
-  test("a captured transfer that a reorg removed before its order was written is flagged for the merchant on reconciliation (409, settlement_unknown), never paid", async () => {
+  test("a captured transfer that a reorg removed before its order was written, its authorization still valid: the same authorization is sent again and the order is paid once the new transfer is deep, never flagged 'nothing paid' to the merchant", async () => {
     const cartId = await env.newCart([{ product_id: BOARD, quantity: 1 }]);
     const payload = await payloadFor(cartId, 6);
+    const amount = BigInt(payload.accepted.amount);
+    const mBefore = await env.devnet.balanceOf(env.merchant);
     const snapshot = await anvil("evm_snapshot");
     const key = crypto.randomUUID();
     const first = await env.checkout({ cartId, x402_payload: payload, idempotency_key: key });
     expect(first.status).toBe(503);
     const tx = (await intentOf(cartId))!.transaction_hash!;
     // The rail recorded the capture and the process died before the cart wrote the order (the cart's leg is still
-    // unknown); then a reorg removes the transfer.
+    // unknown); then a reorg deeper than the capture depth removes the transfer.
     await env.srv.db.sql`UPDATE x402_intents SET state = 'captured', error_reason = NULL WHERE cart_id = ${cartId}`;
     expect(await anvil("evm_revert", [snapshot])).toBe(true);
     await anvil("evm_mine");
     expect(await receiptOf(tx)).toBeNull();
+    expect(await env.devnet.balanceOf(env.merchant)).toBe(mBefore);
 
+    // Not "none → refund" while the authorization can still land (review RX-2): like a shallow reorg, re-sent.
     const again = await env.checkout({ cartId, x402_payload: payload, idempotency_key: key });
-    const nonce = (payload.payload as { authorization: { nonce: string } }).authorization.nonce;
-    expect({ status: again.status, code: again.body.code, details: again.body.details }).toMatchObject({
-      status: 409,
-      code: "CHECKOUT_ALREADY_IN_PROGRESS",
-      details: { status: "SETTLEMENT_UNKNOWN", awaiting: "merchant_reconciliation", reason: CAPTURE_VANISHED_REASON, payment_reference: `x402:${nonce}` },
+    expect({ status: again.status, code: again.body.code, status_detail: again.body.details?.status }).toEqual({
+      status: 503,
+      code: "UPSTREAM_UNAVAILABLE",
+      status_detail: "SETTLEMENT_UNKNOWN",
     });
-    expect(await orderOf(cartId)).toEqual([{ status: "pending", capture_ref: null, reconciliation: "settlement_unknown" }]);
-    expect(await intentOf(cartId)).toMatchObject({ state: "unknown", error_reason: CAPTURE_VANISHED_REASON, transaction_hash: tx });
+    const resent = (await intentOf(cartId))!.transaction_hash!;
+    expect(resent).not.toBe(tx);
+    expect(await intentOf(cartId)).toMatchObject({ state: "unknown", error_reason: AWAITING_CONFIRMATIONS_REASON });
+    expect(await orderOf(cartId)).toEqual([{ status: "pending", capture_ref: null, reconciliation: null }]);
+
+    await anvil("evm_mine");
+    const third = await env.checkout({ cartId, x402_payload: payload, idempotency_key: key });
+    expect(third.status).toBe(200);
+    expect(third.body.data.x402.settlements[0].transaction).toBe(resent);
+    expect(await orderOf(cartId)).toEqual([{ status: "paid", capture_ref: resent, reconciliation: null }]);
+    expect(await env.devnet.balanceOf(env.merchant)).toBe(mBefore + amount);
   }, 60_000);
 });
