@@ -879,7 +879,7 @@ export class X402Rail implements PaymentRail {
         }),
       ]);
     } catch (err) {
-      this.log?.warn("x402 chain read failed during reconciliation", { intentId: row.intent_id, error: err as Error });
+      this.log?.warn("x402 chain read failed during reconciliation", { intentId: row.intent_id, error: chainErrorText(err) });
       // The nonce was seen used before the look ran out: spent, the transaction just not found in time. Otherwise the
       // chain said nothing: that is not "unused" (review RX-1), so nothing may be re-sent on it.
       return usedSeen ? { used: true, cancelled: false, expired: false, transaction: null, confirmations: 0n } : UNREADABLE;
@@ -912,6 +912,17 @@ interface ChainState {
 }
 
 type ChainClient = ReturnType<typeof createPublicClient>;
+
+/**
+ * A chain read's error for a log line, without the RPC's URL: viem's message quotes the URL and the request body, and
+ * a hosted provider's URL carries the merchant's API key in its path or query (e.g. `…/v2/<key>`), which no log may
+ * hold. The first line of viem's short message, any URL replaced, at most 300 characters.
+ */
+export function chainErrorText(err: unknown): string {
+  const e = err as { name?: string; shortMessage?: string; message?: string } | null;
+  const text = String(e?.shortMessage ?? e?.message ?? err).split("\n")[0] ?? "";
+  return `${e?.name ?? "Error"}: ${text.replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, "<rpc_url>")}`.slice(0, FACILITATOR_TEXT_LOG_CHARS);
+}
 
 /** A client for the intent's RPC: no retries, each read bounded by CHAIN_READ_TIMEOUT_MS. */
 function chainClient(rpcUrl: string): ChainClient {
@@ -1035,7 +1046,7 @@ export async function chainLogSearch(
         params: [{ address: row.asset as Address, fromBlock: toHex(lo), toBlock: toHex(hi), topics: [[usedTopic as Hex, canceledTopic], authorizerTopic as Hex, nonceTopic as Hex] }],
       });
     } catch (err) {
-      log?.warn("x402 log search refused by the RPC; the nonce's state decides", { intentId: row.intent_id, fromBlock: String(lo), toBlock: String(hi), error: err as Error });
+      log?.warn("x402 log search refused by the RPC; the nonce's state decides", { intentId: row.intent_id, fromBlock: String(lo), toBlock: String(hi), error: chainErrorText(err) });
       return { kind: "unreadable" };
     }
     const used = logs.find((l) => l.topics[0]?.toLowerCase() === String(usedTopic).toLowerCase());

@@ -19,6 +19,7 @@ import {
   EXTRAS_X402_CONFIRM_WAIT_MS,
   UNRESOLVED_REASON,
 } from "../../actors/payments/x402-rail.ts";
+import { setLogSink } from "../../infra/log.ts";
 import { payerOf, startX402Env, waitFor, x402Signer, type X402Env } from "./helpers.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, untracked stock
@@ -26,13 +27,18 @@ const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, un
 const BROKEN_RPC_PORT = 7991;
 let brokenRpc: ReturnType<typeof Bun.serve>;
 let rpcCalls = 0;
+/** A hosted provider's URL carries the merchant's API key in its path: it must never reach a log line. */
+const PROVIDER_KEY = "aj7f3k9providerkey";
+const logLines: string[] = [];
+let restoreSink: () => void = () => {};
 
 let env: X402Env;
 let offsetMs = 0;
 const clock = { now: () => Date.now() + offsetMs };
 
 beforeAll(async () => {
-  env = await startX402Env({ rpcUrl: "devnet", fund: [3, 4], config: { X402_CAPTURE_CONFIRMATIONS: 3 }, boot: { clock } });
+  restoreSink = setLogSink((line) => void logLines.push(line));
+  env = await startX402Env({ rpcUrl: "devnet", fund: [3, 4], config: { X402_CAPTURE_CONFIRMATIONS: 3, LOG_LEVEL: "warn" }, boot: { clock } });
   env.srv.running.services.extras.set(EXTRAS_X402_CONFIRM_WAIT_MS, 0);
   brokenRpc = Bun.serve({
     port: BROKEN_RPC_PORT,
@@ -50,6 +56,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
+  restoreSink();
   brokenRpc?.stop(true);
   await env?.stop();
 });
@@ -116,7 +123,7 @@ async function expectEscalated(cartId: string, payload: PaymentPayload, body: Re
 
 describe("a store whose rpc_url cannot be read", () => {
   test("a facilitator success answers 503 SETTLEMENT_UNKNOWN and is never re-sent while the chain cannot be read, which is read again after 5 s, then 10 s; past validBefore the order is escalated to the merchant with the facilitator's transaction, and the agent's repeat gets 409", async () => {
-    await env.srv.db.sql`UPDATE store_x402_config SET rpc_url = ${`http://127.0.0.1:${BROKEN_RPC_PORT}`} WHERE store_slug = 'demo-store'`;
+    await env.srv.db.sql`UPDATE store_x402_config SET rpc_url = ${`http://127.0.0.1:${BROKEN_RPC_PORT}/v2/${PROVIDER_KEY}`} WHERE store_slug = 'demo-store'`;
     const settlesBefore = env.proxy.settles;
     const { cartId, payload, body, tx } = await paidButPending(3);
     expect(env.proxy.settles).toBe(settlesBefore + 1);
@@ -151,6 +158,9 @@ describe("a store whose rpc_url cannot be read", () => {
     await expectEscalated(cartId, payload, body, tx, UNRESOLVED_REASON);
     expect(await intentOf(cartId)).toEqual({ state: "unknown", error_reason: UNRESOLVED_REASON, transaction_hash: tx });
     expect(env.proxy.settles).toBe(settlesBefore + 1);
+    // The failed reads are logged, without the RPC's URL and so without the provider key in it.
+    expect(logLines.some((l) => l.includes("x402 chain read failed during reconciliation"))).toBe(true);
+    expect(logLines.filter((l) => l.includes(PROVIDER_KEY))).toEqual([]);
   }, 90_000);
 });
 
