@@ -10,9 +10,25 @@ const Bool = T.Boolean();
 const Port = T.Integer({ minimum: 0, maximum: 65535 });
 /**
  * The longest delay a timer keeps (2^31 - 1 ms, about 24.8 days): Bun, like Node, sets a longer one to 1 ms, so a
- * "monthly" job interval would run back to back (review RZ-4). An interval past it is refused at start-up.
+ * "monthly" job interval would run back to back (review RZ-4).
  */
-const MAX_TIMER_MS = 2_147_483_647;
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * The one rule for a duration setting (every `*_MS` variable; test/unit/config.test.ts checks each): an integer number
+ * of milliseconds from `minimum` to MAX_TIMER_MS, refused at start-up past it with the usual ConfigError line, and the
+ * bound said in its README row. RETENTION_INTERVAL_MS is a setInterval period and ACTOR_IDLE_MS is swept every half
+ * of itself, so past the bound they would fire every millisecond. The others end up in a deadline, a reminder's due
+ * time or a lease (Date and Postgres interval arithmetic, with 120 s at most added): no timer holds them today, but
+ * one may tomorrow, and none needs more than days.
+ */
+function durationMs<D extends number>(minimum: number, defaultMs: D, doc: string) {
+  return {
+    schema: T.Integer({ minimum, maximum: MAX_TIMER_MS }),
+    default: defaultMs,
+    doc: `${doc} At most ${MAX_TIMER_MS} (about 24.8 days, the longest timer delay).`,
+  };
+}
 
 /** Each entry: schema, default, one-line description (rendered into the README table by `bun infra/gen-config-table.ts`). */
 export const CONFIG_VARS = {
@@ -68,7 +84,7 @@ export const CONFIG_VARS = {
   },
   TRUST_SCORE_PUBLIC_V41_ENABLED: { schema: Bool, default: true, doc: "Overall trust number from the v4.1 engine when it produces one." },
   TRUST_SCORE_PUBLIC_COHERENT_ENGINE_ENABLED: { schema: Bool, default: true, doc: "Component breakdown from v4.1 (needs the V41 flag too)." },
-  TRUST_REFRESH_INTERVAL_MS: { schema: T.Integer({ minimum: 1000 }), default: 6 * 60 * 60 * 1000, doc: "Trust recompute interval (spec: 6 hours)." },
+  TRUST_REFRESH_INTERVAL_MS: durationMs(1000, 6 * 60 * 60 * 1000, "Trust recompute interval (spec: 6 hours)."),
   SPEC005_KYAI_GATE_MODE: { schema: T.Union([T.Literal("observe"), T.Literal("enforce")]), default: "observe", doc: "Risk gate before settlement: observe or enforce." },
   SPEC005_X402_CONFIG_ENFORCED: { schema: Bool, default: false, doc: "Refuse a mismatched x402 merchant_wallet_address instead of overriding it." },
   X402_FACILITATOR_ALLOWLIST: { schema: T.String(), default: "", doc: "Comma-separated facilitator origins callers may name." },
@@ -87,23 +103,23 @@ export const CONFIG_VARS = {
     default: 0,
     doc: "Role `actors` only (it has no API port): port of its /metrics and /health listener (0 picks a free port, logged).",
   },
-  ACTOR_IDLE_MS: { schema: T.Integer({ minimum: 100 }), default: 5 * 60 * 1000, doc: "Idle time before an actor activation is passivated." },
+  ACTOR_IDLE_MS: durationMs(100, 5 * 60 * 1000, "Idle time before an actor activation is passivated."),
   ACTOR_PARTITIONS: { schema: T.Integer({ minimum: 1, maximum: 4096 }), default: 64, doc: "Partitions per actor kind for NATS placement." },
-  ACTOR_ASK_TIMEOUT_MS: {
-    schema: T.Integer({ minimum: 100 }),
-    default: 10_000,
-    doc: "How long an actor call that sets no deadline of its own is retried before it answers 503 actor_unavailable (tests shorten it).",
-  },
-  BRIDGE_IDEMPOTENCY_LEASE_MS: {
-    schema: T.Integer({ minimum: 100 }),
-    default: 60_000,
-    doc: "How long an unfinished ACP/UCP/AP2 Idempotency-Key claim holds before a retry with the same key takes it over.",
-  },
-  RETENTION_INTERVAL_MS: {
-    schema: T.Integer({ minimum: 0, maximum: MAX_TIMER_MS }),
-    default: 60 * 60 * 1000,
-    doc: "How often each actor host runs the data-retention job (infra/retention.ts; docs/operations.md \"Data retention\"); 0 turns it off; at most 2147483647 (about 24.8 days, the longest timer delay).",
-  },
+  ACTOR_ASK_TIMEOUT_MS: durationMs(
+    100,
+    10_000,
+    "How long an actor call that sets no deadline of its own is retried before it answers 503 actor_unavailable (tests shorten it).",
+  ),
+  BRIDGE_IDEMPOTENCY_LEASE_MS: durationMs(
+    100,
+    60_000,
+    "How long an unfinished ACP/UCP/AP2 Idempotency-Key claim holds before a retry with the same key takes it over.",
+  ),
+  RETENTION_INTERVAL_MS: durationMs(
+    0,
+    60 * 60 * 1000,
+    "How often each actor host runs the data-retention job (infra/retention.ts; docs/operations.md \"Data retention\"); 0 turns it off.",
+  ),
   RETENTION_BATCH: { schema: T.Integer({ minimum: 1, maximum: 100_000 }), default: 1000, doc: "Rows per DELETE of the data-retention job (each table is emptied batch after batch)." },
   RETENTION_OAUTH_GRACE_DAYS: {
     schema: T.Integer({ minimum: 0 }),

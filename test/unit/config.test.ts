@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { CONFIG_VARS, ConfigError, checkRoleConfig, loadConfig } from "../../infra/config.ts";
+import { CONFIG_VARS, ConfigError, MAX_TIMER_MS, checkRoleConfig, loadConfig } from "../../infra/config.ts";
 
 describe("configuration", () => {
   test("an empty environment gives the embedded defaults", () => {
@@ -54,6 +54,29 @@ describe("configuration", () => {
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).variable).toBe("RETENTION_INTERVAL_MS");
     expect((err as Error).message).toBe('config: RETENTION_INTERVAL_MS="2592000000" is invalid; allowed: an integer from 0 to 2147483647');
+  });
+
+  test("every duration setting (*_MS) takes at most the longest timer delay, 2^31 - 1 ms, and refuses one more at start-up with its one line", () => {
+    // every one, whether it feeds a timer (RETENTION_INTERVAL_MS, ACTOR_IDLE_MS) or a deadline, reminder or lease
+    const durations = Object.keys(CONFIG_VARS).filter((name) => name.endsWith("_MS"));
+    expect(durations).toEqual(expect.arrayContaining(["TRUST_REFRESH_INTERVAL_MS", "ACTOR_IDLE_MS", "ACTOR_ASK_TIMEOUT_MS", "BRIDGE_IDEMPOTENCY_LEASE_MS", "RETENTION_INTERVAL_MS"]));
+    expect(MAX_TIMER_MS).toBe(2 ** 31 - 1);
+    for (const name of durations) {
+      const schema = CONFIG_VARS[name as keyof typeof CONFIG_VARS].schema as { minimum?: number };
+      expect({ name, value: loadConfig({ [name]: String(MAX_TIMER_MS) })[name as keyof typeof CONFIG_VARS] }).toEqual({ name, value: MAX_TIMER_MS });
+      let err: unknown;
+      try {
+        loadConfig({ [name]: String(MAX_TIMER_MS + 1) });
+      } catch (e) {
+        err = e;
+      }
+      expect({ name, refused: err instanceof ConfigError, message: (err as Error | undefined)?.message }).toEqual({
+        name,
+        refused: true,
+        message: `config: ${name}="2147483648" is invalid; allowed: an integer from ${schema.minimum} to 2147483647`,
+      });
+      expect(CONFIG_VARS[name as keyof typeof CONFIG_VARS].doc).toEndWith("At most 2147483647 (about 24.8 days, the longest timer delay).");
+    }
   });
 
   test("production refuses disabled rate limits and private URLs", () => {
