@@ -11,7 +11,7 @@ import type { CompleteReply } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail, SANDBOX_APPROVAL_PATH } from "../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { toMajor } from "../../actors/store/schemas.ts";
-import { errorBody, errorResponses, ok } from "../envelope.ts";
+import { ErrorEnvelope, errorBody, errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import { runX402Checkout, x402Deps } from "../bridge/x402-checkout.ts";
 import { BRIDGED_PLACEHOLDER, bridgedRequest, setAsideBridged } from "../bridge/detect.ts";
@@ -53,11 +53,19 @@ const CheckoutRequest = t.Object({
   idempotency_key: t.Optional(t.String({ description: "UUID v4; or the Idempotency-Key header." })),
   checkout_session_id: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
   reconfirmed_state_hash: t.Optional(t.String({ pattern: "^[0-9a-f]{64}$" })),
-  x402_payload: t.Optional(t.Unknown()),
+  x402_payload: t.Optional(
+    t.Unknown({ description: "x402 v2 PaymentPayload (or a map of them by merchant slug); not together with a PAYMENT-SIGNATURE or X-PAYMENT header or pay_with_wallet (400, see the 400 answer)." }),
+  ),
   x402_config: t.Optional(t.Unknown()),
   pay_with_wallet: t.Optional(t.Boolean({ description: "x402: pay from the agent's custodial wallet (POST /agent/wallet/provision)." })),
   shipping: t.Optional(ShippingChoice),
 });
+
+/**
+ * The error envelope with this route's own words for one status (the document generator keeps them before its list
+ * of codes, gateway/openapi/complete.ts): what an agent must do on answers whose code alone does not say it.
+ */
+const describedError = (description: string) => t.Object(ErrorEnvelope.properties, { description });
 
 function validateX402(body: typeof CheckoutRequest.static): typeof X402Config.static {
   if (body.x402_config === undefined || body.x402_config === null) {
@@ -301,7 +309,22 @@ export function checkoutRoutes(svc: Services) {
         transform(ctx) {
           if (setAsideBridged(ctx.request, ctx.body)) ctx.body = { ...BRIDGED_PLACEHOLDER };
         },
-        response: errorResponses(400, 401, 402, 403, 404, 409, 503),
+        response: {
+          ...errorResponses(401, 402, 403, 404),
+          400: describedError(
+            "x402: one payment source per request (a body x402_payload, a PAYMENT-SIGNATURE header, an X-PAYMENT header, pay_with_wallet); " +
+              "any two (both headers count as two) are INVALID_ARGUMENT with details.payment_sources naming them, refused before anything is sent",
+          ),
+          409: describedError(
+            "STATE_EXECUTION_BLOCKED: details.reasons[].code out_of_stock, price_beyond_cut, or coupon_exhausted (with store_id and " +
+              "coupon_code: another checkout took the coupon's last use); nothing charged: preview again (it shows what changed)",
+          ),
+          503: describedError(
+            "UPSTREAM_UNAVAILABLE with details.status SETTLEMENT_UNKNOWN and checkout_session_id: the payment's outcome is not known yet (the " +
+              "processor's answer was lost; x402: the settle timed out, or the transfer is not yet X402_CAPTURE_CONFIRMATIONS blocks deep) and " +
+              "is being reconciled; call again with the same idempotency_key, and on x402 do not sign again (docs/x402.md)",
+          ),
+        },
         detail: {
           tags: ["checkout"],
           summary: "Complete a checkout (card rail by default; 202 when a human must act; 402 x402 challenge)",

@@ -17,7 +17,7 @@ type Json = Record<string, any>;
 interface Operation {
   parameters?: { name: string; in: string; schema?: Json }[];
   requestBody?: { content?: Record<string, { schema?: Json }> };
-  responses: Record<string, { headers?: Record<string, Json>; content?: Record<string, { schema?: Json }> }>;
+  responses: Record<string, { description?: string; "x-error-codes"?: string[]; headers?: Record<string, Json>; content?: Record<string, { schema?: Json }> }>;
 }
 type Doc = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Json>; headers: Record<string, Json> } };
 
@@ -324,4 +324,40 @@ describe("response headers are declared (A2-F6)", () => {
     expect(limited?.headers.get("retry-after")).toMatch(/^\d+$/);
     for (const s of [200, 201, 302, 400, 401, 404, 413, 429]) expect(statuses).toContain(s);
   }, 60_000);
+});
+
+// ------------------------------------------------------------------------------------------------ checkout answers
+
+describe("the checkout's answers an agent must act on are described (audit AX F2)", () => {
+  const checkout = () => op("POST", "/api/v1/agent/checkout");
+  const said = (status: number) => checkout().responses[String(status)]!.description ?? "";
+
+  test("409 names coupon_exhausted with its store_id and coupon_code beside the other STATE_EXECUTION_BLOCKED reasons", () => {
+    expect(said(409)).toStartWith("STATE_EXECUTION_BLOCKED: details.reasons[].code out_of_stock, price_beyond_cut, or coupon_exhausted (with store_id and coupon_code");
+    expect(said(409)).toContain("Codes: ");
+  });
+
+  test("503 names details.status SETTLEMENT_UNKNOWN and says to call again with the same idempotency_key, without signing again", () => {
+    expect(said(503)).toStartWith("UPSTREAM_UNAVAILABLE with details.status SETTLEMENT_UNKNOWN");
+    expect(said(503)).toContain("call again with the same idempotency_key, and on x402 do not sign again");
+  });
+
+  test("x402_payload is described, and a request with two payment headers gets the 400 the document describes (details.payment_sources)", async () => {
+    expect(bodySchemaOf("POST", "/api/v1/agent/checkout").properties.x402_payload.description).toStartWith("x402 v2 PaymentPayload");
+    expect(said(400)).toContain("both headers count as two) are INVALID_ARGUMENT with details.payment_sources");
+    const cart = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: P.skillet, quantity: 1 }] } });
+    expect(cart.status).toBe(201);
+    const x402Config = { merchant_wallet_address: "0x0000000000000000000000000000000000000001", network: "eip155:84532", facilitator_url: "https://facilitator.example" };
+    const r = await srv.json("/api/v1/agent/checkout", {
+      method: "POST",
+      headers: { ...key.headers, "PAYMENT-SIGNATURE": "e30=", "X-PAYMENT": "e30=" },
+      body: { cartId: cart.body.data.id, payment_rail: "x402", x402_config: x402Config, idempotency_key: crypto.randomUUID() },
+    });
+    expect({ status: r.status, code: r.body.code, details: r.body.details }).toEqual({
+      status: 400,
+      code: "INVALID_ARGUMENT",
+      details: { field: "x402_payload", payment_sources: ["PAYMENT-SIGNATURE", "X-PAYMENT"] },
+    });
+    expect(checkout().responses["400"]!["x-error-codes"]).toContain("INVALID_ARGUMENT");
+  });
 });
