@@ -20,14 +20,15 @@
  * Canonical JSON = keys sorted at every depth, no spaces (actors/cart/state-hash.ts `canonicalJson`), so a
  * changed amount, token, payee or expiry changes the hash. Any failure is 401 AGENT_TOKEN_INVALID with
  * `details.reason`: malformed | unknown_key | signature | not_yet_valid | expired | mandate_mismatch |
- * cart_mandate_mismatch | intent_mandate_mismatch | signed_part_missing. A verified mandate then belongs to the
- * calling agent key (`claimMandate`); another key presenting it is 403 MANDATE_LIMIT_EXCEEDED.
+ * cart_mandate_mismatch | intent_mandate_mismatch | signed_part_missing. A mandate belongs to the first agent key
+ * whose payment with it goes ahead (`claimMandate`, from common.ts `bindMandate`); another key presenting it is 403
+ * MANDATE_LIMIT_EXCEEDED.
  */
 import { createHash } from "node:crypto";
 import { compactVerify, decodeProtectedHeader, importJWK, type JWK } from "jose";
 import { canonicalJson } from "../../actors/cart/state-hash.ts";
 import { fail } from "../../actors/runtime/errors.ts";
-import type { Sql } from "../../infra/db.ts";
+import type { Sql, TxSql } from "../../infra/db.ts";
 import { asRecord } from "./common.ts";
 
 export const AP2_ALGS = ["ES256", "EdDSA"] as const;
@@ -49,15 +50,37 @@ export function algOfPublicJwk(jwk: unknown): Ap2Alg {
   throw fail("INVALID_ARGUMENT", "jwk must be a public P-256 (ES256) or Ed25519 (EdDSA) key.", { field: "jwk" });
 }
 
+const P256_P = 0xffffffff00000001000000000000000000000000ffffffffffffffffffffffffn;
+const P256_B = 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604bn;
+const coordinate = (v: unknown) => (typeof v === "string" ? BigInt(`0x0${Buffer.from(v, "base64url").toString("hex")}`) : -1n);
+
+/** Whether (x, y) is a point of P-256: y² = x³ - 3x + b (mod p), both coordinates below p. */
+function onP256(jwk: JWK): boolean {
+  const [x, y] = [coordinate(jwk.x), coordinate(jwk.y)];
+  if (x < 0n || y < 0n || x >= P256_P || y >= P256_P) return false;
+  return (((y * y - (x * x * x - 3n * x + P256_B)) % P256_P) + P256_P) % P256_P === 0n;
+}
+
+/**
+ * A user key as WebCrypto takes it, or an error. A P-256 point off the curve is refused here rather than by the
+ * import: Bun's import of one fails but leaves BoringSSL's error queue set, and the process's next keyed hash (the
+ * HMAC of the next agent key authenticated, actors/agent/keys.ts) then throws that error, a 500 for another request.
+ */
+export async function importUserKey(jwk: JWK, alg: Ap2Alg): Promise<Awaited<ReturnType<typeof importJWK>>> {
+  if (alg === "ES256" && !onP256(jwk)) throw new Error("not a point of P-256");
+  return importJWK(jwk, alg);
+}
+
 const invalid = (reason: string, message: string, extra: Record<string, unknown> = {}) =>
   fail("AGENT_TOKEN_INVALID", message, { reason, field: "payment_mandate.user_authorization", ...extra });
 
 /**
- * Verifies the mandate's `user_authorization` against the keys registered for this agent key. Throws
- * AGENT_TOKEN_INVALID (details.reason) unless it is a valid signature by a registered key over this mandate, and
- * MANDATE_LIMIT_EXCEEDED when another agent key presented the mandate first.
+ * Verifies the mandate's `user_authorization` against the keys registered for this agent key and returns its signer
+ * (the key's thumbprint). Throws AGENT_TOKEN_INVALID (details.reason) unless it is a valid signature by a registered
+ * key over this mandate, and MANDATE_LIMIT_EXCEEDED when another agent key already holds the mandate. It claims
+ * nothing: the signer is handed to bindMandate, which claims the mandate once the payment goes ahead (RV-3).
  */
-export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body: unknown, now: number): Promise<void> {
+export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body: unknown, now: number): Promise<{ thumbprint: string }> {
   const b = asRecord(body);
   const pm = asRecord(b.payment_mandate);
   const jws = pm.user_authorization;
@@ -79,7 +102,7 @@ export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body
   if (row.alg !== header.alg) throw invalid("signature", "user_authorization is not signed with the registered key's algorithm.");
   let payload: Record<string, unknown>;
   try {
-    const key = await importJWK(row.jwk, row.alg);
+    const key = await importUserKey(row.jwk, row.alg);
     const { payload: raw } = await compactVerify(jws, key, { algorithms: [row.alg] });
     payload = asRecord(JSON.parse(new TextDecoder().decode(raw)));
   } catch {
@@ -112,26 +135,81 @@ export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body
       absent_parts: absent,
     });
   }
-  await claimMandate(sql, row.thumbprint, pm.payment_mandate_contents, agentKeyId);
+  const mandateId = asRecord(pm.payment_mandate_contents).payment_mandate_id;
+  if (typeof mandateId !== "string") throw invalid("malformed", "payment_mandate_id must be a string.");
+  // Refused here already when another key holds it, before the cart is read; taken only by bindMandate (below).
+  await refuseHeldByAnother(sql, [row.thumbprint], mandateId, agentKeyId);
+  // the cart as index.ts `ap2Pay` reads it (`cart_id`, else `cartId`)
+  noteVerifiedSigner(agentKeyId, mandateId, typeof b.cart_id === "string" ? b.cart_id : b.cartId, row.thumbprint);
+  return { thumbprint: row.thumbprint };
 }
 
 /**
- * A signed mandate belongs to the first agent key that presents it with a valid signature (audit V1). The cart
- * binding (common.ts `bindMandate`) is per agent key, and the user's key may be registered on several agent keys
- * (and, before proofs, on several accounts): without this, each of them paid one more cart with the same mandate.
- * The mandate is named by its id within its signer's key (the JWK thumbprint), so another user's mandate with an
- * equal id is its own. It is claimed before the limits are checked: a refused attempt leaves it with this key,
- * which may present it again for a cart inside them. The refusal names neither the other key nor its cart.
+ * The signers whose signature over a mandate was verified for an agent key and a cart, handed from the verifier to
+ * common.ts `bindMandate`, which claims the mandate for them once the payment goes ahead. In memory: both run in
+ * the same request, on this gateway, a cart read apart (index.ts `ap2Pay`), whose call to bindMandate names no
+ * signer. Keyed by agent key, mandate id and cart, so another request can only add a signer that verified for the
+ * same mandate id, key and cart (whose payment, of that one cart, is the same payment: the per-key binding and the
+ * idempotency key are the mandate id's). Entries live HANDOFF_TTL_MS, far beyond a cart read, and at most
+ * HANDOFF_MAX are kept (oldest dropped).
  */
-async function claimMandate(sql: Sql, thumbprint: string, contents: unknown, agentKeyId: string): Promise<void> {
-  const mandateId = asRecord(contents).payment_mandate_id;
-  if (typeof mandateId !== "string") throw invalid("malformed", "payment_mandate_id must be a string.");
-  await sql`
-    INSERT INTO ap2_mandate_agents (thumbprint, payment_mandate_id, agent_key_id) VALUES (${thumbprint}, ${mandateId}, ${agentKeyId})
+const verified = new Map<string, { at: number; thumbprints: Set<string> }>();
+const HANDOFF_TTL_MS = 5 * 60_000;
+const HANDOFF_MAX = 20_000;
+const handoffKey = (agentKeyId: string, mandateId: string, cartId: string) => JSON.stringify([agentKeyId, mandateId, cartId.toLowerCase()]);
+
+function noteVerifiedSigner(agentKeyId: string, mandateId: string, cartId: unknown, thumbprint: string): void {
+  if (typeof cartId !== "string") return;
+  const key = handoffKey(agentKeyId, mandateId, cartId);
+  const now = performance.now();
+  const entry = verified.get(key);
+  verified.delete(key); // re-inserted last: the map's order is the age order the sweep below relies on
+  verified.set(key, { at: now, thumbprints: new Set([...(entry && now - entry.at < HANDOFF_TTL_MS ? entry.thumbprints : []), thumbprint]) });
+  for (const [k, e] of verified) {
+    if (verified.size <= HANDOFF_MAX && now - e.at < HANDOFF_TTL_MS) break;
+    verified.delete(k);
+  }
+}
+
+/** The signers the verifier handed over for this agent key, mandate id and cart (empty when none is known). */
+export function verifiedSigners(agentKeyId: string, mandateId: string, cartId: string): string[] {
+  const e = verified.get(handoffKey(agentKeyId, mandateId, cartId));
+  return e && performance.now() - e.at < HANDOFF_TTL_MS ? [...e.thumbprints] : [];
+}
+
+/**
+ * A signed mandate belongs to the agent key whose payment with it went ahead first (audit V1): called by common.ts
+ * `bindMandate` in the transaction that binds the mandate to the cart, so after the cart was found and inside the
+ * mandate's limits (review RV-3: a claim taken at verification let any key holding the user's key lock the mandate
+ * away from the agent the user signed for by presenting it with a cart that 404s). The cart binding is per agent
+ * key, and the user's key may be registered on several agent keys (and, before proofs, on several accounts): without
+ * this, each of them paid one more cart with the same mandate. The mandate is named by its id within its signer's key
+ * (the canonical JWK thumbprint, migration 0080), so another user's mandate with an equal id is its own. The
+ * refusal names neither the other key nor its cart.
+ *
+ * `signers` are the verified signers (`verifiedSigners`); when none is known (the hand-off was dropped) the mandate
+ * is claimed under every user key registered on the agent key, which may refuse more but never lets a mandate pay
+ * twice. Thumbprints are inserted in order, so two bindings never wait on each other's claims crosswise.
+ */
+export async function claimMandate(tx: TxSql, agentKeyId: string, mandateId: string, signers: string[]): Promise<void> {
+  const thumbprints = signers.length
+    ? [...new Set(signers)].sort()
+    : (await tx<{ thumbprint: string }[]>`
+        SELECT DISTINCT thumbprint FROM ap2_user_keys WHERE agent_key_id = ${agentKeyId} AND thumbprint IS NOT NULL ORDER BY thumbprint`).map((r) => r.thumbprint);
+  // every user key removed since the signature was verified: nothing verifies this mandate any more
+  if (thumbprints.length === 0) throw invalid("unknown_key", "No user key is registered for your agent key any more.");
+  await tx`
+    INSERT INTO ap2_mandate_agents (thumbprint, payment_mandate_id, agent_key_id)
+    SELECT t, ${mandateId}, ${agentKeyId} FROM unnest(${thumbprints}::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n
     ON CONFLICT DO NOTHING`;
-  const [owner] = await sql<{ agent_key_id: string }[]>`
-    SELECT agent_key_id FROM ap2_mandate_agents WHERE thumbprint = ${thumbprint} AND payment_mandate_id = ${mandateId}`;
-  if (owner?.agent_key_id !== agentKeyId) {
+  await refuseHeldByAnother(tx, thumbprints, mandateId, agentKeyId);
+}
+
+/** 403 MANDATE_LIMIT_EXCEEDED when another agent key holds the mandate (under any of these signer thumbprints). */
+async function refuseHeldByAnother(sql: Sql | TxSql, thumbprints: string[], mandateId: string, agentKeyId: string): Promise<void> {
+  const held = await sql`
+    SELECT 1 FROM ap2_mandate_agents WHERE thumbprint = ANY(${thumbprints}::text[]) AND payment_mandate_id = ${mandateId} AND agent_key_id <> ${agentKeyId} LIMIT 1`;
+  if (held.length > 0) {
     throw fail("MANDATE_LIMIT_EXCEEDED", "This payment mandate was presented by another agent key; a mandate pays one cart.", {
       violated: "cart",
       reason: "presented_by_another_agent_key",

@@ -17,12 +17,12 @@
  */
 import { randomBytes } from "node:crypto";
 import { Elysia, t } from "elysia";
-import { compactVerify, decodeProtectedHeader, importJWK } from "jose";
+import { compactVerify, decodeProtectedHeader } from "jose";
 import { fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { algOfPublicJwk, type Ap2Alg } from "./ap2-auth.ts";
+import { algOfPublicJwk, importUserKey, type Ap2Alg } from "./ap2-auth.ts";
 import { asRecord } from "./common.ts";
 
 const Params = t.Object({ id: t.String({ format: "uuid" }) });
@@ -71,6 +71,39 @@ async function proofChallenge(svc: Services, agentKeyId: string, kid: string): P
   });
 }
 
+/** 32 bytes (a P-256 coordinate, an Ed25519 key) spelled the one way: 43 unpadded base64url characters. */
+const COORDINATE = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * The key in its one spelling, or 400 INVALID_ARGUMENT (review RV-2). A JWK thumbprint hashes the coordinates as
+ * text, and one key has several texts that import and verify: `=` padding, the 2 unused bits of the last character,
+ * and for P-256 leading zero bytes (the coordinate is read as an integer). Each had its own thumbprint, so the same
+ * key registered twice claimed one mandate twice. RFC 7518 §6.2.1.2 and RFC 8037 §2 fix one spelling (the curve's
+ * full 32 bytes, unpadded base64url), which every JOSE library writes; any other is refused rather than rewritten,
+ * so what is stored and shown is what the client sent. Only kty, crv and the coordinates are kept (no private
+ * member: refused; others such as kid or use: dropped), and the point must be one of its curve (importUserKey).
+ */
+async function canonicalUserKey(raw: Record<string, unknown>): Promise<{ alg: Ap2Alg; jwk: Record<string, string> }> {
+  const alg = algOfPublicJwk(raw);
+  const members = alg === "ES256" ? (["x", "y"] as const) : (["x"] as const);
+  for (const m of members) {
+    const v = raw[m] as string;
+    if (!COORDINATE.test(v) || Buffer.from(v, "base64url").toString("base64url") !== v) {
+      throw fail("INVALID_ARGUMENT", `jwk.${m} must be the key's 32 bytes as unpadded base64url, 43 characters, leading zeros kept (RFC 7518 §6.2.1.2, RFC 8037 §2).`, {
+        field: `jwk.${m}`,
+        reason: "non_canonical",
+      });
+    }
+  }
+  const jwk: Record<string, string> = alg === "ES256" ? { kty: "EC", crv: "P-256", x: raw.x as string, y: raw.y as string } : { kty: "OKP", crv: "Ed25519", x: raw.x as string };
+  try {
+    await importUserKey(jwk, alg);
+  } catch {
+    throw fail("INVALID_ARGUMENT", "jwk is not a public key of its curve.", { field: "jwk", reason: "invalid_key" });
+  }
+  return { alg, jwk };
+}
+
 const badProof = (reason: string, message: string) => fail("INVALID_ARGUMENT", message, { field: "proof", reason });
 
 /** The proof's nonce once its signature by `jwk` and its agent key id and kid are right (the nonce is not yet used). */
@@ -84,7 +117,7 @@ async function verifiedProofNonce(proof: string, jwk: Record<string, string>, al
   if (header.typ !== KEY_PROOF_TYP || header.alg !== alg) throw badProof("malformed", `proof needs typ ${KEY_PROOF_TYP} and alg ${alg} (the registered key's).`);
   let payload: Record<string, unknown>;
   try {
-    const { payload: raw } = await compactVerify(proof, await importJWK(jwk, alg), { algorithms: [alg] });
+    const { payload: raw } = await compactVerify(proof, await importUserKey(jwk, alg), { algorithms: [alg] });
     payload = asRecord(JSON.parse(new TextDecoder().decode(raw)));
   } catch {
     throw badProof("signature", "proof's signature does not verify with the key being registered.");
@@ -101,9 +134,7 @@ export function ap2KeyRoutes(svc: Services) {
       "/api/v1/agent-keys/:id/ap2-user-keys/:kid",
       async ({ params, body, user }) => {
         await assertKeyOwner(svc, params.id, user);
-        const alg = algOfPublicJwk(body.jwk);
-        const { kty, crv, x, y } = body.jwk as Record<string, string>;
-        const jwk = { kty, crv, x, ...(y ? { y } : {}) };
+        const { alg, jwk } = await canonicalUserKey(body.jwk);
         if (body.proof === undefined) return proofChallenge(svc, params.id, params.kid);
         const nonce = await verifiedProofNonce(body.proof, jwk, alg, params.id, params.kid);
         const r = await svc.sql.begin(async (tx) => {

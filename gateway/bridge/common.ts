@@ -10,6 +10,7 @@ import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { UUID_HEX, uuidV4FromHex } from "../../infra/uuid.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
 import type { Services } from "../services.ts";
+import { claimMandate, verifiedSigners } from "./ap2-auth.ts";
 
 export type BridgeProtocol = "acp" | "ucp" | "ap2";
 
@@ -101,17 +102,25 @@ export async function withSessionClaim<T>(svc: Services, protocol: BridgeProtoco
  * Binds an AP2 payment mandate to the cart it is first presented for and returns the cart it is bound to. The user's
  * signature covers the mandate's contents, not the request's `cart_id`: without this, one signed mandate would pay
  * every cart of the agent inside its limits. Kept as an `ap2` bridge session (id from agent key and mandate id); the
- * first writer wins a race. Per agent key is enough because a verified mandate already belongs to one agent key
- * (ap2-auth.ts `claimMandate`, audit V1), so every key and account sees this one binding.
+ * first writer wins a race. Per agent key is enough because the same transaction claims the mandate for this agent
+ * key across every key and account (ap2-auth.ts `claimMandate`, audit V1): the claim is taken only here, where the
+ * payment goes ahead (the cart was found and is inside the limits; review RV-3), and a mandate another key holds is
+ * 403 with nothing bound. A mandate already bound to another cart claims nothing (index.ts refuses it).
  */
 export async function bindMandate(svc: Services, agentKeyId: string, mandateId: string, cartId: string): Promise<string> {
   const id = `ap2_${createHash("sha256").update(JSON.stringify([agentKeyId, mandateId])).digest("hex").slice(0, 32)}`;
-  await svc.sql`
-    INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id, meta)
-    VALUES (${id}, 'ap2', ${agentKeyId}, ${cartId}, ${svc.sql.json({ payment_mandate_id: mandateId } as never)})
-    ON CONFLICT (id) DO NOTHING`;
-  const [row] = await svc.sql<{ cart_id: string }[]>`SELECT cart_id FROM bridge_sessions WHERE id = ${id} AND protocol = 'ap2'`;
-  return row?.cart_id ?? cartId;
+  const signers = verifiedSigners(agentKeyId, mandateId, cartId);
+  if (signers.length === 0) svc.log.warn("ap2 mandate signer not handed over by the verifier; claimed under every user key of the agent key", { agentKeyId });
+  return svc.sql.begin(async (tx) => {
+    await tx`
+      INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id, meta)
+      VALUES (${id}, 'ap2', ${agentKeyId}, ${cartId}, ${tx.json({ payment_mandate_id: mandateId } as never)})
+      ON CONFLICT (id) DO NOTHING`;
+    const [row] = await tx<{ cart_id: string }[]>`SELECT cart_id FROM bridge_sessions WHERE id = ${id} AND protocol = 'ap2'`;
+    const bound = row?.cart_id ?? cartId;
+    if (bound === cartId) await claimMandate(tx, agentKeyId, mandateId, signers);
+    return bound;
+  });
 }
 
 /**
