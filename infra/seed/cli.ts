@@ -136,8 +136,9 @@ async function main(): Promise<void> {
     const password = values["admin-password"] ?? DEFAULT_ADMIN_PASSWORD;
     if (await ensureOperator(sql, email, password)) process.stderr.write(`seed: no operator account existed; created ${email}\n`);
     if (serviceRunning) {
-      // the seeded rows carry past timestamps, so the running service's catch-up does not pick them up
-      process.stderr.write("seed: the running service searches these after a restart or POST /api/v1/admin/search/reindex (operator)\n");
+      // no catalog.changed event is sent, but the insert trigger stamps change_xid (migration 0076), which the
+      // running service's search catch-up follows (docs/search.md "Catch-up")
+      process.stderr.write("seed: the running service searches these within 30 s (its search catch-up), or at once after POST /api/v1/admin/search/reindex (operator)\n");
     }
   } finally {
     await sql.end({ timeout: 5 });
