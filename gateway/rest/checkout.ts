@@ -316,7 +316,7 @@ export function checkoutRoutes(svc: Services) {
               "any two (both headers count as two) are INVALID_ARGUMENT with details.payment_sources naming them, refused before anything is sent",
           ),
           409: describedError(
-            "STATE_EXECUTION_BLOCKED: details.reasons[].code out_of_stock, price_beyond_cut, or coupon_exhausted (with store_id and " +
+            "STATE_EXECUTION_BLOCKED: details.reasons[].code names what changed, e.g. out_of_stock, price_beyond_cut, or coupon_exhausted (with store_id and " +
               "coupon_code: another checkout took the coupon's last use); nothing charged: preview again (it shows what changed)",
           ),
           503: describedError(

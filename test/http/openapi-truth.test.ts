@@ -333,7 +333,7 @@ describe("the checkout's answers an agent must act on are described (audit AX F2
   const said = (status: number) => checkout().responses[String(status)]!.description ?? "";
 
   test("409 names coupon_exhausted with its store_id and coupon_code beside the other STATE_EXECUTION_BLOCKED reasons", () => {
-    expect(said(409)).toStartWith("STATE_EXECUTION_BLOCKED: details.reasons[].code out_of_stock, price_beyond_cut, or coupon_exhausted (with store_id and coupon_code");
+    expect(said(409)).toStartWith("STATE_EXECUTION_BLOCKED: details.reasons[].code names what changed, e.g. out_of_stock, price_beyond_cut, or coupon_exhausted (with store_id and coupon_code");
     expect(said(409)).toContain("Codes: ");
   });
 

@@ -712,7 +712,8 @@ export const completeCheckout = defineTool({
     CHECKOUT_SESSION_NOT_FOUND: "a session id that does not exist, or the session of a cart none of whose items is this store's (paid on its own store's endpoint); answered before the human is asked",
     STATE_RECONFIRMATION_REQUIRED:
       "the price moved within tolerance since preview (send details.reconfirm_state_hash as reconfirmed_state_hash), or the session was previewed again (e.g. another shipping option, over REST or another session) while the human was asked: nothing charged, details.reasons[0].code = state_changed_since_approval with current_total_minor; call again with the same session and key and the human is asked the new total",
-    STATE_EXECUTION_BLOCKED: "stock gone or price moved beyond the cut since preview",
+    STATE_EXECUTION_BLOCKED:
+      "stock gone, price moved beyond the cut since preview, or the coupon's last use taken by another checkout (details.reasons[].code, e.g. out_of_stock, price_beyond_cut, coupon_exhausted with store_id and coupon_code); nothing charged: preview again",
     PAYMENT_DECLINED: "payment_method tok_decline",
     PAYMENT_FAILED_ROLLED_BACK: "payment_method tok_fail",
     PAYMENT_NOT_APPROVED: "payment_method tok_not_approved",
