@@ -16,11 +16,16 @@
  * Admission runs in onRequest, before routing, so unknown paths (404) and refused requests carry headers too. The
  * keyed agentic REST routes are admitted here as well, by their key (auth.ts `admitAgentEarly`): before the body
  * is parsed or validated, so a caller without a valid key never learns anything about a route's body schema.
+ *
+ * A refusal is our error envelope, except on the OAuth endpoints whose errors are RFC 6749 §5.2 bodies (register,
+ * token, revoke): there it is the same OAuth body as their own refusals (`oauthRefusal`).
  */
 import { Elysia } from "elysia";
 import { findRouteRule, AGENT_API_BASE } from "../../actors/agent/access.ts";
 import { bucketsFor, GLOBAL_LIMIT } from "../../actors/agent/limits.ts";
+import { ActorError } from "../../actors/runtime/errors.ts";
 import { admitAgentEarly, admitOthers, clientIp, markGlobalAdmitted, setRateHeaders, userFromRequest } from "./auth.ts";
+import { noStore, OAUTH_BASE, OAuthError, oauthErrorBody } from "../oauth/common.ts";
 import type { Services } from "../services.ts";
 import { pathOf } from "../url-path.ts";
 
@@ -51,6 +56,50 @@ export function hasOwnLayer(method: string, path: string): boolean {
   if (MCP_PATH.test(path)) return true;
   for (const re of extraOwnLayers) if (re.test(path)) return true;
   return false;
+}
+
+/**
+ * The OAuth endpoints whose every error is an RFC 6749 §5.2 body (`error` the code, `error_description` the message;
+ * openapi/operations.ts gives them M.OAuthErrorBody). The discovery documents and the JWKS define no error body and
+ * keep the envelope; /oauth/authorize answers a person with HTML pages of its own.
+ */
+const OAUTH_ERROR_PATHS = new Set([`${OAUTH_BASE}/register`, `${OAUTH_BASE}/token`, `${OAUTH_BASE}/revoke`]);
+
+function answersOAuthErrors(path: string): boolean {
+  return OAUTH_ERROR_PATHS.has(path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path);
+}
+
+/**
+ * A refusal answered with a body of its own. Elysia answers an error that has `toResponse` with what it returns
+ * (status and headers from `set`) and skips the onError hooks, so the error plugin does not turn it into our envelope;
+ * the after-response hooks still run, so metrics and the access log count it like any refusal (returning the body
+ * from onRequest instead would skip them).
+ */
+class AnsweredRefusal extends Error {
+  constructor(private readonly body: unknown) {
+    super("refused before routing");
+  }
+
+  toResponse(): unknown {
+    return this.body;
+  }
+}
+
+/**
+ * The global layer's 429 on an OAuth endpoint (OAUTH_ERROR_PATHS): the OAuth body the registration bucket's 429 has
+ * (register.ts, review RZ-2), with the Retry-After and X-RateLimit-* headers admitOthers set. In our envelope an OAuth
+ * client (the MCP SDK) read the sentence in `error` as the error code and had no message. Anything else is rethrown.
+ */
+function oauthRefusal(err: unknown, set: { status?: number | string; headers: Headers }): unknown {
+  if (!(err instanceof ActorError) || err.code !== "rate_limit_exceeded") return err;
+  const wait = Number(set.headers["retry-after"] ?? err.details?.retryAfter ?? 1);
+  // the bucket is the address's, or the account's for a caller with a session token: the words name neither
+  const refusal = new OAuthError("rate_limit_exceeded", `Rate limit exceeded; retry after ${wait} seconds.`, 429, wait);
+  set.status = refusal.status;
+  set.headers["retry-after"] = String(wait);
+  set.headers["content-type"] = "application/json";
+  noStore(set.headers);
+  return new AnsweredRefusal(oauthErrorBody(refusal));
 }
 
 const GLOBAL_LIMIT_TEXT = String(GLOBAL_LIMIT.limit);
@@ -88,7 +137,9 @@ export function rateLimit(svc: Services) {
     const ip = clientIp(request, server);
     let userId: string | null = null;
     if (request.headers.has("authorization")) userId = (await userFromRequest(svc, request).catch(() => null))?.id ?? null;
-    const rate = await admitOthers(svc, bucketsFor({ surface: "other", ip, userId }), headers);
+    const rate = await admitOthers(svc, bucketsFor({ surface: "other", ip, userId }), headers).catch((err: unknown) => {
+      throw answersOAuthErrors(path) ? oauthRefusal(err, set) : err;
+    });
     setRateHeaders(headers, rate);
     markGlobalAdmitted(headers, rate);
   });
