@@ -78,7 +78,8 @@ const invalid = (reason: string, message: string, extra: Record<string, unknown>
  * Verifies the mandate's `user_authorization` against the keys registered for this agent key and returns its signer
  * (the key's thumbprint). Throws AGENT_TOKEN_INVALID (details.reason) unless it is a valid signature by a registered
  * key over this mandate, and MANDATE_LIMIT_EXCEEDED when another agent key already holds the mandate. It claims
- * nothing: the signer is handed to bindMandate, which claims the mandate once the payment goes ahead (RV-3).
+ * nothing: index.ts `ap2Pay` hands the signer to bindMandate, which claims the mandate once the payment goes ahead
+ * (RV-3).
  */
 export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body: unknown, now: number): Promise<{ thumbprint: string }> {
   const b = asRecord(body);
@@ -138,43 +139,8 @@ export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body
   const mandateId = asRecord(pm.payment_mandate_contents).payment_mandate_id;
   if (typeof mandateId !== "string") throw invalid("malformed", "payment_mandate_id must be a string.");
   // Refused here already when another key holds it, before the cart is read; taken only by bindMandate (below).
-  await refuseHeldByAnother(sql, [row.thumbprint], mandateId, agentKeyId);
-  // the cart as index.ts `ap2Pay` reads it (`cart_id`, else `cartId`)
-  noteVerifiedSigner(agentKeyId, mandateId, typeof b.cart_id === "string" ? b.cart_id : b.cartId, row.thumbprint);
+  await refuseHeldByAnother(sql, row.thumbprint, mandateId, agentKeyId);
   return { thumbprint: row.thumbprint };
-}
-
-/**
- * The signers whose signature over a mandate was verified for an agent key and a cart, handed from the verifier to
- * common.ts `bindMandate`, which claims the mandate for them once the payment goes ahead. In memory: both run in
- * the same request, on this gateway, a cart read apart (index.ts `ap2Pay`), whose call to bindMandate names no
- * signer. Keyed by agent key, mandate id and cart, so another request can only add a signer that verified for the
- * same mandate id, key and cart (whose payment, of that one cart, is the same payment: the per-key binding and the
- * idempotency key are the mandate id's). Entries live HANDOFF_TTL_MS, far beyond a cart read, and at most
- * HANDOFF_MAX are kept (oldest dropped).
- */
-const verified = new Map<string, { at: number; thumbprints: Set<string> }>();
-const HANDOFF_TTL_MS = 5 * 60_000;
-const HANDOFF_MAX = 20_000;
-const handoffKey = (agentKeyId: string, mandateId: string, cartId: string) => JSON.stringify([agentKeyId, mandateId, cartId.toLowerCase()]);
-
-function noteVerifiedSigner(agentKeyId: string, mandateId: string, cartId: unknown, thumbprint: string): void {
-  if (typeof cartId !== "string") return;
-  const key = handoffKey(agentKeyId, mandateId, cartId);
-  const now = performance.now();
-  const entry = verified.get(key);
-  verified.delete(key); // re-inserted last: the map's order is the age order the sweep below relies on
-  verified.set(key, { at: now, thumbprints: new Set([...(entry && now - entry.at < HANDOFF_TTL_MS ? entry.thumbprints : []), thumbprint]) });
-  for (const [k, e] of verified) {
-    if (verified.size <= HANDOFF_MAX && now - e.at < HANDOFF_TTL_MS) break;
-    verified.delete(k);
-  }
-}
-
-/** The signers the verifier handed over for this agent key, mandate id and cart (empty when none is known). */
-export function verifiedSigners(agentKeyId: string, mandateId: string, cartId: string): string[] {
-  const e = verified.get(handoffKey(agentKeyId, mandateId, cartId));
-  return e && performance.now() - e.at < HANDOFF_TTL_MS ? [...e.thumbprints] : [];
 }
 
 /**
@@ -186,29 +152,18 @@ export function verifiedSigners(agentKeyId: string, mandateId: string, cartId: s
  * this, each of them paid one more cart with the same mandate. The mandate is named by its id within its signer's key
  * (the canonical JWK thumbprint, migration 0080), so another user's mandate with an equal id is its own. The
  * refusal names neither the other key nor its cart.
- *
- * `signers` are the verified signers (`verifiedSigners`); when none is known (the hand-off was dropped) the mandate
- * is claimed under every user key registered on the agent key, which may refuse more but never lets a mandate pay
- * twice. Thumbprints are inserted in order, so two bindings never wait on each other's claims crosswise.
  */
-export async function claimMandate(tx: TxSql, agentKeyId: string, mandateId: string, signers: string[]): Promise<void> {
-  const thumbprints = signers.length
-    ? [...new Set(signers)].sort()
-    : (await tx<{ thumbprint: string }[]>`
-        SELECT DISTINCT thumbprint FROM ap2_user_keys WHERE agent_key_id = ${agentKeyId} AND thumbprint IS NOT NULL ORDER BY thumbprint`).map((r) => r.thumbprint);
-  // every user key removed since the signature was verified: nothing verifies this mandate any more
-  if (thumbprints.length === 0) throw invalid("unknown_key", "No user key is registered for your agent key any more.");
+export async function claimMandate(tx: TxSql, agentKeyId: string, mandateId: string, thumbprint: string): Promise<void> {
   await tx`
-    INSERT INTO ap2_mandate_agents (thumbprint, payment_mandate_id, agent_key_id)
-    SELECT t, ${mandateId}, ${agentKeyId} FROM unnest(${thumbprints}::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n
+    INSERT INTO ap2_mandate_agents (thumbprint, payment_mandate_id, agent_key_id) VALUES (${thumbprint}, ${mandateId}, ${agentKeyId})
     ON CONFLICT DO NOTHING`;
-  await refuseHeldByAnother(tx, thumbprints, mandateId, agentKeyId);
+  await refuseHeldByAnother(tx, thumbprint, mandateId, agentKeyId);
 }
 
-/** 403 MANDATE_LIMIT_EXCEEDED when another agent key holds the mandate (under any of these signer thumbprints). */
-async function refuseHeldByAnother(sql: Sql | TxSql, thumbprints: string[], mandateId: string, agentKeyId: string): Promise<void> {
+/** 403 MANDATE_LIMIT_EXCEEDED when another agent key holds the mandate. */
+async function refuseHeldByAnother(sql: Sql | TxSql, thumbprint: string, mandateId: string, agentKeyId: string): Promise<void> {
   const held = await sql`
-    SELECT 1 FROM ap2_mandate_agents WHERE thumbprint = ANY(${thumbprints}::text[]) AND payment_mandate_id = ${mandateId} AND agent_key_id <> ${agentKeyId} LIMIT 1`;
+    SELECT 1 FROM ap2_mandate_agents WHERE thumbprint = ${thumbprint} AND payment_mandate_id = ${mandateId} AND agent_key_id <> ${agentKeyId} LIMIT 1`;
   if (held.length > 0) {
     throw fail("MANDATE_LIMIT_EXCEEDED", "This payment mandate was presented by another agent key; a mandate pays one cart.", {
       violated: "cart",

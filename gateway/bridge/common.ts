@@ -10,7 +10,7 @@ import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { UUID_HEX, uuidV4FromHex } from "../../infra/uuid.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
 import type { Services } from "../services.ts";
-import { claimMandate, verifiedSigners } from "./ap2-auth.ts";
+import { claimMandate } from "./ap2-auth.ts";
 
 export type BridgeProtocol = "acp" | "ucp" | "ap2";
 
@@ -99,7 +99,7 @@ export async function withSessionClaim<T>(svc: Services, protocol: BridgeProtoco
 }
 
 /**
- * Binds an AP2 payment mandate to the cart it is first presented for and returns the cart it is bound to. The user's
+ * Binds an AP2 payment mandate (signed by `signer`, its user key's thumbprint) to the cart it is first presented for and returns the cart it is bound to. The user's
  * signature covers the mandate's contents, not the request's `cart_id`: without this, one signed mandate would pay
  * every cart of the agent inside its limits. Kept as an `ap2` bridge session (id from agent key and mandate id); the
  * first writer wins a race. Per agent key is enough because the same transaction claims the mandate for this agent
@@ -107,10 +107,8 @@ export async function withSessionClaim<T>(svc: Services, protocol: BridgeProtoco
  * payment goes ahead (the cart was found and is inside the limits; review RV-3), and a mandate another key holds is
  * 403 with nothing bound. A mandate already bound to another cart claims nothing (index.ts refuses it).
  */
-export async function bindMandate(svc: Services, agentKeyId: string, mandateId: string, cartId: string): Promise<string> {
+export async function bindMandate(svc: Services, agentKeyId: string, signer: string, mandateId: string, cartId: string): Promise<string> {
   const id = `ap2_${createHash("sha256").update(JSON.stringify([agentKeyId, mandateId])).digest("hex").slice(0, 32)}`;
-  const signers = verifiedSigners(agentKeyId, mandateId, cartId);
-  if (signers.length === 0) svc.log.warn("ap2 mandate signer not handed over by the verifier; claimed under every user key of the agent key", { agentKeyId });
   return svc.sql.begin(async (tx) => {
     await tx`
       INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id, meta)
@@ -118,7 +116,7 @@ export async function bindMandate(svc: Services, agentKeyId: string, mandateId: 
       ON CONFLICT (id) DO NOTHING`;
     const [row] = await tx<{ cart_id: string }[]>`SELECT cart_id FROM bridge_sessions WHERE id = ${id} AND protocol = 'ap2'`;
     const bound = row?.cart_id ?? cartId;
-    if (bound === cartId) await claimMandate(tx, agentKeyId, mandateId, signers);
+    if (bound === cartId) await claimMandate(tx, agentKeyId, mandateId, signer);
     return bound;
   });
 }

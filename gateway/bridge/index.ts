@@ -443,7 +443,7 @@ async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Prom
   }
   const mandate = parseAp2(body);
   // The user's signature over this very mandate comes before its limits: an unsigned limit limits nothing.
-  await verifyUserAuthorization(svc.sql, agent.keyId, body, svc.clock.now());
+  const signer = await verifyUserAuthorization(svc.sql, agent.keyId, body, svc.clock.now());
   const cart = await getCart(svc, agent.keyId, cartId.toLowerCase());
   let reply: CompleteReply;
   const idempotencyKey = derivedUuidV4(`ap2:${agent.keyId}:${mandate.paymentMandateId}`);
@@ -452,7 +452,7 @@ async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Prom
     if (cart.status !== "COMPLETED") checkMandate(mandate, cart, svc.clock.now());
     // A mandate pays one cart: bound once it is inside the limits (a refused one binds nothing), before any charge,
     // so a declined attempt keeps it too (a new attempt needs a new token, so a new mandate anyway).
-    const boundCart = await bindMandate(svc, agent.keyId, mandate.paymentMandateId, cart.id);
+    const boundCart = await bindMandate(svc, agent.keyId, signer.thumbprint, mandate.paymentMandateId, cart.id);
     if (boundCart !== cart.id) {
       throw fail("MANDATE_LIMIT_EXCEEDED", "This payment mandate was presented for another cart; a mandate pays one cart.", {
         violated: "cart",
