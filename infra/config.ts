@@ -91,7 +91,7 @@ export const CONFIG_VARS = {
   X402_CAPTURE_CONFIRMATIONS: {
     schema: T.Integer({ minimum: 1, maximum: 1000 }),
     default: 3,
-    doc: "Blocks (the transfer's own counted) an x402 transfer must be deep before its order is paid, for stores with an rpc_url; 1 = mined. Until then the checkout answers 503 SETTLEMENT_UNKNOWN and is reconciled.",
+    doc: "Blocks (the transfer's own counted) an x402 transfer must be deep before its order is paid, for stores with an rpc_url; 1 = mined. Until then the checkout answers 503 UPSTREAM_UNAVAILABLE with details.status SETTLEMENT_UNKNOWN (call again with the same idempotency_key) and the reconcile reminder pays the order once deep.",
   },
   SECRET_KEY: {
     schema: T.String(),
@@ -113,7 +113,7 @@ export const CONFIG_VARS = {
   BRIDGE_IDEMPOTENCY_LEASE_MS: durationMs(
     100,
     60_000,
-    "How long an unfinished ACP/UCP/AP2 Idempotency-Key claim holds before a retry with the same key takes it over.",
+    "How long an unfinished ACP/UCP/AP2 Idempotency-Key claim, and an ACP/UCP session's write claim (meanwhile 409, reason session_busy), holds before another request may take it over.",
   ),
   RETENTION_INTERVAL_MS: durationMs(
     0,
