@@ -276,6 +276,10 @@ export class ActorHost {
     for (const t of this.catchUpTimers) clearTimeout(t);
     // the snapshot is taken synchronously by the hand-overs' first step: nothing of these kinds is served after it
     this.handedOver = true;
+    // A read-only message still waiting for its activation's load (the placement hold) is in no queue and no snapshot:
+    // answered after the snapshot it would count what nobody hands over (review RF-1). It is answered
+    // actor_unavailable instead, and the caller's retry reaches the next owner.
+    for (const [, , a] of this.allActivations()) if (!a.loaded) a.dropped = true;
     await this.handOver([...this.allActivations()].map(([, , a]) => a).filter((a) => a.loaded && !a.stale));
     for (const k of this.kinds.values()) k.activations.clear();
     this.unregisterStats?.();
@@ -342,7 +346,8 @@ export class ActorHost {
     }
     const now = Date.now();
     if (now < this.catchUpUntil) this.catchUpBatch.push(act);
-    return this.holdUntil - now;
+    // never longer than the hold itself: a wall clock stepped back must not stall every new activation (review RF-2)
+    return Math.min(PLACEMENT_HOLD_MS, this.holdUntil - now);
   }
 
   /** Runs the kinds' catch-ups for the batch's activations that are still here and loaded; the last one ends the batch. */
