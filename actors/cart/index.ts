@@ -44,7 +44,7 @@ import {
 import { CATALOG_CHANGED, heldStockChanged } from "../store/messages.ts";
 import { shippingZonesOfStores } from "../store/reads.ts";
 import { orderTotalMinor } from "../store/order-rows.ts";
-import { assertNoRefundDecided, clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCapturedAmount } from "../store/reconcile.ts";
+import { assertNoRefundDecided, clearChainDecided, clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCapturedAmount } from "../store/reconcile.ts";
 import { driveRefundRows, moveOrderAfterRefund, railOfOrder } from "../store/refund-flow.ts";
 import type { ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
@@ -1092,9 +1092,10 @@ const byStoreSlug = (a: { storeId: string }, b: { storeId: string }) => (a.store
 
 /**
  * Runs the rail for every leg now in `processing`, records the store side, and applies the one session event
- * `settleLegs` decides. Returns the reply, or throws the rollback error after committing the new state.
+ * `settleLegs` decides. Returns the reply, or throws the rollback error after committing the new state. `retry`: the
+ * reconcile reminder's count of looks that decided nothing (reconcileBackoffMs), for an escalated x402 leg's reminder.
  */
-async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<CompleteReply> {
+async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Promise<CompleteReply> {
   const s = ctx.state.session as SessionState;
   const rail = railFor(ctx.sql, s.rail);
   if (!rail) throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `The ${s.rail} rail is not available.`, { rail: s.rail });
@@ -1124,14 +1125,18 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
   const now0 = ctx.now();
   let escalation: ActorError | null = null;
   const escalated = new Set<string>();
+  /** An escalated leg the rail could not decide (x402 `unresolved`): the chain may still decide it. */
+  let railMayDecide = false;
   for (const leg of pending) {
     const r = results[leg.storeId];
     const res = (r as { result?: ChargeResult }).result;
     const unresolved = (r as ChargedLeg).unresolved;
     if (unresolved) {
-      // The rail can never learn whether this leg moved money (x402 without a chain, past the authorization's
-      // validity): its merchant decides, as for an escalated capture. No timer for it; the stock stays held.
+      // The rail cannot learn whether this leg moved money (x402 without a readable chain, past the authorization's
+      // validity): its merchant decides, as for an escalated capture; the stock stays held. The reminder still asks
+      // the rail with the backoff (below): a chain that decides first pays or releases it.
       escalated.add(leg.storeId);
+      railMayDecide = true;
       escalation ??= await escalateCapture(await txOf(), s, leg, results, unresolvedProblem(leg, unresolved), "settlement_unknown", {
         reference: unresolved.reference,
         evidence: unresolved.evidence ?? null,
@@ -1159,7 +1164,9 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
     escalation ??= await escalateCapture(await txOf(), s, leg, results, problem);
   }
   const only = pending.length === 1 ? pending[0]! : null;
-  if (only && !opened && results[only.storeId]!.outcome === "captured") {
+  // An x402 reconcile may settle an order escalated as settlement_unknown: the general path clears its flag with it.
+  const mayBeFlagged = mode === "reconcile" && s.rail === "x402";
+  if (only && !opened && !mayBeFlagged && results[only.storeId]!.outcome === "captured") {
     // A charge's view is what the handler answers; a reconcile may run from the session timer, which answers nothing.
     const done = await settleOneLegRiding(ctx, s, only, results, now0, mode === "charge");
     if (done) return done;
@@ -1212,8 +1219,11 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
         now0,
       );
       if (done.changed.length) changed[leg.storeId] = done.changed;
+      // The chain decided a leg escalated to its merchant: the flag goes with the payment, in this transaction.
+      if (mayBeFlagged) await clearChainDecided(tx, leg.storeId, orderId, "captured");
     } else if (r.outcome === "declined" || r.outcome === "failed" || r.outcome === "not_approved") {
       await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: r.outcome }, now0, heldSink(ctx, leg.storeId));
+      if (mayBeFlagged) await clearChainDecided(tx, leg.storeId, orderId, "released");
     }
   }
   for (const [storeSlug, upserted] of Object.entries(changed)) ctx.publish("catalog.changed", { storeSlug, upserted, removed: [] });
@@ -1251,6 +1261,9 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile"): Promise<Compl
         if (approvals.length) next.approvalExpiresAt = s.approvalExpiresAt ?? now + PENDING_CONFIRMATION_TTL_MS;
         if (others.some((l) => l.status === "unknown" || l.status === "processing")) await ctx.schedule("session", now + 5_000, { sessionId: next.id });
         else if (next.approvalExpiresAt !== undefined) await ctx.schedule("session", next.approvalExpiresAt, { sessionId: next.id });
+        // An escalated x402 leg the rail could not decide is still the chain's (a node that catches up, an rpc_url
+        // fixed): asked again with the backoff, without waiting for the agent (review RG MED-3); the merchant may decide first.
+        else if (railMayDecide) await ctx.schedule("session", now + reconcileBackoffMs(retry), { sessionId: next.id, retry: retry + 1 });
         else await ctx.cancelReminder("session");
         await ctx.checkpoint();
         if (!approvals.length) throw decided(escalation);
@@ -1866,7 +1879,7 @@ async function reconcileSession(ctx: Ctx, sessionId: string, retry = 0): Promise
   if (s.status === "IN_PROGRESS") ctx.state.session = { ...s, ...applyCheckoutEvent(s, "settlement_unknown", ctx.now()) };
   if (ctx.state.session?.status !== "SETTLEMENT_UNKNOWN") return;
   try {
-    await runPayment(ctx, "reconcile");
+    await runPayment(ctx, "reconcile", retry);
   } catch (err) {
     if (!(err instanceof ActorError)) throw err;
     // A rollback, an escalation or a still-unknown answer was committed by runPayment; the timer's job is done.

@@ -84,8 +84,8 @@ const CONFIRM_POLL_MS = 1_000;
 export const EXPIRY_MARGIN_SECONDS = 30;
 /**
  * The reason of an intent whose outcome nothing can tell any more: sent, its authorization expired (validBefore +
- * EXPIRY_MARGIN_SECONDS by our clock), and no chain to read, either none configured or an `rpc_url` that cannot be
- * read (dead, wrong, a lapsed provider key: review RX-1). `lookup` answers it `unresolved` and the cart escalates its
+ * EXPIRY_MARGIN_SECONDS by our clock; + UNREADABLE_ESCALATION_SECONDS for an `rpc_url`), and no chain to read, either
+ * none configured or an `rpc_url` that cannot be read (dead, wrong, a lapsed provider key: review RX-1). `lookup` answers it `unresolved` and the cart escalates its
  * order for the merchant (orders.reconciliation `settlement_unknown`); a chain readable again still decides first.
  */
 export const UNRESOLVED_REASON = "settlement_unresolvable_without_chain";
@@ -107,11 +107,32 @@ export const FACILITATOR_NONCE_USED_REASON = "facilitator_nonce_already_used";
 
 /**
  * The reason of an intent whose transfer the chain shows, but never X402_CAPTURE_CONFIRMATIONS deep, once its
- * authorization is past validBefore (+ EXPIRY_MARGIN_SECONDS by our clock): the store's node stopped following the
- * chain (its head no longer moves). `lookup` answers it `unresolved` and the merchant checks its wallet (review RX-1).
+ * authorization is past validBefore (+ EXPIRY_MARGIN_SECONDS by our clock) and its depth has not changed for
+ * HEAD_STALL_SECONDS: the store's node stopped following the chain (its head no longer moves; review RG MED-2). `lookup` answers it `unresolved` and the merchant checks its wallet (review RX-1).
  * Before that it is looked at again like any transfer awaiting its depth.
  */
 export const CONFIRMATIONS_STALLED_REASON = "transfer_not_deep_enough_by_valid_before";
+
+/**
+ * How long past validBefore (by our clock) a store's rpc_url must have stayed unreadable before the intent is escalated
+ * to the merchant (review RG MED-1). Our clock can run ahead of the chain's and a send can still be in flight, so 30 s
+ * (EXPIRY_MARGIN_SECONDS) was no proof that nothing can land: the order just stays pending (503 SETTLEMENT_UNKNOWN)
+ * meanwhile, and a chain readable again decides by itself.
+ */
+export const UNREADABLE_ESCALATION_SECONDS = 600;
+/**
+ * A transfer on chain but not deep enough is escalated as stalled (CONFIRMATIONS_STALLED_REASON) only once its depth,
+ * and so the store's chain head, has not moved for this long (review RG MED-2): a healthy chain that is merely slower
+ * than validBefore keeps being looked at and is captured when deep.
+ */
+export const HEAD_STALL_SECONDS = 120;
+/**
+ * The merchant's `refund` (release) of an escalated x402 intent with an rpc_url is refused (409) while the chain has not
+ * decided it (unreadable, or unused and not yet expired by the chain's clock): a transfer may still land, and a
+ * released order reopens the cart for a second payment (review RG MED-1). Past validBefore + this long by our clock no
+ * clock skew or send in flight is plausible any more, and the release is allowed without the chain.
+ */
+export const RELEASE_WITHOUT_CHAIN_SECONDS = 24 * 3600;
 
 type UnresolvedReason = typeof UNRESOLVED_REASON | typeof SPENT_UNCONFIRMED_REASON | typeof FACILITATOR_NONCE_USED_REASON | typeof CONFIRMATIONS_STALLED_REASON;
 
@@ -413,6 +434,12 @@ export class X402Rail implements PaymentRail {
    * decides the escalation). Forgotten as soon as a look reads the chain; a restart only starts the series again.
    */
   private readonly unreadableLooks = new Map<string, { failed: number; nextAtMs: number }>();
+  /**
+   * Per intent whose transfer is on chain but not deep enough (this process only): its depth at the last look and since
+   * when (our clock) it has been that depth. The head stalled only when the depth did not change for HEAD_STALL_SECONDS
+   * (review RG MED-2); a restart starts the watch again, which only delays an escalation.
+   */
+  private readonly depthSeen = new Map<string, { depth: bigint; sinceMs: number }>();
 
   constructor(
     private readonly sql: Sql,
@@ -482,11 +509,12 @@ export class X402Rail implements PaymentRail {
     if (decided === SPENT_UNCONFIRMED) return this.unresolved(row, SPENT_UNCONFIRMED_REASON);
     // The two ways the chain can leave a sent payment undecided for good (review RX-1): the transfer on chain but never
     // deep enough (a node whose head stopped), or the rpc_url unreadable (dead, wrong, a lapsed provider key). Looked at
-    // again while the authorization may still land; past validBefore (+ the clock margin) nothing can move any more,
-    // and the merchant decides from its wallet, with the facilitator's transaction as evidence.
-    if (decided === CONFIRMING) return this.expired(row) ? this.unresolved(row, CONFIRMATIONS_STALLED_REASON) : { status: "unknown", intentId };
+    // again while the authorization may still land; past validBefore (+ the margins) the merchant is asked to decide from
+    // its wallet, with the facilitator's transaction as evidence, and the chain is still asked (the cart's reminder).
+    if (decided === CONFIRMING) return this.expired(row) && this.headStalled(row) ? this.unresolved(row, CONFIRMATIONS_STALLED_REASON) : { status: "unknown", intentId };
     if (decided === UNREADABLE) {
-      if (!this.expired(row)) return { status: "unknown", intentId };
+      // Our clock alone, and it may run ahead of the chain's with a send still in flight: a wide margin (review RG MED-1).
+      if (!this.pastValidBefore(row, UNREADABLE_ESCALATION_SECONDS)) return { status: "unknown", intentId };
       this.unreadableLooks.delete(row.intent_id); // escalated: the cart stops asking
       return this.unresolved(row, UNRESOLVED_REASON);
     }
@@ -504,9 +532,36 @@ export class X402Rail implements PaymentRail {
   async recordResolution(intentId: string, outcome: "captured" | "released"): Promise<void> {
     const row = await this.load(intentId);
     if (!row) return;
+    if (outcome === "released") await this.assertReleasable(row);
     if (outcome === "captured") await this.finish(intentId, "captured", `x402:${row.nonce}`, "accepted_by_merchant");
     else await this.finish(intentId, "failed", null, "released_by_merchant");
     this.log?.info("x402 unresolved settlement decided by the merchant", { intentId, outcome });
+  }
+
+  /**
+   * A release (the merchant's `refund` of an escalated intent) is refused with 409 while the store's chain has not
+   * decided the authorization (review RG MED-1): its rpc_url unreadable, or its nonce unused and not yet expired by the
+   * chain's clock. A transfer may still land then, and the released order would reopen the cart for a second payment.
+   * Allowed once the chain decided it (failed: expired unused or cancelled; captured, spent, or a transfer on chain:
+   * nothing more can land, and what landed is the merchant's to pay back, as any x402 refund), for a store without an
+   * rpc_url (no chain to wait for: the documented rule), and past validBefore + RELEASE_WITHOUT_CHAIN_SECONDS.
+   */
+  private async assertReleasable(row: IntentRow): Promise<void> {
+    if (!row.rpc_url || row.state === "captured" || row.state === "failed") return;
+    if (row.error_reason !== UNRESOLVED_REASON && row.error_reason !== CONFIRMATIONS_STALLED_REASON) return;
+    if (this.pastValidBefore(row, RELEASE_WITHOUT_CHAIN_SECONDS)) return;
+    const decided = await this.decideOnChain(row);
+    if (decided !== UNREADABLE && decided !== null) return;
+    throw fail(
+      "conflict",
+      "The store's chain has not shown this payment's authorization expired unused: a transfer may still land until it can be checked, so the order cannot be released yet. Accept it if the transfer is in the wallet; otherwise fix the store's rpc_url and retry the refund (the chain then decides by itself).",
+      {
+        reason: "chain_outcome_unproven",
+        chain: decided === UNREADABLE ? "unreadable" : "authorization_still_usable",
+        payment_reference: `x402:${row.nonce}`,
+        release_allowed_after: new Date((Number(row.valid_before) + RELEASE_WITHOUT_CHAIN_SECONDS) * 1000).toISOString(),
+      },
+    );
   }
 
   async refund(request: RefundRequest): Promise<RefundResult> {
@@ -515,10 +570,14 @@ export class X402Rail implements PaymentRail {
   }
 
   private async load(intentId: string): Promise<IntentRow | undefined> {
+    // The store's rpc_url as it is now when it names the intent's network: a merchant who fixes a dead rpc_url lets
+    // the chain decide its escalated intents (review RG MED-1); else the one recorded at payment.
     const [row] = await this.sql<IntentRow[]>`
-      SELECT intent_id, store_id, amount_minor, currency, network, asset, pay_to, payer, nonce, valid_before, facilitator_url,
-             facilitator_version, payload, requirements, rpc_url, from_block, state, transaction_hash, error_reason
-      FROM x402_intents WHERE intent_id = ${intentId}`;
+      SELECT i.intent_id, i.store_id, i.amount_minor, i.currency, i.network, i.asset, i.pay_to, i.payer, i.nonce, i.valid_before, i.facilitator_url,
+             i.facilitator_version, i.payload, i.requirements,
+             COALESCE((SELECT c.rpc_url FROM store_x402_config c WHERE c.store_slug = i.store_id AND c.network = i.network), i.rpc_url) AS rpc_url,
+             i.from_block, i.state, i.transaction_hash, i.error_reason
+      FROM x402_intents i WHERE i.intent_id = ${intentId}`;
     return row;
   }
 
@@ -587,6 +646,7 @@ export class X402Rail implements PaymentRail {
       return UNREADABLE;
     }
     this.unreadableLooks.delete(row.intent_id);
+    if (!onChain || !onChain.used || !onChain.transaction || onChain.confirmations >= this.captureConfirmations) this.depthSeen.delete(row.intent_id);
     if (!onChain) return null;
     if (onChain.used) {
       if (!onChain.transaction) {
@@ -602,6 +662,8 @@ export class X402Rail implements PaymentRail {
         if (row.error_reason !== AWAITING_CONFIRMATIONS_REASON || row.transaction_hash !== tx) {
           await this.finish(row.intent_id, "unknown", tx, AWAITING_CONFIRMATIONS_REASON);
         }
+        const seen = this.depthSeen.get(row.intent_id);
+        if (!seen || seen.depth !== onChain.confirmations) this.depthSeen.set(row.intent_id, { depth: onChain.confirmations, sinceMs: this.nowMs() });
         return CONFIRMING;
       }
       await this.finish(row.intent_id, "captured", tx, null);
@@ -653,7 +715,17 @@ export class X402Rail implements PaymentRail {
 
   /** Past `validBefore` (with the clock-skew margin) by our clock: the judge only when there is no chain to ask. */
   private expired(row: IntentRow): boolean {
-    return Math.floor(this.nowMs() / 1000) >= Number(row.valid_before) + EXPIRY_MARGIN_SECONDS;
+    return this.pastValidBefore(row, EXPIRY_MARGIN_SECONDS);
+  }
+
+  private pastValidBefore(row: IntentRow, marginSeconds: number): boolean {
+    return Math.floor(this.nowMs() / 1000) >= Number(row.valid_before) + marginSeconds;
+  }
+
+  /** The transfer's depth (so the store's chain head) has not moved for HEAD_STALL_SECONDS by our clock (review RG MED-2). */
+  private headStalled(row: IntentRow): boolean {
+    const seen = this.depthSeen.get(row.intent_id);
+    return seen !== undefined && this.nowMs() - seen.sinceMs >= HEAD_STALL_SECONDS * 1000;
   }
 
   /**
@@ -696,7 +768,7 @@ export class X402Rail implements PaymentRail {
         await this.finish(row.intent_id, "unknown", null, UNRESOLVED_REASON);
         this.log?.warn(
           row.rpc_url
-            ? "x402 settlement outcome cannot be determined: the store's rpc_url could not be read by validBefore; escalated to the merchant"
+            ? "x402 settlement outcome cannot be determined: the store's rpc_url could not be read by validBefore + 10 min; escalated to the merchant"
             : "x402 settlement outcome cannot be determined without a chain; escalated to the merchant",
           { intentId: row.intent_id, transaction: row.transaction_hash },
         );
@@ -721,9 +793,9 @@ export class X402Rail implements PaymentRail {
           reason === FACILITATOR_NONCE_USED_REASON
             ? "The facilitator reports this authorization's nonce already used, but not whether by the transfer or by the payer's cancelAuthorization (no chain is configured to tell). Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; an AuthorizationCanceled event instead, or no such transfer, refund (nothing was paid)."
             : reason === CONFIRMATIONS_STALLED_REASON
-            ? "The store's rpc_url shows this payment's transfer (`transaction_hash`) on chain but never deep enough to count (its node seems to have stopped following the chain), and the authorization has expired. Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was paid, and the expired authorization can no longer land). Check the store's rpc_url."
+            ? "The store's rpc_url shows this payment's transfer (`transaction_hash`) on chain but never deep enough to count: its node's head has not moved for minutes (it seems to have stopped following the chain). Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept. A refund (release) is refused until the store's chain shows the authorization expired unused, since a transfer may still land until it can be checked; check the store's rpc_url (the chain then decides by itself)."
             : reason === UNRESOLVED_REASON && row.rpc_url
-            ? "The store's rpc_url could not be read, so the transfer the facilitator reported (`transaction_hash`, if present) was never confirmed, and the authorization has expired. Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was paid, and the expired authorization can no longer land). Fix the store's rpc_url."
+            ? "The chain could not be read (the store's rpc_url failed for over 10 minutes past the authorization's validBefore by the service clock), so the transfer the facilitator reported (`transaction_hash`, if present) was never confirmed; a transfer may still land until the chain can be checked. Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept. A refund (release) is refused until the chain shows the authorization expired unused (24 hours past validBefore at the latest); fix the store's rpc_url and the chain decides by itself."
             : reason === SPENT_UNCONFIRMED_REASON
             ? "The chain shows this authorization's nonce spent, but not whether by the transfer or by the payer's cancelAuthorization. Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; an AuthorizationCanceled event instead, or no such transfer, refund (nothing was paid)."
             : "Look in the pay_to wallet for an incoming transfer of `amount` of `asset` from `payer` (the token's AuthorizationUsed event with this nonce): found, accept; none, refund (nothing was captured).",

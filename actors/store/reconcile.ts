@@ -89,6 +89,19 @@ export async function clearReconciliation(tx: Sql, slug: string, o: FlaggedOrder
     SELECT id, 'reconciliation_resolved', ${tx.json({ actor: "merchant", user_id: userId, action, reason: o.reconciliation, capture_ref: o.captureRef, ...data } as never)}::jsonb FROM c`;
 }
 
+/**
+ * An x402 order escalated as `settlement_unknown` whose leg the chain decided after all (the reminder's or the agent's
+ * later look: captured when deep, failed when expired unused): the flag is cleared in the turn's transaction that pays
+ * or releases the order, with a `reconciliation_resolved` event by the system (review RG MED-3). Without it a paid order
+ * stayed flagged for good, and the merchant's reconcile answered 409 for both actions. No-op on an unflagged order.
+ */
+export async function clearChainDecided(tx: Sql, slug: string, orderId: string, outcome: "captured" | "released"): Promise<void> {
+  await tx`WITH c AS (UPDATE orders SET reconciliation = NULL, updated_at = now()
+      WHERE id = ${orderId} AND store_slug = ${slug} AND reconciliation = 'settlement_unknown' RETURNING id)
+    INSERT INTO order_events (order_id, type, data)
+    SELECT id, 'reconciliation_resolved', ${tx.json({ actor: "system", action: "chain_decided", reason: "settlement_unknown", outcome } as never)}::jsonb FROM c`;
+}
+
 export interface ReconcileRefund {
   id: string;
   status: "APPROVED" | "REFUNDED";

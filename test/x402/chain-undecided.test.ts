@@ -17,6 +17,7 @@ import {
   CONFIRMATIONS_STALLED_REASON,
   EXPIRY_MARGIN_SECONDS,
   EXTRAS_X402_CONFIRM_WAIT_MS,
+  UNREADABLE_ESCALATION_SECONDS,
   UNRESOLVED_REASON,
 } from "../../actors/payments/x402-rail.ts";
 import { setLogSink } from "../../infra/log.ts";
@@ -92,9 +93,12 @@ async function paidButPending(payerNo: number) {
   return { cartId, payload, body, tx: intent!.transaction_hash! };
 }
 
-/** The service clock past the authorization's validBefore (+ margin), and the session's reminder due now. */
-async function pastValidBefore(cartId: string, payload: PaymentPayload): Promise<void> {
-  offsetMs = (Number(authOf(payload).validBefore) + EXPIRY_MARGIN_SECONDS + 5) * 1000 - Date.now();
+/**
+ * The service clock past the authorization's validBefore (+ margin: UNREADABLE_ESCALATION_SECONDS for an unreadable
+ * chain, review RG MED-1), and the session's reminder due now.
+ */
+async function pastValidBefore(cartId: string, payload: PaymentPayload, marginSeconds = EXPIRY_MARGIN_SECONDS): Promise<void> {
+  offsetMs = (Number(authOf(payload).validBefore) + marginSeconds + 5) * 1000 - Date.now();
   await env.srv.db.sql`UPDATE actor_reminders SET due_at = now() WHERE kind = 'cart' AND id = ${cartId}`;
   await waitFor("the escalation", async () => (await orderOf(cartId))?.reconciliation != null, 20_000);
 }
@@ -154,7 +158,7 @@ describe("a store whose rpc_url cannot be read", () => {
     expect(await intentOf(cartId)).toEqual({ state: "unknown", error_reason: AWAITING_CONFIRMATIONS_REASON, transaction_hash: tx });
     expect(await orderOf(cartId)).toMatchObject({ status: "pending", reconciliation: null });
 
-    await pastValidBefore(cartId, payload);
+    await pastValidBefore(cartId, payload, UNREADABLE_ESCALATION_SECONDS);
     await expectEscalated(cartId, payload, body, tx, UNRESOLVED_REASON);
     expect(await intentOf(cartId)).toEqual({ state: "unknown", error_reason: UNRESOLVED_REASON, transaction_hash: tx });
     expect(env.proxy.settles).toBe(settlesBefore + 1);
