@@ -15,6 +15,7 @@ import {
   EXPIRY_MARGIN_SECONDS,
   EXTRAS_X402_SETTLE_TIMEOUT_MS,
   HEAD_STALL_SECONDS,
+  RELEASE_WITHOUT_CHAIN_SECONDS,
   UNREADABLE_ESCALATION_SECONDS,
   UNRESOLVED_REASON,
 } from "../../actors/payments/x402-rail.ts";
@@ -28,7 +29,7 @@ let e: EscalationEnv;
 let broken: ReturnType<typeof Bun.serve>;
 
 beforeAll(async () => {
-  e = await startEscalationEnv([3, 4]);
+  e = await startEscalationEnv([3, 4, 7]);
   broken = Bun.serve({ port: BROKEN_RPC_PORT, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 503 }) });
 }, 120_000);
 
@@ -116,6 +117,44 @@ describe("a store whose rpc_url cannot be read while the first send is still in 
       e.setOffsetMs(0);
     }
   }, 120_000);
+});
+
+describe("a store whose rpc_url stays unreadable", () => {
+  test("lets the merchant release the order 24 hours past validBefore without the chain, the 409 naming when before that", async () => {
+    e.setOffsetMs(0);
+    await e.env.srv.db.sql`UPDATE store_x402_config SET rpc_url = ${`http://127.0.0.1:${BROKEN_RPC_PORT}/`} WHERE store_slug = 'demo-store'`;
+    try {
+      const cartId = await e.env.newCart([{ product_id: BOARD, quantity: 1 }]);
+      const payload = await x402Signer(e.env.devnet, payerOf(e.env.devnet, 7)).createPaymentPayload(await e.env.challengeOf(cartId));
+      e.env.proxy.settleMode = "drop"; // every /settle lost before it reaches the facilitator: nothing moves
+      const first = await e.env.checkout({ cartId, x402_payload: payload, idempotency_key: crypto.randomUUID() });
+      expect({ status: first.status, detail: first.body.details?.status }).toEqual({ status: 503, detail: "SETTLEMENT_UNKNOWN" });
+      const vb = validBeforeOf(payload);
+      e.setOffsetMs((vb + UNREADABLE_ESCALATION_SECONDS + 5) * 1000 - Date.now());
+      await e.reminderDue(cartId);
+      await waitFor("the escalation", async () => (await e.orderOf(cartId)).reconciliation != null, 20_000);
+      const order = await e.orderOf(cartId);
+      // Logged in at each clock (a day later the first session has expired).
+      const reconcile = async () =>
+        e.env.srv.json(`/api/v1/merchant/stores/demo-store/orders/${order.id}/reconcile`, { method: "POST", headers: { authorization: `Bearer ${await login(e.env.srv)}` }, body: { action: "refund" } });
+      const refused = await reconcile();
+      expect({ status: refused.status, code: refused.body.code, reason: refused.body.details?.reason, after: refused.body.details?.release_allowed_after }).toEqual({
+        status: 409,
+        code: "conflict",
+        reason: "chain_outcome_unproven",
+        after: new Date((vb + RELEASE_WITHOUT_CHAIN_SECONDS) * 1000).toISOString(),
+      });
+      e.setOffsetMs((vb + RELEASE_WITHOUT_CHAIN_SECONDS + 5) * 1000 - Date.now());
+      const released = await reconcile();
+      expect(released.status).toBe(200);
+      expect(released.body.data).toMatchObject({ order_status: "canceled", refund_by_merchant: true, reconciliation: null });
+      expect(await e.intentOf(cartId)).toMatchObject({ state: "failed", error_reason: "released_by_merchant" });
+    } finally {
+      e.env.proxy.settleMode = "pass";
+      await e.env.srv.db.sql`UPDATE store_x402_config SET rpc_url = ${e.env.devnet.chain.rpcUrl} WHERE store_slug = 'demo-store'`;
+      e.setOffsetMs(0);
+    }
+  }, 90_000);
 });
 
 describe("a transfer on chain but not deep enough by validBefore", () => {
