@@ -542,16 +542,25 @@ export class X402Rail implements PaymentRail {
    * A release (the merchant's `refund` of an escalated intent) is refused with 409 while the store's chain has not
    * decided the authorization (review RG MED-1): its rpc_url unreadable, or its nonce unused and not yet expired by the
    * chain's clock. A transfer may still land then, and the released order would reopen the cart for a second payment.
-   * Allowed once the chain decided it (failed: expired unused or cancelled; captured, spent, or a transfer on chain:
-   * nothing more can land, and what landed is the merchant's to pay back, as any x402 refund), for a store without an
-   * rpc_url (no chain to wait for: the documented rule), and past validBefore + RELEASE_WITHOUT_CHAIN_SECONDS.
+   * It is refused too when the chain shows this payment's transfer, deep or not yet (review RAP MED-1): the money
+   * landed, so the order is the merchant's to accept (then refund as any x402 refund, from its wallet), never to
+   * release for the agent to pay again. Allowed when the chain shows the authorization expired unused or cancelled,
+   * for a store without an rpc_url (no chain to wait for: the documented rule), when the chain shows the nonce spent
+   * by no readable transfer (the merchant checks its wallet), and, with the chain still unreadable, past
+   * validBefore + RELEASE_WITHOUT_CHAIN_SECONDS.
    */
   private async assertReleasable(row: IntentRow): Promise<void> {
-    if (!row.rpc_url || row.state === "captured" || row.state === "failed") return;
+    if (row.state === "failed") return;
+    if (row.state === "captured") throw chainShowsTransfer(row, row.transaction_hash);
+    if (!row.rpc_url) return;
     if (row.error_reason !== UNRESOLVED_REASON && row.error_reason !== CONFIRMATIONS_STALLED_REASON) return;
-    if (this.pastValidBefore(row, RELEASE_WITHOUT_CHAIN_SECONDS)) return;
     const decided = await this.decideOnChain(row);
+    if (decided === CONFIRMING || (typeof decided === "object" && decided !== null && decided.status === "captured")) {
+      const [now] = await this.sql<{ transaction_hash: string | null }[]>`SELECT transaction_hash FROM x402_intents WHERE intent_id = ${row.intent_id}`;
+      throw chainShowsTransfer(row, now?.transaction_hash ?? row.transaction_hash);
+    }
     if (decided !== UNREADABLE && decided !== null) return;
+    if (this.pastValidBefore(row, RELEASE_WITHOUT_CHAIN_SECONDS)) return;
     throw fail(
       "conflict",
       "The store's chain has not shown this payment's authorization expired unused: a transfer may still land until it can be checked, so the order cannot be released yet. Accept it if the transfer is in the wallet; otherwise fix the store's rpc_url and retry the refund (the chain then decides by itself).",
@@ -962,6 +971,15 @@ export class X402Rail implements PaymentRail {
 }
 
 /** decideOnChain's answer for a nonce spent while neither its transfer nor its cancellation can be read. */
+/** The 409 for a release of a payment whose transfer the chain shows (review RAP MED-1): accept it instead. */
+function chainShowsTransfer(row: IntentRow, transactionHash: string | null): ActorError {
+  return fail(
+    "conflict",
+    "The store's chain shows this payment's transfer: the money landed, so the order cannot be released for the agent to pay again. Accept it (then refund the buyer from the wallet if that is the decision).",
+    { reason: "chain_shows_transfer", payment_reference: `x402:${row.nonce}`, transaction_hash: transactionHash, next: "accept" },
+  );
+}
+
 const SPENT_UNCONFIRMED = "spent_unconfirmed" as const;
 /** decideOnChain's answer for a transfer found on chain but not yet X402_CAPTURE_CONFIRMATIONS deep. */
 const CONFIRMING = "confirming" as const;
