@@ -27,6 +27,7 @@ import { deleteUnusedClients } from "../gateway/oauth/clients.ts";
 import type { Config } from "./config.ts";
 import type { Sql } from "./db.ts";
 import type { Logger } from "./log.ts";
+import { UUID_HEX } from "./uuid.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** A run stops starting new batches after this long; the next interval goes on where it stopped. */
@@ -37,7 +38,7 @@ export type RetentionSettings = Pick<Config, "RETENTION_BATCH" | "RETENTION_OAUT
 /** One rule: deletes at most `batch` rows whose time has come at `nowMs`, returns how many it deleted. */
 type Rule = (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => Promise<number>;
 
-const UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+const UUID = `^${UUID_HEX}$`;
 
 export const RETENTION_RULES: Record<string, Rule> = {
   async oauth_codes(sql, s, nowMs, batch) {

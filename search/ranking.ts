@@ -826,7 +826,10 @@ function freshnessWindow(syncMs: number, nowMs: number): { tier: FreshnessTier; 
 
 const sId = (a: Scored, b: Scored) => (a.p.id < b.p.id ? -1 : a.p.id > b.p.id ? 1 : 0);
 const sRelevance = (a: Scored, b: Scored) => b.final - a.final || b.trust - a.trust || sId(a, b);
-/** The same orders as SORTS, on precomputed fields. */
+/**
+ * The orders of SORTS on precomputed fields; under a price filter a product with several prices sorts by its price in
+ * range (SORTS, used without a filter, by its lowest or highest).
+ */
 const SCORED_SORTS: Record<SortOrder, (a: Scored, b: Scored) => number> = {
   relevance: sRelevance,
   price_asc: (a, b) => a.majorPrice - b.majorPrice || sRelevance(a, b),

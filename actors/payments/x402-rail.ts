@@ -970,7 +970,6 @@ export class X402Rail implements PaymentRail {
   }
 }
 
-/** decideOnChain's answer for a nonce spent while neither its transfer nor its cancellation can be read. */
 /** The 409 for a release of a payment whose transfer the chain shows (review RAP MED-1): accept it instead. */
 function chainShowsTransfer(row: IntentRow, transactionHash: string | null): ActorError {
   return fail(
@@ -980,6 +979,7 @@ function chainShowsTransfer(row: IntentRow, transactionHash: string | null): Act
   );
 }
 
+/** decideOnChain's answer for a nonce spent while neither its transfer nor its cancellation can be read. */
 const SPENT_UNCONFIRMED = "spent_unconfirmed" as const;
 /** decideOnChain's answer for a transfer found on chain but not yet X402_CAPTURE_CONFIRMATIONS deep. */
 const CONFIRMING = "confirming" as const;

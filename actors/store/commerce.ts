@@ -316,7 +316,7 @@ export async function findCoupons(sql: Sql, storeSlugs: readonly string[], code:
         WHERE cc.order_id = ANY(${[...ownOrders]}::uuid[]) AND cc.store_slug = c.store_slug AND cc.code = c.code))::int`
     : sql`c.used_count`;
   return sql<CouponRow[]>`SELECT c.store_slug, c.code, c.kind, c.value, c.min_spend_minor, c.currency, c.expires_at, c.usage_limit, ${used} AS used_count, c.active
-    FROM coupons c WHERE c.store_slug = ANY(${[...storeSlugs]}) AND c.code = ${code.trim().toUpperCase()} ORDER BY c.store_slug`;
+    FROM coupons c WHERE c.store_slug = ANY(${[...storeSlugs]}) AND c.code = ${normalizeCouponCode(code)} ORDER BY c.store_slug`;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
