@@ -95,7 +95,7 @@ import {
 import { checkoutProtocols } from "../store/checkout-protocols.ts";
 import { assertApprovedState, assertWithinLimits } from "./payment-limits.ts";
 import { chooseShipping, ruleOf, shippingOptions, storeShipping, type CartShipping, type StoreShipping } from "./shipping.ts";
-import { assertStateExecutable, checkoutStateFromTotals, stateHash, type CheckoutState } from "./state-hash.ts";
+import { assertStateExecutable, checkoutStateFromTotals, cmp, stateHash, type CheckoutState } from "./state-hash.ts";
 import { previewedOf, storePricing, totalsOf, type StoredPricing } from "./stored-pricing.ts";
 import { computeTotals, shippingFor, type CartTotals, type PricedLine, type ShippingRule } from "./totals.ts";
 
@@ -1088,7 +1088,7 @@ function decided(err: ActorError): ActorError {
  * server, and a leg that takes a round trip more (a captured settle reads its order first, a hold that falls back
  * to the full statement) would lock its rows after a later store's (review RV-1).
  */
-const byStoreSlug = (a: { storeId: string }, b: { storeId: string }) => (a.storeId < b.storeId ? -1 : a.storeId > b.storeId ? 1 : 0);
+const byStoreSlug = (a: { storeId: string }, b: { storeId: string }) => cmp(a.storeId, b.storeId);
 
 /**
  * Runs the rail for every leg now in `processing`, records the store side, and applies the one session event
@@ -1426,7 +1426,7 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
   const moved = { ...s, ...applyCheckoutEvent(s, event, now) };
   ctx.state.session = moved;
   // Unpaid orders of the session are canceled and their stock released, in this turn's transaction.
-  const unpaid = Object.entries(s.orderIds).filter(([slug]) => s.legs.find((l) => l.storeId === slug)?.status !== "captured").sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const unpaid = Object.entries(s.orderIds).filter(([slug]) => s.legs.find((l) => l.storeId === slug)?.status !== "captured").sort(([a], [b]) => cmp(a, b));
   if (unpaid.length) {
     const tx = await ctx.tx();
     // one store after another, in slug order (see byStoreSlug)

@@ -70,7 +70,8 @@ export function canonicalJson(value: unknown): string {
 }
 
 const lineKey = (l: Pick<LineState, "productId" | "variantId">): string => `${l.productId}\u0000${l.variantId ?? ""}`;
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+/** Code-unit order of two strings (not locale-aware: the same on every host). */
+export const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const stockOk = (l: LineState): boolean => l.available === null || l.available >= l.quantity;
 
 /** The normalized view that is hashed. */

@@ -32,7 +32,7 @@ import type { RidingWrite, SqlFragment } from "../runtime/state-write.ts";
 import { enqueueWebhookEvent } from "../webhook/outbox.ts";
 import { CATALOG_CHANGED, heldStockChanged } from "./messages.ts";
 import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
-import { createdPayload, iso, loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, statusChangedPayload, type OrderRow, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
+import { createdPayload, iso, loadOrder, loadRefund, moveOrder, orderTotalMinor, refundView, statusChangedPayload, type OrderRow, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
 import { approveRefund, cancelPaidOrder, refundReminders } from "./refund-flow.ts";
 import { applyRefundEvent, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
@@ -1317,7 +1317,7 @@ export const commerceHandlers = {
     const refunds = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${o.id}`;
     const { amountMinor, reason } = validateRefundRequest({
       // Bounded by what was captured (an accepted amount mismatch may differ from the total: migration 0071).
-      order: { status: o.status, totalMinor: refundBoundMinor(o), createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
+      order: { status: o.status, totalMinor: orderTotalMinor(o), createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
       refunds: refundRecordsOf(refunds),
       policy: { returnWindowDays: o.return_window_days },
       amount: b.amount,

@@ -115,9 +115,6 @@ export function orderTotalMinor(o: { total_minor: number; captured_minor?: numbe
   return Number(o.captured_minor ?? o.total_minor);
 }
 
-/** What refunds of the order may return in all: what was captured, the order's total (`orderTotalMinor`). */
-export const refundBoundMinor = orderTotalMinor;
-
 export async function loadOrder(db: Sql, slug: string, orderId: string): Promise<OrderRow> {
   const rows = await db<OrderRow[]>`SELECT id, store_slug, status, total_minor, currency, agent_key_id, created_at, delivered_at, capture_ref,
       refunded_minor, payment_rail, checkout_session_id, cart_id, captured_minor FROM orders WHERE id = ${orderId} AND store_slug = ${slug}`;

@@ -14,7 +14,7 @@ import type { RefundResult } from "../payments/rail.ts";
 import type { ActorContext } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
 import { nextOrderStatus } from "./order-machine.ts";
-import { loadOrder, loadRefund, moveOrder, refundBoundMinor, refundView, type OrderRow, type RefundRow, type RefundView } from "./order-rows.ts";
+import { loadOrder, loadRefund, moveOrder, orderTotalMinor, refundView, type OrderRow, type RefundRow, type RefundView } from "./order-rows.ts";
 import { applyRefundEvent, assertApprovable, orderEventAfterRefund, refundableMinor, refundRecordsOf, type RefundStatus } from "./refunds.ts";
 
 type Ctx = ActorContext<unknown>;
@@ -87,7 +87,7 @@ async function disarmRedriveIfIdle(ctx: Ctx): Promise<void> {
 export async function moveOrderAfterRefund(tx: Sql, slug: string, orderId: string, refundId: string, amountMinor: number, now: number): Promise<string[]> {
   const all = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${orderId}`;
   const current = await loadOrder(tx, slug, orderId);
-  const event = orderEventAfterRefund(refundBoundMinor(current), refundRecordsOf(all));
+  const event = orderEventAfterRefund(orderTotalMinor(current), refundRecordsOf(all));
   if (!nextOrderStatus(current.status, event, "system")) return [];
   // moveOrder is conditional on the status read here, so of two drives only one moves (and restocks); a replay of
   // returnSoldStock finds no committed reservation left.
@@ -170,7 +170,7 @@ export async function approveRefund(ctx: Ctx, refundId: string, userId: string):
     // Re-bounded here, in the store's turn: a FAILED refund is not in flight, so what it asks may have been asked since.
     const order = await loadOrder(tx, ctx.id, refund.order_id);
     const all = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${refund.order_id} AND id <> ${refund.id}`;
-    assertApprovable(refundBoundMinor(order), record, [record, ...refundRecordsOf(all)]);
+    assertApprovable(orderTotalMinor(order), record, [record, ...refundRecordsOf(all)]);
     // A retry asks the processor under the next key (railRefundKey): its first answer for the last one was a refusal.
     await tx`UPDATE order_refunds SET status = ${approved.status}, decided_by = ${userId}, updated_at = now(),
         rail_attempt = rail_attempt + ${refund.status === "FAILED" ? 1 : 0}
@@ -267,7 +267,7 @@ export async function cancelPaidOrder(
   if (!captured) return canceled;
   if (rail === "x402") return { ...canceled, refund_by_merchant: true };
   const refunds = await tx<{ status: RefundStatus; amount_minor: number }[]>`SELECT status, amount_minor FROM order_refunds WHERE order_id = ${order.id}`;
-  const amount = refundableMinor(refundBoundMinor(order), refundRecordsOf(refunds));
+  const amount = refundableMinor(orderTotalMinor(order), refundRecordsOf(refunds));
   if (amount <= 0) return canceled;
   const reason = by.reason ?? (by.actor === "agent" ? "order canceled by the agent" : "order canceled by the merchant");
   const [r] = await tx<{ id: string }[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason, status, decided_by)

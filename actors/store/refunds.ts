@@ -68,7 +68,7 @@ export function inFlightMinor(refunds: readonly RefundRecordLike[]): number {
 }
 
 /**
- * What may still be asked or paid back: `boundMinor` (what was captured: order-rows.ts `refundBoundMinor`) − REFUNDED
+ * What may still be asked or paid back: `boundMinor` (what was captured: order-rows.ts `orderTotalMinor`) − REFUNDED
  * − in flight. The one computation behind a request's bound, the amount of a request without one (store and the MCP
  * summary the human approves), a cancel's refund and the re-check of a merchant's retry.
  */

@@ -16,7 +16,7 @@ import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { readCatalog, refundView, storeCommerce } from "../../../actors/store/commerce.ts";
 import { refundableMinor, refundRecordsOf, validateRefundRequest, type RefundStatus } from "../../../actors/store/refunds.ts";
-import { refundBoundMinor } from "../../../actors/store/order-rows.ts";
+import { orderTotalMinor } from "../../../actors/store/order-rows.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
 import { findStore, shippingZonesOf } from "../../../actors/store/reads.ts";
@@ -1107,7 +1107,7 @@ async function returnAmountToAsk(ctx: ToolContext, orderId: string, a: { amount?
   const prev = key === undefined ? undefined : rows.find((r) => r.idempotency_key === key);
   if (prev) return Number(prev.amount_minor);
   const refunds = refundRecordsOf(rows);
-  const bound = refundBoundMinor(o);
+  const bound = orderTotalMinor(o);
   if (key !== undefined) return a.amount ?? refundableMinor(bound, refunds);
   return validateRefundRequest({
     order: { status: o.status, totalMinor: bound, createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
