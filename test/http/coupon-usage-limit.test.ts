@@ -98,7 +98,11 @@ describe("concurrent checkouts with a limited coupon", () => {
       expect(lost.map((r) => r.status)).toEqual([409, 409, 409, 409]);
       for (const r of lost) {
         expect(r.body.code).toBe("STATE_EXECUTION_BLOCKED");
-        expect(r.body.details.reasons).toEqual([{ code: "coupon_exhausted", store_id: STORE, coupon_code: code }]);
+        // refused by the hold's claim, or (a buyer whose completion started once both uses were taken) by the state
+        // check re-pricing without the exhausted coupon: either way nothing is charged (a suite under load hit both)
+        const reason = r.body.details.reasons[0];
+        if (reason.code === "coupon_exhausted") expect(r.body.details.reasons).toEqual([{ code: "coupon_exhausted", store_id: STORE, coupon_code: code }]);
+        else expect(reason).toMatchObject({ code: "price_beyond_cut", previewed_total_minor: 9000, current_total_minor: 10000 });
       }
       expect(await usage(code)).toEqual({ used: 2, claims: 2 });
       const orders = await Promise.all(buyers.map((b) => ordersOf(b.cartId)));
