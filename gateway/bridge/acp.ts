@@ -9,15 +9,17 @@
  *   POST /checkout_sessions/{id}/complete {payment_data:{token, provider}, buyer?} → status completed + order
  *   POST /checkout_sessions/{id}/cancel
  *
- * Statuses: not_ready_for_payment (our OPEN: a shipping quote missing), ready_for_payment (READY_FOR_PAYMENT),
- * in_progress (IN_PROGRESS, PENDING_EXTERNAL_CONFIRMATION, SETTLEMENT_UNKNOWN), completed, canceled (the ACP cancel); read
- * from the cart's live session on every answer (session-state.ts).
+ * Statuses: not_ready_for_payment (our OPEN: a shipping quote missing), ready_for_payment (READY_FOR_PAYMENT; also
+ * PENDING_EXTERNAL_CONFIRMATION once the buyer decided at every link: index.ts `liveState`), in_progress (IN_PROGRESS,
+ * PENDING_EXTERNAL_CONFIRMATION, SETTLEMENT_UNKNOWN), completed, canceled (the ACP cancel); read from the cart's live
+ * session on every answer (session-state.ts).
  * Amounts are integer minor units and currencies lower-case, as ACP writes them. Errors are ACP's
  * `{type, code, message, param?}` with our HTTP status and our code.
  */
 import { MAX_LINE_QUANTITY, type CartView, type CompleteReply, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
+import { knownStringMembers, type MemberRules } from "./input.ts";
 import type { SessionNote } from "./session-state.ts";
 import { sessionShipping } from "./shipping.ts";
 
@@ -35,6 +37,31 @@ export function acpItems(raw: unknown): ItemInput[] {
     }
     return { itemId: r.id, quantity: q };
   });
+}
+
+/**
+ * ACP's Buyer and Address as its 2025-09-29 schema defines them (spec/json-schema/schema.agentic_checkout.json
+ * `$defs.Buyer`, `$defs.Address`): string members only, `additionalProperties: false`, so another member is refused.
+ */
+const ACP_SCHEMA = "ACP 2025-09-29";
+/** ACP's Buyer members. */
+export const ACP_BUYER_MEMBERS = ["first_name", "last_name", "email", "phone_number"] as const;
+/** ACP's Address members (`fulfillment_address`). */
+export const ACP_ADDRESS_MEMBERS = ["name", "line_one", "line_two", "city", "state", "country", "postal_code"] as const;
+const ACP_BUYER: MemberRules = { what: "an ACP Buyer", strings: ACP_BUYER_MEMBERS, others: "refuse", schema: `${ACP_SCHEMA}'s Buyer` };
+const ACP_ADDRESS: MemberRules = { what: "an ACP Address", strings: ACP_ADDRESS_MEMBERS, others: "refuse", schema: `${ACP_SCHEMA}'s Address` };
+
+/** ACP `buyer` (a Buyer object, or null; undefined: not in the request), as the session keeps it (input.ts). */
+export function acpBuyer(raw: unknown): Record<string, string> | null | undefined {
+  return knownStringMembers(raw, "buyer", ACP_BUYER);
+}
+
+/**
+ * ACP `fulfillment_address` as the session keeps and shows it (an Address of string members, or null; undefined: not
+ * in the request). Its country and postal code are then read as the destination (index.ts `acpShippingInput`).
+ */
+export function acpAddress(raw: unknown): Record<string, string> | null | undefined {
+  return knownStringMembers(raw, "fulfillment_address", ACP_ADDRESS);
 }
 
 export const ACP_ITEM_FIELDS: ItemFields = { id: (i) => `items[${i}].id`, quantity: (i) => `items[${i}].quantity` };

@@ -30,7 +30,11 @@ const KidParams = t.Object({ id: t.String({ format: "uuid" }), kid: t.String({ p
 const sec = [{ bearer: [] }];
 export const KEY_PROOF_TYP = "ap2-key-proof+jwt";
 const NONCE_TTL_MS = 5 * 60_000;
-/** Live nonces one agent key may have outstanding; older ones are dropped (a PUT without proof is cheap to repeat). */
+/**
+ * Nonces one agent key may have outstanding; older ones are dropped (a PUT without proof is cheap to repeat). This
+ * bound stays on the request path: it keeps one key from filling the table between the retention job's sweeps of
+ * expired nonces (infra/retention.ts `ap2_key_nonces`, session 9), which used to run inside every challenge.
+ */
 const NONCES_PER_KEY = 10;
 
 async function assertKeyOwner(svc: Services, id: string, user: UserPrincipal): Promise<void> {
@@ -54,7 +58,6 @@ async function proofChallenge(svc: Services, agentKeyId: string, kid: string): P
   const nonce = randomBytes(32).toString("base64url");
   // The database's clock sets and checks the expiry, so gateways with skewed clocks agree.
   const expiresAt = await svc.sql.begin(async (tx) => {
-    await tx`DELETE FROM ap2_key_nonces WHERE expires_at < now()`;
     await tx`DELETE FROM ap2_key_nonces WHERE agent_key_id = ${agentKeyId} AND nonce NOT IN (
       SELECT nonce FROM ap2_key_nonces WHERE agent_key_id = ${agentKeyId} ORDER BY expires_at DESC LIMIT ${NONCES_PER_KEY - 1})`;
     const [row] = await tx<{ expires_at: Date }[]>`

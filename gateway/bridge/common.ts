@@ -35,13 +35,22 @@ type SessionRow = { id: string; protocol: BridgeProtocol; agent_key_id: string; 
 
 const sessionOf = (r: SessionRow): BridgeSession => ({ id: r.id, protocol: r.protocol, agentKeyId: r.agent_key_id, cartId: r.cart_id, meta: r.meta, canceled: r.canceled_at !== null });
 
+/** A session id that names no session this agent key can see. */
+function sessionNotFound(id: string): ActorError {
+  return fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session.", { checkout_session_id: id });
+}
+
+/** Postgres text cannot hold NUL: such an id names no session (and must not reach a query as a 500). */
+function assertSessionIdStorable(id: string): void {
+  if (id.includes("\u0000")) throw sessionNotFound(id.replace(/\u0000/g, ""));
+}
+
 export async function loadSession(svc: Services, protocol: BridgeProtocol, id: string, agentKeyId: string): Promise<BridgeSession> {
-  // Postgres text cannot hold NUL: such an id names no session (and must not reach the query as a 500).
-  if (id.includes("\u0000")) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session.", { checkout_session_id: id.replace(/\u0000/g, "") });
+  assertSessionIdStorable(id);
   const [r] = await svc.sql<SessionRow[]>`
     SELECT id, protocol, agent_key_id, cart_id, meta, canceled_at FROM bridge_sessions WHERE id = ${id} AND protocol = ${protocol}`;
   // Another tenant's session is as good as none.
-  if (!r || r.agent_key_id !== agentKeyId) throw fail("CHECKOUT_SESSION_NOT_FOUND", "No such checkout session.", { checkout_session_id: id });
+  if (!r || r.agent_key_id !== agentKeyId) throw sessionNotFound(id);
   return sessionOf(r);
 }
 
@@ -77,22 +86,25 @@ export async function saveSession(svc: Services, s: BridgeSession): Promise<bool
  * claim: they show the cart's live state.
  */
 export async function withSessionClaim<T>(svc: Services, protocol: BridgeProtocol, id: string, agentKeyId: string, work: (s: BridgeSession) => Promise<T>): Promise<T> {
-  const current = await loadSession(svc, protocol, id, agentKeyId); // not found, another tenant's: 404 first
+  assertSessionIdStorable(id);
   const claim = crypto.randomUUID();
+  // The claim returns the row it claims, so the session is read once. Only a refused claim reads the row, to answer
+  // a session that is not this key's (or none) with a read's 404 (loadSession throws it) rather than the busy 409.
   const [r] = await svc.sql<SessionRow[]>`
     UPDATE bridge_sessions SET claim_id = ${claim}, claimed_until = now() + ${svc.config.BRIDGE_IDEMPOTENCY_LEASE_MS} * interval '1 millisecond'
-    WHERE id = ${current.id} AND protocol = ${protocol} AND agent_key_id = ${agentKeyId} AND (claimed_until IS NULL OR claimed_until < now())
+    WHERE id = ${id} AND protocol = ${protocol} AND agent_key_id = ${agentKeyId} AND (claimed_until IS NULL OR claimed_until < now())
     RETURNING id, protocol, agent_key_id, cart_id, meta, canceled_at`;
   if (!r) {
+    await loadSession(svc, protocol, id, agentKeyId);
     throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "Another request on this checkout session is running; retry the call once it has finished.", {
-      checkout_session_id: current.id,
+      checkout_session_id: id,
       reason: "session_busy",
     });
   }
   try {
     return await work({ ...sessionOf(r), claim });
   } finally {
-    await svc.sql`UPDATE bridge_sessions SET claim_id = NULL, claimed_until = NULL WHERE id = ${current.id} AND claim_id = ${claim}`.catch((err: unknown) => {
+    await svc.sql`UPDATE bridge_sessions SET claim_id = NULL, claimed_until = NULL WHERE id = ${id} AND claim_id = ${claim}`.catch((err: unknown) => {
       svc.log.warn("bridge session claim not given back; it holds until its lease runs out", { protocol, error: err instanceof Error ? err.message : String(err) });
     });
   }
@@ -132,6 +144,9 @@ export function requestHash(method: string, path: string, body: unknown): string
   return createHash("sha256").update(JSON.stringify([method, path, empty ? null : (body ?? null)])).digest("hex");
 }
 
+/** How many times withIdempotency tries to claim a key whose record vanished between its INSERT and its SELECT. */
+const IDEMPOTENCY_CLAIM_TRIES = 3;
+
 /**
  * Runs `work` once per (protocol, agent, Idempotency-Key): the same key and the same request replay the first
  * answer (with `Idempotent-Replayed: true`); the same key with a different request is refused (409
@@ -156,15 +171,23 @@ export async function withIdempotency(
   const claimId = crypto.randomUUID();
   const leaseMs = svc.config.BRIDGE_IDEMPOTENCY_LEASE_MS;
   const where = () => svc.sql`protocol = ${scope.protocol} AND agent_key_id = ${scope.agentKeyId} AND key = ${scope.key}`;
-  // The database's clock decides leases, so gateways with skewed clocks agree on when a claim ran out.
-  const claimed = await svc.sql<{ key: string }[]>`
-    INSERT INTO bridge_idempotency (protocol, agent_key_id, key, request_hash, claim_id, claimed_until)
-    VALUES (${scope.protocol}, ${scope.agentKeyId}, ${scope.key}, ${scope.hash}, ${claimId}, now() + ${leaseMs} * interval '1 millisecond')
-    ON CONFLICT DO NOTHING RETURNING key`;
-  if (claimed.length === 0 && !(await takeOverExpired(svc, { ...scope, key: scope.key }, claimId, leaseMs))) {
+  // The key's record can vanish between the claim's INSERT and the SELECT (the retention job deletes old records, a
+  // retryable failure deletes its claim): the key is then free, so the claim is tried again (review RB-2) rather
+  // than the request being told its key belongs to another. Bounded: a key freed that often is answered as busy.
+  for (let attempt = 1; ; attempt++) {
+    // The database's clock decides leases, so gateways with skewed clocks agree on when a claim ran out.
+    const claimed = await svc.sql<{ key: string }[]>`
+      INSERT INTO bridge_idempotency (protocol, agent_key_id, key, request_hash, claim_id, claimed_until)
+      VALUES (${scope.protocol}, ${scope.agentKeyId}, ${scope.key}, ${scope.hash}, ${claimId}, now() + ${leaseMs} * interval '1 millisecond')
+      ON CONFLICT DO NOTHING RETURNING key`;
+    if (claimed.length > 0 || (await takeOverExpired(svc, { ...scope, key: scope.key }, claimId, leaseMs))) break;
     const [row] = await svc.sql<{ request_hash: string; status: number | null; response: unknown }[]>`
       SELECT request_hash, status, response FROM bridge_idempotency WHERE ${where()}`;
-    if (!row || row.request_hash !== scope.hash) {
+    if (!row) {
+      if (attempt < IDEMPOTENCY_CLAIM_TRIES) continue;
+      throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "A request with this Idempotency-Key is still running; retry the same call.", {});
+    }
+    if (row.request_hash !== scope.hash) {
       throw fail("IDEMPOTENCY_KEY_CONFLICT", "This Idempotency-Key was used with a different request.", { field: "Idempotency-Key" });
     }
     if (row.status === null) throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "A request with this Idempotency-Key is still running; retry the same call.", {});

@@ -6,13 +6,13 @@
 import { Elysia, t } from "elysia";
 import { cartActor } from "../../actors/cart/index.ts";
 import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
-import { absoluteApprovalUrl } from "../../actors/payments/card-rails.ts";
+import { absoluteApprovalUrl, cardRail } from "../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { ok } from "../envelope.ts";
 import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
 import { optionalObjectBody } from "../rest/optional-body.ts";
 import type { Services } from "../services.ts";
-import { ACP_FIELDS, ACP_ITEM_FIELDS, acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, type AcpStatus } from "./acp.ts";
+import { ACP_FIELDS, ACP_ITEM_FIELDS, acpAddress, acpBuyer, acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, type AcpStatus } from "./acp.ts";
 import { verifyUserAuthorization } from "./ap2-auth.ts";
 import { checkMandate, mandateLimits, parseAp2 } from "./ap2.ts";
 import {
@@ -46,7 +46,8 @@ import {
   type SessionNote,
 } from "./session-state.ts";
 import { bridgeShippingError, destinationOf, optionIdOf, priceCart, sessionDestination, type Destination } from "./shipping.ts";
-import { UCP_FIELDS, UCP_ITEM_FIELDS, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
+import { assertStorableRequest } from "./input.ts";
+import { UCP_FIELDS, UCP_ITEM_FIELDS, ucpBuyer, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
 import { isUuid } from "../../infra/uuid.ts";
 
 type SetLike = { status?: number | string; headers: Record<string, string | number> };
@@ -92,12 +93,16 @@ async function paidElsewhere(svc: Services, s: BridgeSession, err: unknown): Pro
 
 // ------------------------------------------------------------------------------------------------------- ACP
 
-/** The ACP address and option of a create or update (undefined: not in this request). */
-function acpShippingInput(b: Record<string, unknown>): { address?: Destination | null; optionId?: string } {
-  const out: { address?: Destination | null; optionId?: string } = {};
-  if (b.fulfillment_address !== undefined) {
-    const a = asRecord(b.fulfillment_address);
-    out.address = b.fulfillment_address === null ? null : destinationOf(a.country, a.postal_code, ACP_FIELDS.address);
+/**
+ * The ACP address and option of a create or update (undefined: not in this request): `address` the destination
+ * priced, `kept` the Address the session keeps and shows (acp.ts `acpAddress`: its known members only).
+ */
+function acpShippingInput(b: Record<string, unknown>): { address?: Destination | null; kept?: Record<string, string> | null; optionId?: string } {
+  const out: { address?: Destination | null; kept?: Record<string, string> | null; optionId?: string } = {};
+  const kept = acpAddress(b.fulfillment_address);
+  if (kept !== undefined) {
+    out.kept = kept;
+    out.address = kept === null ? null : destinationOf(kept.country, kept.postal_code, ACP_FIELDS.address);
   }
   if (b.fulfillment_option_id !== undefined) out.optionId = optionIdOf(b.fulfillment_option_id, ACP_FIELDS.option);
   return out;
@@ -125,9 +130,39 @@ async function saveClaimed(svc: Services, s: BridgeSession): Promise<void> {
   throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "Another request on this checkout session took it over; read the session and retry.", { checkout_session_id: s.id, reason: "session_busy" });
 }
 
-/** A completion's record of the order (read back by `get`); a lost claim is only logged: the cart answers for the payment. */
+/**
+ * A completion's record of the order (read back by `get`). The approval link is not recorded: a read builds it from
+ * the live state (`waitingApprovalUrl`), and the complete deletes a link an earlier build stored. It is written after
+ * the payment, so it can only add to what the payment's answer says, never replace it (audit F-1: a buyer value the
+ * database refused turned a captured payment into a 400): a lost claim or a failed write is logged, and the agent is
+ * still told what the payment did. The request's own values were validated before
+ * the payment and saved before it (`saveRequestValues`), so this write holds only what the payment produced; if it
+ * is lost, a read still finds the order from the cart's paid orders (`orderOf`).
+ */
 async function saveAfterPayment(svc: Services, s: BridgeSession): Promise<void> {
-  if (!(await saveSession(svc, s))) svc.log.warn("bridge session not saved after its payment: its claim was taken over", { protocol: s.protocol });
+  try {
+    if (!(await saveSession(svc, s))) svc.log.warn("bridge session not saved after its payment: its claim was taken over", { protocol: s.protocol });
+  } catch (err) {
+    svc.log.error("bridge session not saved after its payment; the payment's answer stands", { protocol: s.protocol, error: err instanceof Error ? err.message : String(err) });
+  }
+}
+
+/**
+ * A complete's own values (ACP `buyer`) saved on the session before the payment: a write the database refuses is then
+ * the request's refusal with nothing charged, not a failure after the money moved (audit F-1).
+ */
+async function saveRequestValues(svc: Services, s: BridgeSession): Promise<void> {
+  await saveClaimed(svc, s);
+}
+
+/**
+ * The cart a create made and could not keep (its pricing or the session's save refused): discarded, so no priced cart
+ * the agent never heard of is left behind (audit F-3); a failure to discard is logged and the cart expires unused.
+ */
+async function discardNewCart(svc: Services, keyId: string, cartId: string): Promise<void> {
+  await retireCart(svc, keyId, cartId).catch((e: unknown) => {
+    svc.log.warn("bridge: the cart of a refused create was not discarded; it expires unused", { error: e instanceof Error ? e.message : String(e) });
+  });
 }
 
 /**
@@ -153,9 +188,10 @@ interface LiveState {
  * written down after an earlier call: audit Y3), and the cart's paid orders with a note (audit Y5, session-state.ts
  * `sessionNotes`). A cart idle for a day expires (docs/checkout.md R5-5) while the session and its orders stay: the
  * session then reads as ended, from its paid orders (review RM-F1), instead of the cart's 404 "create a new cart",
- * which told the agent to buy the paid goods again.
+ * which told the agent to buy the paid goods again. `shown`: the approval link a complete's own answer carries (its
+ * reply's), shown instead of asking the processor.
  */
-async function liveState(svc: Services, s: BridgeSession): Promise<LiveState> {
+async function liveState(svc: Services, s: BridgeSession, shown?: string): Promise<LiveState> {
   let cart: CartView | null = null;
   let gone: unknown = null;
   try {
@@ -170,11 +206,24 @@ async function liveState(svc: Services, s: BridgeSession): Promise<LiveState> {
     if (!ended) throw gone;
     return { cart: ended, status: "EXPIRED", paid, notes: sessionNotes(paid, false, s.canceled ? "canceled" : "expired") };
   }
-  const status = liveCheckoutStatus(s, cart);
-  // The link the complete answered, again on every read while the buyer has not decided (review RM-F6).
-  const url = status === "PENDING_EXTERNAL_CONFIRMATION" && typeof s.meta.continue_url === "string" ? s.meta.continue_url : undefined;
-  return { cart, status, paid, notes: sessionNotes(paid, cart.status === "COMPLETED", s.canceled ? "canceled" : "open"), ...(url ? { continueUrl: url } : {}) };
+  const live = liveCheckoutStatus(s, cart);
+  const notes = sessionNotes(paid, cart.status === "COMPLETED", s.canceled ? "canceled" : "open");
+  if (live !== "PENDING_EXTERNAL_CONFIRMATION") return { cart, status: live, paid, notes };
+  // The link of the payment waiting now, on every read while the buyer has not decided (review RM-F6), asked of the
+  // processor rather than read off the session (review RA-3); the complete's own answer shows the link it just got.
+  const url = shown ?? (await waitingApprovalUrl(svc, s, cart));
+  if (url) return { cart, status: live, paid, notes, continueUrl: url };
+  // Every store is decided but the agent has not completed again yet (review RD-1): nothing waits for the buyer, so
+  // the session reads as what the agent does next (complete: UCP `ready_for_complete`, ACP `ready_for_payment`),
+  // never `requires_escalation` without its continue_url (UCP: MUST be provided with that status).
+  return { cart, status: "READY_FOR_PAYMENT", paid, notes: [...notes, BUYER_DECIDED] };
 }
+
+/** The note of a session whose buyer decided at every approval link while the agent has not completed again. */
+const BUYER_DECIDED: SessionNote = {
+  code: "buyer_decided",
+  content: "The buyer has decided at the approval link; complete the session again to finish the payment (a refusal is then answered as the payment's refusal).",
+};
 
 /**
  * An items update: our carts do not change items, so the session moves to a new cart with them, priced by `price`.
@@ -216,8 +265,11 @@ async function retireLeftCart(svc: Services, s: BridgeSession, cartId: string): 
 
 async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
   requireCartScope(agent, "an ACP checkout session");
+  // Everything the request says is checked before the cart is made (audit F-3, F-4).
+  assertStorableRequest(body);
   const b = asRecord(body);
   const items = acpItems(b.items);
+  const buyer = acpBuyer(b.buyer);
   const ship = acpShippingInput(b);
   const cart = await newCart(svc, agent.keyId, items, ACP_ITEM_FIELDS);
   const s: BridgeSession = {
@@ -225,16 +277,22 @@ async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
     protocol: "acp",
     agentKeyId: agent.keyId,
     cartId: cart.id,
-    meta: { buyer: b.buyer ?? null, fulfillment_address: b.fulfillment_address ?? null, ...(ship.optionId ? { fulfillment_option_id: ship.optionId } : {}) },
+    meta: { buyer: buyer ?? null, fulfillment_address: ship.kept ?? null, ...(ship.optionId ? { fulfillment_option_id: ship.optionId } : {}) },
     canceled: false,
   };
-  const priced = await priceSession(svc, s, ship.address ?? null, ship.optionId ? [ship.optionId] : []);
-  await saveSession(svc, s);
+  let priced: { cart: CartView | PreviewView; status: string };
+  try {
+    priced = await priceSession(svc, s, ship.address ?? null, ship.optionId ? [ship.optionId] : []);
+    await saveSession(svc, s);
+  } catch (err) {
+    await discardNewCart(svc, agent.keyId, cart.id);
+    throw err;
+  }
   return { status: 201, body: acpSession(s, { cart: priced.cart, status: acpStatusOfSession(priced.status) }) };
 }
 
-async function acpView(svc: Services, s: BridgeSession, done: { id: string; ids: string[] } | null = null): Promise<unknown> {
-  const live = await liveState(svc, s);
+async function acpView(svc: Services, s: BridgeSession, done: { id: string; ids: string[] } | null = null, continueUrl?: string): Promise<unknown> {
+  const live = await liveState(svc, s, continueUrl);
   const status: AcpStatus = s.canceled ? "canceled" : acpStatusOfSession(live.status);
   const links = live.continueUrl ? [{ type: "continue_url", url: live.continueUrl }] : [];
   return acpSession(s, { cart: live.cart, status, order: orderOf(s, live.paid, done), notes: live.notes, links });
@@ -262,16 +320,21 @@ async function assertSessionUpdatable(svc: Services, s: BridgeSession, change: {
     throw cartExpired(err) ? sessionExpired(s) : err;
   });
   assertActive(s, cart);
-  assertUpdatable(s, cart, await paidOrdersOf(svc, s.agentKeyId, s.cartId), change);
+  // While the payment is PENDING_EXTERNAL_CONFIRMATION, whether a buyer is still asked (the refusal's wording and UCP severity).
+  const decided = cart.checkout_status === "PENDING_EXTERNAL_CONFIRMATION" && !(await waitingApprovalUrl(svc, s, cart));
+  assertUpdatable(s, cart, await paidOrdersOf(svc, s.agentKeyId, s.cartId), change, decided);
 }
 
 async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
+  // Checked before the session is claimed and its cart touched: a refused update changes nothing (audit F-2).
+  assertStorableRequest(body);
+  const buyer = acpBuyer(asRecord(body).buyer);
   return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
     const b = asRecord(body);
     await assertSessionUpdatable(svc, s, { items: b.items !== undefined, shipping: b.fulfillment_address !== undefined || b.fulfillment_option_id !== undefined });
     const ship = acpShippingInput(b);
-    if (b.buyer !== undefined) s.meta.buyer = b.buyer;
-    if (b.fulfillment_address !== undefined) s.meta.fulfillment_address = b.fulfillment_address;
+    if (buyer !== undefined) s.meta.buyer = buyer;
+    if (ship.kept !== undefined) s.meta.fulfillment_address = ship.kept;
     if (ship.optionId) s.meta.fulfillment_option_id = ship.optionId;
     const items = b.items !== undefined ? acpItems(b.items) : null;
     const price = async (): Promise<{ cart: CartView | PreviewView; status: string } | null> => {
@@ -292,12 +355,18 @@ async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
 }
 
 async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
+  // Checked before anything is paid (audit F-1): a buyer the session cannot keep is the request's 400, nothing charged.
+  assertStorableRequest(body);
+  const buyer = acpBuyer(asRecord(body).buyer);
   return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
     if (s.canceled) assertActive(s);
     const b = asRecord(body);
     const token = asRecord(b.payment_data).token;
     if (typeof token !== "string" || token.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "payment_data.token is required.", { field: "payment_data.token" });
-    if (b.buyer !== undefined) s.meta.buyer = b.buyer;
+    if (buyer !== undefined) {
+      s.meta.buyer = buyer;
+      await saveRequestValues(svc, s);
+    }
     let reply: CompleteReply;
     try {
       reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`) });
@@ -307,10 +376,11 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
       s.meta.order = done;
       return { status: 200, body: await acpView(svc, s, done) };
     }
+    // A link stored by an earlier build is never shown again (reads build it from the live state).
+    delete s.meta.continue_url;
     if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
-      keepApprovalUrl(svc, s, reply);
       await saveAfterPayment(svc, s);
-      const view = asRecord(await acpView(svc, s));
+      const view = asRecord(await acpView(svc, s, null, replyApprovalUrl(svc, reply)));
       const messages = [...(Array.isArray(view.messages) ? view.messages : []), { type: "info", content_type: "plain", content: "The buyer must approve the payment at the link, then complete again." }];
       return { status: 200, body: { ...view, messages } };
     }
@@ -322,14 +392,34 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
 }
 
 /**
- * The buyer's approval link of a payment waiting for it, kept on the session so every read while it waits shows it
- * (review RM-F6: only the complete's answer had it).
+ * The buyer's approval link of the payment the session's cart waits for now, built from the live state on every read
+ * (review RA-3): the cart's pending orders of its live checkout session carry the intent of their current attempt,
+ * and the processor answers that intent's link while the buyer has not decided (and gives an intent recorded before
+ * migration 0084 its token). Nothing is read from the session row, so a post-payment write that was lost, or a link
+ * stored before the token existed, never shows: a read shows the link that works now, or none. With several stores
+ * waiting, the first undecided one in the cart's merchant order: once the buyer decided at one link, the next read
+ * shows the next store's (a protocol answer has room for one link); once every store is decided there is none, and
+ * the agent completes again.
  */
-function keepApprovalUrl(svc: Services, s: BridgeSession, reply: CompleteReply): void {
-  const url = reply.status === "PENDING_EXTERNAL_CONFIRMATION" && reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : null;
-  if (url) s.meta.continue_url = url;
-  else delete s.meta.continue_url;
+async function waitingApprovalUrl(svc: Services, s: BridgeSession, cart: CartView): Promise<string | undefined> {
+  if (!cart.checkout_session_id) return undefined;
+  const rows = await svc.sql<{ store_slug: string; intent_id: string }[]>`
+    SELECT store_slug, intent_id FROM orders
+    WHERE cart_id = ${s.cartId} AND agent_key_id = ${s.agentKeyId} AND checkout_session_id = ${cart.checkout_session_id}
+      AND status = 'pending' AND payment_rail = 'card' AND intent_id IS NOT NULL`;
+  const rank = (slug: string) => (cart.merchants.indexOf(slug) + cart.merchants.length + 1) % (cart.merchants.length + 1);
+  rows.sort((a, b) => rank(a.store_slug) - rank(b.store_slug) || a.store_slug.localeCompare(b.store_slug));
+  const rail = cardRail(svc.sql);
+  for (const r of rows) {
+    const url = await rail.undecidedApprovalUrl(r.intent_id);
+    if (url) return absoluteApprovalUrl(svc.siteUrl, url);
+  }
+  return undefined;
 }
+
+/** The link a complete's own answer shows: the payment it just asked the buyer to approve. */
+const replyApprovalUrl = (svc: Services, reply: CompleteReply): string | undefined =>
+  reply.status === "PENDING_EXTERNAL_CONFIRMATION" && reply.approval_urls[0] ? absoluteApprovalUrl(svc.siteUrl, reply.approval_urls[0].url) : undefined;
 
 /**
  * Ends the cart's checkout session (its unpaid orders canceled; paid stores stay paid) and marks the session canceled.
@@ -364,26 +454,39 @@ async function acpCancel(svc: Services, agent: AgentPrincipal, id: string): Prom
 
 async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
   requireCartScope(agent, "a UCP checkout");
+  // Everything the request says is checked before the cart is made (audit F-3, F-4, F-5).
+  assertStorableRequest(body);
   const b = asRecord(body);
   const items = ucpItems(b.line_items);
+  const buyer = ucpBuyer(b.buyer);
   const ship = ucpFulfillmentInput(b.fulfillment);
   const cart = await newCart(svc, agent.keyId, items, UCP_ITEM_FIELDS);
-  const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: b.buyer ?? null }, canceled: false };
-  const priced = await priceSession(svc, s, ship?.dest ?? null, ship?.optionIds ?? []);
-  await saveSession(svc, s);
+  const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: buyer ?? null }, canceled: false };
+  let priced: { cart: CartView | PreviewView; status: string };
+  try {
+    priced = await priceSession(svc, s, ship?.dest ?? null, ship?.optionIds ?? []);
+    await saveSession(svc, s);
+  } catch (err) {
+    await discardNewCart(svc, agent.keyId, cart.id);
+    throw err;
+  }
   return { status: 201, body: ucpCheckout(s, { cart: priced.cart, status: ucpStatusOfSession(priced.status) }) };
 }
 
 /** UCP update (PUT): new line_items move the session to a new cart; `fulfillment` sets the destination and picks. */
 async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
+  // Checked before the session is claimed and its cart touched: a refused update changes nothing (audit F-2, F-5).
+  assertStorableRequest(body);
+  const buyer = ucpBuyer(asRecord(body).buyer);
   return withSessionClaim(svc, "ucp", id, agent.keyId, async (s) => {
     const b = asRecord(body);
     await assertSessionUpdatable(svc, s, { items: b.line_items !== undefined, shipping: b.fulfillment !== undefined });
     const ship = ucpFulfillmentInput(b.fulfillment);
-    if (b.buyer !== undefined) s.meta.buyer = b.buyer;
+    if (buyer !== undefined) s.meta.buyer = buyer;
     const items = b.line_items !== undefined ? ucpItems(b.line_items) : null;
+    // A fulfillment naming no destination (only a pick) keeps the session's (audit F-5).
     const price = async (): Promise<{ cart: CartView | PreviewView; status: string } | null> =>
-      items || ship ? priceSession(svc, s, ship ? ship.dest : sessionDestination(s), ship?.optionIds ?? []) : null;
+      items || ship ? priceSession(svc, s, ship?.dest ?? sessionDestination(s), ship?.optionIds ?? []) : null;
     let priced: { cart: CartView | PreviewView; status: string } | null;
     if (items) {
       requireCartScope(agent, "a UCP checkout");
@@ -395,13 +498,13 @@ async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
 }
 
 async function ucpView(svc: Services, s: BridgeSession, extra: { continueUrl?: string } = {}): Promise<unknown> {
-  const live = await liveState(svc, s);
+  const live = await liveState(svc, s, extra.continueUrl);
   const status: UcpStatus = s.canceled ? "canceled" : ucpStatusOfSession(live.status);
-  const continueUrl = extra.continueUrl ?? live.continueUrl;
-  return ucpCheckout(s, { cart: live.cart, status, order: orderOf(s, live.paid, null), notes: live.notes, ...(continueUrl ? { continueUrl } : {}) });
+  return ucpCheckout(s, { cart: live.cart, status, order: orderOf(s, live.paid, null), notes: live.notes, ...(live.continueUrl ? { continueUrl: live.continueUrl } : {}) });
 }
 
 async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
+  assertStorableRequest(body);
   return withSessionClaim(svc, "ucp", id, agent.keyId, async (s) => {
     if (s.canceled) assertActive(s);
     const token = ucpPaymentToken(body);
@@ -414,11 +517,12 @@ async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
       s.meta.order = done;
       return { status: 200, body: await ucpView(svc, s) };
     }
+    // A link stored by an earlier build is never shown again (reads build it from the live state).
+    delete s.meta.continue_url;
     if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
-      keepApprovalUrl(svc, s, reply);
       await saveAfterPayment(svc, s);
-      const url = s.meta.continue_url;
-      return { status: 200, body: await ucpView(svc, s, typeof url === "string" ? { continueUrl: url } : {}) };
+      const url = replyApprovalUrl(svc, reply);
+      return { status: 200, body: await ucpView(svc, s, url ? { continueUrl: url } : {}) };
     }
     if (reply.status === "COMPLETED") s.meta.order = { id: reply.order_id, ids: reply.order_ids };
     await saveAfterPayment(svc, s);
@@ -436,6 +540,8 @@ async function ucpCancel(svc: Services, agent: AgentPrincipal, id: string): Prom
 // ------------------------------------------------------------------------------------------------------- AP2
 
 async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
+  // The mandate's id is kept on its binding (`bindMandate`): text the database cannot store is refused first.
+  assertStorableRequest(body);
   const b = asRecord(body);
   const cartId = typeof b.cart_id === "string" ? b.cart_id : typeof b.cartId === "string" ? b.cartId : undefined;
   if (!cartId || !isUuid(cartId)) {

@@ -65,11 +65,20 @@ export function liveCheckoutStatus(s: BridgeSession, cart: CartView): string {
  * (audit Y1). Completing the session pays the remaining stores only (the paid legs carry over within the cart), on
  * the shipping the paid stores were paid with: the cart refuses a shipping change only while its checkout session
  * is live, so after that session ended (expired, or canceled through REST or MCP) the remaining stores would ship
- * elsewhere (review RM-F7); the bridge refuses it in every state.
+ * elsewhere (review RM-F7); the bridge refuses it in every state. `buyerDecided`: the session waits for no buyer any
+ * more (every approval link decided, index.ts `liveState`), so the refusal says to complete again (review RD-1).
  */
-export function assertUpdatable(s: BridgeSession, cart: CartView, paid: PaidOrders, change: { items: boolean; shipping: boolean }): void {
+export function assertUpdatable(s: BridgeSession, cart: CartView, paid: PaidOrders, change: { items: boolean; shipping: boolean }, buyerDecided = false): void {
   const status = cart.checkout_status;
   const details = { checkout_session_id: s.id, status, completed_store_ids: paid.completed_store_ids, order_ids: paid.order_ids };
+  if (status === "PENDING_EXTERNAL_CONFIRMATION" && buyerDecided) {
+    // Nothing waits for the buyer any more (review RD-1): the agent's move is the complete, which ends the attempt.
+    throw fail(
+      "CHECKOUT_ALREADY_IN_PROGRESS",
+      "The buyer has decided at the approval link; complete the session again (it finishes the payment or answers its refusal) before changing it.",
+      { ...details, reason: "payment_in_progress", buyer_decided: true },
+    );
+  }
   if (status && PAYING.has(status)) {
     // Retryable, so an Idempotency-Key stores nothing for it: the same update is answered anew once the payment has
     // ended (a stored refusal replayed "no changes until it has finished" for good: review RM-F2).

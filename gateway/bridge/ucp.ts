@@ -7,13 +7,15 @@
  *   POST /checkout-sessions/{id}/complete  {payment:{instruments:[{handler_id, credential:{token}}]}}
  *   POST /checkout-sessions/{id}/cancel
  *
- * Statuses: incomplete (OPEN), ready_for_complete (READY_FOR_PAYMENT), complete_in_progress (IN_PROGRESS,
- * SETTLEMENT_UNKNOWN), requires_escalation (PENDING_EXTERNAL_CONFIRMATION: a human must act at continue_url),
- * completed, canceled. Errors are UCP `messages` of type error with our code.
+ * Statuses: incomplete (OPEN), ready_for_complete (READY_FOR_PAYMENT; also PENDING_EXTERNAL_CONFIRMATION once the
+ * buyer decided at every link: index.ts `liveState`), complete_in_progress (IN_PROGRESS, SETTLEMENT_UNKNOWN),
+ * requires_escalation (PENDING_EXTERNAL_CONFIRMATION: a human must act at continue_url, always given), completed,
+ * canceled. Errors are UCP `messages` of type error with our code.
  */
 import { MAX_LINE_QUANTITY, type CartView, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
+import { booleanMembersObject, knownStringMembers, type MemberRules } from "./input.ts";
 import type { SessionNote } from "./session-state.ts";
 import { destinationOf, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
 
@@ -62,20 +64,67 @@ export function ucpPaymentToken(body: unknown): string {
 
 export const UCP_FIELDS = { address: "fulfillment.methods[0].destinations[0]", option: "fulfillment.methods[0].groups[0].selected_option_id" } as const;
 
+/** UCP's Buyer members (source/schemas/shopping/types/buyer.json): strings, kept and echoed. */
+export const UCP_BUYER_MEMBERS = ["first_name", "last_name", "full_name", "email", "phone_number"] as const;
+/** The members of the Buyer Consent extension's `buyer.consent` at UCP_VERSION (booleans). */
+export const UCP_CONSENT_MEMBERS = ["analytics", "preferences", "marketing", "sale_of_data"] as const;
+
+/**
+ * UCP's Buyer is `additionalProperties: true`: another member (an extension's, or the platform's own) is dropped, not
+ * refused. `consent` (the Buyer Consent extension, dev.ucp.shopping.buyer_consent, published for 2026-01-11) is
+ * checked for its type and dropped too: the service does not negotiate that extension (`ucp.capabilities` names only
+ * checkout), collects no analytics and sells no data, so it has nothing to act on, and echoing consent back would
+ * claim the extension is honoured.
+ */
+const UCP_BUYER: MemberRules = {
+  what: "a UCP Buyer",
+  strings: UCP_BUYER_MEMBERS,
+  checked: { consent: booleanMembersObject("the Buyer Consent extension's consent", UCP_CONSENT_MEMBERS) },
+  others: "drop",
+  schema: "UCP's Buyer",
+};
+
+/** UCP `buyer` (a Buyer object, or null; undefined: not in the request), as the session keeps it (input.ts). */
+export function ucpBuyer(raw: unknown): Record<string, string> | null | undefined {
+  return knownStringMembers(raw, "buyer", UCP_BUYER);
+}
+
+/** An object member of the fulfillment input, or 400 naming it (`what` says what it should be). */
+function objectAt(v: unknown, field: string, what: string): Record<string, unknown> {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw fail("INVALID_ARGUMENT", `${field} must be ${what}.`, { field });
+  return v as Record<string, unknown>;
+}
+
+/** An optional array member of the fulfillment input (absent or null: none), or 400 naming it. */
+function arrayAt(v: unknown, field: string, what: string): unknown[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw fail("INVALID_ARGUMENT", `${field} must be ${what}.`, { field });
+  return v;
+}
+
 /**
  * UCP `fulfillment` of a create or update: the shipping method's destination (`address_country`, `postal_code`; the
  * one `selected_destination_id` names, else the first) and each group's `selected_option_id`. Undefined when the
- * request has no `fulfillment`.
+ * request has no `fulfillment`; `dest` undefined when it names no destination (the session keeps its own). A
+ * `fulfillment` that is not an object, `methods` that is not a non-empty array of objects, or `destinations` /
+ * `groups` that are not arrays of objects are 400 INVALID_ARGUMENT naming the member (audit F-5: they were read as
+ * "no destination", and an update with `fulfillment: 42` erased the session's destination while the cart kept
+ * charging for it).
  */
-export function ucpFulfillmentInput(raw: unknown): { dest: Destination | null; optionIds: string[] } | undefined {
+export function ucpFulfillmentInput(raw: unknown): { dest: Destination | undefined; optionIds: string[] } | undefined {
   if (raw === undefined) return undefined;
-  const methods = asRecord(raw).methods;
-  const m = asRecord(Array.isArray(methods) ? methods[0] : undefined);
-  const dests = Array.isArray(m.destinations) ? m.destinations.map(asRecord) : [];
+  const shape = 'an object {methods: [{type: "shipping", destinations: [...], groups: [...]}]}';
+  const f = objectAt(raw, "fulfillment", shape);
+  const methods = f.methods;
+  if (!Array.isArray(methods) || methods.length === 0) throw fail("INVALID_ARGUMENT", "fulfillment.methods must be a non-empty array of fulfillment methods.", { field: "fulfillment.methods" });
+  const m = objectAt(methods[0], "fulfillment.methods[0]", "a fulfillment method (an object)");
+  const dests = arrayAt(m.destinations, "fulfillment.methods[0].destinations", "an array of destinations").map((d, i) =>
+    objectAt(d, `fulfillment.methods[0].destinations[${i}]`, "a destination (an object with address_country and postal_code)"),
+  );
   const chosen = dests.find((d) => d.id !== undefined && d.id === m.selected_destination_id) ?? dests[0];
   const addr = chosen && chosen.address !== undefined ? asRecord(chosen.address) : chosen;
-  const dest = addr ? destinationOf(addr.address_country ?? addr.country, addr.postal_code, UCP_FIELDS.address) : null;
-  const groups = Array.isArray(m.groups) ? m.groups.map(asRecord) : [];
+  const dest = addr ? destinationOf(addr.address_country ?? addr.country, addr.postal_code, UCP_FIELDS.address) : undefined;
+  const groups = arrayAt(m.groups, "fulfillment.methods[0].groups", "an array of groups").map((g, i) => objectAt(g, `fulfillment.methods[0].groups[${i}]`, "a group (an object)"));
   const optionIds = groups.flatMap((g, i) =>
     g.selected_option_id === undefined || g.selected_option_id === null ? [] : [optionIdOf(g.selected_option_id, `fulfillment.methods[0].groups[${i}].selected_option_id`)],
   );
@@ -168,11 +217,12 @@ export function ucpCheckout(
 
 /**
  * UCP's severity of one of our errors: a retryable one is `recoverable` (the platform retries or reads the session);
- * a payment waiting for the buyer's approval at the link is `requires_buyer_review`; any other refusal needs the
- * buyer's input (review RM-F2: a payment running or unknown was labelled as if the buyer could act on it).
+ * a payment waiting for the buyer's approval at the link is `requires_buyer_review` (once the buyer has decided, the
+ * platform completes again: `recoverable`, review RD-1); any other refusal needs the buyer's input (review RM-F2: a
+ * payment running or unknown was labelled as if the buyer could act on it).
  */
 function ucpSeverity(err: ActorError): "recoverable" | "requires_buyer_input" | "requires_buyer_review" {
-  if (err.details?.reason === "payment_in_progress" && err.details.status === "PENDING_EXTERNAL_CONFIRMATION") return "requires_buyer_review";
+  if (err.details?.reason === "payment_in_progress" && err.details.status === "PENDING_EXTERNAL_CONFIRMATION" && err.details.buyer_decided !== true) return "requires_buyer_review";
   return ERROR_TABLE[err.code].retryable ? "recoverable" : "requires_buyer_input";
 }
 

@@ -12,9 +12,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { ACP, sendAs, UCP } from "../helpers/bridge.ts";
 import { BOARD, GREEN } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { DEMO, LEAF } from "../helpers/two-store-session.ts";
+import { continueUrl, decideAt, decideAtProtocolLinks } from "../helpers/sandbox-approval.ts";
 
 let srv: TestServer;
 
@@ -26,8 +28,6 @@ afterAll(async () => {
 });
 
 type Res = { status: number; body: any };
-const ACP = "/api/v1/agent/acp/checkout_sessions";
-const UCP = "/api/v1/agent/ucp/checkout-sessions";
 
 /** One protocol's calls on its sessions, for the tests both protocols share. */
 interface Bridge {
@@ -48,8 +48,7 @@ interface Bridge {
   infos: (r: Res) => string[];
 }
 
-const call = (k: TestKey, method: string, path: string, body?: unknown) =>
-  srv.json(path, { method, headers: { ...k.headers, "idempotency-key": crypto.randomUUID() }, ...(body === undefined ? {} : { body }) });
+const call = (k: TestKey, method: string, path: string, body?: unknown) => sendAs(srv, k, method, path, body);
 
 const acp: Bridge = {
   name: "ACP",
@@ -106,10 +105,8 @@ async function partlyPaidSession(b: Bridge, k: TestKey): Promise<{ id: string; p
   expect(waiting.status).toBe(200);
   const legs = await srv.db.sql<{ id: string; store_slug: string; intent_id: string }[]>`SELECT id::text AS id, store_slug, intent_id FROM orders WHERE cart_id = ${await cartOf(id)}`;
   expect(legs.map((l) => l.store_slug).sort()).toEqual([DEMO, LEAF]);
-  for (const l of legs) {
-    const decided = await srv.json(`/api/v1/sandbox/payments/${l.intent_id}/${l.store_slug === DEMO ? "approve" : "reject"}`, { method: "POST", body: {} });
-    expect(decided.status).toBe(200);
-  }
+  // The buyer decides at the links the protocol hands out (review RA-5).
+  await decideAtProtocolLinks(srv, waiting, () => b.get(k, id), (store) => (store === DEMO ? "approve" : "reject"), 2);
   const resumed = await b.complete(k, id, "tok_needs_approval");
   expect(resumed.status).toBe(402);
   return { id, paidOrderId: legs.find((l) => l.store_slug === DEMO)!.id };
@@ -256,10 +253,17 @@ for (const b of [acp, ucp]) {
       expect(waiting.status).toBe(200);
       const linkOf = (r: Res): string | undefined => (b.name === "UCP" ? r.body.continue_url : r.body.links.find((l: { type: string }) => l.type === "continue_url")?.url);
       const url = linkOf(waiting);
-      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/sandbox\/payments\//);
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/sandbox\/payments\/pi_[0-9a-f]{40}\/[0-9a-f]{64}$/);
       const read = await b.get(k, id);
       expect(read.body.status).toBe(b.name === "UCP" ? "requires_escalation" : "in_progress");
       expect(linkOf(read)).toBe(url);
+      // the link decides the payment: approved there, the next complete pays
+      const approved = await decideAt(srv, url!, "approve");
+      expect(approved.status).toBe(200);
+      expect(approved.body.data).toMatchObject({ decision: "approve", status: "needs_buyer_approval" });
+      const done = await b.complete(k, id, "tok_needs_approval");
+      expect(done.status).toBe(200);
+      expect(done.body.status).toBe("completed");
     });
   });
 
@@ -270,8 +274,7 @@ for (const b of [acp, ucp]) {
       const id: string = created.body.id;
       const waiting = await b.complete(k, id, "tok_needs_approval");
       expect(waiting.status).toBe(200);
-      const [leg] = await srv.db.sql<{ intent_id: string }[]>`SELECT intent_id FROM orders WHERE cart_id = ${await cartOf(id)}`;
-      expect((await srv.json(`/api/v1/sandbox/payments/${leg!.intent_id}/reject`, { method: "POST", body: {} })).status).toBe(200);
+      expect((await decideAt(srv, continueUrl(waiting)!, "reject")).status).toBe(200);
       const refused = await b.complete(k, id, "tok_needs_approval");
       expect(refused.status).toBe(402);
       const read = await b.get(k, id);

@@ -3,11 +3,16 @@
  * no change while the session's payment waits or is unknown, through HTTP against the real server. Before, an update
  * and a complete each loaded the session row, did their cart work and saved it back: the last save won, so an update
  * answered 200 with new items that a concurrent complete then dropped (or a paid session pointed at an unpaid cart).
- * A slow step is made with a trigger in the scratch database, as in bridge-idempotency-lease.test.ts.
+ * A slow step is made with a trigger in the scratch database, as in bridge-idempotency-lease.test.ts. The claim
+ * statement returns the session row it claims, so a write reads the row once; only a refused claim reads it again, and
+ * must then answer a session that is not the caller's (or none) with the 404 a read gives, never the busy 409 that
+ * would tell another agent the session exists, and a NUL in the id with that 404 instead of a 500.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { ACP, sendAs, UCP } from "../helpers/bridge.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
+import { continueUrl, decideAt } from "../helpers/sandbox-approval.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 let srv: TestServer;
@@ -19,15 +24,17 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-const ACP = "/api/v1/agent/acp/checkout_sessions";
-const UCP = "/api/v1/agent/ucp/checkout-sessions";
-const send = (k: TestKey, method: string, path: string, body?: unknown) =>
-  srv.json(path, { method, headers: { ...k.headers, "idempotency-key": crypto.randomUUID() }, ...(body === undefined ? {} : { body }) });
+const send = (k: TestKey, method: string, path: string, body?: unknown) => sendAs(srv, k, method, path, body);
 const acpComplete = (k: TestKey, id: string, token = "tok_approve") => send(k, "POST", `${ACP}/${id}/complete`, { payment_data: { token, provider: "stripe" } });
-const ucpComplete = (k: TestKey, id: string, token = "tok_approve") =>
-  send(k, "POST", `${UCP}/${id}/complete`, { payment: { instruments: [{ handler_id: "sandbox_card", credential: { token } }] } });
+const ucpPayment = (token: string) => ({ payment: { instruments: [{ handler_id: "sandbox_card", credential: { token } }] } });
+const UCP_PAYMENT = ucpPayment("tok_approve");
+const ucpComplete = (k: TestKey, id: string, token = "tok_approve") => send(k, "POST", `${UCP}/${id}/complete`, ucpPayment(token));
 const quantities = (session: { line_items: { item: { quantity: number } }[] }) => session.line_items.map((l) => l.item.quantity);
 const paidOrders = async (k: TestKey) => (await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE agent_key_id = ${k.id} AND status = 'paid'`)[0]!.n;
+/** ACP's error shape of the 404. */
+const notFound = (id: string) => ({ type: "invalid_request", code: "CHECKOUT_SESSION_NOT_FOUND", message: "No such checkout session.", details: { checkout_session_id: id } });
+const claimOf = async (id: string) =>
+  (await srv.db.sql<{ claim_id: string | null }[]>`SELECT claim_id::text AS claim_id FROM bridge_sessions WHERE id = ${id}`)[0]!.claim_id;
 const cartOf = async (id: string) => (await srv.db.sql<{ cart_id: string }[]>`SELECT cart_id::text AS cart_id FROM bridge_sessions WHERE id = ${id}`)[0]!.cart_id;
 
 describe("an ACP items update racing a complete", () => {
@@ -115,15 +122,15 @@ describe("a session whose payment waits for the buyer", () => {
     const k = await createKey(srv, { scopes: ALL_SCOPES });
     const created = await send(k, "POST", ACP, { items: [{ id: GREEN, quantity: 1 }] });
     const id: string = created.body.id;
-    expect((await acpComplete(k, id, "tok_needs_approval")).body.status).toBe("in_progress");
+    const waiting = await acpComplete(k, id, "tok_needs_approval");
+    expect(waiting.body.status).toBe("in_progress");
     const key = crypto.randomUUID();
     const update = () => srv.json(`${ACP}/${id}`, { method: "POST", headers: { ...k.headers, "idempotency-key": key }, body: { items: [{ id: GREEN, quantity: 2 }] } });
     const refused = await update();
     expect(refused.status).toBe(409);
     expect(refused.body).toMatchObject({ code: "CHECKOUT_ALREADY_IN_PROGRESS", details: { reason: "payment_in_progress" } });
 
-    const [leg] = await srv.db.sql<{ intent_id: string }[]>`SELECT intent_id FROM orders WHERE cart_id = ${await cartOf(id)}`;
-    expect((await srv.json(`/api/v1/sandbox/payments/${leg!.intent_id}/reject`, { method: "POST", body: {} })).status).toBe(200);
+    expect((await decideAt(srv, continueUrl(waiting)!, "reject")).status).toBe(200);
     expect((await acpComplete(k, id, "tok_needs_approval")).status).toBe(402);
     expect((await srv.json(`${ACP}/${id}`, { headers: k.headers })).body.status).toBe("ready_for_payment");
 
@@ -158,7 +165,71 @@ describe("the session claim's lease", () => {
     const taken = await send(k, "PUT", `${UCP}/${id}`, { line_items: [{ item: { id: GREEN }, quantity: 2 }] });
     expect(taken.status).toBe(200);
     expect(taken.body.line_items[0].quantity).toBe(2);
-    const [row] = await srv.db.sql<{ claim_id: string | null }[]>`SELECT claim_id FROM bridge_sessions WHERE id = ${id}`;
-    expect(row!.claim_id).toBeNull(); // given back when done
+    expect(await claimOf(id)).toBeNull(); // given back when done
+  });
+});
+
+describe("a claim refused on an ACP session", () => {
+  test("while the owner's request holds the claim, another agent's update, complete and cancel are 404 CHECKOUT_SESSION_NOT_FOUND, not 409, and the owner's claim stays", async () => {
+    const owner = await createKey(srv, { scopes: ALL_SCOPES });
+    const stranger = await createKey(srv, { scopes: ALL_SCOPES });
+    const created = await send(owner, "POST", ACP, { items: [{ id: GREEN, quantity: 1 }] });
+    expect(created.status).toBe(201);
+    const id: string = created.body.id;
+    const held = crypto.randomUUID();
+    await srv.db.sql`UPDATE bridge_sessions SET claim_id = ${held}, claimed_until = now() + interval '1 minute' WHERE id = ${id}`;
+    for (const [path, body] of [
+      [`${ACP}/${id}`, { items: [{ id: GREEN, quantity: 2 }] }],
+      [`${ACP}/${id}/complete`, { payment_data: { token: "tok_approve", provider: "stripe" } }],
+      [`${ACP}/${id}/cancel`, {}],
+    ] as const) {
+      const r = await send(stranger, "POST", path, body);
+      expect({ path, status: r.status, body: r.body }).toEqual({ path, status: 404, body: notFound(id) });
+    }
+    expect(await claimOf(id)).toBe(held);
+    // The owner's own write meanwhile is the busy 409.
+    const busy = await send(owner, "POST", `${ACP}/${id}`, { items: [{ id: GREEN, quantity: 2 }] });
+    expect(busy.status).toBe(409);
+    expect(busy.body).toMatchObject({ code: "CHECKOUT_ALREADY_IN_PROGRESS", details: { checkout_session_id: id, reason: "session_busy" } });
+  });
+
+  test("an update of a session id that names no session is 404 CHECKOUT_SESSION_NOT_FOUND naming that id", async () => {
+    const k = await createKey(srv, { scopes: ALL_SCOPES });
+    const none = `cs_${"0".repeat(32)}`;
+    const r = await send(k, "POST", `${ACP}/${none}`, { items: [{ id: GREEN, quantity: 1 }] });
+    expect(r.status).toBe(404);
+    expect(r.body).toEqual(notFound(none));
+  });
+
+  test("a cancel of a session id holding a NUL byte is 404 CHECKOUT_SESSION_NOT_FOUND naming the id without it, never a database error", async () => {
+    const k = await createKey(srv, { scopes: ALL_SCOPES });
+    const r = await send(k, "POST", `${ACP}/cs_%00abc/cancel`, {});
+    expect(r.status).toBe(404);
+    expect(r.body).toEqual(notFound("cs_abc"));
+  });
+});
+
+describe("a claim refused on a UCP session", () => {
+  test("while the owner's request holds the claim, another agent's update, complete and cancel are 404 CHECKOUT_SESSION_NOT_FOUND in UCP's shape, and the owner's claim stays", async () => {
+    const owner = await createKey(srv, { scopes: ALL_SCOPES });
+    const stranger = await createKey(srv, { scopes: ALL_SCOPES });
+    const created = await send(owner, "POST", UCP, { line_items: [{ item: { id: GREEN }, quantity: 1 }] });
+    expect(created.status).toBe(201);
+    const id: string = created.body.id;
+    const held = crypto.randomUUID();
+    await srv.db.sql`UPDATE bridge_sessions SET claim_id = ${held}, claimed_until = now() + interval '1 minute' WHERE id = ${id}`;
+    for (const [method, path, body] of [
+      ["PUT", `${UCP}/${id}`, { line_items: [{ item: { id: GREEN }, quantity: 2 }] }],
+      ["POST", `${UCP}/${id}/complete`, UCP_PAYMENT],
+      ["POST", `${UCP}/${id}/cancel`, {}],
+    ] as const) {
+      const r = await send(stranger, method, path, body);
+      expect({ path, status: r.status, message: r.body.messages?.[0] }).toEqual({
+        path,
+        status: 404,
+        message: { type: "error", code: "CHECKOUT_SESSION_NOT_FOUND", content: "No such checkout session.", severity: "requires_buyer_input", details: { checkout_session_id: id } },
+      });
+    }
+    expect(await claimOf(id)).toBe(held);
   });
 });

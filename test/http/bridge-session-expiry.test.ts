@@ -8,9 +8,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ManualClock } from "../../actors/runtime/clock.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { ACP, sendAs, UCP } from "../helpers/bridge.ts";
 import { BOARD, GREEN } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { DEMO } from "../helpers/two-store-session.ts";
+import { decideAtProtocolLinks } from "../helpers/sandbox-approval.ts";
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 24 * 60 * MINUTE_MS;
@@ -25,10 +27,7 @@ afterAll(async () => {
 });
 
 type Res = { status: number; body: any };
-const ACP = "/api/v1/agent/acp/checkout_sessions";
-const UCP = "/api/v1/agent/ucp/checkout-sessions";
-const send = (k: TestKey, method: string, path: string, body?: unknown) =>
-  srv.json(path, { method, headers: { ...k.headers, "idempotency-key": crypto.randomUUID() }, ...(body === undefined ? {} : { body }) });
+const send = (k: TestKey, method: string, path: string, body?: unknown) => sendAs(srv, k, method, path, body);
 
 interface Bridge {
   name: "ACP" | "UCP";
@@ -78,12 +77,12 @@ async function partlyPaidSession(b: Bridge, k: TestKey): Promise<{ id: string; p
   const created = await b.create(k, [BOARD, GREEN]);
   expect(created.status).toBe(201);
   const id: string = created.body.id;
-  expect((await b.complete(k, id, "tok_needs_approval")).status).toBe(200);
+  const waiting = await b.complete(k, id, "tok_needs_approval");
+  expect(waiting.status).toBe(200);
   const legs = await srv.db.sql<{ id: string; store_slug: string; intent_id: string; total: number }[]>`
     SELECT id::text AS id, store_slug, intent_id, total_minor::int AS total FROM orders WHERE cart_id = ${await cartOf(id)}`;
-  for (const l of legs) {
-    expect((await srv.json(`/api/v1/sandbox/payments/${l.intent_id}/${l.store_slug === DEMO ? "approve" : "reject"}`, { method: "POST", body: {} })).status).toBe(200);
-  }
+  // decided at the links the protocol hands out (review RA-5)
+  await decideAtProtocolLinks(srv, waiting, () => b.get(k, id), (store) => (store === DEMO ? "approve" : "reject"), 2);
   expect((await b.complete(k, id, "tok_needs_approval")).status).toBe(402);
   const paid = legs.find((l) => l.store_slug === DEMO)!;
   return { id, paid: { id: paid.id, total: paid.total } };

@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { ACP, sendAs, UCP } from "../helpers/bridge.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
@@ -21,10 +22,7 @@ afterAll(async () => {
 });
 
 type Res = { status: number; body: any };
-const ACP = "/api/v1/agent/acp/checkout_sessions";
-const UCP = "/api/v1/agent/ucp/checkout-sessions";
-const send = (k: TestKey, method: string, path: string, body?: unknown) =>
-  srv.json(path, { method, headers: { ...k.headers, "idempotency-key": crypto.randomUUID() }, ...(body === undefined ? {} : { body }) });
+const send = (k: TestKey, method: string, path: string, body?: unknown) => sendAs(srv, k, method, path, body);
 
 interface Bridge {
   name: "ACP" | "UCP";

@@ -7,6 +7,7 @@ import { CompactSign, exportJWK, generateKeyPair, type CryptoKey } from "jose";
 import { mandateHash } from "../../gateway/bridge/ap2-auth.ts";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
 import * as ap2 from "../helpers/ap2.ts";
+import { decideAt } from "../helpers/sandbox-approval.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, 26.95, untracked stock
@@ -185,7 +186,14 @@ describe("UCP checkout sessions", () => {
     const r = await post(`/ucp/checkout-sessions/${created.body.id}/complete`, { payment: { instruments: [{ handler_id: "sandbox_card", credential: { token: "tok_needs_approval" } }] } });
     expect(r.status).toBe(200);
     expect(r.body.status).toBe("requires_escalation");
-    expect(r.body.continue_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/sandbox\/payments\//);
+    expect(r.body.continue_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/sandbox\/payments\/pi_[0-9a-f]{40}\/[0-9a-f]{64}$/);
+    // the buyer approves at that very link (review RA-5), and the next complete pays
+    const approved = await decideAt(srv, r.body.continue_url, "approve");
+    expect(approved.status).toBe(200);
+    expect(approved.body.data.decision).toBe("approve");
+    const done = await post(`/ucp/checkout-sessions/${created.body.id}/complete`, { payment: { instruments: [{ handler_id: "sandbox_card", credential: { token: "tok_needs_approval" } }] } });
+    expect(done.status).toBe(200);
+    expect(done.body.status).toBe("completed");
   });
 
   test("a missing payment credential is a UCP error message naming the field", async () => {
@@ -253,6 +261,26 @@ describe("AP2 payment mandates", () => {
     expect(again.status).toBe(200);
     expect(again.body.data.order_ids).toEqual(r.body.data.order_ids);
     expect(await ordersOfCart(cartId)).toHaveLength(1);
+  });
+
+  test("a mandate whose payment needs the buyer's approval is 202 PENDING with the approval link; approved at that link, the same mandate again pays", async () => {
+    const cartId = await newCart();
+    const body = unsignedMandate(cartId);
+    body.payment_mandate.payment_mandate_contents.payment_response.details.token = "tok_needs_approval";
+    body.payment_mandate.user_authorization = await authorize(body);
+    const pending = await post("/ap2/payment-mandates", body);
+    expect(pending.status).toBe(202);
+    expect(pending.body.data).toMatchObject({ cart_id: cartId, order_ids: [], payment_status: { pending: true } });
+    expect(pending.body.data.approval_urls).toHaveLength(1);
+    const [link] = pending.body.data.approval_urls as string[];
+    expect(link).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/sandbox\/payments\/pi_[0-9a-f]{40}\/[0-9a-f]{64}$/);
+    // the buyer approves at the link the receipt carries (review RA-5)
+    const approved = await decideAt(srv, link!, "approve");
+    expect(approved.status).toBe(200);
+    const paid = await post("/ap2/payment-mandates", body);
+    expect(paid.status).toBe(200);
+    expect(paid.body.data.order_ids).toHaveLength(1);
+    expect(await ordersOfCart(cartId)).toEqual([{ id: paid.body.data.order_ids[0], status: "paid" }]);
   });
 
   test("a cart total above the mandate amount is MANDATE_LIMIT_EXCEEDED with the limit and the total", async () => {
