@@ -54,6 +54,25 @@ interface Result {
   /** Statements per journey through this process's pool (null when the actor host runs elsewhere). */
   statements: number | null;
   load: string;
+  /** Where the CPU and the writes go, per journey (see `Work`). */
+  work: Work;
+}
+
+/**
+ * Per completed journey, besides the table's CPU figures: the split of this process's and the backends' CPU into user
+ * and kernel time, the whole Postgres server's CPU (embedded only: every process pg_stat_activity lists, so WAL
+ * writer, checkpointer, I/O workers and the autovacuum launcher count too; the external server is shared), and the
+ * server's WAL (embedded: exact; external: every database's writes count).
+ */
+interface Work {
+  selfUser: number;
+  selfSys: number;
+  backendUser: number;
+  backendSys: number;
+  server: number | null;
+  walBytes: number;
+  walRecords: number;
+  walFpi: number;
 }
 
 /** A running service under test: where to send requests, its pool, and processes whose CPU counts. */
@@ -62,6 +81,8 @@ interface Service {
   sql: Sql;
   childPid?: number;
   actorsInProcess: boolean;
+  /** The service runs its own embedded Postgres (the whole server is the run's). */
+  embedded?: boolean;
   stop(): Promise<void>;
 }
 
@@ -76,19 +97,48 @@ async function json(url: string, path: string, init: { method?: string; headers?
 
 /** utime + stime of a process in milliseconds (0 when it is gone). */
 async function cpuMsOf(pid: number): Promise<number> {
+  const [user, sys] = await cpuSplitOf(pid);
+  return user + sys;
+}
+
+/** utime and stime of a process in milliseconds ([0, 0] when it is gone). */
+async function cpuSplitOf(pid: number): Promise<[number, number]> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+    return [(Number(fields[11]) * 1000) / TICKS_PER_SECOND, (Number(fields[12]) * 1000) / TICKS_PER_SECOND];
   } catch {
-    return 0;
+    return [0, 0];
   }
 }
 
-async function backendCpu(sql: Sql, pids: number[]): Promise<Map<number, number>> {
-  const out = new Map<number, number>();
-  for (const pid of pids) out.set(pid, await cpuMsOf(pid));
+async function backendCpu(sql: Sql, pids: number[]): Promise<Map<number, [number, number]>> {
+  const out = new Map<number, [number, number]>();
+  for (const pid of pids) out.set(pid, await cpuSplitOf(pid));
   return out;
+}
+
+/** Summed CPU growth (user, kernel) of the processes in `before`, a process gone since counting nothing more. */
+function cpuGrowth(before: Map<number, [number, number]>, after: Map<number, [number, number]>): [number, number] {
+  let user = 0;
+  let sys = 0;
+  for (const [pid, [u, s]] of before) {
+    const [u2, s2] = after.get(pid) ?? [u, s];
+    user += Math.max(0, u2 - u);
+    sys += Math.max(0, s2 - s);
+  }
+  return [user, sys];
+}
+
+/**
+ * The server's WAL so far: the insert position in bytes (exact at the moment it is read), and records and full-page
+ * images from pg_stat_wal (each backend adds its counts when it goes idle, at most once a second: read at both ends of
+ * a steady window, the lag cancels out).
+ */
+async function walCounters(sql: Sql): Promise<[number, number, number]> {
+  const [w] = await sql<{ lsn: string; wal_records: string; wal_fpi: string }[]>`
+    SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn AS lsn, wal_records, wal_fpi FROM pg_stat_wal`;
+  return [Number(w!.lsn), Number(w!.wal_records), Number(w!.wal_fpi)];
 }
 
 const TABLE_STATS = process.env.BENCH_TABLE_STATS === "1";
@@ -163,7 +213,12 @@ async function run(target: string, svc: Service): Promise<Result> {
   await Bun.sleep(WARMUP_SECONDS * 1000);
   // the pool is warm by now: its backends are the ones that serve the measured window
   const backends = (await svc.sql<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).map((r) => r.pid);
-  const pgBefore = await backendCpu(svc.sql, backends);
+  // the whole server (embedded only: the external one serves other databases too), auxiliary processes included
+  // (read together with the backends, from the same /proc snapshot, so that the server's figure includes theirs)
+  const serverPids = svc.embedded ? (await svc.sql<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()`).map((r) => r.pid) : [];
+  const watched = [...new Set([...backends, ...serverPids])];
+  const cpuBefore = await backendCpu(svc.sql, watched);
+  const walBefore = await walCounters(svc.sql);
   const tablesBefore = TABLE_STATS ? await tableStats(svc.sql) : null;
   const finishedBefore = finished;
   const childBefore = svc.childPid ? await cpuMsOf(svc.childPid) : 0;
@@ -173,20 +228,25 @@ async function run(target: string, svc: Service): Promise<Result> {
   await Bun.sleep(SECONDS * 1000);
   measuring = false;
   const elapsed = (performance.now() - start) / 1000;
+  const finishedAtStop = finished;
   const self = process.cpuUsage(selfBefore);
   const childAfter = svc.childPid ? await cpuMsOf(svc.childPid) : 0;
-  const pgAfter = await backendCpu(svc.sql, backends);
+  const cpuAfter = await backendCpu(svc.sql, watched);
+  const walAfter = await walCounters(svc.sql);
   const load = await loadAverage();
   stop = true;
   await Promise.all(workers);
   if (tablesBefore) await Bun.sleep(1200); // backends flush their table counters at most once a second
   const tablesAfter = tablesBefore ? await tableStats(svc.sql) : null;
   svc.sql.options.debug = false;
+  const finishedInWindow = Math.max(1, finishedAtStop - finishedBefore);
   lat.sort((a, b) => a - b);
   const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] ?? NaN;
   const n = Math.max(1, lat.length);
-  let pgMs = 0;
-  for (const [pid, before] of pgBefore) pgMs += Math.max(0, (pgAfter.get(pid) ?? before) - before);
+  const only = (m: Map<number, [number, number]>, pids: number[]) => new Map(pids.map((pid) => [pid, m.get(pid) ?? ([0, 0] as [number, number])]));
+  const [pgUser, pgSys] = cpuGrowth(only(cpuBefore, backends), cpuAfter);
+  const pgMs = pgUser + pgSys;
+  const [serverUser, serverSys] = cpuGrowth(only(cpuBefore, serverPids), cpuAfter);
   if (tablesBefore && tablesAfter) {
     printTableStats(target, tablesBefore, tablesAfter, finished - finishedBefore);
     const sizes = await svc.sql`SELECT kind, count(*)::int AS n, avg(pg_column_size(state))::int AS state_bytes, avg(pg_column_size(s.*))::int AS row_bytes,
@@ -205,6 +265,17 @@ async function run(target: string, svc: Service): Promise<Result> {
     cpuPostgres: pgMs / n,
     statements: svc.actorsInProcess ? statements / n : null,
     load,
+    work: {
+      selfUser: self.user / 1000 / n,
+      selfSys: self.system / 1000 / n,
+      backendUser: pgUser / n,
+      backendSys: pgSys / n,
+      server: svc.embedded ? (serverUser + serverSys) / n : null,
+      // per journey completed in the window (those in flight at either end about cancel out)
+      walBytes: (walAfter[0] - walBefore[0]) / finishedInWindow,
+      walRecords: (walAfter[1] - walBefore[1]) / finishedInWindow,
+      walFpi: (walAfter[2] - walBefore[2]) / finishedInWindow,
+    },
   };
 }
 
@@ -229,6 +300,7 @@ async function scratchDatabase(): Promise<{ url: string; drop(): Promise<void> }
 }
 
 async function startInProcess(databaseUrl: string): Promise<Service> {
+  const embedded = !databaseUrl;
   const dir = await mkdtemp(join(tmpdir(), "acs-bench-checkout-"));
   await chmod(dir, 0o755); // embedded Postgres may run initdb as another user
   const running = await boot({
@@ -240,6 +312,7 @@ async function startInProcess(databaseUrl: string): Promise<Service> {
     url: running.url,
     sql: running.db.sql,
     actorsInProcess: true,
+    embedded,
     async stop() {
       await running.stop();
       await rm(dir, { recursive: true, force: true });
@@ -329,6 +402,16 @@ console.log("|---|---|---|---|---|---|---|---|---|---|---|");
 for (const r of results) {
   console.log(
     `| ${r.target} | ${r.perSec.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.journeys} | ${r.errors} | ${f(r.cpuSelf, 2)} | ${f(r.cpuChild, 2)} | ${f(r.cpuPostgres, 2)} | ${f(r.statements)} | ${r.load} |`,
+  );
+}
+console.log("\nPer completed journey: CPU ms user / kernel (bench process; Postgres backends of the run's database), the whole");
+console.log("embedded server's CPU ms (every process pg_stat_activity lists), and the server's WAL (external: all its databases).\n");
+console.log("| target | bench user / kernel | backends user / kernel | whole server (embedded) | WAL bytes | WAL records | full-page images |");
+console.log("|---|---|---|---|---|---|---|");
+for (const r of results) {
+  const w = r.work;
+  console.log(
+    `| ${r.target} | ${w.selfUser.toFixed(2)} / ${w.selfSys.toFixed(2)} | ${w.backendUser.toFixed(2)} / ${w.backendSys.toFixed(2)} | ${f(w.server, 2)} | ${w.walBytes.toFixed(0)} | ${w.walRecords.toFixed(1)} | ${w.walFpi.toFixed(2)} |`,
   );
 }
 process.exit(0);

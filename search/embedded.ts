@@ -165,6 +165,10 @@ export function idOrderKey(id: string): number {
   return k;
 }
 
+/** selectWindow's scratch: the matching rows and a copy of their text scores (quickselect permutes it). */
+let selRows = new Int32Array(1024);
+let selText = new Float64Array(1024);
+
 /**
  * The first `window` rows (those with `raw >= 0`) ordered by text desc, raw desc, id asc, without a comparator
  * over every row: quickselect on text, then on raw among the rows tied at the text cut, then on the ids' order
@@ -188,21 +192,38 @@ export function selectWindow(
     return ia < ib ? -1 : ia > ib ? 1 : 0;
   };
   const cmp = (a: number, b: number) => text[b]! - text[a]! || raw[b]! - raw[a]! || byId(a, b);
-  let kept: number[] = [];
-  for (let r = 0; r < rows; r++) if (raw[r]! >= 0) kept.push(r);
-  if (kept.length > window) {
-    const scratch = new Float64Array(kept.length);
-    for (let j = 0; j < kept.length; j++) scratch[j] = text[kept[j]!]!;
-    const textCut = kthLargest(scratch, kept.length, window);
+  // the matching rows and their text scores in reused scratch (a JS array of every match and a fresh copy of
+  // its scores per query were garbage)
+  if (selRows.length < rows) {
+    selRows = new Int32Array(Math.max(rows, selRows.length * 2));
+    selText = new Float64Array(selRows.length);
+  }
+  const matches = selRows;
+  const scratch = selText;
+  let m = 0;
+  for (let r = 0; r < rows; r++) {
+    if (raw[r]! >= 0) {
+      matches[m] = r;
+      scratch[m] = text[r]!;
+      m++;
+    }
+  }
+  let kept: number[];
+  if (m <= window) {
+    kept = new Array<number>(m);
+    for (let j = 0; j < m; j++) kept[j] = matches[j]!;
+  } else {
+    const textCut = kthLargest(scratch, m, window);
     const above: number[] = [];
     let ties: number[] = [];
-    for (const r of kept) {
+    for (let j = 0; j < m; j++) {
+      const r = matches[j]!;
       if (text[r]! > textCut) above.push(r);
       else if (text[r] === textCut) ties.push(r);
     }
     let need = window - above.length;
     if (ties.length > need) {
-      const rs = new Float64Array(ties.length);
+      const rs = scratch; // free again once the text cut is known; ties.length <= m
       for (let j = 0; j < ties.length; j++) rs[j] = raw[ties[j]!]!;
       const rawCut = kthLargest(rs, ties.length, need);
       let ties2: number[] = [];

@@ -82,8 +82,9 @@ export interface Candidate {
 
 /**
  * Candidates as parallel arrays, without an object per candidate: `ids[i]`, `textScores[i]`, `refs[i]` (−1 for a
- * document without a ref) for i < length, in the order `query` would return them. The arrays are the engine's
- * scratch: valid until its next query or write, so the caller ranks them right away (synchronously).
+ * document without a ref) for i < length, in the order `query` would return them, each id (and so each ref) at
+ * most once: ranking takes them without de-duplicating. The arrays are the engine's scratch: valid until its next
+ * query or write, so the caller ranks them right away (synchronously).
  */
 export interface CandidateWindow {
   length: number;

@@ -981,40 +981,47 @@ function rankFromColumns(
     dTrust = new Float64Array(n);
     dKey = new Float64Array(n);
   }
-  if (refSeen.length < 2 * nRefs) {
-    refSeen = new Int32Array(Math.max(2 * nRefs, refSeen.length * 2));
-    refEpoch = 0;
-  }
-  if (++refEpoch === 0x7fff_ffff) {
-    refSeen.fill(0);
-    refEpoch = 1;
-  }
-  // each ref once, with its best text score (engines return an id once; the rule matters for merged lists)
   let n = 0;
-  for (let i = 0; i < count; i++) {
-    let ref: number;
-    let textScore: number;
-    if (win !== undefined) {
-      ref = win.refs[i]!;
-      textScore = win.textScores[i]!;
-      if (!(ref >= 0 && ref < nRefs) || ids[ref] !== win.ids[i]) return null;
-    } else {
+  if (win !== undefined) {
+    // the embedded engine's window holds each of its slots once and a slot's id once, so each ref once: no
+    // dedupe (its table was a random read and write per candidate)
+    const wRefs = win.refs;
+    const wIds = win.ids;
+    const wText = win.textScores;
+    for (let i = 0; i < count; i++) {
+      const ref = wRefs[i]!;
+      if (!(ref >= 0 && ref < nRefs) || ids[ref] !== wIds[i]) return null;
+      dRef[i] = ref;
+      dText[i] = wText[i]!;
+    }
+    n = count;
+  } else {
+    if (refSeen.length < 2 * nRefs) {
+      refSeen = new Int32Array(Math.max(2 * nRefs, refSeen.length * 2));
+      refEpoch = 0;
+    }
+    if (++refEpoch === 0x7fff_ffff) {
+      refSeen.fill(0);
+      refEpoch = 1;
+    }
+    // each ref once, with its best text score (engines return an id once; the rule matters for merged lists)
+    for (let i = 0; i < count; i++) {
       const c = cands[i]!;
       if (c.ref === undefined || !(c.ref < nRefs) || ids[c.ref] !== c.id) return null;
-      ref = c.ref;
-      textScore = c.textScore;
+      const ref = c.ref;
+      const textScore = c.textScore;
+      const seen = 2 * ref;
+      if (refSeen[seen] === refEpoch) {
+        const at = refSeen[seen + 1]!;
+        dText[at] = Math.max(dText[at]!, textScore);
+        continue;
+      }
+      refSeen[seen] = refEpoch;
+      refSeen[seen + 1] = n;
+      dRef[n] = ref;
+      dText[n] = textScore;
+      n++;
     }
-    const seen = 2 * ref;
-    if (refSeen[seen] === refEpoch) {
-      const at = refSeen[seen + 1]!;
-      dText[at] = Math.max(dText[at]!, textScore);
-      continue;
-    }
-    refSeen[seen] = refEpoch;
-    refSeen[seen + 1] = n;
-    dRef[n] = ref;
-    dText[n] = textScore;
-    n++;
   }
 
   const f = req.filters;
