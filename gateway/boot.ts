@@ -22,6 +22,8 @@ import { registerPartitionSource, registry } from "../infra/metrics.ts";
 import { primeLoginTiming } from "../infra/passwords.ts";
 import { createApp } from "./app.ts";
 import { SERVER_BODY_CAP } from "./plugins/body-limit.ts";
+import { requestIdFor } from "./plugins/request-id.ts";
+import { errorBody } from "./envelope.ts";
 import type { Services } from "./services.ts";
 import type { GatewayModule } from "./rest/index.ts";
 import type { McpGateway } from "./mcp/server.ts";
@@ -188,11 +190,13 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       const metricsServer = Bun.serve({
         hostname: config.HOST,
         port: config.METRICS_PORT,
+        // every answer carries X-Request-Id like the gateway's (audit O-3), and a 404 is the service's envelope
         async fetch(req) {
           const path = new URL(req.url).pathname;
-          if (path === "/metrics") return new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } });
-          if (path === "/health") return Response.json({ success: true, data: { role: "actors", status: "ok" } });
-          return Response.json({ success: false, error: "not found", code: "route_not_found" }, { status: 404 });
+          const headers = { "x-request-id": requestIdFor(req) };
+          if (path === "/metrics") return new Response(await registry.metrics(), { headers: { ...headers, "content-type": registry.contentType } });
+          if (path === "/health") return Response.json({ success: true, data: { role: "actors", status: "ok" } }, { headers });
+          return Response.json(errorBody("route_not_found", "No such route on an actor host: it answers /metrics and /health."), { status: 404, headers });
         },
       });
       port = metricsServer.port ?? 0;

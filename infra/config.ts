@@ -129,12 +129,27 @@ export const CONFIG_VARS = {
   RETENTION_CART_GRACE_DAYS: {
     schema: T.Integer({ minimum: 0 }),
     default: 7,
-    doc: "Days after a cart's expiry before its state is deleted (carts named by an order, a protocol session or an x402 payment are kept).",
+    doc: "Days after a cart's expiry before its state is deleted (carts named by an order, an AP2 mandate binding or an x402 payment are kept; an ACP/UCP session is deleted with its cart).",
   },
   RETENTION_WEBHOOK_EVENT_DAYS: {
     schema: T.Integer({ minimum: 0 }),
     default: 30,
     doc: "Days after dispatch before a webhook outbox event that got no delivery (no endpoint subscribed) is deleted; events with deliveries are kept.",
+  },
+  RETENTION_WEBHOOK_DELIVERY_DAYS: {
+    schema: T.Integer({ minimum: 0 }),
+    default: 30,
+    doc: "Days after a webhook delivery finished before it and its attempt log are deleted (its event then goes once it has no delivery left): a delivered one counts from its delivery, a dead one from its last attempt (its creation if never tried), not from when it was marked dead; pending and failed deliveries are kept.",
+  },
+  RETENTION_BRIDGE_IDEMPOTENCY_DAYS: {
+    schema: T.Integer({ minimum: 0 }),
+    default: 7,
+    doc: "Days an ACP/UCP/AP2 Idempotency-Key record is kept after its last claim's lease ended: the key replays its answer at least that long, then runs as new.",
+  },
+  RETENTION_RESERVATION_GRACE_DAYS: {
+    schema: T.Integer({ minimum: 0 }),
+    default: 7,
+    doc: "Days after a stock reservation was released or given back before it is deleted, once its order is no longer pending and its cart has nothing due (held and committed reservations, and the one of the order's last attempt, are kept).",
   },
 } as const satisfies Record<string, { schema: TSchema; default: unknown; doc: string }>;
 
@@ -143,9 +158,33 @@ export type Config = { -readonly [K in keyof Vars]: Static<Vars[K]["schema"]> };
 
 export class ConfigError extends Error {
   constructor(readonly variable: string, allowed: string, got: string) {
-    super(`config: ${variable}=${JSON.stringify(got)} is invalid; allowed: ${allowed}`);
+    super(`config: ${variable}=${shownValue(variable, got)} is invalid; allowed: ${allowed}`);
     this.name = "ConfigError";
   }
+}
+
+/**
+ * A refused setting's value as the start-up error shows it (audit O-2: ADMIN_PASSWORD and a DATABASE_URL's password
+ * reached stderr and the process manager's log): a secret's value is not shown at all, a URL only by its scheme and
+ * host; every other value is quoted as it was given, so the operator sees the typo.
+ */
+export function shownValue(variable: string, raw: string): string {
+  if (/PASSWORD|SECRET|TOKEN|(^|_)KEY$/.test(variable)) return "<hidden>";
+  if (/_URLS?$/.test(variable) && variable !== "SITE_URL") {
+    // SITE_URL is the public origin, shown as given; other URLs may carry credentials
+    // only the scheme and host (review RD-3: a password with "@" or "/", a libpq "password=" string or a
+    // ?password= parameter slipped past a credentials pattern); the scheme is what the pattern usually refuses
+    try {
+      const u = new URL(raw);
+      // the host as parsed, only when it stands after the last "@" as written: a password starting with digits then
+      // "#" or "?" is parsed into the host and port (final read RG-1)
+      const shownHost = raw.indexOf(u.host, raw.lastIndexOf("@") + 1) >= 0 ? u.host : "<hidden>";
+      return JSON.stringify(`${u.protocol}//${shownHost}`) + " (the rest hidden)";
+    } catch {
+      return `<hidden, not a URL: ${raw.length} characters>`;
+    }
+  }
+  return JSON.stringify(raw);
 }
 
 function describe(schema: TSchema): string {
@@ -196,7 +235,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError("LOGIN_LIMIT_PER_EMAIL", `an integer above LOGIN_LIMIT_PER_IP (${config.LOGIN_LIMIT_PER_IP})`, String(config.LOGIN_LIMIT_PER_EMAIL));
   }
   if (config.SECRET_KEY && !/^[0-9a-fA-F]{64}$/.test(config.SECRET_KEY)) {
-    throw new ConfigError("SECRET_KEY", "64 hexadecimal characters (32 bytes)", "<redacted>");
+    throw new ConfigError("SECRET_KEY", "64 hexadecimal characters (32 bytes)", config.SECRET_KEY); // shown as <hidden>
   }
   return config;
 }

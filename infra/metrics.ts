@@ -225,6 +225,13 @@ export const actorFencingConflicts = new Counter({
   registers: [registry],
 });
 
+export const actorLockConflicts = new Counter({
+  name: "actor_lock_conflicts_total",
+  help: "Turns failed by a deadlock (40P01) or serialization failure (40001) between concurrent turns: a lock-order bug, answered 503.",
+  labelNames: ["kind", "sqlstate"] as const,
+  registers: [registry],
+});
+
 export interface ActorStatsSource {
   activationCounts(): Record<string, number>;
   mailboxDepths(): Record<string, number>;

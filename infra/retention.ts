@@ -16,15 +16,46 @@
  *    and that no order, ACP/UCP/AP2 session or x402 row names. A cart with an order is part of that order's history
  *    (the bridges read a session's paid orders through its cart); COMPLETED and CHECKOUT carts are never deleted. A
  *    deleted cart reads as CART_NOT_FOUND, the answer an expired one already gets.
- *  - `webhook_events`: dispatched events that got no delivery (the store had no endpoint subscribed), older than
- *    RETENTION_WEBHOOK_EVENT_DAYS. Events with a delivery stay: the dashboard's delivery list shows them and any
- *    delivery can be redelivered from its event's payload (a delivery-history retention is a product choice).
+ *  - `bridge_sessions` (ACP/UCP; session 9): a session is read for its status and, through its cart, for its paid
+ *    orders. It goes together with its cart: when the cart is one the cart rule would delete but for the session naming
+ *    it (so no order names it, it is not COMPLETED or CHECKOUT, its expiry passed more than the cart grace ago, its
+ *    checkout session ended, nothing is due for it), the session was not changed within the grace and no write holds
+ *    its claim (by the database's clock, which set the claim). This rule runs before the cart rule, which then deletes
+ *    the cart in the same run. AP2 rows are never deleted: each binds a signed mandate to the one cart it pays, and a
+ *    mandate need not expire.
+ *  - `bridge_idempotency` (session 9): an Idempotency-Key record whose last claim's lease ended more than
+ *    RETENTION_BRIDGE_IDEMPOTENCY_DAYS ago (never a claim not yet filled in while its lease is live by the database's
+ *    clock). The key then runs as new; every bridged payment also lands on the cart's own session idempotency (a
+ *    derived key), so a late repeat never charges twice.
+ *  - `stock_reservations` (session 9): released and returned reservations (they hold nothing) unchanged for
+ *    RETENTION_RESERVATION_GRACE_DAYS, once their order is no longer pending and the order's cart has no reminder due,
+ *    except the row of the order's last attempt (`orders.intent_id`). A released row is what refuses a replay of its
+ *    reservation id (actors/store/commerce.ts `priorOf`); a replay comes only from the cart's own live checkout (its
+ *    turn, its re-drive, an ask's retries). Without a row, a begin of an earlier attempt of an order that moved on is
+ *    refused anyway (`gone`, STATE_EXECUTION_BLOCKED), but the last attempt's id would be answered from the order as
+ *    held (`priorOf`'s fallback; a canceled order's `released` mark exists to refuse exactly that), so that one row per
+ *    order stays. Held rows (live stock) and committed ones (a merchant's cancel gives their units back: refund-flow.ts
+ *    `returnSoldStock`) are never deleted.
+ *  - `webhook_deliveries` (session 9): deliveries finished (delivered, or dead) more than
+ *    RETENTION_WEBHOOK_DELIVERY_DAYS ago, with their attempt log (ON DELETE CASCADE). Pending and failed ones stay
+ *    (they are still being tried). A delivered one is aged from `delivered_at`; a dead one from its last attempt (its
+ *    creation if never tried), not from when it was marked dead: no column records that, and the retry horizon and an
+ *    endpoint's deletion mark a delivery dead without a new attempt (review RB-4; docs/webhooks.md says so). Runs
+ *    before the event rule, which then takes the events left without a delivery.
+ *  - `webhook_events`: dispatched events that got no delivery (the store had no endpoint subscribed, or their
+ *    deliveries were deleted by the rule above), older than RETENTION_WEBHOOK_EVENT_DAYS. Events with a delivery stay:
+ *    the dashboard's delivery list shows them and any delivery can be redelivered from its event's payload.
+ *  - `ap2_key_nonces` (session 9; until then swept inside every registration challenge's transaction): nonces that
+ *    expired more than an hour ago by the job's clock and have expired by the database's, which decides expiry (the
+ *    hour and the database check cover a host whose clock runs ahead). The per-key bound on live nonces stays on the
+ *    request path (gateway/bridge/ap2-keys.ts).
  *  - `oauth_clients` (audit W-1; the rule is gateway/oauth/clients.ts `deleteUnusedClients`, next to the stamping of
  *    a client's use): registered clients without an owner that no user authorized within 24 h of registering, or
  *    unused for 31 days (a refresh token's life and a day). Clients registered with a user session stay.
  */
+import type { SqlFragment } from "../actors/runtime/state-write.ts";
 import { deleteUnusedClients } from "../gateway/oauth/clients.ts";
-import type { Config } from "./config.ts";
+import { CONFIG_VARS, type Config } from "./config.ts";
 import type { Sql } from "./db.ts";
 import type { Logger } from "./log.ts";
 import { UUID_HEX } from "./uuid.ts";
@@ -33,7 +64,13 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** A run stops starting new batches after this long; the next interval goes on where it stopped. */
 const RUN_BUDGET_MS = 60_000;
 
-export type RetentionSettings = Pick<Config, "RETENTION_BATCH" | "RETENTION_OAUTH_GRACE_DAYS" | "RETENTION_CART_GRACE_DAYS" | "RETENTION_WEBHOOK_EVENT_DAYS">;
+/** The settings added in session 9 may be left out (their defaults apply), so callers written before them still hold. */
+type LaterSettings = "RETENTION_WEBHOOK_DELIVERY_DAYS" | "RETENTION_BRIDGE_IDEMPOTENCY_DAYS" | "RETENTION_RESERVATION_GRACE_DAYS";
+export type RetentionSettings = Pick<Config, "RETENTION_BATCH" | "RETENTION_OAUTH_GRACE_DAYS" | "RETENTION_CART_GRACE_DAYS" | "RETENTION_WEBHOOK_EVENT_DAYS"> &
+  Partial<Pick<Config, LaterSettings>>;
+const days = (s: RetentionSettings, k: LaterSettings): number => s[k] ?? CONFIG_VARS[k].default;
+/** How long after its expiry an AP2 registration nonce is deleted: the database's clock decides expiry, not ours. */
+const NONCE_GRACE_MS = 60 * 60 * 1000;
 
 /** One rule: deletes at most `batch` rows whose time has come at `nowMs`, returns how many it deleted. */
 type Rule = (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => Promise<number>;
@@ -60,6 +97,21 @@ export const RETENTION_RULES: Record<string, Rule> = {
     return res.count;
   },
 
+  // Before `carts`: a session deleted here lets its cart go in the same run.
+  async bridge_sessions(sql, s, nowMs, batch) {
+    const res = await sql`
+      DELETE FROM bridge_sessions WHERE id IN (
+        SELECT b.id FROM bridge_sessions b
+        JOIN actor_state st ON st.kind = 'cart' AND st.id = b.cart_id::text
+        WHERE b.protocol IN ('acp', 'ucp') AND b.updated_at < ${new Date(nowMs - s.RETENTION_CART_GRACE_DAYS * DAY_MS)}
+          -- a write's claim is judged by the database's clock, which set it (withSessionClaim): a job host whose
+          -- clock runs ahead must not take a live claim for an ended one (review RB-3)
+          AND (b.claimed_until IS NULL OR b.claimed_until < now())
+          AND ${cartOutOfUse(sql, s, nowMs, sql`st`, sql`b.cart_id`)}
+        LIMIT ${batch} FOR UPDATE OF b SKIP LOCKED)`;
+    return res.count;
+  },
+
   async carts(sql, s, nowMs, batch) {
     const res = await sql`
       DELETE FROM actor_state WHERE kind = 'cart' AND id IN (
@@ -67,16 +119,46 @@ export const RETENTION_RULES: Record<string, Rule> = {
         -- every cart id is a uuid (the create message's); the CASE keeps the cast from ever seeing another id
         CROSS JOIN LATERAL (SELECT CASE WHEN st.id ~* ${UUID} THEN st.id::uuid END AS cart_id) c
         WHERE st.kind = 'cart' AND c.cart_id IS NOT NULL
-          AND st.state->'cart'->>'status' IN ('OPEN', 'EXPIRED', 'ABANDONED', 'REPLACED')
-          AND (st.state->'cart'->>'expiresAt')::bigint < ${nowMs - s.RETENTION_CART_GRACE_DAYS * DAY_MS}
-          AND (jsonb_typeof(st.state->'session') IS DISTINCT FROM 'object'
-               OR st.state->'session'->>'status' IN ('COMPLETED', 'FAILED', 'EXPIRED', 'CANCELED'))
-          AND NOT EXISTS (SELECT 1 FROM actor_reminders r WHERE r.kind = 'cart' AND r.id = st.id)
-          AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.cart_id = c.cart_id)
+          AND ${cartOutOfUse(sql, s, nowMs, sql`st`, sql`c.cart_id`)}
           AND NOT EXISTS (SELECT 1 FROM bridge_sessions b WHERE b.cart_id = c.cart_id)
-          AND NOT EXISTS (SELECT 1 FROM x402_intents x WHERE x.cart_id = st.id)
-          AND NOT EXISTS (SELECT 1 FROM x402_authorizations x WHERE x.cart_id = st.id)
         LIMIT ${batch} FOR UPDATE OF st SKIP LOCKED)`;
+    return res.count;
+  },
+
+  async bridge_idempotency(sql, s, nowMs, batch) {
+    const res = await sql`
+      DELETE FROM bridge_idempotency WHERE (protocol, agent_key_id, key) IN (
+        SELECT protocol, agent_key_id, key FROM bridge_idempotency
+        WHERE claimed_until < ${new Date(nowMs - days(s, "RETENTION_BRIDGE_IDEMPOTENCY_DAYS") * DAY_MS)}
+          -- never a claim not yet filled in that the database's clock (which set its lease) still counts as live
+          AND (status IS NOT NULL OR claimed_until < now())
+        LIMIT ${batch} FOR UPDATE SKIP LOCKED)`;
+    return res.count;
+  },
+
+  async stock_reservations(sql, s, nowMs, batch) {
+    const res = await sql`
+      DELETE FROM stock_reservations WHERE id IN (
+        SELECT r.id FROM stock_reservations r
+        JOIN orders o ON o.id = r.order_id
+        WHERE r.status IN ('released', 'returned') AND r.updated_at < ${new Date(nowMs - days(s, "RETENTION_RESERVATION_GRACE_DAYS") * DAY_MS)}
+          AND o.status <> 'pending'
+          -- the order's last attempt (its intent_id) keeps its row: with none, priorOf answers that id from the
+          -- order as held; its released mark (cancelPendingOrderRows) is what refuses it (review RB-1)
+          AND r.id IS DISTINCT FROM o.intent_id
+          AND (o.cart_id IS NULL OR NOT EXISTS (SELECT 1 FROM actor_reminders m WHERE m.kind = 'cart' AND m.id = o.cart_id::text))
+        LIMIT ${batch} FOR UPDATE OF r SKIP LOCKED)`;
+    return res.count;
+  },
+
+  // Before `webhook_events`: an event whose deliveries went here goes in the same run (if old enough).
+  async webhook_deliveries(sql, s, nowMs, batch) {
+    const res = await sql`
+      DELETE FROM webhook_deliveries WHERE id IN (
+        SELECT id FROM webhook_deliveries
+        WHERE status IN ('delivered', 'dead')
+          AND COALESCE(delivered_at, last_attempt_at, created_at) < ${new Date(nowMs - days(s, "RETENTION_WEBHOOK_DELIVERY_DAYS") * DAY_MS)}
+        LIMIT ${batch} FOR UPDATE SKIP LOCKED)`;
     return res.count;
   },
 
@@ -91,7 +173,32 @@ export const RETENTION_RULES: Record<string, Rule> = {
   },
 
   oauth_clients: (sql, _s, nowMs, batch) => deleteUnusedClients(sql, nowMs, batch),
+
+  async ap2_key_nonces(sql, _s, nowMs, batch) {
+    const res = await sql`
+      DELETE FROM ap2_key_nonces WHERE nonce IN (
+        SELECT nonce FROM ap2_key_nonces WHERE expires_at < ${new Date(nowMs - NONCE_GRACE_MS)} AND expires_at < now()
+        LIMIT ${batch} FOR UPDATE SKIP LOCKED)`;
+    return res.count;
+  },
 };
+
+/**
+ * A cart nothing uses any more, but for a protocol session naming it (each caller says how it treats those): OPEN,
+ * EXPIRED, ABANDONED or REPLACED, its sliding expiry more than the cart grace ago, its checkout session (if any)
+ * ended, nothing due for it, and no order or x402 row naming it. `st` is its actor_state row, `cartId` its id as uuid.
+ * One condition for the cart rule and the bridge-session rule, so a session goes exactly when its cart may.
+ */
+function cartOutOfUse(sql: Sql, s: RetentionSettings, nowMs: number, st: SqlFragment, cartId: SqlFragment): SqlFragment {
+  return sql`${st}.state->'cart'->>'status' IN ('OPEN', 'EXPIRED', 'ABANDONED', 'REPLACED')
+          AND (${st}.state->'cart'->>'expiresAt')::bigint < ${nowMs - s.RETENTION_CART_GRACE_DAYS * DAY_MS}
+          AND (jsonb_typeof(${st}.state->'session') IS DISTINCT FROM 'object'
+               OR ${st}.state->'session'->>'status' IN ('COMPLETED', 'FAILED', 'EXPIRED', 'CANCELED'))
+          AND NOT EXISTS (SELECT 1 FROM actor_reminders r WHERE r.kind = 'cart' AND r.id = ${st}.id)
+          AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.cart_id = ${cartId})
+          AND NOT EXISTS (SELECT 1 FROM x402_intents x WHERE x.cart_id = ${st}.id)
+          AND NOT EXISTS (SELECT 1 FROM x402_authorizations x WHERE x.cart_id = ${st}.id)`;
+}
 
 /** One pass of every rule, batch after batch until each is done or the budget is spent. Returns deletions per rule. */
 export async function runRetention(sql: Sql, s: RetentionSettings, nowMs: number, budgetMs = RUN_BUDGET_MS): Promise<Record<string, number>> {

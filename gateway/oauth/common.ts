@@ -4,6 +4,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { toBase62 } from "../../actors/agent/keys.ts";
+import { isInputDataError } from "../../actors/runtime/errors.ts";
 import type { Services } from "../services.ts";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
@@ -135,19 +136,27 @@ export function oauthErrorBody(err: OAuthError): { success: false; error: string
   return { success: false, error: err.error, error_description: err.description, code: err.error };
 }
 
+/** What an OAuth endpoint answers for a value its database refused (`isInputDataError`: a NUL byte, say). */
+export const UNACCEPTABLE_VALUE = "A value in the request is not acceptable (for example a NUL byte, broken Unicode text or an out-of-range number).";
+
 /**
  * The error half every OAuth endpoint shares: an OAuthError thrown by `run` is answered as its RFC 6749 §5.2 body
  * with its status and Retry-After if it has one (`onOAuthError` may add a header first); anything else goes on to
- * the global error handler.
+ * the global error handler. A value the database refuses (a NUL byte in a client id, a client name or a token:
+ * Postgres class 22) is the caller's bad request, answered as the OAuth error `inputError` (RFC 6749's
+ * `invalid_request`; the registration endpoint's is RFC 7591's `invalid_client_metadata`), not the global handler's
+ * generic body, whose `error` is a sentence no OAuth client can branch on (audit F-7).
  */
 export async function answerOAuthErrors<T>(
   set: { status?: number | string; headers: Record<string, string | number> },
   run: () => Promise<T>,
   onOAuthError?: (err: OAuthError) => void,
+  inputError: Extract<OAuthErrorCode, "invalid_request" | "invalid_client_metadata"> = "invalid_request",
 ): Promise<T | ReturnType<typeof oauthErrorBody>> {
   try {
     return await run();
-  } catch (err) {
+  } catch (thrown) {
+    const err = isInputDataError(thrown) ? new OAuthError(inputError, UNACCEPTABLE_VALUE) : thrown;
     if (!(err instanceof OAuthError)) throw err;
     set.status = err.status;
     if (err.retryAfterSeconds !== undefined) set.headers["retry-after"] = String(err.retryAfterSeconds);

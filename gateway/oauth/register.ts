@@ -132,7 +132,7 @@ export function registrationRoutes(svc: Services) {
           token_endpoint_auth_method: method,
           scope: ordered.join(" "),
         };
-      });
+      }, undefined, "invalid_client_metadata"); // a value the database refuses (a NUL byte) is RFC 7591's metadata error
     },
     {
       body: t.Unknown(),

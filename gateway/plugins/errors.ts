@@ -12,7 +12,7 @@ import { ActorError, ERROR_TABLE, isInputDataError } from "../../actors/runtime/
 import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
 import { AGENT_API_BASE } from "../../actors/agent/access.ts";
-import { pathOf } from "../url-path.ts";
+import { loggedPath, pathOf } from "../url-path.ts";
 import { ECHO_MAX_CHARS, errorBody, type ErrorBody } from "../envelope.ts";
 import { bridgeErrorBody, errorShapeOf } from "../bridge/error-shape.ts";
 import { dashboardEdgeAnswer } from "../dashboard/edge.ts";
@@ -218,7 +218,7 @@ function envelopeOf(code: unknown, error: unknown, set: FailureSet, failure: Fai
     // once per DB_LOG_EVERY_MS with a count: under load an outage fails thousands of requests a second
     const now = Date.now();
     if (now - dbLog.lastAt >= DB_LOG_EVERY_MS) {
-      log.warn("database unavailable", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: (error as Error).message, alsoRefusedSinceLastLine: dbLog.suppressed });
+      log.warn("database unavailable", { requestId: headers["x-request-id"], path: loggedPath(new URL(request.url).pathname), error: (error as Error).message, alsoRefusedSinceLastLine: dbLog.suppressed });
       dbLog.lastAt = now;
       dbLog.suppressed = 0;
     } else dbLog.suppressed++;
@@ -272,7 +272,7 @@ function envelopeOf(code: unknown, error: unknown, set: FailureSet, failure: Fai
         set.status = status;
         return errorBody(status === 413 ? "payload_too_large" : "validation_error", (error as Error).message || "Bad request.");
       }
-      log.error("unhandled error", { requestId: headers["x-request-id"], path: new URL(request.url).pathname, error: error as Error, stack: (error as Error)?.stack });
+      log.error("unhandled error", { requestId: headers["x-request-id"], path: loggedPath(new URL(request.url).pathname), error: error as Error, stack: (error as Error)?.stack });
       set.status = 500;
       return errorBody("internal_error", "Internal server error.", { requestId: headers["x-request-id"] });
     }

@@ -18,7 +18,7 @@ import { AGENT_API_BASE, findRouteRule, type RouteRule } from "../../actors/agen
 import { ActorError } from "../../actors/runtime/errors.ts";
 import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log, logEnabled } from "../../infra/log.ts";
-import { pathOf } from "../url-path.ts";
+import { loggedPath, pathOf } from "../url-path.ts";
 
 /** Failed-request lines written per second and process before the rest are only counted. */
 export const FAILURE_LINES_PER_SECOND = 50;
@@ -85,7 +85,7 @@ export function logAnswered(a: AnsweredRequest): void {
 }
 
 function fieldsOf(a: AnsweredRequest): Record<string, unknown> {
-  const fields: Record<string, unknown> = { requestId: a.requestId, method: a.request.method, route: a.route, path: pathOf(a.request.url), status: a.status };
+  const fields: Record<string, unknown> = { requestId: a.requestId, method: a.request.method, route: a.route, path: loggedPath(pathOf(a.request.url)), status: a.status };
   const code = codeOf(a.body, a.error, a.status);
   if (code !== undefined) fields.code = code;
   if (a.seconds !== undefined) fields.ms = Math.round(a.seconds * 1e4) / 10;

@@ -11,7 +11,15 @@ import { runRetention, type RetentionSettings } from "../../infra/retention.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store (owned by the admin)
 const DAY = 24 * 60 * 60 * 1000;
-const SETTINGS: RetentionSettings = { RETENTION_BATCH: 2, RETENTION_OAUTH_GRACE_DAYS: 1, RETENTION_CART_GRACE_DAYS: 7, RETENTION_WEBHOOK_EVENT_DAYS: 30 };
+const SETTINGS: RetentionSettings = {
+  RETENTION_BATCH: 2,
+  RETENTION_OAUTH_GRACE_DAYS: 1,
+  RETENTION_CART_GRACE_DAYS: 7,
+  RETENTION_WEBHOOK_EVENT_DAYS: 30,
+  RETENTION_WEBHOOK_DELIVERY_DAYS: 30,
+  RETENTION_BRIDGE_IDEMPOTENCY_DAYS: 7,
+  RETENTION_RESERVATION_GRACE_DAYS: 7,
+};
 
 let srv: TestServer;
 let key: TestKey;
@@ -84,10 +92,12 @@ describe("carts", () => {
   const stored = async (ids: string[]) =>
     (await srv.db.sql<{ id: string }[]>`SELECT id FROM actor_state WHERE kind = 'cart' AND id IN ${srv.db.sql(ids)} ORDER BY id`).map((r) => r.id).sort();
 
-  test("an expired cart goes a grace period after its expiry; one named by an order, a protocol session or a live checkout stays", async () => {
+  test("an expired cart goes a grace period after its expiry; one named by an order, an AP2 mandate binding or a live checkout stays", async () => {
     const idle = await newCart();
     const bridged = await newCart();
-    await srv.db.sql`INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id) VALUES (${`cs_${crypto.randomUUID()}`}, 'acp', ${key.id}, ${bridged})`;
+    // an AP2 row is never deleted (it binds a mandate to the one cart it pays), so it keeps its cart for good; an
+    // ACP/UCP session goes with its cart (next describe)
+    await srv.db.sql`INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id) VALUES (${`ap2_${crypto.randomUUID()}`}, 'ap2', ${key.id}, ${bridged})`;
     const checkingOut = await newCart();
     expect((await srv.json("/api/v1/agent/checkout/preview", { method: "POST", headers: key.headers, body: { cartId: checkingOut } })).status).toBe(200);
     const orderId = await placeOrder(srv, key, BOARD);
@@ -137,6 +147,354 @@ describe("webhook outbox events", () => {
     await run(now + 31 * DAY);
     expect([...(await eventsOf(orderWithout))]).toEqual([]);
     expect([...(await eventsOf(orderWith))]).toEqual([{ kind: "order.created", dispatched: true, deliveries: 1 }]);
+  }, 30_000);
+});
+
+describe("ACP/UCP sessions (session 9)", () => {
+  const newCart = async (): Promise<string> => {
+    const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
+    expect(r.status).toBe(201);
+    return r.body.data.id as string;
+  };
+  async function session(protocol: "acp" | "ucp" | "ap2", cartId: string, extra: { canceled?: boolean; updatedInMs?: number; claimedForMs?: number } = {}): Promise<string> {
+    const id = `${protocol === "acp" ? "cs" : protocol}_${crypto.randomUUID().replace(/-/g, "")}`;
+    await srv.db.sql`
+      INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id, meta, canceled_at, updated_at, claim_id, claimed_until)
+      VALUES (${id}, ${protocol}, ${key.id}, ${cartId}, ${srv.db.sql.json({ currency: "USD" })}, ${extra.canceled ? new Date() : null},
+        now() + ${extra.updatedInMs ?? 0} * interval '1 millisecond',
+        ${extra.claimedForMs ? crypto.randomUUID() : null}, ${extra.claimedForMs ? new Date(Date.now() + extra.claimedForMs) : null})`;
+    return id;
+  }
+  const sessionsLeft = async (ids: string[]) => (await srv.db.sql<{ id: string }[]>`SELECT id FROM bridge_sessions WHERE id IN ${srv.db.sql(ids)}`).map((r) => r.id).sort();
+  const cartsLeft = async (ids: string[]) =>
+    (await srv.db.sql<{ id: string }[]>`SELECT id FROM actor_state WHERE kind = 'cart' AND id IN ${srv.db.sql(ids)}`).map((r) => r.id).sort();
+
+  test("an ended session goes with its cart a grace after the cart's expiry; one whose cart has an order or a live checkout, one changed within the grace, one a write holds, and an AP2 binding stay", async () => {
+    const carts = { ended: await newCart(), canceled: await newCart(), checkingOut: await newCart(), recent: await newCart(), busy: await newCart(), ap2: await newCart() };
+    const orderId = await placeOrder(srv, key, BOARD);
+    const [{ cart_id: paidCart }] = await srv.db.sql<{ cart_id: string }[]>`SELECT cart_id FROM orders WHERE id = ${orderId}`;
+    expect((await srv.json("/api/v1/agent/checkout/preview", { method: "POST", headers: key.headers, body: { cartId: carts.checkingOut } })).status).toBe(200);
+    // the paid cart reads OPEN (a declined payment's cart is OPEN with its order), so that only its order keeps it
+    await srv.db.sql`UPDATE actor_state SET state = jsonb_set(state, '{cart,status}', '"OPEN"') WHERE kind = 'cart' AND id = ${paidCart}`;
+    await srv.db.sql`UPDATE actor_state SET state = jsonb_set(state, '{cart,status}', '"ABANDONED"') WHERE kind = 'cart' AND id = ${carts.canceled}`;
+    const s = {
+      ended: await session("acp", carts.ended),
+      canceled: await session("ucp", carts.canceled, { canceled: true }),
+      paid: await session("acp", paidCart),
+      checkingOut: await session("ucp", carts.checkingOut),
+      recent: await session("acp", carts.recent, { updatedInMs: 2 * DAY }),
+      busy: await session("acp", carts.busy, { claimedForMs: 30 * DAY }),
+      ap2: await session("ap2", carts.ap2),
+    };
+    const allSessions = Object.values(s);
+    const allCarts = [...Object.values(carts), paidCart];
+
+    const now = Date.now();
+    await run(now + 1 * DAY + 6 * DAY);
+    expect(await sessionsLeft(allSessions)).toEqual([...allSessions].sort());
+    expect(await cartsLeft(allCarts)).toEqual([...allCarts].sort());
+
+    const deleted = await run(now + 1 * DAY + 7 * DAY + 60_000);
+    expect(deleted.bridge_sessions).toBeGreaterThanOrEqual(2);
+    expect(await sessionsLeft(allSessions)).toEqual([s.paid, s.checkingOut, s.recent, s.busy, s.ap2].sort());
+    // the ended sessions' carts went in the same run (the session rule runs first); the others stay with their session
+    expect(await cartsLeft(allCarts)).toEqual([paidCart, carts.checkingOut, carts.recent, carts.busy, carts.ap2].sort());
+
+    const gone = await srv.json(`/api/v1/agent/acp/checkout_sessions/${s.ended}`, { headers: key.headers });
+    expect(gone.status).toBe(404);
+    expect(gone.body).toEqual({ type: "invalid_request", code: "CHECKOUT_SESSION_NOT_FOUND", message: "No such checkout session.", details: { checkout_session_id: s.ended } });
+    const goneUcp = await srv.json(`/api/v1/agent/ucp/checkout-sessions/${s.canceled}`, { headers: key.headers });
+    expect(goneUcp.status).toBe(404);
+    // a kept session still reads from its cart
+    const kept = await srv.json(`/api/v1/agent/acp/checkout_sessions/${s.recent}`, { headers: key.headers });
+    expect(kept.status).toBe(200);
+    expect(kept.body.id).toBe(s.recent);
+  }, 30_000);
+  test("a session whose write claim the database's clock still counts as live stays, however far ahead the job's clock runs; the same session unclaimed goes (review RB-3)", async () => {
+    const carts = { held: await newCart(), free: await newCart() };
+    // a write claimed it an hour ago by the database's clock (withSessionClaim sets now() + the lease)
+    const held = await session("acp", carts.held);
+    await srv.db.sql`UPDATE bridge_sessions SET claim_id = ${crypto.randomUUID()}, claimed_until = now() + interval '1 hour' WHERE id = ${held}`;
+    const free = await session("acp", carts.free);
+    // the job's clock reads 8 days later: both carts are past their grace, only the claim differs
+    const deleted = await run(Date.now() + 1 * DAY + 7 * DAY + 60_000);
+    expect(deleted.bridge_sessions).toBeGreaterThanOrEqual(1);
+    expect(await sessionsLeft([held, free])).toEqual([held]);
+    expect(await cartsLeft(Object.values(carts))).toEqual([carts.held]);
+  }, 30_000);
+});
+
+describe("bridge Idempotency-Key records (session 9)", () => {
+  const cancel = (sessionId: string, idemKey: string) =>
+    srv.json(`/api/v1/agent/acp/checkout_sessions/${sessionId}/cancel`, { method: "POST", headers: { ...key.headers, "idempotency-key": idemKey }, body: {} });
+  const keysLeft = async (keys: string[]) => (await srv.db.sql<{ key: string }[]>`SELECT key FROM bridge_idempotency WHERE key IN ${srv.db.sql(keys)}`).map((r) => r.key).sort();
+  async function record(idemKey: string, finished: boolean, claimedUntilMs: number): Promise<void> {
+    await srv.db.sql`
+      INSERT INTO bridge_idempotency (protocol, agent_key_id, key, request_hash, status, response, claimed_until, claim_id)
+      VALUES ('acp', ${key.id}, ${idemKey}, 'h', ${finished ? 200 : null}, ${finished ? srv.db.sql.json({}) : null}, ${new Date(claimedUntilMs)}, ${crypto.randomUUID()})`;
+  }
+
+  test("a record goes once its last claim's lease ended more than the window ago, and its key then runs as new; a newer record and a live claim stay", async () => {
+    const used = `retention-${crypto.randomUUID()}`;
+    const first = await cancel("cs_retention_none_1", used);
+    expect(first.status).toBe(404);
+    expect(first.body.code).toBe("CHECKOUT_SESSION_NOT_FOUND");
+    const conflict = await cancel("cs_retention_none_2", used);
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.code).toBe("IDEMPOTENCY_KEY_CONFLICT");
+
+    const now = Date.now();
+    const [recent, live, abandoned] = [`recent-${crypto.randomUUID()}`, `live-${crypto.randomUUID()}`, `abandoned-${crypto.randomUUID()}`];
+    await record(recent, true, now + 2 * 60 * 60_000);
+    await record(live, false, now + 8 * DAY); // a claim whose lease has not run out (a request still working)
+    await record(abandoned, false, now - 60_000); // a claim its request never filled in (its lease ran out)
+    const mine = [used, recent, live, abandoned];
+
+    await run(now + 7 * DAY - 60 * 60_000);
+    expect(await keysLeft(mine)).toEqual([...mine].sort());
+    const deleted = await run(now + 7 * DAY + 60 * 60_000);
+    expect(deleted.bridge_idempotency).toBeGreaterThanOrEqual(2);
+    expect(await keysLeft(mine)).toEqual([recent, live].sort());
+
+    // the key is free again: the other request runs (its own 404) instead of the conflict
+    const again = await cancel("cs_retention_none_2", used);
+    expect(again.status).toBe(404);
+    expect(again.body).toMatchObject({ code: "CHECKOUT_SESSION_NOT_FOUND", details: { checkout_session_id: "cs_retention_none_2" } });
+  }, 30_000);
+  test("a repeat of the same request whose record the job deletes between the claim's insert and its read runs as new, not as a 409 IDEMPOTENCY_KEY_CONFLICT (review RB-2)", async () => {
+    const idemKey = `vanish-${crypto.randomUUID()}`;
+    const first = await cancel("cs_retention_vanish", idemKey);
+    expect(first.status).toBe(404);
+    expect(first.body.code).toBe("CHECKOUT_SESSION_NOT_FOUND");
+    // the retention DELETE landing right after the repeat's INSERT: a statement trigger deletes this key's finished
+    // record once the claim's INSERT ... ON CONFLICT DO NOTHING has found it (a new claim, status NULL, stays)
+    await srv.db.sql.unsafe(`
+      CREATE FUNCTION retention_vanish() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN DELETE FROM bridge_idempotency WHERE key LIKE 'vanish-%' AND status IS NOT NULL; RETURN NULL; END $$;
+      CREATE TRIGGER retention_vanish AFTER INSERT ON bridge_idempotency FOR EACH STATEMENT EXECUTE FUNCTION retention_vanish();`);
+    try {
+      const again = await cancel("cs_retention_vanish", idemKey);
+      expect(again.status).toBe(404);
+      expect(again.headers.get("idempotent-replayed")).toBeNull();
+      expect(again.body).toMatchObject({ code: "CHECKOUT_SESSION_NOT_FOUND", details: { checkout_session_id: "cs_retention_vanish" } });
+    } finally {
+      await srv.db.sql.unsafe(`DROP TRIGGER retention_vanish ON bridge_idempotency; DROP FUNCTION retention_vanish();`);
+    }
+    // the repeat recorded its own answer under the key
+    const [row] = await srv.db.sql<{ status: number }[]>`SELECT status FROM bridge_idempotency WHERE key = ${idemKey}`;
+    expect(row.status).toBe(404);
+  }, 30_000);
+
+  test("a claim the database's clock still counts as live stays, however far ahead the job's clock runs; an abandoned one goes (review RB-3)", async () => {
+    const [live, abandoned] = [`live-db-${crypto.randomUUID()}`, `abandoned-db-${crypto.randomUUID()}`];
+    await srv.db.sql`
+      INSERT INTO bridge_idempotency (protocol, agent_key_id, key, request_hash, claimed_until, claim_id)
+      VALUES ('acp', ${key.id}, ${live}, 'h', now() + interval '1 hour', ${crypto.randomUUID()}),
+             ('acp', ${key.id}, ${abandoned}, 'h', now() - interval '1 minute', ${crypto.randomUUID()})`;
+    await run(Date.now() + 8 * DAY);
+    expect(await keysLeft([live, abandoned])).toEqual([live]);
+  }, 30_000);
+});
+
+describe("stock reservations (session 9)", () => {
+  async function orderOf(): Promise<{ orderId: string; cartId: string }> {
+    const orderId = await placeOrder(srv, key, BOARD);
+    const [o] = await srv.db.sql<{ cart_id: string; status: string }[]>`SELECT cart_id::text AS cart_id, status FROM orders WHERE id = ${orderId}`;
+    expect(o.status).toBe("paid");
+    return { orderId, cartId: o.cart_id };
+  }
+  async function reservation(orderId: string, status: string, updatedInMs = 0): Promise<string> {
+    const id = `r-${crypto.randomUUID()}`;
+    await srv.db.sql`
+      INSERT INTO stock_reservations (id, store_slug, order_id, lines, status, updated_at)
+      VALUES (${id}, 'demo-store', ${orderId}, '[]'::jsonb, ${status}, now() + ${updatedInMs} * interval '1 millisecond')`;
+    return id;
+  }
+  const left = async (ids: string[]) => (await srv.db.sql<{ id: string }[]>`SELECT id FROM stock_reservations WHERE id IN ${srv.db.sql(ids)}`).map((r) => r.id).sort();
+
+  test("a released or returned reservation goes a grace after its last change once its order moved on; held, committed and recent ones, and those of a pending order or of a cart with something due, stay; a replay of a deleted one is still refused", async () => {
+    const paid = await orderOf();
+    const pending = await orderOf();
+    await srv.db.sql`UPDATE orders SET status = 'pending' WHERE id = ${pending.orderId}`;
+    const due = await orderOf();
+    await srv.db.sql`INSERT INTO actor_reminders (kind, id, name, due_at) VALUES ('cart', ${due.cartId}, 'retention-test', now() + interval '30 days')`;
+    const r = {
+      released: await reservation(paid.orderId, "released"),
+      returned: await reservation(paid.orderId, "returned"),
+      committed: await reservation(paid.orderId, "committed"),
+      held: await reservation(paid.orderId, "held"),
+      recent: await reservation(paid.orderId, "released", 2 * DAY),
+      ofPending: await reservation(pending.orderId, "released"),
+      ofDueCart: await reservation(due.orderId, "released"),
+    };
+    const all = Object.values(r);
+
+    const now = Date.now();
+    await run(now + 6 * DAY);
+    expect(await left(all)).toEqual([...all].sort());
+    const deleted = await run(now + 7 * DAY + 60_000);
+    expect(deleted.stock_reservations).toBe(2);
+    expect(await left(all)).toEqual([r.committed, r.held, r.recent, r.ofPending, r.ofDueCart].sort());
+
+    // a late replay of the deleted released attempt holds nothing and leaves the paid order as it is
+    const { beginLegRows } = await import("../../actors/store/commerce.ts");
+    const leg = {
+      orderId: paid.orderId, checkoutSessionId: `sess-${paid.orderId}`, cartId: paid.cartId, reservationId: r.released, agentKeyId: key.id, currency: "USD",
+      paymentRail: "card", paymentMethod: "MOCK", couponCode: null, subtotalMinor: 100, discountMinor: 0, shippingMinor: 0, taxMinor: 0,
+      totalMinor: 100, lines: [{ productId: BOARD, variantId: null, title: "x", quantity: 1, unitPriceMinor: 100 }],
+    };
+    let code: string | null = null;
+    try {
+      await beginLegRows(srv.db.sql, "demo-store", leg, Date.now());
+    } catch (e) {
+      code = (e as { code?: string }).code ?? "thrown";
+    }
+    expect(code).toBe("STATE_EXECUTION_BLOCKED");
+    const [o] = await srv.db.sql<{ status: string; intent_id: string }[]>`SELECT status, intent_id FROM orders WHERE id = ${paid.orderId}`;
+    expect(o.status).toBe("paid");
+    expect(o.intent_id).not.toBe(r.released);
+    expect(await left([r.released])).toEqual([]);
+    await srv.db.sql`DELETE FROM actor_reminders WHERE kind = 'cart' AND id = ${due.cartId} AND name = 'retention-test'`;
+  }, 30_000);
+  test("a canceled order's last attempt keeps its released mark past the grace, so a replay of that attempt is still refused (conflict); an earlier attempt's row goes and its replay is refused as the order is canceled (review RB-1)", async () => {
+    const { beginLegRows, cancelPendingOrderRows } = await import("../../actors/store/commerce.ts");
+    const orderId = crypto.randomUUID();
+    const last = `r-${crypto.randomUUID()}`;
+    const leg = {
+      orderId, checkoutSessionId: `sess-${orderId}`, cartId: crypto.randomUUID(), reservationId: last, agentKeyId: key.id, currency: "USD",
+      paymentRail: "card", paymentMethod: "MOCK", couponCode: null, subtotalMinor: 100, discountMinor: 0, shippingMinor: 0, taxMinor: 0,
+      totalMinor: 100, lines: [{ productId: BOARD, variantId: null, title: "x", quantity: 1, unitPriceMinor: 100 }],
+    };
+    const attempt = async (reservationId: string): Promise<string> => {
+      try {
+        return JSON.stringify(await beginLegRows(srv.db.sql, "demo-store", { ...leg, reservationId }, Date.now()));
+      } catch (e) {
+        return (e as { code?: string }).code ?? "thrown";
+      }
+    };
+    expect(await attempt(last)).toBe(JSON.stringify({ orderId, created: true }));
+    const earlier = await reservation(orderId, "released"); // an earlier attempt of the same order, released
+    expect(await cancelPendingOrderRows(srv.db.sql, "demo-store", { orderId, reason: "session_expired" }, Date.now())).toMatchObject({});
+    const [o] = await srv.db.sql<{ status: string; intent_id: string }[]>`SELECT status, intent_id FROM orders WHERE id = ${orderId}`;
+    expect(o).toEqual({ status: "canceled", intent_id: last });
+    expect((await srv.db.sql<{ status: string }[]>`SELECT status FROM stock_reservations WHERE id = ${last}`).map((r) => r.status)).toEqual(["released"]);
+    expect(await attempt(last)).toBe("conflict");
+
+    await run(Date.now() + 7 * DAY + 60_000);
+    expect(await left([last, earlier])).toEqual([last]);
+    expect(await attempt(last)).toBe("conflict");
+    expect(await attempt(earlier)).toBe("STATE_EXECUTION_BLOCKED");
+    const [after] = await srv.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${orderId}`;
+    expect(after.status).toBe("canceled");
+  }, 30_000);
+});
+
+describe("webhook deliveries (session 9)", () => {
+  test("a delivery finished (delivered or dead) more than the retention age ago goes with its attempts, then its event; pending, failed and newer ones stay, and the dashboard lists and redelivers what is kept", async () => {
+    const token = await login(srv);
+    const auth = { authorization: `Bearer ${token}` };
+    const ep = await srv.json("/api/v1/merchant/stores/demo-store/webhooks", {
+      method: "POST",
+      headers: auth,
+      body: { url: "http://127.0.0.1:9/hooks/retention-deliveries", events: ["checkout.abandoned"] },
+    });
+    expect(ep.status).toBe(201);
+    const endpointId = ep.body.data.id as string;
+    const events: Record<string, string> = {};
+    async function delivery(name: string, status: string, times: { delivered?: number; lastAttempt?: number; next?: number }): Promise<string> {
+      const eventId = crypto.randomUUID();
+      const id = crypto.randomUUID();
+      const ago = (days: number | undefined) => (days === undefined ? null : new Date(Date.now() - days * DAY));
+      await srv.db.sql`
+        INSERT INTO webhook_events (id, store_slug, kind, payload, created_at, dispatched_at)
+        VALUES (${eventId}, 'demo-store', 'checkout.abandoned', '{}'::jsonb, now() - interval '40 days', now() - interval '40 days')`;
+      await srv.db.sql`
+        INSERT INTO webhook_deliveries (id, event_id, endpoint_id, store_slug, status, attempts, next_attempt_at, first_attempt_at, last_attempt_at, delivered_at, created_at)
+        VALUES (${id}, ${eventId}, ${endpointId}, 'demo-store', ${status}, 1, ${times.next === undefined ? null : new Date(Date.now() + times.next * DAY)},
+          ${ago(times.lastAttempt)}, ${ago(times.lastAttempt)}, ${ago(times.delivered)}, now() - interval '40 days')`;
+      if (times.lastAttempt !== undefined) {
+        await srv.db.sql`INSERT INTO webhook_delivery_attempts (delivery_id, attempt, attempted_at, status_code, duration_ms) VALUES (${id}, 1, ${ago(times.lastAttempt)}, 500, 5)`;
+      }
+      events[name] = eventId;
+      return id;
+    }
+    const d = {
+      deliveredOld: await delivery("deliveredOld", "delivered", { delivered: 31, lastAttempt: 31 }),
+      deadOld: await delivery("deadOld", "dead", { lastAttempt: 31 }),
+      deadUntried: await delivery("deadUntried", "dead", {}), // its endpoint was deleted before any attempt: created 40 days ago
+      deliveredRecent: await delivery("deliveredRecent", "delivered", { delivered: 29, lastAttempt: 29 }),
+      deadRecent: await delivery("deadRecent", "dead", { lastAttempt: 1 }),
+      failedOld: await delivery("failedOld", "failed", { lastAttempt: 31, next: 1 }), // still being retried
+    };
+    const ids = Object.values(d);
+    const deliveriesLeft = async () => (await srv.db.sql<{ id: string }[]>`SELECT id FROM webhook_deliveries WHERE id IN ${srv.db.sql(ids)}`).map((r) => r.id).sort();
+    const eventsLeft = async () =>
+      (await srv.db.sql<{ id: string }[]>`SELECT id FROM webhook_events WHERE id IN ${srv.db.sql(Object.values(events))}`).map((r) => r.id).sort();
+
+    const deleted = await run(Date.now());
+    expect(deleted.webhook_deliveries).toBeGreaterThanOrEqual(3);
+    const kept = [d.deliveredRecent, d.deadRecent, d.failedOld].sort();
+    expect(await deliveriesLeft()).toEqual(kept);
+    expect(await eventsLeft()).toEqual([events.deliveredRecent, events.deadRecent, events.failedOld].sort());
+    expect((await srv.db.sql`SELECT 1 FROM webhook_delivery_attempts WHERE delivery_id IN ${srv.db.sql([d.deliveredOld, d.deadOld])}`).length).toBe(0);
+
+    const list = await srv.json(`/api/v1/merchant/stores/demo-store/webhooks/${endpointId}/deliveries?limit=500`, { headers: auth });
+    expect(list.status).toBe(200);
+    expect((list.body.data as { id: string }[]).map((x) => x.id).filter((id) => ids.includes(id)).sort()).toEqual(kept);
+    const gone = await srv.json(`/api/v1/merchant/stores/demo-store/webhooks/${endpointId}/deliveries/${d.deadOld}/redeliver`, { method: "POST", headers: auth });
+    expect(gone.status).toBe(404);
+    expect(gone.body).toMatchObject({ success: false, code: "not_found" });
+    const again = await srv.json(`/api/v1/merchant/stores/demo-store/webhooks/${endpointId}/deliveries/${d.deadRecent}/redeliver`, { method: "POST", headers: auth });
+    expect(again.status).toBe(202);
+    expect(again.body.data).toMatchObject({ id: d.deadRecent, status: "pending" });
+    await srv.json(`/api/v1/merchant/stores/demo-store/webhooks/${endpointId}`, { method: "DELETE", headers: auth });
+  }, 30_000);
+});
+
+describe("AP2 registration nonces (session 9)", () => {
+  test("a registration challenge leaves other keys' expired nonces to the job, which deletes those expired more than an hour ago and keeps live and just-expired ones; a key still holds at most 10", async () => {
+    const { exportJWK, generateKeyPair } = await import("jose");
+    const token = await login(srv);
+    const mine = await createKey(srv, { scopes: ALL_SCOPES, token });
+    const other = await createKey(srv, { scopes: ALL_SCOPES, token });
+    const nonce = async (name: string, expiresInMs: number) => {
+      const n = `${name}-${crypto.randomUUID()}`;
+      await srv.db.sql`INSERT INTO ap2_key_nonces (nonce, agent_key_id, expires_at) VALUES (${n}, ${other.id}, now() + ${expiresInMs} * interval '1 millisecond')`;
+      return n;
+    };
+    const old = await nonce("old", -2 * 60 * 60_000);
+    const just = await nonce("just", -10 * 60_000);
+    const live = await nonce("live", 4 * 60_000);
+    const left = async (ids: string[]) => (await srv.db.sql<{ nonce: string }[]>`SELECT nonce FROM ap2_key_nonces WHERE nonce IN ${srv.db.sql(ids)}`).map((r) => r.nonce).sort();
+
+    const jwk = await exportJWK((await generateKeyPair("ES256", { extractable: true })).publicKey);
+    const challenge = async () => {
+      const r = await srv.json(`/api/v1/agent-keys/${mine.id}/ap2-user-keys/tablet`, { method: "PUT", headers: { authorization: `Bearer ${token}` }, body: { jwk } });
+      expect(r.status).toBe(400);
+      expect(r.body.code).toBe("MISSING_REQUIRED_ARGUMENT");
+      return r.body.details.nonce as string;
+    };
+    const issued = await challenge();
+    expect(await left([old, just, live])).toEqual([old, just, live].sort());
+
+    const deleted = await run(Date.now());
+    expect(deleted.ap2_key_nonces).toBeGreaterThanOrEqual(1);
+    expect(await left([old, just, live, issued])).toEqual([just, live, issued].sort());
+
+    for (let i = 0; i < 11; i++) await challenge();
+    const [{ n }] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM ap2_key_nonces WHERE agent_key_id = ${mine.id}`;
+    expect(n).toBe(10);
+  }, 30_000);
+});
+
+describe("a job host whose clock runs ahead of the database's (review RB-3)", () => {
+  test("an AP2 registration nonce the database's clock still counts as live stays, however far ahead the job's clock runs; one expired by both goes", async () => {
+    const [live, old] = [`live-db-${crypto.randomUUID()}`, `old-db-${crypto.randomUUID()}`];
+    await srv.db.sql`INSERT INTO ap2_key_nonces (nonce, agent_key_id, expires_at)
+      VALUES (${live}, ${key.id}, now() + interval '10 minutes'), (${old}, ${key.id}, now() - interval '1 minute')`;
+    await run(Date.now() + 2 * 60 * 60_000);
+    const left = (await srv.db.sql<{ nonce: string }[]>`SELECT nonce FROM ap2_key_nonces WHERE nonce IN ${srv.db.sql([live, old])}`).map((r) => r.nonce);
+    expect(left).toEqual([live]);
   }, 30_000);
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { CardSandboxRail, InMemorySandboxLedger, SANDBOX_TOKENS } from "../../actors/payments/card-sandbox.ts";
-import { assertCapturedAmount, chargeErrorCode, deriveIntentId, type ChargeIntent } from "../../actors/payments/rail.ts";
+import { assertCapturedAmount, chargeErrorCode, deriveIntentId, type ChargeIntent, type LookupResult } from "../../actors/payments/rail.ts";
 import { ActorError } from "../../actors/runtime/errors.ts";
 
 const KEY = "3b241101-e2bb-4255-8caf-4136c566a962";
@@ -116,14 +116,24 @@ describe("idempotency per intent id", () => {
   });
 });
 
+/** The approval link's token: the last path segment of a needs_buyer_approval answer's link. */
+const tokenOf = (r: LookupResult): string => {
+  if (r.status !== "needs_buyer_approval") throw new Error(`expected needs_buyer_approval, got ${r.status}`);
+  return r.approvalUrl.split("/").pop() as string;
+};
+
 describe("buyer approval simulation", () => {
   test("an approval-needing charge waits with a link until approved, then the same call captures", async () => {
     const rail = new CardSandboxRail({ approvalBaseUrl: "https://pay.example/approve/" });
     const i = intent(SANDBOX_TOKENS.needsApproval);
     const first = await rail.charge(i);
-    expect(first).toEqual({ status: "needs_buyer_approval", intentId: i.intentId, approvalUrl: `https://pay.example/approve/${i.intentId}` });
-    expect((await rail.charge(i)).status).toBe("needs_buyer_approval");
-    await rail.approve(i.intentId);
+    const token = tokenOf(first);
+    expect(token).toMatch(/^[0-9a-f]{64}$/);
+    expect(first).toEqual({ status: "needs_buyer_approval", intentId: i.intentId, approvalUrl: `https://pay.example/approve/${i.intentId}/${token}` });
+    // a replayed charge and a lookup hand out the same link
+    expect(await rail.charge(i)).toEqual(first);
+    expect(await rail.lookup(i.intentId)).toEqual(first);
+    await rail.approve(i.intentId, token);
     expect((await rail.lookup(i.intentId)).status).toBe("needs_buyer_approval");
     const captured = await rail.charge(i);
     expect(captured.status).toBe("captured");
@@ -133,27 +143,60 @@ describe("buyer approval simulation", () => {
   test("a buyer who refuses turns the next call into not_approved", async () => {
     const rail = new CardSandboxRail();
     const i = intent(SANDBOX_TOKENS.needsApproval);
-    await rail.charge(i);
-    await rail.reject(i.intentId);
+    await rail.reject(i.intentId, tokenOf(await rail.charge(i)));
     expect((await rail.charge(i)).status).toBe("not_approved");
   });
 
   test("approving twice is harmless, approving a captured payment too", async () => {
     const rail = new CardSandboxRail();
     const i = intent(SANDBOX_TOKENS.needsApproval);
+    const token = tokenOf(await rail.charge(i));
+    await rail.approve(i.intentId, token);
+    await rail.approve(i.intentId, token);
     await rail.charge(i);
-    await rail.approve(i.intentId);
-    await rail.approve(i.intentId);
-    await rail.charge(i);
-    await rail.approve(i.intentId);
+    await rail.approve(i.intentId, token);
     expect((await rail.lookup(i.intentId)).status).toBe("captured");
   });
 
-  test("approving an unknown intent is not_found and a declined one is conflict", async () => {
+  test("approving an unknown intent, one that never waited, or with a wrong token is not_found; a refused one is conflict", async () => {
     const rail = new CardSandboxRail();
-    expect((await rejection(rail.approve("pi_nope")))?.code).toBe("not_found");
+    expect((await rejection(rail.approve("pi_nope", "0".repeat(64))))?.code).toBe("not_found");
     await rail.charge(intent(SANDBOX_TOKENS.decline));
-    expect((await rejection(rail.approve(intent("x").intentId)))?.code).toBe("conflict");
+    expect((await rejection(rail.approve(intent("x").intentId, "")))?.code).toBe("not_found");
+    const waiting = intent(SANDBOX_TOKENS.needsApproval, { intentId: deriveIntentId("cs_2", KEY, "shop", 1) });
+    const token = tokenOf(await rail.charge(waiting));
+    for (const wrong of ["", "0".repeat(64), token.slice(0, 63), `${token}0`, token.toUpperCase()]) {
+      const err = await rejection(rail.approve(waiting.intentId, wrong));
+      expect({ code: err?.code, message: err?.message, details: err?.details }).toEqual({
+        code: "not_found",
+        message: "No sandbox payment with that intent id.",
+        details: { intent_id: waiting.intentId },
+      });
+      expect(await rail.describe(waiting.intentId, wrong)).toBeUndefined();
+    }
+    expect((await rail.describe(waiting.intentId, token))?.state).toBe("awaiting_approval");
+    await rail.reject(waiting.intentId, token);
+    expect((await rejection(rail.approve(waiting.intentId, token)))?.code).toBe("conflict");
+  });
+
+  test("each intent waiting for approval gets its own token", async () => {
+    const rail = new CardSandboxRail();
+    const a = tokenOf(await rail.charge(intent(SANDBOX_TOKENS.needsApproval)));
+    const b = tokenOf(await rail.charge(intent(SANDBOX_TOKENS.needsApproval, { intentId: deriveIntentId("cs_1", KEY, "shop", 2) })));
+    expect(a).not.toBe(b);
+  });
+
+  test("a waiting intent recorded without a token is given one at its next lookup, and keeps it", async () => {
+    const ledger = new InMemorySandboxLedger();
+    const rail = new CardSandboxRail({ ledger });
+    const i = intent(SANDBOX_TOKENS.needsApproval);
+    await rail.charge(i);
+    // as a row written before migration 0084
+    await ledger.updateIntent({ ...(await ledger.getIntent(i.intentId))!, approvalToken: null });
+    const token = tokenOf(await rail.lookup(i.intentId));
+    expect(tokenOf(await rail.charge(i))).toBe(token);
+    await rail.approve(i.intentId, token);
+    expect((await rail.charge(i)).status).toBe("captured");
   });
 });
 
