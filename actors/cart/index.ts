@@ -1421,7 +1421,7 @@ function assertOnlyStoreLeft(s: SessionState, slug: string): void {
   );
 }
 
-async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked" | "expire" | "cancel", reason?: string): Promise<SessionState> {
+async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked" | "expire" | "cancel", reason?: string, byAgent = false): Promise<SessionState> {
   const now = ctx.now();
   const moved = { ...s, ...applyCheckoutEvent(s, event, now) };
   ctx.state.session = moved;
@@ -1431,7 +1431,7 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
     const tx = await ctx.tx();
     // one store after another, in slug order (see byStoreSlug)
     for (const [slug, orderId] of unpaid) {
-      await cancelPendingOrderRows(tx, slug, { orderId, reason: reason ?? `checkout_${moved.status.toLowerCase()}` }, now, heldSink(ctx, slug));
+      await cancelPendingOrderRows(tx, slug, { orderId, reason: reason ?? `checkout_${moved.status.toLowerCase()}`, byAgent }, now, heldSink(ctx, slug));
     }
   }
   const cart = ctx.state.cart as CartRecord;
@@ -2035,7 +2035,9 @@ export const cartActor = defineActor({
     async cancel(ctx, body): Promise<{ checkout_session_id: string; status: string }> {
       const s = ownSessionOfCart(ctx, body.keyId, body.sessionId);
       if (body.storeSlug !== undefined) assertOnlyStoreLeft(s, body.storeSlug);
-      const moved = await endSessionUnpaid(ctx, s, "cancel");
+      // Without a store named, the session's agent cancels (its checkout, or one of its orders): the orders' cancel
+      // events record canceled_by agent, so its repeated order cancel answers 200 again (review RC-3).
+      const moved = await endSessionUnpaid(ctx, s, "cancel", undefined, body.storeSlug === undefined);
       return { checkout_session_id: moved.id, status: moved.status };
     },
   },

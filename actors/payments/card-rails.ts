@@ -10,7 +10,10 @@ import { PgSandboxLedger } from "./sandbox-ledger-pg.ts";
 
 export type RailName = "card" | "x402";
 
-/** The sandbox processor's buyer-approval page, relative to the site URL (served by gateway/rest/checkout.ts). */
+/**
+ * The sandbox processor's buyer-approval page, relative to the site URL (served by gateway/rest/checkout.ts). A link
+ * is `{path}/{intentId}/{approvalToken}`: the token is the buyer's secret (card-sandbox.ts).
+ */
 export const SANDBOX_APPROVAL_PATH = "/api/v1/sandbox/payments";
 
 const bySql = new WeakMap<Sql, Map<string, PaymentRail>>();

@@ -6,7 +6,7 @@
  * | `tok_approve`        | captured                                                                       |
  * | `tok_decline`        | declined (PAYMENT_DECLINED), nothing captured                                  |
  * | `tok_fail`           | failed (PAYMENT_FAILED_ROLLED_BACK), nothing captured                          |
- * | `tok_needs_approval` | needs_buyer_approval with a link; after `approve(intentId)` the same call captures, after `reject(intentId)` it is not_approved |
+ * | `tok_needs_approval` | needs_buyer_approval with a link; after `approve(intentId, token)` the same call captures, after `reject(intentId, token)` it is not_approved |
  * | `tok_not_approved`   | not_approved (PAYMENT_NOT_APPROVED): the payer refused at once                 |
  * | `tok_lost_response`  | captures, then the first call throws UPSTREAM_UNAVAILABLE as if the answer was lost; a later charge/lookup of the same intent returns the capture |
  * | `tok_amount_mismatch`| captures one minor unit MORE than asked (the caller's amount check must catch it: PAYMENT_AMOUNT_MISMATCH) |
@@ -16,8 +16,16 @@
  *
  * Idempotency per intent id is kept in a ledger behind `SandboxLedgerStore` (memory here; a Postgres store can
  * implement the same four-ish methods with INSERT … ON CONFLICT DO NOTHING).
+ *
+ * The buyer's approval link is `{approvalBaseUrl}/{intentId}/{approvalToken}`. The intent id is deterministic (the
+ * caller derives it from the session, key, store and attempt, so a retry or the reconciler finds the same intent) and
+ * is seen by others (the payee's order history had it; anyone knowing the session can derive it), so it is no
+ * credential. The token is the capability: 32 random bytes the processor draws when the intent starts waiting for
+ * the buyer, stored with the intent (the first record wins, so a replayed or reconciled charge hands back the same
+ * link), shown only in the `needs_buyer_approval` answer that goes to the buyer's agent, and compared in constant
+ * time. A wrong or missing token is answered exactly as an unknown intent (docs/checkout.md "Payment method").
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { fail } from "../runtime/errors.ts";
 import type { ChargeIntent, ChargeResult, LookupResult, PaymentRail, RefundRequest, RefundResult } from "./rail.ts";
 
@@ -54,6 +62,11 @@ export interface SandboxIntentRecord {
   simulated: boolean;
   /** tok_lost_response: the answer of the first call is "lost" once. */
   responseLost: boolean;
+  /**
+   * The secret of the buyer's approval link (64 hex), drawn when the intent starts waiting for approval; null for an
+   * intent that never needed one (and for one recorded before migration 0084 until its next charge or lookup).
+   */
+  approvalToken: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -68,7 +81,16 @@ export interface SandboxLedgerStore {
   getIntent(intentId: string): Promise<SandboxIntentRecord | undefined>;
   /** Insert unless a record with that intent id exists; returns the stored record (the existing one wins). */
   insertIntent(record: SandboxIntentRecord): Promise<SandboxIntentRecord>;
-  updateIntent(record: SandboxIntentRecord): Promise<void>;
+  /**
+   * Compare-and-set of the intent's state: moves it from `from` to `change.state` (with `change.captureRef` when given)
+   * only while it is still in `from`, in one write that touches no other column. Returns the updated record, or
+   * undefined when the intent was no longer in `from` (nothing written; the caller re-reads and decides again).
+   */
+  transitionIntent(intentId: string, from: SandboxIntentState, change: IntentTransition): Promise<SandboxIntentRecord | undefined>;
+  /** Clears a captured intent's lost-response flag; true only for the one call that cleared it. */
+  clearResponseLost(intentId: string, updatedAt: number): Promise<boolean>;
+  /** Gives an intent without an approval token this one (an existing token wins); returns the stored token. */
+  assignApprovalToken(intentId: string, token: string): Promise<string>;
   findIntentByCapture(captureRef: string): Promise<SandboxIntentRecord | undefined>;
   getRefund(refundId: string): Promise<SandboxRefundRecord | undefined>;
   /**
@@ -77,6 +99,13 @@ export interface SandboxLedgerStore {
    * two writes would let a retry of the refund id refund twice).
    */
   insertRefund(record: SandboxRefundRecord, debit?: RefundDebit): Promise<SandboxRefundRecord>;
+}
+
+export interface IntentTransition {
+  state: SandboxIntentState;
+  /** Set with the state (a capture's reference); left as it is when absent. */
+  captureRef?: string;
+  updatedAt: number;
 }
 
 export interface RefundDebit {
@@ -99,8 +128,28 @@ export class InMemorySandboxLedger implements SandboxLedgerStore {
     this.intents.set(record.intentId, { ...record });
     return { ...record };
   }
+  async transitionIntent(intentId: string, from: SandboxIntentState, change: IntentTransition): Promise<SandboxIntentRecord | undefined> {
+    const r = this.intents.get(intentId);
+    if (!r || r.state !== from) return undefined;
+    const next = { ...r, state: change.state, captureRef: change.captureRef ?? r.captureRef, updatedAt: change.updatedAt };
+    this.intents.set(intentId, next);
+    return { ...next };
+  }
+  /** Replaces a whole record: for tests that set up a state (a row as written before migration 0084); the rail never calls it. */
   async updateIntent(record: SandboxIntentRecord): Promise<void> {
     this.intents.set(record.intentId, { ...record });
+  }
+  async clearResponseLost(intentId: string, updatedAt: number): Promise<boolean> {
+    const r = this.intents.get(intentId);
+    if (!r || r.state !== "captured" || !r.responseLost) return false;
+    this.intents.set(intentId, { ...r, responseLost: false, updatedAt });
+    return true;
+  }
+  async assignApprovalToken(intentId: string, token: string): Promise<string> {
+    const r = this.intents.get(intentId);
+    if (!r) throw new Error(`sandbox ledger: no intent ${intentId}`);
+    if (r.approvalToken === null) this.intents.set(intentId, { ...r, approvalToken: token });
+    return this.intents.get(intentId)!.approvalToken as string;
   }
   async findIntentByCapture(captureRef: string): Promise<SandboxIntentRecord | undefined> {
     for (const r of this.intents.values()) if (r.captureRef === captureRef) return { ...r };
@@ -112,8 +161,14 @@ export class InMemorySandboxLedger implements SandboxLedgerStore {
   async insertRefund(record: SandboxRefundRecord, debit?: RefundDebit): Promise<SandboxRefundRecord> {
     const existing = this.refunds.get(record.refundId);
     if (existing) return existing;
-    this.refunds.set(record.refundId, record);
     const intent = debit && this.intents.get(debit.intentId);
+    if (debit && intent && intent.refundedMinor + debit.amountMinor > intent.amountMinor) {
+      // the bound is the ledger's, as in PgSandboxLedger: the caller's check was a read
+      const refused: SandboxRefundRecord = { ...record, result: { status: "failed", refundId: record.refundId, reason: "exceeds_captured" } };
+      this.refunds.set(record.refundId, refused);
+      return refused;
+    }
+    this.refunds.set(record.refundId, record);
     if (debit && intent) this.intents.set(debit.intentId, { ...intent, refundedMinor: intent.refundedMinor + debit.amountMinor, updatedAt: debit.updatedAt });
     return record;
   }
@@ -128,6 +183,20 @@ export interface CardSandboxOptions {
 }
 
 const ref = (prefix: string, seed: string): string => `${prefix}_${createHash("sha256").update(seed).digest("hex").slice(0, 24)}`;
+
+/** A fresh approval-link secret: 32 random bytes, hex. */
+const newApprovalToken = (): string => randomBytes(32).toString("hex");
+
+/** Whether `given` is the intent's approval token, in time independent of where they differ (both hashed first). */
+function approvalTokenMatches(stored: string | null, given: string): boolean {
+  const digest = (v: string) => createHash("sha256").update(v).digest();
+  // Compared even without a stored token, so a tokenless intent costs what a wrong token does.
+  const same = timingSafeEqual(digest(stored ?? ""), digest(given));
+  return stored !== null && given.length > 0 && same;
+}
+
+/** The states in which an intent waits for (or has just had) the buyer's decision: its answer carries the link. */
+const WAITING: ReadonlySet<SandboxIntentState> = new Set(["awaiting_approval", "approved"]);
 
 export class CardSandboxRail implements PaymentRail {
   readonly name = "card";
@@ -173,53 +242,106 @@ export class CardSandboxRail implements PaymentRail {
       refundedMinor: 0,
       simulated: intent.paymentToken === SANDBOX_TOKENS.mock,
       responseLost: intent.paymentToken === SANDBOX_TOKENS.lostResponse,
+      approvalToken: null,
       createdAt: now,
       updatedAt: now,
     };
     if (fresh.state === "captured") fresh.captureRef = ref("cap", intent.intentId);
+    // Drawn with the record, so it is stored in the same insert: a replay of the intent finds the same link.
+    if (fresh.state === "awaiting_approval") fresh.approvalToken = newApprovalToken();
     // The first record for an intent id wins: a repeat (even with other amount or token) replays it.
     let record = await this.ledger.insertIntent(fresh);
     if (record.state === "approved") {
-      record = { ...record, state: "captured", captureRef: ref("cap", record.intentId), updatedAt: now };
-      await this.ledger.updateIntent(record);
+      // Only an intent still approved is captured (approved has no other way out, so a miss is a capture by another
+      // process: its record is the answer).
+      record =
+        (await this.ledger.transitionIntent(record.intentId, "approved", { state: "captured", captureRef: ref("cap", record.intentId), updatedAt: now })) ??
+        (await this.ledger.getIntent(record.intentId)) ??
+        record;
     } else if (record.state === "captured" && record.responseLost) {
-      await this.ledger.updateIntent({ ...record, responseLost: false, updatedAt: now });
-      throw fail("UPSTREAM_UNAVAILABLE", "The sandbox processor's answer was lost (simulated).", { intent_id: record.intentId });
+      // The one call that clears the flag loses its answer; a concurrent one answers the capture.
+      if (await this.ledger.clearResponseLost(record.intentId, now)) {
+        throw fail("UPSTREAM_UNAVAILABLE", "The sandbox processor's answer was lost (simulated).", { intent_id: record.intentId });
+      }
     }
-    return this.resultOf(record);
+    return this.resultOf(await this.withApprovalToken(record));
   }
 
   async lookup(intentId: string): Promise<LookupResult> {
     const record = await this.ledger.getIntent(intentId);
     if (!record) return { status: "unknown", intentId };
     // `approved` is not captured yet: it answers as still waiting until the next charge captures it.
-    return this.resultOf(record);
+    return this.resultOf(await this.withApprovalToken(record));
   }
 
-  /** The intent as the buyer's approval page shows it (merchant, amount, state), or undefined when unknown. */
-  async describe(intentId: string): Promise<Pick<SandboxIntentRecord, "intentId" | "storeId" | "amountMinor" | "currency" | "state"> | undefined> {
-    const r = await this.ledger.getIntent(intentId);
-    return r && { intentId: r.intentId, storeId: r.storeId, amountMinor: r.amountMinor, currency: r.currency, state: r.state };
-  }
-
-  /** Buyer approval simulation: the next charge of this intent captures. */
-  async approve(intentId: string): Promise<void> {
-    await this.decide(intentId, "approved");
-  }
-
-  /** Buyer refusal simulation: the next charge of this intent answers not_approved. */
-  async reject(intentId: string): Promise<void> {
-    await this.decide(intentId, "rejected");
-  }
-
-  private async decide(intentId: string, state: "approved" | "rejected"): Promise<void> {
+  /**
+   * The buyer's approval link of an intent that still waits for the buyer's decision (`awaiting_approval`), or
+   * undefined (unknown, decided, or never waiting). What a protocol's session read shows as the link (review RA-3); an
+   * intent recorded without a token gets its token here, as at a lookup.
+   */
+  async undecidedApprovalUrl(intentId: string): Promise<string | undefined> {
     const record = await this.ledger.getIntent(intentId);
-    if (!record) throw fail("not_found", "No sandbox payment with that intent id.", { intent_id: intentId });
-    if (record.state !== "awaiting_approval") {
-      if (record.state === state || (state === "approved" && record.state === "captured")) return;
-      throw fail("conflict", `The payment is ${record.state}; it is not waiting for approval.`, { intent_id: intentId, state: record.state });
+    if (!record || record.state !== "awaiting_approval") return undefined;
+    return this.approvalUrlOf(await this.withApprovalToken(record));
+  }
+
+  private approvalUrlOf(r: SandboxIntentRecord): string {
+    return `${this.approvalBaseUrl}/${encodeURIComponent(r.intentId)}/${encodeURIComponent(r.approvalToken ?? "")}`;
+  }
+
+  /**
+   * A waiting intent recorded without a token (before migration 0084, or by a process that did not draw one) gets
+   * one now, so its answer carries a working link; the first token stored wins.
+   */
+  private async withApprovalToken(record: SandboxIntentRecord): Promise<SandboxIntentRecord> {
+    if (!WAITING.has(record.state) || record.approvalToken !== null) return record;
+    return { ...record, approvalToken: await this.ledger.assignApprovalToken(record.intentId, newApprovalToken()) };
+  }
+
+  /**
+   * The intent as the buyer's approval page shows it (merchant, amount, state), or undefined when there is no such
+   * intent or `approvalToken` is not its link's token (the two are not told apart).
+   */
+  async describe(
+    intentId: string,
+    approvalToken: string,
+  ): Promise<Pick<SandboxIntentRecord, "intentId" | "storeId" | "amountMinor" | "currency" | "state"> | undefined> {
+    const r = await this.ledger.getIntent(intentId);
+    if (!approvalTokenMatches(r?.approvalToken ?? null, approvalToken) || !r) return undefined;
+    return { intentId: r.intentId, storeId: r.storeId, amountMinor: r.amountMinor, currency: r.currency, state: r.state };
+  }
+
+  /** Buyer approval simulation (the link's token required): the next charge of this intent captures. */
+  async approve(intentId: string, approvalToken: string): Promise<void> {
+    await this.decide(intentId, approvalToken, "approved");
+  }
+
+  /** Buyer refusal simulation (the link's token required): the next charge of this intent answers not_approved. */
+  async reject(intentId: string, approvalToken: string): Promise<void> {
+    await this.decide(intentId, approvalToken, "rejected");
+  }
+
+  /**
+   * The decision is a compare-and-set on `awaiting_approval`: of two decisions that both read a waiting intent (two
+   * tabs, two devices) only the first write counts; the other re-reads and is answered from what the intent is now
+   * (the same decision: done; the other one, or a capture that followed it: 409 conflict with the state). A stale
+   * write can never turn a refusal into an approval or overwrite a capture.
+   */
+  private async decide(intentId: string, approvalToken: string, state: "approved" | "rejected"): Promise<void> {
+    let record = await this.ledger.getIntent(intentId);
+    // A wrong token is answered as an unknown intent: the same error, message and details.
+    if (!approvalTokenMatches(record?.approvalToken ?? null, approvalToken) || !record) {
+      throw fail("not_found", "No sandbox payment with that intent id.", { intent_id: intentId });
     }
-    await this.ledger.updateIntent({ ...record, state, updatedAt: this.now() });
+    if (record.state === "awaiting_approval") {
+      if (await this.ledger.transitionIntent(intentId, "awaiting_approval", { state, updatedAt: this.now() })) return;
+      // Another decision was written between our read and our write: answer from the intent as it is now (a state
+      // once left is never entered again, so one re-read decides).
+      record = await this.ledger.getIntent(intentId);
+      if (!record) throw fail("not_found", "No sandbox payment with that intent id.", { intent_id: intentId });
+    }
+    if (record.state === state || (state === "approved" && record.state === "captured")) return;
+    throw fail("conflict", `The payment is ${record.state}; it is not waiting for approval.`, { intent_id: intentId, state: record.state });
   }
 
   async refund(request: RefundRequest): Promise<RefundResult> {
@@ -254,7 +376,7 @@ export class CardSandboxRail implements PaymentRail {
         return { status: "failed", intentId, code: "PAYMENT_FAILED_ROLLED_BACK", reason: "processor_error" };
       case "awaiting_approval":
       case "approved":
-        return { status: "needs_buyer_approval", intentId, approvalUrl: `${this.approvalBaseUrl}/${encodeURIComponent(intentId)}` };
+        return { status: "needs_buyer_approval", intentId, approvalUrl: this.approvalUrlOf(r) };
       case "not_approved":
       case "rejected":
         return { status: "not_approved", intentId, code: "PAYMENT_NOT_APPROVED" };

@@ -5,7 +5,7 @@
  */
 import type { Sql } from "../../infra/db.ts";
 import type { RefundResult } from "./rail.ts";
-import type { RefundDebit, SandboxIntentRecord, SandboxIntentState, SandboxLedgerStore, SandboxRefundRecord } from "./card-sandbox.ts";
+import type { IntentTransition, RefundDebit, SandboxIntentRecord, SandboxIntentState, SandboxLedgerStore, SandboxRefundRecord } from "./card-sandbox.ts";
 
 interface IntentRow {
   intent_id: string;
@@ -18,6 +18,7 @@ interface IntentRow {
   refunded_minor: number;
   simulated: boolean;
   response_lost: boolean;
+  approval_token: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -33,6 +34,7 @@ const fromRow = (r: IntentRow): SandboxIntentRecord => ({
   refundedMinor: Number(r.refunded_minor),
   simulated: r.simulated,
   responseLost: r.response_lost,
+  approvalToken: r.approval_token,
   createdAt: r.created_at.getTime(),
   updatedAt: r.updated_at.getTime(),
 });
@@ -50,9 +52,9 @@ export class PgSandboxLedger implements SandboxLedgerStore {
     const rows = await this.sql<IntentRow[]>`
       WITH ins AS (
         INSERT INTO sandbox_ledger_intents (intent_id, store_id, amount_minor, currency, token, state, capture_ref,
-          refunded_minor, simulated, response_lost, created_at, updated_at)
+          refunded_minor, simulated, response_lost, approval_token, created_at, updated_at)
         VALUES (${r.intentId}, ${r.storeId}, ${r.amountMinor}, ${r.currency}, ${r.token}, ${r.state}, ${r.captureRef},
-          ${r.refundedMinor}, ${r.simulated}, ${r.responseLost}, ${new Date(r.createdAt)}, ${new Date(r.updatedAt)})
+          ${r.refundedMinor}, ${r.simulated}, ${r.responseLost}, ${r.approvalToken}, ${new Date(r.createdAt)}, ${new Date(r.updatedAt)})
         ON CONFLICT (intent_id) DO NOTHING
         RETURNING *)
       SELECT * FROM ins UNION ALL SELECT * FROM sandbox_ledger_intents WHERE intent_id = ${r.intentId} AND NOT EXISTS (SELECT 1 FROM ins)`;
@@ -63,11 +65,32 @@ export class PgSandboxLedger implements SandboxLedgerStore {
     return again;
   }
 
-  async updateIntent(r: SandboxIntentRecord): Promise<void> {
-    await this.sql`
-      UPDATE sandbox_ledger_intents SET state = ${r.state}, capture_ref = ${r.captureRef}, refunded_minor = ${r.refundedMinor},
-        response_lost = ${r.responseLost}, updated_at = ${new Date(r.updatedAt)}
-      WHERE intent_id = ${r.intentId}`;
+  async transitionIntent(intentId: string, from: SandboxIntentState, change: IntentTransition): Promise<SandboxIntentRecord | undefined> {
+    // Compare-and-set: the condition on the state is checked again on the newest row version when a concurrent write
+    // got there first (READ COMMITTED re-check), so a decision that read a stale state updates nothing.
+    const rows = await this.sql<IntentRow[]>`
+      UPDATE sandbox_ledger_intents SET state = ${change.state}, capture_ref = COALESCE(${change.captureRef ?? null}::text, capture_ref),
+        updated_at = ${new Date(change.updatedAt)}
+      WHERE intent_id = ${intentId} AND state = ${from}
+      RETURNING *`;
+    return rows[0] && fromRow(rows[0]);
+  }
+
+  async clearResponseLost(intentId: string, updatedAt: number): Promise<boolean> {
+    const rows = await this.sql`
+      UPDATE sandbox_ledger_intents SET response_lost = false, updated_at = ${new Date(updatedAt)}
+      WHERE intent_id = ${intentId} AND state = 'captured' AND response_lost
+      RETURNING intent_id`;
+    return rows.length > 0;
+  }
+
+  async assignApprovalToken(intentId: string, token: string): Promise<string> {
+    // One statement: the first token stored wins, also against a concurrent assignment.
+    const rows = await this.sql<{ approval_token: string }[]>`
+      UPDATE sandbox_ledger_intents SET approval_token = COALESCE(approval_token, ${token})
+      WHERE intent_id = ${intentId} RETURNING approval_token`;
+    if (!rows[0]) throw new Error(`sandbox ledger: no intent ${intentId}`);
+    return rows[0].approval_token;
   }
 
   async findIntentByCapture(captureRef: string): Promise<SandboxIntentRecord | undefined> {
@@ -82,14 +105,29 @@ export class PgSandboxLedger implements SandboxLedgerStore {
   }
 
   async insertRefund(record: SandboxRefundRecord, debit?: RefundDebit): Promise<SandboxRefundRecord> {
-    // One statement: the record and (only when it was inserted) the intent's refunded amount, both or neither.
-    await this.sql`
-      WITH ins AS (
+    // One transaction: the record claims the refund id (a concurrent insert of the same id waits on it, then finds it),
+    // then the intent's refunded amount grows only while it stays within the capture. The caller's check of the amount
+    // was a read: two refunds of different ids running at once both passed it (review RA), so the bound is decided here,
+    // on the intent's row, and a refund that no longer fits is recorded as refused (exceeds_captured) with no debit.
+    return this.sql.begin(async (tx) => {
+      const inserted = await tx`
         INSERT INTO sandbox_ledger_refunds (refund_id, capture_ref, result)
-        VALUES (${record.refundId}, ${record.captureRef}, ${this.sql.json(record.result as never)}) ON CONFLICT (refund_id) DO NOTHING
-        RETURNING refund_id)
-      UPDATE sandbox_ledger_intents SET refunded_minor = refunded_minor + ${debit?.amountMinor ?? 0}, updated_at = ${new Date(debit?.updatedAt ?? 0)}
-      WHERE intent_id = ${debit?.intentId ?? null} AND EXISTS (SELECT 1 FROM ins)`;
-    return (await this.getRefund(record.refundId)) ?? record;
+        VALUES (${record.refundId}, ${record.captureRef}, ${tx.json(record.result as never)}) ON CONFLICT (refund_id) DO NOTHING
+        RETURNING refund_id`;
+      if (inserted.length === 0) {
+        const rows = await tx<{ result: RefundResult }[]>`SELECT result FROM sandbox_ledger_refunds WHERE refund_id = ${record.refundId}`;
+        return rows[0] ? { ...record, result: rows[0].result } : record;
+      }
+      if (!debit) return record;
+      const debited = await tx`
+        UPDATE sandbox_ledger_intents SET refunded_minor = refunded_minor + ${debit.amountMinor}, updated_at = ${new Date(debit.updatedAt)}
+        WHERE intent_id = ${debit.intentId} AND refunded_minor + ${debit.amountMinor} <= amount_minor
+        RETURNING 1`;
+      if (debited.length > 0) return record;
+      const refused: RefundResult = { status: "failed", refundId: record.refundId, reason: "exceeds_captured" };
+      await tx`UPDATE sandbox_ledger_refunds SET result = ${tx.json(refused as never)} WHERE refund_id = ${record.refundId}`;
+      return { ...record, result: refused };
+    }) as Promise<SandboxRefundRecord>;
   }
+
 }

@@ -951,21 +951,13 @@ export class X402Rail implements PaymentRail {
       if (usedThen) return null; // used after all (a node that answered from another height): the next look finds it
       return { used: false, cancelled: false, expired: true, transaction: null, confirmations: 0n };
     };
-    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      return await Promise.race([
-        look(),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`chain look exceeded ${CHAIN_LOOK_TIMEOUT_MS} ms`)), CHAIN_LOOK_TIMEOUT_MS);
-        }),
-      ]);
+      return await withinLook(look());
     } catch (err) {
       this.log?.warn("x402 chain read failed during reconciliation", { intentId: row.intent_id, error: chainErrorText(err) });
       // The nonce was seen used before the look ran out: spent, the transaction just not found in time. Otherwise the
       // chain said nothing: that is not "unused" (review RX-1), so nothing may be re-sent on it.
       return usedSeen ? { used: true, cancelled: false, expired: false, transaction: null, confirmations: 0n } : UNREADABLE;
-    } finally {
-      clearTimeout(timer);
     }
   }
 }
@@ -1039,11 +1031,18 @@ async function receiptProof(client: ChainClient, row: { asset: string; payer: st
   return read.kind === "proof" ? read : null;
 }
 
-/** Bounds one chain look (CHAIN_LOOK_TIMEOUT_MS), whatever its number of reads. */
+/**
+ * Bounds one chain look (CHAIN_LOOK_TIMEOUT_MS), whatever its number of reads: the one timeout of chainState and
+ * captureVanished. Past it the look rejects; the reads it started are not cancelled (each ends within
+ * CHAIN_READ_TIMEOUT_MS) and its late answer is dropped.
+ */
 async function withinLook<T>(p: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`chain look exceeded ${CHAIN_LOOK_TIMEOUT_MS} ms`)), CHAIN_LOOK_TIMEOUT_MS);
+  });
   try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`chain look exceeded ${CHAIN_LOOK_TIMEOUT_MS} ms`)), CHAIN_LOOK_TIMEOUT_MS)))]);
+    return await Promise.race([p, deadline]);
   } finally {
     clearTimeout(timer);
   }

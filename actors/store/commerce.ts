@@ -13,7 +13,8 @@
  * - `beginLeg`     hold the stock of one store's payment leg and write its order `pending` (once per session and
  *                  store; a retried attempt reuses the order). Shortage → STATE_EXECUTION_BLOCKED.
  * - `settleLeg`    `captured`: commit the stock, order `paid`; `released`: give the stock back, order stays pending.
- * - `cancelOrder`  a pending order whose session ended unpaid: canceled, stock released.
+ * - `cancelOrder`  the agent's cancel of a pending order whose session no longer holds it: canceled (its event
+ *                  marked `canceled_by: agent`), stock released; answers whether this turn canceled it.
  * - `setOrderStatus` merchant moves (fulfilled, shipped, delivered, canceled; a pending cancel goes through the
  *                  cart's session, a paid/fulfilled cancel refunds the capture: refund-flow.ts).
  *   There is no agent message for a paid order: an agent cancels only pending orders and asks for money back
@@ -33,7 +34,7 @@ import { enqueueWebhookEvent } from "../webhook/outbox.ts";
 import { CATALOG_CHANGED, heldStockChanged } from "./messages.ts";
 import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
 import { createdPayload, iso, loadOrder, loadRefund, moveOrder, orderTotalMinor, refundView, statusChangedPayload, type OrderRow, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
-import { approveRefund, cancelPaidOrder, refundReminders } from "./refund-flow.ts";
+import { approveRefund, cancelPaidOrder, lockOrderOfRefund, refundReminders } from "./refund-flow.ts";
 import { applyRefundEvent, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
 import { normalizeCouponCode } from "../cart/coupons.ts";
@@ -466,6 +467,8 @@ async function settleReservation(tx: Sql, slug: string, id: string, to: "committ
   const ids = r.lines.map((l) => l.productId);
   const qs = r.lines.map((l) => l.quantity);
   const vqs = r.lines.map((l) => JSON.stringify(l.variants ?? {}));
+  // Lock order: the product rows first, by id (docs/checkout.md "Lock order"; audit K-4).
+  await tx`SELECT id FROM products WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR NO KEY UPDATE`;
   if (to === "committed") {
     await tx`UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
         stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE GREATEST(0, p.stock_quantity - w.q) END,
@@ -819,6 +822,18 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
     gone AS (SELECT status FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND status <> 'pending'),
     ${claim.ctes}
     ${coupon.ctes}
+    -- Lock order (audit K-4): the tracked product rows of the leg are locked first, by id, after the coupon row (the
+    -- one-time filter on the coupon's claim runs its CTEs to the end first). Without it the update locked them in
+    -- its plan's order (the cart's line order), the capture settle in another: concurrent one-store checkouts of
+    -- two tracked products deadlocked. Only the rows the held update may write are locked (its store, active, in-stock and
+    -- tracked conditions): untracked stock, and a line naming an untracked variant of an untracked product, is never
+    -- locked (review RC-2: a variant line locked the product row whether or not the variant's stock is tracked).
+    lk AS (
+      SELECT p.id FROM products p JOIN want w ON w.id = p.id
+      WHERE p.id IN (${idList}) AND p.store_slug = w.slug AND p.active AND p.in_stock
+        AND (p.stock_quantity IS NOT NULL OR CASE WHEN w.vq = '{}'::jsonb THEN false ELSE variant_holds_tracked(p.variants, w.vq) <> '{}'::jsonb END)
+        AND ${coupon.claimed}
+      ORDER BY p.id FOR NO KEY UPDATE OF p),
     -- Tracked stock (the product's, and each tracked variant's) is held by one conditional update of the product
     -- row; untracked stock is unlimited and never locked.
     -- Plan, index-driven by construction: the only condition on products alone is p.id IN (ids), the primary key
@@ -838,6 +853,7 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
         AND (p.stock_quantity IS NULL OR p.stock_quantity - p.reserved_quantity >= w.q)
         AND CASE WHEN w.vq = '{}'::jsonb THEN true ELSE variant_stock_covers(p.variants, p.variant_reserved, w.vq) END
         AND NOT EXISTS (SELECT 1 FROM prior) AND NOT EXISTS (SELECT 1 FROM gone) AND ${claim.claimed} AND ${coupon.claimed}
+        AND (SELECT count(*) FROM lk) >= 0
       RETURNING p.id, CASE WHEN p.stock_quantity IS NULL THEN 0 ELSE w.q END AS q,
         CASE WHEN w.vq = '{}'::jsonb THEN '{}'::jsonb ELSE variant_holds_tracked(p.variants, w.vq) END AS vq),
     free AS (
@@ -987,9 +1003,11 @@ function reservedPerProduct(db: Sql) {
  * coupon, and a hold racing it (coupon, then product) was a 40P01 deadlock.
  */
 function givenBack(db: Sql) {
-  return db`back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
+  return db`blk AS (SELECT p.id FROM products p WHERE (SELECT count(*) FROM cback) >= 0 AND p.id = ANY(ARRAY(SELECT id FROM w))
+        ORDER BY p.id FOR NO KEY UPDATE),
+    back AS (UPDATE products p SET reserved_quantity = GREATEST(0, p.reserved_quantity - w.q),
         variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1)
-      FROM w WHERE (SELECT count(*) FROM cback) >= 0 AND p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id)`;
+      FROM w WHERE (SELECT count(*) FROM blk) >= 0 AND p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id)`;
 }
 const heldBack = (db: Sql) => db`ARRAY(SELECT id::text FROM back) AS held_back`;
 
@@ -1037,6 +1055,8 @@ function fullSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus
       WHERE id = ${b.reservationId} AND store_slug = ${slug} AND status = 'held'
         AND EXISTS (SELECT 1 FROM orders WHERE id = ${b.orderId} AND store_slug = ${slug} AND status = 'pending') RETURNING lines),
     ${reservedPerProduct(db)},
+    -- Lock order (audit K-4): the product rows first, by id, as the hold and the release take them.
+    slk AS (SELECT p.id FROM products p WHERE p.id = ANY(ARRAY(SELECT id FROM w)) ORDER BY p.id FOR NO KEY UPDATE),
     -- p.id = ANY(ARRAY(SELECT id FROM w)): the ids reach products as one InitPlan value, so the primary key is the
     -- way in; joined on w alone the generic plan expects 100 lines (jsonb_array_elements) and reads every product.
     sold AS (
@@ -1046,7 +1066,8 @@ function fullSettleCtes(db: Sql, slug: string, b: SettleLegBody, to: OrderStatus
         variant_reserved = stock_counts_add(p.variant_reserved, w.vq, -1),
         variants = variant_stock_sell(p.variants, w.vq),
         updated_at = now()
-      FROM w WHERE p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
+      FROM w WHERE (SELECT count(*) FROM slk) >= 0 AND p.id = ANY(ARRAY(SELECT id FROM w)) AND p.id = w.id
+      RETURNING p.id, p.stock_quantity IS NOT NULL OR w.vq <> '{}'::jsonb AS tracked),
     ${paidRows(db, slug, b, to, changedPayload, db``, true)}`;
 }
 
@@ -1148,7 +1169,7 @@ export function settleCapturedLegRiding(
 export async function cancelPendingOrderRows(
   db: Sql,
   slug: string,
-  o: { orderId: string; reason: string },
+  o: { orderId: string; reason: string; /** The agent's own cancel of its session: recorded as `canceled_by: agent`. */ byAgent?: boolean },
   now: number,
   onHeld?: HeldSink,
 ): Promise<{ status: OrderStatus | null }> {
@@ -1173,7 +1194,7 @@ export async function cancelPendingOrderRows(
       ON CONFLICT (id) DO NOTHING),
     ev AS (
       INSERT INTO order_events (order_id, type, from_status, to_status, data)
-      SELECT id, 'cancel', 'pending', ${to}, ${db.json({ actor: "system", reason: o.reason } as never)}::jsonb FROM c),
+      SELECT id, 'cancel', 'pending', ${to}, ${db.json({ actor: "system", reason: o.reason, ...(o.byAgent ? { canceled_by: "agent" } : {}) } as never)}::jsonb FROM c),
     outbox AS (
       INSERT INTO webhook_events (store_slug, kind, payload)
       SELECT ${slug}, 'order.status_changed', ${db.json(head as never)}::jsonb || jsonb_build_object(
@@ -1197,7 +1218,7 @@ type Ctx = ActorContext<unknown>;
  * status is returned, its held stock released). The coupon first: coupon rows before product rows (lock order, see
  * givenBack); if the move then finds the order changed meanwhile, the turn's transaction rolls all of it back.
  */
-async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, data: Record<string, unknown>): Promise<OrderStatus> {
+async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, data: Record<string, unknown>): Promise<{ status: OrderStatus; canceled: boolean }> {
   const tx = await ctx.tx();
   const order = await loadOrder(tx, ctx.id, orderId);
   if (order.status === "pending") await releaseCouponClaim(tx, orderId);
@@ -1207,10 +1228,10 @@ async function cancelPendingHere(ctx: Ctx, orderId: string, actor: OrderActor, d
   // published when this turn commits (search re-reads the buyable stock of what went back)
   const ev = heldStockChanged(ctx.id, released);
   if (ev) ctx.publish(CATALOG_CHANGED, ev);
-  if (order.status !== "pending") return order.status;
+  if (order.status !== "pending") return { status: order.status, canceled: false };
   const to = await moveOrder(tx, order, "cancel", actor, ctx.now(), data);
   await releaseClaims(tx, orderId);
-  return to;
+  return { status: to, canceled: true };
 }
 
 /**
@@ -1239,7 +1260,7 @@ async function merchantCancelPending(
   );
   let status: OrderStatus;
   if (viaSession) [{ status }] = await ctx.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${order.id}`;
-  else status = await cancelPendingHere(ctx, order.id, "merchant", { user_id: userId, note });
+  else ({ status } = await cancelPendingHere(ctx, order.id, "merchant", { user_id: userId, note }));
   if (status === "paid" || status === "fulfilled") {
     // The payment won the race with this cancel (the session completed after the order was read pending): the
     // merchant's cancel of a captured order refunds it, as it would have a moment later (audit A1 M1).
@@ -1260,8 +1281,13 @@ export const commerceHandlers = {
     return { status: r.status };
   },
 
-  async cancelOrder(ctx: Ctx, b: Static<(typeof commerceMessages)["cancelOrder"]>): Promise<{ status: OrderStatus }> {
-    return { status: await cancelPendingHere(ctx, b.orderId, "system", { reason: b.reason }) };
+  /**
+   * The agent's cancel at the store (its only caller): `canceled`: this turn moved the order from pending (false: it
+   * was no longer pending, `status` says what it is). The event records `canceled_by: agent`, so that the agent's
+   * repeated cancel answers alike (gateway/rest/orders.ts agentCanceledUnpaid, review RC-3).
+   */
+  async cancelOrder(ctx: Ctx, b: Static<(typeof commerceMessages)["cancelOrder"]>): Promise<{ status: OrderStatus; canceled: boolean }> {
+    return cancelPendingHere(ctx, b.orderId, "system", { reason: b.reason, canceled_by: "agent" });
   },
 
   /**
@@ -1335,9 +1361,18 @@ export const commerceHandlers = {
   async decideRefund(ctx: Ctx, b: Static<(typeof commerceMessages)["decideRefund"]>): Promise<RefundView> {
     if (b.decision === "approve") return approveRefund(ctx, b.refundId, b.userId);
     const tx = await ctx.tx();
+    // The order row first, then the refund row: the reconcile refund (the cart's turn) takes them in that order
+    // (audit K-2). Read after the lock, the refund's status is the one the reconcile committed, if it ran.
+    await lockOrderOfRefund(tx, ctx.id, b.refundId);
     const refund = await loadRefund(tx, ctx.id, b.refundId);
     const next = applyRefundEvent({ status: refund.status, amountMinor: Number(refund.amount_minor) }, "reject", "merchant");
-    await tx`UPDATE order_refunds SET status = ${next.status}, decided_by = ${b.userId}, updated_at = now() WHERE id = ${refund.id}`;
+    // Conditional on the status read (audit K-1): a FAILED refund retried meanwhile (APPROVED, at the processor) is
+    // never overwritten; the merchant is answered 409 with its current status.
+    const rejected = await tx`UPDATE order_refunds SET status = ${next.status}, decided_by = ${b.userId}, updated_at = now() WHERE id = ${refund.id} AND status = ${refund.status}`;
+    if (rejected.count === 0) {
+      const now = await loadRefund(tx, ctx.id, refund.id);
+      throw fail("conflict", `reject is not allowed on a ${now.status} refund by merchant.`, { status: now.status, event: "reject" });
+    }
     await tx`INSERT INTO order_events (order_id, type, data) VALUES (${refund.order_id}, 'refund_rejected', ${tx.json({ refund_id: refund.id } as never)})`;
     return refundView(await loadRefund(tx, ctx.id, refund.id));
   },

@@ -217,6 +217,21 @@ export async function listStoreOrders(
   return { total: n, items: rows.map(orderRow) };
 }
 
+/**
+ * Keys of an order event's `data` the store is never shown (audit I-1/I-2): the buyer's side of the payment. The
+ * payment intent id and the agent's checkout session id (which embeds its cart id) name the buyer's payment and
+ * session, not anything the merchant acts on (its order id, capture reference, refund ids and amounts are what it
+ * uses); the intent id once was the whole approval capability, and the session id let another store of a
+ * multi-store cart derive this store's intent id. Filtered when read, so events written before are covered too.
+ */
+const BUYER_SIDE_EVENT_KEYS: ReadonlySet<string> = new Set(["intent_id", "checkout_session_id", "cart_id"]);
+
+/** An event's data as the merchant sees it: without the buyer-side keys. */
+export function merchantEventData(data: Record<string, unknown> | null | undefined): Record<string, unknown> {
+  if (!data || typeof data !== "object") return {};
+  return Object.fromEntries(Object.entries(data).filter(([k]) => !BUYER_SIDE_EVENT_KEYS.has(k)));
+}
+
 /** One order of the store with items, history (oldest first) and refund requests; null when not this store's. */
 export async function storeOrderDetail(sql: Sql, slug: string, orderId: string): Promise<StoreOrderDetail | null> {
   const [o] = await sql<OrderDbRow[]>`
@@ -230,7 +245,7 @@ export async function storeOrderDetail(sql: Sql, slug: string, orderId: string):
   return {
     ...orderRow(o),
     items: items.map((i) => ({ title: i.title, quantity: i.quantity, unitPriceMinor: Number(i.unit_price_minor), productId: i.product_id })),
-    events: events.map((e) => ({ at: e.at.toISOString(), type: e.type, fromStatus: e.from_status, toStatus: e.to_status, data: e.data ?? {} })),
+    events: events.map((e) => ({ at: e.at.toISOString(), type: e.type, fromStatus: e.from_status, toStatus: e.to_status, data: merchantEventData(e.data) })),
     refunds: await listRefunds(sql, slug, { orderId }),
   };
 }

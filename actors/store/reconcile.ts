@@ -116,15 +116,22 @@ export interface ReconcileRefund {
  * of it (refundableMinor).
  */
 export async function openReconcileRefund(tx: Sql, slug: string, o: FlaggedOrder, capturedMinor: number, userId: string, now: number): Promise<ReconcileRefund> {
+  // The caller holds the order row (lockFlaggedOrder): the order row, then the refund row (refund-flow.ts
+  // lockOrderOfRefund; audit K-2). Locked, so the store's reject or approve of this record waits for this turn.
   const [prev] = await tx<{ id: string; status: RefundStatus; amount_minor: number }[]>`SELECT id, status, amount_minor FROM order_refunds
     WHERE order_id = ${o.id} AND reason = ${RECONCILE_REFUND_REASON} AND status IN ('APPROVED', 'REFUNDED', 'FAILED')
-    ORDER BY status = 'FAILED', created_at LIMIT 1`;
+    ORDER BY status = 'FAILED', created_at LIMIT 1 FOR UPDATE`;
   if (prev?.status === "REFUNDED") return { id: prev.id, status: "REFUNDED", amountMinor: Number(prev.amount_minor) };
   if (prev?.status === "FAILED") {
     applyRefundEvent({ status: prev.status, amountMinor: Number(prev.amount_minor) }, "retry", "merchant");
     // The next processor key (refund-flow.ts railRefundKey): the rail would answer its refusal again under the last.
-    await tx`UPDATE order_refunds SET status = 'APPROVED', failure = NULL, decided_by = ${userId}, updated_at = now(), rail_attempt = rail_attempt + 1
+    const retried = await tx`UPDATE order_refunds SET status = 'APPROVED', failure = NULL, decided_by = ${userId}, updated_at = now(), rail_attempt = rail_attempt + 1
       WHERE id = ${prev.id} AND status = 'FAILED'`;
+    // Checked (audit K-1): never report APPROVED (and drive) a record this statement did not move.
+    if (retried.count === 0) {
+      const [now] = await tx<{ status: RefundStatus }[]>`SELECT status FROM order_refunds WHERE id = ${prev.id}`;
+      throw fail("conflict", "The refund of this capture changed meanwhile; read the order and decide again.", { order_id: o.id, refund_id: prev.id, refund_status: now?.status ?? null });
+    }
     await tx`INSERT INTO order_events (order_id, type, data) VALUES (${o.id}, 'refund_approved', ${tx.json({ actor: "merchant", user_id: userId, refund_id: prev.id, amount_minor: Number(prev.amount_minor), reconciliation: o.reconciliation, retry: true } as never)})`;
   }
   if (prev) {

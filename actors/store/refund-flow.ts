@@ -5,8 +5,14 @@
  *
  * The order of writes is the same everywhere: the refund record is committed APPROVED (with the re-drive reminder,
  * in the same transaction) before the processor is called; the rail is idempotent per refund id, so calling it
- * again after a crash, an error or a lost answer returns its first answer and never refunds twice; REFUNDED or
- * FAILED is written only while the record is still APPROVED, so two drives of one refund count its money once.
+ * again after a crash, an error or a lost answer returns its first answer and never refunds twice. Every write takes
+ * the order row first, then the refund row (`lockOrderOfRefund`: approve, reject, the drive's settle; audit K-2).
+ * FAILED is written only while the record is still APPROVED, and only for the processor attempt the drive asked.
+ * REFUNDED is written from APPROVED, so two drives of one refund count its money once; the one exception is money the
+ * processor moved for a record that is no longer APPROVED (FAILED or REJECTED meanwhile, audit K-1): the record is
+ * corrected to REFUNDED from the status read under the lock, once, the order counts it, and a `refund_recovered` event
+ * names the status it was corrected from. A merchant's reject moves the record only from the status it read (else 409
+ * conflict with the current status).
  */
 import { isDatabaseUnavailable, type Sql } from "../../infra/db.ts";
 import { railFor, type RailName } from "../payments/card-rails.ts";
@@ -136,19 +142,46 @@ export async function driveRefundRows(turn: RefundTurn, slug: string, refundId: 
     return refund;
   }
   const tx = await turn.tx();
+  // The order row first, then the refund row (lockOrderOfRefund).
+  await tx`SELECT id FROM orders WHERE id = ${order.id} FOR UPDATE`;
   if (result.status === "refunded") {
-    const settled = await tx`UPDATE order_refunds SET status = ${applyRefundEvent(record, "settle", "system").status}, refund_ref = ${result.refundRef}, updated_at = now()
+    let settled = await tx`UPDATE order_refunds SET status = ${applyRefundEvent(record, "settle", "system").status}, refund_ref = ${result.refundRef}, updated_at = now()
       WHERE id = ${refundId} AND status = 'APPROVED'`;
+    if (settled.count === 0) {
+      // The processor paid this refund back, yet the record is no longer APPROVED. REFUNDED by another drive: counted
+      // once, nothing to do. Anything else (audit K-1: a stale drive's refusal under an older processor key, or a
+      // move that should never have happened) is not left as it is: money moved, so the record says REFUNDED and the
+      // order counts it, with an event naming the status it was corrected from.
+      const [now] = await tx<{ status: RefundStatus }[]>`SELECT status FROM order_refunds WHERE id = ${refundId} FOR UPDATE`;
+      if (now && now.status !== "REFUNDED") {
+        turn.log.error("the processor refunded a refund whose record was no longer APPROVED; recorded as REFUNDED", { refund_id: refundId, status: now.status });
+        settled = await tx`UPDATE order_refunds SET status = 'REFUNDED', refund_ref = ${result.refundRef}, failure = NULL, updated_at = now()
+          WHERE id = ${refundId} AND status = ${now.status}`;
+        await tx`INSERT INTO order_events (order_id, type, data) VALUES (${order.id}, 'refund_recovered',
+          ${tx.json({ actor: "system", refund_id: refundId, amount_minor: amountMinor, was: now.status } as never)})`;
+      }
+    }
     if (settled.count === 1) {
       await tx`UPDATE orders SET refunded_minor = LEAST(COALESCE(captured_minor, total_minor), refunded_minor + ${amountMinor}) WHERE id = ${order.id}`;
       const restocked = await moveOrderAfterRefund(tx, slug, order.id, refundId, amountMinor, turn.now());
       if (restocked.length) turn.publish("catalog.changed", { storeSlug: slug, upserted: restocked, removed: [] });
     }
   } else {
+    // Only the attempt this drive asked about: a refusal under an older processor key says nothing of a retry's.
     await tx`UPDATE order_refunds SET status = ${applyRefundEvent(record, "fail", "system").status}, failure = ${result.reason}, updated_at = now()
-      WHERE id = ${refundId} AND status = 'APPROVED'`;
+      WHERE id = ${refundId} AND status = 'APPROVED' AND rail_attempt = ${refund.rail_attempt ?? 0}`;
   }
   return loadRefund(tx, slug, refundId);
+}
+
+/**
+ * Lock order for refunds (audit K-2): the order row first, then its refund rows. The cart's reconcile refund locks the
+ * flagged order (reconcile.ts lockFlaggedOrder) and then its refund record; a store turn that wrote the refund row
+ * first and the order (or an `order_events` row, which key-share locks the order) after it deadlocked with it (40P01,
+ * answered 503). Every statement sequence that writes a refund row takes the order row with this first.
+ */
+export async function lockOrderOfRefund(tx: Sql, slug: string, refundId: string): Promise<void> {
+  await tx`SELECT o.id FROM orders o WHERE o.id = (SELECT order_id FROM order_refunds WHERE id = ${refundId} AND store_slug = ${slug}) FOR UPDATE`;
 }
 
 /** `driveRefundRows` for a refund of this store, in the store's own turn. */
@@ -164,6 +197,7 @@ export async function approveRefund(ctx: Ctx, refundId: string, userId: string):
   const current = await loadRefund(ctx.sql, ctx.id, refundId);
   if (current.status !== "APPROVED") {
     const tx = await ctx.tx();
+    await lockOrderOfRefund(tx, ctx.id, refundId);
     const refund = await loadRefund(tx, ctx.id, refundId);
     const record = { status: refund.status, amountMinor: Number(refund.amount_minor) };
     const approved = applyRefundEvent(record, refund.status === "FAILED" ? "retry" : "approve", "merchant");
@@ -208,13 +242,15 @@ export async function returnSoldStock(tx: Sql, slug: string, orderId: string): P
   const ids = [...back.keys()];
   const qs = [...back.values()].map((w) => w.q);
   const vqs = [...back.values()].map((w) => JSON.stringify(w.v));
-  const changed = await tx<{ id: string }[]>`UPDATE products p SET
+  // Lock order: the product rows first, by id (docs/checkout.md "Lock order"; audit K-4).
+  const changed = await tx<{ id: string }[]>`WITH lk AS (SELECT id FROM products WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR NO KEY UPDATE)
+    UPDATE products p SET
       stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE p.stock_quantity + w.q END,
       in_stock = CASE WHEN p.stock_quantity IS NOT NULL AND p.stock_quantity <= 0 AND w.q > 0 THEN true ELSE p.in_stock END,
       variants = CASE WHEN w.vt::jsonb = '{}'::jsonb THEN p.variants ELSE variant_stock_return(p.variants, w.vt::jsonb) END,
       updated_at = now()
     FROM (SELECT unnest(${ids}::uuid[]) AS id, unnest(${qs}::int[]) AS q, unnest(${vqs}::text[]) AS vt) w
-    WHERE p.id = w.id AND p.store_slug = ${slug} AND (w.q > 0 OR w.vt::jsonb <> '{}'::jsonb)
+    WHERE (SELECT count(*) FROM lk) >= 0 AND p.id = w.id AND p.store_slug = ${slug} AND (w.q > 0 OR w.vt::jsonb <> '{}'::jsonb)
     RETURNING p.id`;
   return changed.map((r) => r.id);
 }

@@ -183,8 +183,11 @@ function checkAccess(def: AnyTool, ctx: ToolContext): void {
 export async function runTool(t: CompiledTool | undefined, name: string, args: unknown, ctx: ToolContext): Promise<ToolCallResult> {
   const site = ctx.svc.siteUrl;
   if (!t) {
-    return errorResult(site, "TOOL_NOT_FOUND", `No tool '${name}' on this endpoint of store ${ctx.store.slug}; the tool set is fixed for the session (call tools/list).`, {
-      tool: name,
+    // The name is the caller's own text: quoted cut to ECHO_MAX_CHARS like every other echo (audit F-6: a
+    // 100,000-character name came back whole three times, a 300 kB answer).
+    const shown = cutEcho(name);
+    return errorResult(site, "TOOL_NOT_FOUND", `No tool '${shown}' on this endpoint of store ${ctx.store.slug}; the tool set is fixed for the session (call tools/list).`, {
+      tool: shown,
       store: ctx.store.slug,
       endpoint: ctx.endpoint,
     });

@@ -227,7 +227,18 @@ export const Coupon = obj({ code: Str, kind: Str, value: Num, active: Bool, expi
 export const OrderStatusChange = obj({}, "The order after the status change.");
 export const RefundDecision = Refund;
 export const AllowlistEntry = obj({ key_id: Str, status: t.Union([t.Literal("allowed"), t.Literal("blocked")]), created_at: Str, updated_at: Str });
-export const Reconciled = obj({ order_id: Str, merchant_slug: Str, action: Str, order_status: Str, checkout_session_id: Str, checkout_status: Str, refund: t.Union([Any, t.Null()]) });
+export const Reconciled = obj({
+  order_id: Str,
+  merchant_slug: Str,
+  action: Str,
+  order_status: Str,
+  reconciliation: t.Null(),
+  capture_reference: t.Union([Str, t.Null()]),
+  refund: t.Union([Any, t.Null()]),
+  refund_by_merchant: t.Optional(t.Literal(true, { description: "x402: the service cannot refund the payer; the merchant refunds from its own wallet." })),
+  checkout_status: Str,
+  cart_status: Str,
+});
 export const CustomerToken = obj({ token: Str, token_type: Str, expires_in: Int, header: Str });
 export const SearchSettings = obj({ settings: Any, version: Int, engine: Str, documents: t.Optional(Int), reindexed: t.Optional(t.Unknown()) });
 export const Reindex = obj({}, "What was reindexed.");

@@ -225,8 +225,9 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "POST /api/v1/agent/cart/apply-coupon": { success: [ok(M.CouponResult, "Whether the coupon applied (applied false with a reason is an answer, not an error).")], errors: { 400: ["INVALID_ARGUMENT"], 404: CART_READ, 409: ["CART_NOT_MUTABLE", "conflict"] } },
 
   // ---------------------------------------------------------------------------------------------- checkout
-  "GET /api/v1/sandbox/payments/{intentId}": { success: [raw(M.Html, "The buyer's approval page (HTML).", 200, "text/html")], errors: { 404: ["not_found"] } },
-  "POST /api/v1/sandbox/payments/{intentId}/{decision}": {
+  // The link's {token} is the buyer's capability: a wrong one is the same 404 not_found as an unknown intent (audit I-1).
+  "GET /api/v1/sandbox/payments/{intentId}/{token}": { success: [raw(M.Html, "The buyer's approval page (HTML).", 200, "text/html")], errors: { 404: ["not_found"] } },
+  "POST /api/v1/sandbox/payments/{intentId}/{token}/{decision}": {
     success: [ok(M.SandboxDecision, "The decision is recorded (a JSON post)."), { status: 303, description: "A form post from the approval page: back to the page." }],
     errors: { 404: ["not_found"], 409: ["conflict"] },
   },

@@ -119,11 +119,12 @@ const escapeHtml = (v: string) => v.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
 
 /**
  * The page the 202's buyer link opens (sandbox card processor): what is being paid, to whom, and two buttons that
- * post to /approve and /reject. Those answer a form post with a 303 back here, so the human sees the outcome.
+ * post to /approve and /reject under the same link. Those answer a form post with a 303 back here, so the human sees
+ * the outcome. `link`: the page's own path, token included (the token is what lets the buyer decide).
  */
-function approvalPage(intent: { intentId: string; storeId: string; amountMinor: number; currency: string; state: string }): string {
+function approvalPage(intent: { intentId: string; storeId: string; amountMinor: number; currency: string; state: string }, link: string): string {
   const amount = `${toMajor(intent.amountMinor, intent.currency)} ${intent.currency}`;
-  const base = `${SANDBOX_APPROVAL_PATH}/${intent.intentId}`;
+  const base = escapeHtml(link);
   const waiting = intent.state === "awaiting_approval";
   const buttons = waiting
     ? `<form method="post" action="${base}/approve"><button type="submit">Approve the payment</button></form>
@@ -142,51 +143,69 @@ ${buttons}
 }
 
 const IntentId = t.String({ pattern: "^pi_[0-9a-f]{40}$" });
+/**
+ * The approval link's secret (card-sandbox.ts: 64 hex). No pattern: a token of another shape is simply wrong, and is
+ * answered as a wrong token (404 not_found, as an unknown intent), not with a 400 that would tell the shapes apart.
+ */
+const ApprovalToken = t.String({ minLength: 1, maxLength: 128 });
+/** The link's path: whoever holds it is the buyer (docs/checkout.md "Payment method"). */
+const approvalLink = (p: { intentId: string; token: string }) => `${SANDBOX_APPROVAL_PATH}/${p.intentId}/${encodeURIComponent(p.token)}`;
+/** The answer to an unknown intent and to a wrong token alike: nothing tells them apart. */
+const noSuchPayment = (intentId: string) => fail("not_found", "No sandbox payment with that intent id.", { intent_id: intentId });
 
 export function checkoutRoutes(svc: Services) {
   return new Elysia({ name: "checkout-routes" })
     .get(
-      `${SANDBOX_APPROVAL_PATH}/:intentId`,
+      `${SANDBOX_APPROVAL_PATH}/:intentId/:token`,
       async ({ params }) => {
-        const intent = await cardRail(svc.sql).describe(params.intentId);
-        if (!intent) throw fail("not_found", "No sandbox payment with that intent id.", { intent_id: params.intentId });
-        // never framed (a page whose buttons move money must not be clickjacked), forms post only to itself
-        return new Response(approvalPage(intent), {
+        const intent = await cardRail(svc.sql).describe(params.intentId, params.token);
+        if (!intent) throw noSuchPayment(params.intentId);
+        // never framed (a page whose buttons move money must not be clickjacked), forms post only to itself; the URL
+        // is a secret, so no Referer carries it anywhere
+        return new Response(approvalPage(intent, approvalLink(params)), {
           headers: {
             "content-type": "text/html; charset=utf-8",
             "cache-control": "no-store",
             "x-frame-options": "DENY",
+            "referrer-policy": "no-referrer",
             "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
           },
         });
       },
       {
-        params: t.Object({ intentId: IntentId }),
+        params: t.Object({ intentId: IntentId, token: ApprovalToken }),
         response: errorResponses(400, 404),
         detail: {
           tags: ["checkout"],
           summary: "Sandbox processor: the buyer's approval page (the 202's details.approval_url; HTML with approve and refuse buttons)",
+          description:
+            "The link is the capability: its token is a secret only the buyer's agent is given. A wrong token answers 404 not_found " +
+            "exactly as an unknown intent does.",
         },
       },
     )
     .post(
-      `${SANDBOX_APPROVAL_PATH}/:intentId/:decision`,
+      `${SANDBOX_APPROVAL_PATH}/:intentId/:token/:decision`,
       async ({ params, request }) => {
         // The sandbox processor's buyer page: approving or refusing here is what a human does at the link.
         const rail = cardRail(svc.sql);
-        if (params.decision === "approve") await rail.approve(params.intentId);
-        else await rail.reject(params.intentId);
+        if (params.decision === "approve") await rail.approve(params.intentId, params.token);
+        else await rail.reject(params.intentId, params.token);
         // The page's own buttons (a form post): back to the page, which now shows the outcome.
         if ((request.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded")) {
-          return new Response(null, { status: 303, headers: { location: `${SANDBOX_APPROVAL_PATH}/${params.intentId}` } });
+          return new Response(null, { status: 303, headers: { location: approvalLink(params), "referrer-policy": "no-referrer" } });
         }
         const state = await rail.lookup(params.intentId);
         return ok({ intent_id: params.intentId, decision: params.decision, status: state.status });
       },
       {
-        params: t.Object({ intentId: IntentId, decision: t.Union([t.Literal("approve"), t.Literal("reject")]) }),
+        params: t.Object({ intentId: IntentId, token: ApprovalToken, decision: t.Union([t.Literal("approve"), t.Literal("reject")]) }),
         response: errorResponses(400, 404, 409),
-        detail: { tags: ["checkout"], summary: "Sandbox processor: the buyer approves or refuses a payment (test rail only)" },
+        detail: {
+          tags: ["checkout"],
+          summary: "Sandbox processor: the buyer approves or refuses a payment (test rail only)",
+          description: "POST to the approval link + /approve or /reject. A wrong token answers 404 not_found exactly as an unknown intent does.",
+        },
       },
     )
     .use(agentAuth(svc))

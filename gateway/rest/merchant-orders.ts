@@ -7,7 +7,7 @@ import { Elysia, t } from "elysia";
 import { storeCommerce } from "../../actors/store/commerce.ts";
 import { listAllowlist, listRefundsPage } from "../../actors/store/merchant-reads.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
-import { fail } from "../../actors/runtime/errors.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
@@ -15,6 +15,17 @@ import { isUuid } from "../../infra/uuid.ts";
 
 const Slug = t.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const sec = { security: [{ bearer: [] }] };
+
+/**
+ * A refusal as the merchant is shown it: without the buyer's checkout session id (ORDER_NOT_CANCELLABLE of a pending
+ * order names it for the buyer's own cancel). It embeds the agent's cart id, the buyer side of the payment that
+ * merchants are not shown (review RA-4; docs/checkout.md "Payment method").
+ */
+function withoutBuyerSide(err: unknown): unknown {
+  if (!(err instanceof ActorError) || !err.details || !("checkout_session_id" in err.details)) return err;
+  const { checkout_session_id: _buyerSide, ...details } = err.details;
+  return new ActorError(err.code, err.message, details);
+}
 
 export function merchantOrderRoutes(svc: Services) {
   return new Elysia({ name: "merchant-order-routes" })
@@ -24,12 +35,16 @@ export function merchantOrderRoutes(svc: Services) {
       async ({ params, body, user }) => {
         await assertStoreWriter(svc.sql, params.slug, user);
         return ok(
-          await svc.actors.ask(storeCommerce, params.slug, "setOrderStatus", {
-            orderId: params.id.toLowerCase(),
-            status: body.status,
-            userId: user.id,
-            ...(body.note ? { note: body.note } : {}),
-          }),
+          await svc.actors
+            .ask(storeCommerce, params.slug, "setOrderStatus", {
+              orderId: params.id.toLowerCase(),
+              status: body.status,
+              userId: user.id,
+              ...(body.note ? { note: body.note } : {}),
+            })
+            .catch((err: unknown) => {
+              throw withoutBuyerSide(err);
+            }),
         );
       },
       {

@@ -89,15 +89,17 @@ export function merchantReconcileRoutes(svc: Services) {
         if (!o.reconciliation || !o.cart_id || !o.checkout_session_id) {
           throw fail("conflict", "This order is not waiting for reconciliation.", { order_id: id, reconciliation: o.reconciliation });
         }
-        return ok(
-          await svc.actors.ask(cartActor, o.cart_id, "resolveCapture", {
-            sessionId: o.checkout_session_id,
-            storeSlug: params.slug,
-            orderId: id,
-            action: body.action,
-            userId: user.id,
-          }),
-        );
+        const answer = await svc.actors.ask(cartActor, o.cart_id, "resolveCapture", {
+          sessionId: o.checkout_session_id,
+          storeSlug: params.slug,
+          orderId: id,
+          action: body.action,
+          userId: user.id,
+        });
+        // The buyer's checkout session id is the buyer side of the payment (it embeds the agent's cart id): merchants
+        // are not shown it (review RA-4; docs/checkout.md "Payment method"). checkout_status says what the merchant needs.
+        const { checkout_session_id: _buyerSide, ...merchantAnswer } = answer;
+        return ok(merchantAnswer);
       },
       {
         params: t.Object({ slug: Slug, id: t.String({ format: "uuid" }) }),

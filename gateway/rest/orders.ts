@@ -135,10 +135,31 @@ export function notCancellable(orderId: string, status: OrderStatus, rail: strin
 }
 
 /**
+ * Whether the order's agent canceled it and nothing was ever charged for it: the order is `canceled`, was never paid
+ * (no `paid_at`, no capture, nothing refunded), and its cancel event records `canceled_by: agent` (the store's
+ * `cancelOrder`, or the cart's cancel of the session without a store named, i.e. the agent's cancel of its checkout
+ * or of this order). An order canceled by the merchant, by expiry, by a reconciliation, or after a capture is not.
+ * The agent's cancel answers such an order 200 `canceled` again: a repeated cancel (a client retry, in flight or
+ * after the first finished) is idempotent (review RC-3; MCP cancel_order declares idempotentHint).
+ */
+export async function agentCanceledUnpaid(sql: Services["sql"], orderId: string): Promise<boolean> {
+  const [r] = await sql<{ yes: boolean }[]>`
+    SELECT o.status = 'canceled' AND o.paid_at IS NULL AND o.capture_ref IS NULL AND o.refunded_minor = 0
+      AND EXISTS (SELECT 1 FROM order_events e WHERE e.order_id = o.id AND e.type = 'cancel' AND e.data ->> 'canceled_by' = 'agent') AS yes
+    FROM orders o WHERE o.id = ${orderId}`;
+  return r?.yes === true;
+}
+
+/**
  * An agent's cancel of an order it read `pending` (REST POST /agent/orders/{id}/cancel and MCP cancel_order, one
  * place): through its checkout session in the cart's turn, else at the store; then the order is read again. The
  * payment can win the race (the session completed between the caller's read and the cart's turn): nothing was
  * canceled, and the answer is the refusal of an order read paid first, never success with `status: paid` (audit A1 M1).
+ * Success only when the agent's cancel canceled the order and nothing was charged (agentCanceledUnpaid): an order
+ * the payment won and the merchant then canceled and refunded reads `canceled` too, and answering that
+ * `{status: canceled, refund: null}` told the agent nothing was charged (audit K-3). The cart's cancel of a
+ * two-store session succeeds without touching a store's captured leg, so its success says nothing about this order
+ * (review RC-1): the decision is read from the order. Otherwise 409 with the current status.
  */
 export async function cancelPendingAsAgent(
   svc: Services,
@@ -148,9 +169,9 @@ export async function cancelPendingAsAgent(
 ): Promise<{ order_id: string; status: "canceled" }> {
   const viaSession = await cancelPendingViaSession((cartId, b) => svc.actors.ask(cartActor, cartId, "cancel", b), o, { actor: "agent" });
   if (!viaSession) await svc.actors.ask(storeCommerce, o.storeSlug, "cancelOrder", { orderId: o.id, reason });
+  if (await agentCanceledUnpaid(svc.sql, o.id)) return { order_id: o.id, status: "canceled" };
   const [now] = await svc.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${o.id}`;
-  if (now.status !== "canceled") throw notCancellable(o.id, now.status, o.paymentRail, via);
-  return { order_id: o.id, status: "canceled" };
+  throw notCancellable(o.id, now.status, o.paymentRail, via);
 }
 
 export function orderRoutes(svc: Services) {
@@ -172,7 +193,11 @@ export function orderRoutes(svc: Services) {
         // As MCP cancel_order: an agent cancels only a pending order. Money already captured goes back only through
         // the merchant (a refund request it approves, or its own cancel), never on the agent's word alone; a cancel
         // that refunded at once bypassed the merchant's approval and its allowlist block (audit E).
-        if (o.status !== "pending") throw notCancellable(id, o.status, o.payment_rail);
+        if (o.status !== "pending") {
+          // A repeated cancel of an order this agent's cancel canceled, nothing charged: the same success (RC-3).
+          if (o.status === "canceled" && (await agentCanceledUnpaid(svc.sql, id))) return ok({ order_id: id, status: "canceled" as const, refund: null });
+          throw notCancellable(id, o.status, o.payment_rail);
+        }
         // Through its checkout session, in the cart's turn (actors/cart/cancel-pending.ts, shared with MCP and the merchant).
         const done = await cancelPendingAsAgent(
           svc,
@@ -189,12 +214,14 @@ export function orderRoutes(svc: Services) {
         response: errorResponses(400, 401, 403, 404, 409),
         detail: {
           tags: ["orders"],
-          summary: "Cancel your pending order (canceled with its checkout session, stock released); any other status is 409 ORDER_NOT_CANCELLABLE",
+          summary: "Cancel your pending order (canceled with its checkout session, stock released); a repeat of an agent's cancel of it (nothing charged) answers 200 canceled again; any other status is 409 ORDER_NOT_CANCELLABLE (details.status)",
           description:
             "An agent may cancel only a `pending` order. A paid, fulfilled, shipped or delivered order is 409 ORDER_NOT_CANCELLABLE " +
             "(`details.status`, `details.refund_route`): ask for the money back with POST /api/v1/agent/orders/{orderId}/refund, which " +
             "the merchant approves (an x402 order: `details.reason` refund_by_merchant, the merchant refunds from its wallet). While " +
-            "the order's payment runs or its outcome is unknown the answer is 409 with `details.reason` payment_in_progress.",
+            "the order's payment runs or its outcome is unknown the answer is 409 with `details.reason` payment_in_progress. A repeated " +
+            "cancel of an order your own cancel canceled (nothing charged) answers 200 `canceled` again (idempotent); an order canceled " +
+            "by the merchant, by expiry or after a payment is 409 with `details.status` canceled.",
           security: [{ agentApiKey: [] }],
         },
       },

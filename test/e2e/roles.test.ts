@@ -96,7 +96,16 @@ test("a gateway process and an actor-host process over NATS serve agents from a 
   expect(body.data.products.length).toBeGreaterThan(0);
   expect(search.headers.get("x-ratelimit-limit")).toBe("100");
 
-  const metrics = await (await waitFor(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const metricsAnswer = await waitFor(`http://127.0.0.1:${metricsPort}/metrics`);
+  // the actor host's own answers carry a request id like the gateway's, and its 404 is the service's envelope (audit O-3)
+  expect(metricsAnswer.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  const hostHealth = await fetch(`http://127.0.0.1:${metricsPort}/health`);
+  expect(hostHealth.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  const unknown = await fetch(`http://127.0.0.1:${metricsPort}/nothing-here`, { headers: { "x-request-id": "trace-0123456789abcdef" } });
+  expect(unknown.status).toBe(404);
+  expect(unknown.headers.get("x-request-id")).toBe("trace-0123456789abcdef");
+  expect((await unknown.json()).code).toBe("route_not_found");
+  const metrics = await metricsAnswer.text();
   expect(metrics).toContain('actor_partitions_owned{kind="agent"} 7');
   expect(metrics).toMatch(/actor_activations\{kind="agent"\} [1-9]/);
 }, 120_000);

@@ -13,6 +13,7 @@ import { ALL_SCOPES, createKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { DEMO, LEAF, TRACKED_BOARD, ledger, twoStoreSession, type Attempt, type Res } from "../helpers/two-store-session.ts";
+import { decideIntent } from "../helpers/sandbox-approval.ts";
 
 let srv: TestServer;
 
@@ -91,7 +92,7 @@ test("concurrent resumes of two-store checkouts where the buyer approved one sto
   const both = { [DEMO]: "tok_needs_approval", [LEAF]: "tok_needs_approval" };
   const buyers = await mirroredBuyers(30, async ({ a, approved, other }) => {
     expect((await a.pay(both)).status).toBe(202);
-    const answer = (store: string, what: "approve" | "reject") => srv.json(`/api/v1/sandbox/payments/${deriveIntentId(a.sid, a.ik, store, 1)}/${what}`, { method: "POST", body: {} });
+    const answer = (store: string, what: "approve" | "reject") => decideIntent(srv, deriveIntentId(a.sid, a.ik, store, 1), what);
     expect((await answer(approved, "approve")).status).toBe(200);
     expect((await answer(other, "reject")).status).toBe(200);
   });

@@ -6,11 +6,11 @@
  * store (the sandbox processor's ledger). Through HTTP against the real server.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { deriveIntentId } from "../../actors/payments/rail.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
 import { DEMO, LEAF, TRACKED_BOARD as BOARD, ledger as storeLedger, twoStoreSession, type Attempt } from "../helpers/two-store-session.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 
 let srv: TestServer;
 let key: TestKey;
@@ -33,8 +33,9 @@ async function declinedBesideApproval(): Promise<Attempt & { first: { status: nu
 /** The processor's intents of one store's attempts 1..3 in this session, in attempt order. */
 const ledger = (a: Attempt, store: string) => storeLedger(srv, a, store);
 
-async function decide(intentId: string, decision: "approve" | "reject"): Promise<void> {
-  const r = await srv.json(`/api/v1/sandbox/payments/${intentId}/${decision}`, { method: "POST", body: {} });
+/** The buyer's decision at the link the 202 gave the agent for greenleaf. */
+async function decide(a: { first: { status: number; body: any } }, decision: "approve" | "reject"): Promise<void> {
+  const r = await decideAt(srv, approvalLink(a.first, LEAF), decision);
   expect(r.status).toBe(200);
 }
 
@@ -64,7 +65,7 @@ describe("a multi-store card checkout with one store declined and another waitin
     const before = { demo: await stock(BOARD), green: await stock(GREEN) };
     const a = await declinedBesideApproval();
     expect(a.first.status).toBe(202);
-    await decide(deriveIntentId(a.sid, a.ik, LEAF, 1), "approve");
+    await decide(a, "approve");
     const r = await a.pay({ [DEMO]: "tok_approve", [LEAF]: "tok_needs_approval" });
     expect(r.status).toBe(200);
     expect(r.body.data.status).toBe("COMPLETED");
@@ -94,7 +95,7 @@ describe("a multi-store card checkout with one store declined and another waitin
   test("when the buyer refused, the resume answers the 402 rollback naming both stores' outcomes and does not charge the declined store again", async () => {
     const a = await declinedBesideApproval();
     expect(a.first.status).toBe(202);
-    await decide(deriveIntentId(a.sid, a.ik, LEAF, 1), "reject");
+    await decide(a, "reject");
     const r = await a.pay({ [DEMO]: "tok_approve", [LEAF]: "tok_needs_approval" });
     expect(r.status).toBe(402);
     expect(r.body.code).toBe("PAYMENT_DECLINED");
@@ -105,7 +106,7 @@ describe("a multi-store card checkout with one store declined and another waitin
   test("a resume naming a token the sandbox processor does not know for the declined store is 400 INVALID_ARGUMENT before the approved store is captured", async () => {
     const a = await declinedBesideApproval();
     expect(a.first.status).toBe(202);
-    await decide(deriveIntentId(a.sid, a.ik, LEAF, 1), "approve");
+    await decide(a, "approve");
     const r = await a.pay({ [DEMO]: "tok_nonsense", [LEAF]: "tok_needs_approval" });
     expect(r.status).toBe(400);
     expect(r.body.code).toBe("INVALID_ARGUMENT");
@@ -120,7 +121,7 @@ describe("a multi-store card checkout with one store declined and another waitin
   test("a resume that names the declined card again is declined again for that store while the approved store is captured", async () => {
     const a = await declinedBesideApproval();
     expect(a.first.status).toBe(202);
-    await decide(deriveIntentId(a.sid, a.ik, LEAF, 1), "approve");
+    await decide(a, "approve");
     const r = await a.pay({ [DEMO]: "tok_decline", [LEAF]: "tok_needs_approval" });
     expect(r.status).toBe(402);
     expect(r.body.code).toBe("PAYMENT_DECLINED");

@@ -11,6 +11,7 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
 import { DEMO, LEAF, TRACKED_BOARD as BOARD, ledger as storeLedger, twoStoreSession, type Attempt, type Res } from "../helpers/two-store-session.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 
 let srv: TestServer;
 let key: TestKey;
@@ -74,7 +75,7 @@ describe("an attempt refused after another store of the checkout was paid", () =
     const first = await a.pay({ [DEMO]: "tok_decline", [LEAF]: "tok_needs_approval" });
     expect(first.status).toBe(202);
     await soldOut();
-    const ap = await srv.json(`/api/v1/sandbox/payments/${deriveIntentId(a.sid, a.ik, LEAF, 1)}/approve`, { method: "POST", body: {} });
+    const ap = await decideAt(srv, approvalLink(first, LEAF), "approve");
     expect(ap.status).toBe(200);
 
     const r = await a.pay({ [DEMO]: "tok_approve", [LEAF]: "tok_needs_approval" });

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+import { decideAt } from "../helpers/sandbox-approval.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // tracked stock, demo-store
 const GREEN = "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a"; // greenleaf-living, card only
@@ -43,7 +44,7 @@ describe("a capture whose order is no longer pending", () => {
     // A cancel that raced the payment (the store side now refuses it; this stands in for any move of the order
     // while the buyer approves): the order row is no longer pending when the capture comes back.
     await srv.db.sql`UPDATE orders SET status = 'canceled' WHERE id = ${o!.id}`;
-    const a = await srv.json(`/api/v1/sandbox/payments/${o!.intent_id}/approve`, { method: "POST", body: {} });
+    const a = await decideAt(srv, String(w.body.details.approval_url), "approve");
     expect(a.status).toBe(200);
 
     const done = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId, checkout_session_id: sid, idempotency_key: idem } });

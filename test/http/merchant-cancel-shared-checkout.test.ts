@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store
 const GREEN = "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a"; // greenleaf-living
@@ -57,7 +58,7 @@ test("a merchant cannot cancel its pending order while another merchant's order 
   const [ev] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_events WHERE order_id IN ${srv.db.sql([t.demo.id, t.green.id])} AND type = 'cancel'`;
   expect(ev!.n).toBe(0);
 
-  for (const o of [t.demo, t.green]) expect((await srv.json(`/api/v1/sandbox/payments/${o.intent_id}/approve`, { method: "POST", body: {} })).status).toBe(200);
+  for (const o of [t.demo, t.green]) expect((await decideAt(srv, approvalLink(t.answer, o.store_slug), "approve")).status).toBe(200);
   const done = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId: t.cartId, idempotency_key: t.idem } });
   expect(done.status).toBe(200);
   expect([await statusOf(t.demo.id), await statusOf(t.green.id)]).toEqual(["paid", "paid"]);

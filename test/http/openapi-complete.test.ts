@@ -250,7 +250,7 @@ describe("what the server answers is what the document lists", () => {
     await call("DELETE", `${store}/webhooks/${ZERO}`, { headers: B }); // 404 not_found
     await call("POST", `${store}/allowlist/not-a-uuid`, { headers: B, body: { status: "blocked" } }); // 400 INVALID_ARGUMENT
     await call("POST", "/api/v1/trust/appeal", { headers: { authorization: `Bearer ${owner}` }, body: { storeSlug: "demo-store", reason: "Not my store but let me try." } }); // 403
-    await call("GET", `/api/v1/sandbox/payments/pi_${"0".repeat(40)}`); // 404
+    await call("GET", `/api/v1/sandbox/payments/pi_${"0".repeat(40)}/${"0".repeat(64)}`); // 404
     await call("POST", `/api/v1/agent/orders/${orderId}/cancel`, { headers: H, body: {} }); // paid: 409 or 200
     await call("POST", `/api/v1/agent/orders/${ZERO}/cancel`, { headers: H }); // 404
 

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+import { decideAt, linkPath } from "../helpers/sandbox-approval.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // tracked stock, demo-store
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // untracked stock, demo-store
@@ -60,8 +61,9 @@ describe("a merchant cancel of a pending order goes through its checkout session
     expect(m.body.data).toMatchObject({ order_id: o.id, status: "canceled" });
     expect(await stock()).toEqual(before);
 
-    const intentId = String(w.body.details.approval_url).split("/").pop();
-    await srv.json(`/api/v1/sandbox/payments/${intentId}/approve`, { method: "POST", body: {} });
+    const link = linkPath(String(w.body.details.approval_url));
+    const intentId = link.split("/")[5];
+    await decideAt(srv, link, "approve");
     const done = await checkout({ cartId, checkout_session_id: sid, idempotency_key: idem });
     expect(done.status).toBe(409);
     expect(done.body.code).toBe("SESSION_INACTIVE");

@@ -89,14 +89,14 @@ describe("POST /agent/orders/{id}/cancel", () => {
     expect(o).toEqual({ status: "paid", refunded_minor: 0 });
   });
 
-  test("a canceled order asked again is 409 ORDER_NOT_CANCELLABLE with details.status canceled", async () => {
+  test("an order its agent canceled, asked again, is 200 canceled (idempotent: nothing was charged)", async () => {
     const id = await cart(SKILLET);
     await checkout({ cartId: id, payment_method: "tok_needs_approval", idempotency_key: crypto.randomUUID() });
     const [o] = await srv.db.sql<{ id: string }[]>`SELECT id FROM orders WHERE cart_id = ${id}`;
     expect((await cancelOrder(o.id)).status).toBe(200);
     const again = await cancelOrder(o.id);
-    expect(again.status).toBe(409);
-    expect(again.body).toMatchObject({ success: false, code: "ORDER_NOT_CANCELLABLE", details: { status: "canceled" } });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual({ success: true, data: { order_id: o.id, status: "canceled", refund: null } });
   });
 
   test("an order past the point an agent may cancel is 409 ORDER_NOT_CANCELLABLE with details.status", async () => {

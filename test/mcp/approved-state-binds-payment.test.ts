@@ -11,6 +11,7 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { DEST, SUMMIT, summitProduct } from "../helpers/ap2.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, errorOf, structured, type Connected } from "./helpers.ts";
+import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 
 let srv: TestServer;
 let key: TestKey;
@@ -154,7 +155,7 @@ test("a payment the key started over REST on the re-previewed session while the 
     // the same key pays the dearer state over REST with the same idempotency key, and the buyer approves it at the
     // provider: a resume of the session would capture it
     pending = await post("/checkout", { cartId: s.cartId, checkout_session_id: s.sessionId, payment_method: "tok_needs_approval", idempotency_key: ik });
-    expect((await srv.json(`/api/v1/sandbox/payments/${intent}/approve`, { method: "POST", body: {} })).status).toBe(200);
+    expect((await decideAt(srv, approvalLink(pending, SUMMIT), "approve")).status).toBe(200);
   };
   const r = await agent.call("complete_checkout", { checkout_session_id: s.sessionId, idempotency_key: ik, payment_method: "tok_approve" });
   expect(pending!.status).toBe(202);

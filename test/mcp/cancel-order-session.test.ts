@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { TestKey } from "../helpers/agents.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { DEMO_PRODUCT, errorOf, startBuyingAgent, structured, type Connected } from "./helpers.ts";
+import { decideIntent } from "../helpers/sandbox-approval.ts";
 
 let srv: TestServer;
 let key: TestKey;
@@ -38,7 +39,7 @@ test("an order canceled over MCP while the buyer has not approved ends its sessi
   expect(structured(c).status).toBe("canceled");
 
   // the buyer approves at the link anyway; the agent's completion must not capture for the canceled order
-  await srv.json(`/api/v1/sandbox/payments/${order.intent_id}/approve`, { method: "POST", body: {} });
+  await decideIntent(srv, order.intent_id, "approve");
   const again = await agent.call("complete_checkout", args);
   expect(errorOf(again).code).toBe("SESSION_INACTIVE");
   const [row] = await srv.db.sql`SELECT status, capture_ref FROM orders WHERE id = ${order.id}`;

@@ -11,6 +11,7 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, structured, type Connected } from "./helpers.ts";
+import { decideIntent } from "../helpers/sandbox-approval.ts";
 
 const DEMO = "demo-store";
 const LEAF = "greenleaf-living";
@@ -40,7 +41,7 @@ async function twoStoreSession(): Promise<{ cartId: string; sid: string; ik: str
 }
 
 async function approve(sid: string, ik: string, store: string): Promise<void> {
-  const r = await srv.json(`/api/v1/sandbox/payments/${deriveIntentId(sid, ik, store, 1)}/approve`, { method: "POST", body: {} });
+  const r = await decideIntent(srv, deriveIntentId(sid, ik, store, 1), "approve");
   expect(r.status).toBe(200);
 }
 

@@ -12,6 +12,7 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { BOARD, GREEN, partlyPaidThenCanceled } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, structured, type Connected } from "./helpers.ts";
+import { decideIntent } from "../helpers/sandbox-approval.ts";
 
 const DEMO = "demo-store";
 const LEAF = "greenleaf-living";
@@ -102,7 +103,7 @@ test("a resume after one store was captured asks about the store still waiting, 
   const s = await twoStoreSession(demo);
   const ik = crypto.randomUUID();
   const pay = () => demo.call("complete_checkout", { checkout_session_id: s.sid, idempotency_key: ik, payment_method: "tok_needs_approval" });
-  const approve = async (store: string) => expect((await srv.json(`/api/v1/sandbox/payments/${deriveIntentId(s.sid, ik, store, 1)}/approve`, { method: "POST", body: {} })).status).toBe(200);
+  const approve = async (store: string) => expect((await decideIntent(srv, deriveIntentId(s.sid, ik, store, 1), "approve")).status).toBe(200);
   expect(structured(await pay()).status).toBe("PENDING_EXTERNAL_CONFIRMATION");
   await approve(LEAF);
   expect(structured(await pay()).completed_store_ids).toEqual([LEAF]);

@@ -10,6 +10,7 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { DEST, SUMMIT, summitProduct } from "../helpers/ap2.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, structured, type Connected } from "./helpers.ts";
+import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 
 let srv: TestServer;
 let key: TestKey;
@@ -42,7 +43,7 @@ test("a resumed payment whose price the merchant halved since it started asks th
   const ik = crypto.randomUUID();
   const pending = await post("/checkout", { cartId, checkout_session_id: sessionId, payment_method: "tok_needs_approval", idempotency_key: ik });
   expect(pending.status).toBe(202);
-  const approved = await srv.json(`/api/v1/sandbox/payments/${deriveIntentId(sessionId, ik, SUMMIT, 1)}/approve`, { method: "POST", body: {} });
+  const approved = await decideAt(srv, approvalLink(pending, SUMMIT), "approve");
   expect(approved.status).toBe(200);
 
   const [p] = await srv.db.sql<{ price_minor: number }[]>`SELECT price_minor FROM products WHERE id = ${product}`;

@@ -20,7 +20,7 @@ import { orderTotalMinor } from "../../../actors/store/order-rows.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
 import { findStore, shippingZonesOf } from "../../../actors/store/reads.ts";
-import { cancelPendingAsAgent, notCancellable, orderView } from "../../rest/orders.ts";
+import { agentCanceledUnpaid, cancelPendingAsAgent, notCancellable, orderView } from "../../rest/orders.ts";
 import { shippingEstimate } from "../../rest/products.ts";
 import { AnsweredWithoutAsking, defineTool, type ConfirmRequest, type ToolContext } from "../registry.ts";
 import { storeProduct } from "./discovery.ts";
@@ -1039,7 +1039,8 @@ export const cancelOrder = defineTool({
   description:
     "Cancel one of your orders while it is still pending (not paid). A paid, fulfilled or shipped order answers " +
     "ORDER_NOT_CANCELLABLE (details.status): then the human asks the merchant, or you use onx_create_return once " +
-    "delivered. Asks the human to approve.",
+    "delivered. Asks the human to approve. Idempotent: an order an agent's cancel canceled (nothing charged) answers " +
+    "canceled again, without asking.",
   group: "account",
   input: T.Object({ order_id: Uuid, reason: T.Optional(T.String({ maxLength: 255 })) }, Strict),
   output: T.Object({ order_id: T.String(), status: T.String() }, Open),
@@ -1050,17 +1051,20 @@ export const cancelOrder = defineTool({
   confirmation: true,
   errors: {
     ORDER_NOT_CANCELLABLE:
-      "an order past pending (paid, fulfilled, shipped…; details.status; details.refund_tool = onx_create_return, or details.reason = refund_by_merchant for x402), or a pending one whose payment is running or awaits reconciliation (details.reason = payment_in_progress); answered before the human is asked; also after it when the payment completes while the cancel waits (details.status = paid, nothing canceled)",
+      "an order past pending (paid, fulfilled, shipped…; details.status; details.refund_tool = onx_create_return, or details.reason = refund_by_merchant for x402), or a pending one whose payment is running or awaits reconciliation (details.reason = payment_in_progress); answered before the human is asked; also after it when the payment completes while the cancel waits (details.status = paid, nothing canceled) or another cancel (the merchant's, after a capture) wins (details.status = canceled)",
     NOT_ELIGIBLE: "customer endpoint: an order of the customer another agent key placed (details.reason = placed_by_another_agent); answered before the human is asked",
   },
   async summarize(a, ctx) {
     const o = await writableOrder(ctx, a.order_id, "cancel");
+    // A repeated cancel of an order this agent's cancel canceled (nothing charged): the same answer, nobody asked (RC-3).
+    if (o.status === "canceled" && (await agentCanceledUnpaid(ctx.svc.sql, o.order_id))) throw new AnsweredWithoutAsking({ order_id: o.order_id, status: "canceled" });
     await assertOrderCancellable(ctx, o);
     return { summary: `Cancel order ${o.order_id} of ${money(o.total_minor, o.currency)} at ${storeName(ctx)}.`, facts: { amount: o.total, currency: o.currency } };
   },
   async handler(a, ctx) {
     const o = await writableOrder(ctx, a.order_id, "cancel");
     const row = await orderSessionRow(ctx, o.order_id);
+    if (o.status === "canceled" && (await agentCanceledUnpaid(ctx.svc.sql, o.order_id))) return { order_id: o.order_id, status: "canceled" };
     if (o.status !== "pending") throw notPending(o, row);
     // REST POST /agent/orders/{id}/cancel's own function: through the checkout session in the cart's turn (it refuses
     // while money may move, and otherwise releases the hold), never the store behind its back; and a cancel that loses
