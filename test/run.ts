@@ -13,6 +13,26 @@ let skip = 0;
 let todo = 0;
 let sawSummary = false;
 
+// CI shows only the tail of the output, and a hook's failure is listed there as "(unnamed)": keep, for each failure,
+// the file it ran in and the lines printed just before it, and print them again above the summary.
+const CONTEXT_LINES = 40;
+const MAX_REPORTED = 5;
+let currentFile = "";
+let inSummary = false; // bun's closing list repeats the (fail) lines
+const recent: string[] = [];
+const failures: { file: string; line: string; context: string[] }[] = [];
+
+function note(line: string) {
+  if (/^\s*\d+ tests? (failed|skipped|todo):$/.test(line)) inSummary = true;
+  if (/^\S.*\.test\.tsx?:$/.test(line)) {
+    currentFile = line.slice(0, -1);
+    recent.length = 0; // a failure's context is what its own file printed
+  }
+  if (!inSummary && /^\(fail\) /.test(line) && failures.length < MAX_REPORTED) failures.push({ file: currentFile, line, context: [...recent] });
+  recent.push(line);
+  if (recent.length > CONTEXT_LINES) recent.shift();
+}
+
 async function pump(stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream) {
   const decoder = new TextDecoder();
   let buf = "";
@@ -24,6 +44,7 @@ async function pump(stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream)
     while ((nl = buf.indexOf("\n")) >= 0) {
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
+      if (out === process.stderr) note(line);
       const m = /^\s*(\d+) (pass|fail|skip|todo)\s*$/.exec(line);
       if (m) {
         sawSummary = true;
@@ -40,6 +61,9 @@ async function pump(stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream)
 await Promise.all([pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr)]);
 const code = await proc.exited;
 if (!sawSummary || (code !== 0 && fail === 0)) fail = Math.max(fail, 1);
+for (const f of failures) {
+  console.log(`\n== failed in ${f.file || "(no file header seen)"}: ${f.line}\n${f.context.join("\n")}`);
+}
 console.log(`${pass} passed, ${fail} failed, ${skip + todo} skipped`);
 process.exit(code !== 0 || fail > 0 ? 1 : 0);
 
