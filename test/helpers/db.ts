@@ -108,6 +108,23 @@ async function dropOldTemplates(now: number): Promise<void> {
 }
 
 /**
+ * CREATE DATABASE, from `template` when given. Postgres refuses a copy while any other session is connected to the
+ * template (55006, after waiting 5 s for it to leave); the template's own pool has ended by then, but a backend may
+ * still be on its way out on a loaded machine, so that refusal is tried again a few times.
+ */
+async function createDatabase(admin: Sql, name: string, template: string | undefined): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await admin.unsafe(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
+      return;
+    } catch (err) {
+      if (!template || (err as { code?: string }).code !== "55006" || attempt >= 4) throw err;
+      await Bun.sleep(250 * attempt);
+    }
+  }
+}
+
+/**
  * Creates an empty database (migrated unless `migrate: false`), or with `seeded` a copy of a migrated database holding
  * the demo seed. Call `drop()` in afterAll.
  */
@@ -117,13 +134,13 @@ export async function createTestDatabase(opts: { migrate?: boolean; poolSize?: n
   const name = opts.name ?? `t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = connect(base, 1);
   try {
-    await admin.unsafe(from ? `CREATE DATABASE ${name} TEMPLATE ${from}` : `CREATE DATABASE ${name}`);
+    await createDatabase(admin, name, from);
   } catch (err) {
     if (!from || (err as { code?: string }).code !== "3D000") throw err;
     // the template was dropped meanwhile (another process took it for an ended one's): make a new one
     template = undefined;
     from = await seededTemplate();
-    await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${from}`);
+    await createDatabase(admin, name, from);
   } finally {
     await admin.end();
   }
