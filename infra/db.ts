@@ -292,6 +292,59 @@ function withQueryDeadline(sql: Sql, ms: number): Sql {
 }
 
 /**
+ * `sql.begin(work)` answered within about `ms` (review RG-3: `begin` passes the pool's query deadline by, so a
+ * transaction waiting for a connection, for an answer from a stalled server or for a row lock held elsewhere kept
+ * its caller waiting for good). Three bounds, all ending in an error `isDatabaseUnavailable` knows (503
+ * service_unavailable, retryable):
+ * - the transaction must begin within `ms`: a pool with no connection free, or a server not answering BEGIN, rejects
+ *   with DatabaseUnavailableError(sent: false). A body that starts later finds it was given up and throws before its
+ *   first statement, so the transaction rolls back with nothing written;
+ * - inside, `statement_timeout` and `lock_timeout` (SET LOCAL, gone at the end of the transaction) are the time left:
+ *   a statement that runs or waits on a lock past it is cancelled by the server (57014 / 55P03) and the whole
+ *   transaction rolls back, a definite "not written";
+ * - a server that stops answering mid-transaction cannot enforce those, so the call also rejects
+ *   DatabaseUnavailableError(sent: true) once `ms` and a grace of up to 1 s have passed (the grace lets the server's
+ *   own cancellation, the definite answer, arrive first). The transaction may then still commit: use it only where
+ *   the caller's retry finds what a late commit wrote (an insert keyed by an idempotency id), never where "failed"
+ *   must mean "not written".
+ * Postgres 15 has no `transaction_timeout`; each statement gets the time left when the transaction began.
+ */
+export function beginWithin<T>(sql: Sql, ms: number, work: (tx: TxSql) => Promise<T>): Promise<T> {
+  const limit = Math.max(1, Math.floor(ms));
+  const start = Date.now();
+  let begun = false;
+  let givenUp = false;
+  return new Promise<T>((resolve, reject) => {
+    const giveUp = () => {
+      givenUp = true;
+      reject(new DatabaseUnavailableError(limit, begun));
+    };
+    // not yet begun at `limit`: given up at once (nothing was sent); begun: the server's timeouts get the grace first
+    const beginTimer = setTimeout(() => {
+      if (!begun) giveUp();
+    }, limit);
+    const endTimer = setTimeout(giveUp, limit + Math.min(1000, limit));
+    withoutDeadline(sql)
+      .begin(async (tx) => {
+        // the caller was answered "unavailable, nothing written": keep it so (the throw rolls the empty transaction back)
+        if (givenUp) throw new DatabaseUnavailableError(limit, false);
+        begun = true;
+        const left = String(Math.max(1, limit - (Date.now() - start)));
+        await tx`SELECT set_config('statement_timeout', ${left}, true), set_config('lock_timeout', ${left}, true)`;
+        return work(tx);
+      })
+      .then(
+        (v) => resolve(v as T),
+        (e) => reject(e),
+      )
+      .finally(() => {
+        clearTimeout(beginTimer);
+        clearTimeout(endTimer);
+      });
+  });
+}
+
+/**
  * Seconds before a pooled connection tries again after failing to connect. postgres.js's default grows as
  * 3^n / 100 s up to 20 s, and the count is shared by the pool and only reset by a successful connection: after a
  * few seconds of refused connections (background loops keep trying) every query waited 10–20 s for its

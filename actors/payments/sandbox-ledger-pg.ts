@@ -3,7 +3,7 @@
  * outlive our process: a capture made just before a crash is found again by intent id on restart, and the
  * reconciler never captures twice. Insert-if-absent gives the processor's idempotency per intent id.
  */
-import type { Sql } from "../../infra/db.ts";
+import { beginWithin, type Sql } from "../../infra/db.ts";
 import type { RefundResult } from "./rail.ts";
 import type { IntentTransition, RefundDebit, SandboxIntentRecord, SandboxIntentState, SandboxLedgerStore, SandboxRefundRecord } from "./card-sandbox.ts";
 
@@ -39,8 +39,24 @@ const fromRow = (r: IntentRow): SandboxIntentRecord => ({
   updatedAt: r.updated_at.getTime(),
 });
 
+/**
+ * How long a refund's transaction (`insertRefund`) may take before its caller gets a retryable "database
+ * unavailable" (503 service_unavailable): waiting for a connection, for a stalled server, or for the intent's row while
+ * another transaction holds it (review RG-3: it had no bound at all). Below the actor ask timeout (10 s), so the store
+ * turn driving the refund answers that error itself, and its caller gets it, rather than a bare ask timeout while the
+ * turn still waits; far above what the transaction takes (four short statements on one row).
+ */
+export const SANDBOX_REFUND_DEADLINE_MS = 5_000;
+
 export class PgSandboxLedger implements SandboxLedgerStore {
-  constructor(private readonly sql: Sql) {}
+  private readonly refundDeadlineMs: number;
+
+  constructor(
+    private readonly sql: Sql,
+    opts: { refundDeadlineMs?: number } = {},
+  ) {
+    this.refundDeadlineMs = opts.refundDeadlineMs ?? SANDBOX_REFUND_DEADLINE_MS;
+  }
 
   async getIntent(intentId: string): Promise<SandboxIntentRecord | undefined> {
     const rows = await this.sql<IntentRow[]>`SELECT * FROM sandbox_ledger_intents WHERE intent_id = ${intentId}`;
@@ -109,7 +125,11 @@ export class PgSandboxLedger implements SandboxLedgerStore {
     // then the intent's refunded amount grows only while it stays within the capture. The caller's check of the amount
     // was a read: two refunds of different ids running at once both passed it (review RA), so the bound is decided here,
     // on the intent's row, and a refund that no longer fits is recorded as refused (exceeds_captured) with no debit.
-    return this.sql.begin(async (tx) => {
+    // Bounded (beginWithin, review RG-3): a timeout is an unknown outcome, never a refusal. It is thrown, not recorded;
+    // the server's cancellation rolls the whole transaction back (no record, no debit), and the refund flow's
+    // DatabaseUnavailable path leaves the refund APPROVED for its re-drive (refund-flow.ts `driveRefundRows`), whose
+    // call under the same refund id finds the record if a late commit did write it, so it is applied once either way.
+    return beginWithin(this.sql, this.refundDeadlineMs, async (tx) => {
       const inserted = await tx`
         INSERT INTO sandbox_ledger_refunds (refund_id, capture_ref, result)
         VALUES (${record.refundId}, ${record.captureRef}, ${tx.json(record.result as never)}) ON CONFLICT (refund_id) DO NOTHING
