@@ -10,6 +10,7 @@ import { deriveIntentId } from "../../actors/payments/rail.ts";
 import { PgSandboxLedger } from "../../actors/payments/sandbox-ledger-pg.ts";
 import { connect, isDatabaseUnavailable, isNeverSent } from "../../infra/db.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { PgProxy } from "../helpers/pg-proxy.ts";
 
 const BOUND_MS = 400;
 
@@ -113,6 +114,37 @@ describe("the sandbox refund's transaction has a deadline", () => {
       expect(await refundedMinor(capture.intentId)).toBe(700);
     } finally {
       await pool.end({ timeout: 1 });
+    }
+  });
+
+  test("a refund on a database that stopped answering answers a retryable error within the bound, and its retry after the stall refunds once", async () => {
+    const proxy = await PgProxy.toTestServer();
+    const pool = connect(proxy.via(db.url), 2);
+    try {
+      const ledger = new PgSandboxLedger(pool, { refundDeadlineMs: BOUND_MS });
+      const rail = new CardSandboxRail({ ledger });
+      const capture = await capturedOn(rail, "cs_deadline_stall");
+      const debit = { intentId: capture.intentId, amountMinor: 900, updatedAt: Date.now() };
+      const record = { refundId: "rf_stall", captureRef: capture.captureRef, result: { status: "refunded" as const, refundId: "rf_stall", refundRef: "re_stall", amountMinor: 900 } };
+      proxy.stall();
+      const failed = await failure(ledger.insertRefund(record, debit));
+      expect(failed).not.toBeNull();
+      expect(isDatabaseUnavailable(failed!.error)).toBe(true);
+      expect(failed!.ms).toBeLessThan(BOUND_MS + 1_500);
+      proxy.resume();
+      // the BEGIN answered late: the body found it was given up and rolled back
+      await Bun.sleep(100);
+      await pool`SELECT 1`;
+      expect(await refundRows("rf_stall")).toBe(0);
+      expect(await refundedMinor(capture.intentId)).toBe(0);
+      expect((await ledger.insertRefund(record, debit)).result.status).toBe("refunded");
+      expect((await ledger.insertRefund(record, debit)).result.status).toBe("refunded");
+      expect(await refundRows("rf_stall")).toBe(1);
+      expect(await refundedMinor(capture.intentId)).toBe(900);
+    } finally {
+      proxy.resume();
+      await pool.end({ timeout: 1 });
+      await proxy.down();
     }
   });
 });
