@@ -15,13 +15,71 @@
  * session on every answer (session-state.ts).
  * Amounts are integer minor units and currencies lower-case, as ACP writes them. Errors are ACP's
  * `{type, code, message, param?}` with our HTTP status and our code.
+ * Versions: every ACP route reads the request's `API-Version` (`acpVersioned`): a version we implement is served and
+ * echoed, another is refused before any work; a request without the header is served as 2025-09-29.
  */
 import { MAX_LINE_QUANTITY, type CartView, type CompleteReply, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
-import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
+import { cutEcho } from "../../infra/echo.ts";
+import { asRecord, isItemId, itemIdOf, type Answer, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { knownStringMembers, type MemberRules } from "./input.ts";
 import type { SessionNote } from "./session-state.ts";
 import { sessionShipping } from "./shipping.ts";
+
+/**
+ * The ACP API versions this bridge implements, oldest first: the request and response shapes of each (ACP
+ * 2025-09-29: `fulfillment_address`, `fulfillment_option_id`, its Buyer and Address). Later versions changed them
+ * (2026-01-16 `fulfillment_details` and `selected_fulfillment_options[]`, 2026-01-30 more Buyer members), so they are
+ * not served under their name: a client on one would have its fields refused or ignored.
+ */
+export const ACP_API_VERSIONS = ["2025-09-29"] as const;
+export type AcpApiVersion = (typeof ACP_API_VERSIONS)[number];
+/** The version a request without `API-Version` is served in (the one we implement; ACP's clients always send it). */
+export const ACP_DEFAULT_API_VERSION: AcpApiVersion = "2025-09-29";
+/** ACP's version header (RFC "Agentic Checkout" §3.1: REQUIRED on every request; the server MUST validate support). */
+export const ACP_API_VERSION_HEADER = "API-Version";
+const API_VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * The ACP API version a request is served in, from its `API-Version` header. ACP has clients send it on every request
+ * and servers validate it; it defines no error code for a version it does not support, so the refusal is ours in
+ * ACP's error shape: 400 `invalid_request` / INVALID_ARGUMENT with `details {header, requested, supported_versions,
+ * reason: "unsupported_api_version"}` (no `param`: that is a JSONPath into the body). Refused: a well-formed version
+ * we do not implement (an older or a later one), and a value that is not one version (not YYYY-MM-DD, empty, or
+ * several: a repeated header arrives joined by ", "). Without the header the request is served as
+ * ACP_DEFAULT_API_VERSION: the bridge answered such requests before it read the header, and the version it would be
+ * refused for is the one it is served in.
+ */
+export function acpApiVersion(headers: Headers): AcpApiVersion {
+  const sent = headers.get(ACP_API_VERSION_HEADER);
+  if (sent === null) return ACP_DEFAULT_API_VERSION;
+  const v = sent.trim();
+  const known = ACP_API_VERSIONS.find((a) => a === v);
+  if (known) return known;
+  const supported = ACP_API_VERSIONS.join(", ");
+  const what = API_VERSION_FORMAT.test(v)
+    ? `ACP API version ${v} is not supported`
+    : `API-Version must name one ACP API version (YYYY-MM-DD), not ${JSON.stringify(cutEcho(sent))}`;
+  throw fail("INVALID_ARGUMENT", `${what}; this server implements ${supported}. Send API-Version: ${ACP_DEFAULT_API_VERSION}.`, {
+    header: ACP_API_VERSION_HEADER,
+    requested: cutEcho(sent),
+    supported_versions: [...ACP_API_VERSIONS],
+    reason: "unsupported_api_version",
+  });
+}
+
+/**
+ * An ACP route's work in the API version its request names (`acpApiVersion`): a version we do not implement is
+ * refused before the work (before the Idempotency-Key claim, so nothing is recorded either), and the version served is
+ * echoed in the answer's `API-Version` header (ACP does not require the echo; it tells a client that sent none which
+ * version answered, and every answer of the work carries it, errors and idempotent replays included).
+ */
+export function acpVersioned(request: Request, set: { headers: Record<string, string | number> }, work: () => Promise<Answer>): () => Promise<Answer> {
+  return async () => {
+    set.headers[ACP_API_VERSION_HEADER.toLowerCase()] = acpApiVersion(request.headers);
+    return work();
+  };
+}
 
 export type AcpStatus = "not_ready_for_payment" | "ready_for_payment" | "in_progress" | "completed" | "canceled";
 

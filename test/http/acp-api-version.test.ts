@@ -1,0 +1,108 @@
+/**
+ * ACP's `API-Version` header (RFC "Agentic Checkout" §2.1, §3.1: clients send it on every request, servers validate
+ * it). The bridge implements ACP 2025-09-29's shapes only (its Buyer/Address, `fulfillment_address`); it used not to
+ * read the header, so a client on a later version had its new fields refused member by member, or silently ignored.
+ * Now every ACP route serves 2025-09-29 (echoed in `API-Version`), refuses any other version before any work in ACP's
+ * error shape naming the supported versions, and serves a request without the header as 2025-09-29. Through HTTP
+ * against the real server, with real Postgres.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { ACP } from "../helpers/bridge.ts";
+import { BOARD } from "../helpers/partly-paid.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+let srv: TestServer;
+let key: TestKey;
+
+beforeAll(async () => {
+  srv = await startServer({ seed: true });
+  key = await createKey(srv, { scopes: ALL_SCOPES });
+}, 120_000);
+afterAll(async () => {
+  await srv?.stop();
+});
+
+const ITEMS = [{ id: BOARD, quantity: 1 }];
+const refusal = { type: "invalid_request", code: "INVALID_ARGUMENT", details: { header: "API-Version", supported_versions: ["2025-09-29"], reason: "unsupported_api_version" } };
+
+function call(method: string, path: string, opts: { version?: string; body?: unknown; idem?: string } = {}) {
+  const headers: Record<string, string> = { ...key.headers, "idempotency-key": opts.idem ?? crypto.randomUUID() };
+  if (opts.version !== undefined) headers["api-version"] = opts.version;
+  return srv.json(path, { method, headers, ...(opts.body === undefined ? {} : { body: opts.body }) });
+}
+const carts = async () => (await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM actor_state WHERE kind = 'cart'`)[0]!.n;
+
+describe("ACP API-Version", () => {
+  test("a create naming 2025-09-29 is served and the answer names the version", async () => {
+    const r = await call("POST", ACP, { version: "2025-09-29", body: { items: ITEMS } });
+    expect(r.status).toBe(201);
+    expect(r.headers.get("api-version")).toBe("2025-09-29");
+    const read = await call("GET", `${ACP}/${r.body.id}`, { version: "2025-09-29" });
+    expect(read.status).toBe(200);
+    expect(read.headers.get("api-version")).toBe("2025-09-29");
+  }, 60_000);
+
+  test("a create without API-Version is served as 2025-09-29 and says so", async () => {
+    const r = await call("POST", ACP, { body: { items: ITEMS } });
+    expect(r.status).toBe(201);
+    expect(r.headers.get("api-version")).toBe("2025-09-29");
+  }, 60_000);
+
+  test("a create naming a later ACP version is 400 in ACP's shape with the supported versions, makes no cart and records nothing under its key", async () => {
+    const before = await carts();
+    const idem = crypto.randomUUID();
+    const r = await call("POST", ACP, { version: "2026-01-16", body: { items: ITEMS }, idem });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ ...refusal, details: { ...refusal.details, requested: "2026-01-16" } });
+    expect(r.body.message).toContain("2026-01-16 is not supported");
+    expect(r.body.message).toContain("2025-09-29");
+    expect(r.body.param).toBeUndefined();
+    expect(r.headers.get("api-version")).toBeNull();
+    expect(await carts()).toBe(before);
+    // the refusal was not stored as the key's answer: the same request in our version runs
+    const again = await call("POST", ACP, { version: "2025-09-29", body: { items: ITEMS }, idem });
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBeNull();
+  }, 60_000);
+
+  test("a value that is not one version (two versions, a word, empty) is 400 naming the supported versions", async () => {
+    for (const version of ["2025-09-29, 2026-01-16", "latest", ""]) {
+      const r = await call("POST", ACP, { version, body: { items: ITEMS } });
+      expect(r.status).toBe(400);
+      expect(r.body).toMatchObject(refusal);
+      expect(r.body.message).toContain("must name one ACP API version");
+    }
+  }, 60_000);
+
+  test("reads, updates, completes and cancels in an unsupported version are refused and change nothing", async () => {
+    const made = await call("POST", ACP, { version: "2025-09-29", body: { items: ITEMS } });
+    expect(made.status).toBe(201);
+    const id = made.body.id as string;
+    const path = `${ACP}/${id}`;
+    const answers = [
+      await call("GET", path, { version: "2026-04-17" }),
+      await call("POST", path, { version: "2026-04-17", body: { items: [{ id: BOARD, quantity: 2 }] } }),
+      await call("POST", `${path}/complete`, { version: "2026-04-17", body: { payment_data: { token: "tok_approve", provider: "stripe" } } }),
+      await call("POST", `${path}/cancel`, { version: "2026-04-17" }),
+    ];
+    for (const r of answers) {
+      expect(r.status).toBe(400);
+      expect(r.body).toMatchObject(refusal);
+    }
+    const now = await call("GET", path, { version: "2025-09-29" });
+    expect(now.status).toBe(200);
+    expect(now.body.status).not.toBe("canceled");
+    expect(now.body.status).not.toBe("completed");
+    expect(now.body.line_items[0].item.quantity).toBe(1);
+  }, 60_000);
+
+  test("an ACP create sent to POST /agent/checkout is read in its API-Version too", async () => {
+    const bad = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: { ...key.headers, "x-protocol": "acp", "api-version": "2026-01-30" }, body: { items: ITEMS } });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject(refusal);
+    const good = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: { ...key.headers, "x-protocol": "acp", "api-version": "2025-09-29" }, body: { items: ITEMS } });
+    expect(good.status).toBe(201);
+    expect(good.headers.get("api-version")).toBe("2025-09-29");
+  }, 60_000);
+});
