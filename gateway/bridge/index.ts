@@ -12,7 +12,7 @@ import { ok } from "../envelope.ts";
 import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
 import { optionalObjectBody } from "../rest/optional-body.ts";
 import type { Services } from "../services.ts";
-import { ACP_FIELDS, ACP_ITEM_FIELDS, acpAddress, acpBuyer, acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, type AcpStatus } from "./acp.ts";
+import { ACP_FIELDS, ACP_ITEM_FIELDS, acpAddress, acpBuyer, acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, acpVersioned, type AcpStatus } from "./acp.ts";
 import { verifyUserAuthorization } from "./ap2-auth.ts";
 import { checkMandate, mandateLimits, parseAp2 } from "./ap2.ts";
 import {
@@ -608,7 +608,9 @@ function ap2Receipt(mandateId: string, cart: CartView, orderIds: string[], statu
 export async function bridgeCheckout(svc: Services, agent: AgentPrincipal, protocol: BridgeProtocol, request: Request, body: unknown, set: SetLike): Promise<Response> {
   set.headers["x-protocol"] = protocol;
   const run = protocol === "acp" ? () => acpCreate(svc, agent, body) : protocol === "ucp" ? () => ucpCreate(svc, agent, body) : () => ap2Pay(svc, agent, body);
-  const answer = await respond(set, protocol, () => withIdempotency(svc, scope(protocol, agent, request, body), run));
+  const idempotent = () => withIdempotency(svc, scope(protocol, agent, request, body), run);
+  // an ACP create here is read in its API-Version as on the ACP route (acp.ts `acpVersioned`)
+  const answer = await respond(set, protocol, protocol === "acp" ? acpVersioned(request, set, idempotent) : idempotent);
   const status = typeof set.status === "number" ? set.status : 200;
   return Response.json(answer, { status });
 }
@@ -630,11 +632,12 @@ export function bridgeRoutes(svc: Services) {
   const tagged = (summary: string, tag: string) => ({ detail: { tags: [tag], summary, security: sec } });
   return new Elysia({ name: "bridge-routes" })
     .use(agentAuth(svc))
-    .post(acp, ({ agent, body, request, set }) => respond(set, "acp", () => withIdempotency(svc, scope("acp", agent, request, body), () => acpCreate(svc, agent, body))), { ...anyBody, ...tagged("ACP: create a checkout session", "bridge") })
-    .get(`${acp}/:id`, ({ agent, params, set }) => respond(set, "acp", async () => ({ status: 200, body: await acpView(svc, await loadSession(svc, "acp", params.id, agent.keyId)) })), { params: Id, ...tagged("ACP: get a checkout session", "bridge") })
-    .post(`${acp}/:id`, ({ agent, params, body, request, set }) => respond(set, "acp", () => withIdempotency(svc, scope("acp", agent, request, body), () => acpUpdate(svc, agent, params.id, body))), { params: Id, ...anyBody, ...tagged("ACP: update a checkout session", "bridge") })
-    .post(`${acp}/:id/complete`, ({ agent, params, body, request, set }) => respond(set, "acp", () => withIdempotency(svc, scope("acp", agent, request, body), () => acpComplete(svc, agent, params.id, body))), { params: Id, ...anyBody, ...tagged("ACP: complete a checkout session", "bridge") })
-    .post(`${acp}/:id/cancel`, ({ agent, params, body, request, set }) => respond(set, "acp", () => withIdempotency(svc, scope("acp", agent, request, body), () => acpCancel(svc, agent, params.id))), { params: Id, ...anyBody, ...tagged("ACP: cancel a checkout session", "bridge") })
+    // every ACP route in the request's API-Version (acp.ts `acpVersioned`: refused before any work if not ours, echoed)
+    .post(acp, ({ agent, body, request, set }) => respond(set, "acp", acpVersioned(request, set, () => withIdempotency(svc, scope("acp", agent, request, body), () => acpCreate(svc, agent, body)))), { ...anyBody, ...tagged("ACP: create a checkout session", "bridge") })
+    .get(`${acp}/:id`, ({ agent, params, request, set }) => respond(set, "acp", acpVersioned(request, set, async () => ({ status: 200, body: await acpView(svc, await loadSession(svc, "acp", params.id, agent.keyId)) }))), { params: Id, ...tagged("ACP: get a checkout session", "bridge") })
+    .post(`${acp}/:id`, ({ agent, params, body, request, set }) => respond(set, "acp", acpVersioned(request, set, () => withIdempotency(svc, scope("acp", agent, request, body), () => acpUpdate(svc, agent, params.id, body)))), { params: Id, ...anyBody, ...tagged("ACP: update a checkout session", "bridge") })
+    .post(`${acp}/:id/complete`, ({ agent, params, body, request, set }) => respond(set, "acp", acpVersioned(request, set, () => withIdempotency(svc, scope("acp", agent, request, body), () => acpComplete(svc, agent, params.id, body)))), { params: Id, ...anyBody, ...tagged("ACP: complete a checkout session", "bridge") })
+    .post(`${acp}/:id/cancel`, ({ agent, params, body, request, set }) => respond(set, "acp", acpVersioned(request, set, () => withIdempotency(svc, scope("acp", agent, request, body), () => acpCancel(svc, agent, params.id)))), { params: Id, ...anyBody, ...tagged("ACP: cancel a checkout session", "bridge") })
     .post(ucp, ({ agent, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpCreate(svc, agent, body))), { ...anyBody, ...tagged("UCP: create a checkout session", "bridge") })
     .get(`${ucp}/:id`, ({ agent, params, set }) => respond(set, "ucp", async () => ({ status: 200, body: await ucpView(svc, await loadSession(svc, "ucp", params.id, agent.keyId)) })), { params: Id, ...tagged("UCP: get a checkout session", "bridge") })
     .put(`${ucp}/:id`, ({ agent, params, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpUpdate(svc, agent, params.id, body))), { params: Id, ...anyBody, ...tagged("UCP: update a checkout session", "bridge") })
