@@ -21,7 +21,8 @@
  *    it (so no order names it, it is not COMPLETED or CHECKOUT, its expiry passed more than the cart grace ago, its
  *    checkout session ended, nothing is due for it), the session was not changed within the grace and no write holds
  *    its claim (by the database's clock, which set the claim). This rule runs before the cart rule, which then deletes
- *    the cart in the same run. AP2 rows are never deleted: each binds a signed mandate to the one cart it pays, and a
+ *    the cart in the same run. A session whose cart an order or x402 row names is kept for good and marked so its
+ *    scan no longer reads it (MARKING_STATEMENTS; review RG-4). AP2 rows are never deleted: each binds a signed mandate to the one cart it pays, and a
  *    mandate need not expire.
  *  - `bridge_idempotency` (session 9): an Idempotency-Key record whose last claim's lease ended more than
  *    RETENTION_BRIDGE_IDEMPOTENCY_DAYS ago (never a claim not yet filled in while its lease is live by the database's
@@ -34,14 +35,16 @@
  *    turn, its re-drive, an ask's retries). Without a row, a begin of an earlier attempt of an order that moved on is
  *    refused anyway (`gone`, STATE_EXECUTION_BLOCKED), but the last attempt's id would be answered from the order as
  *    held (`priorOf`'s fallback; a canceled order's `released` mark exists to refuse exactly that), so that one row per
- *    order stays. Held rows (live stock) and committed ones (a merchant's cancel gives their units back: refund-flow.ts
+ *    order stays, kept for good and marked so the scan no longer reads it (MARKING_STATEMENTS; review RG-4). Held
+ *    rows (live stock) and committed ones (a merchant's cancel gives their units back: refund-flow.ts
  *    `returnSoldStock`) are never deleted.
  *  - `webhook_deliveries` (session 9): deliveries finished (delivered, or dead) more than
  *    RETENTION_WEBHOOK_DELIVERY_DAYS ago, with their attempt log (ON DELETE CASCADE). Pending and failed ones stay
- *    (they are still being tried). A delivered one is aged from `delivered_at`; a dead one from its last attempt (its
- *    creation if never tried), not from when it was marked dead: no column records that, and the retry horizon and an
- *    endpoint's deletion mark a delivery dead without a new attempt (review RB-4; docs/webhooks.md says so). Runs
- *    before the event rule, which then takes the events left without a delivery.
+ *    (they are still being tried). Aged from `finished_at` (migration 0086), written where a delivery is delivered or
+ *    dead-lettered: the retry horizon and an endpoint's deletion kill a delivery without a new attempt, so its last
+ *    attempt can be days older than its death (review RB-4). A row without it (finished before 0086, or by a host of
+ *    an earlier version during a rolling deploy) falls back to the old age: `delivered_at`, else its last attempt,
+ *    else its creation. Runs before the event rule, which then takes the events left without a delivery.
  *  - `webhook_events`: dispatched events that got no delivery (the store had no endpoint subscribed, or their
  *    deliveries were deleted by the rule above), older than RETENTION_WEBHOOK_EVENT_DAYS. Events with a delivery stay:
  *    the dashboard's delivery list shows them and any delivery can be redelivered from its event's payload.
@@ -72,8 +75,12 @@ const days = (s: RetentionSettings, k: LaterSettings): number => s[k] ?? CONFIG_
 /** How long after its expiry an AP2 registration nonce is deleted: the database's clock decides expiry, not ours. */
 const NONCE_GRACE_MS = 60 * 60 * 1000;
 
-/** One rule: deletes at most `batch` rows whose time has come at `nowMs`, returns how many it deleted. */
-type Rule = (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => Promise<number>;
+/**
+ * One rule: deletes at most `batch` rows whose time has come at `nowMs`, returns how many it deleted. A rule that
+ * also marks rows it keeps for good (see MARKING_STATEMENTS) returns both counts: `taken` (deleted + marked) says
+ * whether the batch was full, so the run goes on while either kind of row is left.
+ */
+type Rule = (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => Promise<number | { deleted: number; taken: number }>;
 
 const UUID = `^${UUID_HEX}$`;
 
@@ -99,17 +106,8 @@ export const RETENTION_RULES: Record<string, Rule> = {
 
   // Before `carts`: a session deleted here lets its cart go in the same run.
   async bridge_sessions(sql, s, nowMs, batch) {
-    const res = await sql`
-      DELETE FROM bridge_sessions WHERE id IN (
-        SELECT b.id FROM bridge_sessions b
-        JOIN actor_state st ON st.kind = 'cart' AND st.id = b.cart_id::text
-        WHERE b.protocol IN ('acp', 'ucp') AND b.updated_at < ${new Date(nowMs - s.RETENTION_CART_GRACE_DAYS * DAY_MS)}
-          -- a write's claim is judged by the database's clock, which set it (withSessionClaim): a job host whose
-          -- clock runs ahead must not take a live claim for an ended one (review RB-3)
-          AND (b.claimed_until IS NULL OR b.claimed_until < now())
-          AND ${cartOutOfUse(sql, s, nowMs, sql`st`, sql`b.cart_id`)}
-        LIMIT ${batch} FOR UPDATE OF b SKIP LOCKED)`;
-    return res.count;
+    const [r] = await MARKING_STATEMENTS.bridge_sessions(sql, s, nowMs, batch);
+    return r!;
   },
 
   async carts(sql, s, nowMs, batch) {
@@ -137,18 +135,8 @@ export const RETENTION_RULES: Record<string, Rule> = {
   },
 
   async stock_reservations(sql, s, nowMs, batch) {
-    const res = await sql`
-      DELETE FROM stock_reservations WHERE id IN (
-        SELECT r.id FROM stock_reservations r
-        JOIN orders o ON o.id = r.order_id
-        WHERE r.status IN ('released', 'returned') AND r.updated_at < ${new Date(nowMs - days(s, "RETENTION_RESERVATION_GRACE_DAYS") * DAY_MS)}
-          AND o.status <> 'pending'
-          -- the order's last attempt (its intent_id) keeps its row: with none, priorOf answers that id from the
-          -- order as held; its released mark (cancelPendingOrderRows) is what refuses it (review RB-1)
-          AND r.id IS DISTINCT FROM o.intent_id
-          AND (o.cart_id IS NULL OR NOT EXISTS (SELECT 1 FROM actor_reminders m WHERE m.kind = 'cart' AND m.id = o.cart_id::text))
-        LIMIT ${batch} FOR UPDATE OF r SKIP LOCKED)`;
-    return res.count;
+    const [r] = await MARKING_STATEMENTS.stock_reservations(sql, s, nowMs, batch);
+    return r!;
   },
 
   // Before `webhook_events`: an event whose deliveries went here goes in the same run (if old enough).
@@ -157,7 +145,8 @@ export const RETENTION_RULES: Record<string, Rule> = {
       DELETE FROM webhook_deliveries WHERE id IN (
         SELECT id FROM webhook_deliveries
         WHERE status IN ('delivered', 'dead')
-          AND COALESCE(delivered_at, last_attempt_at, created_at) < ${new Date(nowMs - days(s, "RETENTION_WEBHOOK_DELIVERY_DAYS") * DAY_MS)}
+          -- the expression of the partial index webhook_deliveries_finished (migration 0086)
+          AND COALESCE(finished_at, delivered_at, last_attempt_at, created_at) < ${new Date(nowMs - days(s, "RETENTION_WEBHOOK_DELIVERY_DAYS") * DAY_MS)}
         LIMIT ${batch} FOR UPDATE SKIP LOCKED)`;
     return res.count;
   },
@@ -184,6 +173,64 @@ export const RETENTION_RULES: Record<string, Rule> = {
 };
 
 /**
+ * The two rules whose partial index also held rows they keep for good (review RG-4): each batch walked past all of
+ * them, so its cost grew with history. Each statement takes at most `batch` rows that are either deletable (exactly
+ * the condition the rule always had) or kept for a reason nothing can end, deletes the first and marks the second;
+ * the index (migration 0085) leaves marked rows out, so the next batch and run never read them again. A batch then
+ * walks its candidates plus the rows kept for now (a pending order's, a cart's with a reminder due, a session's whose
+ * cart is still in use), which live rows bound, not history. Apart from the rules so a test can EXPLAIN them.
+ *
+ *  - `stock_reservations`: the kept-for-good row is the last attempt (`orders.intent_id`) of an order no longer
+ *    pending. intent_id is written only while the order is pending (commerce.ts `reuse`, `paidRows`), no move leads
+ *    back to pending (order-machine.ts) and orders are never deleted, so the mark is never wrong later.
+ *  - `bridge_sessions`: kept for good while its cart is one an order or an x402 row names (none of those rows is ever
+ *    deleted and their cart_id never changes, so the cart rule never deletes that cart and the session never goes
+ *    with it). The mark is that cart's id (`kept_with_cart`) and the index holds rows whose cart differs from it: a
+ *    session moved to a new cart (an ACP/UCP items update) is back among the candidates without anyone clearing it.
+ */
+export const MARKING_STATEMENTS = {
+  stock_reservations: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => sql<{ deleted: number; taken: number }[]>`
+    WITH c AS (
+      SELECT r.id, r.id IS NOT DISTINCT FROM o.intent_id AS last_attempt
+      FROM stock_reservations r
+      JOIN orders o ON o.id = r.order_id
+      -- the predicate of the partial index stock_reservations_done (migration 0085)
+      WHERE r.status IN ('released', 'returned') AND NOT r.kept_as_last_attempt
+        AND r.updated_at < ${new Date(nowMs - days(s, "RETENTION_RESERVATION_GRACE_DAYS") * DAY_MS)}
+        AND o.status <> 'pending'
+        -- the order's last attempt (its intent_id) keeps its row: with none, priorOf answers that id from the
+        -- order as held; its released mark (cancelPendingOrderRows) is what refuses it (review RB-1). Taken here to
+        -- be marked; any other row is deleted once its order's cart has nothing due.
+        AND (r.id IS NOT DISTINCT FROM o.intent_id
+             OR o.cart_id IS NULL OR NOT EXISTS (SELECT 1 FROM actor_reminders m WHERE m.kind = 'cart' AND m.id = o.cart_id::text))
+      LIMIT ${batch} FOR UPDATE OF r SKIP LOCKED),
+    marked AS (UPDATE stock_reservations SET kept_as_last_attempt = true WHERE id IN (SELECT id FROM c WHERE last_attempt)),
+    gone AS (DELETE FROM stock_reservations WHERE id IN (SELECT id FROM c WHERE NOT last_attempt) RETURNING 1)
+    SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM c)::int AS taken`,
+
+  bridge_sessions: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => sql<{ deleted: number; taken: number }[]>`
+    WITH c AS (
+      SELECT b.id, b.cart_id, k.for_good
+      FROM bridge_sessions b
+      CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM orders o WHERE o.cart_id = b.cart_id)
+          OR EXISTS (SELECT 1 FROM x402_intents x WHERE x.cart_id = b.cart_id::text)
+          OR EXISTS (SELECT 1 FROM x402_authorizations x WHERE x.cart_id = b.cart_id::text) AS for_good) k
+      -- the predicate of the partial index bridge_sessions_retention (migration 0085)
+      WHERE b.protocol IN ('acp', 'ucp') AND b.kept_with_cart IS DISTINCT FROM b.cart_id
+        AND b.updated_at < ${new Date(nowMs - s.RETENTION_CART_GRACE_DAYS * DAY_MS)}
+        AND (k.for_good OR (
+          -- a write's claim is judged by the database's clock, which set it (withSessionClaim): a job host whose
+          -- clock runs ahead must not take a live claim for an ended one (review RB-3)
+          (b.claimed_until IS NULL OR b.claimed_until < now())
+          AND EXISTS (SELECT 1 FROM actor_state st WHERE st.kind = 'cart' AND st.id = b.cart_id::text
+            AND ${cartOutOfUse(sql, s, nowMs, sql`st`, sql`b.cart_id`)})))
+      LIMIT ${batch} FOR UPDATE OF b SKIP LOCKED),
+    marked AS (UPDATE bridge_sessions b SET kept_with_cart = c.cart_id FROM c WHERE b.id = c.id AND c.for_good),
+    gone AS (DELETE FROM bridge_sessions WHERE id IN (SELECT id FROM c WHERE NOT for_good) RETURNING 1)
+    SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM c)::int AS taken`,
+};
+
+/**
  * A cart nothing uses any more, but for a protocol session naming it (each caller says how it treats those): OPEN,
  * EXPIRED, ABANDONED or REPLACED, its sliding expiry more than the cart grace ago, its checkout session (if any)
  * ended, nothing due for it, and no order or x402 row naming it. `st` is its actor_state row, `cartId` its id as uuid.
@@ -207,9 +254,10 @@ export async function runRetention(sql: Sql, s: RetentionSettings, nowMs: number
   for (const [name, rule] of Object.entries(RETENTION_RULES)) {
     deleted[name] = 0;
     for (;;) {
-      const n = await rule(sql, s, nowMs, s.RETENTION_BATCH);
+      const r = await rule(sql, s, nowMs, s.RETENTION_BATCH);
+      const { deleted: n, taken } = typeof r === "number" ? { deleted: r, taken: r } : r;
       deleted[name] += n;
-      if (n < s.RETENTION_BATCH || Date.now() >= until) break;
+      if (taken < s.RETENTION_BATCH || Date.now() >= until) break;
     }
   }
   return deleted;

@@ -152,6 +152,8 @@ interface Outcome {
   last_status_code: number | null;
   last_error: string | null;
   delivered_at: string | null;
+  /** When it became delivered or dead (retention ages a finished delivery from it, migration 0086); null while failed. */
+  finished_at: string | null;
   duration_ms: number;
 }
 
@@ -287,7 +289,7 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
  */
 async function deadLetterUnclaimable(tx: Sql, endpointId: string, now: number): Promise<void> {
   await tx`
-    UPDATE webhook_deliveries SET status = 'dead', next_attempt_at = NULL,
+    UPDATE webhook_deliveries SET status = 'dead', next_attempt_at = NULL, finished_at = ${new Date(now)},
       last_error = CASE WHEN attempts >= ${MAX_ATTEMPTS}
         THEN 'outcome of attempt ' || attempts || ' lost; dead-lettered (max_attempts)'
         ELSE ${HORIZON_ERROR} END
@@ -357,24 +359,26 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
     };
     if (r.delivered) {
       breaker = breakerOnSuccess(breaker);
-      outcomes.push({ ...base, status: "delivered", next_attempt_at: null, last_error: null, delivered_at: new Date(r.doneAt).toISOString() });
+      const done = new Date(r.doneAt).toISOString();
+      outcomes.push({ ...base, status: "delivered", next_attempt_at: null, last_error: null, delivered_at: done, finished_at: done });
       continue;
     }
     breaker = breakerOnFailure(breaker, r.doneAt);
     const step = nextAttempt({ attemptsMade: attempts, firstAttemptAt: first, now: r.doneAt });
     if (step.kind === "retry") {
-      outcomes.push({ ...base, status: "failed", next_attempt_at: new Date(step.at).toISOString(), last_error: r.error, delivered_at: null });
+      outcomes.push({ ...base, status: "failed", next_attempt_at: new Date(step.at).toISOString(), last_error: r.error, delivered_at: null, finished_at: null });
     } else {
-      outcomes.push({ ...base, status: "dead", next_attempt_at: null, last_error: `${r.error ?? "failed"}; dead-lettered (${step.reason})`, delivered_at: null });
+      outcomes.push({ ...base, status: "dead", next_attempt_at: null, last_error: `${r.error ?? "failed"}; dead-lettered (${step.reason})`, delivered_at: null, finished_at: new Date(r.doneAt).toISOString() });
     }
   }
   if (outcomes.length) {
     await tx`
       UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
         first_attempt_at = v.first_attempt_at, last_attempt_at = v.last_attempt_at, last_status_code = v.last_status_code,
-        last_error = v.last_error, delivered_at = v.delivered_at
+        last_error = v.last_error, delivered_at = v.delivered_at, finished_at = v.finished_at
       FROM jsonb_to_recordset(${tx.json(outcomes as never)}) AS v(id uuid, status text, attempts int, next_attempt_at timestamptz,
-        first_attempt_at timestamptz, last_attempt_at timestamptz, last_status_code int, last_error text, delivered_at timestamptz)
+        first_attempt_at timestamptz, last_attempt_at timestamptz, last_status_code int, last_error text, delivered_at timestamptz,
+        finished_at timestamptz)
       WHERE d.id = v.id AND d.endpoint_id = ${ctx.id}`;
     await tx`
       INSERT INTO webhook_delivery_attempts (delivery_id, attempt, attempted_at, status_code, error, duration_ms)
@@ -447,7 +451,7 @@ export const webhookActor = defineActor({
         UPDATE webhook_endpoints SET deleted_at = ${now}, previous_secret_sealed = NULL, previous_secret_expires_at = NULL
         WHERE id = ${ctx.id}
         RETURNING id, store_slug, url, events, secret_sealed, previous_secret_sealed, previous_secret_expires_at, breaker, created_at, deleted_at`;
-      await tx`UPDATE webhook_deliveries SET status = 'dead', next_attempt_at = NULL, last_error = 'endpoint deleted'
+      await tx`UPDATE webhook_deliveries SET status = 'dead', next_attempt_at = NULL, last_error = 'endpoint deleted', finished_at = ${now}
                WHERE endpoint_id = ${ctx.id} AND status IN ('pending', 'failed')`;
       await ctx.cancelReminder("deliverDue");
       return endpointView(row!);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, ADMIN, createKey, login, placeOrder, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { runRetention, type RetentionSettings } from "../../infra/retention.ts";
+import { MARKING_STATEMENTS, runRetention, type RetentionSettings } from "../../infra/retention.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store (owned by the admin)
 const DAY = 24 * 60 * 60 * 1000;
@@ -32,6 +32,45 @@ afterAll(async () => {
 });
 
 const run = (nowMs: number) => runRetention(srv.db.sql, SETTINGS, nowMs);
+
+interface PlanNode {
+  "Node Type": string;
+  "Index Name"?: string;
+  "Actual Rows": number;
+  "Actual Loops": number;
+  "Rows Removed by Filter"?: number;
+  Plans?: PlanNode[];
+}
+/**
+ * How many rows a rule's scan read from its partial index `index` in one batch at `nowMs`: the statement is run
+ * under EXPLAIN ANALYZE and rolled back. The planner is held to indexes (as on a table of real size; these test
+ * tables are small enough for a sequential scan), and the scan must be the index's, or the count says nothing.
+ */
+async function rowsWalked(rule: keyof typeof MARKING_STATEMENTS, index: string, nowMs: number): Promise<number> {
+  let walked: number | undefined;
+  const rollback = new Error("rollback");
+  await srv.db.sql
+    .begin(async (tx) => {
+      // JIT would compile the statement for the huge costs that turning sequential scans off gives them: seconds
+      await tx`SET LOCAL enable_seqscan = off`;
+      await tx`SET LOCAL jit = off`;
+      const [row] = await tx<{ "QUERY PLAN": { Plan: PlanNode }[] }[]>`EXPLAIN (ANALYZE, FORMAT JSON) ${MARKING_STATEMENTS[rule](srv.db.sql, SETTINGS, nowMs, 1000)}`;
+      const nodes: PlanNode[] = [];
+      const visit = (n: PlanNode) => {
+        if (n["Index Name"] === index) nodes.push(n);
+        for (const c of n.Plans ?? []) visit(c);
+      };
+      visit(row!["QUERY PLAN"][0]!.Plan);
+      expect(nodes.length).toBe(1);
+      // a bitmap index scan's rows are the index entries it matched; an index scan's, those it kept plus those its filter dropped
+      walked = nodes.reduce((sum, n) => sum + (n["Actual Rows"] + (n["Rows Removed by Filter"] ?? 0)) * n["Actual Loops"], 0);
+      throw rollback;
+    })
+    .catch((e: unknown) => {
+      if (e !== rollback) throw e;
+    });
+  return walked!;
+}
 
 describe("OAuth codes and refresh tokens", () => {
   const hex = (c: string) => c.repeat(64);
@@ -222,6 +261,39 @@ describe("ACP/UCP sessions (session 9)", () => {
     expect(await sessionsLeft([held, free])).toEqual([held]);
     expect(await cartsLeft(Object.values(carts))).toEqual([carts.held]);
   }, 30_000);
+  test("a session kept for good because an order names its cart is marked by the run that finds it, and no later batch reads it again (review RG-4)", async () => {
+    const { beginLegRows } = await import("../../actors/store/commerce.ts");
+    // sessions last changed 1000 days ago, so the scan below (cutoff 990 days ago) can meet no other test's rows
+    const ago = -1000 * DAY;
+    const ordered: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const orderId = crypto.randomUUID();
+      const cartId = crypto.randomUUID();
+      await beginLegRows(srv.db.sql, "demo-store", {
+        orderId, checkoutSessionId: `sess-${orderId}`, cartId, reservationId: `r-${crypto.randomUUID()}`, agentKeyId: key.id, currency: "USD",
+        paymentRail: "card", paymentMethod: "MOCK", couponCode: null, subtotalMinor: 100, discountMinor: 0, shippingMinor: 0, taxMinor: 0,
+        totalMinor: 100, lines: [{ productId: BOARD, variantId: null, title: "x", quantity: 1, unitPriceMinor: 100 }],
+      }, Date.now());
+      ordered.push(await session(i % 2 ? "ucp" : "acp", cartId, { updatedInMs: ago }));
+    }
+    const scanAt = Date.now() - 990 * DAY + SETTINGS.RETENTION_CART_GRACE_DAYS * DAY;
+    const now = Date.now();
+    await run(now);
+    expect(await sessionsLeft(ordered)).toEqual([...ordered].sort());
+    expect(await rowsWalked("bridge_sessions", "bridge_sessions_retention", scanAt)).toBe(0);
+    await run(now);
+    expect(await sessionsLeft(ordered)).toEqual([...ordered].sort());
+
+    // the mark names the cart that kept it: moved to a cart no order names (an ACP items update), the session is a
+    // candidate again and goes with that cart once the cart is out of use
+    const moved = ordered[0]!;
+    const newCartId = await newCart();
+    await srv.db.sql`UPDATE bridge_sessions SET cart_id = ${newCartId}, updated_at = now() - interval '1000 days' WHERE id = ${moved}`;
+    expect(await rowsWalked("bridge_sessions", "bridge_sessions_retention", scanAt)).toBe(1);
+    await run(Date.now() + 1 * DAY + 7 * DAY + 60_000);
+    expect(await sessionsLeft(ordered)).toEqual(ordered.slice(1).sort());
+    expect(await cartsLeft([newCartId])).toEqual([]);
+  }, 30_000);
 });
 
 describe("bridge Idempotency-Key records (session 9)", () => {
@@ -387,6 +459,30 @@ describe("stock reservations (session 9)", () => {
     const [after] = await srv.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${orderId}`;
     expect(after.status).toBe("canceled");
   }, 30_000);
+  test("the last attempt of an order no longer pending is marked by the run that keeps it, and no later batch reads it again (review RG-4)", async () => {
+    const { beginLegRows, cancelPendingOrderRows } = await import("../../actors/store/commerce.ts");
+    const kept: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const orderId = crypto.randomUUID();
+      const last = `r-${crypto.randomUUID()}`;
+      await beginLegRows(srv.db.sql, "demo-store", {
+        orderId, checkoutSessionId: `sess-${orderId}`, cartId: crypto.randomUUID(), reservationId: last, agentKeyId: key.id, currency: "USD",
+        paymentRail: "card", paymentMethod: "MOCK", couponCode: null, subtotalMinor: 100, discountMinor: 0, shippingMinor: 0, taxMinor: 0,
+        totalMinor: 100, lines: [{ productId: BOARD, variantId: null, title: "x", quantity: 1, unitPriceMinor: 100 }],
+      }, Date.now());
+      await cancelPendingOrderRows(srv.db.sql, "demo-store", { orderId, reason: "session_expired" }, Date.now());
+      kept.push(last);
+    }
+    // released 1000 days ago, so the scan below (cutoff 990 days ago) can meet no other test's rows
+    await srv.db.sql`UPDATE stock_reservations SET updated_at = now() - interval '1000 days' WHERE id IN ${srv.db.sql(kept)}`;
+    const scanAt = Date.now() - 990 * DAY + SETTINGS.RETENTION_RESERVATION_GRACE_DAYS! * DAY;
+    const now = Date.now();
+    await run(now);
+    expect(await left(kept)).toEqual([...kept].sort());
+    expect(await rowsWalked("stock_reservations", "stock_reservations_done", scanAt)).toBe(0);
+    await run(now);
+    expect(await left(kept)).toEqual([...kept].sort());
+  }, 30_000);
 });
 
 describe("webhook deliveries (session 9)", () => {
@@ -447,6 +543,72 @@ describe("webhook deliveries (session 9)", () => {
     const again = await srv.json(`/api/v1/merchant/stores/demo-store/webhooks/${endpointId}/deliveries/${d.deadRecent}/redeliver`, { method: "POST", headers: auth });
     expect(again.status).toBe(202);
     expect(again.body.data).toMatchObject({ id: d.deadRecent, status: "pending" });
+    await srv.json(`/api/v1/merchant/stores/demo-store/webhooks/${endpointId}`, { method: "DELETE", headers: auth });
+  }, 30_000);
+});
+
+describe("webhook deliveries killed without an attempt (review RB-4)", () => {
+  async function staleDelivery(endpointId: string, next: Date): Promise<string> {
+    // tried 5 times, the first 40 and the last 31 days ago: past the retention age counted from its last attempt
+    const eventId = crypto.randomUUID();
+    const id = crypto.randomUUID();
+    await srv.db.sql`
+      INSERT INTO webhook_events (id, store_slug, kind, payload, created_at, dispatched_at)
+      VALUES (${eventId}, 'demo-store', 'checkout.abandoned', '{}'::jsonb, now() - interval '40 days', now() - interval '40 days')`;
+    await srv.db.sql`
+      INSERT INTO webhook_deliveries (id, event_id, endpoint_id, store_slug, status, attempts, next_attempt_at, first_attempt_at, last_attempt_at, created_at)
+      VALUES (${id}, ${eventId}, ${endpointId}, 'demo-store', 'failed', 5, ${next}, now() - interval '40 days', now() - interval '31 days', now() - interval '40 days')`;
+    return id;
+  }
+  const endpoint = async (auth: Record<string, string>) => {
+    const ep = await srv.json("/api/v1/merchant/stores/demo-store/webhooks", {
+      method: "POST",
+      headers: auth,
+      body: { url: "http://127.0.0.1:9/hooks/retention-death", events: ["checkout.abandoned"] },
+    });
+    expect(ep.status).toBe(201);
+    return ep.body.data.id as string;
+  };
+  const stillThere = async (id: string) => (await srv.db.sql`SELECT 1 FROM webhook_deliveries WHERE id = ${id}`).length === 1;
+
+  test("a delivery dead-lettered by its endpoint's deletion, its last attempt 31 days before, is kept until the retention age after its death", async () => {
+    const auth = { authorization: `Bearer ${await login(srv)}` };
+    const endpointId = await endpoint(auth);
+    const id = await staleDelivery(endpointId, new Date(Date.now() + DAY)); // held back (its breaker), not due
+    expect((await srv.json(`/api/v1/merchant/stores/demo-store/webhooks/${endpointId}`, { method: "DELETE", headers: auth })).status).toBe(200);
+    const [row] = await srv.db.sql<{ status: string }[]>`SELECT status FROM webhook_deliveries WHERE id = ${id}`;
+    expect(row!.status).toBe("dead");
+
+    const now = Date.now();
+    await run(now);
+    expect(await stillThere(id)).toBe(true);
+    await run(now + 29 * DAY);
+    expect(await stillThere(id)).toBe(true);
+    await run(now + 30 * DAY + 60_000);
+    expect(await stillThere(id)).toBe(false);
+  }, 30_000);
+
+  test("a delivery dead-lettered by the 72 h retry horizon when next due, its last attempt 31 days before, is kept until the retention age after its death", async () => {
+    const auth = { authorization: `Bearer ${await login(srv)}` };
+    const endpointId = await endpoint(auth);
+    const id = await staleDelivery(endpointId, new Date(Date.now() - 60_000)); // due now, 40 days after its first attempt
+    await srv.db.sql`
+      INSERT INTO actor_reminders (kind, id, name, due_at, payload) VALUES ('webhook', ${endpointId}, 'deliverDue', now(), 'null'::jsonb)
+      ON CONFLICT (kind, id, name) DO UPDATE SET due_at = now()`;
+    await srv.running.host!.pollReminders();
+    const dead = await waitFor("the delivery dead-lettered", async () => {
+      const [row] = await srv.db.sql<{ status: string; last_error: string }[]>`SELECT status, last_error FROM webhook_deliveries WHERE id = ${id}`;
+      return row!.status === "dead" ? row : undefined;
+    });
+    expect(dead.last_error).toContain("dead-lettered (horizon)");
+
+    const now = Date.now();
+    await run(now);
+    expect(await stillThere(id)).toBe(true);
+    await run(now + 29 * DAY);
+    expect(await stillThere(id)).toBe(true);
+    await run(now + 30 * DAY + 60_000);
+    expect(await stillThere(id)).toBe(false);
     await srv.json(`/api/v1/merchant/stores/demo-store/webhooks/${endpointId}`, { method: "DELETE", headers: auth });
   }, 30_000);
 });
