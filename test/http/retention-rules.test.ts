@@ -262,7 +262,7 @@ describe("ACP/UCP sessions (session 9)", () => {
     expect(await cartsLeft(Object.values(carts))).toEqual([carts.held]);
   }, 30_000);
   test("a session kept for good because an order names its cart is marked by the run that finds it, and no later batch reads it again (review RG-4)", async () => {
-    const { beginLegRows } = await import("../../actors/store/commerce.ts");
+    const { beginLegRows, cancelPendingOrderRows } = await import("../../actors/store/commerce.ts");
     // sessions last changed 1000 days ago, so the scan below (cutoff 990 days ago) can meet no other test's rows
     const ago = -1000 * DAY;
     const ordered: string[] = [];
@@ -274,6 +274,8 @@ describe("ACP/UCP sessions (session 9)", () => {
         paymentRail: "card", paymentMethod: "MOCK", couponCode: null, subtotalMinor: 100, discountMinor: 0, shippingMinor: 0, taxMinor: 0,
         totalMinor: 100, lines: [{ productId: BOARD, variantId: null, title: "x", quantity: 1, unitPriceMinor: 100 }],
       }, Date.now());
+      // canceled, so it holds no stock for the tests after this one; a canceled order names its cart for good too
+      await cancelPendingOrderRows(srv.db.sql, "demo-store", { orderId, reason: "session_expired" }, Date.now());
       ordered.push(await session(i % 2 ? "ucp" : "acp", cartId, { updatedInMs: ago }));
     }
     const scanAt = Date.now() - 990 * DAY + SETTINGS.RETENTION_CART_GRACE_DAYS * DAY;
