@@ -185,8 +185,8 @@ export const RETENTION_RULES: Record<string, Rule> = {
  *    back to pending (order-machine.ts) and orders are never deleted, so the mark is never wrong later.
  *  - `bridge_sessions`: kept for good while its cart is one an order or an x402 row names (none of those rows is ever
  *    deleted and their cart_id never changes, so the cart rule never deletes that cart and the session never goes
- *    with it). The mark is that cart's id (`kept_with_cart`) and the index holds rows whose cart differs from it: a
- *    session moved to a new cart (an ACP/UCP items update) is back among the candidates without anyone clearing it.
+ *    with it). The mark is that cart's id (`kept_with_cart`); a session moved to a new cart (an ACP/UCP items update)
+ *    has it cleared by a trigger (migration 0085) and is back among the candidates.
  */
 export const MARKING_STATEMENTS = {
   stock_reservations: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => sql<{ deleted: number; taken: number }[]>`
@@ -216,7 +216,7 @@ export const MARKING_STATEMENTS = {
           OR EXISTS (SELECT 1 FROM x402_intents x WHERE x.cart_id = b.cart_id::text)
           OR EXISTS (SELECT 1 FROM x402_authorizations x WHERE x.cart_id = b.cart_id::text) AS for_good) k
       -- the predicate of the partial index bridge_sessions_retention (migration 0085)
-      WHERE b.protocol IN ('acp', 'ucp') AND b.kept_with_cart IS DISTINCT FROM b.cart_id
+      WHERE b.protocol IN ('acp', 'ucp') AND b.kept_with_cart IS NULL
         AND b.updated_at < ${new Date(nowMs - s.RETENTION_CART_GRACE_DAYS * DAY_MS)}
         AND (k.for_good OR (
           -- a write's claim is judged by the database's clock, which set it (withSessionClaim): a job host whose
