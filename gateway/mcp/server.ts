@@ -13,7 +13,8 @@
  *    Sessions are recorded in the session directory (session-directory.ts: a JetStream KV bucket with NATS, else
  *    memory), so any gateway of the deployment serves them: one that holds no copy of a session answers its
  *    fast-path calls from the directory entry and adopts it (`adopt`) for a message that needs the SDK; a client's
- *    answer to a question asked on another gateway is forwarded there (`routeAnswer`).
+ *    answer to a question asked on another gateway is forwarded there (`routeAnswer`), and its cancel of a call
+ *    running on another gateway reaches it there (`routeCancel`).
  * 2. Fast path. A single JSON-RPC request `tools/call` (read-only tool, or any tool without a session),
  *    `tools/list` or `ping`, from a client that accepts JSON, is answered here as one `application/json`
  *    JSON-RPC response, from the shared pre-built tool table (dispatch.ts). Sessions stay correct: the session id
@@ -33,6 +34,7 @@ import {
   ListToolsRequestSchema,
   McpError,
   SUPPORTED_PROTOCOL_VERSIONS,
+  type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Elysia } from "elysia";
 import { decodeJwt } from "jose";
@@ -74,6 +76,11 @@ const MAX_SESSIONS = 10_000;
 export const MAX_SESSIONS_PER_ADDRESS = 100;
 /** The most bytes a client's answer to a server request (`elicitation/create`: an action and a few fields) may have. */
 export const MAX_ANSWER_BYTES = 64 * 1024;
+/**
+ * The longest client request id (string) a cancel is broadcast to the other gateways for: ids are a counter or a UUID
+ * in practice, and every gateway receives a broadcast, so a cancel naming a near-1 MiB id is not sent to them all.
+ */
+const MAX_BROADCAST_ID = 1024;
 /** A tools/call argument may nest this deep: with the message's own three levels the body stays within the bound. */
 export const MAX_ARGUMENT_DEPTH = MAX_JSON_DEPTH - 3;
 const STORE_CACHE_MS = 1_000;
@@ -111,6 +118,8 @@ interface Local {
   owner: string;
   /** Opened here by `initialize` (true) or adopted (false): only the first is ended everywhere at a cap. */
   opened: boolean;
+  /** The client's request ids of this copy's tools/call handlers still running: what a cancel can act on. */
+  running: ReadonlySet<RequestId>;
 }
 
 /**
@@ -206,7 +215,7 @@ export class McpGateway {
     const directory = svc.extras.get(SESSION_DIRECTORY) as SessionDirectory | undefined;
     if (!directory) throw new Error("the MCP session directory is not open (boot.ts opens it before the routes)");
     this.directory = directory;
-    this.stopForwarding = this.directory.onForwarded((id, message) => void this.answerHere(id, message));
+    this.stopForwarding = this.directory.onForwarded((id, message) => void (message.method === "notifications/cancelled" ? this.cancelHere(id, message) : this.answerHere(id, message)));
     this.sweeper = setInterval(() => this.sweep(), 60_000);
     (this.sweeper as { unref?: () => void }).unref?.();
   }
@@ -352,6 +361,38 @@ export class McpGateway {
     await this.feed(local, message, this.svc.siteUrl).catch((err) => log.warn("could not deliver a forwarded MCP answer", { error: err as Error }));
   }
 
+  /**
+   * A client's `notifications/cancelled` in a session whose binding the caller passed. Its `requestId` is the
+   * client's own id of the call and names no gateway: the call runs where the client's POST of it landed, maybe on
+   * another gateway (docs/decisions.md, "MCP sessions in a shared directory"). When a copy here runs it, it is
+   * cancelled here; otherwise the cancel is broadcast over NATS and only a gateway whose copy of this very session
+   * runs that request acts on it (`cancelHere`), so a cancel can end no call of another session. No adoption: a copy
+   * made for a cancel would run nothing. Cost: one small publish per cancel of a call not running here (the message
+   * is rebuilt from the request id, at most MAX_BROADCAST_ID characters, and a reason cut to 200, so it always fits
+   * NATS's `max_payload`), a map lookup on each gateway receiving it; nothing on the calls' path but a set entry. Always 202, as the SDK answers a notification; a broadcast that fails is logged.
+   */
+  private async routeCancel(session: Session, message: JsonRpcRequest, request: Request): Promise<void> {
+    const requestId = message.params?.requestId;
+    if (typeof requestId !== "string" && typeof requestId !== "number") return; // names no request: the SDK ignores it too
+    const reason = message.params?.reason;
+    const cancel = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, ...(typeof reason === "string" ? { reason: reason.slice(0, 200) } : {}) } };
+    const id = session.held.record.id;
+    const local = this.sessions.get(id);
+    if (local?.running.has(requestId)) {
+      return this.feed(local, cancel, request.url).catch((err) => log.warn("could not deliver an MCP cancel", { error: err as Error }));
+    }
+    if (typeof requestId === "string" && requestId.length > MAX_BROADCAST_ID) return;
+    await this.directory.broadcast(id, cancel).catch((err) => log.warn("could not broadcast an MCP cancel to the other gateways", { error: err as Error }));
+  }
+
+  /** A cancel another gateway broadcast (`routeCancel`; that gateway checked the caller's binding): ours if a copy of this session here runs the request. */
+  private async cancelHere(sessionId: string, message: Record<string, unknown>): Promise<void> {
+    const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
+    const local = this.sessions.get(sessionId);
+    if (!local || (typeof requestId !== "string" && typeof requestId !== "number") || !local.running.has(requestId)) return;
+    await this.feed(local, message, this.svc.siteUrl).catch((err) => log.warn("could not deliver a broadcast MCP cancel", { error: err as Error }));
+  }
+
   private async feed(local: Local, message: Record<string, unknown>, url: string): Promise<void> {
     const headers = { accept: "application/json, text/event-stream", "content-type": "application/json", "mcp-session-id": local.id };
     await (await local.transport.handleRequest(new Request(url, { method: "POST", headers, body: "{}" }), { parsedBody: message })).text();
@@ -487,35 +528,42 @@ export class McpGateway {
         "structuredContent.error {code, remedy, retryable, scope, details, reference}.",
     });
     const slug = store.slug;
+    const running = new Set<RequestId>();
     server.setRequestHandler(ListToolsRequestSchema, async (req) => {
       const bad = cursorError(req.params);
       if (bad) throw new McpError(RpcErrorCode.InvalidParams, bad);
       return { tools: this.table.listFor(endpoint, enabled) as never[] };
     });
     server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-      const principal = (extra.authInfo?.extra?.principal as CallPrincipal | undefined) ?? { caller: null, customer: null, customerError: null };
-      const current = (await this.store(slug)) ?? store;
-      const t = this.table.served(req.params.name, endpoint, enabled);
-      // The call's own signal (notifications/cancelled, a closed stream) withdraws the question too (audit A5 H1).
-      const token = extra._meta?.progressToken;
-      const confirmer = elicitingConfirmer(server, extra.requestId, {
-        signal: AbortSignal.any([extra.signal, this.stopping.signal]),
-        progress: token === undefined ? undefined : { token, send: (n) => extra.sendNotification(n) },
-        progressEveryMs: this.confirmProgressEveryMs,
-      });
-      const call = runTool(t, req.params.name, req.params.arguments, this.context(current, endpoint, principal, confirmer));
-      this.inFlight.add(call);
+      // from now on a client's cancel of this call, POSTed to any gateway, is delivered to this copy (`routeCancel`)
+      running.add(extra.requestId);
       try {
-        return (await call) as never;
+        const principal = (extra.authInfo?.extra?.principal as CallPrincipal | undefined) ?? { caller: null, customer: null, customerError: null };
+        const current = (await this.store(slug)) ?? store;
+        const t = this.table.served(req.params.name, endpoint, enabled);
+        // The call's own signal (notifications/cancelled, a closed stream) withdraws the question too (audit A5 H1).
+        const token = extra._meta?.progressToken;
+        const confirmer = elicitingConfirmer(server, extra.requestId, {
+          signal: AbortSignal.any([extra.signal, this.stopping.signal]),
+          progress: token === undefined ? undefined : { token, send: (n) => extra.sendNotification(n) },
+          progressEveryMs: this.confirmProgressEveryMs,
+        });
+        const call = runTool(t, req.params.name, req.params.arguments, this.context(current, endpoint, principal, confirmer));
+        this.inFlight.add(call);
+        try {
+          return (await call) as never;
+        } finally {
+          this.inFlight.delete(call);
+        }
       } finally {
-        this.inFlight.delete(call);
+        running.delete(extra.requestId);
       }
     });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => how.adoptId ?? crypto.randomUUID(),
       onsessioninitialized: async (id) => {
         release();
-        this.remember({ id, copy: copyOf(transport), server, transport, lastSeen: Date.now(), owner, opened });
+        this.remember({ id, copy: copyOf(transport), server, transport, lastSeen: Date.now(), owner, opened, running });
       },
       onsessionclosed: async (id) => {
         // DELETE: ends the session for every gateway (their local copies close when they next look it up)
@@ -934,6 +982,10 @@ export class McpGateway {
         return this.respond(rpcError(null, -32600, `Invalid Request: an answer to a server request is at most ${MAX_ANSWER_BYTES} bytes.`, { code: "validation_error", maxBytes: MAX_ANSWER_BYTES }), 400, out);
       }
       await this.routeAnswer(session, msg as unknown as Record<string, unknown>, request);
+      return this.respond(null, 202, out);
+    }
+    if (session && !isRequest && msg.method === "notifications/cancelled") {
+      await this.routeCancel(session, msg, request);
       return this.respond(null, 202, out);
     }
     if (session) {

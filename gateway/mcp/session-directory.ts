@@ -57,7 +57,10 @@ export interface Held {
   revision: number;
 }
 
-/** A client's answer to a server request, forwarded to the gateway whose session copy asked it. */
+/**
+ * A client's message another gateway handed on after checking the caller's binding to the session: an answer to a
+ * server request, forwarded to the gateway whose session copy asked it, or a `notifications/cancelled`, broadcast.
+ */
 export type Forwarded = (sessionId: string, message: Record<string, unknown>) => void;
 
 export interface SessionDirectory {
@@ -70,7 +73,14 @@ export interface SessionDirectory {
    * unanswered, which ends as UPSTREAM_UNAVAILABLE confirmation_not_completed (nothing changed).
    */
   forward(gatewayId: string, sessionId: string, message: Record<string, unknown>): Promise<void>;
-  /** Receives the answers other gateways forward to this one; returns the way to stop. */
+  /**
+   * Hands a client's `notifications/cancelled` to every other gateway of the deployment: the client's request id is
+   * its own and names no gateway, so the gateway that received the cancel cannot tell which one runs the call. Each
+   * acts on it only if it holds a copy of session `sessionId` running that request (server.ts `cancelHere`). Best
+   * effort, as `forward`: a cancel that is lost leaves the call running, its question ending unanswered after 5 min.
+   */
+  broadcast(sessionId: string, message: Record<string, unknown>): Promise<void>;
+  /** Receives the answers other gateways forward to this one, and the cancels they broadcast; returns the way to stop. */
   onForwarded(handler: Forwarded): () => void;
   get(id: string): Promise<Held | undefined>;
   /** Records a new session (initialize). */
@@ -159,6 +169,10 @@ export class MemorySessionDirectory implements SessionDirectory {
     if (gatewayId === this.gatewayId) this.handler?.(sessionId, message);
   }
 
+  async broadcast(): Promise<void> {
+    // one process, one gateway: the gateway that received the cancel holds every copy there is
+  }
+
   onForwarded(handler: Forwarded): () => void {
     this.handler = handler;
     return () => (this.handler = undefined);
@@ -177,6 +191,15 @@ function lostRace(err: unknown): boolean {
 
 /** Core NATS subject of the answers forwarded to one gateway. */
 const ANSWERS_PREFIX = "mcp.session-answers.";
+/** Core NATS subject of the cancels every gateway receives (`broadcast`). */
+const CANCELS_SUBJECT = "mcp.session-cancels";
+
+/** A forwarded or broadcast message as published: the session, the client's message, and for a broadcast its sender. */
+function parseForwarded(data: { sessionId?: unknown; message?: unknown; from?: unknown }): { sessionId: string; message: Record<string, unknown>; from?: unknown } | undefined {
+  const { sessionId, message } = data;
+  if (typeof sessionId !== "string" || !message || typeof message !== "object" || Array.isArray(message)) return undefined;
+  return { sessionId, message: message as Record<string, unknown>, from: data.from };
+}
 
 export class NatsSessionDirectory implements SessionDirectory {
   readonly kind = "nats";
@@ -250,19 +273,30 @@ export class NatsSessionDirectory implements SessionDirectory {
     this.nc.publish(`${ANSWERS_PREFIX}${gatewayId}`, JSON.stringify({ sessionId, message }));
   }
 
+  async broadcast(sessionId: string, message: Record<string, unknown>): Promise<void> {
+    // one publish, whatever the number of gateways; `from`: the sender's own copy does not run the call (server.ts
+    // `routeCancel` cancels it there instead of broadcasting), so its own subscription skips it
+    this.nc.publish(CANCELS_SUBJECT, JSON.stringify({ sessionId, message, from: this.gatewayId }));
+  }
+
   onForwarded(handler: Forwarded): () => void {
-    const sub = this.nc.subscribe(`${ANSWERS_PREFIX}${this.gatewayId}`, {
-      callback: (err, m) => {
+    const receive = (mine: (f: { from?: unknown }) => boolean) => ({
+      callback: (err: Error | null, m: { json<T>(): T }) => {
         if (err) return;
         try {
-          const { sessionId, message } = m.json<{ sessionId: string; message: Record<string, unknown> }>();
-          if (typeof sessionId === "string" && message && typeof message === "object") handler(sessionId, message);
+          const f = parseForwarded(m.json<Record<string, unknown>>());
+          if (f && mine(f)) handler(f.sessionId, f.message);
         } catch {
-          /* not a forwarded answer: ignored */
+          /* not a forwarded message: ignored */
         }
       },
     });
-    return () => sub.unsubscribe();
+    const answers = this.nc.subscribe(`${ANSWERS_PREFIX}${this.gatewayId}`, receive(() => true));
+    const cancels = this.nc.subscribe(CANCELS_SUBJECT, receive((f) => f.from !== this.gatewayId));
+    return () => {
+      answers.unsubscribe();
+      cancels.unsubscribe();
+    };
   }
 
   async close(): Promise<void> {}

@@ -5,7 +5,8 @@
  * tools (human confirmation on the call's SSE stream) by adopting the session there; DELETE on either ends it on
  * both; another caller is told the session does not exist on both. Also the review RH fixes: one adoption per
  * session per gateway when its first requests arrive together, a gateway's per-address cap ending only sessions
- * opened there, the size of a client's answer, and the stored initialize bounded in bytes.
+ * opened there, the size of a client's answer, and the stored initialize bounded in bytes. And a client's cancel of a
+ * call reaches the gateway running it wherever it lands (broadcast over NATS).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -366,6 +367,67 @@ describe("an MCP session opened on one gateway", () => {
     expect((await approve(gw[0], key, sessionId, question.id)).status).toBe(202);
     const result = await next();
     expect(result.id).toBe(43);
+    expect(result.result.isError).toBeUndefined();
+  }, 60_000);
+
+  test("a tool call waiting for the human on one gateway is cancelled by notifications/cancelled POSTed to the other: the question is withdrawn, a later yes pays nothing", async () => {
+    const key = await newKey();
+    const { c, transport } = await client(gw[0], key);
+    const sessionId = transport.sessionId!;
+    const cart = (await c.callTool({ name: "create_cart", arguments: { items: [{ product_id: DEMO_PRODUCT, quantity: 1 }] } })) as CallToolResult;
+    const preview = (await c.callTool({ name: "preview_checkout", arguments: { cart_id: (cart.structuredContent as { cart_id: string }).cart_id } })) as CallToolResult;
+    const cs = (preview.structuredContent as { checkout_session_id: string }).checkout_session_id;
+    expect(cs).toMatch(/^cs_/);
+    // the payment runs on the second gateway (the client's POST was balanced there) and asks the human
+    const stop = new AbortController();
+    const res = await fetch(`${gw[1]}/${DEMO}/mcp`, {
+      method: "POST",
+      headers: inSession(sessionId, key),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 44, method: "tools/call", params: { name: "complete_checkout", arguments: { checkout_session_id: cs, idempotency_key: crypto.randomUUID(), payment_method: "MOCK" } } }),
+      signal: stop.signal,
+    });
+    const next = sseEvents(res);
+    const question = await next();
+    expect(question.method).toBe("elicitation/create");
+    // the client gives up; its cancel lands on the first gateway, which holds a copy of the session but not the call
+    const cancel = await fetch(`${gw[0]}/${DEMO}/mcp`, {
+      method: "POST",
+      headers: inSession(sessionId, key),
+      body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 44, reason: "the user pressed stop" } }),
+    });
+    expect(cancel.status).toBe(202);
+    // the gateway running the call withdraws its question on the call's stream
+    const withdrawn = await Promise.race([next(), Bun.sleep(5_000).then(() => "the question was not withdrawn within 5 s")]);
+    expect(withdrawn).toEqual({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: question.id, reason: expect.any(String) } });
+    // the human's yes arrives anyway: it answers nothing, nothing is paid
+    expect((await approve(gw[1], key, sessionId, question.id)).status).toBe(202);
+    await Bun.sleep(300);
+    const status = await post(gw[0], key, sessionId, "tools/call", { name: "get_checkout_status", arguments: { checkout_session_id: cs } });
+    expect(status.status).toBe(200);
+    const st = status.body.result.structuredContent as { checkout_status: string; order_id?: string | null };
+    expect({ status: st.checkout_status, order: st.order_id ?? null }).toEqual({ status: "READY_FOR_PAYMENT", order: null });
+    stop.abort();
+    await c.close();
+  }, 60_000);
+
+  test("a cancel naming the call's request id from another session of the same key cancels nothing, on either gateway", async () => {
+    const key = await newKey();
+    const running = await openSession(gw[0], key);
+    const other = await openSession(gw[0], key);
+    await fetch(`${gw[1]}/${DEMO}/mcp`, { method: "POST", headers: inSession(other, key), body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) }).then((r) => r.text());
+    const { next, question } = await writeCall(gw[1], key, running, 45);
+    for (const g of gw) {
+      const r = await fetch(`${g}/${DEMO}/mcp`, {
+        method: "POST",
+        headers: inSession(other, key),
+        body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 45, reason: "not yours" } }),
+      });
+      expect(r.status).toBe(202);
+    }
+    await Bun.sleep(200); // what was broadcast has arrived
+    expect((await approve(gw[0], key, running, question.id)).status).toBe(202);
+    const result = await next();
+    expect(result.id).toBe(45);
     expect(result.result.isError).toBeUndefined();
   }, 60_000);
 

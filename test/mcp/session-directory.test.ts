@@ -164,6 +164,38 @@ describe("the NATS KV session bucket", () => {
   });
 });
 
+describe("the NATS session directory's messages between gateways", () => {
+  /** Two gateways' directories on one bucket, each recording what it receives. */
+  async function pair() {
+    const bucket = `mcp_sessions_test_${crypto.randomUUID().slice(0, 8)}`;
+    buckets.push(bucket);
+    const dirs = [await NatsSessionDirectory.open(nc, 60_000, bucket, 1), await NatsSessionDirectory.open(nc, 60_000, bucket, 1)] as const;
+    const got = dirs.map(() => [] as [string, Record<string, unknown>][]);
+    // the subjects are the deployment's: other gateways on this NATS server may use them meanwhile, so only this
+    // test's sessions are recorded
+    const ours: [string, string] = [crypto.randomUUID(), crypto.randomUUID()];
+    const stops = dirs.map((d, i) => d.onForwarded((sessionId, message) => void (ours.includes(sessionId) && got[i]!.push([sessionId, message]))));
+    return { dirs, got, ours, stop: () => stops.forEach((s) => s()) };
+  }
+
+  test("a broadcast cancel reaches every other gateway, not its sender; a forwarded answer only the gateway named", async () => {
+    const { dirs, got, ours, stop } = await pair();
+    try {
+      const cancel = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7 } };
+      await dirs[0].broadcast(ours[0], cancel);
+      const answer = { jsonrpc: "2.0", id: `${dirs[0].gatewayId}.1.0`, result: { action: "accept" } };
+      await dirs[1].forward(dirs[0].gatewayId, ours[1], answer);
+      await nc.flush();
+      for (let i = 0; i < 50 && got[0]!.length + got[1]!.length < 2; i++) await Bun.sleep(10);
+      await Bun.sleep(50); // and nothing more arrives
+      expect(got[0]).toEqual([[ours[1], answer]]);
+      expect(got[1]).toEqual([[ours[0], cancel]]);
+    } finally {
+      stop();
+    }
+  });
+});
+
 describe("the embedded gateway's session directory", () => {
   test("is opened by boot and closed when the server stops, after the MCP gateway", async () => {
     const srv = await startServer({ seed: false, config: { LOG_LEVEL: "error" } });
