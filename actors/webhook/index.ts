@@ -467,7 +467,9 @@ export const webhookActor = defineActor({
       const tx = await ctx.tx();
       const now = new Date(ctx.now());
       const updated = await tx`
-        UPDATE webhook_deliveries SET status = 'pending', attempts = 0, first_attempt_at = NULL, next_attempt_at = ${now}, delivered_at = NULL
+        UPDATE webhook_deliveries SET status = 'pending', attempts = 0, first_attempt_at = NULL, next_attempt_at = ${now}, delivered_at = NULL,
+          -- no longer finished: a host of an earlier version finishing it would otherwise leave its death's time to age it
+          finished_at = NULL
         WHERE id = ${m.deliveryId} AND endpoint_id = ${ctx.id}`;
       if (updated.count !== 1) throw fail("not_found", "No such delivery for this webhook endpoint.");
       await tx`UPDATE webhook_endpoints SET breaker = ${tx.json(CLOSED_BREAKER as never)} WHERE id = ${ctx.id}`;

@@ -42,9 +42,10 @@ const API_VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
 
 /**
  * The ACP API version a request is served in, from its `API-Version` header. ACP has clients send it on every request
- * and servers validate it; it defines no error code for a version it does not support, so the refusal is ours in
- * ACP's error shape: 400 `invalid_request` / INVALID_ARGUMENT with `details {header, requested, supported_versions,
- * reason: "unsupported_api_version"}` (no `param`: that is a JSONPath into the body). Refused: a well-formed version
+ * and servers validate it; its later revisions answer a version the server does not support with 400, code
+ * `unsupported_api_version` and the `supported_versions` (acpError puts both at the top level), and our `details
+ * {header, requested, supported_versions, reason: "unsupported_api_version"}` stay beside them (no `param`: that is a
+ * JSONPath into the body). Refused: a well-formed version
  * we do not implement (an older or a later one), and a value that is not one version (not YYYY-MM-DD, empty, or
  * several: a repeated header arrives joined by ", "). Without the header the request is served as
  * ACP_DEFAULT_API_VERSION: the bridge answered such requests before it read the header, and the version it would be
@@ -229,8 +230,11 @@ export function acpError(err: ActorError) {
           ? "processing_error"
           : "invalid_request";
   const field = err.details?.field;
+  // ACP's later revisions name this refusal: code `unsupported_api_version` and a top-level `supported_versions`
+  // (review T-3); our details stay beside them
+  const version = err.details?.reason === "unsupported_api_version" ? { code: "unsupported_api_version", supported_versions: err.details.supported_versions } : {};
   return {
     status: spec.http,
-    body: { type, code: err.code, message: err.message, ...(typeof field === "string" ? { param: `$.${field}` } : {}), ...(err.details ? { details: err.details } : {}) },
+    body: { type, code: err.code, message: err.message, ...(typeof field === "string" ? { param: `$.${field}` } : {}), ...version, ...(err.details ? { details: err.details } : {}) },
   };
 }

@@ -24,7 +24,8 @@ afterAll(async () => {
 });
 
 const ITEMS = [{ id: BOARD, quantity: 1 }];
-const refusal = { type: "invalid_request", code: "INVALID_ARGUMENT", details: { header: "API-Version", supported_versions: ["2025-09-29"], reason: "unsupported_api_version" } };
+// ACP's later revisions: code unsupported_api_version and supported_versions at the top level (review T-3)
+const refusal = { type: "invalid_request", code: "unsupported_api_version", supported_versions: ["2025-09-29"], details: { header: "API-Version", supported_versions: ["2025-09-29"], reason: "unsupported_api_version" } };
 
 function call(method: string, path: string, opts: { version?: string; body?: unknown; idem?: string } = {}) {
   const headers: Record<string, string> = { ...key.headers, "idempotency-key": opts.idem ?? crypto.randomUUID() };

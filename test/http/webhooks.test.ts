@@ -403,6 +403,9 @@ describe("delivery", () => {
     const r = await srv.json(`/api/v1/merchant/stores/maple-pine-home/webhooks/${ep.id}/deliveries/${d.id}/redeliver`, { method: "POST", headers: auth(await freshAdmin()) });
     expect(r.status).toBe(202);
     expect(r.body.data).toMatchObject({ id: d.id, eventId, status: "pending", attempts: 0 });
+    // no longer finished: its death's time must not age the redelivery (review T-2; read before the reminder sends it)
+    const [row] = await srv.db.sql<{ status: string; finished: boolean }[]>`SELECT status, finished_at IS NOT NULL AS finished FROM webhook_deliveries WHERE id = ${d.id}`;
+    if (row!.status === "pending") expect(row!.finished).toBe(false);
     await waitFor("the redelivery", () => rx.received.length === d.attempts + 1);
     const last = rx.received.at(-1)!;
     expect(last.headers["x-webhook-id"]).toBe(eventId);
