@@ -41,6 +41,19 @@ export const ACP_API_VERSION_HEADER = "API-Version";
 const API_VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
 
 /**
+ * Codes answered only in ACP's error shape, not in our table (actors/runtime/errors.ts): `acpError` turns our error
+ * into them. Listed on /docs/errors (gateway/rest/error-docs.ts) so the code a client reads has its anchor there.
+ */
+export const ACP_ONLY_ERROR_CODES = [
+  {
+    code: "unsupported_api_version",
+    http: 400,
+    description:
+      "ACP only: the request's API-Version names a version this server does not serve (or is not one YYYY-MM-DD version). Nothing ran. Send one of the top-level supported_versions (2025-09-29), or none.",
+  },
+] as const;
+
+/**
  * The ACP API version a request is served in, from its `API-Version` header. ACP has clients send it on every request
  * and servers validate it; its later revisions answer a version the server does not support with 400, code
  * `unsupported_api_version` and the `supported_versions` (acpError puts both at the top level), and our `details
@@ -152,13 +165,41 @@ function totals(m: Money) {
   ];
 }
 
-/** The ACP CheckoutSession object of a bridged session. */
-export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewView; status: AcpStatus; order?: { id: string; ids: string[] } | null; notes?: SessionNote[]; links?: unknown[] }) {
+/** An absolute URL of ours: ACP's Link and Order URLs are `format: uri`, which a path is not (audit AD-1). */
+export function publicUrl(siteUrl: string, path: string): string {
+  return `${siteUrl.replace(/\/$/, "")}${path}`;
+}
+
+/**
+ * The info message that carries the buyer's approval link while a payment waits for it. ACP 2025-09-29 has no member
+ * for such a link: its Link `type` is one of terms_of_use, privacy_policy, seller_shop_policies, and the session
+ * object allows no other members, so the link goes where the version allows free text (audit AD-1: a
+ * `{type: "continue_url"}` link failed a strict client's validation of the whole session). Markdown, so the link is
+ * one a client can show as it is, in CommonMark's autolink form (`<url>`), which an agent can also read off.
+ */
+export function acpApprovalMessage(url: string) {
+  return { type: "info", content_type: "markdown", content: `The buyer must approve the payment at <${url}>, then complete the session again.` } as const;
+}
+
+/**
+ * The ACP CheckoutSession object of a bridged session, shaped to ACP 2025-09-29's schema
+ * (test/fixtures/acp-2025-09-29.schema.json; test/http/acp-schema-contract.test.ts validates real answers): a member
+ * with nothing to show is left out (the schema allows `buyer`, `fulfillment_address`, `fulfillment_option_id` to be
+ * absent, never null), URLs are absolute (`siteUrl`: the service's public base URL, as the approval link's), and
+ * there is no `payment_provider`: its only allowed value is `stripe`, and the bridge takes no Stripe payment tokens
+ * (its tokens are this service's sandbox ones), so a client told `stripe` would have the buyer delegate a card to
+ * Stripe for a payment this service then declines; the member is optional, so a strict client accepts its absence.
+ */
+export function acpSession(
+  s: BridgeSession,
+  view: { cart: CartView | PreviewView; status: AcpStatus; siteUrl: string; order?: { id: string; ids: string[] } | null; notes?: SessionNote[]; continueUrl?: string },
+) {
   const cart = view.cart;
+  const buyer = s.meta.buyer as Record<string, string> | null | undefined;
+  const address = s.meta.fulfillment_address as Record<string, string> | null | undefined;
   return {
     id: s.id,
-    buyer: s.meta.buyer ?? null,
-    payment_provider: { provider: "agent-commerce-sandbox", supported_payment_methods: ["card"] },
+    ...(buyer ? { buyer } : {}),
     status: view.status,
     currency: cart.currency.toLowerCase(),
     line_items: cart.items.map((l) => ({
@@ -171,14 +212,18 @@ export function acpSession(s: BridgeSession, view: { cart: CartView | PreviewVie
       tax: 0,
       total: l.line_total_minor,
     })),
-    fulfillment_address: s.meta.fulfillment_address ?? null,
+    ...(address ? { fulfillment_address: address } : {}),
     ...acpFulfillment(s),
     totals: totals(cart.totals),
     // A partly paid session says which stores are paid (and `order` is the first paid one), so an agent reading it
     // does not buy them again (audit Y5); the other notes of session-state.ts `sessionNotes` alike.
-    messages: [...acpMessages(s), ...(view.notes ?? []).map((n) => ({ type: "info", content_type: "plain", content: n.content }))],
-    links: [{ type: "terms_of_use", url: "/api/v1/agent/docs" }, ...(view.links ?? [])],
-    ...(view.order ? { order: { id: view.order.id, checkout_session_id: s.id, permalink_url: `/api/v1/agent/orders/${view.order.id}` } } : {}),
+    messages: [
+      ...acpMessages(s),
+      ...(view.continueUrl ? [acpApprovalMessage(view.continueUrl)] : []),
+      ...(view.notes ?? []).map((n) => ({ type: "info", content_type: "plain", content: n.content })),
+    ],
+    links: [{ type: "terms_of_use", url: publicUrl(view.siteUrl, "/api/v1/agent/docs") }],
+    ...(view.order ? { order: { id: view.order.id, checkout_session_id: s.id, permalink_url: publicUrl(view.siteUrl, `/api/v1/agent/orders/${view.order.id}`) } } : {}),
   };
 }
 
@@ -203,7 +248,8 @@ function acpFulfillment(s: BridgeSession) {
   );
   const picked = s.meta.fulfillment_option_id;
   const selected = ship.groups.map((g) => g.selected_option_id).filter((id): id is string => id !== null);
-  return { fulfillment_options: options, fulfillment_option_id: typeof picked === "string" && selected.includes(picked) ? picked : (selected[0] ?? null) };
+  const id = typeof picked === "string" && selected.includes(picked) ? picked : selected[0];
+  return { fulfillment_options: options, ...(id ? { fulfillment_option_id: id } : {}) };
 }
 
 /** What the session still needs before payment, as ACP messages (code `missing` / `invalid`, `param` the field). */

@@ -245,10 +245,25 @@ async function settleClaim(svc: Services, scope: { protocol: BridgeProtocol; age
   }
 }
 
-/** A stored refusal replays as the same error. */
+/**
+ * Refusals rebuilt from an Idempotency-Key's record (`replayedError`): the route answering one adds
+ * `Idempotent-Replayed: true` (index.ts `respond`), as a replayed success carries it in its Answer. A thrown error has
+ * no headers of its own, so the mark travels beside it (audit AD-6: a replayed 400 came back without the header).
+ */
+const replayedRefusals = new WeakSet<ActorError>();
+
+/** Whether this error is a stored refusal replayed under its Idempotency-Key. */
+export function isReplayedRefusal(err: unknown): boolean {
+  return err instanceof ActorError && replayedRefusals.has(err);
+}
+
+/** A stored refusal replays as the same error, marked as replayed (`isReplayedRefusal`). */
 export function replayedError(answer: Answer): ActorError | null {
   const b = answer.body as { __error?: { code: string; message: string; details?: Record<string, unknown> } } | null;
-  return b && typeof b === "object" && b.__error ? ActorError.fromData(b.__error as never) : null;
+  if (!b || typeof b !== "object" || !b.__error) return null;
+  const err = ActorError.fromData(b.__error as never);
+  replayedRefusals.add(err);
+  return err;
 }
 
 function errorAnswerOf(err: ActorError): { status: number } {

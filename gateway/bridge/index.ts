@@ -21,6 +21,7 @@ import {
   completeCart,
   derivedUuidV4,
   getCart,
+  isReplayedRefusal,
   loadSession,
   newCart,
   requestHash,
@@ -59,6 +60,8 @@ async function respond(set: SetLike, protocol: BridgeProtocol, work: () => Promi
     if (a.headers) Object.assign(set.headers, a.headers);
     return a.body;
   } catch (err) {
+    // A refusal replayed under its Idempotency-Key says so, as a replayed success does (docs/protocols.md "Idempotency").
+    if (isReplayedRefusal(err)) set.headers["idempotent-replayed"] = "true";
     if (!(err instanceof ActorError) || protocol === "ap2") throw err; // AP2 has no HTTP error shape: our envelope
     const e = protocol === "acp" ? acpError(err) : ucpError(err);
     set.status = e.status;
@@ -288,14 +291,13 @@ async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
     await discardNewCart(svc, agent.keyId, cart.id);
     throw err;
   }
-  return { status: 201, body: acpSession(s, { cart: priced.cart, status: acpStatusOfSession(priced.status) }) };
+  return { status: 201, body: acpSession(s, { cart: priced.cart, status: acpStatusOfSession(priced.status), siteUrl: svc.siteUrl }) };
 }
 
 async function acpView(svc: Services, s: BridgeSession, done: { id: string; ids: string[] } | null = null, continueUrl?: string): Promise<unknown> {
   const live = await liveState(svc, s, continueUrl);
   const status: AcpStatus = s.canceled ? "canceled" : acpStatusOfSession(live.status);
-  const links = live.continueUrl ? [{ type: "continue_url", url: live.continueUrl }] : [];
-  return acpSession(s, { cart: live.cart, status, order: orderOf(s, live.paid, done), notes: live.notes, links });
+  return acpSession(s, { cart: live.cart, status, siteUrl: svc.siteUrl, order: orderOf(s, live.paid, done), notes: live.notes, ...(live.continueUrl ? { continueUrl: live.continueUrl } : {}) });
 }
 
 function assertActive(s: BridgeSession, cart?: CartView): void {
@@ -350,7 +352,7 @@ async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
       priced = await moveToNewCart(svc, s, items, ACP_ITEM_FIELDS, price);
     } else priced = await price();
     await saveClaimed(svc, s);
-    return { status: 200, body: priced ? acpSession(s, { cart: priced.cart, status: acpStatusOfSession(priced.status) }) : await acpView(svc, s) };
+    return { status: 200, body: priced ? acpSession(s, { cart: priced.cart, status: acpStatusOfSession(priced.status), siteUrl: svc.siteUrl }) : await acpView(svc, s) };
   });
 }
 
@@ -380,9 +382,8 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
     delete s.meta.continue_url;
     if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
       await saveAfterPayment(svc, s);
-      const view = asRecord(await acpView(svc, s, null, replyApprovalUrl(svc, reply)));
-      const messages = [...(Array.isArray(view.messages) ? view.messages : []), { type: "info", content_type: "plain", content: "The buyer must approve the payment at the link, then complete again." }];
-      return { status: 200, body: { ...view, messages } };
+      // The approval link is in an info message of the answer (acp.ts `acpApprovalMessage`), as on every read.
+      return { status: 200, body: await acpView(svc, s, null, replyApprovalUrl(svc, reply)) };
     }
     const order = acpOrderOf(reply);
     s.meta.order = order;
@@ -470,7 +471,7 @@ async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
     await discardNewCart(svc, agent.keyId, cart.id);
     throw err;
   }
-  return { status: 201, body: ucpCheckout(s, { cart: priced.cart, status: ucpStatusOfSession(priced.status) }) };
+  return { status: 201, body: ucpCheckout(s, { cart: priced.cart, status: ucpStatusOfSession(priced.status), siteUrl: svc.siteUrl }) };
 }
 
 /** UCP update (PUT): new line_items move the session to a new cart; `fulfillment` sets the destination and picks. */
@@ -493,14 +494,14 @@ async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
       priced = await moveToNewCart(svc, s, items, UCP_ITEM_FIELDS, price);
     } else priced = await price();
     await saveClaimed(svc, s);
-    return { status: 200, body: priced ? ucpCheckout(s, { cart: priced.cart, status: ucpStatusOfSession(priced.status) }) : await ucpView(svc, s) };
+    return { status: 200, body: priced ? ucpCheckout(s, { cart: priced.cart, status: ucpStatusOfSession(priced.status), siteUrl: svc.siteUrl }) : await ucpView(svc, s) };
   });
 }
 
 async function ucpView(svc: Services, s: BridgeSession, extra: { continueUrl?: string } = {}): Promise<unknown> {
   const live = await liveState(svc, s, extra.continueUrl);
   const status: UcpStatus = s.canceled ? "canceled" : ucpStatusOfSession(live.status);
-  return ucpCheckout(s, { cart: live.cart, status, order: orderOf(s, live.paid, null), notes: live.notes, ...(live.continueUrl ? { continueUrl: live.continueUrl } : {}) });
+  return ucpCheckout(s, { cart: live.cart, status, siteUrl: svc.siteUrl, order: orderOf(s, live.paid, null), notes: live.notes, ...(live.continueUrl ? { continueUrl: live.continueUrl } : {}) });
 }
 
 async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {

@@ -100,7 +100,9 @@ export async function priceCart(
   const destination = dest ? { country_code: dest.countryCode, postal_code: dest.postalCode } : null;
   try {
     const preview = await svc.actors.ask(cartActor, cartId, "preview", { keyId });
-    // Without a destination the stores quote their domestic default: offer that one option per store.
+    // Without a destination the session's stores quote their domestic default, which names no option (the cart's
+    // quote has no zone: its cost is in the totals, docs/protocols.md "Shipping"), so nothing is listed; a cart that
+    // got a destination through another route (a REST preview with `shipping`) shows the option its quote names.
     const shown = rates ? groups : preview.merchants.flatMap((m) => (m.shipping_option ? [{ merchant_slug: m.merchant_slug, shippable: true, selected_option_id: m.shipping_option.option_id, options: [{ ...m.shipping_option, cost: m.shipping, cost_minor: m.shipping_minor, free: m.shipping_minor === 0 }] }] : []));
     return { cart: preview, previewStatus: preview.status, shipping: { destination, groups: shown, missing: null } };
   } catch (err) {

@@ -14,6 +14,7 @@
  */
 import { MAX_LINE_QUANTITY, type CartView, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
+import { publicUrl } from "./acp.ts";
 import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { booleanMembersObject, knownStringMembers, type MemberRules } from "./input.ts";
 import type { SessionNote } from "./session-state.ts";
@@ -179,7 +180,7 @@ function ucpMessages(s: BridgeSession): unknown[] {
 
 export function ucpCheckout(
   s: BridgeSession,
-  view: { cart: CartView | PreviewView; status: UcpStatus; order?: { id: string; ids: string[] } | null; notes?: SessionNote[]; continueUrl?: string },
+  view: { cart: CartView | PreviewView; status: UcpStatus; siteUrl: string; order?: { id: string; ids: string[] } | null; notes?: SessionNote[]; continueUrl?: string },
 ) {
   const c = view.cart;
   return {
@@ -211,7 +212,7 @@ export function ucpCheckout(
     // not buy them again (audit Y5).
     messages: [...ucpMessages(s), ...(view.notes ?? []).map((n) => ({ type: "info", code: n.code, content: n.content, ...(n.details ? { details: n.details } : {}) }))],
     ...(view.continueUrl ? { continue_url: view.continueUrl } : {}),
-    ...(view.order ? { order: { id: view.order.id, order_ids: view.order.ids, permalink_url: `/api/v1/agent/orders/${view.order.id}` } } : {}),
+    ...(view.order ? { order: { id: view.order.id, order_ids: view.order.ids, permalink_url: publicUrl(view.siteUrl, `/api/v1/agent/orders/${view.order.id}`) } } : {}),
   };
 }
 

@@ -37,11 +37,20 @@ export async function decideIntent(srv: TestServer, intentId: string, decision: 
   return decideAt(srv, await approvalLinkOf(srv, intentId), decision);
 }
 
-/** The approval link a UCP (`continue_url`) or ACP (`links[]` of type continue_url) session answer carries. */
+/**
+ * The approval link a UCP (`continue_url`) or ACP session answer carries. ACP 2025-09-29 has no member for it (its
+ * Link types are terms_of_use, privacy_policy, seller_shop_policies): it is the autolink `<url>` of an info message
+ * (gateway/bridge/acp.ts `acpApprovalMessage`).
+ */
 export function continueUrl(answer: Res): string | undefined {
   if (typeof answer.body?.continue_url === "string") return answer.body.continue_url;
-  const links: { type: string; url: string }[] | undefined = answer.body?.links;
-  return Array.isArray(links) ? links.find((l) => l.type === "continue_url")?.url : undefined;
+  const messages: { type: string; content?: string }[] | undefined = answer.body?.messages;
+  if (!Array.isArray(messages)) return undefined;
+  for (const m of messages) {
+    const url = m.type === "info" && typeof m.content === "string" ? /<(https?:\/\/[^>\s]+\/api\/v1\/sandbox\/payments\/[^>\s]+)>/.exec(m.content)?.[1] : undefined;
+    if (url) return url;
+  }
+  return undefined;
 }
 
 /** The store whose payment an approval link decides (its intent's order), to choose the decision a test wants there. */
