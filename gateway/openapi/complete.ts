@@ -14,6 +14,7 @@ import { findRouteRule } from "../../actors/agent/access.ts";
 import { JSON_CONTENT_TYPE, underJsonContract } from "../plugins/json-body.ts";
 import { ERROR_TABLE, isErrorCode } from "../../actors/runtime/errors.ts";
 import { ErrorEnvelope } from "../envelope.ts";
+import { ACP_API_VERSION_HEADER, ACP_API_VERSIONS, ACP_DEFAULT_API_VERSION } from "../bridge/acp.ts";
 import { OPERATIONS, type OperationDoc } from "./operations.ts";
 
 type Json = Record<string, unknown>;
@@ -149,6 +150,7 @@ function completeOperation(method: string, path: string, op: Operation): void {
       ? { ...json, description: `${description} ${json.description as string}`, content: { ...(json.content as Json), ...html } }
       : { description, content: html };
   }
+  if (doc?.acpApiVersion) documentAcpApiVersion(op, doc.acpApiVersion);
   for (const c of Object.values(op.requestBody?.content ?? {})) if (c.schema) c.schema = jsonNumbers(c.schema as Json);
   for (const p of (op.parameters ?? []) as { schema?: Json }[]) if (p.schema) p.schema = withoutStringDefault(p.schema);
   for (const [status, r] of Object.entries(responses)) {
@@ -218,6 +220,12 @@ export const HEADER_COMPONENTS: Record<string, Json> = {
   AiActTransparency: header("Transparency: a transactional or state-changing request (every method but GET, HEAD and OPTIONS).", { type: "string", enum: ["agent-initiated-transaction"] }),
   ...Object.fromEntries(Object.entries(RATE).flatMap(([k, d]) => [[`RateLimit${k}`, header(d, count)], [`RateLimit${k}IfAdmitted`, header(d + NOT_ADMITTED, count, false)]])),
   RetryAfter: header("Seconds to wait before retrying.", count),
+  AcpApiVersion: header("The ACP API version the request was served in (the one it named, or 2025-09-29 when it named none).", { type: "string", enum: [...ACP_API_VERSIONS] }),
+  AcpApiVersionIfServed: header(
+    "The ACP API version the request was served in. Absent when it was refused before its version was read (the key check, a rate limit, a body over the limit, an API-Version not served) or, on POST /api/v1/agent/checkout, when the request was not bridged as ACP.",
+    { type: "string", enum: [...ACP_API_VERSIONS] },
+    false,
+  ),
   RetryAfterIfKnown: header(
     "Seconds to wait before retrying: sent with service_unavailable and temporarily_unavailable (also on OAuth's HTML pages and the health probe's 503); not with actor_unavailable or the upstream codes (retry with backoff).",
     count,
@@ -248,6 +256,28 @@ export function commonHeaders(method: string, path: string, status: number): Jso
   if (status === 429) out["Retry-After"] = ref("RetryAfter");
   if (status === 503) out["Retry-After"] = ref("RetryAfterIfKnown");
   return out;
+}
+
+/**
+ * ACP's `API-Version` on a route that reads it (gateway/bridge/acp.ts `acpVersioned`, docs/protocols.md "API version"):
+ * the request header (optional: a request without it is served as 2025-09-29; one naming another version is 400
+ * `unsupported_api_version`, whose code operations.ts lists), and the echo on every answer served. `scope` "acp": POST
+ * /agent/checkout reads it only on a request bridged as ACP, so the echo is never promised there.
+ */
+function documentAcpApiVersion(op: Operation, scope: "always" | "acp"): void {
+  const when = scope === "acp" ? " Read only when the request is bridged as ACP (x-protocol: acp, or an ACP body)." : "";
+  const parameter = {
+    name: ACP_API_VERSION_HEADER,
+    in: "header",
+    required: false,
+    description: `The ACP API version the client speaks (ACP's RFC has clients send it on every request). Served: ${ACP_API_VERSIONS.join(", ")}; without the header the request is served as ${ACP_DEFAULT_API_VERSION}. Another value (a later version, \`latest\`, empty, several) is refused before any work with 400 \`unsupported_api_version\` (ACP error shape, top-level \`supported_versions\`); nothing is recorded under the Idempotency-Key.${when}`,
+    schema: { type: "string", enum: [...ACP_API_VERSIONS], example: ACP_DEFAULT_API_VERSION },
+  };
+  op.parameters = [...(op.parameters ?? []).filter((p) => (p as { name?: string }).name?.toLowerCase() !== ACP_API_VERSION_HEADER.toLowerCase()), parameter];
+  for (const [status, r] of Object.entries(op.responses ?? {})) {
+    const served = scope === "always" && Number(status) >= 200 && Number(status) < 300;
+    r.headers = { ...(r.headers as Json | undefined), [ACP_API_VERSION_HEADER]: ref(served ? "AcpApiVersion" : "AcpApiVersionIfServed") };
+  }
 }
 
 /** The generated document with every operation completed (a new object; the input is not changed). */

@@ -274,7 +274,17 @@ export const AcpSession = obj({
   id: Str, status: Str, currency: Str, line_items: t.Array(Any), totals: t.Array(obj({ type: Str, amount: Num })),
   fulfillment_options: t.Optional(t.Array(Any)), messages: t.Array(Any), links: t.Array(Any),
 }, "ACP CheckoutSession.");
-export const AcpError = t.Object({ type: Str, code: Str, message: Str, param: t.Optional(Str), details: t.Optional(Any) }, { description: "ACP error (code is ours, see /docs/errors)." });
+export const AcpError = t.Object(
+  {
+    type: Str,
+    code: Str,
+    message: Str,
+    param: t.Optional(Str),
+    supported_versions: t.Optional(t.Array(Str, { description: "With code unsupported_api_version: the API-Version values served (oldest first)." })),
+    details: t.Optional(Any),
+  },
+  { description: "ACP error (code is ours, see /docs/errors; `unsupported_api_version` for an API-Version not served, with `supported_versions`)." },
+);
 export const UcpCheckout = obj({ ucp: Any, id: Str, status: Str, currency: Str, line_items: t.Array(Any), totals: t.Array(Any), links: t.Array(Any), messages: t.Array(Any) }, "UCP checkout.");
 export const UcpError = t.Object({ ucp: Any, messages: t.Array(obj({ type: t.Literal("error"), code: Str, content: Str, severity: Str })) }, { description: "UCP error message list (code is ours)." });
 export const Ap2Receipt = obj({ payment_mandate_id: t.Optional(Str), status: t.Optional(Str) }, "AP2 payment receipt (SUCCESS, or PENDING with approval_urls).");

@@ -37,6 +37,12 @@ export interface OperationDoc {
   htmlErrors?: Record<number, string>;
   /** Overrides of the route's `detail` (route files belong to other work; the document is completed here). */
   security?: Record<string, string[]>[];
+  /**
+   * The route reads ACP's `API-Version` request header (gateway/bridge/acp.ts `acpVersioned`): "always" on the ACP
+   * routes, "acp" on POST /agent/checkout (only a request bridged as ACP). complete.ts documents the request header,
+   * the echoed response header and the 400 `unsupported_api_version`.
+   */
+  acpApiVersion?: "always" | "acp";
 }
 
 const ok = (schema: TSchema, description = "Success.", status = 200): SuccessDoc => ({ status, description, schema: M.envelope(schema) });
@@ -67,6 +73,8 @@ const bridgeErrors = {
   503: ["ENFORCEMENT_UNAVAILABLE", "UPSTREAM_UNAVAILABLE"],
 } as const;
 const acpErr = M.AcpError;
+/** An ACP route: the API-Version it reads and the refusal of a version not served (complete.ts documents both). */
+const ACP_ROUTE = { errors: { ...bridgeErrors, 400: [...bridgeErrors[400], "unsupported_api_version"] }, errorSchema: acpErr, acpApiVersion: "always" } as const;
 const ucpErr = M.UcpError;
 
 export const OPERATIONS: Record<string, OperationDoc> = {
@@ -244,9 +252,10 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       raw(t.Union([M.AcpSession, M.UcpCheckout]), "Another protocol's create (x-protocol acp or ucp, or its body shape): that protocol's checkout session, in its own shape.", 201),
     ],
     errorSchema: t.Union([M.AcpError, M.UcpError]),
+    acpApiVersion: "acp",
     errors: {
       401: ["AGENT_TOKEN_INVALID"],
-      400: [...PREVIEW_400, "CURRENCY_MISMATCH"],
+      400: [...PREVIEW_400, "CURRENCY_MISMATCH", "unsupported_api_version"],
       402: ["PAYMENT_DECLINED", "PAYMENT_FAILED_ROLLED_BACK", "PAYMENT_NOT_APPROVED", "payment_required"],
       403: [...PREVIEW_403, "policy_blocked", "MANDATE_LIMIT_EXCEEDED"],
       404: [...PREVIEW_404, "not_found"],
@@ -294,11 +303,15 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "GET /api/v1/agent/wallet": { success: [], errors: { 404: ["not_found"] } },
 
   // ---------------------------------------------------------------------------------------------- protocol bridge
-  "POST /api/v1/agent/acp/checkout_sessions": { success: [raw(M.AcpSession, "The ACP checkout session.", 201)], errors: bridgeErrors, body: { schema: M.AcpCreateBody, required: true }, errorSchema: acpErr },
-  "GET /api/v1/agent/acp/checkout_sessions/{id}": { success: [raw(M.AcpSession, "The ACP checkout session.")], errors: { 404: ["CHECKOUT_SESSION_NOT_FOUND"] }, errorSchema: acpErr },
-  "POST /api/v1/agent/acp/checkout_sessions/{id}": { success: [raw(M.AcpSession, "The updated ACP checkout session.")], errors: bridgeErrors, body: { schema: M.AcpUpdateBody, required: true }, errorSchema: acpErr },
-  "POST /api/v1/agent/acp/checkout_sessions/{id}/complete": { success: [raw(M.AcpSession, "completed with the order, or in_progress with the buyer's approval link.")], errors: bridgeErrors, body: { schema: M.AcpCompleteBody, required: true }, errorSchema: acpErr },
-  "POST /api/v1/agent/acp/checkout_sessions/{id}/cancel": { success: [raw(M.AcpSession, "The canceled ACP checkout session.")], errors: bridgeErrors, body: { schema: M.EmptyBody, required: false }, errorSchema: acpErr },
+  "POST /api/v1/agent/acp/checkout_sessions": { ...ACP_ROUTE, success: [raw(M.AcpSession, "The ACP checkout session.", 201)], body: { schema: M.AcpCreateBody, required: true } },
+  "GET /api/v1/agent/acp/checkout_sessions/{id}": { ...ACP_ROUTE, success: [raw(M.AcpSession, "The ACP checkout session.")], errors: { 400: ["unsupported_api_version"], 404: ["CHECKOUT_SESSION_NOT_FOUND"] } },
+  "POST /api/v1/agent/acp/checkout_sessions/{id}": { ...ACP_ROUTE, success: [raw(M.AcpSession, "The updated ACP checkout session.")], body: { schema: M.AcpUpdateBody, required: true } },
+  "POST /api/v1/agent/acp/checkout_sessions/{id}/complete": {
+    ...ACP_ROUTE,
+    success: [raw(M.AcpSession, "completed with the order, or in_progress with the buyer's approval link in an info message (markdown, the link as <url>).")],
+    body: { schema: M.AcpCompleteBody, required: true },
+  },
+  "POST /api/v1/agent/acp/checkout_sessions/{id}/cancel": { ...ACP_ROUTE, success: [raw(M.AcpSession, "The canceled ACP checkout session.")], body: { schema: M.EmptyBody, required: false } },
   "POST /api/v1/agent/ucp/checkout-sessions": { success: [raw(M.UcpCheckout, "The UCP checkout.", 201)], errors: bridgeErrors, body: { schema: M.UcpCreateBody, required: true }, errorSchema: ucpErr },
   "PUT /api/v1/agent/ucp/checkout-sessions/{id}": { success: [raw(M.UcpCheckout, "The updated UCP checkout.")], errors: bridgeErrors, body: { schema: M.UcpUpdateBody, required: true }, errorSchema: ucpErr },
   "GET /api/v1/agent/ucp/checkout-sessions/{id}": { success: [raw(M.UcpCheckout, "The UCP checkout.")], errors: { 404: ["CHECKOUT_SESSION_NOT_FOUND"] }, errorSchema: ucpErr },

@@ -5,6 +5,7 @@
  */
 import { Elysia } from "elysia";
 import { ERROR_TABLE } from "../../actors/runtime/errors.ts";
+import { ACP_ONLY_ERROR_CODES } from "../bridge/acp.ts";
 
 const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
@@ -15,6 +16,10 @@ export function renderErrorDocs(): string {
         `<tr id="${esc(code)}"><td><a href="#${esc(code)}"><code>${esc(code)}</code></a></td><td>${s.http}</td><td>${esc(s.remedy.replace(/_/g, " "))}</td><td>${s.retryable ? "yes" : "no"}</td><td>${s.scope === "merchant" ? "merchant, cacheable" : "call"}</td><td>${esc(s.description)}</td></tr>`,
     )
     .join("\n");
+  // codes a protocol bridge answers in its own shape only (no MCP remedy: no MCP tool answers them)
+  const protocolRows = ACP_ONLY_ERROR_CODES.map(
+    (c) => `<tr id="${esc(c.code)}"><td><a href="#${esc(c.code)}"><code>${esc(c.code)}</code></a></td><td>${c.http}</td><td>fix input</td><td>no</td><td>call</td><td>${esc(c.description)}</td></tr>`,
+  ).join("\n");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Error codes — Agent Commerce Service</title>
@@ -30,6 +35,7 @@ Statuses 429, 500 and 503 are retryable (backoff 1 s, 2 s, 4 s, 8 s; at most 4 r
 <table><thead><tr><th>code</th><th>HTTP</th><th>remedy</th><th>retryable</th><th>scope</th><th>meaning</th></tr></thead>
 <tbody>
 ${rows}
+${protocolRows}
 </tbody></table></body></html>`;
 }
 
