@@ -743,6 +743,23 @@ async function chooseCartShipping(ctx: Ctx, keyId: string, input: ShippingChoice
 // ---------------------------------------------------------------------------------------------------------------
 // Preview
 
+/**
+ * A preview of a session whose payment waits for the buyer or runs: the table's CHECKOUT_STATUS_INVALID, with the way
+ * on in its text (review AD-9; as the cart's own refusal for the same state says, assertCartWritable).
+ */
+function assertPreviewAllowed(live: SessionState, now: number): void {
+  try {
+    applyCheckoutEvent(live, "preview", now);
+  } catch (err) {
+    if (!(err instanceof ActorError)) throw err;
+    const next =
+      live.status === "PENDING_EXTERNAL_CONFIRMATION"
+        ? ` It waits for the buyer's approval: once the buyer has decided at the approval link, call complete_checkout again with the same checkout_session_id and idempotency_key; or cancel the session (REST: POST /api/v1/agent/checkout/${live.id}/cancel; MCP: cancel_checkout) and preview again.`
+        : ` Its payment is running: call complete_checkout again with the same checkout_session_id and idempotency_key to learn the outcome; preview again only if it rolls back to READY_FOR_PAYMENT.`;
+    throw new ActorError(err.code, `${err.message}${next}`, { ...err.details, checkout_session_id: live.id });
+  }
+}
+
 async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shippingChoice?: ShippingChoiceInput): Promise<{ view: PreviewView; priced: Priced }> {
   if (shippingChoice) {
     await chooseCartShipping(ctx, keyId, shippingChoice, expectedRevision);
@@ -753,7 +770,7 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shi
   const now = ctx.now();
   if (expectedRevision !== undefined && expectedRevision !== cart.revision) assertCartMutable(cart, now, expectedRevision);
   const live = ctx.state.session && !TERMINAL_CHECKOUT_STATUSES.has(ctx.state.session.status) ? ctx.state.session : null;
-  if (live && live.status !== "OPEN" && live.status !== "READY_FOR_PAYMENT") applyCheckoutEvent(live, "preview", now); // throws CHECKOUT_STATUS_INVALID
+  if (live && live.status !== "OPEN" && live.status !== "READY_FOR_PAYMENT") assertPreviewAllowed(live, now);
   if (isCartExpired(cart, now, checkoutEnded(ctx))) throw fail("CART_NOT_MUTABLE", "The cart has expired.", { reason: "expired", status: "EXPIRED" });
   const priced = await price(ctx, cart);
   // No session is opened on a quote nobody can approve yet: the agent gets the missing step instead.
@@ -1291,12 +1308,22 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
       throw decided(fail(err.code, rollbackMessage(err.code, paid), {
         ...err.details,
         checkout_session_id: next.id,
+        idempotency_key_bound: true,
         order_ids: capturedOrderIds(next),
         ...(paid.length ? { partially_captured: true, captured_merchant_slugs: paid } : {}),
       }));
     }
   }
 }
+
+/**
+ * The way on after a wrong-amount capture (review AD-9): the spec's "funds may be captured … stop" said in words, and
+ * who settles it, so the agent neither pays again nor waits for an answer this call will never give.
+ */
+export const AMOUNT_MISMATCH_NEXT =
+  "Money was captured (details.capture_reference, details.captured_minor): do not retry and do not pay again, with this key or another. " +
+  "The order is flagged for the merchant, who reconciles it (accepts the captured amount as paid, or refunds it); read the order " +
+  "(REST GET /api/v1/agent/orders/{order_id}, MCP get_order with details.order_id) for the outcome.";
 
 /**
  * A capture that cannot be recorded as paid (a different amount than authorised, the order write failed, or the order
@@ -1320,7 +1347,7 @@ async function escalateCapture(
     INSERT INTO order_events (order_id, type, data)
     SELECT id, 'reconciliation_required', ${tx.json({ actor: "system", reason: flag, capture_ref: r.captureRef ?? null, intent_id: leg.intentId, ...eventData } as never)}::jsonb FROM o`;
   results[leg.storeId] = { outcome: "unknown" };
-  return new ActorError(problem.code, problem.message, { ...problem.details, capture_reference: r.captureRef, merchant_slug: leg.storeId, order_id: orderId, checkout_session_id: s.id });
+  return new ActorError(problem.code, problem.code === "PAYMENT_AMOUNT_MISMATCH" ? `${problem.message} ${AMOUNT_MISMATCH_NEXT}` : problem.message, { ...problem.details, capture_reference: r.captureRef, merchant_slug: leg.storeId, order_id: orderId, checkout_session_id: s.id });
 }
 
 /**
@@ -1397,7 +1424,10 @@ export function rollbackMessage(code: string, capturedStoreIds: readonly string[
       : code === "PAYMENT_NOT_APPROVED"
         ? "The payer did not approve"
         : "The payment failed and was rolled back";
-  const retry = code === "PAYMENT_DECLINED" ? "" : code === "PAYMENT_NOT_APPROVED" ? " The session is ready for a new attempt." : " Retry with a fresh payment token.";
+  // The session stays bound to the key of its first attempt: a new key for "a new card" is IDEMPOTENCY_KEY_CONFLICT,
+  // so the way on names the key (review AD-3; details.idempotency_key_bound).
+  const retry =
+    " The checkout session is ready for a new attempt: call again with the SAME idempotency_key and another payment_method (or a fresh payment token); a new key is refused (IDEMPOTENCY_KEY_CONFLICT).";
   if (capturedStoreIds.length === 0) return `${what}; nothing was captured.${retry}`;
   return `${what}; nothing was captured for the remaining merchants, but ${capturedStoreIds.join(", ")} ${capturedStoreIds.length === 1 ? "was" : "were"} paid and stay${capturedStoreIds.length === 1 ? "s" : ""} paid (details.order_ids).${retry}`;
 }

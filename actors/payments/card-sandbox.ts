@@ -8,7 +8,7 @@
  * | `tok_fail`           | failed (PAYMENT_FAILED_ROLLED_BACK), nothing captured                          |
  * | `tok_needs_approval` | needs_buyer_approval with a link; after `approve(intentId, token)` the same call captures, after `reject(intentId, token)` it is not_approved |
  * | `tok_not_approved`   | not_approved (PAYMENT_NOT_APPROVED): the payer refused at once                 |
- * | `tok_lost_response`  | captures, then the first call throws UPSTREAM_UNAVAILABLE as if the answer was lost; a later charge/lookup of the same intent returns the capture |
+ * | `tok_lost_response`  | captures, then the first call throws UPSTREAM_UNAVAILABLE as if the answer was lost, and so does the lookup right after it in this process; a later charge/lookup of the same intent returns the capture |
  * | `tok_amount_mismatch`| captures one minor unit MORE than asked (the caller's amount check must catch it: PAYMENT_AMOUNT_MISMATCH) |
  * | `tok_finalization_fails` | captured like tok_approve; the cart treats the order write as failed (PAYMENT_CAPTURED_FINALIZATION_FAILED) |
  * | `MOCK`               | captured at once with `simulated: true`, only on mock stores (default `demo-store`); elsewhere PAYMENT_METHOD_NOT_CONFIGURED |
@@ -206,6 +206,14 @@ export class CardSandboxRail implements PaymentRail {
   private readonly now: () => number;
   /** Concurrent calls for one intent in this process share one promise. */
   private readonly inflight = new Map<string, Promise<ChargeResult>>();
+  /**
+   * tok_lost_response intents whose charge answer was just lost: their next lookup here is lost too. The caller looks
+   * the intent up right after a lost answer and would settle it at once, so the agent would never see the lost answer
+   * the token exists to rehearse (503 UPSTREAM_UNAVAILABLE, then the same call again returns the order; review AD-5).
+   * In memory on purpose: a real processor's lookup is not simulated, and another process (or a restart) finds the
+   * capture at once, which is the recovery path anyway.
+   */
+  private readonly lookupLost = new Set<string>();
 
   constructor(options: CardSandboxOptions = {}) {
     this.ledger = options.ledger ?? new InMemorySandboxLedger();
@@ -261,6 +269,7 @@ export class CardSandboxRail implements PaymentRail {
     } else if (record.state === "captured" && record.responseLost) {
       // The one call that clears the flag loses its answer; a concurrent one answers the capture.
       if (await this.ledger.clearResponseLost(record.intentId, now)) {
+        this.lookupLost.add(record.intentId);
         throw fail("UPSTREAM_UNAVAILABLE", "The sandbox processor's answer was lost (simulated).", { intent_id: record.intentId });
       }
     }
@@ -268,6 +277,9 @@ export class CardSandboxRail implements PaymentRail {
   }
 
   async lookup(intentId: string): Promise<LookupResult> {
+    if (this.lookupLost.delete(intentId)) {
+      throw fail("UPSTREAM_UNAVAILABLE", "The sandbox processor's answer was lost (simulated).", { intent_id: intentId });
+    }
     const record = await this.ledger.getIntent(intentId);
     if (!record) return { status: "unknown", intentId };
     // `approved` is not captured yet: it answers as still waiting until the next charge captures it.

@@ -10,6 +10,7 @@ import type { TObject } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { keyHasFeature, lowestTierWith, planLacksFeature, tierHasFeature } from "../../actors/agent/access.ts";
+import { featureTierNextStep, SANDBOX_NEXT_STEP } from "../../actors/agent/refusal-text.ts";
 import { ActorError, fail, isErrorCode, type ErrorCode } from "../../actors/runtime/errors.ts";
 import { log } from "../../infra/log.ts";
 import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
@@ -166,12 +167,12 @@ function checkAccess(def: AnyTool, ctx: ToolContext): void {
     if (def.auth === "key") throw fail("unauthorized", `${def.name} needs an X-Agent-Api-Key or an OAuth bearer token.`);
     return;
   }
-  if (def.sandboxRefused && caller.tier === "SANDBOX") throw fail("sandbox_not_allowed", `SANDBOX keys cannot call ${def.name}.`, { tier: caller.tier });
+  if (def.sandboxRefused && caller.tier === "SANDBOX") throw fail("sandbox_not_allowed", `SANDBOX keys cannot call ${def.name}. ${SANDBOX_NEXT_STEP}`, { tier: caller.tier });
   if (def.auth === "key" && def.scopes && def.scopes.length > 0 && !def.scopes.some((s) => caller.scopes.includes(s))) {
     throw fail("forbidden", `The credential lacks the "${def.scopes[0]}" scope needed for ${def.name}.`, { scope: def.scopes[0], acceptedScopes: [...def.scopes] });
   }
   if (def.feature && !tierHasFeature(caller.tier, def.feature)) {
-    throw fail("feature_not_in_tier", `The ${caller.tier} tier does not include ${def.feature}.`, {
+    throw fail("feature_not_in_tier", `The ${caller.tier} tier does not include ${def.feature}. ${featureTierNextStep(lowestTierWith(def.feature))}`, {
       feature: def.feature,
       tier: caller.tier,
       requiredTier: lowestTierWith(def.feature),

@@ -9,6 +9,7 @@ import { approvalMessage } from "../../actors/cart/checkout-machine.ts";
 import { cartActor, cartIdOfSession } from "../../actors/cart/index.ts";
 import type { CompleteReply } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail, SANDBOX_APPROVAL_PATH } from "../../actors/payments/card-rails.ts";
+import type { SandboxIntentState } from "../../actors/payments/card-sandbox.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { toMajor } from "../../actors/store/schemas.ts";
 import { ErrorEnvelope, errorBody, errorResponses, ok } from "../envelope.ts";
@@ -50,7 +51,13 @@ const CheckoutRequest = t.Object({
   payment_rail: t.Optional(t.Union([t.Literal("card"), t.Literal("x402")], { description: "card (default, the card-processor rail) or x402" })),
   payment_method: t.Optional(t.String({ minLength: 1, maxLength: 100, description: "Sandbox test token (tok_approve, tok_decline, …) or MOCK (demo store)." })),
   payment_methods: t.Optional(t.Record(t.String(), t.String({ minLength: 1, maxLength: 100 }), { description: "Per-merchant tokens for multi-store carts." })),
-  idempotency_key: t.Optional(t.String({ description: "UUID v4; or the Idempotency-Key header." })),
+  idempotency_key: t.Optional(
+    t.String({
+      description:
+        "UUID v4; or the Idempotency-Key header. One key per checkout session; repeat it on every retry, including with another payment " +
+        "method after a 402 (details.idempotency_key_bound): another key on the session is 409 IDEMPOTENCY_KEY_CONFLICT.",
+    }),
+  ),
   checkout_session_id: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
   reconfirmed_state_hash: t.Optional(t.String({ pattern: "^[0-9a-f]{64}$" })),
   x402_payload: t.Optional(
@@ -153,6 +160,19 @@ const approvalLink = (p: { intentId: string; token: string }) => `${SANDBOX_APPR
 /** The answer to an unknown intent and to a wrong token alike: nothing tells them apart. */
 const noSuchPayment = (intentId: string) => fail("not_found", "No sandbox payment with that intent id.", { intent_id: intentId });
 
+/**
+ * The sandbox decision answer's status: `approved` (the agent's next complete_checkout with the same idempotency_key
+ * captures), `captured` (it already did), `not_approved` (refused; that call answers PAYMENT_NOT_APPROVED).
+ */
+export type SandboxDecisionStatus = "approved" | "captured" | "not_approved";
+
+export function decisionStatus(state: SandboxIntentState): SandboxDecisionStatus {
+  if (state === "captured") return "captured";
+  if (state === "approved") return "approved";
+  // rejected, or not_approved once the agent's call heard the refusal (a decision leaves no other state behind)
+  return "not_approved";
+}
+
 export function checkoutRoutes(svc: Services) {
   return new Elysia({ name: "checkout-routes" })
     .get(
@@ -195,8 +215,11 @@ export function checkoutRoutes(svc: Services) {
         if ((request.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded")) {
           return new Response(null, { status: 303, headers: { location: approvalLink(params), "referrer-policy": "no-referrer" } });
         }
-        const state = await rail.lookup(params.intentId);
-        return ok({ intent_id: params.intentId, decision: params.decision, status: state.status });
+        // The intent's own state, as the page shows it: a lookup answers an approved, not yet captured intent as
+        // still needs_buyer_approval (what a payment call must hear), which read here as "the approval did not take".
+        const intent = await rail.describe(params.intentId, params.token);
+        if (!intent) throw noSuchPayment(params.intentId);
+        return ok({ intent_id: params.intentId, decision: params.decision, status: decisionStatus(intent.state) });
       },
       {
         params: t.Object({ intentId: IntentId, token: ApprovalToken, decision: t.Union([t.Literal("approve"), t.Literal("reject")]) }),
@@ -204,7 +227,10 @@ export function checkoutRoutes(svc: Services) {
         detail: {
           tags: ["checkout"],
           summary: "Sandbox processor: the buyer approves or refuses a payment (test rail only)",
-          description: "POST to the approval link + /approve or /reject. A wrong token answers 404 not_found exactly as an unknown intent does.",
+          description:
+            "POST to the approval link + /approve or /reject. A wrong token answers 404 not_found exactly as an unknown intent does. " +
+            "`status` is the payment's state after the decision: approved (the agent's next complete_checkout with the same " +
+            "idempotency_key captures it), captured (that call already did), not_approved (refused: that call answers 402 PAYMENT_NOT_APPROVED).",
         },
       },
     )

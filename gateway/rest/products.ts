@@ -17,6 +17,7 @@ import { getSearchService } from "../../search/service.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { ACCEPTED_OFFER_USE, negotiationMessage } from "../negotiation-use.ts";
 
 const Uuid = t.String({ format: "uuid" });
 const sec = [{ agentApiKey: [] }];
@@ -203,7 +204,7 @@ export function productRoutes(svc: Services) {
           round: r.round,
           maxRounds: r.maxRounds,
           reason: r.reason,
-          message: r.message,
+          message: negotiationMessage(r.status, r.message),
           beta: true,
         });
       },
@@ -215,7 +216,14 @@ export function productRoutes(svc: Services) {
           currency: t.String({ pattern: "^[A-Z]{3}$" }),
         }),
         response: errorResponses(400, 401, 403, 404),
-        detail: { tags: ["catalog"], summary: "Negotiate a price (BETA; feature tier: negotiate)", security: sec },
+        detail: {
+          tags: ["catalog"],
+          summary: "Negotiate a price (BETA; feature tier: negotiate)",
+          description:
+            "The merchant's rules answer accepted (negotiatedPrice, expiresAt, usableInCart true), countered (counterPrice: bid it to " +
+            `accept) or rejected (reason). An accepted price: ${ACCEPTED_OFFER_USE}`,
+          security: sec,
+        },
       },
     )
     .post(

@@ -260,7 +260,7 @@ for (const b of [acp, ucp]) {
       // the link decides the payment: approved there, the next complete pays
       const approved = await decideAt(srv, url!, "approve");
       expect(approved.status).toBe(200);
-      expect(approved.body.data).toMatchObject({ decision: "approve", status: "needs_buyer_approval" });
+      expect(approved.body.data).toMatchObject({ decision: "approve", status: "approved" });
       const done = await b.complete(k, id, "tok_needs_approval");
       expect(done.status).toBe(200);
       expect(done.body.status).toBe("completed");

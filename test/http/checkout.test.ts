@@ -373,9 +373,12 @@ describe("sandbox test tokens", () => {
     expect(await reserved(P.skillet)).toBe(0);
   });
 
-  test("tok_lost_response (the processor's answer is lost) is reconciled by intent id: one capture, 200 COMPLETED", async () => {
+  test("tok_lost_response (the processor's answer is lost) is 503 first, then reconciled by intent id: one capture, 200 COMPLETED", async () => {
     const id = await cart([{ product_id: P.board, quantity: 1 }]);
-    const r = await checkout({ cartId: id, payment_method: "tok_lost_response" });
+    const k = crypto.randomUUID();
+    const lost = await checkout({ cartId: id, payment_method: "tok_lost_response", idempotency_key: k });
+    expect(lost.status).toBe(503);
+    const r = await checkout({ cartId: id, payment_method: "tok_lost_response", idempotency_key: k, checkout_session_id: lost.body.details.checkout_session_id });
     expect(r.status).toBe(200);
     const rows = await srv.db.sql`SELECT state FROM sandbox_ledger_intents WHERE intent_id = (SELECT intent_id FROM orders WHERE id = ${r.body.data.order_id})`;
     expect(rows.map((x) => x.state)).toEqual(["captured"]);

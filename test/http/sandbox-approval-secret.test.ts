@@ -132,7 +132,7 @@ describe("the sandbox card approval link is a secret of the buyer's agent", () =
     expect(html).toContain(`action="${link}/approve"`);
     const approved = await post(link, "approve");
     expect(approved.status).toBe(200);
-    expect(approved.body).toEqual({ success: true, data: { intent_id: derived, decision: "approve", status: "needs_buyer_approval" } });
+    expect(approved.body).toEqual({ success: true, data: { intent_id: derived, decision: "approve", status: "approved" } });
     const done = await a.resume();
     expect(done.status).toBe(200);
     expect(done.body.data.status).toBe("COMPLETED");

@@ -149,9 +149,13 @@ describe("payment outcomes", () => {
 });
 
 describe("a lost processor answer", () => {
-  test("payment_method tok_lost_response is reconciled by intent id: COMPLETED with exactly one capture", async () => {
+  test("payment_method tok_lost_response: the first answer is lost (UPSTREAM_UNAVAILABLE); the same call again is COMPLETED with exactly one capture", async () => {
     const { preview } = await cartAndPreview(agent);
-    const r = await agent.call("complete_checkout", { checkout_session_id: preview.checkout_session_id, idempotency_key: crypto.randomUUID(), payment_method: "tok_lost_response" });
+    const args = { checkout_session_id: preview.checkout_session_id, idempotency_key: crypto.randomUUID(), payment_method: "tok_lost_response" };
+    const lost = errorOf(await agent.call("complete_checkout", args));
+    expect(lost.code).toBe("UPSTREAM_UNAVAILABLE");
+    expect(lost.details.status).toBe("SETTLEMENT_UNKNOWN");
+    const r = await agent.call("complete_checkout", args);
     const done = structured(r);
     expect(done.status).toBe("COMPLETED");
     const rows = await srv.db.sql<{ state: string }[]>`SELECT state FROM sandbox_ledger_intents WHERE intent_id = (SELECT intent_id FROM orders WHERE id = ${done.order_id})`;

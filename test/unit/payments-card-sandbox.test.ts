@@ -206,6 +206,8 @@ describe("reconciliation after a lost answer", () => {
     const rail = new CardSandboxRail({ ledger });
     const i = intent(SANDBOX_TOKENS.lostResponse);
     expect((await rejection(rail.charge(i)))?.code).toBe("UPSTREAM_UNAVAILABLE");
+    // the lookup right after the lost answer is lost too (the agent must see it, review AD-5); the next one finds it
+    expect((await rejection(rail.lookup(i.intentId)))?.code).toBe("UPSTREAM_UNAVAILABLE");
     const looked = await rail.lookup(i.intentId);
     expect(looked.status).toBe("captured");
     const again = await rail.charge(i);

@@ -44,8 +44,11 @@ describe("nulField", () => {
 });
 
 describe("rollbackMessage", () => {
-  test("nothing captured: the spec's text", () => {
-    expect(rollbackMessage("PAYMENT_DECLINED")).toBe("The processor declined the payment instrument; nothing was captured.");
+  test("nothing captured: the spec's text, then the way on with the same key (review AD-3)", () => {
+    expect(rollbackMessage("PAYMENT_DECLINED")).toStartWith("The processor declined the payment instrument; nothing was captured. ");
+    for (const code of ["PAYMENT_DECLINED", "PAYMENT_FAILED_ROLLED_BACK", "PAYMENT_NOT_APPROVED"]) {
+      expect(rollbackMessage(code)).toContain("call again with the SAME idempotency_key and another payment_method");
+    }
   });
   test("a merchant already paid: named, never 'nothing was captured.'", () => {
     const m = rollbackMessage("PAYMENT_DECLINED", ["greenleaf-living"]);

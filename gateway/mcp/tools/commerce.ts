@@ -502,7 +502,7 @@ export const previewCheckout = defineTool({
 export const CompleteArgs = T.Object(
   {
     checkout_session_id: T.String({ ...SESSION_ID, description: "From preview_checkout." }),
-    idempotency_key: T.String({ pattern: UUID_V4_PATTERN, description: "UUID v4, one per purchase attempt; repeat it to retry the SAME attempt." }),
+    idempotency_key: T.String({ pattern: UUID_V4_PATTERN, description: "UUID v4, one key per checkout session; repeat it on every retry, including with another payment method (after PAYMENT_DECLINED, PAYMENT_FAILED_ROLLED_BACK or PAYMENT_NOT_APPROVED). Another key on the same session is IDEMPOTENCY_KEY_CONFLICT." }),
     payment_method: T.String({ minLength: 1, maxLength: 100, description: "MOCK on the demo store; a card payment token elsewhere (see get_payment_methods)." }),
     reconfirmed_state_hash: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$", description: "Only after STATE_RECONFIRMATION_REQUIRED: its details.reconfirm_state_hash." })),
     payment_mandate: T.Optional(T.String({ minLength: 10, maxLength: 4000, description: "A payment mandate from issue_payment_mandate (required on the dedicated checkout endpoint)." })),
@@ -692,7 +692,7 @@ export const completeCheckout = defineTool({
   title: "Complete checkout",
   description:
     "Pay for a previewed checkout session. Arguments: checkout_session_id (from preview_checkout), idempotency_key (a " +
-    "UUID v4 you generate once per purchase attempt and reuse on retries), payment_method (MOCK on the demo store), " +
+    "UUID v4: one key per checkout session; repeat it on every retry, including with another payment method after a decline), payment_method (MOCK on the demo store), " +
     "optional reconfirmed_state_hash (only after STATE_RECONFIRMATION_REQUIRED). Never call it without the human's " +
     "approval: the server asks them. Returns status COMPLETED with order_id, or PENDING_EXTERNAL_CONFIRMATION with an " +
     "approval_url for the buyer (then call again with the same session and key) and stores: each store's leg " +
@@ -707,16 +707,16 @@ export const completeCheckout = defineTool({
   confirmation: true,
   rateBucket: "complete_checkout",
   errors: {
-    IDEMPOTENCY_KEY_CONFLICT: "a second idempotency_key for a session already bound to another",
+    IDEMPOTENCY_KEY_CONFLICT: "a second idempotency_key for a session already bound to another (the session keeps the key of its first complete_checkout for every attempt)",
     CHECKOUT_ALREADY_IN_PROGRESS: "the same idempotency_key after the session completed (details carry the order)",
     CHECKOUT_SESSION_NOT_FOUND: "a session id that does not exist, or the session of a cart none of whose items is this store's (paid on its own store's endpoint); answered before the human is asked",
     STATE_RECONFIRMATION_REQUIRED:
       "the price moved within tolerance since preview (send details.reconfirm_state_hash as reconfirmed_state_hash), or the session was previewed again (e.g. another shipping option, over REST or another session) while the human was asked: nothing charged, details.reasons[0].code = state_changed_since_approval with current_total_minor; call again with the same session and key and the human is asked the new total",
     STATE_EXECUTION_BLOCKED:
       "stock gone, price moved beyond the cut since preview, or the coupon's last use taken by another checkout (details.reasons[].code, e.g. out_of_stock, price_beyond_cut, coupon_exhausted with store_id and coupon_code); nothing charged: preview again",
-    PAYMENT_DECLINED: "payment_method tok_decline",
-    PAYMENT_FAILED_ROLLED_BACK: "payment_method tok_fail",
-    PAYMENT_NOT_APPROVED: "payment_method tok_not_approved",
+    PAYMENT_DECLINED: "payment_method tok_decline; nothing captured, the session is READY_FOR_PAYMENT again: call again with the SAME idempotency_key and another payment_method (details.idempotency_key_bound)",
+    PAYMENT_FAILED_ROLLED_BACK: "payment_method tok_fail; rolled back: call again with the SAME idempotency_key and a fresh token or another payment_method (details.idempotency_key_bound)",
+    PAYMENT_NOT_APPROVED: "payment_method tok_not_approved; rolled back: call again with the SAME idempotency_key (details.idempotency_key_bound)",
     PAYMENT_METHOD_NOT_CONFIGURED: "MOCK on a store other than the demo store",
     NATIVE_CHECKOUT_REQUIRED: "a hosted-storefront merchant paid on another rail (details.checkout_url: the merchant's hosted checkout)",
     PAYMENT_AMOUNT_MISMATCH: "payment_method tok_amount_mismatch: the capture differs from the authorised amount (details.capture_reference)",

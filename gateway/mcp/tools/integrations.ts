@@ -27,6 +27,7 @@ import { customerBuyerRef } from "../identity.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
 import { cartIdArg, money, ofThisStore, ownerId } from "./commerce.ts";
 import { forHuman } from "../human-text.ts";
+import { ACCEPTED_OFFER_USE, negotiationMessage } from "../../negotiation-use.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
 
@@ -528,9 +529,10 @@ export const negotiatePrice = defineTool({
   name: "negotiate_price",
   title: "Negotiate price (beta)",
   description:
-    "Bid a price for a product of this store (BETA). The merchant's rules accept it, counter it (counter_price) or " +
-    "reject it; an accepted price holds 15 minutes and create_cart uses it. Stores without negotiation answer " +
-    "FEATURE_NOT_ENABLED. Asks the human to approve the bid.",
+    "Bid a price for a product of this store (BETA). The merchant's rules accept it (status accepted, negotiatedPrice, " +
+    "expiresAt: 15 minutes), counter it (status countered, counterPrice: bid that to accept it) or reject it (reason). " +
+    `An accepted price: ${ACCEPTED_OFFER_USE.replace("create or update the cart", "create_cart or update_cart_item")} ` +
+    "Stores without negotiation answer FEATURE_NOT_ENABLED. Asks the human to approve the bid.",
   group: "cart",
   input: T.Object({ product_id: Uuid, bid_price: T.Number({ exclusiveMinimum: 0 }), currency: T.String({ pattern: "^[A-Z]{3}$" }) }, Strict),
   output: T.Object({ status: T.String(), productId: T.String() }, Open),
@@ -554,7 +556,7 @@ export const negotiatePrice = defineTool({
     const product = await negotiableProduct(ctx, a);
     const r = await ctx.svc.actors.ask(storeActor, ctx.store.slug, "negotiate", { productId: product.id, agentKeyId: ownerId(ctx), bidMinor: toMinor(a.bid_price, a.currency), currency: a.currency });
     const m = (v: number | null) => (v === null ? null : toMajor(v, r.currency));
-    return { offerId: r.offerId, status: r.status, productId: product.id, currency: r.currency, listPrice: m(r.listPriceMinor), bidPrice: a.bid_price, counterPrice: m(r.counterPriceMinor), negotiatedPrice: m(r.negotiatedPriceMinor), expiresAt: r.expiresAt, round: r.round, maxRounds: r.maxRounds, reason: r.reason, message: r.message };
+    return { offerId: r.offerId, status: r.status, productId: product.id, currency: r.currency, listPrice: m(r.listPriceMinor), bidPrice: a.bid_price, counterPrice: m(r.counterPriceMinor), negotiatedPrice: m(r.negotiatedPriceMinor), expiresAt: r.expiresAt, round: r.round, maxRounds: r.maxRounds, reason: r.reason, message: negotiationMessage(r.status, r.message) };
   },
 });
 
