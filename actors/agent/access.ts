@@ -5,6 +5,7 @@
  */
 import { cutEcho, preview } from "../../infra/echo.ts";
 import { fail } from "../runtime/errors.ts";
+import { featureTierNextStep, planFeatureNextStep, SANDBOX_NEXT_STEP } from "./refusal-text.ts";
 
 // ---------------------------------------------------------------------------------------------- scopes
 
@@ -326,7 +327,7 @@ export function checkAccess(key: KeyAccess, route: RouteRequest | RouteRule): Ro
   }
   const where = `${rule.method} ${AGENT_API_BASE}${rule.path}`;
   if (rule.sandboxRefused && key.tier === "SANDBOX") {
-    throw fail("sandbox_not_allowed", `SANDBOX keys cannot call ${where}`, { tier: key.tier });
+    throw fail("sandbox_not_allowed", `SANDBOX keys cannot call ${where}. ${SANDBOX_NEXT_STEP}`, { tier: key.tier });
   }
   const delegated = !("scopes" in route) && route.delegated === true;
   const accepted = delegated && rule.delegatedScopes ? rule.delegatedScopes : rule.scopes;
@@ -337,7 +338,7 @@ export function checkAccess(key: KeyAccess, route: RouteRequest | RouteRule): Ro
     });
   }
   if (rule.feature && !tierHasFeature(key.tier, rule.feature)) {
-    throw fail("feature_not_in_tier", `the ${key.tier} tier does not include ${rule.feature}`, {
+    throw fail("feature_not_in_tier", `the ${key.tier} tier does not include ${rule.feature}. ${featureTierNextStep(lowestTierWith(rule.feature))}`, {
       feature: rule.feature,
       tier: key.tier,
       requiredTier: lowestTierWith(rule.feature),
@@ -349,7 +350,7 @@ export function checkAccess(key: KeyAccess, route: RouteRequest | RouteRule): Ro
 
 /** 403 feature_not_in_tier for a key whose tier has the feature but whose account's plan does not. */
 export function planLacksFeature(tier: Tier, plan: Tier, feature: Feature) {
-  return fail("feature_not_in_tier", `the ${tier} key of an account on the ${plan} plan does not include ${feature}`, {
+  return fail("feature_not_in_tier", `the ${tier} key of an account on the ${plan} plan does not include ${feature}. ${planFeatureNextStep(lowestTierWith(feature))}`, {
     feature,
     tier,
     planTier: plan,

@@ -192,12 +192,14 @@ export type CompleteDecision =
 
 /**
  * Another key on a session already bound to one: say what to do next (the bound key itself is never echoed: it is
- * the agent's, and a caller that lost it should not get it back from another request).
+ * the agent's, and a caller that lost it should not get it back from another request). The spec's remedy is `stop`
+ * (do not retry): the text says that of THIS call, then the two other calls that go on (review AD-3; R3-5 asked for
+ * the way on).
  */
 function keyConflict(status: CheckoutSessionHeader["status"]): ActorError {
   return fail(
     "IDEMPOTENCY_KEY_CONFLICT",
-    "This checkout session is bound to a different idempotency_key: retry with the key of its first attempt, or cancel the session and preview the cart again to start a new purchase attempt with a new key.",
+    "This checkout session is bound to a different idempotency_key; nothing was done. Do not repeat this call with this key: a checkout session keeps the key of its first complete_checkout for every attempt, including retries with another payment method. To go on, retry with the key of its first attempt, or cancel the session and preview the cart again to start a new purchase attempt with a new key.",
     { status, next: ["retry_with_first_key", "cancel_checkout_then_preview"] },
   );
 }

@@ -104,13 +104,13 @@ export const walletActor = defineActor({
     },
 
     async get(ctx) {
-      if (!ctx.state.wallet) throw fail("not_found", "no wallet provisioned for this agent identity");
+      if (!ctx.state.wallet) throw fail("not_found", "no wallet provisioned for this agent identity; POST /api/v1/agent/wallet/provision first (MCP: provision_wallet)");
       return view(ctx.state.wallet);
     },
 
     async signX402(ctx, m) {
       const w = ctx.state.wallet;
-      if (!w) throw fail("not_found", "no wallet provisioned for this agent identity; POST /api/v1/agent/wallet/provision first");
+      if (!w) throw fail("not_found", "no wallet provisioned for this agent identity; POST /api/v1/agent/wallet/provision first (MCP: provision_wallet)");
       const payload = await signX402Payment(key(), w, m.requirements as PaymentRequirements, m.resource, Math.floor(ctx.now() / 1000));
       ctx.log.info("wallet signed an x402 authorization", { agentKeyId: ctx.id, address: w.address, payTo: m.requirements.payTo, amount: m.requirements.amount });
       return payload;

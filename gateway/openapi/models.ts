@@ -173,7 +173,7 @@ export const Negotiation = obj(
   {
     offerId: t.Union([t.String(), t.Null()], { description: "null for a bid past maxRounds (answered, not recorded)" }), status: t.String({ description: "accepted, countered or rejected" }), productId: Str, merchantSlug: Str, currency: Str,
     listPrice: NullableNum, bidPrice: Num, counterPrice: NullableNum, negotiatedPrice: NullableNum, expiresAt: NullableStr,
-    usableInCart: Bool, round: Int, maxRounds: t.Union([Int, t.Null()], { description: "null when the merchant does not negotiate" }), reason: t.Union([...REJECT_REASONS.map((r) => t.Literal(r)), t.Null()], { description: "Why a bid was rejected (null unless status is rejected): variants_priced_separately when every variant has its own price, so no cart line could use an offer on the list price (docs/catalog.md)." }), message: NullableStr, beta: t.Literal(true),
+    usableInCart: t.Boolean({ description: "true for an accepted bid: the key's cart containing the product is priced at negotiatedPrice until expiresAt, for every unit of its line (message says how; no offer id is passed)" }), round: Int, maxRounds: t.Union([Int, t.Null()], { description: "null when the merchant does not negotiate" }), reason: t.Union([...REJECT_REASONS.map((r) => t.Literal(r)), t.Null()], { description: "Why a bid was rejected (null unless status is rejected): variants_priced_separately when every variant has its own price, so no cart line could use an offer on the list price (docs/catalog.md)." }), message: NullableStr, beta: t.Literal(true),
   },
   "The merchant's answer to the bid (BETA).",
 );
@@ -242,7 +242,15 @@ export const Reconciled = obj({
 export const CustomerToken = obj({ token: Str, token_type: Str, expires_in: Int, header: Str });
 export const SearchSettings = obj({ settings: Any, version: Int, engine: Str, documents: t.Optional(Int), reindexed: t.Optional(t.Unknown()) });
 export const Reindex = obj({}, "What was reindexed.");
-export const SandboxDecision = obj({ intent_id: Str, decision: t.Union([t.Literal("approve"), t.Literal("reject")]), status: Str });
+export const SandboxDecision = obj({
+  intent_id: Str,
+  decision: t.Union([t.Literal("approve"), t.Literal("reject")]),
+  status: t.Union([t.Literal("approved"), t.Literal("captured"), t.Literal("not_approved")], {
+    description:
+      "The payment's state after the decision (gateway/rest/checkout.ts decisionStatus): approved (the agent's next complete_checkout with the " +
+      "same idempotency_key captures it), captured (that call already did), not_approved (refused: that call answers 402 PAYMENT_NOT_APPROVED).",
+  }),
+});
 export const Ap2UserKey = obj({ agent_key_id: Str, kid: Str });
 export const Ap2UserKeyDeleted = obj({ agent_key_id: Str, kid: Str, deleted: t.Literal(true) });
 

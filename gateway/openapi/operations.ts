@@ -151,7 +151,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "GET /api/v1/agent/products/{id}/price-history": { success: [ok(M.PriceHistory, "Price points and trend.")], errors: { 404: ["not_found"] } },
   "GET /api/v1/agent/products/{id}/sustainability": { success: [ok(M.Sustainability, "ESG score and its components.")], errors: { 404: ["not_found"] } },
   "POST /api/v1/agent/recommendations": { success: [ok(M.Recommendations, "Similar products.")], errors: { 404: ["not_found"] } },
-  "POST /api/v1/agent/negotiate": { success: [ok(M.Negotiation, "The merchant's answer.")], errors: { 403: ["FEATURE_NOT_ENABLED", "NOT_ELIGIBLE"], 404: ["not_found"], 409: ["conflict"] } },
+  "POST /api/v1/agent/negotiate": { success: [ok(M.Negotiation, "The merchant's answer. Accepted: until expiresAt the key's cart containing the product is priced at negotiatedPrice for every unit of its line, for one order (message says how).")], errors: { 403: ["FEATURE_NOT_ENABLED", "NOT_ELIGIBLE"], 404: ["not_found"], 409: ["conflict"] } },
   "POST /api/v1/agent/shipping-estimate": { success: [ok(M.ShippingEstimate, "Cost and delivery window (shippable false when the merchant does not ship there).")], errors: { 404: ["not_found"] } },
   // Reserved: the route always answers 501 not_implemented, so no success answer is documented (a generated client
   // must not expect one; test/http/openapi-complete.test.ts allows this one operation without a 2xx).

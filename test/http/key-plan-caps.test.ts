@@ -49,7 +49,7 @@ describe("R2-1: a SANDBOX key has at most its account's plan's features", () => 
         status: 403,
         body: {
           success: false,
-          error: `the SANDBOX key of an account on the STARTER plan does not include ${feature}`,
+          error: `the SANDBOX key of an account on the STARTER plan does not include ${feature}. The account's plan caps what its keys can do: an operator can raise the plan to GROWTH or higher; the account then mints a key of that tier (POST /api/v1/agent-keys).`,
           code: "feature_not_in_tier",
           details: { feature, tier: "SANDBOX", planTier: "STARTER", requiredTier: "GROWTH" },
         },
