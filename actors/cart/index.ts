@@ -830,9 +830,18 @@ function shippingOfLeg(priced: Priced, cart: CartRecord, storeId: string): Begin
   };
 }
 
-function tokenFor(body: CheckoutBody, leg: PaymentLeg, store: CatalogLine["store"] | undefined): string {
+/**
+ * The payment method a leg's attempt uses: the call's, else the one the leg's previous attempt used, else the store's
+ * default. A call naming none repeats the earlier attempt as it was: after the buyer refused a payment at the
+ * approval link, "call again" (PAYMENT_NOT_APPROVED's remedy, and the resume the 202 asks for) must ask the buyer
+ * again, not capture the store's default card the buyer never chose (audit DZ-1); after a decline it is declined
+ * again until the call names another method. Only a card-rail method of the earlier attempt is reused (an x402
+ * authorization reference is not a card token).
+ */
+function tokenFor(body: CheckoutBody, leg: PaymentLeg, store: CatalogLine["store"] | undefined, earlier: string | undefined): string {
   const explicit = body.paymentMethods?.[leg.storeId] ?? body.paymentMethod;
   if (explicit) return explicit;
+  if (earlier !== undefined && VALID_TEST_TOKENS.includes(earlier)) return earlier;
   return store?.paymentMethods.includes("MOCK") ? "MOCK" : "tok_approve";
 }
 
@@ -891,7 +900,7 @@ function assertStoresPayable(session: SessionState, stores: Map<string, CatalogL
       if (ref) tokens[leg.storeId] = ref;
       continue;
     }
-    const token = tokenFor(body, leg, store);
+    const token = tokenFor(body, leg, store, leg.attempt > 0 ? session.tokens[leg.storeId] : undefined);
     assertSandboxToken(body, leg.storeId, token);
     if (token === "MOCK" ? !store.paymentMethods.includes("MOCK") : !store.paymentMethods.includes("card")) {
       throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `Merchant ${leg.storeId} does not accept ${token === "MOCK" ? "MOCK payments" : "cards"}.`, {

@@ -373,6 +373,22 @@ describe("sandbox test tokens", () => {
     expect(await reserved(P.skillet)).toBe(0);
   });
 
+  test("after the buyer refused, the same call again asks the buyer again with a new link: it never charges the store's default card (audit DZ-1)", async () => {
+    const id = await cart([{ product_id: P.skillet, quantity: 1 }]);
+    const k = crypto.randomUUID();
+    const r = await checkout({ cartId: id, payment_method: "tok_needs_approval", idempotency_key: k });
+    expect(r.status).toBe(202);
+    const session = r.body.details.checkout_session_id;
+    expect((await fetch(`${r.body.details.approval_url}/reject`, { method: "POST" })).status).toBe(200);
+    expect((await checkout({ cartId: id, checkout_session_id: session, idempotency_key: k })).body.code).toBe("PAYMENT_NOT_APPROVED");
+    // the resume the 202 asked for, repeated as PAYMENT_NOT_APPROVED's remedy says: no payment method named
+    const retry = await checkout({ cartId: id, checkout_session_id: session, idempotency_key: k });
+    expect(retry.status).toBe(202);
+    expect(retry.body.details.approval_url).not.toBe(r.body.details.approval_url);
+    const orders = await srv.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE checkout_session_id = ${session}`;
+    expect(orders.map((o) => o.status)).toEqual(["pending"]);
+  });
+
   test("tok_lost_response (the processor's answer is lost) is 503 first, then reconciled by intent id: one capture, 200 COMPLETED", async () => {
     const id = await cart([{ product_id: P.board, quantity: 1 }]);
     const k = crypto.randomUUID();
