@@ -69,6 +69,7 @@ import {
 } from "./checkout-machine.ts";
 import { type Coupon } from "./coupons.ts";
 import { linePricing } from "./offer-rule.ts";
+import { rollbackWayOn } from "./rollback-text.ts";
 import { variantMissing } from "./variant-line.ts";
 import {
   CartMessages,
@@ -1434,9 +1435,8 @@ export function rollbackMessage(code: string, capturedStoreIds: readonly string[
         ? "The payer did not approve"
         : "The payment failed and was rolled back";
   // The session stays bound to the key of its first attempt: a new key for "a new card" is IDEMPOTENCY_KEY_CONFLICT,
-  // so the way on names the key (review AD-3; details.idempotency_key_bound).
-  const retry =
-    " The checkout session is ready for a new attempt: call again with the SAME idempotency_key and another payment_method (or a fresh payment token); a new key is refused (IDEMPOTENCY_KEY_CONFLICT).";
+  // so the way on names the key (review AD-3; details.idempotency_key_bound). The bridges replace it with their own.
+  const retry = rollbackWayOn(code, "rest");
   if (capturedStoreIds.length === 0) return `${what}; nothing was captured.${retry}`;
   return `${what}; nothing was captured for the remaining merchants, but ${capturedStoreIds.join(", ")} ${capturedStoreIds.length === 1 ? "was" : "were"} paid and stay${capturedStoreIds.length === 1 ? "s" : ""} paid (details.order_ids).${retry}`;
 }

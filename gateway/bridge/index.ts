@@ -8,6 +8,7 @@ import { cartActor } from "../../actors/cart/index.ts";
 import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail } from "../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
+import { ROLLBACK_CODES, rollbackMessageFor } from "../../actors/cart/rollback-text.ts";
 import { ok } from "../envelope.ts";
 import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
 import { optionalObjectBody } from "../rest/optional-body.ts";
@@ -62,11 +63,24 @@ async function respond(set: SetLike, protocol: BridgeProtocol, work: () => Promi
   } catch (err) {
     // A refusal replayed under its Idempotency-Key says so, as a replayed success does (docs/protocols.md "Idempotency").
     if (isReplayedRefusal(err)) set.headers["idempotent-replayed"] = "true";
-    if (!(err instanceof ActorError) || protocol === "ap2") throw err; // AP2 has no HTTP error shape: our envelope
-    const e = protocol === "acp" ? acpError(err) : ucpError(err);
+    if (!(err instanceof ActorError)) throw err;
+    const said = forProtocol(err, protocol);
+    if (protocol === "ap2") throw said; // AP2 has no HTTP error shape: our envelope
+    const e = protocol === "acp" ? acpError(said) : ucpError(said);
     set.status = e.status;
     return e.body;
   }
+}
+
+/**
+ * A rolled-back payment's answer in the protocol's words: the cart's message names REST/MCP's `idempotency_key`,
+ * which no bridge exposes (review U-2), so its way on is the protocol's (actors/cart/rollback-text.ts) and the
+ * `idempotency_key_bound` detail goes.
+ */
+function forProtocol(err: ActorError, protocol: BridgeProtocol): ActorError {
+  if (!ROLLBACK_CODES.has(err.code)) return err;
+  const { idempotency_key_bound: _bound, ...details } = err.details ?? {};
+  return new ActorError(err.code, rollbackMessageFor(err.message, err.code, protocol), details);
 }
 
 const idemOf = (request: Request) => request.headers.get("idempotency-key");

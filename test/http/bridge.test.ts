@@ -128,6 +128,10 @@ describe("ACP checkout sessions", () => {
     const declined = await post(`/acp/checkout_sessions/${created.body.id}/complete`, { payment_data: { token: "tok_decline", provider: "stripe" } });
     expect(declined.status).toBe(402);
     expect(declined.body).toMatchObject({ type: "processing_error", code: "PAYMENT_DECLINED" });
+    // ACP's way on: no idempotency_key field exists here (review U-2)
+    expect(declined.body.message).toContain("complete it again with another payment token, under a new Idempotency-Key.");
+    expect(declined.body.message).not.toContain("idempotency_key");
+    expect(declined.body.details?.idempotency_key_bound).toBeUndefined();
     const ok = await post(`/acp/checkout_sessions/${created.body.id}/complete`, { payment_data: { token: "tok_approve", provider: "stripe" } });
     expect(ok.status).toBe(200);
     expect(ok.body.status).toBe("completed");

@@ -1,5 +1,6 @@
 /** Pure pieces of the REST audit's fixes (money bounds, NUL detection, messages, directory paging, DB outage codes). */
 import { describe, expect, test } from "bun:test";
+import { rollbackMessageFor } from "../../actors/cart/rollback-text.ts";
 import { rollbackMessage } from "../../actors/cart/index.ts";
 import { computeTotals } from "../../actors/cart/totals.ts";
 import { amountProblem, nulField } from "../../actors/store/ingest.ts";
@@ -46,9 +47,25 @@ describe("nulField", () => {
 describe("rollbackMessage", () => {
   test("nothing captured: the spec's text, then the way on with the same key (review AD-3)", () => {
     expect(rollbackMessage("PAYMENT_DECLINED")).toStartWith("The processor declined the payment instrument; nothing was captured. ");
-    for (const code of ["PAYMENT_DECLINED", "PAYMENT_FAILED_ROLLED_BACK", "PAYMENT_NOT_APPROVED"]) {
+    for (const code of ["PAYMENT_DECLINED", "PAYMENT_FAILED_ROLLED_BACK"]) {
       expect(rollbackMessage(code)).toContain("call again with the SAME idempotency_key and another payment_method");
     }
+  });
+  test("after the buyer refused, the way on is to ask the buyer again with the same key, not another method (review U-1)", () => {
+    const m = rollbackMessage("PAYMENT_NOT_APPROVED");
+    expect(m).toContain("call again with the SAME idempotency_key to ask the buyer again (a new approval link)");
+    expect(m).not.toContain("another payment_method (or a fresh payment token)");
+  });
+  test("a bridge's answer names its own way on, never REST's idempotency_key field (review U-2)", () => {
+    const rest = rollbackMessage("PAYMENT_DECLINED", ["greenleaf-living"]);
+    const acp = rollbackMessageFor(rest, "PAYMENT_DECLINED", "acp");
+    expect(acp).toContain("greenleaf-living was paid and stays paid");
+    expect(acp).toContain("complete it again with another payment token, under a new Idempotency-Key.");
+    expect(acp).not.toContain("idempotency_key");
+    expect(rollbackMessageFor(rollbackMessage("PAYMENT_NOT_APPROVED"), "PAYMENT_NOT_APPROVED", "ucp")).toContain("to ask the buyer again");
+    const ap2 = rollbackMessageFor(rest, "PAYMENT_DECLINED", "ap2");
+    expect(ap2).toContain("the mandate stays bound to this cart and may be presented again for it");
+    expect(ap2).not.toContain("idempotency_key");
   });
   test("a merchant already paid: named, never 'nothing was captured.'", () => {
     const m = rollbackMessage("PAYMENT_DECLINED", ["greenleaf-living"]);
