@@ -1315,10 +1315,14 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
       await ctx.checkpoint();
       const err = settled.error as { code: Parameters<typeof fail>[0]; details: Record<string, unknown> };
       const paid = next.legs.filter((l) => l.status === "captured").map((l) => l.storeId);
-      throw decided(fail(err.code, rollbackMessage(err.code, paid), {
+      // the buyer refused at an approval link (a leg waiting for them ends not approved): calling again asks them
+      // again; a processor's own refusal (no link) would refuse again, so that way on is another method (review V-1)
+      const refusedAtLink = err.code === "PAYMENT_NOT_APPROVED" && s.legs.some((l) => (l.status === "needs_buyer_approval" || l.lastOutcome === "needs_buyer_approval") && results[l.storeId]?.outcome === "not_approved");
+      throw decided(fail(err.code, rollbackMessage(err.code, paid, refusedAtLink), {
         ...err.details,
         checkout_session_id: next.id,
         idempotency_key_bound: true,
+        ...(refusedAtLink ? { refused_at_approval_link: true } : {}),
         order_ids: capturedOrderIds(next),
         ...(paid.length ? { partially_captured: true, captured_merchant_slugs: paid } : {}),
       }));
@@ -1427,7 +1431,7 @@ async function settleOneLegRiding(ctx: Ctx, s: SessionState, leg: PaymentLeg, re
  * The failure's text. In a multi-store checkout other merchants' legs may already be captured (and stay paid):
  * then "nothing was captured" would be false about money, so the text names who was paid.
  */
-export function rollbackMessage(code: string, capturedStoreIds: readonly string[] = []): string {
+export function rollbackMessage(code: string, capturedStoreIds: readonly string[] = [], refusedAtLink = false): string {
   const what =
     code === "PAYMENT_DECLINED"
       ? "The processor declined the payment instrument"
@@ -1436,7 +1440,7 @@ export function rollbackMessage(code: string, capturedStoreIds: readonly string[
         : "The payment failed and was rolled back";
   // The session stays bound to the key of its first attempt: a new key for "a new card" is IDEMPOTENCY_KEY_CONFLICT,
   // so the way on names the key (review AD-3; details.idempotency_key_bound). The bridges replace it with their own.
-  const retry = rollbackWayOn(code, "rest");
+  const retry = rollbackWayOn(refusedAtLink, "rest");
   if (capturedStoreIds.length === 0) return `${what}; nothing was captured.${retry}`;
   return `${what}; nothing was captured for the remaining merchants, but ${capturedStoreIds.join(", ")} ${capturedStoreIds.length === 1 ? "was" : "were"} paid and stay${capturedStoreIds.length === 1 ? "s" : ""} paid (details.order_ids).${retry}`;
 }

@@ -4,7 +4,9 @@
  * that key differently. REST and MCP name `idempotency_key` (review AD-3); ACP and UCP carry no such field (their
  * Idempotency-Key header is per request, and a new body under an old one is refused), and AP2's key comes from the
  * mandate (review U-2). After a refusal at the approval link the way on is to ask the buyer again, not another
- * method the buyer never chose (review U-1; audit DZ-1).
+ * method the buyer never chose (review U-1; audit DZ-1); a processor's refusal without a link (`tok_not_approved`)
+ * would only refuse again, so its way on is another method, as after a decline (review V-1). An AP2 mandate stays
+ * bound to its cart's checkout session: another mandate needs that session canceled first (review V-2).
  */
 export const ROLLBACK_CODES: ReadonlySet<string> = new Set(["PAYMENT_DECLINED", "PAYMENT_FAILED_ROLLED_BACK", "PAYMENT_NOT_APPROVED"]);
 
@@ -13,8 +15,9 @@ export type RollbackSurface = "rest" | "acp" | "ucp" | "ap2";
 /** Where the way on starts in a rollback message (rollbackWayOn's first words), so a bridge can replace it. */
 const WAY_ON_MARK = " The checkout session is ready for a new attempt";
 
-export function rollbackWayOn(code: string, surface: RollbackSurface): string {
-  const refused = code === "PAYMENT_NOT_APPROVED";
+/** `refusedAtLink`: the buyer refused at an approval link (details.refused_at_approval_link), so asking again may pass. */
+export function rollbackWayOn(refusedAtLink: boolean, surface: RollbackSurface): string {
+  const refused = refusedAtLink;
   switch (surface) {
     case "rest":
       return refused
@@ -26,12 +29,19 @@ export function rollbackWayOn(code: string, surface: RollbackSurface): string {
         ? `${WAY_ON_MARK}: complete it again, under a new Idempotency-Key, to ask the buyer again (a new approval link); send another payment token only if the buyer chose one.`
         : `${WAY_ON_MARK}: complete it again with another payment token, under a new Idempotency-Key.`;
     case "ap2":
-      return `${WAY_ON_MARK}: the mandate stays bound to this cart and may be presented again for it${refused ? " (the buyer is asked again)" : ""}; another mandate for this cart is refused (IDEMPOTENCY_KEY_CONFLICT), so paying another way means a new cart.`;
+      return `${WAY_ON_MARK}: present this mandate again (under a new Idempotency-Key, if you send one)${refused ? " and the buyer is asked again" : ""}; to pay another way, cancel the checkout session (details.checkout_session_id) and present a new mandate for this cart.`;
   }
 }
 
 /** A rollback message (rollbackMessage's, written for REST and MCP) with its way on for `surface`. */
-export function rollbackMessageFor(message: string, code: string, surface: RollbackSurface): string {
+export function rollbackMessageFor(message: string, refusedAtLink: boolean, surface: RollbackSurface): string {
   const at = message.indexOf(WAY_ON_MARK);
-  return (at >= 0 ? message.slice(0, at) : message) + rollbackWayOn(code, surface);
+  return (at >= 0 ? message.slice(0, at) : message) + rollbackWayOn(refusedAtLink, surface);
 }
+
+/**
+ * AP2's answer to a second mandate for a cart whose checkout session is bound to an earlier one (the session's key
+ * comes from the mandate): the REST/MCP text names fields AP2 has not (review V-2).
+ */
+export const AP2_KEY_CONFLICT =
+  "This cart's checkout session is bound to the payment of an earlier mandate. Present that mandate again, or cancel the checkout session (details.checkout_session_id, POST /api/v1/agent/checkout/{id}/cancel) and present this mandate again.";

@@ -151,6 +151,7 @@ function completeOperation(method: string, path: string, op: Operation): void {
       : { description, content: html };
   }
   if (doc?.acpApiVersion) documentAcpApiVersion(op, doc.acpApiVersion);
+  if (BRIDGED_WRITE.test(path) && (method === "post" || method === "put")) documentBridgeIdempotencyKey(op);
   for (const c of Object.values(op.requestBody?.content ?? {})) if (c.schema) c.schema = jsonNumbers(c.schema as Json);
   for (const p of (op.parameters ?? []) as { schema?: Json }[]) if (p.schema) p.schema = withoutStringDefault(p.schema);
   for (const [status, r] of Object.entries(responses)) {
@@ -278,6 +279,25 @@ function documentAcpApiVersion(op: Operation, scope: "always" | "acp"): void {
     const served = scope === "always" && Number(status) >= 200 && Number(status) < 300;
     r.headers = { ...(r.headers as Json | undefined), [ACP_API_VERSION_HEADER]: ref(served ? "AcpApiVersion" : "AcpApiVersionIfServed") };
   }
+}
+
+/** The protocol bridges' routes, whose writes read an `Idempotency-Key` header (gateway/bridge/common.ts withIdempotency). */
+const BRIDGED_WRITE = /^\/api\/v1\/agent\/(acp|ucp|ap2)\//;
+
+/**
+ * The bridges' `Idempotency-Key` request header (docs/protocols.md "Idempotency"; review V-4: a rolled-back payment's
+ * answer tells ACP/UCP clients to complete again under a new one, and no operation declared it).
+ */
+function documentBridgeIdempotencyKey(op: Operation): void {
+  const parameter = {
+    name: "Idempotency-Key",
+    in: "header",
+    required: false,
+    description:
+      "Scoped to (protocol, agent key). The same key with the same method, path and body replays the stored answer (`Idempotent-Replayed: true`; a non-retryable refusal too); while the first is still running, 409 CHECKOUT_ALREADY_IN_PROGRESS; with a different request, 409 IDEMPOTENCY_KEY_CONFLICT. A retryable failure (5xx) keeps nothing, so its retry runs. Without it, every request runs (a completion still never charges twice: the cart's own key is derived from the session or mandate).",
+    schema: { type: "string", minLength: 1, maxLength: 255 },
+  };
+  op.parameters = [...(op.parameters ?? []).filter((p) => (p as { name?: string }).name?.toLowerCase() !== "idempotency-key"), parameter];
 }
 
 /** The generated document with every operation completed (a new object; the input is not changed). */

@@ -103,6 +103,25 @@ describe("AP2 mandate reuse", () => {
     expect(await ordersOfCart(otherCart)).toEqual([]);
   });
 
+  test("after a declined mandate, the 402 and a second mandate's 409 say AP2's way on; cancelling the session lets a new mandate pay the same cart (review V-2)", async () => {
+    const cartId = await newCart();
+    const declined = await post("/ap2/payment-mandates", (await signedMandate(key, `pm_${crypto.randomUUID()}`, "tok_decline"))(cartId));
+    expect(declined.status).toBe(402);
+    expect(declined.body.error).toContain("to pay another way, cancel the checkout session (details.checkout_session_id) and present a new mandate for this cart");
+    expect(declined.body.error).not.toContain("idempotency_key");
+    const second = await signedMandate(key, `pm_${crypto.randomUUID()}`);
+    const conflict = await post("/ap2/payment-mandates", second(cartId));
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.code).toBe("IDEMPOTENCY_KEY_CONFLICT");
+    expect(conflict.body.error).toContain("cancel the checkout session (details.checkout_session_id");
+    expect(conflict.body.error).not.toMatch(/idempotency_key|complete_checkout/);
+    const session = declined.body.details.checkout_session_id;
+    expect((await post(`/checkout/${session}/cancel`, {})).status).toBe(200);
+    const paid = await post("/ap2/payment-mandates", second(cartId));
+    expect(paid.status).toBe(200);
+    expect((await ordersOfCart(cartId)).some((o) => o.status === "paid")).toBe(true);
+  });
+
   test("a mandate refused for its limits binds nothing: the same mandate then pays a cart inside them", async () => {
     const forCart = await signedMandate(key, `pm_${crypto.randomUUID()}`);
     const big = await post("/cart", { items: [{ product_id: BOARD, quantity: 5 }] }); // 134.75 > 100

@@ -339,6 +339,9 @@ describe("sandbox test tokens", () => {
       expect(r.status).toBe(402);
       expect(r.body.code).toBe(code);
       expect(r.body.details.status).toBe("READY_FOR_PAYMENT");
+      // no approval link was involved: the same method would be refused again, so the way on is another one (review V-1)
+      expect(r.body.error).toContain("call again with the SAME idempotency_key and another payment_method");
+      expect(r.body.details.refused_at_approval_link).toBeUndefined();
     }
   });
 
@@ -380,7 +383,10 @@ describe("sandbox test tokens", () => {
     expect(r.status).toBe(202);
     const session = r.body.details.checkout_session_id;
     expect((await fetch(`${r.body.details.approval_url}/reject`, { method: "POST" })).status).toBe(200);
-    expect((await checkout({ cartId: id, checkout_session_id: session, idempotency_key: k })).body.code).toBe("PAYMENT_NOT_APPROVED");
+    const refused = await checkout({ cartId: id, checkout_session_id: session, idempotency_key: k });
+    expect(refused.body.code).toBe("PAYMENT_NOT_APPROVED");
+    expect(refused.body.error).toContain("to ask the buyer again (a new approval link)");
+    expect(refused.body.details.refused_at_approval_link).toBe(true);
     // the resume the 202 asked for, repeated as PAYMENT_NOT_APPROVED's remedy says: no payment method named
     const retry = await checkout({ cartId: id, checkout_session_id: session, idempotency_key: k });
     expect(retry.status).toBe(202);

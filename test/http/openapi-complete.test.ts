@@ -19,6 +19,7 @@ interface Response {
   "x-error-codes"?: string[];
 }
 interface Operation {
+  parameters?: { name?: string; in?: string; required?: boolean; schema?: { maxLength?: number } }[];
   requestBody?: { required?: boolean; content?: Record<string, { schema?: Record<string, unknown> }> };
   responses?: Record<string, Response>;
 }
@@ -90,6 +91,16 @@ describe("the OpenAPI document lists every answer", () => {
   test("every request body the document shows has a schema for each media type", () => {
     const empty = ops.filter(({ op }) => op.requestBody && (!nonEmpty(op.requestBody.content) || Object.values(op.requestBody.content!).some((c) => !nonEmpty(c.schema))));
     expect(empty.map((o) => `${o.method} ${o.path}`)).toEqual([]);
+  });
+
+  test("every bridged write (ACP, UCP, AP2) declares the optional Idempotency-Key header its answers refer to, and no read does (review V-4)", () => {
+    const bridged = ops.filter(({ path }) => /^\/api\/v1\/agent\/(acp|ucp|ap2)\//.test(path));
+    expect(bridged.length).toBeGreaterThan(8);
+    for (const { method, path, op } of bridged) {
+      const header = (op.parameters ?? []).find((p) => p.in === "header" && p.name === "Idempotency-Key");
+      if (method === "GET") expect({ path, header }).toEqual({ path, header: undefined });
+      else expect({ path, required: header?.required, max: header?.schema?.maxLength }).toEqual({ path, required: false, max: 255 });
+    }
   });
 
   test("refund and cancel document their optional bodies, search-by-image its imageUrl, the bridge routes theirs", () => {

@@ -51,20 +51,26 @@ describe("rollbackMessage", () => {
       expect(rollbackMessage(code)).toContain("call again with the SAME idempotency_key and another payment_method");
     }
   });
-  test("after the buyer refused, the way on is to ask the buyer again with the same key, not another method (review U-1)", () => {
-    const m = rollbackMessage("PAYMENT_NOT_APPROVED");
+  test("after the buyer refused at an approval link, the way on is to ask the buyer again with the same key, not another method (review U-1)", () => {
+    const m = rollbackMessage("PAYMENT_NOT_APPROVED", [], true);
     expect(m).toContain("call again with the SAME idempotency_key to ask the buyer again (a new approval link)");
     expect(m).not.toContain("another payment_method (or a fresh payment token)");
   });
-  test("a bridge's answer names its own way on, never REST's idempotency_key field (review U-2)", () => {
+  test("a processor's refusal without a link (tok_not_approved) would refuse again: its way on is another method (review V-1)", () => {
+    const m = rollbackMessage("PAYMENT_NOT_APPROVED");
+    expect(m).toContain("call again with the SAME idempotency_key and another payment_method");
+    expect(m).not.toContain("ask the buyer again");
+  });
+  test("a bridge's answer names its own way on, never REST's idempotency_key field (review U-2, V-2)", () => {
     const rest = rollbackMessage("PAYMENT_DECLINED", ["greenleaf-living"]);
-    const acp = rollbackMessageFor(rest, "PAYMENT_DECLINED", "acp");
+    const acp = rollbackMessageFor(rest, false, "acp");
     expect(acp).toContain("greenleaf-living was paid and stays paid");
     expect(acp).toContain("complete it again with another payment token, under a new Idempotency-Key.");
     expect(acp).not.toContain("idempotency_key");
-    expect(rollbackMessageFor(rollbackMessage("PAYMENT_NOT_APPROVED"), "PAYMENT_NOT_APPROVED", "ucp")).toContain("to ask the buyer again");
-    const ap2 = rollbackMessageFor(rest, "PAYMENT_DECLINED", "ap2");
-    expect(ap2).toContain("the mandate stays bound to this cart and may be presented again for it");
+    expect(rollbackMessageFor(rollbackMessage("PAYMENT_NOT_APPROVED", [], true), true, "ucp")).toContain("to ask the buyer again");
+    const ap2 = rollbackMessageFor(rest, false, "ap2");
+    expect(ap2).toContain("present this mandate again");
+    expect(ap2).toContain("cancel the checkout session (details.checkout_session_id) and present a new mandate for this cart");
     expect(ap2).not.toContain("idempotency_key");
   });
   test("a merchant already paid: named, never 'nothing was captured.'", () => {
