@@ -2,13 +2,17 @@
  * The embedded Postgres also listens on a Unix-domain socket whose path startEmbeddedPostgres returns
  * (`socketPath`): a local client's statements cost both ends less CPU over it than over loopback TCP (session 9,
  * docs/performance.md "Checkout"). The TCP URL keeps working for every other client.
+ *
+ * A pool given that path (`connect(url, max, { socketPath })`, which openDatabase passes) connects over it, and a
+ * socket that is not there (the server down, its socket file removed) is a connection failure that never reached
+ * the database, like ECONNREFUSED over TCP. (One file, so one embedded Postgres serves both parts.)
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { connect, startEmbeddedPostgres } from "../../infra/db.ts";
+import { connect, isDatabaseConnectionError, isDatabaseUnavailable, isNeverSent, startEmbeddedPostgres } from "../../infra/db.ts";
 
 let dir = "";
 let pg: Awaited<ReturnType<typeof startEmbeddedPostgres>>;
@@ -75,4 +79,43 @@ describe("the embedded Postgres's Unix socket", () => {
       await sql.end({ timeout: 1 });
     }
   });
+});
+
+describe("a pool over a Unix socket", () => {
+  test("connect() with socketPath reaches the server over its socket", async () => {
+    const sql = connect(pg.url, 2, { socketPath: pg.socketPath });
+    try {
+      const [row] = await sql<{ addr: string | null }[]>`SELECT inet_server_addr()::text AS addr`;
+      expect(row).toEqual({ addr: null });
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  test("a socket path with nothing behind it is a connection failure that never reached the database", async () => {
+    const sql = connect(pg.url, 1, { socketPath: join(dir, ".s.PGSQL.1") });
+    try {
+      const err = await sql`SELECT 1`.then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect((err as { code?: string }).code).toBe("ENOENT");
+      expect(isDatabaseConnectionError(err)).toBe(true);
+      expect(isDatabaseUnavailable(err)).toBe(true);
+      expect(isNeverSent(err)).toBe(true);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+});
+
+test("a missing file read anywhere else is a fault, not a database outage (final read RG-2)", async () => {
+  const err = await Bun.file(join(dir, "no-such-file")).text().then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect((err as { code?: string }).code).toBe("ENOENT");
+  expect(isDatabaseUnavailable(err)).toBe(false);
+  expect(isNeverSent(err)).toBe(false);
+  expect(isDatabaseConnectionError(err)).toBe(false);
 });
