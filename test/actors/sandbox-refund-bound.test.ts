@@ -4,10 +4,10 @@
  * each passed it). Real Postgres ledger, real concurrency.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CardSandboxRail, SANDBOX_TOKENS } from "../../actors/payments/card-sandbox.ts";
-import { deriveIntentId } from "../../actors/payments/rail.ts";
+import { CardSandboxRail } from "../../actors/payments/card-sandbox.ts";
 import { PgSandboxLedger } from "../../actors/payments/sandbox-ledger-pg.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { capturedOn } from "../helpers/sandbox-rail.ts";
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -16,18 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await db.drop();
 });
-
-async function capturedOn(rail: CardSandboxRail, session: string) {
-  const r = await rail.charge({
-    intentId: deriveIntentId(session, "3b241101-e2bb-4255-8caf-4136c566a962", "shop", 1),
-    storeId: "shop",
-    amountMinor: 4_200,
-    currency: "USD",
-    paymentToken: SANDBOX_TOKENS.approve,
-  });
-  if (r.status !== "captured") throw new Error(`expected a capture, got ${r.status}`);
-  return r;
-}
 
 describe("sandbox refunds under concurrency", () => {
   test("refunds of different ids sent at once never add up to more than the capture", async () => {

@@ -5,11 +5,11 @@
  * and the retry under the same refund id refunds exactly once. Real Postgres, a real row lock.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CardSandboxRail, SANDBOX_TOKENS } from "../../actors/payments/card-sandbox.ts";
-import { deriveIntentId } from "../../actors/payments/rail.ts";
+import { CardSandboxRail } from "../../actors/payments/card-sandbox.ts";
 import { PgSandboxLedger } from "../../actors/payments/sandbox-ledger-pg.ts";
 import { connect, isDatabaseUnavailable, isNeverSent } from "../../infra/db.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { capturedOn } from "../helpers/sandbox-rail.ts";
 import { PgProxy } from "../helpers/pg-proxy.ts";
 
 const BOUND_MS = 400;
@@ -21,18 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await db.drop();
 });
-
-async function capturedOn(rail: CardSandboxRail, session: string) {
-  const r = await rail.charge({
-    intentId: deriveIntentId(session, "3b241101-e2bb-4255-8caf-4136c566a962", "shop", 1),
-    storeId: "shop",
-    amountMinor: 4_200,
-    currency: "USD",
-    paymentToken: SANDBOX_TOKENS.approve,
-  });
-  if (r.status !== "captured") throw new Error(`expected a capture, got ${r.status}`);
-  return r;
-}
 
 async function refundedMinor(intentId: string): Promise<number> {
   const [row] = await db.sql<{ refunded_minor: number }[]>`SELECT refunded_minor FROM sandbox_ledger_intents WHERE intent_id = ${intentId}`;
