@@ -1,0 +1,260 @@
+/**
+ * A fuzz test of the whole REST surface, driven by the served OpenAPI document. The developers' guide promises: "Bad
+ * input always gets the spec's error envelope (REST) with the right status/code, never a 500, a stack trace or a hang".
+ * For every operation of /api/v1/openapi.json (REST, the ACP/UCP/AP2 bridges, OAuth) this sends a fixed number of
+ * fast-check requests (test/helpers/openapi-fuzz.ts) — valid-looking ones from the operation's schemas and mutated
+ * ones — with the right credentials or sometimes none or the wrong ones, and checks every answer: no 5xx beyond the
+ * documented ones, the surface's error shape on every 4xx, no stack trace, an X-Request-Id, a documented status and
+ * code, and a 2xx that validates against the documented schema. Nothing may take longer than the timeout.
+ *
+ * Deterministic: the seed is fixed (FUZZ_SEED overrides it, FUZZ_RUNS the runs per operation; FUZZ_LOG=1 prints every
+ * problem with a curl reproduction). What the run finds and is not fixed yet is listed in KNOWN below with the
+ * finding's reference in /tmp/notes/F1-report.md (docs/review.md once merged), so the test passes and fails on any new
+ * kind of problem.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, login, merchantLogin, placeOrder, type TestKey } from "../helpers/agents.ts";
+import { ACP, UCP } from "../helpers/bridge.ts";
+import {
+  checkAnswer,
+  operationsOf,
+  reproduction,
+  requestsFor,
+  ResponseValidator,
+  seedFor,
+  send,
+  type Credentials,
+  type DocOperation,
+  type FuzzAnswer,
+  type FuzzRequest,
+  type KnownValues,
+  type OpenApiDoc,
+  type Problem,
+  type ProblemKind,
+} from "../helpers/openapi-fuzz.ts";
+import { BOARD, GREEN } from "../helpers/partly-paid.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
+/** A request without an answer in this time is a hang (a finding). */
+const TIMEOUT_MS = 5_000;
+/** Operations fuzzed at once (each one's requests in order), to keep the run near 30 s on a 2-core machine. */
+const CONCURRENCY = 4;
+
+const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, MOCK
+const EU_SHOP = "0009e996-50d6-53b9-8529-d5e0bdaf69d1"; // qualified-eu-shop
+
+/**
+ * Operations not fuzzed, and why. None shut the service down; these would change what every other operation answers
+ * in an order that depends on scheduling, making the run's findings unrepeatable:
+ */
+const SKIP: Record<string, string> = {
+  // switches the search engine or its weights for the whole service (a Meilisearch URL that does not answer turns
+  // every search into a 503); its own validation is covered by test/http/admin-search-settings.test.ts
+  "PUT /api/v1/admin/search/settings": "changes search for every other request",
+};
+
+/** Runs per operation where each request is costly (an argon2id check per log-in). */
+const RUNS_FOR: Record<string, number> = {
+  "POST /api/v1/auth/login": 10,
+  "POST /api/v1/oauth/authorize": 12,
+};
+
+interface Known {
+  kind: ProblemKind;
+  /** the operation's key, or "*" for a problem of the HTTP server below every operation */
+  op: string;
+  status: number;
+  code?: string;
+  /** the finding in the report */
+  finding: string;
+}
+
+/**
+ * Problems this run finds that are not fixed yet (each one is a finding in the report). Matched on kind, operation,
+ * status and (when given) code, so a new kind of problem — or the same one on another operation — fails the test.
+ */
+const KNOWN: Known[] = [
+  // F1-1..F1-3: success answers the document describes wrongly (fix: /tmp/notes/F1-patch-1.diff, gateway/openapi/models.ts)
+  { kind: "success-schema", op: "PUT /api/v1/merchant/stores/{slug}/shipping-zones", status: 200, finding: "F1-1: zones is a count, example undocumented" },
+  { kind: "success-schema", op: "PUT /api/v1/merchant/stores/{slug}/mcp-tools", status: 200, finding: "F1-2: enabled may be null (every tool)" },
+  { kind: "success-schema", op: "POST /api/v1/merchant/stores/{slug}/allowlist/{keyId}", status: 200, finding: "F1-3: no created_at/updated_at in the answer" },
+  // F1-4: a repeated query parameter is 400 validation_error on routes that document no 400 (fix: F1-patch-1.diff, complete.ts)
+  ...["GET /api/v1/agent/docs", "GET /api/v1/agent-keys", "GET /api/v1/trust/methodology", "GET /api/v1/admin/search/settings", "GET /api/v1/agent/wallet"].map(
+    (op): Known => ({ kind: "undocumented-status", op, status: 400, code: "validation_error", finding: "F1-4: repeated query parameter, 400 undocumented" }),
+  ),
+  // F1-5: a request head over Bun's 16 KiB limit is answered 431 by the HTTP server itself: empty body, no X-Request-Id
+  ...(["no-request-id", "error-shape", "undocumented-status"] as const).map((kind): Known => ({ kind, op: "*", status: 431, finding: "F1-5: Bun's own 431 for a request head over 16 KiB" })),
+];
+
+function isKnown(p: Problem): Known | undefined {
+  return KNOWN.find((k) => k.kind === p.kind && (k.op === "*" || k.op === p.op) && k.status === p.status && (k.code === undefined || k.code === p.code));
+}
+
+let srv: TestServer;
+let doc: OpenApiDoc;
+let ops: DocOperation[] = [];
+const results: { d: DocOperation; r: FuzzRequest; a: FuzzAnswer }[] = [];
+const problems: Problem[] = [];
+let elapsedMs = 0;
+
+async function knownValues(key: TestKey, spare: TestKey, merchant: Record<string, string>): Promise<KnownValues> {
+  const H = key.headers;
+  const cart = await srv.json("/api/v1/agent/cart", { method: "POST", headers: H, body: { items: [{ product_id: SKILLET, quantity: 1 }] } });
+  const preview = await srv.json("/api/v1/agent/checkout/preview", { method: "POST", headers: H, body: { cartId: cart.body.data.id } });
+  const orderId = await placeOrder(srv, key, SKILLET);
+  const refund = await srv.json(`/api/v1/agent/orders/${orderId}/refund`, { method: "POST", headers: H, body: { amount: 1 } });
+  const acp = await srv.json(ACP, { method: "POST", headers: { ...H, "api-version": "2025-09-29" }, body: { items: [{ id: BOARD, quantity: 1 }] } });
+  const ucp = await srv.json(UCP, { method: "POST", headers: H, body: { line_items: [{ item: { id: BOARD }, quantity: 1 }] } });
+  const hook = await srv.json("/api/v1/merchant/stores/demo-store/webhooks", { method: "POST", headers: merchant, body: { url: "http://127.0.0.1:9/hook", events: ["order.created"] } });
+  const coupons = await srv.json("/api/v1/merchant/stores/demo-store/coupons", { headers: merchant });
+  for (const [what, r, want] of [
+    ["cart", cart, 201],
+    ["preview", preview, 200],
+    ["refund", refund, 201],
+    ["acp", acp, 201],
+    ["ucp", ucp, 201],
+    ["webhook", hook, 201],
+    ["coupons", coupons, 200],
+  ] as const) {
+    if (r.status !== want) throw new Error(`set-up ${what}: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  const codes = ((coupons.body.data?.coupons ?? coupons.body.data ?? []) as { code?: string }[]).map((c) => c.code).filter((c): c is string => typeof c === "string");
+  return {
+    products: [SKILLET, BOARD, GREEN, EU_SHOP],
+    carts: [cart.body.data.id],
+    orders: [orderId],
+    checkoutSessions: [preview.body.data.checkout_session_id],
+    acpSessions: [acp.body.id],
+    ucpSessions: [ucp.body.id],
+    webhooks: [hook.body.data.id],
+    refunds: [refund.body.data.refund_id],
+    spareKeys: [spare.id],
+    coupons: codes.length ? codes : ["SAVE10"],
+    slugs: ["demo-store"],
+  };
+}
+
+beforeAll(async () => {
+  // rate limits off: a 429 would hide what the request would have reached (the limits have their own tests)
+  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
+  const adminToken = await login(srv);
+  // the demo seed makes the operator demo-store's owner (infra/seed/demo.ts); another store's owner is the wrong merchant
+  const foreignToken = await login(srv, merchantLogin("greenleaf-living"));
+  const key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE", token: adminToken });
+  const spare = await createKey(srv, { scopes: ALL_SCOPES, token: adminToken });
+  const creds: Credentials = {
+    agent: key.headers,
+    merchant: { authorization: `Bearer ${adminToken}` },
+    admin: { authorization: `Bearer ${adminToken}` },
+    foreign: { authorization: `Bearer ${foreignToken}` },
+  };
+  const known = await knownValues(key, spare, creds.merchant);
+  const r = await srv.json<OpenApiDoc>("/api/v1/openapi.json");
+  expect(r.status).toBe(200);
+  doc = r.body;
+  ops = operationsOf(doc);
+  const validator = new ResponseValidator(doc);
+
+  const queue = ops.filter((d) => !(d.key in SKIP));
+  const t0 = performance.now();
+  const worker = async () => {
+    for (let d = queue.shift(); d; d = queue.shift()) {
+      for (const req of requestsFor(d, doc, known, creds, seedFor(SEED, d.key), RUNS_FOR[d.key] ?? RUNS)) {
+        const a = await send(srv.url, req, TIMEOUT_MS);
+        results.push({ d, r: req, a });
+        problems.push(...checkAnswer(d, req, a, validator));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  elapsedMs = performance.now() - t0;
+  if (process.env.FUZZ_LOG) {
+    for (const p of problems) console.log(`${isKnown(p) ? "known" : "NEW  "} ${p.kind} ${p.op} ${p.status} ${p.code ?? ""} [${p.request.kind}] ${p.detail.slice(0, 200)}\n      ${reproduction(srv.url, p.request)}`);
+    const byOp = new Map<string, Map<string, number>>();
+    for (const x of results) {
+      const m = byOp.get(x.d.key) ?? new Map<string, number>();
+      const k = `${x.r.kind}:${x.a.status}:${(x.a.json as { code?: string } | undefined)?.code ?? ""}`;
+      m.set(k, (m.get(k) ?? 0) + 1);
+      byOp.set(x.d.key, m);
+    }
+    const firstValid400 = new Set<string>();
+    for (const x of results) {
+      if (x.r.kind !== "valid" || x.a.status !== 400 || firstValid400.has(x.d.key)) continue;
+      firstValid400.add(x.d.key);
+      console.log(`VALID400 ${x.d.key} ${x.r.body?.slice(0, 300)} ${x.r.url.slice(0, 100)} => ${x.a.text.slice(0, 250)}`);
+    }
+    for (const x of results) if (x.a.status === 405 || x.a.status === 413 || x.a.ms > 1500) console.log(`ODD ${x.a.status} ${Math.round(x.a.ms)}ms ${x.d.key} ${reproduction(srv.url, x.r, 150)} => ${x.a.text.slice(0, 200)}`);
+    for (const [op, m] of byOp) console.log(`STATS ${op} ${[...m].sort().map(([k, n]) => `${k}×${n}`).join(" ")}`);
+    console.log(`${results.length} requests in ${Math.round(elapsedMs)} ms`);
+  }
+}, 180_000);
+
+afterAll(async () => {
+  await srv?.stop();
+});
+
+/** The problems of `kinds` not on the known list, one line per (kind, operation, status, code) with a reproduction. */
+function unexplained(...kinds: ProblemKind[]): string[] {
+  const seen = new Map<string, string>();
+  for (const p of problems) {
+    if (!kinds.includes(p.kind) || isKnown(p)) continue;
+    const id = `${p.kind} ${p.op} ${p.status} ${p.code ?? ""}`;
+    if (!seen.has(id)) seen.set(id, `${id}: ${p.detail.slice(0, 160)} — ${reproduction(srv.url, p.request, 120)}`);
+  }
+  return [...seen.values()];
+}
+
+describe("fuzzing every operation of the OpenAPI document", () => {
+  test("every operation of the document was sent requests, valid-looking and bad, with answers of several kinds", () => {
+    const fuzzed = new Set(results.map((x) => x.d.key));
+    expect(ops.length).toBeGreaterThan(90);
+    expect(ops.filter((d) => !fuzzed.has(d.key) && !(d.key in SKIP)).map((d) => d.key)).toEqual([]);
+    const kinds = new Set<string>(results.map((x) => x.r.kind));
+    for (const k of ["valid", "mutated", "raw-body", "content-type", "path", "query", "auth"]) expect(kinds.has(k)).toBe(true);
+    // the valid-looking requests get through to real work on a good share of the operations
+    const succeeded = new Set(results.filter((x) => x.a.status >= 200 && x.a.status < 300).map((x) => x.d.key));
+    expect(succeeded.size).toBeGreaterThan(ops.length / 2);
+  });
+
+  test("no request hangs: every one is answered within the timeout", () => {
+    expect(unexplained("hang")).toEqual([]);
+  });
+
+  test("no answer is a server error, beyond the documented 501 and a 502/503 with a documented code", () => {
+    expect(unexplained("server-error")).toEqual([]);
+  });
+
+  test("no answer carries a stack trace or a source path", () => {
+    expect(unexplained("stack-trace")).toEqual([]);
+  });
+
+  test("every answer carries an X-Request-Id", () => {
+    expect(unexplained("no-request-id")).toEqual([]);
+  });
+
+  test("every 4xx is the surface's error shape: our envelope on REST and AP2, ACP's and UCP's own on their bridges", () => {
+    expect(unexplained("error-shape")).toEqual([]);
+  });
+
+  test("every success answer validates against the operation's documented schema", () => {
+    expect(unexplained("success-schema")).toEqual([]);
+  });
+
+  test("every status and error code answered is one the operation documents", () => {
+    expect(unexplained("undocumented-status", "unlisted-code")).toEqual([]);
+  });
+
+  test("the service still answers after the run: the health probe is 200 and a valid search is served", async () => {
+    expect((await srv.json("/api/v1/health")).status).toBe(200);
+    const k = await createKey(srv, { scopes: ["search"] });
+    const r = await srv.json("/api/v1/agent/search", { method: "POST", headers: k.headers, body: { query: "skillet" } });
+    expect(r.status).toBe(200);
+  });
+
+  test("the run stays bounded in time", () => {
+    // the campaign, not the set-up; 60 s is the budget on a busy 2-core machine
+    expect(elapsedMs).toBeLessThan(60_000);
+  });
+});
