@@ -149,7 +149,12 @@ export const CONFIG_VARS = {
   RETENTION_RESERVATION_GRACE_DAYS: {
     schema: T.Integer({ minimum: 0 }),
     default: 7,
-    doc: "Days after a stock reservation was released or given back before it is deleted, once its order is no longer pending and its cart has nothing due (held and committed reservations, and the one of the order's last attempt, are kept).",
+    doc: "Days after a stock reservation was released or given back before it is deleted, once its order is no longer pending and its cart has nothing due (held reservations and a released last attempt are kept); a committed one goes as many days after its order left paid and fulfilled (shipped, delivered, refunded, canceled), when nothing can give its units back any more.",
+  },
+  RETENTION_AP2_MANDATE_GRACE_DAYS: {
+    schema: T.Integer({ minimum: 0 }),
+    default: 7,
+    doc: "Days after an AP2 mandate stops being accepted (the first of its signed expiries: intent_expiry, cart_expiry, the user authorization's exp) before its cart binding and its agent-key claim are deleted; a mandate without any expiry, and a binding recorded before migration 0087, are kept.",
   },
 } as const satisfies Record<string, { schema: TSchema; default: unknown; doc: string }>;
 

@@ -22,22 +22,47 @@
  *    checkout session ended, nothing is due for it), the session was not changed within the grace and no write holds
  *    its claim (by the database's clock, which set the claim). This rule runs before the cart rule, which then deletes
  *    the cart in the same run. A session whose cart an order or x402 row names is kept for good and marked so its
- *    scan no longer reads it (MARKING_STATEMENTS; review RG-4). AP2 rows are never deleted: each binds a signed mandate to the one cart it pays, and a
- *    mandate need not expire.
+ *    scan no longer reads it (MARKING_STATEMENTS; review RG-4). AP2 rows are the next rule's.
+ *  - AP2 mandate bindings (session 11): the `ap2` row of `bridge_sessions` (a mandate bound, per agent key, to the one
+ *    cart it pays) and the `ap2_mandate_agents` claim (the mandate held, per signer key, by the one agent key that
+ *    paid with it). Both are read only by an AP2 payment (gateway/bridge/index.ts `ap2Pay`), to refuse the mandate for
+ *    a second cart or a second agent key. Each records (migration 0087) the last instant the mandate as presented could
+ *    be accepted: the first of its signed expiries (intent_expiry, cart_expiry, the user authorization's `exp`). After
+ *    it every presentation is refused before either row is read (401 `expired` for `exp`; 403 MANDATE_LIMIT_EXCEEDED
+ *    `expiry` for a cart not paid yet), and a replay for a paid cart is answered from that cart, never from the rows
+ *    (the cart's session key is derived from the agent key and the mandate id: the same mandate gets its receipt, 200,
+ *    any other an `expiry` 403; ap2Pay binds nothing for an expired mandate). So a row goes
+ *    RETENTION_AP2_MANDATE_GRACE_DAYS after that instant (the grace covers a gateway clock behind the job's), and by
+ *    the database's clock too. A mandate without any expiry ('infinity') and a row written before 0087 (NULL: its expiry
+ *    was never recorded) are kept for ever: either could still be presented and accepted. A later presentation of the
+ *    same mandate id with a later expiry (the user signed it again) moves the instant later, never earlier. Runs before
+ *    the cart rule: an unpaid cart named only by a deleted binding then goes in the same run (if old enough). The
+ *    gateway side (recording the instant; an expired mandate on a paid cart answered from the cart) is
+ *    gateway/bridge/common.ts `bindMandate`, ap2-auth.ts `claimMandate` and index.ts `ap2Pay`; until a host records it,
+ *    its rows stay NULL and are kept.
  *  - `bridge_idempotency` (session 9): an Idempotency-Key record whose last claim's lease ended more than
  *    RETENTION_BRIDGE_IDEMPOTENCY_DAYS ago (never a claim not yet filled in while its lease is live by the database's
  *    clock). The key then runs as new; every bridged payment also lands on the cart's own session idempotency (a
  *    derived key), so a late repeat never charges twice.
  *  - `stock_reservations` (session 9): released and returned reservations (they hold nothing) unchanged for
  *    RETENTION_RESERVATION_GRACE_DAYS, once their order is no longer pending and the order's cart has no reminder due,
- *    except the row of the order's last attempt (`orders.intent_id`). A released row is what refuses a replay of its
- *    reservation id (actors/store/commerce.ts `priorOf`); a replay comes only from the cart's own live checkout (its
- *    turn, its re-drive, an ask's retries). Without a row, a begin of an earlier attempt of an order that moved on is
- *    refused anyway (`gone`, STATE_EXECUTION_BLOCKED), but the last attempt's id would be answered from the order as
- *    held (`priorOf`'s fallback; a canceled order's `released` mark exists to refuse exactly that), so that one row per
- *    order stays, kept for good and marked so the scan no longer reads it (MARKING_STATEMENTS; review RG-4). Held
- *    rows (live stock) and committed ones (a merchant's cancel gives their units back: refund-flow.ts
- *    `returnSoldStock`) are never deleted.
+ *    except a released row that is the order's last attempt (`orders.intent_id`). A released row is what refuses a
+ *    replay of its reservation id (actors/store/commerce.ts `priorOf`); a replay comes only from the cart's own live
+ *    checkout (its turn, its re-drive, an ask's retries). Without a row, a begin of an earlier attempt of an order that
+ *    moved on is refused anyway (`gone`, STATE_EXECUTION_BLOCKED), but the last attempt's id would be answered from the
+ *    order as held (`priorOf`'s fallback; a canceled order's `released` mark exists to refuse exactly that), so that one
+ *    row per order stays, kept for good and marked so the scan no longer reads it (MARKING_STATEMENTS; review RG-4). A
+ *    returned last attempt goes (session 11): `priorOf` answers held, committed and returned alike ("begun before",
+ *    nothing held again), so the fallback's `held` is the same answer. Held rows are live stock: never deleted.
+ *  - committed `stock_reservations` (session 11): a committed row (the paid attempt: always its order's intent_id) is
+ *    read after the sale only by `returnSoldStock` (refund-flow.ts), which gives its units back when the merchant
+ *    cancels the order (paid or fulfilled) or a full refund lands while it is paid. Once the order left paid and
+ *    fulfilled (shipped, delivered, refunded, canceled: no move leads back) nothing can; a trigger on orders stamps the
+ *    row's `order_closed_at` then (migration 0087), and the row goes RETENTION_RESERVATION_GRACE_DAYS after it, once
+ *    its cart has no reminder due. Its other readers answer the same without it: a replayed begin of its id (`priorOf`'s
+ *    fallback: the order's intent_id, as held: "begun before", created false, nothing held), a replayed settle (only a
+ *    held row of a pending order is settled), a reconciliation (the same settle). Rows of an order still paid or
+ *    fulfilled, however old, stay (the merchant may still cancel it) and are not in the scan's index.
  *  - `webhook_deliveries` (session 9): deliveries finished (delivered, or dead) more than
  *    RETENTION_WEBHOOK_DELIVERY_DAYS ago, with their attempt log (ON DELETE CASCADE). Pending and failed ones stay
  *    (they are still being tried). Aged from `finished_at` (migration 0086), written where a delivery is delivered or
@@ -68,7 +93,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const RUN_BUDGET_MS = 60_000;
 
 /** The settings added in session 9 may be left out (their defaults apply), so callers written before them still hold. */
-type LaterSettings = "RETENTION_WEBHOOK_DELIVERY_DAYS" | "RETENTION_BRIDGE_IDEMPOTENCY_DAYS" | "RETENTION_RESERVATION_GRACE_DAYS";
+type LaterSettings = "RETENTION_WEBHOOK_DELIVERY_DAYS" | "RETENTION_BRIDGE_IDEMPOTENCY_DAYS" | "RETENTION_RESERVATION_GRACE_DAYS" | "RETENTION_AP2_MANDATE_GRACE_DAYS";
 export type RetentionSettings = Pick<Config, "RETENTION_BATCH" | "RETENTION_OAUTH_GRACE_DAYS" | "RETENTION_CART_GRACE_DAYS" | "RETENTION_WEBHOOK_EVENT_DAYS"> &
   Partial<Pick<Config, LaterSettings>>;
 const days = (s: RetentionSettings, k: LaterSettings): number => s[k] ?? CONFIG_VARS[k].default;
@@ -110,6 +135,15 @@ export const RETENTION_RULES: Record<string, Rule> = {
     return r!;
   },
 
+  // Before `carts`: an unpaid cart named only by a binding deleted here goes in the same run.
+  async ap2_mandate_bindings(sql, s, nowMs, batch) {
+    return (await DELETE_STATEMENTS.ap2_mandate_bindings(sql, s, nowMs, batch)).count;
+  },
+
+  async ap2_mandate_agents(sql, s, nowMs, batch) {
+    return (await DELETE_STATEMENTS.ap2_mandate_agents(sql, s, nowMs, batch)).count;
+  },
+
   async carts(sql, s, nowMs, batch) {
     const res = await sql`
       DELETE FROM actor_state WHERE kind = 'cart' AND id IN (
@@ -137,6 +171,10 @@ export const RETENTION_RULES: Record<string, Rule> = {
   async stock_reservations(sql, s, nowMs, batch) {
     const [r] = await MARKING_STATEMENTS.stock_reservations(sql, s, nowMs, batch);
     return r!;
+  },
+
+  async sold_stock_reservations(sql, s, nowMs, batch) {
+    return (await DELETE_STATEMENTS.sold_stock_reservations(sql, s, nowMs, batch)).count;
   },
 
   // Before `webhook_events`: an event whose deliveries went here goes in the same run (if old enough).
@@ -191,17 +229,18 @@ export const RETENTION_RULES: Record<string, Rule> = {
 export const MARKING_STATEMENTS = {
   stock_reservations: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => sql<{ deleted: number; taken: number }[]>`
     WITH c AS (
-      SELECT r.id, r.id IS NOT DISTINCT FROM o.intent_id AS last_attempt
+      SELECT r.id, r.status = 'released' AND r.id IS NOT DISTINCT FROM o.intent_id AS last_attempt
       FROM stock_reservations r
       JOIN orders o ON o.id = r.order_id
       -- the predicate of the partial index stock_reservations_done (migration 0085)
       WHERE r.status IN ('released', 'returned') AND NOT r.kept_as_last_attempt
         AND r.updated_at < ${new Date(nowMs - days(s, "RETENTION_RESERVATION_GRACE_DAYS") * DAY_MS)}
         AND o.status <> 'pending'
-        -- the order's last attempt (its intent_id) keeps its row: with none, priorOf answers that id from the
+        -- a released last attempt (the order's intent_id) keeps its row: with none, priorOf answers that id from the
         -- order as held; its released mark (cancelPendingOrderRows) is what refuses it (review RB-1). Taken here to
-        -- be marked; any other row is deleted once its order's cart has nothing due.
-        AND (r.id IS NOT DISTINCT FROM o.intent_id
+        -- be marked; any other row (a returned last attempt too: priorOf's answer is the same without it) is deleted
+        -- once its order's cart has nothing due.
+        AND ((r.status = 'released' AND r.id IS NOT DISTINCT FROM o.intent_id)
              OR o.cart_id IS NULL OR NOT EXISTS (SELECT 1 FROM actor_reminders m WHERE m.kind = 'cart' AND m.id = o.cart_id::text))
       LIMIT ${batch} FOR UPDATE OF r SKIP LOCKED),
     marked AS (UPDATE stock_reservations SET kept_as_last_attempt = true WHERE id IN (SELECT id FROM c WHERE last_attempt)),
@@ -228,6 +267,42 @@ export const MARKING_STATEMENTS = {
     marked AS (UPDATE bridge_sessions b SET kept_with_cart = c.cart_id FROM c WHERE b.id = c.id AND c.for_good),
     gone AS (DELETE FROM bridge_sessions WHERE id IN (SELECT id FROM c WHERE NOT for_good) RETURNING 1)
     SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM c)::int AS taken`,
+};
+
+/**
+ * The session-11 rules' statements (see the header), apart from the rules so a test can EXPLAIN them. Each reads its
+ * candidates from a partial index of migration 0087 holding only rows that can become deletable by time alone: an
+ * AP2 row whose mandate's expiry was recorded (a `< horizon` range never reaches 'infinity'), a committed reservation
+ * whose order closed. So a batch walks its candidates (plus, for reservations, those whose cart has a reminder due),
+ * never the bindings of mandates without an expiry nor the rows of orders still paid or fulfilled.
+ */
+export const DELETE_STATEMENTS = {
+  ap2_mandate_bindings: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => sql`
+    DELETE FROM bridge_sessions WHERE id IN (
+      SELECT id FROM bridge_sessions
+      -- the predicate of the partial index bridge_sessions_ap2_expiry; 'infinity' and NULL never match
+      WHERE protocol = 'ap2' AND mandate_expires_at < ${new Date(nowMs - days(s, "RETENTION_AP2_MANDATE_GRACE_DAYS") * DAY_MS)}
+        -- expired by the database's clock too, whatever the job host's clock says (review RB-3)
+        AND mandate_expires_at < now()
+      LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+
+  ap2_mandate_agents: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => sql`
+    DELETE FROM ap2_mandate_agents WHERE (thumbprint, payment_mandate_id) IN (
+      SELECT thumbprint, payment_mandate_id FROM ap2_mandate_agents
+      -- the partial index ap2_mandate_agents_expiry
+      WHERE expires_at < ${new Date(nowMs - days(s, "RETENTION_AP2_MANDATE_GRACE_DAYS") * DAY_MS)} AND expires_at < now()
+      LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+
+  sold_stock_reservations: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => sql`
+    DELETE FROM stock_reservations WHERE id IN (
+      SELECT r.id FROM stock_reservations r
+      JOIN orders o ON o.id = r.order_id
+      -- the predicate of the partial index stock_reservations_sold; the order's status is checked again so a row
+      -- stamped by anything but the trigger's move is never taken while a cancel could still restock it
+      WHERE r.status = 'committed' AND r.order_closed_at < ${new Date(nowMs - days(s, "RETENTION_RESERVATION_GRACE_DAYS") * DAY_MS)}
+        AND o.status NOT IN ('pending', 'paid', 'fulfilled')
+        AND (o.cart_id IS NULL OR NOT EXISTS (SELECT 1 FROM actor_reminders m WHERE m.kind = 'cart' AND m.id = o.cart_id::text))
+      LIMIT ${batch} FOR UPDATE OF r SKIP LOCKED)`,
 };
 
 /**

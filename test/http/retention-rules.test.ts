@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, ADMIN, createKey, login, placeOrder, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { MARKING_STATEMENTS, runRetention, type RetentionSettings } from "../../infra/retention.ts";
+import { DELETE_STATEMENTS, MARKING_STATEMENTS, runRetention, type RetentionSettings } from "../../infra/retention.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store (owned by the admin)
 const DAY = 24 * 60 * 60 * 1000;
@@ -19,6 +19,7 @@ const SETTINGS: RetentionSettings = {
   RETENTION_WEBHOOK_DELIVERY_DAYS: 30,
   RETENTION_BRIDGE_IDEMPOTENCY_DAYS: 7,
   RETENTION_RESERVATION_GRACE_DAYS: 7,
+  RETENTION_AP2_MANDATE_GRACE_DAYS: 7,
 };
 
 let srv: TestServer;
@@ -46,7 +47,8 @@ interface PlanNode {
  * under EXPLAIN ANALYZE and rolled back. The planner is held to indexes (as on a table of real size; these test
  * tables are small enough for a sequential scan), and the scan must be the index's, or the count says nothing.
  */
-async function rowsWalked(rule: keyof typeof MARKING_STATEMENTS, index: string, nowMs: number): Promise<number> {
+async function rowsWalked(rule: keyof typeof MARKING_STATEMENTS | keyof typeof DELETE_STATEMENTS, index: string, nowMs: number): Promise<number> {
+  const statement = rule in MARKING_STATEMENTS ? MARKING_STATEMENTS[rule as keyof typeof MARKING_STATEMENTS] : DELETE_STATEMENTS[rule as keyof typeof DELETE_STATEMENTS];
   let walked: number | undefined;
   const rollback = new Error("rollback");
   await srv.db.sql
@@ -54,7 +56,7 @@ async function rowsWalked(rule: keyof typeof MARKING_STATEMENTS, index: string, 
       // JIT would compile the statement for the huge costs that turning sequential scans off gives them: seconds
       await tx`SET LOCAL enable_seqscan = off`;
       await tx`SET LOCAL jit = off`;
-      const [row] = await tx<{ "QUERY PLAN": { Plan: PlanNode }[] }[]>`EXPLAIN (ANALYZE, FORMAT JSON) ${MARKING_STATEMENTS[rule](srv.db.sql, SETTINGS, nowMs, 1000)}`;
+      const [row] = await tx<{ "QUERY PLAN": { Plan: PlanNode }[] }[]>`EXPLAIN (ANALYZE, FORMAT JSON) ${statement(srv.db.sql, SETTINGS, nowMs, 1000)}`;
       const nodes: PlanNode[] = [];
       const visit = (n: PlanNode) => {
         if (n["Index Name"] === index) nodes.push(n);
@@ -485,6 +487,179 @@ describe("stock reservations (session 9)", () => {
     await run(now);
     expect(await left(kept)).toEqual([...kept].sort());
   }, 30_000);
+});
+
+describe("AP2 mandate bindings (session 11)", () => {
+  const newCart = async (): Promise<string> => {
+    const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });
+    expect(r.status).toBe(201);
+    return r.body.data.id as string;
+  };
+  /** A binding and its claim as bindMandate and claimMandate write them; `expires` is ms from now, "never" or "unrecorded". */
+  async function mandate(expires: number | "never" | "unrecorded", cartId?: string): Promise<{ binding: string; mandateId: string; cartId: string }> {
+    const cart = cartId ?? (await newCart());
+    const mandateId = `pm-${crypto.randomUUID()}`;
+    const binding = `ap2_${crypto.randomUUID().replace(/-/g, "")}`;
+    // postgres.js sends a timestamptz parameter as a Date, so 'infinity' is spelled in SQL
+    const at = () => (expires === "never" ? srv.db.sql`'infinity'::timestamptz` : srv.db.sql`${expires === "unrecorded" ? null : new Date(Date.now() + expires)}::timestamptz`);
+    await srv.db.sql`INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id, meta, mandate_expires_at)
+      VALUES (${binding}, 'ap2', ${key.id}, ${cart}, ${srv.db.sql.json({ payment_mandate_id: mandateId })}, ${at()})`;
+    await srv.db.sql`INSERT INTO ap2_mandate_agents (thumbprint, payment_mandate_id, agent_key_id, expires_at)
+      VALUES ('retention-test-signer', ${mandateId}, ${key.id}, ${at()})`;
+    return { binding, mandateId, cartId: cart };
+  }
+  const bindingsLeft = async (ids: string[]) => (await srv.db.sql<{ id: string }[]>`SELECT id FROM bridge_sessions WHERE id IN ${srv.db.sql(ids)}`).map((r) => r.id).sort();
+  const claimsLeft = async (ids: string[]) =>
+    (await srv.db.sql<{ payment_mandate_id: string }[]>`SELECT payment_mandate_id FROM ap2_mandate_agents WHERE payment_mandate_id IN ${srv.db.sql(ids)}`).map((r) => r.payment_mandate_id).sort();
+  const cartsLeft = async (ids: string[]) => (await srv.db.sql<{ id: string }[]>`SELECT id FROM actor_state WHERE kind = 'cart' AND id IN ${srv.db.sql(ids)}`).map((r) => r.id).sort();
+
+  test("a binding and its claim go a grace after the mandate's recorded expiry, and the unpaid cart only it named goes in the same run; a mandate without an expiry, a binding recorded before 0087 and one expired less than the grace ago stay", async () => {
+    const m = {
+      expired: await mandate(-DAY), // expired a day ago by both clocks
+      never: await mandate("never"),
+      unrecorded: await mandate("unrecorded"),
+      recent: await mandate(-DAY / 2),
+    };
+    const all = Object.values(m);
+    const bindings = (xs: typeof all) => xs.map((x) => x.binding).sort();
+    const claims = (xs: typeof all) => xs.map((x) => x.mandateId).sort();
+    const now = Date.now();
+    // 6 days after the first expiry: inside the grace, nothing goes
+    await run(now + 5 * DAY);
+    expect(await bindingsLeft(bindings(all))).toEqual(bindings(all));
+    expect(await claimsLeft(claims(all))).toEqual(claims(all));
+
+    // 7¼ days after the first expiry, 6¾ after the second: only the first goes
+    const first = await run(now + 6 * DAY + DAY / 4);
+    expect(first.ap2_mandate_bindings).toBe(1);
+    expect(first.ap2_mandate_agents).toBe(1);
+    expect(await bindingsLeft(bindings(all))).toEqual(bindings([m.never, m.unrecorded, m.recent]));
+    expect(await claimsLeft(claims(all))).toEqual(claims([m.never, m.unrecorded, m.recent]));
+    expect(await cartsLeft(all.map((x) => x.cartId))).toEqual(all.map((x) => x.cartId).sort()); // the carts' own grace has not passed
+
+    // past the second's grace and the carts' own (expiry + 7 days): the unpaid carts only the deleted bindings named go too
+    await run(now + 9 * DAY);
+    const kept = [m.never, m.unrecorded];
+    expect(await bindingsLeft(bindings(all))).toEqual(bindings(kept));
+    expect(await claimsLeft(claims(all))).toEqual(claims(kept));
+    expect(await cartsLeft(all.map((x) => x.cartId))).toEqual(kept.map((x) => x.cartId).sort());
+  }, 30_000);
+
+  test("a binding whose recorded expiry the database's clock has not reached stays, however far ahead the job's clock runs", async () => {
+    const live = await mandate(2 * DAY);
+    await run(Date.now() + 400 * DAY);
+    expect(await bindingsLeft([live.binding])).toEqual([live.binding]);
+    expect(await claimsLeft([live.mandateId])).toEqual([live.mandateId]);
+  }, 30_000);
+
+  test("a batch reads only the expired rows from each rule's index, never the bindings of mandates without an expiry", async () => {
+    const cart = await newCart();
+    for (let i = 0; i < 4; i++) await mandate("never", cart);
+    const expired = await mandate(-2 * DAY, cart);
+    const scanAt = Date.now() + 6 * DAY; // a horizon a day ago: `expired` is past it
+    // a bitmap scan counts index entries of rows the tests above deleted until a vacuum removes them
+    await srv.db.sql`VACUUM bridge_sessions, ap2_mandate_agents`;
+    const [{ n: bindings }] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM bridge_sessions WHERE protocol = 'ap2' AND mandate_expires_at < ${new Date(scanAt - 7 * DAY)}`;
+    const [{ n: claims }] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM ap2_mandate_agents WHERE expires_at < ${new Date(scanAt - 7 * DAY)}`;
+    expect(bindings).toBeGreaterThanOrEqual(1);
+    expect(await rowsWalked("ap2_mandate_bindings", "bridge_sessions_ap2_expiry", scanAt)).toBe(bindings);
+    expect(await rowsWalked("ap2_mandate_agents", "ap2_mandate_agents_expiry", scanAt)).toBe(claims);
+    expect(await bindingsLeft([expired.binding])).toEqual([expired.binding]); // EXPLAIN's run was rolled back
+  }, 30_000);
+});
+
+describe("committed stock reservations (session 11)", () => {
+  const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
+  let admin: string;
+  beforeAll(async () => {
+    admin = await login(srv);
+  });
+  async function soldOrder(): Promise<{ orderId: string; reservationId: string; cartId: string }> {
+    const orderId = await placeOrder(srv, key, SKILLET);
+    const [r] = await srv.db.sql<{ id: string; status: string; cart_id: string; intent_id: string }[]>`
+      SELECT r.id, r.status, o.cart_id::text AS cart_id, o.intent_id FROM stock_reservations r JOIN orders o ON o.id = r.order_id WHERE r.order_id = ${orderId}`;
+    expect(r).toMatchObject({ status: "committed", intent_id: r!.id });
+    return { orderId, reservationId: r!.id, cartId: r!.cart_id };
+  }
+  async function move(orderId: string, status: "fulfilled" | "shipped" | "delivered" | "canceled"): Promise<void> {
+    const r = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, { method: "POST", headers: { authorization: `Bearer ${admin}` }, body: { status } });
+    expect(r.status).toBe(200);
+  }
+  const rows = async (ids: string[]) =>
+    (await srv.db.sql<{ id: string; status: string }[]>`SELECT id, status FROM stock_reservations WHERE id IN ${srv.db.sql(ids)} ORDER BY id`).map((r) => `${r.id}:${r.status}`);
+  const stock = async () => (await srv.db.sql<{ n: number }[]>`SELECT stock_quantity AS n FROM products WHERE id = ${SKILLET}`)[0]!.n;
+  const leg = (o: { orderId: string; reservationId: string; cartId: string }) => ({
+    orderId: o.orderId, checkoutSessionId: `sess-${o.orderId}`, cartId: o.cartId, reservationId: o.reservationId, agentKeyId: key.id, currency: "USD",
+    paymentRail: "card", paymentMethod: "MOCK", couponCode: null, subtotalMinor: 100, discountMinor: 0, shippingMinor: 0, taxMinor: 0,
+    totalMinor: 100, lines: [{ productId: SKILLET, variantId: null, title: "x", quantity: 1, unitPriceMinor: 100 }],
+  });
+
+  test("a committed reservation goes a grace after its order was shipped, delivered or refunded, and a returned one after its cancel; those of orders still paid or fulfilled, however old, and of a cart with something due stay; replays of a deleted one answer as before and a kept one still restocks", async () => {
+    await srv.db.sql`UPDATE products SET stock_quantity = stock_quantity + 20, in_stock = true WHERE id = ${SKILLET}`;
+    const o = { paid: await soldOrder(), fulfilled: await soldOrder(), shipped: await soldOrder(), delivered: await soldOrder(), refunded: await soldOrder(), canceled: await soldOrder(), due: await soldOrder() };
+    await move(o.fulfilled.orderId, "fulfilled");
+    await move(o.shipped.orderId, "shipped");
+    await move(o.delivered.orderId, "shipped");
+    await move(o.delivered.orderId, "delivered");
+    await move(o.refunded.orderId, "fulfilled");
+    // the refund flow's move (moveOrderAfterRefund): a full refund of a fulfilled order gives nothing back
+    await srv.db.sql`UPDATE orders SET status = 'refunded' WHERE id = ${o.refunded.orderId}`;
+    const beforeCancel = await stock();
+    await move(o.canceled.orderId, "canceled"); // gives its unit back: the row is `returned`
+    expect(await stock()).toBe(beforeCancel + 1);
+    await move(o.due.orderId, "shipped");
+    await srv.db.sql`INSERT INTO actor_reminders (kind, id, name, due_at) VALUES ('cart', ${o.due.cartId}, 'retention-test', now() + interval '30 days')`;
+    const ids = Object.values(o).map((x) => x.reservationId);
+    // the trigger stamped exactly the rows whose order can no longer give units back
+    const closed = await srv.db.sql<{ id: string }[]>`SELECT id FROM stock_reservations WHERE id IN ${srv.db.sql(ids)} AND order_closed_at IS NOT NULL ORDER BY id`;
+    expect(closed.map((r) => r.id)).toEqual([o.shipped, o.delivered, o.refunded, o.canceled, o.due].map((x) => x.reservationId).sort());
+
+    // a replay of the shipped order's paid attempt, and of its settle, before the rule ran
+    const { beginLegRows, settleLegRows } = await import("../../actors/store/commerce.ts");
+    const replay = () => beginLegRows(srv.db.sql, "demo-store", leg(o.shipped), Date.now());
+    const resettle = () => settleLegRows(srv.db.sql, "demo-store", { orderId: o.shipped.orderId, reservationId: o.shipped.reservationId, outcome: "captured", intentId: o.shipped.reservationId, captureRef: "cap" }, Date.now());
+    const begunBefore = await replay();
+    const settledBefore = await resettle();
+    expect(begunBefore).toEqual({ orderId: o.shipped.orderId, created: false });
+    expect(settledBefore).toEqual({ status: "shipped", changed: [] });
+
+    const all = await rows(ids);
+    const now = Date.now();
+    await run(now + 6 * DAY);
+    expect(await rows(ids)).toEqual(all);
+    const deleted = await run(now + 7 * DAY + 60_000);
+    expect(deleted.sold_stock_reservations).toBeGreaterThanOrEqual(3);
+    expect(deleted.stock_reservations).toBeGreaterThanOrEqual(1);
+    expect(await rows(ids)).toEqual(
+      [`${o.paid.reservationId}:committed`, `${o.fulfilled.reservationId}:committed`, `${o.due.reservationId}:committed`].sort(),
+    );
+
+    // the same answers without the row: "begun before" (nothing held), and a settle that leaves the shipped order alone
+    const held = await stock();
+    expect(await replay()).toEqual(begunBefore);
+    expect(await resettle()).toEqual(settledBefore);
+    expect(await stock()).toBe(held);
+    const [after] = await srv.db.sql<{ status: string; intent_id: string }[]>`SELECT status, intent_id FROM orders WHERE id = ${o.shipped.orderId}`;
+    expect(after).toEqual({ status: "shipped", intent_id: o.shipped.reservationId });
+    // a kept row still gives its units back when the merchant cancels its order
+    await move(o.fulfilled.orderId, "canceled");
+    expect(await stock()).toBe(held + 1);
+    await srv.db.sql`DELETE FROM actor_reminders WHERE kind = 'cart' AND id = ${o.due.cartId} AND name = 'retention-test'`;
+  }, 60_000);
+
+  test("a batch reads only rows whose order closed, never the committed rows of orders still paid", async () => {
+    await srv.db.sql`UPDATE products SET stock_quantity = stock_quantity + 10, in_stock = true WHERE id = ${SKILLET}`;
+    for (let i = 0; i < 3; i++) await soldOrder(); // paid, kept for as long as the merchant may cancel them
+    const closedOrder = await soldOrder();
+    await move(closedOrder.orderId, "shipped");
+    const scanAt = Date.now() + 7 * DAY + 60_000;
+    const [{ open, closed }] = await srv.db.sql<{ open: number; closed: number }[]>`
+      SELECT count(*) FILTER (WHERE order_closed_at IS NULL)::int AS open, count(*) FILTER (WHERE order_closed_at < ${new Date(scanAt - 7 * DAY)})::int AS closed
+      FROM stock_reservations WHERE status = 'committed'`;
+    expect(open).toBeGreaterThanOrEqual(3);
+    expect(closed).toBeGreaterThanOrEqual(1);
+    expect(await rowsWalked("sold_stock_reservations", "stock_reservations_sold", scanAt)).toBe(closed);
+  }, 60_000);
 });
 
 describe("webhook deliveries (session 9)", () => {
