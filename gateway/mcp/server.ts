@@ -55,8 +55,8 @@ import { breachMessage, exceedsJsonDepth, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS,
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import type { Services } from "../services.ts";
 import { cannotAsk, CONFIRM_PROGRESS_EVERY_MS, elicitingConfirmer, type Confirmer } from "./confirm.ts";
-import { buildToolTable, runTool, type CompiledTool, type ToolTable } from "./dispatch.ts";
-import { errorResult, serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
+import { argumentError, buildToolTable, runTool, type CompiledTool, type ToolTable } from "./dispatch.ts";
+import { errorResult, resultFromThrown, serialisedStructuredContent, type ToolCallResult } from "./errors.ts";
 import { CUSTOMER_HEADER, customerLimitId, customerTokenRoutes, verifyCustomerToken } from "./identity.ts";
 import type { Caller, Customer, Endpoint, ToolContext } from "./registry.ts";
 import { SESSION_DIRECTORY, SESSION_IDLE_MS, type ClientInit, type Held, type SessionDirectory, type SessionRecord } from "./session-directory.ts";
@@ -1120,6 +1120,9 @@ export class McpGateway {
       return this.respond(toolsCallResponse(msg.id, result), 200, out);
     }
     if (session && (t?.def.confirmation || t?.def.mayAsk)) {
+      // arguments are checked as sent: the SDK's request schema drops an own "__proto__" key, so the call ran (fuzz F2-1)
+      const bad = acceptsJson(request) ? argumentError(t, args ?? {}) : null;
+      if (bad) return this.respond(toolsCallResponse(msg.id, resultFromThrown(this.svc.siteUrl, bad)), 200, out);
       // a write tool in a session: through the SDK so the human can be asked on this call's stream
       const local = await this.localOf(session, store);
       if (!local) return this.noSlot(msg.id, out, store, request);

@@ -12,7 +12,7 @@ import { cartActor } from "../../../actors/cart/index.ts";
 import type { PaymentLimitsInput } from "../../../actors/cart/messages.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { storeActor } from "../../../actors/store/index.ts";
-import { fitsCurrency } from "../../../actors/store/ingest.ts";
+import { amountProblem } from "../../../actors/store/ingest.ts";
 import { assertBidCurrency, noLineAtListPrice, priorBidRounds, refuseBid } from "../../../actors/store/negotiation.ts";
 import { currencyProblem, toMinor } from "../../../actors/store/schemas.ts";
 import { displayBand } from "../../../actors/trust/bands.ts";
@@ -99,7 +99,7 @@ export const issuePaymentMandate = defineTool({
     // a currency that is not money (ZZZ) and an amount it cannot hold are refused before the human is asked
     const badCurrency = currencyProblem(a.currency);
     if (badCurrency) throw fail("INVALID_ARGUMENT", `currency: ${badCurrency}.`, { field: "currency" });
-    if (!fitsCurrency(a.max_amount, a.currency)) throw fail("INVALID_ARGUMENT", `max_amount has more decimals than ${a.currency} allows.`, { field: "max_amount" });
+    if (maxAmountProblem(a)) throw fail("INVALID_ARGUMENT", `max_amount: ${maxAmountProblem(a)}.`, { field: "max_amount" });
     // "per order": the spec's MANDATE_LIMIT_EXCEEDED compares one order with the mandate, and the mandate can back
     // several orders while it lasts; the human must not read it as a total budget (audit G3, docs/decisions.md)
     return {
@@ -108,7 +108,7 @@ export const issuePaymentMandate = defineTool({
     };
   },
   async handler(a, ctx) {
-    if (!fitsCurrency(a.max_amount, a.currency)) throw fail("INVALID_ARGUMENT", `max_amount has more decimals than ${a.currency} allows.`, { field: "max_amount" });
+    if (maxAmountProblem(a)) throw fail("INVALID_ARGUMENT", `max_amount: ${maxAmountProblem(a)}.`, { field: "max_amount" });
     const ttl = (a.expires_in_minutes ?? 60) * 60;
     const tokens = await tokenService(ctx.svc);
     const jwt = await tokens.issueToken({
@@ -121,6 +121,9 @@ export const issuePaymentMandate = defineTool({
     return { payment_mandate: jwt, max_amount: a.max_amount, currency: a.currency, store: ctx.store.slug, expires_at: new Date(ctx.now.getTime() + ttl * 1000).toISOString() };
   },
 });
+
+/** Why max_amount cannot cap a mandate: not money of its currency, or below its smallest unit (1e-12 USD made a cap of 0; fuzz F2-4). */
+const maxAmountProblem = (a: { max_amount: number; currency: string }) => amountProblem(a.max_amount, a.currency) ?? (toMinor(a.max_amount, a.currency) < 1 ? `below the smallest unit of ${a.currency}` : null);
 
 // ---------------------------------------------------------------------------------------- customers
 
@@ -508,7 +511,8 @@ async function negotiableProduct(ctx: ToolContext, a: { product_id: string; bid_
   if (rules?.enabled !== true) throw fail("FEATURE_NOT_ENABLED", `${ctx.store.name} does not negotiate prices.`, { capability: "negotiation" });
   const { product } = await storeProduct(ctx, a.product_id);
   assertBidCurrency(product.currency, a.currency);
-  if (!fitsCurrency(a.bid_price, product.currency)) throw fail("INVALID_ARGUMENT", `bid_price has more decimals than ${product.currency} allows.`, { field: "bid_price" });
+  // above the most money can be (1e20 USD) is refused here, not by the database after the human said yes (fuzz F2-5)
+  if (amountProblem(a.bid_price, product.currency)) throw fail("INVALID_ARGUMENT", `bid_price: ${amountProblem(a.bid_price, product.currency)}.`, { field: "bid_price" });
   const priorRounds = await priorBidRounds(ctx.svc.sql, ownerId(ctx), product.id);
   const refused = refuseBid({ rules, category: product.category, priorRounds, noLineAtListPrice: noLineAtListPrice(product.priceMinor, product.variants) });
   if (refused?.reason === "negotiation_not_enabled") throw fail("FEATURE_NOT_ENABLED", `${ctx.store.name} does not negotiate prices.`, { capability: "negotiation" });
