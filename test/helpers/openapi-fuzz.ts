@@ -207,6 +207,8 @@ export interface GenContext {
   /** the operation's path template */
   path: string;
   known: KnownValues;
+  /** only the required members of objects (the optional ones, drawn at random, often contradict one another) */
+  minimal?: boolean;
 }
 
 export function valueFor(doc: OpenApiDoc, schema: JsonSchema | undefined, ctx: GenContext, depth = 0): fc.Arbitrary<unknown> {
@@ -250,7 +252,9 @@ export function valueFor(doc: OpenApiDoc, schema: JsonSchema | undefined, ctx: G
       if (!keys.length) return fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean()), { maxKeys: 3 });
       const model: Record<string, fc.Arbitrary<unknown>> = {};
       for (const k of keys) model[k] = valueFor(doc, props[k], { ...ctx, name: k, parent: ctx.name || ctx.parent }, depth + 1);
-      return fc.record(model, { requiredKeys: (s.required ?? []).filter((k) => k in props) });
+      const required = (s.required ?? []).filter((k) => k in props);
+      if (ctx.minimal) return fc.record(Object.fromEntries(required.map((k) => [k, model[k]!])));
+      return fc.record(model, { requiredKeys: required });
     }
     default:
       return fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean(), fc.constant(null));
@@ -511,7 +515,9 @@ export function requestsFor(d: DocOperation, doc: OpenApiDoc, known: KnownValues
   if ((d.op.parameters ?? []).some((p) => p.in === "header" && p.name === "API-Version") && d.path.includes("/acp/")) extraHeaders["api-version"] = "2025-09-29";
   const idem = (d.op.parameters ?? []).some((p) => p.in === "header" && p.name === "Idempotency-Key");
 
-  const validBody = media ? valueFor(doc, media.schema, { name: "", path: d.path, known }) : fc.constant(undefined);
+  const validBody = media
+    ? fc.oneof(valueFor(doc, media.schema, { name: "", path: d.path, known }), valueFor(doc, media.schema, { name: "", path: d.path, known, minimal: true }))
+    : fc.constant(undefined);
   const headersFor = (ct: string | undefined, idemKey: string | undefined): Record<string, string> => ({
     ...rightAuth,
     ...extraHeaders,

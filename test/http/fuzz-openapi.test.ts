@@ -101,6 +101,15 @@ let elapsedMs = 0;
 
 async function knownValues(key: TestKey, spare: TestKey, merchant: Record<string, string>): Promise<KnownValues> {
   const H = key.headers;
+  // several open carts and sessions: checkouts and completes use them up
+  const more = await Promise.all(
+    Array.from({ length: 4 }, async () => ({
+      cart: (await srv.json("/api/v1/agent/cart", { method: "POST", headers: H, body: { items: [{ product_id: SKILLET, quantity: 1 }] } })).body?.data?.id as string | undefined,
+      acp: (await srv.json(ACP, { method: "POST", headers: { ...H, "api-version": "2025-09-29" }, body: { items: [{ id: BOARD, quantity: 1 }] } })).body?.id as string | undefined,
+      ucp: (await srv.json(UCP, { method: "POST", headers: H, body: { line_items: [{ item: { id: BOARD }, quantity: 1 }] } })).body?.id as string | undefined,
+    })),
+  );
+  const ids = (k: "cart" | "acp" | "ucp") => more.map((m) => m[k]).filter((v): v is string => typeof v === "string");
   const cart = await srv.json("/api/v1/agent/cart", { method: "POST", headers: H, body: { items: [{ product_id: SKILLET, quantity: 1 }] } });
   const preview = await srv.json("/api/v1/agent/checkout/preview", { method: "POST", headers: H, body: { cartId: cart.body.data.id } });
   const orderId = await placeOrder(srv, key, SKILLET);
@@ -123,11 +132,11 @@ async function knownValues(key: TestKey, spare: TestKey, merchant: Record<string
   const codes = ((coupons.body.data?.coupons ?? coupons.body.data ?? []) as { code?: string }[]).map((c) => c.code).filter((c): c is string => typeof c === "string");
   return {
     products: [SKILLET, BOARD, GREEN, EU_SHOP],
-    carts: [cart.body.data.id],
+    carts: [cart.body.data.id, ...ids("cart")],
     orders: [orderId],
     checkoutSessions: [preview.body.data.checkout_session_id],
-    acpSessions: [acp.body.id],
-    ucpSessions: [ucp.body.id],
+    acpSessions: [acp.body.id, ...ids("acp")],
+    ucpSessions: [ucp.body.id, ...ids("ucp")],
     webhooks: [hook.body.data.id],
     refunds: [refund.body.data.refund_id],
     spareKeys: [spare.id],
@@ -205,6 +214,30 @@ function unexplained(...kinds: ProblemKind[]): string[] {
   }
   return [...seen.values()];
 }
+
+describe("the fuzzer's checks can fail", () => {
+  test("a 500, a stack trace, a missing X-Request-Id, a bare-text 4xx, an undocumented status and an off-schema 2xx are each flagged", () => {
+    const v = new ResponseValidator(doc);
+    const d = ops.find((o) => o.key === "GET /api/v1/trust/methodology")!;
+    const req: FuzzRequest = { kind: "valid", method: "GET", url: "/api/v1/trust/methodology", headers: {} };
+    const answer = (status: number, text: string, headers: Record<string, string> = { "x-request-id": "r", "content-type": "application/json" }): FuzzAnswer => {
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status, headers: new Headers(headers), text, json, ms: 1 };
+    };
+    const kinds = (a: FuzzAnswer) => checkAnswer(d, req, a, v).map((p) => p.kind);
+    expect(kinds(answer(500, '{"success":false,"error":"x","code":"internal_error"}'))).toContain("server-error");
+    expect(kinds(answer(400, '{"success":false,"error":"boom\n    at handler (/work/main/gateway/x.ts:1:2)","code":"validation_error"}'))).toContain("stack-trace");
+    expect(kinds(answer(200, "{}", {}))).toContain("no-request-id");
+    expect(kinds(answer(404, "not found", { "x-request-id": "r", "content-type": "text/plain" }))).toEqual(expect.arrayContaining(["error-shape", "undocumented-status"]));
+    expect(kinds(answer(200, '{"success":true,"data":42}'))).toContain("success-schema");
+    expect(kinds({ ...answer(0, ""), failure: "no answer in 5000 ms" })).toEqual(["hang"]);
+  });
+});
 
 describe("fuzzing every operation of the OpenAPI document", () => {
   test("every operation of the document was sent requests, valid-looking and bad, with answers of several kinds", () => {
