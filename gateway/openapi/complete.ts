@@ -55,8 +55,9 @@ function add(into: Map<number, Set<string>>, status: number, ...codes: readonly 
  *   sandbox_not_allowed on transactional routes and feature_not_in_tier on feature-tier routes; 429 per key;
  * - JWT routes (security bearer): 401 unauthorized / token_expired; operator-only routes (/admin) 403 forbidden;
  * - every route but the health probe: 429 (the global per-IP bucket, gateway/plugins/rate-limit.ts);
- * - a route with parameters or a body, and every write (a malformed JSON body is refused whatever the route
- *   reads): 400 validation_error (gateway/plugins/errors.ts);
+ * - a route with parameters or a body, every write (a malformed JSON body is refused whatever the route reads),
+ *   and every route under the JSON request contract but the health probe (a query parameter given twice is refused
+ *   whatever the route reads: gateway/plugins/json-body.ts): 400 validation_error (gateway/plugins/errors.ts);
  * - every method but GET/HEAD: 413 payload_too_large (gateway/plugins/body-limit.ts, on Content-Length);
  * - every route: 500 internal_error (the spec's REST table: unexpected, retry with backoff), 503
  *   service_unavailable (database outage) and actor_unavailable (an actor did not answer).
@@ -77,7 +78,8 @@ export function ruleCodes(method: string, path: string, op: Operation): Map<numb
   }
   if (path !== "/api/v1/health") add(codes, 429, "rate_limit_exceeded");
   const write = upper !== "GET" && upper !== "HEAD";
-  if ((op.parameters?.length ?? 0) > 0 || op.requestBody || write) add(codes, 400, "validation_error");
+  const repeatable = underJsonContract(path) && path !== "/api/v1/health";
+  if ((op.parameters?.length ?? 0) > 0 || op.requestBody || write || repeatable) add(codes, 400, "validation_error");
   if (write) add(codes, 413, "payload_too_large");
   add(codes, 500, "internal_error");
   add(codes, 503, "service_unavailable", "actor_unavailable");

@@ -220,12 +220,18 @@ const MerchantOrderRow = {
 export const MerchantOrders = obj({ total: Int, items: t.Array(obj(MerchantOrderRow)), limit: Int, offset: Int });
 export const MerchantOrder = obj({ ...MerchantOrderRow, items: t.Array(Any), events: t.Array(Any), refunds: t.Array(Any) });
 export const Policies = obj({ policies: Any, policyVersion: Int, negotiation: t.Unknown() });
-export const ShippingZones = obj({ zones: t.Array(Any), currencyNote: Str });
-export const McpTools = obj({ enabled: t.Array(Str) });
+export const ShippingZones = obj({
+  zones: t.Integer({ minimum: 0, description: "How many zones are now in force." }),
+  currencyNote: Str,
+  example: t.Union([Num, t.Null()], { description: "0 in the first zone's currency, as amounts are shown (null without zones)." }),
+});
+export const McpTools = obj({ enabled: t.Union([t.Array(Str), t.Null()], { description: "The tools served; null = every tool." }) });
 export const PaymentMethods = obj({ methods: t.Array(Str) });
 export const Coupon = obj({ code: Str, kind: Str, value: Num, active: Bool, expiresAt: NullableStr, usageLimit: t.Union([Int, t.Null()]), usedCount: Int });
 export const OrderStatusChange = obj({}, "The order after the status change.");
 export const RefundDecision = Refund;
+/** The answer of setting a key's status (actors/store/commerce.ts `setAllowlist`): no timestamps. */
+export const AllowlistSet = obj({ merchant_slug: Str, key_id: Str, status: t.Union([t.Literal("allowed"), t.Literal("blocked")]) });
 export const AllowlistEntry = obj({ key_id: Str, status: t.Union([t.Literal("allowed"), t.Literal("blocked")]), created_at: Str, updated_at: Str });
 export const Reconciled = obj({
   order_id: Str,

@@ -186,7 +186,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: { 404: ["store_not_found", "ORDER_NOT_FOUND", "CHECKOUT_SESSION_NOT_FOUND"], 409: ["conflict"], 400: ["PAYMENT_METHOD_NOT_CONFIGURED"], 502: ["UPSTREAM_ERROR"] },
   },
   "PUT /api/v1/merchant/stores/{slug}/policies": { success: [ok(M.Policies, "The policies now in force.")], errors: OWNED_STORE },
-  "PUT /api/v1/merchant/stores/{slug}/shipping-zones": { success: [ok(M.ShippingZones, "The zones now in force.")], errors: OWNED_STORE },
+  "PUT /api/v1/merchant/stores/{slug}/shipping-zones": { success: [ok(M.ShippingZones, "How many zones are now in force.")], errors: OWNED_STORE },
   "PUT /api/v1/merchant/stores/{slug}/mcp-tools": { success: [ok(M.McpTools, "The enabled MCP tools.")], errors: OWNED_STORE },
   "PUT /api/v1/merchant/stores/{slug}/payment-methods": { success: [ok(M.PaymentMethods, "The accepted payment methods.")], errors: OWNED_STORE },
   "GET /api/v1/merchant/stores/{slug}/coupons": { success: [list(M.Coupon, "The store's coupons.")], errors: OWNED_STORE },
@@ -198,7 +198,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: { 404: ["store_not_found", "not_found", "ORDER_NOT_FOUND"], 409: ["conflict", "ORDER_NOT_CANCELLABLE"] },
   },
   "GET /api/v1/merchant/stores/{slug}/allowlist": { success: [list(M.AllowlistEntry, "Agent keys bound to the store.")], errors: OWNED_STORE },
-  "POST /api/v1/merchant/stores/{slug}/allowlist/{keyId}": { success: [ok(M.AllowlistEntry, "The key's status at the store.")], errors: { 400: ["INVALID_ARGUMENT"], 404: ["store_not_found", "not_found"] } },
+  "POST /api/v1/merchant/stores/{slug}/allowlist/{keyId}": { success: [ok(M.AllowlistSet, "The key's status at the store.")], errors: { 400: ["INVALID_ARGUMENT"], 404: ["store_not_found", "not_found"] } },
   "POST /api/v1/merchant/stores/{slug}/customer-tokens": { success: [created(M.CustomerToken, "A customer identity token (send as X-Customer-Identity).")], errors: OWNED_STORE, security: [{ bearer: [] }] },
 
   // ---------------------------------------------------------------------------------------------- webhooks

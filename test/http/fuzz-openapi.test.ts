@@ -76,14 +76,6 @@ interface Known {
  * status and (when given) code, so a new kind of problem — or the same one on another operation — fails the test.
  */
 const KNOWN: Known[] = [
-  // F1-1..F1-3: success answers the document describes wrongly (fix: /tmp/notes/F1-patch-1.diff, gateway/openapi/models.ts)
-  { kind: "success-schema", op: "PUT /api/v1/merchant/stores/{slug}/shipping-zones", status: 200, finding: "F1-1: zones is a count, example undocumented" },
-  { kind: "success-schema", op: "PUT /api/v1/merchant/stores/{slug}/mcp-tools", status: 200, finding: "F1-2: enabled may be null (every tool)" },
-  { kind: "success-schema", op: "POST /api/v1/merchant/stores/{slug}/allowlist/{keyId}", status: 200, finding: "F1-3: no created_at/updated_at in the answer" },
-  // F1-4: a repeated query parameter is 400 validation_error on routes that document no 400 (fix: F1-patch-1.diff, complete.ts)
-  ...["GET /api/v1/agent/docs", "GET /api/v1/agent-keys", "GET /api/v1/trust/methodology", "GET /api/v1/admin/search/settings", "GET /api/v1/agent/wallet"].map(
-    (op): Known => ({ kind: "undocumented-status", op, status: 400, code: "validation_error", finding: "F1-4: repeated query parameter, 400 undocumented" }),
-  ),
   // F1-5: a request head over Bun's 16 KiB limit is answered 431 by the HTTP server itself: empty body, no X-Request-Id
   ...(["no-request-id", "error-shape", "undocumented-status"] as const).map((kind): Known => ({ kind, op: "*", status: 431, finding: "F1-5: Bun's own 431 for a request head over 16 KiB" })),
 ];
