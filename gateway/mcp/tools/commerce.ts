@@ -1113,7 +1113,7 @@ async function returnAmountToAsk(ctx: ToolContext, orderId: string, a: { amount?
   const refunds = refundRecordsOf(rows);
   const bound = orderTotalMinor(o);
   // with a new key the store decides what is left (a concurrent call may be the key's first), but no refund of any
-  // key can pass the order's total: that much is refused before the human is asked 1e308 cents (fuzz F2-7)
+  // key can pass the order's total: that is refused before the human is asked to approve, say, 2^53 cents (fuzz F2-7)
   if (key !== undefined && a.amount !== undefined && a.amount > bound) throw fail("INVALID_ARGUMENT", "amount exceeds the order's total.", { field: "amount", total_minor: bound });
   if (key !== undefined) return a.amount ?? refundableMinor(bound, refunds);
   return validateRefundRequest({
