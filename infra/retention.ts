@@ -34,8 +34,9 @@
  *    any other an `expiry` 403; ap2Pay binds nothing for an expired mandate). So a row goes
  *    RETENTION_AP2_MANDATE_GRACE_DAYS after that instant (the grace covers a gateway clock behind the job's), and by
  *    the database's clock too. A mandate without any expiry ('infinity') and a row written before 0087 (NULL: its expiry
- *    was never recorded) are kept for ever: either could still be presented and accepted. A later presentation of the
- *    same mandate id with a later expiry (the user signed it again) moves the instant later, never earlier. Runs before
+ *    was never recorded) are kept for ever: either could still be presented and accepted. Every later presentation
+ *    whose signature verifies moves the instant later if its own is later (the user signed the same mandate id again),
+ *    never earlier, even one refused for another cart or agent key: the rows refuse what it could pay. Runs before
  *    the cart rule: an unpaid cart named only by a deleted binding then goes in the same run (if old enough). The
  *    gateway side (recording the instant; an expired mandate on a paid cart answered from the cart) is
  *    gateway/bridge/common.ts `bindMandate`, ap2-auth.ts `claimMandate` and index.ts `ap2Pay`; until a host records it,

@@ -4,9 +4,9 @@
 -- AP2: the last instant a mandate as presented could still be accepted for a cart that is not paid yet: the earliest of
 -- its signed expiries (intent_expiry, cart_expiry, the user authorization's `exp`), 'infinity' when it has none (a
 -- mandate need not expire: such a binding is kept for ever), NULL for a binding written before this migration (its
--- expiry was never recorded: kept for ever too). Written by gateway/bridge/common.ts `bindMandate` and ap2-auth.ts
--- `claimMandate` on every presentation that passes the limits; a later presentation of the same mandate id with a later
--- expiry (the user signed it again) moves it later, never earlier, and NULL stays NULL.
+-- expiry was never recorded: kept for ever too). Written when the mandate is bound (gateway/bridge/common.ts
+-- `bindMandate`, ap2-auth.ts `claimMandate`); every later presentation whose signature verifies moves it later if its
+-- own is later (the user signed the same mandate id again), never earlier, and NULL stays NULL.
 -- `bridge_sessions.mandate_expires_at` is the cart binding's (per agent key and mandate id), `ap2_mandate_agents.expires_at`
 -- the claim's (per signer key and mandate id): each is deleted RETENTION_AP2_MANDATE_GRACE_DAYS after it.
 ALTER TABLE bridge_sessions ADD COLUMN mandate_expires_at timestamptz;
