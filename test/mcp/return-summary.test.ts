@@ -47,12 +47,12 @@ test("the bound is what was captured: an accepted over-capture is asked and requ
   expect(agent.elicitations[before]?.message).toContain(`Request a refund of ${usd(o.total + 500)} `);
 }, 60_000);
 
-test("with 5 requests open the call is refused before the human is asked (conflict, open_refunds)", async () => {
+test("with 5 requests open the call is refused before the human is asked (NOT_ELIGIBLE, open_refunds)", async () => {
   const o = await buy();
   for (let i = 0; i < 5; i++) await agent.call("onx_create_return", { order_id: o.id, amount: 1 });
   const { result, asked } = await counted(agent, () => agent.call("onx_create_return", { order_id: o.id, amount: 1 }));
   expect(asked).toBe(0);
-  expect(errorOf(result)).toMatchObject({ code: "conflict", details: { reason: "too_many_open_refunds", open_refunds: 5 } });
+  expect(errorOf(result)).toMatchObject({ code: "NOT_ELIGIBLE", details: { reason: "too_many_open_refunds", open_refunds: 5 } });
 }, 60_000);
 
 test("a retry with a used idempotency key shows the first request's amount, which it answers, even once nothing is left", async () => {

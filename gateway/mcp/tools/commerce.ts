@@ -5,6 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import { Type as T } from "@sinclair/typebox";
+// text the database stores or looks up holds no NUL: the schema says so, so it is refused before the human is asked (fuzz F2-6)
+import { NO_NUL_PATTERN } from "../../plugins/validation-message.ts";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { mergedLineTooLarge, stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { LegOutcomeView } from "../../../actors/cart/checkout-machine.ts";
@@ -429,7 +431,7 @@ export const applyCoupon = defineTool({
     "to refuse a cart changed since (CART_NOT_MUTABLE). Asks the human to approve a coupon that applies; one that " +
     "does not is answered applied:false without asking.",
   group: "cart",
-  input: T.Object({ cart_id: T.String(CART_ID), code: T.String({ minLength: 1, maxLength: 64 }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
+  input: T.Object({ cart_id: T.String(CART_ID), code: T.String({ minLength: 1, maxLength: 64, pattern: NO_NUL_PATTERN }), expected_revision: T.Optional(T.Integer({ minimum: 1 })) }, Strict),
   output: T.Object({}, Open),
   annotations: WRITE,
   auth: "key",
@@ -814,7 +816,7 @@ export const getCheckoutStatus = defineTool({
 
 const Destination = {
   country_code: T.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2 of the buyer's address" }),
-  postal_code: T.String({ minLength: 1, maxLength: 20 }),
+  postal_code: T.String({ minLength: 1, maxLength: 20, pattern: NO_NUL_PATTERN }),
 };
 
 export const getShippingRates = defineTool({
@@ -1042,7 +1044,7 @@ export const cancelOrder = defineTool({
     "delivered. Asks the human to approve. Idempotent: an order an agent's cancel canceled (nothing charged) answers " +
     "canceled again, without asking.",
   group: "account",
-  input: T.Object({ order_id: Uuid, reason: T.Optional(T.String({ maxLength: 255 })) }, Strict),
+  input: T.Object({ order_id: Uuid, reason: T.Optional(T.String({ maxLength: 255, pattern: NO_NUL_PATTERN })) }, Strict),
   output: T.Object({ order_id: T.String(), status: T.String() }, Open),
   annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
   auth: "key",
@@ -1138,7 +1140,7 @@ export const onxCreateReturn = defineTool({
     {
       order_id: Uuid,
       amount: T.Optional(T.Integer({ minimum: 1, description: "cents; omit for all that is still refundable" })),
-      reason: T.Optional(T.String({ maxLength: 255 })),
+      reason: T.Optional(T.String({ maxLength: 255, pattern: NO_NUL_PATTERN })),
       idempotency_key: T.Optional(T.String({ pattern: UUID_V4_PATTERN, description: "UUID v4; repeat it to retry the same request (answers the first refund request)." })),
     },
     Strict,
@@ -1153,13 +1155,14 @@ export const onxCreateReturn = defineTool({
     RETURN_WINDOW_EXPIRED: "the order was delivered longer ago than the return window; answered before the human is asked (without idempotency_key)",
     ORDER_NOT_FOUND: "another caller's order, or a key the merchant blocked; answered before the human is asked (without idempotency_key)",
     IDEMPOTENCY_KEY_CONFLICT: "the idempotency_key was used for a request with another amount or reason",
-    conflict:
-      "an order in no refundable status (details.status), nothing left to refund (details.refundable_minor = 0), or 5 requests of the order already waiting for the merchant (details.reason = too_many_open_refunds, open_refunds, max_open_refunds); answered before the human is asked (without idempotency_key)",
     INVALID_ARGUMENT:
       "an amount above what is still refundable: captured less refunded and in flight (details.field = amount, details.refundable_minor); answered before the human is asked (without idempotency_key)",
     NOT_ELIGIBLE:
-      "customer endpoint: an order of the customer another agent key placed (details.reason = placed_by_another_agent), or one the merchant recorded (paid outside the service: details.reason = recorded_by_merchant); answered before the human is asked",
+      "an order in no refundable status (details.status), nothing left to refund (details.refundable_minor = 0), or 5 requests of the order already waiting for the merchant (details.reason = too_many_open_refunds, open_refunds, max_open_refunds); answered before the human is asked (without idempotency_key); customer endpoint: an order of the customer another agent key placed (details.reason = placed_by_another_agent), or one the merchant recorded (paid outside the service: details.reason = recorded_by_merchant); answered before the human is asked",
   },
+  // REST's 409 `conflict` (actors/store/refunds.ts) is not a code of the MCP tool table: the refusal is NOT_ELIGIBLE
+  // here, as provision_wallet's and negotiate_price's "no more of this" are (fuzz F2-2)
+  translate: { conflict: "NOT_ELIGIBLE" },
   async summarize(a, ctx) {
     const o = await writableOrder(ctx, a.order_id, "return");
     const amount = await returnAmountToAsk(ctx, o.order_id, a);

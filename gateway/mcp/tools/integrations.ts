@@ -30,6 +30,7 @@ import { forHuman } from "../human-text.ts";
 import { ACCEPTED_OFFER_USE, negotiationMessage } from "../../negotiation-use.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
+import { NO_NUL_PATTERN } from "../../plugins/validation-message.ts";
 
 const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
 const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
@@ -375,7 +376,7 @@ export const startAttributeVerification = defineTool({
     "merchant platform's cart, for every line of the cart whose product integrates a platform. Returns a " +
     "verification_reference to poll with get_attribute_verification. Asks the human to approve sharing the attribute.",
   group: "cart",
-  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), attribute: T.Union(["age_over_18", "age_over_21", "business_buyer", "shipping_country"].map((s) => T.Literal(s))), value: T.Union([T.Boolean(), T.String({ maxLength: 64 })]) }, Strict),
+  input: T.Object({ cart_id: T.String({ minLength: 1, maxLength: 60 }), attribute: T.Union(["age_over_18", "age_over_21", "business_buyer", "shipping_country"].map((s) => T.Literal(s))), value: T.Union([T.Boolean(), T.String({ maxLength: 64, pattern: NO_NUL_PATTERN })]) }, Strict),
   output: T.Object({ verification_reference: T.String(), status: T.String(), lines: T.Integer() }, Open),
   annotations: WRITE,
   auth: "key",
@@ -550,7 +551,7 @@ export const negotiatePrice = defineTool({
     FEATURE_NOT_ENABLED: "the store has no negotiation rules; answered before the human is asked",
     NOT_ELIGIBLE:
       "the product's category is excluded from negotiation (details.reason = category_excluded), every variant of the product has its own price so no cart line could use a negotiated list price (details.reason = variants_priced_separately), or this key has used the store's bids per product (details.reason = max_rounds_reached, rounds, max_rounds); answered before the human is asked",
-    INVALID_ARGUMENT: "currency other than the product's (details.field = currency, details.expected), or bid_price with more decimals than it allows; answered before the human is asked",
+    INVALID_ARGUMENT: "currency other than the product's (details.field = currency, details.expected), or bid_price with more decimals than it allows or above the maximum amount; answered before the human is asked",
   },
   async summarize(a, ctx) {
     const product = await negotiableProduct(ctx, a);
