@@ -29,7 +29,7 @@ import { compactVerify, decodeProtectedHeader, importJWK, type JWK } from "jose"
 import { canonicalJson } from "../../actors/cart/state-hash.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import type { Sql, TxSql } from "../../infra/db.ts";
-import { asRecord } from "./common.ts";
+import { ap2BindingId, asRecord } from "./common.ts";
 
 export const AP2_ALGS = ["ES256", "EdDSA"] as const;
 export type Ap2Alg = (typeof AP2_ALGS)[number];
@@ -80,8 +80,22 @@ const invalid = (reason: string, message: string, extra: Record<string, unknown>
  * key over this mandate, and MANDATE_LIMIT_EXCEEDED when another agent key already holds the mandate. It claims
  * nothing: index.ts `ap2Pay` hands the signer to bindMandate, which claims the mandate once the payment goes ahead
  * (RV-3).
+ *
+ * `until` (returned): the last instant this presentation could pay a cart, the first of the mandate's signed expiries
+ * (`mandateExpiresAt`, from its intent and cart mandates, and the authorization's `exp`, after which it is refused here
+ * before anything else is read); null when it has none. Every presentation whose signature verifies moves the
+ * mandate's existing claim (whoever holds it) and this agent key's binding to it, if later (`extendMandateRows`),
+ * before the refusal of another key's mandate: the rows refuse what this signature could still pay, so they must
+ * outlive it (infra/retention.ts deletes them a grace after the recorded instant; a second agent key must not take a
+ * mandate whose first signature's rows went while a later signature of it lives).
  */
-export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body: unknown, now: number): Promise<{ thumbprint: string }> {
+export async function verifyUserAuthorization(
+  sql: Sql,
+  agentKeyId: string,
+  body: unknown,
+  now: number,
+  mandateExpiresAt: number | null,
+): Promise<{ thumbprint: string; until: number | null }> {
   const b = asRecord(body);
   const pm = asRecord(b.payment_mandate);
   const jws = pm.user_authorization;
@@ -138,9 +152,12 @@ export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body
   }
   const mandateId = asRecord(pm.payment_mandate_contents).payment_mandate_id;
   if (typeof mandateId !== "string") throw invalid("malformed", "payment_mandate_id must be a string.");
+  const expiries = [mandateExpiresAt, typeof payload.exp === "number" ? payload.exp * 1000 : null].filter((t): t is number => t !== null);
+  const until = expiries.length ? Math.min(...expiries) : null;
+  await extendMandateRows(sql, row.thumbprint, mandateId, agentKeyId, until);
   // Refused here already when another key holds it, before the cart is read; taken only by bindMandate (below).
   await refuseHeldByAnother(sql, row.thumbprint, mandateId, agentKeyId);
-  return { thumbprint: row.thumbprint };
+  return { thumbprint: row.thumbprint, until };
 }
 
 /**
@@ -152,12 +169,31 @@ export async function verifyUserAuthorization(sql: Sql, agentKeyId: string, body
  * this, each of them paid one more cart with the same mandate. The mandate is named by its id within its signer's key
  * (the canonical JWK thumbprint, migration 0080), so another user's mandate with an equal id is its own. The
  * refusal names neither the other key nor its cart.
+ *
+ * `until` (ms) is the last instant this presentation of the mandate could be accepted (index.ts `ap2Pay`; null: it has
+ * no expiry, stored as 'infinity'): the retention job deletes the claim a grace after it (migration 0087). The
+ * holder's later presentation with a later expiry moves it later; a claim recorded before 0087 (NULL) stays unrecorded.
  */
-export async function claimMandate(tx: TxSql, agentKeyId: string, mandateId: string, thumbprint: string): Promise<void> {
+export async function claimMandate(tx: TxSql, agentKeyId: string, mandateId: string, thumbprint: string, until: number | null): Promise<void> {
   await tx`
-    INSERT INTO ap2_mandate_agents (thumbprint, payment_mandate_id, agent_key_id) VALUES (${thumbprint}, ${mandateId}, ${agentKeyId})
-    ON CONFLICT DO NOTHING`;
+    INSERT INTO ap2_mandate_agents AS a (thumbprint, payment_mandate_id, agent_key_id, expires_at)
+    VALUES (${thumbprint}, ${mandateId}, ${agentKeyId}, COALESCE(${until === null ? null : new Date(until)}::timestamptz, 'infinity'))
+    ON CONFLICT (thumbprint, payment_mandate_id) DO UPDATE SET expires_at = CASE WHEN a.expires_at IS NULL THEN NULL ELSE GREATEST(a.expires_at, EXCLUDED.expires_at) END
+    WHERE a.agent_key_id = EXCLUDED.agent_key_id`;
   await refuseHeldByAnother(tx, thumbprint, mandateId, agentKeyId);
+}
+
+/**
+ * Moves the recorded acceptance instant (migration 0087) of the mandate's claim and of `agentKeyId`'s binding to
+ * `until` (null: no expiry, 'infinity') when that is later; never earlier, never a row recorded before 0087 (NULL), never
+ * creates a row. Writes nothing in the usual case (the instant is already as late).
+ */
+async function extendMandateRows(sql: Sql, thumbprint: string, mandateId: string, agentKeyId: string, until: number | null): Promise<void> {
+  const at = sql`COALESCE(${until === null ? null : new Date(until)}::timestamptz, 'infinity')`;
+  await sql`UPDATE ap2_mandate_agents SET expires_at = ${at}
+    WHERE thumbprint = ${thumbprint} AND payment_mandate_id = ${mandateId} AND expires_at < ${at}`;
+  await sql`UPDATE bridge_sessions SET mandate_expires_at = ${at}
+    WHERE id = ${ap2BindingId(agentKeyId, mandateId)} AND protocol = 'ap2' AND mandate_expires_at < ${at}`;
 }
 
 /** 403 MANDATE_LIMIT_EXCEEDED when another agent key holds the mandate. */

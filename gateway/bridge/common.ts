@@ -110,6 +110,11 @@ export async function withSessionClaim<T>(svc: Services, protocol: BridgeProtoco
   }
 }
 
+/** The id of an agent key's `ap2` binding of a mandate id (one per agent key and mandate id). */
+export function ap2BindingId(agentKeyId: string, mandateId: string): string {
+  return `ap2_${createHash("sha256").update(JSON.stringify([agentKeyId, mandateId])).digest("hex").slice(0, 32)}`;
+}
+
 /**
  * Binds an AP2 payment mandate (signed by `signer`, its user key's thumbprint) to the cart it is first presented for and returns the cart it is bound to. The user's
  * signature covers the mandate's contents, not the request's `cart_id`: without this, one signed mandate would pay
@@ -118,17 +123,26 @@ export async function withSessionClaim<T>(svc: Services, protocol: BridgeProtoco
  * key across every key and account (ap2-auth.ts `claimMandate`, audit V1): the claim is taken only here, where the
  * payment goes ahead (the cart was found and is inside the limits; review RV-3), and a mandate another key holds is
  * 403 with nothing bound. A mandate already bound to another cart claims nothing (index.ts refuses it).
+ *
+ * `until` (ms; null: no expiry) is the last instant this presentation could be accepted for a cart not yet paid (the
+ * first of its signed expiries); the binding records it (`mandate_expires_at`, 'infinity' for none; migration 0087)
+ * and the retention job deletes the binding a grace after it. Every presentation that gets here moves it later if its
+ * own is later (the user signed the same mandate id again), never earlier; a binding recorded before 0087 (NULL) stays
+ * unrecorded, kept for ever. The upsert also locks the row, so the job cannot delete it under this transaction.
  */
-export async function bindMandate(svc: Services, agentKeyId: string, signer: string, mandateId: string, cartId: string): Promise<string> {
-  const id = `ap2_${createHash("sha256").update(JSON.stringify([agentKeyId, mandateId])).digest("hex").slice(0, 32)}`;
+export async function bindMandate(svc: Services, agentKeyId: string, signer: string, mandateId: string, cartId: string, until: number | null): Promise<string> {
+  const id = ap2BindingId(agentKeyId, mandateId);
   return svc.sql.begin(async (tx) => {
-    await tx`
-      INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id, meta)
-      VALUES (${id}, 'ap2', ${agentKeyId}, ${cartId}, ${tx.json({ payment_mandate_id: mandateId } as never)})
-      ON CONFLICT (id) DO NOTHING`;
-    const [row] = await tx<{ cart_id: string }[]>`SELECT cart_id FROM bridge_sessions WHERE id = ${id} AND protocol = 'ap2'`;
+    const [row] = await tx<{ cart_id: string }[]>`
+      INSERT INTO bridge_sessions AS b (id, protocol, agent_key_id, cart_id, meta, mandate_expires_at)
+      VALUES (${id}, 'ap2', ${agentKeyId}, ${cartId}, ${tx.json({ payment_mandate_id: mandateId } as never)},
+        COALESCE(${until === null ? null : new Date(until)}::timestamptz, 'infinity'))
+      ON CONFLICT (id) DO UPDATE SET mandate_expires_at = CASE WHEN b.mandate_expires_at IS NULL THEN NULL
+          ELSE GREATEST(b.mandate_expires_at, EXCLUDED.mandate_expires_at) END
+        WHERE b.protocol = 'ap2'
+      RETURNING cart_id`;
     const bound = row?.cart_id ?? cartId;
-    if (bound === cartId) await claimMandate(tx, agentKeyId, mandateId, signer);
+    if (bound === cartId) await claimMandate(tx, agentKeyId, mandateId, signer, until);
     return bound;
   });
 }

@@ -15,7 +15,7 @@ import { optionalObjectBody } from "../rest/optional-body.ts";
 import type { Services } from "../services.ts";
 import { ACP_FIELDS, ACP_ITEM_FIELDS, acpAddress, acpBuyer, acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, acpVersioned, type AcpStatus } from "./acp.ts";
 import { verifyUserAuthorization } from "./ap2-auth.ts";
-import { checkMandate, mandateLimits, parseAp2 } from "./ap2.ts";
+import { checkMandate, mandateLimits, parseAp2, type Ap2Mandate } from "./ap2.ts";
 import {
   asRecord,
   bindMandate,
@@ -565,16 +565,18 @@ async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Prom
   }
   const mandate = parseAp2(body);
   // The user's signature over this very mandate comes before its limits: an unsigned limit limits nothing.
-  const signer = await verifyUserAuthorization(svc.sql, agent.keyId, body, svc.clock.now());
+  const signer = await verifyUserAuthorization(svc.sql, agent.keyId, body, svc.clock.now(), mandate.expiresAt);
   const cart = await getCart(svc, agent.keyId, cartId.toLowerCase());
   let reply: CompleteReply;
   const idempotencyKey = derivedUuidV4(`ap2:${agent.keyId}:${mandate.paymentMandateId}`);
+  const now = svc.clock.now();
   try {
     // A finished cart answers for itself (the mandate was checked when it was paid).
-    if (cart.status !== "COMPLETED") checkMandate(mandate, cart, svc.clock.now());
+    if (cart.status !== "COMPLETED") checkMandate(mandate, cart, now);
+    else if (mandate.expiresAt !== null && now >= mandate.expiresAt) return await expiredMandateOnPaidCart(svc, agent, mandate, cart, idempotencyKey, now);
     // A mandate pays one cart: bound once it is inside the limits (a refused one binds nothing), before any charge,
     // so a declined attempt keeps it too (a new attempt needs a new token, so a new mandate anyway).
-    const boundCart = await bindMandate(svc, agent.keyId, signer.thumbprint, mandate.paymentMandateId, cart.id);
+    const boundCart = await bindMandate(svc, agent.keyId, signer.thumbprint, mandate.paymentMandateId, cart.id, signer.until);
     if (boundCart !== cart.id) {
       throw fail("MANDATE_LIMIT_EXCEEDED", "This payment mandate was presented for another cart; a mandate pays one cart.", {
         violated: "cart",
@@ -596,6 +598,26 @@ async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Prom
   }
   if (reply.status !== "COMPLETED") throw fail("INTERNAL_ERROR", `unexpected checkout state ${reply.status}`);
   return { status: 200, body: ok(ap2Receipt(mandate.paymentMandateId, cart, reply.order_ids, "SUCCESS")) };
+}
+
+/**
+ * An expired mandate presented for a paid cart: a replay of the payment it made, or a mandate that never paid this cart.
+ * It binds and claims nothing (its binding may be gone: the retention job deletes a binding a grace after its mandate's
+ * expiry, infra/retention.ts), so the answer comes from the cart alone, whether the rows are there or not: the cart's
+ * checkout session keeps the key this mandate pays under (derived from the agent key and the mandate id), so the same
+ * mandate gets its receipt (200, as before) and any other the expiry refusal a cart not paid yet gets.
+ */
+async function expiredMandateOnPaidCart(svc: Services, agent: AgentPrincipal, mandate: Ap2Mandate, cart: CartView, idempotencyKey: string, now: number): Promise<Answer> {
+  try {
+    await completeCart(svc, agent.keyId, cart.id, { paymentMethod: mandate.token, idempotencyKey, limits: mandateLimits(mandate, cart) });
+  } catch (err) {
+    const done = await alreadyCompleted(err);
+    if (done) return { status: 200, body: ok(ap2Receipt(mandate.paymentMandateId, cart, done.ids, "SUCCESS")) };
+    if (!(err instanceof ActorError && err.code === "IDEMPOTENCY_KEY_CONFLICT")) throw err;
+  }
+  // checkMandate refuses it for the expiry (the cart's status is not read there)
+  checkMandate(mandate, cart, now);
+  throw fail("INTERNAL_ERROR", "an expired mandate passed its limits");
 }
 
 /** AP2's PaymentReceipt, with our order ids. */
