@@ -128,7 +128,17 @@ const outcome = (r: Answer) => ({ status: r.status, code: typeof r.body.code ===
 // ---------------------------------------------------------------------------------------------------------------
 // The model.
 
-export type Token = "MOCK" | "tok_approve" | "tok_decline" | "tok_fail" | "tok_not_approved" | "tok_needs_approval" | "tok_lost_response" | "tok_bogus";
+export type Token =
+  | "MOCK"
+  | "tok_approve"
+  | "tok_decline"
+  | "tok_fail"
+  | "tok_not_approved"
+  | "tok_needs_approval"
+  | "tok_lost_response"
+  | "tok_amount_mismatch"
+  | "tok_finalization_fails"
+  | "tok_bogus";
 
 type SessionStatus = "READY_FOR_PAYMENT" | "PENDING_EXTERNAL_CONFIRMATION" | "SETTLEMENT_UNKNOWN" | "COMPLETED" | "FAILED" | "CANCELED";
 /** A leg as the model holds it: unpaid (with the outcome the rail last gave), waiting for the buyer, or captured. */
@@ -218,7 +228,11 @@ export async function checkInvariants(w: World, where: string): Promise<void> {
   let ledgerNet = 0;
   let ordersNet = 0;
   for (const c of captures) {
-    const o = byCapture.get(c.capture_ref);
+    const o = byCapture.get(c.capture_ref) ?? orders.find((x) => x.intent_id === c.intent_id && x.reconciliation !== null);
+    // a capture waiting for the merchant's decision (orders.reconciliation set): the order pending, the money held
+    if (o && o.reconciliation !== null && o.status === "pending" && !o.paid_at) continue;
+    // a capture the merchant's reconcile refunded: the order canceled unpaid, all of it back with the buyer
+    if (o && !o.paid_at && o.status === "canceled" && Number(c.refunded_minor) === Number(c.amount_minor)) continue;
     if (!o) {
       const pendingOrder = orders.find((x) => x.intent_id === c.intent_id && x.status === "pending");
       if (pendingOrder && pendingOrder.checkout_session_id && w.unsettledSessions.has(pendingOrder.checkout_session_id)) continue;
@@ -327,9 +341,12 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
     resumed = s.legs.filter((l) => l.status === "awaiting");
     if (resumed.some((l) => l.decision === null)) return { status: 202, code: "user_action_required", apply: () => void (s.key = key) };
     if (resumed.some((l) => l.decision === "reject")) {
+      // legs disagreeing report the most actionable first: a leg still declined from its last attempt beside the refusal
+      const ranks = [ROLLBACK.tok_not_approved!.rank, ...unpaid.map((l) => (l.lastMethod && ROLLBACK[l.lastMethod] ? ROLLBACK[l.lastMethod]!.rank : 99))];
+      const code = Object.values(ROLLBACK).find((r) => r!.rank === Math.min(...ranks))!.code;
       return {
         status: 402,
-        code: "PAYMENT_NOT_APPROVED",
+        code,
         apply: () => {
           s.key = key;
           for (const l of resumed) {
@@ -367,8 +384,9 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
     };
   }
   const outcomes = attempt.map((a) => ({ ...a, out: a.method }));
-  const lost = outcomes.some((o) => o.out === "tok_lost_response");
-  if (lost) return null;
+  // a lost answer, or a capture escalated to the merchant (amount mismatch, finalization failed): the model follows the
+  // service (the invariants check the money; MerchantReconcile decides the escalation)
+  if (outcomes.some((o) => o.out === "tok_lost_response" || o.out === "tok_amount_mismatch" || o.out === "tok_finalization_fails")) return null;
   const needs = outcomes.filter((o) => o.out === "tok_needs_approval");
   const failed = outcomes.filter((o) => ROLLBACK[o.out] !== undefined).sort((a, b) => ROLLBACK[a.out]!.rank - ROLLBACK[b.out]!.rank);
   const applyAttempt = (r: Answer) => {
@@ -471,7 +489,24 @@ export const KNOWN_FINDINGS = {
     const captured = new Set<string>(a.body.details?.completed_store_ids ?? []);
     return reasons.length > 0 && reasons.every((r) => (r.code === "stock_insufficient" || r.code === "out_of_stock") && captured.has(String(r.store_id)) && cart.stores.includes(String(r.store_id)));
   },
+  /**
+   * P-2 (MED): two legs of one attempt escalated to their merchants (one `tok_finalization_fails`, a later one by slug
+   * `tok_amount_mismatch`): only the first is flagged; the second is settled paid at the authorised amount though the
+   * processor captured another (actors/cart/index.ts runPayment, `escalation ??= await escalateCapture(…)` skips the
+   * call once `escalation` is set). Patch: /tmp/notes/P-patch-2.diff; test: test/http/model-findings.test.ts. The
+   * invariants see it as "order total ≠ captured"; the model avoids the combination (see `avoidKnown`).
+   */
+  P2_second_escalated_leg_settled_paid: (_cart: MCart, _a: Answer): boolean => false,
 } as const;
+
+/**
+ * Method combinations of a known finding that the invariants (not an answer) would report: left out of the generated
+ * calls until the patch lands. P-2: two escalating tokens in one attempt.
+ */
+export function avoidKnown(methods: Record<string, Token> | undefined): boolean {
+  const escalating = Object.values(methods ?? {}).filter((t) => t === "tok_finalization_fails" || t === "tok_amount_mismatch");
+  return escalating.length >= 2;
+}
 
 function knownFinding(w: World, cart: MCart, a: Answer): boolean {
   for (const [name, matches] of Object.entries(KNOWN_FINDINGS)) {
@@ -596,6 +631,16 @@ class Complete implements Cmd {
       });
       if (Object.keys(methods).length === 0) methods = undefined;
     }
+    if (avoidKnown(methods)) {
+      // KNOWN_FINDINGS.P2: keep the first escalating method only; the others pay normally
+      let seen = false;
+      for (const [store, t] of Object.entries(methods!)) {
+        if (t !== "tok_finalization_fails" && t !== "tok_amount_mismatch") continue;
+        if (seen) methods![store] = "tok_approve";
+        seen = true;
+      }
+      w.known.set("P2_second_escalated_leg_settled_paid (avoided)", (w.known.get("P2_second_escalated_leg_settled_paid (avoided)") ?? 0) + 1);
+    }
     const body: Record<string, unknown> = oneCall ? { cartId: cart.id, idempotency_key: key } : { cartId: cart.id, checkout_session_id: s.id, idempotency_key: key };
     if (methods) {
       const distinct = new Set(Object.values(methods));
@@ -651,6 +696,10 @@ class Complete implements Cmd {
         // read now are exact for a rollback (released) and for a capture (sold)
         expect(outcome(b)).toEqual({ status: second.status, code: second.code });
         second.apply(b);
+      } else {
+        // the second call's outcome is one the model cannot say (a lost answer): follow the service
+        await this.learn(m, w, cart, key);
+        return;
       }
     }
     if (answers.some((x) => x.status === 200)) {
@@ -921,13 +970,53 @@ async function resyncOrders(w: World, m: Model): Promise<void> {
   }
 }
 
-type RaceKind = "complete_vs_cancel" | "complete_vs_complete" | "decide_vs_complete" | "refund_vs_refund" | "approve_vs_approve" | "approve_vs_reject" | "approve_vs_cancel" | "cancel_vs_ship" | "refund_vs_cancel";
+type RaceKind = "pending_cancel_vs_complete" | "merchant_cancel_vs_complete" | "refund_vs_approve" | "complete_vs_cancel" | "complete_vs_complete" | "decide_vs_complete" | "refund_vs_refund" | "approve_vs_approve" | "approve_vs_reject" | "approve_vs_cancel" | "cancel_vs_ship" | "refund_vs_cancel";
 
 class Race implements Cmd {
   constructor(readonly kind: RaceKind, readonly target: number, readonly token: Token) {}
-  check = (m: Readonly<Model>) => (this.kind.startsWith("complete") || this.kind.startsWith("decide") ? m.carts.some((c) => c.session !== null) : this.kind.startsWith("approve") ? m.refunds.length > 0 : m.orders.length > 0);
+  check = (m: Readonly<Model>) =>
+    this.kind.startsWith("complete") || this.kind.startsWith("decide") || this.kind.endsWith("cancel_vs_complete")
+      ? m.carts.some((c) => c.session !== null)
+      : this.kind.startsWith("approve") || this.kind === "refund_vs_approve"
+        ? m.refunds.length > 0
+        : m.orders.length > 0;
   async run(m: Model, w: World): Promise<void> {
     const post = (path: string, headers: Record<string, string>, body?: unknown) => call(w, "POST", path, headers, body);
+    const token = (cart: MCart): Token => (avoidKnown(Object.fromEntries(cart.stores.map((st) => [st, this.token]))) ? "tok_approve" : this.token);
+    if (this.kind === "pending_cancel_vs_complete" || this.kind === "merchant_cancel_vs_complete") {
+      // the cancel of a pending order of the session against the payment of that session
+      const cart = pick(m.carts.filter((c) => c.session !== null), this.target);
+      const s = cart.session!;
+      const [o] = await w.srv.db.sql<{ id: string; store_slug: string }[]>`SELECT id, store_slug FROM orders WHERE checkout_session_id = ${s.id} AND status = 'pending' ORDER BY store_slug LIMIT 1`;
+      if (!o) return;
+      const key = s.key ?? crypto.randomUUID();
+      const cancel =
+        this.kind === "pending_cancel_vs_complete"
+          ? post(`/api/v1/agent/orders/${o.id}/cancel`, w.key.headers)
+          : post(`/api/v1/merchant/stores/${o.store_slug}/orders/${o.id}/status`, merchant(w), { status: "canceled" });
+      const answers = await Promise.all([cancel, post("/api/v1/agent/checkout", w.key.headers, { cartId: cart.id, checkout_session_id: s.id, idempotency_key: key, payment_method: token(cart) })]);
+      for (const a of answers) if (a.status >= 500) expect(outcome(a)).toEqual({ status: 503, code: "UPSTREAM_UNAVAILABLE" });
+      // an order canceled by the agent's cancel was never charged (200 canceled means nothing was captured for it)
+      if (this.kind === "pending_cancel_vs_complete" && answers[0]!.status === 200) {
+        const [after] = await w.srv.db.sql<{ status: string; paid_at: Date | null; capture_ref: string | null }[]>`SELECT status, paid_at, capture_ref FROM orders WHERE id = ${o.id}`;
+        expect({ status: after!.status, paid: after!.paid_at !== null || after!.capture_ref !== null }).toEqual({ status: "canceled", paid: false });
+      }
+      await resyncCart(w, m, cart);
+      if (cart.session && cart.session.id === s.id && cart.session.key === null && answers[1]!.status !== 400) cart.session.key = key;
+      await resyncOrders(w, m);
+      return;
+    }
+    if (this.kind === "refund_vs_approve") {
+      const f = pick(m.refunds, this.target);
+      const o = m.orders.find((x) => x.id === f.orderId)!;
+      const answers = await Promise.all([
+        post(`/api/v1/merchant/stores/${o.store}/refunds/${f.id}/approve`, merchant(w)),
+        post(`/api/v1/agent/orders/${o.id}/refund`, w.key.headers, {}),
+      ]);
+      for (const a of answers) expect(a.status).toBeLessThan(500);
+      await resyncOrders(w, m);
+      return;
+    }
     if (this.kind === "complete_vs_cancel" || this.kind === "complete_vs_complete" || this.kind === "decide_vs_complete") {
       const cart = pick(m.carts.filter((c) => c.session !== null), this.target);
       const s = cart.session!;
@@ -935,11 +1024,11 @@ class Race implements Cmd {
       const complete = (method?: Token) => post("/api/v1/agent/checkout", w.key.headers, { cartId: cart.id, checkout_session_id: s.id, idempotency_key: key, ...(method ? { payment_method: method } : {}) });
       let answers: Answer[];
       if (this.kind === "complete_vs_cancel") {
-        answers = await Promise.all([complete(this.token), post(`/api/v1/agent/checkout/${s.id}/cancel`, w.key.headers)]);
+        answers = await Promise.all([complete(token(cart)), post(`/api/v1/agent/checkout/${s.id}/cancel`, w.key.headers)]);
         // one of them ended the session: a completed payment cannot also be canceled
         expect({ both: answers[0]!.status === 200 && answers[1]!.status === 200 }).toEqual({ both: false });
       } else if (this.kind === "complete_vs_complete") {
-        answers = await Promise.all([complete(this.token), complete("tok_approve")]);
+        answers = await Promise.all([complete(token(cart)), complete("tok_approve")]);
         expect({ twice: answers.filter((a) => a.status === 200).length }).toEqual({ twice: Math.min(1, answers.filter((a) => a.status === 200).length) });
       } else {
         const link = s.legs.find((l) => l.status === "awaiting" && l.decision === null && l.link)?.link;
@@ -983,6 +1072,83 @@ class Race implements Cmd {
   toString = () => `Race(${this.kind}, ${this.target}, ${this.token})`;
 }
 
+/**
+ * The cancel of an order left pending by a rolled-back or waiting leg: the agent's cancels the whole session; the
+ * merchant's is refused while another store's leg of the session is unpaid (shared_checkout), else ends the session.
+ */
+class CancelPendingOrder implements Cmd {
+  constructor(readonly cart: number, readonly who: "agent" | "merchant") {}
+  check = (m: Readonly<Model>) => m.carts.some((c) => c.session !== null && (c.session.status === "READY_FOR_PAYMENT" || c.session.status === "PENDING_EXTERNAL_CONFIRMATION"));
+  async run(m: Model, w: World): Promise<void> {
+    const cart = pick(m.carts.filter((c) => c.session !== null && (c.session.status === "READY_FOR_PAYMENT" || c.session.status === "PENDING_EXTERNAL_CONFIRMATION")), this.cart);
+    const s = cart.session!;
+    const pending = await w.srv.db.sql<{ id: string; store_slug: string }[]>`SELECT id, store_slug FROM orders WHERE checkout_session_id = ${s.id} AND status = 'pending' ORDER BY store_slug`;
+    if (pending.length === 0) return;
+    const o = pending[0]!;
+    const r =
+      this.who === "agent"
+        ? await call(w, "POST", `/api/v1/agent/orders/${o.id}/cancel`, w.key.headers)
+        : await call(w, "POST", `/api/v1/merchant/stores/${o.store_slug}/orders/${o.id}/status`, merchant(w), { status: "canceled" });
+    const othersUnpaid = s.legs.some((l) => l.store !== o.store_slug && l.status !== "captured");
+    if (this.who === "merchant" && othersUnpaid) {
+      expect({ ...outcome(r), reason: r.body.details?.reason }).toEqual({ status: 409, code: "ORDER_NOT_CANCELLABLE", reason: "shared_checkout" });
+      return;
+    }
+    expect({ ...outcome(r), st: r.body.data?.status }).toEqual({ status: 200, code: null, st: "canceled" });
+    const [after] = await w.srv.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${o.id}`;
+    expect(after!.status).toBe("canceled");
+    // the session ended: nothing of it can be paid any more; a cart with nothing paid is open again
+    const ended = cart.session;
+    await resyncCart(w, m, cart);
+    if (cart.paidStores.size === 0) expect({ cart: cart.status, session: cart.session?.id ?? null }).toEqual({ cart: "OPEN", session: null });
+    if (ended && !cart.session) {
+      // keep the ended session in the model when the cart stays partly paid, so its key is answered SESSION_INACTIVE
+      if (cart.status === "CHECKOUT") cart.session = { ...ended, status: "CANCELED" };
+    }
+  }
+  toString = () => `CancelPendingOrder(${this.cart}, ${this.who})`;
+}
+
+/** A refund request with an idempotency key, repeated: the same request answers the first record, another amount 409. */
+class RefundWithKey implements Cmd {
+  constructor(readonly order: number, readonly repeat: "same" | "other_amount") {}
+  check = (m: Readonly<Model>) => m.orders.some((o) => ["paid", "fulfilled", "shipped", "delivered"].includes(o.status) && refundableOf(m as Model, o) > 1 && openRefunds(m as Model, o) < 4);
+  async run(m: Model, w: World): Promise<void> {
+    const o = pick(m.orders.filter((x) => ["paid", "fulfilled", "shipped", "delivered"].includes(x.status) && refundableOf(m, x) > 1 && openRefunds(m, x) < 4), this.order);
+    const key = crypto.randomUUID();
+    const amount = Math.max(1, Math.floor(refundableOf(m, o) / 3));
+    const first = await call(w, "POST", `/api/v1/agent/orders/${o.id}/refund`, { ...w.key.headers, "idempotency-key": key }, { amount });
+    expect(outcome(first)).toEqual({ status: 201, code: null });
+    m.refunds.push({ id: String(first.body.data!.refund_id), orderId: o.id, amountMinor: amount, status: "PENDING_APPROVAL" });
+    const again = await call(w, "POST", `/api/v1/agent/orders/${o.id}/refund`, { ...w.key.headers, "idempotency-key": key }, { amount: this.repeat === "same" ? amount : amount + 1 });
+    if (this.repeat === "same") expect({ ...outcome(again), id: again.body.data?.refund_id }).toEqual({ status: 201, code: null, id: first.body.data!.refund_id });
+    else expect({ ...outcome(again), id: again.body.details?.refund_id }).toEqual({ status: 409, code: "IDEMPOTENCY_KEY_CONFLICT", id: first.body.data!.refund_id });
+  }
+  toString = () => `RefundWithKey(${this.order}, ${this.repeat})`;
+}
+
+/** The merchant decides a capture escalated to it (amount mismatch, finalization failed): accept or refund. */
+class MerchantReconcile implements Cmd {
+  constructor(readonly cart: number, readonly action: "accept" | "refund") {}
+  check = (m: Readonly<Model>) => m.carts.some((c) => c.session?.status === "SETTLEMENT_UNKNOWN");
+  async run(m: Model, w: World): Promise<void> {
+    const cart = pick(m.carts.filter((c) => c.session?.status === "SETTLEMENT_UNKNOWN"), this.cart);
+    const flagged = await w.srv.db.sql<{ id: string; store_slug: string }[]>`
+      SELECT id, store_slug FROM orders WHERE cart_id = ${cart.id} AND status = 'pending' AND reconciliation IS NOT NULL ORDER BY store_slug`;
+    if (flagged.length === 0) return;
+    const o = flagged[0]!;
+    const r = await call(w, "POST", `/api/v1/merchant/stores/${o.store_slug}/orders/${o.id}/reconcile`, merchant(w), { action: this.action });
+    expect(outcome(r)).toEqual({ status: 200, code: null });
+    const [after] = await w.srv.db.sql<{ status: string; reconciliation: string | null }[]>`SELECT status, reconciliation FROM orders WHERE id = ${o.id}`;
+    expect({ ...after }).toEqual({ status: this.action === "accept" ? "paid" : "canceled", reconciliation: null });
+    await resyncCart(w, m, cart);
+    // a second decision is refused
+    const again = await call(w, "POST", `/api/v1/merchant/stores/${o.store_slug}/orders/${o.id}/reconcile`, merchant(w), { action: this.action });
+    expect(outcome(again)).toEqual({ status: 409, code: "conflict" });
+  }
+  toString = () => `MerchantReconcile(${this.cart}, ${this.action})`;
+}
+
 /** Runs a command, then checks every invariant. */
 class Checked implements Cmd {
   constructor(readonly inner: Cmd) {}
@@ -998,7 +1164,7 @@ class Checked implements Cmd {
 // ---------------------------------------------------------------------------------------------------------------
 // Arbitraries.
 
-const TOKENS: Token[] = ["MOCK", "tok_approve", "tok_decline", "tok_fail", "tok_not_approved", "tok_needs_approval", "tok_lost_response", "tok_bogus"];
+const TOKENS: Token[] = ["MOCK", "tok_approve", "tok_decline", "tok_fail", "tok_not_approved", "tok_needs_approval", "tok_lost_response", "tok_amount_mismatch", "tok_finalization_fails", "tok_bogus"];
 
 export interface CommandOptions {
   /** Tokens the completes may name (a known finding's token can be left out). */
@@ -1050,6 +1216,10 @@ export function commandArbitraries(opts: CommandOptions = {}): fc.Arbitrary<Cmd>
     move,
     move,
     wrap(idx.map((o) => new AgentCancelOrder(o))),
+    wrap(fc.tuple(idx, fc.constantFrom("accept", "refund") as fc.Arbitrary<"accept" | "refund">).map(([c, a]) => new MerchantReconcile(c, a))),
+    wrap(fc.tuple(idx, fc.constantFrom("accept", "refund") as fc.Arbitrary<"accept" | "refund">).map(([c, a]) => new MerchantReconcile(c, a))),
+    wrap(fc.tuple(idx, fc.constantFrom("agent", "merchant") as fc.Arbitrary<"agent" | "merchant">).map(([c, who]) => new CancelPendingOrder(c, who))),
+    wrap(fc.tuple(idx, fc.constantFrom("same", "other_amount") as fc.Arbitrary<"same" | "other_amount">).map(([o, r]) => new RefundWithKey(o, r))),
     ...(opts.races === false
       ? []
       : [
@@ -1057,6 +1227,9 @@ export function commandArbitraries(opts: CommandOptions = {}): fc.Arbitrary<Cmd>
             fc
               .tuple(
                 fc.constantFrom(
+                  "pending_cancel_vs_complete",
+                  "merchant_cancel_vs_complete",
+                  "refund_vs_approve",
                   "complete_vs_cancel",
                   "complete_vs_complete",
                   "decide_vs_complete",
