@@ -970,12 +970,12 @@ async function resyncOrders(w: World, m: Model): Promise<void> {
   }
 }
 
-type RaceKind = "pending_cancel_vs_complete" | "merchant_cancel_vs_complete" | "refund_vs_approve" | "complete_vs_cancel" | "complete_vs_complete" | "decide_vs_complete" | "refund_vs_refund" | "approve_vs_approve" | "approve_vs_reject" | "approve_vs_cancel" | "cancel_vs_ship" | "refund_vs_cancel";
+type RaceKind = "two_carts_complete" | "decide_vs_cancel" | "reconcile_vs_complete" | "reconcile_vs_cancel" | "pending_cancel_vs_complete" | "merchant_cancel_vs_complete" | "refund_vs_approve" | "complete_vs_cancel" | "complete_vs_complete" | "decide_vs_complete" | "refund_vs_refund" | "approve_vs_approve" | "approve_vs_reject" | "approve_vs_cancel" | "cancel_vs_ship" | "refund_vs_cancel";
 
 class Race implements Cmd {
   constructor(readonly kind: RaceKind, readonly target: number, readonly token: Token) {}
   check = (m: Readonly<Model>) =>
-    this.kind.startsWith("complete") || this.kind.startsWith("decide") || this.kind.endsWith("cancel_vs_complete")
+    this.kind.startsWith("complete") || this.kind.startsWith("decide") || this.kind === "two_carts_complete" || this.kind.startsWith("reconcile") || this.kind.endsWith("cancel_vs_complete")
       ? m.carts.some((c) => c.session !== null)
       : this.kind.startsWith("approve") || this.kind === "refund_vs_approve"
         ? m.refunds.length > 0
@@ -983,6 +983,51 @@ class Race implements Cmd {
   async run(m: Model, w: World): Promise<void> {
     const post = (path: string, headers: Record<string, string>, body?: unknown) => call(w, "POST", path, headers, body);
     const token = (cart: MCart): Token => (avoidKnown(Object.fromEntries(cart.stores.map((st) => [st, this.token]))) ? "tok_approve" : this.token);
+    if (this.kind === "two_carts_complete") {
+      // two carts (often sharing a tracked product) paid at once: the holds decide who gets the last units
+      const open = m.carts.filter((c) => c.status !== "COMPLETED" && (c.session === null || c.session.status === "READY_FOR_PAYMENT"));
+      if (open.length < 2) return;
+      const a = pick(open, this.target);
+      const b = pick(open.filter((c) => c !== a), this.target + 1);
+      const keys = new Map<MCart, string>();
+      const pay = (c: MCart) => {
+        const key = c.session?.key ?? crypto.randomUUID();
+        keys.set(c, key);
+        return post("/api/v1/agent/checkout", w.key.headers, { cartId: c.id, idempotency_key: key, ...(c.session ? { checkout_session_id: c.session.id } : {}), payment_method: "tok_approve" });
+      };
+      const answers = await Promise.all([pay(a), pay(b)]);
+      for (const x of answers) expect(x.status).toBeLessThan(500);
+      for (const [i, c] of [a, b].entries()) {
+        await resyncCart(w, m, c);
+        // the key the call bound (a refusal before anything was charged binds none, but no call here is refused so)
+        if (c.session && c.session.key === null && answers[i]!.status !== 400 && answers[i]!.status !== 404) c.session.key = keys.get(c)!;
+      }
+      return;
+    }
+    if (this.kind === "decide_vs_cancel" || this.kind === "reconcile_vs_complete" || this.kind === "reconcile_vs_cancel") {
+      const cart = pick(m.carts.filter((c) => c.session !== null), this.target);
+      const s = cart.session!;
+      let first: Promise<Answer>;
+      if (this.kind === "decide_vs_cancel") {
+        const link = s.legs.find((l) => l.status === "awaiting" && l.link)?.link;
+        if (!link) return;
+        first = post(`${new URL(link).pathname}/approve`, {}, {});
+      } else {
+        const [o] = await w.srv.db.sql<{ id: string; store_slug: string }[]>`
+          SELECT id, store_slug FROM orders WHERE cart_id = ${cart.id} AND status = 'pending' AND reconciliation IS NOT NULL ORDER BY store_slug LIMIT 1`;
+        if (!o) return;
+        first = post(`/api/v1/merchant/stores/${o.store_slug}/orders/${o.id}/reconcile`, merchant(w), { action: this.token === "tok_approve" ? "accept" : "refund" });
+      }
+      const second =
+        this.kind === "reconcile_vs_complete"
+          ? post("/api/v1/agent/checkout", w.key.headers, { cartId: cart.id, checkout_session_id: s.id, idempotency_key: s.key ?? crypto.randomUUID() })
+          : post(`/api/v1/agent/checkout/${s.id}/cancel`, w.key.headers);
+      const answers = await Promise.all([first, second]);
+      for (const a of answers) if (a.status >= 500) expect(outcome(a)).toEqual({ status: 503, code: "UPSTREAM_UNAVAILABLE" });
+      await resyncCart(w, m, cart);
+      await resyncOrders(w, m);
+      return;
+    }
     if (this.kind === "pending_cancel_vs_complete" || this.kind === "merchant_cancel_vs_complete") {
       // the cancel of a pending order of the session against the payment of that session
       const cart = pick(m.carts.filter((c) => c.session !== null), this.target);
@@ -1227,6 +1272,11 @@ export function commandArbitraries(opts: CommandOptions = {}): fc.Arbitrary<Cmd>
             fc
               .tuple(
                 fc.constantFrom(
+                  "two_carts_complete",
+                  "two_carts_complete",
+                  "decide_vs_cancel",
+                  "reconcile_vs_complete",
+                  "reconcile_vs_cancel",
                   "pending_cancel_vs_complete",
                   "merchant_cancel_vs_complete",
                   "refund_vs_approve",
