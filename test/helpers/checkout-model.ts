@@ -63,7 +63,10 @@ export async function pickProducts(srv: TestServer): Promise<Product[]> {
 
 export async function readStockBaseline(srv: TestServer, products: Product[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  for (const p of products.filter((x) => x.tracked)) out.set(p.id, (await stockFacts(srv, p.id)).stock + (await stockFacts(srv, p.id)).committed);
+  for (const p of products.filter((x) => x.tracked)) {
+    const f = await stockFacts(srv, p.id);
+    out.set(p.id, f.stock + f.committed);
+  }
   return out;
 }
 
@@ -87,14 +90,14 @@ async function available(w: World, productId: string): Promise<number> {
 // ---------------------------------------------------------------------------------------------------------------
 // HTTP with the envelope checked on every answer.
 
-export interface Answer {
+/** An answer as the commands read it (module-internal: the JSON fields are read where the spec names them). */
+interface Answer {
   status: number;
-  // The answer is JSON from the service; the commands read the fields the spec names.
   body: { success?: boolean; data?: Record<string, any>; error?: unknown; code?: unknown; details?: Record<string, any> };
 }
 
 /** Every error answer (and the 202 user_action_required) is the spec's envelope with a code of errors.ts at its status. */
-export function assertEnvelope(what: string, r: Answer): void {
+function assertEnvelope(what: string, r: Answer): void {
   if (r.status < 400 && r.status !== 202) {
     expect({ what, success: r.body?.success }).toEqual({ what, success: true });
     return;
@@ -999,7 +1002,7 @@ class Race implements Cmd {
       for (const x of answers) expect(x.status).toBeLessThan(500);
       for (const [i, c] of [a, b].entries()) {
         await resyncCart(w, m, c);
-        // the key the call bound (a refusal before anything was charged binds none, but no call here is refused so)
+        // the key the call bound (tok_approve is never refused before the key binds)
         if (c.session && c.session.key === null && answers[i]!.status !== 400 && answers[i]!.status !== 404) c.session.key = keys.get(c)!;
       }
       return;
