@@ -29,6 +29,8 @@ export interface World {
   other: TestKey;
   /** The operator's session token: it may act as the merchant of every store. */
   admin: string;
+  /** The session token of another store's owner (cozy-paws-supply): every order and refund here is not its own. */
+  stranger: string;
   products: Product[];
   /** stock_quantity + units committed (sold, not returned) per tracked product, at boot: constant for ever. */
   stockBaseline: Map<string, number>;
@@ -846,6 +848,8 @@ class DecideRefund implements Cmd {
   async run(m: Model, w: World): Promise<void> {
     const f = pick(m.refunds, this.refund);
     const o = m.orders.find((x) => x.id === f.orderId)!;
+    const foreign = await call(w, "POST", `/api/v1/merchant/stores/${o.store}/refunds/${f.id}/${this.decision}`, { authorization: `Bearer ${w.stranger}` });
+    expect(foreign.status).toBe(404);
     const r = await call(w, "POST", `/api/v1/merchant/stores/${o.store}/refunds/${f.id}/${this.decision}`, merchant(w));
     if (f.status !== "PENDING_APPROVAL") {
       expect(outcome(r)).toEqual({ status: 409, code: "conflict" });
@@ -876,6 +880,11 @@ class MerchantMove implements Cmd {
   check = (m: Readonly<Model>) => m.orders.length > 0;
   async run(m: Model, w: World): Promise<void> {
     const o = pick(m.orders, this.order);
+    // another store's owner can neither move the order under its store's path nor under its own
+    for (const path of [`/api/v1/merchant/stores/${o.store}/orders/${o.id}/status`, `/api/v1/merchant/stores/cozy-paws-supply/orders/${o.id}/status`]) {
+      const foreign = await call(w, "POST", path, { authorization: `Bearer ${w.stranger}` }, { status: this.to });
+      expect({ path, status: foreign.status }).toEqual({ path, status: 404 });
+    }
     const r = await call(w, "POST", `/api/v1/merchant/stores/${o.store}/orders/${o.id}/status`, merchant(w), { status: this.to });
     const next = MOVES[o.status]![this.to];
     if (!next) {

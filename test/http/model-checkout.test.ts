@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import fc from "fast-check";
 import { commandArbitraries, emptyModel, pickProducts, readStockBaseline, settleRun, checkInvariants, restock, type World } from "../helpers/checkout-model.ts";
-import { login, twoTenants } from "../helpers/agents.ts";
+import { login, merchantLogin, twoTenants } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 let srv: TestServer;
@@ -17,7 +17,7 @@ beforeAll(async () => {
   srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   const { key, other } = await twoTenants(srv);
   const products = await pickProducts(srv);
-  world = { srv, key, other, admin: await login(srv), products, stockBaseline: await readStockBaseline(srv, products), unsettledSessions: new Set(), trace: [], known: new Map() };
+  world = { srv, key, other, admin: await login(srv), stranger: await login(srv, merchantLogin("cozy-paws-supply")), products, stockBaseline: await readStockBaseline(srv, products), unsettledSessions: new Set(), trace: [], known: new Map() };
 }, 120_000);
 afterAll(async () => {
   await srv?.stop();
