@@ -1341,4 +1341,12 @@ export async function settleRun(w: World, m: Model): Promise<void> {
     }
   }
   w.unsettledSessions.clear();
+  // no order is left pending by a session that ended: only the cart's live session may have pending orders
+  for (const cart of m.carts) {
+    const r = await call(w, "GET", `/api/v1/agent/cart/${cart.id}`, w.key.headers);
+    const live = r.status === 200 && typeof r.body.data?.checkout_session_id === "string" ? r.body.data.checkout_session_id : null;
+    const stranded = await w.srv.db.sql<{ id: string; checkout_session_id: string }[]>`
+      SELECT id, checkout_session_id FROM orders WHERE cart_id = ${cart.id} AND status = 'pending' AND checkout_session_id IS DISTINCT FROM ${live}`;
+    expect({ cart: cart.id, stranded: stranded.map((o) => `${o.id} of ${o.checkout_session_id}`) }).toEqual({ cart: cart.id, stranded: [] });
+  }
 }
