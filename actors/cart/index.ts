@@ -1164,11 +1164,12 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
       // the rail with the backoff (below): a chain that decides first pays or releases it.
       escalated.add(leg.storeId);
       railMayDecide = true;
-      escalation ??= await escalateCapture(await txOf(), s, leg, results, unresolvedProblem(leg, unresolved), "settlement_unknown", {
+      const flagged = await escalateCapture(await txOf(), s, leg, results, unresolvedProblem(leg, unresolved), "settlement_unknown", {
         reference: unresolved.reference,
         evidence: unresolved.evidence ?? null,
         rail_reason: unresolved.reason,
       });
+      escalation ??= flagged;
       continue;
     }
     // A leg of nothing has no capture (chargeLeg never called the rail): nothing a human could accept or refund,
@@ -1188,7 +1189,10 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
     }
     if (!problem) continue;
     escalated.add(leg.storeId);
-    escalation ??= await escalateCapture(await txOf(), s, leg, results, problem);
+    // Every escalated leg is flagged (and its result made unknown), not only the first: `escalation ??= await …` skipped
+    // the call for a second one, whose capture then settled below as paid at the authorised amount (model finding P-2).
+    const flagged = await escalateCapture(await txOf(), s, leg, results, problem);
+    escalation ??= flagged;
   }
   const only = pending.length === 1 ? pending[0]! : null;
   // An x402 reconcile may settle an order escalated as settlement_unknown: the general path clears its flag with it.
@@ -1227,7 +1231,8 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
           order_status: o?.status ?? null,
         });
         escalated.add(leg.storeId);
-        escalation ??= await escalateCapture(tx, s, leg, results, problem);
+        const flagged = await escalateCapture(tx, s, leg, results, problem);
+        escalation ??= flagged;
         continue;
       }
       const done = await settleLegRows(
@@ -1522,7 +1527,7 @@ async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string; in
   try {
     assertShippingQuoted(cart, priced);
     try {
-      const ok = assertStateExecutable(previewedOf(s), priced.state, body.reconfirmedStateHash ?? null);
+      const ok = assertStateExecutable(previewedOf(s), priced.state, body.reconfirmedStateHash ?? null, capturedStoreIds(s));
       if (ok.reconfirmed) {
         const repriced = { ...withPricing(s, priced), stateHash: ok.currentHash };
         session = { ...repriced, legs: s.legs.map((leg) => (leg.status !== "unpaid" ? leg : { ...leg, amountMinor: totalsOf(repriced).stores.find((x) => x.storeId === leg.storeId)?.totalMinor ?? leg.amountMinor })) };
@@ -1595,6 +1600,11 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   }
 }
 
+/** The stores whose leg this session already captured: the state check does not ask their stock to cover their lines. */
+function capturedStoreIds(s: SessionState): Set<string> {
+  return new Set(s.legs.filter((l) => l.status === "captured").map((l) => l.storeId));
+}
+
 /** A new attempt on a READY_FOR_PAYMENT session (the first, or a retry after a rollback) with the key bound. */
 async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: string, rail: RailName, now: number, fresh: Priced | null): Promise<CompleteReply> {
   // start: the merchant state must still be what was approved. The risk inputs come back with the catalog read
@@ -1607,7 +1617,7 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
   assertShippingQuoted(ctx.state.cart as CartRecord, priced);
   if (!fresh) {
     try {
-      const ok = assertStateExecutable(previewedOf(s), priced.state, body.reconfirmedStateHash ?? null);
+      const ok = assertStateExecutable(previewedOf(s), priced.state, body.reconfirmedStateHash ?? null, capturedStoreIds(s));
       if (ok.reconfirmed) s = { ...withPricing(s, priced), stateHash: ok.currentHash };
     } catch (err) {
       // A session with a merchant paid stays READY_FOR_PAYMENT for the others (a new preview, then the same key, pays

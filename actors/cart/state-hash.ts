@@ -118,7 +118,12 @@ export type StateComparison =
   | { outcome: "reconfirm"; currentHash: string; reasons: StateReason[] }
   | { outcome: "blocked"; currentHash: string; reasons: StateReason[] };
 
-export function compareStates(previewed: CheckoutState, current: CheckoutState): StateComparison {
+/**
+ * `paidStoreIds`: stores whose leg is already captured in this session. Their units were sold by that capture, so the
+ * stock left no longer covering their lines says nothing about this attempt, which holds only the unpaid legs' stock
+ * (a partly paid session was refused for ever by its own paid store's sale).
+ */
+export function compareStates(previewed: CheckoutState, current: CheckoutState, paidStoreIds: ReadonlySet<string> = new Set()): StateComparison {
   const currentHash = stateHash(current);
   const blocked: StateReason[] = [];
   const moved: StateReason[] = [];
@@ -159,7 +164,7 @@ export function compareStates(previewed: CheckoutState, current: CheckoutState):
         continue;
       }
       if (cl.quantity !== pl.quantity) blocked.push({ code: "quantity_changed", ...at, from: pl.quantity, to: cl.quantity });
-      if (!stockOk(cl)) {
+      if (!paidStoreIds.has(p.storeId) && !stockOk(cl)) {
         blocked.push({ code: cl.available === 0 ? "out_of_stock" : "stock_insufficient", ...at, requested: cl.quantity, available: cl.available });
       }
       if (cl.unitPriceMinor > pl.unitPriceMinor) {
@@ -196,8 +201,9 @@ export function assertStateExecutable(
   previewed: CheckoutState,
   current: CheckoutState,
   reconfirmedStateHash?: string | null,
+  paidStoreIds: ReadonlySet<string> = new Set(),
 ): { currentHash: string; reconfirmed: boolean } {
-  const result = compareStates(previewed, current);
+  const result = compareStates(previewed, current, paidStoreIds);
   if (result.outcome === "blocked") {
     throw fail("STATE_EXECUTION_BLOCKED", "The merchant state changed beyond what a reconfirmation can cover.", { reasons: result.reasons });
   }
