@@ -151,10 +151,13 @@ export const CONFIG_VARS = {
     default: 7,
     doc: "Days after a stock reservation was released or given back before it is deleted, once its order is no longer pending and its cart has nothing due (held reservations and a released last attempt are kept); a committed one goes as many days after its order left paid and fulfilled (shipped, delivered, refunded, canceled), when nothing can give its units back any more.",
   },
+  // At least 1 (review V1-3): a gateway judges a mandate's expiry by its own clock, the job by the database's and its
+  // own; the grace is what covers a gateway clock behind them. With 0, a gateway seconds slow still took the mandate
+  // as live after the job deleted the binding that refuses it for a second cart.
   RETENTION_AP2_MANDATE_GRACE_DAYS: {
-    schema: T.Integer({ minimum: 0 }),
+    schema: T.Integer({ minimum: 1 }),
     default: 7,
-    doc: "Days after an AP2 mandate stops being accepted (the first of its signed expiries: intent_expiry, cart_expiry, the user authorization's exp) before its cart binding and its agent-key claim are deleted; a mandate without any expiry, and a binding recorded before migration 0087, are kept.",
+    doc: "Days after an AP2 mandate stops being accepted (the first of its signed expiries: intent_expiry, cart_expiry, the user authorization's exp) before its cart binding and its agent-key claim are deleted; at least 1, since the grace covers a gateway clock behind the database's; a mandate without any expiry, and a binding recorded before migration 0087, are kept.",
   },
 } as const satisfies Record<string, { schema: TSchema; default: unknown; doc: string }>;
 

@@ -32,12 +32,14 @@
  *    `expiry` for a cart not paid yet), and a replay for a paid cart is answered from that cart, never from the rows
  *    (the cart's session key is derived from the agent key and the mandate id: the same mandate gets its receipt, 200,
  *    any other an `expiry` 403; ap2Pay binds nothing for an expired mandate). So a row goes
- *    RETENTION_AP2_MANDATE_GRACE_DAYS after that instant (the grace covers a gateway clock behind the job's), and by
- *    the database's clock too. A mandate without any expiry ('infinity') and a row written before 0087 (NULL: its expiry
- *    was never recorded) are kept for ever: either could still be presented and accepted. Every later presentation
- *    whose signature verifies moves the instant later if its own is later (the user signed the same mandate id again),
- *    never earlier, even one refused for another cart or agent key: the rows refuse what it could pay. Runs before
- *    the cart rule: an unpaid cart named only by a deleted binding then goes in the same run (if old enough). The
+ *    RETENTION_AP2_MANDATE_GRACE_DAYS after that instant (the grace, at least a day, covers a gateway clock behind the
+ *    job's and the database's: the gateway judges expiry by its own; review V1-3), and by the database's clock too. A
+ *    mandate without any expiry ('infinity') and a row written before 0087 (NULL: its expiry was never recorded) are
+ *    kept for ever: either could still be presented and accepted. Every later presentation whose signature verifies
+ *    moves the instant later if its own is later (the user signed the same mandate id again), never earlier, even one
+ *    refused for another cart or agent key (the claim, the presenter's binding and the claim holder's, review V1-2):
+ *    the rows refuse what it could pay. Runs before the cart rule: an unpaid cart named only by a deleted binding then
+ *    goes in the same run (if old enough). The
  *    gateway side (recording the instant; an expired mandate on a paid cart answered from the cart) is
  *    gateway/bridge/common.ts `bindMandate`, ap2-auth.ts `claimMandate` and index.ts `ap2Pay`; until a host records it,
  *    its rows stay NULL and are kept.
@@ -59,10 +61,11 @@
  *    read after the sale only by `returnSoldStock` (refund-flow.ts), which gives its units back when the merchant
  *    cancels the order (paid or fulfilled) or a full refund lands while it is paid. Once the order left paid and
  *    fulfilled (shipped, delivered, refunded, canceled: no move leads back) nothing can; a trigger on orders stamps the
- *    row's `order_closed_at` then (migration 0087), and the row goes RETENTION_RESERVATION_GRACE_DAYS after it, once
- *    its cart has no reminder due. Its other readers answer the same without it: a replayed begin of its id (`priorOf`'s
- *    fallback: the order's intent_id, as held: "begun before", created false, nothing held), a replayed settle (only a
- *    held row of a pending order is settled), a reconciliation (the same settle). Rows of an order still paid or
+ *    row's `order_closed_at` then (migration 0087; orders closed before it were stamped by 0088 from their last
+ *    change), and the row goes RETENTION_RESERVATION_GRACE_DAYS after it, once its cart has no reminder due. Its other
+ *    readers answer the same without it: a replayed begin of its id (`priorOf`'s fallback: the order's intent_id, as
+ *    held: "begun before", created false, nothing held), a replayed settle (only a held row of a pending order is
+ *    settled), a reconciliation (the same settle). Rows of an order still paid or
  *    fulfilled, however old, stay (the merchant may still cancel it) and are not in the scan's index.
  *  - `webhook_deliveries` (session 9): deliveries finished (delivered, or dead) more than
  *    RETENTION_WEBHOOK_DELIVERY_DAYS ago, with their attempt log (ON DELETE CASCADE). Pending and failed ones stay

@@ -184,16 +184,24 @@ export async function claimMandate(tx: TxSql, agentKeyId: string, mandateId: str
 }
 
 /**
- * Moves the recorded acceptance instant (migration 0087) of the mandate's claim and of `agentKeyId`'s binding to
- * `until` (null: no expiry, 'infinity') when that is later; never earlier, never a row recorded before 0087 (NULL), never
- * creates a row. Writes nothing in the usual case (the instant is already as late).
+ * Moves the recorded acceptance instant (migration 0087) of the mandate's claim, of `agentKeyId`'s binding and of the
+ * claim holder's binding to `until` (null: no expiry, 'infinity') when that is later; never earlier, never a row
+ * recorded before 0087 (NULL), never creates a row. Writes nothing in the usual case (the instant is already as late).
+ * The holder's binding too (review V1-2): when another agent key presents a later signature, it is refused, but the
+ * holder has now seen that signature, and only its binding refuses it for a second cart; left at the first signature's
+ * instant, the job deleted it while the later signature lived, and the holder paid another cart with it.
+ * Autocommit statements, none waiting for a lock while holding another (bindMandate takes the binding, then the claim);
+ * the bindings' update locks its rows in primary-key order (the index scan sorts the ids).
  */
 async function extendMandateRows(sql: Sql, thumbprint: string, mandateId: string, agentKeyId: string, until: number | null): Promise<void> {
   const at = sql`COALESCE(${until === null ? null : new Date(until)}::timestamptz, 'infinity')`;
-  await sql`UPDATE ap2_mandate_agents SET expires_at = ${at}
-    WHERE thumbprint = ${thumbprint} AND payment_mandate_id = ${mandateId} AND expires_at < ${at}`;
+  const [claim] = await sql<{ holder: string }[]>`
+    WITH moved AS (UPDATE ap2_mandate_agents SET expires_at = ${at}
+      WHERE thumbprint = ${thumbprint} AND payment_mandate_id = ${mandateId} AND expires_at < ${at})
+    SELECT agent_key_id AS holder FROM ap2_mandate_agents WHERE thumbprint = ${thumbprint} AND payment_mandate_id = ${mandateId}`;
+  const ids = [...new Set([agentKeyId, claim?.holder ?? agentKeyId])].map((k) => ap2BindingId(k, mandateId));
   await sql`UPDATE bridge_sessions SET mandate_expires_at = ${at}
-    WHERE id = ${ap2BindingId(agentKeyId, mandateId)} AND protocol = 'ap2' AND mandate_expires_at < ${at}`;
+    WHERE id = ANY(${ids}::text[]) AND protocol = 'ap2' AND mandate_expires_at < ${at}`;
 }
 
 /** 403 MANDATE_LIMIT_EXCEEDED when another agent key holds the mandate. */

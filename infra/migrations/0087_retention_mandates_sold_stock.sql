@@ -1,6 +1,48 @@
 -- Retention for the two kinds of rows that grew for ever (docs/review.md session 10 "Known and left"): AP2 mandate
 -- bindings and committed stock reservations. The rules are in infra/retention.ts; docs/operations.md "Data retention".
 
+-- Locks first, all four, before any change (review V1-1). The runner applies this file in one transaction, so every
+-- lock below lasts until it commits: this file only changes the schema (a fraction of a second on any size); the
+-- backfill of closed orders is 0088, in its own transaction, which takes only row locks. The service takes these
+-- tables in both orders (a paid order's cancel or refund writes `orders`, then `stock_reservations`; a pending order's
+-- cancel and a settle write `stock_reservations`, then `orders`), so no fixed order alone avoids a deadlock with it.
+-- Instead the migration never waits long while it holds one: each attempt takes `orders` first (as the paid-order cancel
+-- and refund do: they already hold it when they reach `stock_reservations`), waiting at most 400 ms while it holds
+-- none, then the other three waiting at most 150 ms each; a refusal gives back what the attempt took (the block's
+-- subtransaction rolls back) and the attempt is made again shortly after. Each wait stays below Postgres's default
+-- deadlock_timeout (1 s), so a transaction that waits on the migration is let through before a deadlock check would
+-- pick a victim, and checkout queued behind a waiting lock stalls well under a second at a time. The whole wait is
+-- bounded by the connection's lock_timeout when one is set (ALTER ROLE/DATABASE … SET lock_timeout, PGOPTIONS), else
+-- 60 s; then the migration fails with SQLSTATE 55P03 (lock_not_available), nothing changed, and the next start tries
+-- again (docs/operations.md "Start order").
+DO $$
+DECLARE
+  budget interval := COALESCE(NULLIF(current_setting('lock_timeout')::interval, interval '0'), interval '60 seconds');
+  given_up timestamptz := clock_timestamp() + budget;
+  restore text := current_setting('lock_timeout');
+BEGIN
+  LOOP
+    BEGIN
+      PERFORM set_config('lock_timeout', '400ms', true);
+      LOCK TABLE orders IN SHARE ROW EXCLUSIVE MODE;
+      PERFORM set_config('lock_timeout', '150ms', true);
+      LOCK TABLE stock_reservations IN ACCESS EXCLUSIVE MODE;
+      LOCK TABLE bridge_sessions IN ACCESS EXCLUSIVE MODE;
+      LOCK TABLE ap2_mandate_agents IN ACCESS EXCLUSIVE MODE;
+      PERFORM set_config('lock_timeout', restore, true);
+      RETURN;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+      IF clock_timestamp() >= given_up THEN
+        PERFORM set_config('lock_timeout', restore, true);
+        RAISE EXCEPTION 'could not lock orders, stock_reservations, bridge_sessions and ap2_mandate_agents within %', budget
+          USING ERRCODE = 'lock_not_available',
+            HINT = 'A long transaction holds one of them (pg_stat_activity, pg_locks); start again once it ended.';
+      END IF;
+      PERFORM pg_sleep(0.1 + random() * 0.2);
+    END;
+  END LOOP;
+END $$;
+
 -- AP2: the last instant a mandate as presented could still be accepted for a cart that is not paid yet: the earliest of
 -- its signed expiries (intent_expiry, cart_expiry, the user authorization's `exp`), 'infinity' when it has none (a
 -- mandate need not expire: such a binding is kept for ever), NULL for a binding written before this migration (its
@@ -31,13 +73,11 @@ END $$;
 CREATE TRIGGER orders_restock_closed AFTER UPDATE OF status ON orders
   FOR EACH ROW WHEN (OLD.status IN ('paid', 'fulfilled') AND NEW.status NOT IN ('pending', 'paid', 'fulfilled'))
   EXECUTE FUNCTION stock_reservations_order_closed();
--- Orders closed before this migration: their last change, at or after the close (so never early).
-UPDATE stock_reservations r SET order_closed_at = o.updated_at
-FROM orders o WHERE o.id = r.order_id AND r.status = 'committed' AND o.status NOT IN ('pending', 'paid', 'fulfilled');
+-- Orders closed before this migration are stamped by 0088 (its own transaction: a long UPDATE here held every lock
+-- above for its whole run, about 28 s per million sold reservations; review V1-1), applied right after this file by
+-- the same start-up. The index is built here, while the column is still empty: one scan of the table, no entries.
 CREATE INDEX stock_reservations_sold ON stock_reservations (order_closed_at) WHERE status = 'committed' AND order_closed_at IS NOT NULL;
 
 -- A `returned` reservation (its units given back by returnSoldStock; its order canceled or refunded, both final) is no
--- longer kept as its order's last attempt: a replay of its id is answered the same without the row (priorOf's fallback
--- reads the order's intent_id as held, and held, committed and returned all answer "begun before"). Only a `released`
--- last attempt needs its row (it answers `conflict`; review RB-1). Rows 0085's rule marked are candidates again.
-UPDATE stock_reservations SET kept_as_last_attempt = false WHERE status = 'returned' AND kept_as_last_attempt;
+-- longer kept as its order's last attempt (infra/retention.ts `last_attempt`): 0088 clears the marks 0085's rule gave
+-- such rows, with the backfill.

@@ -168,4 +168,39 @@ describe("AP2 mandate bindings and the retention job (session 11)", () => {
     expect(r.body).toMatchObject({ code: "MANDATE_LIMIT_EXCEEDED", details: { violated: "cart", reason: "presented_by_another_agent_key" } });
     expect(await paidCount(theirs.cartId)).toBe(0);
   }, 60_000);
+
+  test("a later signature another agent key presented moves the holder's binding too: after the first signature's expiry and the job, the holder cannot pay a second cart with it (review V1-2)", async () => {
+    const admin = await login(srv);
+    const b = await createKey(srv, { scopes: ALL_SCOPES, token: admin, tier: "ENTERPRISE" });
+    expect((await ap2.registerUserKey(srv, admin, b.id, "phone", a.userPair)).status).toBe(200);
+    const first = await ap2.cheapCart(a);
+    const pmc = paymentContents(first.total);
+    const signed = async (expiry: number) => {
+      const intent = { merchants: [ap2.SUMMIT], intent_expiry: new Date(expiry).toISOString() };
+      const user_authorization = await sign([pmc, intent]);
+      return (cartId: string) => ({ cart_id: cartId, intent_mandate: intent, payment_mandate: { payment_mandate_contents: pmc, user_authorization } });
+    };
+    expect((await pay((await signed(Date.now() + 4_000))(first.cartId))).status).toBe(200);
+    // the user signs the same mandate again, valid for an hour; the other agent key presents it first: refused
+    const inAnHour = Date.now() + 3_600_000;
+    const later = await signed(inAnHour);
+    const byB = await pay(later((await ap2.cheapCart({ ...a, key: b })).cartId), b);
+    expect(byB.status).toBe(403);
+    expect(byB.body).toMatchObject({ code: "MANDATE_LIMIT_EXCEEDED", details: { violated: "cart", reason: "presented_by_another_agent_key" } });
+    // both rows now last as long as the later signature, the holder's binding as well as the claim
+    const rows = await recorded(pmc.payment_mandate_id);
+    expect({ binding: ms(rows.binding), claim: ms(rows.claim) }).toEqual({ binding: inAnHour, claim: inAnHour });
+
+    await Bun.sleep(4_500); // the first signature has expired
+    // a horizon half an hour from now: past the first signature's expiry, before the second's
+    await runRetention(srv.db.sql, SETTINGS, Date.now() + 7 * DAY + 1_800_000);
+    expect(await recorded(pmc.payment_mandate_id)).toEqual({ binding: expect.any(String), claim: expect.any(String) });
+
+    // the holder presents that same later signature (the service has seen it) for a second cart: refused, nothing paid
+    const second = await ap2.cheapCart(a);
+    const r = await pay(later(second.cartId));
+    expect(r.status).toBe(403);
+    expect(r.body).toMatchObject({ code: "MANDATE_LIMIT_EXCEEDED", details: { violated: "cart", mandate_cart_id: first.cartId } });
+    expect(await paidCount(second.cartId)).toBe(0);
+  }, 60_000);
 });
