@@ -481,36 +481,16 @@ async function expectCartStatus(w: World, cart: MCart): Promise<void> {
 // stays green until the fix lands; each is counted in `World.known` so a run says how often it was seen. Once a
 // finding's patch is applied the predicate never matches and the model's own prediction is checked again.
 
-export const KNOWN_FINDINGS = {
-  /**
-   * P-1 (MED): a partly paid session is refused STATE_EXECUTION_BLOCKED `stock_insufficient` / `out_of_stock` for a
-   * store that is already paid, when that store's own capture sold the units its lines name (actors/cart/state-hash.ts
-   * compareStates checks stock for captured legs too). Patch: /tmp/notes/P-patch-1.diff; test:
-   * test/http/model-findings.test.ts.
-   */
-  P1_paid_store_stock_blocks_retry: (cart: MCart, a: Answer): boolean => {
-    if (a.status !== 409 || a.body.code !== "STATE_EXECUTION_BLOCKED") return false;
-    const reasons: { code?: string; store_id?: string }[] = a.body.details?.reasons ?? [];
-    const captured = new Set<string>(a.body.details?.completed_store_ids ?? []);
-    return reasons.length > 0 && reasons.every((r) => (r.code === "stock_insufficient" || r.code === "out_of_stock") && captured.has(String(r.store_id)) && cart.stores.includes(String(r.store_id)));
-  },
-  /**
-   * P-2 (MED): two legs of one attempt escalated to their merchants (one `tok_finalization_fails`, a later one by slug
-   * `tok_amount_mismatch`): only the first is flagged; the second is settled paid at the authorised amount though the
-   * processor captured another (actors/cart/index.ts runPayment, `escalation ??= await escalateCapture(…)` skips the
-   * call once `escalation` is set). Patch: /tmp/notes/P-patch-2.diff; test: test/http/model-findings.test.ts. The
-   * invariants see it as "order total ≠ captured"; the model avoids the combination (see `avoidKnown`).
-   */
-  P2_second_escalated_leg_settled_paid: (_cart: MCart, _a: Answer): boolean => false,
-} as const;
+export const KNOWN_FINDINGS: Record<string, (cart: MCart, a: Answer) => boolean> = {
+  // none open: P-1 and P-2 are fixed (test/http/model-findings.test.ts keeps their regressions)
+};
 
 /**
  * Method combinations of a known finding that the invariants (not an answer) would report: left out of the generated
- * calls until the patch lands. P-2: two escalating tokens in one attempt.
+ * calls until the patch lands (P-2, two escalating tokens in one attempt, was one; none is open now).
  */
-export function avoidKnown(methods: Record<string, Token> | undefined): boolean {
-  const escalating = Object.values(methods ?? {}).filter((t) => t === "tok_finalization_fails" || t === "tok_amount_mismatch");
-  return escalating.length >= 2;
+export function avoidKnown(_methods: Record<string, Token> | undefined): boolean {
+  return false; // P-2 (two escalating tokens in one attempt) is fixed; nothing is left out
 }
 
 function knownFinding(w: World, cart: MCart, a: Answer): boolean {

@@ -57,12 +57,8 @@ async function partlyPaidSession(): Promise<{ cartId: string; sessionId: string;
   return { cartId, sessionId, idempotencyKey };
 }
 
-/**
- * P-1 is open until /tmp/notes/P-patch-1.diff lands: `test.failing` passes while the finding reproduces (the
- * answer is 409 STATE_EXECUTION_BLOCKED) and fails once it is fixed. Applying the patch: change `p1` to `test` (and
- * drop KNOWN_FINDINGS.P1_paid_store_stock_blocks_retry in test/helpers/checkout-model.ts).
- */
-const p1 = test.failing;
+/** P-1, fixed in actors/cart/state-hash.ts `compareStates` (paid stores' lines are not asked for stock). */
+const p1 = test;
 
 describe("a partly paid checkout whose paid store sold the last units (model finding P-1)", () => {
   p1("the retry with the same key and another method for the declined store completes: the paid store's own sale does not block it", async () => {
@@ -97,11 +93,8 @@ describe("a partly paid checkout whose paid store sold the last units (model fin
   });
 });
 
-/**
- * P-2 is open until /tmp/notes/P-patch-2.diff lands (`test.failing` as for P-1; applying the patch: `p2 = test`, and
- * drop KNOWN_FINDINGS.P2_second_escalated_leg_settled_paid in test/helpers/checkout-model.ts).
- */
-const p2 = test.failing;
+/** P-2, fixed in actors/cart/index.ts (every escalated leg is flagged, not only the first). */
+const p2 = test;
 
 describe("two legs of one attempt escalated to their merchants (model finding P-2)", () => {
   p2("a leg captured with another amount beside a leg whose finalization failed is flagged amount_mismatch, never paid at the authorised amount", async () => {
