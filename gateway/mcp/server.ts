@@ -149,6 +149,12 @@ class HttpRefusal extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: Record<string, unknown>,
+    /**
+     * Who the refused credential proved to be, when it authenticated and only this endpoint's rule refused it (an API
+     * key or user-delegated token on a real merchant's checkout endpoint, a token for another endpoint): in a session
+     * bound to that same principal the 401 is the caller's own answer, not a leak (`hiddenFrom`). Never sent.
+     */
+    readonly principal?: string,
   ) {
     super(message);
   }
@@ -611,35 +617,13 @@ export class McpGateway {
     if (hasKey || hasAuthz) {
       try {
         const access = await verifyMcpAccess(svc, { slug: store.slug, request, headers, limits: { ip, surface, toolName: toolBucket, customerId } });
+        const refused = this.endpointRefusal(access, store, endpoint, request, headers);
+        if (refused) throw refused;
         if (access.kind === "key") {
-          if (endpoint === "checkout" && store.slug !== DEMO_STORE) {
-            headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), { code: "invalid_token", description: "the checkout endpoint needs an OAuth access token" });
-            throw new HttpRefusal(401, "unauthorized", "The checkout endpoint of a merchant store needs an OAuth 2.0 access token, not an API key.", { endpoint });
-          }
           const a = access.agent;
           return { caller: { kind: "agent-key", keyId: a.keyId, userId: a.userId, scopes: a.scopes, tier: a.tier, plan: a.plan }, customer, customerError };
         }
         if (access.kind === "oauth") {
-          // RFC 8707 audience binding (audit N11): a token for the store's whole MCP resource is good on every
-          // endpoint of the store; one issued for a dedicated endpoint only there. The older path's resource
-          // ({site_url}/mcp/{slug}) is the whole store's under its other name.
-          const whole = [mcpResource(svc, store.slug), legacyMcpResource(svc, store.slug)];
-          if (!whole.includes(access.audience) && access.audience !== mcpResource(svc, store.slug, endpoint === "main" ? undefined : endpoint)) {
-            headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), { code: "invalid_token", description: "the access token was issued for another endpoint of this store" });
-            throw new HttpRefusal(401, "unauthorized", "The access token was issued for another MCP endpoint of this store (its resource/audience).", { endpoint, audience: access.audience });
-          }
-          // Spec, Authentication 1: a real merchant's checkout bucket demands machine-to-machine credentials and an
-          // agent trust signal (audit G2). A user-delegated token (authorization_code) is not enough there.
-          if (endpoint === "checkout" && store.slug !== DEMO_STORE && !access.machineToMachine) {
-            headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), {
-              code: "invalid_token",
-              description: "the checkout endpoint needs a client_credentials access token carrying the agent trust signal",
-            });
-            throw new HttpRefusal(401, "unauthorized", "The checkout endpoint of a merchant store needs a machine-to-machine (client_credentials) access token, which carries the agent trust signal.", {
-              endpoint,
-              required_grant: "client_credentials",
-            });
-          }
           return {
             caller: { kind: "oauth", keyId: `oauth:${access.clientId}:${access.sub}`, userId: access.sub, scopes: access.scopes, tier: "STARTER", clientId: access.clientId },
             customer,
@@ -664,6 +648,47 @@ export class McpGateway {
       throw new HttpRefusal(401, "unauthorized", `${toolName} needs an agent key (X-Agent-Api-Key) or an OAuth access token (Authorization: Bearer).`, { tool: toolName });
     }
     return { caller: null, customer, customerError };
+  }
+
+  /**
+   * The endpoint's own rule for a credential that authenticated, or undefined when it may be used here. Applied to
+   * every `tools/call` (`admit`) and to `initialize` (`admitInitialize`): a session opened with a credential the
+   * endpoint refuses could only ever answer its calls with a refusal, and inside a session that refusal was hidden as
+   * "Session not found", so the client was never told to use OAuth and re-initialized in a loop (audit S-1).
+   * - A real merchant's checkout endpoint takes no API key and no user-delegated token (spec, Authentication 1: "an
+   *   API key is rejected with 401", machine-to-machine credentials and an agent trust signal; audit G2).
+   * - RFC 8707 audience binding (audit N11): a token for the store's whole MCP resource is good on every endpoint of
+   *   the store; one issued for a dedicated endpoint only there. The older path's resource ({site_url}/mcp/{slug}) is
+   *   the whole store's under its other name.
+   */
+  private endpointRefusal(access: McpAccess, store: StoreRecord, endpoint: Endpoint, request: Request, headers: Headers): HttpRefusal | undefined {
+    const svc = this.svc;
+    const realCheckout = endpoint === "checkout" && store.slug !== DEMO_STORE;
+    const principal = principalOf(access) ?? undefined;
+    if (access.kind === "key" && realCheckout) {
+      headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), { code: "invalid_token", description: "the checkout endpoint needs an OAuth access token" });
+      return new HttpRefusal(401, "unauthorized", "The checkout endpoint of a merchant store needs an OAuth 2.0 access token, not an API key.", { endpoint }, principal);
+    }
+    if (access.kind !== "oauth") return undefined;
+    const whole = [mcpResource(svc, store.slug), legacyMcpResource(svc, store.slug)];
+    if (!whole.includes(access.audience) && access.audience !== mcpResource(svc, store.slug, endpoint === "main" ? undefined : endpoint)) {
+      headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), { code: "invalid_token", description: "the access token was issued for another endpoint of this store" });
+      return new HttpRefusal(401, "unauthorized", "The access token was issued for another MCP endpoint of this store (its resource/audience).", { endpoint, audience: access.audience }, principal);
+    }
+    if (realCheckout && !access.machineToMachine) {
+      headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), {
+        code: "invalid_token",
+        description: "the checkout endpoint needs a client_credentials access token carrying the agent trust signal",
+      });
+      return new HttpRefusal(
+        401,
+        "unauthorized",
+        "The checkout endpoint of a merchant store needs a machine-to-machine (client_credentials) access token, which carries the agent trust signal.",
+        { endpoint, required_grant: "client_credentials" },
+        principal,
+      );
+    }
+    return undefined;
   }
 
   /**
@@ -730,9 +755,13 @@ export class McpGateway {
    * is bound to a principal or opened elsewhere, and the credential is not the session owner's own authentic token that
    * merely expired — the owner needs that 401 `token_expired` to refresh and keep the session (issue #4). An expired
    * token of anyone else is hidden like junk (review R5 LOW-1), so it confirms nothing about the session.
+   * Nor is a credential that authenticated as the session's own principal and was refused only by the endpoint's rule
+   * (`endpointRefusal`): its holder owns the session, and "Session not found" would send its client round a
+   * re-initialize loop instead of to OAuth (audit S-1). Anyone else's such refusal stays hidden.
    */
-  private hiddenFrom(session: Session, ip: string, refusal: { code: string }, request: Request): boolean {
+  private hiddenFrom(session: Session, ip: string, refusal: { code: string; principal?: string }, request: Request): boolean {
     const { principal, owner } = session.held.record;
+    if (principal !== null && refusal.principal !== undefined && refusal.principal === principal) return false;
     if (refusal.code === "token_expired" && principal !== null) return principal !== expiredTokenPrincipal(request);
     return principal !== null || owner !== ipBucketKey(ip);
   }
@@ -805,11 +834,16 @@ export class McpGateway {
    * anonymous bucket locked every client behind a busy NAT or agent platform out of the handshake). The credential
    * is verified for it: an invalid or expired one is refused 401 with the challenge, as MCP authorization requires,
    * and counted per address like any failed credential (verifyMcpAccess), so it cannot be used to skip the address's
-   * bucket. The per-endpoint audience binding and checkout requirements stay per tools/call (`admit`).
+   * bucket. The endpoint's own rule (`endpointRefusal`: no API key or user-delegated token on a real merchant's
+   * checkout endpoint, the token's audience) is applied here too, with the same 401 challenge, so a client learns at
+   * connect that it needs another credential instead of opening a session whose every call is refused (audit S-1).
    */
-  private async admitInitialize(request: Request, ip: string, headers: Headers, slug: string): Promise<string | null> {
+  private async admitInitialize(request: Request, ip: string, headers: Headers, store: StoreRecord, endpoint: Endpoint): Promise<string | null> {
     if (request.headers.has("x-agent-api-key") || request.headers.has("authorization")) {
-      return principalOf(await verifyMcpAccess(this.svc, { slug, request, headers, limits: { ip, surface: "other" } }));
+      const access = await verifyMcpAccess(this.svc, { slug: store.slug, request, headers, limits: { ip, surface: "other" } });
+      const refused = this.endpointRefusal(access, store, endpoint, request, headers);
+      if (refused) throw refused;
+      return principalOf(access);
     }
     await admitAnonymous(this.svc, "other", ip, headers);
     return null;
@@ -1003,7 +1037,7 @@ export class McpGateway {
       // table, so no one can create them without bound (audit M3; docs/decisions.md).
       let principal: string | null;
       try {
-        principal = await this.admitInitialize(request, ip, headers, store.slug);
+        principal = await this.admitInitialize(request, ip, headers, store, endpoint);
       } catch (err) {
         return this.refusalResponse(this.refusal(err), msg.id, out, mcpResourceRefOf(store.slug, request));
       }
