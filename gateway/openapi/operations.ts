@@ -9,6 +9,7 @@
  * that every (status, code) answered is listed).
  */
 import { t, type TSchema } from "elysia";
+import { WalletNetworkField } from "../rest/wallet.ts";
 import * as M from "./models.ts";
 
 export interface SuccessDoc {
@@ -97,7 +98,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   // ---------------------------------------------------------------------------------------------- trust
   "GET /api/v1/trust/methodology": { success: [] },
   "GET /api/v1/stores/{slug}/trust-score": { success: [], errors: { 404: ["store_not_found"] } },
-  "GET /api/v1/agent/merchants/{slug}/trust-explanation": { success: [ok(M.TrustExplanation, "Why the merchant scores what it does.")], errors: { 403: ["store_suspended"], 404: ["store_not_found"] } },
+  "GET /api/v1/agent/merchants/{slug}/trust-explanation": { success: [ok(M.TrustExplanation, "Why the merchant scores what it does.")], errors: { 404: ["store_not_found"] } },
   "POST /api/v1/trust/appeal": { success: [created(M.TrustAppeal, "The appeal is recorded.")], errors: { 403: ["forbidden"], 404: ["store_not_found"], 409: ["conflict"] } },
   "POST /api/v1/admin/trust/recompute": { success: [ok(M.Recompute, "The recomputed scores.")], body: { schema: t.Object({ slug: t.Optional(t.String({ description: "One store; omitted: every store." })) }), required: false }, errors: { 404: ["store_not_found"] } },
   "POST /api/v1/admin/trust/keys/rotate": { success: [ok(M.KeyRotation, "The new signing key.")] },
@@ -298,7 +299,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "POST /api/v1/agent/wallet/provision": {
     success: [],
     errors: { 409: ["conflict"] },
-    body: { schema: t.Object({ network: t.Optional(t.String({ description: "eip155:8453 (Base) or eip155:84532 (Base Sepolia); omitted: the configured network." })) }, { description: "Optional; an empty body is accepted." }), required: false },
+    // The route's own field (enum and default, audit S-4); the generated body is shown as required.
+    body: { schema: t.Object({ network: t.Optional(WalletNetworkField) }, { description: "Optional; an empty body is accepted." }), required: false },
   },
   "GET /api/v1/agent/wallet": { success: [], errors: { 404: ["not_found"] } },
 

@@ -20,13 +20,30 @@ import { bridgeCheckout } from "../bridge/index.ts";
 import type { Services } from "../services.ts";
 import { requestIdempotencyKey } from "./idempotency-key.ts";
 
-const X402Config = t.Object({
-  merchant_wallet_address: t.String({ minLength: 1 }),
-  network: t.String({ minLength: 1 }),
-  facilitator_url: t.String({ format: "uri" }),
-  asset_address: t.Optional(t.String()),
-  facilitator_version: t.Optional(t.Union([t.Literal("v1"), t.Literal("v2")])),
-});
+/** The spec's InitiateCheckoutRequest.x402_config (validateX402 checks it, with the x402 section's codes). */
+const X402Config = t.Object(
+  {
+    merchant_wallet_address: t.String({ minLength: 1, description: "The merchant's pay-to address (GET /agent/merchants/{slug}/protocols)." }),
+    network: t.String({ minLength: 1, description: "CAIP-2 chain id, e.g. eip155:84532." }),
+    facilitator_url: t.String({ format: "uri", description: "The x402 facilitator (the merchant's, or one of its allowed_facilitators)." }),
+    asset_address: t.Optional(t.String()),
+    facilitator_version: t.Optional(t.Union([t.Literal("v1"), t.Literal("v2")])),
+  },
+  {
+    description:
+      "Required when payment_rail is x402 (also with pay_with_wallet); ignored on the card rail. The merchant's own configuration overrides it " +
+      "(docs/x402.md). Refusals: missing (or a missing required member) 400 MISSING_REQUIRED_ARGUMENT, a wrong value 400 INVALID_ARGUMENT, " +
+      "each with details.field.",
+  },
+);
+
+/**
+ * x402_config as the request schema states it: the object's shape for the document (audit S-4), checked by
+ * validateX402 and not by the schema. t.Unknown ignores the object keywords when validating, so the route keeps the
+ * spec's x402 codes (MISSING_REQUIRED_ARGUMENT / INVALID_ARGUMENT naming the member, docs/x402.md) instead of the
+ * schema's validation_error, and a card checkout is not refused for a config it does not use.
+ */
+const X402ConfigDocumented = t.Unknown({ ...X402Config });
 
 /**
  * The buyer's destination (and picked option) for the cart: what MCP's get_shipping_rates records. A merchant
@@ -63,7 +80,7 @@ const CheckoutRequest = t.Object({
   x402_payload: t.Optional(
     t.Unknown({ description: "x402 v2 PaymentPayload (or a map of them by merchant slug); not together with a PAYMENT-SIGNATURE or X-PAYMENT header or pay_with_wallet (400, see the 400 answer)." }),
   ),
-  x402_config: t.Optional(t.Unknown()),
+  x402_config: t.Optional(X402ConfigDocumented),
   pay_with_wallet: t.Optional(t.Boolean({ description: "x402: pay from the agent's custodial wallet (POST /agent/wallet/provision)." })),
   shipping: t.Optional(ShippingChoice),
 });
@@ -84,10 +101,16 @@ function validateX402(body: typeof CheckoutRequest.static): typeof X402Config.st
       { field: "x402_config" },
     );
   }
+  if (typeof body.x402_config !== "object" || Array.isArray(body.x402_config)) {
+    // A string or an array is a wrong value, not a missing member (it used to be answered "merchant_wallet_address is required").
+    throw fail("INVALID_ARGUMENT", "x402_config must be an object {merchant_wallet_address, network, facilitator_url, asset_address?, facilitator_version?}.", {
+      field: "x402_config",
+    });
+  }
   const c = body.x402_config as Record<string, unknown>;
-  const str = (k: string) => typeof c?.[k] === "string" && (c[k] as string).length > 0;
+  const str = (k: string) => typeof c[k] === "string" && (c[k] as string).length > 0;
   for (const k of ["merchant_wallet_address", "network", "facilitator_url"]) {
-    if (typeof c !== "object" || c === null || !(k in c)) throw fail("MISSING_REQUIRED_ARGUMENT", `x402_config.${k} is required.`, { field: `x402_config.${k}` });
+    if (!(k in c)) throw fail("MISSING_REQUIRED_ARGUMENT", `x402_config.${k} is required.`, { field: `x402_config.${k}` });
     if (!str(k)) throw fail("INVALID_ARGUMENT", `x402_config.${k} must be a non-empty string.`, { field: `x402_config.${k}` });
   }
   try {

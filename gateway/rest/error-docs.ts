@@ -4,8 +4,17 @@
  * Rendered once from the code table, so the page cannot drift from what the service returns.
  */
 import { Elysia } from "elysia";
-import { ERROR_TABLE } from "../../actors/runtime/errors.ts";
+import { ERROR_TABLE, type Remedy } from "../../actors/runtime/errors.ts";
 import { ACP_ONLY_ERROR_CODES } from "../bridge/acp.ts";
+
+/**
+ * The remedy of the protocol-only rows: what the ACP refusal asks for (a supported API-Version header), which is the
+ * remedy of validation_error. Typed as a Remedy so the page stays inside the spec's closed set (audit S-5: it said
+ * "fix input", a value the set does not have).
+ */
+const PROTOCOL_ROW_REMEDY: Remedy = "fix_arguments";
+
+const remedyText = (r: Remedy) => r.replace(/_/g, " ");
 
 const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
@@ -13,12 +22,12 @@ export function renderErrorDocs(): string {
   const rows = Object.entries(ERROR_TABLE)
     .map(
       ([code, s]) =>
-        `<tr id="${esc(code)}"><td><a href="#${esc(code)}"><code>${esc(code)}</code></a></td><td>${s.http}</td><td>${esc(s.remedy.replace(/_/g, " "))}</td><td>${s.retryable ? "yes" : "no"}</td><td>${s.scope === "merchant" ? "merchant, cacheable" : "call"}</td><td>${esc(s.description)}</td></tr>`,
+        `<tr id="${esc(code)}"><td><a href="#${esc(code)}"><code>${esc(code)}</code></a></td><td>${s.http}</td><td>${esc(remedyText(s.remedy))}</td><td>${s.retryable ? "yes" : "no"}</td><td>${s.scope === "merchant" ? "merchant, cacheable" : "call"}</td><td>${esc(s.description)}</td></tr>`,
     )
     .join("\n");
   // codes a protocol bridge answers in its own shape only (no MCP remedy: no MCP tool answers them)
   const protocolRows = ACP_ONLY_ERROR_CODES.map(
-    (c) => `<tr id="${esc(c.code)}"><td><a href="#${esc(c.code)}"><code>${esc(c.code)}</code></a></td><td>${c.http}</td><td>fix input</td><td>no</td><td>call</td><td>${esc(c.description)}</td></tr>`,
+    (c) => `<tr id="${esc(c.code)}"><td><a href="#${esc(c.code)}"><code>${esc(c.code)}</code></a></td><td>${c.http}</td><td>${esc(remedyText(PROTOCOL_ROW_REMEDY))}</td><td>no</td><td>call</td><td>${esc(c.description)}</td></tr>`,
   ).join("\n");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

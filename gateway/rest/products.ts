@@ -22,6 +22,8 @@ import { ACCEPTED_OFFER_USE, negotiationMessage } from "../negotiation-use.ts";
 const Uuid = t.String({ format: "uuid" });
 const sec = [{ agentApiKey: [] }];
 export const PRICE_HISTORY_DAYS = [30, 60, 90] as const;
+export const PRICE_HISTORY_DEFAULT_DAYS = 30;
+const PRICE_HISTORY_TEXTS = ["30", "60", "90"] as const satisfies readonly `${(typeof PRICE_HISTORY_DAYS)[number]}`[];
 export const RECOMMENDATIONS_MAX = 20;
 export const RECOMMENDATIONS_DEFAULT = 5;
 
@@ -132,16 +134,19 @@ export function productRoutes(svc: Services) {
     .get(
       "/api/v1/agent/products/:id/price-history",
       async ({ params, query }) => {
-        const days = query.days === undefined ? 30 : Number(query.days);
-        if (!(PRICE_HISTORY_DAYS as readonly number[]).includes(days) || !/^\d+$/.test(query.days ?? "30")) {
-          throw fail("validation_error", "Invalid query field 'days': must be 30, 60 or 90", { location: "query", field: "days", allowed: [...PRICE_HISTORY_DAYS] });
-        }
+        // The schema admits only "30", "60" or "90" (default "30"), so the number is one of PRICE_HISTORY_DAYS.
+        const days = Number(query.days ?? PRICE_HISTORY_DEFAULT_DAYS);
         const { product } = await getEligibleProduct(svc.sql, params.id);
         return ok(await productPriceHistory(svc.sql, product, days, now()));
       },
       {
         params: t.Object({ id: Uuid }),
-        query: t.Object({ days: t.Optional(t.String({ description: "30, 60 or 90 (default 30)" })) }),
+        // The spec's enum and default in the served schema (audit S-4), as text: a query value is a string. A
+        // UnionEnum (JSON Schema `enum`), not a union of literals: the OpenAPI plugin rewrites a query parameter's
+        // literal union to a bare enum and drops its default and description. The 400 names the allowed values.
+        query: t.Object({
+          days: t.Optional(t.UnionEnum(PRICE_HISTORY_TEXTS, { default: String(PRICE_HISTORY_DEFAULT_DAYS), description: "30, 60 or 90 (default 30)" })),
+        }),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["catalog"], summary: "Price history and trend (feature tier: price_history)", security: sec },
       },

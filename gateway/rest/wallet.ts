@@ -4,8 +4,7 @@
  */
 import { Elysia, t } from "elysia";
 import { walletActor } from "../../actors/wallet/index.ts";
-import { DEFAULT_WALLET_NETWORK, isWalletNetwork, WALLET_NETWORKS } from "../../actors/wallet/keys.ts";
-import { fail } from "../../actors/runtime/errors.ts";
+import { DEFAULT_WALLET_NETWORK, WALLET_NETWORKS } from "../../actors/wallet/keys.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
@@ -19,27 +18,30 @@ const WalletSchema = t.Object({
   createdAt: t.String({ format: "date-time" }),
 });
 
+/**
+ * The spec's enum and default in the served schema (audit S-4). A literal union: the error plugin answers any other
+ * value, of any type, with the same 400 naming the field and the allowed values (details.allowed).
+ */
+export const WalletNetworkField = t.Union(
+  WALLET_NETWORKS.map((n) => t.Literal(n)),
+  { default: DEFAULT_WALLET_NETWORK, description: "CAIP-2 chain id: eip155:8453 (Base) or eip155:84532 (Base Sepolia); omitted: eip155:84532." },
+);
+
 export function walletRoutes(svc: Services) {
   return new Elysia({ name: "wallet-routes" })
     .use(agentAuth(svc))
     .post(
       "/api/v1/agent/wallet/provision",
       async ({ agent, body, set }) => {
-        // Validated here rather than by a schema enum so every wrong value, of any type, reads the same.
-        const network = body?.network === undefined ? DEFAULT_WALLET_NETWORK : body.network;
-        if (!isWalletNetwork(network)) {
-          throw fail("validation_error", `network must be one of ${WALLET_NETWORKS.join(", ")}`, {
-            field: "network",
-            allowed: [...WALLET_NETWORKS],
-          });
-        }
+        // The schema admits only the two networks; an empty or absent body means the default one.
+        const network = body?.network ?? DEFAULT_WALLET_NETWORK;
         const w = await svc.actors.ask(walletActor, agent.keyId, "provision", { network });
         set.status = 201;
         return ok({ address: w.address, network: w.network, createdAt: w.createdAt });
       },
       {
         parse: optionalObjectBody,
-        body: t.Optional(t.Object({ network: t.Optional(t.Unknown()) }, { additionalProperties: true })),
+        body: t.Optional(t.Object({ network: t.Optional(WalletNetworkField) }, { additionalProperties: true })),
         response: { 201: SuccessEnvelope(WalletSchema, "WalletProvisioned"), ...errorResponses(400, 401, 403, 409) },
         detail: {
           tags: ["wallet"],
