@@ -190,17 +190,48 @@ export type CompleteDecision =
   /** SETTLEMENT_UNKNOWN: ask the rail by the same intent ids (lookup or idempotent charge); never a new intent. */
   | { action: "reconcile" };
 
+/** The calls an IDEMPOTENCY_KEY_CONFLICT names as the way on (`details.next`). */
+export type KeyConflictWay = "retry_with_first_key" | "cancel_checkout_then_preview" | "preview_checkout";
+
+/**
+ * The ways on after another key, by the session's status. Cancel is offered only where CHECKOUT_TRANSITIONS accepts
+ * it (a COMPLETED, running or ended session refuses it: review S-2); the first key only where it still does something
+ * (returns the receipt, the outcome, or pays): an ended session refuses every key, and its cart takes a new preview.
+ */
+export function keyConflictWays(status: CheckoutStatus): KeyConflictWay[] {
+  if (!("error" in checkoutCell(status, "cancel"))) return ["retry_with_first_key", "cancel_checkout_then_preview"];
+  if (status === "COMPLETED" || !TERMINAL_CHECKOUT_STATUSES.has(status)) return ["retry_with_first_key"];
+  return ["preview_checkout"];
+}
+
+function keyConflictWayOn(status: CheckoutStatus): string {
+  const ways = keyConflictWays(status);
+  if (ways.includes("cancel_checkout_then_preview")) {
+    const first = status === "OPEN" ? "preview the cart again and retry with the key of its first attempt (the session keeps it)" : "retry with the key of its first attempt";
+    return `To go on, ${first}, or cancel the session and preview the cart again to start a new purchase attempt with a new key.`;
+  }
+  if (status === "COMPLETED") {
+    return "The session is COMPLETED: a call with the key of its first attempt returns the existing orders (nothing is charged again). It cannot be canceled, and its cart takes no new checkout: a new purchase needs a new cart.";
+  }
+  if (ways.includes("retry_with_first_key")) {
+    return `Its payment is running (${status}): call again with the key of its first attempt to learn the outcome. It cannot be canceled while the payment runs.`;
+  }
+  return `The session has ended (${status}) and takes no call with either key: preview the cart again to start a new checkout session, which takes a new key.`;
+}
+
 /**
  * Another key on a session already bound to one: say what to do next (the bound key itself is never echoed: it is
  * the agent's, and a caller that lost it should not get it back from another request). The spec's remedy is `stop`
- * (do not retry): the text says that of THIS call, then the two other calls that go on (review AD-3; R3-5 asked for
- * the way on).
+ * (do not retry): the text says that of THIS call, then the calls that go on from the session's status (review AD-3;
+ * R3-5 asked for the way on; S-2: only ways the session accepts). The session's id is named: a one-call checkout
+ * (cart id only) is told which session holds the key.
  */
-function keyConflict(status: CheckoutSessionHeader["status"]): ActorError {
+function keyConflict(session: Pick<CheckoutSessionHeader, "status"> & { id?: string }): ActorError {
+  const { status } = session;
   return fail(
     "IDEMPOTENCY_KEY_CONFLICT",
-    "This checkout session is bound to a different idempotency_key; nothing was done. Do not repeat this call with this key: a checkout session keeps the key of its first complete_checkout for every attempt, including retries with another payment method. To go on, retry with the key of its first attempt, or cancel the session and preview the cart again to start a new purchase attempt with a new key.",
-    { status, next: ["retry_with_first_key", "cancel_checkout_then_preview"] },
+    `This checkout session is bound to a different idempotency_key; nothing was done. Do not repeat this call with this key: a checkout session keeps the key of its first complete_checkout for every attempt, including retries with another payment method. ${keyConflictWayOn(status)}`,
+    { status, next: keyConflictWays(status), ...(session.id !== undefined ? { checkout_session_id: session.id } : {}) },
   );
 }
 
@@ -216,7 +247,7 @@ function keyConflict(status: CheckoutSessionHeader["status"]): ActorError {
  * - a finished session (FAILED, EXPIRED, CANCELED) → SESSION_INACTIVE; OPEN → PRECONDITION_NOT_MET.
  */
 export function decideComplete(
-  session: Pick<CheckoutSessionHeader, "status" | "idempotencyKey">,
+  session: Pick<CheckoutSessionHeader, "status" | "idempotencyKey"> & { id?: string },
   idempotencyKey: unknown,
   orderIds: readonly string[] = [],
   receipt: Readonly<Record<string, unknown>> = {},
@@ -224,7 +255,7 @@ export function decideComplete(
   assertIdempotencyKey(idempotencyKey);
   const { status } = session;
   if (session.idempotencyKey !== null && session.idempotencyKey !== idempotencyKey) {
-    throw keyConflict(status);
+    throw keyConflict(session);
   }
   const bound = session.idempotencyKey !== null;
   switch (status) {
@@ -255,7 +286,7 @@ export function decideComplete(
 export function bindIdempotencyKey<S extends CheckoutSessionHeader>(session: S, key: string): S {
   if (session.idempotencyKey === key) return session;
   if (session.idempotencyKey !== null) {
-    throw keyConflict(session.status);
+    throw keyConflict(session);
   }
   return { ...session, idempotencyKey: key };
 }

@@ -870,6 +870,29 @@ function assertSandboxToken(body: CheckoutBody, storeId: string, token: string):
   });
 }
 
+/**
+ * A one-call checkout's named card tokens, checked before its preview (review P-3): the preview is committed before
+ * the payment is tried, so a token refused only then left the cart frozen (CHECKOUT) by a session the 400 did not name.
+ * The same tokens `assertStoresPayable` would check: per store of the cart not already paid (a captured leg of an
+ * ended session carries over), the store's `payment_methods` entry, else `payment_method`. A method the call leaves
+ * out is the store's default or the leg's earlier one, both valid; x402 references are checked by their own flow.
+ */
+function assertNamedTokensBeforePreview(ctx: Ctx, cart: CartRecord, body: CheckoutBody): void {
+  if ((body.rail ?? "card") !== "card") return;
+  const paid = new Set((ctx.state.session?.legs ?? []).filter((l) => l.status === "captured").map((l) => l.storeId));
+  const stores = [...new Set(cart.items.map((i) => i.storeSlug))].filter((slug) => !paid.has(slug)).sort(cmp);
+  for (const storeId of stores) {
+    const explicit = body.paymentMethods?.[storeId] ?? body.paymentMethod;
+    if (explicit) assertSandboxToken(body, storeId, explicit);
+  }
+}
+
+/** A refusal raised after the one-call's committed preview names the session it left READY_FOR_PAYMENT (review P-3). */
+function namingSession(err: unknown, sessionId: string): unknown {
+  if (!(err instanceof ActorError) || decidedErrors.has(err) || err.details?.checkout_session_id !== undefined) return err;
+  return new ActorError(err.code, err.message, { ...err.details, checkout_session_id: sessionId });
+}
+
 /** Store-level preconditions for paying each unpaid leg on this rail. */
 function assertStoresPayable(session: SessionState, stores: Map<string, CatalogLine["store"]>, body: CheckoutBody, rail: RailName): Record<string, string> {
   const tokens: Record<string, string> = {};
@@ -2050,18 +2073,25 @@ export const cartActor = defineActor({
     },
 
     async checkout(ctx, body): Promise<CompleteReply> {
-      assertNotReplaced(ownCart(ctx, body.keyId));
+      const cart = ownCart(ctx, body.keyId);
+      assertNotReplaced(cart);
       const s = ctx.state.session;
       // A session that is running, waiting or done answers for itself (idempotency); otherwise the caller
       // approves the current state: preview and complete in one turn.
       if (s && (!TERMINAL_CHECKOUT_STATUSES.has(s.status) || s.status === "COMPLETED") && s.status !== "OPEN" && s.status !== "READY_FOR_PAYMENT") {
         return doComplete(ctx, body, s.id, null);
       }
+      assertNamedTokensBeforePreview(ctx, cart, body);
       const { priced } = await doPreview(ctx, body.keyId, undefined, body.shipping);
       // Commit the preview now: the rest of the turn reads through the pool, and a turn must not hold its
       // transaction's connection while it waits for another one (pool exhaustion under many carts at once).
       await ctx.checkpoint();
-      return doComplete(ctx, body, (ctx.state.session as SessionState).id, priced);
+      const sessionId = (ctx.state.session as SessionState).id;
+      try {
+        return await doComplete(ctx, body, sessionId, priced);
+      } catch (err) {
+        throw namingSession(err, sessionId);
+      }
     },
 
     async resolveCapture(ctx, body): Promise<ResolveCaptureView> {

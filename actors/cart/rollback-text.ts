@@ -41,7 +41,18 @@ export function rollbackMessageFor(message: string, refusedAtLink: boolean, surf
 
 /**
  * AP2's answer to a second mandate for a cart whose checkout session is bound to an earlier one (the session's key
- * comes from the mandate): the REST/MCP text names fields AP2 has not (review V-2).
+ * comes from the mandate): the REST/MCP text names fields AP2 has not (review V-2). Its way on follows the session's
+ * status as the REST text's does (checkout-machine.ts `keyConflictWays`, `details.next`): cancel only where the
+ * session accepts it; a paid cart's earlier mandate returns its receipt (review S-2).
  */
-export const AP2_KEY_CONFLICT =
-  "This cart's checkout session is bound to the payment of an earlier mandate. Present that mandate again, or cancel the checkout session (details.checkout_session_id, POST /api/v1/agent/checkout/{id}/cancel) and present this mandate again.";
+export function ap2KeyConflict(next: readonly string[], status: string): string {
+  const head = "This cart's checkout session is bound to the payment of an earlier mandate; nothing was charged.";
+  if (next.includes("cancel_checkout_then_preview")) {
+    return `${head} Present that mandate again, or cancel the checkout session (details.checkout_session_id, POST /api/v1/agent/checkout/{id}/cancel) and present this mandate again.`;
+  }
+  if (status === "COMPLETED") return `${head} The cart is paid: present that mandate again to get its receipt; a new purchase needs a new cart.`;
+  if (next.includes("retry_with_first_key")) {
+    return `${head} Its payment is running (details.status): present that mandate again to learn the outcome; the checkout session cannot be canceled meanwhile.`;
+  }
+  return `${head} That session has ended (details.status): present this mandate again to start a new checkout session for the cart.`;
+}

@@ -6,7 +6,8 @@
  * unit price and whether stock covers the quantity (a boolean, not the count: other buyers' purchases must not
  * force a reconfirmation while enough stock remains).
  *
- * compareStates(previewed, current):
+ * compareStates(previewed, current, paidStoreIds): the stores already paid in the session are left out of both
+ * states first (their lines are bought); then:
  * - blocked (STATE_EXECUTION_BLOCKED, details.reasons): currency changed, a store's policy version changed, a store
  *   or line vanished or changed quantity, stock no longer covers a line, or the total moved by more than the cut
  *   (|Δ| > 10 % of the previewed total, either way; any increase from a previewed total of 0);
@@ -119,11 +120,17 @@ export type StateComparison =
   | { outcome: "blocked"; currentHash: string; reasons: StateReason[] };
 
 /**
- * `paidStoreIds`: stores whose leg is already captured in this session. Their units were sold by that capture, so the
- * stock left no longer covering their lines says nothing about this attempt, which holds only the unpaid legs' stock
- * (a partly paid session was refused for ever by its own paid store's sale).
+ * `paidStoreIds`: stores whose leg is already captured in this session. Their lines were bought by that capture (the
+ * order stands at what was paid, and the attempt charges only the unpaid legs), so nothing about them is checked: not
+ * their stock (their own sale used it: model finding P-1), nor their policy version, prices, shipping or tax, which
+ * would otherwise block or ask to reconfirm the remaining stores' payment for ever (review C-3). Both states are
+ * compared without them, the totals and the blocking cut included, and `currentHash` is the hash of what is compared:
+ * a reconfirmation (and a human's approval of it) stays valid while the paid stores' lines move, so it never loops.
+ * Without paid stores it is the full state's hash, as a preview's.
  */
-export function compareStates(previewed: CheckoutState, current: CheckoutState, paidStoreIds: ReadonlySet<string> = new Set()): StateComparison {
+export function compareStates(previewedState: CheckoutState, currentState: CheckoutState, paidStoreIds: ReadonlySet<string> = new Set()): StateComparison {
+  const previewed = withoutStores(previewedState, paidStoreIds);
+  const current = withoutStores(currentState, paidStoreIds);
   const currentHash = stateHash(current);
   const blocked: StateReason[] = [];
   const moved: StateReason[] = [];
@@ -164,7 +171,7 @@ export function compareStates(previewed: CheckoutState, current: CheckoutState, 
         continue;
       }
       if (cl.quantity !== pl.quantity) blocked.push({ code: "quantity_changed", ...at, from: pl.quantity, to: cl.quantity });
-      if (!paidStoreIds.has(p.storeId) && !stockOk(cl)) {
+      if (!stockOk(cl)) {
         blocked.push({ code: cl.available === 0 ? "out_of_stock" : "stock_insufficient", ...at, requested: cl.quantity, available: cl.available });
       }
       if (cl.unitPriceMinor > pl.unitPriceMinor) {
@@ -186,6 +193,12 @@ export function compareStates(previewed: CheckoutState, current: CheckoutState, 
   else if (delta < 0 && -delta > decreaseToleranceMinor(before)) moved.unshift({ code: "total_decreased", ...totals });
   if (moved.length > 0) return { outcome: "reconfirm", currentHash, reasons: moved };
   return { outcome: "ok", currentHash };
+}
+
+/** The state without the given stores (the same object when there are none to drop). */
+function withoutStores(state: CheckoutState, storeIds: ReadonlySet<string>): CheckoutState {
+  if (storeIds.size === 0) return state;
+  return { ...state, stores: state.stores.filter((s) => !storeIds.has(s.storeId)) };
 }
 
 /** The largest decrease of a total that passes without reconfirmation. */

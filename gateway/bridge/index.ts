@@ -8,7 +8,7 @@ import { cartActor } from "../../actors/cart/index.ts";
 import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail } from "../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
-import { AP2_KEY_CONFLICT, ROLLBACK_CODES, rollbackMessageFor } from "../../actors/cart/rollback-text.ts";
+import { ap2KeyConflict, ROLLBACK_CODES, rollbackMessageFor } from "../../actors/cart/rollback-text.ts";
 import { ok } from "../envelope.ts";
 import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
 import { optionalObjectBody } from "../rest/optional-body.ts";
@@ -78,7 +78,10 @@ async function respond(set: SetLike, protocol: BridgeProtocol, work: () => Promi
  * `idempotency_key_bound` detail goes.
  */
 function forProtocol(err: ActorError, protocol: BridgeProtocol): ActorError {
-  if (protocol === "ap2" && err.code === "IDEMPOTENCY_KEY_CONFLICT") return new ActorError(err.code, AP2_KEY_CONFLICT, err.details);
+  if (protocol === "ap2" && err.code === "IDEMPOTENCY_KEY_CONFLICT" && Array.isArray(err.details?.next)) {
+    // the cart's key conflict (the bridge's own Idempotency-Key conflict carries no `next` and keeps its text)
+    return new ActorError(err.code, ap2KeyConflict(err.details.next as string[], String(err.details.status)), err.details);
+  }
   if (!ROLLBACK_CODES.has(err.code)) return err;
   const { idempotency_key_bound: _bound, ...details } = err.details ?? {};
   return new ActorError(err.code, rollbackMessageFor(err.message, details.refused_at_approval_link === true, protocol), details);

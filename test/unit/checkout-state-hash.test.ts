@@ -211,3 +211,60 @@ describe("state from totals", () => {
     expect(stateTotalMinor(s)).toBe(totals.totalMinor);
   });
 });
+
+describe("compareStates with stores already paid in the session (P-1 and its follow-up)", () => {
+  const store = (storeId: string, over: Partial<CheckoutState["stores"][number]> = {}, lines: LineState[] = [line({ productId: `${storeId}-p` })]) => ({
+    storeId,
+    policyVersion: "v1",
+    shippingMinor: 0,
+    discountMinor: 0,
+    taxMinor: 0,
+    lines,
+    ...over,
+  });
+  const two = (paid: Partial<CheckoutState["stores"][number]> = {}, unpaid: Partial<CheckoutState["stores"][number]> = {}, paidLines?: LineState[], unpaidLines?: LineState[]): CheckoutState => ({
+    currency: "USD",
+    stores: [store("paid", paid, paidLines), store("open", unpaid, unpaidLines)],
+  });
+  const PAID = new Set(["paid"]);
+
+  for (const [what, moved] of [
+    ["its stock sold by its own capture", two(undefined, undefined, [line({ productId: "paid-p", available: 0 })])],
+    ["its price beyond the blocking cut", two(undefined, undefined, [line({ productId: "paid-p", unitPriceMinor: 30_000 })])],
+    ["its price within the cut", two(undefined, undefined, [line({ productId: "paid-p", unitPriceMinor: 10_100 })])],
+    ["its policy version", two({ policyVersion: "v2" })],
+    ["its shipping and tax", two({ shippingMinor: 900, taxMinor: 300 })],
+    ["its discount", two({ discountMinor: 0 })],
+  ] as const) {
+    test(`a paid store's move (${what}) neither blocks nor asks to reconfirm the remaining store's payment`, () => {
+      const previewed = what === "its discount" ? two({ discountMinor: 500 }) : two();
+      expect(compareStates(previewed, moved, PAID)).toEqual({ outcome: "ok", currentHash: compareStates(previewed, previewed, PAID).currentHash });
+      // without the paid store named, the same move counts (the check is not simply switched off)
+      expect(compareStates(previewed, moved).outcome).not.toBe("ok");
+    });
+  }
+
+  test("the remaining store's moves still count, and the cut is measured on what is left to pay", () => {
+    // +1 001 on the open store: 5 % of the whole previewed total (20 000) but beyond 10 % of the open store's 10 000
+    const r = compareStates(two(), two(undefined, undefined, undefined, [line({ productId: "open-p", unitPriceMinor: 11_001 })]), PAID);
+    expect(r.outcome).toBe("blocked");
+    if (r.outcome === "blocked") expect(r.reasons[0]).toMatchObject({ code: "price_beyond_cut", previewed_total_minor: 10_000, current_total_minor: 11_001 });
+    expect(compareStates(two(), two(undefined, { policyVersion: "v2" }), PAID).outcome).toBe("blocked");
+    expect(compareStates(two(), two(undefined, { shippingMinor: 100 }), PAID).outcome).toBe("reconfirm");
+  });
+
+  test("the hash to reconfirm covers only the compared stores: a paid store moving after the question does not ask again", () => {
+    const asked = two(undefined, undefined, undefined, [line({ productId: "open-p", unitPriceMinor: 10_200 })]);
+    const err = errorOf(() => assertStateExecutable(two(), asked, null, PAID));
+    expect(err?.code).toBe("STATE_RECONFIRMATION_REQUIRED");
+    const hash = err?.details?.reconfirm_state_hash as string;
+    const paidMovedSince = two({ policyVersion: "v3", shippingMinor: 700 }, undefined, [line({ productId: "paid-p", unitPriceMinor: 12_345, available: 0 })], [line({ productId: "open-p", unitPriceMinor: 10_200 })]);
+    expect(assertStateExecutable(two(), paidMovedSince, hash, PAID)).toEqual({ currentHash: hash, reconfirmed: true });
+    expect(hash).toBe(stateHash({ currency: "USD", stores: [store("open", {}, [line({ productId: "open-p", unitPriceMinor: 10_200 })])] }));
+  });
+
+  test("without paid stores the hash compared is the full state's, as a preview's", () => {
+    expect(compareStates(two(), two()).currentHash).toBe(stateHash(two()));
+    expect(compareStates(two(), two(), new Set()).currentHash).toBe(stateHash(two()));
+  });
+});
