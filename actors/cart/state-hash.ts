@@ -122,8 +122,9 @@ export type StateComparison =
 /**
  * `paidStoreIds`: stores whose leg is already captured in this session. Their lines were bought by that capture (the
  * order stands at what was paid, and the attempt charges only the unpaid legs), so nothing about them is checked: not
- * their stock (their own sale used it: model finding P-1), nor their policy version, prices, shipping or tax, which
- * would otherwise block or ask to reconfirm the remaining stores' payment for ever (review C-3). Both states are
+ * their stock (their own sale used it, for ever: model finding P-1), nor their policy version, prices, shipping or
+ * tax, which would otherwise block or ask to reconfirm the remaining stores' payment until a new preview (P-1's
+ * follow-up, session 11). Both states are
  * compared without them, the totals and the blocking cut included, and `currentHash` is the hash of what is compared:
  * a reconfirmation (and a human's approval of it) stays valid while the paid stores' lines move, so it never loops.
  * Without paid stores it is the full state's hash, as a preview's.
