@@ -26,6 +26,10 @@ export const OPENAPI_DESCRIPTION = [
   "",
   "Errors use the envelope `{success:false, error, code, details}`; unlike the spec's minimum, `code` is",
   "present on every error of this implementation (see /docs/errors).",
+  "",
+  "One answer comes from the HTTP server, not from this API: a request whose head (request line and headers) is over",
+  "16 KiB, e.g. a URL of more than about 16,000 characters, is refused with 431 Request Header Fields Too Large, an",
+  "empty body and no X-Request-Id (docs/operations.md). Long input belongs in a JSON body.",
 ].join("\n");
 
 export function createApp(svc: Services, extraModules: GatewayModule[] = []) {

@@ -8,7 +8,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { defineActor } from "../runtime/define-actor.ts";
 import { ActorError, fail, type ErrorData } from "../runtime/errors.ts";
-import { assertKeyActive, checkAccess, normalizeTier, type Tier } from "./access.ts";
+import { assertKeyActive, checkAccess, keyExpiresAt, normalizeTier, type Tier } from "./access.ts";
 import { BucketTable, type AdmitResult, type BucketSpec } from "./buckets.ts";
 import { bucketsFor, type BucketDescriptor, type Surface } from "./limits.ts";
 import { Admit, Authorize, CapPlan, CreateKey, Release, type KeyView, type RateView } from "./messages.ts";
@@ -207,9 +207,14 @@ export const agentActor = defineActor({
         assertKeyRoom(live?.n ?? 0, m.maxLiveKeys);
       }
       const keyPlanValue = keyPlanOf(user.role, plan);
+      // One instant for both timestamps (audit S-6): created_at used to be the database's now() and expires_at the
+      // gateway's clock read before the mint, so a sandbox key lived a few milliseconds (or any clock skew) less than
+      // 24 h. The actor's clock is the one assertKeyActive compares expires_at with.
+      const createdAt = new Date(ctx.now());
+      const expiresAt = keyExpiresAt(tier, createdAt);
       const [row] = await tx<{ created_at: Date }[]>`
-        INSERT INTO agent_keys (id, user_id, name, prefix, key_hash, scopes, tier, plan, expires_at)
-        VALUES (${m.id}, ${m.userId}, ${m.name}, ${ctx.id}, ${m.hash}, ${m.scopes}, ${tier}, ${keyPlanValue}, ${m.expiresAt})
+        INSERT INTO agent_keys (id, user_id, name, prefix, key_hash, scopes, tier, plan, created_at, expires_at)
+        VALUES (${m.id}, ${m.userId}, ${m.name}, ${ctx.id}, ${m.hash}, ${m.scopes}, ${tier}, ${keyPlanValue}, ${createdAt}, ${expiresAt})
         RETURNING created_at`;
       ctx.state.key = {
         id: m.id,
@@ -221,7 +226,7 @@ export const agentActor = defineActor({
         tier,
         plan: keyPlanValue,
         createdAt: row.created_at.toISOString(),
-        expiresAt: m.expiresAt,
+        expiresAt: expiresAt?.toISOString() ?? null,
         revokedAt: null,
       };
       return view(ctx.state.key);

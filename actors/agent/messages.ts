@@ -9,8 +9,13 @@ export const CreateKey = T.Object({
   name: T.String({ minLength: 1, maxLength: 200 }),
   hash: T.String({ pattern: "^[0-9a-f]{64}$" }),
   scopes: T.Array(T.String()),
+  /** The key's tier; the actor derives its expiry (SANDBOX: 24 h) from the same instant as created_at. */
   tier: T.String(),
-  expiresAt: T.Union([T.String(), T.Null()]),
+  /**
+   * Still sent, no longer read: the actor derives the expiry from its own instant (audit S-6). Kept in the contract
+   * so a gateway and an actor host of neighbouring versions understand each other during a rolling upgrade.
+   */
+  expiresAt: T.Optional(T.Union([T.String(), T.Null()])),
   /**
    * The most live (unrevoked, unexpired) keys a merchant account may hold (config AGENT_KEYS_MAX_LIVE). The actor
    * checks it, and the tier against the account's plan, with the user row locked in the turn that stores the key.

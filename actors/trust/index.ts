@@ -20,7 +20,7 @@ import { fail, type ActorError } from "../runtime/errors.ts";
 import type { Sql } from "../../infra/db.ts";
 import type { BootHook } from "../../infra/boot-hooks.ts";
 import { ANOMALY_WINDOW_HOURS, detectAnomalies, type RaisedAlert } from "./anomaly.ts";
-import { AGENT_THRESHOLD, agentCheckoutAllowed, operationalStatus, type OperationalStatus } from "./bands.ts";
+import { agentCheckoutAllowed, operationalStatus, type OperationalStatus } from "./bands.ts";
 import { computeV2, type V2Result } from "./engine-v2.ts";
 import { computeV41, type V41Result } from "./engine-v41.ts";
 import type { HistoryPoint } from "./explain.ts";
@@ -735,24 +735,3 @@ export async function readStoreTrust(sql: Sql, slug: string): Promise<StoreTrust
   };
 }
 
-/**
- * Agent checkout gate (spec: agent_threshold 0.7, the legacy STANDARD rung). Throws
- * - store_not_found (404) for an unknown store,
- * - store_suspended (403) for a hidden or suspended store,
- * - NOT_ELIGIBLE (403, details {storeSlug, trustScore, agentThreshold}) below 0.7 or without a score.
- */
-export async function assertAgentCheckoutAllowed(sql: Sql, slug: string): Promise<StoreTrust> {
-  const t = await readStoreTrust(sql, slug);
-  if (!t) throw fail("store_not_found", `No store ${slug}.`);
-  if (t.operationalStatus === "hidden" || t.operationalStatus === "suspended") {
-    throw fail("store_suspended", "Merchant unavailable.", { storeSlug: slug, operationalStatus: t.operationalStatus });
-  }
-  if (!t.agentCheckoutAllowed) {
-    throw fail("NOT_ELIGIBLE", `Agent checkout needs a trust score of at least ${AGENT_THRESHOLD}.`, {
-      storeSlug: slug,
-      trustScore: t.trustScore,
-      agentThreshold: AGENT_THRESHOLD,
-    });
-  }
-  return t;
-}

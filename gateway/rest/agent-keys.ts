@@ -64,6 +64,7 @@ export function agentKeyRoutes(svc: Services) {
         const scopes = body.scopes === undefined ? [...DEFAULT_SCOPES] : validateScopes(body.scopes);
         const tier = normalizeTier(body.tier ?? "STARTER");
         const id = crypto.randomUUID();
+        // sent for an actor host of the previous version only (it stored this); the actor now derives its own (S-6)
         const expiresAt = keyExpiresAt(tier, new Date(svc.clock.now()));
         // A prefix collision (62^12 space) is astronomically unlikely; retry once with a fresh key if it happens.
         for (let attempt = 0; ; attempt++) {
