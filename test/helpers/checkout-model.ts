@@ -912,6 +912,15 @@ class AgentCancelOrder implements Cmd {
 // Races: two different calls at once. The model cannot say which one the service took first, so each race checks
 // what holds in either order, then the model is read back from the service (resync) and the invariants decide.
 
+/**
+ * Whether a complete's answer means the call reached the session's key (so a key the session had none of is bound
+ * now): not a refusal that comes first — an ended session (SESSION_INACTIVE: docs/checkout.md's table answers every
+ * key the same while none is bound), no preview (PRECONDITION_NOT_MET), an unknown or unconfigured method (400), or
+ * a session that does not exist (404).
+ */
+const reachedKey = (a: Answer): boolean =>
+  a.status !== 404 && a.status !== 400 && a.body.code !== "SESSION_INACTIVE" && a.body.code !== "PRECONDITION_NOT_MET";
+
 /** The cart, its live session and its legs as the service holds them (read-only). */
 async function resyncCart(w: World, m: Model, cart: MCart): Promise<void> {
   const r = await call(w, "GET", `/api/v1/agent/cart/${cart.id}`, w.key.headers);
@@ -1048,7 +1057,7 @@ class Race implements Cmd {
         expect({ status: after!.status, paid: after!.paid_at !== null || after!.capture_ref !== null }).toEqual({ status: "canceled", paid: false });
       }
       await resyncCart(w, m, cart);
-      if (cart.session && cart.session.id === s.id && cart.session.key === null && answers[1]!.status !== 400) cart.session.key = key;
+      if (cart.session && cart.session.id === s.id && cart.session.key === null && reachedKey(answers[1]!)) cart.session.key = key;
       await resyncOrders(w, m);
       return;
     }
@@ -1069,21 +1078,26 @@ class Race implements Cmd {
       const key = s.key ?? crypto.randomUUID();
       const complete = (method?: Token) => post("/api/v1/agent/checkout", w.key.headers, { cartId: cart.id, checkout_session_id: s.id, idempotency_key: key, ...(method ? { payment_method: method } : {}) });
       let answers: Answer[];
+      // the answers of the complete calls (a cancel's or a decision's own answer binds no key)
+      let completes: Answer[];
       if (this.kind === "complete_vs_cancel") {
         answers = await Promise.all([complete(token(cart)), post(`/api/v1/agent/checkout/${s.id}/cancel`, w.key.headers)]);
+        completes = [answers[0]!];
         // one of them ended the session: a completed payment cannot also be canceled
         expect({ both: answers[0]!.status === 200 && answers[1]!.status === 200 }).toEqual({ both: false });
       } else if (this.kind === "complete_vs_complete") {
         answers = await Promise.all([complete(token(cart)), complete("tok_approve")]);
+        completes = answers;
         expect({ twice: answers.filter((a) => a.status === 200).length }).toEqual({ twice: Math.min(1, answers.filter((a) => a.status === 200).length) });
       } else {
         const link = s.legs.find((l) => l.status === "awaiting" && l.decision === null && l.link)?.link;
         answers = await Promise.all([link ? post(`${new URL(link).pathname}/approve`, {}, {}) : complete(), complete()]);
+        completes = link ? [answers[1]!] : answers;
       }
       // a lost processor answer (tok_lost_response) is the one 5xx a payment may give: 503 with the session unknown
       for (const a of answers) if (a.status >= 500) expect(outcome(a)).toEqual({ status: 503, code: "UPSTREAM_UNAVAILABLE" });
       await resyncCart(w, m, cart);
-      if (cart.session && cart.session.id === s.id && cart.session.key === null && answers.some((a) => a.body.code !== "INVALID_ARGUMENT" && a.status !== 404)) cart.session.key = key;
+      if (cart.session && cart.session.id === s.id && cart.session.key === null && completes.some(reachedKey)) cart.session.key = key;
       return;
     }
     if (this.kind.startsWith("approve")) {
