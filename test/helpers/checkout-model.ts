@@ -82,18 +82,23 @@ async function stockFacts(srv: TestServer, productId: string): Promise<{ stock: 
 }
 
 /**
- * Units a new hold of this product can take now (stock − held); untracked: unbounded. `ownCart`: as if that cart's
- * holds were released (a pair's second answer is predicted after it ran: the hold it took is its own, not one it met).
+ * Units a new hold of this product can take now (stock − held); untracked: unbounded. `ownCart`: as if that cart had
+ * neither held nor sold any of it. A pair's second answer is predicted after it ran: the units it held (a new link
+ * after a refusal at the old one) or sold (its capture) are its own, not units it met. Only the products of the
+ * cart's unpaid stores are asked, and the first call of the pair left none of those held or sold when the second
+ * goes on to a new attempt (it rolled back, or only reported the buyer's refusal), nor did any earlier call (a paid
+ * store's leg is never attempted again).
  */
 async function available(w: World, productId: string, ownCart?: string): Promise<number> {
   const p = w.products.find((x) => x.id === productId)!;
   if (!p.tracked) return Number.POSITIVE_INFINITY;
   const f = await stockFacts(w.srv, productId);
   if (!ownCart) return f.stock - f.reserved;
-  const [own] = await w.srv.db.sql<{ held: string | null }[]>`
-    SELECT sum((l->>'quantity')::int) AS held FROM stock_reservations r JOIN orders o ON o.id = r.order_id, jsonb_array_elements(r.lines) l
-     WHERE r.status = 'held' AND o.cart_id = ${ownCart} AND l->>'productId' = ${productId}`;
-  return f.stock - f.reserved + Number(own?.held ?? 0);
+  const [own] = await w.srv.db.sql<{ units: string | null }[]>`
+    SELECT sum((l->>'quantity')::int) AS units FROM stock_reservations r JOIN orders o ON o.id = r.order_id, jsonb_array_elements(r.lines) l
+     WHERE r.status IN ('held', 'committed') AND o.cart_id = ${ownCart} AND l->>'productId' = ${productId}`;
+  // a held unit counts in `reserved`, a sold one left `stock`: either way the second call's own units come back
+  return f.stock - f.reserved + Number(own?.units ?? 0);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -686,8 +691,8 @@ class Complete implements Cmd {
       const b = answers[answers.indexOf(a!) === 0 ? 1 : 0]!;
       if (second) {
         // a second attempt holds stock the first left only after the first released it, so shortage predictions
-        // read now are exact for a rollback (released) and for a capture (sold), once the hold the second call took
-        // itself (a new link after a refusal at the old one) is not counted against it
+        // read now are exact for a rollback (released) and for a capture (sold), once the units the second call held
+        // or sold itself (a new link, or a capture, after a refusal at the old link) are not counted against it
         expect(outcome(b)).toEqual({ status: second.status, code: second.code });
         second.apply(b);
       } else {
