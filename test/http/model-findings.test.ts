@@ -161,3 +161,32 @@ describe("two identical calls at once after the buyer refused at the approval li
     expect(after!.r - before!.r).toBe(quantity);
   });
 });
+
+describe("two identical calls at once naming another method after the buyer refused at the approval link", () => {
+  test("one answers the refusal and the other pays with the named method once, selling the units once", async () => {
+    const p = await products();
+    const quantity = 1;
+    const cart = await post("/api/v1/agent/cart", { items: [{ product_id: p.tracked, quantity }] });
+    expect(cart.status).toBe(201);
+    const cartId = cart.body.data.id as string;
+    const idempotencyKey = crypto.randomUUID();
+    const [before] = await srv.db.sql<{ s: number; r: number }[]>`SELECT stock_quantity AS s, reserved_quantity AS r FROM products WHERE id = ${p.tracked}`;
+    const asked = await post("/api/v1/agent/checkout", { cartId, idempotency_key: idempotencyKey, payment_method: "tok_needs_approval" });
+    expect({ status: asked.status, code: asked.body.code }).toEqual({ status: 202, code: "user_action_required" });
+    const refused = await srv.json(`${new URL(asked.body.details.approval_url as string).pathname}/reject`, { method: "POST", body: {} });
+    expect(refused.body.data?.status).toBe("not_approved");
+
+    // the buyer chose the demo store's simulated method instead: the same key names it
+    const body = { cartId, checkout_session_id: asked.body.details.checkout_session_id, idempotency_key: idempotencyKey, payment_method: "MOCK" };
+    const pair = await Promise.all([post("/api/v1/agent/checkout", body), post("/api/v1/agent/checkout", body)]);
+    const outcomes = pair.map((r) => ({ status: r.status, code: r.body.code ?? null }));
+    expect(outcomes.sort((a, b) => b.status - a.status)).toEqual([
+      { status: 402, code: "PAYMENT_NOT_APPROVED" },
+      { status: 200, code: null },
+    ]);
+    const paid = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE cart_id = ${cartId} AND paid_at IS NOT NULL`;
+    expect(paid[0]!.n).toBe(1);
+    const [after] = await srv.db.sql<{ s: number; r: number }[]>`SELECT stock_quantity AS s, reserved_quantity AS r FROM products WHERE id = ${p.tracked}`;
+    expect({ sold: before!.s - after!.s, held: after!.r - before!.r }).toEqual({ sold: quantity, held: 0 });
+  });
+});
