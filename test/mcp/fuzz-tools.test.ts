@@ -39,24 +39,19 @@ const CALL_TIMEOUT_MS = 5_000;
 const ENDPOINTS = [`/${DEMO}/mcp`, `/${DEMO}/mcp/discovery`, `/${DEMO}/mcp/customer`, `/${DEMO}/mcp/checkout`] as const;
 
 /**
- * Kinds of failure found and not fixed yet (docs in /tmp/notes/F2-report.md at the time; docs/review.md once merged).
+ * Kinds of failure found and kept (by design, or not fixed yet; docs/review.md "Session 11").
  * Each entry: the violation kind, and the tool (or "*"). A kind not listed here fails the test.
  */
 const KNOWN: readonly { kind: string; tool: string; why: string }[] = [
   {
-    kind: "code conflict is not in docs/mcp-tools.md's error table",
-    tool: "onx_create_return",
-    why: "F2-2 (LOW): REST's 409 conflict (nothing left to refund, 5 requests open, an order in no refundable status) reaches MCP callers; not in the MCP tool table. Patch /tmp/notes/F2-patch-1.diff: NOT_ELIGIBLE, as provision_wallet",
-  },
-  {
     kind: "a message over the 1 MiB body limit: answer is not JSON-RPC",
     tool: "(protocol)",
-    why: "F2-3 (LOW): 413 payload_too_large on an MCP endpoint is the REST envelope, not a JSON-RPC error. Patch /tmp/notes/F2-patch-2.diff: -32600 with data.code",
+    why: "F2-3 (LOW, kept): 413 payload_too_large on an MCP endpoint is the REST envelope of every route's body limit, refused before the MCP layer reads the message (docs/review.md session 11)",
   },
   {
     kind: "INVALID_ARGUMENT after the human was asked",
     tool: "onx_create_return",
-    why: "F2-6 (LOW): a NUL in reason is refused by the database after the question (patch /tmp/notes/F2-patch-3.diff: the schema's no-NUL pattern); with a new idempotency_key an amount above what is left (within the total) is the store's to refuse after the question, by design (docs: 'without idempotency_key')",
+    why: "by design: with a new idempotency_key an amount above what is left (within the order's total) is the store's to refuse after the question (docs: 'without idempotency_key'); F2-6 (a NUL in reason) is fixed by the schema's no-NUL pattern",
   },
 ];
 
