@@ -1174,6 +1174,8 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
   const txOf = async (): Promise<Sql> => (opened ??= await ctx.tx());
   const now0 = ctx.now();
   let escalation: ActorError | null = null;
+  /** Every leg escalated in this turn (the first is `escalation`): the answer names them all (review V2-1). */
+  const flaggedLegs: ActorError[] = [];
   const escalated = new Set<string>();
   /** An escalated leg the rail could not decide (x402 `unresolved`): the chain may still decide it. */
   let railMayDecide = false;
@@ -1193,6 +1195,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
         rail_reason: unresolved.reason,
       });
       escalation ??= flagged;
+      flaggedLegs.push(flagged);
       continue;
     }
     // A leg of nothing has no capture (chargeLeg never called the rail): nothing a human could accept or refund,
@@ -1216,6 +1219,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
     // the call for a second one, whose capture then settled below as paid at the authorised amount (model finding P-2).
     const flagged = await escalateCapture(await txOf(), s, leg, results, problem);
     escalation ??= flagged;
+    flaggedLegs.push(flagged);
   }
   const only = pending.length === 1 ? pending[0]! : null;
   // An x402 reconcile may settle an order escalated as settlement_unknown: the general path clears its flag with it.
@@ -1256,6 +1260,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
         escalated.add(leg.storeId);
         const flagged = await escalateCapture(tx, s, leg, results, problem);
         escalation ??= flagged;
+        flaggedLegs.push(flagged);
         continue;
       }
       const done = await settleLegRows(
@@ -1321,10 +1326,11 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
         else if (railMayDecide) await ctx.schedule("session", now + reconcileBackoffMs(retry), { sessionId: next.id, retry: retry + 1 });
         else await ctx.cancelReminder("session");
         await ctx.checkpoint();
-        if (!approvals.length) throw decided(escalation);
+        const every = everyEscalation(escalation, flaggedLegs, next);
+        if (!approvals.length) throw decided(every);
         throw decided(
-          new ActorError(escalation.code, escalation.message, {
-            ...escalation.details,
+          new ActorError(every.code, every.message, {
+            ...every.details,
             approval_urls: settled.approvalUrls.map((a) => ({ merchant_slug: a.storeId, url: a.url })),
             approval_expires_at: isoOf(next.approvalExpiresAt ?? null),
           }),
@@ -1338,6 +1344,20 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
       }));
     }
     default: {
+      if (mode === "reconcile" && (await unpaidOrderCanceled(tx, next))) {
+        // A merchant refunded another escalated leg (its order canceled) while this one was still unknown (review
+        // V2-2): the session can never be paid, so it ends, as resolveCapture's R5-3 branch ends it, instead of
+        // advertising READY_FOR_PAYMENT until the next attempt fails it. Paid legs stay paid and carry over.
+        const ended = await endSessionUnpaid(ctx, next, "state_blocked", "checkout_failed_merchant_refunded");
+        await ctx.checkpoint();
+        const inactive = fail("SESSION_INACTIVE", "The checkout session is FAILED: a merchant refunded its capture and canceled its order, so this session can no longer be paid. Preview the cart again to start a new checkout session.", {
+          status: ended.status,
+          reason: "checkout_failed_merchant_refunded",
+          checkout_session_id: next.id,
+        });
+        const told = withPaidSoFar(inactive, next, ended);
+        throw decided(told instanceof ActorError ? told : inactive);
+      }
       // Rolled back to READY_FOR_PAYMENT: nothing captured on the failed legs, their stock is back.
       if (next.expiresAt !== null) await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
       await ctx.checkpoint();
@@ -1390,6 +1410,38 @@ async function escalateCapture(
     SELECT id, 'reconciliation_required', ${tx.json({ actor: "system", reason: flag, capture_ref: r.captureRef ?? null, intent_id: leg.intentId, ...eventData } as never)}::jsonb FROM o`;
   results[leg.storeId] = { outcome: "unknown" };
   return new ActorError(problem.code, problem.code === "PAYMENT_AMOUNT_MISMATCH" ? `${problem.message} ${AMOUNT_MISMATCH_NEXT}` : problem.message, { ...problem.details, capture_reference: r.captureRef, merchant_slug: leg.storeId, order_id: orderId, checkout_session_id: s.id });
+}
+
+/**
+ * The answer of an attempt that escalated one or more legs: the first leg's code, text and details as before, plus
+ * every flagged leg (`details.escalations`: store, order, code, capture reference), every leg's state
+ * (`details.stores`, as a rollback's) and the orders already paid (`order_ids`, `completed_store_ids`), so an agent
+ * whose attempt escalated two legs learns of the second capture too and pays neither again (review V2-1).
+ */
+function everyEscalation(first: ActorError, all: readonly ActorError[], next: SessionState): ActorError {
+  const escalations = all.map((e) => {
+    const d = e.details ?? {};
+    return {
+      merchant_slug: d.merchant_slug,
+      order_id: d.order_id,
+      code: e.code,
+      capture_reference: d.capture_reference ?? null,
+      ...(d.captured_minor !== undefined ? { captured_minor: d.captured_minor } : {}),
+      ...(d.payment_reference !== undefined ? { payment_reference: d.payment_reference } : {}),
+    };
+  });
+  const others = escalations.slice(1).map((e) => String(e.merchant_slug));
+  const also = others.length
+    ? ` Also flagged for ${others.length === 1 ? "its merchant" : "their merchants"} in this attempt: ${others.join(", ")} (details.escalations). Money may have been captured for every store listed there: do not pay again for any of them, with this key or another; each merchant accepts or refunds its own (read each order, details.escalations[].order_id, for the outcome).`
+    : "";
+  const paid = next.legs.filter((l) => l.status === "captured").map((l) => l.storeId);
+  return new ActorError(first.code, `${first.message}${also}`, {
+    ...first.details,
+    escalations,
+    stores: legOutcomes(next.legs),
+    completed_store_ids: paid,
+    order_ids: capturedOrderIds(next),
+  });
 }
 
 /**
@@ -1471,6 +1523,18 @@ export function rollbackMessage(code: string, capturedStoreIds: readonly string[
   const retry = rollbackWayOn(refusedAtLink, "rest");
   if (capturedStoreIds.length === 0) return `${what}; nothing was captured.${retry}`;
   return `${what}; nothing was captured for the remaining merchants, but ${capturedStoreIds.join(", ")} ${capturedStoreIds.length === 1 ? "was" : "were"} paid and stay${capturedStoreIds.length === 1 ? "s" : ""} paid (details.order_ids).${retry}`;
+}
+
+/**
+ * Whether an unpaid leg's order is canceled: its merchant refunded an escalated capture (reconcile `refund`) while
+ * another leg kept the session SETTLEMENT_UNKNOWN. Such a session can never be paid (its order ids are fixed), so it
+ * must not go back to READY_FOR_PAYMENT (review V2-2, as R5-3 for the refund itself). Read in the turn's transaction.
+ */
+async function unpaidOrderCanceled(tx: Sql, s: SessionState): Promise<boolean> {
+  const ids = s.legs.filter((l) => l.status !== "captured").map((l) => s.orderIds[l.storeId]).filter((id): id is string => id !== undefined);
+  if (!ids.length) return false;
+  const [row] = await tx<{ one: number }[]>`SELECT 1 AS one FROM orders WHERE id IN ${tx(ids)} AND status = 'canceled' LIMIT 1`;
+  return row !== undefined;
 }
 
 /** Whether another store's leg of the session is not paid: ending the session would end that store's sale too. */
@@ -1918,8 +1982,9 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
   } else if (settled.event === "settlement_unknown") {
     // Other legs are still unknown: the reconciler looks at them again (an escalated one escalates again, no timer).
     await ctx.schedule("session", now + 5_000, { sessionId: next.id });
-  } else if (next.status === "READY_FOR_PAYMENT" && body.action === "refund") {
-    // Nothing in flight any more and this store's order is canceled: the session ends. With another store's leg
+  } else if (next.status === "READY_FOR_PAYMENT" && (body.action === "refund" || (await unpaidOrderCanceled(await ctx.tx(), next)))) {
+    // Nothing in flight any more and this store's order is canceled (or, on an accept, another store's: its merchant
+    // refunded it while this leg was still unknown, review V2-2): the session ends. With another store's leg
     // still unpaid it ends too, FAILED (review R5-3): a session's order ids are its own for good (orderIdFor), so
     // every attempt would be refused by this canceled order (STATE_EXECUTION_BLOCKED) and fail the session then;
     // advertising it READY_FOR_PAYMENT meanwhile was false. The other store's unpaid order is canceled with a reason
@@ -2080,6 +2145,12 @@ export const cartActor = defineActor({
       // approves the current state: preview and complete in one turn.
       if (s && (!TERMINAL_CHECKOUT_STATUSES.has(s.status) || s.status === "COMPLETED") && s.status !== "OPEN" && s.status !== "READY_FOR_PAYMENT") {
         return doComplete(ctx, body, s.id, null);
+      }
+      // Another key on a live session bound to one is refused before the preview (review V2-3): the preview re-bases
+      // the session's approved state and is committed, so a refused call would have moved it (a price beyond the
+      // blocking cut then paid by the first key without reconfirmation) while saying "nothing was done".
+      if (s && (s.status === "OPEN" || s.status === "READY_FOR_PAYMENT") && s.idempotencyKey !== null && body.idempotencyKey !== undefined && body.idempotencyKey !== s.idempotencyKey) {
+        decideComplete(s, body.idempotencyKey); // throws IDEMPOTENCY_KEY_CONFLICT (or the key's own 400) naming the session
       }
       assertNamedTokensBeforePreview(ctx, cart, body);
       const { priced } = await doPreview(ctx, body.keyId, undefined, body.shipping);
