@@ -37,8 +37,11 @@ import { startServer, type TestServer } from "../helpers/server.ts";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
-/** A request without an answer in this time is a hang (a finding). */
-const TIMEOUT_MS = 5_000;
+/**
+ * A request without an answer in this time is a hang (a finding). Generous: CI runs two test files at once on 2 cores,
+ * where a log-in's argon2 hash alone took 3.6 s (review V3-2); a real hang never answers.
+ */
+const TIMEOUT_MS = 20_000;
 /** Operations fuzzed at once (each one's requests in order), to keep the run near 30 s on a 2-core machine. */
 const CONCURRENCY = 4;
 
@@ -279,7 +282,7 @@ describe("fuzzing every operation of the OpenAPI document", () => {
   });
 
   test("the run stays bounded in time", () => {
-    // the campaign, not the set-up; 60 s is the budget on a busy 2-core machine
-    expect(elapsedMs).toBeLessThan(60_000);
+    // the campaign, not the set-up: ~12 s alone, 38 s beside two busy loops (review V3-2); the hook allows 180 s
+    expect(elapsedMs).toBeLessThan(150_000);
   });
 });
