@@ -310,8 +310,8 @@ export async function checkInvariants(w: World, where: string): Promise<void> {
 interface Prediction {
   status: number;
   code: string | null;
-  /** Another code the docs allow for the same refusal (two refusals apply, their order is not specified). */
-  alternative?: string;
+  /** Another answer the docs allow (two refusals apply, their order is not specified), with its own effect. */
+  alternative?: { status: number; code: string; apply?: (r: Answer) => void };
   /** Apply the call's effect to the model (given the real answer, for ids the model cannot know). */
   apply: (r: Answer) => void;
 }
@@ -348,11 +348,38 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
   if (s.status === "SETTLEMENT_UNKNOWN") return null; // settled by the call or the 5 s timer: checked by the invariants
   const unpaid = s.legs.filter((l) => l.status === "unpaid");
   const methodOf = (l: Leg): Token => methods?.[l.store] ?? l.lastMethod ?? defaultMethod(l.store);
+  /** A blocked state: the resumed legs were captured first; a session with nobody paid fails, else it waits. */
+  const blockedState = (resumed: Leg[]) => {
+    s.key = key;
+    for (const l of resumed) {
+      l.status = "captured";
+      l.link = null;
+      cart.paidStores.add(l.store);
+    }
+    if (cart.paidStores.size === 0) {
+      s.status = "FAILED";
+      cart.status = "OPEN";
+      cart.session = null;
+    } else s.status = "READY_FOR_PAYMENT";
+  };
   // methods the processor does not know, and MOCK off the demo store, are refused before anything is held
   // (the docs do not order the two checks: when both apply, either answer is right)
   const bogus = unpaid.some((l) => methodOf(l) === "tok_bogus");
   const mockElsewhere = unpaid.some((l) => methodOf(l) === "MOCK" && l.store !== "demo-store");
-  if (bogus || mockElsewhere) return { status: 400, code: bogus ? "INVALID_ARGUMENT" : "PAYMENT_METHOD_NOT_CONFIGURED", alternative: bogus && mockElsewhere ? "PAYMENT_METHOD_NOT_CONFIGURED" : undefined, apply: () => {} };
+  // The resume checks only that a named token exists before it asks the rail about the buyer's decision; a store that
+  // does not take the method refuses the new attempt for its rolled-back leg, which starts only once every resumed
+  // leg is captured (docs/checkout.md "The resume"): until then the 202 or the buyer's refusal is the answer.
+  const waiting = s.status === "PENDING_EXTERNAL_CONFIRMATION";
+  if (bogus || (mockElsewhere && !waiting)) {
+    const refusal: Prediction = { status: 400, code: bogus ? "INVALID_ARGUMENT" : "PAYMENT_METHOD_NOT_CONFIGURED", apply: () => {} };
+    if (bogus && mockElsewhere && !waiting) refusal.alternative = { status: 400, code: "PAYMENT_METHOD_NOT_CONFIGURED" };
+    // A previewed session's state check (a shortage since the preview) runs before the methods are checked; the
+    // one-call (no session named: `s.id` is empty until it answers) checks them before its own preview, and a resume
+    // checks a named token's existence first. The docs order neither, so on a previewed session either refusal is right.
+    else if (s.id !== "" && !waiting && (await shortage(w, cart, unpaid.map((l) => l.store), afterTheCall)))
+      refusal.alternative = { status: 409, code: "STATE_EXECUTION_BLOCKED", apply: () => blockedState([]) };
+    return refusal;
+  }
 
   let resumed: Leg[] = [];
   if (s.status === "PENDING_EXTERNAL_CONFIRMATION") {
@@ -383,21 +410,22 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
   // a new attempt for the unpaid legs: stock first (a shortage refuses the whole attempt before anything is charged)
   const attempt = unpaid.map((l) => ({ leg: l, method: methodOf(l) }));
   if (attempt.length > 0 && (await shortage(w, cart, attempt.map((a) => a.leg.store), afterTheCall))) {
+    return { status: 409, code: "STATE_EXECUTION_BLOCKED", apply: () => blockedState(resumed) };
+  }
+  if (mockElsewhere) {
+    // only after a resume (above): the approved legs are captured, the new attempt refused before anything is held
     return {
-      status: 409,
-      code: "STATE_EXECUTION_BLOCKED",
+      status: 400,
+      code: "PAYMENT_METHOD_NOT_CONFIGURED",
       apply: () => {
         s.key = key;
         for (const l of resumed) {
           l.status = "captured";
           l.link = null;
+          l.decision = null;
           cart.paidStores.add(l.store);
         }
-        if (cart.paidStores.size === 0) {
-          s.status = "FAILED";
-          cart.status = "OPEN";
-          cart.session = null;
-        } else s.status = "READY_FOR_PAYMENT";
+        s.status = "READY_FOR_PAYMENT";
       },
     };
   }
@@ -675,7 +703,13 @@ class Complete implements Cmd {
       await this.learn(m, w, cart, key);
       return;
     }
-    if (first.alternative && answers.every((a) => a.body.code === first.alternative)) first.code = first.alternative;
+    // the other allowed answer, when the service gave it (for a pair: the first of the two in time)
+    const alt = first.alternative;
+    if (alt && answers.some((a) => a.status === alt.status && a.body.code === alt.code)) {
+      first.status = alt.status;
+      first.code = alt.code;
+      if (alt.apply) first.apply = alt.apply;
+    }
     if (!this.concurrent) {
       expect(outcome(answers[0]!)).toEqual({ status: first.status, code: first.code });
       first.apply(answers[0]!);

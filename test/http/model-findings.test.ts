@@ -190,3 +190,36 @@ describe("two identical calls at once naming another method after the buyer refu
     expect({ sold: before!.s - after!.s, held: after!.r - before!.r }).toEqual({ sold: quantity, held: 0 });
   });
 });
+
+/**
+ * Not a finding (the model once refused it up front, session 11 P2): the resume checks only that a named token exists;
+ * whether the rolled-back store takes the method is its new attempt's check, made once the approved leg is captured.
+ */
+describe("a resume naming a method the rolled-back store does not take", () => {
+  test("answers the 202 again while the buyer decides, and after the approval captures the approved store and refuses the other PAYMENT_METHOD_NOT_CONFIGURED", async () => {
+    const [demo] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'demo-store' AND active AND in_stock
+      AND stock_quantity IS NULL AND (variants IS NULL OR jsonb_array_length(variants) = 0) ORDER BY id LIMIT 1`;
+    const { other } = await products();
+    const cart = await post("/api/v1/agent/cart", { items: [{ product_id: demo!.id, quantity: 1 }, { product_id: other, quantity: 1 }] });
+    expect(cart.status).toBe(201);
+    const cartId = cart.body.data.id as string;
+    const idempotencyKey = crypto.randomUUID();
+    const asked = await post("/api/v1/agent/checkout", { cartId, idempotency_key: idempotencyKey, payment_methods: { "demo-store": "tok_needs_approval", "greenleaf-living": "tok_fail" } });
+    expect({ status: asked.status, code: asked.body.code }).toEqual({ status: 202, code: "user_action_required" });
+    const body = { cartId, checkout_session_id: asked.body.details.checkout_session_id, idempotency_key: idempotencyKey, payment_method: "MOCK" };
+
+    const waiting = await post("/api/v1/agent/checkout", body);
+    expect({ status: waiting.status, code: waiting.body.code }).toEqual({ status: 202, code: "user_action_required" });
+    // a token the processor does not know is refused at once, as the docs say
+    const bogus = await post("/api/v1/agent/checkout", { ...body, payment_method: "tok_bogus" });
+    expect({ status: bogus.status, code: bogus.body.code, reason: bogus.body.details?.reason }).toEqual({ status: 400, code: "INVALID_ARGUMENT", reason: "invalid_test_token" });
+
+    const approved = await srv.json(`${new URL(asked.body.details.approval_url as string).pathname}/approve`, { method: "POST", body: {} });
+    expect(approved.body.data?.status).toBe("approved");
+    const resumed = await post("/api/v1/agent/checkout", body);
+    expect({ status: resumed.status, code: resumed.body.code }).toEqual({ status: 400, code: "PAYMENT_METHOD_NOT_CONFIGURED" });
+    expect(resumed.body.details).toMatchObject({ merchant_slug: "greenleaf-living", checkout_status: "READY_FOR_PAYMENT", partially_captured: true, completed_store_ids: ["demo-store"] });
+    const paid = await post("/api/v1/agent/checkout", { ...body, payment_method: undefined, payment_methods: { "greenleaf-living": "tok_approve" } });
+    expect({ status: paid.status, code: paid.body.code ?? null, session: paid.body.data?.status }).toEqual({ status: 200, code: null, session: "COMPLETED" });
+  });
+});
