@@ -348,9 +348,12 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
   if (s.status === "SETTLEMENT_UNKNOWN") return null; // settled by the call or the 5 s timer: checked by the invariants
   const unpaid = s.legs.filter((l) => l.status === "unpaid");
   const methodOf = (l: Leg): Token => methods?.[l.store] ?? l.lastMethod ?? defaultMethod(l.store);
-  /** A blocked state: the resumed legs were captured first; a session with nobody paid fails, else it waits. */
+  /**
+   * A blocked state: the resumed legs were captured first; a session with nobody paid fails, else it waits. It binds
+   * no key: the state check and the hold come before the binding, and a refused turn keeps nothing (a new session of
+   * a partly paid cart answers a second key the same refusal, not IDEMPOTENCY_KEY_CONFLICT; a resume's key was bound).
+   */
   const blockedState = (resumed: Leg[]) => {
-    s.key = key;
     for (const l of resumed) {
       l.status = "captured";
       l.link = null;

@@ -223,3 +223,32 @@ describe("a resume naming a method the rolled-back store does not take", () => {
     expect({ status: paid.status, code: paid.body.code ?? null, session: paid.body.data?.status }).toEqual({ status: 200, code: null, session: "COMPLETED" });
   });
 });
+
+/** Not a finding (the model once bound the key here, session 11 P2): a refused start binds nothing. */
+describe("a partly paid cart's new session refused for a shortage before any key was bound", () => {
+  test("answers a second key the same STATE_EXECUTION_BLOCKED, not IDEMPOTENCY_KEY_CONFLICT, and stays READY_FOR_PAYMENT", async () => {
+    const [t] = await srv.db.sql<{ id: string; s: number }[]>`
+      SELECT id, stock_quantity - reserved_quantity AS s FROM products
+       WHERE store_slug = 'demo-store' AND active AND in_stock AND stock_quantity - reserved_quantity BETWEEN 3 AND 20
+         AND (variants IS NULL OR jsonb_array_length(variants) = 0) ORDER BY id LIMIT 1`;
+    const { other } = await products();
+    const cart = await post("/api/v1/agent/cart", { items: [{ product_id: t!.id, quantity: 2 }, { product_id: other, quantity: 1 }] });
+    expect(cart.status).toBe(201);
+    const cartId = cart.body.data.id as string;
+    const first = await post("/api/v1/agent/checkout", { cartId, idempotency_key: crypto.randomUUID(), payment_methods: { "demo-store": "tok_decline", "greenleaf-living": "tok_approve" } });
+    expect({ status: first.status, code: first.body.code }).toEqual({ status: 402, code: "PAYMENT_DECLINED" });
+    expect((await post(`/api/v1/agent/checkout/${first.body.details.checkout_session_id}/cancel`, {})).status).toBe(200);
+    const preview = await post("/api/v1/agent/checkout/preview", { cartId });
+    expect(preview.status).toBe(200);
+    const sessionId = preview.body.data.checkout_session_id as string;
+    // another buyer takes all but one unit meanwhile
+    const rival = await post("/api/v1/agent/cart", { items: [{ product_id: t!.id, quantity: t!.s - 1 }] });
+    const bought = await post("/api/v1/agent/checkout", { cartId: rival.body.data.id, idempotency_key: crypto.randomUUID(), payment_method: "MOCK" });
+    expect(bought.status).toBe(200);
+
+    for (const attempt of [1, 2]) {
+      const r = await post("/api/v1/agent/checkout", { cartId, checkout_session_id: sessionId, idempotency_key: crypto.randomUUID(), payment_method: "tok_approve" });
+      expect({ attempt, status: r.status, code: r.body.code, session: r.body.details?.checkout_status }).toEqual({ attempt, status: 409, code: "STATE_EXECUTION_BLOCKED", session: "READY_FOR_PAYMENT" });
+    }
+  });
+});
