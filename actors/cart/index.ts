@@ -1344,7 +1344,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
       }));
     }
     default: {
-      if (mode === "reconcile" && (await unpaidOrderCanceled(tx, next))) {
+      if (await unpaidOrderCanceled(tx, next)) {
         // A merchant refunded another escalated leg (its order canceled) while this one was still unknown (review
         // V2-2): the session can never be paid, so it ends, as resolveCapture's R5-3 branch ends it, instead of
         // advertising READY_FOR_PAYMENT until the next attempt fails it. Paid legs stay paid and carry over.

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
+import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 let srv: TestServer;
@@ -130,5 +131,21 @@ describe("one merchant refunds its escalated leg", () => {
     const [demo, green] = await ordersOf(e.cartId);
     expect(demo!.status).toBe("canceled");
     expect(green!.status).toBe("paid");
+  }, 60_000);
+  test("while the other leg waited for its buyer, who refuses: the resume ends the session FAILED, not READY_FOR_PAYMENT with a canceled order (review V4-1)", async () => {
+    const e = await twoStoreAttempt({ demo: "tok_finalization_fails", green: "tok_needs_approval" });
+    const sessionId = e.pay.body.details.checkout_session_id as string;
+    expect(sessionId).toStartWith("cs_");
+    const refund = await reconcile("demo-store", e.demo.id, "refund", demoOwner);
+    expect(refund.status).toBe(200);
+    await decideAt(srv, approvalLink(e.pay, "greenleaf-living"), "reject");
+    const resume = await post("/api/v1/agent/checkout", { cartId: e.cartId, idempotency_key: e.idem, checkout_session_id: sessionId });
+    expect(resume.status).toBe(409);
+    expect(resume.body.code).toBe("SESSION_INACTIVE");
+    expect(resume.body.details).toMatchObject({ status: "FAILED", reason: "checkout_failed_merchant_refunded" });
+    const [row] = await srv.db.sql<{ status: string }[]>`SELECT state->'session'->>'status' AS status FROM actor_state WHERE kind = 'cart' AND id = ${e.cartId}`;
+    expect(row!.status).toBe("FAILED");
+    const [demo] = await ordersOf(e.cartId);
+    expect(demo!.status).toBe("canceled");
   }, 60_000);
 });
