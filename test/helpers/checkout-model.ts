@@ -387,7 +387,27 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
   let resumed: Leg[] = [];
   if (s.status === "PENDING_EXTERNAL_CONFIRMATION") {
     resumed = s.legs.filter((l) => l.status === "awaiting");
-    if (resumed.some((l) => l.decision === null)) return { status: 202, code: "user_action_required", apply: () => void (s.key = key) };
+    if (resumed.some((l) => l.decision === null)) {
+      // each leg is resumed on its own: an approved one is captured, a refused one rolls back (its new attempt comes
+      // with the resume after the last decision), and the session waits for the undecided ones (docs/checkout.md
+      // "Multi-store carts": any awaiting the buyer → PENDING_EXTERNAL_CONFIRMATION)
+      return {
+        status: 202,
+        code: "user_action_required",
+        apply: () => {
+          s.key = key;
+          for (const l of resumed) {
+            if (l.decision === null) continue;
+            if (l.decision === "approve") {
+              l.status = "captured";
+              cart.paidStores.add(l.store);
+            } else l.status = "unpaid";
+            l.link = null;
+            l.decision = null;
+          }
+        },
+      };
+    }
     if (resumed.some((l) => l.decision === "reject")) {
       // legs disagreeing report the most actionable first: a leg still declined from its last attempt beside the refusal
       const ranks = [ROLLBACK.tok_not_approved!.rank, ...unpaid.map((l) => (l.lastMethod && ROLLBACK[l.lastMethod] ? ROLLBACK[l.lastMethod]!.rank : 99))];

@@ -252,3 +252,33 @@ describe("a partly paid cart's new session refused for a shortage before any key
     }
   });
 });
+
+/** Not a finding (the model once captured nothing here, session 11 P2): each leg is resumed on its own. */
+describe("a resume when one of two stores' buyers approved and the other has not decided", () => {
+  test("captures the approved store, answers the 202 for the other, and completes after its approval", async () => {
+    const [demo] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'demo-store' AND active AND in_stock
+      AND stock_quantity IS NULL AND (variants IS NULL OR jsonb_array_length(variants) = 0) ORDER BY id LIMIT 1`;
+    const { other } = await products();
+    const cart = await post("/api/v1/agent/cart", { items: [{ product_id: demo!.id, quantity: 1 }, { product_id: other, quantity: 1 }] });
+    expect(cart.status).toBe(201);
+    const cartId = cart.body.data.id as string;
+    const idempotencyKey = crypto.randomUUID();
+    const asked = await post("/api/v1/agent/checkout", { cartId, idempotency_key: idempotencyKey, payment_method: "tok_needs_approval" });
+    expect({ status: asked.status, code: asked.body.code }).toEqual({ status: 202, code: "user_action_required" });
+    const links = new Map((asked.body.details.approval_urls as { merchant_slug: string; url: string }[]).map((u) => [u.merchant_slug, new URL(u.url).pathname]));
+    expect((await srv.json(`${links.get("demo-store")}/approve`, { method: "POST", body: {} })).body.data?.status).toBe("approved");
+
+    const body = { cartId, checkout_session_id: asked.body.details.checkout_session_id, idempotency_key: idempotencyKey };
+    const waiting = await post("/api/v1/agent/checkout", body);
+    expect({ status: waiting.status, code: waiting.body.code, paid: waiting.body.details?.completed_store_ids }).toEqual({ status: 202, code: "user_action_required", paid: ["demo-store"] });
+    const paidNow = await srv.db.sql<{ store_slug: string }[]>`SELECT store_slug FROM orders WHERE cart_id = ${cartId} AND paid_at IS NOT NULL`;
+    expect(paidNow.map((r) => r.store_slug)).toEqual(["demo-store"]);
+
+    expect((await srv.json(`${links.get("greenleaf-living")}/approve`, { method: "POST", body: {} })).body.data?.status).toBe("approved");
+    const done = await post("/api/v1/agent/checkout", body);
+    expect({ status: done.status, code: done.body.code ?? null, session: done.body.data?.status }).toEqual({ status: 200, code: null, session: "COMPLETED" });
+    const paid = await srv.db.sql<{ store_slug: string; n: number }[]>`
+      SELECT store_slug, count(*)::int AS n FROM orders WHERE cart_id = ${cartId} AND paid_at IS NOT NULL GROUP BY 1 ORDER BY 1`;
+    expect(paid.map((r) => ({ store: r.store_slug, n: r.n }))).toEqual([{ store: "demo-store", n: 1 }, { store: "greenleaf-living", n: 1 }]);
+  });
+});
