@@ -56,3 +56,33 @@ export function ap2KeyConflict(next: readonly string[], status: string): string 
   }
   return `${head} That session has ended (details.status): present this mandate again to start a new checkout session for the cart.`;
 }
+
+/** A bridge whose sessions complete under a key of their own (derived from the session; gateway/bridge/index.ts). */
+export type SessionBridge = Extract<RollbackSurface, "acp" | "ucp">;
+
+/** The session's own route in the protocol's terms (relative to the protocol's base, as its spec writes it). */
+const SESSION_ROUTE: Record<SessionBridge, string> = { acp: "/checkout_sessions", ucp: "/checkout-sessions" };
+
+/**
+ * ACP's and UCP's answer to the cart's IDEMPOTENCY_KEY_CONFLICT. A session's complete always pays under the key the
+ * bridge derives from the session, so this conflict means the session's cart was put into payment through another
+ * route (REST, MCP, an AP2 mandate) under that route's key; the REST/MCP text ("retry with the key of its first
+ * attempt", "cancel the session and preview the cart") names a key and calls these clients do not have. The ways on
+ * are the same as `keyConflictWays` (`details.next`), each in the protocol's own operations: the cancel only where the
+ * cart's session accepts one, and then a new checkout session; a paid cart's order is read from the session; a
+ * running payment is read until it settles (the cart's reconciler settles it without a call).
+ */
+export function bridgeKeyConflict(next: readonly string[], status: string, protocol: SessionBridge): string {
+  const route = SESSION_ROUTE[protocol];
+  const head = "This checkout session's cart is in a payment started through another route of this service (REST, MCP or an AP2 mandate), bound to that route's own key; nothing was done.";
+  if (next.includes("cancel_checkout_then_preview")) {
+    return `${head} Completing this session again is refused the same way, under any Idempotency-Key, while that payment is open. To go on, finish that payment through the route that started it, or cancel this checkout session (POST ${route}/{id}/cancel; a store already paid stays paid) and create a new checkout session (POST ${route}) for what is still to buy.`;
+  }
+  if (status === "COMPLETED") {
+    return `${head} The cart is paid: read this checkout session (GET ${route}/{id}) for its order; nothing is charged again. It cannot be canceled, and a new purchase needs a new checkout session (POST ${route}).`;
+  }
+  if (next.includes("retry_with_first_key")) {
+    return `${head} That payment is running (details.status): read this checkout session (GET ${route}/{id}) until it has settled; it cannot be canceled meanwhile. Then complete it again: a paid cart answers with its order.`;
+  }
+  return `${head} That payment has ended (details.status): complete this checkout session again to start a new payment.`;
+}

@@ -8,7 +8,7 @@ import { cartActor } from "../../actors/cart/index.ts";
 import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail } from "../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
-import { ap2KeyConflict, ROLLBACK_CODES, rollbackMessageFor } from "../../actors/cart/rollback-text.ts";
+import { ap2KeyConflict, bridgeKeyConflict, ROLLBACK_CODES, rollbackMessageFor } from "../../actors/cart/rollback-text.ts";
 import { ok } from "../envelope.ts";
 import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
 import { optionalObjectBody } from "../rest/optional-body.ts";
@@ -73,14 +73,17 @@ async function respond(set: SetLike, protocol: BridgeProtocol, work: () => Promi
 }
 
 /**
- * A rolled-back payment's answer in the protocol's words: the cart's message names REST/MCP's `idempotency_key`,
- * which no bridge exposes (review U-2), so its way on is the protocol's (actors/cart/rollback-text.ts) and the
- * `idempotency_key_bound` detail goes.
+ * The cart's answers that name REST/MCP's `idempotency_key` and calls, which no bridge exposes, in the protocol's
+ * words (actors/cart/rollback-text.ts): a rolled-back payment's way on (review U-2), its `idempotency_key_bound`
+ * detail dropped; and the cart's key conflict, whose ways (`details.next`, by the session's status: review S-2) each
+ * protocol reaches by its own operations. Code, status and details stay as the cart gave them.
  */
 function forProtocol(err: ActorError, protocol: BridgeProtocol): ActorError {
-  if (protocol === "ap2" && err.code === "IDEMPOTENCY_KEY_CONFLICT" && Array.isArray(err.details?.next)) {
+  if (err.code === "IDEMPOTENCY_KEY_CONFLICT" && Array.isArray(err.details?.next)) {
     // the cart's key conflict (the bridge's own Idempotency-Key conflict carries no `next` and keeps its text)
-    return new ActorError(err.code, ap2KeyConflict(err.details.next as string[], String(err.details.status)), err.details);
+    const next = err.details.next as string[];
+    const status = String(err.details.status);
+    return new ActorError(err.code, protocol === "ap2" ? ap2KeyConflict(next, status) : bridgeKeyConflict(next, status, protocol), err.details);
   }
   if (!ROLLBACK_CODES.has(err.code)) return err;
   const { idempotency_key_bound: _bound, ...details } = err.details ?? {};
