@@ -652,9 +652,10 @@ export class McpGateway {
 
   /**
    * The endpoint's own rule for a credential that authenticated, or undefined when it may be used here. Applied to
-   * every `tools/call` (`admit`) and to `initialize` (`admitInitialize`): a session opened with a credential the
-   * endpoint refuses could only ever answer its calls with a refusal, and inside a session that refusal was hidden as
-   * "Session not found", so the client was never told to use OAuth and re-initialized in a loop (audit S-1).
+   * every request that carries one: `tools/call` (`admit`), `initialize` (`admitInitialize`) and every other message,
+   * GET and DELETE (`peekCaller`). A session opened with a credential the endpoint refuses could only ever answer its
+   * calls with a refusal, and inside a session that refusal was hidden as "Session not found", so the client was never
+   * told to use OAuth and re-initialized in a loop (audit S-1).
    * - A real merchant's checkout endpoint takes no API key and no user-delegated token (spec, Authentication 1: "an
    *   API key is rejected with 401", machine-to-machine credentials and an agent trust signal; audit G2).
    * - RFC 8707 audience binding (audit N11): a token for the store's whole MCP resource is good on every endpoint of
@@ -715,7 +716,8 @@ export class McpGateway {
    * (docs/access.md, "MCP requests and their buckets"). The spec counts tool calls; counting housekeeping in the
    * same buckets would make a client that lists tools or pings pay for it in tool calls. The credential is
    * verified so the headers are the caller's own buckets: an invalid or expired one is 401 with the challenge
-   * (MCP authorization: invalid tokens get 401 on any request), counted per address like every failed credential.
+   * (MCP authorization: invalid tokens get 401 on any request), counted per address like every failed credential;
+   * one the endpoint refuses (`endpointRefusal`) is 401 with the challenge and the caller's buckets, nothing counted.
    */
   private async peekCaller(request: Request, ip: string, headers: Headers, store: StoreRecord, endpoint: Endpoint): Promise<string | null> {
     const svc = this.svc;
@@ -747,6 +749,13 @@ export class McpGateway {
     } else buckets = bucketsFor({ surface, ip, customerId });
     if (!svc.config.RATE_LIMITS_ENABLED) setStaticRateHeaders(headers, { surface, ip, keyId, customerId });
     else setRateHeaders(headers, await peekBuckets(svc, buckets));
+    // The endpoint's own rule, after the headers so its 401 carries the caller's buckets like any answer here: a
+    // credential this endpoint refuses is refused on every request (MCP authorization), not only on the tool calls it
+    // could never make. Otherwise a sessionless tools/list with an API key on a real merchant's checkout endpoint
+    // answered 200 (spec, Authentication 1: "an API key is rejected with 401"), and in an anonymous session it bound
+    // the session to a key none of whose calls could succeed (audit S-1 follow-up). Anonymous callers are untouched.
+    const refused = this.endpointRefusal(access, store, endpoint, request, headers);
+    if (refused) throw refused;
     return principalOf(access);
   }
 

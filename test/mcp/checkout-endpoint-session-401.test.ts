@@ -3,6 +3,10 @@
  * 401 and the `invalid_token` challenge (spec, Authentication 1; docs/access.md) where every real MCP client meets it:
  * at `initialize`, through the official SDK client. Before the fix `initialize` opened a session and every tools/call
  * in it answered 404 "Session not found", so the client never learnt it needed OAuth and re-initialized in a loop.
+ * Follow-up (M2): the rule holds on every request, as MCP authorization asks of an unusable token: tools/list, ping,
+ * GET and DELETE too, with a session or without (a sessionless tools/list with a key was 200, and in an anonymous
+ * session it bound the session to the key). Anonymous requests, client_credentials tokens and the demo store's
+ * checkout endpoint are unchanged.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -169,7 +173,7 @@ describe("sessions on a real merchant's checkout endpoint", () => {
     await client.close();
   }, 30_000);
 
-  test("a session opened without a credential and then bound to an API key answers that key's tools/call with the 401 challenge, not Session not found", async () => {
+  test("in a session opened without a credential, an API key is refused 401 with the challenge on tools/list, ping, GET, DELETE and tools/call, and never binds the session", async () => {
     const init = await srv.fetch(CHECKOUT, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
@@ -179,12 +183,107 @@ describe("sessions on a real merchant's checkout endpoint", () => {
     await init.text();
     const sid = init.headers.get("mcp-session-id")!;
     expect(sid).toBeString();
-    // tools/list with the key from the opening address binds the session to the key (it is not a tool call)
-    expect((await post(sid, "tools/list", {}, key.headers)).status).toBe(200);
-    const r = await post(sid, "tools/call", preview, key.headers);
+    // tools/list with the key from the opening address used to be 200 and bind the session to the key, whose every
+    // tools/call was then refused: now the key is refused on every message (MCP authorization), so nothing binds
+    for (const [method, params] of [["tools/list", {}], ["ping", {}], ["tools/call", preview]] as const) {
+      const r = await post(sid, method, params, key.headers);
+      expect(r.status, method).toBe(401);
+      expect(r.challenge, method).toContain('error="invalid_token"');
+      expect(r.challenge, method).toContain(expectedMetadata());
+      expect(r.body.error, method).toMatchObject({ code: -32001, data: { code: "unauthorized", endpoint: "checkout" } });
+      expect(r.body.id, method).toBe(7);
+    }
+    for (const method of ["GET", "DELETE"] as const) {
+      const r = await srv.fetch(CHECKOUT, { method, headers: { accept: "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25", ...key.headers } });
+      expect(r.status, method).toBe(401);
+      expect(r.headers.get("www-authenticate"), method).toContain('error="invalid_token"');
+      expect((await r.json()).error, method).toMatchObject({ code: -32001, data: { code: "unauthorized", endpoint: "checkout" } });
+    }
+    // still the address's anonymous session: listing without a credential works in it (it was not bound to the key)
+    const anonymous = await post(sid, "tools/list", {}, {});
+    expect(anonymous.status).toBe(200);
+    expect(anonymous.body.result.tools.map((t: { name: string }) => t.name)).toContain("complete_checkout");
+  }, 30_000);
+
+  test("another caller's API key on tools/list, ping or GET in a client_credentials session gets 404 Session not found, no challenge; the session's own principal with a delegated token gets the 401", async () => {
+    const machine = await token({ machine: true, resource: mcpResource(srv.running.services, MERCHANT, "checkout") });
+    const { client, transport } = await sdkClient(CHECKOUT, { authorization: `Bearer ${machine}` });
+    await client.connect(transport);
+    const sid = transport.sessionId!;
+    const own = await token({ machine: false, resource: mcpResource(srv.running.services, MERCHANT, "checkout") });
+    for (const method of ["tools/list", "ping"]) {
+      const probe = await post(sid, method, {}, key.headers);
+      expect(probe.status, method).toBe(404);
+      expect(probe.body.error, method).toEqual({ code: -32001, message: "Session not found" });
+      expect(probe.challenge, method).toBeNull();
+      const mine = await post(sid, method, {}, { authorization: `Bearer ${own}` });
+      expect(mine.status, method).toBe(401);
+      expect(mine.challenge, method).toContain('error="invalid_token"');
+      expect(mine.body.error.data, method).toMatchObject({ code: "unauthorized", required_grant: "client_credentials" });
+    }
+    const sse = await srv.fetch(CHECKOUT, { method: "GET", headers: { accept: "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25", ...key.headers } });
+    expect(sse.status).toBe(404);
+    expect(sse.headers.get("www-authenticate")).toBeNull();
+    expect((await sse.json()).error).toEqual({ code: -32001, message: "Session not found" });
+    // the session's own client_credentials token still lists in it
+    await client.listTools();
+    await client.close();
+  }, 30_000);
+});
+
+describe("tools/list and ping without a session (MCP authorization: an unusable credential is 401 on any request)", () => {
+  const names = (body: { result: { tools: { name: string }[] } }) => body.result.tools.map((t) => t.name);
+
+  test("on a real merchant's checkout endpoint an API key or a user-delegated token is 401 with the invalid_token challenge on tools/list and ping", async () => {
+    const delegated = await token({ machine: false, resource: mcpResource(srv.running.services, MERCHANT, "checkout") });
+    for (const [who, headers, data] of [
+      ["API key", key.headers, { code: "unauthorized", endpoint: "checkout" }],
+      ["delegated token", { authorization: `Bearer ${delegated}` }, { code: "unauthorized", required_grant: "client_credentials" }],
+    ] as const) {
+      for (const method of ["tools/list", "ping"]) {
+        const r = await rpc(srv, CHECKOUT, method, {}, headers);
+        expect(r.status, `${who} ${method}`).toBe(401);
+        expect(r.headers.get("www-authenticate"), `${who} ${method}`).toStartWith("Bearer ");
+        expect(r.headers.get("www-authenticate"), `${who} ${method}`).toContain('error="invalid_token"');
+        expect(r.headers.get("www-authenticate"), `${who} ${method}`).toContain(expectedMetadata());
+        expect(r.body, `${who} ${method}`).toMatchObject({ jsonrpc: "2.0", id: 1, error: { code: -32001, data } });
+        expect(r.body.result, `${who} ${method}`).toBeUndefined();
+        // the caller's buckets as they stand, like every other answer of the endpoint
+        expect(r.headers.get("x-ratelimit-limit"), `${who} ${method}`).not.toBeNull();
+      }
+    }
+  }, 30_000);
+
+  test("a token issued for the checkout endpoint is 401 on tools/list at the store's main endpoint (audience)", async () => {
+    const narrow = await token({ machine: true, resource: mcpResource(srv.running.services, MERCHANT, "checkout") });
+    const r = await rpc(srv, `/${MERCHANT}/mcp`, "tools/list", {}, { authorization: `Bearer ${narrow}` });
     expect(r.status).toBe(401);
-    expect(r.challenge).toContain('error="invalid_token"');
-    expect(r.challenge).toContain(expectedMetadata());
-    expect(r.body.error.data).toMatchObject({ code: "unauthorized", endpoint: "checkout" });
+    expect(r.headers.get("www-authenticate")).toContain('error="invalid_token"');
+    expect(r.headers.get("www-authenticate")).toContain(`resource_metadata="${srv.url}/.well-known/oauth-protected-resource/${MERCHANT}/mcp"`);
+    expect(r.body.error.data).toMatchObject({ code: "unauthorized", audience: mcpResource(srv.running.services, MERCHANT, "checkout") });
+  }, 30_000);
+
+  test("a client_credentials token lists and pings there, and an anonymous caller still gets the same list and ping answer", async () => {
+    const machine = await token({ machine: true, resource: mcpResource(srv.running.services, MERCHANT, "checkout") });
+    const listed = await rpc(srv, CHECKOUT, "tools/list", {}, { authorization: `Bearer ${machine}` });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get("www-authenticate")).toBeNull();
+    expect(names(listed.body)).toContain("complete_checkout");
+    const pinged = await rpc(srv, CHECKOUT, "ping", {}, { authorization: `Bearer ${machine}` });
+    expect(pinged).toMatchObject({ status: 200, body: { jsonrpc: "2.0", id: 1, result: {} } });
+
+    // anonymous: as before the fix, 200 with the endpoint's tools (a keyed tool called without a credential is the 401)
+    const anonymous = await rpc(srv, CHECKOUT, "tools/list", {});
+    expect(anonymous.status).toBe(200);
+    expect(anonymous.headers.get("www-authenticate")).toBeNull();
+    expect(names(anonymous.body)).toEqual(names(listed.body));
+    expect(await rpc(srv, CHECKOUT, "ping", {})).toMatchObject({ status: 200, body: { jsonrpc: "2.0", id: 1, result: {} } });
+  }, 30_000);
+
+  test("the demo store's checkout endpoint still lists and pings with an API key", async () => {
+    const listed = await rpc(srv, `/${DEMO}/mcp/checkout`, "tools/list", {}, key.headers);
+    expect(listed.status).toBe(200);
+    expect(names(listed.body)).toContain("complete_checkout");
+    expect(await rpc(srv, `/${DEMO}/mcp/checkout`, "ping", {}, key.headers)).toMatchObject({ status: 200, body: { jsonrpc: "2.0", id: 1, result: {} } });
   }, 30_000);
 });
