@@ -645,7 +645,13 @@ export class McpGateway {
       // the scope hint (MCP authorization, scope selection): the default agent scopes plus what this tool needs, so
       // an OAuth client does not ask the human for every scope in scopes_supported (checkout included) up front
       headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), { scope: challengeScopes([], this.table.byName.get(toolName)?.def.scopes) });
-      throw new HttpRefusal(401, "unauthorized", `${toolName} needs an agent key (X-Agent-Api-Key) or an OAuth access token (Authorization: Bearer).`, { tool: toolName });
+      // a real merchant's checkout endpoint refuses an agent key (endpointRefusal), so its anonymous 401 names the one
+      // credential it takes instead of sending the agent to a second 401 (review D-2)
+      const realCheckout = endpoint === "checkout" && store.slug !== DEMO_STORE;
+      const needs = realCheckout
+        ? "an OAuth 2.0 access token from the client_credentials grant (Authorization: Bearer); an agent key or a user-delegated token is refused on this endpoint"
+        : "an agent key (X-Agent-Api-Key) or an OAuth access token (Authorization: Bearer)";
+      throw new HttpRefusal(401, "unauthorized", `${toolName} needs ${needs}.`, realCheckout ? { tool: toolName, required_grant: "client_credentials" } : { tool: toolName });
     }
     return { caller: null, customer, customerError };
   }

@@ -287,3 +287,21 @@ describe("tools/list and ping without a session (MCP authorization: an unusable 
     expect(await rpc(srv, `/${DEMO}/mcp/checkout`, "ping", {}, key.headers)).toMatchObject({ status: 200, body: { jsonrpc: "2.0", id: 1, result: {} } });
   }, 30_000);
 });
+
+describe("an anonymous call of a protected tool (review D-2)", () => {
+  test("on a real merchant's checkout endpoint the 401 names the client_credentials token, not an agent key the endpoint refuses", async () => {
+    const r = await rpc(srv, CHECKOUT, "tools/call", { name: "complete_checkout", arguments: {} }, {});
+    expect(r.status).toBe(401);
+    expect(r.headers.get("www-authenticate")).toContain(expectedMetadata());
+    expect(r.body.error.data).toMatchObject({ code: "unauthorized", tool: "complete_checkout", required_grant: "client_credentials" });
+    expect(r.body.error.message).toContain("client_credentials");
+    expect(r.body.error.message).not.toContain("X-Agent-Api-Key");
+  }, 30_000);
+
+  test("on the demo store's checkout endpoint it still names an agent key or an OAuth token", async () => {
+    const r = await rpc(srv, `/${DEMO}/mcp/checkout`, "tools/call", { name: "complete_checkout", arguments: {} }, {});
+    expect(r.status).toBe(401);
+    expect(r.body.error.message).toContain("X-Agent-Api-Key");
+    expect(r.body.error.data.required_grant).toBeUndefined();
+  }, 30_000);
+});

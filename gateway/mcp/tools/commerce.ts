@@ -712,6 +712,8 @@ export const completeCheckout = defineTool({
     IDEMPOTENCY_KEY_CONFLICT: "a second idempotency_key for a session already bound to another (the session keeps the key of its first complete_checkout for every attempt)",
     CHECKOUT_ALREADY_IN_PROGRESS: "the same idempotency_key after the session completed (details carry the order)",
     CHECKOUT_SESSION_NOT_FOUND: "a session id that does not exist, or the session of a cart none of whose items is this store's (paid on its own store's endpoint); answered before the human is asked",
+    SESSION_INACTIVE:
+      "the session already ended unpaid (failed, canceled or expired; details.status, and who was paid when some stores were); answered before the human is asked: preview the cart again for a new session",
     STATE_RECONFIRMATION_REQUIRED:
       "the price moved within tolerance since preview (send details.reconfirm_state_hash as reconfirmed_state_hash), or the session was previewed again (e.g. another shipping option, over REST or another session) while the human was asked: nothing charged, details.reasons[0].code = state_changed_since_approval with current_total_minor; call again with the same session and key and the human is asked the new total",
     STATE_EXECUTION_BLOCKED:
