@@ -29,3 +29,32 @@ export async function partlyPaidThenCanceled(srv: TestServer, key: TestKey): Pro
   expect(cx.body.data.status).toBe("CANCELED");
   return { cartId, sid, paidOrderId };
 }
+
+/**
+ * A previewed two-store session whose first complete captured demo-store's leg and was declined on greenleaf-living's:
+ * READY_FOR_PAYMENT for greenleaf-living, the same idempotency key bound. `items` are the cart's lines (one store each
+ * at least). Shared by the tests of a partly paid session's retry (state check, moves of the paid store, P-1).
+ */
+export async function partlyPaidSession(
+  srv: TestServer,
+  key: TestKey,
+  items: { product_id: string; quantity: number }[],
+): Promise<{ cartId: string; sessionId: string; idempotencyKey: string }> {
+  const post = (path: string, body: unknown) => srv.json(`/api/v1/agent${path}`, { method: "POST", headers: key.headers, body });
+  const cart = await post("/cart", { items });
+  expect(cart.status).toBe(201);
+  const cartId = cart.body.data.id as string;
+  const preview = await post("/checkout/preview", { cartId });
+  expect(preview.status).toBe(200);
+  const sessionId = preview.body.data.checkout_session_id as string;
+  const idempotencyKey = crypto.randomUUID();
+  const first = await post("/checkout", {
+    cartId,
+    checkout_session_id: sessionId,
+    idempotency_key: idempotencyKey,
+    payment_methods: { "demo-store": "tok_approve", "greenleaf-living": "tok_decline" },
+  });
+  expect(first.status).toBe(402);
+  expect(first.body).toMatchObject({ code: "PAYMENT_DECLINED", details: { status: "READY_FOR_PAYMENT", completed_store_ids: ["demo-store"], partially_captured: true } });
+  return { cartId, sessionId, idempotencyKey };
+}

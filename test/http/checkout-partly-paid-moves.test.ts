@@ -8,10 +8,9 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+// BOARD: DS-0011, demo-store, untracked stock; GREEN: GL-0001, greenleaf-living (card only)
+import { BOARD, GREEN, partlyPaidSession as partlyPaid } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
-
-const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, untracked stock
-const GREEN = "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a"; // GL-0001, greenleaf-living (card only)
 
 let srv: TestServer;
 let key: TestKey;
@@ -51,23 +50,9 @@ async function bumpPolicyVersion(slug: string): Promise<void> {
 
 /** demo-store (one BOARD) captured, greenleaf-living (one GREEN) declined: READY_FOR_PAYMENT for greenleaf. */
 async function partlyPaidSession(): Promise<{ cartId: string; sessionId: string; idempotencyKey: string; demoOrder: { id: string; total: number } }> {
-  const cart = await post("/cart", { items: [{ product_id: BOARD, quantity: 1 }, { product_id: GREEN, quantity: 1 }] });
-  expect(cart.status).toBe(201);
-  const cartId = cart.body.data.id as string;
-  const preview = await post("/checkout/preview", { cartId });
-  expect(preview.status).toBe(200);
-  const sessionId = preview.body.data.checkout_session_id as string;
-  const idempotencyKey = crypto.randomUUID();
-  const first = await post("/checkout", {
-    cartId,
-    checkout_session_id: sessionId,
-    idempotency_key: idempotencyKey,
-    payment_methods: { "demo-store": "tok_approve", "greenleaf-living": "tok_decline" },
-  });
-  expect(first.status).toBe(402);
-  expect(first.body).toMatchObject({ code: "PAYMENT_DECLINED", details: { status: "READY_FOR_PAYMENT", completed_store_ids: ["demo-store"], partially_captured: true } });
-  const [o] = await srv.db.sql<{ id: string; total: number }[]>`SELECT id, total_minor::int AS total FROM orders WHERE cart_id = ${cartId} AND store_slug = 'demo-store' AND paid_at IS NOT NULL`;
-  return { cartId, sessionId, idempotencyKey, demoOrder: o! };
+  const s = await partlyPaid(srv, key, [{ product_id: BOARD, quantity: 1 }, { product_id: GREEN, quantity: 1 }]);
+  const [o] = await srv.db.sql<{ id: string; total: number }[]>`SELECT id, total_minor::int AS total FROM orders WHERE cart_id = ${s.cartId} AND store_slug = 'demo-store' AND paid_at IS NOT NULL`;
+  return { ...s, demoOrder: o! };
 }
 
 const retry = (s: { cartId: string; sessionId: string; idempotencyKey: string }, extra: Record<string, unknown> = {}) =>

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { twoTenants, type TestKey } from "../helpers/agents.ts";
+import { partlyPaidSession as partlyPaid } from "../helpers/partly-paid.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 let srv: TestServer;
@@ -31,30 +32,26 @@ async function products(): Promise<{ tracked: string; stock: number; other: stri
 
 const post = (path: string, body: unknown) => srv.json(path, { method: "POST", headers: key.headers, body });
 
+/** A cart of one untracked demo-store product and one greenleaf-living product (no variants), one unit each. */
+async function untrackedTwoStoreCart(): Promise<string> {
+  const [demo] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'demo-store' AND active AND in_stock
+    AND stock_quantity IS NULL AND (variants IS NULL OR jsonb_array_length(variants) = 0) ORDER BY id LIMIT 1`;
+  const { other } = await products();
+  const cart = await post("/api/v1/agent/cart", { items: [{ product_id: demo!.id, quantity: 1 }, { product_id: other, quantity: 1 }] });
+  expect(cart.status).toBe(201);
+  return cart.body.data.id as string;
+}
+
 /**
  * A two-store cart whose demo-store leg buys the product's whole stock and is captured, while the greenleaf leg is
  * declined: the session waits READY_FOR_PAYMENT for greenleaf, demo-store paid and its stock sold.
  */
 async function partlyPaidSession(): Promise<{ cartId: string; sessionId: string; idempotencyKey: string }> {
   const p = await products();
-  const cart = await post("/api/v1/agent/cart", { items: [{ product_id: p.tracked, quantity: p.stock }, { product_id: p.other, quantity: 1 }] });
-  expect(cart.status).toBe(201);
-  const cartId = cart.body.data.id as string;
-  const preview = await post("/api/v1/agent/checkout/preview", { cartId });
-  expect(preview.status).toBe(200);
-  const sessionId = preview.body.data.checkout_session_id as string;
-  const idempotencyKey = crypto.randomUUID();
-  const first = await post("/api/v1/agent/checkout", {
-    cartId,
-    checkout_session_id: sessionId,
-    idempotency_key: idempotencyKey,
-    payment_methods: { "demo-store": "tok_approve", "greenleaf-living": "tok_decline" },
-  });
-  expect(first.status).toBe(402);
-  expect(first.body).toMatchObject({ code: "PAYMENT_DECLINED", details: { status: "READY_FOR_PAYMENT", completed_store_ids: ["demo-store"], partially_captured: true } });
+  const s = await partlyPaid(srv, key, [{ product_id: p.tracked, quantity: p.stock }, { product_id: p.other, quantity: 1 }]);
   const [left] = await srv.db.sql<{ s: number }[]>`SELECT stock_quantity AS s FROM products WHERE id = ${p.tracked}`;
   expect(left!.s).toBe(0);
-  return { cartId, sessionId, idempotencyKey };
+  return s;
 }
 
 /** P-1, fixed in actors/cart/state-hash.ts `compareStates` (paid stores' lines are not asked for stock). */
@@ -197,12 +194,7 @@ describe("two identical calls at once naming another method after the buyer refu
  */
 describe("a resume naming a method the rolled-back store does not take", () => {
   test("answers the 202 again while the buyer decides, and after the approval captures the approved store and refuses the other PAYMENT_METHOD_NOT_CONFIGURED", async () => {
-    const [demo] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'demo-store' AND active AND in_stock
-      AND stock_quantity IS NULL AND (variants IS NULL OR jsonb_array_length(variants) = 0) ORDER BY id LIMIT 1`;
-    const { other } = await products();
-    const cart = await post("/api/v1/agent/cart", { items: [{ product_id: demo!.id, quantity: 1 }, { product_id: other, quantity: 1 }] });
-    expect(cart.status).toBe(201);
-    const cartId = cart.body.data.id as string;
+    const cartId = await untrackedTwoStoreCart();
     const idempotencyKey = crypto.randomUUID();
     const asked = await post("/api/v1/agent/checkout", { cartId, idempotency_key: idempotencyKey, payment_methods: { "demo-store": "tok_needs_approval", "greenleaf-living": "tok_fail" } });
     expect({ status: asked.status, code: asked.body.code }).toEqual({ status: 202, code: "user_action_required" });
@@ -256,12 +248,7 @@ describe("a partly paid cart's new session refused for a shortage before any key
 /** Not a finding (the model once captured nothing here, session 11 P2): each leg is resumed on its own. */
 describe("a resume when one of two stores' buyers approved and the other has not decided", () => {
   test("captures the approved store, answers the 202 for the other, and completes after its approval", async () => {
-    const [demo] = await srv.db.sql<{ id: string }[]>`SELECT id FROM products WHERE store_slug = 'demo-store' AND active AND in_stock
-      AND stock_quantity IS NULL AND (variants IS NULL OR jsonb_array_length(variants) = 0) ORDER BY id LIMIT 1`;
-    const { other } = await products();
-    const cart = await post("/api/v1/agent/cart", { items: [{ product_id: demo!.id, quantity: 1 }, { product_id: other, quantity: 1 }] });
-    expect(cart.status).toBe(201);
-    const cartId = cart.body.data.id as string;
+    const cartId = await untrackedTwoStoreCart();
     const idempotencyKey = crypto.randomUUID();
     const asked = await post("/api/v1/agent/checkout", { cartId, idempotency_key: idempotencyKey, payment_method: "tok_needs_approval" });
     expect({ status: asked.status, code: asked.body.code }).toEqual({ status: 202, code: "user_action_required" });
