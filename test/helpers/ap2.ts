@@ -72,6 +72,24 @@ export async function signMandate(userKey: CryptoKey, parts: unknown[]): Promise
   return new CompactSign(payload).setProtectedHeader({ alg: "ES256", kid: "phone", typ: "kb+jwt" }).sign(userKey);
 }
 
+/**
+ * A mandate for up to 100 USD at demo-store signed by `userKey` (kid "phone"), paying with `token`: returns the body of
+ * POST /ap2/payment-mandates for a cart (`cart_id` is the request's, not signed).
+ */
+export async function demoStoreMandate(userKey: CryptoKey, mandateId: string, token = "tok_approve") {
+  const contents = {
+    payment_mandate_id: mandateId,
+    payment_details_id: "details_1",
+    payment_details_total: { label: "Total", amount: { currency: "USD", value: 100 } },
+    payment_response: { request_id: "req_1", method_name: "CARD", details: { token } },
+    merchant_agent: "demo-store",
+    timestamp: new Date().toISOString(),
+  };
+  const intent = { merchants: ["demo-store"], intent_expiry: new Date(Date.now() + 3_600_000).toISOString() };
+  const jws = await signMandate(userKey, [contents, intent]);
+  return (cartId: string) => ({ cart_id: cartId, intent_mandate: intent, payment_mandate: { payment_mandate_contents: contents, user_authorization: jws } });
+}
+
 export interface CheapCart {
   cartId: string;
   total: number;

@@ -549,14 +549,6 @@ export const KNOWN_FINDINGS: Record<string, (cart: MCart, a: Answer) => boolean>
   // none open: P-1 and P-2 are fixed (test/http/model-findings.test.ts keeps their regressions)
 };
 
-/**
- * Method combinations of a known finding that the invariants (not an answer) would report: left out of the generated
- * calls until the patch lands (P-2, two escalating tokens in one attempt, was one; none is open now).
- */
-export function avoidKnown(_methods: Record<string, Token> | undefined): boolean {
-  return false; // P-2 (two escalating tokens in one attempt) is fixed; nothing is left out
-}
-
 function knownFinding(w: World, cart: MCart, a: Answer): boolean {
   for (const [name, matches] of Object.entries(KNOWN_FINDINGS)) {
     if (matches(cart, a)) {
@@ -679,16 +671,6 @@ class Complete implements Cmd {
         if (t) methods![store] = t;
       });
       if (Object.keys(methods).length === 0) methods = undefined;
-    }
-    if (avoidKnown(methods)) {
-      // KNOWN_FINDINGS.P2: keep the first escalating method only; the others pay normally
-      let seen = false;
-      for (const [store, t] of Object.entries(methods!)) {
-        if (t !== "tok_finalization_fails" && t !== "tok_amount_mismatch") continue;
-        if (seen) methods![store] = "tok_approve";
-        seen = true;
-      }
-      w.known.set("P2_second_escalated_leg_settled_paid (avoided)", (w.known.get("P2_second_escalated_leg_settled_paid (avoided)") ?? 0) + 1);
     }
     const body: Record<string, unknown> = oneCall ? { cartId: cart.id, idempotency_key: key } : { cartId: cart.id, checkout_session_id: s.id, idempotency_key: key };
     if (methods) {
@@ -1054,7 +1036,6 @@ class Race implements Cmd {
         : m.orders.length > 0;
   async run(m: Model, w: World): Promise<void> {
     const post = (path: string, headers: Record<string, string>, body?: unknown) => call(w, "POST", path, headers, body);
-    const token = (cart: MCart): Token => (avoidKnown(Object.fromEntries(cart.stores.map((st) => [st, this.token]))) ? "tok_approve" : this.token);
     if (this.kind === "two_carts_complete") {
       // two carts (often sharing a tracked product) paid at once: the holds decide who gets the last units
       const open = m.carts.filter((c) => c.status !== "COMPLETED" && (c.session === null || c.session.status === "READY_FOR_PAYMENT"));
@@ -1111,7 +1092,7 @@ class Race implements Cmd {
         this.kind === "pending_cancel_vs_complete"
           ? post(`/api/v1/agent/orders/${o.id}/cancel`, w.key.headers)
           : post(`/api/v1/merchant/stores/${o.store_slug}/orders/${o.id}/status`, merchant(w), { status: "canceled" });
-      const answers = await Promise.all([cancel, post("/api/v1/agent/checkout", w.key.headers, { cartId: cart.id, checkout_session_id: s.id, idempotency_key: key, payment_method: token(cart) })]);
+      const answers = await Promise.all([cancel, post("/api/v1/agent/checkout", w.key.headers, { cartId: cart.id, checkout_session_id: s.id, idempotency_key: key, payment_method: this.token })]);
       for (const a of answers) if (a.status >= 500) expect(outcome(a)).toEqual({ status: 503, code: "UPSTREAM_UNAVAILABLE" });
       // an order canceled by the agent's cancel was never charged (200 canceled means nothing was captured for it)
       if (this.kind === "pending_cancel_vs_complete" && answers[0]!.status === 200) {
@@ -1143,12 +1124,12 @@ class Race implements Cmd {
       // the answers of the complete calls (a cancel's or a decision's own answer binds no key)
       let completes: Answer[];
       if (this.kind === "complete_vs_cancel") {
-        answers = await Promise.all([complete(token(cart)), post(`/api/v1/agent/checkout/${s.id}/cancel`, w.key.headers)]);
+        answers = await Promise.all([complete(this.token), post(`/api/v1/agent/checkout/${s.id}/cancel`, w.key.headers)]);
         completes = [answers[0]!];
         // one of them ended the session: a completed payment cannot also be canceled
         expect({ both: answers[0]!.status === 200 && answers[1]!.status === 200 }).toEqual({ both: false });
       } else if (this.kind === "complete_vs_complete") {
-        answers = await Promise.all([complete(token(cart)), complete("tok_approve")]);
+        answers = await Promise.all([complete(this.token), complete("tok_approve")]);
         completes = answers;
         expect({ twice: answers.filter((a) => a.status === 200).length }).toEqual({ twice: Math.min(1, answers.filter((a) => a.status === 200).length) });
       } else {

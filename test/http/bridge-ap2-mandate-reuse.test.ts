@@ -5,8 +5,7 @@
  * cart it is presented for; another cart is MANDATE_LIMIT_EXCEEDED (`violated: cart`).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CompactSign, generateKeyPair, type CryptoKey } from "jose";
-import { mandateHash } from "../../gateway/bridge/ap2-auth.ts";
+import { generateKeyPair, type CryptoKey } from "jose";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import * as ap2 from "../helpers/ap2.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
@@ -48,24 +47,7 @@ async function newCart(k: TestKey = key): Promise<string> {
 }
 
 /** A mandate for up to 100 USD at demo-store, signed by `k`'s user key; `cart_id` is the request's, not signed. */
-async function signedMandate(k: TestKey, mandateId: string, token = "tok_approve") {
-  const contents = {
-    payment_mandate_id: mandateId,
-    payment_details_id: "details_1",
-    payment_details_total: { label: "Total", amount: { currency: "USD", value: 100 } },
-    payment_response: { request_id: "req_1", method_name: "CARD", details: { token } },
-    merchant_agent: "demo-store",
-    timestamp: new Date().toISOString(),
-  };
-  const intent = { merchants: ["demo-store"], intent_expiry: new Date(Date.now() + 3_600_000).toISOString() };
-  const payload = new TextEncoder().encode(JSON.stringify({ iat: Math.floor(Date.now() / 1000), aud: "ap2", transaction_data: [mandateHash(contents), mandateHash(intent)] }));
-  const jws = await new CompactSign(payload).setProtectedHeader({ alg: "ES256", kid: "phone", typ: "kb+jwt" }).sign(userKeys.get(k.id)!);
-  return (cartId: string) => ({
-    cart_id: cartId,
-    intent_mandate: intent,
-    payment_mandate: { payment_mandate_contents: contents, user_authorization: jws },
-  });
-}
+const signedMandate = (k: TestKey, mandateId: string, token = "tok_approve") => ap2.demoStoreMandate(userKeys.get(k.id)!, mandateId, token);
 
 describe("AP2 mandate reuse", () => {
   test("a paid mandate presented again for another cart is MANDATE_LIMIT_EXCEEDED (violated: cart) and pays nothing", async () => {

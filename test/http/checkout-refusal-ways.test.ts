@@ -9,8 +9,7 @@
  *   session it left (review P-3).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CompactSign, generateKeyPair, type CryptoKey } from "jose";
-import { mandateHash } from "../../gateway/bridge/ap2-auth.ts";
+import { generateKeyPair, type CryptoKey } from "jose";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import * as ap2 from "../helpers/ap2.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
@@ -147,20 +146,7 @@ describe("IDEMPOTENCY_KEY_CONFLICT names only ways the session accepts (review S
 });
 
 /** A mandate for up to 100 USD at demo-store signed by the key's user key; `cart_id` is the request's. */
-async function signedMandate(mandateId: string, token = "tok_approve") {
-  const contents = {
-    payment_mandate_id: mandateId,
-    payment_details_id: "details_1",
-    payment_details_total: { label: "Total", amount: { currency: "USD", value: 100 } },
-    payment_response: { request_id: "req_1", method_name: "CARD", details: { token } },
-    merchant_agent: "demo-store",
-    timestamp: new Date().toISOString(),
-  };
-  const intent = { merchants: ["demo-store"], intent_expiry: new Date(Date.now() + 3_600_000).toISOString() };
-  const payload = new TextEncoder().encode(JSON.stringify({ iat: Math.floor(Date.now() / 1000), aud: "ap2", transaction_data: [mandateHash(contents), mandateHash(intent)] }));
-  const jws = await new CompactSign(payload).setProtectedHeader({ alg: "ES256", kid: "phone", typ: "kb+jwt" }).sign(userKey);
-  return (cartId: string) => ({ cart_id: cartId, intent_mandate: intent, payment_mandate: { payment_mandate_contents: contents, user_authorization: jws } });
-}
+const signedMandate = (mandateId: string, token = "tok_approve") => ap2.demoStoreMandate(userKey, mandateId, token);
 
 describe("AP2's key conflict says AP2's way on for the session's status (review S-2)", () => {
   test("a second mandate for a cart an earlier mandate paid is told to present that mandate for its receipt, not to cancel", async () => {
