@@ -30,6 +30,10 @@ export const OPENAPI_DESCRIPTION = [
   "One answer comes from the HTTP server, not from this API: a request whose head (request line and headers) is over",
   "16 KiB, e.g. a URL of more than about 16,000 characters, is refused with 431 Request Header Fields Too Large, an",
   "empty body and no X-Request-Id (docs/operations.md). Long input belongs in a JSON body.",
+  "",
+  "`GET /metrics` (Prometheus text, not listed below) is the operators' endpoint: with METRICS_TOKEN set it needs",
+  "`Authorization: Bearer <METRICS_TOKEN>` (401 otherwise; refusals count against the address's public bucket); a",
+  "production gateway without the token does not serve it (404); elsewhere it is open (docs/operations.md, Metrics).",
 ].join("\n");
 
 export function createApp(svc: Services, extraModules: GatewayModule[] = []) {

@@ -309,6 +309,22 @@ function withQueryDeadline(sql: Sql, ms: number): Sql {
  *   must mean "not written".
  * Postgres 15 has no `transaction_timeout`; each statement gets the time left when the transaction began.
  */
+/**
+ * `sql.begin(work)` on the pool without its per-query deadline, whose statements the server cancels once they run or
+ * wait on a lock for longer than `ms` (`statement_timeout` and `lock_timeout`, SET LOCAL): the cancelled statement
+ * rolls the transaction back and frees its connection (review RQ MED-2: a Promise.race alone left a SELECT holding a
+ * pooled connection). `ms` may be a function, called once the transaction has its connection, before its first
+ * statement (what is left of a budget; a throw there rolls back the empty transaction). No client-side bound: waiting
+ * for a connection, or a server that stops answering, is the caller's to bound (beginWithin does both).
+ */
+export function beginTimed<T>(sql: Sql, ms: number | (() => number), work: (tx: TxSql) => Promise<T>): Promise<T> {
+  return withoutDeadline(sql).begin(async (tx) => {
+    const left = String(Math.max(1, Math.floor(typeof ms === "number" ? ms : ms())));
+    await tx`SELECT set_config('statement_timeout', ${left}, true), set_config('lock_timeout', ${left}, true)`;
+    return work(tx);
+  }) as Promise<T>;
+}
+
 export function beginWithin<T>(sql: Sql, ms: number, work: (tx: TxSql) => Promise<T>): Promise<T> {
   const limit = Math.max(1, Math.floor(ms));
   const start = Date.now();
@@ -324,15 +340,14 @@ export function beginWithin<T>(sql: Sql, ms: number, work: (tx: TxSql) => Promis
       if (!begun) giveUp();
     }, limit);
     const endTimer = setTimeout(giveUp, limit + Math.min(1000, limit));
-    withoutDeadline(sql)
-      .begin(async (tx) => {
-        // the caller was answered "unavailable, nothing written": keep it so (the throw rolls the empty transaction back)
-        if (givenUp) throw new DatabaseUnavailableError(limit, false);
-        begun = true;
-        const left = String(Math.max(1, limit - (Date.now() - start)));
-        await tx`SELECT set_config('statement_timeout', ${left}, true), set_config('lock_timeout', ${left}, true)`;
-        return work(tx);
-      })
+    // the time left is read once the transaction has its connection, before its first statement
+    const timeLeft = () => {
+      // the caller was answered "unavailable, nothing written": keep it so (the throw rolls the empty transaction back)
+      if (givenUp) throw new DatabaseUnavailableError(limit, false);
+      begun = true;
+      return limit - (Date.now() - start);
+    };
+    beginTimed(sql, timeLeft, work)
       .then(
         (v) => resolve(v as T),
         (e) => reject(e),

@@ -18,7 +18,7 @@
  * Rows whose window ended are deleted by `pruneEnded`: from the durable writes (at most once a minute per process)
  * and on every clean stop.
  */
-import { withoutDeadline, type Sql } from "../../infra/db.ts";
+import { beginTimed, withoutDeadline, type Sql } from "../../infra/db.ts";
 import type { Logger } from "../../infra/log.ts";
 import type { AdmitResult, BucketSpec, BucketTable } from "../agent/buckets.ts";
 import { onPlacementChange, type CatchUp, type HandOver } from "../runtime/host.ts";
@@ -102,7 +102,7 @@ async function measureOthers(sql: Sql): Promise<void> {
   measuring = true;
   const epoch = placementEpoch;
   try {
-    const [r] = await timedRead(sql, CATCH_UP_BUDGET_MS, (tx) => tx<{ until: string | number | null }[]>`
+    const [r] = await beginTimed(sql, CATCH_UP_BUDGET_MS, (tx) => tx<{ until: string | number | null }[]>`
       SELECT max(window_end) AS until FROM rate_limit_buckets WHERE NOT durable`);
     // a placement change meanwhile: rows may have come after this read, so it does not count
     if (epoch === placementEpoch) othersUntil = Number(r?.until ?? 0);
@@ -160,17 +160,9 @@ type StoredRow = Row & { window_end: string | number };
  * frees its connection (a Promise.race alone left the SELECT holding a pooled connection: review RQ MED-2).
  */
 function readRows(sql: Sql, owners: readonly string[], timeoutMs: number): Promise<(StoredRow & { owner: string })[]> {
-  return timedRead(sql, timeoutMs, (tx) => tx<(StoredRow & { owner: string })[]>`
+  return beginTimed(sql, timeoutMs, (tx) => tx<(StoredRow & { owner: string })[]>`
     SELECT owner, bucket_id, window_start, window_end, used FROM rate_limit_buckets
     WHERE owner IN ${tx(owners as string[])} AND NOT durable AND window_end > ${Date.now()}`);
-}
-
-/** `read` in a transaction whose statements the server cancels after `timeoutMs` (its connection is then free). */
-function timedRead<T>(sql: Sql, timeoutMs: number, read: (tx: Sql) => Promise<T>): Promise<T> {
-  return withoutDeadline(sql).begin(async (tx) => {
-    await tx.unsafe(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
-    return read(tx as unknown as Sql);
-  }) as Promise<T>;
 }
 
 /**

@@ -4,7 +4,8 @@
  * dashboard's JSONL upload up to 20 MiB. A body with a Content-Length is checked before it is read; a chunked body
  * (no length) is counted while it is read and refused as soon as it passes the same limit. Both answers are ours:
  * 413 `payload_too_large` with the envelope, request id and headers (audit U LOW-4: Bun's own cap used to answer a
- * declared length over 21 MiB bare, without any of them).
+ * declared length over 21 MiB bare, without any of them). On an MCP endpoint the error plugin gives that 413 as a
+ * JSON-RPC error instead of the envelope (gateway/mcp/oversize.ts).
  */
 import { fail } from "../../actors/runtime/errors.ts";
 

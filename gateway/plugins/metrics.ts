@@ -1,5 +1,8 @@
 /** Request counts and latency histograms by route template and status, and GET /metrics (Prometheus text). */
+import { createHash, timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
+import { fail } from "../../actors/runtime/errors.ts";
+import type { Config } from "../../infra/config.ts";
 import { logEnabled } from "../../infra/log.ts";
 import { httpStatsFor, recordHttpRequest, registry } from "../../infra/metrics.ts";
 import { learnAgentRoutes, logAnswered, unroutedLabel } from "./request-log.ts";
@@ -27,6 +30,46 @@ export function markRequestStart(request: Request): void {
   (request as Stamped)[STARTED] = performance.now();
 }
 
+/** The path of the scrape endpoint on the API port. */
+export const METRICS_PATH = "/metrics";
+
+/** The paths Elysia answers with the /metrics route (it matches a trailing slash too: strictPath is off). */
+export function isMetricsPath(path: string): boolean {
+  return path === METRICS_PATH || path === METRICS_PATH + "/";
+}
+
+/** What a scrape of the API port's /metrics needs (docs/operations.md, "Metrics"; audit X-5). */
+export type MetricsAccess = "open" | "token" | "off";
+
+/**
+ * - `METRICS_TOKEN` set: `Authorization: Bearer <METRICS_TOKEN>`, in every environment;
+ * - unset, NODE_ENV=production: not served on the API port (a 404 like any unknown path): the text gives traffic by
+ *   route and status, i.e. business volume, which the internet must not read; set a token to scrape it;
+ * - unset otherwise: open, as on a fresh machine (the default HOST is 127.0.0.1, so only the machine itself reaches it).
+ * The actor role's separate listener (METRICS_PORT) serves /metrics without a token: that port is the operators'.
+ */
+export function metricsAccess(config: Pick<Config, "METRICS_TOKEN" | "NODE_ENV">): MetricsAccess {
+  if (config.METRICS_TOKEN) return "token";
+  return config.NODE_ENV === "production" ? "off" : "open";
+}
+
+const digest = (s: string) => createHash("sha256").update(s).digest();
+
+/**
+ * Throws unless the request may read the API port's /metrics: 401 `unauthorized` (with a Bearer challenge) for a
+ * missing or wrong token, 404 `route_not_found` where /metrics is off. Compared in constant time (over digests, so
+ * the token's length does not show either).
+ */
+export function checkMetricsScrape(config: Pick<Config, "METRICS_TOKEN" | "NODE_ENV">, request: Request, headers: Record<string, string | number>): void {
+  const access = metricsAccess(config);
+  if (access === "open") return;
+  if (access === "off") throw fail("route_not_found", "No /metrics on the API port of a production gateway without METRICS_TOKEN (docs/operations.md, Metrics).");
+  const presented = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")?.[1];
+  if (presented !== undefined && timingSafeEqual(digest(presented), digest(config.METRICS_TOKEN))) return;
+  headers["www-authenticate"] = 'Bearer realm="metrics"';
+  throw fail("unauthorized", "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.");
+}
+
 export const metrics = new Elysia({ name: "metrics" })
   .onStart((app) => learnAgentRoutes((app as unknown as { routes: ReadonlyArray<{ method: string; path: string }> }).routes))
   .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue, error }: AfterResponse) => {
@@ -45,8 +88,9 @@ export const metrics = new Elysia({ name: "metrics" })
       logAnswered({ request, route: label, status, requestId: set.headers["x-request-id"] as string | undefined, body: responseValue, error, seconds });
     }
   })
+  // who may read it is checked before routing, with the rate admission (rate-limit.ts, checkMetricsScrape)
   .get(
-    "/metrics",
+    METRICS_PATH,
     async ({ set }) => {
       set.headers["content-type"] = registry.contentType;
       return registry.metrics();

@@ -8,7 +8,10 @@
  * - the store MCP endpoints (`/{slug}/mcp`, `/{slug}/mcp/discovery|customer|checkout`): `verifyMcpAccess` /
  *   `authenticateAgent(surface "mcp…")` / `admitAnonymous` apply the MCP layers (which include the global one
  *   where the spec wants it);
- * - `/metrics` and the health probes `/health`, `/api/v1/health` (operators' endpoints, not an API surface);
+ * - the health probes `/health`, `/api/v1/health` (operators' endpoints, not an API surface), and `/metrics`: a
+ *   scrape it admits (METRICS_TOKEN's bearer, or open outside production without one) takes no bucket, a refused one
+ *   (401 without the token, 404 where it is off) is counted per IP in the public bucket like any failed credential,
+ *   so guessing the token is bounded (metrics.ts `checkMetricsScrape`; audit X-5);
  * - paths registered with `registerOwnLayer` (benchmarks, probes).
  * Public REST routes (trust score, directory) call `admitAnonymous(svc, "public-rest", …)` themselves: the global
  * bucket admitted here is not admitted again there (auth.ts `markGlobalAdmitted`), only their 30/min bucket.
@@ -24,7 +27,8 @@ import { Elysia } from "elysia";
 import { findRouteRule, AGENT_API_BASE } from "../../actors/agent/access.ts";
 import { bucketsFor, GLOBAL_LIMIT } from "../../actors/agent/limits.ts";
 import { ActorError } from "../../actors/runtime/errors.ts";
-import { admitAgentEarly, admitOthers, clientIp, markGlobalAdmitted, setRateHeaders, userFromRequest } from "./auth.ts";
+import { admitAgentEarly, admitAnonymous, admitOthers, clientIp, markGlobalAdmitted, setRateHeaders, userFromRequest } from "./auth.ts";
+import { checkMetricsScrape, isMetricsPath } from "./metrics.ts";
 import { noStore, OAUTH_BASE, OAuthError, oauthErrorBody } from "../oauth/common.ts";
 import type { Services } from "../services.ts";
 import { pathOf } from "../url-path.ts";
@@ -51,7 +55,7 @@ function isAgentRoute(method: string, path: string): boolean {
 export function hasOwnLayer(method: string, path: string): boolean {
   // Operators' endpoints are not an API surface: a load balancer probing health every second would use up the
   // global 500 / 15 min in eight minutes and take the service out of rotation.
-  if (path === "/metrics" || path === "/health" || path === "/api/v1/health") return true;
+  if (isMetricsPath(path) || path === "/health" || path === "/api/v1/health") return true;
   if (isAgentRoute(method, path)) return true;
   if (MCP_PATH.test(path)) return true;
   for (const re of extraOwnLayers) if (re.test(path)) return true;
@@ -121,11 +125,22 @@ export function rateLimit(svc: Services) {
     return new Elysia({ name: "rate-limit" }).onRequest(({ request, set, server }) => {
       const path = pathOf(request.url);
       if (isAgentRoute(request.method, path)) admitAgentEarly(svc, request, set.headers as Headers, server);
+      else if (isMetricsPath(path)) checkMetricsScrape(svc.config, request, set.headers as Headers);
       else if (!hasOwnLayer(request.method, path)) staticGlobalHeaders(set.headers as Headers);
     });
   }
   return new Elysia({ name: "rate-limit" }).onRequest(async ({ request, set, server }) => {
     const path = pathOf(request.url);
+    if (isMetricsPath(path)) {
+      try {
+        checkMetricsScrape(svc.config, request, set.headers as Headers);
+      } catch (err) {
+        // a refused scrape is counted per address (a 429 once the public bucket is spent), then refused
+        await admitAnonymous(svc, "public-rest", clientIp(request, server), set.headers as Headers);
+        throw err;
+      }
+      return;
+    }
     // Agent routes are admitted by their key before anything else happens to the request (the body is not even
     // parsed yet): a request without a valid key is 401/403/429 with rate headers, whatever its body.
     if (isAgentRoute(request.method, path)) {

@@ -145,7 +145,7 @@ describe("bodies over the limit", () => {
     expect(state.sent).toBeLessThan(total);
   }, 30_000);
 
-  test("a chunked body past the limit on a store's MCP endpoint gets the same 413, not a JSON-RPC parse error", async () => {
+  test("a chunked body past the limit on a store's MCP endpoint gets the same 413 as a JSON-RPC error, not a parse error", async () => {
     const { body: stream } = repeatingBody(new TextEncoder().encode(" ".repeat(64 * 1024)), 4 * 1024 * 1024);
     const res = await fetch(srv.url + "/demo-store/mcp", {
       method: "POST",
@@ -155,7 +155,8 @@ describe("bodies over the limit", () => {
     });
     expect(res.status).toBe(413);
     expect(res.headers.get("x-request-id")).toBeTruthy();
-    expect(await res.json()).toMatchObject({ success: false, code: "payload_too_large", details: { limitBytes: 1048576 } });
+    // an MCP client reads JSON-RPC (gateway/mcp/oversize.ts; test/mcp/oversize.test.ts)
+    expect(await res.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600, data: { code: "payload_too_large", limitBytes: 1048576 } } });
   }, 30_000);
 
   test("a chunked body within the limit is read as before", async () => {
