@@ -15,7 +15,9 @@
  *    ABANDONED or REPLACED whose sliding expiry passed more than the grace ago, whose checkout session (if any) ended,
  *    and that no order, ACP/UCP/AP2 session or x402 row names. A cart with an order is part of that order's history
  *    (the bridges read a session's paid orders through its cart); COMPLETED and CHECKOUT carts are never deleted. A
- *    deleted cart reads as CART_NOT_FOUND, the answer an expired one already gets.
+ *    deleted cart reads as CART_NOT_FOUND, the answer an expired one already gets. Its scan is a keyset over the
+ *    partial index of migration 0089 (carts in those four statuses, by expiry): a run reads the carts due, once each,
+ *    never a live or a paid one (it walked every cart on each batch until session 12).
  *  - `bridge_sessions` (ACP/UCP; session 9): a session is read for its status and, through its cart, for its paid
  *    orders. It goes together with its cart: when the cart is one the cart rule would delete but for the session naming
  *    it (so no order names it, it is not COMPLETED or CHECKOUT, its expiry passed more than the cart grace ago, its
@@ -109,7 +111,18 @@ const NONCE_GRACE_MS = 60 * 60 * 1000;
  * also marks rows it keeps for good (see MARKING_STATEMENTS) returns both counts: `taken` (deleted + marked) says
  * whether the batch was full, so the run goes on while either kind of row is left.
  */
-type Rule = (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => Promise<number | { deleted: number; taken: number }>;
+type Rule = (sql: Sql, s: RetentionSettings, nowMs: number, batch: number, run: RunState) => Promise<number | { deleted: number; taken: number }>;
+
+/** What a rule carries from one batch of a run to the next (a new object each run). */
+export interface RunState {
+  /** The carts rule's keyset: the last cart its scan examined (actor_state_cart_expiry's key), none yet at the start. */
+  cartsAfter?: CartKey;
+}
+/** A cart's key in actor_state_cart_expiry (migration 0089): its expiry as jsonb text, and its id. */
+export interface CartKey {
+  expiresAt: string;
+  id: string;
+}
 
 const UUID = `^${UUID_HEX}$`;
 
@@ -148,17 +161,12 @@ export const RETENTION_RULES: Record<string, Rule> = {
     return (await DELETE_STATEMENTS.ap2_mandate_agents(sql, s, nowMs, batch)).count;
   },
 
-  async carts(sql, s, nowMs, batch) {
-    const res = await sql`
-      DELETE FROM actor_state WHERE kind = 'cart' AND id IN (
-        SELECT st.id FROM actor_state st
-        -- every cart id is a uuid (the create message's); the CASE keeps the cast from ever seeing another id
-        CROSS JOIN LATERAL (SELECT CASE WHEN st.id ~* ${UUID} THEN st.id::uuid END AS cart_id) c
-        WHERE st.kind = 'cart' AND c.cart_id IS NOT NULL
-          AND ${cartOutOfUse(sql, s, nowMs, sql`st`, sql`c.cart_id`)}
-          AND NOT EXISTS (SELECT 1 FROM bridge_sessions b WHERE b.cart_id = c.cart_id)
-        LIMIT ${batch} FOR UPDATE OF st SKIP LOCKED)`;
-    return res.count;
+  // A keyset over actor_state_cart_expiry (migration 0089): each batch examines the next `batch` carts past the
+  // horizon and deletes those out of use, so a run reads each cart due once, and never a live or a paid one.
+  async carts(sql, s, nowMs, batch, run) {
+    const [r] = await DELETE_STATEMENTS.carts(sql, s, nowMs, batch, run.cartsAfter);
+    if (r!.last_expires_at !== null && r!.last_id !== null) run.cartsAfter = { expiresAt: r!.last_expires_at, id: r!.last_id };
+    return { deleted: r!.deleted, taken: r!.taken };
   },
 
   async bridge_idempotency(sql, s, nowMs, batch) {
@@ -281,6 +289,38 @@ export const MARKING_STATEMENTS = {
  * never the bindings of mandates without an expiry nor the rows of orders still paid or fulfilled.
  */
 export const DELETE_STATEMENTS = {
+  /**
+   * The cart rule (session 12): the next `batch` carts, in expiry order after `after`, of the partial index
+   * actor_state_cart_expiry (carts in a status the rule deletes, by their sliding expiry) whose expiry passed the
+   * horizon are examined, unlocked; those out of use are taken `FOR UPDATE SKIP LOCKED` (the row is judged again as it
+   * is when locked) and deleted. `taken` is how many were examined, so the run goes on while a batch is full; the last
+   * key examined is where the next batch starts. A cart kept (an order, x402 or protocol row names it, a checkout is
+   * live, a reminder is due) is examined once a run, not once a batch.
+   */
+  carts: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number, after?: CartKey) => sql<{ deleted: number; taken: number; last_expires_at: string | null; last_id: string | null }[]>`
+    WITH examined AS (
+      SELECT st.id, st.state->'cart'->'expiresAt' AS expires_at FROM actor_state st
+      -- the predicate of the partial index actor_state_cart_expiry (migration 0089), then its key's range
+      WHERE st.kind = 'cart' AND jsonb_typeof(st.state->'cart'->'expiresAt') = 'number'
+        AND st.state->'cart'->>'status' IN ('OPEN', 'EXPIRED', 'ABANDONED', 'REPLACED')
+        -- jsonb values sent as text (a parameter typed jsonb would be sent JSON-encoded: a string, not a number)
+        AND st.state->'cart'->'expiresAt' < ${String(nowMs - s.RETENTION_CART_GRACE_DAYS * DAY_MS)}::text::jsonb
+        ${after ? sql`AND (st.state->'cart'->'expiresAt', st.id) > (${after.expiresAt}::text::jsonb, ${after.id}::text)` : sql``}
+      ORDER BY st.state->'cart'->'expiresAt', st.id
+      LIMIT ${batch}),
+    doomed AS (
+      SELECT st.id FROM actor_state st
+      -- every cart id is a uuid (the create message's); the CASE keeps the cast from ever seeing another id
+      CROSS JOIN LATERAL (SELECT CASE WHEN st.id ~* ${UUID} THEN st.id::uuid END AS cart_id) c
+      WHERE st.kind = 'cart' AND st.id IN (SELECT id FROM examined) AND c.cart_id IS NOT NULL
+        AND ${cartOutOfUse(sql, s, nowMs, sql`st`, sql`c.cart_id`)}
+        AND NOT EXISTS (SELECT 1 FROM bridge_sessions b WHERE b.cart_id = c.cart_id)
+      FOR UPDATE OF st SKIP LOCKED),
+    gone AS (DELETE FROM actor_state WHERE kind = 'cart' AND id IN (SELECT id FROM doomed) RETURNING 1),
+    last AS (SELECT expires_at::text AS expires_at, id FROM examined ORDER BY examined.expires_at DESC, id DESC LIMIT 1)
+    SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM examined)::int AS taken,
+      (SELECT expires_at FROM last) AS last_expires_at, (SELECT id FROM last) AS last_id`,
+
   ap2_mandate_bindings: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => sql`
     DELETE FROM bridge_sessions WHERE id IN (
       SELECT id FROM bridge_sessions
@@ -332,8 +372,9 @@ export async function runRetention(sql: Sql, s: RetentionSettings, nowMs: number
   const deleted: Record<string, number> = {};
   for (const [name, rule] of Object.entries(RETENTION_RULES)) {
     deleted[name] = 0;
+    const state: RunState = {};
     for (;;) {
-      const r = await rule(sql, s, nowMs, s.RETENTION_BATCH);
+      const r = await rule(sql, s, nowMs, s.RETENTION_BATCH, state);
       const { deleted: n, taken } = typeof r === "number" ? { deleted: r, taken: r } : r;
       deleted[name] += n;
       if (taken < s.RETENTION_BATCH || Date.now() >= until) break;

@@ -8,29 +8,21 @@
  * never waits long while it holds one, and gives everything back to try again; the backfill is 0088, which takes no
  * table lock the service waits for. Each test builds its own database at 0086.
  */
-import { afterEach, expect, test } from "bun:test";
-import { mkdtemp, readdir, rm, symlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { expect, test } from "bun:test";
 import { applyMigrations, connect, type Sql } from "../../infra/db.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { cleanupAfterEach, migrationsBefore as migrationsIn } from "../helpers/migrations.ts";
 
-const MIGRATIONS = resolve(import.meta.dir, "../../infra/migrations");
 const M0087 = "0087_retention_mandates_sold_stock.sql";
 const M0088 = "0088_retention_sold_stock_backfill.sql";
 
-const cleanup: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.splice(0).reverse()) await c().catch(() => {});
-});
+const cleanup = cleanupAfterEach();
 
 /** The migrations before `first` (a file name), as their own directory. */
-async function migrationsBefore(first: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "acs-mig-0087-"));
-  cleanup.push(() => rm(dir, { recursive: true, force: true }));
-  for (const f of await readdir(MIGRATIONS)) if (/^\d{4}_.+\.sql$/.test(f) && f < first) await symlink(join(MIGRATIONS, f), join(dir, f));
-  return dir;
-}
+const migrationsBefore = (first: string) => migrationsIn(first, cleanup);
+
+/** The migrations up to 0088, so a later migration's name never shows among the applied ones checked here. */
+const throughM0088 = () => migrationsBefore("0089");
 
 /** A database migrated up to (not including) `first`, with one store. */
 async function databaseBefore(first: string): Promise<TestDatabase> {
@@ -71,7 +63,7 @@ test("a paid order's cancel in flight (orders, then stock_reservations) and 0087
   const db = await databaseBefore(M0087);
   const cancel = await inFlight(db);
   await cancel`UPDATE orders SET updated_at = updated_at WHERE false`; // moveOrder's write
-  const migrating = settled(applyMigrations(db.sql));
+  const migrating = settled(applyMigrations(db.sql, await throughM0088()));
   await migrationWaitsOnALock(db);
   const restock = await settled(cancel`UPDATE stock_reservations SET updated_at = updated_at WHERE false`); // returnSoldStock's
   await Bun.sleep(1_200); // past deadlock_timeout (1 s), with both in flight
@@ -84,7 +76,7 @@ test("a settle or a pending order's cancel in flight (stock_reservations, then o
   const db = await databaseBefore(M0087);
   const settle = await inFlight(db);
   await settle`UPDATE stock_reservations SET updated_at = updated_at WHERE false`; // the reservation's settle
-  const migrating = settled(applyMigrations(db.sql));
+  const migrating = settled(applyMigrations(db.sql, await throughM0088()));
   await migrationWaitsOnALock(db);
   const paid = await settled(settle`UPDATE orders SET updated_at = updated_at WHERE false`); // the order's move
   await Bun.sleep(1_200);
@@ -101,7 +93,7 @@ test("while a long transaction holds orders, writers queued behind 0087 wait und
   const long = await inFlight(db);
   await long`UPDATE orders SET updated_at = updated_at WHERE false`;
   const started = Date.now();
-  const migrating = settled(applyMigrations(boot));
+  const migrating = settled(applyMigrations(boot, await throughM0088()));
   await migrationWaitsOnALock(db);
   // another checkout write to orders meanwhile: queued behind the migration's waiting lock only briefly each time
   const writer = connect(db.url, 1, { queryDeadlineMs: 0 });
@@ -123,7 +115,7 @@ test("while a long transaction holds orders, writers queued behind 0087 wait und
   const [done] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM schema_migrations WHERE name IN (${M0087}, ${M0088})`;
   expect({ column: cols!.n, applied: done!.n }).toEqual({ column: 0, applied: 0 });
   await long`COMMIT`;
-  expect(await applyMigrations(boot)).toEqual([M0087, M0088]);
+  expect(await applyMigrations(boot, await throughM0088())).toEqual([M0087, M0088]);
 }, 30_000);
 
 test("0088 stamps the sold reservations of orders closed before 0087 with the order's last change, keeps a stamp 0087's trigger wrote, clears returned rows' kept marks, and runs beside checkout's writes", async () => {
@@ -160,7 +152,7 @@ test("0088 stamps the sold reservations of orders closed before 0087 with the or
   const checkout = await inFlight(db);
   await checkout`UPDATE stock_reservations SET updated_at = now() WHERE id = 'r_held'`;
   await checkout`UPDATE orders SET updated_at = now() WHERE id = ${pending}`;
-  const applied = await Promise.race([applyMigrations(db.sql), Bun.sleep(10_000).then(() => "still waiting")]);
+  const applied = await Promise.race([applyMigrations(db.sql, await throughM0088()), Bun.sleep(10_000).then(() => "still waiting")]);
   await checkout`COMMIT`;
   expect(applied).toEqual([M0088]);
 

@@ -162,6 +162,40 @@ describe("carts", () => {
     expect(gone.body.code).toBe("CART_NOT_FOUND");
     expect(gone.body.success).toBe(false);
   }, 30_000);
+
+  const setExpiry = (ids: string[], expiresAt: number) =>
+    srv.db.sql`UPDATE actor_state SET state = jsonb_set(state, '{cart,expiresAt}', ${String(expiresAt)}::text::jsonb) WHERE kind = 'cart' AND id IN ${srv.db.sql(ids)}`;
+
+  test("a batch reads only the carts whose expiry passed the horizon from the cart index, never a live or a paid one (migration 0089)", async () => {
+    const live = [await newCart(), await newCart()];
+    const due = await newCart();
+    const paid = await newCart();
+    await setExpiry([due, paid], Date.now() - 30 * DAY);
+    await srv.db.sql`UPDATE actor_state SET state = jsonb_set(state, '{cart,status}', '"COMPLETED"') WHERE kind = 'cart' AND id = ${paid}`;
+    const scanAt = Date.now();
+    const [{ n: past }] = await srv.db.sql<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM actor_state WHERE kind = 'cart' AND state->'cart'->>'status' IN ('OPEN', 'EXPIRED', 'ABANDONED', 'REPLACED')
+        AND (state->'cart'->>'expiresAt')::bigint < ${scanAt - 7 * DAY}`;
+    const [{ n: carts }] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM actor_state WHERE kind = 'cart'`;
+    expect(past).toBeGreaterThanOrEqual(1);
+    expect(carts).toBeGreaterThanOrEqual(past + live.length + 1);
+    expect(await rowsWalked("carts", "actor_state_cart_expiry", scanAt)).toBe(past);
+    expect(await stored([due, paid, ...live])).toEqual([due, paid, ...live].sort()); // EXPLAIN's run was rolled back
+    expect((await run(scanAt)).carts).toBeGreaterThanOrEqual(1);
+    expect(await stored([due, paid, ...live])).toEqual([paid, ...live].sort());
+  }, 30_000);
+
+  test("carts kept ahead of a due one in expiry order do not stop a run: each batch goes on after the last cart it examined", async () => {
+    const kept = [await newCart(), await newCart(), await newCart()];
+    const due = await newCart();
+    // an AP2 binding without a recorded expiry keeps its cart for good (first test)
+    for (const id of kept) await srv.db.sql`INSERT INTO bridge_sessions (id, protocol, agent_key_id, cart_id) VALUES (${`ap2_${crypto.randomUUID()}`}, 'ap2', ${key.id}, ${id})`;
+    // the kept carts expired first, so the batches of 2 (SETTINGS) examine them before the due one
+    const base = Date.now() - 60 * DAY;
+    for (const [i, id] of [...kept, due].entries()) await setExpiry([id], base + i);
+    await run(Date.now());
+    expect(await stored([...kept, due])).toEqual([...kept].sort());
+  }, 30_000);
 });
 
 describe("webhook outbox events", () => {
