@@ -168,8 +168,6 @@ export interface RouteRule {
   path: string;
   /** The key needs at least ONE of these scopes. The first is the one named in errors. */
   scopes: readonly Scope[];
-  /** Used instead of `scopes` when the request is a delegated (protocol-bridge) checkout. */
-  delegatedScopes?: readonly Scope[];
   feature?: Feature;
   /** SANDBOX keys get 403 sandbox_not_allowed whatever their scopes. */
   sandboxRefused: boolean;
@@ -181,13 +179,12 @@ const r = (
   method: HttpMethod,
   path: string,
   scopes: readonly Scope[],
-  opts: { feature?: Feature; sandboxRefused?: boolean; delegatedScopes?: readonly Scope[] } = {},
+  opts: { feature?: Feature; sandboxRefused?: boolean } = {},
 ): RouteRule => ({
   method,
   path,
   scopes,
   ...(opts.feature ? { feature: opts.feature } : {}),
-  ...(opts.delegatedScopes ? { delegatedScopes: opts.delegatedScopes } : {}),
   sandboxRefused: opts.sandboxRefused ?? false,
 });
 
@@ -197,6 +194,12 @@ const r = (
  * `checkout`; those transactional routes are refused for SANDBOX keys. Reading an order is `orders:read`, but a key
  * with `checkout` may also read the orders it placed (an agent that can buy must be able to follow up).
  */
+/**
+ * The scopes of a delegated checkout through the protocol bridge (ACP, UCP, AP2; REST routes and the MCP `ucp_*`
+ * checkout tools): `checkout` first (the one named in a refusal), or the bridge-only `checkout:delegate`.
+ */
+export const BRIDGE_SCOPES: readonly Scope[] = ["checkout", "checkout:delegate"];
+
 export const ROUTE_RULES: readonly RouteRule[] = [
   r("POST", "/search", ["search"]),
   r("GET", "/products/:id", ["search"]),
@@ -212,7 +215,9 @@ export const ROUTE_RULES: readonly RouteRule[] = [
   r("GET", "/cart/:id", ["cart"], { sandboxRefused: true }),
   r("POST", "/apply-coupon", ["cart"], { feature: "apply_coupon", sandboxRefused: true }),
   r("POST", "/cart/apply-coupon", ["cart"], { feature: "apply_coupon", sandboxRefused: true }),
-  r("POST", "/checkout", ["checkout"], { sandboxRefused: true, delegatedScopes: ["checkout:delegate", "checkout"] }),
+  // Direct checkout (and x402, chosen by the body's payment_rail) is `checkout` only: admission runs before the body
+  // is read, and `checkout:delegate` is the bridge-only grant (docs/access.md, "checkout:delegate").
+  r("POST", "/checkout", ["checkout"], { sandboxRefused: true }),
   r("POST", "/checkout/preview", ["checkout"], { sandboxRefused: true }),
   r("POST", "/checkout/:sessionId/cancel", ["checkout"], { sandboxRefused: true }),
   r("POST", "/orders/:orderId/cancel", ["checkout"], { sandboxRefused: true }),
@@ -220,15 +225,17 @@ export const ROUTE_RULES: readonly RouteRule[] = [
   r("POST", "/orders/:orderId/refund", ["checkout"], { sandboxRefused: true }),
   r("POST", "/wallet/provision", ["checkout"], { sandboxRefused: true }),
   r("GET", "/wallet", ["checkout"], { sandboxRefused: true }),
-  // Protocol bridge (gateway/bridge): other protocols' checkouts, transactional like /checkout.
+  // Protocol bridge (gateway/bridge): other protocols' checkouts, transactional like /checkout. A bridge path is a
+  // delegated checkout by its route alone, so it takes `checkout` or the bridge-only `checkout:delegate` (reads of a
+  // session included: a key that may open one must be able to follow it).
   ...(["/acp/checkout_sessions", "/acp/checkout_sessions/:id", "/acp/checkout_sessions/:id/complete", "/acp/checkout_sessions/:id/cancel",
     "/ucp/checkout-sessions", "/ucp/checkout-sessions/:id/complete", "/ucp/checkout-sessions/:id/cancel", "/ap2/payment-mandates"] as const).map((p) =>
-    r("POST", p, ["checkout"], { sandboxRefused: true, delegatedScopes: ["checkout:delegate", "checkout"] }),
+    r("POST", p, BRIDGE_SCOPES, { sandboxRefused: true }),
   ),
   // UCP's update is a PUT (its REST binding); transactional like the bridge's POSTs.
-  r("PUT", "/ucp/checkout-sessions/:id", ["checkout"], { sandboxRefused: true, delegatedScopes: ["checkout:delegate", "checkout"] }),
-  r("GET", "/acp/checkout_sessions/:id", ["checkout"], { sandboxRefused: true }),
-  r("GET", "/ucp/checkout-sessions/:id", ["checkout"], { sandboxRefused: true }),
+  r("PUT", "/ucp/checkout-sessions/:id", BRIDGE_SCOPES, { sandboxRefused: true }),
+  r("GET", "/acp/checkout_sessions/:id", BRIDGE_SCOPES, { sandboxRefused: true }),
+  r("GET", "/ucp/checkout-sessions/:id", BRIDGE_SCOPES, { sandboxRefused: true }),
   r("GET", "/merchants/:slug", ["merchants:read"]),
   r("GET", "/merchants/:slug/protocols", ["protocols:discover"]),
   r("GET", "/merchants/:slug/return-policy", ["merchants:read"], { feature: "return_policy" }),
@@ -307,8 +314,6 @@ export interface KeyAccess {
 export interface RouteRequest {
   method: string;
   path: string;
-  /** The request is a delegated checkout through the protocol bridge (x-protocol header or body shape). */
-  delegated?: boolean;
 }
 
 /**
@@ -329,8 +334,7 @@ export function checkAccess(key: KeyAccess, route: RouteRequest | RouteRule): Ro
   if (rule.sandboxRefused && key.tier === "SANDBOX") {
     throw fail("sandbox_not_allowed", `SANDBOX keys cannot call ${where}. ${SANDBOX_NEXT_STEP}`, { tier: key.tier });
   }
-  const delegated = !("scopes" in route) && route.delegated === true;
-  const accepted = delegated && rule.delegatedScopes ? rule.delegatedScopes : rule.scopes;
+  const accepted = rule.scopes;
   if (!accepted.some((s) => key.scopes.includes(s))) {
     throw fail("forbidden", `the key lacks the "${accepted[0]}" scope needed for ${where}`, {
       scope: accepted[0],

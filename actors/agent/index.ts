@@ -271,7 +271,7 @@ export const agentActor = defineActor({
       let denied: ErrorData | null = null;
       if (m.checkRoute) {
         try {
-          checkAccess({ scopes: key.scopes, tier, plan }, { method: m.method, path: m.path, delegated: m.delegated });
+          checkAccess({ scopes: key.scopes, tier, plan }, { method: m.method, path: m.path });
         } catch (err) {
           if (!(err instanceof ActorError)) throw err;
           denied = err.toData();

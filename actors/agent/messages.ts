@@ -36,7 +36,6 @@ export const Authorize = T.Object({
   path: T.String(),
   /** Check the REST route access table (false on MCP, which checks tool auth itself). */
   checkRoute: T.Boolean(),
-  delegated: T.Optional(T.Boolean()),
   /** Rate-limit context; absent when limits are off. The actor derives the buckets (it knows the tier). */
   limits: T.Optional(
     T.Object({ surface: T.String(), ip: T.String(), toolName: T.Optional(T.String()), customerId: T.Optional(T.String()) }),

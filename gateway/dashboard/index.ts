@@ -61,6 +61,8 @@ import { CSS, CSS_PATH, JS, JS_PATH } from "./assets.ts";
 import type { Html } from "./html.ts";
 import { storeBase } from "./layout.ts";
 import { errorPage, loginPage, pickerPage } from "./pages/basic.ts";
+import { CONNECTED_APPS_PATH, connectedAppsPage } from "./pages/connected-apps.ts";
+import { clientsOfUser, deleteClient, grantsOfUser, revokeGrant } from "../oauth/manage.ts";
 import { catalogPage, MAX_UPLOAD_LINES, SHOWN_REJECTIONS, type UploadOutcome } from "./pages/catalog.ts";
 import { overviewPage } from "./pages/overview.ts";
 import { MERCHANT_MOVES, ORDER_STATUSES, orderDetailPage, ordersPage } from "./pages/orders.ts";
@@ -492,6 +494,40 @@ export function dashboardRoutes(svc: Services) {
         }),
       ),
       { detail: HIDDEN },
+    )
+    // ------------------------------------------------------------------- connected apps (OAuth; audit X-1)
+    .get(
+      CONNECTED_APPS_PATH,
+      h(
+        page(async (c, s) => {
+          const [grants, clients] = await Promise.all([grantsOfUser(svc, s.user.id), clientsOfUser(svc, s.user.id)]);
+          return respond(c, 200, connectedAppsPage(s, { grants, clients }, await takeFlash(svc, s)));
+        }),
+      ),
+      { detail: HIDDEN },
+    )
+    .post(
+      `${CONNECTED_APPS_PATH}/grants/:id/revoke`,
+      h(
+        sessionPost(async (c, s) => {
+          // another user's or an unknown grant: the 404 page (revokeGrant's not_found)
+          await revokeGrant(svc, s.user.id, c.params.id ?? "");
+          await setFlash(svc, s, { kind: "ok", message: "Access revoked: the app must ask you again." });
+          return redirect(c, CONNECTED_APPS_PATH);
+        }),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      `${CONNECTED_APPS_PATH}/clients/:client_id/delete`,
+      h(
+        sessionPost(async (c, s) => {
+          const gone = await deleteClient(svc, s.user, (c.params.client_id ?? "").slice(0, 200));
+          await setFlash(svc, s, { kind: "ok", message: `Client deleted${gone.grantsRevoked ? `, with ${gone.grantsRevoked} authorization(s) users gave it` : ""}.` });
+          return redirect(c, CONNECTED_APPS_PATH);
+        }),
+      ),
+      { detail: HIDDEN, parse: "none" },
     )
     // ------------------------------------------------------------------------------------------ overview
     .get(

@@ -37,6 +37,7 @@ export function page(s: Shell): Html {
 <a class="brand" href="/dashboard">Merchant dashboard</a>
 ${store ? html`<span>${store.name}</span> <a href="/dashboard?switch=1">Switch store</a>` : ""}
 <span class="who">${s.session.user.email}${s.session.user.role === "operator" ? " (operator)" : ""}</span>
+<a href="/dashboard/connected-apps">Connected apps</a>
 <form method="post" action="/dashboard/logout"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit">Log out</button></form>
 </header>`
     : html`<header class="top"><span class="brand">Merchant dashboard</span></header>`;

@@ -47,6 +47,7 @@ import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
 import { errorBody } from "../envelope.ts";
 import { mcpChallenge, oauthBuckets, verifyMcpAccess, type McpAccess } from "../oauth/access.ts";
+import { challengeScope } from "../oauth/scopes.ts";
 import { legacyMcpResource, mcpResource, mcpResourceRefOf, type McpResourceRef } from "../oauth/common.ts";
 import { admitAnonymous, admitOthers, clientIp, peekBuckets, setRateHeaders, setStaticRateHeaders } from "../plugins/auth.ts";
 import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
@@ -644,7 +645,9 @@ export class McpGateway {
     if (needsKey) {
       // the scope hint (MCP authorization, scope selection): the default agent scopes plus what this tool needs, so
       // an OAuth client does not ask the human for every scope in scopes_supported (checkout included) up front
-      headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), { scope: challengeScopes([], this.table.byName.get(toolName)?.def.scopes) });
+      // (the least scope that works: checkout:delegate for the ucp_* checkout tools; review R2-6)
+      const ask = await challengeScope(svc, this.table.byName.get(toolName)?.def.scopes ?? []);
+      headers["www-authenticate"] = mcpChallenge(svc, mcpResourceRefOf(store.slug, request), { scope: challengeScopes([], ask ? [ask] : []) });
       // a real merchant's checkout endpoint refuses an agent key (endpointRefusal), so its anonymous 401 names the one
       // credential it takes instead of sending the agent to a second 401 (review D-2)
       const realCheckout = endpoint === "checkout" && store.slug !== DEMO_STORE;
@@ -967,7 +970,8 @@ export class McpGateway {
       text = await request.text();
       body = JSON.parse(text);
     } catch (err) {
-      // a chunked body cut at the body limit (gateway/plugins/body-limit.ts): the same 413 as a declared length gets
+      // a chunked body cut at the body limit (gateway/plugins/body-limit.ts): the same 413 as a declared length gets,
+      // a JSON-RPC error (the error plugin, gateway/mcp/oversize.ts)
       if (err instanceof ActorError && err.code === "payload_too_large") throw err;
       return this.respond(rpcError(null, -32700, "Parse error: the body is not JSON."), 400, out);
     }
@@ -1147,7 +1151,7 @@ export class McpGateway {
       throw err;
     }
     if (session && !(await this.boundTo(session, principal.caller?.keyId ?? null, ip))) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
-    const missing = insufficientOAuthScope(t, principal);
+    const missing = insufficientOAuthScope(t, principal) ? await challengeScope(this.svc, t!.def.scopes ?? [], principal.caller!.clientId) : undefined;
     if (missing) {
       // MCP authorization (2025-11-25), scope challenge: an OAuth token without the tool's scope is HTTP 403 with
       // error="insufficient_scope" and the scopes to ask for (the token's own plus the missing one), so the client
@@ -1246,7 +1250,7 @@ function principalOf(access: McpAccess): string | null {
   return null;
 }
 
-/** The scope an OAuth caller lacks for a tool (the first the tool accepts), or undefined. */
+/** The scope an OAuth caller lacks for a tool (the first the tool accepts; the challenge asks challengeScope's), or undefined. */
 function insufficientOAuthScope(t: CompiledTool | undefined, p: CallPrincipal): Scope | undefined {
   const caller = p.caller;
   if (!t || !caller || caller.kind !== "oauth" || t.def.auth !== "key") return undefined;

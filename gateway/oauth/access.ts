@@ -26,6 +26,7 @@ import {
 import type { Services } from "../services.ts";
 import { ACCESS_TOKEN_TYP, legacyMcpResource, MCP_SUB_ENDPOINTS, mcpResource, mcpResourceRefOf, metadataUrlOfRef, type McpResourceRef } from "./common.ts";
 import { CLIENT_CREDENTIALS_GTY, isAgentTrustSignal } from "./grants.ts";
+import { accessTokenRevoked } from "./revocation.ts";
 
 export type McpAccess =
   | { kind: "key"; agent: AgentPrincipal }
@@ -112,6 +113,15 @@ export function oauthBuckets(ctx: { surface: Surface; ip: string; toolName?: str
   );
 }
 
+/** What a revoked access token's 401 says (`details.reason` carries the key). */
+const REVOKED_WORDS: Record<NonNullable<Awaited<ReturnType<typeof accessTokenRevoked>>>, string> = {
+  client_deleted: "The access token's OAuth client was deleted.",
+  client_blocked: "The access token's OAuth client was blocked by an operator.",
+  secret_rotated: "The access token was minted with a client secret that has since been replaced: get a new token with the new secret.",
+  grant_revoked: "The access token's authorization was revoked: the user must authorize the client again.",
+  token_revoked: "The access token was revoked.",
+};
+
 export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput): Promise<McpAccess> {
   const { request, headers, slug, limits } = input;
   const limitsOn = svc.config.RATE_LIMITS_ENABLED;
@@ -159,6 +169,13 @@ export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput
     if (!clientId) {
       headers["www-authenticate"] = mcpChallenge(svc, target, { code: "invalid_token", description: "the access token has no client_id" });
       throw fail("unauthorized", "invalid token", { reason: "client_id" });
+    }
+    // revoked before its end: its client deleted, its secret rotated, its grant or the token itself revoked (audit X-1)
+    const revoked = await accessTokenRevoked(svc, clientId, verified.claims);
+    if (revoked) {
+      if (limits) await admitAnonymous(svc, limits.surface, limits.ip, headers).catch(() => null);
+      headers["www-authenticate"] = mcpChallenge(svc, target, { code: "invalid_token", description: "the access token was revoked" });
+      throw fail("unauthorized", REVOKED_WORDS[revoked], { reason: revoked });
     }
     if (limits) {
       const list = oauthBuckets(limits, clientId, verified.sub);

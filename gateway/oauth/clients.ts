@@ -268,12 +268,25 @@ async function metadataDocumentClient(svc: Services, clientId: string, from: str
 }
 
 /**
+ * Whether an operator blocked this metadata-document client_id (oauth_blocked_clients, review R2-3): it has no
+ * oauth_clients row to mark deleted, so the block is its own row, keyed by the exact client_id URL.
+ */
+export async function isBlockedClient(sql: Sql, clientId: string): Promise<boolean> {
+  const [row] = await sql`SELECT 1 FROM oauth_blocked_clients WHERE client_id = ${clientId}`;
+  return row !== undefined;
+}
+
+/**
  * A client by its client_id: a registered one (oauth_clients), or a Client ID Metadata Document's. `from` is the
  * requester's address, whose share of the document fetches a fetch started for it takes.
  */
 export async function getClient(svc: Services, clientId: string, from: string): Promise<OAuthClient | null> {
   if (!clientId || clientId.length > 2048) return null;
-  if (isMetadataDocumentId(clientId)) return metadataDocumentClient(svc, clientId, from);
+  if (isMetadataDocumentId(clientId)) {
+    // an operator's block (manage.ts deleteClient) is read before the document is fetched: a blocked client is unknown
+    if (await isBlockedClient(svc.sql, clientId)) return null;
+    return metadataDocumentClient(svc, clientId, from);
+  }
   const rows = await svc.sql<
     {
       client_id: string;
@@ -287,7 +300,7 @@ export async function getClient(svc: Services, clientId: string, from: string): 
       last_used_at: Date | null;
     }[]
   >`SELECT client_id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope, owner_user_id, last_used_at
-    FROM oauth_clients WHERE client_id = ${clientId}`;
+    FROM oauth_clients WHERE client_id = ${clientId} AND deleted_at IS NULL`;
   const r = rows[0];
   if (!r) return null;
   return {
@@ -306,6 +319,12 @@ export async function getClient(svc: Services, clientId: string, from: string): 
 
 /** A client's use is stamped at most this often: one write per client per hour, not one per token request. */
 export const CLIENT_TOUCH_EVERY_MS = 60 * 60_000;
+/**
+ * A client deleted through the API (manage.ts) keeps its row, marked `deleted_at`, this long: an MCP request with one
+ * of its access tokens finds it deleted and is refused (revocation.ts). Past every access token's life (15 min), so
+ * once the row is gone no live token names the client.
+ */
+export const DELETED_CLIENT_KEEP_MS = 24 * 60 * 60_000;
 /** An ownerless client nobody ever authorized is deleted this long after its registration. */
 export const NEVER_USED_CLIENT_TTL_MS = 24 * 60 * 60_000;
 /**
@@ -335,7 +354,8 @@ export async function touchClient(svc: Services, client: OAuthClient): Promise<v
  * One batch of the sweep of registered clients (audit W-1: anyone may register, 20 an hour per address; this bounds
  * what stays): deletes at most `batch` clients without an owner that nobody authorized within
  * NEVER_USED_CLIENT_TTL_MS of their registration, or unused for UNUSED_CLIENT_TTL_MS, as of `nowMs`, and returns how
- * many it deleted. Clients registered with a user session are kept: their owner answers for them. A client being
+ * many it deleted. Clients registered with a user session are kept: their owner answers for them (until the owner or
+ * an operator deletes one: the marked row goes DELETED_CLIENT_KEEP_MS after its deletion, audit X-1). A client being
  * stamped meanwhile is skipped (its row is locked) and looked at again next time. A rule of the retention job
  * (infra/retention.ts), which repeats it until a batch comes back short.
  */
@@ -347,7 +367,13 @@ export async function deleteUnusedClients(sql: Sql, nowMs: number, batch: number
         AND ((last_used_at IS NULL AND created_at < ${new Date(nowMs - NEVER_USED_CLIENT_TTL_MS)})
              OR last_used_at < ${new Date(nowMs - UNUSED_CLIENT_TTL_MS)})
       LIMIT ${batch} FOR UPDATE SKIP LOCKED)`;
-  return r.count;
+  if (r.count >= batch) return r.count;
+  // deleted clients apart, each statement on its own partial index (one OR across both read the whole table)
+  const d = await sql`
+    DELETE FROM oauth_clients WHERE client_id IN (
+      SELECT client_id FROM oauth_clients WHERE deleted_at < ${new Date(nowMs - DELETED_CLIENT_KEEP_MS)}
+      LIMIT ${batch - r.count} FOR UPDATE SKIP LOCKED)`;
+  return r.count + d.count;
 }
 
 function basicCredentials(authorization: string | null): { id: string; secret: string } | null {
@@ -366,7 +392,10 @@ function basicCredentials(authorization: string | null): { id: string; secret: s
 
 /**
  * Authenticates the client of a token/revocation request with the method it registered; else invalid_client.
- * `from`: the requester's address (getClient).
+ * `from`: the requester's address (getClient). The method used must be the registered one (OAuth 2.1 §2.4, audit X-6):
+ * a client registered for client_secret_basic that sends its secret in the body is refused, so the agent trust
+ * signal a client_credentials token carries (grants.ts, `client_auth`) states the method actually used. The refusal
+ * names the registered method only to a caller that presented the right secret.
  */
 export async function authenticateClient(svc: Services, authorization: string | null, form: Record<string, string>, from: string): Promise<OAuthClient> {
   const basic = basicCredentials(authorization);
@@ -385,6 +414,12 @@ export async function authenticateClient(svc: Services, authorization: string | 
   }
   if (usedMethod === "none" || !client.secretHash || !timingSafeEqualStr(presentedHash, client.secretHash)) {
     throw new OAuthError("invalid_client", "unknown client or bad credentials");
+  }
+  if (usedMethod !== client.authMethod) {
+    throw new OAuthError(
+      "invalid_client",
+      `this client is registered for ${client.authMethod} (its token_endpoint_auth_method): send its secret ${client.authMethod === "client_secret_basic" ? "in the Authorization: Basic header" : "in the body (client_secret)"}, not ${usedMethod === "client_secret_basic" ? "in the Authorization header" : "in the body"}`,
+    );
   }
   return client;
 }

@@ -9,6 +9,12 @@ import type { Services } from "../services.ts";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60;
+/**
+ * A refresh-token family's absolute life (audit X-1): every rotation gives a token of REFRESH_TOKEN_TTL_SECONDS, but
+ * never past this long after the code was redeemed; the user then consents again. Kept in oauth_refresh_tokens
+ * `family_expires_at` (migration 0090).
+ */
+export const REFRESH_FAMILY_MAX_SECONDS = 90 * 24 * 60 * 60;
 export const CODE_TTL_SECONDS = 60;
 export const ACCESS_TOKEN_TYP = "at+jwt";
 

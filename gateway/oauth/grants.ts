@@ -16,9 +16,11 @@ import {
   CODE_TTL_SECONDS,
   OAuthError,
   randomSecret,
+  REFRESH_FAMILY_MAX_SECONDS,
   REFRESH_TOKEN_TTL_SECONDS,
   sha256hex,
 } from "./common.ts";
+import { secretFingerprint } from "./revocation.ts";
 
 export interface TokenResponse {
   access_token: string;
@@ -33,8 +35,15 @@ export interface Grant {
   userId: string;
   scopes: string[];
   resource: string;
-  /** Set for the client_credentials grant only: the token then carries `gty` and the agent trust signal. */
-  machine?: { authMethod: "client_secret_basic" | "client_secret_post" };
+  /**
+   * Set for the client_credentials grant only: the token then carries `gty`, the agent trust signal (`authMethod`:
+   * the method the client used, which is the one it registered) and `sfp`, the fingerprint of the secret that minted
+   * it (revocation.ts: a rotated secret's tokens are refused). The token endpoint always gives `secretHash`; a token
+   * without `sfp` (minted before it existed, or by a test for a client with no row) is not tied to a secret.
+   */
+  machine?: { authMethod: "client_secret_basic" | "client_secret_post"; secretHash?: string };
+  /** The refresh-token family (the user's grant) the token belongs to, authorization code flow only: its `gid` claim. */
+  familyId?: string;
 }
 
 /** `gty` of an access token issued to a machine-to-machine client (client_credentials). */
@@ -69,17 +78,25 @@ export async function issueAccessToken(svc: Services, g: Grant): Promise<string>
     ttlSeconds: ACCESS_TOKEN_TTL_SECONDS,
     typ: ACCESS_TOKEN_TYP,
     extra: g.machine
-      ? { client_id: g.clientId, gty: CLIENT_CREDENTIALS_GTY, agent_trust: { v: 1, client_auth: g.machine.authMethod, accountable_owner: true } satisfies AgentTrustSignal }
-      : { client_id: g.clientId },
+      ? {
+          client_id: g.clientId,
+          gty: CLIENT_CREDENTIALS_GTY,
+          agent_trust: { v: 1, client_auth: g.machine.authMethod, accountable_owner: true } satisfies AgentTrustSignal,
+          ...(g.machine.secretHash ? { sfp: secretFingerprint(g.machine.secretHash) } : {}),
+        }
+      : { client_id: g.clientId, ...(g.familyId ? { gid: g.familyId } : {}) },
   });
 }
 
-/** Writes a refresh token, inside the transaction that spent the code or refresh token it comes from. */
-async function newRefreshToken(svc: Services, tx: TxSql, g: Grant, familyId: string): Promise<string> {
+/**
+ * Writes a refresh token, inside the transaction that spent the code or refresh token it comes from. It lasts
+ * REFRESH_TOKEN_TTL_SECONDS, but never past its family's end (`familyEnd`, REFRESH_FAMILY_MAX_SECONDS after the code).
+ */
+async function newRefreshToken(svc: Services, tx: TxSql, g: Grant, familyId: string, familyEnd: Date): Promise<string> {
   const token = randomSecret("rt_");
-  const expires = new Date(svc.clock.now() + REFRESH_TOKEN_TTL_SECONDS * 1000);
-  await tx`INSERT INTO oauth_refresh_tokens (token_hash, family_id, client_id, user_id, scopes, resource, expires_at)
-           VALUES (${sha256hex(token)}, ${familyId}, ${g.clientId}, ${g.userId}, ${g.scopes}, ${g.resource}, ${expires})`;
+  const expires = new Date(Math.min(svc.clock.now() + REFRESH_TOKEN_TTL_SECONDS * 1000, familyEnd.getTime()));
+  await tx`INSERT INTO oauth_refresh_tokens (token_hash, family_id, client_id, user_id, scopes, resource, expires_at, family_expires_at)
+           VALUES (${sha256hex(token)}, ${familyId}, ${g.clientId}, ${g.userId}, ${g.scopes}, ${g.resource}, ${expires}, ${familyEnd})`;
   return token;
 }
 
@@ -104,6 +121,25 @@ export async function revokeFamily(svc: Services, familyId: string): Promise<voi
     const hit = await svc.sql`UPDATE oauth_refresh_tokens SET revoked_at = now() WHERE family_id = ${familyId} AND revoked_at IS NULL`;
     if (hit.count === 0) return;
   }
+}
+
+/** How many expired rows of oauth_revoked_families each replay deletes (the table stays ~15 minutes' worth). */
+const REVOKED_FAMILY_SWEEP_BATCH = 100;
+
+/**
+ * A replayed code's family: its refresh tokens revoked (revokeFamily), and the family itself marked revoked for as
+ * long as an access token of it can live (oauth_revoked_families). A client registered without the refresh_token
+ * grant has no refresh-token row the per-request check could find revoked (review R2-2), and the access token the
+ * code gave must stop all the same (OAuth 2.1 §4.1.3; docs/access.md). Deletes a batch of expired marks on the way.
+ */
+async function revokeReplayedFamily(svc: Services, familyId: string): Promise<void> {
+  await svc.sql.begin(async (tx) => {
+    await tx`INSERT INTO oauth_revoked_families (family_id, expires_at)
+             VALUES (${familyId}, ${new Date(svc.clock.now() + ACCESS_TOKEN_TTL_SECONDS * 1000)}) ON CONFLICT (family_id) DO NOTHING`;
+    await tx`DELETE FROM oauth_revoked_families WHERE family_id IN (
+               SELECT family_id FROM oauth_revoked_families WHERE expires_at < now() LIMIT ${REVOKED_FAMILY_SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`;
+  });
+  await revokeFamily(svc, familyId);
 }
 
 export async function createCode(svc: Services, g: Grant & { redirectUri: string; codeChallenge: string }): Promise<string> {
@@ -150,7 +186,7 @@ export async function redeemCode(
   const r = rows[0];
   if (!r || r.client_id !== clientId) throw new OAuthError("invalid_grant", CODE_REFUSED);
   if (r.used_at) {
-    await revokeFamily(svc, r.family_id);
+    await revokeReplayedFamily(svc, r.family_id);
     throw new OAuthError("invalid_grant", CODE_REFUSED);
   }
   if (r.expires_at.getTime() <= now.getTime()) throw new OAuthError("invalid_grant", CODE_REFUSED);
@@ -168,13 +204,13 @@ export async function redeemCode(
     const spent = await tx`
       UPDATE oauth_codes SET used_at = ${now} WHERE code_hash = ${hash} AND used_at IS NULL AND client_id = ${clientId} RETURNING family_id`;
     if (!spent[0]) return false;
-    if (withRefresh) redeemed.refreshToken = await newRefreshToken(svc, tx, redeemed, redeemed.familyId);
+    if (withRefresh) redeemed.refreshToken = await newRefreshToken(svc, tx, redeemed, redeemed.familyId, new Date(now.getTime() + REFRESH_FAMILY_MAX_SECONDS * 1000));
     return true;
   });
   if (!won) {
     // another redemption of the same code won meanwhile (its transaction, refresh token included, has committed:
     // this UPDATE waited on its row lock): a replay
-    await revokeFamily(svc, r.family_id);
+    await revokeReplayedFamily(svc, r.family_id);
     throw new OAuthError("invalid_grant", CODE_REFUSED);
   }
   return redeemed;
@@ -195,8 +231,10 @@ export async function rotateRefreshToken(
 ): Promise<{ grant: Grant; refreshToken: string }> {
   const hash = sha256hex(token);
   const now = new Date(svc.clock.now());
-  const rows = await svc.sql<{ family_id: string; client_id: string; user_id: string; scopes: string[]; resource: string; expires_at: Date }[]>`
-    SELECT family_id, client_id, user_id, scopes, resource, expires_at FROM oauth_refresh_tokens
+  const rows = await svc.sql<
+    { family_id: string; client_id: string; user_id: string; scopes: string[]; resource: string; expires_at: Date; family_expires_at: Date | null }[]
+  >`
+    SELECT family_id, client_id, user_id, scopes, resource, expires_at, family_expires_at FROM oauth_refresh_tokens
     WHERE token_hash = ${hash} AND used_at IS NULL AND revoked_at IS NULL AND client_id = ${clientId}`;
   const r = rows[0];
   if (r) {
@@ -209,7 +247,9 @@ export async function rotateRefreshToken(
         UPDATE oauth_refresh_tokens SET used_at = ${now}
         WHERE token_hash = ${hash} AND used_at IS NULL AND revoked_at IS NULL AND client_id = ${clientId}
         RETURNING family_id`;
-      return spent[0] ? await newRefreshToken(svc, tx, grant, r.family_id) : null;
+      // a family from before migration 0090 has no end yet: it gets one now
+      const familyEnd = r.family_expires_at ?? new Date(now.getTime() + REFRESH_FAMILY_MAX_SECONDS * 1000);
+      return spent[0] ? await newRefreshToken(svc, tx, grant, r.family_id, familyEnd) : null;
     });
     if (rotated) return { grant, refreshToken: rotated };
   }

@@ -6,6 +6,7 @@
 import { Elysia } from "elysia";
 import type { Services } from "../services.ts";
 import { authorizeRoutes } from "./authorize.ts";
+import { oauthManagementRoutes } from "./manage.ts";
 import { registrationRoutes } from "./register.ts";
 import { tokenRoutes } from "./token.ts";
 import { oauthWellKnownRoutes } from "./well-known.ts";
@@ -18,5 +19,7 @@ export function oauthRoutes(svc: Services) {
     .use(oauthWellKnownRoutes(svc))
     .use(registrationRoutes(svc))
     .use(authorizeRoutes(svc))
-    .use(tokenRoutes(svc));
+    .use(tokenRoutes(svc))
+    // last: its user-session guard is scoped to the routes registered after it
+    .use(oauthManagementRoutes(svc));
 }

@@ -1,6 +1,7 @@
 /** OAuth `scope` parameters: space-separated agent scopes (actors/agent/access.ts SCOPES), nothing else. */
-import { DEFAULT_SCOPES, SCOPES } from "../../actors/agent/access.ts";
-import type { OAuthClient } from "./clients.ts";
+import { DEFAULT_SCOPES, SCOPES, type Scope } from "../../actors/agent/access.ts";
+import type { Services } from "../services.ts";
+import { isMetadataDocumentId, type OAuthClient } from "./clients.ts";
 import { OAuthError } from "./common.ts";
 
 function parse(requested: string | undefined): string[] {
@@ -47,4 +48,30 @@ export function narrowScopes(requested: string | undefined, granted: readonly st
     throw new OAuthError("invalid_scope", `scope "${extra.join(" ")}" exceeds the scope granted to this refresh token (${granted.join(" ")}); ask for it at the authorization endpoint (a new consent), not by refreshing`);
   }
   return SCOPES.filter((s) => asked.includes(s));
+}
+
+/**
+ * Scopes narrower than another that does the same job where both are accepted: `checkout:delegate` pays through the
+ * protocol bridges and the ucp_* tools without the platform's own checkout, refunds and wallet (audit X-4).
+ */
+const NARROWER_FIRST: readonly Scope[] = ["checkout:delegate"];
+
+/**
+ * The one scope an MCP challenge asks for when a tool accepts any of `accepted` (review R2-6: least privilege). The
+ * narrowest accepted scope (checkout:delegate for the ucp_* checkout tools), when the client can be granted it:
+ *  - an anonymous caller (the 401 hint: the client is not known yet, and a client registering from the challenge
+ *    registers what it says);
+ *  - a public client (metadata document, or registered with token_endpoint_auth_method none: its registered scopes are
+ *    advisory, authorizationScopes) or a confidential client registered for it.
+ * Otherwise the tool's first accepted scope (checkout): a confidential client's registered set binds, so asking it for
+ * a scope it was not registered for would end at consent with invalid_scope.
+ */
+export async function challengeScope(svc: Services, accepted: readonly Scope[], clientId?: string): Promise<Scope | undefined> {
+  const narrow = NARROWER_FIRST.find((s) => accepted.includes(s));
+  if (!narrow || accepted[0] === narrow) return accepted[0];
+  if (clientId === undefined || isMetadataDocumentId(clientId)) return narrow;
+  const [c] = await svc.sql<{ token_endpoint_auth_method: string; scope: string }[]>`
+    SELECT token_endpoint_auth_method, scope FROM oauth_clients WHERE client_id = ${clientId} AND deleted_at IS NULL`;
+  if (!c) return accepted[0];
+  return c.token_endpoint_auth_method === "none" || c.scope.split(" ").includes(narrow) ? narrow : accepted[0];
 }

@@ -9,8 +9,10 @@ import { timingSafeEqualStr } from "../../infra/crypto.ts";
 import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { authenticateClient, touchClient, type OAuthClient } from "./clients.ts";
-import { answerOAuthErrors, noStore, OAUTH_BASE, OAuthError, sha256b64url, slugFromResource, storeExists, stringFields } from "./common.ts";
+import { ACCESS_TOKEN_TYP, answerOAuthErrors, noStore, OAUTH_BASE, OAuthError, sha256b64url, slugFromResource, storeExists, stringFields } from "./common.ts";
+import { tokenService } from "../identity.ts";
 import { redeemCode, revokeRefreshToken, rotateRefreshToken, tokenResponse, type TokenResponse } from "./grants.ts";
+import { revokeAccessTokenJti } from "./revocation.ts";
 import { grantScopes, narrowScopes } from "./scopes.ts";
 
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -62,7 +64,36 @@ async function grantTokens(svc: Services, client: OAuthClient, grant: string, fo
   if (!client.ownerUserId || client.authMethod === "none") throw new OAuthError("unauthorized_client", "client_credentials needs a confidential client with an owner");
   const resource = (await checkResource(svc, form.resource, true))!;
   const scopes = grantScopes(form.scope, client.scopes);
-  return await tokenResponse(svc, { clientId: client.clientId, userId: client.ownerUserId, scopes, resource, machine: { authMethod: client.authMethod } });
+  return await tokenResponse(svc, {
+    clientId: client.clientId,
+    userId: client.ownerUserId,
+    scopes,
+    resource,
+    machine: { authMethod: client.authMethod, secretHash: client.secretHash! },
+  });
+}
+
+/**
+ * RFC 7009 for an access token (audit X-1): one of ours (signature, issuer, typ at+jwt; any of our audiences), not
+ * expired, issued to `clientId`, is refused from now on (revocation.ts). Returns false when `token` is not such a
+ * token (a refresh token, another client's token, garbage): the caller goes on as for a refresh token.
+ */
+async function revokeAccessToken(svc: Services, token: string, clientId: string): Promise<boolean> {
+  const parts = token.split(".");
+  if (parts.length !== 3) return false;
+  let aud: unknown;
+  try {
+    aud = (JSON.parse(Buffer.from(parts[1]!, "base64url").toString("utf8")) as { aud?: unknown }).aud;
+  } catch {
+    return false;
+  }
+  const audiences = (Array.isArray(aud) ? aud : [aud]).filter((a): a is string => typeof a === "string");
+  if (!audiences.length) return false;
+  // the audience is read unverified only to name it: the signature, issuer and typ are what is checked
+  const verified = await (await tokenService(svc)).verifyToken(token, { audience: audiences, typ: ACCESS_TOKEN_TYP }).catch(() => null);
+  if (!verified || verified.claims.client_id !== clientId || !verified.jti) return false;
+  await revokeAccessTokenJti(svc, clientId, verified.jti, new Date(verified.exp * 1000));
+  return true;
 }
 
 export function tokenRoutes(svc: Services) {
@@ -120,8 +151,8 @@ export function tokenRoutes(svc: Services) {
           const form = stringFields(body);
           const client = await authenticateClient(svc, request.headers.get("authorization"), form, clientIp(request, server));
           if (!form.token) throw new OAuthError("invalid_request", "token is required");
-          // Access tokens are short-lived JWTs and are not revoked individually; refresh tokens revoke their family.
-          await revokeRefreshToken(svc, form.token, client.clientId);
+          // An access token is refused from now on (its jti until its exp); a refresh token revokes its family.
+          if (!(await revokeAccessToken(svc, form.token, client.clientId))) await revokeRefreshToken(svc, form.token, client.clientId);
           return {};
         });
       },
@@ -130,7 +161,8 @@ export function tokenRoutes(svc: Services) {
         detail: {
           tags: ["oauth"],
           summary: "Token revocation (RFC 7009)",
-          description: "Revokes a refresh token and every token rotated from the same authorization. 200 {} also for unknown tokens.",
+          description:
+            "Revokes a refresh token and every token rotated from the same authorization (and the access tokens issued under it), or an access token (refused from then on on every MCP endpoint). Only the client the token was issued to revokes it; 200 {} also for unknown tokens, expired ones and other clients' tokens (RFC 7009 §2.2).",
           responses: {
             200: { description: "Revoked (or unknown)" },
             400: { description: "invalid_request" },

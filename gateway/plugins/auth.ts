@@ -175,7 +175,6 @@ export interface AgentRequest {
   surface: Surface;
   checkRoute: boolean;
   toolName?: string;
-  delegated?: boolean;
   customerId?: string;
 }
 
@@ -204,7 +203,6 @@ export function authenticateAgentNow(svc: Services, req: AgentRequest): AgentPri
     path: req.checkRoute ? pathOf(req.request.url) : "",
     checkRoute: req.checkRoute,
   };
-  if (req.delegated !== undefined) body.delegated = req.delegated;
   // the address the actor derives buckets from: none of a keyed rest-agent request's buckets is per IP
   const limitsIp = address ?? (req.surface === "rest-agent" ? "" : ip());
   if (limits) {

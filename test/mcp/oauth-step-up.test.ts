@@ -11,12 +11,12 @@ import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { login } from "../helpers/agents.ts";
+import { ADMIN, login } from "../helpers/agents.ts";
+import { allowOnPage, pkceChallenge } from "../helpers/oauth.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { DEMO } from "./helpers.ts";
 
 const CALLBACK = "http://127.0.0.1:50599/cb";
-const ADMIN = { email: "admin@example.com", password: "admin-password" };
 let srv: TestServer;
 
 beforeAll(async () => {
@@ -32,19 +32,7 @@ async function consent(url: URL, pages: { status: number; scope: string | null; 
   const html = await page.text();
   pages.push({ status: page.status, scope: url.searchParams.get("scope"), text: html.replace(/<[^>]+>/g, " ").replace(/\s+/g, " ") });
   if (page.status !== 200) return undefined;
-  const form = new URLSearchParams();
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form.set(m[1]!, m[2]!.replace(/&amp;/g, "&").replace(/&quot;/g, '"').replace(/&#39;/g, "'"));
-  form.set("email", ADMIN.email);
-  form.set("password", ADMIN.password);
-  form.set("decision", "allow");
-  const post = await fetch(new URL("/api/v1/oauth/authorize", srv.url), {
-    method: "POST",
-    redirect: "manual",
-    headers: { cookie: (page.headers.get("set-cookie") ?? "").split(";")[0]!, "content-type": "application/x-www-form-urlencoded" },
-    body: form,
-  });
-  expect(post.status).toBe(302);
-  return new URL(post.headers.get("location")!).searchParams.get("code") ?? undefined;
+  return (await allowOnPage(srv, page, html, ADMIN)) ?? undefined;
 }
 
 /**
@@ -149,9 +137,8 @@ test("a confidential client stays held to its registered scopes at the consent p
 test("a refresh asking for more than was granted is invalid_scope saying it exceeds the grant (not 'not registered')", async () => {
   const pub = await register({ token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"] });
   const verifier = "v".repeat(43);
-  const challenge = Buffer.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)))).toString("base64url");
   const u = authorizeUrl(pub.client_id, "search cart");
-  u.searchParams.set("code_challenge", challenge);
+  u.searchParams.set("code_challenge", pkceChallenge(verifier));
   const code = await consent(u, []);
   const token = (form: Record<string, string>) =>
     srv.json("/api/v1/oauth/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ client_id: pub.client_id, ...form }).toString() });

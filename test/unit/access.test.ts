@@ -175,17 +175,17 @@ describe("route access", () => {
     ["POST", "/checkout/preview", ["checkout"], null, true],
     ["POST", "/checkout/cs_1/cancel", ["checkout"], null, true],
     ["POST", "/orders/9a1e/cancel", ["checkout"], null, true],
-    ["POST", "/acp/checkout_sessions", ["checkout"], null, true],
-    ["POST", "/acp/checkout_sessions/cs_1", ["checkout"], null, true],
-    ["POST", "/acp/checkout_sessions/cs_1/complete", ["checkout"], null, true],
-    ["POST", "/acp/checkout_sessions/cs_1/cancel", ["checkout"], null, true],
-    ["GET", "/acp/checkout_sessions/cs_1", ["checkout"], null, true],
-    ["POST", "/ucp/checkout-sessions", ["checkout"], null, true],
-    ["POST", "/ucp/checkout-sessions/cs_1/complete", ["checkout"], null, true],
-    ["POST", "/ucp/checkout-sessions/cs_1/cancel", ["checkout"], null, true],
-    ["GET", "/ucp/checkout-sessions/cs_1", ["checkout"], null, true],
-    ["PUT", "/ucp/checkout-sessions/cs_1", ["checkout"], null, true],
-    ["POST", "/ap2/payment-mandates", ["checkout"], null, true],
+    ["POST", "/acp/checkout_sessions", ["checkout", "checkout:delegate"], null, true],
+    ["POST", "/acp/checkout_sessions/cs_1", ["checkout", "checkout:delegate"], null, true],
+    ["POST", "/acp/checkout_sessions/cs_1/complete", ["checkout", "checkout:delegate"], null, true],
+    ["POST", "/acp/checkout_sessions/cs_1/cancel", ["checkout", "checkout:delegate"], null, true],
+    ["GET", "/acp/checkout_sessions/cs_1", ["checkout", "checkout:delegate"], null, true],
+    ["POST", "/ucp/checkout-sessions", ["checkout", "checkout:delegate"], null, true],
+    ["POST", "/ucp/checkout-sessions/cs_1/complete", ["checkout", "checkout:delegate"], null, true],
+    ["POST", "/ucp/checkout-sessions/cs_1/cancel", ["checkout", "checkout:delegate"], null, true],
+    ["GET", "/ucp/checkout-sessions/cs_1", ["checkout", "checkout:delegate"], null, true],
+    ["PUT", "/ucp/checkout-sessions/cs_1", ["checkout", "checkout:delegate"], null, true],
+    ["POST", "/ap2/payment-mandates", ["checkout", "checkout:delegate"], null, true],
     ["GET", "/merchants/demo-store", ["merchants:read"], null, false],
     ["GET", "/merchants/demo-store/protocols", ["protocols:discover"], null, false],
     ["GET", "/merchants/demo-store/return-policy", ["merchants:read"], "return_policy", false],
@@ -259,11 +259,12 @@ describe("route access", () => {
     expect(errorOf(() => checkAccess(key, { method: "GET", path: "/orders/1" })).details?.scope).toBe("orders:read");
   });
 
-  test("a delegated checkout is allowed with checkout:delegate alone, a direct one is not", () => {
+  test("checkout:delegate alone opens every bridge route and never the direct checkout", () => {
     const key: KeyAccess = { scopes: ["checkout:delegate"], tier: "PRO" };
-    expect(() => checkAccess(key, { method: "POST", path: "/checkout", delegated: true })).not.toThrow();
-    expect(errorOf(() => checkAccess(key, { method: "POST", path: "/checkout" })).code).toBe("forbidden");
-    expect(() => checkAccess({ scopes: ["checkout"], tier: "PRO" }, { method: "POST", path: "/checkout", delegated: true })).not.toThrow();
+    for (const [method, path] of [["POST", "/acp/checkout_sessions"], ["PUT", "/ucp/checkout-sessions/cs_1"], ["GET", "/acp/checkout_sessions/cs_1"], ["POST", "/ap2/payment-mandates"]]) {
+      expect(() => checkAccess(key, { method: method!, path: path! })).not.toThrow();
+    }
+    expect(errorOf(() => checkAccess(key, { method: "POST", path: "/checkout" })).details).toEqual({ scope: "checkout", acceptedScopes: ["checkout"] });
   });
 
   test("a query string does not change the matched rule", () => {

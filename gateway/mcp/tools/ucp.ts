@@ -4,6 +4,7 @@
  * argument spellings follow UCP; behaviour, confirmation and errors are the native tools'.
  */
 import { Type as T } from "@sinclair/typebox";
+import { BRIDGE_SCOPES } from "../../../actors/agent/access.ts";
 import { cartActor } from "../../../actors/cart/index.ts";
 import { findEligibleProducts, toProductDetail } from "../../../actors/store/reads.ts";
 import { defineTool, type AnyTool, type ToolContext } from "../registry.ts";
@@ -16,13 +17,22 @@ function alias(name: string, title: string, base: AnyTool, extra = ""): AnyTool 
   return { ...base, name, title, description: `UCP binding of ${base.name}. ${base.description}${extra}` };
 }
 
+/**
+ * A UCP checkout tool is a delegated checkout through a payment protocol bridge, like the REST ACP/UCP/AP2 routes:
+ * it takes `checkout` or the bridge-only `checkout:delegate` (docs/access.md, Scopes). The native checkout tools
+ * keep `checkout` alone.
+ */
+function bridged(tool: AnyTool): AnyTool {
+  return { ...tool, scopes: BRIDGE_SCOPES };
+}
+
 export const ucpSearchCatalog = alias("ucp_search_catalog", "UCP: search catalog", d.searchProducts);
 export const ucpGetProduct = alias("ucp_get_product", "UCP: get product", d.getProductDetails);
 export const ucpCreateCart = alias("ucp_create_cart", "UCP: create cart", c.createCart);
 export const ucpGetCart = alias("ucp_get_cart", "UCP: get cart", c.getCart);
 export const ucpGetOrder = alias("ucp_get_order", "UCP: get order", c.getOrder);
-export const ucpCancelCheckout = alias("ucp_cancel_checkout", "UCP: cancel checkout", c.cancelCheckout);
-export const ucpGetCheckout = alias("ucp_get_checkout", "UCP: get checkout", c.getCheckoutStatus);
+export const ucpCancelCheckout = bridged(alias("ucp_cancel_checkout", "UCP: cancel checkout", c.cancelCheckout));
+export const ucpGetCheckout = bridged(alias("ucp_get_checkout", "UCP: get checkout", c.getCheckoutStatus));
 
 export const ucpLookupCatalog = defineTool({
   name: "ucp_lookup_catalog",
@@ -70,7 +80,7 @@ export const ucpCreateCheckout = defineTool({
   output: T.Object({ checkout_session_id: T.String(), state_hash: T.String(), totals: AnyObject }, Open),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   auth: "key",
-  scopes: ["checkout"],
+  scopes: BRIDGE_SCOPES,
   sandboxRefused: true,
   confirmation: false,
   // creating the cart from line_items asks the human, as create_cart does
@@ -112,7 +122,7 @@ export const ucpUpdateCheckout = defineTool({
   output: T.Object({ checkout_session_id: T.String(), state_hash: T.String() }, Open),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   auth: "key",
-  scopes: ["checkout"],
+  scopes: BRIDGE_SCOPES,
   sandboxRefused: true,
   confirmation: false,
   errors: {
@@ -132,6 +142,7 @@ export const ucpUpdateCheckout = defineTool({
 
 export const ucpCompleteCheckout = defineTool({
   ...c.completeCheckout,
+  scopes: BRIDGE_SCOPES,
   name: "ucp_complete_checkout",
   title: "UCP: complete checkout",
   description: `UCP binding of complete_checkout. ${c.completeCheckout.description}`,
