@@ -199,12 +199,12 @@ export async function withIdempotency(
       SELECT request_hash, status, response FROM bridge_idempotency WHERE ${where()}`;
     if (!row) {
       if (attempt < IDEMPOTENCY_CLAIM_TRIES) continue;
-      throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "A request with this Idempotency-Key is still running; retry the same call.", {});
+      throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "A request with this Idempotency-Key is still running; retry the same call.", IN_FLIGHT);
     }
     if (row.request_hash !== scope.hash) {
       throw fail("IDEMPOTENCY_KEY_CONFLICT", "This Idempotency-Key was used with a different request.", { field: "Idempotency-Key" });
     }
-    if (row.status === null) throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "A request with this Idempotency-Key is still running; retry the same call.", {});
+    if (row.status === null) throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "A request with this Idempotency-Key is still running; retry the same call.", IN_FLIGHT);
     const replayed: Answer = { status: row.status, body: row.response, headers: { "idempotent-replayed": "true" } };
     const refusal = replayedError(replayed);
     if (refusal) throw refusal;
@@ -409,6 +409,12 @@ export function completeCart(
 export function derivedUuidV4(seed: string): string {
   return uuidV4FromHex(createHash("sha256").update(seed).digest("hex"));
 }
+
+/**
+ * The refusal of a request whose Idempotency-Key's first request is still running: the same code as a session busy
+ * with another write, told apart by `reason` (ACP 2026-04-17 names it `idempotency_in_flight`: acp-2026-04-17.ts).
+ */
+const IN_FLIGHT = { reason: "idempotency_in_flight" } as const;
 
 export function asRecord(v: unknown): Record<string, unknown> {
   return isObjectRecord(v) ? v : {};

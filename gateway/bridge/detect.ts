@@ -20,9 +20,22 @@ export function detectProtocol(headers: Headers, body: unknown): BridgeProtocol 
   if (h && HEADER_NAMES[h]) return HEADER_NAMES[h];
   const b = asRecord(body);
   if ("payment_mandate" in b || "intent_mandate" in b || "cart_mandate" in b) return "ap2";
-  if (Array.isArray(b.line_items)) return "ucp";
+  // ACP 2026-04-17 names its items `line_items` too, as flat `{id}` entries (UCP's are `{item: {id}, quantity}`): the
+  // entries' shape decides first, the API-Version header only when they do not (acpLineItems)
+  if (Array.isArray(b.line_items)) return acpLineItems(headers, b.line_items) ? "acp" : "ucp";
   if (Array.isArray(b.items) && !("cartId" in b) && ("buyer" in b || "fulfillment_address" in b || "payment_data" in b || b.items.some((i) => "id" in asRecord(i)))) return "acp";
   return null;
+}
+
+/**
+ * An ACP 2026-04-17 `line_items` list. An entry with UCP's `item` member is UCP's whatever the headers say (review
+ * R1-2: a client whose HTTP stack sends `API-Version` on every request may speak UCP too); else every entry is a flat
+ * `{id}`, or the request names an ACP API version (a list neither protocol's shape, then refused in ACP's words).
+ */
+function acpLineItems(headers: Headers, items: unknown[]): boolean {
+  if (items.some((i) => "item" in asRecord(i))) return false;
+  if (headers.has("api-version")) return true;
+  return items.length > 0 && items.every((i) => typeof asRecord(i).id === "string");
 }
 
 /** Is `x-protocol` set to something we do not bridge? (answered 400 rather than silently treated as ours) */

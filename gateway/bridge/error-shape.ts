@@ -8,11 +8,13 @@
  * Only the error path pays for this: nothing runs for a request that succeeds.
  */
 import { ActorError, isErrorCode } from "../../actors/runtime/errors.ts";
-import { acpError } from "./acp.ts";
+import { acpRequestedVersion, type AcpApiVersion } from "./acp.ts";
+import { acpShapes } from "./acp-versions.ts";
 import { bridgedRequest, detectProtocol } from "./detect.ts";
 import { ucpError } from "./ucp.ts";
 
-export type ShapedProtocol = "acp" | "ucp";
+/** The protocol whose error shape a refusal gets; ACP's in the API version the request names (when one served). */
+export type ShapedProtocol = { protocol: "acp"; version: AcpApiVersion } | { protocol: "ucp" };
 
 const ACP_PREFIX = "/api/v1/agent/acp/";
 const UCP_PREFIX = "/api/v1/agent/ucp/";
@@ -25,11 +27,12 @@ const CHECKOUT_PATH = "/api/v1/agent/checkout";
  * refusal before the route's own detection). AP2 defines no HTTP error shape: our envelope (null).
  */
 export function errorShapeOf(path: string, request: Request, body: unknown): ShapedProtocol | null {
-  if (path.startsWith(ACP_PREFIX)) return "acp";
-  if (path.startsWith(UCP_PREFIX)) return "ucp";
+  const acp = (): ShapedProtocol => ({ protocol: "acp", version: acpRequestedVersion(request.headers) });
+  if (path.startsWith(ACP_PREFIX)) return acp();
+  if (path.startsWith(UCP_PREFIX)) return { protocol: "ucp" };
   if (path !== CHECKOUT_PATH && path !== `${CHECKOUT_PATH}/`) return null;
   const protocol = bridgedRequest(request)?.protocol ?? detectProtocol(request.headers, body);
-  return protocol === "acp" || protocol === "ucp" ? protocol : null;
+  return protocol === "acp" ? acp() : protocol === "ucp" ? { protocol: "ucp" } : null;
 }
 
 /** Our error envelope's fields (gateway/envelope.ts `errorBody`). */
@@ -45,12 +48,12 @@ interface Envelope {
  * located in the query string or the path (`details.location`) names no body field, so it gets none (the field stays
  * in `details`).
  */
-export function bridgeErrorBody(protocol: ShapedProtocol, envelope: Envelope): unknown {
+export function bridgeErrorBody(shape: ShapedProtocol, envelope: Envelope): unknown {
   const code = envelope.code;
   const err = new ActorError(isErrorCode(code) ? code : "internal_error", envelope.error, envelope.details);
   const location = envelope.details?.location;
   const inBody = typeof location !== "string" || location === "body";
-  if (protocol === "ucp") {
+  if (shape.protocol === "ucp") {
     const body = ucpError(err).body;
     return {
       ...body,
@@ -60,7 +63,9 @@ export function bridgeErrorBody(protocol: ShapedProtocol, envelope: Envelope): u
       }),
     };
   }
-  const body: Record<string, unknown> = { ...acpError(err).body, code };
+  const shaped = acpShapes(shape.version).error(err).body;
+  // our code stays (2026-04-17 renames only the refusals the bridge itself gives, which do not come this way)
+  const body: Record<string, unknown> = { ...shaped, code };
   if (!inBody) delete body.param;
   return body;
 }

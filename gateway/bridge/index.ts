@@ -13,7 +13,9 @@ import { ok } from "../envelope.ts";
 import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
 import { optionalObjectBody } from "../rest/optional-body.ts";
 import type { Services } from "../services.ts";
-import { ACP_FIELDS, ACP_ITEM_FIELDS, acpAddress, acpBuyer, acpError, acpItems, acpOrderOf, acpSession, acpStatusOfSession, acpVersioned, type AcpStatus } from "./acp.ts";
+import { ACP_DEFAULT_API_VERSION, acpOrderOf, acpServedVersion, acpVersioned, type AcpApiVersion, type AcpInput, type AcpShapes } from "./acp.ts";
+import { acpShapes } from "./acp-versions.ts";
+import { deriveIntentId } from "../../actors/payments/rail.ts";
 import { verifyUserAuthorization } from "./ap2-auth.ts";
 import { checkMandate, mandateLimits, parseAp2, type Ap2Mandate } from "./ap2.ts";
 import {
@@ -39,6 +41,8 @@ import {
 import {
   assertUpdatable,
   cartExpired,
+  foreignDecidedNote,
+  foreignWaitingNote,
   expiredCartView,
   liveCheckoutStatus,
   paidOrdersOf,
@@ -47,7 +51,7 @@ import {
   type PaidOrders,
   type SessionNote,
 } from "./session-state.ts";
-import { bridgeShippingError, destinationOf, optionIdOf, priceCart, sessionDestination, type Destination } from "./shipping.ts";
+import { bridgeShippingError, priceCart, sessionDestination, type Destination } from "./shipping.ts";
 import { assertStorableRequest } from "./input.ts";
 import { UCP_FIELDS, UCP_ITEM_FIELDS, ucpBuyer, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
 import { isUuid } from "../../infra/uuid.ts";
@@ -66,7 +70,8 @@ async function respond(set: SetLike, protocol: BridgeProtocol, work: () => Promi
     if (!(err instanceof ActorError)) throw err;
     const said = forProtocol(err, protocol);
     if (protocol === "ap2") throw said; // AP2 has no HTTP error shape: our envelope
-    const e = protocol === "acp" ? acpError(said) : ucpError(said);
+    // ACP's error in the version the request is served in (acp.ts `acpVersioned` echoed it)
+    const e = protocol === "acp" ? acpShapes(acpServedVersion(set.headers)).error(said) : ucpError(said);
     set.status = e.status;
     return e.body;
   }
@@ -92,8 +97,16 @@ function forProtocol(err: ActorError, protocol: BridgeProtocol): ActorError {
 
 const idemOf = (request: Request) => request.headers.get("idempotency-key");
 
-function scope(protocol: BridgeProtocol, agent: AgentPrincipal, request: Request, body: unknown) {
-  return { protocol, agentKeyId: agent.keyId, key: idemOf(request), hash: requestHash(request.method, new URL(request.url).pathname, body) };
+/**
+ * An Idempotency-Key's scope and request hash. An ACP request served in another version than the default is another
+ * request (its answer is in that version's shape): the same key sent again in another version is the key conflict,
+ * never a replay of an answer in the other version's shape. The default version's hash is the one recorded before
+ * versions were served, so its records still replay.
+ */
+function scope(protocol: BridgeProtocol, agent: AgentPrincipal, request: Request, body: unknown, v?: AcpApiVersion) {
+  const path = new URL(request.url).pathname;
+  const versioned = v && v !== ACP_DEFAULT_API_VERSION ? `${path}#API-Version=${v}` : path;
+  return { protocol, agentKeyId: agent.keyId, key: idemOf(request), hash: requestHash(request.method, versioned, body) };
 }
 
 /** What was paid, when the cart's checkout already finished (a repeated complete answers with the order). */
@@ -118,27 +131,41 @@ async function paidElsewhere(svc: Services, s: BridgeSession, err: unknown): Pro
 // ------------------------------------------------------------------------------------------------------- ACP
 
 /**
- * The ACP address and option of a create or update (undefined: not in this request): `address` the destination
- * priced, `kept` the Address the session keeps and shows (acp.ts `acpAddress`: its known members only).
+ * What an ACP create or update says, onto the session's record (the version's words are read by its `AcpShapes`).
+ * The buyer keeps the version that wrote it (`keepAcpBuyer`).
  */
-function acpShippingInput(b: Record<string, unknown>): { address?: Destination | null; kept?: Record<string, string> | null; optionId?: string } {
-  const out: { address?: Destination | null; kept?: Record<string, string> | null; optionId?: string } = {};
-  const kept = acpAddress(b.fulfillment_address);
-  if (kept !== undefined) {
-    out.kept = kept;
-    out.address = kept === null ? null : destinationOf(kept.country, kept.postal_code, ACP_FIELDS.address);
-  }
-  if (b.fulfillment_option_id !== undefined) out.optionId = optionIdOf(b.fulfillment_option_id, ACP_FIELDS.option);
-  return out;
+function applyAcpInput(s: BridgeSession, input: AcpInput, version: AcpApiVersion): void {
+  if (input.buyer !== undefined) keepAcpBuyer(s, input.buyer, version);
+  if (input.address !== undefined) s.meta.fulfillment_address = input.address.kept;
+  // No destination, no pick: the option picked for the old address is not kept for the next one (review A-8).
+  if (input.address !== undefined && input.address.dest === null) delete s.meta.fulfillment_option_id;
+  if (input.contact !== undefined) s.meta.fulfillment_contact = input.contact;
+  if (input.optionIds?.length) s.meta.fulfillment_option_id = input.optionIds[0];
+}
+
+/**
+ * An ACP buyer onto the session, with the version that wrote it: a 2026-04-17 Buyer needs only an email, so a
+ * 2025-09-29 answer shows one written in 2026-04-17 only as a Buyer of its own version (acp.ts `acp2025Buyer`, review
+ * R1-1), while a buyer a 2025-09-29 client sent is echoed as it sent it (docs/protocols.md).
+ */
+function keepAcpBuyer(s: BridgeSession, buyer: Record<string, string> | null, version: AcpApiVersion): void {
+  s.meta.buyer = buyer;
+  s.meta.buyer_version = version;
 }
 
 /**
  * Prices the session's cart with its destination (and a new pick) and records the shipping on the session. `status`:
  * our checkout status after it, OPEN while the shipping still needs an address or a pick.
  */
-async function priceSession(svc: Services, s: BridgeSession, dest: Destination | null, optionIds: string[]): Promise<{ cart: CartView | PreviewView; status: string }> {
-  const fields = s.protocol === "acp" ? ACP_FIELDS : UCP_FIELDS;
-  const priced = await priceCart(svc, s.agentKeyId, s.cartId, dest, optionIds, fields);
+async function priceSession(
+  svc: Services,
+  s: BridgeSession,
+  dest: Destination | null,
+  optionIds: string[],
+  fields: { address: string; option: string },
+  clear = false,
+): Promise<{ cart: CartView | PreviewView; status: string }> {
+  const priced = await priceCart(svc, s.agentKeyId, s.cartId, dest, optionIds, fields, clear);
   s.meta.shipping = priced.shipping;
   // What an expired cart's session is shown in when nothing of it was paid (session-state.ts `expiredCartView`).
   s.meta.currency = priced.cart.currency;
@@ -156,7 +183,7 @@ async function saveClaimed(svc: Services, s: BridgeSession): Promise<void> {
 
 /**
  * A completion's record of the order (read back by `get`). The approval link is not recorded: a read builds it from
- * the live state (`waitingApprovalUrl`), and the complete deletes a link an earlier build stored. It is written after
+ * the live state (`waitingApproval`), and the complete deletes a link an earlier build stored. It is written after
  * the payment, so it can only add to what the payment's answer says, never replace it (audit F-1: a buyer value the
  * database refused turned a captured payment into a 400): a lost claim or a failed write is logged, and the agent is
  * still told what the payment did. The request's own values were validated before
@@ -205,6 +232,8 @@ interface LiveState {
   notes: SessionNote[];
   /** The buyer's approval link, while the payment waits for it. */
   continueUrl?: string;
+  /** The waiting payment was started through another route under that route's key (`waitingApproval`). */
+  foreign?: boolean;
 }
 
 /**
@@ -235,8 +264,18 @@ async function liveState(svc: Services, s: BridgeSession, shown?: string): Promi
   if (live !== "PENDING_EXTERNAL_CONFIRMATION") return { cart, status: live, paid, notes };
   // The link of the payment waiting now, on every read while the buyer has not decided (review RM-F6), asked of the
   // processor rather than read off the session (review RA-3); the complete's own answer shows the link it just got.
-  const url = shown ?? (await waitingApprovalUrl(svc, s, cart));
-  if (url) return { cart, status: live, paid, notes, continueUrl: url };
+  const waiting = shown ? { url: shown, foreign: false } : await waitingApproval(svc, s, cart);
+  // A payment started through another route (REST, MCP, AP2) under its own key: completing this session is the cart's
+  // key conflict, so the session says the way on instead of "complete again" (docs/review.md session 11, left).
+  const protocol = s.protocol === "ucp" ? "ucp" : "acp";
+  if (waiting.url) {
+    const more = waiting.foreign && protocol === "ucp" ? [foreignWaitingNote("ucp")] : [];
+    return { cart, status: live, paid, notes: [...notes, ...more], continueUrl: waiting.url, foreign: waiting.foreign };
+  }
+  // Every store is decided but the payment is another route's (review R1-6): this session's complete would be the
+  // cart's key conflict and its update is refused, so it reads as a payment running (ACP `in_progress`, UCP
+  // `complete_in_progress`: the live PENDING_EXTERNAL_CONFIRMATION with no link), never as "complete me".
+  if (waiting.foreign) return { cart, status: live, paid, notes: [...notes, foreignDecidedNote(protocol)], foreign: true };
   // Every store is decided but the agent has not completed again yet (review RD-1): nothing waits for the buyer, so
   // the session reads as what the agent does next (complete: UCP `ready_for_complete`, ACP `ready_for_payment`),
   // never `requires_escalation` without its continue_url (UCP: MUST be provided with that status).
@@ -287,38 +326,42 @@ async function retireLeftCart(svc: Services, s: BridgeSession, cartId: string): 
   }
 }
 
-async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown): Promise<Answer> {
+async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown, shapes: AcpShapes): Promise<Answer> {
   requireCartScope(agent, "an ACP checkout session");
   // Everything the request says is checked before the cart is made (audit F-3, F-4).
   assertStorableRequest(body);
-  const b = asRecord(body);
-  const items = acpItems(b.items);
-  const buyer = acpBuyer(b.buyer);
-  const ship = acpShippingInput(b);
-  const cart = await newCart(svc, agent.keyId, items, ACP_ITEM_FIELDS);
-  const s: BridgeSession = {
-    id: `cs_${cart.id.replace(/-/g, "")}`,
-    protocol: "acp",
-    agentKeyId: agent.keyId,
-    cartId: cart.id,
-    meta: { buyer: buyer ?? null, fulfillment_address: ship.kept ?? null, ...(ship.optionId ? { fulfillment_option_id: ship.optionId } : {}) },
-    canceled: false,
-  };
+  const input = shapes.read(body, "create");
+  const items = input.items!;
+  const cart = await newCart(svc, agent.keyId, items.list, items.fields);
+  const s: BridgeSession = { id: `cs_${cart.id.replace(/-/g, "")}`, protocol: "acp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: null, fulfillment_address: null }, canceled: false };
+  applyAcpInput(s, input, shapes.version);
   let priced: { cart: CartView | PreviewView; status: string };
   try {
-    priced = await priceSession(svc, s, ship.address ?? null, ship.optionId ? [ship.optionId] : []);
+    const currency = cart.currency.toLowerCase();
+    if (input.currency !== undefined && input.currency !== currency) {
+      throw fail("INVALID_ARGUMENT", `currency ${input.currency} is not the session's: its items are priced in ${currency}.`, { field: "currency", currency });
+    }
+    priced = await priceSession(svc, s, input.address?.dest ?? null, input.optionIds ?? [], shapes.fields);
     await saveSession(svc, s);
   } catch (err) {
     await discardNewCart(svc, agent.keyId, cart.id);
     throw err;
   }
-  return { status: 201, body: acpSession(s, { cart: priced.cart, status: acpStatusOfSession(priced.status), siteUrl: svc.siteUrl }) };
+  return { status: 201, body: shapes.session(s, { cart: priced.cart, live: priced.status, canceled: false, siteUrl: svc.siteUrl }) };
 }
 
-async function acpView(svc: Services, s: BridgeSession, done: { id: string; ids: string[] } | null = null, continueUrl?: string): Promise<unknown> {
+/** An ACP session as it is now, in the version `shapes` serves (any session reads in any version: docs/protocols.md). */
+async function acpView(svc: Services, s: BridgeSession, shapes: AcpShapes, done: { id: string; ids: string[] } | null = null, continueUrl?: string): Promise<unknown> {
   const live = await liveState(svc, s, continueUrl);
-  const status: AcpStatus = s.canceled ? "canceled" : acpStatusOfSession(live.status);
-  return acpSession(s, { cart: live.cart, status, siteUrl: svc.siteUrl, order: orderOf(s, live.paid, done), notes: live.notes, ...(live.continueUrl ? { continueUrl: live.continueUrl } : {}) });
+  return shapes.session(s, {
+    cart: live.cart,
+    live: live.status,
+    canceled: s.canceled,
+    siteUrl: svc.siteUrl,
+    order: orderOf(s, live.paid, done),
+    notes: live.notes,
+    ...(live.continueUrl ? { continueUrl: live.continueUrl, foreign: live.foreign === true } : {}),
+  });
 }
 
 function assertActive(s: BridgeSession, cart?: CartView): void {
@@ -344,50 +387,47 @@ async function assertSessionUpdatable(svc: Services, s: BridgeSession, change: {
   });
   assertActive(s, cart);
   // While the payment is PENDING_EXTERNAL_CONFIRMATION, whether a buyer is still asked (the refusal's wording and UCP severity).
-  const decided = cart.checkout_status === "PENDING_EXTERNAL_CONFIRMATION" && !(await waitingApprovalUrl(svc, s, cart));
-  assertUpdatable(s, cart, await paidOrdersOf(svc, s.agentKeyId, s.cartId), change, decided);
+  const waiting = cart.checkout_status === "PENDING_EXTERNAL_CONFIRMATION" ? await waitingApproval(svc, s, cart) : null;
+  assertUpdatable(s, cart, await paidOrdersOf(svc, s.agentKeyId, s.cartId), change, waiting !== null && !waiting.url, waiting?.foreign === true);
 }
 
-async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
+async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown, shapes: AcpShapes): Promise<Answer> {
   // Checked before the session is claimed and its cart touched: a refused update changes nothing (audit F-2).
   assertStorableRequest(body);
-  const buyer = acpBuyer(asRecord(body).buyer);
+  shapes.buyer(body);
   return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
-    const b = asRecord(body);
-    await assertSessionUpdatable(svc, s, { items: b.items !== undefined, shipping: b.fulfillment_address !== undefined || b.fulfillment_option_id !== undefined });
-    const ship = acpShippingInput(b);
-    if (buyer !== undefined) s.meta.buyer = buyer;
-    if (ship.kept !== undefined) s.meta.fulfillment_address = ship.kept;
-    if (ship.optionId) s.meta.fulfillment_option_id = ship.optionId;
-    const items = b.items !== undefined ? acpItems(b.items) : null;
+    await assertSessionUpdatable(svc, s, shapes.changes(body));
+    const input = shapes.read(body, "update");
+    applyAcpInput(s, input, shapes.version);
+    const picks = input.optionIds ?? [];
     const price = async (): Promise<{ cart: CartView | PreviewView; status: string } | null> => {
-      if (!items && ship.address === undefined && !ship.optionId) return null;
-      const dest = ship.address !== undefined ? ship.address : sessionDestination(s);
-      return priceSession(svc, s, dest, ship.optionId ? [ship.optionId] : []);
+      if (!input.items && input.address === undefined && picks.length === 0) return null;
+      const dest = input.address !== undefined ? input.address.dest : sessionDestination(s);
+      // An address cleared (2025-09-29 `fulfillment_address: null`, 2026-04-17 `fulfillment_details.address: null` or
+      // `fulfillment_details: null`) clears the cart's destination and quote too (review A-8).
+      return priceSession(svc, s, dest, picks, shapes.fields, input.address !== undefined && input.address.dest === null);
     };
     let priced: { cart: CartView | PreviewView; status: string } | null;
-    if (items) {
+    if (input.items) {
       requireCartScope(agent, "an ACP checkout session");
       // The destination moves with the session; a pick is made again (the new items may ship from other stores).
-      if (!ship.optionId) delete s.meta.fulfillment_option_id;
-      priced = await moveToNewCart(svc, s, items, ACP_ITEM_FIELDS, price);
+      if (picks.length === 0) delete s.meta.fulfillment_option_id;
+      priced = await moveToNewCart(svc, s, input.items.list, input.items.fields, price);
     } else priced = await price();
     await saveClaimed(svc, s);
-    return { status: 200, body: priced ? acpSession(s, { cart: priced.cart, status: acpStatusOfSession(priced.status), siteUrl: svc.siteUrl }) : await acpView(svc, s) };
+    return { status: 200, body: priced ? shapes.session(s, { cart: priced.cart, live: priced.status, canceled: false, siteUrl: svc.siteUrl }) : await acpView(svc, s, shapes) };
   });
 }
 
-async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
+async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown, shapes: AcpShapes): Promise<Answer> {
   // Checked before anything is paid (audit F-1): a buyer the session cannot keep is the request's 400, nothing charged.
   assertStorableRequest(body);
-  const buyer = acpBuyer(asRecord(body).buyer);
+  const buyer = shapes.buyer(body);
   return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
     if (s.canceled) assertActive(s);
-    const b = asRecord(body);
-    const token = asRecord(b.payment_data).token;
-    if (typeof token !== "string" || token.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "payment_data.token is required.", { field: "payment_data.token" });
+    const token = shapes.token(body);
     if (buyer !== undefined) {
-      s.meta.buyer = buyer;
+      keepAcpBuyer(s, buyer, shapes.version);
       await saveRequestValues(svc, s);
     }
     let reply: CompleteReply;
@@ -395,21 +435,21 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
       reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`) });
     } catch (err) {
       const done = (await alreadyCompleted(err)) ?? (await paidElsewhere(svc, s, err));
-      if (!done) throw completeRefusal(s, err, ACP_FIELDS);
+      if (!done) throw completeRefusal(s, err, shapes.fields);
       s.meta.order = done;
-      return { status: 200, body: await acpView(svc, s, done) };
+      return { status: 200, body: await acpView(svc, s, shapes, done) };
     }
     // A link stored by an earlier build is never shown again (reads build it from the live state).
     delete s.meta.continue_url;
     if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
       await saveAfterPayment(svc, s);
       // The approval link is in an info message of the answer (acp.ts `acpApprovalMessage`), as on every read.
-      return { status: 200, body: await acpView(svc, s, null, replyApprovalUrl(svc, reply)) };
+      return { status: 200, body: await acpView(svc, s, shapes, null, replyApprovalUrl(svc, reply)) };
     }
     const order = acpOrderOf(reply);
     s.meta.order = order;
     await saveAfterPayment(svc, s);
-    return { status: 200, body: await acpView(svc, s, order) };
+    return { status: 200, body: await acpView(svc, s, shapes, order) };
   });
 }
 
@@ -423,20 +463,35 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
  * shows the next store's (a protocol answer has room for one link); once every store is decided there is none, and
  * the agent completes again.
  */
-async function waitingApprovalUrl(svc: Services, s: BridgeSession, cart: CartView): Promise<string | undefined> {
-  if (!cart.checkout_session_id) return undefined;
+async function waitingApproval(svc: Services, s: BridgeSession, cart: CartView): Promise<{ url?: string; foreign: boolean }> {
+  if (!cart.checkout_session_id) return { foreign: false };
   const rows = await svc.sql<{ store_slug: string; intent_id: string }[]>`
     SELECT store_slug, intent_id FROM orders
     WHERE cart_id = ${s.cartId} AND agent_key_id = ${s.agentKeyId} AND checkout_session_id = ${cart.checkout_session_id}
       AND status = 'pending' AND payment_rail = 'card' AND intent_id IS NOT NULL`;
   const rank = (slug: string) => (cart.merchants.indexOf(slug) + cart.merchants.length + 1) % (cart.merchants.length + 1);
   rows.sort((a, b) => rank(a.store_slug) - rank(b.store_slug) || a.store_slug.localeCompare(b.store_slug));
+  const foreign = rows.length > 0 && !rows.some((r) => sessionsOwnIntent(s, cart.checkout_session_id!, r.store_slug, r.intent_id));
   const rail = cardRail(svc.sql);
   for (const r of rows) {
     const url = await rail.undecidedApprovalUrl(r.intent_id);
-    if (url) return absoluteApprovalUrl(svc.siteUrl, url);
+    if (url) return { url: absoluteApprovalUrl(svc.siteUrl, url), foreign };
   }
-  return undefined;
+  return { foreign };
+}
+
+/** How many payment attempts of one store `sessionsOwnIntent` looks through (a session's cart makes a handful). */
+const OWN_INTENT_ATTEMPTS = 64;
+
+/**
+ * Whether a payment intent is one the session's own complete made: intents are derived from the cart's checkout
+ * session, the key it pays under, the store and the attempt (actors/payments/rail.ts `deriveIntentId`), and a session
+ * always pays under the key derived from its id; an intent of another key was started through another route.
+ */
+function sessionsOwnIntent(s: BridgeSession, checkoutSessionId: string, storeSlug: string, intentId: string): boolean {
+  const key = derivedUuidV4(`${s.protocol}:${s.id}`);
+  for (let attempt = 1; attempt <= OWN_INTENT_ATTEMPTS; attempt++) if (deriveIntentId(checkoutSessionId, key, storeSlug, attempt) === intentId) return true;
+  return false;
 }
 
 /** The link a complete's own answer shows: the payment it just asked the buyer to approve. */
@@ -465,10 +520,10 @@ async function cancelCartSession(svc: Services, s: BridgeSession): Promise<void>
   await saveClaimed(svc, s);
 }
 
-async function acpCancel(svc: Services, agent: AgentPrincipal, id: string): Promise<Answer> {
+async function acpCancel(svc: Services, agent: AgentPrincipal, id: string, shapes: AcpShapes): Promise<Answer> {
   return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
     if (!s.canceled) await cancelCartSession(svc, s);
-    return { status: 200, body: await acpView(svc, s) };
+    return { status: 200, body: await acpView(svc, s, shapes) };
   });
 }
 
@@ -486,7 +541,7 @@ async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
   const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: buyer ?? null }, canceled: false };
   let priced: { cart: CartView | PreviewView; status: string };
   try {
-    priced = await priceSession(svc, s, ship?.dest ?? null, ship?.optionIds ?? []);
+    priced = await priceSession(svc, s, ship?.dest ?? null, ship?.optionIds ?? [], UCP_FIELDS);
     await saveSession(svc, s);
   } catch (err) {
     await discardNewCart(svc, agent.keyId, cart.id);
@@ -508,7 +563,7 @@ async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
     const items = b.line_items !== undefined ? ucpItems(b.line_items) : null;
     // A fulfillment naming no destination (only a pick) keeps the session's (audit F-5).
     const price = async (): Promise<{ cart: CartView | PreviewView; status: string } | null> =>
-      items || ship ? priceSession(svc, s, ship?.dest ?? sessionDestination(s), ship?.optionIds ?? []) : null;
+      items || ship ? priceSession(svc, s, ship?.dest ?? sessionDestination(s), ship?.optionIds ?? [], UCP_FIELDS) : null;
     let priced: { cart: CartView | PreviewView; status: string } | null;
     if (items) {
       requireCartScope(agent, "a UCP checkout");
@@ -521,7 +576,9 @@ async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
 
 async function ucpView(svc: Services, s: BridgeSession, extra: { continueUrl?: string } = {}): Promise<unknown> {
   const live = await liveState(svc, s, extra.continueUrl);
-  const status: UcpStatus = s.canceled ? "canceled" : ucpStatusOfSession(live.status);
+  // a payment waiting with no link to show (another route's, its buyer decided: `liveState`) runs; requires_escalation MUST carry continue_url
+  const running = live.status === "PENDING_EXTERNAL_CONFIRMATION" && !live.continueUrl;
+  const status: UcpStatus = s.canceled ? "canceled" : running ? "complete_in_progress" : ucpStatusOfSession(live.status);
   return ucpCheckout(s, { cart: live.cart, status, siteUrl: svc.siteUrl, order: orderOf(s, live.paid, null), notes: live.notes, ...(live.continueUrl ? { continueUrl: live.continueUrl } : {}) });
 }
 
@@ -651,10 +708,13 @@ function ap2Receipt(mandateId: string, cart: CartView, orderIds: string[], statu
  */
 export async function bridgeCheckout(svc: Services, agent: AgentPrincipal, protocol: BridgeProtocol, request: Request, body: unknown, set: SetLike): Promise<Response> {
   set.headers["x-protocol"] = protocol;
-  const run = protocol === "acp" ? () => acpCreate(svc, agent, body) : protocol === "ucp" ? () => ucpCreate(svc, agent, body) : () => ap2Pay(svc, agent, body);
-  const idempotent = () => withIdempotency(svc, scope(protocol, agent, request, body), run);
+  const run = protocol === "ucp" ? () => ucpCreate(svc, agent, body) : () => ap2Pay(svc, agent, body);
   // an ACP create here is read in its API-Version as on the ACP route (acp.ts `acpVersioned`)
-  const answer = await respond(set, protocol, protocol === "acp" ? acpVersioned(request, set, idempotent) : idempotent);
+  const work =
+    protocol === "acp"
+      ? acpVersioned(request, set, (v) => withIdempotency(svc, scope(protocol, agent, request, body, v), () => acpCreate(svc, agent, body, acpShapes(v))))
+      : () => withIdempotency(svc, scope(protocol, agent, request, body), run);
+  const answer = await respond(set, protocol, work);
   const status = typeof set.status === "number" ? set.status : 200;
   return Response.json(answer, { status });
 }
@@ -677,11 +737,11 @@ export function bridgeRoutes(svc: Services) {
   return new Elysia({ name: "bridge-routes" })
     .use(agentAuth(svc))
     // every ACP route in the request's API-Version (acp.ts `acpVersioned`: refused before any work if not ours, echoed)
-    .post(acp, ({ agent, body, request, set }) => respond(set, "acp", acpVersioned(request, set, () => withIdempotency(svc, scope("acp", agent, request, body), () => acpCreate(svc, agent, body)))), { ...anyBody, ...tagged("ACP: create a checkout session", "bridge") })
-    .get(`${acp}/:id`, ({ agent, params, request, set }) => respond(set, "acp", acpVersioned(request, set, async () => ({ status: 200, body: await acpView(svc, await loadSession(svc, "acp", params.id, agent.keyId)) }))), { params: Id, ...tagged("ACP: get a checkout session", "bridge") })
-    .post(`${acp}/:id`, ({ agent, params, body, request, set }) => respond(set, "acp", acpVersioned(request, set, () => withIdempotency(svc, scope("acp", agent, request, body), () => acpUpdate(svc, agent, params.id, body)))), { params: Id, ...anyBody, ...tagged("ACP: update a checkout session", "bridge") })
-    .post(`${acp}/:id/complete`, ({ agent, params, body, request, set }) => respond(set, "acp", acpVersioned(request, set, () => withIdempotency(svc, scope("acp", agent, request, body), () => acpComplete(svc, agent, params.id, body)))), { params: Id, ...anyBody, ...tagged("ACP: complete a checkout session", "bridge") })
-    .post(`${acp}/:id/cancel`, ({ agent, params, body, request, set }) => respond(set, "acp", acpVersioned(request, set, () => withIdempotency(svc, scope("acp", agent, request, body), () => acpCancel(svc, agent, params.id)))), { params: Id, ...anyBody, ...tagged("ACP: cancel a checkout session", "bridge") })
+    .post(acp, ({ agent, body, request, set }) => respond(set, "acp", acpVersioned(request, set, (v) => withIdempotency(svc, scope("acp", agent, request, body, v), () => acpCreate(svc, agent, body, acpShapes(v))))), { ...anyBody, ...tagged("ACP: create a checkout session", "bridge") })
+    .get(`${acp}/:id`, ({ agent, params, request, set }) => respond(set, "acp", acpVersioned(request, set, async (v) => ({ status: 200, body: await acpView(svc, await loadSession(svc, "acp", params.id, agent.keyId), acpShapes(v)) }))), { params: Id, ...tagged("ACP: get a checkout session", "bridge") })
+    .post(`${acp}/:id`, ({ agent, params, body, request, set }) => respond(set, "acp", acpVersioned(request, set, (v) => withIdempotency(svc, scope("acp", agent, request, body, v), () => acpUpdate(svc, agent, params.id, body, acpShapes(v))))), { params: Id, ...anyBody, ...tagged("ACP: update a checkout session", "bridge") })
+    .post(`${acp}/:id/complete`, ({ agent, params, body, request, set }) => respond(set, "acp", acpVersioned(request, set, (v) => withIdempotency(svc, scope("acp", agent, request, body, v), () => acpComplete(svc, agent, params.id, body, acpShapes(v))))), { params: Id, ...anyBody, ...tagged("ACP: complete a checkout session", "bridge") })
+    .post(`${acp}/:id/cancel`, ({ agent, params, body, request, set }) => respond(set, "acp", acpVersioned(request, set, (v) => withIdempotency(svc, scope("acp", agent, request, body, v), () => acpCancel(svc, agent, params.id, acpShapes(v))))), { params: Id, ...anyBody, ...tagged("ACP: cancel a checkout session", "bridge") })
     .post(ucp, ({ agent, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpCreate(svc, agent, body))), { ...anyBody, ...tagged("UCP: create a checkout session", "bridge") })
     .get(`${ucp}/:id`, ({ agent, params, set }) => respond(set, "ucp", async () => ({ status: 200, body: await ucpView(svc, await loadSession(svc, "ucp", params.id, agent.keyId)) })), { params: Id, ...tagged("UCP: get a checkout session", "bridge") })
     .put(`${ucp}/:id`, ({ agent, params, body, request, set }) => respond(set, "ucp", () => withIdempotency(svc, scope("ucp", agent, request, body), () => ucpUpdate(svc, agent, params.id, body))), { params: Id, ...anyBody, ...tagged("UCP: update a checkout session", "bridge") })

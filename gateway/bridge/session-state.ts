@@ -68,9 +68,24 @@ export function liveCheckoutStatus(s: BridgeSession, cart: CartView): string {
  * elsewhere (review RM-F7); the bridge refuses it in every state. `buyerDecided`: the session waits for no buyer any
  * more (every approval link decided, index.ts `liveState`), so the refusal says to complete again (review RD-1).
  */
-export function assertUpdatable(s: BridgeSession, cart: CartView, paid: PaidOrders, change: { items: boolean; shipping: boolean }, buyerDecided = false): void {
+export function assertUpdatable(
+  s: BridgeSession,
+  cart: CartView,
+  paid: PaidOrders,
+  change: { items: boolean; shipping: boolean },
+  buyerDecided = false,
+  foreign = false,
+): void {
   const status = cart.checkout_status;
   const details = { checkout_session_id: s.id, status, completed_store_ids: paid.completed_store_ids, order_ids: paid.order_ids };
+  if (status === "PENDING_EXTERNAL_CONFIRMATION" && buyerDecided && foreign) {
+    // the decided payment is another route's: this session's complete is the cart's key conflict (session 12)
+    throw fail("CHECKOUT_ALREADY_IN_PROGRESS", `${foreignDecidedNote(s.protocol === "ucp" ? "ucp" : "acp").content} The session accepts no changes until then.`, {
+      ...details,
+      reason: "payment_in_progress",
+      buyer_decided: true,
+    });
+  }
   if (status === "PENDING_EXTERNAL_CONFIRMATION" && buyerDecided) {
     // Nothing waits for the buyer any more (review RD-1): the agent's move is the complete, which ends the attempt.
     throw fail(
@@ -228,4 +243,32 @@ export async function retireCart(svc: Services, keyId: string, cartId: string): 
     await svc.actors.ask(cartActor, cartId, "cancel", { keyId, sessionId: cart.checkout_session_id });
   }
   await svc.actors.ask(cartActor, cartId, "discard", { keyId });
+}
+
+/**
+ * The way on for a session whose cart waits on a payment started through another route of this service (REST, MCP
+ * or an AP2 mandate) under that route's own key (index.ts `liveState` tells it from the payment's intent): completing
+ * the session is the cart's key conflict while that payment is open, so the session's read must not say to complete
+ * again (docs/review.md session 11, "known and left"). The same ways as the conflict's own text
+ * (actors/cart/rollback-text.ts `bridgeKeyConflict`), in the protocol's operations.
+ */
+export function foreignPaymentWayOn(protocol: "acp" | "ucp"): string {
+  const route = protocol === "acp" ? "/checkout_sessions" : "/checkout-sessions";
+  return (
+    "That payment was started through another route of this service (REST, MCP or an AP2 mandate) under that route's own key, so completing this session is refused while it is open. " +
+    `Once the buyer has decided, finish it through the route that started it; or cancel this checkout session (POST ${route}/{id}/cancel; a store already paid stays paid) and create a new checkout session (POST ${route}).`
+  );
+}
+
+/** The note of a session whose cart's buyer decided at every approval link of a payment started through another route. */
+export function foreignDecidedNote(protocol: "acp" | "ucp"): SessionNote {
+  return {
+    code: "payment_started_elsewhere",
+    content: `The buyer has decided at the approval link of a payment of this session's cart. ${foreignPaymentWayOn(protocol).replace("Once the buyer has decided, finish", "Finish")}`,
+  };
+}
+
+/** The note of a session whose cart waits for the buyer's approval of a payment started through another route (UCP: beside continue_url). */
+export function foreignWaitingNote(protocol: "acp" | "ucp"): SessionNote {
+  return { code: "payment_started_elsewhere", content: `The buyer must approve a payment of this session's cart at the continue_url. ${foreignPaymentWayOn(protocol)}` };
 }

@@ -69,7 +69,8 @@ export function optionIdOf(raw: unknown, field: string): string {
 
 /**
  * Records `dest` and the picked options on the cart (no destination: nothing recorded, the stores' domestic default
- * applies) and previews it. A store still waiting for the destination or a pick, or not shipping there, is answered
+ * applies; `clear`: the request cleared the session's address, so the destination and picks the cart has are dropped
+ * first with `clearShipping`, review A-8, else it went on quoting for the old address) and previews it. A store still waiting for the destination or a pick, or not shipping there, is answered
  * as `missing` rather than thrown; every other refusal (stock, a paid cart, an option not offered) is thrown, with
  * `details.field` renamed to the protocol's `optionField` for a bad option.
  */
@@ -80,8 +81,10 @@ export async function priceCart(
   dest: Destination | null,
   optionIds: string[],
   fields: { address: string; option: string },
+  clear = false,
 ): Promise<Priced> {
   let rates: ShippingRatesView | null = null;
+  if (!dest && clear) await svc.actors.ask(cartActor, cartId, "clearShipping", { keyId });
   if (dest) {
     for (const optionId of optionIds.length ? optionIds : [undefined]) {
       try {
@@ -117,15 +120,22 @@ export function missingOf(err: unknown, fields: { address: string; option: strin
   if (!(err instanceof ActorError)) return null;
   const d = asRecord(err.details);
   const slugs = Array.isArray(d.merchant_slugs) ? d.merchant_slugs.filter((s): s is string => typeof s === "string") : [];
+  let reason: ShippingMissing["reason"];
+  if (err.code === "NOT_ELIGIBLE" && d.reason === "destination_not_served") reason = "destination_not_served";
+  else if (err.code !== "PRECONDITION_NOT_MET" || d.required_step !== "get_shipping_rates") return null;
+  else reason = d.reason === "shipping_option_required" ? "shipping_option_required" : "shipping_destination_required";
+  return { reason, field: reason === "shipping_option_required" ? "option" : "address", merchant_slugs: slugs, message: missingMessage(reason, slugs, fields) };
+}
+
+/**
+ * What a missing shipping step tells the agent, naming the request fields of the protocol (and API version) it is
+ * answered in: a session created in one ACP version and read in another names the reader's fields.
+ */
+export function missingMessage(reason: ShippingMissing["reason"], slugs: readonly string[], fields: { address: string; option: string }): string {
   const stores = slugs.join(", ") || "a store of the cart";
-  if (err.code === "NOT_ELIGIBLE" && d.reason === "destination_not_served") {
-    return { reason: "destination_not_served", field: "address", merchant_slugs: slugs, message: `${stores} does not ship to this address; update ${fields.address} with another one.` };
-  }
-  if (err.code !== "PRECONDITION_NOT_MET" || d.required_step !== "get_shipping_rates") return null;
-  if (d.reason === "shipping_option_required") {
-    return { reason: "shipping_option_required", field: "option", merchant_slugs: slugs, message: `${stores} ships by more than one method: update the session with ${fields.option} (one of the fulfillment options).` };
-  }
-  return { reason: "shipping_destination_required", field: "address", merchant_slugs: slugs, message: `${stores} quotes shipping by destination: update the session with ${fields.address} (country and postal_code).` };
+  if (reason === "destination_not_served") return `${stores} does not ship to this address; update ${fields.address} with another one.`;
+  if (reason === "shipping_option_required") return `${stores} ships by more than one method: update the session with ${fields.option} (one of the fulfillment options).`;
+  return `${stores} quotes shipping by destination: update the session with ${fields.address} (country and postal_code).`;
 }
 
 /** A completion refused for shipping, as the protocol's own step (not MCP's get_shipping_rates). */

@@ -8,7 +8,8 @@
  *   POST /checkout-sessions/{id}/cancel
  *
  * Statuses: incomplete (OPEN), ready_for_complete (READY_FOR_PAYMENT; also PENDING_EXTERNAL_CONFIRMATION once the
- * buyer decided at every link: index.ts `liveState`), complete_in_progress (IN_PROGRESS, SETTLEMENT_UNKNOWN),
+ * buyer decided at every link on the session's own payment: index.ts `liveState`), complete_in_progress (IN_PROGRESS,
+ * SETTLEMENT_UNKNOWN; PENDING_EXTERNAL_CONFIRMATION with no link: another route's payment, its buyer decided),
  * requires_escalation (PENDING_EXTERNAL_CONFIRMATION: a human must act at continue_url, always given), completed,
  * canceled. Errors are UCP `messages` of type error with our code.
  */

@@ -152,3 +152,17 @@ for (const b of [acp, ucp]) {
     });
   });
 }
+
+describe("ACP 2026-04-17: a session whose cart expired", () => {
+  test("reads as expired in 2026-04-17, whose statuses have it (2025-09-29's read says canceled), with the note that nothing was charged", async () => {
+    const k = await createKey(srv, { scopes: ALL_SCOPES });
+    const created = await acp.create(k, [GREEN]);
+    const id: string = created.body.id;
+    await letTheCartExpire();
+    const read26 = await srv.json(`${ACP}/${id}`, { headers: { ...k.headers, "api-version": "2026-04-17" } });
+    expect(read26.status).toBe(200);
+    expect(read26.body).toMatchObject({ id, status: "expired", protocol: { version: "2026-04-17" }, line_items: [] });
+    expect(acp.infos(read26)).toEqual(["The session's cart expired after a day without changes; nothing was charged. Create a new session to buy these items."]);
+    expect((await acp.get(k, id)).body.status).toBe("canceled");
+  });
+});
