@@ -86,6 +86,16 @@ export const CONFIG_VARS = {
   TRUST_SCORE_PUBLIC_COHERENT_ENGINE_ENABLED: { schema: Bool, default: true, doc: "Component breakdown from v4.1 (needs the V41 flag too)." },
   TRUST_REFRESH_INTERVAL_MS: durationMs(1000, 6 * 60 * 60 * 1000, "Trust recompute interval (spec: 6 hours)."),
   SPEC005_KYAI_GATE_MODE: { schema: T.Union([T.Literal("observe"), T.Literal("enforce")]), default: "observe", doc: "Risk gate before settlement: observe or enforce." },
+  CHECKOUT_APPROVAL_HOLD_MS: durationMs(
+    60_000,
+    60 * 60 * 1000,
+    "How long a checkout waiting for the buyer's approval (PENDING_EXTERNAL_CONFIRMATION) keeps its stock held before it expires and the hold goes back.",
+  ),
+  CHECKOUT_MAX_PENDING_APPROVALS: {
+    schema: T.Integer({ minimum: 1, maximum: 1000 }),
+    default: 20,
+    doc: "Checkouts one caller (agent key or OAuth principal) may have holding stock unpaid at once (waiting for the buyer's approval, or a payment unknown, for more than a minute: a younger hold is a payment still running); one more is refused before any hold with 429 rate_limit_exceeded, details.reason pending_approval_limit.",
+  },
   SPEC005_X402_CONFIG_ENFORCED: { schema: Bool, default: false, doc: "Refuse a mismatched x402 merchant_wallet_address instead of overriding it." },
   X402_FACILITATOR_ALLOWLIST: { schema: T.String(), default: "", doc: "Comma-separated facilitator origins callers may name." },
   X402_CAPTURE_CONFIRMATIONS: {
@@ -102,6 +112,14 @@ export const CONFIG_VARS = {
     schema: Port,
     default: 0,
     doc: "Role `actors` only (it has no API port): port of its /metrics and /health listener (0 picks a free port, logged).",
+  },
+  METRICS_TOKEN: {
+    // printable ASCII without whitespace: a header value is trimmed and a scrape's token is read up to the first
+    // whitespace (gateway/plugins/metrics.ts), so a space, a control character or a secret file's trailing newline
+    // would start fine and then refuse every scrape (review R2-4)
+    schema: T.String({ minLength: 16, pattern: "^[\\x21-\\x7E]{16,}$", allowed: "a string of at least 16 printable ASCII characters, no whitespace" }),
+    default: "",
+    doc: "Bearer token a scrape of the API port's /metrics must send (Authorization: Bearer …; compared in constant time): 16+ printable ASCII characters, no whitespace (a secret file's trailing newline is refused at start-up). Unset: /metrics is open outside production and not served on the API port when NODE_ENV=production (docs/operations.md, Metrics).",
   },
   ACTOR_IDLE_MS: durationMs(100, 5 * 60 * 1000, "Idle time before an actor activation is passivated."),
   ACTOR_PARTITIONS: { schema: T.Integer({ minimum: 1, maximum: 4096 }), default: 64, doc: "Partitions per actor kind for NATS placement." },
@@ -196,6 +214,8 @@ export function shownValue(variable: string, raw: string): string {
 }
 
 function describe(schema: TSchema): string {
+  // a schema's own wording where its pattern would say less than it means (METRICS_TOKEN)
+  if (typeof schema.allowed === "string") return schema.allowed;
   if (schema.anyOf) return (schema.anyOf as TSchema[]).map((s) => String(s.const)).join(" | ");
   if (schema.type === "boolean") return "true | false";
   if (schema.type === "integer") {

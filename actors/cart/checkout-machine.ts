@@ -49,8 +49,10 @@ export const TERMINAL_CHECKOUT_STATUSES: ReadonlySet<CheckoutStatus> = new Set([
  */
 export const SESSION_TTL_MS = 30 * 60 * 1000;
 /**
- * A buyer has one hour to approve at the link. The session holds a stock reservation while it waits, so a longer
- * wait would take stock away from other buyers; an hour covers a notification being noticed and acted on.
+ * A buyer has one hour to approve at the link (the default of CHECKOUT_APPROVAL_HOLD_MS, which the cart actor applies
+ * in place of this constant). The session holds a stock reservation while it waits, so a longer wait would take stock
+ * away from other buyers; an hour covers a notification being noticed and acted on. The wait runs from the first time
+ * the attempt asked for the buyer: calling complete again before the buyer approved does not restart it (audit X-3).
  */
 export const PENDING_CONFIRMATION_TTL_MS = 60 * 60 * 1000;
 /**

@@ -94,6 +94,7 @@ import {
   type ShippingRatesView,
 } from "./messages.ts";
 import { checkoutProtocols } from "../store/checkout-protocols.ts";
+import { assertMayHold, readHoldGuard } from "./hold-guard.ts";
 import { assertApprovedState, assertWithinLimits } from "./payment-limits.ts";
 import { chooseShipping, ruleOf, shippingOptions, storeShipping, type CartShipping, type StoreShipping } from "./shipping.ts";
 import { assertStateExecutable, checkoutStateFromTotals, cmp, stateHash, type CheckoutState } from "./state-hash.ts";
@@ -106,16 +107,32 @@ import { computeTotals, shippingFor, type CartTotals, type PricedLine, type Ship
 interface CheckoutConfig {
   riskMode: "observe" | "enforce";
   crashAfterCapture: boolean;
+  /** CHECKOUT_APPROVAL_HOLD_MS: how long a session waiting for the buyer's approval keeps its hold. */
+  approvalHoldMs: number;
+  /** CHECKOUT_MAX_PENDING_APPROVALS: sessions one caller may have holding stock unpaid at once (hold-guard.ts). */
+  maxPendingApprovals: number;
 }
 const configs = new WeakMap<Sql, CheckoutConfig>();
 
 function configOf(sql: Sql): CheckoutConfig {
-  return configs.get(sql) ?? { riskMode: parseRiskMode(process.env.SPEC005_KYAI_GATE_MODE), crashAfterCapture: false };
+  return (
+    configs.get(sql) ?? {
+      riskMode: parseRiskMode(process.env.SPEC005_KYAI_GATE_MODE),
+      crashAfterCapture: false,
+      approvalHoldMs: PENDING_CONFIRMATION_TTL_MS,
+      maxPendingApprovals: 20,
+    }
+  );
 }
 
-export function setCheckoutConfig(sql: Sql, config: Pick<Config, "SPEC005_KYAI_GATE_MODE" | "NODE_ENV">): void {
+export function setCheckoutConfig(
+  sql: Sql,
+  config: Pick<Config, "SPEC005_KYAI_GATE_MODE" | "NODE_ENV" | "CHECKOUT_APPROVAL_HOLD_MS" | "CHECKOUT_MAX_PENDING_APPROVALS">,
+): void {
   configs.set(sql, {
     riskMode: config.SPEC005_KYAI_GATE_MODE,
+    approvalHoldMs: config.CHECKOUT_APPROVAL_HOLD_MS,
+    maxPendingApprovals: config.CHECKOUT_MAX_PENDING_APPROVALS,
     // Test-only fault injection for test/crash: die right after the processor captured, before the order write.
     crashAfterCapture: config.NODE_ENV === "test" && process.env.NODE_ENV === "test" && process.env.CHECKOUT_CRASH_AFTER_CAPTURE === "1",
   });
@@ -173,6 +190,12 @@ interface SessionState extends CheckoutSessionHeader {
    * the other legs' expiry: the reconciler then releases them (review R5-2). Absent otherwise.
    */
   approvalExpiresAt?: number;
+  /**
+   * When the buyer's approval of the current attempt runs out: set the first time the attempt waits for the buyer
+   * (CHECKOUT_APPROVAL_HOLD_MS later) and kept while the attempt is resumed, so calling complete again while the
+   * buyer has not approved does not extend the hold (audit X-3). Cleared once the attempt ends.
+   */
+  approvalDeadline?: number;
 }
 
 type StoredRisk = Pick<RiskResult, "mode" | "decision"> & { signals: Pick<RiskResult["signals"][number], "rule_code" | "decision">[] };
@@ -704,6 +727,30 @@ function sameChoices(a: Readonly<Record<string, string>>, b: Readonly<Record<str
  * and a previewed session goes back to OPEN (its totals no longer hold); the same choice again changes nothing.
  * While money may be moving or the buyer is approving, a change is CHECKOUT_STATUS_INVALID (details.status).
  */
+/**
+ * The cart with its shipping replaced (`shipping: null`: no destination), a live session back to OPEN for a new
+ * preview. A merchant already paid (or being paid) shipped on the choice the buyer approved; the destination is
+ * shared by every merchant of the cart, so no change may reprice a leg whose money has moved. That holds as well once
+ * the session has ended after some merchants were paid (the cart stays CHECKOUT and its next preview carries the paid
+ * legs over): the paid orders ship to the approved destination, the rest must too (model finding M-1).
+ */
+function changeCartShipping(ctx: Ctx, cart: CartRecord, shipping: CartShipping | null, now: number, expectedRevision?: number): CartRecord {
+  const live = ctx.state.session && !TERMINAL_CHECKOUT_STATUSES.has(ctx.state.session.status) ? ctx.state.session : null;
+  const ended = !live && checkoutEnded(ctx) ? (ctx.state.session as SessionState) : null;
+  const paid = live ? live.legs.filter((l) => l.status !== "unpaid").map((l) => l.storeId) : (ended?.legs.filter((l) => l.status === "captured").map((l) => l.storeId) ?? []);
+  const holder = live ?? ended;
+  if (holder && paid.length > 0) {
+    throw fail("CHECKOUT_STATUS_INVALID", "A merchant of this checkout is already paid on the approved shipping; the shipping can no longer change.", {
+      status: holder.status,
+      reason: "merchant_already_paid",
+      merchant_slugs: paid,
+    });
+  }
+  const next = { ...applyCartEvent(cart, "change_shipping", now, expectedRevision), shipping };
+  if (live) ctx.state.session = { ...live, ...applyCheckoutEvent(live, "shipping_changed", now) };
+  return next;
+}
+
 async function chooseCartShipping(ctx: Ctx, keyId: string, input: ShippingChoiceInput, expectedRevision?: number): Promise<{ priced: Priced; zones: Map<string, ShippingZone[]> }> {
   const cart = ownCart(ctx, keyId);
   assertNotReplaced(cart);
@@ -719,21 +766,8 @@ async function chooseCartShipping(ctx: Ctx, keyId: string, input: ShippingChoice
   const changed =
     !prev || prev.countryCode !== shipping.countryCode || prev.postalCode !== shipping.postalCode || !sameChoices(prev.choices, shipping.choices);
   let next = cart;
-  if (changed) {
-    const live = ctx.state.session && !TERMINAL_CHECKOUT_STATUSES.has(ctx.state.session.status) ? ctx.state.session : null;
-    // A merchant already paid (or being paid) shipped on the choice the buyer approved; the destination is shared by
-    // every merchant of the cart, so no change may reprice a leg whose money has moved.
-    const paid = live?.legs.filter((l) => l.status !== "unpaid").map((l) => l.storeId) ?? [];
-    if (live && paid.length > 0) {
-      throw fail("CHECKOUT_STATUS_INVALID", "A merchant of this checkout is already paid on the approved shipping; the shipping can no longer change.", {
-        status: live.status,
-        reason: "merchant_already_paid",
-        merchant_slugs: paid,
-      });
-    }
-    next = { ...applyCartEvent(cart, "change_shipping", now, expectedRevision), shipping };
-    if (live) ctx.state.session = { ...live, ...applyCheckoutEvent(live, "shipping_changed", now) };
-  } else if (expectedRevision !== undefined && expectedRevision !== cart.revision) {
+  if (changed) next = changeCartShipping(ctx, cart, shipping, now, expectedRevision);
+  else if (expectedRevision !== undefined && expectedRevision !== cart.revision) {
     assertCartMutable(cart, now, expectedRevision); // a stale revision is refused even when nothing would change
   }
   const priced = await price(ctx, next, next.couponCode, undefined, zones);
@@ -1289,7 +1323,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
   for (const [storeSlug, upserted] of Object.entries(changed)) ctx.publish("catalog.changed", { storeSlug, upserted, removed: [] });
   const settled = settleLegs(s.legs, results);
   const now = ctx.now();
-  const moved = applyCheckoutEvent(s, settled.event, now);
+  const moved = withApprovalDeadline(ctx, s, applyCheckoutEvent(s, settled.event, now), now);
   const next: SessionState = { ...s, ...moved, legs: settled.legs, approvalExpiresAt: undefined };
   ctx.state.session = next;
   switch (settled.event) {
@@ -1318,7 +1352,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
         // by the timer, one waiting for the buyer keeps its approval link (in the error) and its expiry.
         const others = next.legs.filter((l) => l.status !== "captured" && !escalated.has(l.storeId));
         const approvals = others.filter((l) => l.status === "needs_buyer_approval");
-        if (approvals.length) next.approvalExpiresAt = s.approvalExpiresAt ?? now + PENDING_CONFIRMATION_TTL_MS;
+        if (approvals.length) next.approvalExpiresAt = s.approvalExpiresAt ?? s.approvalDeadline ?? now + configOf(ctx.sql).approvalHoldMs;
         if (others.some((l) => l.status === "unknown" || l.status === "processing")) await ctx.schedule("session", now + 5_000, { sessionId: next.id });
         else if (next.approvalExpiresAt !== undefined) await ctx.schedule("session", next.approvalExpiresAt, { sessionId: next.id });
         // An escalated x402 leg the rail could not decide is still the chain's (a node that catches up, an rpc_url
@@ -1486,7 +1520,7 @@ async function settleOneLegRiding(ctx: Ctx, s: SessionState, leg: PaymentLeg, re
   );
   const before = { session: ctx.state.session, cart: ctx.state.cart };
   const now = ctx.now();
-  const next: SessionState = { ...s, ...applyCheckoutEvent(s, settled.event, now), legs: settled.legs };
+  const next: SessionState = { ...s, ...withApprovalDeadline(ctx, s, applyCheckoutEvent(s, settled.event, now), now), legs: settled.legs };
   ctx.state.session = next;
   ctx.state.cart = applyCartEvent(ctx.state.cart as CartRecord, "complete", now);
   await ctx.cancelReminder("session");
@@ -1556,7 +1590,14 @@ function assertOnlyStoreLeft(s: SessionState, slug: string): void {
   );
 }
 
-async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked" | "expire" | "cancel", reason?: string, byAgent = false): Promise<SessionState> {
+async function endSessionUnpaid(
+  ctx: Ctx,
+  s: SessionState,
+  event: "state_blocked" | "expire" | "cancel",
+  reason?: string,
+  byAgent = false,
+  byMerchant = false,
+): Promise<SessionState> {
   const now = ctx.now();
   const moved = { ...s, ...applyCheckoutEvent(s, event, now) };
   ctx.state.session = moved;
@@ -1566,7 +1607,7 @@ async function endSessionUnpaid(ctx: Ctx, s: SessionState, event: "state_blocked
     const tx = await ctx.tx();
     // one store after another, in slug order (see byStoreSlug)
     for (const [slug, orderId] of unpaid) {
-      await cancelPendingOrderRows(tx, slug, { orderId, reason: reason ?? `checkout_${moved.status.toLowerCase()}`, byAgent }, now, heldSink(ctx, slug));
+      await cancelPendingOrderRows(tx, slug, { orderId, reason: reason ?? `checkout_${moved.status.toLowerCase()}`, byAgent, byMerchant }, now, heldSink(ctx, slug));
     }
   }
   const cart = ctx.state.cart as CartRecord;
@@ -1692,12 +1733,29 @@ function capturedStoreIds(s: SessionState): Set<string> {
   return new Set(s.legs.filter((l) => l.status === "captured").map((l) => l.storeId));
 }
 
+/**
+ * The session header after a settle: entering PENDING_EXTERNAL_CONFIRMATION, its expiry is the attempt's approval
+ * deadline, set the first time (now + CHECKOUT_APPROVAL_HOLD_MS) and kept through resumes (a resume that finds the buyer
+ * has still not approved must not extend the hold); in IN_PROGRESS / SETTLEMENT_UNKNOWN the deadline is kept for the
+ * attempt; anywhere else (rolled back, completed, ended) the attempt is over and so is its deadline.
+ */
+function withApprovalDeadline(ctx: Ctx, prev: SessionState, moved: SessionState, now: number): SessionState {
+  if (moved.status === "PENDING_EXTERNAL_CONFIRMATION") {
+    const deadline = prev.approvalDeadline ?? now + configOf(ctx.sql).approvalHoldMs;
+    return { ...moved, expiresAt: deadline, approvalDeadline: deadline };
+  }
+  if (moved.status === "IN_PROGRESS" || moved.status === "SETTLEMENT_UNKNOWN") return moved;
+  return { ...moved, approvalDeadline: undefined };
+}
+
 /** A new attempt on a READY_FOR_PAYMENT session (the first, or a retry after a rollback) with the key bound. */
 async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: string, rail: RailName, now: number, fresh: Priced | null): Promise<CompleteReply> {
   // start: the merchant state must still be what was approved. The risk inputs come back with the catalog read
   // (two extra columns of the same statement); a completion priced just before reads them on their own meanwhile.
   const current = ctx.state.cart as CartRecord;
-  const riskRead = fresh ? readRiskInputs(ctx.sql, body.keyId) : readCatalogWithRisk(ctx.sql, current.items.map((i) => i.productId), body.keyId);
+  const riskRead = fresh
+    ? readRiskInputs(ctx.sql, body.keyId, body.identityCreatedAt)
+    : readCatalogWithRisk(ctx.sql, current.items.map((i) => i.productId), body.keyId, body.identityCreatedAt);
   riskRead.catch(() => {}); // awaited below; a refusal before that must not leave an unhandled rejection
   const priced = fresh ?? (await price(ctx, current, current.couponCode, riskRead.then((r) => ("catalog" in r ? r.catalog : new Map()))));
   // The quote previewed may have gone since (the merchant replaced its zones): never pay a leg without one.
@@ -1744,11 +1802,21 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
     };
   }
 
+  // What this caller may hold (hold-guard.ts): a key the merchant blocked, or one with too many checkouts already
+  // holding stock while they wait for a buyer, is refused before any hold; the session stays as it was.
+  const cfg = configOf(ctx.sql);
+  assertMayHold(await readHoldGuard(ctx.sql, body.keyId, s.id, unpaid.map((l) => l.storeId)), {
+    sessionId: s.id,
+    maxPendingApprovals: cfg.maxPendingApprovals,
+    approvalHoldMs: cfg.approvalHoldMs,
+    now,
+  });
   // Risk gate before settlement; a step-up or block leaves the session untouched.
   const riskInputs = await riskRead;
   const { keyCreatedAt, recent } = "risk" in riskInputs ? riskInputs.risk : riskInputs;
   const firstStore = stores.get(unpaid[0]?.storeId ?? "");
-  const risk = evaluateRisk({ amountMinor, currency, now, keyCreatedAt, recentCheckoutTimes: recent, storeCountry: firstStore?.country ?? null }, configOf(ctx.sql).riskMode);
+  // an owner nobody can date (no agent_keys row, no identity time) is taken for one created now (audit X-2)
+  const risk = evaluateRisk({ amountMinor, currency, now, keyCreatedAt: keyCreatedAt ?? now, recentCheckoutTimes: recent, storeCountry: firstStore?.country ?? null }, configOf(ctx.sql).riskMode);
   const gate = riskGateError(risk);
   if (gate) throw fail(gate.code, gate.message, { ...gate.details, checkout_session_id: s.id, signals: risk.signals });
 
@@ -1972,7 +2040,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
     }
   }
   const settled = settleLegs(s.legs, { [slug]: result });
-  let next: SessionState = { ...s, ...applyCheckoutEvent(s, settled.event, now), legs: settled.legs };
+  let next: SessionState = { ...s, ...withApprovalDeadline(ctx, s, applyCheckoutEvent(s, settled.event, now), now), legs: settled.legs };
   // Out of SETTLEMENT_UNKNOWN the other legs' approval has the session's own expiry again.
   if (next.status !== "SETTLEMENT_UNKNOWN") next = { ...next, approvalExpiresAt: undefined };
   ctx.state.session = next;
@@ -2124,6 +2192,17 @@ export const cartActor = defineActor({
       return shippingRatesView(ctx.state, priced, zones);
     },
 
+    async clearShipping(ctx, body): Promise<CartView> {
+      const cart = ownCart(ctx, body.keyId);
+      assertNotReplaced(cart);
+      let next = cart;
+      if (cart.shipping) next = changeCartShipping(ctx, cart, null, ctx.now(), body.expectedRevision);
+      else if (body.expectedRevision !== undefined && body.expectedRevision !== cart.revision) assertCartMutable(cart, ctx.now(), body.expectedRevision);
+      const priced = await price(ctx, next);
+      ctx.state.cart = next;
+      return cartView(ctx.state, priced.totals);
+    },
+
     async preview(ctx, body): Promise<PreviewView> {
       return (await doPreview(ctx, body.keyId, body.expectedRevision, body.shipping)).view;
     },
@@ -2191,7 +2270,7 @@ export const cartActor = defineActor({
       if (body.storeSlug !== undefined) assertOnlyStoreLeft(s, body.storeSlug);
       // Without a store named, the session's agent cancels (its checkout, or one of its orders): the orders' cancel
       // events record canceled_by agent, so its repeated order cancel answers 200 again (review RC-3).
-      const moved = await endSessionUnpaid(ctx, s, "cancel", undefined, body.storeSlug === undefined);
+      const moved = await endSessionUnpaid(ctx, s, "cancel", undefined, body.storeSlug === undefined, body.storeSlug !== undefined);
       return { checkout_session_id: moved.id, status: moved.status };
     },
   },

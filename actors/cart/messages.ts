@@ -53,6 +53,12 @@ export type PaymentLimitsInput = Static<typeof PaymentLimitsInput>;
 
 const CompleteFields = {
   keyId: Uuid,
+  /**
+   * When the owner is no agent key (an OAuth principal: MCP `ownerId`), its own creation time in ms, set by the
+   * gateway from what it verified (gateway/mcp/tools/commerce.ts `identityCreatedAt`): the risk gate dates the caller
+   * by it (NEW_KEY_HIGH_AMOUNT; audit X-2). An agent key's is read from agent_keys; the later of both counts.
+   */
+  identityCreatedAt: T.Optional(T.Integer({ minimum: 0 })),
   /** A mandate's limits, checked on what this turn charges (above). */
   limits: T.Optional(PaymentLimitsInput),
   /** UUID v4. Omitted: the key already bound to the session, else one derived from the session id. */
@@ -121,6 +127,13 @@ export const CartMessages = {
    * Allowed while nothing is being paid; a live preview then needs redoing (the session goes back to OPEN).
    */
   selectShipping: T.Object({ keyId: Uuid, shipping: ShippingChoiceInput, expectedRevision: T.Optional(T.Integer({ minimum: 1 })) }),
+  /**
+   * Drops the destination and picked options `selectShipping` recorded (an ACP session's address cleared: review
+   * A-8): each store quotes its domestic default again, or asks for a destination. Refused as `selectShipping` is
+   * once a merchant of the checkout is paid (the destination is shared); a live preview then needs redoing. A cart
+   * with no destination is answered as it is, nothing changed.
+   */
+  clearShipping: T.Object({ keyId: Uuid, expectedRevision: T.Optional(T.Integer({ minimum: 1 })) }),
   /** preview_checkout: create or refresh the cart's checkout session; returns totals and the state hash. */
   preview: T.Object({ keyId: Uuid, expectedRevision: T.Optional(T.Integer({ minimum: 1 })), shipping: T.Optional(ShippingChoiceInput) }),
   /** complete_checkout on a previewed session. */

@@ -28,13 +28,13 @@ import { MINOR_UNIT_EXPONENTS_NOT_2, toMajor } from "../../search/money.ts";
 import { isStoreEligible } from "../../search/ranking.ts";
 import type { ActorContext } from "../runtime/define-actor.ts";
 import { defineActor } from "../runtime/define-actor.ts";
-import { fail } from "../runtime/errors.ts";
+import { ActorError, fail } from "../runtime/errors.ts";
 import type { RidingWrite, SqlFragment } from "../runtime/state-write.ts";
 import { enqueueWebhookEvent } from "../webhook/outbox.ts";
 import { CATALOG_CHANGED, heldStockChanged } from "./messages.ts";
 import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
 import { createdPayload, iso, loadOrder, loadRefund, moveOrder, orderTotalMinor, refundView, statusChangedPayload, type OrderRow, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
-import { approveRefund, cancelPaidOrder, lockOrderOfRefund, refundReminders } from "./refund-flow.ts";
+import { approveRefund, cancelPaidOrder, lockOrderOfRefund, merchantRepeatOfMove, refundReminders } from "./refund-flow.ts";
 import { applyRefundEvent, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
 import { normalizeCouponCode } from "../cart/coupons.ts";
@@ -171,8 +171,12 @@ function domesticShipping(sql: Sql) {
 
 /** The risk gate's inputs read from the database: the key's creation time and its checkouts of the last hour. */
 export interface RiskReadInputs {
-  /** ms since the epoch; 0 for a key that is gone. */
-  keyCreatedAt: number;
+  /**
+   * ms since the epoch: the later of the agent key's creation and the caller's `identityCreatedAt` (an OAuth
+   * principal, which has no agent_keys row); null with neither, which the gate takes for a caller created now (fail
+   * closed: an owner nobody can date is a new one, never one 56 years old; audit X-2).
+   */
+  keyCreatedAt: number | null;
   /** Start time (ms) of each of the key's checkout sessions that has an order created in the last hour. */
   recent: number[];
 }
@@ -190,14 +194,19 @@ interface RiskColumns {
   risk_recent: number[] | null;
 }
 
-function riskOf(row: RiskColumns | undefined): RiskReadInputs {
-  return { keyCreatedAt: row?.risk_key_created?.getTime() ?? 0, recent: (row?.risk_recent ?? []).map(Number) };
+function riskOf(row: RiskColumns | undefined, identityCreatedAt?: number): RiskReadInputs {
+  const key = row?.risk_key_created?.getTime();
+  const created = key === undefined ? identityCreatedAt : identityCreatedAt === undefined ? key : Math.max(key, identityCreatedAt);
+  return { keyCreatedAt: created ?? null, recent: (row?.risk_recent ?? []).map(Number) };
 }
 
-/** The risk inputs in a statement of their own (a catalog read that found no product has no row to carry them). */
-export async function readRiskInputs(sql: Sql, agentKeyId: string): Promise<RiskReadInputs> {
+/**
+ * The risk inputs in a statement of their own (a catalog read that found no product has no row to carry them).
+ * `identityCreatedAt`: the caller's own creation time where no agent_keys row has it (an OAuth principal, ms).
+ */
+export async function readRiskInputs(sql: Sql, agentKeyId: string, identityCreatedAt?: number): Promise<RiskReadInputs> {
   const [row] = await sql<RiskColumns[]>`SELECT ${riskColumns(sql, agentKeyId)}`;
-  return riskOf(row);
+  return riskOf(row, identityCreatedAt);
 }
 
 /**
@@ -217,9 +226,10 @@ export async function readCatalogWithRisk(
   sql: Sql,
   productIds: readonly string[],
   agentKeyId: string,
+  identityCreatedAt?: number,
 ): Promise<{ catalog: Map<string, CatalogLine>; risk: RiskReadInputs }> {
-  const read = await catalogRead(sql, productIds, agentKeyId, true);
-  return { catalog: read.catalog, risk: read.risk ?? (await readRiskInputs(sql, agentKeyId)) };
+  const read = await catalogRead(sql, productIds, agentKeyId, true, identityCreatedAt);
+  return { catalog: read.catalog, risk: read.risk ?? (await readRiskInputs(sql, agentKeyId, identityCreatedAt)) };
 }
 
 async function catalogRead(
@@ -227,6 +237,7 @@ async function catalogRead(
   productIds: readonly string[],
   agentKeyId: string,
   withRisk: boolean,
+  identityCreatedAt?: number,
 ): Promise<{ catalog: Map<string, CatalogLine>; risk: RiskReadInputs | null }> {
   const ids = [...new Set(productIds.map((id) => id.toLowerCase()))];
   const out = new Map<string, CatalogLine>();
@@ -287,7 +298,7 @@ async function catalogRead(
       },
     });
   }
-  return { catalog: out, risk: withRisk && rows.length > 0 ? riskOf(rows[0] as RiskColumns) : null };
+  return { catalog: out, risk: withRisk && rows.length > 0 ? riskOf(rows[0] as RiskColumns, identityCreatedAt) : null };
 }
 
 export interface CouponRow {
@@ -578,10 +589,13 @@ function negotiatedLines(b: BeginLegBody): { ids: string[]; prices: number[] } {
 }
 
 /**
- * `claim`: each negotiated line claims the key's accepted, unused offer for its product at that price for this order
- * (`negotiation_offers.order_id`), unless this reservation was begun before (`prior`) or the order moved on (`gone`,
- * full hold only). An offer another order holds is not taken: the claim's condition is on the offer row alone, so of
- * two legs racing for one offer the second, once the first commits, re-reads the row (row lock) and claims nothing.
+ * `claim`: each negotiated line claims, for this order (`negotiation_offers.order_id`), the offer the cart priced it
+ * with: the key's latest accepted, unused offer for its product (readCatalog's), at that price, unless this reservation
+ * was begun before (`prior`) or the order moved on (`gone`, full hold only). An offer another order holds is not taken,
+ * and no older offer stands in for it (model finding M-2: an older offer of the same price, even one past its expiry,
+ * was claimed instead, so the refusal below never came and an expired offer paid an order). The claim's condition is
+ * on the offer row alone, so of two legs racing for one offer the second, once the first commits, re-reads the row
+ * (row lock) and claims nothing.
  * `claimed` is true when every negotiated line got its offer, `columns` names the products that did. Without
  * negotiated lines there is no `claim` (no statement text: the common leg costs nothing).
  */
@@ -594,9 +608,9 @@ function offerClaim(db: Sql, slug: string, b: BeginLegBody, withGone: boolean): 
       FROM unnest(${ids}::uuid[], ${prices}::bigint[]) AS w(product_id, price)
       WHERE n.id = (SELECT o.id FROM negotiation_offers o
           WHERE o.agent_key_id = ${b.agentKeyId} AND o.product_id = w.product_id AND o.store_slug = ${slug} AND o.status = 'accepted'
-            AND o.negotiated_price_minor = w.price AND o.used_at IS NULL AND (o.order_id IS NULL OR o.order_id = ${b.orderId})
+            AND o.used_at IS NULL
           ORDER BY o.created_at DESC LIMIT 1)
-        AND n.used_at IS NULL AND (n.order_id IS NULL OR n.order_id = ${b.orderId})
+        AND n.negotiated_price_minor = w.price AND n.used_at IS NULL AND (n.order_id IS NULL OR n.order_id = ${b.orderId})
         AND NOT EXISTS (SELECT 1 FROM prior)${withGone ? db` AND NOT EXISTS (SELECT 1 FROM gone)` : db``}
       RETURNING n.id, n.product_id),`,
     claimed: db`(SELECT count(*) FROM claim) = ${ids.length}`,
@@ -1169,7 +1183,14 @@ export function settleCapturedLegRiding(
 export async function cancelPendingOrderRows(
   db: Sql,
   slug: string,
-  o: { orderId: string; reason: string; /** The agent's own cancel of its session: recorded as `canceled_by: agent`. */ byAgent?: boolean },
+  o: {
+    orderId: string;
+    reason: string;
+    /** The agent's own cancel of its session: recorded as `canceled_by: agent`. */
+    byAgent?: boolean;
+    /** A merchant's cancel of its own pending order through the session: recorded as `canceled_by: merchant` (its repeat answers 200, audit D-1). */
+    byMerchant?: boolean;
+  },
   now: number,
   onHeld?: HeldSink,
 ): Promise<{ status: OrderStatus | null }> {
@@ -1194,7 +1215,7 @@ export async function cancelPendingOrderRows(
       ON CONFLICT (id) DO NOTHING),
     ev AS (
       INSERT INTO order_events (order_id, type, from_status, to_status, data)
-      SELECT id, 'cancel', 'pending', ${to}, ${db.json({ actor: "system", reason: o.reason, ...(o.byAgent ? { canceled_by: "agent" } : {}) } as never)}::jsonb FROM c),
+      SELECT id, 'cancel', 'pending', ${to}, ${db.json({ actor: "system", reason: o.reason, ...(o.byAgent ? { canceled_by: "agent" } : o.byMerchant ? { canceled_by: "merchant" } : {}) } as never)}::jsonb FROM c),
     outbox AS (
       INSERT INTO webhook_events (store_slug, kind, payload)
       SELECT ${slug}, 'order.status_changed', ${db.json(head as never)}::jsonb || jsonb_build_object(
@@ -1270,6 +1291,23 @@ async function merchantCancelPending(
   return { order_id: order.id, status };
 }
 
+/** The blocked key's pending orders here that hold stock, canceled through their sessions (see setAllowlist). */
+async function releaseBlockedKeyHolds(ctx: Ctx, agentKeyId: string): Promise<void> {
+  const held = await ctx.sql<{ id: string }[]>`
+    SELECT DISTINCT o.id FROM orders o JOIN stock_reservations r ON r.order_id = o.id AND r.status = 'held'
+    WHERE o.store_slug = ${ctx.id} AND o.agent_key_id = ${agentKeyId}::uuid AND o.status = 'pending'`;
+  for (const { id } of held) {
+    const order = await loadOrder(ctx.sql, ctx.id, id);
+    if (order.status !== "pending") continue;
+    try {
+      await merchantCancelPending(ctx, order, null, "agent key blocked by the merchant");
+    } catch (err) {
+      // ORDER_NOT_CANCELLABLE (money may move, reconciliation, a shared checkout): left to end as its session does.
+      if (!(err instanceof ActorError) || err.code !== "ORDER_NOT_CANCELLABLE") throw err;
+    }
+  }
+}
+
 export const commerceHandlers = {
   async beginLeg(ctx: Ctx, b: BeginLegBody): Promise<{ orderId: string; created: boolean }> {
     return beginLegRows(await ctx.tx(), ctx.id, b, ctx.now());
@@ -1302,6 +1340,10 @@ export const commerceHandlers = {
   ): Promise<{ order_id: string; status: OrderStatus; refund?: RefundView | null; refund_by_merchant?: true }> {
     // Read through the pool: a pending cancel waits on the cart's turn and must not hold a connection meanwhile.
     const order = await loadOrder(ctx.sql, ctx.id, b.orderId);
+    // The merchant's repeat of its own move (a retry after a lost answer, a double click) answers as the first did,
+    // and drives a cancel's refund still APPROVED (audit D-1); any other move to a decided order keeps its 409.
+    const repeat = await merchantRepeatOfMove(ctx, order, b.status, STATUS_EVENT[b.status]);
+    if (repeat) return repeat;
     if (b.status === "canceled" && order.status === "pending") return merchantCancelPending(ctx, order, b.userId ?? null, b.note ?? null);
     if (b.status === "canceled" && (order.status === "paid" || order.status === "fulfilled")) {
       return cancelPaidOrder(ctx, order, { actor: "merchant", agentKeyId: order.agent_key_id, userId: b.userId ?? null, reason: null, note: b.note ?? null });
@@ -1365,6 +1407,13 @@ export const commerceHandlers = {
     // (audit K-2). Read after the lock, the refund's status is the one the reconcile committed, if it ran.
     await lockOrderOfRefund(tx, ctx.id, b.refundId);
     const refund = await loadRefund(tx, ctx.id, b.refundId);
+    // A repeated reject of a refund a merchant rejected answers it as it is (audit D-1). One the system closed (a
+    // cancel superseded it: its event says `actor: system`) was not the merchant's reject and stays 409.
+    if (refund.status === "REJECTED") {
+      const [byMerchant] = await tx<{ yes: boolean }[]>`SELECT EXISTS (SELECT 1 FROM order_events WHERE order_id = ${refund.order_id}
+        AND type = 'refund_rejected' AND data ->> 'refund_id' = ${refund.id} AND COALESCE(data ->> 'actor', 'merchant') = 'merchant') AS yes`;
+      if (byMerchant?.yes) return refundView(refund);
+    }
     const next = applyRefundEvent({ status: refund.status, amountMinor: Number(refund.amount_minor) }, "reject", "merchant");
     // Conditional on the status read (audit K-1): a FAILED refund retried meanwhile (APPROVED, at the processor) is
     // never overwritten; the merchant is answered 409 with its current status.
@@ -1373,14 +1422,23 @@ export const commerceHandlers = {
       const now = await loadRefund(tx, ctx.id, refund.id);
       throw fail("conflict", `reject is not allowed on a ${now.status} refund by merchant.`, { status: now.status, event: "reject" });
     }
-    await tx`INSERT INTO order_events (order_id, type, data) VALUES (${refund.order_id}, 'refund_rejected', ${tx.json({ refund_id: refund.id } as never)})`;
+    await tx`INSERT INTO order_events (order_id, type, data) VALUES (${refund.order_id}, 'refund_rejected', ${tx.json({ actor: "merchant", refund_id: refund.id } as never)})`;
     return refundView(await loadRefund(tx, ctx.id, refund.id));
   },
 
+  /**
+   * Allow or block an agent key at this store. A blocked key is refused checkout here (actors/cart/hold-guard.ts), and
+   * its checkouts holding this store's stock unpaid are canceled now through their sessions, as the merchant's own
+   * cancel of each pending order would (merchantCancelPending): the session CANCELED, nothing captured, the stock
+   * back on sale (audit X-3). An order that cannot be canceled so is left as it is: a payment running or waiting for
+   * its outcome (`payment_in_progress`: it may have captured), a capture waiting for reconciliation, a checkout that
+   * also holds another merchant's unpaid order (`shared_checkout`); those end as their session does.
+   * The block is committed before the cancels (autocommit), so it stands whatever they answer.
+   */
   async setAllowlist(ctx: Ctx, b: Static<(typeof commerceMessages)["setAllowlist"]>): Promise<{ merchant_slug: string; key_id: string; status: string }> {
-    const tx = await ctx.tx();
-    await tx`INSERT INTO store_agent_allowlist (store_slug, agent_key_id, status) VALUES (${ctx.id}, ${b.agentKeyId}, ${b.status})
+    await ctx.sql`INSERT INTO store_agent_allowlist (store_slug, agent_key_id, status) VALUES (${ctx.id}, ${b.agentKeyId}, ${b.status})
       ON CONFLICT (store_slug, agent_key_id) DO UPDATE SET status = EXCLUDED.status, updated_at = now()`;
+    if (b.status === "blocked") await releaseBlockedKeyHolds(ctx, b.agentKeyId);
     return { merchant_slug: ctx.id, key_id: b.agentKeyId, status: b.status };
   },
 };

@@ -19,7 +19,7 @@ import { railFor, type RailName } from "../payments/card-rails.ts";
 import type { RefundResult } from "../payments/rail.ts";
 import type { ActorContext } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
-import { nextOrderStatus } from "./order-machine.ts";
+import { nextOrderStatus, type OrderEvent, type OrderStatus } from "./order-machine.ts";
 import { loadOrder, loadRefund, moveOrder, orderTotalMinor, refundView, type OrderRow, type RefundRow, type RefundView } from "./order-rows.ts";
 import { applyRefundEvent, assertApprovable, orderEventAfterRefund, refundableMinor, refundRecordsOf, type RefundStatus } from "./refunds.ts";
 
@@ -195,6 +195,11 @@ export function driveRefund(ctx: Ctx, refundId: string, tolerateRailError = fals
  */
 export async function approveRefund(ctx: Ctx, refundId: string, userId: string): Promise<RefundView> {
   const current = await loadRefund(ctx.sql, ctx.id, refundId);
+  // A repeated approve (a retry after a lost answer, a double click: the second turn runs after the first) of a
+  // refund already paid back answers the refund as it is, 200, not 409 (audit D-1; as the agent's repeated cancel,
+  // review RC-3). Every REFUNDED record is money a merchant decided to pay back (an approve, a cancel, a
+  // reconciliation), so an approve is never told "not allowed" about what it asked for. Nothing is written.
+  if (current.status === "REFUNDED") return refundView(current);
   if (current.status !== "APPROVED") {
     const tx = await ctx.tx();
     await lockOrderOfRefund(tx, ctx.id, refundId);
@@ -218,6 +223,45 @@ export async function approveRefund(ctx: Ctx, refundId: string, userId: string):
   const after = await driveRefund(ctx, refundId);
   await disarmRedriveIfIdle(ctx);
   return refundView(after);
+}
+
+export type MerchantMoveAnswer = { order_id: string; status: OrderStatus; refund?: RefundView | null; refund_by_merchant?: true };
+
+/**
+ * A merchant's move of an order to the status it already has, when the merchant's own move put it there (audit D-1,
+ * as the agent's repeated cancel, review RC-3): answered 200 as the first call was, without a second history row or
+ * webhook event. The merchant API has no idempotency key, so a retry after a lost answer (a gateway or actor host
+ * killed after the turn committed, a timeout) or a double click sends the same request again. Null when this is not
+ * such a repeat (the status was reached by the agent, the system or a reconciliation, or the order moved on): the
+ * caller applies the move, which keeps its 409.
+ *
+ * `canceled` answers the cancel's result in its shape: from `pending`, `{order_id, status}`; from `paid` or
+ * `fulfilled`, with `refund`: the refund the cancel created (written in the cancel's transaction, so its
+ * `created_at` is the cancel event's `at`: transaction time), or null when nothing was left to refund or the order
+ * was not captured; an x402 order `refund: null, refund_by_merchant: true`. A cancel's refund still APPROVED (the
+ * first call died between its commit and the processor, or the processor threw) is driven now, as a repeated
+ * approve does, instead of waiting for the reminder.
+ */
+export async function merchantRepeatOfMove(ctx: Ctx, order: OrderRow, asked: string, event: OrderEvent): Promise<MerchantMoveAnswer | null> {
+  if (order.status !== asked) return null;
+  const status = order.status;
+  // The refund is matched in SQL: `at` and `created_at` are microseconds, a JS Date only milliseconds.
+  const [last] = await ctx.sql<{ from_status: OrderStatus | null; actor: string | null; refund_id: string | null }[]>`
+    SELECT e.from_status, CASE WHEN e.data ->> 'canceled_by' = 'merchant' THEN 'merchant' ELSE e.data ->> 'actor' END AS actor,
+      (SELECT r.id FROM order_refunds r WHERE r.order_id = e.order_id AND r.store_slug = ${ctx.id} AND r.created_at = e.at
+        AND r.idempotency_key IS NULL ORDER BY r.id LIMIT 1) AS refund_id
+    FROM order_events e WHERE e.order_id = ${order.id} AND e.type = ${event} AND e.to_status = ${status} ORDER BY e.id DESC LIMIT 1`;
+  if (!last || last.actor !== "merchant") return null;
+  if (event !== "cancel") return { order_id: order.id, status };
+  if (last.from_status === "pending") return { order_id: order.id, status };
+  const canceled = { order_id: order.id, status, refund: null };
+  const rail = railOfOrder(order.payment_rail);
+  if (order.capture_ref === null || rail === null) return canceled;
+  if (rail === "x402") return { ...canceled, refund_by_merchant: true };
+  if (last.refund_id === null) return canceled;
+  const after = await driveRefund(ctx, last.refund_id);
+  await disarmRedriveIfIdle(ctx);
+  return { ...canceled, refund: refundView(after) };
 }
 
 /**

@@ -94,7 +94,8 @@ Protocol: revision 2025-11-25, one JSON-RPC message per POST (a JSON array — a
 session too; a request's \`id\` must not be \`null\`). A message may nest objects/arrays at most 64 levels deep, hold
 no array over 10,000 items and at most 131,072 values (HTTP 400 \`-32600\`, \`data.code\` \`validation_error\` with
 \`maxDepth\`, \`maxArrayItems\` or \`maxValues\`), except that a \`tools/call\` whose only deep part is one argument
-gets that tool's \`INVALID_ARGUMENT\` for the argument. \`initialize\` counts against the caller's global bucket (500
+gets that tool's \`INVALID_ARGUMENT\` for the argument. A message over 1 MiB is HTTP 413 \`-32600\` (id null),
+\`data.code\` \`payload_too_large\` with \`limitBytes\`, and the connection closes. \`initialize\` counts against the caller's global bucket (500
 per 15 minutes): the credential's when it carries one (an invalid credential is 401 with the challenge), else the
 address's; one address (IPv6: its /64) holds at most 100 sessions: its 101st closes its own least recently used.
 Search tools default to 20 results and serve a \`limit\` above 100 as 100; \`get_recommendations\` defaults to 5 and

@@ -125,6 +125,7 @@ function hasSchema(r: Json | undefined): boolean {
 function completeOperation(method: string, path: string, op: Operation): void {
   const doc = OPERATIONS[`${method.toUpperCase()} ${path}`];
   if (doc?.security) op.security = doc.security;
+  if (doc?.notes) op.description = op.description ? `${op.description.replace(/\.?\s*$/, ".")} ${doc.notes}` : doc.notes;
   if (doc?.body) {
     op.requestBody = { required: doc.body.required, content: { [doc.body.contentType ?? "application/json"]: { schema: jsonSchema(doc.body.schema) } } };
   }
@@ -273,7 +274,7 @@ function documentAcpApiVersion(op: Operation, scope: "always" | "acp"): void {
     name: ACP_API_VERSION_HEADER,
     in: "header",
     required: false,
-    description: `The ACP API version the client speaks (ACP's RFC has clients send it on every request). Served: ${ACP_API_VERSIONS.join(", ")}; without the header the request is served as ${ACP_DEFAULT_API_VERSION}. Another value (a later version, \`latest\`, empty, several) is refused before any work with 400 \`unsupported_api_version\` (ACP error shape, top-level \`supported_versions\`); nothing is recorded under the Idempotency-Key.${when}`,
+    description: `The ACP API version the client speaks (ACP's RFC has clients send it on every request). Served: ${ACP_API_VERSIONS.join(", ")}, each in its own request and answer shapes (the bodies' and answers' schemas list both); without the header the request is served as ${ACP_DEFAULT_API_VERSION}. Another value (another dated version such as 2026-01-30, \`latest\`, empty, several) is refused before any work with 400 \`unsupported_api_version\` (ACP error shape, top-level \`supported_versions\`); nothing is recorded under the Idempotency-Key.${when}`,
     schema: { type: "string", enum: [...ACP_API_VERSIONS], example: ACP_DEFAULT_API_VERSION },
   };
   op.parameters = [...(op.parameters ?? []).filter((p) => (p as { name?: string }).name?.toLowerCase() !== ACP_API_VERSION_HEADER.toLowerCase()), parameter];
@@ -302,9 +303,15 @@ function documentBridgeIdempotencyKey(op: Operation): void {
   op.parameters = [...(op.parameters ?? []).filter((p) => (p as { name?: string }).name?.toLowerCase() !== "idempotency-key"), parameter];
 }
 
-/** The generated document with every operation completed (a new object; the input is not changed). */
+/**
+ * The generated document with every operation completed (a new object; the input is not changed). Without `$id`s:
+ * TypeBox's ErrorEnvelope carries `$id: "#/components/schemas/ErrorEnvelope"`, so a route's error responses that
+ * operations.ts does not (yet) replace gave one `$id` to several schemas, and a JSON Schema validator refused the whole
+ * document (ajv: "resolves to more than one schema"; test/unit/openapi-no-schema-ids.test.ts). Every schema is named
+ * by its place in the document and the `$ref`s to it, as jsonSchema() already does for the ones it writes.
+ */
 export function completeDocument(generated: OpenApiDocument): OpenApiDocument {
-  const doc = JSON.parse(JSON.stringify(generated)) as OpenApiDocument;
+  const doc = JSON.parse(JSON.stringify(generated, (k, v: unknown) => (k === "$id" ? undefined : v))) as OpenApiDocument;
   doc.components ??= {};
   doc.components.schemas = { ...doc.components.schemas, ErrorEnvelope: jsonSchema(ErrorEnvelope) };
   doc.components.headers = { ...(doc.components.headers as Json | undefined), ...HEADER_COMPONENTS };

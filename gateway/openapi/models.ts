@@ -283,11 +283,19 @@ export const Html = t.String({ description: "An HTML page." });
 
 // ------------------------------------------------------------------------------------------------ protocol bridge
 
-/** ACP checkout session (Agentic Commerce Protocol), as the bridge answers it. */
-export const AcpSession = obj({
-  id: Str, status: Str, currency: Str, line_items: t.Array(Any), totals: t.Array(obj({ type: Str, amount: Num })),
-  fulfillment_options: t.Optional(t.Array(Any)), messages: t.Array(Any), links: t.Array(Any),
-}, "ACP CheckoutSession.");
+/**
+ * ACP checkout session (Agentic Commerce Protocol), as the bridge answers it in the request's API-Version
+ * (gateway/bridge/acp.ts, acp-2026-04-17.ts): the members both versions share, and the ones only one has.
+ */
+export const AcpSession = obj(
+  {
+    id: Str, status: Str, currency: Str, line_items: t.Array(Any), totals: t.Array(obj({ type: Str, amount: Num })),
+    fulfillment_options: t.Optional(t.Array(Any)), messages: t.Array(Any), links: t.Array(Any),
+    protocol: t.Optional(obj({ version: Str }, "2026-04-17: the version the answer is in.")),
+    capabilities: t.Optional(Any),
+  },
+  "ACP CheckoutSession in the request's API-Version. 2025-09-29 (or no header): fulfillment_address, fulfillment_option_id, line items with base_amount/subtotal/total, statuses not_ready_for_payment, ready_for_payment, in_progress, completed, canceled. 2026-04-17: protocol.version, capabilities, fulfillment_details, selected_fulfillment_options[], continue_url (the buyer's approval link, status requires_escalation), status expired, line items and options with totals[], order.type.",
+);
 export const AcpError = t.Object(
   {
     type: Str,
@@ -297,7 +305,10 @@ export const AcpError = t.Object(
     supported_versions: t.Optional(t.Array(Str, { description: "With code unsupported_api_version: the API-Version values served (oldest first)." })),
     details: t.Optional(Any),
   },
-  { description: "ACP error (code is ours, see /docs/errors; `unsupported_api_version` for an API-Version not served, with `supported_versions`)." },
+  {
+    description:
+      "ACP error (code is ours, see /docs/errors; `unsupported_api_version` for an API-Version not served, with `supported_versions`). 2025-09-29: type invalid_request, request_not_idempotent, processing_error or service_unavailable, with our `details`. 2026-04-17: no request_not_idempotent and no `details` (the version's Error allows no other member); type follows the version's definitions (service_unavailable: 503; processing_error: another 5xx, or a payment the processor failed and rolled back; invalid_request: everything else, a declined or not approved payment included); the bridge's own Idempotency-Key conflict is code idempotency_conflict, a key whose first request still runs idempotency_in_flight.",
+  },
 );
 export const UcpCheckout = obj({ ucp: Any, id: Str, status: Str, currency: Str, line_items: t.Array(Any), totals: t.Array(Any), links: t.Array(Any), messages: t.Array(Any) }, "UCP checkout.");
 export const UcpError = t.Object({ ucp: Any, messages: t.Array(obj({ type: t.Literal("error"), code: Str, content: Str, severity: Str })) }, { description: "UCP error message list (code is ours)." });
@@ -305,12 +316,61 @@ export const Ap2Receipt = obj({ payment_mandate_id: t.Optional(Str), status: t.O
 
 const AcpItem = obj({ id: t.String({ description: "Product id, or <product id>:<variant id> for a variant" }), quantity: t.Integer({ minimum: 1 }) });
 const UcpLineItem = obj({ item: obj({ id: t.String({ description: "Product id, or <product id>:<variant id> for a variant" }) }), quantity: t.Integer({ minimum: 1 }) });
-export const AcpCreateBody = t.Object({
-  items: t.Array(AcpItem, { minItems: 1 }),
-  buyer: t.Optional(Any), fulfillment_address: t.Optional(Any),
-}, { ...Open, description: "ACP create checkout session request." });
-export const AcpUpdateBody = t.Object({ items: t.Optional(t.Array(AcpItem, { minItems: 1, description: "New items (a new cart), as on create." })), buyer: t.Optional(Any), fulfillment_address: t.Optional(Any), fulfillment_option_id: t.Optional(Str) }, { ...Open, description: "ACP update checkout session request." });
-export const AcpCompleteBody = t.Object({ payment_data: obj({ token: t.String({ description: "Sandbox test token (tok_approve, …)" }), provider: t.Optional(Str) }), buyer: t.Optional(Any) }, { ...Open, description: "ACP complete request." });
+const AcpLineItem = obj({ id: t.String({ description: "Product id, or <product id>:<variant id> for a variant" }), quantity: t.Optional(t.Integer({ minimum: 1, description: "Not in the version's Item: one unit when absent; a repeated id adds up." })) });
+const AcpSelected = obj({ type: t.Literal("shipping"), option_id: t.String({ description: "One of fulfillment_options[].id (one pick per store)" }), item_ids: t.Optional(t.Array(Str)) });
+const V2025 = "API-Version 2025-09-29 (or no header)";
+const V2026 = "API-Version 2026-04-17";
+/** 2026-04-17's create members besides its items (`line_items`, or `items` as its RFC examples write them). */
+const acp2026Create = {
+  currency: t.Optional(t.String({ description: "Checked against the cart's (lower-case ISO 4217)." })),
+  capabilities: t.Optional(Any),
+  buyer: t.Optional(Any),
+  fulfillment_details: t.Optional(Any),
+  selected_fulfillment_options: t.Optional(t.Array(AcpSelected)),
+};
+export const AcpCreateBody = t.Union(
+  [
+    t.Object({ items: t.Array(AcpItem, { minItems: 1 }), buyer: t.Optional(Any), fulfillment_address: t.Optional(Any) }, { ...Open, description: `${V2025}: ACP create checkout session request.` }),
+    t.Object(
+      { line_items: t.Array(AcpLineItem, { minItems: 1, description: "The version's schema's name for the items (or `items`: the next branch; never both)." }), ...acp2026Create },
+      { ...Open, description: `${V2026}: ACP create checkout session request (fulfillment_details {name, phone_number, email, address}).` },
+    ),
+    t.Object(
+      { items: t.Array(AcpLineItem, { minItems: 1, description: "`items: [{id, quantity?}]`, as the version's RFC and OpenAPI examples write it: read as line_items (never both)." }), ...acp2026Create },
+      { ...Open, description: `${V2026}: ACP create checkout session request naming its items \`items\` (the quantity optional, one unit when absent).` },
+    ),
+  ],
+  { description: "ACP create checkout session request, in the shape of the request's API-Version." },
+);
+export const AcpUpdateBody = t.Union(
+  [
+    t.Object({ items: t.Optional(t.Array(AcpItem, { minItems: 1, description: "New items (a new cart), as on create." })), buyer: t.Optional(Any), fulfillment_address: t.Optional(Any), fulfillment_option_id: t.Optional(Str) }, { ...Open, description: `${V2025}: ACP update checkout session request.` }),
+    t.Object(
+      {
+        line_items: t.Optional(t.Array(AcpLineItem, { minItems: 1, description: "New items (a new cart), as on create (or `items`, never both)." })),
+        items: t.Optional(t.Array(AcpLineItem, { minItems: 1, description: "`line_items` as the version's RFC examples name them (the quantity optional)." })),
+        buyer: t.Optional(Any),
+        fulfillment_details: t.Optional(Any),
+        selected_fulfillment_options: t.Optional(t.Array(AcpSelected)),
+      },
+      {
+        ...Open,
+        description: `${V2026}: ACP update checkout session request. fulfillment_details replaces only the parts it names: its contact (name, phone_number, email) when it names one of them, its address when it names \`address\`; a contact-only update keeps the address and its shipping; address: null clears the address, fulfillment_details: null both.`,
+      },
+    ),
+  ],
+  { description: "ACP update checkout session request, in the shape of the request's API-Version." },
+);
+export const AcpCompleteBody = t.Union(
+  [
+    t.Object({ payment_data: obj({ token: t.String({ description: "Sandbox test token (tok_approve, …)" }), provider: t.Optional(Str) }), buyer: t.Optional(Any) }, { ...Open, description: `${V2025}: ACP complete request.` }),
+    t.Object(
+      { payment_data: obj({ handler_id: t.Optional(Str), instrument: obj({ type: Str, credential: obj({ type: Str, token: t.String({ description: "Sandbox test token (tok_approve, …)" }) }) }) }), buyer: t.Optional(Any) },
+      { ...Open, description: `${V2026}: ACP complete request.` },
+    ),
+  ],
+  { description: "ACP complete request, in the shape of the request's API-Version." },
+);
 export const UcpCreateBody = t.Object({ line_items: t.Array(UcpLineItem, { minItems: 1 }), buyer: t.Optional(Any) }, { ...Open, description: "UCP create checkout request." });
 export const UcpUpdateBody = t.Object(
   { line_items: t.Optional(t.Array(UcpLineItem, { minItems: 1 })), buyer: t.Optional(Any), fulfillment: t.Optional(Any) },

@@ -38,6 +38,8 @@ export interface OperationDoc {
   htmlErrors?: Record<number, string>;
   /** Overrides of the route's `detail` (route files belong to other work; the document is completed here). */
   security?: Record<string, string[]>[];
+  /** Added to the operation's description (after the route's own words): what the route file's `detail` does not say. */
+  notes?: string;
   /**
    * The route reads ACP's `API-Version` request header (gateway/bridge/acp.ts `acpVersioned`): "always" on the ACP
    * routes, "acp" on POST /agent/checkout (only a request bridged as ACP). complete.ts documents the request header,
@@ -62,6 +64,21 @@ const PREVIEW_404 = [...CART_READ, "PRODUCT_NOT_FOUND", "CHECKOUT_SESSION_NOT_FO
 const PREVIEW_409 = ["CART_NOT_MUTABLE", "CHECKOUT_STATUS_INVALID", "PRECONDITION_NOT_MET", "CHECKOUT_ALREADY_IN_PROGRESS", "SESSION_INACTIVE", "conflict"];
 const PREVIEW_503 = ["ENFORCEMENT_UNAVAILABLE"];
 
+/**
+ * The merchant's repeated decisions (audit D-1, docs/checkout.md "A merchant's repeated decision answers the decision
+ * made"): the merchant routes take no idempotency key, so a retry after a lost answer is the same request again.
+ */
+const MERCHANT_REPEAT_MOVE =
+  "Safe to repeat: a move to the status the order already has, when the merchant's own move put it there, answers 200 as the first call did " +
+  "(a cancel of a paid or fulfilled order with the refund it created, driven to the processor first when it is still APPROVED, e.g. after a lost answer), " +
+  "with no second history event or webhook. A move the order is past, a fulfilment move of a canceled order, and a cancel of an order canceled " +
+  "by the agent, by its checkout's expiry or through the buyer's checkout session stay 409 conflict.";
+const MERCHANT_REPEAT_DECISION =
+  "Safe to repeat: approve of a REFUNDED refund and reject of a refund a merchant rejected answer 200 with the refund as it is " +
+  "(approve of an APPROVED refund drives it to the processor again, which refunds once per refund). " +
+  "The other decision on a decided refund stays 409 conflict with details.status: approve of a REJECTED refund, reject of an APPROVED or REFUNDED one, " +
+  "reject of a request the order's cancel superseded.";
+
 /** Merchant back-office routes: the store must be the caller's (operators see every store). */
 const OWNED_STORE = { 404: ["store_not_found"] } as const;
 
@@ -75,7 +92,12 @@ const bridgeErrors = {
 } as const;
 const acpErr = M.AcpError;
 /** An ACP route: the API-Version it reads and the refusal of a version not served (complete.ts documents both). */
-const ACP_ROUTE = { errors: { ...bridgeErrors, 400: [...bridgeErrors[400], "unsupported_api_version"] }, errorSchema: acpErr, acpApiVersion: "always" } as const;
+// 2026-04-17 names the bridge's own Idempotency-Key refusals idempotency_conflict and idempotency_in_flight (gateway/bridge/acp-2026-04-17.ts)
+const ACP_ROUTE = {
+  errors: { ...bridgeErrors, 400: [...bridgeErrors[400], "unsupported_api_version"], 409: [...bridgeErrors[409], "idempotency_conflict", "idempotency_in_flight"] },
+  errorSchema: acpErr,
+  acpApiVersion: "always",
+} as const;
 const ucpErr = M.UcpError;
 
 export const OPERATIONS: Record<string, OperationDoc> = {
@@ -144,6 +166,12 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errorSchema: M.OAuthErrorBody,
     body: { schema: M.OAuthRevokeBody, required: true, contentType: "application/x-www-form-urlencoded" },
   },
+  // taking OAuth credentials out of service, with a user session, in the envelope (gateway/oauth/manage.ts; audit X-1)
+  "GET /api/v1/oauth/clients": { success: [] },
+  "DELETE /api/v1/oauth/clients/{client_id}": { success: [], errors: { 404: ["not_found"] } },
+  "POST /api/v1/oauth/clients/{client_id}/secret": { success: [], errors: { 404: ["not_found"], 409: ["conflict"] } },
+  "GET /api/v1/oauth/grants": { success: [] },
+  "DELETE /api/v1/oauth/grants/{id}": { success: [], errors: { 404: ["not_found"] } },
 
   // ---------------------------------------------------------------------------------------------- catalog
   "POST /api/v1/agent/search": { success: [ok(M.Search, "Ranked products with why_ranked, page meta and queryMeta.")] },
@@ -179,7 +207,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "GET /api/v1/merchant/stores/{slug}/orders": { success: [ok(M.MerchantOrders, "The store's orders.")], errors: OWNED_STORE },
   "GET /api/v1/merchant/stores/{slug}/orders/{id}": { success: [ok(M.MerchantOrder, "One order with items, events and refunds.")], errors: { 404: ["store_not_found", "ORDER_NOT_FOUND"] } },
   "POST /api/v1/merchant/stores/{slug}/orders/{id}/status": {
-    success: [ok(M.OrderStatusChange, "The order after the move.")],
+    success: [ok(M.OrderStatusChange, "The order after the move; for a repeat of the merchant's own move, the order as that move left it (the same answer again).")],
+    notes: MERCHANT_REPEAT_MOVE,
     errors: { 400: ["INVALID_ARGUMENT"], 403: ["forbidden"], 404: ["store_not_found", "ORDER_NOT_FOUND"], 409: ["conflict", "ORDER_NOT_CANCELLABLE", "STATE_EXECUTION_BLOCKED"] },
   },
   "POST /api/v1/merchant/stores/{slug}/orders/{id}/reconcile": {
@@ -195,7 +224,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "DELETE /api/v1/merchant/stores/{slug}/coupons/{code}": { success: [ok(t.Object({}, { additionalProperties: true }), "The coupon is deactivated.")], errors: { 404: ["store_not_found", "not_found"] } },
   "GET /api/v1/merchant/stores/{slug}/refunds": { success: [list(M.Refund, "Refund requests.")], errors: OWNED_STORE },
   "POST /api/v1/merchant/stores/{slug}/refunds/{id}/{decision}": {
-    success: [ok(M.RefundDecision, "The refund after the decision (REFUNDED, REJECTED or FAILED).")],
+    success: [ok(M.RefundDecision, "The refund after the decision (REFUNDED, REJECTED or FAILED); for a repeat of a decision already made, the refund as it is.")],
+    notes: MERCHANT_REPEAT_DECISION,
     errors: { 404: ["store_not_found", "not_found", "ORDER_NOT_FOUND"], 409: ["conflict", "ORDER_NOT_CANCELLABLE"] },
   },
   "GET /api/v1/merchant/stores/{slug}/allowlist": { success: [list(M.AllowlistEntry, "Agent keys bound to the store.")], errors: OWNED_STORE },

@@ -5,7 +5,8 @@
  * wrong method as 405 `method_not_allowed` with `Allow` (route-table.ts), malformed JSON as 400, a database outage (infra/db.ts
  * isDatabaseUnavailable) as 503 `service_unavailable`, and anything unexpected as a 500
  * `internal_error` without a stack trace (the trace goes to the log with the request id). On an ACP or UCP surface
- * the envelope is then converted to that protocol's error shape, same status (gateway/bridge/error-shape.ts).
+ * the envelope is then converted to that protocol's error shape, same status (gateway/bridge/error-shape.ts); on an
+ * MCP endpoint a body over the limit becomes a JSON-RPC error, same status (gateway/mcp/oversize.ts).
  */
 import { Elysia } from "elysia";
 import { ActorError, ERROR_TABLE, isInputDataError } from "../../actors/runtime/errors.ts";
@@ -16,6 +17,7 @@ import { loggedPath, pathOf } from "../url-path.ts";
 import { ECHO_MAX_CHARS, errorBody, type ErrorBody } from "../envelope.ts";
 import { bridgeErrorBody, errorShapeOf } from "../bridge/error-shape.ts";
 import { dashboardEdgeAnswer } from "../dashboard/edge.ts";
+import { isMcpEndpointPath, mcpOversizeAnswer } from "../mcp/oversize.ts";
 import { parsedAsJson } from "../rest/optional-body.ts";
 import { contentTypeAnswer, isJsonContentType } from "./json-body.ts";
 import { type AppLike, decodeFailurePath, RouteTable } from "./route-table.ts";
@@ -189,6 +191,8 @@ export const errors = new Elysia({ name: "errors" })
     const page = dashboardEdgeAnswer(path, request.method, code, error, set as FailureSet, allowedAt);
     if (page !== undefined) return page;
     const answer = envelopeOf(code, error, set as FailureSet, failure);
+    // an MCP message over the body limit: a JSON-RPC error, same status and headers (gateway/mcp/oversize.ts)
+    if (answer.code === "payload_too_large" && isMcpEndpointPath(path)) return mcpOversizeAnswer(answer.error, answer.details);
     // an ACP or UCP surface answers in its protocol's error shape, with the same status (review R3-4)
     const protocol = errorShapeOf(path, request, body);
     return protocol ? bridgeErrorBody(protocol, answer) : answer;
@@ -210,6 +214,9 @@ function envelopeOf(code: unknown, error: unknown, set: FailureSet, failure: Fai
     // a body refused before it was read (body-limit.ts): the rest of it is not read either, so the connection ends
     if (error.code === "payload_too_large") headers.connection = "close";
     if (set.status === 401 && headers["www-authenticate"] === undefined) challenge(headers, error, request);
+    // a 429 that is not a rate bucket's (a cart's hold bound, actors/cart/hold-guard.ts) says when to come back: the
+    // bucket's X-RateLimit-Reset already sent would say the wrong thing (audit X-3)
+    if (error.code === "rate_limit_exceeded" && typeof error.details?.retry_after_seconds === "number") headers["retry-after"] = String(error.details.retry_after_seconds);
     const bounded = boundedActorError(error, request);
     return errorBody(error.code, bounded.message, bounded.details);
   }

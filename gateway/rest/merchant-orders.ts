@@ -125,7 +125,7 @@ export function merchantOrderRoutes(svc: Services) {
         params: t.Object({ slug: Slug, keyId: t.String() }),
         body: t.Object({ status: t.Union([t.Literal("allowed"), t.Literal("blocked")]) }),
         response: errorResponses(400, 401, 404),
-        detail: { tags: ["merchant"], summary: "Allow or block an agent key for refund requests to this store", ...sec },
+        detail: { tags: ["merchant"], summary: "Allow or block an agent key at this store: a blocked key is refused checkout (403 NOT_ELIGIBLE agent_blocked_by_merchant) and refund requests, and its unpaid checkouts holding the store's stock are canceled", ...sec },
       },
     );
 }

@@ -70,7 +70,11 @@ describe("risk inputs read with the catalog", () => {
     const missing = await readCatalogWithRisk(sql, ["00000000-0000-0000-0000-000000000000"], key.id);
     expect(missing.catalog.size).toBe(0);
     expect(missing.risk).toEqual(alone);
-    expect(await readRiskInputs(sql, "00000000-0000-0000-0000-000000000000")).toEqual({ keyCreatedAt: 0, recent: [] });
+    // an owner with no agent_keys row and no identity time is undated (the gate takes it for new: fail closed), the
+    // caller's time when given, and the later of both for a key
+    expect(await readRiskInputs(sql, "00000000-0000-0000-0000-000000000000")).toEqual({ keyCreatedAt: null, recent: [] });
+    expect(await readRiskInputs(sql, "00000000-0000-0000-0000-000000000000", 1_700_000_000_000)).toEqual({ keyCreatedAt: 1_700_000_000_000, recent: [] });
+    expect((await readRiskInputs(sql, key.id, 1_700_000_000_000)).keyCreatedAt).toBe(alone.keyCreatedAt);
   });
 });
 

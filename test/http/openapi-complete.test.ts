@@ -255,7 +255,8 @@ describe("what the server answers is what the document lists", () => {
     const refund = await call("POST", `/api/v1/agent/orders/${orderId}/refund`, { headers: H }); // 201, empty body
     const store = "/api/v1/merchant/stores/demo-store";
     await call("POST", `${store}/refunds/${refund.body.data.refund_id}/approve`, { headers: B }); // 200
-    await call("POST", `${store}/refunds/${refund.body.data.refund_id}/approve`, { headers: B }); // 409 conflict
+    await call("POST", `${store}/refunds/${refund.body.data.refund_id}/approve`, { headers: B }); // 200: a repeat answers the refund (audit D-1)
+    await call("POST", `${store}/refunds/${refund.body.data.refund_id}/reject`, { headers: B }); // 409 conflict: the other decision on a REFUNDED refund
     await call("POST", `${store}/refunds/${ZERO}/approve`, { headers: B }); // 404
     await call("POST", `${store}/orders/${orderId}/status`, { headers: B, body: { status: "shipped" } }); // 409: the order is refunded
     await call("DELETE", `${store}/webhooks/${ZERO}`, { headers: B }); // 404 not_found

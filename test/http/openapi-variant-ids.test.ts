@@ -37,11 +37,19 @@ const answer = (method: string, path: string) => deref(doc.paths[path][method].r
 const data = (s: Json) => deref(deref(s).properties.data);
 
 test("ACP and UCP update bodies take the create bodies' item ids", () => {
-  const acpCreate = deref(body("post", "/api/v1/agent/acp/checkout_sessions").properties.items.items);
-  const acpUpdate = deref(body("post", "/api/v1/agent/acp/checkout_sessions/{id}").properties.items.items);
+  // each ACP body is anyOf the served API versions' shapes: 2025-09-29 `items`, 2026-04-17 `line_items`
+  const acpBranches = (path: string) => body("post", path).anyOf as Json[];
+  const [create2025, create2026] = acpBranches("/api/v1/agent/acp/checkout_sessions");
+  const [update2025, update2026] = acpBranches("/api/v1/agent/acp/checkout_sessions/{id}");
+  const acpCreate = deref(deref(create2025!).properties.items.items);
+  const acpUpdate = deref(deref(update2025!).properties.items.items);
   expect(acpUpdate).toEqual(acpCreate);
   expect(acpUpdate.properties.id.description).toBe(ITEM_ID);
   expect(acpUpdate.required).toEqual(["id", "quantity"]);
+  const acpCreate2026 = deref(deref(create2026!).properties.line_items.items);
+  expect(deref(deref(update2026!).properties.line_items.items)).toEqual(acpCreate2026);
+  expect(acpCreate2026.properties.id.description).toBe(ITEM_ID);
+  expect(acpCreate2026.required).toEqual(["id"]);
   const ucpCreate = deref(body("post", "/api/v1/agent/ucp/checkout-sessions").properties.line_items.items);
   const ucpUpdate = deref(body("put", "/api/v1/agent/ucp/checkout-sessions/{id}").properties.line_items.items);
   expect(ucpUpdate).toEqual(ucpCreate);

@@ -29,6 +29,7 @@ import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
 import { forHuman } from "../human-text.ts";
 import { isUuid, UUID_V4_PATTERN } from "../../../infra/uuid.ts";
+import { isMetadataDocumentId } from "../../oauth/clients.ts";
 
 const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
 const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
@@ -43,6 +44,46 @@ export function ownerId(ctx: ToolContext): string {
   if (c.kind === "agent-key") return c.keyId;
   const h = createHash("sha256").update(c.keyId).digest("hex");
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * When an OAuth principal came to be, for the risk gate (NEW_KEY_HIGH_AMOUNT dates the caller; audit X-2, review
+ * R2-1), in ms of the service clock:
+ *  - a registered client: the later of its registration (a live row: not deleted) and the user's first authorization
+ *    code for it still stored (a code-flow grant's first issue; a client_credentials token acts for the client's
+ *    owner and has no code, so the registration dates it);
+ *  - a Client ID Metadata Document client (client_id = its URL; no oauth_clients row, always code flow): the user's
+ *    first authorization code for that client_id still stored. Codes are kept while their grant lives, so this is the
+ *    first consent of the oldest live grant;
+ *  - nothing to date it by (a registered client deleted while its token lives, no code stored): now. Fail closed: a
+ *    caller nobody can date is a new one.
+ * An agent key's creation is read by the cart's risk read from agent_keys; this is undefined for it.
+ */
+export async function identityCreatedAt(ctx: ToolContext): Promise<{ identityCreatedAt?: number }> {
+  const c = ctx.caller;
+  if (!c || c.kind !== "oauth") return {};
+  const now = ctx.svc.clock.now();
+  const clientId = c.clientId ?? "";
+  const registered = !isMetadataDocumentId(clientId);
+  // user_id is a uuid column: compared as one (oauth_codes_client_user_idx), never cast to text
+  const userId = isUuid(c.userId) ? c.userId : null;
+  const [row] = await ctx.svc.sql<{ registered_at: number | null; first_code_at: number | null }[]>`
+    SELECT ${
+      registered
+        ? ctx.svc.sql`(SELECT extract(epoch FROM created_at) * 1000 FROM oauth_clients WHERE client_id = ${clientId} AND deleted_at IS NULL)`
+        : ctx.svc.sql`NULL`
+    }::float8 AS registered_at,
+           ${
+             userId
+               ? ctx.svc.sql`(SELECT extract(epoch FROM min(created_at)) * 1000 FROM oauth_codes WHERE client_id = ${clientId} AND user_id = ${userId}::uuid)`
+               : ctx.svc.sql`NULL`
+           }::float8 AS first_code_at`;
+  const registeredAt = row?.registered_at == null ? null : Number(row.registered_at);
+  const firstCodeAt = row?.first_code_at == null ? null : Number(row.first_code_at);
+  let at: number | null;
+  if (registered) at = registeredAt === null ? null : Math.max(registeredAt, firstCodeAt ?? registeredAt);
+  else at = firstCodeAt;
+  return { identityCreatedAt: Math.floor(at ?? now) };
 }
 
 /** Accepts the spec's `cart_<id>` form as well as the bare uuid. */
@@ -654,8 +695,11 @@ export async function completeSession(
   const cartId = sessionCart(a.checkout_session_id);
   const { verifyMandateFor } = await import("./integrations.ts");
   const limits = await verifyMandateFor(ctx, cartId, a.payment_mandate, undefined, () => noSuchSession(a.checkout_session_id));
+  const identity = await identityCreatedAt(ctx);
   const reply: CompleteReply = await ctx.svc.actors.ask(cartActor, cartId, "complete", {
     keyId: ownerId(ctx),
+    // an OAuth principal has no agent_keys row: the risk gate dates it by what the gateway verified (audit X-2)
+    ...identity,
     // the mandate binds what the paying turn charges, not the cart read above (review R4-5)
     ...(limits ? { limits } : {}),
     sessionId: a.checkout_session_id,
