@@ -10,7 +10,9 @@
 import { expect } from "bun:test";
 import fc from "fast-check";
 import { ERROR_TABLE, isErrorCode } from "../../actors/runtime/errors.ts";
-import type { TestKey } from "./agents.ts";
+import type { ManualClock } from "../../actors/runtime/clock.ts";
+import { accept, connect, type Connected } from "../mcp/helpers.ts";
+import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "./agents.ts";
 import type { TestServer } from "./server.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -18,10 +20,67 @@ import type { TestServer } from "./server.ts";
 
 export interface Product {
   id: string;
+  /** The variant a line of this entry names (null: the product itself). */
+  variantId: string | null;
+  /** A product with variants named without one: a cart refuses such a line (MISSING_REQUIRED_ARGUMENT). */
+  needsVariant: boolean;
   store: string;
+  /** The unit price a line pays: the variant's own price where it has one, else the product's. */
   priceMinor: number;
   tracked: boolean;
 }
+
+/** The stock level a line of a product (and variant) holds: `productId` or `productId:variantId`. */
+export const stockKey = (productId: string, variantId: string | null): string => (variantId ? `${productId}:${variantId}` : productId);
+const sameLine = (p: Product, productId: string, variantId: string | null) => p.id === productId && p.variantId === variantId;
+/** The catalog entry of a cart line (the model's lines name products the world picked). */
+const productOf = (w: World, l: { productId: string; variantId: string | null }): Product => w.products.find((p) => sameLine(p, l.productId, l.variantId))!;
+
+/**
+ * The unit price a cart line is priced at now (docs/catalog.md "negotiate"): the key's latest accepted, unused offer
+ * for the product while it has not expired, for a line without a variant or a variant sold at the product's list
+ * price; a variant with its own price pays it; otherwise the list price. The offers are the world's (they outlive a
+ * run's model), so they are read.
+ */
+async function unitPrice(w: World, l: { productId: string; variantId: string | null }): Promise<number> {
+  const p = productOf(w, l);
+  const [row] = await w.srv.db.sql<{ price_minor: string }[]>`SELECT price_minor FROM products WHERE id = ${l.productId}`;
+  if (l.variantId && p.priceMinor !== Number(row!.price_minor)) return p.priceMinor;
+  const o = await latestOffer(w, l.productId);
+  return o && o.live ? Math.min(o.priceMinor, p.priceMinor) : p.priceMinor;
+}
+
+/** The key's latest accepted, unused offer for a product: its price, whether it has not expired, the order holding it. */
+async function latestOffer(w: World, productId: string): Promise<{ id: string; priceMinor: number; live: boolean; orderId: string | null } | null> {
+  const [o] = await w.srv.db.sql<{ id: string; negotiated_price_minor: string; live: boolean; order_id: string | null }[]>`
+    SELECT id, negotiated_price_minor, expires_at > ${new Date(w.clock?.now() ?? Date.now())} AS live, order_id::text FROM negotiation_offers
+     WHERE agent_key_id = ${w.key.id} AND product_id = ${productId} AND status = 'accepted' AND used_at IS NULL
+     ORDER BY created_at DESC LIMIT 1`;
+  return o ? { id: o.id, priceMinor: Number(o.negotiated_price_minor), live: o.live, orderId: o.order_id } : null;
+}
+
+/**
+ * Whether the payment of the cart's unpaid stores would meet prices other than the session previewed (an offer
+ * negotiated, used or expired since), or an offer another cart's order holds (negotiated_price_used): the model then
+ * follows the service, and a capture may only be lower than what was previewed (a payer never pays more unasked).
+ */
+async function pricesMoved(w: World, cart: MCart): Promise<boolean> {
+  const s = cart.session;
+  for (const l of cart.lines) {
+    if (cart.paidStores.has(productOf(w, l).store)) continue;
+    if (s?.previewedUnits && s.previewedUnits[stockKey(l.productId, l.variantId)] !== (await unitPrice(w, l))) return true;
+    const o = await latestOffer(w, l.productId);
+    if (o?.orderId) {
+      const [held] = await w.srv.db.sql<{ cart_id: string | null }[]>`SELECT cart_id::text FROM orders WHERE id = ${o.orderId}`;
+      if (held?.cart_id !== cart.id) return true;
+    }
+  }
+  return false;
+}
+
+/** The product with variants the runs buy (demo store DS-0001): its two variants' stock is small, one has its own price. */
+export const VARIANT_PRODUCT_EXTERNAL_ID = "DS-0001";
+export const VARIANT_OWN_PRICE_MINOR = 27999;
 
 export interface World {
   srv: TestServer;
@@ -40,6 +99,57 @@ export interface World {
   trace: string[];
   /** How often each known finding's answer was seen (KNOWN_FINDINGS). */
   known: Map<string, number>;
+  /** The stores' shipping zones (read once, read-only). */
+  zones?: Zone[];
+  /** The MCP session on the demo store's endpoint, of the key it was opened with. */
+  mcp?: { keyId: string; conn: Connected };
+  /** The server's clock (a manual one: time passes only when a TimePasses command moves it). */
+  clock?: ManualClock;
+}
+
+interface Zone {
+  id: string;
+  store: string;
+  countries: string[];
+  prefixes: string[];
+  currency: string;
+  base: number;
+  perItem: number;
+  freeOver: number | null;
+}
+
+async function zonesOf(w: World, store: string): Promise<Zone[]> {
+  w.zones ??= (
+    await w.srv.db.sql<{ id: string; store_slug: string; countries: string[]; postal_prefixes: string[]; currency: string; base_minor: string; per_item_minor: string; free_over_minor: string | null }[]>`
+      SELECT id, store_slug, countries, postal_prefixes, currency, base_minor, per_item_minor, free_over_minor FROM shipping_zones`
+  ).map((z) => ({ id: z.id, store: z.store_slug, countries: z.countries, prefixes: z.postal_prefixes, currency: z.currency, base: Number(z.base_minor), perItem: Number(z.per_item_minor), freeOver: z.free_over_minor === null ? null : Number(z.free_over_minor) }));
+  return w.zones.filter((z) => z.store === store);
+}
+
+/**
+ * The zone a store quotes for a destination (docs/checkout.md "Shipping"): without one, its only country-wide zone
+ * for its own country (the seeded stores are US stores with one); with one, the zone serving it most specifically (a
+ * matching postal prefix, longest, beats a country-wide zone); `unserved` when none serves it; null when the store has
+ * no zones (free). Stores offering a choice of equally specific zones are not in the model.
+ */
+async function quoteZone(w: World, store: string, dest: Destination | null): Promise<Zone | "unserved" | null> {
+  const zones = (await zonesOf(w, store)).filter((z) => z.currency === "USD");
+  if (zones.length === 0) return null;
+  if (!dest) {
+    const domestic = zones.filter((z) => z.countries.includes("US") && z.prefixes.length === 0);
+    expect({ store, domestic: domestic.length }).toEqual({ store, domestic: 1 });
+    return domestic[0]!;
+  }
+  const postal = dest.postal_code.toUpperCase().replace(/\s+/g, "");
+  const serving = zones
+    .filter((z) => z.countries.includes(dest.country_code))
+    .map((z) => ({ z, len: z.prefixes.length === 0 ? 0 : Math.max(-1, ...z.prefixes.filter((p) => postal.startsWith(p.toUpperCase())).map((p) => p.length)) }))
+    .filter((x) => x.len >= 0);
+  if (serving.length === 0) return "unserved";
+  const best = Math.max(...serving.map((x) => x.len));
+  const top = serving.filter((x) => x.len === best);
+  expect({ store, dest, choices: top.length }).toEqual({ store, dest, choices: 1 });
+  return top[0]!.z;
 }
 
 /** Reads the products the runs buy: tracked (small stock, so shortages happen) and untracked, on two stores. */
@@ -60,25 +170,65 @@ export async function pickProducts(srv: TestServer): Promise<Product[]> {
     (SELECT id, store_slug, price_minor, false FROM products
       WHERE store_slug = 'greenleaf-living' AND active AND in_stock AND stock_quantity IS NULL
         AND (variants IS NULL OR jsonb_array_length(variants) = 0) ORDER BY id LIMIT 1)`;
-  return rows.map((r) => ({ id: r.id, store: r.store_slug, priceMinor: Number(r.price_minor), tracked: r.tracked }));
+  const out: Product[] = rows.map((r) => ({ id: r.id, variantId: null, needsVariant: false, store: r.store_slug, priceMinor: Number(r.price_minor), tracked: r.tracked }));
+  // A product with two variants, set up before any cart (a fixture, as a merchant's catalog import would): variant 0
+  // has 4 units at the product's price, variant 1 has 2 units at its own price; the product's stock is their sum.
+  const [v] = await srv.db.sql<{ id: string; price_minor: string; a: string; b: string }[]>`
+    SELECT id, price_minor, variants->0->>'id' AS a, variants->1->>'id' AS b FROM products
+     WHERE store_slug = 'demo-store' AND external_id = ${VARIANT_PRODUCT_EXTERNAL_ID} AND jsonb_array_length(variants) = 2`;
+  await srv.db.sql`UPDATE products SET stock_quantity = 6, reserved_quantity = 0, in_stock = true, variant_reserved = '{}'::jsonb,
+      variants = jsonb_set(jsonb_set(jsonb_set(jsonb_set(jsonb_set(variants, '{0,stockQuantity}', '4'), '{0,inStock}', 'true'),
+        '{1,stockQuantity}', '2'), '{1,inStock}', 'true'), '{1,priceMinor}', to_jsonb(${VARIANT_OWN_PRICE_MINOR}::int))
+    WHERE id = ${v!.id}`;
+  const base = Number(v!.price_minor);
+  out.push({ id: v!.id, variantId: v!.a, needsVariant: false, store: "demo-store", priceMinor: base, tracked: true });
+  out.push({ id: v!.id, variantId: v!.b, needsVariant: false, store: "demo-store", priceMinor: VARIANT_OWN_PRICE_MINOR, tracked: true });
+  out.push({ id: v!.id, variantId: null, needsVariant: true, store: "demo-store", priceMinor: base, tracked: true });
+  return out;
+}
+
+/** Every stock level the runs can move: each tracked product, and each tracked variant beside its product. */
+function stockKeys(products: Product[]): string[] {
+  const keys = new Set<string>();
+  for (const p of products.filter((x) => x.tracked && !x.needsVariant)) {
+    keys.add(p.id);
+    if (p.variantId) keys.add(stockKey(p.id, p.variantId));
+  }
+  return [...keys];
 }
 
 export async function readStockBaseline(srv: TestServer, products: Product[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  for (const p of products.filter((x) => x.tracked)) {
-    const f = await stockFacts(srv, p.id);
-    out.set(p.id, f.stock + f.committed);
+  for (const key of stockKeys(products)) {
+    const f = await stockFacts(srv, key);
+    out.set(key, f.stock + f.committed);
   }
   return out;
 }
 
-async function stockFacts(srv: TestServer, productId: string): Promise<{ stock: number; reserved: number; held: number; committed: number }> {
-  const [p] = await srv.db.sql<{ s: number; r: number }[]>`SELECT stock_quantity AS s, reserved_quantity AS r FROM products WHERE id = ${productId}`;
+/**
+ * A stock level (`stockKey`) as the database holds it: on hand, reserved, and the units the held and committed
+ * reservations name. A variant's level is its `variants[].stockQuantity` and `variant_reserved`, its reservation units
+ * the lines' `variants` objects; `inStock: false` makes it unavailable (counted as 0 on hand for availability only).
+ */
+async function stockFacts(srv: TestServer, key: string): Promise<{ stock: number; reserved: number; held: number; committed: number; inStock: boolean }> {
+  const [productId, variantId] = key.split(":") as [string, string | undefined];
+  if (variantId) {
+    const [p] = await srv.db.sql<{ s: number; r: number | null; in_stock: boolean }[]>`
+      SELECT (v->>'stockQuantity')::int AS s, (variant_reserved->>${variantId})::int AS r, COALESCE((v->>'inStock')::boolean, true) AS in_stock
+        FROM products, jsonb_array_elements(variants) v WHERE id = ${productId} AND v->>'id' = ${variantId}`;
+    const [u] = await srv.db.sql<{ held: string | null; committed: string | null }[]>`
+      SELECT sum((l->'variants'->>${variantId})::int) FILTER (WHERE r.status = 'held') AS held,
+             sum((l->'variants'->>${variantId})::int) FILTER (WHERE r.status = 'committed') AS committed
+        FROM stock_reservations r, jsonb_array_elements(r.lines) l WHERE l->>'productId' = ${productId}`;
+    return { stock: p!.s, reserved: p!.r ?? 0, held: Number(u?.held ?? 0), committed: Number(u?.committed ?? 0), inStock: p!.in_stock };
+  }
+  const [p] = await srv.db.sql<{ s: number; r: number; in_stock: boolean }[]>`SELECT stock_quantity AS s, reserved_quantity AS r, in_stock FROM products WHERE id = ${productId}`;
   const [u] = await srv.db.sql<{ held: string | null; committed: string | null }[]>`
     SELECT sum((l->>'quantity')::int) FILTER (WHERE r.status = 'held') AS held,
            sum((l->>'quantity')::int) FILTER (WHERE r.status = 'committed') AS committed
       FROM stock_reservations r, jsonb_array_elements(r.lines) l WHERE l->>'productId' = ${productId}`;
-  return { stock: p!.s, reserved: p!.r, held: Number(u?.held ?? 0), committed: Number(u?.committed ?? 0) };
+  return { stock: p!.s, reserved: p!.r, held: Number(u?.held ?? 0), committed: Number(u?.committed ?? 0), inStock: p!.in_stock };
 }
 
 /**
@@ -89,16 +239,25 @@ async function stockFacts(srv: TestServer, productId: string): Promise<{ stock: 
  * goes on to a new attempt (it rolled back, or only reported the buyer's refusal), nor did any earlier call (a paid
  * store's leg is never attempted again).
  */
-async function available(w: World, productId: string, ownCart?: string): Promise<number> {
-  const p = w.products.find((x) => x.id === productId)!;
+async function available(w: World, line: { productId: string; variantId: string | null }, ownCart?: string): Promise<number> {
+  const p = productOf(w, line);
   if (!p.tracked) return Number.POSITIVE_INFINITY;
-  const f = await stockFacts(w.srv, productId);
-  if (!ownCart) return f.stock - f.reserved;
-  const [own] = await w.srv.db.sql<{ units: string | null }[]>`
-    SELECT sum((l->>'quantity')::int) AS units FROM stock_reservations r JOIN orders o ON o.id = r.order_id, jsonb_array_elements(r.lines) l
-     WHERE r.status IN ('held', 'committed') AND o.cart_id = ${ownCart} AND l->>'productId' = ${productId}`;
-  // a held unit counts in `reserved`, a sold one left `stock`: either way the second call's own units come back
-  return f.stock - f.reserved + Number(own?.units ?? 0);
+  // a variant line needs units at both levels: the product's (its roll-up) and the variant's own
+  let least = Number.POSITIVE_INFINITY;
+  for (const key of line.variantId ? [line.productId, stockKey(line.productId, line.variantId)] : [line.productId]) {
+    const f = await stockFacts(w.srv, key);
+    let units = f.stock - f.reserved;
+    if (ownCart) {
+      const [own] = await w.srv.db.sql<{ units: string | null }[]>`
+        SELECT sum(CASE WHEN ${key.includes(":")} THEN (l->'variants'->>${line.variantId ?? ""})::int ELSE (l->>'quantity')::int END) AS units
+          FROM stock_reservations r JOIN orders o ON o.id = r.order_id, jsonb_array_elements(r.lines) l
+         WHERE r.status IN ('held', 'committed') AND o.cart_id = ${ownCart} AND l->>'productId' = ${line.productId}`;
+      // a held unit counts in `reserved`, a sold one left `stock`: either way the second call's own units come back
+      units += Number(own?.units ?? 0);
+    } else if (key.includes(":") && !f.inStock) units = 0;
+    least = Math.min(least, Math.max(0, units));
+  }
+  return least;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -174,11 +333,27 @@ interface MSession {
   status: SessionStatus;
   key: string | null;
   legs: Leg[];
+  /** Each store's total as the last preview of this session showed it: what its capture must be. */
+  previewed?: Record<string, number>;
+  /** Each line's unit price (by stockKey) as that preview priced it. */
+  previewedUnits?: Record<string, number>;
+  /** Prices moved since the preview when the last payment began (pricesMoved): its capture may be lower, never higher. */
+  moved?: boolean;
 }
+
+/** A destination the buyer may give at preview (docs/checkout.md "Shipping"), or none (the cart's recorded one). */
+export type Destination = { country_code: string; postal_code: string };
+export const DESTINATIONS: Record<string, Destination> = {
+  domestic: { country_code: "US", postal_code: "94107" },
+  alaska: { country_code: "US", postal_code: "99501" },
+  canada: { country_code: "CA", postal_code: "M5V 2T6" },
+  abroad: { country_code: "GB", postal_code: "SW1A 1AA" },
+  unserved: { country_code: "BR", postal_code: "01000-000" },
+};
 
 export interface MCart {
   id: string;
-  lines: { productId: string; quantity: number }[];
+  lines: { productId: string; variantId: string | null; quantity: number }[];
   stores: string[];
   /** OPEN, CHECKOUT (a live session, or an ended one after some merchant was paid) or COMPLETED. */
   status: "OPEN" | "CHECKOUT" | "COMPLETED";
@@ -186,6 +361,8 @@ export interface MCart {
   /** Stores paid in this cart, whatever session paid them: each must have exactly one paid order. */
   paidStores: Set<string>;
   coupon: string | null;
+  /** The destination recorded on the cart (null: none given; the stores' domestic quote). */
+  dest: Destination | null;
 }
 
 export interface MOrder {
@@ -196,7 +373,7 @@ export interface MOrder {
   capturedMinor: number;
   refundedMinor: number;
   /** Products and units the order sold (tracked or not). */
-  items: { productId: string; quantity: number }[];
+  items: { productId: string; variantId: string | null; quantity: number }[];
 }
 
 export interface MRefund {
@@ -292,8 +469,59 @@ export async function checkInvariants(w: World, where: string): Promise<void> {
     if (f.reserved !== f.held) problems.push(`product ${id}: reserved ${f.reserved} ≠ held reservations ${f.held}`);
     if (f.stock + f.committed !== baseline) problems.push(`product ${id}: stock ${f.stock} + sold ${f.committed} ≠ ${baseline}`);
   }
+  // a product with variants holds their roll-up: its stock is the sum of its tracked variants'
+  for (const r of await sql`SELECT id, stock_quantity, (SELECT sum((v->>'stockQuantity')::int) FROM jsonb_array_elements(variants) v) AS roll
+      FROM products WHERE id = ANY(${[...new Set(w.products.filter((p) => p.variantId).map((p) => p.id))]}::uuid[])`)
+    if (Number(r.stock_quantity) !== Number(r.roll)) problems.push(`product ${r.id}: stock ${r.stock_quantity} ≠ its variants' ${r.roll}`);
+
+  // an order's money adds up: its lines make its subtotal, subtotal − discount + shipping + tax its total; a line of a
+  // product with variants names one, and no line is priced above its list price (the variant's own price where it has one)
+  for (const r of await sql`
+      SELECT o.id, o.subtotal_minor, o.discount_minor, o.shipping_minor, o.tax_minor, o.total_minor,
+             (SELECT sum(i.quantity * i.unit_price_minor) FROM order_items i WHERE i.order_id = o.id) AS lines
+        FROM orders o WHERE o.checkout_session_id IS NOT NULL
+         AND (o.subtotal_minor IS DISTINCT FROM (SELECT sum(i.quantity * i.unit_price_minor) FROM order_items i WHERE i.order_id = o.id)
+          OR o.total_minor <> o.subtotal_minor - o.discount_minor + o.shipping_minor + o.tax_minor
+          OR o.discount_minor < 0 OR o.discount_minor > o.subtotal_minor OR o.shipping_minor < 0)`)
+    problems.push(`order ${r.id}: lines ${r.lines}, subtotal ${r.subtotal_minor} − discount ${r.discount_minor} + shipping ${r.shipping_minor} + tax ${r.tax_minor} vs total ${r.total_minor}`);
+  for (const r of await sql`
+      SELECT o.id, i.product_id, i.variant_id, i.unit_price_minor, p.price_minor,
+             (SELECT (v->>'priceMinor')::bigint FROM jsonb_array_elements(p.variants) v WHERE v->>'id' = i.variant_id::text) AS vprice,
+             jsonb_array_length(COALESCE(p.variants, '[]'::jsonb)) AS nv
+        FROM orders o JOIN order_items i ON i.order_id = o.id JOIN products p ON p.id = i.product_id
+       WHERE o.checkout_session_id IS NOT NULL AND i.product_id = ANY(${w.products.map((p) => p.id)}::uuid[])`) {
+    if (Number(r.nv) > 0 && !r.variant_id) problems.push(`order ${r.id}: a line of ${r.product_id} names no variant`);
+    const list = r.vprice !== null ? Number(r.vprice) : Number(r.price_minor);
+    if (Number(r.unit_price_minor) > list) problems.push(`order ${r.id}: ${r.product_id}/${r.variant_id} priced ${r.unit_price_minor} above its list price ${list}`);
+  }
+
   for (const r of await sql`SELECT r.id, o.id AS order_id, o.status FROM stock_reservations r JOIN orders o ON o.id = r.order_id
       WHERE r.status = 'held' AND o.status <> 'pending'`) problems.push(`reservation ${r.id} still holds stock for ${r.status} order ${r.order_id}`);
+
+  // a negotiated price pays for one order (docs/catalog.md "negotiate"): an offer is marked used only with its order's
+  // capture; a paid order's claimed offer is used; an unpaid canceled order holds no claim; a line priced below its
+  // list price is priced by an offer its order claimed, at that offer's price; a claim is held only by an order that
+  // prices a line with it
+  for (const r of await sql`SELECT n.id, n.order_id, o.status, o.paid_at FROM negotiation_offers n LEFT JOIN orders o ON o.id = n.order_id
+      WHERE n.status = 'accepted' AND ((n.used_at IS NOT NULL AND (o.id IS NULL OR o.paid_at IS NULL))
+         OR (n.used_at IS NULL AND o.paid_at IS NOT NULL) OR (n.used_at IS NULL AND o.status = 'canceled'))`)
+    problems.push(`offer ${r.id}: claimed by order ${r.order_id} (${r.status}, ${r.paid_at ? "paid" : "unpaid"}) — used and claim disagree`);
+  for (const r of await sql`
+      SELECT o.id, i.product_id, i.unit_price_minor, p.price_minor,
+             (SELECT (v->>'priceMinor')::bigint FROM jsonb_array_elements(p.variants) v WHERE v->>'id' = i.variant_id::text) AS vprice,
+             (SELECT array_agg(n.negotiated_price_minor) FROM negotiation_offers n WHERE n.order_id = o.id AND n.product_id = i.product_id) AS claimed
+        FROM orders o JOIN order_items i ON i.order_id = o.id JOIN products p ON p.id = i.product_id
+       WHERE o.checkout_session_id IS NOT NULL AND o.status <> 'canceled' AND o.paid_at IS NOT NULL`) {
+    const list = r.vprice !== null ? Number(r.vprice) : Number(r.price_minor);
+    const claimed = ((r.claimed as string[] | null) ?? []).map(Number);
+    if (Number(r.unit_price_minor) < list && !claimed.includes(Number(r.unit_price_minor)))
+      problems.push(`order ${r.id}: ${r.product_id} sold at ${r.unit_price_minor} < list ${list} with no offer of that price claimed (${claimed.join(",") || "none"})`);
+    // a variant with its own price pays it beside the product's negotiated lines (the claim is the product's)
+    const ownPrice = r.vprice !== null && Number(r.vprice) !== Number(r.price_minor);
+    if (claimed.length > 0 && !ownPrice && !claimed.includes(Number(r.unit_price_minor))) problems.push(`order ${r.id}: claims offers at ${claimed.join(",")} but sells ${r.product_id} at ${r.unit_price_minor}`);
+  }
+  for (const r of await sql`SELECT order_id, product_id, count(*)::int AS n FROM negotiation_offers WHERE order_id IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1`)
+    problems.push(`order ${r.order_id} holds ${r.n} offers of ${r.product_id}`);
 
   // a coupon's use count is its claims
   for (const r of await sql`SELECT c.code, c.used_count, (SELECT count(*)::int FROM coupon_claims k WHERE k.store_slug = c.store_slug AND k.code = c.code) AS claims
@@ -327,9 +555,9 @@ const defaultMethod = (store: string): Token => (store === "demo-store" ? "MOCK"
 
 async function shortage(w: World, cart: MCart, stores: string[], afterTheCall: boolean): Promise<boolean> {
   for (const l of cart.lines) {
-    const p = w.products.find((x) => x.id === l.productId)!;
+    const p = productOf(w, l);
     if (!stores.includes(p.store)) continue;
-    if ((await available(w, l.productId, afterTheCall ? cart.id : undefined)) < l.quantity) return true;
+    if ((await available(w, l, afterTheCall ? cart.id : undefined)) < l.quantity) return true;
   }
   return false;
 }
@@ -513,11 +741,26 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
 
 /** The cart's orders as the database holds them, checked against the model: each paid store paid once. */
 async function syncOrders(w: World, m: Model, cart: MCart): Promise<void> {
-  const rows = await w.srv.db.sql<{ id: string; store_slug: string; status: string; total: string; refunded_minor: string }[]>`
-    SELECT id, store_slug, status, COALESCE(captured_minor, total_minor) AS total, refunded_minor FROM orders WHERE cart_id = ${cart.id} AND paid_at IS NOT NULL`;
+  const rows = await w.srv.db.sql<{ id: string; store_slug: string; status: string; total: string; priced: string; refunded_minor: string }[]>`
+    SELECT id, store_slug, status, COALESCE(captured_minor, total_minor) AS total, total_minor AS priced, refunded_minor FROM orders WHERE cart_id = ${cart.id} AND paid_at IS NOT NULL`;
   expect({ cart: cart.id, paid: rows.map((r) => r.store_slug).sort() }).toEqual({ cart: cart.id, paid: [...cart.paidStores].sort() });
   for (const r of rows) {
     if (m.orders.some((o) => o.id === r.id)) continue;
+    // a leg paid on a previewed session is priced at exactly the store's previewed total unless a price moved since
+    // (then never above it); the capture is that total (the invariants), or, for a capture that differed (the
+    // sandbox's tok_amount_mismatch) and the merchant accepted, what was captured
+    const previewed = cart.session?.previewed?.[r.store_slug];
+    if (previewed !== undefined && !cart.session?.moved) expect({ order: r.id, store: r.store_slug, priced: Number(r.priced) }).toEqual({ order: r.id, store: r.store_slug, priced: previewed });
+    else if (previewed !== undefined) expect({ order: r.id, store: r.store_slug, above: Number(r.priced) > previewed }).toEqual({ order: r.id, store: r.store_slug, above: false });
+    // the order records how it ships, as approved: the cart's destination (none: the domestic quote), its latest
+    // attempt's record standing (docs/checkout.md "The order records how it ships")
+    const [ev] = await w.srv.db.sql<{ country: string | null; postal: string | null }[]>`
+      SELECT data->'shipping'->>'countryCode' AS country, data->'shipping'->>'postalCode' AS postal FROM order_events
+       WHERE order_id = ${r.id} AND type IN ('created', 'payment_attempt') AND data ? 'shipping' ORDER BY id DESC LIMIT 1`;
+    expect({ order: r.id, ships: ev ? { country: ev.country, postal: ev.postal } : null }).toEqual({
+      order: r.id,
+      ships: { country: cart.dest?.country_code ?? null, postal: cart.dest?.postal_code ?? null },
+    });
     m.orders.push({
       id: r.id,
       cartId: cart.id,
@@ -525,7 +768,7 @@ async function syncOrders(w: World, m: Model, cart: MCart): Promise<void> {
       status: "paid",
       capturedMinor: Number(r.total),
       refundedMinor: Number(r.refunded_minor),
-      items: cart.lines.filter((l) => w.products.find((p) => p.id === l.productId)!.store === r.store_slug),
+      items: cart.lines.filter((l) => productOf(w, l).store === r.store_slug),
     });
   }
 }
@@ -566,27 +809,36 @@ class CreateCart implements Cmd {
   constructor(readonly lines: { product: number; quantity: number }[]) {}
   check = () => true;
   async run(m: Model, w: World): Promise<void> {
-    const merged = new Map<string, number>();
+    // repeated items of one product and variant merge into one line, in the order of their first item
+    const merged = new Map<string, { p: Product; quantity: number }>();
     for (const l of this.lines) {
       const p = pick(w.products, l.product);
-      merged.set(p.id, (merged.get(p.id) ?? 0) + l.quantity);
+      const k = stockKey(p.id, p.variantId);
+      merged.set(k, { p, quantity: (merged.get(k)?.quantity ?? 0) + l.quantity });
     }
-    const items = [...merged].map(([product_id, quantity]) => ({ product_id, quantity }));
-    let short = false;
-    for (const i of items) if ((await available(w, i.product_id)) < i.quantity) short = true;
+    const items = [...merged.values()].map(({ p, quantity }) => ({ product_id: p.id, ...(p.variantId ? { variant_id: p.variantId } : {}), quantity }));
+    // the lines are checked in order: the first line that names no variant of a product with variants, or that wants
+    // more than the stock not held (at the product's or the variant's level), refuses the cart
+    let refusal: { status: number; code: string } | null = null;
+    for (const { p, quantity } of merged.values()) {
+      if (p.needsVariant) refusal = { status: 400, code: "MISSING_REQUIRED_ARGUMENT" };
+      else if ((await available(w, { productId: p.id, variantId: p.variantId })) < quantity) refusal = { status: 400, code: "INVALID_ARGUMENT" };
+      if (refusal) break;
+    }
     const r = await call(w, "POST", "/api/v1/agent/cart", w.key.headers, { items });
     // a cart never takes more than the stock not held (the hold re-checks at payment)
-    expect(outcome(r)).toEqual(short ? { status: 400, code: "INVALID_ARGUMENT" } : { status: 201, code: null });
-    if (short) return;
-    const stores = [...new Set(items.map((i) => w.products.find((p) => p.id === i.product_id)!.store))].sort();
+    expect(outcome(r)).toEqual(refusal ?? { status: 201, code: null });
+    if (refusal) return;
+    const stores = [...new Set([...merged.values()].map(({ p }) => p.store))].sort();
     m.carts.push({
       id: String(r.body.data!.id),
-      lines: items.map((i) => ({ productId: i.product_id, quantity: i.quantity })),
+      lines: [...merged.values()].map(({ p, quantity }) => ({ productId: p.id, variantId: p.variantId, quantity })),
       stores,
       status: "OPEN",
       session: null,
       paidStores: new Set(),
       coupon: null,
+      dest: null,
     });
   }
   toString = () => `CreateCart(${JSON.stringify(this.lines)})`;
@@ -602,7 +854,8 @@ class ApplyCoupon implements Cmd {
       expect(outcome(r)).toEqual({ status: 409, code: "CART_NOT_MUTABLE" });
       return;
     }
-    const demoSubtotal = cart.lines.filter((l) => w.products.find((p) => p.id === l.productId)!.store === "demo-store").reduce((s, l) => s + l.quantity * w.products.find((p) => p.id === l.productId)!.priceMinor, 0);
+    let demoSubtotal = 0;
+    for (const l of cart.lines.filter((x) => productOf(w, x).store === "demo-store")) demoSubtotal += l.quantity * (await unitPrice(w, l));
     const reason =
       demoSubtotal === 0 ? "invalid" : this.code === "EXPIRED15" ? "expired" : this.code === "LIMITED50" ? "exhausted" : this.code === "FIVEOFF" && demoSubtotal < 2500 ? "below_minimum" : null;
     expect({ ...outcome(r), applied: r.body.data?.applied, reason: r.body.data?.reason ?? null }).toEqual({ status: 200, code: null, applied: reason === null, reason });
@@ -612,11 +865,20 @@ class ApplyCoupon implements Cmd {
 }
 
 class Preview implements Cmd {
-  constructor(readonly cart: number) {}
+  constructor(
+    readonly cart: number,
+    readonly dest: keyof typeof DESTINATIONS | null = null,
+    /** REST, or MCP preview_checkout on the demo store's endpoint (a cart with a demo-store line, no destination given). */
+    readonly via: "rest" | "mcp" = "rest",
+  ) {}
   check = (m: Readonly<Model>) => m.carts.length > 0;
   async run(m: Model, w: World): Promise<void> {
     const cart = pick(m.carts, this.cart);
-    const r = await call(w, "POST", "/api/v1/agent/checkout/preview", w.key.headers, { cartId: cart.id });
+    const dest = this.dest ? DESTINATIONS[this.dest]! : null;
+    const viaMcp = this.via === "mcp" && dest === null && cart.stores.includes("demo-store");
+    const r = viaMcp
+      ? await mcpCall(w, "preview_checkout", { cart_id: cart.id })
+      : await call(w, "POST", "/api/v1/agent/checkout/preview", w.key.headers, dest ? { cartId: cart.id, shipping: dest } : { cartId: cart.id });
     const s = cart.session;
     if (cart.status === "COMPLETED") {
       expect(r.status).toBe(409);
@@ -626,7 +888,26 @@ class Preview implements Cmd {
       expect(outcome(r)).toEqual({ status: 409, code: "CHECKOUT_STATUS_INVALID" });
       return;
     }
+    // a new destination once a merchant of the cart is paid: refused (the paid order ships on the approved one)
+    const changes = dest !== null && (cart.dest?.country_code !== dest.country_code || cart.dest?.postal_code !== dest.postal_code);
+    if (changes && cart.paidStores.size > 0) {
+      expect({ ...outcome(r), reason: r.body.details?.reason }).toEqual({ status: 409, code: "CHECKOUT_STATUS_INVALID", reason: "merchant_already_paid" });
+      return;
+    }
+    const to = dest ?? cart.dest;
+    const quotes = new Map<string, Zone | "unserved" | null>();
+    for (const store of cart.stores) quotes.set(store, await quoteZone(w, store, to));
+    const unserved = cart.stores.filter((st) => quotes.get(st) === "unserved");
+    if (unserved.length > 0) {
+      expect({ ...outcome(r), reason: r.body.details?.reason, slugs: [...((r.body.details?.merchant_slugs as string[] | undefined) ?? [])].sort() }).toEqual({ status: 403, code: "NOT_ELIGIBLE", reason: "destination_not_served", slugs: unserved });
+      // whether the refused preview kept the destination the docs do not say: the cart's view does
+      const c = await call(w, "GET", `/api/v1/agent/cart/${cart.id}`, w.key.headers);
+      const shown = c.body.data?.shipping as Destination | null;
+      cart.dest = shown ? { country_code: shown.country_code, postal_code: shown.postal_code } : null;
+      return;
+    }
     expect(outcome(r)).toEqual({ status: 200, code: null });
+    if (dest) cart.dest = dest;
     const id = String(r.body.data!.checkout_session_id);
     if (!s || s.id !== id || s.status !== "READY_FOR_PAYMENT") {
       // a new session: the paid legs carry over, the others start unpaid with no previous method
@@ -639,9 +920,77 @@ class Preview implements Cmd {
     }
     cart.status = "CHECKOUT";
     expect(r.body.data!.status).toBe("READY_FOR_PAYMENT");
+    // each merchant's totals: its lines at their prices, the zone's shipping for the destination (free at or above the
+    // zone's threshold after discount), and a total that adds up; the capture of its leg must be this total
+    const merchants: { merchant_slug: string; subtotal_minor: number; discount_minor: number; shipping_minor: number; tax_minor: number; total_minor: number; shipping_option: { option_id: string } | null }[] = r.body.data!.merchants ?? [];
+    const previewed: Record<string, number> = {};
+    for (const store of cart.stores) {
+      const got = merchants.find((x) => x.merchant_slug === store);
+      const lines = cart.lines.filter((l) => productOf(w, l).store === store);
+      let subtotal = 0;
+      for (const l of lines) subtotal += l.quantity * (await unitPrice(w, l));
+      const units = lines.reduce((t, l) => t + l.quantity, 0);
+      const zone = quotes.get(store) as Zone | null;
+      const discount = got?.discount_minor ?? 0;
+      const shipping = zone === null || (zone.freeOver !== null && subtotal - discount >= zone.freeOver) ? 0 : zone.base + zone.perItem * units;
+      const want = { store, subtotal, shipping, option: to && zone ? zone.id : null, total: subtotal - discount + shipping + (got?.tax_minor ?? 0) };
+      expect({ store, subtotal: got?.subtotal_minor, shipping: got?.shipping_minor, option: got?.shipping_option?.option_id ?? null, total: got?.total_minor }).toEqual(want);
+      previewed[store] = want.total;
+    }
+    cart.session!.previewed = previewed;
+    const units: Record<string, number> = {};
+    for (const l of cart.lines) units[stockKey(l.productId, l.variantId)] = await unitPrice(w, l);
+    cart.session!.previewedUnits = units;
+    cart.session!.moved = false;
     await expectCartStatus(w, cart);
   }
-  toString = () => `Preview(${this.cart})`;
+  toString = () => `Preview(${this.cart}${this.dest ? `, ${this.dest}` : ""}${this.via === "mcp" ? ", mcp" : ""})`;
+}
+
+/** The run's MCP session on the demo store's endpoint, as the run's key (connected on first use). */
+async function mcpOf(w: World): Promise<Connected> {
+  if (w.mcp && w.mcp.keyId === w.key.id) return w.mcp.conn;
+  await w.mcp?.conn.close().catch(() => {});
+  const conn = await connect(w.srv, { headers: w.key.headers, elicit: accept });
+  w.mcp = { keyId: w.key.id, conn };
+  return conn;
+}
+
+/**
+ * complete_checkout over MCP, answered as REST would answer it: an error result is its code's status with the same
+ * envelope fields, a payment waiting for the buyer 202 user_action_required, a completed one 200.
+ */
+async function mcpComplete(w: World, args: { checkout_session_id: string; idempotency_key: string; payment_method: string }): Promise<Answer> {
+  return mcpCall(w, "complete_checkout", args);
+}
+
+/** A checkout tool over MCP, answered as REST would answer it (see mcpComplete). */
+async function mcpCall(w: World, tool: string, args: Record<string, unknown>): Promise<Answer> {
+  const res = await (await mcpOf(w)).call(tool, args);
+  const sc = (res.structuredContent ?? {}) as Record<string, any>;
+  let answer: Answer;
+  if (res.isError) {
+    const e = (sc.error ?? {}) as { code?: string; message?: string; details?: Record<string, any> };
+    const code = e.code ?? "";
+    answer = { status: isErrorCode(code) ? ERROR_TABLE[code].http : 500, body: { success: false, error: e.message, code, details: e.details ?? {} } };
+  } else if (sc.status === "PENDING_EXTERNAL_CONFIRMATION") answer = { status: 202, body: { success: false, error: "waiting for the buyer", code: "user_action_required", details: sc } };
+  else answer = { status: 200, body: { success: true, data: sc } };
+  w.trace.push(`MCP ${tool} ${JSON.stringify(args)} -> ${answer.status} ${typeof answer.body.code === "string" ? answer.body.code : ""}`);
+  if (answer.body.success === false) w.trace.push(`  ! ${JSON.stringify({ error: answer.body.error, details: answer.body.details }).slice(0, 700)}`);
+  assertEnvelope(`MCP ${tool}`, answer);
+  return answer;
+}
+
+/** The approval links of the session's legs waiting for the buyer, as the processor holds them (an MCP answer names one). */
+async function learnLinks(w: World, cart: MCart): Promise<void> {
+  const s = cart.session;
+  if (!s) return;
+  for (const leg of s.legs.filter((l) => l.status === "awaiting" && !l.link)) {
+    const [o] = await w.srv.db.sql<{ intent_id: string | null }[]>`SELECT intent_id FROM orders WHERE checkout_session_id = ${s.id} AND store_slug = ${leg.store}`;
+    if (!o?.intent_id) continue;
+    const [i] = await w.srv.db.sql<{ approval_token: string | null }[]>`SELECT approval_token FROM sandbox_ledger_intents WHERE intent_id = ${o.intent_id}`;
+    leg.link = i?.approval_token ? `${w.srv.url}/api/v1/sandbox/payments/${o.intent_id}/${i.approval_token}` : null;
+  }
 }
 
 class Complete implements Cmd {
@@ -650,6 +999,8 @@ class Complete implements Cmd {
     readonly methods: (Token | null)[] | null,
     readonly keyChoice: "bound" | "fresh",
     readonly concurrent: boolean,
+    /** REST, or MCP complete_checkout on the demo store's endpoint (a previewed session with a demo-store line). */
+    readonly via: "rest" | "mcp" = "rest",
   ) {}
   check = (m: Readonly<Model>) => m.carts.length > 0;
   async run(m: Model, w: World): Promise<void> {
@@ -657,6 +1008,8 @@ class Complete implements Cmd {
     if (cart.status === "COMPLETED" && !cart.session) return;
     // no session yet: the one-call checkout previews and pays in one turn, as a new session would be paid
     const oneCall = cart.session === null;
+    // MCP pays a previewed session with one payment_method for every store, the human asked (and approving) first
+    const viaMcp = this.via === "mcp" && !oneCall && !this.concurrent && cart.stores.includes("demo-store");
     if (oneCall) {
       cart.session = { id: "", status: "READY_FOR_PAYMENT", key: null, legs: cart.stores.map((store) => ({ store, status: cart.paidStores.has(store) ? "captured" : "unpaid", lastMethod: null, link: null, decision: null })) };
       cart.status = "CHECKOUT";
@@ -664,7 +1017,10 @@ class Complete implements Cmd {
     const s = cart.session!;
     const key = this.keyChoice === "bound" && s.key ? s.key : this.keyChoice === "bound" ? crypto.randomUUID() : crypto.randomUUID();
     let methods: Record<string, Token> | undefined;
-    if (this.methods) {
+    if (viaMcp) {
+      const t = this.methods?.find((x) => x !== null) ?? "MOCK";
+      methods = Object.fromEntries(cart.stores.map((store) => [store, t]));
+    } else if (this.methods) {
       methods = {};
       cart.stores.forEach((store, i) => {
         const t = this.methods![i % this.methods!.length];
@@ -678,13 +1034,23 @@ class Complete implements Cmd {
       if (distinct.size === 1 && Object.keys(methods).length === cart.stores.length) body.payment_method = [...distinct][0];
       else body.payment_methods = methods;
     }
-    const first = await predictComplete(w, cart, key, methods);
-    const answers = this.concurrent
+    // a price that moved since the preview (an offer used, expired or newly negotiated) or an offer another order holds:
+    // the model follows the service (reconfirmation and negotiated_price_used are not predicted), the invariants decide
+    const moved = await pricesMoved(w, cart);
+    s.moved = moved;
+    // the one-call previews as it pays: the session it opens is priced at the prices of now
+    const unitsNow: Record<string, number> = {};
+    if (oneCall) for (const l of cart.lines) unitsNow[stockKey(l.productId, l.variantId)] = await unitPrice(w, l);
+    const first = moved ? null : await predictComplete(w, cart, key, methods);
+    const answers = viaMcp
+      ? [await mcpComplete(w, { checkout_session_id: s.id, idempotency_key: key, payment_method: Object.values(methods!)[0]! })]
+      : this.concurrent
       ? await Promise.all([call(w, "POST", "/api/v1/agent/checkout", w.key.headers, body), call(w, "POST", "/api/v1/agent/checkout", w.key.headers, body)])
       : [await call(w, "POST", "/api/v1/agent/checkout", w.key.headers, body)];
     if (oneCall) {
       const id = answers.map((a) => a.body.data?.checkout_session_id ?? a.body.details?.checkout_session_id).find((x) => typeof x === "string");
       s.id = typeof id === "string" ? id : "";
+      s.previewedUnits = unitsNow;
       if (!s.id) {
         // a refusal that does not name the session (a bad method, after the one-call preview made it): the cart says
         const c = await call(w, "GET", `/api/v1/agent/cart/${cart.id}`, w.key.headers);
@@ -699,6 +1065,7 @@ class Complete implements Cmd {
       for (const a of answers) if (a.status === 503) expect({ code: a.body.code, status: a.body.details?.status }).toEqual({ code: "UPSTREAM_UNAVAILABLE", status: "SETTLEMENT_UNKNOWN" });
     }
     if (first === null) {
+      if (!this.concurrent && answers[0]!.body.code === "STATE_RECONFIRMATION_REQUIRED") await this.reconfirm(w, cart, answers[0]!, viaMcp ? { checkout_session_id: s.id, idempotency_key: key, payment_method: Object.values(methods!)[0]! } : body, viaMcp);
       // the model cannot say (a lost answer, a settling session): learn the session's state from the cart
       await this.learn(m, w, cart, key);
       return;
@@ -751,8 +1118,30 @@ class Complete implements Cmd {
       for (const x of answers.filter((y) => y.body.code === "CHECKOUT_ALREADY_IN_PROGRESS" && y.body.details?.order_ids))
         expect([...(x.body.details!.order_ids as string[])].sort()).toEqual(rows.map((r) => r.id).sort());
     }
+    if (viaMcp) await learnLinks(w, cart);
     await syncOrders(w, m, cart);
     await expectCartStatus(w, cart);
+  }
+
+  /**
+   * The buyer confirms the moved state: the same call again with `reconfirmed_state_hash` (docs/checkout.md "State
+   * hash"). Paid, the merchants it paid are priced at exactly the total the refusal named (`current_total_minor`),
+   * which from then on stands for the session's preview.
+   */
+  private async reconfirm(w: World, cart: MCart, refusal: Answer, body: Record<string, unknown>, viaMcp: boolean): Promise<void> {
+    const hash = refusal.body.details?.reconfirm_state_hash;
+    const reasons: { code?: string; current_total_minor?: number }[] = refusal.body.details?.reasons ?? [];
+    const current = reasons.find((r) => typeof r.current_total_minor === "number")?.current_total_minor;
+    if (typeof hash !== "string") return;
+    const paidBefore = new Set((await w.srv.db.sql<{ store_slug: string }[]>`SELECT store_slug FROM orders WHERE cart_id = ${cart.id} AND paid_at IS NOT NULL`).map((r) => r.store_slug));
+    const again = viaMcp
+      ? await mcpCall(w, "complete_checkout", { ...body, reconfirmed_state_hash: hash })
+      : await call(w, "POST", "/api/v1/agent/checkout", w.key.headers, { ...body, reconfirmed_state_hash: hash });
+    if (cart.session) cart.session.previewed = undefined; // the reconfirmed state replaces the preview's
+    if (again.status !== 200 || current === undefined) return;
+    const rows = await w.srv.db.sql<{ store_slug: string; total_minor: string }[]>`SELECT store_slug, total_minor FROM orders WHERE cart_id = ${cart.id} AND paid_at IS NOT NULL`;
+    const newly = rows.filter((r) => !paidBefore.has(r.store_slug)).reduce((t, r) => t + Number(r.total_minor), 0);
+    expect({ cart: cart.id, reconfirmed: current, paid: newly }).toEqual({ cart: cart.id, reconfirmed: current, paid: current });
   }
 
   /** After a lost answer: the cart says where the session is; the model follows it (captured legs from the orders). */
@@ -761,7 +1150,7 @@ class Complete implements Cmd {
     await resyncCart(w, m, cart);
     if (cart.session && before && cart.session.id === before.id) cart.session.key = before.key ?? key;
   }
-  toString = () => `Complete(${this.cart}, ${JSON.stringify(this.methods)}, ${this.keyChoice}${this.concurrent ? ", concurrent" : ""})`;
+  toString = () => `Complete(${this.cart}, ${JSON.stringify(this.methods)}, ${this.keyChoice}${this.concurrent ? ", concurrent" : ""}${this.via === "mcp" ? ", mcp" : ""})`;
 }
 
 class Decide implements Cmd {
@@ -786,6 +1175,11 @@ class CancelSession implements Cmd {
   check = (m: Readonly<Model>) => m.carts.some((c) => c.session !== null);
   async run(m: Model, w: World): Promise<void> {
     const cart = pick(m.carts.filter((c) => c.session !== null), this.cart);
+    if (cart.session!.status === "SETTLEMENT_UNKNOWN") {
+      // a lost answer settles on its own (the session's timer): where it stands now is read back first
+      await resyncCart(w, m, cart);
+      if (!cart.session) return;
+    }
     const s = cart.session!;
     // another key cannot tell the session exists
     const foreign = await call(w, "POST", `/api/v1/agent/checkout/${s.id}/cancel`, w.other.headers);
@@ -1003,7 +1397,9 @@ async function resyncCart(w: World, m: Model, cart: MCart): Promise<void> {
   const status: SessionStatus = st === "IN_PROGRESS" ? "SETTLEMENT_UNKNOWN" : st;
   if (status === "SETTLEMENT_UNKNOWN") w.unsettledSessions.add(sid);
   else w.unsettledSessions.delete(sid);
-  cart.session = { id: sid, status, key, legs };
+  // what the session's preview priced stays the model's (the service does not show it again)
+  const prev = cart.session?.id === sid ? cart.session : null;
+  cart.session = { id: sid, status, key, legs, previewed: prev?.previewed, previewedUnits: prev?.previewedUnits, moved: prev?.moved };
   await syncOrders(w, m, cart);
 }
 
@@ -1252,6 +1648,114 @@ class MerchantReconcile implements Cmd {
   toString = () => `MerchantReconcile(${this.cart}, ${this.action})`;
 }
 
+/**
+ * The agent bids on a product (POST /agent/negotiate): at 98 % of the list price (accepted by the demo store's rules,
+ * auto-accept 95 %), 90 % (countered at the midpoint, never below the auto-accept price) or 70 % (below the 80 % floor:
+ * rejected); greenleaf-living does not negotiate; at most 3 bids per key and product.
+ */
+class Negotiate implements Cmd {
+  constructor(readonly product: number, readonly percent: 98 | 90 | 70) {}
+  check = () => true;
+  async run(_m: Model, w: World): Promise<void> {
+    const p = pick(w.products.filter((x) => !x.needsVariant), this.product);
+    const [row] = await w.srv.db.sql<{ price_minor: string; rounds: number }[]>`
+      SELECT price_minor, (SELECT count(*)::int FROM negotiation_offers WHERE agent_key_id = ${w.key.id} AND product_id = ${p.id}) AS rounds FROM products WHERE id = ${p.id}`;
+    const list = Number(row!.price_minor);
+    const bid = Math.ceil((list * this.percent) / 100);
+    const r = await call(w, "POST", "/api/v1/agent/negotiate", w.key.headers, { productId: p.id, merchantSlug: p.store, bidPrice: bid / 100, currency: "USD" });
+    const autoAccept = Math.ceil((list * 95) / 100);
+    const want =
+      p.store !== "demo-store"
+        ? { status: "rejected", reason: "negotiation_not_enabled", price: null }
+        : row!.rounds >= 3
+          ? { status: "rejected", reason: "max_rounds_reached", price: null }
+          : this.percent === 98
+            ? { status: "accepted", reason: null, price: Math.min(bid, list) / 100 }
+            : this.percent === 90
+              ? { status: "countered", reason: null, price: null }
+              : { status: "rejected", reason: "below_floor", price: null };
+    expect({ ...outcome(r), st: r.body.data?.status, reason: r.body.data?.reason ?? null, price: r.body.data?.negotiatedPrice ?? null }).toEqual({ status: 200, code: null, st: want.status, reason: want.reason, price: want.price });
+    if (want.status === "countered") expect(Math.round(Number(r.body.data?.counterPrice) * 100)).toBe(Math.min(list, Math.max(autoAccept, Math.round((bid + list) / 2))));
+  }
+  toString = () => `Negotiate(${this.product}, ${this.percent}%)`;
+}
+
+/**
+ * Time passes for an offer: the key's latest accepted, unused offer of a product reaches its expiry (its expires_at is
+ * moved to the past, the one row a clock would change; the service reads it as any expired offer). A cart then prices
+ * the list price; a session previewed with the offer meets the moved price at payment.
+ */
+class ExpireOffer implements Cmd {
+  constructor(readonly product: number) {}
+  check = () => true;
+  async run(_m: Model, w: World): Promise<void> {
+    const p = pick(w.products.filter((x) => !x.needsVariant && x.store === "demo-store"), this.product);
+    const o = await latestOffer(w, p.id);
+    if (!o || !o.live) return;
+    await w.srv.db.sql`UPDATE negotiation_offers SET expires_at = ${new Date((w.clock?.now() ?? Date.now()) - 1000)} WHERE id = ${o.id}`;
+    w.trace.push(`  (offer ${o.id} of ${p.id} expired)`);
+  }
+  toString = () => `ExpireOffer(${this.product})`;
+}
+
+/**
+ * Time passes (the server's manual clock moves on): 16 min (every negotiated offer lapses: 15 min), 31 min (every
+ * session READY_FOR_PAYMENT expires: 30 min after entering the status) or 61 min (every session waiting for the buyer
+ * expires too: 1 h). The clock stands still between these commands, so every session has been in its status at least
+ * as long as the advance. An expired session ends as a cancel does: nothing of it is paid any more, its holds are
+ * released, a cart with nothing paid is OPEN again, a partly paid one stays CHECKOUT (docs/checkout.md "Expiry").
+ * A session in a status the advance does not decide (READY after 16 min, waiting after 31) is read back.
+ */
+class TimePasses implements Cmd {
+  constructor(readonly minutes: 16 | 31 | 61) {}
+  check = () => true;
+  async run(m: Model, w: World): Promise<void> {
+    if (!w.clock) return;
+    const live = m.carts.filter((c) => c.session && ["READY_FOR_PAYMENT", "PENDING_EXTERNAL_CONFIRMATION"].includes(c.session.status));
+    const expires = (c: MCart) =>
+      (c.session!.status === "READY_FOR_PAYMENT" && this.minutes >= 31) || (c.session!.status === "PENDING_EXTERNAL_CONFIRMATION" && this.minutes >= 61);
+    const predicted = live.filter(expires);
+    w.clock.advance(this.minutes * 60_000);
+    // the sessions' timers run on the server's reminder poll: wait until every predicted expiry is visible (read-only)
+    for (const cart of predicted) {
+      for (let i = 0; i < 80; i++) {
+        const r = await w.srv.json(`/api/v1/agent/cart/${cart.id}`, { headers: w.key.headers });
+        const st = (r.body as { data?: { checkout_status?: string | null } })?.data?.checkout_status ?? null;
+        if (st !== "READY_FOR_PAYMENT" && st !== "PENDING_EXTERNAL_CONFIRMATION") break;
+        await Bun.sleep(100);
+      }
+    }
+    // the undecided ones are read back after the reminder poll had its turn
+    // so are the sessions whose answer was lost: their timer settles them once time has passed
+    const settling = m.carts.filter((c) => c.session?.status === "SETTLEMENT_UNKNOWN");
+    if (live.length > predicted.length || settling.length > 0) await Bun.sleep(500);
+    for (const cart of settling) await resyncCart(w, m, cart);
+    // the operator's and the stranger's log-ins and the other tenant's key are renewed, as their owners would
+    w.admin = await login(w.srv);
+    w.stranger = await login(w.srv, merchantLogin("cozy-paws-supply"));
+    w.other = await createKey(w.srv, { scopes: ALL_SCOPES });
+    for (const cart of live) {
+      const before = cart.session!;
+      if (expires(cart)) {
+        before.status = "CANCELED"; // ended unpaid (EXPIRED answers as CANCELED does: SESSION_INACTIVE)
+        if (cart.paidStores.size === 0) {
+          cart.status = "OPEN";
+          cart.session = null;
+        }
+        await expectCartStatus(w, cart);
+        const pending = await w.srv.db.sql<{ id: string }[]>`SELECT id FROM orders WHERE checkout_session_id = ${before.id} AND status = 'pending'`;
+        expect({ session: before.id, pending: pending.map((o) => o.id) }).toEqual({ session: before.id, pending: [] });
+        await syncOrders(w, m, cart);
+      } else {
+        await resyncCart(w, m, cart);
+        if (!cart.session && before.key && cart.status === "CHECKOUT") cart.session = { ...before, status: "CANCELED" };
+
+      }
+    }
+  }
+  toString = () => `TimePasses(${this.minutes} min)`;
+}
+
 /** Runs a command, then checks every invariant. */
 class Checked implements Cmd {
   constructor(readonly inner: Cmd) {}
@@ -1284,14 +1788,19 @@ export function commandArbitraries(opts: CommandOptions = {}): fc.Arbitrary<Cmd>
   // the buyer's approval is the path with the most steps (link, decision, resume): weighted up
   const token = fc.oneof(...tokens.map((t) => ({ arbitrary: fc.constant(t), weight: t === "tok_needs_approval" ? 4 : t === "tok_approve" ? 2 : 1 })));
   const wrap = <T extends Cmd>(a: fc.Arbitrary<T>) => a.map((c) => new Checked(c) as Cmd);
-  const createCart = wrap(fc.array(fc.record({ product: fc.nat({ max: 5 }), quantity: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 3 }).map((l) => new CreateCart(l)));
+  // the last catalog entry is the product with variants named without one (always refused): picked rarely
+  const product = fc.oneof({ arbitrary: fc.nat({ max: 6 }), weight: 20 }, { arbitrary: fc.constant(7), weight: 1 });
+  const createCart = wrap(fc.array(fc.record({ product, quantity: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 3 }).map((l) => new CreateCart(l)));
   const methods = fc.option(fc.array(fc.option(token, { nil: null }), { minLength: 1, maxLength: 2 }), { nil: null });
   const complete = wrap(
     fc
       .tuple(idx, methods, fc.constantFrom("bound", "bound", "bound", "fresh") as fc.Arbitrary<"bound" | "fresh">, opts.concurrent === false ? fc.constant(false) : fc.boolean())
       .map(([c, m, k, conc]) => new Complete(c, m, k, conc)),
   );
-  const preview = wrap(idx.map((c) => new Preview(c)));
+  const mcpComplete = wrap(fc.tuple(idx, methods, fc.constantFrom("bound", "bound", "bound", "fresh") as fc.Arbitrary<"bound" | "fresh">).map(([c, m, k]) => new Complete(c, m, k, false, "mcp")));
+  const destination = fc.oneof({ arbitrary: fc.constant(null), weight: 4 }, { arbitrary: fc.constantFrom(...(Object.keys(DESTINATIONS) as (keyof typeof DESTINATIONS)[])), weight: 3 });
+  const preview = wrap(fc.tuple(idx, destination).map(([c, d]) => new Preview(c, d)));
+  const mcpPreview = wrap(idx.map((c) => new Preview(c, null, "mcp")));
   const decide = wrap(fc.tuple(idx, fc.array(fc.constantFrom("approve", "approve", "reject") as fc.Arbitrary<"approve" | "reject">, { minLength: 1, maxLength: 2 })).map(([c, d]) => new Decide(c, d)));
   const requestRefund = wrap(fc.tuple(idx, fc.constantFrom("omitted", "zero", "one", "half", "exact", "over") as fc.Arbitrary<AmountChoice>).map(([o, a]) => new RequestRefund(o, a)));
   const decideRefund = wrap(fc.tuple(idx, fc.constantFrom("approve", "approve", "reject") as fc.Arbitrary<"approve" | "reject">).map(([f, d]) => new DecideRefund(f, d)));
@@ -1304,9 +1813,12 @@ export function commandArbitraries(opts: CommandOptions = {}): fc.Arbitrary<Cmd>
     wrap(fc.tuple(idx, fc.constantFrom("WELCOME10", "FIVEOFF", "EXPIRED15", "LIMITED50") as fc.Arbitrary<"WELCOME10" | "FIVEOFF" | "EXPIRED15" | "LIMITED50">).map(([c, code]) => new ApplyCoupon(c, code))),
     preview,
     preview,
+    mcpPreview,
     complete,
     complete,
     complete,
+    mcpComplete,
+    mcpComplete,
     decide,
     decide,
     wrap(idx.map((c) => new CancelSession(c))),
@@ -1323,6 +1835,10 @@ export function commandArbitraries(opts: CommandOptions = {}): fc.Arbitrary<Cmd>
     wrap(fc.tuple(idx, fc.constantFrom("accept", "refund") as fc.Arbitrary<"accept" | "refund">).map(([c, a]) => new MerchantReconcile(c, a))),
     wrap(fc.tuple(idx, fc.constantFrom("agent", "merchant") as fc.Arbitrary<"agent" | "merchant">).map(([c, who]) => new CancelPendingOrder(c, who))),
     wrap(fc.tuple(idx, fc.constantFrom("same", "other_amount") as fc.Arbitrary<"same" | "other_amount">).map(([o, r]) => new RefundWithKey(o, r))),
+    wrap(fc.tuple(fc.nat({ max: 6 }), fc.constantFrom(98, 98, 98, 90, 70) as fc.Arbitrary<98 | 90 | 70>).map(([p, pct]) => new Negotiate(p, pct))),
+    wrap(fc.tuple(fc.nat({ max: 6 }), fc.constantFrom(98, 98, 90) as fc.Arbitrary<98 | 90 | 70>).map(([p, pct]) => new Negotiate(p, pct))),
+    wrap(fc.nat({ max: 4 }).map((p) => new ExpireOffer(p))),
+    wrap((fc.constantFrom(16, 31, 61) as fc.Arbitrary<16 | 31 | 61>).map((t) => new TimePasses(t))),
     ...(opts.races === false
       ? []
       : [
@@ -1362,13 +1878,27 @@ export function commandArbitraries(opts: CommandOptions = {}): fc.Arbitrary<Cmd>
  * would), so every run can buy; the stock baseline moves by what was added.
  */
 export async function restock(w: World): Promise<void> {
-  for (const p of w.products.filter((x) => x.tracked)) {
+  for (const p of w.products.filter((x) => x.tracked && !x.needsVariant && !x.variantId)) {
     const f = await stockFacts(w.srv, p.id);
     if (f.stock - f.reserved >= 6) continue;
     const to = f.reserved + 10;
     const r = await call(w, "PATCH", `/api/v1/merchant/stores/${p.store}/inventory`, merchant(w), { items: [{ productId: p.id, stockQuantity: to }] });
     expect({ ...outcome(r), updated: r.body.data?.updated }).toEqual({ status: 200, code: null, updated: 1 });
     w.stockBaseline.set(p.id, w.stockBaseline.get(p.id)! + (to - f.stock));
+  }
+  // a variant is restocked by its own level (its product's stock is the roll-up, and moves with it); small, so the
+  // variants' shortages keep happening
+  for (const p of w.products.filter((x) => x.tracked && x.variantId)) {
+    const key = stockKey(p.id, p.variantId);
+    const f = await stockFacts(w.srv, key);
+    if (f.inStock && f.stock - f.reserved >= 2) continue;
+    const before = await stockFacts(w.srv, p.id);
+    const to = f.reserved + 3;
+    const r = await call(w, "PATCH", `/api/v1/merchant/stores/${p.store}/inventory`, merchant(w), { items: [{ productId: p.id, variantId: p.variantId, stockQuantity: to }] });
+    expect({ ...outcome(r), updated: r.body.data?.updated }).toEqual({ status: 200, code: null, updated: 1 });
+    const after = await stockFacts(w.srv, p.id);
+    w.stockBaseline.set(key, w.stockBaseline.get(key)! + (to - f.stock));
+    w.stockBaseline.set(p.id, w.stockBaseline.get(p.id)! + (after.stock - before.stock));
   }
 }
 

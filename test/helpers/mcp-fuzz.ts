@@ -318,10 +318,24 @@ export function mutationArb(s: JsonSchema, valid: fc.Arbitrary<Record<string, un
   });
 }
 
-/** `count` cases for one tool, deterministic for `seed`: `valid` valid-looking ones, the rest mutated. */
-export function casesFor(tool: ToolEntry, pools: Pools, seed: number, valid: number, mutated: number): FuzzCase[] {
-  const arb = objectArb(tool.inputSchema, pools);
-  const ok = fc.sample(arb, { seed, numRuns: valid }).map((args) => ({ label: "valid", args }));
+/**
+ * Coherent arguments of a tool, by its name, that the test built through the tools before the run: ids of resources
+ * in the state the tool needs (an open cart only this tool edits, a previewed session only this tool pays or cancels,
+ * a pending order, a provisioned wallet) with the other arguments agreeing with them (the cart's own product, the
+ * store's coupon, a bid its rules accept). Sent as they are (label `seeded`) and mutated, beside generated ones, so the
+ * tool's success path and its outputSchema are exercised.
+ */
+export type Seeds = Partial<Record<string, readonly Record<string, unknown>[]>>;
+
+/**
+ * `count` cases for one tool, deterministic for `seed`: `valid` valid-looking ones (half of them the tool's seeds,
+ * when it has any), the rest mutated (from either).
+ */
+export function casesFor(tool: ToolEntry, pools: Pools, seed: number, valid: number, mutated: number, seeds: Seeds = {}): FuzzCase[] {
+  const own = seeds[tool.name] ?? [];
+  const generated = objectArb(tool.inputSchema, pools);
+  const arb = own.length > 0 ? fc.oneof(generated, fc.constantFrom(...own)) : generated;
+  const ok = fc.sample(arb, { seed, numRuns: valid }).map((args) => ({ label: own.includes(args) ? "seeded" : "valid", args: own.includes(args) ? structuredClone(args) : args }));
   const bad = mutated > 0 ? fc.sample(mutationArb(tool.inputSchema, arb), { seed: seed + 1, numRuns: mutated }) : [];
   return [...ok, ...bad];
 }

@@ -122,10 +122,29 @@ export interface KnownValues {
   spareKeys: string[];
   coupons: string[];
   slugs: string[];
+  /**
+   * Coherent requests of an operation, by its key (`METHOD /path`), that the test built through the API before the
+   * run: a path with the ids of resources in the state the operation needs (a cart of the caller still open, a refund
+   * still pending, a webhook with a delivery, an approval link of a waiting payment, an OAuth client with its secret,
+   * a signed AP2 mandate, ...) and a body whose fields agree with one another and with that state. The generator sends
+   * them (kind `seeded`) beside its own valid-looking requests, and mutates their bodies too, so the operation's
+   * success path and its 2xx schema are exercised, and its bad-input checks are reached past the lookups.
+   */
+  seeds?: Record<string, Seed[]>;
+}
+
+/** The kinds of id a path parameter or a body field may name (KnownValues' pools). */
+type PoolKind = Exclude<keyof KnownValues, "seeds">;
+
+/** One coherent request (see KnownValues.seeds): path and query as sent, the body, and headers beyond the credential. */
+export interface Seed {
+  url: string;
+  body?: unknown;
+  headers?: Record<string, string>;
 }
 
 /** What a path parameter or a body field names, from its name and (for a bare `id`) the path around it. */
-function kindOf(name: string, path: string): keyof KnownValues | undefined {
+function kindOf(name: string, path: string): PoolKind | undefined {
   const n = name.toLowerCase();
   if (/slug/.test(n)) return "slugs";
   if (n === "product_id" || n === "productid" || n === "productids") return "products";
@@ -370,7 +389,7 @@ export type Credentials = Record<AuthKind | "foreign", Record<string, string>>;
 
 export interface FuzzRequest {
   /** which generator made it (for the report) */
-  kind: "valid" | "mutated" | "raw-body" | "content-type" | "path" | "query" | "auth";
+  kind: "valid" | "seeded" | "mutated" | "raw-body" | "content-type" | "path" | "query" | "auth";
   method: string;
   /** path and query string, as sent */
   url: string;
@@ -541,6 +560,24 @@ export function requestsFor(d: DocOperation, doc: OpenApiDoc, known: KnownValues
     headers: headersFor(bodyType, k),
     body: encodeBody(bodyType, b),
   }));
+  // coherent requests the test set up (KnownValues.seeds), as they are and with their bodies mutated
+  const seeds = known.seeds?.[d.key] ?? [];
+  const seedHeaders = (s: Seed, k: string | undefined, withBody: boolean) => ({ ...headersFor(withBody ? bodyType : undefined, k), ...(s.headers ?? {}) });
+  const seeded: fc.Arbitrary<FuzzRequest> | undefined = seeds.length
+    ? fc.tuple(fc.constantFrom(...seeds), fc.uuid()).map(([s, k]) => ({
+        kind: "seeded",
+        method: d.method,
+        url: s.url,
+        headers: seedHeaders(s, k, s.body !== undefined),
+        ...(s.body !== undefined ? { body: encodeBody(bodyType, s.body) } : {}),
+      }))
+    : undefined;
+  const seededMutated: fc.Arbitrary<FuzzRequest> | undefined = seeds.some((s) => s.body !== undefined)
+    ? fc
+        .constantFrom(...seeds.filter((s) => s.body !== undefined))
+        .chain((s) => fc.tuple(fc.constant(s), mutate(fc.constant(s.body)), fc.uuid()))
+        .map(([s, b, k]) => ({ kind: "mutated", method: d.method, url: s.url, headers: seedHeaders(s, k, true), body: encodeBody(bodyType, b) }))
+    : undefined;
   const rawBody: fc.Arbitrary<FuzzRequest> = fc
     .tuple(
       goodPath,
@@ -597,11 +634,13 @@ export function requestsFor(d: DocOperation, doc: OpenApiDoc, known: KnownValues
   }));
 
   const kinds: { arbitrary: fc.Arbitrary<FuzzRequest>; weight: number }[] = [
-    { arbitrary: valid, weight: 5 },
+    { arbitrary: valid, weight: seeded ? 3 : 5 },
+    ...(seeded ? [{ arbitrary: seeded, weight: 5 }] : []),
+    ...(seededMutated ? [{ arbitrary: seededMutated, weight: 3 }] : []),
     { arbitrary: badQuery, weight: 1 },
     { arbitrary: badAuth, weight: auth ? 2 : 0 },
     { arbitrary: badPath, weight: pathParams.length ? 3 : 0 },
-    { arbitrary: mutated, weight: hasBody && media ? 5 : 0 },
+    { arbitrary: mutated, weight: hasBody && media ? (seededMutated ? 2 : 5) : 0 },
     { arbitrary: rawBody, weight: hasBody ? 3 : 0 },
     { arbitrary: contentType, weight: hasBody ? 1 : 0 },
   ].filter((k) => k.weight > 0);
