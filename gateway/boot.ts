@@ -18,12 +18,11 @@ import { bootHooks, type Role } from "../infra/boot-hooks.ts";
 import { checkRoleConfig, loadConfig, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
 import { openDatabase, type Database } from "../infra/db.ts";
 import { log, setLogLevel } from "../infra/log.ts";
-import { registerPartitionSource, registry } from "../infra/metrics.ts";
+import { registerPartitionSource } from "../infra/metrics.ts";
 import { primeLoginTiming } from "../infra/passwords.ts";
 import { createApp } from "./app.ts";
 import { SERVER_BODY_CAP } from "./plugins/body-limit.ts";
-import { requestIdFor } from "./plugins/request-id.ts";
-import { errorBody } from "./envelope.ts";
+import { actorHostFetch } from "./plugins/metrics.ts";
 import type { Services } from "./services.ts";
 import type { GatewayModule } from "./rest/index.ts";
 import type { McpGateway } from "./mcp/server.ts";
@@ -190,14 +189,8 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       const metricsServer = Bun.serve({
         hostname: config.HOST,
         port: config.METRICS_PORT,
-        // every answer carries X-Request-Id like the gateway's (audit O-3), and a 404 is the service's envelope
-        async fetch(req) {
-          const path = new URL(req.url).pathname;
-          const headers = { "x-request-id": requestIdFor(req) };
-          if (path === "/metrics") return new Response(await registry.metrics(), { headers: { ...headers, "content-type": registry.contentType } });
-          if (path === "/health") return Response.json({ success: true, data: { role: "actors", status: "ok" } }, { headers });
-          return Response.json(errorBody("route_not_found", "No such route on an actor host: it answers /metrics and /health."), { status: 404, headers });
-        },
+        // /metrics under the API port's rule (METRICS_TOKEN), /health, else the service's 404 envelope
+        fetch: actorHostFetch(config),
       });
       port = metricsServer.port ?? 0;
       url = `http://${config.HOST}:${port}`;

@@ -1,10 +1,12 @@
 /** Request counts and latency histograms by route template and status, and GET /metrics (Prometheus text). */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
-import { fail } from "../../actors/runtime/errors.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import type { Config } from "../../infra/config.ts";
 import { logEnabled } from "../../infra/log.ts";
 import { httpStatsFor, recordHttpRequest, registry } from "../../infra/metrics.ts";
+import { errorBody } from "../envelope.ts";
+import { requestIdFor } from "./request-id.ts";
 import { learnAgentRoutes, logAnswered, unroutedLabel } from "./request-log.ts";
 
 const debugAccessLog = () => logEnabled("debug");
@@ -38,7 +40,7 @@ export function isMetricsPath(path: string): boolean {
   return path === METRICS_PATH || path === METRICS_PATH + "/";
 }
 
-/** What a scrape of the API port's /metrics needs (docs/operations.md, "Metrics"; audit X-5). */
+/** What a scrape of /metrics needs, on a gateway's API port and an actor host's METRICS_PORT alike (docs/operations.md, "Metrics"; audit X-5). */
 export type MetricsAccess = "open" | "token" | "off";
 
 /**
@@ -46,7 +48,8 @@ export type MetricsAccess = "open" | "token" | "off";
  * - unset, NODE_ENV=production: not served on the API port (a 404 like any unknown path): the text gives traffic by
  *   route and status, i.e. business volume, which the internet must not read; set a token to scrape it;
  * - unset otherwise: open, as on a fresh machine (the default HOST is 127.0.0.1, so only the machine itself reaches it).
- * The actor role's separate listener (METRICS_PORT) serves /metrics without a token: that port is the operators'.
+ * The actor role's separate listener (METRICS_PORT, `actorHostFetch`) applies the same rule: its text gives the same
+ * volumes (actor turns by kind), and "that port is the operators'" held only where someone firewalled it.
  */
 export function metricsAccess(config: Pick<Config, "METRICS_TOKEN" | "NODE_ENV">): MetricsAccess {
   if (config.METRICS_TOKEN) return "token";
@@ -56,18 +59,42 @@ export function metricsAccess(config: Pick<Config, "METRICS_TOKEN" | "NODE_ENV">
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
 /**
- * Throws unless the request may read the API port's /metrics: 401 `unauthorized` (with a Bearer challenge) for a
- * missing or wrong token, 404 `route_not_found` where /metrics is off. Compared in constant time (over digests, so
- * the token's length does not show either).
+ * Throws unless the request may read /metrics (a gateway's API port, an actor host's METRICS_PORT): 401 `unauthorized`
+ * (with a Bearer challenge) for a missing or wrong token, 404 `route_not_found` where /metrics is off. Compared in
+ * constant time (over digests, so the token's length does not show either).
  */
 export function checkMetricsScrape(config: Pick<Config, "METRICS_TOKEN" | "NODE_ENV">, request: Request, headers: Record<string, string | number>): void {
   const access = metricsAccess(config);
   if (access === "open") return;
-  if (access === "off") throw fail("route_not_found", "No /metrics on the API port of a production gateway without METRICS_TOKEN (docs/operations.md, Metrics).");
+  if (access === "off") throw fail("route_not_found", "No /metrics on a production gateway or actor host without METRICS_TOKEN (docs/operations.md, Metrics).");
   const presented = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")?.[1];
   if (presented !== undefined && timingSafeEqual(digest(presented), digest(config.METRICS_TOKEN))) return;
   headers["www-authenticate"] = 'Bearer realm="metrics"';
   throw fail("unauthorized", "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.");
+}
+
+/**
+ * The request handler of an actor host's own listener (role `actors` has no API port; METRICS_PORT): `/metrics` (and
+ * `/metrics/`, as on the API port) under `checkMetricsScrape`, a liveness `/health` for anyone, the service's 404
+ * envelope for anything else. Every answer carries X-Request-Id like the gateway's (audit O-3). No rate limit here
+ * (an actor host has no buckets of its own): a guess at a 16+ character token is not a practical attack.
+ */
+export function actorHostFetch(config: Pick<Config, "METRICS_TOKEN" | "NODE_ENV">): (req: Request) => Promise<Response> {
+  return async (req) => {
+    const path = new URL(req.url).pathname;
+    const headers: Record<string, string> = { "x-request-id": requestIdFor(req) };
+    if (isMetricsPath(path)) {
+      try {
+        checkMetricsScrape(config, req, headers);
+      } catch (err) {
+        if (!(err instanceof ActorError)) throw err;
+        return Response.json(errorBody(err.code, err.message), { status: err.http, headers });
+      }
+      return new Response(await registry.metrics(), { headers: { ...headers, "content-type": registry.contentType } });
+    }
+    if (path === "/health") return Response.json({ success: true, data: { role: "actors", status: "ok" } }, { headers });
+    return Response.json(errorBody("route_not_found", "No such route on an actor host: it answers /metrics and /health."), { status: 404, headers });
+  };
 }
 
 export const metrics = new Elysia({ name: "metrics" })
