@@ -17,7 +17,9 @@
  *
  * Counted from the store rows (pending orders with a held reservation, one per session and store) so that every
  * cart of the caller counts, whichever actor host runs it. A check, not a lock: two carts of one caller starting at
- * the same instant may both pass; the bound is about hours of holds, not a race of milliseconds.
+ * the same instant may both pass; the bound is about hours of holds, not a race of milliseconds. Read in the same
+ * statement as the attempt's catalog and risk inputs (`holdGuardColumns`), checked after the state check, before the
+ * risk gate and the hold.
  */
 import type { Sql } from "../../infra/db.ts";
 import { fail } from "../runtime/errors.ts";
@@ -36,22 +38,41 @@ export interface HoldGuardRead {
   holding: { sessionId: string; heldSince: number }[];
 }
 
-export async function readHoldGuard(sql: Sql, keyId: string, sessionId: string, storeSlugs: readonly string[]): Promise<HoldGuardRead> {
-  const slugs = [...new Set(storeSlugs)];
-  const [row] = await sql<{ blocked: string[] | null; holding: { s: string; t: string }[] | null }[]>`
-    SELECT
-      (SELECT array_agg(a.store_slug ORDER BY a.store_slug) FROM store_agent_allowlist a
-        WHERE a.agent_key_id = ${keyId}::uuid AND a.status = 'blocked' AND a.store_slug = ANY(${slugs}::text[])) AS blocked,
+/** What the guard asks about: this caller, the session paying now (not counted) and the stores of its unpaid legs. */
+export interface HoldGuardAsk {
+  keyId: string;
+  sessionId: string;
+  storeSlugs: readonly string[];
+}
+
+/** The guard's two columns as the database returns them (see `holdGuardColumns`). */
+export interface HoldGuardColumns {
+  guard_blocked: string[] | null;
+  guard_holding: { s: string; t: string }[] | null;
+}
+
+/**
+ * The guard's read as two extra columns (scalar subqueries, evaluated once per statement as InitPlans) of the
+ * completion's catalog-and-risk read (actors/store/commerce.ts `riskColumns`): no statement of its own per payment
+ * attempt. Parsed by `holdGuardOf`.
+ */
+export function holdGuardColumns(sql: Sql, ask: HoldGuardAsk) {
+  const slugs = [...new Set(ask.storeSlugs)];
+  return sql`(SELECT array_agg(a.store_slug ORDER BY a.store_slug) FROM store_agent_allowlist a
+        WHERE a.agent_key_id = ${ask.keyId}::uuid AND a.status = 'blocked' AND a.store_slug = ANY(${slugs}::text[])) AS guard_blocked,
       (SELECT json_agg(json_build_object('s', h.checkout_session_id, 't', h.since) ORDER BY h.since) FROM (
         SELECT o.checkout_session_id, min(r.created_at) AS since
         FROM orders o JOIN stock_reservations r ON r.order_id = o.id AND r.status = 'held'
-        WHERE o.agent_key_id = ${keyId}::uuid AND o.status = 'pending' AND o.checkout_session_id IS NOT NULL
-          AND o.checkout_session_id <> ${sessionId} AND o.created_at > now() - interval '2 days'
+        WHERE o.agent_key_id = ${ask.keyId}::uuid AND o.status = 'pending' AND o.checkout_session_id IS NOT NULL
+          AND o.checkout_session_id <> ${ask.sessionId} AND o.created_at > now() - interval '2 days'
         GROUP BY o.checkout_session_id
-        HAVING min(r.created_at) < now() - make_interval(secs => ${IN_FLIGHT_GRACE_SECONDS})) h) AS holding`;
+        HAVING min(r.created_at) < now() - make_interval(secs => ${IN_FLIGHT_GRACE_SECONDS})) h) AS guard_holding`;
+}
+
+export function holdGuardOf(row: HoldGuardColumns | undefined): HoldGuardRead {
   return {
-    blockedAt: row?.blocked ?? [],
-    holding: (row?.holding ?? []).map((h) => ({ sessionId: h.s, heldSince: Date.parse(h.t) })),
+    blockedAt: row?.guard_blocked ?? [],
+    holding: (row?.guard_holding ?? []).map((h) => ({ sessionId: h.s, heldSince: Date.parse(h.t) })),
   };
 }
 

@@ -94,7 +94,7 @@ import {
   type ShippingRatesView,
 } from "./messages.ts";
 import { checkoutProtocols } from "../store/checkout-protocols.ts";
-import { assertMayHold, readHoldGuard } from "./hold-guard.ts";
+import { assertMayHold } from "./hold-guard.ts";
 import { assertApprovedState, assertWithinLimits } from "./payment-limits.ts";
 import { chooseShipping, ruleOf, shippingOptions, storeShipping, type CartShipping, type StoreShipping } from "./shipping.ts";
 import { assertStateExecutable, checkoutStateFromTotals, cmp, stateHash, type CheckoutState } from "./state-hash.ts";
@@ -1750,12 +1750,14 @@ function withApprovalDeadline(ctx: Ctx, prev: SessionState, moved: SessionState,
 
 /** A new attempt on a READY_FOR_PAYMENT session (the first, or a retry after a rollback) with the key bound. */
 async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: string, rail: RailName, now: number, fresh: Priced | null): Promise<CompleteReply> {
-  // start: the merchant state must still be what was approved. The risk inputs come back with the catalog read
-  // (two extra columns of the same statement); a completion priced just before reads them on their own meanwhile.
+  // start: the merchant state must still be what was approved. The risk inputs and the hold guard's read (what this
+  // caller may hold, hold-guard.ts: the stores of the legs this attempt pays) come back with the catalog read (extra
+  // columns of the same statement); a completion priced just before reads them on their own meanwhile.
   const current = ctx.state.cart as CartRecord;
+  const guard = { keyId: body.keyId, sessionId: s.id, storeSlugs: s.legs.filter((l) => l.status === "unpaid").map((l) => l.storeId) };
   const riskRead = fresh
-    ? readRiskInputs(ctx.sql, body.keyId, body.identityCreatedAt)
-    : readCatalogWithRisk(ctx.sql, current.items.map((i) => i.productId), body.keyId, body.identityCreatedAt);
+    ? readRiskInputs(ctx.sql, body.keyId, body.identityCreatedAt, guard)
+    : readCatalogWithRisk(ctx.sql, current.items.map((i) => i.productId), body.keyId, body.identityCreatedAt, guard);
   riskRead.catch(() => {}); // awaited below; a refusal before that must not leave an unhandled rejection
   const priced = fresh ?? (await price(ctx, current, current.couponCode, riskRead.then((r) => ("catalog" in r ? r.catalog : new Map()))));
   // The quote previewed may have gone since (the merchant replaced its zones): never pay a leg without one.
@@ -1803,17 +1805,13 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
   }
 
   // What this caller may hold (hold-guard.ts): a key the merchant blocked, or one with too many checkouts already
-  // holding stock while they wait for a buyer, is refused before any hold; the session stays as it was.
-  const cfg = configOf(ctx.sql);
-  assertMayHold(await readHoldGuard(ctx.sql, body.keyId, s.id, unpaid.map((l) => l.storeId)), {
-    sessionId: s.id,
-    maxPendingApprovals: cfg.maxPendingApprovals,
-    approvalHoldMs: cfg.approvalHoldMs,
-    now,
-  });
-  // Risk gate before settlement; a step-up or block leaves the session untouched.
+  // holding stock while they wait for a buyer, is refused before any hold; the session stays as it was. The legs
+  // asked about at the read are these (the state check above changes amounts, never which legs are unpaid).
   const riskInputs = await riskRead;
-  const { keyCreatedAt, recent } = "risk" in riskInputs ? riskInputs.risk : riskInputs;
+  const { keyCreatedAt, recent, holdGuard } = "risk" in riskInputs ? riskInputs.risk : riskInputs;
+  const cfg = configOf(ctx.sql);
+  assertMayHold(holdGuard!, { sessionId: s.id, maxPendingApprovals: cfg.maxPendingApprovals, approvalHoldMs: cfg.approvalHoldMs, now });
+  // Risk gate before settlement; a step-up or block leaves the session untouched.
   const firstStore = stores.get(unpaid[0]?.storeId ?? "");
   // an owner nobody can date (no agent_keys row, no identity time) is taken for one created now (audit X-2)
   const risk = evaluateRisk({ amountMinor, currency, now, keyCreatedAt: keyCreatedAt ?? now, recentCheckoutTimes: recent, storeCountry: firstStore?.country ?? null }, configOf(ctx.sql).riskMode);

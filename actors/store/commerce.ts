@@ -38,6 +38,7 @@ import { approveRefund, cancelPaidOrder, lockOrderOfRefund, merchantRepeatOfMove
 import { applyRefundEvent, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
 import { normalizeCouponCode } from "../cart/coupons.ts";
+import { holdGuardColumns, holdGuardOf, type HoldGuardAsk, type HoldGuardColumns, type HoldGuardRead } from "../cart/hold-guard.ts";
 
 export { refundReminders, refundView, type RefundView };
 
@@ -179,34 +180,42 @@ export interface RiskReadInputs {
   keyCreatedAt: number | null;
   /** Start time (ms) of each of the key's checkout sessions that has an order created in the last hour. */
   recent: number[];
+  /** The approval-hold guard's read (actors/cart/hold-guard.ts), present when the read was given a `HoldGuardAsk`. */
+  holdGuard?: HoldGuardRead;
 }
 
-/** Extra columns (scalar subqueries, evaluated once per statement as InitPlans) that carry `RiskReadInputs`. */
-function riskColumns(sql: Sql, agentKeyId: string) {
+/**
+ * Extra columns (scalar subqueries, evaluated once per statement as InitPlans) that carry `RiskReadInputs`, and the
+ * hold guard's two when asked: a payment attempt reads both in one statement.
+ */
+function riskColumns(sql: Sql, agentKeyId: string, guard?: HoldGuardAsk) {
   return sql`(SELECT created_at FROM agent_keys WHERE id = ${agentKeyId}) AS risk_key_created,
       ARRAY(SELECT (extract(epoch FROM min(created_at)) * 1000)::float8 FROM orders
             WHERE agent_key_id = ${agentKeyId} AND checkout_session_id IS NOT NULL AND created_at > now() - interval '1 hour'
-            GROUP BY checkout_session_id) AS risk_recent`;
+            GROUP BY checkout_session_id) AS risk_recent${guard ? sql`, ${holdGuardColumns(sql, guard)}` : sql``}`;
 }
 
-interface RiskColumns {
+interface RiskColumns extends Partial<HoldGuardColumns> {
   risk_key_created: Date | null;
   risk_recent: number[] | null;
 }
 
-function riskOf(row: RiskColumns | undefined, identityCreatedAt?: number): RiskReadInputs {
+function riskOf(row: RiskColumns | undefined, identityCreatedAt?: number, guard?: HoldGuardAsk): RiskReadInputs {
   const key = row?.risk_key_created?.getTime();
   const created = key === undefined ? identityCreatedAt : identityCreatedAt === undefined ? key : Math.max(key, identityCreatedAt);
-  return { keyCreatedAt: created ?? null, recent: (row?.risk_recent ?? []).map(Number) };
+  const read: RiskReadInputs = { keyCreatedAt: created ?? null, recent: (row?.risk_recent ?? []).map(Number) };
+  if (guard) read.holdGuard = holdGuardOf(row as HoldGuardColumns | undefined);
+  return read;
 }
 
 /**
  * The risk inputs in a statement of their own (a catalog read that found no product has no row to carry them).
  * `identityCreatedAt`: the caller's own creation time where no agent_keys row has it (an OAuth principal, ms).
+ * `guard`: also read the approval-hold guard (`holdGuard` in the result).
  */
-export async function readRiskInputs(sql: Sql, agentKeyId: string, identityCreatedAt?: number): Promise<RiskReadInputs> {
-  const [row] = await sql<RiskColumns[]>`SELECT ${riskColumns(sql, agentKeyId)}`;
-  return riskOf(row, identityCreatedAt);
+export async function readRiskInputs(sql: Sql, agentKeyId: string, identityCreatedAt?: number, guard?: HoldGuardAsk): Promise<RiskReadInputs> {
+  const [row] = await sql<RiskColumns[]>`SELECT ${riskColumns(sql, agentKeyId, guard)}`;
+  return riskOf(row, identityCreatedAt, guard);
 }
 
 /**
@@ -220,31 +229,32 @@ export async function readCatalog(sql: Sql, productIds: readonly string[], agent
 
 /**
  * `readCatalog` with the risk gate's inputs for the same key as two extra columns of the same statement (a
- * completion needs both: one statement fewer per checkout than reading them apart).
+ * completion needs both: one statement fewer per checkout than reading them apart), and with `guard` the
+ * approval-hold guard's read as two more (`risk.holdGuard`).
  */
 export async function readCatalogWithRisk(
   sql: Sql,
   productIds: readonly string[],
   agentKeyId: string,
   identityCreatedAt?: number,
+  guard?: HoldGuardAsk,
 ): Promise<{ catalog: Map<string, CatalogLine>; risk: RiskReadInputs }> {
-  const read = await catalogRead(sql, productIds, agentKeyId, true, identityCreatedAt);
-  return { catalog: read.catalog, risk: read.risk ?? (await readRiskInputs(sql, agentKeyId, identityCreatedAt)) };
+  const read = await catalogRead(sql, productIds, agentKeyId, { identityCreatedAt, guard });
+  return { catalog: read.catalog, risk: read.risk ?? (await readRiskInputs(sql, agentKeyId, identityCreatedAt, guard)) };
 }
 
 async function catalogRead(
   sql: Sql,
   productIds: readonly string[],
   agentKeyId: string,
-  withRisk: boolean,
-  identityCreatedAt?: number,
+  withRisk: false | { identityCreatedAt?: number; guard?: HoldGuardAsk },
 ): Promise<{ catalog: Map<string, CatalogLine>; risk: RiskReadInputs | null }> {
   const ids = [...new Set(productIds.map((id) => id.toLowerCase()))];
   const out = new Map<string, CatalogLine>();
   if (ids.length === 0) return { catalog: out, risk: null };
   const negotiation = await hasNegotiationTable(sql);
   const idList = idListFragments(sql, ids);
-  const risk = withRisk ? sql`, ${riskColumns(sql, agentKeyId)}` : sql``;
+  const risk = withRisk ? sql`, ${riskColumns(sql, agentKeyId, withRisk.guard)}` : sql``;
   const rows = negotiation
     ? await sql<(CatalogRow & Partial<RiskColumns>)[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
@@ -298,7 +308,7 @@ async function catalogRead(
       },
     });
   }
-  return { catalog: out, risk: withRisk && rows.length > 0 ? riskOf(rows[0] as RiskColumns, identityCreatedAt) : null };
+  return { catalog: out, risk: withRisk && rows.length > 0 ? riskOf(rows[0] as RiskColumns, withRisk.identityCreatedAt, withRisk.guard) : null };
 }
 
 export interface CouponRow {
