@@ -87,6 +87,11 @@ export const MAX_ARGUMENT_DEPTH = MAX_JSON_DEPTH - 3;
 const STORE_CACHE_MS = 1_000;
 /** close(): how long sessions' running tool calls get to answer before their streams are ended. */
 const CLOSE_GRACE_MS = 2_000;
+/**
+ * An OAuth-authorized GET event stream re-checks its token's revocation this often: the SDK's SSE keep-alive period
+ * (DEFAULT_SSE_KEEP_ALIVE_MS), so a revoked token's stream ends within one keep-alive tick of the revocation.
+ */
+export const STREAM_RECHECK_MS = 15_000;
 /** The global body bounds (plugins/json-depth.ts) for an MCP message: its routes have the default body limit. */
 const MCP_BODY_BOUNDS = { maxDepth: MAX_JSON_DEPTH, maxArrayItems: MAX_JSON_ARRAY_ITEMS, maxValues: maxJsonValuesFor(DEFAULT_BODY_LIMIT) };
 
@@ -214,6 +219,8 @@ export class McpGateway {
   private readonly siteOrigin: string;
   /** How often a waiting question sends progress to a call that asked for it (confirm.ts; tests shorten it). */
   confirmProgressEveryMs = CONFIRM_PROGRESS_EVERY_MS;
+  /** How often an OAuth-authorized GET event stream re-checks its token's revocation (`eventStream`; tests shorten it). */
+  streamRecheckEveryMs = STREAM_RECHECK_MS;
 
   constructor(readonly svc: Services) {
     this.siteOrigin = new URL(svc.siteUrl).origin;
@@ -729,6 +736,11 @@ export class McpGateway {
    * one the endpoint refuses (`endpointRefusal`) is 401 with the challenge and the caller's buckets, nothing counted.
    */
   private async peekCaller(request: Request, ip: string, headers: Headers, store: StoreRecord, endpoint: Endpoint): Promise<string | null> {
+    return principalOf(await this.peekAccess(request, ip, headers, store, endpoint));
+  }
+
+  /** `peekCaller`'s work, answering the verified access itself (the GET stream keeps an OAuth token's re-check). */
+  private async peekAccess(request: Request, ip: string, headers: Headers, store: StoreRecord, endpoint: Endpoint): Promise<McpAccess> {
     const svc = this.svc;
     const credentialed = request.headers.has("x-agent-api-key") || request.headers.has("authorization");
     const surface = surfaceOf(endpoint, store.slug, credentialed);
@@ -765,7 +777,7 @@ export class McpGateway {
     // the session to a key none of whose calls could succeed (audit S-1 follow-up). Anonymous callers are untouched.
     const refused = this.endpointRefusal(access, store, endpoint, request, headers);
     if (refused) throw refused;
-    return principalOf(access);
+    return access;
   }
 
   /**
@@ -950,18 +962,20 @@ export class McpGateway {
         headers["allow"] = "POST";
         return this.respond(rpcError(null, -32000, `${request.method} needs an Mcp-Session-Id (initialize first).`), request.method === "GET" ? 405 : 400, out);
       }
-      let principal: string | null;
+      let access: McpAccess;
       try {
-        principal = await this.peekCaller(request, ip, headers, store, endpoint);
+        access = await this.peekAccess(request, ip, headers, store, endpoint);
       } catch (err) {
         const r = this.refusal(err);
         if (this.hiddenFrom(session, ip, r, request)) return this.sessionNotFound(out);
         return this.refusalResponse(r, null, out, mcpResourceRefOf(store.slug, request));
       }
-      if (!(await this.boundTo(session, principal, ip))) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
+      if (!(await this.boundTo(session, principalOf(access), ip))) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
       const local = await this.localOf(session, store);
       if (!local) return this.noSlot(null, out, store, request);
-      return this.viaTransport(local.transport, request, undefined, headers);
+      // a GET event stream opened with an OAuth token ends once that token is revoked (`eventStream`)
+      const stillAccepted = access.kind === "oauth" ? access.revoked : undefined;
+      return this.viaTransport(local.transport, request, undefined, headers, undefined, stillAccepted);
     }
 
     let body: unknown;
@@ -1192,6 +1206,7 @@ export class McpGateway {
     parsedBody: unknown,
     headers: Headers,
     principal?: CallPrincipal,
+    revoked?: () => Promise<string | null>,
   ): Promise<Response> {
     const res = await transport.handleRequest(request, {
       ...(parsedBody !== undefined ? { parsedBody } : {}),
@@ -1202,7 +1217,9 @@ export class McpGateway {
     let body = res.body;
     // The GET stream's first bytes are otherwise the SDK's keep-alive 15 s later, and Bun sends a streamed
     // response's status and headers with its first bytes: a client waited 15 s to learn the stream was open.
-    if (request.method === "GET" && body && h.get("content-type")?.startsWith("text/event-stream")) body = withOpeningComment(body);
+    if (request.method === "GET" && body && h.get("content-type")?.startsWith("text/event-stream")) {
+      body = eventStream(body, revoked && { everyMs: this.streamRecheckEveryMs, revoked });
+    }
     return new Response(body, { status: res.status, statusText: res.statusText, headers: h });
   }
 }
@@ -1316,19 +1333,61 @@ export function toolsCallResponse(id: JsonRpcRequest["id"], result: ToolCallResu
 
 const OPENING_COMMENT = new TextEncoder().encode(": stream open\n\n");
 
-/** The stream with an SSE comment in front (ignored by every SSE parser); cancelling it cancels the original. */
-function withOpeningComment(body: ReadableStream<Uint8Array<ArrayBuffer>>): ReadableStream<Uint8Array<ArrayBuffer>> {
+/**
+ * A session's GET event stream as sent: the SDK's stream with an SSE comment in front (ignored by every SSE parser);
+ * cancelling it cancels the SDK's (which frees the session's one GET stream). With `recheck` (a stream opened with an
+ * OAuth access token), every `everyMs` the token's revocation is read again (`accessTokenRevoked`: one statement, at
+ * most one in flight per stream); once revoked (its grant, its client, the token itself) the stream says why in a
+ * comment and ends, and the client must reconnect with a token that is still good. A failed read (the database
+ * away) keeps the stream: the next tick reads again; a revocation needs the database too.
+ */
+function eventStream(
+  body: ReadableStream<Uint8Array<ArrayBuffer>>,
+  recheck?: { everyMs: number; revoked: () => Promise<string | null> },
+): ReadableStream<Uint8Array<ArrayBuffer>> {
   const reader = body.getReader();
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let ended = false;
+  const end = () => {
+    ended = true;
+    clearInterval(timer);
+  };
   return new ReadableStream<Uint8Array<ArrayBuffer>>({
     start(c) {
       c.enqueue(OPENING_COMMENT);
+      if (!recheck) return;
+      let checking = false;
+      timer = setInterval(() => {
+        if (checking || ended) return;
+        checking = true;
+        recheck
+          .revoked()
+          .then((why) => {
+            if (!why || ended) return;
+            end();
+            try {
+              c.enqueue(new TextEncoder().encode(`: access token revoked (${why}); stream closed\n\n`));
+              c.close();
+            } catch {
+              /* the client went away meanwhile */
+            }
+            void reader.cancel(new Error(`access token revoked (${why})`)).catch(() => undefined);
+          })
+          .catch(() => undefined)
+          .finally(() => (checking = false));
+      }, recheck.everyMs);
+      (timer as { unref?: () => void }).unref?.();
     },
     async pull(c) {
       const { done, value } = await reader.read();
-      if (done) c.close();
-      else c.enqueue(value);
+      if (ended) return;
+      if (done) {
+        end();
+        c.close();
+      } else c.enqueue(value);
     },
     cancel(reason) {
+      end();
       return reader.cancel(reason);
     },
   });

@@ -26,7 +26,7 @@ import {
 import type { Services } from "../services.ts";
 import { ACCESS_TOKEN_TYP, legacyMcpResource, MCP_SUB_ENDPOINTS, mcpResource, mcpResourceRefOf, metadataUrlOfRef, type McpResourceRef } from "./common.ts";
 import { CLIENT_CREDENTIALS_GTY, isAgentTrustSignal } from "./grants.ts";
-import { accessTokenRevoked } from "./revocation.ts";
+import { accessTokenRevoked, type AccessTokenRevoked } from "./revocation.ts";
 
 export type McpAccess =
   | { kind: "key"; agent: AgentPrincipal }
@@ -39,6 +39,11 @@ export type McpAccess =
       machineToMachine: boolean;
       /** The token's audience (one of the store's MCP resources). */
       audience: string;
+      /**
+       * Checks again whether this token was taken out of service since (`accessTokenRevoked`, one statement): what a
+       * long-lived request authorized by it (an MCP GET event stream) re-checks on its keep-alive tick.
+       */
+      revoked: () => Promise<AccessTokenRevoked | null>;
     }
   | { kind: "anonymous" };
 
@@ -185,7 +190,8 @@ export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput
     const machineToMachine = verified.claims.gty === CLIENT_CREDENTIALS_GTY && isAgentTrustSignal(verified.claims.agent_trust);
     const aud = verified.claims.aud;
     const audience = typeof aud === "string" ? aud : Array.isArray(aud) && typeof aud[0] === "string" ? aud[0] : "";
-    return { kind: "oauth", sub: verified.sub, clientId, scopes: verified.scope as Scope[], machineToMachine, audience };
+    const claims = verified.claims;
+    return { kind: "oauth", sub: verified.sub, clientId, scopes: verified.scope as Scope[], machineToMachine, audience, revoked: () => accessTokenRevoked(svc, clientId, claims) };
   }
 
   if (auth) {
