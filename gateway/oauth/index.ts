@@ -5,6 +5,7 @@
  */
 import { Elysia } from "elysia";
 import type { Services } from "../services.ts";
+import { oauthAdminRoutes } from "./admin.ts";
 import { authorizeRoutes } from "./authorize.ts";
 import { oauthManagementRoutes } from "./manage.ts";
 import { registrationRoutes } from "./register.ts";
@@ -20,6 +21,7 @@ export function oauthRoutes(svc: Services) {
     .use(registrationRoutes(svc))
     .use(authorizeRoutes(svc))
     .use(tokenRoutes(svc))
-    // last: its user-session guard is scoped to the routes registered after it
-    .use(oauthManagementRoutes(svc));
+    // last: their user-session guards are scoped to the routes registered after them
+    .use(oauthManagementRoutes(svc))
+    .use(oauthAdminRoutes(svc));
 }

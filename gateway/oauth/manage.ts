@@ -128,8 +128,8 @@ export async function deleteClient(svc: Services, user: UserPrincipal, clientId:
  * oauth_clients row, so its exact client_id URL is written to oauth_blocked_clients, and each of its users' live
  * refresh tokens is revoked, in one transaction. From then on the consent page and the token endpoint treat it as
  * unknown (clients.ts getClient) and its access tokens are refused (revocation.ts). Anyone else, and an id already
- * blocked, gets not_found (nobody owns such a client: only an operator may block it). An operator lifts a block by
- * deleting the row (docs/operations.md "Blocking an OAuth client").
+ * blocked, gets not_found (nobody owns such a client: only an operator may block it). An operator lifts a block with
+ * DELETE /api/v1/admin/oauth/blocked-clients/{client_id} (admin.ts unblockClient).
  */
 async function blockMetadataDocumentClient(svc: Services, user: UserPrincipal, clientId: string): Promise<Static<typeof OAuthClientDeleted>> {
   if (user.role !== "operator") throw fail("not_found", "No such OAuth client.");
@@ -203,7 +203,7 @@ export function oauthManagementRoutes(svc: Services) {
           tags: ["oauth"],
           summary: "Delete an OAuth client (refused at once everywhere)",
           description:
-            "Yours, or any registered client for an operator; 404 not_found for another user's client, an unknown or already deleted one. An operator may also block a client identified by its metadata document URL (client_id percent-encoded; nobody else may, and one already blocked is 404): the exact URL is refused from then on. From then on the token endpoint answers 401 invalid_client for it, its users' grants are revoked, and every access token it was given is refused (401) on every MCP endpoint.",
+            "Yours, or any registered client for an operator; 404 not_found for another user's client, an unknown or already deleted one. An operator may also block a client identified by its metadata document URL (client_id percent-encoded; nobody else may, and one already blocked is 404): the exact URL is refused from then on (an operator lifts it with DELETE /api/v1/admin/oauth/blocked-clients/{client_id}). From then on the token endpoint answers 401 invalid_client for it, its users' grants are revoked, and every access token it was given is refused (401) on every MCP endpoint.",
           security: [{ bearer: [] }],
         },
       },

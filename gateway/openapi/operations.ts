@@ -172,6 +172,9 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "POST /api/v1/oauth/clients/{client_id}/secret": { success: [], errors: { 404: ["not_found"], 409: ["conflict"] } },
   "GET /api/v1/oauth/grants": { success: [] },
   "DELETE /api/v1/oauth/grants/{id}": { success: [], errors: { 404: ["not_found"] } },
+  // an operator over every account's OAuth clients (gateway/oauth/admin.ts)
+  "GET /api/v1/admin/oauth/clients": { success: [], errors: { 404: ["not_found"] } },
+  "DELETE /api/v1/admin/oauth/blocked-clients/{client_id}": { success: [], errors: { 404: ["not_found"] } },
 
   // ---------------------------------------------------------------------------------------------- catalog
   "POST /api/v1/agent/search": { success: [ok(M.Search, "Ranked products with why_ranked, page meta and queryMeta.")] },
