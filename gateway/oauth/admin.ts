@@ -106,14 +106,15 @@ export async function listClientsForOperator(svc: Services, filter: AdminClients
     WHERE ${wantRegistered ? sql`true` : sql`false`} AND c.deleted_at IS NULL
       ${ownerId !== null ? sql`AND c.owner_user_id = ${ownerId}` : sql``}
       ${id !== undefined ? sql`AND c.client_id = ${id}` : sql``}`;
-  // a URL client_id: http(s), as isMetadataDocumentId reads it
+  // a URL client_id: http(s), as isMetadataDocumentId reads it (LIKE: a regex per code cost ~twice as much)
   const documents = () => sql`
     SELECT coalesce(d.client_id, b.client_id) AS client_id, 'metadata_document' AS kind, NULL AS client_name, NULL AS owner_email,
            ARRAY['authorization_code', 'refresh_token'] AS grant_types, 'none' AS token_endpoint_auth_method, NULL AS scope,
            NULL::text[] AS redirect_uris, least(d.first_at, b.blocked_at) AS created_at, d.last_at AS last_used_at,
            b.blocked_at, bu.email AS blocked_by
     FROM (SELECT client_id, min(created_at) AS first_at, max(created_at) AS last_at FROM oauth_codes
-          WHERE ${wantDocuments ? sql`true` : sql`false`} AND client_id ~ '^https?://' ${id !== undefined ? sql`AND client_id = ${id}` : sql``}
+          WHERE ${wantDocuments ? sql`true` : sql`false`} AND (client_id LIKE 'https://%' OR client_id LIKE 'http://%')
+                ${id !== undefined ? sql`AND client_id = ${id}` : sql``}
           GROUP BY client_id) d
     FULL JOIN (SELECT * FROM oauth_blocked_clients
                WHERE ${wantDocuments ? sql`true` : sql`false`} ${id !== undefined ? sql`AND client_id = ${id}` : sql``}) b ON b.client_id = d.client_id
@@ -121,16 +122,20 @@ export async function listClientsForOperator(svc: Services, filter: AdminClients
     WHERE ${filter.blocked === "true" ? sql`b.blocked_at IS NOT NULL` : filter.blocked === "false" ? sql`b.blocked_at IS NULL` : sql`true`}`;
   const limit = filter.limit ?? 50;
   const offset = filter.offset ?? 0;
-  const [rows, [count]] = await Promise.all([
-    sql<Row[]>`
-      WITH listed AS (${registered()} UNION ALL ${documents()})
-      SELECT l.*, (SELECT count(*)::int FROM oauth_refresh_tokens t
-                   WHERE t.client_id = l.client_id AND t.used_at IS NULL AND t.revoked_at IS NULL AND t.expires_at > now()) AS live_grants
-      FROM listed l ORDER BY l.created_at, l.client_id LIMIT ${limit} OFFSET ${offset}`,
-    sql<{ total: number }[]>`WITH listed AS (${registered()} UNION ALL ${documents()}) SELECT count(*)::int AS total FROM listed`,
-  ]);
+  // the total rides on each row (one pass over what matches); only a page past the end counts apart
+  const rows = await sql<(Row & { total: number })[]>`
+    WITH listed AS (${registered()} UNION ALL ${documents()}),
+         page AS (SELECT *, count(*) OVER ()::int AS total FROM listed ORDER BY created_at, client_id LIMIT ${limit} OFFSET ${offset})
+    SELECT p.*, (SELECT count(*)::int FROM oauth_refresh_tokens t
+                 WHERE t.client_id = p.client_id AND t.used_at IS NULL AND t.revoked_at IS NULL AND t.expires_at > now()) AS live_grants
+    FROM page p ORDER BY p.created_at, p.client_id`;
+  let total = rows[0]?.total;
+  if (total === undefined) {
+    const [count] = await sql<{ total: number }[]>`WITH listed AS (${registered()} UNION ALL ${documents()}) SELECT count(*)::int AS total FROM listed`;
+    total = count?.total ?? 0;
+  }
   return {
-    total: count?.total ?? 0,
+    total,
     items: rows.map((r) => ({
       clientId: r.client_id,
       kind: r.kind,
