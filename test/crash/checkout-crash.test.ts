@@ -8,8 +8,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { call } from "../helpers/money-chaos.ts";
+import { startServiceProcess } from "../helpers/service-process.ts";
 
-const FIXTURE = join(import.meta.dir, "fixtures", "server.ts");
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41";
 
 let db: TestDatabase;
@@ -17,34 +18,9 @@ let dataDir: string;
 let proc: ReturnType<typeof Bun.spawn> | undefined;
 
 async function start(crash: boolean): Promise<string> {
-  proc = Bun.spawn(["bun", FIXTURE], {
-    env: { ...process.env, NODE_ENV: "test", DATABASE_URL: db.url, DATA_DIR: dataDir, ...(crash ? { CHECKOUT_CRASH_AFTER_CAPTURE: "1" } : { CHECKOUT_CRASH_AFTER_CAPTURE: "" }) },
-    stdout: "pipe",
-    stderr: "inherit",
-  });
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
-  let buf = "";
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += new TextDecoder().decode(value);
-    const m = /READY (\S+)/.exec(buf);
-    if (m) {
-      reader.releaseLock();
-      return m[1];
-    }
-  }
-  throw new Error(`server did not start: ${buf}`);
-}
-
-async function call(url: string, path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) {
-  const res = await fetch(url + path, {
-    method: init.method ?? "GET",
-    headers: { "content-type": "application/json", ...init.headers },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
+  const started = await startServiceProcess({ databaseUrl: db.url, dataDir, env: { CHECKOUT_CRASH_AFTER_CAPTURE: crash ? "1" : "" }, timeoutMs: 60_000 });
+  proc = started.proc;
+  return started.url;
 }
 
 beforeAll(async () => {

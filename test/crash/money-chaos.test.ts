@@ -10,10 +10,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
-import { call, invariants, retryAll, setUpAndBurst } from "../helpers/money-chaos.ts";
+import { call, CHAOS_SERVICE_CONFIG, invariants, retryAll, setUpAndBurst } from "../helpers/money-chaos.ts";
+import { startServiceProcess } from "../helpers/service-process.ts";
 
 setDefaultTimeout(600_000);
-const FIXTURE = join(import.meta.dir, "fixtures", "chaos-server.ts");
 const ROUNDS = Number(process.env.CHAOS_ROUNDS ?? 2);
 
 let db: TestDatabase;
@@ -32,21 +32,9 @@ const receiver = Bun.serve({
 });
 
 async function start(): Promise<string> {
-  proc = Bun.spawn(["bun", FIXTURE], { env: { ...process.env, NODE_ENV: "test", DATABASE_URL: db.url, DATA_DIR: dataDir }, stdout: "pipe", stderr: "inherit" });
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
-  let buf = "";
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += new TextDecoder().decode(value);
-    const m = /READY (\S+)/.exec(buf);
-    if (m) {
-      reader.releaseLock();
-      return m[1]!;
-    }
-  }
-  throw new Error(`server did not start: ${buf}`);
+  const started = await startServiceProcess({ databaseUrl: db.url, dataDir, config: CHAOS_SERVICE_CONFIG });
+  proc = started.proc;
+  return started.url;
 }
 
 beforeAll(async () => {

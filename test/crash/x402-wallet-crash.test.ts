@@ -11,10 +11,10 @@ import { join } from "node:path";
 import type { Address } from "viem";
 import { startDevnet, type Devnet } from "../../infra/x402/devnet.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
-import { call, tryCall } from "../helpers/money-chaos.ts";
+import { call, CHAOS_SERVICE_CONFIG, tryCall } from "../helpers/money-chaos.ts";
+import { startServiceProcess } from "../helpers/service-process.ts";
 
 setDefaultTimeout(300_000);
-const FIXTURE = join(import.meta.dir, "fixtures", "chaos-server.ts");
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41";
 
 let db: TestDatabase;
@@ -23,26 +23,10 @@ let dataDir: string;
 let proc: ReturnType<typeof Bun.spawn> | undefined;
 
 async function start(): Promise<string> {
-  const config = { X402_FACILITATOR_ALLOWLIST: devnet.facilitator.url, X402_CAPTURE_CONFIRMATIONS: 1 };
-  proc = Bun.spawn(["bun", FIXTURE], {
-    env: { ...process.env, NODE_ENV: "test", DATABASE_URL: db.url, DATA_DIR: dataDir, CHAOS_CONFIG: JSON.stringify(config) },
-    stdout: "pipe",
-    stderr: "inherit",
-  });
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
-  let buf = "";
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += new TextDecoder().decode(value);
-    const m = /READY (\S+)/.exec(buf);
-    if (m) {
-      reader.releaseLock();
-      return m[1]!;
-    }
-  }
-  throw new Error(`server did not start: ${buf}`);
+  const config = { ...CHAOS_SERVICE_CONFIG, X402_FACILITATOR_ALLOWLIST: devnet.facilitator.url, X402_CAPTURE_CONFIRMATIONS: 1 };
+  const started = await startServiceProcess({ databaseUrl: db.url, dataDir, config });
+  proc = started.proc;
+  return started.url;
 }
 
 beforeAll(async () => {

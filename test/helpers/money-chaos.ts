@@ -10,6 +10,9 @@ export const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // untracked, demo-
 export const TRACKED = "fa67858f-41a2-5f8f-b819-13fdd0ad560b"; // tracked, demo-store
 export const GREEN = "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a"; // greenleaf-living
 
+/** The chaos tests' service (test/helpers/service-process.ts): rate limits off, private webhook URLs allowed, one secret key across restarts. */
+export const CHAOS_SERVICE_CONFIG = { RATE_LIMITS_ENABLED: false, ALLOW_PRIVATE_URLS: true, SECRET_KEY: "d".repeat(64) };
+
 export type Res = { status: number; body: any };
 export async function call(url: string, path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}): Promise<Res> {
   const res = await fetch(url + path, {
