@@ -19,6 +19,14 @@
  *   bun bench/checkout.ts                  # BENCH_SECONDS (default 10) measured per target after a warm-up
  *                                          # of BENCH_WARMUP_SECONDS (default 15)
  *   BENCH_TARGETS=external,split bun bench/checkout.ts
+ *   BENCH_KEYS=1024 bun bench/checkout.ts  # agents take turns over 1,024 keys (default: one key per agent)
+ *
+ * Key history: a completion reads the risk gate's velocity input (every checkout session of the key in the last hour,
+ * grouped) and the hold guard (the key's pending orders of two days), both in proportion to the key's orders. With one
+ * key per agent each key places journeys/s ÷ 64 orders a second, so the longer or faster a run, the more each read
+ * costs (session 13: ~2–3 µs of Postgres CPU per order of the key, ~0.3–0.5 ms per journey at 150 orders per key).
+ * The run reports the mean orders per key in the last hour at the window's end; compare runs at similar values, or
+ * spread the journeys over more keys with BENCH_KEYS to measure the journey without the per-key history.
  */
 import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -33,6 +41,8 @@ setLogLevel("error");
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 15);
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 64);
+/** Agent keys the journeys spread over (agent w's i-th journey uses key (w + i·AGENTS) mod KEYS); default one per agent. */
+const KEYS = Math.max(1, Number(process.env.BENCH_KEYS ?? AGENTS));
 const PG = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const TARGETS = (process.env.BENCH_TARGETS ?? (process.env.BENCH_ONLY_EXTERNAL === "1" ? "external" : "embedded,external,split")).split(",");
 const ROOT = join(import.meta.dir, "..");
@@ -56,6 +66,8 @@ interface Result {
   load: string;
   /** Where the CPU and the writes go, per journey (see `Work`). */
   work: Work;
+  /** Mean orders per agent key created in the last hour, at the window's end (see "Key history" above). */
+  ordersPerKey: number;
 }
 
 /**
@@ -176,7 +188,7 @@ async function run(target: string, svc: Service): Promise<Result> {
   const url = svc.url;
   const token = (await json(url, "/api/v1/auth/login", { method: "POST", body: { email: "admin@example.com", password: "admin-password" } })).body.data.token;
   const keys: string[] = [];
-  for (let i = 0; i < AGENTS; i++) {
+  for (let i = 0; i < KEYS; i++) {
     const r = await json(url, "/api/v1/agent-keys", { method: "POST", headers: { authorization: `Bearer ${token}` }, body: { name: `bench-${i}`, scopes: ["cart", "checkout"] } });
     keys.push(r.body.data.key);
   }
@@ -193,7 +205,7 @@ async function run(target: string, svc: Service): Promise<Result> {
     if (measuring) statements++;
   };
   const journey = async (w: number, i: number) => {
-    const headers = { "x-agent-api-key": keys[w]! };
+    const headers = { "x-agent-api-key": keys[(w + i * AGENTS) % KEYS]! };
     const t0 = performance.now();
     const c = await json(url, "/api/v1/agent/cart", { method: "POST", headers, body: { items: [{ product_id: products[(w + i) % products.length], quantity: 1 }] } });
     const p = await json(url, "/api/v1/agent/checkout/preview", { method: "POST", headers, body: { cartId: c.body.data?.id } });
@@ -234,6 +246,7 @@ async function run(target: string, svc: Service): Promise<Result> {
   const cpuAfter = await backendCpu(svc.sql, watched);
   const walAfter = await walCounters(svc.sql);
   const load = await loadAverage();
+  const [history] = await svc.sql<{ n: number }[]>`SELECT (count(*)::float8 / ${KEYS}) AS n FROM orders WHERE agent_key_id IS NOT NULL AND created_at > now() - interval '1 hour'`;
   stop = true;
   await Promise.all(workers);
   if (tablesBefore) await Bun.sleep(1200); // backends flush their table counters at most once a second
@@ -265,6 +278,7 @@ async function run(target: string, svc: Service): Promise<Result> {
     cpuPostgres: pgMs / n,
     statements: svc.actorsInProcess ? statements / n : null,
     load,
+    ordersPerKey: Number(history?.n ?? 0),
     work: {
       selfUser: self.user / 1000 / n,
       selfSys: self.system / 1000 / n,
@@ -396,7 +410,7 @@ for (const target of TARGETS) {
 }
 
 const f = (x: number | null, digits = 1) => (x === null ? "—" : x.toFixed(digits));
-console.log(`### Checkout journeys (${AGENTS} agents, ${SECONDS} s each; ${machineLine()})\n`);
+console.log(`### Checkout journeys (${AGENTS} agents over ${KEYS} keys, ${SECONDS} s each; ${machineLine()})\n`);
 console.log("| target | completed journeys/s | p50 ms | p99 ms | journeys | errors | CPU ms/journey: bench process | actor host | Postgres | statements/journey | load avg |");
 console.log("|---|---|---|---|---|---|---|---|---|---|---|");
 for (const r of results) {
@@ -406,12 +420,12 @@ for (const r of results) {
 }
 console.log("\nPer completed journey: CPU ms user / kernel (bench process; Postgres backends of the run's database), the whole");
 console.log("embedded server's CPU ms (every process pg_stat_activity lists), and the server's WAL (external: all its databases).\n");
-console.log("| target | bench user / kernel | backends user / kernel | whole server (embedded) | WAL bytes | WAL records | full-page images |");
-console.log("|---|---|---|---|---|---|---|");
+console.log("| target | bench user / kernel | backends user / kernel | whole server (embedded) | WAL bytes | WAL records | full-page images | orders per key, last hour |");
+console.log("|---|---|---|---|---|---|---|---|");
 for (const r of results) {
   const w = r.work;
   console.log(
-    `| ${r.target} | ${w.selfUser.toFixed(2)} / ${w.selfSys.toFixed(2)} | ${w.backendUser.toFixed(2)} / ${w.backendSys.toFixed(2)} | ${f(w.server, 2)} | ${w.walBytes.toFixed(0)} | ${w.walRecords.toFixed(1)} | ${w.walFpi.toFixed(2)} |`,
+    `| ${r.target} | ${w.selfUser.toFixed(2)} / ${w.selfSys.toFixed(2)} | ${w.backendUser.toFixed(2)} / ${w.backendSys.toFixed(2)} | ${f(w.server, 2)} | ${w.walBytes.toFixed(0)} | ${w.walRecords.toFixed(1)} | ${w.walFpi.toFixed(2)} | ${r.ordersPerKey.toFixed(0)} |`,
   );
 }
 process.exit(0);
