@@ -119,7 +119,7 @@ export const CONFIG_VARS = {
     // would start fine and then refuse every scrape (review R2-4)
     schema: T.String({ minLength: 16, pattern: "^[\\x21-\\x7E]{16,}$", allowed: "a string of at least 16 printable ASCII characters, no whitespace" }),
     default: "",
-    doc: "Bearer token a scrape of the API port's /metrics must send (Authorization: Bearer …; compared in constant time): 16+ printable ASCII characters, no whitespace (a secret file's trailing newline is refused at start-up). Unset: /metrics is open outside production and not served on the API port when NODE_ENV=production (docs/operations.md, Metrics).",
+    doc: "Bearer token a scrape of /metrics must send, on the API port and on an actor host's METRICS_PORT alike (Authorization: Bearer …; compared in constant time): 16+ printable ASCII characters, no whitespace (a secret file's trailing newline is refused at start-up). Unset: /metrics is open outside production and not served when NODE_ENV=production (docs/operations.md, Metrics).",
   },
   ACTOR_IDLE_MS: durationMs(100, 5 * 60 * 1000, "Idle time before an actor activation is passivated."),
   ACTOR_PARTITIONS: { schema: T.Integer({ minimum: 1, maximum: 4096 }), default: 64, doc: "Partitions per actor kind for NATS placement." },
