@@ -46,7 +46,7 @@ import { optionIdOf } from "./shipping.ts";
 const VERSION = "2026-04-17" as const;
 const SCHEMA = `ACP ${VERSION}`;
 
-const FIELDS = { address: "fulfillment_details.address", option: "selected_fulfillment_options" } as const;
+const FIELDS = { address: "fulfillment_details.address", option: "selected_fulfillment_options", token: "payment_data.instrument.credential.token" } as const;
 
 /** The Buyer members kept and shown (strings); the others of the version's Buyer are checked and dropped. */
 export const ACP_2026_BUYER_MEMBERS = ["first_name", "last_name", "full_name", "email", "phone_number", "customer_id"] as const;
@@ -92,7 +92,7 @@ const REPLACED: Record<string, string> = {
   fulfillment_option_id: "selected_fulfillment_options[] ({type: \"shipping\", option_id, item_ids})",
 };
 
-const itemFields = (field: string): ItemFields => ({ id: (i) => `${field}[${i}].id`, quantity: (i) => `${field}[${i}].quantity` });
+const itemFields = (field: string): ItemFields => ({ list: field, id: (i) => `${field}[${i}].id`, quantity: (i) => `${field}[${i}].quantity` });
 
 /** `line_items` (the schema's), or `items` (the version's RFC examples); never both. */
 function readItems(b: Record<string, unknown>, required: boolean): AcpInput["items"] {
@@ -149,7 +149,7 @@ function readToken(b: Record<string, unknown>): string {
   const pd = asRecord(b.payment_data);
   const token = asRecord(asRecord(pd.instrument).credential).token ?? pd.token;
   if (typeof token !== "string" || token.length === 0) {
-    throw fail("MISSING_REQUIRED_ARGUMENT", "payment_data.instrument.credential.token is required (this service's sandbox payment token).", { field: "payment_data.instrument.credential.token" });
+    throw fail("MISSING_REQUIRED_ARGUMENT", `${FIELDS.token} is required (this service's sandbox payment token).`, { field: FIELDS.token });
   }
   return token;
 }

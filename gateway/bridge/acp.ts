@@ -12,8 +12,8 @@
  * Statuses: not_ready_for_payment (our OPEN: a shipping quote missing), ready_for_payment (READY_FOR_PAYMENT; also
  * PENDING_EXTERNAL_CONFIRMATION of the session's own payment once the buyer decided at every link: index.ts
  * `liveState`), in_progress (IN_PROGRESS, PENDING_EXTERNAL_CONFIRMATION, SETTLEMENT_UNKNOWN; another route's payment
- * stays in_progress after its buyer decided), completed, canceled (the ACP cancel); read from the cart's live
- * session on every answer (session-state.ts).
+ * stays in_progress after its buyer decided), completed, canceled (the ACP cancel, or the merchant's cancel or block:
+ * session-state.ts `merchantCanceled`); read from the cart's live session on every answer (session-state.ts).
  * Amounts are integer minor units and currencies lower-case, as ACP writes them. Errors are ACP's
  * `{type, code, message, param?}` with our HTTP status and our code.
  * Versions: every ACP route reads the request's `API-Version` (`acpVersioned`): a version we implement is served and
@@ -171,8 +171,8 @@ export interface AcpView {
  */
 export interface AcpShapes {
   version: AcpApiVersion;
-  /** The request fields an error or a missing step names (shipping.ts). */
-  fields: { address: string; option: string };
+  /** The request fields an error or a missing step names (shipping.ts), and the complete's token (a refused one's `param`). */
+  fields: { address: string; option: string; token: string };
   /** A create's (items required), an update's or a complete's request, checked before any cart work. */
   read(body: unknown, kind: "create" | "update" | "complete"): AcpInput;
   /** The request's buyer alone (checked before an update or complete claims the session). */
@@ -259,7 +259,7 @@ export function acp2025Buyer(kept: unknown, writtenIn: unknown): Record<string, 
   return ACP_BUYER_REQUIRED.every((m) => typeof buyer[m] === "string") ? buyer : undefined;
 }
 
-export const ACP_ITEM_FIELDS: ItemFields = { id: (i) => `items[${i}].id`, quantity: (i) => `items[${i}].quantity` };
+export const ACP_ITEM_FIELDS: ItemFields = { list: "items", id: (i) => `items[${i}].id`, quantity: (i) => `items[${i}].quantity` };
 
 export function acpStatusOfSession(status: string): AcpStatus {
   if (status === "OPEN") return "not_ready_for_payment";
@@ -363,7 +363,8 @@ export function acpAllMessages(s: BridgeSession, view: AcpView, fields: { addres
   ];
 }
 
-export const ACP_FIELDS = { address: "fulfillment_address", option: "fulfillment_option_id" } as const;
+/** 2025-09-29's request members a refusal or a missing step names: the address, the pick and the complete's token. */
+export const ACP_FIELDS = { address: "fulfillment_address", option: "fulfillment_option_id", token: "payment_data.token" } as const;
 
 /**
  * The ACP CheckoutSession object of a bridged session, shaped to ACP 2025-09-29's schema
@@ -434,7 +435,7 @@ export function acpError(err: ActorError) {
 /** A complete's payment token (2025-09-29 `payment_data.token`). */
 function acpToken(body: unknown): string {
   const token = asRecord(asRecord(body).payment_data).token;
-  if (typeof token !== "string" || token.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", "payment_data.token is required.", { field: "payment_data.token" });
+  if (typeof token !== "string" || token.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", `${ACP_FIELDS.token} is required.`, { field: ACP_FIELDS.token });
   return token;
 }
 

@@ -5,7 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import { cartActor } from "../../actors/cart/index.ts";
-import type { CartItemInput, CartView, CompleteReply, PaymentLimitsInput } from "../../actors/cart/messages.ts";
+import { MAX_CART_LINES, type CartItemInput, type CartView, type CompleteReply, type PaymentLimitsInput } from "../../actors/cart/messages.ts";
+import { mergedLineTooLarge } from "../../actors/cart/cart-machine.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { UUID_HEX, uuidV4FromHex } from "../../infra/uuid.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
@@ -302,8 +303,9 @@ export interface ItemInput {
   quantity: number;
 }
 
-/** A bridge's request fields of item `i`: its id (ACP `items[i].id`, UCP `line_items[i].item.id`) and quantity. */
+/** A bridge's request fields of its item list (ACP `items` / `line_items`, UCP `line_items`) and of item `i`: its id (ACP `items[i].id`, UCP `line_items[i].item.id`) and quantity. */
 export interface ItemFields {
+  list: string;
   id: (i: number) => string;
   quantity: (i: number) => string;
 }
@@ -372,13 +374,45 @@ export function inBridgeTerms(err: unknown, fields: ItemFields): unknown {
   return new ActorError(err.code, err.message, { ...err.details, field });
 }
 
-/** A new cart of the agent's with these items (the session prices it afterwards: shipping.ts `priceCart`). */
+/**
+ * A new cart of the agent's with these items (the session prices it afterwards: shipping.ts `priceCart`). Repeated
+ * items are merged here by the cart's own rule (one line per product and variant, quantities added up), before the
+ * cart's message bounds apply (audit B-5): ACP 2026-04-17's Item has no quantity, so 101 units of one product are 101
+ * entries, one line of quantity 101, which the `create` message (at most MAX_CART_LINES entries) refused with its
+ * own validation text. The bounds are then said here in the request's terms: more than MAX_CART_LINES different
+ * items is 400 on the list, a merged line over MAX_LINE_QUANTITY the cart's refusal (`mergedLineTooLarge`) on the
+ * first entry's quantity; every cart refusal of a line names the request's first entry of it.
+ */
 export async function newCart(svc: Services, keyId: string, items: ItemInput[], fields: ItemFields): Promise<CartView> {
-  const lines = await resolveItemIds(svc, items, fields);
+  const lines: CartItemInput[] = [];
+  const firstAt: number[] = [];
+  const lineOf = new Map<string, number>();
+  for (const [at, l] of (await resolveItemIds(svc, items, fields)).entries()) {
+    const k = `${l.productId}:${l.variantId ?? ""}`;
+    const j = lineOf.get(k);
+    if (j === undefined) {
+      lineOf.set(k, lines.length);
+      lines.push({ ...l });
+      firstAt.push(at);
+    } else lines[j]!.quantity += l.quantity;
+  }
+  if (lines.length > MAX_CART_LINES) {
+    throw fail("INVALID_ARGUMENT", `${fields.list} names ${lines.length} different items; a checkout session holds at most ${MAX_CART_LINES} (repeated entries of one item add up to one line).`, {
+      field: fields.list,
+      lines: lines.length,
+      max_lines: MAX_CART_LINES,
+    });
+  }
+  // the merged line `i` is named by the request's first entry of it
+  const merged: ItemFields = { list: fields.list, id: (i) => fields.id(firstAt[i] ?? i), quantity: (i) => fields.quantity(firstAt[i] ?? i) };
+  for (const [i, l] of lines.entries()) {
+    const tooLarge = mergedLineTooLarge(i, l.productId, l.variantId ?? null, l.quantity);
+    if (tooLarge) throw inBridgeTerms(tooLarge, merged);
+  }
   try {
     return await svc.actors.ask(cartActor, crypto.randomUUID(), "create", { keyId, items: lines });
   } catch (err) {
-    throw inBridgeTerms(err, fields);
+    throw inBridgeTerms(err, merged);
   }
 }
 

@@ -4,13 +4,14 @@
  * /api/v1/agent/checkout hands a request detected as one of these protocols (detect.ts) to `bridgeCheckout`.
  */
 import { Elysia, t } from "elysia";
-import { cartActor } from "../../actors/cart/index.ts";
+import { cartActor, cartIdOfSession } from "../../actors/cart/index.ts";
 import type { CartView, CompleteReply, PreviewView } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail } from "../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { ap2KeyConflict, bridgeKeyConflict, ROLLBACK_CODES, rollbackMessageFor } from "../../actors/cart/rollback-text.ts";
 import { ok } from "../envelope.ts";
 import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
+import { retryAfterOf } from "../plugins/errors.ts";
 import { optionalObjectBody } from "../rest/optional-body.ts";
 import type { Services } from "../services.ts";
 import { ACP_DEFAULT_API_VERSION, acpOrderOf, acpServedVersion, acpVersioned, type AcpApiVersion, type AcpInput, type AcpShapes } from "./acp.ts";
@@ -41,10 +42,13 @@ import {
 import {
   assertUpdatable,
   cartExpired,
+  cartSessionLive,
   foreignDecidedNote,
   foreignWaitingNote,
   expiredCartView,
   liveCheckoutStatus,
+  merchantCanceled,
+  merchantCanceledRefusal,
   paidOrdersOf,
   retireCart,
   sessionNotes,
@@ -70,6 +74,9 @@ async function respond(set: SetLike, protocol: BridgeProtocol, work: () => Promi
     if (!(err instanceof ActorError)) throw err;
     const said = forProtocol(err, protocol);
     if (protocol === "ap2") throw said; // AP2 has no HTTP error shape: our envelope
+    // a cart's hold bound says when to come back, as on REST (audit B-2)
+    const retryAfter = retryAfterOf(said);
+    if (retryAfter !== undefined) set.headers["retry-after"] = retryAfter;
     // ACP's error in the version the request is served in (acp.ts `acpVersioned` echoed it)
     const e = protocol === "acp" ? acpShapes(acpServedVersion(set.headers)).error(said) : ucpError(said);
     set.status = e.status;
@@ -254,6 +261,8 @@ async function liveState(svc: Services, s: BridgeSession, shown?: string): Promi
     gone = err;
   }
   const paid = await paidOrdersOf(svc, s.agentKeyId, s.cartId);
+  // A merchant's cancel (or block) ended the session: it reads canceled, never "complete again" (audit B-1).
+  if (merchantCanceled(cart, paid)) s.canceled = true;
   if (!cart) {
     const ended = await expiredCartView(svc, s, paid);
     if (!ended) throw gone;
@@ -364,6 +373,26 @@ async function acpView(svc: Services, s: BridgeSession, shapes: AcpShapes, done:
   });
 }
 
+/**
+ * A complete's check that the session has not ended: canceled by its agent, or by its merchant (audit B-1: the cart's
+ * next checkout would preview the ended cart session anew and charge the store that canceled the sale). The merchant's
+ * cancel is read from the cart's orders (one statement; the cart itself only when there is one), and recorded on the
+ * session, which holds the claim.
+ */
+async function assertCompletable(svc: Services, s: BridgeSession): Promise<void> {
+  if (s.canceled) assertActive(s);
+  const paid = await paidOrdersOf(svc, s.agentKeyId, s.cartId);
+  if (paid.canceled_by_merchant.order_ids.length === 0) return;
+  const cart = await getCart(svc, s.agentKeyId, s.cartId).catch((err: unknown) => {
+    if (cartExpired(err)) return null;
+    throw err;
+  });
+  if (!merchantCanceled(cart, paid)) return;
+  s.canceled = true;
+  await saveClaimed(svc, s);
+  throw merchantCanceledRefusal(s, paid);
+}
+
 function assertActive(s: BridgeSession, cart?: CartView): void {
   if (s.canceled) throw fail("SESSION_INACTIVE", "The checkout session was canceled.", { checkout_session_id: s.id, status: "canceled" });
   if (cart?.status === "COMPLETED") throw fail("SESSION_INACTIVE", "The checkout session is completed.", { checkout_session_id: s.id, status: "completed" });
@@ -374,10 +403,39 @@ function sessionExpired(s: BridgeSession): ActorError {
   return fail("SESSION_INACTIVE", "The checkout session's cart expired after a day without changes; create a new checkout session.", { checkout_session_id: s.id, status: "expired" });
 }
 
-/** A complete's refusal in the session's terms: a cart that expired is the session's end (as for an update). */
-function completeRefusal(s: BridgeSession, err: unknown, fields: { address: string; option: string }): unknown {
-  if (err instanceof ActorError && err.code === "CART_NOT_MUTABLE" && err.details?.reason === "expired") return sessionExpired(s);
+/**
+ * A complete's refusal in the session's terms: a cart that expired is the session's end (as for an update); a refused
+ * payment token names the protocol's token member (audit B-4: the cart names REST's `payment_method`, which no ACP or
+ * UCP request has); the hold bound's sessions are the protocol's session ids (`holdingInSessionIds`).
+ */
+async function completeRefusal(svc: Services, s: BridgeSession, err: unknown, fields: { address: string; option: string; token: string }): Promise<unknown> {
+  if (!(err instanceof ActorError)) return err;
+  if (err.code === "CART_NOT_MUTABLE" && err.details?.reason === "expired") return sessionExpired(s);
+  if (err.details?.field === "payment_method") {
+    const message = err.message.startsWith("payment_method ") ? `${fields.token}${err.message.slice("payment_method".length)}` : err.message;
+    return new ActorError(err.code, message, { ...err.details, field: fields.token });
+  }
+  if (err.code === "rate_limit_exceeded" && Array.isArray(err.details?.checkout_session_ids)) return holdingInSessionIds(svc, s, err);
   return bridgeShippingError(err, fields);
+}
+
+/**
+ * The hold bound's 429 (actors/cart/hold-guard.ts) lists the caller's holding checkouts by the cart's own session ids
+ * (`cs_<cart hex>_<n>`), which an ACP/UCP client never saw (audit B-2): listed instead as the ids of this protocol's
+ * sessions on those carts; a checkout started through another route (REST, MCP, another protocol) has none and is
+ * only counted (`holding`). The client cancels one of them, or waits `Retry-After`.
+ */
+async function holdingInSessionIds(svc: Services, s: BridgeSession, err: ActorError): Promise<ActorError> {
+  const carts = (err.details!.checkout_session_ids as unknown[]).flatMap((id) => {
+    const cart = typeof id === "string" ? cartIdOfSession(id) : null;
+    return cart ? [cart] : [];
+  });
+  const rows = carts.length
+    ? await svc.sql<{ id: string }[]>`
+        SELECT id FROM bridge_sessions WHERE protocol = ${s.protocol} AND agent_key_id = ${s.agentKeyId} AND cart_id = ANY(${carts}::uuid[]) ORDER BY id`
+    : [];
+  const { checkout_session_id: _own, ...details } = err.details!;
+  return new ActorError(err.code, err.message, { ...details, checkout_session_ids: rows.map((r) => r.id), checkout_session_id: s.id });
 }
 
 /** An update's checks on the session's current cart (claimed, so nothing pays it or moves it meanwhile). */
@@ -386,9 +444,12 @@ async function assertSessionUpdatable(svc: Services, s: BridgeSession, change: {
     throw cartExpired(err) ? sessionExpired(s) : err;
   });
   assertActive(s, cart);
+  const paid = await paidOrdersOf(svc, s.agentKeyId, s.cartId);
+  // a session its merchant ended takes no changes: new items would move it to a new, payable cart (audit B-1)
+  if (merchantCanceled(cart, paid)) throw merchantCanceledRefusal(s, paid);
   // While the payment is PENDING_EXTERNAL_CONFIRMATION, whether a buyer is still asked (the refusal's wording and UCP severity).
   const waiting = cart.checkout_status === "PENDING_EXTERNAL_CONFIRMATION" ? await waitingApproval(svc, s, cart) : null;
-  assertUpdatable(s, cart, await paidOrdersOf(svc, s.agentKeyId, s.cartId), change, waiting !== null && !waiting.url, waiting?.foreign === true);
+  assertUpdatable(s, cart, paid, change, waiting !== null && !waiting.url, waiting?.foreign === true);
 }
 
 async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown, shapes: AcpShapes): Promise<Answer> {
@@ -424,7 +485,7 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
   assertStorableRequest(body);
   const buyer = shapes.buyer(body);
   return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
-    if (s.canceled) assertActive(s);
+    await assertCompletable(svc, s);
     const token = shapes.token(body);
     if (buyer !== undefined) {
       keepAcpBuyer(s, buyer, shapes.version);
@@ -435,7 +496,7 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
       reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`) });
     } catch (err) {
       const done = (await alreadyCompleted(err)) ?? (await paidElsewhere(svc, s, err));
-      if (!done) throw completeRefusal(s, err, shapes.fields);
+      if (!done) throw await completeRefusal(svc, s, err, shapes.fields);
       s.meta.order = done;
       return { status: 200, body: await acpView(svc, s, shapes, done) };
     }
@@ -471,7 +532,7 @@ async function waitingApproval(svc: Services, s: BridgeSession, cart: CartView):
       AND status = 'pending' AND payment_rail = 'card' AND intent_id IS NOT NULL`;
   const rank = (slug: string) => (cart.merchants.indexOf(slug) + cart.merchants.length + 1) % (cart.merchants.length + 1);
   rows.sort((a, b) => rank(a.store_slug) - rank(b.store_slug) || a.store_slug.localeCompare(b.store_slug));
-  const foreign = rows.length > 0 && !rows.some((r) => sessionsOwnIntent(s, cart.checkout_session_id!, r.store_slug, r.intent_id));
+  const foreign = rows.length > 0 && !rows.some((r) => sessionsOwnIntent(s, cart.checkout_session_id!, r.store_slug, r.intent_id)) && (await boundToAnotherKey(svc, s, cart.checkout_session_id));
   const rail = cardRail(svc.sql);
   for (const r of rows) {
     const url = await rail.undecidedApprovalUrl(r.intent_id);
@@ -480,18 +541,40 @@ async function waitingApproval(svc: Services, s: BridgeSession, cart: CartView):
   return { foreign };
 }
 
-/** How many payment attempts of one store `sessionsOwnIntent` looks through (a session's cart makes a handful). */
+/**
+ * How many payment attempts of one store `sessionsOwnIntent` looks through: the fast answer for a session's usual
+ * handful; past them (audit B-6: every declined complete is one more attempt) the cart answers (`boundToAnotherKey`).
+ */
 const OWN_INTENT_ATTEMPTS = 64;
 
 /**
  * Whether a payment intent is one the session's own complete made: intents are derived from the cart's checkout
  * session, the key it pays under, the store and the attempt (actors/payments/rail.ts `deriveIntentId`), and a session
- * always pays under the key derived from its id; an intent of another key was started through another route.
+ * always pays under the key derived from its id; an intent of another key was started through another route. True
+ * is certain; false only means none of the first OWN_INTENT_ATTEMPTS attempts (`boundToAnotherKey` decides then).
  */
 function sessionsOwnIntent(s: BridgeSession, checkoutSessionId: string, storeSlug: string, intentId: string): boolean {
   const key = derivedUuidV4(`${s.protocol}:${s.id}`);
   for (let attempt = 1; attempt <= OWN_INTENT_ATTEMPTS; attempt++) if (deriveIntentId(checkoutSessionId, key, storeSlug, attempt) === intentId) return true;
   return false;
+}
+
+/**
+ * Whether the cart's checkout session is bound to another key than the session's own, asked of the cart: a checkout
+ * session is bound to the key of its first complete and never rebound (actors/cart/checkout-machine.ts
+ * `decideComplete`), so its `precheck` under the session's key (which writes nothing for a payment waiting on the
+ * buyer) refuses exactly another key's payment, IDEMPOTENCY_KEY_CONFLICT. Asked only when `sessionsOwnIntent` found
+ * none of the first attempts (a payment started through another route, or one past OWN_INTENT_ATTEMPTS: audit B-6,
+ * whose session's own approved payment read as another route's). Any other refusal leaves it foreign, as before.
+ */
+async function boundToAnotherKey(svc: Services, s: BridgeSession, checkoutSessionId: string): Promise<boolean> {
+  try {
+    await svc.actors.ask(cartActor, s.cartId, "precheck", { keyId: s.agentKeyId, sessionId: checkoutSessionId, idempotencyKey: derivedUuidV4(`${s.protocol}:${s.id}`) });
+    return false;
+  } catch (err) {
+    if (!(err instanceof ActorError)) throw err;
+    return true;
+  }
 }
 
 /** The link a complete's own answer shows: the payment it just asked the buyer to approve. */
@@ -513,7 +596,8 @@ async function cancelCartSession(svc: Services, s: BridgeSession): Promise<void>
     return;
   }
   if (cart.status === "COMPLETED") throw fail("CHECKOUT_STATUS_INVALID", "A completed checkout cannot be canceled.", { checkout_session_id: s.id, status: "COMPLETED" });
-  if (cart.checkout_session_id && cart.status === "CHECKOUT") {
+  // A session that already ended (a partly paid one its merchant canceled, audit B-1) has nothing left to end.
+  if (cart.checkout_session_id && cart.status === "CHECKOUT" && cartSessionLive(cart)) {
     await svc.actors.ask(cartActor, s.cartId, "cancel", { keyId: s.agentKeyId, sessionId: cart.checkout_session_id });
   }
   s.canceled = true;
@@ -585,14 +669,14 @@ async function ucpView(svc: Services, s: BridgeSession, extra: { continueUrl?: s
 async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
   assertStorableRequest(body);
   return withSessionClaim(svc, "ucp", id, agent.keyId, async (s) => {
-    if (s.canceled) assertActive(s);
+    await assertCompletable(svc, s);
     const token = ucpPaymentToken(body);
     let reply: CompleteReply;
     try {
       reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`ucp:${s.id}`) });
     } catch (err) {
       const done = (await alreadyCompleted(err)) ?? (await paidElsewhere(svc, s, err));
-      if (!done) throw completeRefusal(s, err, UCP_FIELDS);
+      if (!done) throw await completeRefusal(svc, s, err, UCP_FIELDS);
       s.meta.order = done;
       return { status: 200, body: await ucpView(svc, s) };
     }

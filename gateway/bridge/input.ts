@@ -85,7 +85,13 @@ export function assertStorableRequest(body: unknown): void {
 
 /** The longest text a bridged buyer or address member may hold (an email address: RFC 5321's 320 at most). */
 export const MAX_MEMBER_CHARS = 320;
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
+/**
+ * An email address as the protocols' schemas type it (`format: email`: ACP's Buyer and FulfillmentDetails, UCP's
+ * Buyer), by the check strict clients validate answers with: ajv-formats' `email` (its default "full" mode), a
+ * dot-atom local part and a dotted domain of LDH labels. A looser check kept "ada@example" and echoed it, and the
+ * whole session then failed a strict client's validation (audit B-3).
+ */
+const EMAIL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 
 /**
  * What a protocol's object of optional string members (a Buyer, an Address) is, as its published schema says.
@@ -137,7 +143,7 @@ export function knownStringMembers(raw: unknown, field: string, rules: MemberRul
     if (v.trim().length === 0) continue;
     const reason = unstorableReason(v);
     if (reason) throw fail("INVALID_ARGUMENT", `${at} ${reason}.`, { field: at, reason: "unstorable_text" });
-    if (k === "email" && !EMAIL.test(v)) throw fail("INVALID_ARGUMENT", `${at} must be an email address.`, { field: at });
+    if (k === "email" && !EMAIL.test(v)) throw fail("INVALID_ARGUMENT", `${at} must be an email address (name@domain.tld).`, { field: at });
     out[k] = v;
   }
   return out;

@@ -22,6 +22,12 @@ export interface PaidOrders {
   order_ids: string[];
   completed_store_ids: string[];
   awaiting: { order_ids: string[]; store_ids: string[] };
+  /**
+   * Orders of the cart a merchant canceled while they were pending (its cancel of the order, or its block of the key:
+   * both end the cart's checkout session, recorded `canceled_by: merchant`). The merchant ended the sale: the session
+   * is canceled (`merchantCanceled`), never READY_FOR_PAYMENT again (audit B-1).
+   */
+  canceled_by_merchant: { order_ids: string[]; store_ids: string[] };
 }
 
 /** Checkout statuses in which money is moving or may have moved: the session accepts no change. */
@@ -30,20 +36,50 @@ const ENDED = new Set(["COMPLETED", "FAILED", "EXPIRED", "CANCELED"]);
 
 /**
  * A pending order is not paid (it waits for its leg's capture, or for the merchant's decision on an escalated one),
- * a canceled one never was; every other status was reached through a capture.
+ * a canceled one never was; every other status was reached through a capture. The same statement finds the orders a
+ * merchant canceled while pending (`canceled_by_merchant`: the cancel event the cart's session cancel with a store
+ * named records, actors/store/commerce.ts `cancelPendingOrderRows`).
  */
 export async function paidOrdersOf(svc: Services, keyId: string, cartId: string): Promise<PaidOrders> {
   const rows = await svc.sql<{ id: string; store_slug: string; status: string }[]>`
-    SELECT id::text AS id, store_slug, status FROM orders
-    WHERE cart_id = ${cartId} AND agent_key_id = ${keyId} AND (status NOT IN ('pending', 'canceled') OR (status = 'pending' AND reconciliation IS NOT NULL))
+    SELECT id::text AS id, store_slug, status FROM orders o
+    WHERE cart_id = ${cartId} AND agent_key_id = ${keyId} AND (status NOT IN ('pending', 'canceled') OR (status = 'pending' AND reconciliation IS NOT NULL)
+      OR (status = 'canceled' AND EXISTS (SELECT 1 FROM order_events e WHERE e.order_id = o.id AND e.type = 'cancel' AND e.data ->> 'canceled_by' = 'merchant')))
     ORDER BY created_at, store_slug`;
-  const paid = rows.filter((r) => r.status !== "pending");
+  const paid = rows.filter((r) => r.status !== "pending" && r.status !== "canceled");
   const awaiting = rows.filter((r) => r.status === "pending");
+  const canceled = rows.filter((r) => r.status === "canceled");
   return {
     order_ids: paid.map((r) => r.id),
     completed_store_ids: paid.map((r) => r.store_slug),
     awaiting: { order_ids: awaiting.map((r) => r.id), store_ids: awaiting.map((r) => r.store_slug) },
+    canceled_by_merchant: { order_ids: canceled.map((r) => r.id), store_ids: canceled.map((r) => r.store_slug) },
   };
+}
+
+/**
+ * Whether a merchant ended the session (audit B-1): it canceled a pending order of the session's cart, itself or by
+ * blocking the agent key (docs/checkout.md "Cancels and money"). The cart's checkout session then ended CANCELED,
+ * which a session read alone takes for "complete again" (an ended session is previewed anew by the next complete):
+ * that complete would start a new payment and capture a new order at the store that just canceled the sale. Such a
+ * session reads canceled and refuses complete and update (SESSION_INACTIVE), as the session's own cancel does. A
+ * completed cart stays completed (its paid orders are what the session shows). An expiry of the buyer's approval is
+ * not a merchant's cancel: it stays retryable.
+ */
+export function merchantCanceled(cart: CartView | null, paid: PaidOrders): boolean {
+  return cart?.status !== "COMPLETED" && paid.canceled_by_merchant.order_ids.length > 0;
+}
+
+/** The refusal of a write (complete, update) on a session its merchant ended (`merchantCanceled`). */
+export function merchantCanceledRefusal(s: BridgeSession, paid: PaidOrders): ActorError {
+  const c = paid.canceled_by_merchant;
+  return fail("SESSION_INACTIVE", `The checkout session was canceled by the merchant (${listed(c.store_ids, c.order_ids)}); nothing more can be charged in it. Create a new checkout session to buy again.`, {
+    checkout_session_id: s.id,
+    status: "canceled",
+    reason: "canceled_by_merchant",
+    store_ids: c.store_ids,
+    order_ids: c.order_ids,
+  });
 }
 
 /**
@@ -56,6 +92,11 @@ export function liveCheckoutStatus(s: BridgeSession, cart: CartView): string {
   const live = cart.checkout_status;
   if (live && !ENDED.has(live)) return live;
   return sessionShipping(s).missing ? "OPEN" : "READY_FOR_PAYMENT";
+}
+
+/** Whether the cart's checkout session is live (not ended): only a live one has unpaid orders a cancel would end. */
+export function cartSessionLive(cart: CartView): boolean {
+  return cart.checkout_session_id !== null && cart.checkout_status !== null && !ENDED.has(cart.checkout_status);
 }
 
 /**
@@ -127,7 +168,7 @@ const listed = (stores: string[], orders: string[]) => stores.map((st, i) => `${
 /**
  * The info messages a session's read adds, from its cart's orders: the paid stores of a cart that is not completed
  * (audit Y5), every order of a completed multi-store cart (ACP's `order` has one id: review RM-F4), a capture awaiting
- * the merchant's decision (RM-F5), and a cart that expired unpaid (RM-F1).
+ * the merchant's decision (RM-F5), a cart that expired unpaid (RM-F1), and a merchant's cancel that ended it (B-1).
  */
 export function sessionNotes(paid: PaidOrders, cartCompleted: boolean, end: SessionEnd): SessionNote[] {
   const notes: SessionNote[] = [];
@@ -146,6 +187,15 @@ export function sessionNotes(paid: PaidOrders, cartCompleted: boolean, end: Sess
     notes.push({ code: "merchant_already_paid", content, details: { completed_store_ids: paid.completed_store_ids, order_ids: paid.order_ids } });
   } else if (end === "expired" && paid.awaiting.order_ids.length === 0) {
     notes.push({ code: "session_expired", content: "The session's cart expired after a day without changes; nothing was charged. Create a new session to buy these items." });
+  }
+  const c = paid.canceled_by_merchant;
+  if (!cartCompleted && c.order_ids.length > 0) {
+    // the merchant ended the session (`merchantCanceled`): why it reads canceled when the agent canceled nothing
+    notes.push({
+      code: "canceled_by_merchant",
+      content: `The merchant canceled ${listed(c.store_ids, c.order_ids)} before it was paid, which ended this checkout session; nothing was charged for it. Create a new checkout session to buy again.`,
+      details: { store_ids: c.store_ids, order_ids: c.order_ids },
+    });
   }
   if (paid.awaiting.order_ids.length > 0) {
     const a = paid.awaiting;

@@ -39,7 +39,7 @@ export function ucpItems(raw: unknown): ItemInput[] {
   });
 }
 
-export const UCP_ITEM_FIELDS: ItemFields = { id: (i) => `line_items[${i}].item.id`, quantity: (i) => `line_items[${i}].quantity` };
+export const UCP_ITEM_FIELDS: ItemFields = { list: "line_items", id: (i) => `line_items[${i}].item.id`, quantity: (i) => `line_items[${i}].quantity` };
 
 /** A line's id and item id: a variant line is its variant (two variants of one product are two lines). */
 const lineId = (l: { product_id: string; variant_id: string | null }) => `li_${l.product_id}${l.variant_id ? `_${l.variant_id}` : ""}`;
@@ -59,12 +59,16 @@ export function ucpPaymentToken(body: unknown): string {
   const first = Array.isArray(instruments) ? asRecord(instruments[0]) : {};
   const token = asRecord(first.credential).token;
   if (typeof token !== "string" || token.length === 0) {
-    throw fail("MISSING_REQUIRED_ARGUMENT", "payment.instruments[0].credential.token is required.", { field: "payment.instruments[0].credential.token" });
+    throw fail("MISSING_REQUIRED_ARGUMENT", `${UCP_FIELDS.token} is required.`, { field: UCP_FIELDS.token });
   }
   return token;
 }
 
-export const UCP_FIELDS = { address: "fulfillment.methods[0].destinations[0]", option: "fulfillment.methods[0].groups[0].selected_option_id" } as const;
+export const UCP_FIELDS = {
+  address: "fulfillment.methods[0].destinations[0]",
+  option: "fulfillment.methods[0].groups[0].selected_option_id",
+  token: "payment.instruments[0].credential.token",
+} as const;
 
 /** UCP's Buyer members (source/schemas/shopping/types/buyer.json): strings, kept and echoed. */
 export const UCP_BUYER_MEMBERS = ["first_name", "last_name", "full_name", "email", "phone_number"] as const;

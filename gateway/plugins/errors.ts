@@ -198,6 +198,17 @@ export const errors = new Elysia({ name: "errors" })
     return protocol ? bridgeErrorBody(protocol, answer) : answer;
   });
 
+/**
+ * The Retry-After of a refusal that says when to come back, or undefined: a 429 that is not a rate bucket's (a
+ * cart's hold bound, actors/cart/hold-guard.ts, with `details.retry_after_seconds`), whose bucket's X-RateLimit-Reset
+ * already sent would say the wrong thing (audit X-3). One rule for our envelope (here) and the bridges' own error
+ * shapes (gateway/bridge/index.ts `respond`, audit B-2: ACP 2026-04-17's Error has no details to carry it).
+ */
+export function retryAfterOf(error: ActorError): string | undefined {
+  const seconds = error.details?.retry_after_seconds;
+  return error.code === "rate_limit_exceeded" && typeof seconds === "number" ? String(seconds) : undefined;
+}
+
 /** The parts of Elysia's `set` written on a failure. */
 interface FailureSet {
   status?: number | string;
@@ -214,9 +225,8 @@ function envelopeOf(code: unknown, error: unknown, set: FailureSet, failure: Fai
     // a body refused before it was read (body-limit.ts): the rest of it is not read either, so the connection ends
     if (error.code === "payload_too_large") headers.connection = "close";
     if (set.status === 401 && headers["www-authenticate"] === undefined) challenge(headers, error, request);
-    // a 429 that is not a rate bucket's (a cart's hold bound, actors/cart/hold-guard.ts) says when to come back: the
-    // bucket's X-RateLimit-Reset already sent would say the wrong thing (audit X-3)
-    if (error.code === "rate_limit_exceeded" && typeof error.details?.retry_after_seconds === "number") headers["retry-after"] = String(error.details.retry_after_seconds);
+    const retryAfter = retryAfterOf(error);
+    if (retryAfter !== undefined) headers["retry-after"] = retryAfter;
     const bounded = boundedActorError(error, request);
     return errorBody(error.code, bounded.message, bounded.details);
   }
