@@ -8,6 +8,7 @@
  * `{in_stock: boolean, quantity?: integer}`; POST `{attribute, value, cart_id}` writes a cart attribute.
  */
 import { Type as T } from "@sinclair/typebox";
+import { BRIDGE_SCOPES } from "../../../actors/agent/access.ts";
 import { cartActor } from "../../../actors/cart/index.ts";
 import type { PaymentLimitsInput } from "../../../actors/cart/messages.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
@@ -93,7 +94,10 @@ export const issuePaymentMandate = defineTool({
   output: T.Object({ payment_mandate: T.String(), max_amount: T.Number(), currency: T.String(), expires_at: T.String() }, Open),
   annotations: WRITE,
   auth: "key",
-  scopes: ["checkout"],
+  // `checkout` or the bridge-only `checkout:delegate`, like the REST AP2 mandate route (actors/agent/access.ts): a
+  // mandate only caps a payment the credential can already start, and a real merchant's checkout endpoint requires
+  // one for ucp_complete_checkout, whose least-scope challenge asks checkout:delegate (audit A-6)
+  scopes: BRIDGE_SCOPES,
   sandboxRefused: true,
   confirmation: true,
   async summarize(a, ctx) {
