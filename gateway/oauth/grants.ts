@@ -219,8 +219,9 @@ export async function redeemCode(
 /**
  * Rotates a refresh token: the presented one is spent and a new one of the same family is issued, in one
  * transaction. `next` sees the token's grant before anything is spent (requested scope, resource), throws to
- * refuse and returns the grant of the new token: a refused request leaves the token usable, so the client's next,
- * correct refresh is not taken for a replay. A token that was already spent (or belongs to a revoked family)
+ * refuse and returns the grant of the new access token (its scopes may be fewer: the new refresh token keeps the
+ * spent one's, RFC 6749 §6): a refused request leaves the token usable, so the client's next, correct refresh is
+ * not taken for a replay. A token that was already spent (or belongs to a revoked family)
  * revokes the whole family: either the client or an attacker holds a stale copy, and the server cannot tell which.
  */
 export async function rotateRefreshToken(
@@ -249,7 +250,9 @@ export async function rotateRefreshToken(
         RETURNING family_id`;
       // a family from before migration 0090 has no end yet: it gets one now
       const familyEnd = r.family_expires_at ?? new Date(now.getTime() + REFRESH_FAMILY_MAX_SECONDS * 1000);
-      return spent[0] ? await newRefreshToken(svc, tx, grant, r.family_id, familyEnd) : null;
+      // the new refresh token keeps the scopes of the one spent (RFC 6749 §6: "identical"); a narrower `scope` only
+      // narrows this access token, not the user's grant (audit A-1)
+      return spent[0] ? await newRefreshToken(svc, tx, { ...grant, scopes: prior.scopes }, r.family_id, familyEnd) : null;
     });
     if (rotated) return { grant, refreshToken: rotated };
   }

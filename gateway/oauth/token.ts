@@ -51,7 +51,8 @@ async function grantTokens(svc: Services, client: OAuthClient, grant: string, fo
   if (grant === "refresh_token") {
     if (!form.refresh_token) throw new OAuthError("invalid_request", "refresh_token is required");
     const resource = await checkResource(svc, form.resource, false);
-    // scope and resource are checked against the token's grant before it is spent (a refusal keeps it usable)
+    // scope and resource are checked against the token's grant before it is spent (a refusal keeps it usable); a
+    // narrower scope narrows this access token only, the new refresh token keeps the grant's (grants.ts, RFC 6749 §6)
     const rotated = await rotateRefreshToken(svc, form.refresh_token, client.clientId, (p) => {
       const scopes = narrowScopes(form.scope, p.scopes);
       if (resource !== undefined && resource !== p.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
