@@ -391,7 +391,8 @@ function basicCredentials(authorization: string | null): { id: string; secret: s
 }
 
 /**
- * Authenticates the client of a token/revocation request with the method it registered; else invalid_client.
+ * Authenticates the client of a token/revocation request with the method it registered; else invalid_client (a
+ * request with two methods, Basic and a body client_secret, is invalid_request).
  * `from`: the requester's address (getClient). The method used must be the registered one (OAuth 2.1 §2.4, audit X-6):
  * a client registered for client_secret_basic that sends its secret in the body is refused, so the agent trust
  * signal a client_credentials token carries (grants.ts, `client_auth`) states the method actually used. The refusal
@@ -402,6 +403,11 @@ export async function authenticateClient(svc: Services, authorization: string | 
   const clientId = basic?.id ?? form.client_id;
   if (!clientId) throw new OAuthError("invalid_client", "client authentication is required (client_id)");
   if (basic && form.client_id && form.client_id !== basic.id) throw new OAuthError("invalid_request", "client_id in the body differs from the Basic credentials");
+  // one authentication method per request (RFC 6749 §2.3, OAuth 2.1 §2.4): a secret in both places is ambiguous,
+  // whether or not they agree (audit A-4)
+  if (basic && form.client_secret !== undefined) {
+    throw new OAuthError("invalid_request", "use one client authentication method: the Authorization: Basic header or client_secret in the body, not both");
+  }
   const client = await getClient(svc, clientId, from);
   // Still hash something when the client is unknown, so timing does not reveal registered ids.
   const presented = basic?.secret ?? form.client_secret ?? null;
