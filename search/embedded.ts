@@ -8,7 +8,9 @@
  * settings; score × number of distinct query words matched), the same expression tree (OR of words, OR of a word's
  * synonyms, AND inside a multi-word synonym) and the same coverage score. What changed is the cost: no per-match
  * result objects, match maps or filter callbacks; filters are checked once per document on typed arrays; the best
- * `window` candidates are picked with a bounded heap instead of sorting every match.
+ * `window` candidates are picked with a bounded heap instead of sorting every match. A query without synonyms skips,
+ * exactly, the documents that only its low-quality lists hold when they can enter neither the window nor the best
+ * engine score (`prunedPass`): the answers are the same to the last bit.
  *
  * Everything that settings change (synonyms, stop words, typos, field boosts) is applied at query time, so
  * `applySettings` never needs a re-index.
@@ -30,7 +32,7 @@ import {
 } from "./engine.ts";
 import { allowedTypos, assertSearchSettings, DEFAULT_SEARCH_SETTINGS, SEARCHABLE_FIELDS, type SearchSettings } from "./settings.ts";
 import { kthLargest } from "./ranking.ts";
-import { combineTextScore, fieldFactors, queryGroups, SYNONYM_FACTOR, wordQuality } from "./text-score.ts";
+import { combineTextScore, COVERAGE_SHARE, fieldFactors, queryGroups, SYNONYM_FACTOR, wordQuality } from "./text-score.ts";
 
 const NF = SEARCHABLE_FIELDS.length;
 /** BM25+ parameters and expansion weights: MiniSearch's defaults, so scores match the former engine. */
@@ -64,6 +66,12 @@ class PostingList {
   length = 0;
   /** Live documents in the list (the BM25 document frequency). */
   live = 0;
+  /**
+   * The largest tf and the shortest field length ever pushed: with them a list's largest BM25+ term is bounded
+   * (query pruning, EmbeddedSearchEngine.prunedPass). Removals and compaction leave them as they are (still bounds).
+   */
+  maxTf = 0;
+  minLen = 65_535;
 
   push(slot: number, tf: number, len: number): void {
     if (this.length === this.docs.length) {
@@ -77,9 +85,12 @@ class PostingList {
       lens.set(this.lens);
       this.lens = lens;
     }
+    const t = tf > 65_535 ? 65_535 : tf;
     this.docs[this.length] = slot;
-    this.tfs[this.length] = tf > 65_535 ? 65_535 : tf;
+    this.tfs[this.length] = t;
     this.lens[this.length] = len;
+    if (t > this.maxTf) this.maxTf = t;
+    if (len < this.minLen) this.minLen = len;
     this.length++;
     this.live++;
   }
@@ -122,6 +133,22 @@ interface Leaf {
   source: number;
   expansions: Expansion[];
 }
+
+/** One posting list of a query leaf with its per-query BM25 terms (see scanList). */
+interface ListPass {
+  li: number;
+  list: PostingList;
+  /** Expansion weight × field boost × idf. */
+  w: number;
+  /** Expansion quality × field factor: what a match here gives the coverage. */
+  qf: number;
+  lenCoef: number;
+}
+
+/** scanList modes. */
+const SCAN_ALL = 0;
+const SCAN_KNOWN = 1;
+const SCAN_NEW = 2;
 
 const NO_CATEGORY_FILTER = -2;
 const NO_SYNONYMS: string[][] = [];
@@ -315,6 +342,17 @@ export class EmbeddedSearchEngine implements SearchEngine {
   private rowSlot = new Int32Array(1024);
   private rowScore = new Float64Array(1024);
   private rowQual = new Float64Array(1024);
+  private nRows = 0;
+  private nRejected = 0;
+  private lbBuf = new Float64Array(1024);
+  /**
+   * Exact dynamic pruning of the postings pass (prunedPass); on by default. Off only to compare against (tests,
+   * benchmarks): the answers are the same either way.
+   */
+  pruning = true;
+  /** Queries whose postings pass skipped documents, and those of them that then had to score those after all. */
+  prunedQueries = 0;
+  fallbacks = 0;
 
   constructor(settings: SearchSettings = DEFAULT_SEARCH_SETTINGS) {
     assertSearchSettings(settings);
@@ -558,123 +596,302 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const avgLen: number[] = [];
     for (let f = 0; f < NF; f++) avgLen.push(this.docCount > 0 ? this.fieldLenSum[f]! / this.docCount : 0);
 
-    // accumulate per (document, leaf): BM25+ score and best quality × field factor
-    // rowOf per slot: 0 not seen yet, -1 filtered out, row + 1; reset to 0 right after the pass (cheaper than an
-    // epoch stamp read on every posting)
-    const rowOf = this.rowOf;
-    let rejected = this.rejected;
-    let nRejected = 0;
+    // the posting lists of each leaf, in the order their scores are summed (expansion, then field)
     const N = this.docCount;
-    // the filter, inlined below (checked once per document, on typed arrays)
-    const { liveStock, storeOf, priceOf, multiPrice, pricesOf, categoryOf } = this;
-    const { storeOk, category, min, max, stock } = filter;
-    const priceFiltered = min > -Infinity || max < Infinity;
-    const wantStock = stock + 1;
-    let rows = 0;
-    let rowScore = this.rowScore;
-    let rowQual = this.rowQual;
-    let rowSlot = this.rowSlot;
+    const G = groups.length;
+    const S = sources.size;
+    const leafLists: ListPass[][] = [];
     for (let li = 0; li < L; li++) {
+      const passes: ListPass[] = [];
       for (const ex of leaves[li]!.expansions) {
         const lists = this.terms[ex.term]!;
         for (let f = 0; f < NF; f++) {
           const list = lists[f];
           if (list === undefined || list.live === 0) continue;
           const idf = Math.log(1 + (N - list.live + 0.5) / (list.live + 0.5));
-          const w = ex.weight * boostOf[f]! * idf;
-          const qf = ex.quality * factorOf[f]!;
-          const norm = BM25_K * (1 - BM25_B);
-          const lenCoef = (BM25_K * BM25_B) / (avgLen[f]! || 1);
-          const docs = list.docs;
-          const tfs = list.tfs;
-          const lens = list.lens;
-          for (let i = 0, n = list.length; i < n; i++) {
-            const slot = docs[i]!;
-            let r = rowOf[slot]! - 1;
-            if (r === -2) continue;
-            if (r === -1) {
-              if (
-                liveStock[slot] === 0 ||
-                (stock >= 0 && liveStock[slot] !== wantStock) ||
-                (storeOk !== null && storeOk[storeOf[slot]!] !== 1) ||
-                (priceFiltered && (multiPrice[slot] === 1 ? !anyPriceIn(pricesOf[slot]!, min, max) : priceOf[slot]! < min || priceOf[slot]! > max)) ||
-                (category !== NO_CATEGORY_FILTER && categoryOf[slot] !== category)
-              ) {
-                rowOf[slot] = -1;
-                if (nRejected === rejected.length) rejected = this.rejected = grow(rejected, nRejected * 2);
-                rejected[nRejected++] = slot;
-                continue;
-              }
-              r = rows++;
-              rowOf[slot] = r + 1;
-              if (rows > rowSlot.length || rows * L > rowScore.length) {
-                rowSlot = this.rowSlot = grow(rowSlot, rows * 2);
-                rowScore = this.rowScore = grow(rowScore, rows * 2 * L);
-                rowQual = this.rowQual = grow(rowQual, rows * 2 * L);
-              }
-              rowSlot[r] = slot;
-              for (let j = r * L, end = j + L; j < end; j++) {
-                rowScore[j] = 0;
-                rowQual[j] = 0;
-              }
-            }
-            const tf = tfs[i]!;
-            const k = r * L + li;
-            rowScore[k] += w * (BM25_D + (tf * (BM25_K + 1)) / (tf + norm + lenCoef * lens[i]!));
-            if (qf > rowQual[k]!) rowQual[k] = qf;
-          }
+          passes.push({ li, list, w: ex.weight * boostOf[f]! * idf, qf: ex.quality * factorOf[f]!, lenCoef: (BM25_K * BM25_B) / (avgLen[f]! || 1) });
         }
       }
+      leafLists.push(passes);
     }
-    for (let r = 0; r < rows; r++) rowOf[rowSlot[r]!] = 0;
-    for (let j = 0; j < nRejected; j++) rowOf[rejected[j]!] = 0;
-    if (rows === 0) return this.out;
+
+    // accumulate per (document, leaf): BM25+ score and best quality × field factor (scanList)
+    this.nRows = 0;
+    this.nRejected = 0;
+    // The usual query (no synonyms, no repeated word) has one leaf per group.
+    const oneLeafPerGroup = L === G && S === L;
+    const prune = oneLeafPerGroup && this.pruning;
+    const pruning = prune ? this.prunedPass(leafLists, filter, L, window) : null;
+    if (!prune) for (const passes of leafLists) for (const lp of passes) this.scanList(lp, SCAN_ALL, 0, filter, L);
+    let rows = this.nRows;
+    if (rows === 0) {
+      this.resetRows();
+      return this.out;
+    }
 
     // evaluate the tree per document: raw score (MiniSearch's) and coverage
-    const G = groups.length;
     if (this.rawBuf.length < rows) {
       this.rawBuf = new Float64Array(rows * 2);
       this.covBuf = new Float64Array(rows * 2);
       this.textBuf = new Float64Array(rows * 2);
     }
-    // reused between queries (only the first `rows` entries are written and read): fresh arrays of up to 40k
-    // doubles per query were garbage the collector then had to clear
+    let best = this.evalRows(0, rows, 0, leaves, G, S, oneLeafPerGroup);
+    if (pruning !== null && !(pruning.skippedRawBound * (1 + 1e-9) < best)) {
+      // a document the pruned lists alone hold might have the best engine score, which every text score is
+      // normalised by: score those documents too (they cannot enter the window, but the best must be exact)
+      const base = rows;
+      for (let li = 0; li < L; li++) for (let j = pruning.from[li]!; j < leafLists[li]!.length; j++) this.scanList(leafLists[li]![j]!, SCAN_NEW, base, filter, L);
+      rows = this.nRows;
+      if (rows > base) {
+        if (this.rawBuf.length < rows) {
+          const grownRaw = new Float64Array(rows * 2);
+          grownRaw.set(this.rawBuf.subarray(0, base));
+          const grownCov = new Float64Array(rows * 2);
+          grownCov.set(this.covBuf.subarray(0, base));
+          this.rawBuf = grownRaw;
+          this.covBuf = grownCov;
+          this.textBuf = new Float64Array(rows * 2);
+        }
+        best = this.evalRows(base, rows, best, leaves, G, S, oneLeafPerGroup);
+      }
+      this.fallbacks++;
+    }
+    this.resetRows();
     const raw = this.rawBuf;
     const cov = this.covBuf;
+    let matched = 0;
+    for (let r = 0; r < rows; r++) if (raw[r]! >= 0) matched++;
+    if (matched === 0) return this.out;
+
+    // best `window` by textScore, then raw score, then id
+    const ids = this.ids;
+    const text = this.textBuf;
+    for (let r = 0; r < rows; r++) if (raw[r]! >= 0) text[r] = combineTextScore(cov[r]!, raw[r]!, best);
+    const idKey = this.idKey;
+    const rowSlot = this.rowSlot;
+    const picked = selectWindow(rows, window, text, raw, (r) => ids[rowSlot[r]!]!, (r) => idKey[rowSlot[r]!]!, q.unordered !== true);
+    for (const r of picked) this.emit(rowSlot[r]!, text[r]!);
+    return this.out;
+  }
+
+  /**
+   * Adds one posting list's BM25+ scores and coverage qualities to the rows of the documents in it (row = the
+   * document's place in the per-query accumulators; rowOf per slot: 0 not seen yet, -1 filtered out, row + 1,
+   * reset by resetRows). SCAN_ALL gives every unseen document that passes the filter a row; SCAN_KNOWN only adds
+   * to documents that already have one (the pruned lists: a document only they hold cannot enter the window);
+   * SCAN_NEW gives unseen documents rows and adds only to rows from `base` on (the pruned lists again, for the
+   * documents SCAN_KNOWN skipped). The filter is checked once per document, on typed arrays.
+   */
+  private scanList(lp: ListPass, mode: number, base: number, filter: SlotFilter, L: number): void {
+    const rowOf = this.rowOf;
+    let rejected = this.rejected;
+    let nRejected = this.nRejected;
+    const { liveStock, storeOf, priceOf, multiPrice, pricesOf, categoryOf } = this;
+    const { storeOk, category, min, max, stock } = filter;
+    const priceFiltered = min > -Infinity || max < Infinity;
+    const wantStock = stock + 1;
+    let rows = this.nRows;
+    let rowScore = this.rowScore;
+    let rowQual = this.rowQual;
+    let rowSlot = this.rowSlot;
+    const list = lp.list;
+    const li = lp.li;
+    const w = lp.w;
+    const qf = lp.qf;
+    const norm = BM25_K * (1 - BM25_B);
+    const lenCoef = lp.lenCoef;
+    const docs = list.docs;
+    const tfs = list.tfs;
+    const lens = list.lens;
+    for (let i = 0, n = list.length; i < n; i++) {
+      const slot = docs[i]!;
+      let r = rowOf[slot]! - 1;
+      if (r === -2) continue;
+      if (r === -1) {
+        if (mode === SCAN_KNOWN) continue;
+        if (
+          liveStock[slot] === 0 ||
+          (stock >= 0 && liveStock[slot] !== wantStock) ||
+          (storeOk !== null && storeOk[storeOf[slot]!] !== 1) ||
+          (priceFiltered && (multiPrice[slot] === 1 ? !anyPriceIn(pricesOf[slot]!, min, max) : priceOf[slot]! < min || priceOf[slot]! > max)) ||
+          (category !== NO_CATEGORY_FILTER && categoryOf[slot] !== category)
+        ) {
+          rowOf[slot] = -1;
+          if (nRejected === rejected.length) rejected = this.rejected = grow(rejected, nRejected * 2);
+          rejected[nRejected++] = slot;
+          continue;
+        }
+        r = rows++;
+        rowOf[slot] = r + 1;
+        if (rows > rowSlot.length || rows * L > rowScore.length) {
+          rowSlot = this.rowSlot = grow(rowSlot, rows * 2);
+          rowScore = this.rowScore = grow(rowScore, rows * 2 * L);
+          rowQual = this.rowQual = grow(rowQual, rows * 2 * L);
+        }
+        rowSlot[r] = slot;
+        for (let j = r * L, end = j + L; j < end; j++) {
+          rowScore[j] = 0;
+          rowQual[j] = 0;
+        }
+      } else if (r < base) continue;
+      const tf = tfs[i]!;
+      const k = r * L + li;
+      rowScore[k] += w * (BM25_D + (tf * (BM25_K + 1)) / (tf + norm + lenCoef * lens[i]!));
+      if (qf > rowQual[k]!) rowQual[k] = qf;
+    }
+    this.nRows = rows;
+    this.nRejected = nRejected;
+  }
+
+  /** Clears rowOf for every document the query's scans touched. */
+  private resetRows(): void {
+    const rowOf = this.rowOf;
+    const rowSlot = this.rowSlot;
+    for (let r = 0, n = this.nRows; r < n; r++) rowOf[rowSlot[r]!] = 0;
+    const rejected = this.rejected;
+    for (let j = 0, n = this.nRejected; j < n; j++) rowOf[rejected[j]!] = 0;
+  }
+
+  /**
+   * The postings pass of a query with one leaf per group, with exact dynamic pruning (MaxScore-like, over the
+   * coverage part of the text score), or null when it does not apply (then the caller scans every list).
+   *
+   * The window is the best `window` documents by textScore = 0.9 × coverage + 0.1 × raw / best (clamped), where
+   * coverage = Σ per leaf of the best quality × field factor among the lists holding the document, / G. Phase 1
+   * scans, per leaf, its lists up to the last one with the leaf's top quality × factor (the exact title match,
+   * usually). Every row's partial coverage is a lower bound of its final one, so 0.9 × partial coverage is a lower
+   * bound of its text score. A document the leaves' remaining lists alone hold has coverage at most
+   * Σ (the largest quality × factor among them) / G and a relative part at most 0.1: when at least `window` rows
+   * are already strictly above that bound, no such document can enter the window, and those lists are scanned
+   * only for the rows they hold (SCAN_KNOWN: no filter check, no row, no tree evaluation, no selection for the
+   * others). Per leaf the remaining lists are a suffix of its lists in their order, the lists before it are scanned
+   * fully, so every row's scores are summed in the same order as without pruning (the same floating-point sums).
+   * The skipped documents must not hold the best raw score either: `skippedRawBound` bounds it (per list the
+   * largest BM25+ term from its largest tf and shortest field, summed, × the leaves that have skipped lists); the
+   * caller compares it with the best raw score of the rows and scans the skipped documents after all (SCAN_NEW)
+   * when it is not strictly below.
+   */
+  private prunedPass(leafLists: ListPass[][], filter: SlotFilter, L: number, window: number): { from: number[]; skippedRawBound: number } | null {
+    // phase 1: per leaf, up to the last list with the leaf's top quality × factor
+    const cut: number[] = [];
+    let rest = 0;
+    for (let li = 0; li < L; li++) {
+      const passes = leafLists[li]!;
+      let top = 0;
+      let last = -1;
+      for (let j = 0; j < passes.length; j++) {
+        if (passes[j]!.qf > top) top = passes[j]!.qf;
+      }
+      for (let j = 0; j < passes.length; j++) if (passes[j]!.qf === top) last = j;
+      cut.push(last + 1);
+      rest += passes.length - (last + 1);
+    }
+    for (let li = 0; li < L; li++) for (let j = 0; j < cut[li]!; j++) this.scanList(leafLists[li]![j]!, SCAN_ALL, 0, filter, L);
+    if (rest === 0) return null;
+    const rows = this.nRows;
+    let from: number[] | null = null;
+    if (rows >= window) {
+      // 0.9 × partial coverage per row, summed as evalRows sums it
+      if (this.lbBuf.length < rows) this.lbBuf = new Float64Array(rows * 2);
+      const lb = this.lbBuf;
+      const rowQual = this.rowQual;
+      for (let r = 0; r < rows; r++) {
+        let c = 0;
+        for (let li = 0, base = r * L; li < L; li++) c += rowQual[base + li]!;
+        lb[r] = COVERAGE_SHARE * (c / L);
+      }
+      // the largest skippable suffix first: qualities of the remaining lists, best first
+      const qs: number[] = [];
+      for (let li = 0; li < L; li++) for (let j = cut[li]!; j < leafLists[li]!.length; j++) qs.push(leafLists[li]![j]!.qf);
+      qs.sort((a, b) => b - a);
+      for (let x = 0; x < qs.length; x++) {
+        if (x > 0 && qs[x] === qs[x - 1]) continue;
+        const limit = qs[x]!;
+        const start: number[] = [];
+        let coverBound = 0;
+        for (let li = 0; li < L; li++) {
+          const passes = leafLists[li]!;
+          let j = passes.length;
+          let top = 0;
+          while (j > cut[li]! && passes[j - 1]!.qf <= limit) {
+            j--;
+            if (passes[j]!.qf > top) top = passes[j]!.qf;
+          }
+          start.push(j);
+          coverBound += top;
+        }
+        const bound = COVERAGE_SHARE * (coverBound / L) + (1 - COVERAGE_SHARE) + 1e-9;
+        let above = 0;
+        for (let r = 0; r < rows && above < window; r++) if (lb[r]! > bound) above++;
+        if (above >= window) {
+          from = start;
+          break;
+        }
+      }
+    }
+    if (from === null) {
+      for (let li = 0; li < L; li++) for (let j = cut[li]!; j < leafLists[li]!.length; j++) this.scanList(leafLists[li]![j]!, SCAN_ALL, 0, filter, L);
+      return null;
+    }
+    let boundSum = 0;
+    let skippedLeaves = 0;
+    const norm = BM25_K * (1 - BM25_B);
+    for (let li = 0; li < L; li++) {
+      const passes = leafLists[li]!;
+      for (let j = cut[li]!; j < from[li]!; j++) this.scanList(passes[j]!, SCAN_ALL, 0, filter, L);
+      for (let j = from[li]!; j < passes.length; j++) {
+        const lp = passes[j]!;
+        this.scanList(lp, SCAN_KNOWN, 0, filter, L);
+        const tf = lp.list.maxTf;
+        boundSum += lp.w * (BM25_D + (tf * (BM25_K + 1)) / (tf + norm + lp.lenCoef * lp.list.minLen));
+      }
+      if (from[li]! < passes.length) skippedLeaves++;
+    }
+    this.prunedQueries++;
+    return { from, skippedRawBound: skippedLeaves * boundSum };
+  }
+
+  /**
+   * The tree per row in [from, to): raw score (MiniSearch's: Σ leaf scores × distinct words matched; −1 for a
+   * document that matched only part of a multi-word synonym) and coverage. Returns the best raw score (from `best`).
+   */
+  private evalRows(from: number, to: number, best: number, leaves: Leaf[], G: number, S: number, oneLeafPerGroup: boolean): number {
+    const L = leaves.length;
+    const raw = this.rawBuf;
+    const cov = this.covBuf;
+    const rowScore = this.rowScore;
+    const rowQual = this.rowQual;
+    if (oneLeafPerGroup) {
+      // the same arithmetic as the tree walk below, in the same order, without it
+      for (let r = from; r < to; r++) {
+        const base = r * L;
+        let score = 0;
+        let distinct = 0;
+        let c = 0;
+        for (let li = 0; li < L; li++) {
+          const v = rowScore[base + li]!;
+          if (v !== 0) {
+            score += v;
+            distinct++;
+          }
+          c += rowQual[base + li]!;
+        }
+        if (distinct === 0) {
+          raw[r] = -1;
+          continue;
+        }
+        raw[r] = score * distinct;
+        if (raw[r]! > best) best = raw[r]!;
+        cov[r] = c / G;
+      }
+      return best;
+    }
     const altStart: number[] = []; // first leaf of each (group, alt) run, in leaf order
     for (let li = 0; li < L; li++) if (li === 0 || leaves[li]!.alt !== leaves[li - 1]!.alt || leaves[li]!.group !== leaves[li - 1]!.group) altStart.push(li);
     altStart.push(L);
-    const S = sources.size;
     const seenSource = new Uint8Array(S);
     const groupBest = new Float64Array(G);
-    let best = 0;
-    let matched = 0;
-    // The usual query (no synonyms, no repeated word) has one leaf per group: the same arithmetic, in the same
-    // order, without the tree walk.
-    const oneLeafPerGroup = L === G && S === L;
-    for (let r = 0; oneLeafPerGroup && r < rows; r++) {
-      const base = r * L;
-      let score = 0;
-      let distinct = 0;
-      let c = 0;
-      for (let li = 0; li < L; li++) {
-        const v = rowScore[base + li]!;
-        if (v !== 0) {
-          score += v;
-          distinct++;
-        }
-        c += rowQual[base + li]!;
-      }
-      if (distinct === 0) {
-        raw[r] = -1;
-        continue;
-      }
-      matched++;
-      raw[r] = score * distinct;
-      if (raw[r]! > best) best = raw[r]!;
-      cov[r] = c / G;
-    }
-    for (let r = 0; !oneLeafPerGroup && r < rows; r++) {
+    for (let r = from; r < to; r++) {
       const base = r * L;
       let score = 0;
       let distinct = 0;
@@ -682,13 +899,13 @@ export class EmbeddedSearchEngine implements SearchEngine {
       for (let j = 0; j < S; j++) seenSource[j] = 0;
       for (let g = 0; g < G; g++) groupBest[g] = 0;
       for (let a = 0; a + 1 < altStart.length; a++) {
-        const from = altStart[a]!;
-        const to = altStart[a + 1]!;
-        const leaf = leaves[from]!;
+        const a0 = altStart[a]!;
+        const a1 = altStart[a + 1]!;
+        const leaf = leaves[a0]!;
         let all = true;
         let sum = 0;
         let minQ = Infinity;
-        for (let li = from; li < to; li++) {
+        for (let li = a0; li < a1; li++) {
           const v = rowScore[base + li]!;
           if (v === 0) all = false;
           sum += v;
@@ -700,7 +917,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
         if (c > groupBest[leaf.group]!) groupBest[leaf.group] = c;
         if (!all) continue;
         score += sum;
-        for (let li = from; li < to; li++) {
+        for (let li = a0; li < a1; li++) {
           const src = leaves[li]!.source;
           if (seenSource[src] === 0) {
             seenSource[src] = 1;
@@ -712,23 +929,13 @@ export class EmbeddedSearchEngine implements SearchEngine {
         raw[r] = -1; // matched only part of a multi-word synonym: not a result
         continue;
       }
-      matched++;
       raw[r] = score * distinct;
       if (raw[r]! > best) best = raw[r]!;
       let c = 0;
       for (let g = 0; g < G; g++) c += groupBest[g]!;
       cov[r] = c / G;
     }
-    if (matched === 0) return this.out;
-
-    // best `window` by textScore, then raw score, then id
-    const ids = this.ids;
-    const text = this.textBuf;
-    for (let r = 0; r < rows; r++) if (raw[r]! >= 0) text[r] = combineTextScore(cov[r]!, raw[r]!, best);
-    const idKey = this.idKey;
-    const picked = selectWindow(rows, window, text, raw, (r) => ids[rowSlot[r]!]!, (r) => idKey[rowSlot[r]!]!, q.unordered !== true);
-    for (const r of picked) this.emit(rowSlot[r]!, text[r]!);
-    return this.out;
+    return best;
   }
 
   /** Per-field coverage factors and BM25 boosts, per settings object. */
