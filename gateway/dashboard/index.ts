@@ -37,7 +37,7 @@ import { couponFromInput, PAYMENT_RAILS, settingsMessages, type PaymentRail } fr
 import { agentCheckoutAllowed, displayBand } from "../../actors/trust/bands.ts";
 import { explainTrust, TREND_WINDOW_DAYS } from "../../actors/trust/explain.ts";
 import { readTrustHistory } from "../../actors/trust/history.ts";
-import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
+import { ActorError, ERROR_TABLE, fail, isInputDataError } from "../../actors/runtime/errors.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../actors/webhook/messages.ts";
 import { ipBucketKey, type BucketDescriptor } from "../../actors/agent/limits.ts";
 import { ALL_TOOLS } from "../mcp/tools/index.ts";
@@ -63,6 +63,7 @@ import { storeBase } from "./layout.ts";
 import { errorPage, loginPage, pickerPage } from "./pages/basic.ts";
 import { CONNECTED_APPS_PATH, connectedAppsPage } from "./pages/connected-apps.ts";
 import { clientsOfUser, deleteClient, grantsOfUser, revokeGrant } from "../oauth/manage.ts";
+import { isPossibleClientId } from "../oauth/clients.ts";
 import { catalogPage, MAX_UPLOAD_LINES, SHOWN_REJECTIONS, type UploadOutcome } from "./pages/catalog.ts";
 import { overviewPage } from "./pages/overview.ts";
 import { MERCHANT_MOVES, ORDER_STATUSES, orderDetailPage, ordersPage } from "./pages/orders.ts";
@@ -240,6 +241,10 @@ export function dashboardRoutes(svc: Services) {
     if (err instanceof ActorError) {
       const status = ERROR_TABLE[err.code].http;
       return respond(c, status, errorPage(session, status, "Request refused", err.message));
+    }
+    if (isInputDataError(err)) {
+      // a value the database refused (a NUL byte, an out-of-range number) came from the request: 400, as on REST
+      return respond(c, 400, errorPage(session, 400, "Request refused", "A value in the request is not acceptable (for example a NUL byte)."));
     }
     svc.log.error("dashboard error", { path: new URL(c.request.url).pathname, error: err as Error, stack: (err as Error)?.stack });
     return respond(c, 500, errorPage(session, 500, "Something went wrong", "The error was logged. Please try again."));
@@ -522,7 +527,11 @@ export function dashboardRoutes(svc: Services) {
       `${CONNECTED_APPS_PATH}/clients/:client_id/delete`,
       h(
         sessionPost(async (c, s) => {
-          const gone = await deleteClient(svc, s.user, (c.params.client_id ?? "").slice(0, 200));
+          // an id no client can have (a NUL byte, which Postgres refuses in text; over 2048 characters) is the 404 page
+          // of any unknown client, before any SQL (audit A-3: a 500); never cut, a cut URL names another client
+          const clientId = c.params.client_id ?? "";
+          if (!isPossibleClientId(clientId)) throw new NotFound();
+          const gone = await deleteClient(svc, s.user, clientId);
           await setFlash(svc, s, { kind: "ok", message: `Client deleted${gone.grantsRevoked ? `, with ${gone.grantsRevoked} authorization(s) users gave it` : ""}.` });
           return redirect(c, CONNECTED_APPS_PATH);
         }),

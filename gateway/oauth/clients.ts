@@ -276,12 +276,20 @@ export async function isBlockedClient(sql: Sql, clientId: string): Promise<boole
   return row !== undefined;
 }
 
+/** The longest client_id there is (a metadata document's URL; a registered id is far shorter). */
+export const CLIENT_ID_MAX_LENGTH = 2048;
+
+/** Whether `clientId` could name a client at all: 1 to CLIENT_ID_MAX_LENGTH characters, no NUL (Postgres text refuses it). */
+export function isPossibleClientId(clientId: string): boolean {
+  return clientId.length > 0 && clientId.length <= CLIENT_ID_MAX_LENGTH && !clientId.includes("\0");
+}
+
 /**
  * A client by its client_id: a registered one (oauth_clients), or a Client ID Metadata Document's. `from` is the
  * requester's address, whose share of the document fetches a fetch started for it takes.
  */
 export async function getClient(svc: Services, clientId: string, from: string): Promise<OAuthClient | null> {
-  if (!clientId || clientId.length > 2048) return null;
+  if (!clientId || clientId.length > CLIENT_ID_MAX_LENGTH) return null;
   if (isMetadataDocumentId(clientId)) {
     // an operator's block (manage.ts deleteClient) is read before the document is fetched: a blocked client is unknown
     if (await isBlockedClient(svc.sql, clientId)) return null;
