@@ -115,19 +115,21 @@ export type OAuthErrorCode =
   | "access_denied"
   | "unsupported_response_type"
   | "temporarily_unavailable"
-  | "rate_limit_exceeded";
+  | "rate_limit_exceeded"
+  | "too_many_clients";
 
 /**
  * Thrown inside the OAuth endpoints; turned into an RFC 6749 §5.2 body by `oauthErrorBody`. `retryAfterSeconds`
  * marks a refusal that passes (503 temporarily_unavailable, 429 rate_limit_exceeded): it is sent as Retry-After.
  * `rate_limit_exceeded` is not one of RFC 6749's codes (its extension point, §8.5): it is the service's own code
- * for a rate limit, which an OAuth client reads as a server error with the description as its message.
+ * for a rate limit, which an OAuth client reads as a server error with the description as its message. So is
+ * `too_many_clients` (409, registration: the account holds as many live clients as allowed, like too_many_keys).
  */
 export class OAuthError extends Error {
   constructor(
     readonly error: OAuthErrorCode,
     readonly description: string,
-    readonly status = error === "invalid_client" ? 401 : error === "temporarily_unavailable" ? 503 : 400,
+    readonly status = error === "invalid_client" ? 401 : error === "temporarily_unavailable" ? 503 : error === "too_many_clients" ? 409 : 400,
     readonly retryAfterSeconds?: number,
   ) {
     super(description);

@@ -6,7 +6,8 @@
  * Every registration stores a row, so what one address can store is bounded (audit W-1): 20 registrations an hour
  * per address (actors/agent/limits.ts OAUTH_REGISTER_PER_IP, counted once the metadata is found valid), a row of
  * at most about 5 KB (DCR_LIMITS), and ownerless clients nobody uses are deleted (clients.ts `deleteUnusedClients`,
- * a rule of the retention job).
+ * a rule of the retention job). Clients registered with a session are never swept: an account holds at most
+ * OWNED_CLIENTS_MAX live ones (audit A-5), as it holds at most 25 live agent keys.
  */
 import { Elysia, t } from "elysia";
 import { SCOPES } from "../../actors/agent/access.ts";
@@ -28,6 +29,15 @@ const METHODS: readonly AuthMethod[] = ["none", "client_secret_basic", "client_s
  * longer one is refused, not cut. Generous for any real client: MCP clients register one or two redirect URIs of
  * well under 100 bytes (a loopback callback, their web app's).
  */
+/**
+ * The most live (not deleted) clients one account may have registered with its session: 409 too_many_clients for
+ * one more, until it deletes one (DELETE /api/v1/oauth/clients/{client_id}, or Connected apps). They are standing
+ * credentials like agent keys (a client_credentials client acts for the account), never swept, and listed whole by
+ * GET /api/v1/oauth/clients and the Connected apps page: the same bound as agent keys' default (AGENT_KEYS_MAX_LIVE)
+ * keeps both small. Ownerless (anonymous) registrations are bounded by the per-address rate and the sweep instead.
+ */
+export const OWNED_CLIENTS_MAX = 25;
+
 export const DCR_LIMITS = { redirectUris: 10, uriChars: 2000, redirectUrisBytes: 4096, listItems: 10, scopeChars: 500, nameChars: 200 } as const;
 
 function strings(v: unknown, field: string, maxItems: number = DCR_LIMITS.listItems, maxChars: number = DCR_LIMITS.uriChars): string[] | undefined {
@@ -114,8 +124,22 @@ export function registrationRoutes(svc: Services) {
         // counted only now: a refused body stores nothing (its cost is the global bucket's)
         const giveBack = await admitRegistration(svc, clientIp(request, server), headers);
         try {
-          await svc.sql`INSERT INTO oauth_clients (client_id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope, owner_user_id)
-                        VALUES (${clientId}, ${secret ? sha256hex(secret) : null}, ${name}, ${redirectUris}, ${grantTypes}, ${method}, ${ordered.join(" ")}, ${owner})`;
+          await svc.sql.begin(async (tx) => {
+            if (owner) {
+              // counted under the account's row lock, as agent keys are: two registrations racing cannot both take the last place
+              await tx`SELECT 1 FROM users WHERE id = ${owner} FOR UPDATE`;
+              const [{ live }] = await tx<{ live: number }[]>`
+                SELECT count(*)::int AS live FROM oauth_clients WHERE owner_user_id = ${owner} AND deleted_at IS NULL`;
+              if (live >= OWNED_CLIENTS_MAX) {
+                throw new OAuthError(
+                  "too_many_clients",
+                  `Your account already holds ${live} registered OAuth clients, the most allowed (${OWNED_CLIENTS_MAX}); delete one (DELETE /api/v1/oauth/clients/{client_id}, or Connected apps in the dashboard) first.`,
+                );
+              }
+            }
+            await tx`INSERT INTO oauth_clients (client_id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope, owner_user_id)
+                     VALUES (${clientId}, ${secret ? sha256hex(secret) : null}, ${name}, ${redirectUris}, ${grantTypes}, ${method}, ${ordered.join(" ")}, ${owner})`;
+          });
         } catch (err) {
           await giveBack();
           throw err;
@@ -140,11 +164,12 @@ export function registrationRoutes(svc: Services) {
         tags: ["oauth"],
         summary: "Dynamic client registration (RFC 7591)",
         description:
-          "JSON client metadata: redirect_uris, client_name, grant_types (authorization_code, refresh_token, client_credentials), token_endpoint_auth_method (none, client_secret_basic, client_secret_post), scope. 201 with client_id (and client_secret for confidential clients). Bounds: redirect URIs 4 KiB together, client_name 200 characters; 20 registrations per hour per client address; a client registered without a user session that no user authorizes within 24 h, or unused for 31 days, is deleted. Errors: 400 invalid_redirect_uri / invalid_client_metadata, 401 invalid_client, 429 rate_limit_exceeded.",
+          "JSON client metadata: redirect_uris, client_name, grant_types (authorization_code, refresh_token, client_credentials), token_endpoint_auth_method (none, client_secret_basic, client_secret_post), scope. 201 with client_id (and client_secret for confidential clients). Bounds: redirect URIs 4 KiB together, client_name 200 characters; 20 registrations per hour per client address; an account holds at most 25 live clients registered with its session (409 too_many_clients: delete one first); a client registered without a user session that no user authorizes within 24 h, or unused for 31 days, is deleted. Errors: 400 invalid_redirect_uri / invalid_client_metadata, 401 invalid_client, 429 rate_limit_exceeded.",
         responses: {
           201: { description: "Registered client" },
           400: { description: "invalid_redirect_uri or invalid_client_metadata (RFC 7591 §3.2.2; `code` repeats `error`)" },
           401: { description: "invalid_client: the Authorization bearer is not a valid session" },
+          409: { description: "too_many_clients: the session's account already holds 25 live registered clients (delete one first)" },
           429: { description: "rate_limit_exceeded: the global bucket, or 20 registrations per hour from this address (Retry-After)" },
         },
       },
