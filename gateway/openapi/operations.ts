@@ -133,7 +133,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "GET /api/v1/oauth/jwks": { success: [raw(M.Jwks, "The public keys that verify access tokens.")] },
   "POST /api/v1/oauth/register": {
     success: [raw(M.OAuthClient, "The registered client.", 201)],
-    errors: { 400: ["invalid_redirect_uri", "invalid_client_metadata"], 401: ["invalid_client"] },
+    errors: { 400: ["invalid_redirect_uri", "invalid_client_metadata"], 401: ["invalid_client"], 409: ["too_many_clients"] },
     errorSchema: M.OAuthErrorBody,
     body: { schema: M.OAuthRegisterBody, required: true },
   },

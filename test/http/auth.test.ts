@@ -135,7 +135,7 @@ describe("the OpenAPI document", () => {
     expect(statuses("/api/v1/agent-keys", "get")).toEqual(["200", "400", "401", "429", "500", "503"]);
     expect(statuses("/api/v1/agent-keys/{id}", "delete")).toEqual(["200", "400", "401", "404", "413", "429", "500", "503"]);
     expect(statuses("/api/v1/oauth/token", "post")).toEqual(["200", "400", "401", "413", "429", "500", "503"]);
-    expect(statuses("/api/v1/oauth/register", "post")).toEqual(["201", "400", "401", "413", "429", "500", "503"]);
+    expect(statuses("/api/v1/oauth/register", "post")).toEqual(["201", "400", "401", "409", "413", "429", "500", "503"]);
     const envelope = JSON.stringify(doc.paths["/api/v1/agent-keys/{id}"].delete.responses["404"]);
     expect(envelope).toContain("code");
     expect(Object.keys(doc.paths)).toContain("/api/v1/oauth/authorize");
