@@ -196,6 +196,8 @@ interface SessionState extends CheckoutSessionHeader {
    * buyer has not approved does not extend the hold (audit X-3). Cleared once the attempt ends.
    */
   approvalDeadline?: number;
+  /** The session was ended by a merchant's cancel of its pending order (`cancel` with `storeSlug`): audit B-1. */
+  canceledByMerchant?: true;
 }
 
 type StoredRisk = Pick<RiskResult, "mode" | "decision"> & { signals: Pick<RiskResult["signals"][number], "rule_code" | "decision">[] };
@@ -2223,6 +2225,9 @@ export const cartActor = defineActor({
       if (s && (!TERMINAL_CHECKOUT_STATUSES.has(s.status) || s.status === "COMPLETED") && s.status !== "OPEN" && s.status !== "READY_FOR_PAYMENT") {
         return doComplete(ctx, body, s.id, null);
       }
+      if (body.refuseAfterMerchantCancel && s?.status === "CANCELED" && s.canceledByMerchant) {
+        throw fail("SESSION_INACTIVE", "The checkout session was canceled by the merchant; nothing more can be charged in it.", { checkout_session_id: s.id, status: "CANCELED", reason: "canceled_by_merchant" });
+      }
       // Another key on a live session bound to one is refused before the preview (review V2-3): the preview re-bases
       // the session's approved state and is committed, so a refused call would have moved it (a price beyond the
       // blocking cut then paid by the first key without reconfirmation) while saying "nothing was done".
@@ -2269,6 +2274,7 @@ export const cartActor = defineActor({
       // Without a store named, the session's agent cancels (its checkout, or one of its orders): the orders' cancel
       // events record canceled_by agent, so its repeated order cancel answers 200 again (review RC-3).
       const moved = await endSessionUnpaid(ctx, s, "cancel", undefined, body.storeSlug === undefined, body.storeSlug !== undefined);
+      if (body.storeSlug !== undefined) ctx.state.session = { ...moved, canceledByMerchant: true };
       return { checkout_session_id: moved.id, status: moved.status };
     },
   },

@@ -150,7 +150,17 @@ export const CartMessages = {
     intent: T.Optional(T.Union([T.Literal("complete"), T.Literal("cancel")])),
   }),
   /** The one-call flow: complete the live session, or preview (approving the current state) and complete now. */
-  checkout: T.Object({ ...CompleteFields, shipping: T.Optional(ShippingChoiceInput) }),
+  checkout: T.Object({
+    ...CompleteFields,
+    shipping: T.Optional(ShippingChoiceInput),
+    /**
+     * The ACP/UCP bridge's complete: a cart whose last checkout session a merchant ended (its cancel of the pending
+     * order, or its block of the key) is refused SESSION_INACTIVE `reason: canceled_by_merchant` in this turn,
+     * instead of previewed anew (audit B-1: the bridge's own check runs before this turn, so a merchant cancel landing
+     * between the two would otherwise be paid over).
+     */
+    refuseAfterMerchantCancel: T.Optional(T.Boolean()),
+  }),
   /**
    * Ends the session, its unpaid orders canceled. `storeSlug`: a merchant's cancel of its own pending order, which
    * ends only that store's checkout: refused (409 ORDER_NOT_CANCELLABLE, reason shared_checkout) while another

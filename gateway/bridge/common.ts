@@ -422,13 +422,16 @@ export function getCart(svc: Services, keyId: string, cartId: string): Promise<C
 
 /**
  * The one-call checkout on the cart with a card-rail token (a sandbox test token or MOCK). `limits`: a mandate's,
- * checked by the cart on the total it charges in that same turn (review R4-5).
+ * checked by the cart on the total it charges in that same turn (review R4-5). `refuseAfterMerchantCancel`: an
+ * ACP/UCP session's complete, which the cart refuses in its own turn (SESSION_INACTIVE `reason: canceled_by_merchant`)
+ * when a merchant ended the cart's last checkout session, instead of previewing it anew: the bridge's check reads the
+ * orders before this turn, and a merchant cancel landing between the two would otherwise be paid over (audit B-1).
  */
 export function completeCart(
   svc: Services,
   keyId: string,
   cartId: string,
-  opts: { paymentMethod?: string; idempotencyKey: string; limits?: PaymentLimitsInput },
+  opts: { paymentMethod?: string; idempotencyKey: string; limits?: PaymentLimitsInput; refuseAfterMerchantCancel?: boolean },
 ): Promise<CompleteReply> {
   return svc.actors.ask(cartActor, cartId, "checkout", {
     keyId,
@@ -436,6 +439,7 @@ export function completeCart(
     idempotencyKey: opts.idempotencyKey,
     ...(opts.paymentMethod ? { paymentMethod: opts.paymentMethod } : {}),
     ...(opts.limits ? { limits: opts.limits } : {}),
+    ...(opts.refuseAfterMerchantCancel ? { refuseAfterMerchantCancel: true } : {}),
   });
 }
 

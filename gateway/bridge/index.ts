@@ -49,6 +49,7 @@ import {
   liveCheckoutStatus,
   merchantCanceled,
   merchantCanceledRefusal,
+  cartRefusedAfterMerchantCancel,
   paidOrdersOf,
   retireCart,
   sessionNotes,
@@ -411,6 +412,14 @@ function sessionExpired(s: BridgeSession): ActorError {
 async function completeRefusal(svc: Services, s: BridgeSession, err: unknown, fields: { address: string; option: string; token: string }): Promise<unknown> {
   if (!(err instanceof ActorError)) return err;
   if (err.code === "CART_NOT_MUTABLE" && err.details?.reason === "expired") return sessionExpired(s);
+  // The cart's own refusal of a session its merchant ended after `assertCompletable` read the orders (audit B-1's
+  // race): answered and recorded as that check does.
+  if (cartRefusedAfterMerchantCancel(err)) {
+    const paid = await paidOrdersOf(svc, s.agentKeyId, s.cartId);
+    s.canceled = true;
+    await saveClaimed(svc, s);
+    return merchantCanceledRefusal(s, paid);
+  }
   if (err.details?.field === "payment_method") {
     const message = err.message.startsWith("payment_method ") ? `${fields.token}${err.message.slice("payment_method".length)}` : err.message;
     return new ActorError(err.code, message, { ...err.details, field: fields.token });
@@ -493,7 +502,7 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
     }
     let reply: CompleteReply;
     try {
-      reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`) });
+      reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`), refuseAfterMerchantCancel: true });
     } catch (err) {
       const done = (await alreadyCompleted(err)) ?? (await paidElsewhere(svc, s, err));
       if (!done) throw await completeRefusal(svc, s, err, shapes.fields);
@@ -673,7 +682,7 @@ async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
     const token = ucpPaymentToken(body);
     let reply: CompleteReply;
     try {
-      reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`ucp:${s.id}`) });
+      reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`ucp:${s.id}`), refuseAfterMerchantCancel: true });
     } catch (err) {
       const done = (await alreadyCompleted(err)) ?? (await paidElsewhere(svc, s, err));
       if (!done) throw await completeRefusal(svc, s, err, UCP_FIELDS);

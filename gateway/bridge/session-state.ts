@@ -70,6 +70,15 @@ export function merchantCanceled(cart: CartView | null, paid: PaidOrders): boole
   return cart?.status !== "COMPLETED" && paid.canceled_by_merchant.order_ids.length > 0;
 }
 
+/**
+ * The cart's refusal of a bridge complete (`checkout` with `refuseAfterMerchantCancel`) because a merchant ended its
+ * last checkout session: the merchant's cancel landed after the bridge's own check (`merchantCanceled`) read the
+ * orders and before the cart's turn. The bridge answers it as `merchantCanceledRefusal`, with the orders read again.
+ */
+export function cartRefusedAfterMerchantCancel(err: unknown): boolean {
+  return err instanceof ActorError && err.code === "SESSION_INACTIVE" && err.details?.reason === "canceled_by_merchant";
+}
+
 /** The refusal of a write (complete, update) on a session its merchant ended (`merchantCanceled`). */
 export function merchantCanceledRefusal(s: BridgeSession, paid: PaidOrders): ActorError {
   const c = paid.canceled_by_merchant;
