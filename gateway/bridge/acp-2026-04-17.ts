@@ -17,7 +17,7 @@
  * - its Buyer adds `full_name`, `customer_id` (kept) and `account_type`, `authentication_status`, `company`,
  *   `loyalty`, `tax_exemption` (checked, not kept); a buyer is shown only with an email (the schema requires one).
  * - complete's `payment_data` is `{handler_id, instrument: {type, credential: {type, token}}}` (2025-09-29's `token`
- *   is still read).
+ *   is still read when there is no credential token, and a refusal of it names `payment_data.token`).
  * - the session adds `protocol.version`, `capabilities` (required; `{}`: no payment handler or intervention is
  *   declared), `selected_fulfillment_options`, `continue_url` (the buyer's approval link, with status
  *   `requires_escalation`), status `expired`; line items and options carry `totals[]`; `order.type` is `order`.
@@ -144,14 +144,24 @@ function readSelected(raw: unknown): string[] | undefined {
   });
 }
 
-/** A complete's token: `payment_data.instrument.credential.token` (or 2025-09-29's `payment_data.token`). */
-function readToken(b: Record<string, unknown>): string {
+/** 2025-09-29's token member, which this version's complete still reads when the request has no credential token. */
+const LEGACY_TOKEN = "payment_data.token";
+
+/**
+ * A complete's token: `payment_data.instrument.credential.token`, or 2025-09-29's `payment_data.token` when the
+ * request has no credential token; with the member it was read from, which a refusal of it names (review R-3: a
+ * refused `payment_data.token` was named by the credential member, which the request did not have).
+ */
+function readToken(b: Record<string, unknown>): { token: string; field: string } {
   const pd = asRecord(b.payment_data);
-  const token = asRecord(asRecord(pd.instrument).credential).token ?? pd.token;
+  const credential = asRecord(asRecord(pd.instrument).credential).token;
+  const field = credential == null && pd.token != null ? LEGACY_TOKEN : FIELDS.token;
+  const token = field === LEGACY_TOKEN ? pd.token : credential;
   if (typeof token !== "string" || token.length === 0) {
-    throw fail("MISSING_REQUIRED_ARGUMENT", `${FIELDS.token} is required (this service's sandbox payment token).`, { field: FIELDS.token });
+    const what = field === LEGACY_TOKEN ? `${LEGACY_TOKEN} must be a non-empty string` : `${FIELDS.token} is required`;
+    throw fail("MISSING_REQUIRED_ARGUMENT", `${what} (this service's sandbox payment token).`, { field });
   }
-  return token;
+  return { token, field };
 }
 
 function read(body: unknown, kind: "create" | "update" | "complete"): AcpInput {

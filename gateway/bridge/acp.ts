@@ -177,8 +177,12 @@ export interface AcpShapes {
   read(body: unknown, kind: "create" | "update" | "complete"): AcpInput;
   /** The request's buyer alone (checked before an update or complete claims the session). */
   buyer(body: unknown): Record<string, string> | null | undefined;
-  /** A complete's payment token (checked once the session is claimed and known active). */
-  token(body: unknown): string;
+  /**
+   * A complete's payment token (checked once the session is claimed and known active), and the request member it was
+   * read from: a refusal of the token names that member (`param`), which may be other than `fields.token` when a
+   * version reads an older member too (review R-3).
+   */
+  token(body: unknown): { token: string; field: string };
   /** Whether an update's request changes the items or the shipping (what `assertUpdatable` refuses once paid). */
   changes(body: unknown): { items: boolean; shipping: boolean };
   session(s: BridgeSession, view: AcpView): unknown;
@@ -433,10 +437,10 @@ export function acpError(err: ActorError) {
 }
 
 /** A complete's payment token (2025-09-29 `payment_data.token`). */
-function acpToken(body: unknown): string {
+function acpToken(body: unknown): { token: string; field: string } {
   const token = asRecord(asRecord(body).payment_data).token;
   if (typeof token !== "string" || token.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", `${ACP_FIELDS.token} is required.`, { field: ACP_FIELDS.token });
-  return token;
+  return { token, field: ACP_FIELDS.token };
 }
 
 /** ACP 2025-09-29's requests and answers. */

@@ -495,7 +495,7 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
   const buyer = shapes.buyer(body);
   return withSessionClaim(svc, "acp", id, agent.keyId, async (s) => {
     await assertCompletable(svc, s);
-    const token = shapes.token(body);
+    const { token, field: tokenField } = shapes.token(body);
     if (buyer !== undefined) {
       keepAcpBuyer(s, buyer, shapes.version);
       await saveRequestValues(svc, s);
@@ -505,7 +505,7 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
       reply = await completeCart(svc, agent.keyId, s.cartId, { paymentMethod: token, idempotencyKey: derivedUuidV4(`acp:${s.id}`), refuseAfterMerchantCancel: true });
     } catch (err) {
       const done = (await alreadyCompleted(err)) ?? (await paidElsewhere(svc, s, err));
-      if (!done) throw await completeRefusal(svc, s, err, shapes.fields);
+      if (!done) throw await completeRefusal(svc, s, err, { ...shapes.fields, token: tokenField });
       s.meta.order = done;
       return { status: 200, body: await acpView(svc, s, shapes, done) };
     }
