@@ -1,14 +1,15 @@
 -- The approval-hold guard's read (actors/cart/hold-guard.ts holdGuardColumns, in every payment attempt's risk read):
 -- the caller's pending orders of the last two days. Over orders_agent_key (agent_key_id, created_at DESC) it walked
 -- every order of the key in those two days, paid ones included, so its cost grew with the key's volume (performance.md
--- session 13: ~2-3 µs of Postgres CPU per order). This partial index holds only pending orders, by key and creation,
+-- session 13: ~0.5-1 µs of Postgres CPU per order). This partial index holds only pending orders, by key and creation,
 -- so the guard reads the key's pending orders of the window and nothing else: a handful, however many it paid.
 --
--- Cost: an order enters it when created pending and leaves it when it is paid, canceled or failed (`status` is in the
--- predicate, so that update is never HOT; orders' other indexes already made it so). Building it takes a SHARE lock on
--- `orders` (every checkout's writes wait) for as long as it reads the table: on a large table an operator may build it
--- first with `CREATE INDEX CONCURRENTLY orders_agent_key_pending ...` (the same definition below); this migration then
--- finds it and takes no lock at all.
+-- Cost: an order enters it when created pending. `status` is in the predicate, so the update that pays, cancels or
+-- fails an order is never HOT any more (it was mostly HOT): that update now adds an entry to each of orders' indexes
+-- (docs/performance.md; no partial index can tell pending orders apart without `status`). Building it takes a SHARE
+-- lock on `orders` (every checkout's writes wait) for as long as it reads the table: on a large table an operator may
+-- build it first with `CREATE INDEX CONCURRENTLY orders_agent_key_pending ...` (the same definition below); this
+-- migration then finds it and takes no lock at all.
 --
 -- The lock is taken as 0087 and 0089 take theirs (review V1-1): waiting at most 150 ms at a time, so checkout writes
 -- queued behind the waiting lock stall briefly, and tried again until the connection's lock_timeout (else 60 s); then
