@@ -322,6 +322,16 @@ export function itemIdOf(line: { product_id: string; variant_id: string | null }
   return line.variant_id ? `${line.product_id}:${line.variant_id}` : line.product_id;
 }
 
+/** An ACP/UCP item list's ids read as cart items (syntax only: nothing is looked up). */
+function parseItemIds(items: ItemInput[], fields: ItemFields): CartItemInput[] {
+  return items.map((item, i) => {
+    const m = ITEM_ID.exec(item.itemId);
+    if (!m) throw fail("INVALID_ARGUMENT", `${fields.id(i)} must be a product id or <product id>:<variant id>.`, { field: fields.id(i) });
+    const productId = m[1]!.toLowerCase();
+    return m[2] ? { productId, variantId: m[2].toLowerCase(), quantity: item.quantity } : { productId, quantity: item.quantity };
+  });
+}
+
 /**
  * ACP and UCP items carry one id and no variant field, so a variant is named `<product id>:<variant id>` (the
  * product's `id` and its variant's `id` in ProductDetail's `variants`): the line is that product with that variant,
@@ -330,28 +340,39 @@ export function itemIdOf(line: { product_id: string; variant_id: string | null }
  * up among all stores' products: another store reusing the id could then make it unbuyable or, once the owner's
  * product goes inactive, buy its own product instead (review R3 MED-3). Product ids are ours, unique by construction.
  * A bare id that names no product but is an active product's variant id is refused with the qualified ids to send.
+ *
+ * `lines` are the request's merged lines (`newCart`, at most MAX_CART_LINES), line `i` named by `fields`. At most two
+ * statements whatever their number (review R-1: one probe per bare id that named no product, up to 10,000 of them
+ * before the line bound was checked): the products among the bare ids, then the unknown ones among active products'
+ * variant ids, every probe in one `@> ANY` on the `products_variant_ids` index (migration 0023; a LATERAL probe per id
+ * is planned as a walk of the primary key for its LIMIT: ~0.5 s per id at 100k products); the first line in request
+ * order that is a variant id is refused.
  */
-export async function resolveItemIds(svc: Services, items: ItemInput[], fields: ItemFields): Promise<CartItemInput[]> {
-  const parsed = items.map((item, i) => {
-    const m = ITEM_ID.exec(item.itemId);
-    if (!m) throw fail("INVALID_ARGUMENT", `${fields.id(i)} must be a product id or <product id>:<variant id>.`, { field: fields.id(i) });
-    return { productId: m[1].toLowerCase(), variantId: m[2]?.toLowerCase() ?? null, quantity: item.quantity };
-  });
-  const bare = [...new Set(parsed.filter((p) => p.variantId === null).map((p) => p.productId))];
+export async function resolveItemIds(svc: Services, lines: CartItemInput[], fields: ItemFields): Promise<void> {
+  const bare = [...new Set(lines.filter((l) => !l.variantId).map((l) => l.productId))];
+  if (bare.length === 0) return;
   const products = new Set((await svc.sql<{ id: string }[]>`SELECT id::text AS id FROM products WHERE id = ANY(${bare}::uuid[])`).map((r) => r.id));
-  for (const [i, p] of parsed.entries()) {
-    if (p.variantId !== null || products.has(p.productId)) continue;
-    const rows = await svc.sql<{ id: string }[]>`
-      SELECT id::text AS id FROM products WHERE active AND variants @> ${svc.sql.json([{ id: p.productId }] as never)} ORDER BY id LIMIT 5`;
-    if (rows.length > 0) {
-      throw fail("INVALID_ARGUMENT", `${fields.id(i)} is a variant id: name a variant as <product id>:<variant id> (details.item_ids).`, {
-        field: fields.id(i),
-        variant_id: p.productId,
-        item_ids: rows.map((r) => `${r.id}:${p.productId}`),
-      });
-    }
+  const unknown = bare.filter((id) => !products.has(id));
+  if (unknown.length === 0) return;
+  // One probe per unknown id, all in one statement (`@> ANY`, each on the index); at most 5 products named per id.
+  const probes = unknown.map((id) => JSON.stringify([{ id }]));
+  const rows = await svc.sql<{ variant_id: string; id: string }[]>`
+    SELECT variant_id, id FROM (
+      SELECT e->>'id' AS variant_id, p.id::text AS id, row_number() OVER (PARTITION BY e->>'id' ORDER BY p.id) AS n
+      FROM products p CROSS JOIN LATERAL jsonb_array_elements(p.variants) e
+      WHERE p.active AND p.variants @> ANY(${probes}::text[]::jsonb[]) AND e->>'id' = ANY(${unknown}::text[])
+    ) r WHERE n <= 5 ORDER BY variant_id, n`;
+  const productsOf = new Map<string, string[]>();
+  for (const r of rows) productsOf.set(r.variant_id, [...(productsOf.get(r.variant_id) ?? []), r.id]);
+  for (const [i, l] of lines.entries()) {
+    const ids = l.variantId ? undefined : productsOf.get(l.productId);
+    if (!ids) continue;
+    throw fail("INVALID_ARGUMENT", `${fields.id(i)} is a variant id: name a variant as <product id>:<variant id> (details.item_ids).`, {
+      field: fields.id(i),
+      variant_id: l.productId,
+      item_ids: ids.map((id) => `${id}:${l.productId}`),
+    });
   }
-  return parsed.map((p) => (p.variantId === null ? { productId: p.productId, quantity: p.quantity } : { productId: p.productId, variantId: p.variantId, quantity: p.quantity }));
 }
 
 /**
@@ -381,13 +402,14 @@ export function inBridgeTerms(err: unknown, fields: ItemFields): unknown {
  * entries, one line of quantity 101, which the `create` message (at most MAX_CART_LINES entries) refused with its
  * own validation text. The bounds are then said here in the request's terms: more than MAX_CART_LINES different
  * items is 400 on the list, a merged line over MAX_LINE_QUANTITY the cart's refusal (`mergedLineTooLarge`) on the
- * first entry's quantity; every cart refusal of a line names the request's first entry of it.
+ * first entry's quantity; every cart refusal of a line names the request's first entry of it. The ids are read and
+ * the lines counted before any statement (review R-1), so a list over the bound costs no lookup.
  */
 export async function newCart(svc: Services, keyId: string, items: ItemInput[], fields: ItemFields): Promise<CartView> {
   const lines: CartItemInput[] = [];
   const firstAt: number[] = [];
   const lineOf = new Map<string, number>();
-  for (const [at, l] of (await resolveItemIds(svc, items, fields)).entries()) {
+  for (const [at, l] of parseItemIds(items, fields).entries()) {
     const k = `${l.productId}:${l.variantId ?? ""}`;
     const j = lineOf.get(k);
     if (j === undefined) {
@@ -405,6 +427,7 @@ export async function newCart(svc: Services, keyId: string, items: ItemInput[], 
   }
   // the merged line `i` is named by the request's first entry of it
   const merged: ItemFields = { list: fields.list, id: (i) => fields.id(firstAt[i] ?? i), quantity: (i) => fields.quantity(firstAt[i] ?? i) };
+  await resolveItemIds(svc, lines, merged);
   for (const [i, l] of lines.entries()) {
     const tooLarge = mergedLineTooLarge(i, l.productId, l.variantId ?? null, l.quantity);
     if (tooLarge) throw inBridgeTerms(tooLarge, merged);
