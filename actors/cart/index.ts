@@ -1758,8 +1758,8 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
   const current = ctx.state.cart as CartRecord;
   const guard = { keyId: body.keyId, sessionId: s.id, storeSlugs: s.legs.filter((l) => l.status === "unpaid").map((l) => l.storeId) };
   const riskRead = fresh
-    ? readRiskInputs(ctx.sql, body.keyId, body.identityCreatedAt, guard)
-    : readCatalogWithRisk(ctx.sql, current.items.map((i) => i.productId), body.keyId, body.identityCreatedAt, guard);
+    ? readRiskInputs(ctx.sql, body.keyId, body.identityCreatedAt, guard, now)
+    : readCatalogWithRisk(ctx.sql, current.items.map((i) => i.productId), body.keyId, body.identityCreatedAt, guard, now);
   riskRead.catch(() => {}); // awaited below; a refusal before that must not leave an unhandled rejection
   const priced = fresh ?? (await price(ctx, current, current.couponCode, riskRead.then((r) => ("catalog" in r ? r.catalog : new Map()))));
   // The quote previewed may have gone since (the merchant replaced its zones): never pay a leg without one.

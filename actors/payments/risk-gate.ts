@@ -8,7 +8,7 @@
  * | AMOUNT_STEP_UP         | amount > step-up limit (1,000.00 in 2-decimal currencies)          | step_up  |
  * | AMOUNT_BLOCK           | amount > block limit (10,000.00)                                   | block    |
  * | VELOCITY_STEP_UP       | this key already started >= 10 checkouts in the last hour         | step_up  |
- * | VELOCITY_BLOCK         | >= 30 in the last hour                                             | block    |
+ * | VELOCITY_BLOCK         | >= 30 in the last hour ("at least 30": the read stops at 30)       | block    |
  * | NEW_KEY_HIGH_AMOUNT    | key younger than 1 h and amount > new-key limit (250.00)           | step_up  |
  * | CURRENCY_COUNTRY_MISMATCH | cart currency is not the store country's currency               | signal   |
  * | SHIP_COUNTRY_MISMATCH  | shipping country differs from the instrument's (billing) country   | signal   |
@@ -39,6 +39,12 @@ export const RISK_AMOUNT_LIMITS: Readonly<Record<string, RiskAmountLimits>> = {
 export const VELOCITY_WINDOW_MS = 60 * 60 * 1000;
 export const VELOCITY_STEP_UP_COUNT = 10;
 export const VELOCITY_BLOCK_COUNT = 30;
+/**
+ * The most checkout sessions the velocity read returns (actors/store/commerce.ts `riskColumns`): enough to decide,
+ * since no rule counts past VELOCITY_BLOCK_COUNT. A key with more in the hour reads as that many; its block message
+ * says "at least" (`velocityMessage`).
+ */
+export const VELOCITY_READ_LIMIT = VELOCITY_BLOCK_COUNT;
 export const NEW_KEY_AGE_MS = 60 * 60 * 1000;
 
 /** Currency of a store's country, for the mismatch signal (ISO 3166-1 alpha-2 → ISO 4217). */
@@ -83,6 +89,11 @@ export function parseRiskMode(value: string | undefined): RiskMode {
   throw new Error(`SPEC005_KYAI_GATE_MODE must be observe or enforce, got ${JSON.stringify(value)}`);
 }
 
+/** The velocity rules' message: a count at the read's limit may stand for more (the read stopped there). */
+export function velocityMessage(recent: number): string {
+  return `${recent >= VELOCITY_READ_LIMIT ? "at least " : ""}${recent} checkouts by this key in the last hour`;
+}
+
 export function countWithin(times: readonly number[], now: number, windowMs: number): number {
   return times.filter((t) => t <= now && now - t < windowMs).length;
 }
@@ -101,8 +112,8 @@ export function evaluateRisk(input: RiskInput, mode: RiskMode, limitsTable: Read
   else if (input.amountMinor > limits.stepUpOverMinor) add("AMOUNT_STEP_UP", "step_up", `amount above ${limits.stepUpOverMinor} minor units`);
 
   const recent = countWithin(input.recentCheckoutTimes, input.now, VELOCITY_WINDOW_MS);
-  if (recent >= VELOCITY_BLOCK_COUNT) add("VELOCITY_BLOCK", "block", `${recent} checkouts by this key in the last hour`);
-  else if (recent >= VELOCITY_STEP_UP_COUNT) add("VELOCITY_STEP_UP", "step_up", `${recent} checkouts by this key in the last hour`);
+  if (recent >= VELOCITY_BLOCK_COUNT) add("VELOCITY_BLOCK", "block", velocityMessage(recent));
+  else if (recent >= VELOCITY_STEP_UP_COUNT) add("VELOCITY_STEP_UP", "step_up", velocityMessage(recent));
 
   if (input.now - input.keyCreatedAt < NEW_KEY_AGE_MS && input.amountMinor > limits.newKeyStepUpOverMinor) {
     add("NEW_KEY_HIGH_AMOUNT", "step_up", "key younger than one hour with a high amount");

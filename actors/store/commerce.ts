@@ -38,6 +38,7 @@ import { approveRefund, cancelPaidOrder, lockOrderOfRefund, merchantRepeatOfMove
 import { applyRefundEvent, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
 import { normalizeCouponCode } from "../cart/coupons.ts";
+import { VELOCITY_READ_LIMIT, VELOCITY_WINDOW_MS } from "../payments/risk-gate.ts";
 import { holdGuardColumns, holdGuardOf, type HoldGuardAsk, type HoldGuardColumns, type HoldGuardRead } from "../cart/hold-guard.ts";
 
 export { refundReminders, refundView, type RefundView };
@@ -178,7 +179,10 @@ export interface RiskReadInputs {
    * closed: an owner nobody can date is a new one, never one 56 years old; audit X-2).
    */
   keyCreatedAt: number | null;
-  /** Start time (ms) of each of the key's checkout sessions that has an order created in the last hour. */
+  /**
+   * Start time (ms) of each of the key's checkout sessions that has an order created in the hour before `now`: at
+   * most VELOCITY_READ_LIMIT of them, the most recently active first (`riskColumns`).
+   */
   recent: number[];
   /** The approval-hold guard's read (actors/cart/hold-guard.ts), present when the read was given a `HoldGuardAsk`. */
   holdGuard?: HoldGuardRead;
@@ -187,12 +191,42 @@ export interface RiskReadInputs {
 /**
  * Extra columns (scalar subqueries, evaluated once per statement as InitPlans) that carry `RiskReadInputs`, and the
  * hold guard's two when asked: a payment attempt reads both in one statement.
+ *
+ * `risk_recent`, the velocity input: the start (first order) of each checkout session of the key with an order in the
+ * gate's hour (`now` − VELOCITY_WINDOW_MS, `now`], **at most VELOCITY_READ_LIMIT sessions**, the most recently active
+ * first: the gate only needs to know whether there are 10 or 30 (risk-gate.ts), and grouping every order of the key's
+ * hour cost ~2-3 µs of Postgres CPU per order (docs/performance.md session 13). The walk goes down orders_agent_key
+ * (agent_key_id, created_at DESC) one instant at a time: each step is the key's newest order older than the last
+ * instant (an index probe that stops at its first row), then the sessions of the orders at that instant not seen yet
+ * (one store's order per session and store, written in one transaction: a multi-store session's orders share their
+ * instant, and a session counts once however many instants it has). It stops at the limit or at the hour's start, and
+ * each session's start is then read through its own orders (orders_checkout_session_store). The hour's start is tested
+ * on each step's row, not in its index condition: with both bounds the planner, not knowing how many orders lie
+ * between them, may sort every order of the key's hour at each step instead of stopping at the first (seen at 2,600
+ * orders: 113 ms). The hour is the gate's clock's (`now`), so every session returned is one the gate counts.
  */
-function riskColumns(sql: Sql, agentKeyId: string, guard?: HoldGuardAsk) {
+export function riskColumns(sql: Sql, agentKeyId: string, now: number, guard?: HoldGuardAsk) {
+  const to = new Date(now);
+  const from = new Date(now - VELOCITY_WINDOW_MS);
+  const sessionsAt = (at: SqlFragment, seen: SqlFragment | null) =>
+    sql`ARRAY(SELECT DISTINCT checkout_session_id FROM orders WHERE agent_key_id = ${agentKeyId} AND created_at = ${at} AND checkout_session_id IS NOT NULL${
+      seen ? sql` AND checkout_session_id <> ALL (${seen})` : sql``
+    })`;
   return sql`(SELECT created_at FROM agent_keys WHERE id = ${agentKeyId}) AS risk_key_created,
-      ARRAY(SELECT (extract(epoch FROM min(created_at)) * 1000)::float8 FROM orders
-            WHERE agent_key_id = ${agentKeyId} AND checkout_session_id IS NOT NULL AND created_at > now() - interval '1 hour'
-            GROUP BY checkout_session_id) AS risk_recent${guard ? sql`, ${holdGuardColumns(sql, guard)}` : sql``}`;
+      ARRAY(WITH RECURSIVE walk (at, seen) AS (
+              SELECT i.at, ${sessionsAt(sql`i.at`, null)}
+              FROM (SELECT created_at AS at FROM orders WHERE agent_key_id = ${agentKeyId} AND checkout_session_id IS NOT NULL AND created_at <= ${to}::timestamptz
+                    ORDER BY created_at DESC LIMIT 1) i
+              WHERE i.at > ${from}::timestamptz
+              UNION ALL
+              SELECT i.at, w.seen || ${sessionsAt(sql`i.at`, sql`w.seen`)}
+              FROM walk w, LATERAL (SELECT created_at AS at FROM orders WHERE agent_key_id = ${agentKeyId} AND checkout_session_id IS NOT NULL AND created_at < w.at
+                    ORDER BY created_at DESC LIMIT 1) i
+              WHERE cardinality(w.seen) < ${VELOCITY_READ_LIMIT} AND i.at > ${from}::timestamptz)
+            SELECT (extract(epoch FROM min(o.created_at)) * 1000)::float8
+            FROM unnest((SELECT seen[1:${VELOCITY_READ_LIMIT}] FROM walk ORDER BY cardinality(seen) DESC LIMIT 1)) AS s (id)
+            JOIN orders o ON o.checkout_session_id = s.id AND o.agent_key_id = ${agentKeyId} AND o.created_at > ${from}::timestamptz AND o.created_at <= ${to}::timestamptz
+            GROUP BY s.id) AS risk_recent${guard ? sql`, ${holdGuardColumns(sql, guard)}` : sql``}`;
 }
 
 interface RiskColumns extends Partial<HoldGuardColumns> {
@@ -213,8 +247,8 @@ function riskOf(row: RiskColumns | undefined, identityCreatedAt?: number, guard?
  * `identityCreatedAt`: the caller's own creation time where no agent_keys row has it (an OAuth principal, ms).
  * `guard`: also read the approval-hold guard (`holdGuard` in the result).
  */
-export async function readRiskInputs(sql: Sql, agentKeyId: string, identityCreatedAt?: number, guard?: HoldGuardAsk): Promise<RiskReadInputs> {
-  const [row] = await sql<RiskColumns[]>`SELECT ${riskColumns(sql, agentKeyId, guard)}`;
+export async function readRiskInputs(sql: Sql, agentKeyId: string, identityCreatedAt?: number, guard?: HoldGuardAsk, now = Date.now()): Promise<RiskReadInputs> {
+  const [row] = await sql<RiskColumns[]>`SELECT ${riskColumns(sql, agentKeyId, now, guard)}`;
   return riskOf(row, identityCreatedAt, guard);
 }
 
@@ -238,23 +272,24 @@ export async function readCatalogWithRisk(
   agentKeyId: string,
   identityCreatedAt?: number,
   guard?: HoldGuardAsk,
+  now = Date.now(),
 ): Promise<{ catalog: Map<string, CatalogLine>; risk: RiskReadInputs }> {
-  const read = await catalogRead(sql, productIds, agentKeyId, { identityCreatedAt, guard });
-  return { catalog: read.catalog, risk: read.risk ?? (await readRiskInputs(sql, agentKeyId, identityCreatedAt, guard)) };
+  const read = await catalogRead(sql, productIds, agentKeyId, { identityCreatedAt, guard, now });
+  return { catalog: read.catalog, risk: read.risk ?? (await readRiskInputs(sql, agentKeyId, identityCreatedAt, guard, now)) };
 }
 
 async function catalogRead(
   sql: Sql,
   productIds: readonly string[],
   agentKeyId: string,
-  withRisk: false | { identityCreatedAt?: number; guard?: HoldGuardAsk },
+  withRisk: false | { identityCreatedAt?: number; guard?: HoldGuardAsk; now: number },
 ): Promise<{ catalog: Map<string, CatalogLine>; risk: RiskReadInputs | null }> {
   const ids = [...new Set(productIds.map((id) => id.toLowerCase()))];
   const out = new Map<string, CatalogLine>();
   if (ids.length === 0) return { catalog: out, risk: null };
   const negotiation = await hasNegotiationTable(sql);
   const idList = idListFragments(sql, ids);
-  const risk = withRisk ? sql`, ${riskColumns(sql, agentKeyId, withRisk.guard)}` : sql``;
+  const risk = withRisk ? sql`, ${riskColumns(sql, agentKeyId, withRisk.now, withRisk.guard)}` : sql``;
   const rows = negotiation
     ? await sql<(CatalogRow & Partial<RiskColumns>)[]>`
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
