@@ -85,14 +85,29 @@ export async function saveSession(svc: Services, s: BridgeSession): Promise<bool
  * makes at most a few sequential actor asks, each bounded by ACTOR_ASK_TIMEOUT_MS), so a request that died holding
  * it blocks the session only until it runs out; no database connection is held across the cart work. Reads take no
  * claim: they show the cart's live state.
+ *
+ * `countComplete`: a complete's claim also counts it on the session (`meta.completes`, in the same statement: review
+ * R-2), before any cart work, so the count is never less than the completes the session sent to its carts. Only a
+ * session that has the count (created since) is counted: an older one stays without it (index.ts
+ * `mayPassOwnIntentAttempts`).
  */
-export async function withSessionClaim<T>(svc: Services, protocol: BridgeProtocol, id: string, agentKeyId: string, work: (s: BridgeSession) => Promise<T>): Promise<T> {
+export async function withSessionClaim<T>(
+  svc: Services,
+  protocol: BridgeProtocol,
+  id: string,
+  agentKeyId: string,
+  work: (s: BridgeSession) => Promise<T>,
+  opts: { countComplete?: boolean } = {},
+): Promise<T> {
   assertSessionIdStorable(id);
   const claim = crypto.randomUUID();
+  const counted = opts.countComplete
+    ? svc.sql`, meta = CASE WHEN jsonb_typeof(meta->'completes') = 'number' THEN jsonb_set(meta, '{completes}', to_jsonb((meta->>'completes')::bigint + 1)) ELSE meta END`
+    : svc.sql``;
   // The claim returns the row it claims, so the session is read once. Only a refused claim reads the row, to answer
   // a session that is not this key's (or none) with a read's 404 (loadSession throws it) rather than the busy 409.
   const [r] = await svc.sql<SessionRow[]>`
-    UPDATE bridge_sessions SET claim_id = ${claim}, claimed_until = now() + ${svc.config.BRIDGE_IDEMPOTENCY_LEASE_MS} * interval '1 millisecond'
+    UPDATE bridge_sessions SET claim_id = ${claim}, claimed_until = now() + ${svc.config.BRIDGE_IDEMPOTENCY_LEASE_MS} * interval '1 millisecond'${counted}
     WHERE id = ${id} AND protocol = ${protocol} AND agent_key_id = ${agentKeyId} AND (claimed_until IS NULL OR claimed_until < now())
     RETURNING id, protocol, agent_key_id, cart_id, meta, canceled_at`;
   if (!r) {

@@ -343,7 +343,7 @@ async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown, sh
   const input = shapes.read(body, "create");
   const items = input.items!;
   const cart = await newCart(svc, agent.keyId, items.list, items.fields);
-  const s: BridgeSession = { id: `cs_${cart.id.replace(/-/g, "")}`, protocol: "acp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: null, fulfillment_address: null }, canceled: false };
+  const s: BridgeSession = { id: `cs_${cart.id.replace(/-/g, "")}`, protocol: "acp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: null, fulfillment_address: null, completes: 0 }, canceled: false };
   applyAcpInput(s, input, shapes.version);
   let priced: { cart: CartView | PreviewView; status: string };
   try {
@@ -520,7 +520,7 @@ async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
     s.meta.order = order;
     await saveAfterPayment(svc, s);
     return { status: 200, body: await acpView(svc, s, shapes, order) };
-  });
+  }, { countComplete: true });
 }
 
 /**
@@ -541,7 +541,10 @@ async function waitingApproval(svc: Services, s: BridgeSession, cart: CartView):
       AND status = 'pending' AND payment_rail = 'card' AND intent_id IS NOT NULL`;
   const rank = (slug: string) => (cart.merchants.indexOf(slug) + cart.merchants.length + 1) % (cart.merchants.length + 1);
   rows.sort((a, b) => rank(a.store_slug) - rank(b.store_slug) || a.store_slug.localeCompare(b.store_slug));
-  const foreign = rows.length > 0 && !rows.some((r) => sessionsOwnIntent(s, cart.checkout_session_id!, r.store_slug, r.intent_id)) && (await boundToAnotherKey(svc, s, cart.checkout_session_id));
+  const foreign =
+    rows.length > 0 &&
+    !rows.some((r) => sessionsOwnIntent(s, cart.checkout_session_id!, r.store_slug, r.intent_id)) &&
+    (!mayPassOwnIntentAttempts(s) || (await boundToAnotherKey(svc, s, cart.checkout_session_id)));
   const rail = cardRail(svc.sql);
   for (const r of rows) {
     const url = await rail.undecidedApprovalUrl(r.intent_id);
@@ -555,6 +558,21 @@ async function waitingApproval(svc: Services, s: BridgeSession, cart: CartView):
  * handful; past them (audit B-6: every declined complete is one more attempt) the cart answers (`boundToAnotherKey`).
  */
 const OWN_INTENT_ATTEMPTS = 64;
+
+/**
+ * Whether the session may have made more attempts than `sessionsOwnIntent` recomputes, so that a waiting payment none
+ * of them names could still be its own: only then is the cart asked (`boundToAnotherKey`). A store's leg makes at most
+ * one new attempt per checkout call under the session's key (actors/cart/checkout-machine.ts `prepareLegsForCharge`),
+ * and the session counts its completes (`meta.completes`, counted by the complete's claim before any cart work:
+ * common.ts `withSessionClaim`; over the session's life, every cart it moved to, so never less than a checkout
+ * session's attempts). So a session with at most OWN_INTENT_ATTEMPTS completes is decided without the cart; one
+ * created before the count (no `completes`) is asked as before. Before review R-2 the cart was asked on every read
+ * and update of a session whose cart waited on another route's payment (a cart turn pricing the cart each time).
+ */
+function mayPassOwnIntentAttempts(s: BridgeSession): boolean {
+  const n = s.meta.completes;
+  return typeof n !== "number" || n > OWN_INTENT_ATTEMPTS;
+}
 
 /**
  * Whether a payment intent is one the session's own complete made: intents are derived from the cart's checkout
@@ -573,8 +591,9 @@ function sessionsOwnIntent(s: BridgeSession, checkoutSessionId: string, storeSlu
  * session is bound to the key of its first complete and never rebound (actors/cart/checkout-machine.ts
  * `decideComplete`), so its `precheck` under the session's key (which writes nothing for a payment waiting on the
  * buyer) refuses exactly another key's payment, IDEMPOTENCY_KEY_CONFLICT. Asked only when `sessionsOwnIntent` found
- * none of the first attempts (a payment started through another route, or one past OWN_INTENT_ATTEMPTS: audit B-6,
- * whose session's own approved payment read as another route's). Any other refusal leaves it foreign, as before.
+ * none of the first attempts and the session may have made more (`mayPassOwnIntentAttempts`: more than
+ * OWN_INTENT_ATTEMPTS completes, or a session older than the count; audit B-6, whose session's own approved payment
+ * read as another route's). Any other refusal leaves it foreign, as before.
  */
 async function boundToAnotherKey(svc: Services, s: BridgeSession, checkoutSessionId: string): Promise<boolean> {
   try {
@@ -631,7 +650,7 @@ async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
   const buyer = ucpBuyer(b.buyer);
   const ship = ucpFulfillmentInput(b.fulfillment);
   const cart = await newCart(svc, agent.keyId, items, UCP_ITEM_FIELDS);
-  const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: buyer ?? null }, canceled: false };
+  const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: buyer ?? null, completes: 0 }, canceled: false };
   let priced: { cart: CartView | PreviewView; status: string };
   try {
     priced = await priceSession(svc, s, ship?.dest ?? null, ship?.optionIds ?? [], UCP_FIELDS);
@@ -699,7 +718,7 @@ async function ucpComplete(svc: Services, agent: AgentPrincipal, id: string, bod
     if (reply.status === "COMPLETED") s.meta.order = { id: reply.order_id, ids: reply.order_ids };
     await saveAfterPayment(svc, s);
     return { status: 200, body: await ucpView(svc, s) };
-  });
+  }, { countComplete: true });
 }
 
 async function ucpCancel(svc: Services, agent: AgentPrincipal, id: string): Promise<Answer> {
