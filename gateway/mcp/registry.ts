@@ -103,6 +103,12 @@ export interface ToolDef<I extends TObject = TObject, O extends TSchema = TSchem
   auth: "public" | "key";
   /** The credential needs one of these scopes (the first is named in errors). */
   scopes?: readonly Scope[];
+  /**
+   * A scope some calls need besides `scopes`, decided by their arguments (unvalidated: read defensively), e.g.
+   * ucp_create_checkout from line_items also makes a cart (`cart`). The dispatcher answers an OAuth token without it
+   * with the insufficient_scope challenge, as for `scopes`; the handler refuses an API key without it (`forbidden`).
+   */
+  argumentScopes?: (args: unknown) => readonly Scope[] | undefined;
   /** The key's tier must include this feature (same table as REST). */
   feature?: Feature;
   /** SANDBOX keys are refused (transactional tools, as on REST). */

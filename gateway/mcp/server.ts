@@ -1165,7 +1165,8 @@ export class McpGateway {
       throw err;
     }
     if (session && !(await this.boundTo(session, principal.caller?.keyId ?? null, ip))) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
-    const missing = insufficientOAuthScope(t, principal) ? await challengeScope(this.svc, t!.def.scopes ?? [], principal.caller!.clientId) : undefined;
+    const lacking = insufficientOAuthScope(t, principal, args);
+    const missing = lacking ? await challengeScope(this.svc, lacking, principal.caller!.clientId) : undefined;
     if (missing) {
       // MCP authorization (2025-11-25), scope challenge: an OAuth token without the tool's scope is HTTP 403 with
       // error="insufficient_scope" and the scopes to ask for (the token's own plus the missing one), so the client
@@ -1267,13 +1268,17 @@ function principalOf(access: McpAccess): string | null {
   return null;
 }
 
-/** The scope an OAuth caller lacks for a tool (the first the tool accepts; the challenge asks challengeScope's), or undefined. */
-function insufficientOAuthScope(t: CompiledTool | undefined, p: CallPrincipal): Scope | undefined {
+/**
+ * The scopes of which an OAuth caller holds none though the call needs one (the tool's `scopes`, else those its
+ * arguments add, ToolDef.argumentScopes; the challenge asks challengeScope's of them), or undefined.
+ */
+function insufficientOAuthScope(t: CompiledTool | undefined, p: CallPrincipal, args: unknown): readonly Scope[] | undefined {
   const caller = p.caller;
   if (!t || !caller || caller.kind !== "oauth" || t.def.auth !== "key") return undefined;
-  const accepted = t.def.scopes ?? [];
-  if (accepted.length === 0 || accepted.some((s) => caller.scopes.includes(s))) return undefined;
-  return accepted[0];
+  for (const accepted of [t.def.scopes ?? [], t.def.argumentScopes?.(args) ?? []]) {
+    if (accepted.length > 0 && !accepted.some((s) => caller.scopes.includes(s))) return accepted;
+  }
+  return undefined;
 }
 
 /** Space-separated scopes for a challenge: what the caller has (or the default agent scopes) plus what is needed. */

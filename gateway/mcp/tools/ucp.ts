@@ -63,6 +63,15 @@ export const ucpUpdateCart = defineTool({
   description: `UCP binding of update_cart_item (quantity 0 is not allowed: use remove_cart_item). ${c.updateCartItem.description}`,
 });
 
+/** The scopes create_cart accepts: ucp_create_checkout from line_items makes a cart, so it needs one of them too. */
+const CART_SCOPES = c.createCart.scopes ?? ["cart"];
+
+/** A ucp_create_checkout call that makes a cart (line_items without cart_id), read from its unvalidated arguments. */
+function createsCart(args: unknown): boolean {
+  const a = args !== null && typeof args === "object" ? (args as Record<string, unknown>) : {};
+  return a.line_items !== undefined && a.cart_id === undefined;
+}
+
 export const ucpCreateCheckout = defineTool({
   name: "ucp_create_checkout",
   title: "UCP: create checkout",
@@ -92,15 +101,18 @@ export const ucpCreateCheckout = defineTool({
     CART_NOT_FOUND: "as preview_checkout: unknown or another caller's cart_id, or a cart none of whose items is this store's",
     PRECONDITION_NOT_MET: "as preview_checkout: a merchant with more than one shipping method before get_shipping_rates (details.required_step)",
   },
+  // creating the cart from line_items needs create_cart's scope too (this tool's own is checkout or
+  // checkout:delegate): an OAuth token without it gets the dispatcher's insufficient_scope challenge (audit A-2)
+  argumentScopes: (args) => (createsCart(args) ? CART_SCOPES : undefined),
   async handler(a, ctx: ToolContext) {
     const { fail } = await import("../../../actors/runtime/errors.ts");
     if (!a.cart_id && !a.line_items) throw fail("MISSING_REQUIRED_ARGUMENT", "Pass cart_id or line_items.", { field: "cart_id" });
     if (a.cart_id && a.line_items) throw fail("INVALID_ARGUMENT", "Pass cart_id or line_items, not both.", { field: "line_items" });
     let cartId = a.cart_id ? c.cartIdArg(a.cart_id) : null;
     if (!cartId) {
-      // creating a cart needs create_cart's scope too (this tool's own is checkout)
-      if (ctx.caller && !c.createCart.scopes?.some((s) => ctx.caller!.scopes.includes(s))) {
-        throw fail("forbidden", `The credential lacks the "cart" scope needed to create a cart from line_items.`, { scope: "cart", acceptedScopes: [...(c.createCart.scopes ?? ["cart"])] });
+      // an API key without it: the tool error (a key's scopes are chosen at its creation, there is nothing to step up to)
+      if (ctx.caller && !CART_SCOPES.some((s) => ctx.caller!.scopes.includes(s))) {
+        throw fail("forbidden", `The credential lacks the "cart" scope needed to create a cart from line_items.`, { scope: CART_SCOPES[0], acceptedScopes: [...CART_SCOPES] });
       }
       // creating a cart is a write: the same human confirmation as create_cart
       await ctx.confirm(await c.createCart.summarize!({ items: a.line_items! }, ctx));
