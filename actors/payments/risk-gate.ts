@@ -60,7 +60,10 @@ export interface RiskInput {
   currency: string;
   now: number;
   keyCreatedAt: number;
-  /** Start times of this key's earlier checkouts (any window; only the last hour counts). */
+  /**
+   * One time per earlier checkout session of this key (any window; only the last hour counts): the velocity read
+   * gives, for each session with an order in the hour, the instant of one such order (actors/store/commerce.ts).
+   */
   recentCheckoutTimes: readonly number[];
   storeCountry?: string | null;
   shippingCountry?: string | null;

@@ -180,8 +180,9 @@ export interface RiskReadInputs {
    */
   keyCreatedAt: number | null;
   /**
-   * Start time (ms) of each of the key's checkout sessions that has an order created in the hour before `now`: at
-   * most VELOCITY_READ_LIMIT of them, the most recently active first (`riskColumns`).
+   * One time (ms) for each of the key's checkout sessions that has an order created in the hour before `now`: the
+   * instant of one of its orders in that hour (the newest), at most VELOCITY_READ_LIMIT of them, the most recently
+   * active first (`riskColumns`). The gate counts them (risk-gate.ts `countWithin`); every one lies in its hour.
    */
   recent: number[];
   /** The approval-hold guard's read (actors/cart/hold-guard.ts), present when the read was given a `HoldGuardAsk`. */
@@ -192,7 +193,7 @@ export interface RiskReadInputs {
  * Extra columns (scalar subqueries, evaluated once per statement as InitPlans) that carry `RiskReadInputs`, and the
  * hold guard's two when asked: a payment attempt reads both in one statement.
  *
- * `risk_recent`, the velocity input: the start (first order) of each checkout session of the key with an order in the
+ * `risk_recent`, the velocity input: a time for each checkout session of the key with an order in the
  * gate's hour (`now` − VELOCITY_WINDOW_MS, `now`], **at most VELOCITY_READ_LIMIT sessions**, the most recently active
  * first: the gate only needs to know whether there are 10 or 30 (risk-gate.ts), and grouping every order of the key's
  * hour cost ~2-3 µs of Postgres CPU per order (docs/performance.md session 13). The walk goes down orders_agent_key
@@ -200,7 +201,11 @@ export interface RiskReadInputs {
  * instant (an index probe that stops at its first row), then the sessions of the orders at that instant not seen yet
  * (one store's order per session and store, written in one transaction: a multi-store session's orders share their
  * instant, and a session counts once however many instants it has). It stops at the limit or at the hour's start, and
- * each session's start is then read through its own orders (orders_checkout_session_store). The hour's start is tested
+ * returns for each session the instant it was found at (`ats`, kept beside `seen`; the step's new sessions are read
+ * once, in a subquery OFFSET 0 keeps from being inlined into both uses), its newest order in the hour. The
+ * gate only counts the times in its hour, so that decides as each session's first order in the hour did; looking the
+ * first order up again cost one probe of orders_checkout_session_store per session, about a third of the read's
+ * buffers (docs/performance.md session 14). The hour's start is tested
  * on each step's row, not in its index condition: with both bounds the planner, not knowing how many orders lie
  * between them, may sort every order of the key's hour at each step instead of stopping at the first (seen at 2,600
  * orders: 113 ms). The hour is the gate's clock's (`now`), so every session returned is one the gate counts.
@@ -213,20 +218,20 @@ export function riskColumns(sql: Sql, agentKeyId: string, now: number, guard?: H
       seen ? sql` AND checkout_session_id <> ALL (${seen})` : sql``
     })`;
   return sql`(SELECT created_at FROM agent_keys WHERE id = ${agentKeyId}) AS risk_key_created,
-      ARRAY(WITH RECURSIVE walk (at, seen) AS (
-              SELECT i.at, ${sessionsAt(sql`i.at`, null)}
+      ARRAY(WITH RECURSIVE walk (at, seen, ats) AS (
+              SELECT i.at, n.ids, array_fill(i.at, ARRAY[cardinality(n.ids)])
               FROM (SELECT created_at AS at FROM orders WHERE agent_key_id = ${agentKeyId} AND checkout_session_id IS NOT NULL AND created_at <= ${to}::timestamptz
-                    ORDER BY created_at DESC LIMIT 1) i
+                    ORDER BY created_at DESC LIMIT 1) i,
+                LATERAL (SELECT ${sessionsAt(sql`i.at`, null)} AS ids OFFSET 0) n
               WHERE i.at > ${from}::timestamptz
               UNION ALL
-              SELECT i.at, w.seen || ${sessionsAt(sql`i.at`, sql`w.seen`)}
+              SELECT i.at, w.seen || n.ids, w.ats || array_fill(i.at, ARRAY[cardinality(n.ids)])
               FROM walk w, LATERAL (SELECT created_at AS at FROM orders WHERE agent_key_id = ${agentKeyId} AND checkout_session_id IS NOT NULL AND created_at < w.at
-                    ORDER BY created_at DESC LIMIT 1) i
+                    ORDER BY created_at DESC LIMIT 1) i,
+                LATERAL (SELECT ${sessionsAt(sql`i.at`, sql`w.seen`)} AS ids OFFSET 0) n
               WHERE cardinality(w.seen) < ${VELOCITY_READ_LIMIT} AND i.at > ${from}::timestamptz)
-            SELECT (extract(epoch FROM min(o.created_at)) * 1000)::float8
-            FROM unnest((SELECT seen[1:${VELOCITY_READ_LIMIT}] FROM walk ORDER BY cardinality(seen) DESC LIMIT 1)) AS s (id)
-            JOIN orders o ON o.checkout_session_id = s.id AND o.agent_key_id = ${agentKeyId} AND o.created_at > ${from}::timestamptz AND o.created_at <= ${to}::timestamptz
-            GROUP BY s.id) AS risk_recent${guard ? sql`, ${holdGuardColumns(sql, guard)}` : sql``}`;
+            SELECT (extract(epoch FROM t.at) * 1000)::float8
+            FROM unnest((SELECT ats[1:${VELOCITY_READ_LIMIT}] FROM walk ORDER BY cardinality(seen) DESC LIMIT 1)) AS t (at)) AS risk_recent${guard ? sql`, ${holdGuardColumns(sql, guard)}` : sql``}`;
 }
 
 interface RiskColumns extends Partial<HoldGuardColumns> {
