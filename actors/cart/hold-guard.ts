@@ -56,23 +56,25 @@ export interface HoldGuardColumns {
  * completion's catalog-and-risk read (actors/store/commerce.ts `riskColumns`): no statement of its own per payment
  * attempt. Parsed by `holdGuardOf`.
  *
- * Bounded by the caller's pending orders, not its history nor everyone's holds: the orders come from the partial index
- * orders_agent_key_pending (migration 0092: pending orders by key and creation; orders_agent_key walked every order of
- * the key's two days), and each one's held reservations through stock_reservations_order, one probe per order (the
- * LATERAL: as a join the planner, which cannot know that a key has few pending orders, hashed every held reservation
- * of every caller instead).
+ * Bounded by the caller's holds, not its history nor everyone's holds: the held reservations come from the partial
+ * index stock_reservations_key_held (migration 0095: held reservations by their order's key, which the hold writes on
+ * the row), and each one's order by its id. 0092's index of pending orders served the same read but made the pay
+ * update of every order non-HOT (`status` in its predicate): docs/performance.md sessions 13 and 14. The order still
+ * decides what counts (pending, of this key, of another session, of the last two days); the reservation's key only
+ * finds it, and is its order's key (actors/store/commerce.ts `beginLegRows`).
  */
 export function holdGuardColumns(sql: Sql, ask: HoldGuardAsk) {
   const slugs = [...new Set(ask.storeSlugs)];
   return sql`(SELECT array_agg(a.store_slug ORDER BY a.store_slug) FROM store_agent_allowlist a
         WHERE a.agent_key_id = ${ask.keyId}::uuid AND a.status = 'blocked' AND a.store_slug = ANY(${slugs}::text[])) AS guard_blocked,
       (SELECT json_agg(json_build_object('s', h.checkout_session_id, 't', h.since) ORDER BY h.since) FROM (
-        SELECT o.checkout_session_id, min(r.since) AS since
-        FROM orders o, LATERAL (SELECT min(created_at) AS since FROM stock_reservations WHERE order_id = o.id AND status = 'held') r
-        WHERE o.agent_key_id = ${ask.keyId}::uuid AND o.status = 'pending' AND o.checkout_session_id IS NOT NULL
+        SELECT o.checkout_session_id, min(r.created_at) AS since
+        FROM stock_reservations r JOIN orders o ON o.id = r.order_id
+        WHERE r.agent_key_id = ${ask.keyId}::uuid AND r.status = 'held'
+          AND o.agent_key_id = ${ask.keyId}::uuid AND o.status = 'pending' AND o.checkout_session_id IS NOT NULL
           AND o.checkout_session_id <> ${ask.sessionId} AND o.created_at > now() - interval '2 days'
         GROUP BY o.checkout_session_id
-        HAVING min(r.since) < now() - make_interval(secs => ${IN_FLIGHT_GRACE_SECONDS})) h) AS guard_holding`;
+        HAVING min(r.created_at) < now() - make_interval(secs => ${IN_FLIGHT_GRACE_SECONDS})) h) AS guard_holding`;
 }
 
 export function holdGuardOf(row: HoldGuardColumns | undefined): HoldGuardRead {

@@ -931,9 +931,13 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
     -- written here and updated again by the settle for nothing (two heap tuples, five index entries per order).
     -- Settle, release and cancel start from the reservation row, so without one they give nothing back, which is
     -- right; the order row carries the intent id either way.
+    -- agent_key_id: the order's key, by which the approval-hold guard finds the caller's holds (migration 0095,
+    -- actors/cart/hold-guard.ts): an order written earlier by another attempt keeps the key it was written with, and
+    -- one this statement writes (ins, not visible here) gets the attempt's.
     res AS (
-      INSERT INTO stock_reservations (id, store_slug, order_id, lines)
-      SELECT ${b.reservationId}, ${slug}, ${b.orderId}, (SELECT jsonb_agg(jsonb_build_object('productId', id, 'quantity', q, 'variants', vq)) FROM held)
+      INSERT INTO stock_reservations (id, store_slug, order_id, lines, agent_key_id)
+      SELECT ${b.reservationId}, ${slug}, ${b.orderId}, (SELECT jsonb_agg(jsonb_build_object('productId', id, 'quantity', q, 'variants', vq)) FROM held),
+        COALESCE((SELECT agent_key_id FROM orders WHERE id = ${b.orderId}), ${b.agentKeyId}::uuid)
       FROM ok WHERE go AND EXISTS (SELECT 1 FROM held)),
     ${orderRows(db, slug, b, now)}`,
     select: db`(SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
