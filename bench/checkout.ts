@@ -85,6 +85,8 @@ interface Work {
   walBytes: number;
   walRecords: number;
   walFpi: number;
+  /** Shared buffers the run's database's backends touched (hit + read, pg_stat_database): a count, not a time. */
+  buffers: number;
 }
 
 /** A running service under test: where to send requests, its pool, and processes whose CPU counts. */
@@ -151,6 +153,16 @@ async function walCounters(sql: Sql): Promise<[number, number, number]> {
   const [w] = await sql<{ lsn: string; wal_records: string; wal_fpi: string }[]>`
     SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn AS lsn, wal_records, wal_fpi FROM pg_stat_wal`;
   return [Number(w!.lsn), Number(w!.wal_records), Number(w!.wal_fpi)];
+}
+
+/**
+ * Shared-buffer accesses (hit + read) of the run's database so far, from pg_stat_database: like the WAL's counters
+ * each backend adds its counts when it goes idle, at most once a second (the lag cancels out over a steady window).
+ * Deterministic where CPU is not: what a change to a statement saves shows here on a loaded machine.
+ */
+async function bufferCounter(sql: Sql): Promise<number> {
+  const [d] = await sql<{ n: string }[]>`SELECT blks_hit + blks_read AS n FROM pg_stat_database WHERE datname = current_database()`;
+  return Number(d!.n);
 }
 
 const TABLE_STATS = process.env.BENCH_TABLE_STATS === "1";
@@ -231,6 +243,7 @@ async function run(target: string, svc: Service): Promise<Result> {
   const watched = [...new Set([...backends, ...serverPids])];
   const cpuBefore = await backendCpu(svc.sql, watched);
   const walBefore = await walCounters(svc.sql);
+  const buffersBefore = await bufferCounter(svc.sql);
   const tablesBefore = TABLE_STATS ? await tableStats(svc.sql) : null;
   const finishedBefore = finished;
   const childBefore = svc.childPid ? await cpuMsOf(svc.childPid) : 0;
@@ -245,6 +258,7 @@ async function run(target: string, svc: Service): Promise<Result> {
   const childAfter = svc.childPid ? await cpuMsOf(svc.childPid) : 0;
   const cpuAfter = await backendCpu(svc.sql, watched);
   const walAfter = await walCounters(svc.sql);
+  const buffersAfter = await bufferCounter(svc.sql);
   const load = await loadAverage();
   const [history] = await svc.sql<{ n: number }[]>`SELECT (count(*)::float8 / ${KEYS}) AS n FROM orders WHERE agent_key_id IS NOT NULL AND created_at > now() - interval '1 hour'`;
   stop = true;
@@ -289,6 +303,7 @@ async function run(target: string, svc: Service): Promise<Result> {
       walBytes: (walAfter[0] - walBefore[0]) / finishedInWindow,
       walRecords: (walAfter[1] - walBefore[1]) / finishedInWindow,
       walFpi: (walAfter[2] - walBefore[2]) / finishedInWindow,
+      buffers: (buffersAfter - buffersBefore) / finishedInWindow,
     },
   };
 }
@@ -419,13 +434,14 @@ for (const r of results) {
   );
 }
 console.log("\nPer completed journey: CPU ms user / kernel (bench process; Postgres backends of the run's database), the whole");
-console.log("embedded server's CPU ms (every process pg_stat_activity lists), and the server's WAL (external: all its databases).\n");
-console.log("| target | bench user / kernel | backends user / kernel | whole server (embedded) | WAL bytes | WAL records | full-page images | orders per key, last hour |");
-console.log("|---|---|---|---|---|---|---|---|");
+console.log("embedded server's CPU ms (every process pg_stat_activity lists), the server's WAL (external: all its databases) and the");
+console.log("shared buffers the run's database touched (hit + read).\n");
+console.log("| target | bench user / kernel | backends user / kernel | whole server (embedded) | WAL bytes | WAL records | full-page images | shared buffers | orders per key, last hour |");
+console.log("|---|---|---|---|---|---|---|---|---|");
 for (const r of results) {
   const w = r.work;
   console.log(
-    `| ${r.target} | ${w.selfUser.toFixed(2)} / ${w.selfSys.toFixed(2)} | ${w.backendUser.toFixed(2)} / ${w.backendSys.toFixed(2)} | ${f(w.server, 2)} | ${w.walBytes.toFixed(0)} | ${w.walRecords.toFixed(1)} | ${w.walFpi.toFixed(2)} | ${r.ordersPerKey.toFixed(0)} |`,
+    `| ${r.target} | ${w.selfUser.toFixed(2)} / ${w.selfSys.toFixed(2)} | ${w.backendUser.toFixed(2)} / ${w.backendSys.toFixed(2)} | ${f(w.server, 2)} | ${w.walBytes.toFixed(0)} | ${w.walRecords.toFixed(1)} | ${w.walFpi.toFixed(2)} | ${w.buffers.toFixed(0)} | ${r.ordersPerKey.toFixed(0)} |`,
   );
 }
 process.exit(0);
