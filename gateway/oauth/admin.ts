@@ -106,28 +106,44 @@ export async function listClientsForOperator(svc: Services, filter: AdminClients
     WHERE ${wantRegistered ? sql`true` : sql`false`} AND c.deleted_at IS NULL
       ${ownerId !== null ? sql`AND c.owner_user_id = ${ownerId}` : sql``}
       ${id !== undefined ? sql`AND c.client_id = ${id}` : sql``}`;
-  // a URL client_id: http(s), as isMetadataDocumentId reads it (LIKE: a regex per code cost ~twice as much)
+  // A metadata-document client's first consent on record dates it; the codes are walked one client at a time over
+  // oauth_codes_document_client (migration 0094: the URL clients' codes by client and creation), so the cost grows
+  // with the number of such clients, never with the codes (a client consented to by 100,000 users is two probes), and
+  // registered clients' codes are never read. The predicate repeats the index's, so the planner may use it.
+  const isDocument = (c: string) => sql`(${sql(c)} LIKE 'https://%' OR ${sql(c)} LIKE 'http://%')`;
   const documents = () => sql`
     SELECT coalesce(d.client_id, b.client_id) AS client_id, 'metadata_document' AS kind, NULL AS client_name, NULL AS owner_email,
            ARRAY['authorization_code', 'refresh_token'] AS grant_types, 'none' AS token_endpoint_auth_method, NULL AS scope,
-           NULL::text[] AS redirect_uris, least(d.first_at, b.blocked_at) AS created_at, d.last_at AS last_used_at,
+           NULL::text[] AS redirect_uris, least(d.first_at, b.blocked_at) AS created_at, NULL::timestamptz AS last_used_at,
            b.blocked_at, bu.email AS blocked_by
-    FROM (SELECT client_id, min(created_at) AS first_at, max(created_at) AS last_at FROM oauth_codes
-          WHERE ${wantDocuments ? sql`true` : sql`false`} AND (client_id LIKE 'https://%' OR client_id LIKE 'http://%')
-                ${id !== undefined ? sql`AND client_id = ${id}` : sql``}
-          GROUP BY client_id) d
+    FROM (WITH RECURSIVE firsts AS (
+            (SELECT client_id, created_at AS first_at FROM oauth_codes
+             WHERE ${wantDocuments ? sql`true` : sql`false`} AND ${isDocument("client_id")} ${id !== undefined ? sql`AND client_id = ${id}` : sql``}
+             ORDER BY client_id, created_at LIMIT 1)
+            UNION ALL
+            SELECT n.client_id, n.first_at FROM firsts f CROSS JOIN LATERAL (
+              SELECT client_id, created_at AS first_at FROM oauth_codes
+              WHERE ${isDocument("client_id")} AND client_id > f.client_id ${id !== undefined ? sql`AND client_id = ${id}` : sql``}
+              ORDER BY client_id, created_at LIMIT 1) n)
+          SELECT * FROM firsts) d
     FULL JOIN (SELECT * FROM oauth_blocked_clients
                WHERE ${wantDocuments ? sql`true` : sql`false`} ${id !== undefined ? sql`AND client_id = ${id}` : sql``}) b ON b.client_id = d.client_id
     LEFT JOIN users bu ON bu.id = b.blocked_by
     WHERE ${filter.blocked === "true" ? sql`b.blocked_at IS NOT NULL` : filter.blocked === "false" ? sql`b.blocked_at IS NULL` : sql`true`}`;
   const limit = filter.limit ?? 50;
   const offset = filter.offset ?? 0;
-  // the total rides on each row (one pass over what matches); only a page past the end counts apart
+  // the total rides on each row (one pass over what matches); only a page past the end counts apart. A
+  // metadata-document client's last consent is read for the page's rows only (one probe each).
   const rows = await sql<(Row & { total: number })[]>`
     WITH listed AS (${registered()} UNION ALL ${documents()}),
          page AS (SELECT *, count(*) OVER ()::int AS total FROM listed ORDER BY created_at, client_id LIMIT ${limit} OFFSET ${offset})
-    SELECT p.*, (SELECT count(*)::int FROM oauth_refresh_tokens t
-                 WHERE t.client_id = p.client_id AND t.used_at IS NULL AND t.revoked_at IS NULL AND t.expires_at > now()) AS live_grants
+    SELECT p.client_id, p.kind, p.client_name, p.owner_email, p.grant_types, p.token_endpoint_auth_method, p.scope, p.redirect_uris,
+           p.created_at, p.blocked_at, p.blocked_by, p.total,
+           CASE WHEN p.kind = 'registered' THEN p.last_used_at
+                ELSE (SELECT c.created_at FROM oauth_codes c WHERE ${isDocument("c.client_id")} AND c.client_id = p.client_id
+                      ORDER BY c.created_at DESC LIMIT 1) END AS last_used_at,
+           (SELECT count(*)::int FROM oauth_refresh_tokens t
+            WHERE t.client_id = p.client_id AND t.used_at IS NULL AND t.revoked_at IS NULL AND t.expires_at > now()) AS live_grants
     FROM page p ORDER BY p.created_at, p.client_id`;
   let total = rows[0]?.total;
   if (total === undefined) {
