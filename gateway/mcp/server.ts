@@ -46,7 +46,7 @@ import type { StoreRecord } from "../../actors/store/schemas.ts";
 import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
 import { errorBody } from "../envelope.ts";
-import { mcpChallenge, oauthBuckets, verifyMcpAccess, type McpAccess } from "../oauth/access.ts";
+import { mcpChallenge, oauthBuckets, verifyMcpAccess, type CredentialLapse, type CredentialWatch, type McpAccess } from "../oauth/access.ts";
 import { challengeScope } from "../oauth/scopes.ts";
 import { legacyMcpResource, mcpResource, mcpResourceRefOf, type McpResourceRef } from "../oauth/common.ts";
 import { admitAnonymous, admitOthers, clientIp, peekBuckets, setRateHeaders, setStaticRateHeaders } from "../plugins/auth.ts";
@@ -88,8 +88,9 @@ const STORE_CACHE_MS = 1_000;
 /** close(): how long sessions' running tool calls get to answer before their streams are ended. */
 const CLOSE_GRACE_MS = 2_000;
 /**
- * An OAuth-authorized GET event stream re-checks its token's revocation this often: the SDK's SSE keep-alive period
- * (DEFAULT_SSE_KEEP_ALIVE_MS), so a revoked token's stream ends within one keep-alive tick of the revocation.
+ * A GET event stream opened with a credential (an OAuth access token or an agent key) re-checks it this often: the
+ * SDK's SSE keep-alive period (DEFAULT_SSE_KEEP_ALIVE_MS), so a revoked credential's stream ends within one keep-alive
+ * tick of the revocation. Its expiry ends it at that instant, by a timer of its own.
  */
 export const STREAM_RECHECK_MS = 15_000;
 /** The global body bounds (plugins/json-depth.ts) for an MCP message: its routes have the default body limit. */
@@ -219,7 +220,7 @@ export class McpGateway {
   private readonly siteOrigin: string;
   /** How often a waiting question sends progress to a call that asked for it (confirm.ts; tests shorten it). */
   confirmProgressEveryMs = CONFIRM_PROGRESS_EVERY_MS;
-  /** How often an OAuth-authorized GET event stream re-checks its token's revocation (`eventStream`; tests shorten it). */
+  /** How often a GET event stream opened with a credential re-checks it (`eventStream`; tests shorten it). */
   streamRecheckEveryMs = STREAM_RECHECK_MS;
 
   constructor(readonly svc: Services) {
@@ -973,9 +974,9 @@ export class McpGateway {
       if (!(await this.boundTo(session, principalOf(access), ip))) return this.respond(rpcError(null, -32001, "Session not found"), 404, out);
       const local = await this.localOf(session, store);
       if (!local) return this.noSlot(null, out, store, request);
-      // a GET event stream opened with an OAuth token ends once that token is revoked (`eventStream`)
-      const stillAccepted = access.kind === "oauth" ? access.revoked : undefined;
-      return this.viaTransport(local.transport, request, undefined, headers, undefined, stillAccepted);
+      // a GET event stream opened with a credential ends once it is no longer good, or at its expiry (`eventStream`)
+      const credential: StreamCredential | undefined = access.kind === "anonymous" ? undefined : { name: access.kind === "key" ? "agent key" : "access token", watch: access };
+      return this.viaTransport(local.transport, request, undefined, headers, undefined, credential);
     }
 
     let body: unknown;
@@ -1207,7 +1208,7 @@ export class McpGateway {
     parsedBody: unknown,
     headers: Headers,
     principal?: CallPrincipal,
-    revoked?: () => Promise<string | null>,
+    credential?: StreamCredential,
   ): Promise<Response> {
     const res = await transport.handleRequest(request, {
       ...(parsedBody !== undefined ? { parsedBody } : {}),
@@ -1219,7 +1220,8 @@ export class McpGateway {
     // The GET stream's first bytes are otherwise the SDK's keep-alive 15 s later, and Bun sends a streamed
     // response's status and headers with its first bytes: a client waited 15 s to learn the stream was open.
     if (request.method === "GET" && body && h.get("content-type")?.startsWith("text/event-stream")) {
-      body = eventStream(body, revoked && { everyMs: this.streamRecheckEveryMs, revoked });
+      const clock = this.svc.clock;
+      body = eventStream(body, credential && { everyMs: this.streamRecheckEveryMs, credential, now: () => clock.now() });
     }
     return new Response(body, { status: res.status, statusText: res.statusText, headers: h });
   }
@@ -1338,50 +1340,82 @@ export function toolsCallResponse(id: JsonRpcRequest["id"], result: ToolCallResu
 
 const OPENING_COMMENT = new TextEncoder().encode(": stream open\n\n");
 
+/** The credential a GET event stream was opened with: how its closing comment names it, and what it re-checks. */
+interface StreamCredential {
+  name: "access token" | "agent key";
+  watch: CredentialWatch;
+}
+
+/** The longest delay a timer takes (2^31 - 1 ms, ~24.8 days): a later expiry is reached in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The SSE comment a stream ends with when its credential is no longer good. */
+function lapseComment(name: string, why: CredentialLapse): string {
+  return why === "expired" ? `: ${name} expired; stream closed\n\n` : `: ${name} revoked (${why}); stream closed\n\n`;
+}
+
 /**
  * A session's GET event stream as sent: the SDK's stream with an SSE comment in front (ignored by every SSE parser);
  * cancelling it cancels the SDK's (which frees the session's one GET stream). With `recheck` (a stream opened with an
- * OAuth access token), every `everyMs` the token's revocation is read again (`accessTokenRevoked`: one statement, at
- * most one in flight per stream); once revoked (its grant, its client, the token itself) the stream says why in a
- * comment and ends, and the client must reconnect with a token that is still good. A failed read (the database
- * away) keeps the stream: the next tick reads again; a revocation needs the database too.
+ * OAuth access token or an agent key), every `everyMs` the credential is read again (`CredentialWatch.lapsed`: one
+ * statement or one actor message, at most one in flight per stream); once it is no longer good (revoked, its grant,
+ * its client, the key's record gone) the stream says why in a comment and ends, and the client must reconnect with a
+ * credential that is still good. Its expiry (an access token's `exp`, an expiring key's `expires_at`) ends it at that
+ * instant, by a timer, with a comment saying it expired. A failed read (the database or the key's actor away) keeps the
+ * stream: the next tick reads again; a revocation needs them too.
  */
 function eventStream(
   body: ReadableStream<Uint8Array<ArrayBuffer>>,
-  recheck?: { everyMs: number; revoked: () => Promise<string | null> },
+  recheck?: { everyMs: number; credential: StreamCredential; now: () => number },
 ): ReadableStream<Uint8Array<ArrayBuffer>> {
   const reader = body.getReader();
-  let timer: ReturnType<typeof setInterval> | undefined;
+  let ticks: ReturnType<typeof setInterval> | undefined;
+  let expiry: ReturnType<typeof setTimeout> | undefined;
   let ended = false;
   const end = () => {
     ended = true;
-    clearInterval(timer);
+    clearInterval(ticks);
+    clearTimeout(expiry);
   };
   return new ReadableStream<Uint8Array<ArrayBuffer>>({
     start(c) {
       c.enqueue(OPENING_COMMENT);
       if (!recheck) return;
+      const { credential, now } = recheck;
+      const close = (why: CredentialLapse) => {
+        if (ended) return;
+        end();
+        try {
+          c.enqueue(new TextEncoder().encode(lapseComment(credential.name, why)));
+          c.close();
+        } catch {
+          /* the client went away meanwhile */
+        }
+        void reader.cancel(new Error(`${credential.name} ${why === "expired" ? "expired" : `revoked (${why})`}`)).catch(() => undefined);
+      };
+      const expireAt = (at: number) => {
+        if (ended) return;
+        const left = at - now();
+        if (left <= 0) return close("expired");
+        expiry = setTimeout(() => expireAt(at), Math.min(left, MAX_TIMER_MS));
+        (expiry as { unref?: () => void }).unref?.();
+      };
+      credential.watch
+        .expiresAt()
+        .then((at) => at !== null && expireAt(at))
+        // not known (the key's actor away): the ticks' read judges the expiry too
+        .catch(() => undefined);
       let checking = false;
-      timer = setInterval(() => {
+      ticks = setInterval(() => {
         if (checking || ended) return;
         checking = true;
-        recheck
-          .revoked()
-          .then((why) => {
-            if (!why || ended) return;
-            end();
-            try {
-              c.enqueue(new TextEncoder().encode(`: access token revoked (${why}); stream closed\n\n`));
-              c.close();
-            } catch {
-              /* the client went away meanwhile */
-            }
-            void reader.cancel(new Error(`access token revoked (${why})`)).catch(() => undefined);
-          })
+        credential.watch
+          .lapsed()
+          .then((why) => why && close(why))
           .catch(() => undefined)
           .finally(() => (checking = false));
       }, recheck.everyMs);
-      (timer as { unref?: () => void }).unref?.();
+      (ticks as { unref?: () => void }).unref?.();
     },
     async pull(c) {
       const { done, value } = await reader.read();

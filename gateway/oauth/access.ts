@@ -11,7 +11,8 @@
  * `oauth/<clientId>:<userId>`; an anonymous caller is counted per IP. Do not call authenticateAgent/admitAnonymous
  * again for the same request.
  */
-import type { Scope } from "../../actors/agent/access.ts";
+import { assertKeyActive, type Scope } from "../../actors/agent/access.ts";
+import { agentActor } from "../../actors/agent/index.ts";
 import { bucketsFor, type BucketDescriptor, type BucketOwner, type Surface } from "../../actors/agent/limits.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { SESSION_AUDIENCE, tokenService } from "../identity.ts";
@@ -28,9 +29,31 @@ import { ACCESS_TOKEN_TYP, legacyMcpResource, MCP_SUB_ENDPOINTS, mcpResource, mc
 import { CLIENT_CREDENTIALS_GTY, isAgentTrustSignal } from "./grants.ts";
 import { accessTokenRevoked, type AccessTokenRevoked } from "./revocation.ts";
 
+/**
+ * Why a credential that authenticated a request is no longer good: an access token's revocation
+ * (`AccessTokenRevoked`), an agent key revoked or gone, or either past its expiry.
+ */
+export type CredentialLapse = AccessTokenRevoked | "key_revoked" | "key_deleted" | "expired";
+
+/**
+ * What a long-lived request authorized by one credential (an MCP GET event stream) re-checks: the per-request check
+ * again, and when the credential ends by itself. One concept for both kinds, so the stream treats them alike. Both are
+ * functions of the verified access (so, like it, they are not part of its JSON).
+ */
+export interface CredentialWatch {
+  /** When it stops being good by itself (ms since the epoch, services' clock), or null: never. */
+  expiresAt: () => Promise<number | null>;
+  /**
+   * Why it is no longer good, or null while it is: one cheap read (an access token: `accessTokenRevoked`, the
+   * per-request statement; an agent key: its actor's in-memory record, what every request's `authorize` reads). A
+   * failed read rejects: the caller keeps what it has.
+   */
+  lapsed: () => Promise<CredentialLapse | null>;
+}
+
 export type McpAccess =
-  | { kind: "key"; agent: AgentPrincipal }
-  | {
+  | ({ kind: "key"; agent: AgentPrincipal } & CredentialWatch)
+  | ({
       kind: "oauth";
       sub: string;
       clientId: string;
@@ -39,12 +62,7 @@ export type McpAccess =
       machineToMachine: boolean;
       /** The token's audience (one of the store's MCP resources). */
       audience: string;
-      /**
-       * Checks again whether this token was taken out of service since (`accessTokenRevoked`, one statement): what a
-       * long-lived request authorized by it (an MCP GET event stream) re-checks on its keep-alive tick.
-       */
-      revoked: () => Promise<AccessTokenRevoked | null>;
-    }
+    } & CredentialWatch)
   | { kind: "anonymous" };
 
 export interface VerifyMcpAccessInput {
@@ -150,12 +168,12 @@ export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput
       const agent = await withChallenge(
         authenticateAgent({ ...svc, config: { ...svc.config, RATE_LIMITS_ENABLED: false } }, { request, ip: "unknown", headers: {}, surface: "mcp", checkRoute: false }),
       );
-      return { kind: "key", agent };
+      return { kind: "key", agent, ...agentKeyWatch(svc, agent) };
     }
     const agent = await withChallenge(
       authenticateAgent(svc, { request, ip: limits.ip, headers, surface: limits.surface, checkRoute: false, toolName: limits.toolName, customerId: limits.customerId }),
     );
-    return { kind: "key", agent };
+    return { kind: "key", agent, ...agentKeyWatch(svc, agent) };
   }
 
   const auth = request.headers.get("authorization");
@@ -191,7 +209,10 @@ export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput
     const aud = verified.claims.aud;
     const audience = typeof aud === "string" ? aud : Array.isArray(aud) && typeof aud[0] === "string" ? aud[0] : "";
     const claims = verified.claims;
-    return { kind: "oauth", sub: verified.sub, clientId, scopes: verified.scope as Scope[], machineToMachine, audience, revoked: () => accessTokenRevoked(svc, clientId, claims) };
+    // what a GET event stream watches: the revocation read again (`accessTokenRevoked`, one statement) and the `exp`
+    const expiresAt = async () => verified.exp * 1000;
+    const lapsed = () => accessTokenRevoked(svc, clientId, claims);
+    return { kind: "oauth", sub: verified.sub, clientId, scopes: verified.scope as Scope[], machineToMachine, audience, expiresAt, lapsed };
   }
 
   if (auth) {
@@ -202,4 +223,38 @@ export async function verifyMcpAccess(svc: Services, input: VerifyMcpAccessInput
   if (limits) await admitAnonymous(svc, limits.surface, limits.ip, headers);
   if (input.allowAnonymous) return { kind: "anonymous" };
   return requireMcpCredentials(svc, target, headers);
+}
+
+/**
+ * An agent key's watch: its record as the key's actor holds it (`get`: one message, answered from memory; the actor is
+ * the one owner every gateway's `authorize` asks, so a revocation is seen there at once), judged by `assertKeyActive`,
+ * the rule `authorize` applies. A key whose record is gone (or is another key's) is `key_deleted`.
+ */
+function agentKeyWatch(svc: Services, agent: AgentPrincipal): CredentialWatch {
+  const record = async () => {
+    try {
+      const key = await svc.actors.ask(agentActor, agent.prefix, "get", {});
+      return key.id === agent.keyId ? key : null;
+    } catch (err) {
+      if (err instanceof ActorError && err.code === "not_found") return null;
+      throw err;
+    }
+  };
+  return {
+    expiresAt: async () => {
+      const key = await record();
+      return key?.expiresAt ? Date.parse(key.expiresAt) : null;
+    },
+    lapsed: async () => {
+      const key = await record();
+      if (!key) return "key_deleted";
+      try {
+        assertKeyActive({ expiresAt: key.expiresAt ? new Date(key.expiresAt) : null, revokedAt: key.revokedAt ? new Date(key.revokedAt) : null }, new Date(svc.clock.now()));
+      } catch (err) {
+        if (err instanceof ActorError && err.code === "unauthorized") return (err.details as { reason?: string } | undefined)?.reason === "expired" ? "expired" : "key_revoked";
+        throw err;
+      }
+      return null;
+    },
+  };
 }
