@@ -209,7 +209,21 @@ export interface RiskReadInputs {
  * on each step's row, not in its index condition: with both bounds the planner, not knowing how many orders lie
  * between them, may sort every order of the key's hour at each step instead of stopping at the first (seen at 2,600
  * orders: 113 ms). The hour is the gate's clock's (`now`), so every session returned is one the gate counts.
+ *
+ * The walk costs about the same whatever the key's volume (~250 buffers, 0.3-0.8 ms), more than grouping the orders of
+ * a key that placed few in the hour (~1-2 µs per order). So the read first takes the key's newest
+ * VELOCITY_READ_ORDERS orders up to `now` (one index range, stopping there): when fewer of them than that lie in the
+ * hour, they are all of the hour's orders, and grouping them by session gives the walk's answer (the sessions of the
+ * hour, at most VELOCITY_READ_LIMIT, the most recently active first, each at its newest instant in the hour). Only a
+ * key with at least that many orders in the hour walks (the CASE evaluates the walk, an InitPlan, only then).
  */
+/**
+ * How many of the key's newest orders the velocity read groups before it walks (`riskColumns`): below it, grouping
+ * costs less than the walk (docs/performance.md session 13: the crossing is about 200-300 orders an hour), and a key
+ * placing fewer orders an hour is the common case.
+ */
+export const VELOCITY_READ_ORDERS = 100;
+
 export function riskColumns(sql: Sql, agentKeyId: string, now: number, guard?: HoldGuardAsk) {
   const to = new Date(now);
   const from = new Date(now - VELOCITY_WINDOW_MS);
@@ -218,7 +232,13 @@ export function riskColumns(sql: Sql, agentKeyId: string, now: number, guard?: H
       seen ? sql` AND checkout_session_id <> ALL (${seen})` : sql``
     })`;
   return sql`(SELECT created_at FROM agent_keys WHERE id = ${agentKeyId}) AS risk_key_created,
-      ARRAY(WITH RECURSIVE walk (at, seen, ats) AS (
+      (WITH newest AS MATERIALIZED (SELECT checkout_session_id AS id, created_at AS at FROM orders
+              WHERE agent_key_id = ${agentKeyId} AND checkout_session_id IS NOT NULL AND created_at <= ${to}::timestamptz
+              ORDER BY created_at DESC LIMIT ${VELOCITY_READ_ORDERS}),
+            hour AS MATERIALIZED (SELECT id, at FROM newest WHERE at > ${from}::timestamptz)
+      SELECT CASE WHEN (SELECT count(*) FROM hour) < ${VELOCITY_READ_ORDERS}
+        THEN ARRAY(SELECT (extract(epoch FROM max(at)) * 1000)::float8 FROM hour GROUP BY id ORDER BY max(at) DESC LIMIT ${VELOCITY_READ_LIMIT})
+        ELSE ARRAY(WITH RECURSIVE walk (at, seen, ats) AS (
               SELECT i.at, n.ids, array_fill(i.at, ARRAY[cardinality(n.ids)])
               FROM (SELECT created_at AS at FROM orders WHERE agent_key_id = ${agentKeyId} AND checkout_session_id IS NOT NULL AND created_at <= ${to}::timestamptz
                     ORDER BY created_at DESC LIMIT 1) i,
@@ -231,7 +251,7 @@ export function riskColumns(sql: Sql, agentKeyId: string, now: number, guard?: H
                 LATERAL (SELECT ${sessionsAt(sql`i.at`, sql`w.seen`)} AS ids OFFSET 0) n
               WHERE cardinality(w.seen) < ${VELOCITY_READ_LIMIT} AND i.at > ${from}::timestamptz)
             SELECT (extract(epoch FROM t.at) * 1000)::float8
-            FROM unnest((SELECT ats[1:${VELOCITY_READ_LIMIT}] FROM walk ORDER BY cardinality(seen) DESC LIMIT 1)) AS t (at)) AS risk_recent${guard ? sql`, ${holdGuardColumns(sql, guard)}` : sql``}`;
+            FROM unnest((SELECT ats[1:${VELOCITY_READ_LIMIT}] FROM walk ORDER BY cardinality(seen) DESC LIMIT 1)) AS t (at)) END) AS risk_recent${guard ? sql`, ${holdGuardColumns(sql, guard)}` : sql``}`;
 }
 
 interface RiskColumns extends Partial<HoldGuardColumns> {

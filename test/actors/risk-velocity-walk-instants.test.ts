@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { countWithin, evaluateRisk, VELOCITY_READ_LIMIT, VELOCITY_WINDOW_MS } from "../../actors/payments/risk-gate.ts";
-import { readRiskInputs, riskColumns } from "../../actors/store/commerce.ts";
+import { readRiskInputs, riskColumns, VELOCITY_READ_ORDERS } from "../../actors/store/commerce.ts";
 import type { Sql } from "../../infra/db.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 
@@ -20,7 +20,7 @@ let nowMs: number;
 beforeAll(async () => {
   db = await createTestDatabase({ seeded: true });
   sql = db.sql;
-  stores = (await sql<{ slug: string }[]>`SELECT slug FROM stores ORDER BY slug LIMIT 3`).map((r) => r.slug);
+  stores = (await sql<{ slug: string }[]>`SELECT slug FROM stores ORDER BY slug LIMIT 4`).map((r) => r.slug);
   nowMs = (await sql<{ t: number }[]>`SELECT (extract(epoch FROM now()) * 1000)::float8 AS t`)[0]!.t;
 }, 60_000);
 afterAll(async () => {
@@ -93,4 +93,45 @@ describe("the velocity read's times", () => {
     const read = await readRiskInputs(sql, key, undefined, undefined, nowMs);
     expect(read.recent).toHaveLength(VELOCITY_READ_LIMIT);
   });
+});
+
+/**
+ * `sessions` sessions of `key` with `legs` orders each (one per store, each at its own instant, the legs 10 ms apart),
+ * session g starting `g * spacingSec` seconds before `nowMs`.
+ */
+async function legsApart(key: string, sessions: number, legs: number, spacingSec: number): Promise<void> {
+  await sql`INSERT INTO orders (store_slug, channel, agent_key_id, buyer_ref, status, total_minor, currency, payment_rail, checkout_session_id, created_at)
+    SELECT (${stores}::text[])[l], 'agent', ${key}::uuid, 'b', 'paid', 100, 'USD', 'card', 'cs_' || ${key} || '_' || g,
+      to_timestamp(${nowMs / 1000}) - make_interval(secs => g * ${spacingSec}::float8 - l * 0.01)
+    FROM generate_series(1, ${sessions}) g, generate_series(1, ${legs}) l`;
+}
+
+describe("the read of a key with few orders in the hour", () => {
+  test("a key with fewer orders in the hour than the read groups is answered by grouping them, without walking", async () => {
+    const key = crypto.randomUUID();
+    await staggeredSessions(key, 40, 60, 7, true); // 40 sessions over 40 min, some multi-store, some begun before the hour
+    await sql`ANALYZE orders`;
+    const plan = (await sql<{ "QUERY PLAN": string }[]>`EXPLAIN (ANALYZE, COSTS OFF) SELECT ${riskColumns(sql, key, nowMs)}`).map((r) => r["QUERY PLAN"]).join("\n");
+    expect(plan).toMatch(/Recursive Union \(never executed\)/);
+    const read = await readRiskInputs(sql, key, undefined, undefined, nowMs);
+    expect(read.recent).toHaveLength(Math.min(await unboundedCount(key, nowMs), VELOCITY_READ_LIMIT));
+    expect(countWithin(read.recent, nowMs, VELOCITY_WINDOW_MS)).toBe(read.recent.length);
+  });
+
+  for (const [sessions, legs, label] of [
+    [VELOCITY_READ_ORDERS / 4 - 1, 4, "one session fewer than fills the grouped orders (grouped)"],
+    [VELOCITY_READ_ORDERS / 4, 4, "exactly the grouped orders, fewer than 30 sessions (walked)"],
+    [VELOCITY_READ_ORDERS / 4 + 3, 4, "more orders than it groups, fewer than 30 sessions (walked)"],
+    [Math.ceil(VELOCITY_READ_ORDERS / 3), 3, "sessions of three legs, just past the grouped orders (walked to 30)"],
+    [Math.floor((VELOCITY_READ_ORDERS - 1) / 3), 3, "sessions of three legs, just under the grouped orders (grouped, 30 of 33)"],
+  ] as const) {
+    test(`at the grouped orders' edge, ${label}: the gate counts what grouping every order counted`, async () => {
+      const key = crypto.randomUUID();
+      await legsApart(key, sessions, legs, 30);
+      const read = await readRiskInputs(sql, key, undefined, undefined, nowMs);
+      const expected = Math.min(await unboundedCount(key, nowMs), VELOCITY_READ_LIMIT);
+      expect(read.recent).toHaveLength(expected);
+      expect(countWithin(read.recent, nowMs, VELOCITY_WINDOW_MS)).toBe(expected);
+    });
+  }
 });
