@@ -120,7 +120,28 @@ async function loadEndpoint(sql: Sql, id: string): Promise<EndpointRow | undefin
   return rows[0];
 }
 
+/**
+ * Whether this activation is the endpoint's own. Audit M-5: the id is the actor's key and the sealed secret's AAD,
+ * both compared as text, while the uuid column matches any letter case; an upper-case id from a route made a second
+ * activation `webhook/<ID>` that claimed the same deliveries beside `webhook/<id>` (its own in-flight count, breaking
+ * one writer per endpoint) and sealed secrets no claim could open. The gateway now passes the row's id
+ * (gateway/rest/webhooks.ts `endpointIdOf`); this refuses any other spelling, so such a copy never writes.
+ */
+function assertCanonicalId(ctx: ActorContext<State>): void {
+  if (ctx.id !== ctx.id.toLowerCase()) throw fail("internal_error", "A webhook endpoint's actor id must be its lower-case UUID.");
+}
+
+/** Refuses a sealed secret this actor could not open for its deliveries (wrong id or another SECRET_KEY): M-5. */
+function assertOpens(ctx: ActorContext<State>, sealed: string): void {
+  try {
+    openWebhookSecret(webhookRuntime().secretsKey, ctx.id, sealed);
+  } catch {
+    throw fail("internal_error", "The webhook secret was not sealed for this endpoint; nothing was changed.");
+  }
+}
+
 async function liveEndpoint(ctx: ActorContext<State>): Promise<EndpointRow> {
+  assertCanonicalId(ctx);
   const ep = await loadEndpoint(await ctx.tx(), ctx.id);
   if (!ep || ep.deleted_at) throw fail("not_found", "No such webhook endpoint.");
   return ep;
@@ -189,7 +210,8 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
   // Read in the turn's transaction: after a `record` turn this must see the breaker that turn just wrote (a probe's
   // success closed it), not the committed one (still half-open), or the released backlog would be pushed again.
   const ep = await loadEndpoint(await ctx.tx(), ctx.id);
-  if (!ep || ep.deleted_at) {
+  // A copy under another spelling of the id (M-5; its reminder may predate the fix) claims nothing and stops.
+  if (!ep || ep.deleted_at || ep.id !== ctx.id) {
     await ctx.cancelReminder("deliverDue");
     return result;
   }
@@ -332,7 +354,7 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
   for (const r of reports) (ctx.memory.get("inFlightIds") as Set<string> | undefined)?.delete(r.id);
   const tx = await ctx.tx();
   const ep = await loadEndpoint(tx, ctx.id);
-  if (!ep) return { recorded: 0 };
+  if (!ep || ep.id !== ctx.id) return { recorded: 0 };
   const ids = reports.map((r) => r.id);
   const rows = await tx<{ id: string; attempts: number; first_attempt_at: Date | null }[]>`
     SELECT id, attempts, first_attempt_at FROM webhook_deliveries
@@ -414,6 +436,8 @@ export const webhookActor = defineActor({
   },
   handlers: {
     async register(ctx, m): Promise<EndpointView> {
+      assertCanonicalId(ctx);
+      assertOpens(ctx, m.secretSealed);
       const tx = await ctx.tx();
       // Each endpoint is its own actor, so nothing else serialises two creations in one store: the cap is counted
       // and the row inserted under a per-store lock held to the turn's commit (audit A3-4: counted in the gateway,
@@ -433,6 +457,8 @@ export const webhookActor = defineActor({
 
     async rotateSecret(ctx, m): Promise<EndpointView> {
       const ep = await liveEndpoint(ctx);
+      // A secret every later claim would fail to open stops the endpoint for good after a 200 (M-5): refuse it here.
+      assertOpens(ctx, m.secretSealed);
       const tx = await ctx.tx();
       const expires = m.overlapMs > 0 ? new Date(ctx.now() + m.overlapMs) : null;
       const [row] = await tx<EndpointRow[]>`

@@ -64,9 +64,18 @@ async function assertStoreAccess(svc: Services, user: UserPrincipal, slug: strin
   }
 }
 
-async function assertEndpoint(svc: Services, slug: string, id: string): Promise<void> {
-  const rows = await svc.sql`SELECT 1 FROM webhook_endpoints WHERE id = ${id} AND store_slug = ${slug} AND deleted_at IS NULL`;
-  if (!rows.length) throw fail("not_found", "No such webhook endpoint.");
+/**
+ * The store's live endpoint named by `id`, as its row spells the id (lower case). Audit M-5: the path's UUID may come
+ * in any letter case (`format: "uuid"` and the uuid column both accept it), but the id is also the actor's id and the
+ * sealed secret's AAD, which compare as text: an upper-case id sealed a rotated secret no delivery could open and
+ * addressed a second `webhook/<ID>` activation beside the endpoint's own. Every operation below takes the id from
+ * here, so each caller (REST routes, dashboard) gets the one canonical spelling without normalising it itself.
+ */
+async function endpointIdOf(svc: Services, slug: string, id: string): Promise<string> {
+  const rows = await svc.sql<{ id: string }[]>`
+    SELECT id FROM webhook_endpoints WHERE id = ${id} AND store_slug = ${slug} AND deleted_at IS NULL`;
+  if (!rows[0]) throw fail("not_found", "No such webhook endpoint.");
+  return rows[0].id;
 }
 
 function secretsKey(svc: Services): Uint8Array {
@@ -113,15 +122,15 @@ export async function listWebhookEndpoints(svc: Services, user: UserPrincipal, s
   return rows.map(endpointView);
 }
 
-export async function deleteWebhookEndpoint(svc: Services, user: UserPrincipal, slug: string, id: string) {
+export async function deleteWebhookEndpoint(svc: Services, user: UserPrincipal, slug: string, pathId: string) {
   await assertStoreAccess(svc, user, slug);
-  await assertEndpoint(svc, slug, id);
+  const id = await endpointIdOf(svc, slug, pathId);
   return svc.actors.ask(webhookActor, id, "remove", {}, { timeoutMs: 30_000 });
 }
 
-export async function rotateWebhookSecret(svc: Services, user: UserPrincipal, slug: string, id: string, overlapSeconds?: number) {
+export async function rotateWebhookSecret(svc: Services, user: UserPrincipal, slug: string, pathId: string, overlapSeconds?: number) {
   await assertStoreAccess(svc, user, slug);
-  await assertEndpoint(svc, slug, id);
+  const id = await endpointIdOf(svc, slug, pathId); // the AAD must be the stored id (M-5)
   const secret = generateWebhookSecret();
   const overlapMs = overlapSeconds !== undefined ? overlapSeconds * 1000 : SECRET_ROTATION_OVERLAP_MS;
   const view = await svc.actors.ask(
@@ -138,11 +147,11 @@ export async function listWebhookDeliveries(
   svc: Services,
   user: UserPrincipal,
   slug: string,
-  id: string,
+  pathId: string,
   query: { status?: "pending" | "failed" | "delivered" | "dead"; limit?: number } = {},
 ): Promise<WebhookDeliveryView[]> {
   await assertStoreAccess(svc, user, slug);
-  await assertEndpoint(svc, slug, id);
+  const id = await endpointIdOf(svc, slug, pathId);
   const limit = query.limit ?? 50;
   const rows = await svc.sql<Parameters<typeof deliveryView>[0][]>`
     SELECT ${svc.sql.unsafe(DELIVERY_COLUMNS)} FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
@@ -151,10 +160,10 @@ export async function listWebhookDeliveries(
   return rows.map(deliveryView);
 }
 
-export async function redeliverWebhook(svc: Services, user: UserPrincipal, slug: string, id: string, deliveryId: string) {
+export async function redeliverWebhook(svc: Services, user: UserPrincipal, slug: string, pathId: string, deliveryId: string) {
   await assertStoreAccess(svc, user, slug);
-  await assertEndpoint(svc, slug, id);
-  const view = await svc.actors.ask(webhookActor, id, "redeliver", { deliveryId }, { timeoutMs: 30_000 });
+  const id = await endpointIdOf(svc, slug, pathId); // one activation per endpoint, and its reminder there (M-5)
+  const view = await svc.actors.ask(webhookActor, id, "redeliver", { deliveryId: deliveryId.toLowerCase() }, { timeoutMs: 30_000 });
   // The durable reminder is armed; this only makes it go out now rather than at the next reminder poll.
   void svc.actors.ask(webhookActor, id, "deliverDue", {}, { timeoutMs: 60_000 }).catch(() => {});
   return view;
