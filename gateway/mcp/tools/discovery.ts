@@ -14,10 +14,10 @@ import { getSearchService } from "../../../search/service.ts";
 import { productComparison, resolveComparable } from "../../rest/compare.ts";
 import { merchantProfile, preferredProtocol, protocolEntries, returnPolicy } from "../../rest/merchants.ts";
 import { productAvailability, productPriceHistory } from "../../rest/products.ts";
-import { SEARCH_CATEGORY_MAX_CHARS, SEARCH_QUERY_MAX_CHARS } from "../../rest/search.ts";
+import { SEARCH_CATEGORY_MAX_CHARS, SEARCH_PAGE_MAX, SEARCH_QUERY_MAX_CHARS } from "../../rest/search.ts";
 import { CodePointString } from "../../plugins/schema-formats.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
-import { parseAsk } from "./nlweb.ts";
+import { parseAsk, type AskInterpretation } from "./nlweb.ts";
 import { AnyObject, Open, ProductDetail, ProductSummary, SearchOutput, Strict, Uuid } from "./schemas.ts";
 
 const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
@@ -69,7 +69,9 @@ const SearchArgs = {
   category: T.Optional(CodePointString({ minLength: 1, maxLength: SEARCH_CATEGORY_MAX_CHARS, description: "Category name as shown by browse_categories." })),
   in_stock_only: T.Optional(T.Boolean({ description: "Default true: only products in stock." })),
   sort: T.Optional(Sort),
-  page: T.Optional(T.Integer({ minimum: 1, description: "Default 1." })),
+  // REST's bound (audit Q-1): past it the answer is empty anyway, and 1e300 echoed as meta.page is not an integer in
+  // JSON; every search tool spreads these arguments, so search_products(_enriched) and ucp_search_catalog all get it
+  page: T.Optional(T.Integer({ minimum: 1, maximum: SEARCH_PAGE_MAX, description: `Default 1; at most ${SEARCH_PAGE_MAX.toLocaleString("en-US")}.` })),
   limit: T.Optional(T.Integer({ minimum: 1, description: "Default 20; values above 100 are served as 100." })),
 };
 
@@ -202,6 +204,18 @@ export const compareProductsTool = defineTool({
   },
 });
 
+/**
+ * A question's price bounds low to high (audit Q-5): "between 500 and 5" read as min 500 > max 5 made searchStore
+ * answer INVALID_ARGUMENT on `max_price`, an argument nlweb_ask does not take, so the agent had nothing to fix. The
+ * bounds are the tool's own reading of the question: a range given high to low is searched low to high and
+ * `interpreted` says so (`note`), as it does for a currency the store does not price in.
+ */
+export function orderedBounds(parsed: AskInterpretation): AskInterpretation & { swapped: boolean } {
+  const { minPrice, maxPrice } = parsed;
+  if (minPrice === undefined || maxPrice === undefined || minPrice <= maxPrice) return { ...parsed, swapped: false };
+  return { ...parsed, minPrice: maxPrice, maxPrice: minPrice, swapped: true };
+}
+
 export const nlwebAsk = defineTool({
   name: "nlweb_ask",
   title: "Ask in natural language",
@@ -224,7 +238,7 @@ export const nlwebAsk = defineTool({
     if (ctx.store.verificationLevel === "BASIC" || ctx.store.verificationLevel === "UNVERIFIED") {
       throw fail("PLAN_UPGRADE_REQUIRED", `${ctx.store.name}'s plan does not include natural-language search; use search_products.`, { store: ctx.store.slug, plan: ctx.store.verificationLevel, requiredPlan: "STANDARD" });
     }
-    const parsed = parseAsk(a.question);
+    const { swapped, ...parsed } = orderedBounds(parseAsk(a.question));
     if (!parsed.query) throw fail("INSUFFICIENT_INPUT", "The question names nothing to search for.", { interpreted: parsed });
     const res = await searchStore(ctx, {
       query: parsed.query,
@@ -235,8 +249,11 @@ export const nlwebAsk = defineTool({
       // the spec's search limit, like the other search tools (review H, N1): default 20, capped at 100
       limit: a.limit,
     });
-    const currencyNote = parsed.currency && parsed.currency !== ctx.store.currency ? `prices are in ${ctx.store.currency}; the ${parsed.currency} bound was applied as a number` : undefined;
-    return { interpreted: { ...parsed, ...(currencyNote ? { note: currencyNote } : {}) }, products: res.products, meta: res.meta };
+    const notes = [
+      ...(swapped ? [`the price bounds were given high to low; searched from ${parsed.minPrice} to ${parsed.maxPrice}`] : []),
+      ...(parsed.currency && parsed.currency !== ctx.store.currency ? [`prices are in ${ctx.store.currency}; the ${parsed.currency} bound was applied as a number`] : []),
+    ];
+    return { interpreted: { ...parsed, ...(notes.length ? { note: notes.join("; ") } : {}) }, products: res.products, meta: res.meta };
   },
 });
 
