@@ -105,10 +105,16 @@ export async function listStores(sql: Sql): Promise<StoreRecord[]> {
   return (await sql<StoreRow[]>`SELECT * FROM stores ORDER BY slug`).map(storeFromRow);
 }
 
+/** The store when it exists and is eligible, else null: an ineligible store reads as an unknown one. */
+export async function findEligibleStore(sql: Sql, slug: string): Promise<StoreRecord | null> {
+  const store = await findStore(sql, slug);
+  return store && isEligibleStore(store) ? store : null;
+}
+
 /** The store when it exists and is eligible; otherwise 404 store_not_found (ineligible reads like unknown). */
 export async function getEligibleStore(sql: Sql, slug: string): Promise<StoreRecord> {
-  const store = await findStore(sql, slug);
-  if (!store || !isEligibleStore(store)) throw fail("store_not_found", `No eligible merchant ${slug}.`);
+  const store = await findEligibleStore(sql, slug);
+  if (!store) throw fail("store_not_found", `No eligible merchant ${slug}.`);
   return store;
 }
 

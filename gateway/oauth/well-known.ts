@@ -11,7 +11,8 @@ import { SCOPES } from "../../actors/agent/access.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { tokenService } from "../identity.ts";
 import type { Services } from "../services.ts";
-import { issuer, MCP_SUB_ENDPOINTS, OAUTH_BASE, resourceOfRef, storeExists, type McpResourceRef, type McpSubEndpoint } from "./common.ts";
+import { findEligibleStore } from "../../actors/store/reads.ts";
+import { issuer, MCP_SUB_ENDPOINTS, OAUTH_BASE, resourceOfRef, type McpResourceRef, type McpSubEndpoint } from "./common.ts";
 
 export function authorizationServerMetadata(svc: Services) {
   const iss = issuer(svc);
@@ -35,9 +36,15 @@ export function authorizationServerMetadata(svc: Services) {
   };
 }
 
+/**
+ * The metadata of a store's MCP resource, for the stores whose MCP endpoints serve: one that exists and is eligible
+ * (audit Q-6: `isEligibleStore`, the rule the MCP gateway's `store` applies). A suspended, hidden or UNVERIFIED store's
+ * endpoint is 404 store_not_found, so its metadata is too, as an unknown slug's: advertised, it sent clients through
+ * an OAuth flow for an endpoint that never serves, and told an ineligible merchant from an unknown slug.
+ */
 async function protectedResource(svc: Services, ref: McpResourceRef) {
   const slug = ref.slug;
-  if (!(await storeExists(svc, slug))) throw fail("store_not_found", `No store "${slug}".`);
+  if (!(await findEligibleStore(svc.sql, slug))) throw fail("store_not_found", `No store "${slug}".`);
   return {
     resource: resourceOfRef(svc, ref),
     authorization_servers: [issuer(svc)],
