@@ -927,13 +927,16 @@ export function rankProducts(given: RankInput): RankResult {
   }
 
   if (req.deduplicate) {
+    // across merchants only (audit Q-4): the winner's merchant keeps its other products of the key
     const keep = new Map<string, Scored>();
-    for (const it of scored) {
-      const key = cachedDedupeKey(it.p, settings.stopWords) || `\u0000${it.p.id}`;
+    const keys: string[] = new Array(scored.length);
+    for (let i = 0; i < scored.length; i++) {
+      const it = scored[i]!;
+      const key = (keys[i] = cachedDedupeKey(it.p, settings.stopWords) || `\u0000${it.p.id}`);
       const cur = keep.get(key);
       if (!cur || sRelevance(it, cur) < 0) keep.set(key, it);
     }
-    scored = [...keep.values()];
+    scored = scored.filter((it, i) => keep.get(keys[i]!)!.p.storeSlug === it.p.storeSlug);
   }
   const total = scored.length;
   const start = (req.page - 1) * req.limit;
@@ -1109,17 +1112,22 @@ function rankFromColumns(
             ? (a, b) => key[b]! - key[a]! || relevance(a, b)
             : relevance;
 
-  // dedupe: the best position per title key (relevance is a total order, so visiting order does not matter)
+  // dedupe: the best position per title key (relevance is a total order, so visiting order does not matter); the
+  // positions of other merchants under that key are dropped, the winner's merchant's own are kept (audit Q-4)
   let survivors: number[] | null = null;
   if (req.deduplicate) {
     const keepBy = new Map<string, number>();
+    const keys: string[] = new Array(kept);
     for (let i = 0; i < kept; i++) {
       const p = cols.records[ref[i]!]!;
-      const k = cachedDedupeKey(p, settings.stopWords) || `\u0000${p.id}`;
+      const k = (keys[i] = cachedDedupeKey(p, settings.stopWords) || `\u0000${p.id}`);
       const cur = keepBy.get(k);
       if (cur === undefined || relevance(i, cur) < 0) keepBy.set(k, i);
     }
-    survivors = [...keepBy.values()];
+    survivors = [];
+    for (let i = 0; i < kept; i++) {
+      if (cols.records[ref[keepBy.get(keys[i]!)!]!]!.storeSlug === cols.records[ref[i]!]!.storeSlug) survivors.push(i);
+    }
   }
   const total = survivors === null ? kept : survivors.length;
   const start = (req.page - 1) * req.limit;
@@ -1161,15 +1169,20 @@ function rankedProduct(p: RankableProduct, store: StoreSnapshot, textScore: numb
   };
 }
 
-/** Keeps the highest-scoring product of each near-duplicate title group (ties: higher trust, then lower id). */
+/**
+ * Collapses each near-duplicate title group across merchants: the highest-scoring product wins (ties: higher trust,
+ * then lower id), the group's products of other merchants are dropped, and the winner's merchant keeps its other
+ * products of the group (audit Q-4: they are its own distinct listings, which the spec's "across merchants" does not
+ * collapse). In the order given.
+ */
 export function dedupe(items: RankedProduct[], stopWords: readonly string[] = DEFAULT_STOP_WORDS): RankedProduct[] {
   const keep = new Map<string, RankedProduct>();
-  for (const it of items) {
-    const key = dedupeKey(it.title, stopWords) || `\u0000${it.id}`;
-    const cur = keep.get(key);
-    if (!cur || byRelevance(it, cur) < 0) keep.set(key, it);
-  }
-  return [...keep.values()];
+  const keys = items.map((it) => dedupeKey(it.title, stopWords) || `\u0000${it.id}`);
+  items.forEach((it, i) => {
+    const cur = keep.get(keys[i]!);
+    if (!cur || byRelevance(it, cur) < 0) keep.set(keys[i]!, it);
+  });
+  return items.filter((it, i) => keep.get(keys[i]!)!.merchant.slug === it.merchant.slug);
 }
 
 /** The spec's ProductSummary (decimal prices) from a ranked product. */

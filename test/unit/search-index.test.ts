@@ -216,7 +216,7 @@ describe("ranking builds only the returned page", () => {
       const p = productMap.get(c.id)!;
       const store = storeMap.get(p.storeSlug)!;
       const { score, why } = scoreProduct(c.textScore, p, store, NOW);
-      return { ...p, score, why_ranked: why } as unknown as RankedProduct;
+      return { ...p, merchant: { slug: p.storeSlug }, score, why_ranked: why } as unknown as RankedProduct;
     });
     if (deduplicate) all = dedupe(all);
     all.sort(SORTS[sort]);
