@@ -320,11 +320,28 @@ export interface AllowlistEntry {
   updated_at: string;
 }
 
-/** Agent keys bound to the store (first order creates the binding), oldest first. */
-export async function listAllowlist(sql: Sql, slug: string): Promise<AllowlistEntry[]> {
+export type AllowlistStatusFilter = "allowed" | "blocked";
+
+/**
+ * Agent keys bound to the store (a key's first order creates the binding, and nothing deletes one), newest first, by
+ * status, one page at a time (`total`: all that match), for GET /merchant/stores/{slug}/allowlist and the dashboard's
+ * settings page. Audit M-1: the list was read and answered whole, and any key that ever started a payment at the store
+ * adds a row (20,000 keys made a 3 MB answer and a 12 MB settings page), so it is paged like the refunds
+ * (`listRefundsPage`, audit A1 M2). Newest first: the keys a merchant looks for are the ones that just ordered; the
+ * key id breaks ties so that pages neither repeat nor skip a binding made in the same instant.
+ */
+export async function listAllowlistPage(
+  sql: Sql,
+  slug: string,
+  opts: { status?: AllowlistStatusFilter; limit: number; offset: number },
+): Promise<{ total: number; items: AllowlistEntry[] }> {
+  const status = opts.status ? sql`AND status = ${opts.status}` : sql``;
+  const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM store_agent_allowlist WHERE store_slug = ${slug} ${status}`;
   const rows = await sql<{ agent_key_id: string; status: string; created_at: Date; updated_at: Date }[]>`
-    SELECT agent_key_id, status, created_at, updated_at FROM store_agent_allowlist WHERE store_slug = ${slug} ORDER BY created_at`;
-  return rows.map((r) => ({ key_id: r.agent_key_id, status: r.status, created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString() }));
+    SELECT agent_key_id, status, created_at, updated_at FROM store_agent_allowlist WHERE store_slug = ${slug} ${status}
+    ORDER BY created_at DESC, agent_key_id LIMIT ${opts.limit} OFFSET ${opts.offset}`;
+  const items = rows.map((r) => ({ key_id: r.agent_key_id, status: r.status, created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString() }));
+  return { total: n, items };
 }
 
 // ------------------------------------------------------------------------------------------------ coupons

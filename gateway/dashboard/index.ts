@@ -19,7 +19,7 @@ import {
   CATALOG_FLAGS,
   catalogQuality,
   countRefunds,
-  listAllowlist,
+  listAllowlistPage,
   listCoupons,
   listRefundsPage,
   listStoreOrders,
@@ -68,7 +68,7 @@ import { catalogPage, MAX_UPLOAD_LINES, SHOWN_REJECTIONS, type UploadOutcome } f
 import { overviewPage } from "./pages/overview.ts";
 import { MERCHANT_MOVES, ORDER_STATUSES, orderDetailPage, ordersPage } from "./pages/orders.ts";
 import { ANY_STATUS, DECIDED_STATUSES, DEFAULT_DECIDED_STATUS, REFUND_PAGE_PARAMS, refundsPage } from "./pages/refunds.ts";
-import { settingsPage, webhooksPage, type PostedPolicies } from "./pages/settings.ts";
+import { ALLOWLIST_PAGE_SIZE, allowlistQuery, settingsPage, webhooksPage, type AllowlistQuery, type PostedPolicies } from "./pages/settings.ts";
 import { htmlHeaders, isTooLarge, tooLargePage } from "./too-large.ts";
 import { safeNext } from "./edge.ts";
 import {
@@ -331,8 +331,15 @@ export function dashboardRoutes(svc: Services) {
   // ------------------------------------------------------------------------------------------ data loaders
 
   /** The settings page, with the policies form as posted when `posted` is given (a refused change). */
-  async function settingsHtml(s: DashboardSession, store: StoreRecord, flash: Flash | null, posted?: PostedPolicies): Promise<Html> {
-    const [allowlist, coupons, seen] = await Promise.all([listAllowlist(svc.sql, store.slug), listCoupons(svc.sql, store.slug), findStore(svc.sql, store.slug)]);
+  async function settingsHtml(s: DashboardSession, store: StoreRecord, flash: Flash | null, posted?: PostedPolicies, allow: AllowlistQuery = { page: 1 }): Promise<Html> {
+    // one page of the allowlist (audit M-1: the whole list was rendered)
+    const pageSize = ALLOWLIST_PAGE_SIZE;
+    const [bindings, coupons, seen] = await Promise.all([
+      listAllowlistPage(svc.sql, store.slug, { ...(allow.status ? { status: allow.status } : {}), limit: pageSize, offset: (allow.page - 1) * pageSize }),
+      listCoupons(svc.sql, store.slug),
+      findStore(svc.sql, store.slug),
+    ]);
+    const allowlist = { ...bindings, ...allow, pageSize };
     const tools = ALL_TOOLS.map((t) => ({ name: t.name, title: t.title, group: t.group }));
     // what agents read (the zones' promises) beside the stored policies the form edits
     const agentShipping = seen ? { freeShippingThresholdMinor: seen.policies.freeShippingThresholdMinor, shippingEstimateDays: seen.policies.shippingEstimateDays } : undefined;
@@ -713,7 +720,7 @@ export function dashboardRoutes(svc: Services) {
     .get(
       "/dashboard/s/:slug/settings",
       h(
-        storePage(async (_c, s, store, flash) => settingsHtml(s, store, flash)),
+        storePage(async (c, s, store, flash) => settingsHtml(s, store, flash, undefined, allowlistQuery(c.query))),
       ),
       { detail: HIDDEN },
     )

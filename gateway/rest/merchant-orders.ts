@@ -5,7 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import { storeCommerce } from "../../actors/store/commerce.ts";
-import { listAllowlist, listRefundsPage } from "../../actors/store/merchant-reads.ts";
+import { listAllowlistPage, listRefundsPage } from "../../actors/store/merchant-reads.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok } from "../envelope.ts";
@@ -108,11 +108,32 @@ export function merchantOrderRoutes(svc: Services) {
     )
     .get(
       "/api/v1/merchant/stores/:slug/allowlist",
-      async ({ params, user }) => {
+      async ({ params, query, user }) => {
         await assertStoreWriter(svc.sql, params.slug, user);
-        return ok(await listAllowlist(svc.sql, params.slug));
+        // Paged like /refunds (audit M-1): every key that ever started a payment here has a binding, none is deleted,
+        // and the whole list was the answer (20,000 keys: 3 MB).
+        const limit = query.limit ?? 50;
+        const offset = query.offset ?? 0;
+        const page = await listAllowlistPage(svc.sql, params.slug, { ...(query.status ? { status: query.status } : {}), limit, offset });
+        return ok(page.items, { total: page.total, limit, offset });
       },
-      { params: t.Object({ slug: Slug }), response: errorResponses(401, 404), detail: { tags: ["merchant"], summary: "Agent keys bound to the store", ...sec } },
+      {
+        params: t.Object({ slug: Slug }),
+        query: t.Object({
+          status: t.Optional(t.Union([t.Literal("allowed"), t.Literal("blocked")])),
+          limit: t.Optional(t.Integer({ minimum: 1, maximum: 200 })),
+          offset: t.Optional(t.Integer({ minimum: 0, maximum: 1_000_000 })),
+        }),
+        response: errorResponses(400, 401, 404),
+        detail: {
+          tags: ["merchant"],
+          summary: "Agent keys bound to the store (newest first, paged)",
+          description:
+            "A key is bound by its first order at the store. Filter: status (allowed, blocked). " +
+            "Paged with limit (1-200, default 50) and offset; meta carries total, limit and offset.",
+          ...sec,
+        },
+      },
     )
     .post(
       "/api/v1/merchant/stores/:slug/allowlist/:keyId",

@@ -2,7 +2,7 @@
  * Settings: policies, negotiation rules, enabled MCP tools, payment rails, agent allowlist, coupons; and
  * settings → webhooks: endpoints (add, delete, rotate secret), recent deliveries, redeliver.
  */
-import type { AllowlistEntry, StoreCoupon } from "../../../actors/store/merchant-reads.ts";
+import type { AllowlistEntry, AllowlistStatusFilter, StoreCoupon } from "../../../actors/store/merchant-reads.ts";
 import { currencyExponent, toMajor, type StoreRecord } from "../../../actors/store/schemas.ts";
 import { PAYMENT_RAILS } from "../../../actors/store/settings.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../../actors/webhook/messages.ts";
@@ -20,12 +20,62 @@ export interface ToolInfo {
 export interface SettingsData {
   store: StoreRecord;
   tools: readonly ToolInfo[];
-  allowlist: readonly AllowlistEntry[];
+  /** One page of the agent allowlist (audit M-1: the whole list was rendered, 20,000 keys made a 12 MB page). */
+  allowlist: AllowlistPage;
   coupons: readonly StoreCoupon[];
   /** The shipping promises agents are shown (the zones': `agentPolicies`), beside the stored ones the form edits. */
   agentShipping?: { freeShippingThresholdMinor?: number; shippingEstimateDays?: string };
   /** The policies form as it was posted, shown again when the change was refused (the merchant's edits are kept). */
   postedPolicies?: PostedPolicies;
+}
+
+/** A page of the allowlist as the settings page shows it: `total` counts every binding matching `status`. */
+export interface AllowlistPage {
+  items: readonly AllowlistEntry[];
+  total: number;
+  /** 1-based. */
+  page: number;
+  pageSize: number;
+  status?: AllowlistStatusFilter;
+}
+
+/**
+ * The settings page's own query parameters for its allowlist list (audit M-1): named apart from `page` so that they
+ * say which list of the page they move, as the refunds page's two lists do.
+ */
+export const ALLOWLIST_PARAMS = { page: "allowlist_page", status: "allowlist_status" } as const;
+/** Bindings per page of the settings page's allowlist (the dashboard's lists show 50, as the REST default). */
+export const ALLOWLIST_PAGE_SIZE = 50;
+/** The furthest page a link may ask for (the dashboard's `pageParam` bound): offset at most 500,000 rows. */
+const ALLOWLIST_MAX_PAGE = 10_000;
+
+/** Which allowlist page a settings request asks for. */
+export type AllowlistQuery = { page: number; status?: AllowlistStatusFilter };
+
+/** The allowlist page and status filter a settings request asks for; anything else is page 1, every status. */
+export function allowlistQuery(query: Record<string, string | undefined>): AllowlistQuery {
+  const page = Math.max(1, Math.min(ALLOWLIST_MAX_PAGE, Number.parseInt(query[ALLOWLIST_PARAMS.page] ?? "1", 10) || 1));
+  const status = query[ALLOWLIST_PARAMS.status];
+  return status === "allowed" || status === "blocked" ? { page, status } : { page };
+}
+
+/** Filter and previous/next links of the allowlist; each keeps the other parameter and returns to the list (#allow). */
+function allowlistNav(base: string, a: AllowlistPage): Html {
+  const link = (page: number, status: AllowlistStatusFilter | undefined) => {
+    const q = new URLSearchParams();
+    if (status) q.set(ALLOWLIST_PARAMS.status, status);
+    if (page > 1) q.set(ALLOWLIST_PARAMS.page, String(page));
+    const qs = q.toString();
+    return `${base}${qs ? `?${qs}` : ""}#allow`;
+  };
+  const pages = Math.max(1, Math.ceil(a.total / a.pageSize));
+  const filter = (label: string, status: AllowlistStatusFilter | undefined) =>
+    a.status === status ? html`<strong aria-current="true">${label}</strong>` : html`<a href="${link(1, status)}">${label}</a>`;
+  return html`<p class="pager">Show: ${filter("All", undefined)} ${filter("Allowed", "allowed")} ${filter("Blocked", "blocked")}</p>
+<nav class="pager" aria-label="Allowlist pages">
+${a.page > 1 ? html`<a href="${link(Math.min(a.page - 1, pages), a.status)}" rel="prev">Previous</a>` : ""}
+<span>Page ${a.page} of ${pages} (${a.total} in all)</span>
+${a.page < pages ? html`<a href="${link(a.page + 1, a.status)}" rel="next">Next</a>` : ""}</nav>`;
 }
 
 /** The policies form's fields as posted (text as typed). */
@@ -135,15 +185,16 @@ ${PAYMENT_RAILS.map((r) => {
 })}</fieldset><p><button type="submit">Save payment rails</button></p>`, { label: "Payment rails" })}
 </section>
 <section class="card" aria-labelledby="allow"><h2 id="allow">Agent allowlist</h2>
-<p class="hint">An agent key is bound to your store by its first order; a blocked key can no longer request refunds here.</p>
+<p class="hint">An agent key is bound to your store by its first order; a blocked key can no longer request refunds here. Newest first.</p>
+${allowlistNav(base, d.allowlist)}
 <div class="table-wrap"><table class="stack"><thead><tr><th>Agent key id</th><th>Status</th><th>Since</th><th>Action</th></tr></thead><tbody>
-${d.allowlist.map(
+${d.allowlist.items.map(
   (a) => html`<tr><td data-label="Key"><code>${a.key_id}</code></td><td data-label="Status">${badge(a.status)}</td><td data-label="Since">${when(a.created_at)}</td>
 <td data-label="Action">${postForm(`${base}/allowlist/${a.key_id}`, csrf, a.status === "allowed"
     ? html`<input type="hidden" name="status" value="blocked"><button type="submit" class="danger" aria-label="Block key ${a.key_id}">Block</button>`
     : html`<input type="hidden" name="status" value="allowed"><button type="submit" class="secondary" aria-label="Allow key ${a.key_id}">Allow</button>`)}</td></tr>`,
 )}
-${d.allowlist.length === 0 ? html`<tr><td colspan="4">No agent has ordered yet.</td></tr>` : ""}
+${d.allowlist.items.length === 0 ? html`<tr><td colspan="4">${d.allowlist.total > 0 ? "No key on this page." : d.allowlist.status ? `No ${d.allowlist.status} key.` : "No agent has ordered yet."}</td></tr>` : ""}
 </tbody></table></div></section>
 <section class="card" aria-labelledby="coupons"><h2 id="coupons">Coupons</h2>
 <div class="table-wrap"><table class="stack"><thead><tr><th>Code</th><th>Discount</th><th>Minimum</th><th>Expires</th><th>Used</th><th>Status</th><th>Action</th></tr></thead><tbody>
