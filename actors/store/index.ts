@@ -64,6 +64,16 @@ function assertStorable(value: unknown, path: string): void {
   if (bad) throw fail("validation_error", `Invalid ${bad.field}: ${bad.message}`, { field: bad.field });
 }
 
+/**
+ * An inventory or order item with its product id as Postgres prints a uuid (lower case), so that the lookups, which
+ * compare the id as text and match rows by it, find the product (audit M-6). `format: "uuid"` accepts either case
+ * (RFC 9562: hex digits are case-insensitive), as every other UUID the service takes; each handler normalises its
+ * items once, before any lookup.
+ */
+function withStoredProductId<I extends { productId?: string | undefined }>(item: I): I {
+  return item.productId === undefined ? item : { ...item, productId: item.productId.toLowerCase() };
+}
+
 interface ExistingRow {
   id: string;
   external_id: string;
@@ -173,8 +183,10 @@ export const storeActor = defineActor({
     async setInventory(ctx, body) {
       const tx = await ctx.tx();
       await loadStore(tx, ctx.id, true);
-      const ids = body.items.flatMap((i) => (i.productId ? [i.productId] : []));
-      const exts = body.items.flatMap((i) => (i.externalId ? [i.externalId] : []));
+      // Ids as stored (audit M-6): an upper-case product id was "no such product in this store".
+      const items = body.items.map(withStoredProductId);
+      const ids = items.flatMap((i) => (i.productId ? [i.productId] : []));
+      const exts = items.flatMap((i) => (i.externalId ? [i.externalId] : []));
       const products = await tx<{ id: string; external_id: string; variants: Variant[]; stock_quantity: number | null; in_stock: boolean }[]>`
         SELECT id, external_id, variants, stock_quantity, in_stock FROM products
         WHERE store_slug = ${ctx.id} AND (id::text = ANY(${ids}) OR external_id = ANY(${exts})) FOR UPDATE`;
@@ -182,7 +194,7 @@ export const storeActor = defineActor({
       const byExt = new Map(products.map((p) => [p.external_id, p]));
       const rejected: RejectedItem[] = [];
       const touched = new Map<string, (typeof products)[number]>();
-      body.items.forEach((item, index) => {
+      items.forEach((item, index) => {
         const errors: ItemError[] = [];
         if (!item.productId && !item.externalId) errors.push({ field: "productId", message: "productId or externalId is required" });
         const p = item.productId ? byId.get(item.productId) : item.externalId ? byExt.get(item.externalId) : undefined;
@@ -219,7 +231,7 @@ export const storeActor = defineActor({
       }
       if (touched.size) await tx`UPDATE stores SET last_sync_at = now(), updated_at = now() WHERE slug = ${ctx.id}`;
       publishChanged(ctx, [...touched.keys()], []);
-      return { updated: body.items.length - rejected.length, products: touched.size, rejected };
+      return { updated: items.length - rejected.length, products: touched.size, rejected };
     },
 
     async recordOrders(ctx, body) {
@@ -234,7 +246,8 @@ export const storeActor = defineActor({
           rejected.push({ index, externalId: (raw as { externalId?: string })?.externalId ?? null, errors });
           continue;
         }
-        const { order, errors } = orderFromInput(raw, hash, ctx.now());
+        // Ids as stored (audit M-6): an upper-case product id was stored unlinked, a title snapshot only.
+        const { order, errors } = orderFromInput({ ...raw, items: raw.items.map(withStoredProductId) }, hash, ctx.now());
         if (!order) {
           rejected.push({ index, externalId: raw.externalId, errors });
           continue;
