@@ -66,6 +66,9 @@ export const AdminClientsQuery = t.Object({
 });
 export type AdminClientsFilter = Static<typeof AdminClientsQuery>;
 
+/** The most metadata-document clients the listing walks one by one before aggregating their codes instead. */
+export const WALKED_CLIENTS_MAX = 500;
+
 type Row = {
   client_id: string;
   kind: "registered" | "metadata_document";
@@ -106,10 +109,12 @@ export async function listClientsForOperator(svc: Services, filter: AdminClients
     WHERE ${wantRegistered ? sql`true` : sql`false`} AND c.deleted_at IS NULL
       ${ownerId !== null ? sql`AND c.owner_user_id = ${ownerId}` : sql``}
       ${id !== undefined ? sql`AND c.client_id = ${id}` : sql``}`;
-  // A metadata-document client's first consent on record dates it; the codes are walked one client at a time over
+  // A metadata-document client's first consent on record dates it. Its codes are walked one client at a time over
   // oauth_codes_document_client (migration 0094: the URL clients' codes by client and creation), so the cost grows
-  // with the number of such clients, never with the codes (a client consented to by 100,000 users is two probes), and
-  // registered clients' codes are never read. The predicate repeats the index's, so the planner may use it.
+  // with the number of such clients, not with their codes (a client consented to by 100,000 users is one probe), and
+  // registered clients' codes are never read. A probe costs what ~30 codes of an index-only aggregate do, so past
+  // WALKED_CLIENTS_MAX clients (many clients, few consents each) the walk stops and the index is aggregated instead:
+  // never every code of oauth_codes either way. The predicate repeats the index's, so the planner may use it.
   const isDocument = (c: string) => sql`(${sql(c)} LIKE 'https://%' OR ${sql(c)} LIKE 'http://%')`;
   const documents = () => sql`
     SELECT coalesce(d.client_id, b.client_id) AS client_id, 'metadata_document' AS kind, NULL AS client_name, NULL AS owner_email,
@@ -117,15 +122,22 @@ export async function listClientsForOperator(svc: Services, filter: AdminClients
            NULL::text[] AS redirect_uris, least(d.first_at, b.blocked_at) AS created_at, NULL::timestamptz AS last_used_at,
            b.blocked_at, bu.email AS blocked_by
     FROM (WITH RECURSIVE firsts AS (
-            (SELECT client_id, created_at AS first_at FROM oauth_codes
+            (SELECT client_id, created_at AS first_at, 1 AS walked FROM oauth_codes
              WHERE ${wantDocuments ? sql`true` : sql`false`} AND ${isDocument("client_id")} ${id !== undefined ? sql`AND client_id = ${id}` : sql``}
              ORDER BY client_id, created_at LIMIT 1)
             UNION ALL
-            SELECT n.client_id, n.first_at FROM firsts f CROSS JOIN LATERAL (
+            SELECT n.client_id, n.first_at, f.walked + 1 FROM firsts f CROSS JOIN LATERAL (
               SELECT client_id, created_at AS first_at FROM oauth_codes
               WHERE ${isDocument("client_id")} AND client_id > f.client_id ${id !== undefined ? sql`AND client_id = ${id}` : sql``}
-              ORDER BY client_id, created_at LIMIT 1) n)
-          SELECT * FROM firsts) d
+              ORDER BY client_id, created_at LIMIT 1) n
+            WHERE f.walked < ${WALKED_CLIENTS_MAX})
+          SELECT client_id, first_at FROM firsts WHERE (SELECT count(*) FROM firsts) < ${WALKED_CLIENTS_MAX}
+          UNION ALL
+          -- only when the walk stopped at its bound (a one-time filter: otherwise never run)
+          SELECT client_id, min(created_at) FROM oauth_codes
+          WHERE ${wantDocuments ? sql`true` : sql`false`} AND ${isDocument("client_id")} ${id !== undefined ? sql`AND client_id = ${id}` : sql``}
+            AND (SELECT count(*) FROM firsts) >= ${WALKED_CLIENTS_MAX}
+          GROUP BY client_id) d
     FULL JOIN (SELECT * FROM oauth_blocked_clients
                WHERE ${wantDocuments ? sql`true` : sql`false`} ${id !== undefined ? sql`AND client_id = ${id}` : sql``}) b ON b.client_id = d.client_id
     LEFT JOIN users bu ON bu.id = b.blocked_by
