@@ -223,9 +223,7 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
   let breaker: BreakerState = ep.breaker ?? CLOSED_BREAKER;
   const decision = breakerAllows(breaker, now);
   if (!decision.allowed) {
-    // Breaker open (or a probe out): what is due waits for the reopen time without using up attempts.
-    await tx`UPDATE webhook_deliveries SET next_attempt_at = ${new Date(decision.retryAt!)}
-             WHERE endpoint_id = ${ctx.id} AND status IN ('pending', 'failed') AND next_attempt_at < ${new Date(decision.retryAt!)}`;
+    await holdForBreaker(tx, ctx.id, now, decision.retryAt!);
     await rearm(ctx, now);
     return result;
   }
@@ -321,6 +319,37 @@ async function deadLetterUnclaimable(tx: Sql, endpointId: string, now: number): 
 // The due time, not the claim's time, is compared with the horizon: a retry `record` scheduled just inside it is
 // still sent however late the reminder poll claims it.
 const HORIZON_ERROR = `not due again within ${RETRY_HORIZON_MS / 3_600_000} h of the first attempt; dead-lettered (horizon)`;
+const HELD_HORIZON_ERROR = `never attempted within ${RETRY_HORIZON_MS / 3_600_000} h: the endpoint's circuit breaker stayed open; dead-lettered (horizon)`;
+
+/**
+ * Breaker open (or a probe out): what is due waits for the reopen time `retryAt` without using up attempts, and
+ * what that wait would take past the 72 h horizon is dead-lettered now instead (as `record` does with a retry).
+ *
+ * Audit M-3: the horizon counted only from `first_attempt_at`, so a delivery made while the breaker was open (no
+ * attempt, first_attempt_at NULL) was never dead-lettered: an endpoint that stayed down got one probe an hour and
+ * kept every other event pending for ever (never deleted by retention, pushed again by every cool-down, and sent
+ * weeks late if the receiver came back). The first hold now starts the delivery's horizon clock: first_attempt_at
+ * is set to when it was first due (its due time, at most now), which is when its first attempt would have been
+ * made. A claim then keeps that time (COALESCE), so a held delivery that is attempted later still dies 72 h after
+ * it was first due, and `redeliver` (first_attempt_at NULL) still starts a fresh cycle. Its creation time is not
+ * used: it is the database's clock, not the service clock every other delivery time uses, and a delivery that was
+ * never due while the endpoint was down (our own outage) should still be tried. In the SET, every column read is
+ * the row's value before this update.
+ */
+async function holdForBreaker(tx: Sql, endpointId: string, now: number, retryAtMs: number): Promise<void> {
+  const retryAt = new Date(retryAtMs);
+  const at = new Date(now);
+  const since = tx`COALESCE(first_attempt_at, LEAST(next_attempt_at, ${at}))`;
+  const pastHorizon = tx`${retryAt} > ${since} + ${`${RETRY_HORIZON_MS} milliseconds`}::interval`;
+  await tx`
+    UPDATE webhook_deliveries SET
+      first_attempt_at = ${since},
+      status = CASE WHEN ${pastHorizon} THEN 'dead' ELSE status END,
+      next_attempt_at = CASE WHEN ${pastHorizon} THEN NULL ELSE ${retryAt} END,
+      finished_at = CASE WHEN ${pastHorizon} THEN ${at} ELSE finished_at END,
+      last_error = CASE WHEN NOT (${pastHorizon}) THEN last_error WHEN attempts = 0 THEN ${HELD_HORIZON_ERROR} ELSE ${HORIZON_ERROR} END
+    WHERE endpoint_id = ${endpointId} AND status IN ('pending', 'failed') AND next_attempt_at < ${retryAt}`;
+}
 
 /**
  * The latest time an open or half-open breaker may have pushed deliveries to (`breakerAllows`' retryAt), or null

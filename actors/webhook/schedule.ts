@@ -6,7 +6,8 @@
  * waits a uniformly random time in [0, ceiling(n)] (at least MIN_RETRY_DELAY_MS). Full jitter spreads the herd
  * when a receiver comes back after an outage: thousands of queued deliveries do not all land in the same second.
  * Retries continue until 3 days after the first attempt (or MAX_ATTEMPTS), then the delivery is dead-lettered
- * and stays visible in the dashboard for manual replay.
+ * and stays visible in the dashboard for manual replay. A delivery the breaker holds before any attempt counts its
+ * 3 days from when it was first due (audit M-3; index.ts `holdForBreaker`).
  *
  * Circuit breaker per endpoint: CLOSED → OPEN after `failureThreshold` consecutive failed attempts; while OPEN
  * nothing is sent (due deliveries are pushed to the reopen time, their attempt count unchanged); after the
@@ -22,7 +23,7 @@ const HOUR = 60 * MIN;
 
 /** Upper bound of the wait before retry n (1-based); the last value repeats. */
 export const RETRY_CEILINGS_MS: readonly number[] = [1 * MIN, 5 * MIN, 30 * MIN, 2 * HOUR, 6 * HOUR, 12 * HOUR, 24 * HOUR];
-/** Nothing is retried later than this after the first attempt. */
+/** Nothing is retried later than this after the first attempt (or the breaker's first hold of an unattempted one). */
 export const RETRY_HORIZON_MS = 72 * HOUR;
 /** Hard cap on attempts (first attempt included), whatever the jitter draws. */
 export const MAX_ATTEMPTS = 15;
