@@ -226,21 +226,78 @@ export interface PricePoint {
   recordedAt: string;
 }
 
-/** Observations inside the last `days`, plus the last one before the window (the price the window opened at). */
-export async function priceHistory(sql: Sql, productId: string, days: number, now: Date): Promise<{ opening: PricePoint | null; points: PricePoint[] }> {
+/**
+ * At most this many points in a price-history window (audit Q-3): one an hour over 30 days. A merchant writes one
+ * observation per catalog write that changes a price, with no bound on how many, so the whole series made the answer
+ * grow without bound (200,000 observations in 30 days: 10.5 MB) and, past ~1,000,000, a 500.
+ */
+export const PRICE_HISTORY_MAX_POINTS = 720;
+
+export interface PriceWindow {
+  /** The last observation before the window, in any currency (the price the window opened at). */
+  opening: PricePoint | null;
+  /**
+   * The window's observations in `currency`, oldest first: every one when there are at most
+   * PRICE_HISTORY_MAX_POINTS, else the last one of each of PRICE_HISTORY_MAX_POINTS equal spans of the window (the
+   * price the span closed at, with its own time), so still real observations.
+   */
+  points: PricePoint[];
+  /** Lowest and highest price of ALL the window's observations in `currency` (null without any): exact, not sampled. */
+  lowestMinor: number | null;
+  highestMinor: number | null;
+  /** How many observations the window holds in `currency`. */
+  observations: number;
+  /** The window's first observation in `currency` (the first point unless the points are one per span). */
+  first: PricePoint | null;
+}
+
+/** The window's observations in `currency` (bounded, see PriceWindow), plus the last one before the window. */
+export async function priceHistory(sql: Sql, productId: string, currency: string, days: number, now: Date): Promise<PriceWindow> {
   const since = new Date(now.getTime() - days * 86_400_000);
-  const rows = await sql<{ price_minor: number; currency: string; recorded_at: Date }[]>`
-    SELECT price_minor, currency, recorded_at FROM product_price_history
-    WHERE product_id = ${productId} AND recorded_at >= ${since} AND recorded_at <= ${now} ORDER BY recorded_at, id`;
-  const before = await sql<{ price_minor: number; currency: string; recorded_at: Date }[]>`
+  type Row = { price_minor: number; currency: string; recorded_at: Date };
+  // count, lowest and highest in the database (one walk of product_price_history_product_time), not over the rows
+  const [stats] = await sql<{ n: number; lo: string | null; hi: string | null }[]>`
+    SELECT count(*)::int AS n, min(price_minor)::text AS lo, max(price_minor)::text AS hi FROM product_price_history
+    WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}`;
+  const n = stats!.n;
+  const span = (days * 86_400) / PRICE_HISTORY_MAX_POINTS; // seconds
+  const rows =
+    n <= PRICE_HISTORY_MAX_POINTS
+      ? await sql<Row[]>`
+          SELECT price_minor, currency, recorded_at FROM product_price_history
+          WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}
+          ORDER BY recorded_at, id`
+      : await sql<Row[]>`
+          SELECT DISTINCT ON (b) price_minor, currency, recorded_at FROM (
+            SELECT id, price_minor, currency, recorded_at,
+              least(floor(extract(epoch FROM recorded_at - ${since}::timestamptz) / ${span}), ${PRICE_HISTORY_MAX_POINTS - 1}) AS b
+            FROM product_price_history
+            WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}
+          ) w
+          ORDER BY b, recorded_at DESC, id DESC`;
+  const first =
+    n <= PRICE_HISTORY_MAX_POINTS
+      ? rows.slice(0, 1)
+      : await sql<Row[]>`
+          SELECT price_minor, currency, recorded_at FROM product_price_history
+          WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}
+          ORDER BY recorded_at, id LIMIT 1`;
+  const before = await sql<Row[]>`
     SELECT price_minor, currency, recorded_at FROM product_price_history
     WHERE product_id = ${productId} AND recorded_at < ${since} ORDER BY recorded_at DESC, id DESC LIMIT 1`;
-  const map = (r: { price_minor: number; currency: string; recorded_at: Date }): PricePoint => ({
+  const map = (r: Row): PricePoint => ({
     priceMinor: Number(r.price_minor),
-    currency: r.currency,
+    currency: r.currency.trim(),
     recordedAt: new Date(r.recorded_at).toISOString(),
   });
-  return { opening: before[0] ? map(before[0]) : null, points: rows.map(map) };
+  return {
+    opening: before[0] ? map(before[0]) : null,
+    points: rows.map(map),
+    lowestMinor: stats!.lo === null ? null : Number(stats!.lo),
+    highestMinor: stats!.hi === null ? null : Number(stats!.hi),
+    observations: n,
+    first: first[0] ? map(first[0]) : null,
+  };
 }
 
 export async function shippingZonesOf(sql: Sql, slug: string): Promise<ShippingZone[]> {

@@ -50,11 +50,13 @@ export function productAvailability(product: ProductRecord, store: StoreRecord, 
  * price and a trend (REST price-history route and MCP get_price_history).
  */
 export async function productPriceHistory(sql: Sql, product: ProductRecord, days: number, now: Date) {
-  const { opening, points } = await priceHistory(sql, product.id, days, now);
   const cur = product.currency;
-  const series = points.filter((p) => p.currency === cur);
-  const start = opening?.currency === cur ? opening.priceMinor : (series[0]?.priceMinor ?? product.priceMinor);
-  const all = [start, ...series.map((p) => p.priceMinor), product.priceMinor];
+  // bounded (audit Q-3): at most PRICE_HISTORY_MAX_POINTS points, lowest and highest over every observation from SQL,
+  // compared one by one (a spread of the whole series as call arguments overflowed the stack past ~1,000,000: a 500)
+  const { opening, first, points: series, lowestMinor, highestMinor } = await priceHistory(sql, product.id, cur, days, now);
+  const start = opening?.currency === cur ? opening.priceMinor : (first?.priceMinor ?? product.priceMinor);
+  const lowest = Math.min(start, product.priceMinor, lowestMinor ?? product.priceMinor);
+  const highest = Math.max(start, product.priceMinor, highestMinor ?? product.priceMinor);
   const { trend, changePercent } = priceTrend(start, product.priceMinor);
   return {
     productId: product.id,
@@ -62,8 +64,8 @@ export async function productPriceHistory(sql: Sql, product: ProductRecord, days
     days,
     currentPrice: toMajor(product.priceMinor, cur),
     openingPrice: toMajor(start, cur),
-    lowestPrice: toMajor(Math.min(...all), cur),
-    highestPrice: toMajor(Math.max(...all), cur),
+    lowestPrice: toMajor(lowest, cur),
+    highestPrice: toMajor(highest, cur),
     trend,
     changePercent,
     points: series.map((p) => ({ price: toMajor(p.priceMinor, cur), recordedAt: p.recordedAt })),
