@@ -131,13 +131,20 @@ function assertCanonicalId(ctx: ActorContext<State>): void {
   if (ctx.id !== ctx.id.toLowerCase()) throw fail("internal_error", "A webhook endpoint's actor id must be its lower-case UUID.");
 }
 
+/** Whether this actor can open a sealed secret for its deliveries (sealed for its id, under this SECRET_KEY). */
+function opens(ctx: ActorContext<State>, sealed: string): boolean {
+  const key = webhookRuntime().secretsKey;
+  try {
+    openWebhookSecret(key, ctx.id, sealed);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Refuses a sealed secret this actor could not open for its deliveries (wrong id or another SECRET_KEY): M-5. */
 function assertOpens(ctx: ActorContext<State>, sealed: string): void {
-  try {
-    openWebhookSecret(webhookRuntime().secretsKey, ctx.id, sealed);
-  } catch {
-    throw fail("internal_error", "The webhook secret was not sealed for this endpoint; nothing was changed.");
-  }
+  if (!opens(ctx, sealed)) throw fail("internal_error", "The webhook secret was not sealed for this endpoint; nothing was changed.");
 }
 
 async function liveEndpoint(ctx: ActorContext<State>): Promise<EndpointRow> {
@@ -489,7 +496,10 @@ export const webhookActor = defineActor({
       // A secret every later claim would fail to open stops the endpoint for good after a 200 (M-5): refuse it here.
       assertOpens(ctx, m.secretSealed);
       const tx = await ctx.tx();
-      const expires = m.overlapMs > 0 ? new Date(ctx.now() + m.overlapMs) : null;
+      // The replaced secret keeps signing only if a claim can open it: one sealed under another spelling of the id
+      // before the M-5 fix failed every claim, and kept as the previous secret it would go on failing them for the
+      // whole overlap. Dropping it lets one rotation (any overlap) repair such an endpoint; it never signed anything.
+      const expires = m.overlapMs > 0 && opens(ctx, ep.secret_sealed) ? new Date(ctx.now() + m.overlapMs) : null;
       const [row] = await tx<EndpointRow[]>`
         UPDATE webhook_endpoints SET previous_secret_sealed = ${expires ? ep.secret_sealed : null},
           previous_secret_expires_at = ${expires}, secret_sealed = ${m.secretSealed}

@@ -127,3 +127,22 @@ test("the webhook actor refuses an upper-case id and a secret sealed for another
   const after = await srv.db.sql<{ s: string }[]>`SELECT secret_sealed AS s FROM webhook_endpoints WHERE id = ${id}`;
   expect(after[0]!.s).toBe(before[0]!.s);
 });
+
+test("an endpoint whose secret was sealed under its upper-case id before the fix is repaired by one rotation with the default overlap", async () => {
+  const id = await register("/repair");
+  const key = webhookSecretsKey(srv.running.services.extras.get("secretKey") as Uint8Array);
+  // the state a pre-fix upper-case rotation left: a current secret no claim can open
+  await srv.db.sql`UPDATE webhook_endpoints SET secret_sealed = ${sealWebhookSecret(key, id.toUpperCase(), generateWebhookSecret())} WHERE id = ${id}`;
+  const stuck = await enqueue();
+
+  const rotated = await srv.json(`${base}/${id}/rotate-secret`, { method: "POST", headers: auth() });
+  expect(rotated.status).toBe(200);
+  // the unopenable secret is not kept as the previous one (it would fail every claim for the 24 h overlap)
+  expect(rotated.body.data.previousSecretExpiresAt).toBeNull();
+  const secret: string = rotated.body.data.secret;
+
+  const next = await enqueue();
+  const got2 = await received("/repair", id, 2);
+  expect(got2.map((g) => g.id).sort()).toEqual([stuck, next].sort());
+  for (const g of got2) expect(verifyWebhook(g.sig, g.body, secret).ok).toBe(true);
+});
