@@ -9,7 +9,7 @@
  * read, updated and completed in the other, each answer in the caller's version. Through HTTP against the real
  * server, with real Postgres.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import Ajv2020 from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import served2026 from "../fixtures/acp-2026-04-17.schema.json";
@@ -19,7 +19,7 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP } from "../helpers/bridge.ts";
 import { BOARD } from "../helpers/partly-paid.ts";
 import { continueUrl, decideAt } from "../helpers/sandbox-approval.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 type Res = { status: number; body: any; headers: Headers };
 
@@ -39,20 +39,16 @@ const errors25 = (body: Record<string, unknown>): string[] => {
   return errorsOf(session25, rest);
 };
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 let summitProduct: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   const [p] = await srv.db.sql<{ id: string }[]>`
     SELECT id FROM products WHERE store_slug = 'summit-sports-co' AND active AND in_stock AND (stock_quantity IS NULL OR stock_quantity >= 5) ORDER BY id LIMIT 1`;
   summitProduct = p!.id;
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const V = "2026-04-17";
 const ADDRESS = { name: "Ada Lovelace", line_one: "1 Main St", city: "San Francisco", state: "CA", country: "US", postal_code: "94107" };

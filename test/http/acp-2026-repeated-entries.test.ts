@@ -8,24 +8,20 @@
  * sent (`line_items`). Now the bridge merges the entries by the cart's rule first (common.ts `newCart`): one line of
  * 101, and a list of more distinct items than the bound refused in the client's terms (`$.line_items`, `$.items`).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP, UCP } from "../helpers/bridge.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 let product: string;
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   const [p] = await srv.db.sql<{ id: string }[]>`
     SELECT id FROM products WHERE active AND in_stock AND COALESCE(jsonb_array_length(variants), 0) = 0 AND (stock_quantity IS NULL OR stock_quantity >= 200) ORDER BY id LIMIT 1`;
   product = p!.id;
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 describe("ACP 2026-04-17: line_items entries of one item add up to one line", () => {
   test("101 entries of one product are one line of quantity 101", async () => {

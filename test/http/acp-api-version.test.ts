@@ -7,22 +7,18 @@
  * naming the supported versions, and serves a request without the header as 2025-09-29. Through HTTP against the
  * real server, with real Postgres.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP } from "../helpers/bridge.ts";
 import { BOARD } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const ITEMS = [{ id: BOARD, quantity: 1 }];
 // ACP's later revisions: code unsupported_api_version and supported_versions at the top level (review T-3)

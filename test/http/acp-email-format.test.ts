@@ -6,7 +6,7 @@
  * that validates answers refuses the whole session. Now the bridge checks emails as ajv-formats' `email` does (input.ts
  * EMAIL): 400 INVALID_ARGUMENT naming the member, as for any other email the check refuses.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import Ajv2020 from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import served2026 from "../fixtures/acp-2026-04-17.schema.json";
@@ -14,7 +14,7 @@ import schema2025 from "../fixtures/acp-2025-09-29.schema.json";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP } from "../helpers/bridge.ts";
 import { BOARD } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats(ajv);
@@ -24,15 +24,11 @@ const session26 = ajv.getSchema("acp26#/$defs/CheckoutSession")!;
 const session25 = ajv.getSchema("acp25#/$defs/CheckoutSession")!;
 const errorsOf = (v: typeof session26, body: unknown): string[] => (v(body) ? [] : (v.errors ?? []).map((e) => `${e.instancePath} ${e.message}`));
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const ADDRESS = { name: "Ada Lovelace", line_one: "1 Main St", city: "San Francisco", state: "CA", country: "US", postal_code: "94107" };
 function send(version: string, body: unknown) {

@@ -9,7 +9,7 @@
  *
  * ajv is the validator the MCP SDK (a dependency) brings; the 2020-12 build, with formats (uri, email, date-time).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import Ajv2020 from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import schema from "../fixtures/acp-2025-09-29.schema.json";
@@ -17,7 +17,7 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP, UCP } from "../helpers/bridge.ts";
 import { BOARD } from "../helpers/partly-paid.ts";
 import { continueUrl, decideAt } from "../helpers/sandbox-approval.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 type Res = { status: number; body: any; headers: Headers };
 
@@ -43,16 +43,12 @@ function sessionErrors(body: Record<string, unknown>): string[] {
   return out;
 }
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const BUYER = { first_name: "Ada", last_name: "Lovelace", email: "ada@example.com" };
 const ADDRESS = { name: "Ada Lovelace", line_one: "1 Main St", city: "San Francisco", state: "CA", country: "US", postal_code: "94107" };

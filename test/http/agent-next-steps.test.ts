@@ -4,26 +4,22 @@
  * tok_lost_response shows the lost answer it rehearses (AD-5), an accepted bid says how it is used (AD-8), and
  * refusals name their next step (AD-9).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { connect, errorOf } from "../mcp/helpers.ts";
 
 const P = {
   skillet: "399d72f1-303c-5cf3-bc6a-5c82714b85d4", // DS-0005, 36.95, tracked stock, demo-store
   board: "5befd987-79cd-540c-8a5d-2ba5a30aed41", // DS-0011, 26.95, untracked stock, demo-store
 };
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "PRO" });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 async function cart(productId: string): Promise<string> {
   const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: productId, quantity: 1 }] } });

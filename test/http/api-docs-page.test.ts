@@ -2,19 +2,11 @@
  * /api/docs loads one pinned Scalar release with its integrity hash, under a CSP that allows only that script
  * (audit U LOW-3: it loaded @latest from a CDN with neither, on the dashboard's origin).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { SCALAR_INTEGRITY, SCALAR_SCRIPT } from "../../gateway/openapi/docs-page.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer();
-}, 60_000);
-
-afterAll(async () => {
-  await srv.stop();
-});
+const srv = useServer();
 
 const directives = (csp: string) => new Map(csp.split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name!, values]));
 

@@ -6,28 +6,24 @@
  * by destination (summit-sports-co) the session is not ready until an address is sent again, and the complete is
  * refused until then. UCP has no way to clear a destination (a `fulfillment` without one keeps the session's).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const ACP = "/api/v1/agent/acp/checkout_sessions";
 const ADDRESS = { name: "Ada Lovelace", line_one: "1 Main St", city: "San Francisco", state: "CA", country: "US", postal_code: "94107" };
 const OTHER = { name: "Ada Lovelace", line_one: "2 Elm St", city: "Boston", state: "MA", country: "US", postal_code: "02108" };
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 let product: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   const [p] = await srv.db.sql<{ id: string }[]>`
     SELECT id FROM products WHERE store_slug = 'summit-sports-co' AND active AND in_stock AND (stock_quantity IS NULL OR stock_quantity >= 5) ORDER BY id LIMIT 1`;
   product = p!.id;
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 function send(version: "2025-09-29" | "2026-04-17", method: string, path: string, body?: unknown) {
   const headers = { ...key.headers, "api-version": version, "idempotency-key": crypto.randomUUID() };

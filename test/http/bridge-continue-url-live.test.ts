@@ -5,21 +5,14 @@
  * from the live state (the cart's pending orders and the processor's answer for their intent): the link of the
  * payment waiting now, or none. Through HTTP against the real server, with Postgres and the seeded demo data.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP, sendAs, UCP } from "../helpers/bridge.ts";
 import { BOARD, GREEN } from "../helpers/partly-paid.ts";
 import { continueUrl, decideAt, linkPath, storeOfLink } from "../helpers/sandbox-approval.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true });
 
 type Res = { status: number; body: any };
 

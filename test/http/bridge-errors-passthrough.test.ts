@@ -3,23 +3,19 @@
  * the bridge's own shape, errors included. Before the fix the gateway validated a bridged error against the REST
  * route's error schema and answered 400 "Invalid response field 'success'", blaming the client for our response.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, untracked stock
 const UNKNOWN = "00000000-0000-4000-8000-0000000000aa";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
   srv.json(`/api/v1/agent${path}`, { method: "POST", headers: { ...key.headers, ...headers }, body });

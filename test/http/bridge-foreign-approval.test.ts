@@ -7,23 +7,19 @@
  * or cancel the session and create a new one, in the protocol's own operations; the session's own waiting payment
  * still says to complete again. Through HTTP against the real server, with real Postgres.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { ACP, UCP, sendAs } from "../helpers/bridge.ts";
 import { BOARD } from "../helpers/partly-paid.ts";
 import { continueUrl, decideAt } from "../helpers/sandbox-approval.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES, token: await login(srv) });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const cartOf = async (sessionId: string) =>
   (await srv.db.sql<{ cart_id: string }[]>`SELECT cart_id::text AS cart_id FROM bridge_sessions WHERE id = ${sessionId}`)[0]!.cart_id;

@@ -4,24 +4,20 @@
  * here); then the same key and body take it over and run again, and the cart's own session idempotency answers for
  * a payment already made. Faults are injected in the scratch database (a trigger, or the row a dead request leaves).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { requestHash } from "../../gateway/bridge/common.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, 26.95, untracked stock
 const LEASE_MS = 1500;
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { BRIDGE_IDEMPOTENCY_LEASE_MS: LEASE_MS } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { BRIDGE_IDEMPOTENCY_LEASE_MS: LEASE_MS } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
   srv.json(`/api/v1/agent${path}`, { method: "POST", headers: { ...key.headers, ...headers }, body });

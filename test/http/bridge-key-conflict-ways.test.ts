@@ -8,23 +8,19 @@
  * session where the cart's session accepts a cancel, and a read while that payment runs; code, status and details
  * stay the cart's. A cart paid through the other route is answered with its order (200), not a conflict.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { ACP, UCP, sendAs } from "../helpers/bridge.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, 26.95, untracked stock
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES, token: await login(srv) });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 /** What REST and MCP say, which no ACP or UCP client can act on. */
 const REST_WORDS = ["idempotency_key", "/api/v1/agent/checkout", "complete_checkout", "key of its first attempt", "preview the cart"];

@@ -8,23 +8,22 @@
  * The race is driven deterministically: the test wraps the server's actor client so that the merchant's cancel runs
  * (through HTTP, to the end) right before the bridge's `checkout` message reaches the cart, after the bridge's read.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { ACP, UCP } from "../helpers/bridge.ts";
 import { BOARD } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store DS-0005
 const ADDRESS = { name: "Ada Lovelace", line_one: "1 Main St", city: "San Francisco", state: "CA", country: "US", postal_code: "94107" };
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let owner: string;
 /** Run once, right before the next cart `checkout` message is sent (then cleared). */
 let beforeCheckout: (() => Promise<void>) | null = null;
 let checkoutsSeen: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   owner = await login(srv); // the operator (the demo store has no merchant account)
   const actors = srv.running.services.actors;
   const ask = actors.ask.bind(actors);
@@ -38,9 +37,6 @@ beforeAll(async () => {
     return ask(def, id, type, body, opts);
   }) as typeof actors.ask;
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 function send(key: TestKey, method: string, path: string, body?: unknown) {
   return srv.json(path, { method, headers: { ...key.headers, "api-version": "2026-04-17", "idempotency-key": crypto.randomUUID() }, ...(body === undefined ? {} : { body }) });

@@ -6,24 +6,20 @@
  * and its next complete started a new payment and captured a new order at the store that had just canceled the sale.
  * Now the session reads canceled, says why, and refuses complete and update with SESSION_INACTIVE.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { ACP, UCP } from "../helpers/bridge.ts";
 import { BOARD } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store DS-0005
 const ADDRESS = { name: "Ada Lovelace", line_one: "1 Main St", city: "San Francisco", state: "CA", country: "US", postal_code: "94107" };
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let owner: string;
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   owner = await login(srv); // the operator (the demo store has no merchant account)
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 function send(key: TestKey, method: string, path: string, body?: unknown, version = "2026-04-17") {
   return srv.json(path, { method, headers: { ...key.headers, "api-version": version, "idempotency-key": crypto.randomUUID() }, ...(body === undefined ? {} : { body }) });

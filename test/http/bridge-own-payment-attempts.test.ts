@@ -9,23 +9,19 @@
  * whether its checkout session is bound to another key (index.ts `boundToAnotherKey`): the session's own payment
  * always reads as its own.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP } from "../helpers/bridge.ts";
 import { BOARD } from "../helpers/partly-paid.ts";
 import { decideAt } from "../helpers/sandbox-approval.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const ADDRESS = { name: "Ada Lovelace", line_one: "1 Main St", city: "San Francisco", state: "CA", country: "US", postal_code: "94107" };
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 function send(method: string, path: string, body?: unknown) {
   return srv.json(path, { method, headers: { ...key.headers, "api-version": "2026-04-17", "idempotency-key": crypto.randomUUID() }, ...(body === undefined ? {} : { body }) });

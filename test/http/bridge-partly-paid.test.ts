@@ -10,22 +10,15 @@
  * A single store whose capture could not be finalized (tok_finalization_fails: money captured, order escalated to the
  * merchant) reads in progress and refuses an items update (payment_in_progress), so no second capture (Y1, Y3).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP, sendAs, UCP } from "../helpers/bridge.ts";
 import { BOARD, GREEN } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { DEMO, LEAF } from "../helpers/two-store-session.ts";
 import { continueUrl, decideAt, decideAtProtocolLinks } from "../helpers/sandbox-approval.ts";
 
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true });
 
 type Res = { status: number; body: any };
 

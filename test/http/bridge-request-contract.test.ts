@@ -7,25 +7,21 @@
  *    refused, never taken as "no body" (an ACP update that changed nothing answered 200);
  *  - an AP2 user-signature 401 challenges for the mandate's signature, not for the API key that was accepted.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, untracked stock
 const ACP = "/api/v1/agent/acp/checkout_sessions";
 const UCP = "/api/v1/agent/ucp/checkout-sessions";
 const AP2 = "/api/v1/agent/ap2/payment-mandates";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 /** A request with this exact body text and Content-Type (none when null). */
 const send = (method: string, path: string, text: string | null, contentType: string | null, headers: Record<string, string> = {}) =>

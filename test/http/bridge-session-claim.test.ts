@@ -8,21 +8,14 @@
  * must then answer a session that is not the caller's (or none) with the 404 a read gives, never the busy 409 that
  * would tell another agent the session exists, and a NUL in the id with that 404 instead of a 500.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP, sendAs, UCP } from "../helpers/bridge.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
 import { continueUrl, decideAt } from "../helpers/sandbox-approval.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true });
 
 const send = (k: TestKey, method: string, path: string, body?: unknown) => sendAs(srv, k, method, path, body);
 const acpComplete = (k: TestKey, id: string, token = "tok_approve") => send(k, "POST", `${ACP}/${id}/complete`, { payment_data: { token, provider: "stripe" } });

@@ -5,26 +5,19 @@
  * the paid goods again. The session now reads as canceled, with the paid order, its lines and a note. Through HTTP
  * against the real server with a manual clock.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { ManualClock } from "../../actors/runtime/clock.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP, sendAs, UCP } from "../helpers/bridge.ts";
 import { BOARD, GREEN } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { DEMO } from "../helpers/two-store-session.ts";
 import { decideAtProtocolLinks } from "../helpers/sandbox-approval.ts";
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 24 * 60 * MINUTE_MS;
 const clock = new ManualClock(Date.now());
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, boot: { clock } });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, boot: { clock } });
 
 type Res = { status: number; body: any };
 const send = (k: TestKey, method: string, path: string, body?: unknown) => sendAs(srv, k, method, path, body);

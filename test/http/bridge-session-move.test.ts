@@ -6,20 +6,13 @@
  * refuses (a payment through another route began on it meanwhile), the update is 409 and the session stays where it
  * was. Through HTTP against the real server; the window is widened with a trigger in the scratch database.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP, sendAs, UCP } from "../helpers/bridge.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true });
 
 type Res = { status: number; body: any };
 const send = (k: TestKey, method: string, path: string, body?: unknown) => sendAs(srv, k, method, path, body);

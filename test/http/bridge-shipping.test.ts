@@ -5,9 +5,9 @@
  * session completes with that shipping on the order. The address and option travel the same path as MCP
  * get_shipping_rates and the REST preview's `shipping` (the cart's selectShipping).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SUMMIT = "summit-sports-co";
 const ADDRESS = { name: "Ada Lovelace", line_one: "1 Main St", city: "San Francisco", state: "CA", country: "US", postal_code: "94107" };
@@ -15,20 +15,16 @@ const ADDRESS = { name: "Ada Lovelace", line_one: "1 Main St", city: "San Franci
 /** ACP 2025-09-29 FulfillmentOptionShipping (spec/json-schema/schema.agentic_checkout.json). */
 const ACP_SHIPPING_OPTION_FIELDS = ["type", "id", "title", "subtitle", "carrier", "earliest_delivery_time", "latest_delivery_time", "subtotal", "tax", "total"];
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 let product: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   const [p] = await srv.db.sql<{ id: string }[]>`
     SELECT id FROM products WHERE store_slug = ${SUMMIT} AND active AND in_stock AND (stock_quantity IS NULL OR stock_quantity >= 5) ORDER BY id LIMIT 1`;
   product = p!.id;
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const send = (method: string, path: string, body?: unknown) => srv.json(`/api/v1/agent${path}`, { method, headers: key.headers, ...(body === undefined ? {} : { body }) });
 const orderOf = async (orderId: string) =>

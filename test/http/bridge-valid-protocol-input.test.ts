@@ -8,22 +8,18 @@
  * a kept member over 320 characters, and a member ACP's Buyer/Address do not have (ACP 2025-09-29's schema is
  * `additionalProperties: false`). Through HTTP against the real server, with real Postgres.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { ACP, sendAs, UCP } from "../helpers/bridge.ts";
 import { BOARD } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 type Res = { status: number; body: any };
 const send = (method: string, path: string, body?: unknown): Promise<Res> => sendAs(srv, key, method, path, body);

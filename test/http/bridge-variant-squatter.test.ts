@@ -4,20 +4,19 @@
  * catalog: the squatter's copy neither makes the victim's variant unbuyable nor takes its place when the victim's
  * product goes inactive. A bare variant id is refused with the qualified ids to send (docs/protocols.md "Variants").
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const HEADPHONES = "1e34ef13-d99e-575f-975a-67ea08dcdf99"; // DS-0001, demo-store, 2 variants
 const SQUATTER = "greenleaf-living";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 let victimVariant: string;
 let squatterProduct: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   await srv.db.sql`UPDATE products SET variants = (SELECT jsonb_agg(v || '{"stockQuantity": 20, "inStock": true}') FROM jsonb_array_elements(variants) v),
     stock_quantity = 40, in_stock = true WHERE id = ${HEADPHONES}`;
@@ -33,9 +32,6 @@ beforeAll(async () => {
   if (put.status !== 200 || put.body.data.accepted !== 1) throw new Error(`squatter import: ${put.status} ${JSON.stringify(put.body)}`);
   [{ id: squatterProduct }] = await srv.db.sql<{ id: string }[]>`SELECT id::text AS id FROM products WHERE store_slug = ${SQUATTER} AND external_id = 'F5-SQUAT'`;
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const post = (path: string, body: unknown) => srv.json(`/api/v1/agent${path}`, { method: "POST", headers: key.headers, body });
 const carts = async () => (await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM actor_state WHERE kind = 'cart'`)[0].n;

@@ -3,21 +3,20 @@
  * ProductDetail), and the line is that product with that variant. A product id of a product with variants is refused in the protocol's
  * own error shape, naming the item id field and the variants to choose from (docs/protocols.md "Variants").
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const HEADPHONES = "1e34ef13-d99e-575f-975a-67ea08dcdf99"; // DS-0001, demo-store, 2 variants
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store, no variants
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 let variants: { id: string; title: string; inStock: boolean }[];
 /** The item id naming variant `i` of the headphones. */
 const item = (i: number) => `${HEADPHONES}:${variants[i].id}`;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   // Enough stock of each variant for every purchase below (the seed has one Burgundy), rolled up into the product.
   await srv.db.sql`UPDATE products SET variants = (SELECT jsonb_agg(v || '{"stockQuantity": 20, "inStock": true}') FROM jsonb_array_elements(variants) v),
@@ -27,9 +26,6 @@ beforeAll(async () => {
   variants = detail.body.data.variants;
   if (variants.length !== 2) throw new Error(`expected 2 variants, got ${JSON.stringify(variants)}`);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const post = (path: string, body: unknown) => srv.json(`/api/v1/agent${path}`, { method: "POST", headers: key.headers, body });
 const put = (path: string, body: unknown) => srv.json(`/api/v1/agent${path}`, { method: "PUT", headers: key.headers, body });

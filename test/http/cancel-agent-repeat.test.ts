@@ -8,24 +8,18 @@
  *   order that was paid, then canceled and refunded by its merchant while the agent's cancel waited, is 409 with
  *   status canceled, not 200 `{canceled, refund: null}` (made deterministic with row locks, as RC's repro).
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { beforeAll, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, untracked stock, demo-store
 const GREEN = "0b5e6581-f379-55d4-baa7-547e63907bea"; // greenleaf-living
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 let key: TestKey;
-let admin: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
-  admin = await login(srv);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const cancel = (orderId: string) => srv.json(`/api/v1/agent/orders/${orderId}/cancel`, { method: "POST", headers: key.headers, body: {} });
 
@@ -71,7 +65,7 @@ test("an agent's cancel sent twice at once answers 200 canceled to both, and a l
 
 test("an agent's cancel of a pending order its merchant canceled is 409 ORDER_NOT_CANCELLABLE with status canceled", async () => {
   const orderId = await pendingOrder();
-  const m = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, { method: "POST", headers: { authorization: `Bearer ${admin}` }, body: { status: "canceled" } });
+  const m = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, { method: "POST", headers: { authorization: `Bearer ${srv.admin}` }, body: { status: "canceled" } });
   expect(m.status).toBe(200);
   expect(m.body.data).toMatchObject({ order_id: orderId, status: "canceled" });
   const r = await cancel(orderId);
@@ -118,7 +112,7 @@ test("an agent's cancel of a two-store checkout's order that was paid, then canc
     paid = await paying;
     await someoneWaits();
     // 4. Meanwhile the merchant cancels paid X (refunded); 5. the session cancel goes on: it cancels Y, not X.
-    merchant = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${x}/status`, { method: "POST", headers: { authorization: `Bearer ${admin}` }, body: { status: "canceled" } });
+    merchant = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${x}/status`, { method: "POST", headers: { authorization: `Bearer ${srv.admin}` }, body: { status: "canceled" } });
     await t2`COMMIT`;
     agent = await agentCanceling;
   } finally {

@@ -8,24 +8,18 @@
  *   "Agent cancels"), not 200 with status paid;
  * - the merchant's cancel falls through to the cancel of a paid order: canceled, the capture refunded.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { approvedPendingOrder as approvedPendingOrderOf, paymentWaitingOnOrder } from "../helpers/cancel-race.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, untracked stock, demo-store
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 let key: TestKey;
-let admin: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
-  admin = await login(srv);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const approvedPendingOrder = () => approvedPendingOrderOf(srv, key, BOARD);
 
@@ -69,7 +63,7 @@ describe("a cancel that loses the race to the payment", () => {
   test("the merchant's cancel becomes the cancel of the paid order: 200 canceled with its refund, the capture refunded", async () => {
     const { orderId, retry } = await approvedPendingOrder();
     const { paid, canceled } = await cancelBehindPayment(orderId, retry, () =>
-      srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, { method: "POST", headers: { authorization: `Bearer ${admin}` }, body: { status: "canceled" } }),
+      srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, { method: "POST", headers: { authorization: `Bearer ${srv.admin}` }, body: { status: "canceled" } }),
     );
     expect(paid.status).toBe(200);
     expect(paid.body.data.status).toBe("COMPLETED");

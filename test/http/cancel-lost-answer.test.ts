@@ -6,24 +6,18 @@
  * and the agent's cancel finds it canceled by someone else. Before, the agent was answered 200
  * `{status: canceled, refund: null}` for an order that was charged and refunded.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { beforeAll, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { approvedPendingOrder, paymentWaitingOnOrder } from "../helpers/cancel-race.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, untracked stock, demo-store
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 let key: TestKey;
-let admin: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
-  admin = await login(srv);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 test("an agent's cancel that lost to the payment and to the merchant's cancel is 409 ORDER_NOT_CANCELLABLE with status canceled, not 200 with refund null", async () => {
   const { orderId, retry } = await approvedPendingOrder(srv, key, BOARD);
@@ -33,7 +27,7 @@ test("an agent's cancel that lost to the payment and to the merchant's cancel is
     const { paying } = await paymentWaitingOnOrder(srv, lock, orderId, retry);
     const merchantCanceling = srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, {
       method: "POST",
-      headers: { authorization: `Bearer ${admin}` },
+      headers: { authorization: `Bearer ${srv.admin}` },
       body: { status: "canceled" },
     });
     await Bun.sleep(300);

@@ -4,25 +4,21 @@
  * variant ids stay stable across syncs, strings Postgres cannot store are per-item rejections, and POST /orders
  * refuses a bad status or a future date per order.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { getIndexer } from "../../search/indexer.ts";
 
 const SLUG = "greenleaf-living";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 let owner: Record<string, string>;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES });
   owner = { authorization: `Bearer ${await login(srv, merchantLogin(SLUG))}` };
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const putCatalog = (products: unknown[]) => srv.json(`/api/v1/merchant/stores/${SLUG}/catalog`, { method: "PUT", headers: owner, body: { products } });
 const patchInventory = (items: unknown[]) => srv.json(`/api/v1/merchant/stores/${SLUG}/inventory`, { method: "PATCH", headers: owner, body: { items } });

@@ -2,23 +2,19 @@
  * `checkout.abandoned` of a multi-store session that expires with one leg paid (audit D7, repro R11): only the merchant
  * whose leg was not paid hears of it, with its own leg's total and only its own slug.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store
 const GREEN = "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a"; // greenleaf-living
 let offset = 0;
 const clock = { now: () => Date.now() + offset };
-let srv: TestServer;
+const srv = useServer({ seed: true, boot: { clock } });
 let key: TestKey;
 beforeAll(async () => {
-  srv = await startServer({ seed: true, boot: { clock } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 test("a two-store session expiring after one store was paid tells only the unpaid store, with its own total and slug", async () => {
   const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }, { product_id: GREEN, quantity: 1 }] } });

@@ -2,9 +2,9 @@
  * The payment-path codes of the spec's MCP table, reached over HTTP through their documented sandbox triggers
  * (docs/checkout.md "Sandbox card processor test tokens" and "Enforcement").
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const P = {
   skillet: "399d72f1-303c-5cf3-bc6a-5c82714b85d4", // DS-0005, 36.95, tracked stock, demo-store
@@ -12,16 +12,12 @@ const P = {
   green: "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a", // GL-0001, greenleaf-living (card only)
   northwind: "48fc2333-c01c-50e5-aed8-60601e688c4c", // NW-0004, hosted storefront, no variants
 };
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 async function cart(items: { product_id: string; quantity: number }[]): Promise<string> {
   const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items } });

@@ -4,20 +4,13 @@
  * coupon and product, then B's, while a cart of [B, A] held them the other way round: 40P01 deadlocks and 503s (80
  * concurrent two-store checkouts: 70 deadlocks, 75 × 503; without a coupon, 65 on the products alone).
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { DEMO, LEAF, TRACKED_BOARD } from "../helpers/two-store-session.ts";
 
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-}, 30_000);
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 type Res = { status: number; body: any };
 const post = (k: TestKey, path: string, body: unknown): Promise<Res> => srv.json(`/api/v1${path}`, { method: "POST", headers: k.headers, body });

@@ -7,22 +7,15 @@
  * (90 concurrent: 66–72 deadlocks, 74–80 captures, 12–22 orders paid). The resume of an approval the buyer gave one
  * store and refused the other settles the same mixed outcome in one turn.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { deriveIntentId } from "../../actors/payments/rail.ts";
 import { ALL_SCOPES, createKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { DEMO, LEAF, TRACKED_BOARD, ledger, twoStoreSession, type Attempt, type Res } from "../helpers/two-store-session.ts";
 import { decideIntent } from "../helpers/sandbox-approval.ts";
 
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-}, 30_000);
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 const deadlocks = async (): Promise<number> =>
   (await srv.db.sql<{ n: number }[]>`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`)[0]!.n;

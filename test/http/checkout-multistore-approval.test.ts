@@ -5,23 +5,19 @@
  * captures the approved leg AND charges the new method on the declined one: one call, not two. Money moves once per
  * store (the sandbox processor's ledger). Through HTTP against the real server.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
 import { DEMO, LEAF, TRACKED_BOARD as BOARD, ledger as storeLedger, twoStoreSession, type Attempt } from "../helpers/two-store-session.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 /** A two-store cart, previewed, then paid with demo-store's card declined and greenleaf's waiting for the buyer. */
 async function declinedBesideApproval(): Promise<Attempt & { first: { status: number; body: any } }> {

@@ -4,21 +4,17 @@
  * approved state (and its expiry) stay as they were, so a price move beyond the blocking cut still blocks the first
  * key instead of being paid without reconfirmation.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store, stock not tracked
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const post = (path: string, body: unknown) => srv.json(path, { method: "POST", headers: key.headers, body });
 

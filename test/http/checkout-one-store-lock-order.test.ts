@@ -5,23 +5,16 @@
  * lines: 40 concurrent checkouts of the same two tracked products gave 34–40 × 503 (40P01 deadlocks) after the
  * card was charged (audit K-4).
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { ALL_SCOPES, createKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { TRACKED_BOARD } from "../helpers/two-store-session.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 // Two more tracked demo-store products (the audit's pair).
 const P1 = "07959359-57dd-5898-845a-3927446e73cb";
 const P2 = "0aace689-92e7-5efa-a26a-305d0128d5b2";
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-}, 30_000);
 
 type Res = { status: number; body: any };
 

@@ -5,24 +5,20 @@
  * READY_FOR_PAYMENT for the other store (the same key answers the same refusal; a new preview then the same key pays the
  * rest), and the paid store is never charged twice. Through HTTP against the real server.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { deriveIntentId } from "../../actors/payments/rail.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
 import { DEMO, LEAF, TRACKED_BOARD as BOARD, ledger as storeLedger, twoStoreSession, type Attempt, type Res } from "../helpers/two-store-session.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 /** Another buyer takes demo-store's last units of the board. */
 async function soldOut(): Promise<void> {

@@ -6,33 +6,24 @@
  * capture and a full refund of it succeeds. Both ways the leg's rows are written: riding in the cart's state
  * statement (one store, tracked stock) and the transactional statement (untracked stock, several stores).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { useServer } from "../helpers/server.ts";
 import { LEAF, ledger, twoStoreSession } from "../helpers/two-store-session.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
 
-let srv: TestServer;
-let admin: string;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  admin = await login(srv);
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-}, 30_000);
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 
 type Res = { status: number; body: any };
 const newKey = () => createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES });
 const post = (k: TestKey, path: string, body: unknown): Promise<Res> => srv.json(`/api/v1${path}`, { method: "POST", headers: k.headers, body });
-const asAdmin = () => ({ authorization: `Bearer ${admin}` });
+const asAdmin = () => ({ authorization: `Bearer ${srv.admin}` });
 
 /** A new demo-store product (untracked stock: null) at `price` dollars, through the merchant's catalog upload. */
 async function newProduct(price: number, stock: number | null): Promise<string> {
   const r = await srv.json("/api/v1/merchant/stores/demo-store/catalog", {
     method: "PUT",
-    headers: { authorization: `Bearer ${admin}` },
+    headers: { authorization: `Bearer ${srv.admin}` },
     body: { products: [{ externalId: `f3-${crypto.randomUUID()}`, title: `F3 Lamp ${price}`, category: "Kitchen", price, currency: "USD", stockQuantity: stock, inStock: true }] },
   });
   expect(r.status).toBe(200);

@@ -4,28 +4,24 @@
  * (summit-sports-co in the seed) answers 409 PRECONDITION_NOT_MET until it has them. Plus 409 CHECKOUT_STATUS_INVALID
  * for a preview while the buyer approves a payment.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SUMMIT = "summit-sports-co";
 const DEMO_PRODUCT = "f8ec3e58-f9ca-55ec-8c27-4eb42af7009e"; // DS-0024, 97.00, no variants (audit A2-F13: a variant product needs variant_id)
 const SF = { country_code: "US", postal_code: "94107" };
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 let summitProduct: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   const [p] = await srv.db.sql<{ id: string }[]>`
     SELECT id FROM products WHERE store_slug = ${SUMMIT} AND active AND in_stock AND (stock_quantity IS NULL OR stock_quantity >= 5) ORDER BY id LIMIT 1`;
   summitProduct = p!.id;
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 async function cart(productId: string): Promise<string> {
   const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: productId, quantity: 1 }] } });

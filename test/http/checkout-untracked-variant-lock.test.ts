@@ -5,23 +5,19 @@
  * of an untracked variant waited behind a merchant's update of the product (here: a test transaction holding the row
  * FOR NO KEY UPDATE, the lock a product update takes).
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 // Seed: a product with untracked stock whose variant "Sand" is untracked too (stockQuantity null).
 const PRODUCT = "267ffca6-627e-50a9-836d-c95deed25535";
 const VARIANT = "13ec7783-6190-5688-b916-e65486f9c96b";
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 test("a checkout of an untracked variant of an untracked product completes while the product row is locked by someone else", async () => {
   const [p] = await srv.db.sql<{ stock_quantity: number | null; variants: { id: string; stockQuantity?: number | null }[] }[]>`

@@ -2,13 +2,13 @@
  * Variant-level stock holds: a variant's own stock is held, committed and released exactly like a product's
  * (migration 0033, actors/store/commerce.ts beginLegRows / settleLegRows / cancelPendingOrderRows).
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const HEADPHONES = "1e34ef13-d99e-575f-975a-67ea08dcdf99"; // DS-0001, demo-store, 2 variants
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let alice: TestKey;
 let bob: TestKey;
 let carol: TestKey;
@@ -16,15 +16,11 @@ let A: string; // variant 0
 let B: string; // variant 1
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   [alice, bob, carol] = await Promise.all([0, 1, 2].map(() => createKey(srv, { scopes: ALL_SCOPES })));
   const [v] = await srv.db.sql<{ a: string; b: string }[]>`SELECT variants->0->>'id' AS a, variants->1->>'id' AS b FROM products WHERE id = ${HEADPHONES}`;
   A = v.a;
   B = v.b;
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 /** Variant A: `a` units, variant B: `b` units; the product tracks their sum; nothing held. */
 async function setStock(a: number, b: number) {

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, twoTenants, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const P = {
   earbuds: "8a3a9aee-ab77-5002-b694-85328b7ffec3", // DS-0003, 139.99, demo-store
@@ -9,17 +9,13 @@ const P = {
   green: "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a", // GL-0001, greenleaf-living (card only, trust 0.88)
   northwind: "48fc2333-c01c-50e5-aed8-60601e688c4c", // NW-0004, hosted storefront, no variants
 };
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 let other: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   ({ key, other } = await twoTenants(srv));
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 async function cart(items: { product_id: string; quantity: number; variant_id?: string }[], k: TestKey = key): Promise<string> {
   const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: k.headers, body: { items } });

@@ -5,20 +5,11 @@
  * racing an approval of the same product and coupon was a 40P01 deadlock, and the buyer got a 503 (120 concurrent
  * checkouts: 56 deadlocks, 77 × 503). Every statement now takes the coupon row before the product rows.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-let admin: string;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  admin = await login(srv);
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-}, 30_000);
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 
 type Res = { status: number; body: any };
 const post = (k: TestKey, path: string, body: unknown): Promise<Res> => srv.json(`/api/v1${path}`, { method: "POST", headers: k.headers, body });
@@ -27,7 +18,7 @@ const deadlocks = async () => (await srv.db.sql<{ n: number }[]>`SELECT deadlock
 test("concurrent approved and declined checkouts of one tracked product with one coupon all answer, without a deadlock", async () => {
   const r = await srv.json(`/api/v1/merchant/stores/demo-store/catalog`, {
     method: "PUT",
-    headers: { authorization: `Bearer ${admin}` },
+    headers: { authorization: `Bearer ${srv.admin}` },
     body: { products: [{ externalId: `dl-${crypto.randomUUID()}`, title: "Deadlock Board", category: "Kitchen", price: 100, currency: "USD", stockQuantity: 100000, inStock: true }] },
   });
   expect(r.status).toBe(200);

@@ -5,22 +5,13 @@
  * exhausted. Before, GET /agent/cart said `exhausted` and the full price while its own order awaited approval with the
  * discount, and a partly paid session's retry was asked to reconfirm the paid store's one-use discount.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { DEMO, LEAF, TRACKED_BOARD } from "../helpers/two-store-session.ts";
 
-let srv: TestServer;
-let admin: string;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  admin = await login(srv);
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-}, 30_000);
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 
 type Res = { status: number; body: any };
 const newKey = () => createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES });
@@ -48,7 +39,7 @@ async function cartWith(k: TestKey, items: { product_id: string; quantity: numbe
 test("while its checkout awaits the buyer's approval, the cart still shows the coupon its own order holds, and another cart sees it exhausted", async () => {
   const r = await srv.json(`/api/v1/merchant/stores/${DEMO}/catalog`, {
     method: "PUT",
-    headers: { authorization: `Bearer ${admin}` },
+    headers: { authorization: `Bearer ${srv.admin}` },
     body: { products: [{ externalId: `own-${crypto.randomUUID()}`, title: "Own Kettle", category: "Kitchen", price: 100, currency: "USD", stockQuantity: null, inStock: true }] },
   });
   const productId = r.body.data.upserted[0].id as string;

@@ -6,22 +6,13 @@
  * when the hold is released (decline, failure, an unpaid order canceled) and a retry never claims twice. Before, the
  * use was counted at capture with no condition: four concurrent checkouts used a one-use coupon four times.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { GREEN } from "../helpers/partly-paid.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { DEMO, LEAF, TRACKED_BOARD } from "../helpers/two-store-session.ts";
 
-let srv: TestServer;
-let admin: string;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  admin = await login(srv);
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-}, 30_000);
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 
 type Res = { status: number; body: any };
 const STORE = "demo-store";
@@ -32,7 +23,7 @@ const post = (k: TestKey, path: string, body: unknown): Promise<Res> => srv.json
 async function newProduct(stock: number | null): Promise<string> {
   const r = await srv.json(`/api/v1/merchant/stores/${STORE}/catalog`, {
     method: "PUT",
-    headers: { authorization: `Bearer ${admin}` },
+    headers: { authorization: `Bearer ${srv.admin}` },
     body: { products: [{ externalId: `y2-${crypto.randomUUID()}`, title: "Y2 Kettle", category: "Kitchen", price: 100, currency: "USD", stockQuantity: stock, inStock: true }] },
   });
   expect(r.status).toBe(200);

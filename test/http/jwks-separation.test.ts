@@ -2,18 +2,12 @@
  * /.well-known/jwks.json publishes the trust-score keys only: a platform JWT (a login session here) must not verify
  * against the trust key set (MCP audit N7). OAuth clients find the JWT key at the authorization server's jwks_uri.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
 import { login } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer();
-}, 60_000);
-afterAll(async () => {
-  await srv.stop();
-});
+const srv = useServer();
 
 test("a session token's key is not in the trust key set, and the token does not verify against it", async () => {
   const token = await login(srv);

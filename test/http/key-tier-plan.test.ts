@@ -2,26 +2,22 @@
  * Who may choose a key's tier (audit A2-F2): a merchant account mints keys up to its plan (STARTER until an
  * operator raises it) and SANDBOX keys; an operator mints any tier and sets plans with PUT /api/v1/admin/users/plan.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { login, merchantLogin } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const STORE = "greenleaf-living";
 const OWNER = merchantLogin(STORE);
 const PLAN = "/api/v1/admin/users/plan";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let admin: Record<string, string>;
 let owner: Record<string, string>;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   admin = { authorization: `Bearer ${await login(srv)}` };
   owner = { authorization: `Bearer ${await login(srv, OWNER)}` };
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const mint = (headers: Record<string, string>, tier?: string) =>
   srv.json("/api/v1/agent-keys", { method: "POST", headers, body: { name: "plan test", ...(tier === undefined ? {} : { tier }) } });

@@ -11,7 +11,7 @@
  * Requests that must come from distinct client addresses are sent from 127.0.x.y source addresses (node:http
  * `localAddress`), so each test has buckets of its own.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import http from "node:http";
 import type { Transport } from "../../actors/transport/transport.ts";
 import { KNOWN_DEVICE_TTL_MS, sweepKnownAddresses } from "../../gateway/login-known.ts";
@@ -19,18 +19,12 @@ import type { Services } from "../../gateway/services.ts";
 import { bootHooks } from "../../infra/boot-hooks.ts";
 import { currentPhcParameters, phcParameters, VERIFY_IN_FLIGHT, VERIFY_QUEUE } from "../../infra/passwords.ts";
 import { ADMIN, merchantLogin } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer, type TestServer } from "../helpers/server.ts";
 
 const PER_IP = 2;
 const PER_EMAIL = 3;
 
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer({ config: { LOGIN_LIMIT_PER_IP: PER_IP, LOGIN_LIMIT_PER_EMAIL: PER_EMAIL } });
-}, 60_000);
-afterAll(async () => {
-  await srv.stop();
-});
+const srv = useServer({ config: { LOGIN_LIMIT_PER_IP: PER_IP, LOGIN_LIMIT_PER_EMAIL: PER_EMAIL } });
 
 interface Answer {
   status: number;
@@ -103,7 +97,6 @@ async function consentForm(srv: TestServer, from: string, email: string, passwor
 }
 
 const consentLogin = async (srv: TestServer, from: string, email: string, password: string, known = "") => (await consentForm(srv, from, email, password, known))();
-
 
 /** A refusal by the log-in buckets with its headers (the answer's body is checked by the caller: JSON or HTML). */
 function expectRefusalHeaders(r: Answer) {

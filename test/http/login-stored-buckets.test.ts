@@ -8,23 +8,17 @@
  * One server, small log-in limits (5 per address, 6 per e-mail); attempts come from 127.0.3x.y source addresses
  * (node:http `localAddress`), so each test has buckets of its own.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import http from "node:http";
 import { BucketTable } from "../../actors/agent/buckets.ts";
 import { admitStored, handOverBuckets, pruneEnded } from "../../actors/ip/stored-buckets.ts";
 import { ADMIN } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const PER_IP = 5;
 const WINDOW_MS = 15 * 60_000;
 
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer({ config: { LOGIN_LIMIT_PER_IP: PER_IP, LOGIN_LIMIT_PER_EMAIL: PER_IP + 1 } });
-}, 60_000);
-afterAll(async () => {
-  await srv.stop();
-});
+const srv = useServer({ config: { LOGIN_LIMIT_PER_IP: PER_IP, LOGIN_LIMIT_PER_EMAIL: PER_IP + 1 } });
 
 /** A REST log-in from the given loopback source address: status, the limit headers and the error code. */
 function loginFrom(from: string, email: string, password: string): Promise<{ status: number; code?: string; remaining?: string; limit?: string }> {

@@ -7,24 +7,18 @@
  * docs/checkout.md "A repeated agent cancel is idempotent"); the merchant's approve and cancel were not. These tests
  * state the expected answer (the same result again) and fail today.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, placeOrder, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { beforeAll, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, placeOrder, type TestKey } from "../helpers/agents.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // untracked, demo-store
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 let key: TestKey;
-let admin: string;
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
-  admin = await login(srv);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 const merchant = (path: string, body: unknown = {}) =>
-  srv.json(`/api/v1/merchant/stores/demo-store${path}`, { method: "POST", headers: { authorization: `Bearer ${admin}` }, body });
+  srv.json(`/api/v1/merchant/stores/demo-store${path}`, { method: "POST", headers: { authorization: `Bearer ${srv.admin}` }, body });
 
 test("a merchant's repeated approve of a refund it approved answers the refund (REFUNDED), not 409", async () => {
   const orderId = await placeOrder(srv, key, BOARD, "tok_approve");

@@ -3,28 +3,22 @@
  * naming the field; `partly_refunded` (old name `partially_refunded`, a status no order has any more) lists the orders
  * with part of their capture refunded, whatever their fulfilment status, in the REST list and the dashboard's filter.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { dashboardSession } from "../helpers/dashboard.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const LEAF = "greenleaf-living";
 
-let srv: TestServer;
-let admin: string;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  admin = await login(srv);
   key = await createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-}, 30_000);
 
 type Res = { status: number; body: any };
-const asAdmin = () => ({ authorization: `Bearer ${admin}` });
+const asAdmin = () => ({ authorization: `Bearer ${srv.admin}` });
 const merchantGet = (path: string, slug = "demo-store"): Promise<Res> => srv.json(`/api/v1/merchant/stores/${slug}${path}`, { headers: asAdmin() });
 
 describe("paging values of the merchant's lists are integers (R1-L3)", () => {

@@ -6,18 +6,11 @@
  * negotiated_price_used) with nothing charged; a canceled order gives its claim back. Bids past maxRounds are answered
  * and not recorded (audit A1 L3).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 type Res = { status: number; body: any };
 const newKey = () => createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES });

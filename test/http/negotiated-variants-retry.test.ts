@@ -8,18 +8,11 @@
  * - audit R5 MED-1: a retry that prices with a newer offer of the same product keeps only that offer (by offer id) and
  *   gives the older claim back, so the settle does not use an offer the order never paid with.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 type Res = { status: number; body: any };
 const newKey = () => createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES });

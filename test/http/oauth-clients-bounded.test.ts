@@ -7,21 +7,17 @@
  * 120 live client_credentials credentials. Now an account holds at most 25 live ones: one more is 409
  * too_many_clients (an OAuth error body, like the endpoint's other refusals) until it deletes one.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { login, merchantLogin } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const MAX = 25;
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let owner: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   owner = await login(srv, merchantLogin("greenleaf-living"));
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const register = (i: number, token: string | null = owner) =>
   srv.json("/api/v1/oauth/register", {

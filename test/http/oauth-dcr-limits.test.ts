@@ -6,17 +6,11 @@
  *
  * Requests come from 127.0.0.x source addresses (node:http `localAddress`), so each test has an address of its own.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import http from "node:http";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer();
-}, 60_000);
-afterAll(async () => {
-  await srv.stop();
-});
+const srv = useServer();
 
 interface Answer {
   status: number;

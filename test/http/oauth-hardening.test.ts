@@ -4,26 +4,22 @@
  * of the redemption it lost to even when the two run at once, and the authorization endpoint never redirects an
  * error of a request the user has not acted on to a self-registered client's redirect URI.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import * as oauth from "oauth4webapi";
 import { ADMIN } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const CALLBACK = "http://127.0.0.1:9/callback";
 
-let srv: TestServer;
+const srv = useServer();
 let resourceA: string;
 let resourceB: string;
 
 beforeAll(async () => {
-  srv = await startServer();
   const rows = await srv.db.sql<{ slug: string }[]>`SELECT slug FROM stores WHERE slug <> 'demo-store' ORDER BY slug LIMIT 1`;
   resourceA = `${srv.url}/demo-store/mcp`;
   resourceB = `${srv.url}/${rows[0]!.slug}/mcp`;
 }, 60_000);
-afterAll(async () => {
-  await srv.stop();
-});
 
 async function publicClient(redirectUri = CALLBACK, scope = "search cart"): Promise<{ client_id: string }> {
   const r = await srv.json("/api/v1/oauth/register", { method: "POST", body: { client_name: "Hardening", redirect_uris: [redirectUri], token_endpoint_auth_method: "none", scope } });

@@ -8,21 +8,17 @@
  * credentials that disagree should be refused (400 invalid_request, or 401 invalid_client), not answered 200.
  * The revocation endpoint shares authenticateClient.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { login, merchantLogin } from "../helpers/agents.ts";
 import { basicAuth, FORM, mcpResource, registerMachineClient } from "../helpers/oauth.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let owner: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   owner = await login(srv, merchantLogin("greenleaf-living"));
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 test("a token or revocation request authenticating the client twice, Basic and a body client_secret, is 400 invalid_request", async () => {
   const c = await registerMachineClient(srv, owner, { name: "two-methods", scope: "search", method: "client_secret_basic" });

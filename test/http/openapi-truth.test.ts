@@ -7,11 +7,11 @@
  * - every answer's headers are declared: X-Request-Id, the transparency headers, X-RateLimit-*, Retry-After.
  * Checked against the document the server serves, with a small JSON Schema reader (the subset the document uses).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { EXTRAS_RESOLVER } from "../../actors/webhook/dispatcher.ts";
 import { ALL_SCOPES, createKey, login, placeOrder, type TestKey } from "../helpers/agents.ts";
 import { rawRequest } from "../helpers/raw-http.ts";
-import { startServer, type JsonInit, type TestServer } from "../helpers/server.ts";
+import { useServer, type JsonInit } from "../helpers/server.ts";
 
 type Json = Record<string, any>;
 interface Operation {
@@ -28,22 +28,18 @@ const P = {
 };
 const ZERO = "00000000-0000-4000-8000-000000000000";
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let doc: Doc;
 let key: TestKey;
 let bearer: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   bearer = await login(srv);
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE", token: bearer });
   const r = await srv.json("/api/v1/openapi.json");
   expect(r.status).toBe(200);
   doc = r.body;
 }, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 // ------------------------------------------------------------------------------------------------ a schema reader
 

@@ -4,29 +4,25 @@
  * (also the MCP get_product output schema) name `itemId`, and a negotiate answer's `reason` lists every RejectReason,
  * variants_priced_separately included. A real product's variants fit their schema, field for field.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
 import { ProductDetail as McpProductDetail } from "../../gateway/mcp/tools/schemas.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 type Json = Record<string, any>;
 const HEADPHONES = "617c2afa-e57a-5c6b-826e-7497b34e4f05"; // demo-store, 2 variants
 const ITEM_ID = "Product id, or <product id>:<variant id> for a variant";
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let doc: Json;
 let key: TestKey;
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   const r = await srv.json("/api/v1/openapi.json");
   expect(r.status).toBe(200);
   doc = r.body;
 }, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const deref = (s: Json): Json => {
   while (s && typeof s.$ref === "string") s = s.$ref.split("/").slice(1).reduce((o: Json, k: string) => o[k], doc);

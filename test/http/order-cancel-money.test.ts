@@ -4,25 +4,19 @@
  * refunds the capture; a merchant's paid-order cancel supersedes open refund requests and refunds only what is left;
  * an agent's cancel of a paid order moves no money; an x402 order is not refunded through the card rail.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { useServer } from "../helpers/server.ts";
 import { decideAt, linkPath } from "../helpers/sandbox-approval.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // tracked stock, demo-store
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // untracked stock, demo-store
-let srv: TestServer;
+const srv = useServer({ seed: true, admin: true });
 let key: TestKey;
-let admin: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
-  admin = await login(srv);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 async function cart(productId: string): Promise<string> {
   const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: productId, quantity: 1 }] } });
@@ -31,7 +25,7 @@ async function cart(productId: string): Promise<string> {
 }
 const checkout = (body: Record<string, unknown>) => srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body });
 const merchantMove = (orderId: string, status: string) =>
-  srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, { method: "POST", headers: { authorization: `Bearer ${admin}` }, body: { status } });
+  srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, { method: "POST", headers: { authorization: `Bearer ${srv.admin}` }, body: { status } });
 const stock = async () => (await srv.db.sql<{ s: number; r: number }[]>`SELECT stock_quantity AS s, reserved_quantity AS r FROM products WHERE id = ${SKILLET}`)[0];
 const orderOfCart = async (cartId: string) => (await srv.db.sql<{ id: string; status: string }[]>`SELECT id, status FROM orders WHERE cart_id = ${cartId} ORDER BY created_at`)[0];
 const ledgerOf = async (captureRef: string) =>
@@ -187,7 +181,7 @@ describe("an agent's cancel never moves a paid order's money (audit E: the merch
     const [old] = await srv.db.sql<{ status: string }[]>`SELECT status FROM order_refunds WHERE id = ${p.body.data.refund_id}`;
     expect(old.status).toBe("PENDING_APPROVAL");
     expect((await ledgerOf(captureRef)).refunded_minor).toBe(0);
-    const a = await srv.json(`/api/v1/merchant/stores/demo-store/refunds/${p.body.data.refund_id}/approve`, { method: "POST", headers: { authorization: `Bearer ${admin}` } });
+    const a = await srv.json(`/api/v1/merchant/stores/demo-store/refunds/${p.body.data.refund_id}/approve`, { method: "POST", headers: { authorization: `Bearer ${srv.admin}` } });
     expect(a.status).toBe(200);
     expect(a.body.data.status).toBe("REFUNDED");
     expect((await ledgerOf(captureRef)).refunded_minor).toBe(1000);

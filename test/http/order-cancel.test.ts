@@ -1,23 +1,19 @@
 /**
  * Agent cancels: POST /agent/orders/{id}/cancel (owner key only) and POST /agent/checkout/{sessionId}/cancel.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, twoTenants, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // DS-0005, tracked stock, demo-store
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, untracked stock, demo-store
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 let other: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   ({ key, other } = await twoTenants(srv));
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 async function cart(productId: string, k: TestKey = key): Promise<string> {
   const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: k.headers, body: { items: [{ product_id: productId, quantity: 1 }] } });

@@ -1,25 +1,19 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, merchantLogin, placeOrder, twoTenants, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, demo-store (owned by the admin)
 
-let srv: TestServer;
+const srv = useServer({ seed: true, admin: true });
 let key: TestKey;
 let other: TestKey;
-let admin: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   ({ key, other } = await twoTenants(srv));
-  admin = await login(srv);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const order = (k: TestKey = key) => placeOrder(srv, k, BOARD);
-const setStatus = (id: string, status: string, token = admin, slug = "demo-store") =>
+const setStatus = (id: string, status: string, token = srv.admin, slug = "demo-store") =>
   srv.json(`/api/v1/merchant/stores/${slug}/orders/${id}/status`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: { status } });
 
 describe("reading orders", () => {

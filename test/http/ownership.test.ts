@@ -4,30 +4,26 @@
  * order or allowlist (through the other store's slug and through its own), another user's agent keys, another
  * agent's bridged checkout sessions, carts and coupons, and customer identity tokens for someone else's store.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, merchantLogin, setPlan, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // a demo-store product (DS-0011)
 const STRANGER_STORE = "greenleaf-living";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let admin: string; // operator, owner of demo-store
 let stranger: string; // owner of greenleaf-living only
 let key: TestKey;
 let other: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   admin = await login(srv);
   stranger = await login(srv, merchantLogin(STRANGER_STORE));
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE", token: admin });
   await setPlan(srv, merchantLogin(STRANGER_STORE).email, "ENTERPRISE", admin);
   other = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE", token: stranger });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const asMerchant = (token: string, path: string, init: { method?: string; body?: unknown } = {}) =>

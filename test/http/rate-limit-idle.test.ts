@@ -6,22 +6,16 @@
  * One server with ACTOR_IDLE_MS = 200 (activations go within ~0.3 s of their last turn) and small log-in limits;
  * requests come from 127.0.4x.y source addresses (node:http `localAddress`), so each test has buckets of its own.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import http from "node:http";
 import { GLOBAL_LIMIT } from "../../actors/agent/limits.ts";
 import { ADMIN, createKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const PER_IP = 5;
 
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer({ config: { ACTOR_IDLE_MS: 200, LOGIN_LIMIT_PER_IP: PER_IP, LOGIN_LIMIT_PER_EMAIL: PER_IP + 1 } });
-}, 60_000);
-afterAll(async () => {
-  await srv.stop();
-});
+const srv = useServer({ config: { ACTOR_IDLE_MS: 200, LOGIN_LIMIT_PER_IP: PER_IP, LOGIN_LIMIT_PER_EMAIL: PER_IP + 1 } });
 
 interface Answer {
   status: number;

@@ -6,24 +6,20 @@
  * In a multi-store checkout, one merchant's reconciliation refund with another merchant's leg unpaid ends the session
  * FAILED at once (review R5-3): the refunded order is canceled, so the session could never be paid again.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // tracked stock, demo-store
 const GREEN = "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a"; // greenleaf-living
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 let owner: Record<string, string>;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
   owner = { authorization: `Bearer ${await login(srv)}` }; // the demo store is the operator's
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const base = "/api/v1/merchant/stores/demo-store/orders";
 const reconcile = (orderId: string, action: "accept" | "refund") => srv.json(`${base}/${orderId}/reconcile`, { method: "POST", headers: owner, body: { action } });

@@ -3,32 +3,26 @@
  * list paged (M2), a partial refund no longer freezes the order (M3, migration 0035), a merchant's cancel of a paid
  * order gives its units back (L2), a merchant's retry of a FAILED refund is bounded again (L4).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { ALL_SCOPES, createKey, login, placeOrder, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { ALL_SCOPES, createKey, placeOrder, type TestKey } from "../helpers/agents.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, 26.95 + 6.99 shipping = 33.94
 const HEADPHONES = "1e34ef13-d99e-575f-975a-67ea08dcdf99"; // DS-0001, demo-store, 2 variants
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 let key: TestKey;
-let admin: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
-  admin = await login(srv);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const order = () => placeOrder(srv, key, BOARD, "MOCK");
 const refund = (id: string, body: unknown = {}) => srv.json(`/api/v1/agent/orders/${id}/refund`, { method: "POST", headers: key.headers, body });
 const merchant = (path: string, init: { method?: string; body?: unknown } = {}) =>
-  srv.json(`/api/v1/merchant/stores/demo-store${path}`, { method: init.method ?? "GET", headers: { authorization: `Bearer ${admin}` }, body: init.body });
+  srv.json(`/api/v1/merchant/stores/demo-store${path}`, { method: init.method ?? "GET", headers: { authorization: `Bearer ${srv.admin}` }, body: init.body });
 const move = (id: string, status: string) => merchant(`/orders/${id}/status`, { method: "POST", body: { status } });
 const orderRow = async (id: string) =>
   (await srv.db.sql<{ status: string; refunded_minor: number }[]>`SELECT status, refunded_minor::int AS refunded_minor FROM orders WHERE id = ${id}`)[0];

@@ -2,21 +2,17 @@
  * Refund requests with an idempotency key (audit D4): POST /agent/orders/{orderId}/refund takes the
  * `Idempotency-Key` header or `idempotency_key`; a retry answers the first request instead of creating another.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, placeOrder, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // untracked, demo-store
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const refund = (orderId: string, body: unknown, headers: Record<string, string> = {}) =>
   srv.json(`/api/v1/agent/orders/${orderId}/refund`, { method: "POST", headers: { ...key.headers, ...headers }, body });

@@ -3,27 +3,21 @@
  * REFUNDED update once, standing in for a crash or a lost connection at that point). The merchant's approve drives it
  * again, and so does the store's `refunds` reminder; either way the processor refunds exactly once.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, placeOrder, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, placeOrder, type TestKey } from "../helpers/agents.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // untracked, demo-store
-let srv: TestServer;
+const srv = useServer({ seed: true, admin: true });
 let key: TestKey;
-let admin: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
-  admin = await login(srv);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const propose = (orderId: string, body: unknown) => srv.json(`/api/v1/agent/orders/${orderId}/refund`, { method: "POST", headers: key.headers, body });
 const decide = (id: string, d: "approve" | "reject") =>
-  srv.json(`/api/v1/merchant/stores/demo-store/refunds/${id}/${d}`, { method: "POST", headers: { authorization: `Bearer ${admin}` } });
+  srv.json(`/api/v1/merchant/stores/demo-store/refunds/${id}/${d}`, { method: "POST", headers: { authorization: `Bearer ${srv.admin}` } });
 
 async function failRefundedWriteOnce<T>(run: () => Promise<T>): Promise<T> {
   await srv.db.sql.unsafe(`CREATE OR REPLACE FUNCTION f_test_fail_refunded() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -100,7 +94,7 @@ describe("a refund left APPROVED is driven again", () => {
     const orderId = await placeOrder(srv, key, BOARD, "tok_approve");
     // The merchant's cancel: an agent's cancel of a paid order moves no money (409 ORDER_NOT_CANCELLABLE).
     const c = await failRefundedWriteOnce(() =>
-      srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, { method: "POST", headers: { authorization: `Bearer ${admin}` }, body: { status: "canceled" } }),
+      srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, { method: "POST", headers: { authorization: `Bearer ${srv.admin}` }, body: { status: "canceled" } }),
     );
     expect(c.status).toBe(500);
     const [o] = await srv.db.sql<{ status: string; total_minor: number }[]>`SELECT status, total_minor FROM orders WHERE id = ${orderId}`;

@@ -4,25 +4,19 @@
  * reservation is marked `returned`). A partial refund, and a full refund once the order is fulfilled, leave the
  * stock as it is (docs/checkout.md "Refunds").
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-let admin: string;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  admin = await login(srv);
   key = await createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-}, 30_000);
 
 type Res = { status: number; body: any };
-const asAdmin = () => ({ authorization: `Bearer ${admin}` });
+const asAdmin = () => ({ authorization: `Bearer ${srv.admin}` });
 const agentPost = (path: string, body: unknown): Promise<Res> => srv.json(`/api/v1${path}`, { method: "POST", headers: key.headers, body });
 const merchantPost = (path: string, body?: unknown): Promise<Res> =>
   srv.json(`/api/v1/merchant/stores/demo-store${path}`, { method: "POST", headers: asAdmin(), ...(body === undefined ? {} : { body }) });

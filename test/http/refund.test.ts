@@ -1,27 +1,21 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, merchantLogin, placeOrder, twoTenants, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, 26.95 + 6.99 shipping = 33.94
 
-let srv: TestServer;
+const srv = useServer({ seed: true, admin: true });
 let key: TestKey;
 let other: TestKey;
-let admin: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   ({ key, other } = await twoTenants(srv));
-  admin = await login(srv);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const order = (k: TestKey = key, token = "MOCK") => placeOrder(srv, k, BOARD, token);
 const refund = (id: string, body: unknown = {}, k: TestKey = key) => srv.json(`/api/v1/agent/orders/${id}/refund`, { method: "POST", headers: k.headers, body });
 const merchant = (path: string, init: { method?: string; body?: unknown; token?: string } = {}) =>
-  srv.json(`/api/v1/merchant/stores/demo-store${path}`, { method: init.method ?? "GET", headers: { authorization: `Bearer ${init.token ?? admin}` }, body: init.body });
+  srv.json(`/api/v1/merchant/stores/demo-store${path}`, { method: init.method ?? "GET", headers: { authorization: `Bearer ${init.token ?? srv.admin}` }, body: init.body });
 
 describe("requesting a refund", () => {
   test("an omitted amount asks for the full total: 201 PENDING_APPROVAL; then nothing is left (409)", async () => {

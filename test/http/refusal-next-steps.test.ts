@@ -4,19 +4,12 @@
  * route that provisions one, and a second idempotency_key on a checkout session says not to repeat that call (the
  * spec's remedy stop) and which calls go on (AD-3).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // DS-0011, 26.95, demo-store
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 describe("refusals with the way on", () => {
   test("a STARTER key's negotiate is feature_not_in_tier naming a PRO key to mint", async () => {

@@ -3,24 +3,20 @@
  * A-7 the refund answer's units, A-8 the merchant directory's page bound, A-9 a hosted storefront's payment protocols.
  * A-6 (the OpenAPI document) is pinned in openapi-complete.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, placeOrder, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { connect, structured } from "../mcp/helpers.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, MOCK
 const NORTHWIND = "northwind-outfitters"; // hosted storefront; payment methods card and x402
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 describe("the merchant directory bounds its page like search (A-8)", () => {
   test("page 10,000 is served (an empty page) and echoed exactly", async () => {

@@ -3,26 +3,22 @@
  * required, null and item-count failures say the rule in the house form with its facts, not TypeBox's own text
  * (F11). The 405 `Allow` with HEAD (F10) is in validation-messages.test.ts beside the other 405s.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { HTTP_URL_PATTERN } from "../../gateway/plugins/validation-message.ts";
 import { login, merchantLogin } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const STORE = "cozy-paws-supply";
 const SLUG_PATTERN = "^[a-z0-9][a-z0-9-]{0,62}$";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let admin: Record<string, string>;
 let owner: Record<string, string>;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   admin = { authorization: `Bearer ${await login(srv)}` };
   owner = { authorization: `Bearer ${await login(srv, merchantLogin(STORE))}` };
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 /** The whole 400 of one schema rule: message, field and facts, exactly. */
 function rule400(location: string, field: string, what: string, facts: Record<string, unknown> = {}) {

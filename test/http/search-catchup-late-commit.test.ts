@@ -7,22 +7,18 @@
  *
  * Every write here is plain SQL: no catalog.changed event is published, as when an event is lost.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { getIndexer } from "../../search/indexer.ts";
 import { getSearchService } from "../../search/service.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
 }, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const indexer = () => getIndexer(srv.running.services)!;
 

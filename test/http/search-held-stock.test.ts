@@ -5,23 +5,19 @@
  * held-stock event (`catalog.changed` with `held`) flips only the stock, and the catch-up re-reads the stock of
  * products holding units (holds do not move updated_at).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { heldStockChanged } from "../../actors/store/messages.ts";
 import { getIndexer } from "../../search/indexer.ts";
 import { getSearchService } from "../../search/service.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES, tier: "ENTERPRISE" });
 }, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const post = (path: string, body: unknown) => srv.json(path, { method: "POST", headers: key.headers, body: body as Record<string, unknown> });
 const indexer = () => getIndexer(srv.running.services)!;

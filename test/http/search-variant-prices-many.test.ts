@@ -4,15 +4,15 @@
  * product): the in-stock variants' prices (a variant without a price costs the list price) when any variant is in
  * stock, else every variant's price. Checked through the search summary's `priceRange` and the price filter.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { getIndexer } from "../../search/indexer.ts";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SLUG = "summit-sports-co";
 const WORD = `Vandermolt${Date.now()}`;
 const VARIANTS = 250;
-let srv: TestServer;
+const srv = useServer({ config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 /**
@@ -28,7 +28,6 @@ const mixed = Array.from({ length: VARIANTS }, (_, i) =>
 const allOut = Array.from({ length: VARIANTS }, (_, i) => ({ title: `Size ${i}`, price: 10 + i, stockQuantity: 0 }));
 
 beforeAll(async () => {
-  srv = await startServer({ config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   const owner = await login(srv, merchantLogin(SLUG));
   const put = await srv.json(`/api/v1/merchant/stores/${SLUG}/catalog`, {
@@ -44,9 +43,6 @@ beforeAll(async () => {
   expect(put.status).toBe(200);
   await getIndexer(srv.running.services)!.idle();
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 async function search(filters: Record<string, unknown>): Promise<{ title: string; price: number; priceRange?: { min: number; max: number } }[]> {
   const r = await srv.json("/api/v1/agent/search", { method: "POST", headers: key.headers, body: { query: WORD, filters } });

@@ -5,18 +5,17 @@
  * range and price_desc by the highest, and the summary's `priceRange` gives the lowest and highest variant price
  * (`price` stays the list price).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { getIndexer } from "../../search/indexer.ts";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SLUG = "summit-sports-co";
 const WORD = `Quillborough${Date.now()}`;
-let srv: TestServer;
+const srv = useServer({ config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   const owner = await login(srv, merchantLogin(SLUG));
   const put = await srv.json(`/api/v1/merchant/stores/${SLUG}/catalog`, {
@@ -33,9 +32,6 @@ beforeAll(async () => {
   expect(put.status).toBe(200);
   await getIndexer(srv.running.services)!.idle();
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 async function search(body: Record<string, unknown>): Promise<{ title: string; price: number; priceRange?: { min: number; max: number } }[]> {
   const r = await srv.json("/api/v1/agent/search", { method: "POST", headers: key.headers, body: { query: WORD, ...body } });

@@ -8,24 +8,20 @@
  * - compare names no price-based best across currencies;
  * - negotiation excludedCategories are bounded; image URLs are http(s); currencies are ISO 4217; impossible dates 400.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SLUG = "greenleaf-living"; // USD, US; seeded zone "Contiguous US": 5.99 + 1.00/item, free from 60.00, 3-5 days
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 let owner: Record<string, string>;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { tier: "ENTERPRISE", scopes: ALL_SCOPES });
   owner = { authorization: `Bearer ${await login(srv, merchantLogin(SLUG))}` };
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const merchant = (path: string, method: string, body: unknown) => srv.json(`/api/v1/merchant/stores/${SLUG}${path}`, { method, headers: owner, body });
 const agentGet = (path: string) => srv.json(`/api/v1/agent${path}`, { headers: key.headers });

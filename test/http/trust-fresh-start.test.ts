@@ -4,24 +4,20 @@
  * anonymous public GET flipped another agent's checkout eligibility (cozy-paws-supply 0.66 → 0.7277) and a store
  * seeded without a score was invisible until read.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const COZY = "cozy-paws-supply";
 const COZY_PRODUCT = "99ee1b26-f18f-5466-beb5-03eed14d5167"; // CP-0003, no variants
 const FRESH = "fresh-start-studio"; // seeded with no score (null)
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const directoryScore = async (slug: string): Promise<number | null> => {
   const r = await srv.json(`/api/v1/agent/merchants/${slug}`, { headers: key.headers });

@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { createPublicKey, verify as nodeVerify } from "node:crypto";
 import { readStoreTrust } from "../../actors/trust/index.ts";
 import type { Config } from "../../infra/config.ts";
 import { ADMIN, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
+const srv = useServer();
 let key: TestKey;
 let admin: string;
 
@@ -49,13 +49,9 @@ const flags = (v41: boolean, coherent: boolean) => {
 const auth = (token: string) => ({ authorization: `Bearer ${token}` });
 
 beforeAll(async () => {
-  srv = await startServer();
   admin = await login(srv, ADMIN);
   key = await createKey(srv, { token: admin, scopes: ["merchants:read", "search"] });
 }, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 describe("the methodology document", () => {
   test("is version 4.1.0 with both thresholds at top level, tiers, bands, statuses and the deprecated ladder", async () => {

@@ -6,24 +6,15 @@
  * - MED-2: after the merchant accepts a capture of another amount (tok_amount_mismatch captures 1 minor unit more),
  *   pending → paid and the full refund's paid → refunded say the captured total.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { describe, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4";
-let srv: TestServer;
-let admin: string;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-  admin = await login(srv);
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-}, 30_000);
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false }, admin: true });
 
 type Res = { status: number; body: any };
-const owner = () => ({ authorization: `Bearer ${admin}` });
+const owner = () => ({ authorization: `Bearer ${srv.admin}` });
 const post = (k: TestKey, path: string, body: unknown): Promise<Res> => srv.json(`/api/v1${path}`, { method: "POST", headers: k.headers, body });
 
 async function events(orderId: string): Promise<{ kind: string; from: string | null; to: string | null; total: number; currency: string }[]> {

@@ -4,25 +4,21 @@
  * the protocols page and /health used to say x402 was configured, and every checkout was refused with
  * facilitator_not_allowed without saying which facilitators are allowed.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { connect, structured } from "../mcp/helpers.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // DS-0005, demo-store, 36.95
 const DEMO_WALLET = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc"; // the demo store's configured wallet (migration 0060)
 const ALLOWED = "http://127.0.0.1:9";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let key: TestKey;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const x402Entry = async () => {
   const r = await srv.json("/api/v1/agent/merchants/demo-store/protocols", { headers: key.headers });
