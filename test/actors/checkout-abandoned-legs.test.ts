@@ -2,17 +2,11 @@
  * `checkout.abandoned` per leg (audit D7, store side): only merchants whose leg did not capture get the event, each
  * with its own total and only its own slug. The cart's expiry end to end: test/http/checkout-abandoned-legs.test.ts.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { outboxCheckoutAbandoned } from "../../actors/store/commerce.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer({ seed: true });
-}, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true });
 
 test("an expired two-store session with one leg paid writes one checkout.abandoned row, for the unpaid store only, with its own total and slug", async () => {
   const cartId = crypto.randomUUID();

@@ -3,23 +3,19 @@
  * stock (nothing held, so no row until the leg is released or its order canceled). A replay of a released or
  * canceled attempt is refused, and a stale attempt never rewrites an order that another attempt paid.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { beginLegRiding, beginLegRows, cancelPendingOrderRows, readCatalog, settleCapturedLegRiding, settleLegRows } from "../../actors/store/commerce.ts";
 import type { RidingWrite } from "../../actors/runtime/state-write.ts";
 
 const board = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store, untracked stock
 const skillet = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { scopes: ALL_SCOPES });
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 async function cartWith(productId: string): Promise<string> {
   const r = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: productId, quantity: 1 }] } });

@@ -11,20 +11,18 @@ import { join, resolve } from "node:path";
 import { repeatMessage } from "../../actors/store/import-file.ts";
 import { readLines } from "../../infra/cli.ts";
 import { merchantLogin } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SLUG = "greenleaf-living";
 const ROOT = resolve(import.meta.dir, "../..");
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let dir: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   dir = await mkdtemp(join(tmpdir(), "acs-cli-a2-"));
 }, 120_000);
 afterAll(async () => {
-  await srv?.stop();
   await rm(dir, { recursive: true, force: true });
 });
 

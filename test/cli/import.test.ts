@@ -8,22 +8,20 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { getIndexer } from "../../search/indexer.ts";
 import { createKey, merchantLogin, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SLUG = "greenleaf-living";
 const ROOT = resolve(import.meta.dir, "../..");
 
-let srv: TestServer;
+const srv = useServer({ seed: true });
 let key: TestKey;
 let dir: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true });
   key = await createKey(srv, { tier: "ENTERPRISE", scopes: ["search", "compare", "merchants:read"] });
   dir = await mkdtemp(join(tmpdir(), "acs-cli-"));
 }, 120_000);
 afterAll(async () => {
-  await srv?.stop();
   await rm(dir, { recursive: true, force: true });
 });
 

@@ -7,21 +7,17 @@
  * is a 400. The route also cut the id to 200 characters, so a longer metadata-document URL posted by hand named
  * another (truncated) client.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { ADMIN, login } from "../helpers/agents.ts";
 import { dashboardSession, type DashboardSession } from "../helpers/dashboard.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let mine: DashboardSession;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   mine = await dashboardSession(srv, "greenleaf-living");
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const post = (path: string, fields: Record<string, string> = {}) =>
   srv.fetch(path, {

@@ -4,17 +4,11 @@
  * path under /dashboard answered with the API's JSON 405/404 envelope, the agent transparency headers and no CSP.
  * They are now dashboard answers: 303 to the form's page, or the HTML 405/404 page with the dashboard's headers.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { expect, test } from "bun:test";
+import { useServer } from "../helpers/server.ts";
 
 const STORE = "greenleaf-living";
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 /** The headers every dashboard HTML page has, and none of the agent ones. */
 function expectDashboardHeaders(r: Response) {

@@ -4,22 +4,18 @@
  * within the maximum, a real expiry date; audit A3-3, A3-8), and excluded negotiation categories are one per line,
  * so a category with a comma stays whole (audit A3-9).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { login, merchantLogin } from "../helpers/agents.ts";
 import { dashboardSession, type DashboardSession } from "../helpers/dashboard.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SLUG = "greenleaf-living";
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let s: DashboardSession;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   s = await dashboardSession(srv, SLUG);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const base = `/dashboard/s/${SLUG}/settings`;
 const post = (path: string, fields: Record<string, string>) =>

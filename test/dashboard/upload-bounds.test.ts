@@ -4,19 +4,13 @@
  * actor), and one with 10,000-level attributes was stored (PUT /catalog refuses past 64) and served to agents. Each
  * line now gets the same bounds and is rejected like any other invalid line; the rest of the file is ingested.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH } from "../../gateway/plugins/json-depth.ts";
 import { dashboardSession as openSession } from "../helpers/dashboard.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const STORE = "greenleaf-living";
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 const nested = (depth: number) => '{"a":'.repeat(depth) + "1" + "}".repeat(depth);
 

@@ -5,20 +5,14 @@
  * for 34 s. Now the file is read line by line, the event loop gets a turn every 1,000 lines, the first 100
  * rejections are kept (the rest counted), and a file over 100,000 lines is refused whole, pointing to the CLI.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { countLines, linesOf } from "../../actors/store/import-file.ts";
 import { MAX_UPLOAD_LINES, SHOWN_REJECTIONS } from "../../gateway/dashboard/pages/catalog.ts";
 import { dashboardSession as openSession } from "../helpers/dashboard.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const STORE = "greenleaf-living";
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 /** A line the JSON parser reads to its end before failing (an unterminated string). */
 const junk = (n: number) => `{"externalId":"JUNK-${n}","title":"${"x".repeat(150)}`;

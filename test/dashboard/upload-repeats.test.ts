@@ -7,20 +7,14 @@
  * the store rejected claims nothing, so a correction after it is stored (review R5-1). Logs in and posts the form
  * with its CSRF token, against the real server.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { repeatMessage } from "../../actors/store/import-file.ts";
 import { MAX_CATALOG_BATCH } from "../../actors/store/ingest.ts";
 import { dashboardSession as openSession } from "../helpers/dashboard.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const STORE = "greenleaf-living";
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 const dashboardSession = () => openSession(srv, STORE);
 

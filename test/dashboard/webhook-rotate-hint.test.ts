@@ -2,21 +2,17 @@
  * The dashboard's rotate texts say what rotation does (audit A8 LOW-1; docs/webhooks.md): only one old secret is
  * kept, so a rotation ends any earlier overlap. The confirm on "Rotate secret" and the hint shown with the new secret.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { dashboardSession, type DashboardSession } from "../helpers/dashboard.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const SLUG = "greenleaf-living";
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let s: DashboardSession;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   s = await dashboardSession(srv, SLUG);
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 const base = `/dashboard/s/${SLUG}/settings/webhooks`;
 const post = (path: string, fields: Record<string, string>) =>

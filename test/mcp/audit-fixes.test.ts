@@ -2,7 +2,7 @@
  * The MCP / identity audit's findings (session 4, /tmp/notes/D-audit-mcp.md), each checked through the real
  * server: raw JSON-RPC for protocol-level cases, the SDK's Client for tool behaviour.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { issueAccessToken } from "../../gateway/oauth/grants.ts";
 import { mcpResource } from "../../gateway/oauth/common.ts";
 import { MAX_ARGUMENT_DEPTH, MAX_SESSIONS_PER_ADDRESS, type McpGateway } from "../../gateway/mcp/server.ts";
@@ -10,18 +10,11 @@ import { ECHO_MAX_CHARS } from "../../gateway/mcp/dispatch.ts";
 import { EXTRAS_PLATFORM_RESOLVER } from "../../gateway/mcp/tools/integrations.ts";
 import { MAX_JSON_DEPTH } from "../../gateway/plugins/json-depth.ts";
 import { ALL_SCOPES, createKey, login } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { accept, connect, DEMO, DEMO_PRODUCT, errorOf, rpc, structured } from "./helpers.ts";
 
 const MERCHANT = "greenleaf-living";
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 

@@ -5,23 +5,19 @@
  * OAuth client behind it out of `initialize` for up to 15 minutes. Anonymous handshakes stay per address, and an
  * invalid credential gets the 401 challenge (and is counted per address) instead of a session.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 
 const STORE = "greenleaf-living";
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: true } });
 let key: TestKey;
 let token: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: true } });
   key = await createKey(srv, { scopes: ALL_SCOPES });
   token = await clientCredentialsToken(STORE);
 }, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 async function clientCredentialsToken(slug: string): Promise<string> {
   const session = await login(srv);

@@ -11,23 +11,19 @@
  * challenge names "the least that works". Either the mandate tool accepts the bridge scopes, or the challenge on this
  * endpoint asks for `checkout`; this test accepts both.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { login, merchantLogin } from "../helpers/agents.ts";
 import { basicAuth, registerMachineClient, tokenRequest } from "../helpers/oauth.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { rpc } from "../mcp/helpers.ts";
 
 const STORE = "cozy-paws-supply";
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let owner: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   owner = await login(srv, merchantLogin("greenleaf-living"));
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 test("the scope the checkout endpoint's challenge asks for ucp_complete_checkout can also get the mandate that endpoint requires", async () => {
   const path = `/${STORE}/mcp/checkout`;

@@ -9,22 +9,18 @@
  * documented least-privilege UCP flow dead-ends. gateway/mcp/tools/ucp.ts ucpCreateCheckout handler throws
  * fail("forbidden") inside the tool instead of the dispatcher's scope challenge (server.ts insufficientOAuthScope).
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { createKey, login, merchantLogin } from "../helpers/agents.ts";
 import { clientCredentialsToken, registerMachineClient } from "../helpers/oauth.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { DEMO, DEMO_PRODUCT, rpc } from "../mcp/helpers.ts";
 
-let srv: TestServer;
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 let owner: string;
 
 beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
   owner = await login(srv, merchantLogin("greenleaf-living"));
 }, 120_000);
-afterAll(async () => {
-  await srv?.stop();
-});
 
 test("ucp_create_checkout from line_items with a token lacking cart is the 403 insufficient_scope challenge, like create_cart", async () => {
   const client = await registerMachineClient(srv, owner, { name: "delegate-only", scope: "search checkout:delegate" });

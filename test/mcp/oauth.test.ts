@@ -3,20 +3,13 @@
  * a client_credentials token (confidential client registered with a user session, docs/decisions.md) calls an
  * authenticated write tool, and a token is bound to the one store resource it was issued for.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { login } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { accept, connect, DEMO, DEMO_PRODUCT, errorOf, rpc, structured } from "./helpers.ts";
 
 const OTHER = "greenleaf-living";
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 /** An access token from the client_credentials grant of a client the admin registered, for one store's MCP resource. */
 async function clientCredentialsToken(slug: string, scope = "search cart checkout"): Promise<string> {

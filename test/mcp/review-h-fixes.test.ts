@@ -7,23 +7,17 @@
  *  - N2: a request with `id: null` is -32600 with and without a session;
  *  - N4: a platform whose TLS certificate does not verify is STORE_NOT_CONFIGURED, not a retryable outage.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MAX_SESSIONS_PER_ADDRESS, type McpGateway } from "../../gateway/mcp/server.ts";
 import { EXTRAS_PLATFORM_RESOLVER } from "../../gateway/mcp/tools/integrations.ts";
 import { MAX_JSON_ARRAY_ITEMS } from "../../gateway/plugins/json-depth.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { DEMO, DEMO_PRODUCT, rpc } from "./helpers.ts";
 
-let srv: TestServer;
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 60_000);
-afterAll(async () => {
-  await srv?.stop();
-});
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 const INITIALIZE = { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } };

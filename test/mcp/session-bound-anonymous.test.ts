@@ -3,20 +3,15 @@
  * found" like ping and a public tool do, not a 401 challenge that would confirm the session id is live. The session's
  * own key keeps working, and an anonymous session's opener still gets the 401 challenge it needs to sign in.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { ALL_SCOPES, createKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { DEMO } from "./helpers.ts";
 
 const PATH = `/${DEMO}/mcp`;
 const VERSION = "2025-11-25";
 const BASE = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 60_000);
-afterAll(async () => srv?.stop());
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 function post(body: unknown, headers: Record<string, string> = {}) {
   return srv.fetch(PATH, { method: "POST", headers: { ...BASE, ...headers }, body: JSON.stringify(body) });

@@ -4,9 +4,9 @@
  * the no-credential case). Now it is 404 "Session not found" on tools/call, ping and GET, like an unknown session.
  * Sessionless calls and an anonymous session's opener keep their 401.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { ALL_SCOPES, createKey } from "../helpers/agents.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { useServer } from "../helpers/server.ts";
 import { DEMO } from "./helpers.ts";
 
 const PATH = `/${DEMO}/mcp`;
@@ -14,12 +14,7 @@ const VERSION = "2025-11-25";
 const BASE = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 const NOT_FOUND = { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } };
 const JUNK: Record<string, string>[] = [{ authorization: "Bearer junk" }, { "x-agent-api-key": "junk" }];
-let srv: TestServer;
-
-beforeAll(async () => {
-  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
-}, 60_000);
-afterAll(async () => srv?.stop());
+const srv = useServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
 
 function post(body: unknown, headers: Record<string, string> = {}) {
   return srv.fetch(PATH, { method: "POST", headers: { ...BASE, ...headers }, body: JSON.stringify(body) });
