@@ -12,13 +12,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boot, type Running } from "../../gateway/boot.ts";
+import type { Running } from "../../gateway/boot.ts";
 import { NO_ANSWER_TEXT, UNAVAILABLE_TEXT } from "../../actors/runtime/unavailable-text.ts";
 import { setLogSink } from "../../infra/log.ts";
 import { createKey, type TestKey } from "../helpers/agents.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 import { PgProxy } from "../helpers/pg-proxy.ts";
-import { serverHandle, type TestServer } from "../helpers/server.ts";
+import { bootService, serverHandle, type TestServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // DS-0005, in stock
 
@@ -36,22 +36,10 @@ beforeAll(async () => {
   proxy = await PgProxy.toTestServer();
   dataDir = await mkdtemp(join(tmpdir(), "acs-g4-"));
   restoreSink = setLogSink((line) => void logLines.push(line));
-  running = await boot({
-    role: "start",
-    env: {},
-    reminderPollMs: 200,
-    config: {
-      DATABASE_URL: proxy.via(db.url),
-      HOST: "127.0.0.1",
-      PORT: 0,
-      DATA_DIR: dataDir,
-      SEED_DEMO: true,
-      LOG_LEVEL: "info",
-      NODE_ENV: "test",
-      RATE_LIMITS_ENABLED: false,
-      ACTOR_IDLE_MS: 100,
-      ACTOR_ASK_TIMEOUT_MS: 2_000,
-    },
+  running = await bootService({
+    databaseUrl: proxy.via(db.url),
+    dataDir,
+    config: { SEED_DEMO: true, LOG_LEVEL: "info", RATE_LIMITS_ENABLED: false, ACTOR_IDLE_MS: 100, ACTOR_ASK_TIMEOUT_MS: 2_000 },
   });
   srv = serverHandle(running, db);
   key = await createKey(srv, { scopes: ["cart"] });

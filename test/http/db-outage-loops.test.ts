@@ -15,12 +15,12 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boot, type Running } from "../../gateway/boot.ts";
+import type { Running } from "../../gateway/boot.ts";
 import { setLogSink } from "../../infra/log.ts";
 import { createKey, type TestKey } from "../helpers/agents.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 import { PgProxy } from "../helpers/pg-proxy.ts";
-import { serverHandle, type TestServer } from "../helpers/server.ts";
+import { bootService, serverHandle, type TestServer } from "../helpers/server.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store product
 const OUTAGE_MS = 6000;
@@ -47,21 +47,7 @@ beforeAll(async () => {
       // not ours
     }
   });
-  running = await boot({
-    role: "start",
-    env: {},
-    reminderPollMs: 200,
-    config: {
-      DATABASE_URL: proxy.via(db.url),
-      HOST: "127.0.0.1",
-      PORT: 0,
-      DATA_DIR: dataDir,
-      SEED_DEMO: true,
-      LOG_LEVEL: "warn",
-      NODE_ENV: "test",
-      RATE_LIMITS_ENABLED: false,
-    },
-  });
+  running = await bootService({ databaseUrl: proxy.via(db.url), dataDir, config: { SEED_DEMO: true, LOG_LEVEL: "warn", RATE_LIMITS_ENABLED: false } });
   srv = serverHandle(running, db);
   key = await createKey(srv, { tier: "ENTERPRISE" });
   process.on("unhandledRejection", onEscape);

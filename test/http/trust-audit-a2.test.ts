@@ -14,11 +14,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boot, type Running } from "../../gateway/boot.ts";
+import type { Running } from "../../gateway/boot.ts";
 import type { Config } from "../../infra/config.ts";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
-import { serverHandle, type TestServer } from "../helpers/server.ts";
+import { bootService, serverHandle, type TestServer } from "../helpers/server.ts";
 
 const SECRET_KEY = "c".repeat(64);
 const GREENLEAF = "greenleaf-living"; // USD, 26 agent orders, GMV just under the agent_verified floor
@@ -31,22 +31,7 @@ let srv: TestServer;
 let admin = "";
 
 async function start(config: Partial<Config>): Promise<void> {
-  running = await boot({
-    role: "start",
-    env: {},
-    reminderPollMs: 200,
-    config: {
-      DATABASE_URL: db.url,
-      HOST: "127.0.0.1",
-      PORT: 0,
-      DATA_DIR: dataDir,
-      SECRET_KEY,
-      RATE_LIMITS_ENABLED: false,
-      LOG_LEVEL: (process.env.TEST_LOG_LEVEL as Config["LOG_LEVEL"]) ?? "error",
-      NODE_ENV: "test",
-      ...config,
-    },
-  });
+  running = await bootService({ databaseUrl: db.url, dataDir, config: { SECRET_KEY, RATE_LIMITS_ENABLED: false, ...config } });
   srv = serverHandle(running, db);
   admin = await login(srv);
 }

@@ -8,9 +8,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boot, type Running } from "../../gateway/boot.ts";
+import type { Running } from "../../gateway/boot.ts";
 import { seedDemo } from "../../infra/seed/demo.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { bootService } from "../helpers/server.ts";
 
 const COZY = "cozy-paws-supply";
 const FRESH = "fresh-start-studio"; // seeded with no score (null)
@@ -32,21 +33,7 @@ beforeAll(async () => {
     CREATE TRIGGER refuse_fresh_trust BEFORE INSERT ON trust_current
       FOR EACH ROW WHEN (NEW.store_slug = '${FRESH}') EXECUTE FUNCTION refuse_fresh_trust();`);
   try {
-    running = await boot({
-      role: "start",
-      env: {},
-      reminderPollMs: 200,
-      config: {
-        DATABASE_URL: db.url,
-        HOST: "127.0.0.1",
-        PORT: 0,
-        DATA_DIR: dataDir,
-        SEED_DEMO: false,
-        RATE_LIMITS_ENABLED: false,
-        LOG_LEVEL: "silent",
-        NODE_ENV: "test",
-      },
-    });
+    running = await bootService({ databaseUrl: db.url, dataDir, config: { SEED_DEMO: false, RATE_LIMITS_ENABLED: false, LOG_LEVEL: "silent" } });
   } catch (err) {
     bootError = err;
   }
