@@ -10,9 +10,12 @@
  *  - **Everything else** (tier, global, per-address buckets): memory only on the hot path (no write, no await per
  *    request); a clean stop, a partition moving away and an idle passivation hand the used buckets over
  *    (`handOverBuckets`, run by ActorHost through `handOverOnStop`), and an activation loads its owner's rows at its
- *    start (`loadStoredBuckets`) when there may be any. After a partition move the new owner reads them once more, a
- *    few seconds later (`catchUpBuckets`), as the old owner's hand-over may commit after its first load. A kill -9
- *    still refills these (docs/access.md).
+ *    start (`loadStoredBuckets`) when there may be any, and serves only once that read has answered: however slow it
+ *    is, the activation never counts from buckets it has not read (a load that fails fails the activation; the
+ *    caller retries). Over NATS a moved partition is served by its new owner only once every other live host has
+ *    released it, its hand-over committed (actors/transport/nats.ts `acquire`), so the load finds it. The catch-ups
+ *    (`catchUpBuckets`, a few seconds after a partition move) are a backstop of that. A kill -9 still refills these
+ *    (docs/access.md).
  * A stored row is never lowered while its window runs: a hand-over from an activation that knew less (its load ran
  * out of time, or read a row about to be replaced) cannot undo a count another one reached.
  * Rows whose window ended are deleted by `pruneEnded`: from the durable writes (at most once a minute per process)
@@ -24,21 +27,26 @@ import type { AdmitResult, BucketSpec, BucketTable } from "../agent/buckets.ts";
 import { onPlacementChange, type CatchUp, type HandOver } from "../runtime/host.ts";
 
 /**
- * How long an activation waits for its stored buckets before it serves with what it has: a database that does not
- * answer must not hold up every new address's first request (only the durable buckets need it, and they read it
- * again in their own turn).
+ * The server-side timeout of an activation's load (its statement and lock waits). The activation waits for the load
+ * however long it takes, up to this: it used to start with empty buckets after 0.5 s, and on a loaded machine (a
+ * rolling restart under traffic, CI at load 14) the joiner of a moved partition then admitted up to the whole limit
+ * again before a catch-up merged the row (500/15 min let 560–790 through). Past it the load fails, and so does the
+ * activation (actor_unavailable, retried by the caller with a new load): a slow or unreachable database costs
+ * availability of the owners that may have rows, never the bound.
  */
-const LOAD_BUDGET_MS = 500;
+const LOAD_TIMEOUT_MS = 5_000;
 /**
- * Loads running at once per process: each holds a pooled connection for up to LOAD_BUDGET_MS (the statement is
- * timed out there by the server), so a locked or slow table cannot take the pool from every other request.
+ * Loads running at once per process: each holds a pooled connection for up to LOAD_TIMEOUT_MS (the statement is
+ * timed out there by the server), so a locked or slow table cannot take the pool from every other request. The
+ * others wait for a slot, however long.
  */
 const LOADS_AT_ONCE = 2;
 /** A catch-up's statement timeout: it runs in the background, once per partition move, for many owners at once. */
 const CATCH_UP_BUDGET_MS = 5_000;
 /**
- * After a placement change, when to measure how long rows other hosts handed over may stay live: past the old
- * owner's hand-over (ActorHost: 2 s once it sees the change, read again by the catch-up at 3 s).
+ * After a placement change, when to measure how long rows other hosts handed over may stay live. Over NATS a moved
+ * partition is served only once its old owners' hand-overs committed, and its acquisition is a placement change of
+ * its own (ActorHost.placementChanged): a measurement begun before it does not count (`placementEpoch`).
  */
 const SETTLE_MS = 3_500;
 /** How many owners this process remembers having handed over itself; past it, every load reads until they end. */
@@ -70,9 +78,10 @@ function warnLoad(log: Logger, msg: string, fields: Record<string, unknown>): vo
  * When a load can be skipped (review RQ LOW-4: a read per new address, 404s included). A non-durable row exists only
  * because some activation handed its buckets over. This process knows the owners it handed over itself
  * (`writtenHere`); rows of other processes reach its actors only through a placement change (ActorHost calls
- * `onPlacementChange`: this host started, the live hosts changed, a deactivation), and they last until their window
- * ends. So after a change every load reads, until the rows handed over by then are measured (`othersUntil`: the
- * latest window end among them, SETTLE_MS after the change, once the old owner's hand-over is in); from then on only
+ * `onPlacementChange`: this host started, the live hosts changed, a deactivation, a moved partition acquired once its
+ * old owners' hand-overs committed), and they last until their window ends. So after a change every load reads, until
+ * the rows handed over by then are measured (`othersUntil`: the latest window end among them, SETTLE_MS after the
+ * last change); from then on only
  * the owners in `writtenHere` read, until that time. The durable rows are not loaded: `admitStored` reads them in
  * its own turn.
  */
@@ -129,22 +138,14 @@ function noteWritten(owner: string, until: number, now: number): void {
 let loadsRunning = 0;
 const loadWaiters: (() => void)[] = [];
 
-/** One of LOADS_AT_ONCE slots, or false if none is free before `deadline`. Release with `releaseLoadSlot`. */
-async function loadSlot(deadline: number): Promise<boolean> {
+/** One of LOADS_AT_ONCE slots, once free. Release with `releaseLoadSlot`. */
+async function loadSlot(): Promise<void> {
   if (loadsRunning < LOADS_AT_ONCE) {
     loadsRunning++;
-    return true;
+    return;
   }
-  let wake!: () => void;
-  const turn = new Promise<void>((resolve) => (wake = resolve));
-  loadWaiters.push(wake);
-  const got = await Promise.race([turn.then(() => true), Bun.sleep(Math.max(0, deadline - Date.now())).then(() => false)]);
-  if (!got) {
-    const i = loadWaiters.indexOf(wake);
-    if (i >= 0) loadWaiters.splice(i, 1);
-    else releaseLoadSlot(); // woken just as the time ran out: pass the slot on
-  }
-  return got;
+  // the slot is handed straight to the next waiter by releaseLoadSlot
+  await new Promise<void>((resolve) => loadWaiters.push(resolve));
 }
 
 function releaseLoadSlot(): void {
@@ -166,32 +167,21 @@ function readRows(sql: Sql, owners: readonly string[], timeoutMs: number): Promi
 }
 
 /**
- * Loads the owner's live handed-over rows into its (new) table, when it may have any (see above). Best effort
- * within LOAD_BUDGET_MS: past it the activation starts with what it has (and the statement is cancelled there).
+ * Loads the owner's live handed-over rows into its (new) table, when it may have any (see above). Waits for the read
+ * however long it takes (LOAD_TIMEOUT_MS at most, server-side); a read that fails rejects, which fails the activation:
+ * an owner whose row may exist is never served from empty buckets.
  */
 export async function loadStoredBuckets(sql: Sql, owner: string, table: BucketTable, log: Logger): Promise<void> {
-  const start = Date.now();
-  if (!mayHaveRows(sql, owner, start)) return;
-  const deadline = start + LOAD_BUDGET_MS;
-  if (!(await loadSlot(deadline))) {
-    warnLoad(log, "stored rate-limit buckets not read in time; activations start with empty ones", { owner, budgetMs: LOAD_BUDGET_MS });
-    return;
-  }
-  let rows: StoredRow[] | null;
+  if (!mayHaveRows(sql, owner, Date.now())) return;
+  await loadSlot();
+  let rows: StoredRow[];
   try {
-    const read = readRows(sql, [owner], deadline - Date.now());
-    rows = await Promise.race([read, Bun.sleep(Math.max(0, deadline - Date.now())).then(() => null)]);
-    // still waiting for a connection: it holds the slot until it has run (its statement is bounded the same way)
-    if (!rows) void read.then(releaseLoadSlot, releaseLoadSlot);
-    else releaseLoadSlot();
+    rows = await readRows(sql, [owner], LOAD_TIMEOUT_MS);
   } catch (err) {
+    warnLoad(log, "could not load stored rate-limit buckets; the activation fails and the caller retries", { owner, error: err as Error });
+    throw err;
+  } finally {
     releaseLoadSlot();
-    warnLoad(log, "could not load stored rate-limit buckets; activations start with empty ones", { owner, error: err as Error });
-    return;
-  }
-  if (!rows) {
-    warnLoad(log, "stored rate-limit buckets not read in time; activations start with empty ones", { owner, budgetMs: LOAD_BUDGET_MS });
-    return;
   }
   for (const r of rows) {
     const windowStart = Number(r.window_start);

@@ -28,14 +28,19 @@ const INBOX_SWEEP_MS = 60_000;
 /** A claimed reminder is pushed this far into the future so no other host fires it while it runs. */
 const REMINDER_LEASE_MS = 60_000;
 
-/** How long a clean stop gives the kinds' hand-overs (`handOverOnStop`) before it drops their activations anyway. */
+/**
+ * What a hand-over used to be given before a stop went on without it (2 s): the last catch-up is still timed from it.
+ * A hand-over now runs until it is written or has failed, and is waited for (`handOver`, `handOversDone`).
+ */
 const HAND_OVER_MS = 2_000;
 /**
  * How long after a placement change (see `notePlacement`) a new activation of a kind with a catch-up waits before it
  * loads: the previous owner starts its hand-over when it sees the same change and usually has it written within
  * milliseconds, so the load finds it, rather than admitting from the older row until a catch-up corrects it (a busy
  * owner's requests of that time would pass the limit; review RQ MED-1). Only the first requests of owners new to
- * this host wait, only that long after a change of the live hosts.
+ * this host wait, only that long after a change of the live hosts. Over NATS a moved partition of such a kind is
+ * served only once every other live host released it, its hand-over written (actors/transport/nats.ts `acquire`):
+ * there the hold and the catch-ups below are a backstop, and the bound does not depend on their timing.
  */
 const PLACEMENT_HOLD_MS = 500;
 /**
@@ -53,13 +58,15 @@ const UPGRADE_TEXT = "This part of the service is being upgraded; retry shortly.
  * A kind's hand-over: what its activations keep only in `ctx.memory` and the next activation should not lose (the
  * rate-limit buckets, actors/ip/stored-buckets.ts). Called with the kind's activations that are dropped while their
  * host runs: by `stop()` (a clean stop), after their turns finished and while this host still owns their partitions
- * (the transport leaves after `stop()`), so the next owner's activation finds what it wrote; from the moment it takes
- * its snapshot the stopping host answers that kind's messages actor_unavailable (the caller retries, and reaches the
- * next owner once this host has left), so nothing is counted after the snapshot. By `deactivate` (partitions moving to
- * a host that joined: a restarted host rejoining, a scale-out), not awaited: the new owner may load before it lands,
- * which its catch-up (below) repairs. And by idle passivation (`passivateIdle`), which drops them only once it is
- * written, so waiting out ACTOR_IDLE_MS loses nothing. Best effort, bounded: it should stop writing at `deadline`
- * (epoch ms); `stop()` goes on at the deadline or on its failure (logged). Nothing runs on a kill, of course.
+ * (the transport leaves after `stop()`, which waits until the hand-over is written or has failed, however long that
+ * takes), so the next owner's activation finds what it wrote; from the moment it takes its snapshot the stopping host
+ * answers that kind's messages actor_unavailable (the caller retries, and reaches the next owner once this host has
+ * left), so nothing is counted after the snapshot. By `deactivate` (partitions moving to a host that joined: a
+ * restarted host rejoining, a scale-out), not awaited here: over NATS the new owner serves the partition only once
+ * this host has answered its release, which waits for these writes (`handOversDone`, actors/transport/nats.ts
+ * `acquire`). And by idle passivation (`passivateIdle`), which drops them only once it is written, so waiting out
+ * ACTOR_IDLE_MS loses nothing. It should stop writing at `deadline` (epoch ms; Infinity for a stop and a move). A
+ * failed write is logged, and its counts are lost as on a kill. Nothing runs on a kill, of course.
  */
 export type HandOver = (activations: readonly { id: string; memory: ReadonlyMap<string, unknown> }[], sql: Sql, deadline: number) => Promise<void>;
 const handOvers = new Map<string, HandOver>();
@@ -219,6 +226,8 @@ export class ActorHost {
   /** New activations of kinds with a catch-up load no earlier than this (PLACEMENT_HOLD_MS after a change). */
   private holdUntil = 0;
   private catchUpTimers: ReturnType<typeof setTimeout>[] = [];
+  /** Hand-over writes under way (`handOver`): a release of a partition (`handOversDone`) waits for them. */
+  private readonly handingOver = new Set<Promise<void>>();
   /** The live hosts as this host last saw them (NATS; joined), to notice a placement change. */
   private seenHosts?: string;
   private polling?: Promise<number>;
@@ -280,14 +289,19 @@ export class ActorHost {
     // answered after the snapshot it would count what nobody hands over (review RF-1). It is answered
     // actor_unavailable instead, and the caller's retry reaches the next owner.
     for (const [, , a] of this.allActivations()) if (!a.loaded) a.dropped = true;
-    await this.handOver([...this.allActivations()].map(([, , a]) => a).filter((a) => a.loaded && !a.stale));
+    // Until it is written or has failed, however long: the transport leaves the membership after this, and only then
+    // do the other hosts take these partitions and load (a 2 s cut-off let a slow write land after their load: lost).
+    await this.handOver([...this.allActivations()].map(([, , a]) => a).filter((a) => a.loaded && !a.stale), Infinity);
     for (const k of this.kinds.values()) k.activations.clear();
     this.unregisterStats?.();
   }
 
-  /** Runs the registered hand-overs of these activations' kinds, together, for at most HAND_OVER_MS. */
-  private async handOver(activations: readonly Activation[]): Promise<void> {
-    const deadline = Date.now() + HAND_OVER_MS;
+  /**
+   * Runs the registered hand-overs of these activations' kinds, together; resolves once they are written (or failed),
+   * or after `budgetMs` (they go on writing, tracked for `handOversDone`).
+   */
+  private async handOver(activations: readonly Activation[], budgetMs: number): Promise<void> {
+    const deadline = Date.now() + budgetMs;
     const byKind = new Map<string, { id: string; memory: Map<string, unknown> }[]>();
     for (const a of activations) {
       if (!handOvers.has(a.def.kind)) continue;
@@ -299,7 +313,32 @@ export class ActorHost {
     const work = [...byKind].map(([kind, list]) =>
       handOvers.get(kind)!(list, this.opts.sql, deadline).catch((err) => this.log.warn("an actor kind's hand-over failed", { kind, error: err as Error })),
     );
-    await Promise.race([Promise.all(work), Bun.sleep(Math.max(0, deadline - Date.now()))]);
+    const all = Promise.all(work).then(() => {});
+    this.handingOver.add(all);
+    void all.then(() => this.handingOver.delete(all));
+    if (budgetMs === Infinity) await all;
+    else await Promise.race([all, Bun.sleep(Math.max(0, deadline - Date.now()))]);
+  }
+
+  /** Whether `kind` registered a hand-over (the transport releases its partitions only once it is written). */
+  handsOver(kind: string): boolean {
+    return handOvers.has(kind);
+  }
+
+  /**
+   * Resolves once every hand-over under way has been written (or has failed): what a release of a partition waits for
+   * (actors/transport/nats.ts), after its activations were deactivated.
+   */
+  async handOversDone(): Promise<void> {
+    while (this.handingOver.size) await Promise.all(this.handingOver);
+  }
+
+  /**
+   * The transport now serves a moved partition of a kind with a hand-over, its old owners' hand-overs committed: rows
+   * they wrote exist (actors/ip/stored-buckets.ts measures them again).
+   */
+  placementChanged(): void {
+    for (const listener of placementListeners) listener();
   }
 
   /** Drops activations matching `pred` (the NATS transport calls this when partitions move away), handing them over. */
@@ -312,7 +351,8 @@ export class ActorHost {
       if (!a.running && a.queue.length === 0) map.delete(key);
       else a.stale = true;
     }
-    if (moved.length) void this.handOver(moved);
+    // every chunk, however long it takes: the new owner waits for it (handOversDone) before it serves the partition
+    if (moved.length) void this.handOver(moved, Infinity);
     // after a pause the transport drops everything here and takes partitions back later: what others handed over
     // meanwhile must be read again
     this.notePlacement();
@@ -803,7 +843,8 @@ export class ActorHost {
       const cutoff = Date.now() - idleMs;
       const idle = (a: Activation) => !a.running && a.queue.length === 0 && a.lastUsed < cutoff;
       const going = [...this.allActivations()].filter(([, , a]) => idle(a));
-      await this.handOver(going.map(([, , a]) => a).filter((a) => a.loaded && !a.stale));
+      // until written: a new activation of one of them here meanwhile would load the row before it
+      await this.handOver(going.map(([, , a]) => a).filter((a) => a.loaded && !a.stale), Infinity);
       for (const [map, key, a] of going) if (map.get(key) === a && idle(a)) map.delete(key);
     } finally {
       this.passivating = false;

@@ -43,7 +43,36 @@ import type { EventHandler, HostMembership, ServeHandler, Transport } from "./tr
 export interface PlacementHost {
   deactivate(pred: (kind: string, id: string) => boolean): void;
   activationCount(kind?: string): number;
+  /** Whether `kind` hands its activations' memory over when they go (ActorHost: the rate-limit kinds). */
+  handsOver?(kind: string): boolean;
+  /** Resolves once every hand-over under way has been written or has failed. */
+  handOversDone?(): Promise<void>;
+  /** A moved partition of a kind that hands over is served here now, its old owners' hand-overs written. */
+  placementChanged?(): void;
 }
+
+/**
+ * The subject on which a host answers releases of its partitions (see `acquire`). Host ids are subject-safe
+ * (placement.ts `validHostId`).
+ */
+function releaseSubject(hostId: string): string {
+  return `actor-release.${hostId}`;
+}
+
+/** A release request: "I own `kind` partition `partition` as of membership revision `revision`". */
+interface ReleaseRequest {
+  kind: string;
+  partition: number;
+  revision: number;
+}
+
+/** How long a released host waits for its view to reach the asker's revision before it answers "still mine". */
+const RELEASE_VIEW_WAIT_MS = 2_000;
+/** One release request's wait for its answer (the asker asks again after it, while the other host is live). */
+const RELEASE_ASK_MS = 5_000;
+/** Pause between rounds of release requests that were not all granted (doubling up to RELEASE_RETRY_MAX_MS). */
+const RELEASE_RETRY_MS = 50;
+const RELEASE_RETRY_MAX_MS = 1_000;
 
 export interface NatsTransportOptions {
   /** Comma-separated or list of server URLs (config.NATS_URL). */
@@ -118,6 +147,9 @@ export class NatsTransport implements Transport {
   }
   /** kind → partition → subscription, for the partitions this host owns right now. */
   private readonly subs = new Map<string, Map<number, Subscription>>();
+  /** `kind/partition` → a release under way (`acquire`): owned in our view, not served until the others released it. */
+  private readonly acquiring = new Map<string, { cancelled: boolean }>();
+  private releaseSub?: Subscription;
   private readonly eventSubs = new Set<Subscription>();
   private readonly durables = new Set<ConsumerMessages>();
   private membership?: Membership;
@@ -239,6 +271,12 @@ export class NatsTransport implements Transport {
   }
 
   private async join(): Promise<void> {
+    // before our first heartbeat: nobody asks a host it has not seen
+    this.releaseSub = this.nc.subscribe(releaseSubject(this.hostId), {
+      callback: (err, msg) => {
+        if (!err && msg.reply) void this.answerRelease(msg);
+      },
+    });
     this.membership = new Membership({
       nc: this.nc,
       hostId: this.hostId,
@@ -269,6 +307,7 @@ export class NatsTransport implements Transport {
       startedAt: Date.now() - (this.membership?.uptimeMs ?? 0),
       pid: process.pid,
       hostname: hostname(),
+      releases: true,
     };
   }
 
@@ -347,7 +386,8 @@ export class NatsTransport implements Transport {
       for (let p = 0; p < this.partitions; p++) {
         const mine = selfLive && owners.get(p) === this.hostId;
         const sub = current.get(p);
-        if (mine && !sub) current.set(p, this.subscribePartition(kind, p, handler));
+        if (!mine) this.cancelAcquire(kind, p);
+        if (mine && !sub) this.acquire(kind, p, handler);
         else if (!mine && sub) {
           // drain, not unsubscribe: unsubscribe forgets the subscription here at once, so whatever the server routed
           // to us before it processed the UNSUB was dropped unanswered and its caller waited a whole attempt timeout
@@ -365,6 +405,103 @@ export class NatsTransport implements Transport {
       this.log.info("partitions moved away", { hostId: this.hostId, lost: n, liveHosts: view.live().length });
       this.host?.deactivate((kind, id) => lost.get(kind)?.has(partitionOf(id, this.partitions)) ?? false);
     }
+  }
+
+  /**
+   * Starts serving partition `p` of `kind`, which our view says is ours. A kind whose activations hand their memory
+   * over (the rate-limit buckets: PlacementHost.handsOver) is served only once every other live host serving it has
+   * released the partition: answered our release request (`answerRelease`) after its own view reached ours, the
+   * partition gone from it, and every hand-over it had under way written. Until then its previous owner keeps serving
+   * it (or nobody does, and callers retry), so the activations here load what the old ones counted, however slow the
+   * old owner's view or its write: no hold or re-read whose timing a loaded machine can outrun (CI at load 14: 500/15
+   * min let 790 through). A host that stops being live in our view is not waited for (a killed host: its counts are
+   * lost anyway, docs/access.md). Other kinds, and a partition no other host could hold, are served at once.
+   */
+  private acquire(kind: string, p: number, handler: ServeHandler): void {
+    const current = this.subs.get(kind)!;
+    // the other live hosts serving the kind that answer releases (see HostBeat.releases)
+    const others = () =>
+      this.membership!.view
+        .all()
+        .filter((m) => m.live && m.hostId !== this.hostId && m.beat.releases === true && m.beat.kinds.includes(kind))
+        .map((m) => m.hostId);
+    if (!this.host?.handsOver?.(kind) || others().length === 0) {
+      current.set(p, this.subscribePartition(kind, p, handler));
+      if (this.host?.handsOver?.(kind)) this.host.placementChanged?.();
+      return;
+    }
+    const key = `${kind}/${p}`;
+    if (this.acquiring.has(key)) return;
+    const state = { cancelled: false };
+    this.acquiring.set(key, state);
+    void (async () => {
+      const released = new Set<string>();
+      let pause = RELEASE_RETRY_MS;
+      try {
+        for (;;) {
+          if (state.cancelled || this.closed) return;
+          const waiting = others().filter((h) => !released.has(h));
+          if (waiting.length === 0) break;
+          const revision = this.membership!.revision;
+          const answers = await Promise.all(waiting.map((h) => this.askRelease(h, { kind, partition: p, revision })));
+          waiting.forEach((h, i) => answers[i] && released.add(h));
+          if (answers.every(Boolean)) continue; // a host that joined meanwhile is asked too
+          await Bun.sleep(pause);
+          pause = Math.min(pause * 2, RELEASE_RETRY_MAX_MS);
+        }
+      } catch (err) {
+        this.log.warn("partition release failed; retried at the next placement change", { kind, partition: p, error: err as Error });
+        return;
+      } finally {
+        if (this.acquiring.get(key) === state) this.acquiring.delete(key);
+      }
+      // still ours (rebalance cancels a partition that moved on), not closed, not paused since
+      if (state.cancelled || this.closed || this.suspect || current.has(p)) return;
+      current.set(p, this.subscribePartition(kind, p, handler));
+      await this.nc.flush().catch(() => {});
+      this.host?.placementChanged?.();
+    })();
+  }
+
+  private cancelAcquire(kind: string, p: number): void {
+    const key = `${kind}/${p}`;
+    const state = this.acquiring.get(key);
+    if (!state) return;
+    state.cancelled = true;
+    this.acquiring.delete(key);
+  }
+
+  /** True once `hostId` has released the partition; false for "not yet" (still its, no answer, no such host). */
+  private async askRelease(hostId: string, req: ReleaseRequest): Promise<boolean> {
+    try {
+      const msg = await this.nc.request(releaseSubject(hostId), JSON.stringify(req), { timeout: RELEASE_ASK_MS });
+      return (JSON.parse(dec.decode(msg.data)) as { released?: unknown }).released === true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Another host asks us to release a partition it now owns (`acquire`). Once our view is at least as new as its own
+   * was, our rebalance has run on it: if the partition is still ours (subscribed or being acquired: our views still
+   * disagree), the answer is "not yet" and it asks again; else its activations here were deactivated and their
+   * hand-overs started, and the answer waits until those are written.
+   */
+  private async answerRelease(msg: Msg): Promise<void> {
+    let released = false;
+    try {
+      const req = JSON.parse(dec.decode(msg.data)) as ReleaseRequest;
+      await this.membership?.seen(req.revision, RELEASE_VIEW_WAIT_MS);
+      this.rebalance();
+      const held = !!this.subs.get(req.kind)?.has(req.partition) || this.acquiring.has(`${req.kind}/${req.partition}`);
+      if (!held) {
+        await this.host?.handOversDone?.();
+        released = true;
+      }
+    } catch {
+      // unreadable, or our view did not reach the asker's in time: "not yet"
+    }
+    respondSafely(msg, JSON.stringify({ released }));
   }
 
   /**
@@ -602,6 +739,8 @@ export class NatsTransport implements Transport {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.ticker);
+    for (const state of this.acquiring.values()) state.cancelled = true;
+    this.acquiring.clear();
     for (const s of this.eventSubs) s.unsubscribe();
     for (const d of this.durables) await d.close().catch(() => {});
     await this.joining?.catch(() => {});

@@ -93,6 +93,11 @@ export interface HostBeat {
   startedAt: number;
   pid: number;
   hostname: string;
+  /**
+   * The host answers releases of its partitions (nats.ts `acquire`). Absent on hosts older than that: a joiner does
+   * not wait for them (a rolling upgrade would otherwise leave their moved partitions unserved until they stop).
+   */
+  releases?: boolean;
 }
 
 interface Member {
@@ -325,6 +330,11 @@ export class Membership {
         this.rewatch();
       }
     }, this.heartbeatMs);
+  }
+
+  /** The newest bucket revision the view includes (a partition's release waits until the other host's view has it). */
+  get revision(): number {
+    return this.lastRevisionSeen;
   }
 
   /** True when the view includes everything up to at least this bucket revision. */
