@@ -399,6 +399,13 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return this.docCount;
   }
 
+  /** An empty twin a reindex builds in beside this engine (SearchEngine.fresh; audit Q-2). */
+  fresh(settings: SearchSettings): EmbeddedSearchEngine {
+    const e = new EmbeddedSearchEngine(settings);
+    e.pruning = this.pruning;
+    return e;
+  }
+
   async clear(): Promise<void> {
     this.dict = new SearchableMap<number>();
     this.termIds = new Map();

@@ -125,6 +125,12 @@ export interface SearchEngine {
   applySettings(s: SearchSettings): Promise<void>;
   count(): Promise<number>;
   clear(): Promise<void>;
+  /**
+   * Optional: a new, empty engine of the same kind with these settings, that a full reload is built in beside this
+   * one and then swapped in for it (search/service.ts `loadAll`, audit Q-2: searches never see a half-built index).
+   * Absent for an engine whose index is shared (Meilisearch, the Postgres baseline): a reload upserts into it in place.
+   */
+  fresh?(settings: SearchSettings): SearchEngine;
 }
 
 /** Words of a text as both engines see them: lower-case, accents folded, split on anything not a letter or digit. */

@@ -172,7 +172,11 @@ export class SearchService {
   /** Store allow-lists by (trust, verification filter, store scope), valid for one stores version. */
   private allowCache = new Map<string, string[]>();
   private allowCacheVersion = -1;
-  readonly products = new Map<string, RankableProduct>();
+  /** The product snapshot by id (replaced whole when a reindex swaps its build in: `loadAll`). */
+  get products(): ReadonlyMap<string, RankableProduct> {
+    return this.productMap;
+  }
+  private productMap = new Map<string, RankableProduct>();
   /**
    * Ranking's inputs by a dense ref given to the engine with each document (SearchDoc.ref) and handed back on its
    * candidates: the records and typed columns of their rankable fields (search/columns.ts), so ranking 1,000
@@ -181,7 +185,10 @@ export class SearchService {
    * columns stay as large as the live catalog under churn); ranking trusts a candidate's ref only when the
    * columns hold the candidate's own id there, so a stale ref can only miss, never point at another product.
    */
-  readonly columns = new ProductColumns();
+  get columns(): ProductColumns {
+    return this.productColumns;
+  }
+  private productColumns = new ProductColumns();
   private refs = new Map<string, number>();
   /** Refs free for reuse, and refs of products forgotten whose engine removal has not completed yet. */
   private freeRefs: number[] = [];
@@ -212,10 +219,14 @@ export class SearchService {
   /** Runs a full load in turn with the other index mutations (the indexer's queue, set by the Indexer). */
   private exclusive: <T>(what: string, fn: () => Promise<T>) => Promise<T> = (_what, fn) => fn();
 
-  constructor(
-    readonly engine: SearchEngine,
-    settings: SearchSettings = DEFAULT_SEARCH_SETTINGS,
-  ) {
+  /** The engine searches ask (replaced by a reindex's build: `loadAll`). */
+  get engine(): SearchEngine {
+    return this.liveEngine;
+  }
+  private liveEngine: SearchEngine;
+
+  constructor(engine: SearchEngine, settings: SearchSettings = DEFAULT_SEARCH_SETTINGS) {
+    this.liveEngine = engine;
     this.settings = settings;
   }
 
@@ -237,29 +248,48 @@ export class SearchService {
 
   // ------------------------------------------------------------------------------------------ loading
 
-  /** Boot: settings, every store, then every product in keyset pages (bounded memory per page). */
+  /**
+   * Boot and operator reindex: settings, every store, then every product in keyset pages (bounded memory per page).
+   *
+   * The products are loaded into a new snapshot beside the one searches read, and, with an engine that can make an
+   * empty twin (`SearchEngine.fresh`: the embedded one), into a new engine; both are swapped in by one synchronous
+   * assignment once the last page is in (audit Q-2). It cleared the live engine and snapshot first and refilled them
+   * page by page, so a search answered during a reindex ranked a half-built index: 200 with `total: 0` or too few
+   * products, for every agent, with nothing saying so. The price is the old and the new index in memory together
+   * until the swap (docs/search.md "Reindex"). A shared engine (Meilisearch, the Postgres baseline) is upserted in
+   * place, as before: its documents stay searchable, and only the snapshot is built beside the live one.
+   *
+   * A build that fails part-way (the engine timed out on a page) is dropped: the live index, snapshot and horizon stay
+   * as they were, consistent with each other (the indexer's queue kept every other mutation out meanwhile), so the
+   * next catch-up reads what changed since that horizon. A first load that fails leaves no horizon, so the next
+   * catch-up reads every row (review RZ-1).
+   */
   async loadAll(sql: Sql, opts: { pageSize?: number } = {}): Promise<{ products: number; stores: number; ms: number }> {
     const started = performance.now();
     // Before the first page: a write the pages miss (committed after its page was read) is at or past this horizon.
     const { xmin: horizon } = await xidSnapshot(sql);
     await this.loadSettings(sql, true);
     for (const s of await listStores(sql)) this.stores.set(s.slug, storeSnapshot(s));
-    // A shared Meilisearch index stays up while a gateway (re)loads: upserts are idempotent, removals come from
-    // inactive rows. The embedded index is this process's own, so it starts empty.
-    if (this.engine.name !== "meilisearch") await this.engine.clear();
-    this.products.clear();
-    this.columns.reset();
-    this.refs.clear();
-    this.freeRefs = [];
-    this.pendingRefs = [];
-    this.currencyCounts.clear();
+    let settings = this.settings;
+    const next = new SearchService(this.liveEngine.fresh?.(settings) ?? this.liveEngine, settings);
+    next.slugs = this.slugs;
+    const total = await next.loadPages(sql, "active AND", opts.pageSize ?? PAGE_SIZE);
+    // an operator's settings update applied to the live engine while the pages loaded: the new one takes it too
+    while (next.liveEngine !== this.liveEngine && settings !== this.settings) {
+      settings = this.settings;
+      await next.liveEngine.applySettings(settings);
+    }
+    // the swap: nothing below awaits, so a search sees the old index or the new one, never a mix
+    this.liveEngine = next.liveEngine;
+    this.productMap = next.productMap;
+    this.productColumns = next.productColumns;
+    this.refs = next.refs;
+    this.freeRefs = next.freeRefs;
+    this.pendingRefs = next.pendingRefs;
+    this.currencyCounts = next.currencyCounts;
     this.currencyList = null;
-    this.appliedXid.clear();
-    // Until the last page is in, nothing is known to be loaded: a load that fails part-way (the engine timed out on
-    // a reindex page) leaves no horizon, so the next catch-up reads every row instead of only those changed since
-    // the old horizon, which would leave this page and the ones after it missing from the snapshot (review RZ-1).
-    this.horizon = null;
-    const total = await this.loadPages(sql, "active AND", opts.pageSize ?? PAGE_SIZE);
+    this.appliedXid = next.appliedXid;
+    this.held = next.held;
     this.horizon = horizon;
     this.horizonMovedAt = Date.now();
     this.lastCatchUp = Date.now();
@@ -299,7 +329,7 @@ export class SearchService {
   }
 
   private forget(id: string): void {
-    this.products.delete(id);
+    this.productMap.delete(id);
     this.held.delete(id);
     const ref = this.refs.get(id);
     if (ref === undefined) return;
@@ -388,7 +418,7 @@ export class SearchService {
         continue;
       }
       this.track(this.products.get(r.id), -1);
-      this.products.set(r.id, rp);
+      this.productMap.set(r.id, rp);
       const ref = this.refFor(r.id);
       this.columns.set(ref, rp);
       this.noteHeld(r.id, Number(r.reserved_quantity ?? 0));
@@ -493,7 +523,7 @@ export class SearchService {
 
   /** Replaces a product's record in the snapshot and its columns. */
   private setRecord(p: RankableProduct): void {
-    this.products.set(p.id, p);
+    this.productMap.set(p.id, p);
     const ref = this.refs.get(p.id);
     if (ref !== undefined) this.columns.set(ref, p);
   }
@@ -683,7 +713,12 @@ export class SearchService {
     });
     // two updates in this process commit in order but may apply out of order: never go back to an older version
     if (version > this.settingsVersion) {
-      await this.engine.applySettings(settings);
+      // outside the indexer's queue: a reindex may swap its engine in while this one applies (audit Q-2), and the
+      // engine it swapped in was given the settings as they were before this update: it takes them too
+      for (let engine = this.liveEngine; ; engine = this.liveEngine) {
+        await engine.applySettings(settings);
+        if (engine === this.liveEngine) break;
+      }
       this.settings = settings;
       this.settingsVersion = version;
     }

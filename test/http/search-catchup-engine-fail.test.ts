@@ -3,7 +3,8 @@
  * engine failed (a Meilisearch timeout or restart) looked applied: the next catch-up scanned the row, found the same
  * change_xid and skipped it, and the engine kept the old document until the row changed again. A failed catch-up
  * pass, a failed `catalog.changed` apply and a failed reindex page all left the product stale. Rows are now recorded
- * only once the engine took them, and a load that fails part-way leaves no horizon (the next pass reads every row).
+ * only once the engine took them; a reindex builds beside the live index (audit Q-2), so one that fails part-way is
+ * dropped and the live index keeps its horizon (a first load that fails leaves none: the next pass reads every row).
  * A held-stock update (`inStock` only) the engine failed had the same effect: the snapshot kept the new flag, so the
  * catch-up's stock re-read found nothing to send; the snapshot now takes back its old record.
  *
@@ -90,21 +91,35 @@ test("a catalog.changed event whose engine write failed is repaired by the next 
   expect(await searchIds("Qqplorkington")).toEqual([id]);
 }, 60_000);
 
-test("a reindex whose engine write failed part-way is completed by the next catch-up", async () => {
+test("a reindex whose build's engine write failed part-way leaves the live index serving, and the next catch-up applies what changed", async () => {
   await pass();
+  const kept = await searchIds("Zyxwvutsrq");
+  expect(kept.length).toBe(1);
   const id = await rename(5, "Vexillographic Kettle");
-  const [{ n }] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM products`;
-  const [{ active }] = await srv.db.sql<{ active: number }[]>`SELECT count(*)::int AS active FROM products WHERE active`;
-  failNextUpsert();
+  // the build is made in a new engine beside the live one (audit Q-2): that engine's first upsert fails
+  const live = service().engine as { -readonly [K in keyof SearchEngine]: SearchEngine[K] };
+  const fresh = live.fresh!;
+  live.fresh = (settings) => {
+    live.fresh = fresh;
+    const built = fresh.call(live, settings) as { -readonly [K in keyof SearchEngine]: SearchEngine[K] };
+    built.upsert = async () => {
+      throw new Error("engine unavailable (simulated Meilisearch timeout)");
+    };
+    return built;
+  };
   const failed = await service().reindex(srv.db.sql).then(
     () => "applied",
     (e: Error) => e.message,
   );
   expect(failed).toBe("engine unavailable (simulated Meilisearch timeout)");
+  // the failed build was dropped: the live index still answers as before it, and the SQL rename is not in it yet
+  expect(service().engine).toBe(live);
+  expect(await searchIds("Zyxwvutsrq")).toEqual(kept);
   expect(await searchIds("Vexillographic")).toEqual([]);
 
-  // the load left no horizon: the next pass reads every row, not only those changed since the old horizon
-  expect(await pass()).toEqual({ products: n, scanned: n });
+  // the live index kept its horizon: the next pass reads the one row changed since
+  const [{ active }] = await srv.db.sql<{ active: number }[]>`SELECT count(*)::int AS active FROM products WHERE active`;
+  expect((await pass()).products).toBe(1);
   expect(service().products.size).toBe(active);
   expect(await searchIds("Vexillographic")).toEqual([id]);
 }, 60_000);
