@@ -255,26 +255,40 @@ export interface PriceWindow {
 export async function priceHistory(sql: Sql, productId: string, currency: string, days: number, now: Date): Promise<PriceWindow> {
   const since = new Date(now.getTime() - days * 86_400_000);
   type Row = { price_minor: number; currency: string; recorded_at: Date };
-  // count, lowest and highest in the database (one walk of product_price_history_product_time), not over the rows
-  const [stats] = await sql<{ n: number; lo: string | null; hi: string | null }[]>`
-    SELECT count(*)::int AS n, min(price_minor)::text AS lo, max(price_minor)::text AS hi FROM product_price_history
-    WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}`;
-  const n = stats!.n;
   const span = (days * 86_400) / PRICE_HISTORY_MAX_POINTS; // seconds
+  // Per span of the window: how many observations, the lowest and highest, and the last one (its close). One hashed
+  // aggregate over the window's rows and at most PRICE_HISTORY_MAX_POINTS index probes for the closes: a DISTINCT ON
+  // sorted every row instead (1,100,000 observations on the loaded 2-core machine: an external sort, 6.2 s, against
+  // 1.9-2.5 s here, most of it the scan; date_part's float8, not extract's numeric, keeps the grouping ~0.3 s).
+  const spans = await sql<{ n: number; lo: string; hi: string; price_minor: number; currency: string; recorded_at: Date }[]>`
+    WITH s AS (
+      SELECT count(*)::int AS n, min(price_minor) AS lo, max(price_minor) AS hi, max(recorded_at) AS at
+      FROM product_price_history
+      WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}
+      GROUP BY least(floor(date_part('epoch', recorded_at - ${since}::timestamptz) / ${span}::float8)::int, ${PRICE_HISTORY_MAX_POINTS - 1}::int)
+    )
+    SELECT s.n, s.lo::text AS lo, s.hi::text AS hi, c.price_minor, c.currency, c.recorded_at FROM s
+    CROSS JOIN LATERAL (
+      SELECT price_minor, currency, recorded_at FROM product_price_history h
+      WHERE h.product_id = ${productId} AND h.recorded_at = s.at AND h.currency = ${currency} ORDER BY h.id DESC LIMIT 1
+    ) c
+    ORDER BY c.recorded_at`;
+  let n = 0;
+  let lo: number | null = null;
+  let hi: number | null = null;
+  for (const x of spans) {
+    n += x.n;
+    lo = lo === null ? Number(x.lo) : Math.min(lo, Number(x.lo));
+    hi = hi === null ? Number(x.hi) : Math.max(hi, Number(x.hi));
+  }
+  // within the bound: every observation, as before
   const rows =
     n <= PRICE_HISTORY_MAX_POINTS
       ? await sql<Row[]>`
           SELECT price_minor, currency, recorded_at FROM product_price_history
           WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}
           ORDER BY recorded_at, id`
-      : await sql<Row[]>`
-          SELECT DISTINCT ON (b) price_minor, currency, recorded_at FROM (
-            SELECT id, price_minor, currency, recorded_at,
-              least(floor(extract(epoch FROM recorded_at - ${since}::timestamptz) / ${span}), ${PRICE_HISTORY_MAX_POINTS - 1}) AS b
-            FROM product_price_history
-            WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}
-          ) w
-          ORDER BY b, recorded_at DESC, id DESC`;
+      : spans;
   const first =
     n <= PRICE_HISTORY_MAX_POINTS
       ? rows.slice(0, 1)
@@ -293,8 +307,8 @@ export async function priceHistory(sql: Sql, productId: string, currency: string
   return {
     opening: before[0] ? map(before[0]) : null,
     points: rows.map(map),
-    lowestMinor: stats!.lo === null ? null : Number(stats!.lo),
-    highestMinor: stats!.hi === null ? null : Number(stats!.hi),
+    lowestMinor: lo,
+    highestMinor: hi,
     observations: n,
     first: first[0] ? map(first[0]) : null,
   };
