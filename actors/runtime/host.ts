@@ -65,7 +65,7 @@ const UPGRADE_TEXT = "This part of the service is being upgraded; retry shortly.
  * restarted host rejoining, a scale-out), not awaited here: over NATS the new owner serves the partition only once
  * this host has answered its release, which waits for these writes (`handOversDone`, actors/transport/nats.ts
  * `acquire`). And by idle passivation (`passivateIdle`), which drops them only once it is written, so waiting out
- * ACTOR_IDLE_MS loses nothing. It should stop writing at `deadline` (epoch ms; Infinity for a stop and a move). A
+ * ACTOR_IDLE_MS loses nothing. It should stop writing at `deadline` (epoch ms; ActorHost passes Infinity). A
  * failed write is logged, and its counts are lost as on a kill. Nothing runs on a kill, of course.
  */
 export type HandOver = (activations: readonly { id: string; memory: ReadonlyMap<string, unknown> }[], sql: Sql, deadline: number) => Promise<void>;
@@ -291,17 +291,17 @@ export class ActorHost {
     for (const [, , a] of this.allActivations()) if (!a.loaded) a.dropped = true;
     // Until it is written or has failed, however long: the transport leaves the membership after this, and only then
     // do the other hosts take these partitions and load (a 2 s cut-off let a slow write land after their load: lost).
-    await this.handOver([...this.allActivations()].map(([, , a]) => a).filter((a) => a.loaded && !a.stale), Infinity);
+    await this.handOver([...this.allActivations()].map(([, , a]) => a).filter((a) => a.loaded && !a.stale));
     for (const k of this.kinds.values()) k.activations.clear();
     this.unregisterStats?.();
   }
 
   /**
-   * Runs the registered hand-overs of these activations' kinds, together; resolves once they are written (or failed),
-   * or after `budgetMs` (they go on writing, tracked for `handOversDone`).
+   * Runs the registered hand-overs of these activations' kinds, together, every chunk however long it takes; resolves
+   * once they are written (or failed: logged). Tracked meanwhile for `handOversDone`.
    */
-  private async handOver(activations: readonly Activation[], budgetMs: number): Promise<void> {
-    const deadline = Date.now() + budgetMs;
+  private async handOver(activations: readonly Activation[]): Promise<void> {
+    const deadline = Infinity;
     const byKind = new Map<string, { id: string; memory: Map<string, unknown> }[]>();
     for (const a of activations) {
       if (!handOvers.has(a.def.kind)) continue;
@@ -316,8 +316,7 @@ export class ActorHost {
     const all = Promise.all(work).then(() => {});
     this.handingOver.add(all);
     void all.then(() => this.handingOver.delete(all));
-    if (budgetMs === Infinity) await all;
-    else await Promise.race([all, Bun.sleep(Math.max(0, deadline - Date.now()))]);
+    await all;
   }
 
   /** Whether `kind` registered a hand-over (the transport releases its partitions only once it is written). */
@@ -352,7 +351,7 @@ export class ActorHost {
       else a.stale = true;
     }
     // every chunk, however long it takes: the new owner waits for it (handOversDone) before it serves the partition
-    if (moved.length) void this.handOver(moved, Infinity);
+    if (moved.length) void this.handOver(moved);
     // after a pause the transport drops everything here and takes partitions back later: what others handed over
     // meanwhile must be read again
     this.notePlacement();
@@ -844,7 +843,7 @@ export class ActorHost {
       const idle = (a: Activation) => !a.running && a.queue.length === 0 && a.lastUsed < cutoff;
       const going = [...this.allActivations()].filter(([, , a]) => idle(a));
       // until written: a new activation of one of them here meanwhile would load the row before it
-      await this.handOver(going.map(([, , a]) => a).filter((a) => a.loaded && !a.stale), Infinity);
+      await this.handOver(going.map(([, , a]) => a).filter((a) => a.loaded && !a.stale));
       for (const [map, key, a] of going) if (map.get(key) === a && idle(a)) map.delete(key);
     } finally {
       this.passivating = false;
