@@ -1156,6 +1156,18 @@ async function chargeLeg(rail: PaymentRail, leg: PaymentLeg, token: string, mode
 }
 
 /**
+ * The stores among `legs` at which the merchant has blocked this key (audit M-2): read by runPayment before it asks
+ * the rail to capture. One point read of store_agent_allowlist by its primary key per store.
+ */
+async function blockedStoresOf(sql: Sql, keyId: string, legs: readonly PaymentLeg[]): Promise<string[]> {
+  if (legs.length === 0) return [];
+  const slugs = [...new Set(legs.map((l) => l.storeId))];
+  const rows = await sql<{ store_slug: string }[]>`SELECT store_slug FROM store_agent_allowlist
+    WHERE agent_key_id = ${keyId}::uuid AND status = 'blocked' AND store_slug = ANY(${slugs}::text[]) ORDER BY store_slug`;
+  return rows.map((r) => r.store_slug);
+}
+
+/**
  * Errors runPayment throws after it committed the session's new state (a rollback, an escalation, a still-unknown
  * answer with its timer). The reconciler's turn is done then; any other error came before anything was decided.
  */
@@ -1180,18 +1192,29 @@ const byStoreSlug = (a: { storeId: string }, b: { storeId: string }) => cmp(a.st
  * Runs the rail for every leg now in `processing`, records the store side, and applies the one session event
  * `settleLegs` decides. Returns the reply, or throws the rollback error after committing the new state. `retry`: the
  * reconcile reminder's count of looks that decided nothing (reconcileBackoffMs), for an escalated x402 leg's reminder.
+ * `blockReadThisTurn`: a new attempt whose hold guard read the merchant's block in this turn (startAttempt); any other
+ * charge reads it first (audit M-2).
  */
-async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Promise<CompleteReply> {
+async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0, blockReadThisTurn = false): Promise<CompleteReply> {
   const s = ctx.state.session as SessionState;
   const rail = railFor(ctx.sql, s.rail);
   if (!rail) throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `The ${s.rail} rail is not available.`, { rail: s.rail });
   const pending = s.legs.filter((l) => l.status === "processing" || (mode === "reconcile" && (l.status === "unknown" || l.status === "needs_buyer_approval")));
   const results: Record<string, LegResult> = {};
-  await Promise.all(
-    pending.map(async (leg) => {
-      results[leg.storeId] = await chargeLeg(rail, leg, s.tokens[leg.storeId] ?? "tok_approve", mode);
-    }),
-  );
+  // Audit M-2: a charge reads the merchant's block in the cart's turn before the rail is asked to capture. A new
+  // attempt read it this turn with its risk inputs (hold-guard.ts, `blockReadThisTurn`: no statement more); the resume
+  // after the buyer approved never did, so a block committed while the buyer decided, whose cancel could not end the
+  // session (another merchant's leg unpaid) or has not reached this cart yet, would have been paid. Read here, it
+  // refuses the attempt before any capture. A block committed after this read queues its cancel behind this turn.
+  const blockedAt = mode === "charge" && !blockReadThisTurn ? await blockedStoresOf(ctx.sql, (ctx.state.cart as CartRecord).keyId, pending) : [];
+  if (blockedAt.length) for (const leg of pending) results[leg.storeId] = { outcome: "failed" };
+  else {
+    await Promise.all(
+      pending.map(async (leg) => {
+        results[leg.storeId] = await chargeLeg(rail, leg, s.tokens[leg.storeId] ?? "tok_approve", mode);
+      }),
+    );
+  }
   if (mode === "reconcile" && s.approvalExpiresAt !== undefined && ctx.now() >= s.approvalExpiresAt) {
     // Beside an escalated capture, an approval not given in time expires as the session's would: its leg rolls
     // back and its hold goes back (the escalated leg keeps the session for its merchant).
@@ -1318,7 +1341,8 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
       // The chain decided a leg escalated to its merchant: the flag goes with the payment, in this transaction.
       if (mayBeFlagged) await clearChainDecided(tx, leg.storeId, orderId, "captured");
     } else if (r.outcome === "declined" || r.outcome === "failed" || r.outcome === "not_approved") {
-      await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note: r.outcome }, now0, heldSink(ctx, leg.storeId));
+      const note = blockedAt.length ? "agent_blocked_by_merchant" : r.outcome;
+      await settleLegRows(tx, leg.storeId, { orderId, reservationId, outcome: "released", note }, now0, heldSink(ctx, leg.storeId));
       if (mayBeFlagged) await clearChainDecided(tx, leg.storeId, orderId, "released");
     }
   }
@@ -1397,6 +1421,19 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0): Pr
       // Rolled back to READY_FOR_PAYMENT: nothing captured on the failed legs, their stock is back.
       if (next.expiresAt !== null) await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
       await ctx.checkpoint();
+      if (blockedAt.length) {
+        // Refused as the attempt's own check refuses (hold-guard.ts assertMayHold): nothing was asked of the rail, the
+        // session is READY_FOR_PAYMENT with nothing held; allowing the key again lets the same session pay (audit M-2).
+        const paid = next.legs.filter((l) => l.status === "captured").map((l) => l.storeId);
+        throw decided(fail("NOT_ELIGIBLE", `The merchant ${blockedAt.join(", ")} has blocked this agent key; it cannot check out at that store. Nothing was captured.`, {
+          reason: "agent_blocked_by_merchant",
+          merchant_slugs: blockedAt,
+          checkout_session_id: next.id,
+          idempotency_key_bound: true,
+          order_ids: capturedOrderIds(next),
+          ...(paid.length ? { partially_captured: true, captured_merchant_slugs: paid } : {}),
+        }));
+      }
       const err = settled.error as { code: Parameters<typeof fail>[0]; details: Record<string, unknown> };
       const paid = next.legs.filter((l) => l.status === "captured").map((l) => l.storeId);
       // the buyer refused at an approval link (a leg waiting for them ends not approved): calling again asks them
@@ -1861,7 +1898,7 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
   const toBegin = prepared.filter((leg) => leg.status === "processing").sort(byStoreSlug);
   const inProgress = (): SessionState => ({ ...s, ...applyCheckoutEvent(s, "begin_payment", now), legs: prepared, orderIds, tokens: { ...s.tokens, ...tokens }, rail, risk: storedRisk(risk) });
   // One store (the common cart): its hold rides in the statement that commits the session IN_PROGRESS.
-  if (toBegin.length === 1 && (await beginOneLegRiding(ctx, toBegin[0]!.storeId, legBody(toBegin[0]!), inProgress(), now))) return runPayment(ctx, "charge");
+  if (toBegin.length === 1 && (await beginOneLegRiding(ctx, toBegin[0]!.storeId, legBody(toBegin[0]!), inProgress(), now))) return runPayment(ctx, "charge", 0, true);
   const tx = await ctx.tx();
   // One store after another, in slug order (see byStoreSlug). The first refusal ends the loop: a shortage stops the
   // attempt, and after a statement error the transaction is aborted for the stores after it anyway.
@@ -1890,7 +1927,7 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
   ctx.state.session = inProgress();
   await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
   await ctx.checkpoint();
-  return runPayment(ctx, "charge");
+  return runPayment(ctx, "charge", 0, true);
 }
 
 /**

@@ -1365,11 +1365,15 @@ async function merchantCancelPending(
   return { order_id: order.id, status };
 }
 
-/** The blocked key's pending orders here that hold stock, canceled through their sessions (see setAllowlist). */
+/**
+ * The blocked key's pending orders here, canceled through their sessions (see setAllowlist). Every one, not only
+ * those holding stock (audit M-2): a checkout of an untracked product holds nothing, yet its session waiting for the
+ * buyer's approval could still be resumed and captured. Pending orders of the key, from orders_agent_key.
+ */
 async function releaseBlockedKeyHolds(ctx: Ctx, agentKeyId: string): Promise<void> {
   const held = await ctx.sql<{ id: string }[]>`
-    SELECT DISTINCT o.id FROM orders o JOIN stock_reservations r ON r.order_id = o.id AND r.status = 'held'
-    WHERE o.store_slug = ${ctx.id} AND o.agent_key_id = ${agentKeyId}::uuid AND o.status = 'pending'`;
+    SELECT o.id FROM orders o
+    WHERE o.agent_key_id = ${agentKeyId}::uuid AND o.store_slug = ${ctx.id} AND o.status = 'pending'`;
   for (const { id } of held) {
     const order = await loadOrder(ctx.sql, ctx.id, id);
     if (order.status !== "pending") continue;
@@ -1501,8 +1505,9 @@ export const commerceHandlers = {
   },
 
   /**
-   * Allow or block an agent key at this store. A blocked key is refused checkout here (actors/cart/hold-guard.ts), and
-   * its checkouts holding this store's stock unpaid are canceled now through their sessions, as the merchant's own
+   * Allow or block an agent key at this store. A blocked key is refused checkout here (actors/cart/hold-guard.ts, and
+   * when a payment that waited for the buyer resumes: cart/index.ts runPayment, audit M-2), and its unpaid checkouts
+   * at this store (holding stock or not, audit M-2) are canceled now through their sessions, as the merchant's own
    * cancel of each pending order would (merchantCancelPending): the session CANCELED, nothing captured, the stock
    * back on sale (audit X-3). An order that cannot be canceled so is left as it is: a payment running or waiting for
    * its outcome (`payment_in_progress`: it may have captured), a capture waiting for reconciliation, a checkout that

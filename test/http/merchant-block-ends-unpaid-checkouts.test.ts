@@ -1,0 +1,79 @@
+/**
+ * A key the merchant blocked is never paid at that store (audit M-2). Blocking cancels every unpaid checkout of the key
+ * at the store, not only those holding stock (actors/store/commerce.ts releaseBlockedKeyHolds): a checkout of an
+ * untracked product holds nothing and was left waiting for the buyer, whose approval then paid it. And the cart reads
+ * the block again right before it asks the processor to capture (actors/cart/index.ts runPayment), so a block whose
+ * cancel has not reached the cart yet is refused too: 403 NOT_ELIGIBLE agent_blocked_by_merchant, nothing captured.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { startServer, type TestServer } from "../helpers/server.ts";
+
+const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store DS-0005, made untracked below
+
+let srv: TestServer;
+let owner: string;
+beforeAll(async () => {
+  srv = await startServer({ seed: true, config: { RATE_LIMITS_ENABLED: false } });
+  owner = await login(srv); // the operator (the demo store has no merchant account)
+  // The merchant stops tracking the product's stock: a checkout of it holds nothing.
+  const inv = await merchant("/inventory", "PATCH", { items: [{ productId: SKILLET, stockQuantity: null, inStock: true }] });
+  expect(inv.status).toBe(200);
+}, 120_000);
+afterAll(async () => {
+  await srv?.stop();
+});
+
+const merchant = (path: string, method: string, body: unknown) =>
+  srv.json(`/api/v1/merchant/stores/demo-store${path}`, { method, headers: { authorization: `Bearer ${owner}` }, body });
+
+/** A checkout of the key waiting for the buyer's approval (202), with what completing it again needs. */
+async function waitingCheckout(key: TestKey) {
+  const cart = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: SKILLET, quantity: 1 }] } });
+  expect(cart.status).toBe(201);
+  const idem = crypto.randomUUID();
+  const r = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId: cart.body.data.id, payment_method: "tok_needs_approval", idempotency_key: idem } });
+  expect(r.status).toBe(202);
+  const session = r.body.details.checkout_session_id as string;
+  return {
+    session,
+    approve: async () => expect((await fetch(`${r.body.details.approval_url}/approve`, { method: "POST" })).status).toBe(200),
+    complete: () => srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId: cart.body.data.id, checkout_session_id: session, idempotency_key: idem } }),
+  };
+}
+
+const orderOf = async (session: string) =>
+  (await srv.db.sql<{ status: string; capture_ref: string | null }[]>`SELECT status, capture_ref FROM orders WHERE checkout_session_id = ${session}`)[0];
+
+test("blocking a key cancels its checkout waiting for the buyer even when it holds no stock, and the approval then pays nothing", async () => {
+  const key = await createKey(srv, { scopes: ALL_SCOPES });
+  const w = await waitingCheckout(key);
+
+  const block = await merchant(`/allowlist/${key.id}`, "POST", { status: "blocked" });
+  expect(block.status).toBe(200);
+  expect(await orderOf(w.session)).toEqual({ status: "canceled", capture_ref: null });
+
+  await w.approve();
+  const done = await w.complete();
+  expect(done.status).toBe(409);
+  expect(done.body.code).toBe("SESSION_INACTIVE");
+  expect(await orderOf(w.session)).toEqual({ status: "canceled", capture_ref: null });
+}, 60_000);
+
+test("a block that has not yet canceled the checkout still stops the capture after the buyer approves", async () => {
+  const key = await createKey(srv, { scopes: ALL_SCOPES });
+  const w = await waitingCheckout(key);
+  // The block committed, its cancel not yet run (it waits for the cart's turn): the binding alone, as setAllowlist
+  // writes it first.
+  await srv.db.sql`UPDATE store_agent_allowlist SET status = 'blocked', updated_at = now() WHERE store_slug = 'demo-store' AND agent_key_id = ${key.id}`;
+
+  await w.approve();
+  const done = await w.complete();
+  expect(done.status).toBe(403);
+  expect(done.body.code).toBe("NOT_ELIGIBLE");
+  expect(done.body.details).toMatchObject({ reason: "agent_blocked_by_merchant", merchant_slugs: ["demo-store"], checkout_session_id: w.session });
+  expect(await orderOf(w.session)).toEqual({ status: "pending", capture_ref: null });
+  // Nothing was captured at the processor either: the session is back to READY_FOR_PAYMENT, with nothing held.
+  const [leg] = await srv.db.sql<{ status: string }[]>`SELECT r.status FROM stock_reservations r JOIN orders o ON o.id = r.order_id WHERE o.checkout_session_id = ${w.session}`;
+  expect(leg?.status ?? "released").toBe("released");
+}, 60_000);
