@@ -1434,9 +1434,10 @@ export const commerceHandlers = {
   async proposeRefund(ctx: Ctx, b: Static<(typeof commerceMessages)["proposeRefund"]>): Promise<RefundView> {
     const slug = ctx.id;
     const tx = await ctx.tx();
-    const rows = await tx<(OrderRow & { return_window_days: number | null; binding: string | null })[]>`
+    const rows = await tx<(OrderRow & { accepts_returns: boolean | null; return_window_days: number | null; binding: string | null })[]>`
       SELECT o.id, o.store_slug, o.status, o.total_minor, o.currency, o.agent_key_id, o.created_at, o.delivered_at, o.capture_ref,
-        o.refunded_minor, o.payment_rail, o.captured_minor, (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
+        o.refunded_minor, o.payment_rail, o.captured_minor, (s.policies->>'acceptsReturns')::boolean AS accepts_returns,
+        (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
       FROM orders o JOIN stores s ON s.slug = o.store_slug
       LEFT JOIN store_agent_allowlist a ON a.store_slug = o.store_slug AND a.agent_key_id = ${b.agentKeyId}
       WHERE o.id = ${b.orderId} AND o.store_slug = ${slug}`;
@@ -1465,7 +1466,8 @@ export const commerceHandlers = {
       // Bounded by what was captured (an accepted amount mismatch may differ from the total: migration 0071).
       order: { status: o.status, totalMinor: orderTotalMinor(o), createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
       refunds: refundRecordsOf(refunds),
-      policy: { returnWindowDays: o.return_window_days },
+      // The window every view shows (refunds.ts refundWindowDays): a store that does not accept returns has 0 days (audit M-4).
+      policy: { acceptsReturns: o.accepts_returns, returnWindowDays: o.return_window_days },
       amount: b.amount,
       reason: b.reason,
       now: ctx.now(),

@@ -10,7 +10,8 @@
  * At most MAX_OPEN_REFUNDS_PER_ORDER requests of one order wait for the merchant (PENDING_APPROVAL) at a time (audit
  * A1 M2: one agent could otherwise bury the merchant's queue under 1-cent requests).
  * Return window: `returnWindowDays` days from delivery (or from creation when never delivered), inclusive of the
- * last instant; a store that declares no window gets DEFAULT_RETURN_WINDOW_DAYS.
+ * last instant; a store that declares no window gets DEFAULT_RETURN_WINDOW_DAYS, and one that does not accept returns
+ * has 0 days, as every view of its policies says (`refundWindowDays`, audit M-4).
  */
 import { fail } from "../runtime/errors.ts";
 import type { OrderStatus } from "./order-machine.ts";
@@ -80,7 +81,27 @@ export function openRefundCount(refunds: readonly RefundRecordLike[]): number {
   return refunds.filter((r) => r.status === "PENDING_APPROVAL").length;
 }
 
-/** The instant after which a return is refused. */
+/**
+ * The store's stored policies as the refund rule reads them (`stores.policies`: acceptsReturns is always stored,
+ * schemas.ts `Policies`). `acceptsReturns` omitted: read as accepting (a caller that did not read it).
+ */
+export interface RefundPolicy {
+  acceptsReturns?: boolean | null;
+  returnWindowDays?: number | null;
+}
+
+/**
+ * The return window a refund request is held to, in days. The one answer every view gives (ingest.ts `policiesView`,
+ * rest/merchants.ts `returnPolicy`, MCP get_return_policy): a store that does not accept returns has a 0-day window
+ * (audit M-4: the rule read the stored window, absent for such a store, and applied 30 days while agents were shown
+ * 0); one that accepts returns without declaring a window gets DEFAULT_RETURN_WINDOW_DAYS.
+ */
+export function refundWindowDays(policy: RefundPolicy): number {
+  if (policy.acceptsReturns === false) return 0;
+  return policy.returnWindowDays ?? DEFAULT_RETURN_WINDOW_DAYS;
+}
+
+/** The instant after which a return is refused; `returnWindowDays` as `refundWindowDays` answers (null: the default). */
 export function returnWindowEndsAt(order: { createdAt: number; deliveredAt: number | null }, returnWindowDays: number | null | undefined): number {
   const days = returnWindowDays ?? DEFAULT_RETURN_WINDOW_DAYS;
   return (order.deliveredAt ?? order.createdAt) + days * DAY_MS;
@@ -89,7 +110,7 @@ export function returnWindowEndsAt(order: { createdAt: number; deliveredAt: numb
 export interface RefundRequestInput {
   order: { status: OrderStatus; totalMinor: number; createdAt: number; deliveredAt: number | null };
   refunds: readonly RefundRecordLike[];
-  policy: { returnWindowDays?: number | null };
+  policy: RefundPolicy;
   amount?: unknown;
   reason?: unknown;
   now: number;
@@ -113,10 +134,11 @@ export function validateRefundRequest(input: RefundRequestInput): { amountMinor:
   if (!REFUNDABLE_ORDER_STATUSES.has(order.status)) {
     throw fail("conflict", `A ${order.status} order cannot be refunded.`, { status: order.status });
   }
-  const endsAt = returnWindowEndsAt(order, input.policy.returnWindowDays);
+  const windowDays = refundWindowDays(input.policy);
+  const endsAt = returnWindowEndsAt(order, windowDays);
   if (input.now > endsAt) {
     throw fail("RETURN_WINDOW_EXPIRED", "The return window has closed; only the merchant can override.", {
-      return_window_days: input.policy.returnWindowDays ?? DEFAULT_RETURN_WINDOW_DAYS,
+      return_window_days: windowDays,
       window_ended_at: new Date(endsAt).toISOString(),
     });
   }

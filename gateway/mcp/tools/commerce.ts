@@ -1145,9 +1145,10 @@ export const cancelOrder = defineTool({
  */
 async function returnAmountToAsk(ctx: ToolContext, orderId: string, a: { amount?: number; idempotency_key?: string }): Promise<number> {
   const [o] = await ctx.svc.sql<
-    { status: OrderStatus; agent_key_id: string | null; total_minor: number; captured_minor: number | null; created_at: Date; delivered_at: Date | null; return_window_days: number | null; binding: string | null }[]
+    { status: OrderStatus; agent_key_id: string | null; total_minor: number; captured_minor: number | null; created_at: Date; delivered_at: Date | null; accepts_returns: boolean | null; return_window_days: number | null; binding: string | null }[]
   >`
-    SELECT o.status, o.agent_key_id, o.total_minor, o.captured_minor, o.created_at, o.delivered_at, (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
+    SELECT o.status, o.agent_key_id, o.total_minor, o.captured_minor, o.created_at, o.delivered_at, (s.policies->>'acceptsReturns')::boolean AS accepts_returns,
+      (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
     FROM orders o JOIN stores s ON s.slug = o.store_slug
     LEFT JOIN store_agent_allowlist a ON a.store_slug = o.store_slug AND a.agent_key_id = ${ownerId(ctx)}
     WHERE o.id = ${orderId} AND o.store_slug = ${ctx.store.slug}`;
@@ -1167,7 +1168,8 @@ async function returnAmountToAsk(ctx: ToolContext, orderId: string, a: { amount?
   return validateRefundRequest({
     order: { status: o.status, totalMinor: bound, createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
     refunds,
-    policy: { returnWindowDays: o.return_window_days },
+    // the window get_return_policy shows (refunds.ts refundWindowDays): 0 days at a store that does not accept returns (audit M-4)
+    policy: { acceptsReturns: o.accepts_returns, returnWindowDays: o.return_window_days },
     amount: a.amount,
     now: ctx.now.getTime(),
   }).amountMinor;
