@@ -6,10 +6,12 @@
  * cancel has not reached the cart yet is refused too: 403 NOT_ELIGIBLE agent_blocked_by_merchant, nothing captured.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
+import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
+import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store DS-0005, made untracked below
+const GREEN = "4ef5cf23-f828-5e3e-bd0b-833653bc4c5a"; // greenleaf-living, tracked stock
 
 let srv: TestServer;
 let owner: string;
@@ -76,4 +78,36 @@ test("a block that has not yet canceled the checkout still stops the capture aft
   // Nothing was captured at the processor either: the session is back to READY_FOR_PAYMENT, with nothing held.
   const [leg] = await srv.db.sql<{ status: string }[]>`SELECT r.status FROM stock_reservations r JOIN orders o ON o.id = r.order_id WHERE o.checkout_session_id = ${w.session}`;
   expect(leg?.status ?? "released").toBe("released");
+}, 60_000);
+
+test("a block the cancel cannot apply (another merchant's leg unpaid) refuses the resumed payment at both stores, nothing captured", async () => {
+  const key = await createKey(srv, { scopes: ALL_SCOPES });
+  const green = { authorization: `Bearer ${await login(srv, merchantLogin("greenleaf-living"))}` };
+  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: SKILLET, quantity: 1 }, { product_id: GREEN, quantity: 1 }] } });
+  expect(c.status).toBe(201);
+  const idem = crypto.randomUUID();
+  const body = { cartId: c.body.data.id, idempotency_key: idem, payment_methods: { "demo-store": "tok_needs_approval", "greenleaf-living": "tok_needs_approval" } };
+  const waiting = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body });
+  expect(waiting.status).toBe(202);
+  const session = waiting.body.details.checkout_session_id as string;
+
+  // greenleaf blocks the key: the block stands, but ending the session would cancel demo-store's order (shared_checkout).
+  const block = await srv.json(`/api/v1/merchant/stores/greenleaf-living/allowlist/${key.id}`, { method: "POST", headers: green, body: { status: "blocked" } });
+  expect(block.status).toBe(200);
+  const orders = () => srv.db.sql<{ store_slug: string; status: string; capture_ref: string | null }[]>`
+    SELECT store_slug, status, capture_ref FROM orders WHERE checkout_session_id = ${session} ORDER BY store_slug`;
+  expect((await orders()).map((o) => o.status)).toEqual(["pending", "pending"]);
+
+  for (const store of ["demo-store", "greenleaf-living"]) expect((await decideAt(srv, approvalLink(waiting, store), "approve")).status).toBe(200);
+  const done = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId: c.body.data.id, checkout_session_id: session, idempotency_key: idem } });
+  expect(done.status).toBe(403);
+  expect(done.body).toMatchObject({ code: "NOT_ELIGIBLE", details: { reason: "agent_blocked_by_merchant", merchant_slugs: ["greenleaf-living"] } });
+  expect([...(await orders())]).toEqual([
+    { store_slug: "demo-store", status: "pending", capture_ref: null },
+    { store_slug: "greenleaf-living", status: "pending", capture_ref: null },
+  ]);
+  // greenleaf's stock is back on sale: its hold was released with the attempt
+  const holds = await srv.db.sql<{ status: string }[]>`SELECT r.status FROM stock_reservations r JOIN orders o ON o.id = r.order_id
+    WHERE o.checkout_session_id = ${session} AND o.store_slug = 'greenleaf-living'`;
+  expect(holds.map((h) => h.status)).toEqual(["released"]);
 }, 60_000);
