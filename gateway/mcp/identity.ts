@@ -18,7 +18,7 @@ import { buyerKey, buyerRefOf } from "../../actors/store/buyer-ref.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { ok } from "../envelope.ts";
 import { tokenService } from "../identity.ts";
-import { verifyUserToken } from "../plugins/auth.ts";
+import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import type { Customer } from "./registry.ts";
 
@@ -62,12 +62,17 @@ export async function verifyCustomerToken(svc: Services, token: string, slug: st
   return { id: verified.sub, buyerRef: customerBuyerRef(slug, verified.sub) };
 }
 
-/** Merchant route that mints identity tokens for its customers. */
+/**
+ * Merchant route that mints identity tokens for its customers. The session is checked by `userAuth` at the transform
+ * stage, before the body is validated, as on every other merchant route (audit M-7: checked in the handler, a caller
+ * without a session was answered 400 with the route's schema, and its multi-megabyte body validated, before the 401).
+ */
 export function customerTokenRoutes(svc: Services) {
-  return new Elysia({ name: "mcp-customer-tokens" }).post(
+  return new Elysia({ name: "mcp-customer-tokens" })
+    .use(userAuth(svc))
+    .post(
       "/api/v1/merchant/stores/:slug/customer-tokens",
-      async ({ params, body, request, set }) => {
-        const user = await verifyUserToken(svc, request.headers.get("authorization"));
+      async ({ params, body, user, set }) => {
         await assertStoreWriter(svc.sql, params.slug, user);
         const ttl = body.ttl_seconds ?? DEFAULT_CUSTOMER_TOKEN_TTL;
         const token = await issueCustomerToken(svc, params.slug, body.customer_id, ttl);
