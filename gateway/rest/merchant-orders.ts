@@ -146,7 +146,7 @@ export function merchantOrderRoutes(svc: Services) {
         params: t.Object({ slug: Slug, keyId: t.String() }),
         body: t.Object({ status: t.Union([t.Literal("allowed"), t.Literal("blocked")]) }),
         response: errorResponses(400, 401, 404),
-        detail: { tags: ["merchant"], summary: "Allow or block an agent key at this store: a blocked key is refused checkout (403 NOT_ELIGIBLE agent_blocked_by_merchant) and refund requests, and its unpaid checkouts holding the store's stock are canceled", ...sec },
+        detail: { tags: ["merchant"], summary: "Allow or block an agent key at this store: a blocked key is refused checkout (403 NOT_ELIGIBLE agent_blocked_by_merchant) and refund requests; its unpaid checkouts at this store are canceled, and a payment waiting for the buyer is refused when it resumes", ...sec },
       },
     );
 }
