@@ -10,9 +10,9 @@
  *  - **Everything else** (tier, global, per-address buckets): memory only on the hot path (no write, no await per
  *    request); a clean stop, a partition moving away and an idle passivation hand the used buckets over
  *    (`handOverBuckets`, run by ActorHost through `handOverOnStop`), and an activation loads its owner's rows at its
- *    start (`loadStoredBuckets`) when there may be any, and serves only once that read has answered: however slow it
- *    is, the activation never counts from buckets it has not read (a load that fails fails the activation; the
- *    caller retries). Over NATS a moved partition is served by its new owner only once every other live host has
+ *    start (`loadStoredBuckets`) when there may be any, and serves only once that read has answered: the activation
+ *    never counts from buckets it has not read (a load that fails or runs past LOAD_TIMEOUT_MS fails the activation;
+ *    the caller retries). Over NATS a moved partition is served by its new owner only once every other live host has
  *    released it, its hand-over committed (actors/transport/nats.ts `acquire`), so the load finds it. The catch-ups
  *    (`catchUpBuckets`, a few seconds after a partition move) are a backstop of that. A kill -9 still refills these
  *    (docs/access.md).
@@ -21,27 +21,31 @@
  * Rows whose window ended are deleted by `pruneEnded`: from the durable writes (at most once a minute per process)
  * and on every clean stop.
  */
-import { beginTimed, withoutDeadline, type Sql } from "../../infra/db.ts";
+import { beginWithin, DatabaseUnavailableError, withoutDeadline, type Sql } from "../../infra/db.ts";
 import type { Logger } from "../../infra/log.ts";
 import type { AdmitResult, BucketSpec, BucketTable } from "../agent/buckets.ts";
 import { onPlacementChange, type CatchUp, type HandOver } from "../runtime/host.ts";
 
 /**
- * The server-side timeout of an activation's load (its statement and lock waits). The activation waits for the load
- * however long it takes, up to this: it used to start with empty buckets after 0.5 s, and on a loaded machine (a
- * rolling restart under traffic, CI at load 14) the joiner of a moved partition then admitted up to the whole limit
- * again before a catch-up merged the row (500/15 min let 560–790 through). Past it the load fails, and so does the
- * activation (actor_unavailable, retried by the caller with a new load): a slow or unreachable database costs
- * availability of the owners that may have rows, never the bound.
+ * How long an activation's load may take, its wait for a load slot included. The activation waits for the load up to
+ * this: it used to start with empty buckets after 0.5 s, and on a loaded machine (a rolling restart under traffic, CI
+ * at load 14) the joiner of a moved partition then admitted up to the whole limit again before a catch-up merged the
+ * row (500/15 min let 560–790 through). Past it the load fails, and so does the activation (503, retried by the
+ * caller with a new load): a slow or unreachable database costs availability of the owners that may have rows, never
+ * the bound. Enforced on both sides (review V-1): the server cancels the statement (`statement_timeout`, so a slow
+ * read frees its connection: review RQ MED-2), and the client gives up at it plus at most 1 s (`beginWithin`), since
+ * a server that stopped answering (frozen, a network partition, a half-open socket) cancels nothing.
  */
 const LOAD_TIMEOUT_MS = 5_000;
 /**
  * Loads running at once per process: each holds a pooled connection for up to LOAD_TIMEOUT_MS (the statement is
  * timed out there by the server), so a locked or slow table cannot take the pool from every other request. The
- * others wait for a slot, however long.
+ * others wait for a slot until their load's deadline (review V-1: the wait had none, so two reads stuck on a stalled
+ * server held up every later load of the process for good). A slot is freed when its load gives up on the client
+ * side, not when the socket settles: a half-open socket may never settle, and the pool's `max` bounds those.
  */
 const LOADS_AT_ONCE = 2;
-/** A catch-up's statement timeout: it runs in the background, once per partition move, for many owners at once. */
+/** A catch-up's (and `measureOthers`') timeout, both sides as a load's: background reads, once per partition move. */
 const CATCH_UP_BUDGET_MS = 5_000;
 /**
  * After a placement change, when to measure how long rows other hosts handed over may stay live. Over NATS a moved
@@ -111,7 +115,8 @@ async function measureOthers(sql: Sql): Promise<void> {
   measuring = true;
   const epoch = placementEpoch;
   try {
-    const [r] = await beginTimed(sql, CATCH_UP_BUDGET_MS, (tx) => tx<{ until: string | number | null }[]>`
+    // client-side bound too (review V-1): a read stuck on a stalled server left `measuring` set and every load reading
+    const [r] = await beginWithin(sql, CATCH_UP_BUDGET_MS, (tx) => tx<{ until: string | number | null }[]>`
       SELECT max(window_end) AS until FROM rate_limit_buckets WHERE NOT durable`);
     // a placement change meanwhile: rows may have come after this read, so it does not count
     if (epoch === placementEpoch) othersUntil = Number(r?.until ?? 0);
@@ -138,14 +143,29 @@ function noteWritten(owner: string, until: number, now: number): void {
 let loadsRunning = 0;
 const loadWaiters: (() => void)[] = [];
 
-/** One of LOADS_AT_ONCE slots, once free. Release with `releaseLoadSlot`. */
-async function loadSlot(): Promise<void> {
+/**
+ * One of LOADS_AT_ONCE slots, once free; release it with `releaseLoadSlot`. None by `deadline` (review V-1): rejects
+ * DatabaseUnavailableError(sent: false), nothing was sent (503 service_unavailable, the caller retries).
+ */
+function loadSlot(deadline: number): Promise<void> {
   if (loadsRunning < LOADS_AT_ONCE) {
     loadsRunning++;
-    return;
+    return Promise.resolve();
   }
-  // the slot is handed straight to the next waiter by releaseLoadSlot
-  await new Promise<void>((resolve) => loadWaiters.push(resolve));
+  return new Promise<void>((resolve, reject) => {
+    // the slot is handed straight to the next waiter by releaseLoadSlot; a waiter that gave up leaves the queue first,
+    // so no slot is ever handed to nobody
+    const waiter = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      const i = loadWaiters.indexOf(waiter);
+      if (i >= 0) loadWaiters.splice(i, 1);
+      reject(new DatabaseUnavailableError(LOAD_TIMEOUT_MS, false));
+    }, Math.max(0, deadline - Date.now()));
+    loadWaiters.push(waiter);
+  });
 }
 
 function releaseLoadSlot(): void {
@@ -157,31 +177,40 @@ function releaseLoadSlot(): void {
 type StoredRow = Row & { window_end: string | number };
 
 /**
- * Reads non-durable live rows of `owners` with a server-side statement timeout, so a read that runs out of time
- * frees its connection (a Promise.race alone left the SELECT holding a pooled connection: review RQ MED-2).
+ * Reads non-durable live rows of `owners` within `timeoutMs`: a server-side statement timeout, so a read that runs
+ * out of time frees its connection (a Promise.race alone left the SELECT holding a pooled connection: review RQ
+ * MED-2), and a client-side one (`beginWithin`: no connection in time, or no answer within `timeoutMs` plus at most
+ * 1 s), so a server that stopped answering fails the read rather than hanging it (review V-1). A read may be given up
+ * after it was sent: harmless, it writes nothing.
  */
 function readRows(sql: Sql, owners: readonly string[], timeoutMs: number): Promise<(StoredRow & { owner: string })[]> {
-  return beginTimed(sql, timeoutMs, (tx) => tx<(StoredRow & { owner: string })[]>`
+  return beginWithin(sql, timeoutMs, (tx) => tx<(StoredRow & { owner: string })[]>`
     SELECT owner, bucket_id, window_start, window_end, used FROM rate_limit_buckets
     WHERE owner IN ${tx(owners as string[])} AND NOT durable AND window_end > ${Date.now()}`);
 }
 
 /**
- * Loads the owner's live handed-over rows into its (new) table, when it may have any (see above). Waits for the read
- * however long it takes (LOAD_TIMEOUT_MS at most, server-side); a read that fails rejects, which fails the activation:
- * an owner whose row may exist is never served from empty buckets.
+ * Loads the owner's live handed-over rows into its (new) table, when it may have any (see above). Waits for a slot
+ * and the read up to LOAD_TIMEOUT_MS in all (plus at most 1 s for the server's own cancellation to arrive); a slot
+ * not had or a read that fails or times out rejects, which fails the activation (review V-1: it never hangs): an
+ * owner whose row may exist is never served from empty buckets.
  */
 export async function loadStoredBuckets(sql: Sql, owner: string, table: BucketTable, log: Logger): Promise<void> {
-  if (!mayHaveRows(sql, owner, Date.now())) return;
-  await loadSlot();
+  const now = Date.now();
+  if (!mayHaveRows(sql, owner, now)) return;
+  const deadline = now + LOAD_TIMEOUT_MS;
   let rows: StoredRow[];
   try {
-    rows = await readRows(sql, [owner], LOAD_TIMEOUT_MS);
+    await loadSlot(deadline);
+    try {
+      rows = await readRows(sql, [owner], deadline - Date.now());
+    } finally {
+      // also when the client gave up on a read still unanswered (V-1): the slot does not wait for the socket
+      releaseLoadSlot();
+    }
   } catch (err) {
     warnLoad(log, "could not load stored rate-limit buckets; the activation fails and the caller retries", { owner, error: err as Error });
     throw err;
-  } finally {
-    releaseLoadSlot();
   }
   for (const r of rows) {
     const windowStart = Number(r.window_start);
