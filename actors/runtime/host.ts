@@ -840,7 +840,10 @@ export class ActorHost {
     this.passivating = true;
     try {
       const cutoff = Date.now() - idleMs;
-      const idle = (a: Activation) => !a.running && a.queue.length === 0 && a.lastUsed < cutoff;
+      // Still loading is not idle: its read-only messages (the rate-limit admits) wait on the load in no queue, and an
+      // activation dropped then, not handed over, counted them where nobody hands them over (a load longer than
+      // ACTOR_IDLE_MS; test/http/rate-limit-idle.test.ts under load, session 14)
+      const idle = (a: Activation) => a.loaded && !a.running && a.queue.length === 0 && a.lastUsed < cutoff;
       const going = [...this.allActivations()].filter(([, , a]) => idle(a));
       // until written: a new activation of one of them here meanwhile would load the row before it
       await this.handOver(going.map(([, , a]) => a).filter((a) => a.loaded && !a.stale));

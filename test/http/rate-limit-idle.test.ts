@@ -8,6 +8,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import http from "node:http";
+import postgres from "postgres";
 import { GLOBAL_LIMIT } from "../../actors/agent/limits.ts";
 import { ADMIN, createKey } from "../helpers/agents.ts";
 import { useServer } from "../helpers/server.ts";
@@ -88,6 +89,41 @@ describe("idle passivation keeps the rate-limit windows", () => {
     expect(await search()).toMatchObject({ status: 200, remaining: "98" });
     await passivated("agent");
     expect(await search()).toEqual({ status: 200, code: undefined, remaining: "97", reset: first.reset });
+  }, 30_000);
+
+  test("requests that waited for their activation's stored-bucket load longer than the idle time are still counted", async () => {
+    // Session 14's failure under load (a 429 expected after 500, a 404 with 49 remaining): an activation still loading
+    // had no turn running and no mailbox (the admits are read-only and wait on its load), so the sweep took it for idle
+    // and dropped it unhanded-over; the waiting admits then counted on it, and the next activation loaded without them.
+    // A lock on the table makes the load outlast the idle time here, deterministically.
+    const from = "127.0.41.5";
+    expect(await requestFrom(from, "GET", "/api/v1/nowhere")).toMatchObject({ status: 404, remaining: String(GLOBAL_LIMIT.limit - 1) });
+    await passivated("ip"); // handed over: the address's next activation reads its row
+    const locker = postgres(srv.db.url, { max: 1 });
+    try {
+      const lockTaken = Promise.withResolvers<void>();
+      const release = Promise.withResolvers<void>();
+      const locked = locker.begin(async (tx) => {
+        await tx`LOCK TABLE rate_limit_buckets IN ACCESS EXCLUSIVE MODE`; // the load's read waits
+        lockTaken.resolve();
+        await release.promise;
+      });
+      await lockTaken.promise;
+      const waiting = Array.from({ length: 5 }, () => requestFrom(from, "GET", "/api/v1/nowhere"));
+      await Bun.sleep(800); // several sweeps, each past the 200 ms idle time
+      release.resolve();
+      await locked;
+      const answers = await Promise.all(waiting);
+      expect(answers.map((a) => a.status)).toEqual([404, 404, 404, 404, 404]);
+      expect(answers.map((a) => Number(a.remaining)).sort((a, b) => b - a)).toEqual([498, 497, 496, 495, 494]);
+    } finally {
+      await locker.end();
+    }
+    expect(await requestFrom(from, "GET", "/api/v1/nowhere")).toMatchObject({ status: 404, remaining: "493" });
+    await passivated("ip");
+    const rows = await srv.db.sql<{ used: number }[]>`
+      SELECT used FROM rate_limit_buckets WHERE owner = ${`ip/${from}`} AND bucket_id = ${`ip:${from}:global`}`;
+    expect([...rows]).toEqual([{ used: 7 }]);
   }, 30_000);
 
   test("idle passivation writes the address's used bucket before it drops the activation", async () => {
