@@ -41,7 +41,7 @@ import { decodeJwt } from "jose";
 import { DEFAULT_SCOPES, type Scope } from "../../actors/agent/access.ts";
 import { bucketsFor, ipBucketKey, type BucketDescriptor, type Surface } from "../../actors/agent/limits.ts";
 import { ActorError, ERROR_TABLE, fail, type ErrorCode } from "../../actors/runtime/errors.ts";
-import { findStore, isEligibleStore } from "../../actors/store/reads.ts";
+import { findEligibleStore } from "../../actors/store/reads.ts";
 import type { StoreRecord } from "../../actors/store/schemas.ts";
 import { isDatabaseUnavailable } from "../../infra/db.ts";
 import { log } from "../../infra/log.ts";
@@ -267,8 +267,9 @@ export class McpGateway {
     const now = Date.now();
     const hit = this.stores.get(slug);
     if (hit && now - hit.at < STORE_CACHE_MS) return hit.store;
-    const found = /^[a-z0-9][a-z0-9-]{0,62}$/.test(slug) ? await findStore(this.svc.sql, slug) : null;
-    const store = found && isEligibleStore(found) ? found : null;
+    // an ineligible store (suspended, hidden, UNVERIFIED) reads as an unknown one: reads.ts's rule, the one the
+    // protected-resource metadata and the authorization server apply (gateway/oauth/common.ts `storeServes`)
+    const store = /^[a-z0-9][a-z0-9-]{0,62}$/.test(slug) ? await findEligibleStore(this.svc.sql, slug) : null;
     if (this.stores.size > 10_000) this.stores.clear();
     this.stores.set(slug, { store, at: now });
     return store;

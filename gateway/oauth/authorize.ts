@@ -26,7 +26,7 @@ import { passwordLogin } from "../login.ts";
 import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { getClient, touchClient, type OAuthClient } from "./clients.ts";
-import { issuer, OAUTH_BASE, OAuthError, slugFromResource, storeExists, stringFields } from "./common.ts";
+import { issuer, OAUTH_BASE, OAuthError, slugFromResource, storeServes, stringFields } from "./common.ts";
 import { createCode } from "./grants.ts";
 import { authorizationScopes } from "./scopes.ts";
 
@@ -79,7 +79,10 @@ async function validate(svc: Services, p: Params, from: string): Promise<Validat
     if (!/^[A-Za-z0-9_-]{43}$/.test(p.code_challenge)) throw new OAuthError("invalid_request", "code_challenge must be a base64url SHA-256 digest (43 characters)");
     if (!p.resource) throw new OAuthError("invalid_target", "resource is required: the store's MCP endpoint {site_url}/{slug}/mcp (RFC 8707)");
     const slug = slugFromResource(svc, p.resource);
-    if (!slug || !(await storeExists(svc, slug))) throw new OAuthError("invalid_target", "unknown resource");
+    // an ineligible store (suspended, hidden, UNVERIFIED, trust under 0.3) is unknown here, as at its MCP endpoint
+    // and metadata (404): the same words, on the page (GET) or back to the client (POST: it may have become
+    // ineligible while the page was open)
+    if (!slug || !(await storeServes(svc, slug))) throw new OAuthError("invalid_target", "unknown resource");
     v.scopes = authorizationScopes(p.scope, client);
     v.resource = p.resource;
     v.slug = slug;
@@ -214,7 +217,7 @@ export function authorizeRoutes(svc: Services) {
           tags: ["oauth"],
           summary: "Authorization endpoint (login and consent page)",
           description:
-            "response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256 (plain is refused), scope (agent scopes), state, resource ({site_url}/{slug}/mcp). 200 HTML page; 400 HTML page for an unknown client or redirect URI and for an invalid request (the error code and description on the page, never redirected: clients are self-registered, RFC 9700 §4.11.2).",
+            "response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256 (plain is refused), scope (agent scopes), state, resource ({site_url}/{slug}/mcp; an ineligible store, below BASIC, trust under 0.3, suspended or hidden, is an unknown resource, as an unknown slug). 200 HTML page; 400 HTML page for an unknown client or redirect URI and for an invalid request (the error code and description on the page, never redirected: clients are self-registered, RFC 9700 §4.11.2).",
           responses: { 200: { description: "Login and consent page" }, 400: { description: "Unknown client or redirect URI, or an invalid request (HTML)" }, 429: { description: "rate_limit_exceeded" } },
         },
       },

@@ -5,6 +5,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { toBase62 } from "../../actors/agent/keys.ts";
 import { isInputDataError } from "../../actors/runtime/errors.ts";
+import { isEligibleStore } from "../../actors/store/reads.ts";
+import type { OperationalStatus, VerificationLevel } from "../../actors/store/schemas.ts";
 import type { Services } from "../services.ts";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
@@ -82,10 +84,31 @@ export function slugFromResource(svc: Services, resource: string): string | null
   return parts[0]!;
 }
 
-export async function storeExists(svc: Services, slug: string): Promise<boolean> {
+/**
+ * Whether `slug`'s MCP endpoints serve: the store exists and is eligible (`isEligibleStore`: BASIC or higher, trust
+ * >= 0.3, not suspended or hidden), the rule of the MCP gateway's `store` and of the protected-resource metadata. The
+ * authorization server grants nothing for a store whose endpoint is 404 (audit Q follow-up, session 15): a suspended,
+ * hidden or UNVERIFIED store is an unknown resource here as it is there, so neither tells it from an unknown slug.
+ * Only the three columns the rule reads (the token endpoint asks on every grant; `findEligibleStore` also builds the
+ * store's shipping summary).
+ */
+export async function storeServes(svc: Services, slug: string): Promise<boolean> {
   if (!SLUG.test(slug)) return false;
-  const rows = await svc.sql<{ slug: string }[]>`SELECT slug FROM stores WHERE slug = ${slug}`;
-  return rows.length > 0;
+  const rows = await svc.sql<{ trust_score: string | number | null; verification_level: VerificationLevel; operational_status: OperationalStatus }[]>`
+    SELECT trust_score, verification_level, operational_status FROM stores WHERE slug = ${slug}`;
+  const r = rows[0];
+  if (!r) return false;
+  return isEligibleStore({
+    trustScore: r.trust_score === null ? null : Number(r.trust_score),
+    verificationLevel: r.verification_level,
+    operationalStatus: r.operational_status,
+  });
+}
+
+/** Whether `resource` is one of ours (slugFromResource) whose store's MCP endpoints serve (`storeServes`). */
+export async function resourceServes(svc: Services, resource: string): Promise<boolean> {
+  const slug = slugFromResource(svc, resource);
+  return slug !== null && (await storeServes(svc, slug));
 }
 
 /** 256 random bits as a prefixed base62 string (`mcpc_…` client ids, `rt_…` refresh tokens). */

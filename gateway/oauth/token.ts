@@ -9,7 +9,7 @@ import { timingSafeEqualStr } from "../../infra/crypto.ts";
 import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { authenticateClient, touchClient, type OAuthClient } from "./clients.ts";
-import { ACCESS_TOKEN_TYP, answerOAuthErrors, noStore, OAUTH_BASE, OAuthError, sha256b64url, slugFromResource, storeExists, stringFields } from "./common.ts";
+import { ACCESS_TOKEN_TYP, answerOAuthErrors, noStore, OAUTH_BASE, OAuthError, resourceServes, sha256b64url, sha256hex, stringFields } from "./common.ts";
 import { tokenService } from "../identity.ts";
 import { redeemCode, revokeRefreshToken, rotateRefreshToken, tokenResponse, type TokenResponse } from "./grants.ts";
 import { revokeAccessTokenJti } from "./revocation.ts";
@@ -22,9 +22,40 @@ async function checkResource(svc: Services, resource: string | undefined, requir
     if (required) throw new OAuthError("invalid_target", "resource is required: the store's MCP endpoint, e.g. {site_url}/{slug}/mcp (RFC 8707)");
     return undefined;
   }
-  const slug = slugFromResource(svc, resource);
-  if (!slug || !(await storeExists(svc, slug))) throw new OAuthError("invalid_target", `unknown resource ${resource}`);
+  if (!(await resourceServes(svc, resource))) throw unknownResource(resource);
   return resource;
+}
+
+/** The refusal for a resource that is not one of ours, or whose store's MCP endpoints do not serve (RFC 8707 §2). */
+function unknownResource(resource: string): OAuthError {
+  return new OAuthError("invalid_target", `unknown resource ${resource}`);
+}
+
+/**
+ * Whether the resource of the live code or refresh token `secret` of `clientId` serves now, read here because
+ * grants.ts runs its check synchronously, just before the spending UPDATE. A store that became ineligible since the
+ * consent (suspended, hidden, downgraded) gets no token: its endpoint is 404 and its metadata too, so the grant
+ * must not be a way to tell it from an unknown store, nor hand out tokens for it. The code or refresh token stays
+ * unspent, so the grant comes back with the store. Not found (unknown, spent, revoked, another client's): null,
+ * and the grant's own refusal (invalid_grant, a replay's revocation) follows unchanged.
+ */
+async function liveGrantResource(svc: Services, kind: "code" | "refresh", secret: string, clientId: string): Promise<{ resource: string; serves: boolean } | null> {
+  const hash = sha256hex(secret);
+  const rows =
+    kind === "code"
+      ? await svc.sql<{ resource: string }[]>`SELECT resource FROM oauth_codes WHERE code_hash = ${hash} AND client_id = ${clientId} AND used_at IS NULL`
+      : await svc.sql<{ resource: string }[]>`
+          SELECT resource FROM oauth_refresh_tokens WHERE token_hash = ${hash} AND client_id = ${clientId} AND used_at IS NULL AND revoked_at IS NULL`;
+  const resource = rows[0]?.resource;
+  return resource === undefined ? null : { resource, serves: await resourceServes(svc, resource) };
+}
+
+/**
+ * Inside the grant's check, after its own refusals: the grant's resource must be the one read (the same row: always)
+ * and serve. Fails closed when the read found nothing.
+ */
+function requireServes(read: { resource: string; serves: boolean } | null, resource: string): void {
+  if (!read || read.resource !== resource || !read.serves) throw unknownResource(resource);
 }
 
 /** The tokens of one grant type, for an authenticated client registered for it. */
@@ -34,6 +65,7 @@ async function grantTokens(svc: Services, client: OAuthClient, grant: string, fo
     if (!form.code_verifier) throw new OAuthError("invalid_request", "code_verifier is required (PKCE)");
     const verifier = form.code_verifier;
     const resource = await checkResource(svc, form.resource, false);
+    const read = await liveGrantResource(svc, "code", form.code, client.clientId);
     // Every check runs before the code is spent, and a code is only redeemed by its own client: a refused
     // request leaves the code usable (a wrong PKCE verifier included: docs/decisions.md).
     const wantsRefresh = client.grantTypes.includes("refresh_token");
@@ -44,6 +76,7 @@ async function grantTokens(svc: Services, client: OAuthClient, grant: string, fo
         throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match the code_challenge");
       }
       if (resource !== undefined && resource !== c.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+      requireServes(read, c.resource);
     }, wantsRefresh);
     return await tokenResponse(svc, code, code.refreshToken);
   }
@@ -51,11 +84,16 @@ async function grantTokens(svc: Services, client: OAuthClient, grant: string, fo
   if (grant === "refresh_token") {
     if (!form.refresh_token) throw new OAuthError("invalid_request", "refresh_token is required");
     const resource = await checkResource(svc, form.resource, false);
+    const read = await liveGrantResource(svc, "refresh", form.refresh_token, client.clientId);
     // scope and resource are checked against the token's grant before it is spent (a refusal keeps it usable); a
     // narrower scope narrows this access token only, the new refresh token keeps the grant's (grants.ts, RFC 6749 §6)
     const rotated = await rotateRefreshToken(svc, form.refresh_token, client.clientId, (p) => {
       const scopes = narrowScopes(form.scope, p.scopes);
       if (resource !== undefined && resource !== p.resource) throw new OAuthError("invalid_target", "resource differs from the one authorized");
+      // a store suspended after the grant: refused, the refresh token kept (not rotated, the family not revoked), so a
+      // temporary suspension ends no grant; invalid_target, not invalid_grant, on which clients (the MCP SDK's
+      // `auth`) drop their tokens and start over
+      requireServes(read, p.resource);
       return { ...p, scopes };
     });
     return await tokenResponse(svc, rotated.grant, rotated.refreshToken);
@@ -133,7 +171,7 @@ export function tokenRoutes(svc: Services) {
           tags: ["oauth"],
           summary: "OAuth 2.1 token endpoint",
           description:
-            "application/x-www-form-urlencoded. grant_type=authorization_code (code, redirect_uri, code_verifier; PKCE S256 only), refresh_token (refresh_token; the token is rotated, a reused one revokes its family), client_credentials (confidential clients registered with a user session; resource required). Access tokens are EdDSA JWTs (typ at+jwt) for 15 minutes whose audience is the store's MCP endpoint; refresh tokens last 30 days. Use it after a 401 token_expired. Errors follow RFC 6749 §5.2 (`error` is the OAuth code, repeated in `code`).",
+            "application/x-www-form-urlencoded. grant_type=authorization_code (code, redirect_uri, code_verifier; PKCE S256 only), refresh_token (refresh_token; the token is rotated, a reused one revokes its family), client_credentials (confidential clients registered with a user session; resource required). Access tokens are EdDSA JWTs (typ at+jwt) for 15 minutes whose audience is the store's MCP endpoint; refresh tokens last 30 days. Use it after a 401 token_expired. A store whose MCP endpoint does not serve (ineligible: below BASIC, trust under 0.3, suspended or hidden) is an unknown resource, as an unknown slug: every grant for it is refused with invalid_target, and the code or refresh token stays unspent, usable again once the store is eligible. Errors follow RFC 6749 §5.2 (`error` is the OAuth code, repeated in `code`).",
           responses: {
             200: { description: "Token response (RFC 6749 §5.1)" },
             400: { description: "invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope, invalid_target" },
