@@ -2,10 +2,12 @@
  * The outbox fan-out and the webhook boot hook.
  *
  * `fanOutOutbox` turns undispatched `webhook_events` rows into one delivery per subscribed endpoint, marks the
- * events dispatched and arms each endpoint actor's durable `deliverDue` reminder, all in ONE statement. It is
- * driven by `dispatched_at IS NULL`, so an event committed by an order change is fanned out even if the process
- * died right after the commit: the next process picks it up. `FOR UPDATE SKIP LOCKED` lets every actor host run
- * it at once without double work (and the (event, endpoint) unique key makes a double impossible anyway).
+ * events dispatched and arms each endpoint actor's durable `deliverDue` reminder, all in ONE statement. It skips
+ * disabled endpoints (actors/webhook/index.ts: 5 days without a 2xx, or the merchant): an event fanned out while one
+ * is disabled is never delivered to it, even after it is enabled again. It is driven by `dispatched_at IS NULL`, so
+ * an event committed by an order change is fanned out even if the process died right after the commit: the next
+ * process picks it up. `FOR UPDATE SKIP LOCKED` lets every actor host run it at once without double work (and the
+ * (event, endpoint) unique key makes a double impossible anyway).
  *
  * The boot hook (roles start and actors) installs the webhook runtime, runs the fan-out every 200 ms and at once
  * when the outbox topic is published, kicks the endpoints it fanned out to, and sweeps for overdue deliveries
@@ -51,7 +53,9 @@ export async function fanOutOutbox(sql: Sql, now: number, limit = FAN_OUT_BATCH)
     ), ins AS (
       INSERT INTO webhook_deliveries (event_id, endpoint_id, store_slug, next_attempt_at)
       SELECT ev.id, ep.id, ev.store_slug, ${at}::timestamptz FROM ev
-      JOIN webhook_endpoints ep ON ep.store_slug = ev.store_slug AND ep.deleted_at IS NULL AND ev.kind = ANY (ep.events)
+      -- a disabled endpoint gets no delivery (and no reminder): nothing is kept or probed for it until it is enabled
+      JOIN webhook_endpoints ep ON ep.store_slug = ev.store_slug AND ep.deleted_at IS NULL AND ep.disabled_at IS NULL
+        AND ev.kind = ANY (ep.events)
       ON CONFLICT (event_id, endpoint_id) DO NOTHING
       RETURNING endpoint_id
     ), upd AS (

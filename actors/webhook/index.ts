@@ -14,6 +14,12 @@
  * is simply made again after the lease: delivery is at-least-once and receivers deduplicate by `X-Webhook-Id` (the
  * event id, stable across retries and redeliveries). The attempt was counted by the committed claim, so such a
  * resend says `X-Webhook-Attempt: 2` (audit Z-3), and a lost 15th attempt is dead-lettered, not sent again.
+ *
+ * An endpoint that stays down is disabled: a failed attempt recorded DISABLE_AFTER_FAILING_MS (5 days) or more after
+ * the first failure of its streak (no 2xx since) disables it in the same `record` turn. Its open deliveries are
+ * dead-lettered (kept for `redeliver` after re-enabling, aged by retention), its reminder is cancelled, and the
+ * fan-out (dispatcher.ts) creates no delivery for it until the merchant enables it again (`enable`: breaker and streak
+ * reset; what was not fanned out meanwhile is not replayed).
  */
 import type { Sql } from "../../infra/db.ts";
 import { defineActor, type ActorContext, type AnyActorDefinition } from "../runtime/define-actor.ts";
@@ -21,6 +27,8 @@ import { fail } from "../runtime/errors.ts";
 import { attemptDelivery, openWebhookSecret, webhookRuntime } from "./deliver.ts";
 import {
   DeliverDue,
+  DisableEndpoint,
+  EnableEndpoint,
   RecordAttempts,
   Redeliver,
   RegisterEndpoint,
@@ -36,9 +44,12 @@ import {
   breakerOnSuccess,
   breakerProbeLostAt,
   CLOSED_BREAKER,
+  DISABLE_AFTER_FAILING_MS,
   MAX_ATTEMPTS,
   nextAttempt,
   RETRY_HORIZON_MS,
+  streakAfter,
+  streakDisables,
   type BreakerState,
 } from "./schedule.ts";
 
@@ -62,7 +73,14 @@ interface EndpointRow {
   breaker: BreakerState;
   created_at: Date;
   deleted_at: Date | null;
+  failing_since: Date | null;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
 }
+
+/** The columns of an EndpointRow, for every read and RETURNING of an endpoint (here and gateway/rest/webhooks.ts). */
+export const ENDPOINT_COLUMNS = `id, store_slug, url, events, secret_sealed, previous_secret_sealed, previous_secret_expires_at, breaker, created_at,
+  deleted_at, failing_since, disabled_at, disabled_reason`;
 
 interface DeliveryRow {
   id: string;
@@ -91,6 +109,10 @@ export function endpointView(r: EndpointRow): EndpointView {
     createdAt: r.created_at.toISOString(),
     previousSecretExpiresAt: iso(r.previous_secret_expires_at),
     breaker: r.breaker.status,
+    enabled: r.disabled_at === null,
+    disabledAt: iso(r.disabled_at),
+    disabledReason: r.disabled_reason,
+    failingSince: iso(r.failing_since),
   };
 }
 
@@ -114,9 +136,7 @@ export const DELIVERY_COLUMNS = `d.id, d.event_id, d.endpoint_id, e.kind, d.stat
   d.last_attempt_at, d.last_status_code, d.last_error, d.delivered_at, d.created_at`;
 
 async function loadEndpoint(sql: Sql, id: string): Promise<EndpointRow | undefined> {
-  const rows = await sql<EndpointRow[]>`
-    SELECT id, store_slug, url, events, secret_sealed, previous_secret_sealed, previous_secret_expires_at, breaker, created_at, deleted_at
-    FROM webhook_endpoints WHERE id = ${id}`;
+  const rows = await sql<EndpointRow[]>`SELECT ${sql.unsafe(ENDPOINT_COLUMNS)} FROM webhook_endpoints WHERE id = ${id}`;
   return rows[0];
 }
 
@@ -220,6 +240,12 @@ async function claimDue(ctx: ActorContext<State>): Promise<DeliverDueResult> {
   // A copy under another spelling of the id (M-5; its reminder may predate the fix) claims nothing and stops.
   if (!ep || ep.deleted_at || ep.id !== ctx.id) {
     await ctx.cancelReminder("deliverDue");
+    return result;
+  }
+  // Disabled: nothing is sent. A delivery can still be open here if a fan-out read the endpoint just before the
+  // disabling turn committed; it is dead-lettered like the ones the disabling found.
+  if (ep.disabled_at) {
+    await stopDeliveries(ctx, now);
     return result;
   }
   const inFlight = (ctx.memory.get("inFlight") as number | undefined) ?? 0;
@@ -358,6 +384,35 @@ async function holdForBreaker(tx: Sql, endpointId: string, now: number, retryAtM
     WHERE endpoint_id = ${endpointId} AND status IN ('pending', 'failed') AND next_attempt_at < ${retryAt}`;
 }
 
+const DISABLED_ERROR = "endpoint disabled; dead-lettered (disabled)";
+const days = (ms: number) => `${ms / 86_400_000} day${ms === 86_400_000 ? "" : "s"}`;
+
+/**
+ * Stops a disabled endpoint's deliveries: the open ones are dead-lettered (their last error kept, `endpoint disabled`
+ * appended) and its reminder is cancelled, so nothing probes it any more. Finished now, so retention keeps them for
+ * `redeliver` as long as any dead delivery (30 days). An attempt still in flight is included: its late outcome finds
+ * the delivery finished and is not recorded (a 2xx it may have had is not lost to the receiver, only to the list).
+ */
+async function stopDeliveries(ctx: ActorContext<State>, now: number): Promise<void> {
+  const tx = await ctx.tx();
+  await tx`
+    UPDATE webhook_deliveries SET status = 'dead', next_attempt_at = NULL, finished_at = ${new Date(now)},
+      last_error = COALESCE(last_error || '; ', '') || ${DISABLED_ERROR}
+    WHERE endpoint_id = ${ctx.id} AND status IN ('pending', 'failed')`;
+  await ctx.cancelReminder("deliverDue");
+}
+
+/** What the structured log lines about an endpoint carry: never its URL's path or query (they may hold a token). */
+function endpointLogFields(ep: EndpointRow): Record<string, unknown> {
+  let host = "";
+  try {
+    host = new URL(ep.url).host;
+  } catch {
+    // a stored URL was vetted at registration; an unparsable one is logged without a host
+  }
+  return { endpointId: ep.id, store: ep.store_slug, host };
+}
+
 /**
  * The latest time an open or half-open breaker may have pushed deliveries to (`breakerAllows`' retryAt), or null
  * for a closed breaker (it holds nothing back).
@@ -398,10 +453,16 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
   const byId = new Map(rows.map((r) => [r.id, r]));
   let breaker: BreakerState = ep.breaker ?? CLOSED_BREAKER;
   const initialBreaker = JSON.stringify(breaker);
+  // The failure streak: a 2xx ends it, a failure starts it when none runs (stored with the breaker, same statement).
+  const initialFailingSince = ep.failing_since?.getTime() ?? null;
+  let failingSince = initialFailingSince;
+  let lastFailure: AttemptReport | null = null;
   const outcomes: Outcome[] = [];
   for (const r of [...reports].sort((a, b) => a.doneAt - b.doneAt)) {
     const row = byId.get(r.id);
-    if (!row) continue; // deleted endpoint or redelivered meanwhile
+    if (!row) continue; // deleted or disabled endpoint, or redelivered meanwhile
+    failingSince = streakAfter(failingSince, r.delivered, r.doneAt);
+    if (!r.delivered) lastFailure = r;
     // Counted when claimed (a report without `attempt` comes from a worker whose claim did not count it). A report
     // of the cycle before a manual redeliver (attempts reset to 0) is still one attempt made.
     const attempts = r.attempt === undefined ? row.attempts + 1 : Math.max(row.attempts, 1);
@@ -445,14 +506,46 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
         last_status_code int, last_error text, duration_ms int)
       ON CONFLICT DO NOTHING`;
   }
-  if (JSON.stringify(breaker) !== initialBreaker) {
-    await tx`UPDATE webhook_endpoints SET breaker = ${tx.json(breaker as never)} WHERE id = ${ctx.id}`;
+  // No 2xx for the whole period and this turn's last outcome a failure: the endpoint is disabled now. Judged on a
+  // failure just recorded, never on the age of the streak alone: an endpoint not tried for days (no events) may work.
+  const disable = ep.disabled_at === null && lastFailure !== null && streakDisables(failingSince, lastFailure.doneAt);
+  const now = ctx.now();
+  const reason = disable
+    ? `No 2xx answer for ${days(DISABLE_AFTER_FAILING_MS)}: failing since ${new Date(failingSince!).toISOString()}; last attempt: ${lastFailure!.error ?? "failed"}.`
+    : null;
+  const breakerChanged = JSON.stringify(breaker) !== initialBreaker;
+  if (breakerChanged || failingSince !== initialFailingSince || disable) {
+    // One statement for the breaker, the streak and a disabling (the turn wrote the breaker alone before: no more
+    // statements on the hot path; a success on a healthy endpoint still writes nothing here).
+    await tx`
+      UPDATE webhook_endpoints SET breaker = ${tx.json(breaker as never)},
+        failing_since = ${failingSince === null ? null : new Date(failingSince)},
+        disabled_at = COALESCE(disabled_at, ${disable ? new Date(now) : null}), disabled_reason = COALESCE(disabled_reason, ${reason})
+      WHERE id = ${ctx.id}`;
+  }
+  if (disable) {
+    await stopDeliveries(ctx, now);
+    // Logged once the disabling has committed, so the warning never reports a rolled-back turn.
+    await ctx.checkpoint();
+    ctx.log.warn("webhook endpoint disabled: it failed continuously for the disable period", {
+      ...endpointLogFields(ep),
+      failingSince: new Date(failingSince!).toISOString(),
+      disabledAt: new Date(now).toISOString(),
+      periodMs: DISABLE_AFTER_FAILING_MS,
+      lastStatusCode: lastFailure!.statusCode,
+      lastError: lastFailure!.error,
+    });
+    return { recorded: outcomes.length };
+  }
+  if (breakerChanged) {
     const held = heldUntil(JSON.parse(initialBreaker) as BreakerState);
     if (breaker.status === "closed" && held !== null) await releaseBacklog(ctx, held, ids);
   }
   await claimDue(ctx);
   return { recorded: outcomes.length };
 }
+
+const MANUAL_REASON = "Disabled by the merchant.";
 
 /** Live endpoints a store may have (docs/webhooks.md). */
 export const MAX_ENDPOINTS_PER_STORE = 20;
@@ -467,6 +560,8 @@ export const webhookActor = defineActor({
     register: RegisterEndpoint,
     rotateSecret: RotateSecret,
     remove: RemoveEndpoint,
+    enable: EnableEndpoint,
+    disable: DisableEndpoint,
     redeliver: Redeliver,
     deliverDue: DeliverDue,
   },
@@ -486,7 +581,7 @@ export const webhookActor = defineActor({
         INSERT INTO webhook_endpoints (id, store_slug, url, events, secret_sealed, created_by, created_at)
         VALUES (${ctx.id}, ${m.storeSlug}, ${m.url}, ${[...new Set(m.events)]}, ${m.secretSealed}, ${m.createdBy}, ${new Date(ctx.now())})
         ON CONFLICT (id) DO NOTHING
-        RETURNING id, store_slug, url, events, secret_sealed, previous_secret_sealed, previous_secret_expires_at, breaker, created_at, deleted_at`;
+        RETURNING ${tx.unsafe(ENDPOINT_COLUMNS)}`;
       if (!rows[0]) throw fail("conflict", "A webhook endpoint with this id exists.");
       return endpointView(rows[0]);
     },
@@ -504,7 +599,7 @@ export const webhookActor = defineActor({
         UPDATE webhook_endpoints SET previous_secret_sealed = ${expires ? ep.secret_sealed : null},
           previous_secret_expires_at = ${expires}, secret_sealed = ${m.secretSealed}
         WHERE id = ${ctx.id}
-        RETURNING id, store_slug, url, events, secret_sealed, previous_secret_sealed, previous_secret_expires_at, breaker, created_at, deleted_at`;
+        RETURNING ${tx.unsafe(ENDPOINT_COLUMNS)}`;
       return endpointView(row!);
     },
 
@@ -515,7 +610,7 @@ export const webhookActor = defineActor({
       const [row] = await tx<EndpointRow[]>`
         UPDATE webhook_endpoints SET deleted_at = ${now}, previous_secret_sealed = NULL, previous_secret_expires_at = NULL
         WHERE id = ${ctx.id}
-        RETURNING id, store_slug, url, events, secret_sealed, previous_secret_sealed, previous_secret_expires_at, breaker, created_at, deleted_at`;
+        RETURNING ${tx.unsafe(ENDPOINT_COLUMNS)}`;
       await tx`UPDATE webhook_deliveries SET status = 'dead', next_attempt_at = NULL, last_error = 'endpoint deleted', finished_at = ${now}
                WHERE endpoint_id = ${ctx.id} AND status IN ('pending', 'failed')`;
       await ctx.cancelReminder("deliverDue");
@@ -523,12 +618,45 @@ export const webhookActor = defineActor({
     },
 
     /**
+     * The merchant turns a disabled endpoint back on: the breaker closes and the failure streak restarts (the next
+     * failure starts a new 5-day period). Events fanned out while it was disabled never had a delivery for it and are
+     * not replayed; its dead deliveries can be redelivered. An enabled endpoint is answered as it is.
+     */
+    async enable(ctx): Promise<EndpointView> {
+      const ep = await liveEndpoint(ctx);
+      if (!ep.disabled_at) return endpointView(ep);
+      const tx = await ctx.tx();
+      const [row] = await tx<EndpointRow[]>`
+        UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL, breaker = ${tx.json(CLOSED_BREAKER as never)}
+        WHERE id = ${ctx.id}
+        RETURNING ${tx.unsafe(ENDPOINT_COLUMNS)}`;
+      ctx.log.info("webhook endpoint enabled", { ...endpointLogFields(ep), disabledAt: iso(ep.disabled_at) });
+      return endpointView(row!);
+    },
+
+    /** The merchant turns an endpoint off, as the service does after the failure period. A disabled one is answered as it is. */
+    async disable(ctx): Promise<EndpointView> {
+      const ep = await liveEndpoint(ctx);
+      if (ep.disabled_at) return endpointView(ep);
+      const tx = await ctx.tx();
+      const now = ctx.now();
+      const [row] = await tx<EndpointRow[]>`
+        UPDATE webhook_endpoints SET disabled_at = ${new Date(now)}, disabled_reason = ${MANUAL_REASON}
+        WHERE id = ${ctx.id}
+        RETURNING ${tx.unsafe(ENDPOINT_COLUMNS)}`;
+      await stopDeliveries(ctx, now);
+      ctx.log.info("webhook endpoint disabled by the merchant", endpointLogFields(ep));
+      return endpointView(row!);
+    },
+
+    /**
      * Manual replay: the delivery starts a fresh retry cycle (attempts and the 72 h horizon reset; the attempt
      * log keeps the history) with the SAME event id. Asking for it also closes the endpoint's breaker: the
-     * merchant says the receiver works again.
+     * merchant says the receiver works again. A disabled endpoint refuses it (409): enable it first.
      */
     async redeliver(ctx, m): Promise<DeliveryView> {
-      await liveEndpoint(ctx);
+      const ep = await liveEndpoint(ctx);
+      if (ep.disabled_at) throw fail("conflict", "The webhook endpoint is disabled: enable it first, then redeliver.");
       const tx = await ctx.tx();
       const now = new Date(ctx.now());
       const updated = await tx`

@@ -41,6 +41,10 @@ export const RecordAttempts = T.Object({
   ),
 });
 export const RemoveEndpoint = T.Object({});
+/** The merchant turns a disabled endpoint back on: breaker and failure streak reset; nothing missed is replayed. */
+export const EnableEndpoint = T.Object({});
+/** The merchant turns an endpoint off (as the service does after DISABLE_AFTER_FAILING_MS of failures). */
+export const DisableEndpoint = T.Object({});
 
 export type RegisterEndpointMsg = Static<typeof RegisterEndpoint>;
 
@@ -53,6 +57,13 @@ export interface EndpointView {
   /** When the previous secret stops signing (null when no rotation is in progress). */
   previousSecretExpiresAt: string | null;
   breaker: "closed" | "open" | "half_open";
+  /** False once disabled: no new event is fanned out to it and nothing is sent until it is enabled again. */
+  enabled: boolean;
+  disabledAt: string | null;
+  /** Why it was disabled (the failure streak and its last error, or the merchant); null while enabled. */
+  disabledReason: string | null;
+  /** First failed attempt since the last 2xx (null when the last outcome was a 2xx, or nothing has failed yet). */
+  failingSince: string | null;
 }
 
 export interface DeliveryView {

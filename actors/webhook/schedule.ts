@@ -13,6 +13,9 @@
  * nothing is sent (due deliveries are pushed to the reopen time, their attempt count unchanged); after the
  * cool-down one probe is allowed (HALF_OPEN): success closes the breaker, failure reopens it with a doubled
  * cool-down (capped).
+ *
+ * Failure streak: from the first failed attempt after the last 2xx; a failed attempt DISABLE_AFTER_FAILING_MS (5 days)
+ * or more into it disables the endpoint (index.ts `recordAttempts`) until the merchant enables it.
  */
 
 /** Per-attempt timeout: connect + send + response headers. A slow receiver counts as a failure. */
@@ -28,6 +31,12 @@ export const RETRY_HORIZON_MS = 72 * HOUR;
 /** Hard cap on attempts (first attempt included), whatever the jitter draws. */
 export const MAX_ATTEMPTS = 15;
 export const MIN_RETRY_DELAY_MS = 5_000;
+/**
+ * An endpoint with no 2xx answer for this long, counted from the first failed attempt of its current streak, is
+ * disabled at its next failed attempt (Svix's period; Stripe and GitHub disable too). Longer than the 72 h retry
+ * horizon, so a weekend outage costs dead letters, not the endpoint.
+ */
+export const DISABLE_AFTER_FAILING_MS = 5 * 24 * HOUR;
 
 export function retryCeilingMs(retryNumber: number): number {
   if (!Number.isInteger(retryNumber) || retryNumber < 1) throw new Error("retryNumber starts at 1");
@@ -136,4 +145,20 @@ export function breakerOnFailure(state: BreakerState, now: number, cfg: BreakerC
       // A late result of an attempt started before the breaker opened: keep it open, restart the clock.
       return { status: "open", openedAt: now, cooldownMs: state.cooldownMs };
   }
+}
+
+// ------------------------------------------------------------------------------------------- failure streak
+
+/**
+ * The start of the failure streak after one more recorded outcome: a 2xx ends it, a failure starts it if none runs.
+ * `failingSince` is epoch ms or null (no streak).
+ */
+export function streakAfter(failingSince: number | null, delivered: boolean, at: number): number | null {
+  if (delivered) return null;
+  return failingSince ?? at;
+}
+
+/** Whether a failure recorded at `failedAt` ends a streak long enough to disable the endpoint. */
+export function streakDisables(failingSince: number | null, failedAt: number, afterMs: number = DISABLE_AFTER_FAILING_MS): boolean {
+  return failingSince !== null && failedAt - failingSince >= afterMs;
 }

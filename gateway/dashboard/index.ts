@@ -55,6 +55,7 @@ import {
   listWebhookEndpoints,
   redeliverWebhook,
   rotateWebhookSecret,
+  setWebhookEndpointEnabled,
 } from "../rest/webhooks.ts";
 import type { Services } from "../services.ts";
 import { CSS, CSS_PATH, JS, JS_PATH } from "./assets.ts";
@@ -916,6 +917,32 @@ export function dashboardRoutes(svc: Services) {
           async (c, s, store) => {
             const rotated = await rotateWebhookSecret(svc, s.user, store.slug, uuidParam(c, "id"));
             return { html: await webhooksWithSecret(s, store, rotated, true, null) };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/webhooks/:id/enable",
+      h(
+        storeAction(
+          toWebhooks,
+          async (c, s, store) => {
+            const ep = await setWebhookEndpointEnabled(svc, s.user, store.slug, uuidParam(c, "id"), true);
+            return { flash: { kind: "ok", message: `Endpoint ${ep.url} enabled: new events are delivered again (events while it was disabled are not).` } };
+          },
+        ),
+      ),
+      { detail: HIDDEN, parse: "none" },
+    )
+    .post(
+      "/dashboard/s/:slug/settings/webhooks/:id/disable",
+      h(
+        storeAction(
+          toWebhooks,
+          async (c, s, store) => {
+            const ep = await setWebhookEndpointEnabled(svc, s.user, store.slug, uuidParam(c, "id"), false);
+            return { flash: { kind: "ok", message: `Endpoint ${ep.url} disabled.` } };
           },
         ),
       ),

@@ -6,7 +6,7 @@
  * delivery attempt, after DNS resolution (actors/webhook/deliver.ts). Docs: docs/webhooks.md.
  */
 import { Elysia, t } from "elysia";
-import { deliveryView, DELIVERY_COLUMNS, endpointView, webhookActor } from "../../actors/webhook/index.ts";
+import { deliveryView, DELIVERY_COLUMNS, ENDPOINT_COLUMNS, endpointView, webhookActor } from "../../actors/webhook/index.ts";
 import { sealWebhookSecret, SECRET_ROTATION_OVERLAP_MS, webhookSecretsKey } from "../../actors/webhook/deliver.ts";
 import { EXTRAS_RESOLVER, privateUrlsAllowed } from "../../actors/webhook/dispatcher.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../actors/webhook/messages.ts";
@@ -32,6 +32,16 @@ const EndpointOut = t.Object({
     description: "Until then the previous secret still signs (a second v1 in X-Webhook-Signature).",
   }),
   breaker: t.String({ description: "Circuit breaker of the endpoint: closed, open or half_open." }),
+  enabled: t.Boolean({
+    description:
+      "False once disabled (after 5 days without a 2xx answer since the first failure of the streak, or by the merchant): " +
+      "no delivery is created for new events and nothing is sent until POST …/enable. Its open deliveries were dead-lettered and can be redelivered once enabled.",
+  }),
+  disabledAt: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "When it was disabled; null while enabled." }),
+  disabledReason: t.Union([t.String(), t.Null()], { description: "Why it was disabled (the failure streak and its last error, or the merchant); null while enabled." }),
+  failingSince: t.Union([t.String({ format: "date-time" }), t.Null()], {
+    description: "First failed attempt since the last 2xx; a failed attempt 5 days or more after it disables the endpoint. Null when the last outcome was a 2xx.",
+  }),
 });
 const WithSecret = t.Composite([EndpointOut, t.Object({ secret: t.String({ description: "whsec_… signing secret, shown once." }) })]);
 
@@ -117,8 +127,7 @@ export async function createWebhookEndpoint(
 export async function listWebhookEndpoints(svc: Services, user: UserPrincipal, slug: string): Promise<WebhookEndpointView[]> {
   await assertStoreAccess(svc, user, slug);
   const rows = await svc.sql<Parameters<typeof endpointView>[0][]>`
-    SELECT id, store_slug, url, events, secret_sealed, previous_secret_sealed, previous_secret_expires_at, breaker, created_at, deleted_at
-    FROM webhook_endpoints WHERE store_slug = ${slug} AND deleted_at IS NULL ORDER BY created_at, id`;
+    SELECT ${svc.sql.unsafe(ENDPOINT_COLUMNS)} FROM webhook_endpoints WHERE store_slug = ${slug} AND deleted_at IS NULL ORDER BY created_at, id`;
   return rows.map(endpointView);
 }
 
@@ -126,6 +135,16 @@ export async function deleteWebhookEndpoint(svc: Services, user: UserPrincipal, 
   await assertStoreAccess(svc, user, slug);
   const id = await endpointIdOf(svc, slug, pathId);
   return svc.actors.ask(webhookActor, id, "remove", {}, { timeoutMs: 30_000 });
+}
+
+/**
+ * Turns a disabled endpoint back on (breaker closed, failure streak reset) or off. Enabling does not replay the events
+ * that happened while it was disabled (they were never fanned out to it); its dead deliveries can be redelivered.
+ */
+export async function setWebhookEndpointEnabled(svc: Services, user: UserPrincipal, slug: string, pathId: string, enabled: boolean): Promise<WebhookEndpointView> {
+  await assertStoreAccess(svc, user, slug);
+  const id = await endpointIdOf(svc, slug, pathId); // one activation per endpoint (M-5)
+  return svc.actors.ask(webhookActor, id, enabled ? "enable" : "disable", {}, { timeoutMs: 30_000 });
 }
 
 export async function rotateWebhookSecret(svc: Services, user: UserPrincipal, slug: string, pathId: string, overlapSeconds?: number) {
@@ -208,6 +227,38 @@ export function webhookRoutes(svc: Services) {
       },
     )
     .post(
+      `${BASE}/:id/enable`,
+      async ({ params, user }) => ok(await setWebhookEndpointEnabled(svc, user, params.slug, params.id, true)),
+      {
+        params: EndpointParams,
+        response: { 200: SuccessEnvelope(EndpointOut), ...errorResponses(400, 401, 404) },
+        detail: {
+          tags: ["webhooks"],
+          summary: "Enable a disabled webhook endpoint (breaker and failure streak reset)",
+          description:
+            "New events are delivered again from now on. Events that happened while it was disabled are not replayed (no delivery was created for them); " +
+            "its dead-lettered deliveries can be sent again with …/deliveries/{deliveryId}/redeliver. An enabled endpoint is answered unchanged.",
+          security,
+        },
+      },
+    )
+    .post(
+      `${BASE}/:id/disable`,
+      async ({ params, user }) => ok(await setWebhookEndpointEnabled(svc, user, params.slug, params.id, false)),
+      {
+        params: EndpointParams,
+        response: { 200: SuccessEnvelope(EndpointOut), ...errorResponses(400, 401, 404) },
+        detail: {
+          tags: ["webhooks"],
+          summary: "Disable a webhook endpoint (no deliveries until it is enabled again)",
+          description:
+            "As the service does after 5 days without a 2xx answer: its open deliveries are dead-lettered (redeliverable once enabled), no delivery is created " +
+            "for new events, and nothing is sent. A disabled endpoint is answered unchanged.",
+          security,
+        },
+      },
+    )
+    .post(
       `${BASE}/:id/rotate-secret`,
       async ({ params, body, user }) => ok(await rotateWebhookSecret(svc, user, params.slug, params.id, body?.overlapSeconds)),
       {
@@ -246,8 +297,13 @@ export function webhookRoutes(svc: Services) {
       },
       {
         params: DeliveryParams,
-        response: { 202: SuccessEnvelope(DeliveryOut), ...errorResponses(400, 401, 404) },
-        detail: { tags: ["webhooks"], summary: "Send a delivery again (same event id, fresh retry cycle)", security },
+        response: { 202: SuccessEnvelope(DeliveryOut), ...errorResponses(400, 401, 404, 409) },
+        detail: {
+          tags: ["webhooks"],
+          summary: "Send a delivery again (same event id, fresh retry cycle)",
+          description: "409 conflict while the endpoint is disabled: enable it first.",
+          security,
+        },
       },
     );
 }

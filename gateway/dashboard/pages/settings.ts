@@ -1,6 +1,6 @@
 /**
  * Settings: policies, negotiation rules, enabled MCP tools, payment rails, agent allowlist, coupons; and
- * settings → webhooks: endpoints (add, delete, rotate secret), recent deliveries, redeliver.
+ * settings → webhooks: endpoints (add, delete, rotate secret, enable or disable), recent deliveries, redeliver.
  */
 import type { AllowlistEntry, AllowlistStatusFilter, StoreCoupon } from "../../../actors/store/merchant-reads.ts";
 import { currencyExponent, toMajor, type StoreRecord } from "../../../actors/store/schemas.ts";
@@ -253,13 +253,19 @@ ${ns.rotated ? html`<p class="hint">The previous secret keeps signing alongside 
 ${postForm(base, csrf, html`<label for="url">URL</label><input id="url" type="url" name="url" required maxlength="2048" placeholder="https://example.com/webhooks" value="${d.formUrl ?? ""}">
 <fieldset><legend>Events</legend>${WEBHOOK_EVENT_KINDS.map((k) => html`<label><input type="checkbox" name="events" value="${k}" checked> <code>${k}</code></label>`)}</fieldset>
 <p><button type="submit">Add endpoint</button></p>`, { label: "Add webhook endpoint" })}
-<p class="hint">Deliveries are signed (<code>X-Webhook-Signature</code>, Stripe-compatible) and retried for up to 72 hours.</p>
+<p class="hint">Deliveries are signed (<code>X-Webhook-Signature</code>, Stripe-compatible) and retried for up to 72 hours. An endpoint with no successful answer for 5 days is disabled until you enable it again.</p>
 </section>
 ${d.endpoints.length === 0 ? html`<p>No endpoints yet.</p>` : ""}
 ${d.endpoints.map(
   (e) => html`<section class="card" aria-labelledby="ep-${e.id}"><h2 id="ep-${e.id}"><span class="visually-hidden">Endpoint </span>${e.url}</h2>
-<p>${e.events.map((k) => badge(k, ""))} · breaker ${badge(e.breaker)} · added ${when(e.createdAt)}${e.previousSecretExpiresAt ? html` · previous secret valid until ${when(e.previousSecretExpiresAt)}` : ""}</p>
+<p>${e.enabled ? "" : html`${badge("disabled", "bad")} · `}${e.events.map((k) => badge(k, ""))} · breaker ${badge(e.breaker)} · added ${when(e.createdAt)}${e.previousSecretExpiresAt ? html` · previous secret valid until ${when(e.previousSecretExpiresAt)}` : ""}${e.enabled && e.failingSince ? html` · failing since ${when(e.failingSince)}` : ""}</p>
+${e.enabled
+  ? ""
+  : html`<p role="status">Disabled ${when(e.disabledAt)}: ${e.disabledReason ?? ""} No deliveries are made for new events until you enable it; events in between are not sent later. Redeliver its deliveries after enabling it.</p>`}
 <div class="actions">
+${e.enabled
+  ? postForm(`${base}/${e.id}/disable`, csrf, html`<button type="submit" class="secondary">Disable endpoint</button>`, { confirm: "Disable this endpoint? Pending deliveries are dead-lettered and new events are not sent to it until you enable it." })
+  : postForm(`${base}/${e.id}/enable`, csrf, html`<button type="submit">Enable endpoint</button>`)}
 ${postForm(`${base}/${e.id}/rotate`, csrf, html`<button type="submit" class="secondary">Rotate secret</button>`, { confirm: "Create a new signing secret? The current one keeps working for 24 hours; any older one stops now." })}
 ${postForm(`${base}/${e.id}/delete`, csrf, html`<button type="submit" class="danger">Delete endpoint</button>`, { confirm: "Delete this endpoint? Pending deliveries are dropped." })}
 </div>
