@@ -14,8 +14,9 @@
  *    never counts from buckets it has not read (a load that fails or runs past LOAD_TIMEOUT_MS fails the activation;
  *    the caller retries). Over NATS a moved partition is served by its new owner only once every other live host has
  *    released it, its hand-over committed (actors/transport/nats.ts `acquire`), so the load finds it. The catch-ups
- *    (`catchUpBuckets`, a few seconds after a partition move) are a backstop of that. A kill -9 still refills these
- *    (docs/access.md).
+ *    (`catchUpBuckets`, 1 s and 3 s after a partition move) run only for a move no release covered: a live host that
+ *    does not answer releases (an older version during a rolling upgrade; ActorHost's timed backstop). A kill -9
+ *    still refills these (docs/access.md).
  * A stored row is never lowered while its window runs: a hand-over from an activation that knew less (its load ran
  * out of time, or read a row about to be replaced) cannot undo a count another one reached.
  * Rows whose window ended are deleted by `pruneEnded`: from the durable writes (at most once a minute per process)

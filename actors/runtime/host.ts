@@ -29,23 +29,28 @@ const INBOX_SWEEP_MS = 60_000;
 const REMINDER_LEASE_MS = 60_000;
 
 /**
- * What a hand-over used to be given before a stop went on without it (2 s): the last catch-up is still timed from it.
- * A hand-over now runs until it is written or has failed, and is waited for (`handOver`, `handOversDone`).
+ * What a hand-over was given before a stop went on without it (2 s), in hosts older than the release handshake: the
+ * last catch-up is timed from it, since it is for partitions such a host hands over (`startBackstop`). A hand-over here
+ * runs until it is written or has failed, and is waited for (`handOver`, `handOversDone`).
  */
 const HAND_OVER_MS = 2_000;
 /**
- * How long after a placement change (see `notePlacement`) a new activation of a kind with a catch-up waits before it
- * loads: the previous owner starts its hand-over when it sees the same change and usually has it written within
- * milliseconds, so the load finds it, rather than admitting from the older row until a catch-up corrects it (a busy
- * owner's requests of that time would pass the limit; review RQ MED-1). Only the first requests of owners new to
- * this host wait, only that long after a change of the live hosts. Over NATS a moved partition of such a kind is
- * served only once every other live host released it, its hand-over written (actors/transport/nats.ts `acquire`):
- * there the hold and the catch-ups below are a backstop, and the bound does not depend on their timing.
+ * The timed backstop (`startBackstop`), for a moved partition whose previous owner's hand-over may land after this
+ * host loads: how long after such a move a new activation of a kind with a catch-up waits before it loads. The
+ * previous owner starts its hand-over when it sees the same change and usually has it written within milliseconds, so
+ * the load finds it, rather than admitting from the older row until a catch-up corrects it (review RQ MED-1). Not over
+ * NATS between hosts that answer releases: there a moved partition of such a kind is served only once every other
+ * live host has released it, its hand-over written (actors/transport/nats.ts `acquire`), so nothing can land after the
+ * load and the hold only delayed the first requests of every new activation by up to 0.5 s after each change. It runs
+ * when the transport serves a partition without that guarantee (`placementChanged(false)`: a live host, or one that
+ * just left, that does not answer releases, i.e. an older version during a rolling upgrade) and over a transport that
+ * has no handshake (`releasesPartitions`; test/helpers/lossy-transport.ts). Never in-process (lossless): one host
+ * serves everything, and the previous run's stop hand-over committed before this one started.
  */
 const PLACEMENT_HOLD_MS = 500;
 /**
- * When, after a placement change, this host re-reads what its new activations loaded (the kinds' catch-ups), for a
- * hand-over that landed later (it is bounded by HAND_OVER_MS; the last read leaves a second's margin for the two
+ * When, after such a move, this host re-reads what its new activations loaded (the kinds' catch-ups), for a hand-over
+ * that landed later (an older host bounds it by HAND_OVER_MS; the last read leaves a second's margin for the two
  * hosts seeing the change at slightly different times). Each read folds in only what changed since the one before
  * (BucketTable.merge).
  */
@@ -72,9 +77,10 @@ export type HandOver = (activations: readonly { id: string; memory: ReadonlyMap<
 const handOvers = new Map<string, HandOver>();
 
 /**
- * A kind's catch-up: the other half of a hand-over over a partition move. Called at each of CATCH_UP_AT_MS after a
- * placement change, with the kind's activations this host started since (they may have loaded before the previous
- * owner's `deactivate` hand-over committed): it reads what was handed over and folds in what is new.
+ * A kind's catch-up: the other half of a hand-over over a partition move that no release handshake covered (see
+ * PLACEMENT_HOLD_MS). Called at each of CATCH_UP_AT_MS after such a move, with the kind's activations this host
+ * started since (they may have loaded before the previous owner's hand-over committed): it reads what was handed over
+ * and folds in what is new.
  */
 export type CatchUp = (activations: readonly { id: string; memory: Map<string, unknown> }[], sql: Sql) => Promise<void>;
 const catchUps = new Map<string, CatchUp>();
@@ -220,10 +226,10 @@ export class ActorHost {
   private stopping = false;
   /** `stop()` has taken its hand-over snapshot: the kinds with a hand-over answer actor_unavailable from then on. */
   private handedOver = false;
-  /** Activations of kinds with a catch-up started since the last placement change, until `catchUpUntil`. */
+  /** Activations of kinds with a catch-up started since the timed backstop last started, until `catchUpUntil`. */
   private catchUpBatch: Activation[] = [];
   private catchUpUntil = 0;
-  /** New activations of kinds with a catch-up load no earlier than this (PLACEMENT_HOLD_MS after a change). */
+  /** New activations of kinds with a catch-up load no earlier than this (PLACEMENT_HOLD_MS after `startBackstop`). */
   private holdUntil = 0;
   private catchUpTimers: ReturnType<typeof setTimeout>[] = [];
   /** Hand-over writes under way (`handOver`): a release of a partition (`handOversDone`) waits for them. */
@@ -285,7 +291,7 @@ export class ActorHost {
     for (const t of this.catchUpTimers) clearTimeout(t);
     // the snapshot is taken synchronously by the hand-overs' first step: nothing of these kinds is served after it
     this.handedOver = true;
-    // A read-only message still waiting for its activation's load (the placement hold) is in no queue and no snapshot:
+    // A read-only message still waiting for its activation's load (or the placement hold) is in no queue and no snapshot:
     // answered after the snapshot it would count what nobody hands over (review RF-1). It is answered
     // actor_unavailable instead, and the caller's retry reaches the next owner.
     for (const [, , a] of this.allActivations()) if (!a.loaded) a.dropped = true;
@@ -333,11 +339,14 @@ export class ActorHost {
   }
 
   /**
-   * The transport now serves a moved partition of a kind with a hand-over, its old owners' hand-overs committed: rows
-   * they wrote exist (actors/ip/stored-buckets.ts measures them again).
+   * The transport now serves a moved partition of a kind with a hand-over: rows its old owners wrote may exist
+   * (actors/ip/stored-buckets.ts measures them again). `released`: every host that may have served it released it,
+   * its hand-over written (actors/transport/nats.ts `acquire`), so the loads here find it. Else (a host that does not
+   * answer releases, mid-upgrade) what it hands over may land after them: the timed backstop runs.
    */
-  placementChanged(): void {
+  placementChanged(released = true): void {
     for (const listener of placementListeners) listener();
+    if (!released) this.startBackstop();
   }
 
   /** Drops activations matching `pred` (the NATS transport calls this when partitions move away), handing them over. */
@@ -358,13 +367,22 @@ export class ActorHost {
   }
 
   /**
-   * Partitions may have moved (this host started, the live hosts changed, or it deactivated some): for
-   * CATCH_UP_AFTER_MS the new activations of kinds with a catch-up are collected, and caught up together at each of
-   * CATCH_UP_AT_MS. Only over a lossy transport (NATS): in-process, one host serves everything and a previous run's
-   * stop hand-over committed before this one started.
+   * Partitions may have moved (this host started, the live hosts changed, or it deactivated some): rows handed over
+   * elsewhere may exist. Over a lossy transport without the release handshake the timed backstop runs too; over NATS
+   * the transport says per moved partition whether it is needed (`placementChanged`).
    */
   private notePlacement(): void {
     for (const listener of placementListeners) listener();
+    if (this.opts.transport.lossless || (this.opts.transport as { releasesPartitions?: boolean }).releasesPartitions === true) return;
+    this.startBackstop();
+  }
+
+  /**
+   * The timed backstop of a move no release covered (see PLACEMENT_HOLD_MS): for CATCH_UP_AFTER_MS the new activations
+   * of kinds with a catch-up are collected, each waits out the rest of the hold before it loads, and they are caught up
+   * together at each of CATCH_UP_AT_MS.
+   */
+  private startBackstop(): void {
     if (this.opts.transport.lossless || this.stopping) return;
     this.catchUpUntil = Date.now() + CATCH_UP_AFTER_MS;
     this.holdUntil = Date.now() + PLACEMENT_HOLD_MS;
@@ -373,8 +391,8 @@ export class ActorHost {
   }
 
   /**
-   * A new activation of a kind with a catch-up (before its load starts): joins the batch if a placement change is
-   * recent (noticing one), and returns how long its load waits (PLACEMENT_HOLD_MS).
+   * A new activation of a kind with a catch-up (before its load starts): notices a change of the live hosts, joins the
+   * batch while a timed backstop runs, and returns how long its load waits (the rest of PLACEMENT_HOLD_MS; 0 if none).
    */
   private watchPlacement(act: Activation): number {
     if (this.opts.transport.lossless) return 0;

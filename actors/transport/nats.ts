@@ -47,8 +47,13 @@ export interface PlacementHost {
   handsOver?(kind: string): boolean;
   /** Resolves once every hand-over under way has been written or has failed. */
   handOversDone?(): Promise<void>;
-  /** A moved partition of a kind that hands over is served here now, its old owners' hand-overs written. */
-  placementChanged?(): void;
+  /**
+   * A moved partition of a kind that hands over is served here now. `released`: every host that may have served it
+   * released it, its hand-over written; false when a host that does not answer releases (an older version, mid
+   * rolling upgrade) was live in the last TTL, whose hand-over may land after this host loads (ActorHost then runs its
+   * timed hold and re-reads).
+   */
+  placementChanged?(released?: boolean): void;
 }
 
 /**
@@ -135,6 +140,11 @@ export function defaultHostId(): string {
 
 export class NatsTransport implements Transport {
   readonly name = "nats";
+  /**
+   * A moved partition of a kind that hands over is served only after a release (`acquire`), and the host is told when
+   * one was not possible (PlacementHost.placementChanged): ActorHost skips its timed backstop otherwise.
+   */
+  readonly releasesPartitions = true;
   readonly partitions: number;
   readonly hostId: string;
   private readonly handlers = new Map<string, ServeHandler>();
@@ -150,6 +160,12 @@ export class NatsTransport implements Transport {
   /** `kind/partition` → a release under way (`acquire`): owned in our view, not served until the others released it. */
   private readonly acquiring = new Map<string, { cancelled: boolean }>();
   private releaseSub?: Subscription;
+  /**
+   * kind → when (performance.now()) a view last showed another live host serving it that does not answer releases
+   * (HostBeat.releases absent: an older version, mid rolling upgrade). See `unreleasedMove`.
+   */
+  private readonly unreleasingSeen = new Map<string, number>();
+  private readonly ttlMs: number;
   private readonly eventSubs = new Set<Subscription>();
   private readonly durables = new Set<ConsumerMessages>();
   private membership?: Membership;
@@ -182,6 +198,7 @@ export class NatsTransport implements Transport {
     this.log = opts.log ?? rootLog.child({ component: "nats-transport" });
     const hb = opts.heartbeatMs ?? 1000;
     const ttl = opts.ttlMs ?? 3000;
+    this.ttlMs = ttl;
     this.pauseMs = Math.max(300, ttl - hb - 500);
   }
 
@@ -377,6 +394,8 @@ export class NatsTransport implements Transport {
   private rebalance(): void {
     if (this.closed || !this.membership) return;
     const view = this.membership.view;
+    const now = performance.now();
+    for (const m of view.all()) if (m.live && m.hostId !== this.hostId && m.beat.releases !== true) for (const k of m.beat.kinds) this.unreleasingSeen.set(k, now);
     const selfLive = !this.suspect && view.isLive(this.hostId);
     const ownership = computeOwnership(view, [...this.handlers.keys()], this.partitions);
     const lost = new Map<string, Set<number>>();
@@ -415,7 +434,9 @@ export class NatsTransport implements Transport {
    * it (or nobody does, and callers retry), so the activations here load what the old ones counted, however slow the
    * old owner's view or its write: no hold or re-read whose timing a loaded machine can outrun (CI at load 14: 500/15
    * min let 790 through). A host that stops being live in our view is not waited for (a killed host: its counts are
-   * lost anyway, docs/access.md). Other kinds, and a partition no other host could hold, are served at once.
+   * lost anyway, docs/access.md). Nor is a host that does not answer releases (an older version, mid rolling upgrade:
+   * its moved partitions would stay unserved until it stops); the host is told (`placementChanged(false)`) and runs
+   * its timed backstop for that. Other kinds, and a partition no other host could hold, are served at once.
    */
   private acquire(kind: string, p: number, handler: ServeHandler): void {
     const current = this.subs.get(kind)!;
@@ -427,9 +448,10 @@ export class NatsTransport implements Transport {
         .map((m) => m.hostId);
     if (!this.host?.handsOver?.(kind) || others().length === 0) {
       current.set(p, this.subscribePartition(kind, p, handler));
-      if (this.host?.handsOver?.(kind)) this.host.placementChanged?.();
+      if (this.host?.handsOver?.(kind)) this.host.placementChanged?.(!this.unreleasedMove(kind));
       return;
     }
+    let unreleased = this.unreleasedMove(kind);
     const key = `${kind}/${p}`;
     if (this.acquiring.has(key)) return;
     const state = { cancelled: false };
@@ -457,10 +479,23 @@ export class NatsTransport implements Transport {
       }
       // still ours (rebalance cancels a partition that moved on), not closed, not paused since
       if (state.cancelled || this.closed || this.suspect || current.has(p)) return;
+      unreleased ||= this.unreleasedMove(kind);
+      // before the subscription, so its first messages see the change (their loads read; a timed hold, if any, applies)
+      this.host?.placementChanged?.(!unreleased);
       current.set(p, this.subscribePartition(kind, p, handler));
       await this.nc.flush().catch(() => {});
-      this.host?.placementChanged?.();
     })();
+  }
+
+  /**
+   * Whether a partition of `kind` taken now may have been served by a host that was not asked: one that does not
+   * answer releases, live in a view of the last TTL. Its hand-over (to the end of its stop, or of its deactivation,
+   * written in its own time) may land after this host loads, so the host's timed backstop must run. The TTL covers an
+   * older host's clean stop: it beats until it leaves, and its partitions are taken in the rebalance that sees it gone.
+   */
+  private unreleasedMove(kind: string): boolean {
+    const seen = this.unreleasingSeen.get(kind);
+    return seen !== undefined && performance.now() - seen <= this.ttlMs;
   }
 
   private cancelAcquire(kind: string, p: number): void {
