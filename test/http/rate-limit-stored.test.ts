@@ -1,6 +1,6 @@
 /**
  * What the stored rate-limit buckets cost and how they stay right (review RQ of the Z-1 fix; actors/ip/stored-buckets.ts):
- * loads are skipped when no row can exist (LOW-4) and cannot hold pooled connections past their budget (MED-2); a
+ * loads are skipped when no row can exist (LOW-4) and hold at most two pooled connections while they wait (MED-2); a
  * refusal the owners already know writes nothing (MED-3); a hand-over never lowers a live count (LOW-5); a catch-up
  * adds what an activation counted to what the previous owner handed over late (MED-1's arithmetic; the restarts
  * themselves are test/distributed/rate-limit-restart-traffic.test.ts); a message type the host does not know is a retryable 503
@@ -77,7 +77,7 @@ describe("loading stored buckets", () => {
     expect((await tableReads()) - before).toBe(0);
   }, 30_000);
 
-  test("a load that meets a locked table gives up at its budget and frees its connection: other requests are not held up", async () => {
+  test("loads that meet a locked table wait for the lock in at most two pooled connections: an active address is not held up, and every waiting one is answered once the lock clears", async () => {
     expect((await requestFrom("127.0.81.1", "GET", "/api/v1/merchants")).status).toBe(200);
     notePlacementChange(); // as after a partition move: every new activation reads its rows
     const other = postgres(srv.db.url, { max: 1 });
