@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { ManualClock } from "../../actors/runtime/clock.ts";
+import { webhookActor } from "../../actors/webhook/index.ts";
 import { enqueueWebhookEvent } from "../../actors/webhook/outbox.ts";
 import type { Sql } from "../../infra/db.ts";
 import { setLogSink } from "../../infra/log.ts";
@@ -165,6 +166,22 @@ test("a disabled endpoint gets no delivery rows for new events and is not probed
   expect(await srv.db.sql`SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ${down} AND event_id IN ${srv.db.sql(events)}`).toHaveLength(0);
   expect(got.length).toBe(hits);
   expect((await listed(down)).enabled).toBe(false);
+});
+
+test("a delivery a fan-out made just before the disabling committed is dead-lettered by the endpoint's next turn, not sent", async () => {
+  // What a fan-out that read the endpoint before the disabling committed leaves behind: a due delivery and a kick.
+  const event = await enqueue(OTHER); // another store's event: fanned out to none of this store's endpoints
+  await waitFor("the event fanned out", () => dispatched(event));
+  const [row] = await srv.db.sql<{ id: string }[]>`
+    INSERT INTO webhook_deliveries (event_id, endpoint_id, store_slug, next_attempt_at) VALUES (${event}, ${down}, ${SLUG}, ${new Date(clock.now())})
+    RETURNING id::text`;
+  const hits = got.length;
+  const r = await srv.running.services.actors.ask(webhookActor, down, "deliverDue", {});
+  expect(r.claimed).toBe(0);
+  const d = (await deliveries(down)).find((x) => x.id === row!.id)!;
+  expect(d).toMatchObject({ status: "dead", attempts: 0, lastError: "endpoint disabled; dead-lettered (disabled)" });
+  expect(got.length).toBe(hits);
+  expect(await srv.db.sql`SELECT 1 FROM actor_reminders WHERE kind = 'webhook' AND id = ${down}`).toHaveLength(0);
 });
 
 test("redelivering to a disabled endpoint is 409 conflict, and another merchant's enable is 404", async () => {
