@@ -115,10 +115,10 @@ type Rule = (sql: Sql, s: RetentionSettings, nowMs: number, batch: number, run: 
 
 /** What a rule carries from one batch of a run to the next (a new object each run). */
 export interface RunState {
-  /** The carts rule's keyset: the last cart its scan examined (actor_state_cart_expiry's key), none yet at the start. */
+  /** The carts rule's keyset: the last cart its scan examined (actor_state_cart_expiry_ms's key), none yet at the start. */
   cartsAfter?: CartKey;
 }
-/** A cart's key in actor_state_cart_expiry (migration 0089): its expiry as jsonb text, and its id. */
+/** A cart's key in actor_state_cart_expiry_ms (migration 0096): its `expiry_ms` as text, and its id. */
 export interface CartKey {
   expiresAt: string;
   id: string;
@@ -161,7 +161,7 @@ export const RETENTION_RULES: Record<string, Rule> = {
     return (await DELETE_STATEMENTS.ap2_mandate_agents(sql, s, nowMs, batch)).count;
   },
 
-  // A keyset over actor_state_cart_expiry (migration 0089): each batch examines the next `batch` carts past the
+  // A keyset over actor_state_cart_expiry_ms (migration 0096): each batch examines the next `batch` carts past the
   // horizon and deletes those out of use, so a run reads each cart due once, and never a live or a paid one.
   async carts(sql, s, nowMs, batch, run) {
     const [r] = await DELETE_STATEMENTS.carts(sql, s, nowMs, batch, run.cartsAfter);
@@ -291,32 +291,41 @@ export const MARKING_STATEMENTS = {
 export const DELETE_STATEMENTS = {
   /**
    * The cart rule (session 12): the next `batch` carts, in expiry order after `after`, of the partial index
-   * actor_state_cart_expiry (carts in a status the rule deletes, by their sliding expiry) whose expiry passed the
-   * horizon are examined, unlocked; those out of use are taken `FOR UPDATE SKIP LOCKED` (the row is judged again as it
-   * is when locked) and deleted. `taken` is how many were examined, so the run goes on while a batch is full; the last
-   * key examined is where the next batch starts. A cart kept (an order, x402 or protocol row names it, a checkout is
-   * live, a reminder is due) is examined once a run, not once a batch.
+   * actor_state_cart_expiry_ms (migration 0096: carts by `expiry_ms`, a lower bound of the sliding expiry the cart's
+   * turns keep within an hour of it while the cart is in a status the rule deletes) whose expiry passed the horizon are
+   * examined, unlocked; those out of use are taken `FOR UPDATE SKIP LOCKED` (the row is judged again as it is when
+   * locked, on its state: status and expiry) and deleted. A cart examined that is CHECKOUT or COMPLETED (its turns
+   * leave the column as it was when it left OPEN, so that their updates stay HOT) has its column cleared, taken the same
+   * way: it leaves the index, so a paid cart is examined once, not once a run; a turn that opens it again writes it
+   * (actors/runtime/state-write.ts). `taken` is how many were examined, so the run goes on while a batch is full; the
+   * last key examined is where the next batch starts. A cart kept (an order, x402 or protocol row names it, a checkout
+   * is live, a reminder is due, or its expiry is up to an hour after its column's) is examined once a run, not once a
+   * batch.
    */
   carts: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number, after?: CartKey) => sql<{ deleted: number; taken: number; last_expires_at: string | null; last_id: string | null }[]>`
     WITH examined AS (
-      SELECT st.id, st.state->'cart'->'expiresAt' AS expires_at FROM actor_state st
-      -- the predicate of the partial index actor_state_cart_expiry (migration 0089), then its key's range
-      WHERE st.kind = 'cart' AND jsonb_typeof(st.state->'cart'->'expiresAt') = 'number'
-        AND st.state->'cart'->>'status' IN ('OPEN', 'EXPIRED', 'ABANDONED', 'REPLACED')
-        -- jsonb values sent as text (a parameter typed jsonb would be sent JSON-encoded: a string, not a number)
-        AND st.state->'cart'->'expiresAt' < ${String(nowMs - s.RETENTION_CART_GRACE_DAYS * DAY_MS)}::text::jsonb
-        ${after ? sql`AND (st.state->'cart'->'expiresAt', st.id) > (${after.expiresAt}::text::jsonb, ${after.id}::text)` : sql``}
-      ORDER BY st.state->'cart'->'expiresAt', st.id
+      SELECT st.id, st.expiry_ms AS expires_at FROM actor_state st
+      -- the predicate of the partial index actor_state_cart_expiry_ms (migration 0096), then its key's range
+      WHERE st.kind = 'cart' AND st.expiry_ms IS NOT NULL
+        AND st.expiry_ms < ${nowMs - s.RETENTION_CART_GRACE_DAYS * DAY_MS}::int8
+        ${after ? sql`AND (st.expiry_ms, st.id) > (${after.expiresAt}::int8, ${after.id}::text)` : sql``}
+      ORDER BY st.expiry_ms, st.id
       LIMIT ${batch}),
     doomed AS (
       SELECT st.id FROM actor_state st
       -- every cart id is a uuid (the create message's); the CASE keeps the cast from ever seeing another id
       CROSS JOIN LATERAL (SELECT CASE WHEN st.id ~* ${UUID} THEN st.id::uuid END AS cart_id) c
       WHERE st.kind = 'cart' AND st.id IN (SELECT id FROM examined) AND c.cart_id IS NOT NULL
+        AND jsonb_typeof(st.state->'cart'->'expiresAt') = 'number'
         AND ${cartOutOfUse(sql, s, nowMs, sql`st`, sql`c.cart_id`)}
         AND NOT EXISTS (SELECT 1 FROM bridge_sessions b WHERE b.cart_id = c.cart_id)
       FOR UPDATE OF st SKIP LOCKED),
     gone AS (DELETE FROM actor_state WHERE kind = 'cart' AND id IN (SELECT id FROM doomed) RETURNING 1),
+    parked AS (
+      SELECT st.id FROM actor_state st
+      WHERE st.kind = 'cart' AND st.id IN (SELECT id FROM examined) AND st.state->'cart'->>'status' IN ('CHECKOUT', 'COMPLETED')
+      FOR UPDATE OF st SKIP LOCKED),
+    park AS (UPDATE actor_state SET expiry_ms = NULL WHERE kind = 'cart' AND id IN (SELECT id FROM parked)),
     last AS (SELECT expires_at::text AS expires_at, id FROM examined ORDER BY examined.expires_at DESC, id DESC LIMIT 1)
     SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM examined)::int AS taken,
       (SELECT expires_at FROM last) AS last_expires_at, (SELECT id FROM last) AS last_id`,

@@ -48,7 +48,7 @@ import { assertNoRefundDecided, clearChainDecided, clearReconciliation, lockFlag
 import { driveRefundRows, moveOrderAfterRefund, railOfOrder } from "../store/refund-flow.ts";
 import type { ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
-import { applyCartEvent, assertCartMutable, assertNotReplaced, isCartExpired, mergedLineTooLarge, newCartHeader, stockShortfall, type CartHeader } from "./cart-machine.ts";
+import { applyCartEvent, assertCartMutable, assertNotReplaced, isCartExpired, mergedLineTooLarge, newCartHeader, stockShortfall, type CartHeader, type CartStatus } from "./cart-machine.ts";
 import {
   applyCheckoutEvent,
   bindIdempotencyKey,
@@ -2139,12 +2139,18 @@ async function reconcileSession(ctx: Ctx, sessionId: string, retry = 0): Promise
 // ---------------------------------------------------------------------------------------------------------------
 // The actor
 
+/** The cart statuses the retention rule deletes (never CHECKOUT or COMPLETED: a paid cart stays). */
+const RETENTION_STATUSES: ReadonlySet<CartStatus> = new Set(["OPEN", "EXPIRED", "ABANDONED", "REPLACED"]);
+
 export const cartActor = defineActor({
   kind: "cart",
   initialState: (): CartState => ({ cart: null, session: null, sessionSeq: 0 }),
   messages: CartMessages,
   // cart ids are fresh random uuids: creating one needs no read of actor_state (the insert is the fence)
   createdBy: ["create"],
+  // the expiry the cart retention rule reads (infra/retention.ts DELETE_STATEMENTS.carts, migration 0096), for a cart in
+  // a status the rule deletes; a cart checking out or paid reports none and its stored one is left as it was
+  expiryOf: (s) => (s.cart && RETENTION_STATUSES.has(s.cart.status) && Number.isFinite(s.cart.expiresAt) ? Math.floor(s.cart.expiresAt) : undefined),
   async onActivate(ctx) {
     // A session loaded IN_PROGRESS had its turn die mid-payment (a live turn is never observed by a new
     // activation). Money may have moved: reconcile by intent id, never charge anew.

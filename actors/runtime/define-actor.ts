@@ -123,6 +123,13 @@ export interface ActorDefinition<S, M extends MessageSchemas, H extends { [K in 
    */
   createdBy?: readonly (keyof M & string)[];
   reminders?: Record<string, (ctx: ActorContext<S>, payload: unknown) => Promise<void>>;
+  /**
+   * The state's expiry for a retention rule of this kind (whole ms since the epoch), or undefined when the rule may
+   * not delete the actor as it is now. Kept in `actor_state.expiry_ms` (migration 0096), a column a partial index can
+   * read without naming `state`: written only when it would otherwise be unset, above this, or more than an hour behind
+   * it (state-write.ts EXPIRY_SLACK_MS), and left as it is when this is undefined, so a turn's update stays HOT.
+   */
+  expiryOf?: (state: S) => number | undefined;
   /** Called once when an activation loads its state (e.g. to re-arm something or migrate old state). */
   onActivate?: (ctx: ActorContext<S>) => Promise<void>;
 }

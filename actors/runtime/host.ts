@@ -1201,6 +1201,7 @@ class Turn {
       id: act.id,
       version: act.version,
       stateJson: current,
+      expiry: act.def.expiryOf?.(act.state),
       reminders: this.reminderOps,
       reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresInMs: timeLeft(), turn: this.markerToken } : undefined,
       pending: marker ? { msgId: this.ctx.msgId, forMs: timeLeft(), turn: this.markerToken! } : undefined,

@@ -32,6 +32,12 @@ export interface StateWrite {
   /** The version the activation loaded (0: none yet, the row is inserted and must not exist). */
   version: number;
   stateJson: string;
+  /**
+   * The state's expiry as its kind's retention rule reads it (`ActorDefinition.expiryOf`, whole ms since the epoch), or
+   * undefined: the row's `expiry_ms` is left as it is. Written only when the stored one is unset, above it, or more
+   * than EXPIRY_SLACK_MS behind it (migration 0096), so most turns leave the column alone and their update stays HOT.
+   */
+  expiry?: number;
   reminders: Map<string, ReminderOp>;
   /**
    * `expiresInMs`: how long the reply is kept, counted by the database from the statement's own time
@@ -54,6 +60,14 @@ export interface StateWrite {
    */
   replacesMarker?: string;
 }
+
+/**
+ * How far `actor_state.expiry_ms` may lag behind the expiry a turn reports before the turn writes it again (migration
+ * 0096). The column is a lower bound that a retention rule reads through an index: a turn whose write changes it is
+ * not HOT, so a sliding expiry is written at most about once an hour per actor, and the rule may examine a row up to
+ * this much early (it judges the state itself before deleting).
+ */
+export const EXPIRY_SLACK_MS = 60 * 60 * 1000;
 
 /** The SQLSTATE of a failed version fence. */
 export const FENCE_FAILED = "AF001";
@@ -94,8 +108,8 @@ function shapeFor(insert: boolean, sets: boolean, deletes: boolean, inbox: Inbox
   const reminders = sets || deletes;
   const cached = shapes.get(key);
   if (cached) return cached;
-  // $1 kind, $2 id, $3 state; then, numbered in order of use: version (update), reminder ops, reply fields
-  let n = 3;
+  // $1 kind, $2 id, $3 state, $4 expiry; then, numbered in order of use: version (update), reminder ops, reply fields
+  let n = 4;
   const version = insert ? "" : `$${++n}`;
   const ops = reminders ? `$${++n}` : "";
   const [msgId, replyJson, expires, token] = inbox === "reply" ? [`$${++n}`, `$${++n}`, `$${++n}`, `$${++n}`] : [];
@@ -106,9 +120,13 @@ function shapeFor(insert: boolean, sets: boolean, deletes: boolean, inbox: Inbox
   const dead = inbox === "none" ? undefined : `$${++n}`;
   const parts = [
     insert
-      ? `turn_state AS (INSERT INTO actor_state (kind, id, version, state) VALUES ($1, $2, 1, $3::text::jsonb)
+      ? `turn_state AS (INSERT INTO actor_state (kind, id, version, state, expiry_ms) VALUES ($1, $2, 1, $3::text::jsonb, $4::int8)
            ON CONFLICT (kind, id) DO NOTHING RETURNING 1)`
-      : `turn_state AS (UPDATE actor_state SET version = version + 1, state = $3::text::jsonb, updated_at = now()
+      : // expiry_ms keeps its value (the same value: the update stays HOT) unless the turn reports an expiry the stored
+        // one is not a close lower bound of; compared in the row the update writes, so a retention run's clearing of it
+        // (infra/retention.ts) committed first is seen
+        `turn_state AS (UPDATE actor_state SET version = version + 1, state = $3::text::jsonb, updated_at = now(),
+             expiry_ms = CASE WHEN $4::int8 IS NULL OR (expiry_ms <= $4::int8 AND expiry_ms > $4::int8 - ${EXPIRY_SLACK_MS}) THEN expiry_ms ELSE $4::int8 END
            WHERE kind = $1 AND id = $2 AND version = ${version} RETURNING 1)`,
   ];
   if (reminders) {
@@ -157,7 +175,9 @@ export function stateWriteStatement(w: StateWrite): { text: string; params: (str
   const insert = w.version === 0;
   if (!Number.isSafeInteger(w.version) || w.version < 0) throw new Error(`actor ${w.kind}/${w.id}: invalid version ${w.version}`);
   if (w.reply && w.pending) throw new Error(`actor ${w.kind}/${w.id}: a turn's write carries its reply or its pending marker, not both`);
-  const params: (string | number | null)[] = [w.kind, w.id, w.stateJson];
+  // refused here, before anything is sent, as `wholeMs` refuses a time left
+  if (w.expiry !== undefined && !Number.isSafeInteger(w.expiry)) throw new Error(`actor ${w.kind}/${w.id}: invalid expiry ${w.expiry}`);
+  const params: (string | number | null)[] = [w.kind, w.id, w.stateJson, w.expiry ?? null];
   if (!insert) params.push(w.version);
   if (w.reminders.size) {
     const ops = [...w.reminders].map(([name, op]) =>

@@ -163,14 +163,17 @@ describe("carts", () => {
     expect(gone.body.success).toBe(false);
   }, 30_000);
 
+  // as an OPEN cart's turn writes it: the state's expiry, and the index's column (migration 0096) with it
   const setExpiry = (ids: string[], expiresAt: number) =>
-    srv.db.sql`UPDATE actor_state SET state = jsonb_set(state, '{cart,expiresAt}', ${String(expiresAt)}::text::jsonb) WHERE kind = 'cart' AND id IN ${srv.db.sql(ids)}`;
+    srv.db.sql`UPDATE actor_state SET state = jsonb_set(state, '{cart,expiresAt}', ${String(expiresAt)}::text::jsonb), expiry_ms = ${expiresAt}
+      WHERE kind = 'cart' AND id IN ${srv.db.sql(ids)}`;
 
-  test("a batch reads only the carts whose expiry passed the horizon from the cart index, never a live or a paid one (migration 0089)", async () => {
+  test("a batch reads only the carts whose expiry passed the horizon from the cart index, never a live one; a paid one is read once and leaves the index (migrations 0089, 0096)", async () => {
     const live = [await newCart(), await newCart()];
     const due = await newCart();
     const paid = await newCart();
     await setExpiry([due, paid], Date.now() - 30 * DAY);
+    // paid as its turn pays it: the column is left as the cart had it when OPEN (the update stays HOT)
     await srv.db.sql`UPDATE actor_state SET state = jsonb_set(state, '{cart,status}', '"COMPLETED"') WHERE kind = 'cart' AND id = ${paid}`;
     const scanAt = Date.now();
     const [{ n: past }] = await srv.db.sql<{ n: number }[]>`
@@ -179,10 +182,14 @@ describe("carts", () => {
     const [{ n: carts }] = await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM actor_state WHERE kind = 'cart'`;
     expect(past).toBeGreaterThanOrEqual(1);
     expect(carts).toBeGreaterThanOrEqual(past + live.length + 1);
-    expect(await rowsWalked("carts", "actor_state_cart_expiry", scanAt)).toBe(past);
+    expect(await rowsWalked("carts", "actor_state_cart_expiry_ms", scanAt)).toBe(past + 1);
     expect(await stored([due, paid, ...live])).toEqual([due, paid, ...live].sort()); // EXPLAIN's run was rolled back
     expect((await run(scanAt)).carts).toBeGreaterThanOrEqual(1);
     expect(await stored([due, paid, ...live])).toEqual([paid, ...live].sort());
+    // the paid cart left the index: the next run does not read it again
+    const [{ expiry_ms }] = await srv.db.sql<{ expiry_ms: string | null }[]>`SELECT expiry_ms FROM actor_state WHERE kind = 'cart' AND id = ${paid}`;
+    expect(expiry_ms).toBeNull();
+    expect(await rowsWalked("carts", "actor_state_cart_expiry_ms", scanAt)).toBe(0);
   }, 30_000);
 
   test("carts kept ahead of a due one in expiry order do not stop a run: each batch goes on after the last cart it examined", async () => {
