@@ -83,11 +83,21 @@
  *    expired more than an hour ago by the job's clock and have expired by the database's, which decides expiry (the
  *    hour and the database check cover a host whose clock runs ahead). The per-key bound on live nonces stays on the
  *    request path (gateway/bridge/ap2-keys.ts).
+ *  - `product_price_history` (session 15): read only by the price-history route (actors/store/reads.ts priceHistory),
+ *    whose longest window is PRICE_HISTORY_LONGEST_DAYS (90) and which reads the window's rows plus the product's last
+ *    row before the window (the price it opened at, in any currency). A row goes once it is older than that and a
+ *    day (PRICE_HISTORY_GRACE_DAYS: a reader's clock behind the job's), by the job's clock and the database's (which
+ *    stamps rows), AND a later row of its product is too: each product keeps its last row before the cut, however
+ *    old (a product never re-priced keeps its only row). Rows older than the cut are never written again (a write
+ *    folds only into the current hour's row), so a row kept or deleted stays right. The scan is a keyset over
+ *    product_price_history_time (migration 0098), oldest first: a run reads each old row once, so the rows kept (one
+ *    per product at most) cost one read a run, not one a batch, and recent rows are never read.
  *  - `oauth_clients` (audit W-1; the rule is gateway/oauth/clients.ts `deleteUnusedClients`, next to the stamping of
  *    a client's use): registered clients without an owner that no user authorized within 24 h of registering, or
  *    unused for 31 days (a refresh token's life and a day). Clients registered with a user session stay.
  */
 import type { SqlFragment } from "../actors/runtime/state-write.ts";
+import { PRICE_HISTORY_LONGEST_DAYS } from "../actors/store/reads.ts";
 import { deleteUnusedClients } from "../gateway/oauth/clients.ts";
 import { CONFIG_VARS, type Config } from "./config.ts";
 import type { Sql } from "./db.ts";
@@ -105,6 +115,8 @@ export type RetentionSettings = Pick<Config, "RETENTION_BATCH" | "RETENTION_OAUT
 const days = (s: RetentionSettings, k: LaterSettings): number => s[k] ?? CONFIG_VARS[k].default;
 /** How long after its expiry an AP2 registration nonce is deleted: the database's clock decides expiry, not ours. */
 const NONCE_GRACE_MS = 60 * 60 * 1000;
+/** Price observations are kept this long past the longest window, for a reader whose clock is behind the job's. */
+const PRICE_HISTORY_GRACE_DAYS = 1;
 
 /**
  * One rule: deletes at most `batch` rows whose time has come at `nowMs`, returns how many it deleted. A rule that
@@ -117,6 +129,13 @@ type Rule = (sql: Sql, s: RetentionSettings, nowMs: number, batch: number, run: 
 export interface RunState {
   /** The carts rule's keyset: the last cart its scan examined (actor_state_cart_expiry_ms's key), none yet at the start. */
   cartsAfter?: CartKey;
+  /** The price-history rule's keyset: the last row its scan examined (product_price_history_time's key). */
+  priceHistoryAfter?: PriceRowKey;
+}
+/** A row's key in product_price_history_time (migration 0098): its time as Postgres prints it (microseconds), its id. */
+export interface PriceRowKey {
+  recordedAt: string;
+  id: string;
 }
 /** A cart's key in actor_state_cart_expiry_ms (migration 0096): its `expiry_ms` as text, and its id. */
 export interface CartKey {
@@ -212,6 +231,13 @@ export const RETENTION_RULES: Record<string, Rule> = {
   },
 
   oauth_clients: (sql, _s, nowMs, batch) => deleteUnusedClients(sql, nowMs, batch),
+
+  // A keyset over product_price_history_time (migration 0098), like the cart rule: each old row is examined once a run.
+  async product_price_history(sql, s, nowMs, batch, run) {
+    const [r] = await DELETE_STATEMENTS.product_price_history(sql, s, nowMs, batch, run.priceHistoryAfter);
+    if (r!.last_recorded_at !== null && r!.last_id !== null) run.priceHistoryAfter = { recordedAt: r!.last_recorded_at, id: r!.last_id };
+    return { deleted: r!.deleted, taken: r!.taken };
+  },
 
   async ap2_key_nonces(sql, _s, nowMs, batch) {
     const res = await sql`
@@ -329,6 +355,37 @@ export const DELETE_STATEMENTS = {
     last AS (SELECT expires_at::text AS expires_at, id FROM examined ORDER BY examined.expires_at DESC, id DESC LIMIT 1)
     SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM examined)::int AS taken,
       (SELECT expires_at FROM last) AS last_expires_at, (SELECT id FROM last) AS last_id`,
+
+  /**
+   * The price-history rule (session 15): the next `batch` rows, in time order after `after`, older than the cut (the
+   * longest window and a day, by the job's clock and the database's) are examined, unlocked; those with a later row of
+   * their product also older than the cut (so not the last one before it, which a 90-day window opens at) are taken
+   * `FOR UPDATE SKIP LOCKED` and deleted. `taken` is how many were examined; the last key examined is where the next
+   * batch starts.
+   */
+  product_price_history: (sql: Sql, _s: RetentionSettings, nowMs: number, batch: number, after?: PriceRowKey) => sql<{ deleted: number; taken: number; last_recorded_at: string | null; last_id: string | null }[]>`
+    WITH k AS (
+      SELECT least(${new Date(nowMs - (PRICE_HISTORY_LONGEST_DAYS + PRICE_HISTORY_GRACE_DAYS) * DAY_MS)}::timestamptz,
+        now() - make_interval(days => ${PRICE_HISTORY_LONGEST_DAYS + PRICE_HISTORY_GRACE_DAYS})) AS cut),
+    examined AS (
+      SELECT h.id, h.product_id, h.recorded_at FROM product_price_history h
+      WHERE h.recorded_at < (SELECT cut FROM k)
+        ${after ? sql`AND (h.recorded_at, h.id) > (${after.recordedAt}::timestamptz, ${after.id}::bigint)` : sql``}
+      ORDER BY h.recorded_at, h.id
+      LIMIT ${batch}),
+    doomed AS (
+      SELECT h.id FROM product_price_history h
+      WHERE h.id IN (SELECT id FROM examined)
+        -- a later row of the product before the cut (product_price_history_product_time): h is not the last one
+        AND EXISTS (SELECT 1 FROM product_price_history n
+          WHERE n.product_id = h.product_id AND n.recorded_at >= h.recorded_at AND n.recorded_at < (SELECT cut FROM k)
+            AND (n.recorded_at > h.recorded_at OR n.id > h.id))
+      FOR UPDATE OF h SKIP LOCKED),
+    gone AS (DELETE FROM product_price_history WHERE id IN (SELECT id FROM doomed) RETURNING 1),
+    -- ordered by the columns, not the output's text (ids compared as text would put 999 after 1000)
+    last AS (SELECT recorded_at::text AS recorded_at, id::text AS id FROM examined ORDER BY examined.recorded_at DESC, examined.id DESC LIMIT 1)
+    SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM examined)::int AS taken,
+      (SELECT recorded_at FROM last) AS last_recorded_at, (SELECT id FROM last) AS last_id`,
 
   ap2_mandate_bindings: (sql: Sql, s: RetentionSettings, nowMs: number, batch: number) => sql`
     DELETE FROM bridge_sessions WHERE id IN (

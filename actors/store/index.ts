@@ -22,6 +22,7 @@ import {
   type RejectedItem,
 } from "./ingest.ts";
 import { buyerRefOf } from "./buyer-ref.ts";
+import { PRICE_HISTORY_ROW_SECONDS } from "./reads.ts";
 import { commerceHandlers, commerceMessages, refundReminders } from "./commerce.ts";
 import { settingsHandlers, settingsMessages } from "./settings.ts";
 import { CATALOG_CHANGED, STORE_CHANGED, STORE_ORDERS_RECORDED, StoreMessages, type CatalogChangedEvent } from "./messages.ts";
@@ -145,7 +146,13 @@ export const storeActor = defineActor({
         );
         for (const r of out) upserted.push(r.id);
       }
-      // A price observation per new product and per price (or currency) change.
+      // A price observation per new product and per price (or currency) change, stored at most one row per product,
+      // currency and hour (migration 0098): the read answers no finer than an hour (1/720 of 30 days), so an
+      // observation in the hour of the product's latest row of its currency folds into that row (its price and time
+      // become the observation's, its lowest, highest and first price keep the ones it replaced); any other starts a
+      // row. A merchant re-pricing a product without end adds at most 24 rows a day per currency, and retention
+      // (infra/retention.ts) drops them past 90 days. One statement, as the plain INSERT was. The store's row lock
+      // (loadStore) makes this turn the only writer of these products' rows.
       const points = rows
         .filter((r) => {
           const prev = byExt.get(r.external_id);
@@ -154,8 +161,25 @@ export const storeActor = defineActor({
         .map((r) => ({ product_id: r.id, price_minor: r.price_minor, currency: r.currency }));
       if (points.length) {
         await tx.unsafe(
-          `INSERT INTO product_price_history (product_id, price_minor, currency)
-           SELECT product_id, price_minor, currency FROM jsonb_populate_recordset(NULL::product_price_history, $1::text::jsonb)`,
+          `WITH p AS (
+             SELECT product_id, price_minor, currency FROM jsonb_populate_recordset(NULL::product_price_history, $1::text::jsonb)
+           ), c AS (
+             SELECT p.product_id, p.price_minor, p.currency, l.id
+             FROM p LEFT JOIN LATERAL (
+               -- the hour on the epoch's grid (not date_trunc: the session's time zone may be off the hour)
+               SELECT h.id FROM product_price_history h
+               WHERE h.product_id = p.product_id AND h.currency = p.currency
+                 AND h.recorded_at >= to_timestamp(floor(date_part('epoch', now()) / ${PRICE_HISTORY_ROW_SECONDS}) * ${PRICE_HISTORY_ROW_SECONDS}) AND h.recorded_at <= now()
+               ORDER BY h.recorded_at DESC, h.id DESC LIMIT 1) l ON true
+           ), folded AS (
+             UPDATE product_price_history h SET price_minor = c.price_minor, recorded_at = now(),
+               lo_minor = least(coalesce(h.lo_minor, h.price_minor), c.price_minor),
+               hi_minor = greatest(coalesce(h.hi_minor, h.price_minor), c.price_minor),
+               first_minor = coalesce(h.first_minor, h.price_minor)
+             FROM c WHERE h.id = c.id
+           )
+           INSERT INTO product_price_history (product_id, price_minor, currency)
+           SELECT product_id, price_minor, currency FROM c WHERE id IS NULL`,
           [JSON.stringify(points)],
         );
       }

@@ -233,43 +233,63 @@ export interface PricePoint {
  */
 export const PRICE_HISTORY_MAX_POINTS = 720;
 
+/** The longest window a read answers (gateway/rest/products.ts PRICE_HISTORY_DAYS): retention keeps this much. */
+export const PRICE_HISTORY_LONGEST_DAYS = 90;
+
+/**
+ * The storage's grain (migration 0098): a row is at most one hour of one currency of one product, the observations
+ * of that hour folded into it (actors/store/index.ts ingestCatalog). An hour is the finest span a window answers
+ * (30 days / PRICE_HISTORY_MAX_POINTS), and every window's span (1, 2 or 3 h) is a whole number of them on the
+ * epoch's grid, so a row never straddles a span or a window's start.
+ */
+export const PRICE_HISTORY_ROW_SECONDS = 3600;
+
 export interface PriceWindow {
   /** The last observation before the window, in any currency (the price the window opened at). */
   opening: PricePoint | null;
   /**
-   * The window's observations in `currency`, oldest first: every one when there are at most
-   * PRICE_HISTORY_MAX_POINTS, else the last one of each of PRICE_HISTORY_MAX_POINTS equal spans of the window (the
-   * price the span closed at, with its own time), so still real observations.
+   * The window's rows in `currency`, oldest first, each its hour's last observation at its own time: every one when
+   * there are at most PRICE_HISTORY_MAX_POINTS, else the last one of each of PRICE_HISTORY_MAX_POINTS equal spans of
+   * the window (the price the span closed at, with its own time), so still real observations.
    */
   points: PricePoint[];
   /** Lowest and highest price of ALL the window's observations in `currency` (null without any): exact, not sampled. */
   lowestMinor: number | null;
   highestMinor: number | null;
-  /** How many observations the window holds in `currency`. */
+  /** How many rows (observation-hours) the window holds in `currency`. */
   observations: number;
-  /** The window's first observation in `currency` (the first point unless the points are one per span). */
+  /** The window's first observation in `currency` (its price, and its row's time). */
   first: PricePoint | null;
 }
 
-/** The window's observations in `currency` (bounded, see PriceWindow), plus the last one before the window. */
+/**
+ * The window's observations in `currency` (bounded, see PriceWindow), plus the last one before the window.
+ *
+ * The window starts on its span's grid (`since`): `days` before `now` rounded up to the next multiple of the span
+ * (1 h for 30 days, 2 h for 60, 3 h for 90) since the epoch, so it covers at most PRICE_HISTORY_MAX_POINTS spans and
+ * every stored hour lies wholly inside it or before it: its lowest, highest, opening and first price are exact over
+ * the observations from `since` on, although rows fold an hour's observations. A product's rows are at most one per
+ * hour and currency, and retention keeps 90 days of them (and the last one before), so the read's cost is bounded
+ * however often its price changes (docs/catalog.md "Price history").
+ */
 export async function priceHistory(sql: Sql, productId: string, currency: string, days: number, now: Date): Promise<PriceWindow> {
-  const since = new Date(now.getTime() - days * 86_400_000);
-  type Row = { price_minor: number; currency: string; recorded_at: Date };
-  const span = (days * 86_400) / PRICE_HISTORY_MAX_POINTS; // seconds
-  // Per span of the window: how many observations, the lowest and highest, and the last one (its close). One hashed
-  // aggregate over the window's rows and at most PRICE_HISTORY_MAX_POINTS index probes for the closes: a DISTINCT ON
-  // sorted every row instead (1,100,000 observations on the loaded 2-core machine: an external sort, 6.2 s, against
-  // 1.9-2.5 s here, most of it the scan; date_part's float8, not extract's numeric, keeps the grouping ~0.3 s).
-  const spans = await sql<{ n: number; lo: string; hi: string; price_minor: number; currency: string; recorded_at: Date }[]>`
+  const span = (days * 86_400) / PRICE_HISTORY_MAX_POINTS; // seconds: 3600, 7200 or 10800
+  const since = new Date(Math.ceil((now.getTime() - days * 86_400_000) / (span * 1000)) * span * 1000);
+  type Row = { price_minor: number; first_minor: string | null; currency: string; recorded_at: Date };
+  // Per span of the window: how many rows, the lowest and highest observed, and the last row (its close). One hashed
+  // aggregate over the window's rows and at most PRICE_HISTORY_MAX_POINTS index probes for the closes (date_part's
+  // float8, not extract's numeric, keeps the grouping cheap). A row's own lowest and highest (NULL: one observation,
+  // its price) cover the observations folded into it.
+  const spans = await sql<{ n: number; lo: string; hi: string; price_minor: number; first_minor: string | null; currency: string; recorded_at: Date }[]>`
     WITH s AS (
-      SELECT count(*)::int AS n, min(price_minor) AS lo, max(price_minor) AS hi, max(recorded_at) AS at
+      SELECT count(*)::int AS n, min(coalesce(lo_minor, price_minor)) AS lo, max(coalesce(hi_minor, price_minor)) AS hi, max(recorded_at) AS at
       FROM product_price_history
       WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}
       GROUP BY least(floor(date_part('epoch', recorded_at - ${since}::timestamptz) / ${span}::float8)::int, ${PRICE_HISTORY_MAX_POINTS - 1}::int)
     )
-    SELECT s.n, s.lo::text AS lo, s.hi::text AS hi, c.price_minor, c.currency, c.recorded_at FROM s
+    SELECT s.n, s.lo::text AS lo, s.hi::text AS hi, c.price_minor, c.first_minor, c.currency, c.recorded_at FROM s
     CROSS JOIN LATERAL (
-      SELECT price_minor, currency, recorded_at FROM product_price_history h
+      SELECT price_minor, first_minor::text AS first_minor, currency, recorded_at FROM product_price_history h
       WHERE h.product_id = ${productId} AND h.recorded_at = s.at AND h.currency = ${currency} ORDER BY h.id DESC LIMIT 1
     ) c
     ORDER BY c.recorded_at`;
@@ -281,11 +301,11 @@ export async function priceHistory(sql: Sql, productId: string, currency: string
     lo = lo === null ? Number(x.lo) : Math.min(lo, Number(x.lo));
     hi = hi === null ? Number(x.hi) : Math.max(hi, Number(x.hi));
   }
-  // within the bound: every observation, as before
+  // within the bound: every row, as before
   const rows =
     n <= PRICE_HISTORY_MAX_POINTS
       ? await sql<Row[]>`
-          SELECT price_minor, currency, recorded_at FROM product_price_history
+          SELECT price_minor, first_minor::text AS first_minor, currency, recorded_at FROM product_price_history
           WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}
           ORDER BY recorded_at, id`
       : spans;
@@ -293,24 +313,26 @@ export async function priceHistory(sql: Sql, productId: string, currency: string
     n <= PRICE_HISTORY_MAX_POINTS
       ? rows.slice(0, 1)
       : await sql<Row[]>`
-          SELECT price_minor, currency, recorded_at FROM product_price_history
+          SELECT price_minor, first_minor::text AS first_minor, currency, recorded_at FROM product_price_history
           WHERE product_id = ${productId} AND currency = ${currency} AND recorded_at >= ${since} AND recorded_at <= ${now}
           ORDER BY recorded_at, id LIMIT 1`;
   const before = await sql<Row[]>`
-    SELECT price_minor, currency, recorded_at FROM product_price_history
+    SELECT price_minor, first_minor::text AS first_minor, currency, recorded_at FROM product_price_history
     WHERE product_id = ${productId} AND recorded_at < ${since} ORDER BY recorded_at DESC, id DESC LIMIT 1`;
   const map = (r: Row): PricePoint => ({
     priceMinor: Number(r.price_minor),
     currency: r.currency.trim(),
     recordedAt: new Date(r.recorded_at).toISOString(),
   });
+  // the first row's first observation: a row keeps the price its hour opened at when others folded into it
+  const opened = (r: Row): PricePoint => ({ ...map(r), priceMinor: Number(r.first_minor ?? r.price_minor) });
   return {
     opening: before[0] ? map(before[0]) : null,
     points: rows.map(map),
     lowestMinor: lo,
     highestMinor: hi,
     observations: n,
-    first: first[0] ? map(first[0]) : null,
+    first: first[0] ? opened(first[0]) : null,
   };
 }
 

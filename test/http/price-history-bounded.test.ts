@@ -25,10 +25,15 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-/** A product of the store re-priced by `n` catalog writes (21, 20, 21, …); its id. */
-async function repriced(externalId: string, n: number): Promise<string> {
+/**
+ * A product of the store re-priced by `n` catalog writes (21, 20, 21, …); its id. With `hourly`, the rows written so
+ * far are moved an hour back before each write, as if the writes were an hour apart: writes within one hour fold into
+ * one row (migration 0098; test/http/price-history-storage.test.ts).
+ */
+async function repriced(externalId: string, n: number, hourly = false): Promise<string> {
   let id = "";
   for (let i = 0; i < n; i++) {
+    if (hourly && id) await srv.db.sql`UPDATE product_price_history SET recorded_at = recorded_at - interval '1 hour' WHERE product_id = ${id}`;
     const r = await srv.json(`/api/v1/merchant/stores/${SLUG}/catalog`, {
       method: "PUT",
       headers: owner,
@@ -44,7 +49,7 @@ const history = (id: string, days = 30) => srv.json(`/api/v1/agent/products/${id
 
 describe("price history", () => {
   test("answers every observation of a window within the bound", async () => {
-    const id = await repriced("GL-PH-SMALL", 6);
+    const id = await repriced("GL-PH-SMALL", 6, true);
     const r = await history(id);
     expect(r.status).toBe(200);
     expect(r.body.data.points.map((p: { price: number }) => p.price)).toEqual([21, 20, 21, 20, 21, 20]);
@@ -53,13 +58,14 @@ describe("price history", () => {
 
   test("answers at most one point per 1/720 of the window when re-pricing wrote more, with exact lowest and highest", async () => {
     const id = await repriced("GL-PH-MANY", 2);
-    // 3,000 more observations over the 30 days (one every 864 s), stand-ins for the rows the writes above add, and
+    // 3,000 more observations within the 30 days (one every 860 s: the oldest after the window's start, which is on the
+    // hour grid, up to an hour later than 30 days ago), stand-ins for the rows the writes above add, and
     // a low (1.00) and a high (99.00) one, each a millisecond before one of them: not the last of its span
     await srv.db.sql`INSERT INTO product_price_history (product_id, price_minor, currency, recorded_at)
-      SELECT ${id}::uuid, 2000 + (g % 2) * 100, 'USD', now() - interval '1 hour' - (g * 864 || ' seconds')::interval
+      SELECT ${id}::uuid, 2000 + (g % 2) * 100, 'USD', now() - interval '1 hour' - (g * 860 || ' seconds')::interval
       FROM generate_series(1, 3000) g
-      UNION ALL SELECT ${id}::uuid, 100, 'USD', now() - interval '1 hour' - make_interval(secs => 1500 * 864) - interval '1 millisecond'
-      UNION ALL SELECT ${id}::uuid, 9900, 'USD', now() - interval '1 hour' - make_interval(secs => 2000 * 864) - interval '1 millisecond'`;
+      UNION ALL SELECT ${id}::uuid, 100, 'USD', now() - interval '1 hour' - make_interval(secs => 1500 * 860) - interval '1 millisecond'
+      UNION ALL SELECT ${id}::uuid, 9900, 'USD', now() - interval '1 hour' - make_interval(secs => 2000 * 860) - interval '1 millisecond'`;
     const r = await history(id);
     expect(r.status).toBe(200);
     const points = r.body.data.points as { price: number; recordedAt: string }[];
