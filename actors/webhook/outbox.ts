@@ -1,6 +1,10 @@
 /**
  * Writing side of the webhook outbox. Call inside the transaction that makes the state change
  * (`const tx = await ctx.tx()`), so the event commits with it or not at all. Payload shapes: docs/webhooks.md.
+ *
+ * An event of a store without a webhook endpoint is inserted already dispatched (migration 0099's trigger, whatever
+ * writes the row: here or the order statements' own CTEs in actors/store/commerce.ts): the fan-out would only have
+ * marked it so, with an update that is never HOT (`dispatched_at` is in webhook_events_undispatched's predicate).
  */
 import type { Sql } from "../../infra/db.ts";
 
