@@ -206,12 +206,15 @@ async function startClusterRetrying(dir: string): Promise<LocalCluster> {
   }
 }
 
-/** A fresh database with only the actor runtime's migrations (0001–0009): these tests need nothing else. */
+/**
+ * A fresh database with only the actor runtime's migrations: these tests need nothing else. They are 0001–0009 and
+ * 0096, which gave `actor_state` the `expiry_ms` column every state write names (actors/runtime/state-write.ts).
+ */
 async function runtimeDatabase(dir: string): Promise<TestDatabase> {
   const db = await createTestDatabase({ migrate: false, poolSize: 4 });
   const src = join(import.meta.dir, "..", "..", "infra", "migrations");
   await mkdir(dir, { recursive: true });
-  for (const f of await readdir(src)) if (/^000\d_.+\.sql$/.test(f)) await copyFile(join(src, f), join(dir, f));
+  for (const f of await readdir(src)) if (/^(000\d|0096)_.+\.sql$/.test(f)) await copyFile(join(src, f), join(dir, f));
   await applyMigrations(db.sql, dir);
   return db;
 }
