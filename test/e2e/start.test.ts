@@ -43,7 +43,9 @@ test("the embedded default starts with no configuration, answers health, and sto
   void drain(proc.stderr as ReadableStream<Uint8Array>);
   const url = `http://127.0.0.1:${port}/api/v1/health`;
   let res: Response | undefined;
-  for (let i = 0; i < 120 && !res; i++) {
+  // up to 60 s: a cold start initialises the embedded Postgres cluster and seeds the demo store, which took over 30 s
+  // on this 2-core machine at load 18 (CI beside other work, session 15)
+  for (let i = 0; i < 240 && !res; i++) {
     await Bun.sleep(250);
     res = await fetch(url).catch(() => undefined);
   }
