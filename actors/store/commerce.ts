@@ -772,9 +772,10 @@ function couponRefusal(slug: string, b: BeginLegBody) {
 
 /**
  * The order side of a leg, after a CTE `ok (go)` decided whether the leg goes ahead: the order `pending` with its
- * items, `created` event, `order.created` outbox row and the key's allowlist binding (`ins` … `allow`), or, for
+ * items, `created` event, `order.created` outbox row (`ins` … `outbox`), or, for
  * another attempt of the same session, the existing order pointed at this attempt (`reuse`; without it, an existing
- * order makes the statement write nothing, which the caller sees as `inserted = 0`).
+ * order makes the statement write nothing, which the caller sees as `inserted = 0`). Either way a leg going ahead takes
+ * the key's allowlist binding (`bind`, created by the key's first order with the store) and reads the block under it.
  *
  * The reused order records what this attempt charges (audit R1-H1): a retry after a rollback is priced anew (a price,
  * negotiated offer, coupon or shipping destination changed since), so `reuse` rewrites the money columns and the
@@ -842,8 +843,47 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
       SELECT id, 'payment_attempt', NULL, ${db.json(attempt as never)}::jsonb || jsonb_build_object('previous_total_minor', (SELECT total_minor FROM was)) FROM reuse`
           : db``}),
     outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.created', ${db.json(created as never)}::jsonb FROM ins),
-    -- The key's first order with this store creates its allowlist binding (refund requests need it).
-    allow AS (INSERT INTO store_agent_allowlist (store_slug, agent_key_id) SELECT ${slug}, ${b.agentKeyId} FROM ins ON CONFLICT DO NOTHING)`;
+    -- The key's allowlist binding at this store (refund requests need it: the key's first order creates it), locked
+    -- until this statement's transaction commits, and its status as last committed: the merchant's block (setAllowlist)
+    -- writes the same row, so a block and a leg going ahead wait for each other (see bindingOf).
+    ${bindingOf(db, slug, b)}`;
+}
+
+/**
+ * `bind`: the key's allowlist binding at this store, taken by a leg that goes ahead (`ok.go`), with `blocked`, the
+ * result column that refuses the leg (review G, session 14: a block committing between the attempt's hold guard read
+ * and its hold's commit was paid). The guard read (actors/cart/hold-guard.ts) is a snapshot taken earlier in the
+ * turn; this is the check under a lock the block shares:
+ * - one upsert of the row the block writes (`setAllowlist`: INSERT … ON CONFLICT DO UPDATE SET status): a key's first
+ *   order inserts it `allowed`; an existing row is locked (ON CONFLICT DO UPDATE locks the conflicting row even when
+ *   its WHERE is false, so nothing is written for an allowed key) and the WHERE reads its last committed version, not
+ *   this statement's snapshot — in READ COMMITTED even a row another transaction inserted after the snapshot (a block
+ *   of a key that never ordered here), which a SELECT … FOR SHARE would not see;
+ * - a blocked row is "updated" to itself (no change; rolled back with the leg) so that RETURNING says `blocked`.
+ * So a block that committed before this lock is seen and the leg refused (riding: the write is refused, the general
+ * path's `beginLegRows` throws NOT_ELIGIBLE and the turn rolls back: nothing held, no order); a block arriving after it
+ * waits until the attempt's hold commits and is then ordered after it (its cancel queues behind the cart's turn). Its
+ * cost is a tuple lock (one WAL record) on the binding per leg, no statement; the row is locked after the leg's product
+ * rows (it reads `ok`), and nothing locks a binding before products, so the lock order stays acyclic. Two attempts of
+ * one key at one store wait for each other only from this CTE to their commit.
+ */
+function bindingOf(db: Sql, slug: string, b: BeginLegBody) {
+  return db`bind AS (
+      INSERT INTO store_agent_allowlist AS a (store_slug, agent_key_id) SELECT ${slug}, ${b.agentKeyId} FROM ok WHERE go
+      ON CONFLICT (store_slug, agent_key_id) DO UPDATE SET status = a.status WHERE a.status = 'blocked'
+      RETURNING a.status)`;
+}
+
+/** `bindingOf`'s verdict as a result column: true when the merchant blocked the key (the leg must not go ahead). */
+const bindingBlocked = (db: Sql) => db`EXISTS (SELECT 1 FROM bind WHERE status = 'blocked')`;
+
+/** The refusal of a leg whose merchant blocked the key, as the hold guard's (actors/cart/hold-guard.ts assertMayHold). */
+function blockedRefusal(slug: string, b: BeginLegBody) {
+  return fail("NOT_ELIGIBLE", `The merchant ${slug} has blocked this agent key; it cannot check out at that store.`, {
+    reason: "agent_blocked_by_merchant",
+    merchant_slugs: [slug],
+    checkout_session_id: b.checkoutSessionId,
+  });
 }
 
 /** A statement's CTEs and result columns, so it can run alone or ride in a turn's state statement. */
@@ -877,7 +917,7 @@ function lightHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], n
       ok AS (SELECT NOT EXISTS (SELECT 1 FROM prior) AND (SELECT count(*) FROM free) = ${ids.length} AND ${claim.claimed} AND ${coupon.claimed} AS go),
       ${orderRows(db, slug, b, now, false)}`,
     select: db`(SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
-        (SELECT count(*) FROM ins)::int AS inserted`,
+        (SELECT count(*) FROM ins)::int AS inserted, ${bindingBlocked(db)} AS blocked`,
   };
 }
 
@@ -962,7 +1002,7 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
     ${orderRows(db, slug, b, now)}`,
     select: db`(SELECT status FROM prior) AS prior_status, (SELECT order_id FROM prior)::text AS prior_order, (SELECT go FROM ok) AS go,
       (SELECT jsonb_agg(jsonb_build_object('id', id, 'q', q, 'vq', vq)) FROM held) AS held, (SELECT count(*) FROM ins)::int AS inserted,
-      (SELECT status FROM gone) AS gone_status, ${claim.columns}, ${coupon.columns}`,
+      (SELECT status FROM gone) AS gone_status, ${claim.columns}, ${coupon.columns}, ${bindingBlocked(db)} AS blocked`,
   };
 }
 
@@ -970,17 +1010,21 @@ function fullHoldParts(db: Sql, slug: string, b: BeginLegBody, ids: string[], qs
  * Starts one store's payment leg: holds tracked stock (untracked stock is unlimited and never locked), writes the
  * reservation and the order `pending` with its items, `created` event, `order.created` outbox row and the key's
  * allowlist binding. Idempotent per reservation id; a later attempt of the same session reuses the order.
+ * A key the merchant has blocked, as last committed under the binding's lock, throws NOT_ELIGIBLE
+ * `agent_blocked_by_merchant` after writing the leg: the caller's transaction must roll back (a turn's error does).
  * A shortage gives back what the statement held and throws STATE_EXECUTION_BLOCKED; so does a later attempt whose
  * order is no longer pending (the merchant canceled it), which holds nothing (reasons[0].code `order_canceled`).
  */
 export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: number, onHeld?: HeldSink): Promise<{ orderId: string; created: boolean }> {
   const { ids, qs, vqs } = wantedStock(b.lines);
   if (lightHoldApplies(ids, vqs)) {
-    const [l] = await run<{ prior_status: string | null; prior_order: string | null; go: boolean; inserted: number }[]>(db, lightHoldParts(db, slug, b, ids, now));
+    const [l] = await run<{ prior_status: string | null; prior_order: string | null; go: boolean; inserted: number; blocked: boolean }[]>(db, lightHoldParts(db, slug, b, ids, now));
     if (l.prior_status) {
       if (l.prior_status === "released") throw fail("conflict", "This reservation was released.", { reservation_id: b.reservationId });
       return { orderId: l.prior_order as string, created: false };
     }
+    // The statement wrote the leg's order: the caller's transaction rolls it back with this error (see bindingOf).
+    if (l.blocked) throw blockedRefusal(slug, b);
     if (l.go && l.inserted > 0) {
       rememberUnheld(b);
       return { orderId: b.orderId, created: true };
@@ -995,6 +1039,7 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
     gone_status: OrderStatus | null;
     claimed_offers: string[] | null;
     coupon_claimed: boolean | null;
+    blocked: boolean;
   }[]>(
     db,
     fullHoldParts(db, slug, b, ids, qs, vqs, now),
@@ -1009,6 +1054,9 @@ export async function beginLegRows(db: Sql, slug: string, b: BeginLegBody, now: 
       reasons: [{ code: r.gone_status === "canceled" ? "order_canceled" : "order_not_pending", store_id: slug, order_id: b.orderId, status: r.gone_status }],
     });
   }
+  // The merchant blocked the key (only a leg that went ahead reads it): its hold and order are written, and the caller's
+  // transaction rolls them back with this error (the cart's turn, or the store's beginLeg turn); see bindingOf.
+  if (r.blocked) throw blockedRefusal(slug, b);
   if (!r.go) {
     const claim = negotiatedLines(b).ids.length;
     if (claim > 0) await releaseClaims(db, b.orderId);
@@ -1047,7 +1095,7 @@ export function beginLegRiding(db: Sql, slug: string, b: BeginLegBody, now: numb
   if (lightHoldApplies(ids, vqs)) {
     const p = lightHoldParts(db, slug, b, ids, now);
     return {
-      write: { ctes: p.ctes, select: db`CASE WHEN (SELECT go FROM ok) AND EXISTS (SELECT 1 FROM ins) THEN 1 ELSE actor_write_refused('leg_hold') END AS leg_ok` },
+      write: { ctes: p.ctes, select: db`CASE WHEN (SELECT go FROM ok) AND EXISTS (SELECT 1 FROM ins) AND NOT ${bindingBlocked(db)} THEN 1 ELSE actor_write_refused('leg_hold') END AS leg_ok` },
       done: () => {
         rememberUnheld(b);
         return [];
@@ -1058,7 +1106,7 @@ export function beginLegRiding(db: Sql, slug: string, b: BeginLegBody, now: numb
   return {
     write: {
       ctes: p.ctes,
-      select: db`CASE WHEN (SELECT go FROM ok) THEN 1 ELSE actor_write_refused('leg_hold') END AS leg_ok,
+      select: db`CASE WHEN (SELECT go FROM ok) AND NOT ${bindingBlocked(db)} THEN 1 ELSE actor_write_refused('leg_hold') END AS leg_ok,
         ARRAY(SELECT id::text FROM held) AS leg_held`,
     },
     done: (row) => {
