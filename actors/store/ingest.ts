@@ -8,6 +8,7 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { fail } from "../runtime/errors.ts";
+import { refundWindowDays } from "./refunds.ts";
 import {
   currencyExponent,
   currencyProblem,
@@ -330,6 +331,7 @@ export function policiesFromInput(input: PoliciesInput, storeCurrency: string): 
 /** The spec's `policies` shape (decimal freeShippingThreshold) from the stored one. */
 export interface PoliciesView {
   acceptsReturns: boolean;
+  /** policiesView always sets it: the window refund requests are held to. */
   returnWindowDays?: number;
   freeShippingThreshold?: number;
   restockingFeePercent?: number;
@@ -338,13 +340,14 @@ export interface PoliciesView {
 }
 
 /**
- * Every view of a store's policies goes through here. A store that does not accept returns shows a return window of
- * 0 days wherever one is shown (rows stored before `policiesFromInput` refused the contradiction said otherwise).
+ * Every view of a store's policies goes through here. The return window shown is the one refund requests are held to
+ * (refunds.ts `refundWindowDays`): 0 days at a store that does not accept returns (rows stored before
+ * `policiesFromInput` refused the contradiction said otherwise), the declared window, or the 30-day default at one that
+ * accepts returns without declaring a window (review G, session 14: views showed none while requests had 30 days).
+ * What the merchant declared is the stored record (`assertStoreWriter`), not this view.
  */
 export function policiesView(p: Policies, storeCurrency: string): PoliciesView {
-  const v: PoliciesView = { acceptsReturns: p.acceptsReturns };
-  if (!p.acceptsReturns) v.returnWindowDays = 0;
-  else if (p.returnWindowDays !== undefined) v.returnWindowDays = p.returnWindowDays;
+  const v: PoliciesView = { acceptsReturns: p.acceptsReturns, returnWindowDays: refundWindowDays(p) };
   if (p.freeShippingThresholdMinor !== undefined) v.freeShippingThreshold = toMajor(p.freeShippingThresholdMinor, storeCurrency);
   if (p.restockingFeePercent !== undefined) v.restockingFeePercent = p.restockingFeePercent;
   if (p.shippingEstimateDays !== undefined) v.shippingEstimateDays = p.shippingEstimateDays;
