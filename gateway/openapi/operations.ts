@@ -247,6 +247,9 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       required: false,
     },
   },
+  // session 15 (6e58c3c): an endpoint the service disabled (5 days failing) or the merchant did; both idempotent
+  "POST /api/v1/merchant/stores/{slug}/webhooks/{id}/enable": { success: [], errors: { 404: ["store_not_found", "not_found"] } },
+  "POST /api/v1/merchant/stores/{slug}/webhooks/{id}/disable": { success: [], errors: { 404: ["store_not_found", "not_found"] } },
   "GET /api/v1/merchant/stores/{slug}/webhooks/{id}/deliveries": { success: [], errors: { 404: ["store_not_found", "not_found"] } },
   "POST /api/v1/merchant/stores/{slug}/webhooks/{id}/deliveries/{deliveryId}/redeliver": { success: [], errors: { 404: ["store_not_found", "not_found"], 409: ["conflict"] } },
 
