@@ -778,8 +778,13 @@ export function dashboardRoutes(svc: Services) {
               // one per line: a category may contain a comma ("Home, Garden" was split in two: audit A3-9)
               excludedCategories: text(form, "excludedCategories").split(/\r?\n/).map((x) => x.trim()).filter(Boolean),
             };
-            // PUT /policies replaces the policies: the current ones are sent back unchanged with the new rules.
-            const input = { ...policiesView(store.policies, store.currency), negotiation };
+            // PUT /policies replaces the policies: the current ones are sent back unchanged with the new rules. The view
+            // shows the window the refund rule applies (30 days when none is declared, 0 without returns); what goes
+            // back is what the merchant declared, so a save of the rules never declares a window for them (trust's
+            // policy completeness reads the declared fields; session 15, B's note).
+            const { returnWindowDays: _shown, ...shown } = policiesView(store.policies, store.currency);
+            const declared = store.policies.returnWindowDays;
+            const input = { ...shown, ...(declared !== undefined ? { returnWindowDays: declared } : {}), negotiation };
             assertPolicies(input);
             await svc.actors.ask(storeActor, store.slug, "setPolicies", { policies: input as PoliciesInput });
             return { flash: { kind: "ok", message: `Negotiation rules saved (${negotiation.enabled ? "enabled" : "disabled"}).` } };
