@@ -43,9 +43,13 @@ const HAND_OVER_MS = 2_000;
  * live host has released it, its hand-over written (actors/transport/nats.ts `acquire`), so nothing can land after the
  * load and the hold only delayed the first requests of every new activation by up to 0.5 s after each change. It runs
  * when the transport serves a partition without that guarantee (`placementChanged(false)`: a live host, or one that
- * just left, that does not answer releases, i.e. an older version during a rolling upgrade) and over a transport that
- * has no handshake (`releasesPartitions`; test/helpers/lossy-transport.ts). Never in-process (lossless): one host
- * serves everything, and the previous run's stop hand-over committed before this one started.
+ * just left, that does not answer releases, i.e. an older version during a rolling upgrade; or a host that stopped
+ * being live without leaving in the last TTL, i.e. a paused or cut-off process that hands over when it resumes, or a
+ * killed one; review X-2) and over a transport that has no handshake (`releasesPartitions`;
+ * test/helpers/lossy-transport.ts). Never in-process (lossless): one host serves everything, and the previous run's
+ * stop hand-over committed before this one started. A paused host's hand-over is folded in only if it lands before
+ * the last re-read (CATCH_UP_AT_MS), i.e. a pause up to about TTL + 3 s; after a longer one the two hand-overs are
+ * max-merged (docs/access.md).
  */
 const PLACEMENT_HOLD_MS = 500;
 /**
@@ -342,7 +346,8 @@ export class ActorHost {
    * The transport now serves a moved partition of a kind with a hand-over: rows its old owners wrote may exist
    * (actors/ip/stored-buckets.ts measures them again). `released`: every host that may have served it released it,
    * its hand-over written (actors/transport/nats.ts `acquire`), so the loads here find it. Else (a host that does not
-   * answer releases, mid-upgrade) what it hands over may land after them: the timed backstop runs.
+   * answer releases, mid-upgrade, or one that expired without leaving, e.g. a paused process) what it hands over may
+   * land after them: the timed backstop runs.
    */
   placementChanged(released = true): void {
     for (const listener of placementListeners) listener();

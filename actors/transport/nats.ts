@@ -50,8 +50,8 @@ export interface PlacementHost {
   /**
    * A moved partition of a kind that hands over is served here now. `released`: every host that may have served it
    * released it, its hand-over written; false when a host that does not answer releases (an older version, mid
-   * rolling upgrade) was live in the last TTL, whose hand-over may land after this host loads (ActorHost then runs its
-   * timed hold and re-reads).
+   * rolling upgrade) was live in the last TTL, or a host expired in the last TTL (a pause, a cut-off or a kill, not a
+   * clean leave), whose hand-over may land after this host loads (ActorHost then runs its timed hold and re-reads).
    */
   placementChanged?(released?: boolean): void;
 }
@@ -161,10 +161,17 @@ export class NatsTransport implements Transport {
   private readonly acquiring = new Map<string, { cancelled: boolean }>();
   private releaseSub?: Subscription;
   /**
-   * kind → when (performance.now()) a view last showed another live host serving it that does not answer releases
-   * (HostBeat.releases absent: an older version, mid rolling upgrade). See `unreleasedMove`.
+   * kind → when (performance.now()) a view last showed another host serving it whose hand-over a release may not
+   * cover: a live host that does not answer releases (HostBeat.releases absent: an older version, mid rolling
+   * upgrade), or one that stopped being live without leaving (its entry expired rather than deleted: a paused
+   * process, a cut-off, a kill; review X-2). See `unreleasedMove`.
    */
   private readonly unreleasingSeen = new Map<string, number>();
+  /**
+   * The other hosts the last `rebalance` saw live. One that is still in the view but no longer live expired: it did
+   * not leave (a clean stop deletes its entry, MemberView.remove, after its hand-over is written).
+   */
+  private liveOthers = new Set<string>();
   private readonly ttlMs: number;
   private readonly eventSubs = new Set<Subscription>();
   private readonly durables = new Set<ConsumerMessages>();
@@ -395,7 +402,17 @@ export class NatsTransport implements Transport {
     if (this.closed || !this.membership) return;
     const view = this.membership.view;
     const now = performance.now();
-    for (const m of view.all()) if (m.live && m.hostId !== this.hostId && m.beat.releases !== true) for (const k of m.beat.kinds) this.unreleasingSeen.set(k, now);
+    const liveOthers = new Set<string>();
+    for (const m of view.all()) {
+      if (m.hostId === this.hostId) continue;
+      if (m.live) liveOthers.add(m.hostId);
+      // A host that expired may resume and hand over what it counted (NatsTransport.checkPause → deactivate) after
+      // its partitions were taken here without asking it: nothing waits for it, so the timed backstop must fold that
+      // in (review X-2). A host that left cleanly is gone from the view, its hand-over written before it left.
+      const expired = !m.live && this.liveOthers.has(m.hostId);
+      if ((m.live && m.beat.releases !== true) || expired) for (const k of m.beat.kinds) this.unreleasingSeen.set(k, now);
+    }
+    this.liveOthers = liveOthers;
     const selfLive = !this.suspect && view.isLive(this.hostId);
     const ownership = computeOwnership(view, [...this.handlers.keys()], this.partitions);
     const lost = new Map<string, Set<number>>();
@@ -433,10 +450,12 @@ export class NatsTransport implements Transport {
    * partition gone from it, and every hand-over it had under way written. Until then its previous owner keeps serving
    * it (or nobody does, and callers retry), so the activations here load what the old ones counted, however slow the
    * old owner's view or its write: no hold or re-read whose timing a loaded machine can outrun (CI at load 14: 500/15
-   * min let 790 through). A host that stops being live in our view is not waited for (a killed host: its counts are
-   * lost anyway, docs/access.md). Nor is a host that does not answer releases (an older version, mid rolling upgrade:
-   * its moved partitions would stay unserved until it stops); the host is told (`placementChanged(false)`) and runs
-   * its timed backstop for that. Other kinds, and a partition no other host could hold, are served at once.
+   * min let 790 through). A host that stops being live in our view without leaving is not waited for: a killed host's
+   * counts are lost anyway (docs/access.md), but a paused or cut-off one hands over when it resumes, after our load.
+   * Nor is a host that does not answer releases (an older version, mid rolling upgrade: its moved partitions would
+   * stay unserved until it stops). For both the host is told (`placementChanged(false)`, for one TTL after such a
+   * host was last seen: `unreleasedMove`) and runs its timed backstop. Other kinds, and a partition no other host
+   * could hold, are served at once.
    */
   private acquire(kind: string, p: number, handler: ServeHandler): void {
     const current = this.subs.get(kind)!;
@@ -489,9 +508,12 @@ export class NatsTransport implements Transport {
 
   /**
    * Whether a partition of `kind` taken now may have been served by a host that was not asked: one that does not
-   * answer releases, live in a view of the last TTL. Its hand-over (to the end of its stop, or of its deactivation,
-   * written in its own time) may land after this host loads, so the host's timed backstop must run. The TTL covers an
-   * older host's clean stop: it beats until it leaves, and its partitions are taken in the rebalance that sees it gone.
+   * answer releases, live in a view of the last TTL, or one that expired (stopped being live without leaving) in the
+   * last TTL. Its hand-over (to the end of its stop, or of its deactivation once it resumes, written in its own time)
+   * may land after this host loads, so the host's timed backstop must run. The TTL covers an older host's clean stop:
+   * it beats until it leaves, and its partitions are taken in the rebalance that sees it gone; an expired host's
+   * partitions are taken in the rebalance that sees it expire. A clean leave of a host that answers releases, and a
+   * join, mark nothing: its hand-over was written before its entry was deleted, or the joiner's `acquire` asked.
    */
   private unreleasedMove(kind: string): boolean {
     const seen = this.unreleasingSeen.get(kind);
