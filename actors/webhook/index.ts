@@ -16,7 +16,9 @@
  * resend says `X-Webhook-Attempt: 2` (audit Z-3), and a lost 15th attempt is dead-lettered, not sent again.
  *
  * An endpoint that stays down is disabled: a failed attempt recorded DISABLE_AFTER_FAILING_MS (5 days) or more after
- * the first failure of its streak (no 2xx since) disables it in the same `record` turn. Its open deliveries are
+ * the first failure of its streak (no 2xx since) disables it in the same `record` turn. A streak is ended by a 2xx,
+ * or by quiet: a new event's first attempt failing after the endpoint was owed nothing for STREAK_QUIET_MS (6 h)
+ * starts a new streak (review X-3). Its open deliveries are
  * dead-lettered (kept for `redeliver` after re-enabling, aged by retention), its reminder is cancelled, and the
  * fan-out (dispatcher.ts) creates no delivery for it until the merchant enables it again (`enable`: breaker and streak
  * reset; what was not fanned out meanwhile is not replayed).
@@ -48,6 +50,7 @@ import {
   MAX_ATTEMPTS,
   nextAttempt,
   RETRY_HORIZON_MS,
+  STREAK_QUIET_MS,
   streakAfter,
   streakDisables,
   type BreakerState,
@@ -457,15 +460,23 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
   const initialFailingSince = ep.failing_since?.getTime() ?? null;
   let failingSince = initialFailingSince;
   let lastFailure: AttemptReport | null = null;
+  let quietChecked = false;
   const outcomes: Outcome[] = [];
   for (const r of [...reports].sort((a, b) => a.doneAt - b.doneAt)) {
     const row = byId.get(r.id);
     if (!row) continue; // deleted or disabled endpoint, or redelivered meanwhile
-    failingSince = streakAfter(failingSince, r.delivered, r.doneAt);
-    if (!r.delivered) lastFailure = r;
     // Counted when claimed (a report without `attempt` comes from a worker whose claim did not count it). A report
     // of the cycle before a manual redeliver (attempts reset to 0) is still one attempt made.
     const attempts = r.attempt === undefined ? row.attempts + 1 : Math.max(row.attempts, 1);
+    // Silence ends a streak (review X-3): a new event's first attempt failing after the endpoint was owed nothing for
+    // STREAK_QUIET_MS starts a new one. A retry's delivery was open all along, so only a first attempt can follow
+    // quiet; asked once per turn (the answer is the same for the turn's other first attempts).
+    if (!r.delivered && failingSince !== null && attempts === 1 && !quietChecked) {
+      quietChecked = true;
+      if (await quietBefore(tx, ctx.id, r.id, r.sentAt)) failingSince = null;
+    }
+    failingSince = streakAfter(failingSince, r.delivered, r.doneAt);
+    if (!r.delivered) lastFailure = r;
     const first = row.first_attempt_at?.getTime() ?? r.sentAt;
     const base = {
       id: r.id,
@@ -543,6 +554,24 @@ async function recordAttempts(ctx: ActorContext<State>, reports: AttemptReport[]
   }
   await claimDue(ctx);
   return { recorded: outcomes.length };
+}
+
+/**
+ * Whether the endpoint was owed nothing for STREAK_QUIET_MS before `sentAt` (the first attempt of delivery
+ * `deliveryId`): no other delivery open that was due before it (attempted, or held by the breaker, which sets
+ * first_attempt_at), and none finished within the period. Service-clock columns only (created_at is the database's
+ * clock). Runs only on a failed first attempt during a streak; newest first, so a failing busy endpoint stops at
+ * its first row, and only a quiet one reads its deliveries back to retention's 30 days.
+ */
+async function quietBefore(tx: Sql, endpointId: string, deliveryId: string, sentAt: number): Promise<boolean> {
+  const since = new Date(sentAt - STREAK_QUIET_MS);
+  const owed = await tx`
+    SELECT 1 FROM webhook_deliveries
+    WHERE endpoint_id = ${endpointId} AND id <> ${deliveryId} AND (
+      (status IN ('pending', 'failed') AND first_attempt_at < ${new Date(sentAt)})
+      OR (status IN ('delivered', 'dead') AND COALESCE(finished_at, delivered_at, last_attempt_at) > ${since}))
+    ORDER BY created_at DESC LIMIT 1`;
+  return owed.length === 0;
 }
 
 const MANUAL_REASON = "Disabled by the merchant.";

@@ -15,7 +15,9 @@
  * cool-down (capped).
  *
  * Failure streak: from the first failed attempt after the last 2xx; a failed attempt DISABLE_AFTER_FAILING_MS (5 days)
- * or more into it disables the endpoint (index.ts `recordAttempts`) until the merchant enables it.
+ * or more into it disables the endpoint (index.ts `recordAttempts`) until the merchant enables it. Silence ends a
+ * streak (review X-3): a new event's first attempt that fails after the endpoint had nothing open (no delivery owed
+ * to it) for STREAK_QUIET_MS starts a new streak, because the old one says nothing about the receiver since then.
  */
 
 /** Per-attempt timeout: connect + send + response headers. A slow receiver counts as a failure. */
@@ -34,9 +36,20 @@ export const MIN_RETRY_DELAY_MS = 5_000;
 /**
  * An endpoint with no 2xx answer for this long, counted from the first failed attempt of its current streak, is
  * disabled at its next failed attempt (Svix's period; Stripe and GitHub disable too). Longer than the 72 h retry
- * horizon, so a weekend outage costs dead letters, not the endpoint.
+ * horizon, and a streak restarts after STREAK_QUIET_MS without anything owed to the endpoint, so a weekend outage
+ * costs dead letters, not the endpoint, even when the receiver's next event after idle days meets one transient
+ * failure (review X-3: the streak was never ended by silence, so that failure disabled it).
  */
 export const DISABLE_AFTER_FAILING_MS = 5 * 24 * HOUR;
+/**
+ * Quiet that ends a failure streak: no delivery of the endpoint open (pending or failed) for this long before a new
+ * event's first attempt fails. Nothing was tried meanwhile, so the receiver may have come back unseen. Above the
+ * breaker's longest cool-down (1 h) and the attempt lease (40 s), so an endpoint being retried or probed is never
+ * quiet (its held deliveries stay open anyway); far below the 72 h a delivery stays open, so a receiver that is down
+ * while events keep coming (one at least every ~2 days) always has one open, is never quiet, and is still disabled
+ * 5 days into its outage.
+ */
+export const STREAK_QUIET_MS = 6 * HOUR;
 
 export function retryCeilingMs(retryNumber: number): number {
   if (!Number.isInteger(retryNumber) || retryNumber < 1) throw new Error("retryNumber starts at 1");
