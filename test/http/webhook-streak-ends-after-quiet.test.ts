@@ -43,6 +43,7 @@ async function enqueue(): Promise<string> {
   return srv.db.sql.begin((tx) => enqueueWebhookEvent(tx as unknown as Sql, { storeSlug: SLUG, kind: "order.created", payload }));
 }
 let token = "";
+let firstEndpoint = "";
 const auth = () => ({ authorization: `Bearer ${token}` });
 async function delivery(id: string, eventId: string): Promise<{ status: string; attempts: number } | undefined> {
   const r = await srv.json(`/api/v1/merchant/stores/${SLUG}/webhooks/${id}/deliveries?limit=500`, { headers: auth() });
@@ -62,6 +63,7 @@ test("a weekend outage, two idle days with the receiver back, then one transient
   });
   expect(r.status).toBe(201);
   const id: string = r.body.data.id;
+  firstEndpoint = id;
 
   // Friday: the receiver is down; the event's attempts fail until its 72 h horizon, then it is dead-lettered.
   const friday = await enqueue();
@@ -84,4 +86,41 @@ test("a weekend outage, two idle days with the receiver back, then one transient
   // the endpoint worked on Monday and would answer the retry: disabling it here drops every later event
   expect((await endpoint(id)).enabled).toBe(true);
   expect((await delivery(id, wednesday))?.status).toBe("failed");
+});
+
+test("a receiver still down after less than 6 h of quiet keeps its streak and is disabled 5 days into it", async () => {
+  token = await login(srv, merchantLogin(SLUG));
+  // one endpoint in the store: the first test's endpoint would otherwise get these events too
+  expect((await srv.json(`/api/v1/merchant/stores/${SLUG}/webhooks/${firstEndpoint}`, { method: "DELETE", headers: auth() })).status).toBe(200);
+  const r = await srv.json(`/api/v1/merchant/stores/${SLUG}/webhooks`, {
+    method: "POST",
+    headers: auth(),
+    body: { url: `http://127.0.0.1:${receiver.port}/down`, events: ["order.created"] },
+  });
+  expect(r.status).toBe(201);
+  const id: string = r.body.data.id;
+  mode = "down";
+
+  const first = await enqueue();
+  await waitFor("the first attempt failed", async () => (await delivery(id, first))?.status === "failed");
+  const streakStart = new Date(clock.now()).toISOString();
+  clock.advance(3 * DAY + 60_000);
+  await srv.running.host!.pollReminders();
+  token = await login(srv, merchantLogin(SLUG));
+  await waitFor("the first delivery dead-lettered", async () => (await delivery(id, first))?.status === "dead");
+
+  // 5 h without anything owed to it (under STREAK_QUIET_MS): the next event's failure continues the streak.
+  clock.advance(5 * 3_600_000);
+  token = await login(srv, merchantLogin(SLUG));
+  const second = await enqueue();
+  await waitFor("the next event's first attempt failed", async () => (await delivery(id, second))?.status === "failed");
+  expect(await endpoint(id)).toMatchObject({ enabled: true, failingSince: streakStart });
+
+  // Its retry, 5 days and more into the streak, fails too: the endpoint is disabled.
+  clock.advance(2 * DAY);
+  await srv.running.host!.pollReminders();
+  token = await login(srv, merchantLogin(SLUG));
+  await waitFor("the endpoint disabled", async () => !(await endpoint(id)).enabled);
+  expect(await endpoint(id)).toMatchObject({ enabled: false, failingSince: streakStart });
+  expect((await delivery(id, second))?.status).toBe("dead");
 });
