@@ -578,7 +578,12 @@ const MANUAL_REASON = "Disabled by the merchant.";
 
 /** Live endpoints a store may have (docs/webhooks.md). */
 export const MAX_ENDPOINTS_PER_STORE = 20;
-/** First key of the two-key advisory lock `register` takes per store (the second is the slug's hash). */
+/**
+ * First key of the two-key advisory lock `register` takes per store (the second is the slug's hash), as its turn's
+ * first statement. Migration 0100's outbox trigger takes the same lock in shared, non-waiting form to mark an event of
+ * an endpoint-less store dispatched (review X-1): changing the key, or taking another lock before it here, brings X-1
+ * back or adds waits (test/http/webhook-endpoint-created-mid-order.test.ts catches a key change).
+ */
 const WEBHOOK_CAP_LOCK = 0x5eb0;
 
 export const webhookActor = defineActor({
