@@ -8,33 +8,18 @@
  */
 import { expect, test } from "bun:test";
 import { holdGuardColumns } from "../../actors/cart/hold-guard.ts";
-import { applyMigrations, connect, type Sql } from "../../infra/db.ts";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
-import { cleanupAfterEach, migrationsBefore } from "../helpers/migrations.ts";
+import { applyMigrations, type Sql } from "../../infra/db.ts";
+import { createTestDatabase } from "../helpers/db.ts";
+import { indexDefinition, migrationKit, settled } from "../helpers/migrations.ts";
 
 const M0095 = "0095_stock_reservations_key_held.sql";
 const KEY = "11111111-1111-4111-8111-111111111111";
 
-const cleanup = cleanupAfterEach();
+const { cleanup, migrations, databaseBefore, pool } = migrationKit();
 
-const migrations = (first: string, through = false) => migrationsBefore(first, cleanup, through);
+const databaseBefore0095 = () => databaseBefore(M0095);
 
-async function databaseBefore0095(): Promise<TestDatabase> {
-  const db = await createTestDatabase({ migrate: false, poolSize: 4 });
-  cleanup.push(() => db.drop());
-  await applyMigrations(db.sql, await migrations(M0095));
-  return db;
-}
 
-function pool(db: TestDatabase, size = 1): Sql {
-  const p = connect(db.url, size, { queryDeadlineMs: 0 });
-  cleanup.push(() => p.end({ timeout: 1 }));
-  return p;
-}
-
-const settled = <T>(p: Promise<T>) => p.then((value) => ({ ok: true as const, value }), (err: Error & { code?: string }) => ({ ok: false as const, code: err.code, message: err.message }));
-const indexDefinition = async (db: TestDatabase, name: string) =>
-  (await db.sql<{ def: string; valid: boolean }[]>`SELECT pg_get_indexdef(i.indexrelid) AS def, i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass(${name})`)[0];
 
 /** `n` pending orders of `who` (null: 64 other keys), each holding stock since `g * 5` minutes ago, the key on the hold only `withKey`. */
 async function pendingHolds(sql: Sql, store: string, who: string | null, n: number, withKey: boolean): Promise<void> {

@@ -8,33 +8,18 @@
 import { expect, test } from "bun:test";
 import { cartActor } from "../../actors/cart/index.ts";
 import { EXPIRY_SLACK_MS, stateWriteStatement, type StateWrite } from "../../actors/runtime/state-write.ts";
-import { applyMigrations, connect, type Sql } from "../../infra/db.ts";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
-import { cleanupAfterEach, migrationsBefore } from "../helpers/migrations.ts";
+import { applyMigrations, type Sql } from "../../infra/db.ts";
+import { createTestDatabase } from "../helpers/db.ts";
+import { indexDefinition, migrationKit, settled } from "../helpers/migrations.ts";
 
 const M0096 = "0096_actor_state_expiry_column.sql";
 const T0 = 1_790_000_000_000;
 
-const cleanup = cleanupAfterEach();
+const { cleanup, migrations, databaseBefore, pool } = migrationKit();
 
-const migrations = (first: string, through = false) => migrationsBefore(first, cleanup, through);
+const databaseBefore0096 = () => databaseBefore(M0096);
 
-async function databaseBefore0096(): Promise<TestDatabase> {
-  const db = await createTestDatabase({ migrate: false, poolSize: 4 });
-  cleanup.push(() => db.drop());
-  await applyMigrations(db.sql, await migrations(M0096));
-  return db;
-}
 
-function pool(db: TestDatabase, size = 1): Sql {
-  const p = connect(db.url, size, { queryDeadlineMs: 0 });
-  cleanup.push(() => p.end({ timeout: 1 }));
-  return p;
-}
-
-const settled = <T>(p: Promise<T>) => p.then((value) => ({ ok: true as const, value }), (err: Error & { code?: string }) => ({ ok: false as const, code: err.code, message: err.message }));
-const indexDefinition = async (db: TestDatabase, name: string) =>
-  (await db.sql<{ def: string; valid: boolean }[]>`SELECT pg_get_indexdef(i.indexrelid) AS def, i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass(${name})`)[0];
 
 const cart = (status: string, expiresAt: unknown) => ({ cart: { status, expiresAt, items: [] }, session: null, sessionSeq: 0 });
 

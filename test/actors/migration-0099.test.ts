@@ -4,20 +4,16 @@
  * events written before it to the fan-out, and marks only events of stores without a live endpoint.
  */
 import { expect, test } from "bun:test";
-import { applyMigrations, connect, type Sql } from "../../infra/db.ts";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
-import { cleanupAfterEach, migrationsBefore } from "../helpers/migrations.ts";
+import { applyMigrations, type Sql } from "../../infra/db.ts";
+import type { TestDatabase } from "../helpers/db.ts";
+import { migrationKit, settled } from "../helpers/migrations.ts";
 
 const M0099 = "0099_webhook_events_unsubscribed.sql";
 
-const cleanup = cleanupAfterEach();
-
-const migrations = (first: string, through = false) => migrationsBefore(first, cleanup, through);
+const { migrations, databaseBefore, pool } = migrationKit();
 
 async function databaseBefore0099(): Promise<TestDatabase> {
-  const db = await createTestDatabase({ migrate: false, poolSize: 4 });
-  cleanup.push(() => db.drop());
-  await applyMigrations(db.sql, await migrations(M0099));
+  const db = await databaseBefore(M0099);
   for (const slug of ["s-none", "s-live", "s-deleted"]) await db.sql`INSERT INTO stores (slug, name, country) VALUES (${slug}, 'S', 'US') ON CONFLICT DO NOTHING`;
   for (const [slug, deleted] of [["s-live", false], ["s-deleted", true]] as const) {
     await db.sql`INSERT INTO webhook_endpoints (id, store_slug, url, events, secret_sealed, deleted_at)
@@ -26,13 +22,7 @@ async function databaseBefore0099(): Promise<TestDatabase> {
   return db;
 }
 
-function pool(db: TestDatabase, size = 1): Sql {
-  const p = connect(db.url, size, { queryDeadlineMs: 0 });
-  cleanup.push(() => p.end({ timeout: 1 }));
-  return p;
-}
 
-const settled = <T>(p: Promise<T>) => p.then((value) => ({ ok: true as const, value }), (err: Error & { code?: string }) => ({ ok: false as const, code: err.code, message: err.message }));
 const insertEvent = (sql: Sql, slug: string) =>
   sql<{ id: string }[]>`INSERT INTO webhook_events (store_slug, kind, payload) VALUES (${slug}, 'order.created', '{}') RETURNING id`.then((r) => r[0]!.id);
 const dispatched = async (sql: Sql, id: string) => (await sql<{ d: boolean }[]>`SELECT dispatched_at IS NOT NULL AS d FROM webhook_events WHERE id = ${id}`)[0]!.d;
