@@ -10,98 +10,14 @@
  * over a private nats-server (the real `ip` kind's subjects, kept off the shared server), each test with its own
  * membership bucket.
  */
-import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Subprocess } from "bun";
+import { expect, test } from "bun:test";
 import { Kvm } from "@nats-io/kv";
-import { ActorClient } from "../../actors/runtime/client.ts";
-import { ActorHost } from "../../actors/runtime/host.ts";
 import { ipActor } from "../../actors/ip/index.ts";
-import { NatsTransport, type NatsTransportOptions } from "../../actors/transport/nats.ts";
-import { partitionOf, rendezvousOwner } from "../../actors/transport/placement.ts";
-import { startSingleNats } from "../helpers/deployment.ts";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import type { NatsTransport } from "../../actors/transport/nats.ts";
+import { ipOverNats } from "../helpers/ip-over-nats.ts";
 
-const PARTITIONS = 16;
-const TTL_MS = 3000;
-const spec = { id: "mnh-g", limit: 50, windowMs: 15 * 60_000 };
-
-let db: TestDatabase;
-let dir: string;
-let nats: { url: string; proc: Subprocess };
-const opened: { close(): Promise<unknown> }[] = [];
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "acs-mnh-"));
-  [nats, db] = await Promise.all([startSingleNats(dir), createTestDatabase()]);
-}, 60_000);
-// each test's hosts go with it: the ip partitions' subjects are the same whatever the membership bucket
-afterEach(async () => {
-  for (const o of opened.splice(0).reverse()) await o.close().catch(() => {});
-});
-afterAll(async () => {
-  nats?.proc.kill("SIGKILL");
-  await nats?.proc.exited;
-  await db?.drop();
-  await rm(dir, { recursive: true, force: true });
-});
-
-function opts(bucket: string, hostId?: string): NatsTransportOptions {
-  return { servers: nats.url, bucket, partitions: PARTITIONS, replicas: 1, ttlMs: TTL_MS, ...(hostId ? { hostId } : {}) };
-}
-
-async function startHost(bucket: string, hostId: string): Promise<NatsTransport> {
-  return (await startStoppableHost(bucket, hostId)).transport;
-}
-
-/** A host and its clean stop (hand-over written, then the membership entry deleted), as the service's shutdown does. */
-async function startStoppableHost(bucket: string, hostId: string): Promise<{ transport: NatsTransport; stop(): Promise<void> }> {
-  const transport = await NatsTransport.connect(opts(bucket, hostId));
-  const host = new ActorHost({ transport, sql: db.sql, definitions: [ipActor], caller: new ActorClient(transport), reminderPollMs: 0 });
-  transport.attachHost(host);
-  await host.start();
-  opened.push(transport, { close: () => host.stop() }); // closed in reverse: the host stops first
-  return { transport, stop: async () => (await host.stop(), await transport.close()) };
-}
-
-/** A gateway: a transport that serves nothing, and its client. */
-async function caller(bucket: string): Promise<{ client: ActorClient; gateway: NatsTransport }> {
-  const gateway = await NatsTransport.connect(opts(bucket));
-  opened.push(gateway);
-  return { client: new ActorClient(gateway, { defaultTimeoutMs: 10_000 }), gateway };
-}
-
-/** `n` owners whose ip partition `owner` wins among `hosts`. */
-function ownersOf(owner: string, hosts: string[], prefix: string, n: number): string[] {
-  const out: string[] = [];
-  for (let i = 0; out.length < n; i++) if (rendezvousOwner(ipActor.kind, partitionOf(`${prefix}-${i}`, PARTITIONS), hosts) === owner) out.push(`${prefix}-${i}`);
-  return out;
-}
-
-/** Until each transport serves exactly the ip partitions of `ids` that placement among `hosts` gives it. */
-async function settled(transports: Map<string, NatsTransport>, hosts: string[], ids: string[]): Promise<void> {
-  const end = Date.now() + 15_000;
-  const done = () =>
-    ids.every((id) => {
-      const p = partitionOf(id, PARTITIONS);
-      const owner = rendezvousOwner(ipActor.kind, p, hosts);
-      return [...transports].every(([h, t]) => (t.ownership()[ipActor.kind]?.includes(p) ?? false) === (h === owner));
-    });
-  while (!done()) {
-    if (Date.now() > end) throw new Error("placement did not settle within 15 s");
-    await Bun.sleep(20);
-  }
-}
-
-/** One admit of `spec` for `owner`, with how long it took. */
-async function timedAdmit(client: ActorClient, owner: string): Promise<{ ms: number; remaining: number }> {
-  const t0 = performance.now();
-  const r = await client.ask(ipActor, owner, "admit", { buckets: [spec] });
-  return { ms: performance.now() - t0, remaining: r.rate.remaining };
-}
-
+const kit = ipOverNats();
+const { PARTITIONS, TTL_MS, spec, opened, startHost, caller, ownersOf, settled, timedAdmit, startStoppableHost } = kit;
 
 test("a host that answers releases but stops being live without leaving (a paused process) has its late hand-over folded in by the new owner's re-reads", async () => {
   const bucket = `actor_hosts_mnh_x1`;
@@ -125,7 +41,7 @@ test("a host that answers releases but stops being live without leaving (a pause
   // the paused host resumes, sees it was paused (NatsTransport.checkPause), deactivates and hands over: its 3 units
   // land only now, after a loaded
   const start = Date.now() - 1000;
-  await db.sql`INSERT INTO rate_limit_buckets (owner, bucket_id, window_start, window_end, used, durable)
+  await kit.db.sql`INSERT INTO rate_limit_buckets (owner, bucket_id, window_start, window_end, used, durable)
     VALUES (${owner}, ${spec.id}, ${start}, ${start + spec.windowMs}, 3, false)`;
   await Bun.sleep(3_500); // past the last re-read (3 s after the move) that ran before 53cfad1
   expect((await timedAdmit(client, owner)).remaining).toBe(spec.limit - 5);
