@@ -20,10 +20,11 @@ export async function startServiceProcess(opts: {
   dataDir: string;
   env?: Record<string, string>;
   config?: Record<string, unknown>;
+  extras?: Record<string, unknown>;
   timeoutMs?: number;
 }): Promise<ServiceProcess> {
   const proc = Bun.spawn(["bun", FIXTURE], {
-    env: { ...process.env, NODE_ENV: "test", DATABASE_URL: opts.databaseUrl, DATA_DIR: opts.dataDir, SERVICE_CONFIG: JSON.stringify(opts.config ?? {}), ...opts.env },
+    env: { ...process.env, NODE_ENV: "test", DATABASE_URL: opts.databaseUrl, DATA_DIR: opts.dataDir, SERVICE_CONFIG: JSON.stringify(opts.config ?? {}), SERVICE_EXTRAS: JSON.stringify(opts.extras ?? {}), ...opts.env },
     stdout: "pipe",
     stderr: "inherit",
   });
