@@ -2,7 +2,7 @@
  * The risk gate before settlement (spec: InitiateCheckoutRequest, behaviour 3). Pure: the caller gathers the
  * signals; `evaluateRisk` returns every rule that fired and one decision.
  *
- * Rules (amounts per currency, see RISK_AMOUNT_LIMITS; no FX conversion):
+ * Rules (amounts per currency, see RISK_AMOUNT_LIMITS and limitsFor; no FX feed):
  * | rule_code              | fires when                                                        | decision |
  * |------------------------|-------------------------------------------------------------------|----------|
  * | AMOUNT_STEP_UP         | amount > step-up limit (1,000.00 in 2-decimal currencies)          | step_up  |
@@ -17,6 +17,7 @@
  * user_action_required, block → 403 policy_blocked); mode `observe` always allows and reports what it would
  * have done.
  */
+import { minorUnitExponent } from "../../search/money.ts";
 import { fail, type ActorError } from "../runtime/errors.ts";
 
 export type RiskMode = "observe" | "enforce";
@@ -28,13 +29,43 @@ export interface RiskAmountLimits {
   newKeyStepUpOverMinor: number;
 }
 
-const twoDecimals: RiskAmountLimits = { stepUpOverMinor: 100_000, blockOverMinor: 1_000_000, newKeyStepUpOverMinor: 25_000 };
-/** Zero-decimal currencies need their own numbers, or ¥1,001 (about 7 USD) would need a step-up. */
+/** The limits in major units: 1,000.00 / 10,000.00 / 250.00 of the cart's currency unless it has its own row. */
+const MAJOR_LIMITS = { stepUp: 1_000, block: 10_000, newKey: 250 } as const;
+
+function scaled(unitsPerMajor: number): RiskAmountLimits {
+  return { stepUpOverMinor: MAJOR_LIMITS.stepUp * unitsPerMajor, blockOverMinor: MAJOR_LIMITS.block * unitsPerMajor, newKeyStepUpOverMinor: MAJOR_LIMITS.newKey * unitsPerMajor };
+}
+
+/**
+ * Zero-decimal currencies whose unit is worth far less than a dollar need their own numbers, or ¥1,001 (about 7 USD)
+ * would need a step-up and CLP 1,001 (about 1 USD) too: their limits are about what 1,000 / 10,000 / 250 US dollars
+ * are worth (rounded rates, fixed here on purpose: the gate takes no FX feed). Every other currency takes the limits in
+ * its own major units, scaled by its ISO 4217 exponent (`limitsFor`), so 1,000.000 KWD in a three-decimal currency.
+ */
 export const RISK_AMOUNT_LIMITS: Readonly<Record<string, RiskAmountLimits>> = {
-  DEFAULT: twoDecimals,
   JPY: { stepUpOverMinor: 150_000, blockOverMinor: 1_500_000, newKeyStepUpOverMinor: 40_000 },
   KRW: { stepUpOverMinor: 1_300_000, blockOverMinor: 13_000_000, newKeyStepUpOverMinor: 330_000 },
+  BIF: scaled(2_900),
+  CLP: scaled(950),
+  DJF: scaled(180),
+  GNF: scaled(8_600),
+  ISK: scaled(140),
+  KMF: scaled(450),
+  PYG: scaled(7_500),
+  RWF: scaled(1_400),
+  UGX: scaled(3_700),
+  VND: scaled(25_000),
+  VUV: scaled(120),
+  XAF: scaled(600),
+  XOF: scaled(600),
+  XPF: scaled(110),
 };
+
+/** A currency's limits: its own row, else 1,000 / 10,000 / 250 of its major unit in its minor units. */
+export function limitsFor(currency: string): RiskAmountLimits {
+  const code = currency.toUpperCase();
+  return RISK_AMOUNT_LIMITS[code] ?? scaled(10 ** minorUnitExponent(code));
+}
 
 export const VELOCITY_WINDOW_MS = 60 * 60 * 1000;
 export const VELOCITY_STEP_UP_COUNT = 10;
@@ -103,9 +134,9 @@ export function countWithin(times: readonly number[], now: number, windowMs: num
 
 const rank: Record<RiskDecision, number> = { allow: 0, step_up: 1, block: 2 };
 
-export function evaluateRisk(input: RiskInput, mode: RiskMode, limitsTable: Readonly<Record<string, RiskAmountLimits>> = RISK_AMOUNT_LIMITS): RiskResult {
+export function evaluateRisk(input: RiskInput, mode: RiskMode): RiskResult {
   const currency = input.currency.toUpperCase();
-  const limits = limitsTable[currency] ?? limitsTable.DEFAULT ?? twoDecimals;
+  const limits = limitsFor(currency);
   const signals: RiskSignal[] = [];
   const add = (rule_code: string, decision: RiskSignal["decision"], message: string): void => {
     signals.push({ rule_code, decision, message });
