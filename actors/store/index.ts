@@ -190,8 +190,18 @@ export const storeActor = defineActor({
           WHERE store_slug = ${ctx.id} AND external_id = ANY(${removeIds}) AND active RETURNING id`;
         removed = gone.map((r) => r.id);
       }
-      await tx`UPDATE stores SET last_sync_at = now(), updated_at = now() WHERE slug = ${ctx.id}`;
+      // Only a batch that wrote or removed something is a sync (audit A-5): `last_sync_at` is the trust engine's
+      // "age of last successful sync" and the input of every product's freshness and confidences, so a batch whose
+      // items were all rejected, or an empty one, must not make stale prices and stock read fresh. It answers the
+      // store's last sync instead (null before the first).
       const now = new Date(ctx.now()).toISOString();
+      let syncedAt: string | null = now;
+      if (valid.length > 0 || removed.length > 0) {
+        await tx`UPDATE stores SET last_sync_at = now(), updated_at = now() WHERE slug = ${ctx.id}`;
+      } else {
+        const [store] = await tx<{ last_sync_at: Date | null }[]>`SELECT last_sync_at FROM stores WHERE slug = ${ctx.id}`;
+        syncedAt = store?.last_sync_at ? store.last_sync_at.toISOString() : null;
+      }
       ctx.state = { batches: ctx.state.batches + 1, lastIngestAt: now };
       const inactive = new Set(rows.filter((r) => !r.active).map((r) => r.id));
       publishChanged(ctx, upserted.filter((id) => !inactive.has(id)), [...removed, ...inactive]);
@@ -200,7 +210,7 @@ export const storeActor = defineActor({
         rejected: rejected as RejectedItem[],
         upserted: rows.map((r, i) => ({ index: valid[i]!.index, externalId: r.external_id, id: r.id })),
         removed: removed.length,
-        syncedAt: now,
+        syncedAt,
       };
     },
 

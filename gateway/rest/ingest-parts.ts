@@ -11,7 +11,7 @@
  *   A valid item larger than the budget on its own is rejected ("(item)": "is too large: N bytes of JSON, at most
  *   M") and the rest of the batch goes on, where one message would have been refused whole.
  *   `accepted`, `upserted` and `rejected` carry the indexes of the whole batch; `removed` is the sum, `syncedAt` the
- *   last part's.
+ *   last part's (the store's last sync: a part that writes nothing does not move it).
  * - `recordOrders` (POST /orders): the orders are sent in parts in their order (a repeated externalId in a later
  *   part is a `duplicate` of the earlier one, as within one turn); an order too large for a message on its own is
  *   rejected here, with the errors the actor gives it when it is invalid, else as "(order)": "is too large: …".
@@ -62,7 +62,8 @@ export interface CatalogBatchAnswer {
   rejected: RejectedItem[];
   upserted: { index: number; externalId: string; id: string }[];
   removed: number;
-  syncedAt: string;
+  /** When the store's catalog was last synced: now when the batch accepted or removed something, else the last sync before it (null if none). */
+  syncedAt: string | null;
 }
 
 /** The rejection of an item too large for one actor message (the rest of the batch goes on). */
@@ -95,8 +96,10 @@ export async function ingestCatalogInParts(
     rejected = rejected.map((r) => (oversize.has(r.index) ? tooLargeItem(items[r.index], r.index, itemBytes[r.index]!, budget, "(item)") : r));
   }
   const sendable = valid.map((v) => v.index);
-  const out: CatalogBatchAnswer = { accepted: 0, rejected: [...rejected], upserted: [], removed: 0, syncedAt: "" };
+  const out: CatalogBatchAnswer = { accepted: 0, rejected: [...rejected], upserted: [], removed: 0, syncedAt: null };
+  let asked = 0;
   const merge = (r: CatalogBatchAnswer, indexes: readonly number[]) => {
+    asked++;
     out.accepted += r.accepted;
     out.upserted.push(...r.upserted.map((u) => ({ ...u, index: indexes[u.index]! })));
     out.rejected.push(...r.rejected.map((x) => ({ ...x, index: indexes[x.index]! })));
@@ -109,8 +112,8 @@ export async function ingestCatalogInParts(
   }
   const removeParts = removeIds?.length ? partsByBytes(removeBytes, budget).map((p) => p.map((i) => removeIds[i]!)) : [];
   for (const ids of removeParts) merge(await ask({ items: [], remove: ids }), []);
-  // nothing valid and nothing to remove: the store still records the sync, as for one batch
-  if (out.syncedAt === "") merge(await ask({ items: [] }), []);
+  // nothing valid and nothing to remove: one empty turn still answers the store's last sync, as one batch does
+  if (asked === 0) merge(await ask({ items: [] }), []);
   out.rejected.sort(byIndex);
   out.upserted.sort(byIndex);
   return out;
