@@ -60,6 +60,7 @@ import {
   PENDING_CONFIRMATION_TTL_MS,
   prepareLegsForCharge,
   resumeRetriesRolledBack,
+  isStaleInProgress,
   settleLegs,
   STALE_IN_PROGRESS_MS,
   TERMINAL_CHECKOUT_STATUSES,
@@ -211,9 +212,44 @@ interface CartState {
   cart: CartRecord | null;
   session: SessionState | null;
   sessionSeq: number;
+  /**
+   * What the cart's stored `session` reminder is known to be: a row of session `sessionId` due at `at` or earlier (or
+   * already claimed by a host's poll and firing: its turn sets this again). Written in the same statement as the
+   * reminder op it describes (armSession), so the two agree after a commit, a rollback or a crash. Absent or null: not
+   * known, and the next armSessionBy writes the row.
+   */
+  sessionTimer?: { sessionId: string; at: number } | null;
 }
 
 type Ctx = ActorContext<CartState>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// The session timer (one `session` reminder per cart; every change of it goes through these three)
+
+/** Arms the session timer at `at` (the row is written with the turn). */
+async function armSession(ctx: Ctx, at: number, payload: { sessionId: string; retry?: number }): Promise<void> {
+  await ctx.schedule("session", at, payload);
+  // a retry count rides in the row's payload: such a row is not one armSessionBy may keep
+  ctx.state.sessionTimer = payload.retry === undefined ? { sessionId: payload.sessionId, at } : null;
+}
+
+/**
+ * Makes the session timer fire no later than `by`: nothing is written when the stored row is known to fire by then.
+ * It may then fire early, and the reminder handler acts only at the session's own time (its expiry, or an IN_PROGRESS
+ * payment's STALE_IN_PROGRESS_MS), arming itself again for that time. So a checkout paid within STALE_IN_PROGRESS_MS
+ * of its preview (which arms the timer that early) never moves the row between the preview and the payment: the
+ * update would not be HOT (`due_at` is the key of actor_reminders_due).
+ */
+async function armSessionBy(ctx: Ctx, sessionId: string, by: number): Promise<void> {
+  const t = ctx.state.sessionTimer;
+  if (t && t.sessionId === sessionId && t.at <= by) return;
+  await armSession(ctx, by, { sessionId });
+}
+
+async function disarmSession(ctx: Ctx): Promise<void> {
+  await ctx.cancelReminder("session");
+  ctx.state.sessionTimer = null;
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Ids
@@ -848,7 +884,9 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shi
   });
   ctx.state.cart = applyCartEvent(cart, "start_checkout", now);
   ctx.state.session = session;
-  if (session.expiresAt !== null) await ctx.schedule("session", session.expiresAt, { sessionId: session.id });
+  // Armed no later than a payment started now would need it (STALE_IN_PROGRESS_MS): a payment within that time keeps
+  // this row (armSessionBy); otherwise it fires early and arms itself for the expiry.
+  if (session.expiresAt !== null) await armSessionBy(ctx, session.id, Math.min(session.expiresAt, now + STALE_IN_PROGRESS_MS));
   return { view: previewView(ctx.state, priced), priced };
 }
 
@@ -1355,11 +1393,11 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0, blo
   switch (settled.event) {
     case "payment_captured": {
       ctx.state.cart = applyCartEvent(ctx.state.cart as CartRecord, "complete", now);
-      await ctx.cancelReminder("session");
+      await disarmSession(ctx);
       return completedView(ctx, next);
     }
     case "buyer_approval_required": {
-      if (next.expiresAt !== null) await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
+      if (next.expiresAt !== null) await armSession(ctx, next.expiresAt, { sessionId: next.id });
       const view: PendingView = {
         status: "PENDING_EXTERNAL_CONFIRMATION",
         checkout_session_id: next.id,
@@ -1379,12 +1417,12 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0, blo
         const others = next.legs.filter((l) => l.status !== "captured" && !escalated.has(l.storeId));
         const approvals = others.filter((l) => l.status === "needs_buyer_approval");
         if (approvals.length) next.approvalExpiresAt = s.approvalExpiresAt ?? s.approvalDeadline ?? now + configOf(ctx.sql).approvalHoldMs;
-        if (others.some((l) => l.status === "unknown" || l.status === "processing")) await ctx.schedule("session", now + 5_000, { sessionId: next.id });
-        else if (next.approvalExpiresAt !== undefined) await ctx.schedule("session", next.approvalExpiresAt, { sessionId: next.id });
+        if (others.some((l) => l.status === "unknown" || l.status === "processing")) await armSession(ctx, now + 5_000, { sessionId: next.id });
+        else if (next.approvalExpiresAt !== undefined) await armSession(ctx, next.approvalExpiresAt, { sessionId: next.id });
         // An escalated x402 leg the rail could not decide is still the chain's (a node that catches up, an rpc_url
         // fixed): asked again with the backoff, without waiting for the agent (review RG MED-3); the merchant may decide first.
-        else if (railMayDecide) await ctx.schedule("session", now + reconcileBackoffMs(retry), { sessionId: next.id, retry: retry + 1 });
-        else await ctx.cancelReminder("session");
+        else if (railMayDecide) await armSession(ctx, now + reconcileBackoffMs(retry), { sessionId: next.id, retry: retry + 1 });
+        else await disarmSession(ctx);
         await ctx.checkpoint();
         const every = everyEscalation(escalation, flaggedLegs, next);
         if (!approvals.length) throw decided(every);
@@ -1396,7 +1434,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0, blo
           }),
         );
       }
-      await ctx.schedule("session", now + 5_000, { sessionId: next.id });
+      await armSession(ctx, now + 5_000, { sessionId: next.id });
       await ctx.checkpoint();
       throw decided(fail("UPSTREAM_UNAVAILABLE", "The payment processor's answer was lost; the checkout is being reconciled. Call again with the same idempotency_key.", {
         status: next.status,
@@ -1419,7 +1457,7 @@ async function runPayment(ctx: Ctx, mode: "charge" | "reconcile", retry = 0, blo
         throw decided(told instanceof ActorError ? told : inactive);
       }
       // Rolled back to READY_FOR_PAYMENT: nothing captured on the failed legs, their stock is back.
-      if (next.expiresAt !== null) await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
+      if (next.expiresAt !== null) await armSession(ctx, next.expiresAt, { sessionId: next.id });
       await ctx.checkpoint();
       if (blockedAt.length) {
         // Refused as the attempt's own check refuses (hold-guard.ts assertMayHold): nothing was asked of the rail, the
@@ -1562,7 +1600,7 @@ async function settleOneLegRiding(ctx: Ctx, s: SessionState, leg: PaymentLeg, re
   const next: SessionState = { ...s, ...withApprovalDeadline(ctx, s, applyCheckoutEvent(s, settled.event, now), now), legs: settled.legs };
   ctx.state.session = next;
   ctx.state.cart = applyCartEvent(ctx.state.cart as CartRecord, "complete", now);
-  await ctx.cancelReminder("session");
+  await disarmSession(ctx);
   const view = completedView(ctx, next);
   let row: Record<string, unknown>;
   try {
@@ -1651,7 +1689,7 @@ async function endSessionUnpaid(
   }
   const cart = ctx.state.cart as CartRecord;
   if (cart.status === "CHECKOUT" && !s.legs.some((l) => l.status === "captured")) ctx.state.cart = applyCartEvent(cart, "end_checkout", now);
-  await ctx.cancelReminder("session");
+  await disarmSession(ctx);
   await ctx.cancelReminder("reconcile");
   return moved;
 }
@@ -1747,7 +1785,7 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
     s = { ...s, ...applyCheckoutEvent(s, "resume_payment", now) };
     s.legs = s.legs.map((l) => (l.status === "needs_buyer_approval" ? { ...l, status: "processing" } : l));
     ctx.state.session = s;
-    await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
+    await armSessionBy(ctx, s.id, now + STALE_IN_PROGRESS_MS);
     await ctx.checkpoint();
     if (rolledBack.length === 0) return runPayment(ctx, "charge");
     try {
@@ -1925,7 +1963,7 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
     throw err;
   }
   ctx.state.session = inProgress();
-  await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: s.id });
+  await armSessionBy(ctx, s.id, now + STALE_IN_PROGRESS_MS);
   await ctx.checkpoint();
   return runPayment(ctx, "charge", 0, true);
 }
@@ -1941,7 +1979,7 @@ async function beginOneLegRiding(ctx: Ctx, slug: string, body: BeginLegBody, inP
   const before = ctx.state.session;
   const leg = beginLegRiding(ctx.sql, slug, body, now);
   ctx.state.session = inProgress;
-  await ctx.schedule("session", now + STALE_IN_PROGRESS_MS, { sessionId: inProgress.id });
+  await armSessionBy(ctx, inProgress.id, now + STALE_IN_PROGRESS_MS);
   try {
     // published with the turn's next write (the settle, or the state it ends in), which the payment always makes
     heldSink(ctx, slug)(leg.done(await checkpointWith(ctx as ActorContext<unknown>, leg.write)));
@@ -2083,10 +2121,10 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
   ctx.state.session = next;
   if (settled.event === "payment_captured") {
     ctx.state.cart = applyCartEvent(ctx.state.cart as CartRecord, "complete", now);
-    await ctx.cancelReminder("session");
+    await disarmSession(ctx);
   } else if (settled.event === "settlement_unknown") {
     // Other legs are still unknown: the reconciler looks at them again (an escalated one escalates again, no timer).
-    await ctx.schedule("session", now + 5_000, { sessionId: next.id });
+    await armSession(ctx, now + 5_000, { sessionId: next.id });
   } else if (next.status === "READY_FOR_PAYMENT" && (body.action === "refund" || (await unpaidOrderCanceled(await ctx.tx(), next)))) {
     // Nothing in flight any more and this store's order is canceled (or, on an accept, another store's: its merchant
     // refunded it while this leg was still unknown, review V2-2): the session ends. With another store's leg
@@ -2097,7 +2135,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
     const blocked = otherStoreUnpaid(next, slug);
     next = await endSessionUnpaid(ctx, next, blocked ? "state_blocked" : "cancel", blocked ? "checkout_failed_merchant_refunded" : undefined);
   } else if (next.expiresAt !== null) {
-    await ctx.schedule("session", next.expiresAt, { sessionId: next.id });
+    await armSession(ctx, next.expiresAt, { sessionId: next.id });
   }
   const [row] = await (await ctx.tx())<{ status: string }[]>`SELECT status FROM orders WHERE id = ${body.orderId}`;
   return {
@@ -2132,7 +2170,7 @@ async function reconcileSession(ctx: Ctx, sessionId: string, retry = 0): Promise
     if (decidedErrors.has(err)) return;
     // Refused before anything was decided (no rail on this host, …): the session must be looked at again, or it
     // stays SETTLEMENT_UNKNOWN with its stock held and no timer.
-    await ctx.schedule("session", ctx.now() + reconcileBackoffMs(retry), { sessionId, retry: retry + 1 });
+    await armSession(ctx, ctx.now() + reconcileBackoffMs(retry), { sessionId, retry: retry + 1 });
   }
 }
 
@@ -2157,7 +2195,7 @@ export const cartActor = defineActor({
     const s = ctx.state.session;
     if (s && s.status === "IN_PROGRESS") {
       ctx.state.session = { ...s, ...applyCheckoutEvent(s, "settlement_unknown", ctx.now()) };
-      await ctx.schedule("session", ctx.now(), { sessionId: s.id });
+      await armSession(ctx, ctx.now(), { sessionId: s.id });
     }
   },
   handlers: {
@@ -2328,13 +2366,21 @@ export const cartActor = defineActor({
      * past its time is EXPIRED, its holds released, `checkout.abandoned` sent.
      */
     async session(ctx, payload) {
+      // The fired row is deleted with this turn unless it is armed again below (host.ts): no longer known.
+      ctx.state.sessionTimer = null;
       const s = ctx.state.session;
       const id = (payload as { sessionId?: string } | null)?.sessionId;
+      // Fired before the payment's own time (armSessionBy kept an earlier row, e.g. its preview's): a payment this
+      // young may still be running on another host (a moved partition), so it is looked at when it is stale, not now.
+      if (s && s.id === id && s.status === "IN_PROGRESS" && !isStaleInProgress(s, ctx.now())) {
+        await armSession(ctx, s.updatedAt + STALE_IN_PROGRESS_MS, { sessionId: s.id });
+        return;
+      }
       if (s && s.id === id && (s.status === "IN_PROGRESS" || s.status === "SETTLEMENT_UNKNOWN")) return reconcileSession(ctx, s.id, (payload as { retry?: number } | null)?.retry ?? 0);
       if (!s || s.id !== id || !LIVE_WAITING.has(s.status) || s.expiresAt === null) return;
       const now = ctx.now();
       if (now < s.expiresAt) {
-        await ctx.schedule("session", s.expiresAt, { sessionId: s.id });
+        await armSession(ctx, s.expiresAt, { sessionId: s.id });
         return;
       }
       const moved = await endSessionUnpaid(ctx, s, "expire");
