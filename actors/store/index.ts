@@ -20,6 +20,7 @@ import {
   zonesFromInput,
   type ItemError,
   type RejectedItem,
+  type ShippingZoneFields,
 } from "./ingest.ts";
 import { buyerRefOf } from "./buyer-ref.ts";
 import { PRICE_HISTORY_ROW_SECONDS } from "./reads.ts";
@@ -324,13 +325,19 @@ export const storeActor = defineActor({
       if (negotiation && negotiation.floorPercent > negotiation.autoAcceptPercent) {
         throw fail("validation_error", "negotiation.floorPercent must not exceed autoAcceptPercent", { field: "negotiation.floorPercent" });
       }
+      // The version moves only when the buyer-facing policies change (audit A-7): it is part of every checkout's
+      // state hash and a change blocks each previewed session of the store, so the same policies sent again (as
+      // integrations do with each sync) or a change of the negotiation rules alone (not a term the buyer approved)
+      // must not end checkouts in flight. jsonb equality ignores key order.
       const [row] =
         negotiation === undefined
-          ? await tx<{ policy_version: number }[]>`UPDATE stores SET policies = ${tx.json(policies as never)}, policy_version = policy_version + 1,
+          ? await tx<{ policy_version: number }[]>`UPDATE stores SET policies = ${tx.json(policies as never)},
+              policy_version = policy_version + (policies IS DISTINCT FROM ${tx.json(policies as never)}::jsonb)::int,
               updated_at = now() WHERE slug = ${ctx.id} RETURNING policy_version`
           : await tx<{ policy_version: number }[]>`UPDATE stores SET policies = ${tx.json(policies as never)},
               negotiation_rules = ${negotiation === null ? null : tx.json(negotiation as never)},
-              policy_version = policy_version + 1, updated_at = now() WHERE slug = ${ctx.id} RETURNING policy_version`;
+              policy_version = policy_version + (policies IS DISTINCT FROM ${tx.json(policies as never)}::jsonb)::int,
+              updated_at = now() WHERE slug = ${ctx.id} RETURNING policy_version`;
       ctx.publish(STORE_CHANGED, { storeSlug: ctx.id, what: "policies" });
       return { policies, policyVersion: row!.policy_version, negotiation: negotiation === undefined ? store.negotiation_rules : negotiation };
     },
@@ -341,8 +348,24 @@ export const storeActor = defineActor({
       if (errors.length) throw fail("validation_error", `Invalid ${errors[0]!.field}: ${errors[0]!.message}`, { field: errors[0]!.field, errors });
       const tx = await ctx.tx();
       await loadStore(tx, ctx.id, true);
-      await tx`DELETE FROM shipping_zones WHERE store_slug = ${ctx.id}`;
-      for (const z of zones) {
+      // A zone sent again with the same terms keeps its row and id (audit A-7): a checkout that picked it at preview
+      // still finds its quote at payment. A zone whose terms changed, or that is gone, is replaced or deleted, and a
+      // session that picked it is asked to pick again (docs/checkout.md "At payment").
+      const stored = await tx<{ id: string; name: string; countries: string[]; postal_prefixes: string[]; currency: string; base_minor: number; per_item_minor: number; free_over_minor: number | null; min_days: number; max_days: number }[]>`
+        SELECT id, name, countries, postal_prefixes, currency, base_minor, per_item_minor, free_over_minor, min_days, max_days
+        FROM shipping_zones WHERE store_slug = ${ctx.id}`;
+      const termsOf = (z: ShippingZoneFields) =>
+        JSON.stringify([z.name, z.countries, z.postalPrefixes, z.currency, Number(z.baseMinor), Number(z.perItemMinor), z.freeOverMinor === null ? null : Number(z.freeOverMinor), z.minDays, z.maxDays]);
+      const kept = new Set(zones.map(termsOf));
+      const unchanged = new Set<string>();
+      const gone: string[] = [];
+      for (const r of stored) {
+        const terms = termsOf({ name: r.name, countries: r.countries, postalPrefixes: r.postal_prefixes, currency: r.currency, baseMinor: r.base_minor, perItemMinor: r.per_item_minor, freeOverMinor: r.free_over_minor, minDays: r.min_days, maxDays: r.max_days });
+        if (kept.has(terms)) unchanged.add(terms);
+        else gone.push(r.id);
+      }
+      if (gone.length) await tx`DELETE FROM shipping_zones WHERE store_slug = ${ctx.id} AND id = ANY(${gone}::uuid[])`;
+      for (const z of zones.filter((x) => !unchanged.has(termsOf(x)))) {
         await tx`INSERT INTO shipping_zones (store_slug, name, countries, postal_prefixes, currency, base_minor, per_item_minor,
             free_over_minor, min_days, max_days)
           VALUES (${ctx.id}, ${z.name}, ${z.countries}, ${z.postalPrefixes}, ${z.currency}, ${z.baseMinor}, ${z.perItemMinor},
