@@ -15,6 +15,7 @@
  */
 import { fail } from "../runtime/errors.ts";
 import type { OrderStatus } from "./order-machine.ts";
+import { unstorableField } from "./ingest.ts";
 
 export const REFUND_STATUSES = ["PENDING_APPROVAL", "APPROVED", "REJECTED", "REFUNDED", "FAILED"] as const;
 export type RefundStatus = (typeof REFUND_STATUSES)[number];
@@ -122,6 +123,10 @@ export function validateRefundRequest(input: RefundRequestInput): { amountMinor:
   let reasonOut: string | null = null;
   if (reason !== undefined && reason !== null) {
     if (typeof reason !== "string") throw fail("INVALID_ARGUMENT", "reason must be a string.", { field: "reason" });
+    // Text Postgres cannot store as sent (a NUL byte; a lone surrogate, which text would store altered as U+FFFD and
+    // the idempotency record's jsonb refuses): refused naming the field, keyed or not (audit A-4).
+    const unstorable = unstorableField(reason, "reason");
+    if (unstorable) throw fail("INVALID_ARGUMENT", `reason ${unstorable.message}.`, { field: "reason" });
     const chars = [...reason].length;
     if (chars > REFUND_REASON_MAX_CHARS) {
       throw fail("INVALID_ARGUMENT", `reason is at most ${REFUND_REASON_MAX_CHARS} characters.`, { field: "reason", length: chars });

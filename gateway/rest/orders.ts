@@ -9,6 +9,7 @@ import { cancelPendingViaSession, type PendingOrderRef } from "../../actors/cart
 import { storeCommerce, refundView } from "../../actors/store/commerce.ts";
 import type { OrderStatus } from "../../actors/store/order-machine.ts";
 import { orderTotalMinor } from "../../actors/store/order-rows.ts";
+import { unstorableField } from "../../actors/store/ingest.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { toMajor } from "../../search/money.ts";
 import { errorResponses, ok } from "../envelope.ts";
@@ -190,6 +191,9 @@ export function orderRoutes(svc: Services) {
           SELECT store_slug, status, checkout_session_id, cart_id, payment_rail, reconciliation FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}`;
         if (!o) throw fail("ORDER_NOT_FOUND", "No such order.");
         const reason = body?.reason ?? "canceled by the agent";
+        // Text Postgres cannot store as sent is refused naming the field, not a bare 400 from the write (audit A-4).
+        const unstorable = unstorableField(reason, "reason");
+        if (unstorable) throw fail("INVALID_ARGUMENT", `reason ${unstorable.message}.`, { field: "reason" });
         // As MCP cancel_order: an agent cancels only a pending order. Money already captured goes back only through
         // the merchant (a refund request it approves, or its own cancel), never on the agent's word alone; a cancel
         // that refunded at once bypassed the merchant's approval and its allowlist block (audit E).
