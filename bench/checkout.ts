@@ -213,8 +213,29 @@ async function run(target: string, svc: Service): Promise<Result> {
   let errors = 0;
   let statements = 0;
   let finished = 0;
-  svc.sql.options.debug = () => {
-    if (measuring) statements++;
+  // BENCH_COUNT_STRINGIFY=1: JSON.stringify calls and characters printed in this process (gateway, actors, client)
+  const printed = { calls: 0, chars: 0 };
+  if (process.env.BENCH_COUNT_STRINGIFY === "1") {
+    const original = JSON.stringify;
+    JSON.stringify = function (this: unknown, ...args: Parameters<typeof JSON.stringify>) {
+      const out = original.apply(this, args);
+      if (measuring) {
+        printed.calls++;
+        printed.chars += out?.length ?? 0;
+      }
+      return out;
+    } as typeof JSON.stringify;
+  }
+  // BENCH_STATEMENT_TEXTS=1: each statement text's calls, length and parameters (what postgres.js builds per journey)
+  const texts = process.env.BENCH_STATEMENT_TEXTS === "1" ? new Map<string, { calls: number; params: number }>() : null;
+  svc.sql.options.debug = (_conn: number, text: string, params: unknown[]) => {
+    if (!measuring) return;
+    statements++;
+    if (texts) {
+      const t = texts.get(text) ?? { calls: 0, params: params.length };
+      t.calls++;
+      texts.set(text, t);
+    }
   };
   const journey = async (w: number, i: number) => {
     const headers = { "x-agent-api-key": keys[(w + i * AGENTS) % KEYS]! };
@@ -279,6 +300,22 @@ async function run(target: string, svc: Service): Promise<Result> {
     const sizes = await svc.sql`SELECT kind, count(*)::int AS n, avg(pg_column_size(state))::int AS state_bytes, avg(pg_column_size(s.*))::int AS row_bytes,
       (SELECT avg(pg_column_size(reply))::int FROM actor_inbox i WHERE i.kind = s.kind) AS reply_bytes FROM actor_state s GROUP BY kind`;
     console.error(sizes.map((r) => `  ${r.kind}: ${r.n} rows, state ${r.state_bytes} B stored, row ${r.row_bytes} B, inbox reply ${r.reply_bytes} B`).join("\n"));
+    if (printed.calls > 0) {
+      console.error(`  JSON.stringify per journey: ${(printed.calls / finishedInWindow).toFixed(2)} calls, ${Math.round(printed.chars / finishedInWindow)} characters`);
+    }
+    if (texts) {
+      const rows = [...texts].map(([text, t]) => ({ text, perJourney: t.calls / finishedInWindow, chars: text.length, params: t.params }));
+      const total = rows.reduce((a, r) => a + r.perJourney * r.chars, 0);
+      console.error(`  statement texts per journey: ${rows.reduce((a, r) => a + r.perJourney, 0).toFixed(2)} statements, ${Math.round(total)} characters of SQL text`);
+      for (const r of rows.sort((a, b) => b.perJourney * b.chars - a.perJourney * a.chars).slice(0, 12)) {
+        console.error(`    ${r.perJourney.toFixed(2)} × ${r.chars} chars, ${r.params} params: ${r.text.replace(/\s+/g, " ").slice(0, 110)}`);
+      }
+    }
+    // BENCH_STATE_SAMPLE=1: the state of a cart with the most writes (a completed journey's), as stored (what the 4 state writes of a journey carry)
+    if (process.env.BENCH_STATE_SAMPLE === "1") {
+      const [sample] = await svc.sql<{ state: string }[]>`SELECT state::text AS state FROM actor_state WHERE kind = 'cart' ORDER BY version DESC, updated_at LIMIT 1`;
+      console.error(`  a completed cart's state (${sample?.state.length ?? 0} characters of jsonb text): ${sample?.state ?? "none"}`);
+    }
   }
   return {
     target,

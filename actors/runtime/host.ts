@@ -113,6 +113,13 @@ interface Pending {
 
 class Activation {
   state: unknown;
+  /**
+   * `JSON.stringify(state)` as of the last write turn's successful end, while nothing can have changed `state` since:
+   * the next turn starts from it instead of printing the state again (the cart's ~1.8 kB, once per turn). Set only
+   * there (the text the turn wrote, or found unchanged); a turn's start, a load and every read-only turn clear it (a
+   * reentrant handler may change `state`), and so does a failed turn (restored from its snapshot, printed anew).
+   */
+  stateJson: string | undefined = undefined;
   version = 0;
   /** msgId → reply of recent state-changing turns (memory only; actor_inbox is the durable record). */
   readonly recent = new Map<string, ReplyEnvelope>();
@@ -591,6 +598,7 @@ export class ActorHost {
   }
 
   private async load(act: Activation): Promise<void> {
+    act.stateJson = undefined;
     act.state = act.def.initialState(act.id);
     if ((act.def.persistence ?? "durable") === "durable" && !act.presumedNew) {
       // Over a lossy transport a turn of this actor may still be running elsewhere after a mid-turn checkpoint (a
@@ -659,6 +667,8 @@ export class ActorHost {
    */
   private runReadOnly(act: Activation, env: RequestEnvelope, handler: MessageEntry["handler"]): ReplyEnvelope | Promise<ReplyEnvelope> {
     const started = performance.now();
+    // its handler may change the state (in memory only): the next write turn prints it anew
+    act.stateJson = undefined;
     const ctx = new ReadOnlyContext(act, env.msgId, this.readOnlyDeps);
     let value: unknown;
     try {
@@ -1084,7 +1094,9 @@ class Turn {
   ) {
     const { sql, clock, log, caller } = host.internals;
     const durable = (act.def.persistence ?? "durable") === "durable";
-    this.snapshot = durable && !readOnly ? JSON.stringify(act.state) : "";
+    this.snapshot = durable && !readOnly ? (act.stateJson ?? JSON.stringify(act.state)) : "";
+    // from here until the turn ends the handler may change the state: its own write or rollback sets this again
+    act.stateJson = undefined;
     const self = this;
     this.ctx = {
       kind: act.def.kind,
@@ -1184,7 +1196,8 @@ class Turn {
       this.publishEvents();
       return undefined;
     }
-    const replyJson = reply ? JSON.stringify(reply) : undefined;
+    // printed only when the reply is written (a first send over the in-process bus keeps none: runTurn)
+    const replyJson = reply && this.keepReply ? JSON.stringify(reply) : undefined;
     // Expiry of the reply, and the time until which a mid-turn checkpoint's run may still answer its caller: the
     // caller's deadline and the inbox's margin for skew between the caller's and this host's clocks. Sent as the time
     // LEFT, which the database adds to its own clock: readers compare with that clock (now()), and an absolute time
@@ -1208,7 +1221,7 @@ class Turn {
       stateJson: current,
       expiry: act.def.expiryOf?.(act.state),
       reminders: this.reminderOps,
-      reply: replyJson && this.keepReply ? { msgId: this.ctx.msgId, json: replyJson, expiresInMs: timeLeft(), turn: this.markerToken } : undefined,
+      reply: replyJson !== undefined ? { msgId: this.ctx.msgId, json: replyJson, expiresInMs: timeLeft(), turn: this.markerToken } : undefined,
       pending: marker ? { msgId: this.ctx.msgId, forMs: timeLeft(), turn: this.markerToken! } : undefined,
       replacesMarker: this.deadMarker,
     };
@@ -1307,6 +1320,8 @@ class Turn {
     if (ok) {
       try {
         await this.persistAndCommit(reply);
+        // the handler has returned and the state is as written (or as it was, unchanged): the next turn's snapshot
+        this.act.stateJson = this.snapshot;
       } catch (err) {
         await this.rollback().catch(() => {});
         this.act.state = JSON.parse(this.snapshot);
