@@ -106,13 +106,20 @@ function running(pid: number): boolean {
 
 /**
  * Templates no copy can still be starting from: this process's older ones, those of processes that have ended (each
- * test run leaves one), and any left for longer. A copy that loses the race to a drop is retried
+ * test run leaves one), and any left for longer; and, in the background, the test databases of ended processes whose
+ * DROP was cut short (drop()). A copy that loses the race to a drop is retried
  * (createTestDatabase).
  */
 async function dropOldTemplates(now: number): Promise<void> {
   const admin = connect(await serverUrl(), 1);
   try {
     for (const { datname } of await admin<{ datname: string }[]>`SELECT datname FROM pg_database`) {
+      // a test database whose DROP was cut short when its process ended (drop() below)
+      const left = /^t_([0-9a-z]+)_p(\d+)_[0-9a-z]+$/.exec(datname);
+      if (left) {
+        if (Number(left[2]) !== process.pid && !running(Number(left[2])) && now - parseInt(left[1]!, 36) > TEMPLATE_MAX_AGE_MS) startDrop(await serverUrl(), datname);
+        continue;
+      }
       const m = /^t_(m?)tmpl_(\d+)_(\d+)$/.exec(datname);
       if (!m) continue;
       const age = now - Number(m[2]);
@@ -153,7 +160,7 @@ export async function createTestDatabase(opts: { migrate?: boolean; poolSize?: n
   const base = await serverUrl();
   const templateOf = (): Promise<string> | undefined => (opts.seeded ? seededTemplate() : opts.migrate !== false && opts.template !== false ? migratedTemplate() : undefined);
   let from = await templateOf();
-  const name = opts.name ?? `t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const name = opts.name ?? `t_${Date.now().toString(36)}_p${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = connect(base, 1);
   try {
     await createDatabase(admin, name, from);
@@ -178,9 +185,28 @@ export async function createTestDatabase(opts: { migrate?: boolean; poolSize?: n
     sql,
     async drop() {
       await sql.end({ timeout: 2 }).catch(() => {});
-      const a = connect(base, 1);
-      await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-      await a.end();
+      startDrop(base, name);
+      while (dropping.size > MAX_DROPPING) await Promise.race(dropping);
     },
   };
+}
+
+/**
+ * DROP DATABASE ... WITH (FORCE) waits for the backends it ends and removes the files: 0.3-3 s per file on the 2-core
+ * machine after a server has stopped, which the worker would otherwise spend idle in the file's afterAll. `drop()`
+ * returns once the pool has ended and the DROP is sent, and the DROP finishes while the next file starts; at most
+ * MAX_DROPPING are under way (drop() waits for one to end past that). A database whose DROP an ending test process
+ * cut short is named with that process's id (t_<time>_p<pid>_<random>) and dropped by a later run (dropOldTemplates).
+ */
+const MAX_DROPPING = 3;
+const dropping = new Set<Promise<void>>();
+
+function startDrop(base: string, name: string): void {
+  const dropped = (async () => {
+    const a = connect(base, 1);
+    await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await a.end().catch(() => {});
+  })();
+  dropping.add(dropped);
+  void dropped.finally(() => dropping.delete(dropped));
 }
