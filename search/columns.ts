@@ -6,12 +6,17 @@
  *
  * Refs are reused after their product is gone (so the columns stay as large as the catalog under churn, not as
  * large as every id ever seen): a candidate is trusted to its ref only when `ids[ref]` is the candidate's own id
- * string (the engine hands back the very string the service gave it, so the check is a pointer comparison).
+ * string (the engine hands back the very string the service gave it, so the check is a pointer comparison), or,
+ * for the embedded engine's window, when `gen[ref]` is still the generation the engine was given with the ref
+ * (session 16: a 4-byte read instead of reading the id at the ref and at the engine's slot, a cache miss each).
  */
 import { categoryKey } from "./engine.ts";
 import { idOrderKey } from "./embedded.ts";
 import { minorUnitExponent } from "./money.ts";
 import type { RankableProduct } from "./ranking.ts";
+
+/** ProductColumns.uid: distinct per columns object in the process, so a generation names the columns it counts in. */
+let nextColumnsUid = 1;
 
 function grown<T extends Int32Array | Uint8Array | Float64Array>(a: T, min: number): T {
   if (a.length >= min) return a;
@@ -21,10 +26,17 @@ function grown<T extends Int32Array | Uint8Array | Float64Array>(a: T, min: numb
 }
 
 export class ProductColumns {
+  readonly uid = nextColumnsUid++;
   /** The record per ref (undefined once its product is gone). */
   readonly records: Array<RankableProduct | undefined> = [];
   /** The product id per ref ("" once gone): the candidate check. */
   readonly ids: string[] = [];
+  /**
+   * Per ref, a count of the products that took it (bumped when `set` puts another id there and on `unset`, modulo
+   * 2^31): the search service hands it to the engine with the ref (SearchDoc.refGen), so a window entry whose
+   * generation is still the ref's is still that product, as `ids[ref]` would say, from a 4-byte read.
+   */
+  gen = new Int32Array(0);
   /** idOrderKey of the id: orders ids as their strings do wherever two keys differ. */
   idKey = new Float64Array(0);
   /** Index into `storeSlugs`. */
@@ -61,6 +73,7 @@ export class ProductColumns {
   private ensure(n: number): void {
     if (this.idKey.length >= n) return;
     this.idKey = grown(this.idKey, n);
+    this.gen = grown(this.gen, n);
     this.store = grown(this.store, n);
     this.inStock = grown(this.inStock, n);
     this.category = grown(this.category, n);
@@ -76,6 +89,7 @@ export class ProductColumns {
       this.ids.push("");
     }
     this.records[ref] = p;
+    if (this.ids[ref] !== p.id) this.gen[ref] = (this.gen[ref]! + 1) & 0x7fff_ffff;
     this.ids[ref] = p.id;
     this.idKey[ref] = idOrderKey(p.id);
     this.store[ref] = this.intern(this.storeIndex, this.storeSlugs, p.storeSlug);
@@ -97,6 +111,7 @@ export class ProductColumns {
   unset(ref: number): void {
     if (ref >= this.records.length) return;
     this.records[ref] = undefined;
+    this.gen[ref] = (this.gen[ref]! + 1) & 0x7fff_ffff;
     this.ids[ref] = "";
     this.prices[ref] = undefined;
   }

@@ -55,6 +55,39 @@ export function validateSearchDoc(d: SearchDoc): void {
   if (d.ref !== undefined && !(Number.isInteger(d.ref) && d.ref >= 0 && d.ref <= 0x7fff_ffff)) {
     throw fail("validation_error", "ref must be a non-negative 31-bit integer", { id: d.id, ref: d.ref });
   }
+  if (d.refGen !== undefined && !(Number.isInteger(d.refGen) && d.refGen >= 0 && d.refGen <= 0x7fff_ffff)) {
+    throw fail("validation_error", "refGen must be a non-negative 31-bit integer", { id: d.id, refGen: d.refGen });
+  }
+}
+
+/**
+ * The embedded engine's window (CandidateWindow): parallel arrays reused from query to query, the slot of each
+ * entry, and `ids` filled from the slots on first read only: ranking from the columns checks refs by generation
+ * (`gens`) and never reads them, and reading 1,000 ids by slot was a cache miss each.
+ */
+class SlotWindow implements CandidateWindow {
+  length = 0;
+  textScores = new Float64Array(1024);
+  refs = new Int32Array(1024);
+  gens = new Int32Array(1024);
+  gensOwner = 0;
+  slots = new Int32Array(1024);
+  private idList: string[] = [];
+  /** Entries of idList filled for this query (reset by `empty`). */
+  private idsFilled = 0;
+  constructor(private readonly idOf: (slot: number) => string) {}
+
+  empty(): void {
+    this.length = 0;
+    this.idsFilled = 0;
+  }
+
+  get ids(): string[] {
+    const list = this.idList;
+    for (let i = this.idsFilled; i < this.length; i++) list[i] = this.idOf(this.slots[i]!);
+    this.idsFilled = this.length;
+    return list;
+  }
 }
 
 /** Documents (slots) holding one term in one field, with the term frequency; dead slots are skipped and vacuumed. */
@@ -304,8 +337,13 @@ export class EmbeddedSearchEngine implements SearchEngine {
   private ids: string[] = [];
   /** idOrderKey of each slot's id, for the window's id tie-break without string compares. */
   private idKey = new Float64Array(0);
-  /** SearchDoc.ref of each slot, -1 when the document came without one. */
-  private refOf = new Int32Array(0);
+  /**
+   * Per slot, side by side: SearchDoc.ref (-1 when the document came without one) and SearchDoc.refGen (-1 when
+   * it came without one or from other columns than `genOwner`): the window reads both with one cache miss.
+   */
+  private refGen = new Int32Array(0);
+  /** The SearchDoc.refOwner of every document with a refGen: 0 none yet, -1 when documents came from several. */
+  private genOwner = 0;
   private alive = new Uint8Array(0);
   private storeOf = new Int32Array(0);
   private priceOf = new Float64Array(0);
@@ -418,7 +456,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.storeMasks = new WeakMap();
     this.ids = [];
     this.idKey = new Float64Array(0);
-    this.refOf = new Int32Array(0);
+    this.refGen = new Int32Array(0);
+    this.genOwner = 0;
     this.alive = new Uint8Array(0);
     this.storeOf = new Int32Array(0);
     this.priceOf = new Float64Array(0);
@@ -453,7 +492,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       const n = Math.max(1024, this.alive.length * 2);
       this.alive = grow(this.alive, n);
       this.idKey = grow(this.idKey, n);
-      this.refOf = grow(this.refOf, n);
+      this.refGen = grow(this.refGen, 2 * n);
       this.storeOf = grow(this.storeOf, n);
       this.priceOf = grow(this.priceOf, n);
       this.multiPrice = grow(this.multiPrice, n);
@@ -481,7 +520,14 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.idToSlot.set(d.id, slot);
     this.ids[slot] = d.id;
     this.idKey[slot] = idOrderKey(d.id);
-    this.refOf[slot] = d.ref ?? -1;
+    this.refGen[2 * slot] = d.ref ?? -1;
+    let gen = -1;
+    if (d.refGen !== undefined && d.ref !== undefined && d.refOwner !== undefined && d.refOwner > 0) {
+      if (this.genOwner === 0) this.genOwner = d.refOwner;
+      if (this.genOwner === d.refOwner) gen = d.refGen;
+      else this.genOwner = -1; // documents of two columns: no generation is trusted any more (until clear)
+    }
+    this.refGen[2 * slot + 1] = gen;
     this.alive[slot] = 1;
     this.storeOf[slot] = this.intern(this.storeIndex, d.storeSlug);
     this.priceOf[slot] = d.priceMinor;
@@ -553,11 +599,12 @@ export class EmbeddedSearchEngine implements SearchEngine {
   }
 
   /** The window's arrays, reused from query to query (see CandidateWindow). */
-  private out: CandidateWindow = { length: 0, ids: [], textScores: new Float64Array(1024), refs: new Int32Array(1024) };
+  private out = new SlotWindow((slot) => this.ids[slot]!);
 
   /** Only `length` is reset: entries past it are stale and never read (truncating `ids` would reallocate it). */
   private emptyWindow(): CandidateWindow {
-    this.out.length = 0;
+    this.out.empty();
+    this.out.gensOwner = this.genOwner;
     return this.out;
   }
 
@@ -567,11 +614,14 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const i = o.length++;
     if (i === o.refs.length) {
       o.refs = grow(o.refs, i * 2);
+      o.gens = grow(o.gens, i * 2);
+      o.slots = grow(o.slots, i * 2);
       o.textScores = grow(o.textScores, i * 2);
     }
-    o.ids[i] = this.ids[slot]!;
+    o.slots[i] = slot;
     o.textScores[i] = textScore;
-    o.refs[i] = this.refOf[slot]!;
+    o.refs[i] = this.refGen[2 * slot]!;
+    o.gens[i] = this.refGen[2 * slot + 1]!;
   }
 
   queryWindow(q: EngineQuery): CandidateWindow {

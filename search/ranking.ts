@@ -956,7 +956,8 @@ let dText = new Float64Array(1024);
 let dFinal = new Float64Array(1024);
 let dTrust = new Float64Array(1024);
 let dKey = new Float64Array(1024);
-const dTerms: StoreTerms[] = [];
+/** The columns' store index per kept position: its terms are `table.byIndex[store]` (set once per call, see below). */
+let dStore = new Int32Array(1024);
 
 /**
  * rankProducts over the columns: the same filters, arithmetic, orders and page as the record path, reading
@@ -983,17 +984,27 @@ function rankFromColumns(
     dFinal = new Float64Array(n);
     dTrust = new Float64Array(n);
     dKey = new Float64Array(n);
+    dStore = new Int32Array(n);
   }
   let n = 0;
   if (win !== undefined) {
     // the embedded engine's window holds each of its slots once and a slot's id once, so each ref once: no
     // dedupe (its table was a random read and write per candidate)
     const wRefs = win.refs;
-    const wIds = win.ids;
     const wText = win.textScores;
+    // a ref still holds the entry's product when the columns still hold the generation the engine was given
+    // with it (a 4-byte read); otherwise (no generation, other columns, a ref taken since) the ids decide, as
+    // before: read only then, since the embedded engine's window fills them on first read
+    const wGens = win.gens !== undefined && win.gensOwner === cols.uid ? win.gens : undefined;
+    const gen = cols.gen;
+    let wIds: string[] | undefined;
     for (let i = 0; i < count; i++) {
       const ref = wRefs[i]!;
-      if (!(ref >= 0 && ref < nRefs) || ids[ref] !== wIds[i]) return null;
+      if (!(ref >= 0 && ref < nRefs)) return null;
+      if (wGens === undefined || wGens[i] !== gen[ref]) {
+        wIds ??= win.ids;
+        if (ids[ref] !== wIds[i]) return null;
+      }
       dRef[i] = ref;
       dText[i] = wText[i]!;
     }
@@ -1065,8 +1076,10 @@ function rankFromColumns(
     const inStock = stockCol[ref] === 1;
     if (f.inStock && !inStock) continue;
     if (wantCategory !== -3 && catCol[ref] !== wantCategory) continue;
-    let sortPrice = priceMinor[ref]!;
+    // the price is read only when a filter or sort needs it: a random read per candidate otherwise wasted
+    let sortPrice = 0;
     if (priceFiltered || byPrice) {
+      sortPrice = priceMinor[ref]!;
       const several = pricesCol[ref];
       if (several === undefined) {
         if (priceFiltered && (sortPrice < lo[curCol[ref]!]! || sortPrice > hi[curCol[ref]!]!)) continue;
@@ -1084,7 +1097,7 @@ function rankFromColumns(
     dFinal[kept] = base * st.multiplier;
     dTrust[kept] = st.trust;
     dKey[kept] = byPrice ? sortPrice / currencyScale[curCol[ref]!]! : newest ? createdMs[ref]! : 0;
-    dTerms[kept] = st;
+    dStore[kept] = si;
     kept++;
   }
 
@@ -1138,8 +1151,9 @@ function rankFromColumns(
     else for (const i of survivors) top.push(i);
     page = top.sorted().slice(start);
   }
-  const items = page.map((i) => rankedProduct(cols.records[ref[i]!]!, dTerms[i]!.store, dText[i]!, input.now, settings));
-  dTerms.length = 0;
+  // the store of a kept position is byIndex[its store index].store: an entry set during this call is replaced only
+  // by terms built from the same `input.stores` entry (and a kept position's store passed, so it is not null)
+  const items = page.map((i) => rankedProduct(cols.records[ref[i]!]!, byIndex[dStore[i]!]!.store, dText[i]!, input.now, settings));
   return { items, total, page: req.page, limit: req.limit, totalPages: Math.ceil(total / req.limit) };
 }
 

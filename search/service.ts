@@ -183,7 +183,8 @@ export class SearchService {
    * candidates neither hashes ids into a 100k-entry map nor reads a record per candidate.
    * A removed product's ref is reused by a later product once the engine has dropped the document (so the
    * columns stay as large as the live catalog under churn); ranking trusts a candidate's ref only when the
-   * columns hold the candidate's own id there, so a stale ref can only miss, never point at another product.
+   * columns hold the candidate's own id there, or the generation the engine was given with the ref
+   * (SearchDoc.refGen, ProductColumns.gen), so a stale ref can only miss, never point at another product.
    */
   get columns(): ProductColumns {
     return this.productColumns;
@@ -424,6 +425,8 @@ export class SearchService {
       this.noteHeld(r.id, Number(r.reserved_quantity ?? 0));
       this.track(rp, 1);
       doc.ref = ref;
+      doc.refGen = this.columns.gen[ref]!;
+      doc.refOwner = this.columns.uid;
       docs.push(doc);
     }
     try {

@@ -4,7 +4,7 @@
  * and the search service's cached store allow-list.
  */
 import { describe, expect, test } from "bun:test";
-import type { Candidate, SearchDoc } from "../../search/engine.ts";
+import { type Candidate, type CandidateWindow, type SearchDoc, windowCandidates } from "../../search/engine.ts";
 import { createEmbeddedEngine, EmbeddedSearchEngine, idOrderKey, selectWindow } from "../../search/embedded.ts";
 import {
   dedupe,
@@ -523,6 +523,67 @@ describe("search service refs under churn", () => {
     expect(ranked.items.map((p) => p.id)).not.toContain(uuid(live[0]!));
     expect(ranked.items.map((p) => p.id)).not.toContain(uuid(next));
     expect(ranked.total).toBe(99);
+  });
+});
+
+describe("window refs checked by generation", () => {
+  test("ranking trusts a window's refs by the columns' generation without reading its ids, and falls back to the ids for a ref another product took since", async () => {
+    const svc = new SearchService(createEmbeddedEngine());
+    const now = new Date();
+    svc.stores.set("s", { slug: "s", name: "s", trustScore: 0.8, verificationLevel: "STANDARD", storeStatus: "active", lastSyncAt: now.toISOString(), euQualified: false });
+    const row = (n: number, title: string) => ({
+      id: uuid(n), store_slug: "s", title, description: "", brand: null, category: null, tags: [], price_minor: 1000 + n,
+      compare_at_price_minor: null, currency: "EUR", in_stock: true, images: [], active: true, created_at: now, updated_at: now,
+    });
+    await svc.applyRows(Array.from({ length: 30 }, (_, i) => row(i, `Lamp ${i}`)));
+    const request = { limit: 50, sort: "price_asc" as const };
+    const q = { text: "lamp", window: 1000, unordered: true };
+    const counted = (w: CandidateWindow): { w: CandidateWindow; reads: () => number } => {
+      let reads = 0;
+      const getter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(w), "ids")!.get!;
+      Object.defineProperty(w, "ids", { configurable: true, get: () => (reads++, getter.call(w)) });
+      return { w, reads: () => reads };
+    };
+    const byRecords = (w: CandidateWindow) => rankProducts({ candidates: windowCandidates(w), products: svc.products, stores: svc.stores, request, now });
+
+    const fresh = counted(svc.engine.queryWindow!(q));
+    expect(fresh.w.length).toBe(30);
+    expect(fresh.w.gensOwner).toBe(svc.columns.uid);
+    for (let i = 0; i < fresh.w.length; i++) expect(fresh.w.gens![i]).toBe(svc.columns.gen[fresh.w.refs[i]!]!);
+    const ranked = rankProducts({ candidates: [], window: fresh.w, products: svc.products, columns: svc.columns, stores: svc.stores, request, now });
+    expect(fresh.reads()).toBe(0);
+    expect(ranked.items.map((p) => p.id)).toEqual(Array.from({ length: 30 }, (_, i) => uuid(i)));
+    expect(ranked).toEqual(byRecords(fresh.w));
+
+    // the columns give product 3's ref to another product behind the engine's back: its generation no longer
+    // matches, the ids decide, and the window is ranked from the records (product 3 stays, the newcomer never shows)
+    const stale = counted(svc.engine.queryWindow!(q));
+    const at = Array.from({ length: stale.w.length }, (_, i) => i).find((i) => stale.w.ids[i] === uuid(3))!;
+    const ref = stale.w.refs[at]!;
+    const intruder = { ...svc.products.get(uuid(3))!, id: uuid(99), title: "Intruder" };
+    svc.columns.unset(ref);
+    svc.columns.set(ref, intruder);
+    expect(svc.columns.gen[ref]).not.toBe(stale.w.gens![at]);
+    const reads = stale.reads();
+    const rankedStale = rankProducts({ candidates: [], window: stale.w, products: svc.products, columns: svc.columns, stores: svc.stores, request, now });
+    expect(stale.reads()).toBeGreaterThan(reads);
+    expect(rankedStale.items.map((p) => p.id)).not.toContain(uuid(99));
+    expect(rankedStale).toEqual(byRecords(stale.w));
+  });
+
+  test("an engine given documents of two columns' generations trusts neither", async () => {
+    const engine = createEmbeddedEngine();
+    const doc = (n: number, owner: number): SearchDoc => ({
+      id: uuid(n), storeSlug: "s", title: "Lamp", description: "", brand: null, category: null, tags: [], priceMinor: 100, currency: "EUR",
+      inStock: true, createdAt: "2025-01-01T00:00:00.000Z", updatedAt: "2025-01-01T00:00:00.000Z", ref: n, refGen: 1, refOwner: owner,
+    });
+    await engine.upsert([doc(1, 7), doc(2, 7)]);
+    expect(engine.queryWindow!({ text: "lamp", window: 10 }).gensOwner).toBe(7);
+    await engine.upsert([doc(3, 8)]);
+    expect(engine.queryWindow!({ text: "lamp", window: 10 }).gensOwner).toBe(-1);
+    await engine.clear();
+    await engine.upsert([doc(4, 8)]);
+    expect(engine.queryWindow!({ text: "lamp", window: 10 }).gensOwner).toBe(8);
   });
 });
 
