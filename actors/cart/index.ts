@@ -346,7 +346,7 @@ async function price(
     });
     if (!quotes.has(c.storeSlug)) {
       const q = storeShipping({
-        domestic: { rule: c.store.shipping, options: c.store.domesticShippingOptions },
+        domestic: { rule: c.store.shipping, options: c.store.domesticShippingOptions, hasZones: c.store.hasShippingZones },
         destination,
         zones: zones?.get(c.storeSlug) ?? [],
         choice: destination?.choices[c.storeSlug],
@@ -959,6 +959,23 @@ function assertNamedTokensBeforePreview(ctx: Ctx, cart: CartRecord, body: Checko
     const explicit = body.paymentMethods?.[storeId] ?? body.paymentMethod;
     if (explicit) assertSandboxToken(body, storeId, explicit);
   }
+}
+
+/**
+ * Every key of `payment_methods` must name a merchant of the cart (audit A-10): a key the cart cannot use (a
+ * misspelt or differently cased slug) was ignored and that merchant charged on its default method, not the one the
+ * caller named. Refused before anything is previewed, held or charged, naming the cart's merchants.
+ */
+function assertPaymentMethodKeys(cart: CartRecord, body: CheckoutBody): void {
+  if (!body.paymentMethods) return;
+  const slugs = [...new Set(cart.items.map((i) => i.storeSlug))].sort(cmp);
+  const unknown = Object.keys(body.paymentMethods).filter((k) => !slugs.includes(k)).sort(cmp)[0];
+  if (unknown === undefined) return;
+  throw fail("INVALID_ARGUMENT", `payment_methods names ${JSON.stringify(unknown)}, which is no merchant of this cart; its keys are merchant slugs: ${slugs.join(", ")}. Nothing was held or charged.`, {
+    field: `payment_methods.${unknown}`,
+    reason: "unknown_merchant",
+    merchant_slugs: slugs,
+  });
 }
 
 /** A refusal raised after the one-call's committed preview names the session it left READY_FOR_PAYMENT (review P-3). */
@@ -1754,7 +1771,9 @@ async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string; in
 }
 
 async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh: Priced | null): Promise<CompleteReply> {
-  assertNotReplaced(ownCart(ctx, body.keyId));
+  const cart = ownCart(ctx, body.keyId);
+  assertNotReplaced(cart);
+  assertPaymentMethodKeys(cart, body);
   let s = ownSession(ctx, sessionId);
   const now = ctx.now();
   const rail: RailName = body.rail ?? "card";
@@ -2315,6 +2334,7 @@ export const cartActor = defineActor({
       if (s && (s.status === "OPEN" || s.status === "READY_FOR_PAYMENT") && s.idempotencyKey !== null && body.idempotencyKey !== undefined && body.idempotencyKey !== s.idempotencyKey) {
         decideComplete(s, body.idempotencyKey); // throws IDEMPOTENCY_KEY_CONFLICT (or the key's own 400) naming the session
       }
+      assertPaymentMethodKeys(cart, body);
       assertNamedTokensBeforePreview(ctx, cart, body);
       const { priced } = await doPreview(ctx, body.keyId, undefined, body.shipping);
       // Commit the preview now: the rest of the turn reads through the pool, and a turn must not hold its

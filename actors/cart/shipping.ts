@@ -2,10 +2,13 @@
  * Which shipping quote each store of a cart carries, and the options a destination has. Pure; docs/checkout.md
  * "Shipping" has the rules as a table.
  *
- * Without a destination on the cart a store is quoted as it always was: the cheapest zone covering its whole own
- * country, or free when it has no such zone. A store whose own country has MORE than one country-wide zone (a
+ * Without a destination on the cart a store is quoted by the one zone covering its whole own country in the cart's
+ * currency, or free when it has no zones at all. A store whose own country has MORE than one country-wide zone (a
  * choice of methods, e.g. Standard and Express) is not guessed: the buyer's destination and a picked option come
- * first (`get_shipping_rates` with the cart; REST `shipping` on the preview), else PRECONDITION_NOT_MET.
+ * first (`get_shipping_rates` with the cart; REST `shipping` on the preview), else PRECONDITION_NOT_MET. So is a
+ * store that has zones but none of them country-wide at home in that currency (only abroad, only postal prefixes,
+ * another currency): shipping free there without a destination let an agent avoid every charge such a merchant makes
+ * by leaving the destination out (session 16, audit A-8).
  *
  * With a destination every store is quoted for it: the zones serving it most specifically (a matching postal prefix
  * beats a country-wide zone, as for shipping estimates) are its options, cheapest first. The cart's choice is used
@@ -30,6 +33,8 @@ export interface CartShipping extends ShippingDestination {
 export interface DomesticQuote {
   rule: ShippingRule | null;
   options: number;
+  /** Whether the store has any shipping zone at all (none: it ships free anywhere). */
+  hasZones: boolean;
 }
 
 export type StoreShipping =
@@ -68,7 +73,7 @@ export function estimateShipping(
   currency: string,
 ): { status: "quoted"; rule: ShippingRule; zone: ShippingZone | null } | { status: "not_shippable" } {
   const cheapest = shippingOptions(zones, dest, currency)[0];
-  const quote = storeShipping({ domestic: { rule: null, options: 0 }, destination: dest, zones, currency, ...(cheapest ? { choice: cheapest.id } : {}) });
+  const quote = storeShipping({ domestic: { rule: null, options: 0, hasZones: zones.length > 0 }, destination: dest, zones, currency, ...(cheapest ? { choice: cheapest.id } : {}) });
   // With the cheapest option chosen a destination is never left to pick: a selection here would have no option.
   return quote.status === "quoted" ? quote : { status: "not_shippable" };
 }
@@ -100,7 +105,8 @@ export function storeShipping(input: {
 }): StoreShipping {
   if (!input.destination) {
     if (input.domestic.options > 1) return { status: "selection_required", options: [] };
-    return { status: "quoted", rule: input.domestic.rule ?? FREE_SHIPPING, zone: null };
+    if (input.domestic.rule) return { status: "quoted", rule: input.domestic.rule, zone: null };
+    return input.domestic.hasZones ? { status: "selection_required", options: [] } : { status: "quoted", rule: FREE_SHIPPING, zone: null };
   }
   const zones = input.zones ?? [];
   if (zones.length === 0) return { status: "quoted", rule: FREE_SHIPPING, zone: null };

@@ -70,6 +70,8 @@ export interface CatalogLine {
     shipping: { baseMinor: number; perItemMinor: number; freeOverMinor: number | null } | null;
     /** Country-wide zones for its own country: more than one is a choice of methods the buyer makes (actors/cart/shipping.ts). */
     domesticShippingOptions: number;
+    /** Whether the store has any shipping zone (a store with none ships free anywhere; docs/checkout.md "Shipping"). */
+    hasShippingZones: boolean;
     /** Merchant enforcement rules (migration 0032): null = none; see docs/checkout.md "Enforcement". */
     enforcement: unknown;
     checkoutUrl: string | null;
@@ -107,6 +109,7 @@ interface CatalogRow {
   ship_per_item: number | null;
   ship_free_over: number | null;
   ship_options: string | number | null;
+  ship_any: boolean;
   neg_price: number | null;
   neg_expires: Date | null;
   neg_currency: string | null;
@@ -169,6 +172,11 @@ function domesticShipping(sql: Sql) {
   return sql`LEFT JOIN LATERAL (SELECT base_minor, per_item_minor, free_over_minor, count(*) OVER () AS n FROM shipping_zones z
         WHERE z.store_slug = p.store_slug AND z.currency = p.currency AND s.country = ANY(z.countries) AND cardinality(z.postal_prefixes) = 0
         ORDER BY base_minor LIMIT 1) z ON true`;
+}
+
+/** `ship_any`: whether the product's store has any shipping zone (one probe of the store's zone index). */
+function shippingZoned(sql: Sql) {
+  return sql`EXISTS (SELECT 1 FROM shipping_zones za WHERE za.store_slug = p.store_slug) AS ship_any`;
 }
 
 /** The risk gate's inputs read from the database: the key's creation time and its checkouts of the last hour. */
@@ -320,7 +328,7 @@ async function catalogRead(
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
         p.variants, p.variant_reserved, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
         s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
-        z.free_over_minor AS ship_free_over, z.n AS ship_options, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency${risk}
+        z.free_over_minor AS ship_free_over, z.n AS ship_options, ${shippingZoned(sql)}, n.negotiated_price_minor AS neg_price, n.expires_at AS neg_expires, n.currency AS neg_currency${risk}
       FROM products p JOIN stores s ON s.slug = p.store_slug
       ${domesticShipping(sql)}
       LEFT JOIN LATERAL (SELECT negotiated_price_minor, expires_at, currency FROM negotiation_offers o
@@ -331,7 +339,7 @@ async function catalogRead(
       SELECT p.id, p.store_slug, p.title, p.price_minor, p.currency, p.stock_quantity, p.reserved_quantity, p.in_stock, p.active,
         p.variants, p.variant_reserved, s.verification_level, s.trust_score, s.operational_status, s.hosted_storefront, s.payment_methods,
         s.policy_version, s.policies, s.country, s.checkout_enforcement, s.hosted_checkout_url, z.base_minor AS ship_base, z.per_item_minor AS ship_per_item,
-        z.free_over_minor AS ship_free_over, z.n AS ship_options, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency${risk}
+        z.free_over_minor AS ship_free_over, z.n AS ship_options, ${shippingZoned(sql)}, NULL::bigint AS neg_price, NULL::timestamptz AS neg_expires, NULL AS neg_currency${risk}
       FROM products p JOIN stores s ON s.slug = p.store_slug
       ${domesticShipping(sql)}
       WHERE p.id IN (${idList})`;
@@ -365,6 +373,7 @@ async function catalogRead(
         checkoutUrl: r.hosted_checkout_url ?? null,
         shipping: r.ship_base === null ? null : { baseMinor: Number(r.ship_base), perItemMinor: Number(r.ship_per_item ?? 0), freeOverMinor: r.ship_free_over === null ? null : Number(r.ship_free_over) },
         domesticShippingOptions: Number(r.ship_options ?? 0),
+        hasShippingZones: r.ship_any === true,
       },
     });
   }

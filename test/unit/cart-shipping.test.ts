@@ -46,40 +46,44 @@ describe("a store's quote", () => {
   const rule = { baseMinor: 599, perItemMinor: 100, freeOverMinor: null };
 
   test("without a destination, one domestic country-wide zone is quoted as before", () => {
-    expect(storeShipping({ domestic: { rule, options: 1 }, destination: null, currency: "USD" })).toEqual({ status: "quoted", rule, zone: null });
+    expect(storeShipping({ domestic: { rule, options: 1, hasZones: true }, destination: null, currency: "USD" })).toEqual({ status: "quoted", rule, zone: null });
   });
 
-  test("without a destination, a store with no domestic country-wide zone ships free as before", () => {
-    expect(storeShipping({ domestic: { rule: null, options: 0 }, destination: null, currency: "USD" })).toEqual({ status: "quoted", rule: FREE_SHIPPING, zone: null });
+  test("without a destination, a store with no zones at all ships free", () => {
+    expect(storeShipping({ domestic: { rule: null, options: 0, hasZones: false }, destination: null, currency: "USD" })).toEqual({ status: "quoted", rule: FREE_SHIPPING, zone: null });
+  });
+
+  test("without a destination, a store with zones but no domestic country-wide one needs the buyer's destination (not free)", () => {
+    expect(storeShipping({ domestic: { rule: null, options: 0, hasZones: true }, destination: null, currency: "USD" })).toEqual({ status: "selection_required", options: [] });
   });
 
   test("without a destination, two domestic methods need the buyer's destination and pick", () => {
-    expect(storeShipping({ domestic: { rule, options: 2 }, destination: null, currency: "USD" })).toEqual({ status: "selection_required", options: [] });
+    expect(storeShipping({ domestic: { rule, options: 2, hasZones: true }, destination: null, currency: "USD" })).toEqual({ status: "selection_required", options: [] });
   });
 
   const dest = (choices: Record<string, string> = {}): CartShipping => ({ ...SF, choices });
 
   test("with a destination and a chosen option, that option is quoted", () => {
-    const q = storeShipping({ domestic: { rule, options: 2 }, destination: dest(), zones: [standard, express], choice: express.id, currency: "USD" });
+    const q = storeShipping({ domestic: { rule, options: 2, hasZones: true }, destination: dest(), zones: [standard, express], choice: express.id, currency: "USD" });
     expect(q).toEqual({ status: "quoted", rule: { baseMinor: 1999, perItemMinor: 300, freeOverMinor: null }, zone: express });
   });
 
   test("with a destination but no choice among two options, the buyer still has to pick", () => {
-    const q = storeShipping({ domestic: { rule, options: 2 }, destination: dest(), zones: [standard, express], currency: "USD" });
+    const q = storeShipping({ domestic: { rule, options: 2, hasZones: true }, destination: dest(), zones: [standard, express], currency: "USD" });
     expect(q).toEqual({ status: "selection_required", options: [standard, express] });
   });
 
   test("a choice that no longer serves the destination is ignored; a single option needs no choice", () => {
-    const q = storeShipping({ domestic: { rule, options: 1 }, destination: dest(), zones: [standard, canada], choice: canada.id, currency: "USD" });
+    const q = storeShipping({ domestic: { rule, options: 1, hasZones: true }, destination: dest(), zones: [standard, canada], choice: canada.id, currency: "USD" });
     expect(q).toEqual({ status: "quoted", rule: { baseMinor: 599, perItemMinor: 100, freeOverMinor: null }, zone: standard });
   });
 
   test("a store whose zones do not serve the destination does not ship there", () => {
-    expect(storeShipping({ domestic: { rule: null, options: 0 }, destination: dest(), zones: [canada], currency: "USD" })).toEqual({ status: "not_shippable" });
+    expect(storeShipping({ domestic: { rule: null, options: 0, hasZones: true }, destination: dest(), zones: [canada], currency: "USD" })).toEqual({ status: "not_shippable" });
   });
 
   test("a store with no zones at all ships free to any destination", () => {
-    expect(storeShipping({ domestic: { rule: null, options: 0 }, destination: dest(), zones: [], currency: "USD" })).toEqual({ status: "quoted", rule: FREE_SHIPPING, zone: null });
+    expect(storeShipping({ domestic: { rule: null, options: 0, hasZones: false }, destination: dest(), zones: [], currency: "USD" })).toEqual({ status: "quoted", rule: FREE_SHIPPING, zone: null });
   });
 });
 
