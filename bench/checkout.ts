@@ -21,6 +21,11 @@
  *   BENCH_TARGETS=external,split bun bench/checkout.ts
  *   BENCH_KEYS=1024 bun bench/checkout.ts  # agents take turns over 1,024 keys (default: one key per agent)
  *
+ * Diagnostics, off by default (they cost CPU in the window: not for CPU figures): BENCH_TABLE_STATS=1 (rows written
+ * per table, WAL, actor_state sizes; with BENCH_STATE_SAMPLE=1 a completed cart's stored state), BENCH_COUNT_STRINGIFY=1
+ * (JSON.stringify calls and characters per journey in this process), BENCH_STATEMENT_TEXTS=1 (each statement text's
+ * calls per journey, length and parameters: the SQL postgres.js builds).
+ *
  * Key history: a completion reads the risk gate's velocity input (every checkout session of the key in the last hour,
  * grouped) and the hold guard (the key's pending orders of two days), both in proportion to the key's orders. With one
  * key per agent each key places journeys/s ÷ 64 orders a second, so the longer or faster a run, the more each read
@@ -300,21 +305,21 @@ async function run(target: string, svc: Service): Promise<Result> {
     const sizes = await svc.sql`SELECT kind, count(*)::int AS n, avg(pg_column_size(state))::int AS state_bytes, avg(pg_column_size(s.*))::int AS row_bytes,
       (SELECT avg(pg_column_size(reply))::int FROM actor_inbox i WHERE i.kind = s.kind) AS reply_bytes FROM actor_state s GROUP BY kind`;
     console.error(sizes.map((r) => `  ${r.kind}: ${r.n} rows, state ${r.state_bytes} B stored, row ${r.row_bytes} B, inbox reply ${r.reply_bytes} B`).join("\n"));
-    if (printed.calls > 0) {
-      console.error(`  JSON.stringify per journey: ${(printed.calls / finishedInWindow).toFixed(2)} calls, ${Math.round(printed.chars / finishedInWindow)} characters`);
-    }
-    if (texts) {
-      const rows = [...texts].map(([text, t]) => ({ text, perJourney: t.calls / finishedInWindow, chars: text.length, params: t.params }));
-      const total = rows.reduce((a, r) => a + r.perJourney * r.chars, 0);
-      console.error(`  statement texts per journey: ${rows.reduce((a, r) => a + r.perJourney, 0).toFixed(2)} statements, ${Math.round(total)} characters of SQL text`);
-      for (const r of rows.sort((a, b) => b.perJourney * b.chars - a.perJourney * a.chars).slice(0, 12)) {
-        console.error(`    ${r.perJourney.toFixed(2)} × ${r.chars} chars, ${r.params} params: ${r.text.replace(/\s+/g, " ").slice(0, 110)}`);
-      }
-    }
     // BENCH_STATE_SAMPLE=1: the state of a cart with the most writes (a completed journey's), as stored (what the 4 state writes of a journey carry)
     if (process.env.BENCH_STATE_SAMPLE === "1") {
       const [sample] = await svc.sql<{ state: string }[]>`SELECT state::text AS state FROM actor_state WHERE kind = 'cart' ORDER BY version DESC, updated_at LIMIT 1`;
       console.error(`  a completed cart's state (${sample?.state.length ?? 0} characters of jsonb text): ${sample?.state ?? "none"}`);
+    }
+  }
+  if (printed.calls > 0) {
+    console.error(`  JSON.stringify per journey: ${(printed.calls / finishedInWindow).toFixed(2)} calls, ${Math.round(printed.chars / finishedInWindow)} characters`);
+  }
+  if (texts) {
+    const rows = [...texts].map(([text, t]) => ({ text, perJourney: t.calls / finishedInWindow, chars: text.length, params: t.params }));
+    const total = rows.reduce((a, r) => a + r.perJourney * r.chars, 0);
+    console.error(`  statement texts per journey: ${rows.reduce((a, r) => a + r.perJourney, 0).toFixed(2)} statements, ${Math.round(total)} characters of SQL text`);
+    for (const r of rows.sort((a, b) => b.perJourney * b.chars - a.perJourney * a.chars).slice(0, 12)) {
+      console.error(`    ${r.perJourney.toFixed(2)} × ${r.chars} chars, ${r.params} params: ${r.text.replace(/\s+/g, " ").slice(0, 110)}`);
     }
   }
   return {

@@ -52,22 +52,62 @@ export const DECREASE_TOLERANCE_BPS = 50; // 0.5 %
 /** A total move strictly beyond this blocks execution. */
 export const BLOCKING_CUT_BPS = 1_000; // 10 %
 
-/** JSON with object keys sorted at every depth; undefined members dropped; non-finite numbers refused. */
+/**
+ * JSON with object keys sorted at every depth; undefined members dropped; non-finite numbers refused.
+ * Built in one walk: only strings go through JSON.stringify (for their escapes), object keys through a small cache of
+ * their quoted form (a checkout state has a dozen distinct keys), numbers through String (the same text as JSON's
+ * for a finite number, -0 as 0); a stringify call per key and per value was ~60 % of a state hash's cost.
+ */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value === "boolean" || typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "number") {
-    if (!Number.isFinite(value)) throw new RangeError("canonicalJson: non-finite number");
-    return JSON.stringify(value);
+  switch (typeof value) {
+    case "string":
+      return JSON.stringify(value);
+    case "boolean":
+      return value ? "true" : "false";
+    case "number":
+      if (!Number.isFinite(value)) throw new RangeError("canonicalJson: non-finite number");
+      return String(value);
+    case "object": {
+      if (value === null) return "null";
+      if (Array.isArray(value)) {
+        let out = "[";
+        for (let i = 0; i < value.length; i++) {
+          if (i > 0) out += ",";
+          // a hole stays empty, as Array.prototype.map and join left it
+          if (!(i in value)) continue;
+          const v: unknown = value[i];
+          out += v === undefined ? "null" : canonicalJson(v);
+        }
+        return out + "]";
+      }
+      const obj = value as Record<string, unknown>;
+      const keys = Object.keys(obj).sort();
+      let out = "{";
+      let first = true;
+      for (const k of keys) {
+        const v = obj[k];
+        if (v === undefined) continue;
+        out += (first ? "" : ",") + quotedKey(k) + ":" + canonicalJson(v);
+        first = false;
+      }
+      return out + "}";
+    }
+    default:
+      throw new TypeError(`canonicalJson: unsupported ${typeof value}`);
   }
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
-  if (typeof value === "object") {
-    const obj = value as Record<string, unknown>;
-    const keys = Object.keys(obj)
-      .filter((k) => obj[k] !== undefined)
-      .sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(",")}}`;
+}
+
+/** Quoted object keys (bounded: canonicalJson also reads outside documents, e.g. AP2 mandates). */
+const QUOTED_KEYS_MAX = 512;
+const quotedKeys = new Map<string, string>();
+
+function quotedKey(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = JSON.stringify(k);
+    if (quotedKeys.size < QUOTED_KEYS_MAX) quotedKeys.set(k, q);
   }
-  throw new TypeError(`canonicalJson: unsupported ${typeof value}`);
+  return q;
 }
 
 const lineKey = (l: Pick<LineState, "productId" | "variantId">): string => `${l.productId}\u0000${l.variantId ?? ""}`;
