@@ -166,14 +166,14 @@ export function productRoutes(svc: Services) {
       "/api/v1/agent/recommendations",
       async ({ body }) => {
         const { product } = await getEligibleProduct(svc.sql, body.productId);
-        const limit = Math.min(RECOMMENDATIONS_MAX, Math.floor(body.limit ?? RECOMMENDATIONS_DEFAULT));
-        // Counted in whole products: 0.5 is > 0 (the schema passes it) but asks for less than one product.
-        if (limit < 1) throw fail("validation_error", "Invalid body field 'limit': must be at least 1 (a count of whole products)", { location: "body", field: "limit" });
+        // Counted in whole products, rounded down but at least one: the spec's bound is "> 0", so 0.5 is a valid limit
+        // (audit A-9: it was 400 while the OpenAPI schema published exclusiveMinimum 0).
+        const limit = Math.min(RECOMMENDATIONS_MAX, Math.max(1, Math.floor(body.limit ?? RECOMMENDATIONS_DEFAULT)));
         const products = await getSearchService(svc).related(product, limit, now());
         return ok({ productId: product.id, limit, products });
       },
       {
-        body: t.Object({ productId: Uuid, limit: t.Optional(t.Number({ exclusiveMinimum: 0, description: "> 0, default 5, capped at 20" })) }),
+        body: t.Object({ productId: Uuid, limit: t.Optional(t.Number({ exclusiveMinimum: 0, description: "> 0, default 5, capped at 20; counted in whole products, rounded down, at least 1 (0.5 answers one)" })) }),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["catalog"], summary: "Cross-merchant related products (feature tier: recommendations)", security: sec },
       },

@@ -266,10 +266,14 @@ describe("nits", () => {
     expect((await est("us")).status).toBe(200);
   });
 
-  test("N7: a fractional recommendations limit below 1 is refused with a message that says why", async () => {
+  test("N7 (A-9): a fractional recommendations limit below 1 is > 0 as the spec bounds it, and is served as one product", async () => {
     const r = await srv.json("/api/v1/agent/recommendations", { method: "POST", headers: key.headers, body: { productId: BOARD, limit: 0.5 } });
-    expect(r.status).toBe(400);
-    expect(r.body.error).toContain("at least 1");
+    expect(r.status).toBe(200);
+    expect(r.body.data.limit).toBe(1);
+    expect(r.body.data.products.length).toBeLessThanOrEqual(1);
+    const zero = await srv.json("/api/v1/agent/recommendations", { method: "POST", headers: key.headers, body: { productId: BOARD, limit: 0 } });
+    expect(zero.status).toBe(400);
+    expect(zero.body.details.field).toBe("limit");
   });
 
   test("N8: the order names the same rail as the checkout reply", async () => {
