@@ -224,7 +224,11 @@ export const RETENTION_RULES: Record<string, Rule> = {
     const res = await sql`
       DELETE FROM webhook_events WHERE id IN (
         SELECT e.id FROM webhook_events e
-        WHERE e.dispatched_at IS NOT NULL AND e.dispatched_at < ${new Date(nowMs - s.RETENTION_WEBHOOK_EVENT_DAYS * DAY_MS)}
+        WHERE (e.dispatched_at IS NOT NULL AND e.dispatched_at < ${new Date(nowMs - s.RETENTION_WEBHOOK_EVENT_DAYS * DAY_MS)}
+            -- an event of a store with an endpoint is never marked (migration 0101): done once below the fan-out's
+            -- cursor, and kept from its creation
+            OR e.dispatched_at IS NULL AND e.created_at < ${new Date(nowMs - s.RETENTION_WEBHOOK_EVENT_DAYS * DAY_MS)}
+              AND e.fanout_xid < (SELECT done_below FROM webhook_fanout_cursor))
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
         LIMIT ${batch} FOR UPDATE OF e SKIP LOCKED)`;
     return res.count;

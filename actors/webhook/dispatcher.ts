@@ -1,12 +1,14 @@
 /**
  * The outbox fan-out and the webhook boot hook.
  *
- * `fanOutOutbox` turns undispatched `webhook_events` rows into one delivery per subscribed endpoint, marks the
- * events dispatched and arms each endpoint actor's durable `deliverDue` reminder, all in ONE statement. It skips
- * disabled endpoints (actors/webhook/index.ts: 5 days without a 2xx, or the merchant): an event fanned out while one
- * is disabled is never delivered to it, even after it is enabled again. It is driven by `dispatched_at IS NULL`, so
- * an event committed by an order change is fanned out even if the process died right after the commit: the next
- * process picks it up. `FOR UPDATE SKIP LOCKED` lets every actor host run it at once without double work (and the
+ * `fanOutOutbox` turns the `webhook_events` rows of the next window of writing transactions (migration 0101: a
+ * watermark over `fanout_xid`, guarded by the oldest running transaction, so an event committing out of order is
+ * never skipped) into one delivery per subscribed endpoint, moves the watermark and arms each endpoint actor's durable
+ * `deliverDue` reminder, all in ONE statement; no event row is updated. It skips disabled endpoints
+ * (actors/webhook/index.ts: 5 days without a 2xx, or the merchant): an event fanned out while one is disabled is never
+ * delivered to it, even after it is enabled again. It is driven by the durable watermark, so an event committed by an
+ * order change is fanned out even if the process died right after the commit: the next process picks it up. The
+ * watermark row's `FOR UPDATE SKIP LOCKED` lets every actor host run it at once without double work (and the
  * (event, endpoint) unique key makes a double impossible anyway).
  *
  * The boot hook (roles start and actors) installs the webhook runtime, runs the fan-out every 200 ms and at once
@@ -25,7 +27,8 @@ import { WEBHOOK_OUTBOX_TOPIC } from "./outbox.ts";
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS } from "./schedule.ts";
 
 export const FAN_OUT_INTERVAL_MS = 200;
-const FAN_OUT_BATCH = 1000;
+/** Transaction ids a fan-out statement's window spans at most (a backlog goes in several statements). */
+const FAN_OUT_XIDS = 100_000;
 const SWEEP_INTERVAL_MS = 5_000;
 /** A delivery due longer than this with nobody working on it gets its endpoint's reminder re-armed. */
 const OVERDUE_MS = 30_000;
@@ -42,14 +45,49 @@ export function privateUrlsAllowed(config: { ALLOW_PRIVATE_URLS: boolean; NODE_E
 export interface FanOutResult {
   events: number;
   endpoints: string[];
+  /** The window was cut at FAN_OUT_XIDS: events of later transactions may be waiting. */
+  more: boolean;
 }
 
-export async function fanOutOutbox(sql: Sql, now: number, limit = FAN_OUT_BATCH): Promise<FanOutResult> {
+/**
+ * Fans out the events of one window of writing transactions (migration 0101): those with `fanout_xid` in
+ * [cursor, xmin), xmin being the oldest transaction of this database still running when this statement's snapshot was
+ * taken (`h` below). Each of this database's transactions below it has ended, so every event one of them committed is
+ * visible here; a transaction still running
+ * (whatever its events' order) is in a later window, so an event that commits out of order is never skipped. The
+ * cursor moves in this statement, under its row's lock (another host's run skips meanwhile): each event is in one
+ * window. No event row is updated or locked. The window is bounded (FAN_OUT_XIDS transaction ids) so a backlog goes
+ * in several statements: `more` says the run should go on.
+ */
+export async function fanOutOutbox(sql: Sql, now: number, limit = FAN_OUT_XIDS): Promise<FanOutResult> {
   const at = new Date(now);
-  const [row] = await sql<{ events: number; endpoints: string[] }[]>`
-    WITH ev AS (
-      SELECT id, store_slug, kind FROM webhook_events
-      WHERE dispatched_at IS NULL ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+  const [row] = await sql<{ events: number; endpoints: string[]; more: boolean }[]>`
+    WITH h AS (
+      -- The oldest transaction that may still commit an event of this database: one in progress at this statement's
+      -- snapshot, unless pg_stat_activity (read after the snapshot) shows it running in another database of the
+      -- cluster (transaction ids are cluster-wide: another database's CREATE DATABASE or long transaction would hold
+      -- our webhooks back). An id seen there in another database is not ours (ids are unique and a backend never
+      -- changes database); one not seen there, or hidden from us, counts. None: every id below the snapshot's xmax has
+      -- ended, its events visible here.
+      SELECT COALESCE(
+        (SELECT min(x) FROM pg_snapshot_xip(s.snap) x
+         WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+           WHERE a.backend_xid IS NOT NULL AND a.datid IS NOT NULL
+             AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database())
+             AND a.backend_xid::text::numeric = x::text::numeric % 4294967296)),
+        pg_snapshot_xmax(s.snap)) AS upto
+      FROM (SELECT pg_current_snapshot() AS snap) s
+    ), c AS (
+      -- locked only when its window holds an event (an idle run writes nothing); a later cursor (another host moved it
+      -- since this statement's snapshot) is what the lock returns, and its window is then read from there
+      SELECT k.done_below FROM webhook_fanout_cursor k, h
+      WHERE k.id AND EXISTS (SELECT 1 FROM webhook_events e WHERE e.dispatched_at IS NULL AND e.fanout_xid >= k.done_below AND e.fanout_xid < h.upto)
+      FOR UPDATE OF k SKIP LOCKED
+    ), w AS (
+      SELECT c.done_below AS lo, LEAST(h.upto, (c.done_below::text::numeric + ${limit})::text::xid8) AS hi, h.upto FROM c, h
+    ), ev AS (
+      SELECT e.id, e.store_slug, e.kind FROM webhook_events e, w
+      WHERE e.dispatched_at IS NULL AND e.fanout_xid >= w.lo AND e.fanout_xid < w.hi
     ), ins AS (
       INSERT INTO webhook_deliveries (event_id, endpoint_id, store_slug, next_attempt_at)
       SELECT ev.id, ep.id, ev.store_slug, ${at}::timestamptz FROM ev
@@ -58,16 +96,17 @@ export async function fanOutOutbox(sql: Sql, now: number, limit = FAN_OUT_BATCH)
         AND ev.kind = ANY (ep.events)
       ON CONFLICT (event_id, endpoint_id) DO NOTHING
       RETURNING endpoint_id
-    ), upd AS (
-      UPDATE webhook_events w SET dispatched_at = ${at}::timestamptz FROM ev WHERE w.id = ev.id RETURNING w.id
+    ), mv AS (
+      UPDATE webhook_fanout_cursor k SET done_below = w.hi FROM w WHERE k.id AND w.hi > w.lo RETURNING 1
     ), rem AS (
       INSERT INTO actor_reminders (kind, id, name, due_at, payload)
       SELECT DISTINCT 'webhook', endpoint_id::text, 'deliverDue', ${at}::timestamptz, 'null'::jsonb FROM ins
       ON CONFLICT (kind, id, name) DO UPDATE SET due_at = LEAST(actor_reminders.due_at, EXCLUDED.due_at)
       RETURNING id
     )
-    SELECT (SELECT count(*)::int FROM upd) AS events, ARRAY(SELECT id FROM rem) AS endpoints`;
-  return { events: row?.events ?? 0, endpoints: row?.endpoints ?? [] };
+    SELECT (SELECT count(*)::int FROM ev) AS events, ARRAY(SELECT id FROM rem) AS endpoints,
+      COALESCE((SELECT hi < upto FROM w) AND EXISTS (SELECT 1 FROM mv), false) AS more`;
+  return { events: row?.events ?? 0, endpoints: row?.endpoints ?? [], more: row?.more ?? false };
 }
 
 /** Re-arms the reminder of endpoints whose due deliveries have waited longer than OVERDUE_MS. */
@@ -149,7 +188,7 @@ export const webhookBootHook: BootHook = {
             do {
               r = await fanOutOutbox(services.sql, clock.now());
               for (const id of r.endpoints) kicker.kick(id);
-            } while (r.events >= FAN_OUT_BATCH && !stopped);
+            } while (r.more && !stopped);
             if (Date.now() - lastSweep >= SWEEP_INTERVAL_MS) {
               lastSweep = Date.now();
               await sweepOverdue(services.sql, clock.now());

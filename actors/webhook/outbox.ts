@@ -5,6 +5,7 @@
  * An event of a store without a webhook endpoint is inserted already dispatched (migration 0099's trigger, whatever
  * writes the row: here or the order statements' own CTEs in actors/store/commerce.ts): the fan-out would only have
  * marked it so, with an update that is never HOT (`dispatched_at` is in webhook_events_undispatched's predicate).
+ * The fan-out of the others reads a watermark over `fanout_xid` (migration 0101; dispatcher.ts) and updates no event.
  */
 import type { Sql } from "../../infra/db.ts";
 

@@ -97,7 +97,7 @@ export async function invariants(sql: Sql, received: Map<string, number>): Promi
   for (const r of await sql`SELECT c.code, c.used_count, (SELECT count(*)::int FROM coupon_claims k WHERE k.store_slug = c.store_slug AND k.code = c.code) AS claims
       FROM coupons c WHERE c.store_slug = 'demo-store' AND c.code = 'WELCOME10'`)
     if (Number(r.used_count) !== Number(r.claims)) problems.push(`coupon ${r.code}: used_count ${r.used_count} ≠ claims ${r.claims}`);
-  for (const r of await sql`SELECT id FROM webhook_events WHERE dispatched_at IS NULL`) problems.push(`event ${r.id} never dispatched`);
+  for (const r of await sql`SELECT id FROM webhook_events WHERE NOT webhook_event_dispatched(dispatched_at, fanout_xid)`) problems.push(`event ${r.id} never dispatched`);
   return problems;
 }
 

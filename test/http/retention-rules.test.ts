@@ -218,7 +218,7 @@ describe("webhook outbox events", () => {
     const orderWith = await placeOrder(srv, key, BOARD);
     const eventsOf = (orderId: string) =>
       srv.db.sql<{ kind: string; dispatched: boolean; deliveries: number }[]>`
-        SELECT kind, dispatched_at IS NOT NULL AS dispatched, (SELECT count(*)::int FROM webhook_deliveries d WHERE d.event_id = e.id) AS deliveries
+        SELECT kind, webhook_event_dispatched(dispatched_at, fanout_xid) AS dispatched, (SELECT count(*)::int FROM webhook_deliveries d WHERE d.event_id = e.id) AS deliveries
         FROM webhook_events e WHERE payload::text LIKE ${`%${orderId}%`} ORDER BY kind`;
     await waitFor("the events dispatched", async () => [...(await eventsOf(orderWithout)), ...(await eventsOf(orderWith))].every((e) => e.dispatched));
     expect([...(await eventsOf(orderWithout))]).toEqual([{ kind: "order.created", dispatched: true, deliveries: 0 }, { kind: "order.status_changed", dispatched: true, deliveries: 0 }]);

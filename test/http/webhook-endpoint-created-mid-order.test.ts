@@ -46,7 +46,7 @@ async function openOrder(order: Sql): Promise<string> {
 /** The endpoints the event was fanned out to, once the fan-out (every 200 ms) has seen it. */
 async function deliveredTo(eventId: string): Promise<string[]> {
   const deadline = Date.now() + 5_000;
-  while ((await srv.db.sql`SELECT 1 FROM webhook_events WHERE id = ${eventId} AND dispatched_at IS NOT NULL`).length === 0 && Date.now() < deadline) await Bun.sleep(50);
+  while ((await srv.db.sql`SELECT 1 FROM webhook_events WHERE id = ${eventId} AND webhook_event_dispatched(dispatched_at, fanout_xid)`).length === 0 && Date.now() < deadline) await Bun.sleep(50);
   await Bun.sleep(300);
   const rows = await srv.db.sql<{ endpoint_id: string }[]>`SELECT endpoint_id::text FROM webhook_deliveries WHERE event_id = ${eventId}`;
   return rows.map((d) => d.endpoint_id);

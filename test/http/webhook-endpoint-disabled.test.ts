@@ -104,7 +104,7 @@ async function deliveries(id: string): Promise<Delivery[]> {
 const deliveryOf = async (id: string, eventId: string) => (await deliveries(id)).find((d) => d.eventId === eventId);
 /** The outbox fan-out has handled the event (it has a delivery for every enabled endpoint subscribed to it). */
 const dispatched = async (eventId: string) =>
-  (await srv.db.sql`SELECT 1 FROM webhook_events WHERE id = ${eventId} AND dispatched_at IS NOT NULL`).length === 1;
+  (await srv.db.sql`SELECT 1 FROM webhook_events WHERE id = ${eventId} AND webhook_event_dispatched(dispatched_at, fanout_xid)`).length === 1;
 
 let down = ""; // the endpoint that stays down (greenleaf-living, /down)
 let downFailingSince = 0;
