@@ -24,7 +24,7 @@ async function start(crash: boolean): Promise<string> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase({ migrate: false });
+  db = await createTestDatabase({ seeded: true }); // migrated and seeded, as the service finds it after any restart
   dataDir = await mkdtemp(join(tmpdir(), "acs-crash-"));
 });
 afterAll(async () => {

@@ -38,7 +38,7 @@ async function start(): Promise<string> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase({ migrate: false });
+  db = await createTestDatabase({ seeded: true }); // migrated and seeded, as the service finds it after any restart
   dataDir = await mkdtemp(join(tmpdir(), "d-chaos-"));
 });
 afterAll(async () => {
