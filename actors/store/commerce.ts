@@ -795,6 +795,32 @@ function couponRefusal(slug: string, b: BeginLegBody) {
  * of pending in the same statement. No webhook: `order.created` was the first attempt's; the pending → paid
  * `order.status_changed` carries the captured total (docs/webhooks.md).
  */
+/**
+ * `{return_policy: {acceptsReturns, returnWindowDays}}`: the store's return terms as the attempt charging the order
+ * finds them, recorded in its `created` / `payment_attempt` event. A refund request is judged by the terms of the
+ * order's last attempt (`refundPolicyColumns`), not by what the merchant declares later (audit A-3, session 16): the
+ * checkout binds the buyer to the store's policy version (a change between preview and payment blocks it), so the
+ * return window is part of what the buyer approved and the merchant cannot shrink it afterwards.
+ */
+function returnPolicyAtPurchase(db: Sql, slug: string) {
+  return db`(SELECT jsonb_build_object('return_policy', jsonb_build_object('acceptsReturns', policies->'acceptsReturns', 'returnWindowDays', policies->'returnWindowDays'))
+        FROM stores WHERE slug = ${slug})`;
+}
+
+/**
+ * The return terms a refund request of order `o` (joined with its store `s`) is judged by: those recorded by the
+ * order's last payment attempt (`returnPolicyAtPurchase`), else — orders written before session 16, human orders —
+ * the store's current ones. Columns `accepts_returns`, `return_window_days`; the join goes after the store's.
+ */
+export function refundPolicyColumns(db: Sql) {
+  return {
+    columns: db`CASE WHEN rp.p IS NULL THEN (s.policies->>'acceptsReturns')::boolean ELSE (rp.p->>'acceptsReturns')::boolean END AS accepts_returns,
+        CASE WHEN rp.p IS NULL THEN (s.policies->>'returnWindowDays')::int ELSE (rp.p->>'returnWindowDays')::int END AS return_window_days`,
+    join: db`LEFT JOIN LATERAL (SELECT e.data->'return_policy' AS p FROM order_events e
+        WHERE e.order_id = o.id AND e.type IN ('created', 'payment_attempt') AND e.data ? 'return_policy' ORDER BY e.id DESC LIMIT 1) rp ON true`,
+  };
+}
+
 function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = true) {
   const railLabel = b.paymentMethod === "MOCK" ? "MOCK" : b.paymentRail;
   const created = createdPayload({ orderId: b.orderId, merchantSlug: slug, totalMinor: b.totalMinor, currency: b.currency }, now);
@@ -845,11 +871,13 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
         ${b.lines.map((l) => l.title)}::text[], ${b.lines.map((l) => l.quantity)}::int[], ${b.lines.map((l) => l.unitPriceMinor)}::bigint[]) AS l),
     ev AS (
       INSERT INTO order_events (order_id, type, to_status, data)
-      SELECT id, 'created', 'pending', ${db.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId, ...(b.shipping ? { shipping: b.shipping } : {}) } as never)}::jsonb FROM ins${
+      SELECT id, 'created', 'pending', ${db.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId, ...(b.shipping ? { shipping: b.shipping } : {}) } as never)}::jsonb
+        || ${returnPolicyAtPurchase(db, slug)} FROM ins${
         reuse
           ? db`
       UNION ALL
-      SELECT id, 'payment_attempt', NULL, ${db.json(attempt as never)}::jsonb || jsonb_build_object('previous_total_minor', (SELECT total_minor FROM was)) FROM reuse`
+      SELECT id, 'payment_attempt', NULL, ${db.json(attempt as never)}::jsonb || jsonb_build_object('previous_total_minor', (SELECT total_minor FROM was))
+        || ${returnPolicyAtPurchase(db, slug)} FROM reuse`
           : db``}),
     outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.created', ${db.json(created as never)}::jsonb FROM ins),
     -- The key's allowlist binding at this store (refund requests need it: the key's first order creates it), locked
@@ -1491,11 +1519,11 @@ export const commerceHandlers = {
   async proposeRefund(ctx: Ctx, b: Static<(typeof commerceMessages)["proposeRefund"]>): Promise<RefundView> {
     const slug = ctx.id;
     const tx = await ctx.tx();
+    const terms = refundPolicyColumns(tx);
     const rows = await tx<(OrderRow & { accepts_returns: boolean | null; return_window_days: number | null; binding: string | null })[]>`
       SELECT o.id, o.store_slug, o.status, o.total_minor, o.currency, o.agent_key_id, o.created_at, o.delivered_at, o.capture_ref,
-        o.refunded_minor, o.payment_rail, o.captured_minor, (s.policies->>'acceptsReturns')::boolean AS accepts_returns,
-        (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
-      FROM orders o JOIN stores s ON s.slug = o.store_slug
+        o.refunded_minor, o.payment_rail, o.captured_minor, ${terms.columns}, a.status AS binding
+      FROM orders o JOIN stores s ON s.slug = o.store_slug ${terms.join}
       LEFT JOIN store_agent_allowlist a ON a.store_slug = o.store_slug AND a.agent_key_id = ${b.agentKeyId}
       WHERE o.id = ${b.orderId} AND o.store_slug = ${slug}`;
     const o = rows[0];

@@ -16,7 +16,7 @@ import { unitPriceOf, type NegotiatedPrice } from "../../../actors/cart/totals.t
 import { variantMissing } from "../../../actors/cart/variant-line.ts";
 import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
-import { readCatalog, refundView, storeCommerce } from "../../../actors/store/commerce.ts";
+import { readCatalog, refundPolicyColumns, refundView, storeCommerce } from "../../../actors/store/commerce.ts";
 import { refundableMinor, refundRecordsOf, validateRefundRequest, type RefundStatus } from "../../../actors/store/refunds.ts";
 import { orderTotalMinor } from "../../../actors/store/order-rows.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
@@ -1144,12 +1144,13 @@ export const cancelOrder = defineTool({
  * store (a retry is answered with its first request whatever is left then); the amount is the same computation.
  */
 async function returnAmountToAsk(ctx: ToolContext, orderId: string, a: { amount?: number; idempotency_key?: string }): Promise<number> {
+  // the terms the order was bought under, as the store judges the request (commerce.ts refundPolicyColumns)
+  const terms = refundPolicyColumns(ctx.svc.sql);
   const [o] = await ctx.svc.sql<
     { status: OrderStatus; agent_key_id: string | null; total_minor: number; captured_minor: number | null; created_at: Date; delivered_at: Date | null; accepts_returns: boolean | null; return_window_days: number | null; binding: string | null }[]
   >`
-    SELECT o.status, o.agent_key_id, o.total_minor, o.captured_minor, o.created_at, o.delivered_at, (s.policies->>'acceptsReturns')::boolean AS accepts_returns,
-      (s.policies->>'returnWindowDays')::int AS return_window_days, a.status AS binding
-    FROM orders o JOIN stores s ON s.slug = o.store_slug
+    SELECT o.status, o.agent_key_id, o.total_minor, o.captured_minor, o.created_at, o.delivered_at, ${terms.columns}, a.status AS binding
+    FROM orders o JOIN stores s ON s.slug = o.store_slug ${terms.join}
     LEFT JOIN store_agent_allowlist a ON a.store_slug = o.store_slug AND a.agent_key_id = ${ownerId(ctx)}
     WHERE o.id = ${orderId} AND o.store_slug = ${ctx.store.slug}`;
   const key = a.idempotency_key?.toLowerCase();
