@@ -60,6 +60,7 @@ import { bridgeShippingError, priceCart, sessionDestination, type Destination } 
 import { assertStorableRequest } from "./input.ts";
 import { UCP_FIELDS, UCP_ITEM_FIELDS, ucpBuyer, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
 import { isUuid } from "../../infra/uuid.ts";
+import { assignHeaders } from "../response-headers.ts";
 
 type SetLike = { status?: number | string; headers: Record<string, string | number> };
 
@@ -67,7 +68,7 @@ async function respond(set: SetLike, protocol: BridgeProtocol, work: () => Promi
   try {
     const a = await work();
     set.status = a.status;
-    if (a.headers) Object.assign(set.headers, a.headers);
+    if (a.headers) assignHeaders(set.headers, a.headers);
     return a.body;
   } catch (err) {
     // A refusal replayed under its Idempotency-Key says so, as a replayed success does (docs/protocols.md "Idempotency").

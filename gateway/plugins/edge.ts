@@ -1,6 +1,6 @@
 /**
  * The one synchronous hook every request passes first: request id (and the request's log scope, infra/log.ts),
- * transparency headers, the per-surface body limit, any JSON media type made the one Elysia parses (json-body.ts)
+ * transparency headers, `Cache-Control: no-store` on the API, the per-surface body limit, any JSON media type made the one Elysia parses (json-body.ts)
  * and the metrics start stamp. One hook instead of four keeps the health route near bare Bun.serve
  * (docs/performance.md); each concern still lives in its own module.
  */
@@ -19,8 +19,13 @@ export const edge = new Elysia({ name: "edge" }).onRequest(({ request, set }) =>
   // the request's scope: its log lines and the actor messages it sends carry the id (docs/decisions.md)
   enterRequest(assignRequestId(request, headers));
   applyTransparencyHeaders(request.method, headers);
+  const path = pathOf(request.url);
+  // Every API answer is the caller's own (a new key's secret, a login token, carts, orders, wallets) behind a custom
+  // auth header a shared cache cannot see, so none may be stored; a route that may be cached sets its own header
+  // after this default (the well-known documents outside /api do; audit A, session 16).
+  if (path.startsWith("/api/")) headers["cache-control"] = "no-store";
   if (request.method !== "GET" && request.method !== "HEAD") {
     normalizeJsonContentType(request);
-    refuseOversizedBody(request, pathOf(request.url));
+    refuseOversizedBody(request, path);
   }
 });

@@ -19,6 +19,7 @@ import { BRIDGED_PLACEHOLDER, bridgedRequest, setAsideBridged } from "../bridge/
 import { bridgeCheckout } from "../bridge/index.ts";
 import type { Services } from "../services.ts";
 import { requestIdempotencyKey } from "./idempotency-key.ts";
+import { assignHeaders } from "../response-headers.ts";
 
 /** The spec's InitiateCheckoutRequest.x402_config (validateX402 checks it, with the x402 section's codes). */
 const X402Config = t.Object(
@@ -332,7 +333,7 @@ export function checkoutRoutes(svc: Services) {
             headers: request.headers,
           });
           set.status = answer.status;
-          Object.assign(set.headers, answer.headers);
+          assignHeaders(set.headers as Record<string, string | number>, answer.headers);
           return answer.body;
         }
         const common = {
