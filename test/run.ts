@@ -2,6 +2,9 @@
  * The test command (`bun run test`): runs bun's test runner over the whole suite (or the paths given) and
  * ends with the line CI reads: `N passed, N failed, N skipped`. Exit code is non-zero when anything failed.
  */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+
 const args = process.argv.slice(2);
 // bunfig's [test] timeout covers tests but not beforeAll/afterAll hooks, which boot real servers; the flag covers both.
 const timeout = args.some((a) => a.startsWith("--timeout")) ? [] : ["--timeout", "60000"];
@@ -11,7 +14,13 @@ const timeout = args.some((a) => a.startsWith("--timeout")) ? [] : ["--timeout",
 // runs it serially; paths given run serially too unless --parallel is passed.
 const workers = Number(process.env.TEST_WORKERS ?? 2);
 const parallel = args.some((a) => a.startsWith("--parallel")) || args.some((a) => !a.startsWith("-")) || !(workers > 1) ? [] : [`--parallel=${workers}`, "--no-isolate"];
-const proc = Bun.spawn(["bun", "test", ...timeout, ...parallel, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env } });
+// test/timings.json holds each file's duration (ms) from a run of the suite. Given it, bun cuts the workers' shares by
+// time instead of by file count, each worker starts with its slowest file and an idle worker takes the slowest file not
+// yet started, so a long file (a crash or chaos test of a minute) never starts last and stretches the run alone; a file
+// missing from it counts as slowest. Refresh it with `bun test/run.ts --update-timings` (the whole suite, two workers).
+const TIMINGS = join(import.meta.dir, "timings.json");
+const timings = (parallel.length > 0 || args.some((a) => a.startsWith("--parallel") || a === "--update-timings")) && !args.some((a) => a.startsWith("--timings")) && existsSync(TIMINGS) ? ["--timings", TIMINGS] : [];
+const proc = Bun.spawn(["bun", "test", ...timeout, ...parallel, ...timings, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env } });
 
 let pass = 0;
 let fail = 0;
