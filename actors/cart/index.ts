@@ -46,7 +46,7 @@ import { shippingZonesOfStores } from "../store/reads.ts";
 import { orderTotalMinor } from "../store/order-rows.ts";
 import { assertNoRefundDecided, clearChainDecided, clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCapturedAmount } from "../store/reconcile.ts";
 import { driveRefundRows, moveOrderAfterRefund, railOfOrder } from "../store/refund-flow.ts";
-import type { ShippingZone } from "../store/schemas.ts";
+import { isIsoCountryCode, type ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
 import { applyCartEvent, assertCartMutable, assertNotReplaced, isCartExpired, mergedLineTooLarge, newCartHeader, stockShortfall, type CartHeader, type CartStatus } from "./cart-machine.ts";
 import {
@@ -792,6 +792,11 @@ function changeCartShipping(ctx: Ctx, cart: CartRecord, shipping: CartShipping |
 async function chooseCartShipping(ctx: Ctx, keyId: string, input: ShippingChoiceInput, expectedRevision?: number): Promise<{ priced: Priced; zones: Map<string, ShippingZone[]> }> {
   const cart = ownCart(ctx, keyId);
   assertNotReplaced(cart);
+  // A country that does not exist is a mistake in the call (400, as the shipping estimate answers), not a place no
+  // merchant ships to (403 destination_not_served); audit A, session 16.
+  if (!isIsoCountryCode(input.countryCode)) {
+    throw fail("INVALID_ARGUMENT", `country_code ${JSON.stringify(input.countryCode)} is not an ISO 3166-1 alpha-2 country code.`, { field: "country_code", value: input.countryCode });
+  }
   const now = ctx.now();
   const slugs = [...new Set(cart.items.map((i) => i.storeSlug))];
   const zones = await shippingZonesOfStores(ctx.sql, slugs);
