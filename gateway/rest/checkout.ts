@@ -76,6 +76,7 @@ const CheckoutRequest = t.Object({
         "method after a 402 (details.idempotency_key_bound): another key on the session is 409 IDEMPOTENCY_KEY_CONFLICT.",
     }),
   ),
+  idempotencyKey: t.Optional(t.String({ description: "The same as idempotency_key (either spelling; both must then be equal)." })),
   checkout_session_id: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
   reconfirmed_state_hash: t.Optional(t.String({ pattern: "^[0-9a-f]{64}$" })),
   x402_payload: t.Optional(
@@ -315,7 +316,7 @@ export function checkoutRoutes(svc: Services) {
         const other = bridgedRequest(request);
         if (other) return bridgeCheckout(svc, agent, other.protocol, request, other.body, set as { headers: Record<string, string | number> });
         // The same rule as the refund route: header and body equal ignoring case, a UUID v4, used lowercased.
-        const key = requestIdempotencyKey(request.headers.get("idempotency-key") ?? undefined, body.idempotency_key);
+        const key = requestIdempotencyKey(request.headers.get("idempotency-key") ?? undefined, body.idempotency_key, body.idempotencyKey);
         const rail = body.payment_rail ?? "card";
         const x402 = rail === "x402" ? validateX402(body) : null;
         const cartId = body.cartId.toLowerCase();

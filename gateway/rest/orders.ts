@@ -234,7 +234,7 @@ export function orderRoutes(svc: Services) {
       "/api/v1/agent/orders/:orderId/refund",
       async ({ params, body, agent, set, request }) => {
         const id = params.orderId;
-        const key = requestIdempotencyKey(request.headers.get("idempotency-key") ?? undefined, body?.idempotency_key);
+        const key = requestIdempotencyKey(request.headers.get("idempotency-key") ?? undefined, body?.idempotency_key, body?.idempotencyKey);
         const rows = isUuid(id) ? await svc.sql<{ store_slug: string }[]>`SELECT store_slug FROM orders WHERE id = ${id} AND agent_key_id = ${agent.keyId}` : [];
         if (!rows[0]) throw fail("ORDER_NOT_FOUND", "No such order.");
         const refund = await svc.actors.ask(storeCommerce, rows[0].store_slug, "proposeRefund", {
@@ -256,6 +256,7 @@ export function orderRoutes(svc: Services) {
             // Counted in Unicode code points by the store actor (255 max), so no UTF-16 maxLength here.
             reason: t.Optional(t.String({ description: "At most 255 characters." })),
             idempotency_key: t.Optional(t.String({ description: "UUID v4; or the Idempotency-Key header. A retry with the same key and body answers the first refund request." })),
+            idempotencyKey: t.Optional(t.String({ description: "The same as idempotency_key (either spelling; both must then be equal)." })),
           }),
         ),
         response: errorResponses(400, 401, 403, 404, 409),
