@@ -18,6 +18,27 @@ export function toMinor(major: number, currency: string): number {
 }
 
 /**
+ * The exact minor-unit bounds of a decimal price filter: a price `p` (minor units) is at least `major` iff
+ * `p >= minorAtLeast(major)`, at most it iff `p <= minorAtMost(major)`. Not `toMinor`'s rounding: a bound finer than
+ * the currency (214.994 USD) would be rounded to 214.99 and let that price through (audit A-2, session 16). The
+ * slack absorbs only binary noise (214.99 × 100 is 21498.999999999996), relative to the value.
+ */
+function scaledWithSlack(major: number, currency: string): { x: number; slack: number } {
+  const x = major * 10 ** minorUnitExponent(currency);
+  return { x, slack: Math.max(1e-9, Math.abs(x) * 4 * Number.EPSILON) };
+}
+
+export function minorAtLeast(major: number, currency: string): number {
+  const { x, slack } = scaledWithSlack(major, currency);
+  return Math.ceil(x - slack);
+}
+
+export function minorAtMost(major: number, currency: string): number {
+  const { x, slack } = scaledWithSlack(major, currency);
+  return Math.floor(x + slack);
+}
+
+/**
  * Integer minor units → decimal amount for the API. IEEE division is correctly rounded, so for a safe integer
  * `minor / 10^e` is already the double nearest the exact decimal (what parsing "19.99" gives); no string round trip
  * (toFixed + Number) is needed. test/unit/money.test.ts checks the two agree.

@@ -8,7 +8,7 @@
  */
 import { categoryKey, clamp01, matchingPrice, tokenize, windowCandidates, type Candidate, type CandidateWindow, type EngineQuery } from "./engine.ts";
 import type { ProductColumns } from "./columns.ts";
-import { minorUnitExponent, toMajor, toMinor } from "./money.ts";
+import { minorAtLeast, minorAtMost, minorUnitExponent, toMajor } from "./money.ts";
 import { DEFAULT_SEARCH_SETTINGS, DEFAULT_STOP_WORDS, type SearchSettings } from "./settings.ts";
 import { AGENT_THRESHOLD, agentCheckoutAllowed } from "../actors/trust/bands.ts";
 
@@ -886,7 +886,7 @@ export function rankProducts(given: RankInput): RankResult {
   const boundsOf = (currency: string): [number, number] => {
     let b = bounds.get(currency);
     if (!b) {
-      b = [f.minPrice !== undefined ? toMinor(f.minPrice, currency) : -Infinity, f.maxPrice !== undefined ? toMinor(f.maxPrice, currency) : Infinity];
+      b = [f.minPrice !== undefined ? minorAtLeast(f.minPrice, currency) : -Infinity, f.maxPrice !== undefined ? minorAtMost(f.maxPrice, currency) : Infinity];
       bounds.set(currency, b);
     }
     return b;
@@ -1057,8 +1057,8 @@ function rankFromColumns(
   const hi: number[] = [];
   if (priceFiltered) {
     for (const cur of cols.currencies) {
-      lo.push(f.minPrice !== undefined ? toMinor(f.minPrice, cur) : -Infinity);
-      hi.push(f.maxPrice !== undefined ? toMinor(f.maxPrice, cur) : Infinity);
+      lo.push(f.minPrice !== undefined ? minorAtLeast(f.minPrice, cur) : -Infinity);
+      hi.push(f.maxPrice !== undefined ? minorAtMost(f.maxPrice, cur) : Infinity);
     }
   }
   const byPrice = req.sort === "price_asc" || req.sort === "price_desc";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { minorUnitExponent, toMajor, toMinor } from "../../search/money.ts";
+import { minorAtLeast, minorAtMost, minorUnitExponent, toMajor, toMinor } from "../../search/money.ts";
 
 describe("money conversion at the edge", () => {
   test("minor units become the decimal a string round trip would give, for every exponent", () => {
@@ -22,5 +22,20 @@ describe("money conversion at the edge", () => {
     expect(toMajor(1999, "usd")).toBe(19.99);
     expect(toMajor(1500, "JPY")).toBe(1500);
     expect(toMajor(12345, "BHD")).toBe(12.345);
+  });
+});
+
+describe("exact minor-unit bounds of a price filter (audit A-2)", () => {
+  test("a bound finer than the currency is not rounded to the nearest unit", () => {
+    expect(minorAtLeast(214.994, "USD")).toBe(21500);
+    expect(minorAtMost(214.985, "USD")).toBe(21498);
+  });
+  test("a bound the currency can state is its own units, binary noise absorbed", () => {
+    expect(minorAtLeast(214.99, "USD")).toBe(21499);
+    expect(minorAtMost(214.99, "USD")).toBe(21499);
+    expect(minorAtLeast(0.29, "USD")).toBe(29);
+    expect(minorAtMost(1.005, "KWD")).toBe(1005);
+    expect(minorAtLeast(1500, "JPY")).toBe(1500);
+    expect(minorAtMost(9_999_999_999.99, "USD")).toBe(999_999_999_999);
   });
 });
