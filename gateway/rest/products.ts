@@ -7,6 +7,9 @@ import { Elysia, t } from "elysia";
 import { storeActor } from "../../actors/store/index.ts";
 import { amountProblem } from "../../actors/store/ingest.ts";
 import { estimateShipping, ruleQuote } from "../../actors/cart/shipping.ts";
+import { linePricing } from "../../actors/cart/offer-rule.ts";
+import { unitPriceOf } from "../../actors/cart/totals.ts";
+import { readCatalog } from "../../actors/store/commerce.ts";
 import { agentHint, priceTrend, sustainabilityScore } from "../../actors/store/insights.ts";
 import { getEligibleProduct, getEligibleStore, priceHistory, shippingZonesOf, toProductDetail } from "../../actors/store/reads.ts";
 import { currencyProblem, isIsoCountryCode, toMajor, toMinor, type ProductRecord, type ShippingZone, type StoreRecord } from "../../actors/store/schemas.ts";
@@ -80,12 +83,25 @@ export async function productPriceHistory(sql: Sql, product: ProductRecord, days
  * ships free (no zone, no delivery window). So the estimate is what a preview of the same product, quantity and
  * destination charges (audit A-1; the zone-less store: K's leftover, engineer Q).
  */
+/**
+ * The unit price a cart of this key charges for the product without a variant: its list price, or the key's live
+ * accepted negotiated offer (read as the cart reads it, `readCatalog`; priced by the cart's rule, offer-rule.ts and
+ * `unitPriceOf`). The estimate's free-shipping decision is made on it, or it said "free" where the key's cart pays
+ * shipping (audit A-6, session 16).
+ */
+export async function estimateUnitPriceMinor(sql: Sql, product: ProductRecord, keyId: string, now: Date): Promise<number> {
+  const offer = (await readCatalog(sql, [product.id], keyId)).get(product.id)?.negotiated ?? null;
+  const { listPriceMinor, negotiated } = linePricing(product.priceMinor, undefined, undefined, offer);
+  return unitPriceOf({ storeId: product.storeSlug, productId: product.id, quantity: 1, listPriceMinor, currency: product.currency, negotiated }, now.getTime()).unitPriceMinor;
+}
+
 export function shippingEstimate(
   zones: readonly ShippingZone[],
   product: ProductRecord,
   store: StoreRecord,
   dest: { countryCode: string; postalCode: string; quantity?: number },
   now: Date,
+  unitPriceMinor: number = product.priceMinor,
 ) {
   const quote = estimateShipping(zones, dest, product.currency);
   const quantity = dest.quantity ?? 1;
@@ -94,7 +110,7 @@ export function shippingEstimate(
   if (quote.status === "not_shippable") {
     return { ...base, shippable: false, reason: `${store.name} does not ship to ${countryCode} ${dest.postalCode}.`, zone: null, cost: null, currency: null, freeShipping: false, minDays: null, maxDays: null, estimatedDelivery: null };
   }
-  const { costMinor, free } = ruleQuote(quote.rule, quantity, product.priceMinor * quantity);
+  const { costMinor, free } = ruleQuote(quote.rule, quantity, unitPriceMinor * quantity);
   const zone: ShippingZone | null = quote.zone;
   const currency = zone?.currency ?? product.currency;
   const day = (d: number) => new Date(now.getTime() + d * 86_400_000).toISOString().slice(0, 10);
@@ -235,12 +251,13 @@ export function productRoutes(svc: Services) {
     )
     .post(
       "/api/v1/agent/shipping-estimate",
-      async ({ body }) => {
+      async ({ body, agent }) => {
         if (!isIsoCountryCode(body.countryCode)) {
           throw fail("validation_error", `Invalid body field 'countryCode': ${body.countryCode} is not an ISO 3166-1 alpha-2 country code`, { location: "body", field: "countryCode" });
         }
         const { product, store } = await getEligibleProduct(svc.sql, body.productId);
-        return ok(shippingEstimate(await shippingZonesOf(svc.sql, store.slug), product, store, body, now()));
+        const unit = await estimateUnitPriceMinor(svc.sql, product, agent.keyId, now());
+        return ok(shippingEstimate(await shippingZonesOf(svc.sql, store.slug), product, store, body, now(), unit));
       },
       {
         body: t.Object({

@@ -23,7 +23,7 @@ import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
 import { findStore, shippingZonesOf } from "../../../actors/store/reads.ts";
 import { agentCanceledUnpaid, cancelPendingAsAgent, notCancellable, orderView } from "../../rest/orders.ts";
-import { shippingEstimate } from "../../rest/products.ts";
+import { estimateUnitPriceMinor, shippingEstimate } from "../../rest/products.ts";
 import { AnsweredWithoutAsking, defineTool, type ConfirmRequest, type ToolContext } from "../registry.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
@@ -919,7 +919,8 @@ export const getShippingRates = defineTool({
     const { product, store } = await storeProduct(ctx, a.product_id);
     // A store with no zones ships free, in the estimate as in its carts (docs/checkout.md "Shipping").
     const zones = await shippingZonesOf(ctx.svc.sql, store.slug);
-    return shippingEstimate(zones, product, store, { countryCode: a.country_code, postalCode: a.postal_code, quantity: a.quantity }, ctx.now);
+    const unit = await estimateUnitPriceMinor(ctx.svc.sql, product, ownerId(ctx), ctx.now);
+    return shippingEstimate(zones, product, store, { countryCode: a.country_code, postalCode: a.postal_code, quantity: a.quantity }, ctx.now, unit);
   },
 });
 
