@@ -20,6 +20,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Sql } from "../../infra/db.ts";
 import type { BootHook } from "../../infra/boot-hooks.ts";
 import { LoopBackoff } from "../../infra/backoff.ts";
+import { log } from "../../infra/log.ts";
 import type { Resolver } from "../../infra/ssrf.ts";
 import { installWebhookRuntime, webhookSecretsKey } from "./deliver.ts";
 import { webhookActor } from "./index.ts";
@@ -61,7 +62,7 @@ export interface FanOutResult {
  */
 export async function fanOutOutbox(sql: Sql, now: number, limit = FAN_OUT_XIDS): Promise<FanOutResult> {
   const at = new Date(now);
-  const [row] = await sql<{ events: number; endpoints: string[]; more: boolean }[]>`
+  const [row] = await sql<{ events: number; endpoints: string[]; more: boolean; ahead: boolean | null }[]>`
     WITH h AS (
       -- The oldest transaction that may still commit an event of this database: one in progress at this statement's
       -- snapshot, unless pg_stat_activity (read after the snapshot) shows it running in another database of the
@@ -83,8 +84,13 @@ export async function fanOutOutbox(sql: Sql, now: number, limit = FAN_OUT_XIDS):
       SELECT k.done_below FROM webhook_fanout_cursor k, h
       WHERE k.id AND EXISTS (SELECT 1 FROM webhook_events e WHERE e.dispatched_at IS NULL AND e.fanout_xid >= k.done_below AND e.fanout_xid < h.upto)
       FOR UPDATE OF k SKIP LOCKED
+    ), f AS (
+      -- the window starts at the first waiting event, not at the cursor: the cursor stands still while no event of a
+      -- store with an endpoint is written, and other writes consume ids meanwhile (review X-3: the first event after
+      -- a quiet spell was reached in one statement per FAN_OUT_XIDS ids of the gap)
+      SELECT (SELECT min(e.fanout_xid) FROM webhook_events e WHERE e.dispatched_at IS NULL AND e.fanout_xid >= c.done_below) AS first FROM c
     ), w AS (
-      SELECT c.done_below AS lo, LEAST(h.upto, (c.done_below::text::numeric + ${limit})::text::xid8) AS hi, h.upto FROM c, h
+      SELECT f.first AS lo, LEAST(h.upto, (f.first::text::numeric + ${limit})::text::xid8) AS hi, h.upto FROM f, h
     ), ev AS (
       SELECT e.id, e.store_slug, e.kind FROM webhook_events e, w
       WHERE e.dispatched_at IS NULL AND e.fanout_xid >= w.lo AND e.fanout_xid < w.hi
@@ -105,8 +111,42 @@ export async function fanOutOutbox(sql: Sql, now: number, limit = FAN_OUT_XIDS):
       RETURNING id
     )
     SELECT (SELECT count(*)::int FROM ev) AS events, ARRAY(SELECT id FROM rem) AS endpoints,
-      COALESCE((SELECT hi < upto FROM w) AND EXISTS (SELECT 1 FROM mv), false) AS more`;
+      COALESCE((SELECT hi < upto FROM w) AND EXISTS (SELECT 1 FROM mv), false) AS more,
+      (SELECT k.done_below > pg_snapshot_xmax(pg_current_snapshot()) FROM webhook_fanout_cursor k WHERE k.id) AS ahead`;
+  if (row?.ahead && (await realignFanoutCursor(sql))) return fanOutOutbox(sql, now, limit);
   return { events: row?.events ?? 0, endpoints: row?.endpoints ?? [], more: row?.more ?? false };
+}
+
+/**
+ * A cursor ahead of every transaction id this server has given out means the database was restored into another
+ * server (pg_dump, logical replication; pg_upgrade and physical replicas keep the counter): the cursor and the
+ * restored events' `fanout_xid` are the source server's ids, and every event written here since has a lower id, so
+ * it would count as fanned out and never reach an endpoint (review X-2). Realigned in one statement under the
+ * cursor's lock: a restored event (its row version written by the restore, not by the transaction it names) the
+ * source had fanned out (below the source's cursor) is marked dispatched; one it had not gets this transaction's id,
+ * and the cursor goes back to the oldest running transaction, or to the first event written here if that is older.
+ * True when it realigned (another host may have done it first).
+ */
+export async function realignFanoutCursor(sql: Sql): Promise<boolean> {
+  const rows = await sql`
+    WITH k AS (
+      SELECT done_below FROM webhook_fanout_cursor WHERE id AND done_below > pg_snapshot_xmax(pg_current_snapshot()) FOR UPDATE
+    ), restored AS (
+      SELECT e.id, e.fanout_xid < k.done_below AS done FROM webhook_events e, k
+      WHERE e.dispatched_at IS NULL AND e.xmin::text::numeric <> e.fanout_xid::text::numeric % 4294967296
+    ), fin AS (
+      UPDATE webhook_events e SET dispatched_at = now() FROM restored r WHERE e.id = r.id AND r.done RETURNING 1
+    ), again AS (
+      UPDATE webhook_events e SET fanout_xid = pg_current_xact_id() FROM restored r WHERE e.id = r.id AND NOT r.done RETURNING 1
+    )
+    UPDATE webhook_fanout_cursor c SET done_below = LEAST(
+        pg_snapshot_xmin(pg_current_snapshot()),
+        (SELECT min(e.fanout_xid) FROM webhook_events e
+         WHERE e.dispatched_at IS NULL AND e.xmin::text::numeric = e.fanout_xid::text::numeric % 4294967296))
+    FROM k WHERE c.id RETURNING (SELECT count(*) FROM fin) AS finished, (SELECT count(*) FROM again) AS requeued`;
+  if (rows.length === 0) return false;
+  log.warn("webhook fan-out cursor realigned after a restore into another server", { finished: Number(rows[0]!.finished), requeued: Number(rows[0]!.requeued) });
+  return true;
 }
 
 /** Re-arms the reminder of endpoints whose due deliveries have waited longer than OVERDUE_MS. */

@@ -62,9 +62,12 @@ BEGIN
   END LOOP;
   ALTER TABLE webhook_events ADD COLUMN IF NOT EXISTS fanout_xid xid8;
   ALTER TABLE webhook_events ALTER COLUMN fanout_xid SET DEFAULT pg_current_xact_id();
-  -- the events still waiting for the fan-out: in the first window (this transaction's id, the cursor's start)
+  -- the events still waiting for the fan-out: in the first window (this transaction's id, above the cursor's start)
   UPDATE webhook_events SET fanout_xid = pg_current_xact_id() WHERE dispatched_at IS NULL AND fanout_xid IS NULL;
-  INSERT INTO webhook_fanout_cursor (id, done_below) VALUES (true, pg_current_xact_id()) ON CONFLICT (id) DO NOTHING;
+  -- The cursor starts at the oldest transaction still running (this snapshot's xmin), not at this one's id: a
+  -- transaction that got its id before this one and writes its event after this commits (an order in flight during
+  -- the rolling start, queued behind the lock above) has an older id, and must still fall in a window (review X-1).
+  INSERT INTO webhook_fanout_cursor (id, done_below) VALUES (true, pg_snapshot_xmin(pg_current_snapshot())) ON CONFLICT (id) DO NOTHING;
   CREATE INDEX IF NOT EXISTS webhook_events_fanout ON webhook_events (fanout_xid) WHERE dispatched_at IS NULL;
 END $$;
 
