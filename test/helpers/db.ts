@@ -161,6 +161,8 @@ export async function createTestDatabase(opts: { migrate?: boolean; poolSize?: n
   const templateOf = (): Promise<string> | undefined => (opts.seeded ? seededTemplate() : opts.migrate !== false && opts.template !== false ? migratedTemplate() : undefined);
   let from = await templateOf();
   const name = opts.name ?? `t_${Date.now().toString(36)}_p${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  live.add(name);
+  startDrop(base, undefined); // earlier files' databases whose DROP was cut short
   const admin = connect(base, 1);
   try {
     await createDatabase(admin, name, from);
@@ -185,6 +187,7 @@ export async function createTestDatabase(opts: { migrate?: boolean; poolSize?: n
     sql,
     async drop() {
       await sql.end({ timeout: 2 }).catch(() => {});
+      live.delete(name);
       startDrop(base, name);
       while (dropping.size > MAX_DROPPING) await Promise.race(dropping);
     },
@@ -200,12 +203,27 @@ export async function createTestDatabase(opts: { migrate?: boolean; poolSize?: n
  */
 const MAX_DROPPING = 3;
 const dropping = new Set<Promise<void>>();
+/** This module's databases not dropped yet. */
+const live = new Set<string>();
 
-function startDrop(base: string, name: string): void {
+/**
+ * DROPs `name`; without one, this process's test databases no live module holds (files run one at a time in a
+ * process, so they are earlier files'): under --isolate a file's pending DROP is cut short when its global is torn
+ * down, so the next file's createTestDatabase sends it again, while that file runs.
+ */
+function startDrop(base: string, name: string | undefined): void {
   const dropped = (async () => {
     const a = connect(base, 1);
-    await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    await a.end().catch(() => {});
+    try {
+      const names = name
+        ? [name]
+        : (await a<{ datname: string }[]>`SELECT datname FROM pg_database WHERE datname LIKE ${`t\_%\_p${process.pid}\_%`}`).map((r) => r.datname).filter((n) => !live.has(n));
+      for (const n of names) await a.unsafe(`DROP DATABASE IF EXISTS ${n} WITH (FORCE)`).catch(() => {});
+    } catch {
+      /* the next drop() tries again; a later run drops what is left (dropOldTemplates) */
+    } finally {
+      await a.end().catch(() => {});
+    }
   })();
   dropping.add(dropped);
   void dropped.finally(() => dropping.delete(dropped));
