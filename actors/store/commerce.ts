@@ -814,8 +814,9 @@ function returnPolicyAtPurchase(db: Sql, slug: string) {
  */
 export function refundPolicyColumns(db: Sql) {
   return {
-    columns: db`CASE WHEN rp.p IS NULL THEN (s.policies->>'acceptsReturns')::boolean ELSE (rp.p->>'acceptsReturns')::boolean END AS accepts_returns,
-        CASE WHEN rp.p IS NULL THEN (s.policies->>'returnWindowDays')::int ELSE (rp.p->>'returnWindowDays')::int END AS return_window_days`,
+    // the recorded terms carry the same two keys as the store's policies, so one stands in for the other whole
+    columns: db`(COALESCE(rp.p, s.policies)->>'acceptsReturns')::boolean AS accepts_returns,
+        (COALESCE(rp.p, s.policies)->>'returnWindowDays')::int AS return_window_days`,
     join: db`LEFT JOIN LATERAL (SELECT e.data->'return_policy' AS p FROM order_events e
         WHERE e.order_id = o.id AND e.type IN ('created', 'payment_attempt') AND e.data ? 'return_policy' ORDER BY e.id DESC LIMIT 1) rp ON true`,
   };
