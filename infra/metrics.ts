@@ -290,3 +290,73 @@ new Gauge({
     for (const [kind, n] of total) this.set({ kind }, n);
   },
 });
+
+/**
+ * Webhooks. Attempts are counted where they are made (the delivering process), by outcome; the backlog gauges are
+ * read from the database at scrape time (every host running the webhook dispatcher reports the same database-wide
+ * figures: alert on their max), so nothing is added to the fan-out's or the delivery's hot path.
+ */
+export const webhookAttempts = new Counter({
+  name: "webhook_delivery_attempts_total",
+  help: "Webhook delivery attempts made by this process, by outcome: delivered (2xx), failed (any other answer, a refused URL, a network error or a timeout).",
+  labelNames: ["outcome"] as const,
+  registers: [registry],
+});
+
+export const webhookAttemptDuration = new Histogram({
+  name: "webhook_delivery_attempt_duration_seconds",
+  help: "Time a webhook delivery attempt took, from the URL check to the answer's status (or the timeout).",
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+/** The database-wide webhook backlog, as one scrape reads it (undefined: the read failed; the gauges are left out). */
+export interface WebhookBacklog {
+  /** Events committed at stores with endpoints that the fan-out has not reached yet (counted up to a cap). */
+  fanoutWaitingEvents: number;
+  /** Age of the oldest of them in seconds, 0 when none: how far behind the fan-out runs. */
+  fanoutLagSeconds: number;
+  /** Deliveries due now (pending or failed, next attempt time passed). */
+  deliveriesDue: number;
+  /** How long the longest-due of them has been due, in seconds, 0 when none. */
+  deliveryLagSeconds: number;
+}
+
+const webhookBacklogSources = new Set<() => Promise<WebhookBacklog | undefined>>();
+/** The webhook dispatcher's boot hook registers its reader (roles start and actors); the returned function removes it. */
+export function registerWebhookBacklogSource(src: () => Promise<WebhookBacklog | undefined>): () => void {
+  webhookBacklogSources.add(src);
+  return () => webhookBacklogSources.delete(src);
+}
+
+/**
+ * One database read per scrape for the four gauges: prom-client collects them separately, so a read started less than
+ * a second ago is shared (a scrape storm costs one query a second, not four a scrape).
+ */
+let backlogRead: { at: number; value: Promise<WebhookBacklog | undefined> } | undefined;
+function readBacklog(): Promise<WebhookBacklog | undefined> {
+  const now = performance.now();
+  if (!backlogRead || now - backlogRead.at >= 1_000) {
+    const [src] = webhookBacklogSources; // one database per process: the first source answers for all
+    backlogRead = { at: now, value: src ? src().catch(() => undefined) : Promise.resolve(undefined) };
+  }
+  return backlogRead.value;
+}
+
+function backlogGauge(name: string, help: string, pick: (b: WebhookBacklog) => number): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const b = await readBacklog();
+      if (b) this.set(pick(b));
+    },
+  });
+}
+
+backlogGauge("webhook_fanout_waiting_events", "Committed webhook events the fan-out has not reached yet (capped at 100000). Events wait while a transaction older than them is still running (docs/webhooks.md).", (b) => b.fanoutWaitingEvents);
+backlogGauge("webhook_fanout_lag_seconds", "Age of the oldest committed webhook event the fan-out has not reached yet; 0 when none.", (b) => b.fanoutLagSeconds);
+backlogGauge("webhook_deliveries_due", "Webhook deliveries due now (pending or failed, next attempt time passed) and not yet attempted.", (b) => b.deliveriesDue);
+backlogGauge("webhook_delivery_lag_seconds", "How long the longest-due webhook delivery has been due; 0 when none.", (b) => b.deliveryLagSeconds);

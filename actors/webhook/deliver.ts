@@ -9,6 +9,7 @@
  */
 import { openString, seal } from "../../infra/crypto.ts";
 import { deriveKey } from "../../infra/secrets.ts";
+import { webhookAttemptDuration, webhookAttempts } from "../../infra/metrics.ts";
 import { assertPublicUrl, type Resolver } from "../../infra/ssrf.ts";
 import { ActorError } from "../runtime/errors.ts";
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS } from "./schedule.ts";
@@ -91,12 +92,13 @@ export function deliveryHeaders(input: Pick<AttemptInput, "eventId" | "eventKind
 
 export async function attemptDelivery(input: AttemptInput): Promise<AttemptResult> {
   const started = performance.now();
-  const done = (statusCode: number | null, error: string | null): AttemptResult => ({
-    statusCode,
-    error,
-    delivered: statusCode !== null && statusCode >= 200 && statusCode < 300,
-    durationMs: Math.round(performance.now() - started),
-  });
+  const done = (statusCode: number | null, error: string | null): AttemptResult => {
+    const seconds = (performance.now() - started) / 1000;
+    const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
+    webhookAttempts.inc({ outcome: delivered ? "delivered" : "failed" });
+    webhookAttemptDuration.observe(seconds);
+    return { statusCode, error, delivered, durationMs: Math.round(seconds * 1000) };
+  };
   let target: URL;
   let hostHeader: string;
   let serverName: string | undefined;

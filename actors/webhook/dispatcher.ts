@@ -21,6 +21,7 @@ import type { Sql } from "../../infra/db.ts";
 import type { BootHook } from "../../infra/boot-hooks.ts";
 import { LoopBackoff } from "../../infra/backoff.ts";
 import { log } from "../../infra/log.ts";
+import { registerWebhookBacklogSource, type WebhookBacklog } from "../../infra/metrics.ts";
 import type { Resolver } from "../../infra/ssrf.ts";
 import { installWebhookRuntime, webhookSecretsKey } from "./deliver.ts";
 import { webhookActor } from "./index.ts";
@@ -149,6 +150,42 @@ export async function realignFanoutCursor(sql: Sql): Promise<boolean> {
   return true;
 }
 
+/** Waiting events are counted up to this many (the gauge says "at least" beyond it; the count stays one short scan). */
+export const BACKLOG_COUNT_CAP = 100_000;
+
+/**
+ * The webhook backlog for /metrics (infra/metrics.ts): events committed but not yet fanned out (above the cursor; an
+ * event waits there while any older transaction of the database runs, docs/webhooks.md "Fan-out lag") and deliveries
+ * due but not yet attempted. The event side reads `created_at` against the database's clock (its default); the
+ * delivery side reads `next_attempt_at`, written with the service clock, against `now`. One statement under a 2 s
+ * statement timeout: a scrape never waits on a stuck database longer than that.
+ */
+export async function webhookBacklog(sql: Sql, now: number): Promise<WebhookBacklog> {
+  return sql.begin(async (tx) => {
+    await tx`SET LOCAL statement_timeout = 2000`;
+    const [r] = await tx<{ waiting: number; fanout_lag: number | null; due: number; delivery_lag: number | null }[]>`
+      WITH waiting AS (
+        SELECT e.created_at FROM webhook_events e, webhook_fanout_cursor k
+        WHERE k.id AND e.dispatched_at IS NULL AND e.fanout_xid >= k.done_below
+        LIMIT ${BACKLOG_COUNT_CAP}
+      ), due AS (
+        SELECT d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ${new Date(now)}::timestamptz
+        LIMIT ${BACKLOG_COUNT_CAP}
+      )
+      SELECT (SELECT count(*)::int FROM waiting) AS waiting,
+        (SELECT extract(epoch FROM now() - min(created_at))::float8 FROM waiting) AS fanout_lag,
+        (SELECT count(*)::int FROM due) AS due,
+        (SELECT extract(epoch FROM ${new Date(now)}::timestamptz - min(next_attempt_at))::float8 FROM due) AS delivery_lag`;
+    return {
+      fanoutWaitingEvents: r!.waiting,
+      fanoutLagSeconds: Math.max(0, r!.fanout_lag ?? 0),
+      deliveriesDue: r!.due,
+      deliveryLagSeconds: Math.max(0, r!.delivery_lag ?? 0),
+    };
+  });
+}
+
 /** Re-arms the reminder of endpoints whose due deliveries have waited longer than OVERDUE_MS. */
 export async function sweepOverdue(sql: Sql, now: number): Promise<string[]> {
   const rows = await sql<{ id: string }[]>`
@@ -247,9 +284,11 @@ export const webhookBootHook: BootHook = {
     const timer = setInterval(() => void (backoff.due() ? tick() : undefined), FAN_OUT_INTERVAL_MS);
     const unsubscribe = transport.subscribe(WEBHOOK_OUTBOX_TOPIC, () => void tick());
     services.extras.set("webhook.fanOutNow", tick);
+    const unregisterBacklog = registerWebhookBacklogSource(() => webhookBacklog(services.sql, clock.now()));
     void tick();
     return async () => {
       stopped = true;
+      unregisterBacklog();
       clearInterval(timer);
       unsubscribe();
       await running;
