@@ -310,7 +310,7 @@ export const webhookAttemptDuration = new Histogram({
   registers: [registry],
 });
 
-/** The database-wide webhook backlog, as one scrape reads it (undefined: the read failed; the gauges are left out). */
+/** The database-wide webhook backlog, as one scrape reads it (undefined: the read failed; the gauges show NaN). */
 export interface WebhookBacklog {
   /** Events committed at stores with endpoints that the fan-out has not reached yet (counted up to a cap). */
   fanoutWaitingEvents: number;
@@ -323,10 +323,21 @@ export interface WebhookBacklog {
 }
 
 const webhookBacklogSources = new Set<() => Promise<WebhookBacklog | undefined>>();
-/** The webhook dispatcher's boot hook registers its reader (roles start and actors); the returned function removes it. */
+let backlogGauges: Gauge[] = [];
+/**
+ * The webhook dispatcher's boot hook registers its reader (roles start and actors); the returned function removes it.
+ * The four gauges exist while a reader is registered: a gateway-only process (no fan-out) shows none rather than
+ * zeros (prom-client prints an unlabelled gauge's 0 after a reset).
+ */
 export function registerWebhookBacklogSource(src: () => Promise<WebhookBacklog | undefined>): () => void {
   webhookBacklogSources.add(src);
-  return () => webhookBacklogSources.delete(src);
+  if (backlogGauges.length === 0) backlogGauges = BACKLOG_GAUGES.map(([name, help, pick]) => backlogGauge(name, help, pick));
+  return () => {
+    webhookBacklogSources.delete(src);
+    if (webhookBacklogSources.size > 0) return;
+    for (const g of backlogGauges) registry.removeSingleMetric((g as unknown as { name: string }).name);
+    backlogGauges = [];
+  };
 }
 
 /**
@@ -343,20 +354,22 @@ function readBacklog(): Promise<WebhookBacklog | undefined> {
   return backlogRead.value;
 }
 
-function backlogGauge(name: string, help: string, pick: (b: WebhookBacklog) => number): void {
-  new Gauge({
+/** A failed read (database down, 2 s statement timeout) shows NaN: not a reassuring 0, and no alert of its own. */
+function backlogGauge(name: string, help: string, pick: (b: WebhookBacklog) => number): Gauge {
+  return new Gauge({
     name,
     help,
     registers: [registry],
     async collect() {
-      this.reset();
       const b = await readBacklog();
-      if (b) this.set(pick(b));
+      this.set(b ? pick(b) : Number.NaN);
     },
   });
 }
 
-backlogGauge("webhook_fanout_waiting_events", "Committed webhook events the fan-out has not reached yet (capped at 100000). Events wait while a transaction older than them is still running (docs/webhooks.md).", (b) => b.fanoutWaitingEvents);
-backlogGauge("webhook_fanout_lag_seconds", "Age of the oldest committed webhook event the fan-out has not reached yet; 0 when none.", (b) => b.fanoutLagSeconds);
-backlogGauge("webhook_deliveries_due", "Webhook deliveries due now (pending or failed, next attempt time passed) and not yet attempted.", (b) => b.deliveriesDue);
-backlogGauge("webhook_delivery_lag_seconds", "How long the longest-due webhook delivery has been due; 0 when none.", (b) => b.deliveryLagSeconds);
+const BACKLOG_GAUGES: readonly [string, string, (b: WebhookBacklog) => number][] = [
+  ["webhook_fanout_waiting_events", "Committed webhook events the fan-out has not reached yet (capped at 100000). Events wait while a transaction older than them is still running (docs/webhooks.md).", (b) => b.fanoutWaitingEvents],
+  ["webhook_fanout_lag_seconds", "Age of the oldest committed webhook event the fan-out has not reached yet; 0 when none.", (b) => b.fanoutLagSeconds],
+  ["webhook_deliveries_due", "Webhook deliveries due now (pending or failed, next attempt time passed) and not yet attempted.", (b) => b.deliveriesDue],
+  ["webhook_delivery_lag_seconds", "How long the longest-due webhook delivery has been due; 0 when none.", (b) => b.deliveryLagSeconds],
+];

@@ -108,4 +108,10 @@ test("a gateway process and an actor-host process over NATS serve agents from a 
   const metrics = await metricsAnswer.text();
   expect(metrics).toContain('actor_partitions_owned{kind="agent"} 7');
   expect(metrics).toMatch(/actor_activations\{kind="agent"\} [1-9]/);
+  // the webhook backlog is read where the fan-out runs (the actor host), and a gateway shows none rather than zeros
+  expect(metrics).toContain("\nwebhook_fanout_lag_seconds 0\n");
+  expect(metrics).toContain("\nwebhook_deliveries_due 0\n");
+  const gatewayMetrics = await (await fetch(`${api}/metrics`)).text();
+  expect(gatewayMetrics).toContain("http_requests_total");
+  expect(gatewayMetrics).not.toContain("webhook_fanout_lag_seconds");
 }, 120_000);
