@@ -173,10 +173,13 @@ export async function webhookBacklog(sql: Sql, now: number): Promise<WebhookBack
         WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ${new Date(now)}::timestamptz
         LIMIT ${BACKLOG_COUNT_CAP}
       )
+      -- the lags over every row, not the capped sets: a backlog past the cap must not read younger than it is
       SELECT (SELECT count(*)::int FROM waiting) AS waiting,
-        (SELECT extract(epoch FROM now() - min(created_at))::float8 FROM waiting) AS fanout_lag,
+        (SELECT extract(epoch FROM now() - min(e.created_at))::float8 FROM webhook_events e, webhook_fanout_cursor k
+         WHERE k.id AND e.dispatched_at IS NULL AND e.fanout_xid >= k.done_below) AS fanout_lag,
         (SELECT count(*)::int FROM due) AS due,
-        (SELECT extract(epoch FROM ${new Date(now)}::timestamptz - min(next_attempt_at))::float8 FROM due) AS delivery_lag`;
+        (SELECT extract(epoch FROM ${new Date(now)}::timestamptz - min(d.next_attempt_at))::float8 FROM webhook_deliveries d
+         WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ${new Date(now)}::timestamptz) AS delivery_lag`;
     return {
       fanoutWaitingEvents: r!.waiting,
       fanoutLagSeconds: Math.max(0, r!.fanout_lag ?? 0),
