@@ -84,15 +84,39 @@ export async function productPriceHistory(sql: Sql, product: ProductRecord, days
  * destination charges (audit A-1; the zone-less store: K's leftover, engineer Q).
  */
 /**
- * The unit price a cart of this key charges for the product without a variant: its list price, or the key's live
- * accepted negotiated offer (read as the cart reads it, `readCatalog`; priced by the cart's rule, offer-rule.ts and
- * `unitPriceOf`). The estimate's free-shipping decision is made on it, or it said "free" where the key's cart pays
- * shipping (audit A-6, session 16).
+ * The unit price a cart of this key charges for the product's units: the line's list price (the variant's own price
+ * when `variantId` names a variant that has one, else the product's), or the key's live accepted negotiated offer
+ * where the cart lets it price the line (read as the cart reads it, `readCatalog`; priced by the cart's rule,
+ * offer-rule.ts `linePricing` and `unitPriceOf`). The estimate's free-shipping decision is made on it, or it said
+ * "free" where the key's cart pays shipping (audit A-6, session 16; a variant's own price, audit A leftover,
+ * session 17).
+ *
+ * Without `variantId` on a product with variants (a cart needs one; the estimate does not): the lowest unit price
+ * any of its variants is charged, so the estimate never calls free what some variant's cart line would pay shipping
+ * on (cost otherwise does not depend on the price). A `variantId` the product does not have is `onMissing`'s error.
  */
-export async function estimateUnitPriceMinor(sql: Sql, product: ProductRecord, keyId: string, now: Date): Promise<number> {
+export async function estimateUnitPriceMinor(
+  sql: Sql,
+  product: ProductRecord,
+  keyId: string,
+  now: Date,
+  variantId?: string,
+  onMissing: (variantId: string) => Error = (id) => fail("not_found", "No such variant of this product.", { productId: product.id, variantId: id, field: "variantId" }),
+): Promise<number> {
   const offer = (await readCatalog(sql, [product.id], keyId)).get(product.id)?.negotiated ?? null;
-  const { listPriceMinor, negotiated } = linePricing(product.priceMinor, undefined, undefined, offer);
-  return unitPriceOf({ storeId: product.storeSlug, productId: product.id, quantity: 1, listPriceMinor, currency: product.currency, negotiated }, now.getTime()).unitPriceMinor;
+  const unitOf = (vid: string | undefined, variant: ProductRecord["variants"][number] | undefined) => {
+    const { listPriceMinor, negotiated } = linePricing(product.priceMinor, vid, variant, offer);
+    return unitPriceOf({ storeId: product.storeSlug, productId: product.id, quantity: 1, listPriceMinor, currency: product.currency, negotiated }, now.getTime()).unitPriceMinor;
+  };
+  if (variantId !== undefined) {
+    const variant = product.variants.find((v) => v.id === variantId);
+    if (variant === undefined) throw onMissing(variantId);
+    return unitOf(variantId, variant);
+  }
+  if (product.variants.length === 0) return unitOf(undefined, undefined);
+  let lowest = Infinity;
+  for (const v of product.variants) lowest = Math.min(lowest, unitOf(v.id, v));
+  return lowest;
 }
 
 export function shippingEstimate(
@@ -256,7 +280,7 @@ export function productRoutes(svc: Services) {
           throw fail("validation_error", `Invalid body field 'countryCode': ${body.countryCode} is not an ISO 3166-1 alpha-2 country code`, { location: "body", field: "countryCode" });
         }
         const { product, store } = await getEligibleProduct(svc.sql, body.productId);
-        const unit = await estimateUnitPriceMinor(svc.sql, product, agent.keyId, now());
+        const unit = await estimateUnitPriceMinor(svc.sql, product, agent.keyId, now(), body.variantId);
         return ok(shippingEstimate(await shippingZonesOf(svc.sql, store.slug), product, store, body, now(), unit));
       },
       {
@@ -265,6 +289,14 @@ export function productRoutes(svc: Services) {
           postalCode: t.String({ minLength: 1, maxLength: 20 }),
           countryCode: t.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2" }),
           quantity: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })),
+          variantId: t.Optional(
+            t.String({
+              format: "uuid",
+              description:
+                "The variant the units are (its own price decides free shipping, as in the cart); 404 when the product has no such variant. " +
+                "Without it, a product whose variants differ in price is estimated at its lowest-priced variant (docs/catalog.md).",
+            }),
+          ),
         }),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["catalog"], summary: "Shipping cost and delivery time from the merchant's zones (feature tier: shipping_estimate)", security: sec },

@@ -882,6 +882,9 @@ export const getShippingRates = defineTool({
       option_id: T.Optional(T.String({ format: "uuid", description: "With cart_id: the shipping option (options[].option_id) to use for its merchant." })),
       product_id: T.Optional(T.String({ format: "uuid", description: "Instead of cart_id: an estimate for one product." })),
       quantity: T.Optional(T.Integer({ minimum: 1, maximum: 1000, description: "With product_id." })),
+      variant_id: T.Optional(
+        T.String({ format: "uuid", description: "With product_id: the variant the units are (its own price decides free shipping); without it, a product whose variants differ in price is estimated at the lowest-priced one." }),
+      ),
     },
     Strict,
   ),
@@ -899,6 +902,7 @@ export const getShippingRates = defineTool({
   errors: {
     MISSING_REQUIRED_ARGUMENT: "neither cart_id nor product_id (details.field)",
     INVALID_ARGUMENT: "an option_id that is not one of the cart's options for that destination (details.field)",
+    PRODUCT_NOT_FOUND: "with product_id: not a product of this store, or a variant_id the product does not have (details.field)",
     CART_NOT_MUTABLE: "a cart already paid or expired, or a stale expected revision",
     CART_NOT_FOUND: "with cart_id: unknown or another caller's cart, or a cart none of whose items is this store's",
     CHECKOUT_STATUS_INVALID: "a new destination or option while the cart's payment runs, awaits the buyer's approval or settlement (details.status)",
@@ -907,6 +911,7 @@ export const getShippingRates = defineTool({
     if (a.cart_id !== undefined && a.product_id !== undefined) throw fail("INVALID_ARGUMENT", "Pass cart_id or product_id, not both.", { field: "product_id" });
     if (a.cart_id !== undefined) {
       if (a.quantity !== undefined) throw fail("INVALID_ARGUMENT", "quantity goes with product_id; a cart has its own quantities.", { field: "quantity" });
+      if (a.variant_id !== undefined) throw fail("INVALID_ARGUMENT", "variant_id goes with product_id; a cart has its own variants.", { field: "variant_id" });
       const cartId = cartIdArg(a.cart_id);
       await assertCartOfThisStore(ctx, cartId);
       return ctx.svc.actors.ask(cartActor, cartId, "selectShipping", {
@@ -919,7 +924,9 @@ export const getShippingRates = defineTool({
     const { product, store } = await storeProduct(ctx, a.product_id);
     // A store with no zones ships free, in the estimate as in its carts (docs/checkout.md "Shipping").
     const zones = await shippingZonesOf(ctx.svc.sql, store.slug);
-    const unit = await estimateUnitPriceMinor(ctx.svc.sql, product, ownerId(ctx), ctx.now);
+    const unit = await estimateUnitPriceMinor(ctx.svc.sql, product, ownerId(ctx), ctx.now, a.variant_id, (variantId) =>
+      fail("PRODUCT_NOT_FOUND", "No such variant of this product.", { product_id: product.id, variant_id: variantId, field: "variant_id" }),
+    );
     return shippingEstimate(zones, product, store, { countryCode: a.country_code, postalCode: a.postal_code, quantity: a.quantity }, ctx.now, unit);
   },
 });
