@@ -47,7 +47,7 @@ import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
 import { breachMessage, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor } from "../plugins/json-depth.ts";
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import { ingestCatalogInParts } from "../rest/ingest-parts.ts";
-import { currentScore } from "../rest/trust.ts";
+import { agentCheckoutOpen, currentScore } from "../rest/trust.ts";
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
@@ -567,7 +567,7 @@ export function dashboardRoutes(svc: Services) {
               operationalStatus: score.status,
               confidence: sel.confidence_level,
               engine: sel.engines.overall,
-              agentCheckoutAllowed: agentCheckoutAllowed(sel.score0to1) && score.status === "active",
+              agentCheckoutAllowed: agentCheckoutOpen(sel.score0to1, store.verificationLevel, score.status),
               computedAt: row.computed_at.toISOString(),
             };
             explanation = explainTrust(sel, history.filter((p) => p.at >= now - TREND_WINDOW_DAYS * 86_400_000), now);

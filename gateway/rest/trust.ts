@@ -153,7 +153,7 @@ export function trustPublicRoutes(svc: Services) {
       "/api/v1/stores/:slug/trust-score",
       async ({ params, request, server, set }) => {
         await publicLimit(svc, request, server, set.headers as Headers);
-        const [store] = await svc.sql`SELECT slug FROM stores WHERE slug = ${params.slug}`;
+        const [store] = await svc.sql<{ verification_level: VerificationLevel }[]>`SELECT verification_level FROM stores WHERE slug = ${params.slug}`;
         if (!store) throw fail("store_not_found", `No store ${params.slug}.`);
         const { row, score } = await currentScore(svc, params.slug);
         const sel = score.selected;
@@ -171,7 +171,7 @@ export function trustPublicRoutes(svc: Services) {
           display_band: displayBand(sel.score0to1),
           operational_status: score.status,
           legacy_level: legacyLevel(sel.score0to1),
-          agent_checkout_allowed: agentCheckoutAllowed(sel.score0to1) && score.status === "active",
+          agent_checkout_allowed: agentCheckoutOpen(sel.score0to1, store.verification_level, score.status),
           thresholds: { agent_threshold: AGENT_THRESHOLD, suspension_threshold: SUSPENSION_THRESHOLD },
           components: sel.breakdown,
           jws,
@@ -194,6 +194,20 @@ export function trustPublicRoutes(svc: Services) {
         },
       },
     );
+}
+
+/**
+ * Whether an agent's checkout at the store goes ahead on its trust: the store is eligible (BASIC or higher, trust >=
+ * 0.3, not suspended or hidden: what every agent read and the cart's assertStoresPayable apply), at or above the
+ * agent-checkout threshold, and active. The public trust score and the merchant dashboard show it (audit B-1: an
+ * UNVERIFIED store over 0.7 was shown open to agent checkout while every cart there was refused).
+ */
+export function agentCheckoutOpen(score0to1: number, verificationLevel: VerificationLevel, status: string): boolean {
+  return (
+    isStoreEligible({ trustScore: score0to1, verificationLevel, storeStatus: status as "active" }) &&
+    agentCheckoutAllowed(score0to1) &&
+    status === "active"
+  );
 }
 
 /** Agent-key reads. */
