@@ -3,7 +3,7 @@
  * document) with MiniSearch's radix tree (`SearchableMap`) as the term dictionary for prefix and typo expansion.
  *
  * It computes exactly what the MiniSearch-based engine computed (docs/search.md, "Text score" and "Engine"):
- * the same expansions (exact, prefix on the last word, Levenshtein typos by word length), the same BM25+ with
+ * the same expansions (exact, prefix on the last word, typos by word length), the same BM25+ with
  * MiniSearch's parameters and weights (k 1.2, b 0.7, d 0.5; prefix 0.375, fuzzy 0.45; field boosts from
  * settings; score × number of distinct query words matched), the same expression tree (OR of words, OR of a word's
  * synonyms, AND inside a multi-word synonym) and the same coverage score. What changed is the cost: no per-match
@@ -31,6 +31,7 @@ import {
   anyPriceIn,
 } from "./engine.ts";
 import { allowedTypos, assertSearchSettings, DEFAULT_SEARCH_SETTINGS, SEARCHABLE_FIELDS, type SearchSettings } from "./settings.ts";
+import { fuzzyOsa } from "./fuzzy.ts";
 import { kthLargest } from "./ranking.ts";
 import { combineTextScore, COVERAGE_SHARE, fieldFactors, queryGroups, SYNONYM_FACTOR, wordQuality } from "./text-score.ts";
 
@@ -1078,7 +1079,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
   /**
    * Dictionary terms a query word matches, as MiniSearch expanded them: the word itself (weight 1), with prefix
    * every longer term starting with it (0.375 × |t| / (|t| + 0.3 × extra letters)), and terms within the allowed
-   * typos (0.45 × |t| / (|t| + distance)) that are not prefix matches. Cached per word until the vocabulary or
+   * typos (0.45 × |t| / (|t| + distance)) that are not prefix matches. Typos are counted by optimal string alignment
+   * (an adjacent transposition is one typo, as in Meilisearch; search/fuzzy.ts), session 17. Cached per word until the vocabulary or
    * the settings change.
    */
   private expand(word: string, prefix: boolean): Expansion[] {
@@ -1104,7 +1106,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       }
     }
     if (typos > 0) {
-      for (const [term, [id, distance]] of this.dict.fuzzyGet(word, typos)) {
+      for (const [term, [id, distance]] of fuzzyOsa<number>(this.dict._tree, word, typos)) {
         if (!distance || prefixed.has(term)) continue;
         out.push({ term: id, weight: (FUZZY_WEIGHT * term.length) / (term.length + distance), quality: wordQuality(word, term, prefix, s) });
       }

@@ -3,7 +3,8 @@
  *
  * For every query word (a "group": the word plus its synonyms) take the best document word that matches it,
  * scored as match quality × field factor:
- *   - quality: exact 1; prefix 0.7 + 0.3 × (query length / word length); n typos 1 − 0.2 n; a synonym × 0.9
+ *   - quality: exact 1; prefix 0.7 + 0.3 × (query length / word length); n typos 1 − 0.2 n (typos counted by
+ *     optimal string alignment: a swap of two adjacent letters is one); a synonym × 0.9
  *   - field factor: sqrt(field weight / top field weight), e.g. title 1, brand 0.89, category 0.77, tags 0.63,
  *     description 0.45 with the default weights
  * coverage = mean over groups (a group nobody matched counts 0).
@@ -11,6 +12,7 @@
  * So 1 needs every word matched exactly in the title; a lone weak match stays low even when it is the only hit,
  * and the small relative part only orders documents of equal coverage (term frequency, field length).
  */
+import { boundedOsaDistance } from "./fuzzy.ts";
 import { allowedTypos, SEARCHABLE_FIELDS, type SearchableField, type SearchSettings } from "./settings.ts";
 
 export interface QueryGroup {
@@ -32,31 +34,13 @@ export function fieldFactors(s: SearchSettings): Record<SearchableField, number>
   return out;
 }
 
-/** Levenshtein distance, giving up (returning max + 1) once it must exceed `max`. */
-export function boundedEditDistance(a: string, b: string, max: number): number {
-  if (Math.abs(a.length - b.length) > max) return max + 1;
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    let rowMin = i;
-    for (let j = 1; j <= b.length; j++) {
-      const v = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      cur.push(v);
-      if (v < rowMin) rowMin = v;
-    }
-    if (rowMin > max) return max + 1;
-    prev = cur;
-  }
-  return prev[b.length];
-}
-
 /** Quality (0..1) of document word `docWord` for query word `q`; 0 when it does not match. */
 export function wordQuality(q: string, docWord: string, prefix: boolean, s: SearchSettings): number {
   if (q === docWord) return 1;
   if (prefix && docWord.startsWith(q)) return 0.7 + (0.3 * q.length) / docWord.length;
   const typos = allowedTypos(q, s);
   if (typos > 0) {
-    const d = boundedEditDistance(q, docWord, typos);
+    const d = boundedOsaDistance(q, docWord, typos);
     if (d <= typos) return 1 - 0.2 * d;
   }
   return 0;
