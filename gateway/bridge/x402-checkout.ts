@@ -359,12 +359,21 @@ async function withinDeadline<T>(deps: X402Deps, req: X402CheckoutRequest, asked
     const [inFlight] = await deps.sql<{ checkout_session_id: string | null }[]>`
       SELECT (SELECT o.checkout_session_id FROM orders o WHERE o.cart_id = i.cart_id::uuid AND o.store_slug = i.store_id
               ORDER BY o.created_at DESC LIMIT 1) AS checkout_session_id
-      FROM x402_intents i WHERE i.cart_id = ${req.cartId} AND i.state IN ('settling', 'unknown') LIMIT 1`;
+      FROM x402_intents i WHERE i.cart_id = ${req.cartId} AND i.state IN ('settling', 'unknown') AND ${callersCart(deps.sql, req)} LIMIT 1`;
     if (!inFlight) throw err;
     deps.log.info("x402 checkout: the cart did not answer in time while a settlement is being reconciled; answered SETTLEMENT_UNKNOWN", { cartId: req.cartId });
     throw settlementUnknown(req, inFlight.checkout_session_id);
   }
 }
+
+/**
+ * The intent's cart is the caller's: an order of that cart (written pending by the hold, before any /settle) under
+ * the caller's key. The two early answers above read `x402_intents` before the cart actor, which checks ownership,
+ * is asked: without this, another key naming the cart id got the owner's 503 with the owner's session id while its
+ * settlement was in flight, instead of the cart's 404 (audit B-2). Compared as text: a key id need not be a uuid.
+ */
+const callersCart = (sql: Sql, req: X402CheckoutRequest) =>
+  sql`EXISTS (SELECT 1 FROM orders o WHERE o.cart_id = i.cart_id::uuid AND o.agent_key_id::text = ${req.keyId})`;
 
 const settlementUnknown = (req: X402CheckoutRequest, sessionId: string | null) =>
   fail("UPSTREAM_UNAVAILABLE", "The payment's settlement is still being reconciled. Call again with the same idempotency_key; do not sign a new payment.", {
@@ -385,6 +394,7 @@ async function refuseWhileSettling(deps: X402Deps, req: X402CheckoutRequest): Pr
             ORDER BY o.created_at DESC LIMIT 1) AS checkout_session_id
     FROM x402_intents i
     WHERE i.cart_id = ${req.cartId} AND i.state = 'settling' AND i.updated_at > now() - make_interval(secs => ${windowMs / 1000})
+      AND ${callersCart(deps.sql, req)}
     LIMIT 1`;
   if (row) throw settlementUnknown(req, row.checkout_session_id);
 }
