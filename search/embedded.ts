@@ -634,7 +634,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     if (isWildcardText(q.text)) return this.wildcard(filter, window);
 
     const s = this.settings;
-    const groups = queryGroups(tokenize(q.text), s, (w) => this.synonymsOf(w));
+    const groups = queryGroups(tokenize(q.text), s, (w) => this.synonymsOf(w), this.synonymKeyWords());
     if (groups.length === 0) return this.out;
 
     // leaves of the expression tree, with their dictionary expansions
@@ -1115,21 +1115,33 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return out;
   }
 
-  /** Synonyms by the tokenized key, built once per settings object (in the settings' entry order). */
-  private synonymIndex: { synonyms: SearchSettings["synonyms"]; byWord: Map<string, string[][]> } | null = null;
-  private synonymsOf(word: string): string[][] {
+  /**
+   * Synonyms by the tokenized key (words joined by one space), built once per settings object (in the settings'
+   * entry order), and the most words any key has (queryGroups looks 2- and 3-word keys up only when there are some).
+   */
+  private synonymIndex: { synonyms: SearchSettings["synonyms"]; byWord: Map<string, string[][]>; maxKeyWords: number } | null = null;
+  private synonymMap(): { byWord: Map<string, string[][]>; maxKeyWords: number } {
     const synonyms = this.settings.synonyms;
     if (this.synonymIndex === null || this.synonymIndex.synonyms !== synonyms) {
       const byWord = new Map<string, string[][]>();
+      let maxKeyWords = 1;
       for (const [key, values] of Object.entries(synonyms)) {
-        const k = tokenize(key).join(" ");
+        const words = tokenize(key);
+        if (words.length > maxKeyWords) maxKeyWords = words.length;
+        const k = words.join(" ");
         let list = byWord.get(k);
         if (list === undefined) byWord.set(k, (list = []));
         for (const v of values) list.push(tokenize(v));
       }
-      this.synonymIndex = { synonyms, byWord };
+      this.synonymIndex = { synonyms, byWord, maxKeyWords };
     }
-    return this.synonymIndex.byWord.get(word) ?? NO_SYNONYMS;
+    return this.synonymIndex;
+  }
+  private synonymsOf(key: string): string[][] {
+    return this.synonymMap().byWord.get(key) ?? NO_SYNONYMS;
+  }
+  private synonymKeyWords(): number {
+    return this.synonymMap().maxKeyWords;
   }
 }
 

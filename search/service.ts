@@ -12,7 +12,8 @@ import { fail } from "../actors/runtime/errors.ts";
 import { buyableStock, listStores, storeSnapshot } from "../actors/store/reads.ts";
 import { storeFromRow, type StoreRow } from "../actors/store/schemas.ts";
 import { ProductColumns } from "./columns.ts";
-import type { SearchDoc, SearchEngine, StockUpdate } from "./engine.ts";
+import { tokenize, type SearchDoc, type SearchEngine, type StockUpdate } from "./engine.ts";
+import { MAX_SYNONYM_KEY_WORDS } from "./text-score.ts";
 import { validateSearchDoc } from "./embedded.ts";
 import { log } from "../infra/log.ts";
 import {
@@ -29,7 +30,7 @@ import {
   type StoreSnapshot,
   VersionedMap,
 } from "./ranking.ts";
-import { DEFAULT_SEARCH_SETTINGS, cleanStoredPatch, resolveSearchSettings, type SearchSettings, type SearchSettingsPatch } from "./settings.ts";
+import { DEFAULT_SEARCH_SETTINGS, assertSynonymKeys, cleanStoredPatch, resolveSearchSettings, type SearchSettings, type SearchSettingsPatch } from "./settings.ts";
 
 export const SEARCH_SERVICE_KEY = "searchService";
 
@@ -708,6 +709,7 @@ export class SearchService {
         fieldWeights: { ...prev.fieldWeights, ...patch.fieldWeights },
         rankingWeights: { ...prev.rankingWeights, ...patch.rankingWeights },
       };
+      assertSynonymKeys(patch.synonyms, MAX_SYNONYM_KEY_WORDS, tokenize); // only the new map: a stored one keeps loading
       const settings = resolveSearchSettings(merged); // throws validation_error
       const [row] = await tx<{ version: number }[]>`INSERT INTO search_settings (id, patch, version, updated_by) VALUES (1, ${tx.json(merged as never)}, 1, ${userId})
         ON CONFLICT (id) DO UPDATE SET patch = EXCLUDED.patch, version = search_settings.version + 1, updated_at = now(), updated_by = EXCLUDED.updated_by

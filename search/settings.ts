@@ -143,6 +143,29 @@ export function fieldsByWeight(s: SearchSettings): SearchableField[] {
   return [...SEARCHABLE_FIELDS].sort((a, b) => s.fieldWeights[b] - s.fieldWeights[a]);
 }
 
+/**
+ * The checks a new `synonyms` map passes before it is stored (PUT /api/v1/admin/search/settings, both engines): every
+ * key has 1 to MAX_SYNONYM_KEY_WORDS words once tokenized. A key of more words is never matched (Meilisearch looks
+ * synonyms up for 1- to 3-word terms only; the embedded engine does the same), one without a word ("!!!") never
+ * either: both were stored and silently ignored (audit A, session 16). Not part of assertSearchSettings, so a patch
+ * stored before keeps loading (its long keys stay unmatched) instead of dropping every setting to the defaults.
+ */
+export function assertSynonymKeys(synonyms: Record<string, string[]> | undefined, maxWords: number, words: (text: string) => string[]): void {
+  if (synonyms === undefined) return;
+  for (const key of Object.keys(synonyms)) {
+    const n = words(key).length;
+    if (n === 0 || n > maxWords) {
+      throw fail(
+        "validation_error",
+        n === 0
+          ? `synonyms key ${JSON.stringify(key.slice(0, 100))} has no word: it could never match a query`
+          : `synonyms key ${JSON.stringify(key.slice(0, 100))} has ${n} words: keys of at most ${maxWords} words are matched (Meilisearch ignores longer ones); split it or use a shorter key`,
+        { location: "body", field: "synonyms", key: key.slice(0, 100), words: n, maxWords },
+      );
+    }
+  }
+}
+
 /** How many typos a query word of this length may carry under the settings. */
 export function allowedTypos(word: string, s: SearchSettings): 0 | 1 | 2 {
   const t = s.typoTolerance;

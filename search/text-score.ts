@@ -25,6 +25,8 @@ export interface QueryGroup {
 }
 
 export const SYNONYM_FACTOR = 0.9;
+/** The longest synonym key, in words, that is matched (Meilisearch fetches synonyms for 1- to 3-word terms only). */
+export const MAX_SYNONYM_KEY_WORDS = 3;
 export const COVERAGE_SHARE = 0.9;
 
 export function fieldFactors(s: SearchSettings): Record<SearchableField, number> {
@@ -105,10 +107,6 @@ export function combineTextScore(cov: number, engineScore: number, bestEngineSco
   return Math.min(1, Math.max(0, v));
 }
 
-/**
- * Query words after stop-word removal, each with its synonyms (one-way lookup on the single word, as in
- * Meilisearch). Only the last word may match as a prefix (search-as-you-type; Meilisearch does the same).
- */
 /** Stop words as a set per settings object (settings are replaced, never mutated): built once, not per query. */
 const stopSets = new WeakMap<SearchSettings, { list: readonly string[]; set: Set<string> }>();
 function stopSet(s: SearchSettings): Set<string> {
@@ -119,12 +117,46 @@ function stopSet(s: SearchSettings): Set<string> {
   return set;
 }
 
-export function queryGroups(words: string[], s: SearchSettings, synonymsOf: (word: string) => string[][]): QueryGroup[] {
+/**
+ * Query words after stop-word removal, each with its synonyms (one-way, as in Meilisearch: the word's own key, and
+ * the keys of 2 to `maxKeyWords` consecutive query words that include it, addPhraseSynonyms). Only the last word may
+ * match as a prefix (search-as-you-type; Meilisearch does the same).
+ */
+export function queryGroups(words: string[], s: SearchSettings, synonymsOf: (key: string) => string[][], maxKeyWords = 1): QueryGroup[] {
   const stop = stopSet(s);
   const kept = words.filter((w) => !stop.has(w));
-  return kept.map((word, i) => ({
+  const groups = kept.map((word, i) => ({
     word,
     alternatives: [[word], ...synonymsOf(word).filter((alt) => alt.length > 0 && !(alt.length === 1 && alt[0] === word))],
     prefix: i === kept.length - 1,
   }));
+  if (maxKeyWords > 1 && groups.length > 0) addPhraseSynonyms(words, stop, groups, synonymsOf, Math.min(maxKeyWords, MAX_SYNONYM_KEY_WORDS));
+  return groups;
+}
+
+/**
+ * Multi-word synonym keys ("tee shirt": ["tshirt"]), as Meilisearch matches them: a key is matched against 2 to 3
+ * consecutive words of the query (stop words included, as typed, after tokenize), and each of its synonyms becomes
+ * an alternative of every query word the key covers (stop words have no group). So a document with "tshirt" covers
+ * both "tee" and "shirt" (each as a synonym, × 0.9); one with "tee shirt" still covers them better. Keys of more
+ * than MAX_SYNONYM_KEY_WORDS words are refused by the settings PUT (Meilisearch never matches them either).
+ */
+function addPhraseSynonyms(words: string[], stop: Set<string>, groups: QueryGroup[], synonymsOf: (key: string) => string[][], maxWords: number): void {
+  const groupOf: number[] = [];
+  let g = 0;
+  for (const w of words) groupOf.push(stop.has(w) ? -1 : g++);
+  for (let n = 2; n <= maxWords; n++) {
+    for (let i = 0; i + n <= words.length; i++) {
+      const alts = synonymsOf(words.slice(i, i + n).join(" "));
+      if (alts.length === 0) continue;
+      for (let k = i; k < i + n; k++) {
+        const group = groups[groupOf[k]!];
+        if (group === undefined) continue;
+        for (const alt of alts) {
+          if (alt.length === 0 || group.alternatives.some((a) => a.length === alt.length && a.every((x, j) => x === alt[j]))) continue;
+          group.alternatives.push(alt);
+        }
+      }
+    }
+  }
 }
