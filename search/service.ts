@@ -168,6 +168,14 @@ function unindexable(doc: SearchDoc, compareAtPriceMinor: number | null): string
   return null;
 }
 
+/**
+ * The text score a product needs to be related to a source without a category (SearchService.related): 0.5 is
+ * about half of the title's words or more, matched exactly in the title (0.9 × coverage + 0.1 × the relative BM25
+ * part, docs/search.md "Text score"): 3 of 5 words pass (≥ 0.54), 2 of 5 never do (≤ 0.46); typos, other fields and
+ * synonyms count less. With Meilisearch the score is its ranking score, which also grows with the words matched.
+ */
+export const RELATED_MIN_TEXT_SCORE = 0.5;
+
 export class SearchService {
   readonly stores = new VersionedMap<string, StoreSnapshot>();
   /** Store allow-lists by (trust, verification filter, store scope), valid for one stores version. */
@@ -804,7 +812,9 @@ export class SearchService {
 
   /**
    * Cross-merchant related products: the source title as the query, same category, other merchants only,
-   * ranked by the same formula.
+   * ranked by the same formula. A source without a category has no category to hold the matches to, and any
+   * product sharing one word of its title (the brand, "linen") was "related" (audit A, session 16 leftover): there,
+   * related means the title finds the product, a text score of at least RELATED_MIN_TEXT_SCORE (docs/catalog.md).
    */
   async related(source: { id: string; title: string; category: string | null; storeSlug: string }, limit: number, now: Date): Promise<ProductSummary[]> {
     const others = [...this.stores.values()].filter((s) => s.slug !== source.storeSlug);
@@ -812,6 +822,7 @@ export class SearchService {
     const eq = engineQueryFromRequest(source.title, req, others, this.settings, this.currencies);
     eq.unordered = true;
     let candidates = await this.engine.query(eq);
+    if (!source.category) candidates = candidates.filter((c) => c.textScore >= RELATED_MIN_TEXT_SCORE);
     if (candidates.length === 0 && source.category) {
       // nothing shares a word with the title: fall back to the category alone
       candidates = await this.engine.query({ ...eq, text: "" });

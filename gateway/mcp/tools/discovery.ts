@@ -319,8 +319,9 @@ export const getRecommendations = defineTool({
   name: "get_recommendations",
   title: "Get recommendations",
   description:
-    "Related products at OTHER merchants for one product of this store (same category, similar title), ranked by the " +
-    "search formula. Use it to offer alternatives. Needs a key whose tier includes recommendations.",
+    "Related products at OTHER merchants for one product of this store (same category, similar title; for a product " +
+    "without a category, those matching about half of its title or more, possibly none), ranked by the search formula. " +
+    "Use it to offer alternatives. Needs a key whose tier includes recommendations.",
   group: "discovery",
   input: T.Object({ product_id: Uuid, limit: T.Optional(T.Integer({ minimum: 1, description: "Default 5; values above 20 are served as 20." })) }, Strict),
   output: T.Object({ productId: T.String(), products: T.Array(ProductSummary) }, Open),
