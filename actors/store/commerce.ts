@@ -35,7 +35,7 @@ import { CATALOG_CHANGED, heldStockChanged } from "./messages.ts";
 import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
 import { createdPayload, iso, loadOrder, loadRefund, moveOrder, orderTotalMinor, refundView, statusChangedPayload, type OrderRow, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
 import { approveRefund, cancelPaidOrder, lockOrderOfRefund, merchantRepeatOfMove, refundReminders } from "./refund-flow.ts";
-import { applyRefundEvent, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
+import { applyRefundEvent, DEFAULT_RETURN_WINDOW_DAYS, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
 import { normalizeCouponCode } from "../cart/coupons.ts";
 import { VELOCITY_READ_LIMIT, VELOCITY_WINDOW_MS } from "../payments/risk-gate.ts";
@@ -808,15 +808,27 @@ function returnPolicyAtPurchase(db: Sql, slug: string) {
 }
 
 /**
- * The return terms a refund request of order `o` (joined with its store `s`) is judged by: those recorded by the
- * order's last payment attempt (`returnPolicyAtPurchase`), else — orders written before session 16, human orders —
- * the store's current ones. Columns `accepts_returns`, `return_window_days`; the join goes after the store's.
+ * The return terms a refund request of order `o` (joined with its store `s`) is judged by: the more generous of those
+ * recorded by the order's last payment attempt (`returnPolicyAtPurchase`) and the store's current ones; the current
+ * ones alone for orders written before session 16 and human orders. Recorded terms keep what the buyer was promised
+ * (audit A-3: the merchant shortening its window later); the current ones count too because a refund request is only
+ * a request the merchant approves, and refusing up front what the store now offers everyone kept the merchant from
+ * granting it (review R-7: a 7-day purchase at a store now granting 30 days was RETURN_WINDOW_EXPIRED).
+ * Columns `accepts_returns` (false only when both sides take no returns) and `return_window_days` (the longer window
+ * of the sides that take returns, an undeclared one counting as DEFAULT_RETURN_WINDOW_DAYS); the join goes after the
+ * store's.
  */
 export function refundPolicyColumns(db: Sql) {
+  // a side's window in days, NULL when it takes no returns; a store without policies (NULL) takes them for the
+  // default window, as refundWindowDays says, while a NULL recorded side means nothing was recorded
+  const days = (p: ReturnType<Sql>, absent: ReturnType<Sql>) =>
+    db`CASE WHEN ${p} IS NULL THEN ${absent} WHEN (${p}->>'acceptsReturns')::boolean IS FALSE THEN NULL
+        ELSE COALESCE((${p}->>'returnWindowDays')::int, ${DEFAULT_RETURN_WINDOW_DAYS}::int) END`;
+  const recorded = days(db`rp.p`, db`NULL::int`);
+  const current = days(db`s.policies`, db`${DEFAULT_RETURN_WINDOW_DAYS}::int`);
   return {
-    // the recorded terms carry the same two keys as the store's policies, so one stands in for the other whole
-    columns: db`(COALESCE(rp.p, s.policies)->>'acceptsReturns')::boolean AS accepts_returns,
-        (COALESCE(rp.p, s.policies)->>'returnWindowDays')::int AS return_window_days`,
+    columns: db`(${recorded} IS NOT NULL OR ${current} IS NOT NULL) AS accepts_returns,
+        GREATEST(${recorded}, ${current}) AS return_window_days`,
     join: db`LEFT JOIN LATERAL (SELECT e.data->'return_policy' AS p FROM order_events e
         WHERE e.order_id = o.id AND e.type IN ('created', 'payment_attempt') AND e.data ? 'return_policy' ORDER BY e.id DESC LIMIT 1) rp ON true`,
   };
