@@ -989,6 +989,11 @@ function namingSession(err: unknown, sessionId: string): unknown {
   return new ActorError(err.code, err.message, { ...err.details, checkout_session_id: sessionId });
 }
 
+/** The return terms of this turn's catalog read, which the payment's order event records (review R-6). */
+function returnPolicyOf(store: CatalogLine["store"] | undefined): Pick<BeginLegBody, "returnPolicy"> {
+  return store ? { returnPolicy: { acceptsReturns: store.acceptsReturns, returnWindowDays: store.returnWindowDays } } : {};
+}
+
 /** Store-level preconditions for paying each unpaid leg on this rail. */
 function assertStoresPayable(session: SessionState, stores: Map<string, CatalogLine["store"]>, body: CheckoutBody, rail: RailName): Record<string, string> {
   const tokens: Record<string, string> = {};
@@ -1947,6 +1952,7 @@ async function startAttempt(ctx: Ctx, body: CheckoutBody, s: SessionState, key: 
       totalMinor: leg.amountMinor,
       ...(body.buyer?.storeSlug === leg.storeId ? { buyerRef: body.buyer.buyerRef } : {}),
       shipping: shippingOfLeg(priced, cart, leg.storeId),
+      ...returnPolicyOf(stores.get(leg.storeId)),
       lines: st.lines.map((l) => ({
         productId: l.productId,
         variantId: l.variantId,

@@ -66,6 +66,8 @@ export interface CatalogLine {
     paymentMethods: string[];
     policyVersion: number;
     returnWindowDays: number | null;
+    /** As declared (null: not declared, which takes returns): with returnWindowDays, the terms a payment records. */
+    acceptsReturns: boolean | null;
     country: string;
     shipping: { baseMinor: number; perItemMinor: number; freeOverMinor: number | null } | null;
     /** Country-wide zones for its own country: more than one is a choice of methods the buyer makes (actors/cart/shipping.ts). */
@@ -103,7 +105,7 @@ interface CatalogRow {
   hosted_storefront: boolean;
   payment_methods: string[];
   policy_version: number;
-  policies: { returnWindowDays?: number };
+  policies: { returnWindowDays?: number; acceptsReturns?: boolean } | null;
   country: string;
   ship_base: number | null;
   ship_per_item: number | null;
@@ -368,6 +370,7 @@ async function catalogRead(
         paymentMethods: r.payment_methods,
         policyVersion: r.policy_version,
         returnWindowDays: r.policies?.returnWindowDays ?? null,
+        acceptsReturns: r.policies?.acceptsReturns ?? null,
         country: r.country,
         enforcement: r.checkout_enforcement ?? null,
         checkoutUrl: r.hosted_checkout_url ?? null,
@@ -497,6 +500,12 @@ export const commerceMessages = {
      * order is the key's either way (agent_key_id).
      */
     buyerRef: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$" })),
+    /**
+     * The store's return terms as the turn's catalog read gave them, the read whose policy version the state check
+     * compared with the approved one: what the order's event records (`returnPolicyAtPurchase`). Absent: read from
+     * the store in the hold statement (callers before session 17).
+     */
+    returnPolicy: T.Optional(T.Object({ acceptsReturns: T.Union([T.Boolean(), T.Null()]), returnWindowDays: T.Union([T.Integer({ minimum: 0 }), T.Null()]) })),
     /** How the order ships, as the buyer approved it: kept in the order's `created` history for the merchant. */
     shipping: T.Optional(
       T.Object({
@@ -802,7 +811,10 @@ function couponRefusal(slug: string, b: BeginLegBody) {
  * checkout binds the buyer to the store's policy version (a change between preview and payment blocks it), so the
  * return window is part of what the buyer approved and the merchant cannot shrink it afterwards.
  */
-function returnPolicyAtPurchase(db: Sql, slug: string) {
+function returnPolicyAtPurchase(db: Sql, slug: string, b: BeginLegBody) {
+  // the terms of the read the state check approved, not a read of the store in this statement: a PUT /policies
+  // committing between the two would be recorded though the buyer approved the earlier terms (review R-6)
+  if (b.returnPolicy) return db`${db.json({ return_policy: b.returnPolicy } as never)}::jsonb`;
   return db`(SELECT jsonb_build_object('return_policy', jsonb_build_object('acceptsReturns', policies->'acceptsReturns', 'returnWindowDays', policies->'returnWindowDays'))
         FROM stores WHERE slug = ${slug})`;
 }
@@ -885,12 +897,12 @@ function orderRows(db: Sql, slug: string, b: BeginLegBody, now: number, reuse = 
     ev AS (
       INSERT INTO order_events (order_id, type, to_status, data)
       SELECT id, 'created', 'pending', ${db.json({ actor: "system", checkout_session_id: b.checkoutSessionId, intent_id: b.reservationId, ...(b.shipping ? { shipping: b.shipping } : {}) } as never)}::jsonb
-        || ${returnPolicyAtPurchase(db, slug)} FROM ins${
+        || ${returnPolicyAtPurchase(db, slug, b)} FROM ins${
         reuse
           ? db`
       UNION ALL
       SELECT id, 'payment_attempt', NULL, ${db.json(attempt as never)}::jsonb || jsonb_build_object('previous_total_minor', (SELECT total_minor FROM was))
-        || ${returnPolicyAtPurchase(db, slug)} FROM reuse`
+        || ${returnPolicyAtPurchase(db, slug, b)} FROM reuse`
           : db``}),
     outbox AS (INSERT INTO webhook_events (store_slug, kind, payload) SELECT ${slug}, 'order.created', ${db.json(created as never)}::jsonb FROM ins),
     -- The key's allowlist binding at this store (refund requests need it: the key's first order creates it), locked
