@@ -20,6 +20,29 @@ import { bridgeCheckout } from "../bridge/index.ts";
 import type { Services } from "../services.ts";
 import { requestIdempotencyKey } from "./idempotency-key.ts";
 import { assignHeaders } from "../response-headers.ts";
+import { PAYMENT_SIGNATURE_HEADER, X_PAYMENT_HEADER } from "../../actors/payments/x402-challenge.ts";
+
+/**
+ * An x402 payment (a body `x402_payload`, `pay_with_wallet`, a PAYMENT-SIGNATURE or X-PAYMENT header) on a request
+ * whose rail is not x402 (none given means card) is refused before anything is held: the card rail ignored it and
+ * charged the store's default method, so an agent that asked to pay from its wallet had its card charged (audit B-5;
+ * the same class as A-10's ignored payment_methods key). `x402_config` alone pays nothing and stays ignored.
+ */
+function refuseX402PaymentOffRail(rail: string, body: { x402_payload?: unknown; pay_with_wallet?: boolean }, headers: Headers): void {
+  if (rail === "x402") return;
+  const sources = [
+    body.x402_payload !== undefined && body.x402_payload !== null ? "x402_payload" : null,
+    body.pay_with_wallet === true ? "pay_with_wallet" : null,
+    headers.get(PAYMENT_SIGNATURE_HEADER) !== null ? PAYMENT_SIGNATURE_HEADER : null,
+    headers.get(X_PAYMENT_HEADER) !== null ? X_PAYMENT_HEADER : null,
+  ].filter((x): x is string => x !== null);
+  if (sources.length === 0) return;
+  throw fail("INVALID_ARGUMENT", `This request carries an x402 payment (${sources.join(", ")}) but payment_rail is ${rail}: send payment_rail "x402" to pay with it, or leave it out to pay on the card rail.`, {
+    field: "payment_rail",
+    payment_rail: rail,
+    payment_sources: sources,
+  });
+}
 
 /** The spec's InitiateCheckoutRequest.x402_config (validateX402 checks it, with the x402 section's codes). */
 const X402Config = t.Object(
@@ -318,6 +341,7 @@ export function checkoutRoutes(svc: Services) {
         // The same rule as the refund route: header and body equal ignoring case, a UUID v4, used lowercased.
         const key = requestIdempotencyKey(request.headers.get("idempotency-key") ?? undefined, body.idempotency_key, body.idempotencyKey);
         const rail = body.payment_rail ?? "card";
+        refuseX402PaymentOffRail(rail, body, request.headers);
         const x402 = rail === "x402" ? validateX402(body) : null;
         const cartId = body.cartId.toLowerCase();
         if (x402) {
@@ -383,7 +407,8 @@ export function checkoutRoutes(svc: Services) {
           ...errorResponses(401, 402, 403, 404),
           400: describedError(
             "x402: one payment source per request (a body x402_payload, a PAYMENT-SIGNATURE header, an X-PAYMENT header, pay_with_wallet); " +
-              "any two (both headers count as two) are INVALID_ARGUMENT with details.payment_sources naming them, refused before anything is sent",
+              "any two (both headers count as two) are INVALID_ARGUMENT with details.payment_sources naming them, refused before anything is sent; " +
+              "any of them with a payment_rail other than x402 (none given means card) is INVALID_ARGUMENT with details.field payment_rail, refused before anything is held",
           ),
           409: describedError(
             "STATE_EXECUTION_BLOCKED: details.reasons[].code names what changed, e.g. out_of_stock, price_beyond_cut, or coupon_exhausted (with store_id and " +
