@@ -15,7 +15,7 @@ import { startRetention } from "../infra/retention.ts";
 import { attachHost, createTransport, NatsTransport } from "../actors/transport/index.ts";
 import type { Transport } from "../actors/transport/transport.ts";
 import { bootHooks, type Role } from "../infra/boot-hooks.ts";
-import { checkRoleConfig, loadConfig, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
+import { checkRoleConfig, loadConfig, normalizeSiteUrl, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
 import { openDatabase, type Database } from "../infra/db.ts";
 import { log, setLogLevel } from "../infra/log.ts";
 import { registerPartitionSource } from "../infra/metrics.ts";
@@ -90,6 +90,7 @@ async function loadSecretKey(config: Config): Promise<Uint8Array> {
 export async function boot(opts: BootOptions = {}): Promise<Running> {
   const role = opts.role ?? "start";
   const config = { ...loadConfig(opts.env ?? process.env), ...opts.config } as Config;
+  config.SITE_URL = normalizeSiteUrl(config.SITE_URL ?? "");
   checkRoleConfig(config, role);
   setLogLevel(config.LOG_LEVEL);
   if (config.NODE_ENV === "production" && usesDefaultAdminCredentials(config)) {

@@ -240,6 +240,13 @@ function coerce(schema: TSchema, raw: string): unknown {
 }
 
 /** Reads and validates the configuration. `env` defaults to process.env; tests pass their own. */
+/**
+ * SITE_URL without trailing slashes: links are built as SITE_URL + "/path", so a trailing slash published `//` links
+ * (the trust score's jwks_url, the MCP endpoint, the x402 resource) and a token/JWS `iss` a verifier pinning the
+ * origin refuses (audit B-6). Applied by loadConfig and again by boot to a config given in code.
+ */
+export const normalizeSiteUrl = (url: string): string => url.replace(/\/+$/, "");
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const out: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(CONFIG_VARS) as [string, { schema: TSchema; default: unknown }][]) {
@@ -253,6 +260,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     out[name] = value;
   }
   const config = out as Config;
+  config.SITE_URL = normalizeSiteUrl(config.SITE_URL);
   if (config.NODE_ENV === "production") {
     if (!config.RATE_LIMITS_ENABLED) throw new ConfigError("RATE_LIMITS_ENABLED", "true when NODE_ENV=production", "false");
     if (env.ALLOW_PRIVATE_URLS === undefined) config.ALLOW_PRIVATE_URLS = false;

@@ -3,6 +3,11 @@ import { readFileSync } from "node:fs";
 import { CONFIG_VARS, ConfigError, MAX_TIMER_MS, checkRoleConfig, loadConfig } from "../../infra/config.ts";
 
 describe("configuration", () => {
+  test("SITE_URL loses its trailing slashes, so links built from it never hold a double slash (audit B-6)", () => {
+    expect(loadConfig({ SITE_URL: "https://shop.example/" }).SITE_URL).toBe("https://shop.example");
+    expect(loadConfig({ SITE_URL: "https://shop.example//" }).SITE_URL).toBe("https://shop.example");
+    expect(loadConfig({ SITE_URL: "https://shop.example" }).SITE_URL).toBe("https://shop.example");
+  });
   test("an empty environment gives the embedded defaults", () => {
     const c = loadConfig({});
     expect(c.PORT).toBe(3000);
