@@ -12,7 +12,8 @@
  *   allowlist (X402_FACILITATOR_ALLOWLIST plus the merchant's own facilitator). Nothing else is ever fetched. A
  *   store with neither cannot be paid over x402 (PAYMENT_METHOD_NOT_CONFIGURED, reason no_facilitator) and is not
  *   advertised as payable (x402Availability); a refused facilitator names the allowed ones.
- *   Outside the operator allowlist a URL also passes the SSRF guard unless ALLOW_PRIVATE_URLS.
+ *   Outside the operator allowlist a URL also passes the SSRF guard unless ALLOW_PRIVATE_URLS, here and again on every
+ *   request the facilitator client makes (infra/x402/facilitator-client.ts, `facilitatorMayBePrivate`).
  */
 import type { PaymentRequirements } from "@x402/core/types";
 import type { Sql } from "../../infra/db.ts";
@@ -45,6 +46,8 @@ export interface CallerX402Config {
 
 export interface EffectiveX402Config extends StoreX402Config {
   facilitatorUrl: string;
+  /** Whether the facilitator client may call a private or loopback address for it (`facilitatorMayBePrivate`). */
+  facilitatorAllowPrivate: boolean;
   /** Caller fields the merchant's configuration replaced (observed, logged). */
   overridden: string[];
 }
@@ -124,6 +127,16 @@ export function parseAllowlist(csv: string): string[] {
     .split(",")
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
+}
+
+/**
+ * Whether the facilitator client may reach a private or loopback address for `url`: with ALLOW_PRIVATE_URLS (never in
+ * production), or when the operator's X402_FACILITATOR_ALLOWLIST names it (trusted as written, as it always was: a
+ * self-hosted facilitator on the operator's own network). Anything else, a merchant's own facilitator above all, must
+ * be a public https address on every request. Redirects are never followed either way.
+ */
+export function facilitatorMayBePrivate(url: string, policy: Pick<X402Policy, "allowlist" | "allowPrivate">): boolean {
+  return policy.allowPrivate || isAllowlisted(url, parseAllowlist(policy.allowlist));
 }
 
 const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
@@ -246,7 +259,7 @@ export async function resolveX402Config(input: {
   if (overridden.length > 0) {
     input.log?.warn("x402_config differs from the merchant's configuration; overridden", { merchantSlug: storeSlug, fields: overridden });
   }
-  return { ...store, facilitatorUrl, facilitatorVersion, overridden };
+  return { ...store, facilitatorUrl, facilitatorVersion, facilitatorAllowPrivate: facilitatorMayBePrivate(facilitatorUrl, policy), overridden };
 }
 
 /** Decimals of the currencies an x402 stablecoin leg may be priced in (USDC settles USD carts only). */

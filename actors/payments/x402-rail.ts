@@ -36,7 +36,7 @@ import type { ChargeIntent, ChargeResult, LookupResult, PaymentRail, RefundReque
 import { ActorError, fail } from "../runtime/errors.ts";
 import { installWalletRuntime } from "../wallet/index.ts";
 import { parseExactEip3009Payload } from "./x402-challenge.ts";
-import type { EffectiveX402Config, FacilitatorVersion } from "./x402-config.ts";
+import { facilitatorMayBePrivate, type EffectiveX402Config, type FacilitatorVersion, type X402Policy } from "./x402-config.ts";
 import { PgNonceStore } from "./x402-nonces-pg.ts";
 import { evmChainIdOf, nonceKey, verifyX402PaymentLocally, type X402VerifyReason } from "./x402-verify.ts";
 
@@ -322,7 +322,7 @@ export async function prepareX402Authorizations(
   const refused: { storeId: string; reason: string; message: string }[] = [];
   const passed: LegToPay[] = [];
   for (const leg of input.legs) {
-    const client = createFacilitatorClient({ url: leg.config.facilitatorUrl, timeoutMs: input.timeouts.verifyMs });
+    const client = createFacilitatorClient({ url: leg.config.facilitatorUrl, timeoutMs: input.timeouts.verifyMs, allowPrivate: leg.config.facilitatorAllowPrivate, log: input.log });
     const wire = facilitatorBodies(leg.config.facilitatorVersion, leg.payload, leg.requirements, input.resourceUrl);
     const verified = await client.verify(wire.payload, wire.requirements);
     if (verified.isValid) {
@@ -448,6 +448,11 @@ export class X402Rail implements PaymentRail {
     private readonly nowMs: () => number = Date.now,
     /** Blocks, the transfer's own included, before an x402 transfer counts as captured (stores with an rpc_url). */
     private readonly captureConfirmations: bigint = 1n,
+    /**
+     * X402_FACILITATOR_ALLOWLIST and ALLOW_PRIVATE_URLS (never in production), read at each /settle: which facilitators
+     * may be on a private address (`facilitatorMayBePrivate`). By default none.
+     */
+    private readonly facilitatorPolicy: () => Pick<X402Policy, "allowlist" | "allowPrivate"> = () => ({ allowlist: "", allowPrivate: false }),
   ) {
     this.nonces = new PgNonceStore(sql);
   }
@@ -836,7 +841,13 @@ export class X402Rail implements PaymentRail {
     // `settling` before the call). Once one was, only the chain can say it did not land.
     const sentBefore = row.state !== "recorded";
     await this.sql`UPDATE x402_intents SET state = 'settling', updated_at = now() WHERE intent_id = ${row.intent_id} AND state IN ('recorded', 'unknown')`;
-    const client = createFacilitatorClient({ url: row.facilitator_url, timeoutMs: this.timeouts().settleMs });
+    // Vetted again on this request, by today's policy: the operator's allowlist may have changed since /verify.
+    const client = createFacilitatorClient({
+      url: row.facilitator_url,
+      timeoutMs: this.timeouts().settleMs,
+      allowPrivate: facilitatorMayBePrivate(row.facilitator_url, this.facilitatorPolicy()),
+      ...(this.log ? { log: this.log } : {}),
+    });
     const wire = facilitatorBodies(row.facilitator_version, row.payload, row.requirements, "");
     let res: SettleResponse;
     try {
@@ -1174,6 +1185,10 @@ export const x402BootHook: BootHook = {
         services.log.child({ component: "x402-rail" }),
         () => services.clock.now(),
         BigInt(services.config.X402_CAPTURE_CONFIRMATIONS),
+        () => ({
+          allowlist: services.config.X402_FACILITATOR_ALLOWLIST,
+          allowPrivate: services.config.ALLOW_PRIVATE_URLS && services.config.NODE_ENV !== "production",
+        }),
       ),
     );
     return async () => uninstallWallet();
