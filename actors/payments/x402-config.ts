@@ -12,13 +12,14 @@
  *   allowlist (X402_FACILITATOR_ALLOWLIST plus the merchant's own facilitator). Nothing else is ever fetched. A
  *   store with neither cannot be paid over x402 (PAYMENT_METHOD_NOT_CONFIGURED, reason no_facilitator) and is not
  *   advertised as payable (x402Availability); a refused facilitator names the allowed ones.
- *   Outside the operator allowlist a URL also passes the SSRF guard unless ALLOW_PRIVATE_URLS, here and again on every
- *   request the facilitator client makes (infra/x402/facilitator-client.ts, `facilitatorMayBePrivate`).
+ *   Outside the operator allowlist a URL also passes the SSRF guard unless ALLOW_PRIVATE_URLS: in `x402Availability`,
+ *   so the protocols page, /health and the checkout agree (audit B-4, session 17), and again on every request the
+ *   facilitator client makes (infra/x402/facilitator-client.ts, `facilitatorMayBePrivate`).
  */
 import type { PaymentRequirements } from "@x402/core/types";
 import type { Sql } from "../../infra/db.ts";
 import type { Logger } from "../../infra/log.ts";
-import { assertPublicUrl } from "../../infra/ssrf.ts";
+import { assertPublicUrl, type Resolver } from "../../infra/ssrf.ts";
 import { ActorError, fail } from "../runtime/errors.ts";
 import { buildPaymentRequirements, DEFAULT_MAX_TIMEOUT_SECONDS, toAssetAmount, type X402Asset } from "./x402-challenge.ts";
 
@@ -33,6 +34,8 @@ export interface StoreX402Config {
   facilitatorVersion: FacilitatorVersion;
   maxTimeoutSeconds: number;
   rpcUrl: string | null;
+  /** The store's own currency (`stores.currency`): x402 settles X402_CURRENCIES only. */
+  currency: string;
 }
 
 /** The request's `x402_config` (spec field names). */
@@ -57,8 +60,15 @@ export interface X402Policy {
   enforced: boolean;
   /** X402_FACILITATOR_ALLOWLIST (comma-separated). */
   allowlist: string;
-  /** ALLOW_PRIVATE_URLS */
+  /** ALLOW_PRIVATE_URLS (refused in production by infra/config.ts) */
   allowPrivate: boolean;
+}
+
+/** What `x402Availability` needs of the policy: the allowlist, ALLOW_PRIVATE_URLS, and a resolver in tests. */
+export interface X402AvailabilityPolicy {
+  allowlist: string;
+  allowPrivate: boolean;
+  resolve?: Resolver;
 }
 
 interface Row {
@@ -73,15 +83,16 @@ interface Row {
   facilitator_version: string;
   max_timeout_seconds: number;
   rpc_url: string | null;
+  currency: string;
 }
 
 export async function loadStoreX402Configs(sql: Sql, slugs: readonly string[]): Promise<Map<string, StoreX402Config>> {
   const out = new Map<string, StoreX402Config>();
   if (slugs.length === 0) return out;
   const rows = await sql<Row[]>`
-    SELECT store_slug, pay_to, network, asset_address, asset_name, asset_version, asset_decimals, facilitator_url,
-           facilitator_version, max_timeout_seconds, rpc_url
-    FROM store_x402_config WHERE store_slug IN ${sql([...slugs])}`;
+    SELECT c.store_slug, c.pay_to, c.network, c.asset_address, c.asset_name, c.asset_version, c.asset_decimals, c.facilitator_url,
+           c.facilitator_version, c.max_timeout_seconds, c.rpc_url, s.currency
+    FROM store_x402_config c JOIN stores s ON s.slug = c.store_slug WHERE c.store_slug IN ${sql([...slugs])}`;
   for (const r of rows) {
     out.set(r.store_slug, {
       storeSlug: r.store_slug,
@@ -92,6 +103,7 @@ export async function loadStoreX402Configs(sql: Sql, slugs: readonly string[]): 
       facilitatorVersion: r.facilitator_version === "v1" ? "v1" : "v2",
       maxTimeoutSeconds: r.max_timeout_seconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
       rpcUrl: r.rpc_url,
+      currency: r.currency,
     });
   }
   return out;
@@ -129,6 +141,11 @@ export function parseAllowlist(csv: string): string[] {
     .filter((s) => s.length > 0);
 }
 
+/** Decimals of the currencies an x402 stablecoin leg may be priced in (USDC settles USD carts only). */
+const X402_CURRENCIES: Record<string, number> = { USD: 2 };
+
+const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
 /**
  * Whether the facilitator client may reach a private or loopback address for `url`: with ALLOW_PRIVATE_URLS (never in
  * production), or when the operator's X402_FACILITATOR_ALLOWLIST names it (trusted as written, as it always was: a
@@ -139,31 +156,68 @@ export function facilitatorMayBePrivate(url: string, policy: Pick<X402Policy, "a
   return policy.allowPrivate || isAllowlisted(url, parseAllowlist(policy.allowlist));
 }
 
-const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+/**
+ * Why the merchant's own facilitator URL may not be called, or null when it may: outside the operator's allowlist and
+ * without ALLOW_PRIVATE_URLS it must pass the SSRF guard (https, every address it resolves to public).
+ */
+async function merchantFacilitatorRefused(url: string, policy: X402AvailabilityPolicy): Promise<boolean> {
+  if (facilitatorMayBePrivate(url, policy)) return false;
+  try {
+    await assertPublicUrl(url, policy.resolve ? { resolve: policy.resolve } : {});
+    return false;
+  } catch (err) {
+    if (!(err instanceof ActorError)) throw err;
+    return true;
+  }
+}
 
 /**
  * Whether a store can be paid over x402 at all, and with which facilitator: the one thing the protocols page, the
  * health report and the checkout's refusals must agree on. A store needs its server-side configuration (wallet,
  * network, asset) and a facilitator: its own, or one on the operator's X402_FACILITATOR_ALLOWLIST that the caller
- * names. Without either, every x402 checkout would be refused whatever the agent sends, so it is not advertised.
+ * names. Without either, every x402 checkout would be refused whatever the agent sends, so it is not advertised; nor
+ * is a store selling in a currency x402 does not settle (X402_CURRENCIES: USD; audit B-4, session 17; a leg in another
+ * currency is still refused by `legRequirements`). Its own facilitator overrides the caller's, so one the SSRF guard refuses (outside the allowlist, without
+ * ALLOW_PRIVATE_URLS: a private address, plain http) leaves the store unpayable too (`facilitator_not_public`; the
+ * checkout's 409 STORE_NOT_CONFIGURED), and its URL is not shown.
  */
 export interface X402Availability {
   usable: boolean;
-  /** Why not usable: no server-side configuration, or no facilitator (none configured, none allowed). */
-  reason: "x402_not_configured" | "no_facilitator" | null;
+  /** Why not usable: no server-side configuration, no facilitator (none configured, none allowed), or its own refused. */
+  reason: "x402_not_configured" | "currency_not_supported" | "no_facilitator" | "facilitator_not_public" | null;
   message: string | null;
-  /** The merchant's own facilitator (it overrides the caller's), if any. */
+  /** The merchant's own facilitator (it overrides the caller's), if any and allowed. */
   facilitatorUrl: string | null;
   /** When the merchant has none: the facilitators a caller may name in x402_config.facilitator_url. */
   allowedFacilitators: string[];
 }
 
-export function x402Availability(storeSlug: string, store: StoreX402Config | undefined, allowlistCsv: string): X402Availability {
-  const allowed = parseAllowlist(allowlistCsv);
+export async function x402Availability(storeSlug: string, store: StoreX402Config | undefined, policy: X402AvailabilityPolicy): Promise<X402Availability> {
+  const allowed = parseAllowlist(policy.allowlist);
   if (!store) {
     return { usable: false, reason: "x402_not_configured", message: `Merchant ${storeSlug} has no server-side x402 wallet configured.`, facilitatorUrl: null, allowedFacilitators: [] };
   }
-  if (store.facilitatorUrl) return { usable: true, reason: null, message: null, facilitatorUrl: store.facilitatorUrl, allowedFacilitators: [] };
+  if (X402_CURRENCIES[store.currency] === undefined) {
+    return {
+      usable: false,
+      reason: "currency_not_supported",
+      message: `Merchant ${storeSlug} sells in ${store.currency}; x402 settles ${Object.keys(X402_CURRENCIES).join(", ")} carts only, so pay by card instead.`,
+      facilitatorUrl: null,
+      allowedFacilitators: [],
+    };
+  }
+  if (store.facilitatorUrl) {
+    if (await merchantFacilitatorRefused(store.facilitatorUrl, policy)) {
+      return {
+        usable: false,
+        reason: "facilitator_not_public",
+        message: `Merchant ${storeSlug}'s x402 facilitator URL is not allowed (it must be a public https address), so no x402 payment can be settled here; pay by card instead.`,
+        facilitatorUrl: null,
+        allowedFacilitators: [],
+      };
+    }
+    return { usable: true, reason: null, message: null, facilitatorUrl: store.facilitatorUrl, allowedFacilitators: [] };
+  }
   if (allowed.length > 0) return { usable: true, reason: null, message: null, facilitatorUrl: null, allowedFacilitators: allowed };
   return {
     usable: false,
@@ -176,12 +230,26 @@ export function x402Availability(storeSlug: string, store: StoreX402Config | und
   };
 }
 
-/** Is x402 payable at any store? (the health report's `protocols.x402`) */
-export async function anyStoreX402Usable(sql: Sql, allowlistCsv: string): Promise<boolean> {
-  const anyAllowed = parseAllowlist(allowlistCsv).length > 0;
+/** Distinct merchant facilitators `anyStoreX402Usable` vets at most (in parallel; /health caches the answer a second). */
+const HEALTH_FACILITATORS_VETTED = 20;
+
+/**
+ * Is x402 payable at any store? (the health report's `protocols.x402`), by `x402Availability`'s rule: a store without
+ * a facilitator of its own when the operator allows some, or one whose own facilitator may be called (the first
+ * HEALTH_FACILITATORS_VETTED distinct ones are vetted).
+ */
+export async function anyStoreX402Usable(sql: Sql, policy: X402AvailabilityPolicy): Promise<boolean> {
+  const anyAllowed = parseAllowlist(policy.allowlist).length > 0;
   const [r] = await sql<{ usable: boolean }[]>`
-    SELECT EXISTS (SELECT 1 FROM store_x402_config WHERE facilitator_url IS NOT NULL OR ${anyAllowed}) AS usable`;
-  return r?.usable === true;
+    SELECT EXISTS (SELECT 1 FROM store_x402_config c JOIN stores s ON s.slug = c.store_slug
+                   WHERE c.facilitator_url IS NULL AND ${anyAllowed} AND s.currency IN ${sql(Object.keys(X402_CURRENCIES))}) AS usable`;
+  if (r?.usable === true) return true;
+  const own = await sql<{ facilitator_url: string }[]>`
+    SELECT DISTINCT c.facilitator_url FROM store_x402_config c JOIN stores s ON s.slug = c.store_slug
+    WHERE c.facilitator_url IS NOT NULL AND s.currency IN ${sql(Object.keys(X402_CURRENCIES))}
+    ORDER BY c.facilitator_url LIMIT ${HEALTH_FACILITATORS_VETTED}`;
+  const refused = await Promise.all(own.map((row) => merchantFacilitatorRefused(row.facilitator_url, policy)));
+  return refused.some((no) => !no);
 }
 
 /** The configuration an x402 payment to `store` uses, given the caller's `x402_config`. */
@@ -191,15 +259,21 @@ export async function resolveX402Config(input: {
   caller: CallerX402Config | undefined;
   policy: X402Policy;
   log?: Logger;
+  /** DNS resolver for the SSRF guard (tests). */
+  resolve?: Resolver;
 }): Promise<EffectiveX402Config> {
   const { store, caller, policy, storeSlug } = input;
-  const availability = x402Availability(storeSlug, store, policy.allowlist);
+  const availability = await x402Availability(storeSlug, store, { ...policy, ...(input.resolve ? { resolve: input.resolve } : {}) });
+  if (availability.reason === "facilitator_not_public") {
+    throw fail("STORE_NOT_CONFIGURED", `Merchant ${storeSlug}'s facilitator URL is not allowed.`, { merchant_slug: storeSlug, reason: "facilitator_not_public" });
+  }
   if (!store || !availability.usable) {
     throw fail("PAYMENT_METHOD_NOT_CONFIGURED", availability.message ?? `Merchant ${storeSlug} cannot be paid over x402.`, {
       merchant_slug: storeSlug,
       rail: "x402",
       reason: availability.reason,
       ...(availability.reason === "no_facilitator" ? { allowed_facilitators: [] } : {}),
+      ...(availability.reason === "currency_not_supported" && store ? { currency: store.currency } : {}),
     });
   }
   const overridden: string[] = [];
@@ -247,23 +321,13 @@ export async function resolveX402Config(input: {
     facilitatorUrl = normalizeFacilitatorUrl(asked) as string;
     if (caller?.facilitator_version) facilitatorVersion = caller.facilitator_version;
   }
-  // The operator's allowlist is trusted as written; a merchant-configured URL is vetted like any outside URL.
-  if (!policy.allowPrivate && !isAllowlisted(facilitatorUrl, operatorList)) {
-    try {
-      await assertPublicUrl(facilitatorUrl);
-    } catch (err) {
-      if (!(err instanceof ActorError)) throw err;
-      throw fail("STORE_NOT_CONFIGURED", `Merchant ${storeSlug}'s facilitator URL is not allowed.`, { merchant_slug: storeSlug, reason: "facilitator_not_public" });
-    }
-  }
+  // The operator's allowlist is trusted as written; a merchant-configured URL was vetted like any outside URL
+  // (x402Availability above), and the facilitator client vets it again on every request.
   if (overridden.length > 0) {
     input.log?.warn("x402_config differs from the merchant's configuration; overridden", { merchantSlug: storeSlug, fields: overridden });
   }
   return { ...store, facilitatorUrl, facilitatorVersion, facilitatorAllowPrivate: facilitatorMayBePrivate(facilitatorUrl, policy), overridden };
 }
-
-/** Decimals of the currencies an x402 stablecoin leg may be priced in (USDC settles USD carts only). */
-const X402_CURRENCIES: Record<string, number> = { USD: 2 };
 
 /** The `PaymentRequirements` of one store's leg: the leg's total in the asset's atomic units, paid to the merchant. */
 export function legRequirements(cfg: EffectiveX402Config, leg: { storeId: string; amountMinor: number; currency: string }): PaymentRequirements {

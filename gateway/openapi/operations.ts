@@ -296,9 +296,12 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       402: ["PAYMENT_DECLINED", "PAYMENT_FAILED_ROLLED_BACK", "PAYMENT_NOT_APPROVED", "payment_required"],
       403: [...PREVIEW_403, "policy_blocked", "MANDATE_LIMIT_EXCEEDED"],
       404: [...PREVIEW_404, "not_found"],
-      409: [...PREVIEW_409, "IDEMPOTENCY_KEY_CONFLICT", "STATE_RECONFIRMATION_REQUIRED", "STATE_EXECUTION_BLOCKED", "PAYMENT_CAPTURED_FINALIZATION_FAILED", "PAYMENT_AMOUNT_MISMATCH"],
+      // x402: STORE_NOT_CONFIGURED when the merchant's own facilitator is not allowed (details.reason facilitator_not_public)
+      // or has no v1 name for its network; UPSTREAM_RESPONSE_INVALID when the facilitator's answer is unusable (a
+      // redirect, not a verify/settle answer, too long; docs/x402.md "Calling a facilitator"; audit B-4, session 17)
+      409: [...PREVIEW_409, "IDEMPOTENCY_KEY_CONFLICT", "STATE_RECONFIRMATION_REQUIRED", "STATE_EXECUTION_BLOCKED", "PAYMENT_CAPTURED_FINALIZATION_FAILED", "PAYMENT_AMOUNT_MISMATCH", "STORE_NOT_CONFIGURED"],
       500: ["INTERNAL_ERROR"],
-      502: ["UPSTREAM_ERROR"],
+      502: ["UPSTREAM_ERROR", "UPSTREAM_RESPONSE_INVALID"],
       503: [...PREVIEW_503, "UPSTREAM_UNAVAILABLE"],
     },
   },

@@ -73,7 +73,7 @@ function makeReporter(svc: Services) {
   const x402Ok = async (database: boolean): Promise<boolean> => {
     if (!database) return false;
     if (Date.now() - x402Last.at < PROBE_TTL_MS) return x402Last.ok;
-    const ok = await anyStoreX402Usable(svc.sql, svc.config.X402_FACILITATOR_ALLOWLIST).catch(() => false);
+    const ok = await anyStoreX402Usable(svc.sql, { allowlist: svc.config.X402_FACILITATOR_ALLOWLIST, allowPrivate: svc.config.ALLOW_PRIVATE_URLS }).catch(() => false);
     x402Last = { at: Date.now(), ok };
     return ok;
   };

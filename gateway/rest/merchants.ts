@@ -13,7 +13,7 @@ import { freshnessTier } from "../../search/ranking.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { admitAnonymous, agentAuth, clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { loadStoreX402Configs, x402Availability, type StoreX402Config } from "../../actors/payments/x402-config.ts";
+import { loadStoreX402Configs, x402Availability, type StoreX402Config, type X402AvailabilityPolicy } from "../../actors/payments/x402-config.ts";
 
 /** Other agent-payment protocols the bridge maps onto this store's checkout (gateway/bridge, docs/protocols.md). */
 const BRIDGED_PROTOCOLS = [
@@ -152,8 +152,8 @@ export function merchantDirectoryRoutes(svc: Services) {
  * (x402Availability), so an agent is never shown a rail every payment on which is refused. The values an agent
  * puts in `x402_config` are here too (the merchant's configuration overrides them anyway).
  */
-function x402Entry(slug: string, store: StoreX402Config | undefined, allowlist: string) {
-  const a = x402Availability(slug, store, allowlist);
+async function x402Entry(slug: string, store: StoreX402Config | undefined, policy: X402AvailabilityPolicy) {
+  const a = await x402Availability(slug, store, policy);
   return {
     version: 2,
     scheme: "exact",
@@ -175,10 +175,14 @@ function x402Entry(slug: string, store: StoreX402Config | undefined, allowlist: 
 export async function protocolEntries(svc: Services, store: Pick<StoreRecord, "slug" | "paymentMethods" | "hostedStorefront">) {
   const accepted = checkoutProtocols(store);
   const x402 = accepted.includes("x402") ? (await loadStoreX402Configs(svc.sql, [store.slug])).get(store.slug) : undefined;
+  // the merchant's own facilitator passes the SSRF guard here as at checkout (audit B-4, session 17)
+  const x402Fields = accepted.includes("x402")
+    ? await x402Entry(store.slug, x402, { allowlist: svc.config.X402_FACILITATOR_ALLOWLIST, allowPrivate: svc.config.ALLOW_PRIVATE_URLS })
+    : {};
   return accepted.map((id) => ({
     id,
     ...(PROTOCOLS[id] ?? { name: id, description: "" }),
-    ...(id === "x402" ? x402Entry(store.slug, x402, svc.config.X402_FACILITATOR_ALLOWLIST) : {}),
+    ...(id === "x402" ? x402Fields : {}),
   }));
 }
 
