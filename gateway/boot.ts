@@ -16,6 +16,7 @@ import { attachHost, createTransport, NatsTransport } from "../actors/transport/
 import type { Transport } from "../actors/transport/transport.ts";
 import { bootHooks, type Role } from "../infra/boot-hooks.ts";
 import { checkRoleConfig, loadConfig, normalizeSiteUrl, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
+import { assertKekOpensDeployment } from "../infra/secrets.ts";
 import { openDatabase, type Database } from "../infra/db.ts";
 import { log, setLogLevel } from "../infra/log.ts";
 import { registerPartitionSource } from "../infra/metrics.ts";
@@ -106,6 +107,7 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
     transport = await makeTransport(config, role);
     const client = new ActorClient(transport, { defaultTimeoutMs: config.ACTOR_ASK_TIMEOUT_MS });
     const secretKey = await loadSecretKey(config);
+    await assertKekOpensDeployment(db.sql, secretKey);
     const services: Services = {
       config,
       actors: client,

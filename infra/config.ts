@@ -106,7 +106,7 @@ export const CONFIG_VARS = {
   SECRET_KEY: {
     schema: T.String(),
     default: "",
-    doc: "Key-encryption key (64 hex chars) for secrets at rest. Unset: generated into DATA_DIR/secret.key with a warning.",
+    doc: "Key-encryption key (64 hex chars) for secrets at rest: the same on every gateway and actor host of a deployment (a process whose key does not open the deployment's signing keys refuses to start). Unset: generated into DATA_DIR/secret.key with a warning.",
   },
   METRICS_PORT: {
     schema: Port,

@@ -6,7 +6,8 @@
 import { createHmac } from "node:crypto";
 import type { JWK } from "jose";
 import type { Sql } from "./db.ts";
-import { openString, seal } from "./crypto.ts";
+import { ConfigError } from "./config.ts";
+import { openString, seal, SealError } from "./crypto.ts";
 import { generateJwtKeyPair, type JwtKeyPair } from "./jwt.ts";
 
 export function deriveKey(kek: Uint8Array, purpose: string): Buffer {
@@ -16,6 +17,29 @@ export function deriveKey(kek: Uint8Array, purpose: string): Buffer {
 /** The pepper of agent-key hashes. */
 export function agentKeyPepper(kek: Uint8Array): Buffer {
   return deriveKey(kek, "agent-key-pepper-v1");
+}
+
+/**
+ * Refuses to start a process whose key-encryption key does not open this deployment's sealed keys (audit M-1): a
+ * gateway or actor host started with another SECRET_KEY (or none, generating one in its own DATA_DIR) joined the
+ * deployment healthy, then answered every agent key 401 (the key pepper derives from the KEK) and every log-in 500.
+ * The newest JWT signing key is the probe: every gateway seals and opens it with the KEK. A database without one (a
+ * new deployment) passes: the first gateway creates it.
+ */
+export async function assertKekOpensDeployment(sql: Sql, kek: Uint8Array): Promise<void> {
+  const [row] = await sql<{ sealed_private: string }[]>`
+    SELECT sealed_private FROM signing_keys WHERE purpose = 'jwt' ORDER BY created_at DESC LIMIT 1`;
+  if (!row) return;
+  try {
+    openString(kek, row.sealed_private, "jwt");
+  } catch (err) {
+    if (!(err instanceof SealError)) throw err;
+    throw new ConfigError(
+      "SECRET_KEY",
+      "the deployment's key: it does not open the signing keys sealed in this database (every gateway and actor host of a deployment needs the same SECRET_KEY; without it a process generates its own in DATA_DIR/secret.key)",
+      "<another key>",
+    );
+  }
 }
 
 /** Loads the active JWT signing key, creating it once (safe when several processes start together). */
