@@ -157,8 +157,10 @@ export function facilitatorMayBePrivate(url: string, policy: Pick<X402Policy, "a
 }
 
 /**
- * Why the merchant's own facilitator URL may not be called, or null when it may: outside the operator's allowlist and
- * without ALLOW_PRIVATE_URLS it must pass the SSRF guard (https, every address it resolves to public).
+ * Whether the merchant's own facilitator URL may not be called: outside the operator's allowlist and without
+ * ALLOW_PRIVATE_URLS it must pass the SSRF guard (https, every address it resolves to public). A name that does not
+ * resolve right now is not refused here: like a facilitator that does not answer, that is found out at payment time
+ * (503 UPSTREAM_UNAVAILABLE `unreachable`, retryable, nothing sent), not a configuration to advertise as unusable.
  */
 async function merchantFacilitatorRefused(url: string, policy: X402AvailabilityPolicy): Promise<boolean> {
   if (facilitatorMayBePrivate(url, policy)) return false;
@@ -167,7 +169,7 @@ async function merchantFacilitatorRefused(url: string, policy: X402AvailabilityP
     return false;
   } catch (err) {
     if (!(err instanceof ActorError)) throw err;
-    return true;
+    return err.details?.reason !== "unresolvable";
   }
 }
 

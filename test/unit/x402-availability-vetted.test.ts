@@ -45,6 +45,11 @@ describe("x402Availability", () => {
     expect(facilitatorMayBePrivate("http://10.0.0.2:1", { allowlist: "http://10.0.0.1:1", allowPrivate: false })).toBe(false);
   });
 
+  test("a name that does not resolve right now is not refused (found out at payment time: 503 unreachable, retryable)", async () => {
+    const nowhere: Resolver = async () => Promise.reject(new Error("ENOTFOUND"));
+    expect(await x402Availability("demo-store", store("https://facilitator.example"), { ...strict, resolve: nowhere })).toMatchObject({ usable: true, reason: null });
+  });
+
   test("a store selling in a currency x402 does not settle is not usable (currency_not_supported)", async () => {
     expect(await x402Availability("qualified-eu-shop", store("https://facilitator.example", "EUR"), { ...strict, resolve: toPublic })).toMatchObject({
       usable: false,
