@@ -94,7 +94,8 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
   config.SITE_URL = normalizeSiteUrl(config.SITE_URL ?? "");
   checkRoleConfig(config, role);
   setLogLevel(config.LOG_LEVEL);
-  if (config.NODE_ENV === "production" && usesDefaultAdminCredentials(config)) {
+  // only where they are used: the roles gateway and actors never seed, so the warning there said nothing (audit M-5)
+  if (config.NODE_ENV === "production" && role === "start" && config.SEED_DEMO && usesDefaultAdminCredentials(config)) {
     log.warn("ADMIN_EMAIL/ADMIN_PASSWORD are the dev-only defaults; change them in production");
   }
   if (role !== "start" && !config.DATABASE_URL) throw new Error(`role ${role} needs DATABASE_URL`);

@@ -52,8 +52,8 @@ export const CONFIG_VARS = {
   },
   MEILISEARCH_URL: { schema: T.String({ pattern: "^https?://" }), default: "", doc: "Meilisearch server. Unset: the embedded search engine." },
   MEILISEARCH_KEY: { schema: T.String(), default: "", doc: "Meilisearch API key." },
-  ADMIN_EMAIL: { schema: T.String({ pattern: "^[^@\\s]+@[^@\\s]+$" }), default: "admin@example.com", doc: "Seeded operator account (dev-only default)." },
-  ADMIN_PASSWORD: { schema: T.String({ minLength: 8 }), default: "admin-password", doc: "Password of the seeded operator (dev-only default)." },
+  ADMIN_EMAIL: { schema: T.String({ pattern: "^[^@\\s]+@[^@\\s]+$" }), default: "admin@example.com", doc: "Operator account seeded by `bun run start` (role start) and by `bun run seed` when no operator exists (dev-only default)." },
+  ADMIN_PASSWORD: { schema: T.String({ minLength: 8 }), default: "admin-password", doc: "Password of that seeded operator (dev-only default; with NODE_ENV=production `bun run seed` refuses to create an operator with it)." },
   ALLOW_PRIVATE_URLS: {
     schema: Bool,
     default: true,

@@ -14,6 +14,13 @@
  * A synthetic seed also inserts the operator account when the database has none: `bun run start` seeds the demo
  * data (with the operator) only into a database without stores, so a synthetic catalog seeded first left nobody
  * able to log in (audit U LOW-2).
+ *
+ * The operator is --admin-email / --admin-password, else ADMIN_EMAIL / ADMIN_PASSWORD, else the dev-only defaults.
+ * With NODE_ENV=production (audit M-5: the documented production seed left admin@example.com / admin-password and
+ * the demo merchants' shared password in the database, while the start-up warning had gone quiet because
+ * ADMIN_PASSWORD was set): an operator is never created with the dev-only default password (exit 1), and the
+ * default seed creates the operator only, no demo stores (their merchant accounts share a published password);
+ * `--demo` asks for them and is refused there.
  */
 import postgres from "postgres";
 import { existsSync, readFileSync } from "node:fs";
@@ -25,10 +32,13 @@ import { progressLine, seedSynthetic, SYNTHETIC_SEED } from "./synthetic.ts";
 
 const USAGE = `usage: bun run seed -- [--products N --merchants M] [--seed S] [--batch-size B]
                       [--database-url URL | --data-dir DIR] [--migrate] [--admin-email E --admin-password P]
-  without --products: inserts the deterministic demo data (once; a no-op when stores exist)
+  without --products: inserts the deterministic demo data (once; a no-op when stores exist); with
+                      NODE_ENV=production only the operator account (the demo stores' merchants share a
+                      published password)
   with --products:    inserts a synthetic catalog of N products over M merchants (synth-0001 …), and the
-                      operator account (--admin-email/--admin-password, else the dev-only defaults) when the
-                      database has no operator
+                      operator account when the database has no operator
+  operator:           --admin-email/--admin-password, else ADMIN_EMAIL/ADMIN_PASSWORD, else the dev-only defaults
+                      (refused with NODE_ENV=production)
   database: --database-url, else DATABASE_URL, else the embedded Postgres in DATA_DIR/pg (default ./data),
             running or not`;
 
@@ -60,6 +70,7 @@ async function main(): Promise<void> {
       migrate: { type: "boolean", default: false },
       "admin-email": { type: "string" },
       "admin-password": { type: "string" },
+      demo: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -89,12 +100,27 @@ async function main(): Promise<void> {
     const [reg] = await sql<{ t: string | null }[]>`SELECT to_regclass('public.products')::text AS t`;
     if (!reg?.t) fail("the catalog tables do not exist: apply the migrations first (pass --migrate, or start the service once)");
 
+    const production = process.env.NODE_ENV === "production";
+    const adminEmail = values["admin-email"] ?? (process.env.ADMIN_EMAIL || undefined) ?? DEFAULT_ADMIN_EMAIL;
+    const adminPassword = values["admin-password"] ?? (process.env.ADMIN_PASSWORD || undefined) ?? DEFAULT_ADMIN_PASSWORD;
+    if (production && adminPassword === DEFAULT_ADMIN_PASSWORD && !(await hasOperator(sql))) {
+      fail("NODE_ENV=production: refusing to create the operator with the dev-only default password; pass --admin-password or set ADMIN_PASSWORD", 1);
+    }
+    if (production && values.demo) {
+      fail("NODE_ENV=production: refusing --demo (the demo stores' merchant accounts share a published password); seed demo data outside production", 1);
+    }
+
+    if (values.products === undefined && production) {
+      if (await ensureOperator(sql, adminEmail, adminPassword)) process.stderr.write(`seed: created the operator ${adminEmail}; NODE_ENV=production: no demo stores\n`);
+      else process.stderr.write("seed: an operator account exists; NODE_ENV=production: no demo stores, nothing inserted\n");
+      return;
+    }
     if (values.products === undefined) {
       const started = performance.now();
       const result = await seedDemo(sql, {
         seed: positiveInt("seed", values.seed, DEMO_SEED),
-        adminEmail: values["admin-email"],
-        adminPassword: values["admin-password"],
+        adminEmail,
+        adminPassword,
       });
       const secs = ((performance.now() - started) / 1000).toFixed(2);
       if (!result.inserted) process.stderr.write("seed: the database already has stores; demo data not inserted\n");
@@ -131,10 +157,8 @@ async function main(): Promise<void> {
       `seed: ${result.products.toLocaleString("en-US")} products across ${result.merchants} merchants in ${result.seconds.toFixed(2)}s ` +
         `(${Math.round(result.productsPerSecond).toLocaleString("en-US")} products/s)\n`,
     );
-    // like the demo seed: the flags, else the dev-only defaults (docs/operations.md)
-    const email = values["admin-email"] ?? DEFAULT_ADMIN_EMAIL;
-    const password = values["admin-password"] ?? DEFAULT_ADMIN_PASSWORD;
-    if (await ensureOperator(sql, email, password)) process.stderr.write(`seed: no operator account existed; created ${email}\n`);
+    // like the demo seed: the flags, else the environment, else the dev-only defaults (docs/operations.md)
+    if (await ensureOperator(sql, adminEmail, adminPassword)) process.stderr.write(`seed: no operator account existed; created ${adminEmail}\n`);
     if (serviceRunning) {
       // no catalog.changed event is sent, but the insert trigger stamps change_xid (migration 0076), which the
       // running service's search catch-up follows (docs/search.md "Catch-up")
@@ -175,10 +199,14 @@ function processAlive(pid: number): boolean {
   }
 }
 
+async function hasOperator(sql: postgres.Sql<{}>): Promise<boolean> {
+  const [has] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM users WHERE role = 'operator'`;
+  return (has?.n ?? 0) > 0;
+}
+
 /** Inserts the operator when there is none; true when it did. An existing account with that email is left alone. */
 async function ensureOperator(sql: postgres.Sql<{}>, email: string, password: string): Promise<boolean> {
-  const [has] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM users WHERE role = 'operator'`;
-  if ((has?.n ?? 0) > 0) return false;
+  if (await hasOperator(sql)) return false;
   const hash = await hashPassword(password);
   const rows = await sql`INSERT INTO users (email, password_hash, role) VALUES (${email}, ${hash}, 'operator') ON CONFLICT (email) DO NOTHING RETURNING id`;
   return rows.length > 0;
