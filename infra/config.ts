@@ -65,7 +65,7 @@ export const CONFIG_VARS = {
     default: "info",
     doc: "Structured log level.",
   },
-  SEED_DEMO: { schema: Bool, default: true, doc: "Seed the demo store and merchants on an empty database." },
+  SEED_DEMO: { schema: Bool, default: true, doc: "Seed the demo store and merchants on an empty database (role start). Default false and refused when NODE_ENV=production: the demo merchants share a published password; create the operator with `bun run seed` there." },
   RATE_LIMITS_ENABLED: { schema: Bool, default: true, doc: "Turn rate limits off for benchmarks (headers still sent; refused in production)." },
   LOGIN_LIMIT_PER_IP: {
     schema: T.Integer({ minimum: 1 }),
@@ -265,6 +265,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (!config.RATE_LIMITS_ENABLED) throw new ConfigError("RATE_LIMITS_ENABLED", "true when NODE_ENV=production", "false");
     if (env.ALLOW_PRIVATE_URLS === undefined) config.ALLOW_PRIVATE_URLS = false;
     else if (config.ALLOW_PRIVATE_URLS) throw new ConfigError("ALLOW_PRIVATE_URLS", "false when NODE_ENV=production", "true");
+    // the demo merchants' accounts share a published password (audit M-5): never seeded into a production database;
+    // the operator comes from `bun run seed` there (docs/operations.md "Start order")
+    if (env.SEED_DEMO === undefined) config.SEED_DEMO = false;
+    else if (config.SEED_DEMO) throw new ConfigError("SEED_DEMO", "false when NODE_ENV=production (the demo merchants share a published password)", "true");
   }
   // one address alone must not be able to fill an account's bucket (docs/access.md, log-in buckets)
   if (config.LOGIN_LIMIT_PER_EMAIL <= config.LOGIN_LIMIT_PER_IP) {

@@ -3,6 +3,12 @@ import { readFileSync } from "node:fs";
 import { CONFIG_VARS, ConfigError, MAX_TIMER_MS, checkRoleConfig, loadConfig } from "../../infra/config.ts";
 
 describe("configuration", () => {
+  test("production never seeds the demo merchants, whose accounts share a published password (audit M-5)", () => {
+    expect(loadConfig({ NODE_ENV: "production" }).SEED_DEMO).toBe(false);
+    expect(loadConfig({ NODE_ENV: "production", SEED_DEMO: "false" }).SEED_DEMO).toBe(false);
+    expect(() => loadConfig({ NODE_ENV: "production", SEED_DEMO: "true" })).toThrow(/SEED_DEMO/);
+    expect(loadConfig({}).SEED_DEMO).toBe(true);
+  });
   test("SITE_URL loses its trailing slashes, so links built from it never hold a double slash (audit B-6)", () => {
     expect(loadConfig({ SITE_URL: "https://shop.example/" }).SITE_URL).toBe("https://shop.example");
     expect(loadConfig({ SITE_URL: "https://shop.example//" }).SITE_URL).toBe("https://shop.example");
