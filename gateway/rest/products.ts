@@ -109,9 +109,11 @@ export async function estimateUnitPriceMinor(
     return unitPriceOf({ storeId: product.storeSlug, productId: product.id, quantity: 1, listPriceMinor, currency: product.currency, negotiated }, now.getTime()).unitPriceMinor;
   };
   if (variantId !== undefined) {
-    const variant = product.variants.find((v) => v.id === variantId);
+    // ids compare lowercased, as the cart's lines do (review R-9: an upper-case id the cart accepts was 404 here)
+    const id = variantId.toLowerCase();
+    const variant = product.variants.find((v) => v.id === id);
     if (variant === undefined) throw onMissing(variantId);
-    return unitOf(variantId, variant);
+    return unitOf(id, variant);
   }
   if (product.variants.length === 0) return unitOf(undefined, undefined);
   let lowest = Infinity;
