@@ -7,6 +7,7 @@ import { Elysia, t } from "elysia";
 import { storeCommerce } from "../../actors/store/commerce.ts";
 import { listAllowlistPage, listRefundsPage } from "../../actors/store/merchant-reads.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
+import { unstorableField } from "../../actors/store/ingest.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
@@ -34,6 +35,10 @@ export function merchantOrderRoutes(svc: Services) {
       "/api/v1/merchant/stores/:slug/orders/:id/status",
       async ({ params, body, user }) => {
         await assertStoreWriter(svc.sql, params.slug, user);
+        // Text Postgres cannot store as sent (a NUL, a lone surrogate) is refused naming the field, not a bare 400
+        // from the write (review R-8: the merchant's twin of audit A-4)
+        const unstorable = body.note === undefined ? null : unstorableField(body.note, "note");
+        if (unstorable) throw fail("validation_error", `note ${unstorable.message}.`, { location: "body", field: "note" });
         return ok(
           await svc.actors
             .ask(storeCommerce, params.slug, "setOrderStatus", {
