@@ -15,6 +15,7 @@ import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import type { Services } from "../services.ts";
 import { asRecord, getCart } from "./common.ts";
 import { isUuid } from "../../infra/uuid.ts";
+import { isIsoCountryCode } from "../../actors/store/schemas.ts";
 
 export interface Destination {
   countryCode: string;
@@ -52,7 +53,9 @@ export interface Priced {
 
 /** A destination from an address with a country (alpha-2) and a postal code; `field` names the input for errors. */
 export function destinationOf(country: unknown, postalCode: unknown, field: string): Destination {
-  if (typeof country !== "string" || !/^[A-Za-z]{2}$/.test(country.trim())) {
+  // an ISO code, checked here with the protocol's field: the cart's own check would name `country_code`, a member
+  // ACP and UCP do not have (review R-2: "ZZ" passed this shape test and came back 400 on $.country_code)
+  if (typeof country !== "string" || !/^[A-Za-z]{2}$/.test(country.trim()) || !isIsoCountryCode(country.trim().toUpperCase())) {
     throw fail("INVALID_ARGUMENT", `${field} needs a country (ISO 3166-1 alpha-2, e.g. US).`, { field });
   }
   if (typeof postalCode !== "string" || postalCode.trim().length === 0 || postalCode.trim().length > 20) {
