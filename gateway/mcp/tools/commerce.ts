@@ -22,6 +22,8 @@ import { orderTotalMinor } from "../../../actors/store/order-rows.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
 import { findStore, shippingZonesOf } from "../../../actors/store/reads.ts";
+import { unstorableField } from "../../../actors/store/ingest.ts";
+import { isIsoCountryCode } from "../../../actors/store/schemas.ts";
 import { agentCanceledUnpaid, cancelPendingAsAgent, notCancellable, orderView } from "../../rest/orders.ts";
 import { estimateUnitPriceMinor, shippingEstimate } from "../../rest/products.ts";
 import { AnsweredWithoutAsking, defineTool, type ConfirmRequest, type ToolContext } from "../registry.ts";
@@ -901,7 +903,7 @@ export const getShippingRates = defineTool({
   confirmation: false,
   errors: {
     MISSING_REQUIRED_ARGUMENT: "neither cart_id nor product_id (details.field)",
-    INVALID_ARGUMENT: "an option_id that is not one of the cart's options for that destination (details.field)",
+    INVALID_ARGUMENT: "an option_id that is not one of the cart's options for that destination (details.field), or a country_code that is no ISO 3166-1 country (details.field = country_code)",
     PRODUCT_NOT_FOUND: "with product_id: not a product of this store, or a variant_id the product does not have (details.field)",
     CART_NOT_MUTABLE: "a cart already paid or expired, or a stale expected revision",
     CART_NOT_FOUND: "with cart_id: unknown or another caller's cart, or a cart none of whose items is this store's",
@@ -921,6 +923,10 @@ export const getShippingRates = defineTool({
     }
     if (a.product_id === undefined) throw fail("MISSING_REQUIRED_ARGUMENT", "Pass cart_id (to ship a cart) or product_id (an estimate).", { field: "cart_id" });
     if (a.option_id !== undefined) throw fail("INVALID_ARGUMENT", "option_id picks a cart's shipping; pass it with cart_id.", { field: "option_id" });
+    // as the cart path (the cart actor) and REST's estimate refuse it (review R-4: "ZZ" was 200 shippable:false here)
+    if (!isIsoCountryCode(a.country_code.toUpperCase())) {
+      throw fail("INVALID_ARGUMENT", `${a.country_code} is not an ISO 3166-1 alpha-2 country code.`, { field: "country_code" });
+    }
     const { product, store } = await storeProduct(ctx, a.product_id);
     // A store with no zones ships free, in the estimate as in its carts (docs/checkout.md "Shipping").
     const zones = await shippingZonesOf(ctx.svc.sql, store.slug);
@@ -1213,7 +1219,7 @@ export const onxCreateReturn = defineTool({
     ORDER_NOT_FOUND: "another caller's order, or a key the merchant blocked; answered before the human is asked (without idempotency_key)",
     IDEMPOTENCY_KEY_CONFLICT: "the idempotency_key was used for a request with another amount or reason",
     INVALID_ARGUMENT:
-      "an amount above what is still refundable: captured less refunded and in flight (details.field = amount, details.refundable_minor); answered before the human is asked (without idempotency_key)",
+      "an amount above what is still refundable: captured less refunded and in flight (details.field = amount, details.refundable_minor); answered before the human is asked (without idempotency_key); a reason Postgres cannot store as sent, e.g. a lone UTF-16 surrogate (details.field = reason), answered before the human is asked",
     NOT_ELIGIBLE:
       "an order in no refundable status (details.status), nothing left to refund (details.refundable_minor = 0), or 5 requests of the order already waiting for the merchant (details.reason = too_many_open_refunds, open_refunds, max_open_refunds); answered before the human is asked (without idempotency_key); customer endpoint: an order of the customer another agent key placed (details.reason = placed_by_another_agent), or one the merchant recorded (paid outside the service: details.reason = recorded_by_merchant); answered before the human is asked",
   },
@@ -1221,6 +1227,10 @@ export const onxCreateReturn = defineTool({
   // here, as provision_wallet's and negotiate_price's "no more of this" are (fuzz F2-2)
   translate: { conflict: "NOT_ELIGIBLE" },
   async summarize(a, ctx) {
+    // before the human is asked, with or without an idempotency key, as REST refuses it (review R-3 of audit A-4's fix:
+    // a lone surrogate passed the schema's no-NUL pattern, the human approved, then the store answered 400)
+    const unstorable = a.reason === undefined ? null : unstorableField(a.reason, "reason");
+    if (unstorable) throw fail("INVALID_ARGUMENT", `reason ${unstorable.message}.`, { field: "reason" });
     const o = await writableOrder(ctx, a.order_id, "return");
     const amount = await returnAmountToAsk(ctx, o.order_id, a);
     return { summary: `Request a refund of ${money(amount, o.currency)} for order ${o.order_id} at ${storeName(ctx)}.`, facts: { amount: toMajor(amount, o.currency), currency: o.currency } };
