@@ -37,28 +37,35 @@ function scaled(unitsPerMajor: number): RiskAmountLimits {
 }
 
 /**
- * Zero-decimal currencies whose unit is worth far less than a dollar need their own numbers, or ¥1,001 (about 7 USD)
- * would need a step-up and CLP 1,001 (about 1 USD) too: their limits are about what 1,000 / 10,000 / 250 US dollars
- * are worth (rounded rates, fixed here on purpose: the gate takes no FX feed). Every other currency takes the limits in
- * its own major units, scaled by its ISO 4217 exponent (`limitsFor`), so 1,000.000 KWD in a three-decimal currency.
+ * Currencies whose unit is worth far less than a dollar (under ~0.2 USD), in rounded units per US dollar: with the
+ * limits in their own major unit, ¥1,001 (about 7 USD) or CLP 1,001 (about 1 USD) would need a step-up, and Rp 10,001
+ * (about 0.6 USD) would be blocked (review R-5: the session-16 fix covered zero-decimal currencies only, so IDR, INR,
+ * IQD, COP and the like kept limits of a few dollars to a few hundred). Their limits are about what 1,000 / 10,000 /
+ * 250 US dollars are worth. Rounded rates, fixed here on purpose: the gate takes no FX feed, and an order of
+ * magnitude is what it needs (a limit 20 % off moves a threshold, a limit 100x off makes the gate useless). Every
+ * other currency (unit between ~0.2 and ~5 USD: EUR, GBP, CHF, PLN, BRL, PEN, KWD, BHD, …) takes the limits in its own
+ * major unit, scaled by its ISO 4217 exponent (`limitsFor`), so 1,000.000 KWD in a three-decimal currency.
  */
+export const UNITS_PER_USD: Readonly<Record<string, number>> = {
+  // zero-decimal (ISO 4217 exponent 0)
+  BIF: 2_900, CLP: 950, DJF: 180, GNF: 8_600, ISK: 140, KMF: 450, PYG: 7_500, RWF: 1_400, UGX: 3_700, VND: 25_000,
+  VUV: 120, XAF: 600, XOF: 600, XPF: 110,
+  // two-decimal
+  AMD: 390, ARS: 1_000, BDT: 120, CNY: 7, COP: 4_000, CRC: 510, CZK: 23, DKK: 7, DOP: 60, DZD: 135, EGP: 50,
+  ETB: 120, GHS: 15, HKD: 8, HUF: 360, IDR: 16_000, INR: 85, IRR: 42_000, JMD: 157, KES: 130, KGS: 87, KHR: 4_000,
+  KZT: 500, LAK: 21_500, LBP: 89_500, LKR: 300, MAD: 10, MKD: 57, MMK: 2_100, MNT: 3_400, MXN: 18, MUR: 46,
+  MWK: 1_750, MZN: 64, NGN: 1_500, NIO: 37, NOK: 11, NPR: 136, PHP: 57, PKR: 280, RSD: 105, RUB: 90, SEK: 11,
+  SLE: 23, SOS: 570, SYP: 13_000, THB: 35, TJS: 11, TRY: 38, TTD: 7, TWD: 32, TZS: 2_600, UAH: 41, UYU: 40,
+  UZS: 12_500, VES: 100, YER: 250, ZAR: 18, ZMW: 27,
+  // three-decimal
+  IQD: 1_310,
+};
+
+/** Own limits: JPY and KRW as fixed before (round figures), the rest from UNITS_PER_USD in each currency's minor units. */
 export const RISK_AMOUNT_LIMITS: Readonly<Record<string, RiskAmountLimits>> = {
+  ...Object.fromEntries(Object.entries(UNITS_PER_USD).map(([code, perUsd]) => [code, scaled(perUsd * 10 ** minorUnitExponent(code))])),
   JPY: { stepUpOverMinor: 150_000, blockOverMinor: 1_500_000, newKeyStepUpOverMinor: 40_000 },
   KRW: { stepUpOverMinor: 1_300_000, blockOverMinor: 13_000_000, newKeyStepUpOverMinor: 330_000 },
-  BIF: scaled(2_900),
-  CLP: scaled(950),
-  DJF: scaled(180),
-  GNF: scaled(8_600),
-  ISK: scaled(140),
-  KMF: scaled(450),
-  PYG: scaled(7_500),
-  RWF: scaled(1_400),
-  UGX: scaled(3_700),
-  VND: scaled(25_000),
-  VUV: scaled(120),
-  XAF: scaled(600),
-  XOF: scaled(600),
-  XPF: scaled(110),
 };
 
 /** A currency's limits: its own row, else 1,000 / 10,000 / 250 of its major unit in its minor units. */

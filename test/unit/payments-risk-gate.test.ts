@@ -29,6 +29,13 @@ describe("risk rules", () => {
     ["a key 59 minutes old spending 250.001 KWD", { keyCreatedAt: NOW - 59 * 60_000, amountMinor: 250_001, currency: "KWD" }, "step_up", ["NEW_KEY_HIGH_AMOUNT"]],
     ["CLP 100,000 (about 100 USD, zero-decimal with its own row)", { amountMinor: 100_000, currency: "CLP" }, "allow", []],
     ["CLP 950,001 (above about 1,000 USD)", { amountMinor: 950_001, currency: "CLP" }, "step_up", ["AMOUNT_STEP_UP"]],
+    // review R-5: two- and three-decimal currencies of small unit kept limits of a few dollars (IDR blocked above ~0.63 USD)
+    ["Rp 160,000.00 (about 10 USD, two-decimal currency of small unit)", { amountMinor: 16_000_000, currency: "IDR" }, "allow", []],
+    ["Rp 16,000,000.01 (above about 1,000 USD)", { amountMinor: 1_600_000_001, currency: "IDR" }, "step_up", ["AMOUNT_STEP_UP"]],
+    ["₹50,000.00 (about 590 USD)", { amountMinor: 5_000_000, currency: "INR" }, "allow", []],
+    ["₹850,000.01 (above about 10,000 USD)", { amountMinor: 85_000_001, currency: "INR" }, "block", ["AMOUNT_BLOCK"]],
+    ["IQD 1,000,000.000 (about 760 USD, three-decimal currency of small unit)", { amountMinor: 1_000_000_000, currency: "IQD" }, "allow", []],
+    ["a key 59 minutes old spending ₹20,000.00 (about 235 USD)", { keyCreatedAt: NOW - 59 * 60_000, amountMinor: 2_000_000, currency: "INR" }, "allow", []],
     ["a currency written in lower case takes its own row", { amountMinor: 150_001, currency: "jpy" }, "step_up", ["AMOUNT_STEP_UP"]],
     ["9 checkouts in the last hour", { recentCheckoutTimes: Array(9).fill(NOW - 1) }, "allow", []],
     ["10 checkouts in the last hour", { recentCheckoutTimes: Array(10).fill(NOW - 1) }, "step_up", ["VELOCITY_STEP_UP"]],
