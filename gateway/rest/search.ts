@@ -71,6 +71,36 @@ export function refuseUnknownFilters(raw: unknown): void {
   }
 }
 
+/**
+ * A filter sent at the top level of the body, where SearchRequest has no such field: MCP search_products' argument
+ * names (max_price, min_price, in_stock_only, category) and the filter names themselves (maxPrice, …). The body
+ * keeps unknown top-level fields (it carries `deduplicate`), so these were dropped and the search ran unfiltered with
+ * a 200: wrong results with no hint (audit M-4; audit E fixed the same inside `filters`). Each names where it goes.
+ * Other unknown top-level fields stay accepted and ignored, as the spec's open request allows.
+ */
+const MISPLACED_FILTERS: Readonly<Record<string, string>> = {
+  max_price: "maxPrice",
+  min_price: "minPrice",
+  in_stock_only: "inStock",
+  in_stock: "inStock",
+  min_trust_score: "minTrustScore",
+  verification_level: "verificationLevel",
+  ...Object.fromEntries(SEARCH_FILTER_NAMES.map((n) => [n, n])),
+};
+
+export function refuseMisplacedFilters(raw: unknown): void {
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return;
+  for (const name of Object.keys(raw)) {
+    const filter = Object.hasOwn(MISPLACED_FILTERS, name) ? MISPLACED_FILTERS[name] : undefined;
+    if (filter === undefined) continue;
+    throw fail("validation_error", `Invalid body field '${name}': filters go inside 'filters' (filters.${filter}); at the top level it would be ignored`, {
+      location: "body",
+      field: name,
+      expected: `filters.${filter}`,
+    });
+  }
+}
+
 /** The spec's `deduplicate`: read from the raw body, outside the validated schema; only `true` (or "true") turns it on. */
 export function rawDeduplicate(raw: unknown): boolean {
   if (!raw || typeof raw !== "object") return false;
@@ -107,6 +137,7 @@ export function searchRoutes(svc: Services) {
         // runs before validation: the raw body still holds every field the caller sent
         transform({ body, request }) {
           refuseUnknownFilters(body);
+          refuseMisplacedFilters(body);
           rawFlags.set(request, rawDeduplicate(body));
         },
         body: SearchRequest,
@@ -116,7 +147,8 @@ export function searchRoutes(svc: Services) {
           summary: "Search the multi-merchant catalog",
           description:
             "Eligible merchants only (BASIC or higher, trust >= 0.3, not suspended). Score = text × 0.55 + trust × 0.25 + freshness × 0.10 + in_stock × 0.10; " +
-            "deprioritized stores × 0.8. `deduplicate: true` (raw body) collapses near-duplicate titles across merchants.",
+            "deprioritized stores × 0.8. `deduplicate: true` (raw body) collapses near-duplicate titles across merchants. " +
+            "A filter at the top level of the body (maxPrice, or MCP's max_price, min_price, in_stock_only, category) is 400 validation_error naming where it goes (details.expected), never silently ignored.",
           security: [{ agentApiKey: [] }],
         },
       },
