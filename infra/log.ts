@@ -11,16 +11,34 @@ import { AsyncLocalStorage } from "node:async_hooks";
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 /** Field names whose values are secrets: redacted here, and never quoted back in a validation error (gateway). */
-export const SECRET_FIELD = /(pass(word)?|secret|token|api[-_]?key|authorization|private[-_]?key|^key$|cookie)/i;
-/** Secret-looking values inside free text: our key/secret/token prefixes, JWTs, bearer tokens, 32-byte hex keys. */
-const SECRET_VALUES: readonly [RegExp, string][] = [
+// `signature` and `^x[-_]payment` (audit M-9): an x402 payment's `signature` field, its PAYMENT-SIGNATURE header (the
+// whole base64 payload: an EIP-3009 authorization and its signature, spendable by whoever holds it until validBefore)
+// and the older X-PAYMENT header. Anchored, so `max_payment` is not one.
+export const SECRET_FIELD = /(pass(word)?|secret|token|api[-_]?key|authorization|private[-_]?key|^key$|cookie|signature|^x[-_]payment)/i;
+
+/**
+ * Base64 (or base64url) of a JSON object ("eyJ" is `{"`) that holds a signature or an authorization, such as an x402
+ * payment payload quoted in an error text; other base64 JSON (a search cursor, say) is left alone. Only strings that
+ * already matched the pattern are decoded, so ordinary log lines pay for the regex alone.
+ */
+function redactSignedBase64Json(match: string): string {
+  const text = Buffer.from(match, "base64").toString("latin1");
+  return /"(signature|authorization)"/i.test(text) ? "[redacted-signed-payload]" : match;
+}
+
+/**
+ * Secret-looking values inside free text: our key/secret/token prefixes, JWTs, bearer tokens, 32-byte hex keys and
+ * longer hex (a 65-byte x402/EVM signature is 0x + 130 hex), base64 JSON holding a signature (x402 payloads).
+ */
+const SECRET_VALUES: readonly [RegExp, string | ((match: string) => string)][] = [
   // an agent key keeps its 12-character lookup prefix (not secret: docs/access.md), the only handle an operator has
   // to tie a line to a key row; anything shorter than a prefix plus one character is dropped whole
   [/\bagnt_([0-9A-Za-z]{12})[A-Za-z0-9_-]+/g, "agnt_$1…[redacted]"],
   [/\b(agnt_|whsec_|rt_|mcps_)(?![0-9A-Za-z]{12}…\[redacted\])[A-Za-z0-9_-]+/g, "$1[redacted]"],
   [/\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, "[redacted-jwt]"],
   [/(Bearer\s+)[A-Za-z0-9._~+/=-]+/gi, "$1[redacted]"],
-  [/\b0x[0-9a-fA-F]{64}\b/g, "0x[redacted]"],
+  [/\b0x[0-9a-fA-F]{64,}\b/g, "0x[redacted]"],
+  [/\beyJ[A-Za-z0-9+/_-]{40,}={0,2}/g, redactSignedBase64Json],
 ];
 
 export type LogFields = Record<string, unknown>;
@@ -77,7 +95,7 @@ export function inRequest<R>(id: string | undefined, fn: () => R): R {
 }
 
 export function redact(value: unknown, depth = 0): unknown {
-  if (typeof value === "string") return SECRET_VALUES.reduce((v, [re, to]) => v.replace(re, to), value);
+  if (typeof value === "string") return SECRET_VALUES.reduce((v, [re, to]) => (typeof to === "string" ? v.replace(re, to) : v.replace(re, to)), value);
   if (value instanceof Error) return { name: value.name, message: redact(value.message) };
   if (value === null || typeof value !== "object" || depth > 4) return value;
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
