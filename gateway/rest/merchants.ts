@@ -15,8 +15,12 @@ import { admitAnonymous, agentAuth, clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { loadStoreX402Configs, x402Availability, type StoreX402Config, type X402AvailabilityPolicy } from "../../actors/payments/x402-config.ts";
 
-/** Other agent-payment protocols the bridge maps onto this store's checkout (gateway/bridge, docs/protocols.md). */
-const BRIDGED_PROTOCOLS = [
+/**
+ * Other agent-payment protocols the bridge maps onto this store's checkout (gateway/bridge, docs/protocols.md): the
+ * `bridge` of REST's protocols read and of MCP get_supported_protocols alike (audit M-6: the tool gave ["acp", …],
+ * another JSON type under the same name).
+ */
+export const BRIDGED_PROTOCOLS: readonly { id: string; name: string; endpoint: string }[] = [
   { id: "acp", name: "Agentic Commerce Protocol", endpoint: "/api/v1/agent/acp/checkout_sessions" },
   { id: "ap2", name: "Agent Payments Protocol (payment mandates)", endpoint: "/api/v1/agent/ap2/payment-mandates" },
   { id: "ucp", name: "Universal Commerce Protocol", endpoint: "/api/v1/agent/ucp/checkout-sessions" },

@@ -210,6 +210,37 @@ export function agentCheckoutOpen(score0to1: number, verificationLevel: Verifica
   );
 }
 
+/**
+ * A merchant's trust explanation: REST `GET /agent/merchants/{slug}/trust-explanation` and MCP get_trust_explanation
+ * give this same object (audit M-6: the tool had its own copy without score, engines, confidence_level,
+ * operational_status, the trend's delta and window, and the machine-readable recommendation_code). Eligibility is
+ * the caller's to check.
+ */
+export async function trustExplanation(svc: Services, slug: string) {
+  const { row, score } = await currentScore(svc, slug);
+  const now = svc.clock.now();
+  const points = await readTrustHistory(svc.sql, slug, new Date(now - TREND_WINDOW_DAYS * 86_400_000));
+  const sel = score.selected;
+  const ex = explainTrust(sel, points, now);
+  return {
+    merchant: slug,
+    trust_score: sel.score0to1,
+    score: sel.score0to100,
+    engines: sel.engines,
+    confidence_level: sel.confidence_level,
+    display_band: displayBand(sel.score0to1),
+    operational_status: score.status,
+    strengths: ex.strengths,
+    weaknesses: ex.weaknesses,
+    trend: ex.trend,
+    trend_delta_0to1: ex.trendDelta0to1,
+    trend_window_days: TREND_WINDOW_DAYS,
+    recommendation: ex.recommendation,
+    recommendation_code: ex.recommendationCode,
+    computed_at: row.computed_at.toISOString(),
+  };
+}
+
 /** Agent-key reads. */
 export function trustAgentRoutes(svc: Services) {
   return new Elysia({ name: "trust-agent-routes" }).use(agentAuth(svc)).get(
@@ -231,30 +262,10 @@ export function trustAgentRoutes(svc: Services) {
       // Not in the stores table's slug format: names no store (and a NUL byte must not reach SQL as a 500).
       if (!SLUG_FORMAT.test(params.slug)) throw notFound();
       if (!(await eligible())) throw notFound();
-      const { row, score } = await currentScore(svc, params.slug);
+      const view = await trustExplanation(svc, params.slug);
       // An on-demand first score may have moved the store below eligibility.
       if (!(await eligible())) throw notFound();
-      const now = svc.clock.now();
-      const points = await readTrustHistory(svc.sql, params.slug, new Date(now - TREND_WINDOW_DAYS * 86_400_000));
-      const sel = score.selected;
-      const ex = explainTrust(sel, points, now);
-      return ok({
-        merchant: params.slug,
-        trust_score: sel.score0to1,
-        score: sel.score0to100,
-        engines: sel.engines,
-        confidence_level: sel.confidence_level,
-        display_band: displayBand(sel.score0to1),
-        operational_status: score.status,
-        strengths: ex.strengths,
-        weaknesses: ex.weaknesses,
-        trend: ex.trend,
-        trend_delta_0to1: ex.trendDelta0to1,
-        trend_window_days: TREND_WINDOW_DAYS,
-        recommendation: ex.recommendation,
-        recommendation_code: ex.recommendationCode,
-        computed_at: row.computed_at.toISOString(),
-      });
+      return ok(view);
     },
     {
       params: t.Object({ slug: t.String({ minLength: 1 }) }),

@@ -12,7 +12,7 @@ import { findEligibleProducts, getEligibleProduct, toProductDetail } from "../..
 import type { SortOrder } from "../../../search/ranking.ts";
 import { getSearchService } from "../../../search/service.ts";
 import { productComparison, resolveComparable } from "../../rest/compare.ts";
-import { merchantProfile, preferredProtocol, protocolEntries, returnPolicy } from "../../rest/merchants.ts";
+import { BRIDGED_PROTOCOLS, merchantProfile, preferredProtocol, protocolEntries, returnPolicy } from "../../rest/merchants.ts";
 import { productAvailability, productPriceHistory } from "../../rest/products.ts";
 import { SEARCH_CATEGORY_MAX_CHARS, SEARCH_PAGE_MAX, SEARCH_QUERY_MAX_CHARS } from "../../rest/search.ts";
 import { CodePointString } from "../../plugins/schema-formats.ts";
@@ -376,7 +376,7 @@ export const getSupportedProtocols = defineTool({
       slug: s.slug,
       protocols: await protocolEntries(ctx.svc, s),
       preferred: preferredProtocol(s),
-      bridge: ["acp", "ap2", "ucp"],
+      bridge: BRIDGED_PROTOCOLS,
       mcp: { endpoint: base, discovery: `${base}/discovery`, customer: `${base}/customer`, checkout: `${base}/checkout`, protocolVersion: "2025-11-25" },
     };
   },

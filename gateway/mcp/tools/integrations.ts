@@ -17,13 +17,12 @@ import { amountProblem } from "../../../actors/store/ingest.ts";
 import { assertBidCurrency, noLineAtListPrice, priorBidRounds, refuseBid } from "../../../actors/store/negotiation.ts";
 import { currencyProblem, toMinor } from "../../../actors/store/schemas.ts";
 import { displayBand } from "../../../actors/trust/bands.ts";
-import { explainTrust, TREND_WINDOW_DAYS, type HistoryPoint } from "../../../actors/trust/explain.ts";
 import { discardBody, fetchVetted, readBoundedJson, ResponseTooLargeError, ResponseUndecodableError } from "../../../infra/outbound-http.ts";
 import { assertPublicUrl, type Resolver, type VettedUrl } from "../../../infra/ssrf.ts";
 import { toMajor } from "../../../search/money.ts";
 import { tokenService } from "../../identity.ts";
 import { orderTotals } from "../../rest/orders.ts";
-import { currentScore } from "../../rest/trust.ts";
+import { currentScore, trustExplanation } from "../../rest/trust.ts";
 import { customerBuyerRef } from "../identity.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
 import { cartIdArg, money, ofThisStore, ownerId } from "./commerce.ts";
@@ -481,25 +480,9 @@ export const getTrustExplanation = defineTool({
   auth: "public",
   scopes: ["merchants:read"],
   confirmation: false,
+  // the REST route's object (gateway/rest/trust.ts trustExplanation): the same fields on both surfaces (audit M-6)
   async handler(_a, ctx) {
-    const slug = ctx.store.slug;
-    const { row, score } = await currentScore(ctx.svc, slug);
-    const now = ctx.svc.clock.now();
-    const history = await ctx.svc.sql<{ computed_at: Date; score_0to1: string; engine: "v41" | "v2"; verified_evidence: number }[]>`
-      SELECT computed_at, score_0to1, engine, verified_evidence FROM trust_score_history
-      WHERE store_slug = ${slug} AND computed_at >= ${new Date(now - TREND_WINDOW_DAYS * 86_400_000)} ORDER BY computed_at`;
-    const points: HistoryPoint[] = history.map((h) => ({ at: h.computed_at.getTime(), score0to1: Number(h.score_0to1), engine: h.engine, verifiedEvidence: h.verified_evidence }));
-    const ex = explainTrust(score.selected, points, now);
-    return {
-      merchant: slug,
-      trust_score: score.selected.score0to1,
-      display_band: displayBand(score.selected.score0to1),
-      strengths: ex.strengths,
-      weaknesses: ex.weaknesses,
-      trend: ex.trend,
-      recommendation: ex.recommendation,
-      computed_at: row.computed_at.toISOString(),
-    };
+    return trustExplanation(ctx.svc, ctx.store.slug);
   },
 });
 
