@@ -195,6 +195,14 @@ function acceptsJson(request: Request): boolean {
   return !accept || accept.includes("application/json") || accept.includes("*/*");
 }
 
+/** How long the headers of an answer to a fault may wait for the address's buckets: best effort, never a deadline. */
+const PEEK_AFTER_FAULT_MS = 1_000;
+
+/** The fault is that no actor host answered: peeking the buckets would ask the same absent hosts. */
+function actorsDown(err: unknown): boolean {
+  return err instanceof ActorError && (err.code === "actor_unavailable" || err.code === "service_unavailable");
+}
+
 export class McpGateway {
   readonly table: ToolTable;
   /** This gateway's SDK copies of sessions (opened here or adopted), by id. */
@@ -837,10 +845,10 @@ export class McpGateway {
    * buckets on this endpoint as anonymous traffic meets them, nothing consumed. The credential is not looked at:
    * nothing was asked of it yet.
    */
-  private async peekAddress(ip: string, headers: Headers, slug: string, endpoint: Endpoint): Promise<void> {
+  private async peekAddress(ip: string, headers: Headers, slug: string, endpoint: Endpoint, timeoutMs?: number): Promise<void> {
     const ctx = { surface: surfaceOf(endpoint, slug, false), ip };
     if (!this.svc.config.RATE_LIMITS_ENABLED) setStaticRateHeaders(headers, ctx);
-    else setRateHeaders(headers, await peekBuckets(this.svc, bucketsFor(ctx)));
+    else setRateHeaders(headers, await peekBuckets(this.svc, bucketsFor(ctx), timeoutMs === undefined ? {} : { timeoutMs }));
   }
 
   /**
@@ -925,11 +933,13 @@ export class McpGateway {
       res = await this.handleMessage(request, slug, endpoint, ip, out);
     } catch (err) {
       // a 500/503 built by the error plugin from `set.headers`: best effort, the fault may be the bus itself
-      if (headers["x-ratelimit-limit"] === undefined) await this.peekAddress(ip, headers, slug, endpoint).catch(() => undefined);
+      if (headers["x-ratelimit-limit"] === undefined && !actorsDown(err)) await this.peekAddress(ip, headers, slug, endpoint, PEEK_AFTER_FAULT_MS).catch(() => undefined);
       throw err;
     }
     if (typeof res === "string") {
-      if (headers["x-ratelimit-limit"] === undefined) await this.peekAddress(ip, headers, slug, endpoint);
+      // a 503 answered because no actor host responded: asking the ip actor again would only wait another whole
+      // deadline for the headers (audit M-8: MCP answered an outage after two deadlines, REST after one)
+      if (headers["x-ratelimit-limit"] === undefined && out.status !== 503) await this.peekAddress(ip, headers, slug, endpoint);
     } else if (!res.headers.has("x-ratelimit-limit")) {
       await this.peekAddress(ip, headers, slug, endpoint);
       for (const h of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]) if (headers[h] !== undefined) res.headers.set(h, String(headers[h]));

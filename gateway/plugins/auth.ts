@@ -125,7 +125,8 @@ export async function admitOthers(svc: Services, buckets: BucketDescriptor[], he
  * (MCP protocol messages other than tools/call and initialize, docs/access.md). Asks each owner once; an agent key's
  * buckets (owner `agent/<prefix>`) are asked of its actor, which the caller must have authenticated first.
  */
-export async function peekBuckets(svc: Services, buckets: readonly BucketDescriptor[]): Promise<RateView | null> {
+export async function peekBuckets(svc: Services, buckets: readonly BucketDescriptor[], opts: { timeoutMs?: number } = {}): Promise<RateView | null> {
+  const ask = opts.timeoutMs === undefined ? undefined : { timeoutMs: opts.timeoutMs };
   const byOwner = new Map<string, { id: string; limit: number; windowMs: number }[]>();
   for (const { id, limit, windowMs, owner } of buckets) {
     const list = byOwner.get(owner);
@@ -135,8 +136,8 @@ export async function peekBuckets(svc: Services, buckets: readonly BucketDescrip
   const views = await Promise.all(
     [...byOwner].map(([owner, specs]) =>
       owner.startsWith("agent/")
-        ? svc.actors.ask(agentActor, owner.slice("agent/".length), "peek", { buckets: specs })
-        : svc.actors.ask(ipActor, owner, "peek", { buckets: specs }),
+        ? svc.actors.ask(agentActor, owner.slice("agent/".length), "peek", { buckets: specs }, ask)
+        : svc.actors.ask(ipActor, owner, "peek", { buckets: specs }, ask),
     ),
   );
   let rate: RateView | null = null;
