@@ -42,6 +42,20 @@ describe("API answers are never stored by a cache", () => {
     expect(foreign.headers.get("cache-control")).toBe("no-store");
   });
 
+  test("a store's MCP endpoints answer no-store too, a protocol error and a tool answer alike (review R, session 17)", async () => {
+    for (const path of ["/demo-store/mcp", "/demo-store/mcp/discovery"]) {
+      const bad = await srv.fetch(path, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: "{" });
+      expect(bad.headers.get("cache-control")).toBe("no-store");
+      const list = await srv.fetch(path, {
+        method: "POST",
+        headers: { ...key.headers, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      });
+      expect(list.status).toBe(200);
+      expect(list.headers.get("cache-control")).toBe("no-store");
+    }
+  });
+
   test("the JWKS outside /api keeps its public cache lifetime", async () => {
     const res = await srv.fetch("/.well-known/jwks.json");
     expect(res.status).toBe(200);
