@@ -100,6 +100,13 @@ export interface NatsTransportOptions {
   /** Keep the server order (tests pin processes to nodes); default randomised like the NATS client. */
   noRandomize?: boolean;
   log?: Logger;
+  /** While the first connection is pending, a `waiting for NATS` warn line this often (default 5000 ms). */
+  waitLogMs?: number;
+}
+
+/** Server URLs as they may be logged: without user, password or token (`nats://user:pw@host:4222` → `nats://host:4222`). */
+export function serversForLog(servers: readonly string[]): string[] {
+  return servers.map((s) => s.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?)[^@/]*@/i, "$1"));
 }
 
 export const EVENTS_PREFIX = "events.";
@@ -209,23 +216,52 @@ export class NatsTransport implements Transport {
     this.pauseMs = Math.max(300, ttl - hb - 500);
   }
 
-  /** Connects (retrying forever on later disconnects). Does not join the cluster: `serve` does that. */
+  /**
+   * Connects, retrying forever on later disconnects. Does not join the cluster: `serve` does that.
+   *
+   * The first connection is waited for as long as it takes (NATS may be started after the roles: docs/operations.md
+   * "Start order"), but not silently (audit M-2): while it is pending, a warn line `waiting for NATS` every `waitLogMs`
+   * (5 s) names the servers (credentials stripped), the connection attempts so far and the time waited; once connected
+   * after such a line, an info line says so. Attempts are counted in the client's `reconnectToServer` hook, which is
+   * called before every dial and changes nothing (null: the client's own choice).
+   */
   static async connect(opts: NatsTransportOptions): Promise<NatsTransport> {
     const servers = (Array.isArray(opts.servers) ? opts.servers : opts.servers.split(","))
       .map((s) => s.trim())
       .filter(Boolean);
-    const nc = await connect({
-      servers,
-      name: opts.name ?? `acs-${process.pid}`,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-      reconnectJitter: 100,
-      pingInterval: 5000,
-      noRandomize: opts.noRandomize ?? false,
-      waitOnFirstConnect: true,
-      timeout: 5000,
-    });
-    return new NatsTransport(nc, opts);
+    const log = opts.log ?? rootLog.child({ component: "nats-transport" });
+    const started = performance.now();
+    let attempts = 0;
+    let warned = false;
+    const waiting = setInterval(() => {
+      warned = true;
+      log.warn("waiting for NATS: no server of NATS_URL answers yet; still trying", {
+        servers: serversForLog(servers),
+        attempts,
+        waitedMs: Math.round(performance.now() - started),
+      });
+    }, opts.waitLogMs ?? 5000);
+    try {
+      const nc = await connect({
+        servers,
+        name: opts.name ?? `acs-${process.pid}`,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 250,
+        reconnectJitter: 100,
+        pingInterval: 5000,
+        noRandomize: opts.noRandomize ?? false,
+        waitOnFirstConnect: true,
+        timeout: 5000,
+        reconnectToServer: () => {
+          attempts++;
+          return null;
+        },
+      });
+      if (warned) log.info("connected to NATS", { server: serversForLog([nc.getServer()])[0], attempts, waitedMs: Math.round(performance.now() - started) });
+      return new NatsTransport(nc, opts);
+    } finally {
+      clearInterval(waiting);
+    }
   }
 
   /** Connected server (for diagnostics and tests). */
