@@ -16,13 +16,13 @@ import { storeActor } from "../../../actors/store/index.ts";
 import { amountProblem } from "../../../actors/store/ingest.ts";
 import { assertBidCurrency, noLineAtListPrice, priorBidRounds, refuseBid } from "../../../actors/store/negotiation.ts";
 import { currencyProblem, toMinor } from "../../../actors/store/schemas.ts";
-import { displayBand } from "../../../actors/trust/bands.ts";
+import { AGENT_THRESHOLD, displayBand, SUSPENSION_THRESHOLD } from "../../../actors/trust/bands.ts";
 import { discardBody, fetchVetted, readBoundedJson, ResponseTooLargeError, ResponseUndecodableError } from "../../../infra/outbound-http.ts";
 import { assertPublicUrl, type Resolver, type VettedUrl } from "../../../infra/ssrf.ts";
 import { toMajor } from "../../../search/money.ts";
 import { tokenService } from "../../identity.ts";
 import { orderTotals } from "../../rest/orders.ts";
-import { currentScore, trustExplanation } from "../../rest/trust.ts";
+import { agentCheckoutOpen, currentScore, trustExplanation } from "../../rest/trust.ts";
 import { customerBuyerRef } from "../identity.ts";
 import { defineTool, type ToolContext } from "../registry.ts";
 import { cartIdArg, money, ofThisStore, ownerId } from "./commerce.ts";
@@ -462,6 +462,9 @@ export const getTrustScore = defineTool({
       confidence_level: sel.confidence_level,
       display_band: displayBand(sel.score0to1),
       operational_status: score.status,
+      // what the description promises and REST's public read gives (review Y-4: the tool had no flag at all)
+      agent_checkout_allowed: agentCheckoutOpen(sel.score0to1, ctx.store.verificationLevel, score.status),
+      thresholds: { agent_threshold: AGENT_THRESHOLD, suspension_threshold: SUSPENSION_THRESHOLD },
       jws: sel.engines.overall === "v41" && row.jws_v41 ? row.jws_v41 : row.jws_v2,
       jwks_url: `${ctx.svc.siteUrl}/.well-known/jwks.json`,
       computed_at: row.computed_at.toISOString(),
