@@ -14,6 +14,7 @@ import {
   HumanOrderInput,
   orderFromInput,
   policiesFromInput,
+  rollUpOverflow,
   rollUpVariants,
   unstorableField,
   validateCatalogItems,
@@ -246,12 +247,20 @@ export const storeActor = defineActor({
           rejected.push({ index, externalId: item.externalId ?? p?.external_id ?? null, errors });
           return;
         }
-        const cur = touched.get(p.id) ?? { ...p, variants: p.variants.map((v) => ({ ...v })) };
+        const prev = touched.get(p.id) ?? p;
+        const cur = { ...prev, variants: prev.variants.map((v) => ({ ...v })) };
         if (variantId) {
           const v = cur.variants.find((x) => x.id.toLowerCase() === variantId)!;
           v.stockQuantity = item.stockQuantity;
           v.inStock = effectiveInStock(item.stockQuantity, item.inStock);
           const roll = rollUpVariants(cur.variants);
+          // The roll-up goes into the `integer` stock_quantity: past 2^31 - 1 the UPDATE failed the whole request,
+          // the other items too (audit W-4). This item is rejected and the product keeps its earlier state.
+          const overflow = rollUpOverflow(roll.stockQuantity);
+          if (overflow) {
+            rejected.push({ index, externalId: item.externalId ?? p.external_id, errors: [{ field: "stockQuantity", message: overflow }] });
+            return;
+          }
           cur.stock_quantity = roll.stockQuantity;
           cur.in_stock = roll.inStock;
         } else {

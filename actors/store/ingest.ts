@@ -216,11 +216,25 @@ export function assignVariantIds(incoming: ProductFields["variants"], stored: re
 }
 
 /**
+ * The refusal of a variant roll-up that the `integer` products.stock_quantity cannot hold (each variant's stock is
+ * bounded by the schema, their sum is not), or null. PUT /catalog and PATCH /inventory reject the item with it.
+ */
+export function rollUpOverflow(stockQuantity: number | null): string | null {
+  return stockQuantity !== null && stockQuantity > MAX_STOCK_QUANTITY
+    ? `the variants' stock adds up to ${stockQuantity}, more than ${MAX_STOCK_QUANTITY} (the product's stock is their sum)`
+    : null;
+}
+
+/**
  * A product with variants takes its stock from them (`rollUpVariants`): a product-level `stockQuantity` or
  * `inStock` that says otherwise is refused rather than silently dropped (null counts as "not given").
  */
 function stockDisagreement(item: ProductInput, fields: ProductFields): ItemError[] {
   if (fields.variants.length === 0) return [];
+  // The roll-up is stored in the `integer` products.stock_quantity: a sum past 2^31 - 1 failed the INSERT and with
+  // it the whole batch, good items included, as a field-less 400 (audit W-4). It is this item's rejection.
+  const overflow = rollUpOverflow(fields.stockQuantity);
+  if (overflow) return [{ field: "variants", message: overflow }];
   const errors: ItemError[] = [];
   if (item.stockQuantity != null && item.stockQuantity !== fields.stockQuantity) {
     const sum = fields.stockQuantity === null ? "untracked: a variant has no stockQuantity" : `their sum is ${fields.stockQuantity}`;
