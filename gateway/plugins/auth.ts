@@ -355,9 +355,21 @@ export function userFromRequest(svc: Services, request: Request): Promise<UserPr
  * multi-megabyte body never reaches schema validation (review I: 134 ms of CPU for a 2 MiB invalid merchant body).
  */
 export function userAuth(svc: Services) {
-  return new Elysia({ name: "user-auth", seed: "rest" }).derive({ as: "scoped" }, async ({ request }) => ({
-    user: await userFromRequest(svc, request),
-  }));
+  return new Elysia({ name: "user-auth", seed: "rest" }).derive({ as: "scoped" }, async ({ request }) => {
+    const user = await userFromRequest(svc, request);
+    // Every /api/v1/admin route is the operator's: the role is checked here too, before the route's own transform
+    // and its body or query schema, so a merchant learns nothing of an admin route's schema (audit W-1: 400
+    // naming the allowed settings keys instead of 403; the agent side decided the same, REST audit M1). The
+    // routes keep their requireOperator.
+    if (isAdminPath(request.url)) requireOperator(user);
+    return { user };
+  });
+}
+
+/** The path starts with /api/v1/admin/ (read from the URL without parsing it: this runs on every user request). */
+function isAdminPath(url: string): boolean {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  return start >= 0 && url.startsWith("/api/v1/admin/", start);
 }
 
 export function requireOperator(user: UserPrincipal): void {
