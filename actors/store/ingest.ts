@@ -445,6 +445,12 @@ export function zonesFromInput(zones: readonly ShippingZoneInput[]): { zones: Sh
     z.countries.forEach((c, j) => {
       if (!isIsoCountryCode(c)) errors.push({ field: `zones.${i}.countries.${j}`, message: `${c} is not an ISO 3166-1 alpha-2 country code` });
     });
+    // White space is dropped from a prefix ("SW1 A" is "SW1A"): one of white space only would be the empty prefix,
+    // which every postal code starts with, so the zone priced every address of its countries, ahead of the
+    // country-wide zone (audit W-2).
+    (z.postalPrefixes ?? []).forEach((p, j) => {
+      if (!/\S/.test(p)) errors.push({ field: `zones.${i}.postalPrefixes.${j}`, message: "must contain a character other than white space" });
+    });
     names.add(z.name);
     for (const [k, v] of [["base", z.base], ["perItem", z.perItem], ["freeOver", z.freeOver]] as const) {
       const problem = typeof v === "number" ? amountProblem(v, z.currency) : null;
