@@ -90,6 +90,17 @@ export function deliveryHeaders(input: Pick<AttemptInput, "eventId" | "eventKind
   };
 }
 
+/**
+ * An error text without any URL's path or query: Bun's fetch errors can name the target (a TLS name mismatch reads
+ * `ERR_TLS_CERT_ALTNAME_INVALID fetching "https://<ip>/hooks?token=…"`), and the text becomes the delivery's
+ * `lastError`, the endpoint's `disabledReason` and the "webhook endpoint disabled" warning, which promises the host
+ * only, never the path or query that may hold the receiver's token (audit W-8). A URL is replaced by its scheme and
+ * the endpoint's host as registered.
+ */
+export function withoutUrlPaths(text: string, host: string): string {
+  return text.replace(/\b(https?):\/\/[^\s"'<>]*/gi, (_m, scheme: string) => `${scheme.toLowerCase()}://${host}/…`);
+}
+
 export async function attemptDelivery(input: AttemptInput): Promise<AttemptResult> {
   const started = performance.now();
   const done = (statusCode: number | null, error: string | null): AttemptResult => {
@@ -129,6 +140,6 @@ export async function attemptDelivery(input: AttemptInput): Promise<AttemptResul
   } catch (err) {
     const e = err as Error;
     if (e?.name === "TimeoutError" || e?.name === "AbortError") return done(null, `timeout after ${timeoutMs} ms`);
-    return done(null, (e?.message ?? String(err)).slice(0, 300));
+    return done(null, withoutUrlPaths(e?.message ?? String(err), hostHeader).slice(0, 300));
   }
 }
