@@ -34,8 +34,6 @@ export interface StoreX402Config {
   facilitatorVersion: FacilitatorVersion;
   maxTimeoutSeconds: number;
   rpcUrl: string | null;
-  /** The store's own currency (`stores.currency`): x402 settles X402_CURRENCIES only. */
-  currency: string;
 }
 
 /** The request's `x402_config` (spec field names). */
@@ -83,7 +81,6 @@ interface Row {
   facilitator_version: string;
   max_timeout_seconds: number;
   rpc_url: string | null;
-  currency: string;
 }
 
 export async function loadStoreX402Configs(sql: Sql, slugs: readonly string[]): Promise<Map<string, StoreX402Config>> {
@@ -91,8 +88,8 @@ export async function loadStoreX402Configs(sql: Sql, slugs: readonly string[]): 
   if (slugs.length === 0) return out;
   const rows = await sql<Row[]>`
     SELECT c.store_slug, c.pay_to, c.network, c.asset_address, c.asset_name, c.asset_version, c.asset_decimals, c.facilitator_url,
-           c.facilitator_version, c.max_timeout_seconds, c.rpc_url, s.currency
-    FROM store_x402_config c JOIN stores s ON s.slug = c.store_slug WHERE c.store_slug IN ${sql([...slugs])}`;
+           c.facilitator_version, c.max_timeout_seconds, c.rpc_url
+    FROM store_x402_config c WHERE c.store_slug IN ${sql([...slugs])}`;
   for (const r of rows) {
     out.set(r.store_slug, {
       storeSlug: r.store_slug,
@@ -103,7 +100,6 @@ export async function loadStoreX402Configs(sql: Sql, slugs: readonly string[]): 
       facilitatorVersion: r.facilitator_version === "v1" ? "v1" : "v2",
       maxTimeoutSeconds: r.max_timeout_seconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
       rpcUrl: r.rpc_url,
-      currency: r.currency,
     });
   }
   return out;
@@ -143,6 +139,12 @@ export function parseAllowlist(csv: string): string[] {
 
 /** Decimals of the currencies an x402 stablecoin leg may be priced in (USDC settles USD carts only). */
 const X402_CURRENCIES: Record<string, number> = { USD: 2 };
+/**
+ * The cart currencies an x402 payment settles (the protocols page's x402 entry, `currencies`). A leg's currency is its
+ * products' (the catalog takes any ISO currency per product, whatever `stores.currency` says), so it is judged per leg
+ * at checkout (`legRequirements`), never by the store's currency (review Y-6, session 17).
+ */
+export const X402_SETTLED_CURRENCIES: readonly string[] = Object.keys(X402_CURRENCIES);
 
 const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
@@ -177,16 +179,18 @@ async function merchantFacilitatorRefused(url: string, policy: X402AvailabilityP
  * Whether a store can be paid over x402 at all, and with which facilitator: the one thing the protocols page, the
  * health report and the checkout's refusals must agree on. A store needs its server-side configuration (wallet,
  * network, asset) and a facilitator: its own, or one on the operator's X402_FACILITATOR_ALLOWLIST that the caller
- * names. Without either, every x402 checkout would be refused whatever the agent sends, so it is not advertised; nor
- * is a store selling in a currency x402 does not settle (X402_CURRENCIES: USD; audit B-4, session 17; a leg in another
- * currency is still refused by `legRequirements`). Its own facilitator overrides the caller's, so one the SSRF guard refuses (outside the allowlist, without
+ * names. Without either, every x402 checkout would be refused whatever the agent sends, so it is not advertised. The
+ * currency is not part of the rule: x402 settles the leg's currency (its products', X402_SETTLED_CURRENCIES), which
+ * the store's own `stores.currency` does not decide (a EUR store may sell USD products); a leg in another currency is
+ * refused at checkout by `legRequirements` (review Y-6, session 17). Its own facilitator overrides the caller's, so one
+ * the SSRF guard refuses (outside the allowlist, without
  * ALLOW_PRIVATE_URLS: a private address, plain http) leaves the store unpayable too (`facilitator_not_public`; the
  * checkout's 409 STORE_NOT_CONFIGURED), and its URL is not shown.
  */
 export interface X402Availability {
   usable: boolean;
   /** Why not usable: no server-side configuration, no facilitator (none configured, none allowed), or its own refused. */
-  reason: "x402_not_configured" | "currency_not_supported" | "no_facilitator" | "facilitator_not_public" | null;
+  reason: "x402_not_configured" | "no_facilitator" | "facilitator_not_public" | null;
   message: string | null;
   /** The merchant's own facilitator (it overrides the caller's), if any and allowed. */
   facilitatorUrl: string | null;
@@ -198,15 +202,6 @@ export async function x402Availability(storeSlug: string, store: StoreX402Config
   const allowed = parseAllowlist(policy.allowlist);
   if (!store) {
     return { usable: false, reason: "x402_not_configured", message: `Merchant ${storeSlug} has no server-side x402 wallet configured.`, facilitatorUrl: null, allowedFacilitators: [] };
-  }
-  if (X402_CURRENCIES[store.currency] === undefined) {
-    return {
-      usable: false,
-      reason: "currency_not_supported",
-      message: `Merchant ${storeSlug} sells in ${store.currency}; x402 settles ${Object.keys(X402_CURRENCIES).join(", ")} carts only, so pay by card instead.`,
-      facilitatorUrl: null,
-      allowedFacilitators: [],
-    };
   }
   if (store.facilitatorUrl) {
     if (await merchantFacilitatorRefused(store.facilitatorUrl, policy)) {
@@ -243,13 +238,11 @@ const HEALTH_FACILITATORS_VETTED = 20;
 export async function anyStoreX402Usable(sql: Sql, policy: X402AvailabilityPolicy): Promise<boolean> {
   const anyAllowed = parseAllowlist(policy.allowlist).length > 0;
   const [r] = await sql<{ usable: boolean }[]>`
-    SELECT EXISTS (SELECT 1 FROM store_x402_config c JOIN stores s ON s.slug = c.store_slug
-                   WHERE c.facilitator_url IS NULL AND ${anyAllowed} AND s.currency IN ${sql(Object.keys(X402_CURRENCIES))}) AS usable`;
+    SELECT EXISTS (SELECT 1 FROM store_x402_config c WHERE c.facilitator_url IS NULL AND ${anyAllowed}) AS usable`;
   if (r?.usable === true) return true;
   const own = await sql<{ facilitator_url: string }[]>`
-    SELECT DISTINCT c.facilitator_url FROM store_x402_config c JOIN stores s ON s.slug = c.store_slug
-    WHERE c.facilitator_url IS NOT NULL AND s.currency IN ${sql(Object.keys(X402_CURRENCIES))}
-    ORDER BY c.facilitator_url LIMIT ${HEALTH_FACILITATORS_VETTED}`;
+    SELECT DISTINCT c.facilitator_url FROM store_x402_config c
+    WHERE c.facilitator_url IS NOT NULL ORDER BY c.facilitator_url LIMIT ${HEALTH_FACILITATORS_VETTED}`;
   const refused = await Promise.all(own.map((row) => merchantFacilitatorRefused(row.facilitator_url, policy)));
   return refused.some((no) => !no);
 }
@@ -275,7 +268,6 @@ export async function resolveX402Config(input: {
       rail: "x402",
       reason: availability.reason,
       ...(availability.reason === "no_facilitator" ? { allowed_facilitators: [] } : {}),
-      ...(availability.reason === "currency_not_supported" && store ? { currency: store.currency } : {}),
     });
   }
   const overridden: string[] = [];

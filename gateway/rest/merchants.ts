@@ -13,7 +13,7 @@ import { freshnessTier } from "../../search/ranking.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { admitAnonymous, agentAuth, clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { loadStoreX402Configs, x402Availability, type StoreX402Config, type X402AvailabilityPolicy } from "../../actors/payments/x402-config.ts";
+import { loadStoreX402Configs, X402_SETTLED_CURRENCIES, x402Availability, type StoreX402Config, type X402AvailabilityPolicy } from "../../actors/payments/x402-config.ts";
 
 /**
  * Other agent-payment protocols the bridge maps onto this store's checkout (gateway/bridge, docs/protocols.md): the
@@ -154,7 +154,8 @@ export function merchantDirectoryRoutes(svc: Services) {
  * The protocols page's x402 entry. `configured` is true only when an x402 checkout can settle: the merchant's
  * server-side wallet and a facilitator (its own, or one the operator allows), the same rule the checkout applies
  * (x402Availability), so an agent is never shown a rail every payment on which is refused. The values an agent
- * puts in `x402_config` are here too (the merchant's configuration overrides them anyway).
+ * puts in `x402_config` are here too (the merchant's configuration overrides them anyway), and `currencies`, the cart
+ * currencies x402 settles: a cart is judged by its own currency (its products'), not the store's (review Y-6).
  */
 async function x402Entry(slug: string, store: StoreX402Config | undefined, policy: X402AvailabilityPolicy) {
   const a = await x402Availability(slug, store, policy);
@@ -168,6 +169,7 @@ async function x402Entry(slug: string, store: StoreX402Config | undefined, polic
     merchant_wallet_address: store?.payTo ?? null,
     facilitator_url: a.facilitatorUrl,
     allowed_facilitators: a.allowedFacilitators,
+    currencies: X402_SETTLED_CURRENCIES,
   };
 }
 

@@ -1,14 +1,15 @@
 /**
  * One rule for whether a store is payable over x402 (x402Availability, audit B-4, session 17): a merchant's own
  * facilitator that the SSRF guard refuses (outside the operator's allowlist, without ALLOW_PRIVATE_URLS) makes the
- * store unpayable, on the protocols page and /health as at checkout; so does a store currency x402 does not settle.
+ * store unpayable, on the protocols page and /health as at checkout. The store's own currency does not: x402 settles
+ * the leg's (its products'), refused per leg at checkout (review Y-6).
  */
 import { describe, expect, test } from "bun:test";
-import { facilitatorMayBePrivate, resolveX402Config, x402Availability, type StoreX402Config } from "../../actors/payments/x402-config.ts";
+import { facilitatorMayBePrivate, legRequirements, resolveX402Config, x402Availability, type StoreX402Config } from "../../actors/payments/x402-config.ts";
 import { ActorError } from "../../actors/runtime/errors.ts";
 import type { Resolver } from "../../infra/ssrf.ts";
 
-const store = (facilitatorUrl: string | null, currency = "USD"): StoreX402Config => ({
+const store = (facilitatorUrl: string | null): StoreX402Config => ({
   storeSlug: "demo-store",
   payTo: "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc",
   network: "eip155:84532",
@@ -17,7 +18,6 @@ const store = (facilitatorUrl: string | null, currency = "USD"): StoreX402Config
   facilitatorVersion: "v2",
   maxTimeoutSeconds: 300,
   rpcUrl: null,
-  currency,
 });
 const toPrivate: Resolver = async () => [{ address: "10.1.2.3", family: 4 }];
 const toPublic: Resolver = async () => [{ address: "93.184.216.34", family: 4 }];
@@ -50,20 +50,21 @@ describe("x402Availability", () => {
     expect(await x402Availability("demo-store", store("https://facilitator.example"), { ...strict, resolve: nowhere })).toMatchObject({ usable: true, reason: null });
   });
 
-  test("a store selling in a currency x402 does not settle is not usable (currency_not_supported)", async () => {
-    expect(await x402Availability("qualified-eu-shop", store("https://facilitator.example", "EUR"), { ...strict, resolve: toPublic })).toMatchObject({
-      usable: false,
-      reason: "currency_not_supported",
-    });
-  });
-
-  test("the checkout refuses by the same rule: 409 STORE_NOT_CONFIGURED facilitator_not_public, 400 PAYMENT_METHOD_NOT_CONFIGURED currency_not_supported", async () => {
+  test("the checkout refuses by the same rule: 409 STORE_NOT_CONFIGURED facilitator_not_public; a EUR leg is 400 PAYMENT_METHOD_NOT_CONFIGURED currency_not_supported (legRequirements)", async () => {
     const policy = { ...strict, enforced: false };
     const refused = await resolveX402Config({ storeSlug: "demo-store", store: store("https://facilitator.example"), caller: undefined, policy, resolve: toPrivate }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ActorError);
     expect(refused).toMatchObject({ code: "STORE_NOT_CONFIGURED", details: { merchant_slug: "demo-store", reason: "facilitator_not_public" } });
-    const eur = await resolveX402Config({ storeSlug: "qualified-eu-shop", store: store(null, "EUR"), caller: undefined, policy: { ...policy, allowlist: "https://f.example" } }).catch((e: unknown) => e);
+    const cfg = await resolveX402Config({ storeSlug: "qualified-eu-shop", store: store(null), caller: { facilitator_url: "https://f.example" }, policy: { ...policy, allowlist: "https://f.example" } });
+    const eur = (() => {
+      try {
+        return legRequirements(cfg, { storeId: "qualified-eu-shop", amountMinor: 1200, currency: "EUR" });
+      } catch (e) {
+        return e;
+      }
+    })();
     expect(eur).toMatchObject({ code: "PAYMENT_METHOD_NOT_CONFIGURED", details: { reason: "currency_not_supported", currency: "EUR" } });
+    expect(legRequirements(cfg, { storeId: "qualified-eu-shop", amountMinor: 1200, currency: "USD" }).amount).toBe("12000000");
     const ok = await resolveX402Config({ storeSlug: "demo-store", store: store("https://facilitator.example"), caller: undefined, policy, resolve: toPublic });
     expect(ok).toMatchObject({ facilitatorUrl: "https://facilitator.example", facilitatorAllowPrivate: false });
   });
