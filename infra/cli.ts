@@ -26,7 +26,8 @@ const USAGE = `usage: bun run cli <command>
   import <slug> <catalog.jsonl> [--url URL] [--token JWT | --email E --password P] [--batch N]
       push a JSON-lines catalog to the running service (env: ACS_URL, ACS_TOKEN, ACS_EMAIL, ACS_PASSWORD)
   cluster status
-      live actor hosts, partitions owned per host and activations per kind (env: NATS_URL)`;
+      live actor hosts, partitions owned per host and activations per kind (env: NATS_URL, ACTOR_PARTITIONS);
+      exit 3 with a WARNING when no host is live or a partition has no live owner`;
 
 export function progressBar(done: number, total: number, width = 30): string {
   const ratio = total > 0 ? Math.min(1, done / total) : 1;
@@ -168,9 +169,11 @@ const cluster: Command = async (argv) => {
     process.stderr.write("cli cluster status: set NATS_URL (the embedded default has no cluster: one process hosts every actor)\n");
     return 2;
   }
-  const { clusterStatus, formatClusterStatus } = await import("./cluster-status.ts");
-  process.stdout.write(`${formatClusterStatus(await clusterStatus(natsUrl))}\n`);
-  return 0;
+  const { ACTOR_KINDS, clusterStatus, clusterStatusExitCode, formatClusterStatus } = await import("./cluster-status.ts");
+  // the service's actor kinds are expected whether or not a live host names them (audit M-3)
+  const status = await clusterStatus(natsUrl, { kinds: ACTOR_KINDS, partitions: Number(process.env.ACTOR_PARTITIONS) || undefined });
+  process.stdout.write(`${formatClusterStatus(status)}\n`);
+  return clusterStatusExitCode(status);
 };
 
 const COMMANDS: Record<string, Command> = { import: importCatalog, cluster };

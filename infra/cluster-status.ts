@@ -39,9 +39,25 @@ export interface ClusterStatus {
   unowned: Record<string, number>;
 }
 
+export { ACTOR_KINDS } from "./actor-kinds.ts";
+
+export interface ClusterStatusOptions {
+  bucket?: string;
+  nc?: NatsConnection;
+  /**
+   * Kinds that must have a live owner for every partition, besides those the heartbeats name (the CLI and a gateway's
+   * health pass ACTOR_KINDS). Without them a bucket with no host, or only departed ones, shows nothing unowned.
+   */
+  kinds?: readonly string[];
+  /** Partitions per kind when no heartbeat says (ACTOR_PARTITIONS; default 64). */
+  partitions?: number;
+}
+
 /** Reads the membership bucket once. `natsUrl` is NATS_URL (comma-separated servers). */
-export async function clusterStatus(natsUrl: string, opts: { bucket?: string; nc?: NatsConnection } = {}): Promise<ClusterStatus> {
+export async function clusterStatus(natsUrl: string, opts: ClusterStatusOptions = {}): Promise<ClusterStatus> {
   const bucket = opts.bucket ?? DEFAULT_BUCKET;
+  const expected = opts.kinds ?? [];
+  const defaultPartitions = opts.partitions ?? 64;
   const nc = opts.nc ?? (await connect({ servers: natsUrl.split(",").map((s) => s.trim()), timeout: 3000, name: "cluster-status" }));
   try {
     const kv = await new Kvm(nc).open(bucket);
@@ -71,12 +87,12 @@ export async function clusterStatus(natsUrl: string, opts: { bucket?: string; nc
       }),
     ]).finally(() => clearTimeout(timer));
     const ttlMs = Math.max(0, ...entries.map((e) => e.beat.ttlMs ?? 0)) || 3000;
-    const partitions = Math.max(0, ...entries.map((e) => e.beat.partitions ?? 0)) || 64;
+    const partitions = Math.max(0, ...entries.map((e) => e.beat.partitions ?? 0)) || defaultPartitions;
     const view = new MemberView(ttlMs);
     for (const e of entries) view.put(e.key, e.created, e.beat);
     // a cluster whose hosts all died has no newer heartbeat to judge them by: use this machine's clock too
     view.remove("", Date.now());
-    const kinds = [...new Set(entries.flatMap((e) => e.beat.kinds ?? []))].sort();
+    const kinds = [...new Set([...expected, ...entries.flatMap((e) => e.beat.kinds ?? [])])].sort();
     const ownership = computeOwnership(view, kinds, partitions);
     const hosts: HostStatus[] = entries
       .map((e) => {
@@ -120,7 +136,9 @@ export async function clusterStatus(natsUrl: string, opts: { bucket?: string; nc
     };
   } catch (err) {
     if (/stream not found|bucket not found|not found/i.test(String((err as Error)?.message))) {
-      return { bucket, servers: [nc.getServer()], partitions: 0, ttlMs: 0, hosts: [], liveHosts: 0, activations: {}, unowned: {} };
+      // no host ever started (the first one creates the bucket): every partition of every expected kind is unowned
+      const unowned = Object.fromEntries([...expected].sort().map((k) => [k, defaultPartitions]));
+      return { bucket, servers: [nc.getServer()], partitions: expected.length ? defaultPartitions : 0, ttlMs: 0, hosts: [], liveHosts: 0, activations: {}, unowned };
     }
     throw err;
   } finally {
@@ -139,8 +157,18 @@ export function formatClusterStatus(s: ClusterStatus): string {
   }
   const acts = Object.entries(s.activations).map(([k, n]) => `${k}:${n}`).join(" ");
   if (acts) lines.push(`activations (live hosts): ${acts}`);
+  if (s.liveHosts === 0) lines.push("WARNING: no live actor host: every actor call answers 503 actor_unavailable until one is started");
   for (const [k, n] of Object.entries(s.unowned)) lines.push(`WARNING: ${n} partitions of ${k} have no live host`);
   return lines.join("\n");
+}
+
+/**
+ * The exit code of `bun run cli cluster status` for this status: 0 when at least one host is live and every partition
+ * of every kind has a live owner, 3 otherwise (a WARNING line says what), so a script or a check can act on it.
+ * (1 is an error reading the bucket, 2 a usage error.)
+ */
+export function clusterStatusExitCode(s: ClusterStatus): number {
+  return s.liveHosts > 0 && Object.keys(s.unowned).length === 0 ? 0 : 3;
 }
 
 if (import.meta.main) {
@@ -149,5 +177,8 @@ if (import.meta.main) {
     console.error("usage: bun infra/cluster-status.ts NATS_URL");
     process.exit(2);
   }
-  console.log(formatClusterStatus(await clusterStatus(url)));
+  const { ACTOR_KINDS } = await import("./actor-kinds.ts");
+  const status = await clusterStatus(url, { kinds: ACTOR_KINDS, partitions: Number(process.env.ACTOR_PARTITIONS) || undefined });
+  console.log(formatClusterStatus(status));
+  process.exit(clusterStatusExitCode(status));
 }

@@ -2,7 +2,9 @@
  * Whether actor hosts are there to answer, for the health report (audit U LOW-5). On the in-process bus the
  * process hosts every actor itself: always ready. Over NATS (the distributed roles, or `start` with NATS_URL) it
  * reads the membership bucket as `bun run cli cluster status` does, on the transport's own connection: ready when
- * at least one host is live and every actor kind any host announced has a live owner for each partition. Cached
+ * at least one host is live and every actor kind (`kinds`: the service's, ACTOR_KINDS, and any a host announced) has
+ * a live owner for each partition; with no live host `unownedPartitions` counts every partition of every kind (it was
+ * `{}`, as no heartbeat named a kind: audit M-3). Cached
  * for a second and bounded to one, so a slow JetStream makes the probe answer "not ready", never hang.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -21,8 +23,9 @@ export interface ActorHostsReport {
 const PROBE_TTL_MS = 1000;
 const PROBE_TIMEOUT_MS = 1000;
 
-export function actorHostsProbe(transport: Transport): () => Promise<ActorHostsReport> {
+export function actorHostsProbe(transport: Transport, kinds: readonly string[] = []): () => Promise<ActorHostsReport> {
   const nc = (transport as { nc?: NatsConnection }).nc;
+  const partitions = (transport as { partitions?: number }).partitions;
   if (transport.name !== "nats" || !nc) {
     const fixed: ActorHostsReport = { transport: transport.name, liveHosts: null, unownedPartitions: {}, ready: true };
     return async () => fixed;
@@ -34,7 +37,7 @@ export function actorHostsProbe(transport: Transport): () => Promise<ActorHostsR
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const s = await Promise.race([
-        clusterStatus("", { nc }),
+        clusterStatus("", { nc, kinds, partitions }),
         new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("membership bucket did not answer")), PROBE_TIMEOUT_MS))),
       ]);
       return { transport: "nats", liveHosts: s.liveHosts, unownedPartitions: s.unowned, ready: s.liveHosts > 0 && Object.keys(s.unowned).length === 0 };

@@ -8,6 +8,7 @@
 import { Elysia, t } from "elysia";
 import { anyStoreX402Usable } from "../../actors/payments/x402-config.ts";
 import { ActorClient } from "../../actors/runtime/client.ts";
+import { ACTOR_KINDS } from "../../infra/actor-kinds.ts";
 import { pingDatabase } from "../../infra/db.ts";
 import { httpRequests } from "../../infra/metrics.ts";
 import { requestIdFor } from "../plugins/request-id.ts";
@@ -55,7 +56,7 @@ export function healthReporter(svc: Services): Reporter {
 }
 
 function makeReporter(svc: Services) {
-  const actorHosts: (() => Promise<ActorHostsReport>) | undefined = svc.actors instanceof ActorClient ? actorHostsProbe(svc.actors.transport) : undefined;
+  const actorHosts: (() => Promise<ActorHostsReport>) | undefined = svc.actors instanceof ActorClient ? actorHostsProbe(svc.actors.transport, ACTOR_KINDS) : undefined;
   let last = { at: 0, ok: false };
   let inflight: Promise<boolean> | undefined;
   const dbOk = async (): Promise<boolean> => {

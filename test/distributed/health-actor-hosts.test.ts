@@ -69,6 +69,8 @@ describe("health on a gateway process", () => {
     expect(down.body.data.ready).toBe(false);
     expect(down.body.data.actorHosts.liveHosts).toBe(0);
     expect(down.body.data.actorHosts.ready).toBe(false);
+    // every partition of every kind is unowned, counted against the service's kinds: it said {} (audit M-3)
+    expect(down.body.data.actorHosts.unownedPartitions).toEqual({ agent: 8, cart: 8, ip: 8, store: 8, trust: 8, wallet: 8, webhook: 8 });
     // what the operator's alert is for: an actor call on that gateway fails
     const login = await fetch(`${gw}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "a@b.example", password: "x" }), signal: AbortSignal.timeout(20_000) });
     expect(login.status).toBe(503);
