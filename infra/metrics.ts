@@ -314,7 +314,7 @@ export const webhookAttemptDuration = new Histogram({
 export interface WebhookBacklog {
   /** Events committed at stores with endpoints that the fan-out has not reached yet (counted up to a cap). */
   fanoutWaitingEvents: number;
-  /** Age of the oldest of them in seconds, 0 when none: how far behind the fan-out runs. */
+  /** Age of the head of that queue in seconds (the event the fan-out waits on), 0 when none: how far behind it runs. */
   fanoutLagSeconds: number;
   /** Deliveries due now (pending or failed, next attempt time passed). */
   deliveriesDue: number;
@@ -369,7 +369,7 @@ function backlogGauge(name: string, help: string, pick: (b: WebhookBacklog) => n
 
 const BACKLOG_GAUGES: readonly [string, string, (b: WebhookBacklog) => number][] = [
   ["webhook_fanout_waiting_events", "Committed webhook events the fan-out has not reached yet (capped at 100000). Events wait while a transaction older than them is still running (docs/webhooks.md).", (b) => b.fanoutWaitingEvents],
-  ["webhook_fanout_lag_seconds", "Age of the oldest committed webhook event the fan-out has not reached yet; 0 when none.", (b) => b.fanoutLagSeconds],
+  ["webhook_fanout_lag_seconds", "Age of the head of the fan-out's queue (the first committed webhook event above its cursor, the one it waits on); 0 when none.", (b) => b.fanoutLagSeconds],
   ["webhook_deliveries_due", "Webhook deliveries due now (pending or failed, next attempt time passed) and not yet attempted.", (b) => b.deliveriesDue],
   ["webhook_delivery_lag_seconds", "How long the longest-due webhook delivery has been due; 0 when none.", (b) => b.deliveryLagSeconds],
 ];

@@ -155,8 +155,8 @@ export const BACKLOG_COUNT_CAP = 100_000;
 
 /**
  * The webhook backlog for /metrics (infra/metrics.ts): events committed but not yet fanned out (above the cursor; an
- * event waits there while any older transaction of the database runs, docs/webhooks.md "Fan-out lag") and deliveries
- * due but not yet attempted. The event side reads `created_at` against the database's clock (its default); the
+ * event waits there while any older transaction of the database runs, docs/webhooks.md "Fan-out lag"), the age of the
+ * head of that queue, and deliveries due but not yet attempted. The event side reads `created_at` against the database's clock (its default); the
  * delivery side reads `next_attempt_at`, written with the service clock, against `now`. One statement under a 2 s
  * statement timeout: a scrape never waits on a stuck database longer than that.
  */
@@ -164,19 +164,22 @@ export async function webhookBacklog(sql: Sql, now: number): Promise<WebhookBack
   return sql.begin(async (tx) => {
     await tx`SET LOCAL statement_timeout = 2000`;
     const [r] = await tx<{ waiting: number; fanout_lag: number | null; due: number; delivery_lag: number | null }[]>`
-      WITH waiting AS (
-        SELECT e.created_at FROM webhook_events e, webhook_fanout_cursor k
-        WHERE k.id AND e.dispatched_at IS NULL AND e.fanout_xid >= k.done_below
+      WITH k AS (SELECT done_below FROM webhook_fanout_cursor WHERE id),
+      waiting AS (
+        SELECT 1 FROM webhook_events e
+        WHERE e.dispatched_at IS NULL AND e.fanout_xid >= (SELECT done_below FROM k)
         LIMIT ${BACKLOG_COUNT_CAP}
       ), due AS (
         SELECT d.next_attempt_at FROM webhook_deliveries d
         WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ${new Date(now)}::timestamptz
         LIMIT ${BACKLOG_COUNT_CAP}
       )
-      -- the lags over every row, not the capped sets: a backlog past the cap must not read younger than it is
+      -- the fan-out's lag is the age of the head of its queue (the first event above the cursor, the one it waits
+      -- on), read along webhook_events_fanout: a min over every waiting row was planned as a scan of every fanned-out
+      -- event while the cursor table had no statistics, past the 2 s timeout at a million events (review Y-5)
       SELECT (SELECT count(*)::int FROM waiting) AS waiting,
-        (SELECT extract(epoch FROM now() - min(e.created_at))::float8 FROM webhook_events e, webhook_fanout_cursor k
-         WHERE k.id AND e.dispatched_at IS NULL AND e.fanout_xid >= k.done_below) AS fanout_lag,
+        (SELECT extract(epoch FROM now() - e.created_at)::float8 FROM webhook_events e
+         WHERE e.dispatched_at IS NULL AND e.fanout_xid >= (SELECT done_below FROM k) ORDER BY e.fanout_xid LIMIT 1) AS fanout_lag,
         (SELECT count(*)::int FROM due) AS due,
         (SELECT extract(epoch FROM ${new Date(now)}::timestamptz - min(d.next_attempt_at))::float8 FROM webhook_deliveries d
          WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ${new Date(now)}::timestamptz) AS delivery_lag`;
