@@ -83,12 +83,17 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\
 
 /**
  * Why a date-time string names no real instant, or null: the calendar date and the clock time must exist as written.
- * `format: "date-time"` and `new Date` take 2027-02-30 and roll it over to 2 March silently (audit A3-8); a string
- * that does not start with `YYYY-MM-DDThh:mm` is the caller's schema's business and passes here.
+ * `format: "date-time"` and `new Date` take 2027-02-30 and roll it over to 2 March silently (audit A3-8). They also
+ * take an expanded year (`+010000-01-01T00:00:00Z`, `-000001-…`) and a time whose offset moves it past 9999-12-31
+ * in UTC, which Postgres's timestamptz refuses (audit W-5: a coupon's expiresAt came back as a field-less 400): both
+ * are refused here. Another string that does not start with `YYYY-MM-DDThh:mm` is the caller's schema's business.
  */
 export function impossibleDateTime(value: string): string | null {
+  if (/^[+-]\d/.test(value)) return "the year must be written with four digits (0001 to 9999)";
   const m = DATE_TIME.exec(value);
   if (!m) return null;
+  const utcYear = new Date(value).getUTCFullYear();
+  if (utcYear > 9999) return "must be before the year 10000 (in UTC)";
   const [y, mo, d, h, mi, sec] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? "0"].map(Number) as [number, number, number, number, number, number];
   const day = new Date(Date.UTC(y, mo - 1, d));
   if (mo < 1 || mo > 12 || day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) {

@@ -19,6 +19,9 @@ import { toMinor } from "./schemas.ts";
 export const PAYMENT_RAILS = ["card", "x402", "MOCK"] as const;
 export type PaymentRail = (typeof PAYMENT_RAILS)[number];
 
+/** The `integer` coupons.usage_limit column's largest value (audit W-5: 3e9 was a field-less 400 from Postgres). */
+export const MAX_USAGE_LIMIT = 2_147_483_647;
+
 export const settingsMessages = {
   setEnabledMcpTools: T.Object({ tools: T.Union([T.Array(T.String({ minLength: 1, maxLength: 100 }), { maxItems: 200 }), T.Null()]) }),
   setPaymentMethods: T.Object({ methods: T.Array(T.Union(PAYMENT_RAILS.map((r) => T.Literal(r))), { maxItems: 3 }) }),
@@ -29,7 +32,7 @@ export const settingsMessages = {
     value: T.Integer({ minimum: 1 }),
     minSpendMinor: T.Integer({ minimum: 0 }),
     expiresAt: T.Union([T.String({ format: "date-time" }), T.Null()]),
-    usageLimit: T.Union([T.Integer({ minimum: 0 }), T.Null()]),
+    usageLimit: T.Union([T.Integer({ minimum: 0, maximum: MAX_USAGE_LIMIT }), T.Null()]),
   }),
   setCouponActive: T.Object({ code: T.String({ minLength: 1, maxLength: 64 }), active: T.Boolean() }),
 };
@@ -52,7 +55,8 @@ export interface CouponInput {
  * and the dashboard form both use (the form rounded 10.6 % to 11, kept 1.234 as 1.23 and stored a 1e15 coupon:
  * audit A3-3). A percent is a whole 1..100; a fixed value and the minimum spend pass `amountProblem` in the store's
  * currency and a fixed value is at least one minor unit; the expiry is a real instant (2027-02-30 is refused, not
- * rolled over to 2 March: audit A3-8); the usage limit is a whole number ≥ 0.
+ * rolled over to 2 March: audit A3-8) in the years 0001..9999 (an expanded year such as +010000 reached Postgres,
+ * which refused it: audit W-5); the usage limit is a whole number 0..2^31 − 1 (the `integer` column).
  */
 export function couponFromInput(input: CouponInput, storeCurrency: string): Static<(typeof settingsMessages)["upsertCoupon"]> {
   if (input.kind === "percent" && (!Number.isInteger(input.value) || input.value < 1 || input.value > 100)) {
@@ -75,7 +79,9 @@ export function couponFromInput(input: CouponInput, storeCurrency: string): Stat
     expiresAt = at.toISOString();
   }
   const limit = input.usageLimit ?? null;
-  if (limit !== null && !(Number.isInteger(limit) && limit >= 0)) throw fail("validation_error", "Invalid usageLimit: must be a whole number of at least 0", { field: "usageLimit" });
+  if (limit !== null && !(Number.isInteger(limit) && limit >= 0 && limit <= MAX_USAGE_LIMIT)) {
+    throw fail("validation_error", `Invalid usageLimit: must be a whole number from 0 to ${MAX_USAGE_LIMIT}`, { field: "usageLimit" });
+  }
   return { code: input.code, kind: input.kind, value, minSpendMinor: toMinor(input.minSpend ?? 0, storeCurrency), expiresAt, usageLimit: limit };
 }
 

@@ -18,15 +18,17 @@ import { storeActor } from "../../actors/store/index.ts";
 import { listCoupons, type StoreCoupon } from "../../actors/store/merchant-reads.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { toMajor } from "../../actors/store/schemas.ts";
-import { couponFromInput, PAYMENT_RAILS } from "../../actors/store/settings.ts";
+import { couponFromInput, MAX_USAGE_LIMIT, PAYMENT_RAILS } from "../../actors/store/settings.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { ALL_TOOLS } from "../mcp/tools/index.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
+import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import type { Services } from "../services.ts";
 
 const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
-const SlugCode = t.Object({ slug: Slug.properties.slug, code: t.String({ minLength: 1, maxLength: 64 }) });
+// A NUL in the code reached Postgres and came back as a field-less 400 (audit W-5): refused here, naming `code`.
+const SlugCode = t.Object({ slug: Slug.properties.slug, code: t.String({ minLength: 1, maxLength: 64, pattern: NO_NUL_PATTERN }) });
 const sec = [{ bearer: [] }];
 const errs = errorResponses(400, 401, 404);
 
@@ -109,8 +111,8 @@ export function merchantSettingsRoutes(svc: Services) {
           kind: t.Union([t.Literal("percent"), t.Literal("fixed")]),
           value: t.Number({ exclusiveMinimum: 0, description: "percent: 1..100; fixed: decimal amount in the store's currency" }),
           minSpend: t.Optional(t.Number({ minimum: 0, description: "Decimal, store currency; inclusive" })),
-          expiresAt: t.Optional(t.String({ format: "date-time", description: "Omit for no expiry" })),
-          usageLimit: t.Optional(t.Integer({ minimum: 0, description: "Omit for unlimited" })),
+          expiresAt: t.Optional(t.String({ format: "date-time", description: "Omit for no expiry; a year 0001..9999 written with four digits (no expanded year such as +010000)" })),
+          usageLimit: t.Optional(t.Integer({ minimum: 0, maximum: MAX_USAGE_LIMIT, description: "Omit for unlimited" })),
         }),
         response: { 201: t.Any(), ...errs },
         detail: { tags: ["merchant"], summary: "Create or replace a coupon (201 created, 200 replaced)", security: sec },
