@@ -252,7 +252,23 @@ export interface SsrfOptions {
   field?: string;
   /** DNS resolver; defaults to node:dns/promises `lookup(all: true)`. Injected in tests. */
   resolve?: Resolver;
+  /**
+   * Give up on the name's lookup after this many milliseconds: refused as `unresolvable` (`details.lookup "timeout"`).
+   * Default none (the resolver's own timeouts: glibc's 5 s per attempt, more with retries and search domains). The
+   * lookup itself cannot be cancelled; its late answer is dropped.
+   */
+  lookupTimeoutMs?: number;
 }
+
+/** `resolve(hostname)`, or a rejection with LOOKUP_TIMED_OUT after `ms`. */
+function lookupWithin(resolve: Resolver, hostname: string, ms: number): Promise<ResolvedAddress[]> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(LOOKUP_TIMED_OUT), ms);
+  });
+  return Promise.race([resolve(hostname), deadline]).finally(() => clearTimeout(timer));
+}
+const LOOKUP_TIMED_OUT = Symbol("lookup timed out");
 
 export interface VettedUrl {
   url: URL;
@@ -325,8 +341,9 @@ export async function assertPublicUrl(input: string | URL, opts: SsrfOptions = {
 
   let resolved: ResolvedAddress[];
   try {
-    resolved = await resolve(hostname);
-  } catch {
+    resolved = await (opts.lookupTimeoutMs === undefined ? resolve(hostname) : lookupWithin(resolve, hostname, opts.lookupTimeoutMs));
+  } catch (err) {
+    if (err === LOOKUP_TIMED_OUT) refuse(field, "unresolvable", `${field} host name did not resolve within ${opts.lookupTimeoutMs} ms`, { lookup: "timeout" });
     refuse(field, "unresolvable", `${field} host name does not resolve`);
   }
   if (resolved.length === 0) refuse(field, "unresolvable", `${field} host name does not resolve`);

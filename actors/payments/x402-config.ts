@@ -19,7 +19,7 @@
 import type { PaymentRequirements } from "@x402/core/types";
 import type { Sql } from "../../infra/db.ts";
 import type { Logger } from "../../infra/log.ts";
-import { assertPublicUrl, type Resolver } from "../../infra/ssrf.ts";
+import { assertPublicUrl, systemResolver, type Resolver } from "../../infra/ssrf.ts";
 import { ActorError, fail } from "../runtime/errors.ts";
 import { buildPaymentRequirements, DEFAULT_MAX_TIMEOUT_SECONDS, toAssetAmount, type X402Asset } from "./x402-challenge.ts";
 
@@ -159,20 +159,87 @@ export function facilitatorMayBePrivate(url: string, policy: Pick<X402Policy, "a
 }
 
 /**
- * Whether the merchant's own facilitator URL may not be called: outside the operator's allowlist and without
- * ALLOW_PRIVATE_URLS it must pass the SSRF guard (https, every address it resolves to public). A name that does not
- * resolve right now is not refused here: like a facilitator that does not answer, that is found out at payment time
- * (503 UPSTREAM_UNAVAILABLE `unreachable`, retryable, nothing sent), not a configuration to advertise as unusable.
+ * How long the availability rule waits for a merchant facilitator's name (review Y-1, session 17): the protocols page,
+ * MCP get_supported_protocols, every checkout and /health run the rule, and a facilitator whose DNS hangs must not hold
+ * them for the resolver's own timeouts (glibc: 5 s per attempt, times retries and search domains). Past it the name
+ * counts as unresolvable right now: not refused (the facilitator client finds it out at payment time).
  */
-async function merchantFacilitatorRefused(url: string, policy: X402AvailabilityPolicy): Promise<boolean> {
-  if (facilitatorMayBePrivate(url, policy)) return false;
+export const X402_AVAILABILITY_LOOKUP_MS = 1_000;
+/**
+ * How long a facilitator's verdict (refused or not by the SSRF guard) is reused, per URL. Past it the stale verdict is
+ * still answered while one lookup refreshes it in the background, so only a URL's first sight waits (at most
+ * X402_AVAILABILITY_LOOKUP_MS); /health's refresh every second costs its two SQL reads, no DNS. The facilitator client
+ * vets the URL again on every request it makes, so a verdict up to a minute old never lets a request through.
+ */
+export const X402_VET_CACHE_MS = 60_000;
+/** URLs whose verdict is kept, per resolver (the oldest forgotten first). */
+const VET_CACHE_MAX = 1_000;
+
+interface Verdict {
+  /** null until the first lookup answers. */
+  refused: boolean | null;
+  at: number;
+  /** The lookup in flight (the first, which callers wait for, or a background refresh). */
+  pending: Promise<boolean> | null;
+}
+/** Per resolver (the system's in production; a test's own has its own), per facilitator URL. */
+const verdicts = new WeakMap<Resolver, Map<string, Verdict>>();
+
+/** The SSRF guard's verdict on `url`, looked up now (bounded). */
+async function vetFacilitatorUrl(url: string, resolve: Resolver): Promise<boolean> {
   try {
-    await assertPublicUrl(url, policy.resolve ? { resolve: policy.resolve } : {});
+    await assertPublicUrl(url, { resolve, lookupTimeoutMs: X402_AVAILABILITY_LOOKUP_MS });
     return false;
   } catch (err) {
     if (!(err instanceof ActorError)) throw err;
     return err.details?.reason !== "unresolvable";
   }
+}
+
+/**
+ * Whether the merchant's own facilitator URL may not be called: outside the operator's allowlist and without
+ * ALLOW_PRIVATE_URLS it must pass the SSRF guard (https, every address it resolves to public). A name that does not
+ * resolve right now, or not within X402_AVAILABILITY_LOOKUP_MS, is not refused here: like a facilitator that does not
+ * answer, that is found out at payment time (503 UPSTREAM_UNAVAILABLE `unreachable`, retryable, nothing sent), not a
+ * configuration to advertise as unusable. The guard's verdict is cached per URL (X402_VET_CACHE_MS).
+ */
+async function merchantFacilitatorRefused(url: string, policy: X402AvailabilityPolicy): Promise<boolean> {
+  if (facilitatorMayBePrivate(url, policy)) return false;
+  const resolve = policy.resolve ?? systemResolver;
+  let cache = verdicts.get(resolve);
+  if (!cache) verdicts.set(resolve, (cache = new Map()));
+  const known = cache.get(url);
+  if (known && known.refused !== null) {
+    if (Date.now() - known.at >= X402_VET_CACHE_MS && !known.pending) {
+      known.pending = vetFacilitatorUrl(url, resolve).then(
+        (refused) => {
+          Object.assign(known, { refused, at: Date.now(), pending: null });
+          return refused;
+        },
+        () => {
+          known.pending = null;
+          return known.refused as boolean;
+        },
+      );
+    }
+    return known.refused;
+  }
+  if (known?.pending) return known.pending;
+  const entry: Verdict = { refused: null, at: 0, pending: null };
+  const map = cache;
+  entry.pending = vetFacilitatorUrl(url, resolve).then(
+    (refused) => {
+      Object.assign(entry, { refused, at: Date.now(), pending: null });
+      return refused;
+    },
+    (err: unknown) => {
+      map.delete(url);
+      throw err;
+    },
+  );
+  map.set(url, entry);
+  if (map.size > VET_CACHE_MAX) map.delete(map.keys().next().value as string);
+  return entry.pending;
 }
 
 /**
@@ -227,7 +294,10 @@ export async function x402Availability(storeSlug: string, store: StoreX402Config
   };
 }
 
-/** Distinct merchant facilitators `anyStoreX402Usable` vets at most (in parallel; /health caches the answer a second). */
+/**
+ * Distinct merchant facilitators `anyStoreX402Usable` vets at most (in parallel, each verdict cached X402_VET_CACHE_MS;
+ * /health caches the answer a second).
+ */
 const HEALTH_FACILITATORS_VETTED = 20;
 
 /**

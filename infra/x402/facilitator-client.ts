@@ -19,10 +19,10 @@
  * - never puts the facilitator's text in the error: the agent gets a code, the HTTP status and our own `reason`; the
  *   text goes to a debug log line, cut to FACILITATOR_TEXT_LOG_CHARS (the rule of review RX-4 for refusal reasons).
  *
- * Always an explicit URL (there is no default facilitator) and a short deadline covering the whole exchange, headers
- * and body. Transport failures become our error data:
+ * Always an explicit URL (there is no default facilitator) and a short deadline covering the whole exchange: the name's
+ * lookup (itself at most FACILITATOR_LOOKUP_MS), headers and body. Transport failures become our error data:
  *
- * - not sent (connection refused, DNS failure, TLS refused before the request): `UPSTREAM_UNAVAILABLE`,
+ * - not sent (connection refused, DNS failure or a lookup past its bound, TLS refused before the request): `UPSTREAM_UNAVAILABLE`,
  *   retryable, `details.reason "unreachable"`; the request never left, so this call settled nothing
  *   (`details.settlement "not_attempted"` for /settle).
  * - connection lost after it was open (reset, socket closed before the answer): `UPSTREAM_UNAVAILABLE`,
@@ -76,6 +76,12 @@ type Operation = "verify" | "settle" | "supported";
 export const FACILITATOR_MAX_RESPONSE_BYTES = 64 * 1024;
 /** How much of a facilitator's own text a debug log line keeps (the rail's refusal lines keep as much). */
 export const FACILITATOR_TEXT_LOG_CHARS = 300;
+/**
+ * The longest the facilitator's name lookup may take, within the request's deadline (the smaller of the two): a name
+ * not resolved by then is `unreachable`, nothing sent (review Y-1, session 17: the lookup ran before the deadline
+ * started, for as long as the resolver liked, with a /settle's intent in `settling`).
+ */
+export const FACILITATOR_LOOKUP_MS = 2_000;
 
 // The library's answer schemas (@x402/core 2.27, src/http/httpFacilitatorClient.ts), not exported by it: the same
 // zod checks with its own zod.
@@ -223,16 +229,23 @@ export function createFacilitatorClient(options: FacilitatorClientOptions): X402
     });
   };
 
-  /** The guard, per request: the address to connect to, or our refusal (nothing sent). */
+  const lookupMs = Math.min(FACILITATOR_LOOKUP_MS, timeoutMs);
+  /** Nothing was sent: the name did not resolve, or not in time. */
+  const notResolved = (operation: Operation, timedOut: boolean): ActorError =>
+    fail(
+      "UPSTREAM_UNAVAILABLE",
+      `x402 facilitator unreachable for ${operation}: its host name ${timedOut ? `did not resolve within ${lookupMs} ms` : "does not resolve"}`,
+      { ...base(operation), reason: "unreachable", cause: timedOut ? "lookup_timeout" : "ENOTFOUND", ...(operation === "settle" ? { settlement: "not_attempted" } : {}) },
+    );
+
+  /** The guard, per request, its lookup bounded: the address to connect to, or our refusal (nothing sent). */
   const vet = async (operation: Operation, path: string): Promise<VettedUrl> => {
     try {
-      return await assertPublicUrl(`${url}${path}`, { allowPrivate, field: "facilitator_url", ...(options.resolve ? { resolve: options.resolve } : {}) });
+      return await assertPublicUrl(`${url}${path}`, { allowPrivate, field: "facilitator_url", lookupTimeoutMs: lookupMs, ...(options.resolve ? { resolve: options.resolve } : {}) });
     } catch (err) {
       if (!(err instanceof ActorError)) throw err;
       const notSent = operation === "settle" ? { settlement: "not_attempted" } : {};
-      if (err.details?.reason === "unresolvable") {
-        throw fail("UPSTREAM_UNAVAILABLE", `x402 facilitator unreachable for ${operation}: its host name does not resolve`, { ...base(operation), reason: "unreachable", cause: "ENOTFOUND", ...notSent });
-      }
+      if (err.details?.reason === "unresolvable") throw notResolved(operation, err.details?.lookup === "timeout");
       throw fail("STORE_NOT_CONFIGURED", `x402 facilitator URL is not allowed for ${operation}: it must be a public https address`, {
         ...base(operation),
         reason: "facilitator_not_public",
@@ -242,13 +255,16 @@ export function createFacilitatorClient(options: FacilitatorClientOptions): X402
   };
 
   /**
-   * One exchange: the guard, the request to the vetted address, the status and the body (bounded; null when it
-   * could not be read as an answer: too long, undecodable). A 3xx is refused here, its body dropped.
+   * One exchange within one deadline: the guard (its lookup included), the request to the vetted address, the status
+   * and the body (bounded; null when it could not be read as an answer: too long, undecodable). A 3xx is refused here,
+   * its body dropped.
    */
   const exchange = async (operation: Operation, path: string, init: { method: "GET" | "POST"; body?: string }): Promise<Answer> => {
-    const vetted = await vet(operation, path);
-    const controller = new AbortController();
     const deadline = AbortSignal.timeout(timeoutMs);
+    const vetted = await vet(operation, path);
+    // The lookup used the whole deadline: nothing was sent, and nothing will be.
+    if (deadline.aborted) throw notResolved(operation, true);
+    const controller = new AbortController();
     const onDeadline = () => controller.abort(deadline.reason);
     deadline.addEventListener("abort", onDeadline, { once: true });
     try {
