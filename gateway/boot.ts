@@ -17,7 +17,7 @@ import type { Transport } from "../actors/transport/transport.ts";
 import { bootHooks, type Role } from "../infra/boot-hooks.ts";
 import { checkRoleConfig, loadConfig, normalizeSiteUrl, usesDefaultAdminCredentials, type Config } from "../infra/config.ts";
 import { assertKekOpensDeployment } from "../infra/secrets.ts";
-import { openDatabase, type Database } from "../infra/db.ts";
+import { openDatabase, pingDatabase, type Database } from "../infra/db.ts";
 import { log, setLogLevel } from "../infra/log.ts";
 import { registerPartitionSource } from "../infra/metrics.ts";
 import { primeLoginTiming } from "../infra/passwords.ts";
@@ -189,12 +189,15 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       if (mcp) stops.push(() => mcp.close());
       log.info("gateway listening", { url, role });
     } else {
-      // an actor host has no API port, but operators still scrape it: /metrics and a liveness /health
+      // an actor host has no API port, but operators still scrape it: /metrics, and /health (database and membership)
       const metricsServer = Bun.serve({
         hostname: config.HOST,
         port: config.METRICS_PORT,
         // /metrics under the API port's rule (METRICS_TOKEN), /health, else the service's 404 envelope
-        fetch: actorHostFetch(config),
+        fetch: actorHostFetch(config, {
+          database: () => pingDatabase(db.sql),
+          member: () => (transport instanceof NatsTransport ? transport.isMember() : true),
+        }),
       });
       port = metricsServer.port ?? 0;
       url = `http://${config.HOST}:${port}`;

@@ -384,6 +384,14 @@ export class NatsTransport implements Transport {
    */
   readonly hosts: HostMembership;
 
+  /**
+   * Whether this process is a serving member of placement right now: it joined (`serve`), its heartbeat is current in
+   * the bucket (Membership.isCurrent) and it is not holding back after a detected pause. An actor host's `/health`.
+   */
+  isMember(): boolean {
+    return !this.closed && !this.suspect && (this.membership?.isCurrent() ?? false);
+  }
+
   /** Live host ids as this host sees them (empty on a gateway). */
   liveHosts(kind?: string): string[] {
     return this.membership?.view.live(kind) ?? [];

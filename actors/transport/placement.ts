@@ -332,6 +332,15 @@ export class Membership {
     }, this.heartbeatMs);
   }
 
+  /**
+   * True while this host's last heartbeat was written within the TTL: the others count it live and it keeps its
+   * partitions. False before `start`, after `stop`, and once the bucket has refused its beats for a TTL (NATS or
+   * JetStream away). An actor host's `/health` answers 503 then (audit M-3).
+   */
+  isCurrent(now = performance.now()): boolean {
+    return !this.stopped && this.kv !== undefined && now - this.lastPutOkAt <= this.ttlMs;
+  }
+
   /** The newest bucket revision the view includes (a partition's release waits until the other host's view has it). */
   get revision(): number {
     return this.lastRevisionSeen;

@@ -73,13 +73,47 @@ export function checkMetricsScrape(config: Pick<Config, "METRICS_TOKEN" | "NODE_
   throw fail("unauthorized", "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.");
 }
 
+/** What an actor host's `/health` reports besides its role (gateway/boot.ts passes both). */
+export interface ActorHostHealthProbes {
+  /** Whether the database answers (pingDatabase: 1 s timeout); asked at most once a second, like the gateway's. */
+  database?: () => Promise<boolean>;
+  /** Whether this host is a serving member of placement: its heartbeat current in the bucket (NatsTransport.isMember). */
+  member?: () => boolean;
+}
+
+const HOST_HEALTH_TTL_MS = 1000;
+
 /**
  * The request handler of an actor host's own listener (role `actors` has no API port; METRICS_PORT): `/metrics` (and
- * `/metrics/`, as on the API port) under `checkMetricsScrape`, a liveness `/health` for anyone, the service's 404
- * envelope for anything else. Every answer carries X-Request-Id like the gateway's (audit O-3). No rate limit here
- * (an actor host has no buckets of its own): a guess at a 16+ character token is not a practical attack.
+ * `/metrics/`, as on the API port) under `checkMetricsScrape`, `/health` for anyone, the service's 404 envelope for
+ * anything else. Every answer carries X-Request-Id like the gateway's (audit O-3). No rate limit here (an actor host
+ * has no buckets of its own): a guess at a 16+ character token is not a practical attack.
+ *
+ * `/health` is a readiness check (audit M-3): 200 `{role: "actors", status: "ok", database: true, member: true}` while
+ * the database answers and the host's heartbeat is current in the membership bucket, else 503 `service_unavailable`
+ * with the same report (`status: "degraded"`) in `details`, as the gateway's health does. It was 200 `ok` whatever
+ * the database did. The database probe is cached a second, so a hard-polling orchestrator adds no database load.
  */
-export function actorHostFetch(config: Pick<Config, "METRICS_TOKEN" | "NODE_ENV">): (req: Request) => Promise<Response> {
+export function actorHostFetch(config: Pick<Config, "METRICS_TOKEN" | "NODE_ENV">, probes: ActorHostHealthProbes = {}): (req: Request) => Promise<Response> {
+  let last = { at: -Infinity, ok: false };
+  let inflight: Promise<boolean> | undefined;
+  const databaseOk = async (): Promise<boolean> => {
+    if (!probes.database) return true;
+    if (performance.now() - last.at < HOST_HEALTH_TTL_MS) return last.ok;
+    inflight ??= probes.database().then(
+      (ok) => {
+        last = { at: performance.now(), ok };
+        inflight = undefined;
+        return ok;
+      },
+      () => {
+        last = { at: performance.now(), ok: false };
+        inflight = undefined;
+        return false;
+      },
+    );
+    return inflight;
+  };
   return async (req) => {
     const path = new URL(req.url).pathname;
     const headers: Record<string, string> = { "x-request-id": requestIdFor(req) };
@@ -92,7 +126,14 @@ export function actorHostFetch(config: Pick<Config, "METRICS_TOKEN" | "NODE_ENV"
       }
       return new Response(await registry.metrics(), { headers: { ...headers, "content-type": registry.contentType } });
     }
-    if (path === "/health") return Response.json({ success: true, data: { role: "actors", status: "ok" } }, { headers });
+    if (path === "/health") {
+      const database = await databaseOk();
+      const member = probes.member?.() ?? true;
+      if (database && member) return Response.json({ success: true, data: { role: "actors", status: "ok", database, member } }, { headers });
+      const why = !database ? "its database does not answer" : "its heartbeat is not current in the membership bucket (NATS or JetStream away)";
+      const report = { role: "actors", status: "degraded", database, member };
+      return Response.json(errorBody("service_unavailable", `Actor host not ready: ${why}.`, report), { status: 503, headers });
+    }
     return Response.json(errorBody("route_not_found", "No such route on an actor host: it answers /metrics and /health."), { status: 404, headers });
   };
 }

@@ -66,7 +66,7 @@ describe("an actor host with METRICS_TOKEN set", () => {
 
   test("/health stays open and other paths are the service's 404", async () => {
     const health = await get(`${base}/health`);
-    expect({ status: health.status, body: JSON.parse(health.text) }).toEqual({ status: 200, body: { success: true, data: { role: "actors", status: "ok" } } });
+    expect({ status: health.status, body: JSON.parse(health.text) }).toEqual({ status: 200, body: { success: true, data: { role: "actors", status: "ok", database: true, member: true } } });
     const other = await get(`${base}/api/v1/health`, `Bearer ${TOKEN}`);
     expect({ status: other.status, code: JSON.parse(other.text).code }).toEqual({ status: 404, code: "route_not_found" });
   });

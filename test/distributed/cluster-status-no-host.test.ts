@@ -48,7 +48,9 @@ test("the only host leaves (SIGTERM deletes its entry): unowned counted against 
     onChange: () => {},
     beat: () => ({ kinds: [...ACTOR_KINDS], partitions: 8, activations: {}, owned: {}, startedAt: Date.now(), pid: process.pid, hostname: "test" }),
   });
+  expect(member.isCurrent()).toBe(false); // not started: not a member (an actor host's /health says so)
   await member.start();
+  expect(member.isCurrent()).toBe(true);
   const up = await clusterStatus(NATS, { nc, bucket, kinds: ACTOR_KINDS, partitions: 8 });
   expect(up.liveHosts).toBe(1);
   expect(up.unowned).toEqual({});
@@ -56,6 +58,7 @@ test("the only host leaves (SIGTERM deletes its entry): unowned counted against 
   expect(clusterStatusExitCode(up)).toBe(0);
 
   await member.stop(); // leaves the bucket, as a host stopped with SIGTERM does
+  expect(member.isCurrent()).toBe(false);
   const down = await clusterStatus(NATS, { nc, bucket, kinds: ACTOR_KINDS, partitions: 8 });
   expect(down.liveHosts).toBe(0);
   expect(down.unowned.cart).toBe(8);
