@@ -31,7 +31,7 @@ import {
   anyPriceIn,
 } from "./engine.ts";
 import { allowedTypos, assertSearchSettings, DEFAULT_SEARCH_SETTINGS, SEARCHABLE_FIELDS, type SearchSettings } from "./settings.ts";
-import { fuzzyOsa } from "./fuzzy.ts";
+import { fuzzyOsa, typosCounted } from "./fuzzy.ts";
 import { kthLargest } from "./ranking.ts";
 import { combineTextScore, COVERAGE_SHARE, fieldFactors, queryGroups, SYNONYM_FACTOR, wordQuality } from "./text-score.ts";
 
@@ -1107,7 +1107,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     }
     if (typos > 0) {
       for (const [term, [id, distance]] of fuzzyOsa<number>(this.dict._tree, word, typos)) {
-        if (!distance || prefixed.has(term)) continue;
+        if (!distance || prefixed.has(term) || typosCounted(word, term, distance) > typos) continue;
         out.push({ term: id, weight: (FUZZY_WEIGHT * term.length) / (term.length + distance), quality: wordQuality(word, term, prefix, s) });
       }
     }

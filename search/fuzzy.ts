@@ -13,6 +13,17 @@
  * before (same terms, same distances, same order, so the same scores to the last bit).
  */
 
+/**
+ * The typos a match counts, Meilisearch's way: its edit distance, plus one when the first letters differ ("a typo on
+ * the first letter of a word is treated as two typos", Meilisearch's typo tolerance docs; milli: 2 typos with the
+ * first letter right, or 1 with it wrong). So "hsoes" (a swap moving the first letter) is two typos and not within a
+ * 5-letter word's one, and "caturday" is not saturday (review Y-3, session 17). `fuzzyOsa` walks by distance alone;
+ * callers filter with this.
+ */
+export function typosCounted(query: string, term: string, distance: number): number {
+  return distance + (distance > 0 && term.charCodeAt(0) !== query.charCodeAt(0) ? 1 : 0);
+}
+
 /** MiniSearch's radix tree node: edge label → child node, and "" → the value at a complete term. */
 export interface RadixNode<T> extends Map<string, T | RadixNode<T>> {}
 

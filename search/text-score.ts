@@ -12,7 +12,7 @@
  * So 1 needs every word matched exactly in the title; a lone weak match stays low even when it is the only hit,
  * and the small relative part only orders documents of equal coverage (term frequency, field length).
  */
-import { boundedOsaDistance } from "./fuzzy.ts";
+import { boundedOsaDistance, typosCounted } from "./fuzzy.ts";
 import { allowedTypos, SEARCHABLE_FIELDS, type SearchableField, type SearchSettings } from "./settings.ts";
 
 export interface QueryGroup {
@@ -43,7 +43,7 @@ export function wordQuality(q: string, docWord: string, prefix: boolean, s: Sear
   const typos = allowedTypos(q, s);
   if (typos > 0) {
     const d = boundedOsaDistance(q, docWord, typos);
-    if (d <= typos) return 1 - 0.2 * d;
+    if (typosCounted(q, docWord, d) <= typos) return 1 - 0.2 * d;
   }
   return 0;
 }
