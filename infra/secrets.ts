@@ -36,7 +36,7 @@ export async function assertKekOpensDeployment(sql: Sql, kek: Uint8Array): Promi
     if (!(err instanceof SealError)) throw err;
     throw new ConfigError(
       "SECRET_KEY",
-      "the deployment's key: it does not open the signing keys sealed in this database (every gateway and actor host of a deployment needs the same SECRET_KEY; without it a process generates its own in DATA_DIR/secret.key)",
+      "the deployment's key: it does not open the signing keys sealed in this database (every gateway and actor host of a deployment needs the same SECRET_KEY; without it a process generates its own in DATA_DIR/secret.key; a database restored from another deployment needs that deployment's SECRET_KEY)",
       "<another key>",
     );
   }
