@@ -117,11 +117,18 @@ export function resolveSearchSettings(patch: SearchSettingsPatch = {}, base: Sea
 export function assertSearchSettings(s: unknown): asserts s is SearchSettings {
   if (!Value.Check(SearchSettingsSchema, s)) {
     const errors = [...Value.Errors(SearchSettingsSchema, s)].slice(0, 10).map((e) => ({ path: e.path, message: e.message }));
-    throw fail("validation_error", "invalid search settings", { errors });
+    // Named like every other 400 (`details.field`, dotted: typoTolerance.minWordSizeForOneTypo; audit W-3).
+    const field = errors[0] ? errors[0].path.replace(/^\//, "").replace(/\//g, ".") : "";
+    throw fail("validation_error", `invalid search settings${field ? `: ${field} ${errors[0]!.message}` : ""}`, { ...(field ? { field } : {}), errors });
   }
   const t = s.typoTolerance;
   if (t.minWordSizeForTwoTypos < t.minWordSizeForOneTypo) {
-    throw fail("validation_error", "minWordSizeForTwoTypos must be >= minWordSizeForOneTypo", {});
+    // The field named is the one that, with the stored or patched other, breaks the order (audit W-3: details was {}).
+    throw fail("validation_error", `minWordSizeForTwoTypos (${t.minWordSizeForTwoTypos}) must be >= minWordSizeForOneTypo (${t.minWordSizeForOneTypo})`, {
+      field: "typoTolerance.minWordSizeForTwoTypos",
+      minWordSizeForOneTypo: t.minWordSizeForOneTypo,
+      minWordSizeForTwoTypos: t.minWordSizeForTwoTypos,
+    });
   }
   const w = s.rankingWeights;
   if (!(w.text + w.trust + w.freshness + w.inStock > 0)) {

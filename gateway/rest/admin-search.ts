@@ -10,6 +10,7 @@ import { getSearchService } from "../../search/service.ts";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
 import { fail } from "../../actors/runtime/errors.ts";
+import { unstorableField } from "../../actors/store/ingest.ts";
 import { SearchSettingsPatchSchema, type SearchSettingsPatch } from "../../search/settings.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { requireOperator, userAuth } from "../plugins/auth.ts";
@@ -32,6 +33,16 @@ export function refuseUnknownSettingsKeys(raw: unknown): void {
     const a = validationAnswer("body", fieldOfPath(e.path), e, e.schema);
     throw fail("validation_error", a.message, a.details);
   }
+}
+
+/**
+ * Refuses text Postgres cannot store (a NUL byte, a lone UTF-16 surrogate) in a stop word, a synonym or a synonym
+ * key, naming it (`stopWords.0`, `synonyms.tv.0`) as the merchant routes do (`unstorableField`): it reached the
+ * jsonb write and came back as the database's field-less 400 (audit W-3). Runs after the operator check.
+ */
+export function refuseUnstorableSettings(patch: unknown): void {
+  const bad = unstorableField(patch);
+  if (bad) throw fail("validation_error", `Invalid ${bad.field}: ${bad.message}`, { location: "body", field: bad.field });
 }
 
 /**
@@ -67,6 +78,7 @@ export function adminSearchRoutes(svc: Services) {
       "/api/v1/admin/search/settings",
       async ({ user, body, request, set }) => {
         requireOperator(user);
+        refuseUnstorableSettings(body);
         const ifVersion = ifMatchVersion(request.headers.get("if-match"));
         const s = getSearchService(svc);
         const r = await s.updateSettings(svc.sql, body as SearchSettingsPatch, user.id, ifVersion);
