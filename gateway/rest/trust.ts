@@ -30,6 +30,7 @@ import type { TrustFlags } from "../../actors/trust/select.ts";
 import { METHODOLOGY_VERSION } from "../../actors/trust/types.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { isStoreEligible, type VerificationLevel } from "../../search/ranking.ts";
+import { unstorableField } from "../../actors/store/ingest.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth } from "../plugins/auth.ts";
 import { HTTP_URL_PATTERN, NO_NUL_PATTERN } from "../plugins/validation-message.ts";
@@ -280,6 +281,16 @@ export function trustAgentRoutes(svc: Services) {
   );
 }
 
+/**
+ * Text Postgres cannot store as sent (a lone UTF-16 surrogate: postgres.js writes U+FFFD in its place, so the appeal
+ * was stored altered with a 201) is 400 naming the field, as every merchant text is (audit W-10; the schemas' no-NUL
+ * pattern covered the NUL only).
+ */
+function refuseUnstorable(value: string, field: string): void {
+  const unstorable = unstorableField(value, field);
+  if (unstorable) throw fail("validation_error", `${field} ${unstorable.message}.`, { location: "body", field });
+}
+
 const APPEAL_REASON_MIN = 10;
 const AppealBody = t.Object({
   storeSlug: Slug,
@@ -297,6 +308,7 @@ export function trustUserRoutes(svc: Services) {
       "/api/v1/trust/appeal",
       async ({ body, user, set }) => {
         // The length bounds hold for the text itself, not its padding (audit A4 L5: ten spaces were accepted).
+        refuseUnstorable(body.reason, "reason");
         const reason = body.reason.trim();
         if (reason.length < APPEAL_REASON_MIN) {
           throw fail("validation_error", `reason must hold at least ${APPEAL_REASON_MIN} characters besides leading and trailing white space.`, { field: "reason" });
@@ -369,6 +381,7 @@ export function trustUserRoutes(svc: Services) {
       "/api/v1/admin/trust/alerts/:id/resolve",
       async ({ params, body, user }) => {
         requireOperator(user);
+        refuseUnstorable(body.note, "note");
         return ok(await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "resolveAlert", { id: params.id, userId: user.id, resolution: body.resolution, note: body.note }));
       },
       {
@@ -398,6 +411,7 @@ export function trustUserRoutes(svc: Services) {
       "/api/v1/admin/trust/appeals/:id/resolve",
       async ({ params, body, user }) => {
         requireOperator(user);
+        refuseUnstorable(body.note, "note");
         return ok(
           await svc.actors.ask(
             trustActor,
