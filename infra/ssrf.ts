@@ -310,6 +310,9 @@ export async function assertPublicUrl(input: string | URL, opts: SsrfOptions = {
     refuse(field, "credentials", `${field} must not contain credentials`);
   }
   const port = url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
+  // nothing listens on port 0: such a URL could never be fetched, so say so now instead of failing every attempt
+  // (a webhook endpoint retried for 72 h and disabled 5 days later; audit W-6)
+  if (port === 0) refuse(field, "invalid_url", `${field} has no usable port (0)`);
   let hostname = url.hostname.toLowerCase();
   if (hostname.startsWith("[") && hostname.endsWith("]")) hostname = hostname.slice(1, -1);
   if (hostname.endsWith(".")) hostname = hostname.slice(0, -1);
