@@ -348,10 +348,10 @@ export async function prepareX402Authorizations(
   for (const leg of passed) {
     await sql`
       INSERT INTO x402_authorizations (token_id, store_id, cart_id, agent_key_id, amount_minor, currency, payload, requirements,
-                                       facilitator_url, facilitator_version, rpc_url)
+                                       facilitator_url, facilitator_version, rpc_url, facilitator_allow_private)
       VALUES (${tokenId}, ${leg.storeId}, ${input.cartId}, ${input.agentKeyId}, ${leg.amountMinor}, ${leg.currency},
               ${sql.json(leg.payload as never)}, ${sql.json(leg.requirements as never)}, ${leg.config.facilitatorUrl},
-              ${leg.config.facilitatorVersion}, ${leg.config.rpcUrl})`;
+              ${leg.config.facilitatorVersion}, ${leg.config.rpcUrl}, ${leg.config.facilitatorAllowPrivate})`;
   }
   return { ok: true, tokenId, prepared: passed.map((l) => l.storeId), refused };
 }
@@ -393,6 +393,8 @@ interface AuthorizationRow {
   facilitator_url: string;
   facilitator_version: FacilitatorVersion;
   rpc_url: string | null;
+  /** The gateway's decision at /verify (migration 0102): the facilitator may be on a private address. */
+  facilitator_allow_private: boolean;
 }
 
 interface IntentRow {
@@ -411,6 +413,8 @@ interface IntentRow {
   payload: PaymentPayload;
   requirements: PaymentRequirements;
   rpc_url: string | null;
+  /** The gateway's decision at /verify, by its policy (migration 0102): the facilitator may be on a private address. */
+  facilitator_allow_private: boolean;
   /** The chain's height before the first /settle (migration 0072); the log search starts there. */
   from_block: string | null;
   state: "recorded" | "settling" | "captured" | "failed" | "unknown";
@@ -449,8 +453,9 @@ export class X402Rail implements PaymentRail {
     /** Blocks, the transfer's own included, before an x402 transfer counts as captured (stores with an rpc_url). */
     private readonly captureConfirmations: bigint = 1n,
     /**
-     * X402_FACILITATOR_ALLOWLIST and ALLOW_PRIVATE_URLS (never in production), read at each /settle: which facilitators
-     * may be on a private address (`facilitatorMayBePrivate`). By default none.
+     * X402_FACILITATOR_ALLOWLIST and ALLOW_PRIVATE_URLS (never in production) of this actor host, read at each /settle:
+     * which facilitators may be on a private address (`facilitatorMayBePrivate`), besides the intent's own recorded
+     * decision (the gateway's at /verify, `facilitator_allow_private`). By default none.
      */
     private readonly facilitatorPolicy: () => Pick<X402Policy, "allowlist" | "allowPrivate"> = () => ({ allowlist: "", allowPrivate: false }),
   ) {
@@ -464,7 +469,7 @@ export class X402Rail implements PaymentRail {
     if (!intent.paymentToken.startsWith(X402_TOKEN_PREFIX)) return failed("no_x402_authorization");
     const tokenId = intent.paymentToken.slice(X402_TOKEN_PREFIX.length);
     const [auth] = await this.sql<AuthorizationRow[]>`
-      SELECT cart_id, amount_minor, currency, payload, requirements, facilitator_url, facilitator_version, rpc_url
+      SELECT cart_id, amount_minor, currency, payload, requirements, facilitator_url, facilitator_version, rpc_url, facilitator_allow_private
       FROM x402_authorizations WHERE token_id = ${tokenId} AND store_id = ${intent.storeId}`;
     if (!auth) return failed("no_x402_authorization");
     if (Number(auth.amount_minor) !== intent.amountMinor || auth.currency !== intent.currency) return failed("amount_changed_since_authorization");
@@ -476,12 +481,13 @@ export class X402Rail implements PaymentRail {
     const fromBlock = await chainHeight(auth.rpc_url);
     const inserted = await this.sql<{ intent_id: string }[]>`
       INSERT INTO x402_intents (intent_id, store_id, amount_minor, currency, network, asset, pay_to, payer, nonce, valid_before,
-                                facilitator_url, facilitator_version, payload, requirements, rpc_url, cart_id, token_id, state, from_block)
+                                facilitator_url, facilitator_version, payload, requirements, rpc_url, cart_id, token_id, state, from_block,
+                                facilitator_allow_private)
       VALUES (${intent.intentId}, ${intent.storeId}, ${intent.amountMinor}, ${intent.currency}, ${auth.requirements.network},
               ${auth.requirements.asset}, ${auth.requirements.payTo}, ${authorization.from}, ${authorization.nonce},
               ${authorization.validBefore}, ${auth.facilitator_url}, ${auth.facilitator_version}, ${this.sql.json(auth.payload as never)},
               ${this.sql.json(auth.requirements as never)}, ${auth.rpc_url}, ${auth.cart_id}, ${tokenId}, 'recorded',
-              ${fromBlock === null ? null : String(fromBlock)})
+              ${fromBlock === null ? null : String(fromBlock)}, ${auth.facilitator_allow_private})
       ON CONFLICT DO NOTHING RETURNING intent_id`;
     if (inserted.length === 0) {
       // Either this intent raced itself (then resume it) or the authorization already paid another intent.
@@ -588,7 +594,7 @@ export class X402Rail implements PaymentRail {
     // the chain decide its escalated intents (review RG MED-1); else the one recorded at payment.
     const [row] = await this.sql<IntentRow[]>`
       SELECT i.intent_id, i.store_id, i.amount_minor, i.currency, i.network, i.asset, i.pay_to, i.payer, i.nonce, i.valid_before, i.facilitator_url,
-             i.facilitator_version, i.payload, i.requirements,
+             i.facilitator_version, i.payload, i.requirements, i.facilitator_allow_private,
              COALESCE((SELECT c.rpc_url FROM store_x402_config c WHERE c.store_slug = i.store_id AND c.network = i.network), i.rpc_url) AS rpc_url,
              i.from_block, i.state, i.transaction_hash, i.error_reason
       FROM x402_intents i WHERE i.intent_id = ${intentId}`;
@@ -841,11 +847,13 @@ export class X402Rail implements PaymentRail {
     // `settling` before the call). Once one was, only the chain can say it did not land.
     const sentBefore = row.state !== "recorded";
     await this.sql`UPDATE x402_intents SET state = 'settling', updated_at = now() WHERE intent_id = ${row.intent_id} AND state IN ('recorded', 'unknown')`;
-    // Vetted again on this request, by today's policy: the operator's allowlist may have changed since /verify.
+    // Vetted again on this request (the guard resolves the name again). A private address is allowed when the gateway
+    // decided so at /verify by its policy (recorded on the intent: this actor host's configuration may lack
+    // X402_FACILITATOR_ALLOWLIST, review Y-2) or when this host's own policy allows it (intents from before 0102).
     const client = createFacilitatorClient({
       url: row.facilitator_url,
       timeoutMs: this.timeouts().settleMs,
-      allowPrivate: facilitatorMayBePrivate(row.facilitator_url, this.facilitatorPolicy()),
+      allowPrivate: row.facilitator_allow_private || facilitatorMayBePrivate(row.facilitator_url, this.facilitatorPolicy()),
       ...(this.log ? { log: this.log } : {}),
     });
     const wire = facilitatorBodies(row.facilitator_version, row.payload, row.requirements, "");
@@ -855,10 +863,12 @@ export class X402Rail implements PaymentRail {
     } catch (err) {
       const details = err instanceof ActorError ? err.details : undefined;
       if (details?.settlement === "not_attempted" && !sentBefore) {
-        // This intent's only send never left: nothing can have moved. Give the nonce back so the payer may retry.
-        await this.finish(row.intent_id, "failed", null, "facilitator_unreachable");
+        // This intent's only send never left: nothing can have moved. Give the nonce back so the payer may retry. Why
+        // not: unreachable, or refused by the SSRF guard (its address is not public now: review Y-2 named it unreachable).
+        const reason = details.reason === "facilitator_not_public" ? "facilitator_not_public" : "facilitator_unreachable";
+        await this.finish(row.intent_id, "failed", null, reason);
         await this.nonces.release(key, row.intent_id);
-        return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason: "facilitator_unreachable" };
+        return { status: "failed", intentId: row.intent_id, code: "PAYMENT_FAILED_ROLLED_BACK", reason };
       }
       // A re-send that never left says nothing about the earlier send, which may still land; anything else may
       // have been acted on. The chain is asked by the reconciliation (lookup) that follows.
