@@ -28,11 +28,25 @@ import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { ingestCatalogInParts, recordOrdersInParts } from "./ingest-parts.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { strictBody } from "./strict-body.ts";
 
 // the stores table's own format (stores_slug_format): anything else names no store and must not reach SQL as a 500
 const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
 const sec = [{ bearer: [] }];
 const errs = errorResponses(400, 401, 404);
+
+// The bodies' schemas, each also the route's `strictBody` (a misspelt key is 400 naming it, not dropped: audit W-7).
+const CatalogBody = t.Object({
+  products: t.Array(t.Unknown(), { maxItems: MAX_CATALOG_BATCH, description: "ProductInput items (validated one by one)" }),
+  remove: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255, pattern: NO_NUL_PATTERN }), { maxItems: MAX_CATALOG_BATCH, description: "externalIds to take out of the catalog" })),
+});
+const InventoryBody = t.Object({
+  items: t.Array(t.Unknown(), { minItems: 1, maxItems: MAX_CATALOG_BATCH, description: "InventoryItemInput items (validated one by one)" }),
+});
+// Items are checked one by one in the store actor (HumanOrderInput, then orderFromInput), so a bad status is a
+// per-order rejection like a bad price, not a 400 for the whole batch (audit A2 LOW-3).
+const OrdersBody = t.Object({ orders: t.Array(t.Unknown(), { minItems: 1, maxItems: 500, description: "HumanOrderInput items (validated one by one)" }) });
+const ShippingZonesBody = t.Object({ zones: t.Array(ShippingZoneInput, { maxItems: 100 }) });
 
 /** PATCH /inventory items split into schema-valid ones (with their batch index) and per-item rejections. */
 export function splitInventoryItems(items: readonly unknown[]): { valid: { index: number; item: InventoryItemInput }[]; rejected: RejectedItem[] } {
@@ -62,10 +76,8 @@ export function merchantApiRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: t.Object({
-          products: t.Array(t.Unknown(), { maxItems: MAX_CATALOG_BATCH, description: "ProductInput items (validated one by one)" }),
-          remove: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255, pattern: NO_NUL_PATTERN }), { maxItems: MAX_CATALOG_BATCH, description: "externalIds to take out of the catalog" })),
-        }),
+        body: CatalogBody,
+        transform: strictBody(CatalogBody),
         response: errs,
         detail: { tags: ["merchant"], summary: "Batch upsert up to 1,000 products (per-item errors)", security: sec },
       },
@@ -84,9 +96,8 @@ export function merchantApiRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: t.Object({
-          items: t.Array(t.Unknown(), { minItems: 1, maxItems: MAX_CATALOG_BATCH, description: "InventoryItemInput items (validated one by one)" }),
-        }),
+        body: InventoryBody,
+        transform: strictBody(InventoryBody),
         response: errs,
         detail: { tags: ["merchant"], summary: "Set stock by product or variant", security: sec },
       },
@@ -101,9 +112,8 @@ export function merchantApiRoutes(svc: Services) {
       },
       {
         params: Slug,
-        // Items are checked one by one in the store actor (HumanOrderInput, then orderFromInput), so a bad status is a
-        // per-order rejection like a bad price, not a 400 for the whole batch (audit A2 LOW-3).
-        body: t.Object({ orders: t.Array(t.Unknown(), { minItems: 1, maxItems: 500, description: "HumanOrderInput items (validated one by one)" }) }),
+        body: OrdersBody,
+        transform: strictBody(OrdersBody),
         response: { 201: t.Any(), ...errs },
         detail: { tags: ["merchant"], summary: "Record human orders (idempotent per externalId; the trust engine's input)", security: sec },
       },
@@ -120,7 +130,7 @@ export function merchantApiRoutes(svc: Services) {
           .map((k) => `${k}: agents are shown ${shown[k] === undefined ? "none" : JSON.stringify(shown[k])}, what carts charge by your shipping zones (docs/catalog.md); change the zones to change it`);
         return ok({ policies: shown, policyVersion: r.policyVersion, negotiation: r.negotiation, ...(notes.length ? { notes } : {}) });
       },
-      { params: Slug, body: PoliciesInput, response: errs, detail: { tags: ["merchant"], summary: "Replace the store's policies (and negotiation rules)", security: sec } },
+      { params: Slug, body: PoliciesInput, transform: strictBody(PoliciesInput), response: errs, detail: { tags: ["merchant"], summary: "Replace the store's policies (and negotiation rules)", security: sec } },
     )
     .put(
       "/api/v1/merchant/stores/:slug/shipping-zones",
@@ -131,7 +141,8 @@ export function merchantApiRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: t.Object({ zones: t.Array(ShippingZoneInput, { maxItems: 100 }) }),
+        body: ShippingZonesBody,
+        transform: strictBody(ShippingZonesBody),
         response: errs,
         detail: { tags: ["merchant"], summary: "Replace the store's shipping zones", security: sec },
       },

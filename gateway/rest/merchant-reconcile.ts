@@ -26,6 +26,10 @@ import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { strictBody } from "./strict-body.ts";
+
+/** A key it does not have is 400 naming it, as on every merchant write (audit W-7). */
+const ReconcileBody = t.Object({ action: t.Union([t.Literal("accept"), t.Literal("refund")]) });
 
 const Slug = t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const sec = { security: [{ bearer: [] }] };
@@ -103,7 +107,8 @@ export function merchantReconcileRoutes(svc: Services) {
       },
       {
         params: t.Object({ slug: Slug, id: t.String({ format: "uuid" }) }),
-        body: t.Object({ action: t.Union([t.Literal("accept"), t.Literal("refund")]) }),
+        body: ReconcileBody,
+        transform: strictBody(ReconcileBody),
         response: errorResponses(400, 401, 404, 409, 502),
         detail: { tags: ["merchant"], summary: "Resolve a flagged capture: accept it as paid, or refund it through the rail", ...sec },
       },

@@ -24,6 +24,7 @@ import { ALL_TOOLS } from "../mcp/tools/index.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { strictBody } from "./strict-body.ts";
 import type { Services } from "../services.ts";
 
 const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
@@ -31,6 +32,25 @@ const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "
 const SlugCode = t.Object({ slug: Slug.properties.slug, code: t.String({ minLength: 1, maxLength: 64, pattern: NO_NUL_PATTERN }) });
 const sec = [{ bearer: [] }];
 const errs = errorResponses(400, 401, 404);
+
+// The bodies' schemas, each also the route's `strictBody`: a misspelt key (`usageLimt`) is 400 naming it; it was
+// dropped and the coupon stored without a usage limit (audit W-7).
+const McpToolsBody = t.Object({
+  enabled: t.Union([t.Array(t.String({ minLength: 1, maxLength: 100 }), { maxItems: 200 }), t.Null()], {
+    description: "MCP tool names this store serves; null = every tool, [] = none",
+  }),
+});
+const PaymentMethodsBody = t.Object({
+  methods: t.Array(t.Union(PAYMENT_RAILS.map((r) => t.Literal(r))), { maxItems: 3, description: "card, x402; MOCK only where it already is" }),
+});
+const CouponBody = t.Object({
+  code: t.String({ pattern: "^[A-Za-z0-9_-]{2,64}$", description: "Stored upper case" }),
+  kind: t.Union([t.Literal("percent"), t.Literal("fixed")]),
+  value: t.Number({ exclusiveMinimum: 0, description: "percent: 1..100; fixed: decimal amount in the store's currency" }),
+  minSpend: t.Optional(t.Number({ minimum: 0, description: "Decimal, store currency; inclusive" })),
+  expiresAt: t.Optional(t.String({ format: "date-time", description: "Omit for no expiry; a year 0001..9999 written with four digits (no expanded year such as +010000)" })),
+  usageLimit: t.Optional(t.Integer({ minimum: 0, maximum: MAX_USAGE_LIMIT, description: "Omit for unlimited" })),
+});
 
 /** The tool names a store may enable: the MCP registry's, never a copy of them. */
 export function unknownToolNames(names: readonly string[]): string[] {
@@ -64,11 +84,8 @@ export function merchantSettingsRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: t.Object({
-          enabled: t.Union([t.Array(t.String({ minLength: 1, maxLength: 100 }), { maxItems: 200 }), t.Null()], {
-            description: "MCP tool names this store serves; null = every tool, [] = none",
-          }),
-        }),
+        body: McpToolsBody,
+        transform: strictBody(McpToolsBody),
         response: errs,
         detail: { tags: ["merchant"], summary: "Choose the MCP tools the store serves", security: sec },
       },
@@ -82,7 +99,8 @@ export function merchantSettingsRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: t.Object({ methods: t.Array(t.Union(PAYMENT_RAILS.map((r) => t.Literal(r))), { maxItems: 3, description: "card, x402; MOCK only where it already is" }) }),
+        body: PaymentMethodsBody,
+        transform: strictBody(PaymentMethodsBody),
         response: errs,
         detail: { tags: ["merchant"], summary: "Choose the payment rails the store offers", security: sec },
       },
@@ -106,14 +124,8 @@ export function merchantSettingsRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: t.Object({
-          code: t.String({ pattern: "^[A-Za-z0-9_-]{2,64}$", description: "Stored upper case" }),
-          kind: t.Union([t.Literal("percent"), t.Literal("fixed")]),
-          value: t.Number({ exclusiveMinimum: 0, description: "percent: 1..100; fixed: decimal amount in the store's currency" }),
-          minSpend: t.Optional(t.Number({ minimum: 0, description: "Decimal, store currency; inclusive" })),
-          expiresAt: t.Optional(t.String({ format: "date-time", description: "Omit for no expiry; a year 0001..9999 written with four digits (no expanded year such as +010000)" })),
-          usageLimit: t.Optional(t.Integer({ minimum: 0, maximum: MAX_USAGE_LIMIT, description: "Omit for unlimited" })),
-        }),
+        body: CouponBody,
+        transform: strictBody(CouponBody),
         response: { 201: t.Any(), ...errs },
         detail: { tags: ["merchant"], summary: "Create or replace a coupon (201 created, 200 replaced)", security: sec },
       },

@@ -1,0 +1,80 @@
+/**
+ * A key a write route's body schema does not have, at any level, is 400 `validation_error` naming it
+ * (`details.field`, `details.allowed`), checked on the raw body in the route's `transform` hook: the gateway's
+ * normaliser (`normalize: "typebox"`, TypeBox Clean) drops unknown keys before the schema sees them, so a misspelt
+ * key was a silent 200 and a replacing write stored other terms than the merchant sent: `usageLimt: 1` made a
+ * single-use coupon unlimited, `returnWindow: 7` put the 30-day default in force, a zone's `freeAbove` never shipped
+ * free (audit W-7; the admin search settings had the same fix, audit U MED-4).
+ *
+ * Every object of the schema counts as closed unless it says otherwise (`additionalProperties: true` or a schema):
+ * an Elysia `t.Object` without the keyword is open to TypeBox, but here the keys it lists are all there is. Records
+ * (free keys such as synonyms) and `t.Unknown()` items (checked one by one elsewhere) are not looked into.
+ */
+import { Kind, type TSchema } from "@sinclair/typebox";
+import { ValueErrorType } from "@sinclair/typebox/errors";
+import { Value } from "@sinclair/typebox/value";
+import { fail } from "../../actors/runtime/errors.ts";
+import { fieldOfPath, validationAnswer } from "../plugins/validation-message.ts";
+
+interface UnknownKey {
+  /** TypeBox-style path of the unknown key: "/zones/0/freeAbove". */
+  path: string;
+  /** The object schema that does not have it (its properties are the allowed keys). */
+  parent: TSchema;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
+
+/** The first key of `value` that `schema` does not have, depth first, or null. */
+export function unknownKeyOf(schema: TSchema, value: unknown, path = ""): UnknownKey | null {
+  switch (schema[Kind]) {
+    case "Object": {
+      if (!isPlainObject(value)) return null;
+      const props = (schema.properties ?? {}) as Record<string, TSchema>;
+      const open = schema.additionalProperties !== undefined && schema.additionalProperties !== false;
+      for (const [key, v] of Object.entries(value)) {
+        const inner = props[key];
+        if (!inner) {
+          if (open) continue;
+          return { path: `${path}/${key}`, parent: schema };
+        }
+        const found = unknownKeyOf(inner, v, `${path}/${key}`);
+        if (found) return found;
+      }
+      return null;
+    }
+    case "Array": {
+      if (!Array.isArray(value) || !schema.items) return null;
+      for (let i = 0; i < value.length; i++) {
+        const found = unknownKeyOf(schema.items as TSchema, value[i], `${path}/${i}`);
+        if (found) return found;
+      }
+      return null;
+    }
+    case "Union": {
+      const members = (schema.anyOf ?? []) as TSchema[];
+      // the member the value is (an open object member passes Check with extra keys), else the one object member
+      const member =
+        members.find((m) => Value.Check(m, value)) ??
+        (isPlainObject(value) ? onlyOne(members.filter((m) => m[Kind] === "Object")) : undefined);
+      return member ? unknownKeyOf(member, value, path) : null;
+    }
+    default:
+      return null;
+  }
+}
+
+const onlyOne = <X>(xs: X[]): X | undefined => (xs.length === 1 ? xs[0] : undefined);
+
+/** Throws the 400 naming the first unknown key of a raw body (see the module comment); a body that is no object passes (the schema's own 400). */
+export function refuseUnknownKeys(schema: TSchema, raw: unknown): void {
+  const found = unknownKeyOf(schema, raw);
+  if (!found) return;
+  const a = validationAnswer("body", fieldOfPath(found.path), { type: ValueErrorType.ObjectAdditionalProperties, path: found.path }, found.parent);
+  throw fail("validation_error", a.message, a.details);
+}
+
+/** A route's `transform` hook refusing unknown keys of its body: `transform: strictBody(Schema)`. */
+export function strictBody(schema: TSchema) {
+  return ({ body }: { body: unknown }): void => refuseUnknownKeys(schema, body);
+}
