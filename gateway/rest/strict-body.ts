@@ -33,7 +33,8 @@ export function unknownKeyOf(schema: TSchema, value: unknown, path = ""): Unknow
       const props = (schema.properties ?? {}) as Record<string, TSchema>;
       const open = schema.additionalProperties !== undefined && schema.additionalProperties !== false;
       for (const [key, v] of Object.entries(value)) {
-        const inner = props[key];
+        // own keys only: "constructor" or "__proto__" would find Object.prototype's and pass
+        const inner = Object.hasOwn(props, key) ? props[key] : undefined;
         if (!inner) {
           if (open) continue;
           return { path: `${path}/${key}`, parent: schema };

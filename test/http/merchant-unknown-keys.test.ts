@@ -85,6 +85,10 @@ describe("a misspelt key on a merchant write: 400 naming it, nothing written", (
     const mcp = await call("PUT", "mcp-tools", { enabled: null, disabled: ["search_products"] });
     expect(mcp.status).toBe(400);
     expect(mcp.body.details.field).toBe("disabled");
+    // a key that is also a property of every JS object is unknown too
+    const proto = await call("POST", "coupons", { code: "W7PROTO", kind: "fixed", value: 5, constructor: 1 });
+    expect(proto.status).toBe(400);
+    expect(proto.body.details.field).toBe("constructor");
   });
 
   test("the keys each route has still pass; item keys stay per-item rejections (not a 400)", async () => {
