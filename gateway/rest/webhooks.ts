@@ -5,6 +5,7 @@
  * URLs are SSRF-vetted at registration (https only and public addresses only in production) and again at every
  * delivery attempt, after DNS resolution (actors/webhook/deliver.ts). Docs: docs/webhooks.md.
  */
+import { strictBody } from "./strict-body.ts";
 import { Elysia, t } from "elysia";
 import { deliveryView, DELIVERY_COLUMNS, ENDPOINT_COLUMNS, endpointView, webhookActor } from "../../actors/webhook/index.ts";
 import { sealWebhookSecret, SECRET_ROTATION_OVERLAP_MS, webhookSecretsKey } from "../../actors/webhook/deliver.ts";
@@ -188,6 +189,16 @@ export async function redeliverWebhook(svc: Services, user: UserPrincipal, slug:
   return view;
 }
 
+const RegisterBody = t.Object({
+  url: t.String({ minLength: 1, maxLength: 2048, description: "https URL (http and private addresses only when ALLOW_PRIVATE_URLS)." }),
+  events: t.Array(EventKind, { minItems: 1, maxItems: 3 }),
+});
+const RotateBody = t.Optional(
+  t.Object({
+    overlapSeconds: t.Optional(t.Integer({ minimum: 0, maximum: 7 * 86400, description: "How long the old secret keeps signing too (default 86400 = 24 h)." })),
+  }),
+);
+
 export function webhookRoutes(svc: Services) {
   return new Elysia({ name: "webhook-routes" })
     .use(userAuth(svc))
@@ -200,10 +211,9 @@ export function webhookRoutes(svc: Services) {
       },
       {
         params: SlugParams,
-        body: t.Object({
-          url: t.String({ minLength: 1, maxLength: 2048, description: "https URL (http and private addresses only when ALLOW_PRIVATE_URLS)." }),
-          events: t.Array(EventKind, { minItems: 1, maxItems: 3 }),
-        }),
+        body: RegisterBody,
+        // a misspelt or unknown key (`enabled: false`, `evnets`) is 400 naming it, not dropped (audit W-7)
+        transform: strictBody(RegisterBody),
         response: { 201: SuccessEnvelope(WithSecret), ...errorResponses(400, 401, 404, 409) },
         detail: { tags: ["webhooks"], summary: "Register a webhook endpoint (the secret is shown once)", security },
       },
@@ -264,13 +274,9 @@ export function webhookRoutes(svc: Services) {
       {
         params: EndpointParams,
         parse: optionalObjectBody,
-        body: t.Optional(
-          t.Object({
-            overlapSeconds: t.Optional(
-              t.Integer({ minimum: 0, maximum: 7 * 86400, description: "How long the old secret keeps signing too (default 86400 = 24 h)." }),
-            ),
-          }),
-        ),
+        body: RotateBody,
+        // `overlapSecond: 0` was dropped: the secret the merchant meant to kill at once kept signing for 24 h (audit W-7)
+        transform: strictBody(RotateBody),
         response: { 200: SuccessEnvelope(WithSecret), ...errorResponses(400, 401, 404) },
         detail: { tags: ["webhooks"], summary: "Rotate the signing secret (old and new both sign during the overlap)", security },
       },
