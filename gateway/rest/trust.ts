@@ -10,6 +10,7 @@
  * for this request pick the overall number and the breakdown. Writes go through the trust actor; reads of its
  * committed rows (latest score, history, alerts, appeals) do not need its turn.
  */
+import { strictBody } from "./strict-body.ts";
 import { Elysia, t } from "elysia";
 import {
   ALERT_COLUMNS,
@@ -299,6 +300,17 @@ const AppealBody = t.Object({
   evidenceUrls: t.Optional(t.Array(t.String({ format: "uri", maxLength: 2048, pattern: HTTP_URL_PATTERN, description: "An http or https URL." }), { maxItems: 10 })),
 });
 
+const AlertResolveBody = t.Object({
+  resolution: t.Union([t.Literal("confirmed_legitimate"), t.Literal("confirmed_manipulation"), t.Literal("dismissed")]),
+  note: t.String({ minLength: 1, maxLength: 2000, pattern: NO_NUL_PATTERN }),
+});
+const AppealResolveBody = t.Object({
+  decision: t.Union([t.Literal("upheld"), t.Literal("rejected")]),
+  note: t.String({ minLength: 1, maxLength: 2000, pattern: NO_NUL_PATTERN }),
+  recompute: t.Optional(t.Boolean({ description: "Recompute the store's score right after the decision." })),
+});
+const RecomputeBody = t.Optional(t.Object({ slug: t.Optional(Slug) }));
+
 /** Merchant appeals and operator tools (Bearer JWT). */
 export function trustUserRoutes(svc: Services) {
   const statusQuery = t.Object({ status: t.Optional(t.Union([t.Literal("open"), t.Literal("resolved"), t.Literal("all")])) });
@@ -327,6 +339,7 @@ export function trustUserRoutes(svc: Services) {
       },
       {
         body: AppealBody,
+        transform: strictBody(AppealBody),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: {
           tags: ["trust"],
@@ -348,7 +361,9 @@ export function trustUserRoutes(svc: Services) {
       },
       {
         parse: optionalObjectBody,
-        body: t.Optional(t.Object({ slug: t.Optional(Slug) })),
+        body: RecomputeBody,
+        // a misspelt `slg` recomputed every store instead of one (audit W-7)
+        transform: strictBody(RecomputeBody),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["admin"], summary: "Recompute every store's trust score now (or one store's)", security: bearer },
       },
@@ -386,10 +401,8 @@ export function trustUserRoutes(svc: Services) {
       },
       {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
-        body: t.Object({
-          resolution: t.Union([t.Literal("confirmed_legitimate"), t.Literal("confirmed_manipulation"), t.Literal("dismissed")]),
-          note: t.String({ minLength: 1, maxLength: 2000, pattern: NO_NUL_PATTERN }),
-        }),
+        body: AlertResolveBody,
+        transform: strictBody(AlertResolveBody),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: { tags: ["admin"], summary: "Resolve a trust anomaly alert", security: bearer },
       },
@@ -424,11 +437,9 @@ export function trustUserRoutes(svc: Services) {
       },
       {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
-        body: t.Object({
-          decision: t.Union([t.Literal("upheld"), t.Literal("rejected")]),
-          note: t.String({ minLength: 1, maxLength: 2000, pattern: NO_NUL_PATTERN }),
-          recompute: t.Optional(t.Boolean({ description: "Recompute the store's score right after the decision." })),
-        }),
+        body: AppealResolveBody,
+        // `recompte: true` was dropped and the score not recomputed (audit W-7): unknown keys are 400 naming them
+        transform: strictBody(AppealResolveBody),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: { tags: ["admin"], summary: "Resolve a trust appeal", security: bearer },
       },
