@@ -46,7 +46,7 @@ describe("the dashboard coupon form uses REST's checks (A3-3, A3-8)", () => {
       [{ code: "DPCT", kind: "percent", value: "10.6" }, "A percent coupon's value is a whole percentage 1..100."],
       [{ code: "DMIN", kind: "percent", value: "10", minSpend: "0.005" }, "Invalid minSpend: more decimals than USD has (2)"],
       [{ code: "DFEB", kind: "percent", value: "10", expiresAt: "2027-02-30T00:00" }, "Invalid expiresAt: 2027-02-30 is not a date in the calendar"],
-      [{ code: "DLIM", kind: "percent", value: "10", usageLimit: "2.5" }, "Invalid usageLimit: must be a whole number of at least 0"],
+      [{ code: "DLIM", kind: "percent", value: "10", usageLimit: "2.5" }, "Invalid usageLimit: must be a whole number from 0 to 2147483647"],
     ];
     for (const [fields, message] of cases) {
       const out = await addCoupon(fields);
