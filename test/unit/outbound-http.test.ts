@@ -200,7 +200,7 @@ describe("bodies read from a real server", () => {
     expect(err).toBeInstanceOf(ResponseTooLargeError);
     // Bun inflates as the bytes come (at most 256 KiB decoded a chunk); one that inflated the whole body first would
     // never get there (the stream has no end) and would time out instead. The server keeps writing until the abort
-    // reaches its socket: ~100 KiB on a quiet machine, 1.7 MiB seen on a loaded one (session 17's first CI run); an
+    // reaches its socket: under 1 MiB on a quiet machine (the earlier bound), 1.7 MiB on a loaded one (session 17); an
     // unbounded read would have it write for the whole 10 s deadline, hundreds of MiB
     expect((await closed("/gzip-endless")).written).toBeLessThan(16 * 1024 * 1024);
   });
