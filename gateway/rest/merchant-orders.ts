@@ -13,6 +13,7 @@ import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { isUuid } from "../../infra/uuid.ts";
+import { strictBody } from "./strict-body.ts";
 
 const Slug = t.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const sec = { security: [{ bearer: [] }] };
@@ -27,6 +28,12 @@ function withoutBuyerSide(err: unknown): unknown {
   const { checkout_session_id: _buyerSide, ...details } = err.details;
   return new ActorError(err.code, err.message, details);
 }
+
+const StatusBody = t.Object({
+  status: t.Union([t.Literal("fulfilled"), t.Literal("shipped"), t.Literal("delivered"), t.Literal("canceled")]),
+  note: t.Optional(t.String({ maxLength: 500 })),
+});
+const AllowlistBody = t.Object({ status: t.Union([t.Literal("allowed"), t.Literal("blocked")]) });
 
 export function merchantOrderRoutes(svc: Services) {
   return new Elysia({ name: "merchant-order-routes" })
@@ -54,10 +61,9 @@ export function merchantOrderRoutes(svc: Services) {
       },
       {
         params: t.Object({ slug: Slug, id: t.String({ format: "uuid" }) }),
-        body: t.Object({
-          status: t.Union([t.Literal("fulfilled"), t.Literal("shipped"), t.Literal("delivered"), t.Literal("canceled")]),
-          note: t.Optional(t.String({ maxLength: 500 })),
-        }),
+        body: StatusBody,
+        // a misspelt `nota` was dropped (audit W-7's class): 400 naming it
+        transform: strictBody(StatusBody),
         response: errorResponses(400, 401, 404, 409),
         detail: {
           tags: ["merchant"],
@@ -149,7 +155,8 @@ export function merchantOrderRoutes(svc: Services) {
       },
       {
         params: t.Object({ slug: Slug, keyId: t.String() }),
-        body: t.Object({ status: t.Union([t.Literal("allowed"), t.Literal("blocked")]) }),
+        body: AllowlistBody,
+        transform: strictBody(AllowlistBody),
         response: errorResponses(400, 401, 404),
         detail: { tags: ["merchant"], summary: "Allow or block an agent key at this store: a blocked key is refused checkout (403 NOT_ELIGIBLE agent_blocked_by_merchant) and refund requests; its unpaid checkouts at this store are canceled, and a payment waiting for the buyer is refused when it resumes", ...sec },
       },

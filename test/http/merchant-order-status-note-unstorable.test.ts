@@ -33,3 +33,18 @@ describe("an order status note Postgres cannot store", () => {
     }
   });
 });
+
+describe("an order status change with a key the route does not have", () => {
+  test("is 400 naming it, and the order keeps its status (audit W-7's class)", async () => {
+    const orderId = await placeOrder(srv, key, SHAMPOO);
+    const r = await srv.json(`/api/v1/merchant/stores/demo-store/orders/${orderId}/status`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: { status: "fulfilled", nota: "packed" },
+    });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ code: "validation_error", details: { field: "nota" } });
+    const [o] = await srv.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${orderId}`;
+    expect(o!.status).toBe("paid");
+  });
+});
