@@ -20,6 +20,7 @@ import { bridgeCheckout } from "../bridge/index.ts";
 import type { Services } from "../services.ts";
 import { requestIdempotencyKey } from "./idempotency-key.ts";
 import { assignHeaders } from "../response-headers.ts";
+import { refuseUnknownKeys, strictBody } from "./strict-body.ts";
 import { PAYMENT_SIGNATURE_HEADER, X_PAYMENT_HEADER } from "../../actors/payments/x402-challenge.ts";
 
 /**
@@ -86,6 +87,8 @@ const ShippingChoice = t.Object(
 function shippingChoice(s: typeof ShippingChoice.static | undefined) {
   return s ? { shipping: { countryCode: s.country_code, postalCode: s.postal_code, ...(s.option_id ? { optionId: s.option_id.toLowerCase() } : {}) } } : {};
 }
+
+const PreviewRequest = t.Object({ cartId: t.String({ format: "uuid" }), expected_revision: t.Optional(t.Integer({ minimum: 1 })), shipping: t.Optional(ShippingChoice) });
 
 const CheckoutRequest = t.Object({
   cartId: t.String({ format: "uuid" }),
@@ -296,7 +299,8 @@ export function checkoutRoutes(svc: Services) {
           ),
         ),
       {
-        body: t.Object({ cartId: t.String({ format: "uuid" }), expected_revision: t.Optional(t.Integer({ minimum: 1 })), shipping: t.Optional(ShippingChoice) }),
+        body: PreviewRequest,
+        transform: strictBody(PreviewRequest),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: {
           tags: ["checkout"],
@@ -402,6 +406,10 @@ export function checkoutRoutes(svc: Services) {
         body: CheckoutRequest,
         transform(ctx) {
           if (setAsideBridged(ctx.request, ctx.body)) ctx.body = { ...BRIDGED_PLACEHOLDER };
+          // our own shape: a key it does not have is 400 naming it, not dropped by the normaliser (a `paymentMethod`
+          // naming a declining test token was dropped and the store's default method charged: A-10's and B-5's class;
+          // the writes' strictBody, audit W-7). x402_payload and x402_config are checked by their own rules.
+          else refuseUnknownKeys(CheckoutRequest, ctx.body);
         },
         response: {
           ...errorResponses(401, 402, 403, 404),
