@@ -181,13 +181,11 @@ async function completedAnswer(deps: X402Deps, reply: Extract<CompleteReply, { s
 }
 
 /**
- * At most one source of payment per request: a body `x402_payload`, a `PAYMENT-SIGNATURE` header, an `X-PAYMENT`
- * header, or `pay_with_wallet`; any two are refused, even two equal headers. With two, one used to win silently and
- * the other was never charged nor remembered, so it stayed valid and could pay another cart later (audit V, "Also
- * seen"): refused before anything is asked or sent.
+ * The x402 payments a request carries, by name: a body `x402_payload`, each payment header, `pay_with_wallet`. One
+ * list for both refusals: two payments in one request (below) and a payment off the x402 rail (gateway/rest/checkout.ts).
  */
-function refuseTwoPayments(req: X402CheckoutRequest): void {
-  const sources = [
+export function x402PaymentSources(req: { payload?: unknown; payWithWallet?: boolean; headers: Headers }): string[] {
+  return [
     req.payload !== undefined && req.payload !== null ? "x402_payload" : null,
     // Each header is a source of its own: readPaymentHeader takes PAYMENT-SIGNATURE and would never look at an
     // X-PAYMENT sent with it, which then stayed valid for another cart (review RX-3).
@@ -195,6 +193,16 @@ function refuseTwoPayments(req: X402CheckoutRequest): void {
     req.headers.get(X_PAYMENT_HEADER) !== null ? X_PAYMENT_HEADER : null,
     req.payWithWallet ? "pay_with_wallet" : null,
   ].filter((s): s is string => s !== null);
+}
+
+/**
+ * At most one source of payment per request: a body `x402_payload`, a `PAYMENT-SIGNATURE` header, an `X-PAYMENT`
+ * header, or `pay_with_wallet`; any two are refused, even two equal headers. With two, one used to win silently and
+ * the other was never charged nor remembered, so it stayed valid and could pay another cart later (audit V, "Also
+ * seen"): refused before anything is asked or sent.
+ */
+function refuseTwoPayments(req: X402CheckoutRequest): void {
+  const sources = x402PaymentSources(req);
   if (sources.length > 1) {
     throw fail("INVALID_ARGUMENT", `One request carries one payment; this one has ${sources.join(" and ")}. Send only one.`, { field: "x402_payload", payment_sources: sources });
   }

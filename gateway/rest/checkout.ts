@@ -14,14 +14,13 @@ import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { toMajor } from "../../actors/store/schemas.ts";
 import { ErrorEnvelope, errorBody, errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
-import { runX402Checkout, x402Deps } from "../bridge/x402-checkout.ts";
+import { runX402Checkout, x402Deps, x402PaymentSources } from "../bridge/x402-checkout.ts";
 import { BRIDGED_PLACEHOLDER, bridgedRequest, setAsideBridged } from "../bridge/detect.ts";
 import { bridgeCheckout } from "../bridge/index.ts";
 import type { Services } from "../services.ts";
 import { requestIdempotencyKey } from "./idempotency-key.ts";
 import { assignHeaders } from "../response-headers.ts";
 import { refuseUnknownKeys, strictBody } from "./strict-body.ts";
-import { PAYMENT_SIGNATURE_HEADER, X_PAYMENT_HEADER } from "../../actors/payments/x402-challenge.ts";
 
 /**
  * An x402 payment (a body `x402_payload`, `pay_with_wallet`, a PAYMENT-SIGNATURE or X-PAYMENT header) on a request
@@ -31,12 +30,7 @@ import { PAYMENT_SIGNATURE_HEADER, X_PAYMENT_HEADER } from "../../actors/payment
  */
 function refuseX402PaymentOffRail(rail: string, body: { x402_payload?: unknown; pay_with_wallet?: boolean }, headers: Headers): void {
   if (rail === "x402") return;
-  const sources = [
-    body.x402_payload !== undefined && body.x402_payload !== null ? "x402_payload" : null,
-    body.pay_with_wallet === true ? "pay_with_wallet" : null,
-    headers.get(PAYMENT_SIGNATURE_HEADER) !== null ? PAYMENT_SIGNATURE_HEADER : null,
-    headers.get(X_PAYMENT_HEADER) !== null ? X_PAYMENT_HEADER : null,
-  ].filter((x): x is string => x !== null);
+  const sources = x402PaymentSources({ payload: body.x402_payload, payWithWallet: body.pay_with_wallet === true, headers });
   if (sources.length === 0) return;
   throw fail("INVALID_ARGUMENT", `This request carries an x402 payment (${sources.join(", ")}) but payment_rail is ${rail}: send payment_rail "x402" to pay with it, or leave it out to pay on the card rail.`, {
     field: "payment_rail",
