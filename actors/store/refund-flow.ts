@@ -21,6 +21,7 @@ import type { ActorContext } from "../runtime/define-actor.ts";
 import { fail } from "../runtime/errors.ts";
 import { nextOrderStatus, type OrderEvent, type OrderStatus } from "./order-machine.ts";
 import { loadOrder, loadRefund, moveOrder, orderTotalMinor, refundView, type OrderRow, type RefundRow, type RefundView } from "./order-rows.ts";
+import { MAX_STOCK_QUANTITY } from "./schemas.ts";
 import { applyRefundEvent, assertApprovable, orderEventAfterRefund, refundableMinor, refundRecordsOf, type RefundStatus } from "./refunds.ts";
 
 type Ctx = ActorContext<unknown>;
@@ -268,7 +269,8 @@ export async function merchantRepeatOfMove(ctx: Ctx, order: OrderRow, asked: str
  * Gives the units a canceled order sold back to the stock (audit A1 L2), in the cancel's transaction: its committed
  * reservations (what the capture took off: tracked products' units and tracked variants' units, untracked ones were
  * never held) are marked `returned` (migration 0035), so a replay adds nothing, and their units are added to the
- * product rows. A product sold to 0 is in stock again; untracked stock stays untracked. Returns the products whose
+ * product rows, saturating at MAX_STOCK_QUANTITY (the merchant may have set the stock near it since the sale; migration
+ * 0103 does the same for variants). A product sold to 0 is in stock again; untracked stock stays untracked. Returns the products whose
  * stock changed (to reindex).
  */
 export async function returnSoldStock(tx: Sql, slug: string, orderId: string): Promise<string[]> {
@@ -289,7 +291,7 @@ export async function returnSoldStock(tx: Sql, slug: string, orderId: string): P
   // Lock order: the product rows first, by id (docs/checkout.md "Lock order"; audit K-4).
   const changed = await tx<{ id: string }[]>`WITH lk AS (SELECT id FROM products WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR NO KEY UPDATE)
     UPDATE products p SET
-      stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE p.stock_quantity + w.q END,
+      stock_quantity = CASE WHEN p.stock_quantity IS NULL THEN NULL ELSE LEAST(p.stock_quantity::bigint + w.q, ${MAX_STOCK_QUANTITY})::int END,
       in_stock = CASE WHEN p.stock_quantity IS NOT NULL AND p.stock_quantity <= 0 AND w.q > 0 THEN true ELSE p.in_stock END,
       variants = CASE WHEN w.vt::jsonb = '{}'::jsonb THEN p.variants ELSE variant_stock_return(p.variants, w.vt::jsonb) END,
       updated_at = now()

@@ -32,9 +32,9 @@ async function trackedProduct(stock: number): Promise<string> {
   return r.body.data.upserted[0].id as string;
 }
 
-/** Buys `quantity` units in one call: the paid order's id and total. */
-async function buy(productId: string, quantity: number): Promise<{ orderId: string; totalMinor: number }> {
-  const c = await agentPost("/agent/cart", { items: [{ product_id: productId, quantity }] });
+/** Buys `quantity` units (of `variantId` when given) in one call: the paid order's id and total. */
+async function buy(productId: string, quantity: number, variantId?: string): Promise<{ orderId: string; totalMinor: number }> {
+  const c = await agentPost("/agent/cart", { items: [{ product_id: productId, quantity, ...(variantId ? { variant_id: variantId } : {}) }] });
   expect(c.status).toBe(201);
   const r = await agentPost("/agent/checkout", { cartId: c.body.data.id, payment_method: "tok_approve" });
   expect(r.status).toBe(200);
@@ -94,5 +94,43 @@ describe("a full refund of a paid, never-fulfilled order returns its sold units"
     expect(await orderStatus(orderId)).toBe("refunded");
     expect(await stockOf(p)).toMatchObject({ stock_quantity: 3 });
     expect(await reservationsOf(orderId)).toEqual(["committed"]);
+  }, 60_000);
+});
+
+describe("a restock past the stock column's maximum saturates (docs/review.md session 17, 'Refund restock')", () => {
+  const MAX = 2_147_483_647;
+  const setStock = async (item: Record<string, unknown>) => {
+    const r = await srv.json("/api/v1/merchant/stores/demo-store/inventory", { method: "PATCH", headers: asAdmin(), body: { items: [item] } });
+    expect(r.status).toBe(200);
+    expect(r.body.data.updated).toBe(1);
+  };
+
+  test("the merchant set the stock to 2^31 - 1 after the sale: the full refund completes and the stock stays at the maximum", async () => {
+    const p = await trackedProduct(5);
+    const { orderId } = await buy(p, 2);
+    await setStock({ productId: p, stockQuantity: MAX });
+    await refund(orderId);
+    expect(await orderStatus(orderId)).toBe("refunded");
+    expect(await stockOf(p)).toEqual({ stock_quantity: MAX, reserved_quantity: 0, in_stock: true });
+    expect(await reservationsOf(orderId)).toEqual(["returned"]);
+  }, 60_000);
+
+  test("a variant set to 2^31 - 1 after the sale: the variant and the product saturate, the refund completes", async () => {
+    const put = await srv.json("/api/v1/merchant/stores/demo-store/catalog", {
+      method: "PUT",
+      headers: asAdmin(),
+      body: { products: [{ externalId: `f3r-v-${crypto.randomUUID()}`, title: "F3 Restock Tee", category: "Apparel", price: 20, currency: "USD", variants: [{ title: "S", stockQuantity: 4 }] }] },
+    });
+    expect(put.status).toBe(200);
+    const p = put.body.data.upserted[0].id as string;
+    const [row] = await srv.db.sql<{ variants: { id: string }[] }[]>`SELECT variants FROM products WHERE id = ${p}`;
+    const variantId = row!.variants[0]!.id;
+    const { orderId } = await buy(p, 1, variantId);
+    await setStock({ productId: p, variantId, stockQuantity: MAX });
+    await refund(orderId);
+    expect(await orderStatus(orderId)).toBe("refunded");
+    const [after] = await srv.db.sql<{ stock_quantity: number; variants: { stockQuantity: number }[] }[]>`SELECT stock_quantity, variants FROM products WHERE id = ${p}`;
+    expect(after!.stock_quantity).toBe(MAX);
+    expect(after!.variants.map((v) => v.stockQuantity)).toEqual([MAX]);
   }, 60_000);
 });
