@@ -15,13 +15,50 @@ import { availableParallelism } from "node:os";
 
 /** OWASP's argon2id baseline (19 MiB, t=2) is the floor; we use 64 MiB, t=3. */
 export const ARGON2_PARAMS = { algorithm: "argon2id", memoryCost: 65536, timeCost: 3 } as const;
+
+/**
+ * The cost the test suite hashes at (1 MiB, t=1: ~1 ms a hash). At the production cost each log-in of the suite
+ * spends 0.3-0.5 s of a core on the 2-core CI machine, and the suite logs in many hundreds of times (a seeded admin per
+ * server, merchants, the seed template): the same reason Django's test settings swap the password hasher and Devise
+ * sets `stretches = 1` in tests. Only under the test runner (`passwordCostFor`); the tests that are about the cost
+ * itself (the verification gate's bound, the unknown e-mail's timing) switch to the production cost with
+ * `usePasswordCost` (test/http/login-limits.test.ts, test/http/auth.test.ts).
+ */
+export const TEST_ARGON2_PARAMS = { algorithm: "argon2id", memoryCost: 1024, timeCost: 1 } as const;
+
+export type Argon2Params = typeof ARGON2_PARAMS | typeof TEST_ARGON2_PARAMS;
+
+/**
+ * The parameters new hashes get in a process with this environment: the test cost only when NODE_ENV is `test` in
+ * the process's own environment (`bun test` sets it; so do the suite's child processes, which inherit it), never for
+ * a service started any other way, whatever its configuration file says.
+ */
+export function passwordCostFor(env: Record<string, string | undefined>): Argon2Params {
+  return env.NODE_ENV === "test" ? TEST_ARGON2_PARAMS : ARGON2_PARAMS;
+}
+
+let params: Argon2Params = passwordCostFor(process.env);
+
+/**
+ * Tests only: hash (and make the dummy) at `cost` from now on in this process; returns the undo. The stored hashes
+ * keep theirs (a successful log-in re-hashes them at the new cost, `upgradedHash`).
+ */
+export function usePasswordCost(cost: Argon2Params): () => void {
+  const before = params;
+  params = cost;
+  dummyHash = undefined;
+  return () => {
+    params = before;
+    dummyHash = undefined;
+  };
+}
 /** Longer inputs are refused before hashing: a cheap guard against hash-flooding with huge passwords. */
 export const MAX_PASSWORD_LENGTH = 1024;
 
 export async function hashPassword(password: string): Promise<string> {
   if (password.length === 0) throw new Error("password must not be empty");
   if (password.length > MAX_PASSWORD_LENGTH) throw new Error("password too long");
-  return Bun.password.hash(password, ARGON2_PARAMS);
+  return Bun.password.hash(password, params);
 }
 
 export async function verifyPassword(password: string, hash: string): Promise<boolean> {
@@ -76,7 +113,7 @@ let dummyHash: Promise<string> | undefined;
 
 /** The hash verified when there is no account: same algorithm and parameters as real ones, so the same cost. */
 function dummy(): Promise<string> {
-  dummyHash ??= Bun.password.hash(crypto.randomUUID(), ARGON2_PARAMS);
+  dummyHash ??= Bun.password.hash(crypto.randomUUID(), params);
   return dummyHash;
 }
 
@@ -105,7 +142,7 @@ export function phcParameters(hash: string): string {
   return hash.split("$").slice(1, 4).join("$");
 }
 
-/** The PHC parameters every stored hash should have: those of the dummy (ARGON2_PARAMS). */
+/** The PHC parameters every stored hash should have: those of the dummy (ARGON2_PARAMS; TEST_ARGON2_PARAMS in the test suite). */
 export async function currentPhcParameters(): Promise<string> {
   return phcParameters(await dummy());
 }

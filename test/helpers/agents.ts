@@ -17,7 +17,7 @@ export interface TestKey {
 }
 
 /**
- * The admin's session token per server, for set-up calls: one log-in (an argon2id check, ~0.2 s) instead of one per
+ * The admin's session token per server, for set-up calls: one log-in instead of one per
  * key. A token the server no longer accepts (a moved clock, a restart) is replaced by a new log-in.
  */
 const adminTokens = new WeakMap<TestServer, Promise<string>>();

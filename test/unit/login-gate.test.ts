@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ipBucketKey, LOGIN_WINDOW_MS, loginBuckets } from "../../actors/agent/limits.ts";
 import { ConfigError, loadConfig } from "../../infra/config.ts";
-import { BoundedGate, PasswordChecksBusy, phcParameters } from "../../infra/passwords.ts";
+import { ARGON2_PARAMS, BoundedGate, currentPhcParameters, hashPassword, passwordCostFor, PasswordChecksBusy, phcParameters, TEST_ARGON2_PARAMS, usePasswordCost } from "../../infra/passwords.ts";
 
 describe("the password-check gate", () => {
   test("runs at most inFlight tasks at once, queues up to queue more, and refuses the rest at once", async () => {
@@ -61,4 +61,26 @@ describe("log-in buckets", () => {
 
 test("the PHC parameter string is what a verification costs, without salt or digest", () => {
   expect(phcParameters("$argon2id$v=19$m=65536,t=3,p=1$c2FsdHNhbHQ$ZGlnZXN0")).toBe("argon2id$v=19$m=65536,t=3,p=1");
+});
+
+describe("the argon2id cost", () => {
+  test("a service hashes at 64 MiB, t=3 (above OWASP's 19 MiB, t=2 baseline) unless its own environment says NODE_ENV=test", () => {
+    expect(ARGON2_PARAMS).toEqual({ algorithm: "argon2id", memoryCost: 65536, timeCost: 3 });
+    expect(passwordCostFor({})).toBe(ARGON2_PARAMS);
+    expect(passwordCostFor({ NODE_ENV: "production" })).toBe(ARGON2_PARAMS);
+    expect(passwordCostFor({ NODE_ENV: "development" })).toBe(ARGON2_PARAMS);
+    expect(passwordCostFor({ NODE_ENV: "test" })).toBe(TEST_ARGON2_PARAMS);
+  });
+
+  test("usePasswordCost changes what new hashes and the dummy cost, and its undo restores the suite's cost", async () => {
+    expect(phcParameters(await hashPassword("p"))).toBe("argon2id$v=19$m=1024,t=1,p=1");
+    const undo = usePasswordCost(ARGON2_PARAMS);
+    try {
+      expect(phcParameters(await hashPassword("p"))).toBe("argon2id$v=19$m=65536,t=3,p=1");
+      expect(await currentPhcParameters()).toBe("argon2id$v=19$m=65536,t=3,p=1");
+    } finally {
+      undo();
+    }
+    expect(await currentPhcParameters()).toBe("argon2id$v=19$m=1024,t=1,p=1");
+  });
 });
