@@ -2,9 +2,17 @@
  * Outbound HTTP to servers we do not control (a Client ID Metadata Document host, a merchant's platform endpoint):
  * the request and the reading of its answer, beside the SSRF guard (`infra/ssrf.ts`) that vets the URL first.
  *
- * - `fetchVetted` connects to the address the guard vetted, with the URL's own Host header and TLS server name, and
+ * - `fetchVetted` connects to an address the guard vetted, with the URL's own Host header and TLS server name, and
  *   never follows a redirect: fetching by name would resolve it a second time, and a rebinding DNS answer could
- *   then point the request at an internal address. Its deadline covers the body as well as the headers.
+ *   then point the request at an internal address. Its deadline covers the body as well as the headers, and every
+ *   address it tries. A name with several addresses (a dual-stack host, several A records) is tried address by
+ *   address, in the guard's order (`VettedUrl.addresses`), but only while no connection was ever established: an
+ *   address that refuses, is unreachable or does not complete a TCP connect within its share of the deadline, sent
+ *   nothing, so the next one may be asked, even for a POST (a /settle, a webhook). Once a connection opened, any
+ *   failure (a reset after the request was written, no headers in time) is the caller's, never retried elsewhere: the
+ *   server may have read the request and acted on it. Bun's fetch has no connect deadline of its own, so each address
+ *   but the last is first probed with a bare TCP connect (`Bun.connect`, closed at once, nothing written) within its
+ *   share; the last address is fetched directly, with whatever the deadline has left, as a one-address name always is.
  * - `readBoundedBytes` / `readBoundedText` / `readBoundedJson` read an answer's body with a byte cap. A body is
  *   never read whole before its size is known: a Content-Length over the cap is refused before reading, and the
  *   stream is read chunk by chunk, counting bytes, and cancelled (the request aborted, which closes the connection)
@@ -18,7 +26,7 @@
  * Every outside body we read goes through here; the caps are chosen by the caller, sized to what it needs
  * (docs/access.md, docs/mcp-tools.md).
  */
-import type { VettedUrl } from "./ssrf.ts";
+import { addressFamily, type VettedUrl } from "./ssrf.ts";
 
 /** The answer's body is larger than the caller's cap (declared by Content-Length, or counted while reading). */
 export class ResponseTooLargeError extends Error {
@@ -53,13 +61,85 @@ function decodeFailure(err: unknown): string | undefined {
   return typeof code === "string" && /^(ZlibError|BrotliDecompressionError|ZstdDecompressionError)$/.test(code) ? code : undefined;
 }
 
-/** Where a vetted URL is fetched: its vetted IP, with the name it was written with as Host and TLS server name. */
-export function vettedTarget(vetted: VettedUrl): { target: URL; hostHeader: string; serverName?: string } {
+/**
+ * Where a vetted URL is fetched: one of its vetted IPs (the first by default), with the name it was written with as
+ * Host and TLS server name.
+ */
+export function vettedTarget(vetted: VettedUrl, address: string = vetted.address): { target: URL; hostHeader: string; serverName?: string } {
   const target = new URL(vetted.url.href);
-  target.hostname = vetted.family === 6 ? `[${vetted.address}]` : vetted.address;
-  const serverName = vetted.url.protocol === "https:" && vetted.hostname !== vetted.address ? vetted.hostname : undefined;
+  target.hostname = addressFamily(address) === 6 ? `[${address}]` : address;
+  const serverName = vetted.url.protocol === "https:" && vetted.hostname !== address ? vetted.hostname : undefined;
   return { target, hostHeader: vetted.url.host, ...(serverName ? { serverName } : {}) };
 }
+
+/**
+ * Error codes of a connection that was never established (thrown by fetch or a TCP connect): refused, or no route to
+ * the network or host. Nothing of the request left this process. Bun names some of them its own way
+ * (`ConnectionRefused`, `FailedToOpenSocket`). Not here: DNS failures (the guard resolves, fetch never does) and TLS
+ * refusals (a connection did open; callers that care, like the x402 facilitator client, add them), and anything after
+ * the connection opened (a reset, a socket closed before the answer, an abort), which may come after the server read
+ * the request.
+ */
+const NEVER_CONNECTED_CODES: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ConnectionRefused",
+  "FailedToOpenSocket",
+  "ENETUNREACH",
+  "EHOSTUNREACH",
+  "ENETDOWN",
+  "EHOSTDOWN",
+  "EADDRNOTAVAIL",
+]);
+
+/** True when `err` (thrown by fetch) proves no connection was ever established, so nothing was sent. */
+export function neverConnected(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && NEVER_CONNECTED_CODES.has(code);
+}
+
+/** A TCP connect that did not complete within its share of the deadline (a black-holed address): nothing was sent. */
+export class ConnectTimeoutError extends Error {
+  override readonly name = "ConnectTimeoutError";
+  readonly code = "ConnectTimeout";
+  constructor(readonly address: string, readonly timeoutMs: number) {
+    super(`connecting to ${address} took longer than ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * The longest one address's connect may take while another address is left to try (RFC 8305's largest Connection
+ * Attempt Delay): enough for one lost SYN's retransmission (1 s), short enough that a black-holed address leaves
+ * the next one most of a 3 to 10 s deadline. An address gets less when the deadline left, shared among the addresses
+ * left, is less.
+ */
+export const CONNECT_ATTEMPT_MAX_MS = 2_000;
+
+/** Opens a TCP connection to `address`:`port` within `ms` and closes it at once (nothing written), or rejects. */
+export type ConnectProbe = (address: string, port: number, ms: number, signal: AbortSignal) => Promise<void>;
+
+export const tcpConnectProbe: ConnectProbe = (address, port, ms, signal) =>
+  new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const finish = (err?: unknown) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    const onAbort = () => finish(signal.reason);
+    const timer = setTimeout(() => finish(new ConnectTimeoutError(address, ms)), ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+    // a connect completing after its deadline is closed too (the promise cannot be cancelled)
+    Bun.connect({ hostname: address, port, socket: { data() {}, error() {} } }).then(
+      (socket) => {
+        socket.end();
+        finish();
+      },
+      (err: unknown) => finish(err ?? new Error(`connecting to ${address} failed`)),
+    );
+  });
 
 export interface VettedInit extends Omit<RequestInit, "redirect" | "signal"> {
   /** Deadline of the whole exchange, headers and body. */
@@ -68,25 +148,53 @@ export interface VettedInit extends Omit<RequestInit, "redirect" | "signal"> {
   controller?: AbortController;
 }
 
-/** fetch() to the vetted address (no redirects: a 3xx is answered as it is, never followed). */
+/**
+ * fetch() to the vetted addresses (no redirects: a 3xx is answered as it is, never followed): the next address only
+ * while no connection was ever established, all of them within `timeoutMs` (module comment).
+ */
 export async function fetchVetted(vetted: VettedUrl, init: VettedInit): Promise<Response> {
+  return fetchVettedWith(vetted, init, tcpConnectProbe);
+}
+
+/** `fetchVetted` with the connect probe given (tests give one that black-holes an address). */
+export async function fetchVettedWith(vetted: VettedUrl, init: VettedInit, probe: ConnectProbe): Promise<Response> {
   const { timeoutMs, controller, headers: given, ...rest } = init;
-  const { target, hostHeader, serverName } = vettedTarget(vetted);
-  const headers = new Headers(given);
-  headers.set("host", hostHeader);
+  const endsAt = performance.now() + timeoutMs;
   const timeout = AbortSignal.timeout(timeoutMs);
-  try {
-    return await fetch(target, {
-      ...rest,
-      headers,
-      redirect: "manual",
-      signal: controller ? AbortSignal.any([controller.signal, timeout]) : timeout,
-      ...(serverName ? { tls: { serverName } } : {}),
-    } as RequestInit);
-  } catch (err) {
-    // Bun decodes the body while reading it, but a small body may already be decoded before fetch() resolves
-    const code = decodeFailure(err);
-    throw code ? new ResponseUndecodableError(code) : err;
+  const signal = controller ? AbortSignal.any([controller.signal, timeout]) : timeout;
+  const addresses = vetted.addresses.length > 0 ? vetted.addresses : [vetted.address];
+  for (let i = 0; ; i++) {
+    const address = addresses[i]!;
+    const last = i === addresses.length - 1;
+    if (signal.aborted) throw signal.reason;
+    if (!last) {
+      // Bun's fetch has no connect deadline: a bare connect first, within this address's share of what is left
+      const share = Math.min(CONNECT_ATTEMPT_MAX_MS, (endsAt - performance.now()) / (addresses.length - i));
+      try {
+        await probe(address, vetted.port, Math.max(1, Math.floor(share)), signal);
+      } catch {
+        if (signal.aborted) throw signal.reason;
+        continue;
+      }
+    }
+    const { target, hostHeader, serverName } = vettedTarget(vetted, address);
+    const headers = new Headers(given);
+    headers.set("host", hostHeader);
+    try {
+      return await fetch(target, {
+        ...rest,
+        headers,
+        redirect: "manual",
+        signal,
+        ...(serverName ? { tls: { serverName } } : {}),
+      } as RequestInit);
+    } catch (err) {
+      // refused although the probe connected (the server went away meanwhile): still nothing sent, the next may answer
+      if (!last && !signal.aborted && neverConnected(err)) continue;
+      // Bun decodes the body while reading it, but a small body may already be decoded before fetch() resolves
+      const code = decodeFailure(err);
+      throw code ? new ResponseUndecodableError(code) : err;
+    }
   }
 }
 

@@ -3,9 +3,14 @@
  *
  * `assertPublicUrl` vets the scheme, refuses credentials, parses every IP literal form (including the legacy
  * decimal/octal/hex IPv4 forms and IPv4-mapped IPv6), RESOLVES the hostname and refuses if ANY address is not
- * public. It returns the vetted address: the caller must connect to that exact IP (sending the original Host
- * header / TLS server name), otherwise a second DNS lookup at connect time could return a different, internal
+ * public. It returns the vetted addresses: the caller must connect to one of those exact IPs (sending the original
+ * Host header / TLS server name), otherwise a second DNS lookup at connect time could return a different, internal
  * address (DNS rebinding). Redirects must not be followed blindly for the same reason: vet each Location again.
+ *
+ * One refused address refuses the whole name, even when the others are public: a name answering with a public and
+ * a private address is the shape of a rebinding attack, and a caller falling back from the public address to the
+ * next one (infra/outbound-http.ts `fetchVetted`) must never land on the private one. So `addresses` is never a
+ * filtered list: it is every address the name resolved to, all of them acceptable, or the URL is refused.
  */
 import { lookup } from "node:dns/promises";
 import { fail } from "../actors/runtime/errors.ts";
@@ -274,10 +279,16 @@ export interface VettedUrl {
   url: URL;
   /** Host name as written (lowercase, no brackets, no trailing dot). */
   hostname: string;
-  /** The address to connect to: every resolved address was checked, this is the first. */
+  /** The address to connect to first: the resolver's first answer (every resolved address was checked). */
   address: string;
+  /** `address`'s family. */
   family: 4 | 6;
-  /** Every address the name resolved to (all of them vetted). */
+  /**
+   * Every address the name resolved to, all of them vetted, without duplicates, in the order to try them: `address`
+   * first, then the families alternating as RFC 8305 §4 (Happy Eyeballs v2) orders them, each family in the
+   * resolver's order, so one broken family (an IPv6 path that drops everything) costs one attempt, not all of its
+   * addresses before the first of the other. An IP literal is its one address.
+   */
   addresses: string[];
   port: number;
 }
@@ -360,7 +371,30 @@ export async function assertPublicUrl(input: string | URL, opts: SsrfOptions = {
     hostname,
     address: first.address,
     family: first.ip.family,
-    addresses: vetted.map((v) => v.address),
+    addresses: interleaveFamilies(vetted.map((v) => v.address)),
     port,
   };
+}
+
+/** The family of a formatted address (`formatIPv4` / `formatIPv6`): IPv6 text always has a colon, IPv4 never. */
+export function addressFamily(address: string): 4 | 6 {
+  return address.includes(":") ? 6 : 4;
+}
+
+/**
+ * RFC 8305 §4 order (First Address Family Count 1): duplicates dropped, the first address's family first, then the
+ * families alternating, each in the given (resolver's) order; when one family runs out the rest of the other follows.
+ */
+export function interleaveFamilies(addresses: readonly string[]): string[] {
+  const unique = [...new Set(addresses)];
+  if (unique.length === 0) return unique;
+  const firstFamily = addressFamily(unique[0]!);
+  const same = unique.filter((a) => addressFamily(a) === firstFamily);
+  const other = unique.filter((a) => addressFamily(a) !== firstFamily);
+  const out: string[] = [];
+  for (let i = 0; i < Math.max(same.length, other.length); i++) {
+    if (i < same.length) out.push(same[i]!);
+    if (i < other.length) out.push(other[i]!);
+  }
+  return out;
 }

@@ -3,14 +3,17 @@
  * whether private addresses are allowed, the DNS resolver, the per-attempt timeout). The settings are installed
  * by the webhook boot hook (actors/webhook/dispatcher.ts) in every process that hosts actors.
  *
- * SSRF: the URL is vetted again at every attempt (DNS answers change), and the request goes to the vetted IP
- * itself with the original Host header and TLS server name, so a second lookup at connect time cannot send it
- * elsewhere (DNS rebinding). Redirects are never followed: a 3xx is a failed attempt.
+ * SSRF: the URL is vetted again at every attempt (DNS answers change), and the request goes to a vetted IP itself
+ * with the original Host header and TLS server name (infra/outbound-http.ts `fetchVetted`), so a second lookup at
+ * connect time cannot send it elsewhere (DNS rebinding). A name with several addresses is tried address by address
+ * while none ever accepted the connection (nothing sent), never after. Redirects are never followed: a 3xx is a
+ * failed attempt.
  */
 import { openString, seal } from "../../infra/crypto.ts";
 import { deriveKey } from "../../infra/secrets.ts";
 import { webhookAttemptDuration, webhookAttempts } from "../../infra/metrics.ts";
-import { assertPublicUrl, type Resolver } from "../../infra/ssrf.ts";
+import { fetchVetted } from "../../infra/outbound-http.ts";
+import { assertPublicUrl, type Resolver, type VettedUrl } from "../../infra/ssrf.ts";
 import { ActorError } from "../runtime/errors.ts";
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS } from "./schedule.ts";
 import { signWebhookMulti } from "./signature.ts";
@@ -110,29 +113,17 @@ export async function attemptDelivery(input: AttemptInput): Promise<AttemptResul
     webhookAttemptDuration.observe(seconds);
     return { statusCode, error, delivered, durationMs: Math.round(seconds * 1000) };
   };
-  let target: URL;
-  let hostHeader: string;
-  let serverName: string | undefined;
+  let vetted: VettedUrl;
   try {
-    const vetted = await assertPublicUrl(input.url, { allowPrivate: input.allowPrivate, resolve: input.resolve });
-    hostHeader = vetted.url.host;
-    target = new URL(vetted.url.href);
-    target.hostname = vetted.family === 6 ? `[${vetted.address}]` : vetted.address;
-    if (vetted.url.protocol === "https:" && vetted.hostname !== vetted.address) serverName = vetted.hostname;
+    vetted = await assertPublicUrl(input.url, { allowPrivate: input.allowPrivate, resolve: input.resolve });
   } catch (err) {
     const reason = err instanceof ActorError ? String(err.details?.reason ?? err.code) : "invalid_url";
     return done(null, `refused before connecting: ${reason} (${(err as Error).message})`);
   }
+  const hostHeader = vetted.url.host;
   const timeoutMs = input.timeoutMs ?? WEBHOOK_ATTEMPT_TIMEOUT_MS;
   try {
-    const res = await fetch(target, {
-      method: "POST",
-      headers: { ...deliveryHeaders(input), host: hostHeader },
-      body: input.body,
-      redirect: "manual",
-      signal: AbortSignal.timeout(timeoutMs),
-      ...(serverName ? { tls: { serverName } } : {}),
-    });
+    const res = await fetchVetted(vetted, { method: "POST", headers: deliveryHeaders(input), body: input.body, timeoutMs });
     // The answer's body is not used; drop it so the connection can be reused.
     await res.body?.cancel().catch(() => {});
     if (res.status >= 300 && res.status < 400) return done(res.status, "redirect not followed");

@@ -7,8 +7,9 @@
  * `redirect: "follow"` (a 307 keeps the POST and the payer's signed authorization) and reads the whole body, and its
  * errors quote the facilitator's answer. So every request here:
  *
- * - goes through the SSRF guard first (`assertPublicUrl`, per request) and then `fetchVetted` to the address the guard
- *   vetted (the name is resolved once, by the guard; no second lookup a rebinding DNS answer could steer). Private and
+ * - goes through the SSRF guard first (`assertPublicUrl`, per request) and then `fetchVetted` to the addresses the guard
+ *   vetted (the name is resolved once, by the guard; no second lookup a rebinding DNS answer could steer; the next
+ *   address only while no connection was ever established, so never a /settle sent twice). Private and
  *   loopback addresses only with `allowPrivate` (ALLOW_PRIVATE_URLS, never in production, or a URL the operator's
  *   X402_FACILITATOR_ALLOWLIST names: x402-config.ts `facilitatorMayBePrivate`). A URL the guard refuses is
  *   `STORE_NOT_CONFIGURED` (`reason "facilitator_not_public"`; /settle: `settlement "not_attempted"`), nothing sent;
@@ -42,7 +43,7 @@ import { z } from "@x402/core/schemas";
 import type { Network, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from "@x402/core/types";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import type { Logger } from "../log.ts";
-import { discardBody, fetchVetted, readBoundedText, ResponseTooLargeError, ResponseUndecodableError } from "../outbound-http.ts";
+import { discardBody, fetchVetted, neverConnected, readBoundedText, ResponseTooLargeError, ResponseUndecodableError } from "../outbound-http.ts";
 import { assertPublicUrl, type Resolver, type VettedUrl } from "../ssrf.ts";
 
 export interface FacilitatorClientOptions {
@@ -126,17 +127,15 @@ const supportedResponseSchema = z.object({
 });
 
 /**
- * Error codes that prove a request never left this process: the connection was never open (refused, no such
- * host) or TLS refused the peer before any byte of the request was written. Anything else thrown by fetch (a
+ * Error codes that prove a request never left this process, beside a connection never established (refused, no
+ * route: `neverConnected`, infra/outbound-http.ts, the one list fetchVetted also uses to try the next address): no
+ * such host, or TLS refused the peer before any byte of the request was written. Anything else thrown by fetch (a
  * reset, a socket closed before the answer, an abort) may come after the facilitator read the request.
  */
 const NOT_SENT_CODES: ReadonlySet<string> = new Set([
-  "ECONNREFUSED",
-  "ConnectionRefused",
   "ENOTFOUND",
   "EAI_AGAIN",
   "EAI_NONAME",
-  "FailedToOpenSocket",
   "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
   "DEPTH_ZERO_SELF_SIGNED_CERT",
   "SELF_SIGNED_CERT_IN_CHAIN",
@@ -146,6 +145,7 @@ const NOT_SENT_CODES: ReadonlySet<string> = new Set([
 
 /** True when `err` (thrown by fetch) proves the request was never sent. */
 export function provesNotSent(err: unknown): boolean {
+  if (neverConnected(err)) return true;
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === "string" && NOT_SENT_CODES.has(code);
 }
