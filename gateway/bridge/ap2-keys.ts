@@ -24,6 +24,7 @@ import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { algOfPublicJwk, importUserKey, type Ap2Alg } from "./ap2-auth.ts";
 import { asRecord } from "./common.ts";
+import { strictBody } from "../rest/strict-body.ts";
 
 const Params = t.Object({ id: t.String({ format: "uuid" }) });
 const KidParams = t.Object({ id: t.String({ format: "uuid" }), kid: t.String({ pattern: "^[A-Za-z0-9._-]{1,128}$" }) });
@@ -130,6 +131,17 @@ async function verifiedProofNonce(proof: string, jwk: Record<string, string>, al
   return payload.nonce;
 }
 
+/**
+ * PUT's body, also its `strictBody`: a key beside `jwk` and `proof` is 400 naming it (a misspelt `proof` was dropped and
+ * answered with a new nonce challenge; audit W-7). The JWK's own members are the JWK's (a record, not looked into).
+ */
+const UserKeyBody = t.Object({
+  jwk: t.Record(t.String(), t.Unknown(), { description: "Public JWK: EC P-256 (ES256) or OKP Ed25519 (EdDSA)" }),
+  proof: t.Optional(
+    t.String({ maxLength: 16_384, description: `Compact JWS by this key, typ ${KEY_PROOF_TYP}, payload {nonce, agent_key_id, kid}; omit it to get a nonce (400 details.nonce)` }),
+  ),
+});
+
 export function ap2KeyRoutes(svc: Services) {
   return new Elysia({ name: "ap2-user-key-routes" })
     .use(userAuth(svc))
@@ -170,12 +182,8 @@ export function ap2KeyRoutes(svc: Services) {
       },
       {
         params: KidParams,
-        body: t.Object({
-          jwk: t.Record(t.String(), t.Unknown(), { description: "Public JWK: EC P-256 (ES256) or OKP Ed25519 (EdDSA)" }),
-          proof: t.Optional(
-            t.String({ maxLength: 16_384, description: `Compact JWS by this key, typ ${KEY_PROOF_TYP}, payload {nonce, agent_key_id, kid}; omit it to get a nonce (400 details.nonce)` }),
-          ),
-        }),
+        body: UserKeyBody,
+        transform: strictBody(UserKeyBody),
         response: errorResponses(400, 401, 404),
         detail: { tags: ["accounts"], summary: "Register the user's device key that signs AP2 mandates for this agent key (with a proof of possession)", security: sec },
       },

@@ -21,6 +21,7 @@ import { tokenService } from "../identity.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import type { Customer } from "./registry.ts";
+import { strictBody } from "../rest/strict-body.ts";
 
 export const CUSTOMER_AUDIENCE = "mcp-customer";
 export const CUSTOMER_TOKEN_TYP = "customer-id+jwt";
@@ -62,6 +63,12 @@ export async function verifyCustomerToken(svc: Services, token: string, slug: st
   return { id: verified.sub, buyerRef: customerBuyerRef(slug, verified.sub) };
 }
 
+/** The route's body, also its `strictBody`: a misspelt `ttl` is 400 naming it, not a token of the default hour (audit W-7). */
+const CustomerTokenBody = t.Object({
+  customer_id: t.String({ minLength: 1, maxLength: 255, description: "The merchant's own customer id." }),
+  ttl_seconds: t.Optional(t.Integer({ minimum: 60, maximum: 86_400 })),
+});
+
 /**
  * Merchant route that mints identity tokens for its customers. The session is checked by `userAuth` at the transform
  * stage, before the body is validated, as on every other merchant route (audit M-7: checked in the handler, a caller
@@ -80,10 +87,8 @@ export function customerTokenRoutes(svc: Services) {
         return ok({ token, token_type: CUSTOMER_TOKEN_TYP, expires_in: ttl, header: "X-Customer-Identity" });
       },
       {
-        body: t.Object({
-          customer_id: t.String({ minLength: 1, maxLength: 255, description: "The merchant's own customer id." }),
-          ttl_seconds: t.Optional(t.Integer({ minimum: 60, maximum: 86_400 })),
-        }),
+        body: CustomerTokenBody,
+        transform: strictBody(CustomerTokenBody),
         detail: { tags: ["merchant"], summary: "Mint an MCP customer identity token (X-Customer-Identity) for one of the store's customers" },
       },
     );

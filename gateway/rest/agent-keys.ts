@@ -17,6 +17,7 @@ import { userAuth } from "../plugins/auth.ts";
 import { CodePointString } from "../plugins/schema-formats.ts";
 import type { Services } from "../services.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { strictBody } from "./strict-body.ts";
 
 export const KeyOut = t.Object({
   id: t.String({ format: "uuid" }),
@@ -36,6 +37,23 @@ export const KeyOut = t.Object({
 const TIER_MAX_CHARS = 32;
 const SCOPE_MAX_CHARS = 64;
 const SCOPES_MAX_ITEMS = 32;
+
+/** POST's body, also its `strictBody`: a misspelt `scope` or `tiers` is 400 naming it, not a key with the defaults (audit W-7). */
+const CreateKeyBody = t.Object({
+  name: t.String({ minLength: 1, maxLength: 200, pattern: NO_NUL_PATTERN }),
+  scopes: t.Optional(
+    t.Array(CodePointString({ maxLength: SCOPE_MAX_CHARS }), {
+      maxItems: SCOPES_MAX_ITEMS,
+      description: `Any of: ${SCOPES.join(", ")}. Default: ${DEFAULT_SCOPES.join(", ")}.`,
+    }),
+  ),
+  tier: t.Optional(
+    CodePointString({
+      maxLength: TIER_MAX_CHARS,
+      description: `${TIERS.join(", ")} (FREE is an alias of STARTER; any case). SANDBOX keys expire after 24 h. At most the account's plan (403 tier_not_in_plan); SANDBOX always, any tier for operators. A merchant account holds at most AGENT_KEYS_MAX_LIVE live keys (409 too_many_keys).`,
+    }),
+  ),
+});
 
 /** An account's keys, oldest first, as GET shows them (never the plaintext, never the hash). */
 export async function keysOf(sql: Sql, userId: string) {
@@ -88,21 +106,8 @@ export function agentKeyRoutes(svc: Services) {
         }
       },
       {
-        body: t.Object({
-          name: t.String({ minLength: 1, maxLength: 200, pattern: NO_NUL_PATTERN }),
-          scopes: t.Optional(
-            t.Array(CodePointString({ maxLength: SCOPE_MAX_CHARS }), {
-              maxItems: SCOPES_MAX_ITEMS,
-              description: `Any of: ${SCOPES.join(", ")}. Default: ${DEFAULT_SCOPES.join(", ")}.`,
-            }),
-          ),
-          tier: t.Optional(
-            CodePointString({
-              maxLength: TIER_MAX_CHARS,
-              description: `${TIERS.join(", ")} (FREE is an alias of STARTER; any case). SANDBOX keys expire after 24 h. At most the account's plan (403 tier_not_in_plan); SANDBOX always, any tier for operators. A merchant account holds at most AGENT_KEYS_MAX_LIVE live keys (409 too_many_keys).`,
-            }),
-          ),
-        }),
+        body: CreateKeyBody,
+        transform: strictBody(CreateKeyBody),
         response: { 201: SuccessEnvelope(t.Composite([KeyOut, t.Object({ key: t.String({ description: "The plaintext key, shown once." }) })])), ...errorResponses(400, 401, 403, 409, 429) },
         detail: { tags: ["accounts"], summary: "Create an agent API key", security: [{ bearer: [] }] },
       },

@@ -8,12 +8,18 @@ import { MAX_CART_LINES, MAX_LINE_QUANTITY } from "../../actors/cart/messages.ts
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { strictBody } from "./strict-body.ts";
 
 const CartItem = t.Object({
   product_id: t.String({ format: "uuid" }),
   quantity: t.Integer({ minimum: 1, maximum: MAX_LINE_QUANTITY }),
   variant_id: t.Optional(t.String({ format: "uuid" })),
 });
+
+// The bodies' schemas, each also the route's `strictBody`: a misspelt key is 400 naming it, not dropped (audit W-7):
+// `variantId` for `variant_id` bought the default variant, a misspelt `expected_revision` applied the coupon to
+// whatever the cart had become.
+const CreateCart = t.Object({ items: t.Array(CartItem, { minItems: 1, maxItems: MAX_CART_LINES }) });
 
 const ApplyCoupon = t.Object({
   cartId: t.String({ format: "uuid" }),
@@ -32,6 +38,7 @@ export function cartRoutes(svc: Services) {
   };
   const couponDoc = {
     body: ApplyCoupon,
+    transform: strictBody(ApplyCoupon),
     response: errorResponses(400, 401, 403, 404, 409),
     detail: { tags: ["cart"], summary: "Apply a merchant coupon (200 applied or rejected; 409 when the cart is not open)", security: [{ agentApiKey: [] }] },
   };
@@ -49,7 +56,8 @@ export function cartRoutes(svc: Services) {
         return ok(view);
       },
       {
-        body: t.Object({ items: t.Array(CartItem, { minItems: 1, maxItems: MAX_CART_LINES }) }),
+        body: CreateCart,
+        transform: strictBody(CreateCart),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["cart"], summary: "Create a cart (one currency per cart)", security: [{ agentApiKey: [] }] },
       },

@@ -45,7 +45,9 @@ interface OrderRow {
   delivered_at: Date | null;
 }
 
-/** The rail as the checkout reply names it: the stored "MOCK" label is the card rail's simulated payment. */
+/** The cancel's optional body, also its `strictBody` (a key it does not have is 400 naming it: audit W-7). */
+const CancelBody = t.Optional(t.Object({ reason: t.Optional(t.String({ maxLength: 255 })) }));
+
 const RefundBody = t.Optional(
   t.Object({
     amount: t.Optional(t.Integer({ minimum: 1, description: "Integer cents > 0; omit for the full remaining amount." })),
@@ -56,6 +58,7 @@ const RefundBody = t.Optional(
   }),
 );
 
+/** The rail as the checkout reply names it: the stored "MOCK" label is the card rail's simulated payment. */
 export function agentRailLabel(stored: string): string {
   return stored === "MOCK" ? "card" : stored;
 }
@@ -225,7 +228,8 @@ export function orderRoutes(svc: Services) {
       {
         params: t.Object({ orderId: t.String({ format: "uuid" }) }),
         parse: optionalObjectBody,
-        body: t.Optional(t.Object({ reason: t.Optional(t.String({ maxLength: 255 })) })),
+        body: CancelBody,
+        transform: strictBody(CancelBody),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: {
           tags: ["orders"],

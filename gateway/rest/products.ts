@@ -20,10 +20,36 @@ import { getSearchService } from "../../search/service.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { strictBody } from "./strict-body.ts";
 import { ACCEPTED_OFFER_USE, negotiationMessage } from "../negotiation-use.ts";
 
 const Uuid = t.String({ format: "uuid" });
 const sec = [{ agentApiKey: [] }];
+
+// The agent POST bodies' schemas, each also the route's `strictBody`: a misspelt key is 400 naming it, not dropped
+// (audit W-7): `variant_id` for `variantId` estimated the lowest-priced variant, `qty` for `quantity` one unit.
+const RecommendationsBody = t.Object({ productId: Uuid, limit: t.Optional(t.Number({ exclusiveMinimum: 0, description: "> 0, default 5, capped at 20; counted in whole products, rounded down, at least 1 (0.5 answers one)" })) });
+const NegotiateBody = t.Object({
+  productId: Uuid,
+  merchantSlug: t.String({ minLength: 1 }),
+  bidPrice: t.Number({ exclusiveMinimum: 0 }),
+  currency: t.String({ pattern: "^[A-Z]{3}$" }),
+});
+const ShippingEstimateBody = t.Object({
+  productId: Uuid,
+  postalCode: t.String({ minLength: 1, maxLength: 20 }),
+  countryCode: t.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2" }),
+  quantity: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })),
+  variantId: t.Optional(
+    t.String({
+      format: "uuid",
+      description:
+        "The variant the units are (its own price decides free shipping, as in the cart); 404 when the product has no such variant. " +
+        "Without it, a product whose variants differ in price is estimated at its lowest-priced variant (docs/catalog.md).",
+    }),
+  ),
+});
+
 export const PRICE_HISTORY_DAYS = [30, 60, 90] as const;
 export const PRICE_HISTORY_DEFAULT_DAYS = 30;
 const PRICE_HISTORY_TEXTS = ["30", "60", "90"] as const satisfies readonly `${(typeof PRICE_HISTORY_DAYS)[number]}`[];
@@ -215,7 +241,8 @@ export function productRoutes(svc: Services) {
         return ok({ productId: product.id, limit, products });
       },
       {
-        body: t.Object({ productId: Uuid, limit: t.Optional(t.Number({ exclusiveMinimum: 0, description: "> 0, default 5, capped at 20; counted in whole products, rounded down, at least 1 (0.5 answers one)" })) }),
+        body: RecommendationsBody,
+        transform: strictBody(RecommendationsBody),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["catalog"], summary: "Cross-merchant related products (feature tier: recommendations)", security: sec },
       },
@@ -258,12 +285,8 @@ export function productRoutes(svc: Services) {
         });
       },
       {
-        body: t.Object({
-          productId: Uuid,
-          merchantSlug: t.String({ minLength: 1 }),
-          bidPrice: t.Number({ exclusiveMinimum: 0 }),
-          currency: t.String({ pattern: "^[A-Z]{3}$" }),
-        }),
+        body: NegotiateBody,
+        transform: strictBody(NegotiateBody),
         response: errorResponses(400, 401, 403, 404),
         detail: {
           tags: ["catalog"],
@@ -286,20 +309,8 @@ export function productRoutes(svc: Services) {
         return ok(shippingEstimate(await shippingZonesOf(svc.sql, store.slug), product, store, body, now(), unit));
       },
       {
-        body: t.Object({
-          productId: Uuid,
-          postalCode: t.String({ minLength: 1, maxLength: 20 }),
-          countryCode: t.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2" }),
-          quantity: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })),
-          variantId: t.Optional(
-            t.String({
-              format: "uuid",
-              description:
-                "The variant the units are (its own price decides free shipping, as in the cart); 404 when the product has no such variant. " +
-                "Without it, a product whose variants differ in price is estimated at its lowest-priced variant (docs/catalog.md).",
-            }),
-          ),
-        }),
+        body: ShippingEstimateBody,
+        transform: strictBody(ShippingEstimateBody),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["catalog"], summary: "Shipping cost and delivery time from the merchant's zones (feature tier: shipping_estimate)", security: sec },
       },

@@ -1,6 +1,6 @@
 /**
  * POST /api/v1/agent/search: validates the SearchRequest (spec table), reads `deduplicate` from the raw body
- * (outside the validated schema, as the spec says), and asks the gateway's SearchService. Search is a query on
+ * (as the spec says; the schema lists it, any value, so that any other unknown key can be refused), and asks the gateway's SearchService. Search is a query on
  * the gateway's own index, not an actor message (docs/decisions.md).
  */
 import { Elysia, t } from "elysia";
@@ -12,6 +12,7 @@ import { cutEcho } from "../../infra/echo.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import { CodePointString, codePointLength } from "../plugins/schema-formats.ts";
 import type { Services } from "../services.ts";
+import { refuseUnknownKeys } from "./strict-body.ts";
 
 /** Longest `filters.category` accepted: it is echoed back in queryMeta, and no category name comes close. */
 export const SEARCH_CATEGORY_MAX_CHARS = 200;
@@ -47,8 +48,11 @@ export const SearchRequest = t.Object(
     ),
     page: t.Optional(t.Integer({ minimum: 1, maximum: SEARCH_PAGE_MAX, default: 1, description: `1 to ${SEARCH_PAGE_MAX.toLocaleString("en-US")}` })),
     limit: t.Optional(t.Integer({ minimum: 1, default: 20, description: "1 to 100; anything above 100 is served as 100." })),
+    deduplicate: t.Optional(
+      t.Unknown({ description: "true (or \"true\") collapses near-duplicate titles across merchants, keeping the highest-scoring one; any other value is ignored. Read from the raw body (the spec)." }),
+    ),
   },
-  { additionalProperties: true },
+  { description: "Any other key, at the top level or in filters, is 400 validation_error naming it (details.field, details.allowed)." },
 );
 
 /**
@@ -73,10 +77,10 @@ export function refuseUnknownFilters(raw: unknown): void {
 
 /**
  * A filter sent at the top level of the body, where SearchRequest has no such field: MCP search_products' argument
- * names (max_price, min_price, in_stock_only, category) and the filter names themselves (maxPrice, …). The body
- * keeps unknown top-level fields (it carries `deduplicate`), so these were dropped and the search ran unfiltered with
- * a 200: wrong results with no hint (audit M-4; audit E fixed the same inside `filters`). Each names where it goes.
- * Other unknown top-level fields stay accepted and ignored, as the spec's open request allows.
+ * names (max_price, min_price, in_stock_only, category) and the filter names themselves (maxPrice, …). They were
+ * dropped and the search ran unfiltered with a 200: wrong results with no hint (audit M-4; audit E fixed the same
+ * inside `filters`). Each names where it goes (`details.expected`); any other unknown top-level key is then the
+ * `strictBody` 400 (audit W-7: `sortBy` for `sort` was served in relevance order).
  */
 const MISPLACED_FILTERS: Readonly<Record<string, string>> = {
   max_price: "maxPrice",
@@ -134,10 +138,12 @@ export function searchRoutes(svc: Services) {
         return { success: true as const, data: res };
       },
       {
-        // runs before validation: the raw body still holds every field the caller sent
+        // runs before validation: the raw body still holds every field the caller sent. The two named refusals first
+        // (their answers say where a filter goes), then any other unknown key (strict-body.ts)
         transform({ body, request }) {
           refuseUnknownFilters(body);
           refuseMisplacedFilters(body);
+          refuseUnknownKeys(SearchRequest, body);
           rawFlags.set(request, rawDeduplicate(body));
         },
         body: SearchRequest,
@@ -148,7 +154,8 @@ export function searchRoutes(svc: Services) {
           description:
             "Eligible merchants only (BASIC or higher, trust >= 0.3, not suspended). Score = text × 0.55 + trust × 0.25 + freshness × 0.10 + in_stock × 0.10; " +
             "deprioritized stores × 0.8. `deduplicate: true` (raw body) collapses near-duplicate titles across merchants. " +
-            "A filter at the top level of the body (maxPrice, or MCP's max_price, min_price, in_stock_only, category) is 400 validation_error naming where it goes (details.expected), never silently ignored.",
+            "A filter at the top level of the body (maxPrice, or MCP's max_price, min_price, in_stock_only, category) is 400 validation_error naming where it goes (details.expected), never silently ignored; " +
+            "any other key the request does not have is 400 validation_error naming it (details.field, details.allowed).",
           security: [{ agentApiKey: [] }],
         },
       },

@@ -9,6 +9,7 @@ import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { optionalObjectBody } from "./optional-body.ts";
+import { strictBody } from "./strict-body.ts";
 
 const sec = [{ agentApiKey: [] }];
 
@@ -27,6 +28,9 @@ export const WalletNetworkField = t.Union(
   { default: DEFAULT_WALLET_NETWORK, description: "CAIP-2 chain id: eip155:8453 (Base) or eip155:84532 (Base Sepolia); omitted: eip155:84532." },
 );
 
+/** The optional body, also the route's `strictBody`: a misspelt `netwrok` is 400 naming it, not a wallet on the default network (audit W-7). */
+const ProvisionBody = t.Optional(t.Object({ network: t.Optional(WalletNetworkField) }));
+
 export function walletRoutes(svc: Services) {
   return new Elysia({ name: "wallet-routes" })
     .use(agentAuth(svc))
@@ -41,7 +45,8 @@ export function walletRoutes(svc: Services) {
       },
       {
         parse: optionalObjectBody,
-        body: t.Optional(t.Object({ network: t.Optional(WalletNetworkField) }, { additionalProperties: true })),
+        body: ProvisionBody,
+        transform: strictBody(ProvisionBody),
         response: { 201: SuccessEnvelope(WalletSchema, "WalletProvisioned"), ...errorResponses(400, 401, 403, 409) },
         detail: {
           tags: ["wallet"],
