@@ -18,7 +18,7 @@ import { AnsweredWithoutAsking, ENDPOINT_GROUPS, type AnyTool, type Endpoint, ty
 import { ECHO_MAX_CHARS } from "../envelope.ts";
 import { cutEcho } from "../../infra/echo.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
-import { describeSchema, fieldOfPath } from "../plugins/validation-message.ts";
+import { allowedProperties, describeSchema, fieldOfPath } from "../plugins/validation-message.ts";
 
 export interface CompiledTool {
   def: AnyTool;
@@ -111,7 +111,9 @@ export function argumentError(t: CompiledTool, args: unknown): ActorError | null
   }
   if (first.type === ValueErrorType.ObjectAdditionalProperties) {
     const extra = unknown[0];
-    return fail("INVALID_ARGUMENT", `Unknown argument '${extra ?? field}'.`, { field: extra ?? field, allowed });
+    if (extra !== undefined) return fail("INVALID_ARGUMENT", `Unknown argument '${extra}'.`, { field: extra, allowed });
+    // a key inside an argument (a cart line's `variantId`): the keys of the object it is in, as REST's 400 names them
+    return fail("INVALID_ARGUMENT", `Unknown argument '${field}'.`, { field, allowed: allowedProperties(first.schema) ?? allowed });
   }
   // A custom kind (CodePointString) fails as "Expected kind '…'": say its rule as REST's 400 does.
   const rule = first.type === ValueErrorType.Kind ? describeSchema(first.schema) : undefined;

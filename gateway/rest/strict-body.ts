@@ -4,7 +4,9 @@
  * normaliser (`normalize: "typebox"`, TypeBox Clean) drops unknown keys before the schema sees them, so a misspelt
  * key was a silent 200 and a replacing write stored other terms than the merchant sent: `usageLimt: 1` made a
  * single-use coupon unlimited, `returnWindow: 7` put the 30-day default in force, a zone's `freeAbove` never shipped
- * free (audit W-7; the admin search settings had the same fix, audit U MED-4).
+ * free (audit W-7; the admin search settings had the same fix, audit U MED-4, and now use this one). Every REST route
+ * with a JSON body uses it (docs/conventions.md, "Request bodies"), except the OAuth endpoints, the protocol bridges and
+ * the dashboard's forms, whose bodies follow their own rules.
  *
  * Every object of the schema counts as closed unless it says otherwise (`additionalProperties: true` or a schema):
  * an Elysia `t.Object` without the keyword is open to TypeBox, but here the keys it lists are all there is. Records
