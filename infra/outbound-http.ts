@@ -156,6 +156,28 @@ export async function fetchVetted(vetted: VettedUrl, init: VettedInit): Promise<
   return fetchVettedWith(vetted, init, tcpConnectProbe);
 }
 
+/**
+ * Addresses (with their port) that gave an answer within ANSWERED_TTL_MS are fetched without the connect probe: the
+ * probe costs a handshake per call and defeats keep-alive, and a webhook receiver or a facilitator behind a CDN has
+ * several addresses and is called over and over. Such an address that refuses is still passed over (nothing was
+ * sent) and dropped from here; one that went silent since costs what is left of the deadline, as a one-address name
+ * always has. Bounded: the oldest entry goes past ANSWERED_MAX.
+ */
+export const ANSWERED_TTL_MS = 60_000;
+const ANSWERED_MAX = 1_024;
+const answeredAt = new Map<string, number>();
+
+function answeredRecently(key: string, now: number): boolean {
+  const at = answeredAt.get(key);
+  return at !== undefined && now - at < ANSWERED_TTL_MS;
+}
+
+function noteAnswered(key: string, now: number): void {
+  answeredAt.delete(key); // re-inserted last: the map's order is the eviction order
+  answeredAt.set(key, now);
+  if (answeredAt.size > ANSWERED_MAX) answeredAt.delete(answeredAt.keys().next().value!);
+}
+
 /** `fetchVetted` with the connect probe given (tests give one that black-holes an address). */
 export async function fetchVettedWith(vetted: VettedUrl, init: VettedInit, probe: ConnectProbe): Promise<Response> {
   const { timeoutMs, controller, headers: given, ...rest } = init;
@@ -167,7 +189,8 @@ export async function fetchVettedWith(vetted: VettedUrl, init: VettedInit, probe
     const address = addresses[i]!;
     const last = i === addresses.length - 1;
     if (signal.aborted) throw signal.reason;
-    if (!last) {
+    const key = `${address}|${vetted.port}`;
+    if (!last && !answeredRecently(key, Date.now())) {
       // Bun's fetch has no connect deadline: a bare connect first, within this address's share of what is left
       const share = Math.min(CONNECT_ATTEMPT_MAX_MS, (endsAt - performance.now()) / (addresses.length - i));
       try {
@@ -181,14 +204,17 @@ export async function fetchVettedWith(vetted: VettedUrl, init: VettedInit, probe
     const headers = new Headers(given);
     headers.set("host", hostHeader);
     try {
-      return await fetch(target, {
+      const res = await fetch(target, {
         ...rest,
         headers,
         redirect: "manual",
         signal,
         ...(serverName ? { tls: { serverName } } : {}),
       } as RequestInit);
+      if (addresses.length > 1) noteAnswered(key, Date.now());
+      return res;
     } catch (err) {
+      answeredAt.delete(key);
       // refused although the probe connected (the server went away meanwhile): still nothing sent, the next may answer
       if (!last && !signal.aborted && neverConnected(err)) continue;
       // Bun decodes the body while reading it, but a small body may already be decoded before fetch() resolves

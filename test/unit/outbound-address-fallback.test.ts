@@ -9,6 +9,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import type { Socket, TCPSocketListener } from "bun";
 import {
+  ANSWERED_TTL_MS,
   CONNECT_ATTEMPT_MAX_MS,
   ConnectTimeoutError,
   fetchVetted,
@@ -223,6 +224,26 @@ describe("fetchVetted over two addresses", () => {
       });
     const err = await fetchVettedWith(await vettedTwo(), { timeoutMs: 5_000, controller }, probe).catch((e) => e);
     expect((err as Error).name).toBe("AbortError");
+  });
+});
+
+describe("an address that answered lately", () => {
+  test("is fetched again without the connect probe within ANSWERED_TTL_MS (one handshake a call, not two)", async () => {
+    secondAnswer = () => new Response("second");
+    // the serving address first (127.0.0.2), the refusing one second
+    const vetted = await assertPublicUrl(`http://dual.example.test:${PORT}/settle`, { allowPrivate: true, resolve: resolver([v4("127.0.0.2"), v4("127.0.0.1")]) });
+    const probed: string[] = [];
+    const probe: ConnectProbe = (address, port, ms, signal) => {
+      probed.push(address);
+      return tcpConnectProbe(address, port, ms, signal);
+    };
+    expect(ANSWERED_TTL_MS).toBe(60_000);
+    expect((await fetchVettedWith(vetted, { timeoutMs: 3_000 }, probe)).status).toBe(200);
+    expect(probed).toEqual(["127.0.0.2"]);
+    // answered a moment ago: no handshake of its own before the request
+    expect((await fetchVettedWith(vetted, { timeoutMs: 3_000 }, probe)).status).toBe(200);
+    expect((await fetchVettedWith(vetted, { timeoutMs: 3_000 }, probe)).status).toBe(200);
+    expect(probed).toEqual(["127.0.0.2"]);
   });
 });
 
