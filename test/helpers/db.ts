@@ -111,13 +111,12 @@ function running(pid: number): boolean {
  * (createTestDatabase).
  */
 async function dropOldTemplates(now: number): Promise<void> {
-  const admin = connect(await serverUrl(), 1);
-  try {
+  await withAdmin(async (admin) => {
     for (const { datname } of await admin<{ datname: string }[]>`SELECT datname FROM pg_database`) {
       // a test database whose DROP was cut short when its process ended (drop() below)
       const left = /^t_([0-9a-z]+)_p(\d+)_[0-9a-z]+$/.exec(datname);
       if (left) {
-        if (Number(left[2]) !== process.pid && !running(Number(left[2])) && now - parseInt(left[1]!, 36) > TEMPLATE_MAX_AGE_MS) startDrop(await serverUrl(), datname);
+        if (Number(left[2]) !== process.pid && !running(Number(left[2])) && now - parseInt(left[1]!, 36) > TEMPLATE_MAX_AGE_MS) startDrop(datname);
         continue;
       }
       const m = /^t_(m?)tmpl_(\d+)_(\d+)$/.exec(datname);
@@ -130,8 +129,37 @@ async function dropOldTemplates(now: number): Promise<void> {
         await admin.unsafe(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {});
       }
     }
+  });
+}
+
+/**
+ * This process's connections to the server's maintenance database, for CREATE and DROP DATABASE: one pool instead of
+ * a connection per statement (three a test file). A Postgres backend costs ~40 ms of the server's CPU to start on the
+ * 2-core CI machine, and Postgres's part of a file's set-up is larger than Bun's (docs/performance.md "Test suite
+ * time (session 18)"). Room for the drops under way and a copy; ended once unused for ADMIN_IDLE_MS (an unref'd
+ * timer), so a script that boots a test server (bench/) still exits when it is done.
+ */
+const ADMIN_IDLE_MS = 2_000;
+let adminPool: Sql | undefined;
+let adminUsers = 0;
+let adminIdle: ReturnType<typeof setTimeout> | undefined;
+
+async function withAdmin<T>(use: (admin: Sql) => Promise<T>): Promise<T> {
+  adminUsers++;
+  clearTimeout(adminIdle);
+  try {
+    const admin = (adminPool ??= connect(await serverUrl(), MAX_DROPPING + 2));
+    return await use(admin);
   } finally {
-    await admin.end();
+    if (--adminUsers === 0) {
+      const pool = adminPool;
+      adminIdle = setTimeout(() => {
+        if (adminUsers > 0 || adminPool !== pool) return;
+        adminPool = undefined;
+        void pool?.end({ timeout: 1 }).catch(() => {});
+      }, ADMIN_IDLE_MS);
+      adminIdle.unref?.();
+    }
   }
 }
 
@@ -162,19 +190,16 @@ export async function createTestDatabase(opts: { migrate?: boolean; poolSize?: n
   let from = await templateOf();
   const name = opts.name ?? `t_${Date.now().toString(36)}_p${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
   live.add(name);
-  startDrop(base, undefined); // earlier files' databases whose DROP was cut short
-  const admin = connect(base, 1);
+  startDrop(undefined); // earlier files' databases whose DROP was cut short
   try {
-    await createDatabase(admin, name, from);
+    await withAdmin((admin) => createDatabase(admin, name, from));
   } catch (err) {
     if (!from || (err as { code?: string }).code !== "3D000") throw err;
     // the template was dropped meanwhile (another process took it for an ended one's): make a new one
     if (opts.seeded) template = undefined;
     else migrated = undefined;
     from = await templateOf();
-    await createDatabase(admin, name, from);
-  } finally {
-    await admin.end();
+    await withAdmin((admin) => createDatabase(admin, name, from));
   }
   const u = new URL(base);
   u.pathname = `/${name}`;
@@ -188,7 +213,7 @@ export async function createTestDatabase(opts: { migrate?: boolean; poolSize?: n
     async drop() {
       await sql.end({ timeout: 2 }).catch(() => {});
       live.delete(name);
-      startDrop(base, name);
+      startDrop(name);
       while (dropping.size > MAX_DROPPING) await Promise.race(dropping);
     },
   };
@@ -211,18 +236,17 @@ const live = new Set<string>();
  * process, so they are earlier files'): under --isolate a file's pending DROP is cut short when its global is torn
  * down, so the next file's createTestDatabase sends it again, while that file runs.
  */
-function startDrop(base: string, name: string | undefined): void {
+function startDrop(name: string | undefined): void {
   const dropped = (async () => {
-    const a = connect(base, 1);
     try {
-      const names = name
-        ? [name]
-        : (await a<{ datname: string }[]>`SELECT datname FROM pg_database WHERE datname LIKE ${`t\_%\_p${process.pid}\_%`}`).map((r) => r.datname).filter((n) => !live.has(n));
-      for (const n of names) await a.unsafe(`DROP DATABASE IF EXISTS ${n} WITH (FORCE)`).catch(() => {});
+      await withAdmin(async (a) => {
+        const names = name
+          ? [name]
+          : (await a<{ datname: string }[]>`SELECT datname FROM pg_database WHERE datname LIKE ${`t\_%\_p${process.pid}\_%`}`).map((r) => r.datname).filter((n) => !live.has(n));
+        for (const n of names) await a.unsafe(`DROP DATABASE IF EXISTS ${n} WITH (FORCE)`).catch(() => {});
+      });
     } catch {
       /* the next drop() tries again; a later run drops what is left (dropOldTemplates) */
-    } finally {
-      await a.end().catch(() => {});
     }
   })();
   dropping.add(dropped);
