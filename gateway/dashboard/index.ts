@@ -100,7 +100,7 @@ export const DASHBOARD_ANON_LIMIT = { limit: 120, windowMs: 60_000 };
 const PAGE_SIZE = 50;
 const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
 /** The upload loop gives the event loop a turn this often (lines read), whether or not it awaited the actor. */
-const YIELD_EVERY_LINES = 1_000;
+const YIELD_EVERY_LINES = 250;
 /** The JSON bounds of one JSONL upload line (one product): those of a 1 MiB JSON body (plugins/json-depth.ts). */
 const LINE_BOUNDS = { maxDepth: MAX_JSON_DEPTH, maxArrayItems: MAX_JSON_ARRAY_ITEMS, maxValues: maxJsonValuesFor(DEFAULT_BODY_LIMIT) };
 const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;

@@ -2,7 +2,7 @@
  * The dashboard's JSONL upload and the rest of the gateway (audit X-F1). The upload split the whole file into an
  * array, kept every rejected line and ran its loop without a pause: lines refused before the store actor (not
  * JSON, past the bounds, repeats) never await, so 20 MB of `x` lines took 3.5 GB and held every other request
- * for 34 s. Now the file is read line by line, the event loop gets a turn every 1,000 lines, the first 100
+ * for 34 s. Now the file is read line by line, the event loop gets a turn every 250 lines, the first 100
  * rejections are kept (the rest counted), and a file over 100,000 lines is refused whole, pointing to the CLI.
  */
 import { expect, test } from "bun:test";
@@ -64,7 +64,10 @@ test("an upload of 100,000 junk lines leaves /health answering promptly and repo
   const { r, text, slowest, probes } = await uploadWhileProbing(lines.join("\n"));
   expect(r.status).toBe(200);
   expect(probes).toBeGreaterThan(0);
-  expect(slowest).toBeLessThan(100); // 200 ms before the fix (20 ms after), 34 s for 20 MB
+  // Without the turns the loop holds the thread 490-660 ms on the 2-core CI machine (200 ms on an earlier one), 34 s
+  // for 20 MB; with a turn every 250 lines ~65 ms alone, the rest being the 15 MB multipart body itself (encoded by
+  // this process's client, parsed by its server); the bound leaves room for the other test worker's load.
+  expect(slowest).toBeLessThan(200);
   expect(/<p role="status">(.*?)<\/p>/.exec(text)?.[1]).toBe(
     `${MAX_UPLOAD_LINES} lines read: <strong>0 accepted</strong>, <strong>${MAX_UPLOAD_LINES} rejected</strong> (first ${SHOWN_REJECTIONS} shown).`,
   );
