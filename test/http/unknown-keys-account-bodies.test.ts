@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { exportJWK, generateKeyPair } from "jose";
 import { ADMIN, ALL_SCOPES, createKey, login, merchantLogin } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+import { expectUnknownKey } from "../helpers/unknown-key.ts";
 
 let srv: TestServer;
 let admin: Record<string, string>;
@@ -20,18 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await srv?.stop();
 });
-
-/** The exact 400 of an unknown key. */
-function expectUnknownKey(r: { status: number; body: any }, field: string, allowed: string[]) {
-  const message = `Property '${field}' should not be provided; allowed: ${allowed.join(", ")}`;
-  expect(r.status).toBe(400);
-  expect(r.body).toEqual({
-    success: false,
-    error: `Invalid body field '${field}': ${message}`,
-    code: "validation_error",
-    details: { location: "body", field, allowed, errors: [{ field, message }] },
-  });
-}
 
 describe("a misspelt key on an account, key or operator body: 400 naming it, the right spelling works", () => {
   test("POST /auth/login with a key beside email and password: 400 naming it, no token", async () => {

@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
+import { expectUnknownKey } from "../helpers/unknown-key.ts";
 
 let srv: TestServer;
 let key: TestKey;
@@ -27,18 +28,6 @@ afterAll(async () => {
 });
 
 const post = (path: string, body: unknown, k: TestKey = key) => srv.json(`/api/v1/agent/${path}`, { method: "POST", headers: k.headers, body });
-
-/** The exact 400 of an unknown key. */
-function expectUnknownKey(r: { status: number; body: any }, field: string, allowed: string[]) {
-  const message = `Property '${field}' should not be provided; allowed: ${allowed.join(", ")}`;
-  expect(r.status).toBe(400);
-  expect(r.body).toEqual({
-    success: false,
-    error: `Invalid body field '${field}': ${message}`,
-    code: "validation_error",
-    details: { location: "body", field, allowed, errors: [{ field, message }] },
-  });
-}
 
 const cartCount = async () => (await srv.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM actor_state WHERE kind = 'cart'`)[0]!.n;
 
