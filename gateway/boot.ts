@@ -168,7 +168,8 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       void primeLoginTiming().catch((err) => log.warn("could not prime login timing", { error: err as Error }));
       const app = createApp(services, opts.extraModules);
       // Bun's default cap is 128 MB; per-surface limits are gateway/plugins/body-limit.ts
-      app.listen({ hostname: config.HOST, port: config.PORT, maxRequestBodySize: SERVER_BODY_CAP, idleTimeout: opts.idleTimeoutS ?? SERVER_IDLE_TIMEOUT_S });
+      // reusePort: several gateway processes of one machine on one port (REUSE_PORT, role gateway only: checkRoleConfig)
+      app.listen({ hostname: config.HOST, port: config.PORT, maxRequestBodySize: SERVER_BODY_CAP, idleTimeout: opts.idleTimeoutS ?? SERVER_IDLE_TIMEOUT_S, reusePort: config.REUSE_PORT });
       port = app.server!.port!;
       url = `http://${config.HOST}:${port}`;
       if (!config.SITE_URL) services.siteUrl = url;

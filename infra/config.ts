@@ -34,6 +34,11 @@ function durationMs<D extends number>(minimum: number, defaultMs: D, doc: string
 export const CONFIG_VARS = {
   HOST: { schema: T.String({ minLength: 1 }), default: "127.0.0.1", doc: "Interface the HTTP gateway binds to." },
   PORT: { schema: Port, default: 3000, doc: "HTTP port of the gateway (0 picks a free port)." },
+  REUSE_PORT: {
+    schema: Bool,
+    default: false,
+    doc: "Role gateway only: several gateway processes of one machine listen on the same HOST:PORT (SO_REUSEPORT; the kernel spreads new connections over them), so one machine's cores all serve the API. Each process keeps its own search index (its memory). Refused on role start and actors, and with PORT=0 (docs/operations.md, Several gateways on one machine).",
+  },
   SITE_URL: {
     schema: T.String({ pattern: "^https?://" }),
     default: "",
@@ -288,7 +293,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
  * too (review R4-1): their default would name the host itself. With NATS_URL set there may be several processes of
  * either role, so production refuses to guess, on every role.
  */
-export function checkRoleConfig(config: Config, _role: "start" | "gateway" | "actors"): void {
+export function checkRoleConfig(config: Config, role: "start" | "gateway" | "actors"): void {
+  // A second `start` process on the port would host a second copy of every actor over its own in-process bus: two
+  // writers of one cart or store. Only gateways, which own no state, may share a port.
+  if (config.REUSE_PORT && role !== "gateway") {
+    throw new ConfigError("REUSE_PORT", `false on role ${role} (only gateway processes, which hold no actor, may share a port; run actor hosts with role actors)`, "true");
+  }
+  if (config.REUSE_PORT && config.PORT === 0) {
+    throw new ConfigError("REUSE_PORT", "false with PORT=0 (each process would pick its own free port: nothing is shared)", "true");
+  }
   if (config.NODE_ENV === "production" && config.NATS_URL && !config.SITE_URL) {
     throw new ConfigError(
       "SITE_URL",

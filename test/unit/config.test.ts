@@ -117,6 +117,26 @@ describe("configuration", () => {
     expect(() => checkRoleConfig(loadConfig({ NATS_URL: "nats://127.0.0.1:4222" }), "gateway")).not.toThrow();
   });
 
+  test("REUSE_PORT is accepted on role gateway only, and never with PORT=0", () => {
+    expect(loadConfig({}).REUSE_PORT).toBe(false);
+    const shared = { REUSE_PORT: "true", PORT: "8080", NATS_URL: "nats://127.0.0.1:4222" };
+    expect(() => checkRoleConfig(loadConfig(shared), "gateway")).not.toThrow();
+    // a second `start` would host every actor a second time (two writers of one cart); an actor host has no API port
+    for (const role of ["start", "actors"] as const) {
+      let err: unknown;
+      try {
+        checkRoleConfig(loadConfig(shared), role);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable).toBe("REUSE_PORT");
+      expect((err as Error).message).toContain(`false on role ${role}`);
+    }
+    expect(() => checkRoleConfig(loadConfig({ ...shared, PORT: "0" }), "gateway")).toThrow(/REUSE_PORT=.*PORT=0/);
+    expect(() => loadConfig({ REUSE_PORT: "yes please" })).toThrow(/REUSE_PORT/);
+  });
+
   test.each(["gateway", "actors"])("bun gateway/main.ts %s exits 1 with that one line, before connecting to anything", async (role) => {
     const proc = Bun.spawn(["bun", new URL("../../gateway/main.ts", import.meta.url).pathname, role], {
       // nothing listens on these ports: the refusal must come before any connection is tried
