@@ -39,8 +39,7 @@ import { join } from "node:path";
 import { boot } from "../gateway/boot.ts";
 import { connect, type Sql } from "../infra/db.ts";
 import { setLogLevel } from "../infra/log.ts";
-import { freePort } from "../infra/nats/local-cluster.ts";
-import { machineLine } from "./lib.ts";
+import { cpuMsOf, cpuSplitOf, machineLine, startNatsServer } from "./lib.ts";
 
 setLogLevel("error");
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -53,7 +52,6 @@ const TARGETS = (process.env.BENCH_TARGETS ?? (process.env.BENCH_ONLY_EXTERNAL =
 const ROOT = join(import.meta.dir, "..");
 const SECRET_KEY = "c0".repeat(32);
 /** Linux clock ticks per second (USER_HZ) for /proc/<pid>/stat times. */
-const TICKS_PER_SECOND = 100;
 
 interface Result {
   target: string;
@@ -112,23 +110,6 @@ async function json(url: string, path: string, init: { method?: string; headers?
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
   return { status: res.status, body: (await res.json()) as any };
-}
-
-/** utime + stime of a process in milliseconds (0 when it is gone). */
-async function cpuMsOf(pid: number): Promise<number> {
-  const [user, sys] = await cpuSplitOf(pid);
-  return user + sys;
-}
-
-/** utime and stime of a process in milliseconds ([0, 0] when it is gone). */
-async function cpuSplitOf(pid: number): Promise<[number, number]> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return [(Number(fields[11]) * 1000) / TICKS_PER_SECOND, (Number(fields[12]) * 1000) / TICKS_PER_SECOND];
-  } catch {
-    return [0, 0];
-  }
 }
 
 async function backendCpu(sql: Sql, pids: number[]): Promise<Map<number, [number, number]>> {
@@ -389,23 +370,6 @@ async function startInProcess(databaseUrl: string): Promise<Service> {
       await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** One JetStream-enabled nats-server of our own on a free port (placement lives in a KV bucket). */
-async function startNatsServer(storeDir: string): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
-  const port = await freePort();
-  const bin = Bun.which("nats-server") || "/usr/sbin/nats-server";
-  const proc = Bun.spawn([bin, "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdout: "ignore", stderr: "ignore" });
-  process.once("exit", () => proc.kill("SIGKILL"));
-  for (let i = 0; i < 100; i++) {
-    const open = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
-      (s) => (s.end(), true),
-      () => false,
-    );
-    if (open) return { url: `nats://127.0.0.1:${port}`, proc };
-    await Bun.sleep(50);
-  }
-  throw new Error("nats-server did not start");
 }
 
 /** Gateway role here, actors role in a child process, over a private NATS server (never the shared :4222). */

@@ -3,9 +3,10 @@
  * (Debian's `wrk`, a separate process so the client does not share the server's event loop), and a report that
  * states every figure as a ratio to the baseline.
  */
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../infra/nats/local-cluster.ts";
 
 export interface LoadResult {
   label: string;
@@ -107,3 +108,41 @@ export async function interleaved(
     return sorted[Math.floor(sorted.length / 2)]!;
   });
 }
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ: 100 on Linux x86_64). */
+const TICKS_PER_SECOND = 100;
+
+/** utime + stime of a process in milliseconds (0 when it is gone). */
+export async function cpuMsOf(pid: number): Promise<number> {
+  const [user, sys] = await cpuSplitOf(pid);
+  return user + sys;
+}
+
+/** utime and stime of a process in milliseconds ([0, 0] when it is gone). */
+export async function cpuSplitOf(pid: number): Promise<[number, number]> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return [(Number(fields[11]) * 1000) / TICKS_PER_SECOND, (Number(fields[12]) * 1000) / TICKS_PER_SECOND];
+  } catch {
+    return [0, 0];
+  }
+}
+
+/** One JetStream-enabled nats-server of our own on a free port (placement lives in a KV bucket). */
+export async function startNatsServer(storeDir: string): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
+  const port = await freePort();
+  const bin = Bun.which("nats-server") || "/usr/sbin/nats-server";
+  const proc = Bun.spawn([bin, "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdout: "ignore", stderr: "ignore" });
+  process.once("exit", () => proc.kill("SIGKILL"));
+  for (let i = 0; i < 100; i++) {
+    const open = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
+      (s) => (s.end(), true),
+      () => false,
+    );
+    if (open) return { url: `nats://127.0.0.1:${port}`, proc };
+    await Bun.sleep(50);
+  }
+  throw new Error("nats-server did not start");
+}
+

@@ -15,13 +15,21 @@
  * for 5 s before the load: actors' timers and the catch-up, spread over fewer requests the slower the machine).
  * Under `--cpu-prof` the profile covers the whole process: `bun bench/cpuprofile-top.ts FILE --tail SECONDS`
  * keeps the wrk part only.
+ *
+ * `--gateways N` (session 19): the distributed roles instead of the in-process service: a private nats-server, one
+ * `actors` process and N `gateway` processes on one port (REUSE_PORT when N > 1, docs/operations.md "Several gateways
+ * on one machine"), each with its own search index. CPU per request is then the sum over those processes (from
+ * /proc: gateways, actor host, nats-server), and the gateways' share is printed beside it.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import postgres from "postgres";
 import { boot } from "../gateway/boot.ts";
+import { freePort } from "../infra/nats/local-cluster.ts";
+import { cpuSplitOf, startNatsServer } from "./lib.ts";
+import { pumpLines } from "../test/helpers/role-process.ts";
 import { queryMix } from "./search-queries.ts";
 
 const { values } = parseArgs({
@@ -36,6 +44,8 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "1" },
     connections: { type: "string", default: "64" },
     queries: { type: "string", default: "500" },
+    /** 0: the service in this process (role start); N >= 1: N gateway processes + an actor host over NATS. */
+    gateways: { type: "string", default: "0" },
     /** The service's DATA_DIR (its sealing key): give --create and every serve run of one database the same one. */
     "data-dir": { type: "string", default: join(tmpdir(), "bench-search-serve") },
     "admin-url": { type: "string", default: process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" },
@@ -58,12 +68,21 @@ const toMs = (v: string) => {
   return m[2] === "us" ? Number(m[1]) / 1000 : m[2] === "s" ? Number(m[1]) * 1000 : Number(m[1]);
 };
 
-async function wrk(url: string, script: string, connections: number, duration: number) {
-  const cpu0 = process.cpuUsage();
+/** The server side's CPU so far, ms: user and kernel, and the gateways' part of it (= all, in process). */
+type ServerCpu = () => Promise<{ user: number; system: number; gateways: number }>;
+
+const inProcessCpu: ServerCpu = async () => {
+  const c = process.cpuUsage();
+  return { user: c.user / 1000, system: c.system / 1000, gateways: (c.user + c.system) / 1000 };
+};
+
+async function wrk(url: string, script: string, connections: number, duration: number, serverCpu: ServerCpu) {
+  const before = await serverCpu();
   const p = Bun.spawn(["/usr/bin/wrk", "-t2", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, url], { stdout: "pipe", stderr: "pipe" });
   const out = await new Response(p.stdout).text();
   await p.exited;
-  const cpu = process.cpuUsage(cpu0);
+  const after = await serverCpu();
+  const cpu = { user: after.user - before.user, system: after.system - before.system, gateways: after.gateways - before.gateways };
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
   const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
@@ -72,8 +91,9 @@ async function wrk(url: string, script: string, connections: number, duration: n
     p50: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ""),
     p99: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ""),
     errors: non2xx + (sock ? sock.slice(1).reduce((s, x) => s + Number(x), 0) : 0),
-    cpuMsPerRequest: requests > 0 ? (cpu.user + cpu.system) / 1000 / requests : NaN,
-    sysMsPerRequest: requests > 0 ? cpu.system / 1000 / requests : NaN,
+    cpuMsPerRequest: requests > 0 ? (cpu.user + cpu.system) / requests : NaN,
+    sysMsPerRequest: requests > 0 ? cpu.system / requests : NaN,
+    gatewaysCpuMsPerRequest: requests > 0 ? cpu.gateways / requests : NaN,
   };
 }
 
@@ -112,32 +132,136 @@ if (values.create) {
 const dbUrl = values["database-url"];
 if (!dbUrl) throw new Error("--database-url (or --create / --drop)");
 const dataDir = values["data-dir"]!;
-const running = await boot({ role: "start", env: {}, config: { DATABASE_URL: dbUrl, PORT: 0, DATA_DIR: dataDir, SEED_DEMO: false, LOG_LEVEL: "error", RATE_LIMITS_ENABLED: false } });
+const gatewayCount = Number(values.gateways);
+const service = gatewayCount > 0 ? await startDistributed(dbUrl, dataDir, gatewayCount) : await startInProcess(dbUrl, dataDir);
 try {
-  const token = (await json(`${running.url}/api/v1/auth/login`, { method: "POST", body: { email: "admin@example.com", password: "admin-password" } })).body.data.token;
-  const key = (await json(`${running.url}/api/v1/agent-keys`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: { name: "bench", tier: "ENTERPRISE" } })).body.data.key as string;
+  const token = (await json(`${service.url}/api/v1/auth/login`, { method: "POST", body: { email: "admin@example.com", password: "admin-password" } })).body.data.token;
+  const key = (await json(`${service.url}/api/v1/agent-keys`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: { name: "bench", tier: "ENTERPRISE" } })).body.data.key as string;
   const bodies = queryMix(Number(values.queries));
   const script = join(dataDir, "search.lua");
   await writeFile(script, luaScript(key, bodies));
-  const probe = await json(`${running.url}/api/v1/agent/search`, { method: "POST", headers: { "x-agent-api-key": key }, body: bodies[0] });
+  const probe = await json(`${service.url}/api/v1/agent/search`, { method: "POST", headers: { "x-agent-api-key": key }, body: bodies[0] });
   if (probe.status !== 200) throw new Error(`probe search failed: ${probe.status} ${JSON.stringify(probe.body)}`);
-  Bun.gc(true);
-  // the process's CPU with no request in flight (actors' timers, catch-up, pools): spread over few requests on a
+  if (gatewayCount === 0) Bun.gc(true);
+  // the server's CPU with no request in flight (actors' timers, catch-up, pools): spread over few requests on a
   // saturated machine it inflates CPU per request, so it is printed and subtracted too
-  const idle0 = process.cpuUsage();
+  const idle0 = await service.cpu();
   const idleT0 = performance.now();
   await Bun.sleep(5_000);
-  const idleCpu = process.cpuUsage(idle0);
-  const idleMsPerSec = (idleCpu.user + idleCpu.system) / 1000 / ((performance.now() - idleT0) / 1000);
-  await wrk(running.url, script, Number(values.connections), 2);
+  const idle1 = await service.cpu();
+  const idleMsPerSec = (idle1.user + idle1.system - idle0.user - idle0.system) / ((performance.now() - idleT0) / 1000);
+  await wrk(service.url, script, Number(values.connections), 2, service.cpu);
   for (let r = 0; r < Number(values.rounds); r++) {
-    const w = await wrk(running.url, script, Number(values.connections), Number(values.duration));
+    const w = await wrk(service.url, script, Number(values.connections), Number(values.duration), service.cpu);
     const load = (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
     const netOfIdle = w.cpuMsPerRequest - idleMsPerSec / w.rps;
     const r3 = (x: number) => Math.round(x * 1000) / 1000;
-    console.log(JSON.stringify({ round: r + 1, rps: Math.round(w.rps), p50: w.p50, p99: w.p99, errors: w.errors, cpuMsPerRequest: r3(w.cpuMsPerRequest), sysMsPerRequest: r3(w.sysMsPerRequest), idleCpuMsPerSec: r3(idleMsPerSec), cpuMsPerRequestNetOfIdle: r3(netOfIdle), load }));
+    console.log(
+      JSON.stringify({
+        round: r + 1,
+        gateways: gatewayCount,
+        rps: Math.round(w.rps),
+        p50: w.p50,
+        p99: w.p99,
+        errors: w.errors,
+        cpuMsPerRequest: r3(w.cpuMsPerRequest),
+        sysMsPerRequest: r3(w.sysMsPerRequest),
+        ...(gatewayCount > 0 ? { gatewaysCpuMsPerRequest: r3(w.gatewaysCpuMsPerRequest) } : {}),
+        idleCpuMsPerSec: r3(idleMsPerSec),
+        cpuMsPerRequestNetOfIdle: r3(netOfIdle),
+        load,
+      }),
+    );
   }
 } finally {
-  await running.stop().catch(() => {});
+  await service.stop().catch(() => {});
 }
 process.exit(0);
+
+interface Service {
+  url: string;
+  cpu: ServerCpu;
+  stop(): Promise<void>;
+}
+
+async function startInProcess(databaseUrl: string, dir: string): Promise<Service> {
+  const running = await boot({ role: "start", env: {}, config: { DATABASE_URL: databaseUrl, PORT: 0, DATA_DIR: dir, SEED_DEMO: false, LOG_LEVEL: "error", RATE_LIMITS_ENABLED: false } });
+  return { url: running.url, cpu: inProcessCpu, stop: () => running.stop() };
+}
+
+/** N gateway processes on one port (REUSE_PORT when N > 1) and one actor host over a private nats-server. */
+async function startDistributed(databaseUrl: string, dir: string, n: number): Promise<Service> {
+  const natsDir = await mkdtemp(join(tmpdir(), "acs-bench-search-nats-"));
+  const nats = await startNatsServer(natsDir);
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // DATA_DIR: the sealing key --create's boot wrote; LOG_LEVEL info for the start lines, nothing per request
+  const env = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    NATS_URL: nats.url,
+    DATA_DIR: dir,
+    LOG_LEVEL: "info",
+    RATE_LIMITS_ENABLED: "false",
+    METRICS_PORT: "0",
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    SITE_URL: url,
+    REUSE_PORT: n > 1 ? "true" : "false",
+  };
+  const root = join(import.meta.dir, "..");
+  const procs: ReturnType<typeof Bun.spawn>[] = [];
+  const spawnRole = async (role: "actors" | "gateway") => {
+    const proc = Bun.spawn(["bun", "gateway/main.ts", role], { cwd: root, env, stdout: "pipe", stderr: "pipe" });
+    procs.push(proc);
+    const want = role === "actors" ? "actor host started" : "gateway listening";
+    let ready!: () => void;
+    const up = new Promise<void>((r) => (ready = r));
+    const lines: string[] = [];
+    const onLine = (line: string) => {
+      lines.push(line);
+      if (lines.length > 20) lines.shift();
+      if (line.includes(want)) ready();
+      else if (line.includes('"level":"error"') || line.includes('"level":"fatal"')) process.stderr.write(`${role}: ${line}\n`);
+    };
+    void pumpLines(proc.stdout as ReadableStream<Uint8Array>, onLine);
+    void pumpLines(proc.stderr as ReadableStream<Uint8Array>, onLine);
+    await Promise.race([up, proc.exited.then((code) => Promise.reject(new Error(`${role} exited with ${code}:\n${lines.join("\n")}`))), Bun.sleep(120_000).then(() => Promise.reject(new Error(`${role} not up in 120 s`)))]);
+  };
+  const stop = async () => {
+    for (const p of procs) p.kill("SIGTERM");
+    await Promise.race([Promise.all(procs.map((p) => p.exited)), Bun.sleep(10_000)]);
+    for (const p of procs) p.kill("SIGKILL");
+    nats.proc.kill("SIGKILL");
+    await rm(natsDir, { recursive: true, force: true });
+  };
+  try {
+    await spawnRole("actors");
+    // one after the other: each builds its index from Postgres, which is most of a start
+    for (let i = 0; i < n; i++) await spawnRole("gateway");
+    // placement: the first log-in waits until the host owns its partitions
+    for (let i = 0; i < 150; i++) {
+      const r = await json(`${url}/api/v1/auth/login`, { method: "POST", body: { email: "admin@example.com", password: "admin-password" } }).catch(() => undefined);
+      if (r?.status === 200) break;
+      await Bun.sleep(200);
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const gatewayPids = procs.slice(1).map((p) => p.pid);
+  const otherPids = [procs[0]!.pid, nats.proc.pid];
+  const cpu: ServerCpu = async () => {
+    let user = 0;
+    let system = 0;
+    let gateways = 0;
+    for (const pid of [...gatewayPids, ...otherPids]) {
+      const [u, s] = await cpuSplitOf(pid);
+      user += u;
+      system += s;
+      if (gatewayPids.includes(pid)) gateways += u + s;
+    }
+    return { user, system, gateways };
+  };
+  return { url, cpu, stop };
+}

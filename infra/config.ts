@@ -37,7 +37,7 @@ export const CONFIG_VARS = {
   REUSE_PORT: {
     schema: Bool,
     default: false,
-    doc: "Role gateway only: several gateway processes of one machine listen on the same HOST:PORT (SO_REUSEPORT; the kernel spreads new connections over them), so one machine's cores all serve the API. Each process keeps its own search index (its memory). Refused on role start and actors, and with PORT=0 (docs/operations.md, Several gateways on one machine).",
+    doc: "Role gateway only: several gateway processes of one machine listen on the same HOST:PORT (SO_REUSEPORT; the kernel spreads new connections over them), so one machine's cores all serve the API. Each process keeps its own search index (its memory). Refused on role start and with PORT=0; role actors has no API port and ignores it (docs/operations.md, Several gateways on one machine).",
   },
   SITE_URL: {
     schema: T.String({ pattern: "^https?://" }),
@@ -295,11 +295,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
  */
 export function checkRoleConfig(config: Config, role: "start" | "gateway" | "actors"): void {
   // A second `start` process on the port would host a second copy of every actor over its own in-process bus: two
-  // writers of one cart or store. Only gateways, which own no state, may share a port.
-  if (config.REUSE_PORT && role !== "gateway") {
-    throw new ConfigError("REUSE_PORT", `false on role ${role} (only gateway processes, which hold no actor, may share a port; run actor hosts with role actors)`, "true");
+  // writers of one cart or store. Only gateways, which own no state, may share a port; an actor host has no API port
+  // (a deployment's one env file may set it for every role).
+  if (config.REUSE_PORT && role === "start") {
+    throw new ConfigError("REUSE_PORT", "false on role start (only gateway processes, which hold no actor, may share a port: run gateways with role gateway and actor hosts with role actors)", "true");
   }
-  if (config.REUSE_PORT && config.PORT === 0) {
+  if (config.REUSE_PORT && role === "gateway" && config.PORT === 0) {
     throw new ConfigError("REUSE_PORT", "false with PORT=0 (each process would pick its own free port: nothing is shared)", "true");
   }
   if (config.NODE_ENV === "production" && config.NATS_URL && !config.SITE_URL) {
