@@ -5,14 +5,23 @@
  * - `fetchVetted` connects to an address the guard vetted, with the URL's own Host header and TLS server name, and
  *   never follows a redirect: fetching by name would resolve it a second time, and a rebinding DNS answer could
  *   then point the request at an internal address. Its deadline covers the body as well as the headers, and every
- *   address it tries. A name with several addresses (a dual-stack host, several A records) is tried address by
- *   address, in the guard's order (`VettedUrl.addresses`), but only while no connection was ever established: an
- *   address that refuses, is unreachable or does not complete a TCP connect within its share of the deadline, sent
- *   nothing, so the next one may be asked, even for a POST (a /settle, a webhook). Once a connection opened, any
- *   failure (a reset after the request was written, no headers in time) is the caller's, never retried elsewhere: the
- *   server may have read the request and acted on it. Bun's fetch has no connect deadline of its own, so each address
- *   but the last is first probed with a bare TCP connect (`Bun.connect`, closed at once, nothing written) within its
- *   share; the last address is fetched directly, with whatever the deadline has left, as a one-address name always is.
+ *   address it tries. A name with several addresses (a dual-stack host, several A records) has its addresses'
+ *   connects raced, Happy Eyeballs style (RFC 8305 §5), in the guard's order (`VettedUrl.addresses`): a bare TCP
+ *   connect (`tcpConnectProbe`, closed at once, nothing written) to the first; the next one starts beside it when it
+ *   has not connected within CONNECT_ATTEMPT_DELAY_MS (250 ms) or as soon as it failed (refused, unreachable, or no
+ *   connect within CONNECT_ATTEMPT_MAX_MS); the first to connect wins, the others are aborted and their sockets
+ *   closed, even those still connecting, and only the winner is fetched. The request is never sent to two addresses:
+ *   the probes write nothing, and an address may be asked only while no connection for the fetch was ever
+ *   established. Once one opened, any failure (a reset after the request was written, no headers in time) is the
+ *   caller's, never retried elsewhere: the server may have read the request and acted on it (a /settle, a webhook).
+ *   Probes exist because Bun's fetch has no connect deadline, and a fetch cannot be raced (it would send the request
+ *   as soon as it connects). Every address is probed, the last one too: in a race the last cannot be fetched
+ *   unprobed while an earlier probe is pending (both could end up sent), and the probe gives it a connect deadline
+ *   like the others. When every probe failed, the last address is fetched directly with what the deadline has left,
+ *   as the sequential attempts did (and a one-address name always does): every address failing ends as
+ *   it did then (fetch's own refusal, which `neverConnected` recognises, or the deadline). A one-address name, or the
+ *   one address left, is fetched directly, and so is an address that answered recently (`ANSWERED_TTL_MS`) when its
+ *   turn comes with no probe pending.
  * - `readBoundedBytes` / `readBoundedText` / `readBoundedJson` read an answer's body with a byte cap. A body is
  *   never read whole before its size is known: a Content-Length over the cap is refused before reading, and the
  *   stream is read chunk by chunk, counting bytes, and cancelled (the request aborted, which closes the connection)
@@ -26,6 +35,7 @@
  * Every outside body we read goes through here; the caps are chosen by the caller, sized to what it needs
  * (docs/access.md, docs/mcp-tools.md).
  */
+import { connect } from "node:net";
 import { addressFamily, type VettedUrl } from "./ssrf.ts";
 
 /** The answer's body is larger than the caller's cap (declared by Content-Length, or counted while reading). */
@@ -97,7 +107,7 @@ export function neverConnected(err: unknown): boolean {
   return typeof code === "string" && NEVER_CONNECTED_CODES.has(code);
 }
 
-/** A TCP connect that did not complete within its share of the deadline (a black-holed address): nothing was sent. */
+/** A TCP connect that did not complete within its connect deadline (a black-holed address): nothing was sent. */
 export class ConnectTimeoutError extends Error {
   override readonly name = "ConnectTimeoutError";
   readonly code = "ConnectTimeout";
@@ -107,39 +117,128 @@ export class ConnectTimeoutError extends Error {
 }
 
 /**
- * The longest one address's connect may take while another address is left to try (RFC 8305's largest Connection
- * Attempt Delay): enough for one lost SYN's retransmission (1 s), short enough that a black-holed address leaves
- * the next one most of a 3 to 10 s deadline. An address gets less when the deadline left, shared among the addresses
- * left, is less.
+ * RFC 8305's Connection Attempt Delay (§5: 250 ms recommended, at least 100 ms, at most 2 s): how long an address's
+ * connect may stay pending before the next address's connect starts beside it. Long enough that a healthy address
+ * (a loopback or same-region connect is a few ms, a far one 100-200 ms) nearly always connects before a second
+ * handshake is started for nothing; short enough that a black-holed first address costs a quarter second, not its
+ * whole connect deadline.
+ */
+export const CONNECT_ATTEMPT_DELAY_MS = 250;
+
+/**
+ * The longest one address's connect may take (RFC 8305's largest Connection Attempt Delay): enough for one lost
+ * SYN's retransmission (1 s). Past it the address has failed; when every address has, the last one is fetched
+ * directly with what the deadline has left (module comment). An address gets less when the deadline has less left.
  */
 export const CONNECT_ATTEMPT_MAX_MS = 2_000;
 
-/** Opens a TCP connection to `address`:`port` within `ms` and closes it at once (nothing written), or rejects. */
+/**
+ * Opens a TCP connection to `address`:`port` within `ms` and closes it at once (nothing written), or rejects. When
+ * `signal` aborts first it rejects with the signal's reason, and whatever socket it started is closed then.
+ */
 export type ConnectProbe = (address: string, port: number, ms: number, signal: AbortSignal) => Promise<void>;
 
 export const tcpConnectProbe: ConnectProbe = (address, port, ms, signal) =>
   new Promise<void>((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    // node:net, not Bun.connect: a node:net socket can be destroyed while its connect is still pending, which closes
+    // it at once; Bun.connect's promise cannot be cancelled, so an abandoned connect to a black-holed address stayed
+    // open in SYN-SENT for the kernel's whole SYN retry time (about two minutes on Linux). An IP literal is never
+    // looked up.
+    const socket = connect({ host: address, port });
     let settled = false;
     const finish = (err?: unknown) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       signal.removeEventListener("abort", onAbort);
+      // closed whether it connected or is still connecting: a probe never leaves a socket behind, a loser's neither
+      socket.destroy();
       if (err === undefined) resolve();
       else reject(err);
     };
     const onAbort = () => finish(signal.reason);
     const timer = setTimeout(() => finish(new ConnectTimeoutError(address, ms)), ms);
     signal.addEventListener("abort", onAbort, { once: true });
-    // a connect completing after its deadline is closed too (the promise cannot be cancelled)
-    Bun.connect({ hostname: address, port, socket: { data() {}, error() {} } }).then(
-      (socket) => {
-        socket.end();
-        finish();
-      },
-      (err: unknown) => finish(err ?? new Error(`connecting to ${address} failed`)),
-    );
+    socket.once("connect", () => finish());
+    socket.on("error", (err: Error) => finish(err));
   });
+
+/** Why a pending connect was stopped: another address connected first (RFC 8305: the others are cancelled). */
+const LOST_RACE = "another address connected first";
+
+/**
+ * Races connect probes over `addresses` (RFC 8305 §5): the first address's probe starts at once, the next one when
+ * the previous has not connected within CONNECT_ATTEMPT_DELAY_MS or as soon as it failed, and so on in the guard's
+ * order; the first probe to connect wins and every other one still pending is aborted (its socket closed). An address
+ * for which `trusted` is true (it answered recently), reached while no other probe is pending, wins without a probe:
+ * nothing could connect before it. Resolves with the winner, and the addresses whose probe failed; with no winner
+ * when every probe failed. Rejects with the signal's reason when `signal` aborts (the deadline, the caller).
+ */
+function raceConnects(
+  addresses: readonly string[],
+  port: number,
+  probe: ConnectProbe,
+  trusted: (address: string) => boolean,
+  signal: AbortSignal,
+  endsAt: number,
+): Promise<{ winner?: string; failed: ReadonlySet<string> }> {
+  return new Promise((resolve, reject) => {
+    const losers = new AbortController();
+    const attemptSignal = AbortSignal.any([signal, losers.signal]);
+    const failed = new Set<string>();
+    let started = 0;
+    let pending = 0;
+    let done = false;
+    let delay: ReturnType<typeof setTimeout> | undefined;
+    const finish = (settle: () => void) => {
+      if (done) return;
+      done = true;
+      clearTimeout(delay);
+      signal.removeEventListener("abort", onAbort);
+      losers.abort(new DOMException(LOST_RACE, "AbortError"));
+      settle();
+    };
+    const onAbort = () => finish(() => reject(signal.reason));
+    const startNext = () => {
+      clearTimeout(delay);
+      if (done) return;
+      if (started === addresses.length) {
+        if (pending === 0) finish(() => resolve({ failed }));
+        return;
+      }
+      const address = addresses[started++]!;
+      if (pending === 0 && trusted(address)) {
+        finish(() => resolve({ winner: address, failed }));
+        return;
+      }
+      pending++;
+      const ms = Math.max(1, Math.floor(Math.min(CONNECT_ATTEMPT_MAX_MS, endsAt - performance.now())));
+      let attempt: Promise<void>;
+      try {
+        attempt = probe(address, port, ms, attemptSignal);
+      } catch (err) {
+        attempt = Promise.reject(err);
+      }
+      attempt.then(
+        () => finish(() => resolve({ winner: address, failed })),
+        () => {
+          pending--;
+          failed.add(address);
+          // failed fast (refused, no route) or timed out: the next address need not wait for the delay
+          startNext();
+        },
+      );
+      if (started < addresses.length) delay = setTimeout(startNext, CONNECT_ATTEMPT_DELAY_MS);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    else startNext();
+  });
+}
 
 export interface VettedInit extends Omit<RequestInit, "redirect" | "signal"> {
   /** Deadline of the whole exchange, headers and body. */
@@ -159,9 +258,12 @@ export async function fetchVetted(vetted: VettedUrl, init: VettedInit): Promise<
 /**
  * Addresses (with their port) that gave an answer within ANSWERED_TTL_MS are fetched without the connect probe: the
  * probe costs a handshake per call and defeats keep-alive, and a webhook receiver or a facilitator behind a CDN has
- * several addresses and is called over and over. Such an address that refuses is still passed over (nothing was
- * sent) and dropped from here; one that went silent since costs what is left of the deadline, as a one-address name
- * always has. Bounded: the oldest entry goes past ANSWERED_MAX.
+ * several addresses and is called over and over. In the race such an address is taken without a probe when its turn
+ * comes while no earlier address's probe is pending (it is first, or the ones before it failed): nothing else could
+ * connect first. Its turn is still the guard's order (an earlier address that does not fail fast is raced as
+ * before), so a remembered address never jumps an address that might answer. One that refuses is still passed over
+ * (nothing was sent) and dropped from here; one that went silent since costs what is left of the deadline, as a
+ * one-address name always has. Bounded: the oldest entry goes past ANSWERED_MAX.
  */
 export const ANSWERED_TTL_MS = 60_000;
 const ANSWERED_MAX = 1_024;
@@ -185,21 +287,32 @@ export async function fetchVettedWith(vetted: VettedUrl, init: VettedInit, probe
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = controller ? AbortSignal.any([controller.signal, timeout]) : timeout;
   const addresses = vetted.addresses.length > 0 ? vetted.addresses : [vetted.address];
-  for (let i = 0; ; i++) {
-    const address = addresses[i]!;
-    const last = i === addresses.length - 1;
+  const keyOf = (address: string) => `${address}|${vetted.port}`;
+  // the addresses not yet known to have nothing listening, in the guard's order
+  let candidates: readonly string[] = addresses;
+  for (;;) {
     if (signal.aborted) throw signal.reason;
-    const key = `${address}|${vetted.port}`;
-    if (!last && !answeredRecently(key, Date.now())) {
-      // Bun's fetch has no connect deadline: a bare connect first, within this address's share of what is left
-      const share = Math.min(CONNECT_ATTEMPT_MAX_MS, (endsAt - performance.now()) / (addresses.length - i));
-      try {
-        await probe(address, vetted.port, Math.max(1, Math.floor(share)), signal);
-      } catch {
-        if (signal.aborted) throw signal.reason;
+    let address: string;
+    if (candidates.length === 1) {
+      // one address left (or a one-address name): nothing to race it against, fetched directly
+      address = candidates[0]!;
+    } else {
+      // Bun's fetch has no connect deadline and cannot be raced without risking two sends: bare connects are raced,
+      // and only the winner is fetched
+      const now = Date.now();
+      const trusted = (a: string) => answeredRecently(keyOf(a), now);
+      const { winner, failed } = await raceConnects(candidates, vetted.port, probe, trusted, signal, endsAt);
+      if (winner === undefined) {
+        // every probe failed: the last address is fetched directly with what the deadline has left, as the
+        // sequential attempts did, so every address failing ends as it did (its refusal, or the deadline), and a
+        // connect that only the probe missed (a lost SYN) still gets its chance
+        candidates = candidates.slice(-1);
         continue;
       }
+      address = winner;
+      candidates = candidates.filter((a) => !failed.has(a));
     }
+    const key = keyOf(address);
     const { target, hostHeader, serverName } = vettedTarget(vetted, address);
     const headers = new Headers(given);
     headers.set("host", hostHeader);
@@ -215,8 +328,10 @@ export async function fetchVettedWith(vetted: VettedUrl, init: VettedInit, probe
       return res;
     } catch (err) {
       answeredAt.delete(key);
-      // refused although the probe connected (the server went away meanwhile): still nothing sent, the next may answer
-      if (!last && !signal.aborted && neverConnected(err)) continue;
+      candidates = candidates.filter((a) => a !== address);
+      // refused although it connected a moment ago (the server went away meanwhile): still nothing sent, another may
+      // answer. Anything else may come after the request was read: the caller's, never sent elsewhere
+      if (candidates.length > 0 && !signal.aborted && neverConnected(err)) continue;
       // Bun decodes the body while reading it, but a small body may already be decoded before fetch() resolves
       const code = decodeFailure(err);
       throw code ? new ResponseUndecodableError(code) : err;

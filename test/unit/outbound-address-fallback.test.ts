@@ -1,15 +1,18 @@
 /**
  * A name with several vetted addresses (a dual-stack host, several A records): the guard returns all of them in the
- * order to try (RFC 8305 §4, families alternating), and fetchVetted moves to the next address only while no
- * connection was ever established (refused, unreachable, a connect past its share of the deadline), never after one
- * opened (a reset after the request was written): a POST (a /settle, a webhook) is never sent twice. The deadline
- * covers every attempt. Two loopback addresses stand for the host's two addresses: 127.0.0.1 and 127.0.0.2 on the
- * URL's one port.
+ * order to try (RFC 8305 §4, families alternating), and fetchVetted races their connects (RFC 8305 §5: the next
+ * address's bare connect starts after CONNECT_ATTEMPT_DELAY_MS, or at once when the previous one failed; the first to
+ * connect wins, the others are closed) and fetches the winner only. It moves to another address only while no
+ * connection for the request was ever established (refused, unreachable, no connect), never after one opened (a
+ * reset after the request was written): a POST (a /settle, a webhook) is never sent twice. The deadline covers every
+ * attempt. Two loopback addresses stand for the host's two addresses: 127.0.0.1 and 127.0.0.2 on the URL's one port;
+ * a black-holed address is a real one (test/helpers/tcp-black-hole.ts: SYNs dropped by the kernel).
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import type { Socket, TCPSocketListener } from "bun";
 import {
   ANSWERED_TTL_MS,
+  CONNECT_ATTEMPT_DELAY_MS,
   CONNECT_ATTEMPT_MAX_MS,
   ConnectTimeoutError,
   fetchVetted,
@@ -20,6 +23,7 @@ import {
 } from "../../infra/outbound-http.ts";
 import { assertPublicUrl, interleaveFamilies, type ResolvedAddress } from "../../infra/ssrf.ts";
 import { provesNotSent } from "../../infra/x402/facilitator-client.ts";
+import { openTcpBlackHole } from "../helpers/tcp-black-hole.ts";
 
 const resolver = (answers: ResolvedAddress[]) => async () => answers;
 const v4 = (address: string): ResolvedAddress => ({ address, family: 4 });
@@ -144,6 +148,11 @@ describe("fetchVetted over two addresses", () => {
     const err = await fetchVetted(v, { method: "POST", body: "x", timeoutMs: 3_000 }).catch((e) => e);
     expect(neverConnected(err)).toBe(true);
     expect(provesNotSent(err)).toBe(true);
+    // fetch's own refusal of the last address, as when the attempts were sequential (the probes' errors are not it)
+    const direct = await fetch(`http://127.0.0.3:${PORT}/`).catch((e) => e);
+    expect(err).toBeInstanceOf(direct.constructor);
+    expect(err.code).toBe(direct.code);
+    expect(err.message).toBe(direct.message);
   });
 
   test("a connection reset after the request was sent is not retried on the second address", async () => {
@@ -161,43 +170,6 @@ describe("fetchVetted over two addresses", () => {
       resetter?.stop(true);
       resetter = undefined;
     }
-  });
-
-  test("a black-holed first address gets only its share of the deadline, and the second still answers", async () => {
-    seenOnSecond = [];
-    secondAnswer = () => new Response("second");
-    const shares: [string, number][] = [];
-    // 127.0.0.1 never completes a connect: the probe waits its whole share, as for a dropped SYN
-    const probe: ConnectProbe = async (address, port, ms, signal) => {
-      shares.push([address, ms]);
-      if (address === "127.0.0.1") {
-        await Bun.sleep(ms);
-        throw new ConnectTimeoutError(address, ms);
-      }
-      return tcpConnectProbe(address, port, ms, signal);
-    };
-    const started = performance.now();
-    const res = await fetchVettedWith(await vettedTwo(), { method: "POST", body: "pay", timeoutMs: 1_000 }, probe);
-    expect(res.status).toBe(200);
-    expect(seenOnSecond).toEqual(["POST /settle pay"]);
-    // two addresses left of 1 000 ms: about 500 for the first; the last is fetched without a probe
-    expect(shares.length).toBe(1);
-    expect(shares[0]![0]).toBe("127.0.0.1");
-    expect(shares[0]![1]).toBeGreaterThan(400);
-    expect(shares[0]![1]).toBeLessThanOrEqual(500);
-    expect(performance.now() - started).toBeLessThan(1_000);
-  });
-
-  test("no address's connect share is longer than CONNECT_ATTEMPT_MAX_MS", async () => {
-    const shares: number[] = [];
-    const probe: ConnectProbe = async (address, _port, ms) => {
-      shares.push(ms);
-      throw new ConnectTimeoutError(address, ms);
-    };
-    secondAnswer = () => new Response("second");
-    const res = await fetchVettedWith(await vettedTwo(), { timeoutMs: 60_000 }, probe);
-    expect(res.status).toBe(200);
-    expect(shares).toEqual([CONNECT_ATTEMPT_MAX_MS]);
   });
 
   test("the deadline covers every attempt: a black-holed first and a silent second end at the deadline, not later", async () => {
@@ -227,6 +199,190 @@ describe("fetchVetted over two addresses", () => {
   });
 });
 
+// ----------------------------------------------------------------------------- connects raced (RFC 8305 §5)
+
+/**
+ * A fresh pair on a new port (no address of it answered before, so every one is probed): a counting HTTP server on
+ * 127.0.0.2, and on 127.0.0.1 whatever the test puts there (nothing: refused).
+ */
+function freshSecond() {
+  const seen: string[] = [];
+  const server = Bun.serve({
+    hostname: "127.0.0.2",
+    port: 0,
+    async fetch(req) {
+      seen.push(`${req.method} ${new URL(req.url).pathname} ${await req.text()}`);
+      return new Response("second");
+    },
+  });
+  const port = server.port!;
+  const vetted = (first = "127.0.0.1", secondAddress = "127.0.0.2") =>
+    assertPublicUrl(`http://race.example.test:${port}/settle`, { allowPrivate: true, resolve: resolver([v4(first), v4(secondAddress)]) });
+  return { seen, port, vetted, stop: () => server.stop(true) };
+}
+
+/** Sleeps `ms`, or rejects with the signal's reason as soon as it aborts. */
+const abortableSleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => (clearTimeout(t), reject(signal.reason)), { once: true });
+  });
+
+describe("connect attempts raced over two addresses", () => {
+  test("the attempt delay is RFC 8305's recommended 250 ms, within its 100 ms to 2 s", () => {
+    expect(CONNECT_ATTEMPT_DELAY_MS).toBe(250);
+    expect(CONNECT_ATTEMPT_MAX_MS).toBe(2_000);
+  });
+
+  test("a black-holed first address costs the attempt delay, not its connect deadline: the second answers in well under a second, and the abandoned connect is closed", async () => {
+    const pair = freshSecond();
+    const hole = await openTcpBlackHole("127.0.0.1", pair.port);
+    try {
+      const started = performance.now();
+      const res = await fetchVetted(await pair.vetted(), { method: "POST", body: "pay", timeoutMs: 10_000 });
+      const took = performance.now() - started;
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("second");
+      expect(pair.seen).toEqual(["POST /settle pay"]);
+      // sequentially the first address had min(2 s, 10 s / 2) to connect before the second was tried
+      expect(took).toBeGreaterThanOrEqual(CONNECT_ATTEMPT_DELAY_MS - 5);
+      expect(took).toBeLessThan(1_000);
+      // the black-holed connect, still pending when the second won, was closed then, not left in SYN-SENT
+      expect(hole.pendingConnects()).toBe(0);
+    } finally {
+      hole.close();
+      pair.stop();
+    }
+  });
+
+  test("a first address that connects slowly, but first, gets the one request; the second's attempt, started after the attempt delay, is cancelled and nothing reaches it", async () => {
+    const pair = freshSecond();
+    const seenFirst: string[] = [];
+    const first = Bun.serve({
+      hostname: "127.0.0.1",
+      port: pair.port,
+      async fetch(req) {
+        seenFirst.push(`${req.method} ${new URL(req.url).pathname} ${await req.text()}`);
+        return new Response("first");
+      },
+    });
+    const log: string[] = [];
+    let t0 = 0;
+    // the first connects after 500 ms (a far or lossy path), the second would take 3 s
+    const probe: ConnectProbe = async (address, port, ms, signal) => {
+      const at = performance.now() - t0;
+      log.push(`start ${address}`);
+      try {
+        await abortableSleep(address === "127.0.0.1" ? 500 : 3_000, signal);
+        await tcpConnectProbe(address, port, ms, signal);
+        log.push(`connected ${address}`);
+      } catch (err) {
+        log.push(`${(err as Error).name} ${address}`);
+        throw err;
+      }
+      if (address === "127.0.0.2") throw new Error(`the second connected (started at ${at} ms)`);
+    };
+    const starts: number[] = [];
+    const timed: ConnectProbe = (address, port, ms, signal) => (starts.push(performance.now() - t0), probe(address, port, ms, signal));
+    try {
+      t0 = performance.now();
+      const res = await fetchVettedWith(await pair.vetted(), { method: "POST", body: "pay", timeoutMs: 10_000 }, timed);
+      const took = performance.now() - t0;
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("first");
+      expect(seenFirst).toEqual(["POST /settle pay"]);
+      expect(pair.seen).toEqual([]);
+      expect(log).toEqual(["start 127.0.0.1", "start 127.0.0.2", "connected 127.0.0.1", "AbortError 127.0.0.2"]);
+      expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(CONNECT_ATTEMPT_DELAY_MS - 5);
+      expect(took).toBeGreaterThanOrEqual(495);
+      expect(took).toBeLessThan(2_500);
+    } finally {
+      first.stop(true);
+      pair.stop();
+    }
+  });
+
+  test("a first address that refuses starts the second at once, without waiting for the attempt delay", async () => {
+    const pair = freshSecond();
+    const starts: [string, number][] = [];
+    const t0 = performance.now();
+    const probe: ConnectProbe = (address, port, ms, signal) => {
+      starts.push([address, performance.now() - t0]);
+      return tcpConnectProbe(address, port, ms, signal);
+    };
+    try {
+      const res = await fetchVettedWith(await pair.vetted(), { method: "POST", body: "pay", timeoutMs: 10_000 }, probe);
+      expect(res.status).toBe(200);
+      expect(pair.seen).toEqual(["POST /settle pay"]);
+      expect(starts.map(([a]) => a)).toEqual(["127.0.0.1", "127.0.0.2"]);
+      expect(starts[1]![1]).toBeLessThan(CONNECT_ATTEMPT_DELAY_MS - 50);
+    } finally {
+      pair.stop();
+    }
+  });
+
+  test("every address is probed with a connect deadline of at most CONNECT_ATTEMPT_MAX_MS, the last one too; when every probe fails, the last address is still fetched directly, so a connect only the probe missed gets its chance", async () => {
+    const pair = freshSecond();
+    const shares: [string, number][] = [];
+    const probe: ConnectProbe = async (address, _port, ms) => {
+      shares.push([address, ms]);
+      throw new ConnectTimeoutError(address, ms);
+    };
+    try {
+      const res = await fetchVettedWith(await pair.vetted(), { method: "POST", body: "pay", timeoutMs: 60_000 }, probe);
+      expect(res.status).toBe(200);
+      expect(shares).toEqual([
+        ["127.0.0.1", CONNECT_ATTEMPT_MAX_MS],
+        ["127.0.0.2", CONNECT_ATTEMPT_MAX_MS],
+      ]);
+      expect(pair.seen).toEqual(["POST /settle pay"]);
+    } finally {
+      pair.stop();
+    }
+  });
+
+  test("a black-holed first and a refusing second end as before: the second's own refusal (nothing sent), after the first's connect deadline, with no connect left open", async () => {
+    const pair = freshSecond();
+    const hole = await openTcpBlackHole("127.0.0.1", pair.port);
+    try {
+      const started = performance.now();
+      const err = await fetchVetted(await pair.vetted("127.0.0.1", "127.0.0.3"), { method: "POST", body: "pay", timeoutMs: 4_000 }).catch((e) => e);
+      const took = performance.now() - started;
+      const direct = await fetch(`http://127.0.0.3:${pair.port}/`).catch((e) => e);
+      expect(err).toBeInstanceOf(direct.constructor);
+      expect(err.code).toBe(direct.code);
+      expect(err.message).toBe(direct.message);
+      expect(neverConnected(err)).toBe(true);
+      expect(provesNotSent(err)).toBe(true);
+      // the first's connect deadline (min(2 s, the deadline)), not the whole 4 s deadline
+      expect(took).toBeGreaterThanOrEqual(CONNECT_ATTEMPT_MAX_MS - 5);
+      expect(took).toBeLessThan(3_500);
+      expect(hole.pendingConnects()).toBe(0);
+      expect(pair.seen).toEqual([]);
+    } finally {
+      hole.close();
+      pair.stop();
+    }
+  });
+
+  test("a winner whose fetch is refused (its server went away after the probe) passes to the address not yet tried, fetched directly", async () => {
+    const pair = freshSecond();
+    const probed: string[] = [];
+    // the first "connects" (as if its server went away right after), so the second is never probed
+    const probe: ConnectProbe = async (address) => {
+      probed.push(address);
+    };
+    try {
+      const res = await fetchVettedWith(await pair.vetted(), { method: "POST", body: "pay", timeoutMs: 10_000 }, probe);
+      expect(res.status).toBe(200);
+      expect(probed).toEqual(["127.0.0.1"]);
+      expect(pair.seen).toEqual(["POST /settle pay"]);
+    } finally {
+      pair.stop();
+    }
+  });
+});
+
 describe("an address that answered lately", () => {
   test("is fetched again without the connect probe within ANSWERED_TTL_MS (one handshake a call, not two)", async () => {
     secondAnswer = () => new Response("second");
@@ -250,6 +406,56 @@ describe("an address that answered lately", () => {
 describe("the TCP connect probe", () => {
   test("resolves when the address accepts a connection", async () => {
     await tcpConnectProbe("127.0.0.2", PORT, 1_000, new AbortController().signal);
+  });
+
+  test("a probe that times out closes its connect, which would otherwise stay pending for minutes", async () => {
+    const hole = await openTcpBlackHole();
+    try {
+      const err = await tcpConnectProbe(hole.address, hole.port, 200, new AbortController().signal).catch((e) => e);
+      expect(err).toBeInstanceOf(ConnectTimeoutError);
+      expect(hole.pendingConnects()).toBe(0);
+    } finally {
+      hole.close();
+    }
+  });
+
+  test("a probe aborted while its connect is pending rejects with the abort's reason and closes the connect", async () => {
+    const hole = await openTcpBlackHole();
+    try {
+      const controller = new AbortController();
+      const attempt = tcpConnectProbe(hole.address, hole.port, 5_000, controller.signal).catch((e) => e);
+      await Bun.sleep(50);
+      expect(hole.pendingConnects()).toBe(1);
+      controller.abort(new DOMException("another address connected first", "AbortError"));
+      const err = await attempt;
+      expect((err as Error).name).toBe("AbortError");
+      expect(hole.pendingConnects()).toBe(0);
+    } finally {
+      hole.close();
+    }
+  });
+
+  test("a probe writes nothing and closes the connection it opened", async () => {
+    let opened = 0;
+    let closed = 0;
+    let bytes = 0;
+    const listener = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        open: () => void opened++,
+        close: () => void closed++,
+        data: (_s, d) => void (bytes += d.byteLength),
+      },
+    });
+    try {
+      await tcpConnectProbe("127.0.0.1", listener.port, 1_000, new AbortController().signal);
+      await tcpConnectProbe("127.0.0.1", listener.port, 1_000, new AbortController().signal);
+      for (let i = 0; i < 100 && closed < 2; i++) await Bun.sleep(10);
+      expect({ opened, closed, bytes }).toEqual({ opened: 2, closed: 2, bytes: 0 });
+    } finally {
+      listener.stop(true);
+    }
   });
 
   test("rejects at once when the address refuses", async () => {

@@ -2,15 +2,18 @@
  * The x402 facilitator client against a name with two addresses (review session 17, known and left, F2: fetchVetted
  * connected to the first vetted address only, so a dual-stack facilitator whose first address is down failed although
  * the other served). 127.0.0.1 and 127.0.0.2 stand for the two addresses, on the URL's one port: a /verify reaches the
- * second when the first refuses connections; a /settle whose connection was reset after the request was written is
- * never sent to the second (it may have been acted on: `connection_lost`, `settlement "unknown"`).
+ * second when the first refuses connections, or, black-holed, after about the attempt delay (the connects are raced,
+ * RFC 8305); a /settle whose connection was reset after the request was written is never sent to the second (it may
+ * have been acted on: `connection_lost`, `settlement "unknown"`).
  */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import type { Socket, TCPSocketListener } from "bun";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { ActorError } from "../../actors/runtime/errors.ts";
 import type { Resolver } from "../../infra/ssrf.ts";
+import { CONNECT_ATTEMPT_DELAY_MS } from "../../infra/outbound-http.ts";
 import { createFacilitatorClient } from "../../infra/x402/facilitator-client.ts";
+import { openTcpBlackHole } from "../helpers/tcp-black-hole.ts";
 
 let seen: string[] = [];
 const second = Bun.serve({
@@ -56,6 +59,22 @@ describe("a facilitator name with two addresses", () => {
     expect(await client().verify(payload, requirements)).toMatchObject({ isValid: true, payer: "0xabc" });
     expect(await client().settle(payload, requirements)).toMatchObject({ success: true, transaction: "0xfeed" });
     expect(seen).toEqual([`POST /verify facilitator.dual.test:${PORT}`, `POST /settle facilitator.dual.test:${PORT}`]);
+  });
+
+  test("the first address black-holed (its SYNs dropped), a settle reaches the second after about the attempt delay, not a connect deadline later, once", async () => {
+    const hole = await openTcpBlackHole("127.0.0.1", PORT);
+    try {
+      const started = performance.now();
+      expect(await client().settle(payload, requirements)).toMatchObject({ success: true, transaction: "0xfeed" });
+      const took = performance.now() - started;
+      expect(seen).toEqual([`POST /settle facilitator.dual.test:${PORT}`]);
+      // one address after another, the first had min(2 s, deadline / 2) = 2 s before the second was asked
+      expect(took).toBeGreaterThanOrEqual(CONNECT_ATTEMPT_DELAY_MS - 5);
+      expect(took).toBeLessThan(1_000);
+      expect(hole.pendingConnects()).toBe(0);
+    } finally {
+      hole.close();
+    }
   });
 
   test("a settle whose connection is reset after it was sent is connection_lost, settlement unknown, and never sent to the second address", async () => {
