@@ -5,9 +5,9 @@
  *
  * SSRF: the URL is vetted again at every attempt (DNS answers change), and the request goes to a vetted IP itself
  * with the original Host header and TLS server name (infra/outbound-http.ts `fetchVetted`), so a second lookup at
- * connect time cannot send it elsewhere (DNS rebinding). A name with several addresses is tried address by address
- * while none ever accepted the connection (nothing sent), never after. Redirects are never followed: a 3xx is a
- * failed attempt.
+ * connect time cannot send it elsewhere (DNS rebinding). A name with several addresses has its connects raced (Happy
+ * Eyeballs): the delivery is sent to the first address that connected only, and to another only while none ever
+ * accepted the connection (nothing sent), never after. Redirects are never followed: a 3xx is a failed attempt.
  */
 import { openString, seal } from "../../infra/crypto.ts";
 import { deriveKey } from "../../infra/secrets.ts";
