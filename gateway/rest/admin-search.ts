@@ -13,7 +13,7 @@ import { SearchSettingsPatchSchema, type SearchSettingsPatch } from "../../searc
 import { errorResponses, ok } from "../envelope.ts";
 import { requireOperator, userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 
 const sec = [{ bearer: [] }];
 
@@ -70,9 +70,8 @@ export function adminSearchRoutes(svc: Services) {
         return ok({ settings: r.settings, version: r.version, engine: s.engine.name, reindexed: r.reindexed });
       },
       {
-        body: SearchSettingsPatchSchema,
         // a key the settings do not have, at any level, is 400 naming it (audit U MED-4; the normaliser would drop it)
-        transform: strictBody(SearchSettingsPatchSchema),
+        ...strictJsonBody(SearchSettingsPatchSchema),
         response: errorResponses(400, 401, 403, 409),
         detail: {
           tags: ["admin"],

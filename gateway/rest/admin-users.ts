@@ -16,7 +16,7 @@ import { fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { requireOperator, userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 import { KeyOut, keysOf } from "./agent-keys.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 
@@ -56,7 +56,7 @@ async function accountOf(svc: Services, email: string): Promise<Account> {
   return row;
 }
 
-/** PUT's body, also its `strictBody` (a key it does not have is 400 naming it, as on every write: audit W-7). */
+/** PUT's body, also its `strictJsonBody` (a key it does not have is 400 naming it, as on every write: audit W-7). */
 const PlanBody = t.Object({
   email: Email,
   plan: t.String({ description: `${PLAN_TIERS.join(", ")} (FREE is an alias of STARTER; any case).` }),
@@ -92,8 +92,7 @@ export function adminUserRoutes(svc: Services) {
         return ok({ email: row.email, role: row.role, plan: row.plan, previousPlan: row.previous, keysCapped });
       },
       {
-        body: PlanBody,
-        transform: strictBody(PlanBody),
+        ...strictJsonBody(PlanBody),
         response: { 200: SuccessEnvelope(UserPlanSetOut), ...errorResponses(400, 401, 403, 404, 429) },
         detail: {
           tags: ["admin"],

@@ -17,7 +17,7 @@ import { userAuth } from "../plugins/auth.ts";
 import { CodePointString } from "../plugins/schema-formats.ts";
 import type { Services } from "../services.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 
 export const KeyOut = t.Object({
   id: t.String({ format: "uuid" }),
@@ -38,7 +38,7 @@ const TIER_MAX_CHARS = 32;
 const SCOPE_MAX_CHARS = 64;
 const SCOPES_MAX_ITEMS = 32;
 
-/** POST's body, also its `strictBody`: a misspelt `scope` or `tiers` is 400 naming it, not a key with the defaults (audit W-7). */
+/** POST's body, also its `strictJsonBody`: a misspelt `scope` or `tiers` is 400 naming it, not a key with the defaults (audit W-7). */
 const CreateKeyBody = t.Object({
   name: t.String({ minLength: 1, maxLength: 200, pattern: NO_NUL_PATTERN }),
   scopes: t.Optional(
@@ -106,8 +106,7 @@ export function agentKeyRoutes(svc: Services) {
         }
       },
       {
-        body: CreateKeyBody,
-        transform: strictBody(CreateKeyBody),
+        ...strictJsonBody(CreateKeyBody),
         response: { 201: SuccessEnvelope(t.Composite([KeyOut, t.Object({ key: t.String({ description: "The plaintext key, shown once." }) })])), ...errorResponses(400, 401, 403, 409, 429) },
         detail: { tags: ["accounts"], summary: "Create an agent API key", security: [{ bearer: [] }] },
       },

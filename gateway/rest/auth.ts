@@ -12,9 +12,9 @@ import { passwordLogin } from "../login.ts";
 import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 
-/** The body, also the route's `strictBody` (a key it does not have is 400 naming it, as on every write: audit W-7). */
+/** The body, also the route's `strictJsonBody` (a key it does not have is 400 naming it, as on every write: audit W-7). */
 const LoginBody = t.Object({ email: t.String({ minLength: 3, maxLength: 320, pattern: NO_NUL_PATTERN }), password: t.String({ minLength: 1, maxLength: 1024 }) });
 
 export function authRoutes(svc: Services) {
@@ -40,8 +40,7 @@ export function authRoutes(svc: Services) {
       return ok({ token, expiresAt: new Date(svc.clock.now() + SESSION_TTL_SECONDS * 1000).toISOString() });
     },
     {
-      body: LoginBody,
-      transform: strictBody(LoginBody),
+      ...strictJsonBody(LoginBody),
       response: { 200: SuccessEnvelope(t.Object({ token: t.String(), expiresAt: t.String({ format: "date-time" }) })), ...errorResponses(400, 401, 429, 503) },
       detail: {
         tags: ["accounts"],

@@ -8,7 +8,7 @@ import { MAX_CART_LINES, MAX_LINE_QUANTITY } from "../../actors/cart/messages.ts
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 
 const CartItem = t.Object({
   product_id: t.String({ format: "uuid" }),
@@ -16,7 +16,7 @@ const CartItem = t.Object({
   variant_id: t.Optional(t.String({ format: "uuid" })),
 });
 
-// The bodies' schemas, each also the route's `strictBody`: a misspelt key is 400 naming it, not dropped (audit W-7):
+// The bodies' schemas, each also the route's `strictJsonBody`: a misspelt key is 400 naming it, not dropped (audit W-7):
 // `variantId` for `variant_id` bought the default variant, a misspelt `expected_revision` applied the coupon to
 // whatever the cart had become.
 const CreateCart = t.Object({ items: t.Array(CartItem, { minItems: 1, maxItems: MAX_CART_LINES }) });
@@ -37,8 +37,7 @@ export function cartRoutes(svc: Services) {
     return ok(r);
   };
   const couponDoc = {
-    body: ApplyCoupon,
-    transform: strictBody(ApplyCoupon),
+    ...strictJsonBody(ApplyCoupon),
     response: errorResponses(400, 401, 403, 404, 409),
     detail: { tags: ["cart"], summary: "Apply a merchant coupon (200 applied or rejected; 409 when the cart is not open)", security: [{ agentApiKey: [] }] },
   };
@@ -56,8 +55,7 @@ export function cartRoutes(svc: Services) {
         return ok(view);
       },
       {
-        body: CreateCart,
-        transform: strictBody(CreateCart),
+        ...strictJsonBody(CreateCart),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["cart"], summary: "Create a cart (one currency per cart)", security: [{ agentApiKey: [] }] },
       },

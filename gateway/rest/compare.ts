@@ -9,9 +9,9 @@ import { policiesView } from "../../actors/store/ingest.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 
-/** The body, also the route's `strictBody`: a misspelt key (`product_ids`, MCP's name) is 400 naming it, not dropped (audit W-7). */
+/** The body, also the route's `strictJsonBody`: a misspelt key (`product_ids`, MCP's name) is 400 naming it, not dropped (audit W-7). */
 const CompareBody = t.Object({ productIds: t.Array(t.String({ format: "uuid" }), { minItems: 1, maxItems: 10 }) });
 
 /**
@@ -77,8 +77,7 @@ export function compareRoutes(svc: Services) {
         return ok({ ...productComparison(resolved, new Date(svc.clock.now())), notFound });
       },
       {
-        body: CompareBody,
-        transform: strictBody(CompareBody),
+        ...strictJsonBody(CompareBody),
         response: errorResponses(400, 401, 403),
         detail: { tags: ["catalog"], summary: "Compare 1 to 10 products", security: [{ agentApiKey: [] }] },
       },

@@ -28,14 +28,14 @@ import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { ingestCatalogInParts, recordOrdersInParts } from "./ingest-parts.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 
 // the stores table's own format (stores_slug_format): anything else names no store and must not reach SQL as a 500
 const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
 const sec = [{ bearer: [] }];
 const errs = errorResponses(400, 401, 404);
 
-// The bodies' schemas, each also the route's `strictBody` (a misspelt key is 400 naming it, not dropped: audit W-7).
+// The bodies' schemas, each also the route's `strictJsonBody` (a misspelt key is 400 naming it, not dropped: audit W-7).
 const CatalogBody = t.Object({
   products: t.Array(t.Unknown(), { maxItems: MAX_CATALOG_BATCH, description: "ProductInput items (validated one by one)" }),
   remove: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255, pattern: NO_NUL_PATTERN }), { maxItems: MAX_CATALOG_BATCH, description: "externalIds to take out of the catalog" })),
@@ -76,8 +76,7 @@ export function merchantApiRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: CatalogBody,
-        transform: strictBody(CatalogBody),
+        ...strictJsonBody(CatalogBody),
         response: errs,
         detail: { tags: ["merchant"], summary: "Batch upsert up to 1,000 products (per-item errors)", security: sec },
       },
@@ -96,8 +95,7 @@ export function merchantApiRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: InventoryBody,
-        transform: strictBody(InventoryBody),
+        ...strictJsonBody(InventoryBody),
         response: errs,
         detail: { tags: ["merchant"], summary: "Set stock by product or variant", security: sec },
       },
@@ -112,8 +110,7 @@ export function merchantApiRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: OrdersBody,
-        transform: strictBody(OrdersBody),
+        ...strictJsonBody(OrdersBody),
         response: { 201: t.Any(), ...errs },
         detail: { tags: ["merchant"], summary: "Record human orders (idempotent per externalId; the trust engine's input)", security: sec },
       },
@@ -130,7 +127,7 @@ export function merchantApiRoutes(svc: Services) {
           .map((k) => `${k}: agents are shown ${shown[k] === undefined ? "none" : JSON.stringify(shown[k])}, what carts charge by your shipping zones (docs/catalog.md); change the zones to change it`);
         return ok({ policies: shown, policyVersion: r.policyVersion, negotiation: r.negotiation, ...(notes.length ? { notes } : {}) });
       },
-      { params: Slug, body: PoliciesInput, transform: strictBody(PoliciesInput), response: errs, detail: { tags: ["merchant"], summary: "Replace the store's policies (and negotiation rules)", security: sec } },
+      { params: Slug, ...strictJsonBody(PoliciesInput), response: errs, detail: { tags: ["merchant"], summary: "Replace the store's policies (and negotiation rules)", security: sec } },
     )
     .put(
       "/api/v1/merchant/stores/:slug/shipping-zones",
@@ -141,8 +138,7 @@ export function merchantApiRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: ShippingZonesBody,
-        transform: strictBody(ShippingZonesBody),
+        ...strictJsonBody(ShippingZonesBody),
         response: errs,
         detail: { tags: ["merchant"], summary: "Replace the store's shipping zones", security: sec },
       },

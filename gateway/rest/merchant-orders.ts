@@ -13,7 +13,7 @@ import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { isUuid } from "../../infra/uuid.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 
 const Slug = t.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const sec = { security: [{ bearer: [] }] };
@@ -61,9 +61,8 @@ export function merchantOrderRoutes(svc: Services) {
       },
       {
         params: t.Object({ slug: Slug, id: t.String({ format: "uuid" }) }),
-        body: StatusBody,
         // a misspelt `nota` was dropped (audit W-7's class): 400 naming it
-        transform: strictBody(StatusBody),
+        ...strictJsonBody(StatusBody),
         response: errorResponses(400, 401, 404, 409),
         detail: {
           tags: ["merchant"],
@@ -155,8 +154,7 @@ export function merchantOrderRoutes(svc: Services) {
       },
       {
         params: t.Object({ slug: Slug, keyId: t.String() }),
-        body: AllowlistBody,
-        transform: strictBody(AllowlistBody),
+        ...strictJsonBody(AllowlistBody),
         response: errorResponses(400, 401, 404),
         detail: { tags: ["merchant"], summary: "Allow or block an agent key at this store: a blocked key is refused checkout (403 NOT_ELIGIBLE agent_blocked_by_merchant) and refund requests; its unpaid checkouts at this store are canceled, and a payment waiting for the buyer is refused when it resumes", ...sec },
       },

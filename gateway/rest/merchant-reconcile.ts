@@ -26,7 +26,7 @@ import { assertStoreWriter } from "../../actors/store/reads.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 
 /** A key it does not have is 400 naming it, as on every merchant write (audit W-7). */
 const ReconcileBody = t.Object({ action: t.Union([t.Literal("accept"), t.Literal("refund")]) });
@@ -107,8 +107,7 @@ export function merchantReconcileRoutes(svc: Services) {
       },
       {
         params: t.Object({ slug: Slug, id: t.String({ format: "uuid" }) }),
-        body: ReconcileBody,
-        transform: strictBody(ReconcileBody),
+        ...strictJsonBody(ReconcileBody),
         response: errorResponses(400, 401, 404, 409, 502),
         detail: { tags: ["merchant"], summary: "Resolve a flagged capture: accept it as paid, or refund it through the rail", ...sec },
       },

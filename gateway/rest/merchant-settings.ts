@@ -24,7 +24,7 @@ import { ALL_TOOLS } from "../mcp/tools/index.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 import type { Services } from "../services.ts";
 
 const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
@@ -33,7 +33,7 @@ const SlugCode = t.Object({ slug: Slug.properties.slug, code: t.String({ minLeng
 const sec = [{ bearer: [] }];
 const errs = errorResponses(400, 401, 404);
 
-// The bodies' schemas, each also the route's `strictBody`: a misspelt key (`usageLimt`) is 400 naming it; it was
+// The bodies' schemas, each also the route's `strictJsonBody`: a misspelt key (`usageLimt`) is 400 naming it; it was
 // dropped and the coupon stored without a usage limit (audit W-7).
 const McpToolsBody = t.Object({
   enabled: t.Union([t.Array(t.String({ minLength: 1, maxLength: 100 }), { maxItems: 200 }), t.Null()], {
@@ -84,8 +84,7 @@ export function merchantSettingsRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: McpToolsBody,
-        transform: strictBody(McpToolsBody),
+        ...strictJsonBody(McpToolsBody),
         response: errs,
         detail: { tags: ["merchant"], summary: "Choose the MCP tools the store serves", security: sec },
       },
@@ -99,8 +98,7 @@ export function merchantSettingsRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: PaymentMethodsBody,
-        transform: strictBody(PaymentMethodsBody),
+        ...strictJsonBody(PaymentMethodsBody),
         response: errs,
         detail: { tags: ["merchant"], summary: "Choose the payment rails the store offers", security: sec },
       },
@@ -124,8 +122,7 @@ export function merchantSettingsRoutes(svc: Services) {
       },
       {
         params: Slug,
-        body: CouponBody,
-        transform: strictBody(CouponBody),
+        ...strictJsonBody(CouponBody),
         response: { 201: t.Any(), ...errs },
         detail: { tags: ["merchant"], summary: "Create or replace a coupon (201 created, 200 replaced)", security: sec },
       },

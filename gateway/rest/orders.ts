@@ -3,7 +3,7 @@
  * POST /agent/orders/{orderId}/refund. Another key's order is 404, like a missing one. Reads are row reads
  * (orders are rows the store actor writes); the refund proposal is a `store/<slug>` message.
  */
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 import { Elysia, t } from "elysia";
 import { cartActor } from "../../actors/cart/index.ts";
 import { cancelPendingViaSession, type PendingOrderRef } from "../../actors/cart/cancel-pending.ts";
@@ -45,7 +45,7 @@ interface OrderRow {
   delivered_at: Date | null;
 }
 
-/** The cancel's optional body, also its `strictBody` (a key it does not have is 400 naming it: audit W-7). */
+/** The cancel's optional body, also its `strictJsonBody` (a key it does not have is 400 naming it: audit W-7). */
 const CancelBody = t.Optional(t.Object({ reason: t.Optional(t.String({ maxLength: 255 })) }));
 
 const RefundBody = t.Optional(
@@ -228,8 +228,7 @@ export function orderRoutes(svc: Services) {
       {
         params: t.Object({ orderId: t.String({ format: "uuid" }) }),
         parse: optionalObjectBody,
-        body: CancelBody,
-        transform: strictBody(CancelBody),
+        ...strictJsonBody(CancelBody),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: {
           tags: ["orders"],
@@ -265,10 +264,9 @@ export function orderRoutes(svc: Services) {
       {
         params: t.Object({ orderId: t.String({ minLength: 1 }) }),
         parse: optionalObjectBody,
-        body: RefundBody,
         // an unknown key is 400 naming it: `amount_cents: 500` was dropped and the FULL remaining amount requested
         // (the merchant-side twin is audit W-7; "omitted = full remaining" must mean omitted, not misspelt)
-        transform: strictBody(RefundBody),
+        ...strictJsonBody(RefundBody),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: {
           tags: ["orders"],

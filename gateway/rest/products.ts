@@ -20,13 +20,13 @@ import { getSearchService } from "../../search/service.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 import { ACCEPTED_OFFER_USE, negotiationMessage } from "../negotiation-use.ts";
 
 const Uuid = t.String({ format: "uuid" });
 const sec = [{ agentApiKey: [] }];
 
-// The agent POST bodies' schemas, each also the route's `strictBody`: a misspelt key is 400 naming it, not dropped
+// The agent POST bodies' schemas, each also the route's `strictJsonBody`: a misspelt key is 400 naming it, not dropped
 // (audit W-7): `variant_id` for `variantId` estimated the lowest-priced variant, `qty` for `quantity` one unit.
 const RecommendationsBody = t.Object({ productId: Uuid, limit: t.Optional(t.Number({ exclusiveMinimum: 0, description: "> 0, default 5, capped at 20; counted in whole products, rounded down, at least 1 (0.5 answers one)" })) });
 const NegotiateBody = t.Object({
@@ -241,8 +241,7 @@ export function productRoutes(svc: Services) {
         return ok({ productId: product.id, limit, products });
       },
       {
-        body: RecommendationsBody,
-        transform: strictBody(RecommendationsBody),
+        ...strictJsonBody(RecommendationsBody),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["catalog"], summary: "Cross-merchant related products (feature tier: recommendations)", security: sec },
       },
@@ -285,8 +284,7 @@ export function productRoutes(svc: Services) {
         });
       },
       {
-        body: NegotiateBody,
-        transform: strictBody(NegotiateBody),
+        ...strictJsonBody(NegotiateBody),
         response: errorResponses(400, 401, 403, 404),
         detail: {
           tags: ["catalog"],
@@ -309,8 +307,7 @@ export function productRoutes(svc: Services) {
         return ok(shippingEstimate(await shippingZonesOf(svc.sql, store.slug), product, store, body, now(), unit));
       },
       {
-        body: ShippingEstimateBody,
-        transform: strictBody(ShippingEstimateBody),
+        ...strictJsonBody(ShippingEstimateBody),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["catalog"], summary: "Shipping cost and delivery time from the merchant's zones (feature tier: shipping_estimate)", security: sec },
       },

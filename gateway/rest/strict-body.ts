@@ -10,7 +10,10 @@
  *
  * Every object of the schema counts as closed unless it says otherwise (`additionalProperties: true` or a schema):
  * an Elysia `t.Object` without the keyword is open to TypeBox, but here the keys it lists are all there is. Records
- * (free keys such as synonyms) and `t.Unknown()` items (checked one by one elsewhere) are not looked into.
+ * (free keys such as synonyms) and `t.Unknown()` items (checked one by one elsewhere) are not looked into. The OpenAPI
+ * document marks the same objects `additionalProperties: false` on every route whose transform hooks hold a strictBody
+ * hook (gateway/openapi/complete.ts), which is why a route's check is always such a hook (strictJsonBody, or strictBody
+ * among its own hooks) and never a bare refuseUnknownKeys call.
  */
 import { Kind, type TSchema } from "@sinclair/typebox";
 import { ValueErrorType } from "@sinclair/typebox/errors";
@@ -84,7 +87,47 @@ export function refuseUnknownKeys(schema: TSchema, raw: unknown): void {
   throw fail("validation_error", a.message, a.details);
 }
 
-/** A route's `transform` hook refusing unknown keys of its body: `transform: strictBody(Schema)`. */
-export function strictBody(schema: TSchema) {
-  return ({ body }: { body: unknown }): void => refuseUnknownKeys(schema, body);
+/** A `transform` hook refusing the unknown keys of a route's body (strictBody). */
+export type StrictBodyHook = (ctx: { body: unknown }) => void;
+
+/**
+ * Each hook strictBody made, with the schema it checks: the OpenAPI document marks the request body of every route
+ * holding one (`strictSchemaOf`, gateway/openapi/complete.ts). Read from the routes' own hooks rather than a list of
+ * routes kept beside them, so the document says what runs: a route is marked because its hook is there, and a new
+ * route using the helper cannot be left out.
+ */
+const strictHooks = new WeakMap<StrictBodyHook, TSchema>();
+
+/**
+ * A route's `transform` hook refusing unknown keys of its body: `transform: strictBody(Schema)`, or one of a route's
+ * transform hooks when it has more work there (checkout, search). A route that only checks its body uses
+ * strictJsonBody instead.
+ */
+export function strictBody(schema: TSchema): StrictBodyHook {
+  const hook: StrictBodyHook = ({ body }) => refuseUnknownKeys(schema, body);
+  strictHooks.set(hook, schema);
+  return hook;
+}
+
+/**
+ * A route's body schema and its strict `transform` from one schema, spread into the route's options:
+ * `{ ...strictJsonBody(Schema), response, detail }`. The schema is named once, and the handler's `body` keeps its
+ * static type (`body` is the schema's own type here).
+ */
+export function strictJsonBody<S extends TSchema>(schema: S): { body: S; transform: StrictBodyHook } {
+  return { body: schema, transform: strictBody(schema) };
+}
+
+/**
+ * The schema whose unknown keys a route's transform hooks refuse (one of them made by strictBody), or undefined.
+ * `transform` as Elysia keeps it on a registered route: a hook, `{ fn }`, or a list of either (the app's global
+ * hooks come first).
+ */
+export function strictSchemaOf(transform: unknown): TSchema | undefined {
+  for (const h of Array.isArray(transform) ? (transform as unknown[]) : [transform]) {
+    const fn = typeof h === "function" ? h : isPlainObject(h) ? h.fn : undefined;
+    const schema = typeof fn === "function" ? strictHooks.get(fn as StrictBodyHook) : undefined;
+    if (schema) return schema;
+  }
+  return undefined;
 }

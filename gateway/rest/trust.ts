@@ -10,7 +10,7 @@
  * for this request pick the overall number and the breakdown. Writes go through the trust actor; reads of its
  * committed rows (latest score, history, alerts, appeals) do not need its turn.
  */
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 import { Elysia, t } from "elysia";
 import {
   ALERT_COLUMNS,
@@ -338,8 +338,7 @@ export function trustUserRoutes(svc: Services) {
         return ok(appeal);
       },
       {
-        body: AppealBody,
-        transform: strictBody(AppealBody),
+        ...strictJsonBody(AppealBody),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: {
           tags: ["trust"],
@@ -361,9 +360,8 @@ export function trustUserRoutes(svc: Services) {
       },
       {
         parse: optionalObjectBody,
-        body: RecomputeBody,
         // a misspelt `slg` recomputed every store instead of one (audit W-7)
-        transform: strictBody(RecomputeBody),
+        ...strictJsonBody(RecomputeBody),
         response: errorResponses(400, 401, 403, 404),
         detail: { tags: ["admin"], summary: "Recompute every store's trust score now (or one store's)", security: bearer },
       },
@@ -401,8 +399,7 @@ export function trustUserRoutes(svc: Services) {
       },
       {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
-        body: AlertResolveBody,
-        transform: strictBody(AlertResolveBody),
+        ...strictJsonBody(AlertResolveBody),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: { tags: ["admin"], summary: "Resolve a trust anomaly alert", security: bearer },
       },
@@ -437,9 +434,8 @@ export function trustUserRoutes(svc: Services) {
       },
       {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
-        body: AppealResolveBody,
         // `recompte: true` was dropped and the score not recomputed (audit W-7): unknown keys are 400 naming them
-        transform: strictBody(AppealResolveBody),
+        ...strictJsonBody(AppealResolveBody),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: { tags: ["admin"], summary: "Resolve a trust appeal", security: bearer },
       },

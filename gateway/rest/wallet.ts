@@ -9,7 +9,7 @@ import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { optionalObjectBody } from "./optional-body.ts";
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 
 const sec = [{ agentApiKey: [] }];
 
@@ -28,7 +28,7 @@ export const WalletNetworkField = t.Union(
   { default: DEFAULT_WALLET_NETWORK, description: "CAIP-2 chain id: eip155:8453 (Base) or eip155:84532 (Base Sepolia); omitted: eip155:84532." },
 );
 
-/** The optional body, also the route's `strictBody`: a misspelt `netwrok` is 400 naming it, not a wallet on the default network (audit W-7). */
+/** The optional body, also the route's `strictJsonBody`: a misspelt `netwrok` is 400 naming it, not a wallet on the default network (audit W-7). */
 const ProvisionBody = t.Optional(t.Object({ network: t.Optional(WalletNetworkField) }));
 
 export function walletRoutes(svc: Services) {
@@ -45,8 +45,7 @@ export function walletRoutes(svc: Services) {
       },
       {
         parse: optionalObjectBody,
-        body: ProvisionBody,
-        transform: strictBody(ProvisionBody),
+        ...strictJsonBody(ProvisionBody),
         response: { 201: SuccessEnvelope(WalletSchema, "WalletProvisioned"), ...errorResponses(400, 401, 403, 409) },
         detail: {
           tags: ["wallet"],

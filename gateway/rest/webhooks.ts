@@ -5,7 +5,7 @@
  * URLs are SSRF-vetted at registration (https only and public addresses only in production) and again at every
  * delivery attempt, after DNS resolution (actors/webhook/deliver.ts). Docs: docs/webhooks.md.
  */
-import { strictBody } from "./strict-body.ts";
+import { strictJsonBody } from "./strict-body.ts";
 import { Elysia, t } from "elysia";
 import { deliveryView, DELIVERY_COLUMNS, ENDPOINT_COLUMNS, endpointView, webhookActor } from "../../actors/webhook/index.ts";
 import { sealWebhookSecret, SECRET_ROTATION_OVERLAP_MS, webhookSecretsKey } from "../../actors/webhook/deliver.ts";
@@ -211,9 +211,8 @@ export function webhookRoutes(svc: Services) {
       },
       {
         params: SlugParams,
-        body: RegisterBody,
         // a misspelt or unknown key (`enabled: false`, `evnets`) is 400 naming it, not dropped (audit W-7)
-        transform: strictBody(RegisterBody),
+        ...strictJsonBody(RegisterBody),
         response: { 201: SuccessEnvelope(WithSecret), ...errorResponses(400, 401, 404, 409) },
         detail: { tags: ["webhooks"], summary: "Register a webhook endpoint (the secret is shown once)", security },
       },
@@ -274,9 +273,8 @@ export function webhookRoutes(svc: Services) {
       {
         params: EndpointParams,
         parse: optionalObjectBody,
-        body: RotateBody,
         // `overlapSecond: 0` was dropped: the secret the merchant meant to kill at once kept signing for 24 h (audit W-7)
-        transform: strictBody(RotateBody),
+        ...strictJsonBody(RotateBody),
         response: { 200: SuccessEnvelope(WithSecret), ...errorResponses(400, 401, 404) },
         detail: { tags: ["webhooks"], summary: "Rotate the signing secret (old and new both sign during the overlap)", security },
       },
