@@ -6,10 +6,16 @@
  *
  * The document is built by @elysiajs/openapi from the routes; `openapiDocument` wraps that plugin and completes its
  * answer (a hook local to the plugin's two routes, so no other route pays for it), once per generated document.
+ *
+ * A route that refuses unknown body keys (gateway/rest/strict-body.ts) has its request body marked
+ * `additionalProperties: false` on every object the check treats as closed (`closedBody`), so a generated client
+ * learns it from the document, not from the 400.
  */
 import { docsPageHeaders, docsPageHtml } from "./docs-page.ts";
 import { openapi } from "@elysiajs/openapi";
 import { Elysia, type TSchema } from "elysia";
+import { Kind } from "@sinclair/typebox";
+import { strictSchemaOf } from "../rest/strict-body.ts";
 import { findRouteRule } from "../../actors/agent/access.ts";
 import { JSON_CONTENT_TYPE, underJsonContract } from "../plugins/json-body.ts";
 import { ERROR_TABLE, isErrorCode } from "../../actors/runtime/errors.ts";
@@ -122,7 +128,7 @@ function hasSchema(r: Json | undefined): boolean {
   return !!content && Object.values(content).some((c) => c.schema && Object.keys(c.schema).length > 0);
 }
 
-function completeOperation(method: string, path: string, op: Operation): void {
+function completeOperation(method: string, path: string, op: Operation, strict: TSchema | undefined, components: Json): void {
   const doc = OPERATIONS[`${method.toUpperCase()} ${path}`];
   if (doc?.security) op.security = doc.security;
   if (doc?.notes) op.description = op.description ? `${op.description.replace(/\.?\s*$/, ".")} ${doc.notes}` : doc.notes;
@@ -132,6 +138,9 @@ function completeOperation(method: string, path: string, op: Operation): void {
   // the generator lists the form encodings Elysia could parse; the API refuses them (gateway/plugins/json-body.ts)
   const content = op.requestBody?.content;
   if (content && underJsonContract(path)) for (const type of Object.keys(content)) if (!JSON_CONTENT_TYPE.test(type)) delete content[type];
+  // after operations.ts's body, which replaces the generated one on some strict routes (an optional body)
+  const json = content?.["application/json"];
+  if (strict && json?.schema) json.schema = closedBody(strict, json.schema as Json, components);
   const responses: Record<string, Json> = (op.responses ??= {});
   for (const s of doc?.success ?? []) {
     const key = String(s.status);
@@ -160,6 +169,88 @@ function completeOperation(method: string, path: string, op: Operation): void {
   for (const [status, r] of Object.entries(responses)) {
     for (const c of Object.values((r.content ?? {}) as Record<string, { schema?: Json }>)) if (c.schema) c.schema = jsonNumbers(c.schema);
     r.headers = { ...commonHeaders(method, path, Number(status)), ...(r.headers as Json | undefined) };
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ strict bodies
+
+/** The parts of a registered route read here (Elysia's InternalRoute): its transform hooks. */
+interface RouteHooks {
+  method: string;
+  path: string;
+  hooks?: { transform?: unknown };
+}
+
+/**
+ * The schema each strict route checks, keyed as the document names its operation ("POST /api/v1/x/{id}"). Found in
+ * the routes' own transform hooks (strict-body.ts `strictSchemaOf`), not in a list kept beside them: the document
+ * marks what runs, and a route added with strictJsonBody or strictBody is marked without another line anywhere.
+ */
+export function strictBodiesOf(routes: readonly RouteHooks[]): Map<string, TSchema> {
+  const out = new Map<string, TSchema>();
+  for (const r of routes) {
+    const schema = strictSchemaOf(r.hooks?.transform);
+    if (schema) out.set(`${r.method.toUpperCase()} ${r.path.replace(/:([^/]+)/g, "{$1}")}`, schema);
+  }
+  return out;
+}
+
+const COMPONENT_PREFIX = "#/components/schemas/";
+
+/**
+ * `json` (the document's schema of a strict route's body) with `additionalProperties: false` on every object the
+ * strict check treats as closed, found by walking the route's schema beside it with unknownKeyOf's rule
+ * (strict-body.ts): an Object without an `additionalProperties` keyword is closed; an open object keeps its keyword
+ * and its listed properties are still walked; records, `t.Unknown()` and any other kind are left as they are (the
+ * check does not look into them). Array items and union members are walked pairwise.
+ *
+ * Always a new object: the route's TypeBox schemas are never touched (the same objects are MCP tools' input schemas
+ * and actor message contracts), and a `$ref` is replaced by a marked copy of the component it names (a component may
+ * also be the body of a route that is not strict). A key the check allows that the document's object does not list
+ * (operations.ts writes some bodies by hand) is added from the route's schema: a closed object must not leave out a
+ * key the route takes.
+ */
+export function closedBody(strict: TSchema, json: Json, components: Json, depth = 0): Json {
+  if (depth > 64) return json;
+  const ref = json.$ref;
+  if (typeof ref === "string" && ref.startsWith(COMPONENT_PREFIX)) {
+    const target = (components.schemas as Json | undefined)?.[ref.slice(COMPONENT_PREFIX.length)];
+    if (target && typeof target === "object") {
+      const { $ref: _, ...beside } = json;
+      return closedBody(strict, { ...(JSON.parse(JSON.stringify(target)) as Json), ...beside }, components, depth + 1);
+    }
+    return json;
+  }
+  switch (strict[Kind]) {
+    case "Object": {
+      const props = (strict.properties ?? {}) as Record<string, TSchema>;
+      const listed = (json.properties ?? {}) as Record<string, Json>;
+      const properties: Record<string, Json> = { ...listed };
+      for (const [key, inner] of Object.entries(props)) {
+        properties[key] = listed[key] ? closedBody(inner, listed[key], components, depth + 1) : closedBody(inner, jsonSchema(inner), components, depth + 1);
+      }
+      const out: Json = { ...json, properties };
+      const required = (strict.required ?? []) as string[];
+      const missing = required.filter((k) => !((json.required as string[] | undefined) ?? []).includes(k));
+      if (missing.length) out.required = [...((json.required as string[] | undefined) ?? []), ...missing];
+      if (strict.additionalProperties === undefined || strict.additionalProperties === false) out.additionalProperties = false;
+      return out;
+    }
+    case "Array": {
+      const items = json.items;
+      if (!strict.items || !items || typeof items !== "object" || Array.isArray(items)) return json;
+      return { ...json, items: closedBody(strict.items as TSchema, items as Json, components, depth + 1) };
+    }
+    case "Union": {
+      const members = (strict.anyOf ?? []) as TSchema[];
+      const listed = json.anyOf;
+      if (Array.isArray(listed) && listed.length === members.length) return { ...json, anyOf: listed.map((m: Json, i) => closedBody(members[i]!, m, components, depth + 1)) };
+      // the generator writes an object-or-null union as one schema (`type: ["object", "null"]`)
+      const notNull = members.filter((m) => m[Kind] !== "Null");
+      return !Array.isArray(listed) && notNull.length === 1 ? closedBody(notNull[0]!, json, components, depth + 1) : json;
+    }
+    default:
+      return json;
   }
 }
 
@@ -310,15 +401,25 @@ function documentBridgeIdempotencyKey(op: Operation): void {
  * document (ajv: "resolves to more than one schema"; test/unit/openapi-no-schema-ids.test.ts). Every schema is named
  * by its place in the document and the `$ref`s to it, as jsonSchema() already does for the ones it writes.
  */
-export function completeDocument(generated: OpenApiDocument): OpenApiDocument {
+export function completeDocument(generated: OpenApiDocument, strictBodies: ReadonlyMap<string, TSchema> = new Map()): OpenApiDocument {
   const doc = JSON.parse(JSON.stringify(generated, (k, v: unknown) => (k === "$id" ? undefined : v))) as OpenApiDocument;
   doc.components ??= {};
   doc.components.schemas = { ...doc.components.schemas, ErrorEnvelope: jsonSchema(ErrorEnvelope) };
   doc.components.headers = { ...(doc.components.headers as Json | undefined), ...HEADER_COMPONENTS };
   for (const [path, ops] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(ops)) if (METHODS.has(method)) completeOperation(method, path, op);
+    for (const [method, op] of Object.entries(ops)) {
+      if (METHODS.has(method)) completeOperation(method, path, op, strictBodies.get(`${method.toUpperCase()} ${path}`), doc.components);
+    }
   }
   return doc;
+}
+
+/**
+ * Every route of the app `plugin` is mounted in, as the generator reads them (its `app.getGlobalRoutes()`: once
+ * mounted, a plugin's answers its parent's; its own `routes` are only the plugin's). Protected in Elysia's types.
+ */
+function appRoutes(plugin: object): readonly RouteHooks[] {
+  return (plugin as unknown as { getGlobalRoutes(): readonly RouteHooks[] }).getGlobalRoutes();
 }
 
 /** Per generated document: the completed copy, serialised once (~0.9 MB, a third of it header references; serialising it per request cost ~5 ms at half that size). */
@@ -333,11 +434,12 @@ function isDocument(v: unknown): v is OpenApiDocument {
  * completed copy is cached per generated document, as text, so the work (and the serialising) is done once.
  */
 export function openapiDocument(config: Parameters<typeof openapi>[0]) {
-  return new Elysia({ name: "openapi-document" })
+  const plugin = new Elysia({ name: "openapi-document" });
+  return plugin
     .onAfterHandle(({ responseValue, set }) => {
       if (!isDocument(responseValue)) return;
       let text = completed.get(responseValue);
-      if (text === undefined) completed.set(responseValue, (text = JSON.stringify(completeDocument(responseValue))));
+      if (text === undefined) completed.set(responseValue, (text = JSON.stringify(completeDocument(responseValue, strictBodiesOf(appRoutes(plugin))))));
       // a fresh Response per request from the cached text; the request's headers (request id, rate limits) still apply
       return new Response(text, { headers: { ...(set.headers as Record<string, string>), "content-type": "application/json; charset=utf-8" } });
     })
