@@ -24,7 +24,7 @@ import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { algOfPublicJwk, importUserKey, type Ap2Alg } from "./ap2-auth.ts";
 import { asRecord } from "./common.ts";
-import { strictBody } from "../rest/strict-body.ts";
+import { strictJsonBody } from "../rest/strict-body.ts";
 
 const Params = t.Object({ id: t.String({ format: "uuid" }) });
 const KidParams = t.Object({ id: t.String({ format: "uuid" }), kid: t.String({ pattern: "^[A-Za-z0-9._-]{1,128}$" }) });
@@ -132,7 +132,7 @@ async function verifiedProofNonce(proof: string, jwk: Record<string, string>, al
 }
 
 /**
- * PUT's body, also its `strictBody`: a key beside `jwk` and `proof` is 400 naming it (a misspelt `proof` was dropped and
+ * PUT's body, also its strict check (`strictJsonBody`): a key beside `jwk` and `proof` is 400 naming it (a misspelt `proof` was dropped and
  * answered with a new nonce challenge; audit W-7). The JWK's own members are the JWK's (a record, not looked into).
  */
 const UserKeyBody = t.Object({
@@ -182,8 +182,7 @@ export function ap2KeyRoutes(svc: Services) {
       },
       {
         params: KidParams,
-        body: UserKeyBody,
-        transform: strictBody(UserKeyBody),
+        ...strictJsonBody(UserKeyBody),
         response: errorResponses(400, 401, 404),
         detail: { tags: ["accounts"], summary: "Register the user's device key that signs AP2 mandates for this agent key (with a proof of possession)", security: sec },
       },

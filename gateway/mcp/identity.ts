@@ -21,7 +21,7 @@ import { tokenService } from "../identity.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import type { Customer } from "./registry.ts";
-import { strictBody } from "../rest/strict-body.ts";
+import { strictJsonBody } from "../rest/strict-body.ts";
 
 export const CUSTOMER_AUDIENCE = "mcp-customer";
 export const CUSTOMER_TOKEN_TYP = "customer-id+jwt";
@@ -63,7 +63,7 @@ export async function verifyCustomerToken(svc: Services, token: string, slug: st
   return { id: verified.sub, buyerRef: customerBuyerRef(slug, verified.sub) };
 }
 
-/** The route's body, also its `strictBody`: a misspelt `ttl` is 400 naming it, not a token of the default hour (audit W-7). */
+/** The route's body, also its strict check (`strictJsonBody`): a misspelt `ttl` is 400 naming it, not a token of the default hour (audit W-7). */
 const CustomerTokenBody = t.Object({
   customer_id: t.String({ minLength: 1, maxLength: 255, description: "The merchant's own customer id." }),
   ttl_seconds: t.Optional(t.Integer({ minimum: 60, maximum: 86_400 })),
@@ -87,8 +87,7 @@ export function customerTokenRoutes(svc: Services) {
         return ok({ token, token_type: CUSTOMER_TOKEN_TYP, expires_in: ttl, header: "X-Customer-Identity" });
       },
       {
-        body: CustomerTokenBody,
-        transform: strictBody(CustomerTokenBody),
+        ...strictJsonBody(CustomerTokenBody),
         detail: { tags: ["merchant"], summary: "Mint an MCP customer identity token (X-Customer-Identity) for one of the store's customers" },
       },
     );
