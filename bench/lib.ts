@@ -3,10 +3,11 @@
  * (Debian's `wrk`, a separate process so the client does not share the server's event loop), and a report that
  * states every figure as a ratio to the baseline.
  */
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../infra/nats/local-cluster.ts";
+import { pumpLines } from "../test/helpers/role-process.ts";
 
 export interface LoadResult {
   label: string;
@@ -146,3 +147,99 @@ export async function startNatsServer(storeDir: string): Promise<{ url: string; 
   throw new Error("nats-server did not start");
 }
 
+/** A server's CPU so far, ms: user and kernel time, and the gateways' part of it (in one process: all of it). */
+export interface ServerCpuSample {
+  user: number;
+  system: number;
+  gateways: number;
+}
+
+/** Server processes a bench started: where they answer, their CPU so far, and their stop. */
+export interface ServerProcesses {
+  url: string;
+  cpu(): Promise<ServerCpuSample>;
+  stop(): Promise<void>;
+}
+
+/** N gateway processes on one port (REUSE_PORT when N > 1) and one actor host over a private nats-server. */
+export async function startGatewaysOnOnePort(databaseUrl: string, dir: string, n: number): Promise<ServerProcesses> {
+  const natsDir = await mkdtemp(join(tmpdir(), "acs-bench-search-nats-"));
+  const nats = await startNatsServer(natsDir);
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // DATA_DIR: the sealing key the database's first boot wrote (give the same one); LOG_LEVEL info for the start lines, nothing per request
+  const env = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    NATS_URL: nats.url,
+    DATA_DIR: dir,
+    LOG_LEVEL: "info",
+    RATE_LIMITS_ENABLED: "false",
+    METRICS_PORT: "0",
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    SITE_URL: url,
+    REUSE_PORT: n > 1 ? "true" : "false",
+  };
+  const root = join(import.meta.dir, "..");
+  const procs: ReturnType<typeof Bun.spawn>[] = [];
+  const spawnRole = async (role: "actors" | "gateway") => {
+    // BENCH_CPU_PROF_DIR: every role process writes a `bun --cpu-prof` profile there when it exits (bench/cpuprofile-top.ts)
+    const prof = process.env.BENCH_CPU_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF_DIR] : [];
+    const proc = Bun.spawn(["bun", ...prof, "gateway/main.ts", role], { cwd: root, env, stdout: "pipe", stderr: "pipe" });
+    procs.push(proc);
+    const want = role === "actors" ? "actor host started" : "gateway listening";
+    let ready!: () => void;
+    const up = new Promise<void>((r) => (ready = r));
+    const lines: string[] = [];
+    const onLine = (line: string) => {
+      lines.push(line);
+      if (lines.length > 20) lines.shift();
+      if (line.includes(want)) ready();
+      else if (line.includes('"level":"error"') || line.includes('"level":"fatal"')) process.stderr.write(`${role}: ${line}\n`);
+    };
+    void pumpLines(proc.stdout as ReadableStream<Uint8Array>, onLine);
+    void pumpLines(proc.stderr as ReadableStream<Uint8Array>, onLine);
+    await Promise.race([up, proc.exited.then((code) => Promise.reject(new Error(`${role} exited with ${code}:\n${lines.join("\n")}`))), Bun.sleep(120_000).then(() => Promise.reject(new Error(`${role} not up in 120 s`)))]);
+  };
+  const stop = async () => {
+    for (const p of procs) p.kill("SIGTERM");
+    await Promise.race([Promise.all(procs.map((p) => p.exited)), Bun.sleep(10_000)]);
+    for (const p of procs) p.kill("SIGKILL");
+    nats.proc.kill("SIGKILL");
+    await rm(natsDir, { recursive: true, force: true });
+  };
+  try {
+    await spawnRole("actors");
+    // one after the other: each builds its index from Postgres, which is most of a start
+    for (let i = 0; i < n; i++) await spawnRole("gateway");
+    // placement: the first log-in waits until the host owns its partitions
+    for (let i = 0; i < 150; i++) {
+      const r = await fetch(`${url}/api/v1/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email: "admin@example.com", password: "admin-password" }),
+      }).catch(() => undefined);
+      if (r?.status === 200) break;
+      await Bun.sleep(200);
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const gatewayPids = procs.slice(1).map((p) => p.pid);
+  const otherPids = [procs[0]!.pid, nats.proc.pid];
+  const cpu = async (): Promise<ServerCpuSample> => {
+    let user = 0;
+    let system = 0;
+    let gateways = 0;
+    for (const pid of [...gatewayPids, ...otherPids]) {
+      const [u, s] = await cpuSplitOf(pid);
+      user += u;
+      system += s;
+      if (gatewayPids.includes(pid)) gateways += u + s;
+    }
+    return { user, system, gateways };
+  };
+  return { url, cpu, stop };
+}

@@ -21,15 +21,13 @@
  * on one machine"), each with its own search index. CPU per request is then the sum over those processes (from
  * /proc: gateways, actor host, nats-server), and the gateways' share is printed beside it.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import postgres from "postgres";
 import { boot } from "../gateway/boot.ts";
-import { freePort } from "../infra/nats/local-cluster.ts";
-import { cpuSplitOf, startNatsServer } from "./lib.ts";
-import { pumpLines } from "../test/helpers/role-process.ts";
+import { startGatewaysOnOnePort, type ServerCpuSample, type ServerProcesses } from "./lib.ts";
 import { queryMix } from "./search-queries.ts";
 
 const { values } = parseArgs({
@@ -68,8 +66,7 @@ const toMs = (v: string) => {
   return m[2] === "us" ? Number(m[1]) / 1000 : m[2] === "s" ? Number(m[1]) * 1000 : Number(m[1]);
 };
 
-/** The server side's CPU so far, ms: user and kernel, and the gateways' part of it (= all, in process). */
-type ServerCpu = () => Promise<{ user: number; system: number; gateways: number }>;
+type ServerCpu = () => Promise<ServerCpuSample>;
 
 const inProcessCpu: ServerCpu = async () => {
   const c = process.cpuUsage();
@@ -133,7 +130,7 @@ const dbUrl = values["database-url"];
 if (!dbUrl) throw new Error("--database-url (or --create / --drop)");
 const dataDir = values["data-dir"]!;
 const gatewayCount = Number(values.gateways);
-const service = gatewayCount > 0 ? await startDistributed(dbUrl, dataDir, gatewayCount) : await startInProcess(dbUrl, dataDir);
+const service = gatewayCount > 0 ? await startGatewaysOnOnePort(dbUrl, dataDir, gatewayCount) : await startInProcess(dbUrl, dataDir);
 try {
   const token = (await json(`${service.url}/api/v1/auth/login`, { method: "POST", body: { email: "admin@example.com", password: "admin-password" } })).body.data.token;
   const key = (await json(`${service.url}/api/v1/agent-keys`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: { name: "bench", tier: "ENTERPRISE" } })).body.data.key as string;
@@ -178,90 +175,7 @@ try {
 }
 process.exit(0);
 
-interface Service {
-  url: string;
-  cpu: ServerCpu;
-  stop(): Promise<void>;
-}
-
-async function startInProcess(databaseUrl: string, dir: string): Promise<Service> {
+async function startInProcess(databaseUrl: string, dir: string): Promise<ServerProcesses> {
   const running = await boot({ role: "start", env: {}, config: { DATABASE_URL: databaseUrl, PORT: 0, DATA_DIR: dir, SEED_DEMO: false, LOG_LEVEL: "error", RATE_LIMITS_ENABLED: false } });
   return { url: running.url, cpu: inProcessCpu, stop: () => running.stop() };
-}
-
-/** N gateway processes on one port (REUSE_PORT when N > 1) and one actor host over a private nats-server. */
-async function startDistributed(databaseUrl: string, dir: string, n: number): Promise<Service> {
-  const natsDir = await mkdtemp(join(tmpdir(), "acs-bench-search-nats-"));
-  const nats = await startNatsServer(natsDir);
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  // DATA_DIR: the sealing key --create's boot wrote; LOG_LEVEL info for the start lines, nothing per request
-  const env = {
-    ...process.env,
-    DATABASE_URL: databaseUrl,
-    NATS_URL: nats.url,
-    DATA_DIR: dir,
-    LOG_LEVEL: "info",
-    RATE_LIMITS_ENABLED: "false",
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    PORT: String(port),
-    SITE_URL: url,
-    REUSE_PORT: n > 1 ? "true" : "false",
-  };
-  const root = join(import.meta.dir, "..");
-  const procs: ReturnType<typeof Bun.spawn>[] = [];
-  const spawnRole = async (role: "actors" | "gateway") => {
-    const proc = Bun.spawn(["bun", "gateway/main.ts", role], { cwd: root, env, stdout: "pipe", stderr: "pipe" });
-    procs.push(proc);
-    const want = role === "actors" ? "actor host started" : "gateway listening";
-    let ready!: () => void;
-    const up = new Promise<void>((r) => (ready = r));
-    const lines: string[] = [];
-    const onLine = (line: string) => {
-      lines.push(line);
-      if (lines.length > 20) lines.shift();
-      if (line.includes(want)) ready();
-      else if (line.includes('"level":"error"') || line.includes('"level":"fatal"')) process.stderr.write(`${role}: ${line}\n`);
-    };
-    void pumpLines(proc.stdout as ReadableStream<Uint8Array>, onLine);
-    void pumpLines(proc.stderr as ReadableStream<Uint8Array>, onLine);
-    await Promise.race([up, proc.exited.then((code) => Promise.reject(new Error(`${role} exited with ${code}:\n${lines.join("\n")}`))), Bun.sleep(120_000).then(() => Promise.reject(new Error(`${role} not up in 120 s`)))]);
-  };
-  const stop = async () => {
-    for (const p of procs) p.kill("SIGTERM");
-    await Promise.race([Promise.all(procs.map((p) => p.exited)), Bun.sleep(10_000)]);
-    for (const p of procs) p.kill("SIGKILL");
-    nats.proc.kill("SIGKILL");
-    await rm(natsDir, { recursive: true, force: true });
-  };
-  try {
-    await spawnRole("actors");
-    // one after the other: each builds its index from Postgres, which is most of a start
-    for (let i = 0; i < n; i++) await spawnRole("gateway");
-    // placement: the first log-in waits until the host owns its partitions
-    for (let i = 0; i < 150; i++) {
-      const r = await json(`${url}/api/v1/auth/login`, { method: "POST", body: { email: "admin@example.com", password: "admin-password" } }).catch(() => undefined);
-      if (r?.status === 200) break;
-      await Bun.sleep(200);
-    }
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-  const gatewayPids = procs.slice(1).map((p) => p.pid);
-  const otherPids = [procs[0]!.pid, nats.proc.pid];
-  const cpu: ServerCpu = async () => {
-    let user = 0;
-    let system = 0;
-    let gateways = 0;
-    for (const pid of [...gatewayPids, ...otherPids]) {
-      const [u, s] = await cpuSplitOf(pid);
-      user += u;
-      system += s;
-      if (gatewayPids.includes(pid)) gateways += u + s;
-    }
-    return { user, system, gateways };
-  };
-  return { url, cpu, stop };
 }

@@ -2,7 +2,10 @@
  * bench/search.ts: REST search throughput and latency on a synthetic catalog, in one run, against
  *  (1) the service with the embedded engine (the default),
  *  (2) the same service with the Postgres full-text baseline engine (search/pg-baseline.ts) swapped in,
- *  (3) a bare Bun.serve answering a canned JSON body (the ceiling of this machine and load generator).
+ *  (3) a bare Bun.serve answering a canned JSON body (the ceiling of this machine and load generator),
+ *  (4) `--gateways N` (default 2, 0 skips it; session 19): N gateway processes on one port (REUSE_PORT) and an actor
+ *      host over a private nats-server, on the same database: a machine's cores all serving search, each process
+ *      with its own index; CPU per request summed over those processes (/proc).
  *
  *   RATE_LIMITS_ENABLED=false bun bench/search.ts [--sizes 10000,100000] [--merchants 1000] [--duration 10]
  *                                                  [--connections 64] [--queries 500]
@@ -22,6 +25,7 @@ import { boot, type Running } from "../gateway/boot.ts";
 import postgres from "postgres";
 import { PgBaselineEngine } from "../search/pg-baseline.ts";
 import { getSearchService, SearchService, setSearchService } from "../search/service.ts";
+import { startGatewaysOnOnePort, type ServerCpuSample } from "./lib.ts";
 import { queryMix } from "./search-queries.ts";
 
 const { values } = parseArgs({
@@ -35,6 +39,8 @@ const { values } = parseArgs({
     "admin-url": { type: "string", default: process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" },
     /** Only the embedded engine (for interleaved before/after runs of search work: the baseline takes minutes). */
     "embedded-only": { type: "boolean", default: false },
+    /** Gateway processes on one port for target (4); 0 skips it. */
+    gateways: { type: "string", default: "2" },
   },
 });
 
@@ -60,8 +66,9 @@ interface WrkResult {
   errors: number;
   requests: number;
   /**
-   * CPU of this process (the server under test: gateway or bare Bun.serve; wrk is a child process) per completed
-   * request: on a shared machine it moves far less than req/s, which follows whatever else the cores are doing.
+   * CPU of the server under test (this process: the service or bare Bun.serve, wrk being a child process; or the
+   * gateway, actor-host and nats-server processes of target 4) per completed request: on a shared machine it moves
+   * far less than req/s, which follows whatever else the cores are doing.
    */
   cpuMsPerRequest: number;
 }
@@ -73,12 +80,19 @@ function toMs(v: string): number {
   return m[2] === "us" ? n / 1000 : m[2] === "s" ? n * 1000 : n;
 }
 
-async function wrk(url: string, script: string, connections: number, duration: number): Promise<WrkResult> {
-  const cpu0 = process.cpuUsage();
+/** This process's CPU so far (the in-process service, bare Bun.serve). */
+async function ownCpu(): Promise<ServerCpuSample> {
+  const c = process.cpuUsage();
+  return { user: c.user / 1000, system: c.system / 1000, gateways: (c.user + c.system) / 1000 };
+}
+
+async function wrk(url: string, script: string, connections: number, duration: number, serverCpu: () => Promise<ServerCpuSample> = ownCpu): Promise<WrkResult> {
+  const cpu0 = await serverCpu();
   const p = Bun.spawn(["/usr/bin/wrk", "-t2", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, url], { stdout: "pipe", stderr: "pipe" });
   const out = await new Response(p.stdout).text();
   await p.exited;
-  const cpu = process.cpuUsage(cpu0);
+  const cpu1 = await serverCpu();
+  const cpuMs = cpu1.user + cpu1.system - cpu0.user - cpu0.system;
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
   const p50 = toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? "");
@@ -86,7 +100,7 @@ async function wrk(url: string, script: string, connections: number, duration: n
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
   const sockErr = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
   const errors = non2xx + (sockErr ? sockErr.slice(1).reduce((s, x) => s + Number(x), 0) : 0);
-  return { rps, p50, p99, errors, requests, cpuMsPerRequest: requests > 0 ? (cpu.user + cpu.system) / 1000 / requests : NaN };
+  return { rps, p50, p99, errors, requests, cpuMsPerRequest: requests > 0 ? cpuMs / requests : NaN };
 }
 
 async function json(url: string, init: Omit<RequestInit, "body"> & { body?: unknown } = {}) {
@@ -150,8 +164,23 @@ async function runSize(products: number, merchants: number, duration: number, co
     const rssAfterLoad = rssMb();
     const loadAverage = (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
 
+    // 2b. the same catalog served by N gateway processes on one port (this process's service idles meanwhile)
+    let multi: WrkResult | undefined;
+    const gatewayCount = Number(values.gateways);
+    if (gatewayCount > 0) {
+      const procs = await startGatewaysOnOnePort(db.url, dataDir, gatewayCount);
+      try {
+        await wrk(procs.url, script, connections, 2, () => procs.cpu());
+        multi = await wrk(procs.url, script, connections, duration, () => procs.cpu());
+      } finally {
+        await procs.stop();
+      }
+    }
+    const multiName = `REST search, ${gatewayCount} gateway processes on one port (REUSE_PORT) + actor host over NATS`;
+
     if (values["embedded-only"]) {
       rows.push(`| ${products.toLocaleString("en-US")} | REST search, embedded engine | ${Math.round(emb.rps).toLocaleString("en-US")} | ${emb.p50.toFixed(2)} | ${emb.p99.toFixed(2)} | ${emb.errors} | ${emb.cpuMsPerRequest.toFixed(3)} |`);
+      if (multi) rows.push(`| ${products.toLocaleString("en-US")} | ${multiName} | ${Math.round(multi.rps).toLocaleString("en-US")} | ${multi.p50.toFixed(2)} | ${multi.p99.toFixed(2)} | ${multi.errors} | ${multi.cpuMsPerRequest.toFixed(3)} |`);
       return { rows, summary: { products, merchants, indexBuildMs: build.ms, rssAfterBuildMb: rssAfterBuild, rssAfterLoadMb: rssAfterLoad, embeddedCpuMsPerRequest: Math.round(emb.cpuMsPerRequest * 1000) / 1000, loadAverageAfterEmbedded: loadAverage } };
     }
 
@@ -175,7 +204,7 @@ async function runSize(products: number, merchants: number, duration: number, co
 
     const fmt = (name: string, r: WrkResult) =>
       `| ${products.toLocaleString("en-US")} | ${name} | ${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} | ${r.cpuMsPerRequest.toFixed(3)} |`;
-    rows.push(fmt("REST search, embedded engine", emb), fmt("REST search, Postgres FTS baseline", pg), fmt("bare Bun.serve (canned body)", base));
+    rows.push(fmt("REST search, embedded engine", emb), ...(multi ? [fmt(multiName, multi)] : []), fmt("REST search, Postgres FTS baseline", pg), fmt("bare Bun.serve (canned body)", base));
     return {
       rows,
       summary: {
@@ -189,6 +218,7 @@ async function runSize(products: number, merchants: number, duration: number, co
         embeddedVsPg: Math.round((emb.rps / pg.rps) * 10) / 10,
         embeddedVsBare: Math.round((emb.rps / base.rps) * 100) / 100,
         embeddedCpuMsPerRequest: Math.round(emb.cpuMsPerRequest * 1000) / 1000,
+        ...(multi ? { gateways: gatewayCount, gatewaysRps: Math.round(multi.rps), gatewaysP99: multi.p99, gatewaysCpuMsPerRequest: Math.round(multi.cpuMsPerRequest * 1000) / 1000 } : {}),
         loadAverageAfterEmbedded: loadAverage,
       },
     };
