@@ -13,6 +13,7 @@ import { ERROR_TABLE, isErrorCode } from "../../actors/runtime/errors.ts";
 import type { ManualClock } from "../../actors/runtime/clock.ts";
 import { accept, connect, type Connected } from "../mcp/helpers.ts";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "./agents.ts";
+import type { Sql, TxSql } from "../../infra/db.ts";
 import type { TestServer } from "./server.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -200,7 +201,7 @@ function stockKeys(products: Product[]): string[] {
 export async function readStockBaseline(srv: TestServer, products: Product[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const key of stockKeys(products)) {
-    const f = await stockFacts(srv, key);
+    const f = await stockFacts(srv.db.sql, key);
     out.set(key, f.stock + f.committed);
   }
   return out;
@@ -211,24 +212,29 @@ export async function readStockBaseline(srv: TestServer, products: Product[]): P
  * reservations name. A variant's level is its `variants[].stockQuantity` and `variant_reserved`, its reservation units
  * the lines' `variants` objects; `inStock: false` makes it unavailable (counted as 0 on hand for availability only).
  */
-async function stockFacts(srv: TestServer, key: string): Promise<{ stock: number; reserved: number; held: number; committed: number; inStock: boolean }> {
+async function stockFacts(sql: Sql | TxSql, key: string): Promise<{ stock: number; reserved: number; held: number; committed: number; inStock: boolean }> {
   const [productId, variantId] = key.split(":") as [string, string | undefined];
+  // One statement, so one snapshot: the product row and the reservations are written together (one statement per
+  // hold, release or capture), but two reads could fall on either side of a write a background turn commits meanwhile
+  // (a session expiring on the reminder poll after a TimePasses) and see reserved units whose hold is already released.
   if (variantId) {
-    const [p] = await srv.db.sql<{ s: number; r: number | null; in_stock: boolean }[]>`
-      SELECT (v->>'stockQuantity')::int AS s, (variant_reserved->>${variantId})::int AS r, COALESCE((v->>'inStock')::boolean, true) AS in_stock
-        FROM products, jsonb_array_elements(variants) v WHERE id = ${productId} AND v->>'id' = ${variantId}`;
-    const [u] = await srv.db.sql<{ held: string | null; committed: string | null }[]>`
-      SELECT sum((l->'variants'->>${variantId})::int) FILTER (WHERE r.status = 'held') AS held,
-             sum((l->'variants'->>${variantId})::int) FILTER (WHERE r.status = 'committed') AS committed
-        FROM stock_reservations r, jsonb_array_elements(r.lines) l WHERE l->>'productId' = ${productId}`;
-    return { stock: p!.s, reserved: p!.r ?? 0, held: Number(u?.held ?? 0), committed: Number(u?.committed ?? 0), inStock: p!.in_stock };
+    const [p] = await sql<{ s: number; r: number | null; in_stock: boolean; held: string | null; committed: string | null }[]>`
+      SELECT (v->>'stockQuantity')::int AS s, (variant_reserved->>${variantId})::int AS r, COALESCE((v->>'inStock')::boolean, true) AS in_stock, u.held, u.committed
+        FROM products, jsonb_array_elements(variants) v,
+             (SELECT sum((l->'variants'->>${variantId})::int) FILTER (WHERE r.status = 'held') AS held,
+                     sum((l->'variants'->>${variantId})::int) FILTER (WHERE r.status = 'committed') AS committed
+                FROM stock_reservations r, jsonb_array_elements(r.lines) l WHERE l->>'productId' = ${productId}) u
+       WHERE id = ${productId} AND v->>'id' = ${variantId}`;
+    return { stock: p!.s, reserved: p!.r ?? 0, held: Number(p!.held ?? 0), committed: Number(p!.committed ?? 0), inStock: p!.in_stock };
   }
-  const [p] = await srv.db.sql<{ s: number; r: number; in_stock: boolean }[]>`SELECT stock_quantity AS s, reserved_quantity AS r, in_stock FROM products WHERE id = ${productId}`;
-  const [u] = await srv.db.sql<{ held: string | null; committed: string | null }[]>`
-    SELECT sum((l->>'quantity')::int) FILTER (WHERE r.status = 'held') AS held,
-           sum((l->>'quantity')::int) FILTER (WHERE r.status = 'committed') AS committed
-      FROM stock_reservations r, jsonb_array_elements(r.lines) l WHERE l->>'productId' = ${productId}`;
-  return { stock: p!.s, reserved: p!.r, held: Number(u?.held ?? 0), committed: Number(u?.committed ?? 0), inStock: p!.in_stock };
+  const [p] = await sql<{ s: number; r: number; in_stock: boolean; held: string | null; committed: string | null }[]>`
+    SELECT stock_quantity AS s, reserved_quantity AS r, in_stock, u.held, u.committed
+      FROM products,
+           (SELECT sum((l->>'quantity')::int) FILTER (WHERE r.status = 'held') AS held,
+                   sum((l->>'quantity')::int) FILTER (WHERE r.status = 'committed') AS committed
+              FROM stock_reservations r, jsonb_array_elements(r.lines) l WHERE l->>'productId' = ${productId}) u
+     WHERE id = ${productId}`;
+  return { stock: p!.s, reserved: p!.r, held: Number(p!.held ?? 0), committed: Number(p!.committed ?? 0), inStock: p!.in_stock };
 }
 
 /**
@@ -245,7 +251,7 @@ async function available(w: World, line: { productId: string; variantId: string 
   // a variant line needs units at both levels: the product's (its roll-up) and the variant's own
   let least = Number.POSITIVE_INFINITY;
   for (const key of line.variantId ? [line.productId, stockKey(line.productId, line.variantId)] : [line.productId]) {
-    const f = await stockFacts(w.srv, key);
+    const f = await stockFacts(w.srv.db.sql, key);
     let units = f.stock - f.reserved;
     if (ownCart) {
       const [own] = await w.srv.db.sql<{ units: string | null }[]>`
@@ -374,6 +380,13 @@ export interface MOrder {
   refundedMinor: number;
   /** Products and units the order sold (tracked or not). */
   items: { productId: string; variantId: string | null; quantity: number }[];
+  /**
+   * Whether the merchant's own move put the order in its status (its repeat then answers 200, docs/checkout.md "A
+   * merchant's repeated decision answers the decision made"); undefined when a race's read-back moved it (read then).
+   */
+  byMerchant?: boolean;
+  /** What the merchant's cancel of the paid order refunded (its repeat answers that refund; 0: refund null). */
+  cancelRefundMinor?: number;
 }
 
 export interface MRefund {
@@ -381,6 +394,11 @@ export interface MRefund {
   orderId: string;
   amountMinor: number;
   status: "PENDING_APPROVAL" | "REFUNDED" | "REJECTED";
+  /**
+   * Who rejected it: the merchant's reject (its repeat answers 200) or the merchant's cancel of the order, which
+   * supersedes open requests (a reject of it stays 409: the merchant did not reject it); undefined when read back.
+   */
+  rejectedBy?: "merchant" | "cancel";
 }
 
 export interface Model {
@@ -402,7 +420,15 @@ const pick = <T>(xs: T[], i: number): T => xs[i % xs.length]!;
 // Invariants, from read-only SQL over the whole test database (every run's carts): checked after every command.
 
 export async function checkInvariants(w: World, where: string): Promise<void> {
-  const sql = w.srv.db.sql;
+  // One snapshot for every read (a read-only REPEATABLE READ transaction): the service's timers go on between the
+  // model's commands (a previous run's session expiring on the reminder poll once a TimePasses moved the clock, a
+  // refund reminder), and reads on either side of one of their commits would pair a product's reserved units with
+  // holds already released, or a capture with an order not yet paid: invariants broken only between two reads.
+  const problems = await w.srv.db.sql.begin("isolation level repeatable read read only", (sql) => invariantProblems(w, sql));
+  expect({ where, problems }).toEqual({ where, problems: [] });
+}
+
+async function invariantProblems(w: World, sql: TxSql): Promise<string[]> {
   const problems: string[] = [];
 
   // no order duplicated: one order per session and store; one paid order per cart and store
@@ -464,7 +490,7 @@ export async function checkInvariants(w: World, where: string): Promise<void> {
   // stock: never negative, holds as the held reservations say, stock + sold units constant; held stock only for a
   // pending order
   for (const [id, baseline] of w.stockBaseline) {
-    const f = await stockFacts(w.srv, id);
+    const f = await stockFacts(sql, id);
     if (f.stock < 0 || f.reserved < 0 || f.reserved > f.stock) problems.push(`product ${id}: stock ${f.stock}, reserved ${f.reserved}`);
     if (f.reserved !== f.held) problems.push(`product ${id}: reserved ${f.reserved} ≠ held reservations ${f.held}`);
     if (f.stock + f.committed !== baseline) problems.push(`product ${id}: stock ${f.stock} + sold ${f.committed} ≠ ${baseline}`);
@@ -528,7 +554,7 @@ export async function checkInvariants(w: World, where: string): Promise<void> {
       FROM coupons c WHERE c.store_slug = 'demo-store' AND c.code IN ('WELCOME10', 'FIVEOFF')`)
     if (Number(r.used_count) !== Number(r.claims)) problems.push(`coupon ${r.code}: used_count ${r.used_count} ≠ claims ${r.claims}`);
 
-  expect({ where, problems }).toEqual({ where, problems: [] });
+  return problems;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -769,6 +795,7 @@ async function syncOrders(w: World, m: Model, cart: MCart): Promise<void> {
       capturedMinor: Number(r.total),
       refundedMinor: Number(r.refunded_minor),
       items: cart.lines.filter((l) => productOf(w, l).store === r.store_slug),
+      byMerchant: false,
     });
   }
 }
@@ -1067,12 +1094,12 @@ class Complete implements Cmd {
     if (first === null) {
       if (!this.concurrent && answers[0]!.body.code === "STATE_RECONFIRMATION_REQUIRED") await this.reconfirm(w, cart, answers[0]!, viaMcp ? { checkout_session_id: s.id, idempotency_key: key, payment_method: Object.values(methods!)[0]! } : body, viaMcp);
       // the model cannot say (a lost answer, a settling session): learn the session's state from the cart
-      await this.learn(m, w, cart, key);
+      await this.learn(m, w, cart, key, answers);
       return;
     }
     if (answers.some((a) => knownFinding(w, cart, a))) {
       // a known finding's answer (KNOWN_FINDINGS): recorded, and the model follows the service from here
-      await this.learn(m, w, cart, key);
+      await this.learn(m, w, cart, key, answers);
       return;
     }
     // the other allowed answer, when the service gave it (for a pair: the first of the two in time)
@@ -1103,7 +1130,7 @@ class Complete implements Cmd {
         second.apply(b);
       } else {
         // the second call's outcome is one the model cannot say (a lost answer): follow the service
-        await this.learn(m, w, cart, key);
+        await this.learn(m, w, cart, key, answers);
         return;
       }
     }
@@ -1144,11 +1171,15 @@ class Complete implements Cmd {
     expect({ cart: cart.id, reconfirmed: current, paid: newly }).toEqual({ cart: cart.id, reconfirmed: current, paid: current });
   }
 
-  /** After a lost answer: the cart says where the session is; the model follows it (captured legs from the orders). */
-  private async learn(m: Model, w: World, cart: MCart, key: string): Promise<void> {
+  /**
+   * After a lost answer: the cart says where the session is; the model follows it (captured legs from the orders).
+   * The call's key is bound only when an answer reached it (`reachedKey`): a refusal that comes first (an unknown
+   * card token, an ended session) keeps nothing, so the session's next complete may still bring any key.
+   */
+  private async learn(m: Model, w: World, cart: MCart, key: string, answers: Answer[]): Promise<void> {
     const before = cart.session;
     await resyncCart(w, m, cart);
-    if (cart.session && before && cart.session.id === before.id) cart.session.key = before.key ?? key;
+    if (cart.session && before && cart.session.id === before.id) cart.session.key = before.key ?? (answers.some(reachedKey) ? key : null);
   }
   toString = () => `Complete(${this.cart}, ${JSON.stringify(this.methods)}, ${this.keyChoice}${this.concurrent ? ", concurrent" : ""}${this.via === "mcp" ? ", mcp" : ""})`;
 }
@@ -1279,18 +1310,54 @@ class DecideRefund implements Cmd {
     expect(foreign.status).toBe(404);
     const r = await call(w, "POST", `/api/v1/merchant/stores/${o.store}/refunds/${f.id}/${this.decision}`, merchant(w));
     if (f.status !== "PENDING_APPROVAL") {
-      expect(outcome(r)).toEqual({ status: 409, code: "conflict" });
+      // a merchant's repeated decision answers the decision made (docs/checkout.md, audit D-1): an approve of a
+      // REFUNDED refund, a reject of one the merchant rejected; any other decision (approve of a REJECTED one, reject
+      // of a REFUNDED one or of a request the merchant's cancel superseded) is 409
+      const same = (this.decision === "approve" && f.status === "REFUNDED") || (this.decision === "reject" && f.status === "REJECTED" && (await rejectedBy(w, f)) === "merchant");
+      if (same) expect({ ...outcome(r), st: r.body.data?.status, amount: r.body.data?.amount_minor }).toEqual({ status: 200, code: null, st: f.status, amount: f.amountMinor });
+      else expect(outcome(r)).toEqual({ status: 409, code: "conflict" });
       return;
     }
     const want = this.decision === "approve" ? "REFUNDED" : "REJECTED";
     expect({ ...outcome(r), st: r.body.data?.status }).toEqual({ status: 200, code: null, st: want });
     f.status = want;
+    if (want === "REJECTED") f.rejectedBy = "merchant";
     if (want === "REFUNDED") {
       o.refundedMinor += f.amountMinor;
-      if (o.refundedMinor === o.capturedMinor && o.status !== "canceled") o.status = "refunded";
+      if (o.refundedMinor === o.capturedMinor && o.status !== "canceled") {
+        o.status = "refunded";
+        o.byMerchant = false; // no move: the refunds took it all
+      }
     }
   }
   toString = () => `DecideRefund(${this.refund}, ${this.decision})`;
+}
+
+/**
+ * Who rejected a refund the model holds as REJECTED; one a race's read-back found is read from its `refund_rejected`
+ * event (read-only): `actor: system` is the merchant's cancel superseding it, a merchant's reject says `merchant`.
+ */
+async function rejectedBy(w: World, f: MRefund): Promise<"merchant" | "cancel"> {
+  if (f.rejectedBy) return f.rejectedBy;
+  const [e] = await w.srv.db.sql<{ actor: string | null }[]>`
+    SELECT data->>'actor' AS actor FROM order_events WHERE order_id = ${f.orderId} AND type = 'refund_rejected' AND data->>'refund_id' = ${f.id}
+     ORDER BY id DESC LIMIT 1`;
+  return e?.actor === "system" ? "cancel" : "merchant";
+}
+
+/**
+ * Whether the merchant's own move put an order in its status; for one a race's read-back moved, read from the
+ * latest history event of that move (read-only): `actor: merchant`, or a pending cancel the cart wrote for the
+ * merchant (`canceled_by: merchant`).
+ */
+async function movedByMerchant(w: World, o: MOrder): Promise<boolean> {
+  if (o.byMerchant !== undefined) return o.byMerchant;
+  const event = { fulfilled: "fulfill", shipped: "ship", delivered: "deliver", canceled: "cancel" }[o.status as string];
+  if (!event) return false;
+  const [e] = await w.srv.db.sql<{ actor: string | null; by: string | null }[]>`
+    SELECT data->>'actor' AS actor, data->>'canceled_by' AS by FROM order_events WHERE order_id = ${o.id} AND type = ${event} AND to_status = ${o.status}
+     ORDER BY id DESC LIMIT 1`;
+  return e?.actor === "merchant" || e?.by === "merchant";
 }
 
 const MOVES: Record<string, Partial<Record<string, MOrder["status"]>>> = {
@@ -1313,6 +1380,16 @@ class MerchantMove implements Cmd {
       expect({ path, status: foreign.status }).toEqual({ path, status: 404 });
     }
     const r = await call(w, "POST", `/api/v1/merchant/stores/${o.store}/orders/${o.id}/status`, merchant(w), { status: this.to });
+    if (o.status === this.to && (await movedByMerchant(w, o))) {
+      // the merchant's repeat of its own move answers as the first call did, moving nothing (docs/checkout.md "A
+      // merchant's repeated decision answers the decision made"): a cancel with the refund it made (null: none left)
+      expect({ ...outcome(r), st: r.body.data?.status }).toEqual({ status: 200, code: null, st: o.status });
+      if (o.status === "canceled" && o.cancelRefundMinor !== undefined) {
+        const want = o.cancelRefundMinor > 0 ? { refund: o.cancelRefundMinor, st: "REFUNDED" } : { refund: 0, st: null };
+        expect({ refund: r.body.data?.refund?.amount_minor ?? 0, st: r.body.data?.refund?.status ?? null }).toEqual(want);
+      }
+      return;
+    }
     const next = MOVES[o.status]![this.to];
     if (!next) {
       expect(r.status).toBe(409);
@@ -1322,12 +1399,19 @@ class MerchantMove implements Cmd {
     expect({ ...outcome(r), st: r.body.data?.status }).toEqual({ status: 200, code: null, st: next });
     if (next === "canceled") {
       // open requests superseded, the rest of the capture refunded at once
-      for (const f of m.refunds) if (f.orderId === o.id && f.status === "PENDING_APPROVAL") f.status = "REJECTED";
+      for (const f of m.refunds) {
+        if (f.orderId === o.id && f.status === "PENDING_APPROVAL") {
+          f.status = "REJECTED";
+          f.rejectedBy = "cancel";
+        }
+      }
       const rest = o.capturedMinor - o.refundedMinor;
       expect({ refund: r.body.data?.refund?.amount_minor ?? 0, st: r.body.data?.refund?.status ?? null }).toEqual({ refund: rest, st: rest > 0 ? "REFUNDED" : null });
       o.refundedMinor = o.capturedMinor;
+      o.cancelRefundMinor = rest;
     }
     o.status = next;
+    o.byMerchant = true;
   }
   toString = () => `MerchantMove(${this.order}, ${this.to})`;
 }
@@ -1407,6 +1491,11 @@ async function resyncCart(w: World, m: Model, cart: MCart): Promise<void> {
 async function resyncOrders(w: World, m: Model): Promise<void> {
   for (const o of m.orders) {
     const [r] = await w.srv.db.sql<{ status: string; refunded_minor: string }[]>`SELECT status, refunded_minor FROM orders WHERE id = ${o.id}`;
+    // moved in the race: who moved it (and what a cancel refunded) is read when a repeat asks
+    if (o.status !== r!.status) {
+      o.byMerchant = undefined;
+      o.cancelRefundMinor = undefined;
+    }
     o.status = r!.status as MOrder["status"];
     o.refundedMinor = Number(r!.refunded_minor);
     const refunds = await w.srv.db.sql<{ id: string; status: string; amount_minor: string }[]>`SELECT id, status, amount_minor FROM order_refunds WHERE order_id = ${o.id}`;
@@ -1414,6 +1503,7 @@ async function resyncOrders(w: World, m: Model): Promise<void> {
       const known = m.refunds.find((x) => x.id === f.id);
       // the model's refunds are agent requests and their decisions; an APPROVED one is being driven (a race's)
       const status = f.status === "APPROVED" || f.status === "FAILED" ? "PENDING_APPROVAL" : (f.status as MRefund["status"]);
+      if (known && known.status !== status) known.rejectedBy = undefined; // decided in the race: read when asked
       if (known) known.status = status;
       else m.refunds.push({ id: f.id, orderId: o.id, amountMinor: Number(f.amount_minor), status });
     }
@@ -1879,7 +1969,7 @@ export function commandArbitraries(opts: CommandOptions = {}): fc.Arbitrary<Cmd>
  */
 export async function restock(w: World): Promise<void> {
   for (const p of w.products.filter((x) => x.tracked && !x.needsVariant && !x.variantId)) {
-    const f = await stockFacts(w.srv, p.id);
+    const f = await stockFacts(w.srv.db.sql, p.id);
     if (f.stock - f.reserved >= 6) continue;
     const to = f.reserved + 10;
     const r = await call(w, "PATCH", `/api/v1/merchant/stores/${p.store}/inventory`, merchant(w), { items: [{ productId: p.id, stockQuantity: to }] });
@@ -1890,13 +1980,13 @@ export async function restock(w: World): Promise<void> {
   // variants' shortages keep happening
   for (const p of w.products.filter((x) => x.tracked && x.variantId)) {
     const key = stockKey(p.id, p.variantId);
-    const f = await stockFacts(w.srv, key);
+    const f = await stockFacts(w.srv.db.sql, key);
     if (f.inStock && f.stock - f.reserved >= 2) continue;
-    const before = await stockFacts(w.srv, p.id);
+    const before = await stockFacts(w.srv.db.sql, p.id);
     const to = f.reserved + 3;
     const r = await call(w, "PATCH", `/api/v1/merchant/stores/${p.store}/inventory`, merchant(w), { items: [{ productId: p.id, variantId: p.variantId, stockQuantity: to }] });
     expect({ ...outcome(r), updated: r.body.data?.updated }).toEqual({ status: 200, code: null, updated: 1 });
-    const after = await stockFacts(w.srv, p.id);
+    const after = await stockFacts(w.srv.db.sql, p.id);
     w.stockBaseline.set(key, w.stockBaseline.get(key)! + (to - f.stock));
     w.stockBaseline.set(p.id, w.stockBaseline.get(p.id)! + (after.stock - before.stock));
   }

@@ -331,7 +331,15 @@ export type Seeds = Partial<Record<string, readonly Record<string, unknown>[]>>;
  * `count` cases for one tool, deterministic for `seed`: `valid` valid-looking ones (half of them the tool's seeds,
  * when it has any), the rest mutated (from either).
  */
+/**
+ * A bug hunt's knob: FUZZ_SCALE multiplies every tool's generated cases (valid and mutated; the sweep is fixed), so a
+ * new seed can be run with more calls than CI's; unset or not a positive number, the committed counts.
+ */
+const SCALE = Number(process.env.FUZZ_SCALE) > 0 ? Number(process.env.FUZZ_SCALE) : 1;
+
 export function casesFor(tool: ToolEntry, pools: Pools, seed: number, valid: number, mutated: number, seeds: Seeds = {}): FuzzCase[] {
+  valid = Math.round(valid * SCALE);
+  mutated = Math.round(mutated * SCALE);
   const own = seeds[tool.name] ?? [];
   const generated = objectArb(tool.inputSchema, pools);
   const arb = own.length > 0 ? fc.oneof(generated, fc.constantFrom(...own)) : generated;
