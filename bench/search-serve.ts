@@ -4,7 +4,7 @@
  *
  *   bun bench/search-serve.ts --create [--products 100000] [--merchants 1000]      # prints the database URL
  *   RATE_LIMITS_ENABLED=false bun [--cpu-prof --cpu-prof-dir DIR] bench/search-serve.ts --database-url URL
- *        [--duration 10] [--rounds 1] [--connections 64] [--queries 500]
+ *        [--duration 10] [--rounds 1] [--connections 64] [--queries 500] [--accept-encoding "gzip, zstd"]
  *   bun bench/search-serve.ts --drop URL
  *
  * `--create` makes a scratch database (and `--data-dir`, the sealing key's home, shared by the later runs), boots the service once (migrations, demo seed: the admin user) and runs
@@ -15,6 +15,10 @@
  * for 5 s before the load: actors' timers and the catch-up, spread over fewer requests the slower the machine).
  * Under `--cpu-prof` the profile covers the whole process: `bun bench/cpuprofile-top.ts FILE --tail SECONDS`
  * keeps the wrk part only.
+ *
+ * `--accept-encoding VALUE` sends that Accept-Encoding with every search (wrk sends none): answers from 8 KiB up are
+ * then compressed (gateway/plugins/compression.ts), so CPU per request can be compared with and without compression;
+ * the line printed names the value and the coding the probe search was answered with.
  *
  * `--gateways N` (session 19): the distributed roles instead of the in-process service: a private nats-server, one
  * `actors` process and N `gateway` processes on one port (REUSE_PORT when N > 1, docs/operations.md "Several gateways
@@ -44,18 +48,23 @@ const { values } = parseArgs({
     queries: { type: "string", default: "500" },
     /** 0: the service in this process (role start); N >= 1: N gateway processes + an actor host over NATS. */
     gateways: { type: "string", default: "0" },
+    /** Sent as Accept-Encoding with every search (none when absent, as wrk does on its own). */
+    "accept-encoding": { type: "string" },
     /** The service's DATA_DIR (its sealing key): give --create and every serve run of one database the same one. */
     "data-dir": { type: "string", default: join(tmpdir(), "bench-search-serve") },
     "admin-url": { type: "string", default: process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" },
   },
 });
 
-function luaScript(key: string, bodies: unknown[]): string {
+function luaScript(key: string, bodies: unknown[], acceptEncoding: string | undefined): string {
+  // a header value written into a Lua string literal: plain token characters only
+  if (acceptEncoding !== undefined && !/^[\w*.,;= -]*$/.test(acceptEncoding)) throw new Error(`--accept-encoding: unexpected characters in ${JSON.stringify(acceptEncoding)}`);
+  const extra = acceptEncoding === undefined ? "" : `, ["Accept-Encoding"] = "${acceptEncoding}"`;
   return `local bodies = {\n${bodies.map((q) => `  [[${JSON.stringify(q)}]]`).join(",\n")}\n}
 local i = 0
 request = function()
   i = (i % #bodies) + 1
-  return wrk.format("POST", "/api/v1/agent/search", { ["Content-Type"] = "application/json", ["X-Agent-Api-Key"] = "${key}" }, bodies[i])
+  return wrk.format("POST", "/api/v1/agent/search", { ["Content-Type"] = "application/json", ["X-Agent-Api-Key"] = "${key}"${extra} }, bodies[i])
 end
 `;
 }
@@ -136,9 +145,19 @@ try {
   const key = (await json(`${service.url}/api/v1/agent-keys`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: { name: "bench", tier: "ENTERPRISE" } })).body.data.key as string;
   const bodies = queryMix(Number(values.queries));
   const script = join(dataDir, "search.lua");
-  await writeFile(script, luaScript(key, bodies));
+  const acceptEncoding = values["accept-encoding"];
+  await writeFile(script, luaScript(key, bodies, acceptEncoding));
   const probe = await json(`${service.url}/api/v1/agent/search`, { method: "POST", headers: { "x-agent-api-key": key }, body: bodies[0] });
   if (probe.status !== 200) throw new Error(`probe search failed: ${probe.status} ${JSON.stringify(probe.body)}`);
+  // what the load's searches are answered with: the same search asked with the load's Accept-Encoding only (fetch
+  // sends its own unless told not to decompress)
+  const encodedProbe = await fetch(`${service.url}/api/v1/agent/search`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-agent-api-key": key, ...(acceptEncoding === undefined ? {} : { "accept-encoding": acceptEncoding }) },
+    body: JSON.stringify(bodies[0]),
+    decompress: false,
+  } as RequestInit);
+  const encoding = { acceptEncoding: acceptEncoding ?? null, contentEncoding: encodedProbe.headers.get("content-encoding"), probeBytes: (await encodedProbe.arrayBuffer()).byteLength };
   if (gatewayCount === 0) Bun.gc(true);
   // the server's CPU with no request in flight (actors' timers, catch-up, pools): spread over few requests on a
   // saturated machine it inflates CPU per request, so it is printed and subtracted too
@@ -167,6 +186,7 @@ try {
         idleCpuMsPerSec: r3(idleMsPerSec),
         cpuMsPerRequestNetOfIdle: r3(netOfIdle),
         load,
+        ...encoding,
       }),
     );
   }

@@ -3,6 +3,7 @@
  * feature module, then the OpenAPI document and its UI. No business rule lives here.
  */
 import { Elysia } from "elysia";
+import { compression } from "./plugins/compression.ts";
 import { edge } from "./plugins/edge.ts";
 import { errors } from "./plugins/errors.ts";
 import { jsonDepth } from "./plugins/json-depth.ts";
@@ -57,6 +58,8 @@ export function createApp(svc: Services, extraModules: GatewayModule[] = []) {
     .use(edge)
     .use(errors)
     .use(metrics)
+    // large JSON answers compressed by Accept-Encoding (a global mapResponse hook: every module's routes below)
+    .use(compression)
     .use(rateLimit(svc))
     // global transform hook: must come before every module so it runs ahead of each route's body validation
     .use(jsonDepth)
