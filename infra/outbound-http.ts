@@ -226,6 +226,9 @@ function raceConnects(
       attempt.then(
         () => finish(() => resolve({ winner: address, failed })),
         () => {
+          // stopped because another address connected first (or the deadline passed): not a failure, and the address
+          // stays a candidate should the winner's fetch be refused
+          if (done) return;
           pending--;
           failed.add(address);
           // failed fast (refused, no route) or timed out: the next address need not wait for the delay

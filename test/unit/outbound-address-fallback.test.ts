@@ -381,13 +381,33 @@ describe("connect attempts raced over two addresses", () => {
       pair.stop();
     }
   });
+  test("a slower address whose probe was cancelled because another connected first is still tried when the winner's fetch is refused", async () => {
+    const pair = freshSecond();
+    const probed: string[] = [];
+    // 127.0.0.2 (the server) connects after 400 ms; 127.0.0.3, started after the attempt delay, "connects" at once
+    // (its server went away right after) and wins; 127.0.0.2's pending attempt is cancelled, which is not a failure
+    const probe: ConnectProbe = (address, _port, _ms, signal) => {
+      probed.push(address);
+      return address === "127.0.0.2" ? abortableSleep(400, signal) : Promise.resolve();
+    };
+    try {
+      const res = await fetchVettedWith(await pair.vetted("127.0.0.2", "127.0.0.3"), { method: "POST", body: "pay", timeoutMs: 10_000 }, probe);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("second");
+      expect(probed).toEqual(["127.0.0.2", "127.0.0.3"]);
+      expect(pair.seen).toEqual(["POST /settle pay"]);
+    } finally {
+      pair.stop();
+    }
+  });
 });
 
 describe("an address that answered lately", () => {
   test("is fetched again without the connect probe within ANSWERED_TTL_MS (one handshake a call, not two)", async () => {
-    secondAnswer = () => new Response("second");
+    // a port of its own: the tests above made 127.0.0.2 on PORT an address that answered lately already
+    const pair = freshSecond();
     // the serving address first (127.0.0.2), the refusing one second
-    const vetted = await assertPublicUrl(`http://dual.example.test:${PORT}/settle`, { allowPrivate: true, resolve: resolver([v4("127.0.0.2"), v4("127.0.0.1")]) });
+    const vetted = await pair.vetted("127.0.0.2", "127.0.0.1");
     const probed: string[] = [];
     const probe: ConnectProbe = (address, port, ms, signal) => {
       probed.push(address);
@@ -400,6 +420,7 @@ describe("an address that answered lately", () => {
     expect((await fetchVettedWith(vetted, { timeoutMs: 3_000 }, probe)).status).toBe(200);
     expect((await fetchVettedWith(vetted, { timeoutMs: 3_000 }, probe)).status).toBe(200);
     expect(probed).toEqual(["127.0.0.2"]);
+    pair.stop();
   });
 });
 
