@@ -662,6 +662,32 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
         },
       };
     }
+    // An unpaid leg's order canceled: its merchant refunded that leg's escalated capture while this leg kept the
+    // session waiting (docs/checkout.md "{action: refund}", review V2-2). The session never goes back to
+    // READY_FOR_PAYMENT with it: the resume captures the approved legs (paid, they stay paid) and ends the session
+    // FAILED, the call answering 409 SESSION_INACTIVE (`checkout_failed_merchant_refunded`, with who was paid). What a
+    // refused leg beside it answers the docs do not say: the model follows the service then.
+    if (await unpaidOrderCanceled(w, s.id, unpaid.map((l) => l.store))) {
+      if (resumed.some((l) => l.decision === "reject")) return null;
+      return {
+        status: 409,
+        code: "SESSION_INACTIVE",
+        apply: () => {
+          s.key = key;
+          for (const l of resumed) {
+            l.status = "captured";
+            l.link = null;
+            l.decision = null;
+            cart.paidStores.add(l.store);
+          }
+          s.status = "FAILED";
+          if (cart.paidStores.size === 0) {
+            cart.status = "OPEN";
+            cart.session = null;
+          }
+        },
+      };
+    }
     if (resumed.some((l) => l.decision === "reject")) {
       // legs disagreeing report the most actionable first: a leg still declined from its last attempt beside the refusal
       const ranks = [ROLLBACK.tok_not_approved!.rank, ...unpaid.map((l) => (l.lastMethod && ROLLBACK[l.lastMethod] ? ROLLBACK[l.lastMethod]!.rank : 99))];
@@ -763,6 +789,14 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
       cart.status = "COMPLETED";
     },
   };
+}
+
+/** Whether a session's order at one of `stores` is canceled (read-only): a merchant refunded its escalated capture. */
+async function unpaidOrderCanceled(w: World, sessionId: string, stores: string[]): Promise<boolean> {
+  if (stores.length === 0) return false;
+  const [r] = await w.srv.db.sql<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM orders WHERE checkout_session_id = ${sessionId} AND store_slug = ANY(${stores}::text[]) AND status = 'canceled'`;
+  return r!.n > 0;
 }
 
 /** The cart's orders as the database holds them, checked against the model: each paid store paid once. */
