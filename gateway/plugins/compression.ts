@@ -12,7 +12,9 @@
  * - BREACH: a compressed answer's length leaks how well a secret in it compresses against text the attacker put next
  *   to it. The answers that carry secrets are small (a login token, a new agent key's plaintext, an OAuth token), so
  *   they stay below the threshold and are never compressed; HTML (the dashboard's pages carry CSRF tokens and reflect
- *   input) and error answers (which echo the caller's input) are never compressed whatever their size.
+ *   input) and HTTP error answers (which echo the caller's input) are never compressed whatever their size. An MCP
+ *   tool error travels in a 200 JSON-RPC answer and is compressed from the threshold like any other: no answer that
+ *   carries a secret reaches 8 KiB today, which is what keeps them identity, not a rule enforced here (review R-5).
  *
  * Never compressed: HEAD, any status outside 2xx and 204/206, an answer that already has Content-Encoding or an ETag
  * (a strong validator names one representation), anything not JSON (text/event-stream above all: the MCP SDK's

@@ -7,7 +7,8 @@
  * connection for it (the filler, opened here) and drops every SYN after that while the queue is full. Bun's own
  * listeners (Bun.listen, node:net) accept at once, so their queue never fills; hence libc.
  *
- * `pendingConnects()` counts this process's sockets still in SYN-SENT towards it (/proc/net/tcp): a connect attempt
+ * `pendingConnects()` counts the sockets of this network namespace (this machine, here) still in SYN-SENT towards it
+ * (/proc/net/tcp; the black hole's port is its own, so they are this test's): a connect attempt
  * abandoned but not closed stays there for about two minutes (the kernel's SYN retries), so a test can tell a
  * cancelled attempt that was closed from one that leaked. Linux only, like the service's deployment.
  */
