@@ -22,6 +22,7 @@ import { ERROR_TABLE, isErrorCode } from "../../actors/runtime/errors.ts";
 import { ErrorEnvelope } from "../envelope.ts";
 import { ACP_API_VERSION_HEADER, ACP_API_VERSIONS, ACP_DEFAULT_API_VERSION } from "../bridge/acp.ts";
 import { OPERATIONS, type OperationDoc } from "./operations.ts";
+import { acceptedCoding, COMPRESS_MIN_BYTES, compressBody, withVary, type Coding } from "../plugins/compression.ts";
 
 type Json = Record<string, unknown>;
 interface Operation {
@@ -424,6 +425,8 @@ function appRoutes(plugin: object): readonly RouteHooks[] {
 
 /** Per generated document: the completed copy, serialised once (~0.9 MB, a third of it header references; serialising it per request cost ~5 ms at half that size). */
 const completed = new WeakMap<object, string>();
+/** Per generated document and coding: the completed text compressed once (the compression plugin would redo it per request). */
+const compressed = new WeakMap<object, Partial<Record<Coding, Uint8Array<ArrayBuffer>>>>();
 
 function isDocument(v: unknown): v is OpenApiDocument {
   return typeof v === "object" && v !== null && !(v instanceof Response) && "paths" in v && "openapi" in v;
@@ -436,12 +439,20 @@ function isDocument(v: unknown): v is OpenApiDocument {
 export function openapiDocument(config: Parameters<typeof openapi>[0]) {
   const plugin = new Elysia({ name: "openapi-document" });
   return plugin
-    .onAfterHandle(({ responseValue, set }) => {
+    .onAfterHandle(({ request, responseValue, set }) => {
       if (!isDocument(responseValue)) return;
       let text = completed.get(responseValue);
       if (text === undefined) completed.set(responseValue, (text = JSON.stringify(completeDocument(responseValue, strictBodiesOf(appRoutes(plugin))))));
       // a fresh Response per request from the cached text; the request's headers (request id, rate limits) still apply
-      return new Response(text, { headers: { ...(set.headers as Record<string, string>), "content-type": "application/json; charset=utf-8" } });
+      const headers: Record<string, string> = { ...(set.headers as Record<string, string>), "content-type": "application/json; charset=utf-8" };
+      const coding = text.length >= COMPRESS_MIN_BYTES ? acceptedCoding(request) : undefined;
+      if (coding === undefined) return new Response(text, { headers });
+      // compressed once per document and coding, as the compression plugin would send it (it leaves an answer that
+      // has Content-Encoding alone): ~1 MB of zstd per request on a public route was ~0.6-1 ms of CPU (review R-4)
+      let variants = compressed.get(responseValue);
+      if (variants === undefined) compressed.set(responseValue, (variants = {}));
+      const bytes = (variants[coding] ??= compressBody(text, coding));
+      return new Response(bytes, { headers: { ...headers, "content-encoding": coding, vary: withVary(headers.vary) } });
     })
     .use(openapi({ ...config, provider: null }))
     // our own docs page: the plugin's loads Scalar @latest from a CDN with no integrity or CSP (docs-page.ts)

@@ -125,6 +125,20 @@ describe("a large JSON answer", () => {
     expect(JSON.parse(decoded(doc)).openapi).toBe("3.1.0");
   });
 
+  test("the OpenAPI document is served from one compressed copy per coding, each decoding to the identity document", async () => {
+    const identity = await raw("/api/v1/openapi.json", {});
+    expect(identity.headers.get("content-encoding")).toBeNull();
+    const text = new TextDecoder().decode(identity.bytes);
+    for (const coding of ["zstd", "gzip"]) {
+      const first = await raw("/api/v1/openapi.json", { acceptEncoding: coding });
+      const second = await raw("/api/v1/openapi.json", { acceptEncoding: coding });
+      expect(first.headers.get("content-encoding")).toBe(coding);
+      expect(second.headers.get("x-request-id")).not.toBe(first.headers.get("x-request-id"));
+      expect(Buffer.from(second.bytes).equals(Buffer.from(first.bytes))).toBe(true);
+      expect(decoded(first)).toBe(text);
+    }
+  });
+
   test("the metrics count a compressed answer under its route and real status", async () => {
     const line = 'http_requests_total{method="POST",route="/api/v1/agent/search",status="200"}';
     const count = async () => {
