@@ -88,7 +88,9 @@ export function couponFromInput(input: CouponInput, storeCurrency: string): Stat
 /** Pure: the rails a store may switch to from `current` (MOCK only when it already had it), deduplicated in a fixed order. */
 export function nextPaymentMethods(current: readonly string[], wanted: readonly PaymentRail[]): PaymentRail[] {
   if (wanted.includes("MOCK") && !current.includes("MOCK")) {
-    throw fail("validation_error", "MOCK (simulated payments) is only available on the demo store.", { field: "methods" });
+    // the demo store starts with MOCK; once a store's list lacks it, it cannot come back (the same words on the demo
+    // store itself, whose operator removed it, said it was "only available on the demo store": helper C, session 19)
+    throw fail("validation_error", "MOCK (simulated payments) cannot be added: it can only be kept by the demo store, which starts with it, and once removed it cannot be enabled again.", { field: "methods" });
   }
   return PAYMENT_RAILS.filter((r) => wanted.includes(r));
 }

@@ -82,7 +82,7 @@ describe("catalog and settings rules", () => {
   test("MOCK can be kept or dropped but never added; rails come back in a fixed order", () => {
     expect(nextPaymentMethods(["MOCK", "card"], ["card", "MOCK", "x402"])).toEqual(["card", "x402", "MOCK"]);
     expect(nextPaymentMethods(["MOCK", "card"], ["card"])).toEqual(["card"]);
-    expect(() => nextPaymentMethods(["card"], ["MOCK"])).toThrow("demo store");
+    expect(() => nextPaymentMethods(["card"], ["MOCK"])).toThrow("once removed it cannot be enabled again");
   });
 
   test("trust factor names read as words", () => {
