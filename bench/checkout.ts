@@ -39,7 +39,7 @@ import { join } from "node:path";
 import { boot } from "../gateway/boot.ts";
 import { connect, type Sql } from "../infra/db.ts";
 import { setLogLevel } from "../infra/log.ts";
-import { cpuMsOf, cpuSplitOf, machineLine, startNatsServer } from "./lib.ts";
+import { cpuMsOf, cpuSplitOf, machineLine, startNatsServer, waitForLogIn } from "./lib.ts";
 
 setLogLevel("error");
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -385,16 +385,7 @@ async function startSplit(databaseUrl: string): Promise<Service> {
     env: {},
     config: { DATA_DIR: dir, DATABASE_URL: databaseUrl, NATS_URL: nats.url, HOST: "127.0.0.1", PORT: 0, RATE_LIMITS_ENABLED: false, LOG_LEVEL: "error", SECRET_KEY },
   });
-  // placement: the gateway's first requests wait until the host owns its partitions
-  for (let i = 0; i < 100; i++) {
-    const r = await fetch(`${running.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: "admin@example.com", password: "admin-password" }),
-    }).catch(() => undefined);
-    if (r?.status === 200) break;
-    await Bun.sleep(200);
-  }
+  await waitForLogIn(running.url, 100);
   return {
     url: running.url,
     sql: running.db.sql,

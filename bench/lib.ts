@@ -213,16 +213,7 @@ export async function startGatewaysOnOnePort(databaseUrl: string, dir: string, n
     await spawnRole("actors");
     // one after the other: each builds its index from Postgres, which is most of a start
     for (let i = 0; i < n; i++) await spawnRole("gateway");
-    // placement: the first log-in waits until the host owns its partitions
-    for (let i = 0; i < 150; i++) {
-      const r = await fetch(`${url}/api/v1/auth/login`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ email: "admin@example.com", password: "admin-password" }),
-      }).catch(() => undefined);
-      if (r?.status === 200) break;
-      await Bun.sleep(200);
-    }
+    await waitForLogIn(url, 150);
   } catch (err) {
     await stop();
     throw err;
@@ -242,4 +233,20 @@ export async function startGatewaysOnOnePort(databaseUrl: string, dir: string, n
     return { user, system, gateways };
   };
   return { url, cpu, stop };
+}
+
+/**
+ * Placement: a gateway's first requests wait until an actor host owns their partitions. Tries the demo operator's
+ * log-in every 200 ms, `tries` times at most, until it answers 200.
+ */
+export async function waitForLogIn(url: string, tries: number): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    const r = await fetch(`${url}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: "admin@example.com", password: "admin-password" }),
+    }).catch(() => undefined);
+    if (r?.status === 200) return;
+    await Bun.sleep(200);
+  }
 }

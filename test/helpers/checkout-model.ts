@@ -602,6 +602,15 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
   if (s.status === "SETTLEMENT_UNKNOWN") return null; // settled by the call or the 5 s timer: checked by the invariants
   const unpaid = s.legs.filter((l) => l.status === "unpaid");
   const methodOf = (l: Leg): Token => methods?.[l.store] ?? l.lastMethod ?? defaultMethod(l.store);
+  /** The resumed legs, all approved, captured: paid, their buyer link and decision spent. */
+  const captureResumed = (resumed: Leg[]) => {
+    for (const l of resumed) {
+      l.status = "captured";
+      l.link = null;
+      l.decision = null;
+      cart.paidStores.add(l.store);
+    }
+  };
   /**
    * A blocked state: the resumed legs were captured first; a session with nobody paid fails, else it waits. It binds
    * no key: the state check and the hold come before the binding, and a refused turn keeps nothing (a new session of
@@ -674,12 +683,7 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
         code: "SESSION_INACTIVE",
         apply: () => {
           s.key = key;
-          for (const l of resumed) {
-            l.status = "captured";
-            l.link = null;
-            l.decision = null;
-            cart.paidStores.add(l.store);
-          }
+          captureResumed(resumed);
           s.status = "FAILED";
           if (cart.paidStores.size === 0) {
             cart.status = "OPEN";
@@ -722,12 +726,7 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
       code: "PAYMENT_METHOD_NOT_CONFIGURED",
       apply: () => {
         s.key = key;
-        for (const l of resumed) {
-          l.status = "captured";
-          l.link = null;
-          l.decision = null;
-          cart.paidStores.add(l.store);
-        }
+        captureResumed(resumed);
         s.status = "READY_FOR_PAYMENT";
       },
     };
@@ -740,12 +739,7 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
   const failed = outcomes.filter((o) => ROLLBACK[o.out] !== undefined).sort((a, b) => ROLLBACK[a.out]!.rank - ROLLBACK[b.out]!.rank);
   const applyAttempt = (r: Answer) => {
     s.key = key;
-    for (const l of resumed) {
-      l.status = "captured";
-      l.link = null;
-      l.decision = null;
-      cart.paidStores.add(l.store);
-    }
+    captureResumed(resumed);
     for (const o of outcomes) {
       o.leg.lastMethod = o.method;
       if (o.out === "tok_needs_approval") {
