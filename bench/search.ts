@@ -10,12 +10,17 @@
  *   RATE_LIMITS_ENABLED=false bun bench/search.ts [--sizes 10000,100000] [--merchants 1000] [--duration 10]
  *                                                  [--connections 64] [--queries 500]
  *                                                  [--admin-url postgres://postgres@127.0.0.1:5432/postgres] [--embedded-only]
+ *                                                  [--gateways 2] [--accept-encoding "gzip, deflate, br, zstd"]
  *
  * Per size: a scratch database on the local Postgres, the demo seed (users, demo merchants) by booting the
  * service once, then `bun run seed -- --products N --merchants M`, then a timed full index build, then wrk
  * (64 connections, a Lua script rotating `--queries` distinct POST bodies from `queryMix`: item names, brands,
  * typos, prefixes, intents; half filtered, some sorted/paged/deduplicated) against each target. Prints a Markdown
  * table; the scratch database is dropped at the end.
+ *
+ * `--accept-encoding VALUE` sends that Accept-Encoding with every request of every target (wrk sends none, most HTTP
+ * clients send one): the service then compresses answers from 8 KiB (gateway/plugins/compression.ts), which matters
+ * most for target (4), whose large identity answers Bun writes uncorked (docs/performance.md "Session 19").
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -41,6 +46,8 @@ const { values } = parseArgs({
     "embedded-only": { type: "boolean", default: false },
     /** Gateway processes on one port for target (4); 0 skips it. */
     gateways: { type: "string", default: "2" },
+    /** Sent with every request (wrk sends none): e.g. "gzip, deflate, br, zstd", as HTTP libraries do. */
+    "accept-encoding": { type: "string" },
   },
 });
 
@@ -49,12 +56,16 @@ export { queryMix };
 const QUERIES = queryMix(Number(values.queries));
 
 function luaScript(key: string): string {
+  const acceptEncoding = values["accept-encoding"];
+  // the value goes into the Lua source: plain header characters only
+  if (acceptEncoding !== undefined && !/^[\w*.,;= -]*$/.test(acceptEncoding)) throw new Error(`--accept-encoding: unexpected characters in ${JSON.stringify(acceptEncoding)}`);
+  const extra = acceptEncoding === undefined ? "" : `, ["Accept-Encoding"] = "${acceptEncoding}"`;
   const bodies = QUERIES.map((q) => `  [[${JSON.stringify(q)}]]`).join(",\n");
   return `local bodies = {\n${bodies}\n}
 local i = 0
 request = function()
   i = (i % #bodies) + 1
-  return wrk.format("POST", "/api/v1/agent/search", { ["Content-Type"] = "application/json", ["X-Agent-Api-Key"] = "${key}" }, bodies[i])
+  return wrk.format("POST", "/api/v1/agent/search", { ["Content-Type"] = "application/json", ["X-Agent-Api-Key"] = "${key}"${extra} }, bodies[i])
 end
 `;
 }
@@ -239,6 +250,7 @@ if (import.meta.main) {
     summaries.push(r.summary);
     process.stderr.write(`${JSON.stringify(r.summary)}\n`);
   }
+  if (values["accept-encoding"] !== undefined) console.log(`Every request sent Accept-Encoding: ${values["accept-encoding"]} (answers from 8 KiB compressed)`);
   console.log(out.join("\n"));
   console.log(JSON.stringify(summaries, null, 2));
   process.exit(0);
