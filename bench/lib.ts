@@ -250,3 +250,71 @@ export async function waitForLogIn(url: string, tries: number): Promise<void> {
     await Bun.sleep(200);
   }
 }
+
+/** This process's CPU so far, as a server sample (the in-process service or bare Bun.serve: wrk is a child process). */
+export async function ownCpu(): Promise<ServerCpuSample> {
+  const c = process.cpuUsage();
+  return { user: c.user / 1000, system: c.system / 1000, gateways: (c.user + c.system) / 1000 };
+}
+
+/**
+ * The REST search load of bench/search.ts and bench/search-serve.ts as a wrk Lua script: `bodies` rotated as POST
+ * bodies with the agent key, and `acceptEncoding` on every request when given (wrk sends none; HTTP libraries do).
+ */
+export function searchLuaScript(key: string, bodies: readonly unknown[], acceptEncoding?: string): string {
+  // a header value written into a Lua string literal: plain token characters only
+  if (acceptEncoding !== undefined && !/^[\w*.,;= -]*$/.test(acceptEncoding)) throw new Error(`--accept-encoding: unexpected characters in ${JSON.stringify(acceptEncoding)}`);
+  const extra = acceptEncoding === undefined ? "" : `, ["Accept-Encoding"] = "${acceptEncoding}"`;
+  return `local bodies = {\n${bodies.map((q) => `  [[${JSON.stringify(q)}]]`).join(",\n")}\n}
+local i = 0
+request = function()
+  i = (i % #bodies) + 1
+  return wrk.format("POST", "/api/v1/agent/search", { ["Content-Type"] = "application/json", ["X-Agent-Api-Key"] = "${key}"${extra} }, bodies[i])
+end
+`;
+}
+
+/** One wrk run of a Lua script, with the server's CPU over it (`serverCpu` sampled before and after). */
+export interface ScriptedLoad {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  requests: number;
+  /**
+   * The server's CPU per completed request (this process, or the processes `serverCpu` sums): on a shared machine it
+   * moves far less than req/s, which follows whatever else the cores are doing.
+   */
+  cpuMsPerRequest: number;
+  /** Its kernel part. */
+  sysMsPerRequest: number;
+  /** The gateways' part (all of it in one process). */
+  gatewaysCpuMsPerRequest: number;
+}
+
+/** wrk (2 threads) with `scriptPath` against `url`, and the server's CPU per request over the run. */
+export async function wrkScript(url: string, scriptPath: string, connections: number, durationSec: number, serverCpu: () => Promise<ServerCpuSample> = ownCpu): Promise<ScriptedLoad> {
+  const before = await serverCpu();
+  const p = Bun.spawn(["wrk", "-t2", `-c${connections}`, `-d${durationSec}s`, "--latency", "-s", scriptPath, url], { stdout: "pipe", stderr: "pipe" });
+  const out = await new Response(p.stdout).text();
+  await p.exited;
+  const after = await serverCpu();
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+  const per = (ms: number) => (requests > 0 ? ms / requests : NaN);
+  const pct = (p: string) => {
+    const m = new RegExp(`\\s${p}%\\s+([\\d.]+)(us|ms|s|m)`).exec(out);
+    return m ? toMs(m[1]!, m[2]!) : NaN;
+  };
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),
+    p50: pct("50"),
+    p99: pct("99"),
+    errors: non2xx + (sock ? sock.slice(1).reduce((sum, x) => sum + Number(x), 0) : 0),
+    requests,
+    cpuMsPerRequest: per(after.user + after.system - before.user - before.system),
+    sysMsPerRequest: per(after.system - before.system),
+    gatewaysCpuMsPerRequest: per(after.gateways - before.gateways),
+  };
+}

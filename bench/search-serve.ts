@@ -31,7 +31,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import postgres from "postgres";
 import { boot } from "../gateway/boot.ts";
-import { startGatewaysOnOnePort, type ServerCpuSample, type ServerProcesses } from "./lib.ts";
+import { ownCpu, searchLuaScript, startGatewaysOnOnePort, wrkScript, type ServerProcesses } from "./lib.ts";
 import { queryMix } from "./search-queries.ts";
 
 const { values } = parseArgs({
@@ -55,53 +55,6 @@ const { values } = parseArgs({
     "admin-url": { type: "string", default: process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" },
   },
 });
-
-function luaScript(key: string, bodies: unknown[], acceptEncoding: string | undefined): string {
-  // a header value written into a Lua string literal: plain token characters only
-  if (acceptEncoding !== undefined && !/^[\w*.,;= -]*$/.test(acceptEncoding)) throw new Error(`--accept-encoding: unexpected characters in ${JSON.stringify(acceptEncoding)}`);
-  const extra = acceptEncoding === undefined ? "" : `, ["Accept-Encoding"] = "${acceptEncoding}"`;
-  return `local bodies = {\n${bodies.map((q) => `  [[${JSON.stringify(q)}]]`).join(",\n")}\n}
-local i = 0
-request = function()
-  i = (i % #bodies) + 1
-  return wrk.format("POST", "/api/v1/agent/search", { ["Content-Type"] = "application/json", ["X-Agent-Api-Key"] = "${key}"${extra} }, bodies[i])
-end
-`;
-}
-
-const toMs = (v: string) => {
-  const m = /([\d.]+)(us|ms|s)/.exec(v);
-  if (!m) return NaN;
-  return m[2] === "us" ? Number(m[1]) / 1000 : m[2] === "s" ? Number(m[1]) * 1000 : Number(m[1]);
-};
-
-type ServerCpu = () => Promise<ServerCpuSample>;
-
-const inProcessCpu: ServerCpu = async () => {
-  const c = process.cpuUsage();
-  return { user: c.user / 1000, system: c.system / 1000, gateways: (c.user + c.system) / 1000 };
-};
-
-async function wrk(url: string, script: string, connections: number, duration: number, serverCpu: ServerCpu) {
-  const before = await serverCpu();
-  const p = Bun.spawn(["/usr/bin/wrk", "-t2", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, url], { stdout: "pipe", stderr: "pipe" });
-  const out = await new Response(p.stdout).text();
-  await p.exited;
-  const after = await serverCpu();
-  const cpu = { user: after.user - before.user, system: after.system - before.system, gateways: after.gateways - before.gateways };
-  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  return {
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),
-    p50: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ""),
-    p99: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ""),
-    errors: non2xx + (sock ? sock.slice(1).reduce((s, x) => s + Number(x), 0) : 0),
-    cpuMsPerRequest: requests > 0 ? (cpu.user + cpu.system) / requests : NaN,
-    sysMsPerRequest: requests > 0 ? cpu.system / requests : NaN,
-    gatewaysCpuMsPerRequest: requests > 0 ? cpu.gateways / requests : NaN,
-  };
-}
 
 async function json(url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) {
   const res = await fetch(url, { method: init.method, headers: { "content-type": "application/json", ...init.headers }, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
@@ -146,7 +99,7 @@ try {
   const bodies = queryMix(Number(values.queries));
   const script = join(dataDir, "search.lua");
   const acceptEncoding = values["accept-encoding"];
-  await writeFile(script, luaScript(key, bodies, acceptEncoding));
+  await writeFile(script, searchLuaScript(key, bodies, acceptEncoding));
   const probe = await json(`${service.url}/api/v1/agent/search`, { method: "POST", headers: { "x-agent-api-key": key }, body: bodies[0] });
   if (probe.status !== 200) throw new Error(`probe search failed: ${probe.status} ${JSON.stringify(probe.body)}`);
   // what the load's searches are answered with: the same search asked with the load's Accept-Encoding only (fetch
@@ -166,9 +119,9 @@ try {
   await Bun.sleep(5_000);
   const idle1 = await service.cpu();
   const idleMsPerSec = (idle1.user + idle1.system - idle0.user - idle0.system) / ((performance.now() - idleT0) / 1000);
-  await wrk(service.url, script, Number(values.connections), 2, service.cpu);
+  await wrkScript(service.url, script, Number(values.connections), 2, service.cpu);
   for (let r = 0; r < Number(values.rounds); r++) {
-    const w = await wrk(service.url, script, Number(values.connections), Number(values.duration), service.cpu);
+    const w = await wrkScript(service.url, script, Number(values.connections), Number(values.duration), service.cpu);
     const load = (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
     const netOfIdle = w.cpuMsPerRequest - idleMsPerSec / w.rps;
     const r3 = (x: number) => Math.round(x * 1000) / 1000;
@@ -197,5 +150,5 @@ process.exit(0);
 
 async function startInProcess(databaseUrl: string, dir: string): Promise<ServerProcesses> {
   const running = await boot({ role: "start", env: {}, config: { DATABASE_URL: databaseUrl, PORT: 0, DATA_DIR: dir, SEED_DEMO: false, LOG_LEVEL: "error", RATE_LIMITS_ENABLED: false } });
-  return { url: running.url, cpu: inProcessCpu, stop: () => running.stop() };
+  return { url: running.url, cpu: ownCpu, stop: () => running.stop() };
 }

@@ -30,7 +30,7 @@ import { boot, type Running } from "../gateway/boot.ts";
 import postgres from "postgres";
 import { PgBaselineEngine } from "../search/pg-baseline.ts";
 import { getSearchService, SearchService, setSearchService } from "../search/service.ts";
-import { startGatewaysOnOnePort, type ServerCpuSample } from "./lib.ts";
+import { searchLuaScript, startGatewaysOnOnePort, wrkScript, type ScriptedLoad } from "./lib.ts";
 import { queryMix } from "./search-queries.ts";
 
 const { values } = parseArgs({
@@ -56,62 +56,7 @@ export { queryMix };
 const QUERIES = queryMix(Number(values.queries));
 
 function luaScript(key: string): string {
-  const acceptEncoding = values["accept-encoding"];
-  // the value goes into the Lua source: plain header characters only
-  if (acceptEncoding !== undefined && !/^[\w*.,;= -]*$/.test(acceptEncoding)) throw new Error(`--accept-encoding: unexpected characters in ${JSON.stringify(acceptEncoding)}`);
-  const extra = acceptEncoding === undefined ? "" : `, ["Accept-Encoding"] = "${acceptEncoding}"`;
-  const bodies = QUERIES.map((q) => `  [[${JSON.stringify(q)}]]`).join(",\n");
-  return `local bodies = {\n${bodies}\n}
-local i = 0
-request = function()
-  i = (i % #bodies) + 1
-  return wrk.format("POST", "/api/v1/agent/search", { ["Content-Type"] = "application/json", ["X-Agent-Api-Key"] = "${key}"${extra} }, bodies[i])
-end
-`;
-}
-
-interface WrkResult {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  requests: number;
-  /**
-   * CPU of the server under test (this process: the service or bare Bun.serve, wrk being a child process; or the
-   * gateway, actor-host and nats-server processes of target 4) per completed request: on a shared machine it moves
-   * far less than req/s, which follows whatever else the cores are doing.
-   */
-  cpuMsPerRequest: number;
-}
-
-function toMs(v: string): number {
-  const m = /([\d.]+)(us|ms|s)/.exec(v);
-  if (!m) return NaN;
-  const n = Number(m[1]);
-  return m[2] === "us" ? n / 1000 : m[2] === "s" ? n * 1000 : n;
-}
-
-/** This process's CPU so far (the in-process service, bare Bun.serve). */
-async function ownCpu(): Promise<ServerCpuSample> {
-  const c = process.cpuUsage();
-  return { user: c.user / 1000, system: c.system / 1000, gateways: (c.user + c.system) / 1000 };
-}
-
-async function wrk(url: string, script: string, connections: number, duration: number, serverCpu: () => Promise<ServerCpuSample> = ownCpu): Promise<WrkResult> {
-  const cpu0 = await serverCpu();
-  const p = Bun.spawn(["/usr/bin/wrk", "-t2", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, url], { stdout: "pipe", stderr: "pipe" });
-  const out = await new Response(p.stdout).text();
-  await p.exited;
-  const cpu1 = await serverCpu();
-  const cpuMs = cpu1.user + cpu1.system - cpu0.user - cpu0.system;
-  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
-  const p50 = toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? "");
-  const p99 = toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? "");
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-  const sockErr = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  const errors = non2xx + (sockErr ? sockErr.slice(1).reduce((s, x) => s + Number(x), 0) : 0);
-  return { rps, p50, p99, errors, requests, cpuMsPerRequest: requests > 0 ? cpuMs / requests : NaN };
+  return searchLuaScript(key, QUERIES, values["accept-encoding"]);
 }
 
 async function json(url: string, init: Omit<RequestInit, "body"> & { body?: unknown } = {}) {
@@ -170,19 +115,19 @@ async function runSize(products: number, merchants: number, duration: number, co
     if (probe.status !== 200) throw new Error(`probe search failed: ${probe.status} ${JSON.stringify(probe.body)}`);
 
     // warm-up, then the embedded engine
-    await wrk(running.url, script, connections, 2);
-    const emb = await wrk(running.url, script, connections, duration);
+    await wrkScript(running.url, script, connections, 2);
+    const emb = await wrkScript(running.url, script, connections, duration);
     const rssAfterLoad = rssMb();
     const loadAverage = (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
 
     // 2b. the same catalog served by N gateway processes on one port (this process's service idles meanwhile)
-    let multi: WrkResult | undefined;
+    let multi: ScriptedLoad | undefined;
     const gatewayCount = Number(values.gateways);
     if (gatewayCount > 0) {
       const procs = await startGatewaysOnOnePort(db.url, dataDir, gatewayCount);
       try {
-        await wrk(procs.url, script, connections, 2, () => procs.cpu());
-        multi = await wrk(procs.url, script, connections, duration, () => procs.cpu());
+        await wrkScript(procs.url, script, connections, 2, () => procs.cpu());
+        multi = await wrkScript(procs.url, script, connections, duration, () => procs.cpu());
       } finally {
         await procs.stop();
       }
@@ -203,17 +148,17 @@ async function runSize(products: number, merchants: number, duration: number, co
     const pgService = new SearchService(pgEngine, embedded.settings);
     await pgService.loadAll(svc.sql);
     setSearchService(svc, pgService);
-    await wrk(running.url, script, connections, 2);
-    const pg = await wrk(running.url, script, connections, duration);
+    await wrkScript(running.url, script, connections, 2);
+    const pg = await wrkScript(running.url, script, connections, duration);
     setSearchService(svc, embedded);
 
     // 4. bare Bun.serve with a canned search answer of the same size
     const canned = JSON.stringify(probe.body);
     const bare = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: async (req) => (await req.text(), new Response(canned, { headers: { "content-type": "application/json" } })) });
-    const base = await wrk(`http://127.0.0.1:${bare.port}`, script, connections, duration);
+    const base = await wrkScript(`http://127.0.0.1:${bare.port}`, script, connections, duration);
     bare.stop(true);
 
-    const fmt = (name: string, r: WrkResult) =>
+    const fmt = (name: string, r: ScriptedLoad) =>
       `| ${products.toLocaleString("en-US")} | ${name} | ${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} | ${r.cpuMsPerRequest.toFixed(3)} |`;
     rows.push(fmt("REST search, embedded engine", emb), ...(multi ? [fmt(multiName, multi)] : []), fmt("REST search, Postgres FTS baseline", pg), fmt("bare Bun.serve (canned body)", base));
     return {
