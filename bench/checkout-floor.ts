@@ -14,10 +14,16 @@
  * service does on top of this is left out, so the real service cannot be cheaper than this on this machine. If this
  * floor is far above 1,000 journeys/s the gap is our code; if it is near or below, the goal is the machine's.
  *
+ * Two additions, off by default, put back one piece of the real journey each, to price it on the same footing:
+ *   FLOOR_STATE=1  the cart's state as ~1.8 kB of jsonb (what the cart actor stores), inserted by the cart request and
+ *                  rewritten, fenced by version, in the same transaction as each later request's write
+ *   FLOOR_READS=1  each request reads its products' rows from a products table first (the catalog reads)
+ *
  *   bun bench/checkout-floor.ts     # BENCH_SECONDS (default 10) after BENCH_WARMUP_SECONDS (default 10)
  *   BENCH_PG_URL=postgres://…       # default the local server; a scratch database is created and dropped
  */
 import { createHash, randomUUID } from "node:crypto";
+import type { JSONValue, TransactionSql } from "postgres";
 import { connect, type Sql } from "../infra/db.ts";
 import { cpuSplitOf, machineLine } from "./lib.ts";
 
@@ -27,6 +33,10 @@ const AGENTS = Number(process.env.BENCH_AGENTS ?? 64);
 const PG = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 /** The service's own pool size (infra/db.ts openDatabase default). */
 const POOL = Number(process.env.BENCH_POOL ?? 10);
+const WITH_STATE = process.env.FLOOR_STATE === "1";
+const WITH_READS = process.env.FLOOR_READS === "1";
+/** A completed cart's state is ~1.8 kB of jsonb (docs/performance.md, checkout session 9): padding to that size. */
+const STATE_PADDING = "x".repeat(1500);
 
 const SCHEMA = `
 CREATE TABLE carts (id uuid PRIMARY KEY, key_hash text NOT NULL, items jsonb NOT NULL, total_minor bigint NOT NULL,
@@ -40,12 +50,21 @@ CREATE INDEX orders_key ON orders (key_hash, created_at);
 CREATE TABLE order_events (order_id uuid NOT NULL REFERENCES orders, seq int NOT NULL, status text NOT NULL,
   at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (order_id, seq));
 CREATE TABLE outbox (id bigserial PRIMARY KEY, topic text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE cart_state (id uuid PRIMARY KEY, version bigint NOT NULL, state jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())
+  WITH (fillfactor = 70);
+CREATE TABLE products (id uuid PRIMARY KEY, store_slug text NOT NULL, price_minor bigint NOT NULL, currency text NOT NULL,
+  in_stock boolean NOT NULL, policy_version int NOT NULL);
 `;
 
 interface Cart {
   keyHash: string;
   items: { product_id: string; quantity: number; price_minor: number }[];
   totalMinor: number;
+}
+
+/** A cart actor's state of about the stored size, with the fields that change per request. */
+function stateOf(id: string, items: Cart["items"], status: string): JSONValue {
+  return { cart: { id, status, items, currency: "USD", expiresAt: Date.now() + 86_400_000 }, session: { status, at: Date.now() }, padding: STATE_PADDING };
 }
 
 function floorServer(sql: Sql, keys: ReadonlySet<string>, prices: ReadonlyMap<string, number>) {
@@ -56,6 +75,14 @@ function floorServer(sql: Sql, keys: ReadonlySet<string>, prices: ReadonlyMap<st
     if (!key) return null;
     const hash = createHash("sha256").update(key).digest("hex");
     return keys.has(hash) ? hash : null;
+  };
+  const readProducts = async (items: readonly { product_id: string }[]) => {
+    const rows = await sql`SELECT id, store_slug, price_minor, currency, in_stock, policy_version FROM products WHERE id = ANY(${items.map((i) => i.product_id)}::uuid[])`;
+    if (rows.length !== items.length) throw new Error("unknown product");
+  };
+  const writeState = async (tx: TransactionSql, id: string, version: number, state: JSONValue) => {
+    const rows = await tx`UPDATE cart_state SET version = ${version + 1}, state = ${tx.json(state)}, updated_at = now() WHERE id = ${id} AND version = ${version} RETURNING id`;
+    if (rows.length !== 1) throw new Error("stale version");
   };
   const refuse = (status: number, code: string) => Response.json({ success: false, error: { code, message: code } }, { status });
   return Bun.serve({
@@ -69,7 +96,12 @@ function floorServer(sql: Sql, keys: ReadonlySet<string>, prices: ReadonlyMap<st
           const items = body.items.map((i) => ({ ...i, price_minor: prices.get(i.product_id) ?? 0 }));
           const totalMinor = items.reduce((a, i) => a + i.price_minor * i.quantity, 0);
           const id = randomUUID();
-          await sql`INSERT INTO carts (id, key_hash, items, total_minor) VALUES (${id}, ${keyHash}, ${sql.json(items)}, ${totalMinor})`;
+          if (WITH_READS) await readProducts(items);
+          if (WITH_STATE) {
+            // one statement, as the actor runtime writes a turn's rows and its state (actors/runtime/state-write.ts)
+            await sql`WITH c AS (INSERT INTO carts (id, key_hash, items, total_minor) VALUES (${id}, ${keyHash}, ${sql.json(items)}, ${totalMinor}))
+              INSERT INTO cart_state (id, version, state) VALUES (${id}, 1, ${sql.json(stateOf(id, items, "OPEN"))})`;
+          } else await sql`INSERT INTO carts (id, key_hash, items, total_minor) VALUES (${id}, ${keyHash}, ${sql.json(items)}, ${totalMinor})`;
           carts.set(id, { keyHash, items, totalMinor });
           return Response.json({ success: true, data: { id, items, total_minor: totalMinor } });
         },
@@ -82,8 +114,14 @@ function floorServer(sql: Sql, keys: ReadonlySet<string>, prices: ReadonlyMap<st
           const cart = carts.get(cartId);
           if (!cart || cart.keyHash !== keyHash) return refuse(404, "NOT_FOUND");
           const id = randomUUID();
+          if (WITH_READS) await readProducts(cart.items);
           const stateHash = createHash("sha256").update(JSON.stringify(cart.items)).digest("hex");
-          await sql`INSERT INTO checkout_sessions (id, cart_id, total_minor, state_hash) VALUES (${id}, ${cartId}, ${cart.totalMinor}, ${stateHash})`;
+          if (WITH_STATE) {
+            const rows = await sql`WITH s AS (INSERT INTO checkout_sessions (id, cart_id, total_minor, state_hash) VALUES (${id}, ${cartId}, ${cart.totalMinor}, ${stateHash}))
+              UPDATE cart_state SET version = 2, state = ${sql.json(stateOf(cartId, cart.items, "READY_FOR_PAYMENT"))}, updated_at = now()
+              WHERE id = ${cartId} AND version = 1 RETURNING id`;
+            if (rows.length !== 1) throw new Error("stale version");
+          } else await sql`INSERT INTO checkout_sessions (id, cart_id, total_minor, state_hash) VALUES (${id}, ${cartId}, ${cart.totalMinor}, ${stateHash})`;
           sessions.set(id, { cartId, totalMinor: cart.totalMinor, keyHash });
           return Response.json({ success: true, data: { checkout_session_id: id, totals: { total_minor: cart.totalMinor }, state_hash: stateHash } });
         },
@@ -96,7 +134,10 @@ function floorServer(sql: Sql, keys: ReadonlySet<string>, prices: ReadonlyMap<st
           const session = sessions.get(body.checkout_session_id);
           if (!session || session.keyHash !== keyHash) return refuse(404, "NOT_FOUND");
           const orderId = randomUUID();
+          const cart = carts.get(session.cartId)!;
+          if (WITH_READS) await readProducts(cart.items);
           await sql.begin(async (tx) => {
+            if (WITH_STATE) await writeState(tx, session.cartId, 2, stateOf(session.cartId, cart.items, "COMPLETED"));
             await tx`INSERT INTO orders (id, session_id, idempotency_key, key_hash, total_minor, status)
               VALUES (${orderId}, ${body.checkout_session_id}, ${body.idempotency_key}, ${keyHash}, ${session.totalMinor}, 'paid')`;
             await tx`INSERT INTO order_events (order_id, seq, status) VALUES (${orderId}, 1, 'paid')`;
@@ -132,6 +173,7 @@ async function main() {
     const keyHashes = new Set(keys.map((k) => createHash("sha256").update(k).digest("hex")));
     const prices = new Map(Array.from({ length: 20 }, (_, i) => [randomUUID(), 1000 + i * 100] as const));
     const products = [...prices.keys()];
+    for (const [id, price] of prices) await sql`INSERT INTO products VALUES (${id}, 'demo-store', ${price}, 'USD', true, 1)`;
     const server = floorServer(sql, keyHashes, prices);
     const base = `http://127.0.0.1:${server.port}`;
     let measuring = false;
@@ -170,7 +212,7 @@ async function main() {
     const n = Math.max(1, lat.length);
     const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] ?? NaN;
     console.log(machineLine());
-    console.log(`checkout floor (bare Bun.serve, 3 commits and 5 inserts a journey; ${AGENTS} agents, pool ${POOL}, ${SECONDS} s after ${WARMUP_SECONDS} s warm-up)`);
+    console.log(`checkout floor (bare Bun.serve, 3 commits and 5 inserts a journey${WITH_STATE ? ", + cart state" : ""}${WITH_READS ? ", + catalog reads" : ""}; ${AGENTS} agents, pool ${POOL}, ${SECONDS} s after ${WARMUP_SECONDS} s warm-up)`);
     console.log(
       `  ${Math.round(lat.length / elapsed)} journeys/s, p50 ${pct(50).toFixed(1)} ms, p99 ${pct(99).toFixed(1)} ms, ${errors} errors; ` +
         `CPU ms a journey: this process (server + client) ${((self.user + self.system) / 1000 / n).toFixed(3)}, Postgres backends ${(pgMs / n).toFixed(3)}`,
