@@ -1,0 +1,68 @@
+/**
+ * The floor of issue #5's latency goal on this machine: the search engine, ranking and response JSON behind a bare
+ * `Bun.serve`, with nothing of the service around them (no Elysia, authentication, admission, validation, request
+ * ids, metrics or logs), under bench/search.ts's load (wrk, 2 threads, 64 connections, the same 500-body mix).
+ *
+ * The catalog is the synthetic one of `bun run seed -- --products N --merchants M`, built in memory as
+ * bench/search-inprocess.ts does (no Postgres). If this floor cannot answer at p99 <= 20 ms, no gateway in front of
+ * the same engine can: the goal then needs a cheaper search, not a cheaper service.
+ *
+ *   bun bench/search-floor.ts [--size 100000] [--merchants 1000] [--duration 10] [--connections 64]
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { createEmbeddedEngine } from "../search/embedded.ts";
+import { SearchService, type SearchQuery } from "../search/service.ts";
+import { machineLine, searchLuaScript, wrkScript } from "./lib.ts";
+import { loadSynthetic, NOW } from "./search-inprocess.ts";
+import { queryMix } from "./search-queries.ts";
+
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: {
+    size: { type: "string", default: "100000" },
+    merchants: { type: "string", default: "1000" },
+    duration: { type: "string", default: "10" },
+    connections: { type: "string", default: "64" },
+  },
+});
+
+const size = Number(values.size!.replace(/_/g, ""));
+const merchants = Math.min(Number(values.merchants), Math.max(1, Math.floor(size / 10)));
+const svc = new SearchService(createEmbeddedEngine());
+const loadMs = await loadSynthetic(svc, size, merchants);
+process.stderr.write(`${size} products / ${merchants} merchants loaded in ${(loadMs / 1000).toFixed(1)} s\n`);
+
+const server = Bun.serve({
+  port: 0,
+  routes: {
+    "/api/v1/agent/search": {
+      async POST(req) {
+        const body = (await req.json()) as SearchQuery;
+        return Response.json({ success: true, data: await svc.search(body, NOW) });
+      },
+    },
+  },
+});
+
+const dir = await mkdtemp(join(tmpdir(), "acs-search-floor-"));
+try {
+  const script = join(dir, "search.lua");
+  await writeFile(script, searchLuaScript("unused", queryMix(500)));
+  const url = `http://127.0.0.1:${server.port}`;
+  // warm-up: JIT, the engine's expansion caches, per-store terms
+  await wrkScript(url, script, Number(values.connections), 5);
+  const r = await wrkScript(url, script, Number(values.connections), Number(values.duration));
+  console.log(machineLine());
+  console.log(`search floor (engine + ranking + JSON behind bare Bun.serve; ${size.toLocaleString("en-US")} products, ${values.connections} connections, ${values.duration} s)`);
+  console.log(
+    `  ${Math.round(r.rps)} req/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.errors} errors; ` +
+      `server CPU ${r.cpuMsPerRequest.toFixed(3)} ms a search (kernel ${r.sysMsPerRequest.toFixed(3)})`,
+  );
+} finally {
+  server.stop(true);
+  await rm(dir, { recursive: true, force: true });
+}
+process.exit(0);
