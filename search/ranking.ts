@@ -639,6 +639,13 @@ export interface RankInput {
   columns?: ProductColumns;
   /** Optional: the candidates as an engine's CandidateWindow instead of `candidates` (which is then ignored). */
   window?: CandidateWindow;
+  /**
+   * Optional: the window is the first `cap` candidates of the requested order (after the filters, before dedupe,
+   * which then works inside it as it does inside an engine's window), so `total` is at most `cap`. A wildcard
+   * query's (search/service.ts `wildcardWindow`): with no text to choose the window by, the engine hands every
+   * match over and the window is the first `candidateWindow` of the order asked for, not the engine's first ids.
+   */
+  cap?: number;
   stores: ReadonlyMap<string, StoreSnapshot>;
   request?: RankRequest;
   now: Date;
@@ -926,6 +933,7 @@ export function rankProducts(given: RankInput): RankResult {
     });
   }
 
+  if (input.cap !== undefined && scored.length > input.cap) scored = topK(scored, input.cap, SCORED_SORTS[req.sort]);
   if (req.deduplicate) {
     // across merchants only (audit Q-4): the winner's merchant keeps its other products of the key
     const keep = new Map<string, Scored>();
@@ -1125,6 +1133,7 @@ function rankFromColumns(
             ? (a, b) => key[b]! - key[a]! || relevance(a, b)
             : relevance;
 
+  if (input.cap !== undefined && kept > input.cap) kept = keepFirst(kept, input.cap, cmp);
   // dedupe: the best position per title key (relevance is a total order, so visiting order does not matter); the
   // positions of other merchants under that key are dropped, the winner's merchant's own are kept (audit Q-4)
   let survivors: number[] | null = null;
@@ -1155,6 +1164,34 @@ function rankFromColumns(
   // by terms built from the same `input.stores` entry (and a kept position's store passed, so it is not null)
   const items = page.map((i) => rankedProduct(cols.records[ref[i]!]!, byIndex[dStore[i]!]!.store, dText[i]!, input.now, settings));
   return { items, total, page: req.page, limit: req.limit, totalPages: Math.ceil(total / req.limit) };
+}
+
+/**
+ * Keeps the first `cap` of the dense path's `kept` positions in `cmp`'s order, moved to positions [0, cap) of the
+ * scratch arrays (in that order), and returns `cap` (RankInput.cap).
+ */
+function keepFirst(kept: number, cap: number, cmp: (a: number, b: number) => number): number {
+  const top = new TopK<number>(cap, cmp);
+  for (let i = 0; i < kept; i++) top.push(i);
+  const chosen = top.sorted();
+  const n = chosen.length;
+  const ref = new Int32Array(n), text = new Float64Array(n), fin = new Float64Array(n), tr = new Float64Array(n), key = new Float64Array(n), st = new Int32Array(n);
+  for (let j = 0; j < n; j++) {
+    const i = chosen[j]!;
+    ref[j] = dRef[i]!;
+    text[j] = dText[i]!;
+    fin[j] = dFinal[i]!;
+    tr[j] = dTrust[i]!;
+    key[j] = dKey[i]!;
+    st[j] = dStore[i]!;
+  }
+  dRef.set(ref);
+  dText.set(text);
+  dFinal.set(fin);
+  dTrust.set(tr);
+  dKey.set(key);
+  dStore.set(st);
+  return n;
 }
 
 function rankedProduct(p: RankableProduct, store: StoreSnapshot, textScore: number, now: Date, settings: SearchSettings): RankedProduct {

@@ -12,7 +12,7 @@ import { fail } from "../actors/runtime/errors.ts";
 import { buyableStock, listStores, storeSnapshot } from "../actors/store/reads.ts";
 import { storeFromRow, type StoreRow } from "../actors/store/schemas.ts";
 import { ProductColumns } from "./columns.ts";
-import { tokenize, type SearchDoc, type SearchEngine, type StockUpdate } from "./engine.ts";
+import { isWildcardText, tokenize, type EngineQuery, type SearchDoc, type SearchEngine, type StockUpdate } from "./engine.ts";
 import { MAX_SYNONYM_KEY_WORDS } from "./text-score.ts";
 import { validateSearchDoc } from "./embedded.ts";
 import { log } from "../infra/log.ts";
@@ -761,11 +761,12 @@ export class SearchService {
     const norm: NormalizedRequest = normalizeRequest(q);
     const engineQuery = engineQueryFor(q.query, q, this.allowedSlugs(q), this.settings, this.currencies);
     engineQuery.unordered = true; // rankProducts orders the window
+    const cap = this.wildcardWindow(engineQuery);
     // the embedded engine's window as arrays, ranked right away (they are its scratch); other engines' objects
     const window = this.engine.queryWindow?.(engineQuery);
     const candidates = window === undefined ? await this.engine.query(engineQuery) : [];
     const candidateCount = window === undefined ? candidates.length : window.length;
-    const result = rankProducts({ candidates, window, products: this.products, columns: this.columns, stores: this.stores, request: q, now, settings: this.settings });
+    const result = rankProducts({ candidates, window, products: this.products, columns: this.columns, stores: this.stores, request: q, now, settings: this.settings, cap });
     const tookMs = Math.round((performance.now() - started) * 100) / 100;
     return {
       products: result.items.map((p) => displaySummary(toProductSummary(p))),
@@ -786,6 +787,22 @@ export class SearchService {
         rankingWeights: this.settings.rankingWeights,
       },
     };
+  }
+
+  /**
+   * A wildcard query (`"*"`, browsing a category) has no text to choose its candidate window by: every match scores
+   * 0, and an engine's first `window` of them are its first ids (the embedded engine) or its newest (Meilisearch),
+   * so a price, newest or trust sort, or the relevance formula, ordered an arbitrary subset and missed the cheapest,
+   * newest or best matches past the window (helper A, session 20). For such a query the engine is asked for every
+   * match (its window widened to the catalog in place), and the window becomes ranking's `cap`: the first
+   * `candidateWindow` matches of the requested order, so `total` keeps its bound. Undefined for a text query, whose
+   * window stays the engine's most relevant candidates. An engine that caps its answer (Meilisearch's maxTotalHits)
+   * still ranks only what it returns.
+   */
+  private wildcardWindow(q: EngineQuery): number | undefined {
+    if (!isWildcardText(q.text)) return undefined;
+    q.window = Math.max(q.window, this.productMap.size);
+    return this.settings.candidateWindow;
   }
 
   /**
@@ -823,9 +840,12 @@ export class SearchService {
     eq.unordered = true;
     let candidates = await this.engine.query(eq);
     if (!source.category) candidates = candidates.filter((c) => c.textScore >= RELATED_MIN_TEXT_SCORE);
+    let cap: number | undefined;
     if (candidates.length === 0 && source.category) {
-      // nothing shares a word with the title: fall back to the category alone
-      candidates = await this.engine.query({ ...eq, text: "" });
+      // nothing shares a word with the title: fall back to the category alone (every match, ranked: wildcardWindow)
+      const all: EngineQuery = { ...eq, text: "" };
+      cap = this.wildcardWindow(all);
+      candidates = await this.engine.query(all);
     }
     const othersMap = new Map(others.map((s) => [s.slug, s]));
     const ranked = rankProducts({
@@ -836,6 +856,7 @@ export class SearchService {
       request: req,
       now,
       settings: this.settings,
+      cap,
     });
     return ranked.items.map((p) => displaySummary(toProductSummary(p)));
   }
