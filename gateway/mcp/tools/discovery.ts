@@ -10,6 +10,7 @@ import { policiesView } from "../../../actors/store/ingest.ts";
 import { agentHint } from "../../../actors/store/insights.ts";
 import { findEligibleProducts, getEligibleProduct, toProductDetail } from "../../../actors/store/reads.ts";
 import type { SortOrder } from "../../../search/ranking.ts";
+import { categoryKey } from "../../../search/engine.ts";
 import { getSearchService } from "../../../search/service.ts";
 import { productComparison, resolveComparable } from "../../rest/compare.ts";
 import { BRIDGED_PROTOCOLS, merchantProfile, preferredProtocol, protocolEntries, returnPolicy } from "../../rest/merchants.ts";
@@ -161,10 +162,18 @@ export const browseCategories = defineTool({
   title: "Browse categories",
   description:
     "List this store's product categories with how many active products (and how many in stock) each holds. Use a " +
-    "category name as the `category` argument of search_products.",
+    "category name as the `category` argument of search_products. Products without a category are counted apart " +
+    "(`uncategorized`): search_products finds them without a category filter.",
   group: "discovery",
   input: T.Object({}, Strict),
-  output: T.Object({ store: T.String(), categories: T.Array(T.Object({ name: T.String(), productCount: T.Integer(), inStockCount: T.Integer() }, Open)) }, Open),
+  output: T.Object(
+    {
+      store: T.String(),
+      categories: T.Array(T.Object({ name: T.String(), productCount: T.Integer(), inStockCount: T.Integer() }, Open)),
+      uncategorized: T.Object({ productCount: T.Integer(), inStockCount: T.Integer() }, Open),
+    },
+    Open,
+  ),
   annotations: READ,
   auth: "public",
   scopes: ["search"],
@@ -174,12 +183,39 @@ export const browseCategories = defineTool({
     const rows = await ctx.svc.sql<{ name: string | null; n: number; in_stock: number }[]>`
       SELECT category AS name, count(*)::int AS n, count(*) FILTER (WHERE in_stock)::int AS in_stock
       FROM products WHERE store_slug = ${ctx.store.slug} AND active GROUP BY category ORDER BY category NULLS LAST`;
-    return {
-      store: ctx.store.slug,
-      categories: rows.map((r) => ({ name: r.name ?? "Uncategorized", productCount: r.n, inStockCount: r.in_stock })),
-    };
+    return { store: ctx.store.slug, ...categoriesBySearchKey(rows) };
   },
 });
+
+/**
+ * The categories as search_products' `category` filter sees them (helper A, session 20): spellings with one
+ * `categoryKey` ("Apparel", "apparel ") are one entry, named by its most used spelling, counting all of them; a
+ * category without a key (none, "", white space or punctuation only), which no filter matches, is counted in
+ * `uncategorized` instead of listed under a name the filter does not find ("Uncategorized" found nothing).
+ */
+export function categoriesBySearchKey(rows: readonly { name: string | null; n: number; in_stock: number }[]) {
+  const byKey = new Map<string, { name: string; top: number; productCount: number; inStockCount: number }>();
+  const uncategorized = { productCount: 0, inStockCount: 0 };
+  for (const r of rows) {
+    const key = categoryKey(r.name);
+    if (key === null) {
+      uncategorized.productCount += r.n;
+      uncategorized.inStockCount += r.in_stock;
+      continue;
+    }
+    const c = byKey.get(key);
+    if (!c) byKey.set(key, { name: r.name!, top: r.n, productCount: r.n, inStockCount: r.in_stock });
+    else {
+      if (r.n > c.top) [c.name, c.top] = [r.name!, r.n];
+      c.productCount += r.n;
+      c.inStockCount += r.in_stock;
+    }
+  }
+  const categories = [...byKey.values()]
+    .map(({ name, productCount, inStockCount }) => ({ name, productCount, inStockCount }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { categories, uncategorized };
+}
 
 export const compareProductsTool = defineTool({
   name: "compare_products",
