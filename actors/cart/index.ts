@@ -60,6 +60,7 @@ import {
   PENDING_CONFIRMATION_TTL_MS,
   prepareLegsForCharge,
   resumeRetriesRolledBack,
+  isSessionExpired,
   isStaleInProgress,
   settleLegs,
   STALE_IN_PROGRESS_MS,
@@ -839,6 +840,8 @@ function assertPreviewAllowed(live: SessionState, now: number): void {
 }
 
 async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shippingChoice?: ShippingChoiceInput): Promise<{ view: PreviewView; priced: Priced }> {
+  ownCart(ctx, keyId);
+  await endDueSession(ctx);
   if (shippingChoice) {
     await chooseCartShipping(ctx, keyId, shippingChoice, expectedRevision);
     expectedRevision = undefined; // checked by the choice; the choice itself may have moved the revision on
@@ -1722,6 +1725,41 @@ async function endSessionUnpaid(
 }
 
 /**
+ * The end of a session left unfinished past its expiry: EXPIRED, its unpaid orders canceled and their stock released
+ * (endSessionUnpaid), and one `checkout.abandoned` per merchant whose leg was not paid, in this turn's transaction.
+ * The session timer does it at the session's time; a preview that finds the session due first does it then
+ * (endDueSession).
+ */
+async function expireSession(ctx: Ctx, s: SessionState): Promise<void> {
+  const moved = await endSessionUnpaid(ctx, s, "expire");
+  const tx = await ctx.tx();
+  // One event per merchant whose leg was not paid, with that leg's own total: a paid merchant has an order,
+  // and no merchant learns the others of the cart or their amounts (audit D7).
+  await outboxCheckoutAbandoned(tx, {
+    checkoutSessionId: s.id,
+    cartId: ctx.id,
+    legs: s.legs.map((l) => ({ merchantSlug: l.storeId, totalMinor: l.amountMinor, captured: l.status === "captured" })),
+    currency: totalsOf(s).currency,
+    status: moved.status,
+    now: ctx.now(),
+  });
+}
+
+/**
+ * A session still waiting (OPEN, READY_FOR_PAYMENT, PENDING_EXTERNAL_CONFIRMATION) past its expiry whose timer has not
+ * run yet (the reminder poll comes a little later, or later still after a host was down) is expired now, as its
+ * timer would, before a preview or a one-call checkout looks at it. Such a session is expired for every caller
+ * already (its completion answers "expired; preview the cart again"), but the preview took it for a live one and
+ * previewed it again: the same session id came back with the old attempt's idempotency key bound, so the new key of
+ * the new session the answer promised was refused IDEMPOTENCY_KEY_CONFLICT. Call it after the cart's owner is checked.
+ */
+async function endDueSession(ctx: Ctx): Promise<void> {
+  const s = ctx.state.session;
+  if (!s || !LIVE_WAITING.has(s.status) || !isSessionExpired(s, ctx.now())) return;
+  await expireSession(ctx, s);
+}
+
+/**
  * `complete`'s refusals that need no hold and no charge, in the same order, without doing anything (the `precheck`
  * message). A finished session is only reported: what `complete` answers for it is its own business (idempotent
  * replays), and no payment can start from it.
@@ -2330,6 +2368,7 @@ export const cartActor = defineActor({
     async checkout(ctx, body): Promise<CompleteReply> {
       const cart = ownCart(ctx, body.keyId);
       assertNotReplaced(cart);
+      await endDueSession(ctx);
       const s = ctx.state.session;
       // A session that is running, waiting or done answers for itself (idempotency); otherwise the caller
       // approves the current state: preview and complete in one turn.
@@ -2414,18 +2453,7 @@ export const cartActor = defineActor({
         await armSession(ctx, s.expiresAt, { sessionId: s.id });
         return;
       }
-      const moved = await endSessionUnpaid(ctx, s, "expire");
-      const tx = await ctx.tx();
-      // One event per merchant whose leg was not paid, with that leg's own total: a paid merchant has an order,
-      // and no merchant learns the others of the cart or their amounts (audit D7).
-      await outboxCheckoutAbandoned(tx, {
-        checkoutSessionId: s.id,
-        cartId: ctx.id,
-        legs: s.legs.map((l) => ({ merchantSlug: l.storeId, totalMinor: l.amountMinor, captured: l.status === "captured" })),
-        currency: totalsOf(s).currency,
-        status: moved.status,
-        now,
-      });
+      await expireSession(ctx, s);
     },
     /** Timers named `reconcile` scheduled before the session timer took that job over. */
     async reconcile(ctx, payload) {
