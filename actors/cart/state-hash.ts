@@ -15,7 +15,8 @@
  *   single component went up (a line's unit price, a store's shipping or tax, or a discount went down), or the
  *   total went down by more than the tolerance;
  * - ok: nothing moved, or only a decrease within the tolerance: at most max(50 minor units, 0.5 % of the
- *   previewed total). The buyer pays less than approved, which is within any mandate they gave.
+ *   previewed total). The payment then charges the session's approved pricing, not the lower current one (the
+ *   human approved that total; MCP binds the payment to its state hash): a decrease this small does not interrupt it.
  * A reconfirm outcome passes when the caller sends `reconfirmed_state_hash` equal to the current hash; a missing
  * or stale hash is refused again with the fresh hash. Blocked is never overridable.
  */
