@@ -791,6 +791,8 @@ function changeCartShipping(ctx: Ctx, cart: CartRecord, shipping: CartShipping |
 }
 
 async function chooseCartShipping(ctx: Ctx, keyId: string, input: ShippingChoiceInput, expectedRevision?: number): Promise<{ priced: Priced; zones: Map<string, ShippingZone[]> }> {
+  ownCart(ctx, keyId);
+  await endDueSession(ctx); // a shipping change must not revive a due session either (it reopened it OPEN)
   const cart = ownCart(ctx, keyId);
   assertNotReplaced(cart);
   // A country that does not exist is a mistake in the call (400, as the shipping estimate answers), not a place no
@@ -1751,7 +1753,8 @@ async function expireSession(ctx: Ctx, s: SessionState): Promise<void> {
  * timer would, before a preview or a one-call checkout looks at it. Such a session is expired for every caller
  * already (its completion answers "expired; preview the cart again"), but the preview took it for a live one and
  * previewed it again: the same session id came back with the old attempt's idempotency key bound, so the new key of
- * the new session the answer promised was refused IDEMPOTENCY_KEY_CONFLICT. Call it after the cart's owner is checked.
+ * the new session the answer promised was refused IDEMPOTENCY_KEY_CONFLICT (a shipping change reopened it OPEN
+ * likewise). Called by the preview, the one-call checkout and the shipping changes, after the cart's owner is checked.
  */
 async function endDueSession(ctx: Ctx): Promise<void> {
   const s = ctx.state.session;
@@ -2342,6 +2345,8 @@ export const cartActor = defineActor({
     },
 
     async clearShipping(ctx, body): Promise<CartView> {
+      ownCart(ctx, body.keyId);
+      await endDueSession(ctx);
       const cart = ownCart(ctx, body.keyId);
       assertNotReplaced(cart);
       let next = cart;

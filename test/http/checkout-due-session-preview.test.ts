@@ -6,7 +6,8 @@
  * so the new key an agent uses for a new session was refused 409 IDEMPOTENCY_KEY_CONFLICT, and the one-call checkout
  * with a new key likewise. docs/checkout.md: an expired session takes no key; a preview opens a new session, which
  * takes a new key. The preview (and the one-call checkout) now ends such a session as its timer would: EXPIRED, its
- * pending orders canceled, `checkout.abandoned` written; then a new session is opened.
+ * pending orders canceled, `checkout.abandoned` written; then a new session is opened. So does a shipping choice on the
+ * cart (MCP get_shipping_rates), which reopened the due session OPEN with its key bound.
  *
  * The server runs without a reminder poll (`reminderPollMs: 0`), so no timer runs behind the test's back; its clock is
  * the test's own.
@@ -15,6 +16,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { ManualClock } from "../../actors/runtime/clock.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { useServer } from "../helpers/server.ts";
+import { connect } from "../mcp/helpers.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
 const READY_LIFETIME_MS = 30 * 60_000; // docs/checkout.md "Expiry": OPEN/READY_FOR_PAYMENT 30 min
@@ -82,6 +84,22 @@ describe("a session past its expiry before its timer ran", () => {
     const events = await srv.db.sql<{ status: string }[]>`
       SELECT payload->>'status' AS status FROM webhook_events WHERE kind = 'checkout.abandoned' AND payload->>'cartId' = ${cartId}`;
     expect(events.map((e) => e.status)).toEqual(["EXPIRED"]);
+  });
+
+  test("an MCP shipping choice (get_shipping_rates with the cart) ends it too instead of reopening it, so the next preview is a new session", async () => {
+    const { cartId, sessionId } = await dueSession();
+    const mcp = await connect(srv, { headers: key.headers });
+    try {
+      const rates = await mcp.call("get_shipping_rates", { cart_id: cartId, country_code: "US", postal_code: "10001" });
+      expect(rates.isError).toBeFalsy();
+    } finally {
+      await mcp.close();
+    }
+    const p = await preview(cartId);
+    expect(p.status).toBe(200);
+    expect(p.body.data.checkout_session_id).not.toBe(sessionId);
+    const paid = await checkout({ cartId, checkout_session_id: p.body.data.checkout_session_id, payment_method: "tok_approve", idempotency_key: crypto.randomUUID() });
+    expect(paid.status).toBe(200);
   });
 
   test("a session one millisecond before its expiry is previewed again as before: the same session, its key still bound", async () => {
