@@ -54,6 +54,11 @@ export class ProductColumns {
 
   readonly storeSlugs: string[] = [];
   readonly storeIndex = new Map<string, number>();
+  /**
+   * Live products per store index (`storeSlugs`): a bound of a store's matches, for the wildcard search's store
+   * prefix (search/service.ts `rankWildcard`).
+   */
+  readonly storeProducts: number[] = [];
   readonly categoryKeys: string[] = [];
   readonly categoryIndex = new Map<string, number>();
   readonly currencies: string[] = [];
@@ -88,11 +93,14 @@ export class ProductColumns {
       this.records.push(undefined);
       this.ids.push("");
     }
+    if (this.records[ref] !== undefined) this.storeProducts[this.store[ref]!]!--;
     this.records[ref] = p;
     if (this.ids[ref] !== p.id) this.gen[ref] = (this.gen[ref]! + 1) & 0x7fff_ffff;
     this.ids[ref] = p.id;
     this.idKey[ref] = idOrderKey(p.id);
-    this.store[ref] = this.intern(this.storeIndex, this.storeSlugs, p.storeSlug);
+    const store = this.intern(this.storeIndex, this.storeSlugs, p.storeSlug);
+    this.store[ref] = store;
+    this.storeProducts[store] = (this.storeProducts[store] ?? 0) + 1;
     this.inStock[ref] = p.inStock ? 1 : 0;
     const key = p.category === null ? null : categoryKey(p.category);
     this.category[ref] = key === null ? -1 : this.intern(this.categoryIndex, this.categoryKeys, key);
@@ -110,6 +118,7 @@ export class ProductColumns {
 
   unset(ref: number): void {
     if (ref >= this.records.length) return;
+    if (this.records[ref] !== undefined) this.storeProducts[this.store[ref]!]!--;
     this.records[ref] = undefined;
     this.gen[ref] = (this.gen[ref]! + 1) & 0x7fff_ffff;
     this.ids[ref] = "";
@@ -120,6 +129,7 @@ export class ProductColumns {
     this.records.length = 0;
     this.ids.length = 0;
     this.prices.length = 0;
+    this.storeProducts.length = 0;
   }
 
   /** Refs the columns cover (live or free). */

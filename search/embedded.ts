@@ -367,6 +367,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
   private deadPostings = 0;
   /** Slots sorted by id (wildcard listing), rebuilt lazily after a change. */
   private byId: Int32Array | null = null;
+  /** Live slots per store index, for a wildcard that wants every match (built on demand, dropped with byId). */
+  private byStore: Int32Array[] | null = null;
 
   private storeIndex = new Map<string, number>();
   private storeMasks = new WeakMap<readonly string[], { stores: number; mask: Uint8Array | null }>();
@@ -476,6 +478,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.totalPostings = 0;
     this.deadPostings = 0;
     this.byId = null;
+    this.byStore = null;
     this.rowOf = new Int32Array(0);
   }
 
@@ -558,6 +561,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.docTerms[slot] = Int32Array.from(entries);
     this.docCount++;
     this.byId = null;
+    this.byStore = null;
   }
 
   private removeSlot(slot: number): void {
@@ -581,6 +585,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.pendingFree.push(slot);
     this.docCount--;
     this.byId = null;
+    this.byStore = null;
   }
 
   /** Drops dead postings once they are a quarter of all postings; their slots become reusable only then. */
@@ -1062,6 +1067,23 @@ export class EmbeddedSearchEngine implements SearchEngine {
   }
 
   private wildcard(filter: SlotFilter, window: number): CandidateWindow {
+    const ok = filter.storeOk;
+    if (ok !== null && window >= this.docCount) {
+      // Every match is wanted (no window to cut), so their order does not matter: only the allowed stores' documents
+      // are visited (the search service's wildcard asks for a prefix of the stores: search/service.ts rankWildcard).
+      if (this.byStore === null) {
+        const lists: number[][] = Array.from({ length: this.storeIndex.size }, () => []);
+        for (const [, slot] of this.idToSlot) lists[this.storeOf[slot]!]!.push(slot);
+        this.byStore = lists.map((l) => Int32Array.from(l));
+      }
+      const lists = this.byStore;
+      for (let si = 0, n = Math.min(lists.length, ok.length); si < n; si++) {
+        if (ok[si] !== 1) continue;
+        const list = lists[si]!;
+        for (let i = 0; i < list.length; i++) if (this.passes(filter, list[i]!)) this.emit(list[i]!, 0);
+      }
+      return this.out;
+    }
     if (this.byId === null) {
       const live: number[] = [];
       for (const [, slot] of this.idToSlot) live.push(slot);

@@ -231,6 +231,12 @@ export interface RankResult<T = RankedProduct> {
   page: number;
   limit: number;
   totalPages: number;
+  /**
+   * With RankInput.cap, when more than `cap` candidates passed the filters: the cap-th best value of the order's first
+   * criterion (relevance: the final score; trust_score: the trust; price_asc: minus the major price; price_desc: the
+   * major price; newest: the creation time), i.e. a candidate left out is not above it.
+   */
+  capCut?: number;
 }
 
 export interface NormalizedRequest {
@@ -1133,7 +1139,14 @@ function rankFromColumns(
             ? (a, b) => key[b]! - key[a]! || relevance(a, b)
             : relevance;
 
-  if (input.cap !== undefined && kept > input.cap) kept = keepFirst(kept, input.cap, cmp);
+  let capCut: number | undefined;
+  if (input.cap !== undefined && kept > input.cap) {
+    // the order's first criterion as one number per position, larger first: what the cut is taken on
+    const first = req.sort === "price_asc" ? (i: number) => -key[i]! : desc || newest ? (i: number) => key[i]! : req.sort === "trust_score" ? (i: number) => trust[i]! : (i: number) => final[i]!;
+    const cut = keepFirst(kept, input.cap, cmp, first);
+    kept = cut.kept;
+    capCut = cut.cut;
+  }
   // dedupe: the best position per title key (relevance is a total order, so visiting order does not matter); the
   // positions of other merchants under that key are dropped, the winner's merchant's own are kept (audit Q-4)
   let survivors: number[] | null = null;
@@ -1163,16 +1176,26 @@ function rankFromColumns(
   // the store of a kept position is byIndex[its store index].store: an entry set during this call is replaced only
   // by terms built from the same `input.stores` entry (and a kept position's store passed, so it is not null)
   const items = page.map((i) => rankedProduct(cols.records[ref[i]!]!, byIndex[dStore[i]!]!.store, dText[i]!, input.now, settings));
-  return { items, total, page: req.page, limit: req.limit, totalPages: Math.ceil(total / req.limit) };
+  return { items, total, page: req.page, limit: req.limit, totalPages: Math.ceil(total / req.limit), ...(capCut !== undefined ? { capCut } : {}) };
 }
+
+/** keepFirst's scratch: a copy of the first criterion (quickselect permutes it). */
+let firstScratch = new Float64Array(1024);
 
 /**
  * Keeps the first `cap` of the dense path's `kept` positions in `cmp`'s order, moved to positions [0, cap) of the
- * scratch arrays (in that order), and returns `cap` (RankInput.cap).
+ * scratch arrays (in that order), and returns `cap` (RankInput.cap). `first` is `cmp`'s first criterion as a number,
+ * larger first: a quickselect on it finds the cap-th best value, every position below that value is dropped without a
+ * comparison, and only the rest (the cap best and the ties at the cut) go through `cmp`. A wildcard search hands
+ * every match of the catalog over; a comparator heap over all of them cost 5-20 ms at 100k products.
  */
-function keepFirst(kept: number, cap: number, cmp: (a: number, b: number) => number): number {
+function keepFirst(kept: number, cap: number, cmp: (a: number, b: number) => number, first: (i: number) => number): { kept: number; cut: number } {
+  if (firstScratch.length < kept) firstScratch = new Float64Array(Math.max(kept, firstScratch.length * 2));
+  const values = firstScratch;
+  for (let i = 0; i < kept; i++) values[i] = first(i);
+  const cut = kthLargest(values, kept, cap);
   const top = new TopK<number>(cap, cmp);
-  for (let i = 0; i < kept; i++) top.push(i);
+  for (let i = 0; i < kept; i++) if (first(i) >= cut) top.push(i);
   const chosen = top.sorted();
   const n = chosen.length;
   const ref = new Int32Array(n), text = new Float64Array(n), fin = new Float64Array(n), tr = new Float64Array(n), key = new Float64Array(n), st = new Int32Array(n);
@@ -1191,7 +1214,43 @@ function keepFirst(kept: number, cap: number, cmp: (a: number, b: number) => num
   dTrust.set(tr);
   dKey.set(key);
   dStore.set(st);
-  return n;
+  return { kept: n, cut };
+}
+
+/**
+ * A wildcard search's stores in the order of the best value a match of theirs can have on the sort's first
+ * criterion (search/service.ts `rankWildcard`), or null for a sort whose first criterion is per product (price,
+ * newest). relevance: the final score of an in-stock product (a wildcard's text score is 0, so it depends only on
+ * the store and the stock; written as rankFromColumns computes it, so the values compare exactly); trust_score: the
+ * store's trust. Stores the request cannot return (ineligible, below its trust or verification filter) are left out.
+ */
+export function wildcardStoreOrder(
+  stores: ReadonlyMap<string, StoreSnapshot>,
+  slugs: readonly string[],
+  request: RankRequest,
+  now: Date,
+  settings: SearchSettings,
+): Array<{ slug: string; bound: number }> | null {
+  const req = normalizeRequest(request);
+  if (req.sort !== "relevance" && req.sort !== "trust_score") return null;
+  const w = settings.rankingWeights;
+  const nowMs = now.getTime();
+  const text = clamp01(0);
+  const out: Array<{ slug: string; bound: number }> = [];
+  for (const slug of slugs) {
+    const store = stores.get(slug);
+    if (!store || !storePassesFilters(store, req.filters)) continue;
+    const trust = clamp01(store.trustScore ?? 0);
+    if (req.sort === "trust_score") {
+      out.push({ slug, bound: trust });
+      continue;
+    }
+    const freshness = freshnessValue(freshnessWindow(syncedAtMs(store), nowMs).tier);
+    const multiplier = store.storeStatus === "deprioritized" ? 1 - settings.deprioritizedPenalty : 1;
+    const base = text * w.text + trust * w.trust + freshness * w.freshness + 1 * w.inStock;
+    out.push({ slug, bound: base * multiplier });
+  }
+  return out.sort((a, b) => b.bound - a.bound);
 }
 
 function rankedProduct(p: RankableProduct, store: StoreSnapshot, textScore: number, now: Date, settings: SearchSettings): RankedProduct {
