@@ -880,7 +880,7 @@ async function doPreview(ctx: Ctx, keyId: string, expectedRevision?: number, shi
       stateHash: hash,
       legs: priced.totals.stores.map((s) => paid.find((l) => l.storeId === s.storeId) ?? newLeg(s.storeId, s.totalMinor, priced.totals.currency)),
       orderIds: Object.fromEntries(paid.map((l) => [l.storeId, ended!.orderIds[l.storeId]!])),
-      tokens: {},
+      tokens: carriedCardMethods(ended),
       rail: "card",
       risk: null,
       createdAt: now,
@@ -916,8 +916,21 @@ function shippingOfLeg(priced: Priced, cart: CartRecord, storeId: string): Begin
 }
 
 /**
- * The payment method a leg's attempt uses: the call's, else the one the leg's previous attempt used, else the store's
- * default. A call naming none repeats the earlier attempt as it was: after the buyer refused a payment at the
+ * The card methods a new session of this cart starts from: each store's method in the cart's previous session (its
+ * last attempt's, or what that session had carried), so that a call naming none repeats it in the new session too
+ * (tokenFor). Without it the cart forgot the method when its session ended: after the buyer's approval expired (or
+ * the session was canceled, or failed), the very call that had answered 202 "waiting for the buyer" until then,
+ * `{cartId, idempotency_key}` on the one-call route, opened a new session and captured the store's default method
+ * with nobody asked (audit DZ-1's class, across sessions; session 20, helper B). x402 references are not carried.
+ */
+function carriedCardMethods(ended: SessionState | null): Record<string, string> {
+  if (!ended) return {};
+  return Object.fromEntries(Object.entries(ended.tokens).filter(([, t]) => VALID_TEST_TOKENS.includes(t)));
+}
+
+/**
+ * The payment method a leg's attempt uses: the call's, else the one the leg's previous attempt used (in this session,
+ * or carried from the cart's previous one: carriedCardMethods), else the store's default. A call naming none repeats the earlier attempt as it was: after the buyer refused a payment at the
  * approval link, "call again" (PAYMENT_NOT_APPROVED's remedy, and the resume the 202 asks for) must ask the buyer
  * again, not capture the store's default card the buyer never chose (audit DZ-1); after a decline it is declined
  * again until the call names another method. Only a card-rail method of the earlier attempt is reused (an x402
@@ -1030,7 +1043,7 @@ function assertStoresPayable(session: SessionState, stores: Map<string, CatalogL
       if (ref) tokens[leg.storeId] = ref;
       continue;
     }
-    const token = tokenFor(body, leg, store, leg.attempt > 0 ? session.tokens[leg.storeId] : undefined);
+    const token = tokenFor(body, leg, store, session.tokens[leg.storeId]);
     assertSandboxToken(body, leg.storeId, token);
     if (token === "MOCK" ? !store.paymentMethods.includes("MOCK") : !store.paymentMethods.includes("card")) {
       throw fail("PAYMENT_METHOD_NOT_CONFIGURED", `Merchant ${leg.storeId} does not accept ${token === "MOCK" ? "MOCK payments" : "cards"}.`, {

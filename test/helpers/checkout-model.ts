@@ -579,6 +579,24 @@ const ROLLBACK: Partial<Record<Token, { code: string; rank: number }>> = {
 /** The default method of a store with no previous attempt: MOCK where the store lists it (the demo store), else tok_approve. */
 const defaultMethod = (store: string): Token => (store === "demo-store" ? "MOCK" : "tok_approve");
 
+/**
+ * Each store's method of the cart's last attempt, whatever session made it: a new session of the cart starts its legs
+ * from it, so a call naming none repeats it there too (actors/cart/index.ts carriedCardMethods; session 20, helper B).
+ */
+const cartMethods = new WeakMap<MCart, Record<string, Token>>();
+const rememberMethod = (cart: MCart, store: string, method: Token | null): void => {
+  if (method === null) return;
+  cartMethods.set(cart, { ...cartMethods.get(cart), [store]: method });
+};
+/** A new session's leg for a store of the cart: captured where the cart paid it, else unpaid with the carried method. */
+const newSessionLeg = (cart: MCart, store: string): Leg => ({
+  store,
+  status: cart.paidStores.has(store) ? "captured" : "unpaid",
+  lastMethod: cartMethods.get(cart)?.[store] ?? null,
+  link: null,
+  decision: null,
+});
+
 async function shortage(w: World, cart: MCart, stores: string[], afterTheCall: boolean): Promise<boolean> {
   for (const l of cart.lines) {
     const p = productOf(w, l);
@@ -742,6 +760,7 @@ async function predictComplete(w: World, cart: MCart, key: string, methods: Reco
     captureResumed(resumed);
     for (const o of outcomes) {
       o.leg.lastMethod = o.method;
+      rememberMethod(cart, o.leg.store, o.method);
       if (o.out === "tok_needs_approval") {
         o.leg.status = "awaiting";
         o.leg.decision = null;
@@ -970,7 +989,7 @@ class Preview implements Cmd {
         id,
         status: "READY_FOR_PAYMENT",
         key: s && s.id === id ? s.key : null,
-        legs: cart.stores.map((store) => ({ store, status: cart.paidStores.has(store) ? "captured" : "unpaid", lastMethod: null, link: null, decision: null })),
+        legs: cart.stores.map((store) => newSessionLeg(cart, store)),
       };
     }
     cart.status = "CHECKOUT";
@@ -1066,7 +1085,7 @@ class Complete implements Cmd {
     // MCP pays a previewed session with one payment_method for every store, the human asked (and approving) first
     const viaMcp = this.via === "mcp" && !oneCall && !this.concurrent && cart.stores.includes("demo-store");
     if (oneCall) {
-      cart.session = { id: "", status: "READY_FOR_PAYMENT", key: null, legs: cart.stores.map((store) => ({ store, status: cart.paidStores.has(store) ? "captured" : "unpaid", lastMethod: null, link: null, decision: null })) };
+      cart.session = { id: "", status: "READY_FOR_PAYMENT", key: null, legs: cart.stores.map((store) => newSessionLeg(cart, store)) };
       cart.status = "CHECKOUT";
     }
     const s = cart.session!;
@@ -1490,11 +1509,15 @@ async function resyncCart(w: World, m: Model, cart: MCart): Promise<void> {
     return;
   }
   const key = cart.session?.id === sid ? cart.session.key : null;
+  const [held] = await w.srv.db.sql<{ tokens: Record<string, string> | null }[]>`SELECT state->'session'->'tokens' AS tokens FROM actor_state WHERE kind = 'cart' AND id = ${cart.id}`;
+  const carried = held?.tokens ?? {};
   const legs: Leg[] = [];
   for (const store of cart.stores) {
     const [o] = await w.srv.db.sql<{ paid_at: Date | null; intent_id: string | null; payment_method: string | null }[]>`
       SELECT paid_at, intent_id, payment_method FROM orders WHERE checkout_session_id = ${sid} AND store_slug = ${store}`;
-    const leg: Leg = { store, status: "unpaid", lastMethod: (o?.payment_method as Token | null) ?? null, link: null, decision: null };
+    // the leg's method: its order's in this session, else the one the session carried from the cart's previous one
+    const leg: Leg = { store, status: "unpaid", lastMethod: (o?.payment_method as Token | null) ?? (carried[store] as Token | undefined) ?? null, link: null, decision: null };
+    rememberMethod(cart, store, leg.lastMethod);
     if (cart.paidStores.has(store)) leg.status = "captured";
     else if (o?.intent_id && st === "PENDING_EXTERNAL_CONFIRMATION") {
       const [i] = await w.srv.db.sql<{ state: string; approval_token: string | null }[]>`SELECT state, approval_token FROM sandbox_ledger_intents WHERE intent_id = ${o.intent_id}`;
