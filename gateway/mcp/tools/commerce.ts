@@ -856,10 +856,15 @@ export const getCheckoutStatus = defineTool({
   confirmation: false,
   errors: { CHECKOUT_SESSION_NOT_FOUND: "as complete_checkout" },
   async handler(a, ctx) {
-    const cart = ofThisStore(ctx, await ctx.svc.actors.ask(cartActor, sessionCart(a.checkout_session_id), "get", { keyId: ownerId(ctx) }), () => noSuchSession(a.checkout_session_id));
+    // A missing or another key's cart is this tool's own refusal, naming the session asked about (not the cart's
+    // "No cart with that id." with details.cart_id under the translated code), as complete_checkout and
+    // cancel_checkout answer it.
+    const read = await ctx.svc.actors.ask(cartActor, sessionCart(a.checkout_session_id), "get", { keyId: ownerId(ctx) }).catch((err: unknown) => {
+      throw err instanceof ActorError && err.code === "CART_NOT_FOUND" ? noSuchSession(a.checkout_session_id) : err;
+    });
+    const cart = ofThisStore(ctx, read, () => noSuchSession(a.checkout_session_id));
     return { ...cart, requested_session_id: a.checkout_session_id, session_is_live: cart.checkout_session_id === a.checkout_session_id };
   },
-  translate: { CART_NOT_FOUND: "CHECKOUT_SESSION_NOT_FOUND" },
 });
 
 const Destination = {
