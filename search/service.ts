@@ -820,9 +820,14 @@ export class SearchService {
   private rankWildcard(q: SearchQuery, eq: EngineQuery, cap: number, now: Date): { result: RankResult; candidates: number } | null {
     const queryWindow = this.engine.queryWindow?.bind(this.engine);
     if (queryWindow === undefined || eq.storeSlugs === undefined) return null;
-    const order = wildcardStoreOrder(this.stores, eq.storeSlugs, q, now, this.settings);
-    if (order === null) return null;
     const cols = this.columns;
+    // Only a store the columns hold (every product indexed is set there first) can have a match: the order is taken
+    // over those when they are fewer than the allowed stores (wildcardStoreOrder applies the request's store filters
+    // itself). Thousands of eligible stores without products, ordered and masked on every browse, cost 6-60x the full
+    // pass they were to save (review R, session 20). A request scoped to one store keeps its allow-list.
+    const slugs = q.storeSlug === undefined && cols.storeSlugs.length < eq.storeSlugs.length ? cols.storeSlugs : eq.storeSlugs;
+    const order = wildcardStoreOrder(this.stores, slugs, q, now, this.settings);
+    if (order === null) return null;
     const productsOf = (slug: string) => cols.storeProducts[cols.storeIndex.get(slug) ?? -1] ?? 0;
     let target = cap;
     let atLeast = 0;

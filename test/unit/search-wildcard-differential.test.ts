@@ -281,4 +281,35 @@ describe("a wildcard search against ranking every match", () => {
       [uuid(1), 0.325],
     ]);
   });
+
+  test("asks the engine only for stores that hold products when most eligible stores hold none", async () => {
+    // 5,000 eligible stores, 10 of them with 150 products: the prefix is taken among those 10, not among thousands of
+    // empty stores interleaved with them by trust (ordering and masking those cost 6-60x the full pass: review R)
+    const now = new Date("2026-03-01T12:00:00.000Z");
+    const engine = createEmbeddedEngine();
+    const scopes: number[] = [];
+    const queryWindow = engine.queryWindow!.bind(engine);
+    engine.queryWindow = (q) => {
+      scopes.push(q.storeSlugs?.length ?? -1);
+      return queryWindow(q);
+    };
+    const svc = new SearchService(engine);
+    const rows: ProductLoadRow[] = [];
+    for (let i = 0; i < 5000; i++) {
+      const slug = `s${String(i).padStart(4, "0")}`;
+      svc.stores.set(slug, { slug, name: slug, trustScore: 0.3 + (i % 700) / 1000, verificationLevel: "STANDARD", storeStatus: "active", lastSyncAt: now.toISOString(), euQualified: false });
+      if (i % 500 !== 7) continue;
+      for (let j = 0; j < 150; j++) {
+        rows.push({ id: uuid(rows.length + 1), store_slug: slug, title: "Lamp", description: "", brand: null, category: "Lamps", tags: [], price_minor: 100, compare_at_price_minor: null, currency: "EUR", in_stock: true, images: [], active: true, created_at: now, updated_at: now });
+      }
+    }
+    await svc.applyRows(rows);
+    const r = await svc.search({ query: "*" }, now);
+    expect(r.meta.total).toBe(1000);
+    expect(scopes.length).toBeGreaterThan(0);
+    expect(Math.max(...scopes)).toBeLessThanOrEqual(10);
+    const w: World = { r: rng(1), pick: (xs) => xs[0]!, svc, now, slugs: [], nextId: 0, live: new Map(), lastScope: null };
+    const want = oracle(w, { query: "*" });
+    expect(r.products.map((p) => p.id)).toEqual(want.ids);
+  });
 });
