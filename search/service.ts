@@ -893,9 +893,10 @@ export class SearchService {
     const req: RankRequest = { filters: { inStock: false, ...(source.category ? { category: source.category } : {}) }, limit };
     const eq = engineQueryFromRequest(source.title, req, others, this.settings, this.currencies);
     eq.unordered = true;
+    // a title with no words to match ("*", blank) is a wildcard query: every match, ranked (wildcardWindow; review R)
+    let cap = this.wildcardWindow(eq);
     let candidates = await this.engine.query(eq);
     if (!source.category) candidates = candidates.filter((c) => c.textScore >= RELATED_MIN_TEXT_SCORE);
-    let cap: number | undefined;
     if (candidates.length === 0 && source.category) {
       // nothing shares a word with the title: fall back to the category alone (every match, ranked: wildcardWindow)
       const all: EngineQuery = { ...eq, text: "" };
