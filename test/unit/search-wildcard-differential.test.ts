@@ -127,6 +127,14 @@ async function build(seed: number): Promise<World> {
     }
   }
   await svc.applyRows(rows);
+  // sometimes many more stores than the catalog holds (rankWildcard then orders the catalog's stores only)
+  if (r() < 0.3) {
+    for (let i = 0, n = 20 + Math.floor(r() * 60); i < n; i++) {
+      const slug = `z${String(i).padStart(2, "0")}`;
+      w.slugs.push(slug);
+      svc.stores.set(slug, storeOf(w, slug));
+    }
+  }
   return w;
 }
 
