@@ -179,9 +179,12 @@ export const browseCategories = defineTool({
   scopes: ["search"],
   confirmation: false,
   async handler(_a, ctx) {
-    // A grouped read of the store's own catalog (no REST twin): the read model has no per-category function.
+    // A grouped read of the store's own catalog (no REST twin): the read model has no per-category function. In
+    // stock is what can be bought (actors/store/reads.ts buyableStock: tracked stock less the units pending checkouts
+    // hold), as search_products' in_stock_only and product reads count it, not the raw `in_stock` column (review R-4).
     const rows = await ctx.svc.sql<{ name: string | null; n: number; in_stock: number }[]>`
-      SELECT category AS name, count(*)::int AS n, count(*) FILTER (WHERE in_stock)::int AS in_stock
+      SELECT category AS name, count(*)::int AS n,
+        count(*) FILTER (WHERE in_stock AND (stock_quantity IS NULL OR stock_quantity - reserved_quantity > 0))::int AS in_stock
       FROM products WHERE store_slug = ${ctx.store.slug} AND active GROUP BY category ORDER BY category NULLS LAST`;
     return { store: ctx.store.slug, ...categoriesBySearchKey(rows) };
   },
