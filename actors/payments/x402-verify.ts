@@ -91,6 +91,8 @@ export function nonceKey(chainId: number, asset: string, from: string, nonce: st
   return `eip3009:${chainId}:${asset.toLowerCase()}:${from.toLowerCase()}:${nonce.toLowerCase()}`;
 }
 
+const MAX_UINT256 = 2n ** 256n - 1n;
+
 const refuse = (reason: X402VerifyReason, message: string, payer?: Address): X402VerifyResult =>
   payer === undefined ? { ok: false, reason, message } : { ok: false, reason, message, payer };
 
@@ -118,6 +120,11 @@ export async function verifyX402PaymentLocally(
   const inner = parseExactEip3009Payload(parsed.value.payload);
   if (!inner.ok) return refuse("malformed", `${inner.error} (only EIP-3009 authorizations are accepted)`);
   const { authorization, signature } = inner.value;
+  // EIP-3009 signs these as uint256: a larger number is no authorization the token could ever take, so it is a
+  // malformed payload (it reached the signature check as invalid_signature, with viem's range error as the message).
+  for (const field of ["value", "validAfter", "validBefore"] as const) {
+    if (BigInt(authorization[field]) > MAX_UINT256) return refuse("malformed", `authorization.${field} is larger than a uint256`);
+  }
   // Lower-case first: getAddress throws on a mixed-case address with a bad checksum; bytes are what count.
   const payer = getAddress(authorization.from.toLowerCase());
   const expectedChainId = evmChainIdOf(expected.network);
@@ -165,8 +172,10 @@ export async function verifyX402PaymentLocally(
       },
       signature: signature as Hex,
     });
-  } catch (err) {
-    return refuse("invalid_signature", `signature does not recover: ${err instanceof Error ? err.message : String(err)}`, payer);
+  } catch {
+    // Our own sentence only: viem's and noble's error text (a curve bound, "Version: viem@…") is another stack's
+    // internals and never reaches the agent, as for a facilitator's refusal text (audit V4, review RX-4).
+    return refuse("invalid_signature", "the signature is not a valid ECDSA signature (it recovers no signer)", payer);
   }
   if (signer !== payer) return refuse("invalid_signature", `signed by ${signer}, not by authorization.from ${payer}`, payer);
 
