@@ -59,6 +59,13 @@ export class ProductColumns {
    * prefix (search/service.ts `rankWildcard`).
    */
   readonly storeProducts: number[] = [];
+  /**
+   * Bumped whenever what orders a ref by price or creation time, or what the order keeps beside it, may have
+   * changed: another product at a ref, its price, variant prices, currency, creation time, store or category, a ref
+   * emptied, a reset. A stock flip (a record replaced with another `inStock` only) does not: the wildcard's
+   * per-product orders (search/service.ts `productOrder`) hold for one value, and every ref in a current one is live.
+   */
+  keyVersion = 0;
   readonly categoryKeys: string[] = [];
   readonly categoryIndex = new Map<string, number>();
   readonly currencies: string[] = [];
@@ -93,7 +100,20 @@ export class ProductColumns {
       this.records.push(undefined);
       this.ids.push("");
     }
-    if (this.records[ref] !== undefined) this.storeProducts[this.store[ref]!]!--;
+    const before = this.records[ref];
+    if (before !== undefined) this.storeProducts[this.store[ref]!]!--;
+    if (
+      before === undefined ||
+      before.id !== p.id ||
+      before.priceMinor !== p.priceMinor ||
+      before.prices !== p.prices ||
+      before.currency !== p.currency ||
+      before.createdAt !== p.createdAt ||
+      before.storeSlug !== p.storeSlug ||
+      before.category !== p.category
+    ) {
+      this.keyVersion++;
+    }
     this.records[ref] = p;
     if (this.ids[ref] !== p.id) this.gen[ref] = (this.gen[ref]! + 1) & 0x7fff_ffff;
     this.ids[ref] = p.id;
@@ -119,6 +139,7 @@ export class ProductColumns {
   unset(ref: number): void {
     if (ref >= this.records.length) return;
     if (this.records[ref] !== undefined) this.storeProducts[this.store[ref]!]!--;
+    this.keyVersion++;
     this.records[ref] = undefined;
     this.gen[ref] = (this.gen[ref]! + 1) & 0x7fff_ffff;
     this.ids[ref] = "";
@@ -130,6 +151,7 @@ export class ProductColumns {
     this.ids.length = 0;
     this.prices.length = 0;
     this.storeProducts.length = 0;
+    this.keyVersion++;
   }
 
   /** Refs the columns cover (live or free). */

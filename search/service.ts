@@ -12,7 +12,7 @@ import { fail } from "../actors/runtime/errors.ts";
 import { buyableStock, listStores, storeSnapshot } from "../actors/store/reads.ts";
 import { storeFromRow, type StoreRow } from "../actors/store/schemas.ts";
 import { ProductColumns } from "./columns.ts";
-import { isWildcardText, tokenize, type EngineQuery, type SearchDoc, type SearchEngine, type StockUpdate } from "./engine.ts";
+import { categoryKey, isWildcardText, tokenize, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine, type StockUpdate } from "./engine.ts";
 import { MAX_SYNONYM_KEY_WORDS } from "./text-score.ts";
 import { validateSearchDoc } from "./embedded.ts";
 import { log } from "../infra/log.ts";
@@ -28,6 +28,7 @@ import {
   type ProductSummary,
   type RankableProduct,
   type RankResult,
+  type SortOrder,
   type RankRequest,
   type StoreSnapshot,
   VersionedMap,
@@ -177,6 +178,17 @@ function unindexable(doc: SearchDoc, compareAtPriceMinor: number | null): string
  * synonyms count less. With Meilisearch the score is its ranking score, which also grows with the words matched.
  */
 export const RELATED_MIN_TEXT_SCORE = 0.5;
+
+/** Live refs by a price or newest sort's bound, best first, with their store and category indexes beside them. */
+interface ProductOrder {
+  refs: Int32Array;
+  bounds: Float64Array;
+  stores: Int32Array;
+  categories: Int32Array;
+}
+
+/** At most one rebuild of a stale per-product wildcard order per this interval (SearchService.productOrder). */
+const PRODUCT_ORDER_REBUILD_MS = 5_000;
 
 export class SearchService {
   readonly stores = new VersionedMap<string, StoreSnapshot>();
@@ -764,7 +776,7 @@ export class SearchService {
     const engineQuery = engineQueryFor(q.query, q, this.allowedSlugs(q), this.settings, this.currencies);
     engineQuery.unordered = true; // rankProducts orders the window
     const cap = this.wildcardWindow(engineQuery);
-    let ranked = cap === undefined ? null : this.rankWildcard(q, engineQuery, cap, now);
+    let ranked = cap === undefined ? null : (this.rankWildcard(q, engineQuery, cap, now) ?? this.rankWildcardByProduct(q, engineQuery, cap, now));
     if (ranked === null) {
       // the embedded engine's window as arrays, ranked right away (they are its scratch); other engines' objects
       const window = this.engine.queryWindow?.(engineQuery);
@@ -852,6 +864,121 @@ export class SearchService {
         target = Math.max(target * 2, Math.ceil((products * cap * 1.5) / window.length));
       }
     }
+  }
+
+  /**
+   * A wildcard query under a price or newest sort without ranking every match: those sorts' first criterion is per
+   * product, bounded by a value of the product alone (newest: its creation time; price_asc: minus its lowest price,
+   * price_desc: its highest, in major units: a price filter can only pick a variant price inside those). The live refs
+   * are kept ordered by that bound (`productOrder`); the walk takes them in order, skipping stores the request may
+   * not see, until it holds `cap` candidates and every ref tied with the last, ranks them with the same `cap`, and
+   * accepts the answer as for the store prefix: the window filled and the next ref's bound is strictly below the
+   * window's cut (RankResult.capCut). Otherwise it walks on (past every ref at or above the cut, or twice as far) and
+   * ranks again; having walked every ref, what it holds is every match. Null (the caller ranks every match): another
+   * sort, not the embedded engine (its `queryWindow` marks the catalog the columns describe), or no fresh order.
+   */
+  private rankWildcardByProduct(q: SearchQuery, eq: EngineQuery, cap: number, now: Date): { result: RankResult; candidates: number } | null {
+    if (this.engine.queryWindow === undefined || eq.storeSlugs === undefined) return null;
+    const req = normalizeRequest(q);
+    const sort = req.sort;
+    if (sort !== "newest" && sort !== "price_asc" && sort !== "price_desc") return null;
+    const order = this.productOrder(sort);
+    if (order === null) return null;
+    const cols = this.columns;
+    const allowed = new Uint8Array(cols.storeSlugs.length);
+    for (const slug of eq.storeSlugs) {
+      const i = cols.storeIndex.get(slug);
+      if (i !== undefined) allowed[i] = 1;
+    }
+    // The filters a product's columns decide at once are checked here too, so the walk gathers matches, not every
+    // product of a category it must skip: ranking re-applies them and the rest (prices), so this may only leave out
+    // what ranking would.
+    const wantCategory = req.filters.category === undefined ? -2 : (cols.categoryIndex.get(categoryKey(req.filters.category) ?? "") ?? -1);
+    if (wantCategory === -1) return null; // no product has that category: the full pass finds nothing, at no cost
+    const inStockOnly = req.filters.inStock;
+    // A current order's refs are all live, and its store and category copies are the columns' (keyVersion), read in
+    // order: reading a product's id or columns at random per ref walked was ~0.6 us a ref at 100k (cache misses).
+    const { refs, bounds, stores, categories } = order;
+    const n = refs.length;
+    const ids = cols.ids;
+    const stock = cols.inStock;
+    const candidates: Candidate[] = [];
+    let pos = 0;
+    const take = (at: number) => {
+      if (allowed[stores[at]!] !== 1 || (wantCategory >= 0 && categories[at] !== wantCategory)) return;
+      const ref = refs[at]!;
+      if (inStockOnly && stock[ref] !== 1) return;
+      candidates.push({ id: ids[ref]!, textScore: 0, ref });
+    };
+    let target = cap;
+    let cutAt = Infinity; // walk on past every bound at or above this
+    for (;;) {
+      while (pos < n && (candidates.length < target || bounds[pos]! >= cutAt)) take(pos++);
+      // refs tied with the last one taken go with it: the cut compares with the first ref left out
+      while (pos > 0 && pos < n && bounds[pos] === bounds[pos - 1]) take(pos++);
+      const result = rankProducts({ candidates, products: this.products, columns: cols, stores: this.stores, request: q, now, settings: this.settings, cap });
+      if (pos >= n) return { result, candidates: candidates.length };
+      const cut = result.capCut;
+      if (cut !== undefined && bounds[pos]! < cut) return { result, candidates: candidates.length };
+      if (cut !== undefined) cutAt = cut;
+      else target = Math.max(target * 2, candidates.length * 2); // the price filter (or dedupe) left too few
+    }
+  }
+
+  /** How often a stale per-product order may be rebuilt (tests set 0: rebuilt whenever stale). */
+  productOrderRebuildMs = PRODUCT_ORDER_REBUILD_MS;
+  /** The live refs by the bound of a price or newest sort's first criterion, best first; see rankWildcardByProduct. */
+  private productOrders = new Map<SortOrder, ProductOrder & { version: number; builtAt: number }>();
+
+  /**
+   * The order for `sort`, rebuilt when a product's price, prices, currency or creation time changed since (not for a
+   * stock flip): ~50 ms at 100k products. Under steady catalog writes it is rebuilt at most once per
+   * PRODUCT_ORDER_REBUILD_MS; in between a stale order is not used (null: the full pass), so a browse never pays more
+   * than one rebuild per interval and never reads a stale order.
+   */
+  private productOrder(sort: "newest" | "price_asc" | "price_desc"): ProductOrder | null {
+    const cols = this.columns;
+    const cached = this.productOrders.get(sort);
+    if (cached && cached.version === cols.keyVersion) return cached;
+    const clock = performance.now();
+    if (cached && clock - cached.builtAt < this.productOrderRebuildMs) return null;
+    const live: number[] = [];
+    const key: number[] = [];
+    for (let ref = 0; ref < cols.size; ref++) {
+      const p = cols.records[ref];
+      if (p === undefined) continue;
+      let b: number;
+      if (sort === "newest") b = cols.createdMs[ref]!;
+      else {
+        let lo = cols.priceMinor[ref]!;
+        let hi = lo;
+        const several = cols.prices[ref];
+        if (several !== undefined) {
+          lo = Infinity;
+          hi = -Infinity;
+          for (const v of several) {
+            if (v < lo) lo = v;
+            if (v > hi) hi = v;
+          }
+        }
+        const scale = cols.currencyScale[cols.currency[ref]!]!;
+        b = sort === "price_asc" ? -(lo / scale) : hi / scale;
+      }
+      live.push(ref);
+      key.push(b);
+    }
+    const idx = Array.from(live.keys()).sort((a, b) => key[b]! - key[a]!);
+    const refs = Int32Array.from(idx, (i) => live[i]!);
+    const built = {
+      version: cols.keyVersion,
+      builtAt: clock,
+      refs,
+      bounds: Float64Array.from(idx, (i) => key[i]!),
+      stores: Int32Array.from(refs, (ref) => cols.store[ref]!),
+      categories: Int32Array.from(refs, (ref) => cols.category[ref]!),
+    };
+    this.productOrders.set(sort, built);
+    return built;
   }
 
   private wildcardWindow(q: EngineQuery): number | undefined {

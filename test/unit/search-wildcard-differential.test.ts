@@ -1,7 +1,8 @@
 /**
  * A wildcard search (`"*"`) answers as ranking every match would, whatever the catalog, the stores and the request:
  * a randomized differential test of the search service's wildcard paths (the store prefix of `rankWildcard` under
- * relevance and trust_score, the engine's per-store walk, RankInput.cap with keepFirst's cut under every sort) against
+ * relevance and trust_score, the ordered walk of `rankWildcardByProduct` under price and newest, the engine's
+ * per-store walk, RankInput.cap with keepFirst's cut under every sort) against
  * rankProducts' record path over every product of the allowed stores (no columns, no engine window, a plain store map:
  * none of the code under test). Between searches the catalog and the stores churn (products move stores, go out of
  * stock, are removed and come back; stores change trust, status and sync time, disappear, appear without products),
@@ -109,6 +110,9 @@ async function build(seed: number): Promise<World> {
     return queryWindow(q);
   };
   const svc = (w.svc = new SearchService(engine));
+  // the price and newest orders rebuilt whenever the churn made them stale, so those sorts take the ordered walk
+  // (rankWildcardByProduct) after every change instead of the full pass for the default 5 s
+  svc.productOrderRebuildMs = 0;
   svc.settings = settingsOf(w);
   await svc.engine.applySettings(svc.settings);
   const nStores = 2 + Math.floor(r() * 30);
@@ -217,6 +221,9 @@ function oracle(w: World, body: SearchQuery): { ids: string[]; scores: number[];
 /** Searches answered from a strict prefix of the stores (fewer candidates than the allowed stores' matches). */
 let fromPrefix = 0;
 let searches = 0;
+/** Price and newest searches answered from a part of the per-product order (fewer candidates than matches). */
+let fromOrder = 0;
+let perProduct = 0;
 
 describe("a wildcard search against ranking every match", () => {
   const seeds = Number(process.env.WILDCARD_SEEDS ?? 40);
@@ -232,6 +239,10 @@ describe("a wildcard search against ranking every match", () => {
         const want = oracle(w, body);
         searches++;
         if (w.lastScope !== null && w.lastScope < (got.queryMeta.eligibleStores as number)) fromPrefix++;
+        if (body.sort === "newest" || body.sort === "price_asc" || body.sort === "price_desc") {
+          perProduct++;
+          if ((got.queryMeta.candidates as number) < want.matches) fromOrder++;
+        }
         const summary = { ids: got.products.map((p) => p.id), scores: got.products.map((p) => p.relevanceScore), total: got.meta.total, totalPages: got.meta.totalPages, matches: want.matches };
         if (JSON.stringify(summary) !== JSON.stringify(want)) {
           throw new Error(`seed ${seed} step ${step}: ${JSON.stringify(body)} settings ${JSON.stringify({ w: w.svc.settings.candidateWindow, p: w.svc.settings.deprioritizedPenalty, r: w.svc.settings.rankingWeights })}\n got ${JSON.stringify(summary)}\nwant ${JSON.stringify(want)}`);
@@ -244,6 +255,11 @@ describe("a wildcard search against ranking every match", () => {
   test("ranked many of those searches from a prefix of the stores", () => {
     console.log(`prefix ${fromPrefix} of ${searches}`);
     expect(fromPrefix).toBeGreaterThan(searches / 10);
+  });
+
+  test("ranked many of the price and newest searches from a part of the per-product order", () => {
+    console.log(`ordered walk ${fromOrder} of ${perProduct}`);
+    expect(fromOrder).toBeGreaterThan(perProduct / 10);
   });
 
   test("takes in a store left out whose best match ties the window's cut, though every match of the prefix outscores it", async () => {
@@ -288,6 +304,51 @@ describe("a wildcard search against ranking every match", () => {
       [uuid(11), 0.425],
       [uuid(1), 0.325],
     ]);
+  });
+
+  test("takes in a product left out whose price ties the window's cut, though a variant price put it later in the order", async () => {
+    // price_asc with a price filter: the order walks by each product's lowest price, the sort reads the lowest price in
+    // the filter's range. Two products with variants at 5.00 and 10.00 (8.00 and up asked) come first in the order and
+    // sort at 10.00, more than the window of 1; "X" (10.00, a more trusted store) comes next: its bound equals the
+    // window's cut and it wins the tie on relevance, so the walk must take it in (stopping at "next bound <= cut"
+    // would answer one of the others)
+    const now = new Date("2026-03-01T12:00:00.000Z");
+    const store = (slug: string, trustScore: number): StoreSnapshot => ({
+      slug,
+      name: slug,
+      trustScore,
+      verificationLevel: "STANDARD",
+      storeStatus: "active",
+      lastSyncAt: new Date(now.getTime() - HOUR).toISOString(),
+      euQualified: false,
+    });
+    const svc = new SearchService(createEmbeddedEngine());
+    svc.settings = resolveSearchSettings({ candidateWindow: 1 });
+    await svc.engine.applySettings(svc.settings);
+    svc.stores.set("low", store("low", 0.5));
+    svc.stores.set("high", store("high", 0.9));
+    const row = (n: number, slug: string, priceMinor: number, variantPrices: number[] | null): ProductLoadRow => ({
+      id: uuid(n),
+      store_slug: slug,
+      title: `Item ${n}`,
+      description: "",
+      brand: null,
+      category: null,
+      tags: [],
+      price_minor: priceMinor,
+      compare_at_price_minor: null,
+      currency: "EUR",
+      in_stock: true,
+      variant_prices: variantPrices,
+      images: [],
+      active: true,
+      created_at: now,
+      updated_at: now,
+    });
+    await svc.applyRows([row(1, "low", 500, [500, 1000]), row(3, "low", 500, [500, 1000]), row(2, "high", 1000, null)]);
+    const r = await svc.search({ query: "*", sort: "price_asc", filters: { minPrice: 8 } }, now);
+    expect(r.products.map((p) => p.id)).toEqual([uuid(2)]);
+    expect(r.meta.total).toBe(1);
   });
 
   test("asks the engine only for stores that hold products when most eligible stores hold none", async () => {
