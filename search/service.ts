@@ -932,7 +932,7 @@ export class SearchService {
 
   /**
    * The order for `sort`, rebuilt when a product's price, prices, currency or creation time changed since (not for a
-   * stock flip): ~50 ms at 100k products. Under steady catalog writes it is rebuilt at most once per
+   * stock flip): ~50-70 ms at 100k products. Under steady catalog writes it is rebuilt at most once per
    * PRODUCT_ORDER_REBUILD_MS; in between a stale order is not used (null: the full pass), so a browse never pays more
    * than one rebuild per interval and never reads a stale order.
    */
