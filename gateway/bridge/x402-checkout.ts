@@ -240,12 +240,7 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
   }
 
   // 2. the merchants' configurations and each leg's requirements
-  const configs = await loadStoreX402Configs(deps.sql, due.legs.map((l) => l.merchant_slug));
-  const legs: Leg[] = [];
-  for (const l of due.legs) {
-    const config = await resolveX402Config({ storeSlug: l.merchant_slug, store: configs.get(l.merchant_slug), caller: req.config, policy: deps.policy, log: deps.log });
-    legs.push({ storeId: l.merchant_slug, amountMinor: l.amount_minor, currency: due.currency, config, requirements: legRequirements(config, { storeId: l.merchant_slug, amountMinor: l.amount_minor, currency: due.currency }) });
-  }
+  const legs = await legsOf(deps, req, due);
 
   // 3. the payment, from the body, the header or the custodial wallet
   let payloads: Map<string, PaymentPayload>;
@@ -302,29 +297,43 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
     if (!(err instanceof ActorError) || err.code !== "PAYMENT_FAILED_ROLLED_BACK") throw err;
     const completed = (err.details?.completed_store_ids as string[] | undefined) ?? [];
     const intents = await intentsOfToken(deps.sql, prepared.tokenId);
+    // What is due now: the cart priced the attempt anew, and a leg whose amount changed since the payload was checked
+    // (a price, coupon or shipping change between the two turns) was refused by the rail before anything was sent.
+    // The challenge for the unpaid stores carries these amounts, never the ones just refused.
+    const dueNow = await legsDueNow(deps, req, ask, legs);
+    const now = dueNow.length > 0 ? dueNow : legs;
+    const changed = (l: Leg) => {
+      const fresh = now.find((n) => n.storeId === l.storeId);
+      return fresh !== undefined && fresh.amountMinor !== l.amountMinor;
+    };
     const results = legs.map((l) => {
       const intent = intents.find((i) => i.storeId === l.storeId);
       const refusedAtVerify = prepared.refused.find((r) => r.storeId === l.storeId);
       if (completed.includes(l.storeId)) {
         return { merchant_slug: l.storeId, status: "captured", transaction: intent?.transaction ?? null };
       }
+      const amountChanged = !intent && !refusedAtVerify && payloads.has(l.storeId) && changed(l);
       return {
         merchant_slug: l.storeId,
         status: "failed",
-        reason: refusedAtVerify?.reason ?? intent?.errorReason ?? (payloads.has(l.storeId) ? "settle_failed" : "no_payment_for_store"),
+        reason: refusedAtVerify?.reason ?? intent?.errorReason ?? (amountChanged ? AMOUNT_CHANGED_REASON : payloads.has(l.storeId) ? "settle_failed" : "no_payment_for_store"),
       };
     });
+    const amountsChanged = results.some((r) => "reason" in r && r.reason === AMOUNT_CHANGED_REASON);
     if (completed.length === 0) {
-      const unpaid = legs;
-      const answer = paymentRequired(deps, unpaid, req.cartId, due.checkout_session_id, results[0] && "reason" in results[0] ? String(results[0].reason) : "settle_failed", err.message, {
+      const reason = results[0] && "reason" in results[0] ? String(results[0].reason) : "settle_failed";
+      const message = amountsChanged
+        ? "x402 payment refused: the cart's total changed since the payment was checked; nothing was captured. Sign the new challenge (PAYMENT-REQUIRED) and call again with the same idempotency_key."
+        : err.message;
+      return paymentRequired(deps, now, req.cartId, due.checkout_session_id, reason, message, {
         code_detail: err.code,
         results,
         ...paidNote,
       });
-      return answer;
     }
     const orderIds = (err.details?.order_ids as string[] | undefined) ?? [];
-    const unpaid = legs.filter((l) => !completed.includes(l.storeId));
+    const unpaidNow = now.filter((l) => !completed.includes(l.storeId));
+    const unpaid = unpaidNow.length > 0 ? unpaidNow : legs.filter((l) => !completed.includes(l.storeId));
     const challenge = challengeFor(deps, unpaid, req.cartId, "partial_settlement");
     const first = intents.find((i) => i.state === "captured" && i.transaction);
     return {
@@ -350,6 +359,40 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
   }
   if (reply.status === "COMPLETED") return completedAnswer(deps, reply, prepared.tokenId);
   throw fail("INTERNAL_ERROR", `unexpected checkout state ${reply.status}`);
+}
+
+/** The rail's refusal of a leg whose amount changed after its payload was checked (x402-rail.ts `charge`). */
+const AMOUNT_CHANGED_REASON = "amount_changed_since_authorization";
+
+/** Each unpaid leg of `due` with its store's x402 configuration and the requirements its payload is checked against. */
+async function legsOf(deps: X402Deps, req: X402CheckoutRequest, due: Extract<CompleteReply, { status: "X402_PAYMENT_REQUIRED" }>): Promise<Leg[]> {
+  const configs = await loadStoreX402Configs(deps.sql, due.legs.map((l) => l.merchant_slug));
+  const legs: Leg[] = [];
+  for (const l of due.legs) {
+    const config = await resolveX402Config({ storeSlug: l.merchant_slug, store: configs.get(l.merchant_slug), caller: req.config, policy: deps.policy, log: deps.log });
+    legs.push({ storeId: l.merchant_slug, amountMinor: l.amount_minor, currency: due.currency, config, requirements: legRequirements(config, { storeId: l.merchant_slug, amountMinor: l.amount_minor, currency: due.currency }) });
+  }
+  return legs;
+}
+
+/**
+ * After a rolled-back attempt, the unpaid legs as the cart prices them now, for the challenge of the answer. The
+ * attempt's own legs (`before`) when the cart does not answer with a challenge (it should: the session is back to
+ * READY_FOR_PAYMENT): the answer of the refused attempt is still given, not replaced by another error.
+ */
+async function legsDueNow(
+  deps: X402Deps,
+  req: X402CheckoutRequest,
+  ask: (extra: Record<string, never>) => Promise<CompleteReply>,
+  before: Leg[],
+): Promise<Leg[]> {
+  try {
+    const due = await ask({});
+    return due.status === "X402_PAYMENT_REQUIRED" ? await legsOf(deps, req, due) : before;
+  } catch (err) {
+    deps.log.info("x402 checkout: what is due after a rolled-back attempt could not be read; the attempt's amounts are answered", { cartId: req.cartId, error: err as Error });
+    return before;
+  }
 }
 
 /**
