@@ -79,7 +79,14 @@ export function trendOf(history: readonly HistoryPoint[], now: number): { trend:
 
 const label = (name: string): string => name.replace(/^[a-zA-Z]+\./, "").replace(/([a-z])([A-Z])/g, "$1 $2").replace(/_/g, " ").toLowerCase();
 
-export function explainTrust(selected: SelectedTrustScore, history: readonly HistoryPoint[], now: number): TrustExplanation {
+/**
+ * `opts.eligible`: whether the store passes the discovery eligibility rule (search/ranking.ts `isStoreEligible`:
+ * BASIC or higher, trust >= 0.3, not hidden or suspended). The score alone cannot say it: an UNVERIFIED store over
+ * 0.7 is refused by every agent read and cart, so the recommendation must not call it eligible for agent checkout
+ * (helper D, session 20: the dashboard showed "Agent checkout: not allowed" beside "Eligible for agent checkout.").
+ * The agent surfaces (REST, MCP) only explain eligible stores; the merchant dashboard explains any store.
+ */
+export function explainTrust(selected: SelectedTrustScore, history: readonly HistoryPoint[], now: number, opts: { eligible?: boolean } = {}): TrustExplanation {
   const factors = factorsOf(selected);
   // Largest impact first: a strong factor that carries much weight matters more than a strong minor one.
   const strengths = factors
@@ -99,6 +106,10 @@ export function explainTrust(selected: SelectedTrustScore, history: readonly His
   if (status === "suspended" || status === "hidden") {
     recommendationCode = "avoid";
     recommendation = "Do not transact: the merchant is below the discovery threshold.";
+  } else if (opts.eligible === false) {
+    // Score and status pass, so what fails eligibility is the verification level (below BASIC).
+    recommendationCode = "avoid";
+    recommendation = "Do not transact: the merchant's identity is not verified, so agents cannot discover it or check out there.";
   } else if (score < AGENT_THRESHOLD) {
     recommendationCode = "human_review";
     recommendation = "Below the agent checkout threshold (0.7): ask a human before buying.";

@@ -48,6 +48,7 @@ import { breachMessage, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, m
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
 import { ingestCatalogInParts } from "../rest/ingest-parts.ts";
 import { agentCheckoutOpen, currentScore } from "../rest/trust.ts";
+import { isStoreEligible } from "../../search/ranking.ts";
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
@@ -570,7 +571,9 @@ export function dashboardRoutes(svc: Services) {
               agentCheckoutAllowed: agentCheckoutOpen(sel.score0to1, store.verificationLevel, score.status),
               computedAt: row.computed_at.toISOString(),
             };
-            explanation = explainTrust(sel, history.filter((p) => p.at >= now - TREND_WINDOW_DAYS * 86_400_000), now);
+            explanation = explainTrust(sel, history.filter((p) => p.at >= now - TREND_WINDOW_DAYS * 86_400_000), now, {
+              eligible: isStoreEligible({ trustScore: sel.score0to1, verificationLevel: store.verificationLevel, storeStatus: score.status }),
+            });
           } catch (err) {
             trustError = err instanceof ActorError ? err.message : "The score could not be read right now.";
           }
