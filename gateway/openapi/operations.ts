@@ -122,6 +122,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "GET /api/v1/stores/{slug}/trust-score": { success: [], errors: { 404: ["store_not_found"] } },
   "GET /api/v1/agent/merchants/{slug}/trust-explanation": { success: [ok(M.TrustExplanation, "Why the merchant scores what it does.")], errors: { 404: ["store_not_found"] } },
   "POST /api/v1/trust/appeal": { success: [created(M.TrustAppeal, "The appeal is recorded.")], errors: { 403: ["forbidden"], 404: ["store_not_found"], 409: ["conflict"] } },
+  "GET /api/v1/trust/appeals": { success: [list(M.TrustAppealRow, "The store's appeals, newest first, with the decision and note once resolved.")], errors: { 403: ["forbidden"], 404: ["store_not_found"] } },
   "POST /api/v1/admin/trust/recompute": { success: [ok(M.Recompute, "The recomputed scores.")], body: { schema: t.Object({ slug: t.Optional(t.String({ description: "One store; omitted: every store." })) }), required: false }, errors: { 404: ["store_not_found"] } },
   "POST /api/v1/admin/trust/keys/rotate": { success: [ok(M.KeyRotation, "The new signing key.")] },
   "GET /api/v1/admin/trust/alerts": { success: [list(M.TrustAlert, "Anomaly alerts.")] },

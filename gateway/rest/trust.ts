@@ -33,7 +33,7 @@ import { fail } from "../../actors/runtime/errors.ts";
 import { isStoreEligible, type VerificationLevel } from "../../search/ranking.ts";
 import { unstorableField } from "../../actors/store/ingest.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
-import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth } from "../plugins/auth.ts";
+import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth, type UserPrincipal } from "../plugins/auth.ts";
 import { HTTP_URL_PATTERN, NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import type { Services } from "../services.ts";
 import { optionalObjectBody } from "./optional-body.ts";
@@ -311,6 +311,19 @@ const AppealResolveBody = t.Object({
 });
 const RecomputeBody = t.Optional(t.Object({ slug: t.Optional(Slug) }));
 
+/**
+ * The store's owner, or an operator, may file and read the store's appeals; another merchant's store is 403 (slugs and
+ * scores are public, docs/decisions.md), an unknown one 404.
+ */
+async function assertAppealAccess(svc: Services, user: UserPrincipal, slug: string, refusal: string): Promise<void> {
+  const [store] = await svc.sql<{ owner_user_id: string | null }[]>`SELECT owner_user_id FROM stores WHERE slug = ${slug}`;
+  if (!store) throw fail("store_not_found", `No store ${slug}.`);
+  if (user.role !== "operator" && store.owner_user_id !== user.id) throw fail("forbidden", refusal);
+}
+
+/** Appeals a store may have listed at once (one is open at a time; the rest are decided ones). */
+const STORE_APPEALS_LIMIT = 100;
+
 /** Merchant appeals and operator tools (Bearer JWT). */
 export function trustUserRoutes(svc: Services) {
   const statusQuery = t.Object({ status: t.Optional(t.Union([t.Literal("open"), t.Literal("resolved"), t.Literal("all")])) });
@@ -325,9 +338,7 @@ export function trustUserRoutes(svc: Services) {
         if (reason.length < APPEAL_REASON_MIN) {
           throw fail("validation_error", `reason must hold at least ${APPEAL_REASON_MIN} characters besides leading and trailing white space.`, { field: "reason" });
         }
-        const [store] = await svc.sql<{ owner_user_id: string | null }[]>`SELECT owner_user_id FROM stores WHERE slug = ${body.storeSlug}`;
-        if (!store) throw fail("store_not_found", `No store ${body.storeSlug}.`);
-        if (user.role !== "operator" && store.owner_user_id !== user.id) throw fail("forbidden", "Only the store's owner can appeal its trust score.");
+        await assertAppealAccess(svc, user, body.storeSlug, "Only the store's owner can appeal its trust score.");
         const appeal = await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "fileAppeal", {
           storeSlug: body.storeSlug,
           userId: user.id,
@@ -344,6 +355,27 @@ export function trustUserRoutes(svc: Services) {
           tags: ["trust"],
           summary: "Dispute your store's trust score",
           description: "Recorded with a review due date 72 hours later; an operator resolves it. One open appeal per store at a time (409 otherwise).",
+          security: bearer,
+        },
+      },
+    )
+    .get(
+      "/api/v1/trust/appeals",
+      async ({ query, user }) => {
+        await assertAppealAccess(svc, user, query.storeSlug, "Only the store's owner can read its trust appeals.");
+        const rows = await svc.sql.unsafe<Parameters<typeof appealView>[0][]>(
+          `SELECT ${APPEAL_COLUMNS} FROM trust_appeals WHERE store_slug = $1 ORDER BY filed_at DESC, id LIMIT ${STORE_APPEALS_LIMIT}`,
+          [query.storeSlug],
+        );
+        return ok(rows.map(appealView), { total: rows.length });
+      },
+      {
+        query: t.Object({ storeSlug: Slug }),
+        response: errorResponses(400, 401, 403, 404),
+        detail: {
+          tags: ["trust"],
+          summary: "Your store's trust appeals and their outcome",
+          description: `Newest first (at most ${STORE_APPEALS_LIMIT}): status open or resolved, the operator's decision (upheld or rejected) and note once resolved.`,
           security: bearer,
         },
       },
