@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createEmbeddedEngine } from "../search/embedded.ts";
 import { SearchService, type SearchQuery } from "../search/service.ts";
-import { cpuSplitOf, machineLine, searchLuaScript, wrkScript, type ServerCpuSample } from "./lib.ts";
+import { cpuSplitOf, machineLine, searchLuaScript, startBareBaseline, wrk, wrkScript, type ServerCpuSample } from "./lib.ts";
 import { loadSynthetic, NOW } from "./search-inprocess.ts";
 import { queryMix } from "./search-queries.ts";
 
@@ -94,12 +94,16 @@ try {
   // warm-up: JIT, the engine's expansion caches, per-store terms
   await wrkScript(url, script, Number(values.connections), 5, serversCpu);
   const r = await wrkScript(url, script, Number(values.connections), Number(values.duration), serversCpu);
+  // the bare baseline of every bench (a canned small body), in the same run
+  const bare = startBareBaseline();
+  const base = await wrk("bare Bun.serve", bare.url, { connections: Number(values.connections), durationSec: Number(values.duration) }).finally(() => bare.stop());
   console.log(machineLine());
   console.log(`search floor (engine + ranking + JSON behind bare Bun.serve; ${processes} process${processes > 1 ? "es on one port" : ""}; ${size.toLocaleString("en-US")} products, ${values.connections} connections, ${values.duration} s)`);
   console.log(
     `  ${Math.round(r.rps)} req/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.errors} errors; ` +
       `server CPU ${r.cpuMsPerRequest.toFixed(3)} ms a search (kernel ${r.sysMsPerRequest.toFixed(3)})`,
   );
+  console.log(`  bare Bun.serve (canned body): ${Math.round(base.rps)} req/s, p50 ${base.p50ms.toFixed(1)} ms, p99 ${base.p99ms.toFixed(1)} ms; the floor is ${(r.rps / base.rps).toFixed(3)} of it`);
 } finally {
   for (const c of children) c.kill("SIGKILL");
   server.stop(true);
