@@ -14,18 +14,10 @@ import type { Candidate } from "../../search/engine.ts";
 import { allowedStoreSlugs, rankProducts, toProductSummary, type RankRequest, type StoreSnapshot } from "../../search/ranking.ts";
 import { resolveSearchSettings, type SearchSettings } from "../../search/settings.ts";
 import { SearchService, type ProductLoadRow, type SearchQuery } from "../../search/service.ts";
+import { mulberry32 } from "../../infra/seed/prng.ts";
 
-/** mulberry32: a small seeded generator, so a failure names the seed that reproduces it. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (infra/seed/prng.ts): a small seeded generator, so a failure names the seed that reproduces it. */
+const rng = mulberry32;
 
 const HOUR = 3_600_000;
 const uuid = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, "0")}`;
