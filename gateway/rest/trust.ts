@@ -11,7 +11,7 @@
  * committed rows (latest score, history, alerts, appeals) do not need its turn.
  */
 import { strictJsonBody } from "./strict-body.ts";
-import { Elysia, t } from "elysia";
+import { Elysia, t, type Static } from "elysia";
 import {
   ALERT_COLUMNS,
   APPEAL_COLUMNS,
@@ -327,6 +327,25 @@ const STORE_APPEALS_LIMIT = 100;
 /** Merchant appeals and operator tools (Bearer JWT). */
 export function trustUserRoutes(svc: Services) {
   const statusQuery = t.Object({ status: t.Optional(t.Union([t.Literal("open"), t.Literal("resolved"), t.Literal("all")])) });
+  // The operator's lists are paged like every other list (limit 1-200, default 50; meta {total, limit, offset}): they
+  // answered at most 500 rows with total = the rows answered, so past 500 the rest could not be read (helper F).
+  const pagedStatusQuery = t.Composite([
+    statusQuery,
+    t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 200 })), offset: t.Optional(t.Integer({ minimum: 0, maximum: 1_000_000 })) }),
+  ]);
+  /** One page of an operator's trust list (`order` ends with the id, so pages of rows of one instant neither repeat nor skip) and the exact total. */
+  async function operatorPage<R>(table: "trust_anomaly_alerts" | "trust_appeals", columns: string, order: string, query: Static<typeof pagedStatusQuery>) {
+    const status = query.status ?? "open";
+    const limit = query.limit ?? 50;
+    const offset = query.offset ?? 0;
+    const where = status === "all" ? "" : "WHERE status = $1";
+    const params = status === "all" ? [] : [status];
+    const [rows, [count]] = await Promise.all([
+      svc.sql.unsafe<R[]>(`SELECT ${columns} FROM ${table} ${where} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`, params),
+      svc.sql.unsafe<{ total: number }[]>(`SELECT count(*)::int AS total FROM ${table} ${where}`, params),
+    ]);
+    return { rows, meta: { total: count?.total ?? 0, limit, offset } };
+  }
   return new Elysia({ name: "trust-user-routes" })
     .use(userAuth(svc))
     .post(
@@ -413,14 +432,19 @@ export function trustUserRoutes(svc: Services) {
       "/api/v1/admin/trust/alerts",
       async ({ query, user }) => {
         requireOperator(user);
-        const status = query.status ?? "open";
-        const rows = await svc.sql.unsafe<Parameters<typeof alertView>[0][]>(
-          `SELECT ${ALERT_COLUMNS} FROM trust_anomaly_alerts ${status === "all" ? "" : "WHERE status = $1"} ORDER BY detected_at DESC LIMIT 500`,
-          status === "all" ? [] : [status],
-        );
-        return ok(rows.map(alertView), { total: rows.length });
+        const page = await operatorPage<Parameters<typeof alertView>[0]>("trust_anomaly_alerts", ALERT_COLUMNS, "detected_at DESC, id", query);
+        return ok(page.rows.map(alertView), page.meta);
       },
-      { query: statusQuery, response: errorResponses(400, 401, 403), detail: { tags: ["admin"], summary: "Trust anomaly alerts (default: open)", security: bearer } },
+      {
+        query: pagedStatusQuery,
+        response: errorResponses(400, 401, 403),
+        detail: {
+          tags: ["admin"],
+          summary: "Trust anomaly alerts (default: open), newest first, paged",
+          description: "Paged with limit (1-200, default 50) and offset; meta carries total, limit and offset.",
+          security: bearer,
+        },
+      },
     )
     .post(
       "/api/v1/admin/trust/alerts/:id/resolve",
@@ -440,14 +464,19 @@ export function trustUserRoutes(svc: Services) {
       "/api/v1/admin/trust/appeals",
       async ({ query, user }) => {
         requireOperator(user);
-        const status = query.status ?? "open";
-        const rows = await svc.sql.unsafe<Parameters<typeof appealView>[0][]>(
-          `SELECT ${APPEAL_COLUMNS} FROM trust_appeals ${status === "all" ? "" : "WHERE status = $1"} ORDER BY review_due_at LIMIT 500`,
-          status === "all" ? [] : [status],
-        );
-        return ok(rows.map(appealView), { total: rows.length });
+        const page = await operatorPage<Parameters<typeof appealView>[0]>("trust_appeals", APPEAL_COLUMNS, "review_due_at, id", query);
+        return ok(page.rows.map(appealView), page.meta);
       },
-      { query: statusQuery, response: errorResponses(400, 401, 403), detail: { tags: ["admin"], summary: "Trust appeals, oldest due first (default: open)", security: bearer } },
+      {
+        query: pagedStatusQuery,
+        response: errorResponses(400, 401, 403),
+        detail: {
+          tags: ["admin"],
+          summary: "Trust appeals, oldest due first (default: open), paged",
+          description: "Paged with limit (1-200, default 50) and offset; meta carries total, limit and offset.",
+          security: bearer,
+        },
+      },
     )
     .post(
       "/api/v1/admin/trust/appeals/:id/resolve",
