@@ -46,6 +46,7 @@ import { admitOthers, clientIp, setRateHeaders } from "../plugins/auth.ts";
 import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
 import { breachMessage, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor } from "../plugins/json-depth.ts";
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
+import { fieldOfPath, innerUnionFailure, validationAnswer } from "../plugins/validation-message.ts";
 import { ingestCatalogInParts } from "../rest/ingest-parts.ts";
 import { agentCheckoutOpen, currentScore } from "../rest/trust.ts";
 import { isStoreEligible } from "../../search/ranking.ts";
@@ -987,7 +988,11 @@ export function dashboardRoutes(svc: Services) {
 
 function assertPolicies(input: unknown): asserts input is PoliciesInput {
   if (Value.Check(PoliciesInput, input)) return;
-  const first = [...Value.Errors(PoliciesInput, input)][0];
-  const field = first?.path.replace(/^\//, "").replace(/\//g, ".") || "policies";
-  throw fail("validation_error", `Invalid ${field}: ${first?.message ?? "invalid value"}`, { field });
+  // REST's words for the same failure: the negotiation rules are an object-or-null union, whose own error ("Expected
+  // union value") named neither the category nor its bound (helper F); innerUnionFailure finds the rule inside them.
+  const first = Value.Errors(PoliciesInput, input).First();
+  const check = innerUnionFailure(first) ?? first;
+  const field = fieldOfPath(check?.path) ?? "policies";
+  const what = (validationAnswer("form", field, check).details.errors as { message: string }[])[0]!.message;
+  throw fail("validation_error", `Invalid ${field}: ${what}`, { field });
 }
