@@ -93,6 +93,7 @@ import {
   type Flash,
 } from "./session.ts";
 import { isUuid, UUID_FORMAT_PATTERN } from "../../infra/uuid.ts";
+import { preview } from "../../infra/echo.ts";
 import { appendSetCookie, secureCookies } from "../cookies.ts";
 
 /** Per signed-in user, per minute: generous for a person clicking, tight for a script. */
@@ -806,7 +807,8 @@ export function dashboardRoutes(svc: Services) {
             const known = new Set(ALL_TOOLS.map((t) => t.name));
             const picked = form.getAll("tools").filter((v): v is string => typeof v === "string");
             const unknown = picked.filter((t) => !known.has(t));
-            if (unknown.length) return { flash: { kind: "error", message: `Unknown tool: ${unknown[0]}.` } };
+            // a bounded, escaped preview: the name whole could be 10,000 characters, or hold a NUL the notice's jsonb refuses
+            if (unknown.length) return { flash: { kind: "error", message: `Unknown tool: ${preview(unknown[0])}.` } };
             const tools = text(form, "mode") === "all" ? null : picked;
             const r = await svc.actors.ask(storeActor, store.slug, "setEnabledMcpTools", { tools });
             return { flash: { kind: "ok", message: r.enabledMcpTools === null ? "All MCP tools are served." : `${r.enabledMcpTools.length} MCP tools are served.` } };
