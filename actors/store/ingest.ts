@@ -64,10 +64,11 @@ export function fitsCurrency(major: number, currency: string): boolean {
  * MAX_AMOUNT_MINOR), or null when it can. Every money value a caller sends goes through this one check.
  */
 export function amountProblem(major: number, currency: string): string | null {
+  const tooLarge = `above the maximum amount (${toMajor(MAX_AMOUNT_MINOR, currency)} ${currency})`;
+  // 1e308 USD scales to Infinity minor units, which fitsCurrency refuses: it was told "more decimals than USD has"
+  if (Number.isFinite(major) && !Number.isFinite(major * 10 ** currencyExponent(currency))) return tooLarge;
   if (!fitsCurrency(major, currency)) return `more decimals than ${currency} has (${currencyExponent(currency)})`;
-  if (Math.abs(toMinor(major, currency)) > MAX_AMOUNT_MINOR) {
-    return `above the maximum amount (${toMajor(MAX_AMOUNT_MINOR, currency)} ${currency})`;
-  }
+  if (Math.abs(toMinor(major, currency)) > MAX_AMOUNT_MINOR) return tooLarge;
   return null;
 }
 
