@@ -21,6 +21,7 @@ import { agentActor } from "../../actors/agent/index.ts";
 import { ipActor } from "../../actors/ip/index.ts";
 import { hashAgentKey, parseAgentKey } from "../../actors/agent/keys.ts";
 import { pathOf } from "../url-path.ts";
+import { log } from "../../infra/log.ts";
 import { bucketsFor, type BucketDescriptor, type LimitContext, type Surface } from "../../actors/agent/limits.ts";
 import type { RateView } from "../../actors/agent/messages.ts";
 import type { Scope, Tier } from "../../actors/agent/access.ts";
@@ -355,15 +356,32 @@ export function userFromRequest(svc: Services, request: Request): Promise<UserPr
  * multi-megabyte body never reaches schema validation (review I: 134 ms of CPU for a 2 MiB invalid merchant body).
  */
 export function userAuth(svc: Services) {
-  return new Elysia({ name: "user-auth", seed: "rest" }).derive({ as: "scoped" }, async ({ request }) => {
-    const user = await userFromRequest(svc, request);
-    // Every /api/v1/admin route is the operator's: the role is checked here too, before the route's own transform
-    // and its body or query schema, so a merchant learns nothing of an admin route's schema (audit W-1: 400
-    // naming the allowed settings keys instead of 403; the agent side decided the same, REST audit M1). The
-    // routes keep their requireOperator.
-    if (isAdminPath(request.url)) requireOperator(user);
-    return { user };
-  });
+  return new Elysia({ name: "user-auth", seed: "rest" })
+    .derive({ as: "scoped" }, async ({ request }) => {
+      const user = await userFromRequest(svc, request);
+      // Every /api/v1/admin route is the operator's: the role is checked here too, before the route's own transform
+      // and its body or query schema, so a merchant learns nothing of an admin route's schema (audit W-1: 400
+      // naming the allowed settings keys instead of 403; the agent side decided the same, REST audit M1). The
+      // routes keep their requireOperator.
+      if (isAdminPath(request.url)) requireOperator(user);
+      return { user };
+    })
+    .onAfterResponse({ as: "scoped" }, ({ request, set, user }) => logOperatorAction(request, set.status, user));
+}
+
+/**
+ * Every operator write (an /api/v1/admin route with a method other than GET, HEAD or OPTIONS) leaves a line naming
+ * the operator, the route's path (ids included: which key was revoked, which user's plan was set; no query, no body)
+ * and the status answered, with the request's id (helper F, session 20: plan changes, key revocations, search
+ * settings and reindex, trust recompute and key rotation said nothing of who did them). One place for every admin
+ * route, present and future. A refused attempt (403 for a merchant, whose derive threw before `user` existed) is the
+ * request log's, not an operator action.
+ */
+function logOperatorAction(request: Request, status: number | string | undefined, user: UserPrincipal | undefined): void {
+  if (user === undefined || user.role !== "operator" || !isAdminPath(request.url)) return;
+  const method = request.method;
+  if (method === "GET" || method === "HEAD" || method === "OPTIONS") return;
+  log.info("operator action", { by: user.id, method, path: pathOf(request.url), status: typeof status === "number" ? status : 200 });
 }
 
 /** The path starts with /api/v1/admin/ (read from the URL without parsing it: this runs on every user request). */
