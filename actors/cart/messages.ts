@@ -11,6 +11,8 @@ const Uuid = T.String({ format: "uuid" });
 /** Our bounds beyond the spec's (items >= 1, quantity >= 1): a cart is a basket, not a bulk order. */
 export const MAX_CART_LINES = 100;
 export const MAX_LINE_QUANTITY = 10_000;
+/** The longest payment token a checkout takes (REST `payment_method`, the bridges' token members: gateway/bridge/common.ts `boundedToken`). */
+export const PAYMENT_TOKEN_MAX_LENGTH = 100;
 
 export const CartItemInput = T.Object({
   productId: Uuid,
@@ -64,9 +66,9 @@ const CompleteFields = {
   /** UUID v4. Omitted: the key already bound to the session, else one derived from the session id. */
   idempotencyKey: T.Optional(T.String()),
   /** A sandbox test token (`tok_approve`, …) or `MOCK`; omitted: MOCK where the store takes it, else the card on file (`tok_approve`). */
-  paymentMethod: T.Optional(T.String({ minLength: 1, maxLength: 100 })),
+  paymentMethod: T.Optional(T.String({ minLength: 1, maxLength: PAYMENT_TOKEN_MAX_LENGTH })),
   /** Per-store override of `paymentMethod` (merchant slug → token), for multi-store carts. */
-  paymentMethods: T.Optional(T.Record(T.String(), T.String({ minLength: 1, maxLength: 100 }))),
+  paymentMethods: T.Optional(T.Record(T.String(), T.String({ minLength: 1, maxLength: PAYMENT_TOKEN_MAX_LENGTH }))),
   reconfirmedStateHash: T.Optional(T.String({ pattern: "^[0-9a-f]{64}$" })),
   /**
    * The state the human approved (MCP: the precheck's `session.state_hash` its question showed): a session whose

@@ -26,7 +26,7 @@
  *   `idempotency_in_flight`, as the version names them; `type` follows the version's definitions (`error`).
  */
 import { ERROR_TABLE, fail, type ActorError } from "../../actors/runtime/errors.ts";
-import { asRecord, type BridgeSession, type ItemFields } from "./common.ts";
+import { asRecord, boundedToken, type BridgeSession, type ItemFields } from "./common.ts";
 import {
   acpAllMessages,
   acpItems,
@@ -161,7 +161,7 @@ function readToken(b: Record<string, unknown>): { token: string; field: string }
     const what = field === LEGACY_TOKEN ? `${LEGACY_TOKEN} must be a non-empty string` : `${FIELDS.token} is required`;
     throw fail("MISSING_REQUIRED_ARGUMENT", `${what} (this service's sandbox payment token).`, { field });
   }
-  return { token, field };
+  return { token: boundedToken(token, field), field };
 }
 
 function read(body: unknown, kind: "create" | "update" | "complete"): AcpInput {

@@ -22,7 +22,7 @@
 import { MAX_LINE_QUANTITY, type CartView, type CompleteReply, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { cutEcho } from "../../infra/echo.ts";
-import { asRecord, isItemId, itemIdOf, type Answer, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
+import { asRecord, boundedToken, isItemId, itemIdOf, type Answer, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { knownStringMembers, type MemberRules } from "./input.ts";
 import { foreignPaymentWayOn, type SessionNote } from "./session-state.ts";
 import { destinationOf, missingMessage, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
@@ -440,7 +440,7 @@ export function acpError(err: ActorError) {
 function acpToken(body: unknown): { token: string; field: string } {
   const token = asRecord(asRecord(body).payment_data).token;
   if (typeof token !== "string" || token.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", `${ACP_FIELDS.token} is required.`, { field: ACP_FIELDS.token });
-  return { token, field: ACP_FIELDS.token };
+  return { token: boundedToken(token, ACP_FIELDS.token), field: ACP_FIELDS.token };
 }
 
 /** ACP 2025-09-29's requests and answers. */

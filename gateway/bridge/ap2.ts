@@ -25,7 +25,7 @@
 import type { CartView, PaymentLimitsInput } from "../../actors/cart/messages.ts";
 import { fail } from "../../actors/runtime/errors.ts";
 import { currencyExponent, currencyProblem } from "../../actors/store/schemas.ts";
-import { asRecord } from "./common.ts";
+import { asRecord, boundedToken } from "./common.ts";
 
 export interface Ap2Mandate {
   paymentMandateId: string;
@@ -86,6 +86,7 @@ export function parseAp2(body: unknown): Ap2Mandate {
   if (typeof token !== "string" || token.length === 0) {
     throw fail("MISSING_REQUIRED_ARGUMENT", "payment_response.details.token is required.", { field: "payment_mandate.payment_mandate_contents.payment_response.details.token" });
   }
+  boundedToken(token, "payment_mandate.payment_mandate_contents.payment_response.details.token");
   const intent = parseIntentMandate(b.intent_mandate);
   const cartMandate = parseCartMandate(b.cart_mandate);
   const expiries = [intent?.expiresAt, cartMandate?.expiresAt].filter((t): t is number => t !== undefined);

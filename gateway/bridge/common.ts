@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { cartActor } from "../../actors/cart/index.ts";
-import { MAX_CART_LINES, type CartItemInput, type CartView, type CompleteReply, type PaymentLimitsInput } from "../../actors/cart/messages.ts";
+import { MAX_CART_LINES, PAYMENT_TOKEN_MAX_LENGTH, type CartItemInput, type CartView, type CompleteReply, type PaymentLimitsInput } from "../../actors/cart/messages.ts";
 import { mergedLineTooLarge } from "../../actors/cart/cart-machine.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { UUID_HEX, uuidV4FromHex } from "../../infra/uuid.ts";
@@ -494,4 +494,17 @@ const IN_FLIGHT = { reason: "idempotency_in_flight" } as const;
 
 export function asRecord(v: unknown): Record<string, unknown> {
   return isObjectRecord(v) ? v : {};
+}
+
+/**
+ * A payment token read from the protocol's member `field`, refused when longer than a checkout takes
+ * (PAYMENT_TOKEN_MAX_LENGTH, REST's `payment_method` bound): such a token reached the cart's message schema and came
+ * back as "invalid cart.checkout message …" on `/paymentMethod`, a member no protocol request has, and an AP2 mandate
+ * carrying one had been claimed and bound to the cart first (helper E, session 20). The caller checks presence.
+ */
+export function boundedToken(token: string, field: string): string {
+  if (token.length > PAYMENT_TOKEN_MAX_LENGTH) {
+    throw fail("INVALID_ARGUMENT", `${field} must be at most ${PAYMENT_TOKEN_MAX_LENGTH} characters (this service's sandbox payment token).`, { field, max_length: PAYMENT_TOKEN_MAX_LENGTH });
+  }
+  return token;
 }

@@ -16,7 +16,7 @@
 import { MAX_LINE_QUANTITY, type CartView, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
 import { publicUrl } from "./acp.ts";
-import { asRecord, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
+import { asRecord, boundedToken, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { booleanMembersObject, knownStringMembers, type MemberRules } from "./input.ts";
 import type { SessionNote } from "./session-state.ts";
 import { destinationOf, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
@@ -61,7 +61,7 @@ export function ucpPaymentToken(body: unknown): string {
   if (typeof token !== "string" || token.length === 0) {
     throw fail("MISSING_REQUIRED_ARGUMENT", `${UCP_FIELDS.token} is required.`, { field: UCP_FIELDS.token });
   }
-  return token;
+  return boundedToken(token, UCP_FIELDS.token);
 }
 
 export const UCP_FIELDS = {
