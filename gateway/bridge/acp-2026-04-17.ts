@@ -220,7 +220,7 @@ function session(s: BridgeSession, view: AcpView) {
   const address = membersOf(s.meta.fulfillment_address, ACP_2026_ADDRESS_MEMBERS);
   const contact = membersOf(s.meta.fulfillment_contact, CONTACT_MEMBERS);
   const details = { ...(contact ?? {}), ...(address ? { address } : {}) };
-  const { options, selected } = acpOptions(s);
+  const { options, selected } = acpOptions(s, cart);
   return {
     id: s.id,
     protocol: { version: VERSION },

@@ -25,7 +25,7 @@ import { cutEcho } from "../../infra/echo.ts";
 import { asRecord, boundedToken, isItemId, itemIdOf, type Answer, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { knownStringMembers, type MemberRules } from "./input.ts";
 import { foreignPaymentWayOn, type SessionNote } from "./session-state.ts";
-import { destinationOf, missingMessage, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
+import { destinationOf, missingMessage, optionIdOf, sessionShipping, shownShipping, type Destination } from "./shipping.ts";
 
 /**
  * The ACP API versions this bridge implements, oldest first, each in its own request and response shapes over the
@@ -329,9 +329,9 @@ export function acpLines(cart: CartView | PreviewView) {
   }));
 }
 
-/** The store's real options at the session's destination (shipping.ts), each with its store, and the picks. */
-export function acpOptions(s: BridgeSession) {
-  const ship = sessionShipping(s);
+/** The store's real options at the session's destination (shipping.ts), each with its store, and the cart's picks. */
+export function acpOptions(s: BridgeSession, cart: CartView | PreviewView) {
+  const ship = shownShipping(s, cart);
   const options = ship.groups.flatMap((g) =>
     g.options.map((o) => ({
       id: o.option_id,
@@ -384,7 +384,7 @@ export function acpSession(s: BridgeSession, view: AcpView) {
   const cart = view.cart;
   const buyer = acp2025Buyer(s.meta.buyer, s.meta.buyer_version);
   const address = membersOf(s.meta.fulfillment_address, ACP_ADDRESS_MEMBERS);
-  const { options, selected } = acpOptions(s);
+  const { options, selected } = acpOptions(s, cart);
   const picked = s.meta.fulfillment_option_id;
   const pickedId = typeof picked === "string" && selected.some((p) => p.optionId === picked) ? picked : selected[0]?.optionId;
   return {

@@ -158,6 +158,26 @@ export function sessionShipping(s: { meta: Record<string, unknown> }): SessionSh
   };
 }
 
+/**
+ * The session's shipping as an answer shows it with the cart `cart`: the options quoted by its last create or update,
+ * each store's selected option as the cart has it now. The cart is the one writer of the pick, and the agent may pick
+ * on the session's cart through another route (a REST preview with `shipping`, MCP get_shipping_rates): its totals and
+ * payment then follow that pick, while the session showed the one its own last update recorded beside totals carrying
+ * the other option's cost (helper E, session 20). A cart pick that is not among the quoted options shows no selection
+ * rather than a stale one. A preview's answer (create, update) was quoted with the pick it shows, so it is kept.
+ */
+export function shownShipping(s: { meta: Record<string, unknown> }, cart: CartView | PreviewView): SessionShipping {
+  const ship = sessionShipping(s);
+  const picks = "shipping" in cart ? cart.shipping?.selected_options : undefined;
+  if (!picks) return ship;
+  const groups = ship.groups.map((g) => {
+    const pick = picks[g.merchant_slug];
+    if (pick === undefined || pick === g.selected_option_id) return g;
+    return { ...g, selected_option_id: g.options.some((o) => o.option_id === pick) ? pick : null };
+  });
+  return { ...ship, groups };
+}
+
 /** The destination recorded on a session, for re-pricing a new cart of it. */
 export function sessionDestination(s: { meta: Record<string, unknown> }): Destination | null {
   const d = sessionShipping(s).destination;

@@ -19,7 +19,7 @@ import { publicUrl } from "./acp.ts";
 import { asRecord, boundedToken, isItemId, itemIdOf, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { booleanMembersObject, knownStringMembers, type MemberRules } from "./input.ts";
 import type { SessionNote } from "./session-state.ts";
-import { destinationOf, optionIdOf, sessionShipping, type Destination } from "./shipping.ts";
+import { destinationOf, optionIdOf, sessionShipping, shownShipping, type Destination } from "./shipping.ts";
 
 export const UCP_VERSION = "2026-01-11";
 export type UcpStatus = "incomplete" | "ready_for_complete" | "complete_in_progress" | "requires_escalation" | "completed" | "canceled";
@@ -138,8 +138,9 @@ export function ucpFulfillmentInput(raw: unknown): { dest: Destination | undefin
 }
 
 /** The UCP fulfillment extension's shape: one shipping method, a group (with its options) per store. */
-function ucpFulfillment(s: BridgeSession, items: { product_id: string; variant_id: string | null; merchant_slug: string }[]) {
-  const ship = sessionShipping(s);
+function ucpFulfillment(s: BridgeSession, cart: CartView | PreviewView) {
+  const items = cart.items;
+  const ship = shownShipping(s, cart);
   const d = ship.destination;
   return {
     methods: [
@@ -210,7 +211,7 @@ export function ucpCheckout(
       { type: "tax", amount: c.totals.tax_minor },
       { type: "total", amount: c.totals.total_minor },
     ],
-    fulfillment: ucpFulfillment(s, c.items),
+    fulfillment: ucpFulfillment(s, c),
     payment: { handlers: [{ id: "sandbox_card", name: "dev.agent-commerce.sandbox_card", version: UCP_VERSION }], instruments: [] as unknown[] },
     links: [] as unknown[],
     // A partly paid checkout says which stores are paid, with their orders (`order` too), so an agent reading it does
