@@ -767,13 +767,14 @@ async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Prom
   } catch (err) {
     const done = await alreadyCompleted(err);
     if (!done) throw err;
-    return { status: 200, body: ok(ap2Receipt(mandate.paymentMandateId, cart, done.ids, "SUCCESS")) };
+    return { status: 200, body: ok(ap2Receipt(mandate.paymentMandateId, await getCart(svc, agent.keyId, cart.id), done.ids, "SUCCESS")) };
   }
   if (reply.status === "PENDING_EXTERNAL_CONFIRMATION") {
-    return { status: 202, body: ok({ ...ap2Receipt(mandate.paymentMandateId, cart, [], "PENDING"), approval_urls: reply.approval_urls.map((a) => absoluteApprovalUrl(svc.siteUrl, a.url)) }) };
+    const waiting = await getCart(svc, agent.keyId, cart.id);
+    return { status: 202, body: ok({ ...ap2Receipt(mandate.paymentMandateId, waiting, [], "PENDING"), approval_urls: reply.approval_urls.map((a) => absoluteApprovalUrl(svc.siteUrl, a.url)) }) };
   }
   if (reply.status !== "COMPLETED") throw fail("INTERNAL_ERROR", `unexpected checkout state ${reply.status}`);
-  return { status: 200, body: ok(ap2Receipt(mandate.paymentMandateId, cart, reply.order_ids, "SUCCESS")) };
+  return { status: 200, body: ok(ap2Receipt(mandate.paymentMandateId, cart, reply.order_ids, "SUCCESS", { currency: reply.currency, value: reply.total })) };
 }
 
 /**
@@ -788,7 +789,7 @@ async function expiredMandateOnPaidCart(svc: Services, agent: AgentPrincipal, ma
     await completeCart(svc, agent.keyId, cart.id, { paymentMethod: mandate.token, idempotencyKey, limits: mandateLimits(mandate, cart) });
   } catch (err) {
     const done = await alreadyCompleted(err);
-    if (done) return { status: 200, body: ok(ap2Receipt(mandate.paymentMandateId, cart, done.ids, "SUCCESS")) };
+    if (done) return { status: 200, body: ok(ap2Receipt(mandate.paymentMandateId, cart, done.ids, "SUCCESS")) }; // `cart` was read COMPLETED
     if (!(err instanceof ActorError && err.code === "IDEMPOTENCY_KEY_CONFLICT")) throw err;
   }
   // checkMandate refuses it for the expiry (the cart's status is not read there)
@@ -796,13 +797,17 @@ async function expiredMandateOnPaidCart(svc: Services, agent: AgentPrincipal, ma
   throw fail("INTERNAL_ERROR", "an expired mandate passed its limits");
 }
 
-/** AP2's PaymentReceipt, with our order ids. */
-function ap2Receipt(mandateId: string, cart: CartView, orderIds: string[], status: "SUCCESS" | "PENDING") {
+/**
+ * AP2's PaymentReceipt, with our order ids. Its amount is what the payment charged (`charged`: the cart's completed
+ * reply), else the total of `cart` as read after the payment turn: never the cart read before it, which a repricing
+ * the mandate allows (a cheaper option picked meanwhile) made an amount the payment never captured (helper E).
+ */
+function ap2Receipt(mandateId: string, cart: CartView, orderIds: string[], status: "SUCCESS" | "PENDING", charged?: { currency: string; value: number }) {
   return {
     payment_mandate_id: mandateId,
     timestamp: new Date().toISOString(),
     payment_id: orderIds[0] ?? null,
-    amount: { currency: cart.currency, value: cart.totals.total },
+    amount: charged ?? { currency: cart.currency, value: cart.totals.total },
     payment_status: status === "SUCCESS" ? { merchant_confirmation_id: orderIds[0] ?? null, psp_confirmation_id: orderIds[0] ?? null } : { pending: true },
     order_ids: orderIds,
     cart_id: cart.id,
