@@ -17,7 +17,7 @@ import type { Transport } from "../../actors/transport/transport.ts";
 import { KNOWN_DEVICE_TTL_MS, sweepKnownAddresses } from "../../gateway/login-known.ts";
 import type { Services } from "../../gateway/services.ts";
 import { bootHooks } from "../../infra/boot-hooks.ts";
-import { ARGON2_PARAMS, currentPhcParameters, phcParameters, usePasswordCost, VERIFY_IN_FLIGHT, VERIFY_QUEUE } from "../../infra/passwords.ts";
+import { ARGON2_PARAMS, currentPhcParameters, passwordCheckLoad, phcParameters, usePasswordCost, VERIFY_IN_FLIGHT, VERIFY_QUEUE } from "../../infra/passwords.ts";
 import { ADMIN, merchantLogin } from "../helpers/agents.ts";
 import { useServer, type TestServer } from "../helpers/server.ts";
 
@@ -330,7 +330,12 @@ describe("concurrent password checks", () => {
     const started = Date.now();
     // each request from its own address and for its own e-mail, so no bucket refuses: only the gate stands in the way
     const pending = Promise.all(Array.from({ length: burst }, (_, i) => restLogin(srv, `127.0.4.${i + 1}`, `burst${i}@example.com`, "wrong-password")));
-    await Bun.sleep(100);
+    // submitted once the burst holds every slot and fills the queue (a fixed 100 ms was too short on a loaded CI
+    // machine: the consent form's check then found a slot and answered 401)
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await Bun.sleep(5)) {
+      const load = passwordCheckLoad();
+      if (load.running >= VERIFY_IN_FLIGHT && load.waiting >= VERIFY_QUEUE) break;
+    }
     const consent = await submitConsent();
     const answers = await pending;
     const busy = answers.filter((a) => a.status === 503);
