@@ -777,6 +777,19 @@ interface StoreTerms {
   until: number;
 }
 
+/** A store's ranking terms at `nowMs` (valid while `nowMs` stays in [from, until)): one place for ranking and wildcardStoreOrder. */
+function storeTermsOf(store: StoreSnapshot, nowMs: number, settings: SearchSettings): StoreTerms {
+  const fw = freshnessWindow(syncedAtMs(store), nowMs);
+  return {
+    store,
+    trust: clamp01(store.trustScore ?? 0),
+    freshness: freshnessValue(fw.tier),
+    multiplier: store.storeStatus === "deprioritized" ? 1 - settings.deprioritizedPenalty : 1,
+    from: fw.from,
+    until: fw.until,
+  };
+}
+
 /** A Map that counts its writes, so data derived from it (store terms, allow-lists) can be cached safely. */
 export class VersionedMap<K, V> extends Map<K, V> {
   version = 0;
@@ -873,18 +886,7 @@ export function rankProducts(given: RankInput): RankResult {
     let t = storeTerms.get(slug);
     if (t === null || (t !== undefined && nowMs >= t.from && nowMs < t.until)) return t;
     const store = input.stores.get(slug);
-    t = null;
-    if (store && storePassesFilters(store, f)) {
-      const fw = freshnessWindow(syncedAtMs(store), nowMs);
-      t = {
-        store,
-        trust: clamp01(store.trustScore ?? 0),
-        freshness: freshnessValue(fw.tier),
-        multiplier: store.storeStatus === "deprioritized" ? 1 - settings.deprioritizedPenalty : 1,
-        from: fw.from,
-        until: fw.until,
-      };
-    }
+    t = store && storePassesFilters(store, f) ? storeTermsOf(store, nowMs, settings) : null;
     storeTerms.set(slug, t);
     return t;
   };
@@ -1240,15 +1242,13 @@ export function wildcardStoreOrder(
   for (const slug of slugs) {
     const store = stores.get(slug);
     if (!store || !storePassesFilters(store, req.filters)) continue;
-    const trust = clamp01(store.trustScore ?? 0);
+    const st = storeTermsOf(store, nowMs, settings);
     if (req.sort === "trust_score") {
-      out.push({ slug, bound: trust });
+      out.push({ slug, bound: st.trust });
       continue;
     }
-    const freshness = freshnessValue(freshnessWindow(syncedAtMs(store), nowMs).tier);
-    const multiplier = store.storeStatus === "deprioritized" ? 1 - settings.deprioritizedPenalty : 1;
-    const base = text * w.text + trust * w.trust + freshness * w.freshness + 1 * w.inStock;
-    out.push({ slug, bound: base * multiplier });
+    const base = text * w.text + st.trust * w.trust + st.freshness * w.freshness + 1 * w.inStock;
+    out.push({ slug, bound: base * st.multiplier });
   }
   return out.sort((a, b) => b.bound - a.bound);
 }
