@@ -5,30 +5,20 @@
  * partitions it owns.
  */
 import { afterAll, expect, test } from "bun:test";
-import { createServer } from "node:net";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { spawnRole, type RoleProc } from "../helpers/role-process.ts";
 
 const root = new URL("../..", import.meta.url).pathname;
 const NATS_URL = process.env.TEST_NATS_URL ?? "nats://127.0.0.1:4222";
-const procs: ReturnType<typeof Bun.spawn>[] = [];
+const procs: RoleProc[] = [];
 let db: TestDatabase | undefined;
 
 afterAll(async () => {
-  for (const p of procs) p.kill("SIGTERM");
-  await Promise.all(procs.map((p) => Promise.race([p.exited, Bun.sleep(5000)])));
-  for (const p of procs) p.kill("SIGKILL");
+  for (const p of procs) p.proc.kill("SIGTERM");
+  await Promise.all(procs.map((p) => Promise.race([p.proc.exited, Bun.sleep(5000)])));
+  for (const p of procs) p.proc.kill("SIGKILL");
   await db?.drop();
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address() as { port: number };
-      s.close(() => resolve(a.port));
-    });
-  });
-}
 
 async function natsReachable(): Promise<boolean> {
   const u = new URL(NATS_URL.replace(/^nats:/, "http:"));
@@ -39,38 +29,34 @@ async function natsReachable(): Promise<boolean> {
   });
 }
 
-async function waitFor(url: string): Promise<Response> {
-  for (let i = 0; i < 120; i++) {
-    const r = await fetch(url).catch(() => undefined);
-    if (r) return r;
-    await Bun.sleep(250);
-  }
-  throw new Error(`nothing answered at ${url}`);
-}
-
 test("a gateway process and an actor-host process over NATS serve agents from a seeded shared database", async () => {
   if (!(await natsReachable())) throw new Error(`NATS is not reachable at ${NATS_URL} (CI starts it; see .ci/run)`);
   db = await createTestDatabase({ migrate: false });
   const seed = Bun.spawnSync(["bun", "infra/seed/cli.ts", "--database-url", db.url, "--migrate"], { cwd: root, stdout: "pipe", stderr: "pipe" });
   expect(seed.exitCode).toBe(0);
 
-  const [apiPort, metricsPort] = [await freePort(), await freePort()];
+  // Both processes listen on port 0 and are read at the URL their own start line logs: a port picked beforehand
+  // (listen on 0, close, pass it on) can be taken by another test file's server in between, and this test then
+  // talked to that server (a CI run's 503 from someone else's gateway).
   const env = {
     PATH: process.env.PATH ?? "",
     HOME: process.env.HOME ?? "/tmp",
     DATABASE_URL: db.url,
     NATS_URL,
-    LOG_LEVEL: "warn",
-    DATA_DIR: `/tmp/acs-roles-${apiPort}`,
+    LOG_LEVEL: "info",
+    DATA_DIR: `/tmp/acs-roles-${db.name}`,
     SECRET_KEY: "ab".repeat(32),
     // a partition count of our own so this test's host does not take partitions of other clusters on this NATS
     ACTOR_PARTITIONS: "7",
+    PORT: "0",
+    METRICS_PORT: "0",
   };
-  procs.push(Bun.spawn(["bun", "gateway/main.ts", "actors"], { cwd: root, env: { ...env, METRICS_PORT: String(metricsPort) }, stdout: "ignore", stderr: "inherit" }));
-  procs.push(Bun.spawn(["bun", "gateway/main.ts", "gateway"], { cwd: root, env: { ...env, PORT: String(apiPort) }, stdout: "ignore", stderr: "inherit" }));
-
-  const api = `http://127.0.0.1:${apiPort}`;
-  expect((await waitFor(`${api}/api/v1/health`)).status).toBe(200);
+  const host = await spawnRole("actors", env, procs);
+  const gateway = await spawnRole("gateway", env, procs);
+  const api = gateway.url!;
+  const metricsBase = host.metricsUrl!;
+  expect(api).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  expect((await fetch(`${api}/api/v1/health`)).status).toBe(200);
   const login = await fetch(`${api}/api/v1/auth/login`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -96,12 +82,12 @@ test("a gateway process and an actor-host process over NATS serve agents from a 
   expect(body.data.products.length).toBeGreaterThan(0);
   expect(search.headers.get("x-ratelimit-limit")).toBe("100");
 
-  const metricsAnswer = await waitFor(`http://127.0.0.1:${metricsPort}/metrics`);
+  const metricsAnswer = await fetch(`${metricsBase}/metrics`);
   // the actor host's own answers carry a request id like the gateway's, and its 404 is the service's envelope (audit O-3)
   expect(metricsAnswer.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
-  const hostHealth = await fetch(`http://127.0.0.1:${metricsPort}/health`);
+  const hostHealth = await fetch(`${metricsBase}/health`);
   expect(hostHealth.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
-  const unknown = await fetch(`http://127.0.0.1:${metricsPort}/nothing-here`, { headers: { "x-request-id": "trace-0123456789abcdef" } });
+  const unknown = await fetch(`${metricsBase}/nothing-here`, { headers: { "x-request-id": "trace-0123456789abcdef" } });
   expect(unknown.status).toBe(404);
   expect(unknown.headers.get("x-request-id")).toBe("trace-0123456789abcdef");
   expect((await unknown.json()).code).toBe("route_not_found");

@@ -8,7 +8,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createServer } from "node:net";
 
 const root = new URL("../..", import.meta.url).pathname;
 let dataDir = "";
@@ -19,20 +18,11 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address() as { port: number };
-      s.close(() => resolve(a.port));
-    });
-  });
-}
-
 test("the embedded default starts with no configuration, answers health, and stops cleanly on SIGTERM", async () => {
   dataDir = await mkdtemp(join(tmpdir(), "acs-e2e-start-"));
-  const port = await freePort();
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: "warn" };
+  // port 0, and the URL read off the start line: a port picked beforehand can be taken by another test file's server
+  // in between, and this test would then check that server (session 22: a CI run's roles test did)
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", PORT: "0", DATA_DIR: dataDir, LOG_LEVEL: "info" };
   proc = Bun.spawn(["bun", "gateway/main.ts", "start"], { cwd: root, env, stdout: "pipe", stderr: "pipe" });
   // drain the child's output (an unread pipe can block it) and keep it for the failure message
   let output = "";
@@ -41,13 +31,14 @@ test("the embedded default starts with no configuration, answers health, and sto
   };
   void drain(proc.stdout as ReadableStream<Uint8Array>);
   void drain(proc.stderr as ReadableStream<Uint8Array>);
-  const url = `http://127.0.0.1:${port}/api/v1/health`;
+  let origin: string | undefined;
   let res: Response | undefined;
   // up to 60 s: a cold start initialises the embedded Postgres cluster and seeds the demo store, which took over 30 s
   // on this 2-core machine at load 18 (CI beside other work, session 15)
   for (let i = 0; i < 240 && !res; i++) {
     await Bun.sleep(250);
-    res = await fetch(url).catch(() => undefined);
+    origin ??= /"msg":"gateway listening".*?"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
+    if (origin) res = await fetch(`${origin}/api/v1/health`).catch(() => undefined);
   }
   if (!res) console.error(`start output:\n${output}`);
   expect(res).toBeDefined();
@@ -59,7 +50,7 @@ test("the embedded default starts with no configuration, answers health, and sto
   expect(body.data.database.ok).toBe(true);
   expect(body.data.qtsp.enabled).toBe(false);
   // the demo store was seeded: its MCP discovery endpoint answers without a key
-  const mcp = await fetch(`http://127.0.0.1:${port}/demo-store/mcp`, {
+  const mcp = await fetch(`${origin}/demo-store/mcp`, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_products", arguments: { query: "headphones" } } }),
@@ -72,6 +63,6 @@ test("the embedded default starts with no configuration, answers health, and sto
   expect(code).toBe(0);
   // the embedded Postgres was stopped with the process: its pid file is gone
   expect(existsSync(join(dataDir, "pg", "postmaster.pid"))).toBe(false);
-  expect(await fetch(url).catch(() => "refused")).toBe("refused");
+  expect(await fetch(`${origin}/api/v1/health`).catch(() => "refused")).toBe("refused");
   proc = undefined;
 }, 90_000);

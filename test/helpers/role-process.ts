@@ -12,6 +12,8 @@ export interface RoleProc {
   output: string[];
   /** The gateway's listening URL, from its start line. */
   url?: string;
+  /** An actor host's /metrics and /health listener (its origin), from its start line. */
+  metricsUrl?: string;
 }
 
 /** Calls `onLine` with every complete line of `stream`, until the stream ends. */
@@ -45,7 +47,9 @@ export async function spawnRole(role: "actors" | "gateway", env: Record<string, 
     p.output.push(line);
     if (line.includes(want)) {
       try {
-        p.url = JSON.parse(line).url;
+        const started = JSON.parse(line) as { url?: string; metrics?: string };
+        p.url = started.url;
+        p.metricsUrl = started.metrics?.replace(/\/metrics$/, "");
       } catch {
         // not JSON
       }

@@ -54,31 +54,36 @@ function procAddress(address: string, port: number): string {
   return `${hex}:${port.toString(16).padStart(4, "0").toUpperCase()}`;
 }
 
-/**
- * A black hole on `address` (an IPv4 loopback address), on `port` or a free one. Resolves once the filler
- * connection is queued, i.e. once every further SYN is dropped.
- */
-export async function openTcpBlackHole(address = "127.0.0.1", port = 0): Promise<TcpBlackHole> {
+/** A socket bound to address:port (0: a free one), not listening; undefined when that address:port is taken. */
+function bindTcp(address: string, port: number): { fd: number; port: number } | undefined {
   const fd = libc.symbols.socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw new Error("socket() failed");
   const sa = sockaddrIn(address, port);
-  if (libc.symbols.bind(fd, ptr(sa), sa.byteLength) !== 0 || libc.symbols.listen(fd, 0) !== 0) {
+  if (libc.symbols.bind(fd, ptr(sa), sa.byteLength) !== 0) {
     libc.symbols.close(fd);
-    throw new Error(`cannot listen on ${address}:${port}`);
+    return undefined;
   }
   const bound = new Uint8Array(16);
   const len = new Uint32Array([16]);
   libc.symbols.getsockname(fd, ptr(bound), ptr(len));
-  const boundPort = new DataView(bound.buffer).getUint16(2, false);
+  return { fd, port: new DataView(bound.buffer).getUint16(2, false) };
+}
+
+/** Makes the bound socket `fd` a black hole: listening with a backlog of 0, its one queue place taken by a filler. */
+async function blackHoleOn(fd: number, address: string, port: number, onClose: () => void): Promise<TcpBlackHole> {
+  if (libc.symbols.listen(fd, 0) !== 0) {
+    libc.symbols.close(fd);
+    throw new Error(`cannot listen on ${address}:${port}`);
+  }
   const filler: Socket = await new Promise((resolve, reject) => {
-    const s = connect({ host: address, port: boundPort });
+    const s = connect({ host: address, port });
     s.once("connect", () => resolve(s));
     s.once("error", reject);
   });
-  const remote = procAddress(address, boundPort);
+  const remote = procAddress(address, port);
   return {
     address,
-    port: boundPort,
+    port,
     pendingConnects() {
       const lines = readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1);
       return lines.filter((line) => {
@@ -89,6 +94,74 @@ export async function openTcpBlackHole(address = "127.0.0.1", port = 0): Promise
     close() {
       filler.destroy();
       libc.symbols.close(fd);
+      onClose();
     },
   };
+}
+
+/**
+ * A black hole on `address` (an IPv4 loopback address), on `port` or a free one. Resolves once the filler
+ * connection is queued, i.e. once every further SYN is dropped.
+ */
+export async function openTcpBlackHole(address = "127.0.0.1", port = 0): Promise<TcpBlackHole> {
+  const bound = bindTcp(address, port);
+  if (!bound) throw new Error(`cannot listen on ${address}:${port}`);
+  return blackHoleOn(bound.fd, address, bound.port, () => {});
+}
+
+/**
+ * address:port held for a test: bound but not listening, so a connect to it is refused as to a port nothing uses,
+ * and no other test file's server or connection can take it meanwhile. Tests that want "nothing at 127.0.0.1 on
+ * the port of the server at 127.0.0.2" hold it: the suite runs many files at once, and a port only seen free
+ * when picked was once taken by another file's socket before the test bound it (a CI run's "cannot listen").
+ */
+export interface TcpPortHold {
+  readonly address: string;
+  readonly port: number;
+  /** The held port as a black hole; its close() holds the port again. */
+  blackHole(): Promise<TcpBlackHole>;
+  /** Lets the port go, for a listener of the test's own bound just after; `hold()` takes it back. */
+  release(): void;
+  /** Takes the port back after `release()` (false when something else has it). */
+  hold(): boolean;
+}
+
+/** Holds address:port, or undefined when it is taken. */
+export function holdTcpPort(address: string, port: number): TcpPortHold | undefined {
+  let fd: number | undefined = bindTcp(address, port)?.fd;
+  if (fd === undefined) return undefined;
+  const hold: TcpPortHold = {
+    address,
+    port,
+    async blackHole() {
+      if (fd === undefined) throw new Error(`${address}:${port} is not held`);
+      const listening = fd;
+      fd = undefined;
+      return blackHoleOn(listening, address, port, () => void hold.hold());
+    },
+    release() {
+      if (fd !== undefined) libc.symbols.close(fd);
+      fd = undefined;
+    },
+    hold() {
+      if (fd === undefined) fd = bindTcp(address, port)?.fd;
+      return fd !== undefined;
+    },
+  };
+  return hold;
+}
+
+/**
+ * Starts a listener of the test's (`listen`, given port 0, tells the port it got) until `address` can be held at that
+ * same port too, for tests of one port asked at two addresses: the listener serves the second address, the hold
+ * stands for the first.
+ */
+export function listenBesideHold<T>(listen: () => { server: T; port: number; stop(): void }, address = "127.0.0.1"): { server: T; port: number; hold: TcpPortHold } {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const started = listen();
+    const hold = holdTcpPort(address, started.port);
+    if (hold) return { server: started.server, port: started.port, hold };
+    started.stop();
+  }
+  throw new Error(`no port free at ${address} beside the test's listener after 20 tries`);
 }

@@ -23,7 +23,7 @@ import {
 } from "../../infra/outbound-http.ts";
 import { assertPublicUrl, interleaveFamilies, type ResolvedAddress } from "../../infra/ssrf.ts";
 import { provesNotSent } from "../../infra/x402/facilitator-client.ts";
-import { openTcpBlackHole } from "../helpers/tcp-black-hole.ts";
+import { listenBesideHold, openTcpBlackHole } from "../helpers/tcp-black-hole.ts";
 
 const resolver = (answers: ResolvedAddress[]) => async () => answers;
 const v4 = (address: string): ResolvedAddress => ({ address, family: 4 });
@@ -86,20 +86,24 @@ describe("which failures prove nothing was sent", () => {
 /** The other address's server on 127.0.0.2, and the port both addresses are asked on. */
 let seenOnSecond: string[] = [];
 let secondAnswer: () => Response | Promise<Response> = () => new Response("second");
-const second = Bun.serve({
-  hostname: "127.0.0.2",
-  port: 0,
-  async fetch(req) {
-    seenOnSecond.push(`${req.method} ${new URL(req.url).pathname} ${await req.text()}`);
-    return secondAnswer();
-  },
+// 127.0.0.1 at PORT is held (refusing) but while a test's own listener stands there
+const { server: second, port: PORT, hold: firstHold } = listenBesideHold(() => {
+  const server = Bun.serve({
+    hostname: "127.0.0.2",
+    port: 0,
+    async fetch(req) {
+      seenOnSecond.push(`${req.method} ${new URL(req.url).pathname} ${await req.text()}`);
+      return secondAnswer();
+    },
+  });
+  return { server, port: server.port!, stop: () => server.stop(true) };
 });
-const PORT = second.port!;
 
 /** A raw server on 127.0.0.1:PORT that reads the request and resets the connection (after the request was sent). */
 let resetter: TCPSocketListener<undefined> | undefined;
 let requestsReset = 0;
 function startResetter(): void {
+  firstHold.release();
   resetter = Bun.listen({
     hostname: "127.0.0.1",
     port: PORT,
@@ -114,6 +118,7 @@ function startResetter(): void {
 
 afterAll(() => {
   resetter?.stop(true);
+  firstHold.release();
   second.stop(true);
 });
 
@@ -169,6 +174,7 @@ describe("fetchVetted over two addresses", () => {
     } finally {
       resetter?.stop(true);
       resetter = undefined;
+      firstHold.hold();
     }
   });
 
@@ -205,20 +211,26 @@ describe("fetchVetted over two addresses", () => {
  * A fresh pair on a new port (no address of it answered before, so every one is probed): a counting HTTP server on
  * 127.0.0.2, and on 127.0.0.1 whatever the test puts there (nothing: refused).
  */
+/**
+ * A server on 127.0.0.2 (port 0: a free one) and, held on 127.0.0.1 at that same port, `first`: refusing connects
+ * until a test makes it a black hole or lets it go for a listener of its own (tests run beside other files' sockets).
+ */
 function freshSecond() {
   const seen: string[] = [];
-  const server = Bun.serve({
-    hostname: "127.0.0.2",
-    port: 0,
-    async fetch(req) {
-      seen.push(`${req.method} ${new URL(req.url).pathname} ${await req.text()}`);
-      return new Response("second");
-    },
+  const { port, hold: first, server } = listenBesideHold(() => {
+    const server = Bun.serve({
+      hostname: "127.0.0.2",
+      port: 0,
+      async fetch(req) {
+        seen.push(`${req.method} ${new URL(req.url).pathname} ${await req.text()}`);
+        return new Response("second");
+      },
+    });
+    return { server, port: server.port!, stop: () => server.stop(true) };
   });
-  const port = server.port!;
-  const vetted = (first = "127.0.0.1", secondAddress = "127.0.0.2") =>
-    assertPublicUrl(`http://race.example.test:${port}/settle`, { allowPrivate: true, resolve: resolver([v4(first), v4(secondAddress)]) });
-  return { seen, port, vetted, stop: () => server.stop(true) };
+  const vetted = (firstAddress = "127.0.0.1", secondAddress = "127.0.0.2") =>
+    assertPublicUrl(`http://race.example.test:${port}/settle`, { allowPrivate: true, resolve: resolver([v4(firstAddress), v4(secondAddress)]) });
+  return { seen, port, first, vetted, stop: () => (first.release(), server.stop(true)) };
 }
 
 /** Sleeps `ms`, or rejects with the signal's reason as soon as it aborts. */
@@ -236,7 +248,7 @@ describe("connect attempts raced over two addresses", () => {
 
   test("a black-holed first address costs the attempt delay, not its connect deadline: the second answers in well under a second, and the abandoned connect is closed", async () => {
     const pair = freshSecond();
-    const hole = await openTcpBlackHole("127.0.0.1", pair.port);
+    const hole = await pair.first.blackHole();
     try {
       const started = performance.now();
       const res = await fetchVetted(await pair.vetted(), { method: "POST", body: "pay", timeoutMs: 10_000 });
@@ -258,6 +270,7 @@ describe("connect attempts raced over two addresses", () => {
   test("a first address that connects slowly, but first, gets the one request; the second's attempt, started after the attempt delay, is cancelled and nothing reaches it", async () => {
     const pair = freshSecond();
     const seenFirst: string[] = [];
+    pair.first.release();
     const first = Bun.serve({
       hostname: "127.0.0.1",
       port: pair.port,
@@ -343,7 +356,7 @@ describe("connect attempts raced over two addresses", () => {
 
   test("a black-holed first and a refusing second end as before: the second's own refusal (nothing sent), after the first's connect deadline, with no connect left open", async () => {
     const pair = freshSecond();
-    const hole = await openTcpBlackHole("127.0.0.1", pair.port);
+    const hole = await pair.first.blackHole();
     try {
       const started = performance.now();
       const err = await fetchVetted(await pair.vetted("127.0.0.1", "127.0.0.3"), { method: "POST", body: "pay", timeoutMs: 4_000 }).catch((e) => e);
@@ -525,6 +538,7 @@ describe("webhook delivery over two addresses", () => {
     } finally {
       resetter?.stop(true);
       resetter = undefined;
+      firstHold.hold();
     }
   });
 });

@@ -13,25 +13,29 @@ import { ActorError } from "../../actors/runtime/errors.ts";
 import type { Resolver } from "../../infra/ssrf.ts";
 import { CONNECT_ATTEMPT_DELAY_MS } from "../../infra/outbound-http.ts";
 import { createFacilitatorClient } from "../../infra/x402/facilitator-client.ts";
-import { openTcpBlackHole } from "../helpers/tcp-black-hole.ts";
+import { listenBesideHold } from "../helpers/tcp-black-hole.ts";
 
 let seen: string[] = [];
-const second = Bun.serve({
-  hostname: "127.0.0.2",
-  port: 0,
-  async fetch(req) {
-    const path = new URL(req.url).pathname;
-    seen.push(`${req.method} ${path} ${req.headers.get("host")}`);
-    await req.text();
-    return path === "/settle"
-      ? Response.json({ success: true, transaction: "0xfeed", network: "eip155:84532", payer: "0xabc" })
-      : Response.json({ isValid: true, payer: "0xabc" });
-  },
+// the second address's server, and 127.0.0.1 at its port held (refusing connects) but while a test stands there
+const { server: second, port: PORT, hold: first } = listenBesideHold(() => {
+  const server = Bun.serve({
+    hostname: "127.0.0.2",
+    port: 0,
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      seen.push(`${req.method} ${path} ${req.headers.get("host")}`);
+      await req.text();
+      return path === "/settle"
+        ? Response.json({ success: true, transaction: "0xfeed", network: "eip155:84532", payer: "0xabc" })
+        : Response.json({ isValid: true, payer: "0xabc" });
+    },
+  });
+  return { server, port: server.port!, stop: () => server.stop(true) };
 });
-const PORT = second.port!;
 let resetter: TCPSocketListener<undefined> | undefined;
 afterAll(() => {
   resetter?.stop(true);
+  first.release();
   second.stop(true);
 });
 beforeEach(() => {
@@ -62,7 +66,7 @@ describe("a facilitator name with two addresses", () => {
   });
 
   test("the first address black-holed (its SYNs dropped), a settle reaches the second after about the attempt delay, not a connect deadline later, once", async () => {
-    const hole = await openTcpBlackHole("127.0.0.1", PORT);
+    const hole = await first.blackHole();
     try {
       const started = performance.now();
       expect(await client().settle(payload, requirements)).toMatchObject({ success: true, transaction: "0xfeed" });
@@ -79,6 +83,7 @@ describe("a facilitator name with two addresses", () => {
 
   test("a settle whose connection is reset after it was sent is connection_lost, settlement unknown, and never sent to the second address", async () => {
     let requests = 0;
+    first.release();
     resetter = Bun.listen({
       hostname: "127.0.0.1",
       port: PORT,
@@ -100,6 +105,7 @@ describe("a facilitator name with two addresses", () => {
     } finally {
       resetter.stop(true);
       resetter = undefined;
+      first.hold();
     }
   });
 
