@@ -13,7 +13,7 @@ import { buyableStock, listStores, storeSnapshot } from "../actors/store/reads.t
 import { storeFromRow, type StoreRow } from "../actors/store/schemas.ts";
 import { ProductColumns } from "./columns.ts";
 import { categoryKey, isWildcardText, tokenize, type Candidate, type EngineQuery, type SearchDoc, type SearchEngine, type StockUpdate } from "./engine.ts";
-import { MAX_SYNONYM_KEY_WORDS } from "./text-score.ts";
+import { MAX_SYNONYM_KEY_WORDS, stopSet } from "./text-score.ts";
 import { validateSearchDoc } from "./embedded.ts";
 import { log } from "../infra/log.ts";
 import {
@@ -189,6 +189,22 @@ interface ProductOrder {
 
 /** At most one rebuild of a stale per-product wildcard order per this interval (SearchService.productOrder). */
 const PRODUCT_ORDER_REBUILD_MS = 5_000;
+
+/**
+ * The text a search asks its engine for. A query the engines reduce to no word at all (every word a stop word, "the"
+ * or "and of", or only punctuation, "!!!") is the wildcard, as a blank one is: the embedded engine answered nothing for
+ * it while a blank query lists everything, and Meilisearch runs a query made only of stop words as a placeholder
+ * search (its own rule; it would still match a last stop word as a prefix, "the" finding "thermal", where the
+ * embedded engine drops it). Asking both engines for "" keeps them alike (docs/search.md "Blank and stop-word
+ * queries"). Words are the engines' (`tokenize`), stop words the operator's settings, as the engines apply them.
+ */
+export function engineText(query: string, settings: SearchSettings): string {
+  if (isWildcardText(query)) return query;
+  // the set the embedded engine's own query words are filtered by (text-score.ts queryGroups), built once per settings
+  const stop = stopSet(settings);
+  for (const w of tokenize(query)) if (!stop.has(w)) return query;
+  return "";
+}
 
 export class SearchService {
   readonly stores = new VersionedMap<string, StoreSnapshot>();
@@ -773,7 +789,7 @@ export class SearchService {
   async search(q: SearchQuery, now: Date): Promise<SearchResponse> {
     const started = performance.now();
     const norm: NormalizedRequest = normalizeRequest(q);
-    const engineQuery = engineQueryFor(q.query, q, this.allowedSlugs(q), this.settings, this.currencies);
+    const engineQuery = engineQueryFor(engineText(q.query, this.settings), q, this.allowedSlugs(q), this.settings, this.currencies);
     engineQuery.unordered = true; // rankProducts orders the window
     const cap = this.wildcardWindow(engineQuery);
     let ranked = cap === undefined ? null : (this.rankWildcard(q, engineQuery, cap, now) ?? this.rankWildcardByProduct(q, engineQuery, cap, now));
@@ -1018,9 +1034,9 @@ export class SearchService {
   async related(source: { id: string; title: string; category: string | null; storeSlug: string }, limit: number, now: Date): Promise<ProductSummary[]> {
     const others = [...this.stores.values()].filter((s) => s.slug !== source.storeSlug);
     const req: RankRequest = { filters: { inStock: false, ...(source.category ? { category: source.category } : {}) }, limit };
-    const eq = engineQueryFromRequest(source.title, req, others, this.settings, this.currencies);
+    const eq = engineQueryFromRequest(engineText(source.title, this.settings), req, others, this.settings, this.currencies);
     eq.unordered = true;
-    // a title with no words to match ("*", blank) is a wildcard query: every match, ranked (wildcardWindow; review R)
+    // a title with no words to match ("*", blank, stop words only: engineText) is a wildcard query: every match, ranked (wildcardWindow; review R)
     let cap = this.wildcardWindow(eq);
     let candidates = await this.engine.query(eq);
     if (!source.category) candidates = candidates.filter((c) => c.textScore >= RELATED_MIN_TEXT_SCORE);

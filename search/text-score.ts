@@ -107,9 +107,12 @@ export function combineTextScore(cov: number, engineScore: number, bestEngineSco
   return Math.min(1, Math.max(0, v));
 }
 
-/** Stop words as a set per settings object (settings are replaced, never mutated): built once, not per query. */
+/**
+ * Stop words as a set per settings object (settings are replaced, never mutated): built once, not per query. Also
+ * what search/service.ts `engineText` asks whether a query has a word the engines keep.
+ */
 const stopSets = new WeakMap<SearchSettings, { list: readonly string[]; set: Set<string> }>();
-function stopSet(s: SearchSettings): Set<string> {
+export function stopSet(s: SearchSettings): Set<string> {
   const hit = stopSets.get(s);
   if (hit !== undefined && hit.list === s.stopWords) return hit.set;
   const set = new Set(s.stopWords.map((w) => w.toLowerCase()));

@@ -246,7 +246,10 @@ function keyConflict(session: Pick<CheckoutSessionHeader, "status"> & { id?: str
  *   references) so a retry after a lost answer gets the existing orders (spec: "the existing order is returned");
  * - the same key after a rollback (READY_FOR_PAYMENT) starts a new attempt: the spec's "retry the same call";
  * - the same key while PENDING_EXTERNAL_CONFIRMATION resumes; while SETTLEMENT_UNKNOWN reconciles;
- * - a finished session (FAILED, EXPIRED, CANCELED) → SESSION_INACTIVE; OPEN → PRECONDITION_NOT_MET.
+ * - an EXPIRED session → CHECKOUT_SESSION_NOT_FOUND (404, `details.status: EXPIRED`) whatever the key: the spec's code
+ *   for "no such checkout session or expired". The cart answers a session past its expiry whose timer has not run yet
+ *   as this too (it decides it as EXPIRED), so the answer never depends on whether the timer fired (helper B, B-5);
+ * - another finished session (FAILED, CANCELED) → SESSION_INACTIVE; OPEN → PRECONDITION_NOT_MET.
  */
 export function decideComplete(
   session: Pick<CheckoutSessionHeader, "status" | "idempotencyKey"> & { id?: string },
@@ -256,6 +259,8 @@ export function decideComplete(
 ): CompleteDecision {
   assertIdempotencyKey(idempotencyKey);
   const { status } = session;
+  // Before the key: an expired session takes no key at all (a preview opens a new session, which does).
+  if (status === "EXPIRED") throw expiredSessionError(session);
   if (session.idempotencyKey !== null && session.idempotencyKey !== idempotencyKey) {
     throw keyConflict(session);
   }
@@ -278,10 +283,20 @@ export function decideComplete(
     case "OPEN":
       throw fail("PRECONDITION_NOT_MET", "Preview the checkout before completing it.", { status, required_step: "preview_checkout" });
     case "FAILED":
-    case "EXPIRED":
     case "CANCELED":
       throw fail("SESSION_INACTIVE", `The checkout session is ${status} and accepts no more changes.`, { status });
   }
+}
+
+/**
+ * The answer to completing an expired session (EXPIRED, or past its expiry before its timer ran): 404
+ * CHECKOUT_SESSION_NOT_FOUND, the spec's code for "no such checkout session or expired", with `details.status: EXPIRED`.
+ */
+export function expiredSessionError(session: { id?: string }): ActorError {
+  return fail("CHECKOUT_SESSION_NOT_FOUND", "The checkout session has expired; preview the cart again.", {
+    ...(session.id ? { checkout_session_id: session.id } : {}),
+    status: "EXPIRED",
+  });
 }
 
 /** Returns the session with the key bound (no-op when already bound to the same key). */
@@ -310,6 +325,8 @@ export interface PaymentLeg {
   captureRef?: string;
   approvalUrl?: string;
   lastOutcome?: LegOutcome;
+  /** The rail's reason when `lastOutcome` is `failed` (x402: `nonce_reused`, `no_x402_authorization`, …). */
+  lastReason?: string;
 }
 
 export function newLeg(storeId: string, amountMinor: number, currency: string): PaymentLeg {
@@ -338,10 +355,21 @@ export interface LegOutcomeView {
   status: LegStatus;
   /** What the rail last answered for this leg (null before its first attempt). */
   outcome: LegOutcome | null;
+  /**
+   * The rail's reason for a leg whose last outcome is `failed` (PAYMENT_FAILED_ROLLED_BACK), when it gave one: the card
+   * sandbox's `processor_error`, x402's `nonce_reused`, `no_x402_authorization`, `amount_changed_since_authorization`, …
+   * Absent otherwise (helper C, C-3: a failure without an x402 intent row read `settle_failed`).
+   */
+  reason?: string;
 }
 
 export function legOutcomes(legs: readonly PaymentLeg[]): LegOutcomeView[] {
-  return legs.map((l) => ({ store_id: l.storeId, status: l.status, outcome: l.lastOutcome ?? null }));
+  return legs.map((l) => ({
+    store_id: l.storeId,
+    status: l.status,
+    outcome: l.lastOutcome ?? null,
+    ...(l.lastOutcome === "failed" && l.lastReason ? { reason: l.lastReason } : {}),
+  }));
 }
 
 export interface LegSettlement {
@@ -363,6 +391,8 @@ export interface LegResult {
   outcome: LegOutcome;
   captureRef?: string;
   approvalUrl?: string;
+  /** The rail's reason for a `failed` outcome (ChargeResult.reason), shown as the leg's `reason` (legOutcomes). */
+  reason?: string;
 }
 
 /**
@@ -377,17 +407,20 @@ export function settleLegs(legs: readonly PaymentLeg[], results: Readonly<Record
     if (leg.status === "captured") return leg;
     const r = results[leg.storeId];
     if (!r) return leg.status === "processing" ? { ...leg, status: "unknown", lastOutcome: "unknown" } : leg;
+    // the reason goes with the outcome it explains: a later outcome drops an earlier failure's
+    const { lastReason: _earlier, ...rest } = leg;
     switch (r.outcome) {
       case "captured":
-        return { ...leg, status: "captured", captureRef: r.captureRef, approvalUrl: undefined, lastOutcome: r.outcome };
+        return { ...rest, status: "captured", captureRef: r.captureRef, approvalUrl: undefined, lastOutcome: r.outcome };
       case "needs_buyer_approval":
-        return { ...leg, status: "needs_buyer_approval", approvalUrl: r.approvalUrl, lastOutcome: r.outcome };
+        return { ...rest, status: "needs_buyer_approval", approvalUrl: r.approvalUrl, lastOutcome: r.outcome };
       case "unknown":
-        return { ...leg, status: "unknown", lastOutcome: r.outcome };
+        return { ...rest, status: "unknown", lastOutcome: r.outcome };
       case "declined":
-      case "failed":
       case "not_approved":
-        return { ...leg, status: "unpaid", approvalUrl: undefined, lastOutcome: r.outcome };
+        return { ...rest, status: "unpaid", approvalUrl: undefined, lastOutcome: r.outcome };
+      case "failed":
+        return { ...rest, status: "unpaid", approvalUrl: undefined, lastOutcome: r.outcome, ...(r.reason ? { lastReason: r.reason } : {}) };
     }
   });
   const completedStoreIds = next.filter((l) => l.status === "captured").map((l) => l.storeId);

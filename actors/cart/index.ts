@@ -44,7 +44,7 @@ import {
 import { CATALOG_CHANGED, heldStockChanged } from "../store/messages.ts";
 import { shippingZonesOfStores } from "../store/reads.ts";
 import { orderTotalMinor } from "../store/order-rows.ts";
-import { assertNoRefundDecided, clearChainDecided, clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCapturedAmount } from "../store/reconcile.ts";
+import { assertNoRefundDecided, clearChainDecided, clearReconciliation, lockFlaggedOrder, openReconcileRefund, recordCapturedAmount, type FlaggedOrder } from "../store/reconcile.ts";
 import { driveRefundRows, moveOrderAfterRefund, railOfOrder } from "../store/refund-flow.ts";
 import { isIsoCountryCode, type ShippingZone } from "../store/schemas.ts";
 import { agentCheckoutAllowed, AGENT_THRESHOLD } from "../trust/bands.ts";
@@ -61,6 +61,7 @@ import {
   prepareLegsForCharge,
   resumeRetriesRolledBack,
   isSessionExpired,
+  expiredSessionError,
   isStaleInProgress,
   settleLegs,
   STALE_IN_PROGRESS_MS,
@@ -1175,7 +1176,7 @@ function withPaidSoFar(err: unknown, s: SessionState, after: SessionState): unkn
   const paid = s.legs.filter((l) => l.status === "captured").map((l) => l.storeId);
   const one = paid.length === 1;
   const what = `${paid.join(", ")} ${one ? "was" : "were"} paid and stay${one ? "s" : ""} paid (details.order_ids)`;
-  const said = err.code === "SESSION_INACTIVE" ? `In it, ${what}; the other merchants were not charged.` : `Meanwhile ${what}; nothing was charged for the remaining merchants.`;
+  const said = err.code === "SESSION_INACTIVE" || err.code === "CHECKOUT_SESSION_NOT_FOUND" ? `In it, ${what}; the other merchants were not charged.` : `Meanwhile ${what}; nothing was charged for the remaining merchants.`;
   const wayOn = TERMINAL_CHECKOUT_STATUSES.has(after.status)
     ? " The checkout session has ended; preview the cart again to pay the remaining merchants (the paid ones carry over and are not charged again)."
     : err.code === "STATE_EXECUTION_BLOCKED"
@@ -1201,6 +1202,17 @@ function withPaidSoFar(err: unknown, s: SessionState, after: SessionState): unkn
 type Unresolved = Extract<LookupResult, { status: "unresolved" }>;
 type ChargedLeg = LegResult & { result?: ChargeResult; unresolved?: Unresolved };
 
+/** A leg's result from the rail's answer: its capture reference, approval link, or (failed) the rail's reason (C-3). */
+function chargedLeg(r: ChargeResult): ChargedLeg {
+  return {
+    outcome: r.status,
+    captureRef: r.status === "captured" ? r.captureRef : undefined,
+    approvalUrl: r.status === "needs_buyer_approval" ? r.approvalUrl : undefined,
+    ...(r.status === "failed" ? { reason: r.reason } : {}),
+    result: r,
+  };
+}
+
 /**
  * Calls the rail for one leg. A thrown call (answer lost) is asked again by lookup; still unknown → unknown.
  * A leg of nothing (a 100 % coupon on free shipping) is captured without a rail call: no money moves, and a rail
@@ -1214,11 +1226,9 @@ async function chargeLeg(rail: PaymentRail, leg: PaymentLeg, token: string, mode
       const found = await rail.lookup(intent.intentId);
       if (found.status === "unresolved") return { outcome: "unknown", unresolved: found };
       // Never seen by the processor: nothing was captured, so charging under the same intent id is the first charge.
-      const r = found.status === "unknown" ? await rail.charge(intent) : found;
-      return { outcome: r.status, captureRef: r.status === "captured" ? r.captureRef : undefined, approvalUrl: r.status === "needs_buyer_approval" ? r.approvalUrl : undefined, result: r };
+      return chargedLeg(found.status === "unknown" ? await rail.charge(intent) : found);
     }
-    const r = await rail.charge(intent);
-    return { outcome: r.status, captureRef: r.status === "captured" ? r.captureRef : undefined, approvalUrl: r.status === "needs_buyer_approval" ? r.approvalUrl : undefined, result: r };
+    return chargedLeg(await rail.charge(intent));
   } catch (err) {
     // An UPSTREAM_* error (or a crash of the call) may have lost an answer; any other error is the rail refusing the
     // request (its validation). Either way the processor is asked: an intent it never saw captured nothing, so a
@@ -1227,9 +1237,7 @@ async function chargeLeg(rail: PaymentRail, leg: PaymentLeg, token: string, mode
     try {
       const found = await rail.lookup(intent.intentId);
       if (found.status === "unresolved") return { outcome: "unknown", unresolved: found };
-      if (found.status !== "unknown") {
-        return { outcome: found.status, captureRef: found.status === "captured" ? found.captureRef : undefined, approvalUrl: found.status === "needs_buyer_approval" ? found.approvalUrl : undefined, result: found };
-      }
+      if (found.status !== "unknown") return chargedLeg(found);
       if (refused) return { outcome: "failed" };
     } catch {
       /* still unknown */
@@ -1723,6 +1731,13 @@ async function endSessionUnpaid(
   const now = ctx.now();
   const moved = { ...s, ...applyCheckoutEvent(s, event, now) };
   ctx.state.session = moved;
+  // A leg still waiting for the buyer can never be captured now: its intent is withdrawn at the rail, so the buyer's
+  // link says the checkout is no longer payable instead of "approved" (helper B, B-4). Before this turn commits: should
+  // the turn fail after it, the session's next charge of the intent answers not_approved, which rolls the leg back.
+  const rail = railFor(ctx.sql, s.rail);
+  for (const leg of s.legs) {
+    if (leg.status === "needs_buyer_approval" && leg.intentId) await rail?.voidIntent?.(leg.intentId);
+  }
   // Unpaid orders of the session are canceled and their stock released, in this turn's transaction.
   const unpaid = Object.entries(s.orderIds).filter(([slug]) => s.legs.find((l) => l.storeId === slug)?.status !== "captured").sort(([a], [b]) => cmp(a, b));
   if (unpaid.length) {
@@ -1792,14 +1807,14 @@ async function doPrecheck(ctx: Ctx, body: CheckoutBody & { sessionId: string; in
     session: { id: s.id, status: s.status, state_hash: stateHash, charges: legs.filter((l) => l.status !== "captured").map((l) => ({ merchant_slug: l.storeId, amount_minor: l.amountMinor })) },
   });
   if (body.intent === "cancel") {
-    applyCheckoutEvent(s, "cancel", now); // pure: throws what cancel would (SESSION_INACTIVE, CHECKOUT_STATUS_INVALID)
+    // pure: throws what cancel would (SESSION_INACTIVE, CHECKOUT_STATUS_INVALID); a session past its expiry as the
+    // EXPIRED session cancel ends it as first (SESSION_INACTIVE), before the human is asked
+    applyCheckoutEvent(LIVE_WAITING.has(s.status) && isSessionExpired(s, now) ? { ...s, status: "EXPIRED" } : s, "cancel", now);
     return answer();
   }
   assertNotReplaced(cart);
   if (TERMINAL_CHECKOUT_STATUSES.has(s.status)) return answer();
-  if (LIVE_WAITING.has(s.status) && s.expiresAt !== null && now >= s.expiresAt) {
-    throw fail("CHECKOUT_SESSION_NOT_FOUND", "The checkout session has expired; preview the cart again.", { checkout_session_id: s.id, status: "EXPIRED" });
-  }
+  if (LIVE_WAITING.has(s.status) && isSessionExpired(s, now)) throw withPaidSoFar(expiredSessionError(s), s, { ...s, status: "EXPIRED" });
   if (s.status === "OPEN") {
     throw fail("PRECONDITION_NOT_MET", "The cart's shipping changed after the preview; call preview_checkout again and show the new totals.", {
       status: "OPEN",
@@ -1842,17 +1857,17 @@ async function doComplete(ctx: Ctx, body: CheckoutBody, sessionId: string, fresh
   const now = ctx.now();
   const rail: RailName = body.rail ?? "card";
   const key = body.idempotencyKey ?? s.idempotencyKey ?? derivedUuid("idempotency.v1", s.id);
-  if (LIVE_WAITING.has(s.status) && s.expiresAt !== null && now >= s.expiresAt) {
-    throw fail("CHECKOUT_SESSION_NOT_FOUND", "The checkout session has expired; preview the cart again.", { checkout_session_id: s.id, status: "EXPIRED" });
-  }
+  // A session past its expiry is decided as the EXPIRED session its timer makes of it (404 CHECKOUT_SESSION_NOT_FOUND,
+  // any key), so the answer does not depend on whether the timer has run yet (helper B, B-5).
+  const asDecided: SessionState = LIVE_WAITING.has(s.status) && isSessionExpired(s, now) ? { ...s, status: "EXPIRED" } : s;
   // The same key on a completed session: its receipt is the answer (read only then; another key learns nothing).
   const receipt = s.status === "COMPLETED" && s.idempotencyKey === key ? await completedReceipt(ctx, s) : undefined;
   let decision: ReturnType<typeof decideComplete>;
   try {
-    decision = decideComplete(s, key, capturedOrderIds(s), receipt);
+    decision = decideComplete(asDecided, key, capturedOrderIds(s), receipt);
   } catch (err) {
     // A session that ended after some merchants were paid still says so to the caller (same owner, same key or none).
-    throw err instanceof ActorError && err.code === "SESSION_INACTIVE" ? withPaidSoFar(err, s, s) : err;
+    throw err instanceof ActorError && (err.code === "SESSION_INACTIVE" || err.code === "CHECKOUT_SESSION_NOT_FOUND") ? withPaidSoFar(err, s, asDecided) : err;
   }
   if (decision.action === "resume") {
     assertApprovedState(body.approvedStateHash, s);
@@ -2112,6 +2127,8 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
   let refundByMerchant = false;
   let result: LegResult;
   let captureRef: string | null;
+  // The flag is cleared at the end of the turn, with what the answer says of the checkout (repeatedResolution).
+  let resolved: { o: FlaggedOrder; data: Record<string, unknown> };
   const [paidWith] = await ctx.sql<{ payment_rail: string }[]>`SELECT payment_rail FROM orders WHERE id = ${body.orderId} AND store_slug = ${slug}`;
   const railName = paidWith ? railOfOrder(paidWith.payment_rail) : null;
   if (body.action === "refund" && railName === "x402") {
@@ -2123,7 +2140,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
     const released = o.reconciliation === "settlement_unknown";
     if (released) await railFor(ctx.sql, "x402")?.recordResolution?.(leg.intentId as string, "released");
     await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now, heldSink(ctx, slug));
-    await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_by_merchant: true, ...(released ? { settlement: "released" } : {}) });
+    resolved = { o, data: { refund_by_merchant: true, ...(released ? { settlement: "released" } : {}) } };
     refundByMerchant = true;
     result = { outcome: "failed" };
     captureRef = o.captureRef;
@@ -2168,12 +2185,12 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
       );
       if (done.changed.length) ctx.publish("catalog.changed", { storeSlug: slug, upserted: done.changed, removed: [] });
       if (found.status === "captured") await recordCapturedAmount(tx, slug, o, found.amountMinor);
-      await clearReconciliation(tx, slug, o, "accept", body.userId, unresolved ? { payment_reference: unresolved.reference } : {});
+      resolved = { o, data: unresolved ? { payment_reference: unresolved.reference } : {} };
       captureRef = paidWithRef ?? null;
       result = { outcome: "captured", captureRef: paidWithRef };
     } else if (found.status !== "captured") {
       await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now, heldSink(ctx, slug));
-      await clearReconciliation(tx, slug, o, "refund", body.userId, { nothing_captured: true });
+      resolved = { o, data: { nothing_captured: true } };
       result = { outcome: "failed" };
     } else {
       await recordCapturedAmount(tx, slug, o, found.amountMinor);
@@ -2193,7 +2210,7 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
       tx = await ctx.tx();
       await cancelPendingOrderRows(tx, slug, { orderId: o.id, reason: "reconciliation_refund" }, now, heldSink(ctx, slug));
       await moveOrderAfterRefund(tx, slug, o.id, after.id, Number(after.amount_minor), now);
-      await clearReconciliation(tx, slug, o, "refund", body.userId, { refund_id: after.id });
+      resolved = { o, data: { refund_id: after.id } };
       refund = { refund_id: after.id, status: "REFUNDED", amount_minor: Number(after.amount_minor), currency: after.currency };
       result = { outcome: "failed" };
     }
@@ -2221,7 +2238,11 @@ async function resolveCapture(ctx: Ctx, body: ResolveCaptureBody): Promise<Resol
   } else if (next.expiresAt !== null) {
     await armSession(ctx, next.expiresAt, { sessionId: next.id });
   }
-  const [row] = await (await ctx.tx())<{ status: string }[]>`SELECT status FROM orders WHERE id = ${body.orderId}`;
+  const tx = await ctx.tx();
+  // The flag cleared with the decision's event, which keeps what this answer says of the checkout: a repeat of the
+  // decision answers it again (reconcile.ts repeatedResolution; helper B, B-6).
+  await clearReconciliation(tx, slug, resolved.o, body.action, body.userId, { ...resolved.data, checkout_status: next.status, cart_status: (ctx.state.cart as CartRecord).status });
+  const [row] = await tx<{ status: string }[]>`SELECT status FROM orders WHERE id = ${body.orderId}`;
   return {
     order_id: body.orderId,
     merchant_slug: slug,
@@ -2438,7 +2459,15 @@ export const cartActor = defineActor({
     },
 
     async cancel(ctx, body): Promise<{ checkout_session_id: string; status: string }> {
-      const s = ownSessionOfCart(ctx, body.keyId, body.sessionId);
+      ownSessionOfCart(ctx, body.keyId, body.sessionId);
+      // A session past its expiry whose timer has not run yet is ended as the timer would end it (EXPIRED, its orders
+      // canceled and checkout.abandoned sent), and that is committed: the cancel below then refuses it 409
+      // SESSION_INACTIVE (details.status EXPIRED), as it does once the timer ran. It answered 200 CANCELED before the
+      // timer and 409 after, so the answer (and the orders' cancel reason) depended on the reminder poll (helper D).
+      const wasDue = ctx.state.session;
+      await endDueSession(ctx);
+      if (ctx.state.session !== wasDue) await ctx.checkpoint();
+      const s = ctx.state.session as SessionState;
       if (body.storeSlug !== undefined) assertOnlyStoreLeft(s, body.storeSlug);
       // Without a store named, the session's agent cancels (its checkout, or one of its orders): the orders' cancel
       // events record canceled_by agent, so its repeated order cancel answers 200 again (review RC-3).

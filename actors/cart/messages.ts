@@ -5,6 +5,7 @@
  */
 import { Type as T, type Static } from "@sinclair/typebox";
 import type { LegOutcomeView } from "./checkout-machine.ts";
+import { NonBlank } from "../store/schemas.ts";
 
 const Uuid = T.String({ format: "uuid" });
 
@@ -26,7 +27,7 @@ export const RailName = T.Union([T.Literal("card"), T.Literal("x402")]);
 /** The buyer's destination and, optionally, the shipping option picked for the store it belongs to (actors/cart/shipping.ts). */
 export const ShippingChoiceInput = T.Object({
   countryCode: T.String({ pattern: "^[A-Za-z]{2}$" }),
-  postalCode: T.String({ minLength: 1, maxLength: 20 }),
+  postalCode: NonBlank(20), // white space only is no postal code: the gateways refuse it naming their field (helper D)
   optionId: T.Optional(Uuid),
 });
 export type ShippingChoiceInput = Static<typeof ShippingChoiceInput>;

@@ -6,7 +6,7 @@
  * | `tok_approve`        | captured                                                                       |
  * | `tok_decline`        | declined (PAYMENT_DECLINED), nothing captured                                  |
  * | `tok_fail`           | failed (PAYMENT_FAILED_ROLLED_BACK), nothing captured                          |
- * | `tok_needs_approval` | needs_buyer_approval with a link; after `approve(intentId, token)` the same call captures, after `reject(intentId, token)` it is not_approved |
+ * | `tok_needs_approval` | needs_buyer_approval with a link; after `approve(intentId, token)` the same call captures, after `reject(intentId, token)` it is not_approved; `voidIntent` (its checkout ended unpaid) withdraws it: the link refuses, a charge is not_approved |
  * | `tok_not_approved`   | not_approved (PAYMENT_NOT_APPROVED): the payer refused at once                 |
  * | `tok_lost_response`  | captures, then the first call throws UPSTREAM_UNAVAILABLE as if the answer was lost, and so does the lookup right after it in this process; a later charge/lookup of the same intent returns the capture |
  * | `tok_amount_mismatch`| captures one minor unit MORE than asked (the caller's amount check must catch it: PAYMENT_AMOUNT_MISMATCH) |
@@ -48,7 +48,8 @@ export type SandboxIntentState =
   | "not_approved"
   | "awaiting_approval"
   | "approved" // buyer approved, capture happens on the next charge call
-  | "rejected"; // buyer refused, the next charge call answers not_approved
+  | "rejected" // buyer refused, the next charge call answers not_approved
+  | "voided"; // its checkout ended unpaid while it waited (voidIntent): the link refuses, a charge answers not_approved
 
 export interface SandboxIntentRecord {
   intentId: string;
@@ -195,6 +196,18 @@ function approvalTokenMatches(stored: string | null, given: string): boolean {
   return stored !== null && given.length > 0 && same;
 }
 
+/**
+ * The refusal at the link of a voided intent (its checkout ended unpaid): 409 `conflict`, `details.state: voided`,
+ * `reason: checkout_ended`. The page says the same (gateway/rest/checkout.ts).
+ */
+export function checkoutEnded(intentId: string) {
+  return fail(
+    "conflict",
+    "This payment can no longer be approved: the checkout it belongs to ended (canceled or expired) before it was paid. Nothing was charged and nothing will be; the agent can start a new checkout.",
+    { intent_id: intentId, state: "voided", reason: "checkout_ended" },
+  );
+}
+
 /** The states in which an intent waits for (or has just had) the buyer's decision: its answer carries the link. */
 const WAITING: ReadonlySet<SandboxIntentState> = new Set(["awaiting_approval", "approved"]);
 
@@ -323,6 +336,20 @@ export class CardSandboxRail implements PaymentRail {
     return { intentId: r.intentId, storeId: r.storeId, amountMinor: r.amountMinor, currency: r.currency, state: r.state };
   }
 
+  /**
+   * Withdraws an intent that waits for the buyer (awaiting_approval, or approved and not yet captured): its checkout
+   * ended unpaid, so nothing will ever capture it. Compare-and-set from the state read; a decision written meanwhile is
+   * read again and withdrawn too (a state once left is never entered again, so two rounds decide). Any other state
+   * (captured, refused, unknown intent) is left as it is.
+   */
+  async voidIntent(intentId: string): Promise<void> {
+    for (let round = 0; round < 3; round++) {
+      const record = await this.ledger.getIntent(intentId);
+      if (!record || !WAITING.has(record.state)) return;
+      if (await this.ledger.transitionIntent(intentId, record.state, { state: "voided", updatedAt: this.now() })) return;
+    }
+  }
+
   /** Buyer approval simulation (the link's token required): the next charge of this intent captures. */
   async approve(intentId: string, approvalToken: string): Promise<void> {
     await this.decide(intentId, approvalToken, "approved");
@@ -353,6 +380,7 @@ export class CardSandboxRail implements PaymentRail {
       if (!record) throw fail("not_found", "No sandbox payment with that intent id.", { intent_id: intentId });
     }
     if (record.state === state || (state === "approved" && record.state === "captured")) return;
+    if (record.state === "voided") throw checkoutEnded(intentId);
     throw fail("conflict", `The payment is ${record.state}; it is not waiting for approval.`, { intent_id: intentId, state: record.state });
   }
 
@@ -391,6 +419,7 @@ export class CardSandboxRail implements PaymentRail {
         return { status: "needs_buyer_approval", intentId, approvalUrl: this.approvalUrlOf(r) };
       case "not_approved":
       case "rejected":
+      case "voided":
         return { status: "not_approved", intentId, code: "PAYMENT_NOT_APPROVED" };
     }
   }

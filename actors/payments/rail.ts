@@ -69,6 +69,14 @@ export interface PaymentRail {
    * `unresolved` have it.
    */
   recordResolution?(intentId: string, outcome: "captured" | "released"): Promise<void>;
+  /**
+   * The checkout session of an intent that waits for the buyer (`needs_buyer_approval`) ended unpaid (canceled,
+   * expired, failed): the rail withdraws the intent, so its buyer link refuses from then on (no buyer is told
+   * "approved" of a payment nothing will capture) and a later charge of it answers `not_approved`. Never moves money;
+   * an intent in any other state (captured, refused, unknown) is left as it is. Idempotent. Rails without a buyer step
+   * need not have it (helper B, B-4).
+   */
+  voidIntent?(intentId: string): Promise<void>;
 }
 
 /**

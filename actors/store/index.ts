@@ -16,6 +16,7 @@ import {
   policiesFromInput,
   rollUpOverflow,
   rollUpVariants,
+  schemaErrors,
   unstorableField,
   validateCatalogItems,
   zonesFromInput,
@@ -286,7 +287,7 @@ export const storeActor = defineActor({
       const hash = (b: string) => buyerRefOf(ctx.id, b);
       for (const [index, raw] of body.orders.entries()) {
         if (!Value.Check(HumanOrderInput, raw)) {
-          const errors = [...Value.Errors(HumanOrderInput, raw)].slice(0, 10).map((e) => ({ field: e.path.replace(/^\//, "").replace(/\//g, ".") || "(order)", message: e.message }));
+          const errors = schemaErrors(HumanOrderInput, raw, 10, "(order)");
           rejected.push({ index, externalId: (raw as { externalId?: string })?.externalId ?? null, errors });
           continue;
         }

@@ -5,7 +5,8 @@
  * An item is either accepted whole or rejected whole (with every reason), so a rejected item never leaves a
  * partial write behind.
  */
-import { Type as T, type Static } from "@sinclair/typebox";
+import { Type as T, type Static, type TSchema } from "@sinclair/typebox";
+import { ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
 import { fail } from "../runtime/errors.ts";
 import { refundWindowDays } from "./refunds.ts";
@@ -16,6 +17,9 @@ import {
   MAX_AMOUNT_MINOR,
   MAX_STOCK_QUANTITY,
   NegotiationRules,
+  NonBlank,
+  NOT_BLANK_MESSAGE,
+  NOT_BLANK_PATTERN,
   ProductInput,
   productInputToFields,
   toMajor,
@@ -45,7 +49,25 @@ export interface ValidatedItem {
   fields: ProductFields;
 }
 
-const pointer = (path: string) => path.replace(/^\//, "").replace(/\//g, ".") || "(item)";
+const pointer = (path: string, whole = "(item)") => path.replace(/^\//, "").replace(/\//g, ".") || whole;
+
+/**
+ * An item's schema failures as per-item errors (at most `max`), with the dotted field and TypeBox's message, except a
+ * blank name or id (NOT_BLANK_PATTERN), which is said in words, once per field: an empty one already failed its
+ * minLength. Every per-item validator of merchant ingestion (PUT /catalog and its CLI and dashboard uploads, PATCH
+ * /inventory, POST /orders) reads its schema through here.
+ */
+export function schemaErrors(schema: TSchema, raw: unknown, max: number, whole = "(item)"): ItemError[] {
+  const errors: ItemError[] = [];
+  for (const e of Value.Errors(schema, raw)) {
+    const field = pointer(e.path, whole);
+    if (e.type === ValueErrorType.StringPattern && (e.schema as { pattern?: string }).pattern === NOT_BLANK_PATTERN) {
+      if (!errors.some((x) => x.field === field)) errors.push({ field, message: NOT_BLANK_MESSAGE });
+    } else errors.push({ field, message: e.message });
+    if (errors.length >= max) break;
+  }
+  return errors;
+}
 
 /**
  * True when `major` has no more decimals than the currency allows (19.99 USD yes, 19.999 USD no, 10.5 JPY no).
@@ -271,10 +293,7 @@ export function validateCatalogItems(items: readonly unknown[]): { valid: Valida
       rejected.push({ index, externalId: null, errors: [{ field: "(item)", message: "must be an object" }] });
       return;
     }
-    for (const e of Value.Errors(ProductInput, raw)) {
-      errors.push({ field: pointer(e.path), message: e.message });
-      if (errors.length >= 20) break;
-    }
+    errors.push(...schemaErrors(ProductInput, raw, 20));
     if (errors.length === 0) {
       const item = raw as ProductInput;
       const unstorable = unstorableField(item);
@@ -413,6 +432,7 @@ const Currency = T.String({ pattern: "^[A-Z]{3}$" });
 
 export const ShippingZoneInput = T.Object(
   {
+    /** Not blank: checked by `zonesFromInput`, beside the postal prefixes, so the refusal is the zone's own (zones.N.name). */
     name: T.String({ minLength: 1, maxLength: 100 }),
     countries: T.Array(Country, { minItems: 1, maxItems: 250 }),
     postalPrefixes: T.Optional(T.Array(T.String({ minLength: 1, maxLength: 20 }), { maxItems: 500 })),
@@ -445,7 +465,9 @@ export function zonesFromInput(zones: readonly ShippingZoneInput[]): { zones: Sh
   const names = new Set<string>();
   const out = zones.map((z, i) => {
     if (z.maxDays < z.minDays) errors.push({ field: `zones.${i}.maxDays`, message: "must be >= minDays" });
-    if (names.has(z.name)) errors.push({ field: `zones.${i}.name`, message: "repeated zone name" });
+    // A name of white space only was stored and shown as the option's title: agents were offered a blank option.
+    if (!/\S/.test(z.name)) errors.push({ field: `zones.${i}.name`, message: NOT_BLANK_MESSAGE });
+    else if (names.has(z.name)) errors.push({ field: `zones.${i}.name`, message: "repeated zone name" });
     const badCurrency = currencyProblem(z.currency);
     if (badCurrency) errors.push({ field: `zones.${i}.currency`, message: badCurrency });
     z.countries.forEach((c, j) => {
@@ -455,7 +477,7 @@ export function zonesFromInput(zones: readonly ShippingZoneInput[]): { zones: Sh
     // which every postal code starts with, so the zone priced every address of its countries, ahead of the
     // country-wide zone (audit W-2).
     (z.postalPrefixes ?? []).forEach((p, j) => {
-      if (!/\S/.test(p)) errors.push({ field: `zones.${i}.postalPrefixes.${j}`, message: "must contain a character other than white space" });
+      if (!/\S/.test(p)) errors.push({ field: `zones.${i}.postalPrefixes.${j}`, message: NOT_BLANK_MESSAGE });
     });
     names.add(z.name);
     for (const [k, v] of [["base", z.base], ["perItem", z.perItem], ["freeOver", z.freeOver]] as const) {
@@ -482,7 +504,7 @@ export function zonesFromInput(zones: readonly ShippingZoneInput[]): { zones: Sh
 export const InventoryItemInput = T.Object(
   {
     productId: T.Optional(T.String({ format: "uuid" })),
-    externalId: T.Optional(T.String({ minLength: 1, maxLength: 255 })),
+    externalId: T.Optional(NonBlank(255)),
     variantId: T.Optional(T.String({ format: "uuid" })),
     stockQuantity: T.Union([T.Integer({ minimum: 0, maximum: MAX_STOCK_QUANTITY }), T.Null()]),
     inStock: T.Optional(T.Boolean()),
@@ -497,17 +519,17 @@ export const ORDER_STATUSES = ["pending", "paid", "fulfilled", "shipped", "deliv
 
 export const HumanOrderInput = T.Object(
   {
-    externalId: T.String({ minLength: 1, maxLength: 255 }),
-    /** Buyer e-mail or the merchant's customer id; only a hash is stored (unique-buyer counts). */
-    buyer: T.String({ minLength: 1, maxLength: 320 }),
+    externalId: NonBlank(255),
+    /** Buyer e-mail or the merchant's customer id; only a hash is stored (unique-buyer counts: a blank one was every blank buyer's). */
+    buyer: NonBlank(320),
     status: T.Union(ORDER_STATUSES.map((s) => T.Literal(s))),
     currency: Currency,
     items: T.Array(
       T.Object(
         {
-          externalId: T.Optional(T.String({ minLength: 1, maxLength: 255 })),
+          externalId: T.Optional(NonBlank(255)),
           productId: T.Optional(T.String({ format: "uuid" })),
-          title: T.Optional(T.String({ minLength: 1, maxLength: 500 })),
+          title: T.Optional(NonBlank(500)),
           quantity: T.Integer({ minimum: 1, maximum: MAX_STOCK_QUANTITY }),
           unitPrice: T.Number({ minimum: 0 }),
         },

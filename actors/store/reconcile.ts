@@ -153,3 +153,61 @@ export async function recordCapturedAmount(tx: Sql, slug: string, o: FlaggedOrde
   if (capturedMinor === o.totalMinor) return;
   await tx`UPDATE orders SET captured_minor = ${capturedMinor} WHERE id = ${o.id} AND store_slug = ${slug}`;
 }
+
+/** The answer of a reconcile decision (`resolveCapture`'s, without the buyer-side session id). */
+export interface ResolutionAnswer {
+  order_id: string;
+  merchant_slug: string;
+  action: ReconcileAction;
+  order_status: string;
+  reconciliation: null;
+  capture_reference: string | null;
+  refund: { refund_id: string; status: string; amount_minor: number; currency: string } | null;
+  refund_by_merchant?: true;
+  checkout_status: string;
+  cart_status: string;
+}
+
+/**
+ * A merchant's repeat of a reconcile decision it already made (a retry after a lost answer, a double click: helper B,
+ * B-6), as its other decisions are (audit D-1): an order whose flag was cleared by the merchant's `action` answers that
+ * decision again, 200, writing nothing: the order's status as it stands now, the capture reference and the refund the
+ * decision made (as it stands now), and the checkout and cart statuses the decision left (kept in its
+ * `reconciliation_resolved` event by the cart's `resolveCapture`; "unknown" for a decision recorded before). Another decision than the one made is 409 `conflict` naming it
+ * (`details.resolved_action`). Undefined when the order is still flagged, or was never resolved by a merchant (a
+ * plain order, one the chain decided): the caller's own refusal stands.
+ */
+export async function repeatedResolution(sql: Sql, slug: string, orderId: string, action: ReconcileAction): Promise<ResolutionAnswer | undefined> {
+  const [o] = await sql<{ status: string; reconciliation: string | null }[]>`SELECT status, reconciliation FROM orders WHERE id = ${orderId} AND store_slug = ${slug}`;
+  if (!o || o.reconciliation !== null) return undefined;
+  const [e] = await sql<{ data: Record<string, unknown> }[]>`SELECT data FROM order_events
+    WHERE order_id = ${orderId} AND type = 'reconciliation_resolved' ORDER BY id DESC LIMIT 1`;
+  const data = e?.data;
+  if (!data || data.actor !== "merchant" || (data.action !== "accept" && data.action !== "refund")) return undefined;
+  if (data.action !== action) {
+    throw fail(
+      "conflict",
+      data.action === "accept"
+        ? "This order's capture was already accepted as its payment; it cannot be refunded as a reconciliation. Cancel the order to refund it."
+        : "This order's capture was already refunded on reconciliation (the order canceled); there is nothing left to accept.",
+      { order_id: orderId, status: o.status, reconciliation: null, resolved_action: data.action },
+    );
+  }
+  const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+  const refundId = str(data.refund_id);
+  const [r] = refundId
+    ? await sql<{ id: string; status: string; amount_minor: number; currency: string }[]>`SELECT id, status, amount_minor, currency FROM order_refunds WHERE id = ${refundId}`
+    : [];
+  return {
+    order_id: orderId,
+    merchant_slug: slug,
+    action,
+    order_status: o.status,
+    reconciliation: null,
+    capture_reference: str(data.capture_ref) ?? str(data.payment_reference),
+    refund: r ? { refund_id: r.id, status: r.status, amount_minor: Number(r.amount_minor), currency: r.currency } : null,
+    ...(data.refund_by_merchant === true ? { refund_by_merchant: true as const } : {}),
+    checkout_status: str(data.checkout_status) ?? "unknown",
+    cart_status: str(data.cart_status) ?? "unknown",
+  };
+}

@@ -48,6 +48,34 @@ export function railOfOrder(stored: string): RailName | null {
   return null;
 }
 
+/**
+ * The agent's refund request of an order paid over x402 (REST POST /agent/orders/{id}/refund, MCP onx_create_return),
+ * refused before anything is written (helper C, C-4): the money sits in the merchant's wallet and the x402 rail cannot
+ * pull it back, so a request could only be approved into FAILED. As the agent's cancel of such an order
+ * (ORDER_NOT_CANCELLABLE, `reason: refund_by_merchant`) and the MCP return of an order the merchant recorded
+ * (NOT_ELIGIBLE, `recorded_by_merchant`): the merchant pays the buyer back from its wallet.
+ */
+export function x402RefundRequestRefused(orderId: string) {
+  return fail(
+    "NOT_ELIGIBLE",
+    "This order was paid over x402: the money is in the merchant's wallet and this service cannot pull it back, so no refund request runs here. Ask the merchant to pay the buyer back from its wallet.",
+    { order_id: orderId, payment_rail: "x402", reason: "refund_by_merchant" },
+  );
+}
+
+/**
+ * A merchant's approve (or retry) of an agent's refund request of an x402 order, one made before such requests were
+ * refused (x402RefundRequestRefused): 409 with what to do, nothing written and nothing sent. The approve used to commit
+ * APPROVED and end FAILED with the rail's free text every time.
+ */
+function x402ApproveRefused(refund: RefundRow) {
+  return fail(
+    "conflict",
+    "This order was paid over x402: the service cannot pull the money back, so approving this request would only fail. Pay the buyer back from your wallet, then reject this request; or cancel the order (answered refund_by_merchant, which closes its open requests).",
+    { reason: "refund_by_merchant", payment_rail: "x402", refund_id: refund.id, order_id: refund.order_id, status: refund.status },
+  );
+}
+
 /** The store actor's kind, as its reminder rows are keyed (actors/store/index.ts). */
 const STORE_KIND = "store";
 
@@ -201,6 +229,7 @@ export async function approveRefund(ctx: Ctx, refundId: string, userId: string):
   // review RC-3). Every REFUNDED record is money a merchant decided to pay back (an approve, a cancel, a
   // reconciliation), so an approve is never told "not allowed" about what it asked for. Nothing is written.
   if (current.status === "REFUNDED") return refundView(current);
+  if (railOfOrder((await loadOrder(ctx.sql, ctx.id, current.order_id)).payment_rail) === "x402") throw x402ApproveRefused(current);
   if (current.status !== "APPROVED") {
     const tx = await ctx.tx();
     await lockOrderOfRefund(tx, ctx.id, refundId);

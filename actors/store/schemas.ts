@@ -76,6 +76,20 @@ export function currencyProblem(code: string): string | null {
   return isIsoCurrencyCode(code) ? null : `${code} is not an ISO 4217 currency code`;
 }
 
+/**
+ * The pattern of a name or id a merchant sends that must say something: a character other than white space. A title,
+ * an external id or a buyer made only of spaces passed `minLength: 1` and was stored: a product listed with a blank
+ * name, an upsert key nobody can read back, every blank buyer one "unique" buyer (helper A, session 21). Per-item
+ * validators say it in NOT_BLANK_MESSAGE's words (ingest.ts `schemaErrors`).
+ */
+export const NOT_BLANK_PATTERN = "\\S";
+export const NOT_BLANK_MESSAGE = "must contain a character other than white space";
+
+/** A string of 1 to `maxLength` characters with one that is not white space (NOT_BLANK_PATTERN). */
+export function NonBlank(maxLength: number) {
+  return T.String({ minLength: 1, maxLength, pattern: NOT_BLANK_PATTERN });
+}
+
 const Uuid = T.String({ format: "uuid" });
 const Currency = T.String({ pattern: "^[A-Z]{3}$", minLength: 3, maxLength: 3 });
 const Country = T.String({ pattern: "^[A-Z]{2}$", minLength: 2, maxLength: 2 });
@@ -256,7 +270,7 @@ export const VariantInput = T.Object({
   /** Kept when given (so carts that name it stay valid); otherwise the store actor assigns one. */
   id: T.Optional(Uuid),
   sku: T.Optional(T.String({ maxLength: 255 })),
-  title: T.String({ minLength: 1, maxLength: 255 }),
+  title: NonBlank(255),
   options: T.Optional(T.Record(T.String(), T.String())),
   /** Decimal major units; omit to use the product's price. */
   price: T.Optional(T.Number({ minimum: 0 })),
@@ -273,8 +287,8 @@ export type VariantInput = Static<typeof VariantInput>;
  */
 export const ProductInput = T.Object(
   {
-    externalId: T.String({ minLength: 1, maxLength: 255 }),
-    title: T.String({ minLength: 1, maxLength: 500 }),
+    externalId: NonBlank(255),
+    title: NonBlank(500),
     description: T.Optional(T.String({ maxLength: 20_000 })),
     brand: T.Optional(T.String({ maxLength: 255 })),
     category: T.Optional(T.String({ maxLength: 255 })),

@@ -51,7 +51,12 @@ export interface V2RawData {
   policyFields: { filled: number; required: number };
   agentEvents: { cartCreated: number; checkoutStart: number; checkoutComplete: number };
   /** Trailing 90 days. */
-  orders90d: { total: number; fulfilledOnTime: number; disputes: number };
+  /**
+   * `total`: every order of the window (paid, not canceled), the dispute rate's denominator (spec: dispute tickets /
+   * total orders). `decided`: those whose fulfilment is decided (on time or late), the fulfilment rate's; absent, the
+   * total (inputs written before the two were told apart: helper C, session 21).
+   */
+  orders90d: { total: number; decided?: number; fulfilledOnTime: number; disputes: number };
   latencyP95Ms: number | null;
   ratings: { count: number; average0to5: number | null };
   /** price/currency, stock/quantity and GTIN-uniqueness checks. */
@@ -107,7 +112,7 @@ export const checkoutSuccessRate = (e: V2RawData["agentEvents"]): number => rati
 /** Agent checkout conversion: carts an agent created that ended in a completed checkout. */
 export const agentSatisfactionRate = (e: V2RawData["agentEvents"]): number => ratio(e.checkoutComplete, e.cartCreated);
 
-export const fulfillmentRate = (o: V2RawData["orders90d"]): number => ratio(o.fulfilledOnTime, o.total);
+export const fulfillmentRate = (o: V2RawData["orders90d"]): number => ratio(o.fulfilledOnTime, o.decided ?? o.total);
 
 /** Lower is better: 0 disputes = 1, a rate of 5% or more = 0, linear between. */
 export function disputeRate(o: V2RawData["orders90d"]): number {

@@ -57,6 +57,12 @@ export interface TrustInputs {
   agentOrders: number;
   /** GMV of the trailing 90 days in minor units (cents); null/undefined = unknown. */
   gmv90dMinor?: number | null;
+  /**
+   * The currency of `gmv90dMinor` (the store's); absent = USD. The floor is per currency (GMV_FLOOR_MINOR); a currency
+   * without one cannot show the floor met (no exchange rate is kept): agent_verified degrades
+   * (`gmv_90d_no_floor_for_currency`).
+   */
+  gmv90dCurrency?: string | null;
   uniqueBuyers90d?: number | null;
   certifications?: Certification[];
 }
@@ -135,9 +141,25 @@ export const TIER_THRESHOLDS = {
   minHumanOrders: 5,
   minAgentOrdersThin: 5,
   minAgentOrdersVerified: 20,
+  /** The spec's floor, in US cents; GMV_FLOOR_MINOR has it per currency. */
   minGmv90dMinor: 1_000_000,
   minUniqueBuyers90d: 20,
 } as const;
+
+/**
+ * The agent_verified GMV floor per store currency, in its minor units (helper C, session 21). The spec's floor is
+ * 1,000,000 cents (10,000 US dollars); a store's GMV is in its own currency's minor units and no exchange rate is kept,
+ * so a KRW or IDR store compared with 1,000,000 would pass at ~700 or ~0.6 dollars. Fixed, documented floors instead:
+ * 10,000 units of the currencies that trade near or above the dollar (EUR, GBP, CHF, all with 2 decimals); a currency
+ * without a floor here cannot show the floor met and the store degrades to agent_verified_thin, as for a missing GMV
+ * (spec). docs/trust.md "Tiers".
+ */
+export const GMV_FLOOR_MINOR: Readonly<Record<string, number>> = {
+  USD: TIER_THRESHOLDS.minGmv90dMinor,
+  EUR: TIER_THRESHOLDS.minGmv90dMinor,
+  GBP: TIER_THRESHOLDS.minGmv90dMinor,
+  CHF: TIER_THRESHOLDS.minGmv90dMinor,
+};
 
 export const ASSURANCE = {
   maxBonus: 10,
@@ -218,15 +240,18 @@ const isCount = (n: unknown): n is number => typeof n === "number" && Number.isI
 
 /** Picks the tier from order counts alone; reasons explain a degradation from agent_verified. */
 export function selectTier(
-  inputs: Pick<TrustInputs, "humanOrders" | "agentOrders" | "gmv90dMinor" | "uniqueBuyers90d">,
+  inputs: Pick<TrustInputs, "humanOrders" | "agentOrders" | "gmv90dMinor" | "uniqueBuyers90d" | "gmv90dCurrency">,
 ): { tier: Exclude<Tier, "insufficient_data">; reasons: string[] } {
   const t = TIER_THRESHOLDS;
   const reasons: string[] = [];
   if (inputs.agentOrders >= t.minAgentOrdersVerified) {
     const gmv = inputs.gmv90dMinor;
     const buyers = inputs.uniqueBuyers90d;
+    // the floor in the GMV's own currency: another currency's minor units are no US cents (GMV_FLOOR_MINOR)
+    const floor = Object.hasOwn(GMV_FLOOR_MINOR, inputs.gmv90dCurrency ?? "USD") ? GMV_FLOOR_MINOR[inputs.gmv90dCurrency ?? "USD"] : undefined;
     if (gmv === null || gmv === undefined) reasons.push("gmv_90d_missing");
-    else if (gmv < t.minGmv90dMinor) reasons.push("gmv_90d_below_floor");
+    else if (floor === undefined) reasons.push("gmv_90d_no_floor_for_currency");
+    else if (gmv < floor) reasons.push("gmv_90d_below_floor");
     if (buyers === null || buyers === undefined) reasons.push("unique_buyers_90d_missing");
     else if (buyers < t.minUniqueBuyers90d) reasons.push("unique_buyers_90d_below_floor");
     if (reasons.length === 0) return { tier: "agent_verified", reasons };

@@ -166,6 +166,8 @@ export interface AgentKeyCheckout {
 
 export interface StoreFacts {
   slug: string;
+  /** The store's currency (its GMV's); absent in facts stored before it was read: USD, the only one then. */
+  currency?: string;
   verificationLevel: string;
   /** epoch ms */
   createdAt: number;
@@ -197,8 +199,8 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
   const PAID_SQL = sql`(o.paid_at IS NOT NULL OR o.status IN ${sql(PAID_STATUSES as unknown as string[])})`;
 
   const [stores, products, orders, agentKeys] = await Promise.all([
-    sql<{ slug: string; verification_level: string; created_at: Date; last_sync_at: Date | null; policies: Record<string, unknown>; review_rating_avg: string | null; review_count: number }[]>`
-      SELECT slug, verification_level, created_at, last_sync_at, policies, review_rating_avg, review_count
+    sql<{ slug: string; currency: string; verification_level: string; created_at: Date; last_sync_at: Date | null; policies: Record<string, unknown>; review_rating_avg: string | null; review_count: number }[]>`
+      SELECT slug, currency, verification_level, created_at, last_sync_at, policies, review_rating_avg, review_count
       FROM stores WHERE slug = ANY(${list})`,
     sql<Record<string, string | number>[]>`
       SELECT p.store_slug,
@@ -277,6 +279,7 @@ export async function loadStoreFacts(sql: Sql, slugs: readonly string[], nowMs: 
     const o = ordersBy.get(s.slug);
     out.set(s.slug, {
       slug: s.slug,
+      currency: s.currency,
       verificationLevel: s.verification_level,
       createdAt: s.created_at.getTime(),
       lastSyncAt: s.last_sync_at ? s.last_sync_at.getTime() : null,
@@ -394,7 +397,9 @@ export function toV2Raw(f: StoreFacts): V2RawData {
     policyFields: policyFieldsOf(f.policies),
     // Agent checkout events are not recorded yet: neutral.
     agentEvents: { cartCreated: 0, checkoutStart: 0, checkoutComplete: 0 },
-    orders90d: { total: o.decided, fulfilledOnTime: o.onTime, disputes: Math.min(o.disputes, o.decided) },
+    // the spec's dispute rate is dispute tickets / total orders: every order of the window, not only those whose
+    // fulfilment is decided (it divided by `decided`: a store with many undecided orders read a far higher rate)
+    orders90d: { total: o.orders, decided: o.decided, fulfilledOnTime: o.onTime, disputes: Math.min(o.disputes, o.orders) },
     latencyP95Ms: null,
     ratings: { count: f.reviewCount, average0to5: f.reviewAvg },
     consistencyChecks: consistencyChecks(p),
@@ -446,6 +451,7 @@ export function toV41Inputs(f: StoreFacts, nowMs: number): TrustInputs {
     humanOrders: o.human,
     agentOrders: o.agent,
     gmv90dMinor: o.gmvMinor,
+    gmv90dCurrency: f.currency ?? null,
     uniqueBuyers90d: o.uniqueBuyers,
     certifications: [],
   };

@@ -1,5 +1,5 @@
 /** The public methodology document served by GET /trust/methodology. Built from the same constants the engines use. */
-import { ASSURANCE, ORDER_HEALTH_GATE, SIGNAL_WEIGHTS, TIERS, TIER_THRESHOLDS } from "./engine-v41.ts";
+import { ASSURANCE, ORDER_HEALTH_GATE, SIGNAL_WEIGHTS, GMV_FLOOR_MINOR, TIERS, TIER_THRESHOLDS } from "./engine-v41.ts";
 import { V2_COMPONENTS, V2_NORMALISATION } from "./engine-v2.ts";
 import { AGENT_THRESHOLD, DISPLAY_BANDS, LEGACY_LADDER, OPERATIONAL_STATUSES, SUSPENSION_THRESHOLD } from "./bands.ts";
 import { DATA_QUALITY_LEVELS, METHODOLOGY_VERSION, V2_MODEL_VERSION } from "./types.ts";
@@ -39,7 +39,7 @@ function buildTopLevel() {
     },
     {
       ...tierRow("agent_verified"),
-      criteria: `agentOrders >= ${TIER_THRESHOLDS.minAgentOrdersVerified} and GMV >= ${TIER_THRESHOLDS.minGmv90dMinor} cents in 90 days and >= ${TIER_THRESHOLDS.minUniqueBuyers90d} unique buyers`,
+      criteria: `agentOrders >= ${TIER_THRESHOLDS.minAgentOrdersVerified} and GMV >= ${TIER_THRESHOLDS.minGmv90dMinor} cents in 90 days and >= ${TIER_THRESHOLDS.minUniqueBuyers90d} unique buyers (GMV in the store's currency: ${Object.keys(GMV_FLOOR_MINOR).map((c) => `${GMV_FLOOR_MINOR[c]} minor units of ${c}`).join(", ")}; a store in another currency degrades to agent_verified_thin)`,
     },
   ];
   return {

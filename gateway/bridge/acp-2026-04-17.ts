@@ -32,6 +32,7 @@ import {
   acpItems,
   acpLines,
   acpOptions,
+  acpProvider,
   acpTotals,
   keptAddress,
   membersOf,
@@ -156,6 +157,8 @@ function readToken(b: Record<string, unknown>): { token: string; field: string }
   const pd = asRecord(b.payment_data);
   const credential = asRecord(asRecord(pd.instrument).credential).token;
   const field = credential == null && pd.token != null ? LEGACY_TOKEN : FIELDS.token;
+  // the 2025-09-29 payment data, provider included: its provider is checked as that version checks it
+  if (field === LEGACY_TOKEN) acpProvider(pd);
   const token = field === LEGACY_TOKEN ? pd.token : credential;
   if (typeof token !== "string" || token.length === 0) {
     const what = field === LEGACY_TOKEN ? `${LEGACY_TOKEN} must be a non-empty string` : `${FIELDS.token} is required`;

@@ -21,7 +21,7 @@
  */
 import { MAX_LINE_QUANTITY, type CartView, type CompleteReply, type PreviewView } from "../../actors/cart/messages.ts";
 import { ActorError, ERROR_TABLE, fail } from "../../actors/runtime/errors.ts";
-import { cutEcho } from "../../infra/echo.ts";
+import { cutEcho, preview } from "../../infra/echo.ts";
 import { asRecord, boundedToken, isItemId, itemIdOf, type Answer, type BridgeSession, type ItemFields, type ItemInput } from "./common.ts";
 import { knownStringMembers, type MemberRules } from "./input.ts";
 import { foreignPaymentWayOn, type SessionNote } from "./session-state.ts";
@@ -436,9 +436,31 @@ export function acpError(err: ActorError) {
   };
 }
 
-/** A complete's payment token (2025-09-29 `payment_data.token`). */
+/** The payment providers a 2025-09-29 `payment_data.provider` may name: its schema's enum (PaymentProvider). */
+export const ACP_PAYMENT_PROVIDERS = ["stripe"] as const;
+
+/**
+ * 2025-09-29's `payment_data.provider`, checked before the payment: its schema's only value is `stripe`, which the
+ * bridge accepts as the name clients send (the token is this service's sandbox one: docs/protocols.md "Schema"). Any
+ * other value (`"adyen"`, `"sandbox"`, `42`) names a processor that would never see this payment: it was not read, and
+ * the token was charged on our card rail as if the agent had asked for it. Absent or null stays accepted (clients
+ * written before the check, a lenient server), as a missing provider was.
+ */
+export function acpProvider(paymentData: Record<string, unknown>): void {
+  const provider = paymentData.provider;
+  if (provider === undefined || provider === null) return;
+  if (typeof provider === "string" && (ACP_PAYMENT_PROVIDERS as readonly string[]).includes(provider)) return;
+  throw fail("INVALID_ARGUMENT", `payment_data.provider ${preview(provider)} is not a payment provider of this service: send "stripe" (ACP's provider value; payment_data.token is this service's sandbox payment token) or leave it out.`, {
+    field: "payment_data.provider",
+    allowed: [...ACP_PAYMENT_PROVIDERS],
+  });
+}
+
+/** A complete's payment token (2025-09-29 `payment_data.token`), after its `provider` (`acpProvider`). */
 function acpToken(body: unknown): { token: string; field: string } {
-  const token = asRecord(asRecord(body).payment_data).token;
+  const paymentData = asRecord(asRecord(body).payment_data);
+  acpProvider(paymentData);
+  const token = paymentData.token;
   if (typeof token !== "string" || token.length === 0) throw fail("MISSING_REQUIRED_ARGUMENT", `${ACP_FIELDS.token} is required.`, { field: ACP_FIELDS.token });
   return { token: boundedToken(token, ACP_FIELDS.token), field: ACP_FIELDS.token };
 }

@@ -25,6 +25,7 @@ import type { Services } from "../services.ts";
 import { algOfPublicJwk, importUserKey, type Ap2Alg } from "./ap2-auth.ts";
 import { asRecord } from "./common.ts";
 import { strictJsonBody } from "../rest/strict-body.ts";
+import { noBody } from "../rest/optional-body.ts";
 
 const Params = t.Object({ id: t.String({ format: "uuid" }) });
 const KidParams = t.Object({ id: t.String({ format: "uuid" }), kid: t.String({ pattern: "^[A-Za-z0-9._-]{1,128}$" }) });
@@ -204,6 +205,6 @@ export function ap2KeyRoutes(svc: Services) {
         if (gone.count !== 1) throw fail("not_found", "No such AP2 user key.", { kid: params.kid });
         return ok({ agent_key_id: params.id, kid: params.kid, deleted: true });
       },
-      { params: KidParams, response: errorResponses(400, 401, 404), detail: { tags: ["accounts"], summary: "Remove an AP2 user key", security: sec } },
+      { ...noBody(), params: KidParams, response: errorResponses(400, 401, 404), detail: { tags: ["accounts"], summary: "Remove an AP2 user key", security: sec } },
     );
 }

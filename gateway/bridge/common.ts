@@ -76,6 +76,24 @@ export async function saveSession(svc: Services, s: BridgeSession): Promise<bool
 }
 
 /**
+ * A read's save of the destination it took from the session's cart (shipping.ts `followCartDestination`): only the
+ * members it changed (`shipping`, and for ACP `fulfillment_address` and the dropped `fulfillment_option_id`), only
+ * while the session's shipping is still `before` (a write that changed it meanwhile wins) and no other request holds
+ * the session (reads take no claim; a write holding it saves its own meta). False when nothing was written: the next
+ * read notices the change again and quotes it again, which is all a lost save costs.
+ */
+export async function saveFollowedShipping(svc: Services, s: BridgeSession, before: unknown): Promise<boolean> {
+  const patch: Record<string, unknown> = { shipping: s.meta.shipping };
+  if (s.protocol === "acp") patch.fulfillment_address = s.meta.fulfillment_address ?? null;
+  const saved = await svc.sql<{ id: string }[]>`
+    UPDATE bridge_sessions SET meta = (meta - 'fulfillment_option_id'::text) || ${svc.sql.json(patch as never)}::jsonb, updated_at = now()
+    WHERE id = ${s.id} AND meta->'shipping' IS NOT DISTINCT FROM ${before === undefined ? null : svc.sql.json(before as never)}::jsonb
+      AND (claim_id IS NULL OR claimed_until < now() OR claim_id = ${s.claim ?? null})
+    RETURNING id`;
+  return saved.length > 0;
+}
+
+/**
  * Runs one write (update, complete, cancel) on an ACP/UCP session while holding the session's row (audit Y4).
  * Without it, an update and a complete both loaded the row, did their cart work and saved it back, the last save
  * winning: an update answered 200 with new items that were then dropped, or a paid session ended up pointing at a

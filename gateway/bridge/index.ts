@@ -14,7 +14,7 @@ import { agentAuth, type AgentPrincipal } from "../plugins/auth.ts";
 import { retryAfterOf } from "../plugins/errors.ts";
 import { optionalObjectBody } from "../rest/optional-body.ts";
 import type { Services } from "../services.ts";
-import { ACP_DEFAULT_API_VERSION, acpOrderOf, acpServedVersion, acpVersioned, type AcpApiVersion, type AcpInput, type AcpShapes } from "./acp.ts";
+import { ACP_DEFAULT_API_VERSION, ACP_FIELDS, acpOrderOf, acpServedVersion, acpVersioned, type AcpApiVersion, type AcpInput, type AcpShapes } from "./acp.ts";
 import { acpShapes } from "./acp-versions.ts";
 import { deriveIntentId } from "../../actors/payments/rail.ts";
 import { verifyUserAuthorization } from "./ap2-auth.ts";
@@ -30,6 +30,7 @@ import {
   newCart,
   requestHash,
   requireCartScope,
+  saveFollowedShipping,
   saveSession,
   withIdempotency,
   withSessionClaim,
@@ -43,6 +44,7 @@ import {
   assertUpdatable,
   cartExpired,
   cartSessionLive,
+  cancelLiveCartSession,
   foreignDecidedNote,
   foreignWaitingNote,
   expiredCartView,
@@ -56,9 +58,9 @@ import {
   type PaidOrders,
   type SessionNote,
 } from "./session-state.ts";
-import { bridgeShippingError, priceCart, sessionDestination, type Destination } from "./shipping.ts";
+import { bridgeShippingError, followCartDestination, priceCart, sessionDestination, type Destination } from "./shipping.ts";
 import { assertStorableRequest } from "./input.ts";
-import { UCP_FIELDS, UCP_ITEM_FIELDS, ucpBuyer, ucpCheckout, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
+import { UCP_FIELDS, UCP_ITEM_FIELDS, ucpBuyer, ucpCheckout, ucpCurrency, ucpError, ucpFulfillmentInput, ucpItems, ucpPaymentToken, ucpStatusOfSession, type UcpStatus } from "./ucp.ts";
 import { isUuid } from "../../infra/uuid.ts";
 import { assignHeaders } from "../response-headers.ts";
 
@@ -265,6 +267,16 @@ async function liveState(svc: Services, s: BridgeSession, shown?: string): Promi
   const paid = await paidOrdersOf(svc, s.agentKeyId, s.cartId);
   // A merchant's cancel (or block) ended the session: it reads canceled, never "complete again" (audit B-1).
   if (merchantCanceled(cart, paid)) s.canceled = true;
+  // The cart's destination changed through REST or MCP: the session shows it and its options (helper A, session 21),
+  // quoted once, at the first answer that notices it (the cart view carries its destination: nothing more is read).
+  if (cart) {
+    const before = s.meta.shipping;
+    if (await followCartDestination(svc, s, cart, s.protocol === "ucp" ? UCP_FIELDS : ACP_FIELDS)) {
+      await saveFollowedShipping(svc, s, before).catch((err: unknown) => {
+        svc.log.warn("bridge: the session's followed destination was not saved; the next read quotes it again", { protocol: s.protocol, error: err instanceof Error ? err.message : String(err) });
+      });
+    }
+  }
   if (!cart) {
     const ended = await expiredCartView(svc, s, paid);
     if (!ended) throw gone;
@@ -306,11 +318,12 @@ const BUYER_DECIDED: SessionNote = {
  * completing the session paid the same store again. When that cart refuses (a payment began on it meanwhile), the
  * new cart is discarded, the session stays where it was and the update is 409.
  */
-async function moveToNewCart<T>(svc: Services, s: BridgeSession, items: ItemInput[], fields: ItemFields, price: () => Promise<T>): Promise<T> {
+async function moveToNewCart<T>(svc: Services, s: BridgeSession, items: ItemInput[], fields: ItemFields, price: (cart: CartView) => Promise<T>): Promise<T> {
   const from = s.cartId;
-  s.cartId = (await newCart(svc, s.agentKeyId, items, fields)).id;
+  const made = await newCart(svc, s.agentKeyId, items, fields);
+  s.cartId = made.id;
   try {
-    const priced = await price();
+    const priced = await price(made);
     await retireLeftCart(svc, s, from);
     return priced;
   } catch (err) {
@@ -460,6 +473,9 @@ async function assertSessionUpdatable(svc: Services, s: BridgeSession, change: {
   // While the payment is PENDING_EXTERNAL_CONFIRMATION, whether a buyer is still asked (the refusal's wording and UCP severity).
   const waiting = cart.checkout_status === "PENDING_EXTERNAL_CONFIRMATION" ? await waitingApproval(svc, s, cart) : null;
   assertUpdatable(s, cart, paid, change, waiting !== null && !waiting.url, waiting?.foreign === true);
+  // A destination the cart took through REST or MCP is the session's before the update prices anything: a pick or new
+  // items are quoted for where the cart ships, never moved back to the session's old address (the update saves it).
+  await followCartDestination(svc, s, cart, s.protocol === "ucp" ? UCP_FIELDS : ACP_FIELDS);
 }
 
 async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown, shapes: AcpShapes): Promise<Answer> {
@@ -627,7 +643,7 @@ async function cancelCartSession(svc: Services, s: BridgeSession): Promise<void>
   if (cart.status === "COMPLETED") throw fail("CHECKOUT_STATUS_INVALID", "A completed checkout cannot be canceled.", { checkout_session_id: s.id, status: "COMPLETED" });
   // A session that already ended (a partly paid one its merchant canceled, audit B-1) has nothing left to end.
   if (cart.checkout_session_id && cart.status === "CHECKOUT" && cartSessionLive(cart)) {
-    await svc.actors.ask(cartActor, s.cartId, "cancel", { keyId: s.agentKeyId, sessionId: cart.checkout_session_id });
+    await cancelLiveCartSession(svc, s.cartId, s.agentKeyId, cart.checkout_session_id);
   }
   s.canceled = true;
   await saveClaimed(svc, s);
@@ -650,10 +666,22 @@ async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
   const items = ucpItems(b.line_items);
   const buyer = ucpBuyer(b.buyer);
   const ship = ucpFulfillmentInput(b.fulfillment);
+  const currency = ucpCurrency(b.currency);
   const cart = await newCart(svc, agent.keyId, items, UCP_ITEM_FIELDS);
-  const s: BridgeSession = { id: `ucp_${cart.id.replace(/-/g, "")}`, protocol: "ucp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: buyer ?? null, completes: 0 }, canceled: false };
+  // the currency asked for is kept (meta.asked_currency): an update's new line_items must stay in it (ucpUpdate)
+  const s: BridgeSession = {
+    id: `ucp_${cart.id.replace(/-/g, "")}`,
+    protocol: "ucp",
+    agentKeyId: agent.keyId,
+    cartId: cart.id,
+    meta: { buyer: buyer ?? null, completes: 0, ...(currency !== undefined ? { asked_currency: currency } : {}) },
+    canceled: false,
+  };
   let priced: { cart: CartView | PreviewView; status: string };
   try {
+    // as ACP's create (2026-04-17 `currency`): the checkout is in the items' currency, and another one asked for is
+    // refused with the cart discarded, never a 201 in a currency the platform did not ask for
+    assertUcpCurrency(currency, cart);
     priced = await priceSession(svc, s, ship?.dest ?? null, ship?.optionIds ?? [], UCP_FIELDS);
     await saveSession(svc, s);
   } catch (err) {
@@ -663,24 +691,42 @@ async function ucpCreate(svc: Services, agent: AgentPrincipal, body: unknown): P
   return { status: 201, body: ucpCheckout(s, { cart: priced.cart, status: ucpStatusOfSession(priced.status), siteUrl: svc.siteUrl }) };
 }
 
+/** A UCP checkout's `currency` (asked for) against the cart's: another one is 400 on `$.currency` naming the cart's. */
+function assertUcpCurrency(asked: string | undefined, cart: Pick<CartView, "currency">): void {
+  const its = cart.currency.toUpperCase();
+  if (asked !== undefined && asked !== its) {
+    throw fail("INVALID_ARGUMENT", `currency ${asked} is not the checkout's: its items are priced in ${its}.`, { field: "currency", currency: its });
+  }
+}
+
 /** UCP update (PUT): new line_items move the session to a new cart; `fulfillment` sets the destination and picks. */
 async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown): Promise<Answer> {
   // Checked before the session is claimed and its cart touched: a refused update changes nothing (audit F-2, F-5).
   assertStorableRequest(body);
   const buyer = ucpBuyer(asRecord(body).buyer);
+  const currency = ucpCurrency(asRecord(body).currency);
   return withSessionClaim(svc, "ucp", id, agent.keyId, async (s) => {
     const b = asRecord(body);
     await assertSessionUpdatable(svc, s, { items: b.line_items !== undefined, shipping: b.fulfillment !== undefined });
     const ship = ucpFulfillmentInput(b.fulfillment);
-    if (buyer !== undefined) s.meta.buyer = buyer;
     const items = b.line_items !== undefined ? ucpItems(b.line_items) : null;
+    // As create (helper D, session 21): the currency this update asks for, else the one its create asked for, is the
+    // cart's the update leaves the session on; another is 400 on $.currency in UCP's shape and nothing changes (new
+    // line_items: their new cart is discarded before it is priced, the session stays on its cart).
+    const asked = currency ?? (typeof s.meta.asked_currency === "string" ? s.meta.asked_currency : undefined);
+    if (currency !== undefined && !items) assertUcpCurrency(currency, await getCart(svc, s.agentKeyId, s.cartId));
+    if (buyer !== undefined) s.meta.buyer = buyer;
+    if (currency !== undefined) s.meta.asked_currency = currency;
     // A fulfillment naming no destination (only a pick) keeps the session's (audit F-5).
     const price = async (): Promise<{ cart: CartView | PreviewView; status: string } | null> =>
       items || ship ? priceSession(svc, s, ship?.dest ?? sessionDestination(s), ship?.optionIds ?? [], UCP_FIELDS) : null;
     let priced: { cart: CartView | PreviewView; status: string } | null;
     if (items) {
       requireCartScope(agent, "a UCP checkout");
-      priced = await moveToNewCart(svc, s, items, UCP_ITEM_FIELDS, price);
+      priced = await moveToNewCart(svc, s, items, UCP_ITEM_FIELDS, (made) => {
+        assertUcpCurrency(asked, made);
+        return price();
+      });
     } else priced = await price();
     await saveClaimed(svc, s);
     return { status: 200, body: priced ? ucpCheckout(s, { cart: priced.cart, status: ucpStatusOfSession(priced.status), siteUrl: svc.siteUrl }) : await ucpView(svc, s) };

@@ -299,9 +299,22 @@ export async function retireCart(svc: Services, keyId: string, cartId: string): 
   }
   if (RETIRED.has(cart.status)) return;
   if (cart.status === "CHECKOUT" && cart.checkout_session_id && cart.checkout_status && CANCELABLE.has(cart.checkout_status)) {
-    await svc.actors.ask(cartActor, cartId, "cancel", { keyId, sessionId: cart.checkout_session_id });
+    await cancelLiveCartSession(svc, cartId, keyId, cart.checkout_session_id);
   }
   await svc.actors.ask(cartActor, cartId, "discard", { keyId });
+}
+
+/**
+ * The cart's cancel of a session the cart's view showed live. One that ended since (its expiry passed: the cart ends a
+ * due session as EXPIRED first and refuses its cancel SESSION_INACTIVE, as once its timer ran) has nothing left to end,
+ * as when the view had shown it ended.
+ */
+export async function cancelLiveCartSession(svc: Services, cartId: string, keyId: string, sessionId: string): Promise<void> {
+  try {
+    await svc.actors.ask(cartActor, cartId, "cancel", { keyId, sessionId });
+  } catch (err) {
+    if (!(err instanceof ActorError && err.code === "SESSION_INACTIVE")) throw err;
+  }
 }
 
 /**

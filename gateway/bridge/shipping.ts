@@ -6,14 +6,15 @@
  * refusing the create: the agent updates the session with the address, then with one of the offered options.
  *
  * What the session shows is kept in its meta (`shipping`): the destination, the options each store offers there and
- * the one selected, and what is still missing. Reading a session never re-quotes (that would reopen a previewed
- * checkout); every create and update does.
+ * the one selected, and what is still missing. Reading a session does not re-quote (a cart turn per read); every
+ * create and update does, and the first answer after the cart's destination changed through another route
+ * (`followCartDestination`).
  */
 import { cartActor } from "../../actors/cart/index.ts";
 import type { CartView, PreviewView, ShippingOptionView, ShippingRatesView } from "../../actors/cart/messages.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import type { Services } from "../services.ts";
-import { asRecord, getCart } from "./common.ts";
+import { asRecord, getCart, type BridgeSession } from "./common.ts";
 import { isUuid } from "../../infra/uuid.ts";
 import { isIsoCountryCode } from "../../actors/store/schemas.ts";
 
@@ -182,4 +183,64 @@ export function shownShipping(s: { meta: Record<string, unknown> }, cart: CartVi
 export function sessionDestination(s: { meta: Record<string, unknown> }): Destination | null {
   const d = sessionShipping(s).destination;
   return d ? { countryCode: d.country_code, postalCode: d.postal_code } : null;
+}
+
+/**
+ * The cart's destination when it is not the one the session recorded, else null: the agent gave the session's cart
+ * another address through REST (a preview with `shipping`) or MCP (get_shipping_rates). The cart is the one writer of
+ * the destination and its totals and payment follow it, while the session kept showing its own address and the options
+ * quoted for it (helper E, session 20). Noticing costs nothing: every answer reads the cart, whose view carries its
+ * destination; only a change is re-quoted (`followCartDestination`), never every read.
+ */
+export function movedDestination(s: { meta: Record<string, unknown> }, cart: CartView | PreviewView): Destination | null {
+  const c = "shipping" in cart ? cart.shipping : null;
+  if (!c) return null;
+  const d = sessionShipping(s).destination;
+  if (d && d.country_code === c.country_code && d.postal_code === c.postal_code) return null;
+  return { countryCode: c.country_code, postalCode: c.postal_code };
+}
+
+/** What the session still waits for after a quote of `rates` (none, a destination a store does not serve, a pick). */
+function missingOfRates(rates: ShippingRatesView, fields: { address: string; option: string }): ShippingMissing | null {
+  const refused = rates.merchants.filter((m) => !m.shippable).map((m) => m.merchant_slug);
+  if (refused.length) return { reason: "destination_not_served", field: "address", merchant_slugs: refused, message: missingMessage("destination_not_served", refused, fields) };
+  const unpicked = rates.merchants.filter((m) => m.selected_option_id === null && m.options.length > 0).map((m) => m.merchant_slug);
+  if (unpicked.length) return { reason: "shipping_option_required", field: "option", merchant_slugs: unpicked, message: missingMessage("shipping_option_required", unpicked, fields) };
+  return null;
+}
+
+/**
+ * When the session's cart has another destination than the session (`movedDestination`), the session takes the cart's:
+ * its shipping is quoted again for it (the options each store offers there, the cart's picks, what is missing) and an
+ * ACP address becomes that destination (the recipient's `name` kept; street and city belonged to the old address, so
+ * they are not shown beside another country and postal code). The quote is the cart's own `selectShipping` with the
+ * destination the cart already has and no pick: the cart's choices stay as they are (`chooseShipping` keeps each
+ * store's pick that still serves the destination), so it changes nothing on the cart and reopens no preview. The one
+ * exception is a pick whose zone the merchant has replaced since: the cart then records the store's new choice, as its
+ * next preview would. Changes `s.meta` in memory and answers true when it did; a quote the cart refuses (a replaced
+ * cart, or one whose revision moved past the view's: the agent moved it again meanwhile) leaves the session as it
+ * was, logged. The caller saves (`saveFollowedShipping` on a read; an update's own save).
+ */
+export async function followCartDestination(svc: Services, s: BridgeSession, cart: CartView | PreviewView, fields: { address: string; option: string }): Promise<boolean> {
+  const dest = movedDestination(s, cart);
+  if (!dest) return false;
+  let rates: ShippingRatesView;
+  try {
+    // Under the revision of the view the destination was read from (review R, session 21): this quote is a cart write,
+    // and a cart the agent moved again since (a REST preview, MCP get_shipping_rates) refuses it instead of being moved
+    // back by a read; the session then shows its own until the next answer notices where the cart ships now.
+    const expectedRevision = "revision" in cart ? cart.revision : undefined;
+    rates = await svc.actors.ask(cartActor, s.cartId, "selectShipping", { keyId: s.agentKeyId, shipping: dest, ...(expectedRevision ? { expectedRevision } : {}) });
+  } catch (err) {
+    svc.log.warn("bridge: the destination of the session's cart changed and could not be quoted; the session shows its own", { protocol: s.protocol, error: err instanceof Error ? err.message : String(err) });
+    return false;
+  }
+  const groups: ShippingGroup[] = rates.merchants.map((m) => ({ merchant_slug: m.merchant_slug, shippable: m.shippable, selected_option_id: m.selected_option_id, options: m.options }));
+  s.meta.shipping = { destination: { country_code: dest.countryCode, postal_code: dest.postalCode }, groups, missing: missingOfRates(rates, fields) } satisfies SessionShipping;
+  if (s.protocol === "acp") {
+    const name = asRecord(s.meta.fulfillment_address).name;
+    s.meta.fulfillment_address = { ...(typeof name === "string" ? { name } : {}), country: dest.countryCode, postal_code: dest.postalCode };
+    delete s.meta.fulfillment_option_id; // the cart's picks are shown (`shownShipping`)
+  }
+  return true;
 }

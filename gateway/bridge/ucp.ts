@@ -53,6 +53,18 @@ export function ucpStatusOfSession(status: string): UcpStatus {
   return "complete_in_progress";
 }
 
+/**
+ * UCP create's `currency` (ISO 4217), upper-case, or undefined when the request has none. Read before the cart is made
+ * (a malformed one changes nothing); whether it is the cart's is checked once the cart prices the items (index.ts
+ * `ucpCreate`): it was not read at all, so a platform asking for a checkout in EUR got one in USD, 201, and its buyer
+ * was shown amounts in a currency the platform had not asked for.
+ */
+export function ucpCurrency(raw: unknown): string | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw !== "string" || !/^[A-Za-z]{3}$/.test(raw)) throw fail("INVALID_ARGUMENT", "currency must be an ISO 4217 code (e.g. USD).", { field: "currency" });
+  return raw.toUpperCase();
+}
+
 /** The token of the first payment instrument (`payment.instruments[0].credential.token`). */
 export function ucpPaymentToken(body: unknown): string {
   const instruments = asRecord(asRecord(body).payment).instruments;

@@ -306,6 +306,14 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
       const fresh = now.find((n) => n.storeId === l.storeId);
       return fresh !== undefined && fresh.amountMinor !== l.amountMinor;
     };
+    // The rail's own reason for each leg it failed (the cart's details.stores[].reason): a refusal that wrote no intent
+    // row (`nonce_reused` when another payment recorded this authorization first, `no_x402_authorization`) read
+    // `settle_failed` without it (helper C, C-3).
+    const railReasons = new Map(
+      ((err.details?.stores as { store_id?: unknown; reason?: unknown }[] | undefined) ?? [])
+        .filter((s) => typeof s.store_id === "string" && typeof s.reason === "string")
+        .map((s) => [s.store_id as string, s.reason as string]),
+    );
     const results = legs.map((l) => {
       const intent = intents.find((i) => i.storeId === l.storeId);
       const refusedAtVerify = prepared.refused.find((r) => r.storeId === l.storeId);
@@ -313,18 +321,26 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
         return { merchant_slug: l.storeId, status: "captured", transaction: intent?.transaction ?? null };
       }
       const amountChanged = !intent && !refusedAtVerify && payloads.has(l.storeId) && changed(l);
+      const railReason = payloads.has(l.storeId) ? railReasons.get(l.storeId) : undefined;
       return {
         merchant_slug: l.storeId,
         status: "failed",
-        reason: refusedAtVerify?.reason ?? intent?.errorReason ?? (amountChanged ? AMOUNT_CHANGED_REASON : payloads.has(l.storeId) ? "settle_failed" : "no_payment_for_store"),
+        reason:
+          refusedAtVerify?.reason ??
+          intent?.errorReason ??
+          railReason ??
+          (amountChanged ? AMOUNT_CHANGED_REASON : payloads.has(l.storeId) ? "settle_failed" : "no_payment_for_store"),
       };
     });
     const amountsChanged = results.some((r) => "reason" in r && r.reason === AMOUNT_CHANGED_REASON);
     if (completed.length === 0) {
       const reason = results[0] && "reason" in results[0] ? String(results[0].reason) : "settle_failed";
+      const railText = RAIL_REFUSAL_TEXT[reason];
       const message = amountsChanged
         ? "x402 payment refused: the cart's total changed since the payment was checked; nothing was captured. Sign the new challenge (PAYMENT-REQUIRED) and call again with the same idempotency_key."
-        : err.message;
+        : railText
+          ? `x402 payment refused: ${railText}; nothing was captured. Sign the new challenge (PAYMENT-REQUIRED) with a new authorization and call again with the same idempotency_key.`
+          : err.message;
       return paymentRequired(deps, now, req.cartId, due.checkout_session_id, reason, message, {
         code_detail: err.code,
         results,
@@ -363,6 +379,15 @@ export async function runX402Checkout(deps: X402Deps, req: X402CheckoutRequest):
 
 /** The rail's refusal of a leg whose amount changed after its payload was checked (x402-rail.ts `charge`). */
 const AMOUNT_CHANGED_REASON = "amount_changed_since_authorization";
+
+/**
+ * The agent's sentence for a rail refusal that happens before anything is sent to the facilitator and writes no intent
+ * row (x402-rail.ts `charge`): nothing can have moved, and the same authorization would be refused again.
+ */
+const RAIL_REFUSAL_TEXT: Readonly<Record<string, string>> = {
+  nonce_reused: "this authorization was already used by another payment (its nonce is spent or claimed)",
+  no_x402_authorization: "no checked authorization for this store was found for the payment",
+};
 
 /** Each unpaid leg of `due` with its store's x402 configuration and the requirements its payload is checked against. */
 async function legsOf(deps: X402Deps, req: X402CheckoutRequest, due: Extract<CompleteReply, { status: "X402_PAYMENT_REQUIRED" }>): Promise<Leg[]> {

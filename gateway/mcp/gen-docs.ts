@@ -20,7 +20,7 @@ const CROSS_CUTTING: Record<string, string> = {
   TOOL_NOT_FOUND: "any name the store does not serve on this endpoint (stores.enabled_mcp_tools, endpoint groups)",
   INTERNAL_ERROR: "any tool: an unexpected fault (no internals leak)",
   CART_NOT_FOUND: "cart tools: unknown, expired or another caller's cart",
-  SESSION_INACTIVE: "complete_checkout/cancel_checkout on a canceled, expired or failed session",
+  SESSION_INACTIVE: "complete_checkout on a canceled or failed session (an expired one is CHECKOUT_SESSION_NOT_FOUND); cancel_checkout on a canceled, expired or failed session",
 };
 
 function esc(s: string): string {

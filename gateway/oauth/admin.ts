@@ -15,6 +15,7 @@ import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { requireOperator, userAuth } from "../plugins/auth.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import type { Services } from "../services.ts";
+import { noBody } from "../rest/optional-body.ts";
 import { isMetadataDocumentId } from "./clients.ts";
 
 const Stamp = t.String({ format: "date-time" });
@@ -227,6 +228,7 @@ export function oauthAdminRoutes(svc: Services) {
         return ok(await unblockClient(svc, user.id, params.client_id));
       },
       {
+        ...noBody(),
         params: t.Object({ client_id: clientIdParam("The blocked metadata-document client's URL, percent-encoded.") }),
         response: { 200: SuccessEnvelope(OAuthClientUnblocked), ...errorResponses(400, 401, 403, 404, 429) },
         detail: {

@@ -20,6 +20,7 @@ import { fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
+import { noBody } from "../rest/optional-body.ts";
 import { noStore, OAUTH_BASE, randomSecret, sha256hex } from "./common.ts";
 import { isMetadataDocumentId } from "./clients.ts";
 import { revokeFamily } from "./grants.ts";
@@ -197,6 +198,7 @@ export function oauthManagementRoutes(svc: Services) {
       `${OAUTH_BASE}/clients/:client_id`,
       async ({ params, user }) => ok(await deleteClient(svc, user, params.client_id)),
       {
+        ...noBody(),
         params: t.Object({ client_id: ClientId }),
         response: { 200: SuccessEnvelope(OAuthClientDeleted), ...errorResponses(400, 401, 404, 429) },
         detail: {
@@ -225,6 +227,7 @@ export function oauthManagementRoutes(svc: Services) {
         return ok({ clientId: params.client_id, clientSecret: secret, clientSecretExpiresAt: 0 as const });
       },
       {
+        ...noBody(),
         params: t.Object({ client_id: ClientId }),
         response: { 200: SuccessEnvelope(OAuthClientSecret), ...errorResponses(400, 401, 404, 409, 429) },
         detail: {
@@ -257,6 +260,7 @@ export function oauthManagementRoutes(svc: Services) {
         return ok({ id: params.id, revoked: true as const });
       },
       {
+        ...noBody(),
         params: t.Object({ id: t.String({ format: "uuid" }) }),
         response: { 200: SuccessEnvelope(OAuthGrantRevoked), ...errorResponses(400, 401, 404, 429) },
         detail: {

@@ -70,7 +70,8 @@ export const UserActionRequired = t.Object({
     status: t.Literal("PENDING_EXTERNAL_CONFIRMATION"), checkout_session_id: Str, approval_url: Str,
     approval_urls: t.Array(obj({ merchant_slug: Str, url: Str })), completed_store_ids: t.Array(Str),
     // every store's leg, as a 402 rollback shows them: a store declined in the same attempt is `unpaid` with its outcome
-    stores: t.Array(obj({ store_id: Str, status: Str, outcome: NullableStr })), expires_at: NullableStr,
+    // `reason`: the rail's, on a leg whose outcome is `failed` (helper C, C-3)
+    stores: t.Array(obj({ store_id: Str, status: Str, outcome: NullableStr, reason: t.Optional(Str) })), expires_at: NullableStr,
   }),
 }, { description: "202 user_action_required: open details.approval_url, then call again with the same checkout_session_id and idempotency_key." });
 
@@ -363,7 +364,16 @@ export const AcpUpdateBody = t.Union(
 );
 export const AcpCompleteBody = t.Union(
   [
-    t.Object({ payment_data: obj({ token: t.String({ description: "Sandbox test token (tok_approve, …)" }), provider: t.Optional(Str) }), buyer: t.Optional(Any) }, { ...Open, description: `${V2025}: ACP complete request.` }),
+    t.Object(
+      {
+        payment_data: obj({
+          token: t.String({ description: "Sandbox test token (tok_approve, …)" }),
+          provider: t.Optional(t.Union([t.Literal("stripe"), t.Null()], { description: "ACP's provider value, or absent; any other value is 400 INVALID_ARGUMENT on $.payment_data.provider (the token is this service's sandbox one)." })),
+        }),
+        buyer: t.Optional(Any),
+      },
+      { ...Open, description: `${V2025}: ACP complete request.` },
+    ),
     t.Object(
       { payment_data: obj({ handler_id: t.Optional(Str), instrument: obj({ type: Str, credential: obj({ type: Str, token: t.String({ description: "Sandbox test token (tok_approve, …)" }) }) }) }), buyer: t.Optional(Any) },
       { ...Open, description: `${V2026}: ACP complete request.` },
@@ -371,9 +381,28 @@ export const AcpCompleteBody = t.Union(
   ],
   { description: "ACP complete request, in the shape of the request's API-Version." },
 );
-export const UcpCreateBody = t.Object({ line_items: t.Array(UcpLineItem, { minItems: 1 }), buyer: t.Optional(Any) }, { ...Open, description: "UCP create checkout request." });
+export const UcpCreateBody = t.Object(
+  {
+    line_items: t.Array(UcpLineItem, { minItems: 1 }),
+    buyer: t.Optional(Any),
+    fulfillment: t.Optional(Any),
+    currency: t.Optional(t.String({ description: "ISO 4217, any case; must be the items' currency (else 400 INVALID_ARGUMENT on $.currency, nothing kept)." })),
+  },
+  { ...Open, description: "UCP create checkout request." },
+);
 export const UcpUpdateBody = t.Object(
-  { line_items: t.Optional(t.Array(UcpLineItem, { minItems: 1 })), buyer: t.Optional(Any), fulfillment: t.Optional(Any) },
+  {
+    line_items: t.Optional(t.Array(UcpLineItem, { minItems: 1 })),
+    buyer: t.Optional(Any),
+    fulfillment: t.Optional(Any),
+    currency: t.Optional(
+      t.String({
+        description:
+          "ISO 4217, any case; must be the currency of the checkout's items after the update (new line_items' or else the current ones'); " +
+          "without it, new line_items must be in the currency the create asked for, if it asked for one. Else 400 INVALID_ARGUMENT on $.currency, nothing changed.",
+      }),
+    ),
+  },
   { ...Open, description: "UCP update checkout request: new line_items (a new cart), buyer, fulfillment (methods[0].destinations[0] {address_country, postal_code}, groups[].selected_option_id)." },
 );
 export const UcpCompleteBody = t.Object(

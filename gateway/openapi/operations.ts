@@ -48,6 +48,8 @@ export interface OperationDoc {
   acpApiVersion?: "always" | "acp";
 }
 
+/** The body of a route that takes none (gateway/rest/optional-body.ts `noBody`): nothing or `{}`, documented closed. */
+const NO_BODY = { schema: t.Object({}, { description: "No fields: send no body or {}; any key is 400." }), required: false };
 const ok = (schema: TSchema, description = "Success.", status = 200): SuccessDoc => ({ status, description, schema: M.envelope(schema) });
 const created = (schema: TSchema, description = "Created.") => ok(schema, description, 201);
 const list = (item: TSchema, description = "Success.") => ({ status: 200, description, schema: M.listEnvelope(item) });
@@ -110,11 +112,11 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "POST /api/v1/auth/login": { success: [], errors: { 401: ["unauthorized"] } },
   "POST /api/v1/agent-keys": { success: [], errors: { 403: ["tier_not_in_plan"], 409: ["conflict", "too_many_keys"] } },
   "GET /api/v1/agent-keys": { success: [] },
-  "DELETE /api/v1/agent-keys/{id}": { success: [], errors: { 404: ["not_found"] } },
+  "DELETE /api/v1/agent-keys/{id}": { body: NO_BODY, success: [], errors: { 404: ["not_found"] } },
   // 400 MISSING_REQUIRED_ARGUMENT: the proof-of-possession challenge (details.nonce, one use); 409 conflict: another
   // account holds the key with a proof (gateway/bridge/ap2-keys.ts, docs/protocols.md AP2)
   "PUT /api/v1/agent-keys/{id}/ap2-user-keys/{kid}": { success: [ok(M.Ap2UserKey, "The AP2 user key as registered.")], errors: { 400: ["INVALID_ARGUMENT", "MISSING_REQUIRED_ARGUMENT"], 404: ["not_found"], 409: ["conflict"] } },
-  "DELETE /api/v1/agent-keys/{id}/ap2-user-keys/{kid}": { success: [ok(M.Ap2UserKeyDeleted, "Removed.")], errors: { 404: ["not_found"] } },
+  "DELETE /api/v1/agent-keys/{id}/ap2-user-keys/{kid}": { body: NO_BODY, success: [ok(M.Ap2UserKeyDeleted, "Removed.")], errors: { 404: ["not_found"] } },
   "GET /api/v1/agent-keys/{id}/ap2-user-keys": { success: [list(M.Ap2UserKey, "The AP2 user keys of the agent key.")], errors: { 404: ["not_found"] } },
 
   // ---------------------------------------------------------------------------------------------- trust
@@ -124,7 +126,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "POST /api/v1/trust/appeal": { success: [created(M.TrustAppeal, "The appeal is recorded.")], errors: { 403: ["forbidden"], 404: ["store_not_found"], 409: ["conflict"] } },
   "GET /api/v1/trust/appeals": { success: [list(M.TrustAppealRow, "The store's appeals, newest first, with the decision and note once resolved.")], errors: { 403: ["forbidden"], 404: ["store_not_found"] } },
   "POST /api/v1/admin/trust/recompute": { success: [ok(M.Recompute, "The recomputed scores.")], body: { schema: t.Object({ slug: t.Optional(t.String({ description: "One store; omitted: every store." })) }), required: false }, errors: { 404: ["store_not_found"] } },
-  "POST /api/v1/admin/trust/keys/rotate": { success: [ok(M.KeyRotation, "The new signing key.")] },
+  "POST /api/v1/admin/trust/keys/rotate": { success: [ok(M.KeyRotation, "The new signing key.")], body: NO_BODY },
   "GET /api/v1/admin/trust/alerts": { success: [list(M.TrustAlert, "Anomaly alerts.")] },
   "POST /api/v1/admin/trust/alerts/{id}/resolve": { success: [ok(M.TrustAlert, "The resolved alert.")], errors: { 404: ["not_found"], 409: ["conflict"] } },
   "GET /api/v1/admin/trust/appeals": { success: [list(M.TrustAppealRow, "Appeals, oldest due first.")] },
@@ -169,13 +171,13 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   // taking OAuth credentials out of service, with a user session, in the envelope (gateway/oauth/manage.ts; audit X-1)
   "GET /api/v1/oauth/clients": { success: [] },
-  "DELETE /api/v1/oauth/clients/{client_id}": { success: [], errors: { 404: ["not_found"] } },
-  "POST /api/v1/oauth/clients/{client_id}/secret": { success: [], errors: { 404: ["not_found"], 409: ["conflict"] } },
+  "DELETE /api/v1/oauth/clients/{client_id}": { body: NO_BODY, success: [], errors: { 404: ["not_found"] } },
+  "POST /api/v1/oauth/clients/{client_id}/secret": { body: NO_BODY, success: [], errors: { 404: ["not_found"], 409: ["conflict"] } },
   "GET /api/v1/oauth/grants": { success: [] },
-  "DELETE /api/v1/oauth/grants/{id}": { success: [], errors: { 404: ["not_found"] } },
+  "DELETE /api/v1/oauth/grants/{id}": { body: NO_BODY, success: [], errors: { 404: ["not_found"] } },
   // an operator over every account's OAuth clients (gateway/oauth/admin.ts)
   "GET /api/v1/admin/oauth/clients": { success: [], errors: { 404: ["not_found"] } },
-  "DELETE /api/v1/admin/oauth/blocked-clients/{client_id}": { success: [], errors: { 404: ["not_found"] } },
+  "DELETE /api/v1/admin/oauth/blocked-clients/{client_id}": { body: NO_BODY, success: [], errors: { 404: ["not_found"] } },
 
   // ---------------------------------------------------------------------------------------------- catalog
   "POST /api/v1/agent/search": { success: [ok(M.Search, "Ranked products with why_ranked, page meta and queryMeta.")] },
@@ -216,7 +218,11 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: { 400: ["INVALID_ARGUMENT"], 403: ["forbidden"], 404: ["store_not_found", "ORDER_NOT_FOUND"], 409: ["conflict", "ORDER_NOT_CANCELLABLE", "STATE_EXECUTION_BLOCKED"] },
   },
   "POST /api/v1/merchant/stores/{slug}/orders/{id}/reconcile": {
-    success: [ok(M.Reconciled, "The capture accepted or refunded.")],
+    success: [ok(M.Reconciled, "The capture accepted or refunded; for a repeat of the decision made, that decision's answer again.")],
+    notes:
+      "Safe to repeat: the decision the merchant made (a retry after a lost answer, a double click) answers 200 again and writes nothing: " +
+      "the order's status as it stands now, the capture reference and refund of the decision, and the checkout_status and cart_status it left. " +
+      "The other decision on an order already resolved is 409 conflict with details.resolved_action.",
     errors: { 404: ["store_not_found", "ORDER_NOT_FOUND", "CHECKOUT_SESSION_NOT_FOUND"], 409: ["conflict"], 400: ["PAYMENT_METHOD_NOT_CONFIGURED"], 502: ["UPSTREAM_ERROR"] },
   },
   "PUT /api/v1/merchant/stores/{slug}/policies": { success: [ok(M.Policies, "The policies now in force.")], errors: OWNED_STORE },
@@ -225,9 +231,10 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "PUT /api/v1/merchant/stores/{slug}/payment-methods": { success: [ok(M.PaymentMethods, "The accepted payment methods.")], errors: OWNED_STORE },
   "GET /api/v1/merchant/stores/{slug}/coupons": { success: [list(M.Coupon, "The store's coupons.")], errors: OWNED_STORE },
   "POST /api/v1/merchant/stores/{slug}/coupons": { success: [ok(M.Coupon, "The coupon was updated."), created(M.Coupon, "The coupon was created.")], errors: OWNED_STORE },
-  "DELETE /api/v1/merchant/stores/{slug}/coupons/{code}": { success: [ok(t.Object({}, { additionalProperties: true }), "The coupon is deactivated.")], errors: { 404: ["store_not_found", "not_found"] } },
+  "DELETE /api/v1/merchant/stores/{slug}/coupons/{code}": { body: NO_BODY, success: [ok(t.Object({}, { additionalProperties: true }), "The coupon is deactivated.")], errors: { 404: ["store_not_found", "not_found"] } },
   "GET /api/v1/merchant/stores/{slug}/refunds": { success: [list(M.Refund, "Refund requests.")], errors: OWNED_STORE },
   "POST /api/v1/merchant/stores/{slug}/refunds/{id}/{decision}": {
+    body: NO_BODY,
     success: [ok(M.RefundDecision, "The refund after the decision (REFUNDED, REJECTED or FAILED); for a repeat of a decision already made, the refund as it is.")],
     notes: MERCHANT_REPEAT_DECISION,
     errors: { 404: ["store_not_found", "not_found", "ORDER_NOT_FOUND"], 409: ["conflict", "ORDER_NOT_CANCELLABLE"] },
@@ -239,7 +246,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   // ---------------------------------------------------------------------------------------------- webhooks
   "POST /api/v1/merchant/stores/{slug}/webhooks": { success: [], errors: { 404: ["store_not_found"], 409: ["conflict"] } },
   "GET /api/v1/merchant/stores/{slug}/webhooks": { success: [], errors: OWNED_STORE },
-  "DELETE /api/v1/merchant/stores/{slug}/webhooks/{id}": { success: [], errors: { 404: ["store_not_found", "not_found"] } },
+  "DELETE /api/v1/merchant/stores/{slug}/webhooks/{id}": { body: NO_BODY, success: [], errors: { 404: ["store_not_found", "not_found"] } },
   "POST /api/v1/merchant/stores/{slug}/webhooks/{id}/rotate-secret": {
     success: [],
     errors: { 404: ["store_not_found", "not_found"] },
@@ -249,19 +256,19 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     },
   },
   // session 15 (6e58c3c): an endpoint the service disabled (5 days failing) or the merchant did; both idempotent
-  "POST /api/v1/merchant/stores/{slug}/webhooks/{id}/enable": { success: [], errors: { 404: ["store_not_found", "not_found"] } },
-  "POST /api/v1/merchant/stores/{slug}/webhooks/{id}/disable": { success: [], errors: { 404: ["store_not_found", "not_found"] } },
+  "POST /api/v1/merchant/stores/{slug}/webhooks/{id}/enable": { success: [], body: NO_BODY, errors: { 404: ["store_not_found", "not_found"] } },
+  "POST /api/v1/merchant/stores/{slug}/webhooks/{id}/disable": { success: [], body: NO_BODY, errors: { 404: ["store_not_found", "not_found"] } },
   "GET /api/v1/merchant/stores/{slug}/webhooks/{id}/deliveries": { success: [], errors: { 404: ["store_not_found", "not_found"] } },
-  "POST /api/v1/merchant/stores/{slug}/webhooks/{id}/deliveries/{deliveryId}/redeliver": { success: [], errors: { 404: ["store_not_found", "not_found"], 409: ["conflict"] } },
+  "POST /api/v1/merchant/stores/{slug}/webhooks/{id}/deliveries/{deliveryId}/redeliver": { body: NO_BODY, success: [], errors: { 404: ["store_not_found", "not_found"], 409: ["conflict"] } },
 
   // ---------------------------------------------------------------------------------------------- admin search
   "GET /api/v1/admin/search/settings": { success: [ok(M.SearchSettings, "Current search settings.")] },
   "PUT /api/v1/admin/search/settings": { success: [ok(M.SearchSettings, "The settings now in force.")], errors: { 409: ["conflict"] } },
-  "POST /api/v1/admin/search/reindex": { success: [ok(M.Reindex, "The index was rebuilt.")] },
+  "POST /api/v1/admin/search/reindex": { body: NO_BODY, success: [ok(M.Reindex, "The index was rebuilt.")] },
   "PUT /api/v1/admin/users/plan": { success: [], errors: { 404: ["not_found"] } },
   "GET /api/v1/admin/users/plan": { success: [], errors: { 404: ["not_found"] } },
   "GET /api/v1/admin/users/agent-keys": { success: [], errors: { 404: ["not_found"] } },
-  "DELETE /api/v1/admin/agent-keys/{id}": { success: [], errors: { 404: ["not_found"] } },
+  "DELETE /api/v1/admin/agent-keys/{id}": { body: NO_BODY, success: [], errors: { 404: ["not_found"] } },
 
   // ---------------------------------------------------------------------------------------------- cart
   // MISSING_REQUIRED_ARGUMENT: a line of a product with variants names none (actors/cart/variant-line.ts).
@@ -272,13 +279,21 @@ export const OPERATIONS: Record<string, OperationDoc> = {
 
   // ---------------------------------------------------------------------------------------------- checkout
   // The link's {token} is the buyer's capability: a wrong one is the same 404 not_found as an unknown intent (audit I-1).
-  "GET /api/v1/sandbox/payments/{intentId}/{token}": { success: [raw(M.Html, "The buyer's approval page (HTML).", 200, "text/html")], errors: { 404: ["not_found"] } },
+  "GET /api/v1/sandbox/payments/{intentId}/{token}": {
+    success: [raw(M.Html, "The buyer's approval page (HTML).", 200, "text/html")],
+    notes:
+      "Once the payment's checkout ended unpaid (canceled, expired or failed) the link refuses with 409 conflict (details.state voided, " +
+      "reason checkout_ended): an HTML page saying the checkout is no longer payable when the client accepts text/html, else the error envelope.",
+    errors: { 404: ["not_found"], 409: ["conflict"] },
+  },
   "POST /api/v1/sandbox/payments/{intentId}/{token}/{decision}": {
+    body: NO_BODY,
     success: [ok(M.SandboxDecision, "The decision is recorded (a JSON post)."), { status: 303, description: "A form post from the approval page: back to the page." }],
     errors: { 404: ["not_found"], 409: ["conflict"] },
   },
   "POST /api/v1/agent/checkout/preview": { success: [ok(M.Preview, "The checkout session and what it will cost.")], errors: { 400: PREVIEW_400, 403: PREVIEW_403, 404: PREVIEW_404, 409: PREVIEW_409, 503: PREVIEW_503 } },
   "POST /api/v1/agent/checkout/{sessionId}/cancel": {
+    body: NO_BODY,
     success: [ok(M.SessionCanceled, "The session is canceled; the cart is open again.")],
     errors: { 404: ["CHECKOUT_SESSION_NOT_FOUND", "CART_NOT_FOUND"], 409: ["CHECKOUT_STATUS_INVALID", "CHECKOUT_ALREADY_IN_PROGRESS", "SESSION_INACTIVE", "conflict"] },
   },
@@ -316,7 +331,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   "POST /api/v1/agent/orders/{orderId}/refund": {
     success: [created(M.Refund, "The refund request (PENDING_APPROVAL until the merchant decides).")],
-    errors: { 400: ["INVALID_ARGUMENT"], 404: ["ORDER_NOT_FOUND"], 409: ["IDEMPOTENCY_KEY_CONFLICT", "ORDER_NOT_CANCELLABLE", "RETURN_WINDOW_EXPIRED", "conflict"] },
+    // 403 NOT_ELIGIBLE (details.reason refund_by_merchant): an order paid over x402, whose money the service cannot pull back
+    errors: { 400: ["INVALID_ARGUMENT"], 403: ["NOT_ELIGIBLE"], 404: ["ORDER_NOT_FOUND"], 409: ["IDEMPOTENCY_KEY_CONFLICT", "ORDER_NOT_CANCELLABLE", "RETURN_WINDOW_EXPIRED", "conflict"] },
     body: {
       schema: t.Object(
         {

@@ -9,6 +9,7 @@ import { ValueErrorType } from "@sinclair/typebox/errors";
 import { SECRET_FIELD } from "../../infra/log.ts";
 import { cutEcho, ECHO_MAX_CHARS, preview } from "../../infra/echo.ts";
 import { codePointLength } from "./schema-formats.ts";
+import { NOT_BLANK_PATTERN } from "../../actors/store/schemas.ts";
 
 /** The parts of a TypeBox ValueError read here. */
 export interface FailedCheck {
@@ -37,12 +38,19 @@ export function innerUnionFailure(check: FailedCheck | undefined): FailedCheck |
 
 /** Postgres text cannot hold NUL: string fields stored as text refuse it with this pattern. */
 export const NO_NUL_PATTERN = "^[^\\u0000]*$";
+/**
+ * NO_NUL_PATTERN and NOT_BLANK_PATTERN in one (a schema has one pattern): a value that must say something, such as a
+ * destination's postal code, which white space only would match as no postal code at all (helper D, session 21).
+ */
+export const NON_BLANK_NO_NUL_PATTERN = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$";
 /** A URL a person may open: http or https only (no javascript:, data:, file:; audit A2-F7). */
 export const HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$";
 
 /** Patterns said in words; any other pattern is quoted as it is. */
 const PATTERN_RULES: Record<string, string> = {
   [NO_NUL_PATTERN]: "a string without NUL characters",
+  [NOT_BLANK_PATTERN]: "a string with a character other than white space",
+  [NON_BLANK_NO_NUL_PATTERN]: "a string with a character other than white space and without NUL characters",
   [HTTP_URL_PATTERN]: "an http or https URL",
 };
 

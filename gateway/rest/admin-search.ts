@@ -14,6 +14,7 @@ import { errorResponses, ok } from "../envelope.ts";
 import { requireOperator, userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { strictJsonBody } from "./strict-body.ts";
+import { noBody } from "./optional-body.ts";
 
 const sec = [{ bearer: [] }];
 
@@ -88,6 +89,6 @@ export function adminSearchRoutes(svc: Services) {
         requireOperator(user);
         return ok(await getSearchService(svc).reindex(svc.sql));
       },
-      { response: errorResponses(401, 403), detail: { tags: ["admin"], summary: "Rebuild the search index from the database", security: sec } },
+      { ...noBody(), response: errorResponses(400, 401, 403), detail: { tags: ["admin"], summary: "Rebuild the search index from the database", security: sec } },
     );
 }

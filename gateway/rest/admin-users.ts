@@ -17,6 +17,7 @@ import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { requireOperator, userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { strictJsonBody } from "./strict-body.ts";
+import { noBody } from "./optional-body.ts";
 import { KeyOut, keysOf } from "./agent-keys.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 
@@ -144,6 +145,7 @@ export function adminUserRoutes(svc: Services) {
       },
       {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
+        ...noBody(),
         response: { 200: SuccessEnvelope(KeyOut), ...errorResponses(400, 401, 403, 404, 429) },
         detail: {
           tags: ["admin"],

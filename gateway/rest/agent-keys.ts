@@ -18,6 +18,7 @@ import { CodePointString } from "../plugins/schema-formats.ts";
 import type { Services } from "../services.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import { strictJsonBody } from "./strict-body.ts";
+import { noBody } from "./optional-body.ts";
 
 export const KeyOut = t.Object({
   id: t.String({ format: "uuid" }),
@@ -126,6 +127,7 @@ export function agentKeyRoutes(svc: Services) {
       },
       {
         params: t.Object({ id: t.String({ format: "uuid" }) }),
+        ...noBody(),
         response: { 200: SuccessEnvelope(KeyOut), ...errorResponses(400, 401, 404, 429) },
         detail: { tags: ["accounts"], summary: "Revoke an agent key (refused at once on every gateway)", security: [{ bearer: [] }] },
       },

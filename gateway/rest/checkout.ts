@@ -9,11 +9,12 @@ import { approvalMessage } from "../../actors/cart/checkout-machine.ts";
 import { cartActor, cartIdOfSession } from "../../actors/cart/index.ts";
 import type { CompleteReply } from "../../actors/cart/messages.ts";
 import { absoluteApprovalUrl, cardRail, SANDBOX_APPROVAL_PATH } from "../../actors/payments/card-rails.ts";
-import type { SandboxIntentState } from "../../actors/payments/card-sandbox.ts";
+import { checkoutEnded, type SandboxIntentState } from "../../actors/payments/card-sandbox.ts";
 import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { toMajor } from "../../actors/store/schemas.ts";
 import { ErrorEnvelope, errorBody, errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
+import { NON_BLANK_NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import { runX402Checkout, x402Deps, x402PaymentSources } from "../bridge/x402-checkout.ts";
 import { BRIDGED_PLACEHOLDER, bridgedRequest, setAsideBridged } from "../bridge/detect.ts";
 import { bridgeCheckout } from "../bridge/index.ts";
@@ -21,6 +22,7 @@ import type { Services } from "../services.ts";
 import { requestIdempotencyKey } from "./idempotency-key.ts";
 import { assignHeaders } from "../response-headers.ts";
 import { strictBody, strictJsonBody } from "./strict-body.ts";
+import { noBody } from "./optional-body.ts";
 
 /**
  * An x402 payment (a body `x402_payload`, `pay_with_wallet`, a PAYMENT-SIGNATURE or X-PAYMENT header) on a request
@@ -72,7 +74,8 @@ const X402ConfigDocumented = t.Unknown({ ...X402Config });
 const ShippingChoice = t.Object(
   {
     country_code: t.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2 of the buyer's address" }),
-    postal_code: t.String({ minLength: 1, maxLength: 20 }),
+    // white space only is no postal code (it matched country-wide zones only): refused as the bridges refuse it (helper D)
+    postal_code: t.String({ minLength: 1, maxLength: 20, pattern: NON_BLANK_NO_NUL_PATTERN }),
     option_id: t.Optional(t.String({ format: "uuid", description: "The shipping option to use for its merchant (details.options[].option_id of a 409)." })),
   },
   { description: "Ship to this destination; required before checkout when a merchant of the cart offers several shipping methods." },
@@ -178,10 +181,13 @@ function approvalPage(intent: { intentId: string; storeId: string; amountMinor: 
   const amount = `${toMajor(intent.amountMinor, intent.currency)} ${intent.currency}`;
   const base = escapeHtml(link);
   const waiting = intent.state === "awaiting_approval";
+  const ended = intent.state === "voided";
   const buttons = waiting
     ? `<form method="post" action="${base}/approve"><button type="submit">Approve the payment</button></form>
 <form method="post" action="${base}/reject"><button type="submit">Refuse the payment</button></form>`
-    : `<p role="status">This payment is ${escapeHtml(intent.state.replace(/_/g, " "))}; there is nothing left to decide here.</p>`;
+    : ended
+      ? `<p role="alert">This checkout is no longer payable: it ended (canceled or expired) before the payment was made. Nothing was charged and nothing will be; there is nothing left to approve here.</p>`
+      : `<p role="status">This payment is ${escapeHtml(intent.state.replace(/_/g, " "))}; there is nothing left to decide here.</p>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Approve a payment (sandbox)</title></head>
@@ -189,7 +195,7 @@ function approvalPage(intent: { intentId: string; storeId: string; amountMinor: 
 <h1>Approve a payment</h1>
 <p>An AI agent asks you to approve a card payment of <strong>${escapeHtml(amount)}</strong> to <strong>${escapeHtml(intent.storeId)}</strong>.
 This is the sandbox card processor: no real money moves.</p>
-<p>Payment <code>${escapeHtml(intent.intentId)}</code>, status: <strong>${escapeHtml(intent.state.replace(/_/g, " "))}</strong>.</p>
+<p>Payment <code>${escapeHtml(intent.intentId)}</code>, status: <strong>${ended ? "no longer payable (checkout ended)" : escapeHtml(intent.state.replace(/_/g, " "))}</strong>.</p>
 ${buttons}
 </main></body></html>`;
 }
@@ -222,12 +228,17 @@ export function checkoutRoutes(svc: Services) {
   return new Elysia({ name: "checkout-routes" })
     .get(
       `${SANDBOX_APPROVAL_PATH}/:intentId/:token`,
-      async ({ params }) => {
+      async ({ params, request }) => {
         const intent = await cardRail(svc.sql).describe(params.intentId, params.token);
         if (!intent) throw noSuchPayment(params.intentId);
+        // The checkout ended unpaid (helper B, B-4): a refusal, 409 conflict, as the page a browser asks for (its text
+        // says so) or as the error envelope for any other client.
+        const ended = intent.state === "voided";
+        if (ended && !(request.headers.get("accept") ?? "").includes("text/html")) throw checkoutEnded(params.intentId);
         // never framed (a page whose buttons move money must not be clickjacked), forms post only to itself; the URL
         // is a secret, so no Referer carries it anywhere
         return new Response(approvalPage(intent, approvalLink(params)), {
+          status: ended ? 409 : 200,
           headers: {
             "content-type": "text/html; charset=utf-8",
             "cache-control": "no-store",
@@ -239,13 +250,15 @@ export function checkoutRoutes(svc: Services) {
       },
       {
         params: t.Object({ intentId: IntentId, token: ApprovalToken }),
-        response: errorResponses(400, 404),
+        response: errorResponses(400, 404, 409),
         detail: {
           tags: ["checkout"],
           summary: "Sandbox processor: the buyer's approval page (the 202's details.approval_url; HTML with approve and refuse buttons)",
           description:
             "The link is the capability: its token is a secret only the buyer's agent is given. A wrong token answers 404 not_found " +
-            "exactly as an unknown intent does.",
+            "exactly as an unknown intent does. Once the checkout ended unpaid (canceled, expired or failed) the payment is withdrawn: " +
+            "409 conflict (details.state voided, reason checkout_ended), as an HTML page saying the checkout is no longer payable " +
+            "when the client accepts text/html, else as the error envelope.",
         },
       },
     )
@@ -254,12 +267,18 @@ export function checkoutRoutes(svc: Services) {
       async ({ params, request }) => {
         // The sandbox processor's buyer page: approving or refusing here is what a human does at the link.
         const rail = cardRail(svc.sql);
-        if (params.decision === "approve") await rail.approve(params.intentId, params.token);
-        else await rail.reject(params.intentId, params.token);
-        // The page's own buttons (a form post): back to the page, which now shows the outcome.
-        if ((request.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded")) {
-          return new Response(null, { status: 303, headers: { location: approvalLink(params), "referrer-policy": "no-referrer" } });
+        const form = (request.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded");
+        const back = () => new Response(null, { status: 303, headers: { location: approvalLink(params), "referrer-policy": "no-referrer" } });
+        try {
+          if (params.decision === "approve") await rail.approve(params.intentId, params.token);
+          else await rail.reject(params.intentId, params.token);
+        } catch (err) {
+          // A button of a page opened before the checkout ended: back to the page, which now says it is no longer payable.
+          if (form && err instanceof ActorError && err.details?.reason === "checkout_ended") return back();
+          throw err;
         }
+        // The page's own buttons (a form post): back to the page, which now shows the outcome.
+        if (form) return back();
         // The intent's own state, as the page shows it: a lookup answers an approved, not yet captured intent as
         // still needs_buyer_approval (what a payment call must hear), which read here as "the approval did not take".
         const intent = await rail.describe(params.intentId, params.token);
@@ -268,12 +287,16 @@ export function checkoutRoutes(svc: Services) {
       },
       {
         params: t.Object({ intentId: IntentId, token: ApprovalToken, decision: t.Union([t.Literal("approve"), t.Literal("reject")]) }),
+        // the page's buttons post an empty form: no body is the decision; a JSON key is 400 ({"decision": "reject"} to …/approve approved)
+        ...noBody(),
         response: errorResponses(400, 404, 409),
         detail: {
           tags: ["checkout"],
           summary: "Sandbox processor: the buyer approves or refuses a payment (test rail only)",
           description:
-            "POST to the approval link + /approve or /reject. A wrong token answers 404 not_found exactly as an unknown intent does. " +
+            "POST to the approval link + /approve or /reject. A wrong token answers 404 not_found exactly as an unknown intent does; " +
+            "a payment whose checkout ended unpaid (canceled, expired or failed) 409 conflict (details.state voided, reason checkout_ended): " +
+            "nothing will be charged. " +
             "`status` is the payment's state after the decision: approved (the agent's next complete_checkout with the same " +
             "idempotency_key captures it), captured (that call already did), not_approved (refused: that call answers 402 PAYMENT_NOT_APPROVED).",
         },
@@ -318,13 +341,15 @@ export function checkoutRoutes(svc: Services) {
       },
       {
         params: t.Object({ sessionId: t.String({ minLength: 1, maxLength: 100 }) }),
+        ...noBody(),
         response: errorResponses(400, 401, 403, 404, 409),
         detail: {
           tags: ["checkout"],
           summary: "Cancel a checkout session (its pending orders canceled, stock released, the cart open again)",
           description:
             "404 CHECKOUT_SESSION_NOT_FOUND: a session id that does not exist or whose cart is another key's (the same answer for both). " +
-            "409 SESSION_INACTIVE: the session already ended; 409 CHECKOUT_STATUS_INVALID: its payment is running.",
+            "409 SESSION_INACTIVE: the session already ended, or is past its expiry (details.status EXPIRED: an expired session " +
+            "cannot be canceled; the same answer before and after its timer ended it); 409 CHECKOUT_STATUS_INVALID: its payment is running.",
           security: [{ agentApiKey: [] }],
         },
       },
@@ -438,7 +463,9 @@ export function checkoutRoutes(svc: Services) {
             "capture_reference, total, currency), nothing charged again. 409 STATE_RECONFIRMATION_REQUIRED: send " +
             "details.reconfirm_state_hash back as reconfirmed_state_hash with the same idempotency_key. 400 INVALID_ARGUMENT " +
             "(details.reason invalid_test_token, details.valid_tokens): a payment_method the sandbox processor does not know, refused " +
-            "before anything is held. 404 CHECKOUT_SESSION_NOT_FOUND: a checkout_session_id that does not exist or is another key's.",
+            "before anything is held. 404 CHECKOUT_SESSION_NOT_FOUND: a checkout_session_id that does not exist or is another key's, " +
+            "or a session past its expiry (details.status EXPIRED, whatever the idempotency_key; the same answer before and after " +
+            "its timer ended it): preview the cart again. 409 SESSION_INACTIVE: a session that ended canceled or failed.",
           security: [{ agentApiKey: [] }],
         },
       },

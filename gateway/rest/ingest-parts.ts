@@ -23,7 +23,7 @@
 import { Value } from "@sinclair/typebox/value";
 import type { ActorCaller } from "../../actors/runtime/define-actor.ts";
 import { storeActor } from "../../actors/store/index.ts";
-import { HumanOrderInput, validateCatalogItems, type RejectedItem } from "../../actors/store/ingest.ts";
+import { HumanOrderInput, schemaErrors, validateCatalogItems, type RejectedItem } from "../../actors/store/ingest.ts";
 
 /**
  * Serialised items per actor message: half the NATS default `max_payload` (1 MiB), leaving room for the envelope,
@@ -129,7 +129,7 @@ export interface OrdersBatchAnswer {
 /** The store actor's rejection of an order that fails HumanOrderInput (actors/store/index.ts `recordOrders`). */
 function orderSchemaRejection(raw: unknown, index: number): RejectedItem | null {
   if (Value.Check(HumanOrderInput, raw)) return null;
-  const errors = [...Value.Errors(HumanOrderInput, raw)].slice(0, 10).map((e) => ({ field: e.path.replace(/^\//, "").replace(/\//g, ".") || "(order)", message: e.message }));
+  const errors = schemaErrors(HumanOrderInput, raw, 10, "(order)");
   return { index, externalId: (raw as { externalId?: string } | null)?.externalId ?? null, errors };
 }
 

@@ -11,12 +11,12 @@
  */
 import { Elysia, t } from "elysia";
 import { storeActor } from "../../actors/store/index.ts";
-import { Value } from "@sinclair/typebox/value";
 import {
   InventoryItemInput,
   MAX_CATALOG_BATCH,
   PoliciesInput,
   policiesView,
+  schemaErrors,
   ShippingZoneInput,
   unstorableField,
   type RejectedItem,
@@ -54,7 +54,7 @@ export function splitInventoryItems(items: readonly unknown[]): { valid: { index
   const rejected: RejectedItem[] = [];
   items.forEach((raw, index) => {
     const externalId = raw && typeof raw === "object" && typeof (raw as { externalId?: unknown }).externalId === "string" ? (raw as { externalId: string }).externalId : null;
-    const errors = [...Value.Errors(InventoryItemInput, raw)].slice(0, 10).map((e) => ({ field: e.path.replace(/^\//, "").replace(/\//g, ".") || "(item)", message: e.message }));
+    const errors = schemaErrors(InventoryItemInput, raw, 10);
     const unstorable = errors.length ? null : unstorableField(raw);
     if (unstorable) errors.push(unstorable);
     if (errors.length) rejected.push({ index, externalId: externalId && !unstorableField(externalId) ? externalId : null, errors });

@@ -14,6 +14,7 @@ import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { isUuid } from "../../infra/uuid.ts";
 import { strictJsonBody } from "./strict-body.ts";
+import { noBody } from "./optional-body.ts";
 
 const Slug = t.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const sec = { security: [{ bearer: [] }] };
@@ -112,6 +113,7 @@ export function merchantOrderRoutes(svc: Services) {
       },
       {
         params: t.Object({ slug: Slug, id: t.String({ format: "uuid" }), decision: t.Union([t.Literal("approve"), t.Literal("reject")]) }),
+        ...noBody(),
         response: errorResponses(400, 401, 404, 409),
         detail: { tags: ["merchant"], summary: "Approve (refund through the rail) or reject a refund request", ...sec },
       },

@@ -15,14 +15,18 @@
  *                                   An order with no capture (a leg of nothing): refund cancels it, nothing refunded.
  *                                   x402 `settlement_unknown` (no rpc_url, expired: nobody can tell whether it paid):
  *                                   accept pays it under `x402:<nonce>`, refund releases it (canceled, hold back).
+ *                                   Safe to repeat: the decision made answers 200 again, writing nothing; the
+ *                                   other decision is 409 conflict (details.resolved_action).
  *
  * The decision is the cart's message (`resolveCapture`): the session and the order move in one cart turn.
  */
 import { Elysia, t } from "elysia";
 import { cartActor } from "../../actors/cart/index.ts";
-import { fail } from "../../actors/runtime/errors.ts";
+import type { ResolveCaptureView } from "../../actors/cart/messages.ts";
+import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { listStoreOrders, PARTLY_REFUNDED, storeOrderDetail } from "../../actors/store/merchant-reads.ts";
 import { assertStoreWriter } from "../../actors/store/reads.ts";
+import { repeatedResolution } from "../../actors/store/reconcile.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
@@ -91,15 +95,29 @@ export function merchantReconcileRoutes(svc: Services) {
           SELECT reconciliation, cart_id, checkout_session_id FROM orders WHERE id = ${id} AND store_slug = ${params.slug}`;
         if (!o) throw fail("ORDER_NOT_FOUND", "No order with that id for this store.", { order_id: id });
         if (!o.reconciliation || !o.cart_id || !o.checkout_session_id) {
+          // A repeat of the decision the merchant made answers it again (helper B, B-6); another decision is 409.
+          const again = await repeatedResolution(svc.sql, params.slug, id, body.action);
+          if (again) return ok(again);
           throw fail("conflict", "This order is not waiting for reconciliation.", { order_id: id, reconciliation: o.reconciliation });
         }
-        const answer = await svc.actors.ask(cartActor, o.cart_id, "resolveCapture", {
-          sessionId: o.checkout_session_id,
-          storeSlug: params.slug,
-          orderId: id,
-          action: body.action,
-          userId: user.id,
-        });
+        let answer: ResolveCaptureView;
+        try {
+          answer = await svc.actors.ask(cartActor, o.cart_id, "resolveCapture", {
+            sessionId: o.checkout_session_id,
+            storeSlug: params.slug,
+            orderId: id,
+            action: body.action,
+            userId: user.id,
+          });
+        } catch (err) {
+          // Two requests of one decision at once (a double click, a retry racing a slow answer): the second turn finds
+          // the decision made and is answered as a repeat; a refusal of an order still flagged stands.
+          if (err instanceof ActorError && (err.code === "conflict" || err.code === "CHECKOUT_SESSION_NOT_FOUND")) {
+            const again = await repeatedResolution(svc.sql, params.slug, id, body.action);
+            if (again) return ok(again);
+          }
+          throw err;
+        }
         // The buyer's checkout session id is the buyer side of the payment (it embeds the agent's cart id): merchants
         // are not shown it (review RA-4; docs/checkout.md "Payment method"). checkout_status says what the merchant needs.
         const { checkout_session_id: _buyerSide, ...merchantAnswer } = answer;

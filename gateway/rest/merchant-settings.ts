@@ -25,6 +25,7 @@ import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import { strictJsonBody } from "./strict-body.ts";
+import { noBody } from "./optional-body.ts";
 import type { Services } from "../services.ts";
 
 const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
@@ -134,6 +135,6 @@ export function merchantSettingsRoutes(svc: Services) {
         const r = await svc.actors.ask(storeActor, store.slug, "setCouponActive", { code: params.code, active: false });
         return ok(r);
       },
-      { params: SlugCode, response: errs, detail: { tags: ["merchant"], summary: "Deactivate a coupon", security: sec } },
+      { params: SlugCode, ...noBody(), response: errs, detail: { tags: ["merchant"], summary: "Deactivate a coupon", security: sec } },
     );
 }

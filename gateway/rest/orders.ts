@@ -272,6 +272,8 @@ export function orderRoutes(svc: Services) {
           tags: ["orders"],
           summary: "Request a refund (201 PENDING_APPROVAL; a human merchant decides)",
           description:
+            "An order paid over x402 is 403 NOT_ELIGIBLE (`details.reason` refund_by_merchant, nothing written): the money is in the merchant's wallet and " +
+            "the service cannot pull it back; the merchant pays the buyer back from its wallet. " +
             "Send an idempotency key (the `Idempotency-Key` header or `idempotency_key`, a UUID v4, scoped to the order) to retry safely: " +
             "the same key with the same amount and reason answers 201 with the first refund request (no second request is created); " +
             "the same key with another amount or reason is 409 IDEMPOTENCY_KEY_CONFLICT (`details.refund_id`). Without a key every call is a new request.",

@@ -19,6 +19,7 @@ import { freshnessTier, stockConfidence } from "../../search/ranking.ts";
 import { getSearchService } from "../../search/service.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
+import { NON_BLANK_NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import type { Services } from "../services.ts";
 import { strictJsonBody } from "./strict-body.ts";
 import { ACCEPTED_OFFER_USE, negotiationMessage } from "../negotiation-use.ts";
@@ -37,7 +38,8 @@ const NegotiateBody = t.Object({
 });
 const ShippingEstimateBody = t.Object({
   productId: Uuid,
-  postalCode: t.String({ minLength: 1, maxLength: 20 }),
+  // white space only is no postal code (it matched country-wide zones only; helper D), and a NUL is none either: as MCP's
+  postalCode: t.String({ minLength: 1, maxLength: 20, pattern: NON_BLANK_NO_NUL_PATTERN }),
   countryCode: t.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2" }),
   quantity: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })),
   variantId: t.Optional(

@@ -36,7 +36,7 @@ import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth, type UserPrincipal } from "../plugins/auth.ts";
 import { HTTP_URL_PATTERN, NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import type { Services } from "../services.ts";
-import { optionalObjectBody } from "./optional-body.ts";
+import { noBody, optionalObjectBody } from "./optional-body.ts";
 
 const Slug = t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const SLUG_FORMAT = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -424,6 +424,8 @@ export function trustUserRoutes(svc: Services) {
         return ok(await svc.actors.ask(trustActor, TRUST_ACTOR_ID, "rotateKey", {}));
       },
       {
+        // takes no body: none or {}; any key is 400 naming it (as the webhook enable/disable routes, helper C session 21)
+        ...noBody(),
         response: errorResponses(401, 403),
         detail: { tags: ["admin"], summary: "Rotate the trust signing key (the old key stays published until its signatures expire)", security: bearer },
       },

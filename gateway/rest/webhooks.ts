@@ -17,7 +17,7 @@ import { assertPublicUrl, type Resolver } from "../../infra/ssrf.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { optionalObjectBody } from "./optional-body.ts";
+import { noBody, optionalObjectBody } from "./optional-body.ts";
 
 const BASE = "/api/v1/merchant/stores/:slug/webhooks";
 
@@ -63,6 +63,7 @@ const DeliveryOut = t.Object({
 /** The stores table's own slug format: anything else names no store and must not reach SQL (a NUL is a 500 there). */
 const SLUG_PATTERN = "^[a-z0-9][a-z0-9-]{0,62}$";
 const SlugParams = t.Object({ slug: t.String({ maxLength: 63, pattern: SLUG_PATTERN }) });
+
 const EndpointParams = t.Object({ slug: t.String({ maxLength: 63, pattern: SLUG_PATTERN }), id: t.String({ format: "uuid" }) });
 const DeliveryParams = t.Object({ slug: t.String({ maxLength: 63, pattern: SLUG_PATTERN }), id: t.String({ format: "uuid" }), deliveryId: t.String({ format: "uuid" }) });
 const security = [{ bearer: [] }];
@@ -231,6 +232,7 @@ export function webhookRoutes(svc: Services) {
       async ({ params, user }) => ok(await deleteWebhookEndpoint(svc, user, params.slug, params.id)),
       {
         params: EndpointParams,
+        ...noBody(),
         response: { 200: SuccessEnvelope(EndpointOut), ...errorResponses(400, 401, 404) },
         detail: { tags: ["webhooks"], summary: "Delete a webhook endpoint (its open deliveries are dead-lettered)", security },
       },
@@ -240,6 +242,8 @@ export function webhookRoutes(svc: Services) {
       async ({ params, user }) => ok(await setWebhookEndpointEnabled(svc, user, params.slug, params.id, true)),
       {
         params: EndpointParams,
+        // takes no body (noBody): helper D's LOW item of session 20, `{"enabled": false}` sent to …/enable enabled it, 200
+        ...noBody(),
         response: { 200: SuccessEnvelope(EndpointOut), ...errorResponses(400, 401, 404) },
         detail: {
           tags: ["webhooks"],
@@ -256,6 +260,8 @@ export function webhookRoutes(svc: Services) {
       async ({ params, user }) => ok(await setWebhookEndpointEnabled(svc, user, params.slug, params.id, false)),
       {
         params: EndpointParams,
+        // takes no body (noBody): helper D's LOW item of session 20, `{"enabled": false}` sent to …/enable enabled it, 200
+        ...noBody(),
         response: { 200: SuccessEnvelope(EndpointOut), ...errorResponses(400, 401, 404) },
         detail: {
           tags: ["webhooks"],
@@ -301,6 +307,7 @@ export function webhookRoutes(svc: Services) {
       },
       {
         params: DeliveryParams,
+        ...noBody(),
         response: { 202: SuccessEnvelope(DeliveryOut), ...errorResponses(400, 401, 404, 409) },
         detail: {
           tags: ["webhooks"],

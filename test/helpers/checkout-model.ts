@@ -322,7 +322,7 @@ export type Token =
   | "tok_finalization_fails"
   | "tok_bogus";
 
-type SessionStatus = "READY_FOR_PAYMENT" | "PENDING_EXTERNAL_CONFIRMATION" | "SETTLEMENT_UNKNOWN" | "COMPLETED" | "FAILED" | "CANCELED";
+type SessionStatus = "READY_FOR_PAYMENT" | "PENDING_EXTERNAL_CONFIRMATION" | "SETTLEMENT_UNKNOWN" | "COMPLETED" | "FAILED" | "CANCELED" | "EXPIRED";
 /** A leg as the model holds it: unpaid (with the outcome the rail last gave), waiting for the buyer, or captured. */
 interface Leg {
   store: string;
@@ -614,6 +614,8 @@ async function shortage(w: World, cart: MCart, stores: string[], afterTheCall: b
 async function predictComplete(w: World, cart: MCart, key: string, methods: Record<string, Token> | undefined, afterTheCall = false): Promise<Prediction | null> {
   const s = cart.session;
   if (!s) return null;
+  // an expired session is not found for every key (spec: "no such checkout session or expired"; helper B, B-5)
+  if (s.status === "EXPIRED") return { status: 404, code: "CHECKOUT_SESSION_NOT_FOUND", apply: () => {} };
   if (s.key !== null && s.key !== key) return { status: 409, code: "IDEMPOTENCY_KEY_CONFLICT", apply: () => {} };
   if (s.status === "COMPLETED") return { status: 409, code: "CHECKOUT_ALREADY_IN_PROGRESS", apply: () => {} };
   if (s.status === "FAILED" || s.status === "CANCELED") return { status: 409, code: "SESSION_INACTIVE", apply: () => {} };
@@ -851,7 +853,7 @@ async function expectCartStatus(w: World, cart: MCart): Promise<void> {
   const r = await call(w, "GET", `/api/v1/agent/cart/${cart.id}`, w.key.headers);
   expect(r.status).toBe(200);
   // the view hides a session that ended unpaid (a partly paid cart then shows no session until its next preview)
-  const shown = cart.session && cart.session.status !== "CANCELED" && cart.session.status !== "FAILED" ? cart.session.status : null;
+  const shown = cart.session && cart.session.status !== "CANCELED" && cart.session.status !== "FAILED" && cart.session.status !== "EXPIRED" ? cart.session.status : null;
   const want = { cart: cart.id, status: cart.status, checkout_status: shown };
   const got = { cart: cart.id, status: r.body.data?.status, checkout_status: r.body.data?.checkout_status ?? null };
   expect(got).toEqual(want);
@@ -1238,9 +1240,16 @@ class Decide implements Cmd {
     const waiting = m.carts.filter((c) => c.session?.legs.some((l) => l.status === "awaiting" && l.decision === null && l.link));
     const cart = pick(waiting, this.cart);
     const legs = cart.session!.legs.filter((l) => l.status === "awaiting" && l.decision === null && l.link);
+    // a session that ended unpaid withdrew its waiting legs at the rail: their links refuse (helper B, B-4)
+    const ended = ["CANCELED", "EXPIRED", "FAILED"].includes(cart.session!.status);
     for (const [i, leg] of legs.entries()) {
       const decision = pick(this.decisions, i);
       const r = await call(w, "POST", `${new URL(leg.link!).pathname}/${decision}`, {}, {});
+      if (ended) {
+        expect({ ...outcome(r), reason: r.body.details?.reason }).toEqual({ status: 409, code: "conflict", reason: "checkout_ended" });
+        leg.link = null;
+        continue;
+      }
       expect({ ...outcome(r), status_after: r.body.data?.status }).toEqual({ status: 200, code: null, status_after: decision === "approve" ? "approved" : "not_approved" });
       leg.decision = decision;
     }
@@ -1267,7 +1276,7 @@ class CancelSession implements Cmd {
       expect(r.status).toBe(409);
       return;
     }
-    if (s.status === "COMPLETED" || s.status === "FAILED" || s.status === "CANCELED") {
+    if (s.status === "COMPLETED" || s.status === "FAILED" || s.status === "CANCELED" || s.status === "EXPIRED") {
       expect(outcome(r)).toEqual({ status: 409, code: "SESSION_INACTIVE" });
       return;
     }
@@ -1503,7 +1512,7 @@ async function resyncCart(w: World, m: Model, cart: MCart): Promise<void> {
     cart.session = cart.session && cart.session.id && cart.status === "CHECKOUT" && cart.session.status !== "READY_FOR_PAYMENT" ? cart.session : null;
     if (cart.session && cart.status === "CHECKOUT") {
       // an ended session of a partly paid cart: the view hides it; the model keeps it ended
-      if (!["COMPLETED", "FAILED", "CANCELED"].includes(cart.session.status)) cart.session.status = "CANCELED";
+      if (!["COMPLETED", "FAILED", "CANCELED", "EXPIRED"].includes(cart.session.status)) cart.session.status = "CANCELED";
     }
     await syncOrders(w, m, cart);
     return;
@@ -1782,9 +1791,11 @@ class MerchantReconcile implements Cmd {
     const [after] = await w.srv.db.sql<{ status: string; reconciliation: string | null }[]>`SELECT status, reconciliation FROM orders WHERE id = ${o.id}`;
     expect({ ...after }).toEqual({ status: this.action === "accept" ? "paid" : "canceled", reconciliation: null });
     await resyncCart(w, m, cart);
-    // a second decision is refused
+    // the same decision again (a retry after a lost answer) answers it again; the other decision is refused (helper B, B-6)
     const again = await call(w, "POST", `/api/v1/merchant/stores/${o.store_slug}/orders/${o.id}/reconcile`, merchant(w), { action: this.action });
-    expect(outcome(again)).toEqual({ status: 409, code: "conflict" });
+    expect({ ...outcome(again), data: again.body.data }).toEqual({ status: 200, code: null, data: r.body.data });
+    const other = await call(w, "POST", `/api/v1/merchant/stores/${o.store_slug}/orders/${o.id}/reconcile`, merchant(w), { action: this.action === "accept" ? "refund" : "accept" });
+    expect(outcome(other)).toEqual({ status: 409, code: "conflict" });
   }
   toString = () => `MerchantReconcile(${this.cart}, ${this.action})`;
 }
@@ -1878,7 +1889,7 @@ class TimePasses implements Cmd {
     for (const cart of live) {
       const before = cart.session!;
       if (expires(cart)) {
-        before.status = "CANCELED"; // ended unpaid (EXPIRED answers as CANCELED does: SESSION_INACTIVE)
+        before.status = "EXPIRED"; // ended unpaid: its complete answers 404 CHECKOUT_SESSION_NOT_FOUND, its cancel SESSION_INACTIVE
         if (cart.paidStores.size === 0) {
           cart.status = "OPEN";
           cart.session = null;
@@ -1889,7 +1900,7 @@ class TimePasses implements Cmd {
         await syncOrders(w, m, cart);
       } else {
         await resyncCart(w, m, cart);
-        if (!cart.session && before.key && cart.status === "CHECKOUT") cart.session = { ...before, status: "CANCELED" };
+        if (!cart.session && before.key && cart.status === "CHECKOUT") cart.session = { ...before, status: "EXPIRED" };
 
       }
     }

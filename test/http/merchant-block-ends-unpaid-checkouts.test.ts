@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, login, merchantLogin, type TestKey } from "../helpers/agents.ts";
-import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
+import { approvalLink, decideAt, linkPath } from "../helpers/sandbox-approval.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store DS-0005, made untracked below
@@ -39,6 +39,7 @@ async function waitingCheckout(key: TestKey) {
   const session = r.body.details.checkout_session_id as string;
   return {
     session,
+    link: r.body.details.approval_url as string,
     approve: async () => expect((await fetch(`${r.body.details.approval_url}/approve`, { method: "POST" })).status).toBe(200),
     complete: () => srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId: cart.body.data.id, checkout_session_id: session, idempotency_key: idem } }),
   };
@@ -55,7 +56,9 @@ test("blocking a key cancels its checkout waiting for the buyer even when it hol
   expect(block.status).toBe(200);
   expect(await orderOf(w.session)).toEqual({ status: "canceled", capture_ref: null });
 
-  await w.approve();
+  // the buyer's link refuses: the checkout it belongs to ended (helper B, B-4: it answered "approved" for nothing)
+  const late = await srv.json(`${linkPath(w.link)}/approve`, { method: "POST", body: {} });
+  expect({ status: late.status, code: late.body.code, reason: late.body.details?.reason }).toEqual({ status: 409, code: "conflict", reason: "checkout_ended" });
   const done = await w.complete();
   expect(done.status).toBe(409);
   expect(done.body.code).toBe("SESSION_INACTIVE");

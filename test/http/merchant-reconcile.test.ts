@@ -64,9 +64,18 @@ describe("a capture whose order write failed (tok_finalization_fails)", () => {
     expect(Number(row!.refunded_minor)).toBe(Number(row!.total_minor));
     expect(await srv.db.sql`SELECT 1 FROM actor_reminders WHERE kind = 'cart' AND id = ${e.cartId}`).toHaveLength(0);
 
-    // resolved once: a second decision is refused, and the agent's cart buys again
+    // resolved once: the same decision again (a retry after a lost answer) answers it again and writes nothing
+    // (helper B, B-6: it was 409); the other decision is refused, and the agent's cart buys again
+    const written = () => srv.db.sql`SELECT (SELECT count(*)::int FROM order_events WHERE order_id = ${e.orderId}) AS events,
+      (SELECT count(*)::int FROM order_refunds WHERE order_id = ${e.orderId}) AS refunds`;
+    const before2 = await written();
     const again = await srv.json(`${base}/${e.orderId}/reconcile`, { method: "POST", headers: owner, body: { action: "refund" } });
-    expect(again.status).toBe(409);
+    expect({ status: again.status, body: again.body.data }).toEqual({ status: 200, body: r.body.data });
+    expect(await written()).toEqual(before2);
+    const other = await srv.json(`${base}/${e.orderId}/reconcile`, { method: "POST", headers: owner, body: { action: "accept" } });
+    expect(other.status).toBe(409);
+    expect(other.body).toMatchObject({ code: "conflict", details: { order_id: e.orderId, resolved_action: "refund" } });
+    expect(await written()).toEqual(before2);
     const buy = await srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body: { cartId: e.cartId, payment_method: "tok_approve", idempotency_key: crypto.randomUUID() } });
     expect(buy.status).toBe(200);
     expect(buy.body.data.status).toBe("COMPLETED");
@@ -91,6 +100,34 @@ describe("a capture of another amount than authorised (tok_amount_mismatch)", ()
     expect(same.body.details.order_ids).toEqual([e.orderId]);
     const view = await srv.json(`/api/v1/agent/orders/${e.orderId}`, { headers: key.headers });
     expect(view.body.data.status).toBe("paid");
+  }, 60_000);
+
+  test("a repeated accept answers the accept again with nothing written twice, and a refund after it is 409 naming the accept", async () => {
+    const e = await escalated("tok_amount_mismatch");
+    const first = await srv.json(`${base}/${e.orderId}/reconcile`, { method: "POST", headers: owner, body: { action: "accept" } });
+    expect(first.status).toBe(200);
+    const history = async () => (await srv.db.sql<{ type: string }[]>`SELECT type FROM order_events WHERE order_id = ${e.orderId} ORDER BY id`).map((x) => x.type);
+    const events = await history();
+    const stockAfter = await stock();
+    const repeat = await srv.json(`${base}/${e.orderId}/reconcile`, { method: "POST", headers: owner, body: { action: "accept" } });
+    expect({ status: repeat.status, body: repeat.body.data }).toEqual({ status: 200, body: first.body.data });
+    expect(await history()).toEqual(events);
+    expect(await stock()).toEqual(stockAfter);
+    const refund = await srv.json(`${base}/${e.orderId}/reconcile`, { method: "POST", headers: owner, body: { action: "refund" } });
+    expect(refund.status).toBe(409);
+    expect(refund.body).toMatchObject({ code: "conflict", details: { order_id: e.orderId, resolved_action: "accept" } });
+    const [row] = await srv.db.sql`SELECT status FROM orders WHERE id = ${e.orderId}`;
+    expect(row!.status).toBe("paid");
+  }, 60_000);
+
+  test("two accepts sent at once (a double click) both answer the accept, and it is recorded once", async () => {
+    const e = await escalated("tok_amount_mismatch");
+    const both = await Promise.all([0, 1].map(() => srv.json(`${base}/${e.orderId}/reconcile`, { method: "POST", headers: owner, body: { action: "accept" } })));
+    expect(both.map((r) => r.status)).toEqual([200, 200]);
+    expect(both[1]!.body.data).toEqual(both[0]!.body.data);
+    expect(both[0]!.body.data).toMatchObject({ order_status: "paid", checkout_status: "COMPLETED", cart_status: "COMPLETED" });
+    const resolved = await srv.db.sql`SELECT 1 FROM order_events WHERE order_id = ${e.orderId} AND type = 'reconciliation_resolved'`;
+    expect(resolved).toHaveLength(1);
   }, 60_000);
 });
 

@@ -43,7 +43,15 @@ describe("IDEMPOTENCY_KEY_CONFLICT names only the ways the session accepts", () 
     CANCELED: ["preview_checkout"],
   };
 
-  for (const status of CHECKOUT_STATUSES) {
+  // An EXPIRED session is refused before any key is looked at (CHECKOUT_SESSION_NOT_FOUND: "no such checkout session or
+  // expired"): no key conflicts with it (helper B, B-5).
+  test("an EXPIRED session answers CHECKOUT_SESSION_NOT_FOUND for another key as for its own, not a key conflict", () => {
+    expect(conflictOf("EXPIRED").code).toBe("CHECKOUT_SESSION_NOT_FOUND");
+    expect(conflictOf("EXPIRED").details).toEqual({ checkout_session_id: "cs_x_1", status: "EXPIRED" });
+    expect(firstKeyCode("EXPIRED")).toBe("CHECKOUT_SESSION_NOT_FOUND");
+  });
+
+  for (const status of CHECKOUT_STATUSES.filter((s) => s !== "EXPIRED")) {
     test(`a ${status} session's conflict names ${expected[status].join(" and ")}, with its status and id`, () => {
       const err = conflictOf(status);
       expect(err.code).toBe("IDEMPOTENCY_KEY_CONFLICT");

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { Type as T } from "@sinclair/typebox";
 // text the database stores or looks up holds no NUL: the schema says so, so it is refused before the human is asked (fuzz F2-6)
-import { NO_NUL_PATTERN } from "../../plugins/validation-message.ts";
+import { NO_NUL_PATTERN, NON_BLANK_NO_NUL_PATTERN } from "../../plugins/validation-message.ts";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { mergedLineTooLarge, stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { LegOutcomeView } from "../../../actors/cart/checkout-machine.ts";
@@ -18,6 +18,7 @@ import { absoluteApprovalUrl } from "../../../actors/payments/card-rails.ts";
 import { ActorError, fail } from "../../../actors/runtime/errors.ts";
 import { readCatalog, refundPolicyColumns, refundView, storeCommerce } from "../../../actors/store/commerce.ts";
 import { refundableMinor, refundRecordsOf, validateRefundRequest, type RefundStatus } from "../../../actors/store/refunds.ts";
+import { railOfOrder, x402RefundRequestRefused } from "../../../actors/store/refund-flow.ts";
 import { orderTotalMinor } from "../../../actors/store/order-rows.ts";
 import type { OrderStatus } from "../../../actors/store/order-machine.ts";
 import { toMajor } from "../../../search/money.ts";
@@ -757,9 +758,10 @@ export const completeCheckout = defineTool({
   errors: {
     IDEMPOTENCY_KEY_CONFLICT: "a second idempotency_key for a session already bound to another (the session keeps the key of its first complete_checkout for every attempt)",
     CHECKOUT_ALREADY_IN_PROGRESS: "the same idempotency_key after the session completed (details carry the order)",
-    CHECKOUT_SESSION_NOT_FOUND: "a session id that does not exist, or the session of a cart none of whose items is this store's (paid on its own store's endpoint); answered before the human is asked",
+    CHECKOUT_SESSION_NOT_FOUND:
+      "a session id that does not exist, the session of a cart none of whose items is this store's (paid on its own store's endpoint), or a session past its expiry (details.status = EXPIRED, whatever the key, and who was paid when some stores were; the same answer before and after its timer ran): answered before the human is asked; preview the cart again for a new session",
     SESSION_INACTIVE:
-      "the session already ended unpaid (failed, canceled or expired; details.status, and who was paid when some stores were); answered before the human is asked: preview the cart again for a new session",
+      "the session already ended unpaid (failed or canceled; details.status, and who was paid when some stores were); answered before the human is asked: preview the cart again for a new session",
     STATE_RECONFIRMATION_REQUIRED:
       "the price moved within tolerance since preview (send details.reconfirm_state_hash as reconfirmed_state_hash), or the session was previewed again (e.g. another shipping option, over REST or another session) while the human was asked: nothing charged, details.reasons[0].code = state_changed_since_approval with current_total_minor; call again with the same session and key and the human is asked the new total",
     STATE_EXECUTION_BLOCKED:
@@ -793,7 +795,7 @@ export const completeCheckout = defineTool({
     if (FINISHED.has(session.status)) {
       // A finished session cannot take a payment any more, so the human is not asked to pay again (audit N4): the
       // cart actor's answer comes back at once (same key: CHECKOUT_ALREADY_IN_PROGRESS with the orders; another
-      // key: IDEMPOTENCY_KEY_CONFLICT; failed/expired/cancelled: SESSION_INACTIVE). These statuses are terminal, so
+      // key: IDEMPOTENCY_KEY_CONFLICT; failed/cancelled: SESSION_INACTIVE; expired: CHECKOUT_SESSION_NOT_FOUND). These statuses are terminal, so
       // no race can turn this call into a payment (checkout-machine decideComplete throws for every one of them).
       await completeSession(ctx, a);
       throw fail("CHECKOUT_STATUS_INVALID", "The checkout session is finished.", { status: session.status });
@@ -828,7 +830,8 @@ export const cancelCheckout = defineTool({
   confirmation: true,
   errors: {
     CHECKOUT_SESSION_NOT_FOUND: "as complete_checkout",
-    SESSION_INACTIVE: "cancel a session that already ended: completed, cancelled, failed or expired (details.status); answered before the human is asked",
+    SESSION_INACTIVE:
+      "cancel a session that already ended: completed, cancelled, failed or expired (details.status), or past its expiry before its timer ran (details.status = EXPIRED, the same answer as after it); answered before the human is asked",
     CHECKOUT_STATUS_INVALID:
       "cancel while a capture awaits reconciliation (SETTLEMENT_UNKNOWN after tok_amount_mismatch) or a payment runs (IN_PROGRESS); details.status; answered before the human is asked",
   },
@@ -869,7 +872,8 @@ export const getCheckoutStatus = defineTool({
 
 const Destination = {
   country_code: T.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2 of the buyer's address" }),
-  postal_code: T.String({ minLength: 1, maxLength: 20, pattern: NO_NUL_PATTERN }),
+  // white space only is no postal code (it matched country-wide zones only): refused as the bridges refuse it
+  postal_code: T.String({ minLength: 1, maxLength: 20, pattern: NON_BLANK_NO_NUL_PATTERN }),
 };
 
 export const getShippingRates = defineTool({
@@ -1166,9 +1170,9 @@ async function returnAmountToAsk(ctx: ToolContext, orderId: string, a: { amount?
   // the terms the order was bought under, as the store judges the request (commerce.ts refundPolicyColumns)
   const terms = refundPolicyColumns(ctx.svc.sql);
   const [o] = await ctx.svc.sql<
-    { status: OrderStatus; agent_key_id: string | null; total_minor: number; captured_minor: number | null; created_at: Date; delivered_at: Date | null; accepts_returns: boolean | null; return_window_days: number | null; binding: string | null }[]
+    { status: OrderStatus; agent_key_id: string | null; total_minor: number; captured_minor: number | null; created_at: Date; delivered_at: Date | null; accepts_returns: boolean | null; return_window_days: number | null; binding: string | null; payment_rail: string }[]
   >`
-    SELECT o.status, o.agent_key_id, o.total_minor, o.captured_minor, o.created_at, o.delivered_at, ${terms.columns}, a.status AS binding
+    SELECT o.status, o.agent_key_id, o.payment_rail, o.total_minor, o.captured_minor, o.created_at, o.delivered_at, ${terms.columns}, a.status AS binding
     FROM orders o JOIN stores s ON s.slug = o.store_slug ${terms.join}
     LEFT JOIN store_agent_allowlist a ON a.store_slug = o.store_slug AND a.agent_key_id = ${ownerId(ctx)}
     WHERE o.id = ${orderId} AND o.store_slug = ${ctx.store.slug}`;
@@ -1184,8 +1188,13 @@ async function returnAmountToAsk(ctx: ToolContext, orderId: string, a: { amount?
   // with a new key the store decides what is left (a concurrent call may be the key's first), but no refund of any
   // key can pass the order's total: that is refused before the human is asked to approve, say, 2^53 cents (fuzz F2-7)
   if (key !== undefined && a.amount !== undefined && a.amount > bound) throw fail("INVALID_ARGUMENT", "amount exceeds the order's total.", { field: "amount", total_minor: bound });
-  if (key !== undefined) return a.amount ?? refundableMinor(bound, refunds);
-  return validateRefundRequest({
+  // an x402 order: the store refuses the request (no refund runs here); said before the human is asked (helper C, C-4)
+  const x402 = railOfOrder(o.payment_rail) === "x402";
+  if (key !== undefined) {
+    if (x402) throw x402RefundRequestRefused(orderId);
+    return a.amount ?? refundableMinor(bound, refunds);
+  }
+  const amountMinor = validateRefundRequest({
     order: { status: o.status, totalMinor: bound, createdAt: o.created_at.getTime(), deliveredAt: o.delivered_at?.getTime() ?? null },
     refunds,
     // the window get_return_policy shows (refunds.ts refundWindowDays): 0 days at a store that does not accept returns (audit M-4)
@@ -1193,6 +1202,8 @@ async function returnAmountToAsk(ctx: ToolContext, orderId: string, a: { amount?
     amount: a.amount,
     now: ctx.now.getTime(),
   }).amountMinor;
+  if (x402) throw x402RefundRequestRefused(orderId);
+  return amountMinor;
 }
 
 export const onxCreateReturn = defineTool({
@@ -1226,7 +1237,7 @@ export const onxCreateReturn = defineTool({
     INVALID_ARGUMENT:
       "an amount above what is still refundable: captured less refunded and in flight (details.field = amount, details.refundable_minor); answered before the human is asked (without idempotency_key); a reason Postgres cannot store as sent, e.g. a lone UTF-16 surrogate (details.field = reason), answered before the human is asked",
     NOT_ELIGIBLE:
-      "an order in no refundable status (details.status), nothing left to refund (details.refundable_minor = 0), or 5 requests of the order already waiting for the merchant (details.reason = too_many_open_refunds, open_refunds, max_open_refunds); answered before the human is asked (without idempotency_key); customer endpoint: an order of the customer another agent key placed (details.reason = placed_by_another_agent), or one the merchant recorded (paid outside the service: details.reason = recorded_by_merchant); answered before the human is asked",
+      "an order in no refundable status (details.status), nothing left to refund (details.refundable_minor = 0), or 5 requests of the order already waiting for the merchant (details.reason = too_many_open_refunds, open_refunds, max_open_refunds); answered before the human is asked (without idempotency_key); an order paid over x402 (details.reason = refund_by_merchant, payment_rail = x402: the merchant pays it back from its wallet); customer endpoint: an order of the customer another agent key placed (details.reason = placed_by_another_agent), or one the merchant recorded (paid outside the service: details.reason = recorded_by_merchant); answered before the human is asked",
   },
   // REST's 409 `conflict` (actors/store/refunds.ts) is not a code of the MCP tool table: the refusal is NOT_ELIGIBLE
   // here, as provision_wallet's and negotiate_price's "no more of this" are (fuzz F2-2)
