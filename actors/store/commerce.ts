@@ -34,7 +34,7 @@ import { enqueueWebhookEvent } from "../webhook/outbox.ts";
 import { CATALOG_CHANGED, heldStockChanged } from "./messages.ts";
 import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
 import { createdPayload, iso, loadOrder, loadRefund, moveOrder, orderTotalMinor, refundView, statusChangedPayload, type OrderRow, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
-import { approveRefund, cancelPaidOrder, lockOrderOfRefund, merchantRepeatOfMove, refundReminders } from "./refund-flow.ts";
+import { approveRefund, cancelPaidOrder, lockOrderOfRefund, merchantRepeatOfMove, railOfOrder, refundReminders, x402RefundRequestRefused } from "./refund-flow.ts";
 import { applyRefundEvent, DEFAULT_RETURN_WINDOW_DAYS, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
 import { cancelPendingViaSession } from "../cart/cancel-pending.ts";
 import { normalizeCouponCode } from "../cart/coupons.ts";
@@ -1465,7 +1465,14 @@ async function merchantCancelPending(
   );
   let status: OrderStatus;
   if (viaSession) [{ status }] = await ctx.sql<{ status: OrderStatus }[]>`SELECT status FROM orders WHERE id = ${order.id}`;
-  else ({ status } = await cancelPendingHere(ctx, order.id, "merchant", { user_id: userId, note }));
+  else {
+    const here = await cancelPendingHere(ctx, order.id, "merchant", { user_id: userId, note });
+    status = here.status;
+    // Canceled meanwhile, not by this call: most often a session past its expiry, which the cart's `cancel` has just
+    // ended (its orders canceled checkout_expired) before refusing. The merchant gets the order machine's own 409 for
+    // a cancel of a canceled order, as after the session's timer had run (the same answer either side of the timer).
+    if (!here.canceled && status === "canceled") applyOrderEvent({ status, createdAt: 0, deliveredAt: null, history: [] }, "cancel", "merchant", ctx.now());
+  }
   if (status === "paid" || status === "fulfilled") {
     // The payment won the race with this cancel (the session completed after the order was read pending): the
     // merchant's cancel of a captured order refunds it, as it would have a moment later (audit A1 M1).
@@ -1491,7 +1498,8 @@ async function releaseBlockedKeyHolds(ctx: Ctx, agentKeyId: string): Promise<voi
       await merchantCancelPending(ctx, order, null, "agent key blocked by the merchant");
     } catch (err) {
       // ORDER_NOT_CANCELLABLE (money may move, reconciliation, a shared checkout): left to end as its session does.
-      if (!(err instanceof ActorError) || err.code !== "ORDER_NOT_CANCELLABLE") throw err;
+      // conflict: canceled meanwhile by another (its session's expiry, the agent), which is what the block wants.
+      if (!(err instanceof ActorError) || (err.code !== "ORDER_NOT_CANCELLABLE" && err.code !== "conflict")) throw err;
     }
   }
 }
@@ -1582,6 +1590,9 @@ export const commerceHandlers = {
       reason: b.reason,
       now: ctx.now(),
     });
+    // After the request's own checks (a pending order is cancelled, not refunded; a closed window is closed for all):
+    // an x402 payment cannot be pulled back, so no request that could only fail is written (helper C, C-4).
+    if (railOfOrder(o.payment_rail) === "x402") throw x402RefundRequestRefused(o.id);
     const [r] = await tx<RefundRow[]>`INSERT INTO order_refunds (order_id, store_slug, agent_key_id, amount_minor, currency, reason, idempotency_key, idempotency_request)
       VALUES (${o.id}, ${slug}, ${b.agentKeyId}, ${amountMinor}, ${o.currency}, ${reason}, ${b.idempotencyKey ?? null},
         ${b.idempotencyKey ? tx.json(request as never) : null})
