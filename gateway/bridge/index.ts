@@ -359,6 +359,8 @@ async function acpCreate(svc: Services, agent: AgentPrincipal, body: unknown, sh
   const cart = await newCart(svc, agent.keyId, items.list, items.fields);
   const s: BridgeSession = { id: `cs_${cart.id.replace(/-/g, "")}`, protocol: "acp", agentKeyId: agent.keyId, cartId: cart.id, meta: { buyer: null, fulfillment_address: null, completes: 0 }, canceled: false };
   applyAcpInput(s, input, shapes.version);
+  // the currency asked for is kept (meta.asked_currency): an update's new line_items must stay in it (acpUpdate)
+  if (input.currency !== undefined) s.meta.asked_currency = input.currency;
   let priced: { cart: CartView | PreviewView; status: string };
   try {
     const currency = cart.currency.toLowerCase();
@@ -499,11 +501,34 @@ async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
       requireCartScope(agent, "an ACP checkout session");
       // The destination moves with the session; a pick is made again (the new items may ship from other stores).
       if (picks.length === 0) delete s.meta.fulfillment_option_id;
-      priced = await moveToNewCart(svc, s, input.items.list, input.items.fields, price);
+      const itemsField = input.items.fields.list;
+      priced = await moveToNewCart(svc, s, input.items.list, input.items.fields, (made) => {
+        assertAcpAskedCurrency(s, made, itemsField);
+        return price();
+      });
     } else priced = await price();
     await saveClaimed(svc, s);
     return { status: 200, body: priced ? shapes.session(s, { cart: priced.cart, live: priced.status, canceled: false, siteUrl: svc.siteUrl }) : await acpView(svc, s, shapes) };
   });
+}
+
+/**
+ * New line_items of an ACP update against the currency the session's create asked for (2026-04-17 `currency`, kept in
+ * meta.asked_currency): items priced in another are 400 INVALID_ARGUMENT on the items' field, their new cart discarded
+ * and the session left on its cart (moveToNewCart), as UCP's update (session 22). They moved a session created for
+ * `usd` to `eur`, 200, and its platform, which had asked for dollars, was shown amounts in euro cents. A session whose
+ * create asked no currency (2025-09-29 has none) follows its items, as UCP's does.
+ */
+function assertAcpAskedCurrency(s: BridgeSession, made: Pick<CartView, "currency">, itemsField: string): void {
+  const asked = typeof s.meta.asked_currency === "string" ? s.meta.asked_currency : undefined;
+  const its = made.currency.toLowerCase();
+  if (asked !== undefined && asked !== its) {
+    throw fail("INVALID_ARGUMENT", `${itemsField} are priced in ${its}, not in ${asked}, the currency this checkout session was created for; create a new session for them.`, {
+      field: itemsField,
+      currency: its,
+      asked_currency: asked,
+    });
+  }
 }
 
 async function acpComplete(svc: Services, agent: AgentPrincipal, id: string, body: unknown, shapes: AcpShapes): Promise<Answer> {
