@@ -8,9 +8,10 @@ import postgres from "postgres";
 import { chmod, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { createServer, isIP } from "node:net";
+import { isIP } from "node:net";
 import { lookup } from "node:dns/promises";
 import { log } from "./log.ts";
+import { freePort } from "./free-port.ts";
 
 export type Sql = postgres.Sql<{}>;
 export type TxSql = postgres.TransactionSql<{}>;
@@ -457,16 +458,6 @@ export async function applyMigrations(sql: Sql, dir = MIGRATIONS_DIR): Promise<s
   }
   if (applied.length) log.info("migrations applied", { migrations: applied });
   return applied;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === "object" && addr ? res(addr.port) : rej(new Error("no port"))));
-    });
-  });
 }
 
 /** The password the embedded default's `postgres` user is given. */

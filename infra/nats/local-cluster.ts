@@ -12,6 +12,7 @@ import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { freePort } from "../free-port.ts";
 
 export interface LocalClusterOptions {
   nodes?: number;
@@ -48,12 +49,8 @@ export interface LocalCluster {
   pids(): number[];
 }
 
-export async function freePort(): Promise<number> {
-  const l = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = l.port;
-  l.stop(true);
-  return port;
-}
+/** Re-exported for the callers that took it from here (tests, bench/lib.ts). */
+export { freePort };
 
 async function portOpen(port: number): Promise<boolean> {
   try {
