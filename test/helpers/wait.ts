@@ -8,3 +8,18 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     await Bun.sleep(25);
   }
 }
+
+/**
+ * Polls `f` every 100 ms until `ok` holds for what it returns (which it returns), or throws after `ms`, naming `what`
+ * and the last value (a timer, a reminder poll, a row written by another process).
+ */
+export async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms;
+  let v = await f();
+  while (!ok(v)) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
+    await Bun.sleep(100);
+    v = await f();
+  }
+  return v;
+}

@@ -14,6 +14,7 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, counted, errorOf, type Connected } from "../mcp/helpers.ts";
 import { UCP } from "../helpers/bridge.ts";
+import { until } from "../helpers/wait.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
 const READY_LIFETIME_MS = 30 * 60_000; // docs/checkout.md "Expiry": OPEN/READY_FOR_PAYMENT 30 min
@@ -41,17 +42,6 @@ const orderOf = async (cartId: string) =>
     SELECT o.status, (SELECT e.data->>'reason' FROM order_events e WHERE e.order_id = o.id AND e.to_status = 'canceled' LIMIT 1) AS reason
     FROM orders o WHERE o.cart_id = ${cartId}`)[0];
 const outcome = (r: Res) => ({ status: r.status, code: r.body.code ?? null, session_status: r.body.details?.status ?? r.body.data?.status });
-
-async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  let v = await f();
-  while (!ok(v)) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await Bun.sleep(100);
-    v = await f();
-  }
-  return v;
-}
 
 /** A session whose first attempt was declined (READY_FOR_PAYMENT, its order pending); `holdTimer`: its timer moved far ahead. */
 async function previewedSession(holdTimer: boolean): Promise<{ cartId: string; sessionId: string }> {

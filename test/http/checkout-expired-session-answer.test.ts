@@ -12,6 +12,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { ManualClock } from "../../actors/runtime/clock.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { useServer } from "../helpers/server.ts";
+import { until } from "../helpers/wait.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
 const READY_LIFETIME_MS = 30 * 60_000; // docs/checkout.md "Expiry": OPEN/READY_FOR_PAYMENT 30 min
@@ -30,17 +31,6 @@ const sessionStatus = async (cartId: string) =>
   (await srv.db.sql<{ s: string }[]>`SELECT state->'session'->>'status' AS s FROM actor_state WHERE kind = 'cart' AND id = ${cartId}`)[0]?.s;
 /** What a caller branches on: status, code and the session's status in details. */
 const outcome = (r: Res) => ({ status: r.status, code: r.body.code, session_status: r.body.details?.status, session: r.body.details?.checkout_session_id });
-
-async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  let v = await f();
-  while (!ok(v)) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await Bun.sleep(100);
-    v = await f();
-  }
-  return v;
-}
 
 /** A session whose first attempt was declined (its key bound), READY_FOR_PAYMENT; `holdTimer`: its timer moved far ahead. */
 async function declinedSession(holdTimer: boolean): Promise<{ cartId: string; sessionId: string; firstKey: string }> {

@@ -8,6 +8,7 @@ import { beforeAll, expect, test } from "bun:test";
 import { STALE_IN_PROGRESS_MS } from "../../actors/cart/checkout-machine.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { useServer } from "../helpers/server.ts";
+import { until } from "../helpers/wait.ts";
 
 const BOARD = "5befd987-79cd-540c-8a5d-2ba5a30aed41"; // demo-store
 let offset = 0;
@@ -54,17 +55,6 @@ const sessionTime = async (cartId: string, field: "expiresAt" | "updatedAt") =>
 const sessionStatus = async (cartId: string) =>
   (await srv.db.sql<{ s: string }[]>`SELECT state->'session'->>'status' AS s FROM actor_state WHERE kind = 'cart' AND id = ${cartId}`)[0]?.s;
 const abandoned = (cartId: string) => srv.db.sql`SELECT 1 FROM webhook_events WHERE kind = 'checkout.abandoned' AND payload->>'cartId' = ${cartId}`;
-
-async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  let v = await f();
-  while (!ok(v)) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await Bun.sleep(100);
-    v = await f();
-  }
-  return v;
-}
 
 async function previewedCart(): Promise<{ cartId: string; sessionId: string; previewedAt: number }> {
   const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: BOARD, quantity: 1 }] } });

@@ -14,6 +14,7 @@ import { ManualClock } from "../../actors/runtime/clock.ts";
 import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, errorOf, type Connected } from "../mcp/helpers.ts";
+import { until } from "../helpers/wait.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
 const READY_LIFETIME_MS = 30 * 60_000; // docs/checkout.md "Expiry": OPEN/READY_FOR_PAYMENT 30 min
@@ -45,17 +46,6 @@ const orderEnd = async (orderId: string) =>
       (o.paid_at IS NOT NULL OR o.capture_ref IS NOT NULL OR o.refunded_minor <> 0) AS money
     FROM orders o WHERE o.id = ${orderId}`
   )[0];
-
-async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  let v = await f();
-  while (!ok(v)) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await Bun.sleep(100);
-    v = await f();
-  }
-  return v;
-}
 
 /**
  * A pending order whose session is due: its first attempt declined (READY_FOR_PAYMENT, the order pending), then the

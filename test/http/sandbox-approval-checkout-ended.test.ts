@@ -11,6 +11,7 @@ import { ManualClock } from "../../actors/runtime/clock.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 import { useServer } from "../helpers/server.ts";
+import { until } from "../helpers/wait.ts";
 
 const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
 const APPROVAL_HOLD_MS = 60 * 60_000; // docs/checkout.md "Expiry": PENDING_EXTERNAL_CONFIRMATION 1 h
@@ -52,17 +53,6 @@ const sessionStatus = async (cartId: string) =>
 /** The refusal a client reading JSON gets. */
 const refusal = (r: Res) => ({ status: r.status, code: r.body.code, state: r.body.details?.state, reason: r.body.details?.reason });
 const ENDED = { status: 409, code: "conflict", state: "voided", reason: "checkout_ended" };
-
-async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  let v = await f();
-  while (!ok(v)) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await Bun.sleep(100);
-    v = await f();
-  }
-  return v;
-}
 
 describe("a buyer link whose checkout ended unpaid", () => {
   test("approved, then the agent canceled the checkout: the link no longer says approved; its page, its JSON and its buttons say the checkout is no longer payable", async () => {
