@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { decodePaymentRequired } from "../../actors/payments/x402-challenge.ts";
 import { login } from "../helpers/agents.ts";
-import { payerOf, startX402Env, x402Signer, type X402Env } from "./helpers.ts";
+import { payerOf, startFacilitatorFront, startX402Env, x402Signer, type X402Env } from "./helpers.ts";
 
 const PAYER = 3;
 const SHIPPING_MINOR = 699; // demo-store's flat shipping
@@ -20,24 +20,12 @@ let duringVerify: (() => Promise<unknown>) | null = null;
 
 beforeAll(async () => {
   env = await startX402Env({ rpcUrl: "devnet", fund: [PAYER] });
-  front = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      const path = new URL(req.url).pathname;
-      const body = req.method === "GET" ? undefined : await req.text();
-      if (path.endsWith("/verify") && duringVerify) {
-        const run = duringVerify;
-        duringVerify = null;
-        await run();
-      }
-      const r = await fetch(`${env.proxy.url.replace(/\/$/, "")}${path}`, { method: req.method, headers: { "content-type": "application/json" }, body });
-      return new Response(await r.text(), { status: r.status, headers: { "content-type": "application/json" } });
-    },
+  front = await startFacilitatorFront(env, async () => {
+    if (!duringVerify) return;
+    const run = duringVerify;
+    duringVerify = null;
+    await run();
   });
-  const url = `http://127.0.0.1:${front.port}`;
-  env.srv.running.services.config.X402_FACILITATOR_ALLOWLIST = url;
-  await env.srv.db.sql`UPDATE store_x402_config SET facilitator_url = ${url} WHERE store_slug = 'demo-store'`;
 }, 120_000);
 
 afterAll(async () => {

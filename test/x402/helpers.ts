@@ -147,3 +147,25 @@ export async function withSettleMode<T>(proxy: FacilitatorProxy, mode: SettleMod
     proxy.settleMode = "pass";
   }
 }
+
+/**
+ * A server in front of the devnet's facilitator proxy, made demo-store's facilitator (and allowed): every call is
+ * passed on, and each /verify first awaits `beforeVerify`, so a test can hold a payment between its check and its settle.
+ */
+export async function startFacilitatorFront(env: X402Env, beforeVerify: () => Promise<unknown> | void): Promise<ReturnType<typeof Bun.serve>> {
+  const front = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      const body = req.method === "GET" ? undefined : await req.text();
+      if (path.endsWith("/verify")) await beforeVerify();
+      const r = await fetch(`${env.proxy.url.replace(/\/$/, "")}${path}`, { method: req.method, headers: { "content-type": "application/json" }, body });
+      return new Response(await r.text(), { status: r.status, headers: { "content-type": "application/json" } });
+    },
+  });
+  const url = `http://127.0.0.1:${front.port}`;
+  env.srv.running.services.config.X402_FACILITATOR_ALLOWLIST = url;
+  await env.srv.db.sql`UPDATE store_x402_config SET facilitator_url = ${url} WHERE store_slug = 'demo-store'`;
+  return front;
+}
