@@ -1108,10 +1108,10 @@ export const cancelOrder = defineTool({
   name: "cancel_order",
   title: "Cancel order",
   description:
-    "Cancel one of your orders while it is still pending (not paid). A paid, fulfilled or shipped order answers " +
-    "ORDER_NOT_CANCELLABLE (details.status): then the human asks the merchant, or you use onx_create_return once " +
-    "delivered. Asks the human to approve. Idempotent: an order an agent's cancel canceled (nothing charged) answers " +
-    "canceled again, without asking.",
+    "Cancel one of your orders while it is still pending (not paid). A paid, fulfilled, shipped or delivered order " +
+    "answers ORDER_NOT_CANCELLABLE (details.status): to get the money back, request a refund with onx_create_return " +
+    "(no need to wait for delivery; the merchant approves it). Asks the human to approve. Idempotent: an order an " +
+    "agent's cancel canceled (nothing charged) answers canceled again, without asking.",
   group: "account",
   input: T.Object({ order_id: Uuid, reason: T.Optional(T.String({ maxLength: 255, pattern: NO_NUL_PATTERN })) }, Strict),
   output: T.Object({ order_id: T.String(), status: T.String() }, Open),
