@@ -142,6 +142,8 @@ export function nativeHealthRoute(svc: Services, path: string) {
         "x-request-id": requestIdFor(req),
         "x-agent-commerce": "1",
         "x-initiated-by": "ai-agent",
+        // as every answer under /api (docs/conventions.md "Caching"): this route is served before the edge hook adds it
+        "cache-control": "no-store",
         ...(c.status === 503 ? { "retry-after": "30" } : {}),
       },
     });

@@ -19,6 +19,12 @@ afterAll(async () => {
 });
 
 describe("API answers are never stored by a cache", () => {
+  test("the health probe under /api is no-store too, though it is answered before the edge hook (session 22, helper A)", async () => {
+    const health = await srv.fetch("/api/v1/health");
+    expect(health.status).toBe(200);
+    expect(health.headers.get("cache-control")).toBe("no-store");
+  });
+
   test("the login answer (a bearer token) and a new agent key's answer (its secret) are no-store", async () => {
     const login = await srv.json("/api/v1/auth/login", { method: "POST", body: ADMIN });
     expect(login.status).toBe(200);
