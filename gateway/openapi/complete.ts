@@ -165,6 +165,7 @@ function completeOperation(method: string, path: string, op: Operation, strict: 
   }
   if (doc?.acpApiVersion) documentAcpApiVersion(op, doc.acpApiVersion);
   if (BRIDGED_WRITE.test(path) && (method === "post" || method === "put")) documentBridgeIdempotencyKey(op);
+  if (REST_IDEMPOTENT_WRITES.has(`${method} ${path}`)) documentRestIdempotencyKey(op);
   for (const c of Object.values(op.requestBody?.content ?? {})) if (c.schema) c.schema = jsonNumbers(c.schema as Json);
   for (const p of (op.parameters ?? []) as { schema?: Json }[]) if (p.schema) p.schema = withoutStringDefault(p.schema);
   for (const [status, r] of Object.entries(responses)) {
@@ -391,6 +392,26 @@ function documentBridgeIdempotencyKey(op: Operation): void {
     description:
       "Scoped to (protocol, agent key). The same key with the same method, path and body replays the stored answer (`Idempotent-Replayed: true`; a non-retryable refusal too); while the first is still running, 409 CHECKOUT_ALREADY_IN_PROGRESS; with a different request, 409 IDEMPOTENCY_KEY_CONFLICT. A retryable failure (5xx) keeps nothing, so its retry runs. Without it, every request runs (a completion still never charges twice: the cart's own key is derived from the session or mandate).",
     schema: { type: "string", minLength: 1, maxLength: 255 },
+  };
+  op.parameters = [...(op.parameters ?? []).filter((p) => (p as { name?: string }).name?.toLowerCase() !== "idempotency-key"), parameter];
+}
+
+/** The REST writes that read an `Idempotency-Key` header beside the body's `idempotency_key` (gateway/rest/idempotency-key.ts). */
+const REST_IDEMPOTENT_WRITES: ReadonlySet<string> = new Set(["post /api/v1/agent/checkout", "post /api/v1/agent/orders/{orderId}/refund"]);
+
+/**
+ * Their `Idempotency-Key` request header: read, and documented only in the body field's text, so a client generated
+ * from the document never offered it (helper A, session 22). A request bridged as ACP/UCP/AP2 through the checkout
+ * route follows its protocol's rules for it (docs/protocols.md "Idempotency").
+ */
+function documentRestIdempotencyKey(op: Operation): void {
+  const parameter = {
+    name: "Idempotency-Key",
+    in: "header",
+    required: false,
+    description:
+      "The same key as the body's `idempotency_key` (send either; both, and they must be equal ignoring case, else 400 INVALID_ARGUMENT): a UUID v4, stored lowercased. A retry with the key returns the first answer's outcome instead of acting twice; the key with another request is 409 IDEMPOTENCY_KEY_CONFLICT.",
+    schema: { type: "string", format: "uuid" },
   };
   op.parameters = [...(op.parameters ?? []).filter((p) => (p as { name?: string }).name?.toLowerCase() !== "idempotency-key"), parameter];
 }

@@ -19,7 +19,7 @@ interface Response {
   "x-error-codes"?: string[];
 }
 interface Operation {
-  parameters?: { name?: string; in?: string; required?: boolean; schema?: { maxLength?: number } }[];
+  parameters?: { name?: string; in?: string; required?: boolean; description?: string; schema?: { maxLength?: number; format?: string } }[];
   requestBody?: { required?: boolean; content?: Record<string, { schema?: Record<string, unknown> }> };
   responses?: Record<string, Response>;
 }
@@ -100,6 +100,14 @@ describe("the OpenAPI document lists every answer", () => {
       const header = (op.parameters ?? []).find((p) => p.in === "header" && p.name === "Idempotency-Key");
       if (method === "GET") expect({ path, header }).toEqual({ path, header: undefined });
       else expect({ path, required: header?.required, max: header?.schema?.maxLength }).toEqual({ path, required: false, max: 255 });
+    }
+  });
+
+  test("the checkout and the refund request declare the optional Idempotency-Key header they read beside the body's idempotency_key, a UUID v4 (helper A, session 22)", () => {
+    for (const path of ["/api/v1/agent/checkout", "/api/v1/agent/orders/{orderId}/refund"]) {
+      const header = (op("POST", path)!.parameters ?? []).find((p) => p.in === "header" && p.name === "Idempotency-Key");
+      expect({ path, required: header?.required, format: header?.schema?.format }).toEqual({ path, required: false, format: "uuid" });
+      expect(header!.description).toContain("idempotency_key");
     }
   });
 
