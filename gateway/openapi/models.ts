@@ -207,9 +207,38 @@ export const TrustAppealRow = obj({ id: Str, status: Str });
 
 // ------------------------------------------------------------------------------------------------ merchant back office
 
-export const IngestResult = obj({}, "Per-item ingestion results (created, updated, rejected with reasons).");
-export const InventoryResult = obj({ updated: Int, products: Int, rejected: t.Array(Any) });
-export const RecordedOrders = obj({}, "The recorded human orders.");
+/** A rejected item of a batch (actors/store/ingest.ts RejectedItem): nothing of it was written. */
+const RejectedItem = obj(
+  {
+    index: t.Integer({ description: "The item's position in the request's array (0-based)." }),
+    externalId: t.Union([Str, t.Null()], { description: "The item's externalId, null when it had none (or none that is a string)." }),
+    errors: t.Array(obj({ field: Str, message: Str }), { description: "Every problem found, each naming the item's field." }),
+  },
+  "A rejected item: nothing of it was written.",
+);
+export const IngestResult = obj(
+  {
+    accepted: t.Integer({ description: "Items written (upserted by the store's externalId)." }),
+    rejected: t.Array(RejectedItem),
+    upserted: t.Array(obj({ index: Int, externalId: Str, id: t.String({ format: "uuid", description: "The product's id (kept across syncs)." }) })),
+    removed: t.Integer({ description: "Products `remove` took out of the catalog (active ones only)." }),
+    syncedAt: t.Union([Time, t.Null()], { description: "The store's last sync: now when the batch wrote or removed something, else the sync before it (null if none)." }),
+  },
+  "Per-item results: a batch with rejected items is still 200; the accepted ones are written.",
+);
+export const InventoryResult = obj({
+  updated: t.Integer({ description: "Items applied." }),
+  products: t.Integer({ description: "Products whose stock changed." }),
+  rejected: t.Array(RejectedItem),
+});
+export const RecordedOrders = obj(
+  {
+    accepted: Int,
+    rejected: t.Array(RejectedItem),
+    orders: t.Array(obj({ index: Int, externalId: Str, orderId: t.String({ format: "uuid" }), duplicate: t.Boolean({ description: "true when the merchant's externalId was recorded before (idempotent): orderId is that order." }) })),
+  },
+  "The recorded human orders, item by item.",
+);
 /** One order in the merchant's list (actors/store/merchant-reads.ts StoreOrderRow). */
 const MerchantOrderRow = {
   id: Str, channel: Str, status: Str,

@@ -8,9 +8,23 @@
  * schema), and a code a route starts returning belongs in its row (the same test replays error requests and checks
  * that every (status, code) answered is listed).
  */
+import type { TObject } from "@sinclair/typebox";
 import { t, type TSchema } from "elysia";
 import { WalletNetworkField } from "../rest/wallet.ts";
 import * as M from "./models.ts";
+import { HumanOrderInput, InventoryItemInput } from "../../actors/store/ingest.ts";
+import { ProductInput } from "../../actors/store/schemas.ts";
+import { CatalogBody, InventoryBody, OrdersBody } from "../rest/merchant-api.ts";
+
+/**
+ * A batch body (one of merchant-api.ts's, whose `field` is an array of `t.Unknown()` items judged one by one) with
+ * that array's items described by `item` (its own bounds and description kept): documentation only, the route
+ * keeps its schema.
+ */
+function withItems(body: TObject, field: string, item: TSchema): TObject {
+  const { items: _, ...bounds } = body.properties[field] as TSchema;
+  return t.Object({ ...body.properties, [field]: t.Array(item, bounds) }, { additionalProperties: false });
+}
 
 export interface SuccessDoc {
   status: number;
@@ -207,9 +221,23 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   "GET /api/v1/agent/merchants/{slug}/return-policy": { success: [ok(M.ReturnPolicy, "Structured return policy.")], errors: { 404: ["store_not_found"] } },
 
   // ---------------------------------------------------------------------------------------------- merchant back office
-  "PUT /api/v1/merchant/stores/{slug}/catalog": { success: [ok(M.IngestResult, "Ingestion results.")], errors: OWNED_STORE },
-  "PATCH /api/v1/merchant/stores/{slug}/inventory": { success: [ok(M.InventoryResult, "Stock levels set.")], errors: OWNED_STORE },
-  "POST /api/v1/merchant/stores/{slug}/orders": { success: [created(M.RecordedOrders, "The orders are recorded.")], errors: OWNED_STORE },
+  // the routes take their items as t.Unknown() (each judged on its own: per-item errors), so the document names
+  // each item's schema here (what the store actor checks it against)
+  "PUT /api/v1/merchant/stores/{slug}/catalog": {
+    body: { schema: withItems(CatalogBody, "products", ProductInput), required: true },
+    success: [ok(M.IngestResult, "Ingestion results.")],
+    errors: OWNED_STORE,
+  },
+  "PATCH /api/v1/merchant/stores/{slug}/inventory": {
+    body: { schema: withItems(InventoryBody, "items", InventoryItemInput), required: true },
+    success: [ok(M.InventoryResult, "Stock levels set.")],
+    errors: OWNED_STORE,
+  },
+  "POST /api/v1/merchant/stores/{slug}/orders": {
+    body: { schema: withItems(OrdersBody, "orders", HumanOrderInput), required: true },
+    success: [created(M.RecordedOrders, "The orders are recorded.")],
+    errors: OWNED_STORE,
+  },
   "GET /api/v1/merchant/stores/{slug}/orders": { success: [ok(M.MerchantOrders, "The store's orders.")], errors: OWNED_STORE },
   "GET /api/v1/merchant/stores/{slug}/orders/{id}": { success: [ok(M.MerchantOrder, "One order with items, events and refunds.")], errors: { 404: ["store_not_found", "ORDER_NOT_FOUND"] } },
   "POST /api/v1/merchant/stores/{slug}/orders/{id}/status": {

@@ -36,16 +36,18 @@ const sec = [{ bearer: [] }];
 const errs = errorResponses(400, 401, 404);
 
 // The bodies' schemas, each also the route's `strictJsonBody` (a misspelt key is 400 naming it, not dropped: audit W-7).
-const CatalogBody = t.Object({
+// Items are `t.Unknown()` (validated one by one, per-item errors); the OpenAPI document describes them with the item
+// schemas (gateway/openapi/operations.ts).
+export const CatalogBody = t.Object({
   products: t.Array(t.Unknown(), { maxItems: MAX_CATALOG_BATCH, description: "ProductInput items (validated one by one)" }),
   remove: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255, pattern: NO_NUL_PATTERN }), { maxItems: MAX_CATALOG_BATCH, description: "externalIds to take out of the catalog" })),
 });
-const InventoryBody = t.Object({
+export const InventoryBody = t.Object({
   items: t.Array(t.Unknown(), { minItems: 1, maxItems: MAX_CATALOG_BATCH, description: "InventoryItemInput items (validated one by one)" }),
 });
 // Items are checked one by one in the store actor (HumanOrderInput, then orderFromInput), so a bad status is a
 // per-order rejection like a bad price, not a 400 for the whole batch (audit A2 LOW-3).
-const OrdersBody = t.Object({ orders: t.Array(t.Unknown(), { minItems: 1, maxItems: 500, description: "HumanOrderInput items (validated one by one)" }) });
+export const OrdersBody = t.Object({ orders: t.Array(t.Unknown(), { minItems: 1, maxItems: 500, description: "HumanOrderInput items (validated one by one)" }) });
 const ShippingZonesBody = t.Object({ zones: t.Array(ShippingZoneInput, { maxItems: 100 }) });
 
 /** PATCH /inventory items split into schema-valid ones (with their batch index) and per-item rejections. */
