@@ -197,14 +197,14 @@ export const storeActor = defineActor({
       // "age of last successful sync" and the input of every product's freshness and confidences, so a batch whose
       // items were all rejected, or an empty one, must not make stale prices and stock read fresh. It answers the
       // store's last sync instead (null before the first).
+      // The answer's syncedAt is the stored last_sync_at (the database's clock, as the merchant profile's lastSyncAt
+      // and the next empty batch show it), not this host's clock read later in the turn.
       const now = new Date(ctx.now()).toISOString();
-      let syncedAt: string | null = now;
-      if (valid.length > 0 || removed.length > 0) {
-        await tx`UPDATE stores SET last_sync_at = now(), updated_at = now() WHERE slug = ${ctx.id}`;
-      } else {
-        const [store] = await tx<{ last_sync_at: Date | null }[]>`SELECT last_sync_at FROM stores WHERE slug = ${ctx.id}`;
-        syncedAt = store?.last_sync_at ? store.last_sync_at.toISOString() : null;
-      }
+      const [store] =
+        valid.length > 0 || removed.length > 0
+          ? await tx<{ last_sync_at: Date | null }[]>`UPDATE stores SET last_sync_at = now(), updated_at = now() WHERE slug = ${ctx.id} RETURNING last_sync_at`
+          : await tx<{ last_sync_at: Date | null }[]>`SELECT last_sync_at FROM stores WHERE slug = ${ctx.id}`;
+      const syncedAt = store?.last_sync_at ? store.last_sync_at.toISOString() : null;
       ctx.state = { batches: ctx.state.batches + 1, lastIngestAt: now };
       const inactive = new Set(rows.filter((r) => !r.active).map((r) => r.id));
       publishChanged(ctx, upserted.filter((id) => !inactive.has(id)), [...removed, ...inactive]);
