@@ -330,7 +330,8 @@ export function checkAccess(key: KeyAccess, route: RouteRequest | RouteRule): Ro
     const shown = "scopes" in route ? route.path : `${route.method} ${route.path}`;
     throw fail("route_not_found", `no agent route ${shown}`);
   }
-  const where = `${rule.method} ${AGENT_API_BASE}${rule.path}`;
+  // the route as the docs and the OpenAPI document write it ({orderId}), not the router's form (:orderId)
+  const where = `${rule.method} ${AGENT_API_BASE}${rule.path.replace(/:([A-Za-z_]\w*)/g, "{$1}")}`;
   if (rule.sandboxRefused && key.tier === "SANDBOX") {
     throw fail("sandbox_not_allowed", `SANDBOX keys cannot call ${where}. ${SANDBOX_NEXT_STEP}`, { tier: key.tier });
   }

@@ -260,7 +260,8 @@ export function validationAnswer(location: string, field: string | undefined, ch
       const rule =
         check?.type === undefined ? undefined : RULE_ERRORS.has(check.type) ? describeSchema(check.schema) : describeKeyword(check.type, check.schema);
       if (rule) {
-        what = `must be ${rule.text} (got ${shown(check?.value)})`;
+        // no value at all (a JSON request with an empty body): "(missing)", as a missing field says, not "(got undefined)"
+        what = `must be ${rule.text} ${check?.value === undefined ? "(missing)" : `(got ${shown(check.value)})`}`;
         facts = rule.facts;
       }
     }

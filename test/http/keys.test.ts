@@ -194,6 +194,8 @@ describe("scope and tier enforcement on /agent/* routes", () => {
     const p = await srv.json("/api/v1/agent/merchants/demo-store/protocols", { headers: (await createKey(srv, { token })).headers });
     expect(p.status).toBe(403);
     expect(p.body.details.scope).toBe("protocols:discover");
+    // the route named as the docs and the OpenAPI document write it, not the router's ":slug" (session 22, helper A)
+    expect(p.body.error).toBe('the key lacks the "protocols:discover" scope needed for GET /api/v1/agent/merchants/{slug}/protocols');
     const ok = await srv.json("/api/v1/agent/merchants/demo-store/protocols", { headers: (await createKey(srv, { scopes: ["protocols:discover"], token })).headers });
     expect(ok.status).toBe(200);
   });

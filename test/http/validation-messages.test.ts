@@ -34,6 +34,19 @@ function rule400(location: string, field: string, what: string, facts: Record<st
   };
 }
 
+describe("a JSON request without a body", () => {
+  test("on a route whose body is an object says it must be an object (missing), not (got undefined) (session 22, helper A)", async () => {
+    const r = await srv.fetch("/api/v1/agent/cart", { method: "POST", headers: { ...key.headers, "content-type": "application/json" } });
+    expect(r.status).toBe(400);
+    expect(await r.json()).toEqual({
+      success: false,
+      code: "validation_error",
+      error: "Invalid body: must be an object (missing)",
+      details: { location: "body", type: "object", errors: [{ message: "must be an object (missing)" }] },
+    });
+  });
+});
+
 describe("enum and number failures name the field, the rule and its bounds", () => {
   test("an unknown sort is 400 listing the allowed sorts in the message and in details.allowed", async () => {
     const r = await search({ query: "shoes", sort: "cheapest" });
