@@ -244,7 +244,8 @@ export function validationAnswer(location: string, field: string | undefined, ch
       what = field ? `Property '${field}' should not be provided` : "Value should not be provided";
       const allowed = allowedProperties(parentSchema);
       if (allowed) {
-        what += `; allowed: ${allowed.join(", ")}`;
+        // a route that takes no body (noBody(): an empty closed object) says so, not "allowed: " and nothing
+        what += allowed.length > 0 ? `; allowed: ${allowed.join(", ")}` : "; this body takes no fields (send none, or {})";
         facts = { allowed };
       }
       break;
