@@ -232,6 +232,19 @@ export const actorLockConflicts = new Counter({
   registers: [registry],
 });
 
+/** The SQLSTATEs `actor_lock_conflicts_total` counts: deadlock, serialization failure. */
+export const LOCK_CONFLICT_SQLSTATES = ["40P01", "40001"] as const;
+
+/**
+ * A hosted kind's conflict series, shown at 0 from the host's start: a labelled counter has no series until its first
+ * count, so an alert on "more than N" or on its rate saw nothing rather than zero, and a dashboard showed "no data"
+ * where nothing had gone wrong (helper B, session 22; Prometheus's advice: initialise the known label values).
+ */
+export function showConflictSeries(kind: string): void {
+  actorFencingConflicts.inc({ kind }, 0);
+  for (const sqlstate of LOCK_CONFLICT_SQLSTATES) actorLockConflicts.inc({ kind, sqlstate }, 0);
+}
+
 export interface ActorStatsSource {
   activationCounts(): Record<string, number>;
   mailboxDepths(): Record<string, number>;

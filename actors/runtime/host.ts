@@ -9,7 +9,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { isDatabaseUnavailable, isNeverSent, withoutDeadline, type Sql } from "../../infra/db.ts";
 import { LoopBackoff } from "../../infra/backoff.ts";
 import { currentRequestId, inRequest, log as rootLog, type Logger } from "../../infra/log.ts";
-import { actorFencingConflicts, actorLockConflicts, recordTurn, registerActorStats, turnStatsFor, type TurnStats } from "../../infra/metrics.ts";
+import { actorFencingConflicts, actorLockConflicts, LOCK_CONFLICT_SQLSTATES, recordTurn, registerActorStats, showConflictSeries, turnStatsFor, type TurnStats } from "../../infra/metrics.ts";
 import type { Transport } from "../transport/transport.ts";
 import { systemClock, type Clock } from "./clock.ts";
 import type { ActorCaller, ActorContext, AnyActorDefinition, CallOptions, MessageBody, MessageType, ReplyOf } from "./define-actor.ts";
@@ -275,6 +275,7 @@ export class ActorHost {
     this.handedOver = false;
     this.notePlacement();
     for (const kind of this.defs.keys()) await this.opts.transport.serve(kind, (env) => this.receive(env));
+    for (const kind of this.defs.keys()) showConflictSeries(kind);
     const idle = this.opts.idleMs ?? 5 * 60_000;
     this.sweepTimer = setInterval(() => void this.passivateIdle(idle), Math.max(50, Math.floor(idle / 2)));
     this.unregisterStats = registerActorStats({
@@ -836,11 +837,11 @@ export class ActorHost {
     // database before failing (a card capture) is recovered as after any failed turn (its intent row, reconcile).
     if (isDatabaseUnavailable(err)) {
       const sqlstate = (err as { code?: unknown }).code;
-      if (sqlstate === "40P01" || sqlstate === "40001") {
+      if (LOCK_CONFLICT_SQLSTATES.some((s) => s === sqlstate)) {
         // Not an outage: two concurrent turns took rows in different orders (a lock-order bug: docs/checkout.md "Lock
         // order"). The turn's writes rolled back and the caller may retry the same call; logged as an error so that a
         // regression is seen, never re-run here (a turn may have checkpointed and called a processor before failing).
-        actorLockConflicts.inc({ kind: act.def.kind, sqlstate });
+        actorLockConflicts.inc({ kind: act.def.kind, sqlstate: sqlstate as string });
         this.log.error("actor turn failed: lock conflict between concurrent turns (rolled back; the caller may retry)", { kind: act.def.kind, id: act.id, sqlstate, error: err as Error });
       } else this.log.warn("actor turn failed: database unavailable", { kind: act.def.kind, id: act.id, error: err as Error });
       return errorReply(new ActorError("service_unavailable", "The database is unavailable; retry after 30 seconds."));

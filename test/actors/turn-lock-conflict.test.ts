@@ -49,6 +49,12 @@ async function conflicts(sqlstate: string): Promise<number> {
   return metric?.values.find((v) => v.labels.kind === "lock-clash" && v.labels.sqlstate === sqlstate)?.value ?? 0;
 }
 
+test("a started host shows its kinds' conflict series at 0 before any conflict, so an alert reads zero, not no data (session 22, helper B)", async () => {
+  const text = await registry.metrics();
+  expect(text).toContain('actor_fencing_conflicts_total{kind="lock-clash"} 0');
+  for (const code of ["40P01", "40001"]) expect(text).toMatch(new RegExp(`actor_lock_conflicts_total\\{kind="lock-clash",sqlstate="${code}"\\} \\d+`));
+});
+
 test("a deadlock or serialization failure in a turn answers the retryable 503 and is counted as a lock conflict", async () => {
   for (const code of ["40P01", "40001"]) {
     const before = await conflicts(code);
