@@ -312,7 +312,9 @@ export async function assertPublicUrl(input: string | URL, opts: SsrfOptions = {
     refuse(field, "invalid_url", `${field} is not a valid URL`);
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") {
-    refuse(field, "scheme", `${field} must use https`, { scheme: url.protocol.replace(/:$/, "") });
+    // where http is allowed too (a development machine's own receivers), say so: "must use https" sent a caller of
+    // ftp:// away from the http:// that works here (helper B, session 22)
+    refuse(field, "scheme", `${field} must use ${requireHttps ? "https" : "https or http"}`, { scheme: url.protocol.replace(/:$/, "") });
   }
   if (url.protocol === "http:" && (requireHttps || !allowPrivate)) {
     refuse(field, "scheme", `${field} must use https`, { scheme: "http" });

@@ -103,6 +103,12 @@ describe("addresses that are refused", () => {
     expect((await refusal("http://hooks.example.com/", { requireHttps: false })).details?.reason).toBe("scheme");
   });
 
+  test("another scheme's refusal names the schemes that would be taken: https, or https or http where private addresses are allowed (a development machine)", async () => {
+    expect((await refusal("ftp://hooks.example.com/")).message).toBe("url must use https");
+    expect((await refusal("ftp://127.0.0.1/", { allowPrivate: true })).message).toBe("url must use https or http");
+    expect((await refusal("ftp://127.0.0.1/", { allowPrivate: true, requireHttps: true })).message).toBe("url must use https");
+  });
+
   test.each(["ftp://hooks.example.com/", "file:///etc/passwd", "gopher://hooks.example.com/", "javascript:alert(1)"])(
     "the scheme of %s is refused",
     async (url) => {
