@@ -95,6 +95,7 @@ import {
 import { isUuid, UUID_FORMAT_PATTERN } from "../../infra/uuid.ts";
 import { preview } from "../../infra/echo.ts";
 import { appendSetCookie, secureCookies } from "../cookies.ts";
+import { isStoreSlug } from "../../actors/store/slug.ts";
 
 /** Per signed-in user, per minute: generous for a person clicking, tight for a script. */
 export const DASHBOARD_USER_LIMIT = { limit: 300, windowMs: 60_000 };
@@ -106,7 +107,6 @@ const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
 const YIELD_EVERY_LINES = 250;
 /** The JSON bounds of one JSONL upload line (one product): those of a 1 MiB JSON body (plugins/json-depth.ts). */
 const LINE_BOUNDS = { maxDepth: MAX_JSON_DEPTH, maxArrayItems: MAX_JSON_ARRAY_ITEMS, maxValues: maxJsonValuesFor(DEFAULT_BODY_LIMIT) };
-const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const MAX_NOTE = commerceMessages.setOrderStatus.properties.note.maxLength!;
 const COUPON_CODE = new RegExp(settingsMessages.upsertCoupon.properties.code.pattern!);
 const HIDDEN = { hide: true } as const;
@@ -291,7 +291,7 @@ export function dashboardRoutes(svc: Services) {
 
   async function ownedStore(c: Ctx, s: DashboardSession): Promise<StoreRecord> {
     const slug = c.params.slug ?? "";
-    if (!SLUG.test(slug)) throw new NotFound();
+    if (!isStoreSlug(slug)) throw new NotFound();
     const store = await assertStoreWriter(svc.sql, slug, s.user);
     await rememberStore(svc, s, slug);
     return store;

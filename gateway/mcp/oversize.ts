@@ -9,13 +9,14 @@
  *
  * Kept apart from server.ts so the error plugin does not load the MCP gateway.
  */
+import { STORE_SLUG_PART } from "../../actors/store/slug.ts";
 
 /**
  * Every MCP endpoint path (gateway/mcp/server.ts mcpRoutes): a store's main endpoint `/{slug}/mcp`, its dedicated
  * ones `/{slug}/mcp/{discovery|customer|checkout}` and the older `/mcp/{slug}`, with or without a trailing slash.
  * Matched on the path alone: a declared length is refused before routing.
  */
-const MCP_ENDPOINT_PATH = /^\/(?:[a-z0-9][a-z0-9-]{0,62}\/mcp(?:\/(?:discovery|customer|checkout))?|mcp\/[a-z0-9][a-z0-9-]{0,62})\/?$/;
+const MCP_ENDPOINT_PATH = new RegExp(`^/(?:${STORE_SLUG_PART}/mcp(?:/(?:discovery|customer|checkout))?|mcp/${STORE_SLUG_PART})/?$`);
 
 export function isMcpEndpointPath(pathname: string): boolean {
   return MCP_ENDPOINT_PATH.test(pathname);

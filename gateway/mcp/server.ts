@@ -62,6 +62,7 @@ import { CUSTOMER_HEADER, customerLimitId, customerTokenRoutes, verifyCustomerTo
 import type { Caller, Customer, Endpoint, ToolContext } from "./registry.ts";
 import { SESSION_DIRECTORY, SESSION_IDLE_MS, type ClientInit, type Held, type SessionDirectory, type SessionRecord } from "./session-directory.ts";
 import { ALL_TOOLS } from "./tools/index.ts";
+import { isStoreSlug, STORE_SLUG_PART } from "../../actors/store/slug.ts";
 
 export const DEMO_STORE = "demo-store";
 export const SERVER_INFO = { name: "agent-commerce-service", version: "1.2.0" };
@@ -277,7 +278,7 @@ export class McpGateway {
     if (hit && now - hit.at < STORE_CACHE_MS) return hit.store;
     // an ineligible store (suspended, hidden, UNVERIFIED) reads as an unknown one: reads.ts's rule, the one the
     // protected-resource metadata and the authorization server apply (gateway/oauth/common.ts `storeServes`)
-    const store = /^[a-z0-9][a-z0-9-]{0,62}$/.test(slug) ? await findEligibleStore(this.svc.sql, slug) : null;
+    const store = isStoreSlug(slug) ? await findEligibleStore(this.svc.sql, slug) : null;
     if (this.stores.size > 10_000) this.stores.clear();
     this.stores.set(slug, { store, at: now });
     return store;
@@ -1497,7 +1498,7 @@ export function mcpRoutes(svc: Services) {
   const gw = new McpGateway(svc);
   svc.extras.set("mcpGateway", gw);
   // the older path has its own layers too (the global plugin must not count it a second time)
-  registerOwnLayer(/^\/mcp\/[a-z0-9][a-z0-9-]{0,62}\/?$/);
+  registerOwnLayer(new RegExp(`^/mcp/${STORE_SLUG_PART}/?$`));
   type Ctx = { request: Request; params: Record<string, string>; set: { headers: unknown; status?: unknown }; server: { requestIP(r: Request): { address: string } | null } | null };
   const go = (endpointOf: (p: Record<string, string>) => Endpoint | undefined) => async (c: Ctx) => {
     const headers = c.set.headers as Headers;

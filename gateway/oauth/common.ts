@@ -8,6 +8,7 @@ import { isInputDataError } from "../../actors/runtime/errors.ts";
 import { isEligibleStore } from "../../actors/store/reads.ts";
 import type { OperationalStatus, VerificationLevel } from "../../actors/store/schemas.ts";
 import type { Services } from "../services.ts";
+import { isStoreSlug } from "../../actors/store/slug.ts";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60;
@@ -24,7 +25,6 @@ export const OAUTH_BASE = "/api/v1/oauth";
 /** The dedicated MCP endpoints of a store are the same protected resource family as its main endpoint. */
 export const MCP_SUB_ENDPOINTS = ["discovery", "customer", "checkout"] as const;
 
-const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 export function issuer(svc: Services): string {
   return svc.siteUrl.replace(/\/+$/, "");
@@ -78,8 +78,8 @@ export function slugFromResource(svc: Services, resource: string): string | null
   const base = issuer(svc) + "/";
   if (!resource.startsWith(base)) return null;
   const parts = resource.slice(base.length).split("/");
-  if (parts.length === 2 && parts[0] === "mcp" && parts[1] !== "mcp" && SLUG.test(parts[1]!)) return parts[1]!;
-  if (parts.length < 2 || parts.length > 3 || parts[1] !== "mcp" || !SLUG.test(parts[0]!)) return null;
+  if (parts.length === 2 && parts[0] === "mcp" && parts[1] !== "mcp" && isStoreSlug(parts[1]!)) return parts[1]!;
+  if (parts.length < 2 || parts.length > 3 || parts[1] !== "mcp" || !isStoreSlug(parts[0]!)) return null;
   if (parts.length === 3 && !(MCP_SUB_ENDPOINTS as readonly string[]).includes(parts[2]!)) return null;
   return parts[0]!;
 }
@@ -93,7 +93,7 @@ export function slugFromResource(svc: Services, resource: string): string | null
  * store's shipping summary).
  */
 export async function storeServes(svc: Services, slug: string): Promise<boolean> {
-  if (!SLUG.test(slug)) return false;
+  if (!isStoreSlug(slug)) return false;
   const rows = await svc.sql<{ trust_score: string | number | null; verification_level: VerificationLevel; operational_status: OperationalStatus }[]>`
     SELECT trust_score, verification_level, operational_status FROM stores WHERE slug = ${slug}`;
   const r = rows[0];

@@ -32,10 +32,11 @@ import { checkMetricsScrape, isMetricsPath } from "./metrics.ts";
 import { noStore, OAUTH_BASE, OAuthError, oauthErrorBody } from "../oauth/common.ts";
 import type { Services } from "../services.ts";
 import { pathOf } from "../url-path.ts";
+import { STORE_SLUG_PART } from "../../actors/store/slug.ts";
 
 type Headers = Record<string, string | number>;
 
-const MCP_PATH = /^\/[a-z0-9][a-z0-9-]{0,62}\/mcp(?:\/(?:discovery|customer|checkout))?\/?$/;
+const MCP_PATH = new RegExp(`^/${STORE_SLUG_PART}/mcp(?:/(?:discovery|customer|checkout))?/?$`);
 const extraOwnLayers: RegExp[] = [];
 
 /** Declares paths whose routes apply their own rate-limit layer (so the global plugin leaves them alone). */

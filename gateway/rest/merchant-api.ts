@@ -29,9 +29,10 @@ import type { Services } from "../services.ts";
 import { ingestCatalogInParts, recordOrdersInParts } from "./ingest-parts.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import { strictJsonBody } from "./strict-body.ts";
+import { storeSlugSchema } from "../../actors/store/slug.ts";
 
 // the stores table's own format (stores_slug_format): anything else names no store and must not reach SQL as a 500
-const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
+const Slug = t.Object({ slug: storeSlugSchema() });
 const sec = [{ bearer: [] }];
 const errs = errorResponses(400, 401, 404);
 

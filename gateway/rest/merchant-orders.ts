@@ -15,8 +15,9 @@ import type { Services } from "../services.ts";
 import { isUuid } from "../../infra/uuid.ts";
 import { strictJsonBody } from "./strict-body.ts";
 import { noBody } from "./optional-body.ts";
+import { storeSlugSchema } from "../../actors/store/slug.ts";
 
-const Slug = t.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+const Slug = storeSlugSchema();
 const sec = { security: [{ bearer: [] }] };
 
 /**

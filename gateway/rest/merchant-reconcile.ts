@@ -31,11 +31,12 @@ import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { strictJsonBody } from "./strict-body.ts";
+import { storeSlugSchema } from "../../actors/store/slug.ts";
 
 /** A key it does not have is 400 naming it, as on every merchant write (audit W-7). */
 const ReconcileBody = t.Object({ action: t.Union([t.Literal("accept"), t.Literal("refund")]) });
 
-const Slug = t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+const Slug = storeSlugSchema();
 const sec = { security: [{ bearer: [] }] };
 /** Statuses, and the one filter that is not (`partly_refunded`; `partially_refunded` is its old name: merchant-reads.ts). */
 const ORDER_FILTERS = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "refunded", PARTLY_REFUNDED, "partially_refunded"];

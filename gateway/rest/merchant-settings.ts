@@ -27,10 +27,11 @@ import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import { strictJsonBody } from "./strict-body.ts";
 import { noBody } from "./optional-body.ts";
 import type { Services } from "../services.ts";
+import { storeSlugSchema } from "../../actors/store/slug.ts";
 
-const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }) });
+const Slug = t.Object({ slug: storeSlugSchema() });
 // A NUL in the code reached Postgres and came back as a field-less 400 (audit W-5): refused here, naming `code`.
-const SlugCode = t.Object({ slug: Slug.properties.slug, code: t.String({ minLength: 1, maxLength: 64, pattern: NO_NUL_PATTERN }) });
+const SlugCode = t.Object({ slug: storeSlugSchema(), code: t.String({ minLength: 1, maxLength: 64, pattern: NO_NUL_PATTERN }) });
 const sec = [{ bearer: [] }];
 const errs = errorResponses(400, 401, 404);
 

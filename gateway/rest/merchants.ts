@@ -14,6 +14,7 @@ import { errorResponses, ok } from "../envelope.ts";
 import { admitAnonymous, agentAuth, clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { loadStoreX402Configs, X402_SETTLED_CURRENCIES, x402Availability, type StoreX402Config, type X402AvailabilityPolicy } from "../../actors/payments/x402-config.ts";
+import { isStoreSlug } from "../../actors/store/slug.ts";
 
 /**
  * Other agent-payment protocols the bridge maps onto this store's checkout (gateway/bridge, docs/protocols.md): the
@@ -30,7 +31,7 @@ const Slug = t.Object({ slug: t.String({ minLength: 1 }) });
 
 /** A slug outside the stores table's format names no store: 404 like an unknown one (a NUL byte would be a 500 in SQL). */
 function slugOrNotFound(slug: string): string {
-  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(slug)) throw fail("store_not_found", "Merchant not found or not eligible.");
+  if (!isStoreSlug(slug)) throw fail("store_not_found", "Merchant not found or not eligible.");
   return slug;
 }
 const sec = [{ agentApiKey: [] }];

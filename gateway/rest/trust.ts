@@ -37,9 +37,9 @@ import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth, type Us
 import { HTTP_URL_PATTERN, NO_NUL_PATTERN } from "../plugins/validation-message.ts";
 import type { Services } from "../services.ts";
 import { noBody, optionalObjectBody } from "./optional-body.ts";
+import { isStoreSlug, storeSlugSchema } from "../../actors/store/slug.ts";
 
-const Slug = t.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
-const SLUG_FORMAT = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const Slug = storeSlugSchema();
 const bearer = [{ bearer: [] }];
 const RECOMPUTE_TIMEOUT_MS = 10 * 60_000;
 
@@ -262,7 +262,7 @@ export function trustAgentRoutes(svc: Services) {
       };
       const notFound = () => fail("store_not_found", "Merchant not found or not eligible.");
       // Not in the stores table's slug format: names no store (and a NUL byte must not reach SQL as a 500).
-      if (!SLUG_FORMAT.test(params.slug)) throw notFound();
+      if (!isStoreSlug(params.slug)) throw notFound();
       if (!(await eligible())) throw notFound();
       const view = await trustExplanation(svc, params.slug);
       // An on-demand first score may have moved the store below eligibility.

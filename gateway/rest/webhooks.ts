@@ -18,6 +18,7 @@ import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { userAuth, type UserPrincipal } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { noBody, optionalObjectBody } from "./optional-body.ts";
+import { storeSlugSchema } from "../../actors/store/slug.ts";
 
 const BASE = "/api/v1/merchant/stores/:slug/webhooks";
 
@@ -61,11 +62,10 @@ const DeliveryOut = t.Object({
 });
 
 /** The stores table's own slug format: anything else names no store and must not reach SQL (a NUL is a 500 there). */
-const SLUG_PATTERN = "^[a-z0-9][a-z0-9-]{0,62}$";
-const SlugParams = t.Object({ slug: t.String({ maxLength: 63, pattern: SLUG_PATTERN }) });
+const SlugParams = t.Object({ slug: storeSlugSchema() });
 
-const EndpointParams = t.Object({ slug: t.String({ maxLength: 63, pattern: SLUG_PATTERN }), id: t.String({ format: "uuid" }) });
-const DeliveryParams = t.Object({ slug: t.String({ maxLength: 63, pattern: SLUG_PATTERN }), id: t.String({ format: "uuid" }), deliveryId: t.String({ format: "uuid" }) });
+const EndpointParams = t.Object({ slug: storeSlugSchema(), id: t.String({ format: "uuid" }) });
+const DeliveryParams = t.Object({ slug: storeSlugSchema(), id: t.String({ format: "uuid" }), deliveryId: t.String({ format: "uuid" }) });
 const security = [{ bearer: [] }];
 
 async function assertStoreAccess(svc: Services, user: UserPrincipal, slug: string): Promise<void> {
