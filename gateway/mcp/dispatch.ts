@@ -18,7 +18,7 @@ import { AnsweredWithoutAsking, ENDPOINT_GROUPS, type AnyTool, type Endpoint, ty
 import { ECHO_MAX_CHARS } from "../envelope.ts";
 import { cutEcho } from "../../infra/echo.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
-import { allowedProperties, describeSchema, fieldOfPath } from "../plugins/validation-message.ts";
+import { allowedProperties, describeFailure, fieldOfPath } from "../plugins/validation-message.ts";
 
 export interface CompiledTool {
   def: AnyTool;
@@ -115,8 +115,9 @@ export function argumentError(t: CompiledTool, args: unknown): ActorError | null
     // a key inside an argument (a cart line's `variantId`): the keys of the object it is in, as REST's 400 names them
     return fail("INVALID_ARGUMENT", `Unknown argument '${field}'.`, { field, allowed: allowedProperties(first.schema) ?? allowed });
   }
-  // A custom kind (CodePointString) fails as "Expected kind '…'": say its rule as REST's 400 does.
-  const rule = first.type === ValueErrorType.Kind ? describeSchema(first.schema) : undefined;
+  // The rule in words, as REST's 400 says it ("must be a UUID", not TypeBox's "Expected string to match 'uuid'
+  // format"; a custom kind such as CodePointString fails as "Expected kind '…'"): one wording on both surfaces.
+  const rule = describeFailure(first.type, first.schema);
   const what = rule ? `must be ${rule.text}` : first.message;
   return fail("INVALID_ARGUMENT", `Invalid argument '${field || "arguments"}': ${what}.`, { field: field || "arguments", ...echoedValue(first.value) });
 }

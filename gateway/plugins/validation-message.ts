@@ -217,6 +217,12 @@ const RULE_ERRORS = new Set<number>([
   ValueErrorType.StringMaxLength,
 ]);
 
+/** The rule a failed check broke, in words, as every 400 and MCP argument error says it (undefined: none to say). */
+export function describeFailure(type: number | undefined, schema: unknown): Rule | undefined {
+  if (type === undefined) return undefined;
+  return RULE_ERRORS.has(type) ? describeSchema(schema) : describeKeyword(type, schema);
+}
+
 /** The property names an object schema allows, for an "unknown property" answer. */
 export function allowedProperties(schema: unknown): string[] | undefined {
   const props = asSchema(schema)?.properties;
@@ -258,8 +264,7 @@ export function validationAnswer(location: string, field: string | undefined, ch
       break;
     }
     default: {
-      const rule =
-        check?.type === undefined ? undefined : RULE_ERRORS.has(check.type) ? describeSchema(check.schema) : describeKeyword(check.type, check.schema);
+      const rule = describeFailure(check?.type, check?.schema);
       if (rule) {
         // no value at all (a JSON request with an empty body): "(missing)", as a missing field says, not "(got undefined)"
         what = `must be ${rule.text} ${check?.value === undefined ? "(missing)" : `(got ${shown(check.value)})`}`;

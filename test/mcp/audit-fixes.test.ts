@@ -115,6 +115,16 @@ describe("nesting bound (H1, M1)", () => {
     expect(rest.status).toBe(200);
   });
 
+  test("a malformed argument is worded as REST's 400 words it: 'must be a UUID', not TypeBox's 'Expected string to match uuid format' (session 22, helper A)", async () => {
+    const c = await connect(srv);
+    try {
+      const e = errorOf(await c.call("get_product_details", { product_id: "abc" }));
+      expect({ code: e.code, message: e.message, field: e.details?.field }).toEqual({ code: "INVALID_ARGUMENT", message: "Invalid argument 'product_id': must be a UUID.", field: "product_id" });
+    } finally {
+      await c.close();
+    }
+  });
+
   test("nlweb_ask counts the question in characters like the search query: 500 emoji pass the argument check, 501 are refused", async () => {
     const c = await connect(srv);
     try {
