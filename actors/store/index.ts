@@ -96,7 +96,8 @@ export const storeActor = defineActor({
     ...commerceHandlers,
     ...settingsHandlers,
     async ingestCatalog(ctx, body) {
-      const { valid, rejected } = validateCatalogItems(body.items);
+      // a product also in `remove` is rejected and its remove entry left out (`removable`): the batch told it both ways
+      const { valid, rejected, removable } = validateCatalogItems(body.items, body.remove ?? []);
       const tx = await ctx.tx();
       await loadStore(tx, ctx.id, true);
       const externalIds = valid.map((v) => v.fields.externalId);
@@ -187,7 +188,7 @@ export const storeActor = defineActor({
         );
       }
       let removed: string[] = [];
-      const removeIds = [...new Set(body.remove ?? [])];
+      const removeIds = removable;
       if (removeIds.length) {
         const gone = await tx<{ id: string }[]>`UPDATE products SET active = false, updated_at = now()
           WHERE store_slug = ${ctx.id} AND external_id = ANY(${removeIds}) AND active RETURNING id`;

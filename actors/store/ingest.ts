@@ -8,6 +8,10 @@
 import { Type as T, type Static, type TSchema } from "@sinclair/typebox";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
+import { CodePointString, codePointFailure } from "../../infra/code-point-string.ts";
+// The words every 400 uses for a failed schema rule (pure functions; the gateway's error plugin, the dashboard and
+// MCP share them): a per-item error says a field's rule as the route's 400 would.
+import { innerUnionFailure, validationAnswer } from "../../gateway/plugins/validation-message.ts";
 import { fail } from "../runtime/errors.ts";
 import { refundWindowDays } from "./refunds.ts";
 import {
@@ -52,18 +56,27 @@ export interface ValidatedItem {
 const pointer = (path: string, whole = "(item)") => path.replace(/^\//, "").replace(/\//g, ".") || whole;
 
 /**
- * An item's schema failures as per-item errors (at most `max`), with the dotted field and TypeBox's message, except a
- * blank name or id (NOT_BLANK_PATTERN), which is said in words, once per field: an empty one already failed its
- * minLength. Every per-item validator of merchant ingestion (PUT /catalog and its CLI and dashboard uploads, PATCH
- * /inventory, POST /orders) reads its schema through here.
+ * An item's schema failures as per-item errors (at most `max`), one per field, in the words a route's 400 uses for the
+ * same rule (gateway/plugins/validation-message.ts): "must be a number ≥ 0 (missing)", "must be an integer from 0 to
+ * 2147483647 or null (got \"five\")", "Property 'colour' should not be provided; allowed: …". TypeBox reports a
+ * missing field twice ("Expected required property", then "Expected number"): the first failure of a field is its
+ * error (helper B, session 22). A blank name or id (NOT_BLANK_PATTERN) is said in NOT_BLANK_MESSAGE's words: an
+ * empty one fails its length first. Every per-item validator of merchant ingestion (PUT /catalog and its CLI and
+ * dashboard uploads, PATCH /inventory, POST /orders) reads its schema through here.
  */
 export function schemaErrors(schema: TSchema, raw: unknown, max: number, whole = "(item)"): ItemError[] {
   const errors: ItemError[] = [];
   for (const e of Value.Errors(schema, raw)) {
-    const field = pointer(e.path, whole);
-    if (e.type === ValueErrorType.StringPattern && (e.schema as { pattern?: string }).pattern === NOT_BLANK_PATTERN) {
-      if (!errors.some((x) => x.field === field)) errors.push({ field, message: NOT_BLANK_MESSAGE });
-    } else errors.push({ field, message: e.message });
+    // an object-or-null (or integer-or-null) field whose value is of a member's kind: the member's own failure
+    const check = codePointFailure(innerUnionFailure(e) ?? e);
+    const field = pointer(check.path ?? e.path, whole);
+    if (errors.some((x) => x.field === field)) continue;
+    const pattern = (check.schema as { pattern?: string } | undefined)?.pattern;
+    const message =
+      check.type === ValueErrorType.StringPattern && pattern === NOT_BLANK_PATTERN
+        ? NOT_BLANK_MESSAGE
+        : (validationAnswer("item", field, check, check.type === ValueErrorType.ObjectAdditionalProperties ? check.schema : undefined).details.errors as ItemError[])[0]!.message;
+    errors.push({ field, message });
     if (errors.length >= max) break;
   }
   return errors;
@@ -274,15 +287,28 @@ function stockDisagreement(item: ProductInput, fields: ProductFields): ItemError
   return errors;
 }
 
+/** The per-item error of a product that is also in its batch's `remove` (`validateCatalogItems`). */
+export const UPSERT_AND_REMOVE_MESSAGE = "is also in this batch's remove: send a product in products or in remove, not both (neither was applied)";
+
 /**
  * Splits a raw batch into valid items (converted to record fields, minor units) and rejected ones with every
  * reason. Rules beyond the schema: prices fit the currency's decimals, compareAtPrice is not below price, a
  * variant price fits too, and an externalId repeated inside one batch is rejected after its first occurrence.
+ *
+ * `remove` is the batch's own list of externalIds to take out. A product named in both `products` and `remove`
+ * (an item whose externalId is a remove entry, valid or not) is told both ways at once: neither wins. Its item is
+ * rejected on `externalId` (UPSERT_AND_REMOVE_MESSAGE) and its remove entry is left out of `removable`, the distinct
+ * entries to apply (helper B, session 22: it was answered as upserted, then removed by the same batch).
  */
-export function validateCatalogItems(items: readonly unknown[]): { valid: ValidatedItem[]; rejected: RejectedItem[] } {
+export function validateCatalogItems(
+  items: readonly unknown[],
+  remove: readonly string[] = [],
+): { valid: ValidatedItem[]; rejected: RejectedItem[]; removable: string[] } {
   const valid: ValidatedItem[] = [];
   const rejected: RejectedItem[] = [];
   const seen = new Set<string>();
+  const removing = new Set(remove);
+  const named = new Set<string>();
   items.forEach((raw, index) => {
     const externalId =
       raw && typeof raw === "object" && typeof (raw as { externalId?: unknown }).externalId === "string"
@@ -319,6 +345,10 @@ export function validateCatalogItems(items: readonly unknown[]): { valid: Valida
       if (errors.length === 0) errors.push(...stockDisagreement(item, productInputToFields(item)));
       if (seen.has(item.externalId)) errors.push({ field: "externalId", message: "repeated in this batch" });
     }
+    if (externalId !== null && removing.has(externalId)) {
+      named.add(externalId);
+      if (!errors.some((e) => e.field === "externalId")) errors.push({ field: "externalId", message: UPSERT_AND_REMOVE_MESSAGE });
+    }
     if (errors.length > 0) {
       rejected.push({ index, externalId, errors });
       return;
@@ -327,7 +357,7 @@ export function validateCatalogItems(items: readonly unknown[]): { valid: Valida
     seen.add(item.externalId);
     valid.push({ index, fields: productInputToFields(item) });
   });
-  return { valid, rejected };
+  return { valid, rejected, removable: [...removing].filter((id) => !named.has(id)) };
 }
 
 // ------------------------------------------------------------------------------------------------ policies
@@ -427,15 +457,19 @@ export function agentPolicies(p: Policies, shipping: ShippingSummary): Policies 
 
 // ------------------------------------------------------------------------------------------ shipping zones
 
-const Country = T.String({ pattern: "^[A-Z]{2}$" });
+/**
+ * Either case, as the shipping estimate's `countryCode` and a checkout's `country_code` take it; stored upper case
+ * (`zonesFromInput`), the case every zone is matched in (helper B, session 22: `["de"]` was 400 here).
+ */
+const Country = T.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2, either case (stored upper case)" });
 const Currency = T.String({ pattern: "^[A-Z]{3}$" });
 
 export const ShippingZoneInput = T.Object(
   {
     /** Not blank: checked by `zonesFromInput`, beside the postal prefixes, so the refusal is the zone's own (zones.N.name). */
-    name: T.String({ minLength: 1, maxLength: 100 }),
+    name: CodePointString({ minLength: 1, maxLength: 100 }),
     countries: T.Array(Country, { minItems: 1, maxItems: 250 }),
-    postalPrefixes: T.Optional(T.Array(T.String({ minLength: 1, maxLength: 20 }), { maxItems: 500 })),
+    postalPrefixes: T.Optional(T.Array(CodePointString({ minLength: 1, maxLength: 20 }), { maxItems: 500 })),
     currency: Currency,
     base: T.Number({ minimum: 0 }),
     perItem: T.Optional(T.Number({ minimum: 0 })),
@@ -486,7 +520,7 @@ export function zonesFromInput(zones: readonly ShippingZoneInput[]): { zones: Sh
     }
     return {
       name: z.name,
-      countries: [...new Set(z.countries)],
+      countries: [...new Set(z.countries.map((c) => c.toUpperCase()))],
       postalPrefixes: (z.postalPrefixes ?? []).map((p) => p.toUpperCase().replace(/\s+/g, "")),
       currency: z.currency,
       baseMinor: toMinor(z.base, z.currency),

@@ -4,13 +4,14 @@
  * (a bad item is reported, never a bad batch).
  */
 import { Type as T, type Static } from "@sinclair/typebox";
+import { CodePointString } from "../../infra/code-point-string.ts";
 import { InventoryItemInput, MAX_CATALOG_BATCH, PoliciesInput, ShippingZoneInput } from "./ingest.ts";
 
 export const StoreMessages = {
   /** Upsert up to 1,000 products (by externalId) and deactivate `remove` (externalIds) in one turn. */
   ingestCatalog: T.Object({
     items: T.Array(T.Unknown(), { maxItems: MAX_CATALOG_BATCH }),
-    remove: T.Optional(T.Array(T.String({ minLength: 1, maxLength: 255 }), { maxItems: MAX_CATALOG_BATCH })),
+    remove: T.Optional(T.Array(CodePointString({ minLength: 1, maxLength: 255 }), { maxItems: MAX_CATALOG_BATCH })),
   }),
   setInventory: T.Object({ items: T.Array(InventoryItemInput, { minItems: 1, maxItems: MAX_CATALOG_BATCH }) }),
   /** Human orders, the trust engine's input: HumanOrderInput items the actor checks one by one (a bad one is rejected alone). */

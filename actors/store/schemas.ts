@@ -8,6 +8,7 @@
  * export does; `productInputToFields` converts it once, at that edge.
  */
 import { Type as T, type Static } from "@sinclair/typebox";
+import { CodePointString } from "../../infra/code-point-string.ts";
 import { minorUnitExponent } from "../../search/money.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -85,10 +86,16 @@ export function currencyProblem(code: string): string | null {
 export const NOT_BLANK_PATTERN = "\\S";
 export const NOT_BLANK_MESSAGE = "must contain a character other than white space";
 
-/** A string of 1 to `maxLength` characters with one that is not white space (NOT_BLANK_PATTERN). */
+/**
+ * A string of 1 to `maxLength` characters (code points, as docs/conventions.md counts them and the database's
+ * `length()` checks do: `CodePointString`) with one that is not white space (NOT_BLANK_PATTERN).
+ */
 export function NonBlank(maxLength: number) {
-  return T.String({ minLength: 1, maxLength, pattern: NOT_BLANK_PATTERN });
+  return CodePointString({ minLength: 1, maxLength, pattern: NOT_BLANK_PATTERN });
 }
+
+/** A string of at most `maxLength` characters (code points: `CodePointString`), for the free text of ingestion items. */
+const Text = (maxLength: number) => CodePointString({ maxLength });
 
 const Uuid = T.String({ format: "uuid" });
 const Currency = T.String({ pattern: "^[A-Z]{3}$", minLength: 3, maxLength: 3 });
@@ -289,10 +296,10 @@ export const ProductInput = T.Object(
   {
     externalId: NonBlank(255),
     title: NonBlank(500),
-    description: T.Optional(T.String({ maxLength: 20_000 })),
-    brand: T.Optional(T.String({ maxLength: 255 })),
-    category: T.Optional(T.String({ maxLength: 255 })),
-    tags: T.Optional(T.Array(T.String({ maxLength: 100 }), { maxItems: 50 })),
+    description: T.Optional(Text(20_000)),
+    brand: T.Optional(Text(255)),
+    category: T.Optional(Text(255)),
+    tags: T.Optional(T.Array(Text(100), { maxItems: 50 })),
     gtin: T.Optional(Gtin),
     price: T.Number({ minimum: 0 }),
     compareAtPrice: T.Optional(T.Union([T.Number({ minimum: 0 }), T.Null()])),

@@ -9,6 +9,7 @@ import { ValueErrorType } from "@sinclair/typebox/errors";
 import { SECRET_FIELD } from "../../infra/log.ts";
 import { cutEcho, ECHO_MAX_CHARS, preview } from "../../infra/echo.ts";
 import { codePointLength } from "./schema-formats.ts";
+import { codePointFailure } from "../../infra/code-point-string.ts";
 import { NOT_BLANK_PATTERN } from "../../actors/store/schemas.ts";
 
 /** The parts of a TypeBox ValueError read here. */
@@ -239,7 +240,9 @@ export interface ValidationAnswer {
  * `field` the dotted path inside it, when known. `parentSchema` is the object schema holding the field (for an
  * unknown property, whose allowed siblings are then listed).
  */
-export function validationAnswer(location: string, field: string | undefined, check: FailedCheck | undefined, parentSchema?: unknown): ValidationAnswer {
+export function validationAnswer(location: string, field: string | undefined, failed: FailedCheck | undefined, parentSchema?: unknown): ValidationAnswer {
+  // a CodePointString with a pattern (NonBlank, a remove entry without NUL) fails as its kind: said as the pattern when its length is right
+  const check = failed && codePointFailure(failed);
   const inner = innerUnionFailure(check);
   if (inner) return validationAnswer(location, fieldOfPath(inner.path), inner, inner.schema);
   const shown = (v: unknown) => (field !== undefined && isSecretField(field) ? secretPreview(v) : preview(v));

@@ -7,7 +7,8 @@
  *
  * - `ingestCatalog` (PUT /catalog, the dashboard upload): the items are first judged here by the store actor's own
  *   pure validation (`validateCatalogItems`), which gives the whole batch's rejections, "repeated in this batch"
- *   included; only the valid items are sent, in parts, then the `remove` ids (after every upsert, as in one turn).
+ *   included, and a product also in `remove` (rejected, its remove entry not applied); only the valid items are sent,
+ *   in parts, then the `remove` ids (after every upsert, as in one turn).
  *   A valid item larger than the budget on its own is rejected ("(item)": "is too large: N bytes of JSON, at most
  *   M") and the rest of the batch goes on, where one message would have been refused whole.
  *   `accepted`, `upserted` and `rejected` carry the indexes of the whole batch; `removed` is the sum, `syncedAt` the
@@ -88,11 +89,14 @@ export async function ingestCatalogInParts(
   if (total <= budget) return ask({ items: [...items], ...(removeIds ? { remove: removeIds } : {}) });
 
   // A valid item larger than a message on its own cannot be sent: it is rejected alone, and claims nothing (judged
-  // again without it, so a later item with its externalId is not "repeated in this batch").
-  let { valid, rejected } = validateCatalogItems(items);
+  // again without it, so a later item with its externalId is not "repeated in this batch"). A product also in
+  // `remove` is rejected here and its remove entry not sent (`removable`), as one message's turn does.
+  const judged = validateCatalogItems(items, removeIds);
+  const { removable } = judged;
+  let { valid, rejected } = judged;
   const oversize = new Set(valid.filter((v) => itemBytes[v.index]! > budget).map((v) => v.index));
   if (oversize.size) {
-    ({ valid, rejected } = validateCatalogItems(items.map((item, i) => (oversize.has(i) ? null : item))));
+    ({ valid, rejected } = validateCatalogItems(items.map((item, i) => (oversize.has(i) ? null : item)), removeIds));
     rejected = rejected.map((r) => (oversize.has(r.index) ? tooLargeItem(items[r.index], r.index, itemBytes[r.index]!, budget, "(item)") : r));
   }
   const sendable = valid.map((v) => v.index);
@@ -110,7 +114,7 @@ export async function ingestCatalogInParts(
     const indexes = part.map((p) => sendable[p]!);
     merge(await ask({ items: indexes.map((i) => items[i]) }), indexes);
   }
-  const removeParts = removeIds?.length ? partsByBytes(removeBytes, budget).map((p) => p.map((i) => removeIds[i]!)) : [];
+  const removeParts = removable.length ? partsByBytes(removable.map(bytesOf), budget).map((p) => p.map((i) => removable[i]!)) : [];
   for (const ids of removeParts) merge(await ask({ items: [], remove: ids }), []);
   // nothing valid and nothing to remove: one empty turn still answers the store's last sync, as one batch does
   if (asked === 0) merge(await ask({ items: [] }), []);

@@ -28,6 +28,7 @@ import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { ingestCatalogInParts, recordOrdersInParts } from "./ingest-parts.ts";
 import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { CodePointString } from "../plugins/schema-formats.ts";
 import { strictJsonBody } from "./strict-body.ts";
 import { storeSlugSchema } from "../../actors/store/slug.ts";
 
@@ -41,7 +42,13 @@ const errs = errorResponses(400, 401, 404);
 // schemas (gateway/openapi/operations.ts).
 export const CatalogBody = t.Object({
   products: t.Array(t.Unknown(), { maxItems: MAX_CATALOG_BATCH, description: "ProductInput items (validated one by one)" }),
-  remove: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255, pattern: NO_NUL_PATTERN }), { maxItems: MAX_CATALOG_BATCH, description: "externalIds to take out of the catalog" })),
+  // counted in characters, as an item's externalId is (CodePointString): an id a product was synced with can be removed
+  remove: t.Optional(
+    t.Array(CodePointString({ minLength: 1, maxLength: 255, pattern: NO_NUL_PATTERN }), {
+      maxItems: MAX_CATALOG_BATCH,
+      description: "externalIds to take out of the catalog (a product also in products is rejected there, and not removed)",
+    }),
+  ),
 });
 export const InventoryBody = t.Object({
   items: t.Array(t.Unknown(), { minItems: 1, maxItems: MAX_CATALOG_BATCH, description: "InventoryItemInput items (validated one by one)" }),

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { storeActor } from "../../actors/store/index.ts";
+import { UPSERT_AND_REMOVE_MESSAGE } from "../../actors/store/ingest.ts";
 import { ingestCatalogInParts, recordOrdersInParts } from "../../gateway/rest/ingest-parts.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
@@ -36,18 +37,19 @@ test("ingestCatalog in parts answers and writes what one message does: rejection
     p(`${tag}-2`, "Vase corrected", 5.99), // accepted: the rejected line claimed nothing
     p(`${tag}-1`, "First lamp listed again"), // repeated in this batch
     p(`${tag}-3`, "Bowl"),
-    p(`${tag}-4`, "Cup to take out again"),
+    p(`${tag}-4`, "Cup also in remove"), // rejected, and its remove entry not applied: the batch says both
     ...Array.from({ length: 12 }, (_, i) => p(`${tag}-fill-${i}`, `Filler ${i}`)),
   ];
   for (const [slug, tag] of [[ONE, "EQ"], [PARTS, "EQ"]] as const) {
-    const setup = await actors.ask(storeActor, slug, "ingestCatalog", { items: [p(`${tag}-old`, "Old stock")] });
-    expect(setup.accepted).toBe(1);
+    const setup = await actors.ask(storeActor, slug, "ingestCatalog", { items: [p(`${tag}-old`, "Old stock"), p(`${tag}-4`, "Cup as stored")] });
+    expect(setup.accepted).toBe(2);
   }
   const remove = ["EQ-old", "EQ-4", "EQ-old", "EQ-none"];
   const one = await actors.ask(storeActor, ONE, "ingestCatalog", { items: batch("EQ"), remove });
   const parts = await ingestCatalogInParts(actors, PARTS, batch("EQ"), remove, 300);
-  expect(one.accepted).toBe(16);
-  expect(one.removed).toBe(2);
+  expect(one.accepted).toBe(15);
+  expect(one.removed).toBe(1);
+  expect(one.rejected.find((r) => r.externalId === "EQ-4")?.errors).toEqual([{ field: "externalId", message: UPSERT_AND_REMOVE_MESSAGE }]);
   expect(shape(parts)).toEqual(shape(one));
 
   const rows = (slug: string) => srv.db.sql<{ external_id: string; title: string; price_minor: number; active: boolean }[]>`

@@ -49,7 +49,7 @@ describe("validating one catalog item", () => {
     { name: "null is rejected as not an object", item: null, fields: ["(item)"] },
     { name: "an array is rejected as not an object", item: [good()], fields: ["(item)"] },
     { name: "a string is rejected as not an object", item: "sku-1", fields: ["(item)"] },
-    { name: "a missing title is rejected on title", item: { externalId: "sku-1", price: 1, currency: "USD" }, fields: ["title", "title"] },
+    { name: "a missing title is rejected on title, once", item: { externalId: "sku-1", price: 1, currency: "USD" }, fields: ["title"] },
     { name: "an empty externalId is rejected on externalId", item: good({ externalId: "" }), fields: ["externalId"] },
     { name: "a negative price is rejected on price", item: good({ price: -1 }), fields: ["price"] },
     { name: "a lower-case currency is rejected on currency", item: good({ currency: "usd" }), fields: ["currency"] },
@@ -134,7 +134,7 @@ describe("validating a batch", () => {
   });
 
   test("an empty batch accepts and rejects nothing", () => {
-    expect(validateCatalogItems([])).toEqual({ valid: [], rejected: [] });
+    expect(validateCatalogItems([])).toEqual({ valid: [], rejected: [], removable: [] });
   });
 });
 
