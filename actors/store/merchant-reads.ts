@@ -1,14 +1,16 @@
 /**
  * Merchant-side reads of a store's own data (the dashboard and the merchant REST routes): which stores a user may
  * manage, the catalog with data-quality flags, orders with their history, refunds, the agent allowlist, coupons
- * and order activity per day. Committed rows only, straight from the pool (no actor turn): writes still go through
+ * and order activity per day, the policies and shipping zones as their PUTs take them. Committed rows only, straight from the pool (no actor turn): writes still go through
  * `store/<slug>`. Callers check ownership first (`assertStoreWriter`); these functions trust the slug they get.
  */
 import type { Sql } from "../../infra/db.ts";
 import { freshnessTier, type FreshnessTier } from "../../search/ranking.ts";
 import { refundView, type RefundView } from "./commerce.ts";
 import { orderTotalMinor } from "./order-rows.ts";
-import { storeFromRow, type StoreRecord, type StoreRow } from "./schemas.ts";
+import type { PoliciesInput, ShippingZoneInput } from "./ingest.ts";
+import { shippingZonesOf } from "./reads.ts";
+import { storeFromRow, toMajor, type NegotiationRules, type StoreRecord, type StoreRow } from "./schemas.ts";
 
 /** Stores a user may manage: the ones it owns, or every store for an operator. */
 export async function storesOfUser(sql: Sql, user: { id: string; role: string }): Promise<StoreRecord[]> {
@@ -372,4 +374,50 @@ export async function listCoupons(sql: Sql, slug: string): Promise<StoreCoupon[]
     usedCount: r.used_count,
     active: r.active,
   }));
+}
+
+// ------------------------------------------------------------------------------------ policies and shipping zones
+// GET /policies and GET /shipping-zones answer the body their PUT takes (ingest.ts `PoliciesInput`,
+// `ShippingZoneInput`): a client reads, changes one field and sends the answer back. They are the inverses of
+// `policiesFromInput` and `zonesFromInput` (a change there is a change here: test/http/merchant-read-back.test.ts
+// sends every answer back and checks that nothing moved).
+
+/**
+ * The policies the merchant declared, as PUT /policies takes them: `freeShippingThreshold` a decimal in the store's
+ * currency, a field never declared left out (not the 30-day window refunds apply to a store that accepts returns
+ * without declaring one, not the zones' promises agents are shown: `policiesView`, `agentPolicies`), and the
+ * negotiation rules (null: none). A row stored before `policiesFromInput` refused a window at a store that takes no
+ * returns shows the window refunds apply, 0, which PUT takes.
+ */
+export function declaredPolicies(store: StoreRecord): PoliciesInput & { negotiation: NegotiationRules | null } {
+  const p = store.policies;
+  const out: PoliciesInput = { acceptsReturns: p.acceptsReturns };
+  if (p.returnWindowDays !== undefined) out.returnWindowDays = p.acceptsReturns ? p.returnWindowDays : 0;
+  if (p.freeShippingThresholdMinor !== undefined) out.freeShippingThreshold = toMajor(p.freeShippingThresholdMinor, store.currency);
+  if (p.restockingFeePercent !== undefined) out.restockingFeePercent = p.restockingFeePercent;
+  if (p.shippingEstimateDays !== undefined) out.shippingEstimateDays = p.shippingEstimateDays;
+  if (p.supportResponseTimeSla !== undefined) out.supportResponseTimeSla = p.supportResponseTimeSla;
+  return { ...out, negotiation: store.negotiationRules };
+}
+
+/**
+ * The store's zones as PUT /shipping-zones takes them (`{zones}`, by name): amounts decimals in each zone's currency,
+ * `perItem` and `postalPrefixes` always given (0 and [] when none), `freeOver` null when shipping is never free. No
+ * zone id: the PUT takes none (a zone sent back with the same terms keeps its row and id).
+ */
+export async function declaredShippingZones(sql: Sql, slug: string): Promise<{ zones: ShippingZoneInput[] }> {
+  const zones = await shippingZonesOf(sql, slug);
+  return {
+    zones: zones.map((z) => ({
+      name: z.name,
+      countries: z.countries,
+      postalPrefixes: z.postalPrefixes,
+      currency: z.currency,
+      base: toMajor(z.baseMinor, z.currency),
+      perItem: toMajor(z.perItemMinor, z.currency),
+      freeOver: z.freeOverMinor === null ? null : toMajor(z.freeOverMinor, z.currency),
+      minDays: z.minDays,
+      maxDays: z.maxDays,
+    })),
+  };
 }

@@ -6,6 +6,8 @@
  */
 import { t, type TSchema } from "elysia";
 import type { RejectReason } from "../../actors/store/negotiation.ts";
+import { PoliciesInput, ShippingZoneInput } from "../../actors/store/ingest.ts";
+import { NegotiationRules } from "../../actors/store/schemas.ts";
 import { SuccessEnvelope } from "../envelope.ts";
 
 const Open = { additionalProperties: true } as const;
@@ -250,6 +252,31 @@ const MerchantOrderRow = {
 export const MerchantOrders = obj({ total: Int, items: t.Array(obj(MerchantOrderRow)), limit: Int, offset: Int });
 export const MerchantOrder = obj({ ...MerchantOrderRow, items: t.Array(Any), events: t.Array(Any), refunds: t.Array(Any) });
 export const Policies = obj({ policies: Any, policyVersion: Int, negotiation: t.Unknown() });
+/**
+ * GET /policies: the body PUT /policies takes (closed, as the PUT is), the declared fields only, and `negotiation`
+ * always (null: none) (actors/store/merchant-reads.ts `declaredPolicies`).
+ */
+export const DeclaredPolicies = t.Object(
+  {
+    ...PoliciesInput.properties,
+    negotiation: t.Union([NegotiationRules, t.Null()], { description: "The negotiation rules; null: the store does not negotiate." }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "What the merchant declared, as PUT /policies takes it: freeShippingThreshold a decimal in the store's currency; a field never declared is left out " +
+      "(a store never given policies answers {acceptsReturns: false, negotiation: null}). Agents are shown the zones' shipping promises instead (GET /agent/merchants/{slug}).",
+  },
+);
+/** GET /shipping-zones: the body PUT /shipping-zones takes (actors/store/merchant-reads.ts `declaredShippingZones`). */
+export const DeclaredShippingZones = t.Object(
+  {
+    zones: t.Array(ShippingZoneInput, {
+      description: "By name; amounts decimals in each zone's currency; perItem (0) and postalPrefixes ([]) always given; freeOver null = never free. [] for a store without zones (its carts ship free).",
+    }),
+  },
+  { additionalProperties: false, description: "The store's shipping zones, as PUT /shipping-zones takes them." },
+);
 export const ShippingZones = obj({
   zones: t.Integer({ minimum: 0, description: "How many zones are now in force." }),
   currencyNote: Str,

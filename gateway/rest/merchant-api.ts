@@ -8,6 +8,9 @@
  * PUT /catalog answers 200 with `{accepted, rejected: [{index, externalId, errors}], upserted, removed}` even when
  * some (or all) items are rejected: the batch was processed, the per-item outcome is in the body
  * (docs/decisions.md). A malformed envelope (not an array, more than 1,000 items) is 400.
+ *
+ * GET /policies and GET /shipping-zones answer the body their PUT takes (merchant-reads.ts `declaredPolicies`,
+ * `declaredShippingZones`): an integration reads, changes one field and PUTs the answer back.
  */
 import { Elysia, t } from "elysia";
 import { storeActor } from "../../actors/store/index.ts";
@@ -21,6 +24,7 @@ import {
   unstorableField,
   type RejectedItem,
 } from "../../actors/store/ingest.ts";
+import { declaredPolicies, declaredShippingZones } from "../../actors/store/merchant-reads.ts";
 import { assertStoreWriter, findStore } from "../../actors/store/reads.ts";
 import { toMajor } from "../../actors/store/schemas.ts";
 import { errorResponses, ok } from "../envelope.ts";
@@ -125,6 +129,11 @@ export function merchantApiRoutes(svc: Services) {
         detail: { tags: ["merchant"], summary: "Record human orders (idempotent per externalId; the trust engine's input)", security: sec },
       },
     )
+    .get(
+      "/api/v1/merchant/stores/:slug/policies",
+      async ({ params, user }) => ok(declaredPolicies(await assertStoreWriter(svc.sql, params.slug, user))),
+      { params: Slug, response: errs, detail: { tags: ["merchant"], summary: "The store's policies and negotiation rules, as PUT takes them", security: sec } },
+    )
     .put(
       "/api/v1/merchant/stores/:slug/policies",
       async ({ params, body, user }) => {
@@ -138,6 +147,14 @@ export function merchantApiRoutes(svc: Services) {
         return ok({ policies: shown, policyVersion: r.policyVersion, negotiation: r.negotiation, ...(notes.length ? { notes } : {}) });
       },
       { params: Slug, ...strictJsonBody(PoliciesInput), response: errs, detail: { tags: ["merchant"], summary: "Replace the store's policies (and negotiation rules)", security: sec } },
+    )
+    .get(
+      "/api/v1/merchant/stores/:slug/shipping-zones",
+      async ({ params, user }) => {
+        const store = await assertStoreWriter(svc.sql, params.slug, user);
+        return ok(await declaredShippingZones(svc.sql, store.slug));
+      },
+      { params: Slug, response: errs, detail: { tags: ["merchant"], summary: "The store's shipping zones, as PUT takes them", security: sec } },
     )
     .put(
       "/api/v1/merchant/stores/:slug/shipping-zones",
