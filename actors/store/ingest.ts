@@ -11,7 +11,7 @@ import { Value } from "@sinclair/typebox/value";
 import { CodePointString, codePointFailure } from "../../infra/code-point-string.ts";
 // The words every 400 uses for a failed schema rule (pure functions; the gateway's error plugin, the dashboard and
 // MCP share them): a per-item error says a field's rule as the route's 400 would.
-import { innerUnionFailure, validationAnswer } from "../../gateway/plugins/validation-message.ts";
+import { innerUnionFailure, validationAnswer } from "../../infra/validation-message.ts";
 import { fail } from "../runtime/errors.ts";
 import { refundWindowDays } from "./refunds.ts";
 import {
@@ -57,7 +57,7 @@ const pointer = (path: string, whole = "(item)") => path.replace(/^\//, "").repl
 
 /**
  * An item's schema failures as per-item errors (at most `max`), one per field, in the words a route's 400 uses for the
- * same rule (gateway/plugins/validation-message.ts): "must be a number ≥ 0 (missing)", "must be an integer from 0 to
+ * same rule (infra/validation-message.ts): "must be a number ≥ 0 (missing)", "must be an integer from 0 to
  * 2147483647 or null (got \"five\")", "Property 'colour' should not be provided; allowed: …". TypeBox reports a
  * missing field twice ("Expected required property", then "Expected number"): the first failure of a field is its
  * error (helper B, session 22). A blank name or id (NOT_BLANK_PATTERN) is said in NOT_BLANK_MESSAGE's words: an

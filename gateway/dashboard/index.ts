@@ -46,7 +46,7 @@ import { admitOthers, clientIp, setRateHeaders } from "../plugins/auth.ts";
 import { DEFAULT_BODY_LIMIT } from "../plugins/body-limit.ts";
 import { breachMessage, jsonBoundBreach, MAX_JSON_ARRAY_ITEMS, MAX_JSON_DEPTH, maxJsonValuesFor } from "../plugins/json-depth.ts";
 import { registerOwnLayer } from "../plugins/rate-limit.ts";
-import { fieldOfPath, innerUnionFailure, validationAnswer } from "../plugins/validation-message.ts";
+import { fieldOfPath, innerUnionFailure, validationAnswer } from "../../infra/validation-message.ts";
 import { ingestCatalogInParts } from "../rest/ingest-parts.ts";
 import { agentCheckoutOpen, currentScore } from "../rest/trust.ts";
 import { isStoreEligible } from "../../search/ranking.ts";

@@ -18,7 +18,7 @@ import { AnsweredWithoutAsking, ENDPOINT_GROUPS, type AnyTool, type Endpoint, ty
 import { ECHO_MAX_CHARS } from "../envelope.ts";
 import { cutEcho } from "../../infra/echo.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
-import { allowedProperties, describeFailure, fieldOfPath } from "../plugins/validation-message.ts";
+import { allowedProperties, describeFailure, fieldOfPath } from "../../infra/validation-message.ts";
 
 export interface CompiledTool {
   def: AnyTool;

@@ -13,7 +13,7 @@ import { Elysia, t, type Static } from "elysia";
 import { fail } from "../../actors/runtime/errors.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { requireOperator, userAuth } from "../plugins/auth.ts";
-import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { NO_NUL_PATTERN } from "../../infra/validation-message.ts";
 import type { Services } from "../services.ts";
 import { noBody } from "../rest/optional-body.ts";
 import { isMetadataDocumentId } from "./clients.ts";

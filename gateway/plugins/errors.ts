@@ -21,7 +21,7 @@ import { isMcpEndpointPath, mcpOversizeAnswer } from "../mcp/oversize.ts";
 import { parsedAsJson } from "../rest/optional-body.ts";
 import { contentTypeAnswer, isJsonContentType } from "./json-body.ts";
 import { type AppLike, decodeFailurePath, RouteTable } from "./route-table.ts";
-import { type FailedCheck, fieldOfPath, validationAnswer } from "./validation-message.ts";
+import { type FailedCheck, fieldOfPath, validationAnswer } from "../../infra/validation-message.ts";
 
 /** The spec's 503 row: "overload or maintenance; retry after 30 seconds". */
 const DB_RETRY_AFTER_SECONDS = 30;

@@ -19,7 +19,7 @@ import type { Services } from "../services.ts";
 import { strictJsonBody } from "./strict-body.ts";
 import { noBody } from "./optional-body.ts";
 import { KeyOut, keysOf } from "./agent-keys.ts";
-import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { NO_NUL_PATTERN } from "../../infra/validation-message.ts";
 
 const Email = t.String({ minLength: 3, maxLength: 320, pattern: NO_NUL_PATTERN });
 const PlanName = t.Union([t.Literal("STARTER"), t.Literal("GROWTH"), t.Literal("PRO"), t.Literal("ENTERPRISE")]);

@@ -16,7 +16,7 @@ import { pepper } from "../identity.ts";
 import { userAuth } from "../plugins/auth.ts";
 import { CodePointString } from "../plugins/schema-formats.ts";
 import type { Services } from "../services.ts";
-import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { NO_NUL_PATTERN } from "../../infra/validation-message.ts";
 import { strictJsonBody } from "./strict-body.ts";
 import { noBody } from "./optional-body.ts";
 

@@ -11,7 +11,7 @@ import { SESSION_AUDIENCE, SESSION_TTL_SECONDS, tokenService } from "../identity
 import { passwordLogin } from "../login.ts";
 import { clientIp } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
-import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { NO_NUL_PATTERN } from "../../infra/validation-message.ts";
 import { strictJsonBody } from "./strict-body.ts";
 
 /** The body, also the route's `strictJsonBody` (a key it does not have is 400 naming it, as on every write: audit W-7). */

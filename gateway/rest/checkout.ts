@@ -14,7 +14,7 @@ import { ActorError, fail } from "../../actors/runtime/errors.ts";
 import { toMajor } from "../../actors/store/schemas.ts";
 import { ErrorEnvelope, errorBody, errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
-import { NON_BLANK_NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { NON_BLANK_NO_NUL_PATTERN } from "../../infra/validation-message.ts";
 import { runX402Checkout, x402Deps, x402PaymentSources } from "../bridge/x402-checkout.ts";
 import { BRIDGED_PLACEHOLDER, bridgedRequest, setAsideBridged } from "../bridge/detect.ts";
 import { bridgeCheckout } from "../bridge/index.ts";

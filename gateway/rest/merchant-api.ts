@@ -31,7 +31,7 @@ import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
 import type { Services } from "../services.ts";
 import { ingestCatalogInParts, recordOrdersInParts } from "./ingest-parts.ts";
-import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { NO_NUL_PATTERN } from "../../infra/validation-message.ts";
 import { CodePointString } from "../plugins/schema-formats.ts";
 import { strictJsonBody } from "./strict-body.ts";
 import { storeSlugSchema } from "../../actors/store/slug.ts";

@@ -23,7 +23,7 @@ import { fail } from "../../actors/runtime/errors.ts";
 import { ALL_TOOLS } from "../mcp/tools/index.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { userAuth } from "../plugins/auth.ts";
-import { NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { NO_NUL_PATTERN } from "../../infra/validation-message.ts";
 import { strictJsonBody } from "./strict-body.ts";
 import { noBody } from "./optional-body.ts";
 import type { Services } from "../services.ts";

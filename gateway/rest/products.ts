@@ -19,7 +19,7 @@ import { freshnessTier, stockConfidence } from "../../search/ranking.ts";
 import { getSearchService } from "../../search/service.ts";
 import { errorResponses, ok } from "../envelope.ts";
 import { agentAuth } from "../plugins/auth.ts";
-import { NON_BLANK_NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { NON_BLANK_NO_NUL_PATTERN } from "../../infra/validation-message.ts";
 import type { Services } from "../services.ts";
 import { strictJsonBody } from "./strict-body.ts";
 import { ACCEPTED_OFFER_USE, negotiationMessage } from "../negotiation-use.ts";

@@ -19,7 +19,7 @@ import { Kind, type TSchema } from "@sinclair/typebox";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
 import { fail } from "../../actors/runtime/errors.ts";
-import { fieldOfPath, validationAnswer } from "../plugins/validation-message.ts";
+import { fieldOfPath, validationAnswer } from "../../infra/validation-message.ts";
 import { MAX_JSON_ARRAY_ITEMS } from "../plugins/json-depth.ts";
 
 interface UnknownKey {

@@ -34,7 +34,7 @@ import { isStoreEligible, type VerificationLevel } from "../../search/ranking.ts
 import { unstorableField } from "../../actors/store/ingest.ts";
 import { errorResponses, ok, SuccessEnvelope } from "../envelope.ts";
 import { admitAnonymous, agentAuth, clientIp, requireOperator, userAuth, type UserPrincipal } from "../plugins/auth.ts";
-import { HTTP_URL_PATTERN, NO_NUL_PATTERN } from "../plugins/validation-message.ts";
+import { HTTP_URL_PATTERN, NO_NUL_PATTERN } from "../../infra/validation-message.ts";
 import type { Services } from "../services.ts";
 import { noBody, optionalObjectBody } from "./optional-body.ts";
 import { isStoreSlug, storeSlugSchema } from "../../actors/store/slug.ts";

@@ -2,7 +2,7 @@
  * Helper B's LOW (session 22): an ingestion item missing a required field got two errors on that field, TypeBox's
  * "Expected required property" and "Expected number" (or "Expected union value"), and a value of the wrong type got
  * TypeBox's words too ("Expected union value" for a stock of "five"), where every route's 400 says the rule
- * ("must be … (missing)", "must be … (got …)": gateway/plugins/validation-message.ts). Each field of an item now has
+ * ("must be … (missing)", "must be … (got …)": infra/validation-message.ts). Each field of an item now has
  * one error, in the house words, on PUT /catalog, PATCH /inventory and POST /orders alike (actors/store/ingest.ts
  * `schemaErrors`).
  */

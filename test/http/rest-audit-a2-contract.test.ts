@@ -4,7 +4,7 @@
  * (F11). The 405 `Allow` with HEAD (F10) is in validation-messages.test.ts beside the other 405s.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { HTTP_URL_PATTERN } from "../../gateway/plugins/validation-message.ts";
+import { HTTP_URL_PATTERN } from "../../infra/validation-message.ts";
 import { login, merchantLogin } from "../helpers/agents.ts";
 import { useServer } from "../helpers/server.ts";
 

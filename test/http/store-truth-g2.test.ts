@@ -112,7 +112,7 @@ describe("input bounds (A3-6, A3-7, A3-8)", () => {
   test("negotiation.excludedCategories: more than 100, or one longer than 255 characters, is 400; 100 of 255 pass", async () => {
     const many = await merchant("/policies", "PUT", { acceptsReturns: true, negotiation: { ...rules, excludedCategories: Array.from({ length: 101 }, (_, i) => `c${i}`) } });
     expect(many.status).toBe(400);
-    // the object-or-null union names the inner rule that failed (gateway/plugins/validation-message.ts innerUnionFailure)
+    // the object-or-null union names the inner rule that failed (infra/validation-message.ts innerUnionFailure)
     expect(many.body).toMatchObject({ code: "validation_error", details: { field: "negotiation.excludedCategories", maxItems: 100 } });
     const long = await merchant("/policies", "PUT", { acceptsReturns: true, negotiation: { ...rules, excludedCategories: ["x".repeat(256)] } });
     expect(long.status).toBe(400);

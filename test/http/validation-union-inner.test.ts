@@ -1,6 +1,6 @@
 /**
  * A field whose schema is a union of an object and null (PUT /policies `negotiation`) answers the rule the object
- * broke, on the inner field's path (gateway/plugins/validation-message.ts `innerUnionFailure`), not "must be an
+ * broke, on the inner field's path (infra/validation-message.ts `innerUnionFailure`), not "must be an
  * object or null (got an object)" on the whole field (G2's note). A value of none of the union's kinds keeps the
  * union's own rule.
  */

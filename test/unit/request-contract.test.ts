@@ -9,7 +9,7 @@ import { t } from "elysia";
 import { findRouteRule } from "../../actors/agent/access.ts";
 import { isJsonContentType, normalizeJsonContentType, repeatedQueryParameter } from "../../gateway/plugins/json-body.ts";
 import { withJsonNumbers } from "../../gateway/plugins/json-numbers.ts";
-import { isSecretField, validationAnswer } from "../../gateway/plugins/validation-message.ts";
+import { isSecretField, validationAnswer } from "../../infra/validation-message.ts";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 
 describe("withJsonNumbers", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { t } from "elysia";
 import { Value } from "@sinclair/typebox/value";
-import { fieldOfPath, validationAnswer } from "../../gateway/plugins/validation-message.ts";
+import { fieldOfPath, validationAnswer } from "../../infra/validation-message.ts";
 
 /** The 400 text and details of the first failure of `value` against `schema`, as the error plugin builds them. */
 function answer(schema: Parameters<typeof Value.Errors>[0], value: unknown) {

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { t } from "elysia";
 import { pathPattern, RouteTable } from "../../gateway/plugins/route-table.ts";
 import { CodePointString } from "../../gateway/plugins/schema-formats.ts";
-import { describeSchema } from "../../gateway/plugins/validation-message.ts";
+import { describeSchema } from "../../infra/validation-message.ts";
 import { Value } from "@sinclair/typebox/value";
 
 describe("describeSchema", () => {

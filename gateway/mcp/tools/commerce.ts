@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { Type as T } from "@sinclair/typebox";
 // text the database stores or looks up holds no NUL: the schema says so, so it is refused before the human is asked (fuzz F2-6)
-import { NO_NUL_PATTERN, NON_BLANK_NO_NUL_PATTERN } from "../../plugins/validation-message.ts";
+import { NO_NUL_PATTERN, NON_BLANK_NO_NUL_PATTERN } from "../../../infra/validation-message.ts";
 import { cartActor, cartIdOfSession } from "../../../actors/cart/index.ts";
 import { mergedLineTooLarge, stockShortfall } from "../../../actors/cart/cart-machine.ts";
 import type { LegOutcomeView } from "../../../actors/cart/checkout-machine.ts";

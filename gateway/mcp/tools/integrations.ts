@@ -30,7 +30,7 @@ import { forHuman } from "../human-text.ts";
 import { ACCEPTED_OFFER_USE, negotiationMessage } from "../../negotiation-use.ts";
 import { storeProduct } from "./discovery.ts";
 import { AnyObject, Open, Strict, Uuid } from "./schemas.ts";
-import { NO_NUL_PATTERN } from "../../plugins/validation-message.ts";
+import { NO_NUL_PATTERN } from "../../../infra/validation-message.ts";
 
 const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
 const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;

@@ -4,13 +4,15 @@
  * (`details.allowed`), numbers their bounds (`details.minimum`/`maximum`), strings their length bounds, pattern or
  * format (`details.pattern`/`format`), a missing field its rule (`details.required`), so every route gets the same
  * answer for the same kind of schema without special cases (audit A2-F11: these kept TypeBox's own text).
+ *
+ * In infra (it was gateway/plugins until session 22): pure functions over TypeBox errors, read by the gateway's 400s
+ * and MCP argument errors and by the store actor's per-item ingestion errors, and an actor must not import the gateway.
  */
 import { ValueErrorType } from "@sinclair/typebox/errors";
-import { SECRET_FIELD } from "../../infra/log.ts";
-import { cutEcho, ECHO_MAX_CHARS, preview } from "../../infra/echo.ts";
-import { codePointLength } from "./schema-formats.ts";
-import { codePointFailure } from "../../infra/code-point-string.ts";
-import { NOT_BLANK_PATTERN } from "../../actors/store/schemas.ts";
+import { SECRET_FIELD } from "./log.ts";
+import { cutEcho, ECHO_MAX_CHARS, preview } from "./echo.ts";
+import { codePointFailure, codePointLength } from "./code-point-string.ts";
+import { NOT_BLANK_PATTERN } from "../actors/store/schemas.ts";
 
 /** The parts of a TypeBox ValueError read here. */
 export interface FailedCheck {
