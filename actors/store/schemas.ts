@@ -10,6 +10,7 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { CodePointString } from "../../infra/code-point-string.ts";
 import { minorUnitExponent } from "../../search/money.ts";
+import { storeSlugSchema } from "./slug.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Enumerations
@@ -142,7 +143,7 @@ export const NegotiationRules = T.Object(
 export type NegotiationRules = Static<typeof NegotiationRules>;
 
 export const StoreRecord = T.Object({
-  slug: T.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" }),
+  slug: storeSlugSchema(),
   name: T.String({ minLength: 1 }),
   ownerUserId: T.Union([Uuid, T.Null()]),
   verificationLevel: VerificationLevel,
