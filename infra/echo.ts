@@ -5,9 +5,25 @@
  */
 export const ECHO_MAX_CHARS = 100;
 
+/**
+ * The first ECHO_MAX_CHARS characters (code points) of `v`, or undefined when `v` has no more than that. Counted in
+ * characters as every bound of ours is (docs/conventions.md): a cut at 100 UTF-16 units split an emoji and quoted a
+ * lone surrogate half (helper C, session 22). Walks at most 200 units, whatever the string's length.
+ */
+export function echoPrefix(v: string): string | undefined {
+  if (v.length <= ECHO_MAX_CHARS) return undefined;
+  let i = 0;
+  for (let n = 0; n < ECHO_MAX_CHARS && i < v.length; n++) {
+    const c = v.charCodeAt(i);
+    i += c >= 0xd800 && c <= 0xdbff && i + 1 < v.length && (v.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? 2 : 1;
+  }
+  return i >= v.length ? undefined : v.slice(0, i);
+}
+
 /** A caller's string cut to ECHO_MAX_CHARS characters (an ellipsis says it was cut). */
 export function cutEcho(v: string): string {
-  return v.length > ECHO_MAX_CHARS ? `${v.slice(0, ECHO_MAX_CHARS)}…` : v;
+  const head = echoPrefix(v);
+  return head === undefined ? v : `${head}…`;
 }
 
 /** A short, bounded description of a caller's value: never its whole text (review H, finding 1). */

@@ -16,6 +16,7 @@ import { log } from "../../infra/log.ts";
 import { errorResult, outputSchemaOf, resultFromThrown, successResult, type ToolCallResult } from "./errors.ts";
 import { AnsweredWithoutAsking, ENDPOINT_GROUPS, type AnyTool, type Endpoint, type ToolContext } from "./registry.ts";
 import { ECHO_MAX_CHARS } from "../envelope.ts";
+import { echoPrefix } from "../../infra/echo.ts";
 import { cutEcho } from "../../infra/echo.ts";
 import { isObjectRecord } from "../plugins/json-body.ts";
 import { allowedProperties, describeFailure, fieldOfPath } from "../../infra/validation-message.ts";
@@ -133,8 +134,10 @@ export function echoedValue(value: unknown): { value?: unknown; valueType: strin
   if (value === null) return { value: null, valueType: "null" };
   if (Array.isArray(value)) return { valueType: "array" };
   switch (typeof value) {
-    case "string":
-      return value.length > ECHO_MAX_CHARS ? { value: value.slice(0, ECHO_MAX_CHARS), valueType: "string", valueTruncated: true } : { value, valueType: "string" };
+    case "string": {
+      const head = echoPrefix(value);
+      return head !== undefined ? { value: head, valueType: "string", valueTruncated: true } : { value, valueType: "string" };
+    }
     case "number":
     case "boolean":
       return { value, valueType: typeof value };
