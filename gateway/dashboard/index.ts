@@ -14,11 +14,12 @@ import { Value } from "@sinclair/typebox/value";
 import { Elysia } from "elysia";
 import { commerceMessages, storeCommerce } from "../../actors/store/commerce.ts";
 import { storeActor } from "../../actors/store/index.ts";
-import { PoliciesInput, policiesView } from "../../actors/store/ingest.ts";
+import { PoliciesInput } from "../../actors/store/ingest.ts";
 import {
   CATALOG_FLAGS,
   catalogQuality,
   countRefunds,
+  declaredPolicies,
   listAllowlistPage,
   listCoupons,
   listRefundsPage,
@@ -783,13 +784,11 @@ export function dashboardRoutes(svc: Services) {
               // one per line: a category may contain a comma ("Home, Garden" was split in two: audit A3-9)
               excludedCategories: text(form, "excludedCategories").split(/\r?\n/).map((x) => x.trim()).filter(Boolean),
             };
-            // PUT /policies replaces the policies: the current ones are sent back unchanged with the new rules. The view
-            // shows the window the refund rule applies (30 days when none is declared, 0 without returns); what goes
-            // back is what the merchant declared, so a save of the rules never declares a window for them (trust's
-            // policy completeness reads the declared fields; session 15, B's note).
-            const { returnWindowDays: _shown, ...shown } = policiesView(store.policies, store.currency);
-            const declared = store.policies.returnWindowDays;
-            const input = { ...shown, ...(declared !== undefined ? { returnWindowDays: declared } : {}), negotiation };
+            // PUT /policies replaces the policies: what the merchant declared goes back unchanged with the new rules
+            // (`declaredPolicies`, what GET /policies answers), never the view's 30-day default window, so a save of the
+            // rules declares nothing else for them (trust's policy completeness reads the declared fields; session 15,
+            // B's note).
+            const input = { ...declaredPolicies(store), negotiation };
             assertPolicies(input);
             await svc.actors.ask(storeActor, store.slug, "setPolicies", { policies: input as PoliciesInput });
             return { flash: { kind: "ok", message: `Negotiation rules saved (${negotiation.enabled ? "enabled" : "disabled"}).` } };
