@@ -369,8 +369,9 @@ export const PoliciesInput = T.Object(
     returnWindowDays: T.Optional(T.Integer({ minimum: 0, maximum: 3650 })),
     freeShippingThreshold: T.Optional(T.Number({ minimum: 0 })),
     restockingFeePercent: T.Optional(T.Number({ minimum: 0, maximum: 100 })),
-    shippingEstimateDays: T.Optional(T.String({ minLength: 1, maxLength: 50 })),
-    supportResponseTimeSla: T.Optional(T.String({ minLength: 1, maxLength: 50 })),
+    // counted in characters as every bound (docs/conventions.md; they counted UTF-16 units: helper C, session 22)
+    shippingEstimateDays: T.Optional(CodePointString({ minLength: 1, maxLength: 50 })),
+    supportResponseTimeSla: T.Optional(CodePointString({ minLength: 1, maxLength: 50 })),
     negotiation: T.Optional(T.Union([NegotiationRules, T.Null()])),
   },
   { additionalProperties: false },

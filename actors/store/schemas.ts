@@ -136,7 +136,7 @@ export const NegotiationRules = T.Object(
     autoAcceptPercent: T.Number({ minimum: 0, maximum: 100 }),
     maxRounds: T.Integer({ minimum: 1, maximum: 100 }),
     /** Bounded like a product's `category` (255) they are matched against (audit A3-6: 10,000 × 700 chars were stored). */
-    excludedCategories: T.Array(T.String({ maxLength: 255 }), { maxItems: 100 }),
+    excludedCategories: T.Array(CodePointString({ maxLength: 255 }), { maxItems: 100 }),
   },
   { additionalProperties: false },
 );
