@@ -310,7 +310,7 @@ export function publicUrl(siteUrl: string, path: string): string {
 export function acpApprovalMessage(url: string, foreign = false) {
   const content = foreign
     ? `The buyer must approve a payment of this session's cart at <${url}>. ${foreignPaymentWayOn("acp")}`
-    : `The buyer must approve the payment at <${url}>, then complete the session again.`;
+    : `The buyer must approve the payment at <${url}>, then complete the session again under a new Idempotency-Key (the same key replays this answer).`;
   return { type: "info", content_type: "markdown", content } as const;
 }
 

@@ -308,7 +308,7 @@ async function liveState(svc: Services, s: BridgeSession, shown?: string): Promi
 /** The note of a session whose buyer decided at every approval link while the agent has not completed again. */
 const BUYER_DECIDED: SessionNote = {
   code: "buyer_decided",
-  content: "The buyer has decided at the approval link; complete the session again to finish the payment (a refusal is then answered as the payment's refusal).",
+  content: "The buyer has decided at the approval link; complete the session again under a new Idempotency-Key to finish the payment (the same key replays the earlier answer; a refusal is then answered as the payment's refusal).",
 };
 
 /**

@@ -140,7 +140,7 @@ export function assertUpdatable(
     // Nothing waits for the buyer any more (review RD-1): the agent's move is the complete, which ends the attempt.
     throw fail(
       "CHECKOUT_ALREADY_IN_PROGRESS",
-      "The buyer has decided at the approval link; complete the session again (it finishes the payment or answers its refusal) before changing it.",
+      "The buyer has decided at the approval link; complete the session again under a new Idempotency-Key (it finishes the payment or answers its refusal) before changing it.",
       { ...details, reason: "payment_in_progress", buyer_decided: true },
     );
   }

@@ -152,7 +152,7 @@ for (const b of bridges) {
 }
 
 /** What a session whose buyer decided everything, before the agent completes again, says (review RD-1). */
-const DECIDED = "The buyer has decided at the approval link; complete the session again to finish the payment (a refusal is then answered as the payment's refusal).";
+const DECIDED = "The buyer has decided at the approval link; complete the session again under a new Idempotency-Key to finish the payment (the same key replays the earlier answer; a refusal is then answered as the payment's refusal).";
 
 for (const b of bridges) {
   const decidedNote = b.name === "UCP" ? `buyer_decided: ${DECIDED}` : `info: ${DECIDED}`;
@@ -188,7 +188,7 @@ for (const b of bridges) {
         const err = b.errorOf(update);
         expect(err.code).toBe("CHECKOUT_ALREADY_IN_PROGRESS");
         expect(err.kind).toBe(b.name === "UCP" ? "recoverable" : "request_not_idempotent");
-        expect(err.message).toBe("The buyer has decided at the approval link; complete the session again (it finishes the payment or answers its refusal) before changing it.");
+        expect(err.message).toBe("The buyer has decided at the approval link; complete the session again under a new Idempotency-Key (it finishes the payment or answers its refusal) before changing it.");
         expect(err.details).toMatchObject({ reason: "payment_in_progress", status: "PENDING_EXTERNAL_CONFIRMATION", buyer_decided: true, checkout_session_id: id });
 
         const again = await b.complete(k, id);
