@@ -7,6 +7,7 @@
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { DEFAULT_BUCKET, MemberView, computeOwnership, type HostBeat } from "../actors/transport/placement.ts";
 
 export interface HostStatus {
@@ -63,12 +64,17 @@ export async function clusterStatus(natsUrl: string, opts: ClusterStatusOptions 
     const kv = await new Kvm(nc).open(bucket);
     const entries: { key: string; created: number; beat: HostBeat }[] = [];
     const read = (async () => {
-      // keys() walks the bucket while hosts keep beating: a key updated during the walk can be listed again, which
-      // showed a live host twice (test/distributed/host-failure.test.ts, once under CI load). Each key is read once.
-      const listed = new Set<string>();
-      for await (const key of await kv.keys()) {
-        if (listed.has(key)) continue;
-        listed.add(key);
+      // The keys are the bucket stream's subjects, read from the stream's own state (one request, no consumer). Not
+      // kv.keys(): its push consumer takes an idle heartbeat for "all keys delivered", and under load that heartbeat
+      // came before the keys did, so a status read listed no host at all ("0 live of 0", exit 3; session 22's CI,
+      // test/distributed/host-failure.test.ts). Earlier, under load, its walk listed a live host twice.
+      const prefix = `$KV.${bucket}.`;
+      const info = await (await jetstreamManager(nc)).streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}>` });
+      const keys = Object.keys(info.state.subjects ?? {})
+        .filter((subject) => subject.startsWith(prefix))
+        .map((subject) => subject.slice(prefix.length))
+        .sort();
+      for (const key of keys) {
         const e = await kv.get(key);
         if (!e || e.operation !== "PUT") continue;
         try {
