@@ -426,7 +426,9 @@ export function acpError(err: ActorError) {
         : spec.http === 402
           ? "processing_error"
           : "invalid_request";
-  const field = err.details?.field;
+  // `param` is a JSONPath into the body: a field located elsewhere (the Idempotency-Key header) names none
+  const location = err.details?.location;
+  const field = typeof location !== "string" || location === "body" ? err.details?.field : undefined;
   // ACP's later revisions name this refusal: code `unsupported_api_version` and a top-level `supported_versions`
   // (review T-3); our details stay beside them
   const version = err.details?.reason === "unsupported_api_version" ? { code: "unsupported_api_version", supported_versions: err.details.supported_versions } : {};

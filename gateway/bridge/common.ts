@@ -209,13 +209,19 @@ const IDEMPOTENCY_CLAIM_TRIES = 3;
  * (`alreadyCompleted` in index.ts), a payment still running as CHECKOUT_ALREADY_IN_PROGRESS. `claim_id` names the
  * holder, so a request overtaken after its lease cannot overwrite or delete its successor's record.
  */
+/**
+ * Where an Idempotency-Key refusal points: the request header, not a body member, so ACP's `param` and UCP's `path`
+ * (JSONPaths into the body) are left out, as for a refusal in the query string or the path (error-shape.ts).
+ */
+const IDEMPOTENCY_KEY_FIELD = { field: "Idempotency-Key", location: "header" } as const;
+
 export async function withIdempotency(
   svc: Services,
   scope: { protocol: BridgeProtocol; agentKeyId: string; key: string | null; hash: string },
   work: () => Promise<Answer>,
 ): Promise<Answer> {
   if (!scope.key) return work();
-  if (scope.key.length > 255) throw fail("INVALID_ARGUMENT", "Idempotency-Key is too long (max 255).", { field: "Idempotency-Key" });
+  if (scope.key.length > 255) throw fail("INVALID_ARGUMENT", "Idempotency-Key is too long (max 255).", IDEMPOTENCY_KEY_FIELD);
   const claimId = crypto.randomUUID();
   const leaseMs = svc.config.BRIDGE_IDEMPOTENCY_LEASE_MS;
   const where = () => svc.sql`protocol = ${scope.protocol} AND agent_key_id = ${scope.agentKeyId} AND key = ${scope.key}`;
@@ -236,7 +242,7 @@ export async function withIdempotency(
       throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "A request with this Idempotency-Key is still running; retry the same call.", IN_FLIGHT);
     }
     if (row.request_hash !== scope.hash) {
-      throw fail("IDEMPOTENCY_KEY_CONFLICT", "This Idempotency-Key was used with a different request.", { field: "Idempotency-Key" });
+      throw fail("IDEMPOTENCY_KEY_CONFLICT", "This Idempotency-Key was used with a different request.", IDEMPOTENCY_KEY_FIELD);
     }
     if (row.status === null) throw fail("CHECKOUT_ALREADY_IN_PROGRESS", "A request with this Idempotency-Key is still running; retry the same call.", IN_FLIGHT);
     const replayed: Answer = { status: row.status, body: row.response, headers: { "idempotent-replayed": "true" } };

@@ -258,7 +258,10 @@ export function ucpError(err: ActorError) {
           content: err.message,
           severity: ucpSeverity(err),
           // UCP's JSONPath to the request field at fault, as ACP's `param`.
-          ...(typeof err.details?.field === "string" ? { path: `$.${err.details.field}` } : {}),
+          // not for a field located elsewhere (the Idempotency-Key header): a JSONPath names a body member
+          ...(typeof err.details?.field === "string" && (typeof err.details.location !== "string" || err.details.location === "body")
+            ? { path: `$.${err.details.field}` }
+            : {}),
           ...(err.details ? { details: err.details } : {}),
         },
       ],
