@@ -245,15 +245,21 @@ export function encodePaymentSignature(payload: PaymentPayload): string {
   return encodePaymentSignatureHeader(payload);
 }
 
-/** Decodes a `PAYMENT-SIGNATURE` (or v1 `X-PAYMENT`) value into a v2 payload; a v1 payload is refused. */
-export function decodePaymentSignature(header: string): PaymentPayload {
-  return decodeWith(header, PAYMENT_SIGNATURE_HEADER, decodePaymentSignatureHeader, parsePaymentPayload);
+/**
+ * Decodes a `PAYMENT-SIGNATURE` (or v1 `X-PAYMENT`: `name`) value into a v2 payload; a v1 payload is refused. A
+ * refusal names the header the value came from.
+ */
+export function decodePaymentSignature(header: string, name: typeof PAYMENT_SIGNATURE_HEADER | typeof X_PAYMENT_HEADER = PAYMENT_SIGNATURE_HEADER): PaymentPayload {
+  return decodeWith(header, name, decodePaymentSignatureHeader, parsePaymentPayload);
 }
 
 /** The payment header of a request, v2 name first; undefined when the request carries none. */
 export function readPaymentHeader(headers: Headers): PaymentPayload | undefined {
-  const value = headers.get(PAYMENT_SIGNATURE_HEADER) ?? headers.get(X_PAYMENT_HEADER);
-  return value === null ? undefined : decodePaymentSignature(value);
+  const v2 = headers.get(PAYMENT_SIGNATURE_HEADER);
+  if (v2 !== null) return decodePaymentSignature(v2);
+  const v1 = headers.get(X_PAYMENT_HEADER);
+  // refused in the name the client sent (an X-PAYMENT value was refused as "PAYMENT-SIGNATURE header: …")
+  return v1 === null ? undefined : decodePaymentSignature(v1, X_PAYMENT_HEADER);
 }
 
 /** `PAYMENT-RESPONSE` value; like the library, drops the facilitator's internal `extensionResponses`. */
