@@ -184,7 +184,14 @@ if (import.meta.main) {
     process.exit(2);
   }
   const { ACTOR_KINDS } = await import("./actor-kinds.ts");
-  const status = await clusterStatus(url, { kinds: ACTOR_KINDS, partitions: Number(process.env.ACTOR_PARTITIONS) || undefined });
-  console.log(formatClusterStatus(status));
-  process.exit(clusterStatusExitCode(status));
+  try {
+    const status = await clusterStatus(url, { kinds: ACTOR_KINDS, partitions: Number(process.env.ACTOR_PARTITIONS) || undefined });
+    console.log(formatClusterStatus(status));
+    process.exit(clusterStatusExitCode(status));
+  } catch (err) {
+    // NATS down, no JetStream leader: one line and exit 1, as `bun run cli cluster status` (not an unhandled stack)
+    const text = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`${text.startsWith("cluster status:") ? text : `cluster status: ${text}`}\n`);
+    process.exit(1);
+  }
 }
