@@ -806,6 +806,8 @@ async function ap2Pay(svc: Services, agent: AgentPrincipal, body: unknown): Prom
   // The mandate's id is kept on its binding (`bindMandate`): text the database cannot store is refused first.
   assertStorableRequest(body);
   const b = asRecord(body);
+  // absent (neither spelling sent) is the missing argument, as every other required member (helper F, session 22)
+  if (b.cart_id === undefined && b.cartId === undefined) throw fail("MISSING_REQUIRED_ARGUMENT", "cart_id is required: the uuid of one of your carts.", { field: "cart_id" });
   const cartId = typeof b.cart_id === "string" ? b.cart_id : typeof b.cartId === "string" ? b.cartId : undefined;
   if (!cartId || !isUuid(cartId)) {
     throw fail("INVALID_ARGUMENT", "cart_id must be the uuid of one of your carts.", { field: "cart_id" });

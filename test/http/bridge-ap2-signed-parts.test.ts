@@ -188,6 +188,13 @@ describe("AP2: a signed part counts only in its own role (review R3-1)", () => {
     expect(await ordersOfCart(cartId)).toHaveLength(0);
   });
 
+  test("a body without cart_id is 400 MISSING_REQUIRED_ARGUMENT on cart_id; a cart_id that is no uuid stays INVALID_ARGUMENT (helper F, session 22)", async () => {
+    const empty = await post("/ap2/payment-mandates", {});
+    expect({ status: empty.status, code: empty.body.code, field: empty.body.details?.field }).toEqual({ status: 400, code: "MISSING_REQUIRED_ARGUMENT", field: "cart_id" });
+    const bad = await post("/ap2/payment-mandates", { cart_id: "not-a-uuid" });
+    expect({ status: bad.status, code: bad.body.code, field: bad.body.details?.field }).toEqual({ status: 400, code: "INVALID_ARGUMENT", field: "cart_id" });
+  });
+
   test("a signed part with neither role's members, presented as the cart mandate, is 400 for its missing contents", async () => {
     const cartId = await newCart();
     const pmc = contents();
