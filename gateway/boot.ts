@@ -23,7 +23,7 @@ import { registerPartitionSource } from "../infra/metrics.ts";
 import { primeLoginTiming } from "../infra/passwords.ts";
 import { createApp } from "./app.ts";
 import { SERVER_BODY_CAP } from "./plugins/body-limit.ts";
-import { actorHostFetch } from "./plugins/metrics.ts";
+import { actorHostFetch, metricsAccess } from "./plugins/metrics.ts";
 import type { Services } from "./services.ts";
 import type { GatewayModule } from "./rest/index.ts";
 import type { McpGateway } from "./mcp/server.ts";
@@ -205,7 +205,12 @@ export async function boot(opts: BootOptions = {}): Promise<Running> {
       stops.push(async () => {
         await metricsServer.stop(true);
       });
-      log.info("actor host started", { kinds: actorDefinitions.map((d) => d.kind), metrics: `${url}/metrics` });
+      // /metrics only where it is served (a production host without METRICS_TOKEN answers it 404; helper E, session 22)
+      log.info("actor host started", {
+        kinds: actorDefinitions.map((d) => d.kind),
+        listener: url,
+        ...(metricsAccess(config) === "off" ? { metrics: "not served (NODE_ENV=production without METRICS_TOKEN)" } : { metrics: `${url}/metrics` }),
+      });
     }
     const partitions = transport as Transport & { ownedPartitions?: () => Record<string, number> };
     if (partitions.ownedPartitions) {

@@ -62,7 +62,7 @@ describe("a real actor host whose database is cut", () => {
     proxy = await PgProxy.toTestServer();
     const host: RoleProc = await dep!.spawnRole("actors", { DATABASE_URL: proxy.via(dep!.db.url) });
     const line = host.output.find((l) => l.includes("actor host started"));
-    base = (JSON.parse(line!).metrics as string).replace(/\/metrics$/, "");
+    base = JSON.parse(line!).listener as string;
   }, 60_000);
   afterAll(async () => {
     await dep?.stop();

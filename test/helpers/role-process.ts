@@ -12,7 +12,7 @@ export interface RoleProc {
   output: string[];
   /** The gateway's listening URL, from its start line. */
   url?: string;
-  /** An actor host's /metrics and /health listener (its origin), from its start line. */
+  /** An actor host's /metrics and /health listener (its origin), from its start line's `listener`. */
   metricsUrl?: string;
 }
 
@@ -47,9 +47,9 @@ export async function spawnRole(role: "actors" | "gateway", env: Record<string, 
     p.output.push(line);
     if (line.includes(want)) {
       try {
-        const started = JSON.parse(line) as { url?: string; metrics?: string };
+        const started = JSON.parse(line) as { url?: string; listener?: string };
         p.url = started.url;
-        p.metricsUrl = started.metrics?.replace(/\/metrics$/, "");
+        p.metricsUrl = started.listener;
       } catch {
         // not JSON
       }
