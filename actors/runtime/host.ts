@@ -274,8 +274,10 @@ export class ActorHost {
   async start(): Promise<void> {
     this.handedOver = false;
     this.notePlacement();
-    for (const kind of this.defs.keys()) await this.opts.transport.serve(kind, (env) => this.receive(env));
-    for (const kind of this.defs.keys()) showConflictSeries(kind);
+    for (const kind of this.defs.keys()) {
+      await this.opts.transport.serve(kind, (env) => this.receive(env));
+      showConflictSeries(kind);
+    }
     const idle = this.opts.idleMs ?? 5 * 60_000;
     this.sweepTimer = setInterval(() => void this.passivateIdle(idle), Math.max(50, Math.floor(idle / 2)));
     this.unregisterStats = registerActorStats({

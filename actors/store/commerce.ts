@@ -32,7 +32,7 @@ import { ActorError, fail } from "../runtime/errors.ts";
 import type { RidingWrite, SqlFragment } from "../runtime/state-write.ts";
 import { enqueueWebhookEvent } from "../webhook/outbox.ts";
 import { CATALOG_CHANGED, heldStockChanged } from "./messages.ts";
-import { applyOrderEvent, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
+import { applyOrderEvent, refusedMove, type OrderActor, type OrderEvent, type OrderStatus } from "./order-machine.ts";
 import { createdPayload, iso, loadOrder, loadRefund, moveOrder, orderTotalMinor, refundView, statusChangedPayload, type OrderRow, type RefundRow, type RefundView, type StatusChangedPayload } from "./order-rows.ts";
 import { approveRefund, cancelPaidOrder, lockOrderOfRefund, merchantRepeatOfMove, railOfOrder, refundReminders, x402RefundRequestRefused } from "./refund-flow.ts";
 import { applyRefundEvent, DEFAULT_RETURN_WINDOW_DAYS, refundRecordsOf, validateRefundRequest, type RefundStatus } from "./refunds.ts";
@@ -1471,7 +1471,7 @@ async function merchantCancelPending(
     // Canceled meanwhile, not by this call: most often a session past its expiry, which the cart's `cancel` has just
     // ended (its orders canceled checkout_expired) before refusing. The merchant gets the order machine's own 409 for
     // a cancel of a canceled order, as after the session's timer had run (the same answer either side of the timer).
-    if (!here.canceled && status === "canceled") applyOrderEvent({ status, createdAt: 0, deliveredAt: null, history: [] }, "cancel", "merchant", ctx.now());
+    if (!here.canceled && status === "canceled") throw refusedMove(status, "cancel", "merchant");
   }
   if (status === "paid" || status === "fulfilled") {
     // The payment won the race with this cancel (the session completed after the order was read pending): the

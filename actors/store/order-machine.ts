@@ -9,7 +9,7 @@
  * its fulfilment (the amount is `refunded_minor`); a full one makes it `refunded`. Refunds of a canceled order are
  * recorded in refund records while the order stays canceled.
  */
-import { fail } from "../runtime/errors.ts";
+import { fail, type ActorError } from "../runtime/errors.ts";
 
 export const ORDER_STATUSES = ["pending", "paid", "fulfilled", "shipped", "delivered", "canceled", "partially_refunded", "refunded"] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
@@ -83,18 +83,25 @@ export function nextOrderStatus(status: OrderStatus, event: OrderEvent, actor: O
 }
 
 /**
+ * The refusal of a move the table does not allow from `status`: an agent cancel past the point of no return →
+ * ORDER_NOT_CANCELLABLE (details.status); any other agent move → forbidden; any other illegal move → conflict
+ * (details.status, event, actor). Also for a caller that finds the move already made by someone else.
+ */
+export function refusedMove(status: OrderStatus, event: OrderEvent, actor: OrderActor): ActorError {
+  if (actor === "agent" && event === "cancel") {
+    return fail("ORDER_NOT_CANCELLABLE", `An order that is ${status} can no longer be canceled by an agent.`, { status });
+  }
+  if (actor === "agent") return fail("forbidden", `An agent may not ${event} an order.`, { status, event });
+  return fail("conflict", `${event} is not allowed on a ${status} order.`, { status, event, actor });
+}
+
+/**
  * Apply one move. Errors: an agent cancel past the point of no return → ORDER_NOT_CANCELLABLE (details.status);
  * any other agent move → forbidden; any other illegal move → conflict (details.status, event).
  */
 export function applyOrderEvent<O extends OrderHeader>(order: O, event: OrderEvent, actor: OrderActor, now: number, note?: string): O {
   const to = nextOrderStatus(order.status, event, actor);
-  if (to === undefined) {
-    if (actor === "agent" && event === "cancel") {
-      throw fail("ORDER_NOT_CANCELLABLE", `An order that is ${order.status} can no longer be canceled by an agent.`, { status: order.status });
-    }
-    if (actor === "agent") throw fail("forbidden", `An agent may not ${event} an order.`, { status: order.status, event });
-    throw fail("conflict", `${event} is not allowed on a ${order.status} order.`, { status: order.status, event, actor });
-  }
+  if (to === undefined) throw refusedMove(order.status, event, actor);
   const record: OrderEventRecord = { at: now, event, actor, from: order.status, to, ...(note === undefined ? {} : { note }) };
   return {
     ...order,

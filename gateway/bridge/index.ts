@@ -271,7 +271,7 @@ async function liveState(svc: Services, s: BridgeSession, shown?: string): Promi
   // quoted once, at the first answer that notices it (the cart view carries its destination: nothing more is read).
   if (cart) {
     const before = s.meta.shipping;
-    if (await followCartDestination(svc, s, cart, s.protocol === "ucp" ? UCP_FIELDS : ACP_FIELDS)) {
+    if (await followCartDestination(svc, s, cart, shippingFieldsOf(s))) {
       await saveFollowedShipping(svc, s, before).catch((err: unknown) => {
         svc.log.warn("bridge: the session's followed destination was not saved; the next read quotes it again", { protocol: s.protocol, error: err instanceof Error ? err.message : String(err) });
       });
@@ -304,6 +304,12 @@ async function liveState(svc: Services, s: BridgeSession, shown?: string): Promi
   // never `requires_escalation` without its continue_url (UCP: MUST be provided with that status).
   return { cart, status: "READY_FOR_PAYMENT", paid, notes: [...notes, BUYER_DECIDED] };
 }
+
+/** The request fields a session's shipping refusals name, in its protocol's terms. */
+const shippingFieldsOf = (s: BridgeSession) => (s.protocol === "ucp" ? UCP_FIELDS : ACP_FIELDS);
+
+/** The currency the session's create (or, for UCP, a later update) asked for, kept in its meta; undefined: none asked. */
+const askedCurrencyOf = (s: BridgeSession): string | undefined => (typeof s.meta.asked_currency === "string" ? s.meta.asked_currency : undefined);
 
 /** The note of a session whose buyer decided at every approval link while the agent has not completed again. */
 const BUYER_DECIDED: SessionNote = {
@@ -477,7 +483,7 @@ async function assertSessionUpdatable(svc: Services, s: BridgeSession, change: {
   assertUpdatable(s, cart, paid, change, waiting !== null && !waiting.url, waiting?.foreign === true);
   // A destination the cart took through REST or MCP is the session's before the update prices anything: a pick or new
   // items are quoted for where the cart ships, never moved back to the session's old address (the update saves it).
-  await followCartDestination(svc, s, cart, s.protocol === "ucp" ? UCP_FIELDS : ACP_FIELDS);
+  await followCartDestination(svc, s, cart, shippingFieldsOf(s));
 }
 
 async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body: unknown, shapes: AcpShapes): Promise<Answer> {
@@ -520,7 +526,7 @@ async function acpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
  * create asked no currency (2025-09-29 has none) follows its items, as UCP's does.
  */
 function assertAcpAskedCurrency(s: BridgeSession, made: Pick<CartView, "currency">, itemsField: string): void {
-  const asked = typeof s.meta.asked_currency === "string" ? s.meta.asked_currency : undefined;
+  const asked = askedCurrencyOf(s);
   const its = made.currency.toLowerCase();
   if (asked !== undefined && asked !== its) {
     throw fail("INVALID_ARGUMENT", `${itemsField} are priced in ${its}, not in ${asked}, the currency this checkout session was created for; create a new session for them.`, {
@@ -738,7 +744,7 @@ async function ucpUpdate(svc: Services, agent: AgentPrincipal, id: string, body:
     // As create (helper D, session 21): the currency this update asks for, else the one its create asked for, is the
     // cart's the update leaves the session on; another is 400 on $.currency in UCP's shape and nothing changes (new
     // line_items: their new cart is discarded before it is priced, the session stays on its cart).
-    const asked = currency ?? (typeof s.meta.asked_currency === "string" ? s.meta.asked_currency : undefined);
+    const asked = currency ?? askedCurrencyOf(s);
     if (currency !== undefined && !items) assertUcpCurrency(currency, await getCart(svc, s.agentKeyId, s.cartId));
     if (buyer !== undefined) s.meta.buyer = buyer;
     if (currency !== undefined) s.meta.asked_currency = currency;

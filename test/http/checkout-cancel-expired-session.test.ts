@@ -15,9 +15,7 @@ import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, counted, errorOf, type Connected } from "../mcp/helpers.ts";
 import { UCP } from "../helpers/bridge.ts";
 import { until } from "../helpers/wait.ts";
-
-const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
-const READY_LIFETIME_MS = 30 * 60_000; // docs/checkout.md "Expiry": OPEN/READY_FOR_PAYMENT 30 min
+import { declinedSession, holdSessionTimer, READY_LIFETIME_MS, SKILLET, sessionStatusOf } from "../helpers/due-session.ts";
 
 const clock = new ManualClock(Date.now());
 let srv: TestServer;
@@ -35,8 +33,7 @@ afterAll(async () => {
 });
 
 type Res = { status: number; body: any };
-const sessionStatus = async (cartId: string) =>
-  (await srv.db.sql<{ s: string }[]>`SELECT state->'session'->>'status' AS s FROM actor_state WHERE kind = 'cart' AND id = ${cartId}`)[0]?.s;
+const sessionStatus = (cartId: string) => sessionStatusOf(srv, cartId);
 const orderOf = async (cartId: string) =>
   (await srv.db.sql<{ status: string; reason: string | null }[]>`
     SELECT o.status, (SELECT e.data->>'reason' FROM order_events e WHERE e.order_id = o.id AND e.to_status = 'canceled' LIMIT 1) AS reason
@@ -45,18 +42,10 @@ const outcome = (r: Res) => ({ status: r.status, code: r.body.code ?? null, sess
 
 /** A session whose first attempt was declined (READY_FOR_PAYMENT, its order pending); `holdTimer`: its timer moved far ahead. */
 async function previewedSession(holdTimer: boolean): Promise<{ cartId: string; sessionId: string }> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: SKILLET, quantity: 1 }] } });
-  expect(c.status).toBe(201);
-  const cartId = c.body.data.id as string;
-  const declined = await srv.json("/api/v1/agent/checkout", {
-    method: "POST",
-    headers: key.headers,
-    body: { cartId, payment_method: "tok_decline", idempotency_key: crypto.randomUUID() },
-  });
-  expect(declined.status).toBe(402);
-  expect(await orderOf(cartId)).toEqual({ status: "pending", reason: null });
-  if (holdTimer) await srv.db.sql`UPDATE actor_reminders SET due_at = now() + interval '10 years' WHERE kind = 'cart' AND id = ${cartId}`;
-  return { cartId, sessionId: declined.body.details.checkout_session_id as string };
+  const session = await declinedSession(srv, key);
+  expect(await orderOf(session.cartId)).toEqual({ status: "pending", reason: null });
+  if (holdTimer) await holdSessionTimer(srv, session.cartId);
+  return session;
 }
 
 const cancel = (sessionId: string) => srv.json(`/api/v1/agent/checkout/${sessionId}/cancel`, { method: "POST", headers: key.headers });

@@ -13,9 +13,7 @@ import { ManualClock } from "../../actors/runtime/clock.ts";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { useServer } from "../helpers/server.ts";
 import { until } from "../helpers/wait.ts";
-
-const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
-const READY_LIFETIME_MS = 30 * 60_000; // docs/checkout.md "Expiry": OPEN/READY_FOR_PAYMENT 30 min
+import { declinedSession as declinedFirstAttempt, holdSessionTimer, READY_LIFETIME_MS, sessionStatusOf } from "../helpers/due-session.ts";
 
 const clock = new ManualClock(Date.now());
 const srv = useServer({ seed: true, boot: { clock } });
@@ -27,21 +25,16 @@ beforeAll(async () => {
 
 type Res = { status: number; body: any };
 const checkout = (body: Record<string, unknown>) => srv.json("/api/v1/agent/checkout", { method: "POST", headers: key.headers, body });
-const sessionStatus = async (cartId: string) =>
-  (await srv.db.sql<{ s: string }[]>`SELECT state->'session'->>'status' AS s FROM actor_state WHERE kind = 'cart' AND id = ${cartId}`)[0]?.s;
+const sessionStatus = (cartId: string) => sessionStatusOf(srv, cartId);
 /** What a caller branches on: status, code and the session's status in details. */
 const outcome = (r: Res) => ({ status: r.status, code: r.body.code, session_status: r.body.details?.status, session: r.body.details?.checkout_session_id });
 
 /** A session whose first attempt was declined (its key bound), READY_FOR_PAYMENT; `holdTimer`: its timer moved far ahead. */
 async function declinedSession(holdTimer: boolean): Promise<{ cartId: string; sessionId: string; firstKey: string }> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: SKILLET, quantity: 1 }] } });
-  expect(c.status).toBe(201);
-  const cartId = c.body.data.id as string;
   const firstKey = crypto.randomUUID();
-  const declined = await checkout({ cartId, payment_method: "tok_decline", idempotency_key: firstKey });
-  expect(declined.status).toBe(402);
-  if (holdTimer) await srv.db.sql`UPDATE actor_reminders SET due_at = now() + interval '10 years' WHERE kind = 'cart' AND id = ${cartId}`;
-  return { cartId, sessionId: declined.body.details.checkout_session_id as string, firstKey };
+  const { cartId, sessionId } = await declinedFirstAttempt(srv, key, firstKey);
+  if (holdTimer) await holdSessionTimer(srv, cartId);
+  return { cartId, sessionId, firstKey };
 }
 
 describe("completing a session past its expiry", () => {

@@ -15,9 +15,7 @@ import { ALL_SCOPES, createKey, login, type TestKey } from "../helpers/agents.ts
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { accept, connect, errorOf, type Connected } from "../mcp/helpers.ts";
 import { until } from "../helpers/wait.ts";
-
-const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
-const READY_LIFETIME_MS = 30 * 60_000; // docs/checkout.md "Expiry": OPEN/READY_FOR_PAYMENT 30 min
+import { declinedSession, holdSessionTimer, READY_LIFETIME_MS, sessionStatusOf } from "../helpers/due-session.ts";
 
 const clock = new ManualClock(Date.now());
 let srv: TestServer;
@@ -34,8 +32,7 @@ afterAll(async () => {
   await srv?.stop();
 });
 
-const sessionStatus = async (cartId: string) =>
-  (await srv.db.sql<{ s: string }[]>`SELECT state->'session'->>'status' AS s FROM actor_state WHERE kind = 'cart' AND id = ${cartId}`)[0]?.s;
+const sessionStatus = (cartId: string) => sessionStatusOf(srv, cartId);
 /** The order as it ended: status, the cancel's reason and who canceled it, and whether any money moved. */
 const orderEnd = async (orderId: string) =>
   (
@@ -52,18 +49,10 @@ const orderEnd = async (orderId: string) =>
  * clock past its expiry. `timerRan`: the session timer ended it (EXPIRED) before the call; else its timer is held.
  */
 async function dueSessionOrder(timerRan: boolean): Promise<{ cartId: string; orderId: string }> {
-  const c = await srv.json("/api/v1/agent/cart", { method: "POST", headers: key.headers, body: { items: [{ product_id: SKILLET, quantity: 1 }] } });
-  expect(c.status).toBe(201);
-  const cartId = c.body.data.id as string;
-  const declined = await srv.json("/api/v1/agent/checkout", {
-    method: "POST",
-    headers: key.headers,
-    body: { cartId, payment_method: "tok_decline", idempotency_key: crypto.randomUUID() },
-  });
-  expect(declined.status).toBe(402);
+  const { cartId } = await declinedSession(srv, key);
   const [o] = await srv.db.sql<{ id: string; status: string }[]>`SELECT id, status FROM orders WHERE cart_id = ${cartId}`;
   expect(o!.status).toBe("pending");
-  if (!timerRan) await srv.db.sql`UPDATE actor_reminders SET due_at = now() + interval '10 years' WHERE kind = 'cart' AND id = ${cartId}`;
+  if (!timerRan) await holdSessionTimer(srv, cartId);
   clock.advance(READY_LIFETIME_MS);
   if (timerRan) await until("the session timer", () => sessionStatus(cartId), (s) => s === "EXPIRED");
   else expect(await sessionStatus(cartId)).toBe("READY_FOR_PAYMENT");

@@ -12,8 +12,8 @@ import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
 import { approvalLink, decideAt } from "../helpers/sandbox-approval.ts";
 import { useServer } from "../helpers/server.ts";
 import { until } from "../helpers/wait.ts";
+import { SKILLET, sessionStatusOf } from "../helpers/due-session.ts";
 
-const SKILLET = "399d72f1-303c-5cf3-bc6a-5c82714b85d4"; // demo-store, tracked stock
 const APPROVAL_HOLD_MS = 60 * 60_000; // docs/checkout.md "Expiry": PENDING_EXTERNAL_CONFIRMATION 1 h
 
 const clock = new ManualClock(Date.now());
@@ -48,8 +48,7 @@ const page = async (link: string) => {
 };
 const ledgerState = async (intentId: string) =>
   (await srv.db.sql<{ state: string }[]>`SELECT state FROM sandbox_ledger_intents WHERE intent_id = ${intentId}`)[0]?.state;
-const sessionStatus = async (cartId: string) =>
-  (await srv.db.sql<{ s: string }[]>`SELECT state->'session'->>'status' AS s FROM actor_state WHERE kind = 'cart' AND id = ${cartId}`)[0]?.s;
+const sessionStatus = (cartId: string) => sessionStatusOf(srv, cartId);
 /** The refusal a client reading JSON gets. */
 const refusal = (r: Res) => ({ status: r.status, code: r.body.code, state: r.body.details?.state, reason: r.body.details?.reason });
 const ENDED = { status: 409, code: "conflict", state: "voided", reason: "checkout_ended" };

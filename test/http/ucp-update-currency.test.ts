@@ -7,7 +7,7 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { ALL_SCOPES, createKey, type TestKey } from "../helpers/agents.ts";
-import { UCP } from "../helpers/bridge.ts";
+import { aEuroProduct, UCP } from "../helpers/bridge.ts";
 import { BOARD } from "../helpers/partly-paid.ts";
 import { useServer } from "../helpers/server.ts";
 
@@ -17,9 +17,7 @@ let euro: string; // a product of qualified-eu-shop, priced in EUR
 
 beforeAll(async () => {
   key = await createKey(srv, { scopes: ALL_SCOPES });
-  const [p] = await srv.db.sql<{ id: string }[]>`
-    SELECT id FROM products WHERE store_slug = 'qualified-eu-shop' AND active AND in_stock AND (stock_quantity IS NULL OR stock_quantity >= 5) AND variants = '[]'::jsonb ORDER BY id LIMIT 1`;
-  euro = p!.id;
+  euro = await aEuroProduct(srv);
 }, 120_000);
 
 type Res = { status: number; body: any };
