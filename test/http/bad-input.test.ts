@@ -198,6 +198,14 @@ const PATH_VALUES: [string, string][] = [
   ["non-ASCII and emoji", "%C3%A9%F0%9F%92%A5"],
 ];
 
+/**
+ * Body fields the baseline request does not read, so a malformed value of theirs may be ignored: POST /agent/checkout's
+ * `x402_config` is checked only on the x402 rail (gateway/rest/checkout.ts: "a card checkout is not refused for a
+ * config it does not use"; the baseline pays by card). Its wrong-type probe passed while another probe had already
+ * completed the baseline's cart (409), and failed in session 22's CI when it reached the cart first (200).
+ */
+const UNREAD_BY_THE_BASELINE: readonly string[] = ["x402_config"];
+
 /** The ingestion batches whose items are validated one by one (spec: "validated per item; the answer lists per-item errors"). */
 const PER_ITEM_BATCHES: ReadonlySet<string> = new Set([
   "PUT /api/v1/merchant/stores/{slug}/catalog products",
@@ -314,6 +322,11 @@ function probesFor(op: Operation): Probe[] {
     }
   };
   visit("", baseline, props, baseline);
+  // A field its route documents as read only on another path than the baseline's is not refused here: the probe only
+  // checks that nothing breaks (a 5xx, a missing header), and a 200 is as right as a 4xx.
+  if (op.method === "POST" && op.path === "/api/v1/agent/checkout") {
+    for (const p of probes) if (UNREAD_BY_THE_BASELINE.some((f) => p.label.startsWith(`${op.method} ${op.path}: ${f} `))) p.strict = false;
+  }
   return probes;
 }
 
